@@ -1,0 +1,215 @@
+# ftbenchd — one non-recursive build.
+#
+#   make            everything under build/ (binaries, libftprofile, tests)
+#   make test       unit + integration tests (no GPU needed); ends with "N passed, N failed"
+#   make test-gpu   GPU tests (device machine only)
+#   make run        build, then run the main job through the daemon (scripts/make-run.sh)
+#   make install    PREFIX=/usr/local DESTDIR=
+#   make bench      reproducible benchmarks (bench/*.sh)
+#
+# Knobs: CUDA=0|1 (default: 1 when nvcc is found), SMS="80 90", V=1 (show commands),
+#        WERROR=1 (default in CI), BUILD=build, SAN=address,undefined (sanitized build).
+
+VERSION    := 0.1.0
+BUILD      ?= build
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+CUDA_HOME  ?= /usr/local/cuda
+NVCC       ?= $(CUDA_HOME)/bin/nvcc
+SMS        ?= 80 90
+CUDA       ?= $(shell test -x $(NVCC) && echo 1 || echo 0)
+SAN        ?=
+ifeq ($(CI),true)
+WERROR     ?= 1
+endif
+WERROR     ?= 0
+
+ifeq ($(V),1)
+Q :=
+say :=
+else
+Q := @
+say = @printf '  %-6s %s\n' $(1) $(2);
+endif
+
+CC        ?= cc
+OPT       ?= -O2 -g
+WARN      := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wpointer-arith \
+             -Wno-unused-parameter -Wno-missing-field-initializers
+ifeq ($(WERROR),1)
+WARN      += -Werror
+endif
+DEPFLAGS   = -MMD -MP
+CPPFLAGS  += -D_GNU_SOURCE -DFT_VERSION='"$(VERSION)"' -Isrc -Isrc/profile -Ikernels
+CFLAGS    += -std=gnu17 $(OPT) $(WARN) -fPIC -pthread
+LDFLAGS   += -pthread
+LIBS      := -ljansson -lcurl -lm
+ifneq ($(SAN),)
+CFLAGS    += -fsanitize=$(SAN) -fno-omit-frame-pointer
+LDFLAGS   += -fsanitize=$(SAN)
+endif
+
+ifeq ($(CUDA),1)
+CPPFLAGS  += -DFT_HAVE_CUDA=1 -I$(CUDA_HOME)/include
+CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
+NVFLAGS   := -std=c++17 -O3 -lineinfo -Xcompiler -fPIC,-Wall -Isrc -Ikernels \
+             $(foreach s,$(SMS),-gencode arch=compute_$(s),code=sm_$(s)) \
+             -gencode arch=compute_$(lastword $(SMS)),code=compute_$(lastword $(SMS))
+CU_SRCS   := $(wildcard kernels/*.cu)
+else
+CUDA_LIBS :=
+CU_SRCS   :=
+endif
+
+# Per-ISA translation units of the CPU MoE executor: name the file *_avx2.c, *_avx512.c, ...
+ISA_avx2       := -mavx2 -mfma -mf16c
+ISA_avx512     := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c -mavx2
+ISA_avx512bf16 := $(ISA_avx512) -mavx512bf16
+ISA_avx512vnni := $(ISA_avx512) -mavx512vnni
+ISA_amx        := $(ISA_avx512) -mavx512bf16 -mamx-tile -mamx-bf16 -mamx-int8
+
+# ---------------------------------------------------------------- sources
+LIB_SRCS     := $(sort $(wildcard src/util/*.c src/hw/*.c src/moe/*.c src/moe/*/*.c \
+                  src/bench/*.c src/decode/*.c src/profile/*.c))
+PROFILE_SRCS := $(sort $(wildcard src/profile/*.c)) src/util/fsutil.c
+CLI_SRCS     := $(sort $(wildcard src/cli/*.c))
+DAEMON_SRCS  := $(sort $(wildcard daemon/*.c))
+UNIT_SRCS    := $(sort $(wildcard tests/unit/test_*.c))
+INTEG_SRCS   := $(sort $(wildcard tests/integration/test_*.c))
+GPU_SRCS     := $(sort $(wildcard tests/gpu/test_*.c))
+FIXTURE_SRCS := $(sort $(wildcard tests/fixtures/*.c))
+
+obj = $(patsubst %,$(BUILD)/obj/%.o,$(basename $(1)))
+
+LIB_OBJS     := $(call obj,$(LIB_SRCS))
+CU_OBJS      := $(call obj,$(CU_SRCS))
+PROFILE_OBJS := $(call obj,$(PROFILE_SRCS))
+CLI_OBJS     := $(call obj,$(CLI_SRCS))
+DAEMON_OBJS  := $(call obj,$(DAEMON_SRCS))
+
+LIBFTBENCH   := $(BUILD)/lib/libftbench.a
+FTBENCH      := $(BUILD)/bin/ftbench
+FTBENCHD     := $(BUILD)/bin/ftbenchd
+PROF_SO      := $(BUILD)/lib/libftprofile.so
+PROF_A       := $(BUILD)/lib/libftprofile.a
+PROF_H       := $(BUILD)/include/ftprofile.h
+PROF_PC      := $(BUILD)/lib/pkgconfig/ftprofile.pc
+
+UNIT_BINS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+INTEG_BINS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(INTEG_SRCS))
+GPU_BINS     := $(patsubst tests/%.c,$(BUILD)/tests/%,$(GPU_SRCS))
+FIXTURE_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(FIXTURE_SRCS))
+
+ALL := $(FTBENCH) $(FTBENCHD) $(PROF_SO) $(PROF_A) $(PROF_H) $(PROF_PC)
+
+.SECONDARY:
+.PHONY: all test test-unit test-integration test-gpu run install uninstall clean deps bench tests
+all: $(ALL) tests
+tests: $(UNIT_BINS) $(INTEG_BINS) $(GPU_BINS) $(FIXTURE_BINS)
+
+# ---------------------------------------------------------------- rules
+$(BUILD)/obj/%.o: %.c
+	$(call say,CC,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(XFLAGS) $(DEPFLAGS) -c $< -o $@
+
+$(BUILD)/obj/%.o: %.cu
+	$(call say,NVCC,$<)
+	@mkdir -p $(@D)
+	$(Q)$(NVCC) $(NVFLAGS) -DFT_HAVE_CUDA=1 -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/%_avx2.o:       XFLAGS = $(ISA_avx2)
+$(BUILD)/obj/%_avx512.o:     XFLAGS = $(ISA_avx512)
+$(BUILD)/obj/%_avx512bf16.o: XFLAGS = $(ISA_avx512bf16)
+$(BUILD)/obj/%_avx512vnni.o: XFLAGS = $(ISA_avx512vnni)
+$(BUILD)/obj/%_amx.o:        XFLAGS = $(ISA_amx)
+
+$(LIBFTBENCH): $(LIB_OBJS) $(CU_OBJS)
+	$(call say,AR,$@)
+	@mkdir -p $(@D)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(FTBENCH): $(CLI_OBJS) $(LIBFTBENCH)
+	$(call say,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(LIBFTBENCH) $(LIBS) $(CUDA_LIBS)
+
+# The daemon never initialises CUDA: it links without cudart, so a stray CUDA call fails the link.
+$(FTBENCHD): $(DAEMON_OBJS) $(LIBFTBENCH)
+	$(call say,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(DAEMON_OBJS) $(LIBFTBENCH) $(LIBS) -lmicrohttpd -lsystemd
+
+$(PROF_SO): $(PROFILE_OBJS) src/profile/ftprofile.map
+	$(call say,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) -shared -Wl,-soname,libftprofile.so.0 -Wl,--version-script=src/profile/ftprofile.map \
+		-o $@ $(PROFILE_OBJS) -ljansson -lm
+	$(Q)ln -sf libftprofile.so $(@D)/libftprofile.so.0
+
+$(PROF_A): $(PROFILE_OBJS)
+	$(call say,AR,$@)
+	@mkdir -p $(@D)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(PROF_H): src/profile/ftprofile.h
+	@mkdir -p $(@D)
+	$(Q)cp $< $@
+
+$(PROF_PC): src/profile/ftprofile.pc.in Makefile
+	@mkdir -p $(@D)
+	$(Q)sed -e 's|@PREFIX@|$(abspath $(BUILD))|' -e 's|@LIBDIR@|$${prefix}/lib|' \
+		-e 's|@INCLUDEDIR@|$${prefix}/include|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+# Tests: one binary per file, linked against everything (cmocka for assertions).
+TEST_LIBS = $(LIBFTBENCH) $(LIBS) $(CUDA_LIBS) -lcmocka
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIBFTBENCH)
+	$(call say,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(TEST_LIBS) $(if $(findstring integration,$@),-lmicrohttpd -lsystemd)
+
+# ---------------------------------------------------------------- targets
+deps:
+	@scripts/deps.sh
+
+test: deps
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) scripts/run-tests.sh $(UNIT_BINS) $(INTEG_BINS) $(wildcard tests/integration/*.sh)
+
+test-unit: $(UNIT_BINS)
+	@BUILD=$(BUILD) scripts/run-tests.sh $(UNIT_BINS)
+
+test-integration: all
+	@BUILD=$(BUILD) scripts/run-tests.sh $(INTEG_BINS) $(wildcard tests/integration/*.sh)
+
+test-gpu: all
+	@BUILD=$(BUILD) scripts/run-tests.sh --gpu $(GPU_BINS)
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) scripts/make-run.sh
+
+bench: all
+	@for s in bench/*.sh; do echo "== $$s"; BUILD=$(BUILD) $$s || exit 1; done
+
+install: $(ALL)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include \
+		$(DESTDIR)$(PREFIX)/lib/systemd/system $(DESTDIR)$(PREFIX)/lib/sysusers.d \
+		$(DESTDIR)$(PREFIX)/lib/tmpfiles.d $(DESTDIR)/etc
+	install -m 0755 $(FTBENCH) $(FTBENCHD) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 $(PROF_SO) $(DESTDIR)$(PREFIX)/lib/libftprofile.so.0
+	ln -sf libftprofile.so.0 $(DESTDIR)$(PREFIX)/lib/libftprofile.so
+	install -m 0644 $(PROF_A) $(DESTDIR)$(PREFIX)/lib/
+	install -m 0644 $(PROF_H) $(DESTDIR)$(PREFIX)/include/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$${prefix}/lib|' -e 's|@INCLUDEDIR@|$${prefix}/include|' \
+		-e 's|@VERSION@|$(VERSION)|' src/profile/ftprofile.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ftprofile.pc
+	for f in systemd/*.service systemd/*.socket; do [ -e "$$f" ] || continue; \
+		sed 's|@BINDIR@|$(PREFIX)/bin|g' $$f > $(DESTDIR)$(PREFIX)/lib/systemd/system/$$(basename $$f); done
+	for f in systemd/*.sysusers; do [ -e "$$f" ] && install -m 0644 $$f $(DESTDIR)$(PREFIX)/lib/sysusers.d/ftbenchd.conf; done; true
+	for f in systemd/*.tmpfiles; do [ -e "$$f" ] && install -m 0644 $$f $(DESTDIR)$(PREFIX)/lib/tmpfiles.d/ftbenchd.conf; done; true
+	[ -e $(DESTDIR)/etc/ftbenchd.conf ] || install -m 0644 etc/ftbenchd.conf $(DESTDIR)/etc/ftbenchd.conf
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,69 @@
+/* cli: the ftbench command table and what every subcommand shares: the worker protocol on
+ * --result-fd, progress on a terminal, errors logged once, GPU selection.
+ *
+ * Exit status: 0 success; 1 the work failed (a measurement, a checksum, a server); 2 bad usage
+ * or a missing prerequisite (no GPU where one is required). */
+#ifndef FT_CLI_CLI_H
+#define FT_CLI_CLI_H
+#include <jansson.h>
+
+#include "hw/gpu.h"
+#include "util/report.h"
+
+#define FTCLI_EXIT_OK 0
+#define FTCLI_EXIT_FAIL 1
+#define FTCLI_EXIT_USAGE 2
+
+struct ftcli_cmd {
+	const char *name;
+	const char *summary;
+	int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
+};
+
+/* Commands (one file each: src/cli/cmd_<name>.c). */
+int cmd_gpus(int argc, char **argv);
+int cmd_cpu(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
+int cmd_bw(int argc, char **argv);
+int cmd_cache_copy(int argc, char **argv);
+int cmd_cpu_moe(int argc, char **argv);
+int cmd_load_weights(int argc, char **argv);
+int cmd_make_checkpoint(int argc, char **argv);
+int cmd_ftw(int argc, char **argv);
+int cmd_decode(int argc, char **argv);
+int cmd_submit(int argc, char **argv);
+int cmd_jobs(int argc, char **argv);
+int cmd_wait(int argc, char **argv);
+int cmd_cancel(int argc, char **argv);
+
+/* The subcommand being run ("bw"), for messages. */
+extern const char *ftcli_prog;
+
+/* Worker protocol: after ftcli_set_result_fd(n), progress/result/error are also written to fd
+ * n as JSON lines {"type":"progress","done":d,"total":t,"label":l}, {"type":"result",
+ * "result":{...}}, {"type":"error","message":m}. Returns 0 or -EBADF when n is not open. */
+int ftcli_set_result_fd(int fd);
+int ftcli_result_fd(void);
+/* Quiet: no progress bar even on a terminal (--json on stdout sets it). */
+void ftcli_set_quiet(int quiet);
+
+void ftcli_progress(int done, int total, const char *label);
+/* Send the result object on the result fd (borrowed; not printed on stdout). */
+void ftcli_result(json_t *result);
+/* Log "ftbench <cmd>: message" on stderr once, and send it on the result fd. */
+void ftcli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A note on stderr ("ftbench <cmd>: note: ...") that is not an error. */
+void ftcli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A reporter for library code that forwards to ftcli_progress / ftcli_note. */
+struct ftreport ftcli_reporter(void);
+
+/* Select a GPU by --gpu spec (NULL: the first). Returns 0 and fills *out, 1 when this host has
+ * no GPU (why says why), or -errno after logging the resolver's error. */
+int ftcli_select_gpu(const char *spec, struct ftgpu_info *out, char *why, size_t whylen);
+
+/* Print JSON to stdout, indented, with a trailing newline. */
+void ftcli_print_json(json_t *j);
+
+/* Parse "--result-fd N" value and apply it; returns 0 or logs and returns -1. */
+int ftcli_opt_result_fd(const char *arg);
+#endif

@@ -1,0 +1,53 @@
+/* ftbench: the CLI and the daemon's job worker. Dispatch by table. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const struct ftcli_cmd commands[] = {
+	{"bw", "host bandwidth profile: CPU/PCIe ceilings, gather vs CPU MoE, offload/hybrid", cmd_bw},
+	{"cache-copy", "slot-cache LRU + gather cost per decode layer (batch x miss rate)", cmd_cache_copy},
+	{"cpu-moe", "CPU MoE executor throughput per format and ISA", cmd_cpu_moe},
+	{"load-weights", "expert-bank loading: serial vs parallel O_DIRECT vs FTW", cmd_load_weights},
+	{"decode", "client-side decode tok/s, TTFT, event gaps against an OpenAI server", cmd_decode},
+	{"gpus", "list CUDA devices (PCI bus order, UUID, PCIe link)", cmd_gpus},
+	{"cpu", "describe the host CPU (cores, NUMA, ISA)", cmd_cpu},
+	{"profile", "profile path|show|recommend FORMAT|fetch-fraction FORMAT", cmd_profile},
+	{"make-checkpoint", "write a synthetic MoE checkpoint (safetensors) in a real layout", cmd_make_checkpoint},
+	{"ftw", "ftw convert MODEL OUT: repack a checkpoint into the FTW format", cmd_ftw},
+	{"submit", "submit a job to ftbenchd (--wait to follow it)", cmd_submit},
+	{"jobs", "list ftbenchd jobs", cmd_jobs},
+	{"wait", "follow an ftbenchd job until it ends", cmd_wait},
+	{"cancel", "cancel an ftbenchd job", cmd_cancel},
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: ftbench COMMAND [options]   (ftbench COMMAND --help for its options)\n\n");
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		fprintf(f, "  %-16s %s\n", commands[i].name, commands[i].summary);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return FTCLI_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("ftbench %s\n", FT_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		if (!strcmp(argv[1], commands[i].name)) {
+			ftcli_prog = commands[i].name;
+			return commands[i].run(argc - 1, argv + 1);
+		}
+	fprintf(stderr, "ftbench: unknown command '%s'\n\n", argv[1]);
+	usage(stderr);
+	return FTCLI_EXIT_USAGE;
+}

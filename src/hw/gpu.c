@@ -1,0 +1,251 @@
+#include "hw/gpu.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/strutil.h"
+
+#ifdef FT_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+double ftgpu_link_gbs(int gen, int width)
+{
+	static const double gts[] = {0, 2.5, 5.0, 8.0, 16.0, 32.0, 64.0};
+	if (gen < 1 || gen > 6 || width <= 0)
+		return 0.0;
+	double enc = gen <= 2 ? 8.0 / 10.0 : 128.0 / 130.0;
+	if (gen == 6)
+		enc = 242.0 / 256.0; /* FLIT mode */
+	return gts[gen] * width * enc / 8.0;
+}
+
+static int gen_of_speed(const char *s)
+{
+	double v = atof(s);
+	if (v >= 60) return 6;
+	if (v >= 30) return 5;
+	if (v >= 15) return 4;
+	if (v >= 7.5) return 3;
+	if (v >= 4.5) return 2;
+	if (v >= 2) return 1;
+	return 0;
+}
+
+static int read_str(const char *dir, const char *file, char *buf, size_t n)
+{
+	char path[256];
+	snprintf(path, sizeof path, "%s/%s", dir, file);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	int r = fgets(buf, (int)n, f) ? 0 : -EIO;
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return r;
+}
+
+void ftgpu_read_link(struct ftgpu_info *g)
+{
+	/* nvidia-smi form "00000000:18:00.0" -> sysfs "0000:18:00.0" (lower case) */
+	char id[32], dir[96], buf[64];
+	const char *p = g->pci_bus_id;
+	size_t l = strlen(p);
+	const char *colon = strchr(p, ':');
+	if (!colon || l < 12)
+		return;
+	size_t dom = (size_t)(colon - p);
+	snprintf(id, sizeof id, "%s", dom > 4 ? p + dom - 4 : p);
+	for (char *c = id; *c; c++)
+		*c = (char)tolower((unsigned char)*c);
+	snprintf(dir, sizeof dir, "/sys/bus/pci/devices/%s", id);
+	g->numa_node = -1;
+	if (!read_str(dir, "current_link_speed", buf, sizeof buf))
+		g->link_gen_cur = gen_of_speed(buf);
+	if (!read_str(dir, "max_link_speed", buf, sizeof buf))
+		g->link_gen_max = gen_of_speed(buf);
+	if (!read_str(dir, "current_link_width", buf, sizeof buf))
+		g->link_width_cur = atoi(buf);
+	if (!read_str(dir, "max_link_width", buf, sizeof buf))
+		g->link_width_max = atoi(buf);
+	if (!read_str(dir, "numa_node", buf, sizeof buf))
+		g->numa_node = atoi(buf);
+}
+
+static void read_driver_version(char *buf, size_t n)
+{
+	buf[0] = '\0';
+	if (read_str("/sys/module/nvidia", "version", buf, n) == 0)
+		return;
+	FILE *f = fopen("/proc/driver/nvidia/version", "re");
+	char line[256];
+	if (f && fgets(line, sizeof line, f)) {
+		/* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.03  ..." */
+		char *k = strstr(line, "Kernel Module");
+		if (k && sscanf(k + 13, "%31s", buf) != 1)
+			buf[0] = '\0';
+	}
+	if (f)
+		fclose(f);
+}
+
+int ftgpu_list(struct ftgpu_info **out, int *n, char *why, size_t whylen)
+{
+	*out = NULL;
+	*n = 0;
+#ifndef FT_HAVE_CUDA
+	snprintf(why, whylen, "built without CUDA (CUDA=0)");
+	return 0;
+#else
+	/* PCI bus order so that index = nvidia-smi index, unless the caller chose otherwise. */
+	setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
+	int count = 0, drv = 0, rt = 0;
+	cudaError_t e = cudaGetDeviceCount(&count);
+	if (e != cudaSuccess) {
+		if (access("/proc/driver/nvidia/version", F_OK) != 0)
+			snprintf(why, whylen, "no CUDA device: no NVIDIA driver is loaded");
+		else
+			snprintf(why, whylen, "no CUDA device: %s", cudaGetErrorString(e));
+		return 0;
+	}
+	if (count == 0) {
+		snprintf(why, whylen, "no CUDA device");
+		return 0;
+	}
+	cudaDriverGetVersion(&drv);
+	cudaRuntimeGetVersion(&rt);
+	struct ftgpu_info *v = calloc((size_t)count, sizeof *v);
+	if (!v)
+		return -ENOMEM;
+	char dv[32];
+	read_driver_version(dv, sizeof dv);
+	for (int i = 0; i < count; i++) {
+		struct cudaDeviceProp prop;
+		struct ftgpu_info *g = &v[i];
+		if ((e = cudaGetDeviceProperties(&prop, i)) != cudaSuccess) {
+			snprintf(why, whylen, "GPU %d: %s", i, cudaGetErrorString(e));
+			free(v);
+			return -EIO;
+		}
+		const unsigned char *u = (const unsigned char *)prop.uuid.bytes;
+		snprintf(g->uuid, sizeof g->uuid,
+			 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+			 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11],
+			 u[12], u[13], u[14], u[15]);
+		g->index = i;
+		snprintf(g->name, sizeof g->name, "%s", prop.name);
+		snprintf(g->pci_bus_id, sizeof g->pci_bus_id, "%08X:%02X:%02X.0", prop.pciDomainID,
+			 prop.pciBusID, prop.pciDeviceID);
+		g->mem_total = prop.totalGlobalMem;
+		g->cc_major = prop.major;
+		g->cc_minor = prop.minor;
+		g->multiprocessors = prop.multiProcessorCount;
+		snprintf(g->driver_version, sizeof g->driver_version, "%s", dv);
+		g->cuda_driver_version = drv;
+		g->cuda_runtime_version = rt;
+		ftgpu_read_link(g);
+	}
+	*out = v;
+	*n = count;
+	return 0;
+#endif
+}
+
+static const char *skip_prefix(const char *s)
+{
+	return strncasecmp(s, "GPU-", 4) == 0 ? s + 4 : s;
+}
+
+static void list_gpus(const struct ftgpu_info *gpus, int n, char *err, size_t errlen, const char *head)
+{
+	size_t off = (size_t)snprintf(err, errlen, "%s", head);
+	if (n == 0 && off < errlen)
+		off += (size_t)snprintf(err + off, errlen - off, "; this host has no GPU");
+	for (int i = 0; i < n && off < errlen; i++)
+		off += (size_t)snprintf(err + off, errlen - off, "%s %d %s (%s)", i ? "," : "; GPUs:",
+					gpus[i].index, gpus[i].uuid, gpus[i].name);
+}
+
+int ftgpu_resolve(const struct ftgpu_info *gpus, int n, const char *spec, char *err, size_t errlen)
+{
+	char head[160];
+	long idx;
+	if (!spec || !*spec) {
+		list_gpus(gpus, n, err, errlen, "empty --gpu");
+		return -ENODEV;
+	}
+	if (ftstr_parse_long(spec, 0, 1 << 20, &idx) == 0) {
+		for (int i = 0; i < n; i++)
+			if (gpus[i].index == idx)
+				return i;
+		snprintf(head, sizeof head, "no GPU with index %ld", idx);
+		list_gpus(gpus, n, err, errlen, head);
+		return -ENODEV;
+	}
+	const char *want = skip_prefix(spec);
+	size_t wl = strlen(want);
+	int found = -1, matches = 0;
+	for (int i = 0; i < n; i++) {
+		const char *have = skip_prefix(gpus[i].uuid);
+		if (strcasecmp(have, want) == 0)
+			return i;
+		if (wl >= 1 && strncasecmp(have, want, wl) == 0) {
+			found = i;
+			matches++;
+		}
+	}
+	if (matches == 1)
+		return found;
+	snprintf(head, sizeof head, matches ? "GPU prefix '%.64s' is ambiguous" : "no GPU matches '%.64s'", spec);
+	list_gpus(gpus, n, err, errlen, head);
+	return matches ? -EINVAL : -ENODEV;
+}
+
+json_t *ftgpu_json(const struct ftgpu_info *g)
+{
+	json_t *link = json_pack("{s:i,s:i,s:i,s:i,s:f,s:f}", "gen_current", g->link_gen_cur,
+				 "gen_max", g->link_gen_max, "width_current", g->link_width_cur,
+				 "width_max", g->link_width_max, "theoretical_gbs",
+				 ftgpu_link_gbs(g->link_gen_cur, g->link_width_cur), "theoretical_max_gbs",
+				 ftgpu_link_gbs(g->link_gen_max, g->link_width_max));
+	char cc[16];
+	snprintf(cc, sizeof cc, "%d.%d", g->cc_major, g->cc_minor);
+	return json_pack("{s:i,s:s,s:s,s:s,s:I,s:s,s:i,s:s,s:i,s:i,s:o,s:i}", "index", g->index, "uuid",
+			 g->uuid, "name", g->name, "pci_bus_id", g->pci_bus_id, "memory_bytes",
+			 (json_int_t)g->mem_total, "compute_capability", cc, "multiprocessors",
+			 g->multiprocessors, "driver_version", g->driver_version, "cuda_driver_version",
+			 g->cuda_driver_version, "cuda_runtime_version", g->cuda_runtime_version,
+			 "pcie_link", link, "numa_node", g->numa_node);
+}
+
+int ftgpu_from_json(const json_t *j, struct ftgpu_info *g)
+{
+	const char *uuid = NULL, *name = "", *bus = "", *cc = "0.0", *dv = "";
+	json_int_t mem = 0;
+	json_t *link = NULL;
+	memset(g, 0, sizeof *g);
+	g->numa_node = -1;
+	if (json_unpack((json_t *)j, "{s:i,s:s,s?s,s?s,s?I,s?s,s?i,s?s,s?i,s?i,s?o,s?i}", "index",
+			&g->index, "uuid", &uuid, "name", &name, "pci_bus_id", &bus, "memory_bytes", &mem,
+			"compute_capability", &cc, "multiprocessors", &g->multiprocessors,
+			"driver_version", &dv, "cuda_driver_version", &g->cuda_driver_version,
+			"cuda_runtime_version", &g->cuda_runtime_version, "pcie_link", &link,
+			"numa_node", &g->numa_node) < 0)
+		return -EINVAL;
+	snprintf(g->uuid, sizeof g->uuid, "%s", uuid);
+	snprintf(g->name, sizeof g->name, "%s", name);
+	snprintf(g->pci_bus_id, sizeof g->pci_bus_id, "%s", bus);
+	snprintf(g->driver_version, sizeof g->driver_version, "%s", dv);
+	g->mem_total = (size_t)mem;
+	if (sscanf(cc, "%d.%d", &g->cc_major, &g->cc_minor) != 2)
+		g->cc_major = g->cc_minor = 0;
+	if (json_is_object(link))
+		json_unpack(link, "{s?i,s?i,s?i,s?i}", "gen_current", &g->link_gen_cur, "gen_max",
+			    &g->link_gen_max, "width_current", &g->link_width_cur, "width_max",
+			    &g->link_width_max);
+	return 0;
+}

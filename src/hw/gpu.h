@@ -1,0 +1,43 @@
+/* gpu: the CUDA devices of this host in PCI bus order (index = nvidia-smi index), with the
+ * facts a profile needs to be trusted (UUID, bus id, PCIe link as trained, versions).
+ * The daemon never calls ftgpu_list (it has no CUDA); it parses `ftbench gpus --json` with
+ * ftgpu_from_json and resolves --gpu with the same ftgpu_resolve. */
+#ifndef FT_HW_GPU_H
+#define FT_HW_GPU_H
+#include <jansson.h>
+#include <stddef.h>
+
+struct ftgpu_info {
+	int index;                 /* CUDA ordinal under CUDA_DEVICE_ORDER=PCI_BUS_ID */
+	char uuid[64];             /* "GPU-8eb97239-58cd-...", as nvidia-smi prints it */
+	char name[256];
+	char pci_bus_id[32];       /* "00000000:18:00.0", as nvidia-smi prints it */
+	size_t mem_total;
+	int cc_major, cc_minor, multiprocessors;
+	char driver_version[32];   /* kernel driver, e.g. "580.159.03" ("" when unknown) */
+	int cuda_driver_version;   /* cudaDriverGetVersion, e.g. 13000 */
+	int cuda_runtime_version;  /* cudaRuntimeGetVersion */
+	int link_gen_cur, link_gen_max, link_width_cur, link_width_max; /* 0 when unknown */
+	int numa_node;             /* -1 when unknown */
+};
+
+/* List the GPUs into a new array *out (free()) of *n entries. No GPU, no driver or a build
+ * without CUDA is not an error: *n = 0 and why says why in one line. Returns 0 or -errno. */
+int ftgpu_list(struct ftgpu_info **out, int *n, char *why, size_t whylen);
+
+/* Resolve spec (an index, a full UUID, or a unique UUID prefix with or without "GPU-") to a
+ * position in gpus. On failure returns -ENODEV (or -EINVAL for an ambiguous prefix) and err
+ * names the GPUs that exist. */
+int ftgpu_resolve(const struct ftgpu_info *gpus, int n, const char *spec, char *err, size_t errlen);
+
+/* Theoretical one-direction PCIe payload rate in GB/s (1e9 B/s) for gen and width after line
+ * coding (gen 1-2: 8b/10b, gen 3+: 128b/130b); 0 when unknown. */
+double ftgpu_link_gbs(int gen, int width);
+
+/* One GPU as JSON (new reference) and back (0 or -EINVAL naming nothing: malformed). */
+json_t *ftgpu_json(const struct ftgpu_info *g);
+int ftgpu_from_json(const json_t *j, struct ftgpu_info *g);
+
+/* Fill the PCIe link and NUMA fields of g from sysfs, given g->pci_bus_id. */
+void ftgpu_read_link(struct ftgpu_info *g);
+#endif

@@ -1,0 +1,55 @@
+/* formats: the expert formats of reference §1 and their banks. A bank is, per layer, one
+ * host array [E, per-expert shape]; the GPU slot cache holds one pool [C, shape] per bank.
+ * Tables are static; nothing here allocates. */
+#ifndef FT_MOE_FORMATS_H
+#define FT_MOE_FORMATS_H
+#include <stdbool.h>
+#include <stddef.h>
+
+#define FT_MAX_BANKS 6
+
+enum ftfmt_id {
+	FTFMT_BF16, FTFMT_FP8_BLOCK, FTFMT_Q4_0, FTFMT_NVFP4, FTFMT_NVFP4_MARLIN,
+	FTFMT_MXFP4_TRITON, FTFMT_DS_FP4, FTFMT_COUNT
+};
+
+/* Element types of bank bytes. */
+enum ftdtype { FTDT_U8, FTDT_BF16, FTDT_FP16, FTDT_FP8_E4M3, FTDT_E8M0 };
+
+enum ftact { FTACT_SILU, FTACT_GELU, FTACT_GELU_TANH, FTACT_SWIGLU_OAI };
+
+struct ftbank_shape {
+	const char *name;     /* "gate_up", "down_scale", ... (static) */
+	enum ftdtype dtype;
+	int ndim;             /* 1 or 2 (per expert) */
+	long dims[2];         /* per-expert shape; dims[1] unused when ndim == 1 */
+	size_t expert_bytes;  /* bytes of one expert in this bank */
+};
+
+struct ftformat {
+	enum ftfmt_id id;
+	const char *name;     /* canonical: "bf16", "fp8_block", ... */
+	bool cpu_path;        /* the CPU MoE executor supports it */
+};
+
+/* By canonical name or alias ("mxfp4" -> mxfp4_triton, "fp8" -> fp8_block); NULL if unknown. */
+const struct ftformat *ftfmt_lookup(const char *name);
+const struct ftformat *ftfmt_get(enum ftfmt_id id);
+/* Canonical name after aliases, or NULL. */
+const char *ftfmt_canonical(const char *name);
+
+/* The banks of format f for hidden size H and MoE intermediate size I, in schema order, into
+ * out[FT_MAX_BANKS]. Returns the bank count, or -EINVAL when H or I does not divide into the
+ * format's blocks (e.g. fp8_block needs H and I multiples of 128). */
+int ftfmt_banks(const struct ftformat *f, long H, long I, struct ftbank_shape *out);
+
+/* Sum of the banks' bytes for one expert; 0 on bad geometry. */
+size_t ftfmt_expert_bytes(const struct ftformat *f, long H, long I);
+
+const char *ftdtype_name(enum ftdtype t);
+const char *ftact_name(enum ftact a);
+int ftact_lookup(const char *name, enum ftact *out); /* 0 or -EINVAL */
+
+/* Comma-separated list of canonical names (static). */
+const char *ftfmt_all_names(void);
+#endif

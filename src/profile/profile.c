@@ -1,0 +1,3 @@
+#include "ftprofile.h"
+int ftprof_version(void);
+int ftprof_version(void) { return FTPROF_VERSION; }

@@ -1,0 +1,24 @@
+/* fsutil: files written atomically, directories made, files read whole.
+ * All functions return 0 or a negative errno; none logs. */
+#ifndef FT_UTIL_FSUTIL_H
+#define FT_UTIL_FSUTIL_H
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Write data to path atomically: a temp file in the same directory, fsync, rename over path,
+ * fsync of the directory. On error the temp file is removed and path is untouched. */
+int ftfs_write_atomic(const char *path, const void *data, size_t len, mode_t mode);
+
+/* mkdir -p; existing directories are fine. */
+int ftfs_mkdir_p(const char *path, mode_t mode);
+
+/* Read a whole file into a new NUL-terminated buffer (caller frees *out).
+ * -EFBIG when the file is larger than max bytes. */
+int ftfs_read_file(const char *path, size_t max, char **out, size_t *len);
+
+/* Write all of buf to fd, retrying on EINTR and short writes. */
+int ftfs_write_all(int fd, const void *buf, size_t len);
+
+/* Directory part of path copied into dir (size n); "." when path has no slash. */
+void ftfs_dirname(const char *path, char *dir, size_t n);
+#endif
