@@ -142,17 +142,15 @@ AI void vnni_row(const struct ftk_mat *m, long r, const uint8_t *const *x, float
 			_mm_prefetch((const char *)blk + PF_DIST + 64, _MM_HINT_T0);
 			__m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(blk + 2)));
 			v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(blk + 20)), 1);
-			uint16_t h[4] = {ftk_ld16(blk), ftk_ld16(blk + 18), 0, 0};
+			/* the four fp16 d in registers (no store-to-load of partial words) */
+			uint64_t h64 = (uint64_t)ftk_ld16(blk) | (uint64_t)ftk_ld16(blk + 18) << 16;
 			if (full) {
 				v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(blk + 38)), 2);
 				v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(blk + 56)), 3);
-				h[2] = ftk_ld16(blk + 36);
-				h[3] = ftk_ld16(blk + 54);
+				h64 |= (uint64_t)ftk_ld16(blk + 36) << 32 | (uint64_t)ftk_ld16(blk + 54) << 48;
 			}
 			wa = _mm512_and_si512(v, m15);
 			wb = _mm512_and_si512(_mm512_srli_epi16(v, 4), m15);
-			uint64_t h64;
-			memcpy(&h64, h, 8);
 			__m128 d4 = _mm_cvtph_ps(_mm_cvtsi64_si128((long long)h64));
 			sw = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
 						   _mm512_castps128_ps512(d4));
@@ -169,14 +167,20 @@ AI void vnni_row(const struct ftk_mat *m, long r, const uint8_t *const *x, float
 				const uint8_t *s = sc + k / 16;
 				_mm_prefetch((const char *)s + PF_DIST / 8, _MM_HINT_T0);
 				uint64_t s8 = 0;
-				memcpy(&s8, s, full ? 8 : 4);
+				if (full) /* constant sizes: one load, no byte loop */
+					memcpy(&s8, s, 8);
+				else
+					memcpy(&s8, s, 4);
 				__m512i t = _mm512_shuffle_epi8(_mm512_set1_epi64((long long)s8), nvsel);
 				sw = _mm512_castsi512_ps(_mm512_and_si512(_mm512_srai_epi32(t, 4),
 									  _mm512_set1_epi32((int)0x87F00000u)));
 			} else {
 				const uint8_t *s = sc + k / 32;
 				uint32_t s4 = 0;
-				memcpy(&s4, s, full ? 4 : 2);
+				if (full)
+					memcpy(&s4, s, 4);
+				else
+					memcpy(&s4, s, 2);
 				__m512i t = _mm512_shuffle_epi8(_mm512_set1_epi32((int)s4), dssel);
 				sw = _mm512_castsi512_ps(_mm512_srli_epi32(t, 1));
 			}
