@@ -294,7 +294,7 @@ static void run_format(enum ftfmt_id f)
 				for (int i = 0; i < Bt * H; i++)
 					out[i] = NAN; /* every element must be written */
 				assert_int_equal(ftcmoe_forward(x, 1, Bt, TOPK, xin, ids, w, out), 0);
-				const char *kn = ftcmoe_kernel_name((enum ftcmoe_isa)t, f);
+				const char *kn = ftcmoe_kernel_name((enum ftcmoe_isa)t, f, ci.isa);
 				double tol = tolerance(f, kn);
 				double e = rel_err(out, ref, (size_t)Bt * H);
 				if (getenv("FT_TEST_VERBOSE"))
@@ -357,7 +357,7 @@ static void test_batch32_and_duplicates(void **s)
 	assert_int_equal(ftcmoe_forward(x, 0, 32, TOPK, xin, ids, w, o2), 0);
 	for (int i = 0; i < 32 * H; i++)
 		d1[i] = o1[i];
-	assert_true(rel_err(o2, d1, 32 * H) <= tolerance(FTFMT_NVFP4, ftcmoe_kernel_name(best, FTFMT_NVFP4)));
+	assert_true(rel_err(o2, d1, 32 * H) <= tolerance(FTFMT_NVFP4, ftcmoe_kernel_name(best, FTFMT_NVFP4, ci.isa)));
 	/* bad arguments */
 	ids[0] = E;
 	assert_int_equal(ftcmoe_forward(x, 0, 1, TOPK, xin, ids, w, o1), -EINVAL);
