@@ -208,9 +208,11 @@ int cmd_cpu_moe(int argc, char **argv)
 	results = NULL;
 	if (passes)
 		json_object_set_new(res, "ceiling",
-				    json_pack("{s:f,s:o,s:s,s:I,s:i}", "cpu_stream_read_gbs", rs.median,
+				    json_pack("{s:f,s:o,s:s,s:I,s:i,s:[f,f,f,f]}", "cpu_stream_read_gbs", rs.median,
 					      "cpu_stream_read_gbs_spread", ftstat_json(&rs), "loop", rres.loop,
-					      "buffer_bytes", (json_int_t)rres.buffer_bytes, "threads", rres.threads));
+					      "buffer_bytes", (json_int_t)rres.buffer_bytes, "threads", rres.threads,
+					      "calibration_gbs", rres.calib_gbs[0], rres.calib_gbs[1],
+					      rres.calib_gbs[2], rres.calib_gbs[3]));
 	else
 		json_object_set_new(res, "ceiling", json_null());
 	ftcli_progress(total, total, "done");
