@@ -43,6 +43,11 @@ struct ftcmoe {
 	int uniq_start[MAX_SLOTS + 1];
 	int slot_of[MAX_SLOTS];       /* slots (b * topk + k) grouped by expert */
 	int *uidx;                    /* [E]: expert -> its uniq index during a call, else -1 */
+	/* slot groups of this call: an expert's slots, at most max_batch per group */
+	int ngrp;
+	int grp_u[MAX_SLOTS], grp_s0[MAX_SLOTS], grp_nb[MAX_SLOTS];
+	int flat;                     /* row-major split: 1 flattened over (group, row), 0 per row */
+	float *pout;                  /* flattened pass 2: per-worker partial out [threads][max_batch][H] */
 };
 
 static void free_aligned(void *p)
@@ -142,11 +147,18 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 	x->tmp = alloc_aligned((size_t)x->nthreads * x->tmp_stride * sizeof(float));
 	if (!x->xq || !x->h || !x->hq || !x->tmp)
 		goto fail;
+	{
+		const char *sp = getenv("FREETOKEN_CPU_MOE_SPLIT"); /* A/B runs: "rows" or "flat" */
+		x->flat = !(sp && !strcmp(sp, "rows"));
+	}
+	x->pout = alloc_aligned((size_t)x->nthreads * (size_t)cfg->max_batch * (size_t)cfg->hidden * sizeof(float));
+	if (!x->pout)
+		goto fail;
 	if (cfg->format == FTFMT_MXFP4_TRITON) { /* transposed banks: workers split K (rows_t) */
 		x->part_n = 2 * cfg->inter > cfg->hidden ? 2 * cfg->inter : cfg->hidden;
 		x->part_n = (x->part_n + 15) / 16 * 16;
-		x->part = alloc_aligned((size_t)x->nthreads * 2 * (size_t)cfg->max_batch *
-					(size_t)x->part_n * sizeof(float));
+		x->part = alloc_aligned((size_t)x->nthreads * 3 * (size_t)cfg->max_batch *
+					(size_t)x->part_n * sizeof(float)); /* 2 partials + scratch */
 		if (!x->part)
 			goto fail;
 	}
@@ -171,6 +183,7 @@ void ftcmoe_free(struct ftcmoe *x)
 	free_aligned(x->hq);
 	free_aligned(x->tmp);
 	free_aligned(x->part);
+	free_aligned(x->pout);
 	free(x);
 }
 
@@ -366,12 +379,125 @@ static void pass2(struct ftcmoe *x, int tid, int n, float *tmp)
 	}
 }
 
+/* Row-major formats, flattened split: the rows of all slot groups of a pass, laid end to end,
+ * are cut into one contiguous range per worker, so each worker streams one or two long runs
+ * per matrix instead of a short run of every expert, and all get the same number of rows. */
+static void slot_inputs(const struct ftcmoe *x, int g, int down, const void **xs)
+{
+	const struct ftk_ops *ops = x->ops;
+	for (int i = 0; i < x->grp_nb[g]; i++) {
+		int s = x->slot_of[x->grp_s0[g] + i];
+		if (down)
+			xs[i] = ops->prep ? (const void *)(x->hq + (size_t)s * x->hq_stride)
+					  : (const void *)(x->h + (size_t)s * x->cfg.inter);
+		else
+			xs[i] = ops->prep ? (const void *)(x->xq + (size_t)(s / x->topk) * x->xq_stride)
+					  : (const void *)(x->xin + (size_t)(s / x->topk) * x->cfg.hidden);
+	}
+}
+
+static void pass1_flat(struct ftcmoe *x, int tid, int n, float *tmp)
+{
+	long I = x->cfg.inter, R = (long)x->ngrp * I;
+	long f0 = R * tid / n, f1 = R * (tid + 1) / n;
+	const struct ftk_ops *ops = x->ops;
+	for (long f = f0; f < f1;) {
+		int g = (int)(f / I);
+		long j0 = f % I, j1 = I < j0 + (f1 - f) ? I : j0 + (f1 - f);
+		struct ftk_mat m;
+		const uint16_t *bias;
+		expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], 0, &m, &bias);
+		prefetch_start(row_addr(x, &m, I + j0));
+		if (f + (j1 - j0) < f1 && g + 1 < x->ngrp) { /* the next group's gate run */
+			struct ftk_mat mn;
+			const uint16_t *bn;
+			expert_mat(x, x->layer, x->uniq_e[x->grp_u[g + 1]], 0, &mn, &bn);
+			prefetch_start(row_addr(x, &mn, 0));
+		}
+		int nb = x->grp_nb[g];
+		const void *xs[FTCMOE_MAX_BATCH];
+		float *yg[FTCMOE_MAX_BATCH], *yu[FTCMOE_MAX_BATCH];
+		slot_inputs(x, g, 0, xs);
+		for (int i = 0; i < nb; i++) {
+			yg[i] = tmp + (size_t)i * 4 * CHUNK;
+			yu[i] = yg[i] + 2 * CHUNK;
+		}
+		for (long c0 = j0; c0 < j1; c0 += CHUNK) {
+			long c1 = c0 + CHUNK < j1 ? c0 + CHUNK : j1;
+			ops->rows(&m, c0, c1, nb, xs, yg);
+			ops->rows(&m, I + c0, I + c1, nb, xs, yu);
+			for (int i = 0; i < nb; i++) {
+				float *h = x->h + (size_t)x->slot_of[x->grp_s0[g] + i] * I;
+				for (long j = c0; j < c1; j++)
+					h[j] = act(x->cfg.act, yg[i][j - c0], yu[i][j - c0], x->cfg.swiglu_limit);
+			}
+		}
+		f += j1 - j0;
+	}
+}
+
+static void pass2_flat(struct ftcmoe *x, int tid, int n, float *tmp)
+{
+	long H = x->cfg.hidden, R = (long)x->ngrp * H;
+	long f0 = R * tid / n, f1 = R * (tid + 1) / n;
+	const struct ftk_ops *ops = x->ops;
+	float *po = x->pout + (size_t)tid * (size_t)x->cfg.max_batch * (size_t)H;
+	memset(po, 0, (size_t)x->B * (size_t)H * sizeof(float));
+	for (long f = f0; f < f1;) {
+		int g = (int)(f / H);
+		long n0 = f % H, n1 = H < n0 + (f1 - f) ? H : n0 + (f1 - f);
+		struct ftk_mat m;
+		const uint16_t *bias;
+		expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], 1, &m, &bias);
+		if (f + (n1 - n0) < f1 && g + 1 < x->ngrp) {
+			struct ftk_mat mn;
+			const uint16_t *bn;
+			expert_mat(x, x->layer, x->uniq_e[x->grp_u[g + 1]], 1, &mn, &bn);
+			prefetch_start(row_addr(x, &mn, 0));
+		}
+		int nb = x->grp_nb[g];
+		const void *xs[FTCMOE_MAX_BATCH];
+		float *y[FTCMOE_MAX_BATCH];
+		slot_inputs(x, g, 1, xs);
+		for (int i = 0; i < nb; i++)
+			y[i] = tmp + (size_t)i * 2 * CHUNK;
+		for (long c0 = n0; c0 < n1; c0 += CHUNK) {
+			long c1 = c0 + CHUNK < n1 ? c0 + CHUNK : n1;
+			ops->rows(&m, c0, c1, nb, xs, y);
+			for (int i = 0; i < nb; i++) {
+				int s = x->slot_of[x->grp_s0[g] + i];
+				float wgt = x->rw[s], *o = po + (size_t)(s / x->topk) * H;
+				for (long r = c0; r < c1; r++)
+					o[r] += wgt * y[i][r - c0];
+			}
+		}
+		f += n1 - n0;
+	}
+}
+
+/* After pass2_flat: out rows of this worker = the sum of every worker's partial. */
+static void reduce_out(struct ftcmoe *x, int tid, int n)
+{
+	long H = x->cfg.hidden, n0 = H * tid / n, n1 = H * (tid + 1) / n;
+	size_t stride = (size_t)x->cfg.max_batch * (size_t)H;
+	for (int b = 0; b < x->B; b++) {
+		float *o = x->out + (size_t)b * H;
+		for (long r = n0; r < n1; r++)
+			o[r] = x->pout[(size_t)b * H + r];
+		for (int t = 1; t < n; t++) {
+			const float *p = x->pout + (size_t)t * stride + (size_t)b * H;
+			for (long r = n0; r < n1; r++)
+				o[r] += p[r];
+		}
+	}
+}
+
 /* Transposed banks split along K: every worker streams whole bank rows [kk0, kk1) of each
  * routed expert into its partials (double-buffered per expert group, so one barrier per group
  * separates writing from reading), then adds up all workers' partials for its own outputs. */
 static float *part_of(const struct ftcmoe *x, int t, int buf, int i)
 {
-	return x->part + (((size_t)t * 2 + (size_t)buf) * (size_t)x->cfg.max_batch + (size_t)i) * (size_t)x->part_n;
+	return x->part + (((size_t)t * 3 + (size_t)buf) * (size_t)x->cfg.max_batch + (size_t)i) * (size_t)x->part_n;
 }
 
 static void pass1_t(struct ftcmoe *x, int tid, int n, int *buf)
@@ -403,7 +529,7 @@ static void pass1_t(struct ftcmoe *x, int tid, int n, int *buf)
 				ps[i] = part_of(x, tid, *buf, i);
 			}
 			if (kk1 > kk0)
-				ops->rows_t(&m, kk0, kk1, nb, xs, ps);
+				ops->rows_t(&m, kk0, kk1, nb, xs, ps, part_of(x, tid, 2, 0));
 			else
 				for (int i = 0; i < nb; i++)
 					memset(ps[i], 0, sizeof(float) * (size_t)(2 * I));
@@ -456,7 +582,7 @@ static void pass2_t(struct ftcmoe *x, int tid, int n, int *buf)
 				ps[i] = part_of(x, tid, *buf, i);
 			}
 			if (kk1 > kk0)
-				ops->rows_t(&m, kk0, kk1, nb, xs, ps);
+				ops->rows_t(&m, kk0, kk1, nb, xs, ps, part_of(x, tid, 2, 0));
 			else
 				for (int i = 0; i < nb; i++)
 					memset(ps[i], 0, sizeof(float) * (size_t)H);
@@ -489,8 +615,11 @@ static void forward_worker(void *arg, int tid, int n)
 		ftpool_barrier(x->cfg.pool);
 	}
 	int ksplit = ops->rows_t && x->part, buf = 0;
+	int flat = !ksplit && x->flat && x->cfg.format != FTFMT_MXFP4_TRITON; /* no bias, gate/up rows */
 	if (ksplit)
 		pass1_t(x, tid, n, &buf);
+	else if (flat)
+		pass1_flat(x, tid, n, tmp);
 	else
 		pass1(x, tid, n, tmp);
 	if (x->nuniq > 0) { /* pass 2's first stream, requested while waiting at the barrier */
@@ -498,6 +627,11 @@ static void forward_worker(void *arg, int tid, int n)
 		const uint16_t *bias;
 		expert_mat(x, x->layer, x->uniq_e[0], 1, &m, &bias);
 		long r = ksplit ? x->cfg.inter / 2 * tid / n : x->cfg.hidden * tid / n;
+		if (flat) {
+			long R = (long)x->ngrp * x->cfg.hidden, f0 = R * tid / n;
+			expert_mat(x, x->layer, x->uniq_e[x->grp_u[f0 / x->cfg.hidden]], 1, &m, &bias);
+			r = f0 % x->cfg.hidden;
+		}
 		prefetch_start(row_addr(x, &m, r));
 	}
 	ftpool_barrier(x->cfg.pool);
@@ -510,10 +644,15 @@ static void forward_worker(void *arg, int tid, int n)
 		}
 		ftpool_barrier(x->cfg.pool);
 	}
-	if (ksplit)
+	if (ksplit) {
 		pass2_t(x, tid, n, &buf);
-	else
+	} else if (flat) {
+		pass2_flat(x, tid, n, tmp);
+		ftpool_barrier(x->cfg.pool);
+		reduce_out(x, tid, n);
+	} else {
 		pass2(x, tid, n, tmp);
+	}
 }
 
 int ftcmoe_forward(struct ftcmoe *x, int layer, int B, int topk, const float *xin,
@@ -550,6 +689,14 @@ int ftcmoe_forward(struct ftcmoe *x, int layer, int B, int topk, const float *xi
 			x->slot_of[fill[x->uidx[ids[s]]]++] = s;
 	for (int u = 0; u < x->nuniq; u++)
 		x->uidx[x->uniq_e[u]] = -1;
+	x->ngrp = 0;
+	for (int u = 0; u < x->nuniq; u++)
+		for (int s0 = x->uniq_start[u]; s0 < x->uniq_start[u + 1]; s0 += x->cfg.max_batch) {
+			int nb = x->uniq_start[u + 1] - s0;
+			x->grp_u[x->ngrp] = u;
+			x->grp_s0[x->ngrp] = s0;
+			x->grp_nb[x->ngrp++] = nb < x->cfg.max_batch ? nb : x->cfg.max_batch;
+		}
 	x->layer = layer;
 	x->B = B;
 	x->topk = topk;

@@ -17,6 +17,9 @@
  * its accumulators stay in registers at -O2. */
 #define FTK_UNROLL _Pragma("GCC unroll 16")
 
+/* Most tokens one kernel call takes (FTCMOE_MAX_BATCH). */
+#define FTK_MAX_NB 32
+
 struct ftk_mat {
 	const uint8_t *w;   /* values / packed codes of this expert's matrix */
 	const uint8_t *s;   /* block scales (NULL for bf16, q4_0) */
@@ -32,10 +35,11 @@ struct ftk_ops {
 	void (*rows)(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
 		     float *const *ys);
 	/* Transposed banks (mxfp4_triton) split along K instead: partial sums over bank rows
-	 * [kk0, kk1) (two k each) for all N outputs, ps[b][0..N) overwritten; the executor adds
-	 * up the workers' partials. NULL: `rows` over output columns is used. */
+	 * [kk0, kk1) (two k each) for all N outputs, ps[b][0..N) overwritten; tmp: scratch of
+	 * nb * N floats. The executor adds up the workers' partials. NULL: `rows` over output
+	 * columns is used. */
 	void (*rows_t)(const struct ftk_mat *m, long kk0, long kk1, int nb, const void *const *xs,
-		       float *const *ps);
+		       float *const *ps, float *tmp);
 };
 
 /* Per-ISA tables: the kernel of format f, or NULL when that file has none for f. */

@@ -247,79 +247,82 @@ static void rows_mxfp4(const struct ftk_mat *m, long r0, long r1, int nb, const 
 }
 
 /* ---- mxfp4_triton split along K (rows_t): each worker streams whole rows [kk0, kk1) of the
- * [K/2, N] bank — contiguous memory — in strips of 64 columns by the 16 rows of a scale block,
- * 4 vectors of 16 columns per strip in registers, then adds strip * scale into ps. */
-#define MXT_FAR (16 * 2) /* rows ahead for the L2 prefetch of the next block's strip */
-
-AI void mxt_strip(const struct ftk_mat *m, long kb, long ra, long rb, long c, const float *const *x,
-		  float *const *ps, const int NB)
+ * [K/2, N] bank in memory order, two rows at a time; the sums of a scale block's rows collect
+ * in tmp (L1/L2) and go into ps times the column scales when the block ends. */
+AI void mxt_pair(const struct ftk_mat *m, long kk, int two, const float *const *x, float *const *t,
+		 const int NB)
 {
 	const __m512 lut = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f,
 					  -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f);
 	const __m512i m15 = _mm512_set1_epi32(15);
 	long N = m->N;
-	__mmask16 mk[4];
-	FTK_UNROLL
-	for (int t = 0; t < 4; t++) {
-		long left = N - c - 16 * t;
-		mk[t] = left >= 16 ? 0xFFFF : left > 0 ? (__mmask16)((1u << left) - 1) : 0;
-	}
-	__m512 a[TILE][4], h[TILE][4];
+	const uint8_t *p0 = m->w + kk * N, *p1 = p0 + N;
+	__m512 xv[TILE][4];
 	FTK_UNROLL
 	for (int b = 0; b < NB; b++)
 		FTK_UNROLL
-		for (int t = 0; t < 4; t++)
-			a[b][t] = h[b][t] = _mm512_setzero_ps();
-	for (long kk = ra; kk < rb; kk++) {
-		const uint8_t *p = m->w + kk * N + c;
-		_mm_prefetch((const char *)p + MXT_FAR * N, _MM_HINT_T1);
-		FTK_UNROLL
-		for (int t = 0; t < 4; t++) {
-			__m512i v = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mk[t], p + 16 * t));
-			__m512 lo = _mm512_permutexvar_ps(_mm512_and_si512(v, m15), lut);
-			__m512 hi = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), lut);
-			FTK_UNROLL
-			for (int b = 0; b < NB; b++) {
-				a[b][t] = _mm512_fmadd_ps(lo, _mm512_set1_ps(x[b][2 * kk]), a[b][t]);
-				if (NB == 1)
-					h[b][t] = _mm512_fmadd_ps(hi, _mm512_set1_ps(x[b][2 * kk + 1]), h[b][t]);
-				else
-					a[b][t] = _mm512_fmadd_ps(hi, _mm512_set1_ps(x[b][2 * kk + 1]), a[b][t]);
-			}
+		for (int j = 0; j < 4; j++)
+			xv[b][j] = _mm512_set1_ps(j < 2 || two ? x[b][2 * kk + j] : 0.0f);
+	for (long c = 0; c < N; c += 16) {
+		__mmask16 mk = N - c >= 16 ? 0xFFFF : (__mmask16)((1u << (N - c)) - 1);
+		if ((c & 63) == 0)
+			_mm_prefetch((const char *)(two ? p1 : p0) + c + PF_DIST, _MM_HINT_T0);
+		__m512i v0 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mk, p0 + c));
+		__m512 lo0 = _mm512_permutexvar_ps(_mm512_and_si512(v0, m15), lut);
+		__m512 hi0 = _mm512_permutexvar_ps(_mm512_srli_epi32(v0, 4), lut);
+		__m512 lo1 = _mm512_setzero_ps(), hi1 = lo1;
+		if (two) {
+			__m512i v1 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mk, p1 + c));
+			lo1 = _mm512_permutexvar_ps(_mm512_and_si512(v1, m15), lut);
+			hi1 = _mm512_permutexvar_ps(_mm512_srli_epi32(v1, 4), lut);
 		}
-	}
-	FTK_UNROLL
-	for (int t = 0; t < 4; t++) {
-		if (!mk[t])
-			continue;
-		__m512i se = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mk[t], m->s + kb * N + c + 16 * t));
-		__m512 s = _mm512_castsi512_ps(_mm512_slli_epi32(se, 23));
 		FTK_UNROLL
 		for (int b = 0; b < NB; b++) {
-			float *o = ps[b] + c + 16 * t;
-			__m512 sum = NB == 1 ? _mm512_add_ps(a[b][t], h[b][t]) : a[b][t];
-			_mm512_mask_storeu_ps(o, mk[t], _mm512_fmadd_ps(sum, s, _mm512_maskz_loadu_ps(mk[t], o)));
+			__m512 a = _mm512_maskz_loadu_ps(mk, t[b] + c);
+			__m512 e = _mm512_mul_ps(hi0, xv[b][1]);
+			a = _mm512_fmadd_ps(lo0, xv[b][0], a);
+			if (two) {
+				e = _mm512_fmadd_ps(lo1, xv[b][2], e);
+				a = _mm512_fmadd_ps(hi1, xv[b][3], a);
+			}
+			_mm512_mask_storeu_ps(t[b] + c, mk, _mm512_add_ps(a, e));
 		}
 	}
 }
 
 static void rows_t_mxfp4(const struct ftk_mat *m, long kk0, long kk1, int nb, const void *const *xs,
-			 float *const *ps)
+			 float *const *ps, float *tmp)
 {
 	const float *const *x = (const float *const *)xs;
-	for (int b = 0; b < nb; b++)
-		memset(ps[b], 0, sizeof(float) * (size_t)m->N);
+	long N = m->N;
+	float *t[FTK_MAX_NB];
+	for (int b = 0; b < nb; b++) {
+		t[b] = tmp + (size_t)b * (size_t)N;
+		memset(ps[b], 0, sizeof(float) * (size_t)N);
+	}
 	for (long kb = kk0 / 16; kb * 16 < kk1; kb++) {
 		long ra = kb * 16 > kk0 ? kb * 16 : kk0, rb = kb * 16 + 16 < kk1 ? kb * 16 + 16 : kk1;
-		for (int b0 = 0; b0 < nb; b0 += TILE)
-			for (long c = 0; c < m->N; c += 64) {
+		for (int b = 0; b < nb; b++)
+			memset(t[b], 0, sizeof(float) * (size_t)N);
+		for (long kk = ra; kk < rb; kk += 2) {
+			int two = kk + 1 < rb;
+			for (int b0 = 0; b0 < nb; b0 += TILE) {
 				switch (nb - b0 >= TILE ? TILE : nb - b0) {
-				case 1: mxt_strip(m, kb, ra, rb, c, x + b0, ps + b0, 1); break;
-				case 2: mxt_strip(m, kb, ra, rb, c, x + b0, ps + b0, 2); break;
-				case 3: mxt_strip(m, kb, ra, rb, c, x + b0, ps + b0, 3); break;
-				default: mxt_strip(m, kb, ra, rb, c, x + b0, ps + b0, 4); break;
+				case 1: mxt_pair(m, kk, two, x + b0, t + b0, 1); break;
+				case 2: mxt_pair(m, kk, two, x + b0, t + b0, 2); break;
+				case 3: mxt_pair(m, kk, two, x + b0, t + b0, 3); break;
+				default: mxt_pair(m, kk, two, x + b0, t + b0, 4); break;
 				}
 			}
+		}
+		const uint8_t *sc = m->s + kb * N;
+		for (long c = 0; c < N; c += 16) {
+			__mmask16 mk = N - c >= 16 ? 0xFFFF : (__mmask16)((1u << (N - c)) - 1);
+			__m512 s = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mk, sc + c)), 23));
+			for (int b = 0; b < nb; b++)
+				_mm512_mask_storeu_ps(ps[b] + c, mk, _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mk, t[b] + c), s,
+										_mm512_maskz_loadu_ps(mk, ps[b] + c)));
+		}
 	}
 }
 

@@ -64,74 +64,78 @@ static void rows_bf16(const struct ftk_mat *m, long r0, long r1, int nb, const v
 /* ---- mxfp4_triton split along K with vdpbf16ps: byte (kk, n) holds k = 2kk (low nibble) and
  * 2kk+1 (high) of column n, the pair one vdpbf16ps lane takes: the byte widens to a 32-bit lane,
  * its nibbles spread to the two 16-bit halves and vpermw maps them to bf16 e2m1; the activation
- * pair (x[2kk], x[2kk+1]) in bf16 is broadcast. Strips of 64 columns by a scale block's rows. */
-#define MXT_FAR (16 * 2)
-
-AI void mxt_strip(const struct ftk_mat *m, long kb, long ra, long rb, long c, const uint32_t *const *x,
-		  float *const *ps, const int NB)
+ * pair (x[2kk], x[2kk+1]) in bf16 is broadcast. Whole rows in memory order, two at a time; a
+ * scale block's sums collect in tmp and go into ps times the column scales at its end. */
+AI void mxt_pair(const struct ftk_mat *m, long kk, int two, const uint32_t *const *x, float *const *t,
+		 const int NB)
 {
 	/* bf16 of e2m1 0, .5, 1, 1.5, 2, 3, 4, 6 and negatives, in 16-bit lanes 0..15 */
 	const __m512i lut = _mm512_setr_epi32(0x3f000000, 0x3fc03f80, 0x40404000, 0x40c04080,
-					      0xbf008000, 0xbfc0bf80, 0xc040c000, 0xc0c0c080,
+					      (int)0xbf008000, (int)0xbfc0bf80, (int)0xc040c000, (int)0xc0c0c080,
 					      0, 0, 0, 0, 0, 0, 0, 0);
 	const __m512i nib = _mm512_set1_epi32(0x000F000F);
 	long N = m->N;
-	__mmask16 mk[4];
+	const uint8_t *p0 = m->w + kk * N, *p1 = p0 + N;
+	__m512i xv[TILE][2];
 	FTK_UNROLL
-	for (int t = 0; t < 4; t++) {
-		long left = N - c - 16 * t;
-		mk[t] = left >= 16 ? 0xFFFF : left > 0 ? (__mmask16)((1u << left) - 1) : 0;
+	for (int b = 0; b < NB; b++) {
+		xv[b][0] = _mm512_set1_epi32((int)x[b][kk]);
+		xv[b][1] = _mm512_set1_epi32(two ? (int)x[b][kk + 1] : 0);
 	}
-	__m512 a[TILE][4];
-	FTK_UNROLL
-	for (int b = 0; b < NB; b++)
-		FTK_UNROLL
-		for (int t = 0; t < 4; t++)
-			a[b][t] = _mm512_setzero_ps();
-	for (long kk = ra; kk < rb; kk++) {
-		const uint8_t *p = m->w + kk * N + c;
-		_mm_prefetch((const char *)p + MXT_FAR * N, _MM_HINT_T1);
-		FTK_UNROLL
-		for (int t = 0; t < 4; t++) {
-			__m512i v = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mk[t], p + 16 * t));
-			__m512i idx = _mm512_ternarylogic_epi32(v, _mm512_slli_epi32(v, 12), nib, 0xA8);
-			__m512bh w = (__m512bh)_mm512_permutexvar_epi16(idx, lut);
-			FTK_UNROLL
-			for (int b = 0; b < NB; b++)
-				a[b][t] = _mm512_dpbf16_ps(a[b][t], w, (__m512bh)_mm512_set1_epi32((int)x[b][kk]));
+	for (long c = 0; c < N; c += 16) {
+		__mmask16 mk = N - c >= 16 ? 0xFFFF : (__mmask16)((1u << (N - c)) - 1);
+		if ((c & 63) == 0)
+			_mm_prefetch((const char *)(two ? p1 : p0) + c + PF_DIST, _MM_HINT_T0);
+		__m512i v0 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mk, p0 + c));
+		__m512bh w0 = (__m512bh)_mm512_permutexvar_epi16(_mm512_ternarylogic_epi32(v0, _mm512_slli_epi32(v0, 12), nib, 0xA8), lut);
+		__m512bh w1 = w0;
+		if (two) {
+			__m512i v1 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mk, p1 + c));
+			w1 = (__m512bh)_mm512_permutexvar_epi16(_mm512_ternarylogic_epi32(v1, _mm512_slli_epi32(v1, 12), nib, 0xA8), lut);
 		}
-	}
-	FTK_UNROLL
-	for (int t = 0; t < 4; t++) {
-		if (!mk[t])
-			continue;
-		__m512i se = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mk[t], m->s + kb * N + c + 16 * t));
-		__m512 s = _mm512_castsi512_ps(_mm512_slli_epi32(se, 23));
 		FTK_UNROLL
 		for (int b = 0; b < NB; b++) {
-			float *o = ps[b] + c + 16 * t;
-			_mm512_mask_storeu_ps(o, mk[t], _mm512_fmadd_ps(a[b][t], s, _mm512_maskz_loadu_ps(mk[t], o)));
+			__m512 a = _mm512_dpbf16_ps(_mm512_maskz_loadu_ps(mk, t[b] + c), w0, (__m512bh)xv[b][0]);
+			if (two)
+				a = _mm512_dpbf16_ps(a, w1, (__m512bh)xv[b][1]);
+			_mm512_mask_storeu_ps(t[b] + c, mk, a);
 		}
 	}
 }
 
 static void rows_t_mxfp4(const struct ftk_mat *m, long kk0, long kk1, int nb, const void *const *xs,
-			 float *const *ps)
+			 float *const *ps, float *tmp)
 {
 	const uint32_t *const *x = (const uint32_t *const *)xs;
-	for (int b = 0; b < nb; b++)
-		memset(ps[b], 0, sizeof(float) * (size_t)m->N);
+	long N = m->N;
+	float *t[FTK_MAX_NB];
+	for (int b = 0; b < nb; b++) {
+		t[b] = tmp + (size_t)b * (size_t)N;
+		memset(ps[b], 0, sizeof(float) * (size_t)N);
+	}
 	for (long kb = kk0 / 16; kb * 16 < kk1; kb++) {
 		long ra = kb * 16 > kk0 ? kb * 16 : kk0, rb = kb * 16 + 16 < kk1 ? kb * 16 + 16 : kk1;
-		for (int b0 = 0; b0 < nb; b0 += TILE)
-			for (long c = 0; c < m->N; c += 64) {
+		for (int b = 0; b < nb; b++)
+			memset(t[b], 0, sizeof(float) * (size_t)N);
+		for (long kk = ra; kk < rb; kk += 2) {
+			int two = kk + 1 < rb;
+			for (int b0 = 0; b0 < nb; b0 += TILE) {
 				switch (nb - b0 >= TILE ? TILE : nb - b0) {
-				case 1: mxt_strip(m, kb, ra, rb, c, x + b0, ps + b0, 1); break;
-				case 2: mxt_strip(m, kb, ra, rb, c, x + b0, ps + b0, 2); break;
-				case 3: mxt_strip(m, kb, ra, rb, c, x + b0, ps + b0, 3); break;
-				default: mxt_strip(m, kb, ra, rb, c, x + b0, ps + b0, 4); break;
+				case 1: mxt_pair(m, kk, two, x + b0, t + b0, 1); break;
+				case 2: mxt_pair(m, kk, two, x + b0, t + b0, 2); break;
+				case 3: mxt_pair(m, kk, two, x + b0, t + b0, 3); break;
+				default: mxt_pair(m, kk, two, x + b0, t + b0, 4); break;
 				}
 			}
+		}
+		const uint8_t *sc = m->s + kb * N;
+		for (long c = 0; c < N; c += 16) {
+			__mmask16 mk = N - c >= 16 ? 0xFFFF : (__mmask16)((1u << (N - c)) - 1);
+			__m512 s = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mk, sc + c)), 23));
+			for (int b = 0; b < nb; b++)
+				_mm512_mask_storeu_ps(ps[b] + c, mk, _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mk, t[b] + c), s,
+										_mm512_maskz_loadu_ps(mk, ps[b] + c)));
+		}
 	}
 }
 
