@@ -6,7 +6,10 @@ batch 1), bf16 expert weights [E_synth, 2I, H] (gate rows then up rows) and [E_s
 E_synth chosen like the C bench (>= max(4*LLC, 1 GiB) of experts), expert ids rotating
 through a random permutation so no expert repeats before the whole working set was read. One step
 = for each routed expert: F.linear(x, gate_up[e]) -> silu(gate) * up -> F.linear(h, down[e]),
-weighted sum; the way a PyTorch CPU MoE layer is usually written. GB/s = topk * expert_bytes / t.
+weighted sum ("loop"). With --style hf, the same step as transformers' Qwen3MoeSparseMoeBlock
+writes it: one_hot expert mask, torch.where per hit expert, gate_proj / up_proj / down_proj as
+three F.linear calls on views of the same weights, index_add_ into the output ("hf").
+GB/s = distinct experts * expert_bytes / t (batch 1: topk * expert_bytes / t).
 """
 import argparse
 import json
@@ -46,6 +49,8 @@ def main():
     ap.add_argument("--threads", type=int, default=0, help="0: physical cores (os.cpu_count() / SMT)")
     ap.add_argument("--warmup", type=int, default=8)
     ap.add_argument("--iters", type=int, default=64)
+    ap.add_argument("--synth-experts", type=int, default=0, help="0: as the C bench (from LLC)")
+    ap.add_argument("--style", default="loop,hf", help="loop, hf or both (comma list)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     if a.threads:
@@ -53,7 +58,7 @@ def main():
     H, I, K = a.hidden, a.inter, a.topk
     eb = 3 * H * I * 2
     ws = max(4 * llc_bytes(), 1 << 30)
-    es = max(K * a.batch, math.ceil(ws / eb))  # like the C bench: may exceed the model's E
+    es = a.synth_experts or max(K * a.batch, math.ceil(ws / eb))  # like the C bench: may exceed E
     g = torch.Generator().manual_seed(1)
     gate_up = (torch.randn(es, 2 * I, H, generator=g) * 0.02).to(torch.bfloat16)
     down = (torch.randn(es, H, I, generator=g) * 0.02).to(torch.bfloat16)
@@ -61,7 +66,7 @@ def main():
     x = torch.randn(a.batch, H, generator=g).to(torch.bfloat16)
     pos = 0
 
-    def step():
+    def step_loop():
         nonlocal pos
         out = torch.zeros(a.batch, H, dtype=torch.bfloat16)
         ids = [[perm[(pos + t * K + k) % es] for k in range(K)] for t in range(a.batch)]
@@ -75,26 +80,48 @@ def main():
                 out[t:t + 1] += F.linear(h, down[e]) * (1.0 / (k + 1))
         return len(uniq)
 
+    rw = torch.tensor([[1.0 / (k + 1) for k in range(K)]] * a.batch, dtype=torch.bfloat16)
+
+    def step_hf():
+        nonlocal pos
+        ids = torch.tensor([[perm[(pos + t * K + k) % es] for k in range(K)] for t in range(a.batch)])
+        pos = (pos + a.batch * K) % es
+        final = torch.zeros(a.batch, H, dtype=torch.bfloat16)
+        expert_mask = F.one_hot(ids, num_classes=es).permute(2, 1, 0)
+        expert_hit = torch.greater(expert_mask.sum(dim=(-1, -2)), 0).nonzero()
+        for e in expert_hit:
+            e = int(e)
+            idx, top_x = torch.where(expert_mask[e])
+            cur = x[top_x]
+            gw, uw = gate_up[e][:I], gate_up[e][I:]
+            y = F.linear(F.silu(F.linear(cur, gw)) * F.linear(cur, uw), down[e]) * rw[top_x, idx, None]
+            final.index_add_(0, top_x, y)
+        return int(expert_hit.numel())
+
+    results = []
     with torch.inference_mode():
-        for _ in range(a.warmup):
-            step()
-        gbs, ms = [], []
-        for _ in range(a.iters):
-            t0 = time.perf_counter()
-            u = step()
-            dt = time.perf_counter() - t0
-            gbs.append(u * eb / dt / 1e9)
-            ms.append(dt * 1e3)
-    res = {"torch": torch.__version__, "threads": torch.get_num_threads(), "hidden": H, "inter": I,
-           "topk": K, "batch": a.batch, "synth_experts": es, "expert_bytes": eb,
-           "gbs": statistics.median(gbs), "gbs_min": min(gbs), "gbs_max": max(gbs),
-           "step_ms_median": statistics.median(ms)}
-    if a.json:
-        print(json.dumps(res))
-    else:
-        print("pytorch bf16 MoE step: %.1f GB/s (min %.1f max %.1f), %.3f ms/step, %d threads, torch %s, "
-              "%d synthetic experts" % (res["gbs"], res["gbs_min"], res["gbs_max"], res["step_ms_median"],
-                                        res["threads"], res["torch"], es))
+        for style in a.style.split(","):
+            step = step_hf if style == "hf" else step_loop
+            for _ in range(a.warmup):
+                step()
+            gbs, ms = [], []
+            for _ in range(a.iters):
+                t0 = time.perf_counter()
+                u = step()
+                dt = time.perf_counter() - t0
+                gbs.append(u * eb / dt / 1e9)
+                ms.append(dt * 1e3)
+            res = {"style": style, "torch": torch.__version__, "threads": torch.get_num_threads(),
+                   "hidden": H, "inter": I, "topk": K, "batch": a.batch, "synth_experts": es,
+                   "expert_bytes": eb, "gbs": statistics.median(gbs), "gbs_min": min(gbs),
+                   "gbs_max": max(gbs), "step_ms_median": statistics.median(ms)}
+            results.append(res)
+            if a.json:
+                print(json.dumps(res))
+            else:
+                print("pytorch bf16 MoE step (%s): %.1f GB/s (min %.1f max %.1f), %.3f ms/step, %d threads, "
+                      "torch %s, %d synthetic experts" % (style, res["gbs"], res["gbs_min"], res["gbs_max"],
+                                                          res["step_ms_median"], res["threads"], res["torch"], es))
 
 
 if __name__ == "__main__":

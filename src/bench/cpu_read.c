@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -71,6 +72,92 @@ static void work(void *arg, int tid, int n)
 	atomic_fetch_add_explicit(&j->sink, v, memory_order_relaxed);
 }
 
+struct ftcread {
+	struct job j;
+	struct ftpool *pool;
+};
+
+int ftcread_open(const struct ftcpu_info *ci, struct ftpool *pool, size_t bytes, struct ftcread **out,
+		 struct ftcread_result *res)
+{
+	if (!ci || !pool || !out)
+		return -EINVAL;
+	int n = ftpool_size(pool);
+	if (!bytes)
+		bytes = ftcread_default_bytes(n);
+	bytes = bytes / 4096 * 4096;
+	if (bytes < (size_t)n * 4096)
+		return -EINVAL;
+	struct ftcread *r = calloc(1, sizeof *r);
+	if (!r)
+		return -ENOMEM;
+	r->pool = pool;
+	struct job *j = &r->j;
+	j->bytes = bytes;
+	j->buf = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (j->buf == MAP_FAILED) {
+		free(r);
+		return -ENOMEM;
+	}
+	madvise(j->buf, bytes, MADV_HUGEPAGE);
+	static const char *const avx512_names[] = {"avx512x8", "avx512x8-2s", "avx512x8-4s", "avx512x8-pf"};
+	const char *name;
+	int avx512 = (ci->isa & (FTCPU_AVX512F | FTCPU_AVX512BW)) == (FTCPU_AVX512F | FTCPU_AVX512BW);
+	if (avx512) {
+		j->loop = NULL;
+		name = avx512_names[0];
+	} else if (ci->isa & FTCPU_AVX2) {
+		j->loop = ftcread_loop_avx2;
+		name = "avx2x8";
+	} else {
+		j->loop = loop_scalar;
+		name = "scalar";
+	}
+	j->fill = 1;
+	ftpool_run(pool, work, j); /* first touch by the reader */
+	j->fill = 0;
+	ftpool_run(pool, work, j); /* untimed pass */
+	double calib[4] = {0};
+	if (avx512) { /* the fastest loop shape on this machine (one calibration pass each) */
+		double best = 0;
+		int bestv = 0;
+		for (int v = 0; v < 4; v++) {
+			j->variant = v;
+			calib[v] = ftcread_pass(r);
+			if (calib[v] > best) {
+				best = calib[v];
+				name = avx512_names[v];
+				bestv = v;
+			}
+		}
+		j->variant = bestv;
+	}
+	if (res) {
+		res->buffer_bytes = bytes;
+		res->threads = n;
+		res->loop = name;
+		memcpy(res->calib_gbs, calib, sizeof calib);
+	}
+	*out = r;
+	return 0;
+}
+
+double ftcread_pass(struct ftcread *r)
+{
+	double t0 = ft_now_s();
+	ftpool_run(r->pool, work, &r->j);
+	double t = ft_now_s() - t0;
+	return t > 0 ? (double)r->j.bytes / t / 1e9 : 0;
+}
+
+void ftcread_close(struct ftcread *r)
+{
+	if (!r)
+		return;
+	munmap(r->j.buf, r->j.bytes);
+	free(r);
+}
+
 int ftcread_measure(const struct ftcpu_info *ci, struct ftpool *pool, size_t bytes, int passes,
 		    double *gbs, struct ftcread_result *res)
 {
@@ -85,70 +172,13 @@ int ftcread_measure(const struct ftcpu_info *ci, struct ftpool *pool, size_t byt
 		ftpool_pin_caller(own);
 		pool = own;
 	}
-	int n = ftpool_size(pool);
-	if (!bytes)
-		bytes = ftcread_default_bytes(n);
-	bytes = bytes / 4096 * 4096;
-	if (bytes < (size_t)n * 4096) {
-		r = -EINVAL;
-		goto out;
+	struct ftcread *s = NULL;
+	r = ftcread_open(ci, pool, bytes, &s, res);
+	if (r == 0) {
+		for (int i = 0; i < passes; i++)
+			gbs[i] = ftcread_pass(s);
+		ftcread_close(s);
 	}
-	struct job j = {.bytes = bytes};
-	int bestv = 0;
-	j.buf = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (j.buf == MAP_FAILED) {
-		r = -ENOMEM;
-		goto out;
-	}
-	madvise(j.buf, bytes, MADV_HUGEPAGE);
-	static const char *const avx512_names[] = {"avx512x8", "avx512x8-2s", "avx512x8-4s", "avx512x8-pf"};
-	const char *name;
-	int avx512 = (ci->isa & (FTCPU_AVX512F | FTCPU_AVX512BW)) == (FTCPU_AVX512F | FTCPU_AVX512BW);
-	if (avx512) {
-		j.loop = NULL;
-		name = avx512_names[0];
-	} else if (ci->isa & FTCPU_AVX2) {
-		j.loop = ftcread_loop_avx2;
-		name = "avx2x8";
-	} else {
-		j.loop = loop_scalar;
-		name = "scalar";
-	}
-	j.fill = 1;
-	ftpool_run(pool, work, &j); /* first touch by the reader */
-	j.fill = 0;
-	ftpool_run(pool, work, &j); /* untimed pass */
-	double calib[4] = {0};
-	if (avx512) { /* the fastest loop shape on this machine (one calibration pass each) */
-		double best = 0;
-		for (int v = 0; v < 4; v++) {
-			j.variant = v;
-			double t0 = ft_now_s();
-			ftpool_run(pool, work, &j);
-			double g = (double)bytes / (ft_now_s() - t0);
-			calib[v] = g / 1e9;
-			if (g > best) {
-				best = g;
-				name = avx512_names[v];
-				bestv = v;
-			}
-		}
-		j.variant = bestv;
-	}
-	for (int i = 0; i < passes; i++) {
-		double t0 = ft_now_s();
-		ftpool_run(pool, work, &j);
-		double t = ft_now_s() - t0;
-		gbs[i] = t > 0 ? (double)bytes / t / 1e9 : 0;
-	}
-	munmap(j.buf, bytes);
-	if (res) {
-		res->buffer_bytes = bytes;
-		res->threads = n;
-		res->loop = name;
-		memcpy(res->calib_gbs, calib, sizeof calib);
-	}
-out:
 	ftpool_free(own);
 	return r;
 }

@@ -25,6 +25,16 @@ struct ftcread_result {
 int ftcread_measure(const struct ftcpu_info *ci, struct ftpool *pool, size_t buffer_bytes,
 		    int passes, double *gbs, struct ftcread_result *res);
 
+/* The same as a session, to interleave ceiling passes with other measurements (so both see
+ * the same machine state, on hosts whose bandwidth drifts): open allocates, fills, warms and
+ * calibrates (res filled); each ftcread_pass times one pass. The driver thread of `pool` calls
+ * all three; pool must outlive the session. */
+struct ftcread;
+int ftcread_open(const struct ftcpu_info *ci, struct ftpool *pool, size_t buffer_bytes,
+		 struct ftcread **out, struct ftcread_result *res);
+double ftcread_pass(struct ftcread *r); /* GB/s of one timed pass */
+void ftcread_close(struct ftcread *r);  /* accepts NULL */
+
 /* The default buffer size for `threads` workers (max(2 GiB, 128 MiB*threads), at most half of
  * MemAvailable, rounded to 2 MiB). */
 size_t ftcread_default_bytes(int threads);
