@@ -1,0 +1,6 @@
+#include "moe/cpu/kern.h"
+
+const struct ftk_ops *ftk_avx2(enum ftfmt_id f)
+{
+	return NULL;
+}
