@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "bench/bw.h"
+#include "util/jschema.h"
 
 /* ---------------------------------------------------------------- decision */
 
@@ -230,7 +231,7 @@ static struct ftgpu_info fake_gpu(int gen_cur, int width_cur)
 	memset(&g, 0, sizeof g);
 	strcpy(g.uuid, "GPU-12345678-aaaa-bbbb-cccc-1234567890ab");
 	strcpy(g.name, "NVIDIA H200");
-	g.pci_bus_id[0] = '\0'; /* no sysfs: the link watch stays off */
+	strcpy(g.pci_bus_id, "0000DEAD:FF:1F.7"); /* no such sysfs device: the link watch finds nothing */
 	g.mem_total = 1ull << 37;
 	g.cc_major = 9;
 	g.link_gen_cur = gen_cur;
@@ -444,6 +445,56 @@ static void test_run_failures(void **s)
 	json_decref(p);
 }
 
+/* Every profile ftbw_run builds passes api/schemas/profile.schema.json (the GPU path too, which
+ * CI can only reach through fake measurements). */
+static void assert_schema(json_t *p)
+{
+	json_error_t je;
+	json_t *schema = json_load_file("api/schemas/profile.schema.json", 0, &je);
+	if (!schema)
+		print_error("api/schemas/profile.schema.json: %s (run from the repository root)\n", je.text);
+	assert_non_null(schema);
+	char err[512] = "";
+	int r = ftjschema_validate(schema, p, err, sizeof err);
+	if (r)
+		print_error("%s\n", err);
+	assert_int_equal(r, 0);
+	json_decref(schema);
+}
+
+static void test_schema(void **s)
+{
+	struct fake f = {.gather_gbs = 50.0, .ov_cpu_scale = 0.8, .ov_gather_scale = 0.9};
+	f.cpu_gbs[FTFMT_BF16] = 120.0;
+	f.cpu_gbs[FTFMT_NVFP4] = 70.0;
+	struct ftbw_config c;
+	config_small(&c);
+	c.models[c.nmodels++] = ftmodel_find(ftmodel_bw_models, ftmodel_bw_models_count, "qwen3.6-moe");
+	c.models[c.nmodels++] = ftmodel_find(ftmodel_bw_models, ftmodel_bw_models_count, "gemma4-26b");
+	c.formats[c.nformats++] = FTFMT_BF16;
+	c.formats[c.nformats++] = FTFMT_FP8_BLOCK; /* gemma4-26b:fp8_block is skipped */
+	struct ftgpu_info g = fake_gpu(4, 8);
+	json_t *p;
+	char err[256];
+	assert_int_equal(run_fake(&f, &c, &g, &p, err), 0);
+	assert_schema(p);
+	/* a sweep, with a failed tier */
+	json_t *e = entry_of(p, "bf16");
+	json_object_set_new(e, "isa_sweep", json_pack("{s:f,s:n}", "avx2", 80.0, "scalar"));
+	assert_schema(p);
+	json_decref(p);
+	assert_int_equal(run_fake(&f, &c, NULL, &p, err), 0);
+	assert_schema(p);
+	/* and the schema does bite: a figure of the wrong type */
+	json_object_set_new(entry_of(p, "bf16"), "cpu_moe_gbs", json_string("fast"));
+	json_error_t je;
+	json_t *schema = json_load_file("api/schemas/profile.schema.json", 0, &je);
+	assert_non_null(schema);
+	assert_int_not_equal(ftjschema_validate(schema, p, err, sizeof err), 0);
+	json_decref(schema);
+	json_decref(p);
+}
+
 static void test_summary(void **s)
 {
 	struct fake f = {.gather_gbs = 50.0, .ov_cpu_scale = 0.8, .ov_gather_scale = 0.9};
@@ -475,7 +526,7 @@ int main(void)
 		cmocka_unit_test(test_link_degraded),    cmocka_unit_test(test_plan),
 		cmocka_unit_test(test_run_gpu),          cmocka_unit_test(test_run_models),
 		cmocka_unit_test(test_run_no_gpu),       cmocka_unit_test(test_run_failures),
-		cmocka_unit_test(test_summary),
+		cmocka_unit_test(test_schema),           cmocka_unit_test(test_summary),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
