@@ -42,6 +42,11 @@ int main(int argc, char **argv)
 }
 EOF
 want="hybrid hybrid none 0.2000 0 v4"
+# A sanitized build (make test-san) needs the engine built with the same runtime.
+san=
+if nm -D --undefined-only "$B/lib/libftprofile.so" 2>/dev/null | grep -q '__asan_init'; then
+	san="-fsanitize=address,undefined"
+fi
 FIX="$SRC/tests/fixtures/profiles/full.json"
 
 flags=$(PKG_CONFIG_PATH="$B/lib/pkgconfig" pkg-config --cflags --libs ftprofile 2>"$T/pcerr")
@@ -51,7 +56,7 @@ else
 	notok "pkg-config --cflags --libs ftprofile"; sed 's/^/#   /' "$T/pcerr"
 fi
 # shellcheck disable=SC2086
-check "compile an engine against the shared library" cc -std=c17 -Wall -Werror -o "$T/engine" "$T/engine.c" $flags
+check "compile an engine against the shared library" cc $san -std=c17 -Wall -Werror -o "$T/engine" "$T/engine.c" $flags
 got=$(LD_LIBRARY_PATH="$B/lib" "$T/engine" "$FIX" 2>&1)
 if [ "$got" = "$want" ]; then ok "engine reads the fixture through libftprofile.so ($got)"; else notok "engine output '$got', want '$want'"; fi
 if LD_LIBRARY_PATH="$B/lib" ldd "$T/engine" 2>/dev/null | grep -q "libftprofile.so.0 => $B/lib/\|libftprofile.so.0 => .*/$B/lib/"; then
@@ -62,7 +67,7 @@ fi
 
 # static: the archive alone plus its dependencies
 # shellcheck disable=SC2086
-check "link an engine statically against libftprofile.a" cc -std=c17 -o "$T/engine-static" "$T/engine.c" \
+check "link an engine statically against libftprofile.a" cc $san -std=c17 -o "$T/engine-static" "$T/engine.c" \
 	$(PKG_CONFIG_PATH="$B/lib/pkgconfig" pkg-config --cflags ftprofile) "$B/lib/libftprofile.a" -ljansson -lm
 got=$("$T/engine-static" "$FIX" 2>&1)
 if [ "$got" = "$want" ]; then ok "static engine output matches"; else notok "static engine output '$got'"; fi
@@ -95,6 +100,6 @@ check "installed header is the source header" cmp "$D/usr/include/ftprofile.h" "
 # an engine built against the installed tree (sysroot)
 iflags=$(PKG_CONFIG_SYSROOT_DIR="$D" PKG_CONFIG_PATH="$D/usr/lib/pkgconfig" pkg-config --cflags --libs ftprofile 2>&1)
 # shellcheck disable=SC2086
-check "compile an engine against the installed tree ($iflags)" cc -std=c17 -o "$T/engine-inst" "$T/engine.c" $iflags
+check "compile an engine against the installed tree ($iflags)" cc $san -std=c17 -o "$T/engine-inst" "$T/engine.c" $iflags
 got=$(LD_LIBRARY_PATH="$D/usr/lib" "$T/engine-inst" "$FIX" 2>&1)
 if [ "$got" = "$want" ]; then ok "engine runs against the installed library"; else notok "installed engine output '$got'"; fi
