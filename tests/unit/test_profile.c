@@ -566,6 +566,21 @@ static void test_store_write(void **st)
 	assert_int_equal(ftprof_store_write(full, NULL, out, sizeof out), 0);
 	assert_string_equal(out, env);
 	assert_int_equal(stat(env, &sb), 0);
+	/* a given store directory ignores the override */
+	char dd[PATH_MAX];
+	SNP(dd, sizeof dd, "%s/daemon/store", root);
+	assert_int_equal(ftprof_store_write_in(dd, host, NULL, out, sizeof out), 0);
+	SNP(want, sizeof want, "%s/host.json", dd);
+	assert_string_equal(out, want);
+	assert_int_equal(ftprof_store_file(dd, NULL, out, sizeof out), 0);
+	assert_string_equal(out, want);
+	assert_int_equal(ftprof_store_file(dd, UUID_A, out, sizeof out), 0);
+	SNP(want, sizeof want, "%s/%s.json", dd, UUID_A);
+	assert_string_equal(out, want);
+	assert_int_equal(ftprof_store_file(dd, "../x", out, sizeof out), -EINVAL);
+	assert_int_equal(ftprof_store_file(NULL, UUID_A, out, sizeof out), 0);
+	in_store(UUID_A ".json", want, sizeof want);
+	assert_string_equal(out, want);
 	unsetenv(FTPROF_ENV_PATH);
 	umask(022);
 	json_decref(full);
