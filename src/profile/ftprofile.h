@@ -142,13 +142,24 @@ void ftprof_free(struct ftprof *p);
 
 /* Write profile atomically (temp file in the same directory, fsync, rename, fsync of the
  * directory; a reader never sees a partial file), creating missing directories (0755); the file
- * gets mode 0644. The destination is ftprof_path(uuid) where uuid is gpu_uuid, or when gpu_uuid is
- * NULL the profile's gpu.uuid (host.json when gpu is null). Shape checked first (-EINVAL): an
- * object with integer "version", "gpu" null or an object with a string "uuid", which must equal
- * gpu_uuid when both are given (a GPU-less profile, gpu null, is never written under a uuid).
+ * gets mode 0644 whatever the umask; numbers are written with 15 significant digits. The
+ * destination is ftprof_path(uuid) where uuid is gpu_uuid, or when gpu_uuid is NULL the
+ * profile's gpu.uuid (host.json when gpu is null). Shape checked first (-EINVAL): an object with
+ * integer "version", "gpu" null or an object with a string "uuid", which must equal gpu_uuid
+ * when both are given (a GPU-less profile, gpu null, is never written under a uuid).
  * profile is borrowed. On success the path written is copied to path_out (when not NULL; n its
  * size, -ENAMETOOLONG if too small, checked before writing). Returns 0 or -errno. */
 int ftprof_store_write(const json_t *profile, const char *gpu_uuid, char *path_out, size_t n);
+
+/* The same into a given store directory (the daemon's): dir/<uuid>.json or dir/host.json;
+ * FREETOKEN_BENCHBW_PATH is not consulted. dir NULL: exactly ftprof_store_write. */
+int ftprof_store_write_in(const char *dir, const json_t *profile, const char *gpu_uuid,
+			  char *path_out, size_t n);
+
+/* The file of GPU gpu_uuid (NULL or "": host.json) inside store directory dir (NULL: the
+ * per-user store dir), without the FREETOKEN_BENCHBW_PATH override: for GET /profiles/{uuid}.
+ * -EINVAL for an unsafe uuid (see ftprof_path), -ENAMETOOLONG. */
+int ftprof_store_file(const char *dir, const char *gpu_uuid, char *buf, size_t n);
 
 /* One stored profile file. */
 struct ftprof_entry {

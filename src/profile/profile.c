@@ -233,14 +233,26 @@ static void note_path(char *list, size_t n, const char *path, const char *why)
 		list[l] = '\0';
 }
 
+/* The candidate files of ftprof_load, in order (see ftprofile.h). */
+struct candidates {
+	char path[4][PATH_MAX];
+	char scratch[PATH_MAX];
+	int n;
+};
+
+static void add_candidate(struct candidates *c, const char *dir, const char *uuid)
+{
+	if (!ftpint_file_in(dir, uuid, c->path[c->n], PATH_MAX))
+		c->n++;
+}
+
 int ftprof_load(const char *gpu_uuid, const char *gpu_name, struct ftprof **out, char *err,
 		size_t errlen)
 {
-	char cand[4][PATH_MAX];
-	char cache[PATH_MAX], dir[PATH_MAX], looked[1024] = "";
-	const char *env = getenv(FTPROF_ENV_PATH);
-	const char *sysdir = getenv(FTPROF_ENV_SYSDIR);
-	int nc = 0, r;
+	const char *env = getenv(FTPROF_ENV_PATH), *sysdir = getenv(FTPROF_ENV_SYSDIR);
+	struct candidates *c; /* ~20 KiB: on the heap, engines may load from small stacks */
+	char looked[1024] = "";
+	int r = -ENOENT;
 
 	if (!out)
 		return -EINVAL;
@@ -253,55 +265,60 @@ int ftprof_load(const char *gpu_uuid, const char *gpu_name, struct ftprof **out,
 		seterr(err, errlen, "'%.80s' is not a GPU uuid", gpu_uuid);
 		return -EINVAL;
 	}
+	if (!(c = calloc(1, sizeof *c)))
+		return -ENOMEM;
 	/* A caller that knows only the GPU's name has no per-uuid file; host.json is for a
 	 * caller without GPU. */
 	int per_file = gpu_uuid || !gpu_name;
 
 	if (env && *env && strlen(env) < PATH_MAX)
-		snprintf(cand[nc++], PATH_MAX, "%s", env);
-	r = ftprof_store_dir(dir, sizeof dir);
-	if (!r && per_file && !ftpint_file_in(dir, gpu_uuid, cand[nc], PATH_MAX))
-		nc++;
-	if (!ftpint_cache_home(cache, sizeof cache) &&
-	    (size_t)snprintf(cand[nc], PATH_MAX, "%s/freetoken/benchbw.json", cache) < PATH_MAX)
-		nc++;
-	if (per_file && !ftpint_file_in(sysdir && *sysdir ? sysdir : FTPROF_SYSTEM_DIR, gpu_uuid,
-					cand[nc], PATH_MAX))
-		nc++;
+		snprintf(c->path[c->n++], PATH_MAX, "%s", env);
+	if (per_file && !ftprof_store_dir(c->scratch, sizeof c->scratch))
+		add_candidate(c, c->scratch, gpu_uuid);
+	if (!ftpint_cache_home(c->scratch, sizeof c->scratch) &&
+	    strlen(c->scratch) + sizeof "/freetoken/benchbw.json" <= PATH_MAX)
+		snprintf(c->path[c->n++], PATH_MAX, "%s/freetoken/benchbw.json", c->scratch);
+	if (per_file)
+		add_candidate(c, sysdir && *sysdir ? sysdir : FTPROF_SYSTEM_DIR, gpu_uuid);
 
-	for (int i = 0; i < nc; i++) {
+	for (int i = 0; i < c->n; i++) {
 		struct ftprof *p = NULL;
 		int dup = 0;
 		for (int j = 0; j < i; j++)
-			dup |= !strcmp(cand[i], cand[j]);
+			dup |= !strcmp(c->path[i], c->path[j]);
 		if (dup)
 			continue;
-		r = ftprof_load_file(cand[i], &p, err, errlen);
+		r = ftprof_load_file(c->path[i], &p, err, errlen);
 		if (r == -ENOENT || r == -ENOTDIR) {
-			note_path(looked, sizeof looked, cand[i], " (missing)");
+			note_path(looked, sizeof looked, c->path[i], " (missing)");
+			r = -ENOENT;
 			continue;
 		}
 		if (r)
-			return r; /* err names the file and what is wrong */
+			goto out; /* err names the file and what is wrong */
 		if (!ftprof_matches_gpu(p, gpu_uuid, gpu_name)) {
 			const char *pu = ftprof_gpu_uuid(p), *pn = ftprof_gpu_name(p);
 			char why[200];
 			snprintf(why, sizeof why, " (measured on %s)",
 				 pu ? pu : pn ? pn : "a host without GPU");
-			note_path(looked, sizeof looked, cand[i], why);
+			note_path(looked, sizeof looked, c->path[i], why);
 			ftprof_free(p);
+			r = -ENOENT;
 			continue;
 		}
 		*out = p;
 		if (err && errlen)
 			err[0] = '\0';
-		return 0;
+		goto out;
 	}
+	r = -ENOENT;
 	seterr(err, errlen, "no bandwidth profile for %s%s%s (looked at: %s); run `ftbench bw`",
 	       gpu_uuid ? gpu_uuid : gpu_name ? gpu_name : "this host (no GPU)",
 	       gpu_uuid && gpu_name ? ", " : "", gpu_uuid && gpu_name ? gpu_name : "",
 	       looked[0] ? looked : "nothing");
-	return -ENOENT;
+out:
+	free(c);
+	return r;
 }
 
 /* ---------------------------------------------------------------- queries */

@@ -103,7 +103,27 @@ int ftpint_uuid_equal(const char *a, const char *b)
 	return !strcasecmp(ftpint_uuid_body(a), ftpint_uuid_body(b));
 }
 
+int ftprof_store_file(const char *dir, const char *gpu_uuid, char *buf, size_t n)
+{
+	char def[PATH_MAX];
+	int r;
+	if (!buf || !n)
+		return -EINVAL;
+	if (!dir) {
+		if ((r = ftprof_store_dir(def, sizeof def)))
+			return r;
+		dir = def;
+	}
+	return ftpint_file_in(dir, gpu_uuid, buf, n);
+}
+
 int ftprof_store_write(const json_t *profile, const char *gpu_uuid, char *path_out, size_t n)
+{
+	return ftprof_store_write_in(NULL, profile, gpu_uuid, path_out, n);
+}
+
+int ftprof_store_write_in(const char *sdir, const json_t *profile, const char *gpu_uuid,
+			  char *path_out, size_t n)
 {
 	const json_t *gpu, *pu;
 	const char *uuid = NULL;
@@ -128,7 +148,8 @@ int ftprof_store_write(const json_t *profile, const char *gpu_uuid, char *path_o
 	}
 	if (gpu_uuid && *gpu_uuid)
 		uuid = gpu_uuid;
-	if ((r = ftprof_path(uuid, path, sizeof path)))
+	r = sdir ? ftpint_file_in(sdir, uuid, path, sizeof path) : ftprof_path(uuid, path, sizeof path);
+	if (r)
 		return r;
 	if (path_out && (r = copy_out(path_out, n, "%s%s", path, "")))
 		return r;

@@ -370,6 +370,59 @@ static void test_corrupt_files(void **st)
 	assert_int_equal(ftprof_load_file(p, &pr, NULL, 0), -ENOENT);
 }
 
+/* Deterministic byte mutations of a full profile: each either fails to load with -EINVAL or
+ * loads and answers every query without crashing (run under make test-san too). */
+static void test_mutations(void **st)
+{
+	static const char *const fmts[] = {"bf16", "nvfp4", "fp8", "mxfp4", "ds_fp4", "q4_0"};
+	static const char junk[] = "{}[]\",:0-9.eEtnul\\ x";
+	char src[PATH_MAX], p[PATH_MAX], *buf;
+	size_t len;
+	unsigned seed = 12345;
+	int loaded = 0, refused = 0;
+	json_t *schema = NULL;
+	json_error_t je;
+
+	SNP(src, sizeof src, "%s/api/schemas/profile.schema.json", srcdir());
+	schema = json_load_file(src, 0, &je);
+	assert_non_null(schema);
+	fixture_path("full.json", src, sizeof src);
+	assert_int_equal(ftfs_read_file(src, 1 << 24, &buf, &len), 0);
+	SNP(p, sizeof p, "%s/mut.json", root);
+	for (int it = 0; it < 300; it++) {
+		char *m = malloc(len);
+		memcpy(m, buf, len);
+		for (int k = 0; k < 1 + it % 4; k++) {
+			seed = seed * 1103515245u + 12345u;
+			m[(seed >> 8) % len] = junk[(seed >> 20) % (sizeof junk - 1)];
+		}
+		put_text(p, m, len);
+		free(m);
+		struct ftprof *pr = NULL;
+		int r = ftprof_load_file(p, &pr, err, sizeof err);
+		if (r) {
+			assert_int_equal(r, -EINVAL);
+			refused++;
+			continue;
+		}
+		loaded++;
+		for (size_t i = 0; i < sizeof fmts / sizeof fmts[0]; i++) {
+			double f = -1;
+			enum ftprof_rec rec = ftprof_recommend(pr, fmts[i]);
+			assert_true(rec >= FTPROF_REC_NONE && rec <= FTPROF_REC_HYBRID);
+			if (!ftprof_fetch_fraction(pr, fmts[i], &f))
+				assert_true(f > 0 && f <= 1);
+		}
+		ftprof_matches_gpu(pr, UUID_A, "NVIDIA H200");
+		r = ftjschema_validate(schema, ftprof_json(pr), err, sizeof err);
+		assert_true(r == 0 || r == -EINVAL);
+		ftprof_free(pr);
+	}
+	assert_true(loaded > 10 && refused > 10);
+	free(buf);
+	json_decref(schema);
+}
+
 /* ---------------------------------------------------------------- search order */
 
 static void test_missing(void **st)
@@ -566,6 +619,21 @@ static void test_store_write(void **st)
 	assert_int_equal(ftprof_store_write(full, NULL, out, sizeof out), 0);
 	assert_string_equal(out, env);
 	assert_int_equal(stat(env, &sb), 0);
+	/* a given store directory ignores the override */
+	char dd[PATH_MAX];
+	SNP(dd, sizeof dd, "%s/daemon/store", root);
+	assert_int_equal(ftprof_store_write_in(dd, host, NULL, out, sizeof out), 0);
+	SNP(want, sizeof want, "%s/host.json", dd);
+	assert_string_equal(out, want);
+	assert_int_equal(ftprof_store_file(dd, NULL, out, sizeof out), 0);
+	assert_string_equal(out, want);
+	assert_int_equal(ftprof_store_file(dd, UUID_A, out, sizeof out), 0);
+	SNP(want, sizeof want, "%s/%s.json", dd, UUID_A);
+	assert_string_equal(out, want);
+	assert_int_equal(ftprof_store_file(dd, "../x", out, sizeof out), -EINVAL);
+	assert_int_equal(ftprof_store_file(NULL, UUID_A, out, sizeof out), 0);
+	in_store(UUID_A ".json", want, sizeof want);
+	assert_string_equal(out, want);
 	unsetenv(FTPROF_ENV_PATH);
 	umask(022);
 	json_decref(full);
@@ -738,6 +806,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dtypes_first, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wrong_types, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt_files, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mutations, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_env_override, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_legacy_and_system, setup, teardown),
