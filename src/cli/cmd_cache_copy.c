@@ -51,6 +51,7 @@ static const struct ftmodel *find_model(const char *name)
 	return NULL;
 }
 
+#ifdef FT_HAVE_CUDA
 static double jnum(const json_t *o, const char *k)
 {
 	return json_number_value(json_object_get(o, k));
@@ -91,6 +92,8 @@ static void print_table(const json_t *res)
 		}
 	}
 }
+
+#endif
 
 int cmd_cache_copy(int argc, char **argv)
 {
@@ -189,6 +192,7 @@ int cmd_cache_copy(int argc, char **argv)
 	if (json)
 		ftcli_set_quiet(1);
 #ifndef FT_HAVE_CUDA
+	(void)gpu;
 	ftcli_error("built without CUDA: cache-copy needs a GPU");
 	return FTCLI_EXIT_USAGE;
 #else
