@@ -34,6 +34,8 @@ enum ftgather_path {
 	FTGATHER_FUSED = 0,    /* one kernel for all banks, 16-byte loads from mapped pinned memory */
 	FTGATHER_PER_BANK = 1, /* one kernel launch per bank */
 	FTGATHER_MEMCPY = 2,   /* per-expert, per-bank cudaMemcpyAsync loop (what a PyTorch engine does) */
+	FTGATHER_MEMCPY_BATCH = 3, /* one cudaMemcpyBatchAsync of the host-side plan (copy engines;
+				    * the plan must be on the host: not graph-safe with a device plan) */
 };
 
 struct ftgather_geom {
@@ -52,7 +54,7 @@ void ftgather_free(struct ftgather *g); /* accepts NULL */
 size_t ftgather_expert_bytes(const struct ftgather *g);
 /* The path FTGATHER_AUTO resolves to (FTGATHER_FUSED or FTGATHER_PER_BANK). */
 enum ftgather_path ftgather_default_path(const struct ftgather *g);
-const char *ftgather_path_name(enum ftgather_path p); /* "fused", "per_bank", "memcpy" */
+const char *ftgather_path_name(enum ftgather_path p); /* "fused", "per_bank", "memcpy", "memcpy_batch" */
 
 /* Set the plan: n entries, src[i] an expert row of `layer` in [0, E), dst[i] a slot in [0, C).
  * Copied to the device (and kept on the host for the memcpy path); synchronous. */
@@ -74,17 +76,26 @@ int ftgather_overlap_stop(struct ftgather *g, uint64_t *bytes, double *secs);
 /* Check every plan entry's slot bytes in every bank against its source row (copies the slots
  * back). 0 when equal, -EBADMSG at the first difference. */
 int ftgather_verify(struct ftgather *g);
-/* Overwrite the slot pools with a poison byte (0xA5 is not used; the pattern decides) so that a
- * later verify proves the copy happened. */
+/* Zero the plan's slot rows in every pool (the pattern has no zero byte), so that a later
+ * verify proves the copy happened. Synchronous. */
 int ftgather_poison(struct ftgather *g);
 
-/* The byte the synthetic banks hold at (layer, bank, expert, offset): never zero. */
+/* Experiments: the fused path's kernel variant (kernels/copy_missing.h enum ftcm_variant) and
+ * grid (0 = default) used by later runs with FTGATHER_FUSED. -EINVAL for an unknown variant. */
+int ftgather_set_variant(struct ftgather *g, int variant, int blocks);
+
+/* The byte the synthetic banks hold at (layer, bank, expert, offset): never zero. Bytes of one
+ * 8-byte group share ftgather_pattern_group(.., off >> 3) and differ by 37 each. */
+static inline uint32_t ftgather_pattern_group(int layer, int bank, int expert, size_t group)
+{
+	uint32_t x = (uint32_t)layer * 0x9E3779B1u ^ (uint32_t)bank * 0x85EBCA77u ^
+		     (uint32_t)expert * 0xC2B2AE3Du ^ (uint32_t)group * 0x27D4EB2Fu;
+	return x ^ (x >> 15);
+}
+
 static inline uint8_t ftgather_pattern(int layer, int bank, int expert, size_t off)
 {
-	uint32_t x = (uint32_t)(layer * 0x9E3779B1u) ^ (uint32_t)(bank * 0x85EBCA77u) ^
-		     (uint32_t)(expert * 0xC2B2AE3Du) ^ (uint32_t)(off >> 3) * 0x27D4EB2Fu;
-	x ^= x >> 15;
-	uint8_t b = (uint8_t)(x + (uint32_t)(off & 7) * 37u);
+	uint8_t b = (uint8_t)(ftgather_pattern_group(layer, bank, expert, off >> 3) + (uint32_t)(off & 7) * 37u);
 	return b ? b : 0x5B;
 }
 
