@@ -297,6 +297,10 @@ static void run_format(enum ftfmt_id f)
 				const char *kn = ftcmoe_kernel_name((enum ftcmoe_isa)t, f);
 				double tol = tolerance(f, kn);
 				double e = rel_err(out, ref, (size_t)Bt * H);
+				if (getenv("FT_TEST_VERBOSE"))
+					print_message("%-12s %-10s B=%d %-10s %-14s rel err %.2e (tol %.1e)\n",
+						      ftfmt_get(f)->name, ftact_name(act), Bt,
+						      ftcmoe_isa_name((enum ftcmoe_isa)t), kn, e, tol);
 				if (!(e <= tol))
 					fail_msg("%s %s B=%d tier %s (%s): rel err %.3g > %.3g vs float64",
 						 ftfmt_get(f)->name, ftact_name(act), Bt,

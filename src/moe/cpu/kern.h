@@ -39,6 +39,10 @@ const struct ftk_ops *ftk_avx512bf16(enum ftfmt_id f);
 /* The kernel tier isa runs for f on a CPU with cpu_isa bits (falls back down the tiers). */
 const struct ftk_ops *ftk_select(int isa, enum ftfmt_id f, unsigned cpu_isa);
 
+/* float value of every e4m3 / e8m0 byte (kern_tables.c) */
+extern const float ftk_e4m3_lut[256];
+extern const float ftk_e8m0_lut[256];
+
 /* ---- scalar decoding shared by the kernels (and their tests) ---- */
 static const float ftk_e2m1[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
 				    -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
