@@ -40,6 +40,7 @@ struct ftcmoe {
 	int uniq_e[MAX_SLOTS];
 	int uniq_start[MAX_SLOTS + 1];
 	int slot_of[MAX_SLOTS];       /* slots (b * topk + k) grouped by expert */
+	int *uidx;                    /* [E]: expert -> its uniq index during a call, else -1 */
 };
 
 static void free_aligned(void *p)
@@ -111,6 +112,11 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 	x->cfg.banks = NULL;
 	x->cfg.cpu = NULL;
 	x->cpu_isa = cfg->cpu->isa;
+	x->uidx = malloc((size_t)cfg->experts * sizeof *x->uidx);
+	if (!x->uidx)
+		goto fail;
+	for (int e = 0; e < cfg->experts; e++)
+		x->uidx[e] = -1;
 	x->nthreads = ftpool_size(cfg->pool);
 	/* scratch for the largest prepared layout of any tier this CPU can run */
 	for (int t = 0; t < FTCMOE_ISA_COUNT; t++) {
@@ -149,6 +155,7 @@ void ftcmoe_free(struct ftcmoe *x)
 	if (!x)
 		return;
 	free(x->banks);
+	free(x->uidx);
 	free_aligned(x->xq);
 	free_aligned(x->h);
 	free_aligned(x->hq);
@@ -349,35 +356,29 @@ int ftcmoe_forward(struct ftcmoe *x, int layer, int B, int topk, const float *xi
 		if (ids[s] < -1 || ids[s] >= x->cfg.experts)
 			return -EINVAL;
 	/* group live slots by expert, experts in first-seen order (counting sort, no allocation) */
-	int cnt[MAX_SLOTS];
+	int cnt[MAX_SLOTS], fill[MAX_SLOTS];
 	x->nuniq = 0;
 	for (int s = 0; s < ns; s++) {
 		if (ids[s] < 0)
 			continue;
-		int u = 0;
-		while (u < x->nuniq && x->uniq_e[u] != ids[s])
-			u++;
-		if (u == x->nuniq) {
+		int u = x->uidx[ids[s]];
+		if (u < 0) {
+			u = x->uidx[ids[s]] = x->nuniq++;
 			x->uniq_e[u] = ids[s];
 			cnt[u] = 0;
-			x->nuniq++;
 		}
 		cnt[u]++;
 	}
 	x->uniq_start[0] = 0;
-	for (int u = 0; u < x->nuniq; u++)
+	for (int u = 0; u < x->nuniq; u++) {
 		x->uniq_start[u + 1] = x->uniq_start[u] + cnt[u];
-	int fill[MAX_SLOTS];
-	for (int u = 0; u < x->nuniq; u++)
 		fill[u] = x->uniq_start[u];
-	for (int s = 0; s < ns; s++) {
-		if (ids[s] < 0)
-			continue;
-		int u = 0;
-		while (x->uniq_e[u] != ids[s])
-			u++;
-		x->slot_of[fill[u]++] = s;
 	}
+	for (int s = 0; s < ns; s++)
+		if (ids[s] >= 0)
+			x->slot_of[fill[x->uidx[ids[s]]]++] = s;
+	for (int u = 0; u < x->nuniq; u++)
+		x->uidx[x->uniq_e[u]] = -1;
 	x->layer = layer;
 	x->B = B;
 	x->topk = topk;

@@ -13,6 +13,10 @@
 
 #include "moe/formats.h"
 
+/* Fully unroll a loop with a compile-time trip count (tokens of a tile, vectors of a step), so
+ * its accumulators stay in registers at -O2. */
+#define FTK_UNROLL _Pragma("GCC unroll 16")
+
 struct ftk_mat {
 	const uint8_t *w;   /* values / packed codes of this expert's matrix */
 	const uint8_t *s;   /* block scales (NULL for bf16, q4_0) */

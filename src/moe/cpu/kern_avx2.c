@@ -18,17 +18,23 @@ AI __m256 bf16x8(const uint16_t *p)
 AI void bf16_row(const uint16_t *row, long K, const float *const *x, float *const *y, long i, const int NB)
 {
 	__m256 acc[TILE][4];
+	FTK_UNROLL
 	for (int b = 0; b < NB; b++)
+		FTK_UNROLL
 		for (int j = 0; j < 4; j++)
 			acc[b][j] = _mm256_setzero_ps();
 	for (long k = 0; k < K; k += 32) {
 		__m256 w[4];
+		FTK_UNROLL
 		for (int j = 0; j < 4; j++)
 			w[j] = bf16x8(row + k + 8 * j);
+		FTK_UNROLL
 		for (int b = 0; b < NB; b++)
+			FTK_UNROLL
 			for (int j = 0; j < 4; j++)
 				acc[b][j] = _mm256_fmadd_ps(w[j], _mm256_loadu_ps(x[b] + k + 8 * j), acc[b][j]);
 	}
+	FTK_UNROLL
 	for (int b = 0; b < NB; b++) {
 		__m256 s = _mm256_add_ps(_mm256_add_ps(acc[b][0], acc[b][1]), _mm256_add_ps(acc[b][2], acc[b][3]));
 		__m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
@@ -103,17 +109,22 @@ AI void w4_row(const struct ftk_mat *m, long r, const float *const *x, float *co
 	       const int NB, const int F)
 {
 	__m256 acc[TILE][4];
+	FTK_UNROLL
 	for (int b = 0; b < NB; b++)
+		FTK_UNROLL
 		for (int j = 0; j < 4; j++)
 			acc[b][j] = _mm256_setzero_ps();
 	for (long k = 0; k < m->K; k += 32) {
 		__m256 w[4];
 		decode32(m, r, k, w, F);
+		FTK_UNROLL
 		for (int b = 0; b < NB; b++)
+			FTK_UNROLL
 			for (int j = 0; j < 4; j++)
 				acc[b][j] = _mm256_fmadd_ps(w[j], _mm256_loadu_ps(x[b] + k + 8 * j), acc[b][j]);
 	}
 	float post = F == F_NV ? 0.5f * _cvtsh_ss(ftk_ld16(m->g + 2 * r)) : F == F_DS ? 0.5f : 1.0f;
+	FTK_UNROLL
 	for (int b = 0; b < NB; b++)
 		y[b][i] = post * hsum(_mm256_add_ps(_mm256_add_ps(acc[b][0], acc[b][1]),
 						    _mm256_add_ps(acc[b][2], acc[b][3])));
@@ -155,13 +166,17 @@ AI void mx_tile(const struct ftk_mat *m, long c, int ncol, const float *const *x
 	const __m256i m7 = _mm256_set1_epi32(7), m8 = _mm256_set1_epi32(8);
 	long N = m->N;
 	__m256 acc[TILE];
+	FTK_UNROLL
 	for (int b = 0; b < NB; b++)
 		acc[b] = _mm256_setzero_ps();
 	for (long kb = 0; kb < m->K / 32; kb++) {
 		__m256 t[TILE][4];
+		FTK_UNROLL
 		for (int b = 0; b < NB; b++)
+			FTK_UNROLL
 			for (int j = 0; j < 4; j++)
 				t[b][j] = _mm256_setzero_ps();
+		FTK_UNROLL
 		for (int kk = 0; kk < 16; kk++) {
 			const uint8_t *p = m->w + (kb * 16 + kk) * N + c;
 			uint64_t raw = 0;
@@ -178,6 +193,7 @@ AI void mx_tile(const struct ftk_mat *m, long c, int ncol, const float *const *x
 			hi = _mm256_xor_ps(hi, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_and_si256(nh, m8), 28)));
 			long k = kb * 32 + 2 * kk;
 			int h = (kk & 1) * 2;
+			FTK_UNROLL
 			for (int b = 0; b < NB; b++) {
 				t[b][h] = _mm256_fmadd_ps(lo, _mm256_set1_ps(x[b][k]), t[b][h]);
 				t[b][h + 1] = _mm256_fmadd_ps(hi, _mm256_set1_ps(x[b][k + 1]), t[b][h + 1]);
@@ -186,10 +202,12 @@ AI void mx_tile(const struct ftk_mat *m, long c, int ncol, const float *const *x
 		uint64_t sraw = 0;
 		memcpy(&sraw, m->s + kb * N + c, (size_t)ncol);
 		__m256 s = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)sraw)), 23));
+		FTK_UNROLL
 		for (int b = 0; b < NB; b++)
 			acc[b] = _mm256_fmadd_ps(_mm256_add_ps(_mm256_add_ps(t[b][0], t[b][1]),
 							       _mm256_add_ps(t[b][2], t[b][3])), s, acc[b]);
 	}
+	FTK_UNROLL
 	for (int b = 0; b < NB; b++) {
 		if (ncol == 8) {
 			_mm256_storeu_ps(y[b] + i, acc[b]);

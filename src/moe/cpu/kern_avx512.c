@@ -22,13 +22,16 @@ AI __m512 bf16x16(const uint16_t *p)
 AI void bf16_row(const uint16_t *row, long K, const float *const *x, float *const *y, long i, const int NB)
 {
 	__m512 acc[TILE][4];
+	FTK_UNROLL
 	for (int b = 0; b < NB; b++)
+		FTK_UNROLL
 		for (int j = 0; j < 4; j++)
 			acc[b][j] = _mm512_setzero_ps();
 	long k = 0;
 	for (; k + 64 <= K; k += 64) {
 		__m512 w0 = bf16x16(row + k), w1 = bf16x16(row + k + 16);
 		__m512 w2 = bf16x16(row + k + 32), w3 = bf16x16(row + k + 48);
+		FTK_UNROLL
 		for (int b = 0; b < NB; b++) {
 			acc[b][0] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x[b] + k), acc[b][0]);
 			acc[b][1] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x[b] + k + 16), acc[b][1]);
@@ -36,6 +39,7 @@ AI void bf16_row(const uint16_t *row, long K, const float *const *x, float *cons
 			acc[b][3] = _mm512_fmadd_ps(w3, _mm512_loadu_ps(x[b] + k + 48), acc[b][3]);
 		}
 	}
+	FTK_UNROLL
 	for (int b = 0; b < NB; b++) {
 		float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[b][0], acc[b][1]),
 							     _mm512_add_ps(acc[b][2], acc[b][3])));
@@ -102,6 +106,7 @@ AI void decode64(const struct ftk_mat *m, long r, long k, __m512 w[4], const int
 		q = _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_setr_epi8(LUT_E2M1X2)), c);
 		if (F == F_NV) {
 			const uint8_t *sc = m->s + r * (m->K / 16) + k / 16;
+			FTK_UNROLL
 			for (int i = 0; i < 4; i++)
 				s[i] = ftk_e4m3_lut[sc[i]];
 		} else {
@@ -120,13 +125,17 @@ AI void w4_row(const struct ftk_mat *m, long r, const float *const *x, float *co
 	       const int NB, const int F)
 {
 	__m512 acc[TILE][4];
+	FTK_UNROLL
 	for (int b = 0; b < NB; b++)
+		FTK_UNROLL
 		for (int j = 0; j < 4; j++)
 			acc[b][j] = _mm512_setzero_ps();
 	for (long k = 0; k < m->K; k += 64) {
 		__m512 w[4];
 		decode64(m, r, k, w, F);
+		FTK_UNROLL
 		for (int b = 0; b < NB; b++)
+			FTK_UNROLL
 			for (int j = 0; j < 4; j++)
 				acc[b][j] = _mm512_fmadd_ps(w[j], _mm512_loadu_ps(x[b] + k + 16 * j), acc[b][j]);
 	}
@@ -135,6 +144,7 @@ AI void w4_row(const struct ftk_mat *m, long r, const float *const *x, float *co
 		post = 0.5f * _cvtsh_ss(ftk_ld16(m->g + 2 * r));
 	else if (F == F_DS)
 		post = 0.5f;
+	FTK_UNROLL
 	for (int b = 0; b < NB; b++)
 		y[b][i] = post * _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[b][0], acc[b][1]),
 								    _mm512_add_ps(acc[b][2], acc[b][3])));
@@ -177,20 +187,26 @@ AI void mx_tile(const struct ftk_mat *m, long c, __mmask16 mask, const float *co
 	const __m512i m15 = _mm512_set1_epi32(15);
 	long N = m->N;
 	__m512 acc[TILE];
+	FTK_UNROLL
 	for (int b = 0; b < NB; b++)
 		acc[b] = _mm512_setzero_ps();
 	for (long kb = 0; kb < m->K / 32; kb++) {
 		__m512 t[TILE][4];
+		FTK_UNROLL
 		for (int b = 0; b < NB; b++)
+			FTK_UNROLL
 			for (int j = 0; j < 4; j++)
 				t[b][j] = _mm512_setzero_ps();
 		const uint8_t *w = m->w + kb * 16 * N + c;
+		FTK_UNROLL
 		for (int kk = 0; kk < 16; kk += 2) {
+			FTK_UNROLL
 			for (int h = 0; h < 2; h++) {
 				__m512i v = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mask, w + (kk + h) * N));
 				__m512 lo = _mm512_permutexvar_ps(_mm512_and_si512(v, m15), lut);
 				__m512 hi = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), lut);
 				long k = kb * 32 + 2 * (kk + h);
+				FTK_UNROLL
 				for (int b = 0; b < NB; b++) {
 					t[b][2 * h] = _mm512_fmadd_ps(lo, _mm512_set1_ps(x[b][k]), t[b][2 * h]);
 					t[b][2 * h + 1] = _mm512_fmadd_ps(hi, _mm512_set1_ps(x[b][k + 1]), t[b][2 * h + 1]);
@@ -199,10 +215,12 @@ AI void mx_tile(const struct ftk_mat *m, long c, __mmask16 mask, const float *co
 		}
 		__m512i se = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mask, m->s + kb * N + c));
 		__m512 s = _mm512_castsi512_ps(_mm512_slli_epi32(se, 23));
+		FTK_UNROLL
 		for (int b = 0; b < NB; b++)
 			acc[b] = _mm512_fmadd_ps(_mm512_add_ps(_mm512_add_ps(t[b][0], t[b][1]),
 							       _mm512_add_ps(t[b][2], t[b][3])), s, acc[b]);
 	}
+	FTK_UNROLL
 	for (int b = 0; b < NB; b++)
 		_mm512_mask_storeu_ps(y[b] + i, mask, acc[b]);
 }

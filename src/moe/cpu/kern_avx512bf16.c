@@ -24,16 +24,19 @@ static void prep(const float *x, long K, void *dst)
 AI void row_dp(const uint16_t *row, long K, const uint16_t *const *x, float *const *y, long i, const int NB)
 {
 	__m512 acc[TILE][2];
+	FTK_UNROLL
 	for (int b = 0; b < NB; b++)
 		acc[b][0] = acc[b][1] = _mm512_setzero_ps();
 	for (long k = 0; k < K; k += 64) {
 		__m512bh w0 = (__m512bh)_mm512_loadu_si512(row + k);
 		__m512bh w1 = (__m512bh)_mm512_loadu_si512(row + k + 32);
+		FTK_UNROLL
 		for (int b = 0; b < NB; b++) {
 			acc[b][0] = _mm512_dpbf16_ps(acc[b][0], w0, (__m512bh)_mm512_loadu_si512(x[b] + k));
 			acc[b][1] = _mm512_dpbf16_ps(acc[b][1], w1, (__m512bh)_mm512_loadu_si512(x[b] + k + 32));
 		}
 	}
+	FTK_UNROLL
 	for (int b = 0; b < NB; b++)
 		y[b][i] = _mm512_reduce_add_ps(_mm512_add_ps(acc[b][0], acc[b][1]));
 }

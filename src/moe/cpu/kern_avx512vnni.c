@@ -29,6 +29,7 @@ AI void prep(const float *x, long K, void *dst, int off, float mult)
 	for (long k = 0; k < K; k += 64, g += GROUP_BYTES) {
 		__m128i q[4];
 		__m512 xs = _mm512_setzero_ps();
+		FTK_UNROLL
 		for (int j = 0; j < 4; j++) {
 			__m512 v = _mm512_loadu_ps(x + k + 16 * j);
 			float amax = _mm512_reduce_max_ps(_mm512_abs_ps(v));
@@ -89,6 +90,7 @@ AI void vnni_row(const struct ftk_mat *m, long r, const uint8_t *const *x, float
 					       0x00808080, 0x00808080, 0x00808080, 0x00808080,
 					       0x00808080, 0x00808080, 0x00808080, 0x00808080);
 	__m512 acc[TILE];
+	FTK_UNROLL
 	for (int b = 0; b < NB; b++)
 		acc[b] = _mm512_setzero_ps();
 	const uint8_t *row, *sc = NULL;
@@ -121,6 +123,7 @@ AI void vnni_row(const struct ftk_mat *m, long r, const uint8_t *const *x, float
 				sw = _mm512_castsi512_ps(_mm512_srli_epi32(t, 1));
 			}
 		}
+		FTK_UNROLL
 		for (int b = 0; b < NB; b++) {
 			const uint8_t *g = x[b] + gi;
 			__m512i d = _mm512_dpbusd_epi32(_mm512_loadu_si512(g + 64), wq, _mm512_loadu_si512(g));
@@ -128,6 +131,7 @@ AI void vnni_row(const struct ftk_mat *m, long r, const uint8_t *const *x, float
 		}
 	}
 	float post = F == F_NV ? 0.5f * _cvtsh_ss(ftk_ld16(m->g + 2 * r)) : F == F_DS ? 0.5f : 1.0f;
+	FTK_UNROLL
 	for (int b = 0; b < NB; b++)
 		y[b][i] = post * _mm512_reduce_add_ps(acc[b]);
 }
