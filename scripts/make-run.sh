@@ -56,6 +56,7 @@ stop_daemon() {
 	DPID=
 	return $rc
 }
+# shellcheck disable=SC2317 # called from the EXIT trap
 cleanup() {
 	stop_daemon || true
 	if [ "${FT_RUN_KEEP:-0}" = 1 ]; then
