@@ -56,6 +56,9 @@ static const struct ftargs_hint arg_hints[] = {
 struct copts {
 	const char *daemon;
 	const char *token_file;
+	const char *timeout; /* submit only */
+	const char *idem;    /* submit only */
+	const char *raw;     /* submit only: --args JSON */
 	int json;
 	int wait;
 };
@@ -353,14 +356,15 @@ static int finish_wait(json_t *job, int json)
 
 enum { O_DAEMON = 0x100, O_TOKEN, O_JSON, O_WAIT, O_STATE, O_LIMIT };
 
-/* Client options are taken wherever they appear; everything else after KIND is a job argument.
- * Returns 0, or an exit status after logging. */
+/* submit's own options (--opt VALUE or --opt=VALUE), taken wherever they appear; everything
+ * else after KIND is a job argument. Sets *used to the words consumed (0: not ours). Returns 0,
+ * or an exit status after logging. */
 static int take_client_opt(const char *a, const char *next, int *used, struct copts *o)
 {
 	*used = 0;
-	const char *names[] = {"--daemon", "--token-file"};
-	const char **dst[] = {&o->daemon, &o->token_file};
-	for (int k = 0; k < 2; k++) {
+	const char *names[] = {"--daemon", "--token-file", "--timeout", "--idempotency-key", "--args"};
+	const char **dst[] = {&o->daemon, &o->token_file, &o->timeout, &o->idem, &o->raw};
+	for (int k = 0; k < 5; k++) {
 		size_t l = strlen(names[k]);
 		if (!strncmp(a, names[k], l) && (a[l] == '=' || !a[l])) {
 			if (a[l] == '=') {
@@ -386,8 +390,8 @@ static int take_client_opt(const char *a, const char *next, int *used, struct co
 	return 0;
 }
 
-/* getopt_long for jobs/wait/cancel: the common options plus extra ones. Returns -1 when the
- * option is not common (the caller handles it), 0 when handled, or an exit status + 1. */
+/* getopt_long for jobs/wait/cancel: 0 when ch is a common option (applied to o), -1 when the
+ * caller must handle it. */
 static int common_opt(int ch, struct copts *o)
 {
 	switch (ch) {
@@ -441,7 +445,7 @@ static void submit_usage(FILE *f)
 int cmd_submit(int argc, char **argv)
 {
 	struct copts o = {0};
-	const char *kind = NULL, *timeout = NULL, *idem = NULL, *raw = NULL;
+	const char *kind = NULL;
 	char **rest = calloc((size_t)argc + 1, sizeof *rest);
 	int nrest = 0, rc = FTCLI_EXIT_USAGE;
 	json_t *req = NULL, *args = NULL, *job = NULL;
@@ -466,18 +470,6 @@ int cmd_submit(int argc, char **argv)
 			i += used - 1;
 			continue;
 		}
-		const char **dst = !strcmp(a, "--timeout") ? &timeout
-				 : !strcmp(a, "--idempotency-key") ? &idem
-				 : !strcmp(a, "--args") ? &raw : NULL;
-		if (dst) {
-			if (!next) {
-				ftcli_error("%s needs a value", a);
-				goto out;
-			}
-			*dst = next;
-			i++;
-			continue;
-		}
 		if (!kind) {
 			if (a[0] == '-') {
 				ftcli_error("'%s' before KIND: usage: ftbench submit KIND [--key value ...]", a);
@@ -493,7 +485,7 @@ int cmd_submit(int argc, char **argv)
 		submit_usage(stderr);
 		goto out;
 	}
-	args = raw ? json_loads(raw, 0, NULL) : json_object();
+	args = o.raw ? json_loads(o.raw, 0, NULL) : json_object();
 	if (!json_is_object(args)) {
 		ftcli_error("--args: not a JSON object");
 		goto out;
@@ -515,10 +507,10 @@ int cmd_submit(int argc, char **argv)
 		rc = FTCLI_EXIT_FAIL;
 		goto out;
 	}
-	if (timeout) {
+	if (o.timeout) {
 		long t;
-		if (ftstr_parse_long(timeout, 1, 1L << 40, &t) < 0) {
-			ftcli_error("--timeout '%s': expected whole seconds >= 1", timeout);
+		if (ftstr_parse_long(o.timeout, 1, 1L << 40, &t) < 0) {
+			ftcli_error("--timeout '%s': expected whole seconds >= 1", o.timeout);
 			goto out;
 		}
 		json_object_set_new(req, "timeout_s", json_integer(t));
@@ -528,8 +520,16 @@ int cmd_submit(int argc, char **argv)
 
 	char ih[200];
 	const char *hdrs[2] = {NULL, NULL};
-	if (idem) {
-		snprintf(ih, sizeof ih, "Idempotency-Key: %s", idem);
+	if (o.idem) {
+		size_t il = strlen(o.idem);
+		int printable = il > 0 && il <= 128;
+		for (const char *q = o.idem; printable && *q; q++)
+			printable = *q >= 0x21 && *q <= 0x7e;
+		if (!printable) {
+			ftcli_error("--idempotency-key: 1 to 128 printable characters without spaces");
+			goto out;
+		}
+		snprintf(ih, sizeof ih, "Idempotency-Key: %s", o.idem);
 		hdrs[0] = ih;
 	}
 	e = ftcurl_request(&c, "POST", "/benchmark/start", req, hdrs, &r);

@@ -127,6 +127,19 @@ check "submit --wait --json: exit 0" run 0 "$FB" submit bw --cpu-iters=1 --wait 
 check "--json prints the final job record (state succeeded, result)" \
 	python3 -c "import json,sys; j=json.load(open('$T/out')); sys.exit(not (j['state']=='succeeded' and j['result']['version']==4 and j['args']['cpu_iters']==1))"
 
+# ---------------------------------------------------------------- idempotency, --args, --opt=value
+check "submit --idempotency-key K: exit 0" run 0 "$FB" submit bw --cpu-iters 1 --idempotency-key=client-k1
+K1=$(cat "$T/out")
+check "the same key and body give the same job" \
+	sh -c "[ \"\$('$FB' submit bw --idempotency-key client-k1 --cpu-iters 1)\" = '$K1' ]"
+check "the same key with another body is refused (idempotency_conflict): exit 2" \
+	run 2 "$FB" submit bw --cpu-iters 2 --idempotency-key client-k1
+check "a key with a space is refused before sending: exit 2" run 2 "$FB" submit bw --idempotency-key "a b"
+check "--args JSON merges with --key value pairs" run 0 "$FB" submit bw --args '{"dtype":"bf16"}' --cpu-iters 1 --json
+check "the job's args hold both" python3 -c "import json,sys; a=json.load(open('$T/out'))['args']; sys.exit(a!={'dtype':'bf16','cpu_iters':1})"
+check "--args that is not an object: exit 2" run 2 "$FB" submit bw --args '[1]'
+"$FB" wait "$K1" >/dev/null 2>&1
+
 # ---------------------------------------------------------------- failure
 check "submit --wait: exit 1 when the job fails" run 1 "$FB" submit bw --cpu-iters 2 --wait
 check "a failed job's outcome says failed" has ' failed' "$T/out"
