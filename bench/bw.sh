@@ -30,5 +30,5 @@ prof=$(ls "$out"/cache/freetoken/benchbw/*.json | head -n 1)
 cp "$prof" "$out/profile.json"
 cat "$out/summary.txt"
 "$VALIDATE" "$SCHEMA" "$out/profile.json"
-python3 bench/bw_check.py "$out/profile.json" "$out/baseline_before.json" "$out/baseline_after.json" \
+python3 "$(dirname "$0")/bw_check.py" "$out/profile.json" "$out/baseline_before.json" "$out/baseline_after.json" \
 	"$(awk "BEGIN{print $t1 - $t0}")" "$FTBENCH"
