@@ -67,6 +67,15 @@ int ftbw_real_create(struct ftbw_real **out, const struct ftbw_env *env, const s
 	if (env->gpu) {
 #ifdef FT_HAVE_CUDA
 		cudaError_t ce = cudaSetDevice(env->gpu->index);
+		/* Host threads that wait for the GPU sleep instead of spinning: during the overlap the
+		 * gather thread waits on its stream while every physical core runs a pinned CPU MoE
+		 * worker, and a spinning waiter would time-slice one of them and stall every step at
+		 * its barrier. The likely cause of what the first H200 run showed with spinning waits:
+		 * CPU MoE bf16 90 -> 21 GB/s overlapped, and the compute-bound mxfp4 kernel 24 -> 9,
+		 * more than DRAM sharing explains (bench/RESULTS.md). Timings use CUDA events, which
+		 * this does not change. Best effort: a context made earlier keeps its flags. */
+		if (ce == cudaSuccess && cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) != cudaSuccess)
+			(void)cudaGetLastError();
 		if (ce == cudaSuccess)
 			ce = cudaFree(NULL); /* create the context now, not inside a timed region */
 		if (ce != cudaSuccess) {
