@@ -77,7 +77,7 @@ static int run_decode(json_t **rows, double *wall, ...)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-static char cmdbuf[8][3 * PATH_MAX];
+static char cmdbuf[8][5 * PATH_MAX];
 /* A --server-cmd for the fixture with extra options. */
 static const char *srv(int slot, const char *extra)
 {
