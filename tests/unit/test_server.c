@@ -112,26 +112,33 @@ static void test_stop_term_and_kill(void **st)
 	pid_t pid = s.pid;
 	assert_int_equal(getpgid(pid), pid);
 	assert_int_equal(ftsrv_alive(&s), 1);
+	char tail[256] = "";
+	for (int i = 0; i < 200 && !strstr(tail, "started"); i++) {
+		usleep(10000);
+		ftsrv_log_tail(log, 5, tail, sizeof tail);
+	}
+	assert_non_null(strstr(tail, "started")); /* stdout goes to the log */
 	double t0 = ft_now_s();
 	assert_int_equal(ftsrv_stop(&s, &g, how, sizeof how), 0);
 	assert_non_null(strstr(how, "SIGTERM"));
 	assert_true(ft_now_s() - t0 < 0.3);
 	/* stubborn: the leader and a grandchild ignore SIGTERM */
-	char *stubborn[] = {"sh", "-c", "trap '' TERM; sleep 30 & echo $!; wait; sleep 30", NULL};
+	char *stubborn[] = {"sh", "-c", "trap '' TERM; sleep 30 & echo armed; wait; sleep 30", NULL};
 	assert_int_equal(ftsrv_start(&s, stubborn, log, err, sizeof err), 0);
 	pid = s.pid;
-	usleep(100000);
+	for (int i = 0; i < 500 && !strstr(tail, "armed"); i++) {
+		usleep(10000);
+		ftsrv_log_tail(log, 5, tail, sizeof tail);
+	}
+	assert_non_null(strstr(tail, "armed"));
 	t0 = ft_now_s();
 	assert_int_equal(ftsrv_stop(&s, &g, how, sizeof how), 0);
 	assert_non_null(strstr(how, "SIGKILL"));
 	double took = ft_now_s() - t0;
 	assert_true(took >= 0.3 && took < 3);
 	assert_true(kill(-pid, 0) < 0 && errno == ESRCH); /* the whole group is gone */
-	char tail[256];
 	ftsrv_log_tail(log, 1, tail, sizeof tail);
 	assert_true(strlen(tail) > 0 && !strchr(tail, '\n'));
-	ftsrv_log_tail(log, 5, tail, sizeof tail);
-	assert_non_null(strstr(tail, "started"));
 	/* a server that already exited */
 	char *quick[] = {"sh", "-c", "exit 4", NULL};
 	assert_int_equal(ftsrv_start(&s, quick, log, err, sizeof err), 0);
