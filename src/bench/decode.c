@@ -91,10 +91,14 @@ static int cancelled(const struct ftdecode_cfg *c)
 }
 
 /* Append what the server said last, and how it ended, to r->error. */
-static void add_server_context(struct ftdecode_result *r, struct ftsrv *srv)
+static void add_server_context(struct ftdecode_result *r, struct ftsrv *srv, int err)
 {
 	if (!r->started)
 		return;
+	/* a lost connection usually means a dying server: give it a moment to finish dying, so
+	 * the report can say how it ended */
+	for (int i = 0; err == -EPIPE && i < 100 && ftsrv_alive(srv); i++)
+		nap(0.02);
 	size_t l = strlen(r->error);
 	if (!ftsrv_alive(srv) && srv->reaped) {
 		char st[96];
@@ -236,7 +240,7 @@ out:
 	if (!r->ok && err == 0)
 		err = -EIO;
 	if (!r->ok)
-		add_server_context(r, &srv);
+		add_server_context(r, &srv, err);
 	ftreport_progress(c->rep, 4, FTDECODE_PHASES, "stopping server");
 	if (r->started) {
 		if (ftsrv_stop(&srv, &c->grace, r->server_stop, sizeof r->server_stop) < 0)

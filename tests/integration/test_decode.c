@@ -112,7 +112,7 @@ static void test_pacing(void **st)
 	assert_near(num(r, "decode_tok_s"), 100.0, 0.02);
 	assert_near(num(r, "ms_per_token"), 10.0, 0.02);
 	assert_near(num(r, "event_ms_p50"), 10.0, 0.02);
-	assert_true(num(r, "event_ms_p99") >= 9.8 && num(r, "event_ms_p99") < 30);
+	assert_true(num(r, "event_ms_p99") >= 9.8 && num(r, "event_ms_p99") < 100);
 	assert_true(num(r, "ttft_ms") >= 39.0 && num(r, "ttft_ms") < 250);
 	assert_int_equal((int)num(r, "completion_tokens"), 128);
 	assert_int_equal((int)num(r, "events"), 128);
@@ -367,11 +367,11 @@ static void test_url_mode(void **st)
 	snprintf(url, sizeof url, "http://127.0.0.1:%d/v1", port);
 	pid_t pid = fork();
 	if (pid == 0) {
-		execl(fixture, fixture, "--port", ps, "--rate", "300", "--model", "running-model", "--lifetime", "30", (char *)NULL);
+		execl(fixture, fixture, "--port", ps, "--rate", "100", "--model", "running-model", "--lifetime", "30", (char *)NULL);
 		_exit(127);
 	}
 	json_t *rows;
-	int rc = run_decode(&rows, NULL, "--url", url, "--backend", "hybrid", "--tokens", "30", NULL);
+	int rc = run_decode(&rows, NULL, "--url", url, "--backend", "hybrid", "--tokens", "80", NULL);
 	kill(pid, SIGTERM);
 	waitpid(pid, NULL, 0);
 	assert_int_equal(rc, 0);
@@ -380,7 +380,7 @@ static void test_url_mode(void **st)
 	assert_true(json_is_null(json_object_get(r, "server_cmd")));
 	assert_string_equal(json_string_value(json_object_get(r, "model_id")), "running-model");
 	assert_string_equal(json_string_value(json_object_get(r, "backend")), "hybrid");
-	assert_near(num(r, "decode_tok_s"), 300.0, 0.03);
+	assert_near(num(r, "decode_tok_s"), 100.0, 0.02);
 	json_decref(rows);
 }
 
