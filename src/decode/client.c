@@ -268,9 +268,12 @@ int ftdc_stream_chat(const char *base, const json_t *request, double timeout_s, 
 			 x.errbody.p ? x.errbody.p : "");
 	} else if (rc != CURLE_OK) {
 		r = map_curl(rc);
-		snprintf(why, whylen, "%s after %zu events: %s",
-			 r == -EPIPE ? "connection lost mid-stream" : "streaming failed", s->nev,
-			 eb[0] ? eb : curl_easy_strerror(rc));
+		if (r == -ECANCELED)
+			snprintf(why, whylen, "cancelled after %zu events", s->nev);
+		else
+			snprintf(why, whylen, "%s after %zu events: %s",
+				 r == -EPIPE ? "connection lost mid-stream" : "streaming failed", s->nev,
+				 eb[0] ? eb : curl_easy_strerror(rc));
 	} else if (!s->done) {
 		r = -EPIPE;
 		snprintf(why, whylen, "stream ended after %zu events without [DONE] (server died mid-stream?)", s->nev);

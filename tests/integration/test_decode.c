@@ -384,6 +384,53 @@ static void test_url_mode(void **st)
 	json_decref(rows);
 }
 
+static void test_result_fd(void **st)
+{
+	char res[PATH_MAX + 16];
+	snprintf(res, sizeof res, "%s/result.jsonl", tmpdir);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int fd = open(res, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		dup2(fd, 3);
+		int nul = open("/dev/null", O_WRONLY);
+		dup2(nul, 1);
+		dup2(nul, 2);
+		execl(ftbench, ftbench, "decode", "--model", "/models/m", "--tokens", "16", "--backend", "offload,cpu",
+		      "--driver-wait", "0", "--log-dir", tmpdir, "--result-fd", "3", "--server-cmd",
+		      srv(2, "--rate 500 --fault-backend cpu --exit-at-start"), (char *)NULL);
+		_exit(127);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	assert_int_equal(WEXITSTATUS(st), 1);
+	FILE *f = fopen(res, "r");
+	assert_non_null(f);
+	char line[1 << 16];
+	int progress = 0, results = 0, errors = 0;
+	while (fgets(line, sizeof line, f)) {
+		json_t *j = json_loads(line, 0, NULL);
+		assert_non_null(j);
+		const char *type = json_string_value(json_object_get(j, "type"));
+		assert_non_null(type);
+		if (!strcmp(type, "progress")) {
+			progress++;
+			assert_int_equal(json_integer_value(json_object_get(j, "total")), 10);
+		} else if (!strcmp(type, "result")) {
+			results++;
+			json_t *r = json_object_get(j, "result");
+			assert_int_equal(json_array_size(json_object_get(r, "rows")), 2);
+			assert_string_equal(json_string_value(json_array_get(json_object_get(r, "failed"), 0)), "cpu");
+		} else if (!strcmp(type, "error")) {
+			errors++;
+		}
+		json_decref(j);
+	}
+	fclose(f);
+	assert_true(progress >= 8);
+	assert_int_equal(results, 1);
+	assert_true(errors >= 1);
+}
+
 static void test_usage_errors(void **st)
 {
 	json_t *rows;
@@ -436,6 +483,7 @@ int main(void)
 		cmocka_unit_test(test_ignores_sigterm_is_killed),
 		cmocka_unit_test(test_rows_carry_every_field_and_request_shape),
 		cmocka_unit_test(test_url_mode),
+		cmocka_unit_test(test_result_fd),
 		cmocka_unit_test(test_usage_errors),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
