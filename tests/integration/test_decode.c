@@ -400,9 +400,9 @@ static void test_result_fd(void **st)
 		      srv(2, "--rate 500 --fault-backend cpu --exit-at-start"), (char *)NULL);
 		_exit(127);
 	}
-	int st;
-	waitpid(pid, &st, 0);
-	assert_int_equal(WEXITSTATUS(st), 1);
+	int ws;
+	waitpid(pid, &ws, 0);
+	assert_int_equal(WEXITSTATUS(ws), 1);
 	FILE *f = fopen(res, "r");
 	assert_non_null(f);
 	char line[1 << 16];
