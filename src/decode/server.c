@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/close_range.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -315,15 +317,21 @@ int ftsrv_start(struct ftsrv *s, char *const *argv, const char *log_path, char *
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		if (getppid() != parent)
 			_exit(127);
+		struct sigaction dfl = {.sa_handler = SIG_DFL};
+		sigemptyset(&dfl.sa_mask);
+		sigaction(SIGPIPE, &dfl, NULL);
+		sigaction(SIGINT, &dfl, NULL);
+		sigaction(SIGTERM, &dfl, NULL);
 		sigset_t none;
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		signal(SIGPIPE, SIG_DFL);
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
 		dup2(nullfd, 0);
 		dup2(logfd, 1);
 		dup2(logfd, 2);
+		/* nothing else crosses exec: not our --result-fd, not the daemon's pipes */
+		if (syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) < 0)
+			for (int fd = 3; fd < 4096; fd++)
+				fcntl(fd, F_SETFD, FD_CLOEXEC);
 		execv(exe, argv);
 		int e = errno;
 		ssize_t w = write(pfd[1], &e, sizeof e);

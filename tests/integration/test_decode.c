@@ -386,8 +386,10 @@ static void test_url_mode(void **st)
 
 static void test_result_fd(void **st)
 {
-	char res[PATH_MAX + 16];
+	char res[PATH_MAX + 16], fds[PATH_MAX + 16], extra[2 * PATH_MAX];
 	snprintf(res, sizeof res, "%s/result.jsonl", tmpdir);
+	snprintf(fds, sizeof fds, "%s/fds.txt", tmpdir);
+	snprintf(extra, sizeof extra, "--rate 500 --fault-backend cpu --exit-at-start --fds-out %s", fds);
 	pid_t pid = fork();
 	if (pid == 0) {
 		int fd = open(res, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -397,7 +399,7 @@ static void test_result_fd(void **st)
 		dup2(nul, 2);
 		execl(ftbench, ftbench, "decode", "--model", "/models/m", "--tokens", "16", "--backend", "offload,cpu",
 		      "--driver-wait", "0", "--log-dir", tmpdir, "--result-fd", "3", "--server-cmd",
-		      srv(2, "--rate 500 --fault-backend cpu --exit-at-start"), (char *)NULL);
+		      srv(2, extra), (char *)NULL);
 		_exit(127);
 	}
 	int ws;
@@ -427,6 +429,12 @@ static void test_result_fd(void **st)
 	}
 	fclose(f);
 	assert_true(progress >= 8);
+	/* the server did not inherit the result fd (or anything else) */
+	f = fopen(fds, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof line, f));
+	fclose(f);
+	assert_string_equal(line, "\n");
 	assert_int_equal(results, 1);
 	assert_true(errors >= 1);
 }
