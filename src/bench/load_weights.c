@@ -207,6 +207,15 @@ int ftlw_worker(const char *mode, const struct ftlw_opts *o, json_t **row, char 
 	sampler_stop(&smp);
 	if (rc < 0)
 		return rc;
+	const char *fault = getenv("FTBENCH_LW_FAULT");
+	if (fault && !strncmp(fault, "swap-experts:", 13) && !strcmp(fault + 13, mode) && b->E > 1) {
+		/* test hook: swap experts 0 and 1 of bank 0, layer 0, as a buggy reader would */
+		uint8_t *p0 = ftbanks_layer(b, 0, 0), *p1 = p0 + b->shape[0].expert_bytes;
+		for (size_t i = 0; i < b->shape[0].expert_bytes; i++) {
+			uint8_t x = p0[i];
+			p0[i] = p1[i], p1[i] = x;
+		}
+	}
 	json_t *cks;
 	json_t *r = banks_json(b, &cks);
 	size_t bytes = ftbanks_bytes(b);

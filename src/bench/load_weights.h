@@ -15,6 +15,8 @@
  *
  * ftlw_worker runs one mode in the current process and builds its result row; it samples
  * peak VmRSS and lowest MemAvailable on a background thread while loading.
+ * Test hook: FTBENCH_LW_FAULT=swap-experts:<mode> makes that mode's worker swap experts 0 and
+ * 1 of the first bank after loading (a reordering bug), to prove the checksum catches it.
  * Functions return 0 or -errno (reason in err) and never log. */
 #ifndef FT_BENCH_LOAD_WEIGHTS_H
 #define FT_BENCH_LOAD_WEIGHTS_H

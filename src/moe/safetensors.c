@@ -568,7 +568,8 @@ int ftst_model_open(const char *dir, struct ftst_model **out, char *err, size_t 
 		json_object_foreach(wm, key, val) {
 			const struct ftst_tensor *t = ftst_model_find(m, key);
 			if (!t) {
-				rc = fail(err, errlen, -EINVAL, "index names tensor '%.200s' but no shard holds it", key);
+				rc = fail(err, errlen, -EINVAL, "index puts '%.200s' in %s but that shard does not hold it",
+					  key, json_string_value(val));
 				goto out;
 			}
 			if (strcmp(names[t->file], json_string_value(val))) {
