@@ -330,7 +330,7 @@ int ftftw_convert(const char *model_dir, const char *out_dir, const struct ftftw
 			"tensors", tensors, "shards", shards, "source_model_path", absdir, "fingerprint", fp,
 			"quant_format", b->fmt->name, "expert_bank_num_layers", (json_int_t)b->L, "counts",
 			"weight", (json_int_t)nd, "experts_bank", (json_int_t)nb, "copied_metadata", copied);
-	char *text = idx ? json_dumps(idx, JSON_INDENT(1)) : NULL;
+	char *text = idx ? json_dumps(idx, JSON_COMPACT) : NULL;
 	if (!text) {
 		rc = -ENOMEM;
 		goto out;
@@ -375,6 +375,7 @@ struct rd {
 	atomic_size_t next, done;
 	atomic_uint_least64_t bytes;
 	atomic_int err_rc;
+	int fake_einval;  /* test hook FTLOAD_TEST_EINVAL=1: O_DIRECT reads "fail" with EINVAL */
 	pthread_mutex_t lock;
 	char err[512];
 };
@@ -416,7 +417,7 @@ static void *rd_worker(void *arg)
 			break;
 		const struct fchunk *c = &s->chunks[i];
 		int rc = -EINVAL;
-		if (atomic_load(&s->direct_ok[c->shard]))
+		if (atomic_load(&s->direct_ok[c->shard]) && !s->fake_einval)
 			rc = preadv_full(s->fd_direct[c->shard], &s->iov[c->iov0], c->niov, c->off);
 		if (rc == -EINVAL) {
 			atomic_store(&s->direct_ok[c->shard], 0);
@@ -689,6 +690,7 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 	if (rc < 0)
 		goto out;
 	int workers = o->workers > 0 ? o->workers : FTLOAD_DEFAULT_WORKERS;
+	s.fake_einval = getenv("FTLOAD_TEST_EINVAL") && !strcmp(getenv("FTLOAD_TEST_EINVAL"), "1");
 	if ((size_t)workers > s.nchunks)
 		workers = (int)s.nchunks;
 	if (workers > 256)

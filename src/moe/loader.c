@@ -177,7 +177,7 @@ struct par {
 	atomic_int err_rc;
 	pthread_mutex_t err_lock;
 	char err[512];
-	int any_buffered;
+	int fake_einval; /* test hook FTLOAD_TEST_EINVAL=1: O_DIRECT reads "fail" with EINVAL */
 };
 
 static void par_fail(struct par *s, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -233,7 +233,7 @@ static void *par_worker(void *arg)
 		const struct chunk *c = &s->chunks[i];
 		uint64_t got = 0;
 		int rc = -EINVAL;
-		if (atomic_load(&s->direct_ok[c->file]))
+		if (atomic_load(&s->direct_ok[c->file]) && !s->fake_einval)
 			rc = read_chunk(s->fd_direct[c->file], buf, c->len, c->off, &got);
 		if (rc == -EINVAL) {
 			atomic_store(&s->direct_ok[c->file], 0);
@@ -291,6 +291,7 @@ static int load_parallel(const struct ftbanks_plan *p, const struct ftload_opts 
 	int rc = 0, workers = o->workers > 0 ? o->workers : FTLOAD_DEFAULT_WORKERS;
 	s.chunk_bytes = o->chunk_bytes ? (o->chunk_bytes + ALIGN - 1) / ALIGN * ALIGN : FTLOAD_DEFAULT_CHUNK;
 	pthread_mutex_init(&s.err_lock, NULL);
+	s.fake_einval = getenv("FTLOAD_TEST_EINVAL") && !strcmp(getenv("FTLOAD_TEST_EINVAL"), "1");
 	s.fd_direct = malloc(sizeof(int) * m->nfiles);
 	s.fd_buf = malloc(sizeof(int) * m->nfiles);
 	s.direct_ok = malloc(sizeof(atomic_int) * m->nfiles);
