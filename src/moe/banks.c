@@ -264,6 +264,10 @@ static int classify(struct disc *d, const struct ftst_tensor *t)
 			}
 		if (proj < 0)
 			return fail(d->err, d->errlen, -ENOTSUP, "expert tensor '%s': unknown projection", n);
+		if (!strcmp(p, "weight_scale_inv"))
+			return fail(d->err, d->errlen, -ENOTSUP,
+				    "expert tensor '%s': fp8 block-quantized experts (weight_scale_inv, e.g. the original "
+				    "DeepSeek-V3 release) are not supported; use a bf16 checkpoint", n);
 		if (strcmp(p, "weight"))
 			return fail(d->err, d->errlen, -ENOTSUP,
 				    "expert tensor '%s': '%s' is a quantized or unsupported expert layout (only plain "

@@ -14,7 +14,8 @@
  * DeepSeek-V3's dense first layers (mlp.{gate,up,down}_proj) and shared experts
  * (mlp.shared_experts.*, Qwen2's mlp.shared_expert.*) are not banks: they are never matched.
  * Supported: bf16 experts (banks bf16 as stored, gate rows then up rows) and gpt-oss mxfp4
- * (-> mxfp4_triton: blocks/scales transposed to [K/2, N] / [K/32, N], bias as stored).
+ * (-> mxfp4_triton: blocks/scales transposed to [K/2, N] / [K/32, N], bias as stored; the
+ * output rows keep the checkpoint's order, i.e. gpt-oss's interleaved gate/up rows of gate_up).
  * Refused with a reason: other expert dtypes (F16, F32, F8 with weight_scale_inv, ...),
  * quantized expert layouts (qweight, weight_packed, ...), gpt-oss bf16's transposed
  * interleaved [E, H, 2I] packing, missing or mis-shaped experts.
