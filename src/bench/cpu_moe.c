@@ -135,8 +135,8 @@ int ftcmb_create(const struct ftcmb_cfg *cfg, const struct ftcpu_info *ci, struc
 	long need = (long)cfg->topk * cfg->batch;
 	if (es < need)
 		es = need;
-	if (es > cfg->experts)
-		es = cfg->experts;
+	/* more synthetic experts than the model has where its E does not cover 4x LLC: the
+	 * bandwidth depends on the expert's shape, not on how many the model has */
 	size_t avail = ftcpu_mem_available();
 	while (avail && es > cfg->topk && (size_t)es * b->eb > avail / 4)
 		es--;

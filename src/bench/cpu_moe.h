@@ -2,9 +2,10 @@
  *
  * Banks for one layer of E_synth experts of (format, H, I), random codes and realistic
  * scales (never zeros, no NaN/Inf), in huge-page-advised memory first-touched by the pool's
- * workers. E_synth = min(E, max(topk*batch, ceil(max(4*LLC, 1 GiB) / expert_bytes))), lowered
- * only when memory is short (a quarter of MemAvailable), so the expert ids of consecutive
- * steps rotate over a working set that the last-level cache cannot hold.
+ * workers. E_synth = max(topk*batch, ceil(max(4*LLC, 1 GiB) / expert_bytes)) — more than the
+ * model's E where E experts do not cover 4x LLC (a 300 MiB LLC needs 1.2 GiB) — lowered only
+ * when memory is short (a quarter of MemAvailable), so the expert ids of consecutive steps
+ * rotate over a working set that the last-level cache cannot hold.
  *
  * Steps: batch B tokens, each routed to topk distinct experts; step s uses the experts
  * following those of step s-1 in a fixed random permutation, so no expert repeats before the

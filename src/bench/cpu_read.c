@@ -118,6 +118,7 @@ int ftcread_measure(const struct ftcpu_info *ci, struct ftpool *pool, size_t byt
 	ftpool_run(pool, work, &j); /* first touch by the reader */
 	j.fill = 0;
 	ftpool_run(pool, work, &j); /* untimed pass */
+	double calib[4] = {0};
 	if (avx512) { /* the fastest loop shape on this machine (one calibration pass each) */
 		double best = 0;
 		for (int v = 0; v < 4; v++) {
@@ -125,6 +126,7 @@ int ftcread_measure(const struct ftcpu_info *ci, struct ftpool *pool, size_t byt
 			double t0 = ft_now_s();
 			ftpool_run(pool, work, &j);
 			double g = (double)bytes / (ft_now_s() - t0);
+			calib[v] = g / 1e9;
 			if (g > best) {
 				best = g;
 				name = avx512_names[v];
@@ -144,6 +146,7 @@ int ftcread_measure(const struct ftcpu_info *ci, struct ftpool *pool, size_t byt
 		res->buffer_bytes = bytes;
 		res->threads = n;
 		res->loop = name;
+		memcpy(res->calib_gbs, calib, sizeof calib);
 	}
 out:
 	ftpool_free(own);

@@ -14,7 +14,9 @@
 struct ftcread_result {
 	size_t buffer_bytes;
 	int threads;
-	const char *loop;   /* "avx512x8", "avx2x8" or "scalar" (static) */
+	const char *loop;   /* the loop used: "avx512x8" (one stream), "avx512x8-2s", "-4s"
+			     * (interleaved streams), "avx512x8-pf" (prefetch), "avx2x8", "scalar" */
+	double calib_gbs[4];/* AVX-512: one calibration pass of each loop, in that order (else 0) */
 };
 
 /* Measure with `pool` (its driver thread calls this; NULL: a pool of every physical core is

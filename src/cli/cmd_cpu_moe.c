@@ -177,9 +177,7 @@ int cmd_cpu_moe(int argc, char **argv)
 			best = s.median;
 			best_isa = used;
 		}
-		const char *kn = ftcmoe_kernel_name(used, f->id);
-		if (!(ci.isa & FTCPU_AVX512_VNNI) && used == FTCMOE_ISA_AVX512BF16 && f->id != FTFMT_BF16)
-			kn = "w4a32-avx512";
+		const char *kn = ftcmoe_kernel_name(used, f->id, ci.isa);
 		double frac = passes && rs.median > 0 ? s.median / rs.median : 0;
 		json_t *e = json_pack("{s:s,s:s,s:f,s:o,s:f,s:f}", "isa", ftcmoe_isa_name(used), "kernel", kn,
 				      "gbs", s.median, "gbs_spread", ftstat_json(&s), "step_ms_median",
@@ -210,9 +208,11 @@ int cmd_cpu_moe(int argc, char **argv)
 	results = NULL;
 	if (passes)
 		json_object_set_new(res, "ceiling",
-				    json_pack("{s:f,s:o,s:s,s:I,s:i}", "cpu_stream_read_gbs", rs.median,
+				    json_pack("{s:f,s:o,s:s,s:I,s:i,s:[f,f,f,f]}", "cpu_stream_read_gbs", rs.median,
 					      "cpu_stream_read_gbs_spread", ftstat_json(&rs), "loop", rres.loop,
-					      "buffer_bytes", (json_int_t)rres.buffer_bytes, "threads", rres.threads));
+					      "buffer_bytes", (json_int_t)rres.buffer_bytes, "threads", rres.threads,
+					      "calibration_gbs", rres.calib_gbs[0], rres.calib_gbs[1],
+					      rres.calib_gbs[2], rres.calib_gbs[3]));
 	else
 		json_object_set_new(res, "ceiling", json_null());
 	ftcli_progress(total, total, "done");

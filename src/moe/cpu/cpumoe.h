@@ -60,9 +60,9 @@ enum ftcmoe_isa ftcmoe_isa_best(enum ftfmt_id f, unsigned cpu_isa);
  * 0 and *out, -EINVAL for an unknown name in the variable, or -ENOTSUP when the tier asked for
  * (by argument or variable) needs an ISA this CPU lacks. */
 int ftcmoe_isa_resolve(enum ftcmoe_isa want, enum ftfmt_id f, unsigned cpu_isa, enum ftcmoe_isa *out);
-/* The kernel variant a tier runs for format f: "bf16-dp", "w4a8-vnni", "w4a32", "w16a32", ...
- * (static string). */
-const char *ftcmoe_kernel_name(enum ftcmoe_isa isa, enum ftfmt_id f);
+/* The kernel a tier runs for format f on this CPU: "w16a16-bf16dp", "w4a8-vnni",
+ * "w4a32-avx512", "w4a16-bf16dp", ... (static string). */
+const char *ftcmoe_kernel_name(enum ftcmoe_isa isa, enum ftfmt_id f, unsigned cpu_isa);
 
 struct ftcmoe_cfg {
 	enum ftfmt_id format;

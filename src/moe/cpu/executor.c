@@ -32,6 +32,8 @@ struct ftcmoe {
 	uint8_t *hq;                  /* [slots][hq_stride] */
 	float *tmp;                   /* [threads][2][max_batch][2*CHUNK] */
 	size_t tmp_stride;            /* floats per worker */
+	float *part;                  /* K-split partials: [threads][2][max_batch][part_n] */
+	long part_n;
 	/* this call */
 	int layer, B, topk;
 	const float *xin, *rw;
@@ -69,7 +71,7 @@ static int choose_ops(struct ftcmoe *x, enum ftcmoe_isa want)
 		isa = FTCMOE_ISA_SCALAR;
 	}
 	const struct ftk_ops *ops = ftk_select(isa, x->cfg.format, x->cpu_isa);
-	if (!ops)
+	if (!ops || (!ops->rows && !(ops->rows_t && x->part)))
 		return -EINVAL;
 	size_t xs = ops->xbytes ? ops->xbytes(x->cfg.hidden) : 0;
 	size_t hs = ops->xbytes ? ops->xbytes(x->cfg.inter) : 0;
@@ -140,6 +142,14 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 	x->tmp = alloc_aligned((size_t)x->nthreads * x->tmp_stride * sizeof(float));
 	if (!x->xq || !x->h || !x->hq || !x->tmp)
 		goto fail;
+	if (cfg->format == FTFMT_MXFP4_TRITON) { /* transposed banks: workers split K (rows_t) */
+		x->part_n = 2 * cfg->inter > cfg->hidden ? 2 * cfg->inter : cfg->hidden;
+		x->part_n = (x->part_n + 15) / 16 * 16;
+		x->part = alloc_aligned((size_t)x->nthreads * 2 * (size_t)cfg->max_batch *
+					(size_t)x->part_n * sizeof(float));
+		if (!x->part)
+			goto fail;
+	}
 	r = choose_ops(x, cfg->isa);
 	if (r < 0)
 		goto fail;
@@ -160,6 +170,7 @@ void ftcmoe_free(struct ftcmoe *x)
 	free_aligned(x->h);
 	free_aligned(x->hq);
 	free_aligned(x->tmp);
+	free_aligned(x->part);
 	free(x);
 }
 
@@ -228,6 +239,26 @@ static void expert_mat(const struct ftcmoe *x, int layer, int e, int down, struc
 #undef BANK
 }
 
+/* Where row r of a row-major matrix (or bank row kk of a transposed one) starts. */
+static const uint8_t *row_addr(const struct ftcmoe *x, const struct ftk_mat *m, long r)
+{
+	switch (x->cfg.format) {
+	case FTFMT_BF16: return m->w + (size_t)r * (size_t)m->K * 2;
+	case FTFMT_Q4_0: return m->w + (size_t)r * (size_t)(m->K / 32) * 18;
+	case FTFMT_MXFP4_TRITON: return m->w + (size_t)r * (size_t)m->N;
+	default: return m->w + (size_t)r * (size_t)(m->K / 2);
+	}
+}
+
+/* The kernels prefetch PF_AHEAD bytes ahead inside a stream; the first bytes of the next
+ * stream a worker will read are requested here, before the current one ends. */
+#define PF_AHEAD 4096
+static void prefetch_start(const void *p)
+{
+	for (int i = 0; i < PF_AHEAD; i += 64)
+		__builtin_prefetch((const char *)p + i, 0, 3);
+}
+
 static void pass1(struct ftcmoe *x, int tid, int n, float *tmp)
 {
 	long I = x->cfg.inter;
@@ -238,6 +269,15 @@ static void pass1(struct ftcmoe *x, int tid, int n, float *tmp)
 		struct ftk_mat m;
 		const uint16_t *bias;
 		expert_mat(x, x->layer, x->uniq_e[u], 0, &m, &bias);
+		if (j1 > j0 && !inter) {
+			prefetch_start(row_addr(x, &m, I + j0));
+			if (u + 1 < x->nuniq) {
+				struct ftk_mat mn;
+				const uint16_t *bn;
+				expert_mat(x, x->layer, x->uniq_e[u + 1], 0, &mn, &bn);
+				prefetch_start(row_addr(x, &mn, j0));
+			}
+		}
 		for (int s0 = x->uniq_start[u]; s0 < x->uniq_start[u + 1]; s0 += x->cfg.max_batch) {
 		int nb = x->uniq_start[u + 1] - s0;
 		if (nb > x->cfg.max_batch)
@@ -289,6 +329,12 @@ static void pass2(struct ftcmoe *x, int tid, int n, float *tmp)
 		struct ftk_mat m;
 		const uint16_t *bias;
 		expert_mat(x, x->layer, x->uniq_e[u], 1, &m, &bias);
+		if (n1 > n0 && u + 1 < x->nuniq) {
+			struct ftk_mat mn;
+			const uint16_t *bn;
+			expert_mat(x, x->layer, x->uniq_e[u + 1], 1, &mn, &bn);
+			prefetch_start(row_addr(x, &mn, n0));
+		}
 		for (int s0 = x->uniq_start[u]; s0 < x->uniq_start[u + 1]; s0 += x->cfg.max_batch) {
 		int nb = x->uniq_start[u + 1] - s0;
 		if (nb > x->cfg.max_batch)
@@ -320,6 +366,117 @@ static void pass2(struct ftcmoe *x, int tid, int n, float *tmp)
 	}
 }
 
+/* Transposed banks split along K: every worker streams whole bank rows [kk0, kk1) of each
+ * routed expert into its partials (double-buffered per expert group, so one barrier per group
+ * separates writing from reading), then adds up all workers' partials for its own outputs. */
+static float *part_of(const struct ftcmoe *x, int t, int buf, int i)
+{
+	return x->part + (((size_t)t * 2 + (size_t)buf) * (size_t)x->cfg.max_batch + (size_t)i) * (size_t)x->part_n;
+}
+
+static void pass1_t(struct ftcmoe *x, int tid, int n, int *buf)
+{
+	long H = x->cfg.hidden, I = x->cfg.inter;
+	long kk0 = H / 2 * tid / n, kk1 = H / 2 * (tid + 1) / n;
+	long j0 = I * tid / n, j1 = I * (tid + 1) / n;
+	const struct ftk_ops *ops = x->ops;
+	for (int u = 0; u < x->nuniq; u++) {
+		struct ftk_mat m;
+		const uint16_t *bias;
+		expert_mat(x, x->layer, x->uniq_e[u], 0, &m, &bias);
+		if (kk1 > kk0 && u + 1 < x->nuniq) {
+			struct ftk_mat mn;
+			const uint16_t *bn;
+			expert_mat(x, x->layer, x->uniq_e[u + 1], 0, &mn, &bn);
+			prefetch_start(row_addr(x, &mn, kk0));
+		}
+		for (int s0 = x->uniq_start[u]; s0 < x->uniq_start[u + 1]; s0 += x->cfg.max_batch) {
+			int nb = x->uniq_start[u + 1] - s0;
+			if (nb > x->cfg.max_batch)
+				nb = x->cfg.max_batch;
+			const void *xs[FTCMOE_MAX_BATCH];
+			float *ps[FTCMOE_MAX_BATCH];
+			for (int i = 0; i < nb; i++) {
+				int b = x->slot_of[s0 + i] / x->topk;
+				xs[i] = ops->prep ? (const void *)(x->xq + (size_t)b * x->xq_stride)
+						  : (const void *)(x->xin + (size_t)b * H);
+				ps[i] = part_of(x, tid, *buf, i);
+			}
+			if (kk1 > kk0)
+				ops->rows_t(&m, kk0, kk1, nb, xs, ps);
+			else
+				for (int i = 0; i < nb; i++)
+					memset(ps[i], 0, sizeof(float) * (size_t)(2 * I));
+			ftpool_barrier(x->cfg.pool);
+			for (int i = 0; i < nb; i++) {
+				float *h = x->h + (size_t)x->slot_of[s0 + i] * I;
+				for (long j = j0; j < j1; j++) {
+					float g = ftk_bf16(bias[2 * j]), up = ftk_bf16(bias[2 * j + 1]);
+					for (int t = 0; t < n; t++) {
+						const float *p = part_of(x, t, *buf, i);
+						g += p[2 * j];
+						up += p[2 * j + 1];
+					}
+					h[j] = act(x->cfg.act, g, up, x->cfg.swiglu_limit);
+				}
+			}
+			*buf ^= 1;
+		}
+	}
+}
+
+static void pass2_t(struct ftcmoe *x, int tid, int n, int *buf)
+{
+	long H = x->cfg.hidden, I = x->cfg.inter;
+	long kk0 = I / 2 * tid / n, kk1 = I / 2 * (tid + 1) / n;
+	long n0 = H * tid / n, n1 = H * (tid + 1) / n;
+	const struct ftk_ops *ops = x->ops;
+	for (int b = 0; b < x->B; b++)
+		memset(x->out + (size_t)b * H + n0, 0, (size_t)(n1 - n0) * sizeof(float));
+	for (int u = 0; u < x->nuniq; u++) {
+		struct ftk_mat m;
+		const uint16_t *bias;
+		expert_mat(x, x->layer, x->uniq_e[u], 1, &m, &bias);
+		if (kk1 > kk0 && u + 1 < x->nuniq) {
+			struct ftk_mat mn;
+			const uint16_t *bn;
+			expert_mat(x, x->layer, x->uniq_e[u + 1], 1, &mn, &bn);
+			prefetch_start(row_addr(x, &mn, kk0));
+		}
+		for (int s0 = x->uniq_start[u]; s0 < x->uniq_start[u + 1]; s0 += x->cfg.max_batch) {
+			int nb = x->uniq_start[u + 1] - s0;
+			if (nb > x->cfg.max_batch)
+				nb = x->cfg.max_batch;
+			const void *xs[FTCMOE_MAX_BATCH];
+			float *ps[FTCMOE_MAX_BATCH];
+			for (int i = 0; i < nb; i++) {
+				int s = x->slot_of[s0 + i];
+				xs[i] = ops->prep ? (const void *)(x->hq + (size_t)s * x->hq_stride)
+						  : (const void *)(x->h + (size_t)s * I);
+				ps[i] = part_of(x, tid, *buf, i);
+			}
+			if (kk1 > kk0)
+				ops->rows_t(&m, kk0, kk1, nb, xs, ps);
+			else
+				for (int i = 0; i < nb; i++)
+					memset(ps[i], 0, sizeof(float) * (size_t)H);
+			ftpool_barrier(x->cfg.pool);
+			for (int i = 0; i < nb; i++) {
+				int s = x->slot_of[s0 + i];
+				float wgt = x->rw[s];
+				float *o = x->out + (size_t)(s / x->topk) * H;
+				for (long r = n0; r < n1; r++) {
+					float v = ftk_bf16(bias[r]);
+					for (int t = 0; t < n; t++)
+						v += part_of(x, t, *buf, i)[r];
+					o[r] += wgt * v;
+				}
+			}
+			*buf ^= 1;
+		}
+	}
+}
+
 static void forward_worker(void *arg, int tid, int n)
 {
 	struct ftcmoe *x = arg;
@@ -331,7 +488,18 @@ static void forward_worker(void *arg, int tid, int n)
 				  x->xq + (size_t)b * x->xq_stride);
 		ftpool_barrier(x->cfg.pool);
 	}
-	pass1(x, tid, n, tmp);
+	int ksplit = ops->rows_t && x->part, buf = 0;
+	if (ksplit)
+		pass1_t(x, tid, n, &buf);
+	else
+		pass1(x, tid, n, tmp);
+	if (x->nuniq > 0) { /* pass 2's first stream, requested while waiting at the barrier */
+		struct ftk_mat m;
+		const uint16_t *bias;
+		expert_mat(x, x->layer, x->uniq_e[0], 1, &m, &bias);
+		long r = ksplit ? x->cfg.inter / 2 * tid / n : x->cfg.hidden * tid / n;
+		prefetch_start(row_addr(x, &m, r));
+	}
 	ftpool_barrier(x->cfg.pool);
 	if (ops->prep) {
 		int live = x->uniq_start[x->nuniq];
@@ -342,7 +510,10 @@ static void forward_worker(void *arg, int tid, int n)
 		}
 		ftpool_barrier(x->cfg.pool);
 	}
-	pass2(x, tid, n, tmp);
+	if (ksplit)
+		pass2_t(x, tid, n, &buf);
+	else
+		pass2(x, tid, n, tmp);
 }
 
 int ftcmoe_forward(struct ftcmoe *x, int layer, int B, int topk, const float *xin,

@@ -67,8 +67,8 @@ enum ftcmoe_isa ftcmoe_isa_best(enum ftfmt_id f, unsigned cpu_isa)
 						     FTCMOE_ISA_AVX2, FTCMOE_ISA_SCALAR};
 	static const enum ftcmoe_isa w4_order[] = {FTCMOE_ISA_AVX512VNNI, FTCMOE_ISA_AVX512,
 						   FTCMOE_ISA_AVX2, FTCMOE_ISA_SCALAR};
-	static const enum ftcmoe_isa f32_order[] = {FTCMOE_ISA_AVX512, FTCMOE_ISA_AVX2,
-						    FTCMOE_ISA_SCALAR};
+	static const enum ftcmoe_isa f32_order[] = {FTCMOE_ISA_AVX512BF16, FTCMOE_ISA_AVX512,
+						    FTCMOE_ISA_AVX2, FTCMOE_ISA_SCALAR};
 	const enum ftcmoe_isa *o = f == FTFMT_BF16 ? bf16_order
 				   : f == FTFMT_MXFP4_TRITON ? f32_order : w4_order;
 	for (int i = 0;; i++)
@@ -126,11 +126,8 @@ const struct ftk_ops *ftk_select(int isa, enum ftfmt_id f, unsigned cpu_isa)
 	return o ? o : ftk_scalar(f);
 }
 
-const char *ftcmoe_kernel_name(enum ftcmoe_isa isa, enum ftfmt_id f)
+const char *ftcmoe_kernel_name(enum ftcmoe_isa isa, enum ftfmt_id f, unsigned cpu_isa)
 {
-	unsigned all = ~0u;
-	if (isa == FTCMOE_ISA_AVX512BF16)
-		all = need[isa] | FTCPU_AVX512_VNNI; /* name the common case */
-	const struct ftk_ops *o = ftk_select(isa, f, all);
+	const struct ftk_ops *o = ftk_select(isa, f, cpu_isa);
 	return o ? o->name : "none";
 }

@@ -31,6 +31,11 @@ struct ftk_ops {
 	void (*prep)(const float *x, long K, void *dst);  /* NULL: fp32 x used as is */
 	void (*rows)(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
 		     float *const *ys);
+	/* Transposed banks (mxfp4_triton) split along K instead: partial sums over bank rows
+	 * [kk0, kk1) (two k each) for all N outputs, ps[b][0..N) overwritten; the executor adds
+	 * up the workers' partials. NULL: `rows` over output columns is used. */
+	void (*rows_t)(const struct ftk_mat *m, long kk0, long kk1, int nb, const void *const *xs,
+		       float *const *ps);
 };
 
 /* Per-ISA tables: the kernel of format f, or NULL when that file has none for f. */

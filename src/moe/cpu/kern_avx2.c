@@ -246,5 +246,5 @@ static const struct ftk_ops ops[] = {
 
 const struct ftk_ops *ftk_avx2(enum ftfmt_id f)
 {
-	return (unsigned)f < sizeof ops / sizeof ops[0] && ops[f].rows ? &ops[f] : NULL;
+	return (unsigned)f < sizeof ops / sizeof ops[0] && (ops[f].rows || ops[f].rows_t) ? &ops[f] : NULL;
 }

@@ -8,6 +8,7 @@
 
 #define AI static inline __attribute__((always_inline))
 #define TILE 4
+#define PF_DIST 4096 /* bytes ahead in a row-major weight stream */
 
 /* e2m1 * 2 as int8 (exact), per 128-bit lane for vpshufb */
 #define LUT_E2M1X2 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12
@@ -29,6 +30,8 @@ AI void bf16_row(const uint16_t *row, long K, const float *const *x, float *cons
 			acc[b][j] = _mm512_setzero_ps();
 	long k = 0;
 	for (; k + 64 <= K; k += 64) {
+		_mm_prefetch((const char *)(row + k) + PF_DIST, _MM_HINT_T0);
+		_mm_prefetch((const char *)(row + k) + PF_DIST + 64, _MM_HINT_T0);
 		__m512 w0 = bf16x16(row + k), w1 = bf16x16(row + k + 16);
 		__m512 w2 = bf16x16(row + k + 32), w3 = bf16x16(row + k + 48);
 		FTK_UNROLL
@@ -102,6 +105,7 @@ AI void decode64(const struct ftk_mat *m, long r, long k, __m512 w[4], const int
 		s[0] = s[1] = q4_d(blk);
 		s[2] = s[3] = q4_d(blk + 18);
 	} else {
+		_mm_prefetch((const char *)(m->w + r * (m->K / 2) + k / 2) + PF_DIST, _MM_HINT_T0);
 		c = codes64_pairs(m->w + r * (m->K / 2) + k / 2);
 		q = _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_setr_epi8(LUT_E2M1X2)), c);
 		if (F == F_NV) {
@@ -242,15 +246,92 @@ static void rows_mxfp4(const struct ftk_mat *m, long r0, long r1, int nb, const 
 	}
 }
 
+/* ---- mxfp4_triton split along K (rows_t): each worker streams whole rows [kk0, kk1) of the
+ * [K/2, N] bank — contiguous memory — in strips of 64 columns by the 16 rows of a scale block,
+ * 4 vectors of 16 columns per strip in registers, then adds strip * scale into ps. */
+#define MXT_FAR (16 * 2) /* rows ahead for the L2 prefetch of the next block's strip */
+
+AI void mxt_strip(const struct ftk_mat *m, long kb, long ra, long rb, long c, const float *const *x,
+		  float *const *ps, const int NB)
+{
+	const __m512 lut = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f,
+					  -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f);
+	const __m512i m15 = _mm512_set1_epi32(15);
+	long N = m->N;
+	__mmask16 mk[4];
+	FTK_UNROLL
+	for (int t = 0; t < 4; t++) {
+		long left = N - c - 16 * t;
+		mk[t] = left >= 16 ? 0xFFFF : left > 0 ? (__mmask16)((1u << left) - 1) : 0;
+	}
+	__m512 a[TILE][4], h[TILE][4];
+	FTK_UNROLL
+	for (int b = 0; b < NB; b++)
+		FTK_UNROLL
+		for (int t = 0; t < 4; t++)
+			a[b][t] = h[b][t] = _mm512_setzero_ps();
+	for (long kk = ra; kk < rb; kk++) {
+		const uint8_t *p = m->w + kk * N + c;
+		_mm_prefetch((const char *)p + MXT_FAR * N, _MM_HINT_T1);
+		FTK_UNROLL
+		for (int t = 0; t < 4; t++) {
+			__m512i v = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mk[t], p + 16 * t));
+			__m512 lo = _mm512_permutexvar_ps(_mm512_and_si512(v, m15), lut);
+			__m512 hi = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), lut);
+			FTK_UNROLL
+			for (int b = 0; b < NB; b++) {
+				a[b][t] = _mm512_fmadd_ps(lo, _mm512_set1_ps(x[b][2 * kk]), a[b][t]);
+				if (NB == 1)
+					h[b][t] = _mm512_fmadd_ps(hi, _mm512_set1_ps(x[b][2 * kk + 1]), h[b][t]);
+				else
+					a[b][t] = _mm512_fmadd_ps(hi, _mm512_set1_ps(x[b][2 * kk + 1]), a[b][t]);
+			}
+		}
+	}
+	FTK_UNROLL
+	for (int t = 0; t < 4; t++) {
+		if (!mk[t])
+			continue;
+		__m512i se = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mk[t], m->s + kb * N + c + 16 * t));
+		__m512 s = _mm512_castsi512_ps(_mm512_slli_epi32(se, 23));
+		FTK_UNROLL
+		for (int b = 0; b < NB; b++) {
+			float *o = ps[b] + c + 16 * t;
+			__m512 sum = NB == 1 ? _mm512_add_ps(a[b][t], h[b][t]) : a[b][t];
+			_mm512_mask_storeu_ps(o, mk[t], _mm512_fmadd_ps(sum, s, _mm512_maskz_loadu_ps(mk[t], o)));
+		}
+	}
+}
+
+static void rows_t_mxfp4(const struct ftk_mat *m, long kk0, long kk1, int nb, const void *const *xs,
+			 float *const *ps)
+{
+	const float *const *x = (const float *const *)xs;
+	for (int b = 0; b < nb; b++)
+		memset(ps[b], 0, sizeof(float) * (size_t)m->N);
+	for (long kb = kk0 / 16; kb * 16 < kk1; kb++) {
+		long ra = kb * 16 > kk0 ? kb * 16 : kk0, rb = kb * 16 + 16 < kk1 ? kb * 16 + 16 : kk1;
+		for (int b0 = 0; b0 < nb; b0 += TILE)
+			for (long c = 0; c < m->N; c += 64) {
+				switch (nb - b0 >= TILE ? TILE : nb - b0) {
+				case 1: mxt_strip(m, kb, ra, rb, c, x + b0, ps + b0, 1); break;
+				case 2: mxt_strip(m, kb, ra, rb, c, x + b0, ps + b0, 2); break;
+				case 3: mxt_strip(m, kb, ra, rb, c, x + b0, ps + b0, 3); break;
+				default: mxt_strip(m, kb, ra, rb, c, x + b0, ps + b0, 4); break;
+				}
+			}
+	}
+}
+
 static const struct ftk_ops ops[] = {
 	[FTFMT_BF16] = {"w16a32-avx512", NULL, NULL, rows_bf16},
 	[FTFMT_NVFP4] = {"w4a32-avx512", NULL, NULL, rows_nvfp4},
 	[FTFMT_DS_FP4] = {"w4a32-avx512", NULL, NULL, rows_dsfp4},
 	[FTFMT_Q4_0] = {"w4a32-avx512", NULL, NULL, rows_q4_0},
-	[FTFMT_MXFP4_TRITON] = {"w4a32-avx512", NULL, NULL, rows_mxfp4},
+	[FTFMT_MXFP4_TRITON] = {"w4a32-avx512", NULL, NULL, rows_mxfp4, rows_t_mxfp4},
 };
 
 const struct ftk_ops *ftk_avx512(enum ftfmt_id f)
 {
-	return (unsigned)f < sizeof ops / sizeof ops[0] && ops[f].rows ? &ops[f] : NULL;
+	return (unsigned)f < sizeof ops / sizeof ops[0] && (ops[f].rows || ops[f].rows_t) ? &ops[f] : NULL;
 }
