@@ -382,3 +382,200 @@ extern "C" cudaError_t ftcm_copy(const struct ftcm *c, int layer, const int32_t 
 		return cudaErrorInvalidValue;
 	return ftcm_copy_path(c, c->fused, FTCM_VAR_DEFAULT, 0, layer, src, dst, num, max_n, s);
 }
+
+/* ------------------------------------------------------------------ copy-engine proxy */
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+
+#define FTCM_PUBLISH_BLOCK 256       /* threads of the publish kernel */
+#define FTCM_WAIT_TIMEOUT_NS 10000000000ull
+
+struct mailbox {
+	volatile long long seq; /* written last by the publish kernel */
+	int layer, n;
+	int32_t plan[]; /* src[max_n], dst[max_n] */
+};
+
+struct ftcm_proxy {
+	const struct ftcm *c;
+	int max_n, device;
+	struct mailbox *mb;     /* pinned, mapped */
+	struct mailbox *mb_dev; /* its device pointer */
+	long long *d_seq;       /* [0] published, [1] done, [2] wait timeouts */
+	cudaStream_t cs;
+	pthread_t th;
+	int started;
+	volatile int stop, errors;
+	void **dsts;
+	const void **srcs;
+	size_t *sizes;
+};
+
+/* Grid: one block of FTCM_PUBLISH_BLOCK threads. */
+__global__ void publish_kernel(struct mailbox *mb, long long *seq, int layer, const int32_t *__restrict__ src,
+			       const int32_t *__restrict__ dst, const int32_t *__restrict__ num, int max_n)
+{
+	int n = *num;
+	n = n < 0 ? 0 : n < max_n ? n : max_n;
+	for (int i = threadIdx.x; i < n; i += blockDim.x) {
+		mb->plan[i] = src[i];
+		mb->plan[max_n + i] = dst[i];
+	}
+	__threadfence_system();
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		long long s = seq[0] + 1;
+		seq[0] = s;
+		mb->layer = layer;
+		mb->n = n;
+		__threadfence_system();
+		mb->seq = s;
+	}
+}
+
+/* Grid: one thread. Waits until done >= published. */
+__global__ void wait_kernel(long long *seq)
+{
+	volatile long long *v = seq;
+	long long want = v[0];
+	unsigned long long t0, t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+	while (v[1] < want) {
+		__nanosleep(256);
+		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+		if (t - t0 > FTCM_WAIT_TIMEOUT_NS) {
+			atomicAdd((unsigned long long *)&seq[2], 1ull);
+			break;
+		}
+	}
+	__threadfence();
+}
+
+/* Grid: one thread. */
+__global__ void signal_kernel(long long *seq, long long value)
+{
+	__threadfence();
+	((volatile long long *)seq)[1] = value;
+}
+
+static void *proxy_main(void *arg)
+{
+	struct ftcm_proxy *p = (struct ftcm_proxy *)arg;
+	const struct ftcm *c = p->c;
+	long long last = 0;
+	cudaSetDevice(p->device);
+	struct cudaMemcpyAttributes at;
+	memset(&at, 0, sizeof at);
+	at.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+	at.srcLocHint.type = cudaMemLocationTypeHost;
+	at.dstLocHint.type = cudaMemLocationTypeDevice;
+	at.dstLocHint.id = p->device;
+	while (!p->stop) {
+		long long s = p->mb->seq;
+		if (s == last) {
+			__builtin_ia32_pause();
+			continue;
+		}
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		int layer = p->mb->layer, n = p->mb->n, k = 0;
+		for (int i = 0; i < n; i++) {
+			int sr = p->mb->plan[i], ds = p->mb->plan[p->max_n + i];
+			for (int b = 0; b < c->nbanks; b++, k++) {
+				const struct ftcm_bank *bk = &c->banks[layer * c->nbanks + b];
+				p->dsts[k] = (unsigned char *)bk->pool + (size_t)ds * bk->row_bytes;
+				p->srcs[k] = (const unsigned char *)bk->host + (size_t)sr * bk->row_bytes;
+				p->sizes[k] = bk->row_bytes;
+			}
+		}
+		size_t idx = 0;
+		if (k && cudaMemcpyBatchAsync((void *const *)p->dsts, (const void *const *)p->srcs, p->sizes, (size_t)k,
+					      &at, &idx, 1, p->cs) != cudaSuccess)
+			p->errors++;
+		signal_kernel<<<1, 1, 0, p->cs>>>(p->d_seq, s);
+		if (cudaGetLastError() != cudaSuccess)
+			p->errors++;
+		last = s;
+	}
+	return NULL;
+}
+
+extern "C" cudaError_t ftcm_proxy_create(struct ftcm_proxy **out, const struct ftcm *c, int max_n)
+{
+	*out = NULL;
+	if (!c || max_n <= 0)
+		return cudaErrorInvalidValue;
+	struct ftcm_proxy *p = (struct ftcm_proxy *)calloc(1, sizeof *p);
+	if (!p)
+		return cudaErrorMemoryAllocation;
+	p->c = c;
+	p->max_n = max_n;
+	size_t k = (size_t)max_n * c->nbanks;
+	p->dsts = (void **)malloc(k * sizeof *p->dsts);
+	p->srcs = (const void **)malloc(k * sizeof *p->srcs);
+	p->sizes = (size_t *)malloc(k * sizeof *p->sizes);
+	cudaError_t e = cudaSuccess;
+	if (!p->dsts || !p->srcs || !p->sizes)
+		e = cudaErrorMemoryAllocation;
+	if (!e)
+		e = cudaHostAlloc((void **)&p->mb, sizeof *p->mb + 2 * sizeof(int32_t) * max_n, cudaHostAllocMapped);
+	if (!e) {
+		memset((void *)p->mb, 0, sizeof *p->mb);
+		e = cudaHostGetDevicePointer((void **)&p->mb_dev, p->mb, 0);
+	}
+	if (!e)
+		e = cudaMalloc((void **)&p->d_seq, 3 * sizeof(long long));
+	if (!e)
+		e = cudaMemset(p->d_seq, 0, 3 * sizeof(long long));
+	if (!e)
+		e = cudaStreamCreateWithFlags(&p->cs, cudaStreamNonBlocking);
+	if (!e)
+		e = cudaGetDevice(&p->device);
+	if (!e && pthread_create(&p->th, NULL, proxy_main, p))
+		e = cudaErrorOperatingSystem;
+	if (e) {
+		ftcm_proxy_destroy(p);
+		return e;
+	}
+	p->started = 1;
+	*out = p;
+	return cudaSuccess;
+}
+
+extern "C" void ftcm_proxy_destroy(struct ftcm_proxy *p)
+{
+	if (!p)
+		return;
+	if (p->started) {
+		p->stop = 1;
+		pthread_join(p->th, NULL);
+	}
+	if (p->cs) {
+		cudaStreamSynchronize(p->cs);
+		cudaStreamDestroy(p->cs);
+	}
+	cudaFree(p->d_seq);
+	cudaFreeHost(p->mb);
+	free(p->dsts);
+	free(p->srcs);
+	free(p->sizes);
+	free(p);
+}
+
+extern "C" cudaError_t ftcm_proxy_copy(struct ftcm_proxy *p, int layer, const int32_t *src, const int32_t *dst,
+				       const int32_t *num, cudaStream_t s)
+{
+	if (!p || layer < 0 || layer >= p->c->layers || !src || !dst || !num)
+		return cudaErrorInvalidValue;
+	publish_kernel<<<1, FTCM_PUBLISH_BLOCK, 0, s>>>(p->mb_dev, p->d_seq, layer, src, dst, num, p->max_n);
+	wait_kernel<<<1, 1, 0, s>>>(p->d_seq);
+	return cudaGetLastError();
+}
+
+extern "C" int ftcm_proxy_errors(const struct ftcm_proxy *p)
+{
+	long long t = 0;
+	if (p && p->d_seq)
+		cudaMemcpy(&t, p->d_seq + 2, sizeof t, cudaMemcpyDeviceToHost);
+	return (p ? p->errors : 0) + (int)t;
+}

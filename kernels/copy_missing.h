@@ -63,6 +63,22 @@ cudaError_t ftcm_copy_path(const struct ftcm *c, int fused, int variant, int blo
 /* Name of a variant ("default", "l2_256", ...). */
 const char *ftcm_variant_name(int variant);
 
+/* Copy-engine variant with the plan kept on the device (graph-safe): a one-block kernel
+ * publishes the plan (src, dst, n, layer, sequence number) into pinned, mapped host memory; a
+ * host proxy thread owned by the context turns each new plan into one cudaMemcpyBatchAsync on
+ * its own stream followed by a one-thread kernel that stores the sequence number in device
+ * memory; a one-thread wait kernel holds the caller's stream until that number arrives (or a
+ * 10 s timeout, which sets *timeouts). Costs one spinning CPU thread while the proxy lives.
+ * Capturable: the publish and wait kernels read their sequence numbers from device memory.
+ * The proxy must outlive every graph that uses it. */
+struct ftcm_proxy;
+cudaError_t ftcm_proxy_create(struct ftcm_proxy **out, const struct ftcm *c, int max_n);
+void ftcm_proxy_destroy(struct ftcm_proxy *p); /* accepts NULL; stops and joins the thread */
+cudaError_t ftcm_proxy_copy(struct ftcm_proxy *p, int layer, const int32_t *d_src, const int32_t *d_dst,
+			    const int32_t *d_num, cudaStream_t s);
+/* Copies the proxy failed to issue, and waits that timed out (0 when all is well). */
+int ftcm_proxy_errors(const struct ftcm_proxy *p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -29,6 +29,7 @@ struct ftsc_dev {
 	int32_t *src_indices; /* [E] plan: expert rows within the layer */
 	int32_t *evict_slots; /* [E] plan: destination slots */
 	int32_t *counts;      /* [3]: num_indices, num_missing_full, error (0, -ENOSPC, -EINVAL) */
+	int smem_slots;       /* slots whose usage the kernel caches in shared memory (device limit) */
 };
 
 /* Allocate an empty cache (slots -1, usage 0, step 0); synchronous. Zeroes *d first, so

@@ -45,6 +45,7 @@ struct bench {
 	const struct ftmodel *m;
 	struct ftgather *g;
 	struct ftcm *cm;
+	struct ftcm_proxy *proxy;
 	cudaStream_t s;
 	cudaEvent_t ev[3];
 	size_t expert_bytes;
@@ -96,14 +97,14 @@ static int run_config(struct bench *b, int C, long bs, double rate, int repeat, 
 		return 0;
 	}
 	int32_t *ids = malloc(sizeof *ids * (size_t)(n > E ? n : E));
-	double *t = calloc((size_t)repeat * 6, sizeof *t);
+	double *t = calloc((size_t)repeat * 7, sizeof *t);
 	if (!ids || !t) {
 		free(ids);
 		free(t);
 		return -ENOMEM;
 	}
 	double *t_all = t, *t_ens = t + repeat, *t_copy = t + 2 * repeat, *t_pb = t + 3 * repeat,
-	       *t_mc = t + 4 * repeat, *t_lin = t + 5 * repeat;
+	       *t_mc = t + 4 * repeat, *t_lin = t + 5 * repeat, *t_px = t + 6 * repeat;
 	cudaError_t e;
 	int r = 0;
 	for (int i = 0; i < n; i++)
@@ -153,6 +154,13 @@ static int run_config(struct bench *b, int C, long bs, double rate, int repeat, 
 		    (e = cudaEventRecord(b->ev[1], b->s)) || (e = cudaEventSynchronize(b->ev[1])))
 			goto cuda_fail;
 		t_pb[k] = ms_between(b->ev[0], b->ev[1]);
+		/* copy engines driven from the device plan through the proxy thread */
+		if ((e = prepare(b, n, nwarm)) || (e = ftsc_dev_ensure(&b->st, 0, b->d_ids, n, b->s)) ||
+		    (e = cudaEventRecord(b->ev[0], b->s)) ||
+		    (e = ftcm_proxy_copy(b->proxy, 0, b->st.src_indices, b->st.evict_slots, b->st.counts, b->s)) ||
+		    (e = cudaEventRecord(b->ev[1], b->s)) || (e = cudaEventSynchronize(b->ev[1])))
+			goto cuda_fail;
+		t_px[k] = ms_between(b->ev[0], b->ev[1]);
 		/* per-expert cudaMemcpyAsync loop, plan on the host */
 		if (misses) {
 			double sec;
@@ -196,6 +204,10 @@ static int run_config(struct bench *b, int C, long bs, double rate, int repeat, 
 	if (misses) {
 		json_object_set_new(row, "memcpy_ms_spread", spread(t_mc, repeat, &med_mc));
 		json_object_set_new(row, "linear_ms_spread", spread(t_lin, repeat, &med_lin));
+		double med_px;
+		json_object_set_new(row, "proxy_ms_spread", spread(t_px, repeat, &med_px));
+		json_object_set_new(row, "proxy_ms", json_real(med_px));
+		json_object_set_new(row, "proxy_GBps", json_real(bytes / (med_px * 1e-3) / 1e9));
 		json_object_set_new(row, "memcpy_ms", json_real(med_mc));
 		json_object_set_new(row, "linear_ms", json_real(med_lin));
 		json_object_set_new(row, "copy_GBps", json_real(bytes / (med_copy * 1e-3) / 1e9));
@@ -222,6 +234,7 @@ static void bench_release(struct bench *b)
 	for (int i = 0; i < 3; i++)
 		if (b->ev[i])
 			cudaEventDestroy(b->ev[i]);
+	ftcm_proxy_destroy(b->proxy);
 	cudaFree(b->scratch);
 	cudaFree(b->d_ids);
 	cudaFree(b->d_ids0);
@@ -304,6 +317,8 @@ static int run_model(const struct ftcc_opts *o, const struct ftmodel *m, const s
 	for (int i = 0; i < 3; i++)
 		if ((e = cudaEventCreate(&b.ev[i])))
 			goto cuda_fail;
+	if ((e = ftcm_proxy_create(&b.proxy, b.cm, E)))
+		goto cuda_fail;
 	for (int si = 0; si < nslots; si++) {
 		char label[128];
 		snprintf(label, sizeof label, "%s:%ld", m->name, slots[si]);

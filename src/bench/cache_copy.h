@@ -38,8 +38,9 @@ void ftcc_defaults(struct ftcc_opts *o);
 /* Run on the current CUDA device. *out = new reference {"results": [{model, format, layers,
  * experts, topk, hidden, inter, expert_bytes, cache_slots, path ("fused"|"per_bank"),
  * rows: [...]}]}; each row has the §4 columns (bs, active, miss_rate, misses, time_ms, copy_MiB,
- * bw_GBps, tok_ms) plus time_ms_spread, ensure_us, copy_ms, per_bank_ms, memcpy_ms, linear_ms
- * (each a median, with *_spread), linear_GBps, memcpy_GBps, per_bank_GBps, pct_of_linear
+ * bw_GBps, tok_ms) plus time_ms_spread, ensure_us, copy_ms, per_bank_ms, memcpy_ms, linear_ms,
+ * proxy_ms (copy engines driven from the device plan, kernels/copy_missing.h) (each a median,
+ * with *_spread), linear_GBps, memcpy_GBps, per_bank_GBps, proxy_GBps, pct_of_linear
  * (gather copy GB/s over linear GB/s, %), fused_over_per_bank (per_bank_ms / copy_ms), verified,
  * and "error" instead of figures when a configuration cannot run (cache smaller than the active
  * set). Progress per (model, cache size) through rep.

@@ -24,6 +24,7 @@ struct ftgather {
 	unsigned char **host; /* [layers] pinned, mapped (UVA: the same pointer on the device) */
 	void *pool[FT_MAX_BANKS];
 	struct ftcm *cm;
+	struct ftcm_proxy *proxy; /* created on first use of FTGATHER_PROXY */
 	enum ftgather_path def;
 	int variant, blocks;
 	cudaStream_t stream;
@@ -218,6 +219,7 @@ void ftgather_free(struct ftgather *g)
 		double s;
 		ftgather_overlap_stop(g, &b, &s);
 	}
+	ftcm_proxy_destroy(g->proxy);
 	ftcm_destroy(g->cm);
 	if (g->host)
 		for (int l = 0; l < g->geom.layers; l++)
@@ -301,6 +303,11 @@ static int run_on(struct ftgather *g, enum ftgather_path path, cudaStream_t s)
 		e = ftcm_copy_path(g->cm, path == FTGATHER_FUSED, path == FTGATHER_FUSED ? g->variant : 0,
 				   g->blocks, g->layer, g->d_plan, g->d_plan + mp, g->d_plan + 2 * mp,
 				   g->n, s);
+		break;
+	case FTGATHER_PROXY:
+		if (!g->proxy && (e = ftcm_proxy_create(&g->proxy, g->cm, g->geom.max_plan)))
+			break;
+		e = ftcm_proxy_copy(g->proxy, g->layer, g->d_plan, g->d_plan + mp, g->d_plan + 2 * mp, s);
 		break;
 	case FTGATHER_MEMCPY:
 		for (int k = 0; k < g->n * g->nb && !e; k++)
@@ -502,6 +509,8 @@ const char *ftgather_path_name(enum ftgather_path p)
 		return "memcpy";
 	case FTGATHER_MEMCPY_BATCH:
 		return "memcpy_batch";
+	case FTGATHER_PROXY:
+		return "proxy";
 	default:
 		return "auto";
 	}

@@ -36,6 +36,8 @@ enum ftgather_path {
 	FTGATHER_MEMCPY = 2,   /* per-expert, per-bank cudaMemcpyAsync loop (what a PyTorch engine does) */
 	FTGATHER_MEMCPY_BATCH = 3, /* one cudaMemcpyBatchAsync of the host-side plan (copy engines;
 				    * the plan must be on the host: not graph-safe with a device plan) */
+	FTGATHER_PROXY = 4,    /* copy engines, plan on the device: kernels/copy_missing.h proxy
+				* (one cudaMemcpyBatchAsync per plan issued by a host thread) */
 };
 
 struct ftgather_geom {
@@ -54,7 +56,7 @@ void ftgather_free(struct ftgather *g); /* accepts NULL */
 size_t ftgather_expert_bytes(const struct ftgather *g);
 /* The path FTGATHER_AUTO resolves to (FTGATHER_FUSED or FTGATHER_PER_BANK). */
 enum ftgather_path ftgather_default_path(const struct ftgather *g);
-const char *ftgather_path_name(enum ftgather_path p); /* "fused", "per_bank", "memcpy", "memcpy_batch" */
+const char *ftgather_path_name(enum ftgather_path p); /* "fused", "per_bank", "memcpy", "memcpy_batch", "proxy" */
 
 /* Set the plan: n entries, src[i] an expert row of `layer` in [0, E), dst[i] a slot in [0, C).
  * Copied to the device (and kept on the host for the memcpy path); synchronous. */

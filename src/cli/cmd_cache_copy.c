@@ -67,9 +67,9 @@ static void print_table(const json_t *res)
 		       (int)jnum(r, "layers"), (int)jnum(r, "experts"), (int)jnum(r, "topk"),
 		       jnum(r, "expert_bytes") / 1048576.0, (int)jnum(r, "cache_slots"),
 		       json_string_value(json_object_get(r, "path")));
-		printf("%4s %6s %5s %6s %9s %9s %9s %9s %8s %8s %8s %8s %8s %7s %6s %5s\n", "bs", "active",
+		printf("%4s %6s %5s %6s %9s %9s %9s %9s %8s %8s %8s %8s %8s %8s %7s %6s %5s\n", "bs", "active",
 		       "miss", "misses", "time_ms", "min", "max", "copy_MiB", "bw_GBps", "tok_ms", "ens_us",
-		       "lin_GBps", "pyt_GBps", "%lin", "f/pb", "ok");
+		       "lin_GBps", "pyt_GBps", "pxy_GBps", "%lin", "f/pb", "ok");
 		json_array_foreach(json_object_get(r, "rows"), j, row) {
 			const char *err = json_string_value(json_object_get(row, "error"));
 			if (err) {
@@ -84,10 +84,10 @@ static void print_table(const json_t *res)
 			       jnum(sp, "min"), jnum(sp, "max"), jnum(row, "copy_MiB"), jnum(row, "bw_GBps"),
 			       jnum(row, "tok_ms"), jnum(row, "ensure_us"));
 			if (miss)
-				printf(" %8.2f %8.2f %7.1f %6.2f", jnum(row, "linear_GBps"), jnum(row, "memcpy_GBps"),
-				       jnum(row, "pct_of_linear"), jnum(row, "fused_over_per_bank"));
+				printf(" %8.2f %8.2f %8.2f %7.1f %6.2f", jnum(row, "linear_GBps"), jnum(row, "memcpy_GBps"),
+				       jnum(row, "proxy_GBps"), jnum(row, "pct_of_linear"), jnum(row, "fused_over_per_bank"));
 			else
-				printf(" %8s %8s %7s %6s", "-", "-", "-", "-");
+				printf(" %8s %8s %8s %7s %6s", "-", "-", "-", "-", "-");
 			printf(" %5s\n", json_is_true(json_object_get(row, "verified")) ? "yes" : "NO");
 		}
 	}
