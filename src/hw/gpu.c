@@ -76,7 +76,7 @@ void ftgpu_read_link(struct ftgpu_info *g)
 		g->numa_node = atoi(buf);
 }
 
-static void read_driver_version(char *buf, size_t n)
+static __attribute__((unused)) void read_driver_version(char *buf, size_t n)
 {
 	buf[0] = '\0';
 	if (read_str("/sys/module/nvidia", "version", buf, n) == 0)
