@@ -358,6 +358,18 @@ static void test_batch32_and_duplicates(void **s)
 	for (int i = 0; i < 32 * H; i++)
 		d1[i] = o1[i];
 	assert_true(rel_err(o2, d1, 32 * H) <= tolerance(FTFMT_NVFP4, ftcmoe_kernel_name(best, FTFMT_NVFP4, ci.isa)));
+	/* the per-expert row split (FREETOKEN_CPU_MOE_SPLIT=rows) computes the same */
+	setenv("FREETOKEN_CPU_MOE_SPLIT", "rows", 1);
+	struct ftcmoe *y = NULL;
+	cfg.isa = best;
+	assert_int_equal(ftcmoe_create(&cfg, &y), 0);
+	unsetenv("FREETOKEN_CPU_MOE_SPLIT");
+	static float o3[32 * H];
+	assert_int_equal(ftcmoe_forward(y, 0, 32, TOPK, xin, ids, w, o3), 0);
+	for (int i = 0; i < 32 * H; i++)
+		d1[i] = o2[i];
+	assert_true(rel_err(o3, d1, 32 * H) <= 1e-5);
+	ftcmoe_free(y);
 	/* bad arguments */
 	ids[0] = E;
 	assert_int_equal(ftcmoe_forward(x, 0, 1, TOPK, xin, ids, w, o1), -EINVAL);

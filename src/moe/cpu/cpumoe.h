@@ -19,11 +19,18 @@
  *   avx512      AVX-512 F/BW/VL, FP32 activations (W16A32 / W4A32)
  *   avx512vnni  avx512 + VNNI: 4-bit formats (nvfp4, ds_fp4, q4_0) as W4A8, activations int8
  *               per 16-element block; bf16 and mxfp4_triton as avx512
- *   avx512bf16  avx512 + AVX512_BF16: bf16 weights with bf16 activations (vdpbf16ps); 4-bit
- *               formats as avx512vnni when the CPU has VNNI, else avx512
- * AMX is not offered: at batch <= 32 the GEMV is bound by DRAM, and AMX tile loads of 16-row
- * panels only add shuffles (see bench/RESULTS.md). FREETOKEN_CPU_MOE_ISA forces a tier for
- * FTCMOE_ISA_AUTO. */
+ *   avx512bf16  avx512 + AVX512_BF16: bf16 weights and mxfp4_triton with bf16 activations
+ *               (vdpbf16ps); nvfp4, ds_fp4, q4_0 as avx512vnni when the CPU has VNNI, else avx512
+ * `auto` (ftcmoe_isa_best) picks, by measurement on a 16-core Xeon (bench/RESULTS.md):
+ * avx512bf16 for bf16, avx512vnni for nvfp4/ds_fp4/q4_0, avx512 for mxfp4_triton, each falling
+ * back to the next tier the CPU has. AMX is not offered: at batch <= 32 an expert GEMV has 1-32
+ * activation rows, far below a 16-row tile's reuse, and is bound by DRAM already with vector
+ * kernels. FREETOKEN_CPU_MOE_ISA forces a tier for FTCMOE_ISA_AUTO.
+ *
+ * Work split (row-major formats): the rows of all routed experts of a pass, laid end to end,
+ * are cut into one contiguous range per pool worker (pass 2 adds up per-worker partial outputs);
+ * FREETOKEN_CPU_MOE_SPLIT=rows (read at create) splits every expert's rows instead, for A/B
+ * runs. mxfp4_triton's transposed banks are split along K on the avx512 tiers. */
 #ifndef FT_MOE_CPU_CPUMOE_H
 #define FT_MOE_CPU_CPUMOE_H
 #include <stddef.h>
