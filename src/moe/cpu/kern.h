@@ -30,7 +30,8 @@ struct ftk_mat {
 
 struct ftk_ops {
 	const char *name;                                 /* "w4a8-vnni", ... */
-	size_t (*xbytes)(long K);                         /* prepared bytes for K elements */
+	size_t (*xbytes)(long K);                         /* prepared bytes for K elements
+							   * (prepared vectors start 64-byte aligned) */
 	void (*prep)(const float *x, long K, void *dst);  /* NULL: fp32 x used as is */
 	void (*rows)(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
 		     float *const *ys);
