@@ -272,116 +272,6 @@ static void prefetch_start(const void *p)
 		__builtin_prefetch((const char *)p + i, 0, 3);
 }
 
-static void pass1(struct ftcmoe *x, int tid, int n, float *tmp)
-{
-	long I = x->cfg.inter;
-	long j0 = I * tid / n, j1 = I * (tid + 1) / n;
-	int inter = x->cfg.format == FTFMT_MXFP4_TRITON; /* gate/up interleaved columns */
-	const struct ftk_ops *ops = x->ops;
-	for (int u = 0; u < x->nuniq; u++) {
-		struct ftk_mat m;
-		const uint16_t *bias;
-		expert_mat(x, x->layer, x->uniq_e[u], 0, &m, &bias);
-		if (j1 > j0 && !inter) {
-			prefetch_start(row_addr(x, &m, I + j0));
-			if (u + 1 < x->nuniq) {
-				struct ftk_mat mn;
-				const uint16_t *bn;
-				expert_mat(x, x->layer, x->uniq_e[u + 1], 0, &mn, &bn);
-				prefetch_start(row_addr(x, &mn, j0));
-			}
-		}
-		for (int s0 = x->uniq_start[u]; s0 < x->uniq_start[u + 1]; s0 += x->cfg.max_batch) {
-		int nb = x->uniq_start[u + 1] - s0;
-		if (nb > x->cfg.max_batch)
-			nb = x->cfg.max_batch; /* duplicate ids within tokens */
-		const void *xs[FTCMOE_MAX_BATCH];
-		float *yg[FTCMOE_MAX_BATCH], *yu[FTCMOE_MAX_BATCH];
-		for (int i = 0; i < nb; i++) {
-			int b = x->slot_of[s0 + i] / x->topk;
-			xs[i] = ops->prep ? (const void *)(x->xq + (size_t)b * x->xq_stride)
-					  : (const void *)(x->xin + (size_t)b * x->cfg.hidden);
-			yg[i] = tmp + (size_t)i * 4 * CHUNK;
-			yu[i] = yg[i] + 2 * CHUNK;
-		}
-		for (long c0 = j0; c0 < j1; c0 += CHUNK) {
-			long c1 = c0 + CHUNK < j1 ? c0 + CHUNK : j1, w = c1 - c0;
-			if (inter) {
-				ops->rows(&m, 2 * c0, 2 * c1, nb, xs, yg);
-			} else {
-				ops->rows(&m, c0, c1, nb, xs, yg);
-				ops->rows(&m, I + c0, I + c1, nb, xs, yu);
-			}
-			for (int i = 0; i < nb; i++) {
-				float *h = x->h + (size_t)x->slot_of[s0 + i] * I;
-				for (long j = 0; j < w; j++) {
-					float g, up;
-					if (inter) {
-						g = yg[i][2 * j] + ftk_bf16(bias[2 * (c0 + j)]);
-						up = yg[i][2 * j + 1] + ftk_bf16(bias[2 * (c0 + j) + 1]);
-					} else {
-						g = yg[i][j];
-						up = yu[i][j];
-					}
-					h[c0 + j] = act(x->cfg.act, g, up, x->cfg.swiglu_limit);
-				}
-			}
-		}
-		}
-	}
-}
-
-static void pass2(struct ftcmoe *x, int tid, int n, float *tmp)
-{
-	long H = x->cfg.hidden, I = x->cfg.inter;
-	long n0 = H * tid / n, n1 = H * (tid + 1) / n;
-	const struct ftk_ops *ops = x->ops;
-	for (int b = 0; b < x->B; b++)
-		memset(x->out + (size_t)b * H + n0, 0, (size_t)(n1 - n0) * sizeof(float));
-	for (int u = 0; u < x->nuniq; u++) {
-		struct ftk_mat m;
-		const uint16_t *bias;
-		expert_mat(x, x->layer, x->uniq_e[u], 1, &m, &bias);
-		if (n1 > n0 && u + 1 < x->nuniq) {
-			struct ftk_mat mn;
-			const uint16_t *bn;
-			expert_mat(x, x->layer, x->uniq_e[u + 1], 1, &mn, &bn);
-			prefetch_start(row_addr(x, &mn, n0));
-		}
-		for (int s0 = x->uniq_start[u]; s0 < x->uniq_start[u + 1]; s0 += x->cfg.max_batch) {
-		int nb = x->uniq_start[u + 1] - s0;
-		if (nb > x->cfg.max_batch)
-			nb = x->cfg.max_batch;
-		const void *xs[FTCMOE_MAX_BATCH];
-		float *y[FTCMOE_MAX_BATCH];
-		for (int i = 0; i < nb; i++) {
-			int s = x->slot_of[s0 + i];
-			xs[i] = ops->prep ? (const void *)(x->hq + (size_t)s * x->hq_stride)
-					  : (const void *)(x->h + (size_t)s * I);
-			y[i] = tmp + (size_t)i * 2 * CHUNK;
-		}
-		for (long c0 = n0; c0 < n1; c0 += CHUNK) {
-			long c1 = c0 + CHUNK < n1 ? c0 + CHUNK : n1;
-			ops->rows(&m, c0, c1, nb, xs, y);
-			for (int i = 0; i < nb; i++) {
-				int s = x->slot_of[s0 + i];
-				float wgt = x->rw[s];
-				float *o = x->out + (size_t)(s / x->topk) * H;
-				if (bias)
-					for (long r = c0; r < c1; r++)
-						o[r] += wgt * (y[i][r - c0] + ftk_bf16(bias[r]));
-				else
-					for (long r = c0; r < c1; r++)
-						o[r] += wgt * y[i][r - c0];
-			}
-		}
-		}
-	}
-}
-
-/* Row-major formats, flattened split: the rows of all slot groups of a pass, laid end to end,
- * are cut into one contiguous range per worker, so each worker streams one or two long runs
- * per matrix instead of a short run of every expert, and all get the same number of rows. */
 static void slot_inputs(const struct ftcmoe *x, int g, int down, const void **xs)
 {
 	const struct ftk_ops *ops = x->ops;
@@ -396,6 +286,105 @@ static void slot_inputs(const struct ftcmoe *x, int g, int down, const void **xs
 	}
 }
 
+/* FREETOKEN_CPU_MOE_SPLIT=rows (and mxfp4_triton below the avx512 tiers): every worker takes
+ * the same share of rows of every routed expert. */
+static void pass1(struct ftcmoe *x, int tid, int n, float *tmp)
+{
+	long I = x->cfg.inter;
+	long j0 = I * tid / n, j1 = I * (tid + 1) / n;
+	int inter = x->cfg.format == FTFMT_MXFP4_TRITON; /* gate/up interleaved columns */
+	const struct ftk_ops *ops = x->ops;
+	for (int g = 0; g < x->ngrp; g++) {
+		struct ftk_mat m;
+		const uint16_t *bias;
+		expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], 0, &m, &bias);
+		if (j1 > j0 && !inter) {
+			prefetch_start(row_addr(x, &m, I + j0));
+			if (g + 1 < x->ngrp) {
+				struct ftk_mat mn;
+				const uint16_t *bn;
+				expert_mat(x, x->layer, x->uniq_e[x->grp_u[g + 1]], 0, &mn, &bn);
+				prefetch_start(row_addr(x, &mn, j0));
+			}
+		}
+		int nb = x->grp_nb[g];
+		const void *xs[FTCMOE_MAX_BATCH];
+		float *yg[FTCMOE_MAX_BATCH], *yu[FTCMOE_MAX_BATCH];
+		slot_inputs(x, g, 0, xs);
+		for (int i = 0; i < nb; i++) {
+			yg[i] = tmp + (size_t)i * 4 * CHUNK;
+			yu[i] = yg[i] + 2 * CHUNK;
+		}
+		for (long c0 = j0; c0 < j1; c0 += CHUNK) {
+			long c1 = c0 + CHUNK < j1 ? c0 + CHUNK : j1, w = c1 - c0;
+			if (inter) {
+				ops->rows(&m, 2 * c0, 2 * c1, nb, xs, yg);
+			} else {
+				ops->rows(&m, c0, c1, nb, xs, yg);
+				ops->rows(&m, I + c0, I + c1, nb, xs, yu);
+			}
+			for (int i = 0; i < nb; i++) {
+				float *h = x->h + (size_t)x->slot_of[x->grp_s0[g] + i] * I;
+				for (long j = 0; j < w; j++) {
+					float gt, up;
+					if (inter) {
+						gt = yg[i][2 * j] + ftk_bf16(bias[2 * (c0 + j)]);
+						up = yg[i][2 * j + 1] + ftk_bf16(bias[2 * (c0 + j) + 1]);
+					} else {
+						gt = yg[i][j];
+						up = yu[i][j];
+					}
+					h[c0 + j] = act(x->cfg.act, gt, up, x->cfg.swiglu_limit);
+				}
+			}
+		}
+	}
+}
+
+static void pass2(struct ftcmoe *x, int tid, int n, float *tmp)
+{
+	long H = x->cfg.hidden;
+	long n0 = H * tid / n, n1 = H * (tid + 1) / n;
+	const struct ftk_ops *ops = x->ops;
+	for (int b = 0; b < x->B; b++)
+		memset(x->out + (size_t)b * H + n0, 0, (size_t)(n1 - n0) * sizeof(float));
+	for (int g = 0; g < x->ngrp; g++) {
+		struct ftk_mat m;
+		const uint16_t *bias;
+		expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], 1, &m, &bias);
+		if (n1 > n0 && g + 1 < x->ngrp) {
+			struct ftk_mat mn;
+			const uint16_t *bn;
+			expert_mat(x, x->layer, x->uniq_e[x->grp_u[g + 1]], 1, &mn, &bn);
+			prefetch_start(row_addr(x, &mn, n0));
+		}
+		int nb = x->grp_nb[g];
+		const void *xs[FTCMOE_MAX_BATCH];
+		float *y[FTCMOE_MAX_BATCH];
+		slot_inputs(x, g, 1, xs);
+		for (int i = 0; i < nb; i++)
+			y[i] = tmp + (size_t)i * 2 * CHUNK;
+		for (long c0 = n0; c0 < n1; c0 += CHUNK) {
+			long c1 = c0 + CHUNK < n1 ? c0 + CHUNK : n1;
+			ops->rows(&m, c0, c1, nb, xs, y);
+			for (int i = 0; i < nb; i++) {
+				int s = x->slot_of[x->grp_s0[g] + i];
+				float wgt = x->rw[s];
+				float *o = x->out + (size_t)(s / x->topk) * H;
+				if (bias)
+					for (long r = c0; r < c1; r++)
+						o[r] += wgt * (y[i][r - c0] + ftk_bf16(bias[r]));
+				else
+					for (long r = c0; r < c1; r++)
+						o[r] += wgt * y[i][r - c0];
+			}
+		}
+	}
+}
+
+/* Row-major formats, flattened split: the rows of all slot groups of a pass, laid end to end,
+ * are cut into one contiguous range per worker, so each worker streams one or two long runs
+ * per matrix instead of a short run of every expert, and all get the same number of rows. */
 static void pass1_flat(struct ftcmoe *x, int tid, int n, float *tmp)
 {
 	long I = x->cfg.inter, R = (long)x->ngrp * I;
