@@ -21,6 +21,7 @@
 
 #include "hw/cpu.h"
 #include "moe/cpu/cpumoe.h"
+#include "moe/cpu/kern.h"
 #include "moe/cpu/pool.h"
 #include "moe/formats.h"
 
@@ -380,6 +381,52 @@ static void test_batch32_and_duplicates(void **s)
 	free_banks(&b);
 }
 
+/* mxfp4_triton split along K: partial sums over ranges with odd and mid-block boundaries add
+ * up to the whole range (the executor's workers may start anywhere). */
+static void test_ksplit_ranges(void **s)
+{
+	struct banks b;
+	make_banks(&b, FTFMT_MXFP4_TRITON);
+	static float x[H], whole[2 * I], part[2 * I], sum[2 * I], tmp[2 * I];
+	for (int i = 0; i < H; i++)
+		x[i] = (float)gauss();
+	int tested = 0;
+	for (int t = 0; t < FTCMOE_ISA_COUNT; t++) {
+		if (!ftcmoe_isa_supported((enum ftcmoe_isa)t, ci.isa))
+			continue;
+		const struct ftk_ops *o = ftk_select(t, FTFMT_MXFP4_TRITON, ci.isa);
+		if (!o->rows_t)
+			continue;
+		static _Alignas(64) uint8_t xq[8192];
+		const void *xs[1] = {x};
+		if (o->prep) {
+			assert_true(o->xbytes(H) <= sizeof xq);
+			o->prep(x, H, xq);
+			xs[0] = xq;
+		}
+		struct ftk_mat m = {b.mem[0], b.mem[1], NULL, H, 2 * I};
+		float *pw[1] = {whole}, *pp[1] = {part};
+		o->rows_t(&m, 0, H / 2, 1, xs, pw, tmp);
+		memset(sum, 0, sizeof sum);
+		static const long cut[] = {0, 7, 53, 80, 107, H / 2};
+		for (int c = 0; c + 1 < (int)(sizeof cut / sizeof cut[0]); c++) {
+			o->rows_t(&m, cut[c], cut[c + 1], 1, xs, pp, tmp);
+			for (int n = 0; n < 2 * I; n++)
+				sum[n] += part[n];
+		}
+		double num = 0, den = 0;
+		for (int n = 0; n < 2 * I; n++) {
+			num += (double)(sum[n] - whole[n]) * (sum[n] - whole[n]);
+			den += (double)whole[n] * whole[n];
+		}
+		assert_true(den > 0 && sqrt(num / den) < 1e-5);
+		tested++;
+	}
+	if (ci.isa & FTCPU_AVX512F)
+		assert_true(tested > 0);
+	free_banks(&b);
+}
+
 static void test_tiers(void **s)
 {
 	enum ftcmoe_isa t;
@@ -462,6 +509,7 @@ int main(void)
 		cmocka_unit_test(test_bf16),   cmocka_unit_test(test_nvfp4),
 		cmocka_unit_test(test_mxfp4),  cmocka_unit_test(test_ds_fp4),
 		cmocka_unit_test(test_q4_0),   cmocka_unit_test(test_batch32_and_duplicates),
+		cmocka_unit_test(test_ksplit_ranges),
 	};
 	return cmocka_run_group_tests_name("cpu_moe", tests, setup, teardown);
 }

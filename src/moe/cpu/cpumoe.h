@@ -17,8 +17,8 @@
  *   scalar      portable C, the reference the others are tested against
  *   avx2        AVX2 + FMA + F16C, FP32 activations
  *   avx512      AVX-512 F/BW/VL, FP32 activations (W16A32 / W4A32)
- *   avx512vnni  avx512 + VNNI: 4-bit formats (nvfp4, ds_fp4, q4_0) as W4A8, activations int8
- *               per 16-element block; bf16 and mxfp4_triton as avx512
+ *   avx512vnni  avx512 + VNNI: 4-bit formats as W4A8, activations int8 per 16-element block
+ *               (q4_0 and mxfp4_triton: per 32, their block); bf16 as avx512
  *   avx512bf16  avx512 + AVX512_BF16: bf16 weights and mxfp4_triton with bf16 activations
  *               (vdpbf16ps); nvfp4, ds_fp4, q4_0 as avx512vnni when the CPU has VNNI, else avx512
  * `auto` (ftcmoe_isa_best) picks, by measurement on a 16-core Xeon (bench/RESULTS.md):

@@ -227,10 +227,116 @@ static void rows_q4_0(const struct ftk_mat *m, long r0, long r1, int nb, const v
 	vnni_rows(m, r0, r1, nb, xs, ys, F_Q4);
 }
 
+/* ---- mxfp4_triton split along K as W4A8 (rows_t). Bank rows 2m and 2m+1 hold k = 4m .. 4m+3
+ * of every column (low nibble first), the four bytes one vpdpbusd lane takes: the two rows'
+ * bytes widen to 32-bit lanes, row 2m+1 shifted by 16, and the nibbles spread to four bytes.
+ * Rows are read in memory order, two at a time; int32 sums of a scale block collect in tmp.
+ * Activations: int8 per 32-element block (mxfp4's scale block). Prepared layout: int8 q[K] |
+ * int16 pair sums (q[2kk] + q[2kk+1]) [K/2] | float block scale / 2 [K/32]. */
+static size_t mx_xbytes(long K)
+{
+	return (size_t)(2 * K + K / 8 + 63) / 64 * 64;
+}
+
+static void mx_prep(const float *x, long K, void *dst)
+{
+	int8_t *q = dst;
+	int16_t *s2 = (int16_t *)((uint8_t *)dst + K);
+	float *xs = (float *)((uint8_t *)dst + 2 * K);
+	for (long k = 0; k < K; k += 32) {
+		__m512 v0 = _mm512_loadu_ps(x + k), v1 = _mm512_loadu_ps(x + k + 16);
+		float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+		__m512 inv = _mm512_set1_ps(amax > 0 ? 127.0f / amax : 0.0f);
+		_mm_storeu_si128((__m128i *)(q + k), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, inv))));
+		_mm_storeu_si128((__m128i *)(q + k + 16), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, inv))));
+		xs[k / 32] = 0.5f * amax / 127.0f; /* the LUT holds 2 * e2m1 */
+		for (long i = k; i < k + 32; i += 2)
+			s2[i / 2] = (int16_t)(q[i] + q[i + 1]);
+	}
+}
+
+AI void mx_pair(const struct ftk_mat *m, long kp, int ok0, int ok1, const int8_t *const *x,
+		int32_t *const *t, const int NB)
+{
+	const __m512i lut = _mm512_broadcast_i32x4(_mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
+	const __m512i nib = _mm512_set1_epi8(15);
+	long N = m->N;
+	const uint8_t *p0 = m->w + kp * N, *p1 = p0 + N;
+	uint32_t keep = (ok0 ? 0x0000FFFFu : 0) | (ok1 ? 0xFFFF0000u : 0);
+	__m512i xq[TILE];
+	FTK_UNROLL
+	for (int b = 0; b < NB; b++) {
+		uint32_t quad;
+		memcpy(&quad, x[b] + 2 * kp, 4);
+		xq[b] = _mm512_set1_epi32((int)(quad & keep));
+	}
+	for (long c = 0; c < N; c += 16) {
+		__mmask16 mk = N - c >= 16 ? 0xFFFF : (__mmask16)((1u << (N - c)) - 1);
+		if ((c & 63) == 0)
+			_mm_prefetch((const char *)(ok1 ? p1 : p0) + c + PF_DIST, _MM_HINT_T0);
+		__m512i a = ok0 ? _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mk, p0 + c)) : _mm512_setzero_si512();
+		__m512i b1 = ok1 ? _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mk, p1 + c)) : _mm512_setzero_si512();
+		__m512i v = _mm512_or_si512(a, _mm512_slli_epi32(b1, 16));
+		__m512i w = _mm512_shuffle_epi8(lut, _mm512_ternarylogic_epi32(v, _mm512_slli_epi32(v, 4), nib, 0xA8));
+		FTK_UNROLL
+		for (int b = 0; b < NB; b++) {
+			__m512i acc = _mm512_maskz_loadu_epi32(mk, t[b] + c);
+			_mm512_mask_storeu_epi32(t[b] + c, mk, _mm512_dpbusd_epi32(acc, w, xq[b]));
+		}
+	}
+}
+
+static void mx_rows_t(const struct ftk_mat *m, long kk0, long kk1, int nb, const void *const *xs,
+		      float *const *ps, float *tmp)
+{
+	long N = m->N, K = m->K;
+	const int8_t *x[FTK_MAX_NB];
+	int32_t *t[FTK_MAX_NB];
+	for (int b = 0; b < nb; b++) {
+		x[b] = xs[b];
+		t[b] = (int32_t *)tmp + (size_t)b * (size_t)N;
+		memset(ps[b], 0, sizeof(float) * (size_t)N);
+	}
+	for (long kb = kk0 / 16; kb * 16 < kk1; kb++) {
+		long ra = kb * 16 > kk0 ? kb * 16 : kk0, rb = kb * 16 + 16 < kk1 ? kb * 16 + 16 : kk1;
+		for (int b = 0; b < nb; b++)
+			memset(t[b], 0, sizeof(int32_t) * (size_t)N);
+		for (long kp = ra & ~1L; kp < rb; kp += 2) {
+			int ok0 = kp >= ra, ok1 = kp + 1 < rb;
+			for (int b0 = 0; b0 < nb; b0 += TILE) {
+				switch (nb - b0 >= TILE ? TILE : nb - b0) {
+				case 1: mx_pair(m, kp, ok0, ok1, x + b0, t + b0, 1); break;
+				case 2: mx_pair(m, kp, ok0, ok1, x + b0, t + b0, 2); break;
+				case 3: mx_pair(m, kp, ok0, ok1, x + b0, t + b0, 3); break;
+				default: mx_pair(m, kp, ok0, ok1, x + b0, t + b0, 4); break;
+				}
+			}
+		}
+		const uint8_t *sc = m->s + kb * N;
+		for (int b = 0; b < nb; b++) {
+			const int16_t *s2 = (const int16_t *)((const uint8_t *)x[b] + K);
+			float xsb = ((const float *)((const uint8_t *)x[b] + 2 * K))[kb];
+			int corr = 0;
+			for (long kk = ra; kk < rb; kk++)
+				corr += s2[kk];
+			__m512i vc = _mm512_set1_epi32(-12 * corr);
+			__m512 vx = _mm512_set1_ps(xsb);
+			for (long c = 0; c < N; c += 16) {
+				__mmask16 mk = N - c >= 16 ? 0xFFFF : (__mmask16)((1u << (N - c)) - 1);
+				__m512 s = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mk, sc + c)), 23));
+				__m512 d = _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_maskz_loadu_epi32(mk, t[b] + c), vc));
+				_mm512_mask_storeu_ps(ps[b] + c, mk, _mm512_fmadd_ps(d, _mm512_mul_ps(s, vx),
+										 _mm512_maskz_loadu_ps(mk, ps[b] + c)));
+			}
+		}
+	}
+}
+
 static const struct ftk_ops ops[] = {
 	[FTFMT_NVFP4] = {"w4a8-vnni", xbytes, prep_nv, rows_nvfp4},
 	[FTFMT_DS_FP4] = {"w4a8-vnni", xbytes, prep_ds, rows_dsfp4},
 	[FTFMT_Q4_0] = {"w4a8-vnni", xbytes, prep_q4, rows_q4_0},
+	[FTFMT_MXFP4_TRITON] = {"w4a8-vnni", mx_xbytes, mx_prep, NULL, mx_rows_t},
 };
 
 const struct ftk_ops *ftk_avx512vnni(enum ftfmt_id f)
