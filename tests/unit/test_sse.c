@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "decode/chat.h"
-#include "decode/sse.h"
+#include "util/sse.h"
 
 /* ---------------------------------------------------------------- helpers */
 struct log {
