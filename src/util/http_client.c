@@ -173,9 +173,9 @@ void ftcurl_resp_release(struct ftcurl_resp *r)
 	memset(r, 0, sizeof *r);
 }
 
-static int body_append(struct ftcurl_resp *r, size_t *cap, const char *p, size_t n)
+static int body_append(struct ftcurl_resp *r, size_t *cap, size_t max, const char *p, size_t n)
 {
-	if (r->len + n + 1 > FTCURL_MAX_BODY)
+	if (r->len + n + 1 > max)
 		return -EFBIG;
 	if (r->len + n + 1 > *cap) {
 		size_t nc = *cap ? *cap : 4096;
@@ -254,7 +254,7 @@ static size_t on_body(char *buf, size_t size, size_t nmemb, void *ud)
 		}
 		return n;
 	}
-	int r = body_append(x->r, &x->cap, buf, n);
+	int r = body_append(x->r, &x->cap, x->c->max_body ? x->c->max_body : FTCURL_MAX_BODY, buf, n);
 	if (r < 0) {
 		x->err = r;
 		return 0;
@@ -262,10 +262,11 @@ static size_t on_body(char *buf, size_t size, size_t nmemb, void *ud)
 	return n;
 }
 
-static int map_curl(struct ftcurl *c, CURLcode rc, const char *url, const char *ebuf)
+int ftcurl_errno(int curl_code)
 {
-	snprintf(c->err, sizeof c->err, "%s: %s", url, *ebuf ? ebuf : curl_easy_strerror(rc));
-	switch (rc) {
+	switch ((CURLcode)curl_code) {
+	case CURLE_OK:
+		return 0;
 	case CURLE_COULDNT_CONNECT:
 		return -ECONNREFUSED;
 	case CURLE_OPERATION_TIMEDOUT:
@@ -278,9 +279,22 @@ static int map_curl(struct ftcurl *c, CURLcode rc, const char *url, const char *
 		return -EINVAL;
 	case CURLE_OUT_OF_MEMORY:
 		return -ENOMEM;
+	case CURLE_ABORTED_BY_CALLBACK:
+		return -ECANCELED;
+	case CURLE_PARTIAL_FILE:
+	case CURLE_RECV_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_SEND_ERROR:
+		return -EPIPE;
 	default:
 		return -EIO;
 	}
+}
+
+static int map_curl(struct ftcurl *c, CURLcode rc, const char *url, const char *ebuf)
+{
+	snprintf(c->err, sizeof c->err, "%s: %s", url, *ebuf ? ebuf : curl_easy_strerror(rc));
+	return ftcurl_errno(rc);
 }
 
 static int perform(struct ftcurl *c, const char *method, const char *path, const json_t *body,
@@ -308,6 +322,8 @@ static int perform(struct ftcurl *c, const char *method, const char *path, const
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ebuf);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
+	if (c->noproxy)
+		curl_easy_setopt(h, CURLOPT_NOPROXY, c->noproxy);
 	if (sse) {
 		if (idle_s > 0) {
 			curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
@@ -381,7 +397,7 @@ static int perform(struct ftcurl *c, const char *method, const char *path, const
 		ret = map_curl(c, rc, url, ebuf);
 	}
 	if (ret == 0 && x.mode != 2) {
-		if (!r->body && body_append(r, &x.cap, "", 0) < 0) {
+		if (!r->body && body_append(r, &x.cap, FTCURL_MAX_BODY, "", 0) < 0) {
 			ret = -ENOMEM;
 			goto out;
 		}

@@ -23,6 +23,8 @@ struct ftcurl {
 	char *token;             /* bearer token (owned) or NULL */
 	long timeout_ms;         /* whole request (not streams); default 30 s */
 	long connect_timeout_ms; /* default 5 s */
+	size_t max_body;         /* responses larger than this fail with -EFBIG; 0: FTCURL_MAX_BODY */
+	const char *noproxy;     /* CURLOPT_NOPROXY (borrowed) when not NULL, e.g. loopback hosts */
 	char err[1536];          /* message of the last transport failure */
 	void *handle;            /* CURL *, reused so that connections stay alive */
 };
@@ -59,6 +61,11 @@ int ftcurl_escape_segment(const char *seg, char *out, size_t n);
 /* Normalise a base URL into out: scheme checked, trailing '/' removed. 0 / -EINVAL /
  * -ENAMETOOLONG. */
 int ftcurl_normalize_base(const char *url, char *out, size_t n);
+
+/* The negative errno for a libcurl result (a CURLcode): 0 for CURLE_OK, -ECONNREFUSED,
+ * -ETIMEDOUT, -EHOSTUNREACH (cannot resolve), -EINVAL (bad URL), -ENOMEM, -ECANCELED (aborted by
+ * a progress callback), -EPIPE (the connection broke mid-transfer: a peer that died), else -EIO. */
+int ftcurl_errno(int curl_code);
 
 /* One request. method "GET"/"POST"/...; path starts with '/'; body (borrowed, may be NULL) is
  * sent as application/json; headers (may be NULL) is a NULL-terminated list of extra
