@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <arpa/inet.h>
+#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -346,6 +347,40 @@ static void test_stream(void **st)
 	ftcurl_release(&c);
 }
 
+static void test_errno_and_body_limit(void **st)
+{
+	assert_int_equal(ftcurl_errno(CURLE_OK), 0);
+	assert_int_equal(ftcurl_errno(CURLE_COULDNT_CONNECT), -ECONNREFUSED);
+	assert_int_equal(ftcurl_errno(CURLE_OPERATION_TIMEDOUT), -ETIMEDOUT);
+	assert_int_equal(ftcurl_errno(CURLE_COULDNT_RESOLVE_HOST), -EHOSTUNREACH);
+	assert_int_equal(ftcurl_errno(CURLE_URL_MALFORMAT), -EINVAL);
+	assert_int_equal(ftcurl_errno(CURLE_ABORTED_BY_CALLBACK), -ECANCELED);
+	assert_int_equal(ftcurl_errno(CURLE_RECV_ERROR), -EPIPE);
+	assert_int_equal(ftcurl_errno(CURLE_PARTIAL_FILE), -EPIPE);
+	assert_int_equal(ftcurl_errno(CURLE_SSL_CONNECT_ERROR), -EIO);
+
+	/* a body over the handle's max_body is refused with -EFBIG and no half-read body */
+	struct canned s;
+	pthread_t t;
+	canned_start(&s, &t,
+		     "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+		     "{\"data\":[{\"id\":\"a-model-name-longer-than-the-limit\"}]}");
+	char url[64];
+	snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
+	struct ftcurl c;
+	struct ftcurl_resp r;
+	assert_int_equal(ftcurl_init(&c, url), 0);
+	c.max_body = 16;
+	c.noproxy = "localhost,127.0.0.1,::1";
+	assert_int_equal(ftcurl_request(&c, "GET", "/v1/models", NULL, NULL, &r), -EFBIG);
+	canned_stop(&s, t);
+	assert_non_null(strstr(c.err, "response too large"));
+	assert_int_equal(r.status, 200);
+	assert_null(r.body);
+	ftcurl_resp_release(&r);
+	ftcurl_release(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -356,6 +391,7 @@ int main(void)
 		cmocka_unit_test(test_post_json),
 		cmocka_unit_test(test_error_response_and_refused),
 		cmocka_unit_test(test_stream),
+		cmocka_unit_test(test_errno_and_body_limit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
