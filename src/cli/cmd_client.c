@@ -14,12 +14,14 @@
 #include "cli/cli.h"
 #include "util/http_client.h"
 #include "util/jobargs.h"
+#include "util/sse.h"
 #include "util/strutil.h"
 #include "util/timeutil.h"
 
 #define JOB_ID_LEN 16
 #define IDLE_S 60           /* the daemon sends a keep-alive every 15 s; reconnect after 60 s */
 #define RECONNECT_GIVE_UP_S 60
+#define SSE_MAX (1u << 20)  /* an event line or event of the job stream over 1 MiB is refused */
 
 /* Types of the job arguments that would be mistyped by their look (api/openapi.yaml): names
  * that may be all digits stay strings, lists become arrays, flags booleans. Everything else is
@@ -234,10 +236,11 @@ static void bar_draw(struct follow *f)
 	f->shown = 1;
 }
 
-static int on_event(void *ctx, const char *event, const char *data, const char *id)
+static int on_event(void *ctx, const struct ftsse_event *ev)
 {
 	struct follow *f = ctx;
-	json_t *d = json_loads(data, 0, NULL);
+	const char *event = ev->type;
+	json_t *d = json_loadb(ev->data, ev->data_len, 0, NULL);
 	if (!strcmp(event, "state")) {
 		const char *s = jstr(d, "state");
 		if (s) {
@@ -270,11 +273,15 @@ static int follow_job(struct ftcurl *c, const char *id, int bar, json_t **job)
 	strcpy(f.state, "...");
 	snprintf(path, sizeof path, "/benchmark/jobs/%s/events", id);
 	for (;;) {
-		struct ftcurl_sse p;
 		struct ftcurl_resp r;
-		ftcurl_sse_init(&p, on_event, &f);
-		int rc = ftcurl_stream(c, path, p.id, IDLE_S, &p, &r);
-		ftcurl_sse_release(&p);
+		struct ftsse_parser *p = ftsse_new(SSE_MAX, SSE_MAX, on_event, &f);
+		if (!p) {
+			bar_clear(&f);
+			ftcli_error("out of memory");
+			return FTCLI_EXIT_FAIL;
+		}
+		int rc = ftcurl_stream(c, path, NULL, IDLE_S, p, &r);
+		ftsse_free(p);
 		if (rc == 0 && r.status && r.status != 200) {
 			bar_clear(&f);
 			rc = api_failed(&r, 0, id);

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "decode/sse.h"
+#include "util/sse.h"
 
 struct ftchat_event {
 	uint64_t t_ns;   /* arrival time of the bytes that completed the event */

@@ -6,103 +6,59 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/http_client.h"
 #include "util/strutil.h"
 #include "util/timeutil.h"
 
-static int make_url(const char *base, const char *path, char *url, size_t n)
+/* A ftcurl handle on the server root: base with a trailing "/" or "/v1" dropped, the timeouts of
+ * one call, loopback never through a proxy. Release c even on failure. */
+static int open_client(struct ftcurl *c, const char *base, double timeout_s, char *why, size_t whylen)
 {
-	size_t bl = strlen(base);
-	while (bl && base[bl - 1] == '/')
-		bl--;
-	if (bl >= 3 && !strncmp(base + bl - 3, "/v1", 3))
-		bl -= 3;
-	int w = snprintf(url, n, "%.*s%s", (int)bl, base, path);
-	return w < 0 || (size_t)w >= n ? -ENAMETOOLONG : 0;
-}
-
-static void set_common(CURL *c, const char *url, double timeout_s, char *errbuf)
-{
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_NOPROXY, "localhost,127.0.0.1,::1");
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(timeout_s * 1000.0));
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(timeout_s * 1000.0 < 10000 ? timeout_s * 1000.0 : 10000));
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(c, CURLOPT_USERAGENT, "ftbench/" FT_VERSION);
-	errbuf[0] = '\0';
-}
-
-static int map_curl(CURLcode rc)
-{
-	switch (rc) {
-	case CURLE_OK: return 0;
-	case CURLE_COULDNT_CONNECT: return -ECONNREFUSED;
-	case CURLE_OPERATION_TIMEDOUT: return -ETIMEDOUT;
-	case CURLE_ABORTED_BY_CALLBACK: return -ECANCELED;
-	case CURLE_PARTIAL_FILE:
-	case CURLE_RECV_ERROR:
-	case CURLE_GOT_NOTHING:
-	case CURLE_SEND_ERROR: return -EPIPE;
-	case CURLE_OUT_OF_MEMORY: return -ENOMEM;
-	default: return -EIO;
+	int r = ftcurl_init(c, base);
+	if (r < 0) {
+		snprintf(why, whylen, "%s", c->err);
+		return r;
 	}
+	size_t bl = strlen(c->base);
+	if (bl > 3 && !strcmp(c->base + bl - 3, "/v1") && c->base[bl - 4] != '/')
+		c->base[bl - 3] = '\0';
+	c->timeout_ms = (long)(timeout_s * 1000.0);
+	c->connect_timeout_ms = c->timeout_ms < 10000 ? c->timeout_ms : 10000;
+	c->noproxy = "localhost,127.0.0.1,::1";
+	c->max_body = FTDC_MAX_BODY;
+	return 0;
 }
 
-struct membuf {
-	char *p;
-	size_t len, max;
-	int overflow;
-};
-
-static size_t mem_write(char *d, size_t sz, size_t nm, void *ctx)
+/* GET base+path into *r (see ftcurl_request); why says what failed. */
+static int get(const char *base, const char *path, double timeout_s, struct ftcurl_resp *r, char *why,
+	       size_t whylen)
 {
-	struct membuf *m = ctx;
-	size_t n = sz * nm;
-	if (m->len + n > m->max) {
-		m->overflow = 1;
-		return 0;
+	struct ftcurl c;
+	memset(r, 0, sizeof *r);
+	int e = open_client(&c, base, timeout_s, why, whylen);
+	if (e == 0) {
+		e = ftcurl_request(&c, "GET", path, NULL, NULL, r);
+		if (e == -EFBIG)
+			e = -EMSGSIZE;
+		if (e < 0)
+			snprintf(why, whylen, "GET %s", c.err);
 	}
-	char *q = realloc(m->p, m->len + n + 1);
-	if (!q)
-		return 0;
-	memcpy(q + m->len, d, n);
-	m->p = q;
-	m->len += n;
-	m->p[m->len] = '\0';
-	return n;
+	ftcurl_release(&c);
+	return e;
 }
 
 int ftdc_get(const char *base, const char *path, double timeout_s, long *status, char **body,
 	     char *why, size_t whylen)
 {
-	char url[1024], eb[CURL_ERROR_SIZE];
-	if (make_url(base, path, url, sizeof url) < 0) {
-		snprintf(why, whylen, "URL too long");
-		return -ENAMETOOLONG;
+	struct ftcurl_resp r;
+	int e = get(base, path, timeout_s, &r, why, whylen);
+	if (e == 0) {
+		*status = r.status;
+		*body = r.body; /* taken over: never NULL after a response */
+		r.body = NULL;
 	}
-	CURL *c = curl_easy_init();
-	if (!c) {
-		snprintf(why, whylen, "curl_easy_init failed");
-		return -ENOMEM;
-	}
-	struct membuf m = {.max = FTDC_MAX_BODY};
-	set_common(c, url, timeout_s, eb);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, mem_write);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &m);
-	CURLcode rc = curl_easy_perform(c);
-	int r = m.overflow ? -EMSGSIZE : map_curl(rc);
-	if (r) {
-		snprintf(why, whylen, "GET %s: %s", url,
-			 m.overflow ? "response too large" : eb[0] ? eb : curl_easy_strerror(rc));
-		free(m.p);
-	} else {
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-		*body = m.p ? m.p : strdup("");
-		if (!*body)
-			r = -ENOMEM;
-	}
-	curl_easy_cleanup(c);
-	return r;
+	ftcurl_resp_release(&r);
+	return e;
 }
 
 int ftdc_health(const char *base, double timeout_s, char *state, size_t n)
@@ -128,32 +84,37 @@ int ftdc_health(const char *base, double timeout_s, char *state, size_t n)
 	return r;
 }
 
-static json_t *get_json(const char *base, const char *path, double timeout_s, long *st, char *why, size_t whylen)
+/* GET base+path and its JSON body (whatever the Content-Type says): a new reference, or NULL
+ * with why set when the GET failed, the status was not 200 (the server's message when it sent
+ * one) or the body is not JSON. */
+static json_t *get_json(const char *base, const char *path, double timeout_s, char *why, size_t whylen)
 {
-	char *body = NULL;
-	int r = ftdc_get(base, path, timeout_s, st, &body, why, whylen);
-	if (r < 0)
-		return NULL;
-	json_error_t je;
-	json_t *j = json_loads(body, 0, &je);
+	struct ftcurl_resp r;
+	json_t *j = NULL;
+	if (get(base, path, timeout_s, &r, why, whylen) < 0)
+		goto out;
+	if (r.status != 200) {
+		char d[300];
+		ftcurl_describe_error(&r, d, sizeof d);
+		snprintf(why, whylen, "GET %s: %s", path, d);
+		goto out;
+	}
+	j = r.json ? json_incref(r.json) : json_loadb(r.body, r.len, 0, NULL);
 	if (!j)
-		snprintf(why, whylen, "GET %s: HTTP %ld, not JSON: %.120s", path, *st, body);
-	free(body);
+		snprintf(why, whylen, "GET %s: HTTP %ld, not JSON: %.120s", path, r.status, r.body);
+out:
+	ftcurl_resp_release(&r);
 	return j;
 }
 
 int ftdc_model_id(const char *base, double timeout_s, char *id, size_t n, char *why, size_t whylen)
 {
-	long st = 0;
-	json_t *j = get_json(base, "/v1/models", timeout_s, &st, why, whylen);
+	json_t *j = get_json(base, "/v1/models", timeout_s, why, whylen);
 	if (!j)
 		return -EIO;
 	int r = 0;
 	const char *s = json_string_value(json_object_get(json_array_get(json_object_get(j, "data"), 0), "id"));
-	if (st != 200) {
-		snprintf(why, whylen, "GET /v1/models: HTTP %ld", st);
-		r = -EIO;
-	} else if (!s || !*s) {
+	if (!s || !*s) {
 		snprintf(why, whylen, "GET /v1/models: no model listed");
 		r = -ENOENT;
 	} else if (ftstr_copy(id, n, s) < 0) {
@@ -166,16 +127,15 @@ int ftdc_model_id(const char *base, double timeout_s, char *id, size_t n, char *
 
 int ftdc_vram_bytes(const char *base, double timeout_s, long long *bytes)
 {
-	long st = 0;
 	char why[256];
-	json_t *j = get_json(base, "/v1/stats", timeout_s, &st, why, sizeof why);
+	json_t *j = get_json(base, "/v1/stats", timeout_s, why, sizeof why);
 	if (!j)
 		return -ENOENT;
 	json_t *v = json_object_get(j, "vram_bytes");
 	if (!v)
 		v = json_object_get(json_object_get(j, "memory"), "vram_bytes");
 	int r = -ENOENT;
-	if (st == 200 && json_is_number(v) && json_number_value(v) >= 0) {
+	if (json_is_number(v) && json_number_value(v) >= 0) {
 		*bytes = (long long)json_number_value(v);
 		r = 0;
 	}
@@ -184,12 +144,17 @@ int ftdc_vram_bytes(const char *base, double timeout_s, long long *bytes)
 }
 
 /* ---------------------------------------------------------------- streaming */
+/* Its own write callback on the bare handle: every run of bytes is stamped the moment libcurl
+ * hands it over and fed straight to the chat parser, with no buffering in between. */
+#define ERRBODY_MAX 4096
+
 struct sctx {
 	CURL *c;
 	struct ftchat_stream *s;
 	int feed_rc;
 	long status;
-	struct membuf errbody; /* body of a non-200 answer */
+	char errbody[ERRBODY_MAX + 1]; /* start of the body of a non-200 answer */
+	size_t errlen;
 	const volatile sig_atomic_t *cancel;
 };
 
@@ -201,9 +166,10 @@ static size_t stream_write(char *d, size_t sz, size_t nm, void *ctx)
 	if (!x->status)
 		curl_easy_getinfo(x->c, CURLINFO_RESPONSE_CODE, &x->status);
 	if (x->status != 200) {
-		size_t keep = n < 4096 - x->errbody.len ? n : 4096 - x->errbody.len;
-		if (keep)
-			mem_write(d, 1, keep, &x->errbody);
+		size_t keep = n < ERRBODY_MAX - x->errlen ? n : ERRBODY_MAX - x->errlen;
+		memcpy(x->errbody + x->errlen, d, keep);
+		x->errlen += keep;
+		x->errbody[x->errlen] = '\0';
 		return n;
 	}
 	int r = ftchat_feed(x->s, d, n, t);
@@ -220,28 +186,54 @@ static int stream_progress(void *ctx, curl_off_t a, curl_off_t b, curl_off_t c, 
 	return x->cancel && *x->cancel;
 }
 
+/* An error answer: "HTTP <status>: " then the message of an {"error":{...}} body as ftcurl
+ * describes it, else the start of the body as it came. */
+static void describe_status(const struct sctx *x, char *buf, size_t n)
+{
+	struct ftcurl_resp r = {.status = x->status, .body = (char *)x->errbody, .len = x->errlen};
+	r.json = json_loadb(x->errbody, x->errlen, 0, NULL);
+	const char *code, *msg;
+	if (ftcurl_api_error(&r, &code, &msg, NULL) == 0 && (code || msg)) {
+		char d[400];
+		ftcurl_describe_error(&r, d, sizeof d);
+		snprintf(buf, n, "HTTP %ld: %s", x->status, d);
+	} else {
+		snprintf(buf, n, "HTTP %ld: %.300s", x->status, x->errbody);
+	}
+	json_decref(r.json);
+}
+
 int ftdc_stream_chat(const char *base, const json_t *request, double timeout_s, struct ftchat_stream *s,
 		     uint64_t *t_request_ns, const volatile sig_atomic_t *cancel, char *why, size_t whylen)
 {
-	char url[1024], eb[CURL_ERROR_SIZE];
-	if (make_url(base, "/v1/chat/completions", url, sizeof url) < 0) {
-		snprintf(why, whylen, "URL too long");
-		return -ENAMETOOLONG;
-	}
-	char *body = json_dumps(request, JSON_COMPACT);
-	CURL *c = curl_easy_init();
+	char url[1024], eb[CURL_ERROR_SIZE] = "";
+	struct ftcurl fc;
 	struct curl_slist *h = NULL;
+	char *body = NULL;
+	int r = open_client(&fc, base, timeout_s, why, whylen);
+	if (r < 0)
+		goto out;
+	if ((r = ftcurl_build_url(url, sizeof url, fc.base, "/v1/chat/completions")) < 0) {
+		snprintf(why, whylen, "URL too long");
+		goto out;
+	}
+	body = json_dumps(request, JSON_COMPACT);
 	h = curl_slist_append(h, "Content-Type: application/json");
 	h = curl_slist_append(h, "Accept: text/event-stream");
-	if (!body || !c || !h) {
-		free(body);
-		curl_easy_cleanup(c);
-		curl_slist_free_all(h);
+	if (!body || !h) {
 		snprintf(why, whylen, "out of memory");
-		return -ENOMEM;
+		r = -ENOMEM;
+		goto out;
 	}
-	struct sctx x = {.c = c, .s = s, .cancel = cancel, .errbody = {.max = 4096}};
-	set_common(c, url, timeout_s, eb);
+	CURL *c = fc.handle;
+	struct sctx x = {.c = c, .s = s, .cancel = cancel};
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_NOPROXY, fc.noproxy);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, fc.timeout_ms);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, fc.connect_timeout_ms);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, eb);
+	curl_easy_setopt(c, CURLOPT_USERAGENT, "ftbench/" FT_VERSION);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, stream_write);
@@ -254,7 +246,6 @@ int ftdc_stream_chat(const char *base, const json_t *request, double timeout_s, 
 	CURLcode rc = curl_easy_perform(c);
 	if (!x.status)
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &x.status);
-	int r;
 	if (x.feed_rc) {
 		r = x.feed_rc;
 		if (s->failed)
@@ -263,11 +254,12 @@ int ftdc_stream_chat(const char *base, const json_t *request, double timeout_s, 
 			snprintf(why, whylen, "stream refused after %zu events: %s", s->nev,
 				 r == -EMSGSIZE ? "a limit on the stream size was hit" : strerror(-r));
 	} else if (rc == CURLE_OK && x.status != 200) {
+		char msg[512];
+		describe_status(&x, msg, sizeof msg);
 		r = -EIO;
-		snprintf(why, whylen, "POST /v1/chat/completions: HTTP %ld: %.300s", x.status,
-			 x.errbody.p ? x.errbody.p : "");
+		snprintf(why, whylen, "POST /v1/chat/completions: %s", msg);
 	} else if (rc != CURLE_OK) {
-		r = map_curl(rc);
+		r = ftcurl_errno(rc);
 		if (r == -ECANCELED)
 			snprintf(why, whylen, "cancelled after %zu events", s->nev);
 		else
@@ -280,9 +272,9 @@ int ftdc_stream_chat(const char *base, const json_t *request, double timeout_s, 
 	} else {
 		r = 0;
 	}
-	free(x.errbody.p);
+out:
 	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
+	ftcurl_release(&fc);
 	free(body);
 	return r;
 }

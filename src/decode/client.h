@@ -1,5 +1,7 @@
 /* client: the HTTP side of `ftbench decode`, on libcurl: health, model id, VRAM, and one
- * streamed chat completion timed event by event.
+ * streamed chat completion timed event by event. The plain GETs go through util/http_client
+ * (ftcurl_request); the chat stream keeps its own write callback on the handle so that every
+ * run of bytes is timed as it arrives.
  *
  * base is the server root ("http://127.0.0.1:30000"; a trailing "/" or "/v1" is ignored).
  * Functions return 0 or a negative errno and write a one-line reason into why (size whylen)
@@ -18,7 +20,8 @@
 #define FTDC_MAX_BODY (1u << 20) /* non-streamed responses larger than this are refused */
 
 /* GET base+path. *body is a new NUL-terminated string (caller frees) even for non-2xx statuses;
- * *status the HTTP status. -ECONNREFUSED (nothing listening), -ETIMEDOUT, -EMSGSIZE, -EIO. */
+ * *status the HTTP status. -ECONNREFUSED (nothing listening), -ETIMEDOUT, -EMSGSIZE (over
+ * FTDC_MAX_BODY), -EINVAL (base is no http(s) URL), -EPIPE, -EIO (see ftcurl_errno). */
 int ftdc_get(const char *base, const char *path, double timeout_s, long *status, char **body,
 	     char *why, size_t whylen);
 

@@ -10,9 +10,9 @@
 #include <strings.h>
 
 #include "util/fsutil.h"
+#include "util/sse.h"
 #include "util/strutil.h"
 
-#define SSE_MAX_LINE (1u << 20)
 #define TOKEN_MAX 4096
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
@@ -173,9 +173,9 @@ void ftcurl_resp_release(struct ftcurl_resp *r)
 	memset(r, 0, sizeof *r);
 }
 
-static int body_append(struct ftcurl_resp *r, size_t *cap, const char *p, size_t n)
+static int body_append(struct ftcurl_resp *r, size_t *cap, size_t max, const char *p, size_t n)
 {
-	if (r->len + n + 1 > FTCURL_MAX_BODY)
+	if (r->len + n + 1 > max)
 		return -EFBIG;
 	if (r->len + n + 1 > *cap) {
 		size_t nc = *cap ? *cap : 4096;
@@ -198,7 +198,8 @@ struct xfer {
 	struct ftcurl_resp *r;
 	size_t cap;
 	int err;                 /* -errno from a callback */
-	struct ftcurl_sse *sse;  /* streaming: feed 2xx event streams here */
+	int stopped;             /* the positive value the event callback stopped the stream with */
+	struct ftsse_parser *sse;/* streaming: feed 2xx event streams here */
 	int mode;                /* 0 undecided, 1 body, 2 stream */
 };
 
@@ -242,16 +243,18 @@ static size_t on_body(char *buf, size_t size, size_t nmemb, void *ud)
 			   !strncasecmp(x->r->content_type, "text/event-stream", 17)) ? 2 : 1;
 	}
 	if (x->mode == 2) {
-		int r = ftcurl_sse_feed(x->sse, buf, n);
+		int r = ftsse_feed(x->sse, buf, n);
 		if (r < 0) {
 			x->err = r;
 			return 0;
 		}
-		if (r > 0)
+		if (r > 0) {
+			x->stopped = r;
 			return 0; /* stopped by the callback: abort the transfer */
+		}
 		return n;
 	}
-	int r = body_append(x->r, &x->cap, buf, n);
+	int r = body_append(x->r, &x->cap, x->c->max_body ? x->c->max_body : FTCURL_MAX_BODY, buf, n);
 	if (r < 0) {
 		x->err = r;
 		return 0;
@@ -259,10 +262,11 @@ static size_t on_body(char *buf, size_t size, size_t nmemb, void *ud)
 	return n;
 }
 
-static int map_curl(struct ftcurl *c, CURLcode rc, const char *url, const char *ebuf)
+int ftcurl_errno(int curl_code)
 {
-	snprintf(c->err, sizeof c->err, "%s: %s", url, *ebuf ? ebuf : curl_easy_strerror(rc));
-	switch (rc) {
+	switch ((CURLcode)curl_code) {
+	case CURLE_OK:
+		return 0;
 	case CURLE_COULDNT_CONNECT:
 		return -ECONNREFUSED;
 	case CURLE_OPERATION_TIMEDOUT:
@@ -275,13 +279,26 @@ static int map_curl(struct ftcurl *c, CURLcode rc, const char *url, const char *
 		return -EINVAL;
 	case CURLE_OUT_OF_MEMORY:
 		return -ENOMEM;
+	case CURLE_ABORTED_BY_CALLBACK:
+		return -ECANCELED;
+	case CURLE_PARTIAL_FILE:
+	case CURLE_RECV_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_SEND_ERROR:
+		return -EPIPE;
 	default:
 		return -EIO;
 	}
 }
 
+static int map_curl(struct ftcurl *c, CURLcode rc, const char *url, const char *ebuf)
+{
+	snprintf(c->err, sizeof c->err, "%s: %s", url, *ebuf ? ebuf : curl_easy_strerror(rc));
+	return ftcurl_errno(rc);
+}
+
 static int perform(struct ftcurl *c, const char *method, const char *path, const json_t *body,
-		   const char *const *headers, struct ftcurl_sse *sse, const char *last_id, long idle_s,
+		   const char *const *headers, struct ftsse_parser *sse, const char *last_id, long idle_s,
 		   struct ftcurl_resp *r)
 {
 	char url[1024], ebuf[CURL_ERROR_SIZE] = "";
@@ -305,6 +322,8 @@ static int perform(struct ftcurl *c, const char *method, const char *path, const
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ebuf);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
+	if (c->noproxy)
+		curl_easy_setopt(h, CURLOPT_NOPROXY, c->noproxy);
 	if (sse) {
 		if (idle_s > 0) {
 			curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
@@ -365,8 +384,8 @@ static int perform(struct ftcurl *c, const char *method, const char *path, const
 
 	CURLcode rc = curl_easy_perform(h);
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
-	if (rc == CURLE_WRITE_ERROR && x.mode == 2 && !x.err && sse->stopped) {
-		ret = 0; /* the callback stopped the stream */
+	if (rc == CURLE_WRITE_ERROR && x.mode == 2 && !x.err && x.stopped) {
+		ret = x.stopped; /* the callback stopped the stream */
 	} else if (x.err) {
 		ret = x.err;
 		snprintf(c->err, sizeof c->err, "%s: %s", url,
@@ -378,7 +397,7 @@ static int perform(struct ftcurl *c, const char *method, const char *path, const
 		ret = map_curl(c, rc, url, ebuf);
 	}
 	if (ret == 0 && x.mode != 2) {
-		if (!r->body && body_append(r, &x.cap, "", 0) < 0) {
+		if (!r->body && body_append(r, &x.cap, FTCURL_MAX_BODY, "", 0) < 0) {
 			ret = -ENOMEM;
 			goto out;
 		}
@@ -406,7 +425,7 @@ int ftcurl_request(struct ftcurl *c, const char *method, const char *path, const
 }
 
 int ftcurl_stream(struct ftcurl *c, const char *path, const char *last_id, long idle_s,
-		  struct ftcurl_sse *p, struct ftcurl_resp *r)
+		  struct ftsse_parser *p, struct ftcurl_resp *r)
 {
 	return perform(c, "GET", path, NULL, NULL, p, last_id, idle_s, r);
 }
@@ -454,133 +473,4 @@ void ftcurl_describe_error(const struct ftcurl_resp *r, char *buf, size_t n)
 			snippet[--i] = '\0';
 	}
 	snprintf(buf, n, "HTTP %ld%s%s", r ? r->status : 0L, *snippet ? ": " : "", snippet);
-}
-
-/* ------------------------------------------------------------------ SSE */
-
-void ftcurl_sse_init(struct ftcurl_sse *p, ftcurl_sse_cb cb, void *ctx)
-{
-	memset(p, 0, sizeof *p);
-	p->cb = cb;
-	p->ctx = ctx;
-}
-
-void ftcurl_sse_release(struct ftcurl_sse *p)
-{
-	if (!p)
-		return;
-	free(p->line);
-	free(p->data);
-	p->line = p->data = NULL;
-	p->line_len = p->line_cap = p->data_len = p->data_cap = 0;
-}
-
-static int grow(char **buf, size_t *cap, size_t need)
-{
-	if (need > SSE_MAX_LINE + 1)
-		return -EMSGSIZE;
-	if (need <= *cap)
-		return 0;
-	size_t nc = *cap ? *cap : 256;
-	while (nc < need)
-		nc *= 2;
-	char *nb = realloc(*buf, nc);
-	if (!nb)
-		return -ENOMEM;
-	*buf = nb;
-	*cap = nc;
-	return 0;
-}
-
-static int dispatch(struct ftcurl_sse *p)
-{
-	int r = 0;
-	if (p->have_data) {
-		if (p->data_len && p->data[p->data_len - 1] == '\n')
-			p->data[--p->data_len] = '\0';
-		r = p->cb ? p->cb(p->ctx, p->event[0] ? p->event : "message", p->data, p->id) : 0;
-	}
-	p->data_len = 0;
-	if (p->data)
-		p->data[0] = '\0';
-	p->have_data = 0;
-	p->event[0] = '\0';
-	return r;
-}
-
-static int process_line(struct ftcurl_sse *p, char *line, size_t len)
-{
-	if (len == 0)
-		return dispatch(p);
-	if (line[0] == ':')
-		return 0;
-	char *colon = memchr(line, ':', len);
-	const char *val = "";
-	size_t vlen = 0;
-	if (colon) {
-		*colon = '\0';
-		val = colon + 1;
-		vlen = len - (size_t)(val - line);
-		if (vlen && *val == ' ') {
-			val++;
-			vlen--;
-		}
-	}
-	if (!strcmp(line, "data")) {
-		int r = grow(&p->data, &p->data_cap, p->data_len + vlen + 2);
-		if (r < 0)
-			return r;
-		memcpy(p->data + p->data_len, val, vlen);
-		p->data_len += vlen;
-		p->data[p->data_len++] = '\n';
-		p->data[p->data_len] = '\0';
-		p->have_data = 1;
-	} else if (!strcmp(line, "event")) {
-		if (vlen >= sizeof p->event)
-			vlen = sizeof p->event - 1;
-		memcpy(p->event, val, vlen);
-		p->event[vlen] = '\0';
-	} else if (!strcmp(line, "id")) {
-		if (!memchr(val, '\0', vlen) && vlen < sizeof p->id) {
-			memcpy(p->id, val, vlen);
-			p->id[vlen] = '\0';
-		}
-	} /* "retry" and unknown fields are ignored, as the spec says */
-	return 0;
-}
-
-int ftcurl_sse_feed(struct ftcurl_sse *p, const char *buf, size_t len)
-{
-	if (p->stopped)
-		return p->stopped;
-	for (size_t i = 0; i < len; i++) {
-		char ch = buf[i];
-		if (p->skip_lf) {
-			p->skip_lf = 0;
-			if (ch == '\n')
-				continue;
-		}
-		if (ch == '\r' || ch == '\n') {
-			if (ch == '\r')
-				p->skip_lf = 1;
-			int r = grow(&p->line, &p->line_cap, p->line_len + 1);
-			if (r < 0)
-				return r;
-			p->line[p->line_len] = '\0';
-			r = process_line(p, p->line, p->line_len);
-			p->line_len = 0;
-			if (r < 0)
-				return r;
-			if (r > 0) {
-				p->stopped = r;
-				return r;
-			}
-			continue;
-		}
-		int r = grow(&p->line, &p->line_cap, p->line_len + 2);
-		if (r < 0)
-			return r;
-		p->line[p->line_len++] = ch;
-	}
-	return 0;
 }

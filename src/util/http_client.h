@@ -16,11 +16,15 @@
 #define FTCURL_DEFAULT_URL "http://127.0.0.1:8377"
 #define FTCURL_MAX_BODY (64u << 20) /* responses larger than this fail with -EFBIG */
 
+struct ftsse_parser; /* util/sse.h */
+
 struct ftcurl {
 	char base[512];          /* "http://host:port[/prefix]" without a trailing slash */
 	char *token;             /* bearer token (owned) or NULL */
 	long timeout_ms;         /* whole request (not streams); default 30 s */
 	long connect_timeout_ms; /* default 5 s */
+	size_t max_body;         /* responses larger than this fail with -EFBIG; 0: FTCURL_MAX_BODY */
+	const char *noproxy;     /* CURLOPT_NOPROXY (borrowed) when not NULL, e.g. loopback hosts */
 	char err[1536];          /* message of the last transport failure */
 	void *handle;            /* CURL *, reused so that connections stay alive */
 };
@@ -58,6 +62,11 @@ int ftcurl_escape_segment(const char *seg, char *out, size_t n);
  * -ENAMETOOLONG. */
 int ftcurl_normalize_base(const char *url, char *out, size_t n);
 
+/* The negative errno for a libcurl result (a CURLcode): 0 for CURLE_OK, -ECONNREFUSED,
+ * -ETIMEDOUT, -EHOSTUNREACH (cannot resolve), -EINVAL (bad URL), -ENOMEM, -ECANCELED (aborted by
+ * a progress callback), -EPIPE (the connection broke mid-transfer: a peer that died), else -EIO. */
+int ftcurl_errno(int curl_code);
+
 /* One request. method "GET"/"POST"/...; path starts with '/'; body (borrowed, may be NULL) is
  * sent as application/json; headers (may be NULL) is a NULL-terminated list of extra
  * "Name: value" lines. Fills *r (release with ftcurl_resp_release). Returns 0 when a response
@@ -74,35 +83,13 @@ int ftcurl_api_error(const struct ftcurl_resp *r, const char **code, const char 
  * error when present, else "HTTP <status>: <start of body>". */
 void ftcurl_describe_error(const struct ftcurl_resp *r, char *buf, size_t n);
 
-/* Server-Sent Events parser (text/event-stream), fed with arbitrary chunks. For each complete
- * event, cb(ctx, event, data, id) is called with borrowed strings: event defaults to "message",
- * data lines are joined with '\n', id is the last id seen ("" when none). A positive return from
- * cb stops the parser: ftcurl_sse_feed then returns that value (and p->stopped keeps it). Comment lines (":...") are
- * ignored; lines and events are capped at 1 MiB (-EMSGSIZE). A negative return from cb is
- * an error: ftcurl_sse_feed returns it (and ftcurl_stream too). */
-typedef int (*ftcurl_sse_cb)(void *ctx, const char *event, const char *data, const char *id);
-struct ftcurl_sse {
-	ftcurl_sse_cb cb;
-	void *ctx;
-	char *line;   /* partial line */
-	size_t line_len, line_cap;
-	char *data;   /* data of the event being built */
-	size_t data_len, data_cap;
-	int have_data;
-	char event[64];
-	char id[128];
-	int stopped;  /* the value cb returned when it stopped the parser */
-	int skip_lf;  /* last byte was '\r': a following '\n' belongs to it */
-};
-void ftcurl_sse_init(struct ftcurl_sse *p, ftcurl_sse_cb cb, void *ctx);
-int ftcurl_sse_feed(struct ftcurl_sse *p, const char *buf, size_t len);
-void ftcurl_sse_release(struct ftcurl_sse *p);
-
-/* GET path as an event stream (Accept: text/event-stream, Last-Event-ID when last_id is not
- * empty) and feed a 2xx text/event-stream body to p until the server closes it, cb stops it, or
+/* GET path as an event stream (Accept: text/event-stream, Last-Event-ID when last_id is
+ * neither NULL nor empty) and feed a 2xx text/event-stream body to p (util/sse.h, owned by the
+ * caller, who also picks its limits) until the server closes it, p's callback stops it, or
  * nothing (not even a comment) arrives for idle_s seconds (0: no limit). Any other response is
- * collected into *r as by ftcurl_request. Returns 0 when the stream ended or cb stopped it
- * (p->stopped says which), -ETIMEDOUT when idle, else a negative errno with c->err set. */
+ * collected into *r as by ftcurl_request. Returns 0 when the stream ended, the callback's
+ * positive value when it stopped the stream, -ETIMEDOUT when idle, the callback's negative value
+ * or the parser's error (-EMSGSIZE, -ENOMEM), else a negative errno with c->err set. */
 int ftcurl_stream(struct ftcurl *c, const char *path, const char *last_id, long idle_s,
-		  struct ftcurl_sse *p, struct ftcurl_resp *r);
+		  struct ftsse_parser *p, struct ftcurl_resp *r);
 #endif

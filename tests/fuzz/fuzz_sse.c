@@ -2,7 +2,7 @@
  * bounded deterministic fuzz in tests/unit/test_sse.c). The first input byte picks the read
  * size, so splits across reads are explored too. Build and run (clang):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Isrc tests/fuzz/fuzz_sse.c \
- *       src/decode/sse.c src/decode/chat.c src/util/strutil.c -ljansson -lm -o build/fuzz_sse
+ *       src/util/sse.c src/decode/chat.c src/util/strutil.c -ljansson -lm -o build/fuzz_sse
  *   build/fuzz_sse -max_total_time=60 -max_len=4096
  */
 #include <stddef.h>

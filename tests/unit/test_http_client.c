@@ -1,4 +1,4 @@
-/* http_client: URL building, the SSE parser, API errors, tokens, and requests against a canned
+/* http_client: URL building, API errors, tokens, and requests against a canned
  * one-shot HTTP server on loopback (a thread in this test). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <arpa/inet.h>
+#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "util/http_client.h"
+#include "util/sse.h"
 
 static void test_normalize_and_build(void **st)
 {
@@ -58,7 +60,7 @@ static void test_escape(void **st)
 	assert_int_equal(ftcurl_escape_segment("/", o, 4), 0);
 }
 
-/* ------------------------------------------------------------------ SSE */
+/* ------------------------------------------------------------------ SSE (parser: test_sse.c) */
 
 struct evlog {
 	char buf[4096];
@@ -66,11 +68,11 @@ struct evlog {
 	int stop_at;
 };
 
-static int log_ev(void *ctx, const char *event, const char *data, const char *id)
+static int log_ev(void *ctx, const struct ftsse_event *ev)
 {
 	struct evlog *l = ctx;
 	size_t u = strlen(l->buf);
-	snprintf(l->buf + u, sizeof l->buf - u, "[%s|%s|%s]", event, data, id);
+	snprintf(l->buf + u, sizeof l->buf - u, "[%s|%s|%s]", ev->type, ev->data, ev->id);
 	l->n++;
 	return l->stop_at && l->n == l->stop_at ? 7 : 0;
 }
@@ -80,58 +82,15 @@ static const char stream[] =
 	"event: state\ndata: {\"state\":\"running\"}\nid: 1\n\n"
 	"event: progress\r\ndata: {\"done\":1,\r\ndata: \"total\":2}\r\n\r\n"
 	"data:no-space\rid: 7\r\r"
-	"event: lonely\n\n"              /* no data: not dispatched */
-	"retry: 100\nfoo: bar\ndata\n\n" /* a bare "data" line is an empty data line */
-	"event: partial\ndata: never";   /* no blank line: not dispatched */
+	"event: lonely\n\n"
+	"retry: 100\nfoo: bar\ndata\n\n"
+	"event: partial\ndata: never";
 
 static const char want[] =
 	"[state|{\"state\":\"running\"}|1]"
 	"[progress|{\"done\":1,\n\"total\":2}|1]"
 	"[message|no-space|7]"
 	"[message||7]";
-
-static void test_sse_whole_and_bytewise(void **st)
-{
-	struct ftcurl_sse p;
-	struct evlog l = {0};
-	ftcurl_sse_init(&p, log_ev, &l);
-	assert_int_equal(ftcurl_sse_feed(&p, stream, strlen(stream)), 0);
-	assert_string_equal(l.buf, want);
-	ftcurl_sse_release(&p);
-
-	/* the same events whatever the chunking, including a CR LF split across chunks */
-	memset(&l, 0, sizeof l);
-	ftcurl_sse_init(&p, log_ev, &l);
-	for (size_t i = 0; i < strlen(stream); i++)
-		assert_int_equal(ftcurl_sse_feed(&p, stream + i, 1), 0);
-	assert_string_equal(l.buf, want);
-	ftcurl_sse_release(&p);
-}
-
-static void test_sse_stop_and_limits(void **st)
-{
-	struct ftcurl_sse p;
-	struct evlog l = {.stop_at = 2};
-	ftcurl_sse_init(&p, log_ev, &l);
-	assert_int_equal(ftcurl_sse_feed(&p, stream, strlen(stream)), 7);
-	assert_int_equal(l.n, 2);
-	assert_int_equal(p.stopped, 7);
-	assert_int_equal(ftcurl_sse_feed(&p, "data: x\n\n", 9), 7); /* stays stopped */
-	assert_int_equal(l.n, 2);
-	ftcurl_sse_release(&p);
-	ftcurl_sse_release(NULL);
-
-	/* a line over 1 MiB is refused */
-	size_t big = (1u << 20) + 16;
-	char *b = malloc(big);
-	memset(b, 'a', big);
-	memcpy(b, "data: ", 6);
-	memset(&l, 0, sizeof l);
-	ftcurl_sse_init(&p, log_ev, &l);
-	assert_int_equal(ftcurl_sse_feed(&p, b, big), -EMSGSIZE);
-	ftcurl_sse_release(&p);
-	free(b);
-}
 
 /* ------------------------------------------------------------------ errors, tokens */
 
@@ -340,17 +299,32 @@ static void test_stream(void **st)
 	snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
 	struct ftcurl c;
 	struct ftcurl_resp r;
-	struct ftcurl_sse p;
 	struct evlog l = {0};
 	assert_int_equal(ftcurl_init(&c, url), 0);
-	ftcurl_sse_init(&p, log_ev, &l);
-	assert_int_equal(ftcurl_stream(&c, "/benchmark/jobs/x/events", "5", 10, &p, &r), 0);
+	struct ftsse_parser *p = ftsse_new(0, 0, log_ev, &l);
+	assert_non_null(p);
+	assert_int_equal(ftcurl_stream(&c, "/benchmark/jobs/x/events", "5", 10, p, &r), 0);
 	canned_stop(&s, t);
 	assert_int_equal(r.status, 200);
 	assert_string_equal(l.buf, want);
 	assert_non_null(strstr(s.request, "Accept: text/event-stream\r\n"));
 	assert_non_null(strstr(s.request, "Last-Event-ID: 5\r\n"));
-	ftcurl_sse_release(&p);
+	ftsse_free(p);
+	ftcurl_resp_release(&r);
+
+	/* a callback that stops the stream: its positive value comes back, the transfer ends */
+	canned_start(&s, &t, reply);
+	snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
+	ftcurl_release(&c);
+	assert_int_equal(ftcurl_init(&c, url), 0);
+	memset(&l, 0, sizeof l);
+	l.stop_at = 2;
+	p = ftsse_new(0, 0, log_ev, &l);
+	assert_int_equal(ftcurl_stream(&c, "/benchmark/jobs/x/events", NULL, 10, p, &r), 7);
+	canned_stop(&s, t);
+	assert_int_equal(l.n, 2);
+	assert_int_equal(r.status, 200);
+	ftsse_free(p);
 	ftcurl_resp_release(&r);
 
 	/* a non-stream answer (404) is collected as a body, not fed to the parser */
@@ -361,13 +335,48 @@ static void test_stream(void **st)
 	ftcurl_release(&c);
 	assert_int_equal(ftcurl_init(&c, url), 0);
 	memset(&l, 0, sizeof l);
-	ftcurl_sse_init(&p, log_ev, &l);
-	assert_int_equal(ftcurl_stream(&c, "/benchmark/jobs/x/events", "", 10, &p, &r), 0);
+	p = ftsse_new(0, 0, log_ev, &l);
+	assert_int_equal(ftcurl_stream(&c, "/benchmark/jobs/x/events", "", 10, p, &r), 0);
 	canned_stop(&s, t);
 	assert_int_equal(r.status, 404);
 	assert_int_equal(l.n, 0);
 	assert_non_null(r.json);
-	ftcurl_sse_release(&p);
+	assert_null(strstr(s.request, "Last-Event-ID"));
+	ftsse_free(p);
+	ftcurl_resp_release(&r);
+	ftcurl_release(&c);
+}
+
+static void test_errno_and_body_limit(void **st)
+{
+	assert_int_equal(ftcurl_errno(CURLE_OK), 0);
+	assert_int_equal(ftcurl_errno(CURLE_COULDNT_CONNECT), -ECONNREFUSED);
+	assert_int_equal(ftcurl_errno(CURLE_OPERATION_TIMEDOUT), -ETIMEDOUT);
+	assert_int_equal(ftcurl_errno(CURLE_COULDNT_RESOLVE_HOST), -EHOSTUNREACH);
+	assert_int_equal(ftcurl_errno(CURLE_URL_MALFORMAT), -EINVAL);
+	assert_int_equal(ftcurl_errno(CURLE_ABORTED_BY_CALLBACK), -ECANCELED);
+	assert_int_equal(ftcurl_errno(CURLE_RECV_ERROR), -EPIPE);
+	assert_int_equal(ftcurl_errno(CURLE_PARTIAL_FILE), -EPIPE);
+	assert_int_equal(ftcurl_errno(CURLE_SSL_CONNECT_ERROR), -EIO);
+
+	/* a body over the handle's max_body is refused with -EFBIG and no half-read body */
+	struct canned s;
+	pthread_t t;
+	canned_start(&s, &t,
+		     "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+		     "{\"data\":[{\"id\":\"a-model-name-longer-than-the-limit\"}]}");
+	char url[64];
+	snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
+	struct ftcurl c;
+	struct ftcurl_resp r;
+	assert_int_equal(ftcurl_init(&c, url), 0);
+	c.max_body = 16;
+	c.noproxy = "localhost,127.0.0.1,::1";
+	assert_int_equal(ftcurl_request(&c, "GET", "/v1/models", NULL, NULL, &r), -EFBIG);
+	canned_stop(&s, t);
+	assert_non_null(strstr(c.err, "response too large"));
+	assert_int_equal(r.status, 200);
+	assert_null(r.body);
 	ftcurl_resp_release(&r);
 	ftcurl_release(&c);
 }
@@ -377,13 +386,12 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_normalize_and_build),
 		cmocka_unit_test(test_escape),
-		cmocka_unit_test(test_sse_whole_and_bytewise),
-		cmocka_unit_test(test_sse_stop_and_limits),
 		cmocka_unit_test(test_api_error),
 		cmocka_unit_test(test_token_file),
 		cmocka_unit_test(test_post_json),
 		cmocka_unit_test(test_error_response_and_refused),
 		cmocka_unit_test(test_stream),
+		cmocka_unit_test(test_errno_and_body_limit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

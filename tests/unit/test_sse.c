@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "decode/chat.h"
-#include "decode/sse.h"
+#include "util/sse.h"
 
 /* ---------------------------------------------------------------- helpers */
 struct log {
@@ -163,6 +163,62 @@ static void test_callback_stops(void **st)
 	assert_int_equal(ftsse_feed(p, "data: c\n\n", 9), 5);
 	assert_int_equal(n, 1);
 	ftsse_free(p);
+}
+
+/* What ftbenchd's job event stream (GET /benchmark/jobs/{id}/events, followed by `ftbench wait`
+ * through ftcurl_stream) looks like, mixed line endings included. */
+static const char job_stream[] =
+	": keep-alive\n"
+	"event: state\ndata: {\"state\":\"running\"}\nid: 1\n\n"
+	"event: progress\r\ndata: {\"done\":1,\r\ndata: \"total\":2}\r\n\r\n"
+	"data:no-space\rid: 7\r\r"
+	"event: lonely\n\n"              /* no data: not dispatched */
+	"retry: 100\nfoo: bar\ndata\n\n" /* a bare "data" line is an empty data line */
+	"event: partial\ndata: never";   /* no blank line: not dispatched */
+
+static const char job_want[] =
+	"[state|1|{\"state\":\"running\"}]"
+	"[progress|1|{\"done\":1,\n\"total\":2}]"
+	"[message|7|no-space]"
+	"[message|7|]";
+
+static int stop_at_2(void *ctx, const struct ftsse_event *ev)
+{
+	struct log *l = ctx;
+	log_cb(l, ev);
+	return l->n == 2 ? 7 : 0;
+}
+
+static void test_job_stream(void **st)
+{
+	struct log l;
+	/* whole, and byte by byte (a CR LF split across reads included): the same events */
+	assert_int_equal(parse_all(job_stream, strlen(job_stream), 1000, &l), 0);
+	assert_string_equal(l.buf, job_want);
+	assert_int_equal(parse_all(job_stream, strlen(job_stream), 1, &l), 0);
+	assert_string_equal(l.buf, job_want);
+
+	/* the callback's positive value stops the parser and stays */
+	memset(&l, 0, sizeof l);
+	struct ftsse_parser *p = ftsse_new(0, 0, stop_at_2, &l);
+	assert_int_equal(ftsse_feed(p, job_stream, strlen(job_stream)), 7);
+	assert_int_equal(l.n, 2);
+	assert_int_equal(ftsse_feed(p, "data: x\n\n", 9), 7);
+	assert_int_equal(l.n, 2);
+	ftsse_free(p);
+
+	/* with the 1 MiB limits `ftbench wait` uses, a longer line is refused */
+	size_t big = (1u << 20) + 16;
+	char *b = malloc(big);
+	assert_non_null(b);
+	memset(b, 'a', big);
+	memcpy(b, "data: ", 6);
+	memset(&l, 0, sizeof l);
+	p = ftsse_new(1u << 20, 1u << 20, log_cb, &l);
+	assert_int_equal(ftsse_feed(p, b, big), -EMSGSIZE);
+	assert_int_equal(l.n, 0);
+	ftsse_free(p);
+	free(b);
 }
 
 /* ---------------------------------------------------------------- chat */
@@ -418,6 +474,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_bom),
 		cmocka_unit_test(test_bounds),
 		cmocka_unit_test(test_callback_stops),
+		cmocka_unit_test(test_job_stream),
 		cmocka_unit_test(test_chat_usage_chunk),
 		cmocka_unit_test(test_chat_multi_token_events),
 		cmocka_unit_test(test_chat_errors),

@@ -1,4 +1,4 @@
-#include "decode/sse.h"
+#include "util/sse.h"
 
 #include <errno.h>
 #include <stdlib.h>

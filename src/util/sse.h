@@ -11,8 +11,8 @@
  *   makes ftsse_feed fail with -EMSGSIZE; nothing grows beyond those limits.
  *
  * Errors are sticky: after a feed returned non-zero every later feed returns the same value. */
-#ifndef FT_DECODE_SSE_H
-#define FT_DECODE_SSE_H
+#ifndef FT_UTIL_SSE_H
+#define FT_UTIL_SSE_H
 #include <stddef.h>
 
 #define FTSSE_DEFAULT_MAX_LINE (4u << 20)
