@@ -44,5 +44,9 @@ uint64_t ftcread_loop_avx512(const void *p, size_t n, int variant)
 	}
 	a0 = _mm512_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)),
 			      _mm512_add_epi64(_mm512_add_epi64(a4, a5), _mm512_add_epi64(a6, a7)));
-	return (uint64_t)_mm512_reduce_add_epi64(a0);
+	uint64_t o[8], sum = 0; /* unsigned: wraps (the intrinsic's signed reduce would overflow) */
+	_mm512_storeu_si512(o, a0);
+	for (int i = 0; i < 8; i++)
+		sum += o[i];
+	return sum;
 }
