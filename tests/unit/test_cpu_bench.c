@@ -1,0 +1,108 @@
+/* bench/cpu_moe and bench/cpu_read: the helpers `ftbench cpu-moe` and `bw` use, on small
+ * working sets (CI has 2 cores): synthetic banks, timed steps, run-until-stop, verify, ISA
+ * lists, and the read ceiling. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "bench/cpu_moe.h"
+#include "bench/cpu_read.h"
+#include "hw/cpu.h"
+
+static struct ftcpu_info ci;
+
+static void test_bench_steps(void **s)
+{
+	struct ftcmb_cfg cfg = {.format = FTFMT_NVFP4, .hidden = 512, .inter = 256, .experts = 16,
+				.topk = 4, .act = FTACT_SILU, .batch = 2, .threads = 2, .numa_node = -1,
+				.working_set_min = 8u << 20};
+	struct ftcmb *b = NULL;
+	assert_int_equal(ftcmb_create(&cfg, &ci, &b), 0);
+	size_t eb = ftcmb_expert_bytes(b);
+	assert_true(eb > 0);
+	/* more synthetic experts than E when E does not cover the working set */
+	assert_int_equal(ftcmb_synth_experts(b), (int)((8u << 20) + eb - 1) / (int)eb);
+	assert_true(ftcmb_working_set_bytes(b) >= 8u << 20);
+	double t[4], by[4];
+	enum ftcmoe_isa used;
+	assert_int_equal(ftcmb_time(b, FTCMOE_ISA_AUTO, 1, 4, t, by, &used), 0);
+	for (int i = 0; i < 4; i++) {
+		assert_true(t[i] > 0);
+		assert_true(by[i] == 8.0 * (double)eb); /* batch 2 x top-4 distinct experts */
+	}
+	assert_true(ftcmoe_isa_supported(used, ci.isa));
+	double bytes = 0, secs = 0;
+	atomic_int stop = 0;
+	assert_int_equal(ftcmb_run_until(b, FTCMOE_ISA_AUTO, &stop, 0.05, &bytes, &secs), 0);
+	assert_true(secs >= 0.05 && bytes >= 8.0 * (double)eb);
+	atomic_store(&stop, 1);
+	assert_int_equal(ftcmb_run_until(b, FTCMOE_ISA_AUTO, &stop, 0, &bytes, &secs), 0);
+	assert_true(bytes == 0);
+	double rel = -1;
+	assert_int_equal(ftcmb_verify(b, ftcmoe_isa_best(FTFMT_NVFP4, ci.isa), &rel), 0);
+	assert_true(rel >= 0 && rel < 2.5e-2);
+	struct ftpool *p = ftcmb_pool(b);
+	double g[2];
+	struct ftcread_result res;
+	assert_int_equal(ftcread_measure(&ci, p, 16u << 20, 2, g, &res), 0);
+	assert_true(g[0] > 0 && g[1] > 0);
+	assert_int_equal(res.threads, ftcmb_threads(b));
+	assert_int_equal(res.buffer_bytes, 16u << 20);
+	assert_non_null(res.loop);
+	ftcmb_free(b);
+	ftcmb_free(NULL);
+	cfg.format = FTFMT_FP8_BLOCK;
+	assert_int_equal(ftcmb_create(&cfg, &ci, &b), -EINVAL);
+}
+
+static void test_isa_lists(void **s)
+{
+	enum ftcmoe_isa t[8];
+	char why[128];
+	assert_int_equal(ftcmb_isa_list("scalar", FTFMT_BF16, ci.isa, t, 8, why, sizeof why), 1);
+	assert_int_equal(t[0], FTCMOE_ISA_SCALAR);
+	int all = ftcmb_isa_list("all", FTFMT_BF16, ci.isa, t, 8, why, sizeof why);
+	assert_int_equal(all, __builtin_popcount(ftcmoe_isa_mask(ci.isa)));
+	assert_int_equal(ftcmb_isa_list("scalar,sse9", FTFMT_BF16, ci.isa, t, 8, why, sizeof why), -EINVAL);
+	assert_non_null(strstr(why, "sse9"));
+	assert_int_equal(ftcmb_isa_list("avx2", FTFMT_BF16, 0, t, 8, why, sizeof why), -ENOTSUP);
+	assert_non_null(strstr(why, "not supported"));
+	assert_int_equal(ftcmb_isa_list("auto", FTFMT_Q4_0, ci.isa, t, 8, why, sizeof why), 1);
+	assert_int_equal(t[0], ftcmoe_isa_best(FTFMT_Q4_0, ci.isa));
+}
+
+static void test_read_default_size(void **s)
+{
+	size_t b = ftcread_default_bytes(64);
+	size_t avail = ftcpu_mem_available();
+	assert_true(b % (2u << 20) == 0);
+	if (avail >= 16ull << 30)
+		assert_true(b == 8ull << 30); /* 128 MiB x 64 */
+	assert_true(!avail || b <= avail / 2);
+}
+
+static int setup(void **s)
+{
+	return ftcpu_probe(&ci) < 0 ? -1 : 0;
+}
+
+static int teardown(void **s)
+{
+	ftcpu_release(&ci);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bench_steps),
+		cmocka_unit_test(test_isa_lists),
+		cmocka_unit_test(test_read_default_size),
+	};
+	return cmocka_run_group_tests_name("cpu_bench", tests, setup, teardown);
+}
