@@ -5,6 +5,10 @@
 gpu=0
 [ "${1:-}" = "--gpu" ] && { gpu=1; shift; }
 pass=0 fail=0 skip=0 failed_names=
+if [ "$gpu" = 1 ]; then
+	g=$("${BUILD:-build}/bin/ftbench" gpus 2>&1 | head -n 1)
+	case "$g" in "no GPUs"*) echo "test-gpu: ${g#no GPUs: } — the GPU tests skip (run them on a machine with an NVIDIA GPU)";; esac
+fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 for t in "$@"; do
