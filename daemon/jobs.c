@@ -589,7 +589,8 @@ int ftd_jobs_load(void)
 		v[n++] = j;
 	}
 	closedir(d);
-	qsort(v, n, sizeof *v, cmp_seq);
+	if (n > 1)
+		qsort(v, n, sizeof *v, cmp_seq);
 	for (size_t i = 0; i < n; i++) {
 		struct ftd_job *j = v[i];
 		if (ftd.tail)

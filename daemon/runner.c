@@ -3,6 +3,7 @@
  * The child's fd 3 carries JSON lines (progress/result/error), read with a size cap; its
  * stdout+stderr go to a size-capped log. A job is finished only after EOF on both pipes AND
  * waitpid. Runs on the main thread with ftd.lock held. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -514,30 +515,43 @@ int ftd_runner_busy(void)
 	return ftd_count_state(ST_RUNNING);
 }
 
+/* Kill every process that still carries FTBENCHD_JOB_ID=<id> (the worker and anything it left
+ * behind, even after its group leader died with us), plus the recorded group if its leader is
+ * one of them. Only processes whose environment we may read are considered. */
 void ftd_runner_kill_orphan(const char *job_id, pid_t pgid)
 {
-	if (pgid <= 1)
-		return;
-	/* Only a process group whose leader still carries FTBENCHD_JOB_ID=<id> is ours. */
-	char path[64], want[64];
-	snprintf(path, sizeof path, "/proc/%d/environ", (int)pgid);
-	snprintf(want, sizeof want, "FTBENCHD_JOB_ID=%s", job_id);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	char want[64];
+	int wl = snprintf(want, sizeof want, "FTBENCHD_JOB_ID=%s", job_id);
+	DIR *d = opendir("/proc");
+	if (!d)
 		return;
 	static char buf[1 << 16];
-	ssize_t r = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (r <= 0)
-		return;
-	buf[r] = '\0';
-	for (char *p = buf; p < buf + r; p += strlen(p) + 1) {
-		if (!strcmp(p, want)) {
-			ftd_log(FTD_LOG_NOTICE, "job %s: killing its leftover process group %d", job_id, (int)pgid);
-			kill(-pgid, SIGKILL);
-			return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		if (*end || pid <= 1 || pid == (long)getpid())
+			continue;
+		char path[64];
+		snprintf(path, sizeof path, "/proc/%ld/environ", pid);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t r = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (r <= 0)
+			continue;
+		buf[r] = '\0';
+		for (char *p = buf; p < buf + r; p += strlen(p) + 1) {
+			if (!strncmp(p, want, (size_t)wl) && p[wl] == '\0') {
+				ftd_log(FTD_LOG_NOTICE, "job %s: killing leftover process %ld", job_id, pid);
+				kill((pid_t)pid, SIGKILL);
+				break;
+			}
 		}
 	}
+	closedir(d);
+	(void)pgid;
 }
 
 void ftd_inventory_load(void)
