@@ -700,6 +700,77 @@ def concurrent_clients(t):
         assert d.wait(i, timeout=60)["state"] == "succeeded"
 
 
+@test
+def systemd_notify_and_watchdog(t):
+    """READY=1 once listening, WATCHDOG=1 at half WATCHDOG_USEC, STATUS= with the queue, STOPPING=1;
+    the worker does not inherit NOTIFY_SOCKET"""
+    path = os.path.join(t.tmp, "notify.sock")
+    ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    ns.bind(path)
+    ns.settimeout(0.2)
+    d = Daemon(t.tmp, "notify", env={"NOTIFY_SOCKET": path, "WATCHDOG_USEC": "400000"})
+    d.env["NOTIFY_SOCKET"] = path
+    msgs = []
+
+    def drain(until, want=None):
+        while time.time() < until:
+            try:
+                msgs.append(ns.recv(4096).decode())
+            except socket.timeout:
+                pass
+            if want and any(want in m for m in msgs):
+                return
+    d.start()
+    try:
+        drain(time.time() + 1.2 * SLOW)
+        text = "\n".join(msgs)
+        assert "READY=1" in text, msgs
+        assert text.count("WATCHDOG=1") >= 3, msgs
+        j = d.wait(d.submit("bw", {"cpu_iters": 1})["id"])
+        assert j["result"]["fake"]["notify_socket"] == "", "NOTIFY_SOCKET leaked into the worker"
+        drain(time.time() + 0.3)
+        assert any(m.startswith("STATUS=") and "queued" in m for m in msgs), msgs
+    finally:
+        d.proc.send_signal(signal.SIGTERM)
+        drain(time.time() + 5 * SLOW, "STOPPING=1")
+        d.stop()
+        ns.close()
+    assert any("STOPPING=1" in m for m in msgs), msgs
+
+
+@test
+def socket_activation(t):
+    """LISTEN_FDS: the daemon serves the socket it was given (and ignores --listen)"""
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(16)
+    port = ls.getsockname()[1]
+    d = Daemon(t.tmp, "activated")
+    d.port = port
+    fd = ls.fileno()
+
+    def pre():
+        os.dup2(fd, 3)
+    d.logf = open(d.log, "ab")
+    args = ["sh", "-c", 'LISTEN_PID=$$ LISTEN_FDS=1 exec "$@"', "sh"] + WRAP + d.args
+    args[args.index("--listen") + 1] = "127.0.0.1:1"  # would fail if it were used
+    d.proc = subprocess.Popen(args, env=d.env, stdout=d.logf, stderr=d.logf, preexec_fn=pre, close_fds=False)
+    ls.close()
+    try:
+        deadline = time.time() + 10 * SLOW
+        while True:
+            try:
+                if d.req("GET", "/health")[0] == 200:
+                    break
+            except OSError:
+                pass
+            assert time.time() < deadline and d.proc.poll() is None, open(d.log).read()
+            time.sleep(0.05)
+        assert d.wait(d.submit("cache-copy", {"repeat": 1})["id"])["state"] == "succeeded"
+    finally:
+        assert d.stop() == 0
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="ftbenchd-it-")
 
