@@ -6,6 +6,7 @@
 #   make run        build, then run the main job through the daemon (scripts/make-run.sh)
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make bench      reproducible benchmarks (bench/*.sh)
+#   make test-san   the same tests built with ASan+UBSan (CUDA=0)
 #
 # Knobs: CUDA=0|1 (default: 1 when nvcc is found), SMS="80 90", V=1 (show commands),
 #        WERROR=1 (default in CI), BUILD=build, SAN=address,undefined (sanitized build).
@@ -103,7 +104,7 @@ FIXTURE_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(FIXTURE_SRCS))
 ALL := $(FTBENCH) $(FTBENCHD) $(PROF_SO) $(PROF_A) $(PROF_H) $(PROF_PC)
 
 .SECONDARY:
-.PHONY: all test test-unit test-integration test-gpu run install uninstall clean deps bench tests
+.PHONY: test-san all test test-unit test-integration test-gpu run install uninstall clean deps bench tests
 all: $(ALL) tests
 tests: $(UNIT_BINS) $(INTEG_BINS) $(GPU_BINS) $(FIXTURE_BINS)
 
@@ -184,6 +185,13 @@ test-integration: all
 
 test-gpu: all
 	@BUILD=$(BUILD) scripts/run-tests.sh --gpu $(GPU_BINS)
+
+# Compile tier: everything under ASan+UBSan (CUDA off), warnings as errors, unit + integration tests.
+test-san:
+	@$(MAKE) --no-print-directory BUILD=build-san SAN=address,undefined CUDA=0 WERROR=1 all
+	@BUILD=build-san ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		scripts/run-tests.sh $(patsubst $(BUILD)/%,build-san/%,$(UNIT_BINS) $(INTEG_BINS)) \
+		$(wildcard tests/integration/*.sh)
 
 run: deps
 	@$(MAKE) --no-print-directory all

@@ -1,7 +1,857 @@
-/* Placeholder until the daemon issue lands: says so and exits 2. */
-#include "cli/cli.h"
+/* ftbench submit / jobs / wait / cancel: the client of ftbenchd's HTTP API (api/openapi.yaml).
+ *
+ * Exit status: 0 success (for wait: the job succeeded); 1 the job failed, timed out, was
+ * cancelled or interrupted, or the daemon could not take the work now (429/5xx); 2 bad usage, a
+ * request the daemon refused (4xx: its message and field shown verbatim), an unknown job, or no
+ * daemon to talk to. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
-int cmd_submit(int argc, char **argv) { ftcli_error("not built yet in this version"); return FTCLI_EXIT_USAGE; }
-int cmd_jobs(int argc, char **argv) { ftcli_error("not built yet in this version"); return FTCLI_EXIT_USAGE; }
-int cmd_wait(int argc, char **argv) { ftcli_error("not built yet in this version"); return FTCLI_EXIT_USAGE; }
-int cmd_cancel(int argc, char **argv) { ftcli_error("not built yet in this version"); return FTCLI_EXIT_USAGE; }
+#include "cli/cli.h"
+#include "util/http_client.h"
+#include "util/jobargs.h"
+#include "util/strutil.h"
+#include "util/timeutil.h"
+
+#define JOB_ID_LEN 16
+#define IDLE_S 60           /* the daemon sends a keep-alive every 15 s; reconnect after 60 s */
+#define RECONNECT_GIVE_UP_S 60
+
+/* Types of the job arguments that would be mistyped by their look (api/openapi.yaml): names
+ * that may be all digits stay strings, lists become arrays, flags booleans. Everything else is
+ * typed by its look and validated by the daemon. */
+static const struct ftargs_hint arg_hints[] = {
+	{NULL, "dtype", FTARGS_STRING},
+	{NULL, "model", FTARGS_STRING},
+	{NULL, "models", FTARGS_STRING},
+	{NULL, "formats", FTARGS_STRING},
+	{NULL, "isa", FTARGS_STRING},
+	{NULL, "threshold", FTARGS_NUMBER},
+	{"cache-copy", "cache_slots", FTARGS_INT_LIST},
+	{"cache-copy", "batch_sizes", FTARGS_INT_LIST},
+	{"cache-copy", "miss_rates", FTARGS_NUMBER_LIST},
+	{"load-weights", "modes", FTARGS_STRING_LIST},
+	{"load-weights", "shard_gib", FTARGS_NUMBER},
+	{"load-weights", "expert_load", FTARGS_STRING},
+	{"load-weights", "ftw_dir", FTARGS_STRING},
+	{"load-weights", "no_drop_cache", FTARGS_BOOLEAN},
+	{"load-weights", "keep_ftw", FTARGS_BOOLEAN},
+	{"decode", "server", FTARGS_STRING},
+	{"decode", "url", FTARGS_STRING},
+	{"decode", "backends", FTARGS_STRING_LIST},
+	{"decode", "memory_ratio", FTARGS_NUMBER},
+	{"decode", "moe_cache_rate", FTARGS_NUMBER},
+	{"decode", "no_graph", FTARGS_BOOLEAN},
+	{"decode", "moe_cache_auto", FTARGS_BOOLEAN},
+	{"decode", "greedy", FTARGS_BOOLEAN},
+	{NULL, NULL, FTARGS_AUTO},
+};
+
+struct copts {
+	const char *daemon;
+	const char *token_file;
+	const char *timeout; /* submit only */
+	const char *idem;    /* submit only */
+	const char *raw;     /* submit only: --args JSON */
+	int json;
+	int wait;
+};
+
+static const char common_help[] =
+	"  --daemon URL       ftbenchd to talk to (env FTBENCHD_URL; default " FTCURL_DEFAULT_URL ")\n"
+	"  --token-file F     bearer token file (env FTBENCHD_TOKEN_FILE)\n"
+	"  --json             machine output on stdout (no progress bar)\n";
+
+/* ------------------------------------------------------------------ shared */
+
+static int client_open(struct ftcurl *c, const struct copts *o)
+{
+	const char *url = o->daemon ? o->daemon : getenv("FTBENCHD_URL");
+	const char *tf = o->token_file ? o->token_file : getenv("FTBENCHD_TOKEN_FILE");
+	if (!url || !*url)
+		url = FTCURL_DEFAULT_URL;
+	int r = ftcurl_init(c, url);
+	if (r < 0) {
+		ftcli_error("--daemon: %s", c->err);
+		return r;
+	}
+	if (tf && *tf && (r = ftcurl_set_token_file(c, tf)) < 0) {
+		ftcli_error("--token-file %s: %s", tf,
+			    r == -EINVAL ? "no token in the file" : strerror(-r));
+		return r;
+	}
+	return 0;
+}
+
+/* Exit status for a transport failure (the daemon is a missing prerequisite). */
+static int transport_failed(struct ftcurl *c, int r)
+{
+	if (r == -ECONNREFUSED)
+		ftcli_error("cannot reach ftbenchd: %s (start it, or pass --daemon URL)", c->err);
+	else
+		ftcli_error("%s", c->err);
+	return FTCLI_EXIT_USAGE;
+}
+
+/* Report a non-2xx response: the daemon's message and field verbatim. With json, the error
+ * body is also printed on stdout. Returns the exit status. */
+static int api_failed(const struct ftcurl_resp *r, int json, const char *what)
+{
+	char msg[1024];
+	const char *code = NULL;
+	ftcurl_api_error(r, &code, NULL, NULL);
+	ftcurl_describe_error(r, msg, sizeof msg);
+	if (code)
+		ftcli_error("%s: %s [HTTP %ld %s]", what, msg, r->status, code);
+	else
+		ftcli_error("%s: %s", what, msg);
+	if (json && r->json)
+		ftcli_print_json(r->json);
+	if (r->status == 429 || r->status >= 500)
+		return FTCLI_EXIT_FAIL;
+	return FTCLI_EXIT_USAGE;
+}
+
+static const char *jstr(const json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+static int is_terminal_state(const char *s)
+{
+	return s && (!strcmp(s, "succeeded") || !strcmp(s, "failed") || !strcmp(s, "cancelled") ||
+		     !strcmp(s, "timed_out") || !strcmp(s, "interrupted"));
+}
+
+static int is_job_id(const char *s)
+{
+	if (strlen(s) != JOB_ID_LEN)
+		return 0;
+	return strspn(s, "0123456789abcdef") == JOB_ID_LEN;
+}
+
+/* Turn a job id or a unique prefix of one (at least 4 hex digits) into the full id. */
+static int resolve_id(struct ftcurl *c, const char *arg, char id[JOB_ID_LEN + 1])
+{
+	if (is_job_id(arg)) {
+		memcpy(id, arg, JOB_ID_LEN + 1);
+		return 0;
+	}
+	size_t l = strlen(arg);
+	if (l < 4 || l > JOB_ID_LEN || strspn(arg, "0123456789abcdef") != l) {
+		ftcli_error("'%s' is not a job id (16 hex digits, or a unique prefix of at least 4)", arg);
+		return FTCLI_EXIT_USAGE;
+	}
+	struct ftcurl_resp r;
+	int rc = ftcurl_request(c, "GET", "/benchmark/jobs?limit=10000", NULL, NULL, &r);
+	if (rc < 0)
+		return transport_failed(c, rc);
+	if (r.status != 200) {
+		rc = api_failed(&r, 0, "listing jobs");
+		ftcurl_resp_release(&r);
+		return rc;
+	}
+	int found = 0;
+	size_t i;
+	json_t *j;
+	json_array_foreach(json_object_get(r.json, "jobs"), i, j) {
+		const char *jid = jstr(j, "id");
+		if (jid && !strncmp(jid, arg, l) && strlen(jid) == JOB_ID_LEN) {
+			if (found++ == 0)
+				memcpy(id, jid, JOB_ID_LEN + 1);
+		}
+	}
+	ftcurl_resp_release(&r);
+	if (found == 1)
+		return 0;
+	ftcli_error("%s: %s", arg, found ? "matches more than one job; give more digits" : "no such job");
+	return FTCLI_EXIT_USAGE;
+}
+
+/* GET /benchmark/jobs/{id} into *job (new reference). Returns 0 or an exit status. */
+static int get_job(struct ftcurl *c, const char *id, json_t **job)
+{
+	char path[128];
+	struct ftcurl_resp r;
+	snprintf(path, sizeof path, "/benchmark/jobs/%s", id);
+	int rc = ftcurl_request(c, "GET", path, NULL, NULL, &r);
+	if (rc < 0)
+		return transport_failed(c, rc);
+	if (r.status != 200 || !json_is_object(r.json)) {
+		rc = api_failed(&r, 0, id);
+		ftcurl_resp_release(&r);
+		return rc ? rc : FTCLI_EXIT_FAIL;
+	}
+	*job = json_incref(r.json);
+	ftcurl_resp_release(&r);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ following a job */
+
+struct follow {
+	int bar;             /* draw a status line on stderr */
+	int shown;           /* a status line is on screen */
+	char state[24];
+	int done, total;
+	char label[96];
+	double t0;
+	int final;           /* the final state event arrived */
+};
+
+static void bar_clear(struct follow *f)
+{
+	if (f->shown) {
+		fputs("\r\033[K", stderr);
+		fflush(stderr);
+		f->shown = 0;
+	}
+}
+
+static void bar_draw(struct follow *f)
+{
+	if (!f->bar)
+		return;
+	enum { W = 30 };
+	char bar[W + 1];
+	int fill = f->total > 0 ? (int)((long)f->done * W / f->total) : 0;
+	if (fill > W)
+		fill = W;
+	for (int i = 0; i < W; i++)
+		bar[i] = i < fill ? '#' : '.';
+	bar[W] = '\0';
+	if (f->total > 0)
+		fprintf(stderr, "\r\033[K%-9s [%s] %d/%d %s  %.0fs", f->state, bar, f->done, f->total,
+			f->label, ft_now_s() - f->t0);
+	else
+		fprintf(stderr, "\r\033[K%-9s [%s] %s  %.0fs", f->state, bar, f->label,
+			ft_now_s() - f->t0);
+	fflush(stderr);
+	f->shown = 1;
+}
+
+static int on_event(void *ctx, const char *event, const char *data, const char *id)
+{
+	struct follow *f = ctx;
+	json_t *d = json_loads(data, 0, NULL);
+	if (!strcmp(event, "state")) {
+		const char *s = jstr(d, "state");
+		if (s) {
+			ftstr_copy(f->state, sizeof f->state, s);
+			if (is_terminal_state(s))
+				f->final = 1;
+		}
+	} else if (!strcmp(event, "progress")) {
+		json_t *dn = json_object_get(d, "done"), *tt = json_object_get(d, "total");
+		if (json_is_integer(dn) && json_is_integer(tt)) {
+			f->done = (int)json_integer_value(dn);
+			f->total = (int)json_integer_value(tt);
+		}
+		ftstr_copy(f->label, sizeof f->label, jstr(d, "label") ? jstr(d, "label") : "");
+	}
+	/* result and error events: the final job record (fetched at the end) carries both. */
+	json_decref(d);
+	bar_draw(f);
+	return 0;
+}
+
+/* Follow job id until it ends: the event stream on a terminal and when piped alike (it is
+ * cheaper than polling); reconnects when the stream drops, polling the job record in between.
+ * Returns 0 with *job set to the final record (new reference), or an exit status. */
+static int follow_job(struct ftcurl *c, const char *id, int bar, json_t **job)
+{
+	char path[128];
+	struct follow f = {.bar = bar, .t0 = ft_now_s()};
+	double fail_since = 0;
+	strcpy(f.state, "...");
+	snprintf(path, sizeof path, "/benchmark/jobs/%s/events", id);
+	for (;;) {
+		struct ftcurl_sse p;
+		struct ftcurl_resp r;
+		ftcurl_sse_init(&p, on_event, &f);
+		int rc = ftcurl_stream(c, path, p.id, IDLE_S, &p, &r);
+		ftcurl_sse_release(&p);
+		if (rc == 0 && r.status && r.status != 200) {
+			bar_clear(&f);
+			rc = api_failed(&r, 0, id);
+			ftcurl_resp_release(&r);
+			return rc;
+		}
+		ftcurl_resp_release(&r);
+		if (rc < 0 && rc != -ETIMEDOUT) {
+			/* The daemon went away (restart, network): keep trying for a while. */
+			if (!fail_since)
+				fail_since = ft_now_s();
+			if (ft_now_s() - fail_since > RECONNECT_GIVE_UP_S) {
+				bar_clear(&f);
+				return transport_failed(c, rc);
+			}
+			sleep(1);
+			continue;
+		}
+		fail_since = 0;
+		json_t *j = NULL;
+		int e = get_job(c, id, &j);
+		if (e) {
+			bar_clear(&f);
+			return e;
+		}
+		if (is_terminal_state(jstr(j, "state"))) {
+			bar_clear(&f);
+			*job = j;
+			return 0;
+		}
+		json_decref(j);
+		if (!f.final)
+			sleep(1); /* the stream ended early: the daemon is stopping, or a proxy cut it */
+	}
+}
+
+static int state_exit(const json_t *job)
+{
+	const char *s = jstr(job, "state");
+	return s && !strcmp(s, "succeeded") ? FTCLI_EXIT_OK : FTCLI_EXIT_FAIL;
+}
+
+/* The human summary of a finished job on stdout. */
+static void print_final(const json_t *job)
+{
+	const char *state = jstr(job, "state"), *err = jstr(job, "error");
+	json_t *dur = json_object_get(job, "duration_s");
+	printf("job %s %s %s", jstr(job, "id") ? jstr(job, "id") : "?",
+	       jstr(job, "kind") ? jstr(job, "kind") : "?", state ? state : "?");
+	if (json_is_number(dur))
+		printf(" in %.1f s", json_number_value(dur));
+	json_t *es = json_object_get(job, "exit_status"), *sig = json_object_get(job, "signal");
+	if (json_is_integer(sig))
+		printf(" (signal %lld)", (long long)json_integer_value(sig));
+	else if (json_is_integer(es) && json_integer_value(es) != 0)
+		printf(" (exit %lld)", (long long)json_integer_value(es));
+	putchar('\n');
+	if (err && *err)
+		printf("  error: %s\n", err);
+	if (jstr(job, "profile_path"))
+		printf("  profile: %s\n", jstr(job, "profile_path"));
+	fflush(stdout);
+}
+
+static int finish_wait(json_t *job, int json)
+{
+	if (json)
+		ftcli_print_json(job);
+	else
+		print_final(job);
+	int rc = state_exit(job);
+	json_decref(job);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ option parsing */
+
+enum { O_DAEMON = 0x100, O_TOKEN, O_JSON, O_WAIT, O_STATE, O_LIMIT };
+
+/* submit's own options (--opt VALUE or --opt=VALUE), taken wherever they appear; everything
+ * else after KIND is a job argument. Sets *used to the words consumed (0: not ours). Returns 0,
+ * or an exit status after logging. */
+static int take_client_opt(const char *a, const char *next, int *used, struct copts *o)
+{
+	*used = 0;
+	const char *names[] = {"--daemon", "--token-file", "--timeout", "--idempotency-key", "--args"};
+	const char **dst[] = {&o->daemon, &o->token_file, &o->timeout, &o->idem, &o->raw};
+	for (int k = 0; k < 5; k++) {
+		size_t l = strlen(names[k]);
+		if (!strncmp(a, names[k], l) && (a[l] == '=' || !a[l])) {
+			if (a[l] == '=') {
+				*dst[k] = a + l + 1;
+				*used = 1;
+			} else if (next) {
+				*dst[k] = next;
+				*used = 2;
+			} else {
+				ftcli_error("%s needs a value", names[k]);
+				return FTCLI_EXIT_USAGE;
+			}
+			return 0;
+		}
+	}
+	if (!strcmp(a, "--json")) {
+		o->json = 1;
+		*used = 1;
+	} else if (!strcmp(a, "--wait")) {
+		o->wait = 1;
+		*used = 1;
+	}
+	return 0;
+}
+
+/* getopt_long for jobs/wait/cancel: 0 when ch is a common option (applied to o), -1 when the
+ * caller must handle it. */
+static int common_opt(int ch, struct copts *o)
+{
+	switch (ch) {
+	case O_DAEMON:
+		o->daemon = optarg;
+		return 0;
+	case O_TOKEN:
+		o->token_file = optarg;
+		return 0;
+	case O_JSON:
+		o->json = 1;
+		return 0;
+	case O_WAIT:
+		o->wait = 1;
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+#define COMMON_LONGOPTS                                          \
+	{"daemon", required_argument, NULL, O_DAEMON},           \
+	{"token-file", required_argument, NULL, O_TOKEN},        \
+	{"json", no_argument, NULL, O_JSON},                     \
+	{"help", no_argument, NULL, 'h'}
+
+/* ------------------------------------------------------------------ submit */
+
+static void submit_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: ftbench submit KIND [--key value ...] [--wait] [--json] [--timeout S]\n"
+		"                      [--idempotency-key K] [--args JSON] [--daemon URL] [--token-file F]\n\n"
+		"Submit a job to ftbenchd. KIND: bw, cache-copy, load-weights, decode. Job arguments are\n"
+		"--key value pairs (or --key=value; a bare --flag is true) and become the typed JSON args\n"
+		"object: dashes become underscores, numbers and true/false are typed, lists stay\n"
+		"comma-separated (e.g. --dtype bf16,nvfp4 --cpu-iters 8 -> {\"dtype\":\"bf16,nvfp4\",\n"
+		"\"cpu_iters\":8}). The daemon validates them; its message and field are shown as given.\n\n"
+		"  --wait             follow the job until it ends (progress bar on a terminal); the exit\n"
+		"                     status is then the job's: 0 succeeded, 1 failed/timed_out/cancelled/\n"
+		"                     interrupted\n"
+		"  --timeout S        per-job timeout in seconds (the daemon's default otherwise)\n"
+		"  --idempotency-key K  the same key and body return the same job\n"
+		"  --args JSON        a JSON object of arguments, merged with the --key value pairs\n"
+		"%s",
+		common_help);
+}
+
+/* Client options are taken wherever they are (getopt cannot: job options are open-ended);
+ * the rest after KIND become the args object. */
+int cmd_submit(int argc, char **argv)
+{
+	struct copts o = {0};
+	const char *kind = NULL;
+	char **rest = calloc((size_t)argc + 1, sizeof *rest);
+	int nrest = 0, rc = FTCLI_EXIT_USAGE;
+	json_t *req = NULL, *args = NULL, *job = NULL;
+	struct ftcurl c = {0};
+	struct ftcurl_resp r = {0};
+	if (!rest) {
+		ftcli_error("out of memory");
+		return FTCLI_EXIT_FAIL;
+	}
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
+		int used;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			submit_usage(stdout);
+			rc = 0;
+			goto out;
+		}
+		if ((rc = take_client_opt(a, next, &used, &o)))
+			goto out;
+		rc = FTCLI_EXIT_USAGE;
+		if (used) {
+			i += used - 1;
+			continue;
+		}
+		if (!kind) {
+			if (a[0] == '-') {
+				ftcli_error("'%s' before KIND: usage: ftbench submit KIND [--key value ...]", a);
+				goto out;
+			}
+			kind = a;
+			continue;
+		}
+		rest[nrest++] = argv[i];
+	}
+	if (!kind) {
+		ftcli_error("which kind? (bw, cache-copy, load-weights, decode)");
+		submit_usage(stderr);
+		goto out;
+	}
+	args = o.raw ? json_loads(o.raw, 0, NULL) : json_object();
+	if (!json_is_object(args)) {
+		ftcli_error("--args: not a JSON object");
+		goto out;
+	}
+	char err[512] = "";
+	int e = ftargs_to_json(nrest, rest, kind, arg_hints, args, err, sizeof err);
+	if (e == -ENOMEM) {
+		ftcli_error("out of memory");
+		rc = FTCLI_EXIT_FAIL;
+		goto out;
+	}
+	if (e < 0) {
+		ftcli_error("%s", err);
+		goto out;
+	}
+	req = json_pack("{s:s,s:O}", "kind", kind, "args", args);
+	if (!req) {
+		ftcli_error("out of memory");
+		rc = FTCLI_EXIT_FAIL;
+		goto out;
+	}
+	if (o.timeout) {
+		long t;
+		if (ftstr_parse_long(o.timeout, 1, 1L << 40, &t) < 0) {
+			ftcli_error("--timeout '%s': expected whole seconds >= 1", o.timeout);
+			goto out;
+		}
+		json_object_set_new(req, "timeout_s", json_integer(t));
+	}
+	if ((e = client_open(&c, &o)) < 0)
+		goto out;
+
+	char ih[200];
+	const char *hdrs[2] = {NULL, NULL};
+	if (o.idem) {
+		size_t il = strlen(o.idem);
+		int printable = il > 0 && il <= 128;
+		for (const char *q = o.idem; printable && *q; q++)
+			printable = *q >= 0x21 && *q <= 0x7e;
+		if (!printable) {
+			ftcli_error("--idempotency-key: 1 to 128 printable characters without spaces");
+			goto out;
+		}
+		snprintf(ih, sizeof ih, "Idempotency-Key: %s", o.idem);
+		hdrs[0] = ih;
+	}
+	e = ftcurl_request(&c, "POST", "/benchmark/start", req, hdrs, &r);
+	if (e < 0) {
+		rc = transport_failed(&c, e);
+		goto out;
+	}
+	if (r.status != 202 && r.status != 200) {
+		rc = api_failed(&r, o.json, "the daemon refused the job");
+		goto out;
+	}
+	const char *id = jstr(r.json, "id");
+	if (!id || !is_job_id(id)) {
+		ftcli_error("the daemon answered %ld without a job id", r.status);
+		rc = FTCLI_EXIT_FAIL;
+		goto out;
+	}
+	if (!o.wait) {
+		if (o.json) {
+			ftcli_print_json(r.json);
+		} else {
+			json_t *qp = json_object_get(r.json, "queue_position");
+			printf("%s\n", id);
+			if (isatty(STDOUT_FILENO) || isatty(STDERR_FILENO)) {
+				fprintf(stderr, "job %s: %s", id, jstr(r.json, "state") ? jstr(r.json, "state") : "?");
+				if (json_is_integer(qp))
+					fprintf(stderr, " (queue position %lld)", (long long)json_integer_value(qp));
+				fprintf(stderr, "; follow it with: ftbench wait %s\n", id);
+			}
+		}
+		rc = FTCLI_EXIT_OK;
+		goto out;
+	}
+	if (!o.json)
+		fprintf(stderr, "job %s submitted\n", id);
+	char idc[JOB_ID_LEN + 1];
+	memcpy(idc, id, sizeof idc);
+	rc = follow_job(&c, idc, !o.json && isatty(STDERR_FILENO), &job);
+	if (rc == 0)
+		rc = finish_wait(job, o.json);
+out:
+	ftcurl_resp_release(&r);
+	ftcurl_release(&c);
+	json_decref(req);
+	json_decref(args);
+	free(rest);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ jobs */
+
+static void jobs_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: ftbench jobs [--state STATE] [--limit N] [--json] [--daemon URL] [--token-file F]\n\n"
+		"List ftbenchd's jobs, newest first. STATE: queued, running, succeeded, failed, cancelled,\n"
+		"timed_out, interrupted.\n\n"
+		"  --state STATE      only jobs in that state\n"
+		"  --limit N          at most N jobs (daemon default 100)\n"
+		"%s",
+		common_help);
+}
+
+/* "2026-11-29T10:55:10Z" -> "11-29 10:55:10" */
+static void short_time(const char *iso, char *out, size_t n)
+{
+	if (iso && strlen(iso) >= 19 && iso[10] == 'T')
+		snprintf(out, n, "%.5s %.8s", iso + 5, iso + 11);
+	else
+		snprintf(out, n, "%s", iso ? iso : "-");
+}
+
+static void print_job_row(const json_t *j)
+{
+	char created[32], gpu[24], dur[24], note[160] = "";
+	const char *state = jstr(j, "state") ? jstr(j, "state") : "?";
+	short_time(jstr(j, "created_at"), created, sizeof created);
+	json_t *g = json_object_get(j, "gpu");
+	int host = json_is_true(json_object_get(j, "host_exclusive"));
+	if (json_is_object(g))
+		snprintf(gpu, sizeof gpu, "%lld%s", (long long)json_integer_value(json_object_get(g, "index")),
+			 host ? "+host" : "");
+	else
+		snprintf(gpu, sizeof gpu, "%s", host ? "host" : "-");
+	json_t *d = json_object_get(j, "duration_s");
+	if (json_is_number(d))
+		snprintf(dur, sizeof dur, "%.1fs", json_number_value(d));
+	else
+		snprintf(dur, sizeof dur, "-");
+	json_t *p = json_object_get(j, "progress"), *qp = json_object_get(j, "queue_position");
+	if (!strcmp(state, "queued") && json_is_integer(qp))
+		snprintf(note, sizeof note, "queue position %lld", (long long)json_integer_value(qp));
+	else if (!strcmp(state, "running") && json_is_object(p))
+		snprintf(note, sizeof note, "%lld/%lld %s%s",
+			 (long long)json_integer_value(json_object_get(p, "done")),
+			 (long long)json_integer_value(json_object_get(p, "total")),
+			 jstr(p, "label") ? jstr(p, "label") : "",
+			 json_is_true(json_object_get(j, "cancel_requested")) ? " (cancelling)" : "");
+	else if (jstr(j, "error"))
+		snprintf(note, sizeof note, "%.70s", jstr(j, "error"));
+	else if (jstr(j, "profile_path"))
+		snprintf(note, sizeof note, "%s", jstr(j, "profile_path"));
+	printf("%-16s  %-12s  %-11s  %-8s  %-14s  %8s  %s\n", jstr(j, "id") ? jstr(j, "id") : "?",
+	       jstr(j, "kind") ? jstr(j, "kind") : "?", state, gpu, created, dur, note);
+}
+
+int cmd_jobs(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		COMMON_LONGOPTS,
+		{"state", required_argument, NULL, O_STATE},
+		{"limit", required_argument, NULL, O_LIMIT},
+		{NULL, 0, NULL, 0},
+	};
+	struct copts o = {0};
+	const char *state = NULL;
+	long limit = 0;
+	int ch;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		if (common_opt(ch, &o) == 0)
+			continue;
+		switch (ch) {
+		case 'h':
+			jobs_usage(stdout);
+			return 0;
+		case O_STATE:
+			state = optarg;
+			break;
+		case O_LIMIT:
+			if (ftstr_parse_long(optarg, 1, 10000, &limit) < 0) {
+				ftcli_error("--limit '%s': expected 1..10000", optarg);
+				return FTCLI_EXIT_USAGE;
+			}
+			break;
+		default:
+			jobs_usage(stderr);
+			return FTCLI_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		ftcli_error("unexpected '%s'", argv[optind]);
+		return FTCLI_EXIT_USAGE;
+	}
+	struct ftcurl c = {0};
+	struct ftcurl_resp r = {0};
+	int rc = FTCLI_EXIT_USAGE;
+	char path[256] = "/benchmark/jobs", esc[96];
+	if (client_open(&c, &o) < 0)
+		goto out;
+	if (state) {
+		if (ftcurl_escape_segment(state, esc, sizeof esc) < 0) {
+			ftcli_error("--state '%s': not a state", state);
+			goto out;
+		}
+		snprintf(path + strlen(path), sizeof path - strlen(path), "?state=%s", esc);
+	}
+	if (limit)
+		snprintf(path + strlen(path), sizeof path - strlen(path), "%slimit=%ld", state ? "&" : "?", limit);
+	int e = ftcurl_request(&c, "GET", path, NULL, NULL, &r);
+	if (e < 0) {
+		rc = transport_failed(&c, e);
+		goto out;
+	}
+	if (r.status != 200) {
+		rc = api_failed(&r, o.json, "listing jobs");
+		goto out;
+	}
+	json_t *jobs = json_object_get(r.json, "jobs");
+	if (!json_is_array(jobs)) {
+		ftcli_error("the daemon's answer has no jobs list");
+		rc = FTCLI_EXIT_FAIL;
+		goto out;
+	}
+	if (o.json) {
+		ftcli_print_json(r.json);
+	} else if (json_array_size(jobs) == 0) {
+		if (isatty(STDOUT_FILENO))
+			printf("no jobs\n");
+	} else {
+		printf("%-16s  %-12s  %-11s  %-8s  %-14s  %8s  %s\n", "ID", "KIND", "STATE", "GPU",
+		       "CREATED", "RUN", "NOTE");
+		size_t i;
+		json_t *j;
+		json_array_foreach(jobs, i, j)
+			print_job_row(j);
+	}
+	rc = FTCLI_EXIT_OK;
+out:
+	ftcurl_resp_release(&r);
+	ftcurl_release(&c);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ wait */
+
+static void wait_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: ftbench wait ID [--json] [--daemon URL] [--token-file F]\n\n"
+		"Follow a job until it ends: a progress bar on a terminal, quiet when piped. ID is the job\n"
+		"id or a unique prefix of it (4+ hex digits). Prints the outcome (--json: the final job\n"
+		"record, with its result). Exit status: 0 succeeded; 1 failed, timed_out, cancelled or\n"
+		"interrupted; 2 unknown job or no daemon. Interrupting wait leaves the job running.\n\n"
+		"%s",
+		common_help);
+}
+
+int cmd_wait(int argc, char **argv)
+{
+	static const struct option lo[] = {COMMON_LONGOPTS, {NULL, 0, NULL, 0}};
+	struct copts o = {0};
+	int ch;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		if (common_opt(ch, &o) == 0)
+			continue;
+		if (ch == 'h') {
+			wait_usage(stdout);
+			return 0;
+		}
+		wait_usage(stderr);
+		return FTCLI_EXIT_USAGE;
+	}
+	if (optind != argc - 1) {
+		ftcli_error(optind >= argc ? "which job? (ftbench wait ID)" : "one job id at a time");
+		return FTCLI_EXIT_USAGE;
+	}
+	struct ftcurl c = {0};
+	char id[JOB_ID_LEN + 1];
+	json_t *job = NULL;
+	int rc = FTCLI_EXIT_USAGE;
+	if (client_open(&c, &o) < 0)
+		goto out;
+	if ((rc = resolve_id(&c, argv[optind], id)))
+		goto out;
+	rc = follow_job(&c, id, !o.json && isatty(STDERR_FILENO), &job);
+	if (rc == 0)
+		rc = finish_wait(job, o.json);
+out:
+	ftcurl_release(&c);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ cancel */
+
+static void cancel_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: ftbench cancel ID [--wait] [--json] [--daemon URL] [--token-file F]\n\n"
+		"Cancel a job: a queued one at once; a running one gets SIGTERM, then SIGKILL after the\n"
+		"daemon's grace period. A job that already ended is an error (exit 1).\n\n"
+		"  --wait             wait until the job has really ended\n"
+		"%s",
+		common_help);
+}
+
+int cmd_cancel(int argc, char **argv)
+{
+	static const struct option lo[] = {COMMON_LONGOPTS, {"wait", no_argument, NULL, O_WAIT},
+					   {NULL, 0, NULL, 0}};
+	struct copts o = {0};
+	int ch;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		if (common_opt(ch, &o) == 0)
+			continue;
+		if (ch == 'h') {
+			cancel_usage(stdout);
+			return 0;
+		}
+		cancel_usage(stderr);
+		return FTCLI_EXIT_USAGE;
+	}
+	if (optind != argc - 1) {
+		ftcli_error(optind >= argc ? "which job? (ftbench cancel ID)" : "one job id at a time");
+		return FTCLI_EXIT_USAGE;
+	}
+	struct ftcurl c = {0};
+	struct ftcurl_resp r = {0};
+	char id[JOB_ID_LEN + 1], path[128];
+	json_t *job = NULL;
+	int rc = FTCLI_EXIT_USAGE;
+	if (client_open(&c, &o) < 0)
+		goto out;
+	if ((rc = resolve_id(&c, argv[optind], id)))
+		goto out;
+	snprintf(path, sizeof path, "/benchmark/jobs/%s/cancel", id);
+	int e = ftcurl_request(&c, "POST", path, NULL, NULL, &r);
+	if (e < 0) {
+		rc = transport_failed(&c, e);
+		goto out;
+	}
+	if (r.status == 409) {
+		/* already finished: say how it ended */
+		api_failed(&r, o.json, id);
+		rc = FTCLI_EXIT_FAIL;
+		goto out;
+	}
+	if (r.status != 200 && r.status != 202) {
+		rc = api_failed(&r, o.json, id);
+		goto out;
+	}
+	if (o.wait && r.status == 202) {
+		rc = follow_job(&c, id, !o.json && isatty(STDERR_FILENO), &job);
+		if (rc)
+			goto out;
+		if (o.json)
+			ftcli_print_json(job);
+		else
+			print_final(job);
+		json_decref(job);
+		rc = FTCLI_EXIT_OK;
+		goto out;
+	}
+	if (o.json)
+		ftcli_print_json(r.json);
+	else if (r.status == 200)
+		printf("job %s cancelled\n", id);
+	else
+		printf("job %s: cancel requested (the worker is being stopped)\n", id);
+	rc = FTCLI_EXIT_OK;
+out:
+	ftcurl_resp_release(&r);
+	ftcurl_release(&c);
+	return rc;
+}

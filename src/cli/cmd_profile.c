@@ -1,8 +1,267 @@
-/* Placeholder until its issue lands: says so and exits 2. */
+/* ftbench profile path|show|recommend FORMAT|fetch-fraction FORMAT [--gpu G] [--json]
+ *
+ * Reads the bandwidth profile that applies to a GPU through libftprofile, exactly as an engine
+ * would (search order, GPU check, aliases, rules of reference §5). --gpu takes an index, a uuid or
+ * a unique uuid prefix; a full "GPU-..." uuid works without CUDA. No GPU: host.json.
+ * Exit: 0 found; 1 no profile / no data for the format / invalid profile (message names the
+ * file); 2 usage (unknown format, bad --gpu). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli/cli.h"
+#include "ftprofile.h"
+#include "moe/formats.h"
+
+static const char usage[] =
+	"usage: ftbench profile path|show|recommend FORMAT|fetch-fraction FORMAT [--gpu G] [--json]\n"
+	"  path            the profile file that applies (or where `ftbench bw` would write it)\n"
+	"  show            what the profile says (--json: the whole file)\n"
+	"  recommend F     offload | hybrid | none for format F (aliases: mxfp4, fp8)\n"
+	"  fetch-fraction F  share of a hybrid step's missing experts fetched over PCIe\n"
+	"  --gpu G         GPU index, uuid or unique uuid prefix (default: the first GPU; none: host.json)\n"
+	"  --json          machine-readable output\n"
+	"env: FREETOKEN_BENCHBW_PATH (the file), XDG_CACHE_HOME\n";
+
+/* A full uuid in nvidia-smi form: GPU- and 36 characters of hex and dashes. */
+static int literal_uuid(const char *s)
+{
+	if (strncmp(s, "GPU-", 4) || strlen(s) != 40)
+		return 0;
+	for (const char *p = s + 4; *p; p++)
+		if (!(*p == '-' || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f') ||
+		      (*p >= 'A' && *p <= 'F')))
+			return 0;
+	return 1;
+}
+
+static void print_num(const json_t *v, const char *fmt, int width)
+{
+	if (json_is_number(v))
+		printf(fmt, width, json_number_value(v));
+	else
+		printf("%*s", width, "-");
+}
+
+static void show_human(const struct ftprof *p)
+{
+	const json_t *root = ftprof_json(p), *gpu = json_object_get(root, "gpu");
+	const json_t *tool = json_object_get(root, "tool"), *ceil = json_object_get(root, "ceilings");
+	const json_t *dtypes = json_object_get(root, "dtypes");
+	const json_t *dk = json_object_get(root, "dtype_kernels");
+	const json_t *wl = json_object_get(root, "workloads"), *v;
+	const char *k;
+
+	printf("profile   %s (version %lld)\n", ftprof_source(p),
+	       (long long)json_integer_value(json_object_get(root, "version")));
+	if (json_is_object(gpu)) {
+		const json_t *link = json_object_get(gpu, "pcie_link");
+		printf("gpu       %s %s", ftprof_gpu_name(p) ? ftprof_gpu_name(p) : "?",
+		       ftprof_gpu_uuid(p) ? ftprof_gpu_uuid(p) : "(no uuid: legacy profile)");
+		if (json_is_string(json_object_get(gpu, "pci_bus_id")))
+			printf(" at %s", json_string_value(json_object_get(gpu, "pci_bus_id")));
+		if (json_is_object(link))
+			printf(", PCIe Gen%lld x%lld (max Gen%lld x%lld)",
+			       (long long)json_integer_value(json_object_get(link, "gen_current")),
+			       (long long)json_integer_value(json_object_get(link, "width_current")),
+			       (long long)json_integer_value(json_object_get(link, "gen_max")),
+			       (long long)json_integer_value(json_object_get(link, "width_max")));
+		printf("\n");
+	} else {
+		printf("gpu       none (CPU-only profile)\n");
+	}
+	printf("measured  %s on %s", json_string_value(json_object_get(root, "timestamp")) ?: "?",
+	       json_string_value(json_object_get(root, "host")) ?: "?");
+	if (json_is_object(tool))
+		printf(" by %s %s", json_string_value(json_object_get(tool, "name")) ?: "?",
+		       json_string_value(json_object_get(tool, "version")) ?: "?");
+	printf(", threshold ");
+	print_num(json_object_get(root, "threshold"), "%.*g", 3);
+	printf("\n");
+	if (json_is_object(ceil)) {
+		printf("ceilings  cpu read ");
+		print_num(json_object_get(ceil, "cpu_stream_read_gbs"), "%.*f", 1);
+		printf(" GB/s, pcie h2d ");
+		print_num(json_object_get(ceil, "pcie_linear_h2d_gbs"), "%.*f", 1);
+		printf(", d2h ");
+		print_num(json_object_get(ceil, "pcie_linear_d2h_gbs"), "%.*f", 1);
+		printf("\n");
+	}
+	printf("\n%-14s %-8s %10s %10s %10s %8s %6s  %s\n", "format", "rec", "cpu GB/s", "pcie GB/s",
+	       "ratio", "fetch", "isa", "note");
+	/* One row per format named in dtypes or dtype_kernels (dtypes order first). */
+	for (int pass = 0; pass < 2; pass++) {
+		const json_t *src = pass ? dk : dtypes;
+		json_object_foreach((json_t *)src, k, v) {
+			if (pass && json_object_get(dtypes, k))
+				continue;
+			const json_t *e = json_object_get(dk, k);
+			double f;
+			printf("%-14s %-8s ", k, ftprof_rec_name(ftprof_recommend(p, k)));
+			print_num(json_object_get(e, "cpu_moe_gbs"), "%*.1f", 10);
+			printf(" ");
+			print_num(json_object_get(e, "pcie_gather_gbs"), "%*.1f", 10);
+			printf(" ");
+			print_num(json_object_get(e, "ratio"), "%*.2f", 10);
+			if (!ftprof_fetch_fraction(p, k, &f))
+				printf(" %8.3f", f);
+			else
+				printf(" %8s", "-");
+			printf(" %6s  %s\n", json_string_value(json_object_get(e, "cpu_moe_isa")) ?: "-",
+			       json_string_value(json_object_get(e, "note")) ?: "");
+		}
+	}
+	json_object_foreach((json_t *)wl, k, v) {
+		const json_t *rmb = json_object_get(v, "recommended_moe_backend"), *r;
+		const char *f;
+		printf("workload  %s:", k);
+		json_object_foreach((json_t *)rmb, f, r)
+			printf(" %s=%s", f, json_string_value(r) ?: "?");
+		printf("\n");
+	}
+	v = json_object_get(root, "warnings");
+	if (json_array_size(v)) {
+		size_t i;
+		const json_t *w;
+		json_array_foreach(v, i, w)
+			printf("warning   %s\n", json_string_value(w) ?: "?");
+	}
+}
 
 int cmd_profile(int argc, char **argv)
 {
-	ftcli_error("not built yet in this version");
-	return FTCLI_EXIT_USAGE;
+	static const struct option opts[] = {{"gpu", required_argument, NULL, 'g'},
+					     {"json", no_argument, NULL, 'j'},
+					     {"help", no_argument, NULL, 'h'},
+					     {0}};
+	const char *gpu_spec = NULL, *action, *format = NULL;
+	int json = 0, c, r, rc = FTCLI_EXIT_FAIL;
+	struct ftgpu_info gi;
+	const char *uuid = NULL, *name = NULL;
+	char why[256] = "", err[2048] = "", path[4096];
+	struct ftprof *p = NULL;
+
+	while ((c = getopt_long(argc, argv, "g:jh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'g': gpu_spec = optarg; break;
+		case 'j': json = 1; break;
+		case 'h': fputs(usage, stdout); return 0;
+		default: fputs(usage, stderr); return FTCLI_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		fputs(usage, stderr);
+		return FTCLI_EXIT_USAGE;
+	}
+	action = argv[optind++];
+	if (!strcmp(action, "recommend") || !strcmp(action, "fetch-fraction")) {
+		if (optind >= argc) {
+			ftcli_error("%s needs a FORMAT (one of %s)", action, ftfmt_all_names());
+			return FTCLI_EXIT_USAGE;
+		}
+		format = argv[optind++];
+		if (!ftfmt_lookup(format)) {
+			ftcli_error("unknown format '%s' (one of %s; aliases mxfp4, fp8)", format,
+				    ftfmt_all_names());
+			return FTCLI_EXIT_USAGE;
+		}
+		format = ftprof_canonical_format(format);
+	} else if (strcmp(action, "path") && strcmp(action, "show")) {
+		ftcli_error("unknown action '%s'", action);
+		fputs(usage, stderr);
+		return FTCLI_EXIT_USAGE;
+	}
+	if (optind < argc) {
+		ftcli_error("unexpected argument '%s'", argv[optind]);
+		return FTCLI_EXIT_USAGE;
+	}
+	if (json)
+		ftcli_set_quiet(1);
+
+	/* Which GPU: a literal uuid needs no CUDA; otherwise the shared resolver. */
+	if (gpu_spec && literal_uuid(gpu_spec)) {
+		uuid = gpu_spec;
+	} else {
+		r = ftcli_select_gpu(gpu_spec, &gi, why, sizeof why);
+		if (r < 0)
+			return FTCLI_EXIT_USAGE; /* logged by the resolver */
+		if (r == 0) {
+			uuid = gi.uuid;
+			name = gi.name;
+		}
+	}
+
+	r = ftprof_load(uuid, name, &p, err, sizeof err);
+	if (!strcmp(action, "path")) {
+		const char *found = r ? NULL : ftprof_source(p);
+		int pr = ftprof_path(uuid, path, sizeof path);
+		if (json) {
+			json_t *o = json_pack("{s:s?,s:s?,s:s?,s:b}", "gpu_uuid", uuid, "path", found,
+					      "write_path", pr ? NULL : path, "exists", found != NULL);
+			if (r && err[0])
+				json_object_set_new(o, "error", json_string(err));
+			ftcli_print_json(o);
+			json_decref(o);
+		} else if (found) {
+			printf("%s\n", found);
+		} else {
+			if (!pr)
+				printf("%s\n", path);
+		}
+		if (r == -ENOENT)
+			ftcli_note("%s", err);
+		else if (r)
+			ftcli_error("%s", err);
+		rc = r ? FTCLI_EXIT_FAIL : 0;
+		goto out;
+	}
+	if (r) {
+		ftcli_error("%s", err[0] ? err : strerror(-r));
+		if (json) {
+			json_t *o = json_pack("{s:s?,s:s}", "gpu_uuid", uuid, "error", err[0] ? err : strerror(-r));
+			ftcli_print_json(o);
+			json_decref(o);
+		}
+		goto out;
+	}
+	if (!strcmp(action, "show")) {
+		if (json)
+			ftcli_print_json((json_t *)ftprof_json(p));
+		else
+			show_human(p);
+		rc = 0;
+	} else if (!strcmp(action, "recommend")) {
+		enum ftprof_rec rec = ftprof_recommend(p, format);
+		if (json) {
+			json_t *o = json_pack("{s:s,s:s,s:s}", "format", format, "recommendation",
+					      ftprof_rec_name(rec), "profile", ftprof_source(p));
+			ftcli_print_json(o);
+			json_decref(o);
+		} else {
+			printf("%s\n", ftprof_rec_name(rec));
+		}
+		if (rec == FTPROF_REC_NONE)
+			ftcli_note("%s: no data for %s (engines keep offload)", ftprof_source(p), format);
+		rc = rec == FTPROF_REC_NONE ? FTCLI_EXIT_FAIL : 0;
+	} else {
+		double f = 0;
+		r = ftprof_fetch_fraction(p, format, &f);
+		if (json) {
+			json_t *o = json_pack("{s:s,s:o,s:s}", "format", format, "fetch_fraction",
+					      r ? json_null() : json_real(f), "profile", ftprof_source(p));
+			ftcli_print_json(o);
+			json_decref(o);
+		} else if (!r) {
+			printf("%.4f\n", f);
+		}
+		if (r)
+			ftcli_error("%s: no bandwidth pair for %s (engines use a fixed cap of 1)",
+				    ftprof_source(p), format);
+		rc = r ? FTCLI_EXIT_FAIL : 0;
+	}
+out:
+	ftprof_free(p);
+	return rc;
 }

@@ -1,0 +1,182 @@
+#!/bin/sh
+# make run: the main job through the daemon, end to end, on this machine.
+#   1. start $BUILD/bin/ftbenchd on 127.0.0.1 (a free port) with a temporary state and cache
+#      folder (XDG_CACHE_HOME points there, so the profile lands there, not in ~/.cache);
+#   2. submit a `bw` job over HTTP (`ftbench submit bw ... --wait`) and follow its progress;
+#   3. print the profile summary (`ftbench profile show` against that cache) and its path;
+#   4. stop the daemon (SIGTERM, wait) and remove the temporary folder.
+# Works without a GPU: bw then measures the CPU side only and writes host.json.
+#
+# Environment: BUILD (default build); FT_RUN_BW_ARGS (the bw job's arguments, default
+# "--dtype bf16,nvfp4 --cpu-iters 4 --kernel-cpu-iters 16"); FT_RUN_TIMEOUT (job timeout in
+# seconds, default 1800); FT_RUN_KEEP=1 keeps the temporary folder (profile, journal, logs).
+# Exit status: the job's (0 succeeded, 1 failed); 1 also when the daemon does not come up or
+# does not stop cleanly; 2 when the binaries are missing.
+set -u
+
+BUILD=${BUILD:-build}
+case $BUILD in
+/*) BIN=$BUILD/bin ;;
+*) BIN=$(cd "$(dirname "$0")/.." && pwd)/$BUILD/bin ;;
+esac
+FTBENCH=$BIN/ftbench
+FTBENCHD=$BIN/ftbenchd
+BW_ARGS=${FT_RUN_BW_ARGS:---dtype bf16,nvfp4 --cpu-iters 4 --kernel-cpu-iters 16}
+JOB_TIMEOUT=${FT_RUN_TIMEOUT:-1800}
+UP_WAIT_S=20   # ftbenchd asks `ftbench gpus --json` at start; allow for a slow driver
+STOP_WAIT_S=30 # > the daemon's kill-grace (10 s) for a job still running
+
+say() { printf '== %s\n' "$*"; }
+die() { printf 'make run: %s\n' "$*" >&2; exit "${2:-1}"; }
+
+for b in "$FTBENCH" "$FTBENCHD"; do
+	[ -x "$b" ] || die "$b is missing: run 'make' first" 2
+done
+command -v curl >/dev/null 2>&1 || die "curl is needed to check the daemon's /health (apt-get install curl)" 2
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/ftbenchd-run.XXXXXX") || die "cannot make a temporary folder"
+DPID=
+stop_daemon() {
+	[ -n "$DPID" ] || return 0
+	kill -0 "$DPID" 2>/dev/null || { wait "$DPID" 2>/dev/null; DPID=; return 0; }
+	kill -TERM "$DPID" 2>/dev/null
+	i=0
+	while kill -0 "$DPID" 2>/dev/null && [ $i -lt $((STOP_WAIT_S * 10)) ]; do
+		sleep 0.1; i=$((i + 1))
+	done
+	if kill -0 "$DPID" 2>/dev/null; then
+		echo "make run: ftbenchd did not stop ${STOP_WAIT_S}s after SIGTERM; killing it" >&2
+		kill -KILL "$DPID" 2>/dev/null
+		wait "$DPID" 2>/dev/null
+		DPID=
+		return 1
+	fi
+	wait "$DPID"
+	rc=$?
+	DPID=
+	return $rc
+}
+# shellcheck disable=SC2317 # called from the EXIT trap
+cleanup() {
+	stop_daemon || true
+	if [ "${FT_RUN_KEEP:-0}" = 1 ]; then
+		echo "make run: kept $TMP" >&2
+	else
+		rm -rf "$TMP"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+mkdir -p "$TMP/cache" "$TMP/state" "$TMP/config" || die "cannot populate $TMP"
+
+# The daemon and every command below see only the temporary folders: no systemd hand-over
+# (socket, notify, directories) leaks in from the caller's environment.
+unset NOTIFY_SOCKET LISTEN_FDS LISTEN_PID LISTEN_FDNAMES WATCHDOG_USEC WATCHDOG_PID \
+	STATE_DIRECTORY CACHE_DIRECTORY LOGS_DIRECTORY FREETOKEN_BENCHBW_PATH \
+	FTBENCHD_URL FTBENCHD_TOKEN_FILE
+export XDG_CACHE_HOME="$TMP/cache" XDG_STATE_HOME="$TMP/state" XDG_CONFIG_HOME="$TMP/config"
+
+# A free loopback port: ask the kernel when python3 is there, else a pseudo-random one;
+# either way a port taken in the meantime makes the daemon exit, and we try another.
+pick_port() {
+	if command -v python3 >/dev/null 2>&1; then
+		python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' \
+			2>/dev/null && return
+	fi
+	echo $(( ( $$ * 7919 + $1 * 104729 + $(date +%N | sed 's/^0*//;s/^$/0/') ) % 30000 + 20000 ))
+}
+
+# A config of our own (never /etc/ftbenchd.conf): loopback, the temporary state folder, this
+# build's worker. The profile store is left to its default, $XDG_CACHE_HOME/freetoken/benchbw.
+start_daemon() {
+	PORT=$1
+	cat >"$TMP/ftbenchd.conf" <<-EOF
+	# written by scripts/make-run.sh
+	listen = 127.0.0.1:$PORT
+	state-dir = $TMP/state/ftbenchd
+	worker = $FTBENCH
+	EOF
+	"$FTBENCHD" --config "$TMP/ftbenchd.conf" >>"$TMP/ftbenchd.log" 2>&1 &
+	DPID=$!
+	i=0
+	while [ $i -lt $((UP_WAIT_S * 10)) ]; do
+		if ! kill -0 "$DPID" 2>/dev/null; then
+			wait "$DPID"; DRC=$?; DPID=
+			return 1
+		fi
+		if curl -fsS -m 2 "http://127.0.0.1:$PORT/health" >"$TMP/health.json" 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.1; i=$((i + 1))
+	done
+	return 2
+}
+
+say "starting ftbenchd on loopback (state and cache in $TMP)"
+up=0 DRC=0
+for attempt in 1 2 3; do
+	port=$(pick_port "$attempt")
+	start_daemon "$port"
+	case $? in
+	0) up=1; break ;;
+	1) grep -qiE 'address (already )?in use|EADDRINUSE' "$TMP/ftbenchd.log" || break ;; # else retry
+	2) break ;;
+	esac
+done
+if [ "$up" != 1 ]; then
+	echo "make run: ftbenchd did not come up on 127.0.0.1:$port" >&2
+	if [ -n "$DPID" ]; then
+		echo "make run: it is running but /health did not answer within ${UP_WAIT_S}s" >&2
+	else
+		echo "make run: it exited with status $DRC" >&2
+	fi
+	echo "make run: its log ($TMP/ftbenchd.log):" >&2
+	tail -n 20 "$TMP/ftbenchd.log" | sed 's/^/    /' >&2
+	exit 1
+fi
+URL=http://127.0.0.1:$port
+echo "ftbenchd $(sed -n 's/.*"version": *"\([^"]*\)".*/\1/p' "$TMP/health.json") (pid $DPID) at $URL"
+gpus=$(curl -fsS -m 5 "$URL/gpus" 2>/dev/null | sed -n 's/.*"reason": *"\([^"]*\)".*/\1/p')
+[ -z "$gpus" ] || echo "no GPU: $gpus (bw measures the CPU side and writes host.json)"
+
+say "submitting a bw job over HTTP: ftbench submit bw $BW_ARGS --wait"
+# Progress goes to stderr (a bar on a terminal); the outcome lines (stdout) are kept to find
+# the profile path, then shown.
+# shellcheck disable=SC2086 # BW_ARGS is a list of words on purpose
+"$FTBENCH" submit bw $BW_ARGS --timeout "$JOB_TIMEOUT" --wait --daemon "$URL" >"$TMP/outcome.txt"
+job_rc=$?
+cat "$TMP/outcome.txt"
+job_id=$(sed -n 's/^job \([0-9a-f]\{16\}\) .*/\1/p' "$TMP/outcome.txt" | head -n 1)
+
+if [ "$job_rc" -ne 0 ]; then
+	echo "make run: the bw job did not succeed (exit $job_rc)" >&2
+	if [ -n "$job_id" ]; then
+		echo "make run: the worker's log (GET /benchmark/jobs/$job_id/log), last lines:" >&2
+		curl -sS -m 5 "$URL/benchmark/jobs/$job_id/log" 2>/dev/null | tail -n 20 | sed 's/^/    /' >&2
+	fi
+else
+	profile=$(sed -n 's/^  profile: //p' "$TMP/outcome.txt" | head -n 1)
+	say "profile summary (ftbench profile show, XDG_CACHE_HOME=$XDG_CACHE_HOME)"
+	if ! "$FTBENCH" profile show; then
+		echo "make run: 'ftbench profile show' could not read the profile" >&2
+		job_rc=1
+	fi
+	[ -n "$profile" ] || profile=$("$FTBENCH" profile path 2>/dev/null)
+	echo "profile written to: ${profile:-?}"
+	if [ "${FT_RUN_KEEP:-0}" != 1 ]; then
+		echo "(a temporary folder, removed now; FT_RUN_KEEP=1 keeps it. An installed daemon writes"
+		echo " /var/cache/freetoken/benchbw/, where engines read it.)"
+	fi
+fi
+
+say "stopping ftbenchd (SIGTERM)"
+if stop_daemon; then
+	echo "ftbenchd stopped cleanly"
+else
+	echo "make run: ftbenchd did not stop cleanly; its log:" >&2
+	tail -n 20 "$TMP/ftbenchd.log" | sed 's/^/    /' >&2
+	[ "$job_rc" -ne 0 ] || job_rc=1
+fi
+exit "$job_rc"

@@ -1,0 +1,15 @@
+/* Shared by the files of libftprofile; not installed, not exported (the .so exports ftprof_*). */
+#ifndef FT_PROFILE_INTERNAL_H
+#define FT_PROFILE_INTERNAL_H
+#include <stddef.h>
+
+/* $XDG_CACHE_HOME, or ~/.cache; 0 or -errno. */
+int ftpint_cache_home(char *buf, size_t n);
+/* dir/<uuid>.json, or dir/host.json when uuid is NULL or ""; -EINVAL for an unsafe uuid. */
+int ftpint_file_in(const char *dir, const char *gpu_uuid, char *buf, size_t n);
+/* 1 when u is a plain file-name part: [A-Za-z0-9._:-], not starting with '.', 1..100 chars. */
+int ftpint_valid_uuid(const char *u);
+/* u without a leading "GPU-" (any case); equality of two uuids ignoring case and that prefix. */
+const char *ftpint_uuid_body(const char *u);
+int ftpint_uuid_equal(const char *a, const char *b);
+#endif

@@ -1,0 +1,242 @@
+/* libftprofile: where profiles live, the atomic writer and the store listing. */
+#include "ftprofile.h"
+#include "profile_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/fsutil.h"
+
+static int copy_out(char *buf, size_t n, const char *fmt, const char *a, const char *b)
+{
+	int w = snprintf(buf, n, fmt, a, b);
+	if (w < 0)
+		return -EINVAL;
+	return (size_t)w >= n ? -ENAMETOOLONG : 0;
+}
+
+int ftpint_cache_home(char *buf, size_t n)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME");
+	const char *home;
+
+	if (xdg && *xdg)
+		return copy_out(buf, n, "%s%s", xdg, "");
+	home = getenv("HOME");
+	if (!home || !*home) {
+		struct passwd pw, *res = NULL;
+		char tmp[4096];
+		if (getpwuid_r(getuid(), &pw, tmp, sizeof tmp, &res) || !res || !res->pw_dir || !*res->pw_dir)
+			return -ENOENT;
+		return copy_out(buf, n, "%s%s", res->pw_dir, "/.cache");
+	}
+	return copy_out(buf, n, "%s%s", home, "/.cache");
+}
+
+int ftprof_store_dir(char *buf, size_t n)
+{
+	char cache[PATH_MAX];
+	int r = ftpint_cache_home(cache, sizeof cache);
+	if (r)
+		return r;
+	return copy_out(buf, n, "%s%s", cache, "/freetoken/benchbw");
+}
+
+int ftpint_valid_uuid(const char *u)
+{
+	size_t len = strlen(u);
+	if (!len || len > 100 || u[0] == '.')
+		return 0;
+	for (const char *p = u; *p; p++) {
+		char ch = *p;
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+		      ch == '-' || ch == '_' || ch == '.' || ch == ':'))
+			return 0;
+	}
+	return 1;
+}
+
+int ftpint_file_in(const char *dir, const char *gpu_uuid, char *buf, size_t n)
+{
+	if (gpu_uuid && *gpu_uuid) {
+		if (!ftpint_valid_uuid(gpu_uuid))
+			return -EINVAL;
+		int w = snprintf(buf, n, "%s/%s.json", dir, gpu_uuid);
+		return w < 0 ? -EINVAL : (size_t)w >= n ? -ENAMETOOLONG : 0;
+	}
+	return copy_out(buf, n, "%s%s", dir, "/host.json");
+}
+
+int ftprof_path(const char *gpu_uuid, char *buf, size_t n)
+{
+	const char *env = getenv(FTPROF_ENV_PATH);
+	char dir[PATH_MAX];
+	int r;
+
+	if (!buf || !n)
+		return -EINVAL;
+	if (gpu_uuid && *gpu_uuid && !ftpint_valid_uuid(gpu_uuid))
+		return -EINVAL;
+	if (env && *env)
+		return copy_out(buf, n, "%s%s", env, "");
+	if ((r = ftprof_store_dir(dir, sizeof dir)))
+		return r;
+	return ftpint_file_in(dir, gpu_uuid, buf, n);
+}
+
+/* "GPU-8EB9..." and "8eb9..." name the same GPU. */
+const char *ftpint_uuid_body(const char *u)
+{
+	return strncasecmp(u, "GPU-", 4) ? u : u + 4;
+}
+
+int ftpint_uuid_equal(const char *a, const char *b)
+{
+	return !strcasecmp(ftpint_uuid_body(a), ftpint_uuid_body(b));
+}
+
+int ftprof_store_file(const char *dir, const char *gpu_uuid, char *buf, size_t n)
+{
+	char def[PATH_MAX];
+	int r;
+	if (!buf || !n)
+		return -EINVAL;
+	if (!dir) {
+		if ((r = ftprof_store_dir(def, sizeof def)))
+			return r;
+		dir = def;
+	}
+	return ftpint_file_in(dir, gpu_uuid, buf, n);
+}
+
+int ftprof_store_write(const json_t *profile, const char *gpu_uuid, char *path_out, size_t n)
+{
+	return ftprof_store_write_in(NULL, profile, gpu_uuid, path_out, n);
+}
+
+int ftprof_store_write_in(const char *sdir, const json_t *profile, const char *gpu_uuid,
+			  char *path_out, size_t n)
+{
+	const json_t *gpu, *pu;
+	const char *uuid = NULL;
+	char path[PATH_MAX], dir[PATH_MAX];
+	char *text = NULL;
+	int r;
+
+	if (!json_is_object(profile) || !json_is_integer(json_object_get(profile, "version")))
+		return -EINVAL;
+	gpu = json_object_get(profile, "gpu");
+	if (!gpu || (!json_is_null(gpu) && !json_is_object(gpu)))
+		return -EINVAL;
+	if (json_is_object(gpu)) {
+		pu = json_object_get(gpu, "uuid");
+		if (!json_is_string(pu) || !*json_string_value(pu))
+			return -EINVAL;
+		uuid = json_string_value(pu);
+		if (gpu_uuid && *gpu_uuid && !ftpint_uuid_equal(gpu_uuid, uuid))
+			return -EINVAL;
+	} else if (gpu_uuid && *gpu_uuid) {
+		return -EINVAL; /* a GPU-less profile is host.json, never a GPU's file */
+	}
+	if (gpu_uuid && *gpu_uuid)
+		uuid = gpu_uuid;
+	r = sdir ? ftpint_file_in(sdir, uuid, path, sizeof path) : ftprof_path(uuid, path, sizeof path);
+	if (r)
+		return r;
+	if (path_out && (r = copy_out(path_out, n, "%s%s", path, "")))
+		return r;
+	ftfs_dirname(path, dir, sizeof dir);
+	if ((r = ftfs_mkdir_p(dir, 0755)))
+		return r;
+	text = json_dumps(profile, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
+	if (!text)
+		return -ENOMEM;
+	size_t len = strlen(text);
+	char *full = realloc(text, len + 2);
+	if (!full) {
+		free(text);
+		return -ENOMEM;
+	}
+	full[len++] = '\n';
+	full[len] = '\0';
+	r = ftfs_write_atomic(path, full, len, 0644);
+	free(full);
+	return r;
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct ftprof_entry *)a)->name, ((const struct ftprof_entry *)b)->name);
+}
+
+int ftprof_store_list(const char *dir, struct ftprof_entry **out, int *n)
+{
+	char buf[PATH_MAX];
+	struct ftprof_entry *v = NULL;
+	int cnt = 0, cap = 0, r = 0;
+	struct dirent *de;
+	DIR *d;
+
+	if (!out || !n)
+		return -EINVAL;
+	*out = NULL;
+	*n = 0;
+	if (!dir) {
+		if ((r = ftprof_store_dir(buf, sizeof buf)))
+			return r;
+		dir = buf;
+	}
+	d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+		struct stat st;
+		struct ftprof_entry e;
+		if (de->d_name[0] == '.' || l <= 5 || strcmp(de->d_name + l - 5, ".json") ||
+		    l - 5 >= sizeof e.name)
+			continue;
+		memset(&e, 0, sizeof e);
+		if ((size_t)snprintf(e.path, sizeof e.path, "%s/%s", dir, de->d_name) >= sizeof e.path)
+			continue;
+		if (stat(e.path, &st) || !S_ISREG(st.st_mode))
+			continue;
+		memcpy(e.name, de->d_name, l - 5);
+		e.name[l - 5] = '\0';
+		e.size = (long long)st.st_size;
+		e.mtime = (double)st.st_mtim.tv_sec + st.st_mtim.tv_nsec * 1e-9;
+		if (cnt == cap) {
+			int nc = cap ? cap * 2 : 8;
+			struct ftprof_entry *nv = realloc(v, (size_t)nc * sizeof *nv);
+			if (!nv) {
+				r = -ENOMEM;
+				goto out;
+			}
+			v = nv;
+			cap = nc;
+		}
+		v[cnt++] = e;
+	}
+	qsort(v, (size_t)cnt, sizeof *v, entry_cmp);
+out:
+	closedir(d);
+	if (r) {
+		free(v);
+		return r;
+	}
+	if (!cnt) {
+		free(v);
+		v = NULL;
+	}
+	*out = v;
+	*n = cnt;
+	return 0;
+}

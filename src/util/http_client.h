@@ -1,0 +1,108 @@
+/* http_client: a small blocking JSON-over-HTTP client on libcurl, for talking to ftbenchd (the
+ * `ftbench submit/jobs/wait/cancel` commands) and reusable by anything else that speaks JSON and
+ * Server-Sent Events over HTTP (`ftbench decode`). Prefix ftcurl_.
+ *
+ * Library code: every function returns 0 or a negative errno and never logs. A transport failure
+ * (refused connection, timeout, bad URL) returns -EIO/-ETIMEDOUT/... and leaves a one-line message
+ * in c->err; an HTTP response of any status is a success at this level (look at r->status).
+ *
+ * Not thread-safe per handle: one struct ftcurl per thread. */
+#ifndef FT_UTIL_HTTP_CLIENT_H
+#define FT_UTIL_HTTP_CLIENT_H
+#include <jansson.h>
+#include <stddef.h>
+
+#define FTCURL_DEFAULT_PORT 8377
+#define FTCURL_DEFAULT_URL "http://127.0.0.1:8377"
+#define FTCURL_MAX_BODY (64u << 20) /* responses larger than this fail with -EFBIG */
+
+struct ftcurl {
+	char base[512];          /* "http://host:port[/prefix]" without a trailing slash */
+	char *token;             /* bearer token (owned) or NULL */
+	long timeout_ms;         /* whole request (not streams); default 30 s */
+	long connect_timeout_ms; /* default 5 s */
+	char err[1536];          /* message of the last transport failure */
+	void *handle;            /* CURL *, reused so that connections stay alive */
+};
+
+struct ftcurl_resp {
+	long status;            /* HTTP status, 0 when no response */
+	char *body;             /* NUL-terminated body (owned), never NULL after a response */
+	size_t len;
+	json_t *json;           /* the body parsed when it is JSON, else NULL (owned: one reference) */
+	char location[512];     /* Location header, "" when absent */
+	char content_type[128]; /* Content-Type header, "" when absent */
+};
+
+/* Set up c for base_url ("http://127.0.0.1:8377", trailing slashes dropped). Only http:// and
+ * https:// are accepted, without a query or fragment. Returns 0, -EINVAL (bad URL: c->err says
+ * why), -ENAMETOOLONG or -ENOMEM. Release with ftcurl_release even on failure. */
+int ftcurl_init(struct ftcurl *c, const char *base_url);
+/* Free what c owns; accepts a zeroed or half-initialised c. */
+void ftcurl_release(struct ftcurl *c);
+
+/* Read a bearer token from path (first line, surrounding whitespace trimmed). The token is never
+ * logged or put in c->err. Returns 0, -errno of the read, -EINVAL when the file holds no token
+ * or one with control characters, -EFBIG over 4 KiB. */
+int ftcurl_set_token_file(struct ftcurl *c, const char *path);
+/* Same with the token given directly (copied). NULL clears it. */
+int ftcurl_set_token(struct ftcurl *c, const char *token);
+
+/* Pure helpers (no network). */
+/* out = base + path, where path starts with '/'. Returns 0, -EINVAL or -ENAMETOOLONG. */
+int ftcurl_build_url(char *out, size_t n, const char *base, const char *path);
+/* Percent-encode one path segment (RFC 3986 unreserved characters stay). Returns 0,
+ * -EINVAL (NULL or empty) or -ENAMETOOLONG. */
+int ftcurl_escape_segment(const char *seg, char *out, size_t n);
+/* Normalise a base URL into out: scheme checked, trailing '/' removed. 0 / -EINVAL /
+ * -ENAMETOOLONG. */
+int ftcurl_normalize_base(const char *url, char *out, size_t n);
+
+/* One request. method "GET"/"POST"/...; path starts with '/'; body (borrowed, may be NULL) is
+ * sent as application/json; headers (may be NULL) is a NULL-terminated list of extra
+ * "Name: value" lines. Fills *r (release with ftcurl_resp_release). Returns 0 when a response
+ * arrived (whatever its status), else a negative errno with c->err set. */
+int ftcurl_request(struct ftcurl *c, const char *method, const char *path, const json_t *body,
+		   const char *const *headers, struct ftcurl_resp *r);
+void ftcurl_resp_release(struct ftcurl_resp *r);
+
+/* The API error of a response, {"error":{"code","message","field"}}: pointers borrowed from
+ * r->json (NULL when absent). Returns 0 when the body has that shape, -ENOENT otherwise. */
+int ftcurl_api_error(const struct ftcurl_resp *r, const char **code, const char **message,
+		     const char **field);
+/* A one-line description of a non-2xx response into buf: "message (field: f)" from the API
+ * error when present, else "HTTP <status>: <start of body>". */
+void ftcurl_describe_error(const struct ftcurl_resp *r, char *buf, size_t n);
+
+/* Server-Sent Events parser (text/event-stream), fed with arbitrary chunks. For each complete
+ * event, cb(ctx, event, data, id) is called with borrowed strings: event defaults to "message",
+ * data lines are joined with '\n', id is the last id seen ("" when none). A positive return from
+ * cb stops the parser: ftcurl_sse_feed then returns that value (and p->stopped keeps it). Comment lines (":...") are
+ * ignored; lines and events are capped at 1 MiB (-EMSGSIZE). A negative return from cb is
+ * an error: ftcurl_sse_feed returns it (and ftcurl_stream too). */
+typedef int (*ftcurl_sse_cb)(void *ctx, const char *event, const char *data, const char *id);
+struct ftcurl_sse {
+	ftcurl_sse_cb cb;
+	void *ctx;
+	char *line;   /* partial line */
+	size_t line_len, line_cap;
+	char *data;   /* data of the event being built */
+	size_t data_len, data_cap;
+	int have_data;
+	char event[64];
+	char id[128];
+	int stopped;  /* the value cb returned when it stopped the parser */
+	int skip_lf;  /* last byte was '\r': a following '\n' belongs to it */
+};
+void ftcurl_sse_init(struct ftcurl_sse *p, ftcurl_sse_cb cb, void *ctx);
+int ftcurl_sse_feed(struct ftcurl_sse *p, const char *buf, size_t len);
+void ftcurl_sse_release(struct ftcurl_sse *p);
+
+/* GET path as an event stream (Accept: text/event-stream, Last-Event-ID when last_id is not
+ * empty) and feed a 2xx text/event-stream body to p until the server closes it, cb stops it, or
+ * nothing (not even a comment) arrives for idle_s seconds (0: no limit). Any other response is
+ * collected into *r as by ftcurl_request. Returns 0 when the stream ended or cb stopped it
+ * (p->stopped says which), -ETIMEDOUT when idle, else a negative errno with c->err set. */
+int ftcurl_stream(struct ftcurl *c, const char *path, const char *last_id, long idle_s,
+		  struct ftcurl_sse *p, struct ftcurl_resp *r);
+#endif

@@ -1,0 +1,50 @@
+/* jobargs: the `--key value` pairs after `ftbench submit KIND` turned into the typed JSON "args"
+ * object of POST /benchmark/start. Prefix ftargs_. Library code: returns 0 or -errno, never logs;
+ * on error a one-line message naming the option goes to err.
+ *
+ * Rules: every argument is `--key value`, `--key=value` or a bare `--key` (then true); dashes in
+ * keys become underscores (`--cpu-iters` -> "cpu_iters"); a key given twice is an error. A key
+ * with a hint gets the hinted type (the daemon's api/openapi.yaml types); any other value, and
+ * a value that does not fit its hint, is typed by its look: true/false -> boolean, a decimal
+ * integer -> integer, a decimal number with '.' or an exponent -> number, anything else
+ * (including "bf16,nvfp4" and "007") -> string. The daemon validates the result and names the
+ * field it rejects; this only shapes it, so a value never fails here for its type. */
+#ifndef FT_UTIL_JOBARGS_H
+#define FT_UTIL_JOBARGS_H
+#include <jansson.h>
+#include <stddef.h>
+
+enum ftargs_type {
+	FTARGS_AUTO = 0,
+	FTARGS_STRING,
+	FTARGS_INTEGER,
+	FTARGS_NUMBER,
+	FTARGS_BOOLEAN,     /* true/false, yes/no, on/off, 1/0 */
+	FTARGS_INT_LIST,    /* "1,4,16" -> [1,4,16] */
+	FTARGS_NUMBER_LIST, /* "0,0.25,1" -> [0,0.25,1] */
+	FTARGS_STRING_LIST, /* "bf16,nvfp4" -> ["bf16","nvfp4"] */
+};
+
+/* A type hint: key spelled with underscores; a table ends with {NULL}. kind NULL matches every
+ * kind. */
+struct ftargs_hint {
+	const char *kind;
+	const char *key;
+	enum ftargs_type type;
+};
+
+/* "--cpu-iters" -> "cpu_iters" into out. -EINVAL unless opt is "--" followed by a letter and
+ * then letters, digits, '-' or '_'; -ENAMETOOLONG. */
+int ftargs_key(const char *opt, char *out, size_t n);
+
+/* The JSON value of s for type t (new reference in *out). -EINVAL when s does not fit t. */
+int ftargs_value(const char *s, enum ftargs_type t, json_t **out);
+
+/* The hinted type of key for kind in hints (may be NULL): FTARGS_AUTO when none. */
+enum ftargs_type ftargs_hint_type(const struct ftargs_hint *hints, const char *kind, const char *key);
+
+/* Add the pairs of argv[0..argc) to obj (borrowed, must be an object). Returns 0, -EINVAL
+ * (not a --key: message in err), -EEXIST (a key given twice, or already in obj), -ENOMEM. */
+int ftargs_to_json(int argc, char *const *argv, const char *kind, const struct ftargs_hint *hints,
+		   json_t *obj, char *err, size_t n);
+#endif

@@ -1,0 +1,66 @@
+#!/bin/sh
+# `ftbench profile` against fixture profiles: outputs and exit codes (0 found, 1 no data or a
+# broken profile, 2 usage). GPUs are named by literal uuid and CUDA_VISIBLE_DEVICES is empty,
+# so the result is the same with or without a GPU. Prints "ok ..." / "not ok ..." lines.
+set -u
+B=${BUILD:-build}
+FT="$(pwd)/$B/bin/ftbench"
+FIX="$(pwd)/tests/fixtures/profiles"
+T=$(mktemp -d /tmp/ftprof-cli-XXXXXX)
+trap 'rm -rf "$T"' EXIT INT TERM
+export XDG_CACHE_HOME="$T/cache" FREETOKEN_BENCHBW_SYSDIR="$T/sys" CUDA_VISIBLE_DEVICES=
+unset FREETOKEN_BENCHBW_PATH
+S="$T/cache/freetoken/benchbw"
+A=GPU-8eb97239-58cd-4a4f-9b2e-0123456789ab
+n=0
+# expect DESC RC STDOUT-PATTERN -- ARGS...   (pattern: grep -E on stdout; "" = anything)
+expect() {
+	desc=$1 want_rc=$2 pat=$3; shift 4
+	"$FT" profile "$@" >"$T/out" 2>"$T/err"; rc=$?
+	n=$((n + 1))
+	if [ "$rc" -eq "$want_rc" ] && { [ -z "$pat" ] || grep -Eq "$pat" "$T/out"; }; then
+		echo "ok $n - $desc"
+	else
+		echo "not ok $n - $desc (exit $rc, want $want_rc)"; sed 's/^/#   /' "$T/out" "$T/err" | head -n 20
+	fi
+}
+stderr_has() {
+	n=$((n + 1))
+	if grep -Fq "$1" "$T/err"; then echo "ok $n - stderr names $1"; else echo "not ok $n - stderr lacks '$1'"; sed 's/^/#   /' "$T/err"; fi
+}
+
+expect "no profile: path prints where bw writes, exit 1" 1 "^$S/host.json\$" -- path
+expect "no profile: recommend exits 1" 1 "" -- recommend bf16
+stderr_has "run \`ftbench bw\`"
+mkdir -p "$S"
+cp "$FIX/host.json" "$S/host.json"
+cp "$FIX/full.json" "$S/$A.json"
+expect "host.json: path" 0 "^$S/host.json\$" -- path
+expect "host.json: bf16 offload" 0 "^offload\$" -- recommend bf16
+expect "host.json: no data for nvfp4 -> none, exit 1" 1 "^none\$" -- recommend nvfp4
+expect "host.json: no fetch fraction, exit 1" 1 "" -- fetch-fraction bf16
+expect "host.json: show" 0 "CPU-only" -- show
+expect "GPU uuid: path" 0 "^$S/$A.json\$" -- path --gpu "$A"
+expect "GPU uuid: mxfp4 alias hybrid" 0 "^hybrid\$" -- recommend mxfp4 --gpu "$A"
+expect "GPU uuid: fetch fraction (overlap pair)" 0 "^0\\.2000\$" -- fetch-fraction bf16 --gpu "$A"
+expect "GPU uuid: --json recommend" 0 "\"recommendation\": \"hybrid\"" -- --json recommend bf16 --gpu "$A"
+expect "GPU uuid: --json fetch-fraction" 0 "\"fetch_fraction\": 0\\.2" -- fetch-fraction bf16 --json --gpu "$A"
+expect "GPU uuid: show --json is the file" 0 "\"uuid\": \"$A\"" -- show --json --gpu "$A"
+expect "GPU uuid: show table" 0 "^bf16 +hybrid" -- show --gpu "$A"
+cp "$FIX/full.json" "$S/GPU-99999999-0000-0000-0000-000000000000.json"   # measured on A
+expect "a file measured on another GPU is ignored, exit 1" 1 "" -- recommend bf16 --gpu GPU-99999999-0000-0000-0000-000000000000
+stderr_has "measured on $A"
+FREETOKEN_BENCHBW_PATH="$FIX/workloads_only.json" "$FT" profile recommend nvfp4 --gpu GPU-11111111-2222-3333-4444-555555555555 >"$T/out" 2>&1
+n=$((n + 1)); if grep -qx offload "$T/out"; then echo "ok $n - FREETOKEN_BENCHBW_PATH is read"; else echo "not ok $n - FREETOKEN_BENCHBW_PATH not read"; sed 's/^/#   /' "$T/out"; fi
+printf '{"version": 4, "dtypes": {' >"$S/$A.json"
+expect "truncated profile: exit 1" 1 "" -- recommend bf16 --gpu "$A"
+stderr_has "$S/$A.json: not valid JSON"
+printf '{"version": "4"}' >"$S/$A.json"
+expect "wrong type: exit 1" 1 "" -- show --gpu "$A"
+stderr_has "\"version\" is not a positive integer"
+expect "unknown format: exit 2" 2 "" -- recommend int3
+expect "missing format: exit 2" 2 "" -- fetch-fraction
+expect "unknown action: exit 2" 2 "" -- frobnicate
+expect "extra argument: exit 2" 2 "" -- path extra
+expect "--gpu index without a GPU: exit 2" 2 "" -- path --gpu 0
+expect "--help: exit 0" 0 "^usage: ftbench profile" -- --help

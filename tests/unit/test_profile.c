@@ -1,0 +1,820 @@
+/* libftprofile: paths, search order, GPU check, reader rules of reference §5, corrupt files,
+ * atomic store writes and listing; the profile schema against fixtures.
+ * Fixtures: tests/fixtures/profiles/ (FT_SRCDIR names the source tree when not run from it). */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ftprofile.h"
+#include "moe/formats.h"
+#include "util/fsutil.h"
+#include "util/jschema.h"
+
+/* snprintf that must not truncate */
+#define SNP(b, n, ...) assert_true(snprintf(b, n, __VA_ARGS__) < (int)(n))
+
+#define UUID_A "GPU-8eb97239-58cd-4a4f-9b2e-0123456789ab" /* full.json */
+#define UUID_W "GPU-11111111-2222-3333-4444-555555555555" /* workloads_only.json */
+#define UUID_X "GPU-99999999-0000-0000-0000-000000000000" /* no file anywhere */
+
+static char root[PATH_MAX], cache[PATH_MAX], store[PATH_MAX], sysdir[PATH_MAX];
+static char err[4096];
+
+static const char *srcdir(void)
+{
+	const char *s = getenv("FT_SRCDIR");
+	return s && *s ? s : ".";
+}
+
+static void fixture_path(const char *name, char *out, size_t n)
+{
+	SNP(out, n, "%s/tests/fixtures/profiles/%s", srcdir(), name);
+}
+
+static void put_text(const char *path, const char *text, size_t len)
+{
+	char dir[PATH_MAX];
+	ftfs_dirname(path, dir, sizeof dir);
+	assert_int_equal(ftfs_mkdir_p(dir, 0755), 0);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(text, 1, len, f), len);
+	fclose(f);
+}
+
+static void put_fixture(const char *name, const char *dest)
+{
+	char src[PATH_MAX], *buf;
+	size_t len;
+	fixture_path(name, src, sizeof src);
+	assert_int_equal(ftfs_read_file(src, 1 << 24, &buf, &len), 0);
+	put_text(dest, buf, len);
+	free(buf);
+}
+
+static json_t *load_fixture(const char *name)
+{
+	char src[PATH_MAX];
+	json_error_t je;
+	fixture_path(name, src, sizeof src);
+	json_t *j = json_load_file(src, 0, &je);
+	if (!j)
+		fail_msg("%s: %s", src, je.text);
+	return j;
+}
+
+static void in_store(const char *file, char *out, size_t n)
+{
+	SNP(out, n, "%s/%s", store, file);
+}
+
+static int rm_cb(const char *p, const struct stat *s, int flag, struct FTW *f)
+{
+	return remove(p);
+}
+
+static int setup(void **st)
+{
+	SNP(root, sizeof root, "/tmp/ftprof-test-XXXXXX");
+	if (!mkdtemp(root))
+		return -1;
+	SNP(cache, sizeof cache, "%s/cache", root);
+	SNP(store, sizeof store, "%s/freetoken/benchbw", cache);
+	SNP(sysdir, sizeof sysdir, "%s/sys", root);
+	setenv("XDG_CACHE_HOME", cache, 1);
+	setenv(FTPROF_ENV_SYSDIR, sysdir, 1);
+	unsetenv(FTPROF_ENV_PATH);
+	err[0] = '\0';
+	return 0;
+}
+
+static int teardown(void **st)
+{
+	nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- names and paths */
+
+static void test_aliases(void **st)
+{
+	assert_string_equal(ftprof_canonical_format("mxfp4"), "mxfp4_triton");
+	assert_string_equal(ftprof_canonical_format("fp8"), "fp8_block");
+	assert_string_equal(ftprof_canonical_format("int3"), "int3"); /* unknown: unchanged */
+	assert_null(ftprof_canonical_format(NULL));
+	/* the private alias table agrees with moe/formats for every name */
+	char names[256];
+	SNP(names, sizeof names, "%s,mxfp4,fp8", ftfmt_all_names());
+	for (char *save, *t = strtok_r(names, ",", &save); t; t = strtok_r(NULL, ",", &save))
+		assert_string_equal(ftprof_canonical_format(t), ftfmt_canonical(t));
+	assert_string_equal(ftprof_rec_name(FTPROF_REC_HYBRID), "hybrid");
+	assert_string_equal(ftprof_rec_name(FTPROF_REC_OFFLOAD), "offload");
+	assert_string_equal(ftprof_rec_name(FTPROF_REC_NONE), "none");
+	assert_int_equal(ftprof_version(), 4);
+}
+
+static void test_paths(void **st)
+{
+	char p[PATH_MAX], want[PATH_MAX];
+	assert_int_equal(ftprof_store_dir(p, sizeof p), 0);
+	assert_string_equal(p, store);
+	assert_int_equal(ftprof_path(UUID_A, p, sizeof p), 0);
+	in_store(UUID_A ".json", want, sizeof want);
+	assert_string_equal(p, want);
+	assert_int_equal(ftprof_path(NULL, p, sizeof p), 0);
+	in_store("host.json", want, sizeof want);
+	assert_string_equal(p, want);
+	assert_int_equal(ftprof_path("", p, sizeof p), 0);
+	assert_string_equal(p, want);
+	/* unsafe uuids */
+	assert_int_equal(ftprof_path("../../etc/passwd", p, sizeof p), -EINVAL);
+	assert_int_equal(ftprof_path("a/b", p, sizeof p), -EINVAL);
+	assert_int_equal(ftprof_path(".hidden", p, sizeof p), -EINVAL);
+	assert_int_equal(ftprof_path("GPU 1", p, sizeof p), -EINVAL);
+	/* too small a buffer */
+	assert_int_equal(ftprof_path(UUID_A, p, 10), -ENAMETOOLONG);
+	/* XDG unset or empty: ~/.cache */
+	char home[PATH_MAX];
+	SNP(home, sizeof home, "%s/home", root);
+	setenv("HOME", home, 1);
+	unsetenv("XDG_CACHE_HOME");
+	assert_int_equal(ftprof_store_dir(p, sizeof p), 0);
+	SNP(want, sizeof want, "%s/.cache/freetoken/benchbw", home);
+	assert_string_equal(p, want);
+	setenv("XDG_CACHE_HOME", "", 1);
+	assert_int_equal(ftprof_store_dir(p, sizeof p), 0);
+	assert_string_equal(p, want);
+	setenv("XDG_CACHE_HOME", cache, 1);
+	/* the env override is the file, for every GPU */
+	setenv(FTPROF_ENV_PATH, "/some/where/p.json", 1);
+	assert_int_equal(ftprof_path(UUID_A, p, sizeof p), 0);
+	assert_string_equal(p, "/some/where/p.json");
+	assert_int_equal(ftprof_path(NULL, p, sizeof p), 0);
+	assert_string_equal(p, "/some/where/p.json");
+	unsetenv(FTPROF_ENV_PATH);
+}
+
+/* ---------------------------------------------------------------- reader rules */
+
+static void test_full_profile(void **st)
+{
+	char p[PATH_MAX];
+	struct ftprof *pr = NULL;
+	double f;
+	in_store(UUID_A ".json", p, sizeof p);
+	put_fixture("full.json", p);
+	assert_int_equal(ftprof_load(UUID_A, "NVIDIA H200", &pr, err, sizeof err), 0);
+	assert_non_null(pr);
+	assert_string_equal(ftprof_source(pr), p);
+	assert_string_equal(ftprof_gpu_uuid(pr), UUID_A);
+	assert_string_equal(ftprof_gpu_name(pr), "NVIDIA H200");
+	assert_non_null(ftprof_json(pr));
+	/* dtypes */
+	assert_int_equal(ftprof_recommend(pr, "bf16"), FTPROF_REC_HYBRID);
+	assert_int_equal(ftprof_recommend(pr, "nvfp4"), FTPROF_REC_OFFLOAD);
+	assert_int_equal(ftprof_recommend(pr, "mxfp4"), FTPROF_REC_HYBRID); /* alias */
+	assert_int_equal(ftprof_recommend(pr, "mxfp4_triton"), FTPROF_REC_HYBRID);
+	assert_int_equal(ftprof_recommend(pr, "fp8"), FTPROF_REC_OFFLOAD);  /* alias */
+	assert_int_equal(ftprof_recommend(pr, "q4_0"), FTPROF_REC_NONE);    /* no data */
+	assert_int_equal(ftprof_recommend(pr, NULL), FTPROF_REC_NONE);
+	assert_int_equal(ftprof_recommend(NULL, "bf16"), FTPROF_REC_NONE);
+	/* overlap pair first: 24 / (24 + 96) */
+	assert_int_equal(ftprof_fetch_fraction(pr, "bf16", &f), 0);
+	assert_float_equal(f, 0.2, 1e-12);
+	assert_int_equal(ftprof_fetch_fraction(pr, "nvfp4", &f), 0);
+	assert_float_equal(f, 40.0 / 110.0, 1e-12);
+	/* no overlap pair: pcie / cpu */
+	assert_int_equal(ftprof_fetch_fraction(pr, "ds_fp4", &f), 0);
+	assert_float_equal(f, 52.0 / 90.0, 1e-12);
+	assert_int_equal(ftprof_fetch_fraction(pr, "mxfp4", &f), 0);
+	assert_float_equal(f, 30.0 / 130.0, 1e-12);
+	/* fp8_block has no CPU path: no fraction */
+	assert_int_equal(ftprof_fetch_fraction(pr, "fp8", &f), -ENODATA);
+	assert_int_equal(ftprof_fetch_fraction(pr, "q4_0", &f), -ENODATA);
+	assert_int_equal(ftprof_fetch_fraction(pr, "bf16", NULL), -EINVAL);
+	assert_int_equal(ftprof_fetch_fraction(NULL, "bf16", &f), -EINVAL);
+	ftprof_free(pr);
+	ftprof_free(NULL);
+}
+
+static void test_host_json(void **st)
+{
+	char p[PATH_MAX];
+	struct ftprof *pr = NULL;
+	double f;
+	in_store("host.json", p, sizeof p);
+	put_fixture("host.json", p);
+	assert_int_equal(ftprof_load(NULL, NULL, &pr, err, sizeof err), 0);
+	assert_string_equal(ftprof_source(pr), p);
+	assert_null(ftprof_gpu_uuid(pr));
+	assert_int_equal(ftprof_recommend(pr, "bf16"), FTPROF_REC_OFFLOAD);
+	assert_int_equal(ftprof_fetch_fraction(pr, "bf16", &f), -ENODATA);
+	ftprof_free(pr);
+	/* a CPU-only profile is not this GPU's: a GPU caller does not take it */
+	setenv(FTPROF_ENV_PATH, p, 1);
+	pr = NULL;
+	assert_int_equal(ftprof_load(UUID_A, NULL, &pr, err, sizeof err), -ENOENT);
+	assert_null(pr);
+	assert_non_null(strstr(err, "a host without GPU"));
+}
+
+static void test_workloads_unanimous(void **st)
+{
+	char p[PATH_MAX];
+	struct ftprof *pr = NULL;
+	double f;
+	fixture_path("workloads_only.json", p, sizeof p);
+	assert_int_equal(ftprof_load_file(p, &pr, err, sizeof err), 0);
+	/* no dtypes: every workload carrying the format must say hybrid */
+	assert_int_equal(ftprof_recommend(pr, "bf16"), FTPROF_REC_HYBRID);   /* a, b, c hybrid; d silent */
+	assert_int_equal(ftprof_recommend(pr, "nvfp4"), FTPROF_REC_OFFLOAD); /* a hybrid, b offload */
+	assert_int_equal(ftprof_recommend(pr, "mxfp4"), FTPROF_REC_HYBRID);
+	assert_int_equal(ftprof_recommend(pr, "fp8"), FTPROF_REC_OFFLOAD);
+	assert_int_equal(ftprof_recommend(pr, "ds_fp4"), FTPROF_REC_NONE);
+	/* no dtype_kernels: the median over the workloads' entries: .3 .4 .5 .9 -> .45 */
+	assert_int_equal(ftprof_fetch_fraction(pr, "bf16", &f), 0);
+	assert_float_equal(f, 0.45, 1e-12);
+	/* 60 / 40 = 1.5 clamped to 1 */
+	assert_int_equal(ftprof_fetch_fraction(pr, "nvfp4", &f), 0);
+	assert_float_equal(f, 1.0, 0);
+	/* overlap pair before the plain pair: 15 / (15 + 60), not 30 / 100 */
+	assert_int_equal(ftprof_fetch_fraction(pr, "mxfp4", &f), 0);
+	assert_float_equal(f, 0.2, 1e-12);
+	assert_int_equal(ftprof_fetch_fraction(pr, "fp8", &f), -ENODATA);
+	ftprof_free(pr);
+}
+
+static void test_dtypes_first(void **st)
+{
+	char p[PATH_MAX];
+	struct ftprof *pr = NULL;
+	double f;
+	fixture_path("dtypes_first.json", p, sizeof p);
+	assert_int_equal(ftprof_load_file(p, &pr, err, sizeof err), 0);
+	/* dtypes says offload though the only workload says hybrid */
+	assert_int_equal(ftprof_recommend(pr, "bf16"), FTPROF_REC_OFFLOAD);
+	/* an unknown value in dtypes counts as absent: the workloads decide */
+	assert_int_equal(ftprof_recommend(pr, "nvfp4"), FTPROF_REC_HYBRID);
+	/* dtype_kernels first; its overlap pair has a 0, so its plain pair: 25 / 100 */
+	assert_int_equal(ftprof_fetch_fraction(pr, "bf16", &f), 0);
+	assert_float_equal(f, 0.25, 1e-12);
+	ftprof_free(pr);
+}
+
+static void test_wrong_types(void **st)
+{
+	char p[PATH_MAX];
+	struct ftprof *pr = NULL;
+	double f;
+	fixture_path("wrong_types.json", p, sizeof p);
+	assert_int_equal(ftprof_load_file(p, &pr, err, sizeof err), 0);
+	assert_int_equal(ftprof_recommend(pr, "bf16"), FTPROF_REC_NONE);
+	assert_int_equal(ftprof_recommend(pr, "nvfp4"), FTPROF_REC_NONE);
+	assert_int_equal(ftprof_fetch_fraction(pr, "bf16", &f), -ENODATA);
+	assert_int_equal(ftprof_fetch_fraction(pr, "nvfp4", &f), -ENODATA); /* "50" is a string */
+	assert_int_equal(ftprof_fetch_fraction(pr, "ds_fp4", &f), -ENODATA); /* negative */
+	ftprof_free(pr);
+}
+
+/* ---------------------------------------------------------------- broken files */
+
+static void expect_invalid(const char *name, const char *text, size_t len, int want, const char *what)
+{
+	char p[PATH_MAX];
+	struct ftprof *pr = (struct ftprof *)0x1;
+	SNP(p, sizeof p, "%s/bad/%s", root, name);
+	put_text(p, text, len);
+	err[0] = '\0';
+	int r = ftprof_load_file(p, &pr, err, sizeof err);
+	if (r != want)
+		fail_msg("%s: got %d, want %d (%s)", name, r, want, err);
+	assert_null(pr);
+	assert_non_null(strstr(err, p)); /* the message names the file */
+	if (what && !strstr(err, what))
+		fail_msg("%s: message '%s' lacks '%s'", name, err, what);
+}
+
+static void test_corrupt_files(void **st)
+{
+	char src[PATH_MAX], *buf;
+	size_t len;
+	fixture_path("full.json", src, sizeof src);
+	assert_int_equal(ftfs_read_file(src, 1 << 24, &buf, &len), 0);
+	/* truncated at many points: never a crash, always -EINVAL */
+	for (size_t cut = 0; cut < len - 2; cut += len / 37 + 1)
+		expect_invalid("truncated.json", buf, cut, -EINVAL, cut ? "not valid JSON" : NULL);
+	free(buf);
+	static const struct {
+		const char *name, *text, *what;
+	} cases[] = {
+		{"empty.json", "", "not valid JSON"},
+		{"brace.json", "{", "not valid JSON"},
+		{"garbage.json", "\x7f" "ELF\x01\x02", "not valid JSON"},
+		{"trailing.json", "{\"version\":4} x", "not valid JSON"},
+		{"array.json", "[1,2]", "not a JSON object"},
+		{"string.json", "\"profile\"", "not valid JSON"},
+		{"noversion.json", "{\"dtypes\":{}}", "no \"version\""},
+		{"version_str.json", "{\"version\":\"4\"}", "\"version\" is not a positive integer"},
+		{"version_zero.json", "{\"version\":0}", "\"version\""},
+		{"dtypes_list.json", "{\"version\":4,\"dtypes\":[\"bf16\"]}", "\"dtypes\" is not an object"},
+		{"kernels_str.json", "{\"version\":4,\"dtype_kernels\":\"x\"}", "\"dtype_kernels\""},
+		{"workloads_num.json", "{\"version\":4,\"workloads\":1}", "\"workloads\""},
+		{"gpu_str.json", "{\"version\":4,\"gpu\":\"H200\"}", "\"gpu\""},
+		{"gpu_uuid_num.json", "{\"version\":4,\"gpu\":{\"uuid\":5}}", "gpu.uuid"},
+		{"gpu_name_obj.json", "{\"version\":4,\"gpu\":{\"name\":{}}}", "gpu.name"},
+		{"threshold_str.json", "{\"version\":4,\"threshold\":\"2\"}", "threshold"},
+		{"dup.json", "{\"version\":4,\"version\":5}", "not valid JSON"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		expect_invalid(cases[i].name, cases[i].text, strlen(cases[i].text), -EINVAL, cases[i].what);
+	/* a NUL inside */
+	expect_invalid("nul.json", "{\"version\":4,\0}", 15, -EINVAL, NULL);
+	/* deep nesting is refused by the parser, not a stack overflow */
+	size_t depth = 100000;
+	char *deep = malloc(2 * depth + 1);
+	memset(deep, '[', depth);
+	memset(deep + depth, ']', depth);
+	expect_invalid("deep.json", deep, 2 * depth, -EINVAL, NULL);
+	free(deep);
+	/* bigger than the cap */
+	char p[PATH_MAX];
+	SNP(p, sizeof p, "%s/bad/huge.json", root);
+	int fd = open(p, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)FTPROF_MAX_FILE_BYTES + 4096), 0);
+	close(fd);
+	struct ftprof *pr = NULL;
+	assert_int_equal(ftprof_load_file(p, &pr, err, sizeof err), -EFBIG);
+	assert_null(pr);
+	assert_non_null(strstr(err, "larger than"));
+	/* a directory, a missing file */
+	SNP(p, sizeof p, "%s/bad", root);
+	assert_true(ftprof_load_file(p, &pr, err, sizeof err) < 0);
+	SNP(p, sizeof p, "%s/bad/none.json", root);
+	assert_int_equal(ftprof_load_file(p, &pr, err, sizeof err), -ENOENT);
+	assert_int_equal(ftprof_load_file(NULL, &pr, err, sizeof err), -EINVAL);
+	/* the NULL err buffer is fine */
+	assert_int_equal(ftprof_load_file(p, &pr, NULL, 0), -ENOENT);
+}
+
+/* Deterministic byte mutations of a full profile: each either fails to load with -EINVAL or
+ * loads and answers every query without crashing (run under make test-san too). */
+static void test_mutations(void **st)
+{
+	static const char *const fmts[] = {"bf16", "nvfp4", "fp8", "mxfp4", "ds_fp4", "q4_0"};
+	static const char junk[] = "{}[]\",:0-9.eEtnul\\ x";
+	char src[PATH_MAX], p[PATH_MAX], *buf;
+	size_t len;
+	unsigned seed = 12345;
+	int loaded = 0, refused = 0;
+	json_t *schema = NULL;
+	json_error_t je;
+
+	SNP(src, sizeof src, "%s/api/schemas/profile.schema.json", srcdir());
+	schema = json_load_file(src, 0, &je);
+	assert_non_null(schema);
+	fixture_path("full.json", src, sizeof src);
+	assert_int_equal(ftfs_read_file(src, 1 << 24, &buf, &len), 0);
+	SNP(p, sizeof p, "%s/mut.json", root);
+	for (int it = 0; it < 300; it++) {
+		char *m = malloc(len);
+		memcpy(m, buf, len);
+		for (int k = 0; k < 1 + it % 4; k++) {
+			seed = seed * 1103515245u + 12345u;
+			m[(seed >> 8) % len] = junk[(seed >> 20) % (sizeof junk - 1)];
+		}
+		put_text(p, m, len);
+		free(m);
+		struct ftprof *pr = NULL;
+		int r = ftprof_load_file(p, &pr, err, sizeof err);
+		if (r) {
+			assert_int_equal(r, -EINVAL);
+			refused++;
+			continue;
+		}
+		loaded++;
+		for (size_t i = 0; i < sizeof fmts / sizeof fmts[0]; i++) {
+			double f = -1;
+			enum ftprof_rec rec = ftprof_recommend(pr, fmts[i]);
+			assert_true(rec >= FTPROF_REC_NONE && rec <= FTPROF_REC_HYBRID);
+			if (!ftprof_fetch_fraction(pr, fmts[i], &f))
+				assert_true(f > 0 && f <= 1);
+		}
+		ftprof_matches_gpu(pr, UUID_A, "NVIDIA H200");
+		r = ftjschema_validate(schema, ftprof_json(pr), err, sizeof err);
+		assert_true(r == 0 || r == -EINVAL);
+		ftprof_free(pr);
+	}
+	assert_true(loaded > 10 && refused > 10);
+	free(buf);
+	json_decref(schema);
+}
+
+/* ---------------------------------------------------------------- search order */
+
+static void test_missing(void **st)
+{
+	struct ftprof *pr = (struct ftprof *)0x1;
+	char p[PATH_MAX];
+	assert_int_equal(ftprof_load(UUID_X, NULL, &pr, err, sizeof err), -ENOENT);
+	assert_null(pr);
+	in_store(UUID_X ".json", p, sizeof p);
+	assert_non_null(strstr(err, p));
+	assert_non_null(strstr(err, "freetoken/benchbw.json"));
+	assert_non_null(strstr(err, sysdir));
+	assert_int_equal(ftprof_load(NULL, NULL, &pr, err, sizeof err), -ENOENT);
+	assert_non_null(strstr(err, "host.json"));
+	assert_int_equal(ftprof_load("../x", NULL, &pr, err, sizeof err), -EINVAL);
+	assert_int_equal(ftprof_load(NULL, NULL, NULL, err, sizeof err), -EINVAL);
+}
+
+static void test_env_override(void **st)
+{
+	char env[PATH_MAX], p[PATH_MAX];
+	struct ftprof *pr = NULL;
+	in_store(UUID_W ".json", p, sizeof p);
+	put_fixture("workloads_only.json", p);
+	SNP(env, sizeof env, "%s/elsewhere/profile.json", root);
+	put_fixture("dtypes_first.json", env);
+	setenv(FTPROF_ENV_PATH, env, 1);
+	assert_int_equal(ftprof_load(UUID_W, NULL, &pr, err, sizeof err), 0);
+	assert_string_equal(ftprof_source(pr), env);
+	assert_int_equal(ftprof_recommend(pr, "bf16"), FTPROF_REC_OFFLOAD); /* dtypes_first says so */
+	ftprof_free(pr);
+	/* the override file missing: the search goes on */
+	SNP(env, sizeof env, "%s/elsewhere/missing.json", root);
+	setenv(FTPROF_ENV_PATH, env, 1);
+	assert_int_equal(ftprof_load(UUID_W, NULL, &pr, err, sizeof err), 0);
+	assert_string_equal(ftprof_source(pr), p);
+	ftprof_free(pr);
+}
+
+static void test_legacy_and_system(void **st)
+{
+	char legacy[PATH_MAX], sys[PATH_MAX], per[PATH_MAX];
+	struct ftprof *pr = NULL;
+	/* only the legacy single file (no uuid in it): matched by GPU name */
+	SNP(legacy, sizeof legacy, "%s/freetoken/benchbw.json", cache);
+	put_fixture("legacy.json", legacy);
+	assert_int_equal(ftprof_load(UUID_X, "NVIDIA H200", &pr, err, sizeof err), 0);
+	assert_string_equal(ftprof_source(pr), legacy);
+	assert_int_equal(ftprof_recommend(pr, "bf16"), FTPROF_REC_HYBRID);
+	ftprof_free(pr);
+	/* a caller that knows only the name */
+	assert_int_equal(ftprof_load(NULL, "NVIDIA H200", &pr, err, sizeof err), 0);
+	ftprof_free(pr);
+	/* GPU name mismatch: ignored */
+	pr = NULL;
+	assert_int_equal(ftprof_load(UUID_X, "NVIDIA A100-SXM4-80GB", &pr, err, sizeof err), -ENOENT);
+	assert_null(pr);
+	assert_non_null(strstr(err, "measured on NVIDIA H200"));
+	/* the system-wide store comes after the legacy file */
+	SNP(sys, sizeof sys, "%s/%s.json", sysdir, UUID_W);
+	put_fixture("workloads_only.json", sys);
+	/* legacy (name only) skipped for an A100; the system file matches by uuid */
+	assert_int_equal(ftprof_load(UUID_W, "NVIDIA A100-SXM4-80GB", &pr, err, sizeof err), 0);
+	assert_string_equal(ftprof_source(pr), sys);
+	ftprof_free(pr);
+	assert_int_equal(ftprof_load(UUID_W, "NVIDIA H200", &pr, err, sizeof err), 0);
+	assert_string_equal(ftprof_source(pr), legacy);
+	ftprof_free(pr);
+	unlink(legacy);
+	assert_int_equal(ftprof_load(UUID_W, "NVIDIA H200", &pr, err, sizeof err), 0);
+	assert_string_equal(ftprof_source(pr), sys);
+	ftprof_free(pr);
+	/* the per-GPU file beats both */
+	put_fixture("legacy.json", legacy);
+	in_store(UUID_W ".json", per, sizeof per);
+	put_fixture("dtypes_first.json", per);
+	assert_int_equal(ftprof_load(UUID_W, "NVIDIA H200", &pr, err, sizeof err), 0);
+	assert_string_equal(ftprof_source(pr), per);
+	ftprof_free(pr);
+	/* a corrupt per-GPU file is reported, not shadowed by the legacy file */
+	put_text(per, "{\"version\":4,", 13);
+	pr = NULL;
+	assert_int_equal(ftprof_load(UUID_W, "NVIDIA H200", &pr, err, sizeof err), -EINVAL);
+	assert_null(pr);
+	assert_non_null(strstr(err, per));
+}
+
+static void test_gpu_mismatch(void **st)
+{
+	char p[PATH_MAX], q[PATH_MAX];
+	struct ftprof *pr = NULL;
+	/* full.json (GPU A) copied under GPU X's name: measured on another GPU, ignored */
+	in_store(UUID_X ".json", p, sizeof p);
+	put_fixture("full.json", p);
+	assert_int_equal(ftprof_load(UUID_X, "NVIDIA H200", &pr, err, sizeof err), -ENOENT);
+	assert_null(pr);
+	assert_non_null(strstr(err, "measured on " UUID_A));
+	/* ... and the search goes on to the legacy file */
+	SNP(q, sizeof q, "%s/freetoken/benchbw.json", cache);
+	put_fixture("legacy.json", q);
+	assert_int_equal(ftprof_load(UUID_X, "NVIDIA H200", &pr, err, sizeof err), 0);
+	assert_string_equal(ftprof_source(pr), q);
+	ftprof_free(pr);
+
+	fixture_path("full.json", p, sizeof p);
+	assert_int_equal(ftprof_load_file(p, &pr, err, sizeof err), 0);
+	assert_true(ftprof_matches_gpu(pr, UUID_A, NULL));
+	assert_true(ftprof_matches_gpu(pr, "gpu-8EB97239-58CD-4A4F-9B2E-0123456789AB", NULL));
+	assert_true(ftprof_matches_gpu(pr, "8eb97239-58cd-4a4f-9b2e-0123456789ab", NULL));
+	assert_false(ftprof_matches_gpu(pr, UUID_X, "NVIDIA H200")); /* uuid decides over name */
+	assert_true(ftprof_matches_gpu(pr, UUID_A, "NVIDIA A100"));
+	assert_true(ftprof_matches_gpu(pr, NULL, "NVIDIA H200"));
+	assert_false(ftprof_matches_gpu(pr, NULL, "NVIDIA H100"));
+	assert_true(ftprof_matches_gpu(pr, NULL, NULL));
+	assert_true(ftprof_matches_gpu(pr, "", ""));
+	assert_false(ftprof_matches_gpu(NULL, UUID_A, NULL));
+	ftprof_free(pr);
+	fixture_path("host.json", p, sizeof p);
+	assert_int_equal(ftprof_load_file(p, &pr, err, sizeof err), 0);
+	assert_false(ftprof_matches_gpu(pr, UUID_A, NULL));
+	assert_true(ftprof_matches_gpu(pr, NULL, NULL));
+	ftprof_free(pr);
+}
+
+/* ---------------------------------------------------------------- writing */
+
+static int count_entries(const char *dir)
+{
+	char cmd[PATH_MAX + 32];
+	int n = 0;
+	SNP(cmd, sizeof cmd, "ls -A '%s'", dir);
+	FILE *f = popen(cmd, "r");
+	char line[512];
+	while (f && fgets(line, sizeof line, f))
+		n++;
+	if (f)
+		pclose(f);
+	return n;
+}
+
+static void test_store_write(void **st)
+{
+	json_t *full = load_fixture("full.json"), *host = load_fixture("host.json");
+	char out[PATH_MAX], want[PATH_MAX];
+	struct stat sb;
+	struct ftprof *pr = NULL;
+
+	umask(077); /* the mode is 0644 whatever the umask */
+	assert_int_equal(ftprof_store_write(full, NULL, out, sizeof out), 0);
+	in_store(UUID_A ".json", want, sizeof want);
+	assert_string_equal(out, want);
+	assert_int_equal(stat(out, &sb), 0);
+	assert_int_equal(sb.st_mode & 07777, 0644);
+	assert_int_equal(count_entries(store), 1); /* no temp file left behind */
+	assert_int_equal(ftprof_load(UUID_A, NULL, &pr, err, sizeof err), 0);
+	assert_true(json_equal((json_t *)ftprof_json(pr), full));
+	ftprof_free(pr);
+	/* rewrite: replaced in place */
+	json_object_set_new(full, "threshold", json_real(3.0));
+	assert_int_equal(ftprof_store_write(full, UUID_A, NULL, 0), 0);
+	assert_int_equal(ftprof_load(UUID_A, NULL, &pr, err, sizeof err), 0);
+	assert_float_equal(json_real_value(json_object_get(ftprof_json(pr), "threshold")), 3.0, 0);
+	ftprof_free(pr);
+	assert_int_equal(count_entries(store), 1);
+	/* the GPU-less profile is host.json */
+	assert_int_equal(ftprof_store_write(host, NULL, out, sizeof out), 0);
+	in_store("host.json", want, sizeof want);
+	assert_string_equal(out, want);
+	assert_int_equal(count_entries(store), 2);
+	/* refused shapes */
+	assert_int_equal(ftprof_store_write(full, UUID_X, out, sizeof out), -EINVAL); /* other GPU */
+	assert_int_equal(ftprof_store_write(host, UUID_X, out, sizeof out), -EINVAL); /* gpu null */
+	assert_int_equal(ftprof_store_write(NULL, NULL, out, sizeof out), -EINVAL);
+	json_t *arr = json_array();
+	assert_int_equal(ftprof_store_write(arr, NULL, out, sizeof out), -EINVAL);
+	json_decref(arr);
+	json_t *bad = json_deep_copy(full);
+	json_object_del(bad, "version");
+	assert_int_equal(ftprof_store_write(bad, NULL, out, sizeof out), -EINVAL);
+	json_object_set_new(bad, "version", json_integer(4));
+	json_object_set_new(json_object_get(bad, "gpu"), "uuid", json_string("../../evil"));
+	assert_int_equal(ftprof_store_write(bad, NULL, out, sizeof out), -EINVAL);
+	json_object_del(bad, "gpu");
+	assert_int_equal(ftprof_store_write(bad, NULL, out, sizeof out), -EINVAL);
+	json_decref(bad);
+	/* path_out too small: nothing written */
+	json_object_set_new(json_object_get(full, "gpu"), "uuid", json_string(UUID_W));
+	assert_int_equal(ftprof_store_write(full, NULL, out, 8), -ENAMETOOLONG);
+	assert_int_equal(count_entries(store), 2);
+	/* the env override is where it goes; missing directories are made */
+	char env[PATH_MAX];
+	SNP(env, sizeof env, "%s/a/b/c/p.json", root);
+	setenv(FTPROF_ENV_PATH, env, 1);
+	assert_int_equal(ftprof_store_write(full, NULL, out, sizeof out), 0);
+	assert_string_equal(out, env);
+	assert_int_equal(stat(env, &sb), 0);
+	/* a given store directory ignores the override */
+	char dd[PATH_MAX];
+	SNP(dd, sizeof dd, "%s/daemon/store", root);
+	assert_int_equal(ftprof_store_write_in(dd, host, NULL, out, sizeof out), 0);
+	SNP(want, sizeof want, "%s/host.json", dd);
+	assert_string_equal(out, want);
+	assert_int_equal(ftprof_store_file(dd, NULL, out, sizeof out), 0);
+	assert_string_equal(out, want);
+	assert_int_equal(ftprof_store_file(dd, UUID_A, out, sizeof out), 0);
+	SNP(want, sizeof want, "%s/%s.json", dd, UUID_A);
+	assert_string_equal(out, want);
+	assert_int_equal(ftprof_store_file(dd, "../x", out, sizeof out), -EINVAL);
+	assert_int_equal(ftprof_store_file(NULL, UUID_A, out, sizeof out), 0);
+	in_store(UUID_A ".json", want, sizeof want);
+	assert_string_equal(out, want);
+	unsetenv(FTPROF_ENV_PATH);
+	umask(022);
+	json_decref(full);
+	json_decref(host);
+}
+
+static void test_store_list(void **st)
+{
+	json_t *full = load_fixture("full.json"), *host = load_fixture("host.json");
+	struct ftprof_entry *e = (struct ftprof_entry *)0x1;
+	char p[PATH_MAX];
+	int n = -1;
+
+	assert_int_equal(ftprof_store_list(NULL, &e, &n), 0); /* no store yet */
+	assert_int_equal(n, 0);
+	assert_null(e);
+	assert_int_equal(ftprof_store_write(host, NULL, NULL, 0), 0);
+	assert_int_equal(ftprof_store_write(full, NULL, NULL, 0), 0);
+	in_store(UUID_A ".json.tmp.AbC123", p, sizeof p); /* a write in progress */
+	put_text(p, "{", 1);
+	in_store(".hidden.json", p, sizeof p);
+	put_text(p, "{}", 2);
+	in_store("notes.txt", p, sizeof p);
+	put_text(p, "x", 1);
+	in_store("dir.json", p, sizeof p);
+	assert_int_equal(mkdir(p, 0755), 0);
+	assert_int_equal(ftprof_store_list(NULL, &e, &n), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(e[0].name, UUID_A);
+	assert_string_equal(e[1].name, "host");
+	in_store("host.json", p, sizeof p);
+	assert_string_equal(e[1].path, p);
+	assert_true(e[0].size > 1000);
+	assert_true(e[0].mtime > 1e9);
+	free(e);
+	assert_int_equal(ftprof_store_list(store, &e, &n), 0);
+	assert_int_equal(n, 2);
+	free(e);
+	assert_int_equal(ftprof_store_list(store, NULL, &n), -EINVAL);
+	json_decref(full);
+	json_decref(host);
+}
+
+/* A reader polling while a writer replaces the file never sees a partial one. */
+static void test_atomic_concurrent(void **st)
+{
+	json_t *a = load_fixture("full.json"), *b = json_deep_copy(a);
+	json_t *w = json_object_get(b, "warnings");
+	char out[PATH_MAX];
+	for (int i = 0; i < 2000; i++) /* make b ~100 KiB so a torn read would be likely */
+		json_array_append_new(w, json_string("padding padding padding padding padding padding"));
+	assert_int_equal(ftprof_store_write(a, NULL, out, sizeof out), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		for (int i = 0; i < 60; i++)
+			if (ftprof_store_write(i % 2 ? a : b, NULL, NULL, 0))
+				_exit(1);
+		_exit(0);
+	}
+	int reads = 0, bad = 0, status = 0;
+	for (;;) {
+		struct ftprof *pr = NULL;
+		int r = ftprof_load_file(out, &pr, err, sizeof err);
+		if (r)
+			bad++;
+		ftprof_free(pr);
+		reads++;
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			break;
+	}
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	if (bad)
+		fail_msg("%d of %d reads failed: %s", bad, reads, err);
+	assert_true(reads > 0);
+	assert_int_equal(count_entries(store), 1);
+	json_decref(a);
+	json_decref(b);
+}
+
+/* ---------------------------------------------------------------- schema */
+
+static json_t *load_schema(void)
+{
+	char p[PATH_MAX];
+	json_error_t je;
+	SNP(p, sizeof p, "%s/api/schemas/profile.schema.json", srcdir());
+	json_t *s = json_load_file(p, 0, &je);
+	if (!s)
+		fail_msg("%s: %s", p, je.text);
+	return s;
+}
+
+static void expect_schema_fail(const json_t *schema, json_t *doc, const char *path_part)
+{
+	int r = ftjschema_validate(schema, doc, err, sizeof err);
+	if (r != -EINVAL)
+		fail_msg("broken profile accepted (r=%d, %s), expected failure at %s", r, err, path_part);
+	if (!strstr(err, path_part))
+		fail_msg("error '%s' does not name %s", err, path_part);
+	json_decref(doc);
+}
+
+static void test_schema(void **st)
+{
+	json_t *schema = load_schema();
+	json_t *full = load_fixture("full.json"), *host = load_fixture("host.json"), *d;
+
+	assert_int_equal(ftjschema_validate(schema, full, err, sizeof err), 0);
+	assert_int_equal(ftjschema_validate(schema, host, err, sizeof err), 0);
+
+	/* broken copies fail, naming where */
+	d = json_deep_copy(full);
+	json_object_del(json_object_get(d, "gpu"), "uuid");
+	expect_schema_fail(schema, d, "uuid");
+	d = json_deep_copy(full);
+	json_object_set_new(json_object_get(d, "gpu"), "uuid", json_string("8eb97239"));
+	expect_schema_fail(schema, d, "$.gpu.uuid");
+	d = json_deep_copy(full);
+	json_object_set_new(d, "version", json_integer(3));
+	expect_schema_fail(schema, d, "$.version");
+	d = json_deep_copy(full);
+	json_object_del(json_object_get(json_object_get(d, "dtype_kernels"), "bf16"), "cpu_moe_gbs_spread");
+	expect_schema_fail(schema, d, "$.dtype_kernels.bf16: missing required property \"cpu_moe_gbs_spread\"");
+	d = json_deep_copy(full);
+	json_object_set_new(json_object_get(d, "dtypes"), "bf16", json_string("cpu"));
+	expect_schema_fail(schema, d, "$.dtypes.bf16");
+	d = json_deep_copy(full);
+	json_object_set_new(json_object_get(json_object_get(json_object_get(d, "dtype_kernels"), "bf16"),
+					    "pcie_gather_gbs_spread"),
+			    "samples", json_integer(0));
+	expect_schema_fail(schema, d, "$.dtype_kernels.bf16.pcie_gather_gbs_spread.samples");
+	d = json_deep_copy(full);
+	json_object_set_new(json_object_get(json_object_get(json_object_get(d, "workloads"), "qwen3-30b"),
+					    "kernels"),
+			    "bf16", json_string("fast"));
+	expect_schema_fail(schema, d, "$.workloads.qwen3-30b.kernels.bf16");
+	d = json_deep_copy(full);
+	json_object_set_new(d, "surprise", json_true());
+	expect_schema_fail(schema, d, "surprise");
+	d = json_deep_copy(full);
+	json_object_set_new(json_object_get(d, "ceilings"), "pcie_linear_h2d_gbs", json_string("55"));
+	expect_schema_fail(schema, d, "$.ceilings.pcie_linear_h2d_gbs");
+	d = json_deep_copy(full);
+	json_object_del(json_object_get(d, "cpu"), "isa");
+	expect_schema_fail(schema, d, "$.cpu");
+	d = json_deep_copy(host);
+	json_object_set_new(d, "gpu", json_string("none"));
+	expect_schema_fail(schema, d, "$.gpu");
+	d = json_deep_copy(host);
+	json_object_del(d, "tool");
+	expect_schema_fail(schema, d, "tool");
+	/* the seed's own v4 file lacks the trust fields */
+	expect_schema_fail(schema, load_fixture("legacy.json"), "$");
+
+	json_decref(full);
+	json_decref(host);
+	json_decref(schema);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_aliases, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_paths, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_full_profile, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_host_json, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_workloads_unanimous, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dtypes_first, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wrong_types, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_corrupt_files, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mutations, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_missing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_env_override, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_legacy_and_system, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gpu_mismatch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_store_write, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_store_list, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_atomic_concurrent, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_schema, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
