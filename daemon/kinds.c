@@ -44,6 +44,7 @@ static const struct ftd_arg bw_args[] = {
 	{"pcie_iters", A_INT, "--pcie-iters", 1, 10000},
 	{"kernel_cpu_iters", A_INT, "--kernel-cpu-iters", 1, 100000},
 	{"kernel_pcie_iters", A_INT, "--kernel-pcie-iters", 1, 100000},
+	{"overlap_seconds", A_NUM, "--overlap-seconds", 0.1, 600},
 	{"gpu", A_GPU, "--gpu"},
 	{NULL}};
 
@@ -62,6 +63,7 @@ static const struct ftd_arg load_weights_args[] = {
 	{"workers", A_INT, "--workers", 1, 1024},
 	{"chunk_mib", A_INT, "--chunk-mib", 1, 4096},
 	{"shard_gib", A_NUM, "--shard-gib", 0.001, 1024},
+	{"shard_mib", A_INT, "--shard-mib", 1, 1048576},
 	{"expert_load", A_ENUM, "--expert-load", 0, 0, "serial|parallel"},
 	{"ftw_dir", A_PATH, "--ftw-dir"},
 	{"no_drop_cache", A_BOOL, "--no-drop-cache"},
@@ -69,20 +71,22 @@ static const struct ftd_arg load_weights_args[] = {
 	{"gpu", A_GPU, "--gpu"},
 	{NULL}};
 
+/* model is required with server (the template's {model}); with url it is optional. */
 static const struct ftd_arg decode_args[] = {
-	{"model", A_PATH, "--model", 0, 0, NULL, 1},
+	{"model", A_PATH, "--model"},
 	{"server", A_SERVER, "--server-cmd"},
 	{"url", A_URL, "--url"},
 	{"backends", A_ENUMLIST, "--backend", 0, 0, "offload|cpu|hybrid"},
-	{"max_tokens", A_INT, "--max-tokens", 2, 1048576},
-	{"memory_ratio", A_NUM, "--memory-ratio", 0.01, 1},
+	{"max_tokens", A_INT, "--tokens", 2, 1048576},
+	{"memory_ratio", A_NUM, "--mem-ratio", 0.01, 1},
 	{"no_graph", A_BOOL, "--no-graph"},
-	{"moe_hybrid_max_fetch", A_INT, "--moe-hybrid-max-fetch", -1, 1000000},
-	{"moe_cache_size", A_INT, "--moe-cache-size", 1, 1000000},
-	{"moe_cache_rate", A_NUM, "--moe-cache-rate", 0, 1},
-	{"moe_cache_auto", A_BOOL, "--moe-cache-auto"},
+	{"moe_hybrid_max_fetch", A_INT, "--hybrid-fetch", -1, 1048576},
+	{"moe_cache_size", A_INT, "--cache", 0, 1000000},
+	{"moe_cache_rate", A_NUM, "--cache-rate", 0, 1},
 	{"problem", A_INT, "--problem", 0, 100000},
 	{"greedy", A_BOOL, "--greedy"},
+	{"no_thinking", A_BOOL, "--no-thinking"},
+	{"warmup", A_INT, "--warmup", 0, 100},
 	{"gpu", A_GPU, "--gpu"},
 	{NULL}};
 
@@ -188,6 +192,14 @@ static int join(char *buf, size_t n, const char *x)
 	size_t l = strlen(buf);
 	int w = snprintf(buf + l, n - l, "%s%s", l ? "," : "", x);
 	return w < 0 || (size_t)w >= n - l ? -1 : 0;
+}
+
+/* The shortest of %.15g / %.17g that reads back as x (0.8, not 0.80000000000000004). */
+static void fmt_num(char *buf, size_t n, double x)
+{
+	snprintf(buf, n, "%.15g", x);
+	if (strtod(buf, NULL) != x)
+		snprintf(buf, n, "%.17g", x);
 }
 
 static int num_of(const json_t *v, double *out)
@@ -330,7 +342,7 @@ int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ft
 					    a->lo, a->hi);
 				goto fail;
 			}
-			snprintf(buf, sizeof buf, "%.17g", x);
+			fmt_num(buf, sizeof buf, x);
 			push(&b, flagval(a->flag, buf));
 			break;
 		case A_BOOL:
@@ -362,7 +374,7 @@ int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ft
 				} else if (a->type == A_NUMLIST) {
 					bad = num_of(it, &x) < 0 || x < a->lo || x > a->hi;
 					if (!bad)
-						snprintf(one, sizeof one, "%.17g", x);
+						fmt_num(one, sizeof one, x);
 				} else {
 					bad = !json_is_string(it) || !choice_ok(a->choices, json_string_value(it));
 					if (!bad)
@@ -466,6 +478,10 @@ int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ft
 			ftd_err_set(err, 400, "missing_field", field, "%s needs %s", k->name, field);
 			goto fail;
 		}
+	}
+	if (!strcmp(k->name, "decode") && have_server && !json_object_get(args, "model")) {
+		ftd_err_set(err, 400, "missing_field", "args.model", "decode with args.server needs args.model");
+		goto fail;
 	}
 	if (!strcmp(k->name, "decode") && have_server + have_url != 1) {
 		ftd_err_set(err, 400, have_server + have_url ? "invalid_argument" : "missing_field", "args.server",

@@ -443,6 +443,26 @@ int ftd_runner_timers(void)
 	return ms > 60000 ? 60000 : (int)ms;
 }
 
+/* A finished job keeps its state, result and error events for replay but only its last progress
+ * event, unless an SSE reader is walking the list right now (it holds a reference). */
+static void compact_events(struct ftd_job *j)
+{
+	if (j->refs != 1 || j->nev == 0)
+		return;
+	size_t last = j->nev, k = 0;
+	for (size_t i = 0; i < j->nev; i++)
+		if (j->ev[i].type == EV_PROGRESS)
+			last = i;
+	for (size_t i = 0; i < j->nev; i++) {
+		if (j->ev[i].type == EV_PROGRESS && i != last) {
+			free(j->ev[i].data);
+			continue;
+		}
+		j->ev[k++] = j->ev[i];
+	}
+	j->nev = k;
+}
+
 static void finish(struct ftd_job *j)
 {
 	enum ftd_state s;
@@ -454,7 +474,7 @@ static void finish(struct ftd_job *j)
 	if (j->timed_out) {
 		s = ST_TIMED_OUT;
 		snprintf(msg, sizeof msg, "timed out after %ld s", j->timeout_s);
-	} else if (j->stop_reason_daemon) {
+	} else if (j->stop_reason_daemon && !(j->exit_status == 0 && j->result && !j->proto_err)) {
 		s = ST_INTERRUPTED;
 		snprintf(msg, sizeof msg, "the daemon stopped while the job was running");
 	} else if (j->cancel_requested) {
@@ -499,6 +519,7 @@ static void finish(struct ftd_job *j)
 	j->finished = ft_wall_epoch();
 	ftd_job_set_state(j, s);
 	ftd_job_account(j);
+	compact_events(j);
 	ftd_log(FTD_LOG_INFO, "job %s: %s (exit status %d)%s%s", j->id, ftd_state_name(s), j->exit_status,
 		j->error ? ": " : "", j->error ? j->error : "");
 }

@@ -468,6 +468,9 @@ def bad_inputs(t):
                  body={"kind": "decode", "args": {"model": t.models + "/m", "url": "file:///etc/passwd"}})
     expect_error(d, "POST", P, 400, "missing_field", "args.server",
                  body={"kind": "decode", "args": {"model": t.models + "/m"}})
+    expect_error(d, "POST", P, 400, "missing_field", "args.model", body={"kind": "decode", "args": {"server": "ft"}})
+    expect_error(d, "POST", P, 400, "invalid_argument", "args.server",
+                 body={"kind": "decode", "args": {"model": t.models + "/m", "server": "ft", "url": "http://127.0.0.1:1/"}})
     expect_error(d, "GET", P, 405, "method_not_allowed")
     expect_error(d, "DELETE", "/benchmark/jobs", 405, "method_not_allowed")
     expect_error(d, "GET", "/nope", 404, "not_found")
@@ -484,6 +487,9 @@ def bad_inputs(t):
     assert any(a.startswith("--model=" + os.path.realpath(t.models)) for a in lw["argv"]), lw["argv"]
     dc = d.submit("decode", {"model": t.models + "/m", "server": "ft", "backends": ["offload", "hybrid"]})
     assert "--server-cmd=ft serve {model} --port {port}" in dc["argv"] and "--backend=offload,hybrid" in dc["argv"]
+    dm = d.submit("decode", {"url": "http://localhost:30000", "max_tokens": 64, "memory_ratio": 0.8, "greedy": True})
+    assert {"--tokens=64", "--mem-ratio=0.8", "--greedy"} <= set(dm["argv"]), dm["argv"]
+    d.wait(dm["id"])
     du = d.submit("decode", {"model": t.models + "/m", "url": "http://127.0.0.1:9/v1"})
     for x in (lw, dc, du):
         d.wait(x["id"])
