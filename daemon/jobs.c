@@ -377,6 +377,25 @@ int ftd_job_submit(const char *kind, json_t *args, long timeout_s, const char *i
 	do
 		new_id(j->id);
 	while (ftd_job_find(j->id));
+	if (k->host_exclusive && !strcmp(k->name, "bw")) {
+		/* the worker's own copy goes to the state dir; the daemon writes the profile store */
+		size_t n = 0;
+		while (argv[n])
+			n++;
+		char **v = realloc(argv, sizeof(char *) * (n + 2));
+		char *out = NULL;
+		if (v)
+			argv = v;
+		if (!v || asprintf(&out, "--output=%s/%s.profile.json", ftd.logs_dir, j->id) < 0) {
+			ftd_argv_free(argv);
+			free(j);
+			ftd_err_set(err, 503, "internal", NULL, "out of memory");
+			return -1;
+		}
+		argv[n] = argv[n - 1]; /* keep --result-fd=3 last */
+		argv[n - 1] = out;
+		argv[n + 1] = NULL;
+	}
 	j->seq = ftd.next_seq++;
 	j->kind = k;
 	j->kind_idx = kind_index(kind);

@@ -30,4 +30,6 @@ void ftd_journal_remove(const struct ftd_job *j)
 	unlink(path);
 	snprintf(path, sizeof path, "%s/%s.log", ftd.logs_dir, j->id);
 	unlink(path);
+	snprintf(path, sizeof path, "%s/%s.profile.json", ftd.logs_dir, j->id);
+	unlink(path);
 }

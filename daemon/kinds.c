@@ -37,14 +37,14 @@ static const struct ftd_arg bw_args[] = {
 	{"model", A_NAMES, "--model"},
 	{"formats", A_NAMES, "--formats"},
 	{"isa", A_NAMES, "--isa"},
-	{"threshold", A_NUM, "--threshold", 0, 1000},
+	{"threshold", A_NUM, "--threshold", 1e-6, 1000},
 	{"cpu_threads", A_INT, "--cpu-threads", 1, 4096},
 	{"cpu_iters", A_INT, "--cpu-iters", 1, 1000},
 	{"pcie_mib", A_INT, "--pcie-mib", 1, 65536},
 	{"pcie_iters", A_INT, "--pcie-iters", 1, 10000},
 	{"kernel_cpu_iters", A_INT, "--kernel-cpu-iters", 1, 100000},
 	{"kernel_pcie_iters", A_INT, "--kernel-pcie-iters", 1, 100000},
-	{"overlap_seconds", A_NUM, "--overlap-seconds", 0.1, 600},
+	{"overlap_seconds", A_NUM, "--overlap-seconds", 0, 600},
 	{"gpu", A_GPU, "--gpu"},
 	{NULL}};
 
