@@ -383,17 +383,17 @@ int ftd_job_submit(const char *kind, json_t *args, long timeout_s, const char *i
 		while (argv[n])
 			n++;
 		char **v = realloc(argv, sizeof(char *) * (n + 2));
-		char *out = NULL;
+		char *ofl = NULL;
 		if (v)
 			argv = v;
-		if (!v || asprintf(&out, "--output=%s/%s.profile.json", ftd.logs_dir, j->id) < 0) {
+		if (!v || asprintf(&ofl, "--output=%s/%s.profile.json", ftd.logs_dir, j->id) < 0) {
 			ftd_argv_free(argv);
 			free(j);
 			ftd_err_set(err, 503, "internal", NULL, "out of memory");
 			return -1;
 		}
 		argv[n] = argv[n - 1]; /* keep --result-fd=3 last */
-		argv[n - 1] = out;
+		argv[n - 1] = ofl;
 		argv[n + 1] = NULL;
 	}
 	j->seq = ftd.next_seq++;
