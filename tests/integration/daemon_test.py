@@ -577,6 +577,16 @@ def retention(t):
         assert sorted(os.listdir(os.path.join(d.state, "jobs"))) == sorted(i + ".json" for i in ids[2:])
     finally:
         d.stop()
+    d = Daemon(t.tmp, "retain-age", "--retain-age", "1").start()
+    try:
+        old = d.wait(d.submit("cache-copy", {"repeat": 1})["id"])["id"]
+        time.sleep(1.5)
+        d.stop()
+        d.start()
+        expect_error(d, "GET", f"/benchmark/jobs/{old}", 404, "not_found")
+        assert os.listdir(os.path.join(d.state, "jobs")) == [] and os.listdir(os.path.join(d.state, "logs")) == []
+    finally:
+        d.stop()
 
 
 @test
