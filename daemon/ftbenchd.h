@@ -56,7 +56,7 @@ struct ftd_job {
 	char *line;
 	size_t linelen, linecap;
 	int reaped, rfd_eof, ofd_eof, timed_out, proto_err, stop_reason_daemon;
-	uint64_t deadline_ns, kill_at_ns;
+	uint64_t deadline_ns, kill_at_ns, reaped_ns;
 	long log_bytes;
 	int log_truncated;
 };

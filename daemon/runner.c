@@ -22,6 +22,8 @@
 
 extern char **environ;
 
+#define FTD_PIPE_GRACE_NS (5ull * 1000000000ull) /* after waitpid, how long EOF may take */
+
 static const char *const drop_env[] = {"NOTIFY_SOCKET=", "LISTEN_FDS=", "LISTEN_PID=", "LISTEN_FDNAMES=",
 				       "WATCHDOG_USEC=", "WATCHDOG_PID=", "CUDA_VISIBLE_DEVICES=",
 				       "CUDA_DEVICE_ORDER=", "FTBENCHD_JOB_ID=", NULL};
@@ -405,8 +407,12 @@ void ftd_runner_reap(void)
 				j->sig = WTERMSIG(st);
 				j->exit_status = 128 + j->sig;
 			}
-			/* whatever the worker left in its group goes with it, so the pipes reach EOF */
+			/* whatever the worker left behind goes with it, so the pipes reach EOF: its group,
+			 * and anything that left the group (a server in its own session) but still
+			 * carries the job's FTBENCHD_JOB_ID */
 			kill(-pid, SIGKILL);
+			ftd_runner_kill_orphan(j->id, pid);
+			j->reaped_ns = ft_now_ns();
 			break;
 		}
 	}
@@ -436,6 +442,8 @@ int ftd_runner_timers(void)
 			next = j->deadline_ns;
 		if (j->kill_at_ns && j->kill_at_ns != UINT64_MAX && j->kill_at_ns < next)
 			next = j->kill_at_ns;
+		if (j->reaped && j->reaped_ns + FTD_PIPE_GRACE_NS < next)
+			next = j->reaped_ns + FTD_PIPE_GRACE_NS + 1;
 	}
 	if (next == UINT64_MAX)
 		return -1;
@@ -526,9 +534,34 @@ static void finish(struct ftd_job *j)
 
 void ftd_runner_finish_ready(void)
 {
-	for (struct ftd_job *j = ftd.head; j; j = j->next)
-		if (j->state == ST_RUNNING && j->reaped && j->rfd_eof && j->ofd_eof)
+	uint64_t now = ft_now_ns();
+	for (struct ftd_job *j = ftd.head; j; j = j->next) {
+		if (j->state != ST_RUNNING || !j->reaped)
+			continue;
+		if ((!j->rfd_eof || !j->ofd_eof) && now - j->reaped_ns > FTD_PIPE_GRACE_NS) {
+			/* something we cannot see still holds the pipes: stop waiting for EOF */
+			ftd_log(FTD_LOG_WARNING, "job %s: the worker exited but its pipes stay open; closing them", j->id);
+			if (!j->rfd_eof) {
+				read_result(j);
+				if (j->rfd >= 0)
+					close(j->rfd);
+				j->rfd = -1;
+				j->rfd_eof = 1;
+				free(j->line);
+				j->line = NULL;
+				j->linelen = j->linecap = 0;
+			}
+			if (!j->ofd_eof) {
+				read_output(j);
+				if (j->ofd >= 0)
+					close(j->ofd);
+				j->ofd = -1;
+				j->ofd_eof = 1;
+			}
+		}
+		if (j->rfd_eof && j->ofd_eof)
 			finish(j);
+	}
 }
 
 int ftd_runner_busy(void)

@@ -405,6 +405,33 @@ def chatty_worker_log_capped(t):
 
 
 @test
+def escaped_grandchild(t):
+    """a worker leaves a process in its own session holding its stdout: the job still ends and
+    that process is killed (it carries the job's FTBENCHD_JOB_ID)"""
+    d = t.main
+    j = d.wait(d.submit("cache-copy", {"models": "fake-escape", "repeat": 1})["id"], timeout=30)
+    assert j["state"] == "succeeded", j
+    log = d.req("GET", f"/benchmark/jobs/{j['id']}/log")[2].decode()
+    child = int(re.search(r"escaped child (\d+)", log).group(1))
+    deadline = time.time() + 5 * SLOW
+    while pid_alive(child):
+        assert time.time() < deadline, f"process {child} survived its job"
+        time.sleep(0.05)
+
+
+@test
+def pipes_held_by_a_stranger(t):
+    """a process the daemon cannot identify holds the worker's stdout after the worker exited: the
+    job still finishes (the daemon stops waiting for EOF after 5 s)"""
+    d = t.main
+    t0 = time.time()
+    j = d.wait(d.submit("cache-copy", {"models": "fake-hidden", "repeat": 1})["id"], timeout=30)
+    assert j["state"] == "succeeded" and time.time() - t0 < 15 * SLOW, j
+    log = d.req("GET", f"/benchmark/jobs/{j['id']}/log")[2].decode()
+    os.kill(int(re.search(r"escaped child (\d+)", log).group(1)), signal.SIGKILL)
+
+
+@test
 def idempotency(t):
     d = t.main
     body = {"kind": "cache-copy", "args": {"repeat": 1}}
