@@ -543,6 +543,38 @@ def queue_limit(t):
 
 
 @test
+def connection_limit(t):
+    """max-connections idle clients fill the daemon; the next is turned away; then it serves again"""
+    d = Daemon(t.tmp, "connlimit", "--max-connections", "3").start()
+    held = []
+    try:
+        for _ in range(3):
+            held.append(socket.create_connection(("127.0.0.1", d.port)))
+        time.sleep(0.2 * SLOW)
+        refused = False
+        try:
+            st = d.req("GET", "/health", check=False, timeout=2)[0]
+        except (OSError, http.client.HTTPException):
+            refused = True
+        assert refused, f"a 4th connection was served ({st})"
+    finally:
+        for c in held:
+            c.close()
+    try:
+        deadline = time.time() + 5 * SLOW
+        while True:
+            try:
+                if d.req("GET", "/health")[0] == 200:
+                    break
+            except (OSError, http.client.HTTPException):
+                pass
+            assert time.time() < deadline
+            time.sleep(0.05)
+    finally:
+        assert d.stop() == 0
+
+
+@test
 def tokens(t):
     tok = os.path.join(t.tmp, "token.txt")
     with open(tok, "w") as f:
