@@ -1,8 +1,325 @@
-/* Placeholder until its issue lands: says so and exits 2. */
+/* ftbench bw: the host bandwidth profile (reference §5). Measures, writes the profile atomically
+ * to the per-GPU path (host.json without a GPU, or -o FILE), prints a summary (or --json), and in
+ * worker mode (--result-fd N) sends progress and the whole profile as the result. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/bw.h"
+#include "bench/bw_ops.h"
 #include "cli/cli.h"
+#include "ftprofile.h"
+#include "hw/cpu.h"
+#include "util/fsutil.h"
+#include "util/strutil.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: ftbench bw [options]\n"
+		"Measure this host's CPU and PCIe bandwidth on the real kernels and decide, per expert\n"
+		"format, offload (fetch misses over PCIe) or hybrid (compute misses on the CPU).\n\n"
+		"  --dtype all|LIST        formats on their bw workloads (default: all, unless --model)\n"
+		"                          formats: bf16,nvfp4,fp8_block,mxfp4_triton,ds_fp4 (aliases mxfp4, fp8)\n"
+		"  --model all|LIST        model geometries (qwen3.6-moe, qwen3-30b, gemma4-26b, gpt-oss-120b,\n"
+		"                          gpt-oss-20b, dsv4, glm4.7-nvfp4, minimax-m2.5)\n"
+		"  --formats LIST          formats for the --model workloads (default: each model's own)\n"
+		"  --isa auto|all|LIST     CPU MoE ISA: the executor's best (auto), a sweep of all, or LIST\n"
+		"  --threshold X           hybrid when cpu_moe > X * gather (default 2.0)\n"
+		"  --gpu INDEX|UUID        the GPU (index, UUID or unique UUID prefix; default: the first)\n"
+		"  --cpu-threads N         CPU threads, one per physical core near the GPU (default: all cores)\n"
+		"  --cpu-iters N           CPU read-ceiling passes (8)\n"
+		"  --pcie-mib N            linear copy size in MiB (256)\n"
+		"  --pcie-iters N          linear copy iterations per direction (30)\n"
+		"  --kernel-cpu-iters N    CPU MoE timed steps after 8 warm-up steps (64)\n"
+		"  --kernel-pcie-iters N   gather timed passes (20)\n"
+		"  --overlap-seconds X     length of the overlapped run (2.0; 0 skips it)\n"
+		"  -o, --output FILE       write the profile here instead of the per-GPU store path\n"
+		"  --json                  print the profile on stdout instead of the summary\n"
+		"  --result-fd N           worker mode: JSON lines (progress, result, error) on fd N\n");
+}
+
+enum {
+	OPT_DTYPE = 256, OPT_MODEL, OPT_FORMATS, OPT_ISA, OPT_THRESHOLD, OPT_GPU, OPT_CPU_THREADS,
+	OPT_CPU_ITERS, OPT_PCIE_MIB, OPT_PCIE_ITERS, OPT_KCPU_ITERS, OPT_KPCIE_ITERS, OPT_OVERLAP,
+	OPT_JSON, OPT_RESULT_FD,
+};
+
+static int parse_formats(const char *opt, const char *arg, enum ftfmt_id *out, int *n, bool need_workload)
+{
+	char **items;
+	int k = ftstr_split(arg, &items, 32);
+	if (k <= 0) {
+		ftcli_error("%s: empty list", opt);
+		return -1;
+	}
+	*n = 0;
+	int r = 0;
+	for (int i = 0; i < k && r == 0; i++) {
+		if (need_workload && !strcmp(items[i], "all")) {
+			for (int j = 0; j < ftmodel_bw_dtypes_count && *n < FTFMT_COUNT; j++)
+				out[(*n)++] = ftmodel_bw_dtypes[j].format;
+			continue;
+		}
+		const struct ftformat *f = ftfmt_lookup(items[i]);
+		if (!f || (need_workload && !ftmodel_bw_dtype(f->id))) {
+			ftcli_error("%s: unknown format '%s' (choose from all,%s)", opt, items[i],
+				    "bf16,nvfp4,fp8_block,mxfp4_triton,ds_fp4");
+			r = -1;
+			break;
+		}
+		bool dup = false;
+		for (int j = 0; j < *n; j++)
+			dup |= out[j] == f->id;
+		if (!dup && *n < FTFMT_COUNT)
+			out[(*n)++] = f->id;
+	}
+	ftstr_free_list(items, k);
+	return r;
+}
+
+static int parse_models(const char *arg, struct ftbw_config *c)
+{
+	char **items;
+	int k = ftstr_split(arg, &items, 32), r = 0;
+	if (k <= 0) {
+		ftcli_error("--model: empty list");
+		return -1;
+	}
+	c->nmodels = 0;
+	for (int i = 0; i < k && r == 0; i++) {
+		if (!strcmp(items[i], "all")) {
+			c->nmodels = 0;
+			for (int j = 0; j < ftmodel_bw_models_count && j < FTBW_MAX_MODELS; j++)
+				c->models[c->nmodels++] = &ftmodel_bw_models[j];
+			continue;
+		}
+		const struct ftmodel *m = ftmodel_find(ftmodel_bw_models, ftmodel_bw_models_count, items[i]);
+		if (!m) {
+			char names[512] = "";
+			for (int j = 0; j < ftmodel_bw_models_count; j++)
+				snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", j ? "," : "",
+					 ftmodel_bw_models[j].name);
+			ftcli_error("--model: unknown model '%s' (choose from all,%s)", items[i], names);
+			r = -1;
+			break;
+		}
+		bool dup = false;
+		for (int j = 0; j < c->nmodels; j++)
+			dup |= c->models[j] == m;
+		if (!dup && c->nmodels < FTBW_MAX_MODELS)
+			c->models[c->nmodels++] = m;
+	}
+	ftstr_free_list(items, k);
+	return r;
+}
+
+static int parse_isa(const char *arg, struct ftbw_config *c)
+{
+	if (ftstr_copy(c->isa, sizeof c->isa, arg) < 0) {
+		ftcli_error("--isa: too long");
+		return -1;
+	}
+	if (!strcmp(arg, "auto") || !strcmp(arg, "all"))
+		return 0;
+	char **items, names[256];
+	int k = ftstr_split(arg, &items, FTBW_MAX_ISAS + 1), r = 0;
+	if (k <= 0 || k > FTBW_MAX_ISAS) {
+		ftcli_error("--isa: give auto, all or 1 to %d ISA names", FTBW_MAX_ISAS);
+		if (k > 0)
+			ftstr_free_list(items, k);
+		return -1;
+	}
+	for (int i = 0; i < k && r == 0; i++)
+		if (!ftbw_isa_known(items[i], names, sizeof names)) {
+			ftcli_error("--isa: unknown ISA '%s' (choose from auto,all,%s)", items[i], names);
+			r = -1;
+		}
+	ftstr_free_list(items, k);
+	return r;
+}
+
+static int opt_long(const char *opt, const char *arg, long lo, long hi, int *out)
+{
+	long v;
+	if (ftstr_parse_long(arg, lo, hi, &v) < 0) {
+		ftcli_error("%s: '%s' is not an integer in [%ld, %ld]", opt, arg, lo, hi);
+		return -1;
+	}
+	*out = (int)v;
+	return 0;
+}
+
+static int opt_double(const char *opt, const char *arg, double lo, double hi, double *out)
+{
+	if (ftstr_parse_double(arg, lo, hi, out) < 0) {
+		ftcli_error("%s: '%s' is not a number in [%g, %g]", opt, arg, lo, hi);
+		return -1;
+	}
+	return 0;
+}
+
+static int write_profile(const json_t *prof, const char *output, const char *uuid, char *path, size_t n)
+{
+	if (!output)
+		return ftprof_store_write(prof, uuid, path, n);
+	char *text = json_dumps(prof, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	if (!text)
+		return -ENOMEM;
+	size_t len = strlen(text);
+	text[len] = '\n'; /* over the NUL: the file ends with a newline */
+	char dir[4096];
+	ftfs_dirname(output, dir, sizeof dir);
+	int r = ftfs_mkdir_p(dir, 0755);
+	if (r == 0)
+		r = ftfs_write_atomic(output, text, len + 1, 0644);
+	free(text);
+	if (r == 0)
+		ftstr_copy(path, n, output);
+	return r;
+}
 
 int cmd_bw(int argc, char **argv)
 {
-	ftcli_error("not built yet in this version");
-	return FTCLI_EXIT_USAGE;
+	static const struct option opts[] = {
+		{"dtype", required_argument, NULL, OPT_DTYPE},
+		{"model", required_argument, NULL, OPT_MODEL},
+		{"formats", required_argument, NULL, OPT_FORMATS},
+		{"isa", required_argument, NULL, OPT_ISA},
+		{"output", required_argument, NULL, 'o'},
+		{"threshold", required_argument, NULL, OPT_THRESHOLD},
+		{"gpu", required_argument, NULL, OPT_GPU},
+		{"cpu-threads", required_argument, NULL, OPT_CPU_THREADS},
+		{"cpu-iters", required_argument, NULL, OPT_CPU_ITERS},
+		{"pcie-mib", required_argument, NULL, OPT_PCIE_MIB},
+		{"pcie-iters", required_argument, NULL, OPT_PCIE_ITERS},
+		{"kernel-cpu-iters", required_argument, NULL, OPT_KCPU_ITERS},
+		{"kernel-pcie-iters", required_argument, NULL, OPT_KPCIE_ITERS},
+		{"overlap-seconds", required_argument, NULL, OPT_OVERLAP},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"result-fd", required_argument, NULL, OPT_RESULT_FD},
+		{"help", no_argument, NULL, 'h'},
+		{0}};
+	struct ftbw_config cfg;
+	const char *gpu_spec = NULL, *output = NULL;
+	int json = 0, c, dtype_given = 0, model_given = 0, threads = 0;
+	ftbw_config_default(&cfg);
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+		int bad = 0;
+		switch (c) {
+		case OPT_DTYPE:
+			dtype_given = 1;
+			bad = parse_formats("--dtype", optarg, cfg.dtypes, &cfg.ndtypes, true);
+			break;
+		case OPT_MODEL:
+			model_given = 1;
+			bad = parse_models(optarg, &cfg);
+			break;
+		case OPT_FORMATS:
+			bad = parse_formats("--formats", optarg, cfg.formats, &cfg.nformats, false);
+			break;
+		case OPT_ISA: bad = parse_isa(optarg, &cfg); break;
+		case 'o': output = optarg; break;
+		case OPT_THRESHOLD: bad = opt_double("--threshold", optarg, 1e-6, 1e6, &cfg.threshold); break;
+		case OPT_GPU: gpu_spec = optarg; break;
+		case OPT_CPU_THREADS: bad = opt_long("--cpu-threads", optarg, 1, 4096, &threads); break;
+		case OPT_CPU_ITERS: bad = opt_long("--cpu-iters", optarg, 1, 10000, &cfg.cpu_iters); break;
+		case OPT_PCIE_MIB: bad = opt_long("--pcie-mib", optarg, 1, 1 << 16, &cfg.pcie_mib); break;
+		case OPT_PCIE_ITERS: bad = opt_long("--pcie-iters", optarg, 1, 10000, &cfg.pcie_iters); break;
+		case OPT_KCPU_ITERS:
+			bad = opt_long("--kernel-cpu-iters", optarg, 1, 1000000, &cfg.kernel_cpu_iters);
+			break;
+		case OPT_KPCIE_ITERS:
+			bad = opt_long("--kernel-pcie-iters", optarg, 1, 100000, &cfg.kernel_pcie_iters);
+			break;
+		case OPT_OVERLAP: bad = opt_double("--overlap-seconds", optarg, 0, 600, &cfg.overlap_s); break;
+		case OPT_JSON: json = 1; break;
+		case OPT_RESULT_FD: bad = ftcli_opt_result_fd(optarg); break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return FTCLI_EXIT_USAGE;
+		}
+		if (bad)
+			return FTCLI_EXIT_USAGE;
+	}
+	if (optind < argc) {
+		ftcli_error("unexpected argument '%s'", argv[optind]);
+		return FTCLI_EXIT_USAGE;
+	}
+	if (!dtype_given && !model_given)
+		parse_formats("--dtype", "all", cfg.dtypes, &cfg.ndtypes, true);
+	if (cfg.nformats && !model_given)
+		ftcli_note("--formats applies to --model workloads only; ignored");
+	if (json)
+		ftcli_set_quiet(1);
+
+	struct ftcpu_info ci;
+	struct ftgpu_info gpu;
+	struct ftbw_real *real = NULL;
+	json_t *prof = NULL;
+	int *cpus = NULL, rc = FTCLI_EXIT_FAIL;
+	char why[256] = "", err[1024] = "", path[4096] = "";
+	int r = ftcpu_probe(&ci);
+	if (r < 0) {
+		ftcli_error("cannot describe the CPU: %s", strerror(-r));
+		return FTCLI_EXIT_FAIL;
+	}
+	r = ftcli_select_gpu(gpu_spec, &gpu, why, sizeof why);
+	if (r < 0) {
+		rc = FTCLI_EXIT_USAGE; /* logged by ftcli_select_gpu */
+		goto out;
+	}
+	bool have_gpu = r == 0;
+	if (threads > ci.physical_cores) {
+		ftcli_error("--cpu-threads %d: this host has %d physical cores", threads, ci.physical_cores);
+		rc = FTCLI_EXIT_USAGE;
+		goto out;
+	}
+	cpus = calloc((size_t)ci.physical_cores, sizeof *cpus);
+	if (!cpus) {
+		ftcli_error("out of memory");
+		goto out;
+	}
+	int ncpus = ftcpu_cores_near(&ci, have_gpu ? gpu.numa_node : -1, cpus, threads ? threads : ci.physical_cores);
+	cfg.cpu_threads = ncpus;
+	struct ftbw_env env = {
+		.cpu = &ci, .gpu = have_gpu ? &gpu : NULL, .no_gpu_why = why, .cpus = cpus, .ncpus = ncpus};
+	struct ftreport rep = ftcli_reporter();
+	r = ftbw_real_create(&real, &env, &rep, err, sizeof err);
+	if (r < 0) {
+		ftcli_error("%s", err);
+		rc = r == -ENODEV ? FTCLI_EXIT_USAGE : FTCLI_EXIT_FAIL;
+		goto out;
+	}
+	struct ftbw_ops ops = ftbw_real_ops(real);
+	r = ftbw_run(&cfg, &env, &ops, &rep, &prof, err, sizeof err);
+	ftbw_real_free(real);
+	real = NULL;
+	if (r < 0) {
+		ftcli_error("%s", err[0] ? err : strerror(-r));
+		goto out;
+	}
+	r = write_profile(prof, output, have_gpu ? gpu.uuid : NULL, path, sizeof path);
+	if (r < 0) {
+		ftcli_error("writing the profile%s%s: %s", output ? " to " : "", output ? output : "",
+			    strerror(-r));
+		goto out;
+	}
+	ftcli_result(prof);
+	if (json) {
+		ftcli_print_json(prof);
+	} else {
+		ftbw_summary(stdout, prof);
+		printf("\nprofile written to %s\n", path);
+	}
+	rc = FTCLI_EXIT_OK;
+out:
+	ftbw_real_free(real);
+	json_decref(prof);
+	free(cpus);
+	ftcpu_release(&ci);
+	return rc;
 }

@@ -1,8 +1,235 @@
-/* Placeholder until its issue lands: says so and exits 2. */
+/* ftbench cache-copy: slot-cache LRU + gather cost per decode layer (reference §4). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "bench/cache_copy.h"
 #include "cli/cli.h"
+#include "moe/formats.h"
+#include "util/strutil.h"
+
+#ifdef FT_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: ftbench cache-copy [--models LIST] [--cache-slots LIST] [--batch-sizes LIST]\n"
+		"                          [--miss-rates LIST] [--repeat N] [--gpu UUID|INDEX] [--json]\n"
+		"                          [--list] [--result-fd N]\n"
+		"  --models LIST       cache-copy profiles (default: all; --list shows them)\n"
+		"  --cache-slots LIST  slot counts for every model (default: E and int(0.4*L*E))\n"
+		"  --batch-sizes LIST  default 1,4,16,32\n"
+		"  --miss-rates LIST   in [0,1], default 0,0.25,0.5,1\n"
+		"  --repeat N          timed repeats per row, median reported (default %d)\n"
+		"  --json              the whole result as JSON on stdout\n"
+		"Environment: FREETOKEN_FUSED_COPY=0 forces the per-bank copy path.\n",
+		FTCC_DEFAULT_REPEAT);
+}
+
+static void list_models(void)
+{
+	printf("%-22s %6s %6s %5s %-14s %6s %6s %12s\n", "model", "layers", "E", "topk", "format", "H", "I",
+	       "expert_MiB");
+	for (int i = 0; i < ftmodel_cache_profiles_count; i++) {
+		const struct ftmodel *m = &ftmodel_cache_profiles[i];
+		const struct ftformat *f = ftfmt_get(m->format);
+		printf("%-22s %6d %6d %5d %-14s %6ld %6ld %12.3f\n", m->name, m->layers, m->experts, m->topk,
+		       f->name, m->hidden, m->inter, ftfmt_expert_bytes(f, m->hidden, m->inter) / 1048576.0);
+	}
+}
+
+static const struct ftmodel *find_model(const char *name)
+{
+	for (int i = 0; i < ftmodel_cache_profiles_count; i++)
+		if (!strcasecmp(ftmodel_cache_profiles[i].name, name))
+			return &ftmodel_cache_profiles[i];
+	return NULL;
+}
+
+#ifdef FT_HAVE_CUDA
+static double jnum(const json_t *o, const char *k)
+{
+	return json_number_value(json_object_get(o, k));
+}
+
+static void print_table(const json_t *res)
+{
+	size_t i, j;
+	json_t *r, *row;
+	json_array_foreach(json_object_get(res, "results"), i, r) {
+		printf("\n%s (%s, L=%d E=%d top-%d, %.3f MiB/expert), cache %d slots, path %s\n",
+		       json_string_value(json_object_get(r, "model")), json_string_value(json_object_get(r, "format")),
+		       (int)jnum(r, "layers"), (int)jnum(r, "experts"), (int)jnum(r, "topk"),
+		       jnum(r, "expert_bytes") / 1048576.0, (int)jnum(r, "cache_slots"),
+		       json_string_value(json_object_get(r, "path")));
+		printf("%4s %6s %5s %6s %9s %9s %9s %9s %8s %8s %8s %8s %8s %8s %7s %6s %5s\n", "bs", "active",
+		       "miss", "misses", "time_ms", "min", "max", "copy_MiB", "bw_GBps", "tok_ms", "ens_us",
+		       "lin_GBps", "pyt_GBps", "pxy_GBps", "%lin", "f/pb", "ok");
+		json_array_foreach(json_object_get(r, "rows"), j, row) {
+			const char *err = json_string_value(json_object_get(row, "error"));
+			if (err) {
+				printf("%4d %6d %5.2f %6d  %s\n", (int)jnum(row, "bs"), (int)jnum(row, "active"),
+				       jnum(row, "miss_rate"), (int)jnum(row, "misses"), err);
+				continue;
+			}
+			json_t *sp = json_object_get(row, "time_ms_spread");
+			int miss = (int)jnum(row, "misses");
+			printf("%4d %6d %5.2f %6d %9.4f %9.4f %9.4f %9.2f %8.2f %8.2f %8.2f", (int)jnum(row, "bs"),
+			       (int)jnum(row, "active"), jnum(row, "miss_rate"), miss, jnum(row, "time_ms"),
+			       jnum(sp, "min"), jnum(sp, "max"), jnum(row, "copy_MiB"), jnum(row, "bw_GBps"),
+			       jnum(row, "tok_ms"), jnum(row, "ensure_us"));
+			if (miss)
+				printf(" %8.2f %8.2f %8.2f %7.1f %6.2f", jnum(row, "linear_GBps"), jnum(row, "memcpy_GBps"),
+				       jnum(row, "proxy_GBps"), jnum(row, "pct_of_linear"), jnum(row, "fused_over_per_bank"));
+			else
+				printf(" %8s %8s %8s %7s %6s", "-", "-", "-", "-", "-");
+			printf(" %5s\n", json_is_true(json_object_get(row, "verified")) ? "yes" : "NO");
+		}
+	}
+}
+
+#endif
 
 int cmd_cache_copy(int argc, char **argv)
 {
-	ftcli_error("not built yet in this version");
+	enum { O_MODELS = 256, O_SLOTS, O_BATCH, O_MISS, O_REPEAT, O_GPU, O_JSON, O_LIST, O_FD };
+	static const struct option opts[] = {
+		{"models", required_argument, NULL, O_MODELS}, {"cache-slots", required_argument, NULL, O_SLOTS},
+		{"batch-sizes", required_argument, NULL, O_BATCH}, {"miss-rates", required_argument, NULL, O_MISS},
+		{"repeat", required_argument, NULL, O_REPEAT}, {"gpu", required_argument, NULL, O_GPU},
+		{"json", no_argument, NULL, O_JSON}, {"list", no_argument, NULL, O_LIST},
+		{"result-fd", required_argument, NULL, O_FD}, {"help", no_argument, NULL, 'h'}, {0}};
+	struct ftcc_opts o;
+	ftcc_defaults(&o);
+	const char *gpu = NULL;
+	int json = 0, c, n;
+	long v;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case O_MODELS: {
+			char **items;
+			n = ftstr_split(optarg, &items, FTCC_MAX_LIST);
+			if (n <= 0) {
+				ftcli_error("--models: expected a list of names");
+				return FTCLI_EXIT_USAGE;
+			}
+			o.nmodels = 0;
+			for (int i = 0; i < n; i++) {
+				const struct ftmodel *m = !strcmp(items[i], "all") ? NULL : find_model(items[i]);
+				if (!strcmp(items[i], "all")) {
+					ftcc_defaults(&o);
+					continue;
+				}
+				if (!m) {
+					ftcli_error("--models: unknown model '%s' (see --list)", items[i]);
+					ftstr_free_list(items, n);
+					return FTCLI_EXIT_USAGE;
+				}
+				o.models[o.nmodels++] = m;
+			}
+			ftstr_free_list(items, n);
+			break;
+		}
+		case O_SLOTS:
+			if ((n = ftstr_parse_long_list(optarg, 1, (1 << 24) - 1, o.slots, FTCC_MAX_LIST)) <= 0) {
+				ftcli_error("--cache-slots: expected positive integers, got '%s'", optarg);
+				return FTCLI_EXIT_USAGE;
+			}
+			o.nslots = n;
+			break;
+		case O_BATCH:
+			if ((n = ftstr_parse_long_list(optarg, 1, 4096, o.batch, FTCC_MAX_LIST)) <= 0) {
+				ftcli_error("--batch-sizes: expected integers in [1, 4096], got '%s'", optarg);
+				return FTCLI_EXIT_USAGE;
+			}
+			o.nbatch = n;
+			break;
+		case O_MISS:
+			if ((n = ftstr_parse_double_list(optarg, 0, 1, o.miss, FTCC_MAX_LIST)) <= 0) {
+				ftcli_error("--miss-rates: expected numbers in [0, 1], got '%s'", optarg);
+				return FTCLI_EXIT_USAGE;
+			}
+			o.nmiss = n;
+			break;
+		case O_REPEAT:
+			if (ftstr_parse_long(optarg, 1, 100000, &v)) {
+				ftcli_error("--repeat: expected an integer in [1, 100000], got '%s'", optarg);
+				return FTCLI_EXIT_USAGE;
+			}
+			o.repeat = (int)v;
+			break;
+		case O_GPU:
+			gpu = optarg;
+			break;
+		case O_JSON:
+			json = 1;
+			break;
+		case O_LIST:
+			list_models();
+			return 0;
+		case O_FD:
+			if (ftcli_opt_result_fd(optarg))
+				return FTCLI_EXIT_USAGE;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return FTCLI_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		ftcli_error("unexpected argument '%s'", argv[optind]);
+		return FTCLI_EXIT_USAGE;
+	}
+	if (json)
+		ftcli_set_quiet(1);
+#ifndef FT_HAVE_CUDA
+	(void)gpu;
+	ftcli_error("built without CUDA: cache-copy needs a GPU");
 	return FTCLI_EXIT_USAGE;
+#else
+	struct ftgpu_info g;
+	char why[256] = "";
+	int r = ftcli_select_gpu(gpu, &g, why, sizeof why);
+	if (r < 0)
+		return FTCLI_EXIT_USAGE;
+	if (r == 1) {
+		ftcli_error("no GPU: %s", why[0] ? why : "no CUDA device found");
+		return FTCLI_EXIT_USAGE;
+	}
+	if (cudaSetDevice(g.index) != cudaSuccess) {
+		ftcli_error("cannot use GPU %d (%s)", g.index, g.uuid);
+		return FTCLI_EXIT_FAIL;
+	}
+	struct ftreport rep = ftcli_reporter();
+	json_t *res = NULL;
+	r = ftcc_run(&o, &rep, &res);
+	if (res) {
+		json_object_set_new(res, "gpu", ftgpu_json(&g));
+		json_object_set_new(res, "repeat", json_integer(o.repeat));
+		ftcli_result(res);
+		if (json)
+			ftcli_print_json(res);
+		else
+			print_table(res);
+		json_decref(res);
+	}
+	if (r == -EBADMSG) {
+		ftcli_error("slot contents differ from the source rows (rows with ok = NO)");
+		return FTCLI_EXIT_FAIL;
+	}
+	if (r) {
+		ftcli_error("%s", r == -ENODEV ? "no usable CUDA device" : strerror(-r));
+		return r == -ENODEV ? FTCLI_EXIT_USAGE : FTCLI_EXIT_FAIL;
+	}
+	return 0;
+#endif
 }

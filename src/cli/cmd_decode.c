@@ -1,8 +1,370 @@
-/* Placeholder until its issue lands: says so and exits 2. */
+/* ftbench decode: client-side decode tok/s, TTFT and event gaps per MoE backend against an
+ * OpenAI-compatible server (reference §8). See src/bench/decode.h for the measurement. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "bench/decode.h"
 #include "cli/cli.h"
+#include "decode/prompts.h"
+#include "util/fsutil.h"
+#include "util/strutil.h"
+
+#define MAX_BACKENDS 16
+
+static volatile sig_atomic_t cancel_flag;
+
+static void on_signal(int sig)
+{
+	cancel_flag = sig;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: ftbench decode --model PATH [options]\n"
+		"       ftbench decode --url http://127.0.0.1:30000 [--backend NAME] [options]\n"
+		"\n"
+		"Per backend: start the server (own process group), wait for /health to say serving, read the\n"
+		"model id from /v1/models, stream warm-up request(s), then the measured one; VRAM from /v1/stats;\n"
+		"stop the server (SIGTERM to the group, grace, SIGKILL, grace, driver wait).\n"
+		"\n"
+		"  --model PATH          checkpoint ({model} in the server command; its generation_config.json)\n"
+		"  --backend LIST        MoE backends, e.g. offload,cpu,hybrid (default offload); a failing one\n"
+		"                        does not stop the others; the exit status is 1 when any failed\n"
+		"  --tokens D            decode tokens per request, ignore_eos (default %d; alias --max-tokens)\n"
+		"  --url URL             use a server that is already running (one backend; nothing is started)\n"
+		"  --server-cmd TMPL     server command template, split into argv without a shell; placeholders\n"
+		"                        {model} {port} {backend} {host} and {flags} (the mapped flags; appended\n"
+		"                        when absent). Default: \"%s\"\n"
+		"  --port N              server port (default: a free loopback port per backend)\n"
+		"  --mem-ratio R         --memory-ratio (default 0.9)\n"
+		"  --cache N             --moe-cache-size N      \\  one of them; default\n"
+		"  --cache-rate X        --moe-cache-rate X      /  --moe-cache-auto\n"
+		"  --hybrid-fetch N      --moe-hybrid-max-fetch (default -1: from the bw profile)\n"
+		"  --no-graph            --cuda-graph-max-bs 0 (default 1)\n"
+		"  --aime FILE           jsonl with \"problem\" or \"prompt\" (default: the embedded problems)\n"
+		"  --problem N           problem index, 0-based (default 0)\n"
+		"  --greedy              temperature 0, top_p 1, top_k -1 (default: generation_config.json,\n"
+		"                        fallbacks temperature 1.0, top_p 0.95, top_k 64)\n"
+		"  --no-thinking         do not ask for thinking (default on)\n"
+		"  --warmup N            warm-up requests before the measured one (default 1)\n"
+		"  --json FILE           append one JSON line per backend (every field; failed ones too)\n"
+		"  --health-timeout S    deadline for /health (default 1800)\n"
+		"  --request-timeout S   per request (default 1800)\n"
+		"  --term-grace S        after SIGTERM (default 90)\n"
+		"  --kill-grace S        after SIGKILL (default 30)\n"
+		"  --driver-wait S       then, for the driver to release VRAM (default 3)\n"
+		"  --log-dir DIR         server logs (default $TMPDIR or /tmp)\n"
+		"  --result-fd N         worker protocol: progress/result/error JSON lines on fd N\n",
+		FTDECODE_DEFAULT_TOKENS, FTSRV_DEFAULT_TEMPLATE);
+}
+
+enum {
+	O_MODEL = 256, O_BACKEND, O_TOKENS, O_URL, O_SERVER_CMD, O_PORT, O_MEM, O_CACHE, O_CACHE_RATE, O_FETCH,
+	O_NO_GRAPH, O_AIME, O_PROBLEM, O_GREEDY, O_NO_THINK, O_WARMUP, O_JSON, O_HEALTH_TO, O_REQ_TO, O_TERM,
+	O_KILL, O_DRIVER, O_LOGDIR, O_RESULT_FD, O_HELP
+};
+
+struct progress_ctx {
+	int index, n;
+	const char *backend;
+};
+
+static void rep_progress(void *ctx, int done, int total, const char *label)
+{
+	struct progress_ctx *p = ctx;
+	char l[160];
+	snprintf(l, sizeof l, "%s: %s", p->backend, label);
+	ftcli_progress(p->index * FTDECODE_PHASES + done, p->n * FTDECODE_PHASES, l);
+}
+
+static int append_line(const char *path, json_t *row)
+{
+	char *s = json_dumps(row, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	if (!s)
+		return -ENOMEM;
+	size_t l = strlen(s);
+	s[l] = '\n';
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	int r = fd < 0 ? -errno : ftfs_write_all(fd, s, l + 1);
+	if (fd >= 0 && close(fd) < 0 && r == 0)
+		r = -errno;
+	free(s);
+	return r;
+}
+
+static int valid_backend(const char *b)
+{
+	if (!*b || strlen(b) >= 32)
+		return 0;
+	for (const char *p = b; *p; p++)
+		if (!(*p == '-' || *p == '_' || *p == '.' || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
+		      (*p >= 'A' && *p <= 'Z')))
+			return 0;
+	return 1;
+}
+
+static void print_summary(const struct ftdecode_cfg *c, const struct ftdecode_result *res, int n)
+{
+	printf("\ndecode: model %s, D=%ld, %s, sampling temperature %g top_p %g top_k %ld (%s)\n",
+	       res[0].model_id[0] ? res[0].model_id : (c->model ? c->model : "?"), c->serve.max_tokens,
+	       c->prompt_source, c->sampling.temperature, c->sampling.top_p, c->sampling.top_k, c->sampling.source);
+	printf("%-10s %9s %8s %8s %8s %9s %7s %7s %7s %7s %9s  %s\n", "backend", "tok/s", "ms/tok", "p50 ms", "p99 ms",
+	       "ttft ms", "prompt", "tokens", "events", "tok/ev", "vram GiB", "sha1");
+	for (int i = 0; i < n; i++) {
+		const struct ftdecode_result *r = &res[i];
+		if (!r->ok) {
+			const char *nl = strchr(r->error, '\n');
+			printf("%-10s FAILED: %.*s\n", r->backend, nl ? (int)(nl - r->error) : (int)strlen(r->error), r->error);
+			continue;
+		}
+		char prompt[24] = "-", vram[24] = "-";
+		if (r->m.prompt_tokens >= 0)
+			snprintf(prompt, sizeof prompt, "%ld", r->m.prompt_tokens);
+		if (r->vram_bytes >= 0)
+			snprintf(vram, sizeof vram, "%.2f", (double)r->vram_bytes / 1073741824.0);
+		printf("%-10s %9.2f %8.2f %8.2f %8.2f %9.1f %7s %7ld %7ld %7.2f %9s  %s\n", r->backend, r->m.decode_tok_s,
+		       r->m.ms_per_token, r->m.event_ms_p50, r->m.event_ms_p99, r->m.ttft_ms, prompt,
+		       r->m.completion_tokens, r->m.events, r->m.tokens_per_event, vram, r->output_sha1);
+	}
+	const char *first = NULL;
+	int differ = 0;
+	for (int i = 0; i < n; i++)
+		if (res[i].ok) {
+			if (first && strcmp(first, res[i].output_sha1))
+				differ = 1;
+			if (!first)
+				first = res[i].output_sha1;
+		}
+	if (differ)
+		printf("note: output_sha1 differs across backends (expected equal for the same model and requests)\n");
+	fflush(stdout);
+}
 
 int cmd_decode(int argc, char **argv)
 {
-	ftcli_error("not built yet in this version");
-	return FTCLI_EXIT_USAGE;
+	static const struct option opts[] = {
+		{"model", required_argument, NULL, O_MODEL}, {"backend", required_argument, NULL, O_BACKEND},
+		{"backends", required_argument, NULL, O_BACKEND}, {"tokens", required_argument, NULL, O_TOKENS},
+		{"max-tokens", required_argument, NULL, O_TOKENS}, {"url", required_argument, NULL, O_URL},
+		{"server-cmd", required_argument, NULL, O_SERVER_CMD}, {"port", required_argument, NULL, O_PORT},
+		{"mem-ratio", required_argument, NULL, O_MEM}, {"cache", required_argument, NULL, O_CACHE},
+		{"cache-rate", required_argument, NULL, O_CACHE_RATE}, {"hybrid-fetch", required_argument, NULL, O_FETCH},
+		{"no-graph", no_argument, NULL, O_NO_GRAPH}, {"aime", required_argument, NULL, O_AIME},
+		{"problem", required_argument, NULL, O_PROBLEM}, {"greedy", no_argument, NULL, O_GREEDY},
+		{"no-thinking", no_argument, NULL, O_NO_THINK}, {"warmup", required_argument, NULL, O_WARMUP},
+		{"json", required_argument, NULL, O_JSON}, {"health-timeout", required_argument, NULL, O_HEALTH_TO},
+		{"request-timeout", required_argument, NULL, O_REQ_TO}, {"term-grace", required_argument, NULL, O_TERM},
+		{"kill-grace", required_argument, NULL, O_KILL}, {"driver-wait", required_argument, NULL, O_DRIVER},
+		{"log-dir", required_argument, NULL, O_LOGDIR}, {"result-fd", required_argument, NULL, O_RESULT_FD},
+		{"help", no_argument, NULL, O_HELP}, {0}};
+	struct ftdecode_cfg c = {
+		.serve = {.max_tokens = FTDECODE_DEFAULT_TOKENS, .mem_ratio = 0.9, .hybrid_fetch = -1, .cache_size = 0,
+			  .cache_rate = -1},
+		.grace = FTSRV_GRACE_DEFAULT,
+		.warmup = 1,
+		.health_timeout_s = 1800,
+		.health_interval_s = 0.5,
+		.request_timeout_s = 1800,
+		.thinking = 1,
+	};
+	const char *backends = "offload", *aime = NULL, *json_path = NULL;
+	int greedy = 0, ch;
+	long lv;
+	double dv;
+	opterr = 0;
+	optind = 1;
+#define BAD(...) do { ftcli_error(__VA_ARGS__); return FTCLI_EXIT_USAGE; } while (0)
+	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (ch) {
+		case O_MODEL: c.model = optarg; break;
+		case O_BACKEND: backends = optarg; break;
+		case O_TOKENS:
+			if (ftstr_parse_long(optarg, 2, 1 << 20, &lv) < 0)
+				BAD("--tokens: '%s' is not an integer in [2, 1048576]", optarg);
+			c.serve.max_tokens = lv;
+			break;
+		case O_URL: c.url = optarg; break;
+		case O_SERVER_CMD: c.server_cmd = optarg; break;
+		case O_PORT:
+			if (ftstr_parse_long(optarg, 1, 65535, &lv) < 0)
+				BAD("--port: '%s' is not a port", optarg);
+			c.port = (int)lv;
+			break;
+		case O_MEM:
+			if (ftstr_parse_double(optarg, 0.01, 1.0, &c.serve.mem_ratio) < 0)
+				BAD("--mem-ratio: '%s' is not in (0, 1]", optarg);
+			break;
+		case O_CACHE:
+			if (ftstr_parse_long(optarg, 0, 1L << 40, &c.serve.cache_size) < 0)
+				BAD("--cache: '%s' is not a non-negative integer", optarg);
+			break;
+		case O_CACHE_RATE:
+			if (ftstr_parse_double(optarg, 0.0, 1.0, &c.serve.cache_rate) < 0)
+				BAD("--cache-rate: '%s' is not in [0, 1]", optarg);
+			break;
+		case O_FETCH:
+			if (ftstr_parse_long(optarg, -1, 1 << 20, &c.serve.hybrid_fetch) < 0)
+				BAD("--hybrid-fetch: '%s' is not an integer >= -1", optarg);
+			break;
+		case O_NO_GRAPH: c.serve.no_graph = 1; break;
+		case O_AIME: aime = optarg; break;
+		case O_PROBLEM:
+			if (ftstr_parse_long(optarg, 0, 1 << 20, &lv) < 0)
+				BAD("--problem: '%s' is not an index >= 0", optarg);
+			c.problem = (int)lv;
+			break;
+		case O_GREEDY: greedy = 1; break;
+		case O_NO_THINK: c.thinking = 0; break;
+		case O_WARMUP:
+			if (ftstr_parse_long(optarg, 0, 100, &lv) < 0)
+				BAD("--warmup: '%s' is not in [0, 100]", optarg);
+			c.warmup = (int)lv;
+			break;
+		case O_JSON: json_path = optarg; break;
+		case O_HEALTH_TO:
+		case O_REQ_TO:
+		case O_TERM:
+		case O_KILL:
+		case O_DRIVER:
+			if (ftstr_parse_double(optarg, 0.0, 864000, &dv) < 0)
+				BAD("--%s: '%s' is not a number of seconds",
+				    ch == O_HEALTH_TO ? "health-timeout" : ch == O_REQ_TO ? "request-timeout" :
+				    ch == O_TERM ? "term-grace" : ch == O_KILL ? "kill-grace" : "driver-wait", optarg);
+			if (ch == O_HEALTH_TO) c.health_timeout_s = dv;
+			else if (ch == O_REQ_TO) c.request_timeout_s = dv > 0.001 ? dv : 0.001;
+			else if (ch == O_TERM) c.grace.term_s = dv;
+			else if (ch == O_KILL) c.grace.kill_s = dv;
+			else c.grace.driver_s = dv;
+			break;
+		case O_LOGDIR: c.log_dir = optarg; break;
+		case O_RESULT_FD:
+			if (ftcli_opt_result_fd(optarg) < 0)
+				return FTCLI_EXIT_USAGE;
+			break;
+		case O_HELP:
+		case 'h': usage(stdout); return 0;
+		default:
+			ftcli_error("unknown or incomplete option '%s' (see ftbench decode --help)", argv[optind - 1]);
+			return FTCLI_EXIT_USAGE;
+		}
+	}
+	if (optind < argc)
+		BAD("unexpected argument '%s'", argv[optind]);
+	if (!c.url && !c.model)
+		BAD("--model PATH is required (or --url for a server that is already running)");
+	if (c.url && c.server_cmd)
+		BAD("--url and --server-cmd exclude each other");
+	if (c.url && strncmp(c.url, "http://", 7) && strncmp(c.url, "https://", 8))
+		BAD("--url: '%s' is not an http(s) URL", c.url);
+	if (c.serve.cache_size > 0 && c.serve.cache_rate >= 0)
+		BAD("--cache and --cache-rate exclude each other");
+	char **bl = NULL;
+	int nb = ftstr_split(backends, &bl, MAX_BACKENDS);
+	if (nb <= 0)
+		BAD("--backend: '%s' is not a list of backends (at most %d)", backends, MAX_BACKENDS);
+	for (int i = 0; i < nb; i++)
+		if (!valid_backend(bl[i])) {
+			ftstr_free_list(bl, nb);
+			BAD("--backend: '%s' is not a backend name", bl[i]);
+		}
+	if (c.url && nb > 1) {
+		ftstr_free_list(bl, nb);
+		BAD("--url names one running server: give at most one --backend (its label)");
+	}
+	if (!c.log_dir)
+		c.log_dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+#undef BAD
+
+	int rc = FTCLI_EXIT_OK;
+	char err[1024], source[256];
+	char *prompt = NULL;
+	struct ftdecode_result *res = NULL;
+	json_t *rows = json_array(), *failed = json_array();
+	int r = ftprompt_load(aime, c.problem, &prompt, source, sizeof source, err, sizeof err);
+	if (r < 0) {
+		ftcli_error("prompt: %s", err);
+		rc = r == -ENOMEM ? FTCLI_EXIT_FAIL : FTCLI_EXIT_USAGE;
+		goto out;
+	}
+	c.prompt = prompt;
+	c.prompt_source = source;
+	if ((r = ftsampling_resolve(c.model, greedy, &c.sampling, err, sizeof err)) < 0) {
+		ftcli_error("sampling: %s", err);
+		rc = FTCLI_EXIT_USAGE;
+		goto out;
+	}
+	res = calloc((size_t)nb, sizeof *res);
+	if (!res || curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		ftcli_error("out of memory");
+		rc = FTCLI_EXIT_FAIL;
+		goto out;
+	}
+	struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	c.cancel = &cancel_flag;
+	int ran = 0;
+	for (int i = 0; i < nb; i++) {
+		if (cancel_flag) {
+			snprintf(res[i].backend, sizeof res[i].backend, "%s", bl[i]);
+			snprintf(res[i].error, sizeof res[i].error, "not run: cancelled by signal %d", (int)cancel_flag);
+			ran++;
+			continue;
+		}
+		struct progress_ctx pc = {i, nb, bl[i]};
+		struct ftreport rep = {rep_progress, NULL, &pc};
+		c.rep = &rep;
+		ftdecode_run(&c, bl[i], &res[i]);
+		ran++;
+		if (!res[i].ok)
+			ftcli_error("backend %s failed: %s", bl[i], res[i].error);
+		for (int w = 0; w < res[i].nwarnings; w++)
+			ftcli_note("%s: %s", bl[i], res[i].warnings[w]);
+		json_t *row = ftdecode_row(&c, &res[i]);
+		json_array_append(rows, row);
+		if (json_path && (r = append_line(json_path, row)) < 0)
+			ftcli_error("--json %s: %s", json_path, strerror(-r));
+		json_decref(row);
+	}
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	int nfail = 0;
+	for (int i = 0; i < ran; i++)
+		if (!res[i].ok) {
+			json_array_append_new(failed, json_string(res[i].backend));
+			nfail++;
+		}
+	print_summary(&c, res, ran);
+	if (nfail) {
+		char names[512] = "";
+		size_t l = 0;
+		for (int i = 0; i < ran; i++)
+			if (!res[i].ok && l < sizeof names)
+				l += (size_t)snprintf(names + l, sizeof names - l, "%s%s", l ? ", " : "", res[i].backend);
+		printf("failed: %s\n", names);
+		fflush(stdout);
+		ftcli_error("%d of %d backend(s) failed: %s", nfail, nb, names);
+		rc = FTCLI_EXIT_FAIL;
+	}
+	json_t *result = json_pack("{s:s,s:O,s:O}", "kind", "decode", "rows", rows, "failed", failed);
+	ftcli_result(result);
+	json_decref(result);
+	curl_global_cleanup();
+out:
+	json_decref(rows);
+	json_decref(failed);
+	free(res);
+	free(prompt);
+	ftstr_free_list(bl, nb);
+	return rc;
 }

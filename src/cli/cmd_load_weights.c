@@ -1,8 +1,135 @@
-/* Placeholder until its issue lands: says so and exits 2. */
+/* ftbench load-weights --model DIR: expert-bank load time, serial vs parallel O_DIRECT vs FTW
+ * (reference §7). Each mode runs in a child (`--worker MODE`, hidden) that prints one
+ * "@@RESULT@@ {json}" line. Exit 1 when a mode fails or a checksum differs (BAD). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/load_weights.h"
 #include "cli/cli.h"
+#include "util/strutil.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: ftbench load-weights --model DIR [--modes baseline,parallel,ftw[,auto]]\n"
+		   "         [--workers N] [--chunk-mib N] [--shard-gib N] [--ftw-dir DIR] [--keep-ftw]\n"
+		   "         [--no-drop-cache] [--expert-load auto|serial|parallel] [--json] [--result-fd N]\n"
+		   "  baseline (serial loader) always runs as the reference; the FTW copy goes to\n"
+		   "  /var/tmp/ftw_<model name> unless --ftw-dir, and is removed unless --keep-ftw.\n");
+}
 
 int cmd_load_weights(int argc, char **argv)
 {
-	ftcli_error("not built yet in this version");
-	return FTCLI_EXIT_USAGE;
+	static const struct option opts[] = {
+		{"model", required_argument, NULL, 'm'},     {"modes", required_argument, NULL, 'M'},
+		{"workers", required_argument, NULL, 'w'},   {"chunk-mib", required_argument, NULL, 'c'},
+		{"shard-gib", required_argument, NULL, 'g'}, {"shard-mib", required_argument, NULL, 'G'},
+		{"ftw-dir", required_argument, NULL, 'f'},   {"keep-ftw", no_argument, NULL, 'k'},
+		{"no-drop-cache", no_argument, NULL, 'n'},   {"expert-load", required_argument, NULL, 'e'},
+		{"json", no_argument, NULL, 'j'},            {"result-fd", required_argument, NULL, 'r'},
+		{"worker", required_argument, NULL, 'W'},    {"help", no_argument, NULL, 'h'},
+		{0}};
+	struct ftlw_opts o = {.modes = FTLW_BASELINE | FTLW_PARALLEL | FTLW_FTW, .drop_cache = 1,
+			      .expert_load = FTLOAD_AUTO};
+	const char *worker = NULL;
+	int json = 0, c;
+	long v;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'm': o.model = optarg; break;
+		case 'M':
+			if (ftlw_parse_modes(optarg, &o.modes) < 0) {
+				ftcli_error("--modes: '%s' is not a list of baseline, parallel, ftw, auto", optarg);
+				return FTCLI_EXIT_USAGE;
+			}
+			break;
+		case 'w':
+			if (ftstr_parse_long(optarg, 1, 256, &v) < 0) {
+				ftcli_error("--workers: '%s' is not a number in 1..256", optarg);
+				return FTCLI_EXIT_USAGE;
+			}
+			o.workers = (int)v;
+			break;
+		case 'c':
+			if (ftstr_parse_long(optarg, 1, 1024, &v) < 0) {
+				ftcli_error("--chunk-mib: '%s' is not a number in 1..1024", optarg);
+				return FTCLI_EXIT_USAGE;
+			}
+			o.chunk_bytes = (size_t)v << 20;
+			break;
+		case 'g':
+		case 'G':
+			if (ftstr_parse_long(optarg, 1, c == 'g' ? 1 << 20 : 1L << 30, &v) < 0) {
+				ftcli_error("--shard-%s: '%s' is not a positive number", c == 'g' ? "gib" : "mib", optarg);
+				return FTCLI_EXIT_USAGE;
+			}
+			o.shard_bytes = (uint64_t)v << (c == 'g' ? 30 : 20);
+			break;
+		case 'f': o.ftw_dir = optarg; break;
+		case 'k': o.keep_ftw = 1; break;
+		case 'n': o.drop_cache = 0; break;
+		case 'e':
+			if (ftload_parse_mode(optarg, &o.expert_load) < 0) {
+				ftcli_error("--expert-load: '%s' is not auto, serial or parallel", optarg);
+				return FTCLI_EXIT_USAGE;
+			}
+			break;
+		case 'j': json = 1; break;
+		case 'r':
+			if (ftcli_opt_result_fd(optarg) < 0)
+				return FTCLI_EXIT_USAGE;
+			break;
+		case 'W': worker = optarg; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return FTCLI_EXIT_USAGE;
+		}
+	}
+	if (optind < argc || !o.model) {
+		if (optind < argc)
+			ftcli_error("unexpected argument '%s'", argv[optind]);
+		else
+			ftcli_error("--model DIR is required");
+		usage(stderr);
+		return FTCLI_EXIT_USAGE;
+	}
+	struct ftreport rep = ftcli_reporter();
+	o.rep = &rep;
+	char err[1024];
+	if (worker) {
+		/* child side: one mode, one result line on stdout */
+		json_t *row;
+		int r = ftlw_worker(worker, &o, &row, err, sizeof err);
+		if (r < 0) {
+			ftcli_error("%s: %s", worker, err);
+			return FTCLI_EXIT_FAIL;
+		}
+		char *s = json_dumps(row, JSON_COMPACT);
+		printf("%s%s\n", FTLW_RESULT_PREFIX, s ? s : "{}");
+		fflush(stdout);
+		free(s);
+		json_decref(row);
+		return 0;
+	}
+	if (json)
+		ftcli_set_quiet(1);
+	json_t *res;
+	int r = ftlw_run(&o, &res, err, sizeof err);
+	if (r < 0) {
+		ftcli_error("%s", err);
+		return r == -EINVAL ? FTCLI_EXIT_USAGE : FTCLI_EXIT_FAIL;
+	}
+	ftcli_result(res);
+	if (json)
+		ftcli_print_json(res);
+	else
+		ftlw_print_table(res, stdout);
+	int ok = json_is_true(json_object_get(res, "ok"));
+	json_decref(res);
+	if (!ok) {
+		ftcli_error("checksum mismatch (BAD): a loader produced different banks than the baseline");
+		return FTCLI_EXIT_FAIL;
+	}
+	return 0;
 }

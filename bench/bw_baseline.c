@@ -1,0 +1,191 @@
+/* bw_baseline: independent same-run baselines for the ceilings of `ftbench bw`
+ * (bench/RESULTS.md, "bw" section). Not part of the product; built by bench/bw.sh.
+ *
+ *  - CPU: a plain, well-written read loop: one thread per physical core, bound to it, each
+ *    reading its own contiguous slice (first-touched by itself, never zeros) with four
+ *    independent AVX-512 accumulators; GB/s = buffer bytes / (start barrier -> last thread done).
+ *    Buffer max(2 GiB, 128 MiB * threads), at most half of MemAvailable, as bw's ceiling.
+ *  - PCIe: one large pinned cudaMemcpy each way (1 GiB by default), timed with CUDA events,
+ *    2 warm-ups then 10 timed copies.
+ * Prints one JSON object: {"cpu_read_gbs":{median,min,max,samples},"threads":n,
+ * "h2d_gbs":{...},"d2h_gbs":{...}} (PCIe parts null without a GPU). */
+#include <immintrin.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hw/cpu.h"
+#include "util/stats.h"
+
+#ifdef FT_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+#define PASSES 8
+
+struct shared {
+	char *buf;
+	size_t slice;
+	int nthreads;
+	pthread_barrier_t bar;
+	double t0[PASSES + 1], t1[PASSES + 1][256];
+	volatile double sink;
+};
+
+struct worker {
+	struct shared *s;
+	int tid, cpu;
+};
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+__attribute__((target("avx512f"))) static double read_slice(const char *p, size_t n)
+{
+	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+	for (size_t i = 0; i + 256 <= n; i += 256) {
+		a0 = _mm512_add_epi64(a0, _mm512_load_si512((const void *)(p + i)));
+		a1 = _mm512_add_epi64(a1, _mm512_load_si512((const void *)(p + i + 64)));
+		a2 = _mm512_add_epi64(a2, _mm512_load_si512((const void *)(p + i + 128)));
+		a3 = _mm512_add_epi64(a3, _mm512_load_si512((const void *)(p + i + 192)));
+	}
+	a0 = _mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3));
+	return (double)_mm512_reduce_add_epi64(a0);
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct shared *s = w->s;
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(w->cpu, &set);
+	pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+	char *p = s->buf + (size_t)w->tid * s->slice;
+	for (size_t i = 0; i < s->slice; i += 8)
+		*(uint64_t *)(p + i) = 0x0101010101010101ull * (uint64_t)((i >> 12) % 251 + 1);
+	double acc = 0;
+	for (int pass = 0; pass <= PASSES; pass++) { /* pass 0 is a warm-up */
+		pthread_barrier_wait(&s->bar);
+		if (w->tid == 0)
+			s->t0[pass] = now();
+		pthread_barrier_wait(&s->bar);
+		acc += read_slice(p, s->slice);
+		s->t1[pass][w->tid] = now();
+	}
+	s->sink += acc;
+	return NULL;
+}
+
+static json_t *cpu_baseline(int *threads_out)
+{
+	struct ftcpu_info ci;
+	if (ftcpu_probe(&ci) < 0)
+		return json_null();
+	int cpus[256];
+	int n = ftcpu_cores_near(&ci, -1, cpus, ci.physical_cores < 256 ? ci.physical_cores : 256);
+	size_t want = (size_t)128 << 20;
+	want *= (size_t)n;
+	if (want < (2ull << 30))
+		want = 2ull << 30;
+	size_t avail = ftcpu_mem_available();
+	if (avail && want > avail / 2)
+		want = avail / 2;
+	struct shared *s = calloc(1, sizeof *s);
+	s->nthreads = n;
+	s->slice = (want / (size_t)n) & ~(size_t)((2 << 20) - 1);
+	if (posix_memalign((void **)&s->buf, 2 << 20, s->slice * (size_t)n))
+		return json_null();
+	pthread_barrier_init(&s->bar, NULL, (unsigned)n);
+	pthread_t th[256];
+	struct worker w[256];
+	for (int i = 0; i < n; i++) {
+		w[i] = (struct worker){s, i, cpus[i]};
+		pthread_create(&th[i], NULL, worker_main, &w[i]);
+	}
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	double g[PASSES];
+	for (int p = 1; p <= PASSES; p++) {
+		double end = 0;
+		for (int i = 0; i < n; i++)
+			if (s->t1[p][i] > end)
+				end = s->t1[p][i];
+		g[p - 1] = (double)(s->slice * (size_t)n) / (end - s->t0[p]) / 1e9;
+	}
+	struct ftstat st = ftstat_of(g, PASSES);
+	*threads_out = n;
+	free(s->buf);
+	free(s);
+	ftcpu_release(&ci);
+	return ftstat_json(&st);
+}
+
+#ifdef FT_HAVE_CUDA
+static json_t *copy_baseline(int h2d, size_t bytes)
+{
+	void *h = NULL, *d = NULL;
+	cudaEvent_t a, b;
+	double t[10];
+	if (cudaHostAlloc(&h, bytes, cudaHostAllocDefault) != cudaSuccess || cudaMalloc(&d, bytes) != cudaSuccess)
+		return json_null();
+	memset(h, 0x5b, bytes);
+	cudaMemset(d, 0x3c, bytes);
+	cudaEventCreate(&a);
+	cudaEventCreate(&b);
+	for (int i = -2; i < 10; i++) {
+		cudaEventRecord(a, 0);
+		if (h2d)
+			cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice);
+		else
+			cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost);
+		cudaEventRecord(b, 0);
+		cudaEventSynchronize(b);
+		float ms = 0;
+		cudaEventElapsedTime(&ms, a, b);
+		if (i >= 0)
+			t[i] = (double)bytes / (ms * 1e-3) / 1e9;
+	}
+	cudaError_t e = cudaGetLastError();
+	cudaFreeHost(h);
+	cudaFree(d);
+	if (e != cudaSuccess)
+		return json_null();
+	struct ftstat st = ftstat_of(t, 10);
+	return ftstat_json(&st);
+}
+#endif
+
+int main(int argc, char **argv)
+{
+	int threads = 0;
+	size_t mib = argc > 1 ? strtoul(argv[1], NULL, 10) : 1024;
+	json_t *out = json_object();
+	json_t *h2d = json_null(), *d2h = json_null();
+#ifdef FT_HAVE_CUDA
+	int n = 0;
+	if (cudaGetDeviceCount(&n) == cudaSuccess && n > 0) {
+		json_decref(h2d);
+		json_decref(d2h);
+		h2d = copy_baseline(1, mib << 20);
+		d2h = copy_baseline(0, mib << 20);
+	}
+#endif
+	json_object_set_new(out, "cpu_read_gbs", cpu_baseline(&threads));
+	json_object_set_new(out, "threads", json_integer(threads));
+	json_object_set_new(out, "copy_mib", json_integer((json_int_t)mib));
+	json_object_set_new(out, "h2d_gbs", h2d);
+	json_object_set_new(out, "d2h_gbs", d2h);
+	json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	putchar('\n');
+	json_decref(out);
+	return 0;
+}

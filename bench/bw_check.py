@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""bw_check: the acceptance checks of `ftbench bw` (issue 9) from one run's files.
+
+usage: bw_check.py PROFILE BASELINE_BEFORE BASELINE_AFTER ELAPSED_S FTBENCH
+Checks: CPU read ceiling >= the independent read loop (same run) and >= CPU MoE bf16; each PCIe
+ceiling within 3% of one large pinned cudaMemcpy; the run under 180 s; libftprofile (through
+`ftbench profile recommend|fetch-fraction --json`) returns the decision and fraction the numbers
+imply. Prints a table; exit 1 when a check fails."""
+import json, math, os, subprocess, sys
+
+prof_path, b0_path, b1_path, elapsed, ftbench = sys.argv[1:6]
+p = json.load(open(prof_path))
+b0, b1 = json.load(open(b0_path)), json.load(open(b1_path))
+elapsed = float(elapsed)
+rows, ok = [], True
+
+
+def check(name, value, want, passed):
+    global ok
+    ok &= bool(passed)
+    rows.append((name, value, want, "PASS" if passed else "FAIL"))
+
+
+ceil = p["ceilings"]
+cpu_ceil = ceil["cpu_stream_read_gbs"]
+base = max(b0["cpu_read_gbs"]["median"], b1["cpu_read_gbs"]["median"])
+check("cpu read ceiling vs independent loop", "%.1f vs %.1f / %.1f GB/s" % (
+    cpu_ceil, b0["cpu_read_gbs"]["median"], b1["cpu_read_gbs"]["median"]),
+    ">= 0.99 x best baseline", cpu_ceil >= 0.99 * base)
+bf = p["dtype_kernels"].get("bf16", {})
+if bf.get("cpu_moe_gbs"):
+    check("cpu read ceiling vs CPU MoE bf16", "%.1f vs %.1f GB/s" % (cpu_ceil, bf["cpu_moe_gbs"]),
+          ">= MoE", cpu_ceil >= bf["cpu_moe_gbs"])
+for d, k in (("h2d", "pcie_linear_h2d_gbs"), ("d2h", "pcie_linear_d2h_gbs")):
+    if ceil.get(k) is None or b0.get(d + "_gbs") is None:
+        rows.append(("pcie %s ceiling" % d, "not measured", "", "SKIP"))
+        continue
+    m = b0[d + "_gbs"]["median"]
+    check("pcie %s ceiling vs cudaMemcpy %d MiB" % (d, b0["copy_mib"]), "%.2f vs %.2f GB/s (%+.1f%%)" % (
+        ceil[k], m, 100 * (ceil[k] / m - 1)), "within 3%", abs(ceil[k] / m - 1) <= 0.03)
+check("full default run", "%.1f s" % elapsed, "< 180 s", elapsed < 180)
+
+env = dict(os.environ, FREETOKEN_BENCHBW_PATH=prof_path)
+thr = p["threshold"]
+for fmt, e in sorted(p["dtype_kernels"].items()):
+    cpu, pcie = e.get("cpu_moe_gbs"), e.get("pcie_gather_gbs")
+    cov, pov = e.get("cpu_moe_overlap_gbs"), e.get("pcie_gather_overlap_gbs")
+    want = "hybrid" if (cpu and pcie and cpu > thr * pcie and e["note"] is None) else "offload"
+    if cov and pov:
+        frac = min(1.0, pov / (pov + cov))
+    elif cpu and pcie:
+        frac = min(1.0, pcie / cpu)
+    else:
+        frac = None
+    r = json.loads(subprocess.run([ftbench, "profile", "recommend", fmt, "--json"], env=env,
+                                  capture_output=True, text=True).stdout)
+    f = json.loads(subprocess.run([ftbench, "profile", "fetch-fraction", fmt, "--json"], env=env,
+                                  capture_output=True, text=True).stdout)
+    got_f = f.get("fetch_fraction")
+    same_f = (frac is None and got_f is None) or (frac is not None and got_f is not None and
+                                                  abs(frac - got_f) < 1e-9)
+    check("libftprofile %s" % fmt, "%s, fraction %s" % (r.get("recommendation"),
+          "-" if got_f is None else "%.4f" % got_f),
+          "%s, %s" % (want, "-" if frac is None else "%.4f" % frac),
+          r.get("recommendation") == want and e["recommended"] == want and same_f)
+
+w = max(len(r[0]) for r in rows)
+for r in rows:
+    print("%-*s  %-34s %-24s %s" % (w, r[0], r[1], r[2], r[3]))
+sys.exit(0 if ok else 1)

@@ -1,0 +1,155 @@
+/* gather_variants: every copy_missing variant against one linear pinned cudaMemcpyAsync of the
+ * same bytes, interleaved in the same run (bench/RESULTS.md, slot cache section).
+ * Build: see bench/slotcache.sh. usage: gather_variants MODEL BATCH[,BATCH..] REPS [VARIANTS]
+ * VARIANTS: comma list of names below (default: all but bulk). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "bench/gather.h"
+#include "bench/pcie.h"
+#include "copy_missing.h"
+#include "moe/models.h"
+#include "util/stats.h"
+#include "util/strutil.h"
+
+struct variant {
+	const char *name;
+	enum ftgather_path path;
+	int var, blocks_per_sm, blocks; /* blocks: absolute count when > 0 */
+};
+
+static const struct variant all[] = {
+	{"fused", FTGATHER_FUSED, FTCM_VAR_DEFAULT, 0, 0},
+	{"fused_1sm", FTGATHER_FUSED, FTCM_VAR_DEFAULT, 1, 0},
+	{"fused_4sm", FTGATHER_FUSED, FTCM_VAR_DEFAULT, 4, 0},
+	{"fused_32b", FTGATHER_FUSED, FTCM_VAR_DEFAULT, 0, 32},
+	{"fused_8b", FTGATHER_FUSED, FTCM_VAR_DEFAULT, 0, 8},
+	{"l2_256", FTGATHER_FUSED, FTCM_VAR_L2_256, 0, 0},
+	{"unroll4", FTGATHER_FUSED, FTCM_VAR_UNROLL4, 0, 0},
+	{"unroll16", FTGATHER_FUSED, FTCM_VAR_UNROLL16, 0, 0},
+	{"bulk", FTGATHER_FUSED, FTCM_VAR_BULK, 0, 0},
+	{"bulk_1sm", FTGATHER_FUSED, FTCM_VAR_BULK, 1, 0},
+	{"per_bank", FTGATHER_PER_BANK, 0, 0, 0},
+	{"memcpy", FTGATHER_MEMCPY, 0, 0, 0},
+	{"memcpy_batch", FTGATHER_MEMCPY_BATCH, 0, 0, 0},
+	{"proxy", FTGATHER_PROXY, 0, 0, 0},
+	{"linear", -2, 0, 0, 0},
+};
+#define NV (int)(sizeof all / sizeof all[0])
+
+int main(int argc, char **argv)
+{
+	if (argc < 4) {
+		fprintf(stderr, "usage: %s MODEL BATCHES REPS [VARIANTS]\n", argv[0]);
+		return 2;
+	}
+	const struct ftmodel *m = ftmodel_find(ftmodel_cache_profiles, ftmodel_cache_profiles_count, argv[1]);
+	long batches[8];
+	int nb = ftstr_parse_long_list(argv[2], 1, 4096, batches, 8);
+	int reps = atoi(argv[3]);
+	int use[NV];
+	for (int v = 0; v < NV; v++)
+		use[v] = argc > 4 ? 0 : strncmp(all[v].name, "bulk", 4) != 0;
+	if (argc > 4) {
+		char **items;
+		int n = ftstr_split(argv[4], &items, 32);
+		for (int i = 0; i < n; i++)
+			for (int v = 0; v < NV; v++)
+				if (!strcmp(items[i], all[v].name))
+					use[v] = 1;
+		ftstr_free_list(items, n);
+	}
+	if (!m || nb <= 0 || reps <= 0) {
+		fprintf(stderr, "bad arguments\n");
+		return 2;
+	}
+	int dev, sms;
+	cudaGetDevice(&dev);
+	cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+	struct ftgather *g;
+	struct ftgather_geom geom = {ftfmt_get(m->format), m->hidden, m->inter, m->experts, 1, m->experts,
+				     m->experts};
+	int r = ftgather_create(&g, &geom, NULL);
+	if (r) {
+		fprintf(stderr, "create: %d\n", r);
+		return 1;
+	}
+	size_t eb = ftgather_expert_bytes(g);
+	void *scratch;
+	if (cudaMalloc(&scratch, eb * m->experts)) {
+		fprintf(stderr, "no scratch\n");
+		return 1;
+	}
+	int32_t *src = malloc(4 * m->experts), *dst = malloc(4 * m->experts);
+	unsigned seed = 7;
+	for (int bi = 0; bi < nb; bi++) {
+		int n = (int)(batches[bi] * m->topk < m->experts ? batches[bi] * m->topk : m->experts);
+		for (int i = 0; i < m->experts; i++)
+			src[i] = dst[i] = i;
+		for (int i = m->experts - 1; i > 0; i--) { /* random distinct rows and slots */
+			seed = seed * 1103515245u + 12345u;
+			int j = (int)((seed >> 8) % (unsigned)(i + 1)), t = src[i];
+			src[i] = src[j];
+			src[j] = t;
+			seed = seed * 1103515245u + 12345u;
+			j = (int)((seed >> 8) % (unsigned)(i + 1));
+			t = dst[i];
+			dst[i] = dst[j];
+			dst[j] = t;
+		}
+		if ((r = ftgather_set_plan(g, 0, src, dst, n))) {
+			fprintf(stderr, "plan: %d\n", r);
+			return 1;
+		}
+		size_t bytes = (size_t)n * eb;
+		double *t = calloc((size_t)NV * reps, sizeof *t);
+		for (int it = -2; it < reps; it++)
+			for (int v = 0; v < NV; v++) {
+				if (!use[v])
+					continue;
+				double sec = 0;
+				if (all[v].path == (enum ftgather_path)-2) {
+					r = ftpcie_linear_on(FTPCIE_H2D, scratch, ftgather_host_bank(g, 0, 0), bytes, 0, 1, &sec,
+							     ftgather_stream(g));
+				} else {
+					int blocks = all[v].blocks ? all[v].blocks : all[v].blocks_per_sm * sms;
+					ftgather_set_variant(g, all[v].var, blocks);
+					r = ftgather_time(g, all[v].path, 0, 1, &sec);
+				}
+				if (r) {
+					fprintf(stderr, "%s: error %d\n", all[v].name, r);
+					use[v] = 0;
+					continue;
+				}
+				if (it >= 0)
+					t[v * reps + it] = sec;
+				if (it == reps - 1 && all[v].path != (enum ftgather_path)-2) {
+					ftgather_poison(g);
+					ftgather_time(g, all[v].path, 0, 1, &sec);
+					if (ftgather_verify(g))
+						printf("VERIFY FAILED: %s\n", all[v].name);
+				}
+			}
+		double lin = 0;
+		for (int v = 0; v < NV; v++)
+			if (use[v] && all[v].path == (enum ftgather_path)-2)
+				lin = ftstat_of(t + v * reps, reps).median;
+		printf("%s %s bs=%ld n=%d bytes=%.1f MiB (%d reps, median; min..max GB/s)\n", m->name,
+		       ftfmt_get(m->format)->name, batches[bi], n, bytes / 1048576.0, reps);
+		for (int v = 0; v < NV; v++) {
+			if (!use[v])
+				continue;
+			struct ftstat s = ftstat_of(t + v * reps, reps);
+			printf("  %-13s %8.3f ms %7.2f GB/s (%6.2f..%6.2f) %6.1f%% of linear\n", all[v].name,
+			       s.median * 1e3, ftpcie_gbs(bytes, s.median), ftpcie_gbs(bytes, s.max),
+			       ftpcie_gbs(bytes, s.min), lin > 0 ? 100 * lin / s.median : 0);
+		}
+		free(t);
+	}
+	cudaFree(scratch);
+	ftgather_free(g);
+	return 0;
+}

@@ -1,0 +1,581 @@
+/* copy_missing (GPU): see copy_missing.h. */
+#include "copy_missing.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define FTCM_BLOCK 512        /* threads of the fused and per-bank kernels */
+#define FTCM_BLOCKS_PER_SM 2  /* default grid: this many blocks per multiprocessor */
+#define FTCM_UNROLL 8         /* 16-byte loads in flight per thread (default variant) */
+#define FTCM_BULK_TILE 15360  /* bytes per cp.async.bulk tile (3 stages fit in 48 KB) */
+#define FTCM_BULK_STAGES 3    /* shared-memory stages per block of the bulk variant */
+#define FTCM_BULK_BLOCKS_PER_SM 4
+
+/* Per-layer table of the fused path, in 16-byte units. */
+struct layer_tab {
+	const uint4 *host[FTCM_MAX_BANKS];
+	uint4 *pool[FTCM_MAX_BANKS];
+	unsigned row16[FTCM_MAX_BANKS];
+	unsigned pre16[FTCM_MAX_BANKS + 1]; /* prefix of row16: offset of bank b in an expert */
+	int nb;
+};
+
+struct ftcm {
+	int layers, nbanks, fused, sms;
+	struct ftcm_bank *banks;   /* host copy [layers * nbanks] */
+	struct layer_tab *d_tabs;  /* device [layers] (fused path; NULL when misaligned) */
+	unsigned e16;              /* 16-byte units per expert (all banks) */
+};
+
+template <int HINT> __device__ __forceinline__ uint4 load16(const uint4 *p)
+{
+	uint4 v;
+	if (HINT == 1)
+		asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
+		    : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+		    : "l"(p));
+	else
+		v = __ldg(p);
+	return v;
+}
+
+/* Fused gather. Grid: any number of blocks of FTCM_BLOCK threads, striding over the flat space
+ * of n * e16 16-byte chunks (entry-major, then bank, then offset); each thread keeps UNROLL
+ * loads in flight; a warp's loads are 512 contiguous bytes. */
+template <int UNROLL, int HINT>
+__global__ void __launch_bounds__(FTCM_BLOCK)
+	fused_kernel(const struct layer_tab *__restrict__ tabs, int layer, const int32_t *__restrict__ src,
+		     const int32_t *__restrict__ dst, const int32_t *__restrict__ num, int max_n)
+{
+	__shared__ struct layer_tab t;
+	if (threadIdx.x == 0)
+		t = tabs[layer];
+	__syncthreads();
+	int n = *num;
+	n = n < max_n ? n : max_n;
+	if (n <= 0)
+		return;
+	const unsigned e16 = t.pre16[t.nb], total = (unsigned)n * e16, span = FTCM_BLOCK * UNROLL;
+	for (unsigned base = blockIdx.x * span; base < total; base += gridDim.x * span) {
+		uint4 v[UNROLL];
+		uint4 *d[UNROLL];
+#pragma unroll
+		for (int u = 0; u < UNROLL; u++) {
+			unsigned c = base + u * FTCM_BLOCK + threadIdx.x;
+			d[u] = NULL;
+			if (c < total) {
+				unsigned ent = c / e16, off = c - ent * e16;
+				int b = 0;
+				while (b + 1 < t.nb && off >= t.pre16[b + 1])
+					b++;
+				off -= t.pre16[b];
+				v[u] = load16<HINT>(t.host[b] + (size_t)src[ent] * t.row16[b] + off);
+				d[u] = t.pool[b] + (size_t)dst[ent] * t.row16[b] + off;
+			}
+		}
+#pragma unroll
+		for (int u = 0; u < UNROLL; u++)
+			if (d[u])
+				*d[u] = v[u];
+	}
+}
+
+/* Per-bank gather of one bank in units of T (16, 4 or 1 bytes). Grid as the fused kernel. */
+template <typename T>
+__global__ void __launch_bounds__(FTCM_BLOCK)
+	bank_kernel(const T *__restrict__ host, T *__restrict__ pool, unsigned rowu,
+		    const int32_t *__restrict__ src, const int32_t *__restrict__ dst,
+		    const int32_t *__restrict__ num, int max_n)
+{
+	int n = *num;
+	n = n < max_n ? n : max_n;
+	if (n <= 0)
+		return;
+	const unsigned total = (unsigned)n * rowu, span = FTCM_BLOCK * FTCM_UNROLL;
+	for (unsigned base = blockIdx.x * span; base < total; base += gridDim.x * span) {
+		T v[FTCM_UNROLL];
+		T *d[FTCM_UNROLL];
+#pragma unroll
+		for (int u = 0; u < FTCM_UNROLL; u++) {
+			unsigned c = base + u * FTCM_BLOCK + threadIdx.x;
+			d[u] = NULL;
+			if (c < total) {
+				unsigned ent = c / rowu, off = c - ent * rowu;
+				v[u] = host[(size_t)src[ent] * rowu + off];
+				d[u] = pool + (size_t)dst[ent] * rowu + off;
+			}
+		}
+#pragma unroll
+		for (int u = 0; u < FTCM_UNROLL; u++)
+			if (d[u])
+				*d[u] = v[u];
+	}
+}
+
+/* Bulk (TMA) variant, sm_90 only. Grid: blocks of one warp whose lane 0 drives a
+ * FTCM_BULK_STAGES-deep pipeline: cp.async.bulk host -> shared (mbarrier), then
+ * cp.async.bulk shared -> pool. Tiles of FTCM_BULK_TILE bytes; tile g of the flat space
+ * (entry, bank, tile) goes to block g % gridDim.x. */
+__global__ void __launch_bounds__(32)
+	bulk_kernel(const struct layer_tab *__restrict__ tabs, int layer, const int32_t *__restrict__ src,
+		    const int32_t *__restrict__ dst, const int32_t *__restrict__ num, int max_n)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	__shared__ __align__(128) unsigned char buf[FTCM_BULK_STAGES][FTCM_BULK_TILE];
+	__shared__ __align__(8) unsigned long long bar[FTCM_BULK_STAGES];
+	if (threadIdx.x != 0)
+		return;
+	const struct layer_tab t = tabs[layer];
+	int n = *num;
+	n = n < max_n ? n : max_n;
+	if (n <= 0)
+		return;
+	unsigned pre[FTCM_MAX_BANKS + 1];
+	pre[0] = 0;
+	for (int b = 0; b < t.nb; b++)
+		pre[b + 1] = pre[b] + (t.row16[b] * 16u + FTCM_BULK_TILE - 1) / FTCM_BULK_TILE;
+	const unsigned per = pre[t.nb], total = (unsigned)n * per;
+	for (int s = 0; s < FTCM_BULK_STAGES; s++) {
+		unsigned a = (unsigned)__cvta_generic_to_shared(&bar[s]);
+		asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(a));
+	}
+	asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+	asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+	auto tile = [&](unsigned g, const unsigned char **sp, unsigned char **dp) -> unsigned {
+		unsigned ent = g / per, k = g - ent * per;
+		int b = 0;
+		while (b + 1 < t.nb && k >= pre[b + 1])
+			b++;
+		k -= pre[b];
+		size_t rb = (size_t)t.row16[b] * 16u, off = (size_t)k * FTCM_BULK_TILE;
+		*sp = (const unsigned char *)t.host[b] + (size_t)src[ent] * rb + off;
+		*dp = (unsigned char *)t.pool[b] + (size_t)dst[ent] * rb + off;
+		return (unsigned)(rb - off < FTCM_BULK_TILE ? rb - off : FTCM_BULK_TILE);
+	};
+	auto issue = [&](int s, unsigned g) {
+		const unsigned char *sp;
+		unsigned char *dp;
+		unsigned bytes = tile(g, &sp, &dp);
+		unsigned a = (unsigned)__cvta_generic_to_shared(&bar[s]);
+		unsigned sm = (unsigned)__cvta_generic_to_shared(buf[s]);
+		asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(a), "r"(bytes) : "memory");
+		asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(sm),
+			     "l"(sp), "r"(bytes), "r"(a)
+			     : "memory");
+	};
+	for (int s = 0; s < FTCM_BULK_STAGES; s++) {
+		unsigned g = blockIdx.x + (unsigned)s * gridDim.x;
+		if (g < total)
+			issue(s, g);
+	}
+	for (unsigned i = 0;; i++) {
+		unsigned g = blockIdx.x + i * gridDim.x;
+		if (g >= total)
+			break;
+		int s = (int)(i % FTCM_BULK_STAGES);
+		unsigned parity = (i / FTCM_BULK_STAGES) & 1, a = (unsigned)__cvta_generic_to_shared(&bar[s]), ok;
+		do {
+			asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+				     : "=r"(ok)
+				     : "r"(a), "r"(parity)
+				     : "memory");
+		} while (!ok);
+		const unsigned char *sp;
+		unsigned char *dp;
+		unsigned bytes = tile(g, &sp, &dp);
+		unsigned sm = (unsigned)__cvta_generic_to_shared(buf[s]);
+		asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dp), "r"(sm), "r"(bytes)
+			     : "memory");
+		asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+		unsigned gn = g + FTCM_BULK_STAGES * gridDim.x;
+		if (gn < total) {
+			asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+			issue(s, gn);
+		}
+	}
+	asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+#else
+	__trap();
+#endif
+}
+
+extern "C" int ftcm_env_fused(void)
+{
+	const char *v = getenv("FREETOKEN_FUSED_COPY");
+	if (!v)
+		return 1;
+	return !(!strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcasecmp(v, "off"));
+}
+
+extern "C" const char *ftcm_variant_name(int v)
+{
+	static const char *n[] = {"default", "l2_256", "unroll4", "unroll16", "bulk"};
+	return v >= 0 && v < FTCM_VAR_COUNT ? n[v] : "?";
+}
+
+extern "C" cudaError_t ftcm_create(struct ftcm **out, const struct ftcm_bank *banks, int layers, int nbanks,
+				   int want_fused, char *note, size_t notelen)
+{
+	*out = NULL;
+	if (note && notelen)
+		note[0] = 0;
+	if (!banks || layers <= 0 || nbanks <= 0 || nbanks > FTCM_MAX_BANKS)
+		return cudaErrorInvalidValue;
+	struct ftcm *c = (struct ftcm *)calloc(1, sizeof *c);
+	if (!c)
+		return cudaErrorMemoryAllocation;
+	c->layers = layers;
+	c->nbanks = nbanks;
+	c->banks = (struct ftcm_bank *)malloc(sizeof *banks * layers * nbanks);
+	if (!c->banks) {
+		free(c);
+		return cudaErrorMemoryAllocation;
+	}
+	memcpy(c->banks, banks, sizeof *banks * layers * nbanks);
+	int dev;
+	cudaError_t e;
+	if ((e = cudaGetDevice(&dev)) || (e = cudaDeviceGetAttribute(&c->sms, cudaDevAttrMultiProcessorCount, dev))) {
+		ftcm_destroy(c);
+		return e;
+	}
+	/* The fused path needs every row, host base and pool base 16-byte aligned. */
+	const char *why = NULL;
+	int bad_bank = -1;
+	for (int i = 0; i < layers * nbanks && !why; i++) {
+		const struct ftcm_bank *k = &banks[i];
+		if (!k->host || !k->pool || !k->row_bytes) {
+			ftcm_destroy(c);
+			return cudaErrorInvalidValue;
+		}
+		if (k->pool != banks[i % nbanks].pool) {
+			ftcm_destroy(c);
+			return cudaErrorInvalidValue;
+		}
+		if (k->row_bytes % 16)
+			why = "row size", bad_bank = i % nbanks;
+		else if ((uintptr_t)k->host % 16)
+			why = "host base", bad_bank = i % nbanks;
+		else if ((uintptr_t)k->pool % 16)
+			why = "pool base", bad_bank = i % nbanks;
+	}
+	if (why && note)
+		snprintf(note, notelen, "fused copy disabled: bank %d %s is not 16-byte aligned; using the per-bank path",
+			 bad_bank, why);
+	if (!why) {
+		struct layer_tab *h = (struct layer_tab *)calloc((size_t)layers, sizeof *h);
+		if (!h) {
+			ftcm_destroy(c);
+			return cudaErrorMemoryAllocation;
+		}
+		for (int l = 0; l < layers; l++) {
+			h[l].nb = nbanks;
+			for (int b = 0; b < nbanks; b++) {
+				const struct ftcm_bank *k = &banks[l * nbanks + b];
+				h[l].host[b] = (const uint4 *)k->host;
+				h[l].pool[b] = (uint4 *)k->pool;
+				h[l].row16[b] = (unsigned)(k->row_bytes / 16);
+				h[l].pre16[b + 1] = h[l].pre16[b] + h[l].row16[b];
+			}
+		}
+		c->e16 = h[0].pre16[nbanks];
+		if ((e = cudaMalloc((void **)&c->d_tabs, sizeof *h * layers)) ||
+		    (e = cudaMemcpy(c->d_tabs, h, sizeof *h * layers, cudaMemcpyHostToDevice))) {
+			free(h);
+			ftcm_destroy(c);
+			return e;
+		}
+		free(h);
+	}
+	c->fused = !why && want_fused;
+	*out = c;
+	return cudaSuccess;
+}
+
+extern "C" void ftcm_destroy(struct ftcm *c)
+{
+	if (!c)
+		return;
+	cudaFree(c->d_tabs);
+	free(c->banks);
+	free(c);
+}
+
+extern "C" int ftcm_is_fused(const struct ftcm *c)
+{
+	return c && c->fused;
+}
+
+static cudaError_t per_bank(const struct ftcm *c, int blocks, int layer, const int32_t *src, const int32_t *dst,
+			    const int32_t *num, int max_n, cudaStream_t s)
+{
+	for (int b = 0; b < c->nbanks; b++) {
+		const struct ftcm_bank *k = &c->banks[layer * c->nbanks + b];
+		uintptr_t al = (uintptr_t)k->host | (uintptr_t)k->pool | (uintptr_t)k->row_bytes;
+		size_t unit = al % 16 == 0 ? 16 : al % 4 == 0 ? 4 : 1;
+		size_t rowu = k->row_bytes / unit;
+		if ((unsigned long long)rowu * (unsigned long long)max_n >= (1ull << 32))
+			return cudaErrorInvalidValue;
+		if (unit == 16)
+			bank_kernel<uint4><<<blocks, FTCM_BLOCK, 0, s>>>((const uint4 *)k->host, (uint4 *)k->pool,
+									  (unsigned)rowu, src, dst, num, max_n);
+		else if (unit == 4)
+			bank_kernel<unsigned><<<blocks, FTCM_BLOCK, 0, s>>>((const unsigned *)k->host, (unsigned *)k->pool,
+									     (unsigned)rowu, src, dst, num, max_n);
+		else
+			bank_kernel<unsigned char><<<blocks, FTCM_BLOCK, 0, s>>>(
+				(const unsigned char *)k->host, (unsigned char *)k->pool, (unsigned)rowu, src, dst, num, max_n);
+		cudaError_t e = cudaGetLastError();
+		if (e)
+			return e;
+	}
+	return cudaSuccess;
+}
+
+extern "C" cudaError_t ftcm_copy_path(const struct ftcm *c, int fused, int variant, int blocks, int layer,
+				      const int32_t *src, const int32_t *dst, const int32_t *num, int max_n,
+				      cudaStream_t s)
+{
+	if (!c || layer < 0 || layer >= c->layers || max_n < 0 || !src || !dst || !num)
+		return cudaErrorInvalidValue;
+	if (max_n == 0)
+		return cudaSuccess;
+	if (blocks <= 0)
+		blocks = c->sms * (variant == FTCM_VAR_BULK ? FTCM_BULK_BLOCKS_PER_SM : FTCM_BLOCKS_PER_SM);
+	if (!fused)
+		return per_bank(c, blocks, layer, src, dst, num, max_n, s);
+	if (!c->d_tabs || (unsigned long long)c->e16 * (unsigned long long)max_n >= (1ull << 32))
+		return cudaErrorInvalidValue;
+	switch (variant) {
+	case FTCM_VAR_DEFAULT:
+		fused_kernel<FTCM_UNROLL, 0><<<blocks, FTCM_BLOCK, 0, s>>>(c->d_tabs, layer, src, dst, num, max_n);
+		break;
+	case FTCM_VAR_L2_256:
+		fused_kernel<FTCM_UNROLL, 1><<<blocks, FTCM_BLOCK, 0, s>>>(c->d_tabs, layer, src, dst, num, max_n);
+		break;
+	case FTCM_VAR_UNROLL4:
+		fused_kernel<4, 0><<<blocks, FTCM_BLOCK, 0, s>>>(c->d_tabs, layer, src, dst, num, max_n);
+		break;
+	case FTCM_VAR_UNROLL16:
+		fused_kernel<16, 0><<<blocks, FTCM_BLOCK, 0, s>>>(c->d_tabs, layer, src, dst, num, max_n);
+		break;
+	case FTCM_VAR_BULK: {
+		int dev, major;
+		cudaGetDevice(&dev);
+		cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+		if (major < 9)
+			return cudaErrorInvalidDeviceFunction;
+		bulk_kernel<<<blocks, 32, 0, s>>>(c->d_tabs, layer, src, dst, num, max_n);
+		break;
+	}
+	default:
+		return cudaErrorInvalidValue;
+	}
+	return cudaGetLastError();
+}
+
+extern "C" cudaError_t ftcm_copy(const struct ftcm *c, int layer, const int32_t *src, const int32_t *dst,
+				 const int32_t *num, int max_n, cudaStream_t s)
+{
+	if (!c)
+		return cudaErrorInvalidValue;
+	return ftcm_copy_path(c, c->fused, FTCM_VAR_DEFAULT, 0, layer, src, dst, num, max_n, s);
+}
+
+/* ------------------------------------------------------------------ copy-engine proxy */
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+
+#define FTCM_PUBLISH_BLOCK 256       /* threads of the publish kernel */
+#define FTCM_WAIT_TIMEOUT_NS 10000000000ull
+
+struct mailbox {
+	volatile long long seq; /* written last by the publish kernel */
+	int layer, n;
+	int32_t plan[]; /* src[max_n], dst[max_n] */
+};
+
+struct ftcm_proxy {
+	const struct ftcm *c;
+	int max_n, device;
+	struct mailbox *mb;     /* pinned, mapped */
+	struct mailbox *mb_dev; /* its device pointer */
+	long long *d_seq;       /* [0] published, [1] done, [2] wait timeouts */
+	cudaStream_t cs;
+	pthread_t th;
+	int started;
+	volatile int stop, errors;
+	void **dsts;
+	const void **srcs;
+	size_t *sizes;
+};
+
+/* Grid: one block of FTCM_PUBLISH_BLOCK threads. */
+__global__ void publish_kernel(struct mailbox *mb, long long *seq, int layer, const int32_t *__restrict__ src,
+			       const int32_t *__restrict__ dst, const int32_t *__restrict__ num, int max_n)
+{
+	int n = *num;
+	n = n < 0 ? 0 : n < max_n ? n : max_n;
+	for (int i = threadIdx.x; i < n; i += blockDim.x) {
+		mb->plan[i] = src[i];
+		mb->plan[max_n + i] = dst[i];
+	}
+	__threadfence_system();
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		long long s = seq[0] + 1;
+		seq[0] = s;
+		mb->layer = layer;
+		mb->n = n;
+		__threadfence_system();
+		mb->seq = s;
+	}
+}
+
+/* Grid: one thread. Waits until done >= published. */
+__global__ void wait_kernel(long long *seq)
+{
+	volatile long long *v = seq;
+	long long want = v[0];
+	unsigned long long t0, t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+	while (v[1] < want) {
+		__nanosleep(256);
+		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+		if (t - t0 > FTCM_WAIT_TIMEOUT_NS) {
+			atomicAdd((unsigned long long *)&seq[2], 1ull);
+			break;
+		}
+	}
+	__threadfence();
+}
+
+/* Grid: one thread. */
+__global__ void signal_kernel(long long *seq, long long value)
+{
+	__threadfence();
+	((volatile long long *)seq)[1] = value;
+}
+
+static void *proxy_main(void *arg)
+{
+	struct ftcm_proxy *p = (struct ftcm_proxy *)arg;
+	const struct ftcm *c = p->c;
+	long long last = 0;
+	cudaSetDevice(p->device);
+	struct cudaMemcpyAttributes at;
+	memset(&at, 0, sizeof at);
+	at.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+	at.srcLocHint.type = cudaMemLocationTypeHost;
+	at.dstLocHint.type = cudaMemLocationTypeDevice;
+	at.dstLocHint.id = p->device;
+	while (!p->stop) {
+		long long s = p->mb->seq;
+		if (s == last) {
+			__builtin_ia32_pause();
+			continue;
+		}
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		int layer = p->mb->layer, n = p->mb->n, k = 0;
+		for (int i = 0; i < n; i++) {
+			int sr = p->mb->plan[i], ds = p->mb->plan[p->max_n + i];
+			for (int b = 0; b < c->nbanks; b++, k++) {
+				const struct ftcm_bank *bk = &c->banks[layer * c->nbanks + b];
+				p->dsts[k] = (unsigned char *)bk->pool + (size_t)ds * bk->row_bytes;
+				p->srcs[k] = (const unsigned char *)bk->host + (size_t)sr * bk->row_bytes;
+				p->sizes[k] = bk->row_bytes;
+			}
+		}
+		size_t idx = 0;
+		if (k && cudaMemcpyBatchAsync((void *const *)p->dsts, (const void *const *)p->srcs, p->sizes, (size_t)k,
+					      &at, &idx, 1, p->cs) != cudaSuccess)
+			p->errors++;
+		signal_kernel<<<1, 1, 0, p->cs>>>(p->d_seq, s);
+		if (cudaGetLastError() != cudaSuccess)
+			p->errors++;
+		last = s;
+	}
+	return NULL;
+}
+
+extern "C" cudaError_t ftcm_proxy_create(struct ftcm_proxy **out, const struct ftcm *c, int max_n)
+{
+	*out = NULL;
+	if (!c || max_n <= 0)
+		return cudaErrorInvalidValue;
+	struct ftcm_proxy *p = (struct ftcm_proxy *)calloc(1, sizeof *p);
+	if (!p)
+		return cudaErrorMemoryAllocation;
+	p->c = c;
+	p->max_n = max_n;
+	size_t k = (size_t)max_n * c->nbanks;
+	p->dsts = (void **)malloc(k * sizeof *p->dsts);
+	p->srcs = (const void **)malloc(k * sizeof *p->srcs);
+	p->sizes = (size_t *)malloc(k * sizeof *p->sizes);
+	cudaError_t e = cudaSuccess;
+	if (!p->dsts || !p->srcs || !p->sizes)
+		e = cudaErrorMemoryAllocation;
+	if (!e)
+		e = cudaHostAlloc((void **)&p->mb, sizeof *p->mb + 2 * sizeof(int32_t) * max_n, cudaHostAllocMapped);
+	if (!e) {
+		memset((void *)p->mb, 0, sizeof *p->mb);
+		e = cudaHostGetDevicePointer((void **)&p->mb_dev, p->mb, 0);
+	}
+	if (!e)
+		e = cudaMalloc((void **)&p->d_seq, 3 * sizeof(long long));
+	if (!e)
+		e = cudaMemset(p->d_seq, 0, 3 * sizeof(long long));
+	if (!e)
+		e = cudaStreamCreateWithFlags(&p->cs, cudaStreamNonBlocking);
+	if (!e)
+		e = cudaGetDevice(&p->device);
+	if (!e && pthread_create(&p->th, NULL, proxy_main, p))
+		e = cudaErrorOperatingSystem;
+	if (e) {
+		ftcm_proxy_destroy(p);
+		return e;
+	}
+	p->started = 1;
+	*out = p;
+	return cudaSuccess;
+}
+
+extern "C" void ftcm_proxy_destroy(struct ftcm_proxy *p)
+{
+	if (!p)
+		return;
+	if (p->started) {
+		p->stop = 1;
+		pthread_join(p->th, NULL);
+	}
+	if (p->cs) {
+		cudaStreamSynchronize(p->cs);
+		cudaStreamDestroy(p->cs);
+	}
+	cudaFree(p->d_seq);
+	cudaFreeHost(p->mb);
+	free(p->dsts);
+	free(p->srcs);
+	free(p->sizes);
+	free(p);
+}
+
+extern "C" cudaError_t ftcm_proxy_copy(struct ftcm_proxy *p, int layer, const int32_t *src, const int32_t *dst,
+				       const int32_t *num, cudaStream_t s)
+{
+	if (!p || layer < 0 || layer >= p->c->layers || !src || !dst || !num)
+		return cudaErrorInvalidValue;
+	publish_kernel<<<1, FTCM_PUBLISH_BLOCK, 0, s>>>(p->mb_dev, p->d_seq, layer, src, dst, num, p->max_n);
+	wait_kernel<<<1, 1, 0, s>>>(p->d_seq);
+	return cudaGetLastError();
+}
+
+extern "C" int ftcm_proxy_errors(const struct ftcm_proxy *p)
+{
+	long long t = 0;
+	if (p && p->d_seq)
+		cudaMemcpy(&t, p->d_seq + 2, sizeof t, cudaMemcpyDeviceToHost);
+	return (p ? p->errors : 0) + (int)t;
+}

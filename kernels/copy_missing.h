@@ -1,0 +1,85 @@
+/* copy_missing (GPU): apply an ensure_experts plan (src_indices -> evict_slots, num_indices on
+ * the device) to every bank of a layer: host bank row src_indices[i] -> pool row evict_slots[i].
+ *
+ * Paths:
+ *  - fused (default): ONE kernel launch copies all banks, 16-byte loads straight from pinned,
+ *    device-mapped host memory into the slot pools. Needs every row size, host base and pool
+ *    base 16-byte aligned; otherwise ftcm_create falls back to per-bank and says why in `note`.
+ *  - per-bank: one launch per bank, 16-, 4- or 1-byte accesses as that bank's alignment allows.
+ *  FREETOKEN_FUSED_COPY=0|false|no|off forces per-bank (ftcm_env_fused).
+ * Both read num_indices from device memory: no host sync, capturable in a CUDA graph. The
+ * pointer tables (per layer and bank: mapped host base, pool base, row bytes) are built once
+ * by ftcm_create and live in device memory.
+ *
+ * Experimental variants (FTCM_VAR_*, for the benchmark only) change how the fused path loads. */
+#ifndef FT_KERNELS_COPY_MISSING_H
+#define FT_KERNELS_COPY_MISSING_H
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FTCM_MAX_BANKS 6
+
+struct ftcm_bank {
+	const void *host; /* device-accessible pointer of the layer's pinned bank [E, row] */
+	void *pool;       /* device slot pool [C, row] (the same for every layer) */
+	size_t row_bytes; /* bytes of one expert in this bank */
+};
+
+enum ftcm_variant {
+	FTCM_VAR_DEFAULT = 0, /* 16-byte ld.global.nc, 8 loads in flight per thread */
+	FTCM_VAR_L2_256 = 1,  /* same with the .L2::256B prefetch-size hint */
+	FTCM_VAR_UNROLL4 = 2, /* 4 loads in flight per thread */
+	FTCM_VAR_UNROLL16 = 3,/* 16 loads in flight per thread */
+	FTCM_VAR_BULK = 4,    /* sm_90: cp.async.bulk (TMA engine) host -> shared -> pool, 3 stages */
+	FTCM_VAR_COUNT
+};
+
+struct ftcm;
+
+/* Build the context for `layers` layers of `nbanks` banks: banks[layer * nbanks + b].
+ * want_fused: 1 fused unless misaligned, 0 per-bank. On fallback note (may be NULL) gets a
+ * one-line reason, else note[0] = 0. Returns cudaErrorInvalidValue for bad arguments. */
+cudaError_t ftcm_create(struct ftcm **out, const struct ftcm_bank *banks, int layers, int nbanks,
+			int want_fused, char *note, size_t notelen);
+void ftcm_destroy(struct ftcm *c); /* accepts NULL */
+/* 1 when the fused path is in use. */
+int ftcm_is_fused(const struct ftcm *c);
+/* 0 when FREETOKEN_FUSED_COPY is 0/false/no/off (any case), else 1. */
+int ftcm_env_fused(void);
+
+/* Copy the plan on stream s: n = min(*d_num, max_n) entries; fused per the context. */
+cudaError_t ftcm_copy(const struct ftcm *c, int layer, const int32_t *d_src, const int32_t *d_dst,
+		      const int32_t *d_num, int max_n, cudaStream_t s);
+/* Same with the path forced (fused = 1 fails with cudaErrorInvalidValue when misaligned) and a
+ * fused variant (enum ftcm_variant; blocks 0 = default grid, else that many blocks). */
+cudaError_t ftcm_copy_path(const struct ftcm *c, int fused, int variant, int blocks, int layer,
+			   const int32_t *d_src, const int32_t *d_dst, const int32_t *d_num, int max_n,
+			   cudaStream_t s);
+/* Name of a variant ("default", "l2_256", ...). */
+const char *ftcm_variant_name(int variant);
+
+/* Copy-engine variant with the plan kept on the device (graph-safe): a one-block kernel
+ * publishes the plan (src, dst, n, layer, sequence number) into pinned, mapped host memory; a
+ * host proxy thread owned by the context turns each new plan into one cudaMemcpyBatchAsync on
+ * its own stream followed by a one-thread kernel that stores the sequence number in device
+ * memory; a one-thread wait kernel holds the caller's stream until that number arrives (or a
+ * 10 s timeout, which sets *timeouts). Costs one spinning CPU thread while the proxy lives.
+ * Capturable: the publish and wait kernels read their sequence numbers from device memory.
+ * The proxy must outlive every graph that uses it. */
+struct ftcm_proxy;
+cudaError_t ftcm_proxy_create(struct ftcm_proxy **out, const struct ftcm *c, int max_n);
+void ftcm_proxy_destroy(struct ftcm_proxy *p); /* accepts NULL; stops and joins the thread */
+cudaError_t ftcm_proxy_copy(struct ftcm_proxy *p, int layer, const int32_t *d_src, const int32_t *d_dst,
+			    const int32_t *d_num, cudaStream_t s);
+/* Copies the proxy failed to issue, and waits that timed out (0 when all is well). */
+int ftcm_proxy_errors(const struct ftcm_proxy *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

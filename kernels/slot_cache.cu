@@ -1,0 +1,571 @@
+/* slot_cache (GPU): see slot_cache.h. One block of FTSC_BLOCK threads per call: the work is a
+ * few thousand slots and at most E experts, so one block with shared-memory scans beats any
+ * multi-block scheme that would need a grid-wide barrier.
+ *
+ * Cost model (what keeps a call at a few microseconds): every global load the call needs is
+ * issued at the start, together (state step, slot_for_id of the layer, usage of every slot into
+ * shared memory, ids, last_seen for the recency order); after that the work is shared-memory
+ * scans and radix passes separated by __syncthreads, plus one round trip for the evicted
+ * owners. The coldest slots are found by a radix select on usage - min(usage) in 11-bit digits
+ * (one pass when the eligible usages span < 2048 steps, two below 2^22), ties on the threshold
+ * usage broken by slot order with one block scan, and the chosen slots put in (usage, slot)
+ * order by counting ranks. */
+#include "slot_cache.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FTSC_BLOCK 1024         /* threads of the ensure kernel (one block) */
+#define FTSC_WARPS (FTSC_BLOCK / 32)
+#define FTSC_DIGIT_BITS 11      /* radix-select digit */
+#define FTSC_RADIX (1 << FTSC_DIGIT_BITS)
+#define FTSC_SEEN_BITS 39       /* step < 2^39 */
+#define FTSC_ID_BITS 12         /* expert id < 4096 in the recency key */
+#define FTSC_SMEM_SLOTS 16384   /* usage of up to this many slots is cached in shared memory */
+#define FTSC_IDS_IN_REGS 2      /* ids per thread kept in registers (n <= 2048) */
+#define FTSC_PER_MAX ((FTSC_DEV_MAX_EXPERTS + FTSC_BLOCK - 1) / FTSC_BLOCK)
+#define FULL_MASK 0xffffffffu
+
+/* Per-expert flags in shared memory. */
+#define F_WANT 1
+#define F_HIT 2
+#define F_SEL 4
+
+struct ensure_smem {
+	int32_t flag[FTSC_DEV_MAX_EXPERTS];
+	int32_t rank[FTSC_DEV_MAX_EXPERTS];            /* plan position of a fetched miss, else -1;
+							* at the end the expert's final slot */
+	unsigned long long keys[FTSC_DEV_MAX_EXPERTS]; /* recency keys, then the chosen slot keys */
+	int32_t sorted[FTSC_RADIX];                    /* histogram, then chosen slots in order */
+	int warp_sums[FTSC_WARPS];
+	int bad, distinct, hits, count, digit, remaining;
+	unsigned long long umin, umax;
+};
+
+/* Exclusive block-wide scan of v; *total gets the sum. Every thread must call it. */
+__device__ static int block_scan(int v, int *total, int *warp_sums)
+{
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	int x = v;
+#pragma unroll
+	for (int o = 1; o < 32; o <<= 1) {
+		int y = __shfl_up_sync(FULL_MASK, x, o);
+		if (lane >= o)
+			x += y;
+	}
+	if (lane == 31)
+		warp_sums[warp] = x;
+	__syncthreads();
+	if (warp == 0) {
+		int w = warp_sums[lane];
+#pragma unroll
+		for (int o = 1; o < 32; o <<= 1) {
+			int y = __shfl_up_sync(FULL_MASK, w, o);
+			if (lane >= o)
+				w += y;
+		}
+		warp_sums[lane] = w;
+	}
+	__syncthreads();
+	int excl = x - v + (warp > 0 ? warp_sums[warp - 1] : 0);
+	*total = warp_sums[FTSC_WARPS - 1];
+	__syncthreads();
+	return excl;
+}
+
+/* Ascending bitonic sort of keys[0..p), p a power of two <= FTSC_DEV_MAX_EXPERTS. */
+__device__ static void block_sort(unsigned long long *keys, int p)
+{
+	for (int k = 2; k <= p; k <<= 1)
+		for (int j = k >> 1; j > 0; j >>= 1) {
+			for (int i = threadIdx.x; i < p; i += FTSC_BLOCK) {
+				int l = i ^ j;
+				if (l > i) {
+					unsigned long long a = keys[i], b = keys[l];
+					if ((a > b) == ((i & k) == 0)) {
+						keys[i] = b;
+						keys[l] = a;
+					}
+				}
+			}
+			__syncthreads();
+		}
+}
+
+/* Put the m distinct keys[0..m) in ascending order: by counting ranks into out[] when m fits
+ * one per thread, else by a bitonic sort in place (then out == NULL means "sorted in keys").
+ * Calls __syncthreads; every thread must call it. Returns 1 when the order is in out. */
+__device__ static int block_order(unsigned long long *keys, int m, unsigned long long *out)
+{
+	if (m <= FTSC_BLOCK) {
+		unsigned long long k = 0;
+		int r = 0;
+		if (threadIdx.x < m) {
+			k = keys[threadIdx.x];
+			for (int j = 0; j < m; j++)
+				r += keys[j] < k;
+		}
+		__syncthreads();
+		if (threadIdx.x < m)
+			out[r] = k;
+		__syncthreads();
+		return 1;
+	}
+	int p = 1;
+	while (p < m)
+		p <<= 1;
+	for (int i = m + threadIdx.x; i < p; i += FTSC_BLOCK)
+		keys[i] = ~0ull;
+	__syncthreads();
+	block_sort(keys, p);
+	return 0;
+}
+
+__device__ static long long split_cost(long long x, long long m, long long q)
+{
+	long long a = x * (65536 - q), b = (m - x) * q;
+	return a > b ? a : b;
+}
+
+__device__ static void fail_all(int32_t *ids, int n, int32_t *counts, int err)
+{
+	for (int i = threadIdx.x; i < n; i += FTSC_BLOCK)
+		ids[i] = -1;
+	if (threadIdx.x == 0) {
+		counts[0] = 0;
+		counts[1] = 0;
+		counts[2] = err;
+	}
+}
+
+/* Grid: one block of FTSC_BLOCK threads. Thread t owns experts [t*per, t*per + per) and slots
+ * [t*spt, t*spt + spt) for the ordered scans, and strides over ids. Dynamic shared memory:
+ * usage of the C slots (int64) when C <= FTSC_SMEM_SLOTS, else none (read from global). */
+__global__ void __launch_bounds__(FTSC_BLOCK, 1)
+	ensure_kernel(struct ftsc_dev d, int layer, int32_t *__restrict__ ids, int n, int hybrid,
+		      int max_fetch, int q16, int order)
+{
+	__shared__ struct ensure_smem sm;
+	extern __shared__ long long ucache_dyn[];
+	const int tid = threadIdx.x, E = d.experts, C = d.slots;
+	const bool cached = C <= d.smem_slots;
+	long long *const uc = cached ? ucache_dyn : (long long *)d.usage;
+	const long long base = (long long)layer * E;
+	const int per = (E + FTSC_BLOCK - 1) / FTSC_BLOCK, e0 = tid * per;
+	const bool layer_ok = layer >= 0 && layer < d.layers;
+	const bool recency = hybrid && order == 0;
+
+	/* Phase 0: every independent global load at once. */
+	const long long step = *d.step + 1;
+	int32_t sf[FTSC_PER_MAX];
+	long long ls[FTSC_PER_MAX];
+#pragma unroll
+	for (int j = 0; j < FTSC_PER_MAX; j++) {
+		int e = e0 + j;
+		sf[j] = -1;
+		ls[j] = 0;
+		if (j < per && e < E) {
+			sm.flag[e] = 0;
+			if (layer_ok) {
+				sf[j] = d.slot_for_id[base + e];
+				if (recency)
+					ls[j] = d.last_seen[base + e];
+			}
+		}
+	}
+	int32_t idr[FTSC_IDS_IN_REGS];
+#pragma unroll
+	for (int k = 0; k < FTSC_IDS_IN_REGS; k++) {
+		int i = tid + k * FTSC_BLOCK;
+		idr[k] = i < n ? ids[i] : -1;
+	}
+	if (cached)
+		for (int s = tid; s < C; s += FTSC_BLOCK)
+			ucache_dyn[s] = d.usage[s];
+	if (tid == 0) {
+		sm.bad = !layer_ok;
+		sm.distinct = sm.hits = sm.count = 0;
+		sm.umin = ~0ull;
+		sm.umax = 0;
+	}
+	__syncthreads();
+	/* Phase 1: the distinct ids. */
+	for (int i = tid; i < n; i += FTSC_BLOCK) {
+		int k = i / FTSC_BLOCK, e = k < FTSC_IDS_IN_REGS ? idr[k] : ids[i];
+		if (e >= E)
+			sm.bad = 1;
+		else if (e >= 0)
+			sm.flag[e] = F_WANT;
+	}
+	__syncthreads();
+	if (sm.bad) {
+		fail_all(ids, n, d.counts, -EINVAL);
+		return;
+	}
+	/* Phase 2: hits and misses; misses ranked in ascending id. */
+	int nd = 0, nh = 0, nm = 0;
+#pragma unroll
+	for (int j = 0; j < FTSC_PER_MAX; j++) {
+		int e = e0 + j;
+		if (j < per && e < E && sm.flag[e]) {
+			nd++;
+			if (sf[j] >= 0) {
+				nh++;
+				sm.flag[e] |= F_HIT;
+			} else {
+				nm++;
+			}
+		}
+	}
+	if (nd)
+		atomicAdd(&sm.distinct, nd);
+	if (nh)
+		atomicAdd(&sm.hits, nh);
+	int M;
+	int mx = block_scan(nm, &M, sm.warp_sums); /* the atomics are final after its first barrier */
+	int F = M, err = 0;
+	if (hybrid) {
+		if (max_fetch >= 0) {
+			F = max_fetch < M ? max_fetch : M;
+		} else {
+			long long q = q16 < 0 ? 0 : q16 > 65536 ? 65536 : q16, m = M;
+			long long lo = (m * q) >> 16;
+			long long f = split_cost(lo, m, q) <= split_cost(lo + 1, m, q) ? lo : lo + 1;
+			F = (int)(f < m ? f : m);
+		}
+		if (F > C - sm.hits)
+			F = C - sm.hits;
+	} else if (sm.distinct > C) {
+		err = -ENOSPC;
+	}
+	if (err) {
+		fail_all(ids, n, d.counts, err);
+		return;
+	}
+#pragma unroll
+	for (int j = 0; j < FTSC_PER_MAX; j++) {
+		int e = e0 + j;
+		if (j < per && e < E) {
+			int f = sm.flag[e];
+			sm.rank[e] = f == F_WANT ? mx++ : -1;
+			if (f & F_HIT) {
+				d.usage[sf[j]] = step;
+				if (cached)
+					ucache_dyn[sf[j]] = step;
+			}
+		}
+	}
+	__syncthreads();
+	/* Phase 3 (hybrid with fewer fetches than misses): which misses are fetched. Plan
+	 * positions still follow ascending id. */
+	if (F < M) {
+		if (recency) {
+#pragma unroll
+			for (int j = 0; j < FTSC_PER_MAX; j++) {
+				int e = e0 + j;
+				if (j < per && e < E && sm.rank[e] >= 0)
+					sm.keys[sm.rank[e]] =
+						((unsigned long long)(((1LL << FTSC_SEEN_BITS) - 1) - ls[j]) << FTSC_ID_BITS) |
+						(unsigned long long)e;
+			}
+			__syncthreads();
+			unsigned long long *ord = (unsigned long long *)sm.sorted; /* M <= 1024 fits */
+			if (!block_order(sm.keys, M, ord))
+				ord = sm.keys;
+			for (int i = tid; i < F; i += FTSC_BLOCK)
+				sm.flag[ord[i] & ((1u << FTSC_ID_BITS) - 1)] |= F_SEL;
+		} else {
+			for (int e = tid; e < E; e += FTSC_BLOCK)
+				if (sm.rank[e] >= 0 && sm.rank[e] < F)
+					sm.flag[e] |= F_SEL;
+		}
+		__syncthreads();
+		int ns = 0;
+		for (int j = 0; j < per; j++)
+			if (e0 + j < E && (sm.flag[e0 + j] & F_SEL))
+				ns++;
+		int tot, sx = block_scan(ns, &tot, sm.warp_sums);
+		for (int j = 0; j < per; j++) {
+			int e = e0 + j;
+			if (e < E)
+				sm.rank[e] = (sm.flag[e] & F_SEL) ? sx++ : -1;
+		}
+		__syncthreads();
+	}
+	/* Phase 4: the F coldest slots not used in this step, in (usage, slot) order. */
+	if (F > 0) {
+		const int spt = (C + FTSC_BLOCK - 1) / FTSC_BLOCK, s0 = tid * spt;
+		const int s1 = s0 + spt < C ? s0 + spt : C;
+		unsigned long long lo = ~0ull, hi = 0;
+		for (int s = s0; s < s1; s++) {
+			long long u = uc[s];
+			if (u < step) {
+				lo = (unsigned long long)u < lo ? (unsigned long long)u : lo;
+				hi = (unsigned long long)u > hi ? (unsigned long long)u : hi;
+			}
+		}
+		for (int o = 16; o > 0; o >>= 1) {
+			unsigned long long a = __shfl_xor_sync(FULL_MASK, lo, o), b = __shfl_xor_sync(FULL_MASK, hi, o);
+			lo = a < lo ? a : lo;
+			hi = b > hi ? b : hi;
+		}
+		if ((tid & 31) == 0) {
+			atomicMin(&sm.umin, lo);
+			atomicMax(&sm.umax, hi);
+		}
+		__syncthreads();
+		const long long umin = (long long)sm.umin;
+		const unsigned long long range = sm.umax - sm.umin;
+		/* radix select of the F-th smallest v = usage - umin (keys counted with multiplicity:
+		 * ties on usage are resolved by slot order below) */
+		unsigned long long prefix = 0;
+		int remaining = F;
+		const int bits = range ? 64 - __clzll((long long)range) : 0;
+		for (int shift = (bits + FTSC_DIGIT_BITS - 1) / FTSC_DIGIT_BITS * FTSC_DIGIT_BITS - FTSC_DIGIT_BITS;
+		     shift >= 0; shift -= FTSC_DIGIT_BITS) {
+			for (int b = tid; b < FTSC_RADIX; b += FTSC_BLOCK)
+				sm.sorted[b] = 0;
+			__syncthreads();
+			const unsigned long long him =
+				shift + FTSC_DIGIT_BITS >= 64 ? 0 : ~0ull << (shift + FTSC_DIGIT_BITS);
+			for (int s = s0; s < s1; s++) {
+				long long u = uc[s];
+				unsigned long long v = (unsigned long long)(u - umin);
+				if (u < step && (v & him) == prefix)
+					atomicAdd(&sm.sorted[(v >> shift) & (FTSC_RADIX - 1)], 1);
+			}
+			__syncthreads();
+			/* thread t owns bins [t*bpt, t*bpt + bpt) */
+			const int bpt = FTSC_RADIX / FTSC_BLOCK;
+			int c[FTSC_RADIX / FTSC_BLOCK], sum = 0;
+#pragma unroll
+			for (int b = 0; b < bpt; b++) {
+				c[b] = sm.sorted[tid * bpt + b];
+				sum += c[b];
+			}
+			int tot, ex = block_scan(sum, &tot, sm.warp_sums);
+			if (ex < remaining && remaining <= ex + sum) {
+				int run = ex, b = 0;
+#pragma unroll
+				for (int q = 0; q < bpt - 1; q++)
+					if (b == q && run + c[q] < remaining) {
+						run += c[q];
+						b = q + 1;
+					}
+				sm.digit = tid * bpt + b;
+				sm.remaining = remaining - run;
+			}
+			__syncthreads();
+			prefix |= (unsigned long long)sm.digit << shift;
+			remaining = sm.remaining;
+		}
+		const long long ustar = umin + (long long)prefix;
+		/* take every eligible slot below ustar and the first `remaining` at ustar, in slot
+		 * order */
+		int nt = 0;
+		for (int s = s0; s < s1; s++)
+			nt += uc[s] == ustar;
+		int tot, tr = block_scan(nt, &tot, sm.warp_sums);
+		for (int s = s0; s < s1; s++) {
+			long long u = uc[s];
+			bool take = u < ustar;
+			if (u == ustar)
+				take = tr++ < remaining;
+			if (take)
+				sm.keys[atomicAdd(&sm.count, 1)] = ((unsigned long long)u << 24) | (unsigned)s;
+		}
+		__syncthreads();
+		unsigned long long *ord = (unsigned long long *)sm.sorted; /* F <= 1024 fits */
+		if (!block_order(sm.keys, F, ord))
+			ord = sm.keys;
+		/* Assign: the r-th fetched miss (ascending id) takes the r-th coldest slot. */
+#pragma unroll
+		for (int j = 0; j < FTSC_PER_MAX; j++) {
+			int e = e0 + j;
+			if (j >= per || e >= E)
+				continue;
+			int r = sm.rank[e];
+			if (r < 0) {
+				sm.rank[e] = (sm.flag[e] & F_HIT) ? sf[j] : -1;
+				continue;
+			}
+			int s = (int)(ord[r] & 0xffffff);
+			int32_t old = d.id_of_slot[s];
+			if (old >= 0)
+				d.slot_for_id[old] = -1;
+			d.id_of_slot[s] = (int32_t)(base + e);
+			d.slot_for_id[base + e] = s;
+			d.usage[s] = step;
+			d.src_indices[r] = e;
+			d.evict_slots[r] = s;
+			sm.rank[e] = s;
+		}
+	} else {
+#pragma unroll
+		for (int j = 0; j < FTSC_PER_MAX; j++) {
+			int e = e0 + j;
+			if (j < per && e < E)
+				sm.rank[e] = (sm.flag[e] & F_HIT) ? sf[j] : -1;
+		}
+	}
+	__syncthreads();
+	/* Phase 5: outputs. sm.rank[e] is now the final slot of every asked expert (-1: CPU). */
+	for (int e = tid; e < E; e += FTSC_BLOCK)
+		if (sm.flag[e])
+			d.last_seen[base + e] = step;
+	for (int i = tid; i < n; i += FTSC_BLOCK) {
+		int k = i / FTSC_BLOCK, e = k < FTSC_IDS_IN_REGS ? idr[k] : ids[i];
+		ids[i] = e >= 0 ? sm.rank[e] : -1;
+	}
+	if (tid == 0) {
+		d.counts[0] = F;
+		d.counts[1] = M;
+		d.counts[2] = 0;
+		*d.step = step;
+	}
+}
+
+/* Grid-stride fill of an int32 array. */
+__global__ void fill_i32(int32_t *p, int32_t v, long long n)
+{
+	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+	     i += (long long)gridDim.x * blockDim.x)
+		p[i] = v;
+}
+
+extern "C" cudaError_t ftsc_dev_create(struct ftsc_dev *d, int layers, int experts, int slots)
+{
+	*d = (struct ftsc_dev){0};
+	if (layers <= 0 || experts <= 0 || experts > FTSC_DEV_MAX_EXPERTS || slots <= 0 ||
+	    slots >= (1 << 24))
+		return cudaErrorInvalidValue;
+	d->layers = layers;
+	d->experts = experts;
+	d->slots = slots;
+	size_t ids = (size_t)layers * experts;
+	cudaError_t e;
+	if ((e = cudaMalloc((void **)&d->slot_for_id, ids * 4)) ||
+	    (e = cudaMalloc((void **)&d->last_seen, ids * 8)) ||
+	    (e = cudaMalloc((void **)&d->id_of_slot, (size_t)slots * 4)) ||
+	    (e = cudaMalloc((void **)&d->usage, (size_t)slots * 8)) || (e = cudaMalloc((void **)&d->step, 8)) ||
+	    (e = cudaMalloc((void **)&d->src_indices, (size_t)experts * 4)) ||
+	    (e = cudaMalloc((void **)&d->evict_slots, (size_t)experts * 4)) ||
+	    (e = cudaMalloc((void **)&d->counts, 3 * 4)))
+		return e;
+	/* the usage cache of ensure_kernel: up to FTSC_SMEM_SLOTS int64 of dynamic shared memory,
+	 * less where the device allows less (sm_80: 163 KB per block) */
+	int dev, optin;
+	struct cudaFuncAttributes fa;
+	if ((e = cudaGetDevice(&dev)) ||
+	    (e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) ||
+	    (e = cudaFuncGetAttributes(&fa, ensure_kernel)))
+		return e;
+	long room = (long)optin - (long)fa.sharedSizeBytes;
+	d->smem_slots = room / (long)sizeof(long long) < FTSC_SMEM_SLOTS ? (int)(room / (long)sizeof(long long))
+									 : FTSC_SMEM_SLOTS;
+	if (d->smem_slots < 0)
+		d->smem_slots = 0;
+	if ((e = cudaFuncSetAttribute(ensure_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+				      d->smem_slots * (int)sizeof(long long))))
+		return e;
+	fill_i32<<<64, 256>>>(d->slot_for_id, -1, (long long)ids);
+	fill_i32<<<64, 256>>>(d->id_of_slot, -1, slots);
+	if ((e = cudaGetLastError()) || (e = cudaMemset(d->last_seen, 0, ids * 8)) ||
+	    (e = cudaMemset(d->usage, 0, (size_t)slots * 8)) || (e = cudaMemset(d->step, 0, 8)) ||
+	    (e = cudaMemset(d->counts, 0, 12)) || (e = cudaMemset(d->src_indices, 0xff, (size_t)experts * 4)) ||
+	    (e = cudaMemset(d->evict_slots, 0xff, (size_t)experts * 4)))
+		return e;
+	return cudaDeviceSynchronize();
+}
+
+extern "C" void ftsc_dev_destroy(struct ftsc_dev *d)
+{
+	if (!d)
+		return;
+	cudaFree(d->slot_for_id);
+	cudaFree(d->last_seen);
+	cudaFree(d->id_of_slot);
+	cudaFree(d->usage);
+	cudaFree(d->step);
+	cudaFree(d->src_indices);
+	cudaFree(d->evict_slots);
+	cudaFree(d->counts);
+	*d = (struct ftsc_dev){0};
+}
+
+extern "C" cudaError_t ftsc_dev_upload(struct ftsc_dev *d, const int32_t *slot_for_id,
+				       const int32_t *id_of_slot, const int64_t *usage,
+				       const int64_t *last_seen, int64_t step, cudaStream_t s)
+{
+	size_t ids = (size_t)d->layers * d->experts, C = (size_t)d->slots;
+	cudaError_t e;
+	if ((e = cudaMemcpyAsync(d->slot_for_id, slot_for_id, ids * 4, cudaMemcpyHostToDevice, s)) ||
+	    (e = cudaMemcpyAsync(d->last_seen, last_seen, ids * 8, cudaMemcpyHostToDevice, s)) ||
+	    (e = cudaMemcpyAsync(d->id_of_slot, id_of_slot, C * 4, cudaMemcpyHostToDevice, s)) ||
+	    (e = cudaMemcpyAsync(d->usage, usage, C * 8, cudaMemcpyHostToDevice, s)) ||
+	    (e = cudaMemcpyAsync(d->step, &step, 8, cudaMemcpyHostToDevice, s)))
+		return e;
+	return cudaStreamSynchronize(s); /* `step` lives on this stack */
+}
+
+extern "C" cudaError_t ftsc_dev_download(const struct ftsc_dev *d, int32_t *slot_for_id,
+					 int32_t *id_of_slot, int64_t *usage, int64_t *last_seen,
+					 int64_t *step, cudaStream_t s)
+{
+	size_t ids = (size_t)d->layers * d->experts, C = (size_t)d->slots;
+	cudaError_t e = cudaSuccess;
+	if ((slot_for_id && (e = cudaMemcpyAsync(slot_for_id, d->slot_for_id, ids * 4, cudaMemcpyDeviceToHost, s))) ||
+	    (last_seen && (e = cudaMemcpyAsync(last_seen, d->last_seen, ids * 8, cudaMemcpyDeviceToHost, s))) ||
+	    (id_of_slot && (e = cudaMemcpyAsync(id_of_slot, d->id_of_slot, C * 4, cudaMemcpyDeviceToHost, s))) ||
+	    (usage && (e = cudaMemcpyAsync(usage, d->usage, C * 8, cudaMemcpyDeviceToHost, s))) ||
+	    (step && (e = cudaMemcpyAsync(step, d->step, 8, cudaMemcpyDeviceToHost, s))))
+		return e;
+	return cudaStreamSynchronize(s);
+}
+
+extern "C" cudaError_t ftsc_dev_copy(struct ftsc_dev *dst, const struct ftsc_dev *src, cudaStream_t s)
+{
+	if (dst->layers != src->layers || dst->experts != src->experts || dst->slots != src->slots)
+		return cudaErrorInvalidValue;
+	size_t ids = (size_t)src->layers * src->experts, C = (size_t)src->slots;
+	cudaError_t e;
+	if ((e = cudaMemcpyAsync(dst->slot_for_id, src->slot_for_id, ids * 4, cudaMemcpyDeviceToDevice, s)) ||
+	    (e = cudaMemcpyAsync(dst->last_seen, src->last_seen, ids * 8, cudaMemcpyDeviceToDevice, s)) ||
+	    (e = cudaMemcpyAsync(dst->id_of_slot, src->id_of_slot, C * 4, cudaMemcpyDeviceToDevice, s)) ||
+	    (e = cudaMemcpyAsync(dst->usage, src->usage, C * 8, cudaMemcpyDeviceToDevice, s)))
+		return e;
+	return cudaMemcpyAsync(dst->step, src->step, 8, cudaMemcpyDeviceToDevice, s);
+}
+
+extern "C" cudaError_t ftsc_dev_launch_v1(struct ftsc_dev *d, int layer, int32_t *ids, int n, int hybrid,
+					  int max_fetch, int q16, int order, cudaStream_t s);
+
+static cudaError_t launch(struct ftsc_dev *d, int layer, int32_t *ids, int n, int hybrid, int max_fetch,
+			  int q16, int order, cudaStream_t s)
+{
+	static int v1 = -1;
+	if (!d || !d->counts || n < 0 || (n > 0 && !ids))
+		return cudaErrorInvalidValue;
+	if (v1 < 0) {
+		const char *k = getenv("FTSC_KERNEL");
+		v1 = k && !strcmp(k, "v1");
+	}
+	if (v1)
+		return ftsc_dev_launch_v1(d, layer, ids, n, hybrid, max_fetch, q16, order, s);
+	size_t dyn = d->slots <= d->smem_slots ? (size_t)d->slots * sizeof(long long) : 0;
+	ensure_kernel<<<1, FTSC_BLOCK, dyn, s>>>(*d, layer, ids, n, hybrid, max_fetch, q16, order);
+	return cudaGetLastError();
+}
+
+extern "C" cudaError_t ftsc_dev_ensure(struct ftsc_dev *d, int layer, int32_t *ids, int n, cudaStream_t s)
+{
+	return launch(d, layer, ids, n, 0, 0, 0, 0, s);
+}
+
+extern "C" cudaError_t ftsc_dev_ensure_hybrid(struct ftsc_dev *d, int layer, int32_t *ids, int n,
+					      int max_fetch, int q16, int order, cudaStream_t s)
+{
+	return launch(d, layer, ids, n, 1, max_fetch, q16, order, s);
+}

@@ -1,0 +1,670 @@
+/* bw: orchestration, decision and profile assembly (measurements: bw_ops.c). */
+#include "bench/bw.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/stats.h"
+#include "util/timeutil.h"
+
+#ifndef FT_VERSION
+#define FT_VERSION "0.0.0"
+#endif
+
+void ftbw_config_default(struct ftbw_config *c)
+{
+	memset(c, 0, sizeof *c);
+	c->threshold = FTBW_DEFAULT_THRESHOLD;
+	c->cpu_iters = 8;
+	c->pcie_mib = 256;
+	c->pcie_iters = 30;
+	c->kernel_cpu_warmup = 8;
+	c->kernel_cpu_iters = 64;
+	c->kernel_pcie_iters = 20;
+	c->overlap_s = 2.0;
+	strcpy(c->isa, "auto");
+}
+
+int ftbw_synth_experts(int experts, size_t expert_bytes, size_t cap)
+{
+	if (expert_bytes == 0)
+		return 0;
+	size_t fit = cap / expert_bytes;
+	if (fit < 1)
+		fit = 1;
+	return (size_t)experts < fit ? experts : (int)fit;
+}
+
+static int add_item(struct ftbw_item *items, int n, int max, const struct ftmodel *m,
+		    const struct ftformat *f, bool is_dtype)
+{
+	if (n >= max)
+		return -E2BIG;
+	struct ftbw_item *it = &items[n];
+	memset(it, 0, sizeof *it);
+	it->model = m;
+	it->fmt = f;
+	it->is_dtype = is_dtype;
+	it->expert_bytes = ftfmt_expert_bytes(f, m->hidden, m->inter);
+	it->synth_experts = ftbw_synth_experts(m->experts, it->expert_bytes, FTBW_SYNTH_BYTES);
+	if (is_dtype)
+		snprintf(it->label, sizeof it->label, "dtype:%s", f->name);
+	else
+		snprintf(it->label, sizeof it->label, "%s:%s", m->name, f->name);
+	return n + 1;
+}
+
+int ftbw_plan(const struct ftbw_config *c, struct ftbw_item *items, int max, char *skipped, size_t sn)
+{
+	int n = 0;
+	size_t used = 0;
+	if (skipped && sn)
+		skipped[0] = '\0';
+	for (int i = 0; i < c->ndtypes; i++) {
+		const struct ftmodel *m = ftmodel_bw_dtype(c->dtypes[i]);
+		if (!m)
+			continue; /* the CLI accepts only formats with a workload */
+		n = add_item(items, n, max, m, ftfmt_get(c->dtypes[i]), true);
+		if (n < 0)
+			return n;
+	}
+	for (int i = 0; i < c->nmodels; i++) {
+		const struct ftmodel *m = c->models[i];
+		int nf = c->nformats ? c->nformats : m->nformats;
+		const enum ftfmt_id *fs = c->nformats ? c->formats : m->formats;
+		for (int j = 0; j < nf; j++) {
+			const struct ftformat *f = ftfmt_get(fs[j]);
+			if (ftfmt_expert_bytes(f, m->hidden, m->inter) == 0) {
+				if (skipped && used < sn)
+					used += (size_t)snprintf(skipped + used, sn - used, "%s%s:%s",
+								 used ? ", " : "", m->name, f->name);
+				continue;
+			}
+			n = add_item(items, n, max, m, f, false);
+			if (n < 0)
+				return n;
+		}
+	}
+	return n;
+}
+
+void ftbw_meas_init(struct ftbw_meas *m)
+{
+	memset(m, 0, sizeof *m);
+	m->gather.rc = m->cpu.rc = m->ov_cpu.rc = m->ov_gather.rc = FTBW_NOT_RUN;
+}
+
+static void part_release(struct ftbw_part *p)
+{
+	free(p->gbs);
+	p->gbs = NULL;
+	p->n = 0;
+}
+
+void ftbw_meas_release(struct ftbw_meas *m)
+{
+	if (!m)
+		return;
+	part_release(&m->gather);
+	part_release(&m->cpu);
+	part_release(&m->ov_cpu);
+	part_release(&m->ov_gather);
+}
+
+static bool measured(double x)
+{
+	return isfinite(x) && x > 0;
+}
+
+/* A part is usable when it ran, has samples and every sample is a positive finite rate
+ * (never zeros as data): otherwise it counts as failed, with a reason. */
+static bool part_ok(struct ftbw_part *p)
+{
+	if (p->rc != 0)
+		return false;
+	if (p->n <= 0 || !p->gbs) {
+		p->rc = -EIO;
+		snprintf(p->err, sizeof p->err, "no samples");
+		return false;
+	}
+	for (int i = 0; i < p->n; i++)
+		if (!measured(p->gbs[i])) {
+			p->rc = -EIO;
+			snprintf(p->err, sizeof p->err, "sample %d is not a positive rate (%g)", i, p->gbs[i]);
+			return false;
+		}
+	return true;
+}
+
+static double part_median(const struct ftbw_part *p)
+{
+	if (p->rc != 0 || p->n <= 0)
+		return NAN;
+	return ftstat_of(p->gbs, p->n).median;
+}
+
+void ftbw_decide(bool cpu_path, bool have_gpu, double cpu_gbs, const char *cpu_err, double pcie_gbs,
+		 const char *pcie_err, double threshold, struct ftbw_decision *d)
+{
+	memset(d, 0, sizeof *d);
+	d->ratio = measured(cpu_gbs) && measured(pcie_gbs) ? cpu_gbs / pcie_gbs : NAN;
+	if (!cpu_path) {
+		snprintf(d->note, sizeof d->note, "no CPU MoE path for this format: always offload");
+		return;
+	}
+	if (!have_gpu) {
+		snprintf(d->note, sizeof d->note,
+			 "no GPU on this host: PCIe gather not measured, offload by default");
+		return;
+	}
+	if (!measured(cpu_gbs)) {
+		snprintf(d->note, sizeof d->note, "CPU MoE measurement failed%s%s: offload",
+			 cpu_err && *cpu_err ? ": " : "", cpu_err ? cpu_err : "");
+		return;
+	}
+	if (!measured(pcie_gbs)) {
+		snprintf(d->note, sizeof d->note, "PCIe gather measurement failed%s%s: offload",
+			 pcie_err && *pcie_err ? ": " : "", pcie_err ? pcie_err : "");
+		return;
+	}
+	d->hybrid = cpu_gbs > threshold * pcie_gbs;
+}
+
+double ftbw_fetch_fraction(double cpu, double pcie, double cpu_ov, double pcie_ov)
+{
+	double f;
+	if (measured(cpu_ov) && measured(pcie_ov))
+		f = pcie_ov / (pcie_ov + cpu_ov);
+	else if (measured(cpu) && measured(pcie))
+		f = pcie / cpu;
+	else
+		return NAN;
+	return f > 1.0 ? 1.0 : f < 0.0 ? 0.0 : f;
+}
+
+bool ftbw_link_degraded(const struct ftgpu_info *g)
+{
+	if (!g || g->link_gen_cur <= 0 || g->link_gen_max <= 0 || g->link_width_cur <= 0 ||
+	    g->link_width_max <= 0)
+		return false;
+	return g->link_gen_cur < g->link_gen_max || g->link_width_cur < g->link_width_max;
+}
+
+/* ---------------------------------------------------------------- JSON */
+
+static json_t *num_or_null(double x)
+{
+	return isfinite(x) ? json_real(x) : json_null();
+}
+
+/* Sets key = median (or null) and key_spread = the spread (or null). */
+static void set_figure(json_t *o, const char *key, const struct ftbw_part *p)
+{
+	char sk[96];
+	snprintf(sk, sizeof sk, "%s_spread", key);
+	if (p->rc == 0 && p->n > 0) {
+		struct ftstat s = ftstat_of(p->gbs, p->n);
+		json_object_set_new(o, key, json_real(s.median));
+		json_object_set_new(o, sk, ftstat_json(&s));
+	} else {
+		json_object_set_new(o, key, json_null());
+		json_object_set_new(o, sk, json_null());
+	}
+}
+
+/* Downgrade unusable parts to failed; the overlap pair counts only as a pair. Idempotent. */
+static void meas_normalize(struct ftbw_meas *m)
+{
+	part_ok(&m->gather);
+	part_ok(&m->cpu);
+	part_ok(&m->ov_cpu);
+	part_ok(&m->ov_gather);
+	if (m->ov_cpu.rc != 0 || m->ov_gather.rc != 0)
+		m->ov_cpu.rc = m->ov_gather.rc = m->ov_cpu.rc ? m->ov_cpu.rc : m->ov_gather.rc;
+}
+
+json_t *ftbw_entry_json(const struct ftbw_item *it, const struct ftbw_meas *mc, bool have_gpu,
+			double threshold)
+{
+	struct ftbw_meas m = *mc; /* a shallow copy: the sample arrays stay the caller's */
+	meas_normalize(&m);
+
+	double cpu = part_median(&m.cpu), pcie = part_median(&m.gather);
+	struct ftbw_decision d;
+	ftbw_decide(it->fmt->cpu_path, have_gpu, cpu, m.cpu.err, pcie, m.gather.err, threshold, &d);
+
+	json_t *e = json_object();
+	json_object_set_new(e, "expert_bytes", json_integer((json_int_t)it->expert_bytes));
+	json_object_set_new(e, "synth_experts", have_gpu ? json_integer(it->synth_experts) : json_null());
+	set_figure(e, "cpu_moe_gbs", &m.cpu);
+	json_object_set_new(e, "cpu_moe_isa", m.cpu.rc == 0 && m.cpu_isa[0] ? json_string(m.cpu_isa) : json_null());
+	if (m.nsweep > 0) {
+		json_t *sw = json_object();
+		for (int i = 0; i < m.nsweep; i++)
+			json_object_set_new(sw, m.sweep_isa[i], num_or_null(measured(m.sweep_gbs[i]) ? m.sweep_gbs[i] : NAN));
+		json_object_set_new(e, "isa_sweep", sw);
+	} else {
+		json_object_set_new(e, "isa_sweep", json_null());
+	}
+	set_figure(e, "pcie_gather_gbs", &m.gather);
+	set_figure(e, "cpu_moe_overlap_gbs", &m.ov_cpu);
+	set_figure(e, "pcie_gather_overlap_gbs", &m.ov_gather);
+	json_object_set_new(e, "ratio", num_or_null(d.ratio));
+	json_object_set_new(e, "recommended", json_string(d.hybrid ? "hybrid" : "offload"));
+
+	/* The note: the decision's reason, then what else went wrong. */
+	char note[768];
+	size_t u = 0;
+	note[0] = '\0';
+#define ADD(...) do { if (u < sizeof note) u += (size_t)snprintf(note + u, sizeof note - u, __VA_ARGS__); } while (0)
+	if (d.note[0])
+		ADD("%s", d.note);
+	if (have_gpu && it->fmt->cpu_path && m.gather.rc == 0 && m.cpu.rc == 0 && m.ov_cpu.rc < 0)
+		ADD("%soverlap not measured: %s", u ? "; " : "",
+		    m.ov_cpu.err[0] ? m.ov_cpu.err : m.ov_gather.err);
+	if (!it->fmt->cpu_path && have_gpu && m.gather.rc < 0)
+		ADD("%sPCIe gather failed: %s", u ? "; " : "", m.gather.err);
+	if (!have_gpu && it->fmt->cpu_path && m.cpu.rc < 0)
+		ADD("%sCPU MoE failed: %s", u ? "; " : "", m.cpu.err);
+#undef ADD
+	json_object_set_new(e, "note", note[0] ? json_string(note) : json_null());
+	return e;
+}
+
+/* ---------------------------------------------------------------- link watch */
+
+/* Idle GPUs train their link down to save power, so the link is sampled while the linear
+ * copies run and the best state seen is the one the profile records. */
+struct link_watch {
+	pthread_t th;
+	struct ftgpu_info g;
+	int best_gen, best_width, samples;
+	volatile int stop;
+};
+
+static void *link_watch_main(void *arg)
+{
+	struct link_watch *w = arg;
+	while (!w->stop) {
+		struct ftgpu_info g = w->g;
+		ftgpu_read_link(&g);
+		if (g.link_gen_cur > w->best_gen)
+			w->best_gen = g.link_gen_cur;
+		if (g.link_width_cur > w->best_width)
+			w->best_width = g.link_width_cur;
+		w->samples++;
+		struct timespec ts = {0, 2 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+/* ---------------------------------------------------------------- run */
+
+static json_t *ceiling_figure(json_t *ceil, const char *key, const double *v, int n)
+{
+	char sk[96];
+	snprintf(sk, sizeof sk, "%s_spread", key);
+	if (v && n > 0) {
+		struct ftstat s = ftstat_of(v, n);
+		json_object_set_new(ceil, key, json_real(s.median));
+		json_object_set_new(ceil, sk, ftstat_json(&s));
+	} else {
+		json_object_set_new(ceil, key, json_null());
+		json_object_set_new(ceil, sk, json_null());
+	}
+	return ceil;
+}
+
+static int check_samples(const double *v, int n, const char *what, char *err, size_t errlen)
+{
+	for (int i = 0; i < n; i++)
+		if (!measured(v[i])) {
+			snprintf(err, errlen, "%s: sample %d is not a positive rate (%g)", what, i, v[i]);
+			return -EIO;
+		}
+	return 0;
+}
+
+static void warnf(json_t *warnings, const struct ftreport *rep, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void warnf(json_t *warnings, const struct ftreport *rep, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	json_array_append_new(warnings, json_string(msg));
+	ftreport_note(rep, msg);
+}
+
+static json_t *model_json(const struct ftmodel *m)
+{
+	return json_pack("{s:s,s:I,s:I,s:i,s:i,s:s}", "name", m->name, "hidden", (json_int_t)m->hidden,
+			 "inter", (json_int_t)m->inter, "experts", m->experts, "top_k", m->topk,
+			 "activation", ftact_name(m->act));
+}
+
+int ftbw_run(const struct ftbw_config *c, struct ftbw_env *env, const struct ftbw_ops *ops,
+	     const struct ftreport *rep, json_t **out, char *err, size_t errlen)
+{
+	struct ftbw_item *items = NULL;
+	double *cpu_read = NULL, *h2d = NULL, *d2h = NULL;
+	json_t *prof = NULL, *warnings = json_array(), *entries = json_array();
+	int r, nitems;
+	char skipped[512];
+	bool have_gpu = env->gpu != NULL;
+
+	*out = NULL;
+	err[0] = '\0';
+	items = calloc(FTBW_MAX_ITEMS, sizeof *items);
+	if (!items || !warnings || !entries) {
+		r = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	nitems = ftbw_plan(c, items, FTBW_MAX_ITEMS, skipped, sizeof skipped);
+	if (nitems < 0) {
+		r = nitems;
+		snprintf(err, errlen, "too many workloads (at most %d)", FTBW_MAX_ITEMS);
+		goto out;
+	}
+	if (skipped[0])
+		warnf(warnings, rep, "skipped (geometry does not fit the format's blocks): %s", skipped);
+	if (!have_gpu)
+		warnf(warnings, rep, "no GPU (%s): CPU half only, every recommendation is offload",
+		      env->no_gpu_why && *env->no_gpu_why ? env->no_gpu_why : "none found");
+	int total = nitems + 1;
+
+	/* Ceilings. */
+	ftreport_progress(rep, 0, total, "ceilings");
+	cpu_read = calloc((size_t)c->cpu_iters, sizeof *cpu_read);
+	if (!cpu_read) {
+		r = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	r = ops->cpu_read(ops->ctx, env, c->cpu_iters, cpu_read, err, errlen);
+	if (r == 0)
+		r = check_samples(cpu_read, c->cpu_iters, "CPU read ceiling", err, errlen);
+	if (r < 0)
+		goto out;
+	if (have_gpu) {
+		h2d = calloc((size_t)c->pcie_iters, sizeof *h2d);
+		d2h = calloc((size_t)c->pcie_iters, sizeof *d2h);
+		if (!h2d || !d2h) {
+			r = -ENOMEM;
+			snprintf(err, errlen, "out of memory");
+			goto out;
+		}
+		struct link_watch w = {.g = *env->gpu};
+		bool watching = env->gpu->pci_bus_id[0] && pthread_create(&w.th, NULL, link_watch_main, &w) == 0;
+		size_t bytes = (size_t)c->pcie_mib << 20;
+		r = ops->pcie_linear(ops->ctx, env, true, bytes, c->pcie_iters, h2d, err, errlen);
+		if (r == 0)
+			r = check_samples(h2d, c->pcie_iters, "PCIe H2D ceiling", err, errlen);
+		if (r == 0)
+			r = ops->pcie_linear(ops->ctx, env, false, bytes, c->pcie_iters, d2h, err, errlen);
+		if (r == 0)
+			r = check_samples(d2h, c->pcie_iters, "PCIe D2H ceiling", err, errlen);
+		if (watching) {
+			w.stop = 1;
+			pthread_join(w.th, NULL);
+			if (w.best_gen > 0)
+				env->gpu->link_gen_cur = w.best_gen;
+			if (w.best_width > 0)
+				env->gpu->link_width_cur = w.best_width;
+		}
+		if (r < 0)
+			goto out;
+	}
+
+	/* Real kernels per item. */
+	for (int i = 0; i < nitems; i++) {
+		ftreport_progress(rep, i + 1, total, items[i].label);
+		struct ftbw_meas m;
+		ftbw_meas_init(&m);
+		r = ops->measure(ops->ctx, env, c, &items[i], &m, err, errlen);
+		if (r < 0) {
+			ftbw_meas_release(&m);
+			goto out;
+		}
+		meas_normalize(&m);
+		json_t *e = ftbw_entry_json(&items[i], &m, have_gpu, c->threshold);
+		if (m.gather.rc < 0)
+			warnf(warnings, rep, "%s: PCIe gather failed: %s", items[i].label, m.gather.err);
+		if (m.cpu.rc < 0)
+			warnf(warnings, rep, "%s: CPU MoE failed: %s", items[i].label, m.cpu.err);
+		if ((m.ov_cpu.rc < 0 || m.ov_gather.rc < 0) && m.gather.rc == 0 && m.cpu.rc == 0)
+			warnf(warnings, rep, "%s: overlap failed: %s", items[i].label,
+			      m.ov_cpu.rc < 0 ? m.ov_cpu.err : m.ov_gather.err);
+		ftbw_meas_release(&m);
+		if (!e) {
+			r = -ENOMEM;
+			snprintf(err, errlen, "out of memory");
+			goto out;
+		}
+		json_array_append_new(entries, e);
+	}
+
+	/* Trust checks: no kernel reads faster than memory, no gather beats the linear copy. */
+	double ceil_cpu = ftstat_of(cpu_read, c->cpu_iters).median;
+	double ceil_h2d = have_gpu ? ftstat_of(h2d, c->pcie_iters).median : NAN;
+	for (int i = 0; i < nitems; i++) {
+		json_t *e = json_array_get(entries, (size_t)i);
+		double cpu = json_number_value(json_object_get(e, "cpu_moe_gbs"));
+		double g = json_number_value(json_object_get(e, "pcie_gather_gbs"));
+		if (measured(cpu) && cpu > 1.05 * ceil_cpu)
+			warnf(warnings, rep, "%s: CPU MoE %.1f GB/s is above the CPU read ceiling %.1f GB/s",
+			      items[i].label, cpu, ceil_cpu);
+		if (measured(g) && isfinite(ceil_h2d) && g > 1.05 * ceil_h2d)
+			warnf(warnings, rep, "%s: gather %.1f GB/s is above the linear H2D ceiling %.1f GB/s",
+			      items[i].label, g, ceil_h2d);
+	}
+	if (have_gpu) {
+		struct ftgpu_info *g = env->gpu;
+		if (ftbw_link_degraded(g))
+			warnf(warnings, rep,
+			      "PCIe link trained at Gen%d x%d, below the card's Gen%d x%d (%.1f of %.1f GB/s theoretical)",
+			      g->link_gen_cur, g->link_width_cur, g->link_gen_max, g->link_width_max,
+			      ftgpu_link_gbs(g->link_gen_cur, g->link_width_cur),
+			      ftgpu_link_gbs(g->link_gen_max, g->link_width_max));
+		else if (g->link_gen_cur <= 0 || g->link_width_cur <= 0)
+			warnf(warnings, rep, "PCIe link state unknown (sysfs not readable for %s)", g->pci_bus_id);
+	}
+
+	/* Assemble. */
+	char ts[32], host[256];
+	ft_wall_iso8601(ts, sizeof ts);
+	if (gethostname(host, sizeof host) < 0)
+		strcpy(host, "unknown");
+	host[sizeof host - 1] = '\0';
+	prof = json_object();
+	json_object_set_new(prof, "version", json_integer(4));
+	json_object_set_new(prof, "timestamp", json_string(ts));
+	json_object_set_new(prof, "epoch", json_real(ft_wall_epoch()));
+	json_object_set_new(prof, "host", json_string(host));
+	/* tool: what measured it and with which settings (the repeat counts behind the spreads). */
+	json_object_set_new(prof, "tool",
+			    json_pack("{s:s,s:s,s:{s:i,s:i,s:i,s:i,s:i,s:i,s:f,s:s}}", "name", "ftbench",
+				      "version", FT_VERSION, "params", "cpu_iters", c->cpu_iters, "pcie_mib",
+				      c->pcie_mib, "pcie_iters", c->pcie_iters, "kernel_cpu_warmup",
+				      c->kernel_cpu_warmup, "kernel_cpu_iters", c->kernel_cpu_iters,
+				      "kernel_pcie_iters", c->kernel_pcie_iters, "overlap_seconds", c->overlap_s,
+				      "isa", c->isa));
+	if (have_gpu) {
+		json_t *gj = ftgpu_json(env->gpu);
+		json_object_set_new(gj, "link_degraded", json_boolean(ftbw_link_degraded(env->gpu)));
+		json_object_set_new(prof, "gpu", gj);
+	} else {
+		json_object_set_new(prof, "gpu", json_null());
+	}
+	json_t *cj = ftcpu_json(env->cpu);
+	json_object_set_new(cj, "threads_used", json_integer(env->ncpus));
+	json_t *ids = json_array();
+	for (int i = 0; i < env->ncpus; i++)
+		json_array_append_new(ids, json_integer(env->cpus[i]));
+	json_object_set_new(cj, "cpu_ids", ids);
+	json_object_set_new(prof, "cpu", cj);
+	json_object_set_new(prof, "threshold", json_real(c->threshold));
+	json_t *ceil = json_object();
+	ceiling_figure(ceil, "cpu_stream_read_gbs", cpu_read, c->cpu_iters);
+	ceiling_figure(ceil, "pcie_linear_h2d_gbs", h2d, have_gpu ? c->pcie_iters : 0);
+	ceiling_figure(ceil, "pcie_linear_d2h_gbs", d2h, have_gpu ? c->pcie_iters : 0);
+	json_object_set_new(prof, "ceilings", ceil);
+
+	json_t *dtypes = json_object(), *dk = json_object(), *wl = json_object();
+	for (int i = 0; i < nitems; i++) {
+		const struct ftbw_item *it = &items[i];
+		json_t *e = json_array_get(entries, (size_t)i);
+		json_t *rec = json_object_get(e, "recommended");
+		if (it->is_dtype) {
+			json_object_set(dk, it->fmt->name, e);
+			json_object_set(dtypes, it->fmt->name, rec);
+			continue;
+		}
+		json_t *w = json_object_get(wl, it->model->name);
+		if (!w) {
+			w = json_pack("{s:o,s:o,s:o}", "model", model_json(it->model), "kernels", json_object(),
+				      "recommended_moe_backend", json_object());
+			json_object_set_new(wl, it->model->name, w);
+		}
+		json_object_set(json_object_get(w, "kernels"), it->fmt->name, e);
+		json_object_set(json_object_get(w, "recommended_moe_backend"), it->fmt->name, rec);
+	}
+	json_object_set_new(prof, "dtypes", dtypes);
+	json_object_set_new(prof, "dtype_kernels", dk);
+	json_object_set_new(prof, "workloads", wl);
+	json_object_set(prof, "warnings", warnings);
+	ftreport_progress(rep, total, total, "done");
+	*out = prof;
+	prof = NULL;
+	r = 0;
+out:
+	json_decref(prof);
+	json_decref(warnings);
+	json_decref(entries);
+	free(items);
+	free(cpu_read);
+	free(h2d);
+	free(d2h);
+	return r;
+}
+
+/* ---------------------------------------------------------------- summary */
+
+static void fmt_num(char *b, size_t n, const json_t *v, const char *f)
+{
+	if (json_is_number(v))
+		snprintf(b, n, f, json_number_value(v));
+	else
+		snprintf(b, n, "-");
+}
+
+static void summary_row(FILE *f, const char *workload, const char *fmt, const json_t *e)
+{
+	char eb[16], cpu[32], g[16], cov[16], gov[16], ratio[16], frac[16];
+	json_t *ebj = json_object_get(e, "expert_bytes");
+	snprintf(eb, sizeof eb, "%.2f", json_is_integer(ebj) ? (double)json_integer_value(ebj) / (1 << 20) : 0.0);
+	fmt_num(cpu, sizeof cpu, json_object_get(e, "cpu_moe_gbs"), "%.1f");
+	const char *isa = json_string_value(json_object_get(e, "cpu_moe_isa"));
+	if (isa && strlen(cpu) + strlen(isa) + 4 < sizeof cpu) {
+		strcat(cpu, " (");
+		strcat(cpu, isa);
+		strcat(cpu, ")");
+	}
+	fmt_num(g, sizeof g, json_object_get(e, "pcie_gather_gbs"), "%.1f");
+	fmt_num(cov, sizeof cov, json_object_get(e, "cpu_moe_overlap_gbs"), "%.1f");
+	fmt_num(gov, sizeof gov, json_object_get(e, "pcie_gather_overlap_gbs"), "%.1f");
+	fmt_num(ratio, sizeof ratio, json_object_get(e, "ratio"), "%.2f");
+	double fr = ftbw_fetch_fraction(json_number_value(json_object_get(e, "cpu_moe_gbs")),
+					json_number_value(json_object_get(e, "pcie_gather_gbs")),
+					json_number_value(json_object_get(e, "cpu_moe_overlap_gbs")),
+					json_number_value(json_object_get(e, "pcie_gather_overlap_gbs")));
+	const char *rec = json_string_value(json_object_get(e, "recommended"));
+	if (rec && !strcmp(rec, "hybrid") && isfinite(fr))
+		snprintf(frac, sizeof frac, "%.3f", fr);
+	else
+		snprintf(frac, sizeof frac, "-");
+	fprintf(f, "%-14s %-13s %8s %-20s %9s %8s %8s %6s %-8s %6s\n", workload, fmt, eb, cpu, g, cov, gov,
+		ratio, rec ? rec : "?", frac);
+	const char *note = json_string_value(json_object_get(e, "note"));
+	if (note)
+		fprintf(f, "%-14s   note: %s\n", "", note);
+}
+
+static void summary_gbs(FILE *f, const char *what, const json_t *ceil, const char *key)
+{
+	char sk[96];
+	snprintf(sk, sizeof sk, "%s_spread", key);
+	json_t *v = json_object_get(ceil, key), *s = json_object_get(ceil, sk);
+	if (!json_is_number(v)) {
+		fprintf(f, "  %-22s -\n", what);
+		return;
+	}
+	fprintf(f, "  %-22s %7.1f GB/s", what, json_number_value(v));
+	if (json_is_object(s))
+		fprintf(f, "  (min %.1f, max %.1f, %d samples)", json_number_value(json_object_get(s, "min")),
+			json_number_value(json_object_get(s, "max")),
+			(int)json_integer_value(json_object_get(s, "samples")));
+	fputc('\n', f);
+}
+
+void ftbw_summary(FILE *f, const json_t *p)
+{
+	const json_t *gpu = json_object_get(p, "gpu"), *cpu = json_object_get(p, "cpu");
+	const json_t *ceil = json_object_get(p, "ceilings");
+	fprintf(f, "host %s, %s\n", json_string_value(json_object_get(p, "host")) ?: "?",
+		json_string_value(json_object_get(p, "timestamp")) ?: "?");
+	fprintf(f, "cpu  %s, %d threads on %d physical cores\n",
+		json_string_value(json_object_get(cpu, "model")) ?: "?",
+		(int)json_integer_value(json_object_get(cpu, "threads_used")),
+		(int)json_integer_value(json_object_get(cpu, "physical_cores")));
+	if (json_is_object(gpu)) {
+		const json_t *l = json_object_get(gpu, "pcie_link");
+		fprintf(f, "gpu  %d %s %s (%s)\n", (int)json_integer_value(json_object_get(gpu, "index")),
+			json_string_value(json_object_get(gpu, "name")) ?: "?",
+			json_string_value(json_object_get(gpu, "uuid")) ?: "?",
+			json_string_value(json_object_get(gpu, "pci_bus_id")) ?: "?");
+		fprintf(f, "pcie Gen%d x%d trained (card max Gen%d x%d): %.1f GB/s theoretical per direction%s\n",
+			(int)json_integer_value(json_object_get(l, "gen_current")),
+			(int)json_integer_value(json_object_get(l, "width_current")),
+			(int)json_integer_value(json_object_get(l, "gen_max")),
+			(int)json_integer_value(json_object_get(l, "width_max")),
+			json_number_value(json_object_get(l, "theoretical_gbs")),
+			json_is_true(json_object_get(gpu, "link_degraded")) ? "  ** DEGRADED **" : "");
+	} else {
+		fprintf(f, "gpu  none: CPU half only\n");
+	}
+	fprintf(f, "ceilings\n");
+	summary_gbs(f, "CPU read", ceil, "cpu_stream_read_gbs");
+	summary_gbs(f, "PCIe linear H2D", ceil, "pcie_linear_h2d_gbs");
+	summary_gbs(f, "PCIe linear D2H", ceil, "pcie_linear_d2h_gbs");
+	fprintf(f, "\nthreshold %.2f: hybrid when CPU MoE > threshold x gather (GB/s; ov = overlapped)\n",
+		json_number_value(json_object_get(p, "threshold")));
+	fprintf(f, "%-14s %-13s %8s %-20s %9s %8s %8s %6s %-8s %6s\n", "workload", "format", "exp MiB",
+		"cpu_moe", "gather", "cpu_ov", "gath_ov", "ratio", "decision", "fetch");
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)json_object_get(p, "dtype_kernels"), k, v)
+		summary_row(f, "(dtype)", k, v);
+	const char *wk;
+	json_t *w;
+	json_object_foreach((json_t *)json_object_get(p, "workloads"), wk, w)
+		json_object_foreach(json_object_get(w, "kernels"), k, v)
+			summary_row(f, wk, k, v);
+	json_t *warn = json_object_get(p, "warnings");
+	if (json_array_size(warn)) {
+		fprintf(f, "\nwarnings\n");
+		size_t i;
+		json_array_foreach(warn, i, v)
+			fprintf(f, "  - %s\n", json_string_value(v));
+	}
+}

@@ -1,0 +1,399 @@
+/* bw_ops: the real measurements of `ftbench bw` (see bw_ops.h). */
+#include "bench/bw_ops.h"
+
+#include <errno.h>
+#include <math.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/cpu_moe.h"
+#include "bench/cpu_read.h"
+#include "bench/gather.h"
+#include "bench/pcie.h"
+#include "moe/cpu/cpumoe.h"
+#include "moe/cpu/pool.h"
+
+#ifdef FT_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+#define GATHER_WARMUP 3
+#define OVERLAP_WINDOW_S 0.5 /* one overlap sample per window, each side its own bytes/time */
+
+struct ftbw_real {
+	const struct ftbw_env *env;
+	const struct ftreport *rep;
+	cpu_set_t wide;  /* the process's affinity at start: for threads that must not sit on a worker's core */
+	int numa_node;   /* where the CPU threads go: the GPU's node, or -1 */
+};
+
+static const char *errstr(int r)
+{
+	return strerror(r < 0 ? -r : r);
+}
+
+int ftbw_isa_known(const char *isa, char *names, size_t n)
+{
+	size_t u = 0;
+	if (names && n)
+		names[0] = '\0';
+	for (int t = 0; t < FTCMOE_ISA_COUNT && names; t++)
+		if (u < n)
+			u += (size_t)snprintf(names + u, n - u, "%s%s", t ? "," : "", ftcmoe_isa_name((enum ftcmoe_isa)t));
+	enum ftcmoe_isa x;
+	return ftcmoe_isa_lookup(isa, &x) == 0 && x != FTCMOE_ISA_AUTO;
+}
+
+int ftbw_real_create(struct ftbw_real **out, const struct ftbw_env *env, const struct ftreport *rep,
+		     char *err, size_t errlen)
+{
+	struct ftbw_real *r = calloc(1, sizeof *r);
+	*out = NULL;
+	if (!r) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	r->env = env;
+	r->rep = rep;
+	r->numa_node = env->gpu ? env->gpu->numa_node : -1;
+	CPU_ZERO(&r->wide);
+	if (sched_getaffinity(0, sizeof r->wide, &r->wide) < 0)
+		for (int i = 0; i < CPU_SETSIZE && i < 1024; i++)
+			CPU_SET(i, &r->wide);
+	if (env->gpu) {
+#ifdef FT_HAVE_CUDA
+		cudaError_t ce = cudaSetDevice(env->gpu->index);
+		/* Host threads that wait for the GPU sleep instead of spinning: during the overlap the
+		 * gather thread waits on its stream while every physical core runs a pinned CPU MoE
+		 * worker, and a spinning waiter would time-slice one of them and stall every step at
+		 * its barrier. The likely cause of what the first H200 run showed with spinning waits:
+		 * CPU MoE bf16 90 -> 21 GB/s overlapped, and the compute-bound mxfp4 kernel 24 -> 9,
+		 * more than DRAM sharing explains (bench/RESULTS.md). Timings use CUDA events, which
+		 * this does not change. Best effort: a context made earlier keeps its flags. */
+		if (ce == cudaSuccess && cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) != cudaSuccess)
+			(void)cudaGetLastError();
+		if (ce == cudaSuccess)
+			ce = cudaFree(NULL); /* create the context now, not inside a timed region */
+		if (ce != cudaSuccess) {
+			snprintf(err, errlen, "GPU %d (%s): %s", env->gpu->index, env->gpu->uuid,
+				 cudaGetErrorString(ce));
+			free(r);
+			return -EIO;
+		}
+#else
+		snprintf(err, errlen, "built without CUDA");
+		free(r);
+		return -ENODEV;
+#endif
+	}
+	*out = r;
+	return 0;
+}
+
+void ftbw_real_free(struct ftbw_real *r)
+{
+	free(r);
+}
+
+/* ---------------------------------------------------------------- ceilings */
+
+static int op_cpu_read(void *ctx, const struct ftbw_env *env, int passes, double *gbs, char *err, size_t errlen)
+{
+	struct ftbw_real *r = ctx;
+	struct ftpool *pool = NULL;
+	int rc = ftpool_create(env->cpu, env->ncpus, r->numa_node, &pool);
+	if (rc == 0)
+		rc = ftpool_pin_caller(pool);
+	if (rc < 0) {
+		snprintf(err, errlen, "CPU read ceiling: worker pool of %d threads: %s", env->ncpus, errstr(rc));
+		ftpool_free(pool);
+		return rc;
+	}
+	struct ftcread_result res = {0};
+	rc = ftcread_measure(env->cpu, pool, 0, passes, gbs, &res);
+	ftpool_free(pool);
+	sched_setaffinity(0, sizeof r->wide, &r->wide);
+	if (rc < 0)
+		snprintf(err, errlen, "CPU read ceiling: %s", errstr(rc));
+	return rc;
+}
+
+static int op_pcie(void *ctx, const struct ftbw_env *env, bool h2d, size_t bytes, int iters, double *gbs,
+		   char *err, size_t errlen)
+{
+	int rc = ftpcie_linear(h2d ? FTPCIE_H2D : FTPCIE_D2H, bytes, iters, gbs);
+	if (rc < 0) {
+		snprintf(err, errlen, "PCIe linear %s ceiling (%zu MiB): %s", h2d ? "H2D" : "D2H", bytes >> 20,
+			 errstr(rc));
+		return rc;
+	}
+	for (int i = 0; i < iters; i++) /* seconds per pass -> GB/s */
+		gbs[i] = ftpcie_gbs(bytes, gbs[i]);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- one item */
+
+static uint64_t rng_next(uint64_t *s)
+{
+	uint64_t x = *s; /* xorshift64* */
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
+static double *new_samples(int n)
+{
+	return calloc((size_t)(n > 0 ? n : 1), sizeof(double));
+}
+
+/* The real copy_missing over E_synth synthetic experts into as many slots, every slot refilled
+ * from a random permutation each pass; checked byte for byte once. */
+static int gather_alone(struct ftbw_real *r, const struct ftbw_config *c, const struct ftbw_item *it,
+			struct ftgather **gout, struct ftbw_part *p)
+{
+	int n = it->synth_experts, rc;
+	int32_t *src = malloc((size_t)n * sizeof *src), *dst = malloc((size_t)n * sizeof *dst);
+	double *secs = new_samples(c->kernel_pcie_iters);
+	struct ftgather *g = NULL;
+	struct ftgather_geom geom = {.format = it->fmt, .hidden = it->model->hidden, .inter = it->model->inter,
+				     .experts = n, .layers = 1, .slots = n, .max_plan = n};
+	if (!src || !dst || !secs) {
+		rc = -ENOMEM;
+		snprintf(p->err, sizeof p->err, "out of memory");
+		goto out;
+	}
+	uint64_t seed = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)it->fmt->id << 32) ^ (uint64_t)it->model->experts;
+	for (int i = 0; i < n; i++)
+		src[i] = i, dst[i] = i;
+	for (int i = n - 1; i > 0; i--) {
+		int j = (int)(rng_next(&seed) % (uint64_t)(i + 1));
+		int32_t t = src[i];
+		src[i] = src[j];
+		src[j] = t;
+	}
+	rc = ftgather_create(&g, &geom, r->rep);
+	if (rc < 0) {
+		snprintf(p->err, sizeof p->err, "gather setup (%d experts of %zu bytes): %s", n, it->expert_bytes,
+			 errstr(rc));
+		goto out;
+	}
+	rc = ftgather_set_plan(g, 0, src, dst, n);
+	if (rc == 0)
+		rc = ftgather_poison(g);
+	if (rc == 0)
+		rc = ftgather_time(g, FTGATHER_AUTO, GATHER_WARMUP, c->kernel_pcie_iters, secs);
+	if (rc < 0) {
+		snprintf(p->err, sizeof p->err, "gather (%s path): %s",
+			 ftgather_path_name(ftgather_default_path(g)), errstr(rc));
+		goto out;
+	}
+	rc = ftgather_verify(g);
+	if (rc < 0) {
+		snprintf(p->err, sizeof p->err, "gather copied wrong bytes (%s path): %s",
+			 ftgather_path_name(ftgather_default_path(g)), errstr(rc));
+		goto out;
+	}
+	double bytes = (double)n * (double)ftgather_expert_bytes(g);
+	for (int i = 0; i < c->kernel_pcie_iters; i++)
+		secs[i] = secs[i] > 0 ? bytes / secs[i] / 1e9 : 0.0;
+	p->gbs = secs;
+	p->n = c->kernel_pcie_iters;
+	secs = NULL;
+	*gout = g;
+	g = NULL;
+out:
+	p->rc = rc;
+	ftgather_free(g);
+	free(secs);
+	free(src);
+	free(dst);
+	return rc;
+}
+
+/* The real CPU MoE executor at batch 1 (one tier, or the sweep of --isa all|list: the best tier
+ * gives the figure). */
+static int cpu_alone(struct ftbw_real *r, const struct ftbw_config *c, const struct ftbw_item *it,
+		     struct ftcmb **bout, enum ftcmoe_isa *used, struct ftbw_meas *m)
+{
+	const struct ftbw_env *env = r->env;
+	struct ftbw_part *p = &m->cpu;
+	struct ftcmb *b = NULL;
+	enum ftcmoe_isa tiers[FTBW_MAX_ISAS];
+	int iters = c->kernel_cpu_iters, rc;
+	double *secs = new_samples(iters), *bytes = new_samples(iters), *best = NULL;
+	double best_med = -1;
+	char why[160] = "";
+	if (!secs || !bytes) {
+		rc = -ENOMEM;
+		snprintf(p->err, sizeof p->err, "out of memory");
+		goto out;
+	}
+	int nt = ftcmb_isa_list(c->isa, it->fmt->id, env->cpu->isa, tiers, FTBW_MAX_ISAS, why, sizeof why);
+	if (nt <= 0) {
+		rc = nt < 0 ? nt : -ENOTSUP;
+		snprintf(p->err, sizeof p->err, "--isa %s: %s", c->isa, why[0] ? why : errstr(rc));
+		goto out;
+	}
+	struct ftcmb_cfg cfg = {.format = it->fmt->id, .hidden = it->model->hidden, .inter = it->model->inter,
+				.experts = it->model->experts, .topk = it->model->topk, .act = it->model->act,
+				.swiglu_limit = it->model->swiglu_limit, .batch = 1, .threads = env->ncpus,
+				.numa_node = r->numa_node};
+	rc = ftcmb_create(&cfg, env->cpu, &b);
+	if (rc < 0) {
+		snprintf(p->err, sizeof p->err, "CPU MoE setup: %s", errstr(rc));
+		goto out;
+	}
+	bool sweep = strcmp(c->isa, "auto") != 0;
+	for (int t = 0; t < nt; t++) {
+		enum ftcmoe_isa u = tiers[t];
+		int tr = ftcmb_time(b, tiers[t], c->kernel_cpu_warmup, iters, secs, bytes, &u);
+		double med = NAN;
+		if (tr == 0) {
+			for (int i = 0; i < iters; i++)
+				secs[i] = secs[i] > 0 ? bytes[i] / secs[i] / 1e9 : 0.0;
+			double *tmp = new_samples(iters);
+			if (tmp) {
+				memcpy(tmp, secs, (size_t)iters * sizeof *tmp);
+				/* median without reordering: ftbw keeps samples in step order */
+				for (int i = 1; i < iters; i++)
+					for (int j = i; j > 0 && tmp[j - 1] > tmp[j]; j--) {
+						double x = tmp[j];
+						tmp[j] = tmp[j - 1];
+						tmp[j - 1] = x;
+					}
+				med = iters % 2 ? tmp[iters / 2] : 0.5 * (tmp[iters / 2 - 1] + tmp[iters / 2]);
+				free(tmp);
+			}
+			if (med > best_med) {
+				best_med = med;
+				free(best);
+				best = secs;
+				secs = new_samples(iters);
+				*used = u;
+				snprintf(m->cpu_isa, sizeof m->cpu_isa, "%s", ftcmoe_isa_name(u));
+				if (!secs) {
+					rc = -ENOMEM;
+					snprintf(p->err, sizeof p->err, "out of memory");
+					goto out;
+				}
+			}
+		} else {
+			snprintf(why, sizeof why, "%s: %s", ftcmoe_isa_name(tiers[t]), errstr(tr));
+			rc = tr;
+		}
+		if (sweep && m->nsweep < FTBW_MAX_ISAS) {
+			snprintf(m->sweep_isa[m->nsweep], sizeof m->sweep_isa[0], "%s", ftcmoe_isa_name(tiers[t]));
+			m->sweep_gbs[m->nsweep++] = med;
+		}
+	}
+	if (!best) {
+		snprintf(p->err, sizeof p->err, "CPU MoE: %s", why[0] ? why : "no tier ran");
+		rc = rc < 0 ? rc : -EIO;
+		goto out;
+	}
+	rc = 0;
+	p->gbs = best;
+	p->n = iters;
+	best = NULL;
+	*bout = b;
+	b = NULL;
+out:
+	p->rc = rc;
+	ftcmb_free(b);
+	free(best);
+	free(secs);
+	free(bytes);
+	return rc;
+}
+
+/* Both at once: in windows of about OVERLAP_WINDOW_S, the gather loops on its own thread (not on
+ * a worker's core) while this thread drives CPU MoE steps; each side reports its bytes/time. */
+static int overlap(struct ftbw_real *r, const struct ftbw_config *c, struct ftgather *g, struct ftcmb *b,
+		   enum ftcmoe_isa isa, struct ftbw_meas *m)
+{
+	int windows = (int)lround(c->overlap_s / OVERLAP_WINDOW_S), rc = 0;
+	if (windows < 1)
+		windows = 1;
+	double win = c->overlap_s / windows;
+	m->ov_cpu.gbs = new_samples(windows);
+	m->ov_gather.gbs = new_samples(windows);
+	if (!m->ov_cpu.gbs || !m->ov_gather.gbs) {
+		rc = -ENOMEM;
+		snprintf(m->ov_cpu.err, sizeof m->ov_cpu.err, "out of memory");
+		goto out;
+	}
+	for (int w = 0; w < windows; w++) {
+		atomic_int stop = 0;
+		double cb = 0, cs = 0, gs = 0;
+		uint64_t gb = 0;
+		sched_setaffinity(0, sizeof r->wide, &r->wide); /* the gather thread inherits this */
+		rc = ftgather_overlap_start(g);
+		ftpool_pin_caller(ftcmb_pool(b));
+		if (rc < 0) {
+			snprintf(m->ov_gather.err, sizeof m->ov_gather.err, "gather loop: %s", errstr(rc));
+			goto out;
+		}
+		int rc_cpu = ftcmb_run_until(b, isa, &stop, win, &cb, &cs);
+		rc = ftgather_overlap_stop(g, &gb, &gs);
+		if (rc < 0) {
+			snprintf(m->ov_gather.err, sizeof m->ov_gather.err, "gather loop: %s", errstr(rc));
+			goto out;
+		}
+		if (rc_cpu < 0) {
+			rc = rc_cpu;
+			snprintf(m->ov_cpu.err, sizeof m->ov_cpu.err, "CPU MoE steps: %s", errstr(rc));
+			goto out;
+		}
+		m->ov_cpu.gbs[w] = cs > 0 ? cb / cs / 1e9 : 0.0;
+		m->ov_gather.gbs[w] = gs > 0 ? (double)gb / gs / 1e9 : 0.0;
+	}
+	m->ov_cpu.n = m->ov_gather.n = windows;
+out:
+	m->ov_cpu.rc = m->ov_gather.rc = rc;
+	return rc;
+}
+
+static int op_measure(void *ctx, const struct ftbw_env *env, const struct ftbw_config *c,
+		      const struct ftbw_item *it, struct ftbw_meas *m, char *err, size_t errlen)
+{
+	struct ftbw_real *r = ctx;
+	struct ftgather *g = NULL;
+	struct ftcmb *b = NULL;
+	enum ftcmoe_isa used = FTCMOE_ISA_AUTO;
+	int rc = 0;
+
+	if (env->gpu && it->synth_experts > 0) {
+		rc = gather_alone(r, c, it, &g, &m->gather);
+		if (rc == -EIO) { /* a CUDA error is sticky: nothing after it could be trusted */
+			snprintf(err, errlen, "%s: %s", it->label, m->gather.err);
+			goto out;
+		}
+	}
+	if (it->fmt->cpu_path)
+		cpu_alone(r, c, it, &b, &used, m);
+	if (g && b && c->overlap_s > 0) {
+		rc = overlap(r, c, g, b, used, m);
+		if (rc == -EIO && m->ov_gather.err[0]) {
+			snprintf(err, errlen, "%s: overlap: %s", it->label, m->ov_gather.err);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	ftcmb_free(b);
+	ftgather_free(g);
+	sched_setaffinity(0, sizeof r->wide, &r->wide);
+	return rc;
+}
+
+struct ftbw_ops ftbw_real_ops(struct ftbw_real *r)
+{
+	return (struct ftbw_ops){op_cpu_read, op_pcie, op_measure, r};
+}

@@ -1,0 +1,31 @@
+/* bw_ops: the real measurements behind `ftbench bw` (struct ftbw_ops of bench/bw.h):
+ *  - CPU read ceiling (bench/cpu_read.h) on env->cpus, one pinned thread per physical core;
+ *  - linear pinned H2D/D2H copies (bench/pcie.h) on the selected GPU;
+ *  - per item: the real copy_missing over synthetic pinned banks (bench/gather.h; E_synth
+ *    experts, every slot refilled from a random permutation, verified once), the real CPU MoE
+ *    executor at batch 1 with rotating experts (bench/cpu_moe.h), its ISA sweep, and both
+ *    overlapped (windows of about 0.5 s, each side reporting its own bytes/time).
+ * Without a GPU (env->gpu NULL) or without CUDA in the build, the gather parts are FTBW_NOT_RUN.
+ * Functions return 0 or -errno with err set; nothing logs. */
+#ifndef FT_BENCH_BW_OPS_H
+#define FT_BENCH_BW_OPS_H
+#include <stddef.h>
+
+#include "bench/bw.h"
+#include "util/report.h"
+
+struct ftbw_real;
+
+/* Create the measurement context: selects env->gpu (cudaSetDevice) when there is one and starts
+ * the CPU worker pool on env->cpus. *out: new (ftbw_real_free). rep (borrowed, may be NULL,
+ * must outlive the context) gets notes (fallback paths). */
+int ftbw_real_create(struct ftbw_real **out, const struct ftbw_env *env, const struct ftreport *rep,
+		     char *err, size_t errlen);
+void ftbw_real_free(struct ftbw_real *r); /* accepts NULL */
+
+/* The ops table bound to r (borrowed). */
+struct ftbw_ops ftbw_real_ops(struct ftbw_real *r);
+
+/* Whether isa (one name) is one the CPU MoE executor knows; lists the known names into names. */
+int ftbw_isa_known(const char *isa, char *names, size_t n);
+#endif

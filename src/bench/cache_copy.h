@@ -1,0 +1,50 @@
+/* cache_copy: the `cache-copy` benchmark (reference §4): per model profile and cache size, the
+ * cost of one decode layer's ensure_experts + copy_missing on the GPU for batch sizes x miss
+ * rates, with the same bytes moved by one linear pinned cudaMemcpyAsync, by the per-expert
+ * cudaMemcpyAsync loop and by the per-bank path in the same run as baselines, and the slot
+ * contents checked against the source rows after every configuration.
+ *
+ * Set-up per model: synthetic pinned banks for layer 0 only (bench/gather.h), a slot cache of L
+ * layers (kernels/slot_cache.h) in which every slot starts owned by a layer-1 expert
+ * (id = E + slot % E, usage = slot + 1), so eviction does real work and layer 0 never hits.
+ * Per configuration: active = min(E, bs * topk), misses = round(active * miss_rate) (half to
+ * even), the first active - misses experts made resident first (untimed), then timed:
+ * ensure_experts + copy_missing between CUDA events, `repeat` times from the same state. */
+#ifndef FT_BENCH_CACHE_COPY_H
+#define FT_BENCH_CACHE_COPY_H
+#include <jansson.h>
+
+#include "moe/models.h"
+#include "util/report.h"
+
+#define FTCC_MAX_LIST 32
+#define FTCC_DEFAULT_REPEAT 25
+
+struct ftcc_opts {
+	const struct ftmodel *models[FTCC_MAX_LIST];
+	int nmodels;
+	long slots[FTCC_MAX_LIST]; /* nslots == 0: E and int(0.4 * L * E) per model */
+	int nslots;
+	long batch[FTCC_MAX_LIST];
+	int nbatch;
+	double miss[FTCC_MAX_LIST];
+	int nmiss;
+	int repeat;
+};
+
+/* Defaults of reference §4: every profile, batch 1 4 16 32, miss rates 0 .25 .5 1, 25 repeats. */
+void ftcc_defaults(struct ftcc_opts *o);
+
+/* Run on the current CUDA device. *out = new reference {"results": [{model, format, layers,
+ * experts, topk, hidden, inter, expert_bytes, cache_slots, path ("fused"|"per_bank"),
+ * rows: [...]}]}; each row has the §4 columns (bs, active, miss_rate, misses, time_ms, copy_MiB,
+ * bw_GBps, tok_ms) plus time_ms_spread, ensure_us, copy_ms, per_bank_ms, memcpy_ms, linear_ms,
+ * proxy_ms (copy engines driven from the device plan, kernels/copy_missing.h) (each a median,
+ * with *_spread), linear_GBps, memcpy_GBps, per_bank_GBps, proxy_GBps, pct_of_linear
+ * (gather copy GB/s over linear GB/s, %), fused_over_per_bank (per_bank_ms / copy_ms), verified,
+ * and "error" instead of figures when a configuration cannot run (cache smaller than the active
+ * set). Progress per (model, cache size) through rep.
+ * Returns 0, -ENODEV (no CUDA), -ENOMEM, -EIO (CUDA error), -EBADMSG (a slot differs from its
+ * source row: the result is still returned, with verified false). */
+int ftcc_run(const struct ftcc_opts *o, const struct ftreport *rep, json_t **out);
+#endif

@@ -1,0 +1,73 @@
+/* cpu_moe (bench): the CPU MoE executor over synthetic banks, for `ftbench cpu-moe` and `bw`.
+ *
+ * Banks for one layer of E_synth experts of (format, H, I), random codes and realistic
+ * scales (never zeros, no NaN/Inf), in huge-page-advised memory first-touched by the pool's
+ * workers. E_synth = max(topk*batch, ceil(max(4*LLC, 1 GiB) / expert_bytes)) — more than the
+ * model's E where E experts do not cover 4x LLC (a 300 MiB LLC needs 1.2 GiB) — lowered only
+ * when memory is short (a quarter of MemAvailable), so the expert ids of consecutive steps
+ * rotate over a working set that the last-level cache cannot hold.
+ *
+ * Steps: batch B tokens, each routed to topk distinct experts; step s uses the experts
+ * following those of step s-1 in a fixed random permutation, so no expert repeats before the
+ * whole working set has been read. Bytes of a step = distinct experts * expert_bytes
+ * (B = 1: topk * expert_bytes). */
+#ifndef FT_BENCH_CPU_MOE_H
+#define FT_BENCH_CPU_MOE_H
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hw/cpu.h"
+#include "moe/cpu/cpumoe.h"
+#include "moe/cpu/pool.h"
+#include "moe/formats.h"
+
+struct ftcmb_cfg {
+	enum ftfmt_id format;
+	long hidden, inter;
+	int experts, topk;          /* model's E and top-k */
+	enum ftact act;
+	float swiglu_limit;
+	int batch;                  /* 1..FTCMOE_MAX_BATCH */
+	int threads;                /* 0: every physical core */
+	int numa_node;              /* -1: none (e.g. the GPU's node otherwise) */
+	size_t working_set_min;     /* 0: max(4*LLC, 1 GiB) */
+	uint64_t seed;              /* 0: a fixed default */
+};
+
+struct ftcmb;
+
+/* Allocate and fill the banks, create the pool (pinning the calling thread to worker 0's
+ * core, see moe/cpu/pool.h) and the executor (tier AUTO). The calling thread must be the one
+ * that later calls ftcmb_time / ftcmb_run_until. Returns 0 and *out (ftcmb_free), -EINVAL
+ * (format without a CPU path, bad geometry), -ENOMEM, or the pool's error. */
+int ftcmb_create(const struct ftcmb_cfg *cfg, const struct ftcpu_info *ci, struct ftcmb **out);
+void ftcmb_free(struct ftcmb *b); /* accepts NULL */
+
+int ftcmb_synth_experts(const struct ftcmb *b);
+size_t ftcmb_expert_bytes(const struct ftcmb *b);
+size_t ftcmb_working_set_bytes(const struct ftcmb *b);
+int ftcmb_threads(const struct ftcmb *b);
+struct ftpool *ftcmb_pool(struct ftcmb *b);   /* borrowed (e.g. for ftcread_measure) */
+
+/* The tiers to run for a request: "auto" (one: the resolved best), "all" (every tier this
+ * CPU has), or a comma list of names. Returns the count written to out[max], -EINVAL for an
+ * unknown name (why names it), -ENOTSUP for a tier this CPU lacks (why names it). */
+int ftcmb_isa_list(const char *spec, enum ftfmt_id f, unsigned cpu_isa, enum ftcmoe_isa *out,
+		   int max, char *why, size_t whylen);
+
+/* `warmup` untimed then `iters` timed steps with tier isa (AUTO resolves as ftcmoe does):
+ * step_s[iters] gets seconds per step and step_bytes[iters] (may be NULL) the expert bytes each
+ * step read; *used the tier that ran. Returns 0 or -errno (-ENOTSUP: tier not on this CPU). */
+int ftcmb_time(struct ftcmb *b, enum ftcmoe_isa isa, int warmup, int iters, double *step_s,
+	       double *step_bytes, enum ftcmoe_isa *used);
+
+/* Overlap mode: run steps until *stop is set (or max_s seconds passed, if > 0); *bytes and
+ * *secs get the expert bytes processed and the elapsed time. Returns 0 or -errno. */
+int ftcmb_run_until(struct ftcmb *b, enum ftcmoe_isa isa, const atomic_int *stop, double max_s,
+		    double *bytes, double *secs);
+
+/* Check one step of tier isa against the scalar tier on the same banks and input; returns 0
+ * and the relative L2 error in *rel, or -errno. */
+int ftcmb_verify(struct ftcmb *b, enum ftcmoe_isa isa, double *rel);
+#endif

@@ -1,0 +1,471 @@
+/* load_weights: see load_weights.h. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench/load_weights.h"
+#include "hw/cpu.h"
+#include "moe/checksum.h"
+#include "moe/ftw.h"
+#include "util/timeutil.h"
+
+static int fail(char *err, size_t n, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int fail(char *err, size_t n, int rc, const char *fmt, ...)
+{
+	if (err && n) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err, n, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+static const char *const mode_names[] = {"baseline", "parallel", "ftw", "auto"};
+
+int ftlw_parse_modes(const char *s, unsigned *out)
+{
+	*out = 0;
+	char buf[256];
+	if (!s || strlen(s) >= sizeof buf)
+		return -EINVAL;
+	strcpy(buf, s);
+	char *save = NULL;
+	for (char *t = strtok_r(buf, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
+		int k = -1;
+		for (int i = 0; i < 4; i++)
+			if (!strcmp(t, mode_names[i]))
+				k = i;
+		if (k < 0)
+			return -EINVAL;
+		*out |= 1u << k;
+	}
+	return *out ? 0 : -EINVAL;
+}
+
+void ftlw_default_ftw_dir(const char *model, char *buf, size_t n)
+{
+	char tmp[PATH_MAX];
+	snprintf(tmp, sizeof tmp, "%s", model);
+	size_t l = strlen(tmp);
+	while (l > 1 && tmp[l - 1] == '/')
+		tmp[--l] = '\0';
+	const char *base = strrchr(tmp, '/');
+	base = base ? base + 1 : tmp;
+	snprintf(buf, n, "/var/tmp/ftw_%s", *base ? base : "model");
+}
+
+int ftlw_evict_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return -errno;
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		struct stat st;
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+			fdatasync(fd); /* dirty pages cannot be dropped */
+			if (posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0)
+				n++;
+		}
+		close(fd);
+	}
+	closedir(d);
+	return n;
+}
+
+/* ---------------------------------------------------------------- memory sampler */
+
+struct sampler {
+	pthread_t th;
+	atomic_int stop;
+	uint64_t peak_rss, min_avail;
+};
+
+static uint64_t vm_rss(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	if (!f)
+		return 0;
+	char line[256];
+	unsigned long long kb = 0;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "VmRSS: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb * 1024;
+}
+
+static void *sampler_main(void *arg)
+{
+	struct sampler *s = arg;
+	while (!atomic_load(&s->stop)) {
+		uint64_t r = vm_rss(), a = ftcpu_mem_available();
+		if (r > s->peak_rss)
+			s->peak_rss = r;
+		if (a && a < s->min_avail)
+			s->min_avail = a;
+		usleep(10000);
+	}
+	return NULL;
+}
+
+static void sampler_start(struct sampler *s)
+{
+	memset(s, 0, sizeof *s);
+	s->min_avail = UINT64_MAX;
+	s->peak_rss = vm_rss();
+	if (pthread_create(&s->th, NULL, sampler_main, s))
+		s->th = 0;
+}
+
+static void sampler_stop(struct sampler *s)
+{
+	atomic_store(&s->stop, 1);
+	if (s->th)
+		pthread_join(s->th, NULL);
+	uint64_t r = vm_rss(), a = ftcpu_mem_available();
+	if (r > s->peak_rss)
+		s->peak_rss = r;
+	if (a && a < s->min_avail)
+		s->min_avail = a;
+	if (s->min_avail == UINT64_MAX)
+		s->min_avail = 0;
+}
+
+/* ---------------------------------------------------------------- worker (child side) */
+
+static json_t *banks_json(const struct ftbanks *b, json_t **cks)
+{
+	*cks = json_object();
+	for (int k = 0; k < b->nbanks; k++)
+		json_object_set_new(*cks, b->shape[k].name, json_integer((json_int_t)ftcks_bank(b, k)));
+	return json_pack("{s:s,s:I,s:I,s:I,s:I,s:I}", "format", b->fmt->name, "layers", (json_int_t)b->L, "experts",
+			 (json_int_t)b->E, "hidden", (json_int_t)b->H, "inter", (json_int_t)b->I, "bank_bytes",
+			 (json_int_t)ftbanks_bytes(b));
+}
+
+int ftlw_worker(const char *mode, const struct ftlw_opts *o, json_t **row, char *err, size_t errlen)
+{
+	*row = NULL;
+	char ftw_dir[PATH_MAX];
+	if (o->ftw_dir)
+		snprintf(ftw_dir, sizeof ftw_dir, "%s", o->ftw_dir);
+	else
+		ftlw_default_ftw_dir(o->model, ftw_dir, sizeof ftw_dir);
+	struct ftload_opts lo = {FTLOAD_AUTO, o->workers, o->chunk_bytes, o->rep};
+	struct sampler smp;
+	int rc;
+	if (!strcmp(mode, "ftw-convert")) {
+		struct ftftw_convert_opts co = {o->shard_bytes, {o->expert_load, o->workers, o->chunk_bytes, o->rep}};
+		struct ftftw_convert_stats cs;
+		sampler_start(&smp);
+		rc = ftftw_convert(o->model, ftw_dir, &co, &cs, err, errlen);
+		sampler_stop(&smp);
+		if (rc < 0)
+			return rc;
+		*row = json_pack("{s:s,s:s,s:f,s:f,s:f,s:I,s:i,s:s,s:I}", "mode", "ftw-convert", "dir", ftw_dir, "convert_s",
+				 cs.total_s, "load_s", cs.load_s, "write_s", cs.write_s, "bytes_written",
+				 (json_int_t)cs.bytes_written, "shards", cs.nshards, "loader", cs.load.loader,
+				 "peak_rss_bytes", (json_int_t)smp.peak_rss);
+		return *row ? 0 : -ENOMEM;
+	}
+	const char *dir = o->model;
+	if (!strcmp(mode, "baseline")) {
+		lo.mode = FTLOAD_SERIAL;
+	} else if (!strcmp(mode, "parallel")) {
+		lo.mode = FTLOAD_PARALLEL;
+	} else if (!strcmp(mode, "ftw")) {
+		dir = ftw_dir;
+		if (!ftftw_is_dir(dir))
+			return fail(err, errlen, -ENOENT, "%s is not an FTW directory (convert first)", dir);
+	} else if (!strcmp(mode, "auto")) {
+		lo.mode = o->expert_load;
+	} else {
+		return fail(err, errlen, -EINVAL, "unknown worker mode '%s'", mode);
+	}
+	struct ftbanks *b = NULL;
+	struct ftload_stats st;
+	sampler_start(&smp);
+	double t0 = ft_now_s();
+	rc = ftload_model(dir, &lo, &b, &st, err, errlen);
+	double t = ft_now_s() - t0;
+	sampler_stop(&smp);
+	if (rc < 0)
+		return rc;
+	const char *fault = getenv("FTBENCH_LW_FAULT");
+	if (fault && !strncmp(fault, "swap-experts:", 13) && !strcmp(fault + 13, mode) && b->E > 1) {
+		/* test hook: swap experts 0 and 1 of bank 0, layer 0, as a buggy reader would */
+		uint8_t *p0 = ftbanks_layer(b, 0, 0), *p1 = p0 + b->shape[0].expert_bytes;
+		for (size_t i = 0; i < b->shape[0].expert_bytes; i++) {
+			uint8_t x = p0[i];
+			p0[i] = p1[i], p1[i] = x;
+		}
+	}
+	json_t *cks;
+	json_t *r = banks_json(b, &cks);
+	size_t bytes = ftbanks_bytes(b);
+	json_object_set_new(r, "mode", json_string(mode));
+	json_object_set_new(r, "loader", json_string(st.loader));
+	if (st.why[0])
+		json_object_set_new(r, "why", json_string(st.why));
+	json_object_set_new(r, "load_s", json_real(t));
+	json_object_set_new(r, "bytes", json_integer((json_int_t)bytes));
+	json_object_set_new(r, "read_gibs", json_real(t > 0 ? bytes / t / 1073741824.0 : 0));
+	json_object_set_new(r, "file_bytes", json_integer((json_int_t)st.file_bytes));
+	json_object_set_new(r, "direct", json_boolean(st.direct));
+	json_object_set_new(r, "peak_rss_bytes", json_integer((json_int_t)smp.peak_rss));
+	json_object_set_new(r, "min_mem_available_bytes", json_integer((json_int_t)smp.min_avail));
+	json_object_set_new(r, "checksums", cks);
+	ftbanks_free(b);
+	*row = r;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- parent side */
+
+/* Run `self load-weights --worker MODE ...` and parse its @@RESULT@@ line into *row. */
+static int spawn(const struct ftlw_opts *o, const char *mode, const char *ftw_dir, json_t **row, char *err,
+		 size_t errlen)
+{
+	*row = NULL;
+	char workers[32], chunk[32], shard[32];
+	snprintf(workers, sizeof workers, "%d", o->workers > 0 ? o->workers : FTLOAD_DEFAULT_WORKERS);
+	snprintf(chunk, sizeof chunk, "%zu", (o->chunk_bytes ? o->chunk_bytes : FTLOAD_DEFAULT_CHUNK) >> 20 ?
+		 (o->chunk_bytes ? o->chunk_bytes : FTLOAD_DEFAULT_CHUNK) >> 20 : 1);
+	snprintf(shard, sizeof shard, "%llu", (unsigned long long)((o->shard_bytes ? o->shard_bytes : FTW_DEFAULT_SHARD_LIMIT) >> 20));
+	const char *el = o->expert_load == FTLOAD_SERIAL ? "serial" : o->expert_load == FTLOAD_PARALLEL ? "parallel" : "auto";
+	const char *exe = o->self_exe ? o->self_exe : "/proc/self/exe";
+	char *argv[] = {"ftbench", "load-weights", "--worker", (char *)mode, "--model", (char *)o->model,
+			"--workers", workers, "--chunk-mib", chunk, "--shard-mib", shard, "--ftw-dir", (char *)ftw_dir,
+			"--expert-load", (char *)el, NULL};
+	int out[2], ep[2];
+	if (pipe2(out, O_CLOEXEC) < 0)
+		return fail(err, errlen, -errno, "pipe: %s", strerror(errno));
+	if (pipe2(ep, O_CLOEXEC) < 0) {
+		close(out[0]), close(out[1]);
+		return fail(err, errlen, -errno, "pipe: %s", strerror(errno));
+	}
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(out[0]), close(out[1]), close(ep[0]), close(ep[1]);
+		return fail(err, errlen, -errno, "fork: %s", strerror(errno));
+	}
+	if (pid == 0) {
+		/* only async-signal-safe calls until execv */
+		if (dup2(out[1], STDOUT_FILENO) < 0)
+			_exit(127);
+		close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+		execv(exe, argv);
+		int e = errno;
+		ssize_t w = write(ep[1], &e, sizeof e);
+		(void)w;
+		_exit(127);
+	}
+	close(out[1]);
+	close(ep[1]);
+	int e = 0;
+	ssize_t got = read(ep[0], &e, sizeof e);
+	close(ep[0]);
+	FILE *f = fdopen(out[0], "r");
+	char *line = NULL;
+	size_t cap = 0;
+	json_t *res = NULL;
+	while (f && getline(&line, &cap, f) >= 0) {
+		size_t pl = strlen(FTLW_RESULT_PREFIX);
+		if (!strncmp(line, FTLW_RESULT_PREFIX, pl) && !res) {
+			json_error_t je;
+			res = json_loads(line + pl, 0, &je);
+		} else {
+			fputs(line, stderr); /* a child's stray stdout is shown, not parsed */
+		}
+	}
+	free(line);
+	if (f)
+		fclose(f);
+	else
+		close(out[0]);
+	int status = 0;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (got == (ssize_t)sizeof e) {
+		json_decref(res);
+		return fail(err, errlen, -e, "cannot run %s: %s", exe, strerror(e));
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !json_is_object(res)) {
+		json_decref(res);
+		if (WIFSIGNALED(status))
+			return fail(err, errlen, -EIO, "mode %s: worker killed by signal %d%s", mode, WTERMSIG(status),
+				    WTERMSIG(status) == 9 ? " (out of memory?)" : "");
+		return fail(err, errlen, -EIO, "mode %s: worker failed (exit %d)%s", mode,
+			    WIFEXITED(status) ? WEXITSTATUS(status) : -1, res ? "" : ", no result line");
+	}
+	*row = res;
+	return 0;
+}
+
+static int same_checksums(json_t *a, json_t *b)
+{
+	return json_is_object(a) && json_is_object(b) && json_equal(a, b);
+}
+
+int ftlw_run(const struct ftlw_opts *o, json_t **result, char *err, size_t errlen)
+{
+	*result = NULL;
+	unsigned modes = o->modes | FTLW_BASELINE;
+	char ftw_dir[PATH_MAX];
+	if (o->ftw_dir)
+		snprintf(ftw_dir, sizeof ftw_dir, "%s", o->ftw_dir);
+	else
+		ftlw_default_ftw_dir(o->model, ftw_dir, sizeof ftw_dir);
+	if (ftftw_is_dir(o->model))
+		return fail(err, errlen, -EINVAL, "%s is an FTW directory: give the original safetensors checkpoint", o->model);
+	json_t *rows = json_array(), *ftw = json_null(), *res = NULL;
+	int rc = 0, ok = 1, step = 0, steps = __builtin_popcount(modes) + !!(modes & FTLW_FTW);
+	double base_s = 0;
+	json_t *base_cks = NULL;
+	int created_ftw = 0;
+	for (int m = 0; m < 4 && rc == 0; m++) {
+		if (!(modes & (1u << m)))
+			continue;
+		const char *mode = mode_names[m];
+		if (m == 2) {
+			int reuse = 0;
+			if (ftftw_is_dir(ftw_dir) && o->keep_ftw) {
+				/* a kept conversion of this model is reused */
+				char idx[PATH_MAX + 32], real[PATH_MAX];
+				snprintf(idx, sizeof idx, "%s/%s", ftw_dir, FTW_INDEX);
+				json_t *j = json_load_file(idx, 0, NULL);
+				const char *src = json_string_value(json_object_get(j, "source_model_path"));
+				reuse = src && realpath(o->model, real) && !strcmp(src, real);
+				json_decref(j);
+			}
+			ftreport_progress(o->rep, step++, steps, "ftw-convert");
+			if (reuse) {
+				ftw = json_pack("{s:s,s:b,s:n}", "dir", ftw_dir, "reused", 1, "convert_s");
+			} else {
+				json_t *cr;
+				if (o->drop_cache)
+					ftlw_evict_dir(o->model);
+				if ((rc = spawn(o, "ftw-convert", ftw_dir, &cr, err, errlen)) < 0)
+					break;
+				created_ftw = 1;
+				json_decref(ftw);
+				ftw = cr;
+				json_object_set_new(ftw, "reused", json_false());
+			}
+		}
+		ftreport_progress(o->rep, step++, steps, mode);
+		if (o->drop_cache) {
+			ftlw_evict_dir(o->model);
+			if (m == 2 || m == 3)
+				ftlw_evict_dir(ftw_dir);
+		}
+		json_t *row;
+		if ((rc = spawn(o, mode, ftw_dir, &row, err, errlen)) < 0)
+			break;
+		double t = json_real_value(json_object_get(row, "load_s"));
+		json_t *cks = json_object_get(row, "checksums");
+		if (m == 0) {
+			base_s = t;
+			base_cks = cks;
+			json_object_set_new(row, "checksum_ok", json_true());
+		} else {
+			int same = same_checksums(base_cks, cks);
+			ok &= same;
+			json_object_set_new(row, "checksum_ok", json_boolean(same));
+		}
+		json_object_set_new(row, "speedup", json_real(t > 0 ? base_s / t : 0));
+		json_array_append_new(rows, row);
+		if (!res) {
+			res = json_pack("{s:s,s:O,s:O,s:O,s:O,s:O,s:O}", "model", o->model, "format", json_object_get(row, "format"),
+					"layers", json_object_get(row, "layers"), "experts", json_object_get(row, "experts"),
+					"hidden", json_object_get(row, "hidden"), "inter", json_object_get(row, "inter"),
+					"bank_bytes", json_object_get(row, "bank_bytes"));
+		}
+	}
+	ftreport_progress(o->rep, steps, steps, "done");
+	if (created_ftw && !o->keep_ftw) {
+		/* remove what the conversion wrote (the index first) */
+		char p[PATH_MAX + 512];
+		snprintf(p, sizeof p, "%s/%s", ftw_dir, FTW_INDEX);
+		unlink(p);
+		DIR *d = opendir(ftw_dir);
+		struct dirent *de;
+		while (d && (de = readdir(d)))
+			if (de->d_name[0] != '.') {
+				snprintf(p, sizeof p, "%s/%s", ftw_dir, de->d_name);
+				unlink(p);
+			}
+		if (d)
+			closedir(d);
+		rmdir(ftw_dir);
+		if (json_is_object(ftw))
+			json_object_set_new(ftw, "kept", json_false());
+	} else if (json_is_object(ftw)) {
+		json_object_set_new(ftw, "kept", json_true());
+	}
+	if (rc < 0) {
+		json_decref(rows);
+		json_decref(ftw);
+		json_decref(res);
+		return rc;
+	}
+	json_object_set_new(res, "drop_cache", json_boolean(o->drop_cache));
+	json_object_set_new(res, "workers", json_integer(o->workers > 0 ? o->workers : FTLOAD_DEFAULT_WORKERS));
+	json_object_set_new(res, "chunk_mib", json_integer((json_int_t)((o->chunk_bytes ? o->chunk_bytes : FTLOAD_DEFAULT_CHUNK) >> 20)));
+	json_object_set_new(res, "ftw", ftw);
+	json_object_set_new(res, "rows", rows);
+	json_object_set_new(res, "ok", json_boolean(ok));
+	*result = res;
+	return 0;
+}
+
+void ftlw_print_table(const json_t *r, void *file)
+{
+	FILE *f = file;
+	json_t *rows = json_object_get(r, "rows");
+	fprintf(f, "model %s: %s, %lld MoE layers x %lld experts, banks %.2f GiB\n",
+		json_string_value(json_object_get(r, "model")), json_string_value(json_object_get(r, "format")),
+		json_integer_value(json_object_get(r, "layers")), json_integer_value(json_object_get(r, "experts")),
+		json_integer_value(json_object_get(r, "bank_bytes")) / 1073741824.0);
+	json_t *ftw = json_object_get(r, "ftw");
+	if (json_is_object(ftw)) {
+		if (json_is_real(json_object_get(ftw, "convert_s")))
+			fprintf(f, "ftw: converted into %s in %.2f s (%d shard(s), %.2f GiB written)%s\n",
+				json_string_value(json_object_get(ftw, "dir")), json_real_value(json_object_get(ftw, "convert_s")),
+				(int)json_integer_value(json_object_get(ftw, "shards")),
+				json_integer_value(json_object_get(ftw, "bytes_written")) / 1073741824.0,
+				json_is_true(json_object_get(ftw, "kept")) ? ", kept" : ", removed");
+		else
+			fprintf(f, "ftw: reused %s\n", json_string_value(json_object_get(ftw, "dir")));
+	}
+	fprintf(f, "%-9s %-9s %8s %11s %10s %8s %14s  %s\n", "mode", "loader", "load_s", "read GiB/s", "peakRSS",
+		"speedup", "bytes", "checksum");
+	size_t i;
+	json_t *row;
+	json_array_foreach(rows, i, row) {
+		fprintf(f, "%-9s %-9s %8.3f %11.2f %8.2fGi %7.2fx %14lld  %s\n",
+			json_string_value(json_object_get(row, "mode")), json_string_value(json_object_get(row, "loader")),
+			json_real_value(json_object_get(row, "load_s")), json_real_value(json_object_get(row, "read_gibs")),
+			json_integer_value(json_object_get(row, "peak_rss_bytes")) / 1073741824.0,
+			json_real_value(json_object_get(row, "speedup")), json_integer_value(json_object_get(row, "bytes")),
+			json_is_true(json_object_get(row, "checksum_ok")) ? (i ? "ok" : "reference") : "BAD");
+	}
+}

@@ -1,0 +1,66 @@
+/* load_weights: the load-weights benchmark of reference §7.
+ *
+ * The parent (ftlw_run) runs each mode in its own child process — fork + execve of ftbench
+ * itself with the hidden `load-weights --worker MODE` flag — so only one set of banks is in
+ * memory at a time. Before each mode the page cache of the files it reads is evicted
+ * (fdatasync + posix_fadvise DONTNEED, no root needed) unless drop_cache is 0. A child prints
+ * one line "@@RESULT@@ {json}" on stdout (its stdout is a pipe to the parent); progress and
+ * logs go to the inherited stderr. Modes:
+ *   baseline  serial loader on the safetensors checkpoint (always run: the reference)
+ *   parallel  parallel O_DIRECT loader on the checkpoint
+ *   ftw       convert once into the FTW directory (its own child, timed apart), then read it
+ *   auto      the production choice (FTW directory, else serial/parallel by the §7 check)
+ * Every row's per-bank checksums (moe/checksum.h) are compared with the baseline's; a
+ * mismatch marks the row BAD and the run as failed.
+ *
+ * ftlw_worker runs one mode in the current process and builds its result row; it samples
+ * peak VmRSS and lowest MemAvailable on a background thread while loading.
+ * Test hook: FTBENCH_LW_FAULT=swap-experts:<mode> makes that mode's worker swap experts 0 and
+ * 1 of the first bank after loading (a reordering bug), to prove the checksum catches it.
+ * Functions return 0 or -errno (reason in err) and never log. */
+#ifndef FT_BENCH_LOAD_WEIGHTS_H
+#define FT_BENCH_LOAD_WEIGHTS_H
+#include <jansson.h>
+#include <stdint.h>
+
+#include "moe/loader.h"
+#include "util/report.h"
+
+#define FTLW_RESULT_PREFIX "@@RESULT@@ "
+
+enum { FTLW_BASELINE = 1, FTLW_PARALLEL = 2, FTLW_FTW = 4, FTLW_AUTO = 8 };
+
+struct ftlw_opts {
+	const char *model;        /* checkpoint directory */
+	unsigned modes;           /* FTLW_* bits; baseline is always added */
+	int workers;              /* reader threads (parallel, ftw) */
+	size_t chunk_bytes;
+	uint64_t shard_bytes;     /* FTW shard limit */
+	int drop_cache;
+	int keep_ftw;
+	const char *ftw_dir;      /* NULL: /var/tmp/ftw_<model dir name> */
+	enum ftload_mode expert_load; /* loader of the FTW conversion and of the auto mode */
+	const char *self_exe;     /* ftbench to exec; NULL: /proc/self/exe */
+	const struct ftreport *rep;
+};
+
+/* Parse "baseline,parallel,ftw,auto" into FTLW_* bits; -EINVAL names nothing (caller does). */
+int ftlw_parse_modes(const char *s, unsigned *out);
+
+/* Run the benchmark; *result (new) gets {"model","format","layers","experts","hidden","inter",
+ * "bank_bytes","drop_cache","workers","chunk_mib","ftw":{...}|null,"rows":[...],"ok"}.
+ * Returns 0 when every mode ran (check "ok" for checksums), or -errno. */
+int ftlw_run(const struct ftlw_opts *o, json_t **result, char *err, size_t errlen);
+
+/* One mode in this process ("baseline", "parallel", "ftw", "auto", "ftw-convert"); *row new. */
+int ftlw_worker(const char *mode, const struct ftlw_opts *o, json_t **row, char *err, size_t errlen);
+
+/* Evict the page cache of every regular file directly in dir. Returns files evicted or -errno. */
+int ftlw_evict_dir(const char *dir);
+
+/* The table of a result, as text lines into f. */
+void ftlw_print_table(const json_t *result, void *file /* FILE * */);
+
+/* Default FTW directory for a model path into buf. */
+void ftlw_default_ftw_dir(const char *model, char *buf, size_t n);
+#endif

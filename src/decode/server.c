@@ -1,0 +1,484 @@
+#include "decode/server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/close_range.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/timeutil.h"
+
+/* ---------------------------------------------------------------- argv building */
+struct vec {
+	char **v;
+	int n, cap;
+};
+
+static int vec_push(struct vec *a, char *s)
+{
+	if (!s)
+		return -ENOMEM;
+	if (a->n + 2 > a->cap) {
+		int cap = a->cap ? a->cap * 2 : 16;
+		char **q = realloc(a->v, (size_t)cap * sizeof *q);
+		if (!q) {
+			free(s);
+			return -ENOMEM;
+		}
+		a->v = q;
+		a->cap = cap;
+	}
+	a->v[a->n++] = s;
+	a->v[a->n] = NULL;
+	return 0;
+}
+
+static int vec_pushf(struct vec *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int vec_pushf(struct vec *a, const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+	va_start(ap, fmt);
+	int r = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	return vec_push(a, r < 0 ? NULL : s);
+}
+
+void ftsrv_free_argv(char **argv)
+{
+	if (!argv)
+		return;
+	for (char **p = argv; *p; p++)
+		free(*p);
+	free(argv);
+}
+
+int ftsrv_serve_flags(const struct ftsrv_serve_cfg *c, const char *backend, char ***flags, int *n)
+{
+	struct vec a = {0};
+	int r = 0;
+	r |= vec_pushf(&a, "--moe-backend");
+	r |= vec_pushf(&a, "%s", backend);
+	r |= vec_pushf(&a, "--max-running-requests");
+	r |= vec_pushf(&a, "1");
+	r |= vec_pushf(&a, "--max-seq-len-override");
+	r |= vec_pushf(&a, "%ld", 8192 + c->max_tokens);
+	r |= vec_pushf(&a, "--memory-ratio");
+	r |= vec_pushf(&a, "%g", c->mem_ratio);
+	r |= vec_pushf(&a, "--cuda-graph-max-bs");
+	r |= vec_pushf(&a, "%d", c->no_graph ? 0 : 1);
+	r |= vec_pushf(&a, "--moe-hybrid-max-fetch");
+	r |= vec_pushf(&a, "%ld", c->hybrid_fetch);
+	if (c->cache_size > 0) {
+		r |= vec_pushf(&a, "--moe-cache-size");
+		r |= vec_pushf(&a, "%ld", c->cache_size);
+	} else if (c->cache_rate >= 0) {
+		r |= vec_pushf(&a, "--moe-cache-rate");
+		r |= vec_pushf(&a, "%g", c->cache_rate);
+	} else {
+		r |= vec_pushf(&a, "--moe-cache-auto");
+	}
+	if (r) {
+		ftsrv_free_argv(a.v);
+		return -ENOMEM;
+	}
+	*flags = a.v;
+	*n = a.n;
+	return 0;
+}
+
+/* Append the expansion of placeholder name (len l) to word w. */
+static int expand_one(const char *name, size_t l, const char *model, int port, const char *backend,
+		      char **w, size_t *wl, int *saw_port)
+{
+	char num[16];
+	const char *val;
+	if (l == 5 && !memcmp(name, "model", 5))
+		val = model;
+	else if (l == 7 && !memcmp(name, "backend", 7))
+		val = backend;
+	else if (l == 4 && !memcmp(name, "host", 4))
+		val = FTSRV_HOST;
+	else if (l == 4 && !memcmp(name, "port", 4)) {
+		snprintf(num, sizeof num, "%d", port);
+		val = num;
+		*saw_port = 1;
+	} else
+		return -EINVAL;
+	if (!val)
+		val = "";
+	size_t vl = strlen(val);
+	char *q = realloc(*w, *wl + vl + 1);
+	if (!q)
+		return -ENOMEM;
+	memcpy(q + *wl, val, vl + 1);
+	*w = q;
+	*wl += vl;
+	return 0;
+}
+
+static int add_char(char **w, size_t *wl, char ch)
+{
+	char *q = realloc(*w, *wl + 2);
+	if (!q)
+		return -ENOMEM;
+	q[(*wl)++] = ch;
+	q[*wl] = '\0';
+	*w = q;
+	return 0;
+}
+
+int ftsrv_expand(const char *tmpl, const char *model, int port, const char *backend, char *const *flags,
+		 char ***argv, char *err, size_t errlen)
+{
+	struct vec a = {0};
+	int saw_port = 0, saw_flags = 0, r = 0;
+	const char *p = tmpl ? tmpl : "";
+	while (!r) {
+		while (*p == ' ' || *p == '\t' || *p == '\n')
+			p++;
+		if (!*p)
+			break;
+		char *w = NULL;
+		size_t wl = 0;
+		int quoted = 0, verbatim = 0; /* verbatim: the word is exactly {flags} */
+		if (!strncmp(p, "{flags}", 7) && (!p[7] || p[7] == ' ' || p[7] == '\t' || p[7] == '\n')) {
+			verbatim = 1;
+			p += 7;
+		}
+		char q = 0;
+		while (!verbatim && *p && (q || (*p != ' ' && *p != '\t' && *p != '\n'))) {
+			if (!q && (*p == '\'' || *p == '"')) {
+				q = *p++;
+				quoted = 1;
+				continue;
+			}
+			if (q && *p == q) {
+				q = 0;
+				p++;
+				continue;
+			}
+			if (*p == '\\' && q != '\'' && p[1]) {
+				r = add_char(&w, &wl, p[1]);
+				p += 2;
+			} else if (*p == '{' && q != '\'') {
+				const char *e = strchr(p, '}');
+				if (!e) {
+					snprintf(err, errlen, "--server-cmd: unclosed '{'");
+					r = -EINVAL;
+				} else {
+					r = expand_one(p + 1, (size_t)(e - p - 1), model, port, backend, &w, &wl, &saw_port);
+					if (r == -EINVAL)
+						snprintf(err, errlen, "--server-cmd: unknown placeholder %.*s (known: {model} "
+							 "{port} {backend} {host} {flags})", (int)(e - p + 1), p);
+					p = e + 1;
+				}
+			} else {
+				r = add_char(&w, &wl, *p++);
+			}
+			if (r)
+				break;
+		}
+		if (!r && q) {
+			snprintf(err, errlen, "--server-cmd: unbalanced quote");
+			r = -EINVAL;
+		}
+		if (r) {
+			free(w);
+			break;
+		}
+		if (verbatim) {
+			saw_flags = 1;
+			for (char *const *f = flags; f && *f && !r; f++)
+				r = vec_pushf(&a, "%s", *f);
+		} else if (w || quoted) {
+			r = vec_push(&a, w ? w : strdup(""));
+		}
+	}
+	if (!r && !saw_flags)
+		for (char *const *f = flags; f && *f && !r; f++)
+			r = vec_pushf(&a, "%s", *f);
+	if (!r && a.n == 0) {
+		snprintf(err, errlen, "--server-cmd: empty command");
+		r = -EINVAL;
+	}
+	if (!r && !saw_port) {
+		snprintf(err, errlen, "--server-cmd: the template must contain {port}");
+		r = -EINVAL;
+	}
+	if (r == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	if (r) {
+		ftsrv_free_argv(a.v);
+		return r;
+	}
+	*argv = a.v;
+	return 0;
+}
+
+void ftsrv_argv_string(char *const *argv, char *buf, size_t n)
+{
+	size_t l = 0;
+	if (n)
+		buf[0] = '\0';
+	for (char *const *p = argv; p && *p && l + 1 < n; p++) {
+		int plain = **p && !strpbrk(*p, " \t\n'\"\\$`*?;&|<>(){}");
+		int w = snprintf(buf + l, n - l, plain ? "%s%s" : "%s'%s'", p == argv ? "" : " ", *p);
+		if (w < 0)
+			break;
+		l += (size_t)w;
+	}
+}
+
+int ftsrv_free_port(int *port)
+{
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t l = sizeof sa;
+	int r = 0;
+	if (bind(s, (struct sockaddr *)&sa, sizeof sa) < 0 || getsockname(s, (struct sockaddr *)&sa, &l) < 0)
+		r = -errno;
+	else
+		*port = ntohs(sa.sin_port);
+	close(s);
+	return r;
+}
+
+/* ---------------------------------------------------------------- process */
+/* Resolve argv0 through PATH before fork, so the child only calls execv. */
+static int resolve(const char *a0, char *out, size_t n)
+{
+	if (strchr(a0, '/')) {
+		snprintf(out, n, "%s", a0);
+		return access(out, X_OK) ? -errno : 0;
+	}
+	const char *path = getenv("PATH");
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	int r = -ENOENT;
+	while (*path) {
+		const char *e = strchr(path, ':');
+		size_t dl = e ? (size_t)(e - path) : strlen(path);
+		snprintf(out, n, "%.*s%s%s", (int)dl, dl ? path : ".", "/", a0);
+		if (!access(out, X_OK))
+			return 0;
+		if (errno == EACCES)
+			r = -EACCES;
+		path += dl + (e ? 1 : 0);
+	}
+	return r;
+}
+
+int ftsrv_start(struct ftsrv *s, char *const *argv, const char *log_path, char *err, size_t errlen)
+{
+	memset(s, 0, sizeof *s);
+	snprintf(s->log_path, sizeof s->log_path, "%s", log_path ? log_path : "/dev/null");
+	char exe[4096];
+	int r = resolve(argv[0], exe, sizeof exe);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot run %s: %s", argv[0], strerror(-r));
+		return r;
+	}
+	int logfd = open(s->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (logfd < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot open server log %s: %s", s->log_path, strerror(-r));
+		return r;
+	}
+	int nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	int pfd[2];
+	if (nullfd < 0 || pipe2(pfd, O_CLOEXEC) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "pipe: %s", strerror(-r));
+		close(logfd);
+		if (nullfd >= 0)
+			close(nullfd);
+		return r;
+	}
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid == 0) {
+		/* child: async-signal-safe calls only */
+		setpgid(0, 0);
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != parent)
+			_exit(127);
+		struct sigaction dfl = {.sa_handler = SIG_DFL};
+		sigemptyset(&dfl.sa_mask);
+		sigaction(SIGPIPE, &dfl, NULL);
+		sigaction(SIGINT, &dfl, NULL);
+		sigaction(SIGTERM, &dfl, NULL);
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		dup2(nullfd, 0);
+		dup2(logfd, 1);
+		dup2(logfd, 2);
+		/* nothing else crosses exec: not our --result-fd, not the daemon's pipes */
+		if (syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) < 0)
+			for (int fd = 3; fd < 4096; fd++)
+				fcntl(fd, F_SETFD, FD_CLOEXEC);
+		execv(exe, argv);
+		int e = errno;
+		ssize_t w = write(pfd[1], &e, sizeof e);
+		(void)w;
+		_exit(127);
+	}
+	close(logfd);
+	close(nullfd);
+	close(pfd[1]);
+	if (pid < 0) {
+		r = -errno;
+		close(pfd[0]);
+		snprintf(err, errlen, "fork: %s", strerror(-r));
+		return r;
+	}
+	setpgid(pid, pid); /* also from here, so the group exists before we might signal it */
+	int e = 0;
+	ssize_t n;
+	while ((n = read(pfd[0], &e, sizeof e)) < 0 && errno == EINTR)
+		;
+	close(pfd[0]);
+	s->pid = pid;
+	if (n == (ssize_t)sizeof e) {
+		waitpid(pid, &s->status, 0);
+		s->reaped = 1;
+		s->pid = 0;
+		snprintf(err, errlen, "cannot execute %s: %s", exe, strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+int ftsrv_alive(struct ftsrv *s)
+{
+	if (!s->pid || s->reaped)
+		return 0;
+	pid_t w;
+	while ((w = waitpid(s->pid, &s->status, WNOHANG)) < 0 && errno == EINTR)
+		;
+	if (w == s->pid || (w < 0 && errno == ECHILD)) {
+		s->reaped = 1;
+		return 0;
+	}
+	return 1;
+}
+
+void ftsrv_status_string(int status, char *buf, size_t n)
+{
+	if (WIFEXITED(status))
+		snprintf(buf, n, "exited with status %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(buf, n, "killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+	else
+		snprintf(buf, n, "wait status 0x%x", status);
+}
+
+static void nap(double s)
+{
+	struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* Wait up to secs for every member of the group to be gone; 1 when gone. */
+static int group_gone(struct ftsrv *s, double secs)
+{
+	double end = ft_now_s() + secs;
+	for (;;) {
+		ftsrv_alive(s); /* reap the leader: a zombie still counts as a member */
+		if (kill(-s->pid, 0) < 0 && errno == ESRCH)
+			return 1;
+		if (ft_now_s() >= end)
+			return 0;
+		nap(0.02);
+	}
+}
+
+int ftsrv_stop(struct ftsrv *s, const struct ftsrv_grace *g, char *how, size_t n)
+{
+	struct ftsrv_grace d = FTSRV_GRACE_DEFAULT;
+	if (!g)
+		g = &d;
+	if (!s || !s->pid) {
+		snprintf(how, n, "not running");
+		return 0;
+	}
+	double t0 = ft_now_s();
+	int r = 0;
+	if (kill(-s->pid, 0) < 0 && errno == ESRCH) {
+		ftsrv_alive(s);
+		snprintf(how, n, "had already exited");
+	} else {
+		kill(-s->pid, SIGTERM);
+		if (group_gone(s, g->term_s)) {
+			snprintf(how, n, "stopped by SIGTERM in %.1f s", ft_now_s() - t0);
+		} else {
+			kill(-s->pid, SIGKILL);
+			if (group_gone(s, g->kill_s)) {
+				snprintf(how, n, "killed with SIGKILL after %.0f s of SIGTERM grace", g->term_s);
+			} else {
+				snprintf(how, n, "processes of group %d survived SIGKILL for %.0f s", (int)s->pid, g->kill_s);
+				r = -ETIMEDOUT;
+			}
+		}
+	}
+	if (!s->reaped && r == 0) {
+		/* the leader may linger in the group's absence only as our zombie: collect it */
+		while (waitpid(s->pid, &s->status, 0) < 0 && errno == EINTR)
+			;
+		s->reaped = 1;
+	}
+	s->pid = 0;
+	if (g->driver_s > 0)
+		nap(g->driver_s);
+	return r;
+}
+
+void ftsrv_log_tail(const char *path, int max_lines, char *buf, size_t n)
+{
+	if (!n)
+		return;
+	buf[0] = '\0';
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	struct stat st;
+	size_t want = n - 1;
+	off_t off = 0;
+	if (fstat(fd, &st) == 0 && st.st_size > (off_t)want)
+		off = st.st_size - (off_t)want;
+	ssize_t got = pread(fd, buf, want, off);
+	close(fd);
+	if (got <= 0) {
+		buf[0] = '\0';
+		return;
+	}
+	size_t len = (size_t)got;
+	while (len && buf[len - 1] == '\n')
+		len--;
+	buf[len] = '\0';
+	int lines = 0;
+	size_t start = 0;
+	for (size_t i = len; i > 0; i--)
+		if (buf[i - 1] == '\n' && ++lines >= max_lines) {
+			start = i;
+			break;
+		}
+	if (start)
+		memmove(buf, buf + start, len - start + 1);
+}

@@ -1,0 +1,79 @@
+/* server: the inference server `ftbench decode` starts per backend, as a child in its own
+ * process group, from a command template; and its orderly stop.
+ *
+ * Template: words split like a shell would split them (whitespace, '...' and "..." quoting,
+ * backslash escapes) but never run by a shell. In each word {model}, {port}, {backend} and
+ * {host} are replaced; a word that is exactly {flags} becomes the mapped server flags (several
+ * words); without a {flags} word the flags are appended. {port} is required; an unknown
+ * {name} is an error. FTSRV_DEFAULT_TEMPLATE is FreeToken's `ft serve`.
+ *
+ * Functions return 0 or -errno and write a reason into err; none logs. */
+#ifndef FT_DECODE_SERVER_H
+#define FT_DECODE_SERVER_H
+#include <signal.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define FTSRV_DEFAULT_TEMPLATE "ft serve {model} --host {host} --port {port} {flags}"
+#define FTSRV_HOST "127.0.0.1"
+
+/* What the flags of reference §8 are made from. */
+struct ftsrv_serve_cfg {
+	long max_tokens;     /* D: --max-seq-len-override 8192+D */
+	double mem_ratio;    /* --memory-ratio */
+	int no_graph;        /* --cuda-graph-max-bs 0 instead of 1 */
+	long hybrid_fetch;   /* --moe-hybrid-max-fetch (-1: from the bw profile) */
+	long cache_size;     /* > 0: --moe-cache-size N */
+	double cache_rate;   /* >= 0 (and no size): --moe-cache-rate X; else --moe-cache-auto */
+};
+
+/* The mapped flags for backend as a new NULL-terminated argv (free with ftsrv_free_argv);
+ * *n gets the count. -ENOMEM. */
+int ftsrv_serve_flags(const struct ftsrv_serve_cfg *c, const char *backend, char ***flags, int *n);
+
+/* Expand tmpl into a new NULL-terminated argv (free with ftsrv_free_argv). -EINVAL with err on
+ * an empty template, unbalanced quotes, an unknown placeholder or a missing {port}. */
+int ftsrv_expand(const char *tmpl, const char *model, int port, const char *backend, char *const *flags,
+		 char ***argv, char *err, size_t errlen);
+void ftsrv_free_argv(char **argv);
+/* argv as one shell-quoted line (for logs and reports) into buf. */
+void ftsrv_argv_string(char *const *argv, char *buf, size_t n);
+
+/* A free TCP port on 127.0.0.1 (bound then released; the usual small race). */
+int ftsrv_free_port(int *port);
+
+struct ftsrv_grace {
+	double term_s;   /* after SIGTERM to the group (90) */
+	double kill_s;   /* after SIGKILL to the group (30) */
+	double driver_s; /* then, for the GPU driver to release memory (3) */
+};
+#define FTSRV_GRACE_DEFAULT ((struct ftsrv_grace){90.0, 30.0, 3.0})
+
+struct ftsrv {
+	pid_t pid;        /* leader = process group id; 0 when none */
+	int reaped;       /* the leader was waited for */
+	int status;       /* its wait status once reaped */
+	char log_path[512];
+};
+
+/* Start argv[0] (PATH searched) with stdin from /dev/null and stdout+stderr appended to
+ * log_path (created 0644), as the leader of a new process group, with SIGTERM as its
+ * parent-death signal. -ENOENT/-EACCES... when it cannot be executed (reported through a
+ * close-on-exec pipe, so "not found" is an error here, not an exit status later). */
+int ftsrv_start(struct ftsrv *s, char *const *argv, const char *log_path, char *err, size_t errlen);
+
+/* 1 while the leader runs, 0 once it has exited (s->status set). */
+int ftsrv_alive(struct ftsrv *s);
+
+/* Describe a wait status: "exited with status 3", "killed by signal 9 (Killed)". */
+void ftsrv_status_string(int status, char *buf, size_t n);
+
+/* Stop the whole group: SIGTERM, up to g->term_s for every member to go, SIGKILL, up to
+ * g->kill_s, then sleep g->driver_s. how (size n) says what it took ("exited after SIGTERM in
+ * 0.1 s", "killed with SIGKILL after 90 s"). -ETIMEDOUT when members survived SIGKILL.
+ * Safe on a never-started or already-stopped server. */
+int ftsrv_stop(struct ftsrv *s, const struct ftsrv_grace *g, char *how, size_t n);
+
+/* The last lines (at most max_lines, at most n-1 bytes) of the server log into buf. */
+void ftsrv_log_tail(const char *path, int max_lines, char *buf, size_t n);
+#endif

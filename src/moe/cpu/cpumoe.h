@@ -1,0 +1,101 @@
+/* cpumoe: the CPU MoE executor of reference §6 — the expert GEMVs that "hybrid" runs on the CPU.
+ *
+ * For one MoE layer and a batch of 1..max_batch tokens: pass 1, for every token and route, dot
+ * the gate and up rows of the routed expert with x, apply the activation and keep the
+ * intermediate h; pass 2, out[b] = sum over routes of route_weight * (down . h (+ down_bias)).
+ * Weights are read in place from the host banks (never copied); accumulation is FP32; ids of -1
+ * are skipped (routes computed elsewhere). Work is split so each pool worker streams its own
+ * contiguous rows of every routed expert.
+ *
+ * Formats: bf16, nvfp4, mxfp4_triton, ds_fp4, q4_0 (ftfmt cpu_path). Bank layouts are those of
+ * moe/formats (reference §1). Two layout choices reference §1 leaves open:
+ *  - gate/up order: rows [0, I) are gate and [I, 2I) are up for the row-major formats; for
+ *    mxfp4_triton (gpt-oss checkpoints) the 2I output columns interleave gate (even) and up (odd).
+ *  - mxfp4_triton gate_up_blocks row k2 holds elements 2*k2 (low nibble) and 2*k2+1 (high).
+ *
+ * ISA tiers (chosen at create time or by ftcmoe_set_isa, never per call):
+ *   scalar      portable C, the reference the others are tested against
+ *   avx2        AVX2 + FMA + F16C, FP32 activations
+ *   avx512      AVX-512 F/BW/VL, FP32 activations (W16A32 / W4A32)
+ *   avx512vnni  avx512 + VNNI: 4-bit formats (nvfp4, ds_fp4, q4_0) as W4A8, activations int8
+ *               per 16-element block; bf16 and mxfp4_triton as avx512
+ *   avx512bf16  avx512 + AVX512_BF16: bf16 weights with bf16 activations (vdpbf16ps); 4-bit
+ *               formats as avx512vnni when the CPU has VNNI, else avx512
+ * AMX is not offered: at batch <= 32 the GEMV is bound by DRAM, and AMX tile loads of 16-row
+ * panels only add shuffles (see bench/RESULTS.md). FREETOKEN_CPU_MOE_ISA forces a tier for
+ * FTCMOE_ISA_AUTO. */
+#ifndef FT_MOE_CPU_CPUMOE_H
+#define FT_MOE_CPU_CPUMOE_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hw/cpu.h"
+#include "moe/cpu/pool.h"
+#include "moe/formats.h"
+
+enum ftcmoe_isa {
+	FTCMOE_ISA_AUTO = -1,
+	FTCMOE_ISA_SCALAR = 0,
+	FTCMOE_ISA_AVX2,
+	FTCMOE_ISA_AVX512,
+	FTCMOE_ISA_AVX512VNNI,
+	FTCMOE_ISA_AVX512BF16,
+	FTCMOE_ISA_COUNT
+};
+
+#define FTCMOE_MAX_BATCH 32
+#define FTCMOE_MAX_TOPK 16
+
+/* "scalar", "avx2", "avx512", "avx512vnni", "avx512bf16"; "auto" for FTCMOE_ISA_AUTO. */
+const char *ftcmoe_isa_name(enum ftcmoe_isa isa);
+/* By name ("auto" included; "avx512f" and "avx512_bf16" accepted). 0 or -EINVAL. */
+int ftcmoe_isa_lookup(const char *name, enum ftcmoe_isa *out);
+/* Whether this CPU (ftcpu_info.isa bits) can run a tier. */
+int ftcmoe_isa_supported(enum ftcmoe_isa isa, unsigned cpu_isa);
+/* Bit mask (1 << tier) of the tiers this CPU can run. */
+unsigned ftcmoe_isa_mask(unsigned cpu_isa);
+/* The tier `auto` picks for format f on this CPU (the fastest measured; see RESULTS.md). */
+enum ftcmoe_isa ftcmoe_isa_best(enum ftfmt_id f, unsigned cpu_isa);
+/* Resolve a request: AUTO takes FREETOKEN_CPU_MOE_ISA when set, else ftcmoe_isa_best. Returns
+ * 0 and *out, -EINVAL for an unknown name in the variable, or -ENOTSUP when the tier asked for
+ * (by argument or variable) needs an ISA this CPU lacks. */
+int ftcmoe_isa_resolve(enum ftcmoe_isa want, enum ftfmt_id f, unsigned cpu_isa, enum ftcmoe_isa *out);
+/* The kernel a tier runs for format f on this CPU: "w16a16-bf16dp", "w4a8-vnni",
+ * "w4a32-avx512", "w4a16-bf16dp", ... (static string). */
+const char *ftcmoe_kernel_name(enum ftcmoe_isa isa, enum ftfmt_id f, unsigned cpu_isa);
+
+struct ftcmoe_cfg {
+	enum ftfmt_id format;
+	long hidden, inter;     /* H, I */
+	int experts;            /* E per layer */
+	int layers;             /* >= 1 */
+	/* banks[layer * nbanks + i]: host pointer of bank i (schema order of ftfmt_banks) of that
+	 * layer, [E, per-expert shape]; borrowed, must outlive the executor. */
+	const void *const *banks;
+	enum ftact act;
+	float swiglu_limit;     /* FTACT_SWIGLU_OAI clamp (gpt-oss: 7); ignored otherwise */
+	int max_batch;          /* 1..FTCMOE_MAX_BATCH */
+	int max_topk;           /* 1..FTCMOE_MAX_TOPK */
+	enum ftcmoe_isa isa;    /* FTCMOE_ISA_AUTO or a tier */
+	struct ftpool *pool;    /* borrowed; its driver thread calls ftcmoe_forward */
+	const struct ftcpu_info *cpu; /* borrowed during create only */
+};
+
+struct ftcmoe;
+
+/* Create an executor; all scratch is allocated here. Returns 0 and *out (ftcmoe_free), or
+ * -EINVAL (bad geometry, format without a CPU path, NULL banks), -ENOTSUP (tier not on this
+ * CPU), -ENOMEM. */
+int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out);
+void ftcmoe_free(struct ftcmoe *x); /* accepts NULL */
+
+/* Switch the tier (resolved like create). 0, -EINVAL or -ENOTSUP (tier unchanged then). */
+int ftcmoe_set_isa(struct ftcmoe *x, enum ftcmoe_isa isa);
+enum ftcmoe_isa ftcmoe_isa(const struct ftcmoe *x);
+
+/* One layer: x [B, H] fp32, ids [B, topk] (-1 skipped; others must be < E), weights [B, topk],
+ * out [B, H] fp32 (written whole; a token with no live route gets zeros). B <= max_batch,
+ * topk <= max_topk. No allocation. Returns 0 or -EINVAL (bad layer/B/topk/id). */
+int ftcmoe_forward(struct ftcmoe *x, int layer, int B, int topk, const float *xin,
+		   const int32_t *ids, const float *weights, float *out);
+#endif

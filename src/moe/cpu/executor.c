@@ -1,0 +1,561 @@
+/* The CPU MoE executor (reference §6): routes grouped by expert, two passes on the pool. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "moe/cpu/cpumoe.h"
+#include "moe/cpu/kern.h"
+
+/* Rows per kernel call: bounds the per-worker scratch (FTCMOE_MAX_BATCH * 2 * CHUNK floats). */
+#define CHUNK 64
+/* Vector tiers read K in groups of this many elements. */
+#define KALIGN 64
+#define MAX_SLOTS (FTCMOE_MAX_BATCH * FTCMOE_MAX_TOPK)
+
+struct mats {
+	const uint8_t *b[FT_MAX_BANKS];
+};
+
+struct ftcmoe {
+	struct ftcmoe_cfg cfg;
+	const void **banks;           /* [layers * nbanks] */
+	struct ftbank_shape shape[FT_MAX_BANKS];
+	int nbanks;
+	unsigned cpu_isa;
+	enum ftcmoe_isa isa;
+	const struct ftk_ops *ops;
+	int nthreads;
+	size_t xq_stride, hq_stride;  /* prepared bytes per token / per slot */
+	uint8_t *xq;                  /* [max_batch][xq_stride] */
+	float *h;                     /* [max_batch * max_topk][I] */
+	uint8_t *hq;                  /* [slots][hq_stride] */
+	float *tmp;                   /* [threads][2][max_batch][2*CHUNK] */
+	size_t tmp_stride;            /* floats per worker */
+	float *part;                  /* K-split partials: [threads][2][max_batch][part_n] */
+	long part_n;
+	/* this call */
+	int layer, B, topk;
+	const float *xin, *rw;
+	float *out;
+	int nuniq;
+	int uniq_e[MAX_SLOTS];
+	int uniq_start[MAX_SLOTS + 1];
+	int slot_of[MAX_SLOTS];       /* slots (b * topk + k) grouped by expert */
+	int *uidx;                    /* [E]: expert -> its uniq index during a call, else -1 */
+};
+
+static void free_aligned(void *p)
+{
+	free(p);
+}
+
+static void *alloc_aligned(size_t n)
+{
+	n = (n + 63) / 64 * 64;
+	void *p = aligned_alloc(64, n ? n : 64);
+	if (p)
+		memset(p, 0, n ? n : 64);
+	return p;
+}
+
+static int choose_ops(struct ftcmoe *x, enum ftcmoe_isa want)
+{
+	enum ftcmoe_isa isa;
+	int r = ftcmoe_isa_resolve(want, x->cfg.format, x->cpu_isa, &isa);
+	if (r < 0)
+		return r;
+	if (isa != FTCMOE_ISA_SCALAR && (x->cfg.hidden % KALIGN || x->cfg.inter % KALIGN)) {
+		if (want != FTCMOE_ISA_AUTO)
+			return -EINVAL; /* vector tiers need H and I multiples of 64 */
+		isa = FTCMOE_ISA_SCALAR;
+	}
+	const struct ftk_ops *ops = ftk_select(isa, x->cfg.format, x->cpu_isa);
+	if (!ops || (!ops->rows && !(ops->rows_t && x->part)))
+		return -EINVAL;
+	size_t xs = ops->xbytes ? ops->xbytes(x->cfg.hidden) : 0;
+	size_t hs = ops->xbytes ? ops->xbytes(x->cfg.inter) : 0;
+	if (xs > x->xq_stride || hs > x->hq_stride)
+		return -EINVAL; /* scratch sized at create for the largest layout */
+	x->isa = isa;
+	x->ops = ops;
+	return 0;
+}
+
+int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
+{
+	if (!cfg || !out || !cfg->banks || !cfg->pool || !cfg->cpu || cfg->layers < 1 ||
+	    cfg->experts < 1 || cfg->max_batch < 1 || cfg->max_batch > FTCMOE_MAX_BATCH ||
+	    cfg->max_topk < 1 || cfg->max_topk > FTCMOE_MAX_TOPK)
+		return -EINVAL;
+	const struct ftformat *f = ftfmt_get(cfg->format);
+	if (!f || !f->cpu_path)
+		return -EINVAL;
+	struct ftcmoe *x = calloc(1, sizeof *x);
+	if (!x)
+		return -ENOMEM;
+	int r = -ENOMEM;
+	x->cfg = *cfg;
+	x->nbanks = ftfmt_banks(f, cfg->hidden, cfg->inter, x->shape);
+	if (x->nbanks < 0) {
+		r = x->nbanks;
+		goto fail;
+	}
+	x->banks = calloc((size_t)cfg->layers * (size_t)x->nbanks, sizeof *x->banks);
+	if (!x->banks)
+		goto fail;
+	for (int i = 0; i < cfg->layers * x->nbanks; i++) {
+		if (!cfg->banks[i]) {
+			r = -EINVAL;
+			goto fail;
+		}
+		x->banks[i] = cfg->banks[i];
+	}
+	x->cfg.banks = NULL;
+	x->cfg.cpu = NULL;
+	x->cpu_isa = cfg->cpu->isa;
+	x->uidx = malloc((size_t)cfg->experts * sizeof *x->uidx);
+	if (!x->uidx)
+		goto fail;
+	for (int e = 0; e < cfg->experts; e++)
+		x->uidx[e] = -1;
+	x->nthreads = ftpool_size(cfg->pool);
+	/* scratch for the largest prepared layout of any tier this CPU can run */
+	for (int t = 0; t < FTCMOE_ISA_COUNT; t++) {
+		if (!ftcmoe_isa_supported((enum ftcmoe_isa)t, x->cpu_isa))
+			continue;
+		const struct ftk_ops *o = ftk_select(t, cfg->format, x->cpu_isa);
+		if (o && o->xbytes) {
+			size_t a = (o->xbytes(cfg->hidden) + 63) / 64 * 64;
+			size_t b = (o->xbytes(cfg->inter) + 63) / 64 * 64;
+			if (a > x->xq_stride)
+				x->xq_stride = a;
+			if (b > x->hq_stride)
+				x->hq_stride = b;
+		}
+	}
+	size_t slots = (size_t)cfg->max_batch * (size_t)cfg->max_topk;
+	x->tmp_stride = (size_t)2 * cfg->max_batch * 2 * CHUNK;
+	x->xq = alloc_aligned((size_t)cfg->max_batch * x->xq_stride);
+	x->h = alloc_aligned(slots * (size_t)cfg->inter * sizeof(float));
+	x->hq = alloc_aligned(slots * x->hq_stride);
+	x->tmp = alloc_aligned((size_t)x->nthreads * x->tmp_stride * sizeof(float));
+	if (!x->xq || !x->h || !x->hq || !x->tmp)
+		goto fail;
+	if (cfg->format == FTFMT_MXFP4_TRITON) { /* transposed banks: workers split K (rows_t) */
+		x->part_n = 2 * cfg->inter > cfg->hidden ? 2 * cfg->inter : cfg->hidden;
+		x->part_n = (x->part_n + 15) / 16 * 16;
+		x->part = alloc_aligned((size_t)x->nthreads * 2 * (size_t)cfg->max_batch *
+					(size_t)x->part_n * sizeof(float));
+		if (!x->part)
+			goto fail;
+	}
+	r = choose_ops(x, cfg->isa);
+	if (r < 0)
+		goto fail;
+	*out = x;
+	return 0;
+fail:
+	ftcmoe_free(x);
+	return r;
+}
+
+void ftcmoe_free(struct ftcmoe *x)
+{
+	if (!x)
+		return;
+	free(x->banks);
+	free(x->uidx);
+	free_aligned(x->xq);
+	free_aligned(x->h);
+	free_aligned(x->hq);
+	free_aligned(x->tmp);
+	free_aligned(x->part);
+	free(x);
+}
+
+int ftcmoe_set_isa(struct ftcmoe *x, enum ftcmoe_isa isa)
+{
+	return choose_ops(x, isa);
+}
+
+enum ftcmoe_isa ftcmoe_isa(const struct ftcmoe *x)
+{
+	return x->isa;
+}
+
+/* ---------------------------------------------------------------- the two passes */
+
+static inline float act(enum ftact a, float g, float u, float lim)
+{
+	switch (a) {
+	case FTACT_SILU:
+		return g / (1.0f + expf(-g)) * u;
+	case FTACT_GELU:
+		return 0.5f * g * (1.0f + erff(g * 0.70710678118654752f)) * u;
+	case FTACT_GELU_TANH:
+		return 0.5f * g * (1.0f + tanhf(0.79788456080286536f * (g + 0.044715f * g * g * g))) * u;
+	case FTACT_SWIGLU_OAI:
+		g = fminf(g, lim);
+		u = fminf(fmaxf(u, -lim), lim);
+		return g / (1.0f + expf(-1.702f * g)) * (u + 1.0f);
+	}
+	return 0;
+}
+
+/* The matrices of expert e in layer l: pass 1 (gate_up) or pass 2 (down). */
+static void expert_mat(const struct ftcmoe *x, int layer, int e, int down, struct ftk_mat *m,
+		       const uint16_t **bias)
+{
+	const void *const *bk = x->banks + (size_t)layer * x->nbanks;
+#define BANK(i) ((const uint8_t *)bk[i] + (size_t)e * x->shape[i].expert_bytes)
+	long H = x->cfg.hidden, I = x->cfg.inter;
+	memset(m, 0, sizeof *m);
+	*bias = NULL;
+	m->K = down ? I : H;
+	m->N = down ? H : 2 * I;
+	switch (x->cfg.format) {
+	case FTFMT_BF16:
+	case FTFMT_Q4_0:
+		m->w = BANK(down ? 1 : 0);
+		break;
+	case FTFMT_NVFP4:
+		m->w = BANK(down ? 3 : 0);
+		m->s = BANK(down ? 4 : 1);
+		m->g = BANK(down ? 5 : 2);
+		break;
+	case FTFMT_DS_FP4:
+		m->w = BANK(down ? 2 : 0);
+		m->s = BANK(down ? 3 : 1);
+		break;
+	case FTFMT_MXFP4_TRITON:
+		m->w = BANK(down ? 3 : 0);
+		m->s = BANK(down ? 4 : 1);
+		*bias = (const uint16_t *)BANK(down ? 5 : 2);
+		break;
+	default:
+		break;
+	}
+#undef BANK
+}
+
+/* Where row r of a row-major matrix (or bank row kk of a transposed one) starts. */
+static const uint8_t *row_addr(const struct ftcmoe *x, const struct ftk_mat *m, long r)
+{
+	switch (x->cfg.format) {
+	case FTFMT_BF16: return m->w + (size_t)r * (size_t)m->K * 2;
+	case FTFMT_Q4_0: return m->w + (size_t)r * (size_t)(m->K / 32) * 18;
+	case FTFMT_MXFP4_TRITON: return m->w + (size_t)r * (size_t)m->N;
+	default: return m->w + (size_t)r * (size_t)(m->K / 2);
+	}
+}
+
+/* The kernels prefetch PF_AHEAD bytes ahead inside a stream; the first bytes of the next
+ * stream a worker will read are requested here, before the current one ends. */
+#define PF_AHEAD 4096
+static void prefetch_start(const void *p)
+{
+	for (int i = 0; i < PF_AHEAD; i += 64)
+		__builtin_prefetch((const char *)p + i, 0, 3);
+}
+
+static void pass1(struct ftcmoe *x, int tid, int n, float *tmp)
+{
+	long I = x->cfg.inter;
+	long j0 = I * tid / n, j1 = I * (tid + 1) / n;
+	int inter = x->cfg.format == FTFMT_MXFP4_TRITON; /* gate/up interleaved columns */
+	const struct ftk_ops *ops = x->ops;
+	for (int u = 0; u < x->nuniq; u++) {
+		struct ftk_mat m;
+		const uint16_t *bias;
+		expert_mat(x, x->layer, x->uniq_e[u], 0, &m, &bias);
+		if (j1 > j0 && !inter) {
+			prefetch_start(row_addr(x, &m, I + j0));
+			if (u + 1 < x->nuniq) {
+				struct ftk_mat mn;
+				const uint16_t *bn;
+				expert_mat(x, x->layer, x->uniq_e[u + 1], 0, &mn, &bn);
+				prefetch_start(row_addr(x, &mn, j0));
+			}
+		}
+		for (int s0 = x->uniq_start[u]; s0 < x->uniq_start[u + 1]; s0 += x->cfg.max_batch) {
+		int nb = x->uniq_start[u + 1] - s0;
+		if (nb > x->cfg.max_batch)
+			nb = x->cfg.max_batch; /* duplicate ids within tokens */
+		const void *xs[FTCMOE_MAX_BATCH];
+		float *yg[FTCMOE_MAX_BATCH], *yu[FTCMOE_MAX_BATCH];
+		for (int i = 0; i < nb; i++) {
+			int b = x->slot_of[s0 + i] / x->topk;
+			xs[i] = ops->prep ? (const void *)(x->xq + (size_t)b * x->xq_stride)
+					  : (const void *)(x->xin + (size_t)b * x->cfg.hidden);
+			yg[i] = tmp + (size_t)i * 4 * CHUNK;
+			yu[i] = yg[i] + 2 * CHUNK;
+		}
+		for (long c0 = j0; c0 < j1; c0 += CHUNK) {
+			long c1 = c0 + CHUNK < j1 ? c0 + CHUNK : j1, w = c1 - c0;
+			if (inter) {
+				ops->rows(&m, 2 * c0, 2 * c1, nb, xs, yg);
+			} else {
+				ops->rows(&m, c0, c1, nb, xs, yg);
+				ops->rows(&m, I + c0, I + c1, nb, xs, yu);
+			}
+			for (int i = 0; i < nb; i++) {
+				float *h = x->h + (size_t)x->slot_of[s0 + i] * I;
+				for (long j = 0; j < w; j++) {
+					float g, up;
+					if (inter) {
+						g = yg[i][2 * j] + ftk_bf16(bias[2 * (c0 + j)]);
+						up = yg[i][2 * j + 1] + ftk_bf16(bias[2 * (c0 + j) + 1]);
+					} else {
+						g = yg[i][j];
+						up = yu[i][j];
+					}
+					h[c0 + j] = act(x->cfg.act, g, up, x->cfg.swiglu_limit);
+				}
+			}
+		}
+		}
+	}
+}
+
+static void pass2(struct ftcmoe *x, int tid, int n, float *tmp)
+{
+	long H = x->cfg.hidden, I = x->cfg.inter;
+	long n0 = H * tid / n, n1 = H * (tid + 1) / n;
+	const struct ftk_ops *ops = x->ops;
+	for (int b = 0; b < x->B; b++)
+		memset(x->out + (size_t)b * H + n0, 0, (size_t)(n1 - n0) * sizeof(float));
+	for (int u = 0; u < x->nuniq; u++) {
+		struct ftk_mat m;
+		const uint16_t *bias;
+		expert_mat(x, x->layer, x->uniq_e[u], 1, &m, &bias);
+		if (n1 > n0 && u + 1 < x->nuniq) {
+			struct ftk_mat mn;
+			const uint16_t *bn;
+			expert_mat(x, x->layer, x->uniq_e[u + 1], 1, &mn, &bn);
+			prefetch_start(row_addr(x, &mn, n0));
+		}
+		for (int s0 = x->uniq_start[u]; s0 < x->uniq_start[u + 1]; s0 += x->cfg.max_batch) {
+		int nb = x->uniq_start[u + 1] - s0;
+		if (nb > x->cfg.max_batch)
+			nb = x->cfg.max_batch;
+		const void *xs[FTCMOE_MAX_BATCH];
+		float *y[FTCMOE_MAX_BATCH];
+		for (int i = 0; i < nb; i++) {
+			int s = x->slot_of[s0 + i];
+			xs[i] = ops->prep ? (const void *)(x->hq + (size_t)s * x->hq_stride)
+					  : (const void *)(x->h + (size_t)s * I);
+			y[i] = tmp + (size_t)i * 2 * CHUNK;
+		}
+		for (long c0 = n0; c0 < n1; c0 += CHUNK) {
+			long c1 = c0 + CHUNK < n1 ? c0 + CHUNK : n1;
+			ops->rows(&m, c0, c1, nb, xs, y);
+			for (int i = 0; i < nb; i++) {
+				int s = x->slot_of[s0 + i];
+				float wgt = x->rw[s];
+				float *o = x->out + (size_t)(s / x->topk) * H;
+				if (bias)
+					for (long r = c0; r < c1; r++)
+						o[r] += wgt * (y[i][r - c0] + ftk_bf16(bias[r]));
+				else
+					for (long r = c0; r < c1; r++)
+						o[r] += wgt * y[i][r - c0];
+			}
+		}
+		}
+	}
+}
+
+/* Transposed banks split along K: every worker streams whole bank rows [kk0, kk1) of each
+ * routed expert into its partials (double-buffered per expert group, so one barrier per group
+ * separates writing from reading), then adds up all workers' partials for its own outputs. */
+static float *part_of(const struct ftcmoe *x, int t, int buf, int i)
+{
+	return x->part + (((size_t)t * 2 + (size_t)buf) * (size_t)x->cfg.max_batch + (size_t)i) * (size_t)x->part_n;
+}
+
+static void pass1_t(struct ftcmoe *x, int tid, int n, int *buf)
+{
+	long H = x->cfg.hidden, I = x->cfg.inter;
+	long kk0 = H / 2 * tid / n, kk1 = H / 2 * (tid + 1) / n;
+	long j0 = I * tid / n, j1 = I * (tid + 1) / n;
+	const struct ftk_ops *ops = x->ops;
+	for (int u = 0; u < x->nuniq; u++) {
+		struct ftk_mat m;
+		const uint16_t *bias;
+		expert_mat(x, x->layer, x->uniq_e[u], 0, &m, &bias);
+		if (kk1 > kk0 && u + 1 < x->nuniq) {
+			struct ftk_mat mn;
+			const uint16_t *bn;
+			expert_mat(x, x->layer, x->uniq_e[u + 1], 0, &mn, &bn);
+			prefetch_start(row_addr(x, &mn, kk0));
+		}
+		for (int s0 = x->uniq_start[u]; s0 < x->uniq_start[u + 1]; s0 += x->cfg.max_batch) {
+			int nb = x->uniq_start[u + 1] - s0;
+			if (nb > x->cfg.max_batch)
+				nb = x->cfg.max_batch;
+			const void *xs[FTCMOE_MAX_BATCH];
+			float *ps[FTCMOE_MAX_BATCH];
+			for (int i = 0; i < nb; i++) {
+				int b = x->slot_of[s0 + i] / x->topk;
+				xs[i] = ops->prep ? (const void *)(x->xq + (size_t)b * x->xq_stride)
+						  : (const void *)(x->xin + (size_t)b * H);
+				ps[i] = part_of(x, tid, *buf, i);
+			}
+			if (kk1 > kk0)
+				ops->rows_t(&m, kk0, kk1, nb, xs, ps);
+			else
+				for (int i = 0; i < nb; i++)
+					memset(ps[i], 0, sizeof(float) * (size_t)(2 * I));
+			ftpool_barrier(x->cfg.pool);
+			for (int i = 0; i < nb; i++) {
+				float *h = x->h + (size_t)x->slot_of[s0 + i] * I;
+				for (long j = j0; j < j1; j++) {
+					float g = ftk_bf16(bias[2 * j]), up = ftk_bf16(bias[2 * j + 1]);
+					for (int t = 0; t < n; t++) {
+						const float *p = part_of(x, t, *buf, i);
+						g += p[2 * j];
+						up += p[2 * j + 1];
+					}
+					h[j] = act(x->cfg.act, g, up, x->cfg.swiglu_limit);
+				}
+			}
+			*buf ^= 1;
+		}
+	}
+}
+
+static void pass2_t(struct ftcmoe *x, int tid, int n, int *buf)
+{
+	long H = x->cfg.hidden, I = x->cfg.inter;
+	long kk0 = I / 2 * tid / n, kk1 = I / 2 * (tid + 1) / n;
+	long n0 = H * tid / n, n1 = H * (tid + 1) / n;
+	const struct ftk_ops *ops = x->ops;
+	for (int b = 0; b < x->B; b++)
+		memset(x->out + (size_t)b * H + n0, 0, (size_t)(n1 - n0) * sizeof(float));
+	for (int u = 0; u < x->nuniq; u++) {
+		struct ftk_mat m;
+		const uint16_t *bias;
+		expert_mat(x, x->layer, x->uniq_e[u], 1, &m, &bias);
+		if (kk1 > kk0 && u + 1 < x->nuniq) {
+			struct ftk_mat mn;
+			const uint16_t *bn;
+			expert_mat(x, x->layer, x->uniq_e[u + 1], 1, &mn, &bn);
+			prefetch_start(row_addr(x, &mn, kk0));
+		}
+		for (int s0 = x->uniq_start[u]; s0 < x->uniq_start[u + 1]; s0 += x->cfg.max_batch) {
+			int nb = x->uniq_start[u + 1] - s0;
+			if (nb > x->cfg.max_batch)
+				nb = x->cfg.max_batch;
+			const void *xs[FTCMOE_MAX_BATCH];
+			float *ps[FTCMOE_MAX_BATCH];
+			for (int i = 0; i < nb; i++) {
+				int s = x->slot_of[s0 + i];
+				xs[i] = ops->prep ? (const void *)(x->hq + (size_t)s * x->hq_stride)
+						  : (const void *)(x->h + (size_t)s * I);
+				ps[i] = part_of(x, tid, *buf, i);
+			}
+			if (kk1 > kk0)
+				ops->rows_t(&m, kk0, kk1, nb, xs, ps);
+			else
+				for (int i = 0; i < nb; i++)
+					memset(ps[i], 0, sizeof(float) * (size_t)H);
+			ftpool_barrier(x->cfg.pool);
+			for (int i = 0; i < nb; i++) {
+				int s = x->slot_of[s0 + i];
+				float wgt = x->rw[s];
+				float *o = x->out + (size_t)(s / x->topk) * H;
+				for (long r = n0; r < n1; r++) {
+					float v = ftk_bf16(bias[r]);
+					for (int t = 0; t < n; t++)
+						v += part_of(x, t, *buf, i)[r];
+					o[r] += wgt * v;
+				}
+			}
+			*buf ^= 1;
+		}
+	}
+}
+
+static void forward_worker(void *arg, int tid, int n)
+{
+	struct ftcmoe *x = arg;
+	float *tmp = x->tmp + (size_t)tid * x->tmp_stride;
+	const struct ftk_ops *ops = x->ops;
+	if (ops->prep) {
+		for (int b = tid; b < x->B; b += n)
+			ops->prep(x->xin + (size_t)b * x->cfg.hidden, x->cfg.hidden,
+				  x->xq + (size_t)b * x->xq_stride);
+		ftpool_barrier(x->cfg.pool);
+	}
+	int ksplit = ops->rows_t && x->part, buf = 0;
+	if (ksplit)
+		pass1_t(x, tid, n, &buf);
+	else
+		pass1(x, tid, n, tmp);
+	if (x->nuniq > 0) { /* pass 2's first stream, requested while waiting at the barrier */
+		struct ftk_mat m;
+		const uint16_t *bias;
+		expert_mat(x, x->layer, x->uniq_e[0], 1, &m, &bias);
+		long r = ksplit ? x->cfg.inter / 2 * tid / n : x->cfg.hidden * tid / n;
+		prefetch_start(row_addr(x, &m, r));
+	}
+	ftpool_barrier(x->cfg.pool);
+	if (ops->prep) {
+		int live = x->uniq_start[x->nuniq];
+		for (int i = tid; i < live; i += n) {
+			int s = x->slot_of[i];
+			ops->prep(x->h + (size_t)s * x->cfg.inter, x->cfg.inter,
+				  x->hq + (size_t)s * x->hq_stride);
+		}
+		ftpool_barrier(x->cfg.pool);
+	}
+	if (ksplit)
+		pass2_t(x, tid, n, &buf);
+	else
+		pass2(x, tid, n, tmp);
+}
+
+int ftcmoe_forward(struct ftcmoe *x, int layer, int B, int topk, const float *xin,
+		   const int32_t *ids, const float *weights, float *out)
+{
+	if (!x || layer < 0 || layer >= x->cfg.layers || B < 1 || B > x->cfg.max_batch ||
+	    topk < 1 || topk > x->cfg.max_topk || !xin || !ids || !weights || !out)
+		return -EINVAL;
+	int ns = B * topk;
+	for (int s = 0; s < ns; s++)
+		if (ids[s] < -1 || ids[s] >= x->cfg.experts)
+			return -EINVAL;
+	/* group live slots by expert, experts in first-seen order (counting sort, no allocation) */
+	int cnt[MAX_SLOTS], fill[MAX_SLOTS];
+	x->nuniq = 0;
+	for (int s = 0; s < ns; s++) {
+		if (ids[s] < 0)
+			continue;
+		int u = x->uidx[ids[s]];
+		if (u < 0) {
+			u = x->uidx[ids[s]] = x->nuniq++;
+			x->uniq_e[u] = ids[s];
+			cnt[u] = 0;
+		}
+		cnt[u]++;
+	}
+	x->uniq_start[0] = 0;
+	for (int u = 0; u < x->nuniq; u++) {
+		x->uniq_start[u + 1] = x->uniq_start[u] + cnt[u];
+		fill[u] = x->uniq_start[u];
+	}
+	for (int s = 0; s < ns; s++)
+		if (ids[s] >= 0)
+			x->slot_of[fill[x->uidx[ids[s]]]++] = s;
+	for (int u = 0; u < x->nuniq; u++)
+		x->uidx[x->uniq_e[u]] = -1;
+	x->layer = layer;
+	x->B = B;
+	x->topk = topk;
+	x->xin = xin;
+	x->rw = weights;
+	x->out = out;
+	ftpool_run(x->cfg.pool, forward_worker, x);
+	return 0;
+}

@@ -1,0 +1,114 @@
+/* kern: the interface between the CPU MoE executor and its per-ISA kernels (internal).
+ *
+ * A kernel computes, for rows r0..r1 of one expert's matrix (rows = output features; for the
+ * transposed mxfp4_triton banks, output columns) and nb tokens, y[b][r - r0] = W[r,:] . x_b with
+ * every weight scale applied (block scales, nvfp4's per-row global) but no bias. Activations
+ * are first "prepared" into the layout the kernel reads (prep NULL: the kernel reads fp32 x). */
+#ifndef FT_MOE_CPU_KERN_H
+#define FT_MOE_CPU_KERN_H
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "moe/formats.h"
+
+/* Fully unroll a loop with a compile-time trip count (tokens of a tile, vectors of a step), so
+ * its accumulators stay in registers at -O2. */
+#define FTK_UNROLL _Pragma("GCC unroll 16")
+
+struct ftk_mat {
+	const uint8_t *w;   /* values / packed codes of this expert's matrix */
+	const uint8_t *s;   /* block scales (NULL for bf16, q4_0) */
+	const uint8_t *g;   /* nvfp4: fp16 global per row; else NULL */
+	long K;             /* inner (reduction) dimension */
+	long N;             /* rows (outputs); the byte stride of a transposed row */
+};
+
+struct ftk_ops {
+	const char *name;                                 /* "w4a8-vnni", ... */
+	size_t (*xbytes)(long K);                         /* prepared bytes for K elements */
+	void (*prep)(const float *x, long K, void *dst);  /* NULL: fp32 x used as is */
+	void (*rows)(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
+		     float *const *ys);
+	/* Transposed banks (mxfp4_triton) split along K instead: partial sums over bank rows
+	 * [kk0, kk1) (two k each) for all N outputs, ps[b][0..N) overwritten; the executor adds
+	 * up the workers' partials. NULL: `rows` over output columns is used. */
+	void (*rows_t)(const struct ftk_mat *m, long kk0, long kk1, int nb, const void *const *xs,
+		       float *const *ps);
+};
+
+/* Per-ISA tables: the kernel of format f, or NULL when that file has none for f. */
+const struct ftk_ops *ftk_scalar(enum ftfmt_id f);
+const struct ftk_ops *ftk_avx2(enum ftfmt_id f);
+const struct ftk_ops *ftk_avx512(enum ftfmt_id f);
+const struct ftk_ops *ftk_avx512vnni(enum ftfmt_id f);
+const struct ftk_ops *ftk_avx512bf16(enum ftfmt_id f);
+
+/* The kernel tier isa runs for f on a CPU with cpu_isa bits (falls back down the tiers). */
+const struct ftk_ops *ftk_select(int isa, enum ftfmt_id f, unsigned cpu_isa);
+
+/* float value of every e4m3 / e8m0 byte (kern_tables.c) */
+extern const float ftk_e4m3_lut[256];
+extern const float ftk_e8m0_lut[256];
+
+/* ---- scalar decoding shared by the kernels (and their tests) ---- */
+static const float ftk_e2m1[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
+				    -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+
+static inline float ftk_bf16(uint16_t v)
+{
+	uint32_t u = (uint32_t)v << 16;
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+static inline uint16_t ftk_to_bf16(float f) /* round to nearest even */
+{
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	if ((u & 0x7fffffffu) > 0x7f800000u)
+		return (uint16_t)((u >> 16) | 0x40);
+	u += 0x7fffu + ((u >> 16) & 1u);
+	return (uint16_t)(u >> 16);
+}
+
+static inline float ftk_fp16(uint16_t h)
+{
+	int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
+	float v;
+	if (e == 0)
+		v = ldexpf((float)m, -24);
+	else if (e == 31)
+		v = m ? NAN : INFINITY;
+	else
+		v = ldexpf((float)(m | 1024), e - 25);
+	return s ? -v : v;
+}
+
+static inline float ftk_e4m3(uint8_t b)
+{
+	int s = b >> 7, e = (b >> 3) & 15, m = b & 7;
+	float v;
+	if (e == 15 && m == 7)
+		v = NAN;
+	else if (e == 0)
+		v = ldexpf((float)m, -9);
+	else
+		v = ldexpf((float)(m | 8), e - 10);
+	return s ? -v : v;
+}
+
+static inline float ftk_e8m0(uint8_t b)
+{
+	return b == 255 ? NAN : ldexpf(1.0f, (int)b - 127);
+}
+
+static inline uint16_t ftk_ld16(const uint8_t *p)
+{
+	uint16_t v;
+	memcpy(&v, p, 2);
+	return v;
+}
+#endif

@@ -1,0 +1,337 @@
+/* AVX-512 F/BW/VL kernels with fp32 activations: bf16 (W16A32) and the 4-bit formats (W4A32).
+ * Row-major formats: one row at a time, tokens in tiles of up to 4 (the row stays in L1 across
+ * tiles), four independent accumulators per token. mxfp4_triton (transposed): 16 output
+ * columns per vector, K rows streamed, 4 chains per token. */
+#include <immintrin.h>
+
+#include "moe/cpu/kern.h"
+
+#define AI static inline __attribute__((always_inline))
+#define TILE 4
+#define PF_DIST 4096 /* bytes ahead in a row-major weight stream */
+
+/* e2m1 * 2 as int8 (exact), per 128-bit lane for vpshufb */
+#define LUT_E2M1X2 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12
+/* q4_0: nibble - 8 */
+#define LUT_Q4 -8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7
+
+AI __m512 bf16x16(const uint16_t *p)
+{
+	return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
+}
+
+AI void bf16_row(const uint16_t *row, long K, const float *const *x, float *const *y, long i, const int NB)
+{
+	__m512 acc[TILE][4];
+	FTK_UNROLL
+	for (int b = 0; b < NB; b++)
+		FTK_UNROLL
+		for (int j = 0; j < 4; j++)
+			acc[b][j] = _mm512_setzero_ps();
+	long k = 0;
+	for (; k + 64 <= K; k += 64) {
+		_mm_prefetch((const char *)(row + k) + PF_DIST, _MM_HINT_T0);
+		_mm_prefetch((const char *)(row + k) + PF_DIST + 64, _MM_HINT_T0);
+		__m512 w0 = bf16x16(row + k), w1 = bf16x16(row + k + 16);
+		__m512 w2 = bf16x16(row + k + 32), w3 = bf16x16(row + k + 48);
+		FTK_UNROLL
+		for (int b = 0; b < NB; b++) {
+			acc[b][0] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x[b] + k), acc[b][0]);
+			acc[b][1] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x[b] + k + 16), acc[b][1]);
+			acc[b][2] = _mm512_fmadd_ps(w2, _mm512_loadu_ps(x[b] + k + 32), acc[b][2]);
+			acc[b][3] = _mm512_fmadd_ps(w3, _mm512_loadu_ps(x[b] + k + 48), acc[b][3]);
+		}
+	}
+	FTK_UNROLL
+	for (int b = 0; b < NB; b++) {
+		float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[b][0], acc[b][1]),
+							     _mm512_add_ps(acc[b][2], acc[b][3])));
+		for (long t = k; t < K; t++)
+			s += ftk_bf16(row[t]) * x[b][t];
+		y[b][i] = s;
+	}
+}
+
+static void rows_bf16(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
+		      float *const *ys)
+{
+	const float *const *x = (const float *const *)xs;
+	for (long r = r0; r < r1; r++) {
+		const uint16_t *row = (const uint16_t *)m->w + r * m->K;
+		for (int b0 = 0; b0 < nb; b0 += TILE) {
+			switch (nb - b0 >= TILE ? TILE : nb - b0) {
+			case 1: bf16_row(row, m->K, x + b0, ys + b0, r - r0, 1); break;
+			case 2: bf16_row(row, m->K, x + b0, ys + b0, r - r0, 2); break;
+			case 3: bf16_row(row, m->K, x + b0, ys + b0, r - r0, 3); break;
+			default: bf16_row(row, m->K, x + b0, ys + b0, r - r0, 4); break;
+			}
+		}
+	}
+}
+
+/* ---- row-major 4-bit formats: 64 elements per step, decoded to 4 x 16 fp32 times the block
+ * scale. nvfp4 and ds_fp4 leave a factor 1/2 (LUT holds 2*e2m1) for the row's end. */
+enum { F_NV, F_DS, F_Q4 };
+
+/* 64 nibble codes in element order as bytes. */
+AI __m512i codes64_pairs(const uint8_t *p) /* low nibble = even element */
+{
+	__m512i v = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)p));
+	return _mm512_ternarylogic_epi32(v, _mm512_slli_epi16(v, 4), _mm512_set1_epi16(0x0F0F), 0xA8);
+}
+
+AI __m512i codes64_q4(const uint8_t *blk) /* two 18-byte blocks: [b0 lo, b0 hi, b1 lo, b1 hi] */
+{
+	__m256i v = _mm256_loadu2_m128i((const __m128i *)(blk + 20), (const __m128i *)(blk + 2));
+	__m256i m = _mm256_set1_epi8(15);
+	__m256i lo = _mm256_and_si256(v, m), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m);
+	__m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+	return _mm512_shuffle_i64x2(z, z, 0 | 2 << 2 | 1 << 4 | 3 << 6);
+}
+
+AI float q4_d(const uint8_t *blk)
+{
+	return _cvtsh_ss(ftk_ld16(blk));
+}
+
+AI void decode64(const struct ftk_mat *m, long r, long k, __m512 w[4], const int F)
+{
+	__m512i c, q;
+	float s[4];
+	if (F == F_Q4) {
+		const uint8_t *blk = m->w + (r * (m->K / 32) + k / 32) * 18;
+		c = codes64_q4(blk);
+		q = _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_setr_epi8(LUT_Q4)), c);
+		s[0] = s[1] = q4_d(blk);
+		s[2] = s[3] = q4_d(blk + 18);
+	} else {
+		_mm_prefetch((const char *)(m->w + r * (m->K / 2) + k / 2) + PF_DIST, _MM_HINT_T0);
+		c = codes64_pairs(m->w + r * (m->K / 2) + k / 2);
+		q = _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_setr_epi8(LUT_E2M1X2)), c);
+		if (F == F_NV) {
+			const uint8_t *sc = m->s + r * (m->K / 16) + k / 16;
+			FTK_UNROLL
+			for (int i = 0; i < 4; i++)
+				s[i] = ftk_e4m3_lut[sc[i]];
+		} else {
+			const uint8_t *sc = m->s + r * (m->K / 32) + k / 32;
+			s[0] = s[1] = ftk_e8m0_lut[sc[0]];
+			s[2] = s[3] = ftk_e8m0_lut[sc[1]];
+		}
+	}
+	w[0] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm512_castsi512_si128(q))), _mm512_set1_ps(s[0]));
+	w[1] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(q, 1))), _mm512_set1_ps(s[1]));
+	w[2] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(q, 2))), _mm512_set1_ps(s[2]));
+	w[3] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(q, 3))), _mm512_set1_ps(s[3]));
+}
+
+AI void w4_row(const struct ftk_mat *m, long r, const float *const *x, float *const *y, long i,
+	       const int NB, const int F)
+{
+	__m512 acc[TILE][4];
+	FTK_UNROLL
+	for (int b = 0; b < NB; b++)
+		FTK_UNROLL
+		for (int j = 0; j < 4; j++)
+			acc[b][j] = _mm512_setzero_ps();
+	for (long k = 0; k < m->K; k += 64) {
+		__m512 w[4];
+		decode64(m, r, k, w, F);
+		FTK_UNROLL
+		for (int b = 0; b < NB; b++)
+			FTK_UNROLL
+			for (int j = 0; j < 4; j++)
+				acc[b][j] = _mm512_fmadd_ps(w[j], _mm512_loadu_ps(x[b] + k + 16 * j), acc[b][j]);
+	}
+	float post = 1.0f;
+	if (F == F_NV)
+		post = 0.5f * _cvtsh_ss(ftk_ld16(m->g + 2 * r));
+	else if (F == F_DS)
+		post = 0.5f;
+	FTK_UNROLL
+	for (int b = 0; b < NB; b++)
+		y[b][i] = post * _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[b][0], acc[b][1]),
+								    _mm512_add_ps(acc[b][2], acc[b][3])));
+}
+
+AI void w4_rows(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
+		float *const *ys, const int F)
+{
+	const float *const *x = (const float *const *)xs;
+	for (long r = r0; r < r1; r++)
+		for (int b0 = 0; b0 < nb; b0 += TILE) {
+			switch (nb - b0 >= TILE ? TILE : nb - b0) {
+			case 1: w4_row(m, r, x + b0, ys + b0, r - r0, 1, F); break;
+			case 2: w4_row(m, r, x + b0, ys + b0, r - r0, 2, F); break;
+			case 3: w4_row(m, r, x + b0, ys + b0, r - r0, 3, F); break;
+			default: w4_row(m, r, x + b0, ys + b0, r - r0, 4, F); break;
+			}
+		}
+}
+
+static void rows_nvfp4(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs, float *const *ys)
+{
+	w4_rows(m, r0, r1, nb, xs, ys, F_NV);
+}
+static void rows_dsfp4(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs, float *const *ys)
+{
+	w4_rows(m, r0, r1, nb, xs, ys, F_DS);
+}
+static void rows_q4_0(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs, float *const *ys)
+{
+	w4_rows(m, r0, r1, nb, xs, ys, F_Q4);
+}
+
+/* ---- mxfp4_triton, transposed: blocks [K/2, N], scales [K/32, N]. 16 columns per vector. */
+AI void mx_tile(const struct ftk_mat *m, long c, __mmask16 mask, const float *const *x,
+		float *const *y, long i, const int NB)
+{
+	const __m512 lut = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f,
+					  -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f);
+	const __m512i m15 = _mm512_set1_epi32(15);
+	long N = m->N;
+	__m512 acc[TILE];
+	FTK_UNROLL
+	for (int b = 0; b < NB; b++)
+		acc[b] = _mm512_setzero_ps();
+	for (long kb = 0; kb < m->K / 32; kb++) {
+		__m512 t[TILE][4];
+		FTK_UNROLL
+		for (int b = 0; b < NB; b++)
+			FTK_UNROLL
+			for (int j = 0; j < 4; j++)
+				t[b][j] = _mm512_setzero_ps();
+		const uint8_t *w = m->w + kb * 16 * N + c;
+		FTK_UNROLL
+		for (int kk = 0; kk < 16; kk += 2) {
+			FTK_UNROLL
+			for (int h = 0; h < 2; h++) {
+				__m512i v = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mask, w + (kk + h) * N));
+				__m512 lo = _mm512_permutexvar_ps(_mm512_and_si512(v, m15), lut);
+				__m512 hi = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), lut);
+				long k = kb * 32 + 2 * (kk + h);
+				FTK_UNROLL
+				for (int b = 0; b < NB; b++) {
+					t[b][2 * h] = _mm512_fmadd_ps(lo, _mm512_set1_ps(x[b][k]), t[b][2 * h]);
+					t[b][2 * h + 1] = _mm512_fmadd_ps(hi, _mm512_set1_ps(x[b][k + 1]), t[b][2 * h + 1]);
+				}
+			}
+		}
+		__m512i se = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mask, m->s + kb * N + c));
+		__m512 s = _mm512_castsi512_ps(_mm512_slli_epi32(se, 23));
+		FTK_UNROLL
+		for (int b = 0; b < NB; b++)
+			acc[b] = _mm512_fmadd_ps(_mm512_add_ps(_mm512_add_ps(t[b][0], t[b][1]),
+							       _mm512_add_ps(t[b][2], t[b][3])), s, acc[b]);
+	}
+	FTK_UNROLL
+	for (int b = 0; b < NB; b++)
+		_mm512_mask_storeu_ps(y[b] + i, mask, acc[b]);
+}
+
+static void rows_mxfp4(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
+		       float *const *ys)
+{
+	const float *const *x = (const float *const *)xs;
+	for (long c = r0; c < r1; c += 16) {
+		__mmask16 mask = r1 - c >= 16 ? 0xFFFF : (__mmask16)((1u << (r1 - c)) - 1);
+		for (int b0 = 0; b0 < nb; b0 += TILE) {
+			switch (nb - b0 >= TILE ? TILE : nb - b0) {
+			case 1: mx_tile(m, c, mask, x + b0, ys + b0, c - r0, 1); break;
+			case 2: mx_tile(m, c, mask, x + b0, ys + b0, c - r0, 2); break;
+			case 3: mx_tile(m, c, mask, x + b0, ys + b0, c - r0, 3); break;
+			default: mx_tile(m, c, mask, x + b0, ys + b0, c - r0, 4); break;
+			}
+		}
+	}
+}
+
+/* ---- mxfp4_triton split along K (rows_t): each worker streams whole rows [kk0, kk1) of the
+ * [K/2, N] bank — contiguous memory — in strips of 64 columns by the 16 rows of a scale block,
+ * 4 vectors of 16 columns per strip in registers, then adds strip * scale into ps. */
+#define MXT_FAR (16 * 2) /* rows ahead for the L2 prefetch of the next block's strip */
+
+AI void mxt_strip(const struct ftk_mat *m, long kb, long ra, long rb, long c, const float *const *x,
+		  float *const *ps, const int NB)
+{
+	const __m512 lut = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f,
+					  -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f);
+	const __m512i m15 = _mm512_set1_epi32(15);
+	long N = m->N;
+	__mmask16 mk[4];
+	FTK_UNROLL
+	for (int t = 0; t < 4; t++) {
+		long left = N - c - 16 * t;
+		mk[t] = left >= 16 ? 0xFFFF : left > 0 ? (__mmask16)((1u << left) - 1) : 0;
+	}
+	__m512 a[TILE][4], h[TILE][4];
+	FTK_UNROLL
+	for (int b = 0; b < NB; b++)
+		FTK_UNROLL
+		for (int t = 0; t < 4; t++)
+			a[b][t] = h[b][t] = _mm512_setzero_ps();
+	for (long kk = ra; kk < rb; kk++) {
+		const uint8_t *p = m->w + kk * N + c;
+		_mm_prefetch((const char *)p + MXT_FAR * N, _MM_HINT_T1);
+		FTK_UNROLL
+		for (int t = 0; t < 4; t++) {
+			__m512i v = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mk[t], p + 16 * t));
+			__m512 lo = _mm512_permutexvar_ps(_mm512_and_si512(v, m15), lut);
+			__m512 hi = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), lut);
+			FTK_UNROLL
+			for (int b = 0; b < NB; b++) {
+				a[b][t] = _mm512_fmadd_ps(lo, _mm512_set1_ps(x[b][2 * kk]), a[b][t]);
+				if (NB == 1)
+					h[b][t] = _mm512_fmadd_ps(hi, _mm512_set1_ps(x[b][2 * kk + 1]), h[b][t]);
+				else
+					a[b][t] = _mm512_fmadd_ps(hi, _mm512_set1_ps(x[b][2 * kk + 1]), a[b][t]);
+			}
+		}
+	}
+	FTK_UNROLL
+	for (int t = 0; t < 4; t++) {
+		if (!mk[t])
+			continue;
+		__m512i se = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mk[t], m->s + kb * N + c + 16 * t));
+		__m512 s = _mm512_castsi512_ps(_mm512_slli_epi32(se, 23));
+		FTK_UNROLL
+		for (int b = 0; b < NB; b++) {
+			float *o = ps[b] + c + 16 * t;
+			__m512 sum = NB == 1 ? _mm512_add_ps(a[b][t], h[b][t]) : a[b][t];
+			_mm512_mask_storeu_ps(o, mk[t], _mm512_fmadd_ps(sum, s, _mm512_maskz_loadu_ps(mk[t], o)));
+		}
+	}
+}
+
+static void rows_t_mxfp4(const struct ftk_mat *m, long kk0, long kk1, int nb, const void *const *xs,
+			 float *const *ps)
+{
+	const float *const *x = (const float *const *)xs;
+	for (int b = 0; b < nb; b++)
+		memset(ps[b], 0, sizeof(float) * (size_t)m->N);
+	for (long kb = kk0 / 16; kb * 16 < kk1; kb++) {
+		long ra = kb * 16 > kk0 ? kb * 16 : kk0, rb = kb * 16 + 16 < kk1 ? kb * 16 + 16 : kk1;
+		for (int b0 = 0; b0 < nb; b0 += TILE)
+			for (long c = 0; c < m->N; c += 64) {
+				switch (nb - b0 >= TILE ? TILE : nb - b0) {
+				case 1: mxt_strip(m, kb, ra, rb, c, x + b0, ps + b0, 1); break;
+				case 2: mxt_strip(m, kb, ra, rb, c, x + b0, ps + b0, 2); break;
+				case 3: mxt_strip(m, kb, ra, rb, c, x + b0, ps + b0, 3); break;
+				default: mxt_strip(m, kb, ra, rb, c, x + b0, ps + b0, 4); break;
+				}
+			}
+	}
+}
+
+static const struct ftk_ops ops[] = {
+	[FTFMT_BF16] = {"w16a32-avx512", NULL, NULL, rows_bf16},
+	[FTFMT_NVFP4] = {"w4a32-avx512", NULL, NULL, rows_nvfp4},
+	[FTFMT_DS_FP4] = {"w4a32-avx512", NULL, NULL, rows_dsfp4},
+	[FTFMT_Q4_0] = {"w4a32-avx512", NULL, NULL, rows_q4_0},
+	[FTFMT_MXFP4_TRITON] = {"w4a32-avx512", NULL, NULL, rows_mxfp4, rows_t_mxfp4},
+};
+
+const struct ftk_ops *ftk_avx512(enum ftfmt_id f)
+{
+	return (unsigned)f < sizeof ops / sizeof ops[0] && (ops[f].rows || ops[f].rows_t) ? &ops[f] : NULL;
+}

@@ -1,0 +1,239 @@
+/* AVX-512 VNNI kernels: 4-bit formats as W4A8, 128 elements per step.
+ *
+ * Weights decode without widening: the 64 code bytes of 128 elements split into their low and
+ * high nibbles (two vectors of 64 bytes), one vpshufb each maps a nibble to an unsigned byte
+ * (nvfp4/ds_fp4: 2*e2m1 + 12; q4_0: the raw nibble), and two vpdpbusd add 8 products per
+ * 32-bit lane, starting from the lane's offset correction -off * sum(x_q). Each lane then gets
+ * (weight block scale) * (activation block scale) into an fp32 accumulator.
+ *
+ * Activations are quantized to int8 (symmetric, amax/127) per 16 elements (q4_0: per 32, its
+ * block) and laid out to match the nibble vectors, per group of 128 elements:
+ *   int8 xa[64] | int8 xb[64] | int32 corr[16] | float xs[16]           (256 bytes)
+ *   nvfp4, ds_fp4: xa = the even elements, xb = the odd ones (low / high nibble of a byte);
+ *                  lane l covers elements 8l .. 8l+7
+ *   q4_0:          xa = elements 0-15 of each of the 4 blocks, xb = elements 16-31;
+ *                  lane l covers block l/4
+ * A last group of 64 elements (K % 128 == 64) is zero-padded. nvfp4's xs carry 2^120, since its
+ * e4m3 scales are decoded by bit placement as e4m3 * 2^-120. */
+#include <immintrin.h>
+
+#include "moe/cpu/kern.h"
+
+#define AI static inline __attribute__((always_inline))
+#define TILE 4
+#define GROUP 256
+#define PF_DIST 4096 /* bytes ahead in a row-major weight stream */
+
+enum { F_NV, F_DS, F_Q4 };
+
+static size_t xbytes(long K)
+{
+	return (size_t)((K + 127) / 128) * GROUP;
+}
+
+/* int8 of 16 values with scale amax/127; returns the scale */
+AI __m128i quant16(const float *x, int n, float *d)
+{
+	__m512 v = _mm512_maskz_loadu_ps(n >= 16 ? 0xFFFF : (__mmask16)((1u << n) - 1), x);
+	float amax = _mm512_reduce_max_ps(_mm512_abs_ps(v));
+	*d = amax / 127.0f;
+	__m512 inv = _mm512_set1_ps(amax > 0 ? 127.0f / amax : 0.0f);
+	return _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v, inv)));
+}
+
+AI void prep(const float *x, long K, void *dst, const int F)
+{
+	const __m512i ones = _mm512_set1_epi8(1);
+	/* within each 128-bit lane: 8 even bytes then 8 odd bytes */
+	const __m512i eo = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
+	uint8_t *g = dst;
+	for (long k = 0; k < K; k += 128, g += GROUP) {
+		int n = K - k >= 128 ? 128 : (int)(K - k);
+		__m128i q[8];
+		float d[8];
+		if (F == F_Q4) { /* one scale per 32-element block */
+			for (int j = 0; j < 4; j++) {
+				int m = n - 32 * j;
+				const float *p = x + k + 32 * j;
+				__m512 v0 = _mm512_maskz_loadu_ps(m >= 16 ? 0xFFFF : m > 0 ? (__mmask16)((1u << m) - 1) : 0, p);
+				__m512 v1 = _mm512_maskz_loadu_ps(m >= 32 ? 0xFFFF : m > 16 ? (__mmask16)((1u << (m - 16)) - 1) : 0, p + 16);
+				float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+				__m512 inv = _mm512_set1_ps(amax > 0 ? 127.0f / amax : 0.0f);
+				q[2 * j] = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, inv)));
+				q[2 * j + 1] = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, inv)));
+				d[2 * j] = d[2 * j + 1] = amax / 127.0f;
+			}
+		} else {
+			for (int j = 0; j < 8; j++) {
+				int m = n - 16 * j;
+				if (m > 0) {
+					q[j] = quant16(x + k + 16 * j, m, &d[j]);
+				} else {
+					q[j] = _mm_setzero_si128();
+					d[j] = 0;
+				}
+			}
+		}
+		__m512i A = _mm512_inserti32x4(_mm512_castsi128_si512(q[0]), q[1], 1);
+		A = _mm512_inserti32x4(_mm512_inserti32x4(A, q[2], 2), q[3], 3);
+		__m512i B = _mm512_inserti32x4(_mm512_castsi128_si512(q[4]), q[5], 1);
+		B = _mm512_inserti32x4(_mm512_inserti32x4(B, q[6], 2), q[7], 3);
+		__m512i xa, xb;
+		__m512 xs;
+		float mult = F == F_NV ? 0x1p120f : 1.0f;
+		if (F == F_Q4) {
+			xa = _mm512_permutex2var_epi64(A, _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13), B);
+			xb = _mm512_permutex2var_epi64(A, _mm512_setr_epi64(2, 3, 6, 7, 10, 11, 14, 15), B);
+			xs = _mm512_setr_ps(d[0], d[0], d[0], d[0], d[2], d[2], d[2], d[2], d[4], d[4], d[4], d[4],
+					    d[6], d[6], d[6], d[6]);
+		} else {
+			A = _mm512_shuffle_epi8(A, eo); /* qwords: e0 o0 e1 o1 e2 o2 e3 o3 */
+			B = _mm512_shuffle_epi8(B, eo);
+			xa = _mm512_permutex2var_epi64(A, _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), B);
+			xb = _mm512_permutex2var_epi64(A, _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15), B);
+			xs = _mm512_setr_ps(d[0], d[0], d[1], d[1], d[2], d[2], d[3], d[3], d[4], d[4], d[5], d[5],
+					    d[6], d[6], d[7], d[7]);
+		}
+		__m512i sum = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, xa), ones, xb);
+		_mm512_storeu_si512(g, xa);
+		_mm512_storeu_si512(g + 64, xb);
+		_mm512_storeu_si512(g + 128, _mm512_mullo_epi32(sum, _mm512_set1_epi32(F == F_Q4 ? -8 : -12)));
+		_mm512_storeu_ps(g + 192, _mm512_mul_ps(xs, _mm512_set1_ps(mult)));
+	}
+}
+
+static void prep_nv(const float *x, long K, void *dst) { prep(x, K, dst, F_NV); }
+static void prep_ds(const float *x, long K, void *dst) { prep(x, K, dst, F_DS); }
+static void prep_q4(const float *x, long K, void *dst) { prep(x, K, dst, F_Q4); }
+
+AI void vnni_row(const struct ftk_mat *m, long r, const uint8_t *const *x, float *const *y, long i,
+		 const int NB, const int F)
+{
+	const __m512i lut = _mm512_broadcast_i32x4(_mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
+	const __m512i m15 = _mm512_set1_epi8(15);
+	/* nvfp4: lanes 2m, 2m+1 take scale byte m into their top byte; ds_fp4: lanes 4m..4m+3 */
+	const __m512i nvsel = _mm512_setr_epi32(0x00808080, 0x00808080, 0x01808080, 0x01808080,
+						0x02808080, 0x02808080, 0x03808080, 0x03808080,
+						0x04808080, 0x04808080, 0x05808080, 0x05808080,
+						0x06808080, 0x06808080, 0x07808080, 0x07808080);
+	const __m512i dssel = _mm512_setr_epi32(0x00808080, 0x00808080, 0x00808080, 0x00808080,
+						0x01808080, 0x01808080, 0x01808080, 0x01808080,
+						0x02808080, 0x02808080, 0x02808080, 0x02808080,
+						0x03808080, 0x03808080, 0x03808080, 0x03808080);
+	__m512 acc[TILE];
+	FTK_UNROLL
+	for (int b = 0; b < NB; b++)
+		acc[b] = _mm512_setzero_ps();
+	long K = m->K;
+	const uint8_t *row, *sc = NULL;
+	if (F == F_Q4) {
+		row = m->w + r * (K / 32) * 18;
+	} else {
+		row = m->w + r * (K / 2);
+		sc = m->s + r * (K / (F == F_NV ? 16 : 32));
+	}
+	for (long k = 0, gi = 0; k < K; k += 128, gi += GROUP) {
+		int full = K - k >= 128;
+		__m512i wa, wb;
+		__m512 sw;
+		if (F == F_Q4) {
+			const uint8_t *blk = row + (k / 32) * 18;
+			_mm_prefetch((const char *)blk + PF_DIST, _MM_HINT_T0);
+			_mm_prefetch((const char *)blk + PF_DIST + 64, _MM_HINT_T0);
+			__m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(blk + 2)));
+			v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(blk + 20)), 1);
+			/* the four fp16 d in registers (no store-to-load of partial words) */
+			uint64_t h64 = (uint64_t)ftk_ld16(blk) | (uint64_t)ftk_ld16(blk + 18) << 16;
+			if (full) {
+				v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(blk + 38)), 2);
+				v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(blk + 56)), 3);
+				h64 |= (uint64_t)ftk_ld16(blk + 36) << 32 | (uint64_t)ftk_ld16(blk + 54) << 48;
+			}
+			wa = _mm512_and_si512(v, m15);
+			wb = _mm512_and_si512(_mm512_srli_epi16(v, 4), m15);
+			__m128 d4 = _mm_cvtph_ps(_mm_cvtsi64_si128((long long)h64));
+			sw = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+						   _mm512_castps128_ps512(d4));
+		} else {
+			const uint8_t *p = row + k / 2;
+			_mm_prefetch((const char *)p + PF_DIST, _MM_HINT_T0);
+			__m512i v = full ? _mm512_loadu_si512(p)
+					 : _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)p));
+			if (!full)
+				v = _mm512_inserti64x4(v, _mm256_setzero_si256(), 1);
+			wa = _mm512_shuffle_epi8(lut, _mm512_and_si512(v, m15));
+			wb = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(v, 4), m15));
+			if (F == F_NV) {
+				const uint8_t *s = sc + k / 16;
+				_mm_prefetch((const char *)s + PF_DIST / 8, _MM_HINT_T0);
+				uint64_t s8 = 0;
+				if (full) /* constant sizes: one load, no byte loop */
+					memcpy(&s8, s, 8);
+				else
+					memcpy(&s8, s, 4);
+				__m512i t = _mm512_shuffle_epi8(_mm512_set1_epi64((long long)s8), nvsel);
+				sw = _mm512_castsi512_ps(_mm512_and_si512(_mm512_srai_epi32(t, 4),
+									  _mm512_set1_epi32((int)0x87F00000u)));
+			} else {
+				const uint8_t *s = sc + k / 32;
+				uint32_t s4 = 0;
+				if (full)
+					memcpy(&s4, s, 4);
+				else
+					memcpy(&s4, s, 2);
+				__m512i t = _mm512_shuffle_epi8(_mm512_set1_epi32((int)s4), dssel);
+				sw = _mm512_castsi512_ps(_mm512_srli_epi32(t, 1));
+			}
+		}
+		FTK_UNROLL
+		for (int b = 0; b < NB; b++) {
+			const uint8_t *g = x[b] + gi;
+			__m512i d = _mm512_dpbusd_epi32(_mm512_load_si512(g + 128), wa, _mm512_load_si512(g));
+			d = _mm512_dpbusd_epi32(d, wb, _mm512_load_si512(g + 64));
+			acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(sw, _mm512_load_ps(g + 192)), acc[b]);
+		}
+	}
+	float post = F == F_NV ? 0.5f * _cvtsh_ss(ftk_ld16(m->g + 2 * r)) : F == F_DS ? 0.5f : 1.0f;
+	FTK_UNROLL
+	for (int b = 0; b < NB; b++)
+		y[b][i] = post * _mm512_reduce_add_ps(acc[b]);
+}
+
+AI void vnni_rows(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
+		  float *const *ys, const int F)
+{
+	const uint8_t *const *x = (const uint8_t *const *)xs;
+	for (long r = r0; r < r1; r++)
+		for (int b0 = 0; b0 < nb; b0 += TILE) {
+			switch (nb - b0 >= TILE ? TILE : nb - b0) {
+			case 1: vnni_row(m, r, x + b0, ys + b0, r - r0, 1, F); break;
+			case 2: vnni_row(m, r, x + b0, ys + b0, r - r0, 2, F); break;
+			case 3: vnni_row(m, r, x + b0, ys + b0, r - r0, 3, F); break;
+			default: vnni_row(m, r, x + b0, ys + b0, r - r0, 4, F); break;
+			}
+		}
+}
+
+static void rows_nvfp4(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs, float *const *ys)
+{
+	vnni_rows(m, r0, r1, nb, xs, ys, F_NV);
+}
+static void rows_dsfp4(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs, float *const *ys)
+{
+	vnni_rows(m, r0, r1, nb, xs, ys, F_DS);
+}
+static void rows_q4_0(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs, float *const *ys)
+{
+	vnni_rows(m, r0, r1, nb, xs, ys, F_Q4);
+}
+
+static const struct ftk_ops ops[] = {
+	[FTFMT_NVFP4] = {"w4a8-vnni", xbytes, prep_nv, rows_nvfp4},
+	[FTFMT_DS_FP4] = {"w4a8-vnni", xbytes, prep_ds, rows_dsfp4},
+	[FTFMT_Q4_0] = {"w4a8-vnni", xbytes, prep_q4, rows_q4_0},
+};
+
+const struct ftk_ops *ftk_avx512vnni(enum ftfmt_id f)
+{
+	return (unsigned)f < sizeof ops / sizeof ops[0] && (ops[f].rows || ops[f].rows_t) ? &ops[f] : NULL;
+}

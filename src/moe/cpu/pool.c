@@ -1,0 +1,192 @@
+#include "moe/cpu/pool.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define cpu_relax() _mm_pause()
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+#include "util/timeutil.h"
+
+/* How long an idle worker spins for the next run before it sleeps on the futex. Decode steps
+ * come back-to-back, so a short spin saves the wake-up latency on every step. */
+#define POOL_SPIN_NS 2000000ull
+
+struct worker {
+	struct ftpool *pool;
+	int tid;
+	pthread_t th;
+	int started;
+};
+
+struct ftpool {
+	int n;
+	int *cpus;
+	struct worker *w;
+	/* run state */
+	_Alignas(64) atomic_uint gen;        /* bumped per run; futex word */
+	_Alignas(64) atomic_int pending;     /* workers 1..n-1 still running this run */
+	_Alignas(64) atomic_int sleepers;
+	_Alignas(64) atomic_int bar_count;
+	_Alignas(64) atomic_uint bar_gen;
+	ftpool_fn fn;
+	void *arg;
+	int stop;
+};
+
+static long futex(atomic_uint *addr, int op, unsigned val)
+{
+	return syscall(SYS_futex, (unsigned *)addr, op, val, NULL, NULL, 0);
+}
+
+static int pin_self(int cpu)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return -pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+static void *worker_main(void *p)
+{
+	struct worker *w = p;
+	struct ftpool *pool = w->pool;
+	pin_self(pool->cpus[w->tid]); /* best effort: a refused pin still works, only slower */
+	unsigned seen = 0;
+	for (;;) {
+		unsigned g = atomic_load_explicit(&pool->gen, memory_order_acquire);
+		if (g == seen) {
+			uint64_t t0 = ft_now_ns();
+			int k = 0;
+			while ((g = atomic_load_explicit(&pool->gen, memory_order_acquire)) == seen) {
+				cpu_relax();
+				if (++k % 256 == 0 && ft_now_ns() - t0 > POOL_SPIN_NS) {
+					atomic_fetch_add(&pool->sleepers, 1);
+					if (atomic_load(&pool->gen) == seen)
+						futex(&pool->gen, FUTEX_WAIT_PRIVATE, seen);
+					atomic_fetch_sub(&pool->sleepers, 1);
+					t0 = ft_now_ns();
+				}
+			}
+		}
+		seen = g;
+		if (pool->stop)
+			break;
+		pool->fn(pool->arg, w->tid, pool->n);
+		atomic_fetch_sub_explicit(&pool->pending, 1, memory_order_release);
+	}
+	return NULL;
+}
+
+int ftpool_create(const struct ftcpu_info *ci, int threads, int numa_node, struct ftpool **out)
+{
+	if (!ci || !out || ci->physical_cores < 1)
+		return -EINVAL;
+	int n = threads <= 0 || threads > ci->physical_cores ? ci->physical_cores : threads;
+	struct ftpool *p = aligned_alloc(64, (sizeof *p + 63) / 64 * 64);
+	if (!p)
+		return -ENOMEM;
+	memset(p, 0, sizeof *p);
+	p->n = n;
+	p->cpus = calloc((size_t)ci->physical_cores, sizeof *p->cpus);
+	p->w = calloc((size_t)n, sizeof *p->w);
+	if (!p->cpus || !p->w) {
+		ftpool_free(p);
+		return -ENOMEM;
+	}
+	ftcpu_cores_near(ci, numa_node, p->cpus, ci->physical_cores);
+	for (int i = 1; i < n; i++) {
+		p->w[i].pool = p;
+		p->w[i].tid = i;
+		int r = pthread_create(&p->w[i].th, NULL, worker_main, &p->w[i]);
+		if (r) {
+			ftpool_free(p);
+			return -r;
+		}
+		p->w[i].started = 1;
+	}
+	*out = p;
+	return 0;
+}
+
+void ftpool_free(struct ftpool *p)
+{
+	if (!p)
+		return;
+	if (p->w) {
+		p->stop = 1;
+		atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
+		futex(&p->gen, FUTEX_WAKE_PRIVATE, 0x7fffffff);
+		for (int i = 1; i < p->n; i++)
+			if (p->w[i].started)
+				pthread_join(p->w[i].th, NULL);
+	}
+	free(p->w);
+	free(p->cpus);
+	free(p);
+}
+
+int ftpool_size(const struct ftpool *p)
+{
+	return p->n;
+}
+
+int ftpool_cpu(const struct ftpool *p, int tid)
+{
+	return tid >= 0 && tid < p->n ? p->cpus[tid] : -1;
+}
+
+int ftpool_pin_caller(const struct ftpool *p)
+{
+	return pin_self(p->cpus[0]);
+}
+
+void ftpool_run(struct ftpool *p, ftpool_fn fn, void *arg)
+{
+	if (p->n == 1) {
+		fn(arg, 0, 1);
+		return;
+	}
+	p->fn = fn;
+	p->arg = arg;
+	atomic_store_explicit(&p->pending, p->n - 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
+	if (atomic_load(&p->sleepers) > 0)
+		futex(&p->gen, FUTEX_WAKE_PRIVATE, 0x7fffffff);
+	fn(arg, 0, p->n);
+	int k = 0;
+	while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) {
+		cpu_relax();
+		if (++k % 4096 == 0)
+			sched_yield(); /* an oversubscribed host (CI) must let the workers run */
+	}
+}
+
+void ftpool_barrier(struct ftpool *p)
+{
+	if (p->n == 1)
+		return;
+	unsigned g = atomic_load_explicit(&p->bar_gen, memory_order_acquire);
+	if (atomic_fetch_add_explicit(&p->bar_count, 1, memory_order_acq_rel) == p->n - 1) {
+		atomic_store_explicit(&p->bar_count, 0, memory_order_relaxed);
+		atomic_fetch_add_explicit(&p->bar_gen, 1, memory_order_release);
+		return;
+	}
+	int k = 0;
+	while (atomic_load_explicit(&p->bar_gen, memory_order_acquire) == g) {
+		cpu_relax();
+		if (++k % 4096 == 0)
+			sched_yield();
+	}
+}

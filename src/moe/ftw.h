@@ -1,0 +1,53 @@
+/* ftw: the FreeToken whole-model weight format of reference §7.
+ *
+ * A directory with an index freetoken_weight.json {format "freetoken_weight", version 1,
+ * align 4096, shard_limit, total_bytes, tensors [{name, kind "weight"|"experts_bank", dtype,
+ * shape, global_off, nbytes}], shards [{file, global_off, nbytes}], source_model_path,
+ * fingerprint, quant_format, expert_bank_num_layers, counts {weight, experts_bank},
+ * copied_metadata [file names]} and shards freetoken-00000.ftw, ... that split one global
+ * byte space (each at most shard_limit bytes unless one tensor is larger). Every tensor starts
+ * 4096-aligned and is zero-padded to the next 4096 boundary. Expert banks come first, one entry
+ * per (bank, MoE layer) named "<bank>#L<5-digit model layer>", shape [E, per-expert shape],
+ * dtype the bank's (formats.h names); then every other tensor of the checkpoint ("weight",
+ * its safetensors dtype). config.json and the other small metadata files are copied alongside.
+ *
+ * Functions return 0 or -errno with a reason in err; none logs. */
+#ifndef FT_MOE_FTW_H
+#define FT_MOE_FTW_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "moe/banks.h"
+#include "moe/loader.h"
+
+#define FTW_INDEX "freetoken_weight.json"
+#define FTW_ALIGN 4096
+#define FTW_DEFAULT_SHARD_LIMIT (8ULL << 30)
+
+/* 1 when dir holds an FTW index whose "format" is "freetoken_weight", else 0. */
+int ftftw_is_dir(const char *dir);
+
+struct ftftw_convert_opts {
+	uint64_t shard_limit;       /* 0: FTW_DEFAULT_SHARD_LIMIT; rounded up to 4096 */
+	struct ftload_opts load;    /* how the source banks are read */
+};
+
+struct ftftw_convert_stats {
+	double load_s, write_s, total_s;
+	uint64_t bytes_written;
+	int nshards;
+	struct ftload_stats load;
+};
+
+/* Convert the checkpoint in model_dir into out_dir (created; an old index there is removed
+ * first, so a failed conversion never looks like an FTW directory). Holds the banks in memory
+ * while writing; dense tensors are streamed. */
+int ftftw_convert(const char *model_dir, const char *out_dir, const struct ftftw_convert_opts *o,
+		  struct ftftw_convert_stats *st, char *err, size_t errlen);
+
+/* Read the banks of an FTW directory: the bank region cut into o->chunk_bytes chunks, read by
+ * o->workers threads with O_DIRECT preadv straight into the banks (buffered on EINVAL).
+ * The index is validated before any read. New *out. */
+int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **out, struct ftload_stats *st,
+	       char *err, size_t errlen);
+#endif

@@ -1,0 +1,503 @@
+/* GPU slot cache: ensure_experts and the hybrid kernel against the C reference over 100k random
+ * steps of mixed layers, bit for bit (ids, plan, counts, whole state); every gather path
+ * (fused and its variants, per-bank, per-expert memcpy, memcpy batch) copies the right bytes
+ * for every format; the alignment fallback; a captured CUDA graph of ensure + copy.
+ * Skips cleanly without a GPU. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/gather.h"
+#include "moe/formats.h"
+#include "moe/slot_cache.h"
+#include "util/timeutil.h"
+
+#ifdef FT_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "copy_missing.h"
+#include "slot_cache.h"
+
+#define CK(x)                                                                                      \
+	do {                                                                                       \
+		cudaError_t e_ = (x);                                                              \
+		if (e_ != cudaSuccess)                                                             \
+			fail_msg("%s: %s", #x, cudaGetErrorString(e_));                             \
+	} while (0)
+
+static int have_gpu(void)
+{
+	int n = 0;
+	return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint32_t rnd(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return (uint32_t)(rng_state >> 11);
+}
+
+struct step_args {
+	int layer, n, hybrid, max_fetch, q16, order;
+};
+
+/* Compare GPU and reference states. */
+static void compare_state(const struct ftsc *ref, const struct ftsc_dev *d, const char *what, long step)
+{
+	size_t ids = (size_t)ref->layers * ref->experts, C = (size_t)ref->slots;
+	int32_t *sf = malloc(ids * 4), *is = malloc(C * 4);
+	int64_t *us = malloc(C * 8), *ls = malloc(ids * 8), st;
+	CK(ftsc_dev_download(d, sf, is, us, ls, &st, 0));
+	if (st != ref->step)
+		fail_msg("%s step %ld: device step %lld, reference %lld", what, step, (long long)st, (long long)ref->step);
+	if (memcmp(sf, ref->slot_for_id, ids * 4) || memcmp(is, ref->id_of_slot, C * 4) ||
+	    memcmp(us, ref->usage, C * 8) || memcmp(ls, ref->last_seen, ids * 8))
+		fail_msg("%s step %ld: device state differs from the reference", what, step);
+	free(sf);
+	free(is);
+	free(us);
+	free(ls);
+}
+
+/* Run `steps` random steps in batches of K on the GPU and the reference; compare everything. */
+static void random_steps(int L, int E, int C, int nmax, long steps, int64_t start_step, const char *what)
+{
+	enum { K = 256 };
+	struct ftsc ref;
+	assert_int_equal(ftsc_init(&ref, L, E, C), 0);
+	ref.step = start_step;
+	struct ftsc_dev d;
+	CK(ftsc_dev_create(&d, L, E, C));
+	CK(ftsc_dev_upload(&d, ref.slot_for_id, ref.id_of_slot, ref.usage, ref.last_seen, ref.step, 0));
+	int32_t *h_ids = malloc(sizeof(int32_t) * K * nmax), *g_ids = malloc(sizeof(int32_t) * K * nmax);
+	int32_t *h_hist = malloc(sizeof(int32_t) * K * (2 * E + 3));
+	int32_t *d_ids, *d_hist;
+	CK(cudaMalloc((void **)&d_ids, sizeof(int32_t) * K * nmax));
+	CK(cudaMalloc((void **)&d_hist, sizeof(int32_t) * K * (2 * E + 3)));
+	struct step_args a[K];
+	int32_t *src = malloc(4 * E), *dst = malloc(4 * E);
+	cudaStream_t s;
+	CK(cudaStreamCreate(&s));
+	long errors[3] = {0, 0, 0};
+	for (long done = 0; done < steps; done += K) {
+		int k = steps - done < K ? (int)(steps - done) : K;
+		for (int i = 0; i < k; i++) {
+			struct step_args *x = &a[i];
+			x->layer = (int)(rnd() % L);
+			/* mostly small batches, sometimes the whole range */
+			x->n = 1 + (int)(rnd() % (rnd() % 4 ? (nmax < 32 ? nmax : 32) : nmax));
+			x->hybrid = rnd() % 2;
+			x->max_fetch = rnd() % 3 ? -1 : (int)(rnd() % 6);
+			x->q16 = rnd() % 8 == 0 ? (int)(rnd() % 2) * 65536 : (int)(rnd() % 65537);
+			x->order = (int)(rnd() % 2);
+			/* ids from a skewed distribution so hits happen; some -1; rarely a bad id */
+			int hot = 1 + (int)(rnd() % E);
+			for (int j = 0; j < x->n; j++) {
+				int v = (int)(rnd() % (rnd() % 3 ? hot : E));
+				if (rnd() % 50 == 0)
+					v = -1;
+				h_ids[i * nmax + j] = v;
+			}
+			if (rnd() % 2000 == 0)
+				h_ids[i * nmax + rnd() % x->n] = E; /* -EINVAL */
+			if (rnd() % 3000 == 0)
+				x->layer = L; /* -EINVAL */
+		}
+		CK(cudaMemcpyAsync(d_ids, h_ids, sizeof(int32_t) * K * nmax, cudaMemcpyHostToDevice, s));
+		for (int i = 0; i < k; i++) {
+			struct step_args *x = &a[i];
+			int32_t *ids = d_ids + i * nmax, *hist = d_hist + i * (2 * E + 3);
+			if (x->hybrid)
+				CK(ftsc_dev_ensure_hybrid(&d, x->layer, ids, x->n, x->max_fetch, x->q16, x->order, s));
+			else
+				CK(ftsc_dev_ensure(&d, x->layer, ids, x->n, s));
+			CK(cudaMemcpyAsync(hist, d.counts, 12, cudaMemcpyDeviceToDevice, s));
+			CK(cudaMemcpyAsync(hist + 3, d.src_indices, 4 * E, cudaMemcpyDeviceToDevice, s));
+			CK(cudaMemcpyAsync(hist + 3 + E, d.evict_slots, 4 * E, cudaMemcpyDeviceToDevice, s));
+		}
+		CK(cudaMemcpyAsync(g_ids, d_ids, sizeof(int32_t) * K * nmax, cudaMemcpyDeviceToHost, s));
+		CK(cudaMemcpyAsync(h_hist, d_hist, sizeof(int32_t) * K * (2 * E + 3), cudaMemcpyDeviceToHost, s));
+		CK(cudaStreamSynchronize(s));
+		for (int i = 0; i < k; i++) {
+			struct step_args *x = &a[i];
+			int32_t *ids = h_ids + i * nmax, *hist = h_hist + i * (2 * E + 3);
+			struct ftsc_plan p = {src, dst, E, 0, 0};
+			struct ftsc_hybrid h = {x->max_fetch, x->q16, (enum ftsc_order)x->order};
+			int r = x->hybrid ? ftsc_ensure_hybrid(&ref, x->layer, ids, x->n, &h, &p)
+					  : ftsc_ensure(&ref, x->layer, ids, x->n, &p);
+			long step = done + i;
+			if (r == -ENOSPC)
+				errors[0]++;
+			else if (r == -EINVAL)
+				errors[1]++;
+			else
+				errors[2]++;
+			if (hist[2] != r)
+				fail_msg("%s step %ld: device error %d, reference %d", what, step, hist[2], r);
+			if (memcmp(ids, g_ids + i * nmax, 4 * x->n))
+				fail_msg("%s step %ld: ids differ (layer %d n %d hybrid %d)", what, step, x->layer, x->n,
+					 x->hybrid);
+			if (hist[0] != p.num_indices || hist[1] != p.num_missing_full)
+				fail_msg("%s step %ld: counts %d/%d, reference %d/%d", what, step, hist[0], hist[1],
+					 p.num_indices, p.num_missing_full);
+			if (memcmp(hist + 3, src, 4 * p.num_indices) || memcmp(hist + 3 + E, dst, 4 * p.num_indices))
+				fail_msg("%s step %ld: plan differs", what, step);
+		}
+		compare_state(&ref, &d, what, done + k);
+	}
+	printf("  %s: %ld steps equal (%ld ok, %ld -ENOSPC, %ld -EINVAL), final step %lld\n", what, steps,
+	       errors[2], errors[0], errors[1], (long long)ref.step);
+	cudaStreamDestroy(s);
+	cudaFree(d_ids);
+	cudaFree(d_hist);
+	free(h_ids);
+	free(g_ids);
+	free(h_hist);
+	free(src);
+	free(dst);
+	ftsc_dev_destroy(&d);
+	ftsc_release(&ref);
+}
+
+static void test_ensure_matches_reference(void **st)
+{
+	if (!have_gpu())
+		skip();
+	random_steps(4, 64, 40, 96, 100000, 0, "L4 E64 C40");
+	random_steps(8, 256, 700, 256, 6000, 0, "L8 E256 C700");
+	random_steps(3, 2048, 3000, 2048, 600, 0, "L3 E2048 C3000");
+	random_steps(2, 32, 20, 64, 4000, INT64_C(1) << 33, "L2 E32 C20 step 2^33");
+}
+
+/* ensure_experts alone: per-layer cost at batch 32 with 0.4*L*E slots, cycling over layers;
+ * every launch gets fresh ids (they are rewritten in place). */
+static void time_ensure(int L, int E, int C, int topk, int all_miss)
+{
+	const int n = 32 * topk, iters = 960;
+	struct ftsc_dev d;
+	CK(ftsc_dev_create(&d, L, E, C));
+	int32_t *h = malloc(4 * (size_t)n * iters), *d_ids, *d_ids0;
+	for (int i = 0; i < iters; i++)
+		for (int j = 0; j < n; j++)
+			/* all_miss: every layer asks for all of its experts in turn, the cache holds
+			 * fewer than L*E so each call misses min(n, E) experts */
+			h[(size_t)i * n + j] = all_miss ? (int)((i / L * n + j) % E) : (int)(rnd() % E);
+	CK(cudaMalloc((void **)&d_ids, 4 * (size_t)n * iters));
+	CK(cudaMalloc((void **)&d_ids0, 4 * (size_t)n * iters));
+	CK(cudaMemcpy(d_ids0, h, 4 * (size_t)n * iters, cudaMemcpyHostToDevice));
+	cudaEvent_t e0, e1;
+	CK(cudaEventCreate(&e0));
+	CK(cudaEventCreate(&e1));
+	cudaStream_t s;
+	CK(cudaStreamCreate(&s));
+	float ms = 0;
+	for (int w = 0; w < 2; w++) {
+		CK(cudaMemcpyAsync(d_ids, d_ids0, 4 * (size_t)n * iters, cudaMemcpyDeviceToDevice, s));
+		CK(cudaEventRecord(e0, s));
+		for (int i = 0; i < iters; i++)
+			CK(ftsc_dev_ensure(&d, i % L, d_ids + (size_t)i * n, n, s));
+		CK(cudaEventRecord(e1, s));
+		CK(cudaEventSynchronize(e1));
+	}
+	CK(cudaEventElapsedTime(&ms, e0, e1));
+	int32_t counts[3];
+	CK(cudaMemcpy(counts, d.counts, sizeof counts, cudaMemcpyDeviceToHost));
+	assert_int_equal(counts[2], 0);
+	printf("  ensure_experts: %.2f us per layer back to back (L=%d E=%d C=%d, batch 32 top-%d, %s; "
+	       "last call %d misses)\n", ms * 1e3 / iters, L, E, C, topk, all_miss ? "all miss" : "random ids",
+	       counts[1]);
+	/* the same captured in a CUDA graph of L layers (fresh ids copied in by the graph) */
+	cudaGraph_t g;
+	cudaGraphExec_t ge;
+	CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+	CK(cudaMemcpyAsync(d_ids, d_ids0, 4 * (size_t)n * L, cudaMemcpyDeviceToDevice, s));
+	for (int l = 0; l < L; l++)
+		CK(ftsc_dev_ensure(&d, l, d_ids + (size_t)l * n, n, s));
+	CK(cudaStreamEndCapture(s, &g));
+	CK(cudaGraphInstantiate(&ge, g, 0));
+	CK(cudaGraphLaunch(ge, s));
+	CK(cudaEventRecord(e0, s));
+	for (int i = 0; i < 20; i++)
+		CK(cudaGraphLaunch(ge, s));
+	CK(cudaEventRecord(e1, s));
+	CK(cudaEventSynchronize(e1));
+	CK(cudaEventElapsedTime(&ms, e0, e1));
+	double us = ms * 1e3 / (20.0 * L);
+	CK(cudaMemcpy(counts, d.counts, sizeof counts, cudaMemcpyDeviceToHost));
+	assert_int_equal(counts[2], 0);
+	printf("  ensure_experts: %.2f us per layer in a CUDA graph of %d layers (last call %d misses)\n", us, L,
+	       counts[1]);
+	assert_true(us < 15.0);
+	cudaGraphExecDestroy(ge);
+	cudaGraphDestroy(g);
+	cudaStreamDestroy(s);
+	cudaEventDestroy(e0);
+	cudaEventDestroy(e1);
+	cudaFree(d_ids);
+	cudaFree(d_ids0);
+	free(h);
+	ftsc_dev_destroy(&d);
+}
+
+static void test_ensure_timing(void **st)
+{
+	if (!have_gpu())
+		skip();
+	time_ensure(48, 128, (int)(0.4 * 48 * 128), 8, 0);
+	time_ensure(48, 128, (int)(0.4 * 48 * 128), 8, 1);
+	time_ensure(62, 256, (int)(0.4 * 62 * 256), 8, 1);
+	time_ensure(89, 160, (int)(0.4 * 89 * 160), 8, 1);
+}
+
+static int notes;
+static void count_note(void *ctx, const char *msg)
+{
+	notes++;
+	printf("  note: %s\n", msg);
+}
+
+static void random_plan(int E, int C, int n, int32_t *src, int32_t *dst)
+{
+	int32_t *perm = malloc(4 * (size_t)C);
+	for (int i = 0; i < C; i++)
+		perm[i] = i;
+	for (int i = C - 1; i > 0; i--) {
+		int j = (int)(rnd() % (uint32_t)(i + 1));
+		int32_t t = perm[i];
+		perm[i] = perm[j];
+		perm[j] = t;
+	}
+	for (int i = 0; i < n; i++) {
+		src[i] = (int)(rnd() % E);
+		dst[i] = perm[i];
+	}
+	free(perm);
+}
+
+static void check_paths(const char *fmt, long H, long I, int expect_fused, int expect_note)
+{
+	struct ftreport rep = {NULL, count_note, NULL};
+	struct ftgather *g;
+	const int E = 12, C = 20, n = 9;
+	struct ftgather_geom geom = {ftfmt_lookup(fmt), H, I, E, 2, C, 16};
+	notes = 0;
+	assert_int_equal(ftgather_create(&g, &geom, &rep), 0);
+	assert_int_equal(ftgather_default_path(g) == FTGATHER_FUSED, expect_fused);
+	assert_int_equal(notes, expect_note);
+	int32_t src[16], dst[16];
+	int dev, major;
+	cudaGetDevice(&dev);
+	cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+	for (int layer = 0; layer < 2; layer++) {
+		random_plan(E, C, n, src, dst);
+		assert_int_equal(ftgather_set_plan(g, layer, src, dst, n), 0);
+		const enum ftgather_path paths[] = {FTGATHER_PER_BANK, FTGATHER_MEMCPY, FTGATHER_MEMCPY_BATCH,
+						    FTGATHER_PROXY};
+		for (int p = 0; p < 4; p++) {
+			assert_int_equal(ftgather_poison(g), 0);
+			assert_int_equal(ftgather_verify(g), -EBADMSG); /* the poison is visible */
+			assert_int_equal(ftgather_run(g, paths[p]), 0);
+			if (ftgather_verify(g))
+				fail_msg("%s layer %d: path %s copied wrong bytes", fmt, layer, ftgather_path_name(paths[p]));
+		}
+		for (int v = 0; expect_fused && v < FTCM_VAR_COUNT; v++) {
+			if (v == FTCM_VAR_BULK && (major < 9 || getenv("FT_TEST_NO_BULK")))
+				continue;
+			assert_int_equal(ftgather_set_variant(g, v, v == 1 ? 3 : 0), 0);
+			assert_int_equal(ftgather_poison(g), 0);
+			assert_int_equal(ftgather_run(g, FTGATHER_FUSED), 0);
+			if (ftgather_verify(g))
+				fail_msg("%s layer %d: fused variant %s copied wrong bytes", fmt, layer, ftcm_variant_name(v));
+		}
+		assert_int_equal(ftgather_set_variant(g, 0, 0), 0);
+	}
+	/* an empty plan copies nothing and succeeds */
+	assert_int_equal(ftgather_set_plan(g, 0, src, dst, 0), 0);
+	assert_int_equal(ftgather_run(g, FTGATHER_AUTO), 0);
+	assert_int_equal(ftgather_set_plan(g, 0, (int32_t[]){E}, dst, 1), -EINVAL);
+	/* overlap loop */
+	assert_int_equal(ftgather_set_plan(g, 1, src, dst, n), 0);
+	uint64_t bytes;
+	double secs;
+	assert_int_equal(ftgather_overlap_start(g), 0);
+	double t0 = ft_now_s();
+	while (ft_now_s() - t0 < 0.05)
+		;
+	assert_int_equal(ftgather_overlap_stop(g, &bytes, &secs), 0);
+	assert_true(bytes > 0 && bytes % (n * ftgather_expert_bytes(g)) == 0 && secs > 0);
+	assert_int_equal(ftgather_verify(g), 0);
+	ftgather_free(g);
+	printf("  %-13s H=%ld I=%ld: every path copies the right bytes (%s)\n", fmt, H, I,
+	       expect_fused ? "fused" : "per-bank fallback");
+}
+
+static void test_gather_every_format(void **st)
+{
+	if (!have_gpu())
+		skip();
+	unsetenv("FREETOKEN_FUSED_COPY");
+	check_paths("bf16", 256, 128, 1, 0);
+	check_paths("fp8_block", 512, 256, 1, 0);
+	check_paths("q4_0", 256, 128, 1, 0);
+	check_paths("nvfp4", 256, 128, 1, 0);
+	check_paths("nvfp4_marlin", 256, 128, 1, 0);
+	check_paths("mxfp4_triton", 288, 160, 1, 0);
+	check_paths("ds_fp4", 256, 128, 1, 0);
+	/* real geometries of two profiles */
+	check_paths("nvfp4", 3072, 1536, 1, 0);
+	check_paths("mxfp4_triton", 2880, 2880, 1, 0);
+	/* fp8 scales of 8 bytes: rows not 16-byte multiples -> per-bank with a note */
+	check_paths("fp8_block", 256, 128, 0, 1);
+	/* forced per-bank: no note */
+	setenv("FREETOKEN_FUSED_COPY", "Off", 1);
+	assert_int_equal(ftcm_env_fused(), 0);
+	check_paths("bf16", 256, 128, 0, 0);
+	unsetenv("FREETOKEN_FUSED_COPY");
+	assert_int_equal(ftcm_env_fused(), 1);
+}
+
+/* The per-bank kernel's 1- and 4-byte paths on odd rows and an odd host base. */
+static void test_odd_rows(void **st)
+{
+	if (!have_gpu())
+		skip();
+	const int E = 10, C = 12, n = 7;
+	const size_t rows[3] = {7, 4100, 4096};
+	unsigned char *host;
+	void *pools[3];
+	size_t off[3] = {0, 128, 128 + 4100 * E + 60};
+	size_t total = off[2] + rows[2] * E + 16;
+	CK(cudaHostAlloc((void **)&host, total + 1, cudaHostAllocMapped));
+	for (size_t i = 0; i <= total; i++)
+		host[i] = (unsigned char)(1 + i % 253);
+	off[2] += 1; /* odd base */
+	struct ftcm_bank b[3];
+	for (int k = 0; k < 3; k++) {
+		CK(cudaMalloc(&pools[k], rows[k] * C));
+		CK(cudaMemset(pools[k], 0, rows[k] * C));
+		b[k] = (struct ftcm_bank){host + off[k], pools[k], rows[k]};
+	}
+	struct ftcm *cm;
+	char note[200];
+	CK(ftcm_create(&cm, b, 1, 3, 1, note, sizeof note));
+	assert_false(ftcm_is_fused(cm));
+	assert_true(strstr(note, "bank 0") != NULL);
+	int32_t src[7], dst[7], *d_plan;
+	random_plan(E, C, n, src, dst);
+	CK(cudaMalloc((void **)&d_plan, 4 * 15));
+	CK(cudaMemcpy(d_plan, src, 28, cudaMemcpyHostToDevice));
+	CK(cudaMemcpy(d_plan + 7, dst, 28, cudaMemcpyHostToDevice));
+	int32_t num = 5; /* only the first 5 entries */
+	CK(cudaMemcpy(d_plan + 14, &num, 4, cudaMemcpyHostToDevice));
+	CK(ftcm_copy(cm, 0, d_plan, d_plan + 7, d_plan + 14, n, 0));
+	assert_int_equal(ftcm_copy_path(cm, 1, 0, 0, 0, d_plan, d_plan + 7, d_plan + 14, n, 0), cudaErrorInvalidValue);
+	CK(cudaDeviceSynchronize());
+	for (int k = 0; k < 3; k++) {
+		unsigned char *tmp = malloc(rows[k] * C);
+		CK(cudaMemcpy(tmp, pools[k], rows[k] * C, cudaMemcpyDeviceToHost));
+		for (int i = 0; i < n; i++) {
+			const unsigned char *want = host + off[k] + (size_t)src[i] * rows[k];
+			int same = !memcmp(tmp + (size_t)dst[i] * rows[k], want, rows[k]);
+			if (i < 5 && !same)
+				fail_msg("bank %d entry %d not copied", k, i);
+			if (i >= 5 && same)
+				fail_msg("bank %d entry %d copied beyond num_indices", k, i);
+		}
+		free(tmp);
+		cudaFree(pools[k]);
+	}
+	ftcm_destroy(cm);
+	cudaFree(d_plan);
+	cudaFreeHost(host);
+}
+
+/* ensure + copy captured in a CUDA graph for two layers, replayed with new ids each time. */
+static void test_graph_capture(void **st)
+{
+	if (!have_gpu())
+		skip();
+	const int L = 2, E = 32, C = 40, n = 24;
+	struct ftgather *g;
+	struct ftgather_geom geom = {ftfmt_lookup("bf16"), 256, 128, E, L, C, E};
+	assert_int_equal(ftgather_create(&g, &geom, NULL), 0);
+	struct ftcm *cm = ftgather_copier(g);
+	struct ftsc ref;
+	assert_int_equal(ftsc_init(&ref, L, E, C), 0);
+	struct ftsc_dev d;
+	CK(ftsc_dev_create(&d, L, E, C));
+	int32_t *d_in, *d_ids;
+	CK(cudaMalloc((void **)&d_in, 4 * n * L));
+	CK(cudaMalloc((void **)&d_ids, 4 * n * L));
+	cudaStream_t s = ftgather_stream(g);
+	cudaGraph_t gr;
+	cudaGraphExec_t ge;
+	CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+	CK(cudaMemcpyAsync(d_ids, d_in, 4 * n * L, cudaMemcpyDeviceToDevice, s));
+	for (int l = 0; l < L; l++) {
+		CK(ftsc_dev_ensure(&d, l, d_ids + l * n, n, s));
+		CK(ftcm_copy(cm, l, d.src_indices, d.evict_slots, d.counts, E, s));
+	}
+	CK(cudaStreamEndCapture(s, &gr));
+	CK(cudaGraphInstantiate(&ge, gr, 0));
+	int32_t h[2 * 24], out[2 * 24], src[32], dst[32];
+	for (int it = 0; it < 50; it++) {
+		for (int i = 0; i < n * L; i++)
+			h[i] = (int)(rnd() % (it % 2 ? 12 : E));
+		CK(cudaMemcpy(d_in, h, sizeof h, cudaMemcpyHostToDevice));
+		CK(cudaGraphLaunch(ge, s));
+		CK(cudaStreamSynchronize(s));
+		CK(cudaMemcpy(out, d_ids, sizeof out, cudaMemcpyDeviceToHost));
+		for (int l = 0; l < L; l++) {
+			struct ftsc_plan p = {src, dst, E, 0, 0};
+			assert_int_equal(ftsc_ensure(&ref, l, h + l * n, n, &p), 0);
+			if (memcmp(h + l * n, out + l * n, 4 * n))
+				fail_msg("graph replay %d layer %d: ids differ", it, l);
+			if (l == L - 1 && p.num_indices) {
+				/* the last layer's plan: its slots hold its rows */
+				assert_int_equal(ftgather_set_plan(g, l, src, dst, p.num_indices), 0);
+				assert_int_equal(ftgather_verify(g), 0);
+			}
+		}
+	}
+	compare_state(&ref, &d, "graph", 50);
+	cudaGraphExecDestroy(ge);
+	cudaGraphDestroy(gr);
+	cudaFree(d_in);
+	cudaFree(d_ids);
+	ftsc_dev_destroy(&d);
+	ftsc_release(&ref);
+	ftgather_free(g);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ensure_matches_reference),
+		cmocka_unit_test(test_ensure_timing),
+		cmocka_unit_test(test_gather_every_format),
+		cmocka_unit_test(test_odd_rows),
+		cmocka_unit_test(test_graph_capture),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
+#else
+static void test_no_cuda(void **st)
+{
+	skip();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {cmocka_unit_test(test_no_cuda)};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
+#endif

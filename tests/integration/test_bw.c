@@ -1,0 +1,296 @@
+/* ftbench bw end to end, as a user and the daemon run it: the real binary with small iteration
+ * counts on this host (CPU-only in CI: host.json), the profile checked against
+ * api/schemas/profile.schema.json, read back by `ftbench profile recommend`, the worker protocol
+ * on --result-fd, -o/--json, and failures that must leave no (partial) profile behind. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "util/fsutil.h"
+#include "util/jschema.h"
+
+#define SCHEMA "api/schemas/profile.schema.json"
+#define SMALL "--cpu-iters", "2", "--kernel-cpu-iters", "3", "--pcie-mib", "16", "--pcie-iters", "2", \
+	"--kernel-pcie-iters", "2", "--overlap-seconds", "0.5"
+
+static char tmp[256], ftbench[512];
+
+/* Run ftbench with XDG_CACHE_HOME=tmp/cache, stdout into out_path, fd 3 into fd3_path (when
+ * not NULL). Returns the exit status (or 128+signal). */
+static int run(const char *out_path, const char *fd3_path, const char *const *args)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char cache[512];
+		snprintf(cache, sizeof cache, "%s/cache", tmp);
+		setenv("XDG_CACHE_HOME", cache, 1);
+		unsetenv("FREETOKEN_BENCHBW_PATH");
+		int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (o < 0 || dup2(o, 1) < 0)
+			_exit(120);
+		if (fd3_path) {
+			int f = open(fd3_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			if (f < 0 || dup2(f, 3) < 0)
+				_exit(121);
+		}
+		const char *argv[64] = {ftbench};
+		int n = 1;
+		for (; args[n - 1] && n < 63; n++)
+			argv[n] = args[n - 1];
+		argv[n] = NULL;
+		execv(ftbench, (char *const *)argv);
+		_exit(122);
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static json_t *load(const char *path)
+{
+	json_error_t e;
+	json_t *j = json_load_file(path, 0, &e);
+	if (!j)
+		print_error("%s: %s (line %d)\n", path, e.text, e.line);
+	return j;
+}
+
+static char *slurp(const char *path)
+{
+	char *buf = NULL;
+	size_t len;
+	assert_int_equal(ftfs_read_file(path, 16 << 20, &buf, &len), 0);
+	return buf;
+}
+
+/* Equal up to the last digits of reals (a writer may print 15 significant digits). */
+static bool json_near(const json_t *a, const json_t *b)
+{
+	if (json_is_number(a) && json_is_number(b)) {
+		double x = json_number_value(a), y = json_number_value(b);
+		return fabs(x - y) <= 1e-12 * (fabs(x) + fabs(y)) + 1e-300;
+	}
+	if (json_typeof(a) != json_typeof(b))
+		return false;
+	if (json_is_object(a)) {
+		const char *k;
+		json_t *v;
+		if (json_object_size(a) != json_object_size(b))
+			return false;
+		json_object_foreach((json_t *)a, k, v)
+			if (!json_near(v, json_object_get(b, k)))
+				return false;
+		return true;
+	}
+	if (json_is_array(a)) {
+		if (json_array_size(a) != json_array_size(b))
+			return false;
+		for (size_t i = 0; i < json_array_size(a); i++)
+			if (!json_near(json_array_get(a, i), json_array_get(b, i)))
+				return false;
+		return true;
+	}
+	return json_equal(a, b);
+}
+
+static void assert_valid(const char *path)
+{
+	char err[1024] = "";
+	int r = ftjschema_validate_files(SCHEMA, path, err, sizeof err);
+	if (r)
+		print_error("%s: %s\n", path, err);
+	assert_int_equal(r, 0);
+}
+
+/* Where the store puts the profile this run measured. */
+static void store_path(const json_t *prof, char *buf, size_t n)
+{
+	const json_t *gpu = json_object_get(prof, "gpu");
+	snprintf(buf, n, "%s/cache/freetoken/benchbw/%s.json", tmp,
+		 json_is_object(gpu) ? json_string_value(json_object_get(gpu, "uuid")) : "host");
+}
+
+static void test_default_store_and_worker(void **s)
+{
+	char out[512], fd3[512], path[600];
+	snprintf(out, sizeof out, "%s/a.out", tmp);
+	snprintf(fd3, sizeof fd3, "%s/a.fd3", tmp);
+	const char *args[] = {"bw", "--dtype", "bf16,fp8", "--result-fd", "3", SMALL, NULL};
+	assert_int_equal(run(out, fd3, args), 0);
+
+	/* the worker protocol: progress lines with the agreed labels, then the whole profile */
+	FILE *f = fopen(fd3, "r");
+	assert_non_null(f);
+	char line[1 << 16];
+	int seen_ceil = 0, seen_bf16 = 0, seen_fp8 = 0, seen_done = 0, results = 0;
+	json_t *result = NULL;
+	while (fgets(line, sizeof line, f)) {
+		json_t *m = json_loads(line, 0, NULL);
+		assert_non_null(m);
+		const char *type = json_string_value(json_object_get(m, "type"));
+		assert_non_null(type);
+		if (!strcmp(type, "progress")) {
+			const char *l = json_string_value(json_object_get(m, "label"));
+			seen_ceil |= !strcmp(l, "ceilings");
+			seen_bf16 |= !strcmp(l, "dtype:bf16");
+			seen_fp8 |= !strcmp(l, "dtype:fp8_block");
+			seen_done |= !strcmp(l, "done");
+		} else {
+			assert_string_equal(type, "result");
+			results++;
+			json_decref(result);
+			result = json_incref(json_object_get(m, "result"));
+		}
+		json_decref(m);
+	}
+	fclose(f);
+	assert_true(seen_ceil && seen_bf16 && seen_fp8 && seen_done);
+	assert_int_equal(results, 1);
+	assert_non_null(result);
+
+	/* the file in the store is that profile and passes the schema */
+	store_path(result, path, sizeof path);
+	json_t *file = load(path);
+	assert_non_null(file);
+	assert_true(json_near(file, result));
+	assert_valid(path);
+	assert_int_equal(json_integer_value(json_object_get(file, "version")), 4);
+	json_t *bf16 = json_object_get(json_object_get(file, "dtype_kernels"), "bf16");
+	assert_true(json_number_value(json_object_get(bf16, "cpu_moe_gbs")) > 0);
+	assert_true(json_number_value(json_object_get(json_object_get(file, "ceilings"), "cpu_stream_read_gbs")) > 0);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(file, "dtypes"), "fp8_block")), "offload");
+	if (json_is_null(json_object_get(file, "gpu"))) {
+		/* a GPU-less host: no PCIe figures, offload with a note everywhere */
+		assert_true(json_is_null(json_object_get(json_object_get(file, "ceilings"), "pcie_linear_h2d_gbs")));
+		assert_true(json_is_null(json_object_get(bf16, "pcie_gather_gbs")));
+		assert_string_equal(json_string_value(json_object_get(bf16, "recommended")), "offload");
+		assert_true(json_is_string(json_object_get(bf16, "note")));
+	}
+
+	/* the summary on stdout */
+	char *text = slurp(out);
+	assert_non_null(strstr(text, "ceilings"));
+	assert_non_null(strstr(text, "decision"));
+	assert_non_null(strstr(text, "profile written to"));
+	free(text);
+
+	/* read back through libftprofile, as an engine would */
+	char rec_out[512];
+	snprintf(rec_out, sizeof rec_out, "%s/rec.out", tmp);
+	const char *rargs[] = {"profile", "recommend", "bf16", NULL};
+	assert_int_equal(run(rec_out, NULL, rargs), 0);
+	text = slurp(rec_out);
+	char want[32];
+	snprintf(want, sizeof want, "%s\n", json_string_value(json_object_get(json_object_get(file, "dtypes"), "bf16")));
+	assert_string_equal(text, want);
+	free(text);
+	json_decref(file);
+	json_decref(result);
+}
+
+static void test_output_json_models_isa(void **s)
+{
+	char out[512], file[512];
+	snprintf(out, sizeof out, "%s/b.out", tmp);
+	snprintf(file, sizeof file, "%s/sub/dir/p.json", tmp);
+	const char *args[] = {"bw", "--model", "qwen3-30b", "--formats", "bf16", "--isa", "scalar,avx2",
+			      "--threshold", "1.5", "--json", "-o", file, SMALL, NULL};
+	assert_int_equal(run(out, NULL, args), 0);
+	json_t *printed = load(out), *written = load(file);
+	assert_non_null(printed);
+	assert_non_null(written);
+	assert_true(json_near(printed, written));
+	assert_valid(file);
+	assert_true(json_number_value(json_object_get(written, "threshold")) == 1.5);
+	assert_int_equal(json_object_size(json_object_get(written, "dtype_kernels")), 0);
+	json_t *w = json_object_get(json_object_get(written, "workloads"), "qwen3-30b");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(w, "model"), "inter")), 768);
+	json_t *e = json_object_get(json_object_get(w, "kernels"), "bf16");
+	json_t *sweep = json_object_get(e, "isa_sweep");
+	assert_true(json_is_object(sweep));
+	assert_true(json_number_value(json_object_get(sweep, "scalar")) > 0);
+	assert_true(json_number_value(json_object_get(sweep, "avx2")) > 0);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(e, "cpu_moe_gbs_spread"), "samples")), 3);
+	assert_non_null(json_object_get(json_object_get(w, "recommended_moe_backend"), "bf16"));
+	json_decref(printed);
+	json_decref(written);
+}
+
+static void test_failures_leave_no_profile(void **s)
+{
+	char out[512], fd3[512], dir[512], host[600];
+	snprintf(out, sizeof out, "%s/c.out", tmp);
+	snprintf(fd3, sizeof fd3, "%s/c.fd3", tmp);
+	snprintf(dir, sizeof dir, "%s/cache/freetoken/benchbw", tmp);
+	snprintf(host, sizeof host, "%s/failing.json", tmp);
+
+	const char *a1[] = {"bw", "--dtype", "int3", "-o", host, NULL};
+	assert_int_equal(run(out, NULL, a1), 2);
+	const char *a2[] = {"bw", "--threshold", "0", "-o", host, NULL};
+	assert_int_equal(run(out, NULL, a2), 2);
+	const char *a3[] = {"bw", "--cpu-threads", "100000", "-o", host, SMALL, NULL};
+	assert_int_equal(run(out, NULL, a3), 2);
+	const char *a4[] = {"bw", "--kernel-cpu-iters", "x", "-o", host, NULL};
+	assert_int_equal(run(out, NULL, a4), 2);
+	/* a GPU that does not exist, in worker mode: an error line, exit 2 */
+	const char *a5[] = {"bw", "--gpu", "GPU-ffffffff-0000", "--result-fd", "3", "-o", host, SMALL, NULL};
+	assert_int_equal(run(out, fd3, a5), 2);
+	char *text = slurp(fd3);
+	json_t *m = json_loads(text, JSON_DISABLE_EOF_CHECK, NULL);
+	assert_non_null(m);
+	assert_string_equal(json_string_value(json_object_get(m, "type")), "error");
+	assert_non_null(strstr(json_string_value(json_object_get(m, "message")), "--gpu"));
+	json_decref(m);
+	free(text);
+	struct stat st;
+	assert_int_equal(stat(host, &st), -1);
+	(void)dir;
+}
+
+static int setup(void **s)
+{
+	const char *b = getenv("BUILD");
+	snprintf(ftbench, sizeof ftbench, "%s/bin/ftbench", b && *b ? b : "build");
+	if (access(ftbench, X_OK) || access(SCHEMA, R_OK)) {
+		print_error("run from the repository root after make (%s, %s)\n", ftbench, SCHEMA);
+		return -1;
+	}
+	snprintf(tmp, sizeof tmp, "/tmp/ftbench-test-bw-XXXXXX");
+	return mkdtemp(tmp) ? 0 : -1;
+}
+
+static int teardown(void **s)
+{
+	char cmd[400];
+	if (getenv("FT_TEST_KEEP")) return 0;
+	if (tmp[0] && strncmp(tmp, "/tmp/ftbench-test-bw-", 21) == 0) {
+		snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+		if (system(cmd) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_default_store_and_worker),
+		cmocka_unit_test(test_output_json_models_isa),
+		cmocka_unit_test(test_failures_leave_no_profile),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,498 @@
+/* ftbench decode end to end against tests/fixtures/sse_server on loopback: the figures match
+ * the fixture's pacing, a dying backend does not stop the next, a server that ignores SIGTERM
+ * is killed (short grace flags), JSONL rows carry every field, the request and the server flags
+ * are what reference §8 says. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "decode/server.h"
+
+static char ftbench[PATH_MAX], fixture[PATH_MAX], tmpdir[PATH_MAX];
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Run ftbench decode with args (NULL-terminated) plus --json FILE; return the exit status and
+ * the rows (new array). stdout+stderr go to tmpdir/out.txt. */
+static int run_decode(json_t **rows, double *wall, ...)
+{
+	char json[PATH_MAX + 16], out[PATH_MAX + 16];
+	snprintf(json, sizeof json, "%s/rows.jsonl", tmpdir);
+	snprintf(out, sizeof out, "%s/out.txt", tmpdir);
+	unlink(json);
+	const char *argv[64] = {ftbench, "decode", "--json", json, "--driver-wait", "0", "--log-dir", tmpdir};
+	int n = 8;
+	va_list ap;
+	va_start(ap, wall);
+	const char *a;
+	while ((a = va_arg(ap, const char *)) && n < 62)
+		argv[n++] = a;
+	va_end(ap);
+	argv[n] = NULL;
+	double t0 = now();
+	pid_t pid = fork();
+	if (pid == 0) {
+		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execv(ftbench, (char **)argv);
+		_exit(127);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	if (wall)
+		*wall = now() - t0;
+	*rows = json_array();
+	FILE *f = fopen(json, "r");
+	char line[1 << 16];
+	while (f && fgets(line, sizeof line, f)) {
+		json_error_t je;
+		json_t *j = json_loads(line, 0, &je);
+		assert_non_null(j);
+		json_array_append_new(*rows, j);
+	}
+	if (f)
+		fclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static char cmdbuf[8][5 * PATH_MAX];
+/* A --server-cmd for the fixture with extra options. */
+static const char *srv(int slot, const char *extra)
+{
+	snprintf(cmdbuf[slot], sizeof cmdbuf[slot], "%s --port {port} --model {model} --lifetime 60 %s {flags}", fixture,
+		 extra);
+	return cmdbuf[slot];
+}
+
+static double num(json_t *row, const char *k)
+{
+	json_t *v = json_object_get(row, k);
+	assert_true(json_is_number(v));
+	return json_number_value(v);
+}
+
+static void assert_near(double got, double want, double rel)
+{
+	if (fabs(got - want) > rel * fabs(want))
+		fail_msg("%.4f is not within %.1f%% of %.4f", got, rel * 100, want);
+}
+
+static void test_pacing(void **st)
+{
+	json_t *rows;
+	/* 100 tokens/s, one token per event, D = 128: the window is 1.27 s */
+	int rc = run_decode(&rows, NULL, "--model", "/models/fixture-a", "--tokens", "128", "--server-cmd",
+			    srv(0, "--rate 100 --ttft-ms 40 --vram-bytes 6442450944 --crlf --keepalive --split"), NULL);
+	assert_int_equal(rc, 0);
+	assert_int_equal(json_array_size(rows), 1);
+	json_t *r = json_array_get(rows, 0);
+	assert_true(json_is_true(json_object_get(r, "ok")));
+	assert_near(num(r, "decode_tok_s"), 100.0, 0.02);
+	assert_near(num(r, "ms_per_token"), 10.0, 0.02);
+	assert_near(num(r, "event_ms_p50"), 10.0, 0.02);
+	assert_true(num(r, "event_ms_p99") >= 9.8 && num(r, "event_ms_p99") < 100);
+	assert_true(num(r, "ttft_ms") >= 39.0 && num(r, "ttft_ms") < 250);
+	assert_int_equal((int)num(r, "completion_tokens"), 128);
+	assert_int_equal((int)num(r, "events"), 128);
+	assert_near(num(r, "tokens_per_event"), 1.0, 1e-9);
+	assert_near(num(r, "vram_gib"), 6.0, 1e-9);
+	assert_true(num(r, "prompt_tokens") > 10);
+	assert_string_equal(json_string_value(json_object_get(r, "model_id")), "fixture-a");
+	assert_int_equal(strlen(json_string_value(json_object_get(r, "output_sha1"))), 12);
+	assert_int_equal(json_array_size(json_object_get(r, "warnings")), 0);
+	json_decref(rows);
+}
+
+static void test_multi_token_events(void **st)
+{
+	json_t *rows;
+	/* 4 tokens per event at 200 tokens/s: 16 events 20 ms apart. The §8 formula gives
+	 * (64 - 1) / (15 * 0.02 s) = 210 tok/s: the pacing rate times (N-1)/(N-k). */
+	int rc = run_decode(&rows, NULL, "--model", "/models/m", "--tokens", "64", "--server-cmd",
+			    srv(0, "--rate 200 --tokens-per-event 4 --continuous-usage"), NULL);
+	assert_int_equal(rc, 0);
+	json_t *r = json_array_get(rows, 0);
+	assert_near(num(r, "decode_tok_s"), 200.0 * 63.0 / 60.0, 0.02);
+	assert_near(num(r, "event_ms_p50"), 20.0, 0.02);
+	assert_int_equal((int)num(r, "events"), 16);
+	assert_near(num(r, "tokens_per_event"), 4.0, 1e-9);
+	assert_int_equal((int)num(r, "max_tokens_per_event"), 4);
+	assert_int_equal((int)num(r, "completion_tokens"), 64);
+	json_decref(rows);
+}
+
+static void test_no_usage_chunk(void **st)
+{
+	json_t *rows;
+	int rc = run_decode(&rows, NULL, "--model", "/models/m", "--tokens", "32", "--server-cmd",
+			    srv(0, "--rate 400 --no-usage"), NULL);
+	assert_int_equal(rc, 0);
+	json_t *r = json_array_get(rows, 0);
+	assert_true(json_is_true(json_object_get(r, "usage_missing")));
+	assert_int_equal((int)num(r, "completion_tokens"), 32);
+	assert_true(json_is_null(json_object_get(r, "prompt_tokens")));
+	assert_true(json_array_size(json_object_get(r, "warnings")) >= 1);
+	assert_true(json_is_null(json_object_get(r, "vram_gib"))); /* no /v1/stats */
+	json_decref(rows);
+}
+
+static void test_dying_backend_does_not_stop_the_next(void **st)
+{
+	json_t *rows;
+	int rc = run_decode(&rows, NULL, "--model", "/models/m", "--tokens", "40", "--backend", "offload,cpu,hybrid",
+			    "--server-cmd", srv(0, "--rate 400 --fault-backend cpu --disconnect-after 10"), NULL);
+	assert_int_equal(rc, 1);
+	assert_int_equal(json_array_size(rows), 3);
+	const char *want[] = {"offload", "cpu", "hybrid"};
+	for (int i = 0; i < 3; i++) {
+		json_t *r = json_array_get(rows, (size_t)i);
+		assert_string_equal(json_string_value(json_object_get(r, "backend")), want[i]);
+		assert_int_equal(json_is_true(json_object_get(r, "ok")), i != 1);
+	}
+	json_t *bad = json_array_get(rows, 1);
+	const char *e = json_string_value(json_object_get(bad, "error"));
+	assert_non_null(strstr(e, "mid-stream"));
+	assert_non_null(strstr(e, "exited with status 3"));
+	assert_true(json_is_null(json_object_get(bad, "decode_tok_s")));
+	/* same model, same requests: the same text on every backend that finished */
+	assert_string_equal(json_string_value(json_object_get(json_array_get(rows, 0), "output_sha1")),
+			    json_string_value(json_object_get(json_array_get(rows, 2), "output_sha1")));
+	char out[PATH_MAX + 16], buf[8192];
+	snprintf(out, sizeof out, "%s/out.txt", tmpdir);
+	FILE *f = fopen(out, "r");
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	assert_non_null(strstr(buf, "failed: cpu"));
+	json_decref(rows);
+}
+
+static void test_error_object_and_start_failure(void **st)
+{
+	json_t *rows;
+	int rc = run_decode(&rows, NULL, "--model", "/models/m", "--tokens", "20", "--backend", "offload,cpu,hybrid",
+			    "--server-cmd", srv(0, "--rate 500 --fault-backend offload --error-after 3"), NULL);
+	assert_int_equal(rc, 1);
+	assert_int_equal(json_array_size(rows), 3);
+	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(rows, 0), "error")),
+			       "fixture: engine failure"));
+	assert_true(json_is_true(json_object_get(json_array_get(rows, 1), "ok")));
+	json_decref(rows);
+	double wall;
+	rc = run_decode(&rows, &wall, "--model", "/models/m", "--tokens", "20", "--backend", "cpu,hybrid",
+			"--server-cmd", srv(0, "--rate 500 --fault-backend cpu --exit-at-start"), NULL);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(rows, 0), "error")),
+			       "exited before it was serving"));
+	assert_true(json_is_true(json_object_get(json_array_get(rows, 1), "ok")));
+	json_decref(rows);
+	/* a command that does not exist fails that backend only */
+	rc = run_decode(&rows, NULL, "--model", "/models/m", "--server-cmd", "/nonexistent/ft serve --port {port}",
+			NULL);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(rows, 0), "error")), "cannot run"));
+	json_decref(rows);
+}
+
+static void test_slow_health(void **st)
+{
+	json_t *rows;
+	double wall;
+	int rc = run_decode(&rows, &wall, "--model", "/models/m", "--tokens", "16", "--server-cmd",
+			    srv(0, "--rate 500 --health-delay 1.2"), NULL);
+	assert_int_equal(rc, 0);
+	assert_true(wall >= 1.2);
+	json_decref(rows);
+	rc = run_decode(&rows, &wall, "--model", "/models/m", "--tokens", "16", "--health-timeout", "0.8",
+			"--server-cmd", srv(0, "--rate 500 --health-delay 30"), NULL);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(rows, 0), "error")),
+			       "did not say serving"));
+	assert_true(wall < 10);
+	json_decref(rows);
+}
+
+static int pid_gone(pid_t p)
+{
+	return kill(p, 0) < 0 && errno == ESRCH;
+}
+
+static void test_ignores_sigterm_is_killed(void **st)
+{
+	json_t *rows;
+	double wall;
+	char extra[PATH_MAX + 128], pidf[PATH_MAX + 16];
+	snprintf(pidf, sizeof pidf, "%s/pids", tmpdir);
+	snprintf(extra, sizeof extra, "--rate 500 --ignore-sigterm --fork-child --pid-file %s", pidf);
+	int rc = run_decode(&rows, &wall, "--model", "/models/m", "--tokens", "16", "--term-grace", "0.5",
+			    "--kill-grace", "5", "--server-cmd", srv(0, extra), NULL);
+	assert_int_equal(rc, 0);
+	json_t *r = json_array_get(rows, 0);
+	assert_non_null(strstr(json_string_value(json_object_get(r, "server_stop")), "SIGKILL"));
+	int a = 0, b = 0;
+	FILE *f = fopen(pidf, "r");
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%d %d", &a, &b), 2);
+	fclose(f);
+	assert_true(a > 0 && b > 0);
+	/* both the leader and its child (same process group) are gone */
+	for (int i = 0; i < 100 && !(pid_gone(a) && pid_gone(b)); i++)
+		usleep(20000);
+	assert_true(pid_gone(a));
+	assert_true(pid_gone(b));
+	assert_true(wall < 10);
+	json_decref(rows);
+	/* a well-behaved server stops on SIGTERM */
+	rc = run_decode(&rows, NULL, "--model", "/models/m", "--tokens", "16", "--server-cmd", srv(0, "--rate 500"), NULL);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(rows, 0), "server_stop")), "SIGTERM"));
+	json_decref(rows);
+}
+
+static const char *row_keys[] = {
+	"kind", "timestamp", "epoch", "host", "tool", "backend", "ok", "error", "model", "model_id", "url",
+	"max_tokens", "decode_tok_s", "ms_per_token", "event_ms_p50", "event_ms_p99", "ttft_ms", "prompt_tokens",
+	"completion_tokens", "events", "tokens_per_event", "max_tokens_per_event", "usage_missing", "vram_bytes",
+	"vram_gib", "sampling", "output_sha1", "finish_reason", "problem", "prompt_source", "thinking",
+	"warmup_requests", "mem_ratio", "cache", "hybrid_fetch", "cuda_graph", "server_started", "server_cmd",
+	"server_stop", "server_log", "wall_s", "warnings"};
+
+static void test_rows_carry_every_field_and_request_shape(void **st)
+{
+	char model[PATH_MAX + 16], gc[PATH_MAX + 64], args[PATH_MAX + 16], reqs[PATH_MAX + 16], extra[3 * PATH_MAX];
+	snprintf(model, sizeof model, "%s/model-x", tmpdir);
+	mkdir(model, 0755);
+	snprintf(gc, sizeof gc, "%s/generation_config.json", model);
+	FILE *f = fopen(gc, "w");
+	fputs("{\"temperature\": 0.6, \"top_k\": 0, \"do_sample\": true}", f);
+	fclose(f);
+	snprintf(args, sizeof args, "%s/args.txt", tmpdir);
+	snprintf(reqs, sizeof reqs, "%s/reqs.txt", tmpdir);
+	unlink(args);
+	unlink(reqs);
+	snprintf(extra, sizeof extra, "--rate 500 --args-out %s --requests-out %s --vram-bytes 1073741824", args, reqs);
+	json_t *rows;
+	int rc = run_decode(&rows, NULL, "--model", model, "--tokens", "24", "--backend", "cpu,hybrid", "--problem", "2",
+			    "--warmup", "2", "--cache-rate", "0.5", "--hybrid-fetch", "3", "--no-graph", "--mem-ratio",
+			    "0.8", "--server-cmd", srv(0, extra), NULL);
+	assert_int_equal(rc, 0);
+	assert_int_equal(json_array_size(rows), 2);
+	size_t i;
+	json_t *r;
+	json_array_foreach(rows, i, r) {
+		for (size_t k = 0; k < sizeof row_keys / sizeof row_keys[0]; k++)
+			if (!json_object_get(r, row_keys[k]))
+				fail_msg("row %zu lacks \"%s\"", i, row_keys[k]);
+		assert_int_equal(json_object_size(r), sizeof row_keys / sizeof row_keys[0]);
+		json_t *s = json_object_get(r, "sampling");
+		assert_near(json_number_value(json_object_get(s, "temperature")), 0.6, 1e-9);
+		assert_near(json_number_value(json_object_get(s, "top_p")), 0.95, 1e-9);
+		assert_int_equal(json_integer_value(json_object_get(s, "top_k")), -1);
+		assert_string_equal(json_string_value(json_object_get(r, "prompt_source")), "builtin:2");
+		assert_string_equal(json_string_value(json_object_get(r, "cache")), "rate:0.5");
+	}
+	/* a failed row carries every field too */
+	json_t *frows;
+	rc = run_decode(&frows, NULL, "--model", "/models/m", "--server-cmd", srv(1, "--rate 500 --exit-at-start"), NULL);
+	assert_int_equal(rc, 1);
+	assert_int_equal(json_object_size(json_array_get(frows, 0)), sizeof row_keys / sizeof row_keys[0]);
+	json_decref(frows);
+
+	/* the server flags of §8 */
+	char line[4096];
+	f = fopen(args, "r");
+	assert_non_null(fgets(line, sizeof line, f));
+	fclose(f);
+	assert_non_null(strstr(line, "--moe-backend cpu --max-running-requests 1 --max-seq-len-override 8216 "
+				     "--memory-ratio 0.8 --cuda-graph-max-bs 0 --moe-hybrid-max-fetch 3 --moe-cache-rate 0.5"));
+	/* the requests: 2 warm-up + 1 measured per backend, all alike */
+	f = fopen(reqs, "r");
+	int n = 0;
+	while (fgets(line, sizeof line, f)) {
+		json_t *q = json_loads(line, 0, NULL);
+		assert_non_null(q);
+		assert_true(json_is_true(json_object_get(q, "stream")));
+		assert_true(json_is_true(json_object_get(json_object_get(q, "stream_options"), "include_usage")));
+		assert_true(json_is_true(json_object_get(q, "ignore_eos")));
+		assert_int_equal(json_integer_value(json_object_get(q, "max_tokens")), 24);
+		assert_true(json_is_true(json_object_get(json_object_get(q, "chat_template_kwargs"), "enable_thinking")));
+		assert_string_equal(json_string_value(json_object_get(q, "model")), "model-x");
+		const char *c = json_string_value(json_object_get(json_array_get(json_object_get(q, "messages"), 0), "content"));
+		assert_non_null(strstr(c, "a_20"));
+		assert_non_null(strstr(c, "\\boxed{}"));
+		n++;
+		json_decref(q);
+	}
+	fclose(f);
+	assert_int_equal(n, 6);
+	json_decref(rows);
+
+	/* --greedy overrides the checkpoint */
+	rc = run_decode(&rows, NULL, "--model", model, "--tokens", "8", "--greedy", "--server-cmd", srv(0, "--rate 500"), NULL);
+	assert_int_equal(rc, 0);
+	json_t *s = json_object_get(json_array_get(rows, 0), "sampling");
+	assert_true(json_is_true(json_object_get(s, "greedy")));
+	assert_near(json_number_value(json_object_get(s, "top_p")), 1.0, 1e-9);
+	json_decref(rows);
+}
+
+static void test_url_mode(void **st)
+{
+	int port;
+	assert_int_equal(ftsrv_free_port(&port), 0);
+	char ps[16], url[64];
+	snprintf(ps, sizeof ps, "%d", port);
+	snprintf(url, sizeof url, "http://127.0.0.1:%d/v1", port);
+	pid_t pid = fork();
+	if (pid == 0) {
+		execl(fixture, fixture, "--port", ps, "--rate", "100", "--model", "running-model", "--lifetime", "30", (char *)NULL);
+		_exit(127);
+	}
+	json_t *rows;
+	int rc = run_decode(&rows, NULL, "--url", url, "--backend", "hybrid", "--tokens", "80", NULL);
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+	assert_int_equal(rc, 0);
+	json_t *r = json_array_get(rows, 0);
+	assert_true(json_is_false(json_object_get(r, "server_started")));
+	assert_true(json_is_null(json_object_get(r, "server_cmd")));
+	assert_string_equal(json_string_value(json_object_get(r, "model_id")), "running-model");
+	assert_string_equal(json_string_value(json_object_get(r, "backend")), "hybrid");
+	assert_near(num(r, "decode_tok_s"), 100.0, 0.02);
+	json_decref(rows);
+}
+
+static void test_result_fd(void **st)
+{
+	char res[PATH_MAX + 16], fds[PATH_MAX + 16], extra[2 * PATH_MAX];
+	snprintf(res, sizeof res, "%s/result.jsonl", tmpdir);
+	snprintf(fds, sizeof fds, "%s/fds.txt", tmpdir);
+	snprintf(extra, sizeof extra, "--rate 500 --fault-backend cpu --exit-at-start --fds-out %s", fds);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int fd = open(res, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		dup2(fd, 3);
+		int nul = open("/dev/null", O_WRONLY);
+		dup2(nul, 1);
+		dup2(nul, 2);
+		execl(ftbench, ftbench, "decode", "--model", "/models/m", "--tokens", "16", "--backend", "offload,cpu",
+		      "--driver-wait", "0", "--log-dir", tmpdir, "--result-fd", "3", "--server-cmd",
+		      srv(2, extra), (char *)NULL);
+		_exit(127);
+	}
+	int ws;
+	waitpid(pid, &ws, 0);
+	assert_int_equal(WEXITSTATUS(ws), 1);
+	FILE *f = fopen(res, "r");
+	assert_non_null(f);
+	char line[1 << 16];
+	int progress = 0, results = 0, errors = 0;
+	while (fgets(line, sizeof line, f)) {
+		json_t *j = json_loads(line, 0, NULL);
+		assert_non_null(j);
+		const char *type = json_string_value(json_object_get(j, "type"));
+		assert_non_null(type);
+		if (!strcmp(type, "progress")) {
+			progress++;
+			assert_int_equal(json_integer_value(json_object_get(j, "total")), 10);
+		} else if (!strcmp(type, "result")) {
+			results++;
+			json_t *r = json_object_get(j, "result");
+			assert_int_equal(json_array_size(json_object_get(r, "rows")), 2);
+			assert_string_equal(json_string_value(json_array_get(json_object_get(r, "failed"), 0)), "cpu");
+		} else if (!strcmp(type, "error")) {
+			errors++;
+		}
+		json_decref(j);
+	}
+	fclose(f);
+	assert_true(progress >= 8);
+	/* the server did not inherit the result fd (or anything else) */
+	f = fopen(fds, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof line, f));
+	fclose(f);
+	assert_string_equal(line, "\n");
+	assert_int_equal(results, 1);
+	assert_true(errors >= 1);
+}
+
+static void test_usage_errors(void **st)
+{
+	json_t *rows;
+	assert_int_equal(run_decode(&rows, NULL, NULL), 2); /* no --model */
+	json_decref(rows);
+	assert_int_equal(run_decode(&rows, NULL, "--model", "m", "--tokens", "x", NULL), 2);
+	json_decref(rows);
+	assert_int_equal(run_decode(&rows, NULL, "--model", "m", "--problem", "99", NULL), 2);
+	json_decref(rows);
+	assert_int_equal(run_decode(&rows, NULL, "--url", "http://127.0.0.1:1", "--backend", "a,b", NULL), 2);
+	json_decref(rows);
+	assert_int_equal(run_decode(&rows, NULL, "--model", "m", "--server-cmd", "x --port {prot}", NULL), 1);
+	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(rows, 0), "error")), "unknown placeholder"));
+	json_decref(rows);
+}
+
+static int setup(void **st)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n <= 0)
+		return -1;
+	exe[n] = '\0';
+	/* <build>/tests/integration/test_decode */
+	char *d = dirname(dirname(dirname(exe)));
+	snprintf(ftbench, sizeof ftbench, "%s/bin/ftbench", d);
+	snprintf(fixture, sizeof fixture, "%s/tests/fixtures/sse_server", d);
+	snprintf(tmpdir, sizeof tmpdir, "%s/ftbench-test-decode-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (!mkdtemp(tmpdir) || access(ftbench, X_OK) || access(fixture, X_OK))
+		return -1;
+	return 0;
+}
+
+static int teardown(void **st)
+{
+	char cmd[PATH_MAX + 16];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pacing),
+		cmocka_unit_test(test_multi_token_events),
+		cmocka_unit_test(test_no_usage_chunk),
+		cmocka_unit_test(test_dying_backend_does_not_stop_the_next),
+		cmocka_unit_test(test_error_object_and_start_failure),
+		cmocka_unit_test(test_slow_health),
+		cmocka_unit_test(test_ignores_sigterm_is_killed),
+		cmocka_unit_test(test_rows_carry_every_field_and_request_shape),
+		cmocka_unit_test(test_url_mode),
+		cmocka_unit_test(test_result_fd),
+		cmocka_unit_test(test_usage_errors),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,532 @@
+/* bw: the decision and fetch fraction of reference §5, the plan, and the profile ftbw_run builds
+ * from (fake) measurements: GPU host, GPU-less host, failures, trust warnings. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/bw.h"
+#include "util/jschema.h"
+
+/* ---------------------------------------------------------------- decision */
+
+static void test_decide_threshold(void **s)
+{
+	struct ftbw_decision d;
+	ftbw_decide(true, true, 100.0, NULL, 40.0, NULL, 2.0, &d);
+	assert_true(d.hybrid);
+	assert_true(fabs(d.ratio - 2.5) < 1e-12);
+	assert_string_equal(d.note, "");
+	/* exactly threshold x gather is not "more than": offload */
+	ftbw_decide(true, true, 100.0, NULL, 50.0, NULL, 2.0, &d);
+	assert_false(d.hybrid);
+	assert_true(fabs(d.ratio - 2.0) < 1e-12);
+	ftbw_decide(true, true, 60.0, NULL, 50.0, NULL, 2.0, &d);
+	assert_false(d.hybrid);
+	/* the threshold is honoured */
+	ftbw_decide(true, true, 60.0, NULL, 50.0, NULL, 1.1, &d);
+	assert_true(d.hybrid);
+}
+
+static void test_decide_reasons(void **s)
+{
+	struct ftbw_decision d;
+	/* fp8_block: no CPU path, whatever the numbers */
+	ftbw_decide(false, true, 1000.0, NULL, 1.0, NULL, 2.0, &d);
+	assert_false(d.hybrid);
+	assert_non_null(strstr(d.note, "no CPU MoE path"));
+	/* no GPU */
+	ftbw_decide(true, false, 100.0, NULL, NAN, NULL, 2.0, &d);
+	assert_false(d.hybrid);
+	assert_true(isnan(d.ratio));
+	assert_non_null(strstr(d.note, "no GPU"));
+	/* failed CPU measurement, with its reason */
+	ftbw_decide(true, true, NAN, "executor: out of memory", 50.0, NULL, 2.0, &d);
+	assert_false(d.hybrid);
+	assert_non_null(strstr(d.note, "CPU MoE measurement failed"));
+	assert_non_null(strstr(d.note, "out of memory"));
+	/* failed gather; zero is never data */
+	ftbw_decide(true, true, 100.0, NULL, 0.0, "CUDA error", 2.0, &d);
+	assert_false(d.hybrid);
+	assert_non_null(strstr(d.note, "PCIe gather measurement failed"));
+	assert_true(isnan(d.ratio));
+}
+
+static void test_fetch_fraction(void **s)
+{
+	/* the overlap pair wins: pcie_ov / (pcie_ov + cpu_ov) */
+	assert_true(fabs(ftbw_fetch_fraction(100, 50, 60, 40) - 0.4) < 1e-12);
+	/* without it: pcie / cpu */
+	assert_true(fabs(ftbw_fetch_fraction(100, 25, NAN, NAN) - 0.25) < 1e-12);
+	assert_true(fabs(ftbw_fetch_fraction(100, 25, 60, 0) - 0.25) < 1e-12); /* half a pair */
+	/* clamped to at most 1 */
+	assert_true(ftbw_fetch_fraction(10, 50, NAN, NAN) == 1.0);
+	/* nothing measured */
+	assert_true(isnan(ftbw_fetch_fraction(NAN, 50, NAN, NAN)));
+	assert_true(isnan(ftbw_fetch_fraction(0, 0, 0, 0)));
+}
+
+static void test_synth_experts(void **s)
+{
+	size_t eb = ftfmt_expert_bytes(ftfmt_lookup("bf16"), 2048, 768); /* 9 MiB */
+	assert_int_equal(ftbw_synth_experts(128, eb, FTBW_SYNTH_BYTES), 128);
+	assert_int_equal(ftbw_synth_experts(256, eb, FTBW_SYNTH_BYTES), 227); /* 2048/9 */
+	assert_int_equal(ftbw_synth_experts(128, 3ull << 30, FTBW_SYNTH_BYTES), 1);
+	assert_int_equal(ftbw_synth_experts(128, 0, FTBW_SYNTH_BYTES), 0);
+}
+
+static void test_link_degraded(void **s)
+{
+	struct ftgpu_info g = {.link_gen_cur = 4, .link_gen_max = 5, .link_width_cur = 16, .link_width_max = 16};
+	assert_true(ftbw_link_degraded(&g));
+	g.link_gen_cur = 5;
+	assert_false(ftbw_link_degraded(&g));
+	g.link_width_cur = 8;
+	assert_true(ftbw_link_degraded(&g));
+	g.link_gen_cur = 0; /* unknown is not degraded */
+	assert_false(ftbw_link_degraded(&g));
+	assert_false(ftbw_link_degraded(NULL));
+}
+
+static void test_plan(void **s)
+{
+	struct ftbw_config c;
+	struct ftbw_item it[FTBW_MAX_ITEMS];
+	char skipped[256];
+	ftbw_config_default(&c);
+	for (int i = 0; i < ftmodel_bw_dtypes_count; i++)
+		c.dtypes[c.ndtypes++] = ftmodel_bw_dtypes[i].format;
+	int n = ftbw_plan(&c, it, FTBW_MAX_ITEMS, skipped, sizeof skipped);
+	assert_int_equal(n, 5);
+	assert_string_equal(it[0].label, "dtype:bf16");
+	assert_true(it[0].is_dtype);
+	assert_int_equal(it[0].expert_bytes, 9u << 20);
+	assert_int_equal(it[0].synth_experts, 128);
+	assert_string_equal(skipped, "");
+
+	/* models x formats: gemma4-26b (I = 704) cannot hold fp8_block's 128-blocks */
+	c.ndtypes = 0;
+	c.models[c.nmodels++] = ftmodel_find(ftmodel_bw_models, ftmodel_bw_models_count, "qwen3-30b");
+	c.models[c.nmodels++] = ftmodel_find(ftmodel_bw_models, ftmodel_bw_models_count, "gemma4-26b");
+	c.formats[c.nformats++] = FTFMT_BF16;
+	c.formats[c.nformats++] = FTFMT_FP8_BLOCK;
+	n = ftbw_plan(&c, it, FTBW_MAX_ITEMS, skipped, sizeof skipped);
+	assert_int_equal(n, 3);
+	assert_string_equal(it[0].label, "qwen3-30b:bf16");
+	assert_string_equal(it[1].label, "qwen3-30b:fp8_block");
+	assert_string_equal(it[2].label, "gemma4-26b:bf16");
+	assert_false(it[2].is_dtype);
+	assert_string_equal(skipped, "gemma4-26b:fp8_block");
+	/* too many */
+	assert_int_equal(ftbw_plan(&c, it, 2, NULL, 0), -E2BIG);
+	/* a model's own formats */
+	c.nformats = 0;
+	c.nmodels = 1;
+	c.models[0] = ftmodel_find(ftmodel_bw_models, ftmodel_bw_models_count, "qwen3.6-moe");
+	n = ftbw_plan(&c, it, FTBW_MAX_ITEMS, skipped, sizeof skipped);
+	assert_int_equal(n, 3);
+	assert_string_equal(it[2].label, "qwen3.6-moe:fp8_block");
+}
+
+/* ---------------------------------------------------------------- ftbw_run on fake ops */
+
+struct fake {
+	double cpu_gbs[FTFMT_COUNT];   /* per format: what the CPU MoE "measures" (0: fail) */
+	double gather_gbs;
+	double ov_cpu_scale, ov_gather_scale; /* overlap = alone * scale; 0: no overlap */
+	int fail_read, fail_measure, zero_sample;
+	int measured_items, pcie_calls;
+	char labels[FTBW_MAX_ITEMS][96];
+};
+
+static double *samples(double v, int n)
+{
+	double *a = malloc((size_t)n * sizeof *a);
+	for (int i = 0; i < n; i++)
+		a[i] = v * (1.0 + 0.01 * (i % 3) - 0.01); /* v*0.99, v, v*1.01 */
+	return a;
+}
+
+static int fake_read(void *ctx, const struct ftbw_env *env, int passes, double *gbs, char *err, size_t n)
+{
+	struct fake *f = ctx;
+	if (f->fail_read) {
+		snprintf(err, n, "CPU read ceiling: cannot allocate");
+		return -ENOMEM;
+	}
+	for (int i = 0; i < passes; i++)
+		gbs[i] = 100.0 + i;
+	return 0;
+}
+
+static int fake_pcie(void *ctx, const struct ftbw_env *env, bool h2d, size_t bytes, int iters, double *gbs,
+		     char *err, size_t n)
+{
+	struct fake *f = ctx;
+	f->pcie_calls++;
+	for (int i = 0; i < iters; i++)
+		gbs[i] = h2d ? 55.0 : 54.0;
+	return 0;
+}
+
+static int fake_measure(void *ctx, const struct ftbw_env *env, const struct ftbw_config *c,
+			const struct ftbw_item *it, struct ftbw_meas *m, char *err, size_t n)
+{
+	struct fake *f = ctx;
+	snprintf(f->labels[f->measured_items++], 96, "%s", it->label);
+	if (f->fail_measure) {
+		snprintf(err, n, "CUDA error: sticky");
+		return -EIO;
+	}
+	if (it->fmt->cpu_path) {
+		double v = f->cpu_gbs[it->fmt->id];
+		if (v > 0) {
+			m->cpu.rc = 0;
+			m->cpu.n = c->kernel_cpu_iters;
+			m->cpu.gbs = samples(v, m->cpu.n);
+			if (f->zero_sample)
+				m->cpu.gbs[1] = 0.0;
+			strcpy(m->cpu_isa, "avx512");
+		} else {
+			m->cpu.rc = -ENOMEM;
+			snprintf(m->cpu.err, sizeof m->cpu.err, "executor: out of memory");
+		}
+	}
+	if (env->gpu) {
+		m->gather.rc = 0;
+		m->gather.n = c->kernel_pcie_iters;
+		m->gather.gbs = samples(f->gather_gbs, m->gather.n);
+		if (m->cpu.rc == 0 && f->ov_cpu_scale > 0) {
+			m->ov_cpu.rc = m->ov_gather.rc = 0;
+			m->ov_cpu.n = m->ov_gather.n = 3;
+			m->ov_cpu.gbs = samples(f->cpu_gbs[it->fmt->id] * f->ov_cpu_scale, 3);
+			m->ov_gather.gbs = samples(f->gather_gbs * f->ov_gather_scale, 3);
+		}
+	}
+	return 0;
+}
+
+static struct ftcpu_info fake_cpu(void)
+{
+	struct ftcpu_info ci;
+	memset(&ci, 0, sizeof ci);
+	strcpy(ci.model, "Test CPU");
+	ci.logical_cpus = 4;
+	ci.physical_cores = 2;
+	ci.numa_nodes = 1;
+	ci.isa = FTCPU_AVX2 | FTCPU_AVX512F;
+	ci.llc_bytes = 32u << 20;
+	return ci;
+}
+
+static struct ftgpu_info fake_gpu(int gen_cur, int width_cur)
+{
+	struct ftgpu_info g;
+	memset(&g, 0, sizeof g);
+	strcpy(g.uuid, "GPU-12345678-aaaa-bbbb-cccc-1234567890ab");
+	strcpy(g.name, "NVIDIA H200");
+	strcpy(g.pci_bus_id, "0000DEAD:FF:1F.7"); /* no such sysfs device: the link watch finds nothing */
+	g.mem_total = 1ull << 37;
+	g.cc_major = 9;
+	g.link_gen_cur = gen_cur;
+	g.link_gen_max = 5;
+	g.link_width_cur = width_cur;
+	g.link_width_max = 16;
+	g.numa_node = 0;
+	return g;
+}
+
+static void config_small(struct ftbw_config *c)
+{
+	ftbw_config_default(c);
+	c->cpu_iters = 3;
+	c->pcie_iters = 3;
+	c->kernel_cpu_iters = 5;
+	c->kernel_pcie_iters = 3;
+	for (int i = 0; i < ftmodel_bw_dtypes_count; i++)
+		c->dtypes[c->ndtypes++] = ftmodel_bw_dtypes[i].format;
+}
+
+static int run_fake(struct fake *f, struct ftbw_config *c, struct ftgpu_info *g, json_t **prof, char *err)
+{
+	struct ftcpu_info ci = fake_cpu();
+	int cpus[2] = {0, 1};
+	struct ftbw_env env = {.cpu = &ci, .gpu = g, .no_gpu_why = "no NVIDIA driver is loaded", .cpus = cpus, .ncpus = 2};
+	struct ftbw_ops ops = {fake_read, fake_pcie, fake_measure, f};
+	return ftbw_run(c, &env, &ops, NULL, prof, err, 256);
+}
+
+static const char *rec_of(json_t *p, const char *fmt)
+{
+	return json_string_value(json_object_get(json_object_get(p, "dtypes"), fmt));
+}
+
+static json_t *entry_of(json_t *p, const char *fmt)
+{
+	return json_object_get(json_object_get(p, "dtype_kernels"), fmt);
+}
+
+static bool has_warning(json_t *p, const char *needle)
+{
+	size_t i;
+	json_t *w;
+	json_array_foreach(json_object_get(p, "warnings"), i, w)
+		if (strstr(json_string_value(w), needle))
+			return true;
+	return false;
+}
+
+static void test_run_gpu(void **s)
+{
+	struct fake f = {.gather_gbs = 50.0, .ov_cpu_scale = 0.8, .ov_gather_scale = 0.9};
+	f.cpu_gbs[FTFMT_BF16] = 120.0;   /* 2.4x: hybrid */
+	f.cpu_gbs[FTFMT_NVFP4] = 90.0;   /* 1.8x: offload */
+	f.cpu_gbs[FTFMT_MXFP4_TRITON] = 101.0;
+	f.cpu_gbs[FTFMT_DS_FP4] = 100.0; /* exactly 2x: offload */
+	struct ftbw_config c;
+	config_small(&c);
+	struct ftgpu_info g = fake_gpu(4, 8); /* a Gen5 x16 card trained at Gen4 x8 */
+	json_t *p;
+	char err[256];
+	assert_int_equal(run_fake(&f, &c, &g, &p, err), 0);
+	assert_non_null(p);
+	assert_int_equal(f.pcie_calls, 2);
+	assert_int_equal(f.measured_items, 5);
+
+	assert_int_equal(json_integer_value(json_object_get(p, "version")), 4);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(p, "gpu"), "uuid")), g.uuid);
+	assert_true(json_is_true(json_object_get(json_object_get(p, "gpu"), "link_degraded")));
+	assert_true(has_warning(p, "PCIe link trained at Gen4 x8, below the card's Gen5 x16"));
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(p, "cpu"), "threads_used")), 2);
+	json_t *ceil = json_object_get(p, "ceilings");
+	assert_true(fabs(json_number_value(json_object_get(ceil, "cpu_stream_read_gbs")) - 101.0) < 1e-9);
+	assert_true(fabs(json_number_value(json_object_get(ceil, "pcie_linear_h2d_gbs")) - 55.0) < 1e-9);
+	assert_true(fabs(json_number_value(json_object_get(ceil, "pcie_linear_d2h_gbs")) - 54.0) < 1e-9);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(ceil, "cpu_stream_read_gbs_spread"), "samples")), 3);
+
+	assert_string_equal(rec_of(p, "bf16"), "hybrid");
+	assert_string_equal(rec_of(p, "nvfp4"), "offload");
+	assert_string_equal(rec_of(p, "fp8_block"), "offload");
+	assert_string_equal(rec_of(p, "mxfp4_triton"), "hybrid");
+	assert_string_equal(rec_of(p, "ds_fp4"), "offload");
+
+	json_t *e = entry_of(p, "bf16");
+	assert_true(fabs(json_number_value(json_object_get(e, "cpu_moe_gbs")) - 120.0) < 1e-9);
+	assert_true(fabs(json_number_value(json_object_get(e, "pcie_gather_gbs")) - 50.0) < 1e-9);
+	assert_true(fabs(json_number_value(json_object_get(e, "ratio")) - 2.4) < 1e-9);
+	assert_true(fabs(json_number_value(json_object_get(e, "cpu_moe_overlap_gbs")) - 96.0) < 1e-9);
+	assert_true(fabs(json_number_value(json_object_get(e, "pcie_gather_overlap_gbs")) - 45.0) < 1e-9);
+	json_t *sp = json_object_get(e, "cpu_moe_gbs_spread");
+	assert_int_equal(json_integer_value(json_object_get(sp, "samples")), 5);
+	assert_true(fabs(json_number_value(json_object_get(sp, "min")) - 118.8) < 1e-9);
+	assert_true(fabs(json_number_value(json_object_get(sp, "max")) - 121.2) < 1e-9);
+	assert_string_equal(json_string_value(json_object_get(e, "cpu_moe_isa")), "avx512");
+	assert_int_equal(json_integer_value(json_object_get(e, "expert_bytes")), 9u << 20);
+	assert_int_equal(json_integer_value(json_object_get(e, "synth_experts")), 128);
+	assert_true(json_is_null(json_object_get(e, "note")));
+	assert_true(json_is_null(json_object_get(e, "isa_sweep")));
+	/* the fraction the numbers imply: 45 / (45 + 96) */
+	double fr = ftbw_fetch_fraction(120, 50, 96, 45);
+	assert_true(fabs(fr - 45.0 / 141.0) < 1e-12);
+
+	e = entry_of(p, "fp8_block");
+	assert_true(json_is_null(json_object_get(e, "cpu_moe_gbs")));
+	assert_true(json_is_null(json_object_get(e, "cpu_moe_gbs_spread")));
+	assert_true(json_is_null(json_object_get(e, "ratio")));
+	assert_true(json_is_number(json_object_get(e, "pcie_gather_gbs")));
+	assert_non_null(strstr(json_string_value(json_object_get(e, "note")), "no CPU MoE path"));
+	assert_int_equal(json_object_size(json_object_get(p, "workloads")), 0);
+	json_decref(p);
+}
+
+static void test_run_models(void **s)
+{
+	struct fake f = {.gather_gbs = 50.0};
+	f.cpu_gbs[FTFMT_BF16] = 120.0;
+	f.cpu_gbs[FTFMT_NVFP4] = 130.0;
+	struct ftbw_config c;
+	config_small(&c);
+	c.ndtypes = 0;
+	c.models[c.nmodels++] = ftmodel_find(ftmodel_bw_models, ftmodel_bw_models_count, "qwen3.6-moe");
+	struct ftgpu_info g = fake_gpu(5, 16);
+	json_t *p;
+	char err[256];
+	assert_int_equal(run_fake(&f, &c, &g, &p, err), 0);
+	assert_false(json_is_true(json_object_get(json_object_get(p, "gpu"), "link_degraded")));
+	assert_false(has_warning(p, "PCIe link"));
+	assert_int_equal(json_object_size(json_object_get(p, "dtypes")), 0);
+	json_t *w = json_object_get(json_object_get(p, "workloads"), "qwen3.6-moe");
+	assert_non_null(w);
+	json_t *m = json_object_get(w, "model");
+	assert_int_equal(json_integer_value(json_object_get(m, "hidden")), 2048);
+	assert_int_equal(json_integer_value(json_object_get(m, "inter")), 512);
+	assert_int_equal(json_integer_value(json_object_get(m, "experts")), 256);
+	assert_int_equal(json_integer_value(json_object_get(m, "top_k")), 8);
+	json_t *rb = json_object_get(w, "recommended_moe_backend");
+	assert_string_equal(json_string_value(json_object_get(rb, "bf16")), "hybrid");
+	assert_string_equal(json_string_value(json_object_get(rb, "nvfp4")), "hybrid");
+	assert_string_equal(json_string_value(json_object_get(rb, "fp8_block")), "offload");
+	/* no overlap measured: the pair is null, the plain pair gives the fraction */
+	json_t *e = json_object_get(json_object_get(w, "kernels"), "bf16");
+	assert_true(json_is_null(json_object_get(e, "cpu_moe_overlap_gbs")));
+	assert_true(json_is_null(json_object_get(e, "pcie_gather_overlap_gbs_spread")));
+	json_decref(p);
+}
+
+static void test_run_no_gpu(void **s)
+{
+	struct fake f = {.gather_gbs = 50.0};
+	for (int i = 0; i < FTFMT_COUNT; i++)
+		f.cpu_gbs[i] = 500.0; /* fast CPU, but no GPU: still offload */
+	struct ftbw_config c;
+	config_small(&c);
+	json_t *p;
+	char err[256];
+	assert_int_equal(run_fake(&f, &c, NULL, &p, err), 0);
+	assert_int_equal(f.pcie_calls, 0);
+	assert_true(json_is_null(json_object_get(p, "gpu")));
+	json_t *ceil = json_object_get(p, "ceilings");
+	assert_true(json_is_number(json_object_get(ceil, "cpu_stream_read_gbs")));
+	assert_true(json_is_null(json_object_get(ceil, "pcie_linear_h2d_gbs")));
+	assert_true(json_is_null(json_object_get(ceil, "pcie_linear_d2h_gbs_spread")));
+	const char *k;
+	json_t *e;
+	json_object_foreach(json_object_get(p, "dtype_kernels"), k, e) {
+		assert_string_equal(json_string_value(json_object_get(e, "recommended")), "offload");
+		assert_string_equal(rec_of(p, k), "offload");
+		assert_true(json_is_null(json_object_get(e, "pcie_gather_gbs")));
+		assert_true(json_is_null(json_object_get(e, "synth_experts")));
+		assert_true(json_is_string(json_object_get(e, "note")));
+	}
+	assert_true(json_is_number(json_object_get(entry_of(p, "bf16"), "cpu_moe_gbs")));
+	assert_non_null(strstr(json_string_value(json_object_get(entry_of(p, "bf16"), "note")), "no GPU"));
+	assert_true(has_warning(p, "no GPU (no NVIDIA driver is loaded)"));
+	/* ... and a CPU MoE above the read ceiling is called out */
+	assert_true(has_warning(p, "above the CPU read ceiling"));
+	json_decref(p);
+}
+
+static void test_run_failures(void **s)
+{
+	struct ftbw_config c;
+	config_small(&c);
+	struct ftgpu_info g = fake_gpu(5, 16);
+	json_t *p = (json_t *)1;
+	char err[256];
+	/* a failed ceiling: no profile at all */
+	struct fake f = {.gather_gbs = 50.0, .fail_read = 1};
+	assert_int_equal(run_fake(&f, &c, &g, &p, err), -ENOMEM);
+	assert_null(p);
+	assert_non_null(strstr(err, "CPU read ceiling"));
+	assert_int_equal(f.measured_items, 0);
+	/* a fatal measurement error: no profile either */
+	struct fake f2 = {.gather_gbs = 50.0, .fail_measure = 1};
+	assert_int_equal(run_fake(&f2, &c, &g, &p, err), -EIO);
+	assert_null(p);
+	/* a failed CPU MoE (bf16: 0 = fails) and a zero sample (all others): offload with a note */
+	struct fake f3 = {.gather_gbs = 10.0, .zero_sample = 1};
+	for (int i = 1; i < FTFMT_COUNT; i++)
+		f3.cpu_gbs[i] = 500.0;
+	assert_int_equal(run_fake(&f3, &c, &g, &p, err), 0);
+	json_t *e = entry_of(p, "bf16");
+	assert_string_equal(json_string_value(json_object_get(e, "recommended")), "offload");
+	assert_non_null(strstr(json_string_value(json_object_get(e, "note")), "out of memory"));
+	assert_true(json_is_null(json_object_get(e, "cpu_moe_gbs")));
+	e = entry_of(p, "nvfp4");
+	assert_string_equal(json_string_value(json_object_get(e, "recommended")), "offload");
+	assert_non_null(strstr(json_string_value(json_object_get(e, "note")), "not a positive rate"));
+	assert_true(has_warning(p, "dtype:bf16: CPU MoE failed"));
+	json_decref(p);
+}
+
+/* Every profile ftbw_run builds passes api/schemas/profile.schema.json (the GPU path too, which
+ * CI can only reach through fake measurements). */
+static void assert_schema(json_t *p)
+{
+	json_error_t je;
+	json_t *schema = json_load_file("api/schemas/profile.schema.json", 0, &je);
+	if (!schema)
+		print_error("api/schemas/profile.schema.json: %s (run from the repository root)\n", je.text);
+	assert_non_null(schema);
+	char err[512] = "";
+	int r = ftjschema_validate(schema, p, err, sizeof err);
+	if (r)
+		print_error("%s\n", err);
+	assert_int_equal(r, 0);
+	json_decref(schema);
+}
+
+static void test_schema(void **s)
+{
+	struct fake f = {.gather_gbs = 50.0, .ov_cpu_scale = 0.8, .ov_gather_scale = 0.9};
+	f.cpu_gbs[FTFMT_BF16] = 120.0;
+	f.cpu_gbs[FTFMT_NVFP4] = 70.0;
+	struct ftbw_config c;
+	config_small(&c);
+	c.models[c.nmodels++] = ftmodel_find(ftmodel_bw_models, ftmodel_bw_models_count, "qwen3.6-moe");
+	c.models[c.nmodels++] = ftmodel_find(ftmodel_bw_models, ftmodel_bw_models_count, "gemma4-26b");
+	c.formats[c.nformats++] = FTFMT_BF16;
+	c.formats[c.nformats++] = FTFMT_FP8_BLOCK; /* gemma4-26b:fp8_block is skipped */
+	struct ftgpu_info g = fake_gpu(4, 8);
+	json_t *p;
+	char err[256];
+	assert_int_equal(run_fake(&f, &c, &g, &p, err), 0);
+	assert_schema(p);
+	/* a sweep, with a failed tier */
+	json_t *e = entry_of(p, "bf16");
+	json_object_set_new(e, "isa_sweep", json_pack("{s:f,s:n}", "avx2", 80.0, "scalar"));
+	assert_schema(p);
+	json_decref(p);
+	assert_int_equal(run_fake(&f, &c, NULL, &p, err), 0);
+	assert_schema(p);
+	/* and the schema does bite: a figure of the wrong type */
+	json_object_set_new(entry_of(p, "bf16"), "cpu_moe_gbs", json_string("fast"));
+	json_error_t je;
+	json_t *schema = json_load_file("api/schemas/profile.schema.json", 0, &je);
+	assert_non_null(schema);
+	assert_int_not_equal(ftjschema_validate(schema, p, err, sizeof err), 0);
+	json_decref(schema);
+	json_decref(p);
+}
+
+static void test_summary(void **s)
+{
+	struct fake f = {.gather_gbs = 50.0, .ov_cpu_scale = 0.8, .ov_gather_scale = 0.9};
+	f.cpu_gbs[FTFMT_BF16] = 120.0;
+	struct ftbw_config c;
+	config_small(&c);
+	struct ftgpu_info g = fake_gpu(4, 8);
+	json_t *p;
+	char err[256], *buf = NULL;
+	size_t len = 0;
+	assert_int_equal(run_fake(&f, &c, &g, &p, err), 0);
+	FILE *m = open_memstream(&buf, &len);
+	ftbw_summary(m, p);
+	fclose(m);
+	assert_non_null(strstr(buf, "Gen4 x8 trained (card max Gen5 x16)"));
+	assert_non_null(strstr(buf, "DEGRADED"));
+	assert_non_null(strstr(buf, "hybrid"));
+	assert_non_null(strstr(buf, "0.319")); /* 45 / 141 */
+	assert_non_null(strstr(buf, "warnings"));
+	free(buf);
+	json_decref(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_decide_threshold), cmocka_unit_test(test_decide_reasons),
+		cmocka_unit_test(test_fetch_fraction),   cmocka_unit_test(test_synth_experts),
+		cmocka_unit_test(test_link_degraded),    cmocka_unit_test(test_plan),
+		cmocka_unit_test(test_run_gpu),          cmocka_unit_test(test_run_models),
+		cmocka_unit_test(test_run_no_gpu),       cmocka_unit_test(test_run_failures),
+		cmocka_unit_test(test_schema),           cmocka_unit_test(test_summary),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,455 @@
+/* CPU MoE executor (moe/cpu): every format x activation x batch 1, 3, 8 against a float64
+ * reference computed straight from the bank bytes, on random codes and realistic scales (never
+ * zeros); every ISA tier this machine has against the scalar tier; routing edge cases; tiers.
+ *
+ * Tolerances, as relative L2 error ||out - ref|| / ||ref|| per call:
+ *   tiers with fp32 activations (scalar, avx2, avx512, mxfp4 everywhere): 1e-4
+ *     (fp32 accumulation of K <= 320 terms: ~1e-6 expected);
+ *   bf16 weights on avx512bf16 (activations rounded to bf16, 8-bit mantissa): 1.5e-2;
+ *   4-bit formats as W4A8 (activations int8 per 16-element block): 2.5e-2.
+ * Tier vs scalar: the same bound as the tier's bound against the reference. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hw/cpu.h"
+#include "moe/cpu/cpumoe.h"
+#include "moe/cpu/pool.h"
+#include "moe/formats.h"
+
+#define H 320 /* H and I: multiples of 64 but not of 128 (tail groups) */
+#define I 192
+#define E 6
+#define L 2
+#define TOPK 3
+
+static struct ftcpu_info ci;
+static struct ftpool *pool;
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+static double unif(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
+static double gauss(void) { return sqrt(-2 * log(unif() + 1e-300)) * cos(6.283185307179586 * unif()); }
+
+/* ---- independent float64 decoding of the bank bytes (reference §1) ---- */
+static double d_bf16(const uint8_t *p) { uint32_t u = (uint32_t)(p[0] | p[1] << 8) << 16; float f; memcpy(&f, &u, 4); return f; }
+static double d_fp16(const uint8_t *p)
+{
+	unsigned h = p[0] | p[1] << 8, e = (h >> 10) & 31, m = h & 1023;
+	double v = e ? ldexp(1024 + m, (int)e - 25) : ldexp(m, -24);
+	return h >> 15 ? -v : v;
+}
+static double d_e4m3(uint8_t b)
+{
+	unsigned e = (b >> 3) & 15, m = b & 7;
+	double v = e ? ldexp(8 + m, (int)e - 10) : ldexp(m, -9);
+	return b >> 7 ? -v : v;
+}
+static double d_e8m0(uint8_t b) { return ldexp(1.0, (int)b - 127); }
+static double d_e2m1(unsigned c)
+{
+	static const double v[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+	return c & 8 ? -v[c & 7] : v[c & 7];
+}
+
+/* Weight (n, k) of expert e's matrix (down = 0: gate_up [2I, H]; 1: down [H, I]). */
+static double weight(enum ftfmt_id f, const uint8_t *const *bk, const struct ftbank_shape *sh,
+		     int e, int down, long n, long k)
+{
+	long K = down ? I : H, N = down ? H : 2 * I;
+#define B(i) (bk[i] + (size_t)e * sh[i].expert_bytes)
+	switch (f) {
+	case FTFMT_BF16:
+		return d_bf16(B(down) + 2 * (n * K + k));
+	case FTFMT_Q4_0: {
+		const uint8_t *blk = B(down) + (n * (K / 32) + k / 32) * 18;
+		int j = k % 32;
+		int c = j < 16 ? blk[2 + j] & 15 : blk[2 + j - 16] >> 4;
+		return (c - 8) * d_fp16(blk);
+	}
+	case FTFMT_NVFP4: {
+		uint8_t c = B(down ? 3 : 0)[n * K / 2 + k / 2];
+		return d_e2m1(k & 1 ? c >> 4 : c & 15) * d_e4m3(B(down ? 4 : 1)[n * K / 16 + k / 16]) *
+		       d_fp16(B(down ? 5 : 2) + 2 * n);
+	}
+	case FTFMT_DS_FP4: {
+		uint8_t c = B(down ? 2 : 0)[n * K / 2 + k / 2];
+		return d_e2m1(k & 1 ? c >> 4 : c & 15) * d_e8m0(B(down ? 3 : 1)[n * K / 32 + k / 32]);
+	}
+	case FTFMT_MXFP4_TRITON: {
+		uint8_t c = B(down ? 3 : 0)[(k / 2) * N + n];
+		return d_e2m1(k & 1 ? c >> 4 : c & 15) * d_e8m0(B(down ? 4 : 1)[(k / 32) * N + n]);
+	}
+	default:
+		return NAN;
+	}
+#undef B
+}
+
+static double ref_act(enum ftact a, double g, double u, double lim)
+{
+	switch (a) {
+	case FTACT_SILU: return g / (1 + exp(-g)) * u;
+	case FTACT_GELU: return 0.5 * g * (1 + erf(g / sqrt(2.0))) * u;
+	case FTACT_GELU_TANH: return 0.5 * g * (1 + tanh(sqrt(2 / M_PI) * (g + 0.044715 * g * g * g))) * u;
+	case FTACT_SWIGLU_OAI:
+		g = fmin(g, lim);
+		u = fmax(fmin(u, lim), -lim);
+		return g / (1 + exp(-1.702 * g)) * (u + 1);
+	}
+	return NAN;
+}
+
+struct banks {
+	enum ftfmt_id f;
+	int nb;
+	struct ftbank_shape sh[FT_MAX_BANKS];
+	uint8_t *mem[L * FT_MAX_BANKS];
+	const void *ptr[L * FT_MAX_BANKS];
+};
+
+/* Random codes and realistic, never-zero scales. */
+static void fill_bank(enum ftfmt_id f, const struct ftbank_shape *s, uint8_t *p, size_t n)
+{
+	if (s->dtype == FTDT_BF16) { /* bf16 weights ~N(0, 0.05), biases ~N(0, 0.2) */
+		double sd = !strcmp(s->name + strlen(s->name) - 4, "bias") ? 0.2 : 0.05;
+		for (size_t i = 0; i < n; i += 2) {
+			float v = (float)(gauss() * sd);
+			if (v == 0)
+				v = 0.01f;
+			uint32_t u;
+			memcpy(&u, &v, 4);
+			p[i] = (uint8_t)(u >> 16);
+			p[i + 1] = (uint8_t)(u >> 24);
+		}
+	} else if (s->dtype == FTDT_FP16) { /* nvfp4 per-row global: 2^-8 .. 2^-6, either sign */
+		for (size_t i = 0; i < n; i += 2) {
+			unsigned h = (unsigned)((7 + rnd() % 3) << 10 | (rnd() & 1023)) | (rnd() % 8 == 0) << 15;
+			p[i] = (uint8_t)h;
+			p[i + 1] = (uint8_t)(h >> 8);
+		}
+	} else if (s->dtype == FTDT_FP8_E4M3) { /* block scales 2^-3 .. 2^4, positive */
+		for (size_t i = 0; i < n; i++)
+			p[i] = (uint8_t)((4 + rnd() % 8) << 3 | (rnd() & 7));
+	} else if (s->dtype == FTDT_E8M0) { /* 2^-9 .. 2^-4 */
+		for (size_t i = 0; i < n; i++)
+			p[i] = (uint8_t)(118 + rnd() % 6);
+	} else if (f == FTFMT_Q4_0) { /* 18-byte blocks: fp16 d in 2^-9 .. 2^-6 then codes */
+		for (size_t i = 0; i < n; i++)
+			p[i] = (uint8_t)rnd();
+		for (size_t i = 0; i < n; i += 18) {
+			unsigned h = (unsigned)((6 + rnd() % 4) << 10 | (rnd() & 1023));
+			p[i] = (uint8_t)h;
+			p[i + 1] = (uint8_t)(h >> 8);
+		}
+	} else {
+		for (size_t i = 0; i < n; i++)
+			p[i] = (uint8_t)rnd();
+	}
+}
+
+static void make_banks(struct banks *b, enum ftfmt_id f)
+{
+	b->f = f;
+	b->nb = ftfmt_banks(ftfmt_get(f), H, I, b->sh);
+	assert_true(b->nb > 0);
+	for (int l = 0; l < L; l++)
+		for (int i = 0; i < b->nb; i++) {
+			size_t n = b->sh[i].expert_bytes * E;
+			b->mem[l * b->nb + i] = malloc(n);
+			assert_non_null(b->mem[l * b->nb + i]);
+			fill_bank(f, &b->sh[i], b->mem[l * b->nb + i], n);
+			b->ptr[l * b->nb + i] = b->mem[l * b->nb + i];
+		}
+}
+
+static void free_banks(struct banks *b)
+{
+	for (int i = 0; i < L * b->nb; i++)
+		free(b->mem[i]);
+}
+
+/* out[B, H] in float64 for layer l. */
+static void reference(const struct banks *b, int l, enum ftact a, double lim, int Bt, const float *x,
+		      const int32_t *ids, const float *w, double *out)
+{
+	const uint8_t *bk[FT_MAX_BANKS];
+	for (int i = 0; i < b->nb; i++)
+		bk[i] = b->mem[l * b->nb + i];
+	static double gu[2 * I], h[I];
+	for (int t = 0; t < Bt; t++) {
+		double *o = out + (size_t)t * H;
+		for (int n = 0; n < H; n++)
+			o[n] = 0;
+		for (int r = 0; r < TOPK; r++) {
+			int e = ids[t * TOPK + r];
+			if (e < 0)
+				continue;
+			for (int n = 0; n < 2 * I; n++) {
+				double s = 0;
+				for (int k = 0; k < H; k++)
+					s += weight(b->f, bk, b->sh, e, 0, n, k) * x[(size_t)t * H + k];
+				if (b->f == FTFMT_MXFP4_TRITON)
+					s += d_bf16(bk[2] + (size_t)e * b->sh[2].expert_bytes + 2 * n);
+				gu[n] = s;
+			}
+			for (int j = 0; j < I; j++)
+				h[j] = b->f == FTFMT_MXFP4_TRITON ? ref_act(a, gu[2 * j], gu[2 * j + 1], lim)
+								  : ref_act(a, gu[j], gu[I + j], lim);
+			for (int n = 0; n < H; n++) {
+				double s = 0;
+				for (int k = 0; k < I; k++)
+					s += weight(b->f, bk, b->sh, e, 1, n, k) * h[k];
+				if (b->f == FTFMT_MXFP4_TRITON)
+					s += d_bf16(bk[5] + (size_t)e * b->sh[5].expert_bytes + 2 * n);
+				o[n] += w[t * TOPK + r] * s;
+			}
+		}
+	}
+}
+
+static double rel_err(const float *a, const double *ref, size_t n)
+{
+	double num = 0, den = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!isfinite(a[i]))
+			return INFINITY;
+		num += (a[i] - ref[i]) * (a[i] - ref[i]);
+		den += ref[i] * ref[i];
+	}
+	return sqrt(num / (den > 0 ? den : 1e-300));
+}
+
+static double tolerance(enum ftfmt_id f, const char *kernel)
+{
+	if (strstr(kernel, "w4a8"))
+		return 2.5e-2;
+	if (strstr(kernel, "bf16") || strstr(kernel, "a16"))
+		return 1.5e-2;
+	return 1e-4;
+}
+
+static void routes(int Bt, int32_t *ids, float *w)
+{
+	for (int t = 0; t < Bt; t++) {
+		int used = 0;
+		for (int r = 0; r < TOPK; r++) {
+			int e;
+			do
+				e = (int)(rnd() % E);
+			while (used & 1 << e);
+			used |= 1 << e;
+			ids[t * TOPK + r] = e;
+			w[t * TOPK + r] = (float)(0.1 + 0.9 * unif());
+		}
+	}
+	if (Bt >= 3) { /* hybrid: some routes computed on the GPU, one token entirely */
+		ids[1 * TOPK + 0] = -1;
+		for (int r = 0; r < TOPK; r++)
+			ids[2 * TOPK + r] = -1;
+	}
+}
+
+static void run_format(enum ftfmt_id f)
+{
+	static const int batches[] = {1, 3, 8};
+	struct banks b;
+	make_banks(&b, f);
+	for (int a = 0; a < 4; a++) {
+		enum ftact act = (enum ftact)a;
+		/* a small clamp so that gpt-oss swiglu's limit is exercised at these magnitudes */
+		float lim = act == FTACT_SWIGLU_OAI ? 0.75f : 0;
+		struct ftcmoe_cfg cfg = {.format = f, .hidden = H, .inter = I, .experts = E,
+					 .layers = L, .banks = b.ptr, .act = act, .swiglu_limit = lim,
+					 .max_batch = 8, .max_topk = TOPK, .isa = FTCMOE_ISA_SCALAR,
+					 .pool = pool, .cpu = &ci};
+		struct ftcmoe *x = NULL;
+		assert_int_equal(ftcmoe_create(&cfg, &x), 0);
+		for (int bi = 0; bi < 3; bi++) {
+			int Bt = batches[bi];
+			float xin[8 * H], w[8 * TOPK], out[8 * H], out0[8 * H];
+			int32_t ids[8 * TOPK];
+			double ref[8 * H];
+			for (int i = 0; i < Bt * H; i++)
+				xin[i] = (float)gauss();
+			routes(Bt, ids, w);
+			reference(&b, 1, act, lim, Bt, xin, ids, w, ref);
+			for (int t = 0; t < FTCMOE_ISA_COUNT; t++) {
+				if (!ftcmoe_isa_supported((enum ftcmoe_isa)t, ci.isa))
+					continue;
+				assert_int_equal(ftcmoe_set_isa(x, (enum ftcmoe_isa)t), 0);
+				for (int i = 0; i < Bt * H; i++)
+					out[i] = NAN; /* every element must be written */
+				assert_int_equal(ftcmoe_forward(x, 1, Bt, TOPK, xin, ids, w, out), 0);
+				const char *kn = ftcmoe_kernel_name((enum ftcmoe_isa)t, f, ci.isa);
+				double tol = tolerance(f, kn);
+				double e = rel_err(out, ref, (size_t)Bt * H);
+				if (getenv("FT_TEST_VERBOSE"))
+					print_message("%-12s %-10s B=%d %-10s %-14s rel err %.2e (tol %.1e)\n",
+						      ftfmt_get(f)->name, ftact_name(act), Bt,
+						      ftcmoe_isa_name((enum ftcmoe_isa)t), kn, e, tol);
+				if (!(e <= tol))
+					fail_msg("%s %s B=%d tier %s (%s): rel err %.3g > %.3g vs float64",
+						 ftfmt_get(f)->name, ftact_name(act), Bt,
+						 ftcmoe_isa_name((enum ftcmoe_isa)t), kn, e, tol);
+				if (t == 0) {
+					memcpy(out0, out, sizeof(float) * Bt * H);
+				} else {
+					double ds[8 * H];
+					for (int i = 0; i < Bt * H; i++)
+						ds[i] = out0[i];
+					double e2 = rel_err(out, ds, (size_t)Bt * H);
+					if (!(e2 <= tol))
+						fail_msg("%s %s B=%d tier %s: rel err %.3g vs scalar", ftfmt_get(f)->name,
+							 ftact_name(act), Bt, ftcmoe_isa_name((enum ftcmoe_isa)t), e2);
+				}
+				if (Bt >= 3) /* token 2 has no live route */
+					for (int i = 0; i < H; i++)
+						assert_true(out[2 * H + i] == 0.0f);
+			}
+		}
+		ftcmoe_free(x);
+	}
+	free_banks(&b);
+}
+
+static void test_bf16(void **s) { run_format(FTFMT_BF16); }
+static void test_nvfp4(void **s) { run_format(FTFMT_NVFP4); }
+static void test_mxfp4(void **s) { run_format(FTFMT_MXFP4_TRITON); }
+static void test_ds_fp4(void **s) { run_format(FTFMT_DS_FP4); }
+static void test_q4_0(void **s) { run_format(FTFMT_Q4_0); }
+
+/* Batch 32 (the maximum) and duplicate ids within a token on the best tier vs the scalar. */
+static void test_batch32_and_duplicates(void **s)
+{
+	struct banks b;
+	make_banks(&b, FTFMT_NVFP4);
+	struct ftcmoe_cfg cfg = {.format = FTFMT_NVFP4, .hidden = H, .inter = I, .experts = E,
+				 .layers = L, .banks = b.ptr, .act = FTACT_SILU, .max_batch = 32,
+				 .max_topk = TOPK, .isa = FTCMOE_ISA_SCALAR, .pool = pool, .cpu = &ci};
+	struct ftcmoe *x = NULL;
+	assert_int_equal(ftcmoe_create(&cfg, &x), 0);
+	static float xin[32 * H], w[32 * TOPK], o1[32 * H], o2[32 * H];
+	static double d1[32 * H];
+	int32_t ids[32 * TOPK];
+	for (int i = 0; i < 32 * H; i++)
+		xin[i] = (float)gauss();
+	for (int i = 0; i < 32 * TOPK; i++) {
+		ids[i] = (int)(rnd() % E); /* duplicates within tokens allowed */
+		w[i] = (float)unif();
+	}
+	assert_int_equal(ftcmoe_forward(x, 0, 32, TOPK, xin, ids, w, o1), 0);
+	enum ftcmoe_isa best = ftcmoe_isa_best(FTFMT_NVFP4, ci.isa);
+	assert_int_equal(ftcmoe_set_isa(x, best), 0);
+	assert_int_equal(ftcmoe_forward(x, 0, 32, TOPK, xin, ids, w, o2), 0);
+	for (int i = 0; i < 32 * H; i++)
+		d1[i] = o1[i];
+	assert_true(rel_err(o2, d1, 32 * H) <= tolerance(FTFMT_NVFP4, ftcmoe_kernel_name(best, FTFMT_NVFP4, ci.isa)));
+	/* bad arguments */
+	ids[0] = E;
+	assert_int_equal(ftcmoe_forward(x, 0, 1, TOPK, xin, ids, w, o1), -EINVAL);
+	ids[0] = 0;
+	assert_int_equal(ftcmoe_forward(x, 2, 1, TOPK, xin, ids, w, o1), -EINVAL);
+	assert_int_equal(ftcmoe_forward(x, 0, 33, TOPK, xin, ids, w, o1), -EINVAL);
+	ftcmoe_free(x);
+	free_banks(&b);
+}
+
+static void test_tiers(void **s)
+{
+	enum ftcmoe_isa t;
+	assert_int_equal(ftcmoe_isa_lookup("avx512_bf16", &t), 0);
+	assert_int_equal(t, FTCMOE_ISA_AVX512BF16);
+	assert_int_equal(ftcmoe_isa_lookup("sse9", &t), -EINVAL);
+	assert_int_equal(ftcmoe_isa_resolve(FTCMOE_ISA_AVX2, FTFMT_BF16, 0, &t), -ENOTSUP);
+	assert_int_equal(ftcmoe_isa_resolve(FTCMOE_ISA_SCALAR, FTFMT_BF16, 0, &t), 0);
+	assert_true(ftcmoe_isa_mask(0) == 1u);
+	setenv("FREETOKEN_CPU_MOE_ISA", "scalar", 1);
+	assert_int_equal(ftcmoe_isa_resolve(FTCMOE_ISA_AUTO, FTFMT_BF16, ci.isa, &t), 0);
+	assert_int_equal(t, FTCMOE_ISA_SCALAR);
+	setenv("FREETOKEN_CPU_MOE_ISA", "avx512bf16", 1);
+	assert_int_equal(ftcmoe_isa_resolve(FTCMOE_ISA_AUTO, FTFMT_BF16, FTCPU_AVX2 | FTCPU_FMA, &t), -ENOTSUP);
+	setenv("FREETOKEN_CPU_MOE_ISA", "mmx", 1);
+	assert_int_equal(ftcmoe_isa_resolve(FTCMOE_ISA_AUTO, FTFMT_BF16, ci.isa, &t), -EINVAL);
+	unsetenv("FREETOKEN_CPU_MOE_ISA");
+	assert_int_equal(ftcmoe_isa_resolve(FTCMOE_ISA_AUTO, FTFMT_BF16, ci.isa, &t), 0);
+	assert_int_equal(t, ftcmoe_isa_best(FTFMT_BF16, ci.isa));
+	/* creating an executor for a tier the CPU lacks is refused; so is fp8_block */
+	struct banks b;
+	make_banks(&b, FTFMT_BF16);
+	struct ftcpu_info poor = ci;
+	poor.isa = 0;
+	struct ftcmoe_cfg cfg = {.format = FTFMT_BF16, .hidden = H, .inter = I, .experts = E,
+				 .layers = L, .banks = b.ptr, .max_batch = 1, .max_topk = 1,
+				 .isa = FTCMOE_ISA_AVX2, .pool = pool, .cpu = &poor};
+	struct ftcmoe *x = NULL;
+	assert_int_equal(ftcmoe_create(&cfg, &x), -ENOTSUP);
+	assert_null(x);
+	cfg.format = FTFMT_FP8_BLOCK;
+	cfg.isa = FTCMOE_ISA_SCALAR;
+	assert_int_equal(ftcmoe_create(&cfg, &x), -EINVAL);
+	ftcmoe_free(NULL);
+	free_banks(&b);
+}
+
+static void count_fn(void *arg, int tid, int n)
+{
+	int *c = arg;
+	__atomic_fetch_add(&c[0], 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&c[1 + tid], 1, __ATOMIC_RELAXED);
+}
+
+static void test_pool(void **s)
+{
+	int c[1 + 64] = {0};
+	for (int i = 0; i < 100; i++)
+		ftpool_run(pool, count_fn, c);
+	int n = ftpool_size(pool);
+	assert_int_equal(c[0], 100 * n);
+	for (int t = 0; t < n; t++)
+		assert_int_equal(c[1 + t], 100);
+	assert_true(ftpool_cpu(pool, 0) >= 0);
+	assert_int_equal(ftpool_cpu(pool, n), -1);
+}
+
+static int setup(void **s)
+{
+	if (ftcpu_probe(&ci) < 0)
+		return -1;
+	int threads = ci.physical_cores < 3 ? ci.physical_cores : 3;
+	if (ftpool_create(&ci, threads, -1, &pool) < 0)
+		return -1;
+	ftpool_pin_caller(pool);
+	return 0;
+}
+
+static int teardown(void **s)
+{
+	ftpool_free(pool);
+	ftcpu_release(&ci);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pool),   cmocka_unit_test(test_tiers),
+		cmocka_unit_test(test_bf16),   cmocka_unit_test(test_nvfp4),
+		cmocka_unit_test(test_mxfp4),  cmocka_unit_test(test_ds_fp4),
+		cmocka_unit_test(test_q4_0),   cmocka_unit_test(test_batch32_and_duplicates),
+	};
+	return cmocka_run_group_tests_name("cpu_moe", tests, setup, teardown);
+}
