@@ -4,6 +4,7 @@
  * logger. */
 #include <errno.h>
 #include <microhttpd.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -338,9 +339,11 @@ static enum MHD_Result h_log(struct MHD_Connection *c, const char *id)
 /* SSE: replay the job's events, then follow them live; the stream ends after the final state. */
 struct sse {
 	struct ftd_job *j;
+	int fd; /* the client's socket: a client that went away ends the stream */
 	size_t next;
 	char *pend;
 	size_t pend_len, pend_off;
+	int idle_s;
 };
 
 static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
@@ -380,16 +383,26 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 			pthread_mutex_unlock(&ftd.lock);
 			return MHD_CONTENT_READER_END_OF_STREAM;
 		}
+		/* wait for the next event in 1 s slices: between them, see whether the client left
+		 * (its thread and connection slot are freed then, not at the next write) */
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += 15;
+		ts.tv_sec += 1;
 		if (pthread_cond_timedwait(&ftd.cond, &ftd.lock, &ts) == ETIMEDOUT && s->next >= s->j->nev) {
-			static const char ka[] = ": keep-alive\n\n";
-			if (max >= sizeof ka - 1) {
-				memcpy(buf, ka, sizeof ka - 1);
-				n = sizeof ka - 1;
+			struct pollfd p = {.fd = s->fd, .events = POLLRDHUP};
+			if (s->fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+				pthread_mutex_unlock(&ftd.lock);
+				return MHD_CONTENT_READER_END_WITH_ERROR;
 			}
-			break;
+			if (++s->idle_s >= 15) {
+				static const char ka[] = ": keep-alive\n\n";
+				s->idle_s = 0;
+				if (max >= sizeof ka - 1) {
+					memcpy(buf, ka, sizeof ka - 1);
+					n = sizeof ka - 1;
+				}
+				break;
+			}
 		}
 	}
 	pthread_mutex_unlock(&ftd.lock);
@@ -421,6 +434,8 @@ static enum MHD_Result h_events(struct MHD_Connection *c, const char *id)
 		return respond_error(c, 404, "not_found", NULL, "no job %.32s", id);
 	}
 	s->j = j;
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	s->fd = ci ? ci->connect_fd : -1;
 	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read, s, sse_free);
 	if (!r) {
 		sse_free(s);

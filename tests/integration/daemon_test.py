@@ -547,10 +547,14 @@ def connection_limit(t):
     """max-connections idle clients fill the daemon; the next is turned away; then it serves again"""
     d = Daemon(t.tmp, "connlimit", "--max-connections", "3").start()
     held = []
+    job = d.submit("cache-copy", {"models": "fake-sleep"})
     try:
-        for _ in range(3):
-            held.append(socket.create_connection(("127.0.0.1", d.port)))
-        time.sleep(0.2 * SLOW)
+        for _ in range(3):  # three SSE streams of a running job: each surely holds a connection
+            c = socket.create_connection(("127.0.0.1", d.port))
+            c.sendall(f"GET /benchmark/jobs/{job['id']}/events HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            c.settimeout(5 * SLOW)
+            assert b"200" in c.recv(4096).split(b"\r\n")[0]
+            held.append(c)
         refused = False
         try:
             st = d.req("GET", "/health", check=False, timeout=2)[0]
@@ -560,16 +564,18 @@ def connection_limit(t):
     finally:
         for c in held:
             c.close()
-    try:
+    try:  # the streams of the clients that left end within about a second
+        time.sleep(1.5)
         deadline = time.time() + 5 * SLOW
         while True:
             try:
-                if d.req("GET", "/health")[0] == 200:
-                    break
+                st = d.json("POST", f"/benchmark/jobs/{job['id']}/cancel")[0]
+                break
             except (OSError, http.client.HTTPException):
                 pass
             assert time.time() < deadline
             time.sleep(0.05)
+        assert st == 202, st
     finally:
         assert d.stop() == 0
 
@@ -708,6 +714,10 @@ def graceful_sigterm(t):
     c = d.submit("cache-copy", {"repeat": 1, "gpu": 0})
     d.wait(a["id"], ("running",))
     d.wait(b["id"], ("running",))
+    deadline = time.time() + 5 * SLOW  # the hanging worker ignores SIGTERM from its first progress on
+    while (d.job(b["id"])["progress"] or {}).get("label") != "hanging":
+        assert time.time() < deadline
+        time.sleep(0.02)
     pids = [int(p) for p in os.listdir("/proc") if p.isdigit() and (_env_has(int(p), a["id"]) or _env_has(int(p), b["id"]))]
     assert len(pids) == 2
     d.proc.send_signal(signal.SIGTERM)  # the hanging worker keeps the daemon in its 3 s grace period
