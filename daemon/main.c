@@ -1,7 +1,360 @@
-/* Placeholder until the daemon issue lands. */
+/* ftbenchd: main loop. Signals arrive on a signalfd, HTTP threads wake the loop through an
+ * eventfd; the loop starts jobs, reads their pipes, reaps them, enforces timeouts, pings the
+ * watchdog and, on SIGTERM, stops the workers and records them before it exits. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
-int main(void)
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "ftbenchd.h"
+#include "log.h"
+#include "util/fsutil.h"
+#include "util/timeutil.h"
+
+#define MAX_POLL 1024
+
+static char *env_dir(const char *var, const char *suffix)
 {
-	fprintf(stderr, "ftbenchd: not built yet in this version\n");
-	return 2;
+	const char *v = getenv(var);
+	char *s;
+	if (!v || !*v)
+		return NULL;
+	return asprintf(&s, "%s%s", v, suffix) < 0 ? NULL : s;
+}
+
+static char *home_dir(const char *suffix)
+{
+	const char *h = getenv("HOME");
+	char *s;
+	return asprintf(&s, "%s%s", h && *h ? h : "/tmp", suffix) < 0 ? NULL : s;
+}
+
+static int resolve_dirs(void)
+{
+	struct ftd_config *c = &ftd.cfg;
+	if (*c->state_dir)
+		ftd.state_dir = strdup(c->state_dir);
+	else {
+		const char *sd = getenv("STATE_DIRECTORY"); /* may list several, colon-separated */
+		if (sd && *sd) {
+			ftd.state_dir = strndup(sd, strcspn(sd, ":"));
+		} else if (!(ftd.state_dir = env_dir("XDG_STATE_HOME", "/ftbenchd")))
+			ftd.state_dir = home_dir("/.local/state/ftbenchd");
+	}
+	if (*c->profile_dir)
+		ftd.profile_dir = strdup(c->profile_dir);
+	else {
+		const char *cd = getenv("CACHE_DIRECTORY");
+		if (cd && *cd) {
+			char *first = strndup(cd, strcspn(cd, ":"));
+			if (first && asprintf(&ftd.profile_dir, "%s/benchbw", first) < 0)
+				ftd.profile_dir = NULL;
+			free(first);
+		} else if (!(ftd.profile_dir = env_dir("XDG_CACHE_HOME", "/freetoken/benchbw")))
+			ftd.profile_dir = home_dir("/.cache/freetoken/benchbw");
+	}
+	if (*c->worker) {
+		ftd.worker = strdup(c->worker);
+	} else {
+		char self[PATH_MAX];
+		ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+		if (n > 0) {
+			self[n] = '\0';
+			char dir[PATH_MAX];
+			ftfs_dirname(self, dir, sizeof dir);
+			if (asprintf(&ftd.worker, "%s/ftbench", dir) < 0)
+				ftd.worker = NULL;
+		}
+	}
+	if (!ftd.state_dir || !ftd.profile_dir || !ftd.worker)
+		return -ENOMEM;
+	if (asprintf(&ftd.jobs_dir, "%s/jobs", ftd.state_dir) < 0 || asprintf(&ftd.logs_dir, "%s/logs", ftd.state_dir) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* Parse "IPV4:PORT" / "[IPV6]:PORT" / "localhost:PORT" into ss. */
+static int parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *sl)
+{
+	char host[128];
+	const char *colon;
+	memset(ss, 0, sizeof *ss);
+	if (*s == '[') {
+		const char *e = strchr(s, ']');
+		if (!e || e[1] != ':' || (size_t)(e - s - 1) >= sizeof host)
+			return -EINVAL;
+		memcpy(host, s + 1, (size_t)(e - s - 1));
+		host[e - s - 1] = '\0';
+		colon = e + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon || (size_t)(colon - s) >= sizeof host)
+			return -EINVAL;
+		memcpy(host, s, (size_t)(colon - s));
+		host[colon - s] = '\0';
+	}
+	char *end;
+	long port = strtol(colon + 1, &end, 10);
+	if (*end || port < 0 || port > 65535 || colon[1] == '\0')
+		return -EINVAL;
+	if (!strcmp(host, "localhost"))
+		strcpy(host, "127.0.0.1");
+	struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+	if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons((uint16_t)port);
+		*sl = sizeof *a4;
+	} else if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons((uint16_t)port);
+		*sl = sizeof *a6;
+	} else {
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int is_loopback(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+	if (ss->ss_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)ss)->sin6_addr);
+	return 0;
+}
+
+static int open_listen(int *fd_out, int *activated)
+{
+	int n = sd_listen_fds(1);
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof ss;
+	if (n > 0) {
+		int fd = SD_LISTEN_FDS_START;
+		if (n > 1)
+			ftd_log(FTD_LOG_WARNING, "socket activation passed %d sockets; using the first", n);
+		if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
+			ftd_log(FTD_LOG_ERR, "socket activation: %s", strerror(errno));
+			return -errno;
+		}
+		if (!is_loopback(&ss) && !ftd.cfg.token) {
+			ftd_log(FTD_LOG_ERR, "the activated socket is not loopback: refusing to serve without token-file");
+			return -EPERM;
+		}
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+		*fd_out = fd;
+		*activated = 1;
+		ftd_log(FTD_LOG_INFO, "listening on the socket systemd passed");
+		return 0;
+	}
+	*activated = 0;
+	if (parse_listen(ftd.cfg.listen, &ss, &sl) < 0) {
+		ftd_log(FTD_LOG_ERR, "listen: cannot parse '%s' (IPV4:PORT or [IPV6]:PORT)", ftd.cfg.listen);
+		return -EINVAL;
+	}
+	if (!is_loopback(&ss) && !ftd.cfg.token) {
+		ftd_log(FTD_LOG_ERR, "listen %s is not loopback: refusing to start without token-file", ftd.cfg.listen);
+		return -EPERM;
+	}
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 512) < 0) {
+		int e = errno;
+		ftd_log(FTD_LOG_ERR, "listen %s: %s", ftd.cfg.listen, strerror(e));
+		close(fd);
+		return -e;
+	}
+	ftd_log(FTD_LOG_INFO, "listening on %s", ftd.cfg.listen);
+	*fd_out = fd;
+	return 0;
+}
+
+static void release_all(void)
+{
+	ftd_jobs_free_all();
+	free(ftd.gpus);
+	free(ftd.state_dir);
+	free(ftd.jobs_dir);
+	free(ftd.logs_dir);
+	free(ftd.profile_dir);
+	free(ftd.worker);
+	ftd_config_release(&ftd.cfg);
+}
+
+int main(int argc, char **argv)
+{
+	int r = ftd_config_load(&ftd.cfg, argc, argv);
+	if (r == 1) {
+		ftd_config_release(&ftd.cfg);
+		return 0;
+	}
+	if (r < 0 || ftd_config_check(&ftd.cfg) < 0 || resolve_dirs() < 0) {
+		release_all();
+		return 2;
+	}
+	ftd_log_set_level((int)ftd.cfg.log_level);
+	if (ftd.cfg.check_only) {
+		printf("ftbenchd: configuration ok (listen %s, state %s, profiles %s, worker %s)\n", ftd.cfg.listen,
+		       ftd.state_dir, ftd.profile_dir, ftd.worker);
+		release_all();
+		return 0;
+	}
+	ftd.wake_fd = -1;
+	ftd.main_pid = getpid();
+	ftd.start_wall = ft_wall_epoch();
+	pthread_mutex_init(&ftd.lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_cond_init(&ftd.cond, &ca);
+
+	int e;
+	if ((e = ftfs_mkdir_p(ftd.jobs_dir, 0750)) < 0 || (e = ftfs_mkdir_p(ftd.logs_dir, 0750)) < 0) {
+		ftd_log(FTD_LOG_ERR, "state directory %s: %s", ftd.state_dir, strerror(-e));
+		release_all();
+		return 1;
+	}
+	if (access(ftd.worker, X_OK) < 0)
+		ftd_log(FTD_LOG_WARNING, "worker %s: %s (jobs will fail until it exists)", ftd.worker, strerror(errno));
+
+	/* Signals: blocked here (so every thread inherits the mask) and read from a signalfd. */
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	ftd.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (sfd < 0 || ftd.wake_fd < 0) {
+		ftd_log(FTD_LOG_ERR, "signalfd/eventfd: %s", strerror(errno));
+		release_all();
+		return 1;
+	}
+
+	ftd_inventory_load();
+	pthread_mutex_lock(&ftd.lock);
+	r = ftd_jobs_load();
+	pthread_mutex_unlock(&ftd.lock);
+	if (r < 0) {
+		ftd_log(FTD_LOG_ERR, "journal %s: %s", ftd.jobs_dir, strerror(-r));
+		release_all();
+		return 1;
+	}
+
+	int lfd = -1, activated = 0;
+	if (open_listen(&lfd, &activated) < 0) {
+		release_all();
+		return 1;
+	}
+	struct MHD_Daemon *http = ftd_http_start(lfd);
+	if (!http) {
+		ftd_log(FTD_LOG_ERR, "cannot start the HTTP server");
+		close(lfd);
+		release_all();
+		return 1;
+	}
+	uint64_t wd_usec = 0;
+	int wd = sd_watchdog_enabled(0, &wd_usec) > 0 && wd_usec > 0;
+	uint64_t wd_next = 0;
+	sd_notifyf(0, "READY=1\nMAINPID=%d", (int)getpid());
+	ftd_notify_status();
+
+	int stop_logged = 0;
+	uint64_t retention_next = 0;
+	for (;;) {
+		struct pollfd pfd[MAX_POLL];
+		struct ftd_job *owner[MAX_POLL];
+		pthread_mutex_lock(&ftd.lock);
+		ftd_runner_reap();
+		int tmo = ftd_runner_timers();
+		ftd_runner_finish_ready();
+		uint64_t now = ft_now_ns();
+		if (now >= retention_next) {
+			ftd_retention();
+			retention_next = now + 60ull * 1000000000ull;
+		}
+		ftd_sched();
+		int done = ftd.stopping && ftd_runner_busy() == 0;
+		pfd[0] = (struct pollfd){.fd = sfd, .events = POLLIN};
+		pfd[1] = (struct pollfd){.fd = ftd.wake_fd, .events = POLLIN};
+		int n = 2 + ftd_runner_pollfds(pfd + 2, owner + 2, MAX_POLL - 2);
+		tmo = ftd_runner_timers(); /* the scheduler may have started jobs */
+		pthread_mutex_unlock(&ftd.lock);
+		if (done)
+			break;
+		if (wd) {
+			if (now >= wd_next) {
+				sd_notify(0, "WATCHDOG=1");
+				wd_next = now + wd_usec * 1000 / 2;
+			}
+			int wms = (int)((wd_next - now) / 1000000) + 1;
+			if (tmo < 0 || wms < tmo)
+				tmo = wms;
+		}
+		if (tmo < 0 || tmo > 60000)
+			tmo = 60000;
+		int pr = poll(pfd, (nfds_t)n, tmo);
+		if (pr < 0 && errno != EINTR) {
+			ftd_log(FTD_LOG_ERR, "poll: %s", strerror(errno));
+			break;
+		}
+		if (pr <= 0)
+			continue;
+		if (pfd[0].revents) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+				if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+					pthread_mutex_lock(&ftd.lock);
+					ftd.stopping = 1;
+					pthread_cond_broadcast(&ftd.cond);
+					pthread_mutex_unlock(&ftd.lock);
+					if (!stop_logged) {
+						sd_notify(0, "STOPPING=1\nSTATUS=stopping: terminating running jobs");
+						ftd_log(FTD_LOG_NOTICE, "stopping (signal %u)", si.ssi_signo);
+						stop_logged = 1;
+					}
+				}
+			}
+		}
+		if (pfd[1].revents) {
+			uint64_t v;
+			while (read(ftd.wake_fd, &v, sizeof v) == (ssize_t)sizeof v)
+				;
+		}
+		pthread_mutex_lock(&ftd.lock);
+		for (int i = 2; i < n; i++)
+			if (pfd[i].revents)
+				ftd_runner_io(owner[i], pfd[i].fd, pfd[i].revents);
+		pthread_mutex_unlock(&ftd.lock);
+	}
+
+	if (!stop_logged)
+		sd_notify(0, "STOPPING=1");
+	MHD_quiesce_daemon(http);
+	ftd_http_stop(http);
+	close(lfd);
+	close(sfd);
+	close(ftd.wake_fd);
+	ftd_log(FTD_LOG_NOTICE, "stopped");
+	release_all();
+	pthread_cond_destroy(&ftd.cond);
+	pthread_mutex_destroy(&ftd.lock);
+	return 0;
 }

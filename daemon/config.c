@@ -1,0 +1,368 @@
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/fsutil.h"
+#include "util/strutil.h"
+
+enum opt_type { T_STR, T_INT, T_LIST };
+
+struct opt {
+	const char *name;
+	enum opt_type type;
+	long lo, hi;
+	const char *def;
+	const char *help;
+	size_t off;   /* of the char * / long / char ** field */
+	size_t noff;  /* T_LIST: of the count */
+};
+
+#define S(f) offsetof(struct ftd_config, f)
+static const struct opt opts[] = {
+	{"listen", T_STR, 0, 0, "127.0.0.1:8377",
+	 "Address to listen on: IPV4:PORT or [IPV6]:PORT. A non-loopback address needs token-file. "
+	 "Ignored under socket activation (ftbenchd.socket).", S(listen)},
+	{"state-dir", T_STR, 0, 0, "",
+	 "Job journal and logs. Empty: $STATE_DIRECTORY, else $XDG_STATE_HOME/ftbenchd, else "
+	 "~/.local/state/ftbenchd.", S(state_dir)},
+	{"profile-dir", T_STR, 0, 0, "",
+	 "Profile store written by bw jobs. Empty: $CACHE_DIRECTORY/benchbw, else "
+	 "$XDG_CACHE_HOME/freetoken/benchbw, else ~/.cache/freetoken/benchbw.", S(profile_dir)},
+	{"token-file", T_STR, 0, 0, "",
+	 "File holding the bearer token clients must send (Authorization: Bearer ...). Empty: no "
+	 "token (loopback only).", S(token_file)},
+	{"worker", T_STR, 0, 0, "", "The worker program (ftbench). Empty: ftbench beside ftbenchd.", S(worker)},
+	{"max-queue", T_INT, 1, 100000, "64", "Queued jobs at most; more is 429.", S(max_queue)},
+	{"max-connections", T_INT, 1, 10000, "256", "Concurrent HTTP connections at most.", S(max_connections)},
+	{"max-body", T_INT, 256, 16777216, "65536", "Request body size limit in bytes; more is 413.", S(max_body)},
+	{"job-timeout", T_INT, 1, 604800, "3600", "Default per-job timeout in seconds.", S(job_timeout)},
+	{"max-job-timeout", T_INT, 1, 604800, "86400", "Largest timeout_s a request may ask for.",
+	 S(max_job_timeout)},
+	{"kill-grace", T_INT, 0, 3600, "10",
+	 "Seconds between SIGTERM and SIGKILL to a job's process group (timeout, cancel, stop).", S(kill_grace)},
+	{"log-max", T_INT, 4096, 1073741824, "1048576", "Bytes of worker stdout+stderr kept per job.", S(log_max)},
+	{"retain-jobs", T_INT, 1, 1000000, "1000", "Finished jobs kept in the journal at most.", S(retain_jobs)},
+	{"retain-age", T_INT, 1, 315360000, "2592000", "Seconds a finished job is kept.", S(retain_age)},
+	{"max-result-line", T_INT, 1024, 268435456, "8388608",
+	 "Largest JSON line a worker may send on its result fd; more is a protocol error.", S(max_result_line)},
+	{"gpus-timeout", T_INT, 1, 3600, "60", "Seconds `worker gpus --json` may take at start.", S(gpus_timeout)},
+	{"log-level", T_INT, 3, 7, "6", "3 errors, 4 warnings, 5 notices, 6 info, 7 debug.", S(log_level)},
+	{"model-roots", T_LIST, 0, 0, "",
+	 "Comma-separated directories model paths must resolve under (load-weights, decode). Empty: "
+	 "model paths are refused.", S(model_roots), S(n_model_roots)},
+	{"decode-server", T_LIST, 0, 0, "",
+	 "NAME=COMMAND TEMPLATE a decode job may start (repeat the option for several); the template "
+	 "is passed to `ftbench decode --server-cmd`.", S(decode_servers), S(n_decode_servers)},
+	{"decode-hosts", T_LIST, 0, 0, "",
+	 "Comma-separated host names a decode job's url may reach besides loopback.", S(decode_hosts),
+	 S(n_decode_hosts)},
+};
+#define N_OPTS (sizeof opts / sizeof opts[0])
+
+static const struct opt *find_opt(const char *name, size_t len)
+{
+	for (size_t i = 0; i < N_OPTS; i++)
+		if (strlen(opts[i].name) == len && !strncmp(opts[i].name, name, len))
+			return &opts[i];
+	return NULL;
+}
+
+static int list_add(char ***items, int *n, const char *v)
+{
+	char **p = realloc(*items, sizeof(char *) * (size_t)(*n + 1));
+	if (!p)
+		return -ENOMEM;
+	*items = p;
+	if (!(p[*n] = strdup(v)))
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
+
+/* Set one option from its text; where says where it came from for the message. */
+static int set_opt(struct ftd_config *cfg, const struct opt *o, const char *v, const char *where)
+{
+	char *base = (char *)cfg;
+	if (o->type == T_STR) {
+		char **f = (char **)(base + o->off);
+		free(*f);
+		*f = strdup(v);
+		return *f ? 0 : -ENOMEM;
+	}
+	if (o->type == T_INT) {
+		long x;
+		int r = ftstr_parse_long(v, o->lo, o->hi, &x);
+		if (r < 0) {
+			fprintf(stderr, "ftbenchd: %s: %s: '%s' is not an integer in [%ld, %ld]\n", where, o->name,
+				v, o->lo, o->hi);
+			return -EINVAL;
+		}
+		*(long *)(base + o->off) = x;
+		return 0;
+	}
+	char ***items = (char ***)(base + o->off);
+	int *n = (int *)(base + o->noff);
+	if (!strcmp(o->name, "decode-server")) {
+		if (!*v)
+			return 0;
+		const char *eq = strchr(v, '=');
+		if (!eq || eq == v || !eq[1]) {
+			fprintf(stderr, "ftbenchd: %s: decode-server: '%s' is not NAME=COMMAND\n", where, v);
+			return -EINVAL;
+		}
+		return list_add(items, n, v);
+	}
+	char **parts;
+	int k = ftstr_split(v, &parts, 256);
+	if (k < 0) {
+		fprintf(stderr, "ftbenchd: %s: %s: bad list '%s'\n", where, o->name, v);
+		return -EINVAL;
+	}
+	int r = 0;
+	for (int i = 0; i < k && !r; i++)
+		r = list_add(items, n, parts[i]);
+	ftstr_free_list(parts, k);
+	return r;
+}
+
+static char *trim(char *s)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	size_t l = strlen(s);
+	while (l > 0 && (s[l - 1] == ' ' || s[l - 1] == '\t' || s[l - 1] == '\r' || s[l - 1] == '\n'))
+		s[--l] = '\0';
+	return s;
+}
+
+static int load_file(struct ftd_config *cfg, const char *path)
+{
+	char *text;
+	size_t len;
+	int r = ftfs_read_file(path, 1 << 20, &text, &len);
+	if (r < 0) {
+		fprintf(stderr, "ftbenchd: %s: %s\n", path, strerror(-r));
+		return r;
+	}
+	int lineno = 0;
+	char *save = NULL;
+	r = 0;
+	for (char *line = text; line && !r; line = save) {
+		char *nl = strchr(line, '\n');
+		save = nl ? nl + 1 : NULL;
+		if (nl)
+			*nl = '\0';
+		lineno++;
+		char *s = trim(line);
+		if (!*s || *s == '#')
+			continue;
+		char where[PATH_MAX + 32];
+		snprintf(where, sizeof where, "%s:%d", path, lineno);
+		char *eq = strchr(s, '=');
+		if (!eq) {
+			fprintf(stderr, "ftbenchd: %s: expected 'key = value'\n", where);
+			r = -EINVAL;
+			break;
+		}
+		*eq = '\0';
+		char *key = trim(s), *val = trim(eq + 1);
+		const struct opt *o = find_opt(key, strlen(key));
+		if (!o) {
+			fprintf(stderr, "ftbenchd: %s: unknown option '%s'\n", where, key);
+			r = -EINVAL;
+			break;
+		}
+		r = set_opt(cfg, o, val, where);
+	}
+	free(text);
+	return r;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: ftbenchd [-c FILE] [-n] [--OPTION VALUE]...\n"
+		   "The ftbench daemon: a REST API that queues benchmark jobs and runs each as an ftbench child.\n\n"
+		   "  -c, --config FILE   config file (default /etc/ftbenchd.conf when it exists)\n"
+		   "  -n, --check         check the configuration and exit (0 ok, 2 bad)\n"
+		   "      --dump-config   print a config file with every option and its default\n"
+		   "  -h, --help          this help;  --version  the version\n\n"
+		   "Options (also `key = value` in the config file):\n");
+	for (size_t i = 0; i < N_OPTS; i++) {
+		const struct opt *o = &opts[i];
+		char def[64];
+		if (o->type == T_INT)
+			snprintf(def, sizeof def, "INT %ld..%ld, default %s", o->lo, o->hi, o->def);
+		else
+			snprintf(def, sizeof def, "%s, default '%s'", o->type == T_LIST ? "LIST" : "STRING", o->def);
+		fprintf(f, "  --%-18s %s\n  %-20s   %s\n", o->name, def, "", o->help);
+	}
+}
+
+void ftd_config_dump(FILE *f)
+{
+	fprintf(f, "# ftbenchd configuration: every option with its default (`key = value`).\n"
+		   "# Every option is also a flag: --key VALUE (flags win over this file).\n"
+		   "# Generated by `ftbenchd --dump-config`; check a file with `ftbenchd -n -c FILE`.\n");
+	for (size_t i = 0; i < N_OPTS; i++) {
+		const struct opt *o = &opts[i];
+		fprintf(f, "\n# %s\n", o->help);
+		if (o->type == T_INT)
+			fprintf(f, "# integer in [%ld, %ld]\n", o->lo, o->hi);
+		fprintf(f, "#%s = %s\n", o->name, o->def);
+	}
+}
+
+int ftd_config_load(struct ftd_config *cfg, int argc, char **argv)
+{
+	memset(cfg, 0, sizeof *cfg);
+	for (size_t i = 0; i < N_OPTS; i++)
+		if (opts[i].type != T_LIST && set_opt(cfg, &opts[i], opts[i].def, "default") < 0)
+			return -ENOMEM;
+	const char *file = NULL;
+	int explicit_file = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return 1;
+		}
+		if (!strcmp(argv[i], "--version")) {
+			printf("ftbenchd %s\n", FT_VERSION);
+			return 1;
+		}
+		if (!strcmp(argv[i], "--dump-config")) {
+			ftd_config_dump(stdout);
+			return 1;
+		}
+		if ((!strcmp(argv[i], "-c") || !strcmp(argv[i], "--config")) && i + 1 < argc) {
+			file = argv[++i];
+			explicit_file = 1;
+		} else if (!strncmp(argv[i], "--config=", 9)) {
+			file = argv[i] + 9;
+			explicit_file = 1;
+		}
+	}
+	if (!file && access("/etc/ftbenchd.conf", F_OK) == 0)
+		file = "/etc/ftbenchd.conf";
+	if (file && *file && load_file(cfg, file) < 0)
+		return -EINVAL;
+	(void)explicit_file;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "-c") || !strcmp(a, "--config")) {
+			i++;
+			continue;
+		}
+		if (!strncmp(a, "--config=", 9))
+			continue;
+		if (!strcmp(a, "-n") || !strcmp(a, "--check")) {
+			cfg->check_only = 1;
+			continue;
+		}
+		if (strncmp(a, "--", 2) != 0) {
+			fprintf(stderr, "ftbenchd: unexpected argument '%s' (see --help)\n", a);
+			return -EINVAL;
+		}
+		const char *name = a + 2, *eq = strchr(name, '=');
+		const struct opt *o = find_opt(name, eq ? (size_t)(eq - name) : strlen(name));
+		if (!o) {
+			fprintf(stderr, "ftbenchd: unknown option '%s' (see --help)\n", a);
+			return -EINVAL;
+		}
+		const char *v = eq ? eq + 1 : NULL;
+		if (!v) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "ftbenchd: --%s needs a value\n", o->name);
+				return -EINVAL;
+			}
+			v = argv[++i];
+		}
+		char where[80];
+		snprintf(where, sizeof where, "--%s", o->name);
+		if (set_opt(cfg, o, v, where) < 0)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+static int is_loopback_listen(const char *listen)
+{
+	return !strncmp(listen, "127.", 4) || !strncmp(listen, "[::1]:", 6) || !strncmp(listen, "localhost:", 10);
+}
+
+int ftd_config_check(struct ftd_config *cfg)
+{
+	if (cfg->token_file && *cfg->token_file) {
+		char *t;
+		size_t len;
+		int r = ftfs_read_file(cfg->token_file, 4096, &t, &len);
+		if (r < 0) {
+			fprintf(stderr, "ftbenchd: token-file %s: %s\n", cfg->token_file, strerror(-r));
+			return r;
+		}
+		char *s = trim(t);
+		if (strlen(s) < 16) {
+			fprintf(stderr, "ftbenchd: token-file %s: the token must have at least 16 characters\n",
+				cfg->token_file);
+			free(t);
+			return -EINVAL;
+		}
+		cfg->token = strdup(s);
+		free(t);
+		if (!cfg->token)
+			return -ENOMEM;
+	}
+	if (!is_loopback_listen(cfg->listen) && !cfg->token) {
+		fprintf(stderr, "ftbenchd: listen %s is not loopback: refusing to start without token-file\n",
+			cfg->listen);
+		return -EPERM;
+	}
+	if (cfg->max_job_timeout < cfg->job_timeout) {
+		fprintf(stderr, "ftbenchd: job-timeout %ld is above max-job-timeout %ld\n", cfg->job_timeout,
+			cfg->max_job_timeout);
+		return -EINVAL;
+	}
+	for (int i = 0; i < cfg->n_model_roots; i++) {
+		char *rp = realpath(cfg->model_roots[i], NULL);
+		if (!rp) {
+			fprintf(stderr, "ftbenchd: model-roots: %s: %s\n", cfg->model_roots[i], strerror(errno));
+			return -errno;
+		}
+		free(cfg->model_roots[i]);
+		cfg->model_roots[i] = rp;
+	}
+	return 0;
+}
+
+const char *ftd_config_decode_server(const struct ftd_config *cfg, const char *name)
+{
+	size_t l = strlen(name);
+	for (int i = 0; i < cfg->n_decode_servers; i++)
+		if (!strncmp(cfg->decode_servers[i], name, l) && cfg->decode_servers[i][l] == '=')
+			return cfg->decode_servers[i] + l + 1;
+	return NULL;
+}
+
+void ftd_config_release(struct ftd_config *cfg)
+{
+	if (!cfg)
+		return;
+	for (size_t i = 0; i < N_OPTS; i++) {
+		char *base = (char *)cfg;
+		if (opts[i].type == T_STR) {
+			free(*(char **)(base + opts[i].off));
+		} else if (opts[i].type == T_LIST) {
+			char **items = *(char ***)(base + opts[i].off);
+			int n = *(int *)(base + opts[i].noff);
+			for (int k = 0; k < n; k++)
+				free(items[k]);
+			free(items);
+		}
+	}
+	free(cfg->token);
+	memset(cfg, 0, sizeof *cfg);
+}

@@ -1,0 +1,45 @@
+/* config: every daemon option, defined once in a table (name, type, bounds, default, help).
+ * The same table parses the config file (`key = value`, `#` comments), parses the flags
+ * (`--key value` / `--key=value`, flags win over the file), prints --help and prints a
+ * commented etc/ftbenchd.conf (--dump-config). */
+#ifndef FTD_CONFIG_H
+#define FTD_CONFIG_H
+#include <stdio.h>
+
+struct ftd_config {
+	char *listen;            /* "127.0.0.1:8377" */
+	char *state_dir;         /* "" -> $STATE_DIRECTORY, $XDG_STATE_HOME/ftbenchd, ~/.local/state/ftbenchd */
+	char *profile_dir;       /* "" -> $CACHE_DIRECTORY/benchbw, $XDG_CACHE_HOME/freetoken/benchbw, ... */
+	char *token_file;        /* "" none */
+	char *worker;            /* "" -> ftbench beside ftbenchd */
+	long max_queue, max_connections, max_body, job_timeout, max_job_timeout, kill_grace;
+	long log_max, retain_jobs, retain_age, max_result_line, gpus_timeout, log_level;
+	char **model_roots;      /* realpath'd by ftd_config_check */
+	int n_model_roots;
+	char **decode_servers;   /* "name=command template" */
+	int n_decode_servers;
+	char **decode_hosts;
+	int n_decode_hosts;
+	/* derived by ftd_config_check */
+	char *token;             /* contents of token_file, trimmed; NULL when none */
+	int check_only;          /* -n */
+};
+
+/* Parse argv (and the config file it names with -c/--config, default /etc/ftbenchd.conf when it
+ * exists) into cfg. Returns 0, 1 when --help/--version/--dump-config printed and the caller
+ * should exit 0, or -EINVAL after printing the problem on stderr. */
+int ftd_config_load(struct ftd_config *cfg, int argc, char **argv);
+
+/* Validate what parsing cannot: read the token file, realpath the model roots, resolve the
+ * directories, refuse a non-loopback listen address without a token. 0 or -errno after
+ * printing the problem on stderr. */
+int ftd_config_check(struct ftd_config *cfg);
+
+/* The command template of decode server `name`, or NULL (borrowed). */
+const char *ftd_config_decode_server(const struct ftd_config *cfg, const char *name);
+
+/* Write the commented config file (every option with its default) to f. */
+void ftd_config_dump(FILE *f);
+
+void ftd_config_release(struct ftd_config *cfg);
+#endif

@@ -1,0 +1,968 @@
+#!/usr/bin/python3
+"""Integration tests of ftbenchd: the real daemon on loopback (free port, temp state and cache
+dirs), fake workers (tests/fixtures/fakeworker.c) for GPU inventory, crashes, hangs and garbage.
+Every response is checked against api/openapi.yaml (status documented, body valid).
+Prints TAP-like "ok N - name" / "not ok N - name" lines; exit status 1 when anything failed.
+
+Environment: BUILD (default build), FT_DAEMON_WRAP (e.g. "valgrind --leak-check=full ...")."""
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+import jsonschema
+import yaml
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD = os.path.join(ROOT, os.environ.get("BUILD", "build"))
+FTBENCHD = os.path.join(BUILD, "bin", "ftbenchd")
+FAKE = os.path.join(BUILD, "tests", "fixtures", "fakeworker")
+WRAP = os.environ.get("FT_DAEMON_WRAP", "").split()
+SLOW = 1 if not WRAP else 8  # valgrind is slow
+GPU0 = "GPU-11111111-aaaa-bbbb-cccc-000000000000"
+GPU1 = "GPU-22222222-aaaa-bbbb-cccc-000000000000"
+
+# ------------------------------------------------------------------ OpenAPI contract
+
+def _nullable(node):
+    """OpenAPI 3.0 `nullable: true` -> JSON Schema type lists / anyOf null."""
+    if isinstance(node, dict):
+        node = {k: _nullable(v) for k, v in node.items()}
+        if node.pop("nullable", False):
+            t = node.get("type")
+            if isinstance(t, str):
+                node["type"] = [t, "null"]
+            else:
+                node = {"anyOf": [node, {"type": "null"}]}
+        return node
+    if isinstance(node, list):
+        return [_nullable(v) for v in node]
+    return node
+
+
+class Contract:
+    def __init__(self):
+        api = os.path.join(ROOT, "api")
+        with open(os.path.join(api, "openapi.yaml")) as f:
+            self.spec = _nullable(yaml.safe_load(f))
+        self.files = {}
+        for name in os.listdir(os.path.join(api, "schemas")):
+            if name.endswith(".json"):
+                with open(os.path.join(api, "schemas", name)) as f:
+                    doc = json.load(f)
+                doc.pop("$id", None)
+                doc.pop("$schema", None)
+                self.files["schemas/" + name] = doc
+        self.spec = self._inline(self.spec)
+        self.resolver = jsonschema.RefResolver("", self.spec)
+        self.templates = []
+        for path in self.spec["paths"]:
+            rx = "^" + re.sub(r"\{[^}]+\}", "[^/]+", path) + "$"
+            self.templates.append((re.compile(rx), path))
+        self.seen = set()
+
+    def _inline(self, node):
+        """External $refs (schemas/*.json) replaced by the files' contents."""
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref in self.files:
+                return self._inline(self.files[ref])
+            return {k: self._inline(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [self._inline(v) for v in node]
+        return node
+
+    def check(self, method, url, status, headers, body):
+        path = url.split("?")[0]
+        tmpl = next((t for rx, t in self.templates if rx.match(path)), None)
+        if tmpl is None:
+            assert status == 404, f"{method} {url}: undocumented path answered {status}"
+            self._error_body(body)
+            return
+        ops = self.spec["paths"][tmpl]
+        op = ops.get(method.lower())
+        if op is None:
+            assert status == 405, f"{method} {url}: undocumented method answered {status}"
+            self._error_body(body)
+            return
+        resp = op["responses"].get(str(status))
+        assert resp is not None, f"{method} {tmpl}: status {status} is not documented"
+        self.seen.add((method, tmpl, status))
+        if "$ref" in resp:
+            resp = self.spec["components"]["responses"][resp["$ref"].split("/")[-1]]
+        content = resp.get("content", {})
+        ctype = headers.get("content-type", "").split(";")[0].strip()
+        assert ctype in content, f"{method} {tmpl} {status}: content-type {ctype} not documented"
+        schema = content[ctype].get("schema")
+        if ctype == "application/json" and schema is not None:
+            doc = json.loads(body)
+            jsonschema.validate(doc, schema, resolver=self.resolver)
+
+    def _error_body(self, body):
+        doc = json.loads(body)
+        jsonschema.validate(doc, self.files["schemas/error.schema.json"])
+
+
+CONTRACT = Contract()
+
+# ------------------------------------------------------------------ daemon handling
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+class Daemon:
+    def __init__(self, tmp, name, *extra, env=None, worker=FAKE):
+        self.dir = os.path.join(tmp, name)
+        os.makedirs(self.dir, exist_ok=True)
+        self.port = free_port()
+        self.state = os.path.join(self.dir, "state")
+        self.prof = os.path.join(self.dir, "profiles")
+        self.args = [FTBENCHD, "--listen", f"127.0.0.1:{self.port}", "--state-dir", self.state,
+                     "--profile-dir", self.prof, "--worker", worker, "--kill-grace", "1", *extra]
+        self.env = dict(os.environ, FAKE_STEP_MS="50", **(env or {}))
+        self.env.pop("NOTIFY_SOCKET", None)
+        self.token = None
+        self.proc = None
+        self.log = os.path.join(self.dir, "daemon.log")
+
+    def start(self, wait=True):
+        self.logf = open(self.log, "ab")
+        self.proc = subprocess.Popen(WRAP + self.args, env=self.env, stdout=self.logf, stderr=self.logf)
+        if wait:
+            deadline = time.time() + 10 * SLOW
+            while time.time() < deadline:
+                try:
+                    st, _, _ = self.req("GET", "/health", check=False)
+                    if st == 200:
+                        return self
+                except OSError:
+                    pass
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"ftbenchd exited with {self.proc.returncode}: {open(self.log).read()}")
+                time.sleep(0.05)
+            raise RuntimeError("ftbenchd did not answer /health")
+        return self
+
+    def stop(self, sig=signal.SIGTERM, timeout=20):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout * SLOW)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise
+        rc = self.proc.returncode if self.proc else None
+        self.proc = None
+        return rc
+
+    def req(self, method, path, body=None, headers=None, check=True, raw=None, timeout=30):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout * SLOW)
+        h = dict(headers or {})
+        if self.token and "Authorization" not in h:
+            h["Authorization"] = "Bearer " + self.token
+        data = raw
+        if body is not None:
+            data = json.dumps(body).encode()
+            h.setdefault("Content-Type", "application/json")
+        c.request(method, path, body=data, headers=h)
+        r = c.getresponse()
+        text = r.read()
+        hdrs = {k.lower(): v for k, v in r.getheaders()}
+        c.close()
+        if check:
+            CONTRACT.check(method, path, r.status, hdrs, text)
+        return r.status, hdrs, text
+
+    def json(self, method, path, body=None, **kw):
+        st, h, text = self.req(method, path, body, **kw)
+        return st, h, (json.loads(text) if text and h.get("content-type", "").startswith("application/json") else text)
+
+    def submit(self, kind, args=None, expect=202, **extra):
+        body = {"kind": kind}
+        if args is not None:
+            body["args"] = args
+        body.update(extra)
+        st, h, doc = self.json("POST", "/benchmark/start", body)
+        assert st == expect, f"submit {kind} {args}: {st} {doc}"
+        return doc
+
+    def job(self, jid):
+        st, _, doc = self.json("GET", f"/benchmark/jobs/{jid}")
+        assert st == 200, doc
+        return doc
+
+    def wait(self, jid, states=("succeeded", "failed", "cancelled", "timed_out", "interrupted"), timeout=20):
+        deadline = time.time() + timeout * SLOW
+        while time.time() < deadline:
+            j = self.job(jid)
+            if j["state"] in states:
+                return j
+            time.sleep(0.03)
+        raise AssertionError(f"job {jid} still {self.job(jid)['state']}, wanted {states}")
+
+
+# ------------------------------------------------------------------ tests
+
+results = []
+
+
+def test(fn):
+    results.append(fn)
+    return fn
+
+
+def expect_error(d, method, path, status, code, field=None, body=None, **kw):
+    st, h, doc = d.json(method, path, body, **kw)
+    assert st == status, f"{method} {path}: {st} {doc}, wanted {status}"
+    assert doc["error"]["code"] == code, f"{method} {path}: code {doc['error']['code']}, wanted {code}"
+    if field is not None:
+        assert doc["error"]["field"] == field, f"field {doc['error']['field']}, wanted {field}"
+    return h, doc
+
+
+def sse(d, jid, timeout=20):
+    c = http.client.HTTPConnection("127.0.0.1", d.port, timeout=timeout * SLOW)
+    h = {"Authorization": "Bearer " + d.token} if d.token else {}
+    c.request("GET", f"/benchmark/jobs/{jid}/events", headers=h)
+    r = c.getresponse()
+    assert r.status == 200
+    assert r.getheader("Content-Type").startswith("text/event-stream")
+    raw = r.read()
+    CONTRACT.check("GET", f"/benchmark/jobs/{jid}/events", r.status, {k.lower(): v for k, v in r.getheaders()}, raw)
+    text = raw.decode()
+    c.close()
+    events = []
+    for block in text.split("\n\n"):
+        ev = data = None
+        for line in block.split("\n"):
+            if line.startswith("event: "):
+                ev = line[7:]
+            elif line.startswith("data: "):
+                data = json.loads(line[6:])
+        if ev:
+            events.append((ev, data))
+    return events
+
+
+def pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1][0] != "Z"
+    except OSError:
+        return False
+
+
+@test
+def lifecycle_bw(t):
+    """a CPU-only-style bw job: 202+Location, SSE replay and live, result, profile, log, metrics"""
+    d = t.main
+    job = d.submit("bw", {"cpu_iters": 4, "dtype": ["bf16", "fp8"], "threshold": 2.0})
+    assert job["state"] in ("queued", "running") and job["host_exclusive"] is True
+    assert job["gpu"]["uuid"] == GPU0
+    st, h, _ = d.req("GET", job["links"]["self"])
+    assert st == 200
+    events = sse(d, job["id"])
+    kinds = [e for e, _ in events]
+    assert kinds[0] == "state" and "progress" in kinds and "result" in kinds, kinds
+    assert events[-1] == ("state", {"state": "succeeded"}), events[-1]
+    j = d.wait(job["id"])
+    assert j["state"] == "succeeded" and j["exit_status"] == 0 and j["signal"] is None, j
+    assert "--dtype=bf16,fp8" in j["argv"] and "--result-fd=3" in j["argv"], j["argv"]
+    fake = j["result"]["fake"]
+    assert fake["cuda_visible_devices"] == GPU0 and fake["cuda_device_order"] == "PCI_BUS_ID", fake
+    assert fake["notify_socket"] == "", "NOTIFY_SOCKET leaked into the worker"
+    assert j["profile_path"] == os.path.join(d.prof, GPU0 + ".json") and os.path.exists(j["profile_path"])
+    st, _, prof = d.json("GET", f"/profiles/{GPU0}")
+    assert st == 200 and prof["version"] == 4
+    st, _, lst = d.json("GET", "/profiles")
+    assert any(p["uuid"] == GPU0 for p in lst["profiles"])
+    st, _, log = d.req("GET", f"/benchmark/jobs/{job['id']}/log")
+    assert st == 200 and b"fakeworker bw" in log
+    # replay after the end gives the same story
+    again = sse(d, job["id"])
+    assert [e for e, _ in again if e != "progress"][-2:] == ["result", "state"], again
+    st, _, m = d.req("GET", "/metrics")
+    m = m.decode()
+    assert 'ftbenchd_jobs_finished_total{kind="bw",state="succeeded"}' in m
+    assert f'ftbenchd_profile_cpu_stream_read_gbs{{gpu="{GPU0}"}} 100.5' in m, m
+    assert "ftbenchd_queue_depth 0" in m
+    st, _, lj = d.json("GET", "/benchmark/jobs?state=succeeded&limit=5")
+    assert st == 200 and any(x["id"] == job["id"] for x in lj["jobs"]) and "result" not in lj["jobs"][0]
+
+
+@test
+def disjoint_gpus_run_together(t):
+    """cache-copy on GPU 0 and GPU 1 run side by side; /gpus shows the holders"""
+    d = t.main
+    a = d.submit("cache-copy", {"models": "fake-sleep", "gpu": 0})
+    b = d.submit("cache-copy", {"models": "fake-sleep", "gpu": GPU1})
+    d.wait(a["id"], ("running",))
+    d.wait(b["id"], ("running",))
+    st, _, g = d.json("GET", "/gpus")
+    holders = {x["uuid"]: x["job"] for x in g["gpus"]}
+    assert holders == {GPU0: a["id"], GPU1: b["id"]}, holders
+    for x in (a, b):
+        st, _, c = d.json("POST", f"/benchmark/jobs/{x['id']}/cancel")
+        assert st == 202 and c["cancel_requested"], c
+    for x in (a, b):
+        j = d.wait(x["id"])
+        assert j["state"] == "cancelled" and j["signal"] == 15 and j["exit_status"] == 143, j
+
+
+@test
+def shared_gpu_and_host_fifo(t):
+    """same GPU: the second waits; a host-exclusive bw waits for everything and nothing overtakes it"""
+    d = t.main
+    a = d.submit("cache-copy", {"models": "fake-sleep", "gpu": 0})
+    d.wait(a["id"], ("running",))
+    b = d.submit("cache-copy", {"repeat": 2, "gpu": 0})
+    c = d.submit("bw", {"cpu_iters": 2, "gpu": 1})
+    e = d.submit("cache-copy", {"repeat": 2, "gpu": 1})  # GPU 1 is free, but the bw before it wants the host
+    time.sleep(0.4 * SLOW)
+    for x in (b, c, e):
+        assert d.job(x["id"])["state"] == "queued", d.job(x["id"])
+    assert d.job(e["id"])["queue_position"] == 2
+    d.json("POST", f"/benchmark/jobs/{a['id']}/cancel")
+    jb, jc, je = d.wait(b["id"]), d.wait(c["id"]), d.wait(e["id"])
+    assert jb["state"] == jc["state"] == je["state"] == "succeeded", (jb, jc, je)
+    # bw ran alone: it started after b finished and e started after bw finished
+    assert jc["started_at"] >= jb["finished_at"] and je["started_at"] >= jc["finished_at"], (jb, jc, je)
+
+
+@test
+def cancel_queued_running_finished(t):
+    d = t.main
+    a = d.submit("cache-copy", {"models": "fake-sleep", "gpu": 0})
+    b = d.submit("cache-copy", {"models": "fake-sleep", "gpu": 0})
+    d.wait(a["id"], ("running",))
+    st, _, jb = d.json("POST", f"/benchmark/jobs/{b['id']}/cancel")
+    assert st == 200 and jb["state"] == "cancelled", jb
+    st, _, ja = d.json("POST", f"/benchmark/jobs/{a['id']}/cancel")
+    assert st == 202
+    ja = d.wait(a["id"])
+    assert ja["state"] == "cancelled"
+    expect_error(d, "POST", f"/benchmark/jobs/{a['id']}/cancel", 409, "job_finished")
+    expect_error(d, "POST", "/benchmark/jobs/0123456789abcdef/cancel", 404, "not_found")
+    events = sse(d, b["id"])
+    assert events[-1] == ("state", {"state": "cancelled"}), events
+
+
+@test
+def timeout_and_hang(t):
+    """timeout: SIGTERM; a worker that ignores SIGTERM gets SIGKILL after the grace"""
+    d = t.main
+    a = d.submit("cache-copy", {"models": "fake-sleep", "gpu": 0}, timeout_s=1)
+    b = d.submit("cache-copy", {"models": "fake-hang", "gpu": 1}, timeout_s=1)
+    ja, jb = d.wait(a["id"]), d.wait(b["id"])
+    assert ja["state"] == "timed_out" and ja["signal"] == 15, ja
+    assert jb["state"] == "timed_out" and jb["signal"] == 9 and jb["exit_status"] == 137, jb
+    assert "timed out" in ja["error"]
+
+
+@test
+def bad_workers(t):
+    """crash, garbage, unknown type, oversize line, error message, no result: failed, daemon fine"""
+    d = t.main
+    cases = {"crash": ("signal", 11), "garbage": ("error", "not JSON"), "unknown": ("error", "unknown message type"),
+             "huge": ("error", "max-result-line"), "fail": ("error", "fake failure"),
+             "noresult": ("error", "without a result")}
+    ids = {}
+    for i, mode in enumerate(cases):
+        ids[mode] = d.submit("cache-copy", {"models": f"fake-{mode}", "gpu": i % 2})["id"]
+    for mode, (key, want) in cases.items():
+        j = d.wait(ids[mode], timeout=30)
+        assert j["state"] == "failed", (mode, j)
+        if key == "signal":
+            assert j["signal"] == want and j["exit_status"] == 128 + want, j
+        else:
+            assert want in (j["error"] or ""), (mode, j["error"])
+    assert d.req("GET", "/health")[0] == 200
+
+
+@test
+def chatty_worker_log_capped(t):
+    d = t.main
+    j = d.wait(d.submit("cache-copy", {"models": "fake-chatty", "repeat": 1})["id"])
+    assert j["state"] == "succeeded", j
+    st, _, log = d.req("GET", f"/benchmark/jobs/{j['id']}/log")
+    assert len(log) <= 65536 + 200 and b"log truncated" in log, len(log)
+
+
+@test
+def escaped_grandchild(t):
+    """a worker leaves a process in its own session holding its stdout: the job still ends and
+    that process is killed (it carries the job's FTBENCHD_JOB_ID)"""
+    d = t.main
+    j = d.wait(d.submit("cache-copy", {"models": "fake-escape", "repeat": 1})["id"], timeout=30)
+    assert j["state"] == "succeeded", j
+    log = d.req("GET", f"/benchmark/jobs/{j['id']}/log")[2].decode()
+    child = int(re.search(r"escaped child (\d+)", log).group(1))
+    deadline = time.time() + 5 * SLOW
+    while pid_alive(child):
+        assert time.time() < deadline, f"process {child} survived its job"
+        time.sleep(0.05)
+
+
+@test
+def pipes_held_by_a_stranger(t):
+    """a process the daemon cannot identify holds the worker's stdout after the worker exited: the
+    job still finishes (the daemon stops waiting for EOF after 5 s)"""
+    d = t.main
+    t0 = time.time()
+    j = d.wait(d.submit("cache-copy", {"models": "fake-hidden", "repeat": 1})["id"], timeout=30)
+    assert j["state"] == "succeeded" and time.time() - t0 < 15 * SLOW, j
+    log = d.req("GET", f"/benchmark/jobs/{j['id']}/log")[2].decode()
+    os.kill(int(re.search(r"escaped child (\d+)", log).group(1)), signal.SIGKILL)
+
+
+@test
+def idempotency(t):
+    d = t.main
+    body = {"kind": "cache-copy", "args": {"repeat": 1}}
+    st, h1, a = d.json("POST", "/benchmark/start", body, headers={"Idempotency-Key": "k-1"})
+    st2, h2, b = d.json("POST", "/benchmark/start", body, headers={"Idempotency-Key": "k-1"})
+    assert st == st2 == 202 and a["id"] == b["id"] and h2.get("idempotent-replayed") == "true", (a, b)
+    expect_error(d, "POST", "/benchmark/start", 409, "idempotency_conflict",
+                 body={"kind": "cache-copy", "args": {"repeat": 2}}, headers={"Idempotency-Key": "k-1"})
+    expect_error(d, "POST", "/benchmark/start", 400, "invalid_argument", "Idempotency-Key",
+                 body=body, headers={"Idempotency-Key": "x" * 200})
+    d.wait(a["id"])
+
+
+@test
+def bad_inputs(t):
+    """every bad input gets its documented 4xx and the daemon keeps serving"""
+    d = t.main
+    P = "/benchmark/start"
+    st, _, doc = d.json("POST", P, raw=b"{not json", headers={"Content-Type": "application/json"})
+    assert st == 400 and doc["error"]["code"] == "invalid_json", doc
+    st, _, doc = d.json("POST", P, raw=b"[1,2]", headers={"Content-Type": "application/json"})
+    assert st == 400 and doc["error"]["code"] == "invalid_request"
+    st, _, doc = d.json("POST", P, raw=b'{"kind":"bw"}', headers={"Content-Type": "text/plain"})
+    assert st == 415 and doc["error"]["code"] == "unsupported_media_type"
+    st, _, doc = d.json("POST", P, raw=b'{"kind":"bw"}')
+    assert st == 415
+    big = b'{"kind":"bw","args":{"model":"' + b"a" * 70000 + b'"}}'
+    st, _, doc = d.json("POST", P, raw=big, headers={"Content-Type": "application/json"})
+    assert st == 413 and doc["error"]["code"] == "body_too_large", doc
+    expect_error(d, "POST", P, 400, "unknown_kind", "kind", body={"kind": "mine-bitcoin"})
+    expect_error(d, "POST", P, 400, "missing_field", "kind", body={"args": {}})
+    expect_error(d, "POST", P, 400, "invalid_argument", "kind", body={"kind": 3})
+    expect_error(d, "POST", P, 400, "unknown_field", "colour", body={"kind": "bw", "colour": "red"})
+    expect_error(d, "POST", P, 400, "unknown_field", "args.colour", body={"kind": "bw", "args": {"colour": 1}})
+    expect_error(d, "POST", P, 400, "invalid_argument", "args", body={"kind": "bw", "args": [1]})
+    expect_error(d, "POST", P, 400, "invalid_argument", "args.cpu_iters", body={"kind": "bw", "args": {"cpu_iters": "8"}})
+    expect_error(d, "POST", P, 400, "invalid_argument", "args.cpu_iters", body={"kind": "bw", "args": {"cpu_iters": 0}})
+    expect_error(d, "POST", P, 400, "invalid_argument", "args.cpu_iters", body={"kind": "bw", "args": {"cpu_iters": 2.5}})
+    expect_error(d, "POST", P, 400, "invalid_argument", "args.threshold", body={"kind": "bw", "args": {"threshold": -1}})
+    expect_error(d, "POST", P, 400, "invalid_argument", "args.dtype", body={"kind": "bw", "args": {"dtype": "bf16; rm -rf /"}})
+    expect_error(d, "POST", P, 400, "invalid_argument", "args.dtype", body={"kind": "bw", "args": {"dtype": [1]}})
+    expect_error(d, "POST", P, 400, "invalid_argument", "args.miss_rates",
+                 body={"kind": "cache-copy", "args": {"miss_rates": [0.5, 2]}})
+    expect_error(d, "POST", P, 400, "invalid_argument", "args.no_drop_cache",
+                 body={"kind": "load-weights", "args": {"model": t.models + "/m", "no_drop_cache": "yes"}})
+    expect_error(d, "POST", P, 400, "invalid_argument", "timeout_s", body={"kind": "bw", "timeout_s": 0})
+    expect_error(d, "POST", P, 400, "unknown_gpu", "args.gpu", body={"kind": "bw", "args": {"gpu": 7}})
+    expect_error(d, "POST", P, 400, "unknown_gpu", "args.gpu", body={"kind": "bw", "args": {"gpu": "GPU-ffff"}})
+    expect_error(d, "POST", P, 400, "invalid_argument", "args.gpu", body={"kind": "bw", "args": {"gpu": [0]}})
+    expect_error(d, "POST", P, 400, "missing_field", "args.model", body={"kind": "load-weights", "args": {}})
+    expect_error(d, "POST", P, 403, "forbidden", "args.model", body={"kind": "load-weights", "args": {"model": "/etc"}})
+    expect_error(d, "POST", P, 403, "forbidden", "args.model",
+                 body={"kind": "load-weights", "args": {"model": t.models + "/../.."}})
+    expect_error(d, "POST", P, 403, "forbidden", "args.model",
+                 body={"kind": "load-weights", "args": {"model": t.models + "/escape"}})  # a symlink out
+    expect_error(d, "POST", P, 403, "forbidden", "args.server",
+                 body={"kind": "decode", "args": {"model": t.models + "/m", "server": "rogue"}})
+    expect_error(d, "POST", P, 403, "forbidden", "args.url",
+                 body={"kind": "decode", "args": {"model": t.models + "/m", "url": "http://example.com:80/v1"}})
+    expect_error(d, "POST", P, 400, "invalid_argument", "args.url",
+                 body={"kind": "decode", "args": {"model": t.models + "/m", "url": "file:///etc/passwd"}})
+    expect_error(d, "POST", P, 400, "missing_field", "args.server",
+                 body={"kind": "decode", "args": {"model": t.models + "/m"}})
+    expect_error(d, "POST", P, 400, "missing_field", "args.model", body={"kind": "decode", "args": {"server": "ft"}})
+    expect_error(d, "POST", P, 400, "invalid_argument", "args.server",
+                 body={"kind": "decode", "args": {"model": t.models + "/m", "server": "ft", "url": "http://127.0.0.1:1/"}})
+    expect_error(d, "GET", P, 405, "method_not_allowed")
+    expect_error(d, "DELETE", "/benchmark/jobs", 405, "method_not_allowed")
+    expect_error(d, "GET", "/nope", 404, "not_found")
+    expect_error(d, "GET", "/benchmark/jobs/zzz", 404, "not_found")
+    expect_error(d, "GET", "/benchmark/jobs/0123456789abcdef", 404, "not_found")
+    expect_error(d, "GET", "/benchmark/jobs/0123456789abcdef/log", 404, "not_found")
+    expect_error(d, "GET", "/benchmark/jobs/0123456789abcdef/events", 404, "not_found")
+    expect_error(d, "GET", "/profiles/GPU-none", 404, "not_found")
+    expect_error(d, "GET", "/profiles/..%2F..%2Fetc%2Fpasswd", 404, "not_found")
+    expect_error(d, "GET", "/benchmark/jobs?state=bogus", 400, "invalid_argument", "state")
+    expect_error(d, "GET", "/benchmark/jobs?limit=0", 400, "invalid_argument", "limit")
+    st, _, doc = d.json("POST", "/benchmark/jobs/0123456789abcdef/cancel", raw=b"x" * 70000,
+                        headers={"Content-Type": "application/json"})
+    assert st == 413 and doc["error"]["code"] == "body_too_large", doc
+    # the good ones still work
+    lw = d.submit("load-weights", {"model": t.models + "/m", "modes": ["baseline"], "gpu": 1})
+    assert any(a.startswith("--model=" + os.path.realpath(t.models)) for a in lw["argv"]), lw["argv"]
+    dc = d.submit("decode", {"model": t.models + "/m", "server": "ft", "backends": ["offload", "hybrid"]})
+    assert "--server-cmd=ft serve {model} --port {port}" in dc["argv"] and "--backend=offload,hybrid" in dc["argv"]
+    dm = d.submit("decode", {"url": "http://localhost:30000", "max_tokens": 64, "memory_ratio": 0.8, "greedy": True})
+    assert {"--tokens=64", "--mem-ratio=0.8", "--greedy"} <= set(dm["argv"]), dm["argv"]
+    d.wait(dm["id"])
+    du = d.submit("decode", {"model": t.models + "/m", "url": "http://127.0.0.1:9/v1"})
+    for x in (lw, dc, du):
+        d.wait(x["id"])
+    assert d.req("GET", "/health")[0] == 200
+
+
+@test
+def queue_limit(t):
+    d = Daemon(t.tmp, "queue", "--max-queue", "2").start()
+    try:
+        a = d.submit("cache-copy", {"models": "fake-sleep", "gpu": 0})
+        d.wait(a["id"], ("running",))
+        d.submit("cache-copy", {"repeat": 1, "gpu": 0})
+        d.submit("cache-copy", {"repeat": 1, "gpu": 0})
+        h, _ = expect_error(d, "POST", "/benchmark/start", 429, "queue_full", body={"kind": "cache-copy"})
+        assert "retry-after" in h
+    finally:
+        assert d.stop() == 0
+
+
+@test
+def connection_limit(t):
+    """max-connections idle clients fill the daemon; the next is turned away; then it serves again"""
+    d = Daemon(t.tmp, "connlimit", "--max-connections", "3").start()
+    held = []
+    job = d.submit("cache-copy", {"models": "fake-sleep"})
+    try:
+        for _ in range(3):  # three SSE streams of a running job: each surely holds a connection
+            c = socket.create_connection(("127.0.0.1", d.port))
+            c.sendall(f"GET /benchmark/jobs/{job['id']}/events HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            c.settimeout(5 * SLOW)
+            assert b"200" in c.recv(4096).split(b"\r\n")[0]
+            held.append(c)
+        refused = False
+        try:
+            st = d.req("GET", "/health", check=False, timeout=2)[0]
+        except (OSError, http.client.HTTPException):
+            refused = True
+        assert refused, f"a 4th connection was served ({st})"
+    finally:
+        for c in held:
+            c.close()
+    try:  # the streams of the clients that left end within about a second
+        time.sleep(1.5)
+        deadline = time.time() + 5 * SLOW
+        while True:
+            try:
+                st = d.json("POST", f"/benchmark/jobs/{job['id']}/cancel")[0]
+                break
+            except (OSError, http.client.HTTPException):
+                pass
+            assert time.time() < deadline
+            time.sleep(0.05)
+        assert st == 202, st
+    finally:
+        assert d.stop() == 0
+
+
+@test
+def tokens(t):
+    tok = os.path.join(t.tmp, "token.txt")
+    with open(tok, "w") as f:
+        f.write("s3cret-token-0123456789\n")
+    d = Daemon(t.tmp, "token", "--token-file", tok).start()
+    try:
+        h, _ = expect_error(d, "GET", "/benchmark/jobs", 401, "unauthorized")
+        assert h.get("www-authenticate") == "Bearer"
+        expect_error(d, "GET", "/benchmark/jobs", 401, "unauthorized", headers={"Authorization": "Bearer wrong"})
+        expect_error(d, "GET", "/benchmark/jobs", 401, "unauthorized",
+                     headers={"Authorization": "Bearer s3cret-token-012345678"})
+        expect_error(d, "POST", "/benchmark/start", 401, "unauthorized", body={"kind": "bw"},
+                     headers={"Authorization": "Basic czNjcmV0"})
+        assert d.req("GET", "/health")[0] == 200  # liveness needs no token
+        for m, path in (("GET", "/benchmark/jobs/0123456789abcdef"), ("GET", "/benchmark/jobs/0123456789abcdef/events"),
+                        ("GET", "/benchmark/jobs/0123456789abcdef/log"), ("POST", "/benchmark/jobs/0123456789abcdef/cancel"),
+                        ("GET", "/profiles"), ("GET", f"/profiles/{GPU0}"), ("GET", "/gpus"), ("GET", "/metrics")):
+            expect_error(d, m, path, 401, "unauthorized")
+        d.token = "s3cret-token-0123456789"
+        assert d.req("GET", "/benchmark/jobs")[0] == 200
+        assert d.req("GET", "/metrics")[0] == 200
+    finally:
+        assert d.stop() == 0
+
+
+@test
+def config_check(t):
+    def run(*a):
+        return subprocess.run([FTBENCHD, *a], capture_output=True, text=True, timeout=10)
+    ok = run("-n", "--state-dir", t.tmp + "/x", "--worker", FAKE)
+    assert ok.returncode == 0, ok.stderr
+    r = run("-n", "--listen", "0.0.0.0:8377")
+    assert r.returncode == 2 and "token" in r.stderr, r.stderr
+    bad = os.path.join(t.tmp, "bad.conf")
+    with open(bad, "w") as f:
+        f.write("max-queue = 12\nmax-queue = lots\n")
+    r = run("-n", "-c", bad)
+    assert r.returncode == 2 and "bad.conf:2" in r.stderr, r.stderr
+    with open(bad, "w") as f:
+        f.write("no-such-option = 1\n")
+    r = run("-n", "-c", bad)
+    assert r.returncode == 2 and "unknown option" in r.stderr
+    r = run("--max-queue", "0", "-n")
+    assert r.returncode == 2
+    r = run("--help")
+    assert r.returncode == 0 and "--state-dir" in r.stdout and "--token-file" in r.stdout
+    dump = run("--dump-config").stdout
+    with open(os.path.join(ROOT, "etc", "ftbenchd.conf")) as f:
+        assert f.read() == dump, "etc/ftbenchd.conf differs from `ftbenchd --dump-config`"
+    good = os.path.join(t.tmp, "good.conf")
+    with open(good, "w") as f:
+        f.write(dump)
+    r = run("-n", "-c", good)
+    assert r.returncode == 0, r.stderr
+
+
+@test
+def retention(t):
+    d = Daemon(t.tmp, "retain", "--retain-jobs", "2").start()
+    try:
+        ids = [d.wait(d.submit("cache-copy", {"repeat": 1})["id"])["id"] for _ in range(4)]
+        time.sleep(0.2)
+        d.stop()
+        d.start()  # retention also runs at start
+        st, _, lst = d.json("GET", "/benchmark/jobs")
+        have = [j["id"] for j in lst["jobs"]]
+        assert have == ids[:1:-1], (have, ids)
+        assert sorted(os.listdir(os.path.join(d.state, "jobs"))) == sorted(i + ".json" for i in ids[2:])
+    finally:
+        d.stop()
+    d = Daemon(t.tmp, "retain-age", "--retain-age", "1").start()
+    try:
+        old = d.wait(d.submit("cache-copy", {"repeat": 1})["id"])["id"]
+        time.sleep(1.5)
+        d.stop()
+        d.start()
+        expect_error(d, "GET", f"/benchmark/jobs/{old}", 404, "not_found")
+        assert os.listdir(os.path.join(d.state, "jobs")) == [] and os.listdir(os.path.join(d.state, "logs")) == []
+    finally:
+        d.stop()
+
+
+@test
+def kill9_then_restart(t):
+    """kill -9 mid-job: at restart the job is interrupted, journal and profiles intact, no orphan"""
+    d = Daemon(t.tmp, "kill9").start()
+    done = d.wait(d.submit("bw", {"cpu_iters": 1})["id"])
+    assert done["state"] == "succeeded"
+    prof = open(done["profile_path"]).read()
+    q = d.submit("cache-copy", {"models": "fake-spawn", "gpu": 0})
+    queued = d.submit("cache-copy", {"repeat": 1, "gpu": 0})
+    j = d.wait(q["id"], ("running",))
+    deadline = time.time() + 5 * SLOW
+    while not (d.job(q["id"]).get("progress") or {}).get("label", "").startswith("child"):
+        assert time.time() < deadline
+        time.sleep(0.05)
+    grandchild = int(d.job(q["id"])["progress"]["label"].split()[1])
+    worker = [int(p) for p in os.listdir("/proc") if p.isdigit() and _env_has(int(p), q["id"])]
+    assert grandchild in worker and len(worker) == 2, worker
+    d.stop(signal.SIGKILL)
+    time.sleep(0.3)
+    d.start()
+    try:
+        j = d.job(q["id"])
+        assert j["state"] == "interrupted", j
+        for p in worker:
+            assert not pid_alive(p), f"process {p} of the interrupted job survived"
+        assert d.job(done["id"])["state"] == "succeeded"
+        assert open(done["profile_path"]).read() == prof
+        jq = d.wait(queued["id"])  # a queued job survives the crash and runs
+        assert jq["state"] == "succeeded", jq
+        events = sse(d, q["id"])
+        assert events[-1] == ("state", {"state": "interrupted"}), events
+    finally:
+        d.stop()
+
+
+def _env_has(pid, jid):
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return f"FTBENCHD_JOB_ID={jid}".encode() in f.read().split(b"\0")
+    except OSError:
+        return False
+
+
+@test
+def graceful_sigterm(t):
+    d = Daemon(t.tmp, "term", "--kill-grace", "3").start()
+    a = d.submit("cache-copy", {"models": "fake-sleep", "gpu": 0})
+    b = d.submit("cache-copy", {"models": "fake-hang", "gpu": 1})
+    c = d.submit("cache-copy", {"repeat": 1, "gpu": 0})
+    d.wait(a["id"], ("running",))
+    d.wait(b["id"], ("running",))
+    deadline = time.time() + 5 * SLOW  # the hanging worker ignores SIGTERM from its first progress on
+    while (d.job(b["id"])["progress"] or {}).get("label") != "hanging":
+        assert time.time() < deadline
+        time.sleep(0.02)
+    pids = [int(p) for p in os.listdir("/proc") if p.isdigit() and (_env_has(int(p), a["id"]) or _env_has(int(p), b["id"]))]
+    assert len(pids) == 2
+    d.proc.send_signal(signal.SIGTERM)  # the hanging worker keeps the daemon in its 3 s grace period
+    deadline = time.time() + 2
+    while d.json("GET", "/health")[2]["status"] != "stopping":
+        assert time.time() < deadline
+        time.sleep(0.02)
+    expect_error(d, "POST", "/benchmark/start", 503, "shutting_down", body={"kind": "cache-copy"})
+    rc = d.stop()
+    assert rc == 0, rc
+    for p in pids:
+        assert not pid_alive(p)
+    recs = {}
+    for name in os.listdir(os.path.join(d.state, "jobs")):
+        with open(os.path.join(d.state, "jobs", name)) as f:
+            r = json.load(f)
+        recs[r["id"]] = r
+    assert recs[a["id"]]["state"] == "interrupted" and recs[b["id"]]["state"] == "interrupted", recs
+    assert recs[b["id"]]["signal"] == 9
+    assert recs[c["id"]]["state"] == "queued"
+    d.start()
+    try:
+        assert d.wait(c["id"])["state"] == "succeeded"
+    finally:
+        d.stop()
+
+
+@test
+def no_gpu_host(t):
+    """a GPU-less host: no gpu argument needed, the bw profile is host.json, a GPU request is 400"""
+    d = Daemon(t.tmp, "nogpu", env={"FAKE_GPUS": "0"}).start()
+    try:
+        st, _, g = d.json("GET", "/gpus")
+        assert g["gpus"] == [] and "no CUDA" in g["reason"], g
+        j = d.wait(d.submit("bw", {"cpu_iters": 1})["id"])
+        assert j["gpu"] is None and j["profile_path"].endswith("/host.json"), j
+        assert j["result"]["fake"]["cuda_visible_devices"] == ""
+        expect_error(d, "POST", "/benchmark/start", 400, "unknown_gpu", "args.gpu", body={"kind": "bw", "args": {"gpu": 0}})
+        assert d.json("GET", "/profiles/host")[0] == 200
+    finally:
+        d.stop()
+
+
+@test
+def missing_worker(t):
+    d = Daemon(t.tmp, "noworker", worker="/nonexistent/ftbench").start()
+    try:
+        j = d.wait(d.submit("cache-copy", {"repeat": 1})["id"])
+        assert j["state"] == "failed" and "cannot execute" in j["error"], j
+    finally:
+        d.stop()
+
+
+@test
+def concurrent_clients(t):
+    """many clients at once: submissions, reads and SSE streams"""
+    import threading
+    d = t.main
+    errors = []
+    ids = []
+
+    def worker(n):
+        try:
+            for i in range(5):
+                st, _, doc = d.json("POST", "/benchmark/start", {"kind": "cache-copy", "args": {"repeat": 1, "gpu": (n + i) % 2}},
+                                    headers={"Idempotency-Key": f"c{n}-{i}"})
+                assert st == 202, doc
+                ids.append(doc["id"])
+                assert d.req("GET", f"/benchmark/jobs/{doc['id']}")[0] == 200
+        except Exception as e:  # noqa
+            errors.append(e)
+    th = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for x in th:
+        x.start()
+    for x in th:
+        x.join()
+    assert not errors, errors
+    assert len(set(ids)) == 40
+    for i in ids:
+        assert d.wait(i, timeout=60)["state"] == "succeeded"
+
+
+@test
+def systemd_notify_and_watchdog(t):
+    """READY=1 once listening, WATCHDOG=1 at half WATCHDOG_USEC, STATUS= with the queue, STOPPING=1;
+    the worker does not inherit NOTIFY_SOCKET"""
+    path = os.path.join(t.tmp, "notify.sock")
+    ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    ns.bind(path)
+    ns.settimeout(0.2)
+    d = Daemon(t.tmp, "notify", env={"NOTIFY_SOCKET": path, "WATCHDOG_USEC": "400000"})
+    d.env["NOTIFY_SOCKET"] = path
+    msgs = []
+
+    def drain(until, want=None):
+        while time.time() < until:
+            try:
+                msgs.append(ns.recv(4096).decode())
+            except socket.timeout:
+                pass
+            if want and any(want in m for m in msgs):
+                return
+    d.start()
+    try:
+        drain(time.time() + 1.2 * SLOW)
+        text = "\n".join(msgs)
+        assert "READY=1" in text, msgs
+        assert text.count("WATCHDOG=1") >= 3, msgs
+        j = d.wait(d.submit("bw", {"cpu_iters": 1})["id"])
+        assert j["result"]["fake"]["notify_socket"] == "", "NOTIFY_SOCKET leaked into the worker"
+        drain(time.time() + 0.3)
+        assert any(m.startswith("STATUS=") and "queued" in m for m in msgs), msgs
+    finally:
+        d.proc.send_signal(signal.SIGTERM)
+        drain(time.time() + 5 * SLOW, "STOPPING=1")
+        d.stop()
+        ns.close()
+    assert any("STOPPING=1" in m for m in msgs), msgs
+
+
+@test
+def socket_activation(t):
+    """LISTEN_FDS: the daemon serves the socket it was given (and ignores --listen)"""
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(16)
+    port = ls.getsockname()[1]
+    d = Daemon(t.tmp, "activated")
+    d.port = port
+    fd = ls.fileno()
+
+    def pre():
+        os.dup2(fd, 3)
+    d.logf = open(d.log, "ab")
+    args = ["sh", "-c", 'LISTEN_PID=$$ LISTEN_FDS=1 exec "$@"', "sh"] + WRAP + d.args
+    args[args.index("--listen") + 1] = "127.0.0.1:1"  # would fail if it were used
+    d.proc = subprocess.Popen(args, env=d.env, stdout=d.logf, stderr=d.logf, preexec_fn=pre, close_fds=False)
+    ls.close()
+    try:
+        deadline = time.time() + 10 * SLOW
+        while True:
+            try:
+                if d.req("GET", "/health")[0] == 200:
+                    break
+            except OSError:
+                pass
+            assert time.time() < deadline and d.proc.poll() is None, open(d.log).read()
+            time.sleep(0.05)
+        assert d.wait(d.submit("cache-copy", {"repeat": 1})["id"])["state"] == "succeeded"
+    finally:
+        assert d.stop() == 0
+
+
+@test
+def real_worker_bw(t):
+    """the real build/bin/ftbench as the worker (skipped while its bw is a placeholder): inventory
+    from `ftbench gpus --json`, a small bw job end to end, the profile in the store"""
+    ftbench = os.environ.get("FT_TEST_FTBENCH") or os.path.join(BUILD, "bin", "ftbench")
+    try:
+        h = subprocess.run([ftbench, "bw", "--help"], capture_output=True, text=True, timeout=30)
+    except OSError:
+        h = None
+    if not h or h.returncode != 0 or "--kernel-cpu-iters" not in h.stdout:
+        return "SKIP ftbench bw is not built yet"
+    d = Daemon(t.tmp, "realbw", worker=ftbench).start()
+    try:
+        st, _, g = d.json("GET", "/gpus")
+        args = {"dtype": "bf16", "cpu_iters": 1, "kernel_cpu_iters": 2, "kernel_pcie_iters": 2,
+                "pcie_iters": 2, "pcie_mib": 16, "overlap_seconds": 0}
+        job = d.submit("bw", args, timeout_s=600)
+        events = sse(d, job["id"], timeout=600)
+        j = d.wait(job["id"], timeout=600)
+        assert j["state"] == "succeeded", (j, d.req("GET", f"/benchmark/jobs/{job['id']}/log")[2][-2000:])
+        assert any(e == "progress" for e, _ in events) and events[-1] == ("state", {"state": "succeeded"})
+        prof = j["result"]
+        assert prof["version"] == 4 and "bf16" in prof["dtypes"], prof.keys()
+        name = (g["gpus"][0]["uuid"] if g["gpus"] else "host") + ".json"
+        assert j["profile_path"] == os.path.join(d.prof, name) and os.path.exists(j["profile_path"])
+        assert d.json("GET", "/profiles/" + name[:-5])[0] == 200
+    finally:
+        d.stop()
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="ftbenchd-it-")
+
+    class T:
+        pass
+    t = T()
+    t.tmp = tmp
+    t.models = os.path.join(tmp, "models")
+    os.makedirs(t.models + "/m")
+    os.symlink("/etc", t.models + "/escape")
+    t.main = Daemon(tmp, "main", "--model-roots", t.models, "--decode-server", "ft=ft serve {model} --port {port}",
+                    "--log-max", "65536")
+    failed = 0
+    try:
+        t.main.start()
+        for n, fn in enumerate(results, 1):
+            try:
+                skip = fn(t)
+                if isinstance(skip, str) and skip.startswith("SKIP"):
+                    print(f"ok {n} - {fn.__name__} # {skip}")
+                else:
+                    print(f"ok {n} - {fn.__name__}")
+            except Exception:
+                failed += 1
+                print(f"not ok {n} - {fn.__name__}")
+                traceback.print_exc(file=sys.stdout)
+            sys.stdout.flush()
+        rc = t.main.stop()
+        if rc != 0:
+            print(f"not ok {len(results) + 1} - main daemon exit status {rc}")
+            failed += 1
+        else:
+            print(f"ok {len(results) + 1} - main daemon stopped cleanly")
+    finally:
+        for sub in os.listdir(tmp):
+            lp = os.path.join(tmp, sub, "daemon.log")
+            if failed and os.path.exists(lp):
+                print(f"# --- {lp}")
+                for line in open(lp, errors="replace").read().splitlines()[-40:]:
+                    print("# " + line)
+        for sub in os.listdir(tmp):
+            lp = os.path.join(tmp, sub, "daemon.log")
+            if not os.path.exists(lp):
+                continue
+            text = open(lp, errors="replace").read()
+            if re.search(r"ERROR SUMMARY: [1-9]", text) or "runtime error" in text or "Sanitizer" in text:
+                print(f"not ok - memory errors or leaks reported by the daemon in {sub} (see {lp})")
+                failed += 1
+            if WRAP and "definitely lost:" in text and not re.search(r"definitely lost: 0 bytes", text):
+                print(f"not ok - valgrind: leaks in {sub}")
+                failed += 1
+        if not failed:
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            print(f"# kept {tmp}")
+    print(f"# contract: {len(CONTRACT.seen)} (method, path, status) combinations checked")
+    missing = [(m.upper(), p, st) for p, ops in CONTRACT.spec["paths"].items() for m, op in ops.items()
+               if isinstance(op, dict) and "responses" in op for st in op["responses"]
+               if (m.upper(), p, int(st)) not in CONTRACT.seen]
+    print(f"# contract: documented but not exercised: {missing}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,193 @@
+/* ftbenchd kinds: typed job arguments -> the worker's argv, or a 4xx naming the field. The
+ * modules are compiled in here (they live in daemon/, outside libftbench). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../daemon/config.c"
+#include "../../daemon/kinds.c"
+
+static struct ftd_config cfg;
+static struct ftgpu_info gpus[2];
+static char root[] = "/tmp/ftd-kinds-XXXXXX";
+
+static int build(const char *kind, const char *args_json, int ngpus, char ***argv, int *gpu, struct ftd_err *e)
+{
+	json_t *a = json_loads(args_json, 0, NULL);
+	assert_non_null(a);
+	int r = ftd_kind_build(ftd_kind_find(kind), a, &cfg, "/w/ftbench", gpus, ngpus, gpu, argv, e);
+	json_decref(a);
+	return r;
+}
+
+static int has(char **argv, const char *s)
+{
+	for (; *argv; argv++)
+		if (!strcmp(*argv, s))
+			return 1;
+	return 0;
+}
+
+static void expect_err(const char *kind, const char *args, int status, const char *code, const char *field)
+{
+	char **argv;
+	int gpu;
+	struct ftd_err e;
+	if (build(kind, args, 2, &argv, &gpu, &e) == 0)
+		fail_msg("%s %s was accepted", kind, args);
+	assert_int_equal(e.status, status);
+	assert_string_equal(e.code, code);
+	assert_string_equal(e.field, field);
+}
+
+static void test_bw_argv(void **s)
+{
+	char **argv;
+	int gpu;
+	struct ftd_err e;
+	assert_int_equal(build("bw", "{\"dtype\":[\"bf16\",\"fp8\"],\"model\":\"qwen3-30b\",\"threshold\":2.5,"
+				     "\"cpu_iters\":3,\"gpu\":1}", 2, &argv, &gpu, &e), 0);
+	assert_int_equal(gpu, 1);
+	assert_string_equal(argv[0], "/w/ftbench");
+	assert_string_equal(argv[1], "bw");
+	assert_true(has(argv, "--dtype=bf16,fp8"));
+	assert_true(has(argv, "--model=qwen3-30b"));
+	assert_true(has(argv, "--threshold=2.5"));
+	assert_true(has(argv, "--cpu-iters=3"));
+	assert_true(has(argv, "--gpu=GPU-22222222-0000"));
+	int n = 0;
+	while (argv[n])
+		n++;
+	assert_string_equal(argv[n - 1], "--result-fd=3");
+	ftd_argv_free(argv);
+	/* no gpu: the first; no GPU on the host: none */
+	assert_int_equal(build("bw", "{}", 2, &argv, &gpu, &e), 0);
+	assert_int_equal(gpu, 0);
+	ftd_argv_free(argv);
+	assert_int_equal(build("bw", "{}", 0, &argv, &gpu, &e), 0);
+	assert_int_equal(gpu, -1);
+	for (char **p = argv; *p; p++)
+		assert_null(strstr(*p, "--gpu"));
+	ftd_argv_free(argv);
+}
+
+static void test_cache_copy_and_flags(void **s)
+{
+	char **argv;
+	int gpu;
+	struct ftd_err e;
+	assert_int_equal(build("cache-copy", "{\"cache_slots\":[64,128],\"miss_rates\":[0,0.25,1],\"repeat\":5,"
+					     "\"gpu\":\"GPU-1111\"}", 2, &argv, &gpu, &e), 0);
+	assert_int_equal(gpu, 0);
+	assert_true(has(argv, "--cache-slots=64,128"));
+	assert_true(has(argv, "--miss-rates=0,0.25,1"));
+	assert_true(has(argv, "--repeat=5"));
+	ftd_argv_free(argv);
+	assert_false(ftd_kind_find("bw")->host_exclusive == 0);
+	assert_true(ftd_kind_find("load-weights")->host_exclusive);
+	assert_false(ftd_kind_find("cache-copy")->host_exclusive);
+	assert_false(ftd_kind_find("decode")->host_exclusive);
+	assert_null(ftd_kind_find("rm"));
+}
+
+static void test_rejections(void **s)
+{
+	expect_err("bw", "{\"colour\":1}", 400, "unknown_field", "args.colour");
+	expect_err("bw", "{\"cpu_iters\":\"3\"}", 400, "invalid_argument", "args.cpu_iters");
+	expect_err("bw", "{\"cpu_iters\":0}", 400, "invalid_argument", "args.cpu_iters");
+	expect_err("bw", "{\"cpu_iters\":1.5}", 400, "invalid_argument", "args.cpu_iters");
+	expect_err("bw", "{\"threshold\":true}", 400, "invalid_argument", "args.threshold");
+	expect_err("bw", "{\"dtype\":\"--output=/etc/passwd\"}", 400, "invalid_argument", "args.dtype");
+	expect_err("bw", "{\"dtype\":[]}", 400, "invalid_argument", "args.dtype");
+	expect_err("bw", "{\"dtype\":[\"a,b\"]}", 400, "invalid_argument", "args.dtype");
+	expect_err("bw", "{\"gpu\":5}", 400, "unknown_gpu", "args.gpu");
+	expect_err("bw", "{\"gpu\":\"GPU-\"}", 400, "unknown_gpu", "args.gpu"); /* ambiguous prefix */
+	expect_err("bw", "{\"gpu\":-1}", 400, "invalid_argument", "args.gpu");
+	expect_err("cache-copy", "{\"miss_rates\":[0.5,\"x\"]}", 400, "invalid_argument", "args.miss_rates");
+	expect_err("cache-copy", "{\"batch_sizes\":[0]}", 400, "invalid_argument", "args.batch_sizes");
+	expect_err("load-weights", "{}", 400, "missing_field", "args.model");
+	expect_err("load-weights", "{\"model\":\"/etc\"}", 403, "forbidden", "args.model");
+	expect_err("load-weights", "{\"model\":\"/nonexistent\"}", 403, "forbidden", "args.model");
+	expect_err("load-weights", "{\"modes\":[\"fast\"],\"model\":\"/tmp\"}", 400, "invalid_argument", "args.modes");
+	expect_err("decode", "{}", 400, "missing_field", "args.server");
+	expect_err("decode", "{\"server\":\"rogue\"}", 403, "forbidden", "args.server");
+	expect_err("decode", "{\"url\":\"http://10.0.0.1:30000\"}", 403, "forbidden", "args.url");
+	expect_err("decode", "{\"url\":\"http://user@127.0.0.1:1/\"}", 400, "invalid_argument", "args.url");
+	expect_err("decode", "{\"url\":\"ftp://127.0.0.1/\"}", 400, "invalid_argument", "args.url");
+	expect_err("decode", "{\"url\":\"http://127.0.0.1.evil.com/\"}", 403, "forbidden", "args.url");
+}
+
+static void test_paths_and_decode(void **s)
+{
+	char **argv, path[300], link[300], want[400];
+	int gpu;
+	struct ftd_err e;
+	snprintf(path, sizeof path, "%s/model", root);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(link, sizeof link, "%s/out", root);
+	assert_int_equal(symlink("/etc", link), 0);
+	char args[800];
+	snprintf(args, sizeof args, "{\"model\":\"%s/./model\",\"modes\":[\"baseline\",\"ftw\"],\"keep_ftw\":true,"
+				    "\"no_drop_cache\":false}", root);
+	assert_int_equal(build("load-weights", args, 2, &argv, &gpu, &e), 0);
+	snprintf(want, sizeof want, "--model=%s", path);
+	assert_true(has(argv, want));
+	assert_true(has(argv, "--modes=baseline,ftw"));
+	assert_true(has(argv, "--keep-ftw"));
+	assert_false(has(argv, "--no-drop-cache"));
+	ftd_argv_free(argv);
+	snprintf(args, sizeof args, "{\"model\":\"%s/out\"}", root); /* a symlink out of the root */
+	expect_err("load-weights", args, 403, "forbidden", "args.model");
+	snprintf(args, sizeof args, "{\"model\":\"%s/model/../..\"}", root);
+	expect_err("load-weights", args, 403, "forbidden", "args.model");
+	snprintf(args, sizeof args, "{\"model\":\"%s\",\"server\":\"ft\",\"backends\":[\"cpu\",\"hybrid\"],"
+				    "\"max_tokens\":64,\"memory_ratio\":0.8,\"no_graph\":true}", path);
+	assert_int_equal(build("decode", args, 2, &argv, &gpu, &e), 0);
+	assert_true(has(argv, "--server-cmd=ft serve {model} --port {port}"));
+	assert_true(has(argv, "--backend=cpu,hybrid"));
+	assert_true(has(argv, "--tokens=64"));
+	assert_true(has(argv, "--mem-ratio=0.8"));
+	assert_true(has(argv, "--no-graph"));
+	ftd_argv_free(argv);
+	assert_int_equal(build("decode", "{\"url\":\"http://LOCALHOST:30000/v1\"}", 2, &argv, &gpu, &e), 0);
+	ftd_argv_free(argv);
+	assert_int_equal(build("decode", "{\"url\":\"http://[::1]:30000\"}", 2, &argv, &gpu, &e), 0);
+	ftd_argv_free(argv);
+	assert_int_equal(build("decode", "{\"url\":\"https://gpu-7.lab:443/\"}", 2, &argv, &gpu, &e), 0);
+	ftd_argv_free(argv);
+	snprintf(args, sizeof args, "{\"server\":\"ft\",\"url\":\"http://127.0.0.1:1\",\"model\":\"%s\"}", path);
+	expect_err("decode", args, 400, "invalid_argument", "args.server");
+}
+
+int main(void)
+{
+	if (!mkdtemp(root))
+		return 1;
+	const char *argv[] = {"ftbenchd", "-c", "", "--decode-server", "ft=ft serve {model} --port {port}",
+			      "--decode-hosts", "gpu-7.lab", "--model-roots", root};
+	if (ftd_config_load(&cfg, 9, (char **)argv) != 0 || ftd_config_check(&cfg) != 0)
+		return 1;
+	for (int i = 0; i < 2; i++) {
+		gpus[i].index = i;
+		snprintf(gpus[i].uuid, sizeof gpus[i].uuid, "GPU-%d%d%d%d%d%d%d%d-0000", i + 1, i + 1, i + 1, i + 1,
+			 i + 1, i + 1, i + 1, i + 1);
+	}
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bw_argv), cmocka_unit_test(test_cache_copy_and_flags),
+		cmocka_unit_test(test_rejections), cmocka_unit_test(test_paths_and_decode),
+	};
+	int r = cmocka_run_group_tests(tests, NULL, NULL);
+	ftd_config_release(&cfg);
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+	if (system(cmd) != 0)
+		r = r ? r : 1;
+	return r;
+}
