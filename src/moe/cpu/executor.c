@@ -32,8 +32,9 @@ struct ftcmoe {
 	uint8_t *hq;                  /* [slots][hq_stride] */
 	float *tmp;                   /* [threads][2][max_batch][2*CHUNK] */
 	size_t tmp_stride;            /* floats per worker */
-	float *part;                  /* K-split partials: [threads][2][max_batch][part_n] */
+	float *part;                  /* K-split partials: [threads][3][part_cap][part_n] */
 	long part_n;
+	int part_cap;                 /* slots per partial buffer (>= max_batch) */
 	/* this call */
 	int layer, B, topk;
 	const float *xin, *rw;
@@ -157,7 +158,12 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 	if (cfg->format == FTFMT_MXFP4_TRITON) { /* transposed banks: workers split K (rows_t) */
 		x->part_n = 2 * cfg->inter > cfg->hidden ? 2 * cfg->inter : cfg->hidden;
 		x->part_n = (x->part_n + 15) / 16 * 16;
-		x->part = alloc_aligned((size_t)x->nthreads * 3 * (size_t)cfg->max_batch *
+		/* a round of slot groups shares one barrier: up to part_cap slots (all routes of a
+		 * small batch, e.g. gpt-oss top-4 at batch 1 in one round) */
+		int cap = cfg->max_batch * cfg->max_topk;
+		int lim = cfg->max_batch > 16 ? cfg->max_batch : 16;
+		x->part_cap = cap < lim ? cap : lim;
+		x->part = alloc_aligned((size_t)x->nthreads * 3 * (size_t)x->part_cap *
 					(size_t)x->part_n * sizeof(float)); /* 2 partials + scratch */
 		if (!x->part)
 			goto fail;
@@ -482,113 +488,90 @@ static void reduce_out(struct ftcmoe *x, int tid, int n)
 }
 
 /* Transposed banks split along K: every worker streams whole bank rows [kk0, kk1) of each
- * routed expert into its partials (double-buffered per expert group, so one barrier per group
- * separates writing from reading), then adds up all workers' partials for its own outputs. */
+ * routed expert into its partials, then adds up all workers' partials for its own outputs.
+ * Slot groups go in rounds of at most part_cap slots, one barrier per round (double-buffered
+ * per round, so one barrier separates writing from reading): at batch 1 a whole pass is one
+ * round, so the workers' streams are not broken by a barrier and a reduction per expert. */
 static float *part_of(const struct ftcmoe *x, int t, int buf, int i)
 {
-	return x->part + (((size_t)t * 3 + (size_t)buf) * (size_t)x->cfg.max_batch + (size_t)i) * (size_t)x->part_n;
+	return x->part + (((size_t)t * 3 + (size_t)buf) * (size_t)x->part_cap + (size_t)i) * (size_t)x->part_n;
 }
 
-static void pass1_t(struct ftcmoe *x, int tid, int n, int *buf)
+/* The groups [g0, *g1) of the round starting at g0 (at least one group). */
+static int round_end(const struct ftcmoe *x, int g0)
+{
+	int g = g0, ns = 0;
+	while (g < x->ngrp && (g == g0 || ns + x->grp_nb[g] <= x->part_cap))
+		ns += x->grp_nb[g++];
+	return g;
+}
+
+static void pass_t(struct ftcmoe *x, int tid, int n, int *buf, int down)
 {
 	long H = x->cfg.hidden, I = x->cfg.inter;
-	long kk0 = H / 2 * tid / n, kk1 = H / 2 * (tid + 1) / n;
-	long j0 = I * tid / n, j1 = I * (tid + 1) / n;
+	long KK = down ? I / 2 : H / 2, N = down ? H : 2 * I;
+	long kk0 = KK * tid / n, kk1 = KK * (tid + 1) / n;
+	long o0 = (down ? H : I) * tid / n, o1 = (down ? H : I) * (tid + 1) / n;
 	const struct ftk_ops *ops = x->ops;
-	for (int u = 0; u < x->nuniq; u++) {
-		struct ftk_mat m;
-		const uint16_t *bias;
-		expert_mat(x, x->layer, x->uniq_e[u], 0, &m, &bias);
-		if (kk1 > kk0 && u + 1 < x->nuniq) {
-			struct ftk_mat mn;
-			const uint16_t *bn;
-			expert_mat(x, x->layer, x->uniq_e[u + 1], 0, &mn, &bn);
-			prefetch_start(row_addr(x, &mn, kk0));
-		}
-		for (int s0 = x->uniq_start[u]; s0 < x->uniq_start[u + 1]; s0 += x->cfg.max_batch) {
-			int nb = x->uniq_start[u + 1] - s0;
-			if (nb > x->cfg.max_batch)
-				nb = x->cfg.max_batch;
+	if (down)
+		for (int b = 0; b < x->B; b++)
+			memset(x->out + (size_t)b * H + o0, 0, (size_t)(o1 - o0) * sizeof(float));
+	for (int g0 = 0; g0 < x->ngrp;) {
+		int g1 = round_end(x, g0);
+		for (int g = g0, base = 0; g < g1; base += x->grp_nb[g++]) {
+			struct ftk_mat m;
+			const uint16_t *bias;
+			expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], down, &m, &bias);
+			if (kk1 > kk0 && g + 1 < x->ngrp && x->grp_u[g + 1] != x->grp_u[g]) {
+				struct ftk_mat mn;
+				const uint16_t *bn;
+				expert_mat(x, x->layer, x->uniq_e[x->grp_u[g + 1]], down, &mn, &bn);
+				prefetch_start(row_addr(x, &mn, kk0));
+			}
+			int nb = x->grp_nb[g];
 			const void *xs[FTCMOE_MAX_BATCH];
 			float *ps[FTCMOE_MAX_BATCH];
-			for (int i = 0; i < nb; i++) {
-				int b = x->slot_of[s0 + i] / x->topk;
-				xs[i] = ops->prep ? (const void *)(x->xq + (size_t)b * x->xq_stride)
-						  : (const void *)(x->xin + (size_t)b * H);
-				ps[i] = part_of(x, tid, *buf, i);
-			}
+			slot_inputs(x, g, down, xs);
+			for (int i = 0; i < nb; i++)
+				ps[i] = part_of(x, tid, *buf, base + i);
 			if (kk1 > kk0)
 				ops->rows_t(&m, kk0, kk1, nb, xs, ps, part_of(x, tid, 2, 0));
 			else
 				for (int i = 0; i < nb; i++)
-					memset(ps[i], 0, sizeof(float) * (size_t)(2 * I));
-			ftpool_barrier(x->cfg.pool);
-			for (int i = 0; i < nb; i++) {
-				float *h = x->h + (size_t)x->slot_of[s0 + i] * I;
-				for (long j = j0; j < j1; j++) {
-					float g = ftk_bf16(bias[2 * j]), up = ftk_bf16(bias[2 * j + 1]);
-					for (int t = 0; t < n; t++) {
-						const float *p = part_of(x, t, *buf, i);
-						g += p[2 * j];
-						up += p[2 * j + 1];
+					memset(ps[i], 0, sizeof(float) * (size_t)N);
+		}
+		ftpool_barrier(x->cfg.pool);
+		for (int g = g0, base = 0; g < g1; base += x->grp_nb[g++]) {
+			struct ftk_mat m;
+			const uint16_t *bias;
+			expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], down, &m, &bias);
+			for (int i = 0; i < x->grp_nb[g]; i++) {
+				int s = x->slot_of[x->grp_s0[g] + i];
+				if (!down) {
+					float *h = x->h + (size_t)s * I;
+					for (long j = o0; j < o1; j++) {
+						float gt = ftk_bf16(bias[2 * j]), up = ftk_bf16(bias[2 * j + 1]);
+						for (int t = 0; t < n; t++) {
+							const float *p = part_of(x, t, *buf, base + i);
+							gt += p[2 * j];
+							up += p[2 * j + 1];
+						}
+						h[j] = act(x->cfg.act, gt, up, x->cfg.swiglu_limit);
 					}
-					h[j] = act(x->cfg.act, g, up, x->cfg.swiglu_limit);
+				} else {
+					float wgt = x->rw[s];
+					float *o = x->out + (size_t)(s / x->topk) * H;
+					for (long r = o0; r < o1; r++) {
+						float v = ftk_bf16(bias[r]);
+						for (int t = 0; t < n; t++)
+							v += part_of(x, t, *buf, base + i)[r];
+						o[r] += wgt * v;
+					}
 				}
 			}
-			*buf ^= 1;
 		}
-	}
-}
-
-static void pass2_t(struct ftcmoe *x, int tid, int n, int *buf)
-{
-	long H = x->cfg.hidden, I = x->cfg.inter;
-	long kk0 = I / 2 * tid / n, kk1 = I / 2 * (tid + 1) / n;
-	long n0 = H * tid / n, n1 = H * (tid + 1) / n;
-	const struct ftk_ops *ops = x->ops;
-	for (int b = 0; b < x->B; b++)
-		memset(x->out + (size_t)b * H + n0, 0, (size_t)(n1 - n0) * sizeof(float));
-	for (int u = 0; u < x->nuniq; u++) {
-		struct ftk_mat m;
-		const uint16_t *bias;
-		expert_mat(x, x->layer, x->uniq_e[u], 1, &m, &bias);
-		if (kk1 > kk0 && u + 1 < x->nuniq) {
-			struct ftk_mat mn;
-			const uint16_t *bn;
-			expert_mat(x, x->layer, x->uniq_e[u + 1], 1, &mn, &bn);
-			prefetch_start(row_addr(x, &mn, kk0));
-		}
-		for (int s0 = x->uniq_start[u]; s0 < x->uniq_start[u + 1]; s0 += x->cfg.max_batch) {
-			int nb = x->uniq_start[u + 1] - s0;
-			if (nb > x->cfg.max_batch)
-				nb = x->cfg.max_batch;
-			const void *xs[FTCMOE_MAX_BATCH];
-			float *ps[FTCMOE_MAX_BATCH];
-			for (int i = 0; i < nb; i++) {
-				int s = x->slot_of[s0 + i];
-				xs[i] = ops->prep ? (const void *)(x->hq + (size_t)s * x->hq_stride)
-						  : (const void *)(x->h + (size_t)s * I);
-				ps[i] = part_of(x, tid, *buf, i);
-			}
-			if (kk1 > kk0)
-				ops->rows_t(&m, kk0, kk1, nb, xs, ps, part_of(x, tid, 2, 0));
-			else
-				for (int i = 0; i < nb; i++)
-					memset(ps[i], 0, sizeof(float) * (size_t)H);
-			ftpool_barrier(x->cfg.pool);
-			for (int i = 0; i < nb; i++) {
-				int s = x->slot_of[s0 + i];
-				float wgt = x->rw[s];
-				float *o = x->out + (size_t)(s / x->topk) * H;
-				for (long r = n0; r < n1; r++) {
-					float v = ftk_bf16(bias[r]);
-					for (int t = 0; t < n; t++)
-						v += part_of(x, t, *buf, i)[r];
-					o[r] += wgt * v;
-				}
-			}
-			*buf ^= 1;
-		}
+		*buf ^= 1;
+		g0 = g1;
 	}
 }
 
@@ -606,7 +589,7 @@ static void forward_worker(void *arg, int tid, int n)
 	int ksplit = ops->rows_t && x->part, buf = 0;
 	int flat = !ksplit && x->flat && x->cfg.format != FTFMT_MXFP4_TRITON; /* no bias, gate/up rows */
 	if (ksplit)
-		pass1_t(x, tid, n, &buf);
+		pass_t(x, tid, n, &buf, 0);
 	else if (flat)
 		pass1_flat(x, tid, n, tmp);
 	else
@@ -634,7 +617,7 @@ static void forward_worker(void *arg, int tid, int n)
 		ftpool_barrier(x->cfg.pool);
 	}
 	if (ksplit) {
-		pass2_t(x, tid, n, &buf);
+		pass_t(x, tid, n, &buf, 1);
 	} else if (flat) {
 		pass2_flat(x, tid, n, tmp);
 		ftpool_barrier(x->cfg.pool);
