@@ -49,6 +49,11 @@ struct ftcmoe {
 	int grp_u[MAX_SLOTS], grp_s0[MAX_SLOTS], grp_nb[MAX_SLOTS];
 	int flat;                     /* row-major split: 1 flattened over (group, row), 0 per row */
 	float *pout;                  /* flattened pass 2: per-worker partial out [threads][max_batch][H] */
+	int lean_ok;                  /* FREETOKEN_CPU_MOE_LEAN unset or 1 (read at create) */
+	int lean;                     /* this call: batch 1, x prepared per worker (no barrier) */
+	int lean_h;                   /* this call: also h per worker, pass 2 split by rows (row-major) */
+	uint8_t *xpriv;               /* lean: per-worker prepared x [threads][xq_stride] */
+	uint8_t *hpriv;               /* lean: per-worker prepared h [threads][max_topk][hq_stride] */
 };
 
 static void free_aligned(void *p)
@@ -155,6 +160,14 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 	x->pout = alloc_aligned((size_t)x->nthreads * (size_t)cfg->max_batch * (size_t)cfg->hidden * sizeof(float));
 	if (!x->pout)
 		goto fail;
+	{
+		const char *ln = getenv("FREETOKEN_CPU_MOE_LEAN"); /* A/B runs: "0" turns it off */
+		x->lean_ok = !(ln && !strcmp(ln, "0"));
+	}
+	x->xpriv = alloc_aligned((size_t)x->nthreads * x->xq_stride);
+	x->hpriv = alloc_aligned((size_t)x->nthreads * (size_t)cfg->max_topk * x->hq_stride);
+	if (!x->xpriv || !x->hpriv)
+		goto fail;
 	if (cfg->format == FTFMT_MXFP4_TRITON) { /* transposed banks: workers split K (rows_t) */
 		x->part_n = 2 * cfg->inter > cfg->hidden ? 2 * cfg->inter : cfg->hidden;
 		x->part_n = (x->part_n + 15) / 16 * 16;
@@ -190,6 +203,8 @@ void ftcmoe_free(struct ftcmoe *x)
 	free_aligned(x->tmp);
 	free_aligned(x->part);
 	free_aligned(x->pout);
+	free_aligned(x->xpriv);
+	free_aligned(x->hpriv);
 	free(x);
 }
 
@@ -278,12 +293,16 @@ static void prefetch_start(const void *p)
 		__builtin_prefetch((const char *)p + i, 0, 3);
 }
 
-static void slot_inputs(const struct ftcmoe *x, int g, int down, const void **xs)
+static void slot_inputs(const struct ftcmoe *x, int tid, int g, int down, const void **xs)
 {
 	const struct ftk_ops *ops = x->ops;
 	for (int i = 0; i < x->grp_nb[g]; i++) {
 		int s = x->slot_of[x->grp_s0[g] + i];
-		if (down)
+		if (down && x->lean_h && ops->prep) /* batch 1: slot s */
+			xs[i] = x->hpriv + ((size_t)tid * (size_t)x->cfg.max_topk + (size_t)s) * x->hq_stride;
+		else if (!down && x->lean && ops->prep) /* batch 1: token 0 */
+			xs[i] = x->xpriv + (size_t)tid * x->xq_stride;
+		else if (down)
 			xs[i] = ops->prep ? (const void *)(x->hq + (size_t)s * x->hq_stride)
 					  : (const void *)(x->h + (size_t)s * x->cfg.inter);
 		else
@@ -316,7 +335,7 @@ static void pass1(struct ftcmoe *x, int tid, int n, float *tmp)
 		int nb = x->grp_nb[g];
 		const void *xs[FTCMOE_MAX_BATCH];
 		float *yg[FTCMOE_MAX_BATCH], *yu[FTCMOE_MAX_BATCH];
-		slot_inputs(x, g, 0, xs);
+		slot_inputs(x, tid, g, 0, xs);
 		for (int i = 0; i < nb; i++) {
 			yg[i] = tmp + (size_t)i * 4 * CHUNK;
 			yu[i] = yg[i] + 2 * CHUNK;
@@ -367,7 +386,7 @@ static void pass2(struct ftcmoe *x, int tid, int n, float *tmp)
 		int nb = x->grp_nb[g];
 		const void *xs[FTCMOE_MAX_BATCH];
 		float *y[FTCMOE_MAX_BATCH];
-		slot_inputs(x, g, 1, xs);
+		slot_inputs(x, tid, g, 1, xs);
 		for (int i = 0; i < nb; i++)
 			y[i] = tmp + (size_t)i * 2 * CHUNK;
 		for (long c0 = n0; c0 < n1; c0 += CHUNK) {
@@ -412,7 +431,7 @@ static void pass1_flat(struct ftcmoe *x, int tid, int n, float *tmp)
 		int nb = x->grp_nb[g];
 		const void *xs[FTCMOE_MAX_BATCH];
 		float *yg[FTCMOE_MAX_BATCH], *yu[FTCMOE_MAX_BATCH];
-		slot_inputs(x, g, 0, xs);
+		slot_inputs(x, tid, g, 0, xs);
 		for (int i = 0; i < nb; i++) {
 			yg[i] = tmp + (size_t)i * 4 * CHUNK;
 			yu[i] = yg[i] + 2 * CHUNK;
@@ -453,7 +472,7 @@ static void pass2_flat(struct ftcmoe *x, int tid, int n, float *tmp)
 		int nb = x->grp_nb[g];
 		const void *xs[FTCMOE_MAX_BATCH];
 		float *y[FTCMOE_MAX_BATCH];
-		slot_inputs(x, g, 1, xs);
+		slot_inputs(x, tid, g, 1, xs);
 		for (int i = 0; i < nb; i++)
 			y[i] = tmp + (size_t)i * 2 * CHUNK;
 		for (long c0 = n0; c0 < n1; c0 += CHUNK) {
@@ -531,7 +550,7 @@ static void pass_t(struct ftcmoe *x, int tid, int n, int *buf, int down)
 			int nb = x->grp_nb[g];
 			const void *xs[FTCMOE_MAX_BATCH];
 			float *ps[FTCMOE_MAX_BATCH];
-			slot_inputs(x, g, down, xs);
+			slot_inputs(x, tid, g, down, xs);
 			for (int i = 0; i < nb; i++)
 				ps[i] = part_of(x, tid, *buf, base + i);
 			if (kk1 > kk0)
@@ -575,16 +594,28 @@ static void pass_t(struct ftcmoe *x, int tid, int n, int *buf, int down)
 	}
 }
 
+/* One step on worker tid. Barriers: after the prep of x, after pass 1, after the prep of h,
+ * and (flattened split) before the reduction of the per-worker outputs. At batch 1 ("lean",
+ * FREETOKEN_CPU_MOE_LEAN=0 turns it off) each worker prepares x for itself (a few hundred ns)
+ * instead of sharing the work behind a barrier, and for the row-major formats also prepares
+ * every live slot's h for itself and splits pass 2 by rows of every expert (each worker owns
+ * its output rows: no partial outputs, no reduction, no barrier): one barrier per step instead
+ * of four. On a VM a barrier costs more than its atomics (a waiting vCPU spinning on PAUSE can
+ * be descheduled), and every barrier stops all streams while the slowest worker catches up. */
 static void forward_worker(void *arg, int tid, int n)
 {
 	struct ftcmoe *x = arg;
 	float *tmp = x->tmp + (size_t)tid * x->tmp_stride;
 	const struct ftk_ops *ops = x->ops;
 	if (ops->prep) {
-		for (int b = tid; b < x->B; b += n)
-			ops->prep(x->xin + (size_t)b * x->cfg.hidden, x->cfg.hidden,
-				  x->xq + (size_t)b * x->xq_stride);
-		ftpool_barrier(x->cfg.pool);
+		if (x->lean) {
+			ops->prep(x->xin, x->cfg.hidden, x->xpriv + (size_t)tid * x->xq_stride);
+		} else {
+			for (int b = tid; b < x->B; b += n)
+				ops->prep(x->xin + (size_t)b * x->cfg.hidden, x->cfg.hidden,
+					  x->xq + (size_t)b * x->xq_stride);
+			ftpool_barrier(x->cfg.pool);
+		}
 	}
 	int ksplit = ops->rows_t && x->part, buf = 0;
 	int flat = !ksplit && x->flat && x->cfg.format != FTFMT_MXFP4_TRITON; /* no bias, gate/up rows */
@@ -594,12 +625,13 @@ static void forward_worker(void *arg, int tid, int n)
 		pass1_flat(x, tid, n, tmp);
 	else
 		pass1(x, tid, n, tmp);
+	int flat2 = flat && !x->lean_h;
 	if (x->nuniq > 0) { /* pass 2's first stream, requested while waiting at the barrier */
 		struct ftk_mat m;
 		const uint16_t *bias;
 		expert_mat(x, x->layer, x->uniq_e[0], 1, &m, &bias);
 		long r = ksplit ? x->cfg.inter / 2 * tid / n : x->cfg.hidden * tid / n;
-		if (flat) {
+		if (flat2) {
 			long R = (long)x->ngrp * x->cfg.hidden, f0 = R * tid / n;
 			expert_mat(x, x->layer, x->uniq_e[x->grp_u[f0 / x->cfg.hidden]], 1, &m, &bias);
 			r = f0 % x->cfg.hidden;
@@ -609,16 +641,24 @@ static void forward_worker(void *arg, int tid, int n)
 	ftpool_barrier(x->cfg.pool);
 	if (ops->prep) {
 		int live = x->uniq_start[x->nuniq];
-		for (int i = tid; i < live; i += n) {
-			int s = x->slot_of[i];
-			ops->prep(x->h + (size_t)s * x->cfg.inter, x->cfg.inter,
-				  x->hq + (size_t)s * x->hq_stride);
+		if (x->lean_h) {
+			for (int i = 0; i < live; i++) {
+				int s = x->slot_of[i];
+				ops->prep(x->h + (size_t)s * x->cfg.inter, x->cfg.inter,
+					  x->hpriv + ((size_t)tid * (size_t)x->cfg.max_topk + (size_t)s) * x->hq_stride);
+			}
+		} else {
+			for (int i = tid; i < live; i += n) {
+				int s = x->slot_of[i];
+				ops->prep(x->h + (size_t)s * x->cfg.inter, x->cfg.inter,
+					  x->hq + (size_t)s * x->hq_stride);
+			}
+			ftpool_barrier(x->cfg.pool);
 		}
-		ftpool_barrier(x->cfg.pool);
 	}
 	if (ksplit) {
 		pass_t(x, tid, n, &buf, 1);
-	} else if (flat) {
+	} else if (flat2) {
 		pass2_flat(x, tid, n, tmp);
 		ftpool_barrier(x->cfg.pool);
 		reduce_out(x, tid, n);
@@ -675,6 +715,8 @@ int ftcmoe_forward(struct ftcmoe *x, int layer, int B, int topk, const float *xi
 	x->xin = xin;
 	x->rw = weights;
 	x->out = out;
+	x->lean = x->lean_ok && B == 1;
+	x->lean_h = x->lean && !(x->ops->rows_t && x->part);
 	ftpool_run(x->cfg.pool, forward_worker, x);
 	return 0;
 }
