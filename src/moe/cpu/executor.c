@@ -51,7 +51,7 @@ struct ftcmoe {
 	float *pout;                  /* flattened pass 2: per-worker partial out [threads][max_batch][H] */
 	int lean_ok;                  /* FREETOKEN_CPU_MOE_LEAN unset or 1 (read at create) */
 	int lean;                     /* this call: batch 1, x prepared per worker (no barrier) */
-	int lean_h;                   /* this call: also h per worker, pass 2 split by rows (row-major) */
+	int lean_h;                   /* this call: also h per worker, the slots it reads in pass 2 */
 	uint8_t *xpriv;               /* lean: per-worker prepared x [threads][xq_stride] */
 	uint8_t *hpriv;               /* lean: per-worker prepared h [threads][max_topk][hq_stride] */
 };
@@ -597,11 +597,11 @@ static void pass_t(struct ftcmoe *x, int tid, int n, int *buf, int down)
 /* One step on worker tid. Barriers: after the prep of x, after pass 1, after the prep of h,
  * and (flattened split) before the reduction of the per-worker outputs. At batch 1 ("lean",
  * FREETOKEN_CPU_MOE_LEAN=0 turns it off) each worker prepares x for itself (a few hundred ns)
- * instead of sharing the work behind a barrier, and for the row-major formats also prepares
- * every live slot's h for itself and splits pass 2 by rows of every expert (each worker owns
- * its output rows: no partial outputs, no reduction, no barrier): one barrier per step instead
- * of four. On a VM a barrier costs more than its atomics (a waiting vCPU spinning on PAUSE can
- * be descheduled), and every barrier stops all streams while the slowest worker catches up. */
+ * instead of sharing the work behind a barrier, and for the row-major formats also the h of
+ * the slots its pass-2 range reads (one or two at top-8 on 16 workers): two barriers per step
+ * instead of four, the same streams. (A first form also split pass 2 by rows of every expert to
+ * drop the last barrier; its shorter streams lost 2-6 points of the read ceiling on the H200
+ * host while saving ~5 us per step: bench/RESULTS.md, "CPU MoE".) */
 static void forward_worker(void *arg, int tid, int n)
 {
 	struct ftcmoe *x = arg;
@@ -625,7 +625,7 @@ static void forward_worker(void *arg, int tid, int n)
 		pass1_flat(x, tid, n, tmp);
 	else
 		pass1(x, tid, n, tmp);
-	int flat2 = flat && !x->lean_h;
+	int flat2 = flat;
 	if (x->nuniq > 0) { /* pass 2's first stream, requested while waiting at the barrier */
 		struct ftk_mat m;
 		const uint16_t *bias;
@@ -641,9 +641,16 @@ static void forward_worker(void *arg, int tid, int n)
 	ftpool_barrier(x->cfg.pool);
 	if (ops->prep) {
 		int live = x->uniq_start[x->nuniq];
-		if (x->lean_h) {
-			for (int i = 0; i < live; i++) {
-				int s = x->slot_of[i];
+		if (x->lean_h) { /* batch 1: one slot per group; only the groups this worker reads */
+			int ga = 0, gb = x->ngrp;
+			if (flat2) {
+				long R = (long)x->ngrp * x->cfg.hidden;
+				long f0 = R * tid / n, f1 = R * (tid + 1) / n;
+				ga = (int)(f0 / x->cfg.hidden);
+				gb = f1 > f0 ? (int)((f1 - 1) / x->cfg.hidden) + 1 : ga;
+			}
+			for (int g = ga; g < gb; g++) {
+				int s = x->slot_of[x->grp_s0[g]];
 				ops->prep(x->h + (size_t)s * x->cfg.inter, x->cfg.inter,
 					  x->hpriv + ((size_t)tid * (size_t)x->cfg.max_topk + (size_t)s) * x->hq_stride);
 			}
