@@ -53,6 +53,7 @@ moe old-nv - "$O" --format nvfp4
 moe new-bf16-busy FREETOKEN_CPU_MOE_SPIN=busy "$N" --format bf16
 moe new-q4-busy FREETOKEN_CPU_MOE_SPIN=busy "$N" --format q4_0
 moe new-mx-busy FREETOKEN_CPU_MOE_SPIN=busy "$N" --format mxfp4
+moe new-mx-rowspf FREETOKEN_CPU_MOE_MXPF=rows "$N" --format mxfp4
 moe new-ds - "$N" --format ds_fp4
 for r in 2 3; do
 	moe new-bf16.$r - "$N" --format bf16

@@ -420,6 +420,11 @@ static void test_ksplit_ranges(void **s)
 			den += (double)whole[n] * whole[n];
 		}
 		assert_true(den > 0 && sqrt(num / den) < 1e-5);
+		/* the prefetch order (FREETOKEN_CPU_MOE_MXPF) does not change a result */
+		ftk_mx_seq_prefetch = 0;
+		o->rows_t(&m, 0, H / 2, 1, xs, pp, tmp);
+		ftk_mx_seq_prefetch = 1;
+		assert_memory_equal(part, whole, sizeof(float) * 2 * I);
 		tested++;
 	}
 	if (ci.isa & FTCPU_AVX512F)

@@ -163,6 +163,8 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 	{
 		const char *ln = getenv("FREETOKEN_CPU_MOE_LEAN"); /* A/B runs: "0" turns it off */
 		x->lean_ok = !(ln && !strcmp(ln, "0"));
+		const char *mp = getenv("FREETOKEN_CPU_MOE_MXPF"); /* A/B runs: "rows" (process-wide) */
+		ftk_mx_seq_prefetch = !(mp && !strcmp(mp, "rows"));
 	}
 	x->xpriv = alloc_aligned((size_t)x->nthreads * x->xq_stride);
 	x->hpriv = alloc_aligned((size_t)x->nthreads * (size_t)cfg->max_topk * x->hq_stride);

@@ -239,12 +239,18 @@ static void rows_q4_0(const struct ftk_mat *m, long r0, long r1, int nb, const v
  * int32 sums in memory). At the end of a block each lane gets (e8m0 scale) * (activation
  * scale) into fp32 partials in tmp; the unpacks leave columns in a fixed order within a strip
  * (lane L of vector j = columns 16L + 4j .. 16L + 4j + 3), undone once per call when tmp is
- * copied to ps. Each of the block's rows is prefetched MX_PF bytes ahead of its strip (the
- * next block's rows near the end of a row).
+ * copied to ps. Prefetch (ftk_mx_seq_prefetch, default): while a block is walked, the next
+ * block is requested into L2 in memory order, 16 lines per strip, so DRAM sees one sequential
+ * stream per worker instead of 16 interleaved row streams (the first block of a call: each row
+ * MX_PF bytes ahead of its strip). Dev box, 2 threads, 6 A/B pairs: 75-90 % of the read
+ * ceiling against 65-81 % for the row-wise form (ftk_mx_seq_prefetch = 0: every row MX_PF
+ * bytes ahead, wrapping to the next block's rows).
  * Activations: int8 per 32-element block (mxfp4's scale block). Prepared layout: int8 q[K] |
  * int16 pair sums (q[2kk] + q[2kk+1]) [K/2] | float block scale / 2 [K/32]. */
 #define MX_STRIP 64
 #define MX_PF 512
+
+int ftk_mx_seq_prefetch = 1;
 
 static size_t mx_xbytes(long K)
 {
@@ -269,8 +275,8 @@ static void mx_prep(const float *x, long K, void *dst)
 }
 
 /* Bank rows [ra, rb) of scale block kb (all inside it), tokens x[0..NB), into t[b] (permuted). */
-AI void mx_block(const struct ftk_mat *m, long ra, long rb, long kb, long kk1, const int8_t *const *x,
-		 const int *corr, const float *xsc, float *const *t, const int NB)
+AI void mx_block(const struct ftk_mat *m, long ra, long rb, long kb, long kk1, int seq, int first,
+		 const int8_t *const *x, const int *corr, const float *xsc, float *const *t, const int NB)
 {
 	const __m512i lut = _mm512_broadcast_i32x4(_mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
 	const __m512i nib = _mm512_set1_epi16(0x0F0F);
@@ -278,17 +284,28 @@ AI void mx_block(const struct ftk_mat *m, long ra, long rb, long kb, long kk1, c
 	long N = m->N, rows_total = m->K / 2;
 	const uint8_t *sc = m->s + kb * N;
 	long p0 = ra & ~1L;
+	long nxt = ((rb + 16 < kk1 ? rb + 16 : kk1) - rb) * N; /* bytes of the next block in range */
 	for (long c = 0; c < N; c += MX_STRIP) {
-		/* prefetch: every row of the block MX_PF bytes ahead, wrapping to the next block */
-		for (long r = p0; r < rb; r++) {
-			long off = c + MX_PF, rr = r;
-			if (off >= N) {
-				off -= N;
-				rr += 16;
-				if (rr >= kk1 || rr >= rows_total)
-					continue;
+		if (!seq || first) {
+			/* every row of the block MX_PF bytes ahead (rows mode: wrapping to the next block) */
+			for (long r = p0; r < rb; r++) {
+				long off = c + MX_PF, rr = r;
+				if (off >= N) {
+					if (seq)
+						continue;
+					off -= N;
+					rr += 16;
+					if (rr >= kk1 || rr >= rows_total)
+						continue;
+				}
+				_mm_prefetch((const char *)(m->w + rr * N + off), _MM_HINT_T0);
 			}
-			_mm_prefetch((const char *)(m->w + rr * N + off), _MM_HINT_T0);
+		}
+		if (seq && nxt > 0) {
+			/* the next block, in memory order, 1/nstrips of it per strip, into L2 */
+			long off = c / MX_STRIP * (16 * MX_STRIP);
+			for (int i = 0; i < 16 && off < nxt; i++, off += 64)
+				_mm_prefetch((const char *)(m->w + rb * N + off), _MM_HINT_T1);
 		}
 		__m512i acc[TILE][4];
 		FTK_UNROLL
@@ -366,10 +383,10 @@ static void mx_rows_t(const struct ftk_mat *m, long kk0, long kk1, int nb, const
 		}
 		for (int b0 = 0; b0 < nb; b0 += TILE) {
 			switch (nb - b0 >= TILE ? TILE : nb - b0) {
-			case 1: mx_block(m, ra, rb, kb, kk1, x + b0, corr + b0, xsc + b0, t + b0, 1); break;
-			case 2: mx_block(m, ra, rb, kb, kk1, x + b0, corr + b0, xsc + b0, t + b0, 2); break;
-			case 3: mx_block(m, ra, rb, kb, kk1, x + b0, corr + b0, xsc + b0, t + b0, 3); break;
-			default: mx_block(m, ra, rb, kb, kk1, x + b0, corr + b0, xsc + b0, t + b0, 4); break;
+			case 1: mx_block(m, ra, rb, kb, kk1, ftk_mx_seq_prefetch, kb == kk0 / 16, x + b0, corr + b0, xsc + b0, t + b0, 1); break;
+			case 2: mx_block(m, ra, rb, kb, kk1, ftk_mx_seq_prefetch, kb == kk0 / 16, x + b0, corr + b0, xsc + b0, t + b0, 2); break;
+			case 3: mx_block(m, ra, rb, kb, kk1, ftk_mx_seq_prefetch, kb == kk0 / 16, x + b0, corr + b0, xsc + b0, t + b0, 3); break;
+			default: mx_block(m, ra, rb, kb, kk1, ftk_mx_seq_prefetch, kb == kk0 / 16, x + b0, corr + b0, xsc + b0, t + b0, 4); break;
 			}
 		}
 	}
