@@ -98,6 +98,7 @@ void ftbw_meas_init(struct ftbw_meas *m)
 {
 	memset(m, 0, sizeof *m);
 	m->gather.rc = m->cpu.rc = m->ov_cpu.rc = m->ov_gather.rc = FTBW_NOT_RUN;
+	m->read_cpu.rc = m->read_other.rc = FTBW_NOT_RUN;
 }
 
 static void part_release(struct ftbw_part *p)
@@ -115,6 +116,8 @@ void ftbw_meas_release(struct ftbw_meas *m)
 	part_release(&m->cpu);
 	part_release(&m->ov_cpu);
 	part_release(&m->ov_gather);
+	part_release(&m->read_cpu);
+	part_release(&m->read_other);
 }
 
 static bool measured(double x)
@@ -225,6 +228,8 @@ static void meas_normalize(struct ftbw_meas *m)
 	part_ok(&m->cpu);
 	part_ok(&m->ov_cpu);
 	part_ok(&m->ov_gather);
+	part_ok(&m->read_cpu);
+	part_ok(&m->read_other);
 	if (m->ov_cpu.rc != 0 || m->ov_gather.rc != 0)
 		m->ov_cpu.rc = m->ov_gather.rc = m->ov_cpu.rc ? m->ov_cpu.rc : m->ov_gather.rc;
 }
@@ -255,6 +260,9 @@ json_t *ftbw_entry_json(const struct ftbw_item *it, const struct ftbw_meas *mc, 
 	set_figure(e, "pcie_gather_gbs", &m.gather);
 	set_figure(e, "cpu_moe_overlap_gbs", &m.ov_cpu);
 	set_figure(e, "pcie_gather_overlap_gbs", &m.ov_gather);
+	/* The read rate next to the cpu figure (same machine state; the run's ceiling may come
+	 * from another phase): cpu_moe_gbs / cpu_read_adjacent_gbs is the kernel's fraction. */
+	set_figure(e, "cpu_read_adjacent_gbs", m.cpu.rc == 0 ? &m.read_cpu : &(struct ftbw_part){.rc = FTBW_NOT_RUN});
 	json_object_set_new(e, "ratio", num_or_null(d.ratio));
 	json_object_set_new(e, "recommended", json_string(d.hybrid ? "hybrid" : "offload"));
 
@@ -307,6 +315,55 @@ static void *link_watch_main(void *arg)
 
 /* ---------------------------------------------------------------- run */
 
+double ftbw_read_ceiling(const double *v, const int *len, int nphases, struct ftstat *all, int *counted)
+{
+	int n = 0, k = 0;
+	double best = NAN;
+	for (int p = 0; p < nphases; p++) {
+		if (len[p] > 0 && (p == 0 || len[p] >= FTBW_READ_PHASE_MIN)) {
+			double med = ftstat_of(v + n, len[p]).median;
+			k++;
+			if (!(med <= best)) /* also replaces NaN */
+				best = med;
+		}
+		n += len[p];
+	}
+	if (all)
+		*all = ftstat_of(v, n);
+	if (counted)
+		*counted = k;
+	return n > 0 ? best : NAN;
+}
+
+/* The read passes of a run, in phases (ftbw_read_ceiling). */
+struct read_log {
+	double *v;
+	int n, cap;
+	int *len;
+	int nphases;
+};
+
+static int read_log_add(struct read_log *l, const struct ftbw_part *a, const struct ftbw_part *b)
+{
+	int add = (a && a->rc == 0 ? a->n : 0) + (b && b->rc == 0 ? b->n : 0);
+	if (l->n + add > l->cap) {
+		int cap = 2 * (l->n + add) + 16;
+		double *v = realloc(l->v, (size_t)cap * sizeof *v);
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	if (a && a->rc == 0)
+		for (int i = 0; i < a->n; i++)
+			l->v[l->n++] = a->gbs[i];
+	if (b && b->rc == 0)
+		for (int i = 0; i < b->n; i++)
+			l->v[l->n++] = b->gbs[i];
+	l->len[l->nphases++] = add;
+	return 0;
+}
+
 static json_t *ceiling_figure(json_t *ceil, const char *key, const double *v, int n)
 {
 	char sk[96];
@@ -357,6 +414,7 @@ int ftbw_run(const struct ftbw_config *c, struct ftbw_env *env, const struct ftb
 {
 	struct ftbw_item *items = NULL;
 	double *cpu_read = NULL, *h2d = NULL, *d2h = NULL;
+	struct read_log rl = {0};
 	json_t *prof = NULL, *warnings = json_array(), *entries = json_array();
 	int r, nitems;
 	char skipped[512];
@@ -382,6 +440,12 @@ int ftbw_run(const struct ftbw_config *c, struct ftbw_env *env, const struct ftb
 		warnf(warnings, rep, "no GPU (%s): CPU half only, every recommendation is offload",
 		      env->no_gpu_why && *env->no_gpu_why ? env->no_gpu_why : "none found");
 	int total = nitems + 1;
+	rl.len = calloc((size_t)nitems + 1, sizeof *rl.len);
+	if (!rl.len) {
+		r = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
 
 	/* Ceilings. */
 	ftreport_progress(rep, 0, total, "ceilings");
@@ -394,6 +458,8 @@ int ftbw_run(const struct ftbw_config *c, struct ftbw_env *env, const struct ftb
 	r = ops->cpu_read(ops->ctx, env, c->cpu_iters, cpu_read, err, errlen);
 	if (r == 0)
 		r = check_samples(cpu_read, c->cpu_iters, "CPU read ceiling", err, errlen);
+	if (r == 0)
+		r = read_log_add(&rl, &(struct ftbw_part){.gbs = cpu_read, .n = c->cpu_iters}, NULL);
 	if (r < 0)
 		goto out;
 	if (have_gpu) {
@@ -445,8 +511,13 @@ int ftbw_run(const struct ftbw_config *c, struct ftbw_env *env, const struct ftb
 		if ((m.ov_cpu.rc < 0 || m.ov_gather.rc < 0) && m.gather.rc == 0 && m.cpu.rc == 0)
 			warnf(warnings, rep, "%s: overlap failed: %s", items[i].label,
 			      m.ov_cpu.rc < 0 ? m.ov_cpu.err : m.ov_gather.err);
+		if (m.read_cpu.rc < 0 || m.read_other.rc < 0)
+			warnf(warnings, rep, "%s: CPU read passes left out: %s", items[i].label,
+			      m.read_cpu.rc < 0 ? m.read_cpu.err : m.read_other.err);
+		int lr = read_log_add(&rl, &m.read_cpu, &m.read_other);
 		ftbw_meas_release(&m);
-		if (!e) {
+		if (!e || lr < 0) {
+			json_decref(e);
 			r = -ENOMEM;
 			snprintf(err, errlen, "out of memory");
 			goto out;
@@ -455,7 +526,9 @@ int ftbw_run(const struct ftbw_config *c, struct ftbw_env *env, const struct ftb
 	}
 
 	/* Trust checks: no kernel reads faster than memory, no gather beats the linear copy. */
-	double ceil_cpu = ftstat_of(cpu_read, c->cpu_iters).median;
+	struct ftstat read_all;
+	int read_phases = 0;
+	double ceil_cpu = ftbw_read_ceiling(rl.v, rl.len, rl.nphases, &read_all, &read_phases);
 	double ceil_h2d = have_gpu ? ftstat_of(h2d, c->pcie_iters).median : NAN;
 	for (int i = 0; i < nitems; i++) {
 		json_t *e = json_array_get(entries, (size_t)i);
@@ -464,6 +537,11 @@ int ftbw_run(const struct ftbw_config *c, struct ftbw_env *env, const struct ftb
 		if (measured(cpu) && cpu > 1.05 * ceil_cpu)
 			warnf(warnings, rep, "%s: CPU MoE %.1f GB/s is above the CPU read ceiling %.1f GB/s",
 			      items[i].label, cpu, ceil_cpu);
+		double adj = json_number_value(json_object_get(e, "cpu_read_adjacent_gbs"));
+		if (measured(cpu) && measured(adj) && cpu > 1.05 * adj)
+			warnf(warnings, rep,
+			      "%s: CPU MoE %.1f GB/s is above the CPU read rate measured next to it %.1f GB/s",
+			      items[i].label, cpu, adj);
 		if (measured(g) && isfinite(ceil_h2d) && g > 1.05 * ceil_h2d)
 			warnf(warnings, rep, "%s: gather %.1f GB/s is above the linear H2D ceiling %.1f GB/s",
 			      items[i].label, g, ceil_h2d);
@@ -515,7 +593,10 @@ int ftbw_run(const struct ftbw_config *c, struct ftbw_env *env, const struct ftb
 	json_object_set_new(prof, "cpu", cj);
 	json_object_set_new(prof, "threshold", json_real(c->threshold));
 	json_t *ceil = json_object();
-	ceiling_figure(ceil, "cpu_stream_read_gbs", cpu_read, c->cpu_iters);
+	/* The figure: the highest phase median; the spread: every pass of the run. */
+	json_object_set_new(ceil, "cpu_stream_read_gbs", json_real(ceil_cpu));
+	json_object_set_new(ceil, "cpu_stream_read_gbs_spread", ftstat_json(&read_all));
+	json_object_set_new(ceil, "cpu_stream_read_phases", json_integer(read_phases));
 	ceiling_figure(ceil, "pcie_linear_h2d_gbs", h2d, have_gpu ? c->pcie_iters : 0);
 	ceiling_figure(ceil, "pcie_linear_d2h_gbs", d2h, have_gpu ? c->pcie_iters : 0);
 	json_object_set_new(prof, "ceilings", ceil);
@@ -553,6 +634,8 @@ out:
 	json_decref(entries);
 	free(items);
 	free(cpu_read);
+	free(rl.v);
+	free(rl.len);
 	free(h2d);
 	free(d2h);
 	return r;
@@ -645,6 +728,11 @@ void ftbw_summary(FILE *f, const json_t *p)
 	}
 	fprintf(f, "ceilings\n");
 	summary_gbs(f, "CPU read", ceil, "cpu_stream_read_gbs");
+	json_t *ph = json_object_get(ceil, "cpu_stream_read_phases");
+	if (json_is_integer(ph))
+		fprintf(f, "  %-22s best phase median of %d phases; median of all passes %.1f GB/s\n", "",
+			(int)json_integer_value(ph),
+			json_number_value(json_object_get(json_object_get(ceil, "cpu_stream_read_gbs_spread"), "median")));
 	summary_gbs(f, "PCIe linear H2D", ceil, "pcie_linear_h2d_gbs");
 	summary_gbs(f, "PCIe linear D2H", ceil, "pcie_linear_d2h_gbs");
 	fprintf(f, "\nthreshold %.2f: hybrid when CPU MoE > threshold x gather (GB/s; ov = overlapped)\n",

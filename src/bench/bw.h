@@ -18,6 +18,7 @@
 #include "moe/formats.h"
 #include "moe/models.h"
 #include "util/report.h"
+#include "util/stats.h"
 
 #define FTBW_MAX_ITEMS 64
 #define FTBW_MAX_MODELS 16
@@ -85,6 +86,12 @@ struct ftbw_meas {
 	double sweep_gbs[FTBW_MAX_ISAS];
 	struct ftbw_part ov_cpu;       /* overlapped: CPU side (its own bytes/time per sample) */
 	struct ftbw_part ov_gather;    /* overlapped: gather side */
+	/* CPU read-ceiling passes the ops took during this item (ops without a read session leave
+	 * them FTBW_NOT_RUN): read_cpu, the passes interleaved with the rounds of the steps behind
+	 * the cpu figure (its adjacent read rate, entry key cpu_read_adjacent_gbs); read_other, the
+	 * rest (other tiers of an ISA sweep, before each overlap window and after the last). */
+	struct ftbw_part read_cpu;
+	struct ftbw_part read_other;
 };
 
 void ftbw_meas_init(struct ftbw_meas *m);
@@ -101,7 +108,9 @@ struct ftbw_env {
 
 /* The measurements. Every function returns 0 or -errno with a one-line message in err. */
 struct ftbw_ops {
-	/* CPU read ceiling: passes samples of GB/s into gbs[passes]. */
+	/* CPU read ceiling: passes samples of GB/s into gbs[passes]. The real ops open a read
+	 * session here that stays open for the run, and measure() takes further passes from it
+	 * into the item's read_cpu / read_other (see ftbw_read_ceiling). */
 	int (*cpu_read)(void *ctx, const struct ftbw_env *env, int passes, double *gbs, char *err,
 			size_t errlen);
 	/* Linear pinned copy of bytes, host->device (h2d) or back, iters samples of GB/s. */
@@ -127,6 +136,17 @@ void ftbw_decide(bool cpu_path, bool have_gpu, double cpu_gbs, const char *cpu_e
 /* Hybrid fetch fraction: with the overlap pair pcie_ov / (pcie_ov + cpu_ov), else pcie / cpu,
  * clamped to [0, 1]. NaN when neither pair is measured. */
 double ftbw_fetch_fraction(double cpu_gbs, double pcie_gbs, double cpu_ov_gbs, double pcie_ov_gbs);
+
+/* The CPU read ceiling of a run from all its read passes, in phases: v[0..n) holds the passes
+ * in run order, phase p the next len[p] of them (phase 0: the initial passes, then one phase per
+ * item). The host's read rate drifts within a run (a VM: 88-147 GB/s within minutes), so the
+ * ceiling is the highest phase median, over phase 0 and every phase of at least
+ * FTBW_READ_PHASE_MIN passes: the rate memory sustained for one phase of this run, robust to a
+ * single fast pass. *all (may be NULL) gets the spread over every pass (its median: the typical
+ * rate of the run), *counted (may be NULL) the number of phases that counted. NaN when there is
+ * no pass. */
+#define FTBW_READ_PHASE_MIN 3
+double ftbw_read_ceiling(const double *v, const int *len, int nphases, struct ftstat *all, int *counted);
 
 /* True when the link trained below what both ends can do (0 = unknown is never degraded). */
 bool ftbw_link_degraded(const struct ftgpu_info *g);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench/cpu_moe.h"
 #include "bench/cpu_read.h"
@@ -23,12 +24,23 @@
 
 #define GATHER_WARMUP 3
 #define OVERLAP_WINDOW_S 0.5 /* one overlap sample per window, each side its own bytes/time */
+/* The CPU MoE steps of each tier run in READ_ROUNDS rounds, each right after one pass of the
+ * read ceiling (as `ftbench cpu-moe` does), so the kernel and its ceiling see the same machine
+ * state: this host's read rate drifts by tens of percent within a run. */
+#define READ_ROUNDS 4
+/* After a read pass the read pool's workers spin for the next run (moe/cpu/pool.c: 2 ms)
+ * before they sleep: wait that out so they do not share the cores with the next steps. */
+#define READ_SETTLE_NS 3000000L
 
 struct ftbw_real {
 	const struct ftbw_env *env;
 	const struct ftreport *rep;
 	cpu_set_t wide;  /* the process's affinity at start: for threads that must not sit on a worker's core */
 	int numa_node;   /* where the CPU threads go: the GPU's node, or -1 */
+	/* The run's CPU read session (opened by the first cpu_read, closed by ftbw_real_free): its
+	 * own pool on the same cores as the executor's; idle workers sleep on a futex. */
+	struct ftpool *rpool;
+	struct ftcread *rsess;
 };
 
 static const char *errstr(int r)
@@ -96,6 +108,10 @@ int ftbw_real_create(struct ftbw_real **out, const struct ftbw_env *env, const s
 
 void ftbw_real_free(struct ftbw_real *r)
 {
+	if (!r)
+		return;
+	ftcread_close(r->rsess);
+	ftpool_free(r->rpool);
 	free(r);
 }
 
@@ -104,22 +120,86 @@ void ftbw_real_free(struct ftbw_real *r)
 static int op_cpu_read(void *ctx, const struct ftbw_env *env, int passes, double *gbs, char *err, size_t errlen)
 {
 	struct ftbw_real *r = ctx;
-	struct ftpool *pool = NULL;
-	int rc = ftpool_create(env->cpu, env->ncpus, r->numa_node, &pool);
-	if (rc == 0)
-		rc = ftpool_pin_caller(pool);
-	if (rc < 0) {
-		snprintf(err, errlen, "CPU read ceiling: worker pool of %d threads: %s", env->ncpus, errstr(rc));
-		ftpool_free(pool);
-		return rc;
+	int rc = 0;
+	if (!r->rpool) {
+		rc = ftpool_create(env->cpu, env->ncpus, r->numa_node, &r->rpool);
+		if (rc < 0) {
+			snprintf(err, errlen, "CPU read ceiling: worker pool of %d threads: %s", env->ncpus,
+				 errstr(rc));
+			r->rpool = NULL;
+			return rc;
+		}
 	}
-	struct ftcread_result res = {0};
-	rc = ftcread_measure(env->cpu, pool, 0, passes, gbs, &res);
-	ftpool_free(pool);
+	rc = ftpool_pin_caller(r->rpool);
+	if (rc == 0 && !r->rsess) {
+		struct ftcread_result res = {0};
+		rc = ftcread_open(env->cpu, r->rpool, 0, &r->rsess, &res);
+		if (rc < 0)
+			r->rsess = NULL;
+	}
+	for (int i = 0; rc == 0 && i < passes; i++)
+		gbs[i] = ftcread_pass(r->rsess);
 	sched_setaffinity(0, sizeof r->wide, &r->wide);
 	if (rc < 0)
 		snprintf(err, errlen, "CPU read ceiling: %s", errstr(rc));
 	return rc;
+}
+
+/* One pass of the run's read session into part p (nothing without a session), then the pool
+ * settles; the calling thread is left pinned to `back` (a CPU MoE pool) or unpinned (NULL). */
+static void read_pass(struct ftbw_real *r, struct ftbw_part *p, struct ftpool *back)
+{
+	if (!r->rsess)
+		return;
+	if (p->rc == FTBW_NOT_RUN) {
+		p->rc = 0;
+		p->n = 0;
+	}
+	double *v = p->rc == 0 ? realloc(p->gbs, (size_t)(p->n + 1) * sizeof *v) : NULL;
+	if (p->rc == 0 && !v) {
+		p->rc = -ENOMEM;
+		snprintf(p->err, sizeof p->err, "out of memory");
+	}
+	if (v) {
+		p->gbs = v;
+		ftpool_pin_caller(r->rpool);
+		v[p->n++] = ftcread_pass(r->rsess);
+	}
+	struct timespec ts = {0, READ_SETTLE_NS};
+	nanosleep(&ts, NULL);
+	if (back)
+		ftpool_pin_caller(back);
+	else
+		sched_setaffinity(0, sizeof r->wide, &r->wide);
+}
+
+/* Append src's samples to dst (both parts of read passes); src is left empty. */
+static void read_move(struct ftbw_part *dst, struct ftbw_part *src)
+{
+	if (src->rc != 0 || src->n == 0)
+		return;
+	if (dst->rc == FTBW_NOT_RUN) {
+		*dst = *src;
+		src->gbs = NULL;
+		src->n = 0;
+		src->rc = FTBW_NOT_RUN;
+		return;
+	}
+	if (dst->rc == 0) {
+		double *v = realloc(dst->gbs, (size_t)(dst->n + src->n) * sizeof *v);
+		if (!v) {
+			dst->rc = -ENOMEM;
+			snprintf(dst->err, sizeof dst->err, "out of memory");
+		} else {
+			memcpy(v + dst->n, src->gbs, (size_t)src->n * sizeof *v);
+			dst->gbs = v;
+			dst->n += src->n;
+		}
+	}
+	free(src->gbs);
+	src->gbs = NULL;
+	src->n = 0;
+	src->rc = FTBW_NOT_RUN;
 }
 
 static int op_pcie(void *ctx, const struct ftbw_env *env, bool h2d, size_t bytes, int iters, double *gbs,
@@ -253,7 +333,15 @@ static int cpu_alone(struct ftbw_real *r, const struct ftbw_config *c, const str
 	bool sweep = strcmp(c->isa, "auto") != 0;
 	for (int t = 0; t < nt; t++) {
 		enum ftcmoe_isa u = tiers[t];
-		int tr = ftcmb_time(b, tiers[t], c->kernel_cpu_warmup, iters, secs, bytes, &u);
+		struct ftbw_part rd = {.rc = FTBW_NOT_RUN};
+		int rounds = r->rsess ? (iters < READ_ROUNDS ? iters : READ_ROUNDS) : 1, tr = 0, off = 0;
+		for (int k = 0; k < rounds && tr == 0; k++) {
+			int per = iters / rounds + (k < iters % rounds);
+			read_pass(r, &rd, ftcmb_pool(b));
+			tr = ftcmb_time(b, tiers[t], k == 0 ? c->kernel_cpu_warmup : 1, per, secs + off, bytes + off,
+					&u);
+			off += per;
+		}
 		double med = NAN;
 		if (tr == 0) {
 			for (int i = 0; i < iters; i++)
@@ -272,6 +360,8 @@ static int cpu_alone(struct ftbw_real *r, const struct ftbw_config *c, const str
 				free(tmp);
 			}
 			if (med > best_med) {
+				read_move(&m->read_other, &m->read_cpu);
+				read_move(&m->read_cpu, &rd);
 				best_med = med;
 				free(best);
 				best = secs;
@@ -288,6 +378,8 @@ static int cpu_alone(struct ftbw_real *r, const struct ftbw_config *c, const str
 			snprintf(why, sizeof why, "%s: %s", ftcmoe_isa_name(tiers[t]), errstr(tr));
 			rc = tr;
 		}
+		read_move(&m->read_other, &rd);
+		free(rd.gbs);
 		if (sweep && m->nsweep < FTBW_MAX_ISAS) {
 			snprintf(m->sweep_isa[m->nsweep], sizeof m->sweep_isa[0], "%s", ftcmoe_isa_name(tiers[t]));
 			m->sweep_gbs[m->nsweep++] = med;
@@ -333,6 +425,7 @@ static int overlap(struct ftbw_real *r, const struct ftbw_config *c, struct ftga
 		atomic_int stop = 0;
 		double cb = 0, cs = 0, gs = 0;
 		uint64_t gb = 0;
+		read_pass(r, &m->read_other, NULL);
 		sched_setaffinity(0, sizeof r->wide, &r->wide); /* the gather thread inherits this */
 		rc = ftgather_overlap_start(g);
 		ftpool_pin_caller(ftcmb_pool(b));
@@ -355,6 +448,7 @@ static int overlap(struct ftbw_real *r, const struct ftbw_config *c, struct ftga
 		m->ov_gather.gbs[w] = gs > 0 ? (double)gb / gs / 1e9 : 0.0;
 	}
 	m->ov_cpu.n = m->ov_gather.n = windows;
+	read_pass(r, &m->read_other, NULL);
 out:
 	m->ov_cpu.rc = m->ov_gather.rc = rc;
 	return rc;
