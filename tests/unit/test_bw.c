@@ -140,7 +140,9 @@ struct fake {
 	double cpu_gbs[FTFMT_COUNT];   /* per format: what the CPU MoE "measures" (0: fail) */
 	double gather_gbs;
 	double ov_cpu_scale, ov_gather_scale; /* overlap = alone * scale; 0: no overlap */
-	int fail_read, fail_measure, zero_sample;
+	double read_gbs[FTFMT_COUNT];  /* per format: read passes taken during the item (0: none) */
+	int read_cpu_n[FTFMT_COUNT], read_other_n[FTFMT_COUNT];
+	int fail_read, fail_measure, zero_sample, zero_read;
 	int measured_items, pcie_calls;
 	char labels[FTBW_MAX_ITEMS][96];
 };
@@ -197,6 +199,19 @@ static int fake_measure(void *ctx, const struct ftbw_env *env, const struct ftbw
 			m->cpu.rc = -ENOMEM;
 			snprintf(m->cpu.err, sizeof m->cpu.err, "executor: out of memory");
 		}
+	}
+	double rv = f->read_gbs[it->fmt->id];
+	if (rv > 0 && f->read_cpu_n[it->fmt->id] > 0) {
+		m->read_cpu.rc = 0;
+		m->read_cpu.n = f->read_cpu_n[it->fmt->id];
+		m->read_cpu.gbs = samples(rv, m->read_cpu.n);
+		if (f->zero_read)
+			m->read_cpu.gbs[0] = 0.0;
+	}
+	if (rv > 0 && f->read_other_n[it->fmt->id] > 0) {
+		m->read_other.rc = 0;
+		m->read_other.n = f->read_other_n[it->fmt->id];
+		m->read_other.gbs = samples(rv, m->read_other.n);
 	}
 	if (env->gpu) {
 		m->gather.rc = 0;
@@ -309,6 +324,7 @@ static void test_run_gpu(void **s)
 	assert_true(fabs(json_number_value(json_object_get(ceil, "pcie_linear_h2d_gbs")) - 55.0) < 1e-9);
 	assert_true(fabs(json_number_value(json_object_get(ceil, "pcie_linear_d2h_gbs")) - 54.0) < 1e-9);
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(ceil, "cpu_stream_read_gbs_spread"), "samples")), 3);
+	assert_int_equal(json_integer_value(json_object_get(ceil, "cpu_stream_read_phases")), 1);
 
 	assert_string_equal(rec_of(p, "bf16"), "hybrid");
 	assert_string_equal(rec_of(p, "nvfp4"), "offload");
@@ -518,6 +534,107 @@ static void test_summary(void **s)
 	json_decref(p);
 }
 
+/* The ceiling from phases of read passes: the highest phase median over phase 0 and the phases of
+ * at least FTBW_READ_PHASE_MIN passes; the spread over every pass. */
+static void test_read_ceiling(void **s)
+{
+	double v[] = {100, 101, 102,      /* phase 0: median 101 */
+		      110, 113, 111, 112, /* median 111.5 */
+		      500,                /* a single pass: too few to count, but in the spread */
+		      90, 95, 92};        /* median 92 */
+	int len[] = {3, 4, 1, 0, 3};
+	struct ftstat all;
+	int counted = -1;
+	double c = ftbw_read_ceiling(v, len, 5, &all, &counted);
+	assert_true(fabs(c - 111.5) < 1e-12);
+	assert_int_equal(counted, 3);
+	assert_int_equal(all.samples, 11);
+	assert_true(fabs(all.max - 500) < 1e-12);
+	assert_true(fabs(all.min - 90) < 1e-12);
+	assert_true(fabs(all.median - 102) < 1e-12);
+	/* phase 0 always counts, even with fewer passes than the minimum */
+	int len0[] = {1, 2};
+	c = ftbw_read_ceiling(v, len0, 2, NULL, &counted);
+	assert_true(fabs(c - 100) < 1e-12);
+	assert_int_equal(counted, 1);
+	/* the run's initial passes alone: their median, as before */
+	c = ftbw_read_ceiling(v, len, 1, NULL, NULL);
+	assert_true(fabs(c - 101) < 1e-12);
+	/* nothing measured */
+	int none[] = {0};
+	assert_true(isnan(ftbw_read_ceiling(v, none, 1, &all, &counted)));
+	assert_int_equal(all.samples, 0);
+	assert_int_equal(counted, 0);
+}
+
+/* A run whose read rate drifts: the ceiling follows the fastest phase, each CPU MoE figure gets
+ * the read rate measured next to it, and a kernel faster than that rate is called out. */
+static void test_run_read_phases(void **s)
+{
+	struct fake f = {.gather_gbs = 50.0};
+	f.cpu_gbs[FTFMT_BF16] = 120.0;  /* above the initial passes (~101), below its own (130) */
+	f.read_gbs[FTFMT_BF16] = 130.0;
+	f.read_cpu_n[FTFMT_BF16] = 4;
+	f.read_other_n[FTFMT_BF16] = 3;
+	f.cpu_gbs[FTFMT_NVFP4] = 115.0; /* above the passes next to it (median 99.5): warned */
+	f.read_gbs[FTFMT_NVFP4] = 100.0;
+	f.read_cpu_n[FTFMT_NVFP4] = 4;
+	f.cpu_gbs[FTFMT_DS_FP4] = 60.0; /* one pass only: too few for a phase, still in the spread */
+	f.read_gbs[FTFMT_DS_FP4] = 400.0;
+	f.read_cpu_n[FTFMT_DS_FP4] = 1;
+	f.cpu_gbs[FTFMT_MXFP4_TRITON] = 50.0; /* no passes of its own */
+	struct ftbw_config c;
+	config_small(&c);
+	struct ftgpu_info g = fake_gpu(5, 16);
+	json_t *p;
+	char err[256];
+	assert_int_equal(run_fake(&f, &c, &g, &p, err), 0);
+	json_t *ceil = json_object_get(p, "ceilings");
+	/* bf16's phase: 128.7, 130, 131.3, 128.7 + 128.7, 130, 131.3 -> median 130 */
+	assert_true(fabs(json_number_value(json_object_get(ceil, "cpu_stream_read_gbs")) - 130.0) < 1e-9);
+	assert_int_equal(json_integer_value(json_object_get(ceil, "cpu_stream_read_phases")), 3);
+	json_t *sp = json_object_get(ceil, "cpu_stream_read_gbs_spread");
+	assert_int_equal(json_integer_value(json_object_get(sp, "samples")), 3 + 7 + 4 + 1);
+	assert_true(fabs(json_number_value(json_object_get(sp, "max")) - 396.0) < 1e-9);
+	assert_true(fabs(json_number_value(json_object_get(sp, "min")) - 99.0) < 1e-9);
+	/* the adjacent rate: the passes interleaved with the cpu figure's rounds only */
+	json_t *e = entry_of(p, "bf16");
+	assert_true(fabs(json_number_value(json_object_get(e, "cpu_read_adjacent_gbs")) - 129.35) < 1e-9);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(e, "cpu_read_adjacent_gbs_spread"), "samples")), 4);
+	e = entry_of(p, "mxfp4_triton");
+	assert_true(json_is_null(json_object_get(e, "cpu_read_adjacent_gbs")));
+	assert_true(json_is_null(json_object_get(e, "cpu_read_adjacent_gbs_spread")));
+	e = entry_of(p, "fp8_block"); /* no CPU path: no adjacent rate */
+	assert_true(json_is_null(json_object_get(e, "cpu_read_adjacent_gbs")));
+	/* the warnings: nvfp4 beats the passes next to it, nothing beats the run's ceiling */
+	assert_true(has_warning(p, "dtype:nvfp4: CPU MoE 115.0 GB/s is above the CPU read rate measured next to it 99.5"));
+	assert_false(has_warning(p, "dtype:bf16: CPU MoE"));
+	assert_false(has_warning(p, "above the CPU read ceiling"));
+	assert_schema(p);
+	/* the summary names the statistic */
+	char *buf = NULL;
+	size_t blen = 0;
+	FILE *m = open_memstream(&buf, &blen);
+	ftbw_summary(m, p);
+	fclose(m);
+	assert_non_null(strstr(buf, "best phase median of 3 phases"));
+	free(buf);
+	json_decref(p);
+
+	/* a pass that is not a positive rate: the item's passes are left out, with a warning */
+	f.zero_read = 1;
+	f.read_other_n[FTFMT_BF16] = 0;
+	assert_int_equal(run_fake(&f, &c, &g, &p, err), 0);
+	ceil = json_object_get(p, "ceilings");
+	assert_true(has_warning(p, "dtype:bf16: CPU read passes left out"));
+	assert_true(json_is_null(json_object_get(entry_of(p, "bf16"), "cpu_read_adjacent_gbs")));
+	/* the fastest remaining phase: the initial passes (101); bf16 120 is now above it */
+	assert_true(fabs(json_number_value(json_object_get(ceil, "cpu_stream_read_gbs")) - 101.0) < 1e-9);
+	assert_true(has_warning(p, "dtype:bf16: CPU MoE 120.0 GB/s is above the CPU read ceiling 101.0"));
+	assert_schema(p);
+	json_decref(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -527,6 +644,7 @@ int main(void)
 		cmocka_unit_test(test_run_gpu),          cmocka_unit_test(test_run_models),
 		cmocka_unit_test(test_run_no_gpu),       cmocka_unit_test(test_run_failures),
 		cmocka_unit_test(test_schema),           cmocka_unit_test(test_summary),
+		cmocka_unit_test(test_read_ceiling),     cmocka_unit_test(test_run_read_phases),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
