@@ -179,6 +179,23 @@ static void test_default_store_and_worker(void **s)
 		assert_true(json_is_null(json_object_get(bf16, "pcie_gather_gbs")));
 		assert_string_equal(json_string_value(json_object_get(bf16, "recommended")), "offload");
 		assert_true(json_is_string(json_object_get(bf16, "note")));
+		/* the read passes of the run: 2 initial, then one before each of bf16's 3 rounds of
+		 * steps (fp8_block has no CPU path; no overlap without a GPU); the ceiling is the
+		 * better of the two phases' medians */
+		json_t *ceil = json_object_get(file, "ceilings");
+		json_t *sp = json_object_get(ceil, "cpu_stream_read_gbs_spread");
+		assert_int_equal(json_integer_value(json_object_get(sp, "samples")), 5);
+		assert_int_equal(json_integer_value(json_object_get(ceil, "cpu_stream_read_phases")), 2);
+		double cr = json_number_value(json_object_get(ceil, "cpu_stream_read_gbs"));
+		assert_true(cr >= json_number_value(json_object_get(sp, "min")));
+		assert_true(cr <= json_number_value(json_object_get(sp, "max")));
+		assert_true(cr >= json_number_value(json_object_get(sp, "median")) - 1e-9); /* 5 passes, 2 phases */
+		/* bf16's own adjacent read rate, from those 3 passes */
+		assert_true(json_number_value(json_object_get(bf16, "cpu_read_adjacent_gbs")) > 0);
+		assert_int_equal(json_integer_value(json_object_get(json_object_get(bf16, "cpu_read_adjacent_gbs_spread"),
+								    "samples")), 3);
+		json_t *fp8 = json_object_get(json_object_get(file, "dtype_kernels"), "fp8_block");
+		assert_true(json_is_null(json_object_get(fp8, "cpu_read_adjacent_gbs")));
 	}
 
 	/* the summary on stdout */
@@ -226,6 +243,14 @@ static void test_output_json_models_isa(void **s)
 	assert_true(json_number_value(json_object_get(sweep, "avx2")) > 0);
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(e, "cpu_moe_gbs_spread"), "samples")), 3);
 	assert_non_null(json_object_get(json_object_get(w, "recommended_moe_backend"), "bf16"));
+	/* a sweep of two tiers, 3 rounds each: 3 passes next to the chosen tier's steps, 3 more
+	 * next to the other's, all in the run's spread (with the 2 initial ones) */
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(e, "cpu_read_adjacent_gbs_spread"), "samples")), 3);
+	if (json_is_null(json_object_get(written, "gpu")))
+		assert_int_equal(json_integer_value(json_object_get(
+					 json_object_get(json_object_get(written, "ceilings"), "cpu_stream_read_gbs_spread"),
+					 "samples")),
+				 2 + 3 + 3);
 	json_decref(printed);
 	json_decref(written);
 }
