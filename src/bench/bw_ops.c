@@ -28,8 +28,10 @@
  * read ceiling (as `ftbench cpu-moe` does), so the kernel and its ceiling see the same machine
  * state: this host's read rate drifts by tens of percent within a run. */
 #define READ_ROUNDS 4
-/* After a read pass the read pool's workers spin for the next run (moe/cpu/pool.c: 2 ms)
- * before they sleep: wait that out so they do not share the cores with the next steps. */
+/* After a run a pool's workers spin for the next one (moe/cpu/pool.c: 2 ms) before they sleep
+ * on a futex. The read session has its own pool on the executor's cores, so each read pass waits
+ * that out before (the executor's workers) and after (the read pool's): neither shares the cores
+ * with the other's spinning workers. */
 #define READ_SETTLE_NS 3000000L
 
 struct ftbw_real {
@@ -145,8 +147,8 @@ static int op_cpu_read(void *ctx, const struct ftbw_env *env, int passes, double
 	return rc;
 }
 
-/* One pass of the run's read session into part p (nothing without a session), then the pool
- * settles; the calling thread is left pinned to `back` (a CPU MoE pool) or unpinned (NULL). */
+/* One pass of the run's read session into part p (nothing without a session), between two
+ * settling waits (READ_SETTLE_NS); the calling thread is left pinned to `back` (a CPU MoE pool) or unpinned (NULL). */
 static void read_pass(struct ftbw_real *r, struct ftbw_part *p, struct ftpool *back)
 {
 	if (!r->rsess)
@@ -160,12 +162,13 @@ static void read_pass(struct ftbw_real *r, struct ftbw_part *p, struct ftpool *b
 		p->rc = -ENOMEM;
 		snprintf(p->err, sizeof p->err, "out of memory");
 	}
+	struct timespec ts = {0, READ_SETTLE_NS};
 	if (v) {
 		p->gbs = v;
 		ftpool_pin_caller(r->rpool);
+		nanosleep(&ts, NULL);
 		v[p->n++] = ftcread_pass(r->rsess);
 	}
-	struct timespec ts = {0, READ_SETTLE_NS};
 	nanosleep(&ts, NULL);
 	if (back)
 		ftpool_pin_caller(back);
