@@ -2,7 +2,9 @@
 """bw_check: the acceptance checks of `ftbench bw` (issue 9) from one run's files.
 
 usage: bw_check.py PROFILE BASELINE_BEFORE BASELINE_AFTER ELAPSED_S FTBENCH
-Checks: CPU read ceiling >= the independent read loop (same run) and >= CPU MoE bf16; each PCIe
+Checks: CPU read ceiling >= the independent read loop (same run; both sides the best median of a
+phase of read passes: bw's phases are interleaved with its kernels, the loop's are three phases of
+8 passes before and three after the run) and >= CPU MoE bf16; each PCIe
 ceiling within 3% of one large pinned cudaMemcpy; the run under 180 s; libftprofile (through
 `ftbench profile recommend|fetch-fraction --json`) returns the decision and fraction the numbers
 imply. Prints a table; exit 1 when a check fails."""
@@ -27,6 +29,21 @@ base = max(b0["cpu_read_gbs"]["median"], b1["cpu_read_gbs"]["median"])
 check("cpu read ceiling vs independent loop", "%.1f vs %.1f / %.1f GB/s" % (
     cpu_ceil, b0["cpu_read_gbs"]["median"], b1["cpu_read_gbs"]["median"]),
     ">= 0.99 x best baseline", cpu_ceil >= 0.99 * base)
+if "cpu_stream_read_gbs_spread" in ceil and ceil["cpu_stream_read_gbs_spread"]:
+    sp = ceil["cpu_stream_read_gbs_spread"]
+    rows.append(("cpu read passes of the run (info)", "median %.1f, %.1f-%.1f, %d" % (
+        sp["median"], sp["min"], sp["max"], sp["samples"]), "%s phases" % ceil.get("cpu_stream_read_phases", "?"),
+        "INFO"))
+    for name, b in (("before", b0), ("after", b1)):
+        if b.get("cpu_read_all_gbs"):
+            a = b["cpu_read_all_gbs"]
+            rows.append(("independent loop %s, all passes (info)" % name, "median %.1f, %.1f-%.1f, %d" % (
+                a["median"], a["min"], a["max"], a["samples"]), "", "INFO"))
+for fmt, e in sorted(p["dtype_kernels"].items()):
+    if e.get("cpu_moe_gbs") and e.get("cpu_read_adjacent_gbs"):
+        rows.append(("CPU MoE %s vs adjacent read (info)" % fmt, "%.1f / %.1f GB/s = %.0f%%" % (
+            e["cpu_moe_gbs"], e["cpu_read_adjacent_gbs"], 100 * e["cpu_moe_gbs"] / e["cpu_read_adjacent_gbs"]),
+            "", "INFO"))
 bf = p["dtype_kernels"].get("bf16", {})
 if bf.get("cpu_moe_gbs"):
     check("cpu read ceiling vs CPU MoE bf16", "%.1f vs %.1f GB/s" % (cpu_ceil, bf["cpu_moe_gbs"]),
