@@ -1,5 +1,10 @@
 /* bw_ops: the real measurements behind `ftbench bw` (struct ftbw_ops of bench/bw.h):
- *  - CPU read ceiling (bench/cpu_read.h) on env->cpus, one pinned thread per physical core;
+ *  - CPU read ceiling (bench/cpu_read.h) on env->cpus, one pinned thread per physical core: one
+ *    read session (its own pool and buffer) open from the first cpu_read call to ftbw_real_free,
+ *    so that measure() can take passes next to the kernels: one before each of the 4 rounds of
+ *    every CPU MoE tier's steps (m->read_cpu for the tier behind the figure, m->read_other for
+ *    the rest of a sweep) and one before each overlap window and after the last (read_other);
+ *    each pass waits 3 ms before and after for the other pool's spinning workers to sleep;
  *  - linear pinned H2D/D2H copies (bench/pcie.h) on the selected GPU;
  *  - per item: the real copy_missing over synthetic pinned banks (bench/gather.h; E_synth
  *    experts, every slot refilled from a random permutation, verified once), the real CPU MoE
