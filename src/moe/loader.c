@@ -12,21 +12,10 @@
 #include "hw/cpu.h"
 #include "moe/ftw.h"
 #include "moe/loader.h"
+#include "util/errmsg.h"
 #include "util/timeutil.h"
 
 #define ALIGN 4096u
-
-static int fail(char *err, size_t n, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t n, int rc, const char *fmt, ...)
-{
-	if (err && n) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, n, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
 
 int ftload_parse_mode(const char *s, enum ftload_mode *out)
 {
@@ -79,15 +68,15 @@ enum ftload_mode ftload_choose(const struct ftst_model *m, uint64_t avail, char 
 			largest = m->files[i].size;
 	}
 	if (!ftload_experts_scattered(m)) {
-		fail(why, n, 0, "experts are packed (mean expert tensor >= 16 MiB): serial reads saturate");
+		fterr_set(why, n, 0, "experts are packed (mean expert tensor >= 16 MiB): serial reads saturate");
 		return FTLOAD_SERIAL;
 	}
 	if (avail <= sum + largest) {
-		fail(why, n, 0, "experts scattered but MemAvailable %.1f GiB <= shards %.1f GiB + largest %.1f GiB",
+		fterr_set(why, n, 0, "experts scattered but MemAvailable %.1f GiB <= shards %.1f GiB + largest %.1f GiB",
 		     avail / 1073741824.0, sum / 1073741824.0, largest / 1073741824.0);
 		return FTLOAD_SERIAL;
 	}
-	fail(why, n, 0, "experts scattered and MemAvailable %.1f GiB > shards + largest shard (%.1f GiB)",
+	fterr_set(why, n, 0, "experts scattered and MemAvailable %.1f GiB > shards + largest shard (%.1f GiB)",
 	     avail / 1073741824.0, (sum + largest) / 1073741824.0);
 	return FTLOAD_PARALLEL;
 }
@@ -96,7 +85,7 @@ static int alloc_for_plan(const struct ftbanks_plan *p, struct ftbanks **out, ch
 {
 	int rc = ftbanks_alloc(p->fmt, p->H, p->I, p->E, p->L, p->layer_ids, out);
 	if (rc < 0)
-		return fail(err, errlen, rc, "allocating %.2f GiB of banks: %s",
+		return fterr_set(err, errlen, rc, "allocating %.2f GiB of banks: %s",
 			    (double)ftfmt_expert_bytes(p->fmt, p->H, p->I) * (double)p->E * (double)p->L / 1073741824.0,
 			    strerror(-rc));
 	return 0;
@@ -119,7 +108,7 @@ static int load_serial(const struct ftbanks_plan *p, const struct ftload_opts *o
 			cur = pc->file;
 			fd = open(m->files[cur].path, O_RDONLY | O_CLOEXEC);
 			if (fd < 0) {
-				rc = fail(err, errlen, -errno, "%s: %s", m->files[cur].path, strerror(errno));
+				rc = fterr_set(err, errlen, -errno, "%s: %s", m->files[cur].path, strerror(errno));
 				goto out;
 			}
 		}
@@ -138,7 +127,7 @@ static int load_serial(const struct ftbanks_plan *p, const struct ftload_opts *o
 			dst = tmp;
 		}
 		if ((rc = ftload_pread_full(fd, dst, pc->len, pc->src_off)) < 0) {
-			rc = fail(err, errlen, rc, "%s: reading '%s': %s", m->files[cur].path, pc->t->name, strerror(-rc));
+			rc = fterr_set(err, errlen, rc, "%s: reading '%s': %s", m->files[cur].path, pc->t->name, strerror(-rc));
 			goto out;
 		}
 		if (pc->transpose)
@@ -334,7 +323,7 @@ static int load_parallel(const struct ftbanks_plan *p, const struct ftload_opts 
 		if (s.fd_buf[f] < 0) {
 			s.fd_buf[f] = open(m->files[f].path, O_RDONLY | O_CLOEXEC);
 			if (s.fd_buf[f] < 0) {
-				rc = fail(err, errlen, -errno, "%s: %s", m->files[f].path, strerror(errno));
+				rc = fterr_set(err, errlen, -errno, "%s: %s", m->files[f].path, strerror(errno));
 				goto out;
 			}
 			s.fd_direct[f] = open(m->files[f].path, O_RDONLY | O_CLOEXEC | O_DIRECT);
@@ -369,7 +358,7 @@ static int load_parallel(const struct ftbanks_plan *p, const struct ftload_opts 
 	if (o->rep && !atomic_load(&s.err_rc))
 		ftreport_progress(o->rep, 1000, 1000, "parallel");
 	if ((rc = atomic_load(&s.err_rc)) < 0) {
-		fail(err, errlen, rc, "%s", s.err);
+		fterr_set(err, errlen, rc, "%s", s.err);
 		goto out;
 	}
 	st->file_bytes = atomic_load(&s.bytes);
