@@ -441,17 +441,6 @@ int ftgather_verify(struct ftgather *g)
 	return e ? cuerr(e) : r;
 }
 
-int ftgather_banks(const struct ftgather *g, struct ftbank_shape *out)
-{
-	memcpy(out, g->shapes, sizeof g->shapes[0] * g->nb);
-	return g->nb;
-}
-
-void *ftgather_pool(const struct ftgather *g, int bank)
-{
-	return bank >= 0 && bank < g->nb ? g->pool[bank] : NULL;
-}
-
 void *ftgather_host_bank(const struct ftgather *g, int layer, int bank)
 {
 	if (layer < 0 || layer >= g->geom.layers || bank < 0 || bank >= g->nb)
@@ -491,8 +480,6 @@ int ftgather_overlap_start(struct ftgather *g) { return -ENODEV; }
 int ftgather_overlap_stop(struct ftgather *g, uint64_t *bytes, double *secs) { return -ENODEV; }
 int ftgather_poison(struct ftgather *g) { return -ENODEV; }
 int ftgather_verify(struct ftgather *g) { return -ENODEV; }
-int ftgather_banks(const struct ftgather *g, struct ftbank_shape *out) { return 0; }
-void *ftgather_pool(const struct ftgather *g, int bank) { return NULL; }
 void *ftgather_host_bank(const struct ftgather *g, int layer, int bank) { return NULL; }
 void *ftgather_stream(const struct ftgather *g) { return NULL; }
 void *ftgather_copier(const struct ftgather *g) { return NULL; }
