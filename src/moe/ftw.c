@@ -264,7 +264,7 @@ int ftftw_convert(const char *model_dir, const char *out_dir, const struct ftftw
 				uint64_t k = sz - done < FTLOAD_DEFAULT_CHUNK ? sz - done : FTLOAD_DEFAULT_CHUNK;
 				uint64_t data = done < e->nbytes ? (e->nbytes - done < k ? e->nbytes - done : k) : 0;
 				memset(buf + data, 0, k - data);
-				if (data && (rc = ftload_pread_full(src_fd, buf, data, e->t->offset + done)) < 0) {
+				if (data && (rc = ftfs_pread_full(src_fd, buf, data, (off_t)(e->t->offset + done))) < 0) {
 					fterr_set(err, errlen, rc, "reading '%s': %s", e->name, strerror(-rc));
 					break;
 				}

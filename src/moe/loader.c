@@ -13,6 +13,7 @@
 #include "moe/ftw.h"
 #include "moe/loader.h"
 #include "util/errmsg.h"
+#include "util/fsutil.h"
 #include "util/timeutil.h"
 
 #define ALIGN 4096u
@@ -29,22 +30,6 @@ int ftload_parse_mode(const char *s, enum ftload_mode *out)
 		*out = FTLOAD_PARALLEL;
 	else
 		return -EINVAL;
-	return 0;
-}
-
-int ftload_pread_full(int fd, void *buf, size_t n, uint64_t off)
-{
-	char *p = buf;
-	while (n) {
-		ssize_t r = pread(fd, p, n, (off_t)off);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			return -EIO;
-		p += r, n -= (size_t)r, off += (uint64_t)r;
-	}
 	return 0;
 }
 
@@ -126,7 +111,7 @@ static int load_serial(const struct ftbanks_plan *p, const struct ftload_opts *o
 			}
 			dst = tmp;
 		}
-		if ((rc = ftload_pread_full(fd, dst, pc->len, pc->src_off)) < 0) {
+		if ((rc = ftfs_pread_full(fd, dst, pc->len, (off_t)pc->src_off)) < 0) {
 			rc = fterr_set(err, errlen, rc, "%s: reading '%s': %s", m->files[cur].path, pc->t->name, strerror(-rc));
 			goto out;
 		}

@@ -279,22 +279,6 @@ out:
 	return rc;
 }
 
-static int pread_full(int fd, void *buf, size_t n, off_t off)
-{
-	char *p = buf;
-	while (n) {
-		ssize_t r = pread(fd, p, n, off);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			return -EIO;
-		p += r, n -= (size_t)r, off += r;
-	}
-	return 0;
-}
-
 int ftst_file_open(const char *path, struct ftst_file *out, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof *out);
@@ -318,7 +302,7 @@ int ftst_file_open(const char *path, struct ftst_file *out, char *err, size_t er
 			  (long long)st.st_size);
 		goto out;
 	}
-	if ((rc = pread_full(fd, lenb, 8, 0)) < 0) {
+	if ((rc = ftfs_pread_full(fd, lenb, 8, 0)) < 0) {
 		rc = fterr_set(err, errlen, rc, "%s: reading the header length: %s", path, strerror(-rc));
 		goto out;
 	}
@@ -335,7 +319,7 @@ int ftst_file_open(const char *path, struct ftst_file *out, char *err, size_t er
 		rc = -ENOMEM;
 		goto out;
 	}
-	if ((rc = pread_full(fd, hdr, hl, 8)) < 0) {
+	if ((rc = ftfs_pread_full(fd, hdr, hl, 8)) < 0) {
 		rc = fterr_set(err, errlen, rc, "%s: reading the header: %s", path, strerror(-rc));
 		goto out;
 	}
