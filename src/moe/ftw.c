@@ -13,6 +13,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "moe/directio.h"
 #include "moe/ftw.h"
 #include "util/errmsg.h"
 #include "util/fsutil.h"
@@ -357,13 +358,11 @@ struct rd {
 	struct fchunk *chunks;
 	size_t nchunks;
 	struct iovec *iov;
-	int *fd_direct, *fd_buf;
-	atomic_int *direct_ok;
+	struct ftdio_files files; /* one per shard */
 	char (*paths)[4096];
 	atomic_size_t next, done;
 	atomic_uint_least64_t bytes;
 	atomic_int err_rc;
-	int fake_einval;  /* test hook FTLOAD_TEST_EINVAL=1: O_DIRECT reads "fail" with EINVAL */
 	pthread_mutex_t lock;
 	char err[512];
 };
@@ -404,13 +403,10 @@ static void *rd_worker(void *arg)
 		if (i >= s->nchunks)
 			break;
 		const struct fchunk *c = &s->chunks[i];
-		int rc = -EINVAL;
-		if (atomic_load(&s->direct_ok[c->shard]) && !s->fake_einval)
-			rc = preadv_full(s->fd_direct[c->shard], &s->iov[c->iov0], c->niov, c->off);
-		if (rc == -EINVAL) {
-			atomic_store(&s->direct_ok[c->shard], 0);
-			rc = preadv_full(s->fd_buf[c->shard], &s->iov[c->iov0], c->niov, c->off);
-		}
+		int fd = ftdio_fd(&s->files, c->shard);
+		int rc = preadv_full(fd, &s->iov[c->iov0], c->niov, c->off);
+		if (ftdio_retry(&s->files, c->shard, fd, rc))
+			rc = preadv_full(ftdio_fd(&s->files, c->shard), &s->iov[c->iov0], c->niov, c->off);
 		if (rc < 0) {
 			pthread_mutex_lock(&s->lock);
 			if (!atomic_load(&s->err_rc)) {
@@ -490,18 +486,14 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 		goto out;
 	}
 	/* Shards: contiguous from 0, plain file names, files at least as long as the index says. */
-	s.fd_direct = malloc(sizeof(int) * nsh);
-	s.fd_buf = malloc(sizeof(int) * nsh);
-	s.direct_ok = malloc(sizeof(atomic_int) * nsh);
+	int dio = ftdio_init(&s.files, nsh);
 	s.paths = malloc(sizeof *s.paths * nsh);
 	uint64_t *sh_off = malloc(sizeof(uint64_t) * (nsh + 1));
-	if (!s.fd_direct || !s.fd_buf || !s.direct_ok || !s.paths || !sh_off) {
+	if (dio < 0 || !s.paths || !sh_off) {
 		free(sh_off);
 		rc = -ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < nsh; i++)
-		s.fd_direct[i] = s.fd_buf[i] = -1;
 	uint64_t g = 0;
 	for (size_t i = 0; i < nsh; i++) {
 		json_t *sj = json_array_get(shards, i);
@@ -667,18 +659,15 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 	}
 	free(sh_off);
 	for (size_t i = 0; rc == 0 && i < nsh; i++) {
-		s.fd_buf[i] = open(s.paths[i], O_RDONLY | O_CLOEXEC);
-		if (s.fd_buf[i] < 0) {
-			rc = fterr_set(err, errlen, -errno, "%s: %s", s.paths[i], strerror(errno));
+		int r = ftdio_open(&s.files, i, s.paths[i]);
+		if (r < 0) {
+			rc = fterr_set(err, errlen, r, "%s: %s", s.paths[i], strerror(-r));
 			break;
 		}
-		s.fd_direct[i] = open(s.paths[i], O_RDONLY | O_CLOEXEC | O_DIRECT);
-		atomic_init(&s.direct_ok[i], s.fd_direct[i] >= 0);
 	}
 	if (rc < 0)
 		goto out;
 	int workers = o->workers > 0 ? o->workers : FTLOAD_DEFAULT_WORKERS;
-	s.fake_einval = getenv("FTLOAD_TEST_EINVAL") && !strcmp(getenv("FTLOAD_TEST_EINVAL"), "1");
 	if ((size_t)workers > s.nchunks)
 		workers = (int)s.nchunks;
 	if (workers > 256)
@@ -712,22 +701,11 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 		ftreport_progress(o->rep, 1000, 1000, "ftw");
 	st->seconds = ft_now_s() - t0;
 	st->file_bytes = atomic_load(&s.bytes);
-	st->direct = 1;
-	for (size_t i = 0; i < nsh; i++)
-		if (!atomic_load(&s.direct_ok[i]))
-			st->direct = 0;
+	st->direct = ftdio_all_direct(&s.files);
 	*out = b;
 	b = NULL;
 out:
-	for (size_t i = 0; s.fd_buf && i < nsh; i++) {
-		if (s.fd_buf[i] >= 0)
-			close(s.fd_buf[i]);
-		if (s.fd_direct[i] >= 0)
-			close(s.fd_direct[i]);
-	}
-	free(s.fd_buf);
-	free(s.fd_direct);
-	free(s.direct_ok);
+	ftdio_release(&s.files);
 	free(s.paths);
 	free(s.chunks);
 	free(s.iov);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "hw/cpu.h"
+#include "moe/directio.h"
 #include "moe/ftw.h"
 #include "moe/loader.h"
 #include "util/errmsg.h"
@@ -144,14 +145,12 @@ struct par {
 	struct chunk *chunks;
 	size_t nchunks;
 	size_t chunk_bytes;
-	int *fd_direct, *fd_buf;
-	atomic_int *direct_ok;       /* per file */
+	struct ftdio_files files;     /* per checkpoint file */
 	atomic_size_t next, done;
 	atomic_uint_least64_t bytes;
 	atomic_int err_rc;
 	pthread_mutex_t err_lock;
 	char err[512];
-	int fake_einval; /* test hook FTLOAD_TEST_EINVAL=1: O_DIRECT reads "fail" with EINVAL */
 };
 
 static void par_fail(struct par *s, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -206,13 +205,10 @@ static void *par_worker(void *arg)
 			break;
 		const struct chunk *c = &s->chunks[i];
 		uint64_t got = 0;
-		int rc = -EINVAL;
-		if (atomic_load(&s->direct_ok[c->file]) && !s->fake_einval)
-			rc = read_chunk(s->fd_direct[c->file], buf, c->len, c->off, &got);
-		if (rc == -EINVAL) {
-			atomic_store(&s->direct_ok[c->file], 0);
-			rc = read_chunk(s->fd_buf[c->file], buf, c->len, c->off, &got);
-		}
+		int fd = ftdio_fd(&s->files, c->file);
+		int rc = read_chunk(fd, buf, c->len, c->off, &got);
+		if (ftdio_retry(&s->files, c->file, fd, rc))
+			rc = read_chunk(ftdio_fd(&s->files, c->file), buf, c->len, c->off, &got);
 		if (rc < 0) {
 			par_fail(s, rc, "%s: read at %llu: %s", m->files[c->file].path, (unsigned long long)c->off,
 				 strerror(-rc));
@@ -265,16 +261,8 @@ static int load_parallel(const struct ftbanks_plan *p, const struct ftload_opts 
 	int rc = 0, workers = o->workers > 0 ? o->workers : FTLOAD_DEFAULT_WORKERS;
 	s.chunk_bytes = o->chunk_bytes ? (o->chunk_bytes + ALIGN - 1) / ALIGN * ALIGN : FTLOAD_DEFAULT_CHUNK;
 	pthread_mutex_init(&s.err_lock, NULL);
-	s.fake_einval = getenv("FTLOAD_TEST_EINVAL") && !strcmp(getenv("FTLOAD_TEST_EINVAL"), "1");
-	s.fd_direct = malloc(sizeof(int) * m->nfiles);
-	s.fd_buf = malloc(sizeof(int) * m->nfiles);
-	s.direct_ok = malloc(sizeof(atomic_int) * m->nfiles);
-	if (!s.fd_direct || !s.fd_buf || !s.direct_ok) {
-		rc = -ENOMEM;
+	if ((rc = ftdio_init(&s.files, m->nfiles)) < 0)
 		goto out;
-	}
-	for (size_t f = 0; f < m->nfiles; f++)
-		s.fd_direct[f] = s.fd_buf[f] = -1;
 	/* Spans of expert bytes per file, cut into aligned chunks. */
 	for (size_t i = 0; i < p->npieces;) {
 		int f = p->pieces[i].file;
@@ -305,14 +293,9 @@ static int load_parallel(const struct ftbanks_plan *p, const struct ftload_opts 
 			a = p->pieces[j].src_off / ALIGN * ALIGN;
 			e = p->pieces[j].src_off + p->pieces[j].len;
 		}
-		if (s.fd_buf[f] < 0) {
-			s.fd_buf[f] = open(m->files[f].path, O_RDONLY | O_CLOEXEC);
-			if (s.fd_buf[f] < 0) {
-				rc = fterr_set(err, errlen, -errno, "%s: %s", m->files[f].path, strerror(errno));
-				goto out;
-			}
-			s.fd_direct[f] = open(m->files[f].path, O_RDONLY | O_CLOEXEC | O_DIRECT);
-			atomic_init(&s.direct_ok[f], s.fd_direct[f] >= 0);
+		if ((rc = ftdio_open(&s.files, (size_t)f, m->files[f].path)) < 0) {
+			fterr_set(err, errlen, rc, "%s: %s", m->files[f].path, strerror(-rc));
+			goto out;
 		}
 		i = j;
 	}
@@ -347,20 +330,9 @@ static int load_parallel(const struct ftbanks_plan *p, const struct ftload_opts 
 		goto out;
 	}
 	st->file_bytes = atomic_load(&s.bytes);
-	st->direct = 1;
-	for (size_t f = 0; f < m->nfiles; f++)
-		if (s.fd_buf[f] >= 0 && !atomic_load(&s.direct_ok[f]))
-			st->direct = 0;
+	st->direct = ftdio_all_direct(&s.files);
 out:
-	for (size_t f = 0; s.fd_buf && f < m->nfiles; f++) {
-		if (s.fd_buf[f] >= 0)
-			close(s.fd_buf[f]);
-		if (s.fd_direct[f] >= 0)
-			close(s.fd_direct[f]);
-	}
-	free(s.fd_direct);
-	free(s.fd_buf);
-	free(s.direct_ok);
+	ftdio_release(&s.files);
 	free(s.chunks);
 	pthread_mutex_destroy(&s.err_lock);
 	return rc;
