@@ -420,11 +420,59 @@ static void test_ksplit_ranges(void **s)
 			den += (double)whole[n] * whole[n];
 		}
 		assert_true(den > 0 && sqrt(num / den) < 1e-5);
+		/* the prefetch order (FREETOKEN_CPU_MOE_MXPF) does not change a result */
+		ftk_mx_seq_prefetch = 0;
+		o->rows_t(&m, 0, H / 2, 1, xs, pp, tmp);
+		ftk_mx_seq_prefetch = 1;
+		assert_memory_equal(part, whole, sizeof(float) * 2 * I);
 		tested++;
 	}
 	if (ci.isa & FTCPU_AVX512F)
 		assert_true(tested > 0);
 	free_banks(&b);
+}
+
+/* Batch 1 takes the lean step (per-worker prep, pass 2 by rows, one barrier); it must compute
+ * what the shared-prep step computes (FREETOKEN_CPU_MOE_LEAN=0), for every format on its best
+ * tier, with more routes than one round of mxfp4 partials when top-k is large. */
+static void test_lean_step(void **s)
+{
+	static const enum ftfmt_id fs[] = {FTFMT_BF16, FTFMT_NVFP4, FTFMT_MXFP4_TRITON, FTFMT_DS_FP4, FTFMT_Q4_0};
+	for (size_t fi = 0; fi < sizeof fs / sizeof fs[0]; fi++) {
+		struct banks b;
+		make_banks(&b, fs[fi]);
+		struct ftcmoe_cfg cfg = {.format = fs[fi], .hidden = H, .inter = I, .experts = E,
+					 .layers = L, .banks = b.ptr, .act = FTACT_SWIGLU_OAI, .swiglu_limit = 7,
+					 .max_batch = 1, .max_topk = E, .isa = FTCMOE_ISA_AUTO, .pool = pool, .cpu = &ci};
+		struct ftcmoe *x = NULL, *y = NULL;
+		assert_int_equal(ftcmoe_create(&cfg, &x), 0);
+		setenv("FREETOKEN_CPU_MOE_LEAN", "0", 1);
+		assert_int_equal(ftcmoe_create(&cfg, &y), 0);
+		unsetenv("FREETOKEN_CPU_MOE_LEAN");
+		float xin[H], w[E], o1[H], o2[H];
+		double d[H];
+		int32_t ids[E];
+		for (int k = 0; k < E; k++) {
+			ids[k] = k == 2 ? -1 : E - 1 - k;
+			w[k] = (float)unif();
+		}
+		for (int rep = 0; rep < 3; rep++) {
+			for (int i = 0; i < H; i++)
+				xin[i] = (float)gauss();
+			for (int i = 0; i < H; i++)
+				o1[i] = o2[i] = NAN;
+			assert_int_equal(ftcmoe_forward(x, rep % L, 1, E, xin, ids, w, o1), 0);
+			assert_int_equal(ftcmoe_forward(y, rep % L, 1, E, xin, ids, w, o2), 0);
+			for (int i = 0; i < H; i++)
+				d[i] = o2[i];
+			double e = rel_err(o1, d, H);
+			if (!(e <= 1e-5))
+				fail_msg("%s lean vs shared step: rel err %.3g", ftfmt_get(fs[fi])->name, e);
+		}
+		ftcmoe_free(x);
+		ftcmoe_free(y);
+		free_banks(&b);
+	}
 }
 
 static void test_tiers(void **s)
@@ -446,6 +494,15 @@ static void test_tiers(void **s)
 	unsetenv("FREETOKEN_CPU_MOE_ISA");
 	assert_int_equal(ftcmoe_isa_resolve(FTCMOE_ISA_AUTO, FTFMT_BF16, ci.isa, &t), 0);
 	assert_int_equal(t, ftcmoe_isa_best(FTFMT_BF16, ci.isa));
+	/* auto: the fastest tier measured per format (bench/RESULTS.md) */
+	unsigned all = FTCPU_AVX2 | FTCPU_FMA | FTCPU_F16C | FTCPU_AVX512F | FTCPU_AVX512BW | FTCPU_AVX512VL |
+		       FTCPU_AVX512_VNNI | FTCPU_AVX512_BF16;
+	if (ftcmoe_isa_supported(FTCMOE_ISA_AVX512BF16, all)) {
+		assert_int_equal(ftcmoe_isa_best(FTFMT_BF16, all), FTCMOE_ISA_AVX512BF16);
+		assert_int_equal(ftcmoe_isa_best(FTFMT_MXFP4_TRITON, all), FTCMOE_ISA_AVX512VNNI);
+		assert_int_equal(ftcmoe_isa_best(FTFMT_Q4_0, all), FTCMOE_ISA_AVX512VNNI);
+		assert_int_equal(ftcmoe_isa_best(FTFMT_NVFP4, all), FTCMOE_ISA_AVX512VNNI);
+	}
 	/* creating an executor for a tier the CPU lacks is refused; so is fp8_block */
 	struct banks b;
 	make_banks(&b, FTFMT_BF16);
@@ -507,7 +564,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pool),   cmocka_unit_test(test_tiers),
 		cmocka_unit_test(test_bf16),   cmocka_unit_test(test_nvfp4),
-		cmocka_unit_test(test_mxfp4),  cmocka_unit_test(test_ds_fp4),
+		cmocka_unit_test(test_lean_step), cmocka_unit_test(test_mxfp4),  cmocka_unit_test(test_ds_fp4),
 		cmocka_unit_test(test_q4_0),   cmocka_unit_test(test_batch32_and_duplicates),
 		cmocka_unit_test(test_ksplit_ranges),
 	};

@@ -22,7 +22,7 @@
  *   avx512bf16  avx512 + AVX512_BF16: bf16 weights and mxfp4_triton with bf16 activations
  *               (vdpbf16ps); nvfp4, ds_fp4, q4_0 as avx512vnni when the CPU has VNNI, else avx512
  * `auto` (ftcmoe_isa_best) picks, by measurement on a 16-core Xeon (bench/RESULTS.md):
- * avx512bf16 for bf16, avx512vnni for nvfp4/ds_fp4/q4_0, avx512 for mxfp4_triton, each falling
+ * avx512bf16 for bf16, avx512vnni (W4A8) for nvfp4/ds_fp4/q4_0/mxfp4_triton, each falling
  * back to the next tier the CPU has. AMX is not offered: at batch <= 32 an expert GEMV has 1-32
  * activation rows, far below a 16-row tile's reuse, and is bound by DRAM already with vector
  * kernels. FREETOKEN_CPU_MOE_ISA forces a tier for FTCMOE_ISA_AUTO.
@@ -30,7 +30,10 @@
  * Work split (row-major formats): the rows of all routed experts of a pass, laid end to end,
  * are cut into one contiguous range per pool worker (pass 2 adds up per-worker partial outputs);
  * FREETOKEN_CPU_MOE_SPLIT=rows (read at create) splits every expert's rows instead, for A/B
- * runs. mxfp4_triton's transposed banks are split along K on the avx512 tiers. */
+ * runs. mxfp4_triton's transposed banks are split along K on the avx512 tiers, one barrier per
+ * round of up to max(16, max_batch) routes. At batch 1 each worker prepares its own activations
+ * (two barriers per step instead of four); FREETOKEN_CPU_MOE_LEAN=0 turns that off. The pool's
+ * spin waits use PAUSE unless FREETOKEN_CPU_MOE_SPIN=busy (A/B; measured no different). */
 #ifndef FT_MOE_CPU_CPUMOE_H
 #define FT_MOE_CPU_CPUMOE_H
 #include <stddef.h>

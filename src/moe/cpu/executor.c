@@ -32,8 +32,9 @@ struct ftcmoe {
 	uint8_t *hq;                  /* [slots][hq_stride] */
 	float *tmp;                   /* [threads][2][max_batch][2*CHUNK] */
 	size_t tmp_stride;            /* floats per worker */
-	float *part;                  /* K-split partials: [threads][2][max_batch][part_n] */
+	float *part;                  /* K-split partials: [threads][3][part_cap][part_n] */
 	long part_n;
+	int part_cap;                 /* slots per partial buffer (>= max_batch) */
 	/* this call */
 	int layer, B, topk;
 	const float *xin, *rw;
@@ -48,6 +49,11 @@ struct ftcmoe {
 	int grp_u[MAX_SLOTS], grp_s0[MAX_SLOTS], grp_nb[MAX_SLOTS];
 	int flat;                     /* row-major split: 1 flattened over (group, row), 0 per row */
 	float *pout;                  /* flattened pass 2: per-worker partial out [threads][max_batch][H] */
+	int lean_ok;                  /* FREETOKEN_CPU_MOE_LEAN unset or 1 (read at create) */
+	int lean;                     /* this call: batch 1, x prepared per worker (no barrier) */
+	int lean_h;                   /* this call: also h per worker, the slots it reads in pass 2 */
+	uint8_t *xpriv;               /* lean: per-worker prepared x [threads][xq_stride] */
+	uint8_t *hpriv;               /* lean: per-worker prepared h [threads][max_topk][hq_stride] */
 };
 
 static void free_aligned(void *p)
@@ -154,10 +160,25 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 	x->pout = alloc_aligned((size_t)x->nthreads * (size_t)cfg->max_batch * (size_t)cfg->hidden * sizeof(float));
 	if (!x->pout)
 		goto fail;
+	{
+		const char *ln = getenv("FREETOKEN_CPU_MOE_LEAN"); /* A/B runs: "0" turns it off */
+		x->lean_ok = !(ln && !strcmp(ln, "0"));
+		const char *mp = getenv("FREETOKEN_CPU_MOE_MXPF"); /* A/B runs: "rows" (process-wide) */
+		ftk_mx_seq_prefetch = !(mp && !strcmp(mp, "rows"));
+	}
+	x->xpriv = alloc_aligned((size_t)x->nthreads * x->xq_stride);
+	x->hpriv = alloc_aligned((size_t)x->nthreads * (size_t)cfg->max_topk * x->hq_stride);
+	if (!x->xpriv || !x->hpriv)
+		goto fail;
 	if (cfg->format == FTFMT_MXFP4_TRITON) { /* transposed banks: workers split K (rows_t) */
 		x->part_n = 2 * cfg->inter > cfg->hidden ? 2 * cfg->inter : cfg->hidden;
 		x->part_n = (x->part_n + 15) / 16 * 16;
-		x->part = alloc_aligned((size_t)x->nthreads * 3 * (size_t)cfg->max_batch *
+		/* a round of slot groups shares one barrier: up to part_cap slots (all routes of a
+		 * small batch, e.g. gpt-oss top-4 at batch 1 in one round) */
+		int cap = cfg->max_batch * cfg->max_topk;
+		int lim = cfg->max_batch > 16 ? cfg->max_batch : 16;
+		x->part_cap = cap < lim ? cap : lim;
+		x->part = alloc_aligned((size_t)x->nthreads * 3 * (size_t)x->part_cap *
 					(size_t)x->part_n * sizeof(float)); /* 2 partials + scratch */
 		if (!x->part)
 			goto fail;
@@ -184,6 +205,8 @@ void ftcmoe_free(struct ftcmoe *x)
 	free_aligned(x->tmp);
 	free_aligned(x->part);
 	free_aligned(x->pout);
+	free_aligned(x->xpriv);
+	free_aligned(x->hpriv);
 	free(x);
 }
 
@@ -272,12 +295,16 @@ static void prefetch_start(const void *p)
 		__builtin_prefetch((const char *)p + i, 0, 3);
 }
 
-static void slot_inputs(const struct ftcmoe *x, int g, int down, const void **xs)
+static void slot_inputs(const struct ftcmoe *x, int tid, int g, int down, const void **xs)
 {
 	const struct ftk_ops *ops = x->ops;
 	for (int i = 0; i < x->grp_nb[g]; i++) {
 		int s = x->slot_of[x->grp_s0[g] + i];
-		if (down)
+		if (down && x->lean_h && ops->prep) /* batch 1: slot s */
+			xs[i] = x->hpriv + ((size_t)tid * (size_t)x->cfg.max_topk + (size_t)s) * x->hq_stride;
+		else if (!down && x->lean && ops->prep) /* batch 1: token 0 */
+			xs[i] = x->xpriv + (size_t)tid * x->xq_stride;
+		else if (down)
 			xs[i] = ops->prep ? (const void *)(x->hq + (size_t)s * x->hq_stride)
 					  : (const void *)(x->h + (size_t)s * x->cfg.inter);
 		else
@@ -310,7 +337,7 @@ static void pass1(struct ftcmoe *x, int tid, int n, float *tmp)
 		int nb = x->grp_nb[g];
 		const void *xs[FTCMOE_MAX_BATCH];
 		float *yg[FTCMOE_MAX_BATCH], *yu[FTCMOE_MAX_BATCH];
-		slot_inputs(x, g, 0, xs);
+		slot_inputs(x, tid, g, 0, xs);
 		for (int i = 0; i < nb; i++) {
 			yg[i] = tmp + (size_t)i * 4 * CHUNK;
 			yu[i] = yg[i] + 2 * CHUNK;
@@ -361,7 +388,7 @@ static void pass2(struct ftcmoe *x, int tid, int n, float *tmp)
 		int nb = x->grp_nb[g];
 		const void *xs[FTCMOE_MAX_BATCH];
 		float *y[FTCMOE_MAX_BATCH];
-		slot_inputs(x, g, 1, xs);
+		slot_inputs(x, tid, g, 1, xs);
 		for (int i = 0; i < nb; i++)
 			y[i] = tmp + (size_t)i * 2 * CHUNK;
 		for (long c0 = n0; c0 < n1; c0 += CHUNK) {
@@ -406,7 +433,7 @@ static void pass1_flat(struct ftcmoe *x, int tid, int n, float *tmp)
 		int nb = x->grp_nb[g];
 		const void *xs[FTCMOE_MAX_BATCH];
 		float *yg[FTCMOE_MAX_BATCH], *yu[FTCMOE_MAX_BATCH];
-		slot_inputs(x, g, 0, xs);
+		slot_inputs(x, tid, g, 0, xs);
 		for (int i = 0; i < nb; i++) {
 			yg[i] = tmp + (size_t)i * 4 * CHUNK;
 			yu[i] = yg[i] + 2 * CHUNK;
@@ -447,7 +474,7 @@ static void pass2_flat(struct ftcmoe *x, int tid, int n, float *tmp)
 		int nb = x->grp_nb[g];
 		const void *xs[FTCMOE_MAX_BATCH];
 		float *y[FTCMOE_MAX_BATCH];
-		slot_inputs(x, g, 1, xs);
+		slot_inputs(x, tid, g, 1, xs);
 		for (int i = 0; i < nb; i++)
 			y[i] = tmp + (size_t)i * 2 * CHUNK;
 		for (long c0 = n0; c0 < n1; c0 += CHUNK) {
@@ -482,141 +509,131 @@ static void reduce_out(struct ftcmoe *x, int tid, int n)
 }
 
 /* Transposed banks split along K: every worker streams whole bank rows [kk0, kk1) of each
- * routed expert into its partials (double-buffered per expert group, so one barrier per group
- * separates writing from reading), then adds up all workers' partials for its own outputs. */
+ * routed expert into its partials, then adds up all workers' partials for its own outputs.
+ * Slot groups go in rounds of at most part_cap slots, one barrier per round (double-buffered
+ * per round, so one barrier separates writing from reading): at batch 1 a whole pass is one
+ * round, so the workers' streams are not broken by a barrier and a reduction per expert. */
 static float *part_of(const struct ftcmoe *x, int t, int buf, int i)
 {
-	return x->part + (((size_t)t * 3 + (size_t)buf) * (size_t)x->cfg.max_batch + (size_t)i) * (size_t)x->part_n;
+	return x->part + (((size_t)t * 3 + (size_t)buf) * (size_t)x->part_cap + (size_t)i) * (size_t)x->part_n;
 }
 
-static void pass1_t(struct ftcmoe *x, int tid, int n, int *buf)
+/* The groups [g0, *g1) of the round starting at g0 (at least one group). */
+static int round_end(const struct ftcmoe *x, int g0)
+{
+	int g = g0, ns = 0;
+	while (g < x->ngrp && (g == g0 || ns + x->grp_nb[g] <= x->part_cap))
+		ns += x->grp_nb[g++];
+	return g;
+}
+
+static void pass_t(struct ftcmoe *x, int tid, int n, int *buf, int down)
 {
 	long H = x->cfg.hidden, I = x->cfg.inter;
-	long kk0 = H / 2 * tid / n, kk1 = H / 2 * (tid + 1) / n;
-	long j0 = I * tid / n, j1 = I * (tid + 1) / n;
+	long KK = down ? I / 2 : H / 2, N = down ? H : 2 * I;
+	long kk0 = KK * tid / n, kk1 = KK * (tid + 1) / n;
+	long o0 = (down ? H : I) * tid / n, o1 = (down ? H : I) * (tid + 1) / n;
 	const struct ftk_ops *ops = x->ops;
-	for (int u = 0; u < x->nuniq; u++) {
-		struct ftk_mat m;
-		const uint16_t *bias;
-		expert_mat(x, x->layer, x->uniq_e[u], 0, &m, &bias);
-		if (kk1 > kk0 && u + 1 < x->nuniq) {
-			struct ftk_mat mn;
-			const uint16_t *bn;
-			expert_mat(x, x->layer, x->uniq_e[u + 1], 0, &mn, &bn);
-			prefetch_start(row_addr(x, &mn, kk0));
-		}
-		for (int s0 = x->uniq_start[u]; s0 < x->uniq_start[u + 1]; s0 += x->cfg.max_batch) {
-			int nb = x->uniq_start[u + 1] - s0;
-			if (nb > x->cfg.max_batch)
-				nb = x->cfg.max_batch;
+	if (down)
+		for (int b = 0; b < x->B; b++)
+			memset(x->out + (size_t)b * H + o0, 0, (size_t)(o1 - o0) * sizeof(float));
+	for (int g0 = 0; g0 < x->ngrp;) {
+		int g1 = round_end(x, g0);
+		for (int g = g0, base = 0; g < g1; base += x->grp_nb[g++]) {
+			struct ftk_mat m;
+			const uint16_t *bias;
+			expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], down, &m, &bias);
+			if (kk1 > kk0 && g + 1 < x->ngrp && x->grp_u[g + 1] != x->grp_u[g]) {
+				struct ftk_mat mn;
+				const uint16_t *bn;
+				expert_mat(x, x->layer, x->uniq_e[x->grp_u[g + 1]], down, &mn, &bn);
+				prefetch_start(row_addr(x, &mn, kk0));
+			}
+			int nb = x->grp_nb[g];
 			const void *xs[FTCMOE_MAX_BATCH];
 			float *ps[FTCMOE_MAX_BATCH];
-			for (int i = 0; i < nb; i++) {
-				int b = x->slot_of[s0 + i] / x->topk;
-				xs[i] = ops->prep ? (const void *)(x->xq + (size_t)b * x->xq_stride)
-						  : (const void *)(x->xin + (size_t)b * H);
-				ps[i] = part_of(x, tid, *buf, i);
-			}
+			slot_inputs(x, tid, g, down, xs);
+			for (int i = 0; i < nb; i++)
+				ps[i] = part_of(x, tid, *buf, base + i);
 			if (kk1 > kk0)
 				ops->rows_t(&m, kk0, kk1, nb, xs, ps, part_of(x, tid, 2, 0));
 			else
 				for (int i = 0; i < nb; i++)
-					memset(ps[i], 0, sizeof(float) * (size_t)(2 * I));
-			ftpool_barrier(x->cfg.pool);
-			for (int i = 0; i < nb; i++) {
-				float *h = x->h + (size_t)x->slot_of[s0 + i] * I;
-				for (long j = j0; j < j1; j++) {
-					float g = ftk_bf16(bias[2 * j]), up = ftk_bf16(bias[2 * j + 1]);
-					for (int t = 0; t < n; t++) {
-						const float *p = part_of(x, t, *buf, i);
-						g += p[2 * j];
-						up += p[2 * j + 1];
+					memset(ps[i], 0, sizeof(float) * (size_t)N);
+		}
+		ftpool_barrier(x->cfg.pool);
+		for (int g = g0, base = 0; g < g1; base += x->grp_nb[g++]) {
+			struct ftk_mat m;
+			const uint16_t *bias;
+			expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], down, &m, &bias);
+			for (int i = 0; i < x->grp_nb[g]; i++) {
+				int s = x->slot_of[x->grp_s0[g] + i];
+				if (!down) {
+					float *h = x->h + (size_t)s * I;
+					for (long j = o0; j < o1; j++) {
+						float gt = ftk_bf16(bias[2 * j]), up = ftk_bf16(bias[2 * j + 1]);
+						for (int t = 0; t < n; t++) {
+							const float *p = part_of(x, t, *buf, base + i);
+							gt += p[2 * j];
+							up += p[2 * j + 1];
+						}
+						h[j] = act(x->cfg.act, gt, up, x->cfg.swiglu_limit);
 					}
-					h[j] = act(x->cfg.act, g, up, x->cfg.swiglu_limit);
+				} else {
+					float wgt = x->rw[s];
+					float *o = x->out + (size_t)(s / x->topk) * H;
+					for (long r = o0; r < o1; r++) {
+						float v = ftk_bf16(bias[r]);
+						for (int t = 0; t < n; t++)
+							v += part_of(x, t, *buf, base + i)[r];
+						o[r] += wgt * v;
+					}
 				}
 			}
-			*buf ^= 1;
 		}
+		*buf ^= 1;
+		g0 = g1;
 	}
 }
 
-static void pass2_t(struct ftcmoe *x, int tid, int n, int *buf)
-{
-	long H = x->cfg.hidden, I = x->cfg.inter;
-	long kk0 = I / 2 * tid / n, kk1 = I / 2 * (tid + 1) / n;
-	long n0 = H * tid / n, n1 = H * (tid + 1) / n;
-	const struct ftk_ops *ops = x->ops;
-	for (int b = 0; b < x->B; b++)
-		memset(x->out + (size_t)b * H + n0, 0, (size_t)(n1 - n0) * sizeof(float));
-	for (int u = 0; u < x->nuniq; u++) {
-		struct ftk_mat m;
-		const uint16_t *bias;
-		expert_mat(x, x->layer, x->uniq_e[u], 1, &m, &bias);
-		if (kk1 > kk0 && u + 1 < x->nuniq) {
-			struct ftk_mat mn;
-			const uint16_t *bn;
-			expert_mat(x, x->layer, x->uniq_e[u + 1], 1, &mn, &bn);
-			prefetch_start(row_addr(x, &mn, kk0));
-		}
-		for (int s0 = x->uniq_start[u]; s0 < x->uniq_start[u + 1]; s0 += x->cfg.max_batch) {
-			int nb = x->uniq_start[u + 1] - s0;
-			if (nb > x->cfg.max_batch)
-				nb = x->cfg.max_batch;
-			const void *xs[FTCMOE_MAX_BATCH];
-			float *ps[FTCMOE_MAX_BATCH];
-			for (int i = 0; i < nb; i++) {
-				int s = x->slot_of[s0 + i];
-				xs[i] = ops->prep ? (const void *)(x->hq + (size_t)s * x->hq_stride)
-						  : (const void *)(x->h + (size_t)s * I);
-				ps[i] = part_of(x, tid, *buf, i);
-			}
-			if (kk1 > kk0)
-				ops->rows_t(&m, kk0, kk1, nb, xs, ps, part_of(x, tid, 2, 0));
-			else
-				for (int i = 0; i < nb; i++)
-					memset(ps[i], 0, sizeof(float) * (size_t)H);
-			ftpool_barrier(x->cfg.pool);
-			for (int i = 0; i < nb; i++) {
-				int s = x->slot_of[s0 + i];
-				float wgt = x->rw[s];
-				float *o = x->out + (size_t)(s / x->topk) * H;
-				for (long r = n0; r < n1; r++) {
-					float v = ftk_bf16(bias[r]);
-					for (int t = 0; t < n; t++)
-						v += part_of(x, t, *buf, i)[r];
-					o[r] += wgt * v;
-				}
-			}
-			*buf ^= 1;
-		}
-	}
-}
-
+/* One step on worker tid. Barriers: after the prep of x, after pass 1, after the prep of h,
+ * and (flattened split) before the reduction of the per-worker outputs. At batch 1 ("lean",
+ * FREETOKEN_CPU_MOE_LEAN=0 turns it off) each worker prepares x for itself (a few hundred ns)
+ * instead of sharing the work behind a barrier, and for the row-major formats also the h of
+ * the slots its pass-2 range reads (one or two at top-8 on 16 workers): two barriers per step
+ * instead of four, the same streams. (A first form also split pass 2 by rows of every expert to
+ * drop the last barrier; its shorter streams lost 2-6 points of the read ceiling on the H200
+ * host while saving ~5 us per step: bench/RESULTS.md, "CPU MoE".) */
 static void forward_worker(void *arg, int tid, int n)
 {
 	struct ftcmoe *x = arg;
 	float *tmp = x->tmp + (size_t)tid * x->tmp_stride;
 	const struct ftk_ops *ops = x->ops;
 	if (ops->prep) {
-		for (int b = tid; b < x->B; b += n)
-			ops->prep(x->xin + (size_t)b * x->cfg.hidden, x->cfg.hidden,
-				  x->xq + (size_t)b * x->xq_stride);
-		ftpool_barrier(x->cfg.pool);
+		if (x->lean) {
+			ops->prep(x->xin, x->cfg.hidden, x->xpriv + (size_t)tid * x->xq_stride);
+		} else {
+			for (int b = tid; b < x->B; b += n)
+				ops->prep(x->xin + (size_t)b * x->cfg.hidden, x->cfg.hidden,
+					  x->xq + (size_t)b * x->xq_stride);
+			ftpool_barrier(x->cfg.pool);
+		}
 	}
 	int ksplit = ops->rows_t && x->part, buf = 0;
 	int flat = !ksplit && x->flat && x->cfg.format != FTFMT_MXFP4_TRITON; /* no bias, gate/up rows */
 	if (ksplit)
-		pass1_t(x, tid, n, &buf);
+		pass_t(x, tid, n, &buf, 0);
 	else if (flat)
 		pass1_flat(x, tid, n, tmp);
 	else
 		pass1(x, tid, n, tmp);
+	int flat2 = flat;
 	if (x->nuniq > 0) { /* pass 2's first stream, requested while waiting at the barrier */
 		struct ftk_mat m;
 		const uint16_t *bias;
 		expert_mat(x, x->layer, x->uniq_e[0], 1, &m, &bias);
 		long r = ksplit ? x->cfg.inter / 2 * tid / n : x->cfg.hidden * tid / n;
-		if (flat) {
+		if (flat2) {
 			long R = (long)x->ngrp * x->cfg.hidden, f0 = R * tid / n;
 			expert_mat(x, x->layer, x->uniq_e[x->grp_u[f0 / x->cfg.hidden]], 1, &m, &bias);
 			r = f0 % x->cfg.hidden;
@@ -626,16 +643,31 @@ static void forward_worker(void *arg, int tid, int n)
 	ftpool_barrier(x->cfg.pool);
 	if (ops->prep) {
 		int live = x->uniq_start[x->nuniq];
-		for (int i = tid; i < live; i += n) {
-			int s = x->slot_of[i];
-			ops->prep(x->h + (size_t)s * x->cfg.inter, x->cfg.inter,
-				  x->hq + (size_t)s * x->hq_stride);
+		if (x->lean_h) { /* batch 1: one slot per group; only the groups this worker reads */
+			int ga = 0, gb = x->ngrp;
+			if (flat2) {
+				long R = (long)x->ngrp * x->cfg.hidden;
+				long f0 = R * tid / n, f1 = R * (tid + 1) / n;
+				ga = (int)(f0 / x->cfg.hidden);
+				gb = f1 > f0 ? (int)((f1 - 1) / x->cfg.hidden) + 1 : ga;
+			}
+			for (int g = ga; g < gb; g++) {
+				int s = x->slot_of[x->grp_s0[g]];
+				ops->prep(x->h + (size_t)s * x->cfg.inter, x->cfg.inter,
+					  x->hpriv + ((size_t)tid * (size_t)x->cfg.max_topk + (size_t)s) * x->hq_stride);
+			}
+		} else {
+			for (int i = tid; i < live; i += n) {
+				int s = x->slot_of[i];
+				ops->prep(x->h + (size_t)s * x->cfg.inter, x->cfg.inter,
+					  x->hq + (size_t)s * x->hq_stride);
+			}
+			ftpool_barrier(x->cfg.pool);
 		}
-		ftpool_barrier(x->cfg.pool);
 	}
 	if (ksplit) {
-		pass2_t(x, tid, n, &buf);
-	} else if (flat) {
+		pass_t(x, tid, n, &buf, 1);
+	} else if (flat2) {
 		pass2_flat(x, tid, n, tmp);
 		ftpool_barrier(x->cfg.pool);
 		reduce_out(x, tid, n);
@@ -692,6 +724,8 @@ int ftcmoe_forward(struct ftcmoe *x, int layer, int B, int topk, const float *xi
 	x->xin = xin;
 	x->rw = weights;
 	x->out = out;
+	x->lean = x->lean_ok && B == 1;
+	x->lean_h = x->lean && !(x->ops->rows_t && x->part);
 	ftpool_run(x->cfg.pool, forward_worker, x);
 	return 0;
 }

@@ -67,11 +67,13 @@ enum ftcmoe_isa ftcmoe_isa_best(enum ftfmt_id f, unsigned cpu_isa)
 						     FTCMOE_ISA_AVX2, FTCMOE_ISA_SCALAR};
 	static const enum ftcmoe_isa w4_order[] = {FTCMOE_ISA_AVX512VNNI, FTCMOE_ISA_AVX512,
 						   FTCMOE_ISA_AVX2, FTCMOE_ISA_SCALAR};
-	/* mxfp4_triton: fp32 activations measured ahead of the bf16 kernel (bench/RESULTS.md) */
-	static const enum ftcmoe_isa f32_order[] = {FTCMOE_ISA_AVX512, FTCMOE_ISA_AVX512BF16,
-						    FTCMOE_ISA_AVX2, FTCMOE_ISA_SCALAR};
+	/* mxfp4_triton: the W4A8 K-split kernel (register accumulators per scale block) is 2-3x
+	 * the fp32 one in cache; then fp32 activations, measured ahead of the bf16 kernel
+	 * (bench/RESULTS.md, "CPU MoE") */
+	static const enum ftcmoe_isa mx_order[] = {FTCMOE_ISA_AVX512VNNI, FTCMOE_ISA_AVX512,
+						   FTCMOE_ISA_AVX512BF16, FTCMOE_ISA_AVX2, FTCMOE_ISA_SCALAR};
 	const enum ftcmoe_isa *o = f == FTFMT_BF16 ? bf16_order
-				   : f == FTFMT_MXFP4_TRITON ? f32_order : w4_order;
+				   : f == FTFMT_MXFP4_TRITON ? mx_order : w4_order;
 	for (int i = 0;; i++)
 		if (ftcmoe_isa_supported(o[i], cpu_isa))
 			return o[i];

@@ -53,6 +53,12 @@ const struct ftk_ops *ftk_avx512bf16(enum ftfmt_id f);
 /* The kernel tier isa runs for f on a CPU with cpu_isa bits (falls back down the tiers). */
 const struct ftk_ops *ftk_select(int isa, enum ftfmt_id f, unsigned cpu_isa);
 
+/* mxfp4_triton W4A8 K split (kern_avx512vnni.c): 1 (default) prefetches the next scale block
+ * in memory order into L2 while the current one is walked strip by strip; 0 prefetches each of
+ * the block's 16 rows ahead of its strip (16 streams). Set from FREETOKEN_CPU_MOE_MXPF=rows at
+ * executor create (A/B runs). */
+extern int ftk_mx_seq_prefetch;
+
 /* float value of every e4m3 / e8m0 byte (kern_tables.c) */
 extern const float ftk_e4m3_lut[256];
 extern const float ftk_e8m0_lut[256];

@@ -12,10 +12,16 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
-#define cpu_relax() _mm_pause()
+#define cpu_pause() _mm_pause()
 #else
-#define cpu_relax() ((void)0)
+#define cpu_pause() ((void)0)
 #endif
+/* Spin waits pause unless FREETOKEN_CPU_MOE_SPIN=busy (read at create; A/B runs): in a VM a
+ * vCPU that executes PAUSE in a loop may exit to the hypervisor (pause-loop exiting) and answer
+ * the next run or barrier late; a plain load loop does not exit. Busy spins yield 16x less
+ * often, so that an oversubscribed host still makes progress. */
+#define cpu_relax(p) do { if (!(p)->busy) cpu_pause(); } while (0)
+#define YIELD_EVERY(p) ((p)->busy ? 65536 : 4096)
 
 #include "util/timeutil.h"
 
@@ -43,6 +49,7 @@ struct ftpool {
 	ftpool_fn fn;
 	void *arg;
 	int stop;
+	int busy;                            /* FREETOKEN_CPU_MOE_SPIN=busy */
 };
 
 static long futex(atomic_uint *addr, int op, unsigned val)
@@ -70,7 +77,7 @@ static void *worker_main(void *p)
 			uint64_t t0 = ft_now_ns();
 			int k = 0;
 			while ((g = atomic_load_explicit(&pool->gen, memory_order_acquire)) == seen) {
-				cpu_relax();
+				cpu_relax(pool);
 				if (++k % 256 == 0 && ft_now_ns() - t0 > POOL_SPIN_NS) {
 					atomic_fetch_add(&pool->sleepers, 1);
 					if (atomic_load(&pool->gen) == seen)
@@ -99,6 +106,10 @@ int ftpool_create(const struct ftcpu_info *ci, int threads, int numa_node, struc
 		return -ENOMEM;
 	memset(p, 0, sizeof *p);
 	p->n = n;
+	{
+		const char *sp = getenv("FREETOKEN_CPU_MOE_SPIN");
+		p->busy = sp && !strcmp(sp, "busy");
+	}
 	p->cpus = calloc((size_t)ci->physical_cores, sizeof *p->cpus);
 	p->w = calloc((size_t)n, sizeof *p->w);
 	if (!p->cpus || !p->w) {
@@ -167,8 +178,8 @@ void ftpool_run(struct ftpool *p, ftpool_fn fn, void *arg)
 	fn(arg, 0, p->n);
 	int k = 0;
 	while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) {
-		cpu_relax();
-		if (++k % 4096 == 0)
+		cpu_relax(p);
+		if (++k % YIELD_EVERY(p) == 0)
 			sched_yield(); /* an oversubscribed host (CI) must let the workers run */
 	}
 }
@@ -185,8 +196,8 @@ void ftpool_barrier(struct ftpool *p)
 	}
 	int k = 0;
 	while (atomic_load_explicit(&p->bar_gen, memory_order_acquire) == g) {
-		cpu_relax();
-		if (++k % 4096 == 0)
+		cpu_relax(p);
+		if (++k % YIELD_EVERY(p) == 0)
 			sched_yield();
 	}
 }

@@ -1,0 +1,77 @@
+/* Per-step fixed cost of the CPU MoE executor (diagnostic for bench/RESULTS.md, "CPU MoE"): a
+ * forward with tiny experts (H = I = 64, E 8, top-8, batch 1), so a step is the pool wake-up,
+ * the barriers, the activation prep and the reductions with next to no weight bytes. Prints the
+ * median and p90 step time per format and thread count. Build: cc -O2 -std=gnu17 -D_GNU_SOURCE
+ * -Isrc bench/cpu_moe_overhead.c build/lib/libftbench.a -ljansson -lm -lpthread -o cpu_moe_overhead;
+ * run: ./cpu_moe_overhead [threads [topk]]. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "hw/cpu.h"
+#include "moe/cpu/cpumoe.h"
+#include "moe/cpu/pool.h"
+#include "moe/formats.h"
+#include "util/timeutil.h"
+
+static int cmpd(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+	struct ftcpu_info ci;
+	if (ftcpu_probe(&ci) < 0)
+		return 1;
+	int threads = argc > 1 ? atoi(argv[1]) : 0;
+	struct ftpool *pool;
+	if (ftpool_create(&ci, threads, -1, &pool) < 0)
+		return 1;
+	ftpool_pin_caller(pool);
+	const char *names[] = {"bf16", "nvfp4", "q4_0", "mxfp4_triton"};
+	long H = 64, I = 64;
+	int E = 8, K = argc > 2 ? atoi(argv[2]) : 8;
+	for (int fi = 0; fi < 4; fi++) {
+		const struct ftformat *f = ftfmt_lookup(names[fi]);
+		struct ftbank_shape sh[FT_MAX_BANKS];
+		int nb = ftfmt_banks(f, H, I, sh);
+		const void *banks[FT_MAX_BANKS];
+		for (int i = 0; i < nb; i++) {
+			uint8_t *p = malloc(sh[i].expert_bytes * (size_t)E);
+			for (size_t j = 0; j < sh[i].expert_bytes * (size_t)E; j++)
+				p[j] = (uint8_t)(0x30 + (rand() & 7)); /* small normal codes and scales */
+			banks[i] = p;
+		}
+		struct ftcmoe_cfg cfg = {.format = f->id, .hidden = H, .inter = I, .experts = E, .layers = 1,
+					 .banks = banks, .act = FTACT_SILU, .swiglu_limit = 7, .max_batch = 1,
+					 .max_topk = K, .isa = FTCMOE_ISA_AUTO, .pool = pool, .cpu = &ci};
+		struct ftcmoe *x;
+		if (ftcmoe_create(&cfg, &x) < 0)
+			return 1;
+		float xin[64], w[8], out[64];
+		int32_t ids[8];
+		for (int i = 0; i < 64; i++)
+			xin[i] = (float)(i % 7) - 3.1f;
+		for (int k = 0; k < K; k++) {
+			ids[k] = k;
+			w[k] = 0.125f;
+		}
+		enum { N = 20000 };
+		static double t[N];
+		for (int i = 0; i < N + 1000; i++) {
+			double t0 = ft_now_s();
+			ftcmoe_forward(x, 0, 1, K, xin, ids, w, out);
+			if (i >= 1000)
+				t[i - 1000] = ft_now_s() - t0;
+		}
+		qsort(t, N, sizeof t[0], cmpd);
+		printf("%-13s %-11s threads %d: step median %.2f us, p90 %.2f us\n", names[fi],
+		       ftcmoe_isa_name(ftcmoe_isa(x)), ftpool_size(pool), t[N / 2] * 1e6, t[N * 9 / 10] * 1e6);
+		ftcmoe_free(x);
+		for (int i = 0; i < nb; i++)
+			free((void *)banks[i]);
+	}
+	ftpool_free(pool);
+	return 0;
+}
