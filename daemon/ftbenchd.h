@@ -154,9 +154,17 @@ json_t *ftd_profiles_list(void);
 /* Raw file of profile uuid (new buffer) or -ENOENT / -EINVAL. */
 int ftd_profile_read(const char *uuid, char **text, size_t *len);
 /* Prometheus lines for the last profile per GPU, appended to a growing buffer. */
-void ftd_profiles_metrics(char **buf, size_t *len, size_t *cap);
+struct ftd_mbuf;
+void ftd_profiles_metrics(struct ftd_mbuf *m);
 
 /* ---- http.c */
+/* A growing NUL-terminated text buffer (buf from malloc, owned by the caller). */
+struct ftd_mbuf {
+	char *buf;
+	size_t len, cap;
+};
+/* Append printf-style, growing buf; when memory runs out the text is dropped (buf stays valid). */
+void ftd_mcat(struct ftd_mbuf *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 struct MHD_Daemon;
 struct MHD_Daemon *ftd_http_start(int listen_fd);
 void ftd_http_stop(struct MHD_Daemon *d);

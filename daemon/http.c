@@ -463,78 +463,76 @@ static enum MHD_Result h_profile(struct MHD_Connection *c, const char *uuid)
 	return respond_raw(c, 200, text, len, "application/json", NULL, NULL);
 }
 
-static void mcat(char **b, size_t *len, size_t *cap, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void mcat(char **b, size_t *len, size_t *cap, const char *fmt, ...)
+void ftd_mcat(struct ftd_mbuf *m, const char *fmt, ...)
 {
 	va_list ap;
 	for (;;) {
 		va_start(ap, fmt);
-		int w = vsnprintf(*b + *len, *cap - *len, fmt, ap);
+		int w = vsnprintf(m->buf + m->len, m->cap - m->len, fmt, ap);
 		va_end(ap);
 		if (w < 0)
 			return;
-		if ((size_t)w < *cap - *len) {
-			*len += (size_t)w;
+		if ((size_t)w < m->cap - m->len) {
+			m->len += (size_t)w;
 			return;
 		}
-		size_t nc = (*cap + (size_t)w + 1) * 2;
-		char *n = realloc(*b, nc);
+		size_t nc = (m->cap + (size_t)w + 1) * 2;
+		char *n = realloc(m->buf, nc);
 		if (!n)
 			return;
-		*b = n;
-		*cap = nc;
+		m->buf = n;
+		m->cap = nc;
 	}
 }
 
 static enum MHD_Result h_metrics(struct MHD_Connection *c)
 {
 	static const char *const kinds[FTD_N_KINDS] = {"bw", "cache-copy", "load-weights", "decode"};
-	size_t len = 0, cap = 8192;
-	char *b = malloc(cap);
-	if (!b)
+	struct ftd_mbuf m = {.cap = 8192};
+	if (!(m.buf = malloc(m.cap)))
 		return MHD_NO;
-	b[0] = '\0';
+	m.buf[0] = '\0';
 	pthread_mutex_lock(&ftd.lock);
-	mcat(&b, &len, &cap, "# HELP ftbenchd_jobs Jobs in the journal by state.\n# TYPE ftbenchd_jobs gauge\n");
+	ftd_mcat(&m, "# HELP ftbenchd_jobs Jobs in the journal by state.\n# TYPE ftbenchd_jobs gauge\n");
 	for (int s = 0; s < ST_N; s++)
-		mcat(&b, &len, &cap, "ftbenchd_jobs{state=\"%s\"} %d\n", ftd_state_name(s), ftd_count_state(s));
-	mcat(&b, &len, &cap,
-	     "# HELP ftbenchd_queue_depth Jobs waiting to run.\n# TYPE ftbenchd_queue_depth gauge\n"
-	     "ftbenchd_queue_depth %d\n"
-	     "# HELP ftbenchd_running_jobs Jobs running now.\n# TYPE ftbenchd_running_jobs gauge\n"
-	     "ftbenchd_running_jobs %d\n"
-	     "# HELP ftbenchd_gpus GPUs in the inventory.\n# TYPE ftbenchd_gpus gauge\nftbenchd_gpus %d\n"
-	     "# HELP ftbenchd_start_time_seconds When the daemon started.\n"
-	     "# TYPE ftbenchd_start_time_seconds gauge\nftbenchd_start_time_seconds %.3f\n"
-	     "# HELP ftbenchd_http_requests_total HTTP requests served.\n"
-	     "# TYPE ftbenchd_http_requests_total counter\nftbenchd_http_requests_total %llu\n",
-	     ftd_count_state(ST_QUEUED), ftd_count_state(ST_RUNNING), ftd.ngpus, ftd.start_wall,
-	     __atomic_load_n(&ftd.http_requests, __ATOMIC_RELAXED));
-	mcat(&b, &len, &cap, "# HELP ftbenchd_jobs_finished_total Jobs finished since the daemon started.\n"
-			     "# TYPE ftbenchd_jobs_finished_total counter\n");
+		ftd_mcat(&m, "ftbenchd_jobs{state=\"%s\"} %d\n", ftd_state_name(s), ftd_count_state(s));
+	ftd_mcat(&m,
+		 "# HELP ftbenchd_queue_depth Jobs waiting to run.\n# TYPE ftbenchd_queue_depth gauge\n"
+		 "ftbenchd_queue_depth %d\n"
+		 "# HELP ftbenchd_running_jobs Jobs running now.\n# TYPE ftbenchd_running_jobs gauge\n"
+		 "ftbenchd_running_jobs %d\n"
+		 "# HELP ftbenchd_gpus GPUs in the inventory.\n# TYPE ftbenchd_gpus gauge\nftbenchd_gpus %d\n"
+		 "# HELP ftbenchd_start_time_seconds When the daemon started.\n"
+		 "# TYPE ftbenchd_start_time_seconds gauge\nftbenchd_start_time_seconds %.3f\n"
+		 "# HELP ftbenchd_http_requests_total HTTP requests served.\n"
+		 "# TYPE ftbenchd_http_requests_total counter\nftbenchd_http_requests_total %llu\n",
+		 ftd_count_state(ST_QUEUED), ftd_count_state(ST_RUNNING), ftd.ngpus, ftd.start_wall,
+		 __atomic_load_n(&ftd.http_requests, __ATOMIC_RELAXED));
+	ftd_mcat(&m, "# HELP ftbenchd_jobs_finished_total Jobs finished since the daemon started.\n"
+		     "# TYPE ftbenchd_jobs_finished_total counter\n");
 	for (int k = 0; k < FTD_N_KINDS; k++)
 		for (int s = ST_SUCCEEDED; s < ST_N; s++)
-			mcat(&b, &len, &cap, "ftbenchd_jobs_finished_total{kind=\"%s\",state=\"%s\"} %llu\n", kinds[k],
-			     ftd_state_name(s), ftd.finished_total[k][s]);
-	mcat(&b, &len, &cap, "# HELP ftbenchd_job_duration_seconds Run time of finished jobs.\n"
-			     "# TYPE ftbenchd_job_duration_seconds histogram\n");
+			ftd_mcat(&m, "ftbenchd_jobs_finished_total{kind=\"%s\",state=\"%s\"} %llu\n", kinds[k],
+				 ftd_state_name(s), ftd.finished_total[k][s]);
+	ftd_mcat(&m, "# HELP ftbenchd_job_duration_seconds Run time of finished jobs.\n"
+		     "# TYPE ftbenchd_job_duration_seconds histogram\n");
 	for (int k = 0; k < FTD_N_KINDS; k++) {
 		unsigned long long cum = 0;
 		for (int i = 0; i < 12; i++) {
 			cum += ftd.dur_buckets[k][i];
 			if (i < 11)
-				mcat(&b, &len, &cap, "ftbenchd_job_duration_seconds_bucket{kind=\"%s\",le=\"%g\"} %llu\n",
-				     kinds[k], ftd_dur_bounds[i], cum);
+				ftd_mcat(&m, "ftbenchd_job_duration_seconds_bucket{kind=\"%s\",le=\"%g\"} %llu\n",
+					 kinds[k], ftd_dur_bounds[i], cum);
 			else
-				mcat(&b, &len, &cap, "ftbenchd_job_duration_seconds_bucket{kind=\"%s\",le=\"+Inf\"} %llu\n",
-				     kinds[k], cum);
+				ftd_mcat(&m, "ftbenchd_job_duration_seconds_bucket{kind=\"%s\",le=\"+Inf\"} %llu\n",
+					 kinds[k], cum);
 		}
-		mcat(&b, &len, &cap, "ftbenchd_job_duration_seconds_sum{kind=\"%s\"} %.3f\n", kinds[k], ftd.dur_sum[k]);
-		mcat(&b, &len, &cap, "ftbenchd_job_duration_seconds_count{kind=\"%s\"} %llu\n", kinds[k], ftd.dur_count[k]);
+		ftd_mcat(&m, "ftbenchd_job_duration_seconds_sum{kind=\"%s\"} %.3f\n", kinds[k], ftd.dur_sum[k]);
+		ftd_mcat(&m, "ftbenchd_job_duration_seconds_count{kind=\"%s\"} %llu\n", kinds[k], ftd.dur_count[k]);
 	}
 	pthread_mutex_unlock(&ftd.lock);
-	ftd_profiles_metrics(&b, &len, &cap);
-	return respond_raw(c, 200, b, len, "text/plain; version=0.0.4; charset=utf-8", NULL, NULL);
+	ftd_profiles_metrics(&m);
+	return respond_raw(c, 200, m.buf, m.len, "text/plain; version=0.0.4; charset=utf-8", NULL, NULL);
 }
 
 /* ---------------------------------------------------------------- routing */

@@ -324,6 +324,17 @@ static void new_id(char id[17])
 		snprintf(id + 2 * i, 3, "%02x", b[i]);
 }
 
+/* Put j at the end of the job list (ftd.lock held). */
+static void append_job(struct ftd_job *j)
+{
+	if (ftd.tail)
+		ftd.tail->next = j;
+	else
+		ftd.head = j;
+	ftd.tail = j;
+	ftd.njobs++;
+}
+
 int ftd_job_submit(const char *kind, json_t *args, long timeout_s, const char *idem_key,
 		   const char *req_canon, struct ftd_job **out, int *replayed, struct ftd_err *err)
 {
@@ -418,12 +429,7 @@ int ftd_job_submit(const char *kind, json_t *args, long timeout_s, const char *i
 		ftd_err_set(err, 503, "journal_error", NULL, "the journal could not be written: %s", strerror(-r));
 		return -1;
 	}
-	if (ftd.tail)
-		ftd.tail->next = j;
-	else
-		ftd.head = j;
-	ftd.tail = j;
-	ftd.njobs++;
+	append_job(j);
 	ftd_job_event(j, EV_STATE, json_pack("{s:s}", "state", "queued"));
 	ftd_log(FTD_LOG_INFO, "job %s: %s queued%s%s", j->id, k->name, gpu >= 0 ? " on " : "",
 		gpu >= 0 ? j->gpu_uuid : "");
@@ -612,12 +618,7 @@ int ftd_jobs_load(void)
 		qsort(v, n, sizeof *v, cmp_seq);
 	for (size_t i = 0; i < n; i++) {
 		struct ftd_job *j = v[i];
-		if (ftd.tail)
-			ftd.tail->next = j;
-		else
-			ftd.head = j;
-		ftd.tail = j;
-		ftd.njobs++;
+		append_job(j);
 		if (j->seq >= ftd.next_seq)
 			ftd.next_seq = j->seq + 1;
 		if (j->state == ST_QUEUED)

@@ -271,6 +271,26 @@ static void handle_line(struct ftd_job *j, char *line, size_t len)
 	json_decref(m);
 }
 
+/* The worker's result pipe / output pipe is done with: closed, marked at EOF, buffer freed. */
+static void end_result(struct ftd_job *j)
+{
+	if (j->rfd >= 0)
+		close(j->rfd);
+	j->rfd = -1;
+	j->rfd_eof = 1;
+	free(j->line);
+	j->line = NULL;
+	j->linelen = j->linecap = 0;
+}
+
+static void end_output(struct ftd_job *j)
+{
+	if (j->ofd >= 0)
+		close(j->ofd);
+	j->ofd = -1;
+	j->ofd_eof = 1;
+}
+
 static void read_result(struct ftd_job *j)
 {
 	for (;;) {
@@ -325,12 +345,7 @@ static void read_result(struct ftd_job *j)
 		}
 	}
 eof:
-	close(j->rfd);
-	j->rfd = -1;
-	j->rfd_eof = 1;
-	free(j->line);
-	j->line = NULL;
-	j->linelen = j->linecap = 0;
+	end_result(j);
 }
 
 static void read_output(struct ftd_job *j)
@@ -343,9 +358,7 @@ static void read_output(struct ftd_job *j)
 		if (r < 0 && errno == EAGAIN)
 			return;
 		if (r <= 0) {
-			close(j->ofd);
-			j->ofd = -1;
-			j->ofd_eof = 1;
+			end_output(j);
 			return;
 		}
 		long room = ftd.cfg.log_max - j->log_bytes;
@@ -543,20 +556,11 @@ void ftd_runner_finish_ready(void)
 			ftd_log(FTD_LOG_WARNING, "job %s: the worker exited but its pipes stay open; closing them", j->id);
 			if (!j->rfd_eof) {
 				read_result(j);
-				if (j->rfd >= 0)
-					close(j->rfd);
-				j->rfd = -1;
-				j->rfd_eof = 1;
-				free(j->line);
-				j->line = NULL;
-				j->linelen = j->linecap = 0;
+				end_result(j);
 			}
 			if (!j->ofd_eof) {
 				read_output(j);
-				if (j->ofd >= 0)
-					close(j->ofd);
-				j->ofd = -1;
-				j->ofd_eof = 1;
+				end_output(j);
 			}
 		}
 		if (j->rfd_eof && j->ofd_eof)

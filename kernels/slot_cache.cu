@@ -14,8 +14,6 @@
 
 #include <errno.h>
 #include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
 
 #define FTSC_BLOCK 1024         /* threads of the ensure kernel (one block) */
 #define FTSC_WARPS (FTSC_BLOCK / 32)
@@ -539,21 +537,11 @@ extern "C" cudaError_t ftsc_dev_copy(struct ftsc_dev *dst, const struct ftsc_dev
 	return cudaMemcpyAsync(dst->step, src->step, 8, cudaMemcpyDeviceToDevice, s);
 }
 
-extern "C" cudaError_t ftsc_dev_launch_v1(struct ftsc_dev *d, int layer, int32_t *ids, int n, int hybrid,
-					  int max_fetch, int q16, int order, cudaStream_t s);
-
 static cudaError_t launch(struct ftsc_dev *d, int layer, int32_t *ids, int n, int hybrid, int max_fetch,
 			  int q16, int order, cudaStream_t s)
 {
-	static int v1 = -1;
 	if (!d || !d->counts || n < 0 || (n > 0 && !ids))
 		return cudaErrorInvalidValue;
-	if (v1 < 0) {
-		const char *k = getenv("FTSC_KERNEL");
-		v1 = k && !strcmp(k, "v1");
-	}
-	if (v1)
-		return ftsc_dev_launch_v1(d, layer, ids, n, hybrid, max_fetch, q16, order, s);
 	size_t dyn = d->slots <= d->smem_slots ? (size_t)d->slots * sizeof(long long) : 0;
 	ensure_kernel<<<1, FTSC_BLOCK, dyn, s>>>(*d, layer, ids, n, hybrid, max_fetch, q16, order);
 	return cudaGetLastError();

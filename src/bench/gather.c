@@ -12,6 +12,7 @@
 #include <cuda_runtime_api.h>
 
 #include "copy_missing.h"
+#include "hw/cudaerr.h"
 
 #define BANK_ALIGN 256      /* bank bases inside a layer's pinned allocation */
 #define FILL_THREADS_MAX 16 /* threads that pattern-fill the pinned banks */
@@ -44,19 +45,6 @@ struct ftgather {
 	double ov_secs;
 	int ov_err;
 };
-
-static int cuerr(cudaError_t e)
-{
-	if (e == cudaSuccess)
-		return 0;
-	if (e == cudaErrorMemoryAllocation)
-		return -ENOMEM;
-	if (e == cudaErrorInvalidValue)
-		return -EINVAL;
-	if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver)
-		return -ENODEV;
-	return -EIO;
-}
 
 struct fill_job {
 	struct ftgather *g;
@@ -163,18 +151,18 @@ int ftgather_create(struct ftgather **out, const struct ftgather_geom *geom, con
 	for (int l = 0; l < geom->layers; l++)
 		if ((e = cudaHostAlloc((void **)&g->host[l], g->layer_bytes,
 				       cudaHostAllocMapped | cudaHostAllocPortable))) {
-			r = cuerr(e);
+			r = ftcuda_errno(e);
 			goto fail;
 		}
 	for (int b = 0; b < g->nb; b++)
 		if ((e = cudaMalloc(&g->pool[b], (size_t)geom->slots * g->shapes[b].expert_bytes))) {
-			r = cuerr(e);
+			r = ftcuda_errno(e);
 			goto fail;
 		}
 	if ((e = cudaMalloc((void **)&g->d_plan, (2 * (size_t)geom->max_plan + 1) * sizeof(int32_t))) ||
 	    (e = cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking)) ||
 	    (e = cudaEventCreate(&g->ev[0])) || (e = cudaEventCreate(&g->ev[1]))) {
-		r = cuerr(e);
+		r = ftcuda_errno(e);
 		goto fail;
 	}
 	fill_banks(g);
@@ -188,7 +176,7 @@ int ftgather_create(struct ftgather **out, const struct ftgather_geom *geom, con
 			void *dp = NULL;
 			if ((e = cudaHostGetDevicePointer(&dp, g->host[l] + g->bank_off[b], 0))) {
 				free(cb);
-				r = cuerr(e);
+				r = ftcuda_errno(e);
 				goto fail;
 			}
 			cb[l * g->nb + b] = (struct ftcm_bank){dp, g->pool[b], g->shapes[b].expert_bytes};
@@ -197,7 +185,7 @@ int ftgather_create(struct ftgather **out, const struct ftgather_geom *geom, con
 	e = ftcm_create(&g->cm, cb, geom->layers, g->nb, ftcm_env_fused(), note, sizeof note);
 	free(cb);
 	if (e) {
-		r = cuerr(e);
+		r = ftcuda_errno(e);
 		goto fail;
 	}
 	if (note[0])
@@ -279,7 +267,7 @@ int ftgather_set_plan(struct ftgather *g, int layer, const int32_t *src, const i
 	    (n && (e = cudaMemcpyAsync(g->d_plan + mp, dst, (size_t)n * 4, cudaMemcpyHostToDevice, g->stream))) ||
 	    (e = cudaMemcpyAsync(g->d_plan + 2 * mp, &num, 4, cudaMemcpyHostToDevice, g->stream)) ||
 	    (e = cudaStreamSynchronize(g->stream)))
-		return cuerr(e);
+		return ftcuda_errno(e);
 	/* memcpy-batch arrays */
 	for (int i = 0, k = 0; i < n; i++)
 		for (int b = 0; b < g->nb; b++, k++) {
@@ -330,7 +318,7 @@ static int run_on(struct ftgather *g, enum ftgather_path path, cudaStream_t s)
 	default:
 		return -EINVAL;
 	}
-	return cuerr(e);
+	return ftcuda_errno(e);
 }
 
 int ftgather_run(struct ftgather *g, enum ftgather_path path)
@@ -347,13 +335,13 @@ int ftgather_time(struct ftgather *g, enum ftgather_path path, int warmup, int i
 	cudaError_t e;
 	for (int i = 0; i < iters; i++) {
 		if ((e = cudaEventRecord(g->ev[0], g->stream)))
-			return cuerr(e);
+			return ftcuda_errno(e);
 		if ((r = run_on(g, path, g->stream)))
 			return r;
 		float ms = 0;
 		if ((e = cudaEventRecord(g->ev[1], g->stream)) || (e = cudaEventSynchronize(g->ev[1])) ||
 		    (e = cudaEventElapsedTime(&ms, g->ev[0], g->ev[1])))
-			return cuerr(e);
+			return ftcuda_errno(e);
 		secs[i] = ms / 1e3;
 	}
 	return 0;
@@ -369,7 +357,7 @@ static void *overlap_main(void *arg)
 		int r = run_on(g, g->def, g->stream);
 		cudaError_t e = r ? cudaSuccess : cudaStreamSynchronize(g->stream);
 		if (r || e) {
-			g->ov_err = r ? r : cuerr(e);
+			g->ov_err = r ? r : ftcuda_errno(e);
 			break;
 		}
 		bytes += per;
@@ -415,7 +403,7 @@ int ftgather_poison(struct ftgather *g)
 		}
 	if (!e)
 		e = cudaStreamSynchronize(g->stream);
-	return cuerr(e);
+	return ftcuda_errno(e);
 }
 
 int ftgather_verify(struct ftgather *g)
@@ -438,18 +426,7 @@ int ftgather_verify(struct ftgather *g)
 				r = -EBADMSG;
 		}
 	free(tmp);
-	return e ? cuerr(e) : r;
-}
-
-int ftgather_banks(const struct ftgather *g, struct ftbank_shape *out)
-{
-	memcpy(out, g->shapes, sizeof g->shapes[0] * g->nb);
-	return g->nb;
-}
-
-void *ftgather_pool(const struct ftgather *g, int bank)
-{
-	return bank >= 0 && bank < g->nb ? g->pool[bank] : NULL;
+	return e ? ftcuda_errno(e) : r;
 }
 
 void *ftgather_host_bank(const struct ftgather *g, int layer, int bank)
@@ -491,8 +468,6 @@ int ftgather_overlap_start(struct ftgather *g) { return -ENODEV; }
 int ftgather_overlap_stop(struct ftgather *g, uint64_t *bytes, double *secs) { return -ENODEV; }
 int ftgather_poison(struct ftgather *g) { return -ENODEV; }
 int ftgather_verify(struct ftgather *g) { return -ENODEV; }
-int ftgather_banks(const struct ftgather *g, struct ftbank_shape *out) { return 0; }
-void *ftgather_pool(const struct ftgather *g, int bank) { return NULL; }
 void *ftgather_host_bank(const struct ftgather *g, int layer, int bank) { return NULL; }
 void *ftgather_stream(const struct ftgather *g) { return NULL; }
 void *ftgather_copier(const struct ftgather *g) { return NULL; }

@@ -101,10 +101,8 @@ static inline uint8_t ftgather_pattern(int layer, int bank, int expert, size_t o
 	return b ? b : 0x5B;
 }
 
-/* For cache-copy and tests (borrowed, valid until free): the device slot-pool base of a bank,
- * the device-mapped host base of (layer, bank), the bank shapes, the object's stream. */
-int ftgather_banks(const struct ftgather *g, struct ftbank_shape *out); /* count */
-void *ftgather_pool(const struct ftgather *g, int bank);
+/* For cache-copy and tests (borrowed, valid until free): the device-mapped host base of
+ * (layer, bank), the object's stream. */
 void *ftgather_host_bank(const struct ftgather *g, int layer, int bank);
 void *ftgather_stream(const struct ftgather *g); /* a cudaStream_t */
 /* The copy_missing context (kernels/copy_missing.h: struct ftcm *) for plans produced on the

@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,19 +16,8 @@
 #include "hw/cpu.h"
 #include "moe/checksum.h"
 #include "moe/ftw.h"
+#include "util/errmsg.h"
 #include "util/timeutil.h"
-
-static int fail(char *err, size_t n, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t n, int rc, const char *fmt, ...)
-{
-	if (err && n) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, n, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
 
 static const char *const mode_names[] = {"baseline", "parallel", "ftw", "auto"};
 
@@ -192,11 +180,11 @@ int ftlw_worker(const char *mode, const struct ftlw_opts *o, json_t **row, char 
 	} else if (!strcmp(mode, "ftw")) {
 		dir = ftw_dir;
 		if (!ftftw_is_dir(dir))
-			return fail(err, errlen, -ENOENT, "%s is not an FTW directory (convert first)", dir);
+			return fterr_set(err, errlen, -ENOENT, "%s is not an FTW directory (convert first)", dir);
 	} else if (!strcmp(mode, "auto")) {
 		lo.mode = o->expert_load;
 	} else {
-		return fail(err, errlen, -EINVAL, "unknown worker mode '%s'", mode);
+		return fterr_set(err, errlen, -EINVAL, "unknown worker mode '%s'", mode);
 	}
 	struct ftbanks *b = NULL;
 	struct ftload_stats st;
@@ -255,17 +243,17 @@ static int spawn(const struct ftlw_opts *o, const char *mode, const char *ftw_di
 			"--expert-load", (char *)el, NULL};
 	int out[2], ep[2];
 	if (pipe2(out, O_CLOEXEC) < 0)
-		return fail(err, errlen, -errno, "pipe: %s", strerror(errno));
+		return fterr_set(err, errlen, -errno, "pipe: %s", strerror(errno));
 	if (pipe2(ep, O_CLOEXEC) < 0) {
 		close(out[0]), close(out[1]);
-		return fail(err, errlen, -errno, "pipe: %s", strerror(errno));
+		return fterr_set(err, errlen, -errno, "pipe: %s", strerror(errno));
 	}
 	fflush(stdout);
 	fflush(stderr);
 	pid_t pid = fork();
 	if (pid < 0) {
 		close(out[0]), close(out[1]), close(ep[0]), close(ep[1]);
-		return fail(err, errlen, -errno, "fork: %s", strerror(errno));
+		return fterr_set(err, errlen, -errno, "fork: %s", strerror(errno));
 	}
 	if (pid == 0) {
 		/* only async-signal-safe calls until execv */
@@ -306,14 +294,14 @@ static int spawn(const struct ftlw_opts *o, const char *mode, const char *ftw_di
 		;
 	if (got == (ssize_t)sizeof e) {
 		json_decref(res);
-		return fail(err, errlen, -e, "cannot run %s: %s", exe, strerror(e));
+		return fterr_set(err, errlen, -e, "cannot run %s: %s", exe, strerror(e));
 	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !json_is_object(res)) {
 		json_decref(res);
 		if (WIFSIGNALED(status))
-			return fail(err, errlen, -EIO, "mode %s: worker killed by signal %d%s", mode, WTERMSIG(status),
+			return fterr_set(err, errlen, -EIO, "mode %s: worker killed by signal %d%s", mode, WTERMSIG(status),
 				    WTERMSIG(status) == 9 ? " (out of memory?)" : "");
-		return fail(err, errlen, -EIO, "mode %s: worker failed (exit %d)%s", mode,
+		return fterr_set(err, errlen, -EIO, "mode %s: worker failed (exit %d)%s", mode,
 			    WIFEXITED(status) ? WEXITSTATUS(status) : -1, res ? "" : ", no result line");
 	}
 	*row = res;
@@ -335,7 +323,7 @@ int ftlw_run(const struct ftlw_opts *o, json_t **result, char *err, size_t errle
 	else
 		ftlw_default_ftw_dir(o->model, ftw_dir, sizeof ftw_dir);
 	if (ftftw_is_dir(o->model))
-		return fail(err, errlen, -EINVAL, "%s is an FTW directory: give the original safetensors checkpoint", o->model);
+		return fterr_set(err, errlen, -EINVAL, "%s is an FTW directory: give the original safetensors checkpoint", o->model);
 	json_t *rows = json_array(), *ftw = json_null(), *res = NULL;
 	int rc = 0, ok = 1, step = 0, steps = __builtin_popcount(modes) + !!(modes & FTLW_FTW);
 	double base_s = 0;

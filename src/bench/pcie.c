@@ -6,18 +6,7 @@
 #ifdef FT_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
-static int cuerr(cudaError_t e)
-{
-	if (e == cudaSuccess)
-		return 0;
-	if (e == cudaErrorMemoryAllocation)
-		return -ENOMEM;
-	if (e == cudaErrorInvalidValue)
-		return -EINVAL;
-	if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver)
-		return -ENODEV;
-	return -EIO;
-}
+#include "hw/cudaerr.h"
 
 int ftpcie_linear_on(enum ftpcie_dir dir, void *dst, const void *src, size_t bytes, int warmup, int iters,
 		     double *secs, void *stream)
@@ -46,7 +35,7 @@ out:
 		cudaEventDestroy(ev[0]);
 	if (ev[1])
 		cudaEventDestroy(ev[1]);
-	return cuerr(e);
+	return ftcuda_errno(e);
 }
 
 int ftpcie_linear(enum ftpcie_dir dir, size_t bytes, int iters, double *secs)
@@ -61,13 +50,13 @@ int ftpcie_linear(enum ftpcie_dir dir, size_t bytes, int iters, double *secs)
 	cudaError_t e;
 	int r;
 	if ((e = cudaHostAlloc((void **)&h, bytes, cudaHostAllocDefault)) || (e = cudaMalloc(&d, bytes))) {
-		r = cuerr(e);
+		r = ftcuda_errno(e);
 		goto out;
 	}
 	for (size_t i = 0; i < bytes; i++) /* pattern, never zero */
 		h[i] = (unsigned char)(1 + (i * 131 + (i >> 12)) % 251);
 	if (dir == FTPCIE_D2H && (e = cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice))) {
-		r = cuerr(e);
+		r = ftcuda_errno(e);
 		goto out;
 	}
 	r = dir == FTPCIE_H2D ? ftpcie_linear_on(dir, d, h, bytes, FTPCIE_WARMUP, iters, secs, NULL)

@@ -423,6 +423,42 @@ static int common_opt(int ch, struct copts *o)
 	{"json", no_argument, NULL, O_JSON},                     \
 	{"help", no_argument, NULL, 'h'}
 
+/* The start of wait and cancel: options lo (-h prints usage), exactly one job ID, the client
+ * opened on c and the ID (or a unique prefix) resolved into id. *go = 1 when the command goes on
+ * (returns 0); else returns the exit status (0 after --help). c always needs ftcurl_release. */
+static int one_job_start(int argc, char **argv, const struct option *lo, const char *cmd,
+			 void (*usage)(FILE *), struct copts *o, struct ftcurl *c, char id[JOB_ID_LEN + 1],
+			 int *go)
+{
+	int ch, rc;
+	*go = 0;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		if (common_opt(ch, o) == 0)
+			continue;
+		if (ch == 'h') {
+			usage(stdout);
+			return 0;
+		}
+		usage(stderr);
+		return FTCLI_EXIT_USAGE;
+	}
+	if (optind >= argc) {
+		ftcli_error("which job? (ftbench %s ID)", cmd);
+		return FTCLI_EXIT_USAGE;
+	}
+	if (optind != argc - 1) {
+		ftcli_error("one job id at a time");
+		return FTCLI_EXIT_USAGE;
+	}
+	if (client_open(c, o) < 0)
+		return FTCLI_EXIT_USAGE;
+	if ((rc = resolve_id(c, argv[optind], id)))
+		return rc;
+	*go = 1;
+	return 0;
+}
+
 /* ------------------------------------------------------------------ submit */
 
 static void submit_usage(FILE *f)
@@ -747,29 +783,11 @@ int cmd_wait(int argc, char **argv)
 {
 	static const struct option lo[] = {COMMON_LONGOPTS, {NULL, 0, NULL, 0}};
 	struct copts o = {0};
-	int ch;
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		if (common_opt(ch, &o) == 0)
-			continue;
-		if (ch == 'h') {
-			wait_usage(stdout);
-			return 0;
-		}
-		wait_usage(stderr);
-		return FTCLI_EXIT_USAGE;
-	}
-	if (optind != argc - 1) {
-		ftcli_error(optind >= argc ? "which job? (ftbench wait ID)" : "one job id at a time");
-		return FTCLI_EXIT_USAGE;
-	}
 	struct ftcurl c = {0};
 	char id[JOB_ID_LEN + 1];
 	json_t *job = NULL;
-	int rc = FTCLI_EXIT_USAGE;
-	if (client_open(&c, &o) < 0)
-		goto out;
-	if ((rc = resolve_id(&c, argv[optind], id)))
+	int go = 0, rc = one_job_start(argc, argv, lo, "wait", wait_usage, &o, &c, id, &go);
+	if (!go)
 		goto out;
 	rc = follow_job(&c, id, !o.json && isatty(STDERR_FILENO), &job);
 	if (rc == 0)
@@ -797,30 +815,12 @@ int cmd_cancel(int argc, char **argv)
 	static const struct option lo[] = {COMMON_LONGOPTS, {"wait", no_argument, NULL, O_WAIT},
 					   {NULL, 0, NULL, 0}};
 	struct copts o = {0};
-	int ch;
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		if (common_opt(ch, &o) == 0)
-			continue;
-		if (ch == 'h') {
-			cancel_usage(stdout);
-			return 0;
-		}
-		cancel_usage(stderr);
-		return FTCLI_EXIT_USAGE;
-	}
-	if (optind != argc - 1) {
-		ftcli_error(optind >= argc ? "which job? (ftbench cancel ID)" : "one job id at a time");
-		return FTCLI_EXIT_USAGE;
-	}
 	struct ftcurl c = {0};
 	struct ftcurl_resp r = {0};
 	char id[JOB_ID_LEN + 1], path[128];
 	json_t *job = NULL;
-	int rc = FTCLI_EXIT_USAGE;
-	if (client_open(&c, &o) < 0)
-		goto out;
-	if ((rc = resolve_id(&c, argv[optind], id)))
+	int go = 0, rc = one_job_start(argc, argv, lo, "cancel", cancel_usage, &o, &c, id, &go);
+	if (!go)
 		goto out;
 	snprintf(path, sizeof path, "/benchmark/jobs/%s/cancel", id);
 	int e = ftcurl_request(&c, "POST", path, NULL, NULL, &r);

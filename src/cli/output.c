@@ -91,29 +91,36 @@ void ftcli_result(json_t *result)
 	json_decref(m);
 }
 
-void ftcli_error(const char *fmt, ...)
+/* One line on stderr (after the progress bar is cleared): "ftbench <prog>: <tag><message>";
+ * an error also goes to the worker protocol. */
+static void say(int is_error, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+static void say(int is_error, const char *fmt, va_list ap)
 {
 	char msg[2048];
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	clear_bar();
+	fprintf(stderr, "ftbench %s: %s%s\n", ftcli_prog, is_error ? "" : "note: ", msg);
+	if (is_error) {
+		json_t *m = json_pack("{s:s,s:s}", "type", "error", "message", msg);
+		send_line(m);
+		json_decref(m);
+	}
+}
+
+void ftcli_error(const char *fmt, ...)
+{
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	say(1, fmt, ap);
 	va_end(ap);
-	clear_bar();
-	fprintf(stderr, "ftbench %s: %s\n", ftcli_prog, msg);
-	json_t *m = json_pack("{s:s,s:s}", "type", "error", "message", msg);
-	send_line(m);
-	json_decref(m);
 }
 
 void ftcli_note(const char *fmt, ...)
 {
-	char msg[2048];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	say(0, fmt, ap);
 	va_end(ap);
-	clear_bar();
-	fprintf(stderr, "ftbench %s: note: %s\n", ftcli_prog, msg);
 }
 
 static void rep_progress(void *ctx, int done, int total, const char *label)

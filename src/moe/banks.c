@@ -1,26 +1,14 @@
 /* banks: bank memory and expert discovery. See banks.h. */
 #include <errno.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "moe/banks.h"
+#include "util/errmsg.h"
 #include "util/fsutil.h"
-
-static int fail(char *err, size_t n, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t n, int rc, const char *fmt, ...)
-{
-	if (err && n) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, n, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
 
 /* ---------------------------------------------------------------- config.json */
 
@@ -43,13 +31,13 @@ int ftmoe_read_config(const char *dir, struct ftmoe_geom *g, char *err, size_t e
 	size_t len;
 	int rc = ftfs_read_file(path, 16u << 20, &buf, &len);
 	if (rc < 0)
-		return fail(err, errlen, rc, "%s: %s", path, strerror(-rc));
+		return fterr_set(err, errlen, rc, "%s: %s", path, strerror(-rc));
 	json_error_t je;
 	json_t *root = json_loadb(buf, len, 0, &je);
 	free(buf);
 	if (!json_is_object(root)) {
 		json_decref(root);
-		return fail(err, errlen, -EINVAL, "%s: not a JSON object (%s)", path, je.text);
+		return fterr_set(err, errlen, -EINVAL, "%s: not a JSON object (%s)", path, je.text);
 	}
 	json_t *c = root;
 	if (!json_object_get(c, "hidden_size") && json_is_object(json_object_get(c, "text_config")))
@@ -66,7 +54,7 @@ int ftmoe_read_config(const char *dir, struct ftmoe_geom *g, char *err, size_t e
 	g->first_dense = cfg_long(c, (const char *const[]){"first_k_dense_replace", NULL});
 	json_decref(root);
 	if (!g->hidden || !g->inter || !g->experts)
-		return fail(err, errlen, -EINVAL, "%s: needs hidden_size, moe_intermediate_size (or intermediate_size) "
+		return fterr_set(err, errlen, -EINVAL, "%s: needs hidden_size, moe_intermediate_size (or intermediate_size) "
 			    "and num_experts (or n_routed_experts / num_local_experts)", path);
 	return 0;
 }
@@ -225,10 +213,10 @@ static int classify(struct disc *d, const struct ftst_tensor *t)
 		return 0;
 	long l;
 	if (!p || p > ex)
-		return fail(d->err, d->errlen, -EINVAL, "expert tensor '%s' has no layers.<n>. in its name", n);
+		return fterr_set(d->err, d->errlen, -EINVAL, "expert tensor '%s' has no layers.<n>. in its name", n);
 	p += 7;
 	if (parse_index(&p, FTBANKS_MAX_LAYERS, &l) < 0)
-		return fail(d->err, d->errlen, -EINVAL, "expert tensor '%s': bad layer index", n);
+		return fterr_set(d->err, d->errlen, -EINVAL, "expert tensor '%s': bad layer index", n);
 	int mixtral;
 	if (!strncmp(p, "mlp.experts.", 12)) {
 		mixtral = 0;
@@ -237,21 +225,21 @@ static int classify(struct disc *d, const struct ftst_tensor *t)
 		mixtral = 1;
 		p += 25;
 	} else {
-		return fail(d->err, d->errlen, -ENOTSUP, "expert tensor '%s': unknown MoE block naming", n);
+		return fterr_set(d->err, d->errlen, -ENOTSUP, "expert tensor '%s': unknown MoE block naming", n);
 	}
 	struct layer_src *L = get_layer(d, l);
 	if (!L)
 		return -ENOMEM;
 	if (L->seen && L->mixtral != mixtral)
-		return fail(d->err, d->errlen, -EINVAL, "layer %ld mixes mlp.experts and block_sparse_moe.experts", l);
+		return fterr_set(d->err, d->errlen, -EINVAL, "layer %ld mixes mlp.experts and block_sparse_moe.experts", l);
 	L->seen = 1;
 	L->mixtral = mixtral;
 	if (*p >= '0' && *p <= '9') {
 		long e;
 		if (parse_index(&p, 1L << 20, &e) < 0)
-			return fail(d->err, d->errlen, -EINVAL, "expert tensor '%s': bad expert index", n);
+			return fterr_set(d->err, d->errlen, -EINVAL, "expert tensor '%s': bad expert index", n);
 		if (e >= d->E)
-			return fail(d->err, d->errlen, -EINVAL, "expert tensor '%s': expert %ld but config.json says %ld experts",
+			return fterr_set(d->err, d->errlen, -EINVAL, "expert tensor '%s': expert %ld but config.json says %ld experts",
 				    n, e, d->E);
 		static const char *const std[P_NPROJ] = {"gate_proj.", "up_proj.", "down_proj."};
 		static const char *const mix[P_NPROJ] = {"w1.", "w3.", "w2."};
@@ -263,47 +251,47 @@ static int classify(struct disc *d, const struct ftst_tensor *t)
 				p += strlen(names[k]);
 			}
 		if (proj < 0)
-			return fail(d->err, d->errlen, -ENOTSUP, "expert tensor '%s': unknown projection", n);
+			return fterr_set(d->err, d->errlen, -ENOTSUP, "expert tensor '%s': unknown projection", n);
 		if (!strcmp(p, "weight_scale_inv"))
-			return fail(d->err, d->errlen, -ENOTSUP,
+			return fterr_set(d->err, d->errlen, -ENOTSUP,
 				    "expert tensor '%s': fp8 block-quantized experts (weight_scale_inv, e.g. the original "
 				    "DeepSeek-V3 release) are not supported; use a bf16 checkpoint", n);
 		if (strcmp(p, "weight"))
-			return fail(d->err, d->errlen, -ENOTSUP,
+			return fterr_set(d->err, d->errlen, -ENOTSUP,
 				    "expert tensor '%s': '%s' is a quantized or unsupported expert layout (only plain "
 				    "bf16 .weight tensors and gpt-oss mxfp4 are loaded)", n, p);
 		const struct ftst_tensor **slot = &L->per[e * P_NPROJ + proj];
 		if (*slot)
-			return fail(d->err, d->errlen, -EINVAL, "expert tensor '%s' appears twice", n);
+			return fterr_set(d->err, d->errlen, -EINVAL, "expert tensor '%s' appears twice", n);
 		*slot = t;
 		return 0;
 	}
 	if (mixtral)
-		return fail(d->err, d->errlen, -ENOTSUP, "expert tensor '%s': unknown packed Mixtral layout", n);
+		return fterr_set(d->err, d->errlen, -ENOTSUP, "expert tensor '%s': unknown packed Mixtral layout", n);
 	for (int k = 0; k < K_NPACK; k++) {
 		size_t kl = strlen(packed_names[k]);
 		if (strncmp(p, packed_names[k], kl) || (p[kl] && strcmp(p + kl, ".weight")))
 			continue;
 		if (L->packed[k])
-			return fail(d->err, d->errlen, -EINVAL, "layer %ld: two tensors for packed %s", l, packed_names[k]);
+			return fterr_set(d->err, d->errlen, -EINVAL, "layer %ld: two tensors for packed %s", l, packed_names[k]);
 		L->packed[k] = t;
 		return 0;
 	}
-	return fail(d->err, d->errlen, -ENOTSUP, "expert tensor '%s': unknown expert layout", n);
+	return fterr_set(d->err, d->errlen, -ENOTSUP, "expert tensor '%s': unknown expert layout", n);
 }
 
 static int need(struct disc *d, const struct ftst_tensor *t, enum ftst_dtype dt, int ndim,
 		const int64_t *shape, const char *what, long l)
 {
 	if (!t)
-		return fail(d->err, d->errlen, -EINVAL, "layer %ld: %s missing", l, what);
+		return fterr_set(d->err, d->errlen, -EINVAL, "layer %ld: %s missing", l, what);
 	if (t->dtype != dt) {
 		if (dt == FTST_BF16)
-			return fail(d->err, d->errlen, -ENOTSUP,
+			return fterr_set(d->err, d->errlen, -ENOTSUP,
 				    "'%s' is %s: expert banks are loaded as stored and only BF16 experts (or gpt-oss "
 				    "mxfp4) are supported%s", t->name, ftst_dtype_name(t->dtype),
 				    t->dtype == FTST_F8_E4M3 ? " (fp8 checkpoints with weight_scale_inv are refused)" : "");
-		return fail(d->err, d->errlen, -ENOTSUP, "'%s' is %s, expected %s", t->name,
+		return fterr_set(d->err, d->errlen, -ENOTSUP, "'%s' is %s, expected %s", t->name,
 			    ftst_dtype_name(t->dtype), ftst_dtype_name(dt));
 	}
 	int ok = t->ndim == ndim;
@@ -316,7 +304,7 @@ static int need(struct disc *d, const struct ftst_tensor *t, enum ftst_dtype dt,
 			a += (size_t)snprintf(got + a, sizeof got - a, "%s%lld", i ? "," : "", (long long)t->shape[i]);
 		for (int i = 0; i < ndim && b < sizeof want - 24; i++)
 			b += (size_t)snprintf(want + b, sizeof want - b, "%s%lld", i ? "," : "", (long long)shape[i]);
-		return fail(d->err, d->errlen, -EINVAL, "'%s' has shape [%s], expected [%s] from config.json", t->name,
+		return fterr_set(d->err, d->errlen, -EINVAL, "'%s' has shape [%s], expected [%s] from config.json", t->name,
 			    got, want);
 	}
 	return 0;
@@ -384,11 +372,11 @@ static int layer_pieces(struct disc *d, struct plan_build *pb, struct layer_src 
 	for (int k = K_GUB; k < K_NPACK; k++)
 		mx |= L->packed[k] != NULL;
 	if (per + packed_bf16 + mx != 1)
-		return fail(d->err, d->errlen, -EINVAL, "layer %ld mixes expert layouts (per-expert, packed, mxfp4)", l);
+		return fterr_set(d->err, d->errlen, -EINVAL, "layer %ld mixes expert layouts (per-expert, packed, mxfp4)", l);
 	const struct ftformat *want = ftfmt_get(mx ? FTFMT_MXFP4_TRITON : FTFMT_BF16);
 	const char *sch = mx ? "gpt-oss-mxfp4" : packed_bf16 ? "packed" : L->mixtral ? "mixtral" : "per-expert";
 	if (*fmt && *fmt != want)
-		return fail(d->err, d->errlen, -EINVAL, "layer %ld is %s but earlier layers are %s", l, want->name,
+		return fterr_set(d->err, d->errlen, -EINVAL, "layer %ld is %s but earlier layers are %s", l, want->name,
 			    (*fmt)->name);
 	*fmt = want;
 	*scheme = sch;
@@ -414,11 +402,11 @@ static int layer_pieces(struct disc *d, struct plan_build *pb, struct layer_src 
 	if (packed_bf16) {
 		const struct ftst_tensor *gu = L->packed[K_GU];
 		if (gu && gu->ndim == 3 && gu->shape[0] == E && gu->shape[1] == H && gu->shape[2] == 2 * I && H != 2 * I)
-			return fail(d->err, d->errlen, -ENOTSUP,
+			return fterr_set(d->err, d->errlen, -ENOTSUP,
 				    "'%s' is [E, H, 2I] (gpt-oss bf16: transposed, gate/up interleaved); only [E, 2I, H] "
 				    "packed experts are loaded", gu->name);
 		if (gu && (L->packed[K_G] || L->packed[K_U]))
-			return fail(d->err, d->errlen, -EINVAL, "layer %ld has gate_up_proj and gate_proj/up_proj", l);
+			return fterr_set(d->err, d->errlen, -EINVAL, "layer %ld has gate_up_proj and gate_proj/up_proj", l);
 		const int64_t s_gu[3] = {E, 2 * I, H}, s_g[3] = {E, I, H}, s_d[3] = {E, H, I};
 		if (gu) {
 			if ((rc = need(d, gu, FTST_BF16, 3, s_gu, "packed gate_up_proj", l)) < 0 ||
@@ -443,7 +431,7 @@ static int layer_pieces(struct disc *d, struct plan_build *pb, struct layer_src 
 	}
 	/* gpt-oss mxfp4: [E, N, K/32, 16] blocks, [E, N, K/32] scales, [E, N] bias. */
 	if (H % 32 || I % 32)
-		return fail(d->err, d->errlen, -EINVAL, "mxfp4 needs hidden and intermediate sizes divisible by 32");
+		return fterr_set(d->err, d->errlen, -EINVAL, "mxfp4 needs hidden and intermediate sizes divisible by 32");
 	struct {
 		int k, bank;
 		long N, K;
@@ -488,7 +476,7 @@ int ftbanks_discover(const struct ftst_model *m, const struct ftmoe_geom *g, str
 	}
 	d->m = m, d->E = g->experts, d->H = g->hidden, d->I = g->inter, d->err = err, d->errlen = errlen;
 	if (d->E <= 0 || d->H <= 0 || d->I <= 0) {
-		rc = fail(err, errlen, -EINVAL, "geometry needs hidden, intermediate and expert counts");
+		rc = fterr_set(err, errlen, -EINVAL, "geometry needs hidden, intermediate and expert counts");
 		goto out;
 	}
 	for (size_t i = 0; i < m->ntensors; i++)
@@ -498,7 +486,7 @@ int ftbanks_discover(const struct ftst_model *m, const struct ftmoe_geom *g, str
 	for (long l = 0; l < FTBANKS_MAX_LAYERS; l++)
 		L += d->layers[l] != NULL;
 	if (L == 0) {
-		rc = fail(err, errlen, -ENOTSUP,
+		rc = fterr_set(err, errlen, -ENOTSUP,
 			  "no expert tensors found (looked for layers.<n>.mlp.experts.* and block_sparse_moe.experts.*)");
 		goto out;
 	}

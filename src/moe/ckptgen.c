@@ -14,23 +14,12 @@
 
 #include "moe/ckptgen.h"
 #include "moe/safetensors.h"
+#include "util/errmsg.h"
 #include "util/fsutil.h"
 #include "util/timeutil.h"
 
 #define BLOCK (8u << 20)
 #define VOCAB 1024
-
-static int fail(char *err, size_t n, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t n, int rc, const char *fmt, ...)
-{
-	if (err && n) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, n, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
 
 const char *ftckpt_archs(void)
 {
@@ -340,7 +329,7 @@ int ftckpt_write(const struct ftckpt_opts *o, struct ftckpt_stats *st, char *err
 	double t0 = ft_now_s();
 	enum arch a;
 	if (!o->arch)
-		return fail(err, errlen, -EINVAL, "no architecture given");
+		return fterr_set(err, errlen, -EINVAL, "no architecture given");
 	if (!strcmp(o->arch, "qwen3-moe"))
 		a = A_QWEN3;
 	else if (!strcmp(o->arch, "mixtral"))
@@ -350,13 +339,13 @@ int ftckpt_write(const struct ftckpt_opts *o, struct ftckpt_stats *st, char *err
 	else if (!strcmp(o->arch, "gpt-oss"))
 		a = A_GPTOSS;
 	else
-		return fail(err, errlen, -EINVAL, "unknown architecture '%s' (one of %s)", o->arch, ftckpt_archs());
+		return fterr_set(err, errlen, -EINVAL, "unknown architecture '%s' (one of %s)", o->arch, ftckpt_archs());
 	long L = o->layers > 0 ? o->layers : 4, E = o->experts > 0 ? o->experts : 8;
 	long H = o->hidden > 0 ? o->hidden : 512, I = o->inter > 0 ? o->inter : 256;
 	if (a == A_GPTOSS && (H % 32 || I % 32))
-		return fail(err, errlen, -EINVAL, "gpt-oss (mxfp4) needs --hidden and --inter divisible by 32");
+		return fterr_set(err, errlen, -EINVAL, "gpt-oss (mxfp4) needs --hidden and --inter divisible by 32");
 	if (L > 4096 || E > 65536 || H > 65536 || I > 65536)
-		return fail(err, errlen, -EINVAL, "geometry too large");
+		return fterr_set(err, errlen, -EINVAL, "geometry too large");
 	long first_dense = a == A_DSV3 && L > 1 ? 1 : 0;
 	uint64_t limit = o->shard_bytes ? o->shard_bytes : (4ULL << 30);
 	struct tlist tl = {0};
@@ -372,10 +361,10 @@ int ftckpt_write(const struct ftckpt_opts *o, struct ftckpt_stats *st, char *err
 			nonempty |= strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
 		closedir(d);
 		if (nonempty)
-			return fail(err, errlen, -EEXIST, "%s exists and is not empty", o->out);
+			return fterr_set(err, errlen, -EEXIST, "%s exists and is not empty", o->out);
 	}
 	if ((rc = ftfs_mkdir_p(o->out, 0755)) < 0)
-		return fail(err, errlen, rc, "%s: %s", o->out, strerror(-rc));
+		return fterr_set(err, errlen, rc, "%s: %s", o->out, strerror(-rc));
 	if ((rc = build_tensors(a, L, E, H, I, first_dense, &tl)) < 0)
 		goto out;
 	/* shards in state-dict order */
@@ -443,12 +432,12 @@ int ftckpt_write(const struct ftckpt_opts *o, struct ftckpt_stats *st, char *err
 			json_object_set_new(wm, S->t[i]->w.name, json_string(base));
 		S->fd = open(S->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (S->fd < 0) {
-			rc = fail(err, errlen, -errno, "%s: %s", S->path, strerror(errno));
+			rc = fterr_set(err, errlen, -errno, "%s: %s", S->path, strerror(errno));
 			free(hdr);
 			break;
 		}
 		if ((rc = ftfs_write_all(S->fd, hdr, hl)) < 0 || ftruncate(S->fd, (off_t)fsz) < 0) {
-			rc = fail(err, errlen, rc < 0 ? rc : -errno, "%s: write failed", S->path);
+			rc = fterr_set(err, errlen, rc < 0 ? rc : -errno, "%s: write failed", S->path);
 			free(hdr);
 			break;
 		}
@@ -485,12 +474,12 @@ int ftckpt_write(const struct ftckpt_opts *o, struct ftckpt_stats *st, char *err
 		pthread_join(th[t], NULL);
 	if ((rc = atomic_load(&j.rc)) < 0) {
 		json_decref(wm);
-		fail(err, errlen, rc, "writing shards: %s", strerror(-rc));
+		fterr_set(err, errlen, rc, "writing shards: %s", strerror(-rc));
 		goto out;
 	}
 	for (int s = 0; s < nsh; s++)
 		if (fdatasync(sh[s].fd) < 0) {
-			rc = fail(err, errlen, -errno, "%s: %s", sh[s].path, strerror(errno));
+			rc = fterr_set(err, errlen, -errno, "%s: %s", sh[s].path, strerror(errno));
 			json_decref(wm);
 			goto out;
 		}
@@ -505,7 +494,7 @@ int ftckpt_write(const struct ftckpt_opts *o, struct ftckpt_stats *st, char *err
 		rc = txt ? ftfs_write_atomic(path, txt, strlen(txt), 0644) : -ENOMEM;
 		free(txt);
 		if (rc < 0) {
-			fail(err, errlen, rc, "%s: %s", path, strerror(-rc));
+			fterr_set(err, errlen, rc, "%s: %s", path, strerror(-rc));
 			goto out;
 		}
 	} else {
@@ -516,7 +505,7 @@ int ftckpt_write(const struct ftckpt_opts *o, struct ftckpt_stats *st, char *err
 	rc = cfg ? ftfs_write_atomic(path, cfg, strlen(cfg), 0644) : -ENOMEM;
 	free(cfg);
 	if (rc < 0) {
-		fail(err, errlen, rc, "%s: %s", path, strerror(-rc));
+		fterr_set(err, errlen, rc, "%s: %s", path, strerror(-rc));
 		goto out;
 	}
 	st->nshards = nsh;

@@ -5,7 +5,6 @@
 #include <jansson.h>
 #include <limits.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,25 +13,15 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "moe/directio.h"
 #include "moe/ftw.h"
+#include "util/errmsg.h"
 #include "util/fsutil.h"
 #include "util/timeutil.h"
 
 #define A FTW_ALIGN
 #define ROUND_UP(x) (((x) + A - 1) / A * A)
 #define MAX_IOV 512
-
-static int fail(char *err, size_t n, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t n, int rc, const char *fmt, ...)
-{
-	if (err && n) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, n, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
 
 static json_t *load_index(const char *dir, char *err, size_t errlen, int *rc)
 {
@@ -42,7 +31,7 @@ static json_t *load_index(const char *dir, char *err, size_t errlen, int *rc)
 	size_t len;
 	*rc = ftfs_read_file(path, 256u << 20, &buf, &len);
 	if (*rc < 0) {
-		fail(err, errlen, *rc, "%s: %s", path, strerror(-*rc));
+		fterr_set(err, errlen, *rc, "%s: %s", path, strerror(-*rc));
 		return NULL;
 	}
 	json_error_t je;
@@ -50,7 +39,7 @@ static json_t *load_index(const char *dir, char *err, size_t errlen, int *rc)
 	free(buf);
 	if (!json_is_object(j)) {
 		json_decref(j);
-		*rc = fail(err, errlen, -EINVAL, "%s: not a JSON object (%s)", path, je.text);
+		*rc = fterr_set(err, errlen, -EINVAL, "%s: not a JSON object (%s)", path, je.text);
 		return NULL;
 	}
 	return j;
@@ -148,18 +137,18 @@ int ftftw_convert(const char *model_dir, const char *out_dir, const struct ftftw
 	int fd = -1, rc;
 	char path[4096];
 	if (ftftw_is_dir(model_dir))
-		return fail(err, errlen, -EINVAL, "%s is already an FTW directory", model_dir);
+		return fterr_set(err, errlen, -EINVAL, "%s is already an FTW directory", model_dir);
 	if ((rc = ftmoe_read_config(model_dir, &g, err, errlen)) < 0 ||
 	    (rc = ftst_model_open(model_dir, &m, err, errlen)) < 0 ||
 	    (rc = ftbanks_discover(m, &g, &p, err, errlen)) < 0)
 		goto out;
 	if ((rc = ftfs_mkdir_p(out_dir, 0755)) < 0) {
-		fail(err, errlen, rc, "%s: %s", out_dir, strerror(-rc));
+		fterr_set(err, errlen, rc, "%s: %s", out_dir, strerror(-rc));
 		goto out;
 	}
 	snprintf(path, sizeof path, "%s/%s", out_dir, FTW_INDEX);
 	if (unlink(path) < 0 && errno != ENOENT) {
-		rc = fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
+		rc = fterr_set(err, errlen, -errno, "%s: %s", path, strerror(errno));
 		goto out;
 	}
 	if ((rc = ftload_plan(p, &o->load, &b, &st->load, err, errlen)) < 0)
@@ -228,7 +217,7 @@ int ftftw_convert(const char *model_dir, const char *out_dir, const struct ftftw
 		struct entry *e = &ents[i];
 		if (e->shard != cur) {
 			if (fd >= 0 && (fdatasync(fd) < 0 || close(fd) < 0)) {
-				rc = fail(err, errlen, -errno, "writing FTW shard %d: %s", cur, strerror(errno));
+				rc = fterr_set(err, errlen, -errno, "writing FTW shard %d: %s", cur, strerror(errno));
 				fd = -1;
 				break;
 			}
@@ -237,7 +226,7 @@ int ftftw_convert(const char *model_dir, const char *out_dir, const struct ftftw
 			snprintf(path, sizeof path, "%s/freetoken-%05d.ftw", out_dir, cur);
 			fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 			if (fd < 0) {
-				rc = fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
+				rc = fterr_set(err, errlen, -errno, "%s: %s", path, strerror(errno));
 				break;
 			}
 		}
@@ -254,7 +243,7 @@ int ftftw_convert(const char *model_dir, const char *out_dir, const struct ftftw
 			/* the layer stride is >= sz and its slack is zero: write the padding with it */
 			rc = write_at(fd, ftbanks_layer(b, e->bank, e->layer), sz, off);
 			if (rc < 0)
-				fail(err, errlen, rc, "writing %s: %s", e->name, strerror(-rc));
+				fterr_set(err, errlen, rc, "writing %s: %s", e->name, strerror(-rc));
 		} else {
 			for (int d = 0; d < e->t->ndim; d++)
 				json_array_append_new(shape, json_integer(e->t->shape[d]));
@@ -268,7 +257,7 @@ int ftftw_convert(const char *model_dir, const char *out_dir, const struct ftftw
 				src_file = e->t->file;
 				src_fd = open(m->files[src_file].path, O_RDONLY | O_CLOEXEC);
 				if (src_fd < 0) {
-					rc = fail(err, errlen, -errno, "%s: %s", m->files[src_file].path, strerror(errno));
+					rc = fterr_set(err, errlen, -errno, "%s: %s", m->files[src_file].path, strerror(errno));
 					break;
 				}
 			}
@@ -276,12 +265,12 @@ int ftftw_convert(const char *model_dir, const char *out_dir, const struct ftftw
 				uint64_t k = sz - done < FTLOAD_DEFAULT_CHUNK ? sz - done : FTLOAD_DEFAULT_CHUNK;
 				uint64_t data = done < e->nbytes ? (e->nbytes - done < k ? e->nbytes - done : k) : 0;
 				memset(buf + data, 0, k - data);
-				if (data && (rc = ftload_pread_full(src_fd, buf, data, e->t->offset + done)) < 0) {
-					fail(err, errlen, rc, "reading '%s': %s", e->name, strerror(-rc));
+				if (data && (rc = ftfs_pread_full(src_fd, buf, data, (off_t)(e->t->offset + done))) < 0) {
+					fterr_set(err, errlen, rc, "reading '%s': %s", e->name, strerror(-rc));
 					break;
 				}
 				if ((rc = write_at(fd, buf, k, off + done)) < 0)
-					fail(err, errlen, rc, "writing '%s': %s", e->name, strerror(-rc));
+					fterr_set(err, errlen, rc, "writing '%s': %s", e->name, strerror(-rc));
 				done += k;
 			}
 		}
@@ -291,7 +280,7 @@ int ftftw_convert(const char *model_dir, const char *out_dir, const struct ftftw
 		close(src_fd);
 	if (fd >= 0) {
 		if (rc == 0 && fdatasync(fd) < 0)
-			rc = fail(err, errlen, -errno, "writing FTW shard %d: %s", cur, strerror(errno));
+			rc = fterr_set(err, errlen, -errno, "writing FTW shard %d: %s", cur, strerror(errno));
 		close(fd);
 		fd = -1;
 	}
@@ -319,7 +308,7 @@ int ftftw_convert(const char *model_dir, const char *out_dir, const struct ftftw
 		snprintf(absdir, sizeof absdir, "%s", model_dir);
 	json_t *copied = json_array();
 	if ((rc = copy_metadata(model_dir, out_dir, copied)) < 0) {
-		fail(err, errlen, rc, "copying metadata files: %s", strerror(-rc));
+		fterr_set(err, errlen, rc, "copying metadata files: %s", strerror(-rc));
 		json_decref(copied);
 		json_decref(shards);
 		json_decref(tensors);
@@ -339,7 +328,7 @@ int ftftw_convert(const char *model_dir, const char *out_dir, const struct ftftw
 	rc = ftfs_write_atomic(path, text, strlen(text), 0644);
 	free(text);
 	if (rc < 0) {
-		fail(err, errlen, rc, "%s: %s", path, strerror(-rc));
+		fterr_set(err, errlen, rc, "%s: %s", path, strerror(-rc));
 		goto out;
 	}
 	st->write_s = ft_now_s() - tw;
@@ -369,13 +358,11 @@ struct rd {
 	struct fchunk *chunks;
 	size_t nchunks;
 	struct iovec *iov;
-	int *fd_direct, *fd_buf;
-	atomic_int *direct_ok;
+	struct ftdio_files files; /* one per shard */
 	char (*paths)[4096];
 	atomic_size_t next, done;
 	atomic_uint_least64_t bytes;
 	atomic_int err_rc;
-	int fake_einval;  /* test hook FTLOAD_TEST_EINVAL=1: O_DIRECT reads "fail" with EINVAL */
 	pthread_mutex_t lock;
 	char err[512];
 };
@@ -416,13 +403,10 @@ static void *rd_worker(void *arg)
 		if (i >= s->nchunks)
 			break;
 		const struct fchunk *c = &s->chunks[i];
-		int rc = -EINVAL;
-		if (atomic_load(&s->direct_ok[c->shard]) && !s->fake_einval)
-			rc = preadv_full(s->fd_direct[c->shard], &s->iov[c->iov0], c->niov, c->off);
-		if (rc == -EINVAL) {
-			atomic_store(&s->direct_ok[c->shard], 0);
-			rc = preadv_full(s->fd_buf[c->shard], &s->iov[c->iov0], c->niov, c->off);
-		}
+		int fd = ftdio_fd(&s->files, c->shard);
+		int rc = preadv_full(fd, &s->iov[c->iov0], c->niov, c->off);
+		if (ftdio_retry(&s->files, c->shard, fd, rc))
+			rc = preadv_full(ftdio_fd(&s->files, c->shard), &s->iov[c->iov0], c->niov, c->off);
 		if (rc < 0) {
 			pthread_mutex_lock(&s->lock);
 			if (!atomic_load(&s->err_rc)) {
@@ -492,28 +476,24 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 	if (json_integer_value(json_object_get(idx, "version")) != 1 ||
 	    json_integer_value(json_object_get(idx, "align")) != A || !json_is_array(shards) || nsh == 0 ||
 	    nsh > 100000 || !json_is_array(tensors) || !qf) {
-		rc = fail(err, errlen, -EINVAL, "%s/%s: not a version-1 FTW index with align 4096, shards, tensors and "
+		rc = fterr_set(err, errlen, -EINVAL, "%s/%s: not a version-1 FTW index with align 4096, shards, tensors and "
 			  "quant_format", dir, FTW_INDEX);
 		goto out;
 	}
 	const struct ftformat *fmt = ftfmt_lookup(qf);
 	if (!fmt) {
-		rc = fail(err, errlen, -ENOTSUP, "FTW quant_format '%s' is unknown", qf);
+		rc = fterr_set(err, errlen, -ENOTSUP, "FTW quant_format '%s' is unknown", qf);
 		goto out;
 	}
 	/* Shards: contiguous from 0, plain file names, files at least as long as the index says. */
-	s.fd_direct = malloc(sizeof(int) * nsh);
-	s.fd_buf = malloc(sizeof(int) * nsh);
-	s.direct_ok = malloc(sizeof(atomic_int) * nsh);
+	int dio = ftdio_init(&s.files, nsh);
 	s.paths = malloc(sizeof *s.paths * nsh);
 	uint64_t *sh_off = malloc(sizeof(uint64_t) * (nsh + 1));
-	if (!s.fd_direct || !s.fd_buf || !s.direct_ok || !s.paths || !sh_off) {
+	if (dio < 0 || !s.paths || !sh_off) {
 		free(sh_off);
 		rc = -ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < nsh; i++)
-		s.fd_direct[i] = s.fd_buf[i] = -1;
 	uint64_t g = 0;
 	for (size_t i = 0; i < nsh; i++) {
 		json_t *sj = json_array_get(shards, i);
@@ -521,7 +501,7 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 		json_int_t go = json_integer_value(json_object_get(sj, "global_off")),
 			   nbj = json_integer_value(json_object_get(sj, "nbytes"));
 		if (!fn || strchr(fn, '/') || !strcmp(fn, "..") || (uint64_t)go != g || nbj < 0 || go % A) {
-			rc = fail(err, errlen, -EINVAL, "FTW index: shard %zu is malformed (file, global_off, nbytes)", i);
+			rc = fterr_set(err, errlen, -EINVAL, "FTW index: shard %zu is malformed (file, global_off, nbytes)", i);
 			break;
 		}
 		sh_off[i] = g;
@@ -530,7 +510,7 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 	}
 	sh_off[nsh] = g;
 	if (rc == 0 && (uint64_t)json_integer_value(json_object_get(idx, "total_bytes")) != g)
-		rc = fail(err, errlen, -EINVAL, "FTW index: total_bytes does not match the shards");
+		rc = fterr_set(err, errlen, -EINVAL, "FTW index: total_bytes does not match the shards");
 	/* Bank entries. */
 	size_t nt = json_array_size(tensors), nbe = 0;
 	be = calloc(nt ? nt : 1, sizeof *be);
@@ -547,7 +527,7 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 		json_int_t go = json_integer_value(json_object_get(t, "global_off")),
 			   nbj = json_integer_value(json_object_get(t, "nbytes"));
 		if (!kind || !name || go < 0 || nbj < 0 || go % A || (uint64_t)go + ROUND_UP((uint64_t)nbj) > g) {
-			rc = fail(err, errlen, -EINVAL, "FTW index: tensor %zu is malformed or past the end", i);
+			rc = fterr_set(err, errlen, -EINVAL, "FTW index: tensor %zu is malformed or past the end", i);
 			break;
 		}
 		if (strcmp(kind, "experts_bank"))
@@ -555,7 +535,7 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 		const char *hash = strstr(name, "#L");
 		json_t *shape = json_object_get(t, "shape");
 		if (!hash || strlen(hash) != 7 || strspn(hash + 2, "0123456789") != 5 || !json_is_array(shape)) {
-			rc = fail(err, errlen, -EINVAL, "FTW index: bank entry '%.100s' is not <bank>#L<5 digits>", name);
+			rc = fterr_set(err, errlen, -EINVAL, "FTW index: bank entry '%.100s' is not <bank>#L<5 digits>", name);
 			break;
 		}
 		if (!nbanks) {
@@ -564,7 +544,7 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 			E = (long)json_integer_value(json_array_get(shape, 0));
 			if (derive_geometry(fmt->name, shape, b0, &H, &I) < 0 || E <= 0 ||
 			    (nbanks = ftfmt_banks(fmt, H, I, shp)) <= 0) {
-				rc = fail(err, errlen, -ENOTSUP, "FTW index: cannot read %s banks starting with '%s'", fmt->name, name);
+				rc = fterr_set(err, errlen, -ENOTSUP, "FTW index: cannot read %s banks starting with '%s'", fmt->name, name);
 				break;
 			}
 		}
@@ -577,7 +557,7 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 		for (int d = 0; ok && d < shp[k >= 0 ? k : 0].ndim; d++)
 			ok = json_integer_value(json_array_get(shape, (size_t)d + 1)) == shp[k].dims[d];
 		if (!ok) {
-			rc = fail(err, errlen, -EINVAL, "FTW index: bank entry '%.100s' does not fit %s (H %ld, I %ld, E %ld)",
+			rc = fterr_set(err, errlen, -EINVAL, "FTW index: bank entry '%.100s' does not fit %s (H %ld, I %ld, E %ld)",
 				  name, fmt->name, H, I, E);
 			break;
 		}
@@ -591,7 +571,7 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 	}
 	if (!nbe) {
 		free(sh_off);
-		rc = fail(err, errlen, -EINVAL, "FTW index: no experts_bank entries");
+		rc = fterr_set(err, errlen, -EINVAL, "FTW index: no experts_bank entries");
 		goto out;
 	}
 	qsort(lids, nbe, sizeof *lids, cmp_int);
@@ -602,13 +582,13 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 	if (nbe != L * (size_t)nbanks || L > FTBANKS_MAX_LAYERS ||
 	    (json_int_t)L != json_integer_value(json_object_get(idx, "expert_bank_num_layers"))) {
 		free(sh_off);
-		rc = fail(err, errlen, -EINVAL, "FTW index: %zu bank entries for %zu layers x %d banks", nbe, L, nbanks);
+		rc = fterr_set(err, errlen, -EINVAL, "FTW index: %zu bank entries for %zu layers x %d banks", nbe, L, nbanks);
 		goto out;
 	}
 	double t0 = ft_now_s();
 	if ((rc = ftbanks_alloc(fmt, H, I, E, (long)L, lids, &b)) < 0) {
 		free(sh_off);
-		fail(err, errlen, rc, "allocating banks: %s", strerror(-rc));
+		fterr_set(err, errlen, rc, "allocating banks: %s", strerror(-rc));
 		goto out;
 	}
 	/* each (bank, layer) once: mark with a bitmap */
@@ -622,7 +602,7 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 		int *li = bsearch(&be[i].layer, lids, L, sizeof *lids, cmp_int);
 		size_t slot = (size_t)be[i].bank * L + (size_t)(li - lids);
 		if (seen[slot]++) {
-			rc = fail(err, errlen, -EINVAL, "FTW index: %s#L%05d appears twice", shp[be[i].bank].name, be[i].layer);
+			rc = fterr_set(err, errlen, -EINVAL, "FTW index: %s#L%05d appears twice", shp[be[i].bank].name, be[i].layer);
 			break;
 		}
 		be[i].layer = (int)(li - lids);
@@ -635,13 +615,13 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 	for (size_t i = 0; rc == 0 && i < nbe; i++) {
 		uint64_t a = be[i].global_off, len = ROUND_UP(be[i].nbytes);
 		if (i && a < be[i - 1].global_off + ROUND_UP(be[i - 1].nbytes)) {
-			rc = fail(err, errlen, -EINVAL, "FTW index: bank entries overlap at %llu", (unsigned long long)a);
+			rc = fterr_set(err, errlen, -EINVAL, "FTW index: bank entries overlap at %llu", (unsigned long long)a);
 			break;
 		}
 		while (sh + 1 < nsh && a >= sh_off[sh + 1])
 			sh++;
 		if (a + len > sh_off[sh + 1]) {
-			rc = fail(err, errlen, -EINVAL, "FTW index: a bank entry crosses the end of shard %zu", sh);
+			rc = fterr_set(err, errlen, -EINVAL, "FTW index: a bank entry crosses the end of shard %zu", sh);
 			break;
 		}
 		uint8_t *dst = ftbanks_layer(b, be[i].bank, be[i].layer);
@@ -679,18 +659,15 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 	}
 	free(sh_off);
 	for (size_t i = 0; rc == 0 && i < nsh; i++) {
-		s.fd_buf[i] = open(s.paths[i], O_RDONLY | O_CLOEXEC);
-		if (s.fd_buf[i] < 0) {
-			rc = fail(err, errlen, -errno, "%s: %s", s.paths[i], strerror(errno));
+		int r = ftdio_open(&s.files, i, s.paths[i]);
+		if (r < 0) {
+			rc = fterr_set(err, errlen, r, "%s: %s", s.paths[i], strerror(-r));
 			break;
 		}
-		s.fd_direct[i] = open(s.paths[i], O_RDONLY | O_CLOEXEC | O_DIRECT);
-		atomic_init(&s.direct_ok[i], s.fd_direct[i] >= 0);
 	}
 	if (rc < 0)
 		goto out;
 	int workers = o->workers > 0 ? o->workers : FTLOAD_DEFAULT_WORKERS;
-	s.fake_einval = getenv("FTLOAD_TEST_EINVAL") && !strcmp(getenv("FTLOAD_TEST_EINVAL"), "1");
 	if ((size_t)workers > s.nchunks)
 		workers = (int)s.nchunks;
 	if (workers > 256)
@@ -717,29 +694,18 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 	for (int t = 0; t < started; t++)
 		pthread_join(th[t], NULL);
 	if ((rc = atomic_load(&s.err_rc)) < 0) {
-		fail(err, errlen, rc, "%s", s.err);
+		fterr_set(err, errlen, rc, "%s", s.err);
 		goto out;
 	}
 	if (o->rep)
 		ftreport_progress(o->rep, 1000, 1000, "ftw");
 	st->seconds = ft_now_s() - t0;
 	st->file_bytes = atomic_load(&s.bytes);
-	st->direct = 1;
-	for (size_t i = 0; i < nsh; i++)
-		if (!atomic_load(&s.direct_ok[i]))
-			st->direct = 0;
+	st->direct = ftdio_all_direct(&s.files);
 	*out = b;
 	b = NULL;
 out:
-	for (size_t i = 0; s.fd_buf && i < nsh; i++) {
-		if (s.fd_buf[i] >= 0)
-			close(s.fd_buf[i]);
-		if (s.fd_direct[i] >= 0)
-			close(s.fd_direct[i]);
-	}
-	free(s.fd_buf);
-	free(s.fd_direct);
-	free(s.direct_ok);
+	ftdio_release(&s.files);
 	free(s.paths);
 	free(s.chunks);
 	free(s.iov);

@@ -10,23 +10,14 @@
 #include <unistd.h>
 
 #include "hw/cpu.h"
+#include "moe/directio.h"
 #include "moe/ftw.h"
 #include "moe/loader.h"
+#include "util/errmsg.h"
+#include "util/fsutil.h"
 #include "util/timeutil.h"
 
 #define ALIGN 4096u
-
-static int fail(char *err, size_t n, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t n, int rc, const char *fmt, ...)
-{
-	if (err && n) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, n, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
 
 int ftload_parse_mode(const char *s, enum ftload_mode *out)
 {
@@ -40,22 +31,6 @@ int ftload_parse_mode(const char *s, enum ftload_mode *out)
 		*out = FTLOAD_PARALLEL;
 	else
 		return -EINVAL;
-	return 0;
-}
-
-int ftload_pread_full(int fd, void *buf, size_t n, uint64_t off)
-{
-	char *p = buf;
-	while (n) {
-		ssize_t r = pread(fd, p, n, (off_t)off);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			return -EIO;
-		p += r, n -= (size_t)r, off += (uint64_t)r;
-	}
 	return 0;
 }
 
@@ -79,15 +54,15 @@ enum ftload_mode ftload_choose(const struct ftst_model *m, uint64_t avail, char 
 			largest = m->files[i].size;
 	}
 	if (!ftload_experts_scattered(m)) {
-		fail(why, n, 0, "experts are packed (mean expert tensor >= 16 MiB): serial reads saturate");
+		fterr_set(why, n, 0, "experts are packed (mean expert tensor >= 16 MiB): serial reads saturate");
 		return FTLOAD_SERIAL;
 	}
 	if (avail <= sum + largest) {
-		fail(why, n, 0, "experts scattered but MemAvailable %.1f GiB <= shards %.1f GiB + largest %.1f GiB",
+		fterr_set(why, n, 0, "experts scattered but MemAvailable %.1f GiB <= shards %.1f GiB + largest %.1f GiB",
 		     avail / 1073741824.0, sum / 1073741824.0, largest / 1073741824.0);
 		return FTLOAD_SERIAL;
 	}
-	fail(why, n, 0, "experts scattered and MemAvailable %.1f GiB > shards + largest shard (%.1f GiB)",
+	fterr_set(why, n, 0, "experts scattered and MemAvailable %.1f GiB > shards + largest shard (%.1f GiB)",
 	     avail / 1073741824.0, (sum + largest) / 1073741824.0);
 	return FTLOAD_PARALLEL;
 }
@@ -96,7 +71,7 @@ static int alloc_for_plan(const struct ftbanks_plan *p, struct ftbanks **out, ch
 {
 	int rc = ftbanks_alloc(p->fmt, p->H, p->I, p->E, p->L, p->layer_ids, out);
 	if (rc < 0)
-		return fail(err, errlen, rc, "allocating %.2f GiB of banks: %s",
+		return fterr_set(err, errlen, rc, "allocating %.2f GiB of banks: %s",
 			    (double)ftfmt_expert_bytes(p->fmt, p->H, p->I) * (double)p->E * (double)p->L / 1073741824.0,
 			    strerror(-rc));
 	return 0;
@@ -119,7 +94,7 @@ static int load_serial(const struct ftbanks_plan *p, const struct ftload_opts *o
 			cur = pc->file;
 			fd = open(m->files[cur].path, O_RDONLY | O_CLOEXEC);
 			if (fd < 0) {
-				rc = fail(err, errlen, -errno, "%s: %s", m->files[cur].path, strerror(errno));
+				rc = fterr_set(err, errlen, -errno, "%s: %s", m->files[cur].path, strerror(errno));
 				goto out;
 			}
 		}
@@ -137,8 +112,8 @@ static int load_serial(const struct ftbanks_plan *p, const struct ftload_opts *o
 			}
 			dst = tmp;
 		}
-		if ((rc = ftload_pread_full(fd, dst, pc->len, pc->src_off)) < 0) {
-			rc = fail(err, errlen, rc, "%s: reading '%s': %s", m->files[cur].path, pc->t->name, strerror(-rc));
+		if ((rc = ftfs_pread_full(fd, dst, pc->len, (off_t)pc->src_off)) < 0) {
+			rc = fterr_set(err, errlen, rc, "%s: reading '%s': %s", m->files[cur].path, pc->t->name, strerror(-rc));
 			goto out;
 		}
 		if (pc->transpose)
@@ -170,14 +145,12 @@ struct par {
 	struct chunk *chunks;
 	size_t nchunks;
 	size_t chunk_bytes;
-	int *fd_direct, *fd_buf;
-	atomic_int *direct_ok;       /* per file */
+	struct ftdio_files files;     /* per checkpoint file */
 	atomic_size_t next, done;
 	atomic_uint_least64_t bytes;
 	atomic_int err_rc;
 	pthread_mutex_t err_lock;
 	char err[512];
-	int fake_einval; /* test hook FTLOAD_TEST_EINVAL=1: O_DIRECT reads "fail" with EINVAL */
 };
 
 static void par_fail(struct par *s, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -232,13 +205,10 @@ static void *par_worker(void *arg)
 			break;
 		const struct chunk *c = &s->chunks[i];
 		uint64_t got = 0;
-		int rc = -EINVAL;
-		if (atomic_load(&s->direct_ok[c->file]) && !s->fake_einval)
-			rc = read_chunk(s->fd_direct[c->file], buf, c->len, c->off, &got);
-		if (rc == -EINVAL) {
-			atomic_store(&s->direct_ok[c->file], 0);
-			rc = read_chunk(s->fd_buf[c->file], buf, c->len, c->off, &got);
-		}
+		int fd = ftdio_fd(&s->files, c->file);
+		int rc = read_chunk(fd, buf, c->len, c->off, &got);
+		if (ftdio_retry(&s->files, c->file, fd, rc))
+			rc = read_chunk(ftdio_fd(&s->files, c->file), buf, c->len, c->off, &got);
 		if (rc < 0) {
 			par_fail(s, rc, "%s: read at %llu: %s", m->files[c->file].path, (unsigned long long)c->off,
 				 strerror(-rc));
@@ -291,16 +261,8 @@ static int load_parallel(const struct ftbanks_plan *p, const struct ftload_opts 
 	int rc = 0, workers = o->workers > 0 ? o->workers : FTLOAD_DEFAULT_WORKERS;
 	s.chunk_bytes = o->chunk_bytes ? (o->chunk_bytes + ALIGN - 1) / ALIGN * ALIGN : FTLOAD_DEFAULT_CHUNK;
 	pthread_mutex_init(&s.err_lock, NULL);
-	s.fake_einval = getenv("FTLOAD_TEST_EINVAL") && !strcmp(getenv("FTLOAD_TEST_EINVAL"), "1");
-	s.fd_direct = malloc(sizeof(int) * m->nfiles);
-	s.fd_buf = malloc(sizeof(int) * m->nfiles);
-	s.direct_ok = malloc(sizeof(atomic_int) * m->nfiles);
-	if (!s.fd_direct || !s.fd_buf || !s.direct_ok) {
-		rc = -ENOMEM;
+	if ((rc = ftdio_init(&s.files, m->nfiles)) < 0)
 		goto out;
-	}
-	for (size_t f = 0; f < m->nfiles; f++)
-		s.fd_direct[f] = s.fd_buf[f] = -1;
 	/* Spans of expert bytes per file, cut into aligned chunks. */
 	for (size_t i = 0; i < p->npieces;) {
 		int f = p->pieces[i].file;
@@ -331,14 +293,9 @@ static int load_parallel(const struct ftbanks_plan *p, const struct ftload_opts 
 			a = p->pieces[j].src_off / ALIGN * ALIGN;
 			e = p->pieces[j].src_off + p->pieces[j].len;
 		}
-		if (s.fd_buf[f] < 0) {
-			s.fd_buf[f] = open(m->files[f].path, O_RDONLY | O_CLOEXEC);
-			if (s.fd_buf[f] < 0) {
-				rc = fail(err, errlen, -errno, "%s: %s", m->files[f].path, strerror(errno));
-				goto out;
-			}
-			s.fd_direct[f] = open(m->files[f].path, O_RDONLY | O_CLOEXEC | O_DIRECT);
-			atomic_init(&s.direct_ok[f], s.fd_direct[f] >= 0);
+		if ((rc = ftdio_open(&s.files, (size_t)f, m->files[f].path)) < 0) {
+			fterr_set(err, errlen, rc, "%s: %s", m->files[f].path, strerror(-rc));
+			goto out;
 		}
 		i = j;
 	}
@@ -369,24 +326,13 @@ static int load_parallel(const struct ftbanks_plan *p, const struct ftload_opts 
 	if (o->rep && !atomic_load(&s.err_rc))
 		ftreport_progress(o->rep, 1000, 1000, "parallel");
 	if ((rc = atomic_load(&s.err_rc)) < 0) {
-		fail(err, errlen, rc, "%s", s.err);
+		fterr_set(err, errlen, rc, "%s", s.err);
 		goto out;
 	}
 	st->file_bytes = atomic_load(&s.bytes);
-	st->direct = 1;
-	for (size_t f = 0; f < m->nfiles; f++)
-		if (s.fd_buf[f] >= 0 && !atomic_load(&s.direct_ok[f]))
-			st->direct = 0;
+	st->direct = ftdio_all_direct(&s.files);
 out:
-	for (size_t f = 0; s.fd_buf && f < m->nfiles; f++) {
-		if (s.fd_buf[f] >= 0)
-			close(s.fd_buf[f]);
-		if (s.fd_direct[f] >= 0)
-			close(s.fd_direct[f]);
-	}
-	free(s.fd_direct);
-	free(s.fd_buf);
-	free(s.direct_ok);
+	ftdio_release(&s.files);
 	free(s.chunks);
 	pthread_mutex_destroy(&s.err_lock);
 	return rc;

@@ -61,7 +61,4 @@ int ftload_plan(const struct ftbanks_plan *p, const struct ftload_opts *o, struc
 /* Open dir (FTW directory or safetensors checkpoint with config.json), discover and load. */
 int ftload_model(const char *dir, const struct ftload_opts *o, struct ftbanks **out, struct ftload_stats *st,
 		 char *err, size_t errlen);
-
-/* Read exactly n bytes at off (retrying on EINTR / short reads). 0, -EIO at EOF, or -errno. */
-int ftload_pread_full(int fd, void *buf, size_t n, uint64_t off);
 #endif

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 #include <unistd.h>
 
 #include "moe/safetensors.h"
+#include "util/errmsg.h"
 #include "util/fsutil.h"
 
 static const struct {
@@ -43,18 +43,6 @@ int ftst_dtype_lookup(const char *name, enum ftst_dtype *out)
 			return 0;
 		}
 	return -EINVAL;
-}
-
-static int fail(char *err, size_t n, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t n, int rc, const char *fmt, ...)
-{
-	if (err && n) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, n, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
 }
 
 long ftst_utf8_invalid_at(const char *str, size_t n)
@@ -144,53 +132,53 @@ static int parse_tensor(const char *name, json_t *v, uint64_t data_len, struct f
 			char *err, size_t errlen)
 {
 	if (!json_is_object(v))
-		return fail(err, errlen, -EINVAL, "tensor '%s': entry is not an object", name);
+		return fterr_set(err, errlen, -EINVAL, "tensor '%s': entry is not an object", name);
 	const char *key;
 	json_t *val;
 	json_object_foreach(v, key, val) {
 		if (strcmp(key, "dtype") && strcmp(key, "shape") && strcmp(key, "data_offsets"))
-			return fail(err, errlen, -EINVAL, "tensor '%s': unknown key '%.64s'", name, key);
+			return fterr_set(err, errlen, -EINVAL, "tensor '%s': unknown key '%.64s'", name, key);
 	}
 	json_t *jd = json_object_get(v, "dtype"), *js = json_object_get(v, "shape"),
 	       *jo = json_object_get(v, "data_offsets");
 	if (!json_is_string(jd))
-		return fail(err, errlen, -EINVAL, "tensor '%s': dtype missing or not a string", name);
+		return fterr_set(err, errlen, -EINVAL, "tensor '%s': dtype missing or not a string", name);
 	if (ftst_dtype_lookup(json_string_value(jd), &t->dtype) < 0)
-		return fail(err, errlen, -EINVAL, "tensor '%s': unknown dtype '%.32s'", name,
+		return fterr_set(err, errlen, -EINVAL, "tensor '%s': unknown dtype '%.32s'", name,
 			    json_string_value(jd));
 	if (!json_is_array(js))
-		return fail(err, errlen, -EINVAL, "tensor '%s': shape missing or not an array", name);
+		return fterr_set(err, errlen, -EINVAL, "tensor '%s': shape missing or not an array", name);
 	size_t nd = json_array_size(js);
 	if (nd > FTST_MAX_DIMS)
-		return fail(err, errlen, -EINVAL, "tensor '%s': %zu dimensions (at most %d)", name, nd,
+		return fterr_set(err, errlen, -EINVAL, "tensor '%s': %zu dimensions (at most %d)", name, nd,
 			    FTST_MAX_DIMS);
 	t->ndim = (int)nd;
 	uint64_t elems = 1;
 	for (size_t i = 0; i < nd; i++) {
 		json_t *d = json_array_get(js, i);
 		if (!json_is_integer(d) || json_integer_value(d) < 0)
-			return fail(err, errlen, -EINVAL, "tensor '%s': shape[%zu] is not a non-negative integer",
+			return fterr_set(err, errlen, -EINVAL, "tensor '%s': shape[%zu] is not a non-negative integer",
 				    name, i);
 		uint64_t x = (uint64_t)json_integer_value(d);
 		t->shape[i] = (int64_t)x;
 		if (x && elems > UINT64_MAX / x)
-			return fail(err, errlen, -EINVAL, "tensor '%s': shape overflows", name);
+			return fterr_set(err, errlen, -EINVAL, "tensor '%s': shape overflows", name);
 		elems *= x;
 	}
 	if (!json_is_array(jo) || json_array_size(jo) != 2 || !json_is_integer(json_array_get(jo, 0)) ||
 	    !json_is_integer(json_array_get(jo, 1)))
-		return fail(err, errlen, -EINVAL, "tensor '%s': data_offsets is not [begin, end]", name);
+		return fterr_set(err, errlen, -EINVAL, "tensor '%s': data_offsets is not [begin, end]", name);
 	json_int_t b = json_integer_value(json_array_get(jo, 0)), e = json_integer_value(json_array_get(jo, 1));
 	if (b < 0 || e < b)
-		return fail(err, errlen, -EINVAL, "tensor '%s': data_offsets [%lld, %lld] is not an increasing pair",
+		return fterr_set(err, errlen, -EINVAL, "tensor '%s': data_offsets [%lld, %lld] is not an increasing pair",
 			    name, (long long)b, (long long)e);
 	if ((uint64_t)e > data_len)
-		return fail(err, errlen, -EINVAL,
+		return fterr_set(err, errlen, -EINVAL,
 			    "tensor '%s': data_offsets end %lld is past the end of the data (%llu bytes)", name,
 			    (long long)e, (unsigned long long)data_len);
 	size_t es = ftst_dtype_size(t->dtype);
 	if (elems > UINT64_MAX / es || elems * es != (uint64_t)(e - b))
-		return fail(err, errlen, -EINVAL,
+		return fterr_set(err, errlen, -EINVAL,
 			    "tensor '%s': %lld bytes in data_offsets but shape x %s needs %llu", name,
 			    (long long)(e - b), ftst_dtype_name(t->dtype),
 			    elems > UINT64_MAX / es ? 0ULL : (unsigned long long)(elems * es));
@@ -204,28 +192,28 @@ int ftst_parse_header(const char *hdr, size_t len, uint64_t file_size, struct ft
 {
 	memset(out, 0, sizeof *out);
 	if (len < 2)
-		return fail(err, errlen, -EINVAL, "header length %zu is too short for a JSON object", len);
+		return fterr_set(err, errlen, -EINVAL, "header length %zu is too short for a JSON object", len);
 	if (len > FTST_MAX_HEADER)
-		return fail(err, errlen, -EINVAL, "header length %zu is over the %u-byte cap", len, FTST_MAX_HEADER);
+		return fterr_set(err, errlen, -EINVAL, "header length %zu is over the %u-byte cap", len, FTST_MAX_HEADER);
 	if (file_size < 8 || len > file_size - 8)
-		return fail(err, errlen, -EINVAL, "header length %zu runs past the end of the file (%llu bytes)",
+		return fterr_set(err, errlen, -EINVAL, "header length %zu runs past the end of the file (%llu bytes)",
 			    len, (unsigned long long)file_size);
 	long bad = ftst_utf8_invalid_at(hdr, len);
 	if (bad >= 0)
-		return fail(err, errlen, -EINVAL, "header is not valid UTF-8 (byte %ld)", bad);
+		return fterr_set(err, errlen, -EINVAL, "header is not valid UTF-8 (byte %ld)", bad);
 	if (memchr(hdr, '\0', len))
-		return fail(err, errlen, -EINVAL, "header contains a NUL byte");
+		return fterr_set(err, errlen, -EINVAL, "header contains a NUL byte");
 	size_t where = 0;
 	if (json_depth(hdr, len, FTST_MAX_DEPTH, &where) < 0)
-		return fail(err, errlen, -EINVAL, "header JSON nests deeper than %d levels (byte %zu)",
+		return fterr_set(err, errlen, -EINVAL, "header JSON nests deeper than %d levels (byte %zu)",
 			    FTST_MAX_DEPTH, where);
 	json_error_t je;
 	json_t *root = json_loadb(hdr, len, JSON_REJECT_DUPLICATES, &je);
 	if (!root)
-		return fail(err, errlen, -EINVAL, "header is not valid JSON: %s (byte %d)", je.text, je.position);
+		return fterr_set(err, errlen, -EINVAL, "header is not valid JSON: %s (byte %d)", je.text, je.position);
 	int rc = 0;
 	if (!json_is_object(root)) {
-		rc = fail(err, errlen, -EINVAL, "header is not a JSON object");
+		rc = fterr_set(err, errlen, -EINVAL, "header is not a JSON object");
 		goto out;
 	}
 	uint64_t data_start = 8 + (uint64_t)len, data_len = file_size - data_start;
@@ -242,12 +230,12 @@ int ftst_parse_header(const char *hdr, size_t len, uint64_t file_size, struct ft
 			const char *mk;
 			json_t *mv;
 			if (!json_is_object(v)) {
-				rc = fail(err, errlen, -EINVAL, "__metadata__ is not an object");
+				rc = fterr_set(err, errlen, -EINVAL, "__metadata__ is not an object");
 				goto out;
 			}
 			json_object_foreach(v, mk, mv) {
 				if (!json_is_string(mv)) {
-					rc = fail(err, errlen, -EINVAL, "__metadata__['%.64s'] is not a string", mk);
+					rc = fterr_set(err, errlen, -EINVAL, "__metadata__['%.64s'] is not a string", mk);
 					goto out;
 				}
 			}
@@ -255,7 +243,7 @@ int ftst_parse_header(const char *hdr, size_t len, uint64_t file_size, struct ft
 		}
 		size_t kl = strlen(key);
 		if (kl == 0 || kl > FTST_MAX_NAME) {
-			rc = fail(err, errlen, -EINVAL, "tensor name of %zu bytes (1..%d allowed)", kl, FTST_MAX_NAME);
+			rc = fterr_set(err, errlen, -EINVAL, "tensor name of %zu bytes (1..%d allowed)", kl, FTST_MAX_NAME);
 			goto out;
 		}
 		struct ftst_tensor *t = &out->tensors[out->ntensors];
@@ -273,7 +261,7 @@ int ftst_parse_header(const char *hdr, size_t len, uint64_t file_size, struct ft
 	for (size_t i = 1; i < out->ntensors; i++) {
 		const struct ftst_tensor *a = &out->tensors[i - 1], *b = &out->tensors[i];
 		if (b->offset < a->offset + a->nbytes) {
-			rc = fail(err, errlen, -EINVAL, "tensors '%s' and '%s' overlap (bytes %llu..%llu and %llu..%llu)",
+			rc = fterr_set(err, errlen, -EINVAL, "tensors '%s' and '%s' overlap (bytes %llu..%llu and %llu..%llu)",
 				  a->name, b->name, (unsigned long long)a->offset,
 				  (unsigned long long)(a->offset + a->nbytes), (unsigned long long)b->offset,
 				  (unsigned long long)(b->offset + b->nbytes));
@@ -291,54 +279,38 @@ out:
 	return rc;
 }
 
-static int pread_full(int fd, void *buf, size_t n, off_t off)
-{
-	char *p = buf;
-	while (n) {
-		ssize_t r = pread(fd, p, n, off);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			return -EIO;
-		p += r, n -= (size_t)r, off += r;
-	}
-	return 0;
-}
-
 int ftst_file_open(const char *path, struct ftst_file *out, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof *out);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
+		return fterr_set(err, errlen, -errno, "%s: %s", path, strerror(errno));
 	int rc;
 	char *hdr = NULL;
 	struct stat st;
 	unsigned char lenb[8];
 	if (fstat(fd, &st) < 0) {
-		rc = fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
+		rc = fterr_set(err, errlen, -errno, "%s: %s", path, strerror(errno));
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		rc = fail(err, errlen, -EINVAL, "%s: not a regular file", path);
+		rc = fterr_set(err, errlen, -EINVAL, "%s: not a regular file", path);
 		goto out;
 	}
 	if (st.st_size < 8) {
-		rc = fail(err, errlen, -EINVAL, "%s: %lld bytes, too short for a safetensors file", path,
+		rc = fterr_set(err, errlen, -EINVAL, "%s: %lld bytes, too short for a safetensors file", path,
 			  (long long)st.st_size);
 		goto out;
 	}
-	if ((rc = pread_full(fd, lenb, 8, 0)) < 0) {
-		rc = fail(err, errlen, rc, "%s: reading the header length: %s", path, strerror(-rc));
+	if ((rc = ftfs_pread_full(fd, lenb, 8, 0)) < 0) {
+		rc = fterr_set(err, errlen, rc, "%s: reading the header length: %s", path, strerror(-rc));
 		goto out;
 	}
 	uint64_t hl = 0;
 	for (int i = 7; i >= 0; i--)
 		hl = (hl << 8) | lenb[i];
 	if (hl > FTST_MAX_HEADER || hl > (uint64_t)st.st_size - 8) {
-		rc = fail(err, errlen, -EINVAL, "%s: header length %llu is %s", path, (unsigned long long)hl,
+		rc = fterr_set(err, errlen, -EINVAL, "%s: header length %llu is %s", path, (unsigned long long)hl,
 			  hl > FTST_MAX_HEADER ? "over the 100 MB cap" : "past the end of the file");
 		goto out;
 	}
@@ -347,14 +319,14 @@ int ftst_file_open(const char *path, struct ftst_file *out, char *err, size_t er
 		rc = -ENOMEM;
 		goto out;
 	}
-	if ((rc = pread_full(fd, hdr, hl, 8)) < 0) {
-		rc = fail(err, errlen, rc, "%s: reading the header: %s", path, strerror(-rc));
+	if ((rc = ftfs_pread_full(fd, hdr, hl, 8)) < 0) {
+		rc = fterr_set(err, errlen, rc, "%s: reading the header: %s", path, strerror(-rc));
 		goto out;
 	}
 	char e2[512];
 	rc = ftst_parse_header(hdr, hl, (uint64_t)st.st_size, out, e2, sizeof e2);
 	if (rc < 0) {
-		fail(err, errlen, rc, "%s: %s", path, e2);
+		fterr_set(err, errlen, rc, "%s: %s", path, e2);
 		goto out;
 	}
 	out->path = strdup(path);
@@ -415,25 +387,25 @@ static int read_index(const char *dir, json_t **wm_out, char ***names, size_t *n
 	size_t len;
 	int rc = ftfs_read_file(path, 64u << 20, &buf, &len);
 	if (rc < 0)
-		return rc == -ENOENT ? rc : fail(err, errlen, rc, "%s: %s", path, strerror(-rc));
+		return rc == -ENOENT ? rc : fterr_set(err, errlen, rc, "%s: %s", path, strerror(-rc));
 	if (ftst_utf8_invalid_at(buf, len) >= 0) {
 		free(buf);
-		return fail(err, errlen, -EINVAL, "%s: not valid UTF-8", path);
+		return fterr_set(err, errlen, -EINVAL, "%s: not valid UTF-8", path);
 	}
 	size_t where;
 	if (json_depth(buf, len, 4, &where) < 0) {
 		free(buf);
-		return fail(err, errlen, -EINVAL, "%s: JSON nests too deep (byte %zu)", path, where);
+		return fterr_set(err, errlen, -EINVAL, "%s: JSON nests too deep (byte %zu)", path, where);
 	}
 	json_error_t je;
 	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
 	free(buf);
 	if (!root)
-		return fail(err, errlen, -EINVAL, "%s: %s (line %d)", path, je.text, je.line);
+		return fterr_set(err, errlen, -EINVAL, "%s: %s (line %d)", path, je.text, je.line);
 	json_t *wm = json_object_get(root, "weight_map");
 	if (!json_is_object(wm) || json_object_size(wm) == 0) {
 		json_decref(root);
-		return fail(err, errlen, -EINVAL, "%s: no weight_map object", path);
+		return fterr_set(err, errlen, -EINVAL, "%s: no weight_map object", path);
 	}
 	size_t cap = json_object_size(wm), k = 0;
 	char **v = calloc(cap, sizeof *v);
@@ -446,7 +418,7 @@ static int read_index(const char *dir, json_t **wm_out, char ***names, size_t *n
 	json_object_foreach(wm, key, val) {
 		if (!json_is_string(val) || !valid_shard_name(json_string_value(val))) {
 			free(v);
-			rc = fail(err, errlen, -EINVAL, "%s: weight_map['%.128s'] is not a plain file name", path, key);
+			rc = fterr_set(err, errlen, -EINVAL, "%s: weight_map['%.128s'] is not a plain file name", path, key);
 			json_decref(root);
 			return rc;
 		}
@@ -472,7 +444,7 @@ static int list_dir_shards(const char *dir, char ***names, size_t *n, char *err,
 {
 	DIR *d = opendir(dir);
 	if (!d)
-		return fail(err, errlen, -errno, "%s: %s", dir, strerror(errno));
+		return fterr_set(err, errlen, -errno, "%s: %s", dir, strerror(errno));
 	size_t cap = 16, k = 0;
 	char **v = malloc(cap * sizeof *v);
 	struct dirent *de;
@@ -503,7 +475,7 @@ static int list_dir_shards(const char *dir, char ***names, size_t *n, char *err,
 	}
 	if (k == 0) {
 		free(v);
-		return fail(err, errlen, -ENOENT, "%s: no model.safetensors.index.json and no *.safetensors files", dir);
+		return fterr_set(err, errlen, -ENOENT, "%s: no model.safetensors.index.json and no *.safetensors files", dir);
 	}
 	qsort(v, k, sizeof *v, cmp_str);
 	*names = v;
@@ -536,7 +508,7 @@ int ftst_model_open(const char *dir, struct ftst_model **out, char *err, size_t 
 	for (size_t i = 0; i < nn; i++) {
 		char path[4096];
 		if (snprintf(path, sizeof path, "%s/%s", dir, names[i]) >= (int)sizeof path) {
-			rc = fail(err, errlen, -ENAMETOOLONG, "%s/%s: path too long", dir, names[i]);
+			rc = fterr_set(err, errlen, -ENAMETOOLONG, "%s/%s: path too long", dir, names[i]);
 			goto out;
 		}
 		rc = ftst_file_open(path, &m->files[i], err, errlen);
@@ -558,7 +530,7 @@ int ftst_model_open(const char *dir, struct ftst_model **out, char *err, size_t 
 	qsort(m->by_name, m->ntensors, sizeof *m->by_name, cmp_name);
 	for (size_t i = 1; i < m->ntensors; i++)
 		if (!strcmp(m->by_name[i - 1]->name, m->by_name[i]->name)) {
-			rc = fail(err, errlen, -EINVAL, "tensor '%s' is in both %s and %s", m->by_name[i]->name,
+			rc = fterr_set(err, errlen, -EINVAL, "tensor '%s' is in both %s and %s", m->by_name[i]->name,
 				  names[m->by_name[i - 1]->file], names[m->by_name[i]->file]);
 			goto out;
 		}
@@ -568,12 +540,12 @@ int ftst_model_open(const char *dir, struct ftst_model **out, char *err, size_t 
 		json_object_foreach(wm, key, val) {
 			const struct ftst_tensor *t = ftst_model_find(m, key);
 			if (!t) {
-				rc = fail(err, errlen, -EINVAL, "index puts '%.200s' in %s but that shard does not hold it",
+				rc = fterr_set(err, errlen, -EINVAL, "index puts '%.200s' in %s but that shard does not hold it",
 					  key, json_string_value(val));
 				goto out;
 			}
 			if (strcmp(names[t->file], json_string_value(val))) {
-				rc = fail(err, errlen, -EINVAL, "index puts '%.200s' in %s but it is in %s", key,
+				rc = fterr_set(err, errlen, -EINVAL, "index puts '%.200s' in %s but it is in %s", key,
 					  json_string_value(val), names[t->file]);
 				goto out;
 			}

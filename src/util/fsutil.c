@@ -25,6 +25,22 @@ int ftfs_write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+int ftfs_pread_full(int fd, void *buf, size_t n, off_t off)
+{
+	char *p = buf;
+	while (n) {
+		ssize_t r = pread(fd, p, n, off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -EIO;
+		p += r, n -= (size_t)r, off += r;
+	}
+	return 0;
+}
+
 void ftfs_dirname(const char *path, char *dir, size_t n)
 {
 	const char *slash = strrchr(path, '/');

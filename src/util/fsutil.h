@@ -19,6 +19,10 @@ int ftfs_read_file(const char *path, size_t max, char **out, size_t *len);
 /* Write all of buf to fd, retrying on EINTR and short writes. */
 int ftfs_write_all(int fd, const void *buf, size_t len);
 
+/* Read exactly n bytes at offset off (retrying on EINTR and short reads): 0, -EIO when the file
+ * ends first, or -errno. */
+int ftfs_pread_full(int fd, void *buf, size_t n, off_t off);
+
 /* Directory part of path copied into dir (size n); "." when path has no slash. */
 void ftfs_dirname(const char *path, char *dir, size_t n);
 #endif

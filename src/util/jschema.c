@@ -37,34 +37,38 @@ static const char *type_name(const json_t *j)
 	return "?";
 }
 
-static int fail(struct vctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(struct vctx *c, const char *fmt, ...)
+/* Record the first error: "<path>: <what>" (rc -EINVAL: the instance is invalid) or
+ * "schema (at <path>): <what>" (rc -ENOTSUP: the schema uses what this validator lacks). */
+static int vfail(struct vctx *c, int rc, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
+static int vfail(struct vctx *c, int rc, const char *fmt, va_list ap)
 {
 	char what[512];
-	va_list ap;
-	va_start(ap, fmt);
 	vsnprintf(what, sizeof what, fmt, ap);
-	va_end(ap);
-	if (snprintf(c->msg, sizeof c->msg, "%s: %s", c->path, what) < 0)
+	if (snprintf(c->msg, sizeof c->msg, rc == -ENOTSUP ? "schema (at %s): %s" : "%s: %s", c->path, what) < 0)
 		c->msg[0] = '\0';
 	c->msg_plen = c->plen;
 	c->msg_is_type = 0;
-	return -EINVAL;
+	return rc;
+}
+
+static int fail(struct vctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(struct vctx *c, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = vfail(c, -EINVAL, fmt, ap);
+	va_end(ap);
+	return rc;
 }
 
 static int schema_fail(struct vctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int schema_fail(struct vctx *c, const char *fmt, ...)
 {
-	char what[512];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(what, sizeof what, fmt, ap);
+	int rc = vfail(c, -ENOTSUP, fmt, ap);
 	va_end(ap);
-	if (snprintf(c->msg, sizeof c->msg, "schema (at %s): %s", c->path, what) < 0)
-		c->msg[0] = '\0';
-	c->msg_plen = c->plen;
-	c->msg_is_type = 0;
-	return -ENOTSUP;
+	return rc;
 }
 
 /* Append ".key" or "[i]" to the path; returns the old length to restore. */

@@ -59,7 +59,7 @@ static uint8_t *read_tensor(const struct ftst_model *m, const char *name, uint64
 	uint8_t *b = malloc(t->nbytes);
 	int fd = open(m->files[t->file].path, O_RDONLY);
 	assert_true(fd >= 0);
-	assert_int_equal(ftload_pread_full(fd, b, t->nbytes, t->offset), 0);
+	assert_int_equal(ftfs_pread_full(fd, b, t->nbytes, (off_t)t->offset), 0);
 	close(fd);
 	*n = t->nbytes;
 	return b;

@@ -1,0 +1,82 @@
+/* directio: see directio.h. */
+#include "moe/directio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int ftdio_init(struct ftdio_files *f, size_t n)
+{
+	const char *fake = getenv("FTLOAD_TEST_EINVAL");
+	*f = (struct ftdio_files){.n = n, .fake_einval = fake && !strcmp(fake, "1")};
+	f->fd_direct = malloc(sizeof(int) * (n ? n : 1));
+	f->fd_buf = malloc(sizeof(int) * (n ? n : 1));
+	f->direct_ok = malloc(sizeof(atomic_int) * (n ? n : 1));
+	if (!f->fd_direct || !f->fd_buf || !f->direct_ok) {
+		f->n = 0; /* nothing to close */
+		ftdio_release(f);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		f->fd_direct[i] = f->fd_buf[i] = -1;
+		atomic_init(&f->direct_ok[i], 0);
+	}
+	return 0;
+}
+
+int ftdio_open(struct ftdio_files *f, size_t i, const char *path)
+{
+	if (f->fd_buf[i] >= 0)
+		return 0;
+	f->fd_buf[i] = open(path, O_RDONLY | O_CLOEXEC);
+	if (f->fd_buf[i] < 0)
+		return -errno;
+	f->fd_direct[i] = open(path, O_RDONLY | O_CLOEXEC | O_DIRECT);
+	atomic_store(&f->direct_ok[i], f->fd_direct[i] >= 0);
+	return 0;
+}
+
+int ftdio_fd(struct ftdio_files *f, size_t i)
+{
+	if (!atomic_load(&f->direct_ok[i]))
+		return f->fd_buf[i];
+	if (f->fake_einval) {
+		atomic_store(&f->direct_ok[i], 0);
+		return f->fd_buf[i];
+	}
+	return f->fd_direct[i];
+}
+
+int ftdio_retry(struct ftdio_files *f, size_t i, int fd, int rc)
+{
+	if (rc != -EINVAL || fd != f->fd_direct[i] || fd < 0)
+		return 0;
+	atomic_store(&f->direct_ok[i], 0);
+	return 1;
+}
+
+int ftdio_all_direct(const struct ftdio_files *f)
+{
+	for (size_t i = 0; i < f->n; i++)
+		if (f->fd_buf[i] >= 0 && !atomic_load(&f->direct_ok[i]))
+			return 0;
+	return 1;
+}
+
+void ftdio_release(struct ftdio_files *f)
+{
+	if (!f)
+		return;
+	for (size_t i = 0; f->fd_buf && f->fd_direct && i < f->n; i++) {
+		if (f->fd_buf[i] >= 0)
+			close(f->fd_buf[i]);
+		if (f->fd_direct[i] >= 0)
+			close(f->fd_direct[i]);
+	}
+	free(f->fd_direct);
+	free(f->fd_buf);
+	free((void *)f->direct_ok);
+	*f = (struct ftdio_files){0};
+}
