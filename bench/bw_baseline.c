@@ -12,6 +12,11 @@
  *    cpu_read_phase_medians each phase's median in order.
  *  - PCIe: one large pinned cudaMemcpy each way (1 GiB by default), timed with CUDA events,
  *    2 warm-ups then 10 timed copies.
+ *  - Same conditions: the host's rate drifts between the runs above and bw's, so the two loops are
+ *    also compared side by side: AB_PAIRS pairs of one pass of this loop (its own threads and
+ *    buffer) and one pass of the product's ceiling loop (src/bench/cpu_read, ftcread_pass),
+ *    alternating which goes first; "ab" gives both spreads and the median of the per-pair
+ *    ratios ceiling/independent (bench/bw_check.py wants >= 0.99).
  * Prints one JSON object: {"cpu_read_gbs":{median,min,max,samples},"cpu_read_all_gbs":{...},
  * "cpu_read_phase_medians":[...],"threads":n,
  * "h2d_gbs":{...},"d2h_gbs":{...}} (PCIe parts null without a GPU). */
@@ -24,7 +29,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/cpu_read.h"
 #include "hw/cpu.h"
+#include "moe/cpu/pool.h"
 #include "util/stats.h"
 
 #ifdef FT_HAVE_CUDA
@@ -151,6 +158,106 @@ static json_t *cpu_baseline(int *threads_out, json_t **all_out, json_t **phases_
 	return ftstat_json(&st);
 }
 
+#define AB_PAIRS 12
+
+struct ab {
+	char *buf;
+	size_t slice;
+	pthread_barrier_t start, end;
+	volatile int quit;
+	volatile double sink;
+};
+
+struct ab_worker {
+	struct ab *s;
+	int tid, cpu;
+};
+
+static void *ab_main(void *arg)
+{
+	struct ab_worker *w = arg;
+	struct ab *s = w->s;
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(w->cpu, &set);
+	pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+	char *p = s->buf + (size_t)w->tid * s->slice;
+	for (size_t i = 0; i < s->slice; i += 8)
+		*(uint64_t *)(p + i) = 0x0101010101010101ull * (uint64_t)((i >> 12) % 251 + 3);
+	double acc = 0;
+	for (;;) {
+		pthread_barrier_wait(&s->start);
+		if (s->quit)
+			break;
+		acc += read_slice(p, s->slice);
+		pthread_barrier_wait(&s->end);
+	}
+	s->sink += acc;
+	return NULL;
+}
+
+/* The two loops alternated under the same conditions (see the header). */
+static json_t *ab_compare(void)
+{
+	struct ftcpu_info ci;
+	struct ftpool *pool = NULL;
+	struct ftcread *r = NULL;
+	json_t *out = json_null();
+	if (ftcpu_probe(&ci) < 0)
+		return out;
+	int n = ci.physical_cores < 256 ? ci.physical_cores : 256, cpus[256];
+	ftcpu_cores_near(&ci, -1, cpus, n);
+	if (ftpool_create(&ci, 0, -1, &pool) < 0)
+		goto out;
+	ftpool_pin_caller(pool);
+	if (ftcread_open(&ci, pool, 0, &r, NULL) < 0)
+		goto out;
+	struct ab s = {0};
+	s.slice = (ftcread_default_bytes(n) / (size_t)n) & ~(size_t)((2 << 20) - 1);
+	if (posix_memalign((void **)&s.buf, 2 << 20, s.slice * (size_t)n))
+		goto out;
+	pthread_barrier_init(&s.start, NULL, (unsigned)n + 1);
+	pthread_barrier_init(&s.end, NULL, (unsigned)n + 1);
+	pthread_t th[256];
+	struct ab_worker w[256];
+	for (int i = 0; i < n; i++) {
+		w[i] = (struct ab_worker){&s, i, cpus[i]};
+		pthread_create(&th[i], NULL, ab_main, &w[i]);
+	}
+	double ind[AB_PAIRS], cei[AB_PAIRS], ratio[AB_PAIRS];
+	for (int k = -1; k < AB_PAIRS; k++) { /* k = -1: warm-up pair */
+		for (int o = 0; o < 2; o++) {
+			if ((o == 0) == (k % 2 == 0)) {
+				double t0 = now();
+				pthread_barrier_wait(&s.start);
+				pthread_barrier_wait(&s.end);
+				if (k >= 0)
+					ind[k] = (double)(s.slice * (size_t)n) / (now() - t0) / 1e9;
+			} else {
+				double g = ftcread_pass(r);
+				if (k >= 0)
+					cei[k] = g;
+			}
+		}
+		if (k >= 0)
+			ratio[k] = cei[k] / ind[k];
+	}
+	s.quit = 1;
+	pthread_barrier_wait(&s.start);
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	struct ftstat si = ftstat_of(ind, AB_PAIRS), sc = ftstat_of(cei, AB_PAIRS), sr = ftstat_of(ratio, AB_PAIRS);
+	out = json_pack("{s:i,s:o,s:o,s:f,s:f,s:f}", "pairs", AB_PAIRS, "independent_gbs", ftstat_json(&si),
+			"ceiling_loop_gbs", ftstat_json(&sc), "ratio_median", sr.median, "ratio_min", sr.min,
+			"ratio_max", sr.max);
+	free(s.buf);
+out:
+	ftcread_close(r);
+	ftpool_free(pool);
+	ftcpu_release(&ci);
+	return out;
+}
+
 #ifdef FT_HAVE_CUDA
 static json_t *copy_baseline(int h2d, size_t bytes)
 {
@@ -206,6 +313,7 @@ int main(int argc, char **argv)
 	json_object_set_new(out, "cpu_read_all_gbs", all ? all : json_null());
 	json_object_set_new(out, "cpu_read_phase_medians", phases ? phases : json_null());
 	json_object_set_new(out, "threads", json_integer(threads));
+	json_object_set_new(out, "ab", ab_compare());
 	json_object_set_new(out, "copy_mib", json_integer((json_int_t)mib));
 	json_object_set_new(out, "h2d_gbs", h2d);
 	json_object_set_new(out, "d2h_gbs", d2h);
