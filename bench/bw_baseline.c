@@ -77,17 +77,23 @@ __attribute__((target("avx512f"))) static double read_slice(const char *p, size_
 	return (double)_mm512_reduce_add_epi64(a0);
 }
 
+/* Bind the calling thread to cpu and first-touch its slice with a never-zero pattern. */
+static char *pin_and_fill(int cpu, char *p, size_t n, unsigned salt)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+	for (size_t i = 0; i < n; i += 8)
+		*(uint64_t *)(p + i) = 0x0101010101010101ull * (uint64_t)((i >> 12) % 251 + salt);
+	return p;
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	struct shared *s = w->s;
-	cpu_set_t set;
-	CPU_ZERO(&set);
-	CPU_SET(w->cpu, &set);
-	pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-	char *p = s->buf + (size_t)w->tid * s->slice;
-	for (size_t i = 0; i < s->slice; i += 8)
-		*(uint64_t *)(p + i) = 0x0101010101010101ull * (uint64_t)((i >> 12) % 251 + 1);
+	char *p = pin_and_fill(w->cpu, s->buf + (size_t)w->tid * s->slice, s->slice, 1);
 	double acc = 0;
 	for (int pass = 0; pass <= TOTAL; pass++) { /* pass 0 is a warm-up */
 		if (w->tid == 0 && pass > 1 && (pass - 1) % PASSES == 0) { /* between phases */
@@ -177,13 +183,7 @@ static void *ab_main(void *arg)
 {
 	struct ab_worker *w = arg;
 	struct ab *s = w->s;
-	cpu_set_t set;
-	CPU_ZERO(&set);
-	CPU_SET(w->cpu, &set);
-	pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-	char *p = s->buf + (size_t)w->tid * s->slice;
-	for (size_t i = 0; i < s->slice; i += 8)
-		*(uint64_t *)(p + i) = 0x0101010101010101ull * (uint64_t)((i >> 12) % 251 + 3);
+	char *p = pin_and_fill(w->cpu, s->buf + (size_t)w->tid * s->slice, s->slice, 3);
 	double acc = 0;
 	for (;;) {
 		pthread_barrier_wait(&s->start);
