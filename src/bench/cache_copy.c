@@ -172,6 +172,11 @@ static int run_config(struct bench *b, int C, long bs, double rate, int repeat, 
 			t_lin[k] = sec * 1e3;
 		}
 	}
+	/* A proxy copy that was never issued or a wait that timed out makes its timings meaningless. */
+	if (ftcm_proxy_errors(b->proxy)) {
+		r = -EIO;
+		goto out;
+	}
 	/* Check: zero the planned slots, copy once more with the default path, compare. */
 	if ((e = prepare(b, n, nwarm)) || (e = ftsc_dev_ensure(&b->st, 0, b->d_ids, n, b->s)) ||
 	    (e = cudaStreamSynchronize(b->s)))
