@@ -174,6 +174,8 @@ static int run_config(struct bench *b, int C, long bs, double rate, int repeat, 
 	}
 	/* A proxy copy that was never issued or a wait that timed out makes its timings meaningless. */
 	if (ftcm_proxy_errors(b->proxy)) {
+		json_object_set_new(row, "error", json_string("proxy copy-engine path: a copy was not issued or "
+							      "its wait timed out (10 s)"));
 		r = -EIO;
 		goto out;
 	}
