@@ -59,6 +59,12 @@ const struct ftk_ops *ftk_select(int isa, enum ftfmt_id f, unsigned cpu_isa);
  * executor create (A/B runs). */
 extern int ftk_mx_seq_prefetch;
 
+/* Independent weight streams per kernel call (1 or 2): 2 walks the two halves of a call's row
+ * range (mxfp4_triton K split: of its scale blocks) interleaved, so each worker keeps two
+ * sequential streams in flight. Set from FREETOKEN_CPU_MOE_STREAMS at executor create
+ * (process-wide; A/B runs). */
+extern int ftk_streams;
+
 /* float value of every e4m3 / e8m0 byte (kern_tables.c) */
 extern const float ftk_e4m3_lut[256];
 extern const float ftk_e8m0_lut[256];
