@@ -73,14 +73,14 @@ AI void rows_dp(const uint16_t *const *rows, long K, const uint16_t *const *x, f
 	}
 }
 
-/* ftk_streams == 2: rows r0 + i and r0 + h + i (h = half the range, rounded up) together, so
- * two sequential streams are in flight per worker. */
+/* Two streams (ftk_streams 2 or 0, the default here): rows r0 + i and r0 + h + i (h = half the
+ * range, rounded up) together, so two sequential streams are in flight per worker. */
 static void rows_bf16(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
 		      float *const *ys)
 {
 	const uint16_t *const *x = (const uint16_t *const *)xs;
 	const uint16_t *w = (const uint16_t *)m->w;
-	long n = r1 - r0, h = ftk_streams >= 2 && n >= 2 ? (n + 1) / 2 : n;
+	long n = r1 - r0, h = ftk_streams != 1 && n >= 2 ? (n + 1) / 2 : n;
 	for (long i = 0; i < h; i++) {
 		const uint16_t *rows[2] = {w + (r0 + i) * m->K, w + (r0 + h + i) * m->K};
 		long ij[2] = {i, h + i};

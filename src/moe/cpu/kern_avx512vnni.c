@@ -236,7 +236,7 @@ AI void vnni_tiles(const struct ftk_mat *m, const long *rr, int nb, const uint8_
 	}
 }
 
-/* ftk_streams == 2: rows r0 + i and r0 + h + i (h = half the range, rounded up) together. */
+/* ftk_streams == 2 (default 1 here): rows r0 + i and r0 + h + i (h = half the range, rounded up) together. */
 AI void vnni_rows(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
 		  float *const *ys, const int F)
 {

@@ -134,4 +134,4 @@ const float ftk_e8m0_lut[256] = {
 	4.253529587e+37f, 8.507059173e+37f, 1.701411835e+38f, NAN,
 };
 
-int ftk_streams = 1;
+int ftk_streams = 0;
