@@ -26,8 +26,11 @@ while left; do
 	for f in ${FORMATS:-mxfp4 bf16 q4_0}; do
 		for v in $order; do
 			left || break 3
-			FREETOKEN_CPU_MOE_STREAMS=$v timeout 40 "$FTBENCH" cpu-moe --format "$f" > "$out/$f.s$v.r$r.txt" 2>&1
-			line=$(grep -E "^avx" "$out/$f.s$v.r$r.txt" | awk '{print $3, "GB/s read", $6, "=", $7, "%"}')
+			# one log file for all (the device run returns only a few files)
+			FREETOKEN_CPU_MOE_STREAMS=$v timeout 40 "$FTBENCH" cpu-moe --format "$f" > "$out/run.txt" 2>&1
+			echo "### r$r $f streams=$v" >> "$out/all.txt"
+			cat "$out/run.txt" >> "$out/all.txt"
+			line=$(grep -E "^avx" "$out/run.txt" | awk '{print $3, "GB/s read", $6, "=", $7, "%"}')
 			echo "r$r $f streams=$v: $line" >> "$sum"
 		done
 	done
