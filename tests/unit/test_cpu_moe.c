@@ -475,6 +475,73 @@ static void test_lean_step(void **s)
 	}
 }
 
+/* Two streams per kernel call (FREETOKEN_CPU_MOE_STREAMS=2, ftk_streams): every format on every
+ * tier against float64 and scalar again (run_format), K-split ranges adding up, and each row
+ * kernel bit-identical to the one-stream walk on odd and even ranges (same sums per row). */
+static void test_streams(void **s)
+{
+	ftk_streams = 2;
+	static const enum ftfmt_id fs[] = {FTFMT_BF16, FTFMT_NVFP4, FTFMT_MXFP4_TRITON, FTFMT_DS_FP4, FTFMT_Q4_0};
+	for (size_t fi = 0; fi < sizeof fs / sizeof fs[0]; fi++)
+		run_format(fs[fi]);
+	test_ksplit_ranges(s);
+	int tested = 0;
+	for (size_t fi = 0; fi < sizeof fs / sizeof fs[0]; fi++) {
+		if (fs[fi] == FTFMT_MXFP4_TRITON) /* transposed: K split, covered above */
+			continue;
+		struct banks b;
+		make_banks(&b, fs[fi]);
+		struct ftk_mat m = {b.mem[0], NULL, NULL, H, 2 * I};
+		if (fs[fi] == FTFMT_NVFP4) {
+			m.s = b.mem[1];
+			m.g = b.mem[2];
+		} else if (fs[fi] == FTFMT_DS_FP4) {
+			m.s = b.mem[1];
+		}
+		for (int t = 1; t < FTCMOE_ISA_COUNT; t++) {
+			if (!ftcmoe_isa_supported((enum ftcmoe_isa)t, ci.isa))
+				continue;
+			const struct ftk_ops *o = ftk_select(t, fs[fi], ci.isa);
+			if (!o || !o->rows)
+				continue;
+			static _Alignas(64) uint8_t xq[5][8192];
+			static float xf[5][H], y1[5][2 * I], y2[5][2 * I];
+			const void *xs[5];
+			float *p1[5], *p2[5];
+			for (int bb = 0; bb < 5; bb++) {
+				for (int k = 0; k < H; k++)
+					xf[bb][k] = (float)gauss();
+				xs[bb] = xf[bb];
+				if (o->prep) {
+					o->prep(xf[bb], H, xq[bb]);
+					xs[bb] = xq[bb];
+				}
+				p1[bb] = y1[bb];
+				p2[bb] = y2[bb];
+			}
+			static const long rg[][2] = {{0, 1}, {3, 4 + 2 * 17}, {5, 5 + 64}, {0, 2 * I}};
+			static const int nbs[] = {1, 3, 5};
+			for (size_t ri = 0; ri < sizeof rg / sizeof rg[0]; ri++)
+				for (size_t ni = 0; ni < sizeof nbs / sizeof nbs[0]; ni++) {
+					memset(y1, 0, sizeof y1);
+					memset(y2, 0, sizeof y2);
+					ftk_streams = 1;
+					o->rows(&m, rg[ri][0], rg[ri][1], nbs[ni], xs, p1);
+					ftk_streams = 2;
+					o->rows(&m, rg[ri][0], rg[ri][1], nbs[ni], xs, p2);
+					for (int bb = 0; bb < nbs[ni]; bb++)
+						for (long r = 0; r < rg[ri][1] - rg[ri][0]; r++)
+							assert_true(y1[bb][r] == y2[bb][r] && y1[bb][r] != 0.0f);
+				}
+			tested++;
+		}
+		free_banks(&b);
+	}
+	ftk_streams = 0; /* per-kernel default */
+	if (ci.isa & FTCPU_AVX512F)
+		assert_true(tested > 0);
+}
+
 static void test_tiers(void **s)
 {
 	enum ftcmoe_isa t;
@@ -566,7 +633,7 @@ int main(void)
 		cmocka_unit_test(test_bf16),   cmocka_unit_test(test_nvfp4),
 		cmocka_unit_test(test_lean_step), cmocka_unit_test(test_mxfp4),  cmocka_unit_test(test_ds_fp4),
 		cmocka_unit_test(test_q4_0),   cmocka_unit_test(test_batch32_and_duplicates),
-		cmocka_unit_test(test_ksplit_ranges),
+		cmocka_unit_test(test_ksplit_ranges), cmocka_unit_test(test_streams),
 	};
 	return cmocka_run_group_tests_name("cpu_moe", tests, setup, teardown);
 }

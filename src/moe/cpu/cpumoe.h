@@ -33,7 +33,10 @@
  * runs. mxfp4_triton's transposed banks are split along K on the avx512 tiers, one barrier per
  * round of up to max(16, max_batch) routes. At batch 1 each worker prepares its own activations
  * (two barriers per step instead of four); FREETOKEN_CPU_MOE_LEAN=0 turns that off. The pool's
- * spin waits use PAUSE unless FREETOKEN_CPU_MOE_SPIN=busy (A/B; measured no different). */
+ * spin waits use PAUSE unless FREETOKEN_CPU_MOE_SPIN=busy (A/B; measured no different).
+ * FREETOKEN_CPU_MOE_STREAMS=1|2 (read at create, process-wide) forces one or two interleaved
+ * weight streams per kernel call; unset, bf16 (bf16dp) walks two, the W4A8 kernels one (H200
+ * host A/B: +2-3 points of the read ceiling on bf16, -3..-7 on mxfp4, even on q4_0). */
 #ifndef FT_MOE_CPU_CPUMOE_H
 #define FT_MOE_CPU_CPUMOE_H
 #include <stddef.h>

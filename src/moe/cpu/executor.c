@@ -165,6 +165,8 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 		x->lean_ok = !(ln && !strcmp(ln, "0"));
 		const char *mp = getenv("FREETOKEN_CPU_MOE_MXPF"); /* A/B runs: "rows" (process-wide) */
 		ftk_mx_seq_prefetch = !(mp && !strcmp(mp, "rows"));
+		const char *st = getenv("FREETOKEN_CPU_MOE_STREAMS"); /* A/B runs: "1" or "2" */
+		ftk_streams = st && (!strcmp(st, "1") || !strcmp(st, "2")) ? st[0] - '0' : 0;
 	}
 	x->xpriv = alloc_aligned((size_t)x->nthreads * x->xq_stride);
 	x->hpriv = alloc_aligned((size_t)x->nthreads * (size_t)cfg->max_topk * x->hq_stride);

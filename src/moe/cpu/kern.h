@@ -59,6 +59,13 @@ const struct ftk_ops *ftk_select(int isa, enum ftfmt_id f, unsigned cpu_isa);
  * executor create (A/B runs). */
 extern int ftk_mx_seq_prefetch;
 
+/* Independent weight streams per kernel call: 2 walks the two halves of a call's row range
+ * (mxfp4_triton K split: of its scale blocks) interleaved, so each worker keeps two sequential
+ * streams in flight; 1 walks it in order; 0 (default) is each kernel's measured choice: 2 for
+ * bf16 (bf16dp), 1 for the W4A8 kernels (H200 host A/B, bench/RESULTS.md "CPU MoE"). Set from
+ * FREETOKEN_CPU_MOE_STREAMS=1|2 at executor create, 0 when unset (process-wide; A/B runs). */
+extern int ftk_streams;
+
 /* float value of every e4m3 / e8m0 byte (kern_tables.c) */
 extern const float ftk_e4m3_lut[256];
 extern const float ftk_e8m0_lut[256];

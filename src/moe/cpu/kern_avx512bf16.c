@@ -22,42 +22,72 @@ static void prep(const float *x, long K, void *dst)
 	}
 }
 
-AI void row_dp(const uint16_t *row, long K, const uint16_t *const *x, float *const *y, long i, const int NB)
+/* R rows (1 or 2: two independent streams, ftk_streams) times NB tokens; row j of the R at
+ * rows[j], its sums into y[b][ij[j]]. */
+AI void row_dp(const uint16_t *const *rows, long K, const uint16_t *const *x, float *const *y,
+	       const long *ij, const int NB, const int R)
 {
-	__m512 acc[TILE][2];
+	__m512 acc[2][TILE][2];
 	FTK_UNROLL
-	for (int b = 0; b < NB; b++)
-		acc[b][0] = acc[b][1] = _mm512_setzero_ps();
+	for (int j = 0; j < R; j++)
+		FTK_UNROLL
+		for (int b = 0; b < NB; b++)
+			acc[j][b][0] = acc[j][b][1] = _mm512_setzero_ps();
 	for (long k = 0; k < K; k += 64) {
-		_mm_prefetch((const char *)(row + k) + PF_DIST, _MM_HINT_T0);
-		_mm_prefetch((const char *)(row + k) + PF_DIST + 64, _MM_HINT_T0);
-		__m512bh w0 = (__m512bh)_mm512_loadu_si512(row + k);
-		__m512bh w1 = (__m512bh)_mm512_loadu_si512(row + k + 32);
+		__m512bh w[2][2];
+		FTK_UNROLL
+		for (int j = 0; j < R; j++) {
+			_mm_prefetch((const char *)(rows[j] + k) + PF_DIST, _MM_HINT_T0);
+			_mm_prefetch((const char *)(rows[j] + k) + PF_DIST + 64, _MM_HINT_T0);
+			w[j][0] = (__m512bh)_mm512_loadu_si512(rows[j] + k);
+			w[j][1] = (__m512bh)_mm512_loadu_si512(rows[j] + k + 32);
+		}
 		FTK_UNROLL
 		for (int b = 0; b < NB; b++) {
-			acc[b][0] = _mm512_dpbf16_ps(acc[b][0], w0, (__m512bh)_mm512_loadu_si512(x[b] + k));
-			acc[b][1] = _mm512_dpbf16_ps(acc[b][1], w1, (__m512bh)_mm512_loadu_si512(x[b] + k + 32));
+			__m512bh x0 = (__m512bh)_mm512_loadu_si512(x[b] + k);
+			__m512bh x1 = (__m512bh)_mm512_loadu_si512(x[b] + k + 32);
+			FTK_UNROLL
+			for (int j = 0; j < R; j++) {
+				acc[j][b][0] = _mm512_dpbf16_ps(acc[j][b][0], w[j][0], x0);
+				acc[j][b][1] = _mm512_dpbf16_ps(acc[j][b][1], w[j][1], x1);
+			}
 		}
 	}
 	FTK_UNROLL
-	for (int b = 0; b < NB; b++)
-		y[b][i] = _mm512_reduce_add_ps(_mm512_add_ps(acc[b][0], acc[b][1]));
+	for (int j = 0; j < R; j++)
+		FTK_UNROLL
+		for (int b = 0; b < NB; b++)
+			y[b][ij[j]] = _mm512_reduce_add_ps(_mm512_add_ps(acc[j][b][0], acc[j][b][1]));
 }
 
+AI void rows_dp(const uint16_t *const *rows, long K, const uint16_t *const *x, float *const *y,
+		const long *ij, int nb, const int R)
+{
+	for (int b0 = 0; b0 < nb; b0 += TILE) {
+		switch (nb - b0 >= TILE ? TILE : nb - b0) {
+		case 1: row_dp(rows, K, x + b0, y + b0, ij, 1, R); break;
+		case 2: row_dp(rows, K, x + b0, y + b0, ij, 2, R); break;
+		case 3: row_dp(rows, K, x + b0, y + b0, ij, 3, R); break;
+		default: row_dp(rows, K, x + b0, y + b0, ij, 4, R); break;
+		}
+	}
+}
+
+/* Two streams (ftk_streams 2 or 0, the default here): rows r0 + i and r0 + h + i (h = half the
+ * range, rounded up) together, so two sequential streams are in flight per worker. */
 static void rows_bf16(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
 		      float *const *ys)
 {
 	const uint16_t *const *x = (const uint16_t *const *)xs;
-	for (long r = r0; r < r1; r++) {
-		const uint16_t *row = (const uint16_t *)m->w + r * m->K;
-		for (int b0 = 0; b0 < nb; b0 += TILE) {
-			switch (nb - b0 >= TILE ? TILE : nb - b0) {
-			case 1: row_dp(row, m->K, x + b0, ys + b0, r - r0, 1); break;
-			case 2: row_dp(row, m->K, x + b0, ys + b0, r - r0, 2); break;
-			case 3: row_dp(row, m->K, x + b0, ys + b0, r - r0, 3); break;
-			default: row_dp(row, m->K, x + b0, ys + b0, r - r0, 4); break;
-			}
-		}
+	const uint16_t *w = (const uint16_t *)m->w;
+	long n = r1 - r0, h = ftk_streams != 1 && n >= 2 ? (n + 1) / 2 : n;
+	for (long i = 0; i < h; i++) {
+		const uint16_t *rows[2] = {w + (r0 + i) * m->K, w + (r0 + h + i) * m->K};
+		long ij[2] = {i, h + i};
+		if (h + i < n)
+			rows_dp(rows, m->K, x, ys, ij, nb, 2);
+		else
+			rows_dp(rows, m->K, x, ys, ij, nb, 1);
 	}
 }
 

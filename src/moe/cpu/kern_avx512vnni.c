@@ -106,8 +106,10 @@ static void prep_nv(const float *x, long K, void *dst) { prep(x, K, dst, F_NV); 
 static void prep_ds(const float *x, long K, void *dst) { prep(x, K, dst, F_DS); }
 static void prep_q4(const float *x, long K, void *dst) { prep(x, K, dst, F_Q4); }
 
-AI void vnni_row(const struct ftk_mat *m, long r, const uint8_t *const *x, float *const *y, long i,
-		 const int NB, const int F)
+/* Decode group k (128 elements) of one row: wa, wb the biased unsigned codes of the low / high
+ * nibbles, sw the weight scale of each 32-bit lane. */
+AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, int full, __m512i *wa, __m512i *wb,
+		 __m512 *sw, const int F)
 {
 	const __m512i lut = _mm512_broadcast_i32x4(_mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
 	const __m512i m15 = _mm512_set1_epi8(15);
@@ -120,98 +122,133 @@ AI void vnni_row(const struct ftk_mat *m, long r, const uint8_t *const *x, float
 						0x01808080, 0x01808080, 0x01808080, 0x01808080,
 						0x02808080, 0x02808080, 0x02808080, 0x02808080,
 						0x03808080, 0x03808080, 0x03808080, 0x03808080);
-	__m512 acc[TILE];
-	FTK_UNROLL
-	for (int b = 0; b < NB; b++)
-		acc[b] = _mm512_setzero_ps();
-	long K = m->K;
-	const uint8_t *row, *sc = NULL;
 	if (F == F_Q4) {
-		row = m->w + r * (K / 32) * 18;
+		const uint8_t *blk = row + (k / 32) * 18;
+		_mm_prefetch((const char *)blk + PF_DIST, _MM_HINT_T0);
+		_mm_prefetch((const char *)blk + PF_DIST + 64, _MM_HINT_T0);
+		__m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(blk + 2)));
+		v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(blk + 20)), 1);
+		/* the four fp16 d in registers (no store-to-load of partial words) */
+		uint64_t h64 = (uint64_t)ftk_ld16(blk) | (uint64_t)ftk_ld16(blk + 18) << 16;
+		if (full) {
+			v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(blk + 38)), 2);
+			v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(blk + 56)), 3);
+			h64 |= (uint64_t)ftk_ld16(blk + 36) << 32 | (uint64_t)ftk_ld16(blk + 54) << 48;
+		}
+		*wa = _mm512_and_si512(v, m15);
+		*wb = _mm512_and_si512(_mm512_srli_epi16(v, 4), m15);
+		__m128 d4 = _mm_cvtph_ps(_mm_cvtsi64_si128((long long)h64));
+		*sw = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+					    _mm512_castps128_ps512(d4));
 	} else {
-		row = m->w + r * (K / 2);
-		sc = m->s + r * (K / (F == F_NV ? 16 : 32));
+		const uint8_t *p = row + k / 2;
+		_mm_prefetch((const char *)p + PF_DIST, _MM_HINT_T0);
+		__m512i v = full ? _mm512_loadu_si512(p)
+				 : _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)p));
+		if (!full)
+			v = _mm512_inserti64x4(v, _mm256_setzero_si256(), 1);
+		*wa = _mm512_shuffle_epi8(lut, _mm512_and_si512(v, m15));
+		*wb = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(v, 4), m15));
+		if (F == F_NV) {
+			const uint8_t *s = sc + k / 16;
+			_mm_prefetch((const char *)s + PF_DIST / 8, _MM_HINT_T0);
+			uint64_t s8 = 0;
+			if (full) /* constant sizes: one load, no byte loop */
+				memcpy(&s8, s, 8);
+			else
+				memcpy(&s8, s, 4);
+			__m512i t = _mm512_shuffle_epi8(_mm512_set1_epi64((long long)s8), nvsel);
+			*sw = _mm512_castsi512_ps(_mm512_and_si512(_mm512_srai_epi32(t, 4),
+								   _mm512_set1_epi32((int)0x87F00000u)));
+		} else {
+			const uint8_t *s = sc + k / 32;
+			uint32_t s4 = 0;
+			if (full)
+				memcpy(&s4, s, 4);
+			else
+				memcpy(&s4, s, 2);
+			__m512i t = _mm512_shuffle_epi8(_mm512_set1_epi32((int)s4), dssel);
+			*sw = _mm512_castsi512_ps(_mm512_srli_epi32(t, 1));
+		}
+	}
+}
+
+/* R rows (1, or 2 as two independent streams: ftk_streams) rr[0..R) times NB tokens, row j's
+ * sums into y[b][ij[j]]. */
+AI void vnni_row(const struct ftk_mat *m, const long *rr, const uint8_t *const *x, float *const *y,
+		 const long *ij, const int NB, const int F, const int R)
+{
+	__m512 acc[2][TILE];
+	FTK_UNROLL
+	for (int j = 0; j < R; j++)
+		FTK_UNROLL
+		for (int b = 0; b < NB; b++)
+			acc[j][b] = _mm512_setzero_ps();
+	long K = m->K;
+	const uint8_t *row[2], *sc[2] = {NULL, NULL};
+	FTK_UNROLL
+	for (int j = 0; j < R; j++) {
+		if (F == F_Q4) {
+			row[j] = m->w + rr[j] * (K / 32) * 18;
+		} else {
+			row[j] = m->w + rr[j] * (K / 2);
+			sc[j] = m->s + rr[j] * (K / (F == F_NV ? 16 : 32));
+		}
 	}
 	for (long k = 0, gi = 0; k < K; k += 128, gi += GROUP) {
 		int full = K - k >= 128;
-		__m512i wa, wb;
-		__m512 sw;
-		if (F == F_Q4) {
-			const uint8_t *blk = row + (k / 32) * 18;
-			_mm_prefetch((const char *)blk + PF_DIST, _MM_HINT_T0);
-			_mm_prefetch((const char *)blk + PF_DIST + 64, _MM_HINT_T0);
-			__m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(blk + 2)));
-			v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(blk + 20)), 1);
-			/* the four fp16 d in registers (no store-to-load of partial words) */
-			uint64_t h64 = (uint64_t)ftk_ld16(blk) | (uint64_t)ftk_ld16(blk + 18) << 16;
-			if (full) {
-				v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(blk + 38)), 2);
-				v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(blk + 56)), 3);
-				h64 |= (uint64_t)ftk_ld16(blk + 36) << 32 | (uint64_t)ftk_ld16(blk + 54) << 48;
-			}
-			wa = _mm512_and_si512(v, m15);
-			wb = _mm512_and_si512(_mm512_srli_epi16(v, 4), m15);
-			__m128 d4 = _mm_cvtph_ps(_mm_cvtsi64_si128((long long)h64));
-			sw = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
-						   _mm512_castps128_ps512(d4));
-		} else {
-			const uint8_t *p = row + k / 2;
-			_mm_prefetch((const char *)p + PF_DIST, _MM_HINT_T0);
-			__m512i v = full ? _mm512_loadu_si512(p)
-					 : _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)p));
-			if (!full)
-				v = _mm512_inserti64x4(v, _mm256_setzero_si256(), 1);
-			wa = _mm512_shuffle_epi8(lut, _mm512_and_si512(v, m15));
-			wb = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(v, 4), m15));
-			if (F == F_NV) {
-				const uint8_t *s = sc + k / 16;
-				_mm_prefetch((const char *)s + PF_DIST / 8, _MM_HINT_T0);
-				uint64_t s8 = 0;
-				if (full) /* constant sizes: one load, no byte loop */
-					memcpy(&s8, s, 8);
-				else
-					memcpy(&s8, s, 4);
-				__m512i t = _mm512_shuffle_epi8(_mm512_set1_epi64((long long)s8), nvsel);
-				sw = _mm512_castsi512_ps(_mm512_and_si512(_mm512_srai_epi32(t, 4),
-									  _mm512_set1_epi32((int)0x87F00000u)));
-			} else {
-				const uint8_t *s = sc + k / 32;
-				uint32_t s4 = 0;
-				if (full)
-					memcpy(&s4, s, 4);
-				else
-					memcpy(&s4, s, 2);
-				__m512i t = _mm512_shuffle_epi8(_mm512_set1_epi32((int)s4), dssel);
-				sw = _mm512_castsi512_ps(_mm512_srli_epi32(t, 1));
-			}
-		}
+		__m512i wa[2], wb[2];
+		__m512 sw[2];
+		FTK_UNROLL
+		for (int j = 0; j < R; j++)
+			vnni_dec(row[j], sc[j], k, full, &wa[j], &wb[j], &sw[j], F);
 		FTK_UNROLL
 		for (int b = 0; b < NB; b++) {
 			const uint8_t *g = x[b] + gi;
-			__m512i d = _mm512_dpbusd_epi32(_mm512_load_si512(g + 128), wa, _mm512_load_si512(g));
-			d = _mm512_dpbusd_epi32(d, wb, _mm512_load_si512(g + 64));
-			acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(sw, _mm512_load_ps(g + 192)), acc[b]);
+			__m512i c = _mm512_load_si512(g + 128), xa = _mm512_load_si512(g), xb = _mm512_load_si512(g + 64);
+			__m512 xsc = _mm512_load_ps(g + 192);
+			FTK_UNROLL
+			for (int j = 0; j < R; j++) {
+				__m512i d = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(c, wa[j], xa), wb[j], xb);
+				acc[j][b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(sw[j], xsc), acc[j][b]);
+			}
 		}
 	}
-	float post = F == F_NV ? 0.5f * _cvtsh_ss(ftk_ld16(m->g + 2 * r)) : F == F_DS ? 0.5f : 1.0f;
 	FTK_UNROLL
-	for (int b = 0; b < NB; b++)
-		y[b][i] = post * _mm512_reduce_add_ps(acc[b]);
+	for (int j = 0; j < R; j++) {
+		float post = F == F_NV ? 0.5f * _cvtsh_ss(ftk_ld16(m->g + 2 * rr[j])) : F == F_DS ? 0.5f : 1.0f;
+		FTK_UNROLL
+		for (int b = 0; b < NB; b++)
+			y[b][ij[j]] = post * _mm512_reduce_add_ps(acc[j][b]);
+	}
 }
 
+AI void vnni_tiles(const struct ftk_mat *m, const long *rr, int nb, const uint8_t *const *x,
+		   float *const *ys, const long *ij, const int F, const int R)
+{
+	for (int b0 = 0; b0 < nb; b0 += TILE) {
+		switch (nb - b0 >= TILE ? TILE : nb - b0) {
+		case 1: vnni_row(m, rr, x + b0, ys + b0, ij, 1, F, R); break;
+		case 2: vnni_row(m, rr, x + b0, ys + b0, ij, 2, F, R); break;
+		case 3: vnni_row(m, rr, x + b0, ys + b0, ij, 3, F, R); break;
+		default: vnni_row(m, rr, x + b0, ys + b0, ij, 4, F, R); break;
+		}
+	}
+}
+
+/* ftk_streams == 2 (default 1 here): rows r0 + i and r0 + h + i (h = half the range, rounded up) together. */
 AI void vnni_rows(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
 		  float *const *ys, const int F)
 {
 	const uint8_t *const *x = (const uint8_t *const *)xs;
-	for (long r = r0; r < r1; r++)
-		for (int b0 = 0; b0 < nb; b0 += TILE) {
-			switch (nb - b0 >= TILE ? TILE : nb - b0) {
-			case 1: vnni_row(m, r, x + b0, ys + b0, r - r0, 1, F); break;
-			case 2: vnni_row(m, r, x + b0, ys + b0, r - r0, 2, F); break;
-			case 3: vnni_row(m, r, x + b0, ys + b0, r - r0, 3, F); break;
-			default: vnni_row(m, r, x + b0, ys + b0, r - r0, 4, F); break;
-			}
-		}
+	long n = r1 - r0, h = ftk_streams >= 2 && n >= 2 ? (n + 1) / 2 : n;
+	for (long i = 0; i < h; i++) {
+		long rr[2] = {r0 + i, r0 + h + i}, ij[2] = {i, h + i};
+		if (h + i < n)
+			vnni_tiles(m, rr, nb, x, ys, ij, F, 2);
+		else
+			vnni_tiles(m, rr, nb, x, ys, ij, F, 1);
+	}
 }
 
 static void rows_nvfp4(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs, float *const *ys)
@@ -369,8 +406,14 @@ static void mx_rows_t(const struct ftk_mat *m, long kk0, long kk1, int nb, const
 		t[b] = tmp + (size_t)b * (size_t)N;
 		memset(t[b], 0, sizeof(float) * (size_t)N);
 	}
-	for (long kb = kk0 / 16; kb * 16 < kk1; kb++) {
-		long ra = kb * 16 > kk0 ? kb * 16 : kk0, rb = kb * 16 + 16 < kk1 ? kb * 16 + 16 : kk1;
+	/* ftk_streams == 2: the range's scale blocks in two halves [kb0, kbm), [kbm, kb1), walked
+	 * alternately (A0 B0 A1 B1 ...), each half prefetching its own next block */
+	long kb0 = kk0 / 16, kb1 = (kk1 + 15) / 16, nbk = kb1 - kb0;
+	long hb = ftk_streams >= 2 && nbk >= 2 ? (nbk + 1) / 2 : nbk, kbm = kb0 + hb;
+	for (long it = 0; it < nbk; it++) {
+		long kb = hb == nbk ? kb0 + it : it % 2 == 0 ? kb0 + it / 2 : kbm + it / 2;
+		long lo = kb < kbm ? kk0 : kbm * 16, hi = kb < kbm && hb < nbk ? kbm * 16 : kk1;
+		long ra = kb * 16 > lo ? kb * 16 : lo, rb = kb * 16 + 16 < hi ? kb * 16 + 16 : hi;
 		int corr[FTK_MAX_NB];
 		float xsc[FTK_MAX_NB];
 		for (int b = 0; b < nb; b++) {
@@ -383,10 +426,10 @@ static void mx_rows_t(const struct ftk_mat *m, long kk0, long kk1, int nb, const
 		}
 		for (int b0 = 0; b0 < nb; b0 += TILE) {
 			switch (nb - b0 >= TILE ? TILE : nb - b0) {
-			case 1: mx_block(m, ra, rb, kb, kk1, ftk_mx_seq_prefetch, kb == kk0 / 16, x + b0, corr + b0, xsc + b0, t + b0, 1); break;
-			case 2: mx_block(m, ra, rb, kb, kk1, ftk_mx_seq_prefetch, kb == kk0 / 16, x + b0, corr + b0, xsc + b0, t + b0, 2); break;
-			case 3: mx_block(m, ra, rb, kb, kk1, ftk_mx_seq_prefetch, kb == kk0 / 16, x + b0, corr + b0, xsc + b0, t + b0, 3); break;
-			default: mx_block(m, ra, rb, kb, kk1, ftk_mx_seq_prefetch, kb == kk0 / 16, x + b0, corr + b0, xsc + b0, t + b0, 4); break;
+			case 1: mx_block(m, ra, rb, kb, hi, ftk_mx_seq_prefetch, kb == kb0 || kb == kbm, x + b0, corr + b0, xsc + b0, t + b0, 1); break;
+			case 2: mx_block(m, ra, rb, kb, hi, ftk_mx_seq_prefetch, kb == kb0 || kb == kbm, x + b0, corr + b0, xsc + b0, t + b0, 2); break;
+			case 3: mx_block(m, ra, rb, kb, hi, ftk_mx_seq_prefetch, kb == kb0 || kb == kbm, x + b0, corr + b0, xsc + b0, t + b0, 3); break;
+			default: mx_block(m, ra, rb, kb, hi, ftk_mx_seq_prefetch, kb == kb0 || kb == kbm, x + b0, corr + b0, xsc + b0, t + b0, 4); break;
 			}
 		}
 	}
