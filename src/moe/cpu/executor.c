@@ -317,6 +317,15 @@ static void slot_inputs(const struct ftcmoe *x, int tid, int g, int down, const 
 
 /* FREETOKEN_CPU_MOE_SPLIT=rows (and mxfp4_triton below the avx512 tiers): every worker takes
  * the same share of rows of every routed expert. */
+/* Start streaming row `r` of the next group's matrix (gate/up or down) while this one runs. */
+static void prefetch_group(const struct ftcmoe *x, int g, int down, long r)
+{
+	struct ftk_mat mn;
+	const uint16_t *bn;
+	expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], down, &mn, &bn);
+	prefetch_start(row_addr(x, &mn, r));
+}
+
 static void pass1(struct ftcmoe *x, int tid, int n, float *tmp)
 {
 	long I = x->cfg.inter;
@@ -329,12 +338,8 @@ static void pass1(struct ftcmoe *x, int tid, int n, float *tmp)
 		expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], 0, &m, &bias);
 		if (j1 > j0 && !inter) {
 			prefetch_start(row_addr(x, &m, I + j0));
-			if (g + 1 < x->ngrp) {
-				struct ftk_mat mn;
-				const uint16_t *bn;
-				expert_mat(x, x->layer, x->uniq_e[x->grp_u[g + 1]], 0, &mn, &bn);
-				prefetch_start(row_addr(x, &mn, j0));
-			}
+			if (g + 1 < x->ngrp)
+				prefetch_group(x, g + 1, 0, j0);
 		}
 		int nb = x->grp_nb[g];
 		const void *xs[FTCMOE_MAX_BATCH];
@@ -370,44 +375,49 @@ static void pass1(struct ftcmoe *x, int tid, int n, float *tmp)
 	}
 }
 
+/* Pass 2 of group g over down rows [n0, n1): out[token] += route weight * (down . h (+ bias)).
+ * out is the full output (row split) or this worker's partial (flattened split, bias NULL:
+ * reduce_out adds it). */
+static void down_rows(struct ftcmoe *x, int tid, int g, const struct ftk_mat *m, const uint16_t *bias,
+		      long n0, long n1, float *tmp, float *out)
+{
+	long H = x->cfg.hidden;
+	int nb = x->grp_nb[g];
+	const void *xs[FTCMOE_MAX_BATCH];
+	float *y[FTCMOE_MAX_BATCH];
+	slot_inputs(x, tid, g, 1, xs);
+	for (int i = 0; i < nb; i++)
+		y[i] = tmp + (size_t)i * 2 * CHUNK;
+	for (long c0 = n0; c0 < n1; c0 += CHUNK) {
+		long c1 = c0 + CHUNK < n1 ? c0 + CHUNK : n1;
+		x->ops->rows(m, c0, c1, nb, xs, y);
+		for (int i = 0; i < nb; i++) {
+			int s = x->slot_of[x->grp_s0[g] + i];
+			float wgt = x->rw[s];
+			float *o = out + (size_t)(s / x->topk) * H;
+			if (bias)
+				for (long r = c0; r < c1; r++)
+					o[r] += wgt * (y[i][r - c0] + ftk_bf16(bias[r]));
+			else
+				for (long r = c0; r < c1; r++)
+					o[r] += wgt * y[i][r - c0];
+		}
+	}
+}
+
 static void pass2(struct ftcmoe *x, int tid, int n, float *tmp)
 {
 	long H = x->cfg.hidden;
 	long n0 = H * tid / n, n1 = H * (tid + 1) / n;
-	const struct ftk_ops *ops = x->ops;
 	for (int b = 0; b < x->B; b++)
 		memset(x->out + (size_t)b * H + n0, 0, (size_t)(n1 - n0) * sizeof(float));
 	for (int g = 0; g < x->ngrp; g++) {
 		struct ftk_mat m;
 		const uint16_t *bias;
 		expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], 1, &m, &bias);
-		if (n1 > n0 && g + 1 < x->ngrp) {
-			struct ftk_mat mn;
-			const uint16_t *bn;
-			expert_mat(x, x->layer, x->uniq_e[x->grp_u[g + 1]], 1, &mn, &bn);
-			prefetch_start(row_addr(x, &mn, n0));
-		}
-		int nb = x->grp_nb[g];
-		const void *xs[FTCMOE_MAX_BATCH];
-		float *y[FTCMOE_MAX_BATCH];
-		slot_inputs(x, tid, g, 1, xs);
-		for (int i = 0; i < nb; i++)
-			y[i] = tmp + (size_t)i * 2 * CHUNK;
-		for (long c0 = n0; c0 < n1; c0 += CHUNK) {
-			long c1 = c0 + CHUNK < n1 ? c0 + CHUNK : n1;
-			ops->rows(&m, c0, c1, nb, xs, y);
-			for (int i = 0; i < nb; i++) {
-				int s = x->slot_of[x->grp_s0[g] + i];
-				float wgt = x->rw[s];
-				float *o = x->out + (size_t)(s / x->topk) * H;
-				if (bias)
-					for (long r = c0; r < c1; r++)
-						o[r] += wgt * (y[i][r - c0] + ftk_bf16(bias[r]));
-				else
-					for (long r = c0; r < c1; r++)
-						o[r] += wgt * y[i][r - c0];
-			}
-		}
+		if (n1 > n0 && g + 1 < x->ngrp)
+			prefetch_group(x, g + 1, 1, n0);
+		down_rows(x, tid, g, &m, bias, n0, n1, tmp, x->out);
 	}
 }
 
@@ -426,12 +436,8 @@ static void pass1_flat(struct ftcmoe *x, int tid, int n, float *tmp)
 		const uint16_t *bias;
 		expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], 0, &m, &bias);
 		prefetch_start(row_addr(x, &m, I + j0));
-		if (f + (j1 - j0) < f1 && g + 1 < x->ngrp) { /* the next group's gate run */
-			struct ftk_mat mn;
-			const uint16_t *bn;
-			expert_mat(x, x->layer, x->uniq_e[x->grp_u[g + 1]], 0, &mn, &bn);
-			prefetch_start(row_addr(x, &mn, 0));
-		}
+		if (f + (j1 - j0) < f1 && g + 1 < x->ngrp) /* the next group's gate run */
+			prefetch_group(x, g + 1, 0, 0);
 		int nb = x->grp_nb[g];
 		const void *xs[FTCMOE_MAX_BATCH];
 		float *yg[FTCMOE_MAX_BATCH], *yu[FTCMOE_MAX_BATCH];
@@ -458,7 +464,6 @@ static void pass2_flat(struct ftcmoe *x, int tid, int n, float *tmp)
 {
 	long H = x->cfg.hidden, R = (long)x->ngrp * H;
 	long f0 = R * tid / n, f1 = R * (tid + 1) / n;
-	const struct ftk_ops *ops = x->ops;
 	float *po = x->pout + (size_t)tid * (size_t)x->cfg.max_batch * (size_t)H;
 	memset(po, 0, (size_t)x->B * (size_t)H * sizeof(float));
 	for (long f = f0; f < f1;) {
@@ -467,28 +472,9 @@ static void pass2_flat(struct ftcmoe *x, int tid, int n, float *tmp)
 		struct ftk_mat m;
 		const uint16_t *bias;
 		expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], 1, &m, &bias);
-		if (f + (n1 - n0) < f1 && g + 1 < x->ngrp) {
-			struct ftk_mat mn;
-			const uint16_t *bn;
-			expert_mat(x, x->layer, x->uniq_e[x->grp_u[g + 1]], 1, &mn, &bn);
-			prefetch_start(row_addr(x, &mn, 0));
-		}
-		int nb = x->grp_nb[g];
-		const void *xs[FTCMOE_MAX_BATCH];
-		float *y[FTCMOE_MAX_BATCH];
-		slot_inputs(x, tid, g, 1, xs);
-		for (int i = 0; i < nb; i++)
-			y[i] = tmp + (size_t)i * 2 * CHUNK;
-		for (long c0 = n0; c0 < n1; c0 += CHUNK) {
-			long c1 = c0 + CHUNK < n1 ? c0 + CHUNK : n1;
-			ops->rows(&m, c0, c1, nb, xs, y);
-			for (int i = 0; i < nb; i++) {
-				int s = x->slot_of[x->grp_s0[g] + i];
-				float wgt = x->rw[s], *o = po + (size_t)(s / x->topk) * H;
-				for (long r = c0; r < c1; r++)
-					o[r] += wgt * y[i][r - c0];
-			}
-		}
+		if (f + (n1 - n0) < f1 && g + 1 < x->ngrp)
+			prefetch_group(x, g + 1, 1, 0);
+		down_rows(x, tid, g, &m, NULL, n0, n1, tmp, po);
 		f += n1 - n0;
 	}
 }
@@ -545,12 +531,8 @@ static void pass_t(struct ftcmoe *x, int tid, int n, int *buf, int down)
 			struct ftk_mat m;
 			const uint16_t *bias;
 			expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], down, &m, &bias);
-			if (kk1 > kk0 && g + 1 < x->ngrp && x->grp_u[g + 1] != x->grp_u[g]) {
-				struct ftk_mat mn;
-				const uint16_t *bn;
-				expert_mat(x, x->layer, x->uniq_e[x->grp_u[g + 1]], down, &mn, &bn);
-				prefetch_start(row_addr(x, &mn, kk0));
-			}
+			if (kk1 > kk0 && g + 1 < x->ngrp && x->grp_u[g + 1] != x->grp_u[g])
+				prefetch_group(x, g + 1, down, kk0);
 			int nb = x->grp_nb[g];
 			const void *xs[FTCMOE_MAX_BATCH];
 			float *ps[FTCMOE_MAX_BATCH];
