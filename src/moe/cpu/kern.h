@@ -17,6 +17,20 @@
  * its accumulators stay in registers at -O2. */
 #define FTK_UNROLL _Pragma("GCC unroll 16")
 
+/* Tokens are processed in tiles of up to FTK_TILE so a weight row stays in L1 across tiles.
+ * FTK_FOR_TILES runs its statement once per tile with b0 the tile's first token and FTK_NB the
+ * tile's width as a compile-time constant 1..FTK_TILE (the kernels unroll over it). */
+#define FTK_TILE 4
+#define FTK_TILE_CASE(k, ...) case k: { enum { FTK_NB = k }; __VA_ARGS__; } break
+#define FTK_FOR_TILES(nb, b0, ...)                                                     \
+	for (int b0 = 0; b0 < (nb); b0 += FTK_TILE)                                    \
+		switch ((nb) - b0 >= FTK_TILE ? FTK_TILE : (nb) - b0) {                \
+		FTK_TILE_CASE(1, __VA_ARGS__);                                         \
+		FTK_TILE_CASE(2, __VA_ARGS__);                                         \
+		FTK_TILE_CASE(3, __VA_ARGS__);                                         \
+		default: { enum { FTK_NB = 4 }; __VA_ARGS__; } break;                  \
+		}
+
 /* Most tokens one kernel call takes (FTCMOE_MAX_BATCH). */
 #define FTK_MAX_NB 32
 

@@ -5,7 +5,6 @@
 #include "moe/cpu/kern.h"
 
 #define AI static inline __attribute__((always_inline))
-#define TILE 4
 
 #define LUT_E2M1X2 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12
 #define LUT_Q4 -8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7
@@ -17,7 +16,7 @@ AI __m256 bf16x8(const uint16_t *p)
 
 AI void bf16_row(const uint16_t *row, long K, const float *const *x, float *const *y, long i, const int NB)
 {
-	__m256 acc[TILE][4];
+	__m256 acc[FTK_TILE][4];
 	FTK_UNROLL
 	for (int b = 0; b < NB; b++)
 		FTK_UNROLL
@@ -58,14 +57,7 @@ static void rows_bf16(const struct ftk_mat *m, long r0, long r1, int nb, const v
 	const float *const *x = (const float *const *)xs;
 	for (long r = r0; r < r1; r++) {
 		const uint16_t *row = (const uint16_t *)m->w + r * m->K;
-		for (int b0 = 0; b0 < nb; b0 += TILE) {
-			switch (nb - b0 >= TILE ? TILE : nb - b0) {
-			case 1: bf16_row(row, m->K, x + b0, ys + b0, r - r0, 1); break;
-			case 2: bf16_row(row, m->K, x + b0, ys + b0, r - r0, 2); break;
-			case 3: bf16_row(row, m->K, x + b0, ys + b0, r - r0, 3); break;
-			default: bf16_row(row, m->K, x + b0, ys + b0, r - r0, 4); break;
-			}
-		}
+		FTK_FOR_TILES(nb, b0, bf16_row(row, m->K, x + b0, ys + b0, r - r0, FTK_NB));
 	}
 }
 
@@ -108,7 +100,7 @@ AI void decode32(const struct ftk_mat *m, long r, long k, __m256 w[4], const int
 AI void w4_row(const struct ftk_mat *m, long r, const float *const *x, float *const *y, long i,
 	       const int NB, const int F)
 {
-	__m256 acc[TILE][4];
+	__m256 acc[FTK_TILE][4];
 	FTK_UNROLL
 	for (int b = 0; b < NB; b++)
 		FTK_UNROLL
@@ -135,14 +127,7 @@ AI void w4_rows(const struct ftk_mat *m, long r0, long r1, int nb, const void *c
 {
 	const float *const *x = (const float *const *)xs;
 	for (long r = r0; r < r1; r++)
-		for (int b0 = 0; b0 < nb; b0 += TILE) {
-			switch (nb - b0 >= TILE ? TILE : nb - b0) {
-			case 1: w4_row(m, r, x + b0, ys + b0, r - r0, 1, F); break;
-			case 2: w4_row(m, r, x + b0, ys + b0, r - r0, 2, F); break;
-			case 3: w4_row(m, r, x + b0, ys + b0, r - r0, 3, F); break;
-			default: w4_row(m, r, x + b0, ys + b0, r - r0, 4, F); break;
-			}
-		}
+		FTK_FOR_TILES(nb, b0, w4_row(m, r, x + b0, ys + b0, r - r0, FTK_NB, F));
 }
 
 static void rows_nvfp4(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs, float *const *ys)
@@ -165,12 +150,12 @@ AI void mx_tile(const struct ftk_mat *m, long c, int ncol, const float *const *x
 	const __m256 mag = _mm256_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f);
 	const __m256i m7 = _mm256_set1_epi32(7), m8 = _mm256_set1_epi32(8);
 	long N = m->N;
-	__m256 acc[TILE];
+	__m256 acc[FTK_TILE];
 	FTK_UNROLL
 	for (int b = 0; b < NB; b++)
 		acc[b] = _mm256_setzero_ps();
 	for (long kb = 0; kb < m->K / 32; kb++) {
-		__m256 t[TILE][4];
+		__m256 t[FTK_TILE][4];
 		FTK_UNROLL
 		for (int b = 0; b < NB; b++)
 			FTK_UNROLL
@@ -225,14 +210,7 @@ static void rows_mxfp4(const struct ftk_mat *m, long r0, long r1, int nb, const 
 	const float *const *x = (const float *const *)xs;
 	for (long c = r0; c < r1; c += 8) {
 		int ncol = r1 - c >= 8 ? 8 : (int)(r1 - c);
-		for (int b0 = 0; b0 < nb; b0 += TILE) {
-			switch (nb - b0 >= TILE ? TILE : nb - b0) {
-			case 1: mx_tile(m, c, ncol, x + b0, ys + b0, c - r0, 1); break;
-			case 2: mx_tile(m, c, ncol, x + b0, ys + b0, c - r0, 2); break;
-			case 3: mx_tile(m, c, ncol, x + b0, ys + b0, c - r0, 3); break;
-			default: mx_tile(m, c, ncol, x + b0, ys + b0, c - r0, 4); break;
-			}
-		}
+		FTK_FOR_TILES(nb, b0, mx_tile(m, c, ncol, x + b0, ys + b0, c - r0, FTK_NB));
 	}
 }
 

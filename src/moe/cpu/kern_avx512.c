@@ -7,7 +7,6 @@
 #include "moe/cpu/kern.h"
 
 #define AI static inline __attribute__((always_inline))
-#define TILE 4
 #define PF_DIST 4096 /* bytes ahead in a row-major weight stream */
 
 /* e2m1 * 2 as int8 (exact), per 128-bit lane for vpshufb */
@@ -22,7 +21,7 @@ AI __m512 bf16x16(const uint16_t *p)
 
 AI void bf16_row(const uint16_t *row, long K, const float *const *x, float *const *y, long i, const int NB)
 {
-	__m512 acc[TILE][4];
+	__m512 acc[FTK_TILE][4];
 	FTK_UNROLL
 	for (int b = 0; b < NB; b++)
 		FTK_UNROLL
@@ -58,14 +57,7 @@ static void rows_bf16(const struct ftk_mat *m, long r0, long r1, int nb, const v
 	const float *const *x = (const float *const *)xs;
 	for (long r = r0; r < r1; r++) {
 		const uint16_t *row = (const uint16_t *)m->w + r * m->K;
-		for (int b0 = 0; b0 < nb; b0 += TILE) {
-			switch (nb - b0 >= TILE ? TILE : nb - b0) {
-			case 1: bf16_row(row, m->K, x + b0, ys + b0, r - r0, 1); break;
-			case 2: bf16_row(row, m->K, x + b0, ys + b0, r - r0, 2); break;
-			case 3: bf16_row(row, m->K, x + b0, ys + b0, r - r0, 3); break;
-			default: bf16_row(row, m->K, x + b0, ys + b0, r - r0, 4); break;
-			}
-		}
+		FTK_FOR_TILES(nb, b0, bf16_row(row, m->K, x + b0, ys + b0, r - r0, FTK_NB));
 	}
 }
 
@@ -128,7 +120,7 @@ AI void decode64(const struct ftk_mat *m, long r, long k, __m512 w[4], const int
 AI void w4_row(const struct ftk_mat *m, long r, const float *const *x, float *const *y, long i,
 	       const int NB, const int F)
 {
-	__m512 acc[TILE][4];
+	__m512 acc[FTK_TILE][4];
 	FTK_UNROLL
 	for (int b = 0; b < NB; b++)
 		FTK_UNROLL
@@ -159,14 +151,7 @@ AI void w4_rows(const struct ftk_mat *m, long r0, long r1, int nb, const void *c
 {
 	const float *const *x = (const float *const *)xs;
 	for (long r = r0; r < r1; r++)
-		for (int b0 = 0; b0 < nb; b0 += TILE) {
-			switch (nb - b0 >= TILE ? TILE : nb - b0) {
-			case 1: w4_row(m, r, x + b0, ys + b0, r - r0, 1, F); break;
-			case 2: w4_row(m, r, x + b0, ys + b0, r - r0, 2, F); break;
-			case 3: w4_row(m, r, x + b0, ys + b0, r - r0, 3, F); break;
-			default: w4_row(m, r, x + b0, ys + b0, r - r0, 4, F); break;
-			}
-		}
+		FTK_FOR_TILES(nb, b0, w4_row(m, r, x + b0, ys + b0, r - r0, FTK_NB, F));
 }
 
 static void rows_nvfp4(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs, float *const *ys)
@@ -190,12 +175,12 @@ AI void mx_tile(const struct ftk_mat *m, long c, __mmask16 mask, const float *co
 					  -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f);
 	const __m512i m15 = _mm512_set1_epi32(15);
 	long N = m->N;
-	__m512 acc[TILE];
+	__m512 acc[FTK_TILE];
 	FTK_UNROLL
 	for (int b = 0; b < NB; b++)
 		acc[b] = _mm512_setzero_ps();
 	for (long kb = 0; kb < m->K / 32; kb++) {
-		__m512 t[TILE][4];
+		__m512 t[FTK_TILE][4];
 		FTK_UNROLL
 		for (int b = 0; b < NB; b++)
 			FTK_UNROLL
@@ -235,14 +220,7 @@ static void rows_mxfp4(const struct ftk_mat *m, long r0, long r1, int nb, const 
 	const float *const *x = (const float *const *)xs;
 	for (long c = r0; c < r1; c += 16) {
 		__mmask16 mask = r1 - c >= 16 ? 0xFFFF : (__mmask16)((1u << (r1 - c)) - 1);
-		for (int b0 = 0; b0 < nb; b0 += TILE) {
-			switch (nb - b0 >= TILE ? TILE : nb - b0) {
-			case 1: mx_tile(m, c, mask, x + b0, ys + b0, c - r0, 1); break;
-			case 2: mx_tile(m, c, mask, x + b0, ys + b0, c - r0, 2); break;
-			case 3: mx_tile(m, c, mask, x + b0, ys + b0, c - r0, 3); break;
-			default: mx_tile(m, c, mask, x + b0, ys + b0, c - r0, 4); break;
-			}
-		}
+		FTK_FOR_TILES(nb, b0, mx_tile(m, c, mask, x + b0, ys + b0, c - r0, FTK_NB));
 	}
 }
 
@@ -257,7 +235,7 @@ AI void mxt_pair(const struct ftk_mat *m, long kk, int two, const float *const *
 	const __m512i m15 = _mm512_set1_epi32(15);
 	long N = m->N;
 	const uint8_t *p0 = m->w + kk * N, *p1 = p0 + N;
-	__m512 xv[TILE][4];
+	__m512 xv[FTK_TILE][4];
 	FTK_UNROLL
 	for (int b = 0; b < NB; b++)
 		FTK_UNROLL
@@ -306,14 +284,7 @@ static void rows_t_mxfp4(const struct ftk_mat *m, long kk0, long kk1, int nb, co
 			memset(t[b], 0, sizeof(float) * (size_t)N);
 		for (long kk = ra; kk < rb; kk += 2) {
 			int two = kk + 1 < rb;
-			for (int b0 = 0; b0 < nb; b0 += TILE) {
-				switch (nb - b0 >= TILE ? TILE : nb - b0) {
-				case 1: mxt_pair(m, kk, two, x + b0, t + b0, 1); break;
-				case 2: mxt_pair(m, kk, two, x + b0, t + b0, 2); break;
-				case 3: mxt_pair(m, kk, two, x + b0, t + b0, 3); break;
-				default: mxt_pair(m, kk, two, x + b0, t + b0, 4); break;
-				}
-			}
+			FTK_FOR_TILES(nb, b0, mxt_pair(m, kk, two, x + b0, t + b0, FTK_NB));
 		}
 		const uint8_t *sc = m->s + kb * N;
 		for (long c = 0; c < N; c += 16) {

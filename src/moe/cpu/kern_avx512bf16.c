@@ -5,7 +5,6 @@
 #include "moe/cpu/kern.h"
 
 #define AI static inline __attribute__((always_inline))
-#define TILE 4
 #define PF_DIST 4096 /* bytes ahead in the row-major weight stream */
 
 static size_t xbytes(long K)
@@ -27,7 +26,7 @@ static void prep(const float *x, long K, void *dst)
 AI void row_dp(const uint16_t *const *rows, long K, const uint16_t *const *x, float *const *y,
 	       const long *ij, const int NB, const int R)
 {
-	__m512 acc[2][TILE][2];
+	__m512 acc[2][FTK_TILE][2];
 	FTK_UNROLL
 	for (int j = 0; j < R; j++)
 		FTK_UNROLL
@@ -63,14 +62,7 @@ AI void row_dp(const uint16_t *const *rows, long K, const uint16_t *const *x, fl
 AI void rows_dp(const uint16_t *const *rows, long K, const uint16_t *const *x, float *const *y,
 		const long *ij, int nb, const int R)
 {
-	for (int b0 = 0; b0 < nb; b0 += TILE) {
-		switch (nb - b0 >= TILE ? TILE : nb - b0) {
-		case 1: row_dp(rows, K, x + b0, y + b0, ij, 1, R); break;
-		case 2: row_dp(rows, K, x + b0, y + b0, ij, 2, R); break;
-		case 3: row_dp(rows, K, x + b0, y + b0, ij, 3, R); break;
-		default: row_dp(rows, K, x + b0, y + b0, ij, 4, R); break;
-		}
-	}
+	FTK_FOR_TILES(nb, b0, row_dp(rows, K, x + b0, y + b0, ij, FTK_NB, R));
 }
 
 /* Two streams (ftk_streams 2 or 0, the default here): rows r0 + i and r0 + h + i (h = half the
@@ -106,7 +98,7 @@ AI void mxt_pair(const struct ftk_mat *m, long kk, int two, const uint32_t *cons
 	const __m512i nib = _mm512_set1_epi32(0x000F000F);
 	long N = m->N;
 	const uint8_t *p0 = m->w + kk * N, *p1 = p0 + N;
-	__m512i xv[TILE][2];
+	__m512i xv[FTK_TILE][2];
 	FTK_UNROLL
 	for (int b = 0; b < NB; b++) {
 		xv[b][0] = _mm512_set1_epi32((int)x[b][kk]);
@@ -149,14 +141,7 @@ static void rows_t_mxfp4(const struct ftk_mat *m, long kk0, long kk1, int nb, co
 			memset(t[b], 0, sizeof(float) * (size_t)N);
 		for (long kk = ra; kk < rb; kk += 2) {
 			int two = kk + 1 < rb;
-			for (int b0 = 0; b0 < nb; b0 += TILE) {
-				switch (nb - b0 >= TILE ? TILE : nb - b0) {
-				case 1: mxt_pair(m, kk, two, x + b0, t + b0, 1); break;
-				case 2: mxt_pair(m, kk, two, x + b0, t + b0, 2); break;
-				case 3: mxt_pair(m, kk, two, x + b0, t + b0, 3); break;
-				default: mxt_pair(m, kk, two, x + b0, t + b0, 4); break;
-				}
-			}
+			FTK_FOR_TILES(nb, b0, mxt_pair(m, kk, two, x + b0, t + b0, FTK_NB));
 		}
 		const uint8_t *sc = m->s + kb * N;
 		for (long c = 0; c < N; c += 16) {

@@ -20,7 +20,6 @@
 #include "moe/cpu/kern.h"
 
 #define AI static inline __attribute__((always_inline))
-#define TILE 4
 #define GROUP 256
 #define PF_DIST 4096 /* bytes ahead in a row-major weight stream */
 
@@ -178,7 +177,7 @@ AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, int full, __m512
 AI void vnni_row(const struct ftk_mat *m, const long *rr, const uint8_t *const *x, float *const *y,
 		 const long *ij, const int NB, const int F, const int R)
 {
-	__m512 acc[2][TILE];
+	__m512 acc[2][FTK_TILE];
 	FTK_UNROLL
 	for (int j = 0; j < R; j++)
 		FTK_UNROLL
@@ -226,14 +225,7 @@ AI void vnni_row(const struct ftk_mat *m, const long *rr, const uint8_t *const *
 AI void vnni_tiles(const struct ftk_mat *m, const long *rr, int nb, const uint8_t *const *x,
 		   float *const *ys, const long *ij, const int F, const int R)
 {
-	for (int b0 = 0; b0 < nb; b0 += TILE) {
-		switch (nb - b0 >= TILE ? TILE : nb - b0) {
-		case 1: vnni_row(m, rr, x + b0, ys + b0, ij, 1, F, R); break;
-		case 2: vnni_row(m, rr, x + b0, ys + b0, ij, 2, F, R); break;
-		case 3: vnni_row(m, rr, x + b0, ys + b0, ij, 3, F, R); break;
-		default: vnni_row(m, rr, x + b0, ys + b0, ij, 4, F, R); break;
-		}
-	}
+	FTK_FOR_TILES(nb, b0, vnni_row(m, rr, x + b0, ys + b0, ij, FTK_NB, F, R));
 }
 
 /* ftk_streams == 2 (default 1 here): rows r0 + i and r0 + h + i (h = half the range, rounded up) together. */
@@ -344,7 +336,7 @@ AI void mx_block(const struct ftk_mat *m, long ra, long rb, long kb, long kk1, i
 			for (int i = 0; i < 16 && off < nxt; i++, off += 64)
 				_mm_prefetch((const char *)(m->w + rb * N + off), _MM_HINT_T1);
 		}
-		__m512i acc[TILE][4];
+		__m512i acc[FTK_TILE][4];
 		FTK_UNROLL
 		for (int b = 0; b < NB; b++)
 			FTK_UNROLL
@@ -424,14 +416,7 @@ static void mx_rows_t(const struct ftk_mat *m, long kk0, long kk1, int nb, const
 			corr[b] = -12 * cs;
 			xsc[b] = ((const float *)((const uint8_t *)x[b] + 2 * K))[kb];
 		}
-		for (int b0 = 0; b0 < nb; b0 += TILE) {
-			switch (nb - b0 >= TILE ? TILE : nb - b0) {
-			case 1: mx_block(m, ra, rb, kb, hi, ftk_mx_seq_prefetch, kb == kb0 || kb == kbm, x + b0, corr + b0, xsc + b0, t + b0, 1); break;
-			case 2: mx_block(m, ra, rb, kb, hi, ftk_mx_seq_prefetch, kb == kb0 || kb == kbm, x + b0, corr + b0, xsc + b0, t + b0, 2); break;
-			case 3: mx_block(m, ra, rb, kb, hi, ftk_mx_seq_prefetch, kb == kb0 || kb == kbm, x + b0, corr + b0, xsc + b0, t + b0, 3); break;
-			default: mx_block(m, ra, rb, kb, hi, ftk_mx_seq_prefetch, kb == kb0 || kb == kbm, x + b0, corr + b0, xsc + b0, t + b0, 4); break;
-			}
-		}
+		FTK_FOR_TILES(nb, b0, mx_block(m, ra, rb, kb, hi, ftk_mx_seq_prefetch, kb == kb0 || kb == kbm, x + b0, corr + b0, xsc + b0, t + b0, FTK_NB));
 	}
 	/* undo the strip order: lane L of vector j holds columns 16L + 4j .. (a 4x4 transpose of
 	 * 128-bit lanes) */
