@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "bench/load_weights.h"
+#include <sys/stat.h>
 #include "cli/cli.h"
 #include "util/strutil.h"
 
@@ -92,6 +93,13 @@ int cmd_load_weights(int argc, char **argv)
 		else
 			ftcli_error("--model DIR is required");
 		usage(stderr);
+		return FTCLI_EXIT_USAGE;
+	}
+	struct stat st;
+	errno = 0;
+	if (stat(o.model, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		ftcli_error("--model %s: %s (give a checkpoint directory: config.json + *.safetensors, or an FTW "
+			    "directory)", o.model, errno ? strerror(errno) : "not a directory");
 		return FTCLI_EXIT_USAGE;
 	}
 	struct ftreport rep = ftcli_reporter();
