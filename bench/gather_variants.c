@@ -1,7 +1,8 @@
 /* gather_variants: every copy_missing variant against one linear pinned cudaMemcpyAsync of the
  * same bytes, interleaved in the same run (bench/RESULTS.md, slot cache section).
- * Build: see bench/slotcache.sh. usage: gather_variants MODEL BATCH[,BATCH..] REPS [VARIANTS]
- * VARIANTS: comma list of names below (default: all but bulk). */
+ * Build: see bench/slotcache.sh. usage: gather_variants MODEL BATCH[,BATCH..] REPS [VARIANTS [seq]]
+ * VARIANTS: comma list of names below (default: all but bulk). Plan: random distinct rows and
+ * slots; "seq": src = dst = 0..n-1 (one consecutive run, as cache-copy's plan). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,11 @@ struct variant {
 	const char *name;
 	enum ftgather_path path;
 	int var, blocks_per_sm, blocks; /* blocks: absolute count when > 0 */
+	/* proxy options (path FTGATHER_PROXY): split bytes (-1 default), merge, signal, sleep ns */
+	long split;
+	int merge, signal, sleep;
 };
+#define PX_DEF -1, 1, FTCM_SIGNAL_MEMOP, FTCM_PROXY_WAIT_SLEEP_NS
 
 static const struct variant all[] = {
 	{"fused", FTGATHER_FUSED, FTCM_VAR_DEFAULT, 0, 0},
@@ -35,7 +40,15 @@ static const struct variant all[] = {
 	{"per_bank", FTGATHER_PER_BANK, 0, 0, 0},
 	{"memcpy", FTGATHER_MEMCPY, 0, 0, 0},
 	{"memcpy_batch", FTGATHER_MEMCPY_BATCH, 0, 0, 0},
-	{"proxy", FTGATHER_PROXY, 0, 0, 0},
+	{"proxy", FTGATHER_PROXY, 0, 0, 0, PX_DEF},
+	{"proxy_v0", FTGATHER_PROXY, 0, 0, 0, 0, 0, FTCM_SIGNAL_KERNEL, 256}, /* the first proxy */
+	{"proxy_nosplit", FTGATHER_PROXY, 0, 0, 0, 0, 1, FTCM_SIGNAL_MEMOP, FTCM_PROXY_WAIT_SLEEP_NS},
+	{"proxy_nomerge", FTGATHER_PROXY, 0, 0, 0, -1, 0, FTCM_SIGNAL_MEMOP, FTCM_PROXY_WAIT_SLEEP_NS},
+	{"proxy_s16k", FTGATHER_PROXY, 0, 0, 0, 16 << 10, 1, FTCM_SIGNAL_MEMOP, FTCM_PROXY_WAIT_SLEEP_NS},
+	{"proxy_s1m", FTGATHER_PROXY, 0, 0, 0, 1 << 20, 1, FTCM_SIGNAL_MEMOP, FTCM_PROXY_WAIT_SLEEP_NS},
+	{"proxy_kernsig", FTGATHER_PROXY, 0, 0, 0, -1, 1, FTCM_SIGNAL_KERNEL, FTCM_PROXY_WAIT_SLEEP_NS},
+	{"proxy_sleep0", FTGATHER_PROXY, 0, 0, 0, -1, 1, FTCM_SIGNAL_MEMOP, 0},
+	{"proxy_sleep1k", FTGATHER_PROXY, 0, 0, 0, -1, 1, FTCM_SIGNAL_MEMOP, 1000},
 	{"linear", -2, 0, 0, 0},
 };
 #define NV (int)(sizeof all / sizeof all[0])
@@ -43,7 +56,7 @@ static const struct variant all[] = {
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
-		fprintf(stderr, "usage: %s MODEL BATCHES REPS [VARIANTS]\n", argv[0]);
+		fprintf(stderr, "usage: %s MODEL BATCHES REPS [VARIANTS [seq]]\n", argv[0]);
 		return 2;
 	}
 	const struct ftmodel *m = ftmodel_find(ftmodel_cache_profiles, ftmodel_cache_profiles_count, argv[1]);
@@ -51,6 +64,7 @@ int main(int argc, char **argv)
 	int nb = ftstr_parse_long_list(argv[2], 1, 4096, batches, 8);
 	int reps = atoi(argv[3]);
 	int use[NV];
+	const int seq = argc > 5 && !strcmp(argv[5], "seq");
 	for (int v = 0; v < NV; v++)
 		use[v] = argc > 4 ? 0 : strncmp(all[v].name, "bulk", 4) != 0;
 	if (argc > 4) {
@@ -100,6 +114,8 @@ int main(int argc, char **argv)
 			dst[i] = dst[j];
 			dst[j] = t;
 		}
+		for (int i = 0; seq && i < m->experts; i++)
+			src[i] = dst[i] = i;
 		if ((r = ftgather_set_plan(g, 0, src, dst, n))) {
 			fprintf(stderr, "plan: %d\n", r);
 			return 1;
@@ -117,6 +133,16 @@ int main(int argc, char **argv)
 				} else {
 					int blocks = all[v].blocks ? all[v].blocks : all[v].blocks_per_sm * sms;
 					ftgather_set_variant(g, all[v].var, blocks);
+					if (all[v].path == FTGATHER_PROXY) {
+						struct ftcm_proxy_opts po;
+						ftcm_proxy_default_opts(&po);
+						if (all[v].split >= 0)
+							po.sm_below = (size_t)all[v].split;
+						po.merge = all[v].merge;
+						po.signal = all[v].signal;
+						po.wait_sleep_ns = all[v].sleep;
+						ftgather_set_proxy_opts(g, &po);
+					}
 					r = ftgather_time(g, all[v].path, 0, 1, &sec);
 				}
 				if (r) {
@@ -137,8 +163,9 @@ int main(int argc, char **argv)
 		for (int v = 0; v < NV; v++)
 			if (use[v] && all[v].path == (enum ftgather_path)-2)
 				lin = ftstat_of(t + v * reps, reps).median;
-		printf("%s %s bs=%ld n=%d bytes=%.1f MiB (%d reps, median; min..max GB/s)\n", m->name,
-		       ftfmt_get(m->format)->name, batches[bi], n, bytes / 1048576.0, reps);
+		printf("%s %s bs=%ld n=%d bytes=%.1f MiB, %s plan (%d reps, median; min..max GB/s)\n", m->name,
+		       ftfmt_get(m->format)->name, batches[bi], n, bytes / 1048576.0, seq ? "consecutive" : "random",
+		       reps);
 		for (int v = 0; v < NV; v++) {
 			if (!use[v])
 				continue;

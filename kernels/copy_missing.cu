@@ -41,21 +41,34 @@ template <int HINT> __device__ __forceinline__ uint4 load16(const uint4 *p)
 	return v;
 }
 
-/* Fused gather. Grid: any number of blocks of FTCM_BLOCK threads, striding over the flat space
- * of n * e16 16-byte chunks (entry-major, then bank, then offset); each thread keeps UNROLL
- * loads in flight; a warp's loads are 512 contiguous bytes. */
+/* Fused gather of the banks whose bit is set in mask (all banks: the default path; the small
+ * banks: the proxy's SM part). Grid: any number of blocks of FTCM_BLOCK threads, striding over
+ * the flat space of n * e16 16-byte chunks (entry-major, then bank, then offset); each thread
+ * keeps UNROLL loads in flight; a warp's loads are 512 contiguous bytes. */
 template <int UNROLL, int HINT>
 __global__ void __launch_bounds__(FTCM_BLOCK)
-	fused_kernel(const struct layer_tab *__restrict__ tabs, int layer, const int32_t *__restrict__ src,
+	fused_kernel(const struct layer_tab *__restrict__ tabs, int layer, unsigned mask, const int32_t *__restrict__ src,
 		     const int32_t *__restrict__ dst, const int32_t *__restrict__ num, int max_n)
 {
 	__shared__ struct layer_tab t;
-	if (threadIdx.x == 0)
-		t = tabs[layer];
+	if (threadIdx.x == 0) { /* the banks of `mask`, compacted */
+		const struct layer_tab *x = &tabs[layer];
+		int k = 0;
+		t.pre16[0] = 0;
+		for (int b = 0; b < x->nb; b++)
+			if (mask >> b & 1) {
+				t.host[k] = x->host[b];
+				t.pool[k] = x->pool[b];
+				t.row16[k] = x->row16[b];
+				t.pre16[k + 1] = t.pre16[k] + x->row16[b];
+				k++;
+			}
+		t.nb = k;
+	}
 	__syncthreads();
 	int n = *num;
 	n = n < max_n ? n : max_n;
-	if (n <= 0)
+	if (n <= 0 || t.nb == 0)
 		return;
 	const unsigned e16 = t.pre16[t.nb], total = (unsigned)n * e16, span = FTCM_BLOCK * UNROLL;
 	for (unsigned base = blockIdx.x * span; base < total; base += gridDim.x * span) {
@@ -307,10 +320,12 @@ extern "C" int ftcm_is_fused(const struct ftcm *c)
 	return c && c->fused;
 }
 
-static cudaError_t per_bank(const struct ftcm *c, int blocks, int layer, const int32_t *src, const int32_t *dst,
-			    const int32_t *num, int max_n, cudaStream_t s)
+static cudaError_t per_bank(const struct ftcm *c, int blocks, int layer, unsigned mask, const int32_t *src,
+			    const int32_t *dst, const int32_t *num, int max_n, cudaStream_t s)
 {
 	for (int b = 0; b < c->nbanks; b++) {
+		if (!(mask >> b & 1))
+			continue;
 		const struct ftcm_bank *k = &c->banks[layer * c->nbanks + b];
 		uintptr_t al = (uintptr_t)k->host | (uintptr_t)k->pool | (uintptr_t)k->row_bytes;
 		size_t unit = al % 16 == 0 ? 16 : al % 4 == 0 ? 4 : 1;
@@ -333,38 +348,36 @@ static cudaError_t per_bank(const struct ftcm *c, int blocks, int layer, const i
 	return cudaSuccess;
 }
 
-extern "C" cudaError_t ftcm_copy_path(const struct ftcm *c, int fused, int variant, int blocks, int layer,
-				      const int32_t *src, const int32_t *dst, const int32_t *num, int max_n,
-				      cudaStream_t s)
+/* The copy of the banks in mask with the path forced (see ftcm_copy_path). */
+static cudaError_t copy_banks(const struct ftcm *c, int fused, int variant, int blocks, int layer, unsigned mask,
+			      const int32_t *src, const int32_t *dst, const int32_t *num, int max_n, cudaStream_t s)
 {
-	if (!c || layer < 0 || layer >= c->layers || max_n < 0 || !src || !dst || !num)
-		return cudaErrorInvalidValue;
-	if (max_n == 0)
+	if (max_n == 0 || !mask)
 		return cudaSuccess;
 	if (blocks <= 0)
 		blocks = c->sms * (variant == FTCM_VAR_BULK ? FTCM_BULK_BLOCKS_PER_SM : FTCM_BLOCKS_PER_SM);
 	if (!fused)
-		return per_bank(c, blocks, layer, src, dst, num, max_n, s);
+		return per_bank(c, blocks, layer, mask, src, dst, num, max_n, s);
 	if (!c->d_tabs || (unsigned long long)c->e16 * (unsigned long long)max_n >= (1ull << 32))
 		return cudaErrorInvalidValue;
 	switch (variant) {
 	case FTCM_VAR_DEFAULT:
-		fused_kernel<FTCM_UNROLL, 0><<<blocks, FTCM_BLOCK, 0, s>>>(c->d_tabs, layer, src, dst, num, max_n);
+		fused_kernel<FTCM_UNROLL, 0><<<blocks, FTCM_BLOCK, 0, s>>>(c->d_tabs, layer, mask, src, dst, num, max_n);
 		break;
 	case FTCM_VAR_L2_256:
-		fused_kernel<FTCM_UNROLL, 1><<<blocks, FTCM_BLOCK, 0, s>>>(c->d_tabs, layer, src, dst, num, max_n);
+		fused_kernel<FTCM_UNROLL, 1><<<blocks, FTCM_BLOCK, 0, s>>>(c->d_tabs, layer, mask, src, dst, num, max_n);
 		break;
 	case FTCM_VAR_UNROLL4:
-		fused_kernel<4, 0><<<blocks, FTCM_BLOCK, 0, s>>>(c->d_tabs, layer, src, dst, num, max_n);
+		fused_kernel<4, 0><<<blocks, FTCM_BLOCK, 0, s>>>(c->d_tabs, layer, mask, src, dst, num, max_n);
 		break;
 	case FTCM_VAR_UNROLL16:
-		fused_kernel<16, 0><<<blocks, FTCM_BLOCK, 0, s>>>(c->d_tabs, layer, src, dst, num, max_n);
+		fused_kernel<16, 0><<<blocks, FTCM_BLOCK, 0, s>>>(c->d_tabs, layer, mask, src, dst, num, max_n);
 		break;
 	case FTCM_VAR_BULK: {
 		int dev, major;
 		cudaGetDevice(&dev);
 		cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-		if (major < 9)
+		if (major < 9 || mask != (1u << c->nbanks) - 1)
 			return cudaErrorInvalidDeviceFunction;
 		bulk_kernel<<<blocks, 32, 0, s>>>(c->d_tabs, layer, src, dst, num, max_n);
 		break;
@@ -373,6 +386,15 @@ extern "C" cudaError_t ftcm_copy_path(const struct ftcm *c, int fused, int varia
 		return cudaErrorInvalidValue;
 	}
 	return cudaGetLastError();
+}
+
+extern "C" cudaError_t ftcm_copy_path(const struct ftcm *c, int fused, int variant, int blocks, int layer,
+				      const int32_t *src, const int32_t *dst, const int32_t *num, int max_n,
+				      cudaStream_t s)
+{
+	if (!c || layer < 0 || layer >= c->layers || max_n < 0 || !src || !dst || !num)
+		return cudaErrorInvalidValue;
+	return copy_banks(c, fused, variant, blocks, layer, (1u << c->nbanks) - 1, src, dst, num, max_n, s);
 }
 
 extern "C" cudaError_t ftcm_copy(const struct ftcm *c, int layer, const int32_t *src, const int32_t *dst,
@@ -384,6 +406,7 @@ extern "C" cudaError_t ftcm_copy(const struct ftcm *c, int layer, const int32_t 
 }
 
 /* ------------------------------------------------------------------ copy-engine proxy */
+#include <cuda.h> /* types of cuStreamWriteValue64, reached through cudaGetDriverEntryPointByVersion */
 #include <pthread.h>
 #include <sched.h>
 #include <time.h>
@@ -394,8 +417,12 @@ extern "C" cudaError_t ftcm_copy(const struct ftcm *c, int layer, const int32_t 
 struct mailbox {
 	volatile long long seq; /* written last by the publish kernel */
 	int layer, n;
-	int32_t plan[]; /* src[max_n], dst[max_n] */
+	unsigned ce_mask; /* banks the copy engines move (the others: the SM part) */
+	int merge;        /* 1: one copy per run of consecutive src and dst rows */
+	int32_t plan[];   /* src[max_n], dst[max_n] */
 };
+
+typedef CUresult (*write_value64_fn)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
 
 struct ftcm_proxy {
 	const struct ftcm *c;
@@ -407,14 +434,20 @@ struct ftcm_proxy {
 	pthread_t th;
 	int started;
 	volatile int stop, errors;
+	struct ftcm_proxy_opts opts; /* read by ftcm_proxy_copy (the caller's thread) */
+	volatile int signal;         /* opts.signal, read by the proxy thread */
+	write_value64_fn write64;    /* NULL when stream memory operations are unavailable */
 	void **dsts;
 	const void **srcs;
 	size_t *sizes;
+	int32_t *hsrc, *hdst; /* the plan copied out of the mailbox */
+	long long batches, copies; /* issued so far (statistics) */
 };
 
 /* Grid: one block of FTCM_PUBLISH_BLOCK threads. */
-__global__ void publish_kernel(struct mailbox *mb, long long *seq, int layer, const int32_t *__restrict__ src,
-			       const int32_t *__restrict__ dst, const int32_t *__restrict__ num, int max_n)
+__global__ void publish_kernel(struct mailbox *mb, long long *seq, int layer, unsigned ce_mask, int merge,
+			       const int32_t *__restrict__ src, const int32_t *__restrict__ dst,
+			       const int32_t *__restrict__ num, int max_n)
 {
 	int n = *num;
 	n = n < 0 ? 0 : n < max_n ? n : max_n;
@@ -429,20 +462,23 @@ __global__ void publish_kernel(struct mailbox *mb, long long *seq, int layer, co
 		seq[0] = s;
 		mb->layer = layer;
 		mb->n = n;
+		mb->ce_mask = ce_mask;
+		mb->merge = merge;
 		__threadfence_system();
 		mb->seq = s;
 	}
 }
 
-/* Grid: one thread. Waits until done >= published. */
-__global__ void wait_kernel(long long *seq)
+/* Grid: one thread. Waits until done >= published, polling every sleep_ns. */
+__global__ void wait_kernel(long long *seq, unsigned sleep_ns)
 {
 	volatile long long *v = seq;
 	long long want = v[0];
 	unsigned long long t0, t;
 	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
 	while (v[1] < want) {
-		__nanosleep(256);
+		if (sleep_ns)
+			__nanosleep(sleep_ns);
 		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
 		if (t - t0 > FTCM_WAIT_TIMEOUT_NS) {
 			atomicAdd((unsigned long long *)&seq[2], 1ull);
@@ -459,10 +495,34 @@ __global__ void signal_kernel(long long *seq, long long value)
 	((volatile long long *)seq)[1] = value;
 }
 
+/* Turn plan (src, dst)[n] into copies of the banks in ce_mask: bank-major; with merge, a run of
+ * entries whose src and dst rows are both consecutive becomes one copy. Returns the count. */
+static int build_copies(struct ftcm_proxy *p, int layer, int n, unsigned ce_mask, int merge)
+{
+	const struct ftcm *c = p->c;
+	int k = 0;
+	for (int b = 0; b < c->nbanks; b++) {
+		if (!(ce_mask >> b & 1))
+			continue;
+		const struct ftcm_bank *bk = &c->banks[layer * c->nbanks + b];
+		for (int i = 0; i < n;) {
+			int sr = p->hsrc[i], ds = p->hdst[i], j = i + 1;
+			if (merge)
+				while (j < n && p->hsrc[j] == sr + (j - i) && p->hdst[j] == ds + (j - i))
+					j++;
+			p->dsts[k] = (unsigned char *)bk->pool + (size_t)ds * bk->row_bytes;
+			p->srcs[k] = (const unsigned char *)bk->host + (size_t)sr * bk->row_bytes;
+			p->sizes[k] = (size_t)(j - i) * bk->row_bytes;
+			k++;
+			i = j;
+		}
+	}
+	return k;
+}
+
 static void *proxy_main(void *arg)
 {
 	struct ftcm_proxy *p = (struct ftcm_proxy *)arg;
-	const struct ftcm *c = p->c;
 	long long last = 0;
 	cudaSetDevice(p->device);
 	struct cudaMemcpyAttributes at;
@@ -478,26 +538,89 @@ static void *proxy_main(void *arg)
 			continue;
 		}
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		int layer = p->mb->layer, n = p->mb->n, k = 0;
-		for (int i = 0; i < n; i++) {
-			int sr = p->mb->plan[i], ds = p->mb->plan[p->max_n + i];
-			for (int b = 0; b < c->nbanks; b++, k++) {
-				const struct ftcm_bank *bk = &c->banks[layer * c->nbanks + b];
-				p->dsts[k] = (unsigned char *)bk->pool + (size_t)ds * bk->row_bytes;
-				p->srcs[k] = (const unsigned char *)bk->host + (size_t)sr * bk->row_bytes;
-				p->sizes[k] = bk->row_bytes;
-			}
-		}
+		int layer = p->mb->layer, n = p->mb->n, merge = p->mb->merge;
+		unsigned ce_mask = p->mb->ce_mask;
+		if (layer < 0 || layer >= p->c->layers || n < 0 || n > p->max_n)
+			n = 0, p->errors++;
+		memcpy(p->hsrc, p->mb->plan, (size_t)n * sizeof *p->hsrc);
+		memcpy(p->hdst, p->mb->plan + p->max_n, (size_t)n * sizeof *p->hdst);
+		int k = n ? build_copies(p, layer, n, ce_mask, merge) : 0;
 		size_t idx = 0;
-		if (k && cudaMemcpyBatchAsync((void *const *)p->dsts, (const void *const *)p->srcs, p->sizes, (size_t)k,
-					      &at, &idx, 1, p->cs) != cudaSuccess)
+		if (k == 1 && cudaMemcpyAsync(p->dsts[0], p->srcs[0], p->sizes[0], cudaMemcpyHostToDevice, p->cs))
 			p->errors++;
-		signal_kernel<<<1, 1, 0, p->cs>>>(p->d_seq, s);
-		if (cudaGetLastError() != cudaSuccess)
+		if (k > 1 && cudaMemcpyBatchAsync((void *const *)p->dsts, (const void *const *)p->srcs, p->sizes,
+						  (size_t)k, &at, &idx, 1, p->cs) != cudaSuccess)
 			p->errors++;
+		p->batches++;
+		p->copies += k;
+		if (p->signal == FTCM_SIGNAL_MEMOP && p->write64) {
+			if (p->write64((CUstream)p->cs, (CUdeviceptr)(p->d_seq + 1), (cuuint64_t)s, 0) != CUDA_SUCCESS)
+				p->errors++;
+		} else {
+			signal_kernel<<<1, 1, 0, p->cs>>>(p->d_seq, s);
+			if (cudaGetLastError() != cudaSuccess)
+				p->errors++;
+		}
 		last = s;
 	}
 	return NULL;
+}
+
+extern "C" void ftcm_proxy_default_opts(struct ftcm_proxy_opts *o)
+{
+	o->sm_below = FTCM_PROXY_SPLIT_BYTES;
+	o->merge = 1;
+	o->signal = FTCM_SIGNAL_MEMOP;
+	o->wait_sleep_ns = FTCM_PROXY_WAIT_SLEEP_NS;
+}
+
+extern "C" cudaError_t ftcm_proxy_set_opts(struct ftcm_proxy *p, const struct ftcm_proxy_opts *o)
+{
+	if (!p || !o || o->wait_sleep_ns < 0 || o->wait_sleep_ns > 1000000 ||
+	    (o->signal != FTCM_SIGNAL_KERNEL && o->signal != FTCM_SIGNAL_MEMOP))
+		return cudaErrorInvalidValue;
+	p->opts = *o;
+	p->signal = o->signal;
+	return cudaSuccess;
+}
+
+extern "C" int ftcm_proxy_signal(const struct ftcm_proxy *p)
+{
+	return p && p->opts.signal == FTCM_SIGNAL_MEMOP && p->write64 ? FTCM_SIGNAL_MEMOP : FTCM_SIGNAL_KERNEL;
+}
+
+extern "C" void ftcm_proxy_stats(const struct ftcm_proxy *p, long long *batches, long long *copies)
+{
+	*batches = p ? p->batches : 0;
+	*copies = p ? p->copies : 0;
+}
+
+/* cuStreamWriteValue64 through the runtime (no -lcuda), when the device supports 64-bit stream
+ * memory operations; else NULL (the signal kernel is used). */
+static void *driver_fn(const char *name)
+{
+	void *fn = NULL;
+	enum cudaDriverEntryPointQueryResult q;
+	if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+	    q != cudaDriverEntryPointSuccess) {
+		cudaGetLastError();
+		return NULL;
+	}
+	return fn;
+}
+
+static write_value64_fn find_write64(int dev)
+{
+	typedef CUresult (*get_fn)(CUdevice *, int);
+	typedef CUresult (*attr_fn)(int *, CUdevice_attribute, CUdevice);
+	get_fn get = (get_fn)driver_fn("cuDeviceGet");
+	attr_fn attr = (attr_fn)driver_fn("cuDeviceGetAttribute");
+	CUdevice d;
+	int ok = 0;
+	if (!get || !attr || get(&d, dev) != CUDA_SUCCESS ||
+	    attr(&ok, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, d) != CUDA_SUCCESS || !ok)
+		return NULL;
+	return (write_value64_fn)driver_fn("cuStreamWriteValue64");
 }
 
 extern "C" cudaError_t ftcm_proxy_create(struct ftcm_proxy **out, const struct ftcm *c, int max_n)
@@ -510,12 +633,16 @@ extern "C" cudaError_t ftcm_proxy_create(struct ftcm_proxy **out, const struct f
 		return cudaErrorMemoryAllocation;
 	p->c = c;
 	p->max_n = max_n;
+	ftcm_proxy_default_opts(&p->opts);
+	p->signal = p->opts.signal;
 	size_t k = (size_t)max_n * c->nbanks;
 	p->dsts = (void **)malloc(k * sizeof *p->dsts);
 	p->srcs = (const void **)malloc(k * sizeof *p->srcs);
 	p->sizes = (size_t *)malloc(k * sizeof *p->sizes);
+	p->hsrc = (int32_t *)malloc((size_t)max_n * sizeof *p->hsrc);
+	p->hdst = (int32_t *)malloc((size_t)max_n * sizeof *p->hdst);
 	cudaError_t e = cudaSuccess;
-	if (!p->dsts || !p->srcs || !p->sizes)
+	if (!p->dsts || !p->srcs || !p->sizes || !p->hsrc || !p->hdst)
 		e = cudaErrorMemoryAllocation;
 	if (!e)
 		e = cudaHostAlloc((void **)&p->mb, sizeof *p->mb + 2 * sizeof(int32_t) * max_n, cudaHostAllocMapped);
@@ -531,6 +658,8 @@ extern "C" cudaError_t ftcm_proxy_create(struct ftcm_proxy **out, const struct f
 		e = cudaStreamCreateWithFlags(&p->cs, cudaStreamNonBlocking);
 	if (!e)
 		e = cudaGetDevice(&p->device);
+	if (!e)
+		p->write64 = find_write64(p->device);
 	if (!e && pthread_create(&p->th, NULL, proxy_main, p))
 		e = cudaErrorOperatingSystem;
 	if (e) {
@@ -559,6 +688,8 @@ extern "C" void ftcm_proxy_destroy(struct ftcm_proxy *p)
 	free(p->dsts);
 	free(p->srcs);
 	free(p->sizes);
+	free(p->hsrc);
+	free(p->hdst);
 	free(p);
 }
 
@@ -567,11 +698,23 @@ extern "C" cudaError_t ftcm_proxy_copy(struct ftcm_proxy *p, int layer, const in
 {
 	if (!p || layer < 0 || layer >= p->c->layers || !src || !dst || !num)
 		return cudaErrorInvalidValue;
-	publish_kernel<<<1, FTCM_PUBLISH_BLOCK, 0, s>>>(p->mb_dev, p->d_seq, layer, src, dst, num, p->max_n);
-	wait_kernel<<<1, 1, 0, s>>>(p->d_seq);
+	const struct ftcm *c = p->c;
+	const unsigned all = (1u << c->nbanks) - 1;
+	unsigned ce = 0;
+	for (int b = 0; b < c->nbanks; b++)
+		if (c->banks[layer * c->nbanks + b].row_bytes >= p->opts.sm_below)
+			ce |= 1u << b;
+	publish_kernel<<<1, FTCM_PUBLISH_BLOCK, 0, s>>>(p->mb_dev, p->d_seq, layer, ce, p->opts.merge ? 1 : 0, src,
+							dst, num, p->max_n);
+	cudaError_t e = cudaGetLastError();
+	/* the small banks: SM gather on the caller's stream, concurrent with the copy engines */
+	if (!e && ce != all)
+		e = copy_banks(c, c->fused, FTCM_VAR_DEFAULT, 0, layer, all & ~ce, src, dst, num, p->max_n, s);
+	if (e)
+		return e;
+	wait_kernel<<<1, 1, 0, s>>>(p->d_seq, (unsigned)p->opts.wait_sleep_ns);
 	return cudaGetLastError();
 }
-
 extern "C" int ftcm_proxy_errors(const struct ftcm_proxy *p)
 {
 	long long t = 0;

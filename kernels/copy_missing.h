@@ -64,20 +64,46 @@ cudaError_t ftcm_copy_path(const struct ftcm *c, int fused, int variant, int blo
 const char *ftcm_variant_name(int variant);
 
 /* Copy-engine variant with the plan kept on the device (graph-safe): a one-block kernel
- * publishes the plan (src, dst, n, layer, sequence number) into pinned, mapped host memory; a
- * host proxy thread owned by the context turns each new plan into one cudaMemcpyBatchAsync on
- * its own stream followed by a one-thread kernel that stores the sequence number in device
- * memory; a one-thread wait kernel holds the caller's stream until that number arrives (or a
- * 10 s timeout, which sets *timeouts). Costs one spinning CPU thread while the proxy lives.
- * Capturable: the publish and wait kernels read their sequence numbers from device memory.
+ * publishes the plan (src, dst, n, layer, bank split, sequence number) into pinned, mapped host
+ * memory; a host proxy thread owned by the context turns each new plan into one
+ * cudaMemcpyBatchAsync on its own stream (plain cudaMemcpyAsync when it is one copy) followed by
+ * a signal (cuStreamWriteValue64, or a one-thread kernel where stream memory operations are
+ * unavailable) that stores the sequence number in device memory; a one-thread wait kernel holds
+ * the caller's stream until that number arrives (or a 10 s timeout, which counts in
+ * ftcm_proxy_errors). Costs one spinning CPU thread while the proxy lives.
+ * Split: banks whose row_bytes < opts.sm_below are copied by the fused (or, misaligned, the
+ * per-bank) SM kernel restricted to those banks, launched on the caller's stream between the
+ * publish and the wait kernels, so it runs while the copy engines move the large banks.
+ * Merge: entries whose src rows and dst slots are both consecutive become one copy per bank.
+ * Capturable: the publish and wait kernels read their sequence numbers from device memory; the
+ * split is fixed at launch (capture) time from the options then in force.
  * The proxy must outlive every graph that uses it. */
+#define FTCM_PROXY_SPLIT_BYTES (256u << 10) /* default opts.sm_below */
+#define FTCM_PROXY_WAIT_SLEEP_NS 64         /* default opts.wait_sleep_ns */
+enum ftcm_signal { FTCM_SIGNAL_KERNEL = 0, FTCM_SIGNAL_MEMOP = 1 };
+
+struct ftcm_proxy_opts {
+	size_t sm_below;   /* banks with smaller rows go to the SM kernel (0: none; SIZE_MAX: all) */
+	int merge;         /* 1: merge runs of consecutive src and dst rows into one copy */
+	int signal;        /* enum ftcm_signal (MEMOP falls back to KERNEL when unsupported) */
+	int wait_sleep_ns; /* the wait kernel's poll interval, 0..1000000 */
+};
+
 struct ftcm_proxy;
-cudaError_t ftcm_proxy_create(struct ftcm_proxy **out, const struct ftcm *c, int max_n);
+void ftcm_proxy_default_opts(struct ftcm_proxy_opts *o);
+cudaError_t ftcm_proxy_create(struct ftcm_proxy **out, const struct ftcm *c, int max_n); /* default opts */
 void ftcm_proxy_destroy(struct ftcm_proxy *p); /* accepts NULL; stops and joins the thread */
-cudaError_t ftcm_proxy_copy(struct ftcm_proxy *p, int layer, const int32_t *d_src, const int32_t *d_dst,
-			    const int32_t *d_num, cudaStream_t s);
+/* Options for later ftcm_proxy_copy calls (and later graph captures); plans in flight keep
+ * theirs. cudaErrorInvalidValue for a bad option. */
+cudaError_t ftcm_proxy_set_opts(struct ftcm_proxy *p, const struct ftcm_proxy_opts *o);
+/* The signal in use: FTCM_SIGNAL_MEMOP only when asked for and supported. */
+int ftcm_proxy_signal(const struct ftcm_proxy *p);
+cudaError_t ftcm_proxy_copy(struct ftcm_proxy *p, int layer, const int32_t *src, const int32_t *dst,
+			    const int32_t *num, cudaStream_t s);
 /* Copies the proxy failed to issue, and waits that timed out (0 when all is well). */
 int ftcm_proxy_errors(const struct ftcm_proxy *p);
+/* Plans handled and copy-engine copies issued so far (read after the stream is idle). */
+void ftcm_proxy_stats(const struct ftcm_proxy *p, long long *batches, long long *copies);
 
 #ifdef __cplusplus
 }

@@ -23,6 +23,7 @@ void ftcc_defaults(struct ftcc_opts *o)
 		o->miss[o->nmiss++] = mr[i];
 	}
 	o->repeat = FTCC_DEFAULT_REPEAT;
+	o->copy = FTCC_COPY_FUSED;
 }
 
 #ifdef FT_HAVE_CUDA
@@ -32,6 +33,7 @@ void ftcc_defaults(struct ftcc_opts *o)
 #include "slot_cache.h"
 
 #define WARMUP 2 /* untimed passes of every path before a configuration's repeats */
+#define ENS_K 8  /* ensure_us: this many back-to-back calls, each on a fresh copy of the state */
 
 static int cuerr(cudaError_t e)
 {
@@ -51,8 +53,10 @@ struct bench {
 	size_t expert_bytes;
 	void *scratch;         /* device destination of the linear copy */
 	int32_t *d_ids, *d_ids0, *d_warm;
+	int32_t *d_bids; /* [ENS_K][nmax] ids of the back-to-back ensure calls */
+	int nmax;
 	int32_t *h_src, *h_dst;
-	struct ftsc_dev st, init;
+	struct ftsc_dev st, init, bb[ENS_K];
 };
 
 static double ms_between(cudaEvent_t a, cudaEvent_t b)
@@ -80,7 +84,71 @@ static cudaError_t prepare(struct bench *b, int n, int nwarm)
 	return cudaMemcpyAsync(b->d_ids, b->d_ids0, (size_t)n * 4, cudaMemcpyDeviceToDevice, b->s);
 }
 
-static int run_config(struct bench *b, int C, long bs, double rate, int repeat, json_t *row)
+/* ENS_K back-to-back ensure calls, each on its own state prepared as `prepare` does (untimed):
+ * the per-call cost of the kernel, without the event/launch gaps of an isolated call. */
+static cudaError_t time_ensure_b2b(struct bench *b, int n, int nwarm, double *us)
+{
+	cudaError_t e;
+	for (int k = 0; k < ENS_K; k++) {
+		int32_t *ids = b->d_bids + (size_t)k * b->nmax;
+		if ((e = ftsc_dev_copy(&b->bb[k], &b->init, b->s)) ||
+		    (nwarm > 0 && (e = ftsc_dev_ensure(&b->bb[k], 0, b->d_warm, nwarm, b->s))) ||
+		    (e = cudaMemcpyAsync(ids, b->d_ids0, (size_t)n * 4, cudaMemcpyDeviceToDevice, b->s)))
+			return e;
+	}
+	if ((e = cudaEventRecord(b->ev[0], b->s)))
+		return e;
+	for (int k = 0; k < ENS_K; k++)
+		if ((e = ftsc_dev_ensure(&b->bb[k], 0, b->d_bids + (size_t)k * b->nmax, n, b->s)))
+			return e;
+	if ((e = cudaEventRecord(b->ev[1], b->s)) || (e = cudaEventSynchronize(b->ev[1])))
+		return e;
+	*us = ms_between(b->ev[0], b->ev[1]) * 1e3 / ENS_K;
+	return cudaSuccess;
+}
+
+/* One copy of the device plan with the chosen copy path on b->s. */
+static cudaError_t copy_with(struct bench *b, enum ftcc_copy c)
+{
+	if (c == FTCC_COPY_PROXY)
+		return ftcm_proxy_copy(b->proxy, 0, b->st.src_indices, b->st.evict_slots, b->st.counts, b->s);
+	return ftcm_copy(b->cm, 0, b->st.src_indices, b->st.evict_slots, b->st.counts, b->m->experts, b->s);
+}
+
+/* Zero the planned slots, ensure + copy once more with path c, compare with the source rows. */
+static int check_copy(struct bench *b, enum ftcc_copy c, int n, int nwarm)
+{
+	cudaError_t e;
+	int r;
+	if ((e = prepare(b, n, nwarm)) || (e = ftsc_dev_ensure(&b->st, 0, b->d_ids, n, b->s)) ||
+	    (e = cudaStreamSynchronize(b->s)))
+		return cuerr(e);
+	if ((r = ftgather_poison(b->g)))
+		return r;
+	if ((e = copy_with(b, c)) || (e = cudaStreamSynchronize(b->s)))
+		return cuerr(e);
+	return ftgather_verify(b->g);
+}
+
+static void set_ms(json_t *row, const char *name, const double *v, int n, double *med)
+{
+	char k[64];
+	snprintf(k, sizeof k, "%s_ms_spread", name);
+	json_object_set_new(row, k, spread(v, n, med));
+	snprintf(k, sizeof k, "%s_ms", name);
+	json_object_set_new(row, k, json_real(*med));
+}
+
+static void set_gbps(json_t *row, const char *name, size_t bytes, double ms, double lin_ms)
+{
+	char k[64];
+	snprintf(k, sizeof k, "%s_GBps", name);
+	json_object_set_new(row, k, json_real(ms > 0 ? bytes / (ms * 1e-3) / 1e9 : 0));
+	snprintf(k, sizeof k, "%s_pct_of_linear", name);
+	json_object_set_new(row, k, json_real(ms > 0 ? 100.0 * lin_ms / ms : 0));
+}
+
+static int run_config(struct bench *b, int C, long bs, double rate, int repeat, enum ftcc_copy copy, json_t *row)
 {
 	const struct ftmodel *m = b->m;
 	const int E = m->experts, n = (int)bs * m->topk;
@@ -96,15 +164,15 @@ static int run_config(struct bench *b, int C, long bs, double rate, int repeat, 
 		json_object_set_new(row, "error", json_string("cache smaller than the active set"));
 		return 0;
 	}
+	enum { T_ALL, T_ENS1, T_COPY, T_FUSED, T_PB, T_MC, T_LIN, T_PX, T_ENS, T_N };
 	int32_t *ids = malloc(sizeof *ids * (size_t)(n > E ? n : E));
-	double *t = calloc((size_t)repeat * 7, sizeof *t);
+	double *t = calloc((size_t)repeat * T_N, sizeof *t);
 	if (!ids || !t) {
 		free(ids);
 		free(t);
 		return -ENOMEM;
 	}
-	double *t_all = t, *t_ens = t + repeat, *t_copy = t + 2 * repeat, *t_pb = t + 3 * repeat,
-	       *t_mc = t + 4 * repeat, *t_lin = t + 5 * repeat, *t_px = t + 6 * repeat;
+#define TT(i) (t + (size_t)(i) * repeat)
 	cudaError_t e;
 	int r = 0;
 	for (int i = 0; i < n; i++)
@@ -135,41 +203,44 @@ static int run_config(struct bench *b, int C, long bs, double rate, int repeat, 
 	if ((r = ftgather_set_plan(b->g, 0, b->h_src, b->h_dst, misses)))
 		goto out;
 	const void *lin_src = ftgather_host_bank(b->g, 0, 0);
+	const enum ftcc_copy other = copy == FTCC_COPY_PROXY ? FTCC_COPY_FUSED : FTCC_COPY_PROXY;
 	for (int it = -WARMUP; it < repeat; it++) {
 		int k = it < 0 ? 0 : it;
-		/* ensure + default copy path: the §4 figure */
+		/* ensure + the chosen copy path: the §4 figure */
 		if ((e = prepare(b, n, nwarm)) || (e = cudaEventRecord(b->ev[0], b->s)) ||
 		    (e = ftsc_dev_ensure(&b->st, 0, b->d_ids, n, b->s)) || (e = cudaEventRecord(b->ev[1], b->s)) ||
-		    (e = ftcm_copy(b->cm, 0, b->st.src_indices, b->st.evict_slots, b->st.counts, E, b->s)) ||
-		    (e = cudaEventRecord(b->ev[2], b->s)) || (e = cudaEventSynchronize(b->ev[2])))
+		    (e = copy_with(b, copy)) || (e = cudaEventRecord(b->ev[2], b->s)) ||
+		    (e = cudaEventSynchronize(b->ev[2])))
 			goto cuda_fail;
-		t_all[k] = ms_between(b->ev[0], b->ev[2]);
-		t_ens[k] = ms_between(b->ev[0], b->ev[1]);
-		t_copy[k] = ms_between(b->ev[1], b->ev[2]);
-		/* per-bank path on the same plan */
+		TT(T_ALL)[k] = ms_between(b->ev[0], b->ev[2]);
+		TT(T_ENS1)[k] = ms_between(b->ev[0], b->ev[1]);
+		TT(T_COPY)[k] = ms_between(b->ev[1], b->ev[2]);
+		TT(copy == FTCC_COPY_PROXY ? T_PX : T_FUSED)[k] = TT(T_COPY)[k];
+		/* the other of fused / proxy, then the per-bank path, on the same plan (copy only) */
+		if ((e = prepare(b, n, nwarm)) || (e = ftsc_dev_ensure(&b->st, 0, b->d_ids, n, b->s)) ||
+		    (e = cudaEventRecord(b->ev[0], b->s)) || (e = copy_with(b, other)) ||
+		    (e = cudaEventRecord(b->ev[1], b->s)) || (e = cudaEventSynchronize(b->ev[1])))
+			goto cuda_fail;
+		TT(other == FTCC_COPY_PROXY ? T_PX : T_FUSED)[k] = ms_between(b->ev[0], b->ev[1]);
 		if ((e = prepare(b, n, nwarm)) || (e = ftsc_dev_ensure(&b->st, 0, b->d_ids, n, b->s)) ||
 		    (e = cudaEventRecord(b->ev[0], b->s)) ||
 		    (e = ftcm_copy_path(b->cm, 0, 0, 0, 0, b->st.src_indices, b->st.evict_slots, b->st.counts, E,
 					b->s)) ||
 		    (e = cudaEventRecord(b->ev[1], b->s)) || (e = cudaEventSynchronize(b->ev[1])))
 			goto cuda_fail;
-		t_pb[k] = ms_between(b->ev[0], b->ev[1]);
-		/* copy engines driven from the device plan through the proxy thread */
-		if ((e = prepare(b, n, nwarm)) || (e = ftsc_dev_ensure(&b->st, 0, b->d_ids, n, b->s)) ||
-		    (e = cudaEventRecord(b->ev[0], b->s)) ||
-		    (e = ftcm_proxy_copy(b->proxy, 0, b->st.src_indices, b->st.evict_slots, b->st.counts, b->s)) ||
-		    (e = cudaEventRecord(b->ev[1], b->s)) || (e = cudaEventSynchronize(b->ev[1])))
+		TT(T_PB)[k] = ms_between(b->ev[0], b->ev[1]);
+		/* ensure_experts alone, back to back */
+		if ((e = time_ensure_b2b(b, n, nwarm, &TT(T_ENS)[k])))
 			goto cuda_fail;
-		t_px[k] = ms_between(b->ev[0], b->ev[1]);
-		/* per-expert cudaMemcpyAsync loop, plan on the host */
+		/* per-expert cudaMemcpyAsync loop (plan on the host) and the linear copy */
 		if (misses) {
 			double sec;
 			if ((r = ftgather_time(b->g, FTGATHER_MEMCPY, 0, 1, &sec)))
 				goto out;
-			t_mc[k] = sec * 1e3;
+			TT(T_MC)[k] = sec * 1e3;
 			if ((r = ftpcie_linear_on(FTPCIE_H2D, b->scratch, lin_src, bytes, 0, 1, &sec, b->s)))
 				goto out;
-			t_lin[k] = sec * 1e3;
+			TT(T_LIN)[k] = sec * 1e3;
 		}
 	}
 	/* A proxy copy that was never issued or a wait that timed out makes its timings meaningless. */
@@ -179,54 +250,48 @@ static int run_config(struct bench *b, int C, long bs, double rate, int repeat, 
 		r = -EIO;
 		goto out;
 	}
-	/* Check: zero the planned slots, copy once more with the default path, compare. */
-	if ((e = prepare(b, n, nwarm)) || (e = ftsc_dev_ensure(&b->st, 0, b->d_ids, n, b->s)) ||
-	    (e = cudaStreamSynchronize(b->s)))
-		goto cuda_fail;
-	if ((r = ftgather_poison(b->g)))
+	/* Check both the chosen path and the other one. */
+	r = check_copy(b, copy, n, nwarm);
+	if (!r || r == -EBADMSG) {
+		int r2 = check_copy(b, other, n, nwarm);
+		r = r ? r : r2;
+	}
+	if (r && r != -EBADMSG)
 		goto out;
-	if ((e = ftcm_copy(b->cm, 0, b->st.src_indices, b->st.evict_slots, b->st.counts, E, b->s)) ||
-	    (e = cudaStreamSynchronize(b->s)))
-		goto cuda_fail;
-	r = ftgather_verify(b->g);
 	json_object_set_new(row, "verified", json_boolean(r == 0));
-	/* ids must now be the slots of the plan / the resident slots */
-	double med_all, med_ens, med_copy, med_pb, med_mc = 0, med_lin = 0;
-	json_t *sp_all = spread(t_all, repeat, &med_all);
-	json_t *sp_ens = spread(t_ens, repeat, &med_ens);
-	json_t *sp_copy = spread(t_copy, repeat, &med_copy);
-	json_t *sp_pb = spread(t_pb, repeat, &med_pb);
+	double med_all, med_ens1, med_ens, med_copy, med_fu, med_pb, med_px, med_mc = 0, med_lin = 0;
 	const double mib = (double)bytes / (1 << 20);
+	json_object_set_new(row, "time_ms_spread", spread(TT(T_ALL), repeat, &med_all));
 	json_object_set_new(row, "time_ms", json_real(med_all));
 	json_object_set_new(row, "copy_MiB", json_real(mib));
 	json_object_set_new(row, "bw_GBps", json_real(med_all > 0 ? bytes / (med_all * 1e-3) / 1e9 : 0));
 	json_object_set_new(row, "tok_ms", json_real(med_all * m->layers));
-	json_object_set_new(row, "time_ms_spread", sp_all);
+	for (int i = 0; i < repeat; i++)
+		TT(T_ENS)[i] /= 1e3; /* us -> ms for the spread */
+	json_object_set_new(row, "ensure_ms_spread", spread(TT(T_ENS), repeat, &med_ens));
 	json_object_set_new(row, "ensure_us", json_real(med_ens * 1e3));
-	json_object_set_new(row, "ensure_ms_spread", sp_ens);
-	json_object_set_new(row, "copy_ms", json_real(med_copy));
-	json_object_set_new(row, "copy_ms_spread", sp_copy);
-	json_object_set_new(row, "per_bank_ms", json_real(med_pb));
-	json_object_set_new(row, "per_bank_ms_spread", sp_pb);
+	json_object_set_new(row, "ensure_isolated_ms_spread", spread(TT(T_ENS1), repeat, &med_ens1));
+	json_object_set_new(row, "ensure_isolated_us", json_real(med_ens1 * 1e3));
+	set_ms(row, "copy", TT(T_COPY), repeat, &med_copy);
+	set_ms(row, "fused", TT(T_FUSED), repeat, &med_fu);
+	set_ms(row, "per_bank", TT(T_PB), repeat, &med_pb);
+	set_ms(row, "proxy", TT(T_PX), repeat, &med_px);
+	json_object_set_new(row, "fused_over_per_bank", json_real(med_fu > 0 ? med_pb / med_fu : 0));
 	if (misses) {
-		json_object_set_new(row, "memcpy_ms_spread", spread(t_mc, repeat, &med_mc));
-		json_object_set_new(row, "linear_ms_spread", spread(t_lin, repeat, &med_lin));
-		double med_px;
-		json_object_set_new(row, "proxy_ms_spread", spread(t_px, repeat, &med_px));
-		json_object_set_new(row, "proxy_ms", json_real(med_px));
-		json_object_set_new(row, "proxy_GBps", json_real(bytes / (med_px * 1e-3) / 1e9));
-		json_object_set_new(row, "memcpy_ms", json_real(med_mc));
-		json_object_set_new(row, "linear_ms", json_real(med_lin));
-		json_object_set_new(row, "copy_GBps", json_real(bytes / (med_copy * 1e-3) / 1e9));
-		json_object_set_new(row, "per_bank_GBps", json_real(bytes / (med_pb * 1e-3) / 1e9));
-		json_object_set_new(row, "memcpy_GBps", json_real(bytes / (med_mc * 1e-3) / 1e9));
-		json_object_set_new(row, "linear_GBps", json_real(bytes / (med_lin * 1e-3) / 1e9));
+		set_ms(row, "memcpy", TT(T_MC), repeat, &med_mc);
+		set_ms(row, "linear", TT(T_LIN), repeat, &med_lin);
 		json_object_set_new(row, "pct_of_linear", json_real(100.0 * med_lin / med_all));
-		json_object_set_new(row, "fused_over_per_bank", json_real(med_pb / med_copy));
+		set_gbps(row, "copy", bytes, med_copy, med_lin);
+		set_gbps(row, "fused", bytes, med_fu, med_lin);
+		set_gbps(row, "per_bank", bytes, med_pb, med_lin);
+		set_gbps(row, "proxy", bytes, med_px, med_lin);
+		set_gbps(row, "memcpy", bytes, med_mc, med_lin);
+		json_object_set_new(row, "linear_GBps", json_real(bytes / (med_lin * 1e-3) / 1e9));
 	} else {
 		json_object_set_new(row, "memcpy_ms", json_null());
 		json_object_set_new(row, "linear_ms", json_null());
 	}
+#undef TT
 	goto out;
 cuda_fail:
 	r = cuerr(e);
@@ -246,6 +311,9 @@ static void bench_release(struct bench *b)
 	cudaFree(b->d_ids);
 	cudaFree(b->d_ids0);
 	cudaFree(b->d_warm);
+	cudaFree(b->d_bids);
+	for (int k = 0; k < ENS_K; k++)
+		ftsc_dev_destroy(&b->bb[k]);
 	free(b->h_src);
 	free(b->h_dst);
 	ftsc_dev_destroy(&b->st);
@@ -272,9 +340,15 @@ static int init_state(struct bench *b, int C)
 	cudaError_t e;
 	ftsc_dev_destroy(&b->st);
 	ftsc_dev_destroy(&b->init);
-	if ((e = ftsc_dev_create(&b->st, m->layers, m->experts, C)) ||
-	    (e = ftsc_dev_create(&b->init, m->layers, m->experts, C)) ||
-	    (e = ftsc_dev_upload(&b->init, sc.slot_for_id, sc.id_of_slot, sc.usage, sc.last_seen, sc.step, b->s)))
+	for (int k = 0; k < ENS_K; k++) {
+		ftsc_dev_destroy(&b->bb[k]);
+		if (!r && (e = ftsc_dev_create(&b->bb[k], m->layers, m->experts, C)))
+			r = cuerr(e);
+	}
+	if (!r && ((e = ftsc_dev_create(&b->st, m->layers, m->experts, C)) ||
+		   (e = ftsc_dev_create(&b->init, m->layers, m->experts, C)) ||
+		   (e = ftsc_dev_upload(&b->init, sc.slot_for_id, sc.id_of_slot, sc.usage, sc.last_seen, sc.step,
+					b->s))))
 		r = cuerr(e);
 	ftsc_release(&sc);
 	return r;
@@ -319,8 +393,10 @@ static int run_model(const struct ftcc_opts *o, const struct ftmodel *m, const s
 	if ((e = cudaMalloc(&b.scratch, (size_t)maxact * b.expert_bytes)) ||
 	    (e = cudaMalloc((void **)&b.d_ids, (size_t)nmax * 4)) ||
 	    (e = cudaMalloc((void **)&b.d_ids0, (size_t)nmax * 4)) ||
-	    (e = cudaMalloc((void **)&b.d_warm, (size_t)nmax * 4)))
+	    (e = cudaMalloc((void **)&b.d_warm, (size_t)nmax * 4)) ||
+	    (e = cudaMalloc((void **)&b.d_bids, (size_t)nmax * 4 * ENS_K)))
 		goto cuda_fail;
+	b.nmax = nmax;
 	for (int i = 0; i < 3; i++)
 		if ((e = cudaEventCreate(&b.ev[i])))
 			goto cuda_fail;
@@ -338,13 +414,17 @@ static int run_model(const struct ftcc_opts *o, const struct ftmodel *m, const s
 					(json_int_t)m->inter, "expert_bytes", (json_int_t)b.expert_bytes,
 					"cache_slots", (json_int_t)slots[si], "rows");
 		json_object_set_new(res, "path", json_string(ftcm_is_fused(b.cm) ? "fused" : "per_bank"));
+		json_object_set_new(res, "copy", json_string(o->copy == FTCC_COPY_PROXY ? "proxy" : "fused"));
+		json_object_set_new(res, "proxy_split_bytes", json_integer(FTCM_PROXY_SPLIT_BYTES));
+		json_object_set_new(res, "proxy_signal",
+				    json_string(ftcm_proxy_signal(b.proxy) == FTCM_SIGNAL_MEMOP ? "memop" : "kernel"));
 		json_array_append_new(results, res);
 		json_t *rows = json_object_get(res, "rows");
 		for (int bi = 0; bi < o->nbatch; bi++)
 			for (int mi = 0; mi < o->nmiss; mi++) {
 				json_t *row = json_object();
 				json_array_append_new(rows, row);
-				r = run_config(&b, (int)slots[si], o->batch[bi], o->miss[mi], o->repeat, row);
+				r = run_config(&b, (int)slots[si], o->batch[bi], o->miss[mi], o->repeat, o->copy, row);
 				if (r == -EBADMSG) {
 					*bad = 1;
 					r = 0;

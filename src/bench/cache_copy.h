@@ -9,7 +9,9 @@
  * (id = E + slot % E, usage = slot + 1), so eviction does real work and layer 0 never hits.
  * Per configuration: active = min(E, bs * topk), misses = round(active * miss_rate) (half to
  * even), the first active - misses experts made resident first (untimed), then timed:
- * ensure_experts + copy_missing between CUDA events, `repeat` times from the same state. */
+ * ensure_experts + copy_missing between CUDA events, `repeat` times from the same state.
+ * The copy in that figure is the fused gather (default, §4) or the copy-engine proxy
+ * (--copy proxy); every other path is timed on the same plan as a column. */
 #ifndef FT_BENCH_CACHE_COPY_H
 #define FT_BENCH_CACHE_COPY_H
 #include <jansson.h>
@@ -19,6 +21,11 @@
 
 #define FTCC_MAX_LIST 32
 #define FTCC_DEFAULT_REPEAT 25
+
+enum ftcc_copy {
+	FTCC_COPY_FUSED = 0, /* ftcm_copy: fused gather (per-bank when misaligned or forced) */
+	FTCC_COPY_PROXY = 1, /* ftcm_proxy_copy: copy engines driven from the device plan */
+};
 
 struct ftcc_opts {
 	const struct ftmodel *models[FTCC_MAX_LIST];
@@ -30,20 +37,28 @@ struct ftcc_opts {
 	double miss[FTCC_MAX_LIST];
 	int nmiss;
 	int repeat;
+	enum ftcc_copy copy; /* the copy path of time_ms / bw_GBps */
 };
 
 /* Defaults of reference §4: every profile, batch 1 4 16 32, miss rates 0 .25 .5 1, 25 repeats. */
 void ftcc_defaults(struct ftcc_opts *o);
 
 /* Run on the current CUDA device. *out = new reference {"results": [{model, format, layers,
- * experts, topk, hidden, inter, expert_bytes, cache_slots, path ("fused"|"per_bank"),
- * rows: [...]}]}; each row has the §4 columns (bs, active, miss_rate, misses, time_ms, copy_MiB,
- * bw_GBps, tok_ms) plus time_ms_spread, ensure_us, copy_ms, per_bank_ms, memcpy_ms, linear_ms,
- * proxy_ms (copy engines driven from the device plan, kernels/copy_missing.h) (each a median,
- * with *_spread), linear_GBps, memcpy_GBps, per_bank_GBps, proxy_GBps, pct_of_linear
- * (gather copy GB/s over linear GB/s, %), fused_over_per_bank (per_bank_ms / copy_ms), verified,
- * and "error" instead of figures when a configuration cannot run (cache smaller than the active
- * set). Progress per (model, cache size) through rep.
+ * experts, topk, hidden, inter, expert_bytes, cache_slots, path ("fused"|"per_bank": what the
+ * fused path resolves to), copy ("fused"|"proxy": the path of time_ms), proxy_split_bytes,
+ * proxy_signal ("memop"|"kernel"), rows: [...]}]}; each row has the §4 columns (bs, active,
+ * miss_rate, misses, time_ms = ensure_experts + the chosen copy, copy_MiB, bw_GBps, tok_ms) plus
+ * time_ms_spread, pct_of_linear (linear_ms / time_ms, %), and:
+ *  - ensure_us: ensure_experts alone, per call, from 8 back-to-back calls each on its own fresh
+ *    copy of the configuration's state (median of the repeats; ensure_ms_spread);
+ *    ensure_isolated_us: the old figure, one call between two events after a copy kernel;
+ *  - X_ms (median) and X_ms_spread for X = copy (the chosen path's copy part of time_ms),
+ *    fused, per_bank, proxy (copy only, after an untimed ensure), memcpy (per-expert
+ *    cudaMemcpyAsync loop, plan on the host), linear (one pinned cudaMemcpyAsync of the same
+ *    bytes); X_GBps and X_pct_of_linear for copy, fused, per_bank, proxy, memcpy; linear_GBps;
+ *  - fused_over_per_bank (per_bank_ms / fused_ms), verified (the chosen path and the other of
+ *    fused/proxy both checked), and "error" instead of figures when a configuration cannot run
+ *    (cache smaller than the active set). Progress per (model, cache size) through rep.
  * Returns 0, -ENODEV (no CUDA), -ENOMEM, -EIO (CUDA error), -EBADMSG (a slot differs from its
  * source row: the result is still returned, with verified false). */
 int ftcc_run(const struct ftcc_opts *o, const struct ftreport *rep, json_t **out);

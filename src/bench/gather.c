@@ -26,6 +26,7 @@ struct ftgather {
 	void *pool[FT_MAX_BANKS];
 	struct ftcm *cm;
 	struct ftcm_proxy *proxy; /* created on first use of FTGATHER_PROXY */
+	struct ftcm_proxy_opts popts;
 	enum ftgather_path def;
 	int variant, blocks;
 	cudaStream_t stream;
@@ -117,6 +118,7 @@ int ftgather_create(struct ftgather **out, const struct ftgather_geom *geom, con
 		return -ENOMEM;
 	g->geom = *geom;
 	g->def = FTGATHER_FUSED;
+	ftcm_proxy_default_opts(&g->popts);
 	int r = ftfmt_banks(geom->format, geom->hidden, geom->inter, g->shapes);
 	if (r <= 0 || r > FTCM_MAX_BANKS) {
 		free(g);
@@ -249,6 +251,24 @@ int ftgather_set_variant(struct ftgather *g, int variant, int blocks)
 	return 0;
 }
 
+int ftgather_set_proxy_opts(struct ftgather *g, const struct ftcm_proxy_opts *o)
+{
+	struct ftcm_proxy_opts d;
+	if (!o) {
+		ftcm_proxy_default_opts(&d);
+		o = &d;
+	}
+	cudaError_t e = cudaStreamSynchronize(g->stream);
+	if (e)
+		return ftcuda_errno(e);
+	if (g->proxy && ftcm_proxy_set_opts(g->proxy, o))
+		return -EINVAL;
+	if (o->wait_sleep_ns < 0 || (o->signal != FTCM_SIGNAL_KERNEL && o->signal != FTCM_SIGNAL_MEMOP))
+		return -EINVAL;
+	g->popts = *o;
+	return 0;
+}
+
 int ftgather_set_plan(struct ftgather *g, int layer, const int32_t *src, const int32_t *dst, int n)
 {
 	if (layer < 0 || layer >= g->geom.layers || n < 0 || n > g->geom.max_plan)
@@ -293,8 +313,12 @@ static int run_on(struct ftgather *g, enum ftgather_path path, cudaStream_t s)
 				   g->n, s);
 		break;
 	case FTGATHER_PROXY:
-		if (!g->proxy && (e = ftcm_proxy_create(&g->proxy, g->cm, g->geom.max_plan)))
-			break;
+		if (!g->proxy) {
+			if ((e = ftcm_proxy_create(&g->proxy, g->cm, g->geom.max_plan)))
+				break;
+			if ((e = ftcm_proxy_set_opts(g->proxy, &g->popts)))
+				break;
+		}
 		e = ftcm_proxy_copy(g->proxy, g->layer, g->d_plan, g->d_plan + mp, g->d_plan + 2 * mp, s);
 		break;
 	case FTGATHER_MEMCPY:
@@ -461,6 +485,7 @@ void ftgather_free(struct ftgather *g) {}
 size_t ftgather_expert_bytes(const struct ftgather *g) { return 0; }
 enum ftgather_path ftgather_default_path(const struct ftgather *g) { return FTGATHER_FUSED; }
 int ftgather_set_variant(struct ftgather *g, int variant, int blocks) { return -ENODEV; }
+int ftgather_set_proxy_opts(struct ftgather *g, const struct ftcm_proxy_opts *o) { return -ENODEV; }
 int ftgather_set_plan(struct ftgather *g, int layer, const int32_t *src, const int32_t *dst, int n) { return -ENODEV; }
 int ftgather_run(struct ftgather *g, enum ftgather_path path) { return -ENODEV; }
 int ftgather_time(struct ftgather *g, enum ftgather_path path, int warmup, int iters, double *secs) { return -ENODEV; }

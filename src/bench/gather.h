@@ -37,7 +37,8 @@ enum ftgather_path {
 	FTGATHER_MEMCPY_BATCH = 3, /* one cudaMemcpyBatchAsync of the host-side plan (copy engines;
 				    * the plan must be on the host: not graph-safe with a device plan) */
 	FTGATHER_PROXY = 4,    /* copy engines, plan on the device: kernels/copy_missing.h proxy
-				* (one cudaMemcpyBatchAsync per plan issued by a host thread) */
+				* (one cudaMemcpyBatchAsync per plan issued by a host thread; small
+				* banks by the SM kernel alongside; consecutive runs merged) */
 };
 
 struct ftgather_geom {
@@ -85,6 +86,10 @@ int ftgather_poison(struct ftgather *g);
 /* Experiments: the fused path's kernel variant (kernels/copy_missing.h enum ftcm_variant) and
  * grid (0 = default) used by later runs with FTGATHER_FUSED. -EINVAL for an unknown variant. */
 int ftgather_set_variant(struct ftgather *g, int variant, int blocks);
+/* The proxy path's options (kernels/copy_missing.h struct ftcm_proxy_opts; NULL = defaults) for
+ * later runs with FTGATHER_PROXY; waits for the object's stream first. -EINVAL for a bad option. */
+struct ftcm_proxy_opts;
+int ftgather_set_proxy_opts(struct ftgather *g, const struct ftcm_proxy_opts *o);
 
 /* The byte the synthetic banks hold at (layer, bank, expert, offset): never zero. Bytes of one
  * 8-byte group share ftgather_pattern_group(.., off >> 3) and differ by 37 each. */

@@ -19,14 +19,20 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: ftbench cache-copy [--models LIST] [--cache-slots LIST] [--batch-sizes LIST]\n"
-		"                          [--miss-rates LIST] [--repeat N] [--gpu UUID|INDEX] [--json]\n"
-		"                          [--list] [--result-fd N]\n"
+		"                          [--miss-rates LIST] [--repeat N] [--copy fused|proxy]\n"
+		"                          [--gpu UUID|INDEX] [--json] [--list] [--result-fd N]\n"
 		"  --models LIST       cache-copy profiles (default: all; --list shows them)\n"
 		"  --cache-slots LIST  slot counts for every model (default: E and int(0.4*L*E))\n"
 		"  --batch-sizes LIST  default 1,4,16,32\n"
 		"  --miss-rates LIST   in [0,1], default 0,0.25,0.5,1\n"
 		"  --repeat N          timed repeats per row, median reported (default %d)\n"
+		"  --copy PATH         copy path of time_ms/bw_GBps: fused (default, SM gather) or proxy\n"
+		"                      (copy engines driven from the device plan); the other paths\n"
+		"                      (linear, per-expert memcpy, per-bank, fused/proxy) are columns\n"
 		"  --json              the whole result as JSON on stdout\n"
+		"Columns: ens_us = ensure_experts per call, 8 back-to-back calls each on a fresh state;\n"
+		"lin/fus/pyt/pxy = GB/s of the linear copy, fused gather, per-expert memcpy loop, proxy\n"
+		"(copy only); %%lin = linear over time_ms; pxy%% = proxy over linear.\n"
 		"Environment: FREETOKEN_FUSED_COPY=0 forces the per-bank copy path.\n",
 		FTCC_DEFAULT_REPEAT);
 }
@@ -62,14 +68,16 @@ static void print_table(const json_t *res)
 	size_t i, j;
 	json_t *r, *row;
 	json_array_foreach(json_object_get(res, "results"), i, r) {
-		printf("\n%s (%s, L=%d E=%d top-%d, %.3f MiB/expert), cache %d slots, path %s\n",
+		printf("\n%s (%s, L=%d E=%d top-%d, %.3f MiB/expert), cache %d slots, path %s, time_ms copy %s "
+		       "(proxy: SM below %d KiB, %s signal)\n",
 		       json_string_value(json_object_get(r, "model")), json_string_value(json_object_get(r, "format")),
 		       (int)jnum(r, "layers"), (int)jnum(r, "experts"), (int)jnum(r, "topk"),
 		       jnum(r, "expert_bytes") / 1048576.0, (int)jnum(r, "cache_slots"),
-		       json_string_value(json_object_get(r, "path")));
-		printf("%4s %6s %5s %6s %9s %9s %9s %9s %8s %8s %8s %8s %8s %8s %7s %6s %5s\n", "bs", "active",
+		       json_string_value(json_object_get(r, "path")), json_string_value(json_object_get(r, "copy")),
+		       (int)(jnum(r, "proxy_split_bytes") / 1024), json_string_value(json_object_get(r, "proxy_signal")));
+		printf("%4s %6s %5s %6s %9s %9s %9s %9s %8s %8s %7s %8s %8s %8s %8s %6s %6s %5s %5s\n", "bs", "active",
 		       "miss", "misses", "time_ms", "min", "max", "copy_MiB", "bw_GBps", "tok_ms", "ens_us",
-		       "lin_GBps", "pyt_GBps", "pxy_GBps", "%lin", "f/pb", "ok");
+		       "lin_GBps", "fus_GBps", "pyt_GBps", "pxy_GBps", "%lin", "pxy%", "f/pb", "ok");
 		json_array_foreach(json_object_get(r, "rows"), j, row) {
 			const char *err = json_string_value(json_object_get(row, "error"));
 			if (err) {
@@ -79,15 +87,17 @@ static void print_table(const json_t *res)
 			}
 			json_t *sp = json_object_get(row, "time_ms_spread");
 			int miss = (int)jnum(row, "misses");
-			printf("%4d %6d %5.2f %6d %9.4f %9.4f %9.4f %9.2f %8.2f %8.2f %8.2f", (int)jnum(row, "bs"),
+			printf("%4d %6d %5.2f %6d %9.4f %9.4f %9.4f %9.2f %8.2f %8.2f %7.2f", (int)jnum(row, "bs"),
 			       (int)jnum(row, "active"), jnum(row, "miss_rate"), miss, jnum(row, "time_ms"),
 			       jnum(sp, "min"), jnum(sp, "max"), jnum(row, "copy_MiB"), jnum(row, "bw_GBps"),
 			       jnum(row, "tok_ms"), jnum(row, "ensure_us"));
 			if (miss)
-				printf(" %8.2f %8.2f %8.2f %7.1f %6.2f", jnum(row, "linear_GBps"), jnum(row, "memcpy_GBps"),
-				       jnum(row, "proxy_GBps"), jnum(row, "pct_of_linear"), jnum(row, "fused_over_per_bank"));
+				printf(" %8.2f %8.2f %8.2f %8.2f %6.1f %6.1f %5.2f", jnum(row, "linear_GBps"),
+				       jnum(row, "fused_GBps"), jnum(row, "memcpy_GBps"), jnum(row, "proxy_GBps"),
+				       jnum(row, "pct_of_linear"), jnum(row, "proxy_pct_of_linear"),
+				       jnum(row, "fused_over_per_bank"));
 			else
-				printf(" %8s %8s %8s %7s %6s", "-", "-", "-", "-", "-");
+				printf(" %8s %8s %8s %8s %6s %6s %5s", "-", "-", "-", "-", "-", "-", "-");
 			printf(" %5s\n", json_is_true(json_object_get(row, "verified")) ? "yes" : "NO");
 		}
 	}
@@ -97,11 +107,12 @@ static void print_table(const json_t *res)
 
 int cmd_cache_copy(int argc, char **argv)
 {
-	enum { O_MODELS = 256, O_SLOTS, O_BATCH, O_MISS, O_REPEAT, O_GPU, O_JSON, O_LIST, O_FD };
+	enum { O_MODELS = 256, O_SLOTS, O_BATCH, O_MISS, O_REPEAT, O_COPY, O_GPU, O_JSON, O_LIST, O_FD };
 	static const struct option opts[] = {
 		{"models", required_argument, NULL, O_MODELS}, {"cache-slots", required_argument, NULL, O_SLOTS},
 		{"batch-sizes", required_argument, NULL, O_BATCH}, {"miss-rates", required_argument, NULL, O_MISS},
-		{"repeat", required_argument, NULL, O_REPEAT}, {"gpu", required_argument, NULL, O_GPU},
+		{"repeat", required_argument, NULL, O_REPEAT}, {"copy", required_argument, NULL, O_COPY},
+		{"gpu", required_argument, NULL, O_GPU},
 		{"json", no_argument, NULL, O_JSON}, {"list", no_argument, NULL, O_LIST},
 		{"result-fd", required_argument, NULL, O_FD}, {"help", no_argument, NULL, 'h'}, {0}};
 	struct ftcc_opts o;
@@ -163,6 +174,16 @@ int cmd_cache_copy(int argc, char **argv)
 				return FTCLI_EXIT_USAGE;
 			}
 			o.repeat = (int)v;
+			break;
+		case O_COPY:
+			if (!strcasecmp(optarg, "fused"))
+				o.copy = FTCC_COPY_FUSED;
+			else if (!strcasecmp(optarg, "proxy"))
+				o.copy = FTCC_COPY_PROXY;
+			else {
+				ftcli_error("--copy: expected fused or proxy, got '%s'", optarg);
+				return FTCLI_EXIT_USAGE;
+			}
 			break;
 		case O_GPU:
 			gpu = optarg;

@@ -1,7 +1,8 @@
 /* GPU slot cache: ensure_experts and the hybrid kernel against the C reference over 100k random
  * steps of mixed layers, bit for bit (ids, plan, counts, whole state); every gather path
- * (fused and its variants, per-bank, per-expert memcpy, memcpy batch) copies the right bytes
- * for every format; the alignment fallback; a captured CUDA graph of ensure + copy.
+ * (fused and its variants, per-bank, per-expert memcpy, memcpy batch, the copy-engine proxy
+ * with its SM/copy-engine split, run merging and both signals) copies the right bytes for
+ * every format; the alignment fallback; captured CUDA graphs of ensure + copy (fused, proxy).
  * Skips cleanly without a GPU. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,6 +11,7 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -283,6 +285,45 @@ static void random_plan(int E, int C, int n, int32_t *src, int32_t *dst)
 	free(perm);
 }
 
+/* The proxy with every split (none, all, the largest bank alone on the copy engines, the
+ * smallest alone on the SMs), merge off/on (kernel/memop signal), on plan (src, dst) and on a
+ * plan of consecutive runs broken by one entry. */
+static void proxy_splits(struct ftgather *g, const char *fmt, long H, long I, int layer, int E, int C, int n,
+			 const int32_t *src, const int32_t *dst)
+{
+	struct ftbank_shape sh[FT_MAX_BANKS];
+	int nb = ftfmt_banks(ftfmt_lookup(fmt), H, I, sh);
+	assert_true(nb >= 2);
+	size_t lo = SIZE_MAX, hi = 0;
+	for (int b = 0; b < nb; b++) {
+		lo = sh[b].expert_bytes < lo ? sh[b].expert_bytes : lo;
+		hi = sh[b].expert_bytes > hi ? sh[b].expert_bytes : hi;
+	}
+	const size_t splits[] = {0, SIZE_MAX, hi, lo + 1};
+	/* consecutive runs: 4 entries, a break, 4 more (rows < E = 12, slots < C = 20) */
+	const int32_t rs[9] = {1, 2, 3, 4, 11, 5, 6, 7, 8}, rd[9] = {10, 11, 12, 13, 0, 3, 4, 5, 6};
+	assert_true(E >= 12 && C >= 14 && n >= 9);
+	for (int plan = 0; plan < 2; plan++) {
+		assert_int_equal(ftgather_set_plan(g, layer, plan ? rs : src, plan ? rd : dst, plan ? 9 : n), 0);
+		for (int si = 0; si < 4; si++)
+			for (int merge = 0; merge < 2; merge++) {
+				struct ftcm_proxy_opts po;
+				ftcm_proxy_default_opts(&po);
+				po.sm_below = splits[si];
+				po.merge = merge;
+				po.signal = merge ? FTCM_SIGNAL_MEMOP : FTCM_SIGNAL_KERNEL;
+				po.wait_sleep_ns = merge ? 0 : 256;
+				assert_int_equal(ftgather_set_proxy_opts(g, &po), 0);
+				assert_int_equal(ftgather_poison(g), 0);
+				assert_int_equal(ftgather_run(g, FTGATHER_PROXY), 0);
+				if (ftgather_verify(g))
+					fail_msg("%s layer %d: proxy (split %zu, merge %d, %s plan) copied wrong bytes", fmt,
+						 layer, splits[si], merge, plan ? "consecutive" : "random");
+			}
+	}
+	assert_int_equal(ftgather_set_plan(g, layer, src, dst, n), 0);
+}
+
 static void check_paths(const char *fmt, long H, long I, int expect_fused, int expect_note)
 {
 	struct ftreport rep = {NULL, count_note, NULL};
@@ -319,7 +360,9 @@ static void check_paths(const char *fmt, long H, long I, int expect_fused, int e
 				fail_msg("%s layer %d: fused variant %s copied wrong bytes", fmt, layer, ftcm_variant_name(v));
 		}
 		assert_int_equal(ftgather_set_variant(g, 0, 0), 0);
+		proxy_splits(g, fmt, H, I, layer, E, C, n, src, dst);
 	}
+	assert_int_equal(ftgather_set_proxy_opts(g, NULL), 0);
 	/* an empty plan copies nothing and succeeds */
 	assert_int_equal(ftgather_set_plan(g, 0, src, dst, 0), 0);
 	assert_int_equal(ftgather_run(g, FTGATHER_AUTO), 0);
@@ -365,7 +408,8 @@ static void test_gather_every_format(void **st)
 	assert_int_equal(ftcm_env_fused(), 1);
 }
 
-/* The per-bank kernel's 1- and 4-byte paths on odd rows and an odd host base. */
+/* The per-bank kernel's 1- and 4-byte paths on odd rows and an odd host base, alone and as the
+ * proxy's SM part. */
 static void test_odd_rows(void **st)
 {
 	if (!have_gpu())
@@ -400,36 +444,62 @@ static void test_odd_rows(void **st)
 	CK(cudaMemcpy(d_plan + 14, &num, 4, cudaMemcpyHostToDevice));
 	CK(ftcm_copy(cm, 0, d_plan, d_plan + 7, d_plan + 14, n, 0));
 	assert_int_equal(ftcm_copy_path(cm, 1, 0, 0, 0, d_plan, d_plan + 7, d_plan + 14, n, 0), cudaErrorInvalidValue);
-	CK(cudaDeviceSynchronize());
-	for (int k = 0; k < 3; k++) {
-		unsigned char *tmp = malloc(rows[k] * C);
-		CK(cudaMemcpy(tmp, pools[k], rows[k] * C, cudaMemcpyDeviceToHost));
-		for (int i = 0; i < n; i++) {
-			const unsigned char *want = host + off[k] + (size_t)src[i] * rows[k];
-			int same = !memcmp(tmp + (size_t)dst[i] * rows[k], want, rows[k]);
-			if (i < 5 && !same)
-				fail_msg("bank %d entry %d not copied", k, i);
-			if (i >= 5 && same)
-				fail_msg("bank %d entry %d copied beyond num_indices", k, i);
+	/* pass 0: per-bank; pass 1: proxy with the 7-byte bank on the SMs (1-byte per-bank kernel),
+	 * the others on the copy engines (odd sizes and base) */
+	struct ftcm_proxy *px;
+	CK(ftcm_proxy_create(&px, cm, n));
+	struct ftcm_proxy_opts po;
+	ftcm_proxy_default_opts(&po);
+	po.sm_below = 4096;
+	CK(ftcm_proxy_set_opts(px, &po));
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass) {
+			for (int k = 0; k < 3; k++)
+				CK(cudaMemset(pools[k], 0, rows[k] * C));
+			CK(ftcm_proxy_copy(px, 0, d_plan, d_plan + 7, d_plan + 14, 0));
 		}
-		free(tmp);
-		cudaFree(pools[k]);
+		CK(cudaDeviceSynchronize());
+		for (int k = 0; k < 3; k++) {
+			unsigned char *tmp = malloc(rows[k] * C);
+			CK(cudaMemcpy(tmp, pools[k], rows[k] * C, cudaMemcpyDeviceToHost));
+			for (int i = 0; i < n; i++) {
+				const unsigned char *want = host + off[k] + (size_t)src[i] * rows[k];
+				int same = !memcmp(tmp + (size_t)dst[i] * rows[k], want, rows[k]);
+				if (i < 5 && !same)
+					fail_msg("%s: bank %d entry %d not copied", pass ? "proxy" : "per-bank", k, i);
+				if (i >= 5 && same)
+					fail_msg("%s: bank %d entry %d copied beyond num_indices", pass ? "proxy" : "per-bank",
+						 k, i);
+			}
+			free(tmp);
+		}
 	}
+	assert_int_equal(ftcm_proxy_errors(px), 0);
+	ftcm_proxy_destroy(px);
+	for (int k = 0; k < 3; k++)
+		cudaFree(pools[k]);
 	ftcm_destroy(cm);
 	cudaFree(d_plan);
 	cudaFreeHost(host);
 }
 
-/* ensure + copy captured in a CUDA graph for two layers, replayed with new ids each time. */
-static void test_graph_capture(void **st)
+/* ensure + copy captured in a CUDA graph for two layers, replayed with new ids each time;
+ * proxy: the copy-engine proxy with down (64 KiB rows) on the SMs, gate_up on the copy engines. */
+static void graph_capture(int proxy)
 {
-	if (!have_gpu())
-		skip();
 	const int L = 2, E = 32, C = 40, n = 24;
 	struct ftgather *g;
 	struct ftgather_geom geom = {ftfmt_lookup("bf16"), 256, 128, E, L, C, E};
 	assert_int_equal(ftgather_create(&g, &geom, NULL), 0);
 	struct ftcm *cm = ftgather_copier(g);
+	struct ftcm_proxy *px = NULL;
+	if (proxy) {
+		struct ftcm_proxy_opts po;
+		ftcm_proxy_default_opts(&po);
+		po.sm_below = 100000;
+		CK(ftcm_proxy_create(&px, cm, E));
+		CK(ftcm_proxy_set_opts(px, &po));
+	}
 	struct ftsc ref;
 	assert_int_equal(ftsc_init(&ref, L, E, C), 0);
 	struct ftsc_dev d;
@@ -444,7 +514,10 @@ static void test_graph_capture(void **st)
 	CK(cudaMemcpyAsync(d_ids, d_in, 4 * n * L, cudaMemcpyDeviceToDevice, s));
 	for (int l = 0; l < L; l++) {
 		CK(ftsc_dev_ensure(&d, l, d_ids + l * n, n, s));
-		CK(ftcm_copy(cm, l, d.src_indices, d.evict_slots, d.counts, E, s));
+		if (px)
+			CK(ftcm_proxy_copy(px, l, d.src_indices, d.evict_slots, d.counts, s));
+		else
+			CK(ftcm_copy(cm, l, d.src_indices, d.evict_slots, d.counts, E, s));
 	}
 	CK(cudaStreamEndCapture(s, &gr));
 	CK(cudaGraphInstantiate(&ge, gr, 0));
@@ -468,14 +541,31 @@ static void test_graph_capture(void **st)
 			}
 		}
 	}
-	compare_state(&ref, &d, "graph", 50);
+	compare_state(&ref, &d, proxy ? "graph (proxy)" : "graph", 50);
 	cudaGraphExecDestroy(ge);
 	cudaGraphDestroy(gr);
+	if (px) {
+		long long batches, copies;
+		ftcm_proxy_stats(px, &batches, &copies);
+		assert_int_equal(ftcm_proxy_errors(px), 0);
+		assert_true(batches >= 100); /* 50 replays of 2 layers */
+		printf("  graph of ensure + proxy copy: 50 replays, %lld plans, %lld copy-engine copies, signal %s\n",
+		       batches, copies, ftcm_proxy_signal(px) == FTCM_SIGNAL_MEMOP ? "memop" : "kernel");
+		ftcm_proxy_destroy(px);
+	}
 	cudaFree(d_in);
 	cudaFree(d_ids);
 	ftsc_dev_destroy(&d);
 	ftsc_release(&ref);
 	ftgather_free(g);
+}
+
+static void test_graph_capture(void **st)
+{
+	if (!have_gpu())
+		skip();
+	graph_capture(0);
+	graph_capture(1);
 }
 
 int main(void)
