@@ -595,8 +595,7 @@ extern "C" void ftcm_proxy_stats(const struct ftcm_proxy *p, long long *batches,
 	*copies = p ? p->copies : 0;
 }
 
-/* cuStreamWriteValue64 through the runtime (no -lcuda), when the device supports 64-bit stream
- * memory operations; else NULL (the signal kernel is used). */
+/* A driver entry point through the runtime (no -lcuda), or NULL. */
 static void *driver_fn(const char *name)
 {
 	void *fn = NULL;
@@ -609,6 +608,8 @@ static void *driver_fn(const char *name)
 	return fn;
 }
 
+/* cuStreamWriteValue64 when the device supports 64-bit stream memory operations; else NULL
+ * (the signal kernel is used). */
 static write_value64_fn find_write64(int dev)
 {
 	typedef CUresult (*get_fn)(CUdevice *, int);

@@ -78,7 +78,7 @@ const char *ftcm_variant_name(int variant);
  * Capturable: the publish and wait kernels read their sequence numbers from device memory; the
  * split is fixed at launch (capture) time from the options then in force.
  * The proxy must outlive every graph that uses it. */
-#define FTCM_PROXY_SPLIT_BYTES (256u << 10) /* default opts.sm_below */
+#define FTCM_PROXY_SPLIT_BYTES (512u << 10) /* default opts.sm_below (measured: bench/RESULTS.md) */
 #define FTCM_PROXY_WAIT_SLEEP_NS 64         /* default opts.wait_sleep_ns */
 enum ftcm_signal { FTCM_SIGNAL_KERNEL = 0, FTCM_SIGNAL_MEMOP = 1 };
 
