@@ -60,6 +60,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s MODEL BATCHES REPS [VARIANTS [seq]]\n", argv[0]);
 		return 2;
 	}
+	setvbuf(stdout, NULL, _IOLBF, 0); /* a timeout must not lose the finished tables */
 	const struct ftmodel *m = ftmodel_find(ftmodel_cache_profiles, ftmodel_cache_profiles_count, argv[1]);
 	long batches[8];
 	int nb = ftstr_parse_long_list(argv[2], 1, 4096, batches, 8);

@@ -22,10 +22,10 @@ grep -E "PASSED|FAILED|proxy" "$L/test_gpu.txt"
 V=fused,memcpy,proxy,proxy_v0,proxy_nosplit,proxy_nomerge,proxy_s16k,proxy_s512k,proxy_s1m,proxy_kernsig,proxy_sleep0,linear
 echo "== gather_variants $(date -u +%T)"
 for m in minimax-m2.5-triton glm4.7-nvfp4 gpt-oss-120b minimax-m2.5-marlin qwen3-30B; do
-	timeout 25 "$D/gather_variants" "$m" 1,4,32 7 "$V"
+	timeout 40 "$D/gather_variants" "$m" 1,4,32 7 "$V"
 done >"$L/variants.txt" 2>&1
 for m in minimax-m2.5-triton gpt-oss-120b; do
-	timeout 20 "$D/gather_variants" "$m" 1,4,32 5 "$V" seq
+	timeout 30 "$D/gather_variants" "$m" 1,4,32 5 "$V" seq
 done >>"$L/variants.txt" 2>&1
 echo "== cache-copy $(date -u +%T)"
 if [ "${3:-}" = quick ]; then
