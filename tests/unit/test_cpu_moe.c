@@ -475,6 +475,57 @@ static void test_lean_step(void **s)
 	}
 }
 
+/* The dynamic schedule (default for the row-major formats) with small work items (many per
+ * group, so workers claim interleaved items and pass 2 waits on pass 1 of its group) computes
+ * what the static split computes: every row format, scalar and the best tier, batch 1, 3, 8,
+ * top-3 and top-1 (one group: pass 2 waits for the group's last pass-1 item). */
+static void test_schedules(void **s)
+{
+	static const enum ftfmt_id fs[] = {FTFMT_BF16, FTFMT_NVFP4, FTFMT_DS_FP4, FTFMT_Q4_0};
+	for (size_t fi = 0; fi < sizeof fs / sizeof fs[0]; fi++) {
+		struct banks b;
+		make_banks(&b, fs[fi]);
+		enum ftcmoe_isa tiers[2] = {FTCMOE_ISA_SCALAR, ftcmoe_isa_best(fs[fi], ci.isa)};
+		for (int ti = 0; ti < 2; ti++) {
+			struct ftcmoe_cfg cfg = {.format = fs[fi], .hidden = H, .inter = I, .experts = E,
+						 .layers = L, .banks = b.ptr, .act = FTACT_GELU, .max_batch = 8,
+						 .max_topk = TOPK, .isa = tiers[ti], .pool = pool, .cpu = &ci};
+			struct ftcmoe *x = NULL, *y = NULL;
+			setenv("FREETOKEN_CPU_MOE_ITEM_KB", "16", 1);
+			assert_int_equal(ftcmoe_create(&cfg, &x), 0);
+			unsetenv("FREETOKEN_CPU_MOE_ITEM_KB");
+			setenv("FREETOKEN_CPU_MOE_SCHED", "static", 1);
+			assert_int_equal(ftcmoe_create(&cfg, &y), 0);
+			unsetenv("FREETOKEN_CPU_MOE_SCHED");
+			for (int rep = 0; rep < 6; rep++) {
+				int Bt = (int[]){1, 3, 8}[rep % 3], topk = rep < 3 ? TOPK : 1;
+				float xin[8 * H], w[8 * TOPK], o1[8 * H], o2[8 * H];
+				double d[8 * H];
+				int32_t ids[8 * TOPK];
+				for (int i = 0; i < Bt * H; i++)
+					xin[i] = (float)gauss();
+				for (int i = 0; i < Bt * topk; i++) {
+					ids[i] = (int)(rnd() % E);
+					w[i] = (float)unif() + 0.1f;
+				}
+				for (int i = 0; i < Bt * H; i++)
+					o1[i] = o2[i] = NAN;
+				assert_int_equal(ftcmoe_forward(x, rep % L, Bt, topk, xin, ids, w, o1), 0);
+				assert_int_equal(ftcmoe_forward(y, rep % L, Bt, topk, xin, ids, w, o2), 0);
+				for (int i = 0; i < Bt * H; i++)
+					d[i] = o2[i];
+				double e = rel_err(o1, d, (size_t)Bt * H);
+				if (!(e <= 1e-5))
+					fail_msg("%s tier %s B=%d top-%d: dynamic vs static schedule rel err %.3g",
+						 ftfmt_get(fs[fi])->name, ftcmoe_isa_name(tiers[ti]), Bt, topk, e);
+			}
+			ftcmoe_free(x);
+			ftcmoe_free(y);
+		}
+		free_banks(&b);
+	}
+}
+
 /* Two streams per kernel call (FREETOKEN_CPU_MOE_STREAMS=2, ftk_streams): every format on every
  * tier against float64 and scalar again (run_format), K-split ranges adding up, and each row
  * kernel bit-identical to the one-stream walk on odd and even ranges (same sums per row). */
@@ -634,6 +685,7 @@ int main(void)
 		cmocka_unit_test(test_lean_step), cmocka_unit_test(test_mxfp4),  cmocka_unit_test(test_ds_fp4),
 		cmocka_unit_test(test_q4_0),   cmocka_unit_test(test_batch32_and_duplicates),
 		cmocka_unit_test(test_ksplit_ranges), cmocka_unit_test(test_streams),
+		cmocka_unit_test(test_schedules),
 	};
 	return cmocka_run_group_tests_name("cpu_moe", tests, setup, teardown);
 }

@@ -1,6 +1,7 @@
 /* The CPU MoE executor (reference §6): routes grouped by expert, two passes on the pool. */
 #include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,8 @@
 /* Vector tiers read K in groups of this many elements. */
 #define KALIGN 64
 #define MAX_SLOTS (FTCMOE_MAX_BATCH * FTCMOE_MAX_TOPK)
+/* Dynamic schedule: weight bytes per work item (FREETOKEN_CPU_MOE_ITEM_KB for A/B runs). */
+#define DYN_ITEM_KB 128
 
 struct mats {
 	const uint8_t *b[FT_MAX_BANKS];
@@ -54,6 +57,13 @@ struct ftcmoe {
 	int lean_h;                   /* this call: also h per worker, the slots it reads in pass 2 */
 	uint8_t *xpriv;               /* lean: per-worker prepared x [threads][xq_stride] */
 	uint8_t *hpriv;               /* lean: per-worker prepared h [threads][max_topk][hq_stride] */
+	/* dynamic schedule (row-major formats; FREETOKEN_CPU_MOE_SCHED=static turns it off) */
+	int dyn_ok;                   /* read at create */
+	int dyn;                      /* this call */
+	long ch1, ch2;                /* rows per work item: pass 1 (gate+up pairs), pass 2 (down) */
+	int n1, n2, nitems;           /* items per group in pass 1 / pass 2; items of this call */
+	_Alignas(64) atomic_int next; /* next unclaimed item */
+	_Alignas(64) atomic_int done1[MAX_SLOTS]; /* pass-1 items finished per group; n1 + 1: h ready */
 };
 
 static void free_aligned(void *p)
@@ -68,6 +78,16 @@ static void *alloc_aligned(size_t n)
 	if (p)
 		memset(p, 0, n ? n : 64);
 	return p;
+}
+
+/* Weight bytes of one row of K elements (row-major formats; scales not counted). */
+static size_t wrow_bytes(enum ftfmt_id f, long K)
+{
+	switch (f) {
+	case FTFMT_BF16: return (size_t)K * 2;
+	case FTFMT_Q4_0: return (size_t)(K / 32) * 18;
+	default: return (size_t)(K / 2);
+	}
 }
 
 static int choose_ops(struct ftcmoe *x, enum ftcmoe_isa want)
@@ -102,7 +122,7 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 	const struct ftformat *f = ftfmt_get(cfg->format);
 	if (!f || !f->cpu_path)
 		return -EINVAL;
-	struct ftcmoe *x = calloc(1, sizeof *x);
+	struct ftcmoe *x = alloc_aligned(sizeof *x); /* 64-byte aligned members */
 	if (!x)
 		return -ENOMEM;
 	int r = -ENOMEM;
@@ -168,6 +188,20 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 		const char *st = getenv("FREETOKEN_CPU_MOE_STREAMS"); /* A/B runs: "1" or "2" */
 		ftk_streams = st && (!strcmp(st, "1") || !strcmp(st, "2")) ? st[0] - '0' : 0;
 	}
+	{
+		const char *sc = getenv("FREETOKEN_CPU_MOE_SCHED"); /* A/B runs: "static" */
+		x->dyn_ok = !(sc && !strcmp(sc, "static"));
+		const char *ik = getenv("FREETOKEN_CPU_MOE_ITEM_KB"); /* A/B runs: bytes per item */
+		long kb = ik ? strtol(ik, NULL, 10) : 0;
+		size_t item = (size_t)(kb >= 16 && kb <= 65536 ? kb : DYN_ITEM_KB) * 1024;
+		size_t r1 = 2 * wrow_bytes(cfg->format, cfg->hidden), r2 = wrow_bytes(cfg->format, cfg->inter);
+		x->ch1 = r1 ? (long)(item / r1) : cfg->inter;
+		x->ch2 = r2 ? (long)(item / r2) : cfg->hidden;
+		x->ch1 = x->ch1 < 8 ? 8 : x->ch1;
+		x->ch2 = x->ch2 < 8 ? 8 : x->ch2;
+		x->n1 = (int)((cfg->inter + x->ch1 - 1) / x->ch1);
+		x->n2 = (int)((cfg->hidden + x->ch2 - 1) / x->ch2);
+	}
 	x->xpriv = alloc_aligned((size_t)x->nthreads * x->xq_stride);
 	x->hpriv = alloc_aligned((size_t)x->nthreads * (size_t)cfg->max_topk * x->hq_stride);
 	if (!x->xpriv || !x->hpriv)
@@ -209,7 +243,7 @@ void ftcmoe_free(struct ftcmoe *x)
 	free_aligned(x->pout);
 	free_aligned(x->xpriv);
 	free_aligned(x->hpriv);
-	free(x);
+	free_aligned(x);
 }
 
 int ftcmoe_set_isa(struct ftcmoe *x, enum ftcmoe_isa isa)
@@ -424,38 +458,56 @@ static void pass2(struct ftcmoe *x, int tid, int n, float *tmp)
 /* Row-major formats, flattened split: the rows of all slot groups of a pass, laid end to end,
  * are cut into one contiguous range per worker, so each worker streams one or two long runs
  * per matrix instead of a short run of every expert, and all get the same number of rows. */
+/* Gate/up rows [j0, j1) of group g into h (activation applied). next (may be NULL): the
+ * first bytes of the stream this worker reads after this one, requested up front. */
+static void gate_up_rows(struct ftcmoe *x, int tid, int g, long j0, long j1, float *tmp, const void *next)
+{
+	long I = x->cfg.inter;
+	const struct ftk_ops *ops = x->ops;
+	struct ftk_mat m;
+	const uint16_t *bias;
+	expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], 0, &m, &bias);
+	prefetch_start(row_addr(x, &m, I + j0));
+	if (next)
+		prefetch_start(next);
+	int nb = x->grp_nb[g];
+	const void *xs[FTCMOE_MAX_BATCH];
+	float *yg[FTCMOE_MAX_BATCH], *yu[FTCMOE_MAX_BATCH];
+	slot_inputs(x, tid, g, 0, xs);
+	for (int i = 0; i < nb; i++) {
+		yg[i] = tmp + (size_t)i * 4 * CHUNK;
+		yu[i] = yg[i] + 2 * CHUNK;
+	}
+	for (long c0 = j0; c0 < j1; c0 += CHUNK) {
+		long c1 = c0 + CHUNK < j1 ? c0 + CHUNK : j1;
+		ops->rows(&m, c0, c1, nb, xs, yg);
+		ops->rows(&m, I + c0, I + c1, nb, xs, yu);
+		for (int i = 0; i < nb; i++) {
+			float *h = x->h + (size_t)x->slot_of[x->grp_s0[g] + i] * I;
+			for (long j = c0; j < c1; j++)
+				h[j] = act(x->cfg.act, yg[i][j - c0], yu[i][j - c0], x->cfg.swiglu_limit);
+		}
+	}
+}
+
+/* Row-major formats, flattened split: the rows of all slot groups of a pass, laid end to end,
+ * are cut into one contiguous range per worker, so each worker streams one or two long runs
+ * per matrix instead of a short run of every expert, and all get the same number of rows. */
 static void pass1_flat(struct ftcmoe *x, int tid, int n, float *tmp)
 {
 	long I = x->cfg.inter, R = (long)x->ngrp * I;
 	long f0 = R * tid / n, f1 = R * (tid + 1) / n;
-	const struct ftk_ops *ops = x->ops;
 	for (long f = f0; f < f1;) {
 		int g = (int)(f / I);
 		long j0 = f % I, j1 = I < j0 + (f1 - f) ? I : j0 + (f1 - f);
-		struct ftk_mat m;
-		const uint16_t *bias;
-		expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], 0, &m, &bias);
-		prefetch_start(row_addr(x, &m, I + j0));
-		if (f + (j1 - j0) < f1 && g + 1 < x->ngrp) /* the next group's gate run */
-			prefetch_group(x, g + 1, 0, 0);
-		int nb = x->grp_nb[g];
-		const void *xs[FTCMOE_MAX_BATCH];
-		float *yg[FTCMOE_MAX_BATCH], *yu[FTCMOE_MAX_BATCH];
-		slot_inputs(x, tid, g, 0, xs);
-		for (int i = 0; i < nb; i++) {
-			yg[i] = tmp + (size_t)i * 4 * CHUNK;
-			yu[i] = yg[i] + 2 * CHUNK;
+		const void *next = NULL;
+		if (f + (j1 - j0) < f1 && g + 1 < x->ngrp) { /* the next group's gate run */
+			struct ftk_mat mn;
+			const uint16_t *bn;
+			expert_mat(x, x->layer, x->uniq_e[x->grp_u[g + 1]], 0, &mn, &bn);
+			next = row_addr(x, &mn, 0);
 		}
-		for (long c0 = j0; c0 < j1; c0 += CHUNK) {
-			long c1 = c0 + CHUNK < j1 ? c0 + CHUNK : j1;
-			ops->rows(&m, c0, c1, nb, xs, yg);
-			ops->rows(&m, I + c0, I + c1, nb, xs, yu);
-			for (int i = 0; i < nb; i++) {
-				float *h = x->h + (size_t)x->slot_of[x->grp_s0[g] + i] * I;
-				for (long j = c0; j < c1; j++)
-					h[j] = act(x->cfg.act, yg[i][j - c0], yu[i][j - c0], x->cfg.swiglu_limit);
-			}
-		}
+		gate_up_rows(x, tid, g, j0, j1, tmp, next);
 		f += j1 - j0;
 	}
 }
@@ -580,6 +632,83 @@ static void pass_t(struct ftcmoe *x, int tid, int n, int *buf, int down)
 	}
 }
 
+/* Row-major formats, dynamic schedule (default): the step is a list of work items, the
+ * pass-1 items of every slot group (ch1 gate+up row pairs each) and then the pass-2 items
+ * (ch2 down rows each), claimed in order from one atomic counter; a worker that is done with
+ * an item takes the next free one, so a worker the memory system serves slower does fewer
+ * and none idles at a pass boundary. Pass 2 of a group waits only for that group's pass 1: the
+ * worker finishing its last pass-1 item prepares the group's h and marks it ready (done1 =
+ * n1 + 1); by then the other workers are still streaming pass 1 of later groups. Pass-2 items
+ * add into per-worker partial outputs, summed after the step's one barrier. While an item is
+ * walked, the next one is claimed and its first bytes requested (not in the last 2n items, so
+ * the tail is not held by claimed but unstarted work). */
+static int dyn_claim(struct ftcmoe *x)
+{
+	return atomic_fetch_add_explicit(&x->next, 1, memory_order_relaxed);
+}
+
+static const void *dyn_item_start(struct ftcmoe *x, int i)
+{
+	int p1 = x->ngrp * x->n1;
+	struct ftk_mat m;
+	const uint16_t *bias;
+	if (i < p1) {
+		expert_mat(x, x->layer, x->uniq_e[x->grp_u[i / x->n1]], 0, &m, &bias);
+		return row_addr(x, &m, (long)(i % x->n1) * x->ch1);
+	}
+	i -= p1;
+	expert_mat(x, x->layer, x->uniq_e[x->grp_u[i / x->n2]], 1, &m, &bias);
+	return row_addr(x, &m, (long)(i % x->n2) * x->ch2);
+}
+
+static void dyn_h_ready(struct ftcmoe *x, int g)
+{
+	const struct ftk_ops *ops = x->ops;
+	if (ops->prep)
+		for (int i = 0; i < x->grp_nb[g]; i++) {
+			int s = x->slot_of[x->grp_s0[g] + i];
+			ops->prep(x->h + (size_t)s * x->cfg.inter, x->cfg.inter, x->hq + (size_t)s * x->hq_stride);
+		}
+	atomic_store_explicit(&x->done1[g], x->n1 + 1, memory_order_release);
+}
+
+static void dyn_run(struct ftcmoe *x, int tid, int n, float *tmp)
+{
+	long H = x->cfg.hidden, I = x->cfg.inter;
+	int total = x->nitems, p1 = x->ngrp * x->n1;
+	float *po = x->pout + (size_t)tid * (size_t)x->cfg.max_batch * (size_t)H;
+	memset(po, 0, (size_t)x->B * (size_t)H * sizeof(float));
+	int cur = dyn_claim(x);
+	while (cur < total) {
+		int nxt = -1;
+		if (atomic_load_explicit(&x->next, memory_order_relaxed) < total - 2 * n)
+			nxt = dyn_claim(x);
+		const void *ahead = nxt >= 0 && nxt < total ? dyn_item_start(x, nxt) : NULL;
+		if (cur < p1) {
+			int g = cur / x->n1;
+			long j0 = (long)(cur % x->n1) * x->ch1, j1 = j0 + x->ch1 < I ? j0 + x->ch1 : I;
+			gate_up_rows(x, tid, g, j0, j1, tmp, ahead);
+			if (atomic_fetch_add_explicit(&x->done1[g], 1, memory_order_acq_rel) == x->n1 - 1)
+				dyn_h_ready(x, g);
+		} else {
+			int g = (cur - p1) / x->n2;
+			long n0 = (long)((cur - p1) % x->n2) * x->ch2, n1 = n0 + x->ch2 < H ? n0 + x->ch2 : H;
+			struct ftk_mat m;
+			const uint16_t *bias;
+			expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], 1, &m, &bias);
+			prefetch_start(row_addr(x, &m, n0));
+			if (ahead)
+				prefetch_start(ahead);
+			for (int k = 0; atomic_load_explicit(&x->done1[g], memory_order_acquire) != x->n1 + 1;)
+				ftpool_relax(x->cfg.pool, &k);
+			down_rows(x, tid, g, &m, NULL, n0, n1, tmp, po);
+		}
+		cur = nxt >= 0 ? nxt : dyn_claim(x);
+	}
+	ftpool_barrier(x->cfg.pool);
+	reduce_out(x, tid, n);
+}
+
 /* One step on worker tid. Barriers: after the prep of x, after pass 1, after the prep of h,
  * and (flattened split) before the reduction of the per-worker outputs. At batch 1 ("lean",
  * FREETOKEN_CPU_MOE_LEAN=0 turns it off) each worker prepares x for itself (a few hundred ns)
@@ -602,6 +731,10 @@ static void forward_worker(void *arg, int tid, int n)
 					  x->xq + (size_t)b * x->xq_stride);
 			ftpool_barrier(x->cfg.pool);
 		}
+	}
+	if (x->dyn) {
+		dyn_run(x, tid, n, tmp);
+		return;
 	}
 	int ksplit = ops->rows_t && x->part, buf = 0;
 	int flat = !ksplit && x->flat && x->cfg.format != FTFMT_MXFP4_TRITON; /* no bias, gate/up rows */
@@ -627,7 +760,7 @@ static void forward_worker(void *arg, int tid, int n)
 	ftpool_barrier(x->cfg.pool);
 	if (ops->prep) {
 		int live = x->uniq_start[x->nuniq];
-		if (x->lean_h) { /* batch 1: one slot per group; only the groups this worker reads */
+		if (x->lean_h) { /* batch 1: only the groups this worker reads (an id routed twice: two slots) */
 			int ga = 0, gb = x->ngrp;
 			if (flat2) {
 				long R = (long)x->ngrp * x->cfg.hidden;
@@ -635,11 +768,12 @@ static void forward_worker(void *arg, int tid, int n)
 				ga = (int)(f0 / x->cfg.hidden);
 				gb = f1 > f0 ? (int)((f1 - 1) / x->cfg.hidden) + 1 : ga;
 			}
-			for (int g = ga; g < gb; g++) {
-				int s = x->slot_of[x->grp_s0[g]];
-				ops->prep(x->h + (size_t)s * x->cfg.inter, x->cfg.inter,
-					  x->hpriv + ((size_t)tid * (size_t)x->cfg.max_topk + (size_t)s) * x->hq_stride);
-			}
+			for (int g = ga; g < gb; g++)
+				for (int i = 0; i < x->grp_nb[g]; i++) {
+					int s = x->slot_of[x->grp_s0[g] + i];
+					ops->prep(x->h + (size_t)s * x->cfg.inter, x->cfg.inter,
+						  x->hpriv + ((size_t)tid * (size_t)x->cfg.max_topk + (size_t)s) * x->hq_stride);
+				}
 		} else {
 			for (int i = tid; i < live; i += n) {
 				int s = x->slot_of[i];
@@ -709,7 +843,14 @@ int ftcmoe_forward(struct ftcmoe *x, int layer, int B, int topk, const float *xi
 	x->rw = weights;
 	x->out = out;
 	x->lean = x->lean_ok && B == 1;
-	x->lean_h = x->lean && !(x->ops->rows_t && x->part);
+	x->dyn = x->dyn_ok && !(x->ops->rows_t && x->part) && x->cfg.format != FTFMT_MXFP4_TRITON;
+	x->lean_h = x->lean && !(x->ops->rows_t && x->part) && !x->dyn;
+	if (x->dyn) {
+		x->nitems = x->ngrp * (x->n1 + x->n2);
+		atomic_store_explicit(&x->next, 0, memory_order_relaxed);
+		for (int g = 0; g < x->ngrp; g++)
+			atomic_store_explicit(&x->done1[g], 0, memory_order_relaxed);
+	}
 	ftpool_run(x->cfg.pool, forward_worker, x);
 	return 0;
 }
