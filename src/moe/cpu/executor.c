@@ -183,10 +183,13 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 	{
 		const char *ln = getenv("FREETOKEN_CPU_MOE_LEAN"); /* A/B runs: "0" turns it off */
 		x->lean_ok = !(ln && !strcmp(ln, "0"));
-		const char *mp = getenv("FREETOKEN_CPU_MOE_MXPF"); /* A/B runs: "rows" (process-wide) */
-		ftk_mx_seq_prefetch = !(mp && !strcmp(mp, "rows"));
+		const char *mp = getenv("FREETOKEN_CPU_MOE_MXPF"); /* A/B runs: "rows", "none" (process-wide) */
+		ftk_mx_seq_prefetch = mp && !strcmp(mp, "rows") ? 0 : mp && !strcmp(mp, "none") ? 2 : 1;
 		const char *st = getenv("FREETOKEN_CPU_MOE_STREAMS"); /* A/B runs: "1" or "2" */
 		ftk_streams = st && (!strcmp(st, "1") || !strcmp(st, "2")) ? st[0] - '0' : 0;
+		const char *pd = getenv("FREETOKEN_CPU_MOE_PF_DIST"); /* A/B runs: bytes, 0 = none */
+		long pdv = pd ? strtol(pd, NULL, 10) : -1;
+		ftk_pf_dist = pdv >= 0 && pdv <= 65536 ? (int)pdv : FTK_PF_DIST;
 	}
 	{
 		const char *sc = getenv("FREETOKEN_CPU_MOE_SCHED"); /* A/B runs: "static" */

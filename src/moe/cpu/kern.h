@@ -69,8 +69,9 @@ const struct ftk_ops *ftk_select(int isa, enum ftfmt_id f, unsigned cpu_isa);
 
 /* mxfp4_triton W4A8 K split (kern_avx512vnni.c): 1 (default) prefetches the next scale block
  * in memory order into L2 while the current one is walked strip by strip; 0 prefetches each of
- * the block's 16 rows ahead of its strip (16 streams). Set from FREETOKEN_CPU_MOE_MXPF=rows at
- * executor create (A/B runs). */
+ * the block's 16 rows ahead of its strip (16 streams); 2 issues no software prefetch (the
+ * hardware prefetchers alone). Set from FREETOKEN_CPU_MOE_MXPF=rows|none at executor create
+ * (A/B runs). */
 extern int ftk_mx_seq_prefetch;
 
 /* Independent weight streams per kernel call: 2 walks the two halves of a call's row range
@@ -79,6 +80,12 @@ extern int ftk_mx_seq_prefetch;
  * bf16 (bf16dp), 1 for the W4A8 kernels (H200 host A/B, bench/RESULTS.md "CPU MoE"). Set from
  * FREETOKEN_CPU_MOE_STREAMS=1|2 at executor create, 0 when unset (process-wide; A/B runs). */
 extern int ftk_streams;
+
+/* Software prefetch distance of the row-major kernels (bytes ahead in a weight stream; 0: no
+ * software prefetch, the hardware prefetchers alone). FTK_PF_DIST unless
+ * FREETOKEN_CPU_MOE_PF_DIST=0..65536 (read at executor create, process-wide; A/B runs). */
+#define FTK_PF_DIST 4096
+extern int ftk_pf_dist;
 
 /* float value of every e4m3 / e8m0 byte (kern_tables.c) */
 extern const float ftk_e4m3_lut[256];
