@@ -62,6 +62,10 @@ struct ftcmoe {
 	int dyn;                      /* this call */
 	long ch1, ch2;                /* rows per work item: pass 1 (gate+up pairs), pass 2 (down) */
 	int n1, n2, nitems;           /* items per group in pass 1 / pass 2; items of this call */
+	int dyn_t;                    /* this call: dynamic K split (mxfp4_triton, one round) */
+	long ch1t, ch2t;              /* K split: bank rows per item (multiples of 16) */
+	int n1t, n2t;
+	uint8_t *touch;               /* K split: [threads][part_cap] partial written this call */
 	_Alignas(64) atomic_int next; /* next unclaimed item */
 	_Alignas(64) atomic_int done1[MAX_SLOTS]; /* pass-1 items finished per group; n1 + 1: h ready */
 };
@@ -219,8 +223,18 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 		x->part_cap = cap < lim ? cap : lim;
 		x->part = alloc_aligned((size_t)x->nthreads * 3 * (size_t)x->part_cap *
 					(size_t)x->part_n * sizeof(float)); /* 2 partials + scratch */
-		if (!x->part)
+		x->touch = alloc_aligned((size_t)x->nthreads * (size_t)x->part_cap);
+		if (!x->part || !x->touch)
 			goto fail;
+		const char *ik = getenv("FREETOKEN_CPU_MOE_ITEM_KB");
+		long kb = ik ? strtol(ik, NULL, 10) : 0;
+		long item = (kb >= 16 && kb <= 65536 ? kb : DYN_ITEM_KB) * 1024;
+		x->ch1t = item / (2 * cfg->inter) / 16 * 16;
+		x->ch2t = item / cfg->hidden / 16 * 16;
+		x->ch1t = x->ch1t < 16 ? 16 : x->ch1t;
+		x->ch2t = x->ch2t < 16 ? 16 : x->ch2t;
+		x->n1t = (int)((cfg->hidden / 2 + x->ch1t - 1) / x->ch1t);
+		x->n2t = (int)((cfg->inter / 2 + x->ch2t - 1) / x->ch2t);
 	}
 	r = choose_ops(x, cfg->isa);
 	if (r < 0)
@@ -243,6 +257,7 @@ void ftcmoe_free(struct ftcmoe *x)
 	free_aligned(x->hq);
 	free_aligned(x->tmp);
 	free_aligned(x->part);
+	free_aligned(x->touch);
 	free_aligned(x->pout);
 	free_aligned(x->xpriv);
 	free_aligned(x->hpriv);
@@ -592,13 +607,12 @@ static void pass_t(struct ftcmoe *x, int tid, int n, int *buf, int down)
 			const void *xs[FTCMOE_MAX_BATCH];
 			float *ps[FTCMOE_MAX_BATCH];
 			slot_inputs(x, tid, g, down, xs);
-			for (int i = 0; i < nb; i++)
+			for (int i = 0; i < nb; i++) {
 				ps[i] = part_of(x, tid, *buf, base + i);
+				memset(ps[i], 0, sizeof(float) * (size_t)N);
+			}
 			if (kk1 > kk0)
 				ops->rows_t(&m, kk0, kk1, nb, xs, ps, part_of(x, tid, 2, 0));
-			else
-				for (int i = 0; i < nb; i++)
-					memset(ps[i], 0, sizeof(float) * (size_t)N);
 		}
 		ftpool_barrier(x->cfg.pool);
 		for (int g = g0, base = 0; g < g1; base += x->grp_nb[g++]) {
@@ -712,6 +726,119 @@ static void dyn_run(struct ftcmoe *x, int tid, int n, float *tmp)
 	reduce_out(x, tid, n);
 }
 
+/* mxfp4_triton, dynamic K split (default while a call's routes fit one round of partials):
+ * the items are runs of ch1t / ch2t bank rows of each group's gate_up and down matrices,
+ * claimed in order like dyn_run. A worker adds every pass-1 item into its own partial of each
+ * slot (zeroed when it first touches the slot in a call); the worker finishing a group's last
+ * pass-1 item adds up the partials of the workers that touched it, applies bias and activation,
+ * scales h by the route weight (so pass 2 can add all routes of a token into one vector),
+ * prepares it and marks the group ready. Pass-2 items add into the worker's partial of each
+ * token; after the step's one barrier each worker sums its output rows over the workers and
+ * adds the route-weighted down biases, and clears its touched flags for the next call. */
+static void dyn_t_reduce1(struct ftcmoe *x, int g, int n, float *acc)
+{
+	long I = x->cfg.inter;
+	struct ftk_mat m;
+	const uint16_t *bias;
+	expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], 0, &m, &bias);
+	for (int i = 0; i < x->grp_nb[g]; i++) {
+		int si = x->grp_s0[g] + i, s = x->slot_of[si];
+		float *h = x->h + (size_t)s * I, w = x->rw[s];
+		for (long j = 0; j < 2 * I; j++)
+			acc[j] = ftk_bf16(bias[j]);
+		for (int t = 0; t < n; t++)
+			if (x->touch[(size_t)t * x->part_cap + si]) {
+				const float *p = part_of(x, t, 0, si);
+				for (long j = 0; j < 2 * I; j++)
+					acc[j] += p[j];
+			}
+		for (long j = 0; j < I; j++)
+			h[j] = w * act(x->cfg.act, acc[2 * j], acc[2 * j + 1], x->cfg.swiglu_limit);
+		if (x->ops->prep)
+			x->ops->prep(h, I, x->hq + (size_t)s * x->hq_stride);
+	}
+	atomic_store_explicit(&x->done1[g], x->n1t + 1, memory_order_release);
+}
+
+static void dyn_t_run(struct ftcmoe *x, int tid, int n)
+{
+	long H = x->cfg.hidden, I = x->cfg.inter;
+	int total = x->nitems, p1 = x->ngrp * x->n1t, live = x->uniq_start[x->nuniq];
+	uint8_t *touch = x->touch + (size_t)tid * x->part_cap;
+	float *tmp = part_of(x, tid, 2, 0);
+	for (int b = 0; b < x->B; b++)
+		memset(part_of(x, tid, 1, b), 0, sizeof(float) * (size_t)H);
+	int cur = dyn_claim(x);
+	while (cur < total) {
+		int nxt = -1;
+		if (atomic_load_explicit(&x->next, memory_order_relaxed) < total - 2 * n)
+			nxt = dyn_claim(x);
+		int down = cur >= p1, it = down ? cur - p1 : cur, per = down ? x->n2t : x->n1t;
+		int g = it / per;
+		long ch = down ? x->ch2t : x->ch1t, KK = down ? I / 2 : H / 2;
+		long kk0 = (long)(it % per) * ch, kk1 = kk0 + ch < KK ? kk0 + ch : KK;
+		struct ftk_mat m;
+		const uint16_t *bias;
+		expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], down, &m, &bias);
+		if (nxt >= 0 && nxt < total) { /* the next item's first bank rows */
+			int dn = nxt >= p1, in = dn ? nxt - p1 : nxt, pn = dn ? x->n2t : x->n1t;
+			struct ftk_mat mn;
+			const uint16_t *bn;
+			expert_mat(x, x->layer, x->uniq_e[x->grp_u[in / pn]], dn, &mn, &bn);
+			prefetch_start(row_addr(x, &mn, (long)(in % pn) * (dn ? x->ch2t : x->ch1t)));
+		}
+		int nb = x->grp_nb[g];
+		const void *xs[FTCMOE_MAX_BATCH];
+		float *ps[FTCMOE_MAX_BATCH];
+		if (down)
+			for (int k = 0; atomic_load_explicit(&x->done1[g], memory_order_acquire) != x->n1t + 1;)
+				ftpool_relax(x->cfg.pool, &k);
+		slot_inputs(x, tid, g, down, xs);
+		for (int i = 0; i < nb; i++) {
+			int si = x->grp_s0[g] + i;
+			if (down) {
+				ps[i] = part_of(x, tid, 1, x->slot_of[si] / x->topk);
+			} else {
+				ps[i] = part_of(x, tid, 0, si);
+				if (!touch[si]) {
+					memset(ps[i], 0, sizeof(float) * (size_t)(2 * I));
+					touch[si] = 1;
+				}
+			}
+		}
+		x->ops->rows_t(&m, kk0, kk1, nb, xs, ps, tmp);
+		if (!down && atomic_fetch_add_explicit(&x->done1[g], 1, memory_order_acq_rel) == x->n1t - 1)
+			dyn_t_reduce1(x, g, n, tmp); /* rows_t is done with tmp */
+		cur = nxt >= 0 ? nxt : dyn_claim(x);
+	}
+	ftpool_barrier(x->cfg.pool);
+	/* cleared after the barrier, not at the start: a reducer may read the flags of a worker
+	 * that has not started this call yet */
+	memset(touch, 0, (size_t)live);
+	long o0 = H * tid / n, o1 = H * (tid + 1) / n;
+	for (int b = 0; b < x->B; b++) {
+		float *o = x->out + (size_t)b * H;
+		for (long r = o0; r < o1; r++)
+			o[r] = 0;
+		for (int t = 0; t < n; t++) {
+			const float *p = part_of(x, t, 1, b);
+			for (long r = o0; r < o1; r++)
+				o[r] += p[r];
+		}
+	}
+	for (int u = 0; u < x->nuniq; u++) {
+		struct ftk_mat m;
+		const uint16_t *bias;
+		expert_mat(x, x->layer, x->uniq_e[u], 1, &m, &bias);
+		for (int i = x->uniq_start[u]; i < x->uniq_start[u + 1]; i++) {
+			int s = x->slot_of[i];
+			float w = x->rw[s], *o = x->out + (size_t)(s / x->topk) * H;
+			for (long r = o0; r < o1; r++)
+				o[r] += w * ftk_bf16(bias[r]);
+		}
+	}
+}
+
 /* One step on worker tid. Barriers: after the prep of x, after pass 1, after the prep of h,
  * and (flattened split) before the reduction of the per-worker outputs. At batch 1 ("lean",
  * FREETOKEN_CPU_MOE_LEAN=0 turns it off) each worker prepares x for itself (a few hundred ns)
@@ -737,6 +864,10 @@ static void forward_worker(void *arg, int tid, int n)
 	}
 	if (x->dyn) {
 		dyn_run(x, tid, n, tmp);
+		return;
+	}
+	if (x->dyn_t) {
+		dyn_t_run(x, tid, n);
 		return;
 	}
 	int ksplit = ops->rows_t && x->part, buf = 0;
@@ -848,8 +979,10 @@ int ftcmoe_forward(struct ftcmoe *x, int layer, int B, int topk, const float *xi
 	x->lean = x->lean_ok && B == 1;
 	x->dyn = x->dyn_ok && !(x->ops->rows_t && x->part) && x->cfg.format != FTFMT_MXFP4_TRITON;
 	x->lean_h = x->lean && !(x->ops->rows_t && x->part) && !x->dyn;
-	if (x->dyn) {
-		x->nitems = x->ngrp * (x->n1 + x->n2);
+	int live = x->uniq_start[x->nuniq];
+	x->dyn_t = x->dyn_ok && x->ops->rows_t && x->part && live <= x->part_cap && B <= x->part_cap;
+	if (x->dyn || x->dyn_t) {
+		x->nitems = x->dyn ? x->ngrp * (x->n1 + x->n2) : x->ngrp * (x->n1t + x->n2t);
 		atomic_store_explicit(&x->next, 0, memory_order_relaxed);
 		for (int g = 0; g < x->ngrp; g++)
 			atomic_store_explicit(&x->done1[g], 0, memory_order_relaxed);

@@ -50,7 +50,8 @@ struct ftk_ops {
 	void (*rows)(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
 		     float *const *ys);
 	/* Transposed banks (mxfp4_triton) split along K instead: partial sums over bank rows
-	 * [kk0, kk1) (two k each) for all N outputs, ps[b][0..N) overwritten; tmp: scratch of
+	 * [kk0, kk1) (two k each) for all N outputs added into ps[b][0..N) (the caller zeroes it
+	 * first; ps[b] of two tokens may be the same vector); tmp: scratch of
 	 * nb * N floats. The executor adds up the workers' partials. NULL: `rows` over output
 	 * columns is used. */
 	void (*rows_t)(const struct ftk_mat *m, long kk0, long kk1, int nb, const void *const *xs,

@@ -276,10 +276,8 @@ static void rows_t_mxfp4(const struct ftk_mat *m, long kk0, long kk1, int nb, co
 	const float *const *x = (const float *const *)xs;
 	long N = m->N;
 	float *t[FTK_MAX_NB];
-	for (int b = 0; b < nb; b++) {
+	for (int b = 0; b < nb; b++)
 		t[b] = tmp + (size_t)b * (size_t)N;
-		memset(ps[b], 0, sizeof(float) * (size_t)N);
-	}
 	for (long kb = kk0 / 16; kb * 16 < kk1; kb++) {
 		long ra = kb * 16 > kk0 ? kb * 16 : kk0, rb = kb * 16 + 16 < kk1 ? kb * 16 + 16 : kk1;
 		for (int b = 0; b < nb; b++)

@@ -432,11 +432,11 @@ static void mx_rows_t(const struct ftk_mat *m, long kk0, long kk1, int nb, const
 			__m512 a1 = _mm512_shuffle_f32x4(z2, z3, _MM_SHUFFLE(1, 0, 1, 0));
 			__m512 a2 = _mm512_shuffle_f32x4(z0, z1, _MM_SHUFFLE(3, 2, 3, 2));
 			__m512 a3 = _mm512_shuffle_f32x4(z2, z3, _MM_SHUFFLE(3, 2, 3, 2));
-			float *dst = ps[b] + c;
-			_mm512_storeu_ps(dst, _mm512_shuffle_f32x4(a0, a1, _MM_SHUFFLE(2, 0, 2, 0)));
-			_mm512_storeu_ps(dst + 16, _mm512_shuffle_f32x4(a0, a1, _MM_SHUFFLE(3, 1, 3, 1)));
-			_mm512_storeu_ps(dst + 32, _mm512_shuffle_f32x4(a2, a3, _MM_SHUFFLE(2, 0, 2, 0)));
-			_mm512_storeu_ps(dst + 48, _mm512_shuffle_f32x4(a2, a3, _MM_SHUFFLE(3, 1, 3, 1)));
+			float *dst = ps[b] + c; /* ps += */
+			_mm512_storeu_ps(dst, _mm512_add_ps(_mm512_loadu_ps(dst), _mm512_shuffle_f32x4(a0, a1, _MM_SHUFFLE(2, 0, 2, 0))));
+			_mm512_storeu_ps(dst + 16, _mm512_add_ps(_mm512_loadu_ps(dst + 16), _mm512_shuffle_f32x4(a0, a1, _MM_SHUFFLE(3, 1, 3, 1))));
+			_mm512_storeu_ps(dst + 32, _mm512_add_ps(_mm512_loadu_ps(dst + 32), _mm512_shuffle_f32x4(a2, a3, _MM_SHUFFLE(2, 0, 2, 0))));
+			_mm512_storeu_ps(dst + 48, _mm512_add_ps(_mm512_loadu_ps(dst + 48), _mm512_shuffle_f32x4(a2, a3, _MM_SHUFFLE(3, 1, 3, 1))));
 		}
 }
 
