@@ -194,6 +194,9 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 		const char *pd = getenv("FREETOKEN_CPU_MOE_PF_DIST"); /* A/B runs: bytes, 0 = none */
 		long pdv = pd ? strtol(pd, NULL, 10) : -1;
 		ftk_pf_dist = pdv >= 0 && pdv <= 65536 ? (int)pdv : FTK_PF_DIST;
+		const char *mpd = getenv("FREETOKEN_CPU_MOE_MX_PF_DIST"); /* A/B runs: bytes */
+		long mpv = mpd ? strtol(mpd, NULL, 10) : -1;
+		ftk_mx_pf_dist = mpv >= 64 && mpv <= 8192 ? (int)(mpv / 64 * 64) : 512;
 	}
 	{
 		const char *sc = getenv("FREETOKEN_CPU_MOE_SCHED"); /* A/B runs: "static" */
