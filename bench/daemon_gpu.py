@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""daemon_gpu: ftbenchd scheduling real GPU jobs on this host (issue 3, and what a one-GPU machine
-can show of issue 7). Needs only python3 (no curl: the GPU machine has none).
+"""daemon_gpu: ftbenchd scheduling real GPU jobs on this host (issues 3 and 7). Needs only python3
+(no curl: the GPU machine has none).
 
 Starts BUILD/bin/ftbenchd on loopback with temporary state and cache, submits
-  A: cache-copy on GPU 0, B: bw (holds GPU 0 and the host), C: cache-copy on GPU 0,
+  one GPU (default):  A: cache-copy on GPU 0, B: bw (holds GPU 0 and the host), C: cache-copy on GPU 0
+  GPUS=2:             A: cache-copy on GPU 0, B: cache-copy on GPU 1, C: bw on GPU 1 (host-exclusive),
+                      D: cache-copy on GPU 0
 samples GET /gpus and each worker's CUDA_VISIBLE_DEVICES (from /proc/PID/environ) while they run,
-waits for all three and prints the timeline and what /gpus showed. Exit 1 when a job failed or
-the scheduling rules were broken (two jobs on one GPU, anything beside a host-exclusive job).
+waits for all and prints the timeline and what /gpus showed. Exit 1 when a job failed or the
+scheduling rules were broken (two jobs on one GPU, anything beside a host-exclusive job, not
+FIFO; with GPUS=2 also: A and B not side by side, a worker seeing another GPU than its job's).
 
-usage: BUILD=build [GPU=0] [OUTDIR=dir] bench/daemon_gpu.py     (GPU= empty: jobs name no GPU)
+usage: BUILD=build [GPU=0] [GPUS=1|2] [OUTDIR=dir] bench/daemon_gpu.py  (GPU= empty: jobs name no GPU)
 """
 import json, os, signal, socket, subprocess, sys, tempfile, time, urllib.request
 
@@ -50,14 +53,21 @@ try:
             time.sleep(0.1)
     else:
         sys.exit("ftbenchd did not come up")
+    two = os.environ.get("GPUS", "1") == "2"
     g = {"gpu": gpu} if gpu else {}
-    jobs = {
-        "A": http("POST", "/benchmark/start", {"kind": "cache-copy", "args": dict(
-            models=["qwen3-30B", "gpt-oss-120b"], batch_sizes=[1, 4, 32], miss_rates=[0, 1], repeat=10, **g)}),
-        "B": http("POST", "/benchmark/start", {"kind": "bw", "args": dict(dtype="bf16,nvfp4", **g)}),
-        "C": http("POST", "/benchmark/start", {"kind": "cache-copy", "args": dict(
-            models=["glm4.7-nvfp4"], batch_sizes=[4], miss_rates=[1], repeat=10, **g)}),
-    }
+    cc_long = dict(models=["qwen3-30B", "gpt-oss-120b"], batch_sizes=[1, 4, 32], miss_rates=[0, 1], repeat=10)
+    cc_short = dict(models=["glm4.7-nvfp4"], batch_sizes=[4], miss_rates=[1], repeat=10)
+    if two:
+        inv = http("GET", "/gpus")["gpus"]
+        uuid = {str(x["index"]): x.get("uuid") for x in inv}
+        print("GET /gpus:", ", ".join("%s=%s" % kv for kv in sorted(uuid.items())))
+        plan = [("A", "cache-copy", dict(cc_long, gpu="0")), ("B", "cache-copy", dict(cc_long, gpu="1")),
+                ("C", "bw", dict(dtype="bf16,nvfp4", gpu="1")), ("D", "cache-copy", dict(cc_short, gpu="0"))]
+    else:
+        plan = [("A", "cache-copy", dict(cc_long, **g)), ("B", "bw", dict(dtype="bf16,nvfp4", **g)),
+                ("C", "cache-copy", dict(cc_short, **g))]
+    jobs = {n: http("POST", "/benchmark/start", {"kind": k, "args": a}) for n, k, a in plan}
+    jgpu = {n: a.get("gpu") for n, k, a in plan}
     name = {j["id"]: n for n, j in jobs.items()}
     print("submitted", ", ".join("%s=%s (%s)" % (n, j["id"][:8], j["kind"]) for n, j in jobs.items()))
     samples, bad = [], []
@@ -81,6 +91,9 @@ try:
                     e = dict(kv.split(b"=", 1) for kv in open("/proc/%s/environ" % pid, "rb").read().split(b"\0") if b"=" in kv)
                     jid = e.get(b"FTBENCHD_JOB_ID", b"").decode()
                     if jid in name:  # a worker of this daemon (not some other ftbench on the host)
+                        cvd = e.get(b"CUDA_VISIBLE_DEVICES", b"?").decode()
+                        if two and cvd != uuid.get(jgpu[name[jid]]):
+                            bad.append("%s (GPU %s) saw CUDA_VISIBLE_DEVICES=%s" % (name[jid], jgpu[name[jid]], cvd))
                         envs.append("%s:CUDA_VISIBLE_DEVICES=%s,ORDER=%s" % (name[jid], e.get(b"CUDA_VISIBLE_DEVICES", b"?").decode(),
                                                                            e.get(b"CUDA_DEVICE_ORDER", b"?").decode()))
             except OSError:
@@ -107,13 +120,26 @@ try:
         f = [ts(j[k]) for k in ("created_at", "started_at", "finished_at")]
         print("%-3s %-10s %-10s %-5s %8s %8s %8s" % (n, j["kind"], j["state"], j["exit_status"],
               *["%.1f" % (x - z) if x is not None else "-" for x in f]))
-    # FIFO on one GPU: A, then B (host-exclusive), then C, never overlapping
-    iv = sorted((ts(j["started_at"]) or 0, ts(j["finished_at"]) or 0, n) for n, j in final.items())
-    for (s1, e1, n1), (s2, e2, n2) in zip(iv, iv[1:]):
-        if gpu and s2 < e1 - 1e-3:
-            bad.append("%s started before %s finished on the same GPU" % (n2, n1))
-    if [n for _, _, n in iv] != ["A", "B", "C"]:
-        bad.append("order %s, expected A B C (FIFO)" % [n for _, _, n in iv])
+    span = {n: (ts(j["started_at"]) or 0, ts(j["finished_at"]) or 0) for n, j in final.items()}
+    if two:
+        # A (GPU 0) and B (GPU 1) side by side; C (host-exclusive) after both, alone; D after C
+        a, b, c, dd = span["A"], span["B"], span["C"], span["D"]
+        if not (b[0] < a[1] and a[0] < b[1]):
+            bad.append("A and B (GPUs 0 and 1) did not run at the same time")
+        if c[0] < max(a[1], b[1]) - 1e-3:
+            bad.append("host-exclusive C started before A and B finished")
+        if dd[0] < c[1] - 1e-3:
+            bad.append("D started before C finished (FIFO without starvation)")
+        both = [t for t, line in samples if "A:running" in line and "B:running" in line]
+        print("A and B both running in %d samples; overlap %.1f s" % (len(both), max(0, min(a[1], b[1]) - max(a[0], b[0]))))
+    else:
+        # FIFO on one GPU: A, then B (host-exclusive), then C, never overlapping
+        iv = sorted((s0, e0, n) for n, (s0, e0) in span.items())
+        for (s1, e1, n1), (s2, e2, n2) in zip(iv, iv[1:]):
+            if gpu and s2 < e1 - 1e-3:
+                bad.append("%s started before %s finished on the same GPU" % (n2, n1))
+        if [n for _, _, n in iv] != ["A", "B", "C"]:
+            bad.append("order %s, expected A B C (FIFO)" % [n for _, _, n in iv])
     failed = [n for n, j in final.items() if j["state"] != "succeeded"]
     for b in bad:
         print("BAD:", b)

@@ -36,12 +36,19 @@ size_t ftcread_default_bytes(int threads)
 	return want / SLICE_ALIGN * SLICE_ALIGN;
 }
 
+/* Chunk of the interleaved and dynamic variants: all workers read within a window of about
+ * threads x CHUNK_IL bytes (as the CPU MoE executor's dynamic schedule does), instead of each
+ * streaming its own slice far from the others' (on the H200 host the slice loops read ~100 GB/s
+ * in invocations where the executor read 120+: bench/RESULTS.md, "CPU MoE"). */
+#define CHUNK_IL (128 * 1024)
+
 struct job {
 	uint8_t *buf;
 	size_t bytes;
 	int fill;
 	uint64_t (*loop)(const void *, size_t);
-	int variant;                 /* avx512: 0 one stream, 1 two, 2 four, 3 prefetch */
+	int variant;                 /* avx512: FTCREAD_VARIANTS, see ftcread_result.loop */
+	_Alignas(64) _Atomic size_t next; /* dynamic variant: next chunk */
 	_Atomic uint64_t sink;
 };
 
@@ -68,7 +75,18 @@ static void work(void *arg, int tid, int n)
 		}
 		return;
 	}
-	uint64_t v = j->loop ? j->loop(j->buf + off, len) : ftcread_loop_avx512(j->buf + off, len, j->variant);
+	uint64_t v = 0;
+	size_t chunks = j->bytes / CHUNK_IL;
+	if (j->loop)
+		v = j->loop(j->buf + off, len);
+	else if (j->variant == 4) /* interleaved: chunks tid, tid + n, ... */
+		for (size_t c = (size_t)tid; c < chunks; c += (size_t)n)
+			v += ftcread_loop_avx512(j->buf + c * CHUNK_IL, CHUNK_IL, 3);
+	else if (j->variant == 5) /* dynamic: the next free chunk */
+		for (size_t c; (c = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) < chunks;)
+			v += ftcread_loop_avx512(j->buf + c * CHUNK_IL, CHUNK_IL, 3);
+	else
+		v = ftcread_loop_avx512(j->buf + off, len, j->variant);
 	atomic_fetch_add_explicit(&j->sink, v, memory_order_relaxed);
 }
 
@@ -85,10 +103,12 @@ int ftcread_open(const struct ftcpu_info *ci, struct ftpool *pool, size_t bytes,
 	int n = ftpool_size(pool);
 	if (!bytes)
 		bytes = ftcread_default_bytes(n);
-	bytes = bytes / 4096 * 4096;
+	bytes = bytes / CHUNK_IL * CHUNK_IL;
 	if (bytes < (size_t)n * 4096)
 		return -EINVAL;
-	struct ftcread *r = calloc(1, sizeof *r);
+	struct ftcread *r = aligned_alloc(64, (sizeof *r + 63) / 64 * 64);
+	if (r)
+		memset(r, 0, sizeof *r);
 	if (!r)
 		return -ENOMEM;
 	r->pool = pool;
@@ -100,7 +120,8 @@ int ftcread_open(const struct ftcpu_info *ci, struct ftpool *pool, size_t bytes,
 		return -ENOMEM;
 	}
 	madvise(j->buf, bytes, MADV_HUGEPAGE);
-	static const char *const avx512_names[] = {"avx512x8", "avx512x8-2s", "avx512x8-4s", "avx512x8-pf"};
+	static const char *const avx512_names[FTCREAD_VARIANTS] = {"avx512x8",    "avx512x8-2s", "avx512x8-4s",
+								   "avx512x8-pf", "avx512x8-il", "avx512x8-dyn"};
 	const char *name;
 	int avx512 = (ci->isa & (FTCPU_AVX512F | FTCPU_AVX512BW)) == (FTCPU_AVX512F | FTCPU_AVX512BW);
 	if (avx512) {
@@ -117,11 +138,11 @@ int ftcread_open(const struct ftcpu_info *ci, struct ftpool *pool, size_t bytes,
 	ftpool_run(pool, work, j); /* first touch by the reader */
 	j->fill = 0;
 	ftpool_run(pool, work, j); /* untimed pass */
-	double calib[4] = {0};
+	double calib[FTCREAD_VARIANTS] = {0};
 	if (avx512) { /* the fastest loop shape on this machine (one calibration pass each) */
 		double best = 0;
 		int bestv = 0;
-		for (int v = 0; v < 4; v++) {
+		for (int v = 0; v < FTCREAD_VARIANTS; v++) {
 			j->variant = v;
 			calib[v] = ftcread_pass(r);
 			if (calib[v] > best) {
@@ -144,6 +165,7 @@ int ftcread_open(const struct ftcpu_info *ci, struct ftpool *pool, size_t bytes,
 
 double ftcread_pass(struct ftcread *r)
 {
+	atomic_store_explicit(&r->j.next, 0, memory_order_relaxed);
 	double t0 = ft_now_s();
 	ftpool_run(r->pool, work, &r->j);
 	double t = ft_now_s() - t0;

@@ -1,6 +1,6 @@
 /* cpu_read: the CPU read ceiling (CONTRACTS §3, reference §5): a STREAM-style read of a large
- * buffer, one pinned worker per physical core (moe/cpu/pool), each streaming its own contiguous
- * slice with eight independent AVX-512 accumulators (AVX2 or scalar where the CPU lacks it).
+ * buffer, one pinned worker per physical core (moe/cpu/pool), with eight independent AVX-512
+ * accumulators (AVX2 or scalar where the CPU lacks it), in the fastest of six loop shapes.
  * Buffer: max(2 GiB, 128 MiB * threads), capped at half of MemAvailable, filled with a non-zero
  * pattern by the worker that reads it (first touch: local NUMA pages). One untimed pass, then
  * `passes` timed passes: GB/s = bytes / (time from the start barrier to the last worker). */
@@ -11,12 +11,19 @@
 #include "hw/cpu.h"
 #include "moe/cpu/pool.h"
 
+/* AVX-512 loop shapes calibrated (the fastest is the ceiling's loop) */
+#define FTCREAD_VARIANTS 6
+
 struct ftcread_result {
 	size_t buffer_bytes;
 	int threads;
-	const char *loop;   /* the loop used: "avx512x8" (one stream), "avx512x8-2s", "-4s"
-			     * (interleaved streams), "avx512x8-pf" (prefetch), "avx2x8", "scalar" */
-	double calib_gbs[4];/* AVX-512: one calibration pass of each loop, in that order (else 0) */
+	/* the loop used: per-worker slices read as "avx512x8" (one stream), "avx512x8-2s", "-4s"
+	 * (2 or 4 interleaved streams), "avx512x8-pf" (prefetch 4 KiB ahead); the whole buffer in
+	 * 128 KiB chunks, all workers close together, with the prefetch loop: "avx512x8-il"
+	 * (worker t reads chunks t, t + n, ...), "avx512x8-dyn" (the next free chunk); "avx2x8",
+	 * "scalar" on CPUs without AVX-512 */
+	const char *loop;
+	double calib_gbs[FTCREAD_VARIANTS]; /* AVX-512: one calibration pass of each, in that order */
 };
 
 /* Measure with `pool` (its driver thread calls this; NULL: a pool of every physical core is

@@ -234,10 +234,16 @@ int cmd_cpu_moe(int argc, char **argv)
 	ftcread_close(rd_sess);
 	struct ftstat rs = ftstat_of(all_rd, nrd);
 	free(all_rd);
-	if (passes && !json)
-		printf("%-12s %-15s %8.1f %8.1f %8.1f   (all %d read passes of this run; calibration %.1f/%.1f/%.1f/%.1f)\n",
-		       "read", rres.loop, rs.median, rs.min, rs.max, nrd, rres.calib_gbs[0], rres.calib_gbs[1],
-		       rres.calib_gbs[2], rres.calib_gbs[3]);
+	if (passes && !json) {
+		printf("%-12s %-15s %8.1f %8.1f %8.1f   (all %d read passes of this run; calibration", "read", rres.loop,
+		       rs.median, rs.min, rs.max, nrd);
+		for (int v = 0; v < FTCREAD_VARIANTS; v++)
+			printf("%c%.1f", v ? '/' : ' ', rres.calib_gbs[v]);
+		printf(")\n");
+	}
+	json_t *calib = json_array();
+	for (int v = 0; v < FTCREAD_VARIANTS; v++)
+		json_array_append_new(calib, json_real(rres.calib_gbs[v]));
 	json_t *cpu = ftcpu_json(&ci);
 	json_object_set_new(cpu, "threads_used", json_integer(ftcmb_threads(b)));
 	json_t *res = json_pack("{s:s,s:s,s:{s:I,s:I,s:i,s:i,s:s,s:f},s:i,s:I,s:i,s:I,s:o,s:i,s:i,s:o,s:s}",
@@ -251,13 +257,14 @@ int cmd_cpu_moe(int argc, char **argv)
 	results = NULL;
 	if (passes)
 		json_object_set_new(res, "ceiling",
-				    json_pack("{s:f,s:o,s:s,s:I,s:i,s:[f,f,f,f]}", "cpu_stream_read_gbs", rs.median,
+				    json_pack("{s:f,s:o,s:s,s:I,s:i,s:o}", "cpu_stream_read_gbs", rs.median,
 					      "cpu_stream_read_gbs_spread", ftstat_json(&rs), "loop", rres.loop,
 					      "buffer_bytes", (json_int_t)rres.buffer_bytes, "threads", rres.threads,
-					      "calibration_gbs", rres.calib_gbs[0], rres.calib_gbs[1],
-					      rres.calib_gbs[2], rres.calib_gbs[3]));
-	else
+					      "calibration_gbs", calib));
+	else {
 		json_object_set_new(res, "ceiling", json_null());
+		json_decref(calib);
+	}
 	ftcli_progress(total, total, "done");
 	ftcli_result(res);
 	if (json)

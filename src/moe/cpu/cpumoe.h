@@ -27,11 +27,19 @@
  * activation rows, far below a 16-row tile's reuse, and is bound by DRAM already with vector
  * kernels. FREETOKEN_CPU_MOE_ISA forces a tier for FTCMOE_ISA_AUTO.
  *
- * Work split (row-major formats): the rows of all routed experts of a pass, laid end to end,
- * are cut into one contiguous range per pool worker (pass 2 adds up per-worker partial outputs);
- * FREETOKEN_CPU_MOE_SPLIT=rows (read at create) splits every expert's rows instead, for A/B
- * runs. mxfp4_triton's transposed banks are split along K on the avx512 tiers, one barrier per
- * round of up to max(16, max_batch) routes. At batch 1 each worker prepares its own activations
+ * Work split: a dynamic schedule (default). A step is a list of work items of about 128 KiB of
+ * weights (FREETOKEN_CPU_MOE_ITEM_KB for A/B runs): every routed expert's gate/up rows, then its
+ * down rows, claimed in order from one atomic counter, so workers stay close together in memory
+ * and a worker the memory system serves slower simply takes fewer items; pass 2 of an expert
+ * waits only for that expert's pass 1, and the step has one barrier (before the per-worker
+ * partial outputs are added up). On the H200 host this took bf16 from 94 to 123 GB/s at batch 1
+ * against the static split below (bench/RESULTS.md, "CPU MoE"). mxfp4_triton's transposed banks
+ * are split along K: items of bank rows added into per-worker partials, the last worker of an
+ * expert's pass 1 reducing them (while a call's routes fit one round of partials).
+ * FREETOKEN_CPU_MOE_SCHED=static (read at create) gives back the static split for A/B runs: the
+ * rows of all routed experts of a pass, laid end to end, cut into one contiguous range per
+ * worker (FREETOKEN_CPU_MOE_SPLIT=rows: every expert's rows cut per worker), and for
+ * mxfp4_triton one K range per worker, one barrier per round of up to max(16, max_batch) routes. At batch 1 each worker prepares its own activations
  * (two barriers per step instead of four); FREETOKEN_CPU_MOE_LEAN=0 turns that off. The pool's
  * spin waits use PAUSE unless FREETOKEN_CPU_MOE_SPIN=busy (A/B; measured no different).
  * FREETOKEN_CPU_MOE_STREAMS=1|2 (read at create, process-wide) forces one or two interleaved

@@ -1,6 +1,7 @@
 /* The CPU MoE executor (reference §6): routes grouped by expert, two passes on the pool. */
 #include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,8 @@
 /* Vector tiers read K in groups of this many elements. */
 #define KALIGN 64
 #define MAX_SLOTS (FTCMOE_MAX_BATCH * FTCMOE_MAX_TOPK)
+/* Dynamic schedule: weight bytes per work item (FREETOKEN_CPU_MOE_ITEM_KB for A/B runs). */
+#define DYN_ITEM_KB 128
 
 struct mats {
 	const uint8_t *b[FT_MAX_BANKS];
@@ -54,6 +57,17 @@ struct ftcmoe {
 	int lean_h;                   /* this call: also h per worker, the slots it reads in pass 2 */
 	uint8_t *xpriv;               /* lean: per-worker prepared x [threads][xq_stride] */
 	uint8_t *hpriv;               /* lean: per-worker prepared h [threads][max_topk][hq_stride] */
+	/* dynamic schedule (row-major formats; FREETOKEN_CPU_MOE_SCHED=static turns it off) */
+	int dyn_ok;                   /* read at create */
+	int dyn;                      /* this call */
+	long ch1, ch2;                /* rows per work item: pass 1 (gate+up pairs), pass 2 (down) */
+	int n1, n2, nitems;           /* items per group in pass 1 / pass 2; items of this call */
+	int dyn_t;                    /* this call: dynamic K split (mxfp4_triton, one round) */
+	long ch1t, ch2t;              /* K split: bank rows per item (multiples of 16) */
+	int n1t, n2t;
+	uint8_t *touch;               /* K split: [threads][part_cap] partial written this call */
+	_Alignas(64) atomic_int next; /* next unclaimed item */
+	_Alignas(64) atomic_int done1[MAX_SLOTS]; /* pass-1 items finished per group; n1 + 1: h ready */
 };
 
 static void free_aligned(void *p)
@@ -68,6 +82,16 @@ static void *alloc_aligned(size_t n)
 	if (p)
 		memset(p, 0, n ? n : 64);
 	return p;
+}
+
+/* Weight bytes of one row of K elements (row-major formats; scales not counted). */
+static size_t wrow_bytes(enum ftfmt_id f, long K)
+{
+	switch (f) {
+	case FTFMT_BF16: return (size_t)K * 2;
+	case FTFMT_Q4_0: return (size_t)(K / 32) * 18;
+	default: return (size_t)(K / 2);
+	}
 }
 
 static int choose_ops(struct ftcmoe *x, enum ftcmoe_isa want)
@@ -102,7 +126,7 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 	const struct ftformat *f = ftfmt_get(cfg->format);
 	if (!f || !f->cpu_path)
 		return -EINVAL;
-	struct ftcmoe *x = calloc(1, sizeof *x);
+	struct ftcmoe *x = alloc_aligned(sizeof *x); /* 64-byte aligned members */
 	if (!x)
 		return -ENOMEM;
 	int r = -ENOMEM;
@@ -163,10 +187,30 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 	{
 		const char *ln = getenv("FREETOKEN_CPU_MOE_LEAN"); /* A/B runs: "0" turns it off */
 		x->lean_ok = !(ln && !strcmp(ln, "0"));
-		const char *mp = getenv("FREETOKEN_CPU_MOE_MXPF"); /* A/B runs: "rows" (process-wide) */
-		ftk_mx_seq_prefetch = !(mp && !strcmp(mp, "rows"));
+		const char *mp = getenv("FREETOKEN_CPU_MOE_MXPF"); /* A/B runs: "rows", "none" (process-wide) */
+		ftk_mx_seq_prefetch = mp && !strcmp(mp, "rows") ? 0 : mp && !strcmp(mp, "none") ? 2 : 1;
 		const char *st = getenv("FREETOKEN_CPU_MOE_STREAMS"); /* A/B runs: "1" or "2" */
 		ftk_streams = st && (!strcmp(st, "1") || !strcmp(st, "2")) ? st[0] - '0' : 0;
+		const char *pd = getenv("FREETOKEN_CPU_MOE_PF_DIST"); /* A/B runs: bytes, 0 = none */
+		long pdv = pd ? strtol(pd, NULL, 10) : -1;
+		ftk_pf_dist = pdv >= 0 && pdv <= 65536 ? (int)pdv : FTK_PF_DIST;
+		const char *mpd = getenv("FREETOKEN_CPU_MOE_MX_PF_DIST"); /* A/B runs: bytes */
+		long mpv = mpd ? strtol(mpd, NULL, 10) : -1;
+		ftk_mx_pf_dist = mpv >= 64 && mpv <= 8192 ? (int)(mpv / 64 * 64) : 512;
+	}
+	{
+		const char *sc = getenv("FREETOKEN_CPU_MOE_SCHED"); /* A/B runs: "static" */
+		x->dyn_ok = !(sc && !strcmp(sc, "static"));
+		const char *ik = getenv("FREETOKEN_CPU_MOE_ITEM_KB"); /* A/B runs: bytes per item */
+		long kb = ik ? strtol(ik, NULL, 10) : 0;
+		size_t item = (size_t)(kb >= 16 && kb <= 65536 ? kb : DYN_ITEM_KB) * 1024;
+		size_t r1 = 2 * wrow_bytes(cfg->format, cfg->hidden), r2 = wrow_bytes(cfg->format, cfg->inter);
+		x->ch1 = r1 ? (long)(item / r1) : cfg->inter;
+		x->ch2 = r2 ? (long)(item / r2) : cfg->hidden;
+		x->ch1 = x->ch1 < 8 ? 8 : x->ch1;
+		x->ch2 = x->ch2 < 8 ? 8 : x->ch2;
+		x->n1 = (int)((cfg->inter + x->ch1 - 1) / x->ch1);
+		x->n2 = (int)((cfg->hidden + x->ch2 - 1) / x->ch2);
 	}
 	x->xpriv = alloc_aligned((size_t)x->nthreads * x->xq_stride);
 	x->hpriv = alloc_aligned((size_t)x->nthreads * (size_t)cfg->max_topk * x->hq_stride);
@@ -182,8 +226,18 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 		x->part_cap = cap < lim ? cap : lim;
 		x->part = alloc_aligned((size_t)x->nthreads * 3 * (size_t)x->part_cap *
 					(size_t)x->part_n * sizeof(float)); /* 2 partials + scratch */
-		if (!x->part)
+		x->touch = alloc_aligned((size_t)x->nthreads * (size_t)x->part_cap);
+		if (!x->part || !x->touch)
 			goto fail;
+		const char *ik = getenv("FREETOKEN_CPU_MOE_ITEM_KB");
+		long kb = ik ? strtol(ik, NULL, 10) : 0;
+		long item = (kb >= 16 && kb <= 65536 ? kb : DYN_ITEM_KB) * 1024;
+		x->ch1t = item / (2 * cfg->inter) / 16 * 16;
+		x->ch2t = item / cfg->hidden / 16 * 16;
+		x->ch1t = x->ch1t < 16 ? 16 : x->ch1t;
+		x->ch2t = x->ch2t < 16 ? 16 : x->ch2t;
+		x->n1t = (int)((cfg->hidden / 2 + x->ch1t - 1) / x->ch1t);
+		x->n2t = (int)((cfg->inter / 2 + x->ch2t - 1) / x->ch2t);
 	}
 	r = choose_ops(x, cfg->isa);
 	if (r < 0)
@@ -206,10 +260,11 @@ void ftcmoe_free(struct ftcmoe *x)
 	free_aligned(x->hq);
 	free_aligned(x->tmp);
 	free_aligned(x->part);
+	free_aligned(x->touch);
 	free_aligned(x->pout);
 	free_aligned(x->xpriv);
 	free_aligned(x->hpriv);
-	free(x);
+	free_aligned(x);
 }
 
 int ftcmoe_set_isa(struct ftcmoe *x, enum ftcmoe_isa isa)
@@ -424,38 +479,56 @@ static void pass2(struct ftcmoe *x, int tid, int n, float *tmp)
 /* Row-major formats, flattened split: the rows of all slot groups of a pass, laid end to end,
  * are cut into one contiguous range per worker, so each worker streams one or two long runs
  * per matrix instead of a short run of every expert, and all get the same number of rows. */
+/* Gate/up rows [j0, j1) of group g into h (activation applied). next (may be NULL): the
+ * first bytes of the stream this worker reads after this one, requested up front. */
+static void gate_up_rows(struct ftcmoe *x, int tid, int g, long j0, long j1, float *tmp, const void *next)
+{
+	long I = x->cfg.inter;
+	const struct ftk_ops *ops = x->ops;
+	struct ftk_mat m;
+	const uint16_t *bias;
+	expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], 0, &m, &bias);
+	prefetch_start(row_addr(x, &m, I + j0));
+	if (next)
+		prefetch_start(next);
+	int nb = x->grp_nb[g];
+	const void *xs[FTCMOE_MAX_BATCH];
+	float *yg[FTCMOE_MAX_BATCH], *yu[FTCMOE_MAX_BATCH];
+	slot_inputs(x, tid, g, 0, xs);
+	for (int i = 0; i < nb; i++) {
+		yg[i] = tmp + (size_t)i * 4 * CHUNK;
+		yu[i] = yg[i] + 2 * CHUNK;
+	}
+	for (long c0 = j0; c0 < j1; c0 += CHUNK) {
+		long c1 = c0 + CHUNK < j1 ? c0 + CHUNK : j1;
+		ops->rows(&m, c0, c1, nb, xs, yg);
+		ops->rows(&m, I + c0, I + c1, nb, xs, yu);
+		for (int i = 0; i < nb; i++) {
+			float *h = x->h + (size_t)x->slot_of[x->grp_s0[g] + i] * I;
+			for (long j = c0; j < c1; j++)
+				h[j] = act(x->cfg.act, yg[i][j - c0], yu[i][j - c0], x->cfg.swiglu_limit);
+		}
+	}
+}
+
+/* Row-major formats, flattened split: the rows of all slot groups of a pass, laid end to end,
+ * are cut into one contiguous range per worker, so each worker streams one or two long runs
+ * per matrix instead of a short run of every expert, and all get the same number of rows. */
 static void pass1_flat(struct ftcmoe *x, int tid, int n, float *tmp)
 {
 	long I = x->cfg.inter, R = (long)x->ngrp * I;
 	long f0 = R * tid / n, f1 = R * (tid + 1) / n;
-	const struct ftk_ops *ops = x->ops;
 	for (long f = f0; f < f1;) {
 		int g = (int)(f / I);
 		long j0 = f % I, j1 = I < j0 + (f1 - f) ? I : j0 + (f1 - f);
-		struct ftk_mat m;
-		const uint16_t *bias;
-		expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], 0, &m, &bias);
-		prefetch_start(row_addr(x, &m, I + j0));
-		if (f + (j1 - j0) < f1 && g + 1 < x->ngrp) /* the next group's gate run */
-			prefetch_group(x, g + 1, 0, 0);
-		int nb = x->grp_nb[g];
-		const void *xs[FTCMOE_MAX_BATCH];
-		float *yg[FTCMOE_MAX_BATCH], *yu[FTCMOE_MAX_BATCH];
-		slot_inputs(x, tid, g, 0, xs);
-		for (int i = 0; i < nb; i++) {
-			yg[i] = tmp + (size_t)i * 4 * CHUNK;
-			yu[i] = yg[i] + 2 * CHUNK;
+		const void *next = NULL;
+		if (f + (j1 - j0) < f1 && g + 1 < x->ngrp) { /* the next group's gate run */
+			struct ftk_mat mn;
+			const uint16_t *bn;
+			expert_mat(x, x->layer, x->uniq_e[x->grp_u[g + 1]], 0, &mn, &bn);
+			next = row_addr(x, &mn, 0);
 		}
-		for (long c0 = j0; c0 < j1; c0 += CHUNK) {
-			long c1 = c0 + CHUNK < j1 ? c0 + CHUNK : j1;
-			ops->rows(&m, c0, c1, nb, xs, yg);
-			ops->rows(&m, I + c0, I + c1, nb, xs, yu);
-			for (int i = 0; i < nb; i++) {
-				float *h = x->h + (size_t)x->slot_of[x->grp_s0[g] + i] * I;
-				for (long j = c0; j < c1; j++)
-					h[j] = act(x->cfg.act, yg[i][j - c0], yu[i][j - c0], x->cfg.swiglu_limit);
-			}
-		}
+		gate_up_rows(x, tid, g, j0, j1, tmp, next);
 		f += j1 - j0;
 	}
 }
@@ -537,13 +610,12 @@ static void pass_t(struct ftcmoe *x, int tid, int n, int *buf, int down)
 			const void *xs[FTCMOE_MAX_BATCH];
 			float *ps[FTCMOE_MAX_BATCH];
 			slot_inputs(x, tid, g, down, xs);
-			for (int i = 0; i < nb; i++)
+			for (int i = 0; i < nb; i++) {
 				ps[i] = part_of(x, tid, *buf, base + i);
+				memset(ps[i], 0, sizeof(float) * (size_t)N);
+			}
 			if (kk1 > kk0)
 				ops->rows_t(&m, kk0, kk1, nb, xs, ps, part_of(x, tid, 2, 0));
-			else
-				for (int i = 0; i < nb; i++)
-					memset(ps[i], 0, sizeof(float) * (size_t)N);
 		}
 		ftpool_barrier(x->cfg.pool);
 		for (int g = g0, base = 0; g < g1; base += x->grp_nb[g++]) {
@@ -580,6 +652,196 @@ static void pass_t(struct ftcmoe *x, int tid, int n, int *buf, int down)
 	}
 }
 
+/* Row-major formats, dynamic schedule (default): the step is a list of work items, the
+ * pass-1 items of every slot group (ch1 gate+up row pairs each) and then the pass-2 items
+ * (ch2 down rows each), claimed in order from one atomic counter; a worker that is done with
+ * an item takes the next free one, so a worker the memory system serves slower does fewer
+ * and none idles at a pass boundary. Pass 2 of a group waits only for that group's pass 1: the
+ * worker finishing its last pass-1 item prepares the group's h and marks it ready (done1 =
+ * n1 + 1); by then the other workers are still streaming pass 1 of later groups. Pass-2 items
+ * add into per-worker partial outputs, summed after the step's one barrier. While an item is
+ * walked, the next one is claimed and its first bytes requested (not in the last 2n items, so
+ * the tail is not held by claimed but unstarted work). */
+static int dyn_claim(struct ftcmoe *x)
+{
+	return atomic_fetch_add_explicit(&x->next, 1, memory_order_relaxed);
+}
+
+static const void *dyn_item_start(struct ftcmoe *x, int i)
+{
+	int p1 = x->ngrp * x->n1;
+	struct ftk_mat m;
+	const uint16_t *bias;
+	if (i < p1) {
+		expert_mat(x, x->layer, x->uniq_e[x->grp_u[i / x->n1]], 0, &m, &bias);
+		return row_addr(x, &m, (long)(i % x->n1) * x->ch1);
+	}
+	i -= p1;
+	expert_mat(x, x->layer, x->uniq_e[x->grp_u[i / x->n2]], 1, &m, &bias);
+	return row_addr(x, &m, (long)(i % x->n2) * x->ch2);
+}
+
+static void dyn_h_ready(struct ftcmoe *x, int g)
+{
+	const struct ftk_ops *ops = x->ops;
+	if (ops->prep)
+		for (int i = 0; i < x->grp_nb[g]; i++) {
+			int s = x->slot_of[x->grp_s0[g] + i];
+			ops->prep(x->h + (size_t)s * x->cfg.inter, x->cfg.inter, x->hq + (size_t)s * x->hq_stride);
+		}
+	atomic_store_explicit(&x->done1[g], x->n1 + 1, memory_order_release);
+}
+
+static void dyn_run(struct ftcmoe *x, int tid, int n, float *tmp)
+{
+	long H = x->cfg.hidden, I = x->cfg.inter;
+	int total = x->nitems, p1 = x->ngrp * x->n1;
+	float *po = x->pout + (size_t)tid * (size_t)x->cfg.max_batch * (size_t)H;
+	memset(po, 0, (size_t)x->B * (size_t)H * sizeof(float));
+	int cur = dyn_claim(x);
+	while (cur < total) {
+		int nxt = -1;
+		if (atomic_load_explicit(&x->next, memory_order_relaxed) < total - 2 * n)
+			nxt = dyn_claim(x);
+		const void *ahead = nxt >= 0 && nxt < total ? dyn_item_start(x, nxt) : NULL;
+		if (cur < p1) {
+			int g = cur / x->n1;
+			long j0 = (long)(cur % x->n1) * x->ch1, j1 = j0 + x->ch1 < I ? j0 + x->ch1 : I;
+			gate_up_rows(x, tid, g, j0, j1, tmp, ahead);
+			if (atomic_fetch_add_explicit(&x->done1[g], 1, memory_order_acq_rel) == x->n1 - 1)
+				dyn_h_ready(x, g);
+		} else {
+			int g = (cur - p1) / x->n2;
+			long n0 = (long)((cur - p1) % x->n2) * x->ch2, n1 = n0 + x->ch2 < H ? n0 + x->ch2 : H;
+			struct ftk_mat m;
+			const uint16_t *bias;
+			expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], 1, &m, &bias);
+			prefetch_start(row_addr(x, &m, n0));
+			if (ahead)
+				prefetch_start(ahead);
+			for (int k = 0; atomic_load_explicit(&x->done1[g], memory_order_acquire) != x->n1 + 1;)
+				ftpool_relax(x->cfg.pool, &k);
+			down_rows(x, tid, g, &m, NULL, n0, n1, tmp, po);
+		}
+		cur = nxt >= 0 ? nxt : dyn_claim(x);
+	}
+	ftpool_barrier(x->cfg.pool);
+	reduce_out(x, tid, n);
+}
+
+/* mxfp4_triton, dynamic K split (default while a call's routes fit one round of partials):
+ * the items are runs of ch1t / ch2t bank rows of each group's gate_up and down matrices,
+ * claimed in order like dyn_run. A worker adds every pass-1 item into its own partial of each
+ * slot (zeroed when it first touches the slot in a call); the worker finishing a group's last
+ * pass-1 item adds up the partials of the workers that touched it, applies bias and activation,
+ * scales h by the route weight (so pass 2 can add all routes of a token into one vector),
+ * prepares it and marks the group ready. Pass-2 items add into the worker's partial of each
+ * token; after the step's one barrier each worker sums its output rows over the workers and
+ * adds the route-weighted down biases, and clears its touched flags for the next call. */
+static void dyn_t_reduce1(struct ftcmoe *x, int g, int n, float *acc)
+{
+	long I = x->cfg.inter;
+	struct ftk_mat m;
+	const uint16_t *bias;
+	expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], 0, &m, &bias);
+	for (int i = 0; i < x->grp_nb[g]; i++) {
+		int si = x->grp_s0[g] + i, s = x->slot_of[si];
+		float *h = x->h + (size_t)s * I, w = x->rw[s];
+		for (long j = 0; j < 2 * I; j++)
+			acc[j] = ftk_bf16(bias[j]);
+		for (int t = 0; t < n; t++)
+			if (x->touch[(size_t)t * x->part_cap + si]) {
+				const float *p = part_of(x, t, 0, si);
+				for (long j = 0; j < 2 * I; j++)
+					acc[j] += p[j];
+			}
+		for (long j = 0; j < I; j++)
+			h[j] = w * act(x->cfg.act, acc[2 * j], acc[2 * j + 1], x->cfg.swiglu_limit);
+		if (x->ops->prep)
+			x->ops->prep(h, I, x->hq + (size_t)s * x->hq_stride);
+	}
+	atomic_store_explicit(&x->done1[g], x->n1t + 1, memory_order_release);
+}
+
+static void dyn_t_run(struct ftcmoe *x, int tid, int n)
+{
+	long H = x->cfg.hidden, I = x->cfg.inter;
+	int total = x->nitems, p1 = x->ngrp * x->n1t, live = x->uniq_start[x->nuniq];
+	uint8_t *touch = x->touch + (size_t)tid * x->part_cap;
+	float *tmp = part_of(x, tid, 2, 0);
+	for (int b = 0; b < x->B; b++)
+		memset(part_of(x, tid, 1, b), 0, sizeof(float) * (size_t)H);
+	int cur = dyn_claim(x);
+	while (cur < total) {
+		int nxt = -1;
+		if (atomic_load_explicit(&x->next, memory_order_relaxed) < total - 2 * n)
+			nxt = dyn_claim(x);
+		int down = cur >= p1, it = down ? cur - p1 : cur, per = down ? x->n2t : x->n1t;
+		int g = it / per;
+		long ch = down ? x->ch2t : x->ch1t, KK = down ? I / 2 : H / 2;
+		long kk0 = (long)(it % per) * ch, kk1 = kk0 + ch < KK ? kk0 + ch : KK;
+		struct ftk_mat m;
+		const uint16_t *bias;
+		expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], down, &m, &bias);
+		if (nxt >= 0 && nxt < total) { /* the next item's first bank rows */
+			int dn = nxt >= p1, in = dn ? nxt - p1 : nxt, pn = dn ? x->n2t : x->n1t;
+			struct ftk_mat mn;
+			const uint16_t *bn;
+			expert_mat(x, x->layer, x->uniq_e[x->grp_u[in / pn]], dn, &mn, &bn);
+			prefetch_start(row_addr(x, &mn, (long)(in % pn) * (dn ? x->ch2t : x->ch1t)));
+		}
+		int nb = x->grp_nb[g];
+		const void *xs[FTCMOE_MAX_BATCH];
+		float *ps[FTCMOE_MAX_BATCH];
+		if (down)
+			for (int k = 0; atomic_load_explicit(&x->done1[g], memory_order_acquire) != x->n1t + 1;)
+				ftpool_relax(x->cfg.pool, &k);
+		slot_inputs(x, tid, g, down, xs);
+		for (int i = 0; i < nb; i++) {
+			int si = x->grp_s0[g] + i;
+			if (down) {
+				ps[i] = part_of(x, tid, 1, x->slot_of[si] / x->topk);
+			} else {
+				ps[i] = part_of(x, tid, 0, si);
+				if (!touch[si]) {
+					memset(ps[i], 0, sizeof(float) * (size_t)(2 * I));
+					touch[si] = 1;
+				}
+			}
+		}
+		x->ops->rows_t(&m, kk0, kk1, nb, xs, ps, tmp);
+		if (!down && atomic_fetch_add_explicit(&x->done1[g], 1, memory_order_acq_rel) == x->n1t - 1)
+			dyn_t_reduce1(x, g, n, tmp); /* rows_t is done with tmp */
+		cur = nxt >= 0 ? nxt : dyn_claim(x);
+	}
+	ftpool_barrier(x->cfg.pool);
+	/* cleared after the barrier, not at the start: a reducer may read the flags of a worker
+	 * that has not started this call yet */
+	memset(touch, 0, (size_t)live);
+	long o0 = H * tid / n, o1 = H * (tid + 1) / n;
+	for (int b = 0; b < x->B; b++) {
+		float *o = x->out + (size_t)b * H;
+		for (long r = o0; r < o1; r++)
+			o[r] = 0;
+		for (int t = 0; t < n; t++) {
+			const float *p = part_of(x, t, 1, b);
+			for (long r = o0; r < o1; r++)
+				o[r] += p[r];
+		}
+	}
+	for (int u = 0; u < x->nuniq; u++) {
+		struct ftk_mat m;
+		const uint16_t *bias;
+		expert_mat(x, x->layer, x->uniq_e[u], 1, &m, &bias);
+		for (int i = x->uniq_start[u]; i < x->uniq_start[u + 1]; i++) {
+			int s = x->slot_of[i];
+			float w = x->rw[s], *o = x->out + (size_t)(s / x->topk) * H;
+			for (long r = o0; r < o1; r++)
+				o[r] += w * ftk_bf16(bias[r]);
+		}
+	}
+}
+
 /* One step on worker tid. Barriers: after the prep of x, after pass 1, after the prep of h,
  * and (flattened split) before the reduction of the per-worker outputs. At batch 1 ("lean",
  * FREETOKEN_CPU_MOE_LEAN=0 turns it off) each worker prepares x for itself (a few hundred ns)
@@ -602,6 +864,14 @@ static void forward_worker(void *arg, int tid, int n)
 					  x->xq + (size_t)b * x->xq_stride);
 			ftpool_barrier(x->cfg.pool);
 		}
+	}
+	if (x->dyn) {
+		dyn_run(x, tid, n, tmp);
+		return;
+	}
+	if (x->dyn_t) {
+		dyn_t_run(x, tid, n);
+		return;
 	}
 	int ksplit = ops->rows_t && x->part, buf = 0;
 	int flat = !ksplit && x->flat && x->cfg.format != FTFMT_MXFP4_TRITON; /* no bias, gate/up rows */
@@ -627,7 +897,7 @@ static void forward_worker(void *arg, int tid, int n)
 	ftpool_barrier(x->cfg.pool);
 	if (ops->prep) {
 		int live = x->uniq_start[x->nuniq];
-		if (x->lean_h) { /* batch 1: one slot per group; only the groups this worker reads */
+		if (x->lean_h) { /* batch 1: only the groups this worker reads (an id routed twice: two slots) */
 			int ga = 0, gb = x->ngrp;
 			if (flat2) {
 				long R = (long)x->ngrp * x->cfg.hidden;
@@ -635,11 +905,12 @@ static void forward_worker(void *arg, int tid, int n)
 				ga = (int)(f0 / x->cfg.hidden);
 				gb = f1 > f0 ? (int)((f1 - 1) / x->cfg.hidden) + 1 : ga;
 			}
-			for (int g = ga; g < gb; g++) {
-				int s = x->slot_of[x->grp_s0[g]];
-				ops->prep(x->h + (size_t)s * x->cfg.inter, x->cfg.inter,
-					  x->hpriv + ((size_t)tid * (size_t)x->cfg.max_topk + (size_t)s) * x->hq_stride);
-			}
+			for (int g = ga; g < gb; g++)
+				for (int i = 0; i < x->grp_nb[g]; i++) {
+					int s = x->slot_of[x->grp_s0[g] + i];
+					ops->prep(x->h + (size_t)s * x->cfg.inter, x->cfg.inter,
+						  x->hpriv + ((size_t)tid * (size_t)x->cfg.max_topk + (size_t)s) * x->hq_stride);
+				}
 		} else {
 			for (int i = tid; i < live; i += n) {
 				int s = x->slot_of[i];
@@ -709,7 +980,16 @@ int ftcmoe_forward(struct ftcmoe *x, int layer, int B, int topk, const float *xi
 	x->rw = weights;
 	x->out = out;
 	x->lean = x->lean_ok && B == 1;
-	x->lean_h = x->lean && !(x->ops->rows_t && x->part);
+	x->dyn = x->dyn_ok && !(x->ops->rows_t && x->part) && x->cfg.format != FTFMT_MXFP4_TRITON;
+	x->lean_h = x->lean && !(x->ops->rows_t && x->part) && !x->dyn;
+	int live = x->uniq_start[x->nuniq];
+	x->dyn_t = x->dyn_ok && x->ops->rows_t && x->part && live <= x->part_cap && B <= x->part_cap;
+	if (x->dyn || x->dyn_t) {
+		x->nitems = x->dyn ? x->ngrp * (x->n1 + x->n2) : x->ngrp * (x->n1t + x->n2t);
+		atomic_store_explicit(&x->next, 0, memory_order_relaxed);
+		for (int g = 0; g < x->ngrp; g++)
+			atomic_store_explicit(&x->done1[g], 0, memory_order_relaxed);
+	}
 	ftpool_run(x->cfg.pool, forward_worker, x);
 	return 0;
 }

@@ -50,7 +50,8 @@ struct ftk_ops {
 	void (*rows)(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
 		     float *const *ys);
 	/* Transposed banks (mxfp4_triton) split along K instead: partial sums over bank rows
-	 * [kk0, kk1) (two k each) for all N outputs, ps[b][0..N) overwritten; tmp: scratch of
+	 * [kk0, kk1) (two k each) for all N outputs added into ps[b][0..N) (the caller zeroes it
+	 * first; ps[b] of two tokens may be the same vector); tmp: scratch of
 	 * nb * N floats. The executor adds up the workers' partials. NULL: `rows` over output
 	 * columns is used. */
 	void (*rows_t)(const struct ftk_mat *m, long kk0, long kk1, int nb, const void *const *xs,
@@ -69,9 +70,13 @@ const struct ftk_ops *ftk_select(int isa, enum ftfmt_id f, unsigned cpu_isa);
 
 /* mxfp4_triton W4A8 K split (kern_avx512vnni.c): 1 (default) prefetches the next scale block
  * in memory order into L2 while the current one is walked strip by strip; 0 prefetches each of
- * the block's 16 rows ahead of its strip (16 streams). Set from FREETOKEN_CPU_MOE_MXPF=rows at
- * executor create (A/B runs). */
+ * the block's 16 rows ahead of its strip (16 streams); 2 issues no software prefetch (the
+ * hardware prefetchers alone). Set from FREETOKEN_CPU_MOE_MXPF=rows|none at executor create
+ * (A/B runs). */
 extern int ftk_mx_seq_prefetch;
+/* Bytes ahead of its strip that each row is prefetched in the row-wise mode (512;
+ * FREETOKEN_CPU_MOE_MX_PF_DIST=64..8192 at executor create, A/B runs). */
+extern int ftk_mx_pf_dist;
 
 /* Independent weight streams per kernel call: 2 walks the two halves of a call's row range
  * (mxfp4_triton K split: of its scale blocks) interleaved, so each worker keeps two sequential
@@ -79,6 +84,12 @@ extern int ftk_mx_seq_prefetch;
  * bf16 (bf16dp), 1 for the W4A8 kernels (H200 host A/B, bench/RESULTS.md "CPU MoE"). Set from
  * FREETOKEN_CPU_MOE_STREAMS=1|2 at executor create, 0 when unset (process-wide; A/B runs). */
 extern int ftk_streams;
+
+/* Software prefetch distance of the row-major kernels (bytes ahead in a weight stream; 0: no
+ * software prefetch, the hardware prefetchers alone). FTK_PF_DIST unless
+ * FREETOKEN_CPU_MOE_PF_DIST=0..65536 (read at executor create, process-wide; A/B runs). */
+#define FTK_PF_DIST 4096
+extern int ftk_pf_dist;
 
 /* float value of every e4m3 / e8m0 byte (kern_tables.c) */
 extern const float ftk_e4m3_lut[256];

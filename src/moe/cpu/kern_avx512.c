@@ -7,7 +7,6 @@
 #include "moe/cpu/kern.h"
 
 #define AI static inline __attribute__((always_inline))
-#define PF_DIST 4096 /* bytes ahead in a row-major weight stream */
 
 /* e2m1 * 2 as int8 (exact), per 128-bit lane for vpshufb */
 #define LUT_E2M1X2 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12
@@ -29,8 +28,10 @@ AI void bf16_row(const uint16_t *row, long K, const float *const *x, float *cons
 			acc[b][j] = _mm512_setzero_ps();
 	long k = 0;
 	for (; k + 64 <= K; k += 64) {
-		_mm_prefetch((const char *)(row + k) + PF_DIST, _MM_HINT_T0);
-		_mm_prefetch((const char *)(row + k) + PF_DIST + 64, _MM_HINT_T0);
+		if (ftk_pf_dist) {
+			_mm_prefetch((const char *)(row + k) + ftk_pf_dist, _MM_HINT_T0);
+			_mm_prefetch((const char *)(row + k) + ftk_pf_dist + 64, _MM_HINT_T0);
+		}
 		__m512 w0 = bf16x16(row + k), w1 = bf16x16(row + k + 16);
 		__m512 w2 = bf16x16(row + k + 32), w3 = bf16x16(row + k + 48);
 		FTK_UNROLL
@@ -97,7 +98,8 @@ AI void decode64(const struct ftk_mat *m, long r, long k, __m512 w[4], const int
 		s[0] = s[1] = q4_d(blk);
 		s[2] = s[3] = q4_d(blk + 18);
 	} else {
-		_mm_prefetch((const char *)(m->w + r * (m->K / 2) + k / 2) + PF_DIST, _MM_HINT_T0);
+		if (ftk_pf_dist)
+			_mm_prefetch((const char *)(m->w + r * (m->K / 2) + k / 2) + ftk_pf_dist, _MM_HINT_T0);
 		c = codes64_pairs(m->w + r * (m->K / 2) + k / 2);
 		q = _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_setr_epi8(LUT_E2M1X2)), c);
 		if (F == F_NV) {
@@ -243,8 +245,8 @@ AI void mxt_pair(const struct ftk_mat *m, long kk, int two, const float *const *
 			xv[b][j] = _mm512_set1_ps(j < 2 || two ? x[b][2 * kk + j] : 0.0f);
 	for (long c = 0; c < N; c += 16) {
 		__mmask16 mk = N - c >= 16 ? 0xFFFF : (__mmask16)((1u << (N - c)) - 1);
-		if ((c & 63) == 0)
-			_mm_prefetch((const char *)(two ? p1 : p0) + c + PF_DIST, _MM_HINT_T0);
+		if ((c & 63) == 0 && ftk_pf_dist)
+			_mm_prefetch((const char *)(two ? p1 : p0) + c + ftk_pf_dist, _MM_HINT_T0);
 		__m512i v0 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mk, p0 + c));
 		__m512 lo0 = _mm512_permutexvar_ps(_mm512_and_si512(v0, m15), lut);
 		__m512 hi0 = _mm512_permutexvar_ps(_mm512_srli_epi32(v0, 4), lut);
@@ -274,10 +276,8 @@ static void rows_t_mxfp4(const struct ftk_mat *m, long kk0, long kk1, int nb, co
 	const float *const *x = (const float *const *)xs;
 	long N = m->N;
 	float *t[FTK_MAX_NB];
-	for (int b = 0; b < nb; b++) {
+	for (int b = 0; b < nb; b++)
 		t[b] = tmp + (size_t)b * (size_t)N;
-		memset(ps[b], 0, sizeof(float) * (size_t)N);
-	}
 	for (long kb = kk0 / 16; kb * 16 < kk1; kb++) {
 		long ra = kb * 16 > kk0 ? kb * 16 : kk0, rb = kb * 16 + 16 < kk1 ? kb * 16 + 16 : kk1;
 		for (int b = 0; b < nb; b++)

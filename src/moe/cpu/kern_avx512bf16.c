@@ -5,7 +5,6 @@
 #include "moe/cpu/kern.h"
 
 #define AI static inline __attribute__((always_inline))
-#define PF_DIST 4096 /* bytes ahead in the row-major weight stream */
 
 static size_t xbytes(long K)
 {
@@ -36,8 +35,10 @@ AI void row_dp(const uint16_t *const *rows, long K, const uint16_t *const *x, fl
 		__m512bh w[2][2];
 		FTK_UNROLL
 		for (int j = 0; j < R; j++) {
-			_mm_prefetch((const char *)(rows[j] + k) + PF_DIST, _MM_HINT_T0);
-			_mm_prefetch((const char *)(rows[j] + k) + PF_DIST + 64, _MM_HINT_T0);
+			if (ftk_pf_dist) {
+				_mm_prefetch((const char *)(rows[j] + k) + ftk_pf_dist, _MM_HINT_T0);
+				_mm_prefetch((const char *)(rows[j] + k) + ftk_pf_dist + 64, _MM_HINT_T0);
+			}
 			w[j][0] = (__m512bh)_mm512_loadu_si512(rows[j] + k);
 			w[j][1] = (__m512bh)_mm512_loadu_si512(rows[j] + k + 32);
 		}
@@ -106,8 +107,8 @@ AI void mxt_pair(const struct ftk_mat *m, long kk, int two, const uint32_t *cons
 	}
 	for (long c = 0; c < N; c += 16) {
 		__mmask16 mk = N - c >= 16 ? 0xFFFF : (__mmask16)((1u << (N - c)) - 1);
-		if ((c & 63) == 0)
-			_mm_prefetch((const char *)(two ? p1 : p0) + c + PF_DIST, _MM_HINT_T0);
+		if ((c & 63) == 0 && ftk_pf_dist)
+			_mm_prefetch((const char *)(two ? p1 : p0) + c + ftk_pf_dist, _MM_HINT_T0);
 		__m512i v0 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mk, p0 + c));
 		__m512bh w0 = (__m512bh)_mm512_permutexvar_epi16(_mm512_ternarylogic_epi32(v0, _mm512_slli_epi32(v0, 12), nib, 0xA8), lut);
 		__m512bh w1 = w0;
@@ -131,10 +132,8 @@ static void rows_t_mxfp4(const struct ftk_mat *m, long kk0, long kk1, int nb, co
 	const uint32_t *const *x = (const uint32_t *const *)xs;
 	long N = m->N;
 	float *t[FTK_MAX_NB];
-	for (int b = 0; b < nb; b++) {
+	for (int b = 0; b < nb; b++)
 		t[b] = tmp + (size_t)b * (size_t)N;
-		memset(ps[b], 0, sizeof(float) * (size_t)N);
-	}
 	for (long kb = kk0 / 16; kb * 16 < kk1; kb++) {
 		long ra = kb * 16 > kk0 ? kb * 16 : kk0, rb = kb * 16 + 16 < kk1 ? kb * 16 + 16 : kk1;
 		for (int b = 0; b < nb; b++)

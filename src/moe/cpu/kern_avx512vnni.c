@@ -21,7 +21,6 @@
 
 #define AI static inline __attribute__((always_inline))
 #define GROUP 256
-#define PF_DIST 4096 /* bytes ahead in a row-major weight stream */
 
 enum { F_NV, F_DS, F_Q4 };
 
@@ -123,8 +122,10 @@ AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, int full, __m512
 						0x03808080, 0x03808080, 0x03808080, 0x03808080);
 	if (F == F_Q4) {
 		const uint8_t *blk = row + (k / 32) * 18;
-		_mm_prefetch((const char *)blk + PF_DIST, _MM_HINT_T0);
-		_mm_prefetch((const char *)blk + PF_DIST + 64, _MM_HINT_T0);
+		if (ftk_pf_dist) {
+			_mm_prefetch((const char *)blk + ftk_pf_dist, _MM_HINT_T0);
+			_mm_prefetch((const char *)blk + ftk_pf_dist + 64, _MM_HINT_T0);
+		}
 		__m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(blk + 2)));
 		v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(blk + 20)), 1);
 		/* the four fp16 d in registers (no store-to-load of partial words) */
@@ -141,7 +142,8 @@ AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, int full, __m512
 					    _mm512_castps128_ps512(d4));
 	} else {
 		const uint8_t *p = row + k / 2;
-		_mm_prefetch((const char *)p + PF_DIST, _MM_HINT_T0);
+		if (ftk_pf_dist)
+			_mm_prefetch((const char *)p + ftk_pf_dist, _MM_HINT_T0);
 		__m512i v = full ? _mm512_loadu_si512(p)
 				 : _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)p));
 		if (!full)
@@ -150,7 +152,8 @@ AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, int full, __m512
 		*wb = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(v, 4), m15));
 		if (F == F_NV) {
 			const uint8_t *s = sc + k / 16;
-			_mm_prefetch((const char *)s + PF_DIST / 8, _MM_HINT_T0);
+			if (ftk_pf_dist)
+				_mm_prefetch((const char *)s + ftk_pf_dist / 8, _MM_HINT_T0);
 			uint64_t s8 = 0;
 			if (full) /* constant sizes: one load, no byte loop */
 				memcpy(&s8, s, 8);
@@ -273,11 +276,12 @@ static void rows_q4_0(const struct ftk_mat *m, long r0, long r1, int nb, const v
  * stream per worker instead of 16 interleaved row streams (the first block of a call: each row
  * MX_PF bytes ahead of its strip). Dev box, 2 threads, 6 A/B pairs: 75-90 % of the read
  * ceiling against 65-81 % for the row-wise form (ftk_mx_seq_prefetch = 0: every row MX_PF
- * bytes ahead, wrapping to the next block's rows).
+ * bytes ahead, wrapping to the next block's rows; 2: no software prefetch, for A/B runs).
  * Activations: int8 per 32-element block (mxfp4's scale block). Prepared layout: int8 q[K] |
  * int16 pair sums (q[2kk] + q[2kk+1]) [K/2] | float block scale / 2 [K/32]. */
 #define MX_STRIP 64
-#define MX_PF 512
+#define MX_PF 512 /* default of ftk_mx_pf_dist */
+int ftk_mx_pf_dist = MX_PF;
 
 int ftk_mx_seq_prefetch = 1;
 
@@ -315,10 +319,10 @@ AI void mx_block(const struct ftk_mat *m, long ra, long rb, long kb, long kk1, i
 	long p0 = ra & ~1L;
 	long nxt = ((rb + 16 < kk1 ? rb + 16 : kk1) - rb) * N; /* bytes of the next block in range */
 	for (long c = 0; c < N; c += MX_STRIP) {
-		if (!seq || first) {
+		if (seq != 2 && (!seq || first)) {
 			/* every row of the block MX_PF bytes ahead (rows mode: wrapping to the next block) */
 			for (long r = p0; r < rb; r++) {
-				long off = c + MX_PF, rr = r;
+				long off = c + ftk_mx_pf_dist, rr = r;
 				if (off >= N) {
 					if (seq)
 						continue;
@@ -330,7 +334,7 @@ AI void mx_block(const struct ftk_mat *m, long ra, long rb, long kb, long kk1, i
 				_mm_prefetch((const char *)(m->w + rr * N + off), _MM_HINT_T0);
 			}
 		}
-		if (seq && nxt > 0) {
+		if (seq == 1 && nxt > 0) {
 			/* the next block, in memory order, 1/nstrips of it per strip, into L2 */
 			long off = c / MX_STRIP * (16 * MX_STRIP);
 			for (int i = 0; i < 16 && off < nxt; i++, off += 64)
@@ -429,11 +433,11 @@ static void mx_rows_t(const struct ftk_mat *m, long kk0, long kk1, int nb, const
 			__m512 a1 = _mm512_shuffle_f32x4(z2, z3, _MM_SHUFFLE(1, 0, 1, 0));
 			__m512 a2 = _mm512_shuffle_f32x4(z0, z1, _MM_SHUFFLE(3, 2, 3, 2));
 			__m512 a3 = _mm512_shuffle_f32x4(z2, z3, _MM_SHUFFLE(3, 2, 3, 2));
-			float *dst = ps[b] + c;
-			_mm512_storeu_ps(dst, _mm512_shuffle_f32x4(a0, a1, _MM_SHUFFLE(2, 0, 2, 0)));
-			_mm512_storeu_ps(dst + 16, _mm512_shuffle_f32x4(a0, a1, _MM_SHUFFLE(3, 1, 3, 1)));
-			_mm512_storeu_ps(dst + 32, _mm512_shuffle_f32x4(a2, a3, _MM_SHUFFLE(2, 0, 2, 0)));
-			_mm512_storeu_ps(dst + 48, _mm512_shuffle_f32x4(a2, a3, _MM_SHUFFLE(3, 1, 3, 1)));
+			float *dst = ps[b] + c; /* ps += */
+			_mm512_storeu_ps(dst, _mm512_add_ps(_mm512_loadu_ps(dst), _mm512_shuffle_f32x4(a0, a1, _MM_SHUFFLE(2, 0, 2, 0))));
+			_mm512_storeu_ps(dst + 16, _mm512_add_ps(_mm512_loadu_ps(dst + 16), _mm512_shuffle_f32x4(a0, a1, _MM_SHUFFLE(3, 1, 3, 1))));
+			_mm512_storeu_ps(dst + 32, _mm512_add_ps(_mm512_loadu_ps(dst + 32), _mm512_shuffle_f32x4(a2, a3, _MM_SHUFFLE(2, 0, 2, 0))));
+			_mm512_storeu_ps(dst + 48, _mm512_add_ps(_mm512_loadu_ps(dst + 48), _mm512_shuffle_f32x4(a2, a3, _MM_SHUFFLE(3, 1, 3, 1))));
 		}
 }
 

@@ -201,3 +201,10 @@ void ftpool_barrier(struct ftpool *p)
 			sched_yield();
 	}
 }
+
+void ftpool_relax(struct ftpool *p, int *k)
+{
+	cpu_relax(p);
+	if (++*k % YIELD_EVERY(p) == 0)
+		sched_yield();
+}
