@@ -427,11 +427,13 @@ static void test_ksplit_ranges(void **s)
 		}
 		assert_true(den > 0 && sqrt(num / den) < 1e-5);
 		/* the prefetch order (FREETOKEN_CPU_MOE_MXPF) does not change a result */
-		ftk_mx_seq_prefetch = 0;
-		memset(part, 0, sizeof part);
-		o->rows_t(&m, 0, H / 2, 1, xs, pp, tmp);
-		ftk_mx_seq_prefetch = 1;
-		assert_memory_equal(part, whole, sizeof(float) * 2 * I);
+		for (int mode = 1; mode <= 2; mode++) {
+			ftk_mx_seq_prefetch = mode;
+			memset(part, 0, sizeof part);
+			o->rows_t(&m, 0, H / 2, 1, xs, pp, tmp);
+			ftk_mx_seq_prefetch = 0;
+			assert_memory_equal(part, whole, sizeof(float) * 2 * I);
+		}
 		tested++;
 	}
 	if (ci.isa & FTCPU_AVX512F)

@@ -15,6 +15,9 @@
 #define MAX_SLOTS (FTCMOE_MAX_BATCH * FTCMOE_MAX_TOPK)
 /* Dynamic schedule: weight bytes per work item (FREETOKEN_CPU_MOE_ITEM_KB for A/B runs). */
 #define DYN_ITEM_KB 128
+/* ... and of the mxfp4_triton K split (H200 host A/B: 1 MiB beat 512 and 256 KiB, each call of
+ * its kernel costs a pass over N partial sums) */
+#define DYN_ITEM_T_KB 1024
 
 struct mats {
 	const uint8_t *b[FT_MAX_BANKS];
@@ -187,8 +190,8 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 	{
 		const char *ln = getenv("FREETOKEN_CPU_MOE_LEAN"); /* A/B runs: "0" turns it off */
 		x->lean_ok = !(ln && !strcmp(ln, "0"));
-		const char *mp = getenv("FREETOKEN_CPU_MOE_MXPF"); /* A/B runs: "rows", "none" (process-wide) */
-		ftk_mx_seq_prefetch = mp && !strcmp(mp, "rows") ? 0 : mp && !strcmp(mp, "none") ? 2 : 1;
+		const char *mp = getenv("FREETOKEN_CPU_MOE_MXPF"); /* A/B runs: "seq", "none" (process-wide) */
+		ftk_mx_seq_prefetch = mp && !strcmp(mp, "seq") ? 1 : mp && !strcmp(mp, "none") ? 2 : 0;
 		const char *st = getenv("FREETOKEN_CPU_MOE_STREAMS"); /* A/B runs: "1" or "2" */
 		ftk_streams = st && (!strcmp(st, "1") || !strcmp(st, "2")) ? st[0] - '0' : 0;
 		const char *pd = getenv("FREETOKEN_CPU_MOE_PF_DIST"); /* A/B runs: bytes, 0 = none */
@@ -231,7 +234,7 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 			goto fail;
 		const char *ik = getenv("FREETOKEN_CPU_MOE_ITEM_KB");
 		long kb = ik ? strtol(ik, NULL, 10) : 0;
-		long item = (kb >= 16 && kb <= 65536 ? kb : DYN_ITEM_KB) * 1024;
+		long item = (kb >= 16 && kb <= 65536 ? kb : DYN_ITEM_T_KB) * 1024;
 		x->ch1t = item / (2 * cfg->inter) / 16 * 16;
 		x->ch2t = item / cfg->hidden / 16 * 16;
 		x->ch1t = x->ch1t < 16 ? 16 : x->ch1t;

@@ -68,11 +68,11 @@ const struct ftk_ops *ftk_avx512bf16(enum ftfmt_id f);
 /* The kernel tier isa runs for f on a CPU with cpu_isa bits (falls back down the tiers). */
 const struct ftk_ops *ftk_select(int isa, enum ftfmt_id f, unsigned cpu_isa);
 
-/* mxfp4_triton W4A8 K split (kern_avx512vnni.c): 1 (default) prefetches the next scale block
- * in memory order into L2 while the current one is walked strip by strip; 0 prefetches each of
- * the block's 16 rows ahead of its strip (16 streams); 2 issues no software prefetch (the
- * hardware prefetchers alone). Set from FREETOKEN_CPU_MOE_MXPF=rows|none at executor create
- * (A/B runs). */
+/* mxfp4_triton W4A8 K split (kern_avx512vnni.c): 0 (default) prefetches each of the block's
+ * 16 rows ahead of its strip (16 streams); 1 prefetches the next scale block in memory order
+ * into L2 while the current one is walked strip by strip; 2 issues no software prefetch (the
+ * hardware prefetchers alone). Set from FREETOKEN_CPU_MOE_MXPF=rows|seq|none at executor
+ * create (A/B runs). */
 extern int ftk_mx_seq_prefetch;
 /* Bytes ahead of its strip that each row is prefetched in the row-wise mode (512;
  * FREETOKEN_CPU_MOE_MX_PF_DIST=64..8192 at executor create, A/B runs). */

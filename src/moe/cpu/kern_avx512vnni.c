@@ -271,19 +271,19 @@ static void rows_q4_0(const struct ftk_mat *m, long r0, long r1, int nb, const v
  * int32 sums in memory). At the end of a block each lane gets (e8m0 scale) * (activation
  * scale) into fp32 partials in tmp; the unpacks leave columns in a fixed order within a strip
  * (lane L of vector j = columns 16L + 4j .. 16L + 4j + 3), undone once per call when tmp is
- * copied to ps. Prefetch (ftk_mx_seq_prefetch, default): while a block is walked, the next
- * block is requested into L2 in memory order, 16 lines per strip, so DRAM sees one sequential
- * stream per worker instead of 16 interleaved row streams (the first block of a call: each row
- * MX_PF bytes ahead of its strip). Dev box, 2 threads, 6 A/B pairs: 75-90 % of the read
- * ceiling against 65-81 % for the row-wise form (ftk_mx_seq_prefetch = 0: every row MX_PF
- * bytes ahead, wrapping to the next block's rows; 2: no software prefetch, for A/B runs).
+ * copied to ps. Prefetch (ftk_mx_seq_prefetch): 0 (default), every row of the block
+ * ftk_mx_pf_dist bytes ahead of its strip, wrapping to the next block's rows; 1, while a block
+ * is walked the next block is requested into L2 in memory order, 16 lines per strip (the first
+ * block of a call: row-wise); 2, no software prefetch. On the Zen 4 dev box 1 won (75-90 % of
+ * the read ceiling against 65-81 %); on the H200 host's Xeon 0 wins (+4 to +7 points, 16-24
+ * A/B pairs, and 512 bytes ahead beat 1 and 2 KiB) and is the default: bench/RESULTS.md.
  * Activations: int8 per 32-element block (mxfp4's scale block). Prepared layout: int8 q[K] |
  * int16 pair sums (q[2kk] + q[2kk+1]) [K/2] | float block scale / 2 [K/32]. */
 #define MX_STRIP 64
 #define MX_PF 512 /* default of ftk_mx_pf_dist */
 int ftk_mx_pf_dist = MX_PF;
 
-int ftk_mx_seq_prefetch = 1;
+int ftk_mx_seq_prefetch = 0;
 
 static size_t mx_xbytes(long K)
 {
