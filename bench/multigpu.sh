@@ -4,7 +4,7 @@
 # profiles under $XDG_CACHE_HOME/freetoken/benchbw/<uuid>.json, each with its GPU's own
 # figures), and ftbenchd's scheduling of jobs on both GPUs (bench/daemon_gpu.py GPUS=2).
 # Prints "ok ..." / "BAD ..." lines; bench/multigpu_check.py does the comparisons.
-# usage: [BUILD=build] bench/multigpu.sh OUTDIR
+# usage: [BUILD=build] [BW_ARGS="..."] bench/multigpu.sh OUTDIR
 set -u
 out=${1:?usage: bench/multigpu.sh OUTDIR}
 B=${BUILD:-build}
@@ -24,11 +24,13 @@ for sel in 1 "$u1" $(echo "$u1" | cut -c1-12); do
 	"$F" cache-copy --gpu "$sel" $cc > "$out/cc.$tag.json" 2> "$out/cc.$tag.err"
 	echo "cache-copy --gpu $sel rc=$?" >> "$out/rc.txt"
 done
-# bw on each GPU: the full default run, written to the per-GPU store
+# bw on each GPU (BW_ARGS, default: two formats, 1 s overlap), written to the per-GPU store
 t=$(date +%s)
-"$F" bw --gpu 0 > "$out/bw0.txt" 2>&1; echo "bw --gpu 0 rc=$? $(( $(date +%s) - t )) s" >> "$out/rc.txt"
+"$F" bw --gpu 0 ${BW_ARGS:---dtype bf16,nvfp4 --overlap-seconds 1} > "$out/bw0.txt" 2>&1
+echo "bw --gpu 0 rc=$? $(( $(date +%s) - t )) s" >> "$out/rc.txt"
 t=$(date +%s)
-"$F" bw --gpu "$u1" > "$out/bw1.txt" 2>&1; echo "bw --gpu $u1 rc=$? $(( $(date +%s) - t )) s" >> "$out/rc.txt"
+"$F" bw --gpu "$u1" ${BW_ARGS:---dtype bf16,nvfp4 --overlap-seconds 1} > "$out/bw1.txt" 2>&1
+echo "bw --gpu $u1 rc=$? $(( $(date +%s) - t )) s" >> "$out/rc.txt"
 for sel in 0 1 "$u1"; do
 	tag=$(echo "$sel" | cut -c1-12)
 	"$F" profile path --gpu "$sel" > "$out/path.$tag.txt" 2>&1
