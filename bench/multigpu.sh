@@ -19,8 +19,8 @@ nvidia-smi topo -m > "$out/topo.txt" 2>&1
 "$F" gpus --json > "$out/gpus.json"
 u1=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["gpus"][1]["uuid"])' "$out/gpus.json")
 cc="--models qwen3-30B --batch-sizes 4 --miss-rates 1 --repeat 5 --json"
-for sel in 1 "$u1" $(echo "$u1" | cut -c1-12); do
-	tag=$(echo "$sel" | cut -c1-12)
+for tag in index uuid prefix; do
+	case $tag in index) sel=1 ;; uuid) sel=$u1 ;; prefix) sel=$(echo "$u1" | cut -c1-12) ;; esac
 	"$F" cache-copy --gpu "$sel" $cc > "$out/cc.$tag.json" 2> "$out/cc.$tag.err"
 	echo "cache-copy --gpu $sel rc=$?" >> "$out/rc.txt"
 done
