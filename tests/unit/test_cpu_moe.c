@@ -501,6 +501,7 @@ static void test_schedules(void **s)
 						 .max_topk = TOPK, .isa = tiers[ti], .pool = pool, .cpu = &ci};
 			struct ftcmoe *x = NULL, *y = NULL;
 			setenv("FREETOKEN_CPU_MOE_ITEM_KB", "16", 1);
+			setenv("FREETOKEN_CPU_MOE_SCHED", "dynamic", 1); /* this pool has < 8 workers */
 			assert_int_equal(ftcmoe_create(&cfg, &x), 0);
 			unsetenv("FREETOKEN_CPU_MOE_ITEM_KB");
 			setenv("FREETOKEN_CPU_MOE_SCHED", "static", 1);

@@ -36,10 +36,12 @@
  * against the static split below (bench/RESULTS.md, "CPU MoE"). mxfp4_triton's transposed banks
  * are split along K: items of bank rows added into per-worker partials, the last worker of an
  * expert's pass 1 reducing them (while a call's routes fit one round of partials).
- * FREETOKEN_CPU_MOE_SCHED=static (read at create) gives back the static split for A/B runs: the
- * rows of all routed experts of a pass, laid end to end, cut into one contiguous range per
- * worker (FREETOKEN_CPU_MOE_SPLIT=rows: every expert's rows cut per worker), and for
- * mxfp4_triton one K range per worker, one barrier per round of up to max(16, max_batch) routes. At batch 1 each worker prepares its own activations
+ * Pools of fewer than 8 workers keep the static split (on a 2-core box it was 5-20 points
+ * ahead). FREETOKEN_CPU_MOE_SCHED=static|dynamic (read at create) forces either. The static
+ * split: the rows of all routed experts of a pass, laid end to end, cut into one contiguous
+ * range per worker (FREETOKEN_CPU_MOE_SPLIT=rows: every expert's rows cut per worker), and for
+ * mxfp4_triton one K range per worker, one barrier per round of up to max(16, max_batch)
+ * routes. At batch 1 each worker prepares its own activations
  * (two barriers per step instead of four); FREETOKEN_CPU_MOE_LEAN=0 turns that off. The pool's
  * spin waits use PAUSE unless FREETOKEN_CPU_MOE_SPIN=busy (A/B; measured no different).
  * FREETOKEN_CPU_MOE_STREAMS=1|2 (read at create, process-wide) forces one or two interleaved
