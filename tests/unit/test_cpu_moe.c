@@ -499,10 +499,13 @@ static void test_schedules(void **s)
 			struct ftcmoe_cfg cfg = {.format = fs[fi], .hidden = H, .inter = I, .experts = E,
 						 .layers = L, .banks = b.ptr, .act = FTACT_GELU, .max_batch = 8,
 						 .max_topk = TOPK, .isa = tiers[ti], .pool = pool, .cpu = &ci};
-			struct ftcmoe *x = NULL, *y = NULL;
+			struct ftcmoe *x = NULL, *y = NULL, *z = NULL;
 			setenv("FREETOKEN_CPU_MOE_ITEM_KB", "16", 1);
 			setenv("FREETOKEN_CPU_MOE_SCHED", "dynamic", 1); /* this pool has < 8 workers */
 			assert_int_equal(ftcmoe_create(&cfg, &x), 0);
+			setenv("FREETOKEN_CPU_MOE_STATIC_PCT", "60", 1); /* round-robin head, claimed tail */
+			assert_int_equal(ftcmoe_create(&cfg, &z), 0);
+			unsetenv("FREETOKEN_CPU_MOE_STATIC_PCT");
 			unsetenv("FREETOKEN_CPU_MOE_ITEM_KB");
 			setenv("FREETOKEN_CPU_MOE_SCHED", "static", 1);
 			assert_int_equal(ftcmoe_create(&cfg, &y), 0);
@@ -530,6 +533,11 @@ static void test_schedules(void **s)
 				for (int i = 0; i < Bt * H; i++)
 					d[i] = o2[i];
 				double e = rel_err(o1, d, (size_t)Bt * H);
+				for (int i = 0; i < Bt * H; i++)
+					o1[i] = NAN;
+				assert_int_equal(ftcmoe_forward(z, rep % L, Bt, topk, xin, ids, w, o1), 0);
+				double e3 = rel_err(o1, d, (size_t)Bt * H);
+				e = e3 > e || e3 != e3 ? e3 : e;
 				if (getenv("FT_TEST_VERBOSE"))
 					print_message("%s tier %s B=%d top-%d: dynamic vs static %.2e\n",
 						      ftfmt_get(fs[fi])->name, ftcmoe_isa_name(tiers[ti]), Bt, topk, e);
@@ -539,6 +547,7 @@ static void test_schedules(void **s)
 			}
 			ftcmoe_free(x);
 			ftcmoe_free(y);
+			ftcmoe_free(z);
 		}
 		free_banks(&b);
 	}

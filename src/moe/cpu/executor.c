@@ -67,6 +67,8 @@ struct ftcmoe {
 	int dyn;                      /* this call */
 	long ch1, ch2;                /* rows per work item: pass 1 (gate+up pairs), pass 2 (down) */
 	int n1, n2, nitems;           /* items per group in pass 1 / pass 2; items of this call */
+	int static_pct;               /* share of the items handed out round-robin (A/B; default 0) */
+	int nstatic;                  /* this call: items [0, nstatic) round-robin, the rest claimed */
 	int dyn_t;                    /* this call: dynamic K split (mxfp4_triton, one round) */
 	long ch1t, ch2t;              /* K split: bank rows per item (multiples of 16) */
 	int n1t, n2t;
@@ -210,6 +212,9 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 		const char *sc = getenv("FREETOKEN_CPU_MOE_SCHED");
 		x->dyn_ok = sc && !strcmp(sc, "static") ? 0 : sc && !strcmp(sc, "dynamic") ? 1
 			    : x->nthreads >= DYN_MIN_THREADS;
+		const char *sp = getenv("FREETOKEN_CPU_MOE_STATIC_PCT"); /* A/B runs: 0..100 */
+		long spv = sp ? strtol(sp, NULL, 10) : 0;
+		x->static_pct = spv >= 0 && spv <= 100 ? (int)spv : 0;
 		const char *ik = getenv("FREETOKEN_CPU_MOE_ITEM_KB"); /* A/B runs: bytes per item */
 		long kb = ik ? strtol(ik, NULL, 10) : 0;
 		size_t item = (size_t)(kb >= 16 && kb <= 65536 ? kb : DYN_ITEM_KB) * 1024;
@@ -701,37 +706,50 @@ static void dyn_h_ready(struct ftcmoe *x, int g)
 	atomic_store_explicit(&x->done1[g], x->n1 + 1, memory_order_release);
 }
 
-static void dyn_run(struct ftcmoe *x, int tid, int n, float *tmp)
+static void dyn_item(struct ftcmoe *x, int tid, int cur, const void *ahead, float *tmp, float *po)
 {
 	long H = x->cfg.hidden, I = x->cfg.inter;
-	int total = x->nitems, p1 = x->ngrp * x->n1;
+	int p1 = x->ngrp * x->n1;
+	if (cur < p1) {
+		int g = cur / x->n1;
+		long j0 = (long)(cur % x->n1) * x->ch1, j1 = j0 + x->ch1 < I ? j0 + x->ch1 : I;
+		gate_up_rows(x, tid, g, j0, j1, tmp, ahead);
+		if (atomic_fetch_add_explicit(&x->done1[g], 1, memory_order_acq_rel) == x->n1 - 1)
+			dyn_h_ready(x, g);
+	} else {
+		int g = (cur - p1) / x->n2;
+		long n0 = (long)((cur - p1) % x->n2) * x->ch2, n1 = n0 + x->ch2 < H ? n0 + x->ch2 : H;
+		struct ftk_mat m;
+		const uint16_t *bias;
+		expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], 1, &m, &bias);
+		prefetch_start(row_addr(x, &m, n0));
+		if (ahead)
+			prefetch_start(ahead);
+		for (int k = 0; atomic_load_explicit(&x->done1[g], memory_order_acquire) != x->n1 + 1;)
+			ftpool_relax(x->cfg.pool, &k);
+		down_rows(x, tid, g, &m, NULL, n0, n1, tmp, po);
+	}
+}
+
+/* Items [0, nstatic) go round-robin (worker t: t, t + n, ...; no shared counter, the workers
+ * still close together), the rest are claimed. A worker waiting in pass 2 waits only for
+ * pass-1 items, which never wait, so neither part can deadlock. */
+static void dyn_run(struct ftcmoe *x, int tid, int n, float *tmp)
+{
+	long H = x->cfg.hidden;
+	int total = x->nitems, ns = x->nstatic;
 	float *po = x->pout + (size_t)tid * (size_t)x->cfg.max_batch * (size_t)H;
 	memset(po, 0, (size_t)x->B * (size_t)H * sizeof(float));
+	for (int i = tid; i < ns; i += n) {
+		int nx = i + n < ns ? i + n : -1;
+		dyn_item(x, tid, i, nx >= 0 ? dyn_item_start(x, nx) : NULL, tmp, po);
+	}
 	int cur = dyn_claim(x);
 	while (cur < total) {
 		int nxt = -1;
 		if (atomic_load_explicit(&x->next, memory_order_relaxed) < total - 2 * n)
 			nxt = dyn_claim(x);
-		const void *ahead = nxt >= 0 && nxt < total ? dyn_item_start(x, nxt) : NULL;
-		if (cur < p1) {
-			int g = cur / x->n1;
-			long j0 = (long)(cur % x->n1) * x->ch1, j1 = j0 + x->ch1 < I ? j0 + x->ch1 : I;
-			gate_up_rows(x, tid, g, j0, j1, tmp, ahead);
-			if (atomic_fetch_add_explicit(&x->done1[g], 1, memory_order_acq_rel) == x->n1 - 1)
-				dyn_h_ready(x, g);
-		} else {
-			int g = (cur - p1) / x->n2;
-			long n0 = (long)((cur - p1) % x->n2) * x->ch2, n1 = n0 + x->ch2 < H ? n0 + x->ch2 : H;
-			struct ftk_mat m;
-			const uint16_t *bias;
-			expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], 1, &m, &bias);
-			prefetch_start(row_addr(x, &m, n0));
-			if (ahead)
-				prefetch_start(ahead);
-			for (int k = 0; atomic_load_explicit(&x->done1[g], memory_order_acquire) != x->n1 + 1;)
-				ftpool_relax(x->cfg.pool, &k);
-			down_rows(x, tid, g, &m, NULL, n0, n1, tmp, po);
-		}
+		dyn_item(x, tid, cur, nxt >= 0 && nxt < total ? dyn_item_start(x, nxt) : NULL, tmp, po);
 		cur = nxt >= 0 ? nxt : dyn_claim(x);
 	}
 	ftpool_barrier(x->cfg.pool);
@@ -995,7 +1013,8 @@ int ftcmoe_forward(struct ftcmoe *x, int layer, int B, int topk, const float *xi
 	x->dyn_t = x->dyn_ok && x->ops->rows_t && x->part && live <= x->part_cap && B <= x->part_cap;
 	if (x->dyn || x->dyn_t) {
 		x->nitems = x->dyn ? x->ngrp * (x->n1 + x->n2) : x->ngrp * (x->n1t + x->n2t);
-		atomic_store_explicit(&x->next, 0, memory_order_relaxed);
+		x->nstatic = x->dyn ? (int)((long)x->nitems * x->static_pct / 100) / x->nthreads * x->nthreads : 0;
+		atomic_store_explicit(&x->next, x->nstatic, memory_order_relaxed);
 		for (int g = 0; g < x->ngrp; g++)
 			atomic_store_explicit(&x->done1[g], 0, memory_order_relaxed);
 	}
