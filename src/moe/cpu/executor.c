@@ -18,6 +18,9 @@
 /* ... and of the mxfp4_triton K split (H200 host A/B: 1 MiB beat 512 and 256 KiB, each call of
  * its kernel costs a pass over N partial sums) */
 #define DYN_ITEM_T_KB 1024
+/* The last group's pass-2 items are this many times smaller, so the step ends with short
+ * items and the workers finish close together (FREETOKEN_CPU_MOE_TAIL_DIV for A/B runs) */
+#define DYN_TAIL_DIV 4
 /* Pools smaller than this keep the static split by default (see ftcmoe_create) */
 #define DYN_MIN_THREADS 8
 
@@ -67,6 +70,8 @@ struct ftcmoe {
 	int dyn;                      /* this call */
 	long ch1, ch2;                /* rows per work item: pass 1 (gate+up pairs), pass 2 (down) */
 	int n1, n2, nitems;           /* items per group in pass 1 / pass 2; items of this call */
+	long ch2f;                    /* pass 2 of the last group: finer items (the step's tail) */
+	int n2f;
 	int static_pct;               /* share of the items handed out round-robin (A/B; default 0) */
 	int nstatic;                  /* this call: items [0, nstatic) round-robin, the rest claimed */
 	int dyn_t;                    /* this call: dynamic K split (mxfp4_triton, one round) */
@@ -225,6 +230,11 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 		x->ch2 = x->ch2 < 8 ? 8 : x->ch2;
 		x->n1 = (int)((cfg->inter + x->ch1 - 1) / x->ch1);
 		x->n2 = (int)((cfg->hidden + x->ch2 - 1) / x->ch2);
+		const char *tf = getenv("FREETOKEN_CPU_MOE_TAIL_DIV"); /* A/B runs: 1 = no finer tail */
+		long tdv = tf ? strtol(tf, NULL, 10) : DYN_TAIL_DIV;
+		x->ch2f = x->ch2 / (tdv >= 1 && tdv <= 64 ? tdv : DYN_TAIL_DIV);
+		x->ch2f = x->ch2f < 8 ? 8 : x->ch2f;
+		x->n2f = (int)((cfg->hidden + x->ch2f - 1) / x->ch2f);
 	}
 	x->xpriv = alloc_aligned((size_t)x->nthreads * x->xq_stride);
 	x->hpriv = alloc_aligned((size_t)x->nthreads * (size_t)cfg->max_topk * x->hq_stride);
@@ -681,6 +691,23 @@ static int dyn_claim(struct ftcmoe *x)
 	return atomic_fetch_add_explicit(&x->next, 1, memory_order_relaxed);
 }
 
+/* Pass-2 item i (counted from the first pass-2 item): its group and down rows [*r0, *r1). */
+static int dyn_down_item(const struct ftcmoe *x, int i, long *r0, long *r1)
+{
+	long H = x->cfg.hidden, ch = x->ch2;
+	int g, last = (x->ngrp - 1) * x->n2;
+	if (i < last) {
+		g = i / x->n2;
+		*r0 = (long)(i % x->n2) * ch;
+	} else {
+		g = x->ngrp - 1;
+		ch = x->ch2f;
+		*r0 = (long)(i - last) * ch;
+	}
+	*r1 = *r0 + ch < H ? *r0 + ch : H;
+	return g;
+}
+
 static const void *dyn_item_start(struct ftcmoe *x, int i)
 {
 	int p1 = x->ngrp * x->n1;
@@ -690,9 +717,10 @@ static const void *dyn_item_start(struct ftcmoe *x, int i)
 		expert_mat(x, x->layer, x->uniq_e[x->grp_u[i / x->n1]], 0, &m, &bias);
 		return row_addr(x, &m, (long)(i % x->n1) * x->ch1);
 	}
-	i -= p1;
-	expert_mat(x, x->layer, x->uniq_e[x->grp_u[i / x->n2]], 1, &m, &bias);
-	return row_addr(x, &m, (long)(i % x->n2) * x->ch2);
+	long r0, r1;
+	int g = dyn_down_item(x, i - p1, &r0, &r1);
+	expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], 1, &m, &bias);
+	return row_addr(x, &m, r0);
 }
 
 static void dyn_h_ready(struct ftcmoe *x, int g)
@@ -708,7 +736,7 @@ static void dyn_h_ready(struct ftcmoe *x, int g)
 
 static void dyn_item(struct ftcmoe *x, int tid, int cur, const void *ahead, float *tmp, float *po)
 {
-	long H = x->cfg.hidden, I = x->cfg.inter;
+	long I = x->cfg.inter;
 	int p1 = x->ngrp * x->n1;
 	if (cur < p1) {
 		int g = cur / x->n1;
@@ -717,8 +745,8 @@ static void dyn_item(struct ftcmoe *x, int tid, int cur, const void *ahead, floa
 		if (atomic_fetch_add_explicit(&x->done1[g], 1, memory_order_acq_rel) == x->n1 - 1)
 			dyn_h_ready(x, g);
 	} else {
-		int g = (cur - p1) / x->n2;
-		long n0 = (long)((cur - p1) % x->n2) * x->ch2, n1 = n0 + x->ch2 < H ? n0 + x->ch2 : H;
+		long n0, n1;
+		int g = dyn_down_item(x, cur - p1, &n0, &n1);
 		struct ftk_mat m;
 		const uint16_t *bias;
 		expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], 1, &m, &bias);
@@ -1012,7 +1040,7 @@ int ftcmoe_forward(struct ftcmoe *x, int layer, int B, int topk, const float *xi
 	int live = x->uniq_start[x->nuniq];
 	x->dyn_t = x->dyn_ok && x->ops->rows_t && x->part && live <= x->part_cap && B <= x->part_cap;
 	if (x->dyn || x->dyn_t) {
-		x->nitems = x->dyn ? x->ngrp * (x->n1 + x->n2) : x->ngrp * (x->n1t + x->n2t);
+		x->nitems = x->dyn ? x->ngrp * (x->n1 + x->n2) - x->n2 + x->n2f : x->ngrp * (x->n1t + x->n2t);
 		x->nstatic = x->dyn ? (int)((long)x->nitems * x->static_pct / 100) / x->nthreads * x->nthreads : 0;
 		atomic_store_explicit(&x->next, x->nstatic, memory_order_relaxed);
 		for (int g = 0; g < x->ngrp; g++)
