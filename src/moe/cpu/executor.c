@@ -18,9 +18,10 @@
 /* ... and of the mxfp4_triton K split (H200 host A/B: 1 MiB beat 512 and 256 KiB, each call of
  * its kernel costs a pass over N partial sums) */
 #define DYN_ITEM_T_KB 1024
-/* The last group's pass-2 items are this many times smaller, so the step ends with short
- * items and the workers finish close together (FREETOKEN_CPU_MOE_TAIL_DIV for A/B runs) */
-#define DYN_TAIL_DIV 4
+/* The last group's pass-2 items can be made this many times smaller, so that a step ends with
+ * short items and the workers finish close together (FREETOKEN_CPU_MOE_TAIL_DIV=2..64 for A/B
+ * runs; not yet measured on the H200 host, so 1 = off by default) */
+#define DYN_TAIL_DIV 1
 /* Pools smaller than this keep the static split by default (see ftcmoe_create) */
 #define DYN_MIN_THREADS 8
 
