@@ -54,6 +54,7 @@ static const struct ftd_arg cache_copy_args[] = {
 	{"batch_sizes", A_INTLIST, "--batch-sizes", 1, 65536},
 	{"miss_rates", A_NUMLIST, "--miss-rates", 0, 1},
 	{"repeat", A_INT, "--repeat", 1, 100000},
+	{"copy", A_ENUM, "--copy", 0, 0, "fused|proxy"},
 	{"gpu", A_GPU, "--gpu"},
 	{NULL}};
 

@@ -84,12 +84,14 @@ static void test_cache_copy_and_flags(void **s)
 	int gpu;
 	struct ftd_err e;
 	assert_int_equal(build("cache-copy", "{\"cache_slots\":[64,128],\"miss_rates\":[0,0.25,1],\"repeat\":5,"
-					     "\"gpu\":\"GPU-1111\"}", 2, &argv, &gpu, &e), 0);
+					     "\"copy\":\"proxy\",\"gpu\":\"GPU-1111\"}", 2, &argv, &gpu, &e), 0);
 	assert_int_equal(gpu, 0);
 	assert_true(has(argv, "--cache-slots=64,128"));
 	assert_true(has(argv, "--miss-rates=0,0.25,1"));
 	assert_true(has(argv, "--repeat=5"));
+	assert_true(has(argv, "--copy=proxy"));
 	ftd_argv_free(argv);
+	assert_int_not_equal(build("cache-copy", "{\"copy\":\"dma\"}", 2, &argv, &gpu, &e), 0);
 	assert_false(ftd_kind_find("bw")->host_exclusive == 0);
 	assert_true(ftd_kind_find("load-weights")->host_exclusive);
 	assert_false(ftd_kind_find("cache-copy")->host_exclusive);
