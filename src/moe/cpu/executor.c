@@ -395,63 +395,75 @@ static void slot_inputs(const struct ftcmoe *x, int tid, int g, int down, const 
 	}
 }
 
-/* FREETOKEN_CPU_MOE_SPLIT=rows (and mxfp4_triton below the avx512 tiers): every worker takes
- * the same share of rows of every routed expert. */
+/* Where row r of group g's gate/up (down = 0) or down matrix starts. */
+static const void *group_row(const struct ftcmoe *x, int g, int down, long r)
+{
+	struct ftk_mat m;
+	const uint16_t *bias;
+	expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], down, &m, &bias);
+	return row_addr(x, &m, r);
+}
+
 /* Start streaming row `r` of the next group's matrix (gate/up or down) while this one runs. */
 static void prefetch_group(const struct ftcmoe *x, int g, int down, long r)
 {
-	struct ftk_mat mn;
-	const uint16_t *bn;
-	expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], down, &mn, &bn);
-	prefetch_start(row_addr(x, &mn, r));
+	prefetch_start(group_row(x, g, down, r));
 }
 
+/* Gate/up outputs [j0, j1) of group g into h (activation applied). Row-major formats: gate rows
+ * [j0, j1) and up rows [I + j0, I + j1); mxfp4_triton on the tiers without its K split: output
+ * columns [2 j0, 2 j1), gate and up interleaved, plus their biases. next (may be NULL): the
+ * first bytes of the stream this worker reads after this one, requested up front. */
+static void gate_up_rows(struct ftcmoe *x, int tid, int g, long j0, long j1, float *tmp, const void *next)
+{
+	long I = x->cfg.inter;
+	int inter = x->cfg.format == FTFMT_MXFP4_TRITON;
+	const struct ftk_ops *ops = x->ops;
+	struct ftk_mat m;
+	const uint16_t *bias;
+	expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], 0, &m, &bias);
+	if (!inter)
+		prefetch_start(row_addr(x, &m, I + j0));
+	if (next)
+		prefetch_start(next);
+	int nb = x->grp_nb[g];
+	const void *xs[FTCMOE_MAX_BATCH];
+	float *yg[FTCMOE_MAX_BATCH], *yu[FTCMOE_MAX_BATCH];
+	slot_inputs(x, tid, g, 0, xs);
+	for (int i = 0; i < nb; i++) {
+		yg[i] = tmp + (size_t)i * 4 * CHUNK;
+		yu[i] = yg[i] + 2 * CHUNK;
+	}
+	for (long c0 = j0; c0 < j1; c0 += CHUNK) {
+		long c1 = c0 + CHUNK < j1 ? c0 + CHUNK : j1;
+		if (inter) {
+			ops->rows(&m, 2 * c0, 2 * c1, nb, xs, yg);
+		} else {
+			ops->rows(&m, c0, c1, nb, xs, yg);
+			ops->rows(&m, I + c0, I + c1, nb, xs, yu);
+		}
+		for (int i = 0; i < nb; i++) {
+			float *h = x->h + (size_t)x->slot_of[x->grp_s0[g] + i] * I;
+			for (long j = c0; j < c1; j++) {
+				float gt = inter ? yg[i][2 * (j - c0)] + ftk_bf16(bias[2 * j]) : yg[i][j - c0];
+				float up = inter ? yg[i][2 * (j - c0) + 1] + ftk_bf16(bias[2 * j + 1]) : yu[i][j - c0];
+				h[j] = act(x->cfg.act, gt, up, x->cfg.swiglu_limit);
+			}
+		}
+	}
+}
+
+/* FREETOKEN_CPU_MOE_SPLIT=rows (and mxfp4_triton below the avx512 tiers): every worker takes
+ * the same share of the gate/up outputs of every routed expert. */
 static void pass1(struct ftcmoe *x, int tid, int n, float *tmp)
 {
 	long I = x->cfg.inter;
 	long j0 = I * tid / n, j1 = I * (tid + 1) / n;
-	int inter = x->cfg.format == FTFMT_MXFP4_TRITON; /* gate/up interleaved columns */
-	const struct ftk_ops *ops = x->ops;
+	if (j1 <= j0)
+		return;
 	for (int g = 0; g < x->ngrp; g++) {
-		struct ftk_mat m;
-		const uint16_t *bias;
-		expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], 0, &m, &bias);
-		if (j1 > j0 && !inter) {
-			prefetch_start(row_addr(x, &m, I + j0));
-			if (g + 1 < x->ngrp)
-				prefetch_group(x, g + 1, 0, j0);
-		}
-		int nb = x->grp_nb[g];
-		const void *xs[FTCMOE_MAX_BATCH];
-		float *yg[FTCMOE_MAX_BATCH], *yu[FTCMOE_MAX_BATCH];
-		slot_inputs(x, tid, g, 0, xs);
-		for (int i = 0; i < nb; i++) {
-			yg[i] = tmp + (size_t)i * 4 * CHUNK;
-			yu[i] = yg[i] + 2 * CHUNK;
-		}
-		for (long c0 = j0; c0 < j1; c0 += CHUNK) {
-			long c1 = c0 + CHUNK < j1 ? c0 + CHUNK : j1, w = c1 - c0;
-			if (inter) {
-				ops->rows(&m, 2 * c0, 2 * c1, nb, xs, yg);
-			} else {
-				ops->rows(&m, c0, c1, nb, xs, yg);
-				ops->rows(&m, I + c0, I + c1, nb, xs, yu);
-			}
-			for (int i = 0; i < nb; i++) {
-				float *h = x->h + (size_t)x->slot_of[x->grp_s0[g] + i] * I;
-				for (long j = 0; j < w; j++) {
-					float gt, up;
-					if (inter) {
-						gt = yg[i][2 * j] + ftk_bf16(bias[2 * (c0 + j)]);
-						up = yg[i][2 * j + 1] + ftk_bf16(bias[2 * (c0 + j) + 1]);
-					} else {
-						gt = yg[i][j];
-						up = yu[i][j];
-					}
-					h[c0 + j] = act(x->cfg.act, gt, up, x->cfg.swiglu_limit);
-				}
-			}
-		}
+		int pf = g + 1 < x->ngrp && x->cfg.format != FTFMT_MXFP4_TRITON;
+		gate_up_rows(x, tid, g, j0, j1, tmp, pf ? group_row(x, g + 1, 0, j0) : NULL);
 	}
 }
 
@@ -501,40 +513,6 @@ static void pass2(struct ftcmoe *x, int tid, int n, float *tmp)
 	}
 }
 
-/* Row-major formats, flattened split: the rows of all slot groups of a pass, laid end to end,
- * are cut into one contiguous range per worker, so each worker streams one or two long runs
- * per matrix instead of a short run of every expert, and all get the same number of rows. */
-/* Gate/up rows [j0, j1) of group g into h (activation applied). next (may be NULL): the
- * first bytes of the stream this worker reads after this one, requested up front. */
-static void gate_up_rows(struct ftcmoe *x, int tid, int g, long j0, long j1, float *tmp, const void *next)
-{
-	long I = x->cfg.inter;
-	const struct ftk_ops *ops = x->ops;
-	struct ftk_mat m;
-	const uint16_t *bias;
-	expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], 0, &m, &bias);
-	prefetch_start(row_addr(x, &m, I + j0));
-	if (next)
-		prefetch_start(next);
-	int nb = x->grp_nb[g];
-	const void *xs[FTCMOE_MAX_BATCH];
-	float *yg[FTCMOE_MAX_BATCH], *yu[FTCMOE_MAX_BATCH];
-	slot_inputs(x, tid, g, 0, xs);
-	for (int i = 0; i < nb; i++) {
-		yg[i] = tmp + (size_t)i * 4 * CHUNK;
-		yu[i] = yg[i] + 2 * CHUNK;
-	}
-	for (long c0 = j0; c0 < j1; c0 += CHUNK) {
-		long c1 = c0 + CHUNK < j1 ? c0 + CHUNK : j1;
-		ops->rows(&m, c0, c1, nb, xs, yg);
-		ops->rows(&m, I + c0, I + c1, nb, xs, yu);
-		for (int i = 0; i < nb; i++) {
-			float *h = x->h + (size_t)x->slot_of[x->grp_s0[g] + i] * I;
-			for (long j = c0; j < c1; j++)
-				h[j] = act(x->cfg.act, yg[i][j - c0], yu[i][j - c0], x->cfg.swiglu_limit);
-		}
-	}
-}
 
 /* Row-major formats, flattened split: the rows of all slot groups of a pass, laid end to end,
  * are cut into one contiguous range per worker, so each worker streams one or two long runs
@@ -546,14 +524,8 @@ static void pass1_flat(struct ftcmoe *x, int tid, int n, float *tmp)
 	for (long f = f0; f < f1;) {
 		int g = (int)(f / I);
 		long j0 = f % I, j1 = I < j0 + (f1 - f) ? I : j0 + (f1 - f);
-		const void *next = NULL;
-		if (f + (j1 - j0) < f1 && g + 1 < x->ngrp) { /* the next group's gate run */
-			struct ftk_mat mn;
-			const uint16_t *bn;
-			expert_mat(x, x->layer, x->uniq_e[x->grp_u[g + 1]], 0, &mn, &bn);
-			next = row_addr(x, &mn, 0);
-		}
-		gate_up_rows(x, tid, g, j0, j1, tmp, next);
+		int pf = f + (j1 - j0) < f1 && g + 1 < x->ngrp; /* the next group's gate run */
+		gate_up_rows(x, tid, g, j0, j1, tmp, pf ? group_row(x, g + 1, 0, 0) : NULL);
 		f += j1 - j0;
 	}
 }
@@ -712,16 +684,11 @@ static int dyn_down_item(const struct ftcmoe *x, int i, long *r0, long *r1)
 static const void *dyn_item_start(struct ftcmoe *x, int i)
 {
 	int p1 = x->ngrp * x->n1;
-	struct ftk_mat m;
-	const uint16_t *bias;
-	if (i < p1) {
-		expert_mat(x, x->layer, x->uniq_e[x->grp_u[i / x->n1]], 0, &m, &bias);
-		return row_addr(x, &m, (long)(i % x->n1) * x->ch1);
-	}
+	if (i < p1)
+		return group_row(x, i / x->n1, 0, (long)(i % x->n1) * x->ch1);
 	long r0, r1;
 	int g = dyn_down_item(x, i - p1, &r0, &r1);
-	expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], 1, &m, &bias);
-	return row_addr(x, &m, r0);
+	return group_row(x, g, 1, r0);
 }
 
 static void dyn_h_ready(struct ftcmoe *x, int g)
@@ -841,10 +808,7 @@ static void dyn_t_run(struct ftcmoe *x, int tid, int n)
 		expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], down, &m, &bias);
 		if (nxt >= 0 && nxt < total) { /* the next item's first bank rows */
 			int dn = nxt >= p1, in = dn ? nxt - p1 : nxt, pn = dn ? x->n2t : x->n1t;
-			struct ftk_mat mn;
-			const uint16_t *bn;
-			expert_mat(x, x->layer, x->uniq_e[x->grp_u[in / pn]], dn, &mn, &bn);
-			prefetch_start(row_addr(x, &mn, (long)(in % pn) * (dn ? x->ch2t : x->ch1t)));
+			prefetch_group(x, in / pn, dn, (long)(in % pn) * (dn ? x->ch2t : x->ch1t));
 		}
 		int nb = x->grp_nb[g];
 		const void *xs[FTCMOE_MAX_BATCH];
