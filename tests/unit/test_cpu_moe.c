@@ -688,6 +688,36 @@ static void test_pool(void **s)
 	assert_int_equal(ftpool_cpu(pool, n), -1);
 }
 
+/* A bad FREETOKEN_CPU_MOE_* value is named, and create refuses it instead of guessing. */
+static void test_env_values(void **s)
+{
+	char why[256] = "";
+	assert_int_equal(ftcmoe_env_check(why, sizeof why), 0);
+	static const char *const bad[][2] = {{"FREETOKEN_CPU_MOE_SCHED", "dyn"}, {"FREETOKEN_CPU_MOE_ITEM_KB", "8"},
+					      {"FREETOKEN_CPU_MOE_PF_DIST", "4k"}, {"FREETOKEN_CPU_MOE_MXPF", "rows,seq"}};
+	struct banks b;
+	make_banks(&b, FTFMT_BF16);
+	struct ftcmoe_cfg cfg = {.format = FTFMT_BF16, .hidden = H, .inter = I, .experts = E, .layers = L,
+				 .banks = b.ptr, .act = FTACT_SILU, .max_batch = 1, .max_topk = TOPK,
+				 .isa = FTCMOE_ISA_AUTO, .pool = pool, .cpu = &ci};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		setenv(bad[i][0], bad[i][1], 1);
+		assert_int_equal(ftcmoe_env_check(why, sizeof why), -EINVAL);
+		assert_non_null(strstr(why, bad[i][0]));
+		assert_non_null(strstr(why, bad[i][1]));
+		struct ftcmoe *x = NULL;
+		assert_int_equal(ftcmoe_create(&cfg, &x), -EINVAL);
+		assert_null(x);
+		unsetenv(bad[i][0]);
+	}
+	setenv("FREETOKEN_CPU_MOE_SCHED", "static", 1);
+	setenv("FREETOKEN_CPU_MOE_ITEM_KB", "256", 1);
+	assert_int_equal(ftcmoe_env_check(why, sizeof why), 0);
+	unsetenv("FREETOKEN_CPU_MOE_SCHED");
+	unsetenv("FREETOKEN_CPU_MOE_ITEM_KB");
+	free_banks(&b);
+}
+
 static int setup(void **s)
 {
 	if (ftcpu_probe(&ci) < 0)
@@ -714,7 +744,7 @@ int main(void)
 		cmocka_unit_test(test_lean_step), cmocka_unit_test(test_mxfp4),  cmocka_unit_test(test_ds_fp4),
 		cmocka_unit_test(test_q4_0),   cmocka_unit_test(test_batch32_and_duplicates),
 		cmocka_unit_test(test_ksplit_ranges), cmocka_unit_test(test_streams),
-		cmocka_unit_test(test_schedules),
+		cmocka_unit_test(test_schedules), cmocka_unit_test(test_env_values),
 	};
 	return cmocka_run_group_tests_name("cpu_moe", tests, setup, teardown);
 }

@@ -106,8 +106,15 @@ struct ftcmoe_cfg {
 
 struct ftcmoe;
 
+/* The FREETOKEN_CPU_MOE_* settings above (all but _ISA, which ftcmoe_isa_resolve reads): 0,
+ * or -EINVAL with why = "FREETOKEN_CPU_MOE_X='v': expected ..." for the first bad one. Unset
+ * variables are fine. ftcmoe_create fails with -EINVAL on the same values; CLIs call this
+ * first to say which. */
+int ftcmoe_env_check(char *why, size_t whylen);
+
 /* Create an executor; all scratch is allocated here. Returns 0 and *out (ftcmoe_free), or
- * -EINVAL (bad geometry, format without a CPU path, NULL banks), -ENOTSUP (tier not on this
+ * -EINVAL (bad geometry, format without a CPU path, NULL banks, a bad FREETOKEN_CPU_MOE_*
+ * value), -ENOTSUP (tier not on this
  * CPU), -ENOMEM. */
 int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out);
 void ftcmoe_free(struct ftcmoe *x); /* accepts NULL */

@@ -130,6 +130,91 @@ static int choose_ops(struct ftcmoe *x, enum ftcmoe_isa want)
 	return 0;
 }
 
+/* ---------------------------------------------------------------- FREETOKEN_CPU_MOE_* */
+
+/* The A/B settings of cpumoe.h, read once per create. */
+struct env {
+	int sched;      /* SCHED: -1 by pool size, 0 static, 1 dynamic */
+	int split_rows; /* SPLIT=rows */
+	int lean;       /* LEAN (1) */
+	int streams;    /* STREAMS: 0 each kernel's choice, 1, 2 */
+	int mxpf;       /* MXPF: 0 rows, 1 seq, 2 none */
+	int pf_dist;    /* PF_DIST bytes */
+	int mx_pf_dist; /* MX_PF_DIST bytes */
+	long item_kb;   /* ITEM_KB (0: each split's default) */
+	int tail_div;   /* TAIL_DIV */
+	int static_pct; /* STATIC_PCT */
+};
+
+/* A word-valued variable: *out = the index of its value in words ("a|b|c"), unchanged when
+ * unset. -EINVAL with why when the value is not one of them. */
+static int env_word(const char *var, const char *words, int *out, char *why, size_t whylen)
+{
+	const char *v = getenv(var);
+	if (!v)
+		return 0;
+	int i = 0;
+	for (const char *w = words; *w; i++) {
+		size_t n = strcspn(w, "|");
+		if (strlen(v) == n && !strncmp(v, w, n)) {
+			*out = i;
+			return 0;
+		}
+		w += n + (w[n] == '|');
+	}
+	if (why)
+		snprintf(why, whylen, "%s='%s': expected one of %s", var, v, words);
+	return -EINVAL;
+}
+
+/* An integer variable in [lo, hi]: *out, unchanged when unset; -EINVAL with why otherwise. */
+static int env_long(const char *var, long lo, long hi, long *out, char *why, size_t whylen)
+{
+	const char *v = getenv(var);
+	if (!v)
+		return 0;
+	char *end;
+	errno = 0;
+	long n = strtol(v, &end, 10);
+	if (!*v || *end || errno || n < lo || n > hi) {
+		if (why)
+			snprintf(why, whylen, "%s='%s': expected an integer from %ld to %ld", var, v, lo, hi);
+		return -EINVAL;
+	}
+	*out = n;
+	return 0;
+}
+
+static int env_read(struct env *e, char *why, size_t whylen)
+{
+	int sched = -1, split = 1, lean = 1, streams = 0, mxpf = 0, spin = 0;
+	long pf = FTK_PF_DIST, mxd = FTK_MX_PF_DIST, kb = 0, tail = DYN_TAIL_DIV, pct = 0;
+	int r = 0;
+	/* SPIN is the pool's (pool.c), checked here so that a bad value is named */
+	if ((r = env_word("FREETOKEN_CPU_MOE_SCHED", "static|dynamic", &sched, why, whylen)) ||
+	    (r = env_word("FREETOKEN_CPU_MOE_SPLIT", "rows|flat", &split, why, whylen)) ||
+	    (r = env_word("FREETOKEN_CPU_MOE_LEAN", "0|1", &lean, why, whylen)) ||
+	    (r = env_word("FREETOKEN_CPU_MOE_STREAMS", "0|1|2", &streams, why, whylen)) ||
+	    (r = env_word("FREETOKEN_CPU_MOE_MXPF", "rows|seq|none", &mxpf, why, whylen)) ||
+	    (r = env_word("FREETOKEN_CPU_MOE_SPIN", "pause|busy", &spin, why, whylen)) ||
+	    (r = env_long("FREETOKEN_CPU_MOE_PF_DIST", 0, 65536, &pf, why, whylen)) ||
+	    (r = env_long("FREETOKEN_CPU_MOE_MX_PF_DIST", 64, 8192, &mxd, why, whylen)) ||
+	    (r = env_long("FREETOKEN_CPU_MOE_ITEM_KB", 16, 65536, &kb, why, whylen)) ||
+	    (r = env_long("FREETOKEN_CPU_MOE_TAIL_DIV", 1, 64, &tail, why, whylen)) ||
+	    (r = env_long("FREETOKEN_CPU_MOE_STATIC_PCT", 0, 100, &pct, why, whylen)))
+		return r;
+	*e = (struct env){.sched = sched, .split_rows = split == 0, .lean = lean, .streams = streams,
+			  .mxpf = mxpf, .pf_dist = (int)pf, .mx_pf_dist = (int)(mxd / 64 * 64), .item_kb = kb,
+			  .tail_div = (int)tail, .static_pct = (int)pct};
+	return 0;
+}
+
+int ftcmoe_env_check(char *why, size_t whylen)
+{
+	struct env e;
+	return env_read(&e, why, whylen);
+}
+
 int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 {
 	if (!cfg || !out || !cfg->banks || !cfg->pool || !cfg->cpu || cfg->layers < 1 ||
@@ -137,8 +222,14 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 	    cfg->max_topk < 1 || cfg->max_topk > FTCMOE_MAX_TOPK)
 		return -EINVAL;
 	const struct ftformat *f = ftfmt_get(cfg->format);
-	if (!f || !f->cpu_path)
+	struct env env;
+	if (!f || !f->cpu_path || env_read(&env, NULL, 0) < 0)
 		return -EINVAL;
+	/* process-wide kernel settings (A/B runs) */
+	ftk_mx_seq_prefetch = env.mxpf;
+	ftk_streams = env.streams;
+	ftk_pf_dist = env.pf_dist;
+	ftk_mx_pf_dist = env.mx_pf_dist;
 	struct ftcmoe *x = alloc_aligned(sizeof *x); /* 64-byte aligned members */
 	if (!x)
 		return -ENOMEM;
@@ -190,40 +281,17 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 	x->tmp = alloc_aligned((size_t)x->nthreads * x->tmp_stride * sizeof(float));
 	if (!x->xq || !x->h || !x->hq || !x->tmp)
 		goto fail;
-	{
-		const char *sp = getenv("FREETOKEN_CPU_MOE_SPLIT"); /* A/B runs: "rows" or "flat" */
-		x->flat = !(sp && !strcmp(sp, "rows"));
-	}
 	x->pout = alloc_aligned((size_t)x->nthreads * (size_t)cfg->max_batch * (size_t)cfg->hidden * sizeof(float));
 	if (!x->pout)
 		goto fail;
 	{
-		const char *ln = getenv("FREETOKEN_CPU_MOE_LEAN"); /* A/B runs: "0" turns it off */
-		x->lean_ok = !(ln && !strcmp(ln, "0"));
-		const char *mp = getenv("FREETOKEN_CPU_MOE_MXPF"); /* A/B runs: "seq", "none" (process-wide) */
-		ftk_mx_seq_prefetch = mp && !strcmp(mp, "seq") ? 1 : mp && !strcmp(mp, "none") ? 2 : 0;
-		const char *st = getenv("FREETOKEN_CPU_MOE_STREAMS"); /* A/B runs: "1" or "2" */
-		ftk_streams = st && (!strcmp(st, "1") || !strcmp(st, "2")) ? st[0] - '0' : 0;
-		const char *pd = getenv("FREETOKEN_CPU_MOE_PF_DIST"); /* A/B runs: bytes, 0 = none */
-		long pdv = pd ? strtol(pd, NULL, 10) : -1;
-		ftk_pf_dist = pdv >= 0 && pdv <= 65536 ? (int)pdv : FTK_PF_DIST;
-		const char *mpd = getenv("FREETOKEN_CPU_MOE_MX_PF_DIST"); /* A/B runs: bytes */
-		long mpv = mpd ? strtol(mpd, NULL, 10) : -1;
-		ftk_mx_pf_dist = mpv >= 64 && mpv <= 8192 ? (int)(mpv / 64 * 64) : 512;
-	}
-	{
-		/* dynamic unless FREETOKEN_CPU_MOE_SCHED=static, or =dynamic forces it; by default
-		 * static below DYN_MIN_THREADS workers (measured: dynamic +15..+28 points of the read
-		 * ceiling on 16 and 32 cores, -5..-20 on a 2-core box) */
-		const char *sc = getenv("FREETOKEN_CPU_MOE_SCHED");
-		x->dyn_ok = sc && !strcmp(sc, "static") ? 0 : sc && !strcmp(sc, "dynamic") ? 1
-			    : x->nthreads >= DYN_MIN_THREADS;
-		const char *sp = getenv("FREETOKEN_CPU_MOE_STATIC_PCT"); /* A/B runs: 0..100 */
-		long spv = sp ? strtol(sp, NULL, 10) : 0;
-		x->static_pct = spv >= 0 && spv <= 100 ? (int)spv : 0;
-		const char *ik = getenv("FREETOKEN_CPU_MOE_ITEM_KB"); /* A/B runs: bytes per item */
-		long kb = ik ? strtol(ik, NULL, 10) : 0;
-		size_t item = (size_t)(kb >= 16 && kb <= 65536 ? kb : DYN_ITEM_KB) * 1024;
+		/* dynamic by default from DYN_MIN_THREADS workers (measured: +15..+28 points of the
+		 * read ceiling on 16 and 32 cores, -5..-20 on a 2-core box) */
+		x->flat = !env.split_rows;
+		x->lean_ok = env.lean;
+		x->dyn_ok = env.sched >= 0 ? env.sched : x->nthreads >= DYN_MIN_THREADS;
+		x->static_pct = env.static_pct;
+		size_t item = (size_t)(env.item_kb ? env.item_kb : DYN_ITEM_KB) * 1024;
 		size_t r1 = 2 * wrow_bytes(cfg->format, cfg->hidden), r2 = wrow_bytes(cfg->format, cfg->inter);
 		x->ch1 = r1 ? (long)(item / r1) : cfg->inter;
 		x->ch2 = r2 ? (long)(item / r2) : cfg->hidden;
@@ -231,9 +299,7 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 		x->ch2 = x->ch2 < 8 ? 8 : x->ch2;
 		x->n1 = (int)((cfg->inter + x->ch1 - 1) / x->ch1);
 		x->n2 = (int)((cfg->hidden + x->ch2 - 1) / x->ch2);
-		const char *tf = getenv("FREETOKEN_CPU_MOE_TAIL_DIV"); /* A/B runs: 1 = no finer tail */
-		long tdv = tf ? strtol(tf, NULL, 10) : DYN_TAIL_DIV;
-		x->ch2f = x->ch2 / (tdv >= 1 && tdv <= 64 ? tdv : DYN_TAIL_DIV);
+		x->ch2f = x->ch2 / env.tail_div;
 		x->ch2f = x->ch2f < 8 ? 8 : x->ch2f;
 		x->n2f = (int)((cfg->hidden + x->ch2f - 1) / x->ch2f);
 	}
@@ -254,9 +320,7 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 		x->touch = alloc_aligned((size_t)x->nthreads * (size_t)x->part_cap);
 		if (!x->part || !x->touch)
 			goto fail;
-		const char *ik = getenv("FREETOKEN_CPU_MOE_ITEM_KB");
-		long kb = ik ? strtol(ik, NULL, 10) : 0;
-		long item = (kb >= 16 && kb <= 65536 ? kb : DYN_ITEM_T_KB) * 1024;
+		long item = (env.item_kb ? env.item_kb : DYN_ITEM_T_KB) * 1024;
 		x->ch1t = item / (2 * cfg->inter) / 16 * 16;
 		x->ch2t = item / cfg->hidden / 16 * 16;
 		x->ch1t = x->ch1t < 16 ? 16 : x->ch1t;
@@ -360,12 +424,8 @@ static void expert_mat(const struct ftcmoe *x, int layer, int e, int down, struc
 /* Where row r of a row-major matrix (or bank row kk of a transposed one) starts. */
 static const uint8_t *row_addr(const struct ftcmoe *x, const struct ftk_mat *m, long r)
 {
-	switch (x->cfg.format) {
-	case FTFMT_BF16: return m->w + (size_t)r * (size_t)m->K * 2;
-	case FTFMT_Q4_0: return m->w + (size_t)r * (size_t)(m->K / 32) * 18;
-	case FTFMT_MXFP4_TRITON: return m->w + (size_t)r * (size_t)m->N;
-	default: return m->w + (size_t)r * (size_t)(m->K / 2);
-	}
+	size_t stride = x->cfg.format == FTFMT_MXFP4_TRITON ? (size_t)m->N : wrow_bytes(x->cfg.format, m->K);
+	return m->w + (size_t)r * stride;
 }
 
 /* The kernels prefetch PF_AHEAD bytes ahead inside a stream; the first bytes of the next

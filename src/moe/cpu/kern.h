@@ -74,8 +74,9 @@ const struct ftk_ops *ftk_select(int isa, enum ftfmt_id f, unsigned cpu_isa);
  * hardware prefetchers alone). Set from FREETOKEN_CPU_MOE_MXPF=rows|seq|none at executor
  * create (A/B runs). */
 extern int ftk_mx_seq_prefetch;
-/* Bytes ahead of its strip that each row is prefetched in the row-wise mode (512;
+/* Bytes ahead of its strip that each row is prefetched in the row-wise mode (FTK_MX_PF_DIST;
  * FREETOKEN_CPU_MOE_MX_PF_DIST=64..8192 at executor create, A/B runs). */
+#define FTK_MX_PF_DIST 512
 extern int ftk_mx_pf_dist;
 
 /* Independent weight streams per kernel call: 2 walks the two halves of a call's row range

@@ -280,8 +280,7 @@ static void rows_q4_0(const struct ftk_mat *m, long r0, long r1, int nb, const v
  * Activations: int8 per 32-element block (mxfp4's scale block). Prepared layout: int8 q[K] |
  * int16 pair sums (q[2kk] + q[2kk+1]) [K/2] | float block scale / 2 [K/32]. */
 #define MX_STRIP 64
-#define MX_PF 512 /* default of ftk_mx_pf_dist */
-int ftk_mx_pf_dist = MX_PF;
+int ftk_mx_pf_dist = FTK_MX_PF_DIST;
 
 int ftk_mx_seq_prefetch = 0;
 
@@ -320,7 +319,7 @@ AI void mx_block(const struct ftk_mat *m, long ra, long rb, long kb, long kk1, i
 	long nxt = ((rb + 16 < kk1 ? rb + 16 : kk1) - rb) * N; /* bytes of the next block in range */
 	for (long c = 0; c < N; c += MX_STRIP) {
 		if (seq != 2 && (!seq || first)) {
-			/* every row of the block MX_PF bytes ahead (rows mode: wrapping to the next block) */
+			/* every row of the block ftk_mx_pf_dist bytes ahead (rows mode: wrapping to the next block) */
 			for (long r = p0; r < rb; r++) {
 				long off = c + ftk_mx_pf_dist, rr = r;
 				if (off >= N) {
