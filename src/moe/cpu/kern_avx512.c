@@ -229,9 +229,10 @@ static void rows_mxfp4(const struct ftk_mat *m, long r0, long r1, int nb, const 
 /* ---- mxfp4_triton split along K (rows_t): each worker streams whole rows [kk0, kk1) of the
  * [K/2, N] bank in memory order, two rows at a time; the sums of a scale block's rows collect
  * in tmp (L1/L2) and go into ps times the column scales when the block ends. */
-AI void mxt_pair(const struct ftk_mat *m, long kk, int two, const float *const *x, float *const *t,
+AI void mxt_pair(const struct ftk_mat *m, long kk, int two, const void *const *xs, float *const *t,
 		 const int NB)
 {
+	const float *const *x = (const float *const *)xs;
 	const __m512 lut = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f,
 					  -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f);
 	const __m512i m15 = _mm512_set1_epi32(15);
@@ -270,32 +271,7 @@ AI void mxt_pair(const struct ftk_mat *m, long kk, int two, const float *const *
 	}
 }
 
-static void rows_t_mxfp4(const struct ftk_mat *m, long kk0, long kk1, int nb, const void *const *xs,
-			 float *const *ps, float *tmp)
-{
-	const float *const *x = (const float *const *)xs;
-	long N = m->N;
-	float *t[FTK_MAX_NB];
-	for (int b = 0; b < nb; b++)
-		t[b] = tmp + (size_t)b * (size_t)N;
-	for (long kb = kk0 / 16; kb * 16 < kk1; kb++) {
-		long ra = kb * 16 > kk0 ? kb * 16 : kk0, rb = kb * 16 + 16 < kk1 ? kb * 16 + 16 : kk1;
-		for (int b = 0; b < nb; b++)
-			memset(t[b], 0, sizeof(float) * (size_t)N);
-		for (long kk = ra; kk < rb; kk += 2) {
-			int two = kk + 1 < rb;
-			FTK_FOR_TILES(nb, b0, mxt_pair(m, kk, two, x + b0, t + b0, FTK_NB));
-		}
-		const uint8_t *sc = m->s + kb * N;
-		for (long c = 0; c < N; c += 16) {
-			__mmask16 mk = N - c >= 16 ? 0xFFFF : (__mmask16)((1u << (N - c)) - 1);
-			__m512 s = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mk, sc + c)), 23));
-			for (int b = 0; b < nb; b++)
-				_mm512_mask_storeu_ps(ps[b] + c, mk, _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mk, t[b] + c), s,
-										_mm512_maskz_loadu_ps(mk, ps[b] + c)));
-		}
-	}
-}
+#include "moe/cpu/kern_mxt.h"
 
 static const struct ftk_ops ops[] = {
 	[FTFMT_BF16] = {"w16a32-avx512", NULL, NULL, rows_bf16},

@@ -89,9 +89,10 @@ static void rows_bf16(const struct ftk_mat *m, long r0, long r1, int nb, const v
  * its nibbles spread to the two 16-bit halves and vpermw maps them to bf16 e2m1; the activation
  * pair (x[2kk], x[2kk+1]) in bf16 is broadcast. Whole rows in memory order, two at a time; a
  * scale block's sums collect in tmp and go into ps times the column scales at its end. */
-AI void mxt_pair(const struct ftk_mat *m, long kk, int two, const uint32_t *const *x, float *const *t,
+AI void mxt_pair(const struct ftk_mat *m, long kk, int two, const void *const *xs, float *const *t,
 		 const int NB)
 {
+	const uint32_t *const *x = (const uint32_t *const *)xs;
 	/* bf16 of e2m1 0, .5, 1, 1.5, 2, 3, 4, 6 and negatives, in 16-bit lanes 0..15 */
 	const __m512i lut = _mm512_setr_epi32(0x3f000000, 0x3fc03f80, 0x40404000, 0x40c04080,
 					      (int)0xbf008000, (int)0xbfc0bf80, (int)0xc040c000, (int)0xc0c0c080,
@@ -126,32 +127,7 @@ AI void mxt_pair(const struct ftk_mat *m, long kk, int two, const uint32_t *cons
 	}
 }
 
-static void rows_t_mxfp4(const struct ftk_mat *m, long kk0, long kk1, int nb, const void *const *xs,
-			 float *const *ps, float *tmp)
-{
-	const uint32_t *const *x = (const uint32_t *const *)xs;
-	long N = m->N;
-	float *t[FTK_MAX_NB];
-	for (int b = 0; b < nb; b++)
-		t[b] = tmp + (size_t)b * (size_t)N;
-	for (long kb = kk0 / 16; kb * 16 < kk1; kb++) {
-		long ra = kb * 16 > kk0 ? kb * 16 : kk0, rb = kb * 16 + 16 < kk1 ? kb * 16 + 16 : kk1;
-		for (int b = 0; b < nb; b++)
-			memset(t[b], 0, sizeof(float) * (size_t)N);
-		for (long kk = ra; kk < rb; kk += 2) {
-			int two = kk + 1 < rb;
-			FTK_FOR_TILES(nb, b0, mxt_pair(m, kk, two, x + b0, t + b0, FTK_NB));
-		}
-		const uint8_t *sc = m->s + kb * N;
-		for (long c = 0; c < N; c += 16) {
-			__mmask16 mk = N - c >= 16 ? 0xFFFF : (__mmask16)((1u << (N - c)) - 1);
-			__m512 s = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mk, sc + c)), 23));
-			for (int b = 0; b < nb; b++)
-				_mm512_mask_storeu_ps(ps[b] + c, mk, _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mk, t[b] + c), s,
-										_mm512_maskz_loadu_ps(mk, ps[b] + c)));
-		}
-	}
-}
+#include "moe/cpu/kern_mxt.h"
 
 static const struct ftk_ops ops[] = {
 	[FTFMT_BF16] = {"w16a16-bf16dp", xbytes, prep, rows_bf16},
