@@ -520,17 +520,22 @@ static int build_copies(struct ftcm_proxy *p, int layer, int n, unsigned ce_mask
 	return k;
 }
 
+extern "C" void ftcm_h2d_batch_attrs(struct cudaMemcpyAttributes *at, int device)
+{
+	memset(at, 0, sizeof *at);
+	at->srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+	at->srcLocHint.type = cudaMemLocationTypeHost;
+	at->dstLocHint.type = cudaMemLocationTypeDevice;
+	at->dstLocHint.id = device;
+}
+
 static void *proxy_main(void *arg)
 {
 	struct ftcm_proxy *p = (struct ftcm_proxy *)arg;
 	long long last = 0;
 	cudaSetDevice(p->device);
 	struct cudaMemcpyAttributes at;
-	memset(&at, 0, sizeof at);
-	at.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
-	at.srcLocHint.type = cudaMemLocationTypeHost;
-	at.dstLocHint.type = cudaMemLocationTypeDevice;
-	at.dstLocHint.id = p->device;
+	ftcm_h2d_batch_attrs(&at, p->device);
 	while (!p->stop) {
 		long long s = p->mb->seq;
 		if (s == last) {

@@ -89,6 +89,10 @@ struct ftcm_proxy_opts {
 	int wait_sleep_ns; /* the wait kernel's poll interval, 0..1000000 */
 };
 
+/* Attributes of a cudaMemcpyBatchAsync from pinned host memory to `device` (source read in
+ * stream order); what the proxy issues, for callers that batch the same copies themselves. */
+void ftcm_h2d_batch_attrs(struct cudaMemcpyAttributes *at, int device);
+
 struct ftcm_proxy;
 void ftcm_proxy_default_opts(struct ftcm_proxy_opts *o);
 cudaError_t ftcm_proxy_create(struct ftcm_proxy **out, const struct ftcm *c, int max_n); /* default opts */

@@ -329,11 +329,7 @@ static int run_on(struct ftgather *g, enum ftgather_path path, cudaStream_t s)
 		if (!g->n)
 			break;
 		struct cudaMemcpyAttributes at;
-		memset(&at, 0, sizeof at);
-		at.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
-		at.srcLocHint.type = cudaMemLocationTypeHost;
-		at.dstLocHint.type = cudaMemLocationTypeDevice;
-		at.dstLocHint.id = g->device;
+		ftcm_h2d_batch_attrs(&at, g->device);
 		size_t idx = 0;
 		e = cudaMemcpyBatchAsync((void *const *)g->b_dst, (const void *const *)g->b_src, g->b_size,
 					 (size_t)g->n * g->nb, &at, &idx, 1, s);
