@@ -9,10 +9,7 @@ out=${1:?usage: bench/cpu_moe_vs_torch.sh OUTDIR}
 F=${BUILD:-build}/bin/ftbench
 mkdir -p "$out"
 : > "$out/runs.jsonl"
-threads=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["physical_cores"])' <<EOF2
-$("$F" cpu --json 2>/dev/null || echo '{"physical_cores": 16}')
-EOF2
-)
+threads=$("$F" cpu --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["physical_cores"])') || exit 1
 i=0
 while [ $i -lt "${ROUNDS:-3}" ]; do
 	i=$((i + 1))

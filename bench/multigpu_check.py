@@ -50,8 +50,6 @@ for p in store:
     u = (j.get("gpu") or {}).get("uuid")
     check(os.path.basename(p) == "%s.json" % u, "%s names GPU %s" % (os.path.basename(p), u))
     c = j.get("ceilings", {})
-    gat = {f: (w.get("gather_gbs") if isinstance(w, dict) else None) for f, w in (j.get("workloads") or {}).items()} \
-        if isinstance(j.get("workloads"), dict) else {}
     rows.append((u, (j.get("gpu") or {}).get("pci_bus_id"), (j.get("gpu") or {}).get("numa_node"),
                  c.get("pcie_linear_h2d_gbs"), c.get("pcie_linear_d2h_gbs"), c.get("cpu_stream_read_gbs"),
                  (j.get("cpu") or {}).get("cpu_ids"), j.get("dtypes"), j.get("epoch")))
