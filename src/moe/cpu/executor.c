@@ -18,6 +18,9 @@
 /* ... and of the mxfp4_triton K split (H200 host A/B: 1 MiB beat 512 and 256 KiB, each call of
  * its kernel costs a pass over N partial sums) */
 #define DYN_ITEM_T_KB 1024
+/* ... but its pass-2 items smaller: they end the step (H200 host A/B: 128 KiB +3.9 points of
+ * the read ceiling over 1 MiB, 35 pairs; bench/RESULTS.md) */
+#define DYN_ITEM2_T_KB 128
 /* The last group's pass-2 items can be made this many times smaller, so that a step ends with
  * short items and the workers finish close together (FREETOKEN_CPU_MOE_TAIL_DIV=2..64 for A/B
  * runs; not yet measured on the H200 host, so 1 = off by default) */
@@ -79,6 +82,8 @@ struct ftcmoe {
 	long ch1t, ch2t;              /* K split: bank rows per item (multiples of 16) */
 	int n1t, n2t;
 	uint8_t *touch;               /* K split: [threads][part_cap] partial written this call */
+	int red_last;                 /* K split: FREETOKEN_CPU_MOE_MXRED=last (A/B) */
+	uint8_t *hslice;              /* K split: prepared h slices [threads][part_cap][hq_stride] */
 	_Alignas(64) atomic_int next; /* next unclaimed item */
 	_Alignas(64) atomic_int done1[MAX_SLOTS]; /* pass-1 items finished per group; n1 + 1: h ready */
 };
@@ -142,6 +147,8 @@ struct env {
 	int pf_dist;    /* PF_DIST bytes */
 	int mx_pf_dist; /* MX_PF_DIST bytes */
 	long item_kb;   /* ITEM_KB (0: each split's default) */
+	long item2_kb;  /* ITEM2_KB: pass-2 items of the mxfp4 K split */
+	int red_last;   /* MXRED=last: one worker reduces a group's pass-1 partials */
 	int tail_div;   /* TAIL_DIV */
 	int static_pct; /* STATIC_PCT */
 };
@@ -187,8 +194,8 @@ static int env_long(const char *var, long lo, long hi, long *out, char *why, siz
 
 static int env_read(struct env *e, char *why, size_t whylen)
 {
-	int sched = -1, split = 1, lean = 1, streams = 0, mxpf = 0, spin = 0;
-	long pf = FTK_PF_DIST, mxd = FTK_MX_PF_DIST, kb = 0, tail = DYN_TAIL_DIV, pct = 0;
+	int sched = -1, split = 1, lean = 1, streams = 0, mxpf = 0, spin = 0, red = 0;
+	long pf = FTK_PF_DIST, mxd = FTK_MX_PF_DIST, kb = 0, kb2 = DYN_ITEM2_T_KB, tail = DYN_TAIL_DIV, pct = 0;
 	int r = 0;
 	/* SPIN is the pool's (pool.c), checked here so that a bad value is named */
 	if ((r = env_word("FREETOKEN_CPU_MOE_SCHED", "static|dynamic", &sched, why, whylen)) ||
@@ -197,14 +204,16 @@ static int env_read(struct env *e, char *why, size_t whylen)
 	    (r = env_word("FREETOKEN_CPU_MOE_STREAMS", "0|1|2", &streams, why, whylen)) ||
 	    (r = env_word("FREETOKEN_CPU_MOE_MXPF", "rows|seq|none", &mxpf, why, whylen)) ||
 	    (r = env_word("FREETOKEN_CPU_MOE_SPIN", "pause|busy", &spin, why, whylen)) ||
+	    (r = env_word("FREETOKEN_CPU_MOE_MXRED", "items|last", &red, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_PF_DIST", 0, 65536, &pf, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_MX_PF_DIST", 64, 8192, &mxd, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_ITEM_KB", 16, 65536, &kb, why, whylen)) ||
+	    (r = env_long("FREETOKEN_CPU_MOE_ITEM2_KB", 16, 65536, &kb2, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_TAIL_DIV", 1, 64, &tail, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_STATIC_PCT", 0, 100, &pct, why, whylen)))
 		return r;
 	*e = (struct env){.sched = sched, .split_rows = split == 0, .lean = lean, .streams = streams,
-			  .mxpf = mxpf, .pf_dist = (int)pf, .mx_pf_dist = (int)(mxd / 64 * 64), .item_kb = kb,
+			  .mxpf = mxpf, .pf_dist = (int)pf, .mx_pf_dist = (int)(mxd / 64 * 64), .item_kb = kb, .item2_kb = kb2, .red_last = red,
 			  .tail_div = (int)tail, .static_pct = (int)pct};
 	return 0;
 }
@@ -318,11 +327,13 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 		x->part = alloc_aligned((size_t)x->nthreads * 3 * (size_t)x->part_cap *
 					(size_t)x->part_n * sizeof(float)); /* 2 partials + scratch */
 		x->touch = alloc_aligned((size_t)x->nthreads * (size_t)x->part_cap);
-		if (!x->part || !x->touch)
+		x->hslice = alloc_aligned((size_t)x->nthreads * (size_t)x->part_cap * x->hq_stride);
+		if (!x->part || !x->touch || !x->hslice)
 			goto fail;
 		long item = (env.item_kb ? env.item_kb : DYN_ITEM_T_KB) * 1024;
 		x->ch1t = item / (2 * cfg->inter) / 16 * 16;
-		x->ch2t = item / cfg->hidden / 16 * 16;
+		x->ch2t = env.item2_kb * 1024 / cfg->hidden / 16 * 16;
+		x->red_last = env.red_last;
 		x->ch1t = x->ch1t < 16 ? 16 : x->ch1t;
 		x->ch2t = x->ch2t < 16 ? 16 : x->ch2t;
 		x->n1t = (int)((cfg->hidden / 2 + x->ch1t - 1) / x->ch1t);
@@ -350,6 +361,7 @@ void ftcmoe_free(struct ftcmoe *x)
 	free_aligned(x->tmp);
 	free_aligned(x->part);
 	free_aligned(x->touch);
+	free_aligned(x->hslice);
 	free_aligned(x->pout);
 	free_aligned(x->xpriv);
 	free_aligned(x->hpriv);
@@ -846,6 +858,44 @@ static void dyn_t_reduce1(struct ftcmoe *x, int g, int n, float *acc)
 	atomic_store_explicit(&x->done1[g], x->n1t + 1, memory_order_release);
 }
 
+/* Pass-2 item over down bank rows [kk0, kk1) of group g: its inputs are h elements [2 kk0,
+ * 2 kk1), which it computes itself from the pass-1 partials of the workers that touched each
+ * slot (bias, activation, route weight), writes into h and prepares into this worker's slice
+ * buffer; *m is narrowed to those bank rows (kk0 is a multiple of 16: whole scale blocks and
+ * activation blocks). No worker reduces a whole group, so nothing waits on one. */
+static void dyn_t_slice(struct ftcmoe *x, int tid, int g, int n, long kk0, long kk1, struct ftk_mat *m,
+			const void **xs, float *acc)
+{
+	long I = x->cfg.inter, j0 = 2 * kk0, len = 2 * (kk1 - kk0);
+	struct ftk_mat gu;
+	const uint16_t *bias;
+	expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], 0, &gu, &bias);
+	for (int i = 0; i < x->grp_nb[g]; i++) {
+		int si = x->grp_s0[g] + i, s = x->slot_of[si];
+		float *h = x->h + (size_t)s * I + j0, w = x->rw[s];
+		for (long j = 0; j < 2 * len; j++)
+			acc[j] = ftk_bf16(bias[2 * j0 + j]);
+		for (int t = 0; t < n; t++)
+			if (x->touch[(size_t)t * x->part_cap + si]) {
+				const float *p = part_of(x, t, 0, si) + 2 * j0;
+				for (long j = 0; j < 2 * len; j++)
+					acc[j] += p[j];
+			}
+		for (long j = 0; j < len; j++)
+			h[j] = w * act(x->cfg.act, acc[2 * j], acc[2 * j + 1], x->cfg.swiglu_limit);
+		if (x->ops->prep) {
+			uint8_t *q = x->hslice + ((size_t)tid * (size_t)x->part_cap + (size_t)i) * x->hq_stride;
+			x->ops->prep(h, len, q);
+			xs[i] = q;
+		} else {
+			xs[i] = h;
+		}
+	}
+	m->w += (size_t)kk0 * (size_t)m->N;
+	m->s += (size_t)(kk0 / 16) * (size_t)m->N;
+	m->K = len;
+}
+
 static void dyn_t_run(struct ftcmoe *x, int tid, int n)
 {
 	long H = x->cfg.hidden, I = x->cfg.inter;
@@ -873,10 +923,17 @@ static void dyn_t_run(struct ftcmoe *x, int tid, int n)
 		int nb = x->grp_nb[g];
 		const void *xs[FTCMOE_MAX_BATCH];
 		float *ps[FTCMOE_MAX_BATCH];
+		int ready = x->red_last ? x->n1t + 1 : x->n1t;
 		if (down)
-			for (int k = 0; atomic_load_explicit(&x->done1[g], memory_order_acquire) != x->n1t + 1;)
+			for (int k = 0; atomic_load_explicit(&x->done1[g], memory_order_acquire) != ready;)
 				ftpool_relax(x->cfg.pool, &k);
-		slot_inputs(x, tid, g, down, xs);
+		if (down && !x->red_last) {
+			dyn_t_slice(x, tid, g, n, kk0, kk1, &m, xs, tmp);
+			kk1 -= kk0;
+			kk0 = 0;
+		} else {
+			slot_inputs(x, tid, g, down, xs);
+		}
 		for (int i = 0; i < nb; i++) {
 			int si = x->grp_s0[g] + i;
 			if (down) {
@@ -890,7 +947,8 @@ static void dyn_t_run(struct ftcmoe *x, int tid, int n)
 			}
 		}
 		x->ops->rows_t(&m, kk0, kk1, nb, xs, ps, tmp);
-		if (!down && atomic_fetch_add_explicit(&x->done1[g], 1, memory_order_acq_rel) == x->n1t - 1)
+		if (!down && atomic_fetch_add_explicit(&x->done1[g], 1, memory_order_acq_rel) == x->n1t - 1 &&
+		    x->red_last)
 			dyn_t_reduce1(x, g, n, tmp); /* rows_t is done with tmp */
 		cur = nxt >= 0 ? nxt : dyn_claim(x);
 	}
