@@ -15,16 +15,17 @@
 #define MAX_SLOTS (FTCMOE_MAX_BATCH * FTCMOE_MAX_TOPK)
 /* Dynamic schedule: weight bytes per work item (FREETOKEN_CPU_MOE_ITEM_KB for A/B runs). */
 #define DYN_ITEM_KB 128
-/* ... and of the mxfp4_triton K split (H200 host A/B: 1 MiB beat 512 and 256 KiB, each call of
- * its kernel costs a pass over N partial sums) */
-#define DYN_ITEM_T_KB 1024
-/* ... but its pass-2 items smaller: they end the step (H200 host A/B: 128 KiB +3.9 points of
- * the read ceiling over 1 MiB, 35 pairs; bench/RESULTS.md) */
+/* ... and of the mxfp4_triton K split, pass 1 (each call of its kernel costs a pass over N
+ * partial sums; H200 host A/B: 512 KiB +2.1 points of the read ceiling over 1 MiB, 256 KiB
+ * -1.8) and pass 2 (those items end the step: 128 KiB +3.9 over 1 MiB, 64 KiB -2.0, 256 KiB
+ * within noise); bench/RESULTS.md */
+#define DYN_ITEM_T_KB 512
 #define DYN_ITEM2_T_KB 128
-/* The last group's pass-2 items can be made this many times smaller, so that a step ends with
- * short items and the workers finish close together (FREETOKEN_CPU_MOE_TAIL_DIV=2..64 for A/B
- * runs; not yet measured on the H200 host, so 1 = off by default) */
-#define DYN_TAIL_DIV 1
+/* The last group's pass-2 items are made this many times smaller, so that a step ends with
+ * short items and the workers finish close together (FREETOKEN_CPU_MOE_TAIL_DIV=1..64 for A/B
+ * runs; H200 host: 4 against 1 +0.5 to +1.1 points for q4_0, bf16, nvfp4, never lower; 8 no
+ * better) */
+#define DYN_TAIL_DIV 4
 /* Pools smaller than this keep the static split by default (see ftcmoe_create) */
 #define DYN_MIN_THREADS 8
 
@@ -82,7 +83,6 @@ struct ftcmoe {
 	long ch1t, ch2t;              /* K split: bank rows per item (multiples of 16) */
 	int n1t, n2t;
 	uint8_t *touch;               /* K split: [threads][part_cap] partial written this call */
-	int red_last;                 /* K split: FREETOKEN_CPU_MOE_MXRED=last (A/B) */
 	uint8_t *hslice;              /* K split: prepared h slices [threads][part_cap][hq_stride] */
 	_Alignas(64) atomic_int next; /* next unclaimed item */
 	_Alignas(64) atomic_int done1[MAX_SLOTS]; /* pass-1 items finished per group; n1 + 1: h ready */
@@ -148,7 +148,6 @@ struct env {
 	int mx_pf_dist; /* MX_PF_DIST bytes */
 	long item_kb;   /* ITEM_KB (0: each split's default) */
 	long item2_kb;  /* ITEM2_KB: pass-2 items of the mxfp4 K split */
-	int red_last;   /* MXRED=last: one worker reduces a group's pass-1 partials */
 	int tail_div;   /* TAIL_DIV */
 	int static_pct; /* STATIC_PCT */
 };
@@ -194,7 +193,7 @@ static int env_long(const char *var, long lo, long hi, long *out, char *why, siz
 
 static int env_read(struct env *e, char *why, size_t whylen)
 {
-	int sched = -1, split = 1, lean = 1, streams = 0, mxpf = 0, spin = 0, red = 0;
+	int sched = -1, split = 1, lean = 1, streams = 0, mxpf = 0, spin = 0;
 	long pf = FTK_PF_DIST, mxd = FTK_MX_PF_DIST, kb = 0, kb2 = DYN_ITEM2_T_KB, tail = DYN_TAIL_DIV, pct = 0;
 	int r = 0;
 	/* SPIN is the pool's (pool.c), checked here so that a bad value is named */
@@ -204,7 +203,6 @@ static int env_read(struct env *e, char *why, size_t whylen)
 	    (r = env_word("FREETOKEN_CPU_MOE_STREAMS", "0|1|2", &streams, why, whylen)) ||
 	    (r = env_word("FREETOKEN_CPU_MOE_MXPF", "rows|seq|none", &mxpf, why, whylen)) ||
 	    (r = env_word("FREETOKEN_CPU_MOE_SPIN", "pause|busy", &spin, why, whylen)) ||
-	    (r = env_word("FREETOKEN_CPU_MOE_MXRED", "items|last", &red, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_PF_DIST", 0, 65536, &pf, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_MX_PF_DIST", 64, 8192, &mxd, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_ITEM_KB", 16, 65536, &kb, why, whylen)) ||
@@ -213,7 +211,7 @@ static int env_read(struct env *e, char *why, size_t whylen)
 	    (r = env_long("FREETOKEN_CPU_MOE_STATIC_PCT", 0, 100, &pct, why, whylen)))
 		return r;
 	*e = (struct env){.sched = sched, .split_rows = split == 0, .lean = lean, .streams = streams,
-			  .mxpf = mxpf, .pf_dist = (int)pf, .mx_pf_dist = (int)(mxd / 64 * 64), .item_kb = kb, .item2_kb = kb2, .red_last = red,
+			  .mxpf = mxpf, .pf_dist = (int)pf, .mx_pf_dist = (int)(mxd / 64 * 64), .item_kb = kb, .item2_kb = kb2,
 			  .tail_div = (int)tail, .static_pct = (int)pct};
 	return 0;
 }
@@ -333,7 +331,6 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 		long item = (env.item_kb ? env.item_kb : DYN_ITEM_T_KB) * 1024;
 		x->ch1t = item / (2 * cfg->inter) / 16 * 16;
 		x->ch2t = env.item2_kb * 1024 / cfg->hidden / 16 * 16;
-		x->red_last = env.red_last;
 		x->ch1t = x->ch1t < 16 ? 16 : x->ch1t;
 		x->ch2t = x->ch2t < 16 ? 16 : x->ch2t;
 		x->n1t = (int)((cfg->hidden / 2 + x->ch1t - 1) / x->ch1t);
@@ -827,37 +824,14 @@ static void dyn_run(struct ftcmoe *x, int tid, int n, float *tmp)
 /* mxfp4_triton, dynamic K split (default while a call's routes fit one round of partials):
  * the items are runs of ch1t / ch2t bank rows of each group's gate_up and down matrices,
  * claimed in order like dyn_run. A worker adds every pass-1 item into its own partial of each
- * slot (zeroed when it first touches the slot in a call); the worker finishing a group's last
- * pass-1 item adds up the partials of the workers that touched it, applies bias and activation,
- * scales h by the route weight (so pass 2 can add all routes of a token into one vector),
- * prepares it and marks the group ready. Pass-2 items add into the worker's partial of each
- * token; after the step's one barrier each worker sums its output rows over the workers and
- * adds the route-weighted down biases, and clears its touched flags for the next call. */
-static void dyn_t_reduce1(struct ftcmoe *x, int g, int n, float *acc)
-{
-	long I = x->cfg.inter;
-	struct ftk_mat m;
-	const uint16_t *bias;
-	expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], 0, &m, &bias);
-	for (int i = 0; i < x->grp_nb[g]; i++) {
-		int si = x->grp_s0[g] + i, s = x->slot_of[si];
-		float *h = x->h + (size_t)s * I, w = x->rw[s];
-		for (long j = 0; j < 2 * I; j++)
-			acc[j] = ftk_bf16(bias[j]);
-		for (int t = 0; t < n; t++)
-			if (x->touch[(size_t)t * x->part_cap + si]) {
-				const float *p = part_of(x, t, 0, si);
-				for (long j = 0; j < 2 * I; j++)
-					acc[j] += p[j];
-			}
-		for (long j = 0; j < I; j++)
-			h[j] = w * act(x->cfg.act, acc[2 * j], acc[2 * j + 1], x->cfg.swiglu_limit);
-		if (x->ops->prep)
-			x->ops->prep(h, I, x->hq + (size_t)s * x->hq_stride);
-	}
-	atomic_store_explicit(&x->done1[g], x->n1t + 1, memory_order_release);
-}
-
+ * slot (zeroed when it first touches the slot in a call) and counts it done. A pass-2 item
+ * waits for its group's pass 1 and computes the slice of h its bank rows read (dyn_t_slice);
+ * h is scaled by the route weight, so pass 2 adds all routes of a token into one vector, the
+ * worker's partial of that token. (One worker reducing a whole group when its pass 1 ended,
+ * the first form, held every pass-2 item of the group behind it: 7.2 points of the read
+ * ceiling lower on the H200 host, bench/RESULTS.md.) After the step's one barrier each worker
+ * sums its output rows over the workers, adds the route-weighted down biases, and clears its
+ * touched flags for the next call. */
 /* Pass-2 item over down bank rows [kk0, kk1) of group g: its inputs are h elements [2 kk0,
  * 2 kk1), which it computes itself from the pass-1 partials of the workers that touched each
  * slot (bias, activation, route weight), writes into h and prepares into this worker's slice
@@ -923,11 +897,10 @@ static void dyn_t_run(struct ftcmoe *x, int tid, int n)
 		int nb = x->grp_nb[g];
 		const void *xs[FTCMOE_MAX_BATCH];
 		float *ps[FTCMOE_MAX_BATCH];
-		int ready = x->red_last ? x->n1t + 1 : x->n1t;
 		if (down)
-			for (int k = 0; atomic_load_explicit(&x->done1[g], memory_order_acquire) != ready;)
+			for (int k = 0; atomic_load_explicit(&x->done1[g], memory_order_acquire) != x->n1t;)
 				ftpool_relax(x->cfg.pool, &k);
-		if (down && !x->red_last) {
+		if (down) {
 			dyn_t_slice(x, tid, g, n, kk0, kk1, &m, xs, tmp);
 			kk1 -= kk0;
 			kk0 = 0;
@@ -947,9 +920,8 @@ static void dyn_t_run(struct ftcmoe *x, int tid, int n)
 			}
 		}
 		x->ops->rows_t(&m, kk0, kk1, nb, xs, ps, tmp);
-		if (!down && atomic_fetch_add_explicit(&x->done1[g], 1, memory_order_acq_rel) == x->n1t - 1 &&
-		    x->red_last)
-			dyn_t_reduce1(x, g, n, tmp); /* rows_t is done with tmp */
+		if (!down)
+			atomic_fetch_add_explicit(&x->done1[g], 1, memory_order_release);
 		cur = nxt >= 0 ? nxt : dyn_claim(x);
 	}
 	ftpool_barrier(x->cfg.pool);
