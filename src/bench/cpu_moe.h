@@ -49,6 +49,7 @@ size_t ftcmb_expert_bytes(const struct ftcmb *b);
 size_t ftcmb_working_set_bytes(const struct ftcmb *b);
 int ftcmb_threads(const struct ftcmb *b);
 struct ftpool *ftcmb_pool(struct ftcmb *b);   /* borrowed (e.g. for ftcread_measure) */
+struct ftcmoe *ftcmb_moe(struct ftcmb *b);    /* borrowed (ftcmoe_trace) */
 
 /* The tiers to run for a request: "auto" (one: the resolved best), "all" (every tier this
  * CPU has), or a comma list of names. Returns the count written to out[max], -EINVAL for an

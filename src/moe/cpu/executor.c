@@ -7,6 +7,7 @@
 
 #include "moe/cpu/cpumoe.h"
 #include "moe/cpu/kern.h"
+#include "util/timeutil.h"
 
 /* Rows per kernel call: bounds the per-worker scratch (FTCMOE_MAX_BATCH * 2 * CHUNK floats). */
 #define CHUNK 64
@@ -28,6 +29,12 @@
 #define DYN_TAIL_DIV 4
 /* Pools smaller than this keep the static split by default (see ftcmoe_create) */
 #define DYN_MIN_THREADS 8
+
+/* Per-worker sums over traced steps (ns): start after the driver posted the run, in items,
+ * spinning for a group's pass 1, from the last item to leaving the barrier, after it. */
+struct wtrace {
+	_Alignas(64) uint64_t wake, items, wait, idle, after, nitems;
+};
 
 struct mats {
 	const uint8_t *b[FT_MAX_BANKS];
@@ -84,6 +91,11 @@ struct ftcmoe {
 	int n1t, n2t;
 	uint8_t *touch;               /* K split: [threads][part_cap] partial written this call */
 	uint8_t *hslice;              /* K split: prepared h slices [threads][part_cap][hq_stride] */
+	/* FREETOKEN_CPU_MOE_TRACE=1 (read at create): where the dynamic steps' time goes */
+	int trace;
+	uint64_t t_post;              /* this call: when the driver started the run */
+	struct wtrace *tr;            /* [threads] */
+	uint64_t tr_steps, tr_step_ns;
 	_Alignas(64) atomic_int next; /* next unclaimed item */
 	_Alignas(64) atomic_int done1[MAX_SLOTS]; /* pass-1 items finished per group; n1 + 1: h ready */
 };
@@ -150,6 +162,7 @@ struct env {
 	long item2_kb;  /* ITEM2_KB: pass-2 items of the mxfp4 K split */
 	int tail_div;   /* TAIL_DIV */
 	int static_pct; /* STATIC_PCT */
+	int trace;      /* TRACE */
 };
 
 /* A word-valued variable: *out = the index of its value in words ("a|b|c"), unchanged when
@@ -193,7 +206,7 @@ static int env_long(const char *var, long lo, long hi, long *out, char *why, siz
 
 static int env_read(struct env *e, char *why, size_t whylen)
 {
-	int sched = -1, split = 1, lean = 1, streams = 0, mxpf = 0, spin = 0;
+	int sched = -1, split = 1, lean = 1, streams = 0, mxpf = 0, spin = 0, trace = 0;
 	long pf = FTK_PF_DIST, mxd = FTK_MX_PF_DIST, kb = 0, kb2 = DYN_ITEM2_T_KB, tail = DYN_TAIL_DIV, pct = 0;
 	int r = 0;
 	/* SPIN is the pool's (pool.c), checked here so that a bad value is named */
@@ -203,6 +216,7 @@ static int env_read(struct env *e, char *why, size_t whylen)
 	    (r = env_word("FREETOKEN_CPU_MOE_STREAMS", "0|1|2", &streams, why, whylen)) ||
 	    (r = env_word("FREETOKEN_CPU_MOE_MXPF", "rows|seq|none", &mxpf, why, whylen)) ||
 	    (r = env_word("FREETOKEN_CPU_MOE_SPIN", "pause|busy", &spin, why, whylen)) ||
+	    (r = env_word("FREETOKEN_CPU_MOE_TRACE", "0|1", &trace, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_PF_DIST", 0, 65536, &pf, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_MX_PF_DIST", 64, 8192, &mxd, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_ITEM_KB", 16, 65536, &kb, why, whylen)) ||
@@ -212,7 +226,7 @@ static int env_read(struct env *e, char *why, size_t whylen)
 		return r;
 	*e = (struct env){.sched = sched, .split_rows = split == 0, .lean = lean, .streams = streams,
 			  .mxpf = mxpf, .pf_dist = (int)pf, .mx_pf_dist = (int)(mxd / 64 * 64), .item_kb = kb, .item2_kb = kb2,
-			  .tail_div = (int)tail, .static_pct = (int)pct};
+			  .tail_div = (int)tail, .static_pct = (int)pct, .trace = trace};
 	return 0;
 }
 
@@ -310,6 +324,10 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 		x->ch2f = x->ch2f < 8 ? 8 : x->ch2f;
 		x->n2f = (int)((cfg->hidden + x->ch2f - 1) / x->ch2f);
 	}
+	x->trace = env.trace;
+	x->tr = alloc_aligned((size_t)x->nthreads * sizeof *x->tr);
+	if (!x->tr)
+		goto fail;
 	x->xpriv = alloc_aligned((size_t)x->nthreads * x->xq_stride);
 	x->hpriv = alloc_aligned((size_t)x->nthreads * (size_t)cfg->max_topk * x->hq_stride);
 	if (!x->xpriv || !x->hpriv)
@@ -358,6 +376,7 @@ void ftcmoe_free(struct ftcmoe *x)
 	free_aligned(x->tmp);
 	free_aligned(x->part);
 	free_aligned(x->touch);
+	free_aligned(x->tr);
 	free_aligned(x->hslice);
 	free_aligned(x->pout);
 	free_aligned(x->xpriv);
@@ -728,6 +747,29 @@ static void pass_t(struct ftcmoe *x, int tid, int n, int *buf, int down)
  * add into per-worker partial outputs, summed after the step's one barrier. While an item is
  * walked, the next one is claimed and its first bytes requested (not in the last 2n items, so
  * the tail is not held by claimed but unstarted work). */
+/* FREETOKEN_CPU_MOE_TRACE=1: per-worker sums (struct wtrace) */
+static void trace_start(struct ftcmoe *x, int tid)
+{
+	if (x->trace)
+		x->tr[tid].wake += ft_now_ns() - x->t_post;
+}
+
+static void trace_item(struct ftcmoe *x, int tid, uint64_t t0)
+{
+	if (x->trace) {
+		x->tr[tid].items += ft_now_ns() - t0;
+		x->tr[tid].nitems++;
+	}
+}
+
+static void trace_end(struct ftcmoe *x, int tid, uint64_t t_last, uint64_t t_bar)
+{
+	if (x->trace) {
+		x->tr[tid].idle += t_bar - t_last;
+		x->tr[tid].after += ft_now_ns() - t_bar;
+	}
+}
+
 static int dyn_claim(struct ftcmoe *x)
 {
 	return atomic_fetch_add_explicit(&x->next, 1, memory_order_relaxed);
@@ -790,8 +832,11 @@ static void dyn_item(struct ftcmoe *x, int tid, int cur, const void *ahead, floa
 		prefetch_start(row_addr(x, &m, n0));
 		if (ahead)
 			prefetch_start(ahead);
+		uint64_t t0 = x->trace ? ft_now_ns() : 0;
 		for (int k = 0; atomic_load_explicit(&x->done1[g], memory_order_acquire) != x->n1 + 1;)
 			ftpool_relax(x->cfg.pool, &k);
+		if (x->trace)
+			x->tr[tid].wait += ft_now_ns() - t0;
 		down_rows(x, tid, g, &m, NULL, n0, n1, tmp, po);
 	}
 }
@@ -804,6 +849,7 @@ static void dyn_run(struct ftcmoe *x, int tid, int n, float *tmp)
 	long H = x->cfg.hidden;
 	int total = x->nitems, ns = x->nstatic;
 	float *po = x->pout + (size_t)tid * (size_t)x->cfg.max_batch * (size_t)H;
+	trace_start(x, tid);
 	memset(po, 0, (size_t)x->B * (size_t)H * sizeof(float));
 	for (int i = tid; i < ns; i += n) {
 		int nx = i + n < ns ? i + n : -1;
@@ -814,11 +860,16 @@ static void dyn_run(struct ftcmoe *x, int tid, int n, float *tmp)
 		int nxt = -1;
 		if (atomic_load_explicit(&x->next, memory_order_relaxed) < total - 2 * n)
 			nxt = dyn_claim(x);
+		uint64_t t0 = x->trace ? ft_now_ns() : 0;
 		dyn_item(x, tid, cur, nxt >= 0 && nxt < total ? dyn_item_start(x, nxt) : NULL, tmp, po);
+		trace_item(x, tid, t0);
 		cur = nxt >= 0 ? nxt : dyn_claim(x);
 	}
+	uint64_t t1 = x->trace ? ft_now_ns() : 0;
 	ftpool_barrier(x->cfg.pool);
+	uint64_t t2 = x->trace ? ft_now_ns() : 0;
 	reduce_out(x, tid, n);
+	trace_end(x, tid, t1, t2);
 }
 
 /* mxfp4_triton, dynamic K split (default while a call's routes fit one round of partials):
@@ -876,6 +927,7 @@ static void dyn_t_run(struct ftcmoe *x, int tid, int n)
 	int total = x->nitems, p1 = x->ngrp * x->n1t, live = x->uniq_start[x->nuniq];
 	uint8_t *touch = x->touch + (size_t)tid * x->part_cap;
 	float *tmp = part_of(x, tid, 2, 0);
+	trace_start(x, tid);
 	for (int b = 0; b < x->B; b++)
 		memset(part_of(x, tid, 1, b), 0, sizeof(float) * (size_t)H);
 	int cur = dyn_claim(x);
@@ -897,9 +949,12 @@ static void dyn_t_run(struct ftcmoe *x, int tid, int n)
 		int nb = x->grp_nb[g];
 		const void *xs[FTCMOE_MAX_BATCH];
 		float *ps[FTCMOE_MAX_BATCH];
+		uint64_t t0 = x->trace ? ft_now_ns() : 0;
 		if (down)
 			for (int k = 0; atomic_load_explicit(&x->done1[g], memory_order_acquire) != x->n1t;)
 				ftpool_relax(x->cfg.pool, &k);
+		if (x->trace)
+			x->tr[tid].wait += ft_now_ns() - t0;
 		if (down) {
 			dyn_t_slice(x, tid, g, n, kk0, kk1, &m, xs, tmp);
 			kk1 -= kk0;
@@ -922,9 +977,12 @@ static void dyn_t_run(struct ftcmoe *x, int tid, int n)
 		x->ops->rows_t(&m, kk0, kk1, nb, xs, ps, tmp);
 		if (!down)
 			atomic_fetch_add_explicit(&x->done1[g], 1, memory_order_release);
+		trace_item(x, tid, t0);
 		cur = nxt >= 0 ? nxt : dyn_claim(x);
 	}
+	uint64_t t1 = x->trace ? ft_now_ns() : 0;
 	ftpool_barrier(x->cfg.pool);
+	uint64_t t2 = x->trace ? ft_now_ns() : 0;
 	/* cleared after the barrier, not at the start: a reducer may read the flags of a worker
 	 * that has not started this call yet */
 	memset(touch, 0, (size_t)live);
@@ -950,6 +1008,7 @@ static void dyn_t_run(struct ftcmoe *x, int tid, int n)
 				o[r] += w * ftk_bf16(bias[r]);
 		}
 	}
+	trace_end(x, tid, t1, t2);
 }
 
 /* One step on worker tid. Barriers: after the prep of x, after pass 1, after the prep of h,
@@ -1101,6 +1160,39 @@ int ftcmoe_forward(struct ftcmoe *x, int layer, int B, int topk, const float *xi
 		for (int g = 0; g < x->ngrp; g++)
 			atomic_store_explicit(&x->done1[g], 0, memory_order_relaxed);
 	}
+	int traced = x->trace && (x->dyn || x->dyn_t);
+	if (traced)
+		x->t_post = ft_now_ns();
 	ftpool_run(x->cfg.pool, forward_worker, x);
+	if (traced) {
+		x->tr_step_ns += ft_now_ns() - x->t_post;
+		x->tr_steps++;
+	}
+	return 0;
+}
+
+int ftcmoe_trace(struct ftcmoe *x, struct ftcmoe_trace *out, int reset)
+{
+	if (!x || !x->trace)
+		return -ENODATA;
+	if (out) {
+		memset(out, 0, sizeof *out);
+		out->steps = (long)x->tr_steps;
+		double d = x->tr_steps ? 1e3 * (double)x->tr_steps * x->nthreads : 1; /* us per worker-step */
+		for (int t = 0; t < x->nthreads; t++) {
+			const struct wtrace *w = &x->tr[t];
+			out->start_us += (double)w->wake / d;
+			out->items_us += (double)(w->items - w->wait) / d;
+			out->wait_us += (double)w->wait / d;
+			out->idle_us += (double)w->idle / d;
+			out->after_us += (double)w->after / d;
+			out->items_per_worker += (double)w->nitems / (x->tr_steps ? (double)x->tr_steps * x->nthreads : 1);
+		}
+		out->step_us = x->tr_steps ? (double)x->tr_step_ns / 1e3 / (double)x->tr_steps : 0;
+	}
+	if (reset) {
+		memset(x->tr, 0, (size_t)x->nthreads * sizeof *x->tr);
+		x->tr_steps = x->tr_step_ns = 0;
+	}
 	return 0;
 }
