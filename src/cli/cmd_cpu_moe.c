@@ -230,8 +230,8 @@ int cmd_cpu_moe(int argc, char **argv)
 		struct ftcmoe_trace tc;
 		int traced = ftcmoe_trace(ftcmb_moe(b), &tc, 1) == 0 && tc.steps > 0;
 		if (traced)
-			json_object_set_new(e, "trace", json_pack("{s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "steps",
-				(json_int_t)tc.steps, "step_us", tc.step_us, "start_us", tc.start_us, "items_us",
+			json_object_set_new(e, "trace", json_pack("{s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "steps",
+				(json_int_t)tc.steps, "step_us", tc.step_us, "last_us", tc.last_us, "start_us", tc.start_us, "items_us",
 				tc.items_us, "wait_us", tc.wait_us, "idle_us", tc.idle_us, "after_us", tc.after_us,
 				"items_per_worker", tc.items_per_worker));
 		json_array_append_new(results, e);
@@ -244,10 +244,10 @@ int cmd_cpu_moe(int argc, char **argv)
 			printf("%-12s %-15s %8.1f %8.1f %8.1f %9s %9s %9.3f %9.1e\n", ftcmoe_isa_name(used), kn, s.median,
 			       s.min, s.max, rg, pc, st.median * 1e3, rel);
 			if (traced)
-				printf("  trace, us per step (mean of %ld, warm-up included): step %.1f = start %.1f + "
-				       "items %.1f + pass-1 wait %.1f + idle at the end %.1f + after %.1f; %.1f items per worker\n",
-				       tc.steps, tc.step_us, tc.start_us, tc.items_us, tc.wait_us, tc.idle_us, tc.after_us,
-				       tc.items_per_worker);
+				printf("  trace, us per step (mean of %ld, warm-up included): step %.1f, last worker done at "
+				       "%.1f; per worker: start %.1f + items %.1f + pass-1 wait %.1f + idle at the end %.1f + "
+				       "after %.1f; %.1f items per worker\n", tc.steps, tc.step_us, tc.last_us, tc.start_us,
+				       tc.items_us, tc.wait_us, tc.idle_us, tc.after_us, tc.items_per_worker);
 			fflush(stdout);
 		}
 		ftcli_progress(++done, total, label);

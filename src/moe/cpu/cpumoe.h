@@ -133,11 +133,11 @@ int ftcmoe_forward(struct ftcmoe *x, int layer, int B, int topk, const float *xi
  * time, per worker and step, averaged (us). start: from the driver starting the run to the
  * worker starting its items (wake-up, activation prep); items: in work items, less wait:
  * spinning for a group's pass 1; idle: from the worker's last item to leaving the step's
- * barrier; after: the reduction after it. step: the driver's whole call. Steps of the static
- * split are not traced. */
+ * barrier; after: the reduction after it. last: from the start to the last worker being done;
+ * step: the driver's whole call. Steps of the static split are not traced. */
 struct ftcmoe_trace {
 	long steps;
-	double step_us, start_us, items_us, wait_us, idle_us, after_us, items_per_worker;
+	double step_us, last_us, start_us, items_us, wait_us, idle_us, after_us, items_per_worker;
 };
 /* Fill *out (may be NULL) and, with reset, start over. -ENODATA when tracing is off. */
 int ftcmoe_trace(struct ftcmoe *x, struct ftcmoe_trace *out, int reset);
