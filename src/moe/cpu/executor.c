@@ -29,8 +29,6 @@
 #define DYN_TAIL_DIV 4
 /* Pools smaller than this keep the static split by default (see ftcmoe_create) */
 #define DYN_MIN_THREADS 8
-/* ints per group counter: one cache line */
-#define DONE_STRIDE 16
 
 /* Per-worker sums over traced steps (ns): start after the driver posted the run, in items,
  * spinning for a group's pass 1, from the last item to leaving the barrier, after it. */
@@ -96,15 +94,12 @@ struct ftcmoe {
 	uint8_t *hslice;              /* K split: prepared h slices [threads][part_cap][hq_stride] */
 	/* FREETOKEN_CPU_MOE_TRACE=1 (read at create): where the dynamic steps' time goes */
 	int trace;
-	int claim_old;                /* FREETOKEN_CPU_MOE_CLAIM=old (A/B) */
-	int dstride;                  /* done1 stride: 16 (a line per group), 1 with CLAIM=old */
+	int reduce_pf;                /* FREETOKEN_CPU_MOE_REDUCE_PF=1 (A/B) */
 	uint64_t t_post;              /* this call: when the driver started the run */
 	struct wtrace *tr;            /* [threads] */
 	uint64_t tr_steps, tr_step_ns, tr_last_ns; /* tr_last_ns: sum of (last worker done - post) */
 	_Alignas(64) atomic_int next; /* next unclaimed item */
-	/* pass-1 items finished per group g, at done1[g * dstride] (a cache line each, so a group's
-	 * finishers and waiters do not bounce the counters of the others); n1 + 1: h ready */
-	_Alignas(64) atomic_int done1[MAX_SLOTS * DONE_STRIDE];
+	_Alignas(64) atomic_int done1[MAX_SLOTS]; /* pass-1 items finished per group; n1 + 1: h ready */
 };
 
 static void free_aligned(void *p)
@@ -170,7 +165,7 @@ struct env {
 	int tail_div;   /* TAIL_DIV */
 	int static_pct; /* STATIC_PCT */
 	int trace;      /* TRACE */
-	int claim_old;  /* CLAIM=old */
+	int reduce_pf;  /* REDUCE_PF */
 };
 
 /* A word-valued variable: *out = the index of its value in words ("a|b|c"), unchanged when
@@ -214,7 +209,7 @@ static int env_long(const char *var, long lo, long hi, long *out, char *why, siz
 
 static int env_read(struct env *e, char *why, size_t whylen)
 {
-	int sched = -1, split = 1, lean = 1, streams = 0, mxpf = 0, spin = 0, trace = 0, claim = 0;
+	int sched = -1, split = 1, lean = 1, streams = 0, mxpf = 0, spin = 0, trace = 0, rpf = 0;
 	long pf = FTK_PF_DIST, mxd = FTK_MX_PF_DIST, kb = 0, kb2 = DYN_ITEM2_T_KB, tail = DYN_TAIL_DIV, pct = 0;
 	int r = 0;
 	/* SPIN is the pool's (pool.c), checked here so that a bad value is named */
@@ -225,7 +220,7 @@ static int env_read(struct env *e, char *why, size_t whylen)
 	    (r = env_word("FREETOKEN_CPU_MOE_MXPF", "rows|seq|none", &mxpf, why, whylen)) ||
 	    (r = env_word("FREETOKEN_CPU_MOE_SPIN", "pause|busy", &spin, why, whylen)) ||
 	    (r = env_word("FREETOKEN_CPU_MOE_TRACE", "0|1", &trace, why, whylen)) ||
-	    (r = env_word("FREETOKEN_CPU_MOE_CLAIM", "lean|old", &claim, why, whylen)) ||
+	    (r = env_word("FREETOKEN_CPU_MOE_REDUCE_PF", "0|1", &rpf, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_PF_DIST", 0, 65536, &pf, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_MX_PF_DIST", 64, 8192, &mxd, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_ITEM_KB", 16, 65536, &kb, why, whylen)) ||
@@ -235,7 +230,7 @@ static int env_read(struct env *e, char *why, size_t whylen)
 		return r;
 	*e = (struct env){.sched = sched, .split_rows = split == 0, .lean = lean, .streams = streams,
 			  .mxpf = mxpf, .pf_dist = (int)pf, .mx_pf_dist = (int)(mxd / 64 * 64), .item_kb = kb, .item2_kb = kb2,
-			  .tail_div = (int)tail, .static_pct = (int)pct, .trace = trace, .claim_old = claim};
+			  .tail_div = (int)tail, .static_pct = (int)pct, .trace = trace, .reduce_pf = rpf};
 	return 0;
 }
 
@@ -334,8 +329,7 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 		x->n2f = (int)((cfg->hidden + x->ch2f - 1) / x->ch2f);
 	}
 	x->trace = env.trace;
-	x->claim_old = env.claim_old;
-	x->dstride = env.claim_old ? 1 : DONE_STRIDE;
+	x->reduce_pf = env.reduce_pf;
 	x->tr = alloc_aligned((size_t)x->nthreads * sizeof *x->tr);
 	if (!x->tr)
 		goto fail;
@@ -653,6 +647,13 @@ static void reduce_out(struct ftcmoe *x, int tid, int n)
 {
 	long H = x->cfg.hidden, n0 = H * tid / n, n1 = H * (tid + 1) / n;
 	size_t stride = (size_t)x->cfg.max_batch * (size_t)H;
+	if (x->reduce_pf) /* every line first: the other cores' lines come in parallel */
+		for (int b = 0; b < x->B; b++)
+			for (int t = 1; t < n; t++) {
+				const char *p = (const char *)(x->pout + (size_t)t * stride + (size_t)b * H);
+				for (long r = n0 * 4 & ~63L; r < n1 * 4; r += 64)
+					__builtin_prefetch(p + r);
+			}
 	for (int b = 0; b < x->B; b++) {
 		float *o = x->out + (size_t)b * H;
 		for (long r = n0; r < n1; r++)
@@ -788,17 +789,6 @@ static int dyn_claim(struct ftcmoe *x)
 	return atomic_fetch_add_explicit(&x->next, 1, memory_order_relaxed);
 }
 
-/* Claim the next item ahead while walking item cur, unless the step is in its last 2n items (so
- * the tail is not held by claimed but unstarted work). Judged by cur, the counter's value when
- * this worker last claimed: reading the counter itself costs a transfer of its contended line
- * per item, ~1 us on the 16-core Xeon (CLAIM=old does, for A/B). */
-static int claim_ahead(struct ftcmoe *x, int cur, int total, int n)
-{
-	if (x->claim_old)
-		return atomic_load_explicit(&x->next, memory_order_relaxed) < total - 2 * n;
-	return cur + 1 < total - 2 * n;
-}
-
 /* Pass-2 item i (counted from the first pass-2 item): its group and down rows [*r0, *r1). */
 static int dyn_down_item(const struct ftcmoe *x, int i, long *r0, long *r1)
 {
@@ -834,7 +824,7 @@ static void dyn_h_ready(struct ftcmoe *x, int g)
 			int s = x->slot_of[x->grp_s0[g] + i];
 			ops->prep(x->h + (size_t)s * x->cfg.inter, x->cfg.inter, x->hq + (size_t)s * x->hq_stride);
 		}
-	atomic_store_explicit(&x->done1[g * x->dstride], x->n1 + 1, memory_order_release);
+	atomic_store_explicit(&x->done1[g], x->n1 + 1, memory_order_release);
 }
 
 static void dyn_item(struct ftcmoe *x, int tid, int cur, const void *ahead, float *tmp, float *po)
@@ -845,7 +835,7 @@ static void dyn_item(struct ftcmoe *x, int tid, int cur, const void *ahead, floa
 		int g = cur / x->n1;
 		long j0 = (long)(cur % x->n1) * x->ch1, j1 = j0 + x->ch1 < I ? j0 + x->ch1 : I;
 		gate_up_rows(x, tid, g, j0, j1, tmp, ahead);
-		if (atomic_fetch_add_explicit(&x->done1[g * x->dstride], 1, memory_order_acq_rel) == x->n1 - 1)
+		if (atomic_fetch_add_explicit(&x->done1[g], 1, memory_order_acq_rel) == x->n1 - 1)
 			dyn_h_ready(x, g);
 	} else {
 		long n0, n1;
@@ -857,7 +847,7 @@ static void dyn_item(struct ftcmoe *x, int tid, int cur, const void *ahead, floa
 		if (ahead)
 			prefetch_start(ahead);
 		uint64_t t0 = x->trace ? ft_now_ns() : 0;
-		for (int k = 0; atomic_load_explicit(&x->done1[g * x->dstride], memory_order_acquire) != x->n1 + 1;)
+		for (int k = 0; atomic_load_explicit(&x->done1[g], memory_order_acquire) != x->n1 + 1;)
 			ftpool_relax(x->cfg.pool, &k);
 		if (x->trace)
 			x->tr[tid].wait += ft_now_ns() - t0;
@@ -882,7 +872,7 @@ static void dyn_run(struct ftcmoe *x, int tid, int n, float *tmp)
 	int cur = dyn_claim(x);
 	while (cur < total) {
 		int nxt = -1;
-		if (claim_ahead(x, cur, total, n))
+		if (atomic_load_explicit(&x->next, memory_order_relaxed) < total - 2 * n)
 			nxt = dyn_claim(x);
 		uint64_t t0 = x->trace ? ft_now_ns() : 0;
 		dyn_item(x, tid, cur, nxt >= 0 && nxt < total ? dyn_item_start(x, nxt) : NULL, tmp, po);
@@ -957,7 +947,7 @@ static void dyn_t_run(struct ftcmoe *x, int tid, int n)
 	int cur = dyn_claim(x);
 	while (cur < total) {
 		int nxt = -1;
-		if (claim_ahead(x, cur, total, n))
+		if (atomic_load_explicit(&x->next, memory_order_relaxed) < total - 2 * n)
 			nxt = dyn_claim(x);
 		int down = cur >= p1, it = down ? cur - p1 : cur, per = down ? x->n2t : x->n1t;
 		int g = it / per;
@@ -975,7 +965,7 @@ static void dyn_t_run(struct ftcmoe *x, int tid, int n)
 		float *ps[FTCMOE_MAX_BATCH];
 		uint64_t t0 = x->trace ? ft_now_ns() : 0;
 		if (down)
-			for (int k = 0; atomic_load_explicit(&x->done1[g * x->dstride], memory_order_acquire) != x->n1t;)
+			for (int k = 0; atomic_load_explicit(&x->done1[g], memory_order_acquire) != x->n1t;)
 				ftpool_relax(x->cfg.pool, &k);
 		if (x->trace)
 			x->tr[tid].wait += ft_now_ns() - t0;
@@ -1000,7 +990,7 @@ static void dyn_t_run(struct ftcmoe *x, int tid, int n)
 		}
 		x->ops->rows_t(&m, kk0, kk1, nb, xs, ps, tmp);
 		if (!down)
-			atomic_fetch_add_explicit(&x->done1[g * x->dstride], 1, memory_order_release);
+			atomic_fetch_add_explicit(&x->done1[g], 1, memory_order_release);
 		trace_item(x, tid, t0);
 		cur = nxt >= 0 ? nxt : dyn_claim(x);
 	}
@@ -1182,7 +1172,7 @@ int ftcmoe_forward(struct ftcmoe *x, int layer, int B, int topk, const float *xi
 		x->nstatic = x->dyn ? (int)((long)x->nitems * x->static_pct / 100) / x->nthreads * x->nthreads : 0;
 		atomic_store_explicit(&x->next, x->nstatic, memory_order_relaxed);
 		for (int g = 0; g < x->ngrp; g++)
-			atomic_store_explicit(&x->done1[g * x->dstride], 0, memory_order_relaxed);
+			atomic_store_explicit(&x->done1[g], 0, memory_order_relaxed);
 	}
 	int traced = x->trace && (x->dyn || x->dyn_t);
 	if (traced)
