@@ -768,7 +768,8 @@ static void test_env_values(void **s)
 	char why[256] = "";
 	assert_int_equal(ftcmoe_env_check(why, sizeof why), 0);
 	static const char *const bad[][2] = {{"FREETOKEN_CPU_MOE_SCHED", "dyn"}, {"FREETOKEN_CPU_MOE_ITEM_KB", "8"},
-					      {"FREETOKEN_CPU_MOE_PF_DIST", "4k"}, {"FREETOKEN_CPU_MOE_MXPF", "rows,seq"}};
+					      {"FREETOKEN_CPU_MOE_PF_DIST", "4k"}, {"FREETOKEN_CPU_MOE_MXPF", "rows,seq"},
+					      {"FREETOKEN_CPU_MOE_ITEM2_KB", "0"}, {"FREETOKEN_CPU_MOE_TRACE", "yes"}};
 	struct banks b;
 	make_banks(&b, FTFMT_BF16);
 	struct ftcmoe_cfg cfg = {.format = FTFMT_BF16, .hidden = H, .inter = I, .experts = E, .layers = L,
@@ -790,6 +791,46 @@ static void test_env_values(void **s)
 	unsetenv("FREETOKEN_CPU_MOE_SCHED");
 	unsetenv("FREETOKEN_CPU_MOE_ITEM_KB");
 	free_banks(&b);
+}
+
+/* FREETOKEN_CPU_MOE_TRACE=1: a dynamic step's parts are timed and add up to no more than the
+ * driver's call; off (or the static split), ftcmoe_trace has nothing. */
+static void test_trace(void **s)
+{
+	static const enum ftfmt_id fs[] = {FTFMT_Q4_0, FTFMT_MXFP4_TRITON};
+	for (size_t fi = 0; fi < sizeof fs / sizeof fs[0]; fi++) {
+		struct banks b;
+		make_banks(&b, fs[fi]);
+		struct ftcmoe_cfg cfg = {.format = fs[fi], .hidden = H, .inter = I, .experts = E, .layers = L,
+					 .banks = b.ptr, .act = FTACT_SILU, .max_batch = 1, .max_topk = TOPK,
+					 .isa = FTCMOE_ISA_AUTO, .pool = pool, .cpu = &ci};
+		float xin[H], w[TOPK], out[H];
+		int32_t ids[TOPK];
+		for (int i = 0; i < H; i++)
+			xin[i] = (float)gauss();
+		routes(1, ids, w);
+		struct ftcmoe *x = NULL;
+		struct ftcmoe_trace t;
+		assert_int_equal(ftcmoe_create(&cfg, &x), 0);
+		assert_int_equal(ftcmoe_trace(x, &t, 1), -ENODATA);
+		ftcmoe_free(x);
+		setenv("FREETOKEN_CPU_MOE_TRACE", "1", 1);
+		setenv("FREETOKEN_CPU_MOE_SCHED", "dynamic", 1);
+		assert_int_equal(ftcmoe_create(&cfg, &x), 0);
+		unsetenv("FREETOKEN_CPU_MOE_TRACE");
+		unsetenv("FREETOKEN_CPU_MOE_SCHED");
+		for (int k = 0; k < 3; k++)
+			assert_int_equal(ftcmoe_forward(x, 0, 1, TOPK, xin, ids, w, out), 0);
+		assert_int_equal(ftcmoe_trace(x, &t, 1), 0);
+		assert_int_equal(t.steps, 3);
+		assert_true(t.items_us > 0 && t.items_per_worker > 0 && t.last_us <= t.step_us);
+		double sum = t.start_us + t.items_us + t.wait_us + t.idle_us + t.after_us;
+		assert_true(sum > 0 && sum <= t.step_us * 1.001);
+		assert_int_equal(ftcmoe_trace(x, &t, 0), 0);
+		assert_int_equal(t.steps, 0); /* reset */
+		ftcmoe_free(x);
+		free_banks(&b);
+	}
 }
 
 static int setup(void **s)
@@ -819,7 +860,7 @@ int main(void)
 		cmocka_unit_test(test_q4_0),   cmocka_unit_test(test_q4_long_rows),
 		cmocka_unit_test(test_batch32_and_duplicates),
 		cmocka_unit_test(test_ksplit_ranges), cmocka_unit_test(test_streams),
-		cmocka_unit_test(test_schedules), cmocka_unit_test(test_env_values),
+		cmocka_unit_test(test_schedules), cmocka_unit_test(test_env_values), cmocka_unit_test(test_trace),
 	};
 	return cmocka_run_group_tests_name("cpu_moe", tests, setup, teardown);
 }

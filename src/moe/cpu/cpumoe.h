@@ -33,9 +33,13 @@
  * and a worker the memory system serves slower simply takes fewer items; pass 2 of an expert
  * waits only for that expert's pass 1, and the step has one barrier (before the per-worker
  * partial outputs are added up). On the H200 host this took bf16 from 94 to 123 GB/s at batch 1
- * against the static split below (bench/RESULTS.md, "CPU MoE"). mxfp4_triton's transposed banks
- * are split along K: items of bank rows added into per-worker partials, the last worker of an
- * expert's pass 1 reducing them (while a call's routes fit one round of partials).
+ * against the static split below (bench/RESULTS.md, "CPU MoE"). The last expert's pass-2
+ * items are 4x smaller (FREETOKEN_CPU_MOE_TAIL_DIV), so the workers finish close together.
+ * mxfp4_triton's transposed banks are split along K (while a call's routes fit one round of
+ * partials): pass-1 items of 512 KiB of bank rows added into per-worker partials, pass-2 items
+ * of 128 KiB (FREETOKEN_CPU_MOE_ITEM_KB, _ITEM2_KB) that each compute the slice of h they read
+ * from those partials. FREETOKEN_CPU_MOE_TRACE=1 times the parts of every dynamic step
+ * (ftcmoe_trace; `ftbench cpu-moe` prints it).
  * Pools of fewer than 8 workers keep the static split (on a 2-core box it was 5-20 points
  * ahead). FREETOKEN_CPU_MOE_SCHED=static|dynamic (read at create) forces either. The static
  * split: the rows of all routed experts of a pass, laid end to end, cut into one contiguous

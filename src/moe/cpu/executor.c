@@ -94,7 +94,6 @@ struct ftcmoe {
 	uint8_t *hslice;              /* K split: prepared h slices [threads][part_cap][hq_stride] */
 	/* FREETOKEN_CPU_MOE_TRACE=1 (read at create): where the dynamic steps' time goes */
 	int trace;
-	int reduce_pf;                /* FREETOKEN_CPU_MOE_REDUCE_PF=1 (A/B) */
 	uint64_t t_post;              /* this call: when the driver started the run */
 	struct wtrace *tr;            /* [threads] */
 	uint64_t tr_steps, tr_step_ns, tr_last_ns; /* tr_last_ns: sum of (last worker done - post) */
@@ -165,7 +164,6 @@ struct env {
 	int tail_div;   /* TAIL_DIV */
 	int static_pct; /* STATIC_PCT */
 	int trace;      /* TRACE */
-	int reduce_pf;  /* REDUCE_PF */
 };
 
 /* A word-valued variable: *out = the index of its value in words ("a|b|c"), unchanged when
@@ -209,7 +207,7 @@ static int env_long(const char *var, long lo, long hi, long *out, char *why, siz
 
 static int env_read(struct env *e, char *why, size_t whylen)
 {
-	int sched = -1, split = 1, lean = 1, streams = 0, mxpf = 0, spin = 0, trace = 0, rpf = 0;
+	int sched = -1, split = 1, lean = 1, streams = 0, mxpf = 0, spin = 0, trace = 0;
 	long pf = FTK_PF_DIST, mxd = FTK_MX_PF_DIST, kb = 0, kb2 = DYN_ITEM2_T_KB, tail = DYN_TAIL_DIV, pct = 0;
 	int r = 0;
 	/* SPIN is the pool's (pool.c), checked here so that a bad value is named */
@@ -220,7 +218,6 @@ static int env_read(struct env *e, char *why, size_t whylen)
 	    (r = env_word("FREETOKEN_CPU_MOE_MXPF", "rows|seq|none", &mxpf, why, whylen)) ||
 	    (r = env_word("FREETOKEN_CPU_MOE_SPIN", "pause|busy", &spin, why, whylen)) ||
 	    (r = env_word("FREETOKEN_CPU_MOE_TRACE", "0|1", &trace, why, whylen)) ||
-	    (r = env_word("FREETOKEN_CPU_MOE_REDUCE_PF", "0|1", &rpf, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_PF_DIST", 0, 65536, &pf, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_MX_PF_DIST", 64, 8192, &mxd, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_ITEM_KB", 16, 65536, &kb, why, whylen)) ||
@@ -230,7 +227,7 @@ static int env_read(struct env *e, char *why, size_t whylen)
 		return r;
 	*e = (struct env){.sched = sched, .split_rows = split == 0, .lean = lean, .streams = streams,
 			  .mxpf = mxpf, .pf_dist = (int)pf, .mx_pf_dist = (int)(mxd / 64 * 64), .item_kb = kb, .item2_kb = kb2,
-			  .tail_div = (int)tail, .static_pct = (int)pct, .trace = trace, .reduce_pf = rpf};
+			  .tail_div = (int)tail, .static_pct = (int)pct, .trace = trace};
 	return 0;
 }
 
@@ -329,7 +326,6 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 		x->n2f = (int)((cfg->hidden + x->ch2f - 1) / x->ch2f);
 	}
 	x->trace = env.trace;
-	x->reduce_pf = env.reduce_pf;
 	x->tr = alloc_aligned((size_t)x->nthreads * sizeof *x->tr);
 	if (!x->tr)
 		goto fail;
@@ -647,13 +643,6 @@ static void reduce_out(struct ftcmoe *x, int tid, int n)
 {
 	long H = x->cfg.hidden, n0 = H * tid / n, n1 = H * (tid + 1) / n;
 	size_t stride = (size_t)x->cfg.max_batch * (size_t)H;
-	if (x->reduce_pf) /* every line first: the other cores' lines come in parallel */
-		for (int b = 0; b < x->B; b++)
-			for (int t = 1; t < n; t++) {
-				const char *p = (const char *)(x->pout + (size_t)t * stride + (size_t)b * H);
-				for (long r = n0 * 4 & ~63L; r < n1 * 4; r += 64)
-					__builtin_prefetch(p + r);
-			}
 	for (int b = 0; b < x->B; b++) {
 		float *o = x->out + (size_t)b * H;
 		for (long r = n0; r < n1; r++)
