@@ -491,7 +491,8 @@ static void test_lean_step(void **s)
 }
 
 /* The dynamic schedule (default for the row-major formats) with small work items (many per
- * group, so workers claim interleaved items and pass 2 waits on pass 1 of its group) computes
+ * group, so workers claim interleaved items and pass 2 waits on pass 1 of its group; mxfp4's
+ * pass-2 items each compute one of two slices of h) computes
  * what the static split computes: every row format, scalar and the best tier, batch 1, 3, 8,
  * top-3 and top-1 (one group: pass 2 waits for the group's last pass-1 item). */
 static void test_schedules(void **s)
@@ -507,6 +508,7 @@ static void test_schedules(void **s)
 						 .max_topk = TOPK, .isa = tiers[ti], .pool = pool, .cpu = &ci};
 			struct ftcmoe *x = NULL, *y = NULL, *z = NULL;
 			setenv("FREETOKEN_CPU_MOE_ITEM_KB", "16", 1);
+			setenv("FREETOKEN_CPU_MOE_ITEM2_KB", "16", 1); /* mxfp4: two h slices per expert */
 			setenv("FREETOKEN_CPU_MOE_SCHED", "dynamic", 1); /* this pool has < 8 workers */
 			assert_int_equal(ftcmoe_create(&cfg, &x), 0);
 			setenv("FREETOKEN_CPU_MOE_STATIC_PCT", "60", 1); /* round-robin head, claimed tail */
@@ -515,6 +517,7 @@ static void test_schedules(void **s)
 			unsetenv("FREETOKEN_CPU_MOE_STATIC_PCT");
 			unsetenv("FREETOKEN_CPU_MOE_TAIL_DIV");
 			unsetenv("FREETOKEN_CPU_MOE_ITEM_KB");
+			unsetenv("FREETOKEN_CPU_MOE_ITEM2_KB");
 			setenv("FREETOKEN_CPU_MOE_SCHED", "static", 1);
 			assert_int_equal(ftcmoe_create(&cfg, &y), 0);
 			unsetenv("FREETOKEN_CPU_MOE_SCHED");
