@@ -14,6 +14,14 @@ AI __m256 bf16x8(const uint16_t *p)
 	return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
 }
 
+AI float hsum(__m256 s)
+{
+	__m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+	h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+	h = _mm_add_ss(h, _mm_movehdup_ps(h));
+	return _mm_cvtss_f32(h);
+}
+
 AI void bf16_row(const uint16_t *row, long K, const float *const *x, float *const *y, long i, const int NB)
 {
 	__m256 acc[FTK_TILE][4];
@@ -34,21 +42,8 @@ AI void bf16_row(const uint16_t *row, long K, const float *const *x, float *cons
 				acc[b][j] = _mm256_fmadd_ps(w[j], _mm256_loadu_ps(x[b] + k + 8 * j), acc[b][j]);
 	}
 	FTK_UNROLL
-	for (int b = 0; b < NB; b++) {
-		__m256 s = _mm256_add_ps(_mm256_add_ps(acc[b][0], acc[b][1]), _mm256_add_ps(acc[b][2], acc[b][3]));
-		__m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-		h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-		h = _mm_add_ss(h, _mm_movehdup_ps(h));
-		y[b][i] = _mm_cvtss_f32(h);
-	}
-}
-
-AI float hsum(__m256 s)
-{
-	__m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-	h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-	h = _mm_add_ss(h, _mm_movehdup_ps(h));
-	return _mm_cvtss_f32(h);
+	for (int b = 0; b < NB; b++)
+		y[b][i] = hsum(_mm256_add_ps(_mm256_add_ps(acc[b][0], acc[b][1]), _mm256_add_ps(acc[b][2], acc[b][3])));
 }
 
 static void rows_bf16(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
