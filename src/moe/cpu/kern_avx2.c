@@ -92,51 +92,15 @@ AI void decode32(const struct ftk_mat *m, long r, long k, __m256 w[4], const int
 	w[3] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q1, 8))), _mm256_set1_ps(s[3]));
 }
 
-AI void w4_row(const struct ftk_mat *m, long r, const float *const *x, float *const *y, long i,
-	       const int NB, const int F)
-{
-	__m256 acc[FTK_TILE][4];
-	FTK_UNROLL
-	for (int b = 0; b < NB; b++)
-		FTK_UNROLL
-		for (int j = 0; j < 4; j++)
-			acc[b][j] = _mm256_setzero_ps();
-	for (long k = 0; k < m->K; k += 32) {
-		__m256 w[4];
-		decode32(m, r, k, w, F);
-		FTK_UNROLL
-		for (int b = 0; b < NB; b++)
-			FTK_UNROLL
-			for (int j = 0; j < 4; j++)
-				acc[b][j] = _mm256_fmadd_ps(w[j], _mm256_loadu_ps(x[b] + k + 8 * j), acc[b][j]);
-	}
-	float post = F == F_NV ? 0.5f * _cvtsh_ss(ftk_ld16(m->g + 2 * r)) : F == F_DS ? 0.5f : 1.0f;
-	FTK_UNROLL
-	for (int b = 0; b < NB; b++)
-		y[b][i] = post * hsum(_mm256_add_ps(_mm256_add_ps(acc[b][0], acc[b][1]),
-						    _mm256_add_ps(acc[b][2], acc[b][3])));
-}
-
-AI void w4_rows(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
-		float *const *ys, const int F)
-{
-	const float *const *x = (const float *const *)xs;
-	for (long r = r0; r < r1; r++)
-		FTK_FOR_TILES(nb, b0, w4_row(m, r, x + b0, ys + b0, r - r0, FTK_NB, F));
-}
-
-static void rows_nvfp4(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs, float *const *ys)
-{
-	w4_rows(m, r0, r1, nb, xs, ys, F_NV);
-}
-static void rows_dsfp4(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs, float *const *ys)
-{
-	w4_rows(m, r0, r1, nb, xs, ys, F_DS);
-}
-static void rows_q4_0(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs, float *const *ys)
-{
-	w4_rows(m, r0, r1, nb, xs, ys, F_Q4);
-}
+#define W4_VEC __m256
+#define W4_STEP 32
+#define W4_ZERO() _mm256_setzero_ps()
+#define W4_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define W4_LOAD(p) _mm256_loadu_ps(p)
+#define W4_ADD(a, b) _mm256_add_ps(a, b)
+#define W4_SUM(v) hsum(v)
+#define w4_decode decode32
+#include "moe/cpu/kern_w4a32.h"
 
 /* mxfp4_triton (transposed): 8 output columns per vector; tails through a small buffer. */
 AI void mx_tile(const struct ftk_mat *m, long c, int ncol, const float *const *x, float *const *y,

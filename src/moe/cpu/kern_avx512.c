@@ -119,55 +119,15 @@ AI void decode64(const struct ftk_mat *m, long r, long k, __m512 w[4], const int
 	w[3] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(q, 3))), _mm512_set1_ps(s[3]));
 }
 
-AI void w4_row(const struct ftk_mat *m, long r, const float *const *x, float *const *y, long i,
-	       const int NB, const int F)
-{
-	__m512 acc[FTK_TILE][4];
-	FTK_UNROLL
-	for (int b = 0; b < NB; b++)
-		FTK_UNROLL
-		for (int j = 0; j < 4; j++)
-			acc[b][j] = _mm512_setzero_ps();
-	for (long k = 0; k < m->K; k += 64) {
-		__m512 w[4];
-		decode64(m, r, k, w, F);
-		FTK_UNROLL
-		for (int b = 0; b < NB; b++)
-			FTK_UNROLL
-			for (int j = 0; j < 4; j++)
-				acc[b][j] = _mm512_fmadd_ps(w[j], _mm512_loadu_ps(x[b] + k + 16 * j), acc[b][j]);
-	}
-	float post = 1.0f;
-	if (F == F_NV)
-		post = 0.5f * _cvtsh_ss(ftk_ld16(m->g + 2 * r));
-	else if (F == F_DS)
-		post = 0.5f;
-	FTK_UNROLL
-	for (int b = 0; b < NB; b++)
-		y[b][i] = post * _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[b][0], acc[b][1]),
-								    _mm512_add_ps(acc[b][2], acc[b][3])));
-}
-
-AI void w4_rows(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
-		float *const *ys, const int F)
-{
-	const float *const *x = (const float *const *)xs;
-	for (long r = r0; r < r1; r++)
-		FTK_FOR_TILES(nb, b0, w4_row(m, r, x + b0, ys + b0, r - r0, FTK_NB, F));
-}
-
-static void rows_nvfp4(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs, float *const *ys)
-{
-	w4_rows(m, r0, r1, nb, xs, ys, F_NV);
-}
-static void rows_dsfp4(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs, float *const *ys)
-{
-	w4_rows(m, r0, r1, nb, xs, ys, F_DS);
-}
-static void rows_q4_0(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs, float *const *ys)
-{
-	w4_rows(m, r0, r1, nb, xs, ys, F_Q4);
-}
+#define W4_VEC __m512
+#define W4_STEP 64
+#define W4_ZERO() _mm512_setzero_ps()
+#define W4_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define W4_LOAD(p) _mm512_loadu_ps(p)
+#define W4_ADD(a, b) _mm512_add_ps(a, b)
+#define W4_SUM(v) _mm512_reduce_add_ps(v)
+#define w4_decode decode64
+#include "moe/cpu/kern_w4a32.h"
 
 /* ---- mxfp4_triton, transposed: blocks [K/2, N], scales [K/32, N]. 16 columns per vector. */
 AI void mx_tile(const struct ftk_mat *m, long c, __mmask16 mask, const float *const *x,
