@@ -198,7 +198,7 @@ run: deps
 	@BUILD=$(BUILD) scripts/make-run.sh
 
 # The benchmarks of bench/RESULTS.md that run on this host as they are; the A/B and device
-# scripts (cpu_moe_*ab*.sh, final_h200.sh, multigpu.sh, slotcache_proxy.sh) take arguments.
+# scripts (cpu_moe_*ab*.sh, cpu_moe_final.sh, final_h200.sh, multigpu.sh, slotcache_proxy.sh) take arguments.
 BENCH_SCRIPTS := bench/bw.sh bench/cpu_moe.sh bench/slotcache.sh bench/load_weights.sh bench/daemon_wrk.sh
 bench: all
 	@for s in $(BENCH_SCRIPTS); do echo "== $$s"; BUILD=$(BUILD) $$s || exit 1; done
