@@ -216,11 +216,7 @@ int ftcmb_synth_experts(const struct ftcmb *b) { return b->es; }
 size_t ftcmb_expert_bytes(const struct ftcmb *b) { return b->eb; }
 size_t ftcmb_working_set_bytes(const struct ftcmb *b) { return b->eb * (size_t)b->es; }
 int ftcmb_threads(const struct ftcmb *b) { return ftpool_size(b->pool); }
-struct ftcmoe *ftcmb_moe(struct ftcmb *b)
-{
-	return b ? b->x : NULL;
-}
-
+struct ftcmoe *ftcmb_moe(struct ftcmb *b) { return b->x; }
 struct ftpool *ftcmb_pool(struct ftcmb *b) { return b->pool; }
 
 int ftcmb_isa_list(const char *spec, enum ftfmt_id f, unsigned cpu_isa, enum ftcmoe_isa *out,

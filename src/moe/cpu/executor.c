@@ -98,7 +98,8 @@ struct ftcmoe {
 	struct wtrace *tr;            /* [threads] */
 	uint64_t tr_steps, tr_step_ns, tr_last_ns; /* tr_last_ns: sum of (last worker done - post) */
 	_Alignas(64) atomic_int next; /* next unclaimed item */
-	_Alignas(64) atomic_int done1[MAX_SLOTS]; /* pass-1 items finished per group; n1 + 1: h ready */
+	/* pass-1 items finished per group; row-major: n1 + 1 once h is prepared, K split: n1t */
+	_Alignas(64) atomic_int done1[MAX_SLOTS];
 };
 
 static void free_aligned(void *p)
@@ -738,16 +739,6 @@ static void pass_t(struct ftcmoe *x, int tid, int n, int *buf, int down)
 	}
 }
 
-/* Row-major formats, dynamic schedule (default): the step is a list of work items, the
- * pass-1 items of every slot group (ch1 gate+up row pairs each) and then the pass-2 items
- * (ch2 down rows each), claimed in order from one atomic counter; a worker that is done with
- * an item takes the next free one, so a worker the memory system serves slower does fewer
- * and none idles at a pass boundary. Pass 2 of a group waits only for that group's pass 1: the
- * worker finishing its last pass-1 item prepares the group's h and marks it ready (done1 =
- * n1 + 1); by then the other workers are still streaming pass 1 of later groups. Pass-2 items
- * add into per-worker partial outputs, summed after the step's one barrier. While an item is
- * walked, the next one is claimed and its first bytes requested (not in the last 2n items, so
- * the tail is not held by claimed but unstarted work). */
 /* FREETOKEN_CPU_MOE_TRACE=1: per-worker sums (struct wtrace) */
 static void trace_start(struct ftcmoe *x, int tid)
 {
@@ -773,6 +764,16 @@ static void trace_end(struct ftcmoe *x, int tid, uint64_t t_last, uint64_t t_bar
 	}
 }
 
+/* Row-major formats, dynamic schedule (default): the step is a list of work items, the
+ * pass-1 items of every slot group (ch1 gate+up row pairs each) and then the pass-2 items
+ * (ch2 down rows each), claimed in order from one atomic counter; a worker that is done with
+ * an item takes the next free one, so a worker the memory system serves slower does fewer
+ * and none idles at a pass boundary. Pass 2 of a group waits only for that group's pass 1: the
+ * worker finishing its last pass-1 item prepares the group's h and marks it ready (done1 =
+ * n1 + 1); by then the other workers are still streaming pass 1 of later groups. Pass-2 items
+ * add into per-worker partial outputs, summed after the step's one barrier. While an item is
+ * walked, the next one is claimed and its first bytes requested (not in the last 2n items, so
+ * the tail is not held by claimed but unstarted work). */
 static int dyn_claim(struct ftcmoe *x)
 {
 	return atomic_fetch_add_explicit(&x->next, 1, memory_order_relaxed);
@@ -875,17 +876,6 @@ static void dyn_run(struct ftcmoe *x, int tid, int n, float *tmp)
 	trace_end(x, tid, t1, t2);
 }
 
-/* mxfp4_triton, dynamic K split (default while a call's routes fit one round of partials):
- * the items are runs of ch1t / ch2t bank rows of each group's gate_up and down matrices,
- * claimed in order like dyn_run. A worker adds every pass-1 item into its own partial of each
- * slot (zeroed when it first touches the slot in a call) and counts it done. A pass-2 item
- * waits for its group's pass 1 and computes the slice of h its bank rows read (dyn_t_slice);
- * h is scaled by the route weight, so pass 2 adds all routes of a token into one vector, the
- * worker's partial of that token. (One worker reducing a whole group when its pass 1 ended,
- * the first form, held every pass-2 item of the group behind it: 7.2 points of the read
- * ceiling lower on the H200 host, bench/RESULTS.md.) After the step's one barrier each worker
- * sums its output rows over the workers, adds the route-weighted down biases, and clears its
- * touched flags for the next call. */
 /* Pass-2 item over down bank rows [kk0, kk1) of group g: its inputs are h elements [2 kk0,
  * 2 kk1), which it computes itself from the pass-1 partials of the workers that touched each
  * slot (bias, activation, route weight), writes into h and prepares into this worker's slice
@@ -924,6 +914,17 @@ static void dyn_t_slice(struct ftcmoe *x, int tid, int g, int n, long kk0, long 
 	m->K = len;
 }
 
+/* mxfp4_triton, dynamic K split (default while a call's routes fit one round of partials):
+ * the items are runs of ch1t / ch2t bank rows of each group's gate_up and down matrices,
+ * claimed in order like dyn_run. A worker adds every pass-1 item into its own partial of each
+ * slot (zeroed when it first touches the slot in a call) and counts it done. A pass-2 item
+ * waits for its group's pass 1 and computes the slice of h its bank rows read (dyn_t_slice);
+ * h is scaled by the route weight, so pass 2 adds all routes of a token into one vector, the
+ * worker's partial of that token. (One worker reducing a whole group when its pass 1 ended,
+ * the first form, held every pass-2 item of the group behind it: 7.2 points of the read
+ * ceiling lower on the H200 host, bench/RESULTS.md.) After the step's one barrier each worker
+ * sums its output rows over the workers, adds the route-weighted down biases, and clears its
+ * touched flags for the next call. */
 static void dyn_t_run(struct ftcmoe *x, int tid, int n)
 {
 	long H = x->cfg.hidden, I = x->cfg.inter;
@@ -986,8 +987,8 @@ static void dyn_t_run(struct ftcmoe *x, int tid, int n)
 	uint64_t t1 = x->trace ? ft_now_ns() : 0;
 	ftpool_barrier(x->cfg.pool);
 	uint64_t t2 = x->trace ? ft_now_ns() : 0;
-	/* cleared after the barrier, not at the start: a reducer may read the flags of a worker
-	 * that has not started this call yet */
+	/* cleared after the barrier, not at the start: a pass-2 item (dyn_t_slice) may read the
+	 * flags of a worker that has not started this call yet */
 	memset(touch, 0, (size_t)live);
 	long o0 = H * tid / n, o1 = H * (tid + 1) / n;
 	for (int b = 0; b < x->B; b++) {
