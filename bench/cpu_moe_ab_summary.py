@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Summarise bench/cpu_moe_sched_ab.sh runs: per format, each variant's median GB/s, read GB/s and
 % of its own read ceiling, and the median of its paired difference (points of %) against the
-format's first-listed variant in the same round. usage: cpu_moe_ab_summary.py runs.jsonl"""
+format's first-listed variant in the same round; then, where the runs were traced
+(FREETOKEN_CPU_MOE_TRACE=1), each variant's median step parts in us. usage:
+cpu_moe_ab_summary.py runs.jsonl"""
 import json
 import statistics as st
 import sys
@@ -38,6 +40,19 @@ def main():
             st.median(v[3] for v in ok),
             "%+.1f" % st.median(diffs) if diffs and lab != base[fmt] else "-",
             "%d/%d" % (wins, len(diffs)) if lab != base[fmt] else "-", ok[0][4]))
+    keys = ["step_us", "start_us", "items_us", "wait_us", "idle_us", "after_us", "items_per_worker"]
+    traced = {}
+    for r in runs:
+        res = (r.get("run") or {}).get("results") or []
+        if r["rc"] == 0 and res and "trace" in res[0]:
+            traced.setdefault(r["label"], []).append(res[0]["trace"])
+    if traced:
+        print("\ntrace medians (us per worker and step)")
+        print("%-18s" % "variant" + "".join("%9s" % k.replace("_us", "").replace("items_per_worker", "items/w")
+                                          for k in keys))
+        for lab in order:
+            if lab in traced:
+                print("%-18s" % lab + "".join("%9.1f" % st.median(t[k] for t in traced[lab]) for k in keys))
 
 
 if __name__ == "__main__":

@@ -122,7 +122,7 @@ AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, int full, __m512
 						0x03808080, 0x03808080, 0x03808080, 0x03808080);
 	if (F == F_Q4) {
 		const uint8_t *blk = row + (k / 32) * 18;
-		if (ftk_pf_dist) {
+		if (ftk_pf_dist && !ftk_pf_step) {
 			_mm_prefetch((const char *)blk + ftk_pf_dist, _MM_HINT_T0);
 			_mm_prefetch((const char *)blk + ftk_pf_dist + 64, _MM_HINT_T0);
 		}
@@ -142,7 +142,7 @@ AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, int full, __m512
 					    _mm512_castps128_ps512(d4));
 	} else {
 		const uint8_t *p = row + k / 2;
-		if (ftk_pf_dist)
+		if (ftk_pf_dist && !ftk_pf_step)
 			_mm_prefetch((const char *)p + ftk_pf_dist, _MM_HINT_T0);
 		__m512i v = full ? _mm512_loadu_si512(p)
 				 : _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)p));
@@ -188,6 +188,8 @@ AI void vnni_row(const struct ftk_mat *m, const long *rr, const uint8_t *const *
 			acc[j][b] = _mm512_setzero_ps();
 	long K = m->K;
 	const uint8_t *row[2], *sc[2] = {NULL, NULL};
+	const char *pf[2] = {NULL, NULL};
+	int sparse = ftk_pf_dist && ftk_pf_step;
 	FTK_UNROLL
 	for (int j = 0; j < R; j++) {
 		if (F == F_Q4) {
@@ -196,14 +198,20 @@ AI void vnni_row(const struct ftk_mat *m, const long *rr, const uint8_t *const *
 			row[j] = m->w + rr[j] * (K / 2);
 			sc[j] = m->s + rr[j] * (K / (F == F_NV ? 16 : 32));
 		}
+		if (sparse)
+			pf[j] = ftk_pf_first(row[j]);
 	}
 	for (long k = 0, gi = 0; k < K; k += 128, gi += GROUP) {
 		int full = K - k >= 128;
+		long ke = full ? k + 128 : K; /* elements read through this step */
 		__m512i wa[2], wb[2];
 		__m512 sw[2];
 		FTK_UNROLL
-		for (int j = 0; j < R; j++)
+		for (int j = 0; j < R; j++) {
 			vnni_dec(row[j], sc[j], k, full, &wa[j], &wb[j], &sw[j], F);
+			if (sparse)
+				ftk_pf_upto(&pf[j], row[j] + (F == F_Q4 ? ke / 32 * 18 : ke / 2));
+		}
 		FTK_UNROLL
 		for (int b = 0; b < NB; b++) {
 			const uint8_t *g = x[b] + gi;
