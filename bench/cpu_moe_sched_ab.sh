@@ -7,7 +7,8 @@
 # each variant's median % of its own read ceiling and its median paired difference against the
 # format's baseline in the same round. bench/RESULTS.md, "CPU MoE".
 # usage: FTBENCH=path/ftbench [DEADLINE_S=240] [VARIANTS=file] bench/cpu_moe_sched_ab.sh OUTDIR
-# A variant line: label format env-assignments-or-- [extra cpu-moe args]
+# A variant line: label format env-assignments-or-- [extra cpu-moe args]; BIN=path among the
+# assignments runs that ftbench instead (an older build, side by side)
 set -u
 out=${1:?usage: bench/cpu_moe_sched_ab.sh OUTDIR}
 mkdir -p "$out"
@@ -53,7 +54,12 @@ while [ $(( $(date +%s) - t0 )) -lt "${DEADLINE_S:-240}" ]; do
 		label=$1 fmt=$2 envs=$3
 		shift 3
 		[ "$envs" = - ] && envs=""
-		j=$(env $(echo "$envs" | tr ',' ' ') timeout 60 "$FTBENCH" cpu-moe --format "$fmt" --json "$@" 2>"$out/err.txt" | tr -d "\n")
+		bin=$FTBENCH
+		case ",$envs," in *,BIN=*) # another build side by side: BIN=path among the assignments
+			bin=$(echo "$envs" | tr ',' '\n' | sed -n 's/^BIN=//p')
+			envs=$(echo "$envs" | tr ',' '\n' | grep -v '^BIN=' | paste -sd, -) ;;
+		esac
+		j=$(env $(echo "$envs" | tr ',' ' ') timeout 60 "$bin" cpu-moe --format "$fmt" --json "$@" 2>"$out/err.txt" | tr -d "\n")
 		rc=$?
 		printf '{"round": %d, "label": "%s", "format": "%s", "env": "%s", "rc": %d, "run": %s}\n' \
 			"$round" "$label" "$fmt" "$envs" "$rc" "${j:-null}" >> "$out/runs.jsonl"

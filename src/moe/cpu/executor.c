@@ -37,11 +37,6 @@ struct wtrace {
 	uint64_t end; /* this step: when the worker was done */
 };
 
-/* A worker's "my items are done" flag: the number of the call (ftcmoe.seq) */
-struct wfin {
-	_Alignas(64) atomic_uint v;
-};
-
 struct mats {
 	const uint8_t *b[FT_MAX_BANKS];
 };
@@ -88,10 +83,8 @@ struct ftcmoe {
 	int dyn;                      /* this call */
 	long ch1, ch2;                /* rows per work item: pass 1 (gate+up pairs), pass 2 (down) */
 	int n1, n2, nitems;           /* items per group in pass 1 / pass 2; items of this call */
-	long ch2f;                    /* pass 2 of the last groups: finer items (the step's tail) */
+	long ch2f;                    /* pass 2 of the last group: finer items (the step's tail) */
 	int n2f;
-	int tail_grp;                 /* groups with the finer pass-2 items (read at create) */
-	int gtail;                    /* this call: min(tail_grp, ngrp) */
 	int static_pct;               /* share of the items handed out round-robin (A/B; default 0) */
 	int nstatic;                  /* this call: items [0, nstatic) round-robin, the rest claimed */
 	int dyn_t;                    /* this call: dynamic K split (mxfp4_triton, one round) */
@@ -104,11 +97,6 @@ struct ftcmoe {
 	uint64_t t_post;              /* this call: when the driver started the run */
 	struct wtrace *tr;            /* [threads] */
 	uint64_t tr_steps, tr_step_ns, tr_last_ns; /* tr_last_ns: sum of (last worker done - post) */
-	/* dynamic schedules: the reduction of the per-worker outputs without a barrier (REDUCE) */
-	int overlap;                  /* read at create */
-	unsigned seq;                 /* calls so far: the value a worker's fin takes this call */
-	struct wfin *fin;             /* [threads] */
-	uint8_t *seen;                /* [threads][threads]: partials a worker has added this call */
 	_Alignas(64) atomic_int next; /* next unclaimed item */
 	/* pass-1 items finished per group; row-major: n1 + 1 once h is prepared, K split: n1t */
 	_Alignas(64) atomic_int done1[MAX_SLOTS];
@@ -177,10 +165,6 @@ struct env {
 	int tail_div;   /* TAIL_DIV */
 	int static_pct; /* STATIC_PCT */
 	int trace;      /* TRACE */
-	int pf_step;    /* PF_STEP bytes (0: every line) */
-	int overlap;    /* REDUCE=barrier|overlap */
-	int tail_grp;   /* TAIL_GROUPS */
-	int pf_hint;    /* PF_HINT: 0 t0 .. 3 nta */
 };
 
 /* A word-valued variable: *out = the index of its value in words ("a|b|c"), unchanged when
@@ -224,9 +208,8 @@ static int env_long(const char *var, long lo, long hi, long *out, char *why, siz
 
 static int env_read(struct env *e, char *why, size_t whylen)
 {
-	int sched = -1, split = 1, lean = 1, streams = 0, mxpf = 0, spin = 0, trace = 0, hint = 0, ovl = 0;
+	int sched = -1, split = 1, lean = 1, streams = 0, mxpf = 0, spin = 0, trace = 0;
 	long pf = FTK_PF_DIST, mxd = FTK_MX_PF_DIST, kb = 0, kb2 = DYN_ITEM2_T_KB, tail = DYN_TAIL_DIV, pct = 0;
-	long step = 0, tgrp = 1;
 	int r = 0;
 	/* SPIN is the pool's (pool.c), checked here so that a bad value is named */
 	if ((r = env_word("FREETOKEN_CPU_MOE_SCHED", "static|dynamic", &sched, why, whylen)) ||
@@ -241,21 +224,11 @@ static int env_read(struct env *e, char *why, size_t whylen)
 	    (r = env_long("FREETOKEN_CPU_MOE_ITEM_KB", 16, 65536, &kb, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_ITEM2_KB", 16, 65536, &kb2, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_TAIL_DIV", 1, 64, &tail, why, whylen)) ||
-	    (r = env_long("FREETOKEN_CPU_MOE_STATIC_PCT", 0, 100, &pct, why, whylen)) ||
-	    (r = env_word("FREETOKEN_CPU_MOE_PF_HINT", "t0|t1|t2|nta", &hint, why, whylen)) ||
-	    (r = env_word("FREETOKEN_CPU_MOE_REDUCE", "barrier|overlap", &ovl, why, whylen)) ||
-	    (r = env_long("FREETOKEN_CPU_MOE_PF_STEP", 0, 4096, &step, why, whylen)) ||
-	    (r = env_long("FREETOKEN_CPU_MOE_TAIL_GROUPS", 1, MAX_SLOTS, &tgrp, why, whylen)))
+	    (r = env_long("FREETOKEN_CPU_MOE_STATIC_PCT", 0, 100, &pct, why, whylen)))
 		return r;
-	if (step & (step - 1) || (step && step < 64)) {
-		if (why)
-			snprintf(why, whylen, "FREETOKEN_CPU_MOE_PF_STEP='%ld': expected 0 or a power of two from 64 to 4096", step);
-		return -EINVAL;
-	}
 	*e = (struct env){.sched = sched, .split_rows = split == 0, .lean = lean, .streams = streams,
 			  .mxpf = mxpf, .pf_dist = (int)pf, .mx_pf_dist = (int)(mxd / 64 * 64), .item_kb = kb, .item2_kb = kb2,
-			  .tail_div = (int)tail, .static_pct = (int)pct, .trace = trace,
-			  .pf_step = (int)step, .pf_hint = hint, .overlap = ovl, .tail_grp = (int)tgrp};
+			  .tail_div = (int)tail, .static_pct = (int)pct, .trace = trace};
 	return 0;
 }
 
@@ -279,8 +252,6 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 	ftk_mx_seq_prefetch = env.mxpf;
 	ftk_streams = env.streams;
 	ftk_pf_dist = env.pf_dist;
-	ftk_pf_step = env.pf_step;
-	ftk_pf_hint = env.pf_hint;
 	ftk_mx_pf_dist = env.mx_pf_dist;
 	struct ftcmoe *x = alloc_aligned(sizeof *x); /* 64-byte aligned members */
 	if (!x)
@@ -356,12 +327,8 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 		x->n2f = (int)((cfg->hidden + x->ch2f - 1) / x->ch2f);
 	}
 	x->trace = env.trace;
-	x->overlap = env.overlap;
-	x->tail_grp = env.tail_grp;
 	x->tr = alloc_aligned((size_t)x->nthreads * sizeof *x->tr);
-	x->fin = alloc_aligned((size_t)x->nthreads * sizeof *x->fin);
-	x->seen = alloc_aligned((size_t)x->nthreads * (size_t)x->nthreads);
-	if (!x->tr || !x->fin || !x->seen)
+	if (!x->tr)
 		goto fail;
 	x->xpriv = alloc_aligned((size_t)x->nthreads * x->xq_stride);
 	x->hpriv = alloc_aligned((size_t)x->nthreads * (size_t)cfg->max_topk * x->hq_stride);
@@ -412,8 +379,6 @@ void ftcmoe_free(struct ftcmoe *x)
 	free_aligned(x->part);
 	free_aligned(x->touch);
 	free_aligned(x->tr);
-	free_aligned(x->fin);
-	free_aligned(x->seen);
 	free_aligned(x->hslice);
 	free_aligned(x->pout);
 	free_aligned(x->xpriv);
@@ -774,56 +739,6 @@ static void pass_t(struct ftcmoe *x, int tid, int n, int *buf, int down)
 	}
 }
 
-/* Worker t's partial output of token b in a dynamic step (dyn_run: pout; K split: buffer 1). */
-static const float *dyn_part(const struct ftcmoe *x, int t, int b)
-{
-	if (x->dyn_t)
-		return part_of(x, t, 1, b);
-	return x->pout + ((size_t)t * (size_t)x->cfg.max_batch + (size_t)b) * (size_t)x->cfg.hidden;
-}
-
-/* After a dynamic step's items, without a barrier (FREETOKEN_CPU_MOE_REDUCE=overlap): the
- * worker marks its partial output final (fin = this call's number) and sums its output rows
- * over the workers' partials in the order the workers finish, so that adding the early
- * finishers' partials overlaps the last items instead of following them. Returns once every
- * worker's items are done (from then on no item reads what a worker wrote or flagged), with
- * the time that was spent adding taken off the clock: the time a barrier would have released
- * it (trace). */
-static uint64_t reduce_overlap(struct ftcmoe *x, int tid, int n)
-{
-	long H = x->cfg.hidden, o0 = H * tid / n, o1 = H * (tid + 1) / n;
-	unsigned seq = x->seq;
-	uint8_t *seen = x->seen + (size_t)tid * (size_t)n;
-	uint64_t tadd = 0;
-	atomic_store_explicit(&x->fin[tid].v, seq, memory_order_release);
-	memset(seen, 0, (size_t)n);
-	seen[tid] = 1;
-	for (int b = 0; b < x->B; b++)
-		memcpy(x->out + (size_t)b * H + o0, dyn_part(x, tid, b) + o0, (size_t)(o1 - o0) * sizeof(float));
-	for (int left = n - 1, k = 0; left > 0;) {
-		int got = 0;
-		for (int t = 0; t < n; t++) {
-			if (seen[t] || atomic_load_explicit(&x->fin[t].v, memory_order_acquire) != seq)
-				continue;
-			uint64_t t0 = x->trace ? ft_now_ns() : 0;
-			for (int b = 0; b < x->B; b++) {
-				float *o = x->out + (size_t)b * H;
-				const float *p = dyn_part(x, t, b);
-				for (long r = o0; r < o1; r++)
-					o[r] += p[r];
-			}
-			if (x->trace)
-				tadd += ft_now_ns() - t0;
-			seen[t] = 1;
-			left--;
-			got = 1;
-		}
-		if (!got)
-			ftpool_relax(x->cfg.pool, &k);
-	}
-	return x->trace ? ft_now_ns() - tadd : 0;
-}
-
 /* FREETOKEN_CPU_MOE_TRACE=1: per-worker sums (struct wtrace) */
 static void trace_start(struct ftcmoe *x, int tid)
 {
@@ -868,14 +783,14 @@ static int dyn_claim(struct ftcmoe *x)
 static int dyn_down_item(const struct ftcmoe *x, int i, long *r0, long *r1)
 {
 	long H = x->cfg.hidden, ch = x->ch2;
-	int g, last = (x->ngrp - x->gtail) * x->n2;
+	int g, last = (x->ngrp - 1) * x->n2;
 	if (i < last) {
 		g = i / x->n2;
 		*r0 = (long)(i % x->n2) * ch;
 	} else {
-		g = x->ngrp - x->gtail + (i - last) / x->n2f;
+		g = x->ngrp - 1;
 		ch = x->ch2f;
-		*r0 = (long)((i - last) % x->n2f) * ch;
+		*r0 = (long)(i - last) * ch;
 	}
 	*r1 = *r0 + ch < H ? *r0 + ch : H;
 	return g;
@@ -955,10 +870,6 @@ static void dyn_run(struct ftcmoe *x, int tid, int n, float *tmp)
 		cur = nxt >= 0 ? nxt : dyn_claim(x);
 	}
 	uint64_t t1 = x->trace ? ft_now_ns() : 0;
-	if (x->overlap) {
-		trace_end(x, tid, t1, reduce_overlap(x, tid, n));
-		return;
-	}
 	ftpool_barrier(x->cfg.pool);
 	uint64_t t2 = x->trace ? ft_now_ns() : 0;
 	reduce_out(x, tid, n);
@@ -1073,27 +984,23 @@ static void dyn_t_run(struct ftcmoe *x, int tid, int n)
 		trace_item(x, tid, t0);
 		cur = nxt >= 0 ? nxt : dyn_claim(x);
 	}
-	uint64_t t1 = x->trace ? ft_now_ns() : 0, t2;
+	uint64_t t1 = x->trace ? ft_now_ns() : 0;
+	ftpool_barrier(x->cfg.pool);
+	uint64_t t2 = x->trace ? ft_now_ns() : 0;
+	/* cleared after the barrier, not at the start: a pass-2 item (dyn_t_slice) may read the
+	 * flags of a worker that has not started this call yet */
+	memset(touch, 0, (size_t)live);
 	long o0 = H * tid / n, o1 = H * (tid + 1) / n;
-	if (x->overlap) {
-		t2 = reduce_overlap(x, tid, n);
-	} else {
-		ftpool_barrier(x->cfg.pool);
-		t2 = x->trace ? ft_now_ns() : 0;
-		for (int b = 0; b < x->B; b++) {
-			float *o = x->out + (size_t)b * H;
+	for (int b = 0; b < x->B; b++) {
+		float *o = x->out + (size_t)b * H;
+		for (long r = o0; r < o1; r++)
+			o[r] = 0;
+		for (int t = 0; t < n; t++) {
+			const float *p = part_of(x, t, 1, b);
 			for (long r = o0; r < o1; r++)
-				o[r] = 0;
-			for (int t = 0; t < n; t++) {
-				const float *p = part_of(x, t, 1, b);
-				for (long r = o0; r < o1; r++)
-					o[r] += p[r];
-			}
+				o[r] += p[r];
 		}
 	}
-	/* cleared once every worker's items are done, not at the start: a pass-2 item
-	 * (dyn_t_slice) may read the flags of a worker that has not started this call yet */
-	memset(touch, 0, (size_t)live);
 	for (int u = 0; u < x->nuniq; u++) {
 		struct ftk_mat m;
 		const uint16_t *bias;
@@ -1251,14 +1158,12 @@ int ftcmoe_forward(struct ftcmoe *x, int layer, int B, int topk, const float *xi
 	int live = x->uniq_start[x->nuniq];
 	x->dyn_t = x->dyn_ok && x->ops->rows_t && x->part && live <= x->part_cap && B <= x->part_cap;
 	if (x->dyn || x->dyn_t) {
-		x->gtail = x->tail_grp < x->ngrp ? x->tail_grp : x->ngrp;
-		x->nitems = x->dyn ? x->ngrp * (x->n1 + x->n2) + x->gtail * (x->n2f - x->n2) : x->ngrp * (x->n1t + x->n2t);
+		x->nitems = x->dyn ? x->ngrp * (x->n1 + x->n2) - x->n2 + x->n2f : x->ngrp * (x->n1t + x->n2t);
 		x->nstatic = x->dyn ? (int)((long)x->nitems * x->static_pct / 100) / x->nthreads * x->nthreads : 0;
 		atomic_store_explicit(&x->next, x->nstatic, memory_order_relaxed);
 		for (int g = 0; g < x->ngrp; g++)
 			atomic_store_explicit(&x->done1[g], 0, memory_order_relaxed);
 	}
-	x->seq++;
 	int traced = x->trace && (x->dyn || x->dyn_t);
 	if (traced)
 		x->t_post = ft_now_ns();

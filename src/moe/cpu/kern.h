@@ -92,35 +92,6 @@ extern int ftk_streams;
 #define FTK_PF_DIST 4096
 extern int ftk_pf_dist;
 
-/* Sparse software prefetch of the row-major kernels (bf16dp, W4A8 VNNI; A/B runs): 0 (default)
- * prefetches every line of the weight stream from within each step; > 0 one prefetch per
- * ftk_pf_step bytes of the stream (the L2 prefetchers fetch the lines between), with hint
- * ftk_pf_hint (0 T0, 1 T1, 2 T2, 3 NTA). FREETOKEN_CPU_MOE_PF_STEP=64..4096 (a power of two)
- * and FREETOKEN_CPU_MOE_PF_HINT=t0|t1|t2|nta at executor create (process-wide). */
-extern int ftk_pf_step;
-extern int ftk_pf_hint;
-
-/* A row stream's prefetch cursor: the first step-aligned address at or past row + ftk_pf_dist
- * (consecutive rows continue each other's cursors, so every step is prefetched once). */
-static inline const char *ftk_pf_first(const void *row)
-{
-	uintptr_t a = (uintptr_t)row + (uintptr_t)ftk_pf_dist, st = (uintptr_t)ftk_pf_step;
-	return (const char *)((a + st - 1) & ~(st - 1));
-}
-
-/* Prefetch the stream up to ftk_pf_dist bytes past end (the end of what was just read). */
-static inline void ftk_pf_upto(const char **pf, const void *end)
-{
-	const char *lim = (const char *)end + ftk_pf_dist;
-	for (; *pf < lim; *pf += ftk_pf_step)
-		switch (ftk_pf_hint) {
-		case 0: __builtin_prefetch(*pf, 0, 3); break;
-		case 1: __builtin_prefetch(*pf, 0, 2); break;
-		case 2: __builtin_prefetch(*pf, 0, 1); break;
-		default: __builtin_prefetch(*pf, 0, 0); break;
-		}
-}
-
 /* float value of every e4m3 / e8m0 byte (kern_tables.c) */
 extern const float ftk_e4m3_lut[256];
 extern const float ftk_e8m0_lut[256];

@@ -31,19 +31,11 @@ AI void row_dp(const uint16_t *const *rows, long K, const uint16_t *const *x, fl
 		FTK_UNROLL
 		for (int b = 0; b < NB; b++)
 			acc[j][b][0] = acc[j][b][1] = _mm512_setzero_ps();
-	const char *pf[2] = {NULL, NULL};
-	int sparse = ftk_pf_dist && ftk_pf_step;
-	FTK_UNROLL
-	for (int j = 0; j < R; j++)
-		if (sparse)
-			pf[j] = ftk_pf_first(rows[j]);
 	for (long k = 0; k < K; k += 64) {
 		__m512bh w[2][2];
 		FTK_UNROLL
 		for (int j = 0; j < R; j++) {
-			if (sparse) {
-				ftk_pf_upto(&pf[j], rows[j] + k + 64);
-			} else if (ftk_pf_dist) {
+			if (ftk_pf_dist) {
 				_mm_prefetch((const char *)(rows[j] + k) + ftk_pf_dist, _MM_HINT_T0);
 				_mm_prefetch((const char *)(rows[j] + k) + ftk_pf_dist + 64, _MM_HINT_T0);
 			}

@@ -106,8 +106,8 @@ static void prep_q4(const float *x, long K, void *dst) { prep(x, K, dst, F_Q4); 
 
 /* Decode group k (128 elements) of one row: wa, wb the biased unsigned codes of the low / high
  * nibbles, sw the weight scale of each 32-bit lane. */
-AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, int full, __m512i *wa, __m512i *wb,
-		 __m512 *sw, const int F)
+AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, const int full, long pd, __m512i *wa,
+		 __m512i *wb, __m512 *sw, const int F)
 {
 	const __m512i lut = _mm512_broadcast_i32x4(_mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
 	const __m512i m15 = _mm512_set1_epi8(15);
@@ -121,29 +121,33 @@ AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, int full, __m512
 						0x02808080, 0x02808080, 0x02808080, 0x02808080,
 						0x03808080, 0x03808080, 0x03808080, 0x03808080);
 	if (F == F_Q4) {
+		/* the group's 64 nibble bytes gathered by words from its 72 bytes (all at even
+		 * offsets: 18b + 2 ..), and its 4 fp16 d (offsets 18b) each into 4 lanes */
+		static const _Alignas(64) uint16_t gw[32] = {1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15, 16, 17,
+							     19, 20, 21, 22, 23, 24, 25, 26, 28, 29, 30, 31, 60, 61, 62, 63};
+		static const _Alignas(64) uint16_t sw4[32] = {0, 0, 0, 0, 9, 9, 9, 9, 18, 18, 18, 18, 27, 27, 27, 27};
+		const __m512i gidx = _mm512_load_si512(gw), sidx = _mm512_load_si512(sw4);
 		const uint8_t *blk = row + (k / 32) * 18;
-		if (ftk_pf_dist && !ftk_pf_step) {
-			_mm_prefetch((const char *)blk + ftk_pf_dist, _MM_HINT_T0);
-			_mm_prefetch((const char *)blk + ftk_pf_dist + 64, _MM_HINT_T0);
+		if (pd) {
+			_mm_prefetch((const char *)blk + pd, _MM_HINT_T0);
+			_mm_prefetch((const char *)blk + pd + 64, _MM_HINT_T0);
 		}
-		__m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(blk + 2)));
-		v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(blk + 20)), 1);
-		/* the four fp16 d in registers (no store-to-load of partial words) */
-		uint64_t h64 = (uint64_t)ftk_ld16(blk) | (uint64_t)ftk_ld16(blk + 18) << 16;
-		if (full) {
-			v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(blk + 38)), 2);
-			v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(blk + 56)), 3);
-			h64 |= (uint64_t)ftk_ld16(blk + 36) << 32 | (uint64_t)ftk_ld16(blk + 54) << 48;
+		__m512i a, b;
+		if (full) { /* a: bytes 0..63, b: bytes 8..71 (words 32..35 are b's 28..31) */
+			a = _mm512_loadu_si512(blk);
+			b = _mm512_loadu_si512(blk + 8);
+		} else { /* two blocks, 36 bytes: nothing read past them */
+			a = _mm512_maskz_loadu_epi8(0xFFFFFFFFFull, blk);
+			b = _mm512_setzero_si512();
 		}
+		__m512i v = _mm512_permutex2var_epi16(a, gidx, b);
 		*wa = _mm512_and_si512(v, m15);
 		*wb = _mm512_and_si512(_mm512_srli_epi16(v, 4), m15);
-		__m128 d4 = _mm_cvtph_ps(_mm_cvtsi64_si128((long long)h64));
-		*sw = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
-					    _mm512_castps128_ps512(d4));
+		*sw = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(sidx, a)));
 	} else {
 		const uint8_t *p = row + k / 2;
-		if (ftk_pf_dist && !ftk_pf_step)
-			_mm_prefetch((const char *)p + ftk_pf_dist, _MM_HINT_T0);
+		if (pd)
+			_mm_prefetch((const char *)p + pd, _MM_HINT_T0);
 		__m512i v = full ? _mm512_loadu_si512(p)
 				 : _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)p));
 		if (!full)
@@ -152,8 +156,8 @@ AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, int full, __m512
 		*wb = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(v, 4), m15));
 		if (F == F_NV) {
 			const uint8_t *s = sc + k / 16;
-			if (ftk_pf_dist)
-				_mm_prefetch((const char *)s + ftk_pf_dist / 8, _MM_HINT_T0);
+			if (pd)
+				_mm_prefetch((const char *)s + pd / 8, _MM_HINT_T0);
 			uint64_t s8 = 0;
 			if (full) /* constant sizes: one load, no byte loop */
 				memcpy(&s8, s, 8);
@@ -175,6 +179,29 @@ AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, int full, __m512
 	}
 }
 
+/* One group (128 elements; full 0: the zero-padded last 64) of R rows into acc[j][b]. */
+AI void vnni_step(const uint8_t *const *row, const uint8_t *const *sc, long k, long gi, long pd,
+		  const uint8_t *const *x, __m512 (*acc)[FTK_TILE], const int full, const int NB,
+		  const int F, const int R)
+{
+	__m512i wa[2], wb[2];
+	__m512 sw[2];
+	FTK_UNROLL
+	for (int j = 0; j < R; j++)
+		vnni_dec(row[j], sc[j], k, full, pd, &wa[j], &wb[j], &sw[j], F);
+	FTK_UNROLL
+	for (int b = 0; b < NB; b++) {
+		const uint8_t *g = x[b] + gi;
+		__m512i c = _mm512_load_si512(g + 128), xa = _mm512_load_si512(g), xb = _mm512_load_si512(g + 64);
+		__m512 xsc = _mm512_load_ps(g + 192);
+		FTK_UNROLL
+		for (int j = 0; j < R; j++) {
+			__m512i d = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(c, wa[j], xa), wb[j], xb);
+			acc[j][b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(sw[j], xsc), acc[j][b]);
+		}
+	}
+}
+
 /* R rows (1, or 2 as two independent streams: ftk_streams) rr[0..R) times NB tokens, row j's
  * sums into y[b][ij[j]]. */
 AI void vnni_row(const struct ftk_mat *m, const long *rr, const uint8_t *const *x, float *const *y,
@@ -186,10 +213,8 @@ AI void vnni_row(const struct ftk_mat *m, const long *rr, const uint8_t *const *
 		FTK_UNROLL
 		for (int b = 0; b < NB; b++)
 			acc[j][b] = _mm512_setzero_ps();
-	long K = m->K;
+	long K = m->K, pd = ftk_pf_dist, k = 0, gi = 0;
 	const uint8_t *row[2], *sc[2] = {NULL, NULL};
-	const char *pf[2] = {NULL, NULL};
-	int sparse = ftk_pf_dist && ftk_pf_step;
 	FTK_UNROLL
 	for (int j = 0; j < R; j++) {
 		if (F == F_Q4) {
@@ -198,32 +223,11 @@ AI void vnni_row(const struct ftk_mat *m, const long *rr, const uint8_t *const *
 			row[j] = m->w + rr[j] * (K / 2);
 			sc[j] = m->s + rr[j] * (K / (F == F_NV ? 16 : 32));
 		}
-		if (sparse)
-			pf[j] = ftk_pf_first(row[j]);
 	}
-	for (long k = 0, gi = 0; k < K; k += 128, gi += GROUP) {
-		int full = K - k >= 128;
-		long ke = full ? k + 128 : K; /* elements read through this step */
-		__m512i wa[2], wb[2];
-		__m512 sw[2];
-		FTK_UNROLL
-		for (int j = 0; j < R; j++) {
-			vnni_dec(row[j], sc[j], k, full, &wa[j], &wb[j], &sw[j], F);
-			if (sparse)
-				ftk_pf_upto(&pf[j], row[j] + (F == F_Q4 ? ke / 32 * 18 : ke / 2));
-		}
-		FTK_UNROLL
-		for (int b = 0; b < NB; b++) {
-			const uint8_t *g = x[b] + gi;
-			__m512i c = _mm512_load_si512(g + 128), xa = _mm512_load_si512(g), xb = _mm512_load_si512(g + 64);
-			__m512 xsc = _mm512_load_ps(g + 192);
-			FTK_UNROLL
-			for (int j = 0; j < R; j++) {
-				__m512i d = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(c, wa[j], xa), wb[j], xb);
-				acc[j][b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(sw[j], xsc), acc[j][b]);
-			}
-		}
-	}
+	for (; k + 128 <= K; k += 128, gi += GROUP)
+		vnni_step(row, sc, k, gi, pd, x, acc, 1, NB, F, R);
+	if (k < K)
+		vnni_step(row, sc, k, gi, pd, x, acc, 0, NB, F, R);
 	FTK_UNROLL
 	for (int j = 0; j < R; j++) {
 		float post = F == F_NV ? 0.5f * _cvtsh_ss(ftk_ld16(m->g + 2 * rr[j])) : F == F_DS ? 0.5f : 1.0f;

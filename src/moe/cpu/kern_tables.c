@@ -136,5 +136,3 @@ const float ftk_e8m0_lut[256] = {
 
 int ftk_streams = 0;
 int ftk_pf_dist = FTK_PF_DIST;
-int ftk_pf_step = 0;
-int ftk_pf_hint = 0;
