@@ -121,19 +121,22 @@ AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, const int full, 
 						0x02808080, 0x02808080, 0x02808080, 0x02808080,
 						0x03808080, 0x03808080, 0x03808080, 0x03808080);
 	if (F == F_Q4) {
-		/* the group's 64 nibble bytes gathered by words from its 72 bytes (all at even
-		 * offsets: 18b + 2 ..), and its 4 fp16 d (offsets 18b) each into 4 lanes */
-		static const _Alignas(64) uint16_t gw[32] = {1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15, 16, 17,
-							     19, 20, 21, 22, 23, 24, 25, 26, 28, 29, 30, 31, 60, 61, 62, 63};
-		static const _Alignas(64) uint16_t sw4[32] = {0, 0, 0, 0, 9, 9, 9, 9, 18, 18, 18, 18, 27, 27, 27, 27};
-		const __m512i gidx = _mm512_load_si512(gw), sidx = _mm512_load_si512(sw4);
 		const uint8_t *blk = row + (k / 32) * 18;
 		if (pd) {
 			_mm_prefetch((const char *)blk + pd, _MM_HINT_T0);
 			_mm_prefetch((const char *)blk + pd + 64, _MM_HINT_T0);
 		}
+		/* the group's 64 nibble bytes, gathered by words (they start at even offsets 18 b + 2)
+		 * from its first 64 bytes (a) and its last 64 (b: group words 32..35 are b's 28..31),
+		 * and its four fp16 d (offsets 18 b), each into the 4 lanes of its block; one
+		 * vpermt2w and one vpermw in place of 4 loads, 3 inserts and a scalar assembly of
+		 * the d (bench/RESULTS.md) */
+		static const _Alignas(64) uint16_t gw[32] = {1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15, 16, 17,
+							     19, 20, 21, 22, 23, 24, 25, 26, 28, 29, 30, 31, 60, 61, 62, 63};
+		static const _Alignas(64) uint16_t sw4[32] = {0, 0, 0, 0, 9, 9, 9, 9, 18, 18, 18, 18, 27, 27, 27, 27};
+		const __m512i gidx = _mm512_load_si512(gw), sidx = _mm512_load_si512(sw4);
 		__m512i a, b;
-		if (full) { /* a: bytes 0..63, b: bytes 8..71 (words 32..35 are b's 28..31) */
+		if (full) {
 			a = _mm512_loadu_si512(blk);
 			b = _mm512_loadu_si512(blk + 8);
 		} else { /* two blocks, 36 bytes: nothing read past them */
@@ -141,9 +144,9 @@ AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, const int full, 
 			b = _mm512_setzero_si512();
 		}
 		__m512i v = _mm512_permutex2var_epi16(a, gidx, b);
+		*sw = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(sidx, a)));
 		*wa = _mm512_and_si512(v, m15);
 		*wb = _mm512_and_si512(_mm512_srli_epi16(v, 4), m15);
-		*sw = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(sidx, a)));
 	} else {
 		const uint8_t *p = row + k / 2;
 		if (pd)
@@ -318,38 +321,64 @@ static void mx_prep(const float *x, long K, void *dst)
 	}
 }
 
+/* Bank rows kp (ok0) and kp + 1 (ok1) of one 64-column strip at q0 (a row missing from the
+ * range reads as zero codes with zero activations), tokens x[0..NB), into acc. */
+AI void mx_pair(const uint8_t *q0, long N, const int8_t *const *x, long kp, __m512i (*acc)[4], const int ok0,
+		const int ok1, const int NB)
+{
+	const __m512i lut = _mm512_broadcast_i32x4(_mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
+	const __m512i nib = _mm512_set1_epi16(0x0F0F);
+	__m512i v0 = ok0 ? _mm512_loadu_si512(q0) : _mm512_setzero_si512();
+	__m512i v1 = ok1 ? _mm512_loadu_si512(q0 + N) : _mm512_setzero_si512();
+	__m512i wlo = _mm512_unpacklo_epi8(v0, v1), whi = _mm512_unpackhi_epi8(v0, v1);
+	__m512i l0 = _mm512_and_si512(wlo, nib), h0 = _mm512_and_si512(_mm512_srli_epi16(wlo, 4), nib);
+	__m512i l1 = _mm512_and_si512(whi, nib), h1 = _mm512_and_si512(_mm512_srli_epi16(whi, 4), nib);
+	__m512i w[4];
+	w[0] = _mm512_shuffle_epi8(lut, _mm512_unpacklo_epi8(l0, h0));
+	w[1] = _mm512_shuffle_epi8(lut, _mm512_unpackhi_epi8(l0, h0));
+	w[2] = _mm512_shuffle_epi8(lut, _mm512_unpacklo_epi8(l1, h1));
+	w[3] = _mm512_shuffle_epi8(lut, _mm512_unpackhi_epi8(l1, h1));
+	FTK_UNROLL
+	for (int b = 0; b < NB; b++) {
+		uint32_t quad;
+		memcpy(&quad, x[b] + 2 * kp, 4);
+		quad &= (ok0 ? 0x0000FFFFu : 0) | (ok1 ? 0xFFFF0000u : 0);
+		__m512i xq = _mm512_set1_epi32((int)quad);
+		FTK_UNROLL
+		for (int j = 0; j < 4; j++)
+			acc[b][j] = _mm512_dpbusd_epi32(acc[b][j], w[j], xq);
+	}
+}
+
 /* Bank rows [ra, rb) of scale block kb (all inside it), tokens x[0..NB), into t[b] (permuted). */
 AI void mx_block(const struct ftk_mat *m, long ra, long rb, long kb, long kk1, int seq, int first,
 		 const int8_t *const *x, const int *corr, const float *xsc, float *const *t, const int NB)
 {
-	const __m512i lut = _mm512_broadcast_i32x4(_mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
-	const __m512i nib = _mm512_set1_epi16(0x0F0F);
 	const __m512i emask = _mm512_set1_epi32(0x7F800000);
-	long N = m->N, rows_total = m->K / 2;
-	const uint8_t *sc = m->s + kb * N;
+	long N = m->N, rows_total = m->K / 2, pd = ftk_mx_pf_dist;
+	const uint8_t *w = m->w, *sc = m->s + kb * N;
 	long p0 = ra & ~1L;
 	long nxt = ((rb + 16 < kk1 ? rb + 16 : kk1) - rb) * N; /* bytes of the next block in range */
 	for (long c = 0; c < N; c += MX_STRIP) {
 		if (seq != 2 && (!seq || first)) {
-			/* every row of the block ftk_mx_pf_dist bytes ahead (rows mode: wrapping to the next block) */
-			for (long r = p0; r < rb; r++) {
-				long off = c + ftk_mx_pf_dist, rr = r;
-				if (off >= N) {
-					if (seq)
-						continue;
-					off -= N;
-					rr += 16;
-					if (rr >= kk1 || rr >= rows_total)
-						continue;
-				}
-				_mm_prefetch((const char *)(m->w + rr * N + off), _MM_HINT_T0);
+			/* every row of the block ftk_mx_pf_dist bytes ahead (rows mode: wrapping to the
+			 * next block's rows, those inside the range and the matrix) */
+			long off = c + pd, r0 = p0, r1 = rb;
+			if (off >= N) {
+				off -= N;
+				r0 += 16;
+				r1 = seq ? r0 : rb + 16 < kk1 ? rb + 16 : kk1;
+				r1 = r1 < rows_total ? r1 : rows_total;
 			}
+			const char *q = (const char *)w + r0 * N + off;
+			for (long r = r0; r < r1; r++, q += N)
+				_mm_prefetch(q, _MM_HINT_T0);
 		}
 		if (seq == 1 && nxt > 0) {
 			/* the next block, in memory order, 1/nstrips of it per strip, into L2 */
 			long off = c / MX_STRIP * (16 * MX_STRIP);
 			for (int i = 0; i < 16 && off < nxt; i++, off += 64)
-				_mm_prefetch((const char *)(m->w + rb * N + off), _MM_HINT_T1);
+				_mm_prefetch((const char *)(w + rb * N + off), _MM_HINT_T1);
 		}
 		__m512i acc[FTK_TILE][4];
 		FTK_UNROLL
@@ -357,30 +386,17 @@ AI void mx_block(const struct ftk_mat *m, long ra, long rb, long kb, long kk1, i
 			FTK_UNROLL
 			for (int j = 0; j < 4; j++)
 				acc[b][j] = _mm512_setzero_si512();
-		for (long kp = p0; kp < rb; kp += 2) {
-			int ok0 = kp >= ra, ok1 = kp + 1 < rb;
-			const uint8_t *q0 = m->w + kp * N + c;
-			__m512i v0 = ok0 ? _mm512_loadu_si512(q0) : _mm512_setzero_si512();
-			__m512i v1 = ok1 ? _mm512_loadu_si512(q0 + N) : _mm512_setzero_si512();
-			uint32_t keep = (ok0 ? 0x0000FFFFu : 0) | (ok1 ? 0xFFFF0000u : 0);
-			__m512i wlo = _mm512_unpacklo_epi8(v0, v1), whi = _mm512_unpackhi_epi8(v0, v1);
-			__m512i l0 = _mm512_and_si512(wlo, nib), h0 = _mm512_and_si512(_mm512_srli_epi16(wlo, 4), nib);
-			__m512i l1 = _mm512_and_si512(whi, nib), h1 = _mm512_and_si512(_mm512_srli_epi16(whi, 4), nib);
-			__m512i w[4];
-			w[0] = _mm512_shuffle_epi8(lut, _mm512_unpacklo_epi8(l0, h0));
-			w[1] = _mm512_shuffle_epi8(lut, _mm512_unpackhi_epi8(l0, h0));
-			w[2] = _mm512_shuffle_epi8(lut, _mm512_unpacklo_epi8(l1, h1));
-			w[3] = _mm512_shuffle_epi8(lut, _mm512_unpackhi_epi8(l1, h1));
-			FTK_UNROLL
-			for (int b = 0; b < NB; b++) {
-				uint32_t quad;
-				memcpy(&quad, x[b] + 2 * kp, 4);
-				__m512i xq = _mm512_set1_epi32((int)(quad & keep));
-				FTK_UNROLL
-				for (int j = 0; j < 4; j++)
-					acc[b][j] = _mm512_dpbusd_epi32(acc[b][j], w[j], xq);
-			}
-		}
+		long kp = p0;
+		if (kp < ra) /* ra odd: the pair's first row is outside the range */
+			mx_pair(w + kp * N + c, N, x, kp, acc, 0, kp + 1 < rb, NB);
+		else if (kp + 1 >= rb) /* one row */
+			mx_pair(w + kp * N + c, N, x, kp, acc, 1, 0, NB);
+		if (kp < ra || kp + 1 >= rb)
+			kp += 2;
+		for (; kp + 1 < rb; kp += 2)
+			mx_pair(w + kp * N + c, N, x, kp, acc, 1, 1, NB);
+		if (kp < rb) /* rb odd */
+			mx_pair(w + kp * N + c, N, x, kp, acc, 1, 0, NB);
 		__m512i s = _mm512_loadu_si512(sc + c);
 		__m512i slo = _mm512_unpacklo_epi8(s, s), shi = _mm512_unpackhi_epi8(s, s);
 		__m512 sv[4];
