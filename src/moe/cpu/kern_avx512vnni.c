@@ -313,11 +313,13 @@ static void mx_prep(const float *x, long K, void *dst)
 		__m512 v0 = _mm512_loadu_ps(x + k), v1 = _mm512_loadu_ps(x + k + 16);
 		float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
 		__m512 inv = _mm512_set1_ps(amax > 0 ? 127.0f / amax : 0.0f);
-		_mm_storeu_si128((__m128i *)(q + k), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, inv))));
-		_mm_storeu_si128((__m128i *)(q + k + 16), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, inv))));
+		__m128i q0 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, inv)));
+		__m128i q1 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, inv)));
+		__m256i q32 = _mm256_inserti128_si256(_mm256_castsi128_si256(q0), q1, 1);
+		_mm256_storeu_si256((__m256i *)(q + k), q32);
 		xs[k / 32] = 0.5f * amax / 127.0f; /* the LUT holds 2 * e2m1 */
-		for (long i = k; i < k + 32; i += 2)
-			s2[i / 2] = (int16_t)(q[i] + q[i + 1]);
+		/* q[2i] + q[2i+1], 16 pair sums */
+		_mm256_storeu_si256((__m256i *)(s2 + k / 2), _mm256_maddubs_epi16(_mm256_set1_epi8(1), q32));
 	}
 }
 
