@@ -569,10 +569,17 @@ static void test_schedules(void **s)
  * kernel bit-identical to the one-stream walk on odd and even ranges (same sums per row). */
 static void test_streams(void **s)
 {
-	ftk_streams = 2;
+	/* process-wide settings, taken from the environment by every ftcmoe_create; the far L2
+	 * prefetch along (it changes no result) */
+	setenv("FREETOKEN_CPU_MOE_STREAMS", "2", 1);
+	setenv("FREETOKEN_CPU_MOE_PF_FAR", "8192", 1);
 	static const enum ftfmt_id fs[] = {FTFMT_BF16, FTFMT_NVFP4, FTFMT_MXFP4_TRITON, FTFMT_DS_FP4, FTFMT_Q4_0};
 	for (size_t fi = 0; fi < sizeof fs / sizeof fs[0]; fi++)
 		run_format(fs[fi]);
+	assert_int_equal(ftk_streams, 2);
+	unsetenv("FREETOKEN_CPU_MOE_STREAMS");
+	unsetenv("FREETOKEN_CPU_MOE_PF_FAR");
+	ftk_streams = 2;
 	test_ksplit_ranges(s);
 	int tested = 0;
 	for (size_t fi = 0; fi < sizeof fs / sizeof fs[0]; fi++) {
@@ -767,7 +774,8 @@ static void test_env_values(void **s)
 	assert_int_equal(ftcmoe_env_check(why, sizeof why), 0);
 	static const char *const bad[][2] = {{"FREETOKEN_CPU_MOE_SCHED", "dyn"}, {"FREETOKEN_CPU_MOE_ITEM_KB", "8"},
 					      {"FREETOKEN_CPU_MOE_PF_DIST", "4k"}, {"FREETOKEN_CPU_MOE_MXPF", "rows,seq"},
-					      {"FREETOKEN_CPU_MOE_ITEM2_KB", "0"}, {"FREETOKEN_CPU_MOE_TRACE", "yes"}};
+					      {"FREETOKEN_CPU_MOE_ITEM2_KB", "0"}, {"FREETOKEN_CPU_MOE_TRACE", "yes"},
+					      {"FREETOKEN_CPU_MOE_PF_FAR", "-1"}};
 	struct banks b;
 	make_banks(&b, FTFMT_BF16);
 	struct ftcmoe_cfg cfg = {.format = FTFMT_BF16, .hidden = H, .inter = I, .experts = E, .layers = L,

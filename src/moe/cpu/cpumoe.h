@@ -50,7 +50,9 @@
  * spin waits use PAUSE unless FREETOKEN_CPU_MOE_SPIN=busy (A/B; measured no different).
  * FREETOKEN_CPU_MOE_STREAMS=1|2 (read at create, process-wide) forces one or two interleaved
  * weight streams per kernel call; unset, bf16 (bf16dp) walks two, the W4A8 kernels one (H200
- * host A/B: +2-3 points of the read ceiling on bf16, -3..-7 on mxfp4, even on q4_0). */
+ * host A/B: +2-3 points of the read ceiling on bf16, -3..-7 on mxfp4, even on q4_0).
+ * FREETOKEN_CPU_MOE_PF_DIST / _MX_PF_DIST set the kernels' software prefetch distance and
+ * FREETOKEN_CPU_MOE_PF_FAR=bytes adds a second prefetch into L2 that far ahead (kern.h). */
 #ifndef FT_MOE_CPU_CPUMOE_H
 #define FT_MOE_CPU_CPUMOE_H
 #include <stddef.h>

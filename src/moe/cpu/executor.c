@@ -165,6 +165,7 @@ struct env {
 	int tail_div;   /* TAIL_DIV */
 	int static_pct; /* STATIC_PCT */
 	int trace;      /* TRACE */
+	int pf_far;     /* PF_FAR bytes */
 };
 
 /* A word-valued variable: *out = the index of its value in words ("a|b|c"), unchanged when
@@ -210,6 +211,7 @@ static int env_read(struct env *e, char *why, size_t whylen)
 {
 	int sched = -1, split = 1, lean = 1, streams = 0, mxpf = 0, spin = 0, trace = 0;
 	long pf = FTK_PF_DIST, mxd = FTK_MX_PF_DIST, kb = 0, kb2 = DYN_ITEM2_T_KB, tail = DYN_TAIL_DIV, pct = 0;
+	long far = 0;
 	int r = 0;
 	/* SPIN is the pool's (pool.c), checked here so that a bad value is named */
 	if ((r = env_word("FREETOKEN_CPU_MOE_SCHED", "static|dynamic", &sched, why, whylen)) ||
@@ -224,11 +226,13 @@ static int env_read(struct env *e, char *why, size_t whylen)
 	    (r = env_long("FREETOKEN_CPU_MOE_ITEM_KB", 16, 65536, &kb, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_ITEM2_KB", 16, 65536, &kb2, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_TAIL_DIV", 1, 64, &tail, why, whylen)) ||
-	    (r = env_long("FREETOKEN_CPU_MOE_STATIC_PCT", 0, 100, &pct, why, whylen)))
+	    (r = env_long("FREETOKEN_CPU_MOE_STATIC_PCT", 0, 100, &pct, why, whylen)) ||
+	    (r = env_long("FREETOKEN_CPU_MOE_PF_FAR", 0, 65536, &far, why, whylen)))
 		return r;
 	*e = (struct env){.sched = sched, .split_rows = split == 0, .lean = lean, .streams = streams,
 			  .mxpf = mxpf, .pf_dist = (int)pf, .mx_pf_dist = (int)(mxd / 64 * 64), .item_kb = kb, .item2_kb = kb2,
-			  .tail_div = (int)tail, .static_pct = (int)pct, .trace = trace};
+			  .tail_div = (int)tail, .static_pct = (int)pct, .trace = trace,
+			  .pf_far = (int)far};
 	return 0;
 }
 
@@ -252,6 +256,7 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 	ftk_mx_seq_prefetch = env.mxpf;
 	ftk_streams = env.streams;
 	ftk_pf_dist = env.pf_dist;
+	ftk_pf_far = env.pf_far;
 	ftk_mx_pf_dist = env.mx_pf_dist;
 	struct ftcmoe *x = alloc_aligned(sizeof *x); /* 64-byte aligned members */
 	if (!x)

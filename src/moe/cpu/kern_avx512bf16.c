@@ -39,6 +39,10 @@ AI void row_dp(const uint16_t *const *rows, long K, const uint16_t *const *x, fl
 				_mm_prefetch((const char *)(rows[j] + k) + ftk_pf_dist, _MM_HINT_T0);
 				_mm_prefetch((const char *)(rows[j] + k) + ftk_pf_dist + 64, _MM_HINT_T0);
 			}
+			if (ftk_pf_far) {
+				_mm_prefetch((const char *)(rows[j] + k) + ftk_pf_far, _MM_HINT_T1);
+				_mm_prefetch((const char *)(rows[j] + k) + ftk_pf_far + 64, _MM_HINT_T1);
+			}
 			w[j][0] = (__m512bh)_mm512_loadu_si512(rows[j] + k);
 			w[j][1] = (__m512bh)_mm512_loadu_si512(rows[j] + k + 32);
 		}

@@ -106,7 +106,7 @@ static void prep_q4(const float *x, long K, void *dst) { prep(x, K, dst, F_Q4); 
 
 /* Decode group k (128 elements) of one row: wa, wb the biased unsigned codes of the low / high
  * nibbles, sw the weight scale of each 32-bit lane. */
-AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, const int full, long pd, __m512i *wa,
+AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, const int full, long pd, long pf, __m512i *wa,
 		 __m512i *wb, __m512 *sw, const int F)
 {
 	const __m512i lut = _mm512_broadcast_i32x4(_mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
@@ -126,6 +126,8 @@ AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, const int full, 
 			_mm_prefetch((const char *)blk + pd, _MM_HINT_T0);
 			_mm_prefetch((const char *)blk + pd + 64, _MM_HINT_T0);
 		}
+		if (pf)
+			_mm_prefetch((const char *)blk + pf, _MM_HINT_T1);
 		/* the group's 64 nibble bytes, gathered by words (they start at even offsets 18 b + 2)
 		 * from its first 64 bytes (a) and its last 64 (b: group words 32..35 are b's 28..31),
 		 * and its four fp16 d (offsets 18 b), each into the 4 lanes of its block; one
@@ -151,6 +153,8 @@ AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, const int full, 
 		const uint8_t *p = row + k / 2;
 		if (pd)
 			_mm_prefetch((const char *)p + pd, _MM_HINT_T0);
+		if (pf)
+			_mm_prefetch((const char *)p + pf, _MM_HINT_T1);
 		__m512i v = full ? _mm512_loadu_si512(p)
 				 : _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)p));
 		if (!full)
@@ -183,7 +187,7 @@ AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, const int full, 
 }
 
 /* One group (128 elements; full 0: the zero-padded last 64) of R rows into acc[j][b]. */
-AI void vnni_step(const uint8_t *const *row, const uint8_t *const *sc, long k, long gi, long pd,
+AI void vnni_step(const uint8_t *const *row, const uint8_t *const *sc, long k, long gi, long pd, long pf,
 		  const uint8_t *const *x, __m512 (*acc)[FTK_TILE], const int full, const int NB,
 		  const int F, const int R)
 {
@@ -191,7 +195,7 @@ AI void vnni_step(const uint8_t *const *row, const uint8_t *const *sc, long k, l
 	__m512 sw[2];
 	FTK_UNROLL
 	for (int j = 0; j < R; j++)
-		vnni_dec(row[j], sc[j], k, full, pd, &wa[j], &wb[j], &sw[j], F);
+		vnni_dec(row[j], sc[j], k, full, pd, pf, &wa[j], &wb[j], &sw[j], F);
 	FTK_UNROLL
 	for (int b = 0; b < NB; b++) {
 		const uint8_t *g = x[b] + gi;
@@ -216,7 +220,7 @@ AI void vnni_row(const struct ftk_mat *m, const long *rr, const uint8_t *const *
 		FTK_UNROLL
 		for (int b = 0; b < NB; b++)
 			acc[j][b] = _mm512_setzero_ps();
-	long K = m->K, pd = ftk_pf_dist, k = 0, gi = 0;
+	long K = m->K, pd = ftk_pf_dist, pf = ftk_pf_far, k = 0, gi = 0;
 	const uint8_t *row[2], *sc[2] = {NULL, NULL};
 	FTK_UNROLL
 	for (int j = 0; j < R; j++) {
@@ -228,9 +232,9 @@ AI void vnni_row(const struct ftk_mat *m, const long *rr, const uint8_t *const *
 		}
 	}
 	for (; k + 128 <= K; k += 128, gi += GROUP)
-		vnni_step(row, sc, k, gi, pd, x, acc, 1, NB, F, R);
+		vnni_step(row, sc, k, gi, pd, pf, x, acc, 1, NB, F, R);
 	if (k < K)
-		vnni_step(row, sc, k, gi, pd, x, acc, 0, NB, F, R);
+		vnni_step(row, sc, k, gi, pd, pf, x, acc, 0, NB, F, R);
 	FTK_UNROLL
 	for (int j = 0; j < R; j++) {
 		float post = F == F_NV ? 0.5f * _cvtsh_ss(ftk_ld16(m->g + 2 * rr[j])) : F == F_DS ? 0.5f : 1.0f;
