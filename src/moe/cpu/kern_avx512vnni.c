@@ -126,8 +126,10 @@ AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, const int full, 
 			_mm_prefetch((const char *)blk + pd, _MM_HINT_T0);
 			_mm_prefetch((const char *)blk + pd + 64, _MM_HINT_T0);
 		}
-		if (pf)
+		if (pf) { /* 72-byte steps: two lines, so that none is skipped */
 			_mm_prefetch((const char *)blk + pf, _MM_HINT_T1);
+			_mm_prefetch((const char *)blk + pf + 64, _MM_HINT_T1);
+		}
 		/* the group's 64 nibble bytes, gathered by words (they start at even offsets 18 b + 2)
 		 * from its first 64 bytes (a) and its last 64 (b: group words 32..35 are b's 28..31),
 		 * and its four fp16 d (offsets 18 b), each into the 4 lanes of its block; one
