@@ -511,10 +511,8 @@ static void test_schedules(void **s)
 			setenv("FREETOKEN_CPU_MOE_ITEM2_KB", "16", 1); /* mxfp4: two h slices per expert */
 			setenv("FREETOKEN_CPU_MOE_SCHED", "dynamic", 1); /* this pool has < 8 workers */
 			assert_int_equal(ftcmoe_create(&cfg, &x), 0);
-			setenv("FREETOKEN_CPU_MOE_STATIC_PCT", "60", 1); /* round-robin head, claimed tail */
 			setenv("FREETOKEN_CPU_MOE_TAIL_DIV", "4", 1);    /* the last expert's down rows finer */
 			assert_int_equal(ftcmoe_create(&cfg, &z), 0);
-			unsetenv("FREETOKEN_CPU_MOE_STATIC_PCT");
 			unsetenv("FREETOKEN_CPU_MOE_TAIL_DIV");
 			unsetenv("FREETOKEN_CPU_MOE_ITEM_KB");
 			unsetenv("FREETOKEN_CPU_MOE_ITEM2_KB");

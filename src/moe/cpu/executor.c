@@ -37,10 +37,6 @@ struct wtrace {
 	uint64_t end; /* this step: when the worker was done */
 };
 
-struct mats {
-	const uint8_t *b[FT_MAX_BANKS];
-};
-
 struct ftcmoe {
 	struct ftcmoe_cfg cfg;
 	const void **banks;           /* [layers * nbanks] */
@@ -85,8 +81,6 @@ struct ftcmoe {
 	int n1, n2, nitems;           /* items per group in pass 1 / pass 2; items of this call */
 	long ch2f;                    /* pass 2 of the last group: finer items (the step's tail) */
 	int n2f;
-	int static_pct;               /* share of the items handed out round-robin (A/B; default 0) */
-	int nstatic;                  /* this call: items [0, nstatic) round-robin, the rest claimed */
 	int dyn_t;                    /* this call: dynamic K split (mxfp4_triton, one round) */
 	long ch1t, ch2t;              /* K split: bank rows per item (multiples of 16) */
 	int n1t, n2t;
@@ -163,7 +157,6 @@ struct env {
 	long item_kb;   /* ITEM_KB (0: each split's default) */
 	long item2_kb;  /* ITEM2_KB: pass-2 items of the mxfp4 K split */
 	int tail_div;   /* TAIL_DIV */
-	int static_pct; /* STATIC_PCT */
 	int trace;      /* TRACE */
 	int pf_far;     /* PF_FAR bytes */
 };
@@ -210,7 +203,7 @@ static int env_long(const char *var, long lo, long hi, long *out, char *why, siz
 static int env_read(struct env *e, char *why, size_t whylen)
 {
 	int sched = -1, split = 1, lean = 1, streams = 0, mxpf = 0, spin = 0, trace = 0;
-	long pf = FTK_PF_DIST, mxd = FTK_MX_PF_DIST, kb = 0, kb2 = DYN_ITEM2_T_KB, tail = DYN_TAIL_DIV, pct = 0;
+	long pf = FTK_PF_DIST, mxd = FTK_MX_PF_DIST, kb = 0, kb2 = DYN_ITEM2_T_KB, tail = DYN_TAIL_DIV;
 	long far = 0;
 	int r = 0;
 	/* SPIN is the pool's (pool.c), checked here so that a bad value is named */
@@ -226,12 +219,11 @@ static int env_read(struct env *e, char *why, size_t whylen)
 	    (r = env_long("FREETOKEN_CPU_MOE_ITEM_KB", 16, 65536, &kb, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_ITEM2_KB", 16, 65536, &kb2, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_TAIL_DIV", 1, 64, &tail, why, whylen)) ||
-	    (r = env_long("FREETOKEN_CPU_MOE_STATIC_PCT", 0, 100, &pct, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_PF_FAR", 0, 65536, &far, why, whylen)))
 		return r;
 	*e = (struct env){.sched = sched, .split_rows = split == 0, .lean = lean, .streams = streams,
 			  .mxpf = mxpf, .pf_dist = (int)pf, .mx_pf_dist = (int)(mxd / 64 * 64), .item_kb = kb, .item2_kb = kb2,
-			  .tail_div = (int)tail, .static_pct = (int)pct, .trace = trace,
+			  .tail_div = (int)tail, .trace = trace,
 			  .pf_far = (int)far};
 	return 0;
 }
@@ -318,7 +310,6 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 		x->flat = !env.split_rows;
 		x->lean_ok = env.lean;
 		x->dyn_ok = env.sched >= 0 ? env.sched : x->nthreads >= DYN_MIN_THREADS;
-		x->static_pct = env.static_pct;
 		size_t item = (size_t)(env.item_kb ? env.item_kb : DYN_ITEM_KB) * 1024;
 		size_t r1 = 2 * wrow_bytes(cfg->format, cfg->hidden), r2 = wrow_bytes(cfg->format, cfg->inter);
 		x->ch1 = r1 ? (long)(item / r1) : cfg->inter;
@@ -850,20 +841,16 @@ static void dyn_item(struct ftcmoe *x, int tid, int cur, const void *ahead, floa
 	}
 }
 
-/* Items [0, nstatic) go round-robin (worker t: t, t + n, ...; no shared counter, the workers
- * still close together), the rest are claimed. A worker waiting in pass 2 waits only for
- * pass-1 items, which never wait, so neither part can deadlock. */
+/* A worker waiting in pass 2 waits only for pass-1 items, which never wait, and the items
+ * are claimed in order, so a waited-for item is always claimed: no deadlock. (Handing the
+ * first items out round-robin, without the shared counter, measured no better: RESULTS.) */
 static void dyn_run(struct ftcmoe *x, int tid, int n, float *tmp)
 {
 	long H = x->cfg.hidden;
-	int total = x->nitems, ns = x->nstatic;
+	int total = x->nitems;
 	float *po = x->pout + (size_t)tid * (size_t)x->cfg.max_batch * (size_t)H;
 	trace_start(x, tid);
 	memset(po, 0, (size_t)x->B * (size_t)H * sizeof(float));
-	for (int i = tid; i < ns; i += n) {
-		int nx = i + n < ns ? i + n : -1;
-		dyn_item(x, tid, i, nx >= 0 ? dyn_item_start(x, nx) : NULL, tmp, po);
-	}
 	int cur = dyn_claim(x);
 	while (cur < total) {
 		int nxt = -1;
@@ -1164,8 +1151,7 @@ int ftcmoe_forward(struct ftcmoe *x, int layer, int B, int topk, const float *xi
 	x->dyn_t = x->dyn_ok && x->ops->rows_t && x->part && live <= x->part_cap && B <= x->part_cap;
 	if (x->dyn || x->dyn_t) {
 		x->nitems = x->dyn ? x->ngrp * (x->n1 + x->n2) - x->n2 + x->n2f : x->ngrp * (x->n1t + x->n2t);
-		x->nstatic = x->dyn ? (int)((long)x->nitems * x->static_pct / 100) / x->nthreads * x->nthreads : 0;
-		atomic_store_explicit(&x->next, x->nstatic, memory_order_relaxed);
+		atomic_store_explicit(&x->next, 0, memory_order_relaxed);
 		for (int g = 0; g < x->ngrp; g++)
 			atomic_store_explicit(&x->done1[g], 0, memory_order_relaxed);
 	}
