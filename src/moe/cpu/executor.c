@@ -555,7 +555,7 @@ static void pass1(struct ftcmoe *x, int tid, int n, float *tmp)
 
 /* Pass 2 of group g over down rows [n0, n1): out[token] += route weight * (down . h (+ bias)).
  * out is the full output (row split) or this worker's partial (flattened split, bias NULL:
- * reduce_out adds it). */
+ * reduce_pout adds it). */
 static void down_rows(struct ftcmoe *x, int tid, int g, const struct ftk_mat *m, const uint16_t *bias,
 		      long n0, long n1, float *tmp, float *out)
 {
@@ -635,21 +635,26 @@ static void pass2_flat(struct ftcmoe *x, int tid, int n, float *tmp)
 	}
 }
 
-/* After pass2_flat: out rows of this worker = the sum of every worker's partial. */
-static void reduce_out(struct ftcmoe *x, int tid, int n)
+/* Out rows of this worker = the sum of every worker's partial output: token b of worker t at
+ * p + t * wstride + b * bstride (after pass2_flat and the dynamic schedules' items). */
+static void reduce_out(struct ftcmoe *x, int tid, int n, const float *p, size_t wstride, size_t bstride)
 {
 	long H = x->cfg.hidden, n0 = H * tid / n, n1 = H * (tid + 1) / n;
-	size_t stride = (size_t)x->cfg.max_batch * (size_t)H;
 	for (int b = 0; b < x->B; b++) {
 		float *o = x->out + (size_t)b * H;
+		const float *pb = p + (size_t)b * bstride;
 		for (long r = n0; r < n1; r++)
-			o[r] = x->pout[(size_t)b * H + r];
-		for (int t = 1; t < n; t++) {
-			const float *p = x->pout + (size_t)t * stride + (size_t)b * H;
+			o[r] = pb[r];
+		for (int t = 1; t < n; t++)
 			for (long r = n0; r < n1; r++)
-				o[r] += p[r];
-		}
+				o[r] += pb[(size_t)t * wstride + (size_t)r];
 	}
+}
+
+/* reduce_out over the per-worker outputs of pass2_flat and dyn_run (pout). */
+static void reduce_pout(struct ftcmoe *x, int tid, int n)
+{
+	reduce_out(x, tid, n, x->pout, (size_t)x->cfg.max_batch * (size_t)x->cfg.hidden, (size_t)x->cfg.hidden);
 }
 
 /* Transposed banks split along K: every worker streams whole bank rows [kk0, kk1) of each
@@ -864,7 +869,7 @@ static void dyn_run(struct ftcmoe *x, int tid, int n, float *tmp)
 	uint64_t t1 = x->trace ? ft_now_ns() : 0;
 	ftpool_barrier(x->cfg.pool);
 	uint64_t t2 = x->trace ? ft_now_ns() : 0;
-	reduce_out(x, tid, n);
+	reduce_pout(x, tid, n);
 	trace_end(x, tid, t1, t2);
 }
 
@@ -983,16 +988,8 @@ static void dyn_t_run(struct ftcmoe *x, int tid, int n)
 	 * flags of a worker that has not started this call yet */
 	memset(touch, 0, (size_t)live);
 	long o0 = H * tid / n, o1 = H * (tid + 1) / n;
-	for (int b = 0; b < x->B; b++) {
-		float *o = x->out + (size_t)b * H;
-		for (long r = o0; r < o1; r++)
-			o[r] = 0;
-		for (int t = 0; t < n; t++) {
-			const float *p = part_of(x, t, 1, b);
-			for (long r = o0; r < o1; r++)
-				o[r] += p[r];
-		}
-	}
+	reduce_out(x, tid, n, part_of(x, 0, 1, 0), (size_t)3 * (size_t)x->part_cap * (size_t)x->part_n,
+		   (size_t)x->part_n); /* buffer 1 of each worker */
 	for (int u = 0; u < x->nuniq; u++) {
 		struct ftk_mat m;
 		const uint16_t *bias;
@@ -1090,7 +1087,7 @@ static void forward_worker(void *arg, int tid, int n)
 	} else if (flat2) {
 		pass2_flat(x, tid, n, tmp);
 		ftpool_barrier(x->cfg.pool);
-		reduce_out(x, tid, n);
+		reduce_pout(x, tid, n);
 	} else {
 		pass2(x, tid, n, tmp);
 	}

@@ -94,9 +94,10 @@ extern int ftk_pf_dist;
 
 /* A second, far software prefetch into L2 (prefetcht1) this many bytes ahead of each step of
  * the bf16dp and W4A8 row kernels, beside the near one; 0 (default): none (the mxfp4 K split
- * has its own next-block L2 prefetch, ftk_mx_seq_prefetch). FREETOKEN_CPU_MOE_PF_FAR=0..65536 at executor create (process-wide; A/B runs). On the
- * 2-core Zen 4 dev box, 8 KiB lifted q4_0 from 47 to 65-67 % of the read ceiling; not yet
- * measured on the H200 host (bench/RESULTS.md, session 4). */
+ * has its own next-block L2 prefetch, ftk_mx_seq_prefetch). FREETOKEN_CPU_MOE_PF_FAR=0..65536
+ * at executor create (process-wide; A/B runs). On the 2-core Zen 4 dev box 8 KiB took one
+ * thread of q4_0 from 43-46 to 65-68 % of the read ceiling and nvfp4 from 41 to 76-79 %, bf16
+ * from 80 to 73 %; not yet measured on the H200 host (bench/RESULTS.md, session 4). */
 extern int ftk_pf_far;
 
 /* float value of every e4m3 / e8m0 byte (kern_tables.c) */

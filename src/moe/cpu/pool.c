@@ -163,6 +163,13 @@ int ftpool_pin_caller(const struct ftpool *p)
 	return pin_self(p->cpus[0]);
 }
 
+void ftpool_relax(struct ftpool *p, int *k)
+{
+	cpu_relax(p);
+	if (++*k % YIELD_EVERY(p) == 0)
+		sched_yield();
+}
+
 void ftpool_run(struct ftpool *p, ftpool_fn fn, void *arg)
 {
 	if (p->n == 1) {
@@ -176,12 +183,9 @@ void ftpool_run(struct ftpool *p, ftpool_fn fn, void *arg)
 	if (atomic_load(&p->sleepers) > 0)
 		futex(&p->gen, FUTEX_WAKE_PRIVATE, 0x7fffffff);
 	fn(arg, 0, p->n);
-	int k = 0;
-	while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) {
-		cpu_relax(p);
-		if (++k % YIELD_EVERY(p) == 0)
-			sched_yield(); /* an oversubscribed host (CI) must let the workers run */
-	}
+	/* relax yields now and then: an oversubscribed host (CI) must let the workers run */
+	for (int k = 0; atomic_load_explicit(&p->pending, memory_order_acquire) > 0;)
+		ftpool_relax(p, &k);
 }
 
 void ftpool_barrier(struct ftpool *p)
@@ -194,17 +198,6 @@ void ftpool_barrier(struct ftpool *p)
 		atomic_fetch_add_explicit(&p->bar_gen, 1, memory_order_release);
 		return;
 	}
-	int k = 0;
-	while (atomic_load_explicit(&p->bar_gen, memory_order_acquire) == g) {
-		cpu_relax(p);
-		if (++k % YIELD_EVERY(p) == 0)
-			sched_yield();
-	}
-}
-
-void ftpool_relax(struct ftpool *p, int *k)
-{
-	cpu_relax(p);
-	if (++*k % YIELD_EVERY(p) == 0)
-		sched_yield();
+	for (int k = 0; atomic_load_explicit(&p->bar_gen, memory_order_acquire) == g;)
+		ftpool_relax(p, &k);
 }
