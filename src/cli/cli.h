@@ -66,4 +66,8 @@ void ftcli_print_json(json_t *j);
 
 /* Parse "--result-fd N" value and apply it; returns 0 or logs and returns -1. */
 int ftcli_opt_result_fd(const char *arg);
+
+/* The FREETOKEN_CPU_MOE_* settings (ftcmoe_env_check): 0, or logs the first bad one and what
+ * to do, and returns -1 (commands that run the CPU MoE executor call it before any work). */
+int ftcli_check_cpu_moe_env(void);
 #endif

@@ -12,7 +12,6 @@
 #include "cli/cli.h"
 #include "ftprofile.h"
 #include "hw/cpu.h"
-#include "moe/cpu/cpumoe.h"
 #include "util/fsutil.h"
 #include "util/strutil.h"
 
@@ -254,13 +253,8 @@ int cmd_bw(int argc, char **argv)
 		parse_formats("--dtype", "all", cfg.dtypes, &cfg.ndtypes, true);
 	if (cfg.nformats && !model_given)
 		ftcli_note("--formats applies to --model workloads only; ignored");
-	{
-		char bad_env[256];
-		if (ftcmoe_env_check(bad_env, sizeof bad_env) < 0) {
-			ftcli_error("%s (unset it, or give a value it accepts)", bad_env);
-			return FTCLI_EXIT_USAGE;
-		}
-	}
+	if (ftcli_check_cpu_moe_env() < 0)
+		return FTCLI_EXIT_USAGE;
 	if (json)
 		ftcli_set_quiet(1);
 

@@ -95,13 +95,8 @@ int cmd_cpu_moe(int argc, char **argv)
 		model = ftmodel_bw_dtype(f->id);
 	if (!model)
 		model = &q4_default;
-	{
-		char bad_env[256];
-		if (ftcmoe_env_check(bad_env, sizeof bad_env) < 0) {
-			ftcli_error("%s (unset it, or give a value it accepts)", bad_env);
-			return FTCLI_EXIT_USAGE;
-		}
-	}
+	if (ftcli_check_cpu_moe_env() < 0)
+		return FTCLI_EXIT_USAGE;
 
 	struct ftcpu_info ci;
 	int r = ftcpu_probe(&ci);

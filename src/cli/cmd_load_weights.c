@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "bench/load_weights.h"
-#include <sys/stat.h>
 #include "cli/cli.h"
 #include "util/strutil.h"
 

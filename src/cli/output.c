@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "moe/cpu/cpumoe.h"
 #include "util/fsutil.h"
 #include "util/strutil.h"
 
@@ -136,6 +137,16 @@ static void rep_note(void *ctx, const char *msg)
 struct ftreport ftcli_reporter(void)
 {
 	return (struct ftreport){rep_progress, rep_note, NULL};
+}
+
+int ftcli_check_cpu_moe_env(void)
+{
+	char why[256];
+	if (ftcmoe_env_check(why, sizeof why) < 0) {
+		ftcli_error("%s (unset it, or give a value it accepts)", why);
+		return -1;
+	}
+	return 0;
 }
 
 int ftcli_select_gpu(const char *spec, struct ftgpu_info *out, char *why, size_t whylen)
