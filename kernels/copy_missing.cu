@@ -579,10 +579,15 @@ extern "C" void ftcm_proxy_default_opts(struct ftcm_proxy_opts *o)
 	o->wait_sleep_ns = FTCM_PROXY_WAIT_SLEEP_NS;
 }
 
+extern "C" int ftcm_proxy_opts_ok(const struct ftcm_proxy_opts *o)
+{
+	return o && o->wait_sleep_ns >= 0 && o->wait_sleep_ns <= 1000000 &&
+	       (o->signal == FTCM_SIGNAL_KERNEL || o->signal == FTCM_SIGNAL_MEMOP);
+}
+
 extern "C" cudaError_t ftcm_proxy_set_opts(struct ftcm_proxy *p, const struct ftcm_proxy_opts *o)
 {
-	if (!p || !o || o->wait_sleep_ns < 0 || o->wait_sleep_ns > 1000000 ||
-	    (o->signal != FTCM_SIGNAL_KERNEL && o->signal != FTCM_SIGNAL_MEMOP))
+	if (!p || !ftcm_proxy_opts_ok(o))
 		return cudaErrorInvalidValue;
 	p->opts = *o;
 	p->signal = o->signal;

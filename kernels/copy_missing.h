@@ -95,6 +95,8 @@ void ftcm_h2d_batch_attrs(struct cudaMemcpyAttributes *at, int device);
 
 struct ftcm_proxy;
 void ftcm_proxy_default_opts(struct ftcm_proxy_opts *o);
+/* 1 when every option is in range (what ftcm_proxy_set_opts accepts), else 0. */
+int ftcm_proxy_opts_ok(const struct ftcm_proxy_opts *o);
 cudaError_t ftcm_proxy_create(struct ftcm_proxy **out, const struct ftcm *c, int max_n); /* default opts */
 void ftcm_proxy_destroy(struct ftcm_proxy *p); /* accepts NULL; stops and joins the thread */
 /* Options for later ftcm_proxy_copy calls (and later graph captures); plans in flight keep

@@ -258,13 +258,13 @@ int ftgather_set_proxy_opts(struct ftgather *g, const struct ftcm_proxy_opts *o)
 		ftcm_proxy_default_opts(&d);
 		o = &d;
 	}
+	if (!ftcm_proxy_opts_ok(o))
+		return -EINVAL;
 	cudaError_t e = cudaStreamSynchronize(g->stream);
 	if (e)
 		return ftcuda_errno(e);
-	if (g->proxy && ftcm_proxy_set_opts(g->proxy, o))
-		return -EINVAL;
-	if (o->wait_sleep_ns < 0 || (o->signal != FTCM_SIGNAL_KERNEL && o->signal != FTCM_SIGNAL_MEMOP))
-		return -EINVAL;
+	if (g->proxy && (e = ftcm_proxy_set_opts(g->proxy, o)))
+		return ftcuda_errno(e);
 	g->popts = *o;
 	return 0;
 }
