@@ -95,6 +95,9 @@ struct ftcread {
 	struct ftpool *pool;
 };
 
+const char *const ftcread_avx512_names[FTCREAD_VARIANTS] = {"avx512x8",    "avx512x8-2s", "avx512x8-4s",
+								    "avx512x8-pf", "avx512x8-il", "avx512x8-dyn"};
+
 int ftcread_open(const struct ftcpu_info *ci, struct ftpool *pool, size_t bytes, struct ftcread **out,
 		 struct ftcread_result *res)
 {
@@ -106,11 +109,10 @@ int ftcread_open(const struct ftcpu_info *ci, struct ftpool *pool, size_t bytes,
 	bytes = bytes / CHUNK_IL * CHUNK_IL;
 	if (bytes < (size_t)n * 4096)
 		return -EINVAL;
-	struct ftcread *r = aligned_alloc(64, (sizeof *r + 63) / 64 * 64);
-	if (r)
-		memset(r, 0, sizeof *r);
+	struct ftcread *r = aligned_alloc(64, (sizeof *r + 63) / 64 * 64); /* job.next on its own line */
 	if (!r)
 		return -ENOMEM;
+	memset(r, 0, sizeof *r);
 	r->pool = pool;
 	struct job *j = &r->j;
 	j->bytes = bytes;
@@ -120,13 +122,11 @@ int ftcread_open(const struct ftcpu_info *ci, struct ftpool *pool, size_t bytes,
 		return -ENOMEM;
 	}
 	madvise(j->buf, bytes, MADV_HUGEPAGE);
-	static const char *const avx512_names[FTCREAD_VARIANTS] = {"avx512x8",    "avx512x8-2s", "avx512x8-4s",
-								   "avx512x8-pf", "avx512x8-il", "avx512x8-dyn"};
 	const char *name;
 	int avx512 = (ci->isa & (FTCPU_AVX512F | FTCPU_AVX512BW)) == (FTCPU_AVX512F | FTCPU_AVX512BW);
 	if (avx512) {
 		j->loop = NULL;
-		name = avx512_names[0];
+		name = ftcread_avx512_names[0];
 	} else if (ci->isa & FTCPU_AVX2) {
 		j->loop = ftcread_loop_avx2;
 		name = "avx2x8";
@@ -147,7 +147,7 @@ int ftcread_open(const struct ftcpu_info *ci, struct ftpool *pool, size_t bytes,
 			calib[v] = ftcread_pass(r);
 			if (calib[v] > best) {
 				best = calib[v];
-				name = avx512_names[v];
+				name = ftcread_avx512_names[v];
 				bestv = v;
 			}
 		}

@@ -13,6 +13,8 @@
 
 /* AVX-512 loop shapes calibrated (the fastest is the ceiling's loop) */
 #define FTCREAD_VARIANTS 6
+/* their names, in calibration order (ftcread_result.loop is one of them on AVX-512 CPUs) */
+extern const char *const ftcread_avx512_names[FTCREAD_VARIANTS];
 
 struct ftcread_result {
 	size_t buffer_bytes;
