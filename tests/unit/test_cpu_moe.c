@@ -565,7 +565,8 @@ static void test_schedules(void **s)
 
 /* Two streams per kernel call (FREETOKEN_CPU_MOE_STREAMS=2, ftk_streams): every format on every
  * tier against float64 and scalar again (run_format), K-split ranges adding up, and each row
- * kernel bit-identical to the one-stream walk on odd and even ranges (same sums per row). */
+ * kernel bit-identical to the one-stream walk on odd and even ranges (same sums per row); the
+ * same for the W4A8 kernels' four-row blocks at batch 1 (FREETOKEN_CPU_MOE_ROWBLK, ftk_rowblk). */
 static void test_streams(void **s)
 {
 	/* process-wide settings, taken from the environment by every ftcmoe_create; the far L2
@@ -578,6 +579,18 @@ static void test_streams(void **s)
 	assert_int_equal(ftk_streams, 2);
 	unsetenv("FREETOKEN_CPU_MOE_STREAMS");
 	unsetenv("FREETOKEN_CPU_MOE_PF_FAR");
+	/* the W4A8 row kernels' other batch-1 walk than each format's default (four-row blocks for
+	 * nvfp4 and ds_fp4, a row at a time for q4_0), against float64 and scalar */
+	static const struct {
+		enum ftfmt_id f;
+		const char *blk;
+	} rb[] = {{FTFMT_NVFP4, "4"}, {FTFMT_DS_FP4, "4"}, {FTFMT_Q4_0, "1"}};
+	for (size_t i = 0; i < sizeof rb / sizeof rb[0]; i++) {
+		setenv("FREETOKEN_CPU_MOE_ROWBLK", rb[i].blk, 1);
+		run_format(rb[i].f);
+		assert_int_equal(ftk_rowblk, atoi(rb[i].blk));
+	}
+	unsetenv("FREETOKEN_CPU_MOE_ROWBLK");
 	ftk_streams = 2;
 	test_ksplit_ranges(s);
 	int tested = 0;
@@ -621,18 +634,29 @@ static void test_streams(void **s)
 					memset(y1, 0, sizeof y1);
 					memset(y2, 0, sizeof y2);
 					ftk_streams = 1;
+					ftk_rowblk = 1;
 					o->rows(&m, rg[ri][0], rg[ri][1], nbs[ni], xs, p1);
 					ftk_streams = 2;
 					o->rows(&m, rg[ri][0], rg[ri][1], nbs[ni], xs, p2);
 					for (int bb = 0; bb < nbs[ni]; bb++)
 						for (long r = 0; r < rg[ri][1] - rg[ri][0]; r++)
 							assert_true(y1[bb][r] == y2[bb][r] && y1[bb][r] != 0.0f);
+					if (nbs[ni] != 1)
+						continue;
+					/* batch 1 in blocks of four rows (ftk_rowblk 4) and a row at a time */
+					memset(y2, 0, sizeof y2);
+					ftk_streams = 1;
+					ftk_rowblk = 4;
+					o->rows(&m, rg[ri][0], rg[ri][1], 1, xs, p2);
+					for (long r = 0; r < rg[ri][1] - rg[ri][0]; r++)
+						assert_true(y1[0][r] == y2[0][r]);
 				}
 			tested++;
 		}
 		free_banks(&b);
 	}
-	ftk_streams = 0; /* per-kernel default */
+	ftk_streams = 0; /* per-kernel defaults */
+	ftk_rowblk = 0;
 	if (ci.isa & FTCPU_AVX512F)
 		assert_true(tested > 0);
 }
@@ -774,7 +798,7 @@ static void test_env_values(void **s)
 	static const char *const bad[][2] = {{"FREETOKEN_CPU_MOE_SCHED", "dyn"}, {"FREETOKEN_CPU_MOE_ITEM_KB", "8"},
 					      {"FREETOKEN_CPU_MOE_PF_DIST", "4k"}, {"FREETOKEN_CPU_MOE_MXPF", "rows,seq"},
 					      {"FREETOKEN_CPU_MOE_ITEM2_KB", "0"}, {"FREETOKEN_CPU_MOE_TRACE", "yes"},
-					      {"FREETOKEN_CPU_MOE_PF_FAR", "-1"}};
+					      {"FREETOKEN_CPU_MOE_PF_FAR", "-1"}, {"FREETOKEN_CPU_MOE_ROWBLK", "2"}};
 	struct banks b;
 	make_banks(&b, FTFMT_BF16);
 	struct ftcmoe_cfg cfg = {.format = FTFMT_BF16, .hidden = H, .inter = I, .experts = E, .layers = L,

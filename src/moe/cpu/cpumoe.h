@@ -51,8 +51,10 @@
  * FREETOKEN_CPU_MOE_STREAMS=1|2 (read at create, process-wide) forces one or two interleaved
  * weight streams per kernel call; unset, bf16 (bf16dp) walks two, the W4A8 kernels one (H200
  * host A/B: +2-3 points of the read ceiling on bf16, -3..-7 on mxfp4, even on q4_0).
- * FREETOKEN_CPU_MOE_PF_DIST / _MX_PF_DIST set the kernels' software prefetch distance and
- * FREETOKEN_CPU_MOE_PF_FAR=bytes adds a second prefetch into L2 that far ahead (kern.h). */
+ * FREETOKEN_CPU_MOE_PF_DIST / _MX_PF_DIST set the kernels' software prefetch distance,
+ * FREETOKEN_CPU_MOE_PF_FAR=bytes that of their second prefetch, into L2 (8 KiB; 0: none), and
+ * FREETOKEN_CPU_MOE_ROWBLK=1|4 forces one row or blocks of four rows per W4A8 kernel step at
+ * batch 1 (default: four for q4_0, one for nvfp4 and ds_fp4; kern.h). */
 #ifndef FT_MOE_CPU_CPUMOE_H
 #define FT_MOE_CPU_CPUMOE_H
 #include <stddef.h>

@@ -159,6 +159,7 @@ struct env {
 	int tail_div;   /* TAIL_DIV */
 	int trace;      /* TRACE */
 	int pf_far;     /* PF_FAR bytes */
+	int rowblk;     /* ROWBLK: 1 or 4 rows per W4A8 block at batch 1, 0 each format's */
 };
 
 /* A word-valued variable: *out = the index of its value in words ("a|b|c"), unchanged when
@@ -202,9 +203,9 @@ static int env_long(const char *var, long lo, long hi, long *out, char *why, siz
 
 static int env_read(struct env *e, char *why, size_t whylen)
 {
-	int sched = -1, split = 1, lean = 1, streams = 0, mxpf = 0, spin = 0, trace = 0;
+	int sched = -1, split = 1, lean = 1, streams = 0, mxpf = 0, spin = 0, trace = 0, rowblk = -1;
 	long pf = FTK_PF_DIST, mxd = FTK_MX_PF_DIST, kb = 0, kb2 = DYN_ITEM2_T_KB, tail = DYN_TAIL_DIV;
-	long far = 0;
+	long far = FTK_PF_FAR;
 	int r = 0;
 	/* SPIN is the pool's (pool.c), checked here so that a bad value is named */
 	if ((r = env_word("FREETOKEN_CPU_MOE_SCHED", "static|dynamic", &sched, why, whylen)) ||
@@ -214,6 +215,7 @@ static int env_read(struct env *e, char *why, size_t whylen)
 	    (r = env_word("FREETOKEN_CPU_MOE_MXPF", "rows|seq|none", &mxpf, why, whylen)) ||
 	    (r = env_word("FREETOKEN_CPU_MOE_SPIN", "pause|busy", &spin, why, whylen)) ||
 	    (r = env_word("FREETOKEN_CPU_MOE_TRACE", "0|1", &trace, why, whylen)) ||
+	    (r = env_word("FREETOKEN_CPU_MOE_ROWBLK", "1|4", &rowblk, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_PF_DIST", 0, 65536, &pf, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_MX_PF_DIST", 64, 8192, &mxd, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_ITEM_KB", 16, 65536, &kb, why, whylen)) ||
@@ -224,7 +226,7 @@ static int env_read(struct env *e, char *why, size_t whylen)
 	*e = (struct env){.sched = sched, .split_rows = split == 0, .lean = lean, .streams = streams,
 			  .mxpf = mxpf, .pf_dist = (int)pf, .mx_pf_dist = (int)(mxd / 64 * 64), .item_kb = kb, .item2_kb = kb2,
 			  .tail_div = (int)tail, .trace = trace,
-			  .pf_far = (int)far};
+			  .pf_far = (int)far, .rowblk = rowblk < 0 ? 0 : rowblk ? 4 : 1};
 	return 0;
 }
 
@@ -249,6 +251,7 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 	ftk_streams = env.streams;
 	ftk_pf_dist = env.pf_dist;
 	ftk_pf_far = env.pf_far;
+	ftk_rowblk = env.rowblk;
 	ftk_mx_pf_dist = env.mx_pf_dist;
 	struct ftcmoe *x = alloc_aligned(sizeof *x); /* 64-byte aligned members */
 	if (!x)
@@ -454,8 +457,10 @@ static const uint8_t *row_addr(const struct ftcmoe *x, const struct ftk_mat *m, 
 	return m->w + (size_t)r * stride;
 }
 
-/* The kernels prefetch PF_AHEAD bytes ahead inside a stream; the first bytes of the next
- * stream a worker will read are requested here, before the current one ends. */
+/* The kernels prefetch ahead inside a stream; the first PF_AHEAD bytes of the next stream a
+ * worker will read are requested here, before the current one ends (1 KiB or none instead:
+ * -2.2 / -2.8 points of the read ceiling on q4_0, bf16 -0.6, mxfp4 -0.3 / 0.0; H200 host,
+ * bench/RESULTS.md session 5). */
 #define PF_AHEAD 4096
 static void prefetch_start(const void *p)
 {

@@ -86,6 +86,14 @@ extern int ftk_mx_pf_dist;
  * FREETOKEN_CPU_MOE_STREAMS=1|2 at executor create, 0 when unset (process-wide; A/B runs). */
 extern int ftk_streams;
 
+/* Rows per call of the W4A8 row kernels at batch 1: 4 walks blocks of four consecutive rows
+ * with the activation loaded once per group, one reduction for the four and every row prefetched
+ * whole blocks ahead; 1, a row at a time; 0 (default), each format's measured choice: 4 for
+ * q4_0, 1 for nvfp4 and ds_fp4 (H200 host, bench/RESULTS.md session 5: q4_0 +2.0 points of the
+ * read ceiling with the far prefetch, nvfp4 -3.8, ds_fp4 -3.0). FREETOKEN_CPU_MOE_ROWBLK=1|4 at
+ * executor create (process-wide; A/B runs). */
+extern int ftk_rowblk;
+
 /* Software prefetch distance of the row-major kernels (bytes ahead in a weight stream; 0: no
  * software prefetch, the hardware prefetchers alone). FTK_PF_DIST unless
  * FREETOKEN_CPU_MOE_PF_DIST=0..65536 (read at executor create, process-wide; A/B runs). */
@@ -93,11 +101,13 @@ extern int ftk_streams;
 extern int ftk_pf_dist;
 
 /* A second, far software prefetch into L2 (prefetcht1) this many bytes ahead of each step of
- * the bf16dp and W4A8 row kernels, beside the near one; 0 (default): none (the mxfp4 K split
- * has its own next-block L2 prefetch, ftk_mx_seq_prefetch). FREETOKEN_CPU_MOE_PF_FAR=0..65536
- * at executor create (process-wide; A/B runs). On the 2-core Zen 4 dev box 8 KiB took one
- * thread of q4_0 from 43-46 to 65-68 % of the read ceiling and nvfp4 from 41 to 76-79 %, bf16
- * from 80 to 73 %; not yet measured on the H200 host (bench/RESULTS.md, session 4). */
+ * the bf16dp and W4A8 row kernels, beside the near one (the mxfp4 K split has its own next-block
+ * L2 prefetch, ftk_mx_seq_prefetch). FTK_PF_FAR unless FREETOKEN_CPU_MOE_PF_FAR=0..65536 (0:
+ * none) at executor create (process-wide; A/B runs). H200 host, 16 threads, against none
+ * (bench/RESULTS.md session 5): bf16 +4.0 points of the read ceiling, ds_fp4 +3.1, nvfp4 +1.3,
+ * q4_0 +0.0 alone and +2.0 with its four-row blocks; 16 KiB: q4_0 -3.5, nvfp4 -1.1. One thread:
+ * nvfp4 77 -> 91 %, bf16 90 -> 99 % of the one-thread ceiling. */
+#define FTK_PF_FAR 8192
 extern int ftk_pf_far;
 
 /* float value of every e4m3 / e8m0 byte (kern_tables.c) */

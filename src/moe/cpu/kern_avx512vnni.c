@@ -193,8 +193,8 @@ AI void vnni_step(const uint8_t *const *row, const uint8_t *const *sc, long k, l
 		  const uint8_t *const *x, __m512 (*acc)[FTK_TILE], const int full, const int NB,
 		  const int F, const int R)
 {
-	__m512i wa[2], wb[2];
-	__m512 sw[2];
+	__m512i wa[4], wb[4];
+	__m512 sw[4];
 	FTK_UNROLL
 	for (int j = 0; j < R; j++)
 		vnni_dec(row[j], sc[j], k, full, pd, pf, &wa[j], &wb[j], &sw[j], F);
@@ -252,11 +252,78 @@ AI void vnni_tiles(const struct ftk_mat *m, const long *rr, int nb, const uint8_
 	FTK_FOR_TILES(nb, b0, vnni_row(m, rr, x + b0, ys + b0, ij, FTK_NB, F, R));
 }
 
-/* ftk_streams == 2 (default 1 here): rows r0 + i and r0 + h + i (h = half the range, rounded up) together. */
+/* The sums of four accumulators, in the order of _mm512_reduce_add_ps (GCC: 256-bit halves,
+ * 128-bit halves, 64-bit halves, then the pair), so that a row sums bit-identically to
+ * vnni_row's: 11 shuffles and adds for the four instead of four separate reductions. */
+AI __m128 hsum4(__m512 a0, __m512 a1, __m512 a2, __m512 a3)
+{
+	__m512 t01 = _mm512_add_ps(_mm512_shuffle_f32x4(a0, a1, _MM_SHUFFLE(3, 2, 3, 2)),
+				   _mm512_shuffle_f32x4(a0, a1, _MM_SHUFFLE(1, 0, 1, 0)));
+	__m512 t23 = _mm512_add_ps(_mm512_shuffle_f32x4(a2, a3, _MM_SHUFFLE(3, 2, 3, 2)),
+				   _mm512_shuffle_f32x4(a2, a3, _MM_SHUFFLE(1, 0, 1, 0)));
+	/* 128-bit lane j: row j's 256-bit halves added; then its 128-bit halves */
+	__m512 u = _mm512_add_ps(_mm512_shuffle_f32x4(t01, t23, _MM_SHUFFLE(3, 1, 3, 1)),
+				 _mm512_shuffle_f32x4(t01, t23, _MM_SHUFFLE(2, 0, 2, 0)));
+	u = _mm512_add_ps(u, _mm512_permute_ps(u, 0x4E));
+	u = _mm512_add_ps(u, _mm512_permute_ps(u, 0xB1));
+	return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), u));
+}
+
+/* Batch 1, four consecutive rows r .. r+3 (ftk_rowblk; q4_0 by default): per group the token's
+ * activation is loaded once for the four rows and the four sums are reduced together (at
+ * qwen3-30b's K = 768 a row is only 6 groups, and a row's own reduction and setup were a large
+ * part of its work). Each row prefetches its own stream at the same offset m blocks of four rows
+ * ahead, m = the prefetch distance in blocks, rounded, at least 1: every byte is requested the
+ * same lead before its use (a plain distance from each row would land in a row of this block, or
+ * one read at another time; one linear stream over the block lagged the last rows). Sums
+ * bit-identical to vnni_row's. */
+AI void vnni_row4(const struct ftk_mat *m, long r, const uint8_t *x, float *y, const int F)
+{
+	long K = m->K, k = 0, gi = 0;
+	long rb = F == F_Q4 ? (K / 32) * 18 : K / 2, sb = F == F_Q4 ? 0 : K / (F == F_NV ? 16 : 32);
+	long blk = 4 * rb, pd = 0, pf = 0;
+	if (ftk_pf_dist)
+		pd = blk * (ftk_pf_dist + blk / 2 >= 2 * blk ? (ftk_pf_dist + blk / 2) / blk : 1);
+	if (ftk_pf_far)
+		pf = blk * (ftk_pf_far + blk / 2 >= 2 * blk ? (ftk_pf_far + blk / 2) / blk : 1);
+	const uint8_t *row[4], *sc[4] = {NULL, NULL, NULL, NULL};
+	for (int j = 0; j < 4; j++) {
+		row[j] = m->w + (r + j) * rb;
+		if (F != F_Q4)
+			sc[j] = m->s + (r + j) * sb;
+	}
+	__m512 acc[4][FTK_TILE];
+	for (int j = 0; j < 4; j++)
+		acc[j][0] = _mm512_setzero_ps();
+	for (; k + 128 <= K; k += 128, gi += GROUP)
+		vnni_step(row, sc, k, gi, pd, pf, &x, acc, 1, 1, F, 4);
+	if (k < K)
+		vnni_step(row, sc, k, gi, pd, pf, &x, acc, 0, 1, F, 4);
+	__m128 s = hsum4(acc[0][0], acc[1][0], acc[2][0], acc[3][0]);
+	if (F == F_NV) {
+		__m128 g = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(m->g + 2 * r)));
+		s = _mm_mul_ps(s, _mm_mul_ps(g, _mm_set1_ps(0.5f)));
+	} else if (F == F_DS) {
+		s = _mm_mul_ps(s, _mm_set1_ps(0.5f));
+	}
+	_mm_storeu_ps(y, s);
+}
+
+/* ftk_streams == 2 (default 1 here): rows r0 + i and r0 + h + i (h = half the range, rounded
+ * up) together. Batch 1 otherwise: blocks of four rows (vnni_row4), the last 0-3 rows alone. */
 AI void vnni_rows(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
 		  float *const *ys, const int F)
 {
 	const uint8_t *const *x = (const uint8_t *const *)xs;
+	float *y1[1];
+	if (nb == 1 && ftk_streams < 2 && (ftk_rowblk ? ftk_rowblk >= 4 : F == F_Q4)) {
+		long i = 0;
+		for (; i + 4 <= r1 - r0; i += 4)
+			vnni_row4(m, r0 + i, x[0], ys[0] + i, F);
+		r0 += i;
+		y1[0] = ys[0] + i;
+		ys = y1;
+	}
 	long n = r1 - r0, h = ftk_streams >= 2 && n >= 2 ? (n + 1) / 2 : n;
 	for (long i = 0; i < h; i++) {
 		long rr[2] = {r0 + i, r0 + h + i}, ij[2] = {i, h + i};

@@ -135,5 +135,6 @@ const float ftk_e8m0_lut[256] = {
 };
 
 int ftk_streams = 0;
+int ftk_rowblk = 0;
 int ftk_pf_dist = FTK_PF_DIST;
-int ftk_pf_far = 0;
+int ftk_pf_far = FTK_PF_FAR;
