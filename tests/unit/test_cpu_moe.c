@@ -661,6 +661,40 @@ static void test_streams(void **s)
 		assert_true(tested > 0);
 }
 
+/* The AVX-512 gated activation (ftk_act_avx512) against float64: silu and swiglu_oai (limit 7),
+ * gate and up apart and interleaved, lengths that end inside a vector, values from -120 to 120
+ * (e^-x overflows and underflows in float there): within 1e-6 relative of the float64 value
+ * (glibc's expf path is within a few 1e-7); the other activations are refused (-1). */
+static void test_act_avx512(void **s)
+{
+	if (!(ci.isa & FTCPU_AVX512F))
+		skip();
+	enum { N = 77 };
+	static const long ns[] = {1, 15, 16, 17, N};
+	float g[2 * N], u[N], gu[2 * N], h[N + 1];
+	for (int j = 0; j < N; j++) {
+		g[j] = j % 7 == 0 ? (float)(240 * unif() - 120) : (float)(4 * gauss());
+		u[j] = (float)(3 * gauss());
+		gu[2 * j] = g[j];
+		gu[2 * j + 1] = u[j];
+	}
+	static const enum ftact as[] = {FTACT_SILU, FTACT_SWIGLU_OAI};
+	for (size_t ai = 0; ai < 2; ai++)
+		for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+			for (int il = 0; il < 2; il++) {
+				long n = ns[ni];
+				h[n] = 12345.0f; /* nothing written past n */
+				assert_int_equal(ftk_act_avx512(as[ai], il ? gu : g, il ? NULL : u, n, 0.75f, 7.0f, h), 0);
+				assert_true(h[n] == 12345.0f);
+				for (long j = 0; j < n; j++) {
+					double r = 0.75 * ref_act(as[ai], g[j], u[j], 7.0);
+					assert_true(fabs(h[j] - r) <= 1e-6 * fabs(r) + 1e-30);
+				}
+			}
+	assert_int_equal(ftk_act_avx512(FTACT_GELU, g, u, N, 1.0f, 0.0f, h), -1);
+	assert_int_equal(ftk_act_avx512(FTACT_GELU_TANH, g, u, N, 1.0f, 0.0f, h), -1);
+}
+
 /* q4_0 rows longer than the test geometry: K = 64 (one tail group of the vnni kernel), 1216
  * (9 groups of 128 and a tail of 64: the 18-byte blocks cross 64-byte lines at every offset)
  * and 2048, N = 7 rows, every tier against float64, one and two streams. */
@@ -886,7 +920,7 @@ int main(void)
 		cmocka_unit_test(test_pool),   cmocka_unit_test(test_tiers),
 		cmocka_unit_test(test_bf16),   cmocka_unit_test(test_nvfp4),
 		cmocka_unit_test(test_lean_step), cmocka_unit_test(test_mxfp4),  cmocka_unit_test(test_ds_fp4),
-		cmocka_unit_test(test_q4_0),   cmocka_unit_test(test_q4_long_rows),
+		cmocka_unit_test(test_q4_0),   cmocka_unit_test(test_q4_long_rows), cmocka_unit_test(test_act_avx512),
 		cmocka_unit_test(test_batch32_and_duplicates),
 		cmocka_unit_test(test_ksplit_ranges), cmocka_unit_test(test_streams),
 		cmocka_unit_test(test_schedules), cmocka_unit_test(test_env_values), cmocka_unit_test(test_trace),

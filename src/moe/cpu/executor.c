@@ -45,6 +45,7 @@ struct ftcmoe {
 	unsigned cpu_isa;
 	enum ftcmoe_isa isa;
 	const struct ftk_ops *ops;
+	int (*vact)(enum ftact, const float *, const float *, long, float, float, float *); /* or NULL */
 	int nthreads;
 	size_t xq_stride, hq_stride;  /* prepared bytes per token / per slot */
 	uint8_t *xq;                  /* [max_batch][xq_stride] */
@@ -140,6 +141,7 @@ static int choose_ops(struct ftcmoe *x, enum ftcmoe_isa want)
 		return -EINVAL; /* scratch sized at create for the largest layout */
 	x->isa = isa;
 	x->ops = ops;
+	x->vact = isa >= FTCMOE_ISA_AVX512 ? ftk_act_avx512 : NULL;
 	return 0;
 }
 
@@ -535,6 +537,9 @@ static void gate_up_rows(struct ftcmoe *x, int tid, int g, long j0, long j1, flo
 		}
 		for (int i = 0; i < nb; i++) {
 			float *h = x->h + (size_t)x->slot_of[x->grp_s0[g] + i] * I;
+			if (!inter && x->vact &&
+			    !x->vact(x->cfg.act, yg[i], yu[i], c1 - c0, 1.0f, x->cfg.swiglu_limit, h + c0))
+				continue;
 			for (long j = c0; j < c1; j++) {
 				float gt = inter ? yg[i][2 * (j - c0)] + ftk_bf16(bias[2 * j]) : yg[i][j - c0];
 				float up = inter ? yg[i][2 * (j - c0) + 1] + ftk_bf16(bias[2 * j + 1]) : yu[i][j - c0];
@@ -901,8 +906,9 @@ static void dyn_t_slice(struct ftcmoe *x, int tid, int g, int n, long kk0, long 
 				for (long j = 0; j < 2 * len; j++)
 					acc[j] += p[j];
 			}
-		for (long j = 0; j < len; j++)
-			h[j] = w * act(x->cfg.act, acc[2 * j], acc[2 * j + 1], x->cfg.swiglu_limit);
+		if (!x->vact || x->vact(x->cfg.act, acc, NULL, len, w, x->cfg.swiglu_limit, h))
+			for (long j = 0; j < len; j++)
+				h[j] = w * act(x->cfg.act, acc[2 * j], acc[2 * j + 1], x->cfg.swiglu_limit);
 		if (x->ops->prep) {
 			uint8_t *q = x->hslice + ((size_t)tid * (size_t)x->part_cap + (size_t)i) * x->hq_stride;
 			x->ops->prep(h, len, q);

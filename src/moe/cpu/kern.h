@@ -65,6 +65,13 @@ const struct ftk_ops *ftk_avx512(enum ftfmt_id f);
 const struct ftk_ops *ftk_avx512vnni(enum ftfmt_id f);
 const struct ftk_ops *ftk_avx512bf16(enum ftfmt_id f);
 
+/* The gated activation of pass 1 in 16-wide AVX-512 (kern_avx512.c): h[j] = w * act(g[j], u[j])
+ * for j < n (u NULL: gate and up interleaved, g[2j] and g[2j+1]), for silu and swiglu_oai
+ * (limit lim); -1 for the other activations, which the caller computes in scalar code. exp is a
+ * polynomial within 2e-7 relative of expf; the tiers from avx512 up use it (the executor's scalar
+ * loop spent ~3 ns per element in glibc's expf). */
+int ftk_act_avx512(enum ftact a, const float *g, const float *u, long n, float w, float lim, float *h);
+
 /* The kernel tier isa runs for f on a CPU with cpu_isa bits (falls back down the tiers). */
 const struct ftk_ops *ftk_select(int isa, enum ftfmt_id f, unsigned cpu_isa);
 

@@ -245,3 +245,58 @@ const struct ftk_ops *ftk_avx512(enum ftfmt_id f)
 {
 	return (unsigned)f < sizeof ops / sizeof ops[0] && (ops[f].rows || ops[f].rows_t) ? &ops[f] : NULL;
 }
+
+/* e^x for 16 floats: x = n ln2 + r with |r| <= ln2/2 (ln2 in two parts, Cephes'), e^r by its
+ * Taylor polynomial to r^6 (relative error under 2e-7), times 2^n by vscalefps; x clamped to
+ * [-104, 88.8], past which e^x is 0 or inf in float, as expf gives. */
+AI __m512 exp16(__m512 x)
+{
+	x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-104.0f)), _mm512_set1_ps(88.8f));
+	__m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+					_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+	r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+	__m512 p = _mm512_set1_ps(1.0f / 720.0f);
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+	return _mm512_scalef_ps(p, n);
+}
+
+int ftk_act_avx512(enum ftact a, const float *g, const float *u, long n, float w, float lim, float *h)
+{
+	if (a != FTACT_SILU && a != FTACT_SWIGLU_OAI)
+		return -1;
+	const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+	const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+	const __m512 one = _mm512_set1_ps(1.0f), L = _mm512_set1_ps(lim), W = _mm512_set1_ps(w);
+	for (long j = 0; j < n; j += 16) {
+		int m = n - j >= 16 ? 16 : (int)(n - j);
+		__mmask16 k = (__mmask16)((1u << m) - 1);
+		__m512 vg, vu;
+		if (u) {
+			vg = _mm512_maskz_loadu_ps(k, g + j);
+			vu = _mm512_maskz_loadu_ps(k, u + j);
+		} else {
+			__mmask16 ka = (__mmask16)(2 * m >= 16 ? 0xFFFF : (1u << 2 * m) - 1);
+			__mmask16 kb = (__mmask16)(2 * m > 16 ? (1u << (2 * m - 16)) - 1 : 0);
+			__m512 A = _mm512_maskz_loadu_ps(ka, g + 2 * j), B = _mm512_maskz_loadu_ps(kb, g + 2 * j + 16);
+			vg = _mm512_permutex2var_ps(A, even, B);
+			vu = _mm512_permutex2var_ps(A, odd, B);
+		}
+		__m512 e, v;
+		if (a == FTACT_SILU) {
+			e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), vg));
+		} else { /* the scalar form's order: g = min(g, lim), u clamped to [-lim, lim] */
+			vg = _mm512_min_ps(vg, L);
+			vu = _mm512_add_ps(_mm512_min_ps(_mm512_max_ps(vu, _mm512_sub_ps(_mm512_setzero_ps(), L)), L), one);
+			e = exp16(_mm512_mul_ps(_mm512_set1_ps(-1.702f), vg));
+		}
+		v = _mm512_mul_ps(_mm512_div_ps(vg, _mm512_add_ps(one, e)), vu);
+		_mm512_mask_storeu_ps(h + j, k, _mm512_mul_ps(W, v));
+	}
+	return 0;
+}
