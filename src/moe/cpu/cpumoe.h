@@ -28,8 +28,9 @@
  * kernels. FREETOKEN_CPU_MOE_ISA forces a tier for FTCMOE_ISA_AUTO.
  *
  * Work split: a dynamic schedule (default). A step is a list of work items of about 128 KiB of
- * weights (FREETOKEN_CPU_MOE_ITEM_KB for A/B runs): every routed expert's gate/up rows, then its
- * down rows, claimed in order from one atomic counter, so workers stay close together in memory
+ * weights (FREETOKEN_CPU_MOE_ITEM_KB for A/B runs, _ITEM2_KB for pass 2 apart): every routed
+ * expert's gate/up rows, then its down rows, claimed in order from one atomic counter, so
+ * workers stay close together in memory
  * and a worker the memory system serves slower simply takes fewer items; pass 2 of an expert
  * waits only for that expert's pass 1, and the step has one barrier (before the per-worker
  * partial outputs are added up). On the H200 host this took bf16 from 94 to 123 GB/s at batch 1

@@ -14,7 +14,10 @@
 /* Vector tiers read K in groups of this many elements. */
 #define KALIGN 64
 #define MAX_SLOTS (FTCMOE_MAX_BATCH * FTCMOE_MAX_TOPK)
-/* Dynamic schedule: weight bytes per work item (FREETOKEN_CPU_MOE_ITEM_KB for A/B runs). */
+/* Dynamic schedule: weight bytes per work item (FREETOKEN_CPU_MOE_ITEM_KB for A/B runs;
+ * FREETOKEN_CPU_MOE_ITEM2_KB sets pass 2's apart. Each item costs ~1 us of claiming and
+ * restarting its streams: 64 KiB items -5.1 points of the read ceiling on q4_0, 256 KiB -0.3,
+ * H200 host, bench/RESULTS.md session 5). */
 #define DYN_ITEM_KB 128
 /* ... and of the mxfp4_triton K split, pass 1 (each call of its kernel costs a pass over N
  * partial sums; H200 host A/B: 512 KiB +2.1 points of the read ceiling over 1 MiB, 256 KiB
@@ -157,7 +160,7 @@ struct env {
 	int pf_dist;    /* PF_DIST bytes */
 	int mx_pf_dist; /* MX_PF_DIST bytes */
 	long item_kb;   /* ITEM_KB (0: each split's default) */
-	long item2_kb;  /* ITEM2_KB: pass-2 items of the mxfp4 K split */
+	long item2_kb;  /* ITEM2_KB: pass-2 items (0: the split's default) */
 	int tail_div;   /* TAIL_DIV */
 	int trace;      /* TRACE */
 	int pf_far;     /* PF_FAR bytes */
@@ -206,7 +209,7 @@ static int env_long(const char *var, long lo, long hi, long *out, char *why, siz
 static int env_read(struct env *e, char *why, size_t whylen)
 {
 	int sched = -1, split = 1, lean = 1, streams = 0, mxpf = 0, spin = 0, trace = 0, rowblk = -1;
-	long pf = FTK_PF_DIST, mxd = FTK_MX_PF_DIST, kb = 0, kb2 = DYN_ITEM2_T_KB, tail = DYN_TAIL_DIV;
+	long pf = FTK_PF_DIST, mxd = FTK_MX_PF_DIST, kb = 0, kb2 = 0, tail = DYN_TAIL_DIV;
 	long far = FTK_PF_FAR;
 	int r = 0;
 	/* SPIN is the pool's (pool.c), checked here so that a bad value is named */
@@ -316,9 +319,10 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 		x->lean_ok = env.lean;
 		x->dyn_ok = env.sched >= 0 ? env.sched : x->nthreads >= DYN_MIN_THREADS;
 		size_t item = (size_t)(env.item_kb ? env.item_kb : DYN_ITEM_KB) * 1024;
+		size_t item2 = env.item2_kb ? (size_t)env.item2_kb * 1024 : item;
 		size_t r1 = 2 * wrow_bytes(cfg->format, cfg->hidden), r2 = wrow_bytes(cfg->format, cfg->inter);
 		x->ch1 = r1 ? (long)(item / r1) : cfg->inter;
-		x->ch2 = r2 ? (long)(item / r2) : cfg->hidden;
+		x->ch2 = r2 ? (long)(item2 / r2) : cfg->hidden;
 		x->ch1 = x->ch1 < 8 ? 8 : x->ch1;
 		x->ch2 = x->ch2 < 8 ? 8 : x->ch2;
 		x->n1 = (int)((cfg->inter + x->ch1 - 1) / x->ch1);
@@ -351,7 +355,7 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 			goto fail;
 		long item = (env.item_kb ? env.item_kb : DYN_ITEM_T_KB) * 1024;
 		x->ch1t = item / (2 * cfg->inter) / 16 * 16;
-		x->ch2t = env.item2_kb * 1024 / cfg->hidden / 16 * 16;
+		x->ch2t = (env.item2_kb ? env.item2_kb : DYN_ITEM2_T_KB) * 1024 / cfg->hidden / 16 * 16;
 		x->ch1t = x->ch1t < 16 ? 16 : x->ch1t;
 		x->ch2t = x->ch2t < 16 ? 16 : x->ch2t;
 		x->n1t = (int)((cfg->hidden / 2 + x->ch1t - 1) / x->ch1t);
