@@ -511,7 +511,7 @@ static void test_schedules(void **s)
 			setenv("FREETOKEN_CPU_MOE_ITEM2_KB", "16", 1); /* mxfp4: two h slices per expert */
 			setenv("FREETOKEN_CPU_MOE_SCHED", "dynamic", 1); /* this pool has < 8 workers */
 			assert_int_equal(ftcmoe_create(&cfg, &x), 0);
-			/* the last expert's down rows 3x finer (x has the default, 4x): another split */
+			/* the last expert's down rows 3x finer (x has the defaults: 4x, mxfp4 1x): another split */
 			setenv("FREETOKEN_CPU_MOE_TAIL_DIV", "3", 1);
 			assert_int_equal(ftcmoe_create(&cfg, &z), 0);
 			unsetenv("FREETOKEN_CPU_MOE_TAIL_DIV");

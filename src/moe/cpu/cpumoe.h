@@ -35,7 +35,8 @@
  * waits only for that expert's pass 1, and the step has one barrier (before the per-worker
  * partial outputs are added up). On the H200 host this took bf16 from 94 to 123 GB/s at batch 1
  * against the static split below (bench/RESULTS.md, "CPU MoE"). The last expert's pass-2
- * items are 4x smaller (FREETOKEN_CPU_MOE_TAIL_DIV), so the workers finish close together.
+ * items are 4x smaller (FREETOKEN_CPU_MOE_TAIL_DIV; for the mxfp4 K split below it is 1 unless
+ * set), so the workers finish close together.
  * mxfp4_triton's transposed banks are split along K (while a call's routes fit one round of
  * partials): pass-1 items of 512 KiB of bank rows added into per-worker partials, pass-2 items
  * of 128 KiB (FREETOKEN_CPU_MOE_ITEM_KB, _ITEM2_KB) that each compute the slice of h they read

@@ -30,6 +30,9 @@
  * runs; H200 host: 4 against 1 +0.5 to +1.1 points for q4_0, bf16, nvfp4, never lower; 8 no
  * better) */
 #define DYN_TAIL_DIV 4
+/* ... of the mxfp4_triton K split (1: as large as the others; FREETOKEN_CPU_MOE_TAIL_DIV=2..64
+ * makes them smaller there too; not yet measured on the H200 host) */
+#define DYN_TAIL_DIV_T 1
 /* Pools smaller than this keep the static split by default (see ftcmoe_create) */
 #define DYN_MIN_THREADS 8
 
@@ -86,8 +89,9 @@ struct ftcmoe {
 	long ch2f;                    /* pass 2 of the last group: finer items (the step's tail) */
 	int n2f;
 	int dyn_t;                    /* this call: dynamic K split (mxfp4_triton, one round) */
-	long ch1t, ch2t;              /* K split: bank rows per item (multiples of 16) */
-	int n1t, n2t;
+	long ch1t, ch2t, ch2tf;       /* K split: bank rows per item (multiples of 16; ch2tf: the
+				       * last group's pass-2 items) */
+	int n1t, n2t, n2tf;
 	uint8_t *touch;               /* K split: [threads][part_cap] partial written this call */
 	uint8_t *hslice;              /* K split: prepared h slices [threads][part_cap][hq_stride] */
 	/* FREETOKEN_CPU_MOE_TRACE=1 (read at create): where the dynamic steps' time goes */
@@ -161,7 +165,7 @@ struct env {
 	int mx_pf_dist; /* MX_PF_DIST bytes */
 	long item_kb;   /* ITEM_KB (0: each split's default) */
 	long item2_kb;  /* ITEM2_KB: pass-2 items (0: the split's default) */
-	int tail_div;   /* TAIL_DIV */
+	int tail_div;   /* TAIL_DIV (0: the split's default) */
 	int trace;      /* TRACE */
 	int pf_far;     /* PF_FAR bytes */
 	int rowblk;     /* ROWBLK: 1 or 4 rows per W4A8 block at batch 1, 0 each format's */
@@ -209,7 +213,7 @@ static int env_long(const char *var, long lo, long hi, long *out, char *why, siz
 static int env_read(struct env *e, char *why, size_t whylen)
 {
 	int sched = -1, split = 1, lean = 1, streams = 0, mxpf = 0, spin = 0, trace = 0, rowblk = -1;
-	long pf = FTK_PF_DIST, mxd = FTK_MX_PF_DIST, kb = 0, kb2 = 0, tail = DYN_TAIL_DIV;
+	long pf = FTK_PF_DIST, mxd = FTK_MX_PF_DIST, kb = 0, kb2 = 0, tail = 0;
 	long far = FTK_PF_FAR;
 	int r = 0;
 	/* SPIN is the pool's (pool.c), checked here so that a bad value is named */
@@ -225,7 +229,7 @@ static int env_read(struct env *e, char *why, size_t whylen)
 	    (r = env_long("FREETOKEN_CPU_MOE_MX_PF_DIST", 64, 8192, &mxd, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_ITEM_KB", 16, 65536, &kb, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_ITEM2_KB", 16, 65536, &kb2, why, whylen)) ||
-	    (r = env_long("FREETOKEN_CPU_MOE_TAIL_DIV", 1, 64, &tail, why, whylen)) ||
+	    (r = env_long("FREETOKEN_CPU_MOE_TAIL_DIV", 0, 64, &tail, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_PF_FAR", 0, 65536, &far, why, whylen)))
 		return r;
 	*e = (struct env){.sched = sched, .split_rows = split == 0, .lean = lean, .streams = streams,
@@ -327,7 +331,7 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 		x->ch2 = x->ch2 < 8 ? 8 : x->ch2;
 		x->n1 = (int)((cfg->inter + x->ch1 - 1) / x->ch1);
 		x->n2 = (int)((cfg->hidden + x->ch2 - 1) / x->ch2);
-		x->ch2f = x->ch2 / env.tail_div;
+		x->ch2f = x->ch2 / (env.tail_div ? env.tail_div : DYN_TAIL_DIV);
 		x->ch2f = x->ch2f < 8 ? 8 : x->ch2f;
 		x->n2f = (int)((cfg->hidden + x->ch2f - 1) / x->ch2f);
 	}
@@ -360,6 +364,9 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 		x->ch2t = x->ch2t < 16 ? 16 : x->ch2t;
 		x->n1t = (int)((cfg->hidden / 2 + x->ch1t - 1) / x->ch1t);
 		x->n2t = (int)((cfg->inter / 2 + x->ch2t - 1) / x->ch2t);
+		x->ch2tf = x->ch2t / (env.tail_div ? env.tail_div : DYN_TAIL_DIV_T) / 16 * 16;
+		x->ch2tf = x->ch2tf < 16 ? 16 : x->ch2tf;
+		x->n2tf = (int)((cfg->inter / 2 + x->ch2tf - 1) / x->ch2tf);
 	}
 	r = choose_ops(x, cfg->isa);
 	if (r < 0)
@@ -937,10 +944,40 @@ static void dyn_t_slice(struct ftcmoe *x, int tid, int g, int n, long kk0, long 
  * ceiling lower on the H200 host, bench/RESULTS.md.) After the step's one barrier each worker
  * sums its output rows over the workers, adds the route-weighted down biases, and clears its
  * touched flags for the next call. */
+/* K-split item i: its pass (*down), group (returned) and bank rows [*kk0, *kk1); the last
+ * group's pass-2 items are ch2tf rows. */
+static int dyn_t_item(const struct ftcmoe *x, int i, int *down, long *kk0, long *kk1)
+{
+	int p1 = x->ngrp * x->n1t, last = (x->ngrp - 1) * x->n2t, g;
+	long ch, KK;
+	if (i < p1) {
+		*down = 0;
+		g = i / x->n1t;
+		ch = x->ch1t;
+		*kk0 = (long)(i % x->n1t) * ch;
+		KK = x->cfg.hidden / 2;
+	} else {
+		*down = 1;
+		i -= p1;
+		KK = x->cfg.inter / 2;
+		if (i < last) {
+			g = i / x->n2t;
+			ch = x->ch2t;
+			*kk0 = (long)(i % x->n2t) * ch;
+		} else {
+			g = x->ngrp - 1;
+			ch = x->ch2tf;
+			*kk0 = (long)(i - last) * ch;
+		}
+	}
+	*kk1 = *kk0 + ch < KK ? *kk0 + ch : KK;
+	return g;
+}
+
 static void dyn_t_run(struct ftcmoe *x, int tid, int n)
 {
 	long H = x->cfg.hidden, I = x->cfg.inter;
-	int total = x->nitems, p1 = x->ngrp * x->n1t, live = x->uniq_start[x->nuniq];
+	int total = x->nitems, live = x->uniq_start[x->nuniq];
 	uint8_t *touch = x->touch + (size_t)tid * x->part_cap;
 	float *tmp = part_of(x, tid, 2, 0);
 	trace_start(x, tid);
@@ -951,16 +988,17 @@ static void dyn_t_run(struct ftcmoe *x, int tid, int n)
 		int nxt = -1;
 		if (atomic_load_explicit(&x->next, memory_order_relaxed) < total - 2 * n)
 			nxt = dyn_claim(x);
-		int down = cur >= p1, it = down ? cur - p1 : cur, per = down ? x->n2t : x->n1t;
-		int g = it / per;
-		long ch = down ? x->ch2t : x->ch1t, KK = down ? I / 2 : H / 2;
-		long kk0 = (long)(it % per) * ch, kk1 = kk0 + ch < KK ? kk0 + ch : KK;
+		int down;
+		long kk0, kk1;
+		int g = dyn_t_item(x, cur, &down, &kk0, &kk1);
 		struct ftk_mat m;
 		const uint16_t *bias;
 		expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], down, &m, &bias);
 		if (nxt >= 0 && nxt < total) { /* the next item's first bank rows */
-			int dn = nxt >= p1, in = dn ? nxt - p1 : nxt, pn = dn ? x->n2t : x->n1t;
-			prefetch_group(x, in / pn, dn, (long)(in % pn) * (dn ? x->ch2t : x->ch1t));
+			int dn;
+			long n0, n1;
+			int gn = dyn_t_item(x, nxt, &dn, &n0, &n1);
+			prefetch_group(x, gn, dn, n0);
 		}
 		int nb = x->grp_nb[g];
 		const void *xs[FTCMOE_MAX_BATCH];
@@ -1162,7 +1200,7 @@ int ftcmoe_forward(struct ftcmoe *x, int layer, int B, int topk, const float *xi
 	int live = x->uniq_start[x->nuniq];
 	x->dyn_t = x->dyn_ok && x->ops->rows_t && x->part && live <= x->part_cap && B <= x->part_cap;
 	if (x->dyn || x->dyn_t) {
-		x->nitems = x->dyn ? x->ngrp * (x->n1 + x->n2) - x->n2 + x->n2f : x->ngrp * (x->n1t + x->n2t);
+		x->nitems = x->dyn ? x->ngrp * (x->n1 + x->n2) - x->n2 + x->n2f : x->ngrp * (x->n1t + x->n2t) - x->n2t + x->n2tf;
 		atomic_store_explicit(&x->next, 0, memory_order_relaxed);
 		for (int g = 0; g < x->ngrp; g++)
 			atomic_store_explicit(&x->done1[g], 0, memory_order_relaxed);
