@@ -54,6 +54,7 @@
  * weight streams per kernel call; unset, bf16 (bf16dp) walks two, the W4A8 kernels one (H200
  * host A/B: +2-3 points of the read ceiling on bf16, -3..-7 on mxfp4, even on q4_0).
  * FREETOKEN_CPU_MOE_PF_DIST / _MX_PF_DIST set the kernels' software prefetch distance,
+ * FREETOKEN_CPU_MOE_MX_PF_FAR=bytes adds a far one into L2 to the mxfp4 K split (default none),
  * FREETOKEN_CPU_MOE_PF_FAR=bytes that of their second prefetch, into L2 (8 KiB; 0: none), and
  * FREETOKEN_CPU_MOE_ROWBLK=1|4 forces one row or blocks of four rows per W4A8 kernel step at
  * batch 1 (default: four for q4_0, one for nvfp4 and ds_fp4; kern.h). */

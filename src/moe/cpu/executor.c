@@ -169,6 +169,7 @@ struct env {
 	int trace;      /* TRACE */
 	int pf_far;     /* PF_FAR bytes */
 	int rowblk;     /* ROWBLK: 1 or 4 rows per W4A8 block at batch 1, 0 each format's */
+	int mx_pf_far;  /* MX_PF_FAR bytes */
 };
 
 /* A word-valued variable: *out = the index of its value in words ("a|b|c"), unchanged when
@@ -214,7 +215,7 @@ static int env_read(struct env *e, char *why, size_t whylen)
 {
 	int sched = -1, split = 1, lean = 1, streams = 0, mxpf = 0, spin = 0, trace = 0, rowblk = -1;
 	long pf = FTK_PF_DIST, mxd = FTK_MX_PF_DIST, kb = 0, kb2 = 0, tail = 0;
-	long far = FTK_PF_FAR;
+	long far = FTK_PF_FAR, mxfar = 0;
 	int r = 0;
 	/* SPIN is the pool's (pool.c), checked here so that a bad value is named */
 	if ((r = env_word("FREETOKEN_CPU_MOE_SCHED", "static|dynamic", &sched, why, whylen)) ||
@@ -230,12 +231,14 @@ static int env_read(struct env *e, char *why, size_t whylen)
 	    (r = env_long("FREETOKEN_CPU_MOE_ITEM_KB", 16, 65536, &kb, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_ITEM2_KB", 16, 65536, &kb2, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_TAIL_DIV", 0, 64, &tail, why, whylen)) ||
-	    (r = env_long("FREETOKEN_CPU_MOE_PF_FAR", 0, 65536, &far, why, whylen)))
+	    (r = env_long("FREETOKEN_CPU_MOE_PF_FAR", 0, 65536, &far, why, whylen)) ||
+	    (r = env_long("FREETOKEN_CPU_MOE_MX_PF_FAR", 0, 65536, &mxfar, why, whylen)))
 		return r;
 	*e = (struct env){.sched = sched, .split_rows = split == 0, .lean = lean, .streams = streams,
 			  .mxpf = mxpf, .pf_dist = (int)pf, .mx_pf_dist = (int)(mxd / 64 * 64), .item_kb = kb, .item2_kb = kb2,
 			  .tail_div = (int)tail, .trace = trace,
-			  .pf_far = (int)far, .rowblk = rowblk < 0 ? 0 : rowblk ? 4 : 1};
+			  .pf_far = (int)far, .rowblk = rowblk < 0 ? 0 : rowblk ? 4 : 1,
+			  .mx_pf_far = (int)mxfar};
 	return 0;
 }
 
@@ -262,6 +265,7 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 	ftk_pf_far = env.pf_far;
 	ftk_rowblk = env.rowblk;
 	ftk_mx_pf_dist = env.mx_pf_dist;
+	ftk_mx_pf_far = env.mx_pf_far;
 	struct ftcmoe *x = alloc_aligned(sizeof *x); /* 64-byte aligned members */
 	if (!x)
 		return -ENOMEM;

@@ -85,6 +85,12 @@ extern int ftk_mx_seq_prefetch;
  * FREETOKEN_CPU_MOE_MX_PF_DIST=64..8192 at executor create, A/B runs). */
 #define FTK_MX_PF_DIST 512
 extern int ftk_mx_pf_dist;
+/* ... and a second, far prefetch into L2 that many bytes ahead in each row, whole blocks of 16
+ * rows ahead where it passes the row's end (within the call's range); 0 (default): none.
+ * FREETOKEN_CPU_MOE_MX_PF_FAR=0..65536 at executor create (A/B runs; the row kernels' far
+ * prefetch, ftk_pf_far, took nvfp4 and bf16 to 91-99 % of the one-thread ceiling, mxfp4's
+ * row-wise walk was at 85 %; not yet measured on the H200 host). */
+extern int ftk_mx_pf_far;
 
 /* Independent weight streams per kernel call: 2 walks the two halves of a call's row range
  * (mxfp4_triton K split: of its scale blocks) interleaved, so each worker keeps two sequential
