@@ -273,19 +273,18 @@ AI __m128 hsum4(__m512 a0, __m512 a1, __m512 a2, __m512 a3)
  * activation is loaded once for the four rows and the four sums are reduced together (at
  * qwen3-30b's K = 768 a row is only 6 groups, and a row's own reduction and setup were a large
  * part of its work). Each row prefetches its own stream at the same offset m blocks of four rows
- * ahead, m = the prefetch distance in blocks, rounded, at least 1: every byte is requested the
- * same lead before its use (a plain distance from each row would land in a row of this block, or
+ * ahead, m = the prefetch distance in blocks, rounded, at least 1 (the far one's at least one more
+ * than the near one's): every byte is requested the same lead before its use (a plain distance from each row would land in a row of this block, or
  * one read at another time; one linear stream over the block lagged the last rows). Sums
  * bit-identical to vnni_row's. */
 AI void vnni_row4(const struct ftk_mat *m, long r, const uint8_t *x, float *y, const int F)
 {
 	long K = m->K, k = 0, gi = 0;
 	long rb = F == F_Q4 ? (K / 32) * 18 : K / 2, sb = F == F_Q4 ? 0 : K / (F == F_NV ? 16 : 32);
-	long blk = 4 * rb, pd = 0, pf = 0;
-	if (ftk_pf_dist)
-		pd = blk * (ftk_pf_dist + blk / 2 >= 2 * blk ? (ftk_pf_dist + blk / 2) / blk : 1);
-	if (ftk_pf_far)
-		pf = blk * (ftk_pf_far + blk / 2 >= 2 * blk ? (ftk_pf_far + blk / 2) / blk : 1);
+	long blk = 4 * rb, nd = (ftk_pf_dist + blk / 2) / blk, nf = (ftk_pf_far + blk / 2) / blk;
+	nd = nd < 1 ? 1 : nd;
+	nf = nf <= nd ? nd + 1 : nf; /* the far one at least a block beyond the near one */
+	long pd = ftk_pf_dist ? nd * blk : 0, pf = ftk_pf_far ? nf * blk : 0;
 	const uint8_t *row[4], *sc[4] = {NULL, NULL, NULL, NULL};
 	for (int j = 0; j < 4; j++) {
 		row[j] = m->w + (r + j) * rb;
