@@ -833,7 +833,7 @@ static void test_env_values(void **s)
 					      {"FREETOKEN_CPU_MOE_PF_DIST", "4k"}, {"FREETOKEN_CPU_MOE_MXPF", "rows,seq"},
 					      {"FREETOKEN_CPU_MOE_ITEM2_KB", "0"}, {"FREETOKEN_CPU_MOE_TRACE", "yes"},
 					      {"FREETOKEN_CPU_MOE_PF_FAR", "-1"}, {"FREETOKEN_CPU_MOE_ROWBLK", "2"},
-					      {"FREETOKEN_CPU_MOE_MX_PF_FAR", "64k"}};
+					      {"FREETOKEN_CPU_MOE_MX_PF_FAR", "64k"}, {"FREETOKEN_CPU_MOE_PF_START_FAR", "on"}};
 	struct banks b;
 	make_banks(&b, FTFMT_BF16);
 	struct ftcmoe_cfg cfg = {.format = FTFMT_BF16, .hidden = H, .inter = I, .experts = E, .layers = L,

@@ -170,6 +170,7 @@ struct env {
 	int pf_far;     /* PF_FAR bytes */
 	int rowblk;     /* ROWBLK: 1 or 4 rows per W4A8 block at batch 1, 0 each format's */
 	int mx_pf_far;  /* MX_PF_FAR bytes */
+	int pf_start_far; /* PF_START_FAR */
 };
 
 /* A word-valued variable: *out = the index of its value in words ("a|b|c"), unchanged when
@@ -211,9 +212,16 @@ static int env_long(const char *var, long lo, long hi, long *out, char *why, siz
 	return 0;
 }
 
+/* FREETOKEN_CPU_MOE_PF_START_FAR=1 (read at create, process-wide; A/B runs, default 0):
+ * prefetch_start also requests the bytes from PF_AHEAD to the kernels' far distance, into L2.
+ * Inside a stream the kernels ask for a byte first far ahead, into L2; at a stream's start the
+ * bytes between the near and the far distance get only the near request, a shorter lead, on
+ * every work item. */
+static int pf_start_far;
+
 static int env_read(struct env *e, char *why, size_t whylen)
 {
-	int sched = -1, split = 1, lean = 1, streams = 0, mxpf = 0, spin = 0, trace = 0, rowblk = -1;
+	int sched = -1, split = 1, lean = 1, streams = 0, mxpf = 0, spin = 0, trace = 0, rowblk = -1, sfar = 0;
 	long pf = FTK_PF_DIST, mxd = FTK_MX_PF_DIST, kb = 0, kb2 = 0, tail = 0;
 	long far = FTK_PF_FAR, mxfar = 0;
 	int r = 0;
@@ -226,6 +234,7 @@ static int env_read(struct env *e, char *why, size_t whylen)
 	    (r = env_word("FREETOKEN_CPU_MOE_SPIN", "pause|busy", &spin, why, whylen)) ||
 	    (r = env_word("FREETOKEN_CPU_MOE_TRACE", "0|1", &trace, why, whylen)) ||
 	    (r = env_word("FREETOKEN_CPU_MOE_ROWBLK", "1|4", &rowblk, why, whylen)) ||
+	    (r = env_word("FREETOKEN_CPU_MOE_PF_START_FAR", "0|1", &sfar, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_PF_DIST", 0, 65536, &pf, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_MX_PF_DIST", 64, 8192, &mxd, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_ITEM_KB", 16, 65536, &kb, why, whylen)) ||
@@ -238,7 +247,7 @@ static int env_read(struct env *e, char *why, size_t whylen)
 			  .mxpf = mxpf, .pf_dist = (int)pf, .mx_pf_dist = (int)(mxd / 64 * 64), .item_kb = kb, .item2_kb = kb2,
 			  .tail_div = (int)tail, .trace = trace,
 			  .pf_far = (int)far, .rowblk = rowblk < 0 ? 0 : rowblk ? 4 : 1,
-			  .mx_pf_far = (int)mxfar};
+			  .mx_pf_far = (int)mxfar, .pf_start_far = sfar};
 	return 0;
 }
 
@@ -266,6 +275,7 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 	ftk_rowblk = env.rowblk;
 	ftk_mx_pf_dist = env.mx_pf_dist;
 	ftk_mx_pf_far = env.mx_pf_far;
+	pf_start_far = env.pf_start_far;
 	struct ftcmoe *x = alloc_aligned(sizeof *x); /* 64-byte aligned members */
 	if (!x)
 		return -ENOMEM;
@@ -483,6 +493,9 @@ static void prefetch_start(const void *p)
 {
 	for (int i = 0; i < PF_AHEAD; i += 64)
 		__builtin_prefetch((const char *)p + i, 0, 3);
+	if (pf_start_far)
+		for (int i = PF_AHEAD; i < ftk_pf_far; i += 64)
+			__builtin_prefetch((const char *)p + i, 0, 2);
 }
 
 static void slot_inputs(const struct ftcmoe *x, int tid, int g, int down, const void **xs)
