@@ -55,6 +55,9 @@
  * host A/B: +2-3 points of the read ceiling on bf16, -3..-7 on mxfp4, even on q4_0).
  * FREETOKEN_CPU_MOE_PF_DIST / _MX_PF_DIST set the kernels' software prefetch distance,
  * FREETOKEN_CPU_MOE_MX_PF_FAR=bytes adds a far one into L2 to the mxfp4 K split (default none),
+ * FREETOKEN_CPU_MOE_PF_START_FAR=1 asks for a work item's first bytes up to the far distance
+ * (default: its first 4 KiB), FREETOKEN_CPU_MOE_POUT=lazy zeroes and adds up only the chunks of
+ * the per-worker partial outputs that were written (executor.c; these three: A/B runs),
  * FREETOKEN_CPU_MOE_PF_FAR=bytes that of their second prefetch, into L2 (8 KiB; 0: none), and
  * FREETOKEN_CPU_MOE_ROWBLK=1|4 forces one row or blocks of four rows per W4A8 kernel step at
  * batch 1 (default: four for q4_0, one for nvfp4 and ds_fp4; kern.h). */

@@ -76,6 +76,17 @@ struct ftcmoe {
 	int grp_u[MAX_SLOTS], grp_s0[MAX_SLOTS], grp_nb[MAX_SLOTS];
 	int flat;                     /* row-major split: 1 flattened over (group, row), 0 per row */
 	float *pout;                  /* flattened pass 2: per-worker partial out [threads][max_batch][H] */
+	/* FREETOKEN_CPU_MOE_POUT=lazy (A/B runs; default zero: every worker zeroes its whole pout
+	 * at the step's start and every one is added up): in the dynamic schedule each worker
+	 * zeroes only the 16-row chunks of its pout that its pass-2 items write, marks them in
+	 * ptouch ([threads][pchunk_stride], [max_batch][nchunk] used), and the reduction adds only
+	 * marked chunks. At top-8 a worker writes about half of its pout, so the zeroing (lines the
+	 * other workers read in the last reduction) and the remote reads halve; the H200 host
+	 * spent ~5 us per step after the barrier (q4_0, bf16), not yet measured with this. */
+	uint8_t *ptouch;
+	size_t pchunk_stride;
+	long nchunk;
+	int pout_lazy;
 	int lean_ok;                  /* FREETOKEN_CPU_MOE_LEAN unset or 1 (read at create) */
 	int lean;                     /* this call: batch 1, x prepared per worker (no barrier) */
 	int lean_h;                   /* this call: also h per worker, the slots it reads in pass 2 */
@@ -171,6 +182,7 @@ struct env {
 	int rowblk;     /* ROWBLK: 1 or 4 rows per W4A8 block at batch 1, 0 each format's */
 	int mx_pf_far;  /* MX_PF_FAR bytes */
 	int pf_start_far; /* PF_START_FAR */
+	int pout_lazy;  /* POUT=lazy */
 };
 
 /* A word-valued variable: *out = the index of its value in words ("a|b|c"), unchanged when
@@ -221,7 +233,7 @@ static int pf_start_far;
 
 static int env_read(struct env *e, char *why, size_t whylen)
 {
-	int sched = -1, split = 1, lean = 1, streams = 0, mxpf = 0, spin = 0, trace = 0, rowblk = -1, sfar = 0;
+	int sched = -1, split = 1, lean = 1, streams = 0, mxpf = 0, spin = 0, trace = 0, rowblk = -1, sfar = 0, pz = 0;
 	long pf = FTK_PF_DIST, mxd = FTK_MX_PF_DIST, kb = 0, kb2 = 0, tail = 0;
 	long far = FTK_PF_FAR, mxfar = 0;
 	int r = 0;
@@ -235,6 +247,7 @@ static int env_read(struct env *e, char *why, size_t whylen)
 	    (r = env_word("FREETOKEN_CPU_MOE_TRACE", "0|1", &trace, why, whylen)) ||
 	    (r = env_word("FREETOKEN_CPU_MOE_ROWBLK", "1|4", &rowblk, why, whylen)) ||
 	    (r = env_word("FREETOKEN_CPU_MOE_PF_START_FAR", "0|1", &sfar, why, whylen)) ||
+	    (r = env_word("FREETOKEN_CPU_MOE_POUT", "zero|lazy", &pz, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_PF_DIST", 0, 65536, &pf, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_MX_PF_DIST", 64, 8192, &mxd, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_ITEM_KB", 16, 65536, &kb, why, whylen)) ||
@@ -247,7 +260,7 @@ static int env_read(struct env *e, char *why, size_t whylen)
 			  .mxpf = mxpf, .pf_dist = (int)pf, .mx_pf_dist = (int)(mxd / 64 * 64), .item_kb = kb, .item2_kb = kb2,
 			  .tail_div = (int)tail, .trace = trace,
 			  .pf_far = (int)far, .rowblk = rowblk < 0 ? 0 : rowblk ? 4 : 1,
-			  .mx_pf_far = (int)mxfar, .pf_start_far = sfar};
+			  .mx_pf_far = (int)mxfar, .pf_start_far = sfar, .pout_lazy = pz};
 	return 0;
 }
 
@@ -328,7 +341,10 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 	if (!x->xq || !x->h || !x->hq || !x->tmp)
 		goto fail;
 	x->pout = alloc_aligned((size_t)x->nthreads * (size_t)cfg->max_batch * (size_t)cfg->hidden * sizeof(float));
-	if (!x->pout)
+	x->nchunk = (cfg->hidden + 15) / 16;
+	x->pchunk_stride = ((size_t)cfg->max_batch * (size_t)x->nchunk + 63) / 64 * 64;
+	x->ptouch = alloc_aligned((size_t)x->nthreads * x->pchunk_stride);
+	if (!x->pout || !x->ptouch)
 		goto fail;
 	{
 		/* dynamic by default from DYN_MIN_THREADS workers (measured: +15..+28 points of the
@@ -350,6 +366,7 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 		x->n2f = (int)((cfg->hidden + x->ch2f - 1) / x->ch2f);
 	}
 	x->trace = env.trace;
+	x->pout_lazy = env.pout_lazy;
 	x->tr = alloc_aligned((size_t)x->nthreads * sizeof *x->tr);
 	if (!x->tr)
 		goto fail;
@@ -407,6 +424,7 @@ void ftcmoe_free(struct ftcmoe *x)
 	free_aligned(x->tr);
 	free_aligned(x->hslice);
 	free_aligned(x->pout);
+	free_aligned(x->ptouch);
 	free_aligned(x->xpriv);
 	free_aligned(x->hpriv);
 	free_aligned(x);
@@ -674,25 +692,63 @@ static void pass2_flat(struct ftcmoe *x, int tid, int n, float *tmp)
 }
 
 /* Out rows of this worker = the sum of every worker's partial output: token b of worker t at
- * p + t * wstride + b * bstride (after pass2_flat and the dynamic schedules' items). */
-static void reduce_out(struct ftcmoe *x, int tid, int n, const float *p, size_t wstride, size_t bstride)
+ * p + t * wstride + b * bstride (after pass2_flat and the dynamic schedules' items), in worker
+ * order. touch (may be NULL: all written): worker t wrote 16-row chunk c of token b iff
+ * touch[t * x->pchunk_stride + b * x->nchunk + c]; the others are skipped (they would add 0). */
+static void reduce_out(struct ftcmoe *x, int tid, int n, const float *p, size_t wstride, size_t bstride,
+		       const uint8_t *touch)
 {
 	long H = x->cfg.hidden, n0 = H * tid / n, n1 = H * (tid + 1) / n;
 	for (int b = 0; b < x->B; b++) {
 		float *o = x->out + (size_t)b * H;
 		const float *pb = p + (size_t)b * bstride;
-		for (long r = n0; r < n1; r++)
-			o[r] = pb[r];
-		for (int t = 1; t < n; t++)
-			for (long r = n0; r < n1; r++)
-				o[r] += pb[(size_t)t * wstride + (size_t)r];
+		for (long r0 = n0, r1; r0 < n1; r0 = r1) {
+			long c = r0 / 16;
+			r1 = (c + 1) * 16 < n1 ? (c + 1) * 16 : n1;
+			int first = 1;
+			for (int t = 0; t < n; t++) {
+				if (touch && !touch[(size_t)t * x->pchunk_stride + (size_t)b * (size_t)x->nchunk + (size_t)c])
+					continue;
+				const float *q = pb + (size_t)t * wstride;
+				if (first)
+					for (long r = r0; r < r1; r++)
+						o[r] = q[r];
+				else
+					for (long r = r0; r < r1; r++)
+						o[r] += q[r];
+				first = 0;
+			}
+			if (first)
+				for (long r = r0; r < r1; r++)
+					o[r] = 0.0f;
+		}
 	}
 }
 
-/* reduce_out over the per-worker outputs of pass2_flat and dyn_run (pout). */
-static void reduce_pout(struct ftcmoe *x, int tid, int n)
+/* reduce_out over the per-worker outputs of pass2_flat and dyn_run (pout; dyn_run's chunks
+ * as written, x->ptouch, unless FREETOKEN_CPU_MOE_POUT=zero). */
+static void reduce_pout(struct ftcmoe *x, int tid, int n, int lazy)
 {
-	reduce_out(x, tid, n, x->pout, (size_t)x->cfg.max_batch * (size_t)x->cfg.hidden, (size_t)x->cfg.hidden);
+	reduce_out(x, tid, n, x->pout, (size_t)x->cfg.max_batch * (size_t)x->cfg.hidden, (size_t)x->cfg.hidden,
+		   lazy ? x->ptouch : NULL);
+}
+
+/* Before a pass-2 item of group g adds down rows [n0, n1) into this worker's pout (po): the
+ * 16-row chunks of each of its tokens that this worker has not written yet this step are
+ * zeroed and marked. */
+static void pout_claim(struct ftcmoe *x, int tid, int g, long n0, long n1, float *po)
+{
+	long H = x->cfg.hidden;
+	uint8_t *tc = x->ptouch + (size_t)tid * x->pchunk_stride;
+	for (int i = 0; i < x->grp_nb[g]; i++) {
+		int b = x->slot_of[x->grp_s0[g] + i] / x->topk;
+		for (long c = n0 / 16; c * 16 < n1; c++)
+			if (!tc[(size_t)b * (size_t)x->nchunk + (size_t)c]) {
+				tc[(size_t)b * (size_t)x->nchunk + (size_t)c] = 1;
+				long e = (c + 1) * 16 < H ? (c + 1) * 16 : H;
+				memset(po + (size_t)b * (size_t)H + (size_t)(c * 16), 0, (size_t)(e - c * 16) * sizeof(float));
+			}
+	}
 }
 
 /* Transposed banks split along K: every worker streams whole bank rows [kk0, kk1) of each
@@ -880,6 +936,8 @@ static void dyn_item(struct ftcmoe *x, int tid, int cur, const void *ahead, floa
 			ftpool_relax(x->cfg.pool, &k);
 		if (x->trace)
 			x->tr[tid].wait += ft_now_ns() - t0;
+		if (x->pout_lazy)
+			pout_claim(x, tid, g, n0, n1, po);
 		down_rows(x, tid, g, &m, NULL, n0, n1, tmp, po);
 	}
 }
@@ -893,7 +951,11 @@ static void dyn_run(struct ftcmoe *x, int tid, int n, float *tmp)
 	int total = x->nitems;
 	float *po = x->pout + (size_t)tid * (size_t)x->cfg.max_batch * (size_t)H;
 	trace_start(x, tid);
-	memset(po, 0, (size_t)x->B * (size_t)H * sizeof(float));
+	/* the previous step's reductions are over: ftpool_run returned after every worker's */
+	if (x->pout_lazy)
+		memset(x->ptouch + (size_t)tid * x->pchunk_stride, 0, (size_t)x->B * (size_t)x->nchunk);
+	else
+		memset(po, 0, (size_t)x->B * (size_t)H * sizeof(float));
 	int cur = dyn_claim(x);
 	while (cur < total) {
 		int nxt = -1;
@@ -907,7 +969,7 @@ static void dyn_run(struct ftcmoe *x, int tid, int n, float *tmp)
 	uint64_t t1 = x->trace ? ft_now_ns() : 0;
 	ftpool_barrier(x->cfg.pool);
 	uint64_t t2 = x->trace ? ft_now_ns() : 0;
-	reduce_pout(x, tid, n);
+	reduce_pout(x, tid, n, x->pout_lazy);
 	trace_end(x, tid, t1, t2);
 }
 
@@ -1059,7 +1121,7 @@ static void dyn_t_run(struct ftcmoe *x, int tid, int n)
 	memset(touch, 0, (size_t)live);
 	long o0 = H * tid / n, o1 = H * (tid + 1) / n;
 	reduce_out(x, tid, n, part_of(x, 0, 1, 0), (size_t)3 * (size_t)x->part_cap * (size_t)x->part_n,
-		   (size_t)x->part_n); /* buffer 1 of each worker */
+		   (size_t)x->part_n, NULL); /* buffer 1 of each worker */
 	for (int u = 0; u < x->nuniq; u++) {
 		struct ftk_mat m;
 		const uint16_t *bias;
@@ -1157,7 +1219,7 @@ static void forward_worker(void *arg, int tid, int n)
 	} else if (flat2) {
 		pass2_flat(x, tid, n, tmp);
 		ftpool_barrier(x->cfg.pool);
-		reduce_pout(x, tid, n);
+		reduce_pout(x, tid, n, 0);
 	} else {
 		pass2(x, tid, n, tmp);
 	}
