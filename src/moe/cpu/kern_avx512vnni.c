@@ -273,10 +273,10 @@ AI __m128 hsum4(__m512 a0, __m512 a1, __m512 a2, __m512 a3)
  * activation is loaded once for the four rows and the four sums are reduced together (at
  * qwen3-30b's K = 768 a row is only 6 groups, and a row's own reduction and setup were a large
  * part of its work). Each row prefetches its own stream at the same offset m blocks of four rows
- * ahead, m = the prefetch distance in blocks, rounded, at least 1 (the far one's at least one more
- * than the near one's): every byte is requested the same lead before its use (a plain distance from each row would land in a row of this block, or
- * one read at another time; one linear stream over the block lagged the last rows). Sums
- * bit-identical to vnni_row's. */
+ * ahead, m = the prefetch distance in blocks, rounded, at least 1 (the far one's at least one
+ * more than the near one's), so every byte is requested the same lead before its use (a plain
+ * distance from each row would land in a row of this block, or in one read at another time;
+ * one linear stream over the block lagged the last rows). Sums bit-identical to vnni_row's. */
 AI void vnni_row4(const struct ftk_mat *m, long r, const uint8_t *x, float *y, const int F)
 {
 	long K = m->K, k = 0, gi = 0;
