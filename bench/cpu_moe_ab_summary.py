@@ -48,11 +48,16 @@ def main():
             traced.setdefault(r["label"], []).append(res[0]["trace"])
     if traced:
         print("\ntrace medians (us per worker and step)")
+        # gap: the step less its parts, i.e. between items (claims, next-item setup) and the
+        # driver's wait for the last worker
         print("%-18s" % "variant" + "".join("%9s" % k.replace("_us", "").replace("items_per_worker", "items/w")
-                                          for k in keys))
+                                          for k in keys) + "%9s" % "gap")
+        parts = ["start_us", "items_us", "wait_us", "idle_us", "after_us"]
         for lab in order:
             if lab in traced:
-                print("%-18s" % lab + "".join("%9.1f" % st.median(t[k] for t in traced[lab]) for k in keys))
+                gap = st.median(t["step_us"] - sum(t[k] for k in parts) for t in traced[lab])
+                print("%-18s" % lab + "".join("%9.1f" % st.median(t[k] for t in traced[lab]) for k in keys)
+                      + "%9.1f" % gap)
 
 
 if __name__ == "__main__":
