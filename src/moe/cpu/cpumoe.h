@@ -30,8 +30,8 @@
  * Work split: a dynamic schedule (default). A step is a list of work items of about 128 KiB of
  * weights (FREETOKEN_CPU_MOE_ITEM_KB for A/B runs, _ITEM2_KB for pass 2 apart): every routed
  * expert's gate/up rows, then its down rows, claimed in order from one atomic counter, so
- * workers stay close together in memory
- * and a worker the memory system serves slower simply takes fewer items; pass 2 of an expert
+ * workers stay close together in memory and a worker the memory system serves slower simply
+ * takes fewer items; pass 2 of an expert
  * waits only for that expert's pass 1, and the step has one barrier (before the per-worker
  * partial outputs are added up). On the H200 host this took bf16 from 94 to 123 GB/s at batch 1
  * against the static split below (bench/RESULTS.md, "CPU MoE"). The last expert's pass-2
@@ -53,14 +53,15 @@
  * FREETOKEN_CPU_MOE_STREAMS=1|2 (read at create, process-wide) forces one or two interleaved
  * weight streams per kernel call; unset, bf16 (bf16dp) walks two, the W4A8 kernels one (H200
  * host A/B: +2-3 points of the read ceiling on bf16, -3..-7 on mxfp4, even on q4_0).
- * FREETOKEN_CPU_MOE_PF_DIST / _MX_PF_DIST set the kernels' software prefetch distance,
- * FREETOKEN_CPU_MOE_MX_PF_FAR=bytes adds a far one into L2 to the mxfp4 K split (default none),
- * FREETOKEN_CPU_MOE_PF_START_FAR=1 asks for a work item's first bytes up to the far distance
- * (default: its first 4 KiB), FREETOKEN_CPU_MOE_POUT=lazy zeroes and adds up only the chunks of
- * the per-worker partial outputs that were written (executor.c; these three: A/B runs),
- * FREETOKEN_CPU_MOE_PF_FAR=bytes that of their second prefetch, into L2 (8 KiB; 0: none), and
- * FREETOKEN_CPU_MOE_ROWBLK=1|4 forces one row or blocks of four rows per W4A8 kernel step at
- * batch 1 (default: four for q4_0, one for nvfp4 and ds_fp4; kern.h). */
+ * FREETOKEN_CPU_MOE_PF_DIST / _MX_PF_DIST set the kernels' software prefetch distance and
+ * FREETOKEN_CPU_MOE_PF_FAR=bytes that of the row kernels' second prefetch, into L2 (8 KiB; 0:
+ * none); FREETOKEN_CPU_MOE_ROWBLK=1|4 forces one row or blocks of four rows per W4A8 kernel
+ * step at batch 1 (default: four for q4_0, one for nvfp4 and ds_fp4; kern.h). A/B switches, off
+ * by default and not yet measured on the H200 host: FREETOKEN_CPU_MOE_MX_PF_FAR=bytes (a far
+ * prefetch into L2 for the mxfp4 K split; kern.h), FREETOKEN_CPU_MOE_PF_START_FAR=1 (a work
+ * item's first bytes requested up to the far distance, not only its first 4 KiB) and
+ * FREETOKEN_CPU_MOE_POUT=lazy (the per-worker partial outputs zeroed and added up only in the
+ * chunks written; executor.c). */
 #ifndef FT_MOE_CPU_CPUMOE_H
 #define FT_MOE_CPU_CPUMOE_H
 #include <stddef.h>

@@ -51,7 +51,7 @@ struct ftcmoe {
 	unsigned cpu_isa;
 	enum ftcmoe_isa isa;
 	const struct ftk_ops *ops;
-	int (*vact)(enum ftact, const float *, const float *, long, float, float, float *); /* or NULL */
+	ftk_act_fn *vact;             /* the tier's vector activation, or NULL (scalar act) */
 	int nthreads;
 	size_t xq_stride, hq_stride;  /* prepared bytes per token / per slot */
 	uint8_t *xq;                  /* [max_batch][xq_stride] */
@@ -233,7 +233,8 @@ static int pf_start_far;
 
 static int env_read(struct env *e, char *why, size_t whylen)
 {
-	int sched = -1, split = 1, lean = 1, streams = 0, mxpf = 0, spin = 0, trace = 0, rowblk = -1, sfar = 0, pz = 0;
+	int sched = -1, split = 1, lean = 1, streams = 0, mxpf = 0, spin = 0, trace = 0;
+	int rowblk = -1, sfar = 0, pz = 0;
 	long pf = FTK_PF_DIST, mxd = FTK_MX_PF_DIST, kb = 0, kb2 = 0, tail = 0;
 	long far = FTK_PF_FAR, mxfar = 0;
 	int r = 0;
@@ -1012,17 +1013,6 @@ static void dyn_t_slice(struct ftcmoe *x, int tid, int g, int n, long kk0, long 
 	m->K = len;
 }
 
-/* mxfp4_triton, dynamic K split (default while a call's routes fit one round of partials):
- * the items are runs of ch1t / ch2t bank rows of each group's gate_up and down matrices,
- * claimed in order like dyn_run. A worker adds every pass-1 item into its own partial of each
- * slot (zeroed when it first touches the slot in a call) and counts it done. A pass-2 item
- * waits for its group's pass 1 and computes the slice of h its bank rows read (dyn_t_slice);
- * h is scaled by the route weight, so pass 2 adds all routes of a token into one vector, the
- * worker's partial of that token. (One worker reducing a whole group when its pass 1 ended,
- * the first form, held every pass-2 item of the group behind it: 7.2 points of the read
- * ceiling lower on the H200 host, bench/RESULTS.md.) After the step's one barrier each worker
- * sums its output rows over the workers, adds the route-weighted down biases, and clears its
- * touched flags for the next call. */
 /* K-split item i: its pass (*down), group (returned) and bank rows [*kk0, *kk1); the last
  * group's pass-2 items are ch2tf rows. */
 static int dyn_t_item(const struct ftcmoe *x, int i, int *down, long *kk0, long *kk1)
@@ -1053,6 +1043,17 @@ static int dyn_t_item(const struct ftcmoe *x, int i, int *down, long *kk0, long 
 	return g;
 }
 
+/* mxfp4_triton, dynamic K split (default while a call's routes fit one round of partials):
+ * the items are runs of ch1t / ch2t bank rows of each group's gate_up and down matrices,
+ * claimed in order like dyn_run. A worker adds every pass-1 item into its own partial of each
+ * slot (zeroed when it first touches the slot in a call) and counts it done. A pass-2 item
+ * waits for its group's pass 1 and computes the slice of h its bank rows read (dyn_t_slice);
+ * h is scaled by the route weight, so pass 2 adds all routes of a token into one vector, the
+ * worker's partial of that token. (One worker reducing a whole group when its pass 1 ended,
+ * the first form, held every pass-2 item of the group behind it: 7.2 points of the read
+ * ceiling lower on the H200 host, bench/RESULTS.md.) After the step's one barrier each worker
+ * sums its output rows over the workers, adds the route-weighted down biases, and clears its
+ * touched flags for the next call. */
 static void dyn_t_run(struct ftcmoe *x, int tid, int n)
 {
 	long H = x->cfg.hidden, I = x->cfg.inter;

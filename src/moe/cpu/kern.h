@@ -70,7 +70,8 @@ const struct ftk_ops *ftk_avx512bf16(enum ftfmt_id f);
  * (limit lim); -1 for the other activations, which the caller computes in scalar code. exp is a
  * polynomial within 2e-7 relative of expf; the tiers from avx512 up use it (the executor's scalar
  * loop spent ~3 ns per element in glibc's expf). */
-int ftk_act_avx512(enum ftact a, const float *g, const float *u, long n, float w, float lim, float *h);
+typedef int ftk_act_fn(enum ftact a, const float *g, const float *u, long n, float w, float lim, float *h);
+ftk_act_fn ftk_act_avx512;
 
 /* The kernel tier isa runs for f on a CPU with cpu_isa bits (falls back down the tiers). */
 const struct ftk_ops *ftk_select(int isa, enum ftfmt_id f, unsigned cpu_isa);
@@ -114,8 +115,8 @@ extern int ftk_rowblk;
 extern int ftk_pf_dist;
 
 /* A second, far software prefetch into L2 (prefetcht1) this many bytes ahead of each step of
- * the bf16dp and W4A8 row kernels, beside the near one (the mxfp4 K split has its own next-block
- * L2 prefetch, ftk_mx_seq_prefetch). FTK_PF_FAR unless FREETOKEN_CPU_MOE_PF_FAR=0..65536 (0:
+ * the bf16dp and W4A8 row kernels, beside the near one (the mxfp4 K split has its own:
+ * ftk_mx_pf_far, ftk_mx_seq_prefetch). FTK_PF_FAR unless FREETOKEN_CPU_MOE_PF_FAR=0..65536 (0:
  * none) at executor create (process-wide; A/B runs). H200 host, 16 threads, against none
  * (bench/RESULTS.md session 5): bf16 +4.0 points of the read ceiling, ds_fp4 +3.1, nvfp4 +1.3,
  * q4_0 +0.0 alone and +2.0 with its four-row blocks; 16 KiB: q4_0 -3.5, nvfp4 -1.1. One thread:

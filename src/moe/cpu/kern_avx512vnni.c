@@ -272,19 +272,12 @@ AI __m128 hsum4(__m512 a0, __m512 a1, __m512 a2, __m512 a3)
 /* Batch 1, four consecutive rows r .. r+3 (ftk_rowblk; q4_0 by default): per group the token's
  * activation is loaded once for the four rows and the four sums are reduced together (at
  * qwen3-30b's K = 768 a row is only 6 groups, and a row's own reduction and setup were a large
- * part of its work). Each row prefetches its own stream at the same offset m blocks of four rows
- * ahead, m = the prefetch distance in blocks, rounded, at least 1 (the far one's at least one
- * more than the near one's), so every byte is requested the same lead before its use (a plain
- * distance from each row would land in a row of this block, or in one read at another time;
- * one linear stream over the block lagged the last rows). Sums bit-identical to vnni_row's. */
-AI void vnni_row4(const struct ftk_mat *m, long r, const uint8_t *x, float *y, const int F)
+ * part of its work). Each row prefetches its own stream pd (near) and pf (far) bytes ahead,
+ * whole blocks of four rows (vnni_rows). Sums bit-identical to vnni_row's. */
+AI void vnni_row4(const struct ftk_mat *m, long r, long pd, long pf, const uint8_t *x, float *y, const int F)
 {
 	long K = m->K, k = 0, gi = 0;
 	long rb = F == F_Q4 ? (K / 32) * 18 : K / 2, sb = F == F_Q4 ? 0 : K / (F == F_NV ? 16 : 32);
-	long blk = 4 * rb, nd = (ftk_pf_dist + blk / 2) / blk, nf = (ftk_pf_far + blk / 2) / blk;
-	nd = nd < 1 ? 1 : nd;
-	nf = nf <= nd ? nd + 1 : nf; /* the far one at least a block beyond the near one */
-	long pd = ftk_pf_dist ? nd * blk : 0, pf = ftk_pf_far ? nf * blk : 0;
 	const uint8_t *row[4], *sc[4] = {NULL, NULL, NULL, NULL};
 	for (int j = 0; j < 4; j++) {
 		row[j] = m->w + (r + j) * rb;
@@ -309,16 +302,25 @@ AI void vnni_row4(const struct ftk_mat *m, long r, const uint8_t *x, float *y, c
 }
 
 /* ftk_streams == 2 (default 1 here): rows r0 + i and r0 + h + i (h = half the range, rounded
- * up) together. Batch 1 otherwise: blocks of four rows (vnni_row4), the last 0-3 rows alone. */
+ * up) together. Batch 1 otherwise: blocks of four rows (vnni_row4), the last 0-3 rows alone.
+ * In blocks every byte is prefetched the same lead before its use: the same offset m blocks
+ * ahead in its row, m = the prefetch distance in blocks, rounded, at least 1, the far one's at
+ * least one more than the near one's (a plain distance from each row would land in a row of
+ * this block, or in one read at another time; one linear stream over the block lagged its
+ * last rows). */
 AI void vnni_rows(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
 		  float *const *ys, const int F)
 {
 	const uint8_t *const *x = (const uint8_t *const *)xs;
 	float *y1[1];
 	if (nb == 1 && ftk_streams < 2 && (ftk_rowblk ? ftk_rowblk >= 4 : F == F_Q4)) {
-		long i = 0;
+		long blk = 4 * (F == F_Q4 ? (m->K / 32) * 18 : m->K / 2);
+		long nd = (ftk_pf_dist + blk / 2) / blk, nf = (ftk_pf_far + blk / 2) / blk;
+		nd = nd < 1 ? 1 : nd;
+		nf = nf <= nd ? nd + 1 : nf;
+		long pd = ftk_pf_dist ? nd * blk : 0, pf = ftk_pf_far ? nf * blk : 0, i = 0;
 		for (; i + 4 <= r1 - r0; i += 4)
-			vnni_row4(m, r0 + i, x[0], ys[0] + i, F);
+			vnni_row4(m, r0 + i, pd, pf, x[0], ys[0] + i, F);
 		r0 += i;
 		y1[0] = ys[0] + i;
 		ys = y1;
