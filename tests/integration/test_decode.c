@@ -99,32 +99,34 @@ static void assert_near(double got, double want, double rel)
 		fail_msg("%.4f is not within %.1f%% of %.4f", got, rel * 100, want);
 }
 
-/* Whether a row's timed figures are within 2 % of the fixture's pacing. The fixture keeps an
- * absolute schedule, but on a loaded host (CI, 2 cores) it can still be descheduled for tens of
- * ms near the end of its window: the timed tests run up to 3 times and assert the last. */
-static int paced(json_t *rows, double tok_s, double event_ms)
+/* A timed run against the fixture (one row): model, max tokens and the fixture's flags. The
+ * fixture keeps an absolute schedule, but on a loaded host (CI, 2 cores) it can still be
+ * descheduled for tens of ms near the end of its window: the run is repeated up to 3 times
+ * until its tok/s and median event gap are within 2 % of the pacing, and the last is returned
+ * for the test's assertions. */
+static json_t *run_paced(const char *model, const char *tokens, const char *flags, double tok_s, double event_ms)
 {
-	json_t *r = json_array_get(rows, 0);
-	json_t *a = json_object_get(r, "decode_tok_s"), *b = json_object_get(r, "event_ms_p50");
-	return json_is_number(a) && json_is_number(b) && fabs(json_number_value(a) - tok_s) <= 0.02 * tok_s &&
-	       fabs(json_number_value(b) - event_ms) <= 0.02 * event_ms;
+	json_t *rows = NULL;
+	for (int attempt = 0; attempt < 3; attempt++) {
+		if (rows)
+			json_decref(rows);
+		int rc = run_decode(&rows, NULL, "--model", model, "--tokens", tokens, "--server-cmd", srv(0, flags), NULL);
+		assert_int_equal(rc, 0);
+		assert_int_equal(json_array_size(rows), 1);
+		json_t *r = json_array_get(rows, 0);
+		json_t *a = json_object_get(r, "decode_tok_s"), *b = json_object_get(r, "event_ms_p50");
+		if (json_is_number(a) && json_is_number(b) && fabs(json_number_value(a) - tok_s) <= 0.02 * tok_s &&
+		    fabs(json_number_value(b) - event_ms) <= 0.02 * event_ms)
+			break;
+	}
+	return rows;
 }
 
 static void test_pacing(void **st)
 {
-	json_t *rows = NULL;
 	/* 100 tokens/s, one token per event, D = 128: the window is 1.27 s */
-	for (int attempt = 0; attempt < 3; attempt++) {
-		if (rows)
-			json_decref(rows);
-		int rc = run_decode(&rows, NULL, "--model", "/models/fixture-a", "--tokens", "128", "--server-cmd",
-				    srv(0, "--rate 100 --ttft-ms 40 --vram-bytes 6442450944 --crlf --keepalive --split"),
-				    NULL);
-		assert_int_equal(rc, 0);
-		assert_int_equal(json_array_size(rows), 1);
-		if (paced(rows, 100.0, 10.0))
-			break;
-	}
+	json_t *rows = run_paced("/models/fixture-a", "128",
+				 "--rate 100 --ttft-ms 40 --vram-bytes 6442450944 --crlf --keepalive --split", 100.0, 10.0);
 	json_t *r = json_array_get(rows, 0);
 	assert_true(json_is_true(json_object_get(r, "ok")));
 	assert_near(num(r, "decode_tok_s"), 100.0, 0.02);
@@ -145,18 +147,10 @@ static void test_pacing(void **st)
 
 static void test_multi_token_events(void **st)
 {
-	json_t *rows = NULL;
 	/* 4 tokens per event at 200 tokens/s: 16 events 20 ms apart. The §8 formula gives
 	 * (64 - 1) / (15 * 0.02 s) = 210 tok/s: the pacing rate times (N-1)/(N-k). */
-	for (int attempt = 0; attempt < 3; attempt++) {
-		if (rows)
-			json_decref(rows);
-		int rc = run_decode(&rows, NULL, "--model", "/models/m", "--tokens", "64", "--server-cmd",
-				    srv(0, "--rate 200 --tokens-per-event 4 --continuous-usage"), NULL);
-		assert_int_equal(rc, 0);
-		if (paced(rows, 200.0 * 63.0 / 60.0, 20.0))
-			break;
-	}
+	json_t *rows = run_paced("/models/m", "64", "--rate 200 --tokens-per-event 4 --continuous-usage",
+				 200.0 * 63.0 / 60.0, 20.0);
 	json_t *r = json_array_get(rows, 0);
 	assert_near(num(r, "decode_tok_s"), 200.0 * 63.0 / 60.0, 0.02);
 	assert_near(num(r, "event_ms_p50"), 20.0, 0.02);
