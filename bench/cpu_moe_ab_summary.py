@@ -34,7 +34,7 @@ def main():
             continue
         b = {v[0]: v for v in rows.get(base[fmt], []) if v}
         diffs = [v[3] - b[v[0]][3] for v in ok if v[0] in b]
-        wins = sum(1 for v in ok if v[0] in b and v[1] > b[v[0]][1])
+        wins = sum(1 for v in ok if v[0] in b and v[3] > b[v[0]][3])
         print("%-18s %-8s %4d %8.1f %8.1f %7.1f %9s %5s  %s" % (
             lab, fmt, len(ok), st.median(v[1] for v in ok), st.median(v[2] for v in ok),
             st.median(v[3] for v in ok),

@@ -511,15 +511,14 @@ static void test_schedules(void **s)
 			setenv("FREETOKEN_CPU_MOE_ITEM2_KB", "16", 1); /* mxfp4: two h slices per expert */
 			setenv("FREETOKEN_CPU_MOE_SCHED", "dynamic", 1); /* this pool has < 8 workers */
 			assert_int_equal(ftcmoe_create(&cfg, &x), 0);
-			/* the last expert's down rows 3x finer (x has the defaults: 4x, mxfp4 1x): another
-			 * split; and the partial outputs zeroed and added only where written */
-			setenv("FREETOKEN_CPU_MOE_TAIL_DIV", "3", 1);
-			setenv("FREETOKEN_CPU_MOE_POUT", "lazy", 1);
-			assert_int_equal(ftcmoe_create(&cfg, &z), 0);
-			unsetenv("FREETOKEN_CPU_MOE_TAIL_DIV");
-			unsetenv("FREETOKEN_CPU_MOE_POUT");
+			/* the default item sizes (here one or two items per pass and group) and the last
+			 * expert's down rows 3x finer (x has the default, 4x; the mxfp4 K split has none):
+			 * another split, so other chunks of the partial outputs written */
 			unsetenv("FREETOKEN_CPU_MOE_ITEM_KB");
 			unsetenv("FREETOKEN_CPU_MOE_ITEM2_KB");
+			setenv("FREETOKEN_CPU_MOE_TAIL_DIV", "3", 1);
+			assert_int_equal(ftcmoe_create(&cfg, &z), 0);
+			unsetenv("FREETOKEN_CPU_MOE_TAIL_DIV");
 			setenv("FREETOKEN_CPU_MOE_SCHED", "static", 1);
 			assert_int_equal(ftcmoe_create(&cfg, &y), 0);
 			unsetenv("FREETOKEN_CPU_MOE_SCHED");
@@ -835,9 +834,7 @@ static void test_env_values(void **s)
 	static const char *const bad[][2] = {{"FREETOKEN_CPU_MOE_SCHED", "dyn"}, {"FREETOKEN_CPU_MOE_ITEM_KB", "8"},
 					      {"FREETOKEN_CPU_MOE_PF_DIST", "4k"}, {"FREETOKEN_CPU_MOE_MXPF", "rows,seq"},
 					      {"FREETOKEN_CPU_MOE_ITEM2_KB", "0"}, {"FREETOKEN_CPU_MOE_TRACE", "yes"},
-					      {"FREETOKEN_CPU_MOE_PF_FAR", "-1"}, {"FREETOKEN_CPU_MOE_ROWBLK", "2"},
-					      {"FREETOKEN_CPU_MOE_MX_PF_FAR", "64k"}, {"FREETOKEN_CPU_MOE_PF_START_FAR", "on"},
-					      {"FREETOKEN_CPU_MOE_POUT", "none"}};
+					      {"FREETOKEN_CPU_MOE_PF_FAR", "-1"}, {"FREETOKEN_CPU_MOE_ROWBLK", "2"}};
 	struct banks b;
 	make_banks(&b, FTFMT_BF16);
 	struct ftcmoe_cfg cfg = {.format = FTFMT_BF16, .hidden = H, .inter = I, .experts = E, .layers = L,

@@ -27,16 +27,17 @@
  * activation rows, far below a 16-row tile's reuse, and is bound by DRAM already with vector
  * kernels. FREETOKEN_CPU_MOE_ISA forces a tier for FTCMOE_ISA_AUTO.
  *
- * Work split: a dynamic schedule (default). A step is a list of work items of about 128 KiB of
- * weights (FREETOKEN_CPU_MOE_ITEM_KB for A/B runs, _ITEM2_KB for pass 2 apart): every routed
+ * Work split: a dynamic schedule (default). A step is a list of work items of 128-512 KiB of
+ * weights in pass 1 (at least three per worker in a batch-1 step) and 128 KiB in pass 2
+ * (FREETOKEN_CPU_MOE_ITEM_KB for A/B runs, _ITEM2_KB for pass 2 apart): every routed
  * expert's gate/up rows, then its down rows, claimed in order from one atomic counter, so
  * workers stay close together in memory and a worker the memory system serves slower simply
  * takes fewer items; pass 2 of an expert
  * waits only for that expert's pass 1, and the step has one barrier (before the per-worker
- * partial outputs are added up). On the H200 host this took bf16 from 94 to 123 GB/s at batch 1
+ * partial outputs are added up; each worker zeroes and adds only the parts of its partial
+ * output that it wrote). On the H200 host this took bf16 from 94 to 123 GB/s at batch 1
  * against the static split below (bench/RESULTS.md, "CPU MoE"). The last expert's pass-2
- * items are 4x smaller (FREETOKEN_CPU_MOE_TAIL_DIV; for the mxfp4 K split below it is 1 unless
- * set), so the workers finish close together.
+ * items are 4x smaller (FREETOKEN_CPU_MOE_TAIL_DIV), so the workers finish close together.
  * mxfp4_triton's transposed banks are split along K (while a call's routes fit one round of
  * partials): pass-1 items of 512 KiB of bank rows added into per-worker partials, pass-2 items
  * of 128 KiB (FREETOKEN_CPU_MOE_ITEM_KB, _ITEM2_KB) that each compute the slice of h they read
@@ -56,12 +57,7 @@
  * FREETOKEN_CPU_MOE_PF_DIST / _MX_PF_DIST set the kernels' software prefetch distance and
  * FREETOKEN_CPU_MOE_PF_FAR=bytes that of the row kernels' second prefetch, into L2 (8 KiB; 0:
  * none); FREETOKEN_CPU_MOE_ROWBLK=1|4 forces one row or blocks of four rows per W4A8 kernel
- * step at batch 1 (default: four for q4_0, one for nvfp4 and ds_fp4; kern.h). A/B switches, off
- * by default and not yet measured on the H200 host: FREETOKEN_CPU_MOE_MX_PF_FAR=bytes (a far
- * prefetch into L2 for the mxfp4 K split; kern.h), FREETOKEN_CPU_MOE_PF_START_FAR=1 (a work
- * item's first bytes requested up to the far distance, not only its first 4 KiB) and
- * FREETOKEN_CPU_MOE_POUT=lazy (the per-worker partial outputs zeroed and added up only in the
- * chunks written; executor.c). */
+ * step at batch 1 (default: four for q4_0, one for nvfp4 and ds_fp4; kern.h). */
 #ifndef FT_MOE_CPU_CPUMOE_H
 #define FT_MOE_CPU_CPUMOE_H
 #include <stddef.h>

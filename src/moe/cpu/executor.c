@@ -14,11 +14,19 @@
 /* Vector tiers read K in groups of this many elements. */
 #define KALIGN 64
 #define MAX_SLOTS (FTCMOE_MAX_BATCH * FTCMOE_MAX_TOPK)
-/* Dynamic schedule: weight bytes per work item (FREETOKEN_CPU_MOE_ITEM_KB for A/B runs;
- * FREETOKEN_CPU_MOE_ITEM2_KB sets pass 2's apart. Each item costs ~1 us of claiming and
- * restarting its streams: 64 KiB items -5.1 points of the read ceiling on q4_0, 256 KiB -0.3,
- * H200 host, bench/RESULTS.md session 5). */
-#define DYN_ITEM_KB 128
+/* Dynamic schedule: weight bytes per work item. Pass 1's is the largest power of two from
+ * DYN_ITEM_MIN_KB to DYN_ITEM_MAX_KB that leaves every worker at least DYN_ITEMS_PER_WORKER
+ * pass-1 items of a batch-1 step (max_topk experts); pass 2's is DYN_ITEM2_KB.
+ * FREETOKEN_CPU_MOE_ITEM_KB (A/B runs) sets both, FREETOKEN_CPU_MOE_ITEM2_KB pass 2's apart.
+ * Each item costs ~1 us of claiming and restarting its streams, and too few leave the workers
+ * finishing apart. H200 host, 16 workers, points of the read ceiling (bench/RESULTS.md
+ * sessions 5 and 6): pass 2 at 64 KiB -5.1 against 128 (q4_0). Pass 1 against 256 KiB, pass 2
+ * at 128: q4_0 (885 KiB of pass 1 per worker) 128 KiB -0.6, 384 -4.1, 512 -8.5; nvfp4 (2.6 MiB)
+ * 128 -1.3, 512 +1.0; bf16 (3.1 MiB) 512 +4.6. */
+#define DYN_ITEM_MIN_KB 128
+#define DYN_ITEM_MAX_KB 512
+#define DYN_ITEMS_PER_WORKER 3
+#define DYN_ITEM2_KB 128
 /* ... and of the mxfp4_triton K split, pass 1 (each call of its kernel costs a pass over N
  * partial sums; H200 host A/B: 512 KiB +2.1 points of the read ceiling over 1 MiB, 256 KiB
  * -1.8) and pass 2 (those items end the step: 128 KiB +3.9 over 1 MiB, 64 KiB -2.0, 256 KiB
@@ -30,9 +38,6 @@
  * runs; H200 host: 4 against 1 +0.5 to +1.1 points for q4_0, bf16, nvfp4, never lower; 8 no
  * better) */
 #define DYN_TAIL_DIV 4
-/* ... of the mxfp4_triton K split (1: as large as the others; FREETOKEN_CPU_MOE_TAIL_DIV=2..64
- * makes them smaller there too; not yet measured on the H200 host) */
-#define DYN_TAIL_DIV_T 1
 /* Pools smaller than this keep the static split by default (see ftcmoe_create) */
 #define DYN_MIN_THREADS 8
 
@@ -76,17 +81,15 @@ struct ftcmoe {
 	int grp_u[MAX_SLOTS], grp_s0[MAX_SLOTS], grp_nb[MAX_SLOTS];
 	int flat;                     /* row-major split: 1 flattened over (group, row), 0 per row */
 	float *pout;                  /* flattened pass 2: per-worker partial out [threads][max_batch][H] */
-	/* FREETOKEN_CPU_MOE_POUT=lazy (A/B runs; default zero: every worker zeroes its whole pout
-	 * at the step's start and every one is added up): in the dynamic schedule each worker
-	 * zeroes only the 16-row chunks of its pout that its pass-2 items write, marks them in
-	 * ptouch ([threads][pchunk_stride], [max_batch][nchunk] used), and the reduction adds only
-	 * marked chunks. At top-8 a worker writes about half of its pout, so the zeroing (lines the
-	 * other workers read in the last reduction) and the remote reads halve; the H200 host
-	 * spent ~5 us per step after the barrier (q4_0, bf16), not yet measured with this. */
+	/* In the dynamic schedule each worker zeroes only the 16-row chunks of its pout that its
+	 * pass-2 items write, marks them in ptouch ([threads][pchunk_stride], [max_batch][nchunk]
+	 * used), and the reduction adds only marked chunks: at top-8 a worker writes about half of
+	 * its pout, so the zeroing (lines the other workers read in the last reduction) and the
+	 * remote reads halve. Against zeroing and adding every pout whole: q4_0 +1.7 points of the
+	 * read ceiling, bf16 +1.6, nvfp4 0.0 (H200 host, bench/RESULTS.md session 6). */
 	uint8_t *ptouch;
 	size_t pchunk_stride;
 	long nchunk;
-	int pout_lazy;
 	int lean_ok;                  /* FREETOKEN_CPU_MOE_LEAN unset or 1 (read at create) */
 	int lean;                     /* this call: batch 1, x prepared per worker (no barrier) */
 	int lean_h;                   /* this call: also h per worker, the slots it reads in pass 2 */
@@ -100,9 +103,8 @@ struct ftcmoe {
 	long ch2f;                    /* pass 2 of the last group: finer items (the step's tail) */
 	int n2f;
 	int dyn_t;                    /* this call: dynamic K split (mxfp4_triton, one round) */
-	long ch1t, ch2t, ch2tf;       /* K split: bank rows per item (multiples of 16; ch2tf: the
-				       * last group's pass-2 items) */
-	int n1t, n2t, n2tf;
+	long ch1t, ch2t;              /* K split: bank rows per item (multiples of 16) */
+	int n1t, n2t;
 	uint8_t *touch;               /* K split: [threads][part_cap] partial written this call */
 	uint8_t *hslice;              /* K split: prepared h slices [threads][part_cap][hq_stride] */
 	/* FREETOKEN_CPU_MOE_TRACE=1 (read at create): where the dynamic steps' time goes */
@@ -180,9 +182,6 @@ struct env {
 	int trace;      /* TRACE */
 	int pf_far;     /* PF_FAR bytes */
 	int rowblk;     /* ROWBLK: 1 or 4 rows per W4A8 block at batch 1, 0 each format's */
-	int mx_pf_far;  /* MX_PF_FAR bytes */
-	int pf_start_far; /* PF_START_FAR */
-	int pout_lazy;  /* POUT=lazy */
 };
 
 /* A word-valued variable: *out = the index of its value in words ("a|b|c"), unchanged when
@@ -224,19 +223,12 @@ static int env_long(const char *var, long lo, long hi, long *out, char *why, siz
 	return 0;
 }
 
-/* FREETOKEN_CPU_MOE_PF_START_FAR=1 (read at create, process-wide; A/B runs, default 0):
- * prefetch_start also requests the bytes from PF_AHEAD to the kernels' far distance, into L2.
- * Inside a stream the kernels ask for a byte first far ahead, into L2; at a stream's start the
- * bytes between the near and the far distance get only the near request, a shorter lead, on
- * every work item. */
-static int pf_start_far;
-
 static int env_read(struct env *e, char *why, size_t whylen)
 {
 	int sched = -1, split = 1, lean = 1, streams = 0, mxpf = 0, spin = 0, trace = 0;
-	int rowblk = -1, sfar = 0, pz = 0;
+	int rowblk = -1;
 	long pf = FTK_PF_DIST, mxd = FTK_MX_PF_DIST, kb = 0, kb2 = 0, tail = 0;
-	long far = FTK_PF_FAR, mxfar = 0;
+	long far = FTK_PF_FAR;
 	int r = 0;
 	/* SPIN is the pool's (pool.c), checked here so that a bad value is named */
 	if ((r = env_word("FREETOKEN_CPU_MOE_SCHED", "static|dynamic", &sched, why, whylen)) ||
@@ -247,21 +239,17 @@ static int env_read(struct env *e, char *why, size_t whylen)
 	    (r = env_word("FREETOKEN_CPU_MOE_SPIN", "pause|busy", &spin, why, whylen)) ||
 	    (r = env_word("FREETOKEN_CPU_MOE_TRACE", "0|1", &trace, why, whylen)) ||
 	    (r = env_word("FREETOKEN_CPU_MOE_ROWBLK", "1|4", &rowblk, why, whylen)) ||
-	    (r = env_word("FREETOKEN_CPU_MOE_PF_START_FAR", "0|1", &sfar, why, whylen)) ||
-	    (r = env_word("FREETOKEN_CPU_MOE_POUT", "zero|lazy", &pz, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_PF_DIST", 0, 65536, &pf, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_MX_PF_DIST", 64, 8192, &mxd, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_ITEM_KB", 16, 65536, &kb, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_ITEM2_KB", 16, 65536, &kb2, why, whylen)) ||
 	    (r = env_long("FREETOKEN_CPU_MOE_TAIL_DIV", 0, 64, &tail, why, whylen)) ||
-	    (r = env_long("FREETOKEN_CPU_MOE_PF_FAR", 0, 65536, &far, why, whylen)) ||
-	    (r = env_long("FREETOKEN_CPU_MOE_MX_PF_FAR", 0, 65536, &mxfar, why, whylen)))
+	    (r = env_long("FREETOKEN_CPU_MOE_PF_FAR", 0, 65536, &far, why, whylen)))
 		return r;
 	*e = (struct env){.sched = sched, .split_rows = split == 0, .lean = lean, .streams = streams,
 			  .mxpf = mxpf, .pf_dist = (int)pf, .mx_pf_dist = (int)(mxd / 64 * 64), .item_kb = kb, .item2_kb = kb2,
 			  .tail_div = (int)tail, .trace = trace,
-			  .pf_far = (int)far, .rowblk = rowblk < 0 ? 0 : rowblk ? 4 : 1,
-			  .mx_pf_far = (int)mxfar, .pf_start_far = sfar, .pout_lazy = pz};
+			  .pf_far = (int)far, .rowblk = rowblk < 0 ? 0 : rowblk ? 4 : 1};
 	return 0;
 }
 
@@ -288,8 +276,6 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 	ftk_pf_far = env.pf_far;
 	ftk_rowblk = env.rowblk;
 	ftk_mx_pf_dist = env.mx_pf_dist;
-	ftk_mx_pf_far = env.mx_pf_far;
-	pf_start_far = env.pf_start_far;
 	struct ftcmoe *x = alloc_aligned(sizeof *x); /* 64-byte aligned members */
 	if (!x)
 		return -ENOMEM;
@@ -353,9 +339,14 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 		x->flat = !env.split_rows;
 		x->lean_ok = env.lean;
 		x->dyn_ok = env.sched >= 0 ? env.sched : x->nthreads >= DYN_MIN_THREADS;
-		size_t item = (size_t)(env.item_kb ? env.item_kb : DYN_ITEM_KB) * 1024;
-		size_t item2 = env.item2_kb ? (size_t)env.item2_kb * 1024 : item;
 		size_t r1 = 2 * wrow_bytes(cfg->format, cfg->hidden), r2 = wrow_bytes(cfg->format, cfg->inter);
+		size_t item = (size_t)env.item_kb * 1024;
+		size_t per = (size_t)cfg->max_topk * r1 * (size_t)cfg->inter / (size_t)x->nthreads;
+		if (!item)
+			for (item = DYN_ITEM_MIN_KB * 1024;
+			     item < DYN_ITEM_MAX_KB * 1024 && per / (2 * item) >= DYN_ITEMS_PER_WORKER;)
+				item *= 2;
+		size_t item2 = env.item2_kb ? (size_t)env.item2_kb * 1024 : env.item_kb ? item : DYN_ITEM2_KB * 1024;
 		x->ch1 = r1 ? (long)(item / r1) : cfg->inter;
 		x->ch2 = r2 ? (long)(item2 / r2) : cfg->hidden;
 		x->ch1 = x->ch1 < 8 ? 8 : x->ch1;
@@ -367,7 +358,6 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 		x->n2f = (int)((cfg->hidden + x->ch2f - 1) / x->ch2f);
 	}
 	x->trace = env.trace;
-	x->pout_lazy = env.pout_lazy;
 	x->tr = alloc_aligned((size_t)x->nthreads * sizeof *x->tr);
 	if (!x->tr)
 		goto fail;
@@ -396,9 +386,6 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 		x->ch2t = x->ch2t < 16 ? 16 : x->ch2t;
 		x->n1t = (int)((cfg->hidden / 2 + x->ch1t - 1) / x->ch1t);
 		x->n2t = (int)((cfg->inter / 2 + x->ch2t - 1) / x->ch2t);
-		x->ch2tf = x->ch2t / (env.tail_div ? env.tail_div : DYN_TAIL_DIV_T) / 16 * 16;
-		x->ch2tf = x->ch2tf < 16 ? 16 : x->ch2tf;
-		x->n2tf = (int)((cfg->inter / 2 + x->ch2tf - 1) / x->ch2tf);
 	}
 	r = choose_ops(x, cfg->isa);
 	if (r < 0)
@@ -512,9 +499,6 @@ static void prefetch_start(const void *p)
 {
 	for (int i = 0; i < PF_AHEAD; i += 64)
 		__builtin_prefetch((const char *)p + i, 0, 3);
-	if (pf_start_far)
-		for (int i = PF_AHEAD; i < ftk_pf_far; i += 64)
-			__builtin_prefetch((const char *)p + i, 0, 2);
 }
 
 static void slot_inputs(const struct ftcmoe *x, int tid, int g, int down, const void **xs)
@@ -726,8 +710,8 @@ static void reduce_out(struct ftcmoe *x, int tid, int n, const float *p, size_t 
 	}
 }
 
-/* reduce_out over the per-worker outputs of pass2_flat and dyn_run (pout; dyn_run's chunks
- * as written, x->ptouch, unless FREETOKEN_CPU_MOE_POUT=zero). */
+/* reduce_out over the per-worker outputs of pass2_flat and dyn_run (pout; dyn_run's: only the
+ * chunks written, x->ptouch). */
 static void reduce_pout(struct ftcmoe *x, int tid, int n, int lazy)
 {
 	reduce_out(x, tid, n, x->pout, (size_t)x->cfg.max_batch * (size_t)x->cfg.hidden, (size_t)x->cfg.hidden,
@@ -937,8 +921,7 @@ static void dyn_item(struct ftcmoe *x, int tid, int cur, const void *ahead, floa
 			ftpool_relax(x->cfg.pool, &k);
 		if (x->trace)
 			x->tr[tid].wait += ft_now_ns() - t0;
-		if (x->pout_lazy)
-			pout_claim(x, tid, g, n0, n1, po);
+		pout_claim(x, tid, g, n0, n1, po);
 		down_rows(x, tid, g, &m, NULL, n0, n1, tmp, po);
 	}
 }
@@ -953,10 +936,7 @@ static void dyn_run(struct ftcmoe *x, int tid, int n, float *tmp)
 	float *po = x->pout + (size_t)tid * (size_t)x->cfg.max_batch * (size_t)H;
 	trace_start(x, tid);
 	/* the previous step's reductions are over: ftpool_run returned after every worker's */
-	if (x->pout_lazy)
-		memset(x->ptouch + (size_t)tid * x->pchunk_stride, 0, (size_t)x->B * (size_t)x->nchunk);
-	else
-		memset(po, 0, (size_t)x->B * (size_t)H * sizeof(float));
+	memset(x->ptouch + (size_t)tid * x->pchunk_stride, 0, (size_t)x->B * (size_t)x->nchunk);
 	int cur = dyn_claim(x);
 	while (cur < total) {
 		int nxt = -1;
@@ -970,7 +950,7 @@ static void dyn_run(struct ftcmoe *x, int tid, int n, float *tmp)
 	uint64_t t1 = x->trace ? ft_now_ns() : 0;
 	ftpool_barrier(x->cfg.pool);
 	uint64_t t2 = x->trace ? ft_now_ns() : 0;
-	reduce_pout(x, tid, n, x->pout_lazy);
+	reduce_pout(x, tid, n, 1);
 	trace_end(x, tid, t1, t2);
 }
 
@@ -1013,11 +993,12 @@ static void dyn_t_slice(struct ftcmoe *x, int tid, int g, int n, long kk0, long 
 	m->K = len;
 }
 
-/* K-split item i: its pass (*down), group (returned) and bank rows [*kk0, *kk1); the last
- * group's pass-2 items are ch2tf rows. */
+/* K-split item i: its pass (*down), group (returned) and bank rows [*kk0, *kk1). (The last
+ * group's pass-2 items 2x or 4x smaller, as in the row split: -0.2 / -0.4 points of the read
+ * ceiling, H200 host, bench/RESULTS.md session 6.) */
 static int dyn_t_item(const struct ftcmoe *x, int i, int *down, long *kk0, long *kk1)
 {
-	int p1 = x->ngrp * x->n1t, last = (x->ngrp - 1) * x->n2t, g;
+	int p1 = x->ngrp * x->n1t, g;
 	long ch, KK;
 	if (i < p1) {
 		*down = 0;
@@ -1028,16 +1009,10 @@ static int dyn_t_item(const struct ftcmoe *x, int i, int *down, long *kk0, long 
 	} else {
 		*down = 1;
 		i -= p1;
+		g = i / x->n2t;
+		ch = x->ch2t;
+		*kk0 = (long)(i % x->n2t) * ch;
 		KK = x->cfg.inter / 2;
-		if (i < last) {
-			g = i / x->n2t;
-			ch = x->ch2t;
-			*kk0 = (long)(i % x->n2t) * ch;
-		} else {
-			g = x->ngrp - 1;
-			ch = x->ch2tf;
-			*kk0 = (long)(i - last) * ch;
-		}
 	}
 	*kk1 = *kk0 + ch < KK ? *kk0 + ch : KK;
 	return g;
@@ -1280,7 +1255,7 @@ int ftcmoe_forward(struct ftcmoe *x, int layer, int B, int topk, const float *xi
 	int live = x->uniq_start[x->nuniq];
 	x->dyn_t = x->dyn_ok && x->ops->rows_t && x->part && live <= x->part_cap && B <= x->part_cap;
 	if (x->dyn || x->dyn_t) {
-		x->nitems = x->dyn ? x->ngrp * (x->n1 + x->n2) - x->n2 + x->n2f : x->ngrp * (x->n1t + x->n2t) - x->n2t + x->n2tf;
+		x->nitems = x->dyn ? x->ngrp * (x->n1 + x->n2) - x->n2 + x->n2f : x->ngrp * (x->n1t + x->n2t);
 		atomic_store_explicit(&x->next, 0, memory_order_relaxed);
 		for (int g = 0; g < x->ngrp; g++)
 			atomic_store_explicit(&x->done1[g], 0, memory_order_relaxed);

@@ -86,12 +86,6 @@ extern int ftk_mx_seq_prefetch;
  * FREETOKEN_CPU_MOE_MX_PF_DIST=64..8192 at executor create, A/B runs). */
 #define FTK_MX_PF_DIST 512
 extern int ftk_mx_pf_dist;
-/* ... and a second, far prefetch into L2 that many bytes ahead in each row, whole blocks of 16
- * rows ahead where it passes the row's end (within the call's range); 0 (default): none.
- * FREETOKEN_CPU_MOE_MX_PF_FAR=0..65536 at executor create (A/B runs; the row kernels' far
- * prefetch, ftk_pf_far, took nvfp4 and bf16 to 91-99 % of the one-thread ceiling, mxfp4's
- * row-wise walk was at 85 %; not yet measured on the H200 host). */
-extern int ftk_mx_pf_far;
 
 /* Independent weight streams per kernel call: 2 walks the two halves of a call's row range
  * (mxfp4_triton K split: of its scale blocks) interleaved, so each worker keeps two sequential
@@ -115,9 +109,10 @@ extern int ftk_rowblk;
 extern int ftk_pf_dist;
 
 /* A second, far software prefetch into L2 (prefetcht1) this many bytes ahead of each step of
- * the bf16dp and W4A8 row kernels, beside the near one (the mxfp4 K split has its own:
- * ftk_mx_pf_far, ftk_mx_seq_prefetch). FTK_PF_FAR unless FREETOKEN_CPU_MOE_PF_FAR=0..65536 (0:
- * none) at executor create (process-wide; A/B runs). H200 host, 16 threads, against none
+ * the bf16dp and W4A8 row kernels, beside the near one. FTK_PF_FAR unless
+ * FREETOKEN_CPU_MOE_PF_FAR=0..65536 (0: none) at executor create (process-wide; A/B runs).
+ * The mxfp4 K split has none: 2-8 KiB ahead in each row measured -2.2 to -3.5 points of the
+ * read ceiling there (H200 host, bench/RESULTS.md session 6). H200 host, 16 threads, against none
  * (bench/RESULTS.md session 5): bf16 +4.0 points of the read ceiling, ds_fp4 +3.1, nvfp4 +1.3,
  * q4_0 +0.0 alone and +2.0 with its four-row blocks; 16 KiB: q4_0 -3.5, nvfp4 -1.1. One thread:
  * nvfp4 77 -> 91 %, bf16 90 -> 99 % of the one-thread ceiling. */

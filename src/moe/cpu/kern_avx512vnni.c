@@ -370,7 +370,6 @@ static void rows_q4_0(const struct ftk_mat *m, long r0, long r1, int nb, const v
  * int16 pair sums (q[2kk] + q[2kk+1]) [K/2] | float block scale / 2 [K/32]. */
 #define MX_STRIP 64
 int ftk_mx_pf_dist = FTK_MX_PF_DIST;
-int ftk_mx_pf_far = 0;
 
 int ftk_mx_seq_prefetch = 0;
 
@@ -450,15 +449,6 @@ AI void mx_block(const struct ftk_mat *m, long ra, long rb, long kb, long kk1, i
 			const char *q = (const char *)w + r0 * N + off;
 			for (long r = r0; r < r1; r++, q += N)
 				_mm_prefetch(q, _MM_HINT_T0);
-		}
-		if (!seq && ftk_mx_pf_far) { /* far, into L2: blocks of 16 rows ahead past a row's end */
-			long f = c + ftk_mx_pf_far, ahead = f / N, off = f % N;
-			long r0 = ahead ? rb + 16 * (ahead - 1) : p0, r1 = ahead ? rb + 16 * ahead : rb;
-			r1 = r1 < kk1 ? r1 : kk1;
-			r1 = r1 < rows_total ? r1 : rows_total;
-			const char *q = (const char *)w + r0 * N + off;
-			for (long r = r0; r < r1; r++, q += N)
-				_mm_prefetch(q, _MM_HINT_T1);
 		}
 		if (seq == 1 && nxt > 0) {
 			/* the next block, in memory order, 1/nstrips of it per strip, into L2 */
