@@ -834,7 +834,10 @@ static void test_env_values(void **s)
 	static const char *const bad[][2] = {{"FREETOKEN_CPU_MOE_SCHED", "dyn"}, {"FREETOKEN_CPU_MOE_ITEM_KB", "8"},
 					      {"FREETOKEN_CPU_MOE_PF_DIST", "4k"}, {"FREETOKEN_CPU_MOE_MXPF", "rows,seq"},
 					      {"FREETOKEN_CPU_MOE_ITEM2_KB", "0"}, {"FREETOKEN_CPU_MOE_TRACE", "yes"},
-					      {"FREETOKEN_CPU_MOE_PF_FAR", "-1"}, {"FREETOKEN_CPU_MOE_ROWBLK", "2"}};
+					      {"FREETOKEN_CPU_MOE_PF_FAR", "-1"}, {"FREETOKEN_CPU_MOE_ROWBLK", "2"},
+					      /* names this build does not read: a removed switch, a typo */
+					      {"FREETOKEN_CPU_MOE_POUT", "FREETOKEN_CPU_MOE_POUT"},
+					      {"FREETOKEN_CPU_MOE_ITEMKB", "FREETOKEN_CPU_MOE_ITEMKB"}};
 	struct banks b;
 	make_banks(&b, FTFMT_BF16);
 	struct ftcmoe_cfg cfg = {.format = FTFMT_BF16, .hidden = H, .inter = I, .experts = E, .layers = L,

@@ -117,10 +117,11 @@ struct ftcmoe_cfg {
 
 struct ftcmoe;
 
-/* The FREETOKEN_CPU_MOE_* settings above (all but _ISA, which ftcmoe_isa_resolve reads): 0,
- * or -EINVAL with why = "FREETOKEN_CPU_MOE_X='v': expected ..." for the first bad one. Unset
- * variables are fine. ftcmoe_create fails with -EINVAL on the same values; CLIs call this
- * first to say which. */
+/* The FREETOKEN_CPU_MOE_* settings above (the value of _ISA is ftcmoe_isa_resolve's): 0, or
+ * -EINVAL with why = "FREETOKEN_CPU_MOE_X='v': expected ..." for the first bad value, or
+ * "FREETOKEN_CPU_MOE_X: no such setting ..." for a name this build does not read. Unset
+ * variables are fine. ftcmoe_create fails with -EINVAL on the same; CLIs call this first to
+ * say which. */
 int ftcmoe_env_check(char *why, size_t whylen);
 
 /* Create an executor; all scratch is allocated here. Returns 0 and *out (ftcmoe_free), or

@@ -223,13 +223,45 @@ static int env_long(const char *var, long lo, long hi, long *out, char *why, siz
 	return 0;
 }
 
+/* Every FREETOKEN_CPU_MOE_* name this build reads (ISA: isa.c). A name not among them (a typo,
+ * or an A/B switch measured and removed) is refused, not ignored: a run that sets it would
+ * otherwise measure the defaults under its name. */
+static const char *const env_names = "ISA|SCHED|SPLIT|LEAN|STREAMS|MXPF|SPIN|TRACE|ROWBLK|PF_DIST|"
+				     "MX_PF_DIST|ITEM_KB|ITEM2_KB|TAIL_DIV|PF_FAR";
+
+extern char **environ;
+
+static int env_unknown(char *why, size_t whylen)
+{
+	static const char pre[] = "FREETOKEN_CPU_MOE_";
+	for (char **v = environ; v && *v; v++) {
+		if (strncmp(*v, pre, sizeof pre - 1))
+			continue;
+		const char *name = *v + sizeof pre - 1;
+		size_t n = strcspn(name, "=");
+		const char *w = env_names;
+		for (; *w; w += strcspn(w, "|") + (w[strcspn(w, "|")] == '|'))
+			if (strcspn(w, "|") == n && !strncmp(w, name, n))
+				break;
+		if (!*w) {
+			if (why)
+				snprintf(why, whylen, "%.*s: not a setting of this build (FREETOKEN_CPU_MOE_ + one of %s)",
+					 (int)(sizeof pre - 1 + n), *v, env_names);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 static int env_read(struct env *e, char *why, size_t whylen)
 {
 	int sched = -1, split = 1, lean = 1, streams = 0, mxpf = 0, spin = 0, trace = 0;
 	int rowblk = -1;
 	long pf = FTK_PF_DIST, mxd = FTK_MX_PF_DIST, kb = 0, kb2 = 0, tail = 0;
 	long far = FTK_PF_FAR;
-	int r = 0;
+	int r = env_unknown(why, whylen);
+	if (r)
+		return r;
 	/* SPIN is the pool's (pool.c), checked here so that a bad value is named */
 	if ((r = env_word("FREETOKEN_CPU_MOE_SCHED", "static|dynamic", &sched, why, whylen)) ||
 	    (r = env_word("FREETOKEN_CPU_MOE_SPLIT", "rows|flat", &split, why, whylen)) ||
