@@ -571,12 +571,12 @@ int ftbw_run(const struct ftbw_config *c, struct ftbw_env *env, const struct ftb
 	json_object_set_new(prof, "host", json_string(host));
 	/* tool: what measured it and with which settings (the repeat counts behind the spreads). */
 	json_object_set_new(prof, "tool",
-			    json_pack("{s:s,s:s,s:{s:i,s:i,s:i,s:i,s:i,s:i,s:f,s:s}}", "name", "ftbench",
+			    json_pack("{s:s,s:s,s:{s:i,s:i,s:i,s:i,s:i,s:i,s:f,s:s,s:s}}", "name", "ftbench",
 				      "version", FT_VERSION, "params", "cpu_iters", c->cpu_iters, "pcie_mib",
 				      c->pcie_mib, "pcie_iters", c->pcie_iters, "kernel_cpu_warmup",
 				      c->kernel_cpu_warmup, "kernel_cpu_iters", c->kernel_cpu_iters,
 				      "kernel_pcie_iters", c->kernel_pcie_iters, "overlap_seconds", c->overlap_s,
-				      "isa", c->isa));
+				      "isa", c->isa, "gather", c->gather_sm ? "sm" : "proxy"));
 	if (have_gpu) {
 		json_t *gj = ftgpu_json(env->gpu);
 		json_object_set_new(gj, "link_degraded", json_boolean(ftbw_link_degraded(env->gpu)));

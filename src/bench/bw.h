@@ -37,6 +37,7 @@ struct ftbw_config {
 	int kernel_cpu_iters;    /* CPU MoE timed steps (64) */
 	int kernel_pcie_iters;   /* gather timed passes (20) */
 	double overlap_s;        /* overlapped run length (2.0); 0 skips the overlap */
+	bool gather_sm;          /* time the SM gather (fused) instead of the default copy-engine proxy */
 	char isa[128];           /* "auto", "all" or a list of ISA names ("avx2,avx512") */
 	int ndtypes;             /* formats measured on their bw --dtype workload */
 	enum ftfmt_id dtypes[FTFMT_COUNT];

@@ -271,6 +271,8 @@ static int gather_alone(struct ftbw_real *r, const struct ftbw_config *c, const 
 	if (rc == 0)
 		rc = ftgather_poison(g);
 	if (rc == 0)
+		rc = ftgather_set_default_path(g, c->gather_sm ? FTGATHER_FUSED : FTGATHER_AUTO);
+	if (rc == 0)
 		rc = ftgather_time(g, FTGATHER_AUTO, GATHER_WARMUP, c->kernel_pcie_iters, secs);
 	if (rc < 0) {
 		snprintf(p->err, sizeof p->err, "gather (%s path): %s",

@@ -36,6 +36,8 @@ static void usage(FILE *f)
 		"  --kernel-cpu-iters N    CPU MoE timed steps after 8 warm-up steps (64)\n"
 		"  --kernel-pcie-iters N   gather timed passes (20)\n"
 		"  --overlap-seconds X     length of the overlapped run (2.0; 0 skips it)\n"
+		"  --gather proxy|sm       gather path timed: copy engines driven from the device plan\n"
+		"                          (proxy, default) or the fused SM gather (sm)\n"
 		"  -o, --output FILE       write the profile here instead of the per-GPU store path\n"
 		"  --json                  print the profile on stdout instead of the summary\n"
 		"  --result-fd N           worker mode: JSON lines (progress, result, error) on fd N\n");
@@ -44,7 +46,7 @@ static void usage(FILE *f)
 enum {
 	OPT_DTYPE = 256, OPT_MODEL, OPT_FORMATS, OPT_ISA, OPT_THRESHOLD, OPT_GPU, OPT_CPU_THREADS,
 	OPT_CPU_ITERS, OPT_PCIE_MIB, OPT_PCIE_ITERS, OPT_KCPU_ITERS, OPT_KPCIE_ITERS, OPT_OVERLAP,
-	OPT_JSON, OPT_RESULT_FD,
+	OPT_JSON, OPT_RESULT_FD, OPT_GATHER,
 };
 
 static int parse_formats(const char *opt, const char *arg, enum ftfmt_id *out, int *n, bool need_workload)
@@ -198,6 +200,7 @@ int cmd_bw(int argc, char **argv)
 		{"kernel-cpu-iters", required_argument, NULL, OPT_KCPU_ITERS},
 		{"kernel-pcie-iters", required_argument, NULL, OPT_KPCIE_ITERS},
 		{"overlap-seconds", required_argument, NULL, OPT_OVERLAP},
+		{"gather", required_argument, NULL, OPT_GATHER},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"result-fd", required_argument, NULL, OPT_RESULT_FD},
 		{"help", no_argument, NULL, 'h'},
@@ -237,6 +240,14 @@ int cmd_bw(int argc, char **argv)
 			bad = opt_long("--kernel-pcie-iters", optarg, 1, 100000, &cfg.kernel_pcie_iters);
 			break;
 		case OPT_OVERLAP: bad = opt_double("--overlap-seconds", optarg, 0, 600, &cfg.overlap_s); break;
+		case OPT_GATHER:
+			if (!strcmp(optarg, "proxy") || !strcmp(optarg, "sm")) {
+				cfg.gather_sm = !strcmp(optarg, "sm");
+			} else {
+				ftcli_error("--gather: expected proxy or sm, got '%s'", optarg);
+				bad = 1;
+			}
+			break;
 		case OPT_JSON: json = 1; break;
 		case OPT_RESULT_FD: bad = ftcli_opt_result_fd(optarg); break;
 		case 'h': usage(stdout); return 0;
