@@ -73,8 +73,8 @@ const char *ftcm_variant_name(int variant);
  * ftcm_proxy_errors). The thread does not spin while idle: it sleeps on a doorbell (futex) that
  * ftcm_proxy_copy rings as it enqueues a plan, or, captured in a graph, a host node rings when
  * the graph reaches the publish kernel (on a stream forked from the caller's and joined back
- * after the wait kernel; a host node's latency is the driver's, 0.1-0.3 ms on the H200 VM, so a
- * graph's first plan after idle starts that much later); once rung, it polls for the plan.
+ * after the wait kernel; a stream's host function rang 0.1-0.3 ms late on the H200 host, a
+ * graph's host node in time: bench/RESULTS.md); once rung, it polls for the plan.
  * opts.spin_us says how long it polls for the next plan after the copies it issued should have
  * ended (it sleeps through them, their end predicted from the rate it measures), 0 for never,
  * FTCM_PROXY_SPIN_ALWAYS for always.
