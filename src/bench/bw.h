@@ -23,6 +23,7 @@
 #define FTBW_MAX_ITEMS 64
 #define FTBW_MAX_MODELS 16
 #define FTBW_MAX_ISAS 8
+#define FTBW_MAX_BATCHES 8   /* --batch-sweep entries */
 #define FTBW_DEFAULT_THRESHOLD 2.0
 #define FTBW_SYNTH_BYTES (2ull << 30) /* E_synth = min(E, max(1, 2 GiB / expert_bytes)) */
 
@@ -38,6 +39,8 @@ struct ftbw_config {
 	int kernel_pcie_iters;   /* gather timed passes (20) */
 	double overlap_s;        /* overlapped run length (2.0); 0 skips the overlap */
 	bool gather_sm;          /* time the SM gather (fused) instead of the default copy-engine proxy */
+	int nbatch;              /* --batch-sweep: batches (ascending) of the sweep; 0: no sweep */
+	int batches[FTBW_MAX_BATCHES];
 	char isa[128];           /* "auto", "all" or a list of ISA names ("avx2,avx512") */
 	int ndtypes;             /* formats measured on their bw --dtype workload */
 	enum ftfmt_id dtypes[FTFMT_COUNT];
@@ -93,6 +96,14 @@ struct ftbw_meas {
 	 * rest (other tiers of an ISA sweep, before each overlap window and after the last). */
 	struct ftbw_part read_cpu;
 	struct ftbw_part read_other;
+	/* --batch-sweep: per batch, the CPU MoE steps (tokens routed among the model's experts)
+	 * and the gather of as many experts as a step read, in interleaved rounds */
+	int nbatch;
+	struct ftbw_batch {
+		int batch;
+		double experts;        /* distinct experts per step (mean) */
+		struct ftbw_part cpu, gather;
+	} bsw[FTBW_MAX_BATCHES];
 };
 
 void ftbw_meas_init(struct ftbw_meas *m);
@@ -133,6 +144,11 @@ struct ftbw_decision {
 };
 void ftbw_decide(bool cpu_path, bool have_gpu, double cpu_gbs, const char *cpu_err, double pcie_gbs,
 		 const char *pcie_err, double threshold, struct ftbw_decision *d);
+
+/* The largest batch of the sweep up to which every batch's cpu_gbs[i] > threshold * pcie_gbs[i]
+ * (batches ascending): 0 when the first fails, -1 when a figure is missing (not measured). */
+int ftbw_hybrid_max_batch(int n, const int *batch, const double *cpu_gbs, const double *pcie_gbs,
+			  double threshold);
 
 /* Hybrid fetch fraction: with the overlap pair pcie_ov / (pcie_ov + cpu_ov), else pcie / cpu,
  * clamped to [0, 1]. NaN when neither pair is measured. */

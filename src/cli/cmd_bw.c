@@ -12,6 +12,7 @@
 #include "cli/cli.h"
 #include "ftprofile.h"
 #include "hw/cpu.h"
+#include "moe/cpu/cpumoe.h"
 #include "util/fsutil.h"
 #include "util/strutil.h"
 
@@ -38,6 +39,10 @@ static void usage(FILE *f)
 		"  --overlap-seconds X     length of the overlapped run (2.0; 0 skips it)\n"
 		"  --gather proxy|sm       gather path timed: copy engines driven from the device plan\n"
 		"                          (proxy, default) or the fused SM gather (sm)\n"
+		"  --batch-sweep LIST      also per batch (e.g. 1,2,4,8,16,32; up to 8 of 1..32): the CPU MoE\n"
+		"                          with tokens routed among the model's experts and the gather of as\n"
+		"                          many experts, interleaved; gives each entry batch_sweep and\n"
+		"                          hybrid_max_batch (off by default)\n"
 		"  -o, --output FILE       write the profile here instead of the per-GPU store path\n"
 		"  --json                  print the profile on stdout instead of the summary\n"
 		"  --result-fd N           worker mode: JSON lines (progress, result, error) on fd N\n");
@@ -46,8 +51,29 @@ static void usage(FILE *f)
 enum {
 	OPT_DTYPE = 256, OPT_MODEL, OPT_FORMATS, OPT_ISA, OPT_THRESHOLD, OPT_GPU, OPT_CPU_THREADS,
 	OPT_CPU_ITERS, OPT_PCIE_MIB, OPT_PCIE_ITERS, OPT_KCPU_ITERS, OPT_KPCIE_ITERS, OPT_OVERLAP,
-	OPT_JSON, OPT_RESULT_FD, OPT_GATHER,
+	OPT_JSON, OPT_RESULT_FD, OPT_GATHER, OPT_BATCH_SWEEP,
 };
+
+/* --batch-sweep LIST: 1..FTCMOE_MAX_BATCH each, at most FTBW_MAX_BATCHES, kept ascending and
+ * without repeats. 0, or -1 after saying what is wrong. */
+static int parse_batches(const char *arg, struct ftbw_config *c)
+{
+	long v[FTBW_MAX_BATCHES + 1];
+	int n = ftstr_parse_long_list(arg, 1, FTCMOE_MAX_BATCH, v, FTBW_MAX_BATCHES + 1);
+	if (n <= 0 || n > FTBW_MAX_BATCHES) {
+		ftcli_error("--batch-sweep: expected up to %d batches of 1..%d, got '%s'", FTBW_MAX_BATCHES,
+			    FTCMOE_MAX_BATCH, arg);
+		return -1;
+	}
+	c->nbatch = 0;
+	for (long want = 1; want <= FTCMOE_MAX_BATCH; want++)
+		for (int i = 0; i < n; i++)
+			if (v[i] == want) {
+				c->batches[c->nbatch++] = (int)want;
+				break;
+			}
+	return 0;
+}
 
 static int parse_formats(const char *opt, const char *arg, enum ftfmt_id *out, int *n, bool need_workload)
 {
@@ -201,6 +227,7 @@ int cmd_bw(int argc, char **argv)
 		{"kernel-pcie-iters", required_argument, NULL, OPT_KPCIE_ITERS},
 		{"overlap-seconds", required_argument, NULL, OPT_OVERLAP},
 		{"gather", required_argument, NULL, OPT_GATHER},
+		{"batch-sweep", required_argument, NULL, OPT_BATCH_SWEEP},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"result-fd", required_argument, NULL, OPT_RESULT_FD},
 		{"help", no_argument, NULL, 'h'},
@@ -248,6 +275,7 @@ int cmd_bw(int argc, char **argv)
 				bad = 1;
 			}
 			break;
+		case OPT_BATCH_SWEEP: bad = parse_batches(optarg, &cfg); break;
 		case OPT_JSON: json = 1; break;
 		case OPT_RESULT_FD: bad = ftcli_opt_result_fd(optarg); break;
 		case 'h': usage(stdout); return 0;
