@@ -699,14 +699,14 @@ static void test_act_avx512(void **s)
 
 /* The AMX bf16 kernel, on tiles emulated in C (every CPU) and on the real tiles (where the CPU
  * and OS give them), against float64 on random data: tokens below the tile threshold, one
- * partial and two tile groups; rows with a tail under 16 and an odd first row; K of one tile
- * step, and K over the kernel's packing chunk. Registered last: its draws must not move the
+ * partial and two tile groups; rows with a tail under 16 and an odd first row; K of two tile
+ * steps, and K over the kernel's packing chunk. Registered last: its draws must not move the
  * random inputs of the tests before it. */
 static void test_amx_bf16(void **s)
 {
-	static const long Ks[] = {32, 768, 2080};
+	static const long Ks[] = {64, 768, 2112}; /* multiples of the executor's KALIGN (64) */
 	static const int nbs[] = {1, 3, 4, 5, 16, 17, 32};
-	enum { N = 41, R0 = 3, NB = 32, KMAX = 2080 };
+	enum { N = 41, R0 = 3, NB = 32, KMAX = 2112 };
 	const struct ftk_ops *ops[2] = {ftk_amx_emu(FTFMT_BF16),
 					ftcmoe_isa_supported(FTCMOE_ISA_AMX, ci.isa) ? ftk_select(FTCMOE_ISA_AMX, FTFMT_BF16, ci.isa) : NULL};
 	assert_non_null(ops[0]);

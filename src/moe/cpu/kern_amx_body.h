@@ -11,6 +11,7 @@
  *   AMX_FNAME          the function's name
  *   AMX_FALLBACK       a rows function over the same prepared (bf16) activations, for the tail
  *                      rows and small batches
+ * K is a multiple of 64 (the executor's KALIGN; the avx512bf16 fallback reads 64 at a time).
  * Rows are taken 16 at a time (tile 1: 16 weight rows x 32 k, read in place with the row
  * stride), the nb tokens 16 at a time (tile 2: their activations packed as k pairs x tokens,
  * VNNI order), sums in tile 0. Activations are packed once per call for K <= AMX_KC, else per
