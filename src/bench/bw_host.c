@@ -424,7 +424,8 @@ int ftbw_run_host(const struct ftbw_config *c, struct ftbw_host *h, const struct
 		snprintf(err, errlen, "too many workloads (at most %d)", FTBW_MAX_ITEMS);
 		goto out;
 	}
-	if (concurrent && (r = ftbw_engine_plan(h->cpu, h->gpus, ng, n, c->engine_threads, eng, store, err, errlen)) < 0)
+	if ((concurrent || c->engines > 0) &&
+	    (r = ftbw_engine_plan(h->cpu, h->gpus, ng, n, c->engine_threads, eng, store, err, errlen)) < 0)
 		goto out;
 	int total = ng * (nitems + 1) + (concurrent ? nitems : 0) + 1;
 
