@@ -48,7 +48,7 @@ struct ftbw_config {
 	/* Several GPUs (ftbw_run_host): */
 	int engines;             /* N engines run at once in the concurrent phase (0: one per GPU) */
 	int engine_threads;      /* cores per engine (0: the physical cores split evenly) */
-	int deployment;          /* enum ftbw_deployment, or -1: concurrent when the run has >1 GPU */
+	int deployment;          /* enum ftbw_deployment, or -1: concurrent when N > 1 engines ran */
 };
 
 void ftbw_config_default(struct ftbw_config *c);
@@ -247,8 +247,8 @@ struct ftbw_host {
  * per ENTRY a "concurrent" block (its engines' figures, ratio, verdict, fetch fraction) and
  * "recommended_isolated", and at the top "deployment", "concurrent" (N, its engines' core
  * sets) and "topology" (its NUMA node and PCIe relation to each other GPU); the seed's verdict
- * fields carry the deployment's verdict (c->deployment; default concurrent with more than one
- * GPU). out[ngpus] get new references. Returns 0, or -errno with err set (out all NULL). */
+ * fields carry the deployment's verdict (c->deployment; default concurrent when N > 1, as on a
+ * host of several GPUs). out[ngpus] get new references. Returns 0, or -errno with err set (out all NULL). */
 int ftbw_run_host(const struct ftbw_config *c, struct ftbw_host *h, const struct ftbw_ops *ops,
 		  const struct ftreport *rep, json_t **out, char *err, size_t errlen);
 

@@ -405,7 +405,8 @@ int ftbw_run_host(const struct ftbw_config *c, struct ftbw_host *h, const struct
 		out[g] = NULL;
 	int n = c->engines > 0 ? c->engines : ng;
 	bool concurrent = n > 1;
-	int dep = c->deployment >= 0 ? c->deployment : ng > 1 ? FTBW_DEPLOY_CONCURRENT : FTBW_DEPLOY_ISOLATED;
+	/* default: concurrent when engines run at once (one per GPU: a host of several GPUs) */
+	int dep = c->deployment >= 0 ? c->deployment : concurrent ? FTBW_DEPLOY_CONCURRENT : FTBW_DEPLOY_ISOLATED;
 	if (concurrent && (!ops->engine_open || !ops->engine_phase || !ops->engine_close)) {
 		snprintf(err, errlen, "these measurements cannot run engines at once");
 		return -ENOTSUP;

@@ -268,7 +268,7 @@ static int bw_all(struct ftbw_config *cfg, int threads, const char *output, int 
 		}
 		json_array_append(json_object_get(all, "profiles"), profs[g]);
 		if (!json)
-			printf("%sGPU %d: profile written to %s\n", g ? "" : "", gpus[g].index, path);
+			printf("GPU %d: profile written to %s\n", gpus[g].index, path);
 	}
 	if (output && (r = write_profile(all, output, NULL, path, sizeof path)) < 0) {
 		ftcli_error("writing %s: %s", output, strerror(-r));
@@ -396,6 +396,8 @@ int cmd_bw(int argc, char **argv)
 		return bw_all(&cfg, threads, output, json);
 	if (cfg.engines > 1 || cfg.engine_threads)
 		ftcli_note("--engines and --engine-threads apply to --gpu all only; ignored");
+	if (cfg.deployment == FTBW_DEPLOY_CONCURRENT)
+		ftcli_note("deployment concurrent needs the concurrent phase of --gpu all; this run's verdicts are isolated");
 
 	struct ftcpu_info ci;
 	struct ftgpu_info gpu;
