@@ -10,12 +10,15 @@
 #   4. a table: isolated vs concurrent per GPU and format, the verdicts, the wall time, the
 #      topology (bench/multigpu_conc.py, which also checks the profiles).
 # Everything lands in OUT (default $OUT): summary.txt, bw_all.json, and h21.tgz with the rest.
-# usage: [BUILD=build] [LIBDIR=dir with libraries the device lacks] [BW_ALL_ARGS=...] bench/multigpu_conc.sh [OUT]
+# usage: [BUILD=build] [LIBDIR=dir with libraries the device lacks; default .xfer/lib if there]
+#        [BW_ALL_ARGS=...] bench/multigpu_conc.sh [OUT]
+# Bounded: bw --gpu all 200 s, multigpu.sh 300 s (typically about 70 + 80 s).
 set -u
 out=${1:-${OUT:?usage: bench/multigpu_conc.sh OUTDIR (or set OUT)}}
 B=${BUILD:-build}
 F=$B/bin/ftbench
 here=$(dirname "$0")
+[ -z "${LIBDIR:-}" ] && [ -d "$here/../.xfer/lib" ] && LIBDIR=$(cd "$here/../.xfer/lib" && pwd)
 [ -n "${LIBDIR:-}" ] && export LD_LIBRARY_PATH="$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 w="$out/work"
 mkdir -p "$w"
@@ -40,7 +43,7 @@ say "== 2. ftbench bw --gpu all $(date -u +%T)"
 export XDG_CACHE_HOME="$w/cache"
 unset FREETOKEN_BENCHBW_PATH
 t=$(date +%s)
-timeout 300 "$F" bw --gpu all -o "$out/bw_all.json" ${BW_ALL_ARGS:-} > "$w/bw_all.txt" 2> "$w/bw_all.err"
+timeout 200 "$F" bw --gpu all -o "$out/bw_all.json" ${BW_ALL_ARGS:-} > "$w/bw_all.txt" 2> "$w/bw_all.err"
 rc=$?
 say "bw --gpu all rc=$rc, $(( $(date +%s) - t )) s wall (the run's own figure is in the table)"
 [ $rc -eq 0 ] || tail -20 "$w/bw_all.err" | tee -a "$S"
@@ -55,7 +58,7 @@ cp -r "$w/cache" "$w/bw_all_store" 2>/dev/null
 
 say "== 3. bench/multigpu.sh (ALL=1) $(date -u +%T)"
 t=$(date +%s)
-BUILD=$B ALL=1 timeout 400 sh "$here/multigpu.sh" "$w/mg" > "$w/multigpu.txt" 2>&1
+BUILD=$B ALL=1 timeout 300 sh "$here/multigpu.sh" "$w/mg" > "$w/multigpu.txt" 2>&1
 rc=$?
 say "multigpu.sh rc=$rc, $(( $(date +%s) - t )) s"
 grep -E "^(ok|BAD)|rc=|^E:|^BAD|not succeeded" "$w/multigpu.txt" | tee -a "$S"
