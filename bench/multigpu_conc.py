@@ -20,7 +20,11 @@ def f(v, fmt="%.1f"):
     return fmt % v if isinstance(v, (int, float)) else "-"
 
 
-doc = json.load(open(sys.argv[1]))
+try:
+    doc = json.load(open(sys.argv[1]))
+except (OSError, ValueError) as ex:
+    print("BAD  no result of bw --gpu all: %s" % ex)
+    sys.exit(1)
 profs = doc.get("profiles", [])
 wall = doc.get("wall_seconds")
 check(len(profs) >= 2, "%d profiles (one per GPU)" % len(profs))

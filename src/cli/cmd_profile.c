@@ -92,8 +92,11 @@ static void show_human(const struct ftprof *p)
 		print_num(json_object_get(ceil, "pcie_linear_d2h_gbs"), "%.*f", 1);
 		printf("\n");
 	}
-	if (json_is_object(json_object_get(root, "concurrent")) || json_object_get(root, "deployment")) {
-		printf("deployment %s (rec below); concurrent:", ftprof_deployment_name(ftprof_deployment(p)));
+	if (json_object_get(root, "deployment"))
+		printf("deployment %s (the rec column)\n", ftprof_deployment_name(ftprof_deployment(p)));
+	if (json_is_object(json_object_get(root, "concurrent"))) {
+		printf("concurrent (%lld engines at once):",
+		       (long long)json_integer_value(json_object_get(json_object_get(root, "concurrent"), "engines")));
 		json_object_foreach((json_t *)dk, k, v) {
 			double cf;
 			printf(" %s=%s", k, ftprof_rec_name(ftprof_recommend_deployment(p, k, FTPROF_DEPLOY_CONCURRENT)));
