@@ -88,6 +88,10 @@ PROFILE_OBJS := $(call obj,$(PROFILE_SRCS))
 CLI_OBJS     := $(call obj,$(CLI_SRCS))
 DAEMON_OBJS  := $(call obj,$(DAEMON_SRCS))
 
+# GET /openapi.json: api/openapi.yaml as JSON, compiled into the daemon.
+OPENAPI_C    := $(BUILD)/gen/openapi_json.c
+DAEMON_OBJS  += $(call obj,$(OPENAPI_C))
+
 LIBFTBENCH   := $(BUILD)/lib/libftbench.a
 FTBENCH      := $(BUILD)/bin/ftbench
 FTBENCHD     := $(BUILD)/bin/ftbenchd
@@ -118,6 +122,11 @@ $(BUILD)/obj/%.o: %.cu
 	$(call say,NVCC,$<)
 	@mkdir -p $(@D)
 	$(Q)$(NVCC) $(NVFLAGS) -DFT_HAVE_CUDA=1 -MMD -MP -c $< -o $@
+
+$(OPENAPI_C): api/openapi.yaml $(wildcard api/schemas/*.json) scripts/gen-openapi-json.py
+	$(call say,GEN,$@)
+	@mkdir -p $(@D)
+	$(Q)python3 scripts/gen-openapi-json.py api/openapi.yaml >$@.tmp && mv $@.tmp $@
 
 $(BUILD)/obj/%_avx2.o:       XFLAGS = $(ISA_avx2)
 $(BUILD)/obj/%_avx512.o:     XFLAGS = $(ISA_avx512)

@@ -52,6 +52,13 @@ static const struct opt opts[] = {
 	 "Largest JSON line a worker may send on its result fd; more is a protocol error.", S(max_result_line)},
 	{"gpus-timeout", T_INT, 1, 3600, "60", "Seconds `worker gpus --json` may take at start.", S(gpus_timeout)},
 	{"log-level", T_INT, 3, 7, "6", "3 errors, 4 warnings, 5 notices, 6 info, 7 debug.", S(log_level)},
+	{"history", T_INT, 0, 10000, "20",
+	 "Profiles kept per GPU in <profile-dir>/history (GET /profiles/{uuid}/history, the status "
+	 "page's plots); 0 keeps none.", S(history)},
+	{"drift-percent", T_INT, 0, 1000, "10",
+	 "A new profile's figure outside the previous profile's spread by more than this share is "
+	 "drift: a warning in the profile, on the status page and ftbenchd_profile_drift_ratio; 0: "
+	 "not checked.", S(drift_pct)},
 	{"model-roots", T_LIST, 0, 0, "",
 	 "Comma-separated directories model paths must resolve under (load-weights, decode). Empty: "
 	 "model paths are refused.", S(model_roots), S(n_model_roots)},

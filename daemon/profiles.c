@@ -25,7 +25,8 @@ static int label_ok(const char *s)
 int ftd_profile_store(const json_t *profile, const char *uuid, char **path_out)
 {
 	char path[4096];
-	int r = ftprof_store_write_in(ftd.profile_dir, profile, uuid, path, sizeof path);
+	int r = ftprof_store_commit(ftd.profile_dir, profile, uuid, (int)ftd.cfg.history, ftd.cfg.drift_pct / 100.0,
+				    path, sizeof path);
 	if (r < 0)
 		return r;
 	*path_out = strdup(path);
@@ -43,9 +44,17 @@ int ftd_profile_read(const char *uuid, char **text, size_t *len)
 	return ftfs_read_file(path, 64 << 20, text, len);
 }
 
+json_t *ftd_profile_history(const char *uuid, int limit)
+{
+	json_t *arr = NULL;
+	if (ftprof_history_load(ftd.profile_dir, strcmp(uuid, "host") ? uuid : NULL, limit, &arr) < 0)
+		return json_array();
+	return arr;
+}
+
 /* Call fn for each stored profile (uuid or "host", parsed JSON, path); files whose name is not a
  * GPU uuid or whose content is not a JSON object are skipped. */
-static void each_profile(void (*fn)(const char *uuid, json_t *p, const char *path, void *ctx), void *ctx)
+void ftd_profiles_each(void (*fn)(const char *uuid, json_t *p, const char *path, void *ctx), void *ctx)
 {
 	struct ftprof_entry *e;
 	char check[4096];
@@ -80,45 +89,74 @@ static void list_one(const char *uuid, json_t *p, const char *path, void *ctx)
 json_t *ftd_profiles_list(void)
 {
 	json_t *arr = json_array();
-	each_profile(list_one, arr);
+	ftd_profiles_each(list_one, arr);
 	return json_pack("{s:s,s:o}", "dir", ftd.profile_dir, "profiles", arr);
 }
 
-static void metric_one(const char *uuid, json_t *p, const char *path, void *ctx)
+/* Prometheus' text format wants each family's samples right after its HELP and TYPE lines, so
+ * the profiles are read once and each family walks them all. */
+static void collect_one(const char *uuid, json_t *p, const char *path, void *ctx)
 {
-	struct ftd_mbuf *m = ctx;
-	json_t *c = json_object_get(p, "ceilings");
-	static const char *const keys[][2] = {{"cpu_stream_read_gbs", "ftbenchd_profile_cpu_stream_read_gbs"},
-					      {"pcie_linear_h2d_gbs", "ftbenchd_profile_pcie_h2d_gbs"},
-					      {"pcie_linear_d2h_gbs", "ftbenchd_profile_pcie_d2h_gbs"}};
-	for (int i = 0; i < 3; i++) {
-		json_t *v = json_object_get(c, keys[i][0]);
+	json_object_set(ctx, uuid, p);
+}
+
+static const struct {
+	const char *name, *help, *ceiling; /* ceiling: the key under "ceilings", NULL for the others */
+} profile_families[] = {
+	{"ftbenchd_profile_cpu_stream_read_gbs", "CPU read ceiling of the last profile, GB/s.", "cpu_stream_read_gbs"},
+	{"ftbenchd_profile_pcie_h2d_gbs", "Linear pinned host-to-device ceiling of the last profile, GB/s.",
+	 "pcie_linear_h2d_gbs"},
+	{"ftbenchd_profile_pcie_d2h_gbs", "Linear pinned device-to-host ceiling of the last profile, GB/s.",
+	 "pcie_linear_d2h_gbs"},
+	{"ftbenchd_profile_timestamp_seconds", "When the last profile was measured.", NULL},
+	{"ftbenchd_profile_hybrid", "1 when the last profile recommends hybrid for the dtype, 0 offload.", NULL},
+	{"ftbenchd_profile_drift_ratio",
+	 "A figure of the last profile that left the previous profile's spread: its value over the previous one.", NULL},
+};
+
+static void family_samples(struct ftd_mbuf *m, int f, const char *uuid, json_t *p)
+{
+	const char *name = profile_families[f].name;
+	if (profile_families[f].ceiling) {
+		json_t *v = json_object_get(json_object_get(p, "ceilings"), profile_families[f].ceiling);
 		if (json_is_number(v))
-			ftd_mcat(m, "%s{gpu=\"%s\"} %.6g\n", keys[i][1], uuid, json_number_value(v));
-	}
-	json_t *ep = json_object_get(p, "epoch");
-	if (json_is_number(ep))
-		ftd_mcat(m, "ftbenchd_profile_timestamp_seconds{gpu=\"%s\"} %.3f\n", uuid, json_number_value(ep));
-	const char *k;
-	json_t *v;
-	json_object_foreach(json_object_get(p, "dtypes"), k, v) {
-		if (json_is_string(v) && label_ok(k))
-			ftd_mcat(m, "ftbenchd_profile_hybrid{gpu=\"%s\",dtype=\"%s\"} %d\n", uuid, k,
-				!strcmp(json_string_value(v), "hybrid"));
+			ftd_mcat(m, "%s{gpu=\"%s\"} %.6g\n", name, uuid, json_number_value(v));
+	} else if (!strcmp(name, "ftbenchd_profile_timestamp_seconds")) {
+		json_t *ep = json_object_get(p, "epoch");
+		if (json_is_number(ep))
+			ftd_mcat(m, "%s{gpu=\"%s\"} %.3f\n", name, uuid, json_number_value(ep));
+	} else if (!strcmp(name, "ftbenchd_profile_drift_ratio")) {
+		size_t i;
+		json_t *d;
+		json_array_foreach(json_object_get(p, "drift"), i, d) {
+			const char *fig = json_string_value(json_object_get(d, "figure"));
+			json_t *r = json_object_get(d, "ratio");
+			if (fig && label_ok(fig) && json_is_number(r))
+				ftd_mcat(m, "%s{gpu=\"%s\",figure=\"%s\"} %.6g\n", name, uuid, fig, json_number_value(r));
+		}
+	} else {
+		const char *k;
+		json_t *v;
+		json_object_foreach(json_object_get(p, "dtypes"), k, v) {
+			if (json_is_string(v) && label_ok(k))
+				ftd_mcat(m, "%s{gpu=\"%s\",dtype=\"%s\"} %d\n", name, uuid, k,
+					 !strcmp(json_string_value(v), "hybrid"));
+		}
 	}
 }
 
 void ftd_profiles_metrics(struct ftd_mbuf *m)
 {
-	ftd_mcat(m, "# HELP ftbenchd_profile_cpu_stream_read_gbs CPU read ceiling of the last profile, GB/s.\n"
-		    "# TYPE ftbenchd_profile_cpu_stream_read_gbs gauge\n"
-		    "# HELP ftbenchd_profile_pcie_h2d_gbs Linear pinned host-to-device ceiling of the last profile, GB/s.\n"
-		    "# TYPE ftbenchd_profile_pcie_h2d_gbs gauge\n"
-		    "# HELP ftbenchd_profile_pcie_d2h_gbs Linear pinned device-to-host ceiling of the last profile, GB/s.\n"
-		    "# TYPE ftbenchd_profile_pcie_d2h_gbs gauge\n"
-		    "# HELP ftbenchd_profile_timestamp_seconds When the last profile was measured.\n"
-		    "# TYPE ftbenchd_profile_timestamp_seconds gauge\n"
-		    "# HELP ftbenchd_profile_hybrid 1 when the last profile recommends hybrid for the dtype, 0 offload.\n"
-		    "# TYPE ftbenchd_profile_hybrid gauge\n");
-	each_profile(metric_one, m);
+	json_t *all = json_object();
+	ftd_profiles_each(collect_one, all);
+	for (size_t f = 0; f < sizeof profile_families / sizeof *profile_families; f++) {
+		ftd_mcat(m, "# HELP %s %s\n# TYPE %s gauge\n", profile_families[f].name, profile_families[f].help,
+			 profile_families[f].name);
+		const char *uuid;
+		json_t *p;
+		json_object_foreach(all, uuid, p)
+			if (label_ok(uuid))
+				family_samples(m, (int)f, uuid, p);
+	}
+	json_decref(all);
 }
