@@ -59,6 +59,11 @@ static const struct opt opts[] = {
 	 "A new profile's figure outside the previous profile's spread by more than this share is "
 	 "drift: a warning in the profile, on the status page and ftbenchd_profile_drift_ratio; 0: "
 	 "not checked.", S(drift_pct)},
+	{"nfd-features-file", T_STR, 0, 0, "",
+	 "Write the profiles' verdicts as a node-feature-discovery local feature file here (e.g. "
+	 "/etc/kubernetes/node-feature-discovery/features.d/ftbenchd) at start and after every "
+	 "stored profile: ftbenchd/<format>=hybrid|offload|mixed|unmeasured lines. Empty: not written.",
+	 S(nfd_file)},
 	{"model-roots", T_LIST, 0, 0, "",
 	 "Comma-separated directories model paths must resolve under (load-weights, decode). Empty: "
 	 "model paths are refused.", S(model_roots), S(n_model_roots)},

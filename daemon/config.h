@@ -15,6 +15,7 @@ struct ftd_config {
 	long max_queue, max_connections, max_body, job_timeout, max_job_timeout, kill_grace;
 	long log_max, retain_jobs, retain_age, max_result_line, gpus_timeout, log_level;
 	long history, drift_pct; /* profiles kept per GPU; drift share in percent */
+	char *nfd_file;          /* node-feature-discovery feature file, "" = none */
 	char **model_roots;      /* realpath'd by ftd_config_check */
 	int n_model_roots;
 	char **decode_servers;   /* "name=command template" */

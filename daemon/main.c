@@ -249,6 +249,8 @@ int main(int argc, char **argv)
 	}
 
 	ftd_inventory_load();
+	if ((r = ftd_nfd_write()) < 0)
+		ftd_log(FTD_LOG_WARNING, "nfd-features-file %s: %s", ftd.cfg.nfd_file, strerror(-r));
 	pthread_mutex_lock(&ftd.lock);
 	r = ftd_jobs_load();
 	pthread_mutex_unlock(&ftd.lock);

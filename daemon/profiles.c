@@ -8,6 +8,7 @@
 
 #include "ftbenchd.h"
 #include "ftprofile.h"
+#include "log.h"
 #include "util/fsutil.h"
 
 /* A metric label value: the characters of a profile file name (no quote, backslash or newline). */
@@ -29,8 +30,76 @@ int ftd_profile_store(const json_t *profile, const char *uuid, char **path_out)
 				    path, sizeof path);
 	if (r < 0)
 		return r;
+	if ((r = ftd_nfd_write()) < 0)
+		ftd_log(FTD_LOG_WARNING, "nfd-features-file %s: %s", ftd.cfg.nfd_file, strerror(-r));
 	*path_out = strdup(path);
 	return *path_out ? 0 : -ENOMEM;
+}
+
+/* ---------------------------------------------------------------- node-feature-discovery */
+
+/* A label value NFD accepts: [A-Za-z0-9._-], at most 63 characters, starting and ending with an
+ * alphanumeric. */
+static int nfd_value_ok(const char *s)
+{
+	size_t l = strlen(s);
+	if (l == 0 || l > 63)
+		return 0;
+	for (size_t i = 0; i < l; i++) {
+		char c = s[i];
+		int an = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+		if (!an && ((c != '.' && c != '_' && c != '-') || i == 0 || i == l - 1))
+			return 0;
+	}
+	return 1;
+}
+
+static void nfd_one(const char *uuid, json_t *p, const char *path, void *ctx)
+{
+	json_t *acc = json_object_get(ctx, "formats");
+	const char *k;
+	json_t *v;
+	json_integer_set(json_object_get(ctx, "n"), json_integer_value(json_object_get(ctx, "n")) + 1);
+	json_object_foreach(json_object_get(p, "dtypes"), k, v) {
+		const char *verdict = json_is_string(v) ? json_string_value(v) : "unmeasured";
+		if (strcmp(verdict, "hybrid") && strcmp(verdict, "offload"))
+			verdict = "unmeasured";
+		const char *had = json_string_value(json_object_get(acc, k));
+		json_object_set_new(acc, k, json_string(had && strcmp(had, verdict) ? "mixed" : verdict));
+	}
+}
+
+int ftd_nfd_write(void)
+{
+	if (!ftd.cfg.nfd_file || !*ftd.cfg.nfd_file)
+		return 0;
+	json_t *ctx = json_pack("{s:o,s:i}", "formats", json_object(), "n", 0);
+	if (!ctx)
+		return -ENOMEM;
+	ftd_profiles_each(nfd_one, ctx);
+	struct ftd_mbuf m = {.cap = 1024};
+	if (!(m.buf = malloc(m.cap))) {
+		json_decref(ctx);
+		return -ENOMEM;
+	}
+	m.buf[0] = '\0';
+	ftd_mcat(&m, "# written by ftbenchd from the profiles in %s: the verdict per format over this host's\n"
+		     "# GPUs (mixed: they differ). Do not edit: rewritten after every profile.\n",
+		 ftd.profile_dir);
+	ftd_mcat(&m, "ftbenchd/profiles=%lld\n", (long long)json_integer_value(json_object_get(ctx, "n")));
+	const char *k;
+	json_t *v;
+	json_object_foreach(json_object_get(ctx, "formats"), k, v)
+		if (nfd_value_ok(k))
+			ftd_mcat(&m, "ftbenchd/%s=%s\n", k, json_string_value(v));
+	json_decref(ctx);
+	char dir[4096];
+	ftfs_dirname(ftd.cfg.nfd_file, dir, sizeof dir);
+	int r = ftfs_mkdir_p(dir, 0755);
+	if (r == 0)
+		r = ftfs_write_atomic(ftd.cfg.nfd_file, m.buf, m.len, 0644);
+	free(m.buf);
+	return r;
 }
 
 int ftd_profile_read(const char *uuid, char **text, size_t *len)

@@ -163,8 +163,10 @@ static int opt_double(const char *opt, const char *arg, double lo, double hi, do
 
 static int write_profile(const json_t *prof, const char *output, const char *uuid, char *path, size_t n)
 {
+	if (!output && getenv("FREETOKEN_BENCHBW_PATH") && *getenv("FREETOKEN_BENCHBW_PATH"))
+		return ftprof_store_write(prof, uuid, path, n); /* that file: no store, no history */
 	if (!output)
-		return ftprof_store_write(prof, uuid, path, n);
+		return ftprof_store_commit(NULL, prof, uuid, FTPROF_HISTORY_KEEP, FTPROF_DRIFT_SHARE, path, n);
 	char *text = json_dumps(prof, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	if (!text)
 		return -ENOMEM;

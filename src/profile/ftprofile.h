@@ -177,6 +177,10 @@ int ftprof_store_list(const char *dir, struct ftprof_entry **out, int *n);
 
 /* ---- history and drift (a store keeps the last profiles of each GPU) */
 
+/* What `ftbench bw` uses for the per-user store (ftbenchd: config history, drift-percent). */
+#define FTPROF_HISTORY_KEEP 20
+#define FTPROF_DRIFT_SHARE 0.10
+
 /* Keep profile in dir's history: dir/history/<uuid or host>/<epoch ms, 13 digits>.json (dir NULL:
  * the per-user store dir), then remove the oldest beyond keep. keep <= 0: nothing is kept or
  * removed. Returns 0 or -errno. */

@@ -204,7 +204,9 @@ def test_openapi_json(t):
 
 
 def test_history_and_drift(t):
-    d = Daemon(t.tmp, "hist", "--history", "3")
+    nfd = os.path.join(t.tmp, "hist", "features.d", "ftbenchd")
+    d = Daemon(t.tmp, "hist", "--history", "3", "--nfd-features-file", nfd)
+    d.nfd = nfd
     try:
         d.start(FAKE_READ_GBS="100.5")
         for _ in range(2):
@@ -233,6 +235,9 @@ def test_history_and_drift(t):
         check(d.req("GET", "/profiles/GPU-99999999-aaaa-bbbb-cccc-000000000000/history")[0] == 404, "unknown: 404")
         check(d.req("GET", f"/profiles/{GPU0}/history?limit=0")[0] == 400, "limit=0: 400")
         check(d.req("GET", f"/profiles/{GPU0}/nothing")[0] == 404, "other sub-path: 404")
+        with open(nfd) as f:
+            lines = [x for x in f.read().splitlines() if not x.startswith("#")]
+        check(lines == ["ftbenchd/profiles=1", "ftbenchd/bf16=offload"], f"NFD feature file: {lines}")
         t.hist = d  # kept running for the page test
     except Exception:
         d.stop()
@@ -265,6 +270,11 @@ def test_page_in_browser(t):
     d.env["FAKE_STEP_MS"] = "700"
     d.stop()
     d.start()
+    with open(d.nfd) as f:  # rewritten at start: the fixture's GPU and the fake one disagree on bf16
+        lines = sorted(x for x in f.read().splitlines() if not x.startswith("#"))
+    check(lines == ["ftbenchd/bf16=mixed", "ftbenchd/ds_fp4=offload", "ftbenchd/fp8_block=offload",
+                    "ftbenchd/mxfp4_triton=hybrid", "ftbenchd/nvfp4=offload", "ftbenchd/profiles=2"],
+          f"NFD feature file after start: {lines}")
     jid = d.submit("cache-copy", {"repeat": 30, "gpu": 1})
     deadline = time.time() + 10
     while d.json(f"/benchmark/jobs/{jid}")["state"] != "running" and time.time() < deadline:
