@@ -153,6 +153,9 @@ int ftd_profile_store(const json_t *profile, const char *uuid, char **path_out);
 json_t *ftd_profiles_list(void);
 /* Raw file of profile uuid (new buffer) or -ENOENT / -EINVAL. */
 int ftd_profile_read(const char *uuid, char **text, size_t *len);
+/* Config rebench: queue a bw job for each GPU (the host without GPUs) whose stored profile is
+ * stale (fingerprint) or, with an interval, older than it. With ftd.lock held, after the journal. */
+void ftd_rebench(void);
 /* Rewrite config nfd-features-file from the stored profiles (nothing when it is unset). 0/-errno. */
 int ftd_nfd_write(void);
 /* Call fn for each stored profile (uuid or "host", parsed JSON, path); other files are skipped. */

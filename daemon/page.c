@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "ftbenchd.h"
+#include "ftprofile.h"
 #include "page.h"
 #include "util/timeutil.h"
 
@@ -385,6 +386,15 @@ static void render_profile(const char *uuid, json_t *p, const char *path, void *
 	esc(m, uuid);
 	ftd_mcat(m, "</span></h3><p>Measured ");
 	esc(m, str(p, "timestamp") ? str(p, "timestamp") : "?");
+	const json_t *bus = json_object_get(gpu, "pci_bus_id");
+	json_t *now = ftprof_fingerprint_at(NULL, json_is_string(bus) ? json_string_value(bus) : NULL);
+	char why[512];
+	if (now && ftprof_fingerprint_compare(json_object_get(p, "fingerprint"), now, why, sizeof why) == 1) {
+		ftd_mcat(m, " <strong class=\"warn stale\">stale: ");
+		esc(m, why);
+		ftd_mcat(m, "</strong>");
+	}
+	json_decref(now);
 	json_t *valid = json_object_get(p, "valid");
 	if (json_is_false(valid))
 		ftd_mcat(m, " <strong class=\"warn invalid\">not valid: its own checks failed</strong>");

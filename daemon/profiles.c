@@ -10,6 +10,7 @@
 #include "ftprofile.h"
 #include "log.h"
 #include "util/fsutil.h"
+#include "util/timeutil.h"
 
 /* A metric label value: the characters of a profile file name (no quote, backslash or newline). */
 static int label_ok(const char *s)
@@ -100,6 +101,69 @@ int ftd_nfd_write(void)
 		r = ftfs_write_atomic(ftd.cfg.nfd_file, m.buf, m.len, 0644);
 	free(m.buf);
 	return r;
+}
+
+/* ---------------------------------------------------------------- rebench at start */
+
+/* A bw job for gpu (NULL: the host) queued or running already? */
+static int bw_pending(const char *uuid)
+{
+	for (struct ftd_job *j = ftd.head; j; j = j->next)
+		if (!ftd_state_final(j->state) && j->kind && !strcmp(j->kind->name, "bw") &&
+		    (uuid ? !strcmp(j->gpu_uuid, uuid) : j->gpu_index < 0))
+			return 1;
+	return 0;
+}
+
+static void rebench_one(const char *uuid, const char *bus, long interval)
+{
+	char path[4096], why[512] = "";
+	if (ftprof_store_file(ftd.profile_dir, uuid, path, sizeof path) < 0)
+		return;
+	json_t *p = json_load_file(path, 0, NULL);
+	if (!json_is_object(p)) {
+		json_decref(p);
+		return; /* no profile yet: nothing went stale */
+	}
+	json_t *now = ftprof_fingerprint_at(NULL, bus);
+	int stale = now ? ftprof_fingerprint_compare(json_object_get(p, "fingerprint"), now, why, sizeof why) : 0;
+	json_decref(now);
+	json_t *ep = json_object_get(p, "epoch");
+	double age = json_is_number(ep) ? ft_wall_epoch() - json_number_value(ep) : 0;
+	json_decref(p);
+	if (stale != 1 && interval > 0 && age > (double)interval) {
+		snprintf(why, sizeof why, "measured %.1f days ago, rebench every %.1f days", age / 86400,
+			 (double)interval / 86400);
+		stale = 1;
+	}
+	if (stale != 1 || bw_pending(uuid))
+		return;
+	json_t *args = uuid ? json_pack("{s:s}", "gpu", uuid) : json_object();
+	json_t *req = json_pack("{s:s,s:O}", "kind", "bw", "args", args);
+	char *canon = json_dumps(req, JSON_COMPACT | JSON_SORT_KEYS);
+	struct ftd_job *j;
+	struct ftd_err err;
+	int replayed;
+	if (ftd_job_submit("bw", args, 0, NULL, canon, &j, &replayed, &err) == 0)
+		ftd_log(FTD_LOG_NOTICE, "rebench: the profile of %s is stale (%s): queued bw job %s", uuid ? uuid : "host",
+			why, j->id);
+	else
+		ftd_log(FTD_LOG_WARNING, "rebench: the profile of %s is stale (%s) but a bw job could not be queued: %s",
+			uuid ? uuid : "host", why, err.message);
+	free(canon);
+	json_decref(req);
+	json_decref(args);
+}
+
+void ftd_rebench(void)
+{
+	long interval = ftd_config_rebench_s(ftd.cfg.rebench);
+	if (interval < 0)
+		return;
+	if (ftd.ngpus == 0)
+		rebench_one(NULL, NULL, interval);
+	for (int i = 0; i < ftd.ngpus; i++)
+		rebench_one(ftd.gpus[i].uuid, ftd.gpus[i].pci_bus_id, interval);
 }
 
 int ftd_profile_read(const char *uuid, char **text, size_t *len)

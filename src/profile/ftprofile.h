@@ -202,6 +202,25 @@ json_t *ftprof_drift(const json_t *prev, const json_t *cur, double share);
 int ftprof_store_commit(const char *dir, const json_t *profile, const char *gpu_uuid, int keep, double share,
 			char *path_out, size_t n);
 
+/* ---- staleness: the machine a profile was measured on */
+
+/* The machine's fingerprint now, from sysfs and procfs (no CUDA): {driver_version (the NVIDIA
+ * kernel module's), pcie_gen_max and pcie_width (the link of PCI device pci_bus_id, in
+ * nvidia-smi's form; absent when NULL or unreadable), cpu_model, cpu_microcode, memory_gib,
+ * kernel, tool_version}; a fact that cannot be read is absent. root: a directory standing for
+ * "/" (tests), NULL or "" for the real one. A new object, NULL without memory. */
+json_t *ftprof_fingerprint_at(const char *root, const char *pci_bus_id);
+
+/* Compare the fingerprint a profile recorded (was) with now: 1 stale (why: what changed, "; "
+ * between facts), 0 the same machine, -ENOENT when was is not a non-empty object (a profile that
+ * recorded none: staleness unknown). Facts absent on either side are not compared; memory counts
+ * as changed beyond 10 %. why may be NULL. */
+int ftprof_fingerprint_compare(const json_t *was, const json_t *now, char *why, size_t n);
+
+/* Is profile p stale on this machine? Its "fingerprint" against ftprof_fingerprint_at(NULL,
+ * p's gpu.pci_bus_id): as ftprof_fingerprint_compare. */
+int ftprof_stale(const struct ftprof *p, char *why, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

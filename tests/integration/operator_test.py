@@ -53,7 +53,8 @@ class Daemon:
         os.makedirs(self.dir, exist_ok=True)
         self.prof = os.path.join(self.dir, "profiles")
         self.extra = extra
-        self.env = dict(os.environ, FAKE_STEP_MS="20", **(env or {}))
+        self.env = dict(os.environ, FAKE_STEP_MS="20")
+        self.env.update(env or {})
         self.env.pop("NOTIFY_SOCKET", None)
         self.token = None
         self.proc = None
@@ -321,8 +322,39 @@ def test_page_token(t):
         d.stop()
 
 
+def test_rebench_stale(t):
+    """A profile whose fingerprint names another kernel is stale: the daemon queues a bw job for
+    that GPU at start (rebench = on-change, the default), once; never: nothing."""
+    with open(os.path.join(ROOT, "tests", "fixtures", "profiles", "full.json")) as f:
+        p = json.load(f)
+    p["gpu"]["uuid"] = GPU0
+    p["fingerprint"] = {"kernel": "0.0.0-another-machine", "tool_version": "0.1.0"}
+    for mode, want in (("never", 0), ("on-change", 1)):
+        d = Daemon(t.tmp, "rebench-" + mode, "--rebench", mode, env={"FAKE_STEP_MS": "2000"})
+        os.makedirs(d.prof, exist_ok=True)
+        with open(os.path.join(d.prof, GPU0 + ".json"), "w") as f:
+            json.dump(p, f)
+        try:
+            d.start()
+            jobs = d.json("/benchmark/jobs")["jobs"]
+            bw = [j for j in jobs if j["kind"] == "bw" and j["gpu"] and j["gpu"]["uuid"] == GPU0]
+            check(len(jobs) == want and len(bw) == want, f"rebench={mode}: jobs {jobs}")
+            if want:
+                st, _, page = d.req("GET", "/")
+                check(b'class="warn stale">stale: kernel 0.0.0-another-machine -&gt; ' in page, "the page says stale")
+                d.stop()
+                d.start()  # the queued job is still there: not queued twice
+                jobs = d.json("/benchmark/jobs")["jobs"]
+                check(len([j for j in jobs if not j["state"] in ("interrupted",)]) <= 1,
+                      f"queued twice: {[(j['kind'], j['state']) for j in jobs]}")
+        finally:
+            d.stop()
+    r = subprocess.run([FTBENCHD, "-n", "--rebench", "sometimes"], capture_output=True, text=True)
+    check(r.returncode == 2 and "rebench 'sometimes'" in r.stderr, f"bad rebench: {r.returncode} {r.stderr}")
+
+
 TESTS = [test_metrics_real_parser, test_sse_ids_and_resume, test_openapi_json, test_history_and_drift,
-         test_page_in_browser, test_page_token]
+         test_page_in_browser, test_page_token, test_rebench_stale]
 
 
 def main():

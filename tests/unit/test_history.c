@@ -1,10 +1,12 @@
-/* profile history and drift: the store keeps the newest N profiles in time order, and a figure
- * outside the previous profile's spread by more than the share is drift, nothing else is. */
+/* profile history, drift and staleness: the store keeps the newest N profiles in time order; a
+ * figure outside the previous profile's spread by more than the share is drift, nothing else is;
+ * a changed driver, link or memory makes a profile stale, a balloon's wobble does not. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,12 +141,84 @@ static void commit_marks_drift_and_keeps_history(void **s)
 	json_decref(b);
 }
 
+static void put(const char *root, const char *rel, const char *text)
+{
+	char p[512], cmd[600];
+	snprintf(p, sizeof p, "%s%s", root, rel);
+	snprintf(cmd, sizeof cmd, "mkdir -p \"$(dirname '%s')\"", p);
+	assert_int_equal(system(cmd), 0);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* A fake machine under dir: driver 580.95.05, an x16 Gen5 link at 0000:18:00.0, 251 GiB. */
+static void machine(const char *driver, const char *width, const char *mem_kb)
+{
+	put(dir, "/sys/module/nvidia/version", driver);
+	put(dir, "/sys/bus/pci/devices/0000:18:00.0/max_link_speed", "32.0 GT/s PCIe\n");
+	put(dir, "/sys/bus/pci/devices/0000:18:00.0/current_link_width", width);
+	put(dir, "/proc/cpuinfo", "processor\t: 0\nmodel name\t: Test CPU 9000\nmicrocode\t: 0x2b000603\n");
+	char mi[128];
+	snprintf(mi, sizeof mi, "MemTotal:       %s kB\nMemFree: 1 kB\n", mem_kb);
+	put(dir, "/proc/meminfo", mi);
+	put(dir, "/proc/sys/kernel/osrelease", "6.1.0-test\n");
+}
+
+static void fingerprint_tells_a_changed_machine(void **s)
+{
+	char why[512];
+	machine("580.95.05\n", "16\n", "263174212");
+	json_t *was = ftprof_fingerprint_at(dir, "00000000:18:00.0");
+	assert_string_equal(json_string_value(json_object_get(was, "driver_version")), "580.95.05");
+	assert_int_equal(json_integer_value(json_object_get(was, "pcie_gen_max")), 5);
+	assert_int_equal(json_integer_value(json_object_get(was, "pcie_width")), 16);
+	assert_string_equal(json_string_value(json_object_get(was, "cpu_microcode")), "0x2b000603");
+	assert_true(fabs(json_number_value(json_object_get(was, "memory_gib")) - 251.0) < 0.06);
+	assert_string_equal(json_string_value(json_object_get(was, "kernel")), "6.1.0-test");
+	json_t *now = ftprof_fingerprint_at(dir, "00000000:18:00.0");
+	assert_int_equal(ftprof_fingerprint_compare(was, now, why, sizeof why), 0);
+	json_decref(now);
+	/* a driver upgrade */
+	machine("580.159.03\n", "16\n", "263174212");
+	now = ftprof_fingerprint_at(dir, "00000000:18:00.0");
+	assert_int_equal(ftprof_fingerprint_compare(was, now, why, sizeof why), 1);
+	assert_string_equal(why, "GPU driver 580.95.05 -> 580.159.03");
+	json_decref(now);
+	/* the link retrained at x8 and a DIMM lost, the driver as before */
+	machine("580.95.05\n", "8\n", "197380659");
+	now = ftprof_fingerprint_at(dir, "00000000:18:00.0");
+	assert_int_equal(ftprof_fingerprint_compare(was, now, why, sizeof why), 1);
+	assert_non_null(strstr(why, "PCIe link (top speed, width) Gen5 x16 -> Gen5 x8"));
+	assert_non_null(strstr(why, "memory 251.0 -> 188.2 GiB"));
+	json_decref(now);
+	/* memory within 10 % (a VM's balloon): the same machine */
+	machine("580.95.05\n", "16\n", "250000000");
+	now = ftprof_fingerprint_at(dir, "00000000:18:00.0");
+	assert_int_equal(ftprof_fingerprint_compare(was, now, NULL, 0), 0);
+	/* a profile that recorded no fingerprint: unknown */
+	assert_int_equal(ftprof_fingerprint_compare(NULL, now, why, sizeof why), -ENOENT);
+	json_t *empty = json_object();
+	assert_int_equal(ftprof_fingerprint_compare(empty, now, why, sizeof why), -ENOENT);
+	json_decref(empty);
+	json_decref(now);
+	/* a fact the machine no longer shows (no driver loaded) is not compared */
+	put(dir, "/sys/module/nvidia/version", "");
+	now = ftprof_fingerprint_at(dir, "00000000:18:00.0");
+	assert_null(json_object_get(now, "driver_version"));
+	assert_int_equal(ftprof_fingerprint_compare(was, now, why, sizeof why), 0);
+	json_decref(now);
+	json_decref(was);
+}
+
 int main(void)
 {
 	const struct CMUnitTest t[] = {
 		cmocka_unit_test(drift_only_outside_spread_by_share),
 		cmocka_unit_test_setup_teardown(history_keeps_newest_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(commit_marks_drift_and_keeps_history, setup, teardown),
+		cmocka_unit_test_setup_teardown(fingerprint_tells_a_changed_machine, setup, teardown),
 	};
 	return cmocka_run_group_tests(t, NULL, NULL);
 }
