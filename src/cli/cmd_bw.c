@@ -172,8 +172,10 @@ static int opt_double(const char *opt, const char *arg, double lo, double hi, do
 
 static int write_profile(const json_t *prof, const char *output, const char *uuid, char *path, size_t n)
 {
+	if (!output && getenv("FREETOKEN_BENCHBW_PATH") && *getenv("FREETOKEN_BENCHBW_PATH"))
+		return ftprof_store_write(prof, uuid, path, n); /* that file: no store, no history */
 	if (!output)
-		return ftprof_store_write(prof, uuid, path, n);
+		return ftprof_store_commit(NULL, prof, uuid, FTPROF_HISTORY_KEEP, FTPROF_DRIFT_SHARE, path, n);
 	char *text = json_dumps(prof, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	if (!text)
 		return -ENOMEM;
@@ -261,7 +263,10 @@ static int bw_all(struct ftbw_config *cfg, int threads, const char *output, int 
 	all = json_pack("{s:[],s:f}", "profiles", "wall_seconds", wall);
 	for (int g = 0; g < ng; g++) {
 		json_object_set_new(json_object_get(profs[g], "tool"), "host_run_seconds", json_real(wall));
-		r = ftprof_store_write(profs[g], gpus[g].uuid, path, sizeof path);
+		/* each GPU's own file in the store, with history and drift (FREETOKEN_BENCHBW_PATH, one
+		 * file, cannot hold several profiles) */
+		r = ftprof_store_commit(NULL, profs[g], gpus[g].uuid, FTPROF_HISTORY_KEEP, FTPROF_DRIFT_SHARE, path,
+					sizeof path);
 		if (r < 0) {
 			ftcli_error("writing the profile of GPU %d: %s", gpus[g].index, strerror(-r));
 			goto out;
