@@ -48,6 +48,8 @@ static const struct ftd_arg bw_args[] = {
 	{"engines", A_INT, "--engines", 1, 64},
 	{"engine_threads", A_INT, "--engine-threads", 1, 4096},
 	{"deployment", A_ENUM, "--deployment", 0, 0, "isolated|concurrent"},
+	{"gather", A_ENUM, "--gather", 0, 0, "proxy|sm"},
+	{"batch_sweep", A_INTLIST, "--batch-sweep", 1, 32},
 	{"gpu", A_GPU, "--gpu"},
 	{NULL}};
 
