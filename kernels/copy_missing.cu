@@ -873,6 +873,8 @@ extern "C" cudaError_t ftcm_proxy_copy(struct ftcm_proxy *p, int layer, const in
 	publish_kernel<<<1, FTCM_PUBLISH_BLOCK, 0, s>>>(p->mb_dev, p->d_seq, layer, ce, p->opts.merge ? 1 : 0, src,
 							dst, num, p->max_n);
 	e = cudaGetLastError();
+	if (e && !captured) /* no plan follows this ring: take it back, or the thread would wait for one */
+		__atomic_sub_fetch(&p->bell, 1u, __ATOMIC_SEQ_CST);
 	/* the small banks: SM gather on the caller's stream, concurrent with the copy engines */
 	if (!e && ce != all)
 		e = copy_banks(c, c->fused, FTCM_VAR_DEFAULT, 0, layer, all & ~ce, src, dst, num, p->max_n, s);

@@ -27,7 +27,7 @@ static void usage(FILE *f)
 		   "                   tokens share experts as a real batch does; distinct: every route its\n"
 		   "                   own expert (the same at batch 1)\n"
 		   "  formats with a CPU path: bf16, nvfp4, mxfp4_triton (mxfp4), ds_fp4, q4_0\n"
-		   "  ISA tiers: scalar, avx2, avx512, avx512vnni, avx512bf16 (FREETOKEN_CPU_MOE_ISA\n"
+		   "  ISA tiers: scalar, avx2, avx512, avx512vnni, avx512bf16, amx (FREETOKEN_CPU_MOE_ISA\n"
 		   "  forces the tier 'auto' picks)\n");
 }
 
