@@ -466,7 +466,7 @@ static void test_ftw_hostile_index(void **s)
 				 {"\"version\":1", "\"version\":2", "version-1"},
 				 {"freetoken-00000.ftw", "../x.ftw", "malformed"},
 				 {"\"quant_format\":\"bf16\"", "\"quant_format\":\"int3\"", "unknown"},
-				 {"\"quant_format\":\"bf16\"", "\"quant_format\":\"q4_0\"", "cannot read"},
+				 {"\"quant_format\":\"bf16\"", "\"quant_format\":\"q4_0\"", "does not fit"},
 				 {"\"expert_bank_num_layers\":2", "\"expert_bank_num_layers\":3", "bank entries"},
 				 {"#L00001", "#L0001x", "5 digits"}};
 	for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
