@@ -7,7 +7,8 @@
 #   its banks equal an independent reading of the checkpoint (gpt-oss bf16: de-interleaved);
 # - FTW written the way the seed's converter writes it (ftw_seed.py write: per-layer and flat
 #   banks, flat alphas, tensors split across 64 KiB shards) read by ftbench give the checkpoint's
-#   checksums, also through the buffered fallback;
+#   checksums, also through the buffered fallback; so do seed FTW files of every §1 format (random
+#   banks, nvfp4_marlin in its own tile shapes with its alphas) against the §7 checksum;
 # - an FTW in ftbench's older spelling (bf16/u8 dtypes, banks numbered by model layer) still loads;
 #   a seed FTW missing a layer is refused with a reason.
 BUILD=${BUILD:-build}
@@ -68,6 +69,18 @@ for arch in qwen3-moe deepseek-v3 gpt-oss gpt-oss-bf16; do
 	got=$(FTLOAD_TEST_EINVAL=1 cks ftw "$m" "$tmp/seed_${arch}_flat")
 	[ -n "$got" ] && [ "$got" = "$base" ] && ok "$arch: seed FTW (flat) through the buffered fallback" ||
 		nok "$arch: flat seed FTW with O_DIRECT refused: '$got': $(cat "$tmp/cks_err")"
+done
+
+# seed FTW of every §1 format (random banks; flat ones take the layer count from config.json),
+# against the §7 checksum computed independently
+for fmt in bf16 fp8_block q4_0 nvfp4 nvfp4_marlin mxfp4_triton ds_fp4; do
+	for layout in per-layer flat; do
+		s=$tmp/synth_${fmt}_$layout
+		want=$($py synth "$fmt" "$s" "$layout" 64 2>"$tmp/err")
+		got=$(cks ftw "$s" "$s")
+		[ -n "$want" ] && [ "$got" = "$want" ] && ok "seed $fmt FTW ($layout) gives the §7 checksums" ||
+			nok "seed $fmt FTW ($layout): '$got' vs '$want': $(cat "$tmp/err" "$tmp/cks_err")"
+	done
 done
 
 # ftbench's older FTW spelling: dtype bf16, banks numbered by model layer (1, 2 after a dense layer 0)

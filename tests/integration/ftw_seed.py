@@ -12,6 +12,8 @@ reference alone, sharing no code with ftbench:
                                         ("<bank>#L<5 digits>" entries) or flat (one [n*E, ...] entry
                                         per bank, plus flat alphas), shards of KIB KiB with tensors
                                         larger than a shard split across shards
+  ftw_seed.py synth FMT OUT LAYOUT KIB  an FTW of any §1 format FMT as the seed writes it, random
+                                        banks; prints the §7 checksums they must give, as JSON
   ftw_seed.py banks CKPT                print the independent reading's bank sizes (debugging)
 
 Exit status 0 when all is well; reasons on stderr. Python 3 standard library only.
@@ -45,6 +47,29 @@ SCHEMA = {
                      ("down_scales", lambda H, I: [I // 32, H], "uint8"),
                      ("down_bias", lambda H, I: [H], "bfloat16")],
 }
+# the other formats of §1, for FTW files the seed writes from checkpoints ftbench does not read
+SCHEMA.update({
+    "fp8_block": [("gate_up", lambda H, I: [2 * I, H], "float8_e4m3fn"),
+                  ("gate_up_scale", lambda H, I: [2 * I // 128, H // 128], "bfloat16"),
+                  ("down", lambda H, I: [H, I], "float8_e4m3fn"),
+                  ("down_scale", lambda H, I: [H // 128, I // 128], "bfloat16")],
+    "q4_0": [("gate_up", lambda H, I: [2 * I, H // 32 * 18], "uint8"), ("down", lambda H, I: [H, I // 32 * 18], "uint8")],
+    "nvfp4": [("gate_up_packed", lambda H, I: [2 * I, H // 2], "uint8"),
+              ("gate_up_scale", lambda H, I: [2 * I, H // 16], "float8_e4m3fn"),
+              ("gate_up_global", lambda H, I: [2 * I], "float16"),
+              ("down_packed", lambda H, I: [H, I // 2], "uint8"),
+              ("down_scale", lambda H, I: [H, I // 16], "float8_e4m3fn"),
+              ("down_global", lambda H, I: [H], "float16")],
+    # Marlin-tiled: the same bytes per expert as nvfp4's, in the kernel's own shape
+    "nvfp4_marlin": [("gate_up_packed", lambda H, I: [H // 16, 2 * I * 8], "uint8"),
+                     ("gate_up_scale", lambda H, I: [H // 16, 2 * I], "float8_e4m3fn"),
+                     ("down_packed", lambda H, I: [I // 16, H * 8], "uint8"),
+                     ("down_scale", lambda H, I: [I // 16, H], "float8_e4m3fn")],
+    "ds_fp4": [("gate_up_packed", lambda H, I: [2 * I, H // 2], "uint8"),
+               ("gate_up_scale", lambda H, I: [2 * I, H // 32], "float8_e8m0fnu"),
+               ("down_packed", lambda H, I: [H, I // 2], "uint8"),
+               ("down_scale", lambda H, I: [H, I // 32], "float8_e8m0fnu")],
+})
 ALPHAS = ("gate_up_alpha", "down_alpha")
 WEIGHT_SUFFIXES = (".safetensors", ".gguf", ".ftw")
 SKIP_DIRS = (".git", ".cache", ".freetoken_expert_cache")
@@ -383,11 +408,62 @@ def write(ckpt_dir, d, layout, kib):
     print("wrote %s: %s %s, %d layers, %d shards" % (d, fmt, layout, n, len(w.shards)))
 
 
+def checksum(layers):
+    """§7: the bank's per-layer arrays as one byte string, sampled every max(1, total // 1e6)
+    bytes, each byte weighted by (pos mod 1,000,000,007) + 1; a 64-bit sum."""
+    data = b"".join(layers)
+    step = max(1, len(data) // 1000000)
+    return sum(data[pos] * (pos % 1000000007 + 1) for pos in range(0, len(data), step)) & (2 ** 64 - 1)
+
+
+def synth(fmt, d, layout, kib):
+    """An FTW of format fmt as the seed writes it, random banks (H 256, I 128, E 4, 3 MoE layers
+    after one dense layer); prints the §7 checksums its banks must give, as JSON."""
+    H, I, E, n = 256, 128, 4, 3
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "config.json"), "w") as fh:
+        json.dump({"model_type": "deepseek_v3", "hidden_size": H, "moe_intermediate_size": I, "n_routed_experts": E,
+                   "num_hidden_layers": n + 1, "first_k_dense_replace": 1}, fh)
+    w = Writer(d, kib * 1024)
+    w.add("model.embed_tokens.weight", bytes(range(256)) * 8, "bfloat16", [4, 256], "weight")
+    seed = hashlib.sha256(fmt.encode()).digest()
+    banks = {}
+    for name, shp, dt in SCHEMA[fmt]:
+        per = prod(shp(H, I)) * TORCH[dt] * E
+        for l in range(n):
+            x, blob = hashlib.sha256(seed + name.encode() + bytes([l])).digest(), bytearray()
+            while len(blob) < per:
+                x = hashlib.sha256(x).digest()
+                blob += x
+            banks.setdefault(name, []).append(bytes(blob[:per]))
+    nb = 0
+    if layout == "per-layer":
+        for l in range(n):
+            for name, shp, dt in SCHEMA[fmt]:
+                w.add("%s#L%05d" % (name, l), banks[name][l], dt, [E] + shp(H, I), "experts_bank")
+                nb += 1
+    else:
+        for name, shp, dt in SCHEMA[fmt]:
+            w.add(name, b"".join(banks[name]), dt, [n * E] + shp(H, I), "experts_bank")
+            nb += 1
+    if fmt == "nvfp4_marlin":  # the folded globals: flat [n*E] alphas
+        for a in ALPHAS:
+            w.add(a, struct.pack("<%df" % (n * E), *[0.5] * (n * E)), "float32", [n * E], "experts_bank")
+            nb += 1
+    # a flat file without expert_bank_num_layers takes n from config.json
+    w.finish({"source_model_path": d, "fingerprint": None, "quant_format": fmt,
+              "expert_bank_num_layers": n if layout == "per-layer" else None,
+              "counts": {"weight": 1, "experts_bank": nb}, "copied_metadata": ["config.json"]})
+    print(json.dumps({name: checksum(v) for name, v in banks.items()}, sort_keys=True))
+
+
 def main(argv):
     if len(argv) >= 3 and argv[0] == "check":
         check(argv[1], argv[2])
     elif len(argv) == 5 and argv[0] == "write" and argv[3] in ("per-layer", "flat"):
         write(argv[1], argv[2], argv[3], int(argv[4]))
+    elif len(argv) == 5 and argv[0] == "synth" and argv[1] in SCHEMA and argv[3] in ("per-layer", "flat"):
+        synth(argv[1], argv[2], argv[3], int(argv[4]))
     elif len(argv) == 2 and argv[0] == "banks":
         fmt, banks, layers = Checkpoint(argv[1]).banks()
         print(fmt, layers, {k: [len(x) for x in v] for k, v in banks.items()})
