@@ -410,6 +410,86 @@ out:
 	return rc;
 }
 
+static int safe_rel(const char *r)
+{
+	if (!r || !*r || r[0] == '/' || strlen(r) >= PATH_MAX / 2)
+		return 0;
+	for (const char *p = r; p; p = strchr(p, '/')) {
+		p += *p == '/';
+		if (!strncmp(p, "..", 2) && (p[2] == '/' || !p[2]))
+			return 0;
+		if (*p == '/' || !*p)
+			return 0; /* "a//b", "a/" */
+	}
+	return 1;
+}
+
+/* unlinkat(rel, flags) below dfd, opening each folder on the way without following a link. */
+static int unlink_rel(int dfd, const char *rel, int flags)
+{
+	char r[PATH_MAX];
+	snprintf(r, sizeof r, "%s", rel);
+	int fd = dup(dfd), rc = 0;
+	if (fd < 0)
+		return -errno;
+	char *c = r;
+	for (char *slash; (slash = strchr(c, '/')); c = slash + 1) {
+		*slash = '\0';
+		int nfd = openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(fd);
+		if (nfd < 0)
+			return -errno;
+		fd = nfd;
+	}
+	if (unlinkat(fd, c, flags) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+int ftftw_remove(const char *dir)
+{
+	int rc;
+	json_t *idx = load_index(dir, NULL, 0, &rc);
+	if (!idx)
+		return rc;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || unlinkat(dfd, FTW_INDEX, 0) < 0) {
+		rc = -errno;
+		if (dfd >= 0)
+			close(dfd);
+		json_decref(idx);
+		return rc;
+	}
+	size_t i;
+	json_t *v;
+	json_array_foreach(json_object_get(idx, "shards"), i, v) {
+		const char *f = json_string_value(json_object_get(v, "file"));
+		if (safe_rel(f) && !strchr(f, '/'))
+			unlinkat(dfd, f, 0);
+	}
+	json_t *copied = json_object_get(idx, "copied_metadata");
+	json_array_foreach(copied, i, v)
+		if (safe_rel(json_string_value(v)))
+			unlink_rel(dfd, json_string_value(v), 0);
+	/* the sub-folders, deepest first: strip one component at a time while they come out empty */
+	json_array_foreach(copied, i, v) {
+		if (!safe_rel(json_string_value(v)))
+			continue;
+		char r[PATH_MAX];
+		snprintf(r, sizeof r, "%s", json_string_value(v));
+		for (char *slash = strrchr(r, '/'); slash; slash = strrchr(r, '/')) {
+			*slash = '\0';
+			if (unlink_rel(dfd, r, AT_REMOVEDIR) < 0)
+				break;
+		}
+	}
+	close(dfd);
+	json_decref(idx);
+	rmdir(dir);
+	return 0;
+}
+
 /* ---------------------------------------------------------------- reader */
 
 /* A chunk of one shard read by one worker: either straight into the banks through iovecs

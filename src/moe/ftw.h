@@ -62,6 +62,12 @@ struct ftftw_convert_stats {
 int ftftw_convert(const char *model_dir, const char *out_dir, const struct ftftw_convert_opts *o,
 		  struct ftftw_convert_stats *st, char *err, size_t errlen);
 
+/* Remove what an FTW conversion wrote into dir: the index first (so a half-removed directory is
+ * never taken for an FTW), the shards and the copied_metadata files it lists (relative paths
+ * without "..", links removed and never followed), then the sub-folders those emptied and dir
+ * itself when empty. Files the index does not name stay. 0 or -errno (-ENOENT: no index). */
+int ftftw_remove(const char *dir);
+
 /* Read the banks of an FTW directory: the bank region cut into o->chunk_bytes chunks, read by
  * o->workers threads with O_DIRECT preadv straight into the banks (buffered on EINVAL).
  * The index is validated before any read. New *out. */

@@ -45,7 +45,10 @@ for arch in qwen3-moe deepseek-v3 gpt-oss gpt-oss-bf16; do
 			ok "$arch: baseline, parallel and ftw agree ($(grep -o '"format": "[a-z0-9_]*"' "$tmp/lw.json" | head -1))"
 		else
 			nok "$arch: load-weights exit $rc, $good rows ok: $(cat "$tmp/err")"
-		fi;;
+		fi
+		left=$(find "$tmp/lw_$arch" ! -type d 2>/dev/null | head -3)
+		[ -z "$left" ] && ok "$arch: the conversion is removed, metadata sub-folders included" ||
+			nok "$arch: left after load-weights: $left";;
 	esac
 	# what ftbench writes, against §7 and an independent reading of the checkpoint
 	if $ft ftw convert "$m" "$tmp/ftw_$arch" --shard-gib 1 >/dev/null 2>"$tmp/err" &&
