@@ -628,9 +628,7 @@ static int plan_piece(struct rd *s, int sh, uint64_t foff, uint64_t len, uint8_t
 		for (uint64_t pos = foff; pos < foff + len;) {
 			uint64_t w0 = pos / A * A, w1 = ROUND_UP(foff + len);
 			if (w1 > w0 + s->chunk_bytes)
-				w1 = w0 + s->chunk_bytes;
-			if (w1 > shard_end)
-				w1 = shard_end;
+				w1 = w0 + s->chunk_bytes; /* past a shorter last shard the read comes back short */
 			uint64_t copy = (w1 < foff + len ? w1 : foff + len) - pos;
 			struct fchunk *c = new_chunk(s);
 			if (!c)
@@ -959,6 +957,11 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 		rc = -ENOMEM;
 		goto out;
 	}
+	unsigned char *seen = calloc((size_t)nbanks * (size_t)L, 1);
+	if (!seen) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	size_t nseg = 0;
 	for (size_t i = 0; i < nbe; i++) {
 		struct bent *e = &be[i];
@@ -967,12 +970,18 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 		size_t lb = b->layer_bytes[e->bank];
 		if (e->layer >= 0) {
 			int *li = bsearch(&e->layer, lids, (size_t)L, sizeof *lids, cmp_int);
+			if (seen[(size_t)e->bank * (size_t)L + (size_t)(li - lids)]++) {
+				free(seen);
+				rc = fterr_set(err, errlen, -EINVAL, "FTW index: %s appears twice", e->name);
+				goto out;
+			}
 			segs[nseg++] = (struct seg){e->global_off, lb, ftbanks_layer(b, e->bank, li - lids), 1};
 			continue;
 		}
 		for (int l = 0; l < L; l++)
 			segs[nseg++] = (struct seg){e->global_off + (uint64_t)l * lb, lb, ftbanks_layer(b, e->bank, l), l == L - 1};
 	}
+	free(seen);
 	qsort(segs, nseg, sizeof *segs, cmp_seg);
 	s.chunk_bytes = o->chunk_bytes ? ROUND_UP(o->chunk_bytes) : FTLOAD_DEFAULT_CHUNK;
 	size_t sh = 0;

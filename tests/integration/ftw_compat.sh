@@ -118,3 +118,18 @@ EOF
 got=$(cks ftw "$tmp/qwen3-moe" "$s")
 [ -z "$got" ] && grep -q 'bank down has 2 entries for 3 layers' "$tmp/cks_err" && ok "a missing bank layer is refused: $(head -c 150 "$tmp/cks_err")" ||
 	nok "missing layer: '$got': $(cat "$tmp/cks_err")"
+
+# ... and one whose bank has a layer twice (and so lacks another): refused
+python3 "$(dirname "$0")/ftw_seed.py" write "$tmp/qwen3-moe" "$tmp/dup" per-layer 64 >/dev/null 2>&1
+python3 - "$tmp/dup/freetoken_weight.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+j = json.load(open(p))
+for t in j["tensors"]:
+    if t["name"] == "down#L00001":
+        t["name"] = "down#L00000"
+json.dump(j, open(p, "w"))
+PY
+got=$(cks ftw "$tmp/qwen3-moe" "$tmp/dup")
+[ -z "$got" ] && grep -q 'down#L00000 appears twice' "$tmp/cks_err" && ok "a bank layer given twice is refused" ||
+	nok "duplicate layer: '$got': $(cat "$tmp/cks_err")"
