@@ -132,6 +132,42 @@ static inline uint64_t out_row(const struct ftpiece *p, uint64_t c)
 	return !p->deinterleave ? c : c & 1 ? p->cols / 2 + c / 2 : c / 2;
 }
 
+/* Source bytes [pos, end) (relative to the piece, src at pos) that lie within one source row. */
+static void copy_partial_row(const struct ftpiece *p, uint8_t *dst, uint64_t pos, uint64_t end, const uint8_t *s)
+{
+	uint64_t R = p->rows, C = p->cols, es = p->esz ? p->esz : 1;
+	for (uint64_t k = 0; pos + k < end; k++) {
+		uint64_t el = (pos + k) / es, r = el / C, c = el % C;
+		dst[(out_row(p, c) * R + r) * es + (pos + k) % es] = s[k];
+	}
+}
+
+#define TBLK_ROWS 16
+#define TBLK_COLS 64
+
+/* Whole source rows r0 .. r0 + nr - 1 (s: row r0), in blocks so that reads and writes stay in
+ * cache: each block writes TBLK_ROWS contiguous elements into each of TBLK_COLS bank rows. */
+static void copy_rows_blocked(const struct ftpiece *p, uint8_t *dst, uint64_t r0, uint64_t nr, const uint8_t *s)
+{
+	uint64_t R = p->rows, C = p->cols;
+	for (uint64_t rb = 0; rb < nr; rb += TBLK_ROWS) {
+		uint64_t re = rb + TBLK_ROWS < nr ? rb + TBLK_ROWS : nr;
+		for (uint64_t cb = 0; cb < C; cb += TBLK_COLS) {
+			uint64_t ce = cb + TBLK_COLS < C ? cb + TBLK_COLS : C;
+			for (uint64_t c = cb; c < ce; c++) {
+				uint64_t o = out_row(p, c) * R + r0;
+				if (p->esz == 2) {
+					for (uint64_t r = rb; r < re; r++)
+						memcpy(dst + (o + r) * 2, s + (r * C + c) * 2, 2);
+				} else {
+					for (uint64_t r = rb; r < re; r++)
+						dst[o + r] = s[r * C + c];
+				}
+			}
+		}
+	}
+}
+
 void ftpiece_copy(const struct ftpiece *p, struct ftbanks *b, uint64_t rel, const uint8_t *src, size_t n)
 {
 	uint8_t *dst = ftbanks_layer(b, p->bank, p->layer) + p->dst_off;
@@ -139,30 +175,20 @@ void ftpiece_copy(const struct ftpiece *p, struct ftbanks *b, uint64_t rel, cons
 		memcpy(dst + rel, src, n);
 		return;
 	}
-	uint64_t R = p->rows, C = p->cols, es = p->esz ? p->esz : 1, pos = rel, end = rel + n;
-	while (pos < end) {
-		uint64_t el = pos / es, r = el / C, c = el % C, run = (C - c) * es - pos % es;
-		if (run > end - pos)
-			run = end - pos;
-		const uint8_t *s = src + (pos - rel);
-		if (es == 1 && !p->deinterleave) {
-			uint8_t *d = dst + c * R + r;
-			for (uint64_t k = 0; k < run; k++)
-				d[k * R] = s[k];
-		} else {
-			/* elements of one source row; a chunk may start or end inside an element */
-			uint64_t k = 0, b0 = pos % es;
-			for (; k < run && (b0 + k) % es; k++)
-				dst[(out_row(p, c) * R + r) * es + (b0 + k)] = s[k];
-			for (; k + es <= run; k += es) {
-				uint64_t cc = c + (b0 + k) / es;
-				memcpy(dst + (out_row(p, cc) * R + r) * es, s + k, es);
-			}
-			for (uint64_t j = 0; k < run; k++, j++)
-				dst[(out_row(p, c + (b0 + k) / es) * R + r) * es + j] = s[k];
-		}
-		pos += run;
+	/* a chunk may start and end anywhere, inside an element too: partial rows byte by byte */
+	uint64_t rb = (uint64_t)p->cols * (p->esz ? p->esz : 1), pos = rel, end = rel + n;
+	if (pos % rb) {
+		uint64_t e = (pos / rb + 1) * rb < end ? (pos / rb + 1) * rb : end;
+		copy_partial_row(p, dst, pos, e, src);
+		pos = e;
 	}
+	uint64_t nr = (end - pos) / rb;
+	if (nr) {
+		copy_rows_blocked(p, dst, pos / rb, nr, src + (pos - rel));
+		pos += nr * rb;
+	}
+	if (pos < end)
+		copy_partial_row(p, dst, pos, end, src + (pos - rel));
 }
 
 /* ---------------------------------------------------------------- discovery */

@@ -41,8 +41,8 @@ static int teardown(void **s)
 }
 
 /* One expert of gpt-oss bf16: gate_up_proj [H][2I] -> bank [2I][H], even columns to rows 0..I-1,
- * odd ones to rows I..2I-1; down_proj [I][H] -> [H][I]. Fed in chunks of 1..13 bytes, so chunks
- * start and end inside elements. */
+ * odd ones to rows I..2I-1; down_proj [I][H] -> [H][I]. Fed in chunks that start and end inside
+ * elements, chunks holding whole rows between partial ones, and whole tensors. */
 static void test_deinterleave_chunks(void **s)
 {
 	(void)s;
@@ -56,25 +56,31 @@ static void test_deinterleave_chunks(void **s)
 		for (long i = 0; i < I * H; i++)
 			dsrc[e][i] = (uint16_t)(0x8000 + 0x1000 * e + i);
 	}
-	for (long e = 0; e < E; e++) {
-		struct ftpiece gu = {0, 0, sizeof src[e], 0, 0, (uint64_t)e * 2 * I * H * 2, 1, (uint32_t)H, (uint32_t)(2 * I), 2, 1, NULL};
-		struct ftpiece dn = {0, 0, sizeof dsrc[e], 1, 0, (uint64_t)e * H * I * 2, 1, (uint32_t)I, (uint32_t)H, 2, 0, NULL};
-		const uint8_t *p = (const uint8_t *)src[e], *q = (const uint8_t *)dsrc[e];
-		for (size_t off = 0, k = 1; off < sizeof src[e]; off += k, k = k % 13 + 1)
-			ftpiece_copy(&gu, b, off, p + off, off + k > sizeof src[e] ? sizeof src[e] - off : k);
-		for (size_t off = 0, k = 3; off < sizeof dsrc[e]; off += k, k = k % 13 + 1)
-			ftpiece_copy(&dn, b, off, q + off, off + k > sizeof dsrc[e] ? sizeof dsrc[e] - off : k);
-	}
-	const uint16_t *g = (const uint16_t *)ftbanks_layer(b, 0, 0), *d = (const uint16_t *)ftbanks_layer(b, 1, 0);
-	for (long e = 0; e < E; e++) {
-		for (long r = 0; r < I; r++)
-			for (long h = 0; h < H; h++) {
-				assert_int_equal(g[(e * 2 * I + r) * H + h], src[e][h * 2 * I + 2 * r]);         /* gate */
-				assert_int_equal(g[(e * 2 * I + I + r) * H + h], src[e][h * 2 * I + 2 * r + 1]); /* up */
-			}
-		for (long h = 0; h < H; h++)
-			for (long i = 0; i < I; i++)
-				assert_int_equal(d[(e * H + h) * I + i], dsrc[e][i * H + h]);
+	for (int pass = 0; pass < 3; pass++) {
+		memset(ftbanks_layer(b, 0, 0), 0, b->layer_bytes[0]);
+		memset(ftbanks_layer(b, 1, 0), 0, b->layer_bytes[1]);
+		/* chunks of 1..13 bytes (inside rows), 37..65 (whole rows between partial ones), whole tensors */
+		size_t k0 = pass == 0 ? 1 : pass == 1 ? 37 : sizeof src[0], kmod = pass == 0 ? 13 : 29;
+		for (long e = 0; e < E; e++) {
+			struct ftpiece gu = {0, 0, sizeof src[e], 0, 0, (uint64_t)e * 2 * I * H * 2, 1, (uint32_t)H, (uint32_t)(2 * I), 2, 1, NULL};
+			struct ftpiece dn = {0, 0, sizeof dsrc[e], 1, 0, (uint64_t)e * H * I * 2, 1, (uint32_t)I, (uint32_t)H, 2, 0, NULL};
+			const uint8_t *p = (const uint8_t *)src[e], *q = (const uint8_t *)dsrc[e];
+			for (size_t off = 0, k = k0; off < sizeof src[e]; off += k, k = pass == 2 ? k : k0 + (k + 1) % kmod)
+				ftpiece_copy(&gu, b, off, p + off, off + k > sizeof src[e] ? sizeof src[e] - off : k);
+			for (size_t off = 0, k = k0 + 2; off < sizeof dsrc[e]; off += k, k = pass == 2 ? k : k0 + (k + 1) % kmod)
+				ftpiece_copy(&dn, b, off, q + off, off + k > sizeof dsrc[e] ? sizeof dsrc[e] - off : k);
+		}
+		const uint16_t *g = (const uint16_t *)ftbanks_layer(b, 0, 0), *d = (const uint16_t *)ftbanks_layer(b, 1, 0);
+		for (long e = 0; e < E; e++) {
+			for (long r = 0; r < I; r++)
+				for (long h = 0; h < H; h++) {
+					assert_int_equal(g[(e * 2 * I + r) * H + h], src[e][h * 2 * I + 2 * r]);         /* gate */
+					assert_int_equal(g[(e * 2 * I + I + r) * H + h], src[e][h * 2 * I + 2 * r + 1]); /* up */
+				}
+			for (long h = 0; h < H; h++)
+				for (long i = 0; i < I; i++)
+					assert_int_equal(d[(e * H + h) * I + i], dsrc[e][i * H + h]);
+		}
 	}
 	ftbanks_free(b);
 }
