@@ -74,6 +74,19 @@ for arch in qwen3-moe deepseek-v3 gpt-oss gpt-oss-bf16; do
 		nok "$arch: flat seed FTW with O_DIRECT refused: '$got': $(cat "$tmp/cks_err")"
 done
 
+# both gpt-oss layouts where H != 2I (above H = 2I: told apart by config.json and the biases)
+for arch in gpt-oss gpt-oss-bf16; do
+	m=$tmp/${arch}_h192
+	if $ft make-checkpoint --arch "$arch" --out "$m" --layers 2 --experts 3 --hidden 192 --inter 128 \
+		>/dev/null 2>"$tmp/err" && $ft ftw convert "$m" "$tmp/ftw_${arch}_h192" >/dev/null 2>>"$tmp/err" &&
+		$py check "$m" "$tmp/ftw_${arch}_h192" >"$tmp/out" 2>&1 &&
+		[ "$(cks baseline "$m")" = "$(cks parallel "$m")" ] && [ "$(cks baseline "$m")" = "$(cks ftw "$m" "$tmp/ftw_${arch}_h192")" ]; then
+		ok "$arch, H 192 I 128: modes agree and $(cat "$tmp/out")"
+	else
+		nok "$arch, H 192 I 128: $(cat "$tmp/err" "$tmp/out" "$tmp/cks_err")"
+	fi
+done
+
 # seed FTW of every §1 format (random banks; flat ones take the layer count from config.json),
 # against the §7 checksum computed independently
 for fmt in bf16 fp8_block q4_0 nvfp4 nvfp4_marlin mxfp4_triton ds_fp4; do
