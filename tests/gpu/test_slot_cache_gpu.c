@@ -560,10 +560,11 @@ static void graph_capture(int proxy)
 		long long sleeps, wakes;
 		double gbs;
 		ftcm_proxy_idle_stats(px, &sleeps, &wakes, &gbs);
-		/* the thread slept between replays (each one's checks take milliseconds), and the
-		 * doorbell woke it: a missing host node would leave it asleep until its 1 s check,
-		 * and the 50 replays would take over 50 s */
-		assert_true(sleeps >= 50 && wakes >= 50);
+		/* doorbell only: the thread sleeps after every plan and the graph's host node wakes it
+		 * (a missing node would leave it asleep until its 1 s check: 50 replays in over 50 s).
+		 * The default policy may still be polling when the next replay comes: no count. */
+		if (proxy == 2)
+			assert_true(sleeps >= 50 && wakes >= 50);
 		printf("  graph of ensure + proxy copy (spin %d us): 50 replays in %.2f s, %lld plans, %lld copy-engine "
 		       "copies, signal %s, %lld sleeps, %lld doorbell wake-ups\n",
 		       proxy == 2 ? 0 : FTCM_PROXY_SPIN_US, ft_now_s() - t_start, batches, copies,
