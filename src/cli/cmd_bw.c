@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench/bw.h"
 #include "bench/bw_ops.h"
@@ -20,7 +21,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: ftbench bw [options]\n"
 		"Measure this host's CPU and PCIe bandwidth on the real kernels and decide, per expert\n"
-		"format, offload (fetch misses over PCIe) or hybrid (compute misses on the CPU).\n\n"
+		"format, offload (fetch misses over PCIe) or hybrid (compute misses on the CPU).\n"
+		"Lists take commas or spaces (--dtype bf16,nvfp4 or --dtype bf16 nvfp4).\n\n"
 		"  --dtype all|LIST        formats on their bw workloads (default: all, unless --model)\n"
 		"                          formats: bf16,nvfp4,fp8_block,mxfp4_triton,ds_fp4 (aliases mxfp4, fp8)\n"
 		"  --model all|LIST        model geometries (qwen3.6-moe, qwen3-30b, gemma4-26b, gpt-oss-120b,\n"
@@ -29,7 +31,8 @@ static void usage(FILE *f)
 		"  --isa auto|all|LIST     CPU MoE ISA: the executor's best (auto), a sweep of all, or LIST\n"
 		"  --threshold X           hybrid when cpu_moe > X * gather (default 2.0)\n"
 		"  --gpu INDEX|UUID        the GPU (index, UUID or unique UUID prefix; default: the first)\n"
-		"  --cpu-threads N         CPU threads, one per physical core near the GPU (default: all cores)\n"
+		"    --device N            the seed's released spelling of --gpu N\n"
+		"  --cpu-threads N         CPU threads, one per physical core near the GPU (0 or default: all cores)\n"
 		"  --cpu-iters N           CPU read-ceiling passes (8)\n"
 		"  --pcie-mib N            linear copy size in MiB (256)\n"
 		"  --pcie-iters N          linear copy iterations per direction (30)\n"
@@ -37,14 +40,19 @@ static void usage(FILE *f)
 		"  --kernel-pcie-iters N   gather timed passes (20)\n"
 		"  --overlap-seconds X     length of the overlapped run (2.0; 0 skips it)\n"
 		"  -o, --output FILE       write the profile here instead of the per-GPU store path\n"
+		"    --out FILE            the seed's spelling of --output\n"
+		"  --no-legacy-copy        on a host with one GPU, do not also write the seed's single file\n"
+		"                          $XDG_CACHE_HOME/freetoken/benchbw.json (released engines read only it)\n"
 		"  --json                  print the profile on stdout instead of the summary\n"
-		"  --result-fd N           worker mode: JSON lines (progress, result, error) on fd N\n");
+		"  --result-fd N           worker mode: JSON lines (progress, result, error) on fd N\n"
+		"Environment: FREETOKEN_BENCH_PROGRESS=1 prints the seed's progress lines on stdout\n"
+		"(FTBENCH <done> <total> <label>); FREETOKEN_BENCHBW_PATH replaces the store path.\n");
 }
 
 enum {
 	OPT_DTYPE = 256, OPT_MODEL, OPT_FORMATS, OPT_ISA, OPT_THRESHOLD, OPT_GPU, OPT_CPU_THREADS,
 	OPT_CPU_ITERS, OPT_PCIE_MIB, OPT_PCIE_ITERS, OPT_KCPU_ITERS, OPT_KPCIE_ITERS, OPT_OVERLAP,
-	OPT_JSON, OPT_RESULT_FD,
+	OPT_JSON, OPT_RESULT_FD, OPT_DEVICE, OPT_NO_LEGACY,
 };
 
 static int parse_formats(const char *opt, const char *arg, enum ftfmt_id *out, int *n, bool need_workload)
@@ -181,6 +189,102 @@ static int write_profile(const json_t *prof, const char *output, const char *uui
 	return r;
 }
 
+/* Fixed figures instead of measurements (FTBENCH_TEST_FAKE_GPUS): the whole command runs in
+ * milliseconds, without CUDA, with the real planning, decision and profile. */
+static double *fake_samples(double v, int n)
+{
+	double *a = malloc((size_t)(n > 0 ? n : 1) * sizeof *a);
+	for (int i = 0; a && i < n; i++)
+		a[i] = v * (0.99 + 0.01 * (i % 3));
+	return a;
+}
+
+static int fake_cpu_read(void *ctx, const struct ftbw_env *env, int passes, double *gbs, char *err, size_t n)
+{
+	for (int i = 0; i < passes; i++)
+		gbs[i] = 100.0 * (0.99 + 0.01 * (i % 3));
+	return 0;
+}
+
+static int fake_pcie(void *ctx, const struct ftbw_env *env, bool h2d, size_t bytes, int iters, double *gbs,
+		     char *err, size_t n)
+{
+	for (int i = 0; i < iters; i++)
+		gbs[i] = h2d ? 55.0 : 53.0;
+	return 0;
+}
+
+static int fake_part(struct ftbw_part *p, double v, int n)
+{
+	if (!(p->gbs = fake_samples(v, n)))
+		return -ENOMEM;
+	p->rc = 0;
+	p->n = n;
+	return 0;
+}
+
+static int fake_measure(void *ctx, const struct ftbw_env *env, const struct ftbw_config *c,
+			const struct ftbw_item *it, struct ftbw_meas *m, char *err, size_t n)
+{
+	/* CPU MoE 30..70 GB/s by format, gather 25 GB/s: some formats hybrid, some offload */
+	double cpu = 30.0 + 10.0 * (it->fmt->id % 5), gather = 25.0;
+	int r = 0;
+	if (it->fmt->cpu_path) {
+		r = fake_part(&m->cpu, cpu, c->kernel_cpu_iters);
+		snprintf(m->cpu_isa, sizeof m->cpu_isa, "scalar");
+	}
+	if (r == 0 && env->gpu)
+		r = fake_part(&m->gather, gather, c->kernel_pcie_iters);
+	if (r == 0 && env->gpu && it->fmt->cpu_path && c->overlap_s > 0) {
+		r = fake_part(&m->ov_cpu, 0.8 * cpu, 3);
+		if (r == 0)
+			r = fake_part(&m->ov_gather, 0.8 * gather, 3);
+	}
+	if (r < 0)
+		snprintf(err, n, "out of memory");
+	return r;
+}
+
+static struct ftbw_ops fake_ops(void)
+{
+	return (struct ftbw_ops){fake_cpu_read, fake_pcie, fake_measure, NULL};
+}
+
+/* The seed's single file (the only one released engines read) beside the per-GPU one, on a host
+ * with exactly one GPU; elsewhere say why not. */
+static void legacy_copy(const json_t *prof, const char *output, bool have_gpu, const char *saved, char *done,
+			size_t n)
+{
+	char lp[4096];
+	int r, host = ftcli_host_gpu_count();
+	if (ftprof_legacy_path(lp, sizeof lp) < 0)
+		return;
+	if (output) {
+		ftcli_note("-o given: the legacy single file %s is not written", lp);
+		return;
+	}
+	if (!have_gpu) {
+		ftcli_note("no GPU: the legacy single file %s is not written", lp);
+		return;
+	}
+	if (host > 1) {
+		ftcli_note("this host has %d GPUs: the legacy single file %s is not written (engines on every GPU "
+			   "would read this one's figures); engines that read benchbw/<gpu-uuid>.json or "
+			   "FREETOKEN_BENCHBW_PATH get the right file%s",
+			   host, lp, access(lp, F_OK) == 0 ? "; an older copy is still there, remove it" : "");
+		return;
+	}
+	if (!strcmp(lp, saved))
+		return; /* FREETOKEN_BENCHBW_PATH names it: already written */
+	if ((r = ftprof_legacy_write(prof, done, n)) < 0) {
+		done[0] = '\0';
+		ftcli_note("warning: the legacy copy %s could not be written: %s", lp, strerror(-r));
+	}
+}
+
+static int run_bw(struct ftbw_config *cfg_in, const char *gpu_spec, const char *output, int threads, int legacy,
+		  int json);
+
 int cmd_bw(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -189,6 +293,9 @@ int cmd_bw(int argc, char **argv)
 		{"formats", required_argument, NULL, OPT_FORMATS},
 		{"isa", required_argument, NULL, OPT_ISA},
 		{"output", required_argument, NULL, 'o'},
+		{"out", required_argument, NULL, 'o'},
+		{"device", required_argument, NULL, OPT_DEVICE},
+		{"no-legacy-copy", no_argument, NULL, OPT_NO_LEGACY},
 		{"threshold", required_argument, NULL, OPT_THRESHOLD},
 		{"gpu", required_argument, NULL, OPT_GPU},
 		{"cpu-threads", required_argument, NULL, OPT_CPU_THREADS},
@@ -202,11 +309,20 @@ int cmd_bw(int argc, char **argv)
 		{"result-fd", required_argument, NULL, OPT_RESULT_FD},
 		{"help", no_argument, NULL, 'h'},
 		{0}};
+	static const int lists[] = {OPT_DTYPE, OPT_MODEL, OPT_FORMATS, OPT_ISA, 0};
 	struct ftbw_config cfg;
+	struct ftcli_args args;
 	const char *gpu_spec = NULL, *output = NULL;
-	int json = 0, c, dtype_given = 0, model_given = 0, threads = 0;
+	char device[16];
+	int json = 0, c, dtype_given = 0, model_given = 0, threads = 0, legacy = 1, rc = FTCLI_EXIT_USAGE;
 	ftbw_config_default(&cfg);
 
+	if (ftcli_args_join_lists(&args, argc, argv, opts, lists) < 0) {
+		ftcli_error("out of memory");
+		return FTCLI_EXIT_FAIL;
+	}
+	argc = args.argc;
+	argv = args.argv;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
 		int bad = 0;
@@ -225,8 +341,16 @@ int cmd_bw(int argc, char **argv)
 		case OPT_ISA: bad = parse_isa(optarg, &cfg); break;
 		case 'o': output = optarg; break;
 		case OPT_THRESHOLD: bad = opt_double("--threshold", optarg, 1e-6, 1e6, &cfg.threshold); break;
-		case OPT_GPU: gpu_spec = optarg; break;
-		case OPT_CPU_THREADS: bad = opt_long("--cpu-threads", optarg, 1, 4096, &threads); break;
+		case OPT_GPU:
+			if (gpu_spec == device && strcmp(device, optarg)) {
+				ftcli_error("--gpu %s and --device %s name different GPUs", optarg, device);
+				bad = 1;
+			}
+			gpu_spec = optarg;
+			break;
+		case OPT_DEVICE: bad = ftcli_opt_device(optarg, device, sizeof device, &gpu_spec); break;
+		case OPT_NO_LEGACY: legacy = 0; break;
+		case OPT_CPU_THREADS: bad = opt_long("--cpu-threads", optarg, 0, 4096, &threads); break;
 		case OPT_CPU_ITERS: bad = opt_long("--cpu-iters", optarg, 1, 10000, &cfg.cpu_iters); break;
 		case OPT_PCIE_MIB: bad = opt_long("--pcie-mib", optarg, 1, 1 << 16, &cfg.pcie_mib); break;
 		case OPT_PCIE_ITERS: bad = opt_long("--pcie-iters", optarg, 1, 10000, &cfg.pcie_iters); break;
@@ -239,31 +363,40 @@ int cmd_bw(int argc, char **argv)
 		case OPT_OVERLAP: bad = opt_double("--overlap-seconds", optarg, 0, 600, &cfg.overlap_s); break;
 		case OPT_JSON: json = 1; break;
 		case OPT_RESULT_FD: bad = ftcli_opt_result_fd(optarg); break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return FTCLI_EXIT_USAGE;
+		case 'h': usage(stdout); rc = 0; goto out_args;
+		default: usage(stderr); goto out_args;
 		}
 		if (bad)
-			return FTCLI_EXIT_USAGE;
+			goto out_args;
 	}
 	if (optind < argc) {
 		ftcli_error("unexpected argument '%s'", argv[optind]);
-		return FTCLI_EXIT_USAGE;
+		goto out_args;
 	}
 	if (!dtype_given && !model_given)
 		parse_formats("--dtype", "all", cfg.dtypes, &cfg.ndtypes, true);
 	if (cfg.nformats && !model_given)
 		ftcli_note("--formats applies to --model workloads only; ignored");
 	if (ftcli_check_cpu_moe_env() < 0)
-		return FTCLI_EXIT_USAGE;
+		goto out_args;
 	if (json)
 		ftcli_set_quiet(1);
+	rc = run_bw(&cfg, gpu_spec, output, threads, legacy, json);
+out_args:
+	ftcli_args_release(&args);
+	return rc;
+}
 
+static int run_bw(struct ftbw_config *cfg_in, const char *gpu_spec, const char *output, int threads, int legacy,
+		  int json)
+{
+	struct ftbw_config cfg = *cfg_in;
 	struct ftcpu_info ci;
 	struct ftgpu_info gpu;
 	struct ftbw_real *real = NULL;
 	json_t *prof = NULL;
-	int *cpus = NULL, rc = FTCLI_EXIT_FAIL;
-	char why[256] = "", err[1024] = "", path[4096] = "";
+	int *cpus = NULL, rc = FTCLI_EXIT_FAIL, fake = ftcli_fake_gpus() >= 0;
+	char why[256] = "", err[1024] = "", path[4096] = "", legacy_path[4096] = "";
 	int r = ftcpu_probe(&ci);
 	if (r < 0) {
 		ftcli_error("cannot describe the CPU: %s", strerror(-r));
@@ -290,13 +423,16 @@ int cmd_bw(int argc, char **argv)
 	struct ftbw_env env = {
 		.cpu = &ci, .gpu = have_gpu ? &gpu : NULL, .no_gpu_why = why, .cpus = cpus, .ncpus = ncpus};
 	struct ftreport rep = ftcli_reporter();
-	r = ftbw_real_create(&real, &env, &rep, err, sizeof err);
-	if (r < 0) {
-		ftcli_error("%s", err);
-		rc = r == -ENODEV ? FTCLI_EXIT_USAGE : FTCLI_EXIT_FAIL;
-		goto out;
+	struct ftbw_ops ops = fake_ops();
+	if (!fake) {
+		r = ftbw_real_create(&real, &env, &rep, err, sizeof err);
+		if (r < 0) {
+			ftcli_error("%s", err);
+			rc = r == -ENODEV ? FTCLI_EXIT_USAGE : FTCLI_EXIT_FAIL;
+			goto out;
+		}
+		ops = ftbw_real_ops(real);
 	}
-	struct ftbw_ops ops = ftbw_real_ops(real);
 	r = ftbw_run(&cfg, &env, &ops, &rep, &prof, err, sizeof err);
 	ftbw_real_free(real);
 	real = NULL;
@@ -310,12 +446,17 @@ int cmd_bw(int argc, char **argv)
 			    strerror(-r));
 		goto out;
 	}
+	if (legacy)
+		legacy_copy(prof, output, have_gpu, path, legacy_path, sizeof legacy_path);
 	ftcli_result(prof);
 	if (json) {
 		ftcli_print_json(prof);
 	} else {
 		ftbw_summary(stdout, prof);
-		printf("\nprofile written to %s\n", path);
+		printf("\n");
+		if (legacy_path[0])
+			printf("legacy copy: %s\n", legacy_path);
+		printf("saved: %s\n", path); /* the seed's last line */
 	}
 	rc = FTCLI_EXIT_OK;
 out:

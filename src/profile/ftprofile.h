@@ -161,6 +161,16 @@ int ftprof_store_write_in(const char *dir, const json_t *profile, const char *gp
  * -EINVAL for an unsafe uuid (see ftprof_path), -ENAMETOOLONG. */
 int ftprof_store_file(const char *dir, const char *gpu_uuid, char *buf, size_t n);
 
+/* The seed's single file, the only one released engines read: $XDG_CACHE_HOME/freetoken/benchbw.json
+ * (XDG_CACHE_HOME unset or empty: ~/.cache/...), whatever FREETOKEN_BENCHBW_PATH says.
+ * -ENAMETOOLONG, -ENOENT (no home directory). */
+int ftprof_legacy_path(char *buf, size_t n);
+
+/* Write profile to ftprof_legacy_path() the way ftprof_store_write writes (atomic, 0644, the
+ * same bytes), for hosts with one GPU. -EINVAL when profile is not an object with an integer
+ * "version"; path_out as in ftprof_store_write. Returns 0 or -errno. */
+int ftprof_legacy_write(const json_t *profile, char *path_out, size_t n);
+
 /* One stored profile file. */
 struct ftprof_entry {
 	char name[128];  /* file name without ".json": the GPU uuid, or "host" */
