@@ -259,14 +259,8 @@ static void legacy_copy(const json_t *prof, const char *output, bool have_gpu, c
 	int r, host = ftcli_host_gpu_count();
 	if (ftprof_legacy_path(lp, sizeof lp) < 0)
 		return;
-	if (output) {
-		ftcli_note("-o given: the legacy single file %s is not written", lp);
-		return;
-	}
-	if (!have_gpu) {
-		ftcli_note("no GPU: the legacy single file %s is not written", lp);
-		return;
-	}
+	if (output || !have_gpu)
+		return; /* -o names the one file to write; a GPU-less profile is for no GPU's engine */
 	if (host > 1) {
 		ftcli_note("this host has %d GPUs: the legacy single file %s is not written (engines on every GPU "
 			   "would read this one's figures); engines that read benchbw/<gpu-uuid>.json or "
