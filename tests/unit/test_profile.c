@@ -729,6 +729,47 @@ static void test_store_write(void **st)
 	json_decref(host);
 }
 
+/* The seed's single file: where it is, written atomically with the per-GPU file's bytes, found
+ * after the per-GPU file by the reader. */
+static void test_legacy_write(void **st)
+{
+	json_t *full = load_fixture("full.json");
+	char out[PATH_MAX], want[PATH_MAX], per[PATH_MAX], *a, *b;
+	size_t la, lb;
+	struct ftprof *pr = NULL;
+	assert_int_equal(ftprof_legacy_path(out, sizeof out), 0);
+	SNP(want, sizeof want, "%s/freetoken/benchbw.json", cache);
+	assert_string_equal(out, want);
+	setenv(FTPROF_ENV_PATH, "/elsewhere/p.json", 1); /* not consulted */
+	assert_int_equal(ftprof_legacy_path(out, sizeof out), 0);
+	assert_string_equal(out, want);
+	unsetenv(FTPROF_ENV_PATH);
+	assert_int_equal(ftprof_legacy_path(out, 8), -ENAMETOOLONG);
+	assert_int_equal(ftprof_store_write(full, NULL, per, sizeof per), 0);
+	assert_int_equal(ftprof_legacy_write(full, out, sizeof out), 0);
+	assert_string_equal(out, want);
+	assert_int_equal(ftfs_read_file(per, 1 << 24, &a, &la), 0);
+	assert_int_equal(ftfs_read_file(want, 1 << 24, &b, &lb), 0);
+	assert_true(la == lb && !memcmp(a, b, la)); /* the same bytes */
+	free(a);
+	free(b);
+	assert_int_equal(count_entries(store), 1);
+	SNP(out, sizeof out, "%s/freetoken", cache);
+	assert_int_equal(count_entries(out), 2); /* benchbw/ and benchbw.json, no temp file */
+	/* the reader: per-GPU first, then the legacy file */
+	assert_int_equal(ftprof_load(UUID_A, "NVIDIA H200", &pr, err, sizeof err), 0);
+	assert_string_equal(ftprof_source(pr), per);
+	ftprof_free(pr);
+	unlink(per);
+	assert_int_equal(ftprof_load(UUID_A, "NVIDIA H200", &pr, err, sizeof err), 0);
+	assert_string_equal(ftprof_source(pr), want);
+	ftprof_free(pr);
+	json_t *arr = json_array();
+	assert_int_equal(ftprof_legacy_write(arr, NULL, 0), -EINVAL);
+	json_decref(arr);
+	json_decref(full);
+}
+
 static void test_store_list(void **st)
 {
 	json_t *full = load_fixture("full.json"), *host = load_fixture("host.json");
@@ -917,6 +958,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_legacy_and_system, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gpu_mismatch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_write, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_legacy_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_list, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_atomic_concurrent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_schema, setup, teardown),
