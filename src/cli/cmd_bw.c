@@ -256,12 +256,10 @@ static void legacy_copy(const json_t *prof, const char *output, bool have_gpu, c
 			size_t n)
 {
 	char lp[4096];
-	int r, host = ftcli_host_gpu_count();
-	if (ftprof_legacy_path(lp, sizeof lp) < 0)
-		return;
-	if (output || !have_gpu)
+	int r, host;
+	if (output || !have_gpu || ftprof_legacy_path(lp, sizeof lp) < 0)
 		return; /* -o names the one file to write; a GPU-less profile is for no GPU's engine */
-	if (host > 1) {
+	if ((host = ftcli_host_gpu_count()) > 1) {
 		ftcli_note("this host has %d GPUs: the legacy single file %s is not written (engines on every GPU "
 			   "would read this one's figures); engines that read benchbw/<gpu-uuid>.json or "
 			   "FREETOKEN_BENCHBW_PATH get the right file%s",

@@ -19,7 +19,8 @@ static void usage(FILE *f)
 		   "         [--no-drop-cache] [--expert-load auto|serial|parallel] [--json] [--result-fd N]\n"
 		   "  baseline (serial loader) always runs as the reference; the FTW copy goes to\n"
 		   "  /var/tmp/ftw_<model name> unless --ftw-dir, and is removed unless --keep-ftw.\n"
-		   "  --modes takes commas or spaces; an unknown mode is skipped with a note (as the seed does).\n"
+		   "  --modes takes commas or spaces; an unknown mode is skipped with a note (as the seed does),\n"
+		   "  a list without a known mode is an error.\n"
 		   "  --shard-gib X   FTW shard limit in GiB, a number as in the seed (0.5; whole MiB);\n"
 		   "  --shard-mib N   the same in MiB. The seed's bench_load_weight_generic.py flags are\n"
 		   "  all accepted with the same names.\n");
@@ -35,14 +36,25 @@ static int parse_modes(const char *arg, unsigned *modes)
 		return -1;
 	}
 	*modes = 0;
+	int known = 0;
 	for (int i = 0; i < n; i++) {
+		unsigned m;
+		if (ftlw_parse_modes(items[i], &m) == 0) {
+			*modes |= m;
+			known++;
+		}
+	}
+	for (int i = 0; i < n && known; i++) {
 		unsigned m;
 		if (ftlw_parse_modes(items[i], &m) < 0)
 			ftcli_note("--modes: unknown mode '%s' skipped (modes: baseline, parallel, ftw, auto)", items[i]);
-		else
-			*modes |= m;
 	}
 	ftstr_free_list(items, n);
+	if (!known) {
+		/* nothing to run but the reference: a typo, said rather than run */
+		ftcli_error("--modes: '%s' names no mode (baseline, parallel, ftw, auto)", arg);
+		return -1;
+	}
 	return 0;
 }
 
