@@ -56,6 +56,23 @@ static const struct opt opts[] = {
 	 "1: a bw job on a host with one GPU also writes the seed system's single file "
 	 "$XDG_CACHE_HOME/freetoken/benchbw.json, the only one released engines read (never on a host with "
 	 "several GPUs); 0: it does not (the worker gets --no-legacy-copy).", S(bw_legacy_copy)},
+	{"history", T_INT, 0, 10000, "20",
+	 "Profiles kept per GPU in <profile-dir>/history (GET /profiles/{uuid}/history, the status "
+	 "page's plots); 0 keeps none.", S(history)},
+	{"drift-percent", T_INT, 0, 1000, "10",
+	 "A new profile's figure outside the previous profile's spread by more than this share is "
+	 "drift: a warning in the profile, on the status page and ftbenchd_profile_drift_ratio; 0: "
+	 "not checked.", S(drift_pct)},
+	{"rebench", T_STR, 0, 0, "on-change",
+	 "At start, queue a bw job for each GPU whose profile is stale: on-change (the machine no longer "
+	 "matches the profile's fingerprint: driver, PCIe link, CPU microcode, memory, kernel, ftbench "
+	 "version), an interval (e.g. 7d, 12h, 3600s: also when the profile is older), or never.",
+	 S(rebench)},
+	{"nfd-features-file", T_STR, 0, 0, "",
+	 "Write the profiles' verdicts as a node-feature-discovery local feature file here (e.g. "
+	 "/etc/kubernetes/node-feature-discovery/features.d/ftbenchd) at start and after every "
+	 "stored profile: ftbenchd/<format>=hybrid|offload|mixed|unmeasured lines. Empty: not written.",
+	 S(nfd_file)},
 	{"model-roots", T_LIST, 0, 0, "",
 	 "Comma-separated directories model paths must resolve under (load-weights, decode). Empty: "
 	 "model paths are refused.", S(model_roots), S(n_model_roots)},
@@ -298,8 +315,31 @@ static int is_loopback_listen(const char *listen)
 	return !strncmp(listen, "127.", 4) || !strncmp(listen, "[::1]:", 6) || !strncmp(listen, "localhost:", 10);
 }
 
+long ftd_config_rebench_s(const char *v)
+{
+	if (!v || !strcmp(v, "never"))
+		return -1;
+	if (!strcmp(v, "on-change"))
+		return 0;
+	char *end;
+	errno = 0;
+	long n = strtol(v, &end, 10);
+	if (errno || end == v || n <= 0)
+		return -2;
+	long mul = !*end || !strcmp(end, "s") ? 1 : !strcmp(end, "m") ? 60 : !strcmp(end, "h") ? 3600
+		 : !strcmp(end, "d") ? 86400 : 0;
+	if (!mul || n > 3650L * 86400 / mul)
+		return -2;
+	return n * mul;
+}
+
 int ftd_config_check(struct ftd_config *cfg)
 {
+	if (ftd_config_rebench_s(cfg->rebench) == -2) {
+		fprintf(stderr, "ftbenchd: rebench '%s': expected on-change, never, or an interval such as 7d, 12h, "
+			"30m, 3600s\n", cfg->rebench);
+		return -EINVAL;
+	}
 	if (cfg->token_file && *cfg->token_file) {
 		char *t;
 		size_t len;

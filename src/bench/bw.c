@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ftprofile.h"
 #include "util/stats.h"
 #include "util/timeutil.h"
 
@@ -624,6 +625,15 @@ int ftbw_run(const struct ftbw_config *c, struct ftbw_env *env, const struct ftb
 	json_object_set_new(prof, "dtype_kernels", dk);
 	json_object_set_new(prof, "workloads", wl);
 	json_object_set(prof, "warnings", warnings);
+	/* what the figures depend on, so a reader can tell when the machine changed under them */
+	json_t *fp = ftprof_fingerprint_at(NULL, have_gpu ? env->gpu->pci_bus_id : NULL);
+	if (fp && have_gpu) {
+		json_object_set_new(fp, "gpu_uuid", json_string(env->gpu->uuid));
+		json_object_set_new(fp, "cuda_driver_version", json_integer(env->gpu->cuda_driver_version));
+		json_object_set_new(fp, "cuda_runtime_version", json_integer(env->gpu->cuda_runtime_version));
+	}
+	if (fp)
+		json_object_set_new(prof, "fingerprint", fp);
 	ftreport_progress(rep, total, total, "done");
 	*out = prof;
 	prof = NULL;

@@ -171,8 +171,10 @@ static int opt_double(const char *opt, const char *arg, double lo, double hi, do
 
 static int write_profile(const json_t *prof, const char *output, const char *uuid, char *path, size_t n)
 {
+	if (!output && getenv("FREETOKEN_BENCHBW_PATH") && *getenv("FREETOKEN_BENCHBW_PATH"))
+		return ftprof_store_write(prof, uuid, path, n); /* that file: no store, no history */
 	if (!output)
-		return ftprof_store_write(prof, uuid, path, n);
+		return ftprof_store_commit(NULL, prof, uuid, FTPROF_HISTORY_KEEP, FTPROF_DRIFT_SHARE, path, n);
 	char *text = json_dumps(prof, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	if (!text)
 		return -ENOMEM;
@@ -268,7 +270,7 @@ static void legacy_copy(const json_t *prof, const char *output, bool have_gpu, c
 	}
 	if (!strcmp(lp, saved))
 		return; /* FREETOKEN_BENCHBW_PATH names it: already written */
-	if ((r = ftprof_legacy_write(prof, done, n)) < 0) {
+	if ((r = ftprof_legacy_copy(saved, done, n)) < 0) {
 		done[0] = '\0';
 		ftcli_note("warning: the legacy copy %s could not be written: %s", lp, strerror(-r));
 	}

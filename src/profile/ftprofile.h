@@ -173,10 +173,10 @@ int ftprof_store_file(const char *dir, const char *gpu_uuid, char *buf, size_t n
  * -ENAMETOOLONG, -ENOENT (no home directory). */
 int ftprof_legacy_path(char *buf, size_t n);
 
-/* Write profile to ftprof_legacy_path() the way ftprof_store_write writes (atomic, 0644, the
- * same bytes), for hosts with one GPU. -EINVAL when profile is not an object with an integer
- * "version"; path_out as in ftprof_store_write. Returns 0 or -errno. */
-int ftprof_legacy_write(const json_t *profile, char *path_out, size_t n);
+/* Copy the profile file src (the one just stored) to ftprof_legacy_path() byte for byte,
+ * atomically (temp file, fsync, rename; mode 0644), for hosts with one GPU. -EINVAL when src does
+ * not hold a JSON object; path_out as in ftprof_store_write. Returns 0 or -errno. */
+int ftprof_legacy_copy(const char *src, char *path_out, size_t n);
 
 /* One stored profile file. */
 struct ftprof_entry {
@@ -191,6 +191,52 @@ struct ftprof_entry {
  * array *out (free()) of *n entries (*out NULL when *n is 0; a missing directory is 0 entries),
  * or -errno. */
 int ftprof_store_list(const char *dir, struct ftprof_entry **out, int *n);
+
+/* ---- history and drift (a store keeps the last profiles of each GPU) */
+
+/* What `ftbench bw` uses for the per-user store (ftbenchd: config history, drift-percent). */
+#define FTPROF_HISTORY_KEEP 20
+#define FTPROF_DRIFT_SHARE 0.10
+
+/* Keep profile in dir's history: dir/history/<uuid or host>/<epoch ms, 13 digits>.json (dir NULL:
+ * the per-user store dir), then remove the oldest beyond keep. keep <= 0: nothing is kept or
+ * removed. Returns 0 or -errno. */
+int ftprof_history_add(const char *dir, const json_t *profile, const char *gpu_uuid, int keep);
+
+/* The kept profiles of gpu_uuid (NULL or "": the host's), oldest first, at most the newest limit
+ * (limit <= 0: all): 0 and a new array *out (empty when none), or -errno. */
+int ftprof_history_load(const char *dir, const char *gpu_uuid, int limit, json_t **out);
+
+/* The figures of cur (the ceilings, each dtype_kernels format's cpu_moe_gbs and pcie_gather_gbs)
+ * whose median lies outside prev's spread [min, max] widened by share (0.1 = 10 %) on each side:
+ * a new array of {"figure","previous","previous_min","previous_max","current","ratio"}. */
+json_t *ftprof_drift(const json_t *prev, const json_t *cur, double share);
+
+/* Store a new profile as a store does: compare it with the profile stored before for the same GPU
+ * (drift, share > 0: the profile gains "drift" and one warning per drifted figure), write it with
+ * ftprof_store_write_in, and keep it in the history (keep). profile is borrowed (a copy is
+ * written). Returns 0 or -errno. */
+int ftprof_store_commit(const char *dir, const json_t *profile, const char *gpu_uuid, int keep, double share,
+			char *path_out, size_t n);
+
+/* ---- staleness: the machine a profile was measured on */
+
+/* The machine's fingerprint now, from sysfs and procfs (no CUDA): {driver_version (the NVIDIA
+ * kernel module's), pcie_gen_max and pcie_width (the link of PCI device pci_bus_id, in
+ * nvidia-smi's form; absent when NULL or unreadable), cpu_model, cpu_microcode, memory_gib,
+ * kernel, tool_version}; a fact that cannot be read is absent. root: a directory standing for
+ * "/" (tests), NULL or "" for the real one. A new object, NULL without memory. */
+json_t *ftprof_fingerprint_at(const char *root, const char *pci_bus_id);
+
+/* Compare the fingerprint a profile recorded (was) with now: 1 stale (why: what changed, "; "
+ * between facts), 0 the same machine, -ENOENT when was is not a non-empty object (a profile that
+ * recorded none: staleness unknown). Facts absent on either side are not compared; memory counts
+ * as changed beyond 10 %. why may be NULL. */
+int ftprof_fingerprint_compare(const json_t *was, const json_t *now, char *why, size_t n);
+
+/* Is profile p stale on this machine? Its "fingerprint" against ftprof_fingerprint_at(NULL,
+ * p's gpu.pci_bus_id): as ftprof_fingerprint_compare. */
+int ftprof_stale(const struct ftprof *p, char *why, size_t n);
 
 #ifdef __cplusplus
 }

@@ -191,17 +191,31 @@ int ftprof_legacy_path(char *buf, size_t n)
 	return copy_out(buf, n, "%s%s", cache, "/freetoken/benchbw.json");
 }
 
-int ftprof_legacy_write(const json_t *profile, char *path_out, size_t n)
+int ftprof_legacy_copy(const char *src, char *path_out, size_t n)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], dir[PATH_MAX];
+	char *text = NULL;
+	size_t len = 0;
+	json_t *j;
 	int r;
-	if (!json_is_object(profile) || !json_is_integer(json_object_get(profile, "version")))
+	if (!src || !*src)
 		return -EINVAL;
 	if ((r = ftprof_legacy_path(path, sizeof path)))
 		return r;
 	if (path_out && (r = copy_out(path_out, n, "%s%s", path, "")))
 		return r;
-	return write_file(path, profile);
+	if ((r = ftfs_read_file(src, FTPROF_MAX_FILE_BYTES, &text, &len)))
+		return r;
+	j = json_loadb(text, len, 0, NULL);
+	r = json_is_object(j) ? 0 : -EINVAL; /* a profile, not anything */
+	json_decref(j);
+	ftfs_dirname(path, dir, sizeof dir);
+	if (r == 0)
+		r = ftfs_mkdir_p(dir, 0755);
+	if (r == 0)
+		r = ftfs_write_atomic(path, text, len, 0644);
+	free(text);
+	return r;
 }
 
 static int entry_cmp(const void *a, const void *b)

@@ -746,7 +746,7 @@ static void test_legacy_write(void **st)
 	unsetenv(FTPROF_ENV_PATH);
 	assert_int_equal(ftprof_legacy_path(out, 8), -ENAMETOOLONG);
 	assert_int_equal(ftprof_store_write(full, NULL, per, sizeof per), 0);
-	assert_int_equal(ftprof_legacy_write(full, out, sizeof out), 0);
+	assert_int_equal(ftprof_legacy_copy(per, out, sizeof out), 0);
 	assert_string_equal(out, want);
 	assert_int_equal(ftfs_read_file(per, 1 << 24, &a, &la), 0);
 	assert_int_equal(ftfs_read_file(want, 1 << 24, &b, &lb), 0);
@@ -764,9 +764,13 @@ static void test_legacy_write(void **st)
 	assert_int_equal(ftprof_load(UUID_A, "NVIDIA H200", &pr, err, sizeof err), 0);
 	assert_string_equal(ftprof_source(pr), want);
 	ftprof_free(pr);
-	json_t *arr = json_array();
-	assert_int_equal(ftprof_legacy_write(arr, NULL, 0), -EINVAL);
-	json_decref(arr);
+	put_text(per, "[1]", 3); /* not a profile: nothing copied */
+	assert_int_equal(ftprof_legacy_copy(per, NULL, 0), -EINVAL);
+	assert_int_equal(ftprof_legacy_copy("/nonexistent/p.json", NULL, 0), -ENOENT);
+	unlink(per);
+	assert_int_equal(ftprof_load(UUID_A, "NVIDIA H200", &pr, err, sizeof err), 0);
+	assert_string_equal(ftprof_source(pr), want); /* the old copy is intact */
+	ftprof_free(pr);
 	json_decref(full);
 }
 
