@@ -18,6 +18,7 @@ const char *ftcli_prog = "ftbench";
 static int result_fd = -1;
 static int quiet;
 static int bar_shown;
+static const char *gpu_flag = "--gpu"; /* the flag that named the GPU, for messages */
 static int progress_lines = -1; /* -1: not decided yet (FREETOKEN_BENCH_PROGRESS) */
 static struct {
 	int done, total, shown;
@@ -203,6 +204,7 @@ int ftcli_opt_device(const char *arg, char *spec, size_t n, const char **gpu_spe
 		return -1;
 	}
 	*gpu_spec = spec;
+	gpu_flag = "--device";
 	return 0;
 }
 
@@ -267,7 +269,7 @@ int ftcli_select_gpu(const char *spec, struct ftgpu_info *out, char *why, size_t
 	if (n == 0) {
 		free(gpus);
 		if (spec) {
-			ftcli_error("--gpu %s: %s", spec, why);
+			ftcli_error("%s %s: %s", gpu_flag, spec, why);
 			return -ENODEV;
 		}
 		return 1;
@@ -275,7 +277,7 @@ int ftcli_select_gpu(const char *spec, struct ftgpu_info *out, char *why, size_t
 	char err[1024];
 	int i = spec ? ftgpu_resolve(gpus, n, spec, err, sizeof err) : 0;
 	if (i < 0) {
-		ftcli_error("--gpu: %s", err);
+		ftcli_error("%s: %s", gpu_flag, err);
 		free(gpus);
 		return i;
 	}

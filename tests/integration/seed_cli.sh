@@ -106,6 +106,8 @@ seed "issue: --batch-sizes 1 4 16 32 --miss-rates 0 0.25" cache-copy --batch-siz
 check "comma lists still work" sh -c "'$FT' cache-copy --batch-sizes 1,16 --miss-rates 0,0.5 | grep -q '\"batch_sizes\"'"
 FTBENCH_TEST_FAKE_GPUS=2 "$FT" cache-copy --device 1 >"$T/out" 2>"$T/err"
 check "cache-copy --device 1 is GPU 1" [ "$(jget "$T/out" "d['gpu']")" = "$G1" ]
+"$FT" cache-copy --device 3 >"$T/out" 2>"$T/err"; rc=$?
+check "cache-copy --device 3 on a one-GPU host: exit 2 naming --device" sh -c "[ $rc -eq 2 ] && grep -q -- '--device: no GPU with index 3' '$T/err'"
 "$FT" cache-copy --batch-sizes 1 x >"$T/out" 2>"$T/err"; rc=$?
 check "bad list item: exit 2 naming the flag" sh -c "[ $rc -eq 2 ] && grep -q -- '--batch-sizes' '$T/err'"
 
