@@ -71,8 +71,10 @@ static void show_human(const struct ftprof *p)
 			       (long long)json_integer_value(json_object_get(link, "gen_max")),
 			       (long long)json_integer_value(json_object_get(link, "width_max")));
 		printf("\n");
-	} else {
+	} else if (json_is_null(gpu)) {
 		printf("gpu       none (CPU-only profile)\n");
+	} else {
+		printf("gpu       not recorded (an older profile: read by every GPU's engine)\n");
 	}
 	printf("measured  %s on %s", json_string_value(json_object_get(root, "timestamp")) ?: "?",
 	       json_string_value(json_object_get(root, "host")) ?: "?");
