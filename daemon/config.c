@@ -37,6 +37,11 @@ static const struct opt opts[] = {
 	 "File holding the bearer token clients must send (Authorization: Bearer ...). Empty: no "
 	 "token (loopback only).", S(token_file)},
 	{"worker", T_STR, 0, 0, "", "The worker program (ftbench). Empty: ftbench beside ftbenchd.", S(worker)},
+	{"deployment", T_STR, 0, 0, "",
+	 "isolated or concurrent: which verdict the profiles of bw jobs carry in the seed's fields "
+	 "(engines read those): each GPU measured alone, or while every GPU's engine runs at once "
+	 "(bw with gpu \"all\" measures both). A job's args.deployment wins. Empty: the worker's "
+	 "default, concurrent when the job measured more than one engine.", S(deployment)},
 	{"max-queue", T_INT, 1, 100000, "64", "Queued jobs at most; more is 429.", S(max_queue)},
 	{"max-connections", T_INT, 1, 10000, "256", "Concurrent HTTP connections at most.", S(max_connections)},
 	{"max-body", T_INT, 256, 16777216, "65536", "Request body size limit in bytes; more is 413.", S(max_body)},
@@ -335,6 +340,11 @@ long ftd_config_rebench_s(const char *v)
 
 int ftd_config_check(struct ftd_config *cfg)
 {
+	if (cfg->deployment && *cfg->deployment && strcmp(cfg->deployment, "isolated") &&
+	    strcmp(cfg->deployment, "concurrent")) {
+		fprintf(stderr, "ftbenchd: deployment '%s': give isolated or concurrent (or nothing)\n", cfg->deployment);
+		return -EINVAL;
+	}
 	if (ftd_config_rebench_s(cfg->rebench) == -2) {
 		fprintf(stderr, "ftbenchd: rebench '%s': expected on-change, never, or an interval such as 7d, 12h, "
 			"30m, 3600s\n", cfg->rebench);

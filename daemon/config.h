@@ -12,6 +12,7 @@ struct ftd_config {
 	char *profile_dir;       /* "" -> $CACHE_DIRECTORY/benchbw, $XDG_CACHE_HOME/freetoken/benchbw, ... */
 	char *token_file;        /* "" none */
 	char *worker;            /* "" -> ftbench beside ftbenchd */
+	char *deployment;        /* "" (the worker's default), "isolated" or "concurrent": bw jobs */
 	long max_queue, max_connections, max_body, job_timeout, max_job_timeout, kill_grace;
 	long log_max, retain_jobs, retain_age, max_result_line, gpus_timeout, log_level;
 	long bw_legacy_copy;     /* 0: bw workers get --no-legacy-copy */

@@ -97,6 +97,8 @@ static inline int ftd_state_final(enum ftd_state s) { return s >= ST_SUCCEEDED; 
 int ftd_job_submit(const char *kind, json_t *args, long timeout_s, const char *idem_key,
 		   const char *req_canon, struct ftd_job **out, int *replayed, struct ftd_err *err);
 struct ftd_job *ftd_job_find(const char *id);
+/* Whether j is a bw job with gpu "all" (holds every GPU and the host; one profile per GPU). */
+int ftd_job_all_gpus(const struct ftd_job *j);
 /* The job as its API object (new reference). with_result: include "result". */
 json_t *ftd_job_json(const struct ftd_job *j, int with_result);
 /* Internal journal record (new reference) and back. */

@@ -160,8 +160,10 @@ static enum MHD_Result h_gpus(struct MHD_Connection *c)
 		json_t *g = ftgpu_json(&ftd.gpus[i]);
 		json_t *holder = json_null();
 		for (struct ftd_job *j = ftd.head; j; j = j->next)
-			if (j->state == ST_RUNNING && j->gpu_index == ftd.gpus[i].index)
+			if (j->state == ST_RUNNING && (j->gpu_index == ftd.gpus[i].index || ftd_job_all_gpus(j))) {
+				json_decref(holder);
 				holder = json_string(j->id);
+			}
 		json_object_set_new(g, "job", holder);
 		json_array_append_new(arr, g);
 	}

@@ -15,14 +15,14 @@
 #include "hw/cpu.h"
 #include "util/fsutil.h"
 #include "util/strutil.h"
+#include "util/timeutil.h"
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: ftbench bw [options]\n"
 		"Measure this host's CPU and PCIe bandwidth on the real kernels and decide, per expert\n"
-		"format, offload (fetch misses over PCIe) or hybrid (compute misses on the CPU).\n"
-		"Lists take commas or spaces (--dtype bf16,nvfp4 or --dtype bf16 nvfp4).\n\n"
+		"format, offload (fetch misses over PCIe) or hybrid (compute misses on the CPU).\n\n"
 		"  --dtype all|LIST        formats on their bw workloads (default: all, unless --model)\n"
 		"                          formats: bf16,nvfp4,fp8_block,mxfp4_triton,ds_fp4 (aliases mxfp4, fp8)\n"
 		"  --model all|LIST        model geometries (qwen3.6-moe, qwen3-30b, gemma4-26b, gpt-oss-120b,\n"
@@ -30,7 +30,14 @@ static void usage(FILE *f)
 		"  --formats LIST          formats for the --model workloads (default: each model's own)\n"
 		"  --isa auto|all|LIST     CPU MoE ISA: the executor's best (auto), a sweep of all, or LIST\n"
 		"  --threshold X           hybrid when cpu_moe > X * gather (default 2.0)\n"
-		"  --gpu INDEX|UUID        the GPU (index, UUID or unique UUID prefix; default: the first)\n"
+		"  --gpu INDEX|UUID|all    the GPU (index, UUID or unique UUID prefix; default: the first);\n"
+		"                          all: every GPU alone, then N engines at once (concurrent phase),\n"
+		"                          one profile per GPU\n"
+		"  --engines N             engines the host runs at once (--gpu all; default: one per GPU)\n"
+		"  --engine-threads N      cores per engine (default: the physical cores split evenly)\n"
+		"  --deployment isolated|concurrent\n"
+		"                          which verdict the seed's fields carry (default: concurrent when\n"
+		"                          the run has more than one engine; FTBENCH_DEPLOYMENT sets it too)\n"
 		"    --device N            the seed's released spelling of --gpu N\n"
 		"  --cpu-threads N         CPU threads, one per physical core near the GPU (0 or default: all cores)\n"
 		"  --cpu-iters N           CPU read-ceiling passes (8)\n"
@@ -39,12 +46,14 @@ static void usage(FILE *f)
 		"  --kernel-cpu-iters N    CPU MoE timed steps after 8 warm-up steps (64)\n"
 		"  --kernel-pcie-iters N   gather timed passes (20)\n"
 		"  --overlap-seconds X     length of the overlapped run (2.0; 0 skips it)\n"
-		"  -o, --output FILE       write the profile here instead of the per-GPU store path\n"
+		"  -o, --output FILE       write the profile here instead of the per-GPU store path (--gpu all:\n"
+		"                          {\"profiles\": [...]} here, and each profile to the store)\n"
 		"    --out FILE            the seed's spelling of --output\n"
 		"  --no-legacy-copy        on a host with one GPU, do not also write the seed's single file\n"
 		"                          $XDG_CACHE_HOME/freetoken/benchbw.json (released engines read only it)\n"
 		"  --json                  print the profile on stdout instead of the summary\n"
 		"  --result-fd N           worker mode: JSON lines (progress, result, error) on fd N\n"
+		"Lists take commas or spaces (--dtype bf16,nvfp4 or --dtype bf16 nvfp4).\n"
 		"Environment: FREETOKEN_BENCH_PROGRESS=1 prints the seed's progress lines on stdout\n"
 		"(FTBENCH <done> <total> <label>); FREETOKEN_BENCHBW_PATH replaces the store path.\n");
 }
@@ -52,7 +61,7 @@ static void usage(FILE *f)
 enum {
 	OPT_DTYPE = 256, OPT_MODEL, OPT_FORMATS, OPT_ISA, OPT_THRESHOLD, OPT_GPU, OPT_CPU_THREADS,
 	OPT_CPU_ITERS, OPT_PCIE_MIB, OPT_PCIE_ITERS, OPT_KCPU_ITERS, OPT_KPCIE_ITERS, OPT_OVERLAP,
-	OPT_JSON, OPT_RESULT_FD, OPT_DEVICE, OPT_NO_LEGACY,
+	OPT_JSON, OPT_RESULT_FD, OPT_ENGINES, OPT_ENGINE_THREADS, OPT_DEPLOYMENT, OPT_DEVICE, OPT_NO_LEGACY,
 };
 
 static int parse_formats(const char *opt, const char *arg, enum ftfmt_id *out, int *n, bool need_workload)
@@ -249,7 +258,7 @@ static int fake_measure(void *ctx, const struct ftbw_env *env, const struct ftbw
 
 static struct ftbw_ops fake_ops(void)
 {
-	return (struct ftbw_ops){fake_cpu_read, fake_pcie, fake_measure, NULL};
+	return (struct ftbw_ops){.cpu_read = fake_cpu_read, .pcie_linear = fake_pcie, .measure = fake_measure};
 }
 
 /* The seed's single file (the only one released engines read) beside the per-GPU one, on a host
@@ -276,8 +285,126 @@ static void legacy_copy(const json_t *prof, const char *output, bool have_gpu, c
 	}
 }
 
-static int run_bw(struct ftbw_config *cfg_in, const char *gpu_spec, const char *output, int threads, int legacy,
-		  int json);
+/* --gpu all: every GPU alone, then the engines at once (ftbw_run_host); one profile per GPU. */
+static int bw_all(struct ftbw_config *cfg, int threads, const char *output, int json, int legacy)
+{
+	struct ftcpu_info ci;
+	struct ftgpu_info *gpus = NULL;
+	struct ftbw_env *envs = NULL;
+	struct ftbw_real *real = NULL;
+	json_t **profs = NULL, *all = NULL;
+	int *cpus = NULL, ng = 0, rc = FTCLI_EXIT_FAIL;
+	char why[256] = "", err[1024] = "", path[4096] = "";
+	int r = ftcpu_probe(&ci);
+	if (r < 0) {
+		ftcli_error("cannot describe the CPU: %s", strerror(-r));
+		return FTCLI_EXIT_FAIL;
+	}
+	r = ftcli_gpu_list(&gpus, &ng, why, sizeof why);
+	if (r < 0) {
+		ftcli_error("listing GPUs: %s", why);
+		goto out;
+	}
+	if (ng == 0) {
+		ftcli_error("--gpu all: %s", why[0] ? why : "this host has no GPU");
+		rc = FTCLI_EXIT_USAGE;
+		goto out;
+	}
+	if (ng > FTBW_MAX_GPUS) {
+		ftcli_error("--gpu all: %d GPUs, at most %d", ng, FTBW_MAX_GPUS);
+		rc = FTCLI_EXIT_USAGE;
+		goto out;
+	}
+	if (threads > ci.physical_cores) {
+		ftcli_error("--cpu-threads %d: this host has %d physical cores", threads, ci.physical_cores);
+		rc = FTCLI_EXIT_USAGE;
+		goto out;
+	}
+	envs = calloc((size_t)ng, sizeof *envs);
+	cpus = calloc((size_t)ng * (size_t)ci.physical_cores, sizeof *cpus);
+	profs = calloc((size_t)ng, sizeof *profs);
+	if (!envs || !cpus || !profs) {
+		ftcli_error("out of memory");
+		goto out;
+	}
+	for (int g = 0; g < ng; g++) {
+		int *mine = cpus + (size_t)g * (size_t)ci.physical_cores;
+		int n = ftcpu_cores_near(&ci, gpus[g].numa_node, mine, threads ? threads : ci.physical_cores);
+		envs[g] = (struct ftbw_env){.cpu = &ci, .gpu = &gpus[g], .no_gpu_why = why, .cpus = mine, .ncpus = n};
+	}
+	cfg->cpu_threads = envs[0].ncpus;
+	struct ftbw_host host = {.cpu = &ci, .gpus = gpus, .ngpus = ng, .envs = envs};
+	struct ftreport rep = ftcli_reporter();
+	struct ftbw_ops ops = fake_ops();
+	if (ftcli_fake_gpus() < 0) {
+		r = ftbw_real_create(&real, &envs[0], &rep, err, sizeof err);
+		if (r < 0) {
+			ftcli_error("%s", err);
+			rc = r == -ENODEV ? FTCLI_EXIT_USAGE : FTCLI_EXIT_FAIL;
+			goto out;
+		}
+		ops = ftbw_real_ops(real);
+	}
+	double t0 = ft_wall_epoch();
+	r = ftbw_run_host(cfg, &host, &ops, &rep, profs, err, sizeof err);
+	double wall = ft_wall_epoch() - t0;
+	ftbw_real_free(real);
+	real = NULL;
+	if (r < 0) {
+		ftcli_error("%s", err[0] ? err : strerror(-r));
+		if (r == -EINVAL)
+			rc = FTCLI_EXIT_USAGE;
+		goto out;
+	}
+	all = json_pack("{s:[],s:f}", "profiles", "wall_seconds", wall);
+	for (int g = 0; g < ng; g++) {
+		json_object_set_new(json_object_get(profs[g], "tool"), "host_run_seconds", json_real(wall));
+		/* each GPU's own file in the store, with history and drift (FREETOKEN_BENCHBW_PATH, one
+		 * file, cannot hold several profiles) */
+		r = ftprof_store_commit(NULL, profs[g], gpus[g].uuid, FTPROF_HISTORY_KEEP, FTPROF_DRIFT_SHARE, path,
+					sizeof path);
+		if (r < 0) {
+			ftcli_error("writing the profile of GPU %d: %s", gpus[g].index, strerror(-r));
+			goto out;
+		}
+		json_array_append(json_object_get(all, "profiles"), profs[g]);
+		if (!json)
+			printf("GPU %d: profile written to %s\n", gpus[g].index, path);
+	}
+	char legacy_path[4096] = "";
+	if (legacy) /* one GPU: its file; several: says why not */
+		legacy_copy(profs[ng - 1], NULL, true, path, legacy_path, sizeof legacy_path);
+	if (output && (r = write_profile(all, output, NULL, path, sizeof path)) < 0) {
+		ftcli_error("writing %s: %s", output, strerror(-r));
+		goto out;
+	}
+	ftcli_result(all);
+	if (json) {
+		ftcli_print_json(all);
+	} else {
+		for (int g = 0; g < ng; g++) {
+			printf("\n==== GPU %d ====\n", gpus[g].index);
+			ftbw_summary(stdout, profs[g]);
+		}
+		printf("\nhost run: %d GPUs, %.1f s\n", ng, wall);
+		if (legacy_path[0])
+			printf("legacy copy: %s\n", legacy_path);
+	}
+	rc = FTCLI_EXIT_OK;
+out:
+	ftbw_real_free(real);
+	for (int g = 0; profs && g < ng; g++)
+		json_decref(profs[g]);
+	json_decref(all);
+	free(profs);
+	free(cpus);
+	free(envs);
+	free(gpus);
+	ftcpu_release(&ci);
+	return rc;
+}
+
+static int bw_cmd(int argc, char **argv, const struct option *opts);
 
 int cmd_bw(int argc, char **argv)
 {
@@ -287,9 +414,6 @@ int cmd_bw(int argc, char **argv)
 		{"formats", required_argument, NULL, OPT_FORMATS},
 		{"isa", required_argument, NULL, OPT_ISA},
 		{"output", required_argument, NULL, 'o'},
-		{"out", required_argument, NULL, 'o'},
-		{"device", required_argument, NULL, OPT_DEVICE},
-		{"no-legacy-copy", no_argument, NULL, OPT_NO_LEGACY},
 		{"threshold", required_argument, NULL, OPT_THRESHOLD},
 		{"gpu", required_argument, NULL, OPT_GPU},
 		{"cpu-threads", required_argument, NULL, OPT_CPU_THREADS},
@@ -301,22 +425,34 @@ int cmd_bw(int argc, char **argv)
 		{"overlap-seconds", required_argument, NULL, OPT_OVERLAP},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"result-fd", required_argument, NULL, OPT_RESULT_FD},
+		{"engines", required_argument, NULL, OPT_ENGINES},
+		{"engine-threads", required_argument, NULL, OPT_ENGINE_THREADS},
+		{"deployment", required_argument, NULL, OPT_DEPLOYMENT},
+		{"out", required_argument, NULL, 'o'},
+		{"device", required_argument, NULL, OPT_DEVICE},
+		{"no-legacy-copy", no_argument, NULL, OPT_NO_LEGACY},
 		{"help", no_argument, NULL, 'h'},
 		{0}};
 	static const int lists[] = {OPT_DTYPE, OPT_MODEL, OPT_FORMATS, OPT_ISA, 0};
-	struct ftbw_config cfg;
 	struct ftcli_args args;
-	const char *gpu_spec = NULL, *output = NULL;
-	char device[16];
-	int json = 0, c, dtype_given = 0, model_given = 0, threads = 0, legacy = 1, rc = FTCLI_EXIT_USAGE;
-	ftbw_config_default(&cfg);
-
 	if (ftcli_args_join_lists(&args, argc, argv, opts, lists) < 0) {
 		ftcli_error("out of memory");
 		return FTCLI_EXIT_FAIL;
 	}
-	argc = args.argc;
-	argv = args.argv;
+	int rc = bw_cmd(args.argc, args.argv, opts);
+	ftcli_args_release(&args);
+	return rc;
+}
+
+/* The seed's spellings arrive here joined (--dtype a b -> --dtype a,b). */
+static int bw_cmd(int argc, char **argv, const struct option *opts)
+{
+	struct ftbw_config cfg;
+	const char *gpu_spec = NULL, *output = NULL;
+	char device[16];
+	int json = 0, c, dtype_given = 0, model_given = 0, threads = 0, legacy = 1;
+	ftbw_config_default(&cfg);
+
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
 		int bad = 0;
@@ -357,39 +493,51 @@ int cmd_bw(int argc, char **argv)
 		case OPT_OVERLAP: bad = opt_double("--overlap-seconds", optarg, 0, 600, &cfg.overlap_s); break;
 		case OPT_JSON: json = 1; break;
 		case OPT_RESULT_FD: bad = ftcli_opt_result_fd(optarg); break;
-		case 'h': usage(stdout); rc = 0; goto out_args;
-		default: usage(stderr); goto out_args;
+		case OPT_ENGINES: bad = opt_long("--engines", optarg, 1, FTBW_MAX_ENGINES, &cfg.engines); break;
+		case OPT_ENGINE_THREADS:
+			bad = opt_long("--engine-threads", optarg, 1, 4096, &cfg.engine_threads);
+			break;
+		case OPT_DEPLOYMENT:
+			if (ftbw_deployment_parse(optarg, &cfg.deployment) < 0) {
+				ftcli_error("--deployment: '%s' is neither isolated nor concurrent", optarg);
+				bad = 1;
+			}
+			break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return FTCLI_EXIT_USAGE;
 		}
 		if (bad)
-			goto out_args;
+			return FTCLI_EXIT_USAGE;
 	}
 	if (optind < argc) {
 		ftcli_error("unexpected argument '%s'", argv[optind]);
-		goto out_args;
+		return FTCLI_EXIT_USAGE;
 	}
 	if (!dtype_given && !model_given)
 		parse_formats("--dtype", "all", cfg.dtypes, &cfg.ndtypes, true);
 	if (cfg.nformats && !model_given)
 		ftcli_note("--formats applies to --model workloads only; ignored");
 	if (ftcli_check_cpu_moe_env() < 0)
-		goto out_args;
+		return FTCLI_EXIT_USAGE;
+	if (cfg.deployment < 0 && getenv("FTBENCH_DEPLOYMENT") && *getenv("FTBENCH_DEPLOYMENT") &&
+	    ftbw_deployment_parse(getenv("FTBENCH_DEPLOYMENT"), &cfg.deployment) < 0) {
+		ftcli_error("FTBENCH_DEPLOYMENT: '%s' is neither isolated nor concurrent", getenv("FTBENCH_DEPLOYMENT"));
+		return FTCLI_EXIT_USAGE;
+	}
 	if (json)
 		ftcli_set_quiet(1);
-	rc = run_bw(&cfg, gpu_spec, output, threads, legacy, json);
-out_args:
-	ftcli_args_release(&args);
-	return rc;
-}
+	if (gpu_spec && !strcmp(gpu_spec, "all"))
+		return bw_all(&cfg, threads, output, json, legacy);
+	if (cfg.engines > 1 || cfg.engine_threads)
+		ftcli_note("--engines and --engine-threads apply to --gpu all only; ignored");
+	if (cfg.deployment == FTBW_DEPLOY_CONCURRENT)
+		ftcli_note("deployment concurrent needs the concurrent phase of --gpu all; this run's verdicts are isolated");
 
-static int run_bw(struct ftbw_config *cfg_in, const char *gpu_spec, const char *output, int threads, int legacy,
-		  int json)
-{
-	struct ftbw_config cfg = *cfg_in;
 	struct ftcpu_info ci;
 	struct ftgpu_info gpu;
 	struct ftbw_real *real = NULL;
 	json_t *prof = NULL;
-	int *cpus = NULL, rc = FTCLI_EXIT_FAIL, fake = ftcli_fake_gpus() >= 0;
+	int *cpus = NULL, rc = FTCLI_EXIT_FAIL;
 	char why[256] = "", err[1024] = "", path[4096] = "", legacy_path[4096] = "";
 	int r = ftcpu_probe(&ci);
 	if (r < 0) {
@@ -418,7 +566,7 @@ static int run_bw(struct ftbw_config *cfg_in, const char *gpu_spec, const char *
 		.cpu = &ci, .gpu = have_gpu ? &gpu : NULL, .no_gpu_why = why, .cpus = cpus, .ncpus = ncpus};
 	struct ftreport rep = ftcli_reporter();
 	struct ftbw_ops ops = fake_ops();
-	if (!fake) {
+	if (ftcli_fake_gpus() < 0) {
 		r = ftbw_real_create(&real, &env, &rep, err, sizeof err);
 		if (r < 0) {
 			ftcli_error("%s", err);

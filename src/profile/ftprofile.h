@@ -142,6 +142,43 @@ enum ftprof_rec ftprof_recommend(const struct ftprof *p, const char *format);
  * arguments. */
 int ftprof_fetch_fraction(const struct ftprof *p, const char *format, double *fraction);
 
+/* ---------------------------------------------------------------- deployments
+ *
+ * On a host of several GPUs `ftbench bw --gpu all` measures each GPU alone (the seed's figures)
+ * and while every engine of the host runs at once (per ENTRY a "concurrent" block with its own
+ * verdict and fetch fraction). The profile's "deployment" says which verdict the seed's fields
+ * (dtypes, ENTRY.recommended, recommended_moe_backend) carry, so the functions above answer for
+ * it; these ask for either. The seed's figures, and so ftprof_fetch_fraction, stay the isolated
+ * ones: an engine that follows a concurrent verdict takes its fraction from
+ * ftprof_fetch_fraction_deployment(p, fmt, FTPROF_DEPLOY_PROFILE, &f). */
+enum ftprof_deployment {
+	FTPROF_DEPLOY_PROFILE = 0,    /* the one the profile records */
+	FTPROF_DEPLOY_ISOLATED = 1,   /* the GPU measured alone (profiles without "deployment") */
+	FTPROF_DEPLOY_CONCURRENT = 2, /* every engine of the host at once */
+};
+
+/* "profile", "isolated", "concurrent" (static string); parse the same names (0 or -EINVAL). */
+const char *ftprof_deployment_name(enum ftprof_deployment d);
+int ftprof_deployment_parse(const char *s, enum ftprof_deployment *d);
+
+/* The deployment a profile records (FTPROF_DEPLOY_ISOLATED when it records none). */
+enum ftprof_deployment ftprof_deployment(const struct ftprof *p);
+
+/* The recommendation for a format under deployment d: the recorded one by ftprof_recommend's
+ * rule; the other from the entries (dtype_kernels[fmt] first, else the workloads carrying fmt:
+ * hybrid when all say hybrid) — "recommended_isolated", or the "concurrent" block's
+ * "recommended". FTPROF_REC_NONE when the profile has no figures for d (e.g. concurrent on a
+ * profile of one GPU). */
+enum ftprof_rec ftprof_recommend_deployment(const struct ftprof *p, const char *format,
+					    enum ftprof_deployment d);
+
+/* The fetch fraction under deployment d: isolated is ftprof_fetch_fraction; concurrent walks
+ * dtype_kernels[fmt] then workloads[*].kernels[fmt] in file order and takes the first
+ * "concurrent" block that yields one (its fetch_fraction, else its overlap pair, else its plain
+ * pair, at most 1). 0, -ENODATA (none), -EINVAL (NULL arguments). */
+int ftprof_fetch_fraction_deployment(const struct ftprof *p, const char *format, enum ftprof_deployment d,
+				     double *fraction);
+
 /* Free a profile; NULL is fine. */
 void ftprof_free(struct ftprof *p);
 
