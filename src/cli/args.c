@@ -72,8 +72,8 @@ int ftcli_args_join_lists(struct ftcli_args *a, int argc, char **argv, const str
 		/* the value: after '=' or the next argument; then every following argument that is not
 		 * an option is one more item */
 		int first = eq ? i + 1 : i + 2;
-		if (!eq && first > argc)
-			continue; /* no value: getopt_long says so */
+		if (!eq && (first > argc || argv[i + 1][0] == '-'))
+			continue; /* no value, or an option as the value: getopt_long's to judge */
 		int last = first;
 		while (last < argc && argv[last][0] != '-')
 			last++;
