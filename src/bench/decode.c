@@ -148,6 +148,7 @@ static int wait_ready(const struct ftdecode_cfg *c, const char *base, struct fts
 {
 	double end = ft_now_s() + c->health_timeout_s;
 	char state[512] = "no answer yet", last[512] = "";
+	double next_note = 60;
 	int use_models = *kind == FTSRV_OPENAI;
 	snprintf(r->readiness, sizeof r->readiness, "%s", use_models ? "/v1/models" :
 		 *kind == FTSRV_FREETOKEN ? "/health maintenance" : "/health");
@@ -188,8 +189,10 @@ static int wait_ready(const struct ftdecode_cfg *c, const char *base, struct fts
 				/* llama-cpp-python's server and other plain OpenAI servers have no /health */
 				use_models = 1;
 				snprintf(r->readiness, sizeof r->readiness, "/v1/models (no /health)");
-				warn(r, "GET %s/health answered 404 (this %s server has no /health): readiness taken from "
-				     "/v1/models instead", base, ftsrv_kind_name((enum ftsrv_kind)*kind));
+				char note[400];
+				snprintf(note, sizeof note, "GET %s/health answered 404 (this %s server has no /health): "
+					 "readiness taken from /v1/models instead", base, ftsrv_kind_name((enum ftsrv_kind)*kind));
+				ftreport_note(c->rep, note);
 				continue;
 			}
 		} else {
@@ -197,9 +200,16 @@ static int wait_ready(const struct ftdecode_cfg *c, const char *base, struct fts
 			if (h == 1)
 				return 0;
 		}
-		if (strcmp(state, last)) {
+		/* said on a change, and once a minute while it lasts (also without a terminal) */
+		double waited = ft_now_s() - (end - c->health_timeout_s);
+		if (strcmp(state, last) || waited >= next_note) {
+			char note[700];
 			snprintf(last, sizeof last, "%s", state);
 			set_progress_state(c, r->readiness[0] ? r->readiness : "the server", state);
+			snprintf(note, sizeof note, "waiting for %s (%.0f s of %.0f): %s", r->readiness[0] ? r->readiness :
+				 "the server", waited, c->health_timeout_s, state);
+			ftreport_note(c->rep, note);
+			next_note = waited + 60;
 		}
 		if (ft_now_s() >= end) {
 			snprintf(r->error, sizeof r->error, "%s%s did not say serving within %.0f s (last: %s)", base,

@@ -100,6 +100,12 @@ static void rep_progress(void *ctx, int done, int total, const char *label)
 	ftcli_progress(p->index * FTDECODE_PHASES + done, p->n * FTDECODE_PHASES, l);
 }
 
+static void rep_note(void *ctx, const char *msg)
+{
+	struct progress_ctx *p = ctx;
+	ftcli_note("%s: %s", p->backend, msg);
+}
+
 static int append_line(const char *path, json_t *row)
 {
 	char *s = json_dumps(row, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -383,7 +389,7 @@ int cmd_decode(int argc, char **argv)
 			continue;
 		}
 		struct progress_ctx pc = {i, nb, bl[i]};
-		struct ftreport rep = {rep_progress, NULL, &pc};
+		struct ftreport rep = {rep_progress, rep_note, &pc};
 		c.rep = &rep;
 		ftdecode_run(&c, bl[i], &res[i]);
 		ran++;
