@@ -65,7 +65,7 @@ LOGDIR=$(mktemp -d "${TMPDIR:-/tmp}/ftbench-peers-XXXXXX")
 SRV_PID=
 cleanup() { [ -n "$SRV_PID" ] && kill "$SRV_PID" 2>/dev/null && wait "$SRV_PID" 2>/dev/null; rm -rf "$LOGDIR"; }
 trap cleanup EXIT INT TERM
-CMD="$LS -m {model} --host {host} --port {port} -t $THREADS --no-webui {flags}"
+CMD="$LS -m {model} --host {host} --port {port} -t $THREADS {flags}"
 
 # run 1: ftbench starts the server
 say "run 1: ftbench starts llama-server, D=$D"
@@ -78,7 +78,7 @@ say "run 1: ftbench starts llama-server, D=$D"
 
 # run 2: --url against a server started here; the kind must be detected
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$LS" -m "$MODEL" --host 127.0.0.1 --port "$port" -t "$THREADS" --no-webui --ctx-size $((8192 + D)) --parallel 1 \
+"$LS" -m "$MODEL" --host 127.0.0.1 --port "$port" -t "$THREADS" --ctx-size $((8192 + D)) --parallel 1 \
 	>"$LOGDIR/url-server.log" 2>&1 &
 SRV_PID=$!
 say "run 2: --url http://127.0.0.1:$port (llama-server pid $SRV_PID)"
@@ -92,7 +92,7 @@ kill "$SRV_PID"; wait "$SRV_PID" 2>/dev/null || true; SRV_PID=
 # run 3: a context too small for D (no {flags}: our --ctx-size 128 only)
 say "run 3: --ctx-size 128 < prompt + D: must fail as a full context"
 set +e
-"$FT" decode --server-kind llama.cpp --server-cmd "$LS -m {model} --host {host} --port {port} -t $THREADS --no-webui --ctx-size 128 --parallel 1" \
+"$FT" decode --server-kind llama.cpp --server-cmd "$LS -m {model} --host {host} --port {port} -t $THREADS --ctx-size 128 --parallel 1" \
 	--model "$MODEL" --decode "$D" --server-timeout 300 --driver-wait 0 --log-dir "$LOGDIR" --json "$ROWS"
 rc=$?
 set -e

@@ -533,7 +533,8 @@ json_t *ftdecode_row(const struct ftdecode_cfg *c, const struct ftdecode_result 
 	json_object_set_new(j, "short", str_or_null(r->short_reason));
 	const struct ftchat_timings *t = &r->timings;
 	json_object_set_new(j, "server_tok_s", num_or_null(t->have && t->predicted_per_second > 0, t->predicted_per_second));
-	json_object_set_new(j, "server_timings", t->have ? json_pack("{s:f,s:f,s:f,s:f,s:f,s:f}", "prompt_n", t->prompt_n,
+	json_object_set_new(j, "server_timings", t->have ? json_pack("{s:o,s:f,s:f,s:f,s:f,s:f,s:f}", "cache_n",
+			    t->cache_n >= 0 ? json_real(t->cache_n) : json_null(), "prompt_n", t->prompt_n,
 			    "prompt_ms", t->prompt_ms, "prompt_per_second", t->prompt_per_second, "predicted_n",
 			    t->predicted_n, "predicted_ms", t->predicted_ms, "predicted_per_second",
 			    t->predicted_per_second) : json_null());

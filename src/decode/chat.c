@@ -94,7 +94,7 @@ static void take_timings(struct ftchat_stream *s, json_t *t)
 	struct {
 		const char *k;
 		double *v;
-	} f[] = {{"prompt_n", &s->timings.prompt_n}, {"prompt_ms", &s->timings.prompt_ms},
+	} f[] = {{"cache_n", &s->timings.cache_n}, {"prompt_n", &s->timings.prompt_n}, {"prompt_ms", &s->timings.prompt_ms},
 		 {"prompt_per_second", &s->timings.prompt_per_second}, {"predicted_n", &s->timings.predicted_n},
 		 {"predicted_ms", &s->timings.predicted_ms},
 		 {"predicted_per_second", &s->timings.predicted_per_second}};
@@ -206,6 +206,7 @@ int ftchat_init(struct ftchat_stream *s, const struct ftchat_limits *lim)
 	if (!s->lim.max_events)
 		s->lim.max_events = 1u << 20;
 	s->prompt_tokens = s->completion_tokens = -1;
+	s->timings.cache_n = -1;
 	s->sse = ftsse_new(s->lim.max_line, s->lim.max_event, on_event, s);
 	return s->sse ? 0 : -ENOMEM;
 }

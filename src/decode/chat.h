@@ -30,6 +30,7 @@ struct ftchat_event {
 /* llama.cpp's per-request "timings" (the last seen); have = 0 when none came. */
 struct ftchat_timings {
 	int have;
+	double cache_n;  /* prompt tokens taken from the prefix cache (-1: not said) */
 	double prompt_n, prompt_ms, prompt_per_second, predicted_n, predicted_ms, predicted_per_second;
 };
 

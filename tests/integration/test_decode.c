@@ -695,8 +695,8 @@ static void test_url_kinds(void **st)
 			assert_int_equal((int)num(r, "events"), 20);
 		}
 		if (!strcmp(k[i].kind, "llama.cpp")) {
-			/* the server's own figure beside ours: D tokens over the first-to-last window */
-			assert_near(num(r, "server_tok_s"), 100.0 * 100 / 99, 0.02);
+			/* the server's own figure beside ours: D - 1 steps over the first-to-last window */
+			assert_near(num(r, "server_tok_s"), 100.0, 0.02);
 			assert_int_equal((int)json_number_value(json_object_get(json_object_get(r, "server_timings"),
 										  "predicted_n")), 100);
 		} else {
@@ -853,6 +853,14 @@ static void test_short_runs(void **st)
 	assert_non_null(strstr(e, "still running"));
 	assert_non_null(strstr(e, "see its log"));
 	assert_null(strstr(e, "died"));
+	json_decref(rows);
+	/* llama.cpp refuses it with a 400: its message whole */
+	rc = run_decode(&rows, NULL, "--model", "/models/m", "--decode", "64", "--server-kind", "llama.cpp", "--server-cmd",
+			srv(0, "--rate 500 --ctx 20 --imitate llama.cpp"), NULL);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(str(json_array_get(rows, 0), "error"), "HTTP 400: request ("));
+	assert_non_null(strstr(str(json_array_get(rows, 0), "error"), "tokens) exceeds the available context size (20 "
+								       "tokens), try increasing it"));
 	json_decref(rows);
 }
 
