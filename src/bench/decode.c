@@ -148,7 +148,7 @@ static int wait_ready(const struct ftdecode_cfg *c, const char *base, struct fts
 {
 	double end = ft_now_s() + c->health_timeout_s;
 	char state[512] = "no answer yet", last[512] = "";
-	double next_note = 60;
+	double next_note = 2; /* a server that is up within 2 s is not worth a line */
 	int use_models = *kind == FTSRV_OPENAI;
 	snprintf(r->readiness, sizeof r->readiness, "%s", use_models ? "/v1/models" :
 		 *kind == FTSRV_FREETOKEN ? "/health maintenance" : "/health");
@@ -202,10 +202,14 @@ static int wait_ready(const struct ftdecode_cfg *c, const char *base, struct fts
 		}
 		/* said on a change, and once a minute while it lasts (also without a terminal) */
 		double waited = ft_now_s() - (end - c->health_timeout_s);
-		if (strcmp(state, last) || waited >= next_note) {
-			char note[700];
+		if (strcmp(state, last)) {
 			snprintf(last, sizeof last, "%s", state);
 			set_progress_state(c, r->readiness[0] ? r->readiness : "the server", state);
+			if (waited >= 2)
+				next_note = waited;
+		}
+		if (waited >= next_note) {
+			char note[700];
 			snprintf(note, sizeof note, "waiting for %s (%.0f s of %.0f): %s", r->readiness[0] ? r->readiness :
 				 "the server", waited, c->health_timeout_s, state);
 			ftreport_note(c->rep, note);
@@ -355,7 +359,8 @@ int ftdecode_run(const struct ftdecode_cfg *c, const char *backend, struct ftdec
 	err = wait_ready(c, base, &srv, r, &kind);
 	if (kind >= 0)
 		snprintf(r->server_kind, sizeof r->server_kind, "%s", ftsrv_kind_name((enum ftsrv_kind)kind));
-	if (c->url && !c->label && kind >= 0)
+	/* a server we did not start, or one that has no MoE backends: labelled by its kind */
+	if (!c->label && kind >= 0 && (c->url || kind != FTSRV_FREETOKEN))
 		snprintf(r->backend, sizeof r->backend, "%s", r->server_kind);
 	if (err < 0)
 		goto out;

@@ -37,7 +37,8 @@ struct ftdecode_cfg {
 	int kind;                   /* enum ftsrv_kind; -1 with url: detected */
 	int append_flags;           /* append {flags} to a template that has no {flags} word */
 	int allow_short;            /* fewer than D tokens is a warning, not a failure */
-	const char *label;          /* with url: the row's backend label (NULL: the server kind) */
+	const char *label;          /* --backend as given: with url or a kind other than freetoken the
+				     * row's label; NULL: the server kind */
 	int port;                   /* 0: a free loopback port per backend */
 	struct ftsrv_serve_cfg serve;
 	struct ftsrv_grace grace;

@@ -328,8 +328,7 @@ int cmd_decode(int argc, char **argv)
 		BAD("--cache and --cache-rate exclude each other");
 	if (!c.url && c.kind == FTSRV_OPENAI && !c.server_cmd)
 		BAD("--server-kind openai has no standard launcher: give --server-cmd TEMPLATE or --url");
-	if (c.url && backends)
-		c.label = backends;
+	c.label = backends; /* NULL: rows of a --url or non-FreeToken server are labelled by its kind */
 	if (!backends)
 		backends = "offload";
 	if (!aime && getenv("FREETOKEN_AIME25_JSONL") && *getenv("FREETOKEN_AIME25_JSONL"))

@@ -721,6 +721,7 @@ static void test_started_kinds_and_readiness(void **st)
 	json_t *r = json_array_get(rows, 0);
 	assert_string_equal(str(r, "server_kind"), "llama.cpp");
 	assert_string_equal(str(r, "server_kind_from"), "--server-kind");
+	assert_string_equal(str(r, "backend"), "llama.cpp"); /* no MoE backends there: labelled by kind */
 	assert_string_equal(str(r, "readiness"), "/health");
 	json_decref(rows);
 	char line[4096];
