@@ -195,6 +195,15 @@ int ftdc_detect_kind(const char *base, double timeout_s, int *kind, char *how, s
 	}
 	if (ftdc_get(base, "/v1/models", timeout_s, &st, &body, why, sizeof why) == 0) {
 		answered = 1;
+		if (st != 200) {
+			/* still loading (llama-server answers 503 everywhere then): too early to tell */
+			char msg[120];
+			body_message(body, strlen(body), msg, sizeof msg);
+			snprintf(how, n, "GET /v1/models: HTTP %ld%s%s (not ready; the kind is not known yet)", st,
+				 msg[0] ? ": " : "", msg);
+			free(body);
+			return -EAGAIN;
+		}
 		j = json_loads(body, 0, NULL);
 		const char *o = json_string_value(json_object_get(json_array_get(json_object_get(j, "data"), 0), "owned_by"));
 		int k = !o ? -1 : !strcasecmp(o, "llamacpp") || !strcasecmp(o, "llama.cpp") ? FTSRV_LLAMACPP :

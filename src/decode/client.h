@@ -40,7 +40,8 @@ int ftdc_models_ready(const char *base, double timeout_s, char *state, size_t n)
  * serves: /health with "maintenance" (freetoken); /v1/models' owned_by ("llamacpp", "vllm",
  * "sglang"); /props with llama.cpp's default_generation_settings; /get_server_info (sglang);
  * /version (vllm); anything else answering HTTP is openai. how (size n) says which probe
- * decided. -errno (e.g. -ECONNREFUSED) when nothing answered at all. */
+ * decided. -EAGAIN while /v1/models does not answer 200 yet (a server still loading answers
+ * 503 to every probe: too early to tell), -errno (e.g. -ECONNREFUSED) when nothing answered. */
 int ftdc_detect_kind(const char *base, double timeout_s, int *kind, char *how, size_t n);
 
 /* The first model id from /v1/models into id (size n). -ENOENT when the list is empty. */

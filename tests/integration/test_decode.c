@@ -670,7 +670,8 @@ static void test_url_kinds(void **st)
 		 {"freetoken", "freetoken", "usage"}};
 	for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
 		char url[64];
-		const char *extra[] = {"--imitate", k[i].imitate, "--rate", "100", NULL};
+		/* loading for a while: the kind is told only once the server is ready */
+		const char *extra[] = {"--imitate", k[i].imitate, "--rate", "100", "--health-delay", "0.6", NULL};
 		pid_t pid = start_fixture(url, sizeof url, extra);
 		const char *a[] = {"--url", url, "--decode", "100", "--greedy", NULL};
 		json_t *rows = paced_v(a, 100.0, 10.0);
