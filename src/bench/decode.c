@@ -150,7 +150,7 @@ static int wait_ready(const struct ftdecode_cfg *c, const char *base, struct fts
 	char state[512] = "no answer yet", last[512] = "";
 	double next_note = 2; /* a server that is up within 2 s is not worth a line */
 	int use_models = *kind == FTSRV_OPENAI;
-	snprintf(r->readiness, sizeof r->readiness, "%s", use_models ? "/v1/models" :
+	snprintf(r->readiness, sizeof r->readiness, "%s", *kind < 0 ? "" : use_models ? "/v1/models" :
 		 *kind == FTSRV_FREETOKEN ? "/health maintenance" : "/health");
 	for (;;) {
 		if (cancelled(c)) {
