@@ -10,7 +10,14 @@
 #      from usage, the server's timings in the row;
 #   2. --url against the running server: the kind is detected, the row labelled llama.cpp;
 #   3. a context too small for D: finish_reason "length" before D is "the context is full", exit 1.
-# Rows: $BUILD/peers/peers.jsonl. Exit status 0 when every check passed.
+# With PEERS_LCP=1 also llama-cpp-python's own server (its package from the same sdist, its C
+# library built shared from the same source; a second build of ggml, ~10 min):
+#   4. --url: detected as a plain OpenAI server (no /health: ready from /v1/models), no usage:
+#      the tokens counted from the chunks equal the usage of the same request not streamed;
+#   5. top_k -1 (forced with --server-kind vllm): its multi-line HTTP 500 shown whole, exit 1;
+#   6. a prompt longer than its context: HTTP 200 and no event, "the server sent no tokens".
+# Rows: $BUILD/peers/peers.jsonl. Exit status 0 when every check passed. PEERS_DECODE (256),
+# PEERS_THREADS (1), PEERS_JOBS (2) change D, the server's threads, the build's jobs.
 set -eu
 cd "$(dirname "$0")/../.."
 B=${BUILD:-build}
@@ -24,16 +31,17 @@ fail() { say "FAIL: $*"; exit 1; }
 
 # 1. llama-server from the llama-cpp-python sdist
 LS=$P/llama-build/bin/llama-server
+sdist=$(ls "$P"/llama_cpp_python-*.tar.gz 2>/dev/null | tail -n 1 || true)
+if [ -z "$sdist" ]; then
+	say "downloading the llama-cpp-python sdist"
+	python3 -m pip download -q --no-binary :all: --no-deps llama-cpp-python -d "$P" || fail "pip download"
+	sdist=$(ls "$P"/llama_cpp_python-*.tar.gz | tail -n 1)
+fi
+src=$P/$(basename "$sdist" .tar.gz)
+[ -d "$src" ] || tar xzf "$sdist" -C "$P"
+src_dir=$src/vendor/llama.cpp
 if [ ! -x "$LS" ]; then
 	command -v cmake >/dev/null || fail "cmake is missing (scripts/deps.sh installs it)"
-	sdist=$(ls "$P"/llama_cpp_python-*.tar.gz 2>/dev/null | tail -n 1 || true)
-	if [ -z "$sdist" ]; then
-		say "downloading the llama-cpp-python sdist"
-		python3 -m pip download -q --no-binary :all: --no-deps llama-cpp-python -d "$P"
-		sdist=$(ls "$P"/llama_cpp_python-*.tar.gz | tail -n 1)
-	fi
-	src=$P/$(basename "$sdist" .tar.gz)
-	[ -d "$src" ] || tar xzf "$sdist" -C "$P"
 	say "building llama-server from $src/vendor/llama.cpp (CPU, -j$JOBS; this takes a while)"
 	cmake -S "$src/vendor/llama.cpp" -B "$P/llama-build" -DCMAKE_BUILD_TYPE=Release -DLLAMA_BUILD_TESTS=OFF \
 		-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF \
@@ -99,10 +107,73 @@ set -e
 [ "$rc" -ne 0 ] || fail "run 3 exited 0 with a full context"
 [ "$(field 2 short)" = context_full ] || fail "run 3: short is $(field 2 short), error: $(field 2 error)"
 
+# llama-cpp-python's own server (PEERS_LCP=1): the package from the same sdist, its C library
+# built shared from the same vendor/llama.cpp (the package's own build is skipped), in the venv
+if [ "${PEERS_LCP:-0}" = 1 ]; then
+	SH=$P/llama-shared
+	if [ ! -e "$SH/bin/libllama.so" ]; then
+		say "building libllama.so (shared, CPU, -j$JOBS) for llama-cpp-python"
+		cmake -S "$src_dir" -B "$SH" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DLLAMA_BUILD_TESTS=OFF \
+			-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
+			-DLLAMA_BUILD_COMMON=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=ON >"$P/cmake-shared.log" 2>&1 &&
+			cmake --build "$SH" --target llama -j"$JOBS" >"$P/build-shared.log" 2>&1 ||
+			fail "libllama.so build (logs: $P/cmake-shared.log, $P/build-shared.log)"
+	fi
+	export LLAMA_CPP_LIB_PATH="$SH/bin"
+	if ! "$PY" -c 'import llama_cpp.server' 2>/dev/null; then
+		say "installing llama-cpp-python[server] from $sdist into $P/venv (no C build: LLAMA_BUILD=OFF)"
+		CMAKE_ARGS="-DLLAMA_BUILD=OFF -DLLAVA_BUILD=OFF" "$P/venv/bin/pip" install -q "$sdist[server]" ||
+			fail "pip install llama-cpp-python[server]"
+	fi
+	AIME=$LOGDIR/aime.jsonl
+	echo '{"problem": "Find the number of ordered pairs (a, b) of positive integers with a + b = 20."}' >"$AIME"
+	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	"$PY" -m llama_cpp.server --model "$MODEL" --host 127.0.0.1 --port "$port" --n_ctx $((8192 + D)) --n_threads "$THREADS" \
+		>"$LOGDIR/lcp-server.log" 2>&1 &
+	SRV_PID=$!
+	say "run 4: --url llama-cpp-python http://127.0.0.1:$port (pid $SRV_PID), greedy, D=$D"
+	"$FT" decode --url "http://127.0.0.1:$port" --decode "$D" --greedy --aime "$AIME" --server-timeout 300 \
+		--json "$ROWS" || fail "run 4 exited $?"
+	say "run 4: the engine's own figure for the measured request (server log): $(grep 'eval time' "$LOGDIR/lcp-server.log" | grep -v prompt | tail -n 1 | sed 's/^.*eval time = *//')"
+	# the same request without streaming: its usage says how many tokens greedy decoding makes
+	twin=$("$PY" - "$port" "$D" <<'PYEOF'
+import json, sys, urllib.request
+port, d = sys.argv[1], int(sys.argv[2])
+text = "Find the number of ordered pairs (a, b) of positive integers with a + b = 20.\nPlease reason step by step, and put your final answer within \\boxed{}."
+body = {"model": "x", "messages": [{"role": "user", "content": text}], "stream": False, "max_tokens": d,
+        "ignore_eos": True, "temperature": 0.0, "top_p": 1.0,
+        "chat_template_kwargs": {"enable_thinking": True, "thinking": True}}
+req = urllib.request.Request("http://127.0.0.1:%s/v1/chat/completions" % port, json.dumps(body).encode(),
+                             {"Content-Type": "application/json"})
+print(json.load(urllib.request.urlopen(req))["usage"]["completion_tokens"])
+PYEOF
+)
+	say "run 4: ftbench counted $(field 3 completion_tokens) tokens from chunks; the non-streamed twin's usage: $twin"
+	[ "$(field 3 server_kind)" = openai ] || fail "run 4 detected $(field 3 server_kind), not openai"
+	[ "$(field 3 tokens_from)" = chunks ] || fail "run 4: tokens from $(field 3 tokens_from)"
+	[ "$(field 3 completion_tokens)" = "$twin" ] || fail "run 4 counted $(field 3 completion_tokens), usage says $twin"
+	say "run 5: --server-kind vllm sends top_k -1: llama-cpp-python's 500 must be shown whole"
+	set +e
+	"$FT" decode --url "http://127.0.0.1:$port" --server-kind vllm --decode 8 --greedy --json "$ROWS" >"$LOGDIR/run5.txt" 2>&1
+	rc=$?
+	set -e
+	kill "$SRV_PID"; wait "$SRV_PID" 2>/dev/null || true; SRV_PID=
+	[ "$rc" -ne 0 ] || fail "run 5 exited 0"
+	grep -q "Input should be greater than or equal to 0" "$LOGDIR/run5.txt" || { cat "$LOGDIR/run5.txt" >&2; fail "run 5: the message is cut"; }
+	say "run 6: llama-cpp-python with --n_ctx 64: HTTP 200 and no event must be \"the server sent no tokens\""
+	set +e
+	"$FT" decode --server-kind openai --server-cmd "$PY -m llama_cpp.server --model {model} --host {host} --port {port} --n_ctx 64 --n_threads $THREADS" \
+		--model "$MODEL" --decode 32 --server-timeout 300 --driver-wait 0 --log-dir "$LOGDIR" --json "$ROWS" >/dev/null 2>&1
+	rc=$?
+	set -e
+	[ "$rc" -ne 0 ] || fail "run 6 exited 0"
+	case "$(field 5 error)" in *"the server sent no tokens"*"still running"*) ;; *) fail "run 6: $(field 5 error)" ;; esac
+fi
+
 python3 - "$ROWS" <<'EOF'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-print("\ntest-peers: ftbench decode against llama-server (tiny random llama, CPU)")
+print("\ntest-peers: ftbench decode against peer servers (tiny random llama, CPU)")
 print("%-6s %-10s %5s %9s %9s %7s %8s %8s %9s %9s %-7s %s" % ("run", "kind", "D", "tok/s", "srv tok/s", "ratio",
       "p50 ms", "p99 ms", "ttft ms", "cold ms", "from", "finish"))
 for i, r in enumerate(rows):
