@@ -805,8 +805,10 @@ static void test_error_body_lines(void **st)
 	assert_int_equal(rc, 1);
 	const char *e = str(json_array_get(rows, 0), "error");
 	assert_non_null(strstr(e, "HTTP 500"));
-	assert_non_null(strstr(e, "1 validation error for CreateChatCompletionRequest\ntop_k\n  Input should be greater "
-				  "than or equal to 0 [type=greater_than_equal, input_value=-1, input_type=int]"));
+	assert_non_null(strstr(e, "HTTP 500: 1 validation error:\n  {'type': 'greater_than_equal', 'loc': ('body', "
+				  "'top_k'), 'msg': 'Input should be greater than or equal to 0', 'input': -1, 'ctx': {'ge': 0}}\n\n"
+				  "  File \"/venv/lib/python3.11/site-packages/llama_cpp/server/app.py\", line 376, in "
+				  "create_chat_completion\n    POST /v1/chat/completions"));
 	const char *out = last_output();
 	assert_non_null(strstr(out, "Input should be greater than or equal to 0"));
 	json_decref(rows);
