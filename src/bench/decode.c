@@ -338,9 +338,10 @@ int ftdecode_run(const struct ftdecode_cfg *c, const char *backend, struct ftdec
 		if (c->server_cmd && nflags && !ftsrv_template_has_flags(tmpl) && !c->append_flags)
 			warn(r, "--server-cmd has no {flags}: the %s flags (%d words) are not passed (--append-flags "
 			     "passes them)", ftsrv_kind_name((enum ftsrv_kind)kind), nflags);
-		if (kind != FTSRV_FREETOKEN && c->serve.gpu)
-			warn(r, "--gpu %s is passed only to a FreeToken server; set CUDA_VISIBLE_DEVICES for %s", c->serve.gpu,
-			     ftsrv_kind_name((enum ftsrv_kind)kind));
+		const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+		if (kind != FTSRV_FREETOKEN && c->serve.gpu && !(cvd && *cvd))
+			warn(r, "--gpu %s is passed only to a FreeToken server; a %s server uses the GPUs of "
+			     "CUDA_VISIBLE_DEVICES (unset here)", c->serve.gpu, ftsrv_kind_name((enum ftsrv_kind)kind));
 		ftsrv_argv_string(argv, r->server_cmd, sizeof r->server_cmd);
 		char log[512];
 		snprintf(log, sizeof log, "%s/ftbench-decode-%d-%s.log", c->log_dir ? c->log_dir : "/tmp", (int)getpid(),
