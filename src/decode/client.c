@@ -176,10 +176,9 @@ int ftdc_detect_kind(const char *base, double timeout_s, int *kind, char *how, s
 {
 	long st = 0;
 	char *body = NULL, why[256];
-	int answered = 0, r;
+	int r;
 	json_t *j;
 	if ((r = ftdc_get(base, "/health", timeout_s, &st, &body, why, sizeof why)) == 0) {
-		answered = 1;
 		j = json_loads(body, JSON_DECODE_ANY, NULL);
 		int ft = json_object_get(j, "maintenance") != NULL;
 		json_decref(j);
@@ -193,29 +192,30 @@ int ftdc_detect_kind(const char *base, double timeout_s, int *kind, char *how, s
 		snprintf(how, n, "%s", why); /* nothing answered HTTP at all */
 		return r;
 	}
-	if (ftdc_get(base, "/v1/models", timeout_s, &st, &body, why, sizeof why) == 0) {
-		answered = 1;
-		if (st != 200) {
-			/* still loading (llama-server answers 503 everywhere then): too early to tell */
-			char msg[120];
-			body_message(body, strlen(body), msg, sizeof msg);
-			snprintf(how, n, "GET /v1/models: HTTP %ld%s%s (not ready; the kind is not known yet)", st,
-				 msg[0] ? ": " : "", msg);
-			free(body);
-			return -EAGAIN;
-		}
-		j = json_loads(body, 0, NULL);
-		const char *o = json_string_value(json_object_get(json_array_get(json_object_get(j, "data"), 0), "owned_by"));
-		int k = !o ? -1 : !strcasecmp(o, "llamacpp") || !strcasecmp(o, "llama.cpp") ? FTSRV_LLAMACPP :
-			!strcasecmp(o, "vllm") ? FTSRV_VLLM : !strcasecmp(o, "sglang") ? FTSRV_SGLANG : -1;
-		if (k >= 0)
-			snprintf(how, n, "/v1/models owned_by \"%s\"", o);
-		json_decref(j);
+	if ((r = ftdc_get(base, "/v1/models", timeout_s, &st, &body, why, sizeof why)) < 0) {
+		snprintf(how, n, "%s", why);
+		return r;
+	}
+	if (st != 200) {
+		/* still loading (llama-server answers 503 everywhere then): too early to tell */
+		char msg[120];
+		body_message(body, strlen(body), msg, sizeof msg);
+		snprintf(how, n, "GET /v1/models: HTTP %ld%s%s (not ready; the kind is not known yet)", st,
+			 msg[0] ? ": " : "", msg);
 		free(body);
-		if (k >= 0) {
-			*kind = k;
-			return 0;
-		}
+		return -EAGAIN;
+	}
+	j = json_loads(body, 0, NULL);
+	const char *o = json_string_value(json_object_get(json_array_get(json_object_get(j, "data"), 0), "owned_by"));
+	int k = !o ? -1 : !strcasecmp(o, "llamacpp") || !strcasecmp(o, "llama.cpp") ? FTSRV_LLAMACPP :
+		!strcasecmp(o, "vllm") ? FTSRV_VLLM : !strcasecmp(o, "sglang") ? FTSRV_SGLANG : -1;
+	if (k >= 0)
+		snprintf(how, n, "/v1/models owned_by \"%s\"", o);
+	json_decref(j);
+	free(body);
+	if (k >= 0) {
+		*kind = k;
+		return 0;
 	}
 	static const struct {
 		const char *path, *key;
@@ -226,7 +226,6 @@ int ftdc_detect_kind(const char *base, double timeout_s, int *kind, char *how, s
 	for (size_t i = 0; i < sizeof probe / sizeof probe[0]; i++) {
 		if (ftdc_get(base, probe[i].path, timeout_s, &st, &body, why, sizeof why) < 0)
 			continue;
-		answered = 1;
 		j = st == 200 ? json_loads(body, 0, NULL) : NULL;
 		int hit = json_is_object(j) && (!probe[i].key || json_object_get(j, probe[i].key));
 		json_decref(j);
@@ -237,10 +236,6 @@ int ftdc_detect_kind(const char *base, double timeout_s, int *kind, char *how, s
 				 probe[i].key ? probe[i].key : "");
 			return 0;
 		}
-	}
-	if (!answered) {
-		snprintf(how, n, "no probe answered (%s)", why);
-		return -EIO;
 	}
 	*kind = FTSRV_OPENAI;
 	snprintf(how, n, "none of /health maintenance, owned_by, /props, /get_server_info, /version");
