@@ -20,7 +20,7 @@ enum arg_type {
 	A_PATH,    /* a path that must realpath under a model root */
 	A_GPU,     /* index or uuid, resolved against the inventory */
 	A_SERVER,  /* a decode-server name from the config -> --server-cmd=<template> */
-	A_URL,     /* http(s) URL to loopback or a decode-hosts host */
+	A_URL,     /* a well-formed http(s) URL allowed by decode-urls */
 };
 
 struct ftd_arg {
@@ -231,45 +231,6 @@ static int path_under_roots(const struct ftd_config *cfg, const char *path, char
 	return -1;
 }
 
-static int host_allowed(const struct ftd_config *cfg, const char *url, char *host, size_t hn)
-{
-	const char *p = strstr(url, "://");
-	if (!p)
-		return -1;
-	p += 3;
-	const char *at = NULL;
-	for (const char *q = p; *q && *q != '/'; q++)
-		if (*q == '@')
-			at = q;
-	if (at)
-		return -1; /* no credentials in URLs */
-	size_t l;
-	if (*p == '[') {
-		const char *e = strchr(p, ']');
-		if (!e)
-			return -1;
-		l = (size_t)(e - p - 1);
-		p++;
-	} else {
-		l = strcspn(p, ":/?#");
-	}
-	if (l == 0 || l >= hn)
-		return -1;
-	memcpy(host, p, l);
-	host[l] = '\0';
-	for (char *c = host; *c; c++)
-		if (*c >= 'A' && *c <= 'Z')
-			*c = (char)(*c - 'A' + 'a');
-	if (!strcmp(host, "localhost") || !strcmp(host, "::1"))
-		return 0;
-	if (!strncmp(host, "127.", 4) && strspn(host, "0123456789.") == strlen(host))
-		return 0;
-	for (int i = 0; i < cfg->n_decode_hosts; i++)
-		if (!strcasecmp(cfg->decode_hosts[i], host))
-			return 0;
-	return 1;
-}
-
 int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ftd_config *cfg,
 		   const char *worker, const struct ftgpu_info *gpus, int ngpus, int *gpu_pos,
 		   char ***argv_out, struct ftd_err *err)
@@ -439,14 +400,17 @@ int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ft
 			break;
 		}
 		case A_SERVER: {
-			const char *tmpl = json_is_string(v) ? ftd_config_decode_server(cfg, json_string_value(v)) : NULL;
-			if (!json_is_string(v)) {
-				ftd_err_set(err, 400, "invalid_argument", field, "%s: expected a server name", field);
+			const char *name = json_string_value(v);
+			if (!name || ftd_server_name_len(name, strlen(name)) < 0) {
+				ftd_err_set(err, 400, "invalid_argument", field,
+					    "%s: expected a server name of 1 to %d of A-Z a-z 0-9 _ . -", field,
+					    FTD_SERVER_NAME_MAX);
 				goto fail;
 			}
+			const char *tmpl = ftd_config_decode_server(cfg, name);
 			if (!tmpl) {
-				ftd_err_set(err, 403, "forbidden", field, "%s: '%.64s' is not a decode-server in the config",
-					    field, json_string_value(v));
+				ftd_err_set(err, 403, "forbidden", field, "%s: '%s' is not a decode-server in the config",
+					    field, name);
 				goto fail;
 			}
 			push(&b, flagval(a->flag, tmpl));
@@ -454,17 +418,16 @@ int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ft
 			break;
 		}
 		case A_URL: {
-			char host[256];
-			const char *u = json_is_string(v) ? json_string_value(v) : "";
-			if (strlen(u) > 2048 || (strncmp(u, "http://", 7) && strncmp(u, "https://", 8))) {
-				ftd_err_set(err, 400, "invalid_argument", field, "%s: expected an http(s) URL", field);
+			char why[160];
+			const char *u = json_string_value(v);
+			if (!u || ftd_url_check(u, why, sizeof why) < 0) {
+				ftd_err_set(err, 400, "invalid_argument", field, "%s: %s", field,
+					    u ? why : "expected an http(s) URL");
 				goto fail;
 			}
-			int r = host_allowed(cfg, u, host, sizeof host);
-			if (r != 0) {
-				ftd_err_set(err, r < 0 ? 400 : 403, r < 0 ? "invalid_argument" : "forbidden", field,
-					    r < 0 ? "%s: cannot parse the host" : "%s: host is neither loopback nor in decode-hosts",
-					    field);
+			if (!ftd_config_url_allowed(cfg, u)) {
+				ftd_err_set(err, 403, "forbidden", field, "%s: not in decode-urls of the config%s", field,
+					    cfg->n_decode_urls ? "" : " (none configured)");
 				goto fail;
 			}
 			push(&b, flagval(a->flag, u));

@@ -24,7 +24,6 @@
 #include "util/fsutil.h"
 #include "util/timeutil.h"
 
-#define MAX_POLL 1024
 
 static char *env_dir(const char *var, const char *suffix)
 {
@@ -248,6 +247,26 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
+	if ((e = ftd_procs_init()) < 0) {
+		ftd_log(FTD_LOG_ERR, "cannot become the subreaper of the jobs: %s", strerror(-e));
+		release_all();
+		return 1;
+	}
+	/* temp files of atomic writes a kill -9 interrupted (journal, profiles, records) */
+	const char *swept[] = {ftd.jobs_dir, ftd.logs_dir, ftd.profile_dir, NULL};
+	for (const char **dir = swept; *dir; dir++) {
+		int k = ftfs_sweep_temps(*dir);
+		if (k > 0)
+			ftd_log(FTD_LOG_NOTICE, "removed %d stale temp file(s) from %s", k, *dir);
+	}
+	char *rundir;
+	if (asprintf(&rundir, "%s/run", ftd.state_dir) >= 0) {
+		ftfs_sweep_temps(rundir);
+		free(rundir);
+	}
+	pthread_mutex_lock(&ftd.lock);
+	ftd_procs_recover();
+	pthread_mutex_unlock(&ftd.lock);
 	ftd_inventory_load();
 	pthread_mutex_lock(&ftd.lock);
 	r = ftd_jobs_load();
@@ -278,11 +297,13 @@ int main(int argc, char **argv)
 
 	int stop_logged = 0;
 	uint64_t retention_next = 0;
+	struct pollfd *pfd = NULL;
+	struct ftd_job **owner = NULL;
+	int pcap = 0;
 	for (;;) {
-		struct pollfd pfd[MAX_POLL];
-		struct ftd_job *owner[MAX_POLL];
 		pthread_mutex_lock(&ftd.lock);
 		ftd_runner_reap();
+		ftd_procs_track();
 		int tmo = ftd_runner_timers();
 		ftd_runner_finish_ready();
 		uint64_t now = ft_now_ns();
@@ -292,9 +313,26 @@ int main(int argc, char **argv)
 		}
 		ftd_sched();
 		int done = ftd.stopping && ftd_runner_busy() == 0;
+		int need = 2 + ftd_runner_npollfds();
+		if (need > pcap) {
+			/* no fixed limit: the arrays grow with the running jobs (max-running caps them) */
+			struct pollfd *np = realloc(pfd, sizeof *pfd * (size_t)need * 2);
+			struct ftd_job **no = np ? realloc(owner, sizeof *owner * (size_t)need * 2) : NULL;
+			if (np)
+				pfd = np;
+			if (no) {
+				owner = no;
+				pcap = need * 2;
+			}
+		}
+		if (!pfd || !owner) {
+			pthread_mutex_unlock(&ftd.lock);
+			ftd_log(FTD_LOG_ERR, "out of memory for the poll set");
+			break;
+		}
 		pfd[0] = (struct pollfd){.fd = sfd, .events = POLLIN};
 		pfd[1] = (struct pollfd){.fd = ftd.wake_fd, .events = POLLIN};
-		int n = 2 + ftd_runner_pollfds(pfd + 2, owner + 2, MAX_POLL - 2);
+		int n = 2 + ftd_runner_pollfds(pfd + 2, owner + 2, pcap - 2);
 		tmo = ftd_runner_timers(); /* the scheduler may have started jobs */
 		pthread_mutex_unlock(&ftd.lock);
 		if (done)
@@ -345,6 +383,8 @@ int main(int argc, char **argv)
 		pthread_mutex_unlock(&ftd.lock);
 	}
 
+	free(pfd);
+	free(owner);
 	if (!stop_logged)
 		sd_notify(0, "STOPPING=1");
 	MHD_quiesce_daemon(http);
