@@ -41,16 +41,78 @@ int ftlw_parse_modes(const char *s, unsigned *out)
 	return *out ? 0 : -EINVAL;
 }
 
-void ftlw_default_ftw_dir(const char *model, char *buf, size_t n)
+void ftlw_ftw_template(const char *parent, const char *model, char *buf, size_t n)
 {
-	char tmp[PATH_MAX];
+	char tmp[PATH_MAX], name[65];
 	snprintf(tmp, sizeof tmp, "%s", model);
-	size_t l = strlen(tmp);
+	size_t l = strlen(tmp), k = 0;
 	while (l > 1 && tmp[l - 1] == '/')
 		tmp[--l] = '\0';
 	const char *base = strrchr(tmp, '/');
 	base = base ? base + 1 : tmp;
-	snprintf(buf, n, "/var/tmp/ftw_%s", *base ? base : "model");
+	for (const char *c = base; *c && k < sizeof name - 1; c++) {
+		int ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-' ||
+			 *c == '_' || (*c == '.' && k > 0);
+		name[k++] = ok ? *c : '_';
+	}
+	name[k] = '\0';
+	snprintf(buf, n, "%s/ftw-%s.XXXXXX", parent && *parent ? parent : FTLW_FTW_PARENT, k ? name : "model");
+}
+
+/* Remove a directory this run made with mkdtemp and everything in it (only regular files and
+ * links are ever written there; links are removed, never followed). */
+static void remove_created(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			unlinkat(dirfd(d), de->d_name, 0);
+	closedir(d);
+	rmdir(dir);
+}
+
+/* A conversion of model kept by an earlier --keep-ftw run directly in parent (a directory
+ * ftw-<name>.XXXXXX of ours, not a link, whose index names this model) into out; 1 found. */
+static int find_kept(const char *parent, const char *model, char *out, size_t n)
+{
+	char tmpl[PATH_MAX + 128], real[PATH_MAX];
+	if (!realpath(model, real))
+		return 0;
+	ftlw_ftw_template(parent, model, tmpl, sizeof tmpl);
+	const char *base = strrchr(tmpl, '/') + 1;
+	size_t pl = strlen(base) - 6; /* "ftw-<name>." */
+	DIR *d = opendir(parent);
+	if (!d)
+		return 0;
+	int found = 0;
+	struct dirent *de;
+	while (!found && (de = readdir(d))) {
+		struct stat st;
+		if (strncmp(de->d_name, base, pl) || strlen(de->d_name) != pl + 6 ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) ||
+		    st.st_uid != geteuid())
+			continue;
+		char idx[PATH_MAX + 300];
+		snprintf(idx, sizeof idx, "%s/%s/%s", parent, de->d_name, FTW_INDEX);
+		json_t *j = json_load_file(idx, 0, NULL);
+		const char *src = json_string_value(json_object_get(j, "source_model_path"));
+		if (src && !strcmp(src, real) && strlen(parent) + strlen(de->d_name) + 2 <= n) {
+			memcpy(out, parent, strlen(parent));
+			out[strlen(parent)] = '/';
+			strcpy(out + strlen(parent) + 1, de->d_name);
+			found = 1;
+		}
+		json_decref(j);
+	}
+	closedir(d);
+	return found;
 }
 
 int ftlw_evict_dir(const char *dir)
@@ -151,10 +213,9 @@ int ftlw_worker(const char *mode, const struct ftlw_opts *o, json_t **row, char 
 {
 	*row = NULL;
 	char ftw_dir[PATH_MAX];
-	if (o->ftw_dir)
-		snprintf(ftw_dir, sizeof ftw_dir, "%s", o->ftw_dir);
-	else
-		ftlw_default_ftw_dir(o->model, ftw_dir, sizeof ftw_dir);
+	if (!o->ftw_dir && (!strcmp(mode, "ftw-convert") || !strcmp(mode, "ftw")))
+		return fterr_set(err, errlen, -EINVAL, "mode %s needs the FTW directory (--ftw-dir)", mode);
+	snprintf(ftw_dir, sizeof ftw_dir, "%s", o->ftw_dir ? o->ftw_dir : "");
 	struct ftload_opts lo = {FTLOAD_AUTO, o->workers, o->chunk_bytes, o->rep};
 	struct sampler smp;
 	int rc;
@@ -317,33 +378,41 @@ int ftlw_run(const struct ftlw_opts *o, json_t **result, char *err, size_t errle
 {
 	*result = NULL;
 	unsigned modes = o->modes | FTLW_BASELINE;
-	char ftw_dir[PATH_MAX];
-	if (o->ftw_dir)
-		snprintf(ftw_dir, sizeof ftw_dir, "%s", o->ftw_dir);
-	else
-		ftlw_default_ftw_dir(o->model, ftw_dir, sizeof ftw_dir);
+	/* the conversion goes into a fresh directory of ours (mkdtemp) inside --ftw-dir (made when
+	 * missing) or FTLW_FTW_PARENT, never into a directory that already exists: nothing that was
+	 * there is written, followed or removed */
+	char ftw_dir[PATH_MAX] = "", parent[PATH_MAX];
+	snprintf(parent, sizeof parent, "%s", o->ftw_dir ? o->ftw_dir : FTLW_FTW_PARENT);
 	if (ftftw_is_dir(o->model))
 		return fterr_set(err, errlen, -EINVAL, "%s is an FTW directory: give the original safetensors checkpoint", o->model);
+	int made_parent = 0, kept = 0;
+	if (modes & FTLW_FTW) {
+		if (o->keep_ftw)
+			kept = find_kept(parent, o->model, ftw_dir, sizeof ftw_dir);
+		if (!kept) {
+			if (mkdir(parent, 0700) == 0)
+				made_parent = 1;
+			else if (errno != EEXIST)
+				return fterr_set(err, errlen, -errno, "--ftw-dir %s: %s", parent, strerror(errno));
+			ftlw_ftw_template(parent, o->model, ftw_dir, sizeof ftw_dir);
+			if (!mkdtemp(ftw_dir)) {
+				int e = errno;
+				if (made_parent)
+					rmdir(parent);
+				return fterr_set(err, errlen, -e, "cannot make a directory in %s: %s", parent, strerror(e));
+			}
+		}
+	}
 	json_t *rows = json_array(), *ftw = json_null(), *res = NULL;
 	int rc = 0, ok = 1, step = 0, steps = __builtin_popcount(modes) + !!(modes & FTLW_FTW);
 	double base_s = 0;
 	json_t *base_cks = NULL;
-	int created_ftw = 0;
 	for (int m = 0; m < 4 && rc == 0; m++) {
 		if (!(modes & (1u << m)))
 			continue;
 		const char *mode = mode_names[m];
 		if (m == 2) {
-			int reuse = 0;
-			if (ftftw_is_dir(ftw_dir) && o->keep_ftw) {
-				/* a kept conversion of this model is reused */
-				char idx[PATH_MAX + 32], real[PATH_MAX];
-				snprintf(idx, sizeof idx, "%s/%s", ftw_dir, FTW_INDEX);
-				json_t *j = json_load_file(idx, 0, NULL);
-				const char *src = json_string_value(json_object_get(j, "source_model_path"));
-				reuse = src && realpath(o->model, real) && !strcmp(src, real);
-				json_decref(j);
-			}
+			int reuse = kept; /* a kept conversion of this model is reused */
 			ftreport_progress(o->rep, step++, steps, "ftw-convert");
 			if (reuse) {
 				ftw = json_pack("{s:s,s:b,s:n}", "dir", ftw_dir, "reused", 1, "convert_s");
@@ -353,7 +422,6 @@ int ftlw_run(const struct ftlw_opts *o, json_t **result, char *err, size_t errle
 					ftlw_evict_dir(o->model);
 				if ((rc = spawn(o, "ftw-convert", ftw_dir, &cr, err, errlen)) < 0)
 					break;
-				created_ftw = 1;
 				json_decref(ftw);
 				ftw = cr;
 				json_object_set_new(ftw, "reused", json_false());
@@ -389,21 +457,11 @@ int ftlw_run(const struct ftlw_opts *o, json_t **result, char *err, size_t errle
 		}
 	}
 	ftreport_progress(o->rep, steps, steps, "done");
-	if (created_ftw && !o->keep_ftw) {
-		/* remove what the conversion wrote (the index first) */
-		char p[PATH_MAX + 512];
-		snprintf(p, sizeof p, "%s/%s", ftw_dir, FTW_INDEX);
-		unlink(p);
-		DIR *d = opendir(ftw_dir);
-		struct dirent *de;
-		while (d && (de = readdir(d)))
-			if (de->d_name[0] != '.') {
-				snprintf(p, sizeof p, "%s/%s", ftw_dir, de->d_name);
-				unlink(p);
-			}
-		if (d)
-			closedir(d);
-		rmdir(ftw_dir);
+	if (*ftw_dir && !kept && !o->keep_ftw) {
+		/* remove what this run made: the fresh directory and what was written into it */
+		remove_created(ftw_dir);
+		if (made_parent)
+			rmdir(parent);
 		if (json_is_object(ftw))
 			json_object_set_new(ftw, "kept", json_false());
 	} else if (json_is_object(ftw)) {

@@ -17,8 +17,9 @@ static void usage(FILE *f)
 	fprintf(f, "usage: ftbench load-weights --model DIR [--modes baseline,parallel,ftw[,auto]]\n"
 		   "         [--workers N] [--chunk-mib N] [--shard-gib N] [--ftw-dir DIR] [--keep-ftw]\n"
 		   "         [--no-drop-cache] [--expert-load auto|serial|parallel] [--json] [--result-fd N]\n"
-		   "  baseline (serial loader) always runs as the reference; the FTW copy goes to\n"
-		   "  /var/tmp/ftw_<model name> unless --ftw-dir, and is removed unless --keep-ftw.\n");
+		   "  baseline (serial loader) always runs as the reference; the FTW copy goes to a fresh\n"
+		   "  directory ftw-<model name>.XXXXXX made in --ftw-dir (default " FTLW_FTW_PARENT "), removed\n"
+		   "  with what was written in it unless --keep-ftw (a kept one is reused by the next run).\n");
 }
 
 int cmd_load_weights(int argc, char **argv)

@@ -224,7 +224,13 @@ int ftftw_convert(const char *model_dir, const char *out_dir, const struct ftftw
 			cur = e->shard;
 			cur_base = e->global_off;
 			snprintf(path, sizeof path, "%s/freetoken-%05d.ftw", out_dir, cur);
-			fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+			/* a new file: an old shard of that name (or a link planted there) is replaced,
+			 * never written through */
+			if (unlink(path) < 0 && errno != ENOENT) {
+				rc = fterr_set(err, errlen, -errno, "%s: %s", path, strerror(errno));
+				break;
+			}
+			fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 			if (fd < 0) {
 				rc = fterr_set(err, errlen, -errno, "%s: %s", path, strerror(errno));
 				break;
