@@ -19,6 +19,7 @@ enum ftd_ev_type { EV_STATE, EV_PROGRESS, EV_RESULT, EV_ERROR };
 #define FTD_MAX_EVENTS 4096 /* progress events beyond this are not kept for replay */
 #define FTD_N_KINDS 4
 #define FTD_MAX_GROUPS 64 /* process groups recorded per job */
+#define FTD_ORPHANS_ID "orphans" /* <state>/run record of orphans below the daemon */
 #define FTD_TRACK_NS (300ull * 1000000ull) /* how often running jobs' process trees are recorded */
 
 struct ftd_event {

@@ -261,6 +261,30 @@ void ftd_procs_track(void)
 	if (scan(&v, &n) < 0)
 		return;
 	tops(v, n, getpid());
+	/* orphans below the daemon that no worker's tree holds (a double fork): recorded apart, so
+	 * a kill -9 of the daemon does not lose them */
+	static struct ftd_job orphans = {.id = FTD_ORPHANS_ID};
+	int before = orphans.ngroups;
+	orphans.ngroups = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].top < 0)
+			continue;
+		int worker = 0;
+		for (struct ftd_job *j = ftd.head; j && !worker; j = j->next)
+			worker = j->state == ST_RUNNING && v[v[i].top].pid == j->pid;
+		if (!worker) {
+			int leader = find(v, n, v[i].pgid);
+			add_group(&orphans, v[i].pgid, leader >= 0 ? v[leader].start : 0);
+		}
+	}
+	if (orphans.ngroups)
+		write_record(&orphans);
+	else if (before) {
+		char *path = run_path(orphans.id);
+		if (path)
+			unlink(path);
+		free(path);
+	}
 	for (struct ftd_job *j = ftd.head; j; j = j->next) {
 		if (j->state != ST_RUNNING || j->reaped)
 			continue;
@@ -315,7 +339,7 @@ int ftd_procs_end_job(struct ftd_job *j)
 				continue;
 			if (kill(v[i].pid, SIGKILL) == 0) {
 				found++;
-				if (pass == 0 || found == 1)
+				if (pass == 0)
 					ftd_log(FTD_LOG_NOTICE, "job %s: killing leftover process %d", j->id, (int)v[i].pid);
 			}
 		}
@@ -377,7 +401,8 @@ void ftd_procs_recover(void)
 	}
 	struct dirent *e;
 	while ((e = readdir(d))) {
-		if (strlen(e->d_name) != 16 || strspn(e->d_name, "0123456789abcdef") != 16)
+		if ((strlen(e->d_name) != 16 || strspn(e->d_name, "0123456789abcdef") != 16) &&
+		    strcmp(e->d_name, FTD_ORPHANS_ID))
 			continue;
 		char path[4096];
 		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
