@@ -100,8 +100,11 @@ static json_t *get_json(const char *base, const char *path, double timeout_s, ch
 		goto out;
 	}
 	j = r.json ? json_incref(r.json) : json_loadb(r.body, r.len, 0, NULL);
-	if (!j)
-		snprintf(why, whylen, "GET %s: HTTP %ld, not JSON: %.120s", path, r.status, r.body);
+	if (!j) {
+		char ex[FTCURL_EXCERPT + 8];
+		ftstr_excerpt(ex, sizeof ex, r.body, r.len, FTCURL_EXCERPT);
+		snprintf(why, whylen, "GET %s: HTTP %ld, not JSON: %s", path, r.status, ex);
+	}
 out:
 	ftcurl_resp_release(&r);
 	return j;
@@ -198,7 +201,9 @@ static void describe_status(const struct sctx *x, char *buf, size_t n)
 		ftcurl_describe_error(&r, d, sizeof d);
 		snprintf(buf, n, "HTTP %ld: %s", x->status, d);
 	} else {
-		snprintf(buf, n, "HTTP %ld: %.300s", x->status, x->errbody);
+		char ex[FTCURL_EXCERPT + 8];
+		ftstr_excerpt(ex, sizeof ex, x->errbody, x->errlen, FTCURL_EXCERPT);
+		snprintf(buf, n, "HTTP %ld: %s", x->status, ex);
 	}
 	json_decref(r.json);
 }

@@ -121,3 +121,33 @@ int ftstr_copy(char *dst, size_t n, const char *src)
 	memcpy(dst, src, l + 1);
 	return 0;
 }
+
+void ftstr_excerpt(char *dst, size_t n, const char *src, size_t len, size_t max)
+{
+	size_t i = 0, shown = 0;
+	int space = 0;
+	if (!n)
+		return;
+	for (size_t k = 0; src && k < len && src[k]; k++) {
+		unsigned char c = (unsigned char)src[k];
+		if (c <= 0x20 || c == 0x7f) {
+			space = i > 0;
+			continue;
+		}
+		if (shown >= max || i + (space ? 2 : 1) + 4 > n) {
+			if (i + 4 <= n) {
+				memcpy(dst + i, "...", 3);
+				i += 3;
+			}
+			break;
+		}
+		if (space) {
+			dst[i++] = ' ';
+			shown++;
+			space = 0;
+		}
+		dst[i++] = c < 0x7f ? (char)c : '?';
+		shown++;
+	}
+	dst[i] = '\0';
+}

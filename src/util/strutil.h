@@ -18,4 +18,8 @@ int ftstr_parse_double_list(const char *s, double lo, double hi, double *out, in
 
 /* Copy src into dst of size n, always NUL-terminated; returns -ENAMETOOLONG if truncated. */
 int ftstr_copy(char *dst, size_t n, const char *src);
+/* A short, printable excerpt of untrusted text (a server's error body) into dst (size n): at
+ * most max characters of src (len bytes, or up to a NUL), runs of spaces and control bytes as
+ * one space, other bytes outside printable ASCII as '?', "..." when cut. */
+void ftstr_excerpt(char *dst, size_t n, const char *src, size_t len, size_t max);
 #endif
