@@ -355,18 +355,24 @@ def fault_suite(t):
 
 
 def _journal_ok(state):
-    bad = []
-    for sub in ("jobs",):
-        p = os.path.join(state, sub)
-        for name in os.listdir(p):
-            if ".tmp." in name:
-                bad.append(f"temp file {sub}/{name}")
-                continue
-            try:
-                with open(os.path.join(p, name)) as f:
-                    json.load(f)
-            except ValueError as e:
-                bad.append(f"corrupt {sub}/{name}: {e}")
+    """Problems of the journal: a record that does not parse, or a temp file that is not being
+    written right now (one that is still there half a second later)."""
+    bad, temps = [], []
+    p = os.path.join(state, "jobs")
+    for name in os.listdir(p):
+        if ".tmp." in name:
+            temps.append(name)
+            continue
+        try:
+            with open(os.path.join(p, name)) as f:
+                json.load(f)
+        except FileNotFoundError:
+            pass  # removed by retention meanwhile
+        except ValueError as e:
+            bad.append(f"corrupt jobs/{name}: {e}")
+    if temps:
+        time.sleep(0.5)
+        bad += [f"temp file jobs/{n}" for n in temps if os.path.exists(os.path.join(p, n))]
     return bad
 
 
