@@ -7,7 +7,7 @@ to do to ftbenchd. The real daemon on loopback with fake workers (tests/fixtures
   config_at_start        argv built from the configuration in force at start (defect 4)
   max_running            max-running caps jobs without a GPU; default the cores (defect 7)
   child_error_text       a failure in the child before exec has its real error (defect 7)
-  many_jobs_polled       550 running jobs are all read (no 511 poll limit) (defect 7)
+  many_jobs_polled       520 running jobs are all read (no 511 poll limit) (defect 7)
   orphan_tree_killed     a double-forked orphan in its own session, empty environment (defect 9)
   fault_suite            112 jobs of 14 faulty workers: states, 0 zombies, 0 leftovers, no fd growth
   kill9_cycles           kill -9 of the daemon at random points, FT_KILL9_CYCLES times (default 10;
@@ -218,15 +218,15 @@ def child_error_text(t):
     """a call that fails in the child before exec (fcntl/dup2 out of descriptors) is reported
     with its error text, not as "the worker exited with status 127": RLIMIT_NOFILE of the
     running daemon is lowered to leave room for the parent's pipes but not for the child's"""
-    d = Daemon(t.tmp, "childerr", "--max-running", "1", env={"FAKE_GPUS": "0"}).start()
+    d = Daemon(t.tmp, "childerr").start()  # the victim waits for the blocker's GPU
     seen = []
     try:
         pid = d.proc.pid
         soft, hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)
         for k in range(3, 16):
-            blocker = d.submit("cache-copy", {"models": "fake-sleep"})
+            blocker = d.submit("cache-copy", {"models": "fake-sleep", "gpu": 0})
             d.wait(blocker["id"], ("running",))
-            victim = d.submit("cache-copy", {"repeat": 1})
+            victim = d.submit("cache-copy", {"repeat": 1, "gpu": 0})
             time.sleep(0.1)
             resource.prlimit(pid, resource.RLIMIT_NOFILE, (nfds(pid) + k, hard))
             try:
@@ -245,9 +245,11 @@ def child_error_text(t):
 
 @test
 def many_jobs_polled(t):
-    """polling stopped at 511 running jobs (a fixed 1024-entry poll set): 550 running jobs are
+    """polling stopped at 511 running jobs (a fixed 1024-entry poll set): 520 running jobs are
     all read (each shows its progress), cancelled, and leave nothing behind"""
-    n = 550
+    n = 520
+    if "san" in os.path.basename(dt.BUILD):
+        return "SKIP 520 sanitizer-built workers at once would take several GiB"
     d = Daemon(t.tmp, "many", "--max-running", "1000", "--max-queue", "1000", env={"FAKE_GPUS": "0"}).start()
     try:
         ids = [d.submit("cache-copy", {"models": "fake-sleep"})["id"] for _ in range(n)]
@@ -485,8 +487,9 @@ def main():
                 continue
             t0 = time.time()
             try:
-                fn(t)
-                print(f"ok {n} - {fn.__name__} ({time.time() - t0:.1f} s)")
+                skip = fn(t)
+                note = f" # {skip}" if isinstance(skip, str) else ""
+                print(f"ok {n} - {fn.__name__} ({time.time() - t0:.1f} s){note}")
             except Exception:
                 failed += 1
                 print(f"not ok {n} - {fn.__name__}")
