@@ -162,7 +162,7 @@ int ftd_runner_start(struct ftd_job *j, char *why, size_t n)
 	char **env = NULL;
 
 	snprintf(path, sizeof path, "%s/%s.log", ftd.logs_dir, j->id);
-	logfd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND, 0640);
+	logfd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND | O_NOFOLLOW, 0640);
 	if (logfd < 0) {
 		snprintf(why, n, "cannot open the job log %s: %s", path, strerror(errno));
 		goto fail;

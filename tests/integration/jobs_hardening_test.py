@@ -253,7 +253,7 @@ def many_jobs_polled(t):
     d = Daemon(t.tmp, "many", "--max-running", "1000", "--max-queue", "1000", env={"FAKE_GPUS": "0"}).start()
     try:
         ids = [d.submit("cache-copy", {"models": "fake-sleep"})["id"] for _ in range(n)]
-        deadline = time.time() + 120 * SLOW
+        deadline = time.time() + 300 * SLOW  # 520 process starts on a busy 2-core machine
         while True:
             st, _, lst = d.json("GET", "/benchmark/jobs?limit=1000")
             js = [j for j in lst["jobs"] if j["id"] in ids]
@@ -347,8 +347,10 @@ def fault_suite(t):
         left = descendants(d.proc.pid)
         zombies = [p for p, s in left.items() if s == "Z"]
         assert not left, f"left below the daemon: {left} (zombies {zombies})"
-        fd1 = nfds(d.proc.pid)
-        assert fd1 <= fd0, f"daemon fds grew from {fd0} to {fd1}"
+        deadline = time.time() + 3 * SLOW  # an HTTP connection the client just closed may linger briefly
+        while (fd1 := nfds(d.proc.pid)) > fd0 and time.time() < deadline:
+            time.sleep(0.1)
+        assert fd1 <= fd0, f"daemon fds grew from {fd0} to {fd1}: {os.listdir(f'/proc/{d.proc.pid}/fd')}"
         assert d.req("GET", "/health")[0] == 200
         print(f"# fault suite: {len(jobs)} jobs of {len(FAULTS)} kinds in {elapsed:.1f} s, "
               f"{len(escaped)} grandchildren all ended, 0 zombies, 0 leftovers, daemon fds {fd0} -> {fd1}")
