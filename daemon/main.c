@@ -2,6 +2,7 @@
  * eventfd; the loop starts jobs, reads their pipes, reaps them, enforces timeouts, pings the
  * watchdog and, on SIGTERM, stops the workers and records them before it exits. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -183,6 +184,29 @@ static int open_listen(int *fd_out, int *activated)
 	return 0;
 }
 
+/* The temp files an interrupted write left in the profile history (<profile-dir>/history/<name>/). */
+static void sweep_history(void)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s/history", ftd.profile_dir);
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		struct stat st;
+		char sub[PATH_MAX + 256];
+		if (e->d_name[0] == '.' || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(st.st_mode))
+			continue;
+		snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name);
+		int k = ftfs_sweep_temps(sub);
+		if (k > 0)
+			ftd_log(FTD_LOG_NOTICE, "removed %d stale temp file(s) from %s", k, sub);
+	}
+	closedir(d);
+}
+
 static void release_all(void)
 {
 	ftd_jobs_free_all();
@@ -264,6 +288,7 @@ int main(int argc, char **argv)
 		ftfs_sweep_temps(rundir);
 		free(rundir);
 	}
+	sweep_history();
 	pthread_mutex_lock(&ftd.lock);
 	ftd_procs_recover();
 	pthread_mutex_unlock(&ftd.lock);

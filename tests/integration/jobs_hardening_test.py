@@ -425,9 +425,10 @@ def kill9_cycles(t):
             stats["tmp_before"] += sum(1 for n in os.listdir(os.path.join(d.state, "jobs")) if ".tmp." in n)
             # what a kill -9 in the middle of an atomic write leaves (the window is too short to
             # hit by chance in a few cycles): a temp file beside the journal and the profiles
-            os.makedirs(d.prof, exist_ok=True)
+            os.makedirs(os.path.join(d.prof, "history", "host"), exist_ok=True)
             for p in (os.path.join(d.state, "jobs", f"{ids[0] if ids else 'x'}.json.tmp.Ab12Cd"),
-                      os.path.join(d.prof, "GPU-x.json.tmp.Ab12Cd")):
+                      os.path.join(d.prof, "GPU-x.json.tmp.Ab12Cd"),
+                      os.path.join(d.prof, "history", "host", "1795000000000.json.tmp.Ab12Cd")):
                 with open(p, "w") as f:
                     f.write('{"half')
             d.start()
@@ -444,7 +445,14 @@ def kill9_cycles(t):
                     stats["untracked_alive"] += 1
                     os.kill(p, signal.SIGKILL)
             problems += [f"cycle {c}: {b}" for b in _journal_ok(d.state)]
+            hist = os.path.join(d.prof, "history")
+            for sub in (os.listdir(hist) if os.path.isdir(hist) else []):
+                problems += [f"cycle {c}: history temp file {sub}/{n}" for n in os.listdir(os.path.join(hist, sub))
+                             if ".tmp." in n and os.path.exists(os.path.join(hist, sub, n))
+                             and (time.sleep(0.5) or os.path.exists(os.path.join(hist, sub, n)))]
             for name in (os.listdir(d.prof) if os.path.isdir(d.prof) else []):
+                if os.path.isdir(os.path.join(d.prof, name)):
+                    continue
                 if ".tmp." in name:
                     problems.append(f"cycle {c}: profile temp file {name}")
                     continue
@@ -466,7 +474,7 @@ def kill9_cycles(t):
     print(f"# kill -9 cycles: {cycles} in {elapsed:.1f} s, {stats['jobs']} jobs, {stats['tracked']} processes of "
           f"the killed instances' jobs had to end, {stats['leftover']} survived the restart; "
           f"{stats['untracked_alive']} grandchildren seen < 0.6 s before the kill survived; "
-          f"{stats['tmp_before']} temp files left by kill -9 itself (+{2 * cycles} planted), all swept; "
+          f"{stats['tmp_before']} temp files left by kill -9 itself (+{3 * cycles} planted), all swept; "
           f"{len(problems)} problems")
     assert not problems, problems
     assert rc == 0, rc
