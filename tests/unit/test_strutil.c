@@ -57,11 +57,27 @@ static void test_copy(void **s)
 	assert_string_equal(b, "abc");
 }
 
+/* issue 17 defect 5: an untrusted body as a short printable excerpt */
+static void test_excerpt(void **s)
+{
+	char b[32];
+	ftstr_excerpt(b, sizeof b, "  a\r\n\tb\x01" "c\xc3\xa9 ", (size_t)-1, 20);
+	assert_string_equal(b, "a b c??");
+	ftstr_excerpt(b, sizeof b, "0123456789abcdef", (size_t)-1, 10);
+	assert_string_equal(b, "0123456789...");
+	ftstr_excerpt(b, 8, "0123456789abcdef", (size_t)-1, 100);
+	assert_string_equal(b, "0123..."); /* 7 characters and the NUL fill 8 */
+	ftstr_excerpt(b, sizeof b, "abc\0def", 7, 100);
+	assert_string_equal(b, "abc");
+	ftstr_excerpt(b, sizeof b, NULL, 0, 10);
+	assert_string_equal(b, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_long), cmocka_unit_test(test_double),
-		cmocka_unit_test(test_lists), cmocka_unit_test(test_copy),
+		cmocka_unit_test(test_lists), cmocka_unit_test(test_copy), cmocka_unit_test(test_excerpt),
 	};
 	return cmocka_run_group_tests_name("strutil", tests, NULL, NULL);
 }
