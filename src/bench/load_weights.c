@@ -17,6 +17,7 @@
 #include "moe/checksum.h"
 #include "moe/ftw.h"
 #include "util/errmsg.h"
+#include "util/fsutil.h"
 #include "util/timeutil.h"
 
 static const char *const mode_names[] = {"baseline", "parallel", "ftw", "auto"};
@@ -41,78 +42,62 @@ int ftlw_parse_modes(const char *s, unsigned *out)
 	return *out ? 0 : -EINVAL;
 }
 
-void ftlw_ftw_template(const char *parent, const char *model, char *buf, size_t n)
+/* The model directory's name with anything but [A-Za-z0-9._-] as '_' (no leading '.'). */
+static void model_name(const char *model, char *name, size_t n)
 {
-	char tmp[PATH_MAX], name[65];
+	char tmp[PATH_MAX];
 	snprintf(tmp, sizeof tmp, "%s", model);
 	size_t l = strlen(tmp), k = 0;
 	while (l > 1 && tmp[l - 1] == '/')
 		tmp[--l] = '\0';
 	const char *base = strrchr(tmp, '/');
 	base = base ? base + 1 : tmp;
-	for (const char *c = base; *c && k < sizeof name - 1; c++) {
+	for (const char *c = base; *c && k + 1 < n && k < 64; c++) {
 		int ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-' ||
 			 *c == '_' || (*c == '.' && k > 0);
 		name[k++] = ok ? *c : '_';
 	}
 	name[k] = '\0';
-	snprintf(buf, n, "%s/ftw-%s.XXXXXX", parent && *parent ? parent : FTLW_FTW_PARENT, k ? name : "model");
+	if (!k)
+		snprintf(name, n, "model");
 }
 
-/* Remove a directory this run made with mkdtemp and everything in it (only regular files and
- * links are ever written there; links are removed, never followed). */
-static void remove_created(const char *dir)
+void ftlw_default_ftw_dir(const char *model, char *buf, size_t n)
 {
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	struct dirent *de;
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			unlinkat(dirfd(d), de->d_name, 0);
-	closedir(d);
-	rmdir(dir);
+	char name[72];
+	model_name(model, name, sizeof name);
+	snprintf(buf, n, "%s/ftw_%s", FTLW_FTW_PARENT, name);
 }
 
-/* A conversion of model kept by an earlier --keep-ftw run directly in parent (a directory
- * ftw-<name>.XXXXXX of ours, not a link, whose index names this model) into out; 1 found. */
-static int find_kept(const char *parent, const char *model, char *out, size_t n)
+void ftlw_ftw_template(const char *ftw_dir, const char *model, char *buf, size_t n)
 {
-	char tmpl[PATH_MAX + 128], real[PATH_MAX];
-	if (!realpath(model, real))
+	char name[72];
+	model_name(model, name, sizeof name);
+	if (ftw_dir && *ftw_dir)
+		snprintf(buf, n, "%s/ftw-%s.XXXXXX", ftw_dir, name);
+	else
+		snprintf(buf, n, "%s/ftw_%s.XXXXXX", FTLW_FTW_PARENT, name);
+}
+
+/* 1 when dir is a directory of ours (not a link) holding an FTW index of model (real path). */
+static int kept_at(int at, const char *dir, const char *real)
+{
+	struct stat st;
+	if (fstatat(at, dir, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
 		return 0;
-	ftlw_ftw_template(parent, model, tmpl, sizeof tmpl);
-	const char *base = strrchr(tmpl, '/') + 1;
-	size_t pl = strlen(base) - 6; /* "ftw-<name>." */
-	DIR *d = opendir(parent);
-	if (!d)
+	int fd = openat(at, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), ifd = -1;
+	if (fd >= 0)
+		ifd = openat(fd, FTW_INDEX, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0)
+		close(fd);
+	if (ifd < 0)
 		return 0;
-	int found = 0;
-	struct dirent *de;
-	while (!found && (de = readdir(d))) {
-		struct stat st;
-		if (strncmp(de->d_name, base, pl) || strlen(de->d_name) != pl + 6 ||
-		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) ||
-		    st.st_uid != geteuid())
-			continue;
-		char idx[PATH_MAX + 300];
-		snprintf(idx, sizeof idx, "%s/%s/%s", parent, de->d_name, FTW_INDEX);
-		json_t *j = json_load_file(idx, 0, NULL);
-		const char *src = json_string_value(json_object_get(j, "source_model_path"));
-		if (src && !strcmp(src, real) && strlen(parent) + strlen(de->d_name) + 2 <= n) {
-			memcpy(out, parent, strlen(parent));
-			out[strlen(parent)] = '/';
-			strcpy(out + strlen(parent) + 1, de->d_name);
-			found = 1;
-		}
-		json_decref(j);
-	}
-	closedir(d);
-	return found;
+	json_t *j = json_loadfd(ifd, 0, NULL);
+	close(ifd);
+	const char *src = json_string_value(json_object_get(j, "source_model_path"));
+	int same = src && !strcmp(src, real);
+	json_decref(j);
+	return same;
 }
 
 int ftlw_evict_dir(const char *dir)
@@ -136,6 +121,74 @@ int ftlw_evict_dir(const char *dir)
 	}
 	closedir(d);
 	return n;
+}
+
+/* Remove everything below the directory fd (closed here), links removed, never followed. */
+static void remove_below(int fd, int depth)
+{
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		struct stat st;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+			if (depth < 32)
+				remove_below(openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC),
+					     depth + 1);
+			unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
+		} else {
+			unlinkat(dirfd(d), de->d_name, 0);
+		}
+	}
+	closedir(d);
+}
+
+/* Remove a directory this run made with mkdtemp (0700, so only this run wrote in it): what the
+ * conversion wrote, by its index first (ftftw_remove), then whatever a failed conversion left. */
+static void remove_created(const char *dir)
+{
+	ftftw_remove(dir);
+	remove_below(open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), 0);
+	rmdir(dir);
+}
+
+/* A conversion of model kept by an earlier --keep-ftw run: at fixed, or a directory made from
+ * the template (tmpl) beside it; its path into out. 1 found. */
+static int find_kept(const char *fixed, const char *tmpl, const char *model, char *out, size_t n)
+{
+	char real[PATH_MAX], parent[PATH_MAX];
+	if (!realpath(model, real))
+		return 0;
+	if (kept_at(AT_FDCWD, fixed, real)) {
+		snprintf(out, n, "%s", fixed);
+		return 1;
+	}
+	ftfs_dirname(tmpl, parent, sizeof parent);
+	const char *base = strrchr(tmpl, '/') + 1;
+	size_t pl = strlen(base) - 6; /* the name before XXXXXX */
+	DIR *d = opendir(parent);
+	if (!d)
+		return 0;
+	int found = 0;
+	struct dirent *de;
+	while (!found && (de = readdir(d))) {
+		if (strncmp(de->d_name, base, pl) || strlen(de->d_name) != pl + 6 || !kept_at(dirfd(d), de->d_name, real))
+			continue;
+		if (strlen(parent) + strlen(de->d_name) + 2 <= n) {
+			memcpy(out, parent, strlen(parent));
+			out[strlen(parent)] = '/';
+			strcpy(out + strlen(parent) + 1, de->d_name);
+			found = 1;
+		}
+	}
+	closedir(d);
+	return found;
 }
 
 /* ---------------------------------------------------------------- memory sampler */
@@ -378,29 +431,32 @@ int ftlw_run(const struct ftlw_opts *o, json_t **result, char *err, size_t errle
 {
 	*result = NULL;
 	unsigned modes = o->modes | FTLW_BASELINE;
-	/* the conversion goes into a fresh directory of ours (mkdtemp) inside --ftw-dir (made when
-	 * missing) or FTLW_FTW_PARENT, never into a directory that already exists: nothing that was
-	 * there is written, followed or removed */
-	char ftw_dir[PATH_MAX] = "", parent[PATH_MAX];
-	snprintf(parent, sizeof parent, "%s", o->ftw_dir ? o->ftw_dir : FTLW_FTW_PARENT);
+	/* the conversion goes into a directory this run makes: --ftw-dir (or /var/tmp/ftw_<model
+	 * name>) when nothing has that name yet, else a fresh mkdtemp directory inside --ftw-dir (or
+	 * /var/tmp/ftw_<model name>.XXXXXX). What existed before is never written, followed or
+	 * removed; a kept conversion of this model is only read (reuse with --keep-ftw). */
+	char ftw_dir[PATH_MAX] = "", fixed[PATH_MAX], tmpl[PATH_MAX + 96];
+	if (o->ftw_dir)
+		snprintf(fixed, sizeof fixed, "%s", o->ftw_dir);
+	else
+		ftlw_default_ftw_dir(o->model, fixed, sizeof fixed);
+	ftlw_ftw_template(o->ftw_dir, o->model, tmpl, sizeof tmpl);
 	if (ftftw_is_dir(o->model))
 		return fterr_set(err, errlen, -EINVAL, "%s is an FTW directory: give the original safetensors checkpoint", o->model);
-	int made_parent = 0, kept = 0;
+	int kept = 0;
 	if (modes & FTLW_FTW) {
 		if (o->keep_ftw)
-			kept = find_kept(parent, o->model, ftw_dir, sizeof ftw_dir);
-		if (!kept) {
-			if (mkdir(parent, 0700) == 0)
-				made_parent = 1;
-			else if (errno != EEXIST)
-				return fterr_set(err, errlen, -errno, "--ftw-dir %s: %s", parent, strerror(errno));
-			ftlw_ftw_template(parent, o->model, ftw_dir, sizeof ftw_dir);
-			if (!mkdtemp(ftw_dir)) {
-				int e = errno;
-				if (made_parent)
-					rmdir(parent);
-				return fterr_set(err, errlen, -e, "cannot make a directory in %s: %s", parent, strerror(e));
-			}
+			kept = find_kept(fixed, tmpl, o->model, ftw_dir, sizeof ftw_dir);
+		if (!kept && mkdir(fixed, 0700) == 0) {
+			snprintf(ftw_dir, sizeof ftw_dir, "%s", fixed);
+		} else if (!kept) {
+			if (errno != EEXIST)
+				return fterr_set(err, errlen, -errno, "FTW directory %s: %s", fixed, strerror(errno));
+			if (strlen(tmpl) >= sizeof ftw_dir)
+				return fterr_set(err, errlen, -ENAMETOOLONG, "FTW directory in %s: name too long", fixed);
+			memcpy(ftw_dir, tmpl, strlen(tmpl) + 1);
+			if (!mkdtemp(ftw_dir))
+				return fterr_set(err, errlen, -errno, "cannot make a directory %s: %s", tmpl, strerror(errno));
 		}
 	}
 	json_t *rows = json_array(), *ftw = json_null(), *res = NULL;
@@ -460,8 +516,6 @@ int ftlw_run(const struct ftlw_opts *o, json_t **result, char *err, size_t errle
 	if (*ftw_dir && !kept && !o->keep_ftw) {
 		/* remove what this run made: the fresh directory and what was written into it */
 		remove_created(ftw_dir);
-		if (made_parent)
-			rmdir(parent);
 		if (json_is_object(ftw))
 			json_object_set_new(ftw, "kept", json_false());
 	} else if (json_is_object(ftw)) {

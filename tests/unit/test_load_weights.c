@@ -44,12 +44,16 @@ static void test_modes(void **s)
 static void test_default_dir(void **s)
 {
 	char b[256];
+	ftlw_default_ftw_dir("/models/Qwen3-30B-A3B/", b, sizeof b);
+	assert_string_equal(b, "/var/tmp/ftw_Qwen3-30B-A3B");
+	ftlw_default_ftw_dir("m", b, sizeof b);
+	assert_string_equal(b, "/var/tmp/ftw_m");
+	ftlw_default_ftw_dir("/a/.. b$", b, sizeof b);
+	assert_string_equal(b, "/var/tmp/ftw__._b_");
 	ftlw_ftw_template(NULL, "/models/Qwen3-30B-A3B/", b, sizeof b);
-	assert_string_equal(b, "/var/tmp/ftw-Qwen3-30B-A3B.XXXXXX");
+	assert_string_equal(b, "/var/tmp/ftw_Qwen3-30B-A3B.XXXXXX");
 	ftlw_ftw_template("/x", "m", b, sizeof b);
 	assert_string_equal(b, "/x/ftw-m.XXXXXX");
-	ftlw_ftw_template("/x", "/a/.. b$", b, sizeof b);
-	assert_string_equal(b, "/x/ftw-_._b_.XXXXXX");
 }
 
 static void test_worker_rows(void **s)
