@@ -8,6 +8,8 @@
 #   make bench      reproducible benchmarks (bench/*.sh)
 #   make test-san   the same tests built with ASan+UBSan (CUDA=0)
 #   make test-soak  the daemon's reliability suite with 50 kill -9 cycles (by hand; figures in bench/RESULTS.md)
+#   make test-peers ftbench decode against a real llama-server (built from the llama-cpp-python sdist
+#                   under build/peers, cached; not in CI: the first build takes long on 2 cores)
 #
 # Knobs: CUDA=0|1 (default: 1 when nvcc is found), SMS="80 90", V=1 (show commands),
 #        WERROR=1 (default in CI), BUILD=build, SAN=address,undefined (sanitized build).
@@ -109,7 +111,7 @@ FIXTURE_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(FIXTURE_SRCS))
 ALL := $(FTBENCH) $(FTBENCHD) $(PROF_SO) $(PROF_A) $(PROF_H) $(PROF_PC)
 
 .SECONDARY:
-.PHONY: man test-soak test-san all test test-unit test-integration test-gpu run install uninstall clean deps bench tests
+.PHONY: man test-peers test-soak test-san all test test-unit test-integration test-gpu run install uninstall clean deps bench tests
 all: $(ALL) tests
 tests: $(UNIT_BINS) $(INTEG_BINS) $(GPU_BINS) $(FIXTURE_BINS)
 
@@ -206,6 +208,10 @@ test-san:
 # The reliability suite of issue 17 with 50 kill -9 cycles instead of the 10 of `make test`.
 test-soak: all
 	@BUILD=$(BUILD) FT_KILL9_CYCLES=50 FT_TEST_TIMEOUT=1800 scripts/run-tests.sh tests/integration/jobs_hardening.sh
+
+# ftbench decode against llama.cpp's llama-server and a tiny GGUF model (bench/peers/run.sh).
+test-peers: all
+	@BUILD=$(BUILD) sh bench/peers/run.sh
 
 run: deps
 	@$(MAKE) --no-print-directory all
