@@ -254,7 +254,7 @@ int main(void)
 	if (!mkdtemp(root))
 		return 1;
 	const char *argv[] = {"ftbenchd", "-c", "", "--decode-server", "ft=ft serve {model} --port {port}",
-			      "--decode-urls", "http://LOCALHOST:30000,http://[::1]:30000,https://gpu-7.lab:443/,http://127.0.0.1:1",
+			      "--decode-urls", "http://LOCALHOST:30000,http://[::1]:30000,https://gpu-7.lab:443/,http://127.0.0.1:1,http://127.0.0.1:8080",
 			      "--model-roots", root};
 	if (ftd_config_load(&cfg, 9, (char **)argv) != 0 || ftd_config_check(&cfg) != 0)
 		return 1;
