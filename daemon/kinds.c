@@ -45,6 +45,8 @@ static const struct ftd_arg bw_args[] = {
 	{"kernel_cpu_iters", A_INT, "--kernel-cpu-iters", 1, 100000},
 	{"kernel_pcie_iters", A_INT, "--kernel-pcie-iters", 1, 100000},
 	{"overlap_seconds", A_NUM, "--overlap-seconds", 0, 600},
+	{"max_spread", A_NUM, "--max-spread", 0, 100},
+	{"no_checks", A_BOOL, "--no-checks"},
 	{"engines", A_INT, "--engines", 1, 64},
 	{"engine_threads", A_INT, "--engine-threads", 1, 4096},
 	{"deployment", A_ENUM, "--deployment", 0, 0, "isolated|concurrent"},

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "ftbenchd.h"
+#include "ftprofile.h"
 #include "log.h"
 #include "util/timeutil.h"
 
@@ -536,6 +537,36 @@ static void compact_events(struct ftd_job *j)
 	j->nev = k;
 }
 
+/* A bw worker's exit 3: it measured, but its profile's own checks failed. The profile (each of
+ * a gpu "all" run's that is not valid) goes to the history only, so the stored one, which
+ * engines read, stays; the job fails with the first reason. */
+static void keep_invalid(struct ftd_job *j, char *msg, size_t n)
+{
+	json_t *many = json_object_get(j->result, "profiles"), *one = json_array();
+	if (json_is_array(many))
+		json_array_extend(one, many);
+	else
+		json_array_append(one, j->result);
+	size_t i, bad = 0;
+	json_t *p, *first = NULL;
+	json_array_foreach(one, i, p) {
+		if (!json_is_false(json_object_get(p, "valid")))
+			continue;
+		const char *u = json_string_value(json_object_get(json_object_get(p, "gpu"), "uuid"));
+		int r = ftprof_history_add(ftd.profile_dir, p, u, ftd.cfg.history > 0 ? (int)ftd.cfg.history : 1);
+		if (r < 0)
+			ftd_log(FTD_LOG_WARNING, "job %s: keeping the profile in the history: %s", j->id, strerror(-r));
+		if (!first)
+			first = json_array_get(json_object_get(p, "invalid_reasons"), 0);
+		bad++;
+	}
+	if (bad)
+		snprintf(msg, n, "the profile is not valid (kept in the history; the stored profile is unchanged): %s%s",
+			 json_is_string(first) ? json_string_value(first) : "its own checks failed",
+			 bad > 1 ? " (and others)" : "");
+	json_decref(one);
+}
+
 static void finish(struct ftd_job *j)
 {
 	enum ftd_state s;
@@ -566,6 +597,8 @@ static void finish(struct ftd_job *j)
 		else
 			snprintf(msg, sizeof msg, "the worker exited without a result");
 	}
+	if (s == ST_FAILED && j->exit_status == 3 && j->result && !j->proto_err && !strcmp(j->kind->name, "bw"))
+		keep_invalid(j, msg, sizeof msg);
 	if (s == ST_SUCCEEDED && !strcmp(j->kind->name, "bw")) {
 		char *path = NULL;
 		int r;
