@@ -14,6 +14,7 @@ struct ftd_config {
 	char *worker;            /* "" -> ftbench beside ftbenchd */
 	long max_queue, max_connections, max_body, job_timeout, max_job_timeout, kill_grace;
 	long log_max, retain_jobs, retain_age, max_result_line, gpus_timeout, log_level;
+	long max_event_streams, header_timeout;
 	char **model_roots;      /* realpath'd by ftd_config_check */
 	int n_model_roots;
 	char **decode_servers;   /* "name=command template" */
