@@ -174,6 +174,19 @@ static int name_ok(const char *s, int allow_comma)
 	return 1;
 }
 
+/* A decode-server name as api/openapi.yaml states it: [A-Za-z0-9_.-]{1,64} (the length is checked
+ * by the caller). */
+static int server_name_ok(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_' ||
+		      *s == '.' || *s == '-'))
+			return 0;
+	return 1;
+}
+
 static int choice_ok(const char *choices, const char *v)
 {
 	size_t l = strlen(v);
@@ -231,6 +244,44 @@ static int path_under_roots(const struct ftd_config *cfg, const char *path, char
 	}
 	free(rp);
 	return -1;
+}
+
+/* The URL shape api/openapi.yaml states (DecodeArgs.url): http(s)://HOST[:PORT][/?#REST], HOST a
+ * name of letters, digits, '.', '-' (at most 253) or a bracketed IPv6 address, PORT 1 to 5 digits,
+ * REST printable ASCII without spaces; no '@' anywhere (no credentials). 1 when well formed. */
+static int url_well_formed(const char *u)
+{
+	const char *p = !strncmp(u, "http://", 7) ? u + 7 : !strncmp(u, "https://", 8) ? u + 8 : NULL;
+	size_t n = 0;
+	if (!p)
+		return 0;
+	if (*p == '[') {
+		for (p++; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f') || (*p >= 'A' && *p <= 'F') || *p == ':' ||
+			  *p == '.';
+		     p++)
+			n++;
+		if (*p++ != ']' || n < 2 || n > 45)
+			return 0;
+	} else {
+		for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '.' ||
+		       *p == '-';
+		     p++)
+			n++;
+		if (n < 1 || n > 253)
+			return 0;
+	}
+	if (*p == ':') {
+		for (n = 0, p++; *p >= '0' && *p <= '9'; p++)
+			n++;
+		if (n < 1 || n > 5)
+			return 0;
+	}
+	if (*p && *p != '/' && *p != '?' && *p != '#')
+		return 0;
+	for (; *p; p++)
+		if (*p < '!' || *p > '~' || *p == '@')
+			return 0;
+	return 1;
 }
 
 static int host_allowed(const struct ftd_config *cfg, const char *url, char *host, size_t hn)
@@ -444,9 +495,9 @@ int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ft
 		}
 		case A_SERVER: {
 			const char *tmpl = json_is_string(v) ? ftd_config_decode_server(cfg, json_string_value(v)) : NULL;
-			if (!json_is_string(v) || !*json_string_value(v) || ftstr_utf8_len(json_string_value(v)) > 64) {
-				ftd_err_set(err, 400, "invalid_argument", field, "%s: expected a server name (1 to 64 characters)",
-					    field);
+			if (!json_is_string(v) || strlen(json_string_value(v)) > 64 || !server_name_ok(json_string_value(v))) {
+				ftd_err_set(err, 400, "invalid_argument", field,
+					    "%s: expected a server name of 1 to 64 letters, digits and _.-", field);
 				goto fail;
 			}
 			if (!tmpl) {
@@ -461,8 +512,10 @@ int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ft
 		case A_URL: {
 			char host[256];
 			const char *u = json_is_string(v) ? json_string_value(v) : "";
-			if (ftstr_utf8_len(u) > 2048 || (strncmp(u, "http://", 7) && strncmp(u, "https://", 8))) {
-				ftd_err_set(err, 400, "invalid_argument", field, "%s: expected an http(s) URL", field);
+			if (strlen(u) > 2048 || !url_well_formed(u)) {
+				ftd_err_set(err, 400, "invalid_argument", field,
+					    "%s: expected an http(s) URL of at most 2048 characters: http(s)://host[:port][/path], "
+					    "printable ASCII, no spaces, no credentials", field);
 				goto fail;
 			}
 			int r = host_allowed(cfg, u, host, sizeof host);

@@ -263,7 +263,8 @@ def rows(t):
     add("[d8] model not UTF-8-cut", lw({"model": t.models + "/" + A63E}, t), 403)
     add("no_drop_cache string", lw({"no_drop_cache": "yes"}, t), 400)
     add("[d3] server 65 characters", dec({"model": m, "server": "s" * 65}, t), 400)
-    add("[d8] server 63 letters + é", dec({"model": m, "server": A63E}, t), 403)
+    add("server 63 letters + é (outside the name pattern)", dec({"model": m, "server": A63E}, t), 400)
+    add("server with =", dec({"model": m, "server": "ft=x"}, t), 400)
     add("server empty", dec({"model": m, "server": ""}, t), 400)
     add("server unknown", dec({"model": m, "server": "rogue"}, t), 403)
     add("server and url", dec({"model": m, "server": "ft", "url": "http://127.0.0.1:1/"}, t), 400)
@@ -509,11 +510,13 @@ def _limit_cases(name, sch):
                             (f"{name} over maxLength", "http://127.0.0.1/" + "u" * (n - 16), True)]
                 else:
                     out += [(f"{name} at maxLength", fill * n, False), (f"{name} over maxLength", fill * (n + 1), True),
-                            (f"{name} at maxLength in 2-byte characters", "é" * n, "pattern" in alt)]
+                            (f"{name} at maxLength in 2-byte characters", "é" * n,
+                             "pattern" in alt and not re_fullmatch(alt["pattern"], "é" * n))]
             if alt.get("minLength", 0) >= 1:
                 out.append((f"{name} under minLength", "", True))
             if "pattern" in alt:
-                out.append((f"{name} outside pattern", "bad value\n", True))
+                bad = next(v for v in ("bad value\n", "a\0b") if not re_fullmatch(alt["pattern"], v))
+                out.append((f"{name} outside pattern", bad, True))
         elif t == "array":
             item = _valid_item(_resolve(SPEC, alt.get("items", {})))
             if "maxItems" in alt:
@@ -525,8 +528,9 @@ def _limit_cases(name, sch):
 
 
 def re_fullmatch(rx, v):
+    """The pattern as JSON Schema reads it ($ is the end of the string, not before a last newline)."""
     import re
-    return re.search(rx, v) is not None
+    return re.search(rx[:-1] + r"\Z" if rx.endswith("$") else rx, v) is not None
 
 
 SPEC = None
@@ -544,8 +548,8 @@ def spec_limits(t):
     base = {"bw": {"gpu": 1}, "cache-copy": {"gpu": 1}, "load-weights": {"model": t.models + "/m", "gpu": 1},
             "decode": {"url": "http://127.0.0.1:9/"}}
     kinds = {"bw": "BwArgs", "cache-copy": "CacheCopyArgs", "load-weights": "LoadWeightsArgs", "decode": "DecodeArgs"}
-    start = SPEC["components"]["schemas"]["StartRequest"]["properties"]
-    cases = [("bw", "timeout_s", w, v, r) for w, v, r in _limit_cases("timeout_s", start["timeout_s"])]
+    timeout = _resolve(SPEC, SPEC["components"]["schemas"]["StartBw"]["properties"]["timeout_s"])
+    cases = [("bw", "timeout_s", w, v, r) for w, v, r in _limit_cases("timeout_s", timeout)]
     for kind, sname in kinds.items():
         for prop, sch in SPEC["components"]["schemas"][sname]["properties"].items():
             if prop == "gpu":
@@ -564,8 +568,9 @@ def spec_limits(t):
             body["args"][prop] = value
         st, _, doc = d.json("POST", P, body, check=False)
         field = prop if prop == "timeout_s" else "args." + prop
-        refused = st == 400 and doc["error"]["code"] in ("invalid_argument", "missing_field") and \
-            doc["error"]["field"] == field
+        refused = st == 400 and (doc["error"]["code"] == "invalid_json" or  # a NUL in a string
+                                 (doc["error"]["code"] in ("invalid_argument", "missing_field") and
+                                  doc["error"]["field"] == field))
         if st == 202:
             ids.append(doc["id"])
         if refused != bool(refuse):
