@@ -26,6 +26,7 @@
 
 #include "ftbenchd.h"
 #include "log.h"
+#include "request.h"
 #include "util/fsutil.h"
 #include "util/strutil.h"
 #include "util/timeutil.h"
@@ -34,7 +35,6 @@
 #define HEAD_MAX 8192       /* a request head longer than this is handed on as it is (MHD answers it) */
 #define PENDING_MAX 1024    /* sockets waiting for their head; beyond it the oldest is answered 503 */
 #define RESERVE_MAX 256     /* connections of the reserve daemon */
-#define MSG_MAX 600         /* bytes of an error message */
 
 const char *ftd_event_name(enum ftd_ev_type t);
 
@@ -120,17 +120,13 @@ static enum MHD_Result respond_error(struct MHD_Connection *c, unsigned status, 
 static enum MHD_Result respond_error(struct MHD_Connection *c, unsigned status, const char *code, const char *field,
 				     const char *fmt, ...)
 {
-	char raw[MSG_MAX], msg[MSG_MAX], fld[128];
+	char msg[FTD_MSG_MAX];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(raw, sizeof raw, fmt, ap);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	/* messages and fields echo what the client sent: cut and cleaned to well-formed UTF-8 */
-	ftstr_utf8_sanitize(msg, sizeof msg, raw);
-	if (field)
-		ftstr_utf8_sanitize(fld, sizeof fld, field);
-	json_t *e = json_pack("{s:{s:s,s:s,s:o}}", "error", "code", code, "message", *msg ? msg : code, "field",
-			      field && *field ? json_string(fld) : json_null());
+	/* messages and fields echo what the client sent: ftd_error_json cuts and cleans them */
+	json_t *e = ftd_error_json(code, field, "%s", msg);
 	const char *h = NULL, *v = NULL;
 	if (status == 401) {
 		h = MHD_HTTP_HEADER_WWW_AUTHENTICATE;
@@ -139,7 +135,8 @@ static enum MHD_Result respond_error(struct MHD_Connection *c, unsigned status, 
 		h = MHD_HTTP_HEADER_RETRY_AFTER;
 		v = "5";
 	}
-	ftd_log(FTD_LOG_DEBUG, "http: %u %s: %s", status, code, msg);
+	const char *said = json_string_value(json_object_get(json_object_get(e, "error"), "message"));
+	ftd_log(FTD_LOG_DEBUG, "http: %u %s: %s", status, code, said ? said : "");
 	return respond_json_h(c, status, e, h, v);
 }
 
@@ -239,54 +236,19 @@ static enum MHD_Result h_start(struct MHD_Connection *c, struct req *rq)
 			return respond_error(c, 400, "invalid_argument", "Idempotency-Key",
 					     "Idempotency-Key must be 1 to 128 printable ASCII characters");
 	}
-	json_error_t jerr;
-	json_t *req = json_loadb(rq->body ? rq->body : "", rq->len, JSON_REJECT_DUPLICATES, &jerr);
-	if (!req)
-		return respond_error(c, 400, "invalid_json", NULL, "malformed JSON at line %d column %d: %s",
-				     jerr.line, jerr.column, jerr.text);
-	enum MHD_Result ret;
-	if (!json_is_object(req)) {
-		ret = respond_error(c, 400, "invalid_request", NULL, "the body must be a JSON object");
-		goto out;
-	}
-	const char *k;
-	json_t *v;
-	json_object_foreach(req, k, v) {
-		if (strcmp(k, "kind") && strcmp(k, "args") && strcmp(k, "timeout_s")) {
-			ret = respond_error(c, 400, "unknown_field", k, "unknown field '%.*s' (kind, args, timeout_s)",
-					    ftstr_utf8_cut(k, 64), k);
-			goto out;
-		}
-	}
-	json_t *kind = json_object_get(req, "kind"), *args = json_object_get(req, "args"),
-	       *to = json_object_get(req, "timeout_s");
-	if (!kind) {
-		ret = respond_error(c, 400, "missing_field", "kind", "kind is required");
-		goto out;
-	}
-	if (!json_is_string(kind)) {
-		ret = respond_error(c, 400, "invalid_argument", "kind", "kind must be a string");
-		goto out;
-	}
-	if (args && !json_is_object(args)) {
-		ret = respond_error(c, 400, "invalid_argument", "args", "args must be an object");
-		goto out;
-	}
-	long timeout = 0;
-	if (to) {
-		if (!json_is_integer(to) || json_integer_value(to) < 1 || json_integer_value(to) > ftd.cfg.max_job_timeout) {
-			ret = respond_error(c, 400, "invalid_argument", "timeout_s",
-					    "timeout_s: expected an integer in [1, %ld]", ftd.cfg.max_job_timeout);
-			goto out;
-		}
-		timeout = (long)json_integer_value(to);
-	}
-	char *canon = json_dumps(req, JSON_COMPACT | JSON_SORT_KEYS);
 	struct ftd_err err;
+	const char *kind;
+	json_t *args;
+	long timeout;
+	json_t *req = ftd_start_parse(rq->body, rq->len, ftd.cfg.max_job_timeout, &kind, &args, &timeout, &err);
+	if (!req)
+		return respond_err(c, &err);
+	enum MHD_Result ret;
+	char *canon = json_dumps(req, JSON_COMPACT | JSON_SORT_KEYS);
 	struct ftd_job *j;
 	int replayed;
 	pthread_mutex_lock(&ftd.lock);
-	int r = ftd_job_submit(json_string_value(kind), args, timeout, key, canon, &j, &replayed, &err);
+	int r = ftd_job_submit(kind, args, timeout, key, canon, &j, &replayed, &err);
 	json_t *body = r == 0 ? ftd_job_json(j, 1) : NULL;
 	char loc[64] = "";
 	if (r == 0)
