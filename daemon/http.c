@@ -777,6 +777,7 @@ struct pending {
 struct ftd_http {
 	struct MHD_Daemon *main, *reserve;
 	int lfd, ep, stop_fd;
+	int spare; /* an open descriptor given up when accept finds none left */
 	pthread_t thread;
 	int thread_started;
 	struct pending *head, *tail;
@@ -973,10 +974,20 @@ static void front_accept(struct ftd_http *h)
 		if (p->fd < 0) {
 			int e = errno;
 			free(p);
-			if (e == EMFILE || e == ENFILE) {
-				/* out of descriptors: make room by answering the oldest waiting socket */
-				if (h->head)
-					pending_drop(h, h->head, 503, "busy", "the server is out of file descriptors");
+			if ((e == EMFILE || e == ENFILE) && h->head) {
+				/* out of descriptors: the oldest socket still waiting for its head gives its
+				 * place to the new one */
+				pending_drop(h, h->head, 503, "busy", "the server is out of file descriptors");
+				continue;
+			}
+			if ((e == EMFILE || e == ENFILE) && h->spare >= 0) {
+				/* out of descriptors: the spare one takes the connection for its 503, so the
+				 * client is answered and the listening socket does not stay readable */
+				close(h->spare);
+				int fd = accept4(h->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+				if (fd >= 0)
+					answer_close(fd, 503, "busy", "the server is out of file descriptors");
+				h->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
 				ftd_log(FTD_LOG_WARNING, "http: accept: %s", strerror(e));
 			}
 			return;
@@ -1077,6 +1088,8 @@ void ftd_http_stop(struct ftd_http *h)
 		close(h->ep);
 	if (h->stop_fd >= 0)
 		close(h->stop_fd);
+	if (h->spare >= 0)
+		close(h->spare);
 	free(h);
 }
 
@@ -1086,6 +1099,7 @@ struct ftd_http *ftd_http_start(int listen_fd)
 	if (!h)
 		return NULL;
 	h->lfd = listen_fd;
+	h->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	h->ep = epoll_create1(EPOLL_CLOEXEC);
 	h->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	int fl = fcntl(listen_fd, F_GETFL);
