@@ -34,7 +34,7 @@
 #include "util/timeutil.h"
 
 #define IDLE_TIMEOUT_S 30   /* a kept-alive connection of the main daemon idle this long is closed */
-#define HEAD_MAX 8192       /* a request head longer than this is handed on as it is (MHD answers it) */
+#define HEAD_MAX 8192       /* a request head longer than this is answered 431 */
 #define PENDING_MAX 1024    /* sockets waiting for their head; beyond it the oldest is answered 503 */
 #define RESERVE_MAX 256     /* connections of the reserve daemon */
 
