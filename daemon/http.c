@@ -624,6 +624,13 @@ static int job_id_ok(const char *s, size_t n)
 	return 1;
 }
 
+/* GCC 12 with -fsanitize=address,undefined takes url, after the strcmp against "/profiles/",
+ * for that literal and warns on strchr(url + 10) (-Wstringop-overread, an error under WERROR in
+ * make test-san): a false positive, silenced for this function only. */
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstringop-overread"
+#endif
 static enum MHD_Result route(struct MHD_Connection *c, const char *url, const char *m, struct req *rq)
 {
 	if (!strcmp(url, "/") || !strcmp(url, "/index.html"))
@@ -669,6 +676,9 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *url, const ch
 	}
 	return respond_error(c, 404, "not_found", NULL, "no such path");
 }
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
+#pragma GCC diagnostic pop
+#endif
 
 /* What every request must pass before it is routed (RFC 9112 3.2, 6.3): an HTTP/1.1 request
  * has exactly one Host; Content-Length is one number (repeats only with the same value) and never

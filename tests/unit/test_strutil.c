@@ -95,8 +95,9 @@ static void test_utf8(void **s)
 		json_t *j = json_string(out);
 		assert_non_null(j);
 		json_decref(j);
-		assert_int_equal(json_string(r) != NULL, ftstr_utf8_valid(r, n));
-		json_decref(json_string(r));
+		json_t *js = json_string(r);
+		assert_int_equal(js != NULL, ftstr_utf8_valid(r, n));
+		json_decref(js);
 		int c = ftstr_utf8_cut(r, (size_t)(t % 9));
 		if (ftstr_utf8_valid(r, n))
 			assert_true(ftstr_utf8_valid(r, (size_t)c));
