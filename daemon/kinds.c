@@ -249,40 +249,42 @@ static int path_under_roots(const struct ftd_config *cfg, const char *path, char
 	return -1;
 }
 
-/* The URL shape api/openapi.yaml states (DecodeArgs.url): http(s)://HOST[:PORT][/?#REST], HOST a
- * name of letters, digits, '.', '-' (at most 253) or a bracketed IPv6 address, PORT 1 to 5 digits,
- * REST printable ASCII without spaces; no '@' anywhere (no credentials). 1 when well formed. */
+/* The URL shape api/openapi.yaml states (DecodeArgs.url): http(s)://HOST[:PORT][/ or ?REST],
+ * HOST a name of letters, digits, '.', '-' (at most 253) or a bracketed IPv6 address, PORT 1 to
+ * 65535 (at most 6 digits), REST of the URL characters A-Z a-z 0-9 -._~!$&'()*+,;=:@/?% only (no
+ * space, control, '#' or non-ASCII byte); no user info. 1 when well formed. */
 static int url_well_formed(const char *u)
 {
 	const char *p = !strncmp(u, "http://", 7) ? u + 7 : !strncmp(u, "https://", 8) ? u + 8 : NULL;
-	size_t n = 0;
 	if (!p)
 		return 0;
+	const char *h = p;
 	if (*p == '[') {
-		for (p++; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f') || (*p >= 'A' && *p <= 'F') || *p == ':' ||
-			  *p == '.';
-		     p++)
-			n++;
-		if (*p++ != ']' || n < 2 || n > 45)
+		for (p++; *p && strchr("0123456789abcdefABCDEF:.", *p); p++)
+			;
+		if (*p != ']' || p == h + 1)
 			return 0;
+		p++;
 	} else {
-		for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '.' ||
-		       *p == '-';
-		     p++)
-			n++;
-		if (n < 1 || n > 253)
+		while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+		       *p == '.')
+			p++;
+		if (p == h || p - h > 253)
 			return 0;
 	}
 	if (*p == ':') {
-		for (n = 0, p++; *p >= '0' && *p <= '9'; p++)
-			n++;
-		if (n < 1 || n > 5)
+		const char *d = ++p;
+		long port = 0;
+		while (*p >= '0' && *p <= '9' && p - d < 6)
+			port = port * 10 + (*p++ - '0');
+		if (p == d || port < 1 || port > 65535)
 			return 0;
 	}
-	if (*p && *p != '/' && *p != '?' && *p != '#')
+	if (*p && *p != '/' && *p != '?')
 		return 0;
 	for (; *p; p++)
-		if (*p < '!' || *p > '~' || *p == '@')
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		      strchr("-._~!$&'()*+,;=:@/?%", *p)))
 			return 0;
 	return 1;
 }
@@ -294,7 +296,7 @@ static int host_allowed(const struct ftd_config *cfg, const char *url, char *hos
 		return -1;
 	p += 3;
 	const char *at = NULL;
-	for (const char *q = p; *q && *q != '/'; q++)
+	for (const char *q = p; *q && *q != '/' && *q != '?' && *q != '#'; q++)
 		if (*q == '@')
 			at = q;
 	if (at)
@@ -528,7 +530,7 @@ int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ft
 			if (strlen(u) > 2048 || !url_well_formed(u)) {
 				ftd_err_set(err, 400, "invalid_argument", field,
 					    "%s: expected an http(s) URL of at most 2048 characters: http(s)://host[:port][/path], "
-					    "printable ASCII, no spaces, no credentials", field);
+					    "URL characters only (no space, control, '#' or non-ASCII), no user info", field);
 				goto fail;
 			}
 			int r = host_allowed(cfg, u, host, sizeof host);
