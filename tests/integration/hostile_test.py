@@ -11,6 +11,7 @@ FT_HOSTILE_SHOW=1 prints every row's status and body."""
 import json
 import os
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -18,6 +19,7 @@ import traceback
 import shutil
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import daemon_test  # noqa: E402
 from daemon_test import Daemon, SLOW  # noqa: E402
 
 SHOW = os.environ.get("FT_HOSTILE_SHOW") == "1"
@@ -274,7 +276,7 @@ def rows(t):
     add("server with =", dec({"model": m, "server": "ft=x"}, t), 400)
     add("server empty", dec({"model": m, "server": ""}, t), 400)
     add("server unknown", dec({"model": m, "server": "rogue"}, t), 403)
-    add("server and url", dec({"model": m, "server": "ft", "url": "http://127.0.0.1:1/"}, t), 400)
+    add("server and url", dec({"model": m, "server": "ft", "url": "http://127.0.0.1:9/"}, t), 400)
     add("neither server nor url", dec({"model": m}, t), 400)
     add("url file://", dec({"url": "file:///etc/passwd"}, t), 400)
     add("url 2049 characters", dec({"url": "http://127.0.0.1/" + "u" * 2032}, t), 400)
@@ -603,8 +605,11 @@ def main():
     t.models = os.path.join(tmp, "models")
     os.makedirs(t.models + "/m")
     os.symlink("/etc", t.models + "/escape")
+    # a daemon with the decode-url allowlist (#17 defect 5) lets the table's loopback URL through
+    allow = ["--decode-urls", "http://127.0.0.1:9"] if "--decode-urls" in subprocess.run(
+        [daemon_test.FTBENCHD, "--help"], capture_output=True, text=True).stdout else []
     t.main = Daemon(tmp, "main", "--model-roots", t.models, "--decode-server", "ft=ft serve {model} --port {port}",
-                    "--max-event-streams", "64", "--max-queue", "1000")
+                    "--max-event-streams", "64", "--max-queue", "1000", *allow)
     t.slow = Daemon(tmp, "slow", "--header-timeout", "2")
     t.small = Daemon(tmp, "small", "--max-connections", "3", "--max-event-streams", "3")
     failed = 0
