@@ -624,13 +624,6 @@ static int job_id_ok(const char *s, size_t n)
 	return 1;
 }
 
-/* GCC 12 with -fsanitize=address,undefined takes url, after the strcmp against "/profiles/",
- * for that literal and warns on strchr(url + 10) (-Wstringop-overread, an error under WERROR in
- * make test-san): a false positive, silenced for this function only. */
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wstringop-overread"
-#endif
 static enum MHD_Result route(struct MHD_Connection *c, const char *url, const char *m, struct req *rq)
 {
 	if (!strcmp(url, "/") || !strcmp(url, "/index.html"))
@@ -645,14 +638,14 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *url, const ch
 		return is_get(m) ? h_gpus(c) : method_not_allowed(c, "GET, HEAD");
 	if (!strcmp(url, "/profiles") || !strcmp(url, "/profiles/"))
 		return is_get(m) ? h_profiles(c) : method_not_allowed(c, "GET, HEAD");
-	if (!strncmp(url, "/profiles/", 10) && strchr(url + 10, '/')) {
-		const char *sl = strchr(url + 10, '/');
-		if (strcmp(sl, "/history"))
+	if (!strncmp(url, "/profiles/", 10)) {
+		const char *id = url + 10, *slash = strchr(id, '/');
+		if (!slash)
+			return is_get(m) ? h_profile(c, id) : method_not_allowed(c, "GET, HEAD");
+		if (strcmp(slash, "/history"))
 			return respond_error(c, 404, "not_found", NULL, "no such path");
-		return is_get(m) ? h_history(c, url + 10, (size_t)(sl - (url + 10))) : method_not_allowed(c, "GET, HEAD");
+		return is_get(m) ? h_history(c, id, (size_t)(slash - id)) : method_not_allowed(c, "GET, HEAD");
 	}
-	if (!strncmp(url, "/profiles/", 10))
-		return is_get(m) ? h_profile(c, url + 10) : method_not_allowed(c, "GET, HEAD");
 	if (!strcmp(url, "/benchmark/start"))
 		return !strcmp(m, "POST") ? h_start(c, rq) : method_not_allowed(c, "POST");
 	if (!strcmp(url, "/benchmark/jobs") || !strcmp(url, "/benchmark/jobs/"))
@@ -676,9 +669,6 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *url, const ch
 	}
 	return respond_error(c, 404, "not_found", NULL, "no such path");
 }
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
-#pragma GCC diagnostic pop
-#endif
 
 /* What every request must pass before it is routed (RFC 9112 3.2, 6.3): an HTTP/1.1 request
  * has exactly one Host; Content-Length is one number (repeats only with the same value) and never
