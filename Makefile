@@ -7,6 +7,8 @@
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make bench      reproducible benchmarks (bench/*.sh)
 #   make test-san   the same tests built with ASan+UBSan (CUDA=0)
+#   make test-peers ftbench decode against a real llama-server (built from the llama-cpp-python sdist
+#                   under build/peers, cached; not in CI: the first build takes long on 2 cores)
 #
 # Knobs: CUDA=0|1 (default: 1 when nvcc is found), SMS="80 90", V=1 (show commands),
 #        WERROR=1 (default in CI), BUILD=build, SAN=address,undefined (sanitized build).
@@ -108,7 +110,7 @@ FIXTURE_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(FIXTURE_SRCS))
 ALL := $(FTBENCH) $(FTBENCHD) $(PROF_SO) $(PROF_A) $(PROF_H) $(PROF_PC)
 
 .SECONDARY:
-.PHONY: man test-san all test test-unit test-integration test-gpu run install uninstall clean deps bench tests
+.PHONY: man test-peers test-san all test test-unit test-integration test-gpu run install uninstall clean deps bench tests
 all: $(ALL) tests
 tests: $(UNIT_BINS) $(INTEG_BINS) $(GPU_BINS) $(FIXTURE_BINS)
 
@@ -201,6 +203,10 @@ test-san:
 	@BUILD=build-san ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		scripts/run-tests.sh $(patsubst $(BUILD)/%,build-san/%,$(UNIT_BINS) $(INTEG_BINS)) \
 		$(wildcard tests/integration/*.sh)
+
+# ftbench decode against llama.cpp's llama-server and a tiny GGUF model (bench/peers/run.sh).
+test-peers: all
+	@BUILD=$(BUILD) sh bench/peers/run.sh
 
 run: deps
 	@$(MAKE) --no-print-directory all

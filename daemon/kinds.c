@@ -93,6 +93,10 @@ static const struct ftd_arg decode_args[] = {
 	{"greedy", A_BOOL, "--greedy"},
 	{"no_thinking", A_BOOL, "--no-thinking"},
 	{"warmup", A_INT, "--warmup", 0, 100},
+	{"server_kind", A_ENUM, "--server-kind", 0, 0, "freetoken|llama.cpp|vllm|sglang|openai"},
+	{"append_flags", A_BOOL, "--append-flags"},
+	{"allow_short", A_BOOL, "--allow-short"},
+	{"num_token_override", A_INT, "--num-token-override", 1, 1073741824},
 	{"gpu", A_GPU, "--gpu"},
 	{NULL}};
 

@@ -15,6 +15,7 @@
 #define FTCLI_EXIT_OK 0
 #define FTCLI_EXIT_FAIL 1
 #define FTCLI_EXIT_USAGE 2
+#define FTCLI_EXIT_INVALID 3 /* bw: measured, but the profile's own checks failed (valid: false) */
 
 struct ftcli_cmd {
 	const char *name;

@@ -46,6 +46,10 @@ static void usage(FILE *f)
 		"  --kernel-cpu-iters N    CPU MoE timed steps after 8 warm-up steps (64)\n"
 		"  --kernel-pcie-iters N   gather timed passes (20)\n"
 		"  --overlap-seconds X     length of the overlapped run (2.0; 0 skips it)\n"
+		"  --max-spread X          the profile is not valid when a figure's spread (max - min) is\n"
+		"                          over X of its median (0.5; 0: spreads not checked)\n"
+		"  --no-checks             no validity checks at all (short test runs; the profile then has\n"
+		"                          no \"valid\" field and says so in its warnings)\n"
 		"  -o, --output FILE       write the profile here instead of the per-GPU store path (--gpu all:\n"
 		"                          {\"profiles\": [...]} here, and each profile to the store)\n"
 		"    --out FILE            the seed's spelling of --output\n"
@@ -55,13 +59,18 @@ static void usage(FILE *f)
 		"  --result-fd N           worker mode: JSON lines (progress, result, error) on fd N\n"
 		"Lists take commas or spaces (--dtype bf16,nvfp4 or --dtype bf16 nvfp4).\n"
 		"Environment: FREETOKEN_BENCH_PROGRESS=1 prints the seed's progress lines on stdout\n"
-		"(FTBENCH <done> <total> <label>); FREETOKEN_BENCHBW_PATH replaces the store path.\n");
+		"(FTBENCH <done> <total> <label>); FREETOKEN_BENCHBW_PATH replaces the store path.\n"
+		"Exit status: 0 profile written; 1 failed; 2 bad usage; 3 measured but not valid (its own\n"
+		"checks failed: CPU MoE above the read ceiling, a spread over --max-spread of its median,\n"
+		"PCIe under half the trained link): written to -o, or kept in the store's history, the\n"
+		"stored profile unchanged; \"valid\": false and \"invalid_reasons\" say why.\n");
 }
 
 enum {
 	OPT_DTYPE = 256, OPT_MODEL, OPT_FORMATS, OPT_ISA, OPT_THRESHOLD, OPT_GPU, OPT_CPU_THREADS,
 	OPT_CPU_ITERS, OPT_PCIE_MIB, OPT_PCIE_ITERS, OPT_KCPU_ITERS, OPT_KPCIE_ITERS, OPT_OVERLAP,
 	OPT_JSON, OPT_RESULT_FD, OPT_ENGINES, OPT_ENGINE_THREADS, OPT_DEPLOYMENT, OPT_DEVICE, OPT_NO_LEGACY,
+	OPT_MAX_SPREAD, OPT_NO_CHECKS,
 };
 
 static int parse_formats(const char *opt, const char *arg, enum ftfmt_id *out, int *n, bool need_workload)
@@ -178,10 +187,18 @@ static int opt_double(const char *opt, const char *arg, double lo, double hi, do
 	return 0;
 }
 
+/* Write prof where it goes. 0 written; 1: not valid (its own checks failed), so it went to the
+ * store's history only and the profile engines read is unchanged; -errno. */
 static int write_profile(const json_t *prof, const char *output, const char *uuid, char *path, size_t n)
 {
 	if (!output && getenv("FREETOKEN_BENCHBW_PATH") && *getenv("FREETOKEN_BENCHBW_PATH"))
 		return ftprof_store_write(prof, uuid, path, n); /* that file: no store, no history */
+	if (!output && json_is_false(json_object_get(prof, "valid"))) {
+		int r = ftprof_history_add(NULL, prof, uuid, FTPROF_HISTORY_KEEP);
+		if (r == 0 && (r = ftprof_store_file(NULL, uuid, path, n)) == 0)
+			r = 1;
+		return r;
+	}
 	if (!output)
 		return ftprof_store_commit(NULL, prof, uuid, FTPROF_HISTORY_KEEP, FTPROF_DRIFT_SHARE, path, n);
 	char *text = json_dumps(prof, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -198,6 +215,24 @@ static int write_profile(const json_t *prof, const char *output, const char *uui
 	if (r == 0)
 		ftstr_copy(path, n, output);
 	return r;
+}
+
+/* A profile whose own checks failed: its reasons on stderr and FTCLI_EXIT_INVALID (the profile
+ * was written to -o, or kept in the history beside store_path); else FTCLI_EXIT_OK. */
+static int invalid_exit(const json_t *prof, const char *store_path)
+{
+	const json_t *why = json_object_get(prof, "invalid_reasons");
+	if (!json_is_false(json_object_get(prof, "valid")))
+		return FTCLI_EXIT_OK;
+	size_t i;
+	json_t *w;
+	ftcli_error("the profile is not valid (its own checks failed):");
+	json_array_foreach(why, i, w)
+		fprintf(stderr, "  - %s\n", json_string_value(w));
+	if (store_path)
+		fprintf(stderr, "  it is kept in the history beside %s; that profile, which engines read, is unchanged\n",
+			store_path);
+	return FTCLI_EXIT_INVALID;
 }
 
 /* Fixed figures instead of measurements (FTBENCH_TEST_FAKE_GPUS): the whole command runs in
@@ -293,7 +328,7 @@ static int bw_all(struct ftbw_config *cfg, int threads, const char *output, int 
 	struct ftbw_env *envs = NULL;
 	struct ftbw_real *real = NULL;
 	json_t **profs = NULL, *all = NULL;
-	int *cpus = NULL, ng = 0, rc = FTCLI_EXIT_FAIL;
+	int *cpus = NULL, ng = 0, rc = FTCLI_EXIT_FAIL, invalid = 0;
 	char why[256] = "", err[1024] = "", path[4096] = "";
 	int r = ftcpu_probe(&ci);
 	if (r < 0) {
@@ -361,18 +396,19 @@ static int bw_all(struct ftbw_config *cfg, int threads, const char *output, int 
 		json_object_set_new(json_object_get(profs[g], "tool"), "host_run_seconds", json_real(wall));
 		/* each GPU's own file in the store, with history and drift (FREETOKEN_BENCHBW_PATH, one
 		 * file, cannot hold several profiles) */
-		r = ftprof_store_commit(NULL, profs[g], gpus[g].uuid, FTPROF_HISTORY_KEEP, FTPROF_DRIFT_SHARE, path,
-					sizeof path);
+		r = write_profile(profs[g], NULL, gpus[g].uuid, path, sizeof path);
 		if (r < 0) {
 			ftcli_error("writing the profile of GPU %d: %s", gpus[g].index, strerror(-r));
 			goto out;
 		}
 		json_array_append(json_object_get(all, "profiles"), profs[g]);
-		if (!json)
+		if (r == 1 && invalid_exit(profs[g], path) != FTCLI_EXIT_OK)
+			invalid = 1;
+		else if (!json)
 			printf("GPU %d: profile written to %s\n", gpus[g].index, path);
 	}
 	char legacy_path[4096] = "";
-	if (legacy) /* one GPU: its file; several: says why not */
+	if (legacy && !invalid) /* one GPU: its file; several: says why not */
 		legacy_copy(profs[ng - 1], NULL, true, path, legacy_path, sizeof legacy_path);
 	if (output && (r = write_profile(all, output, NULL, path, sizeof path)) < 0) {
 		ftcli_error("writing %s: %s", output, strerror(-r));
@@ -390,7 +426,7 @@ static int bw_all(struct ftbw_config *cfg, int threads, const char *output, int 
 		if (legacy_path[0])
 			printf("legacy copy: %s\n", legacy_path);
 	}
-	rc = FTCLI_EXIT_OK;
+	rc = invalid ? FTCLI_EXIT_INVALID : FTCLI_EXIT_OK;
 out:
 	ftbw_real_free(real);
 	for (int g = 0; profs && g < ng; g++)
@@ -431,6 +467,8 @@ int cmd_bw(int argc, char **argv)
 		{"out", required_argument, NULL, 'o'},
 		{"device", required_argument, NULL, OPT_DEVICE},
 		{"no-legacy-copy", no_argument, NULL, OPT_NO_LEGACY},
+		{"max-spread", required_argument, NULL, OPT_MAX_SPREAD},
+		{"no-checks", no_argument, NULL, OPT_NO_CHECKS},
 		{"help", no_argument, NULL, 'h'},
 		{0}};
 	static const int lists[] = {OPT_DTYPE, OPT_MODEL, OPT_FORMATS, OPT_ISA, 0};
@@ -471,6 +509,8 @@ static int bw_cmd(int argc, char **argv, const struct option *opts)
 		case OPT_ISA: bad = parse_isa(optarg, &cfg); break;
 		case 'o': output = optarg; break;
 		case OPT_THRESHOLD: bad = opt_double("--threshold", optarg, 1e-6, 1e6, &cfg.threshold); break;
+		case OPT_MAX_SPREAD: bad = opt_double("--max-spread", optarg, 0, 100, &cfg.max_spread); break;
+		case OPT_NO_CHECKS: cfg.no_checks = true; break;
 		case OPT_GPU:
 			if (gpu_spec == device && strcmp(device, optarg)) {
 				ftcli_error("--gpu %s and --device %s name different GPUs", optarg, device);
@@ -588,7 +628,8 @@ static int bw_cmd(int argc, char **argv, const struct option *opts)
 			    strerror(-r));
 		goto out;
 	}
-	if (legacy)
+	int kept_aside = r == 1;
+	if (legacy && !kept_aside)
 		legacy_copy(prof, output, have_gpu, path, legacy_path, sizeof legacy_path);
 	ftcli_result(prof);
 	if (json) {
@@ -598,9 +639,10 @@ static int bw_cmd(int argc, char **argv, const struct option *opts)
 		printf("\n");
 		if (legacy_path[0])
 			printf("legacy copy: %s\n", legacy_path);
-		printf("saved: %s\n", path); /* the seed's last line */
+		if (!kept_aside)
+			printf("saved: %s\n", path); /* the seed's last line */
 	}
-	rc = FTCLI_EXIT_OK;
+	rc = invalid_exit(prof, kept_aside ? path : NULL);
 out:
 	ftbw_real_free(real);
 	json_decref(prof);
