@@ -255,6 +255,25 @@ install: $(ALL) man
 	install -m 0644 api/openapi.yaml $(DESTDIR)$(PREFIX)/share/ftbenchd/
 	install -m 0644 api/schemas/*.json $(DESTDIR)$(PREFIX)/share/ftbenchd/schemas/
 
+# libFuzzer targets (clang, ASan+UBSan). fuzz_request: the request JSON, the argument table and
+# the UTF-8 of every body the daemon would send (tests/fuzz/fuzz_request.c);
+# `make fuzz-request FT_FUZZ_SECONDS=60` runs it on the seed bodies of tests/fuzz/request/.
+FUZZ_CC      ?= clang
+FUZZ_FLAGS   := -std=gnu17 -D_GNU_SOURCE -DFT_VERSION='"$(VERSION)"' -g -O1 -fsanitize=fuzzer,address,undefined \
+                -Isrc -Idaemon
+FUZZ_REQUEST := tests/fuzz/fuzz_request.c daemon/request.c daemon/kinds.c daemon/config.c src/hw/gpu.c \
+                src/util/strutil.c src/util/fsutil.c
+$(BUILD)/fuzz/fuzz_request: $(FUZZ_REQUEST) $(wildcard daemon/*.h src/util/*.h src/hw/*.h)
+	$(call say,FUZZ,$@)
+	@mkdir -p $(@D)
+	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_REQUEST) -ljansson -lm -o $@
+
+.PHONY: fuzz-request
+fuzz-request: $(BUILD)/fuzz/fuzz_request
+	@mkdir -p $(BUILD)/fuzz/request && cp tests/fuzz/request/* $(BUILD)/fuzz/request/
+	$(BUILD)/fuzz/fuzz_request -max_total_time=$${FT_FUZZ_SECONDS:-60} -max_len=4096 -timeout=10 \
+		-rss_limit_mb=2048 -dict=tests/fuzz/request.dict -artifact_prefix=$(BUILD)/fuzz/ $(BUILD)/fuzz/request
+
 clean:
 	rm -rf $(BUILD)
 

@@ -43,7 +43,15 @@ static const struct opt opts[] = {
 	 "(bw with gpu \"all\" measures both). A job's args.deployment wins. Empty: the worker's "
 	 "default, concurrent when the job measured more than one engine.", S(deployment)},
 	{"max-queue", T_INT, 1, 100000, "64", "Queued jobs at most; more is 429.", S(max_queue)},
-	{"max-connections", T_INT, 1, 10000, "256", "Concurrent HTTP connections at most.", S(max_connections)},
+	{"max-connections", T_INT, 1, 10000, "256",
+	 "Concurrent HTTP connections at most (event streams included). Beyond it a request is answered 503 "
+	 "with Retry-After; /health and /metrics are answered apart, whatever the load.", S(max_connections)},
+	{"max-event-streams", T_INT, 1, 10000, "128",
+	 "Concurrent event streams (GET /benchmark/jobs/{id}/events) at most; more is 503 with Retry-After.",
+	 S(max_event_streams)},
+	{"header-timeout", T_INT, 1, 300, "10",
+	 "Seconds a new connection has to send its whole request head; then it is answered 408 and closed.",
+	 S(header_timeout)},
 	{"max-body", T_INT, 256, 16777216, "65536", "Request body size limit in bytes; more is 413.", S(max_body)},
 	{"job-timeout", T_INT, 1, 604800, "3600", "Default per-job timeout in seconds.", S(job_timeout)},
 	{"max-job-timeout", T_INT, 1, 604800, "86400", "Largest timeout_s a request may ask for.",

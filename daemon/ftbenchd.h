@@ -205,7 +205,9 @@ struct ftd_mbuf {
 };
 /* Append printf-style, growing buf; when memory runs out the text is dropped (buf stays valid). */
 void ftd_mcat(struct ftd_mbuf *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-struct MHD_Daemon;
-struct MHD_Daemon *ftd_http_start(int listen_fd);
-void ftd_http_stop(struct MHD_Daemon *d);
+/* Serve the API on listen_fd (borrowed; made non-blocking): the acceptor thread and both
+ * libmicrohttpd daemons. NULL after logging why. ftd_http_stop stops and frees it all (NULL ok). */
+struct ftd_http;
+struct ftd_http *ftd_http_start(int listen_fd);
+void ftd_http_stop(struct ftd_http *h);
 #endif

@@ -13,6 +13,7 @@
 
 #include "ftbenchd.h"
 #include "log.h"
+#include "util/strutil.h"
 #include "util/timeutil.h"
 
 struct ftd_daemon ftd;
@@ -74,9 +75,18 @@ static json_t *time_or_null(double t)
 	return json_string(b);
 }
 
+/* A string of the job's (a worker's error text, a path) as JSON; bytes that are not UTF-8 become '?'. */
 static json_t *str_or_null(const char *s)
 {
-	return s ? json_string(s) : json_null();
+	if (!s)
+		return json_null();
+	size_t l = strlen(s);
+	if (ftstr_utf8_valid(s, l))
+		return json_string(s);
+	char *t = malloc(l + 1);
+	json_t *o = t ? json_string(ftstr_utf8_sanitize(t, l + 1, s)) : NULL;
+	free(t);
+	return o;
 }
 
 struct ftd_job *ftd_job_find(const char *id)
@@ -410,7 +420,7 @@ int ftd_job_submit(const char *kind, json_t *args, long timeout_s, const char *i
 	const struct ftd_kind *k = ftd_kind_find(kind);
 	if (!k) {
 		ftd_err_set(err, 400, "unknown_kind", "kind",
-			    "unknown kind '%.64s' (bw, cache-copy, load-weights, decode)", kind);
+			    "unknown kind '%.*s' (bw, cache-copy, load-weights, decode)", ftstr_utf8_cut(kind, 64), kind);
 		return -1;
 	}
 	if (timeout_s == 0)

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/strutil.h"
+
 enum arg_type {
 	A_NAMES,   /* a name list: "a,b" or ["a","b"] -> --flag=a,b */
 	A_INT,     /* integer in [lo, hi] */
@@ -65,7 +67,7 @@ static const struct ftd_arg cache_copy_args[] = {
 
 static const struct ftd_arg load_weights_args[] = {
 	{"model", A_PATH, "--model", 0, 0, NULL, 1},
-	{"modes", A_ENUMLIST, "--modes", 0, 0, "baseline|parallel|ftw"},
+	{"modes", A_ENUMLIST, "--modes", 1, 3, "baseline|parallel|ftw"}, /* lo, hi: items */
 	{"workers", A_INT, "--workers", 1, 1024},
 	{"chunk_mib", A_INT, "--chunk-mib", 1, 4096},
 	{"shard_gib", A_NUM, "--shard-gib", 0.001, 1024},
@@ -245,7 +247,7 @@ int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ft
 		   char ***argv_out, struct ftd_err *err)
 {
 	struct argv_b b = {0};
-	char field[64], buf[4096];
+	char field[64], buf[8192]; /* 64 names of 64 bytes, comma-joined */
 	int gpu = ngpus > 0 ? 0 : -1;
 	int have_server = 0, have_url = 0;
 
@@ -262,9 +264,9 @@ int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ft
 		const struct ftd_arg *a = k->args;
 		while (a->name && strcmp(a->name, key))
 			a++;
-		snprintf(field, sizeof field, "args.%.58s", key);
+		snprintf(field, sizeof field, "args.%.*s", ftstr_utf8_cut(key, 58), key);
 		if (!a->name) {
-			ftd_err_set(err, 400, "unknown_field", field, "%s has no argument '%.100s'", k->name, key);
+			ftd_err_set(err, 400, "unknown_field", field, "%s has no argument '%.*s'", k->name, ftstr_utf8_cut(key, 100), key);
 			goto fail;
 		}
 		double x;
@@ -327,8 +329,10 @@ int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ft
 		case A_INTLIST:
 		case A_NUMLIST:
 		case A_ENUMLIST: {
-			if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > 64) {
-				ftd_err_set(err, 400, "invalid_argument", field, "%s: expected a list of 1 to 64 items", field);
+			size_t max_items = a->type == A_ENUMLIST && a->hi > 0 ? (size_t)a->hi : 64;
+			if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > max_items) {
+				ftd_err_set(err, 400, "invalid_argument", field, "%s: expected a list of 1 to %zu items", field,
+					    max_items);
 				goto fail;
 			}
 			buf[0] = '\0';
@@ -373,7 +377,7 @@ int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ft
 			push(&b, flagval(a->flag, json_string_value(v)));
 			break;
 		case A_PATH: {
-			if (!json_is_string(v) || !*json_string_value(v) || strlen(json_string_value(v)) > 4096) {
+			if (!json_is_string(v) || !*json_string_value(v) || ftstr_utf8_len(json_string_value(v)) > 4096) {
 				ftd_err_set(err, 400, "invalid_argument", field, "%s: expected a path", field);
 				goto fail;
 			}
@@ -401,7 +405,7 @@ int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ft
 			}
 			if (json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) < 256)
 				snprintf(spec, sizeof spec, "%lld", (long long)json_integer_value(v));
-			else if (json_is_string(v) && *json_string_value(v) && strlen(json_string_value(v)) <= 80)
+			else if (json_is_string(v) && *json_string_value(v) && ftstr_utf8_len(json_string_value(v)) <= 80)
 				snprintf(spec, sizeof spec, "%s", json_string_value(v));
 			else {
 				ftd_err_set(err, 400, "invalid_argument", field,

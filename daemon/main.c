@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <microhttpd.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -86,8 +88,10 @@ static int resolve_dirs(void)
 	return 0;
 }
 
-/* Parse "IPV4:PORT" / "[IPV6]:PORT" / "localhost:PORT" into ss. */
-static int parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *sl)
+/* Parse "IPV4:PORT" / "[IPV6]:PORT" / "HOST:PORT" into ss (localhost is 127.0.0.1, another host
+ * name its first address). 0, -EINVAL (not that shape) or -EADDRNOTAVAIL (a name that does not
+ * resolve; *why says why). */
+static int parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *sl, const char **why)
 {
 	char host[128];
 	const char *colon;
@@ -123,7 +127,21 @@ static int parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *s
 		a6->sin6_port = htons((uint16_t)port);
 		*sl = sizeof *a6;
 	} else {
-		return -EINVAL;
+		struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai;
+		int e;
+		if (!*host || strchr(host, ':'))
+			return -EINVAL;
+		if ((e = getaddrinfo(host, NULL, &hints, &ai)) != 0) {
+			*why = gai_strerror(e);
+			return -EADDRNOTAVAIL;
+		}
+		memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+		*sl = ai->ai_addrlen;
+		if (ss->ss_family == AF_INET)
+			a4->sin_port = htons((uint16_t)port);
+		else
+			a6->sin6_port = htons((uint16_t)port);
+		freeaddrinfo(ai);
 	}
 	return 0;
 }
@@ -161,9 +179,15 @@ static int open_listen(int *fd_out, int *activated)
 		return 0;
 	}
 	*activated = 0;
-	if (parse_listen(ftd.cfg.listen, &ss, &sl) < 0) {
-		ftd_log(FTD_LOG_ERR, "listen: cannot parse '%s' (IPV4:PORT or [IPV6]:PORT)", ftd.cfg.listen);
-		return -EINVAL;
+	const char *why = NULL;
+	int pr = parse_listen(ftd.cfg.listen, &ss, &sl, &why);
+	if (pr < 0) {
+		if (pr == -EADDRNOTAVAIL)
+			ftd_log(FTD_LOG_ERR, "listen %s: the host name does not resolve: %s", ftd.cfg.listen, why);
+		else
+			ftd_log(FTD_LOG_ERR, "listen: cannot parse '%s' (IPV4:PORT, [IPV6]:PORT or HOST:PORT)",
+				ftd.cfg.listen);
+		return pr;
 	}
 	if (!is_loopback(&ss) && !ftd.cfg.token) {
 		ftd_log(FTD_LOG_ERR, "listen %s is not loopback: refusing to start without token-file", ftd.cfg.listen);
@@ -207,6 +231,66 @@ static void sweep_history(void)
 	closedir(d);
 }
 
+/* -n: would `listen` start? Resolve it and bind a socket to it (closed at once). An address in use
+ * is only a warning (the running ftbenchd, or ftbenchd.socket, holds it; with socket activation
+ * `listen` is not used); anything else is an error. 0 or -errno after printing the problem. */
+static int check_listen(void)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof ss;
+	const char *why = NULL;
+	int r = parse_listen(ftd.cfg.listen, &ss, &sl, &why);
+	if (r == -EADDRNOTAVAIL) {
+		fprintf(stderr, "ftbenchd: listen %s: the host name does not resolve: %s\n", ftd.cfg.listen, why);
+		return r;
+	}
+	if (r < 0) {
+		fprintf(stderr, "ftbenchd: listen: cannot parse '%s' (IPV4:PORT, [IPV6]:PORT or HOST:PORT)\n",
+			ftd.cfg.listen);
+		return r;
+	}
+	if (!is_loopback(&ss) && !ftd.cfg.token) {
+		fprintf(stderr, "ftbenchd: listen %s is not loopback: refusing to start without token-file\n",
+			ftd.cfg.listen);
+		return -EPERM;
+	}
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+	if (fd < 0) {
+		r = -errno;
+		fprintf(stderr, "ftbenchd: listen %s: cannot make a socket: %s\n", ftd.cfg.listen, strerror(-r));
+		return r;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	r = bind(fd, (struct sockaddr *)&ss, sl) < 0 ? -errno : 0;
+	close(fd);
+	if (r == -EADDRINUSE) {
+		fprintf(stderr, "ftbenchd: warning: listen %s: in use now (by a running ftbenchd or ftbenchd.socket?); "
+				"it must be free when ftbenchd starts without socket activation\n", ftd.cfg.listen);
+		return 0;
+	}
+	if (r < 0) {
+		fprintf(stderr, "ftbenchd: listen %s: cannot bind: %s%s\n", ftd.cfg.listen, strerror(-r),
+			r == -EADDRNOTAVAIL ? " (not an address of this host)"
+			: r == -EACCES      ? " (a port below 1024 needs CAP_NET_BIND_SERVICE)"
+					    : "");
+		return r;
+	}
+	return 0;
+}
+
+/* Enough descriptors for max-connections threads, the reserve daemon and the sockets that wait for
+ * their request head: the soft limit is raised toward the hard one (never lowered). */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+	rlim_t want = (rlim_t)ftd.cfg.max_connections + 4096;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= want)
+		return;
+	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		ftd_log(FTD_LOG_WARNING, "cannot raise the file descriptor limit: %s", strerror(errno));
+}
+
 static void release_all(void)
 {
 	ftd_jobs_free_all();
@@ -232,12 +316,17 @@ int main(int argc, char **argv)
 	}
 	ftd_log_set_level((int)ftd.cfg.log_level);
 	if (ftd.cfg.check_only) {
+		if (check_listen() < 0) {
+			release_all();
+			return 2;
+		}
 		printf("ftbenchd: configuration ok (listen %s, state %s, profiles %s, worker %s)\n", ftd.cfg.listen,
 		       ftd.state_dir, ftd.profile_dir, ftd.worker);
 		release_all();
 		return 0;
 	}
 	ftd.wake_fd = -1;
+	raise_nofile();
 	ftd.main_pid = getpid();
 	ftd.start_wall = ft_wall_epoch();
 	pthread_mutex_init(&ftd.lock, NULL);
@@ -311,7 +400,7 @@ int main(int argc, char **argv)
 		release_all();
 		return 1;
 	}
-	struct MHD_Daemon *http = ftd_http_start(lfd);
+	struct ftd_http *http = ftd_http_start(lfd);
 	if (!http) {
 		ftd_log(FTD_LOG_ERR, "cannot start the HTTP server");
 		close(lfd);
@@ -416,7 +505,6 @@ int main(int argc, char **argv)
 	free(owner);
 	if (!stop_logged)
 		sd_notify(0, "STOPPING=1");
-	MHD_quiesce_daemon(http);
 	ftd_http_stop(http);
 	close(lfd);
 	close(sfd);

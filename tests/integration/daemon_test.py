@@ -581,7 +581,8 @@ def queue_limit(t):
 
 @test
 def connection_limit(t):
-    """max-connections idle clients fill the daemon; the next is turned away; then it serves again"""
+    """max-connections streams fill the daemon; the next request is answered 503 (not closed) while
+    /health is still answered; then it serves again"""
     d = Daemon(t.tmp, "connlimit", "--max-connections", "3").start()
     held = []
     job = d.submit("cache-copy", {"models": "fake-sleep"})
@@ -592,25 +593,23 @@ def connection_limit(t):
             c.settimeout(5 * SLOW)
             assert b"200" in c.recv(4096).split(b"\r\n")[0]
             held.append(c)
-        refused = False
-        try:
-            st = d.req("GET", "/health", check=False, timeout=2)[0]
-        except (OSError, http.client.HTTPException):
-            refused = True
-        assert refused, f"a 4th connection was served ({st})"
+        st, h, _ = d.req("GET", "/benchmark/jobs", timeout=5)
+        assert st == 503 and "retry-after" in h, (st, h)
+        assert d.req("GET", "/health", timeout=5)[0] == 200
     finally:
         for c in held:
             c.close()
-    try:  # the streams of the clients that left end within about a second
+    try:  # the streams of the clients that left end within about a second (503 busy until then)
         time.sleep(1.5)
         deadline = time.time() + 5 * SLOW
         while True:
             try:
                 st = d.json("POST", f"/benchmark/jobs/{job['id']}/cancel")[0]
-                break
+                if st != 503:
+                    break
             except (OSError, http.client.HTTPException):
                 pass
-            assert time.time() < deadline
+            assert time.time() < deadline, "the daemon did not serve again"
             time.sleep(0.05)
         assert st == 202, st
     finally:
@@ -662,6 +661,20 @@ def config_check(t):
     assert r.returncode == 2 and "unknown option" in r.stderr
     r = run("--max-queue", "0", "-n")
     assert r.returncode == 2
+    # -n resolves and binds the listen address (#17 defect 12)
+    r = run("-n", "--listen", "127.0.0.1:99999")
+    assert r.returncode == 2 and "cannot parse" in r.stderr, r.stderr
+    tok = os.path.join(t.tmp, "check-token.txt")
+    with open(tok, "w") as f:
+        f.write("0123456789abcdef0123\n")
+    r = run("-n", "--listen", "no-such-host.invalid:8377", "--token-file", tok)
+    assert r.returncode == 2 and "does not resolve" in r.stderr, r.stderr
+    r = run("-n", "--listen", "192.0.2.1:8377", "--token-file", tok)  # TEST-NET-1: not on this host
+    assert r.returncode == 2 and "cannot bind" in r.stderr and "not an address of this host" in r.stderr, r.stderr
+    r = run("-n", "--listen", "localhost:0")
+    assert r.returncode == 0, r.stderr
+    r = run("-n", "--listen", f"127.0.0.1:{t.main.port}")  # in use by the running daemon: a warning
+    assert r.returncode == 0 and "in use" in r.stderr, r.stderr
     r = run("--help")
     assert r.returncode == 0 and "--state-dir" in r.stdout and "--token-file" in r.stdout
     dump = run("--dump-config").stdout
