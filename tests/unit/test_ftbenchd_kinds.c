@@ -248,6 +248,7 @@ static void test_bw_all_gpus(void **s)
 	expect_err("bw", "{\"gather\":\"fused\"}", 400, "invalid_argument", "args.gather");
 	expect_err("bw", "{\"batch_sweep\":[1,33]}", 400, "invalid_argument", "args.batch_sweep");
 	expect_err("bw", "{\"batch_sweep\":[]}", 400, "invalid_argument", "args.batch_sweep");
+	expect_err("bw", "{\"batch_sweep\":[1,2,3,4,5,6,7,8,9]}", 400, "invalid_argument", "args.batch_sweep");
 	/* the config refuses a deployment it does not know */
 	struct ftd_config bad = cfg;
 	bad.deployment = (char *)"sometimes";
