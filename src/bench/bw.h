@@ -231,7 +231,7 @@ void ftbw_decide(bool cpu_path, bool have_gpu, double cpu_gbs, const char *cpu_e
  * its median (the host was not quiet; 0: not checked), a linear PCIe copy under
  * FTBW_VALID_LINK_SHARE of what the link as trained carries. Returns the number of reasons. */
 #define FTBW_VALID_ABOVE_READ 1.10
-#define FTBW_VALID_SPREAD 0.50
+#define FTBW_VALID_SPREAD 0.75
 #define FTBW_VALID_LINK_SHARE 0.50
 int ftbw_check_valid(json_t *prof, double max_spread);
 

@@ -54,7 +54,7 @@ static void usage(FILE *f)
 		"                          many experts, interleaved; gives each entry batch_sweep and\n"
 		"                          hybrid_max_batch (off by default)\n"
 		"  --max-spread X          the profile is not valid when a figure's spread (max - min) is\n"
-		"                          over X of its median (0.5; 0: spreads not checked)\n"
+		"                          over X of its median (0.75; 0: spreads not checked)\n"
 		"  --no-checks             no validity checks at all (short test runs; the profile then has\n"
 		"                          no \"valid\" field and says so in its warnings)\n"
 		"  -o, --output FILE       write the profile here instead of the per-GPU store path (--gpu all:\n"
