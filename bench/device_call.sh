@@ -5,7 +5,7 @@
 #   3. the status page (issue 22) from ftbenchd with the real ftbench as worker, the profiles of
 #      step 2 in its store and a short cache-copy job run through it: $OUT/status.html, taken
 #      as a screenshot on a machine with chromium (bench/status_page.png).
-# usage: [BUILD=build] [LIBDIR=dir] bench/device_call.sh OUT
+# usage: [BUILD=build] [LIBDIR=dir] [PAGE_ONLY=bw_all.json] bench/device_call.sh OUT
 set -u
 out=${1:?usage: bench/device_call.sh OUT}
 B=${BUILD:-build}
@@ -16,6 +16,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 curl() { env -u LD_LIBRARY_PATH curl "$@"; }
 mkdir -p "$out"
 T=$(date +%s)
+# PAGE_ONLY=FILE: only step 3, with the profiles of an earlier step 2's bw_all.json
+if [ -z "${PAGE_ONLY:-}" ]; then
 {
 	echo "== test-gpu $(date -u +%T)"
 	for t in "$B"/tests/gpu/*; do
@@ -27,11 +29,12 @@ echo "test-gpu: $(grep -c 'rc=0' "$out/testgpu.txt") of $(ls "$B"/tests/gpu | wc
 grep -E 'PASSED|FAILED' "$out/testgpu.txt"
 
 BUILD=$B sh "$here/multigpu_conc.sh" "$out"
+fi
 
 echo "== status page $(date -u +%T)"
 w=$(mktemp -d)
 mkdir -p "$w/prof" "$w/state"
-python3 - "$out/bw_all.json" "$w/prof" <<'PY'
+python3 - "${PAGE_ONLY:-$out/bw_all.json}" "$w/prof" <<'PY'
 import json, sys
 for p in json.load(open(sys.argv[1]))["profiles"]:
     json.dump(p, open(f"{sys.argv[2]}/{p['gpu']['uuid']}.json", "w"), indent=1)
@@ -54,4 +57,4 @@ curl -fsS 127.0.0.1:$port/metrics > "$w/metrics.txt"
 kill $dp; wait $dp 2>/dev/null
 echo "status.html: $(wc -c < "$out/status.html") bytes; daemon log:"; tail -n 5 "$w/daemon.log"
 echo "== done, $(( $(date +%s) - T )) s"
-tail -n 40 "$out/summary.txt"
+[ -n "${PAGE_ONLY:-}" ] || tail -n 40 "$out/summary.txt"

@@ -229,7 +229,7 @@ static void render_formats(struct ftd_mbuf *m, const json_t *p)
 		ftd_mcat(m, "<p class=\"muted\">No per-format figures in this profile.</p>");
 		return;
 	}
-	enum { X0 = 110, W = 420, ROW = 64 };
+	enum { X0 = 130, W = 420, ROW = 64, CROW = 40 };
 	double scale = 0;
 	const char *fmt;
 	json_t *e;
@@ -243,7 +243,9 @@ static void render_formats(struct ftd_mbuf *m, const json_t *p)
 	if (!(scale > 0))
 		scale = 1;
 	scale *= 1.08;
-	int h = (int)json_object_size(kern) * ROW + 24;
+	int h = 24;
+	json_object_foreach((json_t *)kern, fmt, e)
+		h += ROW + (json_is_object(json_object_get(e, "concurrent")) ? CROW : 0);
 	ftd_mcat(m, "<svg class=\"profile-plot\" width=\"%d\" height=\"%d\" role=\"img\" "
 		    "aria-label=\"CPU MoE against PCIe gather per format, GB/s\">", X0 + W + 200, h);
 	int y = 6;
@@ -253,33 +255,54 @@ static void render_formats(struct ftd_mbuf *m, const json_t *p)
 		ftd_mcat(m, "\"><text x=\"0\" y=\"%d\" font-weight=\"bold\">", y + 11);
 		esc(m, fmt);
 		ftd_mcat(m, "</text>");
-		bar(m, e, "cpu_moe_gbs", "CPU MoE", "#4e79a7", X0, y + 16, W, scale);
-		bar(m, e, "pcie_gather_gbs", "PCIe gather", "#f28e2b", X0, y + 34, W, scale);
-		double g = num(e, "pcie_gather_gbs");
-		if (thr > 0 && g > 0) {
-			double x = X0 + thr * g / scale * W;
-			ftd_mcat(m, "<line class=\"threshold\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#b3261e\" "
-				    "stroke-dasharray=\"4 3\"><title>threshold %.2f x gather = %.1f GB/s: hybrid beyond</title>"
-				    "</line>",
-				 x, x, y + 13, y + 33, thr, thr * g);
+		/* alone (the seed's figures), then every engine at once when the run measured that */
+		const json_t *cb = json_object_get(e, "concurrent");
+		int engines = (int)num(cb, "engines");
+		char lc[48], lg[48];
+		snprintf(lc, sizeof lc, "CPU MoE, %d at once", engines > 0 ? engines : 0);
+		snprintf(lg, sizeof lg, "gather, %d at once", engines > 0 ? engines : 0);
+		for (int k = 0; k < (json_is_object(cb) ? 2 : 1); k++) {
+			const json_t *src = k ? cb : e;
+			int y0 = y + 16 + k * CROW;
+			bar(m, src, "cpu_moe_gbs", k ? lc : "CPU MoE", k ? "#9db7d5" : "#4e79a7", X0, y0, W, scale);
+			bar(m, src, "pcie_gather_gbs", k ? lg : "PCIe gather", k ? "#f7c08a" : "#f28e2b", X0, y0 + 18, W,
+			    scale);
+			double g = num(src, "pcie_gather_gbs");
+			if (thr > 0 && g > 0) {
+				double x = X0 + thr * g / scale * W;
+				ftd_mcat(m, "<line class=\"threshold\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" "
+					    "stroke=\"#b3261e\" stroke-dasharray=\"4 3\"><title>threshold %.2f x gather = %.1f "
+					    "GB/s: hybrid beyond</title></line>",
+					 x, x, y0 - 3, y0 + 17, thr, thr * g);
+			}
+			const char *rec = str(src, k ? "recommended" : "recommended_isolated");
+			if (!rec && !k)
+				rec = str(e, "recommended");
+			double f = k ? num(cb, "fetch_fraction") : fetch_fraction(e), r = num(src, "ratio");
+			ftd_mcat(m, "<text x=\"%d\" y=\"%d\" class=\"verdict\">", X0 + W + 60, y0 + 11);
+			esc(m, rec ? rec : "unmeasured");
+			ftd_mcat(m, "</text>");
+			if (r > 0)
+				ftd_mcat(m, "<text x=\"%d\" y=\"%d\" fill=\"#555\">ratio %.2f</text>", X0 + W + 60, y0 + 27, r);
+			if (f > 0 && rec && !strcmp(rec, "hybrid"))
+				ftd_mcat(m, "<text x=\"%d\" y=\"%d\" fill=\"#555\">fetch %.3f</text>", X0 + W + 130, y0 + 27,
+					 f);
 		}
-		const char *rec = str(e, "recommended");
-		double f = fetch_fraction(e), r = num(e, "ratio");
-		ftd_mcat(m, "<text x=\"%d\" y=\"%d\" class=\"verdict\">", X0 + W + 60, y + 27);
-		esc(m, rec ? rec : "unmeasured");
-		ftd_mcat(m, "</text>");
-		if (r > 0)
-			ftd_mcat(m, "<text x=\"%d\" y=\"%d\" fill=\"#555\">ratio %.2f</text>", X0 + W + 60, y + 43, r);
-		if (f > 0 && rec && !strcmp(rec, "hybrid"))
-			ftd_mcat(m, "<text x=\"%d\" y=\"%d\" fill=\"#555\">fetch %.3f</text>", X0 + W + 130, y + 43, f);
 		ftd_mcat(m, "</g>");
-		y += ROW;
+		y += ROW + (json_is_object(cb) ? CROW : 0);
 	}
 	ftd_mcat(m, "</svg>");
 	if (thr > 0)
 		ftd_mcat(m, "<p class=\"muted\">Bars: median GB/s (10<sup>9</sup> B/s) with min-max whiskers; the dashed "
 			    "line is the threshold (%.2f) &times; the gather: a CPU MoE bar past it means hybrid.</p>",
 			 thr);
+	const char *dep = str(p, "deployment");
+	if (dep)
+		ftd_mcat(m, "<p class=\"deployment\">Deployment <b>%s</b>: the seed's verdict fields (what engines read) "
+			    "carry the %s figures%s.</p>",
+			 !strcmp(dep, "concurrent") ? "concurrent" : "isolated",
+			 !strcmp(dep, "concurrent") ? "every-engine-at-once" : "this-GPU-alone",
+			 !strcmp(dep, "concurrent") ? " (the lighter bars)" : "");
 }
 
 static void render_ceilings(struct ftd_mbuf *m, const json_t *p)
