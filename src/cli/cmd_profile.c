@@ -1,4 +1,4 @@
-/* ftbench profile path|show|recommend FORMAT|fetch-fraction FORMAT|max-batch FORMAT [--gpu G] [--json]
+/* ftbench profile path|show|history|recommend FORMAT|fetch-fraction FORMAT|max-batch FORMAT [--gpu G] [--json]
  *
  * Reads the bandwidth profile that applies to a GPU through libftprofile, exactly as an engine
  * would (search order, GPU check, aliases, rules of reference §5). --gpu takes an index, a uuid or
@@ -18,15 +18,21 @@
 #include "moe/formats.h"
 
 static const char usage[] =
-	"usage: ftbench profile path|show|recommend FORMAT|fetch-fraction FORMAT|max-batch FORMAT\n"
-	"                       [--gpu G] [--json]\n"
+	"usage: ftbench profile path|show|history|recommend FORMAT|fetch-fraction FORMAT|max-batch FORMAT\n"
+	"                       [--gpu G] [--json] [--limit N]\n"
 	"  path            the profile file that applies (or where `ftbench bw` would write it)\n"
-	"  show            what the profile says (--json: the whole file)\n"
+	"  show            what the profile says: every figure with its spread (median, min-max,\n"
+	"                  samples), valid, drift, stale (--json: the whole file)\n"
+	"  history         the profiles of the GPU the per-user store kept (oldest first; valid and\n"
+	"                  invalid runs alike): time, read ceiling, per format CPU MoE / gather /\n"
+	"                  verdict, valid, drift (--json: the array of profiles)\n"
 	"  recommend F     offload | hybrid | none for format F (the reader's alias: mxfp4)\n"
 	"  fetch-fraction F  share of a hybrid step's missing experts fetched over PCIe\n"
 	"  max-batch F     the largest batch at which hybrid still wins for F (bw --batch-sweep)\n"
 	"  --gpu G         GPU index, uuid or unique uuid prefix (default: the first GPU; none: host.json)\n"
 	"  --json          machine-readable output\n"
+	"  --limit N       history: the newest N profiles only (default: all kept, at most 20)\n"
+	"GB/s is 10^9 bytes per second everywhere.\n"
 	"  --deployment isolated|concurrent|profile\n"
 	"                  recommend / fetch-fraction for that deployment (default: the one the\n"
 	"                  profile records, by the seed's rules)\n"
@@ -94,9 +100,9 @@ static void show_human(const struct ftprof *p)
 		print_num(json_object_get(ceil, "cpu_stream_read_gbs"), "%.*f", 1);
 		printf(" GB/s, pcie h2d ");
 		print_num(json_object_get(ceil, "pcie_linear_h2d_gbs"), "%.*f", 1);
-		printf(", d2h ");
+		printf(" GB/s, d2h ");
 		print_num(json_object_get(ceil, "pcie_linear_d2h_gbs"), "%.*f", 1);
-		printf("\n");
+		printf(" GB/s\n");
 	}
 	if (json_object_get(root, "deployment"))
 		printf("deployment %s (the rec column)\n", ftprof_deployment_name(ftprof_deployment(p)));
@@ -152,6 +158,140 @@ static void show_human(const struct ftprof *p)
 	}
 }
 
+/* "99.5 GB/s (99.0-100.0, 2 samples)" for figure key of o (its key_spread when recorded). */
+static void print_figure(const char *label, const json_t *o, const char *key)
+{
+	char sk[128];
+	const json_t *v = json_object_get(o, key), *sp;
+	snprintf(sk, sizeof sk, "%s_spread", key);
+	sp = json_object_get(o, sk);
+	printf("  %-34s ", label);
+	if (!json_is_number(v)) {
+		printf("%10s\n", "-");
+		return;
+	}
+	printf("%10.2f GB/s", json_number_value(v));
+	if (json_is_object(sp) && json_is_number(json_object_get(sp, "min")) &&
+	    json_is_number(json_object_get(sp, "max")))
+		printf("  %.2f-%.2f, %lld samples\n", json_number_value(json_object_get(sp, "min")),
+		       json_number_value(json_object_get(sp, "max")),
+		       (long long)json_integer_value(json_object_get(sp, "samples")));
+	else
+		printf("  (no spread recorded)\n");
+}
+
+static int ends_with(const char *s, const char *suf)
+{
+	size_t a = strlen(s), b = strlen(suf);
+	return a >= b && !strcmp(s + a - b, suf);
+}
+
+/* Every figure with its spread, then valid, drift and stale. */
+static void show_checks(const struct ftprof *p)
+{
+	const json_t *root = ftprof_json(p), *ceil = json_object_get(root, "ceilings");
+	const json_t *dk = json_object_get(root, "dtype_kernels"), *v, *e, *valid, *drift;
+	const char *k, *f;
+	char label[160], why[1024] = "";
+	size_t i;
+	int st;
+
+	printf("\nfigures (median; min-max over the samples; GB/s = 10^9 bytes/s)\n");
+	json_object_foreach((json_t *)ceil, k, v)
+		if (ends_with(k, "_gbs") && json_is_number(v))
+			print_figure(k, ceil, k);
+	json_object_foreach((json_t *)dk, f, e)
+		json_object_foreach((json_t *)e, k, v)
+			if (ends_with(k, "_gbs") && json_is_number(v)) {
+				snprintf(label, sizeof label, "%s %s", f, k);
+				print_figure(label, e, k);
+			}
+	valid = json_object_get(root, "valid");
+	if (json_is_true(valid)) {
+		printf("valid     yes (the run passed its own checks)\n");
+	} else if (json_is_false(valid)) {
+		printf("valid     NO:");
+		json_array_foreach(json_object_get(root, "invalid_reasons"), i, v)
+			printf("%s %s", i ? ";" : "", json_string_value(v) ?: "?");
+		printf("\n");
+	} else {
+		printf("valid     not checked (no \"valid\" field: an older profile or bw --no-checks)\n");
+	}
+	drift = json_object_get(root, "drift");
+	if (!json_is_array(drift))
+		printf("drift     not compared (no previous profile of this GPU, or an older tool)\n");
+	else if (!json_array_size(drift))
+		printf("drift     none (every figure within the previous profile's spread)\n");
+	else
+		json_array_foreach(drift, i, v)
+			printf("drift     %s: %.2f -> %.2f GB/s (%+.0f %%; previous spread %.2f-%.2f)\n",
+			       json_string_value(json_object_get(v, "figure")) ?: "?",
+			       json_number_value(json_object_get(v, "previous")),
+			       json_number_value(json_object_get(v, "current")),
+			       (json_number_value(json_object_get(v, "ratio")) - 1) * 100,
+			       json_number_value(json_object_get(v, "previous_min")),
+			       json_number_value(json_object_get(v, "previous_max")));
+	st = ftprof_stale(p, why, sizeof why);
+	if (st == 1)
+		printf("stale     YES: %s (re-run ftbench bw)\n", why);
+	else if (st == 0)
+		printf("stale     no (measured on this machine as it is now)\n");
+	else
+		printf("stale     unknown (the profile recorded no fingerprint)\n");
+}
+
+/* One cell: %.1f or "-". */
+static void cell(char *buf, size_t n, const json_t *v)
+{
+	if (json_is_number(v))
+		snprintf(buf, n, "%.1f", json_number_value(v));
+	else
+		snprintf(buf, n, "-");
+}
+
+static int history(const char *uuid, int limit, int json)
+{
+	json_t *arr = NULL, *pr, *e;
+	size_t i;
+	const char *k;
+	char a[32], b[32];
+	int r = ftprof_history_load(NULL, uuid, limit, &arr);
+
+	if (r < 0) {
+		ftcli_error("history of %s: %s", uuid && *uuid ? uuid : "host", strerror(-r));
+		return FTCLI_EXIT_FAIL;
+	}
+	if (json) {
+		ftcli_print_json(arr);
+	} else if (!json_array_size(arr)) {
+		ftcli_note("no kept profiles for %s (ftbench bw keeps the last %d)", uuid && *uuid ? uuid : "host",
+			   FTPROF_HISTORY_KEEP);
+	} else {
+		printf("%-20s %9s %-5s %-7s  %s\n", "timestamp", "read GB/s", "valid", "drifted",
+		       "format cpu-moe/gather GB/s verdict ...");
+		json_array_foreach(arr, i, pr) {
+			const json_t *valid = json_object_get(pr, "valid"), *drift = json_object_get(pr, "drift");
+			cell(a, sizeof a, json_object_get(json_object_get(pr, "ceilings"), "cpu_stream_read_gbs"));
+			printf("%-20s %9s %-5s ", json_string_value(json_object_get(pr, "timestamp")) ?: "?", a,
+			       json_is_true(valid) ? "yes" : json_is_false(valid) ? "NO" : "-");
+			if (json_is_array(drift))
+				printf("%-7zu ", json_array_size(drift));
+			else
+				printf("%-7s ", "-");
+			json_object_foreach(json_object_get(pr, "dtype_kernels"), k, e) {
+				cell(a, sizeof a, json_object_get(e, "cpu_moe_gbs"));
+				cell(b, sizeof b, json_object_get(e, "pcie_gather_gbs"));
+				printf(" %s %s/%s %s", k, a, b,
+				       json_string_value(json_object_get(e, "recommended")) ?: "-");
+			}
+			printf("\n");
+		}
+	}
+	r = json_array_size(arr) || json ? 0 : FTCLI_EXIT_FAIL;
+	json_decref(arr);
+	return r;
+}
+
 /* When a name the reader does not alias (fp8) finds nothing but its canonical name would. */
 static const char *alias_hint(const struct ftprof *p, const char *format, int rec)
 {
@@ -172,6 +312,7 @@ int cmd_profile(int argc, char **argv)
 	static const struct option opts[] = {{"gpu", required_argument, NULL, 'g'},
 					     {"json", no_argument, NULL, 'j'},
 					     {"deployment", required_argument, NULL, 'd'},
+					     {"limit", required_argument, NULL, 'l'},
 					     {"help", no_argument, NULL, 'h'},
 					     {0}};
 	const char *gpu_spec = NULL, *action, *format = NULL;
@@ -181,7 +322,8 @@ int cmd_profile(int argc, char **argv)
 	char why[256] = "", err[2048] = "", path[4096];
 	struct ftprof *p = NULL;
 	enum ftprof_deployment dep = FTPROF_DEPLOY_PROFILE;
-	int dep_given = 0;
+	int dep_given = 0, limit = 0;
+	char *end;
 
 	while ((c = getopt_long(argc, argv, "g:jh", opts, NULL)) != -1) {
 		switch (c) {
@@ -191,6 +333,14 @@ int cmd_profile(int argc, char **argv)
 				return FTCLI_EXIT_USAGE;
 			}
 			dep_given = 1;
+			break;
+		case 'l':
+			errno = 0;
+			limit = (int)strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || limit < 1 || limit > 1000) {
+				ftcli_error("--limit: '%s' is not a count from 1 to 1000", optarg);
+				return FTCLI_EXIT_USAGE;
+			}
 			break;
 		case 'g': gpu_spec = optarg; break;
 		case 'j': json = 1; break;
@@ -218,7 +368,7 @@ int cmd_profile(int argc, char **argv)
 		if (!ftfmt_lookup(format))
 			ftcli_note("'%s' is not a format ftbench knows (%s); the profile is asked as it is", format,
 				   ftfmt_all_names());
-	} else if (strcmp(action, "path") && strcmp(action, "show")) {
+	} else if (strcmp(action, "path") && strcmp(action, "show") && strcmp(action, "history")) {
 		ftcli_error("unknown action '%s'", action);
 		fputs(usage, stderr);
 		return FTCLI_EXIT_USAGE;
@@ -243,6 +393,12 @@ int cmd_profile(int argc, char **argv)
 		}
 	}
 
+	if (!strcmp(action, "history"))
+		return history(uuid, limit, json);
+	if (limit) {
+		ftcli_error("--limit is for history only");
+		return FTCLI_EXIT_USAGE;
+	}
 	r = ftprof_load(uuid, name, &p, err, sizeof err);
 	if (!strcmp(action, "path")) {
 		const char *found = r ? NULL : ftprof_source(p);
@@ -292,8 +448,10 @@ int cmd_profile(int argc, char **argv)
 	if (!strcmp(action, "show")) {
 		if (json)
 			ftcli_print_json((json_t *)ftprof_json(p));
-		else
+		else {
 			show_human(p);
+			show_checks(p);
+		}
 		rc = 0;
 	} else if (!strcmp(action, "recommend")) {
 		enum ftprof_rec rec = dep_given ? ftprof_recommend_deployment(p, format, dep) : ftprof_recommend(p, format);

@@ -76,3 +76,50 @@ expect "unknown action: exit 2" 2 "" -- frobnicate
 expect "extra argument: exit 2" 2 "" -- path extra
 expect "--gpu index without a GPU: exit 2" 2 "" -- path --gpu 0
 expect "--help: exit 0" 0 "^usage: ftbench profile" -- --help
+expect "--help names history" 0 "history +the profiles" -- --help
+expect "--help says what GB/s is" 0 "GB/s is 10\\^9 bytes" -- --help
+expect "--limit 0: exit 2" 2 "" -- history --limit 0 --gpu "$A"
+expect "--limit x: exit 2" 2 "" -- history --limit x --gpu "$A"
+expect "--limit outside history: exit 2" 2 "" -- show --limit 3 --gpu "$A"
+expect "show: units on the ceilings" 0 "d2h 54\\.9 GB/s\$" -- show --gpu "$A"
+expect "show: a profile without valid says not checked" 0 "^valid +not checked" -- show --gpu "$A"
+expect "show: a profile without fingerprint: stale unknown" 0 "^stale +unknown" -- show --gpu "$A"
+
+# history, valid/drift/stale with real bw runs (fake measurements, as bw_valid.sh)
+G0=GPU-fa4e0000-0000-4000-8000-000000000000
+SMALL="--dtype bf16,nvfp4 --cpu-iters 2 --kernel-cpu-iters 3 --kernel-pcie-iters 2 --pcie-iters 2 --no-legacy-copy"
+expect "history of a GPU with none kept: exit 1" 1 "" -- history --gpu "$G0"
+stderr_has "no kept profiles for $G0"
+FTBENCH_TEST_FAKE_GPUS=1 "$FT" bw $SMALL >/dev/null 2>&1
+FTBENCH_TEST_FAKE_GPUS=1 "$FT" bw $SMALL --max-spread 0.001 >/dev/null 2>&1
+FTBENCH_TEST_FAKE_GPUS=1 "$FT" bw $SMALL >/dev/null 2>&1
+expect "history: a header and three rows" 0 "^timestamp +read GB/s +valid +drifted" -- history --gpu "$G0"
+n=$((n + 1)); rows=$(grep -c '^20[0-9-]*T' "$T/out")
+if [ "$rows" -eq 3 ] && sed -n 2p "$T/out" | grep -Eq ' 99\.5 yes +- +bf16 30\.0/24\.9 offload nvfp4 60\.0/24\.9 hybrid$' &&
+	sed -n 3p "$T/out" | grep -Eq ' NO ' && sed -n 4p "$T/out" | grep -Eq ' yes +0 '; then
+	echo "ok $n - history rows: figures, verdicts, valid, drift"
+else echo "not ok $n - history rows"; sed 's/^/#   /' "$T/out"; fi
+expect "history --limit 1: the newest only" 0 "" -- history --gpu "$G0" --limit 1
+n=$((n + 1)); if [ "$(grep -c '^20[0-9-]*T' "$T/out")" -eq 1 ] && grep -q ' yes ' "$T/out"; then echo "ok $n - --limit 1 keeps the newest"; else echo "not ok $n - --limit 1"; sed 's/^/#   /' "$T/out"; fi
+"$FT" profile history --gpu "$G0" --json --limit 2 >"$T/out" 2>"$T/err"
+n=$((n + 1)); if [ "$(python3 -c "import json,sys; h=json.load(open(sys.argv[1])); print(len(h), h[0]['valid'], h[1]['valid'], h[0]['epoch'] < h[1]['epoch'])" "$T/out")" = "2 False True True" ]; then
+	echo "ok $n - history --json: the profiles, oldest first"; else echo "not ok $n - history --json"; sed 's/^/#   /' "$T/out" | head; fi
+expect "show: every figure with its spread" 0 "^  nvfp4 cpu_moe_gbs +60\\.00 GB/s  59\\.40-60\\.60, 3 samples\$" -- show --gpu "$G0"
+expect "show: the read ceiling's spread" 0 "^  cpu_stream_read_gbs +99\\.50 GB/s  99\\.00-100\\.00, 2 samples\$" -- show --gpu "$G0"
+expect "show: valid" 0 "^valid +yes" -- show --gpu "$G0"
+expect "show: drift compared, none" 0 "^drift +none" -- show --gpu "$G0"
+expect "show: not stale on the machine it was measured on" 0 "^stale +no" -- show --gpu "$G0"
+FTBENCH_TEST_FAKE_GPUS=1 "$FT" bw $SMALL --max-spread 0.001 -o "$T/bad.json" >/dev/null 2>&1
+python3 - "$T/bad.json" "$T/drift.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["fingerprint"]["kernel"] = "0.0.1-another"
+d["drift"] = [{"figure": "bf16.cpu_moe_gbs", "previous": 40.0, "previous_min": 39.0, "previous_max": 41.0,
+               "current": 30.0, "ratio": 0.75}]
+json.dump(d, open(sys.argv[2], "w"))
+PY
+FREETOKEN_BENCHBW_PATH="$T/bad.json" "$FT" profile show --gpu "$G0" >"$T/out" 2>"$T/err"
+n=$((n + 1)); if grep -Eq "^valid +NO: .*spread" "$T/out"; then echo "ok $n - show: invalid, with its reasons"; else echo "not ok $n - show invalid"; sed 's/^/#   /' "$T/out"; fi
+FREETOKEN_BENCHBW_PATH="$T/drift.json" "$FT" profile show --gpu "$G0" >"$T/out" 2>"$T/err"
+n=$((n + 1)); if grep -Eq "^drift +bf16\.cpu_moe_gbs: 40\.00 -> 30\.00 GB/s \(-25 %; previous spread 39\.00-41\.00\)" "$T/out"; then echo "ok $n - show: drift"; else echo "not ok $n - show drift"; sed 's/^/#   /' "$T/out"; fi
+n=$((n + 1)); if grep -Eq "^stale +YES: .*kernel.*0\.0\.1-another" "$T/out"; then echo "ok $n - show: stale, and why"; else echo "not ok $n - show stale"; sed 's/^/#   /' "$T/out"; fi
