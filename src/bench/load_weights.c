@@ -327,7 +327,8 @@ int ftlw_worker(const char *mode, const struct ftlw_opts *o, json_t **row, char 
 		json_object_set_new(r, "why", json_string(st.why));
 	json_object_set_new(r, "load_s", json_real(t));
 	json_object_set_new(r, "bytes", json_integer((json_int_t)bytes));
-	json_object_set_new(r, "read_gibs", json_real(t > 0 ? bytes / t / 1073741824.0 : 0));
+	json_object_set_new(r, "read_gbs", json_real(t > 0 ? bytes / t / 1e9 : 0)); /* 10^9 B/s, as every GB/s */
+	json_object_set_new(r, "read_gibs", json_real(t > 0 ? bytes / t / 1073741824.0 : 0)); /* kept for readers */
 	json_object_set_new(r, "file_bytes", json_integer((json_int_t)st.file_bytes));
 	json_object_set_new(r, "direct", json_boolean(st.direct));
 	json_object_set_new(r, "peak_rss_bytes", json_integer((json_int_t)smp.peak_rss));
@@ -556,14 +557,14 @@ void ftlw_print_table(const json_t *r, void *file)
 		else
 			fprintf(f, "ftw: reused %s\n", json_string_value(json_object_get(ftw, "dir")));
 	}
-	fprintf(f, "%-9s %-9s %8s %11s %10s %8s %14s  %s\n", "mode", "loader", "load_s", "read GiB/s", "peakRSS",
+	fprintf(f, "%-9s %-9s %8s %11s %10s %8s %14s  %s\n", "mode", "loader", "load_s", "read GB/s", "peakRSS",
 		"speedup", "bytes", "checksum");
 	size_t i;
 	json_t *row;
 	json_array_foreach(rows, i, row) {
 		fprintf(f, "%-9s %-9s %8.3f %11.2f %8.2fGi %7.2fx %14lld  %s\n",
 			json_string_value(json_object_get(row, "mode")), json_string_value(json_object_get(row, "loader")),
-			json_real_value(json_object_get(row, "load_s")), json_real_value(json_object_get(row, "read_gibs")),
+			json_real_value(json_object_get(row, "load_s")), json_real_value(json_object_get(row, "read_gbs")),
 			json_integer_value(json_object_get(row, "peak_rss_bytes")) / 1073741824.0,
 			json_real_value(json_object_get(row, "speedup")), json_integer_value(json_object_get(row, "bytes")),
 			json_is_true(json_object_get(row, "checksum_ok")) ? (i ? "ok" : "reference") : "BAD");

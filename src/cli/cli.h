@@ -51,6 +51,8 @@ int ftcli_result_fd(void);
 void ftcli_set_quiet(int quiet);
 
 void ftcli_progress(int done, int total, const char *label);
+/* Take the progress bar off the terminal (before a line on stdout; the next progress redraws it). */
+void ftcli_progress_clear(void);
 /* Send the result object on the result fd (borrowed; not printed on stdout). */
 void ftcli_result(json_t *result);
 /* Log "ftbench <cmd>: message" on stderr once, and send it on the result fd. */

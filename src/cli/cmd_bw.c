@@ -41,6 +41,9 @@ static void usage(FILE *f)
 		"                          the run has more than one engine; FTBENCH_DEPLOYMENT sets it too)\n"
 		"    --device N            the seed's released spelling of --gpu N\n"
 		"  --cpu-threads N         CPU threads, one per physical core near the GPU (0 or default: all cores)\n"
+		"  --repeat N              samples of every timed measurement (1..1000): sets --cpu-iters,\n"
+		"                          --pcie-iters, --kernel-cpu-iters and --kernel-pcie-iters at once\n"
+		"                          (each of those given too wins for its own measurement)\n"
 		"  --cpu-iters N           CPU read-ceiling passes (8)\n"
 		"  --pcie-mib N            linear copy size in MiB (256)\n"
 		"  --pcie-iters N          linear copy iterations per direction (30)\n"
@@ -77,7 +80,7 @@ enum {
 	OPT_DTYPE = 256, OPT_MODEL, OPT_FORMATS, OPT_ISA, OPT_THRESHOLD, OPT_GPU, OPT_CPU_THREADS,
 	OPT_CPU_ITERS, OPT_PCIE_MIB, OPT_PCIE_ITERS, OPT_KCPU_ITERS, OPT_KPCIE_ITERS, OPT_OVERLAP,
 	OPT_JSON, OPT_RESULT_FD, OPT_ENGINES, OPT_ENGINE_THREADS, OPT_DEPLOYMENT, OPT_DEVICE, OPT_NO_LEGACY,
-	OPT_MAX_SPREAD, OPT_NO_CHECKS, OPT_GATHER, OPT_BATCH_SWEEP,
+	OPT_MAX_SPREAD, OPT_NO_CHECKS, OPT_GATHER, OPT_BATCH_SWEEP, OPT_REPEAT,
 };
 
 /* --batch-sweep LIST: 1..FTCMOE_MAX_BATCH each, at most FTBW_MAX_BATCHES, kept ascending and
@@ -499,6 +502,7 @@ int cmd_bw(int argc, char **argv)
 		{"no-legacy-copy", no_argument, NULL, OPT_NO_LEGACY},
 		{"max-spread", required_argument, NULL, OPT_MAX_SPREAD},
 		{"no-checks", no_argument, NULL, OPT_NO_CHECKS},
+		{"repeat", required_argument, NULL, OPT_REPEAT},
 		{"help", no_argument, NULL, 'h'},
 		{0}};
 	static const int lists[] = {OPT_DTYPE, OPT_MODEL, OPT_FORMATS, OPT_ISA, 0};
@@ -519,6 +523,7 @@ static int bw_cmd(int argc, char **argv, const struct option *opts)
 	const char *gpu_spec = NULL, *output = NULL;
 	char device[16];
 	int json = 0, c, dtype_given = 0, model_given = 0, threads = 0, legacy = 1;
+	int repeat = 0, iters_given[4] = {0}; /* cpu, pcie, kernel cpu, kernel pcie */
 	ftbw_config_default(&cfg);
 
 	optind = 1;
@@ -538,7 +543,7 @@ static int bw_cmd(int argc, char **argv, const struct option *opts)
 			break;
 		case OPT_ISA: bad = parse_isa(optarg, &cfg); break;
 		case 'o': output = optarg; break;
-		case OPT_THRESHOLD: bad = opt_double("--threshold", optarg, 1e-6, 1e6, &cfg.threshold); break;
+		case OPT_THRESHOLD: bad = opt_double("--threshold", optarg, 1e-6, 1000, &cfg.threshold); break;
 		case OPT_MAX_SPREAD: bad = opt_double("--max-spread", optarg, 0, 100, &cfg.max_spread); break;
 		case OPT_NO_CHECKS: cfg.no_checks = true; break;
 		case OPT_GPU:
@@ -551,13 +556,16 @@ static int bw_cmd(int argc, char **argv, const struct option *opts)
 		case OPT_DEVICE: bad = ftcli_opt_device(optarg, device, sizeof device, &gpu_spec); break;
 		case OPT_NO_LEGACY: legacy = 0; break;
 		case OPT_CPU_THREADS: bad = opt_long("--cpu-threads", optarg, 0, 4096, &threads); break;
-		case OPT_CPU_ITERS: bad = opt_long("--cpu-iters", optarg, 1, 10000, &cfg.cpu_iters); break;
+		case OPT_REPEAT: bad = opt_long("--repeat", optarg, 1, 1000, &repeat); break;
+		case OPT_CPU_ITERS: iters_given[0] = 1; bad = opt_long("--cpu-iters", optarg, 1, 1000, &cfg.cpu_iters); break;
 		case OPT_PCIE_MIB: bad = opt_long("--pcie-mib", optarg, 1, 1 << 16, &cfg.pcie_mib); break;
-		case OPT_PCIE_ITERS: bad = opt_long("--pcie-iters", optarg, 1, 10000, &cfg.pcie_iters); break;
+		case OPT_PCIE_ITERS: iters_given[1] = 1; bad = opt_long("--pcie-iters", optarg, 1, 10000, &cfg.pcie_iters); break;
 		case OPT_KCPU_ITERS:
-			bad = opt_long("--kernel-cpu-iters", optarg, 1, 1000000, &cfg.kernel_cpu_iters);
+			iters_given[2] = 1;
+			bad = opt_long("--kernel-cpu-iters", optarg, 1, 100000, &cfg.kernel_cpu_iters);
 			break;
 		case OPT_KPCIE_ITERS:
+			iters_given[3] = 1;
 			bad = opt_long("--kernel-pcie-iters", optarg, 1, 100000, &cfg.kernel_pcie_iters);
 			break;
 		case OPT_OVERLAP: bad = opt_double("--overlap-seconds", optarg, 0, 600, &cfg.overlap_s); break;
@@ -591,6 +599,12 @@ static int bw_cmd(int argc, char **argv, const struct option *opts)
 	if (optind < argc) {
 		ftcli_error("unexpected argument '%s'", argv[optind]);
 		return FTCLI_EXIT_USAGE;
+	}
+	if (repeat) {
+		int *iters[4] = {&cfg.cpu_iters, &cfg.pcie_iters, &cfg.kernel_cpu_iters, &cfg.kernel_pcie_iters};
+		for (int i = 0; i < 4; i++)
+			if (!iters_given[i])
+				*iters[i] = repeat;
 	}
 	if (!dtype_given && !model_given)
 		parse_formats("--dtype", "all", cfg.dtypes, &cfg.ndtypes, true);

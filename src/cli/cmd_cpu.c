@@ -14,7 +14,10 @@ int cmd_cpu(int argc, char **argv)
 		if (c == 'j') {
 			json = 1;
 		} else {
-			fprintf(c == 'h' ? stdout : stderr, "usage: ftbench cpu [--json]\n");
+			fprintf(c == 'h' ? stdout : stderr,
+				"usage: ftbench cpu [--json]\n"
+				"  the host CPU as the benchmarks see it: model, cores, NUMA nodes, caches, ISA tiers\n"
+				"  --json  the same as a JSON object on stdout\n");
 			return c == 'h' ? 0 : FTCLI_EXIT_USAGE;
 		}
 	}

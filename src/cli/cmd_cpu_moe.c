@@ -19,13 +19,32 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: ftbench cpu-moe [--format F] [--model M] [--batch LIST] [--routing model|distinct]\n"
-		   "                       [--isa auto|all|LIST] [--threads N] [--iters N] [--warmup N]\n"
+		   "                       [--isa auto|all|LIST] [--threads N] [--repeat N] [--warmup N]\n"
 		   "                       [--read-passes N] [--numa NODE] [--working-set-mib N] [--json]\n"
 		   "                       [--result-fd N]\n"
+		   "  --format F       expert weight format (default bf16, or the model's)\n"
+		   "  --model M        expert shapes (hidden, intermediate, experts, top-k) of a bw or cache-copy\n"
+		   "                   model (default: the format's bw workload)\n"
 		   "  --batch LIST     tokens per step, one run each (e.g. 1,2,4,8,16,32; default 1)\n"
 		   "  --routing R      model (default): each token picks top-k of the model's E experts, so\n"
 		   "                   tokens share experts as a real batch does; distinct: every route its\n"
 		   "                   own expert (the same at batch 1)\n"
+		   "  --isa auto|all|LIST  ISA tiers timed: auto (the one the executor picks), all (every tier\n"
+		   "                   this CPU has), or a comma list of tiers (default auto)\n"
+		   "  --threads N      worker threads (0 or default: one per physical core)\n"
+		   "  --repeat N       timed steps per tier, 1..100000 (default 64; --iters is the old name)\n"
+		   "  --warmup N       untimed steps before them, 0..100000 (default 8)\n"
+		   "  --read-passes N  passes of the CPU read ceiling, interleaved with the steps, 0..1000\n"
+		   "                   (default 8; 0: not measured)\n"
+		   "  --numa NODE      run threads and memory on this NUMA node (-1 or default: not bound)\n"
+		   "  --working-set-mib N  MiB the synthetic experts rotate over, at least (default: 4x the\n"
+		   "                   last-level cache)\n"
+		   "  --json           the result as JSON on stdout (no progress bar)\n"
+		   "  --result-fd N    the worker protocol's JSON lines to fd N (ftbenchd)\n"
+		   "  GB/s is 10^9 bytes per second (sizes: MiB = 2^20, GiB = 2^30 bytes). The table: median,\n"
+		   "  min, max GB/s of the timed steps; the read ceiling beside them; the step time; and the\n"
+		   "  max rel err vs scalar, the largest relative difference of the tier's output from the\n"
+		   "  scalar reference on the same inputs (a check, not a speed-up)\n"
 		   "  formats with a CPU path: bf16, nvfp4, mxfp4_triton (mxfp4), ds_fp4, q4_0\n"
 		   "  ISA tiers: scalar, avx2, avx512, avx512vnni, avx512bf16, amx (FREETOKEN_CPU_MOE_ISA\n"
 		   "  forces the tier 'auto' picks)\n");
@@ -40,7 +59,8 @@ int cmd_cpu_moe(int argc, char **argv)
 		{"format", required_argument, NULL, 'f'}, {"model", required_argument, NULL, 'm'},
 		{"batch", required_argument, NULL, 'b'},  {"isa", required_argument, NULL, 'i'},
 		{"routing", required_argument, NULL, 'o'},
-		{"threads", required_argument, NULL, 't'}, {"iters", required_argument, NULL, 'n'},
+		{"threads", required_argument, NULL, 't'}, {"repeat", required_argument, NULL, 'n'},
+		{"iters", required_argument, NULL, 'n'},
 		{"warmup", required_argument, NULL, 'w'}, {"read-passes", required_argument, NULL, 'r'},
 		{"numa", required_argument, NULL, 'N'},   {"working-set-mib", required_argument, NULL, 'W'},
 		{"json", no_argument, NULL, 'j'},         {"result-fd", required_argument, NULL, 'R'},
@@ -79,7 +99,13 @@ int cmd_cpu_moe(int argc, char **argv)
 		default: usage(stderr); return FTCLI_EXIT_USAGE;
 		}
 		if (bad) {
-			ftcli_error("bad value '%s' for --%s", optarg, opts[0].name ? "option" : "");
+			const char *name = "?";
+			for (const struct option *o = opts; o->name; o++)
+				if (o->val == c) {
+					name = o->name;
+					break;
+				}
+			ftcli_error("bad value '%s' for --%s (see ftbench cpu-moe --help for its range)", optarg, name);
 			return FTCLI_EXIT_USAGE;
 		}
 	}
@@ -197,6 +223,7 @@ int cmd_cpu_moe(int argc, char **argv)
 		results = json_array();
 	}
 	if (!json) {
+		ftcli_progress_clear();
 		printf("%scpu-moe %s  %s shapes H=%ld I=%ld top-%d  batch %ld (%s routing)  %d threads  act %s\n",
 		       bi ? "\n" : "", f->name, model->name, model->hidden, model->inter, model->topk, batch,
 		       routing == FTCMB_ROUTE_MODEL ? "model" : "distinct", ftcmb_threads(b), ftact_name(model->act));
@@ -207,8 +234,8 @@ int cmd_cpu_moe(int argc, char **argv)
 			printf(", each round after one pass of the read ceiling (%s, %.2f GiB)",
 			       rres.loop, rres.buffer_bytes / 1073741824.0);
 		printf("\n");
-		printf("%-12s %-15s %8s %8s %8s %9s %9s %9s %9s\n", "isa", "kernel", "GB/s", "min", "max",
-		       "read GB/s", "%ceiling", "step ms", "vs scalar");
+		printf("%-12s %-15s %8s %8s %8s %9s %9s %9s %21s\n", "isa", "kernel", "GB/s", "min", "max",
+		       "read GB/s", "%ceiling", "step ms", "max rel err vs scalar");
 	}
 	double best = -1;
 	enum ftcmoe_isa best_isa = FTCMOE_ISA_SCALAR;
@@ -274,7 +301,8 @@ int cmd_cpu_moe(int argc, char **argv)
 				snprintf(pc, sizeof pc, "%.1f", 100 * frac);
 				snprintf(rg, sizeof rg, "%.1f", tr.median);
 			}
-			printf("%-12s %-15s %8.1f %8.1f %8.1f %9s %9s %9.3f %9.1e\n", ftcmoe_isa_name(used), kn, s.median,
+			ftcli_progress_clear();
+			printf("%-12s %-15s %8.1f %8.1f %8.1f %9s %9s %9.3f %21.1e\n", ftcmoe_isa_name(used), kn, s.median,
 			       s.min, s.max, rg, pc, st.median * 1e3, rel);
 			if (traced)
 				printf("  trace, us per step (mean of %ld, warm-up included): step %.1f, last worker done at "
@@ -287,6 +315,7 @@ int cmd_cpu_moe(int argc, char **argv)
 	}
 	struct ftstat rs = ftstat_of(all_rd + nrd0, nrd - nrd0);
 	if (passes && !json) {
+		ftcli_progress_clear();
 		printf("%-12s %-15s %8.1f %8.1f %8.1f   (all %d read passes of this batch; calibration", "read", rres.loop,
 		       rs.median, rs.min, rs.max, nrd - nrd0);
 		for (int v = 0; v < FTCREAD_VARIANTS; v++)
@@ -318,8 +347,10 @@ int cmd_cpu_moe(int argc, char **argv)
 		json_object_set_new(res, "ceiling", json_null());
 		json_decref(calib);
 	}
-	if (!json)
+	if (!json) {
+		ftcli_progress_clear();
 		printf("best: %s (%.1f GB/s)\n", ftcmoe_isa_name(best_isa), best);
+	}
 	json_array_append_new(sweep, res);
 	}
 	ftcread_close(rd_sess);
@@ -331,6 +362,7 @@ int cmd_cpu_moe(int argc, char **argv)
 	} else {
 		res = json_pack("{s:s,s:s,s:o}", "format", f->name, "model", model->name, "batches", sweep);
 		if (!json) {
+			ftcli_progress_clear();
 			printf("\nbatch sweep (%s routing, best tier each): batch, experts/step, GB/s of weights, %% of "
 			       "its read ceiling, step ms, tokens/s\n", routing == FTCMB_ROUTE_MODEL ? "model" : "distinct");
 			for (int bi = 0; bi < nbatch; bi++) {

@@ -252,8 +252,8 @@ int cmd_decode(int argc, char **argv)
 				BAD("--mem-ratio: '%s' is not in (0, 1]", optarg);
 			break;
 		case O_CACHE:
-			if (ftstr_parse_long(optarg, 0, 1L << 40, &c.serve.cache_size) < 0)
-				BAD("--cache: '%s' is not a non-negative integer", optarg);
+			if (ftstr_parse_long(optarg, 0, 1000000, &c.serve.cache_size) < 0)
+				BAD("--cache: '%s' is not an integer in 0..1000000", optarg);
 			break;
 		case O_CACHE_RATE:
 			if (ftstr_parse_double(optarg, 0.0, 1.0, &c.serve.cache_rate) < 0)
@@ -266,8 +266,8 @@ int cmd_decode(int argc, char **argv)
 		case O_NO_GRAPH: c.serve.no_graph = 1; break;
 		case O_AIME: aime = optarg; break;
 		case O_PROBLEM:
-			if (ftstr_parse_long(optarg, 0, 1 << 20, &lv) < 0)
-				BAD("--problem: '%s' is not an index >= 0", optarg);
+			if (ftstr_parse_long(optarg, 0, 100000, &lv) < 0)
+				BAD("--problem: '%s' is not an index in 0..100000", optarg);
 			c.problem = (int)lv;
 			break;
 		case O_GREEDY: greedy = 1; break;

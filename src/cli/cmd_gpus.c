@@ -15,7 +15,11 @@ int cmd_gpus(int argc, char **argv)
 		if (c == 'j') {
 			json = 1;
 		} else {
-			fprintf(c == 'h' ? stdout : stderr, "usage: ftbench gpus [--json]\n");
+			fprintf(c == 'h' ? stdout : stderr,
+				"usage: ftbench gpus [--json]\n"
+				"  every CUDA device in PCI bus order: index, uuid, name, PCI bus id, memory (GiB = 2^30\n"
+				"  bytes), compute capability, PCIe link now/max (gen x width), driver, NUMA node\n"
+				"  --json  the list as a JSON array on stdout\n");
 			return c == 'h' ? 0 : FTCLI_EXIT_USAGE;
 		}
 	}

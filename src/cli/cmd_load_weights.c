@@ -21,11 +21,26 @@ static void usage(FILE *f)
 		   "  (default /var/tmp/ftw_<model name>) when nothing has that name yet, else to a fresh\n"
 		   "  ftw-<model name>.XXXXXX inside it (ftw_<model name>.XXXXXX beside the default); it is\n"
 		   "  removed with what was written in it unless --keep-ftw (a kept one is reused).\n"
-		   "  --modes takes commas or spaces; an unknown mode is skipped with a note (as the seed does),\n"
-		   "  a list without a known mode is an error.\n"
-		   "  --shard-gib X   FTW shard limit in GiB, a number as in the seed (0.5; whole MiB);\n"
-		   "  --shard-mib N   the same in MiB. The seed's bench_load_weight_generic.py flags are\n"
-		   "  all accepted with the same names.\n");
+		   "  --model DIR     the safetensors checkpoint to load (required)\n"
+		   "  --modes LIST    loaders timed, each once after the page cache of its files is dropped:\n"
+		   "                  baseline (serial), parallel, ftw (the FTW copy), auto (default\n"
+		   "                  baseline,parallel,ftw). Commas or spaces; an unknown mode is skipped\n"
+		   "                  with a note (as the seed does), a list without a known mode is an error.\n"
+		   "  --workers N     reader threads of parallel and ftw, 1..256 (default 8)\n"
+		   "  --chunk-mib N   bytes each reader asks for at once, in MiB, 1..1024 (default 8)\n"
+		   "  --shard-gib X   FTW shard limit in GiB, a number as in the seed, 0.001..1024 (0.5; whole\n"
+		   "                  MiB; default 8)\n"
+		   "  --shard-mib N   the same in MiB, 1..1048576\n"
+		   "  --ftw-dir DIR   where the FTW copy goes (above)\n"
+		   "  --keep-ftw      keep the FTW copy (a kept one is reused by the next run)\n"
+		   "  --no-drop-cache do not evict the page cache before each mode (warm-cache figures)\n"
+		   "  --expert-load auto|serial|parallel  the loader of the FTW conversion and of the auto\n"
+		   "                  mode (auto: parallel when the experts are scattered; default auto)\n"
+		   "  --json          the result as JSON on stdout\n"
+		   "  --result-fd N   the worker protocol's JSON lines to fd N (ftbenchd)\n"
+		   "  read GB/s (JSON read_gbs) is 10^9 bytes per second (read_gibs: the same in 2^30 B/s);\n"
+		   "  sizes in MiB/GiB (2^20/2^30 bytes).\n"
+		   "  The seed's bench_load_weight_generic.py flags are all accepted with the same names.\n");
 }
 
 /* --modes as the seed takes it: known entries kept, an unknown one skipped with a note. */

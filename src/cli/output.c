@@ -74,6 +74,12 @@ static void clear_bar(void)
 	}
 }
 
+void ftcli_progress_clear(void)
+{
+	clear_bar();
+	fflush(stderr);
+}
+
 void ftcli_set_progress_lines(int on)
 {
 	progress_lines = !!on;
@@ -298,8 +304,9 @@ int ftcli_opt_shard(const char *opt, const char *arg, uint64_t *bytes)
 {
 	int gib = !strcmp(opt, "--shard-gib");
 	double v;
-	if (ftstr_parse_double(arg, 0, gib ? 1 << 20 : 1 << 30, &v) < 0 || !(v > 0)) {
-		ftcli_error("%s: '%s' is not a positive number%s", opt, arg, gib ? " of GiB (0.5 is fine)" : " of MiB");
+	/* the daemon's limits (daemon/kinds.c, api/openapi.yaml): 0.001..1024 GiB, 1..1048576 MiB */
+	if (ftstr_parse_double(arg, gib ? 0.001 : 1, gib ? 1024 : 1 << 20, &v) < 0) {
+		ftcli_error("%s: '%s' is not a number%s", opt, arg, gib ? " of GiB in 0.001..1024 (0.5 is fine)" : " of MiB in 1..1048576");
 		return -1;
 	}
 	double mib = gib ? v * 1024.0 : v;

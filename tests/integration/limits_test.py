@@ -1,0 +1,58 @@
+"""The same limits everywhere (issue 22): every integer or number argument of a job kind has
+the same [minimum, maximum] in the daemon's table (daemon/kinds.c), the OpenAPI spec
+(api/openapi.yaml) and the CLI the worker runs (`ftbench KIND --flag V --help`: 0 when V is
+accepted, 2 when refused; --help comes after the flag, so nothing is measured)."""
+import os
+import re
+import subprocess
+import sys
+
+import yaml
+
+ROOT = os.getcwd()
+FT = os.path.join(ROOT, os.environ.get("BUILD", "build"), "bin", "ftbench")
+SCHEMA = {"bw": "BwArgs", "cache-copy": "CacheCopyArgs", "load-weights": "LoadWeightsArgs",
+          "decode": "DecodeArgs"}
+
+src = open(os.path.join(ROOT, "daemon/kinds.c")).read()
+spec = yaml.safe_load(open(os.path.join(ROOT, "api/openapi.yaml")))["components"]["schemas"]
+tables = dict(re.findall(r"static const struct ftd_arg (\w+)_args\[\] = \{(.*?)\{NULL\}\};", src, re.S))
+kinds = re.findall(r'\{"([a-z-]+)", [01], (\w+)_args\}', src)
+n = 0
+bad = 0
+
+
+def check(desc, ok, detail=""):
+    global n, bad
+    n += 1
+    print(("ok" if ok else "not ok") + f" {n} - {desc}" + ("" if ok else f" ({detail})"))
+    bad += not ok
+
+
+def cli(kind, flag, value):
+    r = subprocess.run([FT, kind, f"{flag}={value}", "--help"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True, timeout=60)
+    return r.returncode, r.stderr.strip()
+
+
+def fmt(v, integer):
+    return str(int(v)) if integer else repr(float(v))
+
+
+for kind, table in kinds:
+    props = spec[SCHEMA[kind]]["properties"]
+    for name, typ, flag, lo, hi in re.findall(
+            r'\{"(\w+)", (A_INT|A_NUM), "(--[a-z-]+)", ([-0-9.e]+), ([-0-9.e]+)', tables[table]):
+        integer = typ == "A_INT"
+        lo, hi = float(lo), float(hi)
+        p = props.get(name, {})
+        check(f"{kind} {name}: the spec's limits are the daemon's [{lo:g}, {hi:g}]",
+              p.get("minimum") is not None and float(p["minimum"]) == lo and float(p["maximum"]) == hi,
+              f"spec {p.get('minimum')}..{p.get('maximum')}")
+        step = 1 if integer else max(abs(hi) * 1e-3, 1e-9)
+        for v, want in ((lo, 0), (hi, 0), (hi + step, 2), (lo - (1 if integer else max(abs(lo) * 1e-3, 1e-9)), 2)):
+            rc, err = cli(kind, flag, fmt(v, integer))
+            check(f"{kind} {flag}={fmt(v, integer)}: the CLI {'accepts' if want == 0 else 'refuses'} it",
+                  rc == want, f"exit {rc}: {err[-200:]}")
+print(f"1..{n}")
+sys.exit(1 if bad else 0)
