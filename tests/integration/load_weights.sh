@@ -71,3 +71,4 @@ $ft make-checkpoint --arch llama --out "$tmp/x" >/dev/null 2>&1; [ $? -eq 2 ] &&
 $ft load-weights --model "$m" --modes parallel --result-fd 3 3>"$tmp/fd3" >/dev/null 2>&1
 grep -q '"type": *"progress"' "$tmp/fd3" && grep -q '"type": *"result"' "$tmp/fd3" &&
 	ok "--result-fd carries progress and result" || nok "--result-fd: $(head -c 300 "$tmp/fd3")"
+echo "1..$n"
