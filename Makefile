@@ -101,12 +101,15 @@ INTEG_BINS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(INTEG_SRCS))
 GPU_BINS     := $(patsubst tests/%.c,$(BUILD)/tests/%,$(GPU_SRCS))
 FIXTURE_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(FIXTURE_SRCS))
 
+# ftbench with a fault injected through the bw operations (tests/integration/bw_fault_ops.c)
+BWFAULT      := $(BUILD)/tests/integration/ftbench_bwfault
+
 ALL := $(FTBENCH) $(FTBENCHD) $(PROF_SO) $(PROF_A) $(PROF_H) $(PROF_PC)
 
 .SECONDARY:
 .PHONY: test-san all test test-unit test-integration test-gpu run install uninstall clean deps bench tests
 all: $(ALL) tests
-tests: $(UNIT_BINS) $(INTEG_BINS) $(GPU_BINS) $(FIXTURE_BINS)
+tests: $(UNIT_BINS) $(INTEG_BINS) $(GPU_BINS) $(FIXTURE_BINS) $(BWFAULT)
 
 # ---------------------------------------------------------------- rules
 $(BUILD)/obj/%.o: %.c
@@ -168,6 +171,12 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIBFTBENCH)
 	$(call say,LD,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(TEST_LIBS) $(if $(findstring integration,$@),-lmicrohttpd -lsystemd)
+
+$(BWFAULT): $(CLI_OBJS) $(BUILD)/obj/tests/integration/bw_fault_ops.o $(LIBFTBENCH)
+	$(call say,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) -Wl,--wrap=ftbw_real_ops -o $@ $(CLI_OBJS) $(BUILD)/obj/tests/integration/bw_fault_ops.o \
+		$(LIBFTBENCH) $(LIBS) $(CUDA_LIBS)
 
 # ---------------------------------------------------------------- targets
 deps:
