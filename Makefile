@@ -7,6 +7,7 @@
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make bench      reproducible benchmarks (bench/*.sh)
 #   make test-san   the same tests built with ASan+UBSan (CUDA=0)
+#   make test-mutants  deliberate breaks, one at a time on a copy of the tree: each must fail its tests
 #
 # Knobs: CUDA=0|1 (default: 1 when nvcc is found), SMS="80 90", V=1 (show commands),
 #        WERROR=1 (default in CI), BUILD=build, SAN=address,undefined (sanitized build).
@@ -107,7 +108,7 @@ BWFAULT      := $(BUILD)/tests/integration/ftbench_bwfault
 ALL := $(FTBENCH) $(FTBENCHD) $(PROF_SO) $(PROF_A) $(PROF_H) $(PROF_PC)
 
 .SECONDARY:
-.PHONY: test-san all test test-unit test-integration test-gpu run install uninstall clean deps bench tests
+.PHONY: test-san test-mutants all test test-unit test-integration test-gpu run install uninstall clean deps bench tests
 all: $(ALL) tests
 tests: $(UNIT_BINS) $(INTEG_BINS) $(GPU_BINS) $(FIXTURE_BINS) $(BWFAULT)
 
@@ -201,6 +202,13 @@ test-san:
 	@BUILD=build-san ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		scripts/run-tests.sh $(patsubst $(BUILD)/%,build-san/%,$(UNIT_BINS) $(INTEG_BINS)) \
 		$(wildcard tests/integration/*.sh)
+
+# Each break of tests/mutants.py (a list kept beside the tests) applied alone to a copy of the
+# tree, rebuilt and tested with its subset (the unit tests + named integration tests): every one
+# must fail. Prints the table of bench/RESULTS.md. About 15 minutes on 2 cores.
+test-mutants: deps
+	@$(MAKE) --no-print-directory all
+	@python3 tests/mutants.py
 
 run: deps
 	@$(MAKE) --no-print-directory all
