@@ -43,7 +43,7 @@ MUTANTS = [
      "\t\tif (r < 0) {\n\t\t\tftbw_meas_release(&m);\n\t\t\tnitems = i;\n\t\t\tr = 0;\n\t\t\terr[0] = '\\0';\n"
      "\t\t\tbreak;\n\t\t}\n\t\tmeas_normalize(&m);",
      "a failed measurement ends the run with the partial profile, written to the store", False,
-     ["tests/integration/test_bw"], {}),
+     ["build/tests/integration/test_bw"], {}),
     ("bw-fetch-fraction", "src/bench/bw.c",
      "f = pcie_ov / (pcie_ov + cpu_ov);", "f = pcie_ov / cpu_ov;",
      "ftbench's hybrid fetch fraction from the overlap pair", True, [], {}),
@@ -52,7 +52,7 @@ MUTANTS = [
      "libftprofile's fetch fraction from the overlap pair", True, [], {}),
     ("decode-sha1", "src/bench/decode.c",
      'ftsha1_hex(s.text ? s.text : "", s.text_len, hex);', 'ftsha1_hex("", 0, hex);',
-     "decode's output_sha1 hashes the empty string", False, ["tests/integration/test_decode"], {}),
+     "decode's output_sha1 hashes the empty string", False, ["build/tests/integration/test_decode"], {}),
     ("sha1-constant", "src/util/sha1.c", "k = 0x5A827999u;", "k = 0x5A827998u;",
      "a SHA-1 round constant", True, [], {}),
     ("cpu-moe-bf16-truncate", "src/moe/cpu/kern_avx512bf16.c",
@@ -72,7 +72,7 @@ MUTANTS = [
      "nvfp4's gate_up global-scale bank half its size", True, [], {}),
     ("sse-append", "src/util/sse.c",
      "\tmemcpy(b->p + b->len, s, n);\n\tb->len += n;", "\tmemcpy(b->p + b->len, s, n);\n\tb->len += n - (n > 1);",
-     "the SSE line buffer loses a byte per append", True, ["tests/integration/test_decode"], {}),
+     "the SSE line buffer loses a byte per append", True, ["build/tests/integration/test_decode"], {}),
     ("fsutil-write-atomic", "src/util/fsutil.c",
      "r = ftfs_write_all(fd, data, len);", "r = ftfs_write_all(fd, data, len - (len > 1));",
      "atomic file writes drop the last byte", True, ["tests/integration/profile_cli.sh"], {}),
@@ -166,7 +166,7 @@ def main():
             orig = f.read()
         tests = subset(copy, units, integ)
         where = ("unit tests" if units else "") + (" + " if units and integ else "") + \
-            " ".join(t.replace("tests/integration/", "") for t in integ)
+            " ".join(os.path.basename(t) for t in integ)
         if "cpu" in extra and not has_cpu(extra["cpu"]):
             rows.append((name, path, what, where, f"not run: this CPU lacks {extra['cpu']}"))
             log(f"{name}: not run (no {extra['cpu']})")
