@@ -64,9 +64,10 @@ MUTANTS = [
     ("cpu-moe-scalar", "src/moe/cpu/kern_scalar.c",
      "acc += ftk_bf16(row[k]) * x[k];", "acc += ftk_bf16(row[k]) * x[k] * (k != 0);",
      "the scalar bf16 kernel drops the first product of each row", True, [], {}),
-    ("slot-cache-evict", "src/moe/slot_cache.c",
-     "if (sc->usage[s] < step)", "if (sc->usage[s] <= step)",
-     "the slot cache may evict a slot used in this very step", True, [], {}),
+    ("slot-cache-lru", "src/moe/slot_cache.c",
+     "if (want[e] && slot_for[e] >= 0)\n\t\t\tsc->usage[slot_for[e]] = step;",
+     "if (want[e] && slot_for[e] >= 0)\n\t\t\tsc->usage[slot_for[e]] = sc->usage[slot_for[e]];",
+     "a slot-cache hit does not refresh the slot's recency (LRU becomes FIFO)", True, [], {}),
     ("formats-global", "src/moe/formats.c",
      'set1(&o[2], "gate_up_global", FTDT_FP16, 2 * I);', 'set1(&o[2], "gate_up_global", FTDT_FP16, I);',
      "nvfp4's gate_up global-scale bank half its size", True, [], {}),
@@ -95,9 +96,13 @@ MUTANTS = [
      "the runner passes a test program that reports no check", False, ["tests/integration/runner.sh"], {}),
     ("runner-plan", "scripts/run-tests.sh", 'why="planned $plan checks, reported $((p + s + f))"', ":",
      "the runner passes a script that stops before its plan", False, ["tests/integration/runner.sh"], {}),
-    ("runner-terminal", "scripts/run-tests.sh", '*.sh) setsid -w timeout "$timeout" sh "$t"',
-     '*.sh) timeout "$timeout" sh "$t"',
-     "the runner puts a script in a background process group of the terminal (#17 defect 13)", False,
+    ("runner-terminal", "scripts/run-tests.sh",
+     '\t\t*.sh) setsid -w timeout "$timeout" sh "$t" >"$log" 2>&1 </dev/null &;;\n'
+     '\t\t*)    setsid -w timeout "$timeout" "$t" >"$log" 2>&1 </dev/null &;;\n\t\tesac\n'
+     '\t\ttpid=$!\n\t\twait "$tpid"\n',
+     '\t\t*.sh) timeout "$timeout" sh "$t" >"$log" 2>&1 ;;\n\t\t*)    timeout "$timeout" "$t" >"$log" 2>&1 ;;\n'
+     '\t\tesac\n',
+     "the runner as it was: each test under timeout in a background process group of the terminal (#17 defect 13)", False,
      ["tests/integration/runner.sh"], {}),
 ]
 
