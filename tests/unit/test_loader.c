@@ -61,7 +61,10 @@ static void banks_equal(const struct ftbanks *a, const struct ftbanks *b)
  *   packed 3-D bf16: gate_up_proj [E, 2I, H] as stored, or gate_proj, up_proj [E, I, H]
  *     interleaved per expert; down_proj [E, H, I] as stored (".weight" optional);
  *   gpt-oss mxfp4: per expert, blocks [N, K/2] -> [K/2, N] and scales [N, K/32] -> [K/32, N]
- *     (transposed), biases [E, N] as stored; N = 2I, K = H for gate_up, N = H, K = I for down. */
+ *     (transposed), biases [E, N] as stored; N = 2I, K = H for gate_up, N = H, K = I for down;
+ *   gpt-oss bf16 (config.json's model_type gpt_oss, or bias tensors): per expert gate_up_proj
+ *     [H, 2I] -> gate_up [2I, H] with gate row r = column 2r, up row r = column 2r + 1, and
+ *     down_proj [I, H] -> down [H, I]; the biases are no bank. */
 struct rtensor {
 	char name[256], dtype[16], path[2048];
 	int ndim;
@@ -202,11 +205,26 @@ static uint8_t *transposed(const uint8_t *t, long E, long N, long C)
 	return o;
 }
 
+/* config.json's model_type (text_config's when nested), "" when none. */
+static void model_type(const char *dir, char *out, size_t n)
+{
+	char p[2048];
+	snprintf(p, sizeof p, "%s/config.json", dir);
+	json_t *j = json_load_file(p, 0, NULL), *t = json_object_get(j, "text_config");
+	const char *mt = json_string_value(json_object_get(j, "model_type"));
+	if (!mt)
+		mt = json_string_value(json_object_get(t, "model_type"));
+	snprintf(out, n, "%s", mt ? mt : "");
+	json_decref(j);
+}
+
 /* Every bank of every layer of b against the checkpoint in dir, byte for byte. */
 static void check_banks(const struct ftbanks *b, const char *dir)
 {
 	struct rckpt c;
 	rckpt_open(&c, dir);
+	char mt[64];
+	model_type(dir, mt, sizeof mt);
 	long E = b->E, H = b->H, I = b->I;
 	uint64_t mat = (uint64_t)I * H * 2; /* one [I, H] bf16 matrix */
 	/* the MoE layers: every layer index with expert tensors, in order */
@@ -258,8 +276,29 @@ static void check_banks(const struct ftbanks *b, const char *dir)
 		uint64_t n;
 		snprintf(name, sizeof name, "model.layers.%d.mlp.experts.gate_up_proj", l);
 		uint8_t *t = rckpt_read(&c, name, &n);
+		snprintf(name, sizeof name, "model.layers.%d.mlp.experts.gate_up_proj_bias", l);
+		int oss = !strcmp(mt, "gpt_oss") || rckpt_find(&c, name);
 		snprintf(name, sizeof name, "model.layers.%d.mlp.experts.gate_proj", l);
-		if (t) { /* packed [E, 2I, H] */
+		if (t && oss) { /* gpt-oss bf16: [E, H, 2I] interleaved, [E, I, H] */
+			assert_int_equal(n, E * 2 * mat);
+			const uint16_t *s16 = (const uint16_t *)t;
+			uint16_t *g16 = (uint16_t *)gu;
+			for (long e = 0; e < E; e++)
+				for (long h = 0; h < H; h++)
+					for (long col = 0; col < 2 * I; col++)
+						g16[e * 2 * I * H + (col % 2 ? I + col / 2 : col / 2) * H + h] =
+							s16[e * H * 2 * I + h * 2 * I + col];
+			free(t);
+			uint16_t *d = (uint16_t *)must_read(&c, E * mat, "model.layers.%d.mlp.experts.down_proj", l);
+			dn = malloc(E * mat);
+			assert_non_null(dn);
+			uint16_t *d16 = (uint16_t *)dn;
+			for (long e = 0; e < E; e++)
+				for (long i = 0; i < I; i++)
+					for (long h = 0; h < H; h++)
+						d16[e * H * I + h * I + i] = d[e * I * H + i * H + h];
+			free(d);
+		} else if (t) { /* packed [E, 2I, H] */
 			assert_int_equal(n, E * 2 * mat);
 			memcpy(gu, t, n);
 			free(t);
