@@ -89,6 +89,10 @@ PROFILE_OBJS := $(call obj,$(PROFILE_SRCS))
 CLI_OBJS     := $(call obj,$(CLI_SRCS))
 DAEMON_OBJS  := $(call obj,$(DAEMON_SRCS))
 
+# GET /openapi.json: api/openapi.yaml as JSON, compiled into the daemon.
+OPENAPI_C    := $(BUILD)/gen/openapi_json.c
+DAEMON_OBJS  += $(call obj,$(OPENAPI_C))
+
 LIBFTBENCH   := $(BUILD)/lib/libftbench.a
 FTBENCH      := $(BUILD)/bin/ftbench
 FTBENCHD     := $(BUILD)/bin/ftbenchd
@@ -108,7 +112,7 @@ BWFAULT      := $(BUILD)/tests/integration/ftbench_bwfault
 ALL := $(FTBENCH) $(FTBENCHD) $(PROF_SO) $(PROF_A) $(PROF_H) $(PROF_PC)
 
 .SECONDARY:
-.PHONY: test-san test-mutants all test test-unit test-integration test-gpu run install uninstall clean deps bench tests
+.PHONY: man test-san test-mutants all test test-unit test-integration test-gpu run install uninstall clean deps bench tests
 all: $(ALL) tests
 tests: $(UNIT_BINS) $(INTEG_BINS) $(GPU_BINS) $(FIXTURE_BINS) $(BWFAULT)
 
@@ -122,6 +126,11 @@ $(BUILD)/obj/%.o: %.cu
 	$(call say,NVCC,$<)
 	@mkdir -p $(@D)
 	$(Q)$(NVCC) $(NVFLAGS) -DFT_HAVE_CUDA=1 -MMD -MP -c $< -o $@
+
+$(OPENAPI_C): api/openapi.yaml $(wildcard api/schemas/*.json) scripts/gen-openapi-json.py
+	$(call say,GEN,$@)
+	@mkdir -p $(@D)
+	$(Q)python3 scripts/gen-openapi-json.py api/openapi.yaml >$@.tmp && mv $@.tmp $@
 
 $(BUILD)/obj/%_avx2.o:       XFLAGS = $(ISA_avx2)
 $(BUILD)/obj/%_avx512.o:     XFLAGS = $(ISA_avx512)
@@ -220,7 +229,14 @@ BENCH_SCRIPTS := bench/bw.sh bench/cpu_moe.sh bench/slotcache.sh bench/load_weig
 bench: all
 	@for s in $(BENCH_SCRIPTS); do echo "== $$s"; BUILD=$(BUILD) $$s || exit 1; done
 
-install: $(ALL)
+# Man pages from the programs' --help (scripts/gen-man.sh): ftbench.1, ftbench-<command>.1, ftbenchd.8.
+MANDIR := $(BUILD)/man
+man: $(MANDIR)/.stamp
+$(MANDIR)/.stamp: $(FTBENCH) $(FTBENCHD) scripts/gen-man.sh
+	$(call say,MAN,$(MANDIR))
+	$(Q)rm -rf $(MANDIR) && scripts/gen-man.sh $(BUILD)/bin $(MANDIR) $(VERSION) && touch $@
+
+install: $(ALL) man
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include \
 		$(DESTDIR)$(PREFIX)/lib/systemd/system $(DESTDIR)$(PREFIX)/lib/sysusers.d \
 		$(DESTDIR)$(PREFIX)/lib/tmpfiles.d $(DESTDIR)/etc
@@ -236,6 +252,14 @@ install: $(ALL)
 	for f in systemd/*.sysusers; do [ -e "$$f" ] && install -m 0644 $$f $(DESTDIR)$(PREFIX)/lib/sysusers.d/ftbenchd.conf; done; true
 	for f in systemd/*.tmpfiles; do [ -e "$$f" ] && install -m 0644 $$f $(DESTDIR)$(PREFIX)/lib/tmpfiles.d/ftbenchd.conf; done; true
 	[ -e $(DESTDIR)/etc/ftbenchd.conf ] || install -m 0644 etc/ftbenchd.conf $(DESTDIR)/etc/ftbenchd.conf
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man8 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/ftbenchd/schemas
+	install -m 0644 $(MANDIR)/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 0644 $(MANDIR)/*.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -m 0644 etc/ftbench.bash-completion $(DESTDIR)$(PREFIX)/share/bash-completion/completions/ftbench
+	ln -sf ftbench $(DESTDIR)$(PREFIX)/share/bash-completion/completions/ftbenchd
+	install -m 0644 api/openapi.yaml $(DESTDIR)$(PREFIX)/share/ftbenchd/
+	install -m 0644 api/schemas/*.json $(DESTDIR)$(PREFIX)/share/ftbenchd/schemas/
 
 clean:
 	rm -rf $(BUILD)

@@ -6,6 +6,8 @@ Starts BUILD/bin/ftbenchd on loopback with temporary state and cache, submits
   one GPU (default):  A: cache-copy on GPU 0, B: bw (holds GPU 0 and the host), C: cache-copy on GPU 0
   GPUS=2:             A: cache-copy on GPU 0, B: cache-copy on GPU 1, C: bw on GPU 1 (host-exclusive),
                       D: cache-copy on GPU 0
+  GPUS=2 ALL=1:       and E: bw with gpu "all" (issue 21: holds both GPUs and the host, its worker
+                      sees both GPUs, one profile per GPU with its concurrent blocks in the store)
 samples GET /gpus and each worker's CUDA_VISIBLE_DEVICES (from /proc/PID/environ) while they run,
 waits for all and prints the timeline and what /gpus showed. Exit 1 when a job failed or the
 scheduling rules were broken (two jobs on one GPU, anything beside a host-exclusive job, not
@@ -63,6 +65,9 @@ try:
         print("GET /gpus:", ", ".join("%s=%s" % kv for kv in sorted(uuid.items())))
         plan = [("A", "cache-copy", dict(cc_long, gpu="0")), ("B", "cache-copy", dict(cc_long, gpu="1")),
                 ("C", "bw", dict(dtype="bf16,nvfp4", gpu="1")), ("D", "cache-copy", dict(cc_short, gpu="0"))]
+        if os.environ.get("ALL") == "1":
+            plan.append(("E", "bw", dict(dtype="bf16", overlap_seconds=1, gpu="all")))
+            uuid["all"] = ",".join(uuid[k] for k in sorted(uuid, key=int))
     else:
         plan = [("A", "cache-copy", dict(cc_long, **g)), ("B", "bw", dict(dtype="bf16,nvfp4", **g)),
                 ("C", "cache-copy", dict(cc_short, **g))]
@@ -77,6 +82,8 @@ try:
         st = {name[j["id"]]: j["state"] for j in lst if j["id"] in name}
         gp = http("GET", "/gpus")
         holders = {str(x["index"]): name.get(x["job"], x["job"]) for x in gp["gpus"]}
+        if st.get("E") == "running" and any(h != "E" for h in holders.values()):
+            bad.append("bw gpu=all E running but GET /gpus shows %s" % holders)
         host = name.get(gp["host_job"], gp["host_job"])
         running = [n for n, v in st.items() if v == "running"]
         if host and len(running) > 1:
@@ -132,6 +139,25 @@ try:
             bad.append("D started before C finished (FIFO without starvation)")
         both = [t for t, line in samples if "A:running" in line and "B:running" in line]
         print("A and B both running in %d samples; overlap %.1f s" % (len(both), max(0, min(a[1], b[1]) - max(a[0], b[0]))))
+        if "E" in span:
+            e = span["E"]
+            if e[0] < dd[1] - 1e-3:
+                bad.append("E (bw gpu=all) started before D finished")
+            store = os.path.join(out, "cache", "freetoken", "benchbw")
+            for k in sorted(uuid):
+                if k == "all":
+                    continue
+                try:
+                    pr = json.load(open(os.path.join(store, uuid[k] + ".json")))
+                except (OSError, ValueError) as ex:
+                    bad.append("E: no profile for GPU %s: %s" % (k, ex))
+                    continue
+                blk = ((pr.get("dtype_kernels") or {}).get("bf16") or {}).get("concurrent") or {}
+                print("E: GPU %s profile: deployment %s, bf16 isolated %s / concurrent %s (cpu %s, gather %s GB/s)" % (
+                    k, pr.get("deployment"), pr["dtype_kernels"]["bf16"].get("recommended_isolated"),
+                    blk.get("recommended"), blk.get("cpu_moe_gbs"), blk.get("pcie_gather_gbs")))
+                if not blk or (pr.get("concurrent") or {}).get("engines") != 2:
+                    bad.append("E: GPU %s profile has no concurrent block of 2 engines" % k)
     else:
         # FIFO on one GPU: A, then B (host-exclusive), then C, never overlapping
         iv = sorted((s0, e0, n) for n, (s0, e0) in span.items())

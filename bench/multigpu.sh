@@ -4,7 +4,7 @@
 # profiles under $XDG_CACHE_HOME/freetoken/benchbw/<uuid>.json, each with its GPU's own
 # figures), and ftbenchd's scheduling of jobs on both GPUs (bench/daemon_gpu.py GPUS=2).
 # Prints "ok ..." / "BAD ..." lines; bench/multigpu_check.py does the comparisons.
-# usage: [BUILD=build] [BW_ARGS="..."] bench/multigpu.sh OUTDIR
+# usage: [BUILD=build] [BW_ARGS="..."] [ALL=1: also a daemon bw job with gpu "all"] bench/multigpu.sh OUTDIR
 set -u
 out=${1:?usage: bench/multigpu.sh OUTDIR}
 B=${BUILD:-build}
@@ -38,6 +38,6 @@ for sel in 0 1 "$u1"; do
 done
 ls -l "$out/cache/freetoken/benchbw/" > "$out/store.txt" 2>&1
 python3 "$here/multigpu_check.py" "$out" "$u1"
-BUILD=$B GPUS=2 OUTDIR="$out/daemon" python3 "$here/daemon_gpu.py" > "$out/daemon.txt" 2>&1
+BUILD=$B GPUS=2 ALL=${ALL:-0} OUTDIR="$out/daemon" python3 "$here/daemon_gpu.py" > "$out/daemon.txt" 2>&1
 echo "daemon_gpu GPUS=2 rc=$?" >> "$out/rc.txt"
 cat "$out/rc.txt" "$out/daemon.txt"

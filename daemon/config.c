@@ -37,6 +37,11 @@ static const struct opt opts[] = {
 	 "File holding the bearer token clients must send (Authorization: Bearer ...). Empty: no "
 	 "token (loopback only).", S(token_file)},
 	{"worker", T_STR, 0, 0, "", "The worker program (ftbench). Empty: ftbench beside ftbenchd.", S(worker)},
+	{"deployment", T_STR, 0, 0, "",
+	 "isolated or concurrent: which verdict the profiles of bw jobs carry in the seed's fields "
+	 "(engines read those): each GPU measured alone, or while every GPU's engine runs at once "
+	 "(bw with gpu \"all\" measures both). A job's args.deployment wins. Empty: the worker's "
+	 "default, concurrent when the job measured more than one engine.", S(deployment)},
 	{"max-queue", T_INT, 1, 100000, "64", "Queued jobs at most; more is 429.", S(max_queue)},
 	{"max-connections", T_INT, 1, 10000, "256", "Concurrent HTTP connections at most.", S(max_connections)},
 	{"max-body", T_INT, 256, 16777216, "65536", "Request body size limit in bytes; more is 413.", S(max_body)},
@@ -52,6 +57,23 @@ static const struct opt opts[] = {
 	 "Largest JSON line a worker may send on its result fd; more is a protocol error.", S(max_result_line)},
 	{"gpus-timeout", T_INT, 1, 3600, "60", "Seconds `worker gpus --json` may take at start.", S(gpus_timeout)},
 	{"log-level", T_INT, 3, 7, "6", "3 errors, 4 warnings, 5 notices, 6 info, 7 debug.", S(log_level)},
+	{"history", T_INT, 0, 10000, "20",
+	 "Profiles kept per GPU in <profile-dir>/history (GET /profiles/{uuid}/history, the status "
+	 "page's plots); 0 keeps none.", S(history)},
+	{"drift-percent", T_INT, 0, 1000, "10",
+	 "A new profile's figure outside the previous profile's spread by more than this share is "
+	 "drift: a warning in the profile, on the status page and ftbenchd_profile_drift_ratio; 0: "
+	 "not checked.", S(drift_pct)},
+	{"rebench", T_STR, 0, 0, "on-change",
+	 "At start, queue a bw job for each GPU whose profile is stale: on-change (the machine no longer "
+	 "matches the profile's fingerprint: driver, PCIe link, CPU microcode, memory, kernel, ftbench "
+	 "version), an interval (e.g. 7d, 12h, 3600s: also when the profile is older), or never.",
+	 S(rebench)},
+	{"nfd-features-file", T_STR, 0, 0, "",
+	 "Write the profiles' verdicts as a node-feature-discovery local feature file here (e.g. "
+	 "/etc/kubernetes/node-feature-discovery/features.d/ftbenchd) at start and after every "
+	 "stored profile: ftbenchd/<format>=hybrid|offload|mixed|unmeasured lines. Empty: not written.",
+	 S(nfd_file)},
 	{"model-roots", T_LIST, 0, 0, "",
 	 "Comma-separated directories model paths must resolve under (load-weights, decode). Empty: "
 	 "model paths are refused.", S(model_roots), S(n_model_roots)},
@@ -294,8 +316,36 @@ static int is_loopback_listen(const char *listen)
 	return !strncmp(listen, "127.", 4) || !strncmp(listen, "[::1]:", 6) || !strncmp(listen, "localhost:", 10);
 }
 
+long ftd_config_rebench_s(const char *v)
+{
+	if (!v || !strcmp(v, "never"))
+		return -1;
+	if (!strcmp(v, "on-change"))
+		return 0;
+	char *end;
+	errno = 0;
+	long n = strtol(v, &end, 10);
+	if (errno || end == v || n <= 0)
+		return -2;
+	long mul = !*end || !strcmp(end, "s") ? 1 : !strcmp(end, "m") ? 60 : !strcmp(end, "h") ? 3600
+		 : !strcmp(end, "d") ? 86400 : 0;
+	if (!mul || n > 3650L * 86400 / mul)
+		return -2;
+	return n * mul;
+}
+
 int ftd_config_check(struct ftd_config *cfg)
 {
+	if (cfg->deployment && *cfg->deployment && strcmp(cfg->deployment, "isolated") &&
+	    strcmp(cfg->deployment, "concurrent")) {
+		fprintf(stderr, "ftbenchd: deployment '%s': give isolated or concurrent (or nothing)\n", cfg->deployment);
+		return -EINVAL;
+	}
+	if (ftd_config_rebench_s(cfg->rebench) == -2) {
+		fprintf(stderr, "ftbenchd: rebench '%s': expected on-change, never, or an interval such as 7d, 12h, "
+			"30m, 3600s\n", cfg->rebench);
+		return -EINVAL;
+	}
 	if (cfg->token_file && *cfg->token_file) {
 		char *t;
 		size_t len;

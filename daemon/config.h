@@ -12,8 +12,12 @@ struct ftd_config {
 	char *profile_dir;       /* "" -> $CACHE_DIRECTORY/benchbw, $XDG_CACHE_HOME/freetoken/benchbw, ... */
 	char *token_file;        /* "" none */
 	char *worker;            /* "" -> ftbench beside ftbenchd */
+	char *deployment;        /* "" (the worker's default), "isolated" or "concurrent": bw jobs */
 	long max_queue, max_connections, max_body, job_timeout, max_job_timeout, kill_grace;
 	long log_max, retain_jobs, retain_age, max_result_line, gpus_timeout, log_level;
+	long history, drift_pct; /* profiles kept per GPU; drift share in percent */
+	char *nfd_file;          /* node-feature-discovery feature file, "" = none */
+	char *rebench;           /* "on-change", "never" or an interval */
 	char **model_roots;      /* realpath'd by ftd_config_check */
 	int n_model_roots;
 	char **decode_servers;   /* "name=command template" */
@@ -34,6 +38,9 @@ int ftd_config_load(struct ftd_config *cfg, int argc, char **argv);
  * directories, refuse a non-loopback listen address without a token. 0 or -errno after
  * printing the problem on stderr. */
 int ftd_config_check(struct ftd_config *cfg);
+
+/* Config rebench in seconds: -1 never, 0 on-change, > 0 the interval; -2 not valid. */
+long ftd_config_rebench_s(const char *v);
 
 /* The command template of decode server `name`, or NULL (borrowed). */
 const char *ftd_config_decode_server(const struct ftd_config *cfg, const char *name);

@@ -97,6 +97,8 @@ static inline int ftd_state_final(enum ftd_state s) { return s >= ST_SUCCEEDED; 
 int ftd_job_submit(const char *kind, json_t *args, long timeout_s, const char *idem_key,
 		   const char *req_canon, struct ftd_job **out, int *replayed, struct ftd_err *err);
 struct ftd_job *ftd_job_find(const char *id);
+/* Whether j is a bw job with gpu "all" (holds every GPU and the host; one profile per GPU). */
+int ftd_job_all_gpus(const struct ftd_job *j);
 /* The job as its API object (new reference). with_result: include "result". */
 json_t *ftd_job_json(const struct ftd_job *j, int with_result);
 /* Internal journal record (new reference) and back. */
@@ -153,6 +155,16 @@ int ftd_profile_store(const json_t *profile, const char *uuid, char **path_out);
 json_t *ftd_profiles_list(void);
 /* Raw file of profile uuid (new buffer) or -ENOENT / -EINVAL. */
 int ftd_profile_read(const char *uuid, char **text, size_t *len);
+/* Config rebench: queue a bw job for each GPU (the host without GPUs) whose stored profile is
+ * stale (fingerprint) or, with an interval, older than it. With ftd.lock held, after the journal. */
+void ftd_rebench(void);
+/* Rewrite config nfd-features-file from the stored profiles (nothing when it is unset). 0/-errno. */
+int ftd_nfd_write(void);
+/* Call fn for each stored profile (uuid or "host", parsed JSON, path); other files are skipped. */
+void ftd_profiles_each(void (*fn)(const char *uuid, json_t *p, const char *path, void *ctx), void *ctx);
+/* The kept profiles of uuid ("host": the GPU-less host's), oldest first, the newest limit of them
+ * (0: all): a new array, empty when none. */
+json_t *ftd_profile_history(const char *uuid, int limit);
 /* Prometheus lines for the last profile per GPU, appended to a growing buffer. */
 struct ftd_mbuf;
 void ftd_profiles_metrics(struct ftd_mbuf *m);

@@ -11,9 +11,12 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ftbenchd.h"
 #include "log.h"
+#include "ftprofile.h"
+#include "page.h"
 #include "util/fsutil.h"
 #include "util/strutil.h"
 #include "util/timeutil.h"
@@ -157,8 +160,10 @@ static enum MHD_Result h_gpus(struct MHD_Connection *c)
 		json_t *g = ftgpu_json(&ftd.gpus[i]);
 		json_t *holder = json_null();
 		for (struct ftd_job *j = ftd.head; j; j = j->next)
-			if (j->state == ST_RUNNING && j->gpu_index == ftd.gpus[i].index)
+			if (j->state == ST_RUNNING && (j->gpu_index == ftd.gpus[i].index || ftd_job_all_gpus(j))) {
+				json_decref(holder);
 				holder = json_string(j->id);
+			}
 		json_object_set_new(g, "job", holder);
 		json_array_append_new(arr, g);
 	}
@@ -354,7 +359,10 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 	for (;;) {
 		if (!s->pend && s->next < s->j->nev) {
 			const struct ftd_event *e = &s->j->ev[s->next++];
-			int w = asprintf(&s->pend, "event: %s\ndata: %s\n\n", ftd_event_name(e->type), e->data);
+			/* id: the event's position in the job's list (1 = first); a client that
+			 * reconnects with Last-Event-ID: N is sent the events after the N-th */
+			int w = asprintf(&s->pend, "id: %zu\nevent: %s\ndata: %s\n\n", s->next,
+					 ftd_event_name(e->type), e->data);
 			if (w < 0) {
 				s->pend = NULL;
 				break;
@@ -434,6 +442,16 @@ static enum MHD_Result h_events(struct MHD_Connection *c, const char *id)
 		return respond_error(c, 404, "not_found", NULL, "no job %.32s", id);
 	}
 	s->j = j;
+	const char *last = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Last-Event-ID");
+	long resume = 0;
+	if (last && ftstr_parse_long(last, 0, FTD_MAX_EVENTS * 4L, &resume) < 0) {
+		sse_free(s);
+		return respond_error(c, 400, "invalid_argument", "Last-Event-ID",
+				     "Last-Event-ID must be an event id this stream sent (an integer >= 0)");
+	}
+	pthread_mutex_lock(&ftd.lock);
+	s->next = (size_t)resume < j->nev ? (size_t)resume : j->nev;
+	pthread_mutex_unlock(&ftd.lock);
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 	s->fd = ci ? ci->connect_fd : -1;
 	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read, s, sse_free);
@@ -451,6 +469,50 @@ static enum MHD_Result h_events(struct MHD_Connection *c, const char *id)
 static enum MHD_Result h_profiles(struct MHD_Connection *c)
 {
 	return respond_json(c, 200, ftd_profiles_list());
+}
+
+/* GET /profiles/{uuid}/history?limit=N: the kept profiles, oldest first. */
+static enum MHD_Result h_history(struct MHD_Connection *c, const char *uuid, size_t n)
+{
+	char u[128];
+	const char *lim = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
+	long limit = 0;
+	if (lim && ftstr_parse_long(lim, 1, 10000, &limit) < 0)
+		return respond_error(c, 400, "invalid_argument", "limit", "limit: expected an integer in [1, 10000]");
+	char check[4096];
+	if (n == 0 || n >= sizeof u)
+		return respond_error(c, 404, "not_found", NULL, "no such profile");
+	memcpy(u, uuid, n);
+	u[n] = '\0';
+	if (ftprof_store_file(ftd.profile_dir, strcmp(u, "host") ? u : NULL, check, sizeof check) < 0)
+		return respond_error(c, 404, "not_found", NULL, "no such profile");
+	json_t *h = ftd_profile_history(u, (int)limit);
+	if (!json_array_size(h) && access(check, F_OK) != 0) {
+		json_decref(h);
+		return respond_error(c, 404, "not_found", NULL, "no profile for %.80s", u);
+	}
+	return respond_json(c, 200, json_pack("{s:s,s:I,s:o}", "uuid", u, "keep", (json_int_t)ftd.cfg.history,
+					      "profiles", h));
+}
+
+static enum MHD_Result respond_html(struct MHD_Connection *c, unsigned status, void (*render)(struct ftd_mbuf *))
+{
+	struct ftd_mbuf m = {.cap = 65536};
+	if (!(m.buf = malloc(m.cap)))
+		return MHD_NO;
+	m.buf[0] = '\0';
+	render(&m);
+	return respond_raw(c, status, m.buf, m.len, "text/html; charset=utf-8", NULL, NULL);
+}
+
+extern const char ftd_openapi_json[];
+
+static enum MHD_Result h_openapi(struct MHD_Connection *c)
+{
+	char *s = strdup(ftd_openapi_json);
+	if (!s)
+		return MHD_NO;
+	return respond_raw(c, 200, s, strlen(s), "application/json", NULL, NULL);
 }
 
 static enum MHD_Result h_profile(struct MHD_Connection *c, const char *uuid)
@@ -549,6 +611,10 @@ static int job_id_ok(const char *s, size_t n)
 
 static enum MHD_Result route(struct MHD_Connection *c, const char *url, const char *m, struct req *rq)
 {
+	if (!strcmp(url, "/") || !strcmp(url, "/index.html"))
+		return is_get(m) ? respond_html(c, 200, ftd_page_render) : method_not_allowed(c, "GET, HEAD");
+	if (!strcmp(url, "/openapi.json"))
+		return is_get(m) ? h_openapi(c) : method_not_allowed(c, "GET, HEAD");
 	if (!strcmp(url, "/health"))
 		return is_get(m) ? h_health(c) : method_not_allowed(c, "GET, HEAD");
 	if (!strcmp(url, "/metrics"))
@@ -557,6 +623,12 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *url, const ch
 		return is_get(m) ? h_gpus(c) : method_not_allowed(c, "GET, HEAD");
 	if (!strcmp(url, "/profiles") || !strcmp(url, "/profiles/"))
 		return is_get(m) ? h_profiles(c) : method_not_allowed(c, "GET, HEAD");
+	if (!strncmp(url, "/profiles/", 10) && strchr(url + 10, '/')) {
+		const char *sl = strchr(url + 10, '/');
+		if (strcmp(sl, "/history"))
+			return respond_error(c, 404, "not_found", NULL, "no such path");
+		return is_get(m) ? h_history(c, url + 10, (size_t)(sl - (url + 10))) : method_not_allowed(c, "GET, HEAD");
+	}
 	if (!strncmp(url, "/profiles/", 10))
 		return is_get(m) ? h_profile(c, url + 10) : method_not_allowed(c, "GET, HEAD");
 	if (!strcmp(url, "/benchmark/start"))
@@ -595,6 +667,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		__atomic_add_fetch(&ftd.http_requests, 1, __ATOMIC_RELAXED);
 		if (ftd.cfg.token && strcmp(url, "/health") != 0 && !authorized(c)) {
 			rq->answered = 1;
+			if (!strcmp(url, "/") && is_get(method)) /* a browser: the page that asks for the token */
+				return respond_html(c, 401, ftd_page_login);
 			return respond_error(c, 401, "unauthorized", NULL, "missing or wrong bearer token");
 		}
 		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);

@@ -480,6 +480,12 @@ void ftd_job_account(const struct ftd_job *j)
 	}
 }
 
+int ftd_job_all_gpus(const struct ftd_job *j)
+{
+	const char *g = json_string_value(json_object_get(j->args, "gpu"));
+	return j->kind && !strcmp(j->kind->name, "bw") && g && !strcmp(g, "all");
+}
+
 /* Scheduler. Resources: each GPU exclusively; the host shared by every job, exclusively by
  * host_excl jobs. Walk the queue oldest first; a job that cannot start reserves what it needs,
  * so no later job may take those resources before it (FIFO without starvation), while later

@@ -45,6 +45,9 @@ static const struct ftd_arg bw_args[] = {
 	{"kernel_cpu_iters", A_INT, "--kernel-cpu-iters", 1, 100000},
 	{"kernel_pcie_iters", A_INT, "--kernel-pcie-iters", 1, 100000},
 	{"overlap_seconds", A_NUM, "--overlap-seconds", 0, 600},
+	{"engines", A_INT, "--engines", 1, 64},
+	{"engine_threads", A_INT, "--engine-threads", 1, 4096},
+	{"deployment", A_ENUM, "--deployment", 0, 0, "isolated|concurrent"},
 	{"gpu", A_GPU, "--gpu"},
 	{NULL}};
 
@@ -419,6 +422,16 @@ int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ft
 		}
 		case A_GPU: {
 			char spec[96];
+			if (!strcmp(k->name, "bw") && json_is_string(v) && !strcmp(json_string_value(v), "all")) {
+				/* every GPU alone, then all at once: holds every GPU and the host */
+				if (ngpus <= 0) {
+					ftd_err_set(err, 400, "unknown_gpu", field, "%s: this host has no GPU", field);
+					goto fail;
+				}
+				push(&b, strdup("--gpu=all"));
+				gpu = FTD_GPU_ALL;
+				break;
+			}
 			if (json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) < 256)
 				snprintf(spec, sizeof spec, "%lld", (long long)json_integer_value(v));
 			else if (json_is_string(v) && *json_string_value(v) && strlen(json_string_value(v)) <= 80)
@@ -489,6 +502,9 @@ int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ft
 			    "decode needs exactly one of args.server and args.url");
 		goto fail;
 	}
+	if (!strcmp(k->name, "bw") && !json_object_get(args, "deployment") && cfg && cfg->deployment &&
+	    *cfg->deployment)
+		push(&b, flagval("--deployment", cfg->deployment));
 	if (gpu >= 0)
 		push(&b, flagval("--gpu", gpus[gpu].uuid));
 	push(&b, strdup("--result-fd=3"));

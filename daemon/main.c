@@ -249,8 +249,12 @@ int main(int argc, char **argv)
 	}
 
 	ftd_inventory_load();
+	if ((r = ftd_nfd_write()) < 0)
+		ftd_log(FTD_LOG_WARNING, "nfd-features-file %s: %s", ftd.cfg.nfd_file, strerror(-r));
 	pthread_mutex_lock(&ftd.lock);
 	r = ftd_jobs_load();
+	if (r == 0)
+		ftd_rebench();
 	pthread_mutex_unlock(&ftd.lock);
 	if (r < 0) {
 		ftd_log(FTD_LOG_ERR, "journal %s: %s", ftd.jobs_dir, strerror(-r));

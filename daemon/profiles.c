@@ -8,7 +8,9 @@
 
 #include "ftbenchd.h"
 #include "ftprofile.h"
+#include "log.h"
 #include "util/fsutil.h"
+#include "util/timeutil.h"
 
 /* A metric label value: the characters of a profile file name (no quote, backslash or newline). */
 static int label_ok(const char *s)
@@ -25,11 +27,143 @@ static int label_ok(const char *s)
 int ftd_profile_store(const json_t *profile, const char *uuid, char **path_out)
 {
 	char path[4096];
-	int r = ftprof_store_write_in(ftd.profile_dir, profile, uuid, path, sizeof path);
+	int r = ftprof_store_commit(ftd.profile_dir, profile, uuid, (int)ftd.cfg.history, ftd.cfg.drift_pct / 100.0,
+				    path, sizeof path);
 	if (r < 0)
 		return r;
+	if ((r = ftd_nfd_write()) < 0)
+		ftd_log(FTD_LOG_WARNING, "nfd-features-file %s: %s", ftd.cfg.nfd_file, strerror(-r));
 	*path_out = strdup(path);
 	return *path_out ? 0 : -ENOMEM;
+}
+
+/* ---------------------------------------------------------------- node-feature-discovery */
+
+/* A label value NFD accepts: [A-Za-z0-9._-], at most 63 characters, starting and ending with an
+ * alphanumeric. */
+static int nfd_value_ok(const char *s)
+{
+	size_t l = strlen(s);
+	if (l == 0 || l > 63)
+		return 0;
+	for (size_t i = 0; i < l; i++) {
+		char c = s[i];
+		int an = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+		if (!an && ((c != '.' && c != '_' && c != '-') || i == 0 || i == l - 1))
+			return 0;
+	}
+	return 1;
+}
+
+static void nfd_one(const char *uuid, json_t *p, const char *path, void *ctx)
+{
+	json_t *acc = json_object_get(ctx, "formats");
+	const char *k;
+	json_t *v;
+	json_integer_set(json_object_get(ctx, "n"), json_integer_value(json_object_get(ctx, "n")) + 1);
+	json_object_foreach(json_object_get(p, "dtypes"), k, v) {
+		const char *verdict = json_is_string(v) ? json_string_value(v) : "unmeasured";
+		if (strcmp(verdict, "hybrid") && strcmp(verdict, "offload"))
+			verdict = "unmeasured";
+		const char *had = json_string_value(json_object_get(acc, k));
+		json_object_set_new(acc, k, json_string(had && strcmp(had, verdict) ? "mixed" : verdict));
+	}
+}
+
+int ftd_nfd_write(void)
+{
+	if (!ftd.cfg.nfd_file || !*ftd.cfg.nfd_file)
+		return 0;
+	json_t *ctx = json_pack("{s:o,s:i}", "formats", json_object(), "n", 0);
+	if (!ctx)
+		return -ENOMEM;
+	ftd_profiles_each(nfd_one, ctx);
+	struct ftd_mbuf m = {.cap = 1024};
+	if (!(m.buf = malloc(m.cap))) {
+		json_decref(ctx);
+		return -ENOMEM;
+	}
+	m.buf[0] = '\0';
+	ftd_mcat(&m, "# written by ftbenchd from the profiles in %s: the verdict per format over this host's\n"
+		     "# GPUs (mixed: they differ). Do not edit: rewritten after every profile.\n",
+		 ftd.profile_dir);
+	ftd_mcat(&m, "ftbenchd/profiles=%lld\n", (long long)json_integer_value(json_object_get(ctx, "n")));
+	const char *k;
+	json_t *v;
+	json_object_foreach(json_object_get(ctx, "formats"), k, v)
+		if (nfd_value_ok(k))
+			ftd_mcat(&m, "ftbenchd/%s=%s\n", k, json_string_value(v));
+	json_decref(ctx);
+	char dir[4096];
+	ftfs_dirname(ftd.cfg.nfd_file, dir, sizeof dir);
+	int r = ftfs_mkdir_p(dir, 0755);
+	if (r == 0)
+		r = ftfs_write_atomic(ftd.cfg.nfd_file, m.buf, m.len, 0644);
+	free(m.buf);
+	return r;
+}
+
+/* ---------------------------------------------------------------- rebench at start */
+
+/* A bw job for gpu (NULL: the host) queued or running already? */
+static int bw_pending(const char *uuid)
+{
+	for (struct ftd_job *j = ftd.head; j; j = j->next)
+		if (!ftd_state_final(j->state) && j->kind && !strcmp(j->kind->name, "bw") &&
+		    (uuid ? !strcmp(j->gpu_uuid, uuid) : j->gpu_index < 0))
+			return 1;
+	return 0;
+}
+
+static void rebench_one(const char *uuid, const char *bus, long interval)
+{
+	char path[4096], why[512] = "";
+	if (ftprof_store_file(ftd.profile_dir, uuid, path, sizeof path) < 0)
+		return;
+	json_t *p = json_load_file(path, 0, NULL);
+	if (!json_is_object(p)) {
+		json_decref(p);
+		return; /* no profile yet: nothing went stale */
+	}
+	json_t *now = ftprof_fingerprint_at(NULL, bus);
+	int stale = now ? ftprof_fingerprint_compare(json_object_get(p, "fingerprint"), now, why, sizeof why) : 0;
+	json_decref(now);
+	json_t *ep = json_object_get(p, "epoch");
+	double age = json_is_number(ep) ? ft_wall_epoch() - json_number_value(ep) : 0;
+	json_decref(p);
+	if (stale != 1 && interval > 0 && age > (double)interval) {
+		snprintf(why, sizeof why, "measured %.1f days ago, rebench every %.1f days", age / 86400,
+			 (double)interval / 86400);
+		stale = 1;
+	}
+	if (stale != 1 || bw_pending(uuid))
+		return;
+	json_t *args = uuid ? json_pack("{s:s}", "gpu", uuid) : json_object();
+	json_t *req = json_pack("{s:s,s:O}", "kind", "bw", "args", args);
+	char *canon = json_dumps(req, JSON_COMPACT | JSON_SORT_KEYS);
+	struct ftd_job *j;
+	struct ftd_err err;
+	int replayed;
+	if (ftd_job_submit("bw", args, 0, NULL, canon, &j, &replayed, &err) == 0)
+		ftd_log(FTD_LOG_NOTICE, "rebench: the profile of %s is stale (%s): queued bw job %s", uuid ? uuid : "host",
+			why, j->id);
+	else
+		ftd_log(FTD_LOG_WARNING, "rebench: the profile of %s is stale (%s) but a bw job could not be queued: %s",
+			uuid ? uuid : "host", why, err.message);
+	free(canon);
+	json_decref(req);
+	json_decref(args);
+}
+
+void ftd_rebench(void)
+{
+	long interval = ftd_config_rebench_s(ftd.cfg.rebench);
+	if (interval < 0)
+		return;
+	if (ftd.ngpus == 0)
+		rebench_one(NULL, NULL, interval);
+	for (int i = 0; i < ftd.ngpus; i++)
+		rebench_one(ftd.gpus[i].uuid, ftd.gpus[i].pci_bus_id, interval);
 }
 
 int ftd_profile_read(const char *uuid, char **text, size_t *len)
@@ -43,9 +177,17 @@ int ftd_profile_read(const char *uuid, char **text, size_t *len)
 	return ftfs_read_file(path, 64 << 20, text, len);
 }
 
+json_t *ftd_profile_history(const char *uuid, int limit)
+{
+	json_t *arr = NULL;
+	if (ftprof_history_load(ftd.profile_dir, strcmp(uuid, "host") ? uuid : NULL, limit, &arr) < 0)
+		return json_array();
+	return arr;
+}
+
 /* Call fn for each stored profile (uuid or "host", parsed JSON, path); files whose name is not a
  * GPU uuid or whose content is not a JSON object are skipped. */
-static void each_profile(void (*fn)(const char *uuid, json_t *p, const char *path, void *ctx), void *ctx)
+void ftd_profiles_each(void (*fn)(const char *uuid, json_t *p, const char *path, void *ctx), void *ctx)
 {
 	struct ftprof_entry *e;
 	char check[4096];
@@ -80,45 +222,74 @@ static void list_one(const char *uuid, json_t *p, const char *path, void *ctx)
 json_t *ftd_profiles_list(void)
 {
 	json_t *arr = json_array();
-	each_profile(list_one, arr);
+	ftd_profiles_each(list_one, arr);
 	return json_pack("{s:s,s:o}", "dir", ftd.profile_dir, "profiles", arr);
 }
 
-static void metric_one(const char *uuid, json_t *p, const char *path, void *ctx)
+/* Prometheus' text format wants each family's samples right after its HELP and TYPE lines, so
+ * the profiles are read once and each family walks them all. */
+static void collect_one(const char *uuid, json_t *p, const char *path, void *ctx)
 {
-	struct ftd_mbuf *m = ctx;
-	json_t *c = json_object_get(p, "ceilings");
-	static const char *const keys[][2] = {{"cpu_stream_read_gbs", "ftbenchd_profile_cpu_stream_read_gbs"},
-					      {"pcie_linear_h2d_gbs", "ftbenchd_profile_pcie_h2d_gbs"},
-					      {"pcie_linear_d2h_gbs", "ftbenchd_profile_pcie_d2h_gbs"}};
-	for (int i = 0; i < 3; i++) {
-		json_t *v = json_object_get(c, keys[i][0]);
+	json_object_set(ctx, uuid, p);
+}
+
+static const struct {
+	const char *name, *help, *ceiling; /* ceiling: the key under "ceilings", NULL for the others */
+} profile_families[] = {
+	{"ftbenchd_profile_cpu_stream_read_gbs", "CPU read ceiling of the last profile, GB/s.", "cpu_stream_read_gbs"},
+	{"ftbenchd_profile_pcie_h2d_gbs", "Linear pinned host-to-device ceiling of the last profile, GB/s.",
+	 "pcie_linear_h2d_gbs"},
+	{"ftbenchd_profile_pcie_d2h_gbs", "Linear pinned device-to-host ceiling of the last profile, GB/s.",
+	 "pcie_linear_d2h_gbs"},
+	{"ftbenchd_profile_timestamp_seconds", "When the last profile was measured.", NULL},
+	{"ftbenchd_profile_hybrid", "1 when the last profile recommends hybrid for the dtype, 0 offload.", NULL},
+	{"ftbenchd_profile_drift_ratio",
+	 "A figure of the last profile that left the previous profile's spread: its value over the previous one.", NULL},
+};
+
+static void family_samples(struct ftd_mbuf *m, int f, const char *uuid, json_t *p)
+{
+	const char *name = profile_families[f].name;
+	if (profile_families[f].ceiling) {
+		json_t *v = json_object_get(json_object_get(p, "ceilings"), profile_families[f].ceiling);
 		if (json_is_number(v))
-			ftd_mcat(m, "%s{gpu=\"%s\"} %.6g\n", keys[i][1], uuid, json_number_value(v));
-	}
-	json_t *ep = json_object_get(p, "epoch");
-	if (json_is_number(ep))
-		ftd_mcat(m, "ftbenchd_profile_timestamp_seconds{gpu=\"%s\"} %.3f\n", uuid, json_number_value(ep));
-	const char *k;
-	json_t *v;
-	json_object_foreach(json_object_get(p, "dtypes"), k, v) {
-		if (json_is_string(v) && label_ok(k))
-			ftd_mcat(m, "ftbenchd_profile_hybrid{gpu=\"%s\",dtype=\"%s\"} %d\n", uuid, k,
-				!strcmp(json_string_value(v), "hybrid"));
+			ftd_mcat(m, "%s{gpu=\"%s\"} %.6g\n", name, uuid, json_number_value(v));
+	} else if (!strcmp(name, "ftbenchd_profile_timestamp_seconds")) {
+		json_t *ep = json_object_get(p, "epoch");
+		if (json_is_number(ep))
+			ftd_mcat(m, "%s{gpu=\"%s\"} %.3f\n", name, uuid, json_number_value(ep));
+	} else if (!strcmp(name, "ftbenchd_profile_drift_ratio")) {
+		size_t i;
+		json_t *d;
+		json_array_foreach(json_object_get(p, "drift"), i, d) {
+			const char *fig = json_string_value(json_object_get(d, "figure"));
+			json_t *r = json_object_get(d, "ratio");
+			if (fig && label_ok(fig) && json_is_number(r))
+				ftd_mcat(m, "%s{gpu=\"%s\",figure=\"%s\"} %.6g\n", name, uuid, fig, json_number_value(r));
+		}
+	} else {
+		const char *k;
+		json_t *v;
+		json_object_foreach(json_object_get(p, "dtypes"), k, v) {
+			if (json_is_string(v) && label_ok(k))
+				ftd_mcat(m, "%s{gpu=\"%s\",dtype=\"%s\"} %d\n", name, uuid, k,
+					 !strcmp(json_string_value(v), "hybrid"));
+		}
 	}
 }
 
 void ftd_profiles_metrics(struct ftd_mbuf *m)
 {
-	ftd_mcat(m, "# HELP ftbenchd_profile_cpu_stream_read_gbs CPU read ceiling of the last profile, GB/s.\n"
-		    "# TYPE ftbenchd_profile_cpu_stream_read_gbs gauge\n"
-		    "# HELP ftbenchd_profile_pcie_h2d_gbs Linear pinned host-to-device ceiling of the last profile, GB/s.\n"
-		    "# TYPE ftbenchd_profile_pcie_h2d_gbs gauge\n"
-		    "# HELP ftbenchd_profile_pcie_d2h_gbs Linear pinned device-to-host ceiling of the last profile, GB/s.\n"
-		    "# TYPE ftbenchd_profile_pcie_d2h_gbs gauge\n"
-		    "# HELP ftbenchd_profile_timestamp_seconds When the last profile was measured.\n"
-		    "# TYPE ftbenchd_profile_timestamp_seconds gauge\n"
-		    "# HELP ftbenchd_profile_hybrid 1 when the last profile recommends hybrid for the dtype, 0 offload.\n"
-		    "# TYPE ftbenchd_profile_hybrid gauge\n");
-	each_profile(metric_one, m);
+	json_t *all = json_object();
+	ftd_profiles_each(collect_one, all);
+	for (size_t f = 0; f < sizeof profile_families / sizeof *profile_families; f++) {
+		ftd_mcat(m, "# HELP %s %s\n# TYPE %s gauge\n", profile_families[f].name, profile_families[f].help,
+			 profile_families[f].name);
+		const char *uuid;
+		json_t *p;
+		json_object_foreach(all, uuid, p)
+			if (label_ok(uuid))
+				family_samples(m, (int)f, uuid, p);
+	}
+	json_decref(all);
 }

@@ -154,7 +154,25 @@ int ftd_runner_start(struct ftd_job *j, char *why, size_t n)
 		snprintf(why, n, "cannot make pipes: %s", strerror(errno));
 		goto fail;
 	}
-	env = job_env(j->id, j->gpu_index >= 0 ? j->gpu_uuid : NULL);
+	char *all = NULL;
+	if (ftd_job_all_gpus(j)) {
+		/* every GPU of the inventory, in index order (the worker's --gpu all sees them all) */
+		size_t len = 1;
+		for (int i = 0; i < ftd.ngpus; i++)
+			len += strlen(ftd.gpus[i].uuid) + 1;
+		all = calloc(1, len);
+		for (int i = 0; all && i < ftd.ngpus; i++) {
+			if (i)
+				strcat(all, ",");
+			strcat(all, ftd.gpus[i].uuid);
+		}
+		if (!all) {
+			snprintf(why, n, "out of memory");
+			goto fail;
+		}
+	}
+	env = job_env(j->id, all ? all : j->gpu_index >= 0 ? j->gpu_uuid : NULL);
+	free(all);
 	if (!env) {
 		snprintf(why, n, "out of memory");
 		goto fail;
@@ -516,7 +534,23 @@ static void finish(struct ftd_job *j)
 	}
 	if (s == ST_SUCCEEDED && !strcmp(j->kind->name, "bw")) {
 		char *path = NULL;
-		int r = ftd_profile_store(j->result, j->gpu_index >= 0 ? j->gpu_uuid : NULL, &path);
+		int r;
+		json_t *many = json_object_get(j->result, "profiles");
+		if (json_is_array(many)) {
+			/* bw with gpu "all": one profile per GPU, each stored under its own uuid */
+			size_t i;
+			json_t *p;
+			r = json_array_size(many) ? 0 : -EINVAL;
+			json_array_foreach(many, i, p) {
+				const char *u = json_string_value(json_object_get(json_object_get(p, "gpu"), "uuid"));
+				free(path);
+				path = NULL;
+				if (r == 0)
+					r = u ? ftd_profile_store(p, u, &path) : -EINVAL;
+			}
+		} else {
+			r = ftd_profile_store(j->result, j->gpu_index >= 0 ? j->gpu_uuid : NULL, &path);
+		}
 		if (r < 0) {
 			s = ST_FAILED;
 			snprintf(msg, sizeof msg, "the profile could not be stored in %s: %s", ftd.profile_dir, strerror(-r));

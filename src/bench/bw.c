@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ftprofile.h"
 #include "util/stats.h"
 #include "util/timeutil.h"
 
@@ -29,6 +30,23 @@ void ftbw_config_default(struct ftbw_config *c)
 	c->kernel_pcie_iters = 20;
 	c->overlap_s = 2.0;
 	strcpy(c->isa, "auto");
+	c->deployment = -1;
+}
+
+const char *ftbw_deployment_name(int d)
+{
+	return d == FTBW_DEPLOY_CONCURRENT ? "concurrent" : "isolated";
+}
+
+int ftbw_deployment_parse(const char *s, int *d)
+{
+	if (s && !strcmp(s, "isolated"))
+		*d = FTBW_DEPLOY_ISOLATED;
+	else if (s && !strcmp(s, "concurrent"))
+		*d = FTBW_DEPLOY_CONCURRENT;
+	else
+		return -EINVAL;
+	return 0;
 }
 
 int ftbw_synth_experts(int experts, size_t expert_bytes, size_t cap)
@@ -265,6 +283,7 @@ json_t *ftbw_entry_json(const struct ftbw_item *it, const struct ftbw_meas *mc, 
 	set_figure(e, "cpu_read_adjacent_gbs", m.cpu.rc == 0 ? &m.read_cpu : &(struct ftbw_part){.rc = FTBW_NOT_RUN});
 	json_object_set_new(e, "ratio", num_or_null(d.ratio));
 	json_object_set_new(e, "recommended", json_string(d.hybrid ? "hybrid" : "offload"));
+	json_object_set_new(e, "recommended_isolated", json_string(d.hybrid ? "hybrid" : "offload"));
 
 	/* The note: the decision's reason, then what else went wrong. */
 	char note[768];
@@ -569,6 +588,7 @@ int ftbw_run(const struct ftbw_config *c, struct ftbw_env *env, const struct ftb
 	json_object_set_new(prof, "timestamp", json_string(ts));
 	json_object_set_new(prof, "epoch", json_real(ft_wall_epoch()));
 	json_object_set_new(prof, "host", json_string(host));
+	json_object_set_new(prof, "deployment", json_string("isolated"));
 	/* tool: what measured it and with which settings (the repeat counts behind the spreads). */
 	json_object_set_new(prof, "tool",
 			    json_pack("{s:s,s:s,s:{s:i,s:i,s:i,s:i,s:i,s:i,s:f,s:s}}", "name", "ftbench",
@@ -624,6 +644,15 @@ int ftbw_run(const struct ftbw_config *c, struct ftbw_env *env, const struct ftb
 	json_object_set_new(prof, "dtype_kernels", dk);
 	json_object_set_new(prof, "workloads", wl);
 	json_object_set(prof, "warnings", warnings);
+	/* what the figures depend on, so a reader can tell when the machine changed under them */
+	json_t *fp = ftprof_fingerprint_at(NULL, have_gpu ? env->gpu->pci_bus_id : NULL);
+	if (fp && have_gpu) {
+		json_object_set_new(fp, "gpu_uuid", json_string(env->gpu->uuid));
+		json_object_set_new(fp, "cuda_driver_version", json_integer(env->gpu->cuda_driver_version));
+		json_object_set_new(fp, "cuda_runtime_version", json_integer(env->gpu->cuda_runtime_version));
+	}
+	if (fp)
+		json_object_set_new(prof, "fingerprint", fp);
 	ftreport_progress(rep, total, total, "done");
 	*out = prof;
 	prof = NULL;
@@ -671,7 +700,10 @@ static void summary_row(FILE *f, const char *workload, const char *fmt, const js
 					json_number_value(json_object_get(e, "pcie_gather_gbs")),
 					json_number_value(json_object_get(e, "cpu_moe_overlap_gbs")),
 					json_number_value(json_object_get(e, "pcie_gather_overlap_gbs")));
-	const char *rec = json_string_value(json_object_get(e, "recommended"));
+	/* the row shows the figures measured alone, so their verdict (the deployment's is below) */
+	const char *rec = json_string_value(json_object_get(e, "recommended_isolated"));
+	if (!rec)
+		rec = json_string_value(json_object_get(e, "recommended"));
 	if (rec && !strcmp(rec, "hybrid") && isfinite(fr))
 		snprintf(frac, sizeof frac, "%.3f", fr);
 	else
@@ -681,6 +713,23 @@ static void summary_row(FILE *f, const char *workload, const char *fmt, const js
 	const char *note = json_string_value(json_object_get(e, "note"));
 	if (note)
 		fprintf(f, "%-14s   note: %s\n", "", note);
+	const json_t *cb = json_object_get(e, "concurrent");
+	if (json_is_object(cb)) {
+		char lab[32];
+		snprintf(lab, sizeof lab, "  concurrent x%d", (int)json_integer_value(json_object_get(cb, "engines")));
+		fmt_num(cpu, sizeof cpu, json_object_get(cb, "cpu_moe_gbs"), "%.1f");
+		fmt_num(g, sizeof g, json_object_get(cb, "pcie_gather_gbs"), "%.1f");
+		fmt_num(cov, sizeof cov, json_object_get(cb, "cpu_moe_overlap_gbs"), "%.1f");
+		fmt_num(gov, sizeof gov, json_object_get(cb, "pcie_gather_overlap_gbs"), "%.1f");
+		fmt_num(ratio, sizeof ratio, json_object_get(cb, "ratio"), "%.2f");
+		const char *crec = json_string_value(json_object_get(cb, "recommended"));
+		if (crec && !strcmp(crec, "hybrid"))
+			fmt_num(frac, sizeof frac, json_object_get(cb, "fetch_fraction"), "%.3f");
+		else
+			snprintf(frac, sizeof frac, "-");
+		fprintf(f, "%-14s %-13s %8s %-20s %9s %8s %8s %6s %-8s %6s\n", lab, "", "", cpu, g, cov, gov, ratio,
+			crec ? crec : "?", frac);
+	}
 }
 
 static void summary_gbs(FILE *f, const char *what, const json_t *ceil, const char *key)
@@ -737,6 +786,13 @@ void ftbw_summary(FILE *f, const json_t *p)
 	summary_gbs(f, "PCIe linear D2H", ceil, "pcie_linear_d2h_gbs");
 	fprintf(f, "\nthreshold %.2f: hybrid when CPU MoE > threshold x gather (GB/s; ov = overlapped)\n",
 		json_number_value(json_object_get(p, "threshold")));
+	const json_t *conc = json_object_get(p, "concurrent");
+	const char *dep = json_string_value(json_object_get(p, "deployment"));
+	if (json_is_object(conc))
+		fprintf(f, "deployment %s (the verdict engines read); rows: this GPU alone, then \"concurrent xN\": "
+			   "its engine while all %d engines run at once (%d cores each)\n",
+			dep ? dep : "isolated", (int)json_integer_value(json_object_get(conc, "engines")),
+			(int)json_integer_value(json_object_get(conc, "cores_per_engine")));
 	fprintf(f, "%-14s %-13s %8s %-20s %9s %8s %8s %6s %-8s %6s\n", "workload", "format", "exp MiB",
 		"cpu_moe", "gather", "cpu_ov", "gath_ov", "ratio", "decision", "fetch");
 	const char *k;

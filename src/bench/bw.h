@@ -9,6 +9,7 @@
 #ifndef FT_BENCH_BW_H
 #define FT_BENCH_BW_H
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -44,9 +45,19 @@ struct ftbw_config {
 	const struct ftmodel *models[FTBW_MAX_MODELS];
 	int nformats;            /* --formats: formats for the model workloads (0: each model's own) */
 	enum ftfmt_id formats[FTFMT_COUNT];
+	/* Several GPUs (ftbw_run_host): */
+	int engines;             /* N engines run at once in the concurrent phase (0: one per GPU) */
+	int engine_threads;      /* cores per engine (0: the physical cores split evenly) */
+	int deployment;          /* enum ftbw_deployment, or -1: concurrent when N > 1 engines ran */
 };
 
 void ftbw_config_default(struct ftbw_config *c);
+
+/* Which figures the seed's verdict fields (dtypes, ENTRY.recommended, recommended_moe_backend)
+ * carry: the GPU measured alone, or while every engine of the host runs at once. */
+enum ftbw_deployment { FTBW_DEPLOY_ISOLATED = 0, FTBW_DEPLOY_CONCURRENT = 1 };
+const char *ftbw_deployment_name(int d);                /* "isolated" / "concurrent" */
+int ftbw_deployment_parse(const char *s, int *d);       /* 0 or -EINVAL */
 
 /* One (workload, format) to measure. */
 struct ftbw_item {
@@ -106,6 +117,57 @@ struct ftbw_env {
 	int ncpus;
 };
 
+/* ---------------------------------------------------------------- engines (several GPUs) */
+
+#define FTBW_MAX_GPUS 64
+#define FTBW_MAX_ENGINES 64
+
+/* One engine of the concurrent phase: what an inference engine on this host would run, a GPU's
+ * gather plus a CPU MoE executor on its share of the cores. */
+struct ftbw_engine {
+	int index, count;              /* this engine of N */
+	int gpu;                       /* position in the run's GPU list (engine e serves GPU e % ngpus) */
+	const struct ftgpu_info *gpu_info;
+	const struct ftcpu_info *cpu;
+	const int *cpus;               /* its core set: one CPU id per physical core (borrowed) */
+	int ncpus;
+	int node;                      /* its GPU's NUMA node (-1 unknown) */
+	int mem_node;                  /* where its pinned banks go: the GPU's node on a host of several
+					* nodes, else -1 (leave it to the kernel) */
+};
+
+/* Split the host's physical cores between n engines (engine e serves GPU e % ngpus): each gets
+ * per_engine cores (0: physical_cores / n), taken from the free cores of its GPU's NUMA node
+ * first, then from the others in order; engines are served in index order, so the first engine
+ * of each GPU is nearest. cpu_store (physical_cores entries) holds the sets e[i].cpus point
+ * into. Returns 0, or -EINVAL with err naming the problem (n outside 1..FTBW_MAX_ENGINES,
+ * fewer engines than GPUs, fewer than one core each, more cores asked than the host has). */
+int ftbw_engine_plan(const struct ftcpu_info *ci, const struct ftgpu_info *gpus, int ngpus, int n,
+		     int per_engine, struct ftbw_engine *e, int *cpu_store, char *err, size_t errlen);
+
+/* The phases of the concurrent run, each started by every engine at once. */
+enum ftbw_phase {
+	FTBW_PHASE_GATHER = 0,         /* gather alone on every GPU at once -> m->gather */
+	FTBW_PHASE_CPU = 1,            /* CPU MoE on every core set at once -> m->cpu, m->cpu_isa */
+	FTBW_PHASE_OVERLAP = 2,        /* both at once on every engine -> m->ov_cpu, m->ov_gather */
+	FTBW_PHASES = 3,
+};
+
+/* The hold of one phase: an engine that has its samples arrives, and keeps its load running
+ * until every engine has arrived (released), so that every sample of every engine is taken
+ * with all the others busy. Arriving twice counts once. */
+struct ftbw_hold {
+	atomic_int pending;
+	atomic_int released;           /* nonzero once every engine has arrived */
+	atomic_int arrived[FTBW_MAX_ENGINES];
+};
+void ftbw_hold_init(struct ftbw_hold *h, int engines);
+void ftbw_hold_arrive(struct ftbw_hold *h, int engine);
+static inline const atomic_int *ftbw_hold_flag(const struct ftbw_hold *h)
+{
+	return &h->released;
+}
+
 /* The measurements. Every function returns 0 or -errno with a one-line message in err. */
 struct ftbw_ops {
 	/* CPU read ceiling: passes samples of GB/s into gbs[passes]. The real ops open a read
@@ -121,6 +183,19 @@ struct ftbw_ops {
 	int (*measure)(void *ctx, const struct ftbw_env *env, const struct ftbw_config *c,
 		       const struct ftbw_item *it, struct ftbw_meas *m, char *err, size_t errlen);
 	void *ctx;
+	/* The concurrent phase (NULL: the ops cannot run it). Every call for an engine is made
+	 * from a thread of its own (a CUDA device and a pinned pool are per thread).
+	 * engine_open sets engine e up for item it (*h: its state; the gather on e's GPU with
+	 * pinned banks on e->mem_node, the executor on e->cpus). engine_phase takes the samples of
+	 * phase ph into m (as measure() does: failures go into the parts), then calls
+	 * ftbw_hold_arrive(hold, e->index) and keeps the same load running, untimed, until
+	 * *ftbw_hold_flag(hold) is set. engine_close frees h (accepts NULL). Both int functions
+	 * return -errno only when the whole run must stop. */
+	int (*engine_open)(void *ctx, const struct ftbw_engine *e, const struct ftbw_config *c,
+			   const struct ftbw_item *it, void **h, char *err, size_t errlen);
+	int (*engine_phase)(void *h, enum ftbw_phase ph, const struct ftbw_config *c, struct ftbw_meas *m,
+			    struct ftbw_hold *hold, char *err, size_t errlen);
+	void (*engine_close)(void *h);
 };
 
 /* The decision of reference §5 for one entry. cpu_gbs / pcie_gbs <= 0 or NaN: not measured.
@@ -155,6 +230,34 @@ bool ftbw_link_degraded(const struct ftgpu_info *g);
  * set when a ceiling or an ops call failed fatally: then *out is NULL and nothing is written. */
 int ftbw_run(const struct ftbw_config *c, struct ftbw_env *env, const struct ftbw_ops *ops,
 	     const struct ftreport *rep, json_t **out, char *err, size_t errlen);
+
+/* What a run over several GPUs needs: every GPU with its isolated env (cpus near it). */
+struct ftbw_host {
+	const struct ftcpu_info *cpu;
+	struct ftgpu_info *gpus;       /* [ngpus], in index order */
+	int ngpus;
+	struct ftbw_env *envs;         /* [ngpus]: envs[g].gpu == &gpus[g] */
+	const char *sysroot;           /* sysfs root for the topology (NULL: /) */
+};
+
+/* The host run (`ftbench bw --gpu all`): for every GPU the isolated run of ftbw_run (the seed's
+ * figures), then, when N = c->engines (0: one per GPU) is more than 1, the concurrent phase per
+ * item: N engines (ftbw_engine_plan), each on a thread of its own, run every phase at once
+ * (gathers on every GPU, CPU MoE on every core set, both overlapped). Each GPU's profile gains
+ * per ENTRY a "concurrent" block (its engines' figures, ratio, verdict, fetch fraction) and
+ * "recommended_isolated", and at the top "deployment", "concurrent" (N, its engines' core
+ * sets) and "topology" (its NUMA node and PCIe relation to each other GPU); the seed's verdict
+ * fields carry the deployment's verdict (c->deployment; default concurrent when N > 1, as on a
+ * host of several GPUs). out[ngpus] get new references. Returns 0, or -errno with err set (out all NULL). */
+int ftbw_run_host(const struct ftbw_config *c, struct ftbw_host *h, const struct ftbw_ops *ops,
+		  const struct ftreport *rep, json_t **out, char *err, size_t errlen);
+
+/* Make the seed's verdict fields of profile p (an ftbw_run/ftbw_run_host profile) carry the
+ * verdicts of deployment d: every ENTRY's recommended, dtypes and recommended_moe_backend from
+ * the entry's "concurrent" block (concurrent) or its "recommended_isolated" (isolated). An
+ * entry without the figures asked for keeps what it has and is counted in *missing (may be
+ * NULL). Sets p.deployment. Returns 0 or -EINVAL (not a profile). */
+int ftbw_apply_deployment(json_t *p, int d, int *missing);
 
 /* One profile ENTRY (new reference) from an item, its measurements and the threshold. */
 json_t *ftbw_entry_json(const struct ftbw_item *it, const struct ftbw_meas *m, bool have_gpu,

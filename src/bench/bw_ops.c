@@ -38,7 +38,6 @@ struct ftbw_real {
 	const struct ftbw_env *env;
 	const struct ftreport *rep;
 	cpu_set_t wide;  /* the process's affinity at start: for threads that must not sit on a worker's core */
-	int numa_node;   /* where the CPU threads go: the GPU's node, or -1 */
 	/* The run's CPU read session (opened by the first cpu_read, closed by ftbw_real_free): its
 	 * own pool on the same cores as the executor's; idle workers sleep on a futex. */
 	struct ftpool *rpool;
@@ -62,6 +61,38 @@ int ftbw_isa_known(const char *isa, char *names, size_t n)
 	return ftcmoe_isa_lookup(isa, &x) == 0 && x != FTCMOE_ISA_AUTO;
 }
 
+/* Make gpu current on the calling thread, its context created with blocking-sync waits (see
+ * ftbw_real_create); 0, -EIO (CUDA error, err says which) or -ENODEV (no CUDA in the build). */
+static int select_gpu(const struct ftgpu_info *gpu, char *err, size_t errlen)
+{
+#ifdef FT_HAVE_CUDA
+	cudaError_t ce = cudaSetDevice(gpu->index);
+	if (ce == cudaSuccess && cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) != cudaSuccess)
+		(void)cudaGetLastError(); /* a context made earlier keeps its flags */
+	if (ce == cudaSuccess)
+		ce = cudaFree(NULL); /* create the context now, not inside a timed region */
+	if (ce != cudaSuccess) {
+		snprintf(err, errlen, "GPU %d (%s): %s", gpu->index, gpu->uuid, cudaGetErrorString(ce));
+		return -EIO;
+	}
+	return 0;
+#else
+	snprintf(err, errlen, "built without CUDA");
+	return -ENODEV;
+#endif
+}
+
+/* Pinned banks of a GPU go to its NUMA node on a host of several nodes. */
+static int mem_node_of(const struct ftbw_env *env)
+{
+	return env->gpu && env->cpu->numa_nodes > 1 && env->gpu->numa_node >= 0 ? env->gpu->numa_node : -1;
+}
+
+static int env_node(const struct ftbw_env *env)
+{
+	return env->gpu ? env->gpu->numa_node : -1;
+}
+
 int ftbw_real_create(struct ftbw_real **out, const struct ftbw_env *env, const struct ftreport *rep,
 		     char *err, size_t errlen)
 {
@@ -73,14 +104,11 @@ int ftbw_real_create(struct ftbw_real **out, const struct ftbw_env *env, const s
 	}
 	r->env = env;
 	r->rep = rep;
-	r->numa_node = env->gpu ? env->gpu->numa_node : -1;
 	CPU_ZERO(&r->wide);
 	if (sched_getaffinity(0, sizeof r->wide, &r->wide) < 0)
 		for (int i = 0; i < CPU_SETSIZE && i < 1024; i++)
 			CPU_SET(i, &r->wide);
 	if (env->gpu) {
-#ifdef FT_HAVE_CUDA
-		cudaError_t ce = cudaSetDevice(env->gpu->index);
 		/* Host threads that wait for the GPU sleep instead of spinning: during the overlap the
 		 * gather thread waits on its stream while every physical core runs a pinned CPU MoE
 		 * worker, and a spinning waiter would time-slice one of them and stall every step at
@@ -88,21 +116,11 @@ int ftbw_real_create(struct ftbw_real **out, const struct ftbw_env *env, const s
 		 * CPU MoE bf16 90 -> 21 GB/s overlapped, and the compute-bound mxfp4 kernel 24 -> 9,
 		 * more than DRAM sharing explains (bench/RESULTS.md). Timings use CUDA events, which
 		 * this does not change. Best effort: a context made earlier keeps its flags. */
-		if (ce == cudaSuccess && cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) != cudaSuccess)
-			(void)cudaGetLastError();
-		if (ce == cudaSuccess)
-			ce = cudaFree(NULL); /* create the context now, not inside a timed region */
-		if (ce != cudaSuccess) {
-			snprintf(err, errlen, "GPU %d (%s): %s", env->gpu->index, env->gpu->uuid,
-				 cudaGetErrorString(ce));
+		int rc = select_gpu(env->gpu, err, errlen);
+		if (rc < 0) {
 			free(r);
-			return -EIO;
+			return rc;
 		}
-#else
-		snprintf(err, errlen, "built without CUDA");
-		free(r);
-		return -ENODEV;
-#endif
 	}
 	*out = r;
 	return 0;
@@ -124,7 +142,7 @@ static int op_cpu_read(void *ctx, const struct ftbw_env *env, int passes, double
 	struct ftbw_real *r = ctx;
 	int rc = 0;
 	if (!r->rpool) {
-		rc = ftpool_create(env->cpu, env->ncpus, r->numa_node, &r->rpool);
+		rc = ftpool_create(env->cpu, env->ncpus, env_node(env), &r->rpool);
 		if (rc < 0) {
 			snprintf(err, errlen, "CPU read ceiling: worker pool of %d threads: %s", env->ncpus,
 				 errstr(rc));
@@ -208,7 +226,10 @@ static void read_move(struct ftbw_part *dst, struct ftbw_part *src)
 static int op_pcie(void *ctx, const struct ftbw_env *env, bool h2d, size_t bytes, int iters, double *gbs,
 		   char *err, size_t errlen)
 {
-	int rc = ftpcie_linear(h2d ? FTPCIE_H2D : FTPCIE_D2H, bytes, iters, gbs);
+	int rc = select_gpu(env->gpu, err, errlen);
+	if (rc < 0)
+		return rc;
+	rc = ftpcie_linear(h2d ? FTPCIE_H2D : FTPCIE_D2H, bytes, iters, gbs);
 	if (rc < 0) {
 		snprintf(err, errlen, "PCIe linear %s ceiling (%zu MiB): %s", h2d ? "H2D" : "D2H", bytes >> 20,
 			 errstr(rc));
@@ -239,7 +260,7 @@ static double *new_samples(int n)
 /* The real copy_missing over E_synth synthetic experts into as many slots, every slot refilled
  * from a random permutation each pass; checked byte for byte once. */
 static int gather_alone(struct ftbw_real *r, const struct ftbw_config *c, const struct ftbw_item *it,
-			struct ftgather **gout, struct ftbw_part *p)
+			int mem_node, struct ftgather **gout, struct ftbw_part *p)
 {
 	int n = it->synth_experts, rc;
 	int32_t *src = malloc((size_t)n * sizeof *src), *dst = malloc((size_t)n * sizeof *dst);
@@ -261,7 +282,13 @@ static int gather_alone(struct ftbw_real *r, const struct ftbw_config *c, const 
 		src[i] = src[j];
 		src[j] = t;
 	}
+	/* the pinned banks (allocated and first filled by this thread and the fill threads it
+	 * starts) on the GPU's NUMA node */
+	if (mem_node >= 0)
+		ftcpu_mem_prefer(mem_node);
 	rc = ftgather_create(&g, &geom, r->rep);
+	if (mem_node >= 0)
+		ftcpu_mem_prefer(-1);
 	if (rc < 0) {
 		snprintf(p->err, sizeof p->err, "gather setup (%d experts of %zu bytes): %s", n, it->expert_bytes,
 			 errstr(rc));
@@ -302,10 +329,9 @@ out:
 
 /* The real CPU MoE executor at batch 1 (one tier, or the sweep of --isa all|list: the best tier
  * gives the figure). */
-static int cpu_alone(struct ftbw_real *r, const struct ftbw_config *c, const struct ftbw_item *it,
-		     struct ftcmb **bout, enum ftcmoe_isa *used, struct ftbw_meas *m)
+static int cpu_alone(struct ftbw_real *r, const struct ftbw_env *env, const struct ftbw_config *c,
+		     const struct ftbw_item *it, struct ftcmb **bout, enum ftcmoe_isa *used, struct ftbw_meas *m)
 {
-	const struct ftbw_env *env = r->env;
 	struct ftbw_part *p = &m->cpu;
 	struct ftcmb *b = NULL;
 	enum ftcmoe_isa tiers[FTBW_MAX_ISAS];
@@ -327,7 +353,7 @@ static int cpu_alone(struct ftbw_real *r, const struct ftbw_config *c, const str
 	struct ftcmb_cfg cfg = {.format = it->fmt->id, .hidden = it->model->hidden, .inter = it->model->inter,
 				.experts = it->model->experts, .topk = it->model->topk, .act = it->model->act,
 				.swiglu_limit = it->model->swiglu_limit, .batch = 1, .threads = env->ncpus,
-				.numa_node = r->numa_node};
+				.numa_node = env_node(env)};
 	rc = ftcmb_create(&cfg, env->cpu, &b);
 	if (rc < 0) {
 		snprintf(p->err, sizeof p->err, "CPU MoE setup: %s", errstr(rc));
@@ -466,15 +492,17 @@ static int op_measure(void *ctx, const struct ftbw_env *env, const struct ftbw_c
 	enum ftcmoe_isa used = FTCMOE_ISA_AUTO;
 	int rc = 0;
 
+	if (env->gpu && (rc = select_gpu(env->gpu, err, errlen)) < 0)
+		return rc;
 	if (env->gpu && it->synth_experts > 0) {
-		rc = gather_alone(r, c, it, &g, &m->gather);
+		rc = gather_alone(r, c, it, mem_node_of(env), &g, &m->gather);
 		if (rc == -EIO) { /* a CUDA error is sticky: nothing after it could be trusted */
 			snprintf(err, errlen, "%s: %s", it->label, m->gather.err);
 			goto out;
 		}
 	}
 	if (it->fmt->cpu_path)
-		cpu_alone(r, c, it, &b, &used, m);
+		cpu_alone(r, env, c, it, &b, &used, m);
 	if (g && b && c->overlap_s > 0) {
 		rc = overlap(r, c, g, b, used, m);
 		if (rc == -EIO && m->ov_gather.err[0]) {
@@ -490,7 +518,288 @@ out:
 	return rc;
 }
 
+/* ---------------------------------------------------------------- engines (concurrent phase) */
+
+/* One engine's objects for one item, made and used on the engine's own thread. */
+struct engine {
+	struct ftbw_real *r;
+	const struct ftbw_engine *e;
+	const struct ftbw_item *it;
+	struct ftgather *g;
+	struct ftcmb *b;
+	enum ftcmoe_isa isa;           /* the tier the CPU phase ran (AUTO before) */
+	struct ftbw_part gsetup, csetup; /* setup failures, reported by their phase */
+};
+
+static int op_engine_open(void *ctx, const struct ftbw_engine *e, const struct ftbw_config *c,
+			  const struct ftbw_item *it, void **hout, char *err, size_t errlen)
+{
+	struct ftbw_real *r = ctx;
+	struct engine *h = calloc(1, sizeof *h);
+	*hout = NULL;
+	if (!h) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	h->r = r;
+	h->e = e;
+	h->it = it;
+	h->isa = FTCMOE_ISA_AUTO;
+	h->gsetup.rc = h->csetup.rc = FTBW_NOT_RUN;
+	*hout = h;
+	if (e->gpu_info) {
+		int rc = select_gpu(e->gpu_info, err, errlen);
+		if (rc < 0)
+			return rc;
+	}
+	if (e->gpu_info && it->synth_experts > 0) {
+		int n = it->synth_experts;
+		int32_t *src = malloc((size_t)n * sizeof *src), *dst = malloc((size_t)n * sizeof *dst);
+		struct ftgather_geom geom = {.format = it->fmt, .hidden = it->model->hidden, .inter = it->model->inter,
+					     .experts = n, .layers = 1, .slots = n, .max_plan = n};
+		uint64_t seed = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)it->fmt->id << 32) ^ (uint64_t)(e->index + 1);
+		int rc = src && dst ? 0 : -ENOMEM;
+		for (int i = 0; rc == 0 && i < n; i++)
+			src[i] = i, dst[i] = i;
+		for (int i = n - 1; rc == 0 && i > 0; i--) {
+			int j = (int)(rng_next(&seed) % (uint64_t)(i + 1));
+			int32_t t = src[i];
+			src[i] = src[j];
+			src[j] = t;
+		}
+		if (rc == 0) {
+			if (e->mem_node >= 0)
+				ftcpu_mem_prefer(e->mem_node);
+			rc = ftgather_create(&h->g, &geom, r->rep);
+			if (e->mem_node >= 0)
+				ftcpu_mem_prefer(-1);
+		}
+		if (rc == 0)
+			rc = ftgather_set_plan(h->g, 0, src, dst, n);
+		free(src);
+		free(dst);
+		if (rc < 0) {
+			h->gsetup.rc = rc;
+			snprintf(h->gsetup.err, sizeof h->gsetup.err, "gather setup on GPU %d: %s", e->gpu_info->index,
+				 errstr(rc));
+			ftgather_free(h->g);
+			h->g = NULL;
+			if (rc == -EIO) { /* a sticky CUDA error */
+				snprintf(err, errlen, "%s", h->gsetup.err);
+				return rc;
+			}
+		}
+	}
+	if (it->fmt->cpu_path) {
+		struct ftcmb_cfg cfg = {.format = it->fmt->id, .hidden = it->model->hidden, .inter = it->model->inter,
+					.experts = it->model->experts, .topk = it->model->topk, .act = it->model->act,
+					.swiglu_limit = it->model->swiglu_limit, .batch = 1, .threads = e->ncpus,
+					.numa_node = e->node, .cpus = e->cpus, .ncpus = e->ncpus,
+					.seed = 0x51ED2701u + (uint64_t)e->index};
+		int rc = ftcmb_create(&cfg, e->cpu, &h->b); /* pins this thread to the set's first core */
+		if (rc < 0) {
+			h->b = NULL;
+			h->csetup.rc = rc;
+			snprintf(h->csetup.err, sizeof h->csetup.err, "CPU MoE setup on %d cores: %s", e->ncpus,
+				 errstr(rc));
+		}
+	}
+	return 0;
+}
+
+/* Block until every engine has its samples (the hold is released). */
+static void hold_wait(struct ftbw_hold *hold)
+{
+	struct timespec ts = {0, 200000};
+	while (!atomic_load(ftbw_hold_flag(hold)))
+		nanosleep(&ts, NULL);
+}
+
+static int phase_gather(struct engine *h, const struct ftbw_config *c, struct ftbw_part *p, struct ftbw_hold *hold)
+{
+	int iters = c->kernel_pcie_iters, rc;
+	double *secs = new_samples(iters);
+	if (!secs) {
+		p->rc = -ENOMEM;
+		snprintf(p->err, sizeof p->err, "out of memory");
+		ftbw_hold_arrive(hold, h->e->index);
+		return 0;
+	}
+	rc = ftgather_poison(h->g);
+	if (rc == 0)
+		rc = ftgather_time(h->g, FTGATHER_AUTO, GATHER_WARMUP, iters, secs);
+	if (rc == 0) {
+		double bytes = (double)h->it->synth_experts * (double)ftgather_expert_bytes(h->g);
+		for (int i = 0; i < iters; i++)
+			secs[i] = secs[i] > 0 ? bytes / secs[i] / 1e9 : 0.0;
+	}
+	/* keep this GPU's gather going while the others take their samples */
+	ftbw_hold_arrive(hold, h->e->index);
+	if (rc == 0 && !atomic_load(ftbw_hold_flag(hold))) {
+		sched_setaffinity(0, sizeof h->r->wide, &h->r->wide); /* the loop thread inherits this */
+		int lr = ftgather_overlap_start(h->g);
+		hold_wait(hold);
+		if (lr == 0) {
+			uint64_t b;
+			double s;
+			lr = ftgather_overlap_stop(h->g, &b, &s);
+		}
+		if (lr < 0)
+			rc = lr;
+	}
+	if (rc == 0 && (rc = ftgather_verify(h->g)) < 0) {
+		p->rc = rc;
+		snprintf(p->err, sizeof p->err, "gather copied wrong bytes on GPU %d: %s", h->e->gpu_info->index,
+			 errstr(rc));
+		free(secs);
+		return 0;
+	}
+	if (rc < 0) {
+		p->rc = rc;
+		snprintf(p->err, sizeof p->err, "gather on GPU %d: %s", h->e->gpu_info->index, errstr(rc));
+		free(secs);
+		return rc == -EIO ? rc : 0;
+	}
+	p->rc = 0;
+	p->gbs = secs;
+	p->n = iters;
+	return 0;
+}
+
+static int phase_cpu(struct engine *h, const struct ftbw_config *c, struct ftbw_meas *m, struct ftbw_hold *hold)
+{
+	struct ftbw_part *p = &m->cpu;
+	int iters = c->kernel_cpu_iters;
+	double *secs = new_samples(iters), *bytes = new_samples(iters);
+	int rc = secs && bytes ? 0 : -ENOMEM;
+	ftpool_pin_caller(ftcmb_pool(h->b));
+	if (rc == 0)
+		rc = ftcmb_time(h->b, FTCMOE_ISA_AUTO, c->kernel_cpu_warmup, iters, secs, bytes, &h->isa);
+	ftbw_hold_arrive(hold, h->e->index);
+	if (!atomic_load(ftbw_hold_flag(hold))) {
+		double b, s;
+		ftcmb_run_until(h->b, rc == 0 ? h->isa : FTCMOE_ISA_AUTO, ftbw_hold_flag(hold), 0, &b, &s);
+	}
+	if (rc < 0) {
+		p->rc = rc;
+		snprintf(p->err, sizeof p->err, "CPU MoE on %d cores: %s", h->e->ncpus, errstr(rc));
+	} else {
+		for (int i = 0; i < iters; i++)
+			secs[i] = secs[i] > 0 ? bytes[i] / secs[i] / 1e9 : 0.0;
+		p->rc = 0;
+		p->gbs = secs;
+		p->n = iters;
+		secs = NULL;
+		snprintf(m->cpu_isa, sizeof m->cpu_isa, "%s", ftcmoe_isa_name(h->isa));
+	}
+	free(secs);
+	free(bytes);
+	return 0;
+}
+
+static int phase_overlap(struct engine *h, const struct ftbw_config *c, struct ftbw_meas *m, struct ftbw_hold *hold)
+{
+	int windows = (int)lround(c->overlap_s / OVERLAP_WINDOW_S), rc = 0;
+	if (windows < 1)
+		windows = 1;
+	double win = c->overlap_s / windows;
+	m->ov_cpu.gbs = new_samples(windows);
+	m->ov_gather.gbs = new_samples(windows);
+	if (!m->ov_cpu.gbs || !m->ov_gather.gbs) {
+		rc = -ENOMEM;
+		snprintf(m->ov_cpu.err, sizeof m->ov_cpu.err, "out of memory");
+	}
+	/* the windows, then the same load until every engine has its windows */
+	for (int w = 0; rc == 0 && w <= windows; w++) {
+		atomic_int never = 0;
+		double cb = 0, cs = 0, gs = 0;
+		uint64_t gb = 0;
+		if (w == windows) {
+			ftbw_hold_arrive(hold, h->e->index);
+			if (atomic_load(ftbw_hold_flag(hold)))
+				break;
+		}
+		sched_setaffinity(0, sizeof h->r->wide, &h->r->wide); /* the gather thread inherits this */
+		rc = ftgather_overlap_start(h->g);
+		ftpool_pin_caller(ftcmb_pool(h->b));
+		if (rc < 0) {
+			snprintf(m->ov_gather.err, sizeof m->ov_gather.err, "gather loop: %s", errstr(rc));
+			break;
+		}
+		int rc_cpu = w < windows ? ftcmb_run_until(h->b, h->isa, &never, win, &cb, &cs)
+					 : ftcmb_run_until(h->b, h->isa, ftbw_hold_flag(hold), 0, &cb, &cs);
+		rc = ftgather_overlap_stop(h->g, &gb, &gs);
+		if (rc < 0) {
+			snprintf(m->ov_gather.err, sizeof m->ov_gather.err, "gather loop: %s", errstr(rc));
+			break;
+		}
+		if (rc_cpu < 0) {
+			rc = rc_cpu;
+			snprintf(m->ov_cpu.err, sizeof m->ov_cpu.err, "CPU MoE steps: %s", errstr(rc));
+			break;
+		}
+		if (w < windows) {
+			m->ov_cpu.gbs[w] = cs > 0 ? cb / cs / 1e9 : 0.0;
+			m->ov_gather.gbs[w] = gs > 0 ? (double)gb / gs / 1e9 : 0.0;
+		}
+	}
+	ftbw_hold_arrive(hold, h->e->index);
+	if (rc == 0)
+		m->ov_cpu.n = m->ov_gather.n = windows;
+	m->ov_cpu.rc = m->ov_gather.rc = rc;
+	return rc == -EIO && m->ov_gather.err[0] ? rc : 0;
+}
+
+static int op_engine_phase(void *hv, enum ftbw_phase ph, const struct ftbw_config *c, struct ftbw_meas *m,
+			   struct ftbw_hold *hold, char *err, size_t errlen)
+{
+	struct engine *h = hv;
+	int rc = 0;
+	switch (ph) {
+	case FTBW_PHASE_GATHER:
+		if (!h->g) {
+			m->gather = h->gsetup;
+			break;
+		}
+		rc = phase_gather(h, c, &m->gather, hold);
+		if (rc < 0)
+			snprintf(err, errlen, "%s", m->gather.err);
+		break;
+	case FTBW_PHASE_CPU:
+		if (!h->b) {
+			m->cpu = h->csetup;
+			break;
+		}
+		rc = phase_cpu(h, c, m, hold);
+		break;
+	case FTBW_PHASE_OVERLAP:
+		if (!h->g || !h->b || m->gather.rc != 0 || m->cpu.rc != 0)
+			break; /* FTBW_NOT_RUN: the overlap needs both halves */
+		rc = phase_overlap(h, c, m, hold);
+		if (rc < 0)
+			snprintf(err, errlen, "overlap: %s", m->ov_gather.err);
+		break;
+	default:
+		break;
+	}
+	ftbw_hold_arrive(hold, h->e->index);
+	return rc;
+}
+
+static void op_engine_close(void *hv)
+{
+	struct engine *h = hv;
+	if (!h)
+		return;
+	ftcmb_free(h->b);
+	ftgather_free(h->g);
+	sched_setaffinity(0, sizeof h->r->wide, &h->r->wide);
+	free(h);
+}
+
 struct ftbw_ops ftbw_real_ops(struct ftbw_real *r)
 {
-	return (struct ftbw_ops){op_cpu_read, op_pcie, op_measure, r};
+	return (struct ftbw_ops){.cpu_read = op_cpu_read, .pcie_linear = op_pcie, .measure = op_measure, .ctx = r,
+				 .engine_open = op_engine_open, .engine_phase = op_engine_phase,
+				 .engine_close = op_engine_close};
 }

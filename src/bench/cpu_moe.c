@@ -141,7 +141,8 @@ int ftcmb_create(const struct ftcmb_cfg *cfg, const struct ftcpu_info *ci, struc
 	while (avail && es > cfg->topk && (size_t)es * b->eb > avail / 4)
 		es--;
 	b->es = (int)es;
-	r = ftpool_create(ci, cfg->threads, cfg->numa_node, &b->pool);
+	r = cfg->cpus ? ftpool_create_on(cfg->cpus, cfg->ncpus, &b->pool)
+		      : ftpool_create(ci, cfg->threads, cfg->numa_node, &b->pool);
 	if (r < 0)
 		goto fail;
 	ftpool_pin_caller(b->pool);

@@ -31,6 +31,9 @@ struct ftcmb_cfg {
 	int batch;                  /* 1..FTCMOE_MAX_BATCH */
 	int threads;                /* 0: every physical core */
 	int numa_node;              /* -1: none (e.g. the GPU's node otherwise) */
+	const int *cpus;            /* NULL, or the core set to run on (ncpus CPU ids, one per
+				     * physical core; threads and numa_node are then unused) */
+	int ncpus;
 	size_t working_set_min;     /* 0: max(4*LLC, 1 GiB) */
 	uint64_t seed;              /* 0: a fixed default */
 };

@@ -390,7 +390,8 @@ int ftlw_run(const struct ftlw_opts *o, json_t **result, char *err, size_t errle
 	}
 	ftreport_progress(o->rep, steps, steps, "done");
 	if (created_ftw && !o->keep_ftw) {
-		/* remove what the conversion wrote (the index first) */
+		/* remove what the conversion wrote (the index first), metadata sub-folders included */
+		ftftw_remove(ftw_dir);
 		char p[PATH_MAX + 512];
 		snprintf(p, sizeof p, "%s/%s", ftw_dir, FTW_INDEX);
 		unlink(p);

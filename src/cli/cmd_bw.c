@@ -14,6 +14,7 @@
 #include "hw/cpu.h"
 #include "util/fsutil.h"
 #include "util/strutil.h"
+#include "util/timeutil.h"
 
 static void usage(FILE *f)
 {
@@ -28,7 +29,14 @@ static void usage(FILE *f)
 		"  --formats LIST          formats for the --model workloads (default: each model's own)\n"
 		"  --isa auto|all|LIST     CPU MoE ISA: the executor's best (auto), a sweep of all, or LIST\n"
 		"  --threshold X           hybrid when cpu_moe > X * gather (default 2.0)\n"
-		"  --gpu INDEX|UUID        the GPU (index, UUID or unique UUID prefix; default: the first)\n"
+		"  --gpu INDEX|UUID|all    the GPU (index, UUID or unique UUID prefix; default: the first);\n"
+		"                          all: every GPU alone, then N engines at once (concurrent phase),\n"
+		"                          one profile per GPU\n"
+		"  --engines N             engines the host runs at once (--gpu all; default: one per GPU)\n"
+		"  --engine-threads N      cores per engine (default: the physical cores split evenly)\n"
+		"  --deployment isolated|concurrent\n"
+		"                          which verdict the seed's fields carry (default: concurrent when\n"
+		"                          the run has more than one engine; FTBENCH_DEPLOYMENT sets it too)\n"
 		"  --cpu-threads N         CPU threads, one per physical core near the GPU (default: all cores)\n"
 		"  --cpu-iters N           CPU read-ceiling passes (8)\n"
 		"  --pcie-mib N            linear copy size in MiB (256)\n"
@@ -36,7 +44,8 @@ static void usage(FILE *f)
 		"  --kernel-cpu-iters N    CPU MoE timed steps after 8 warm-up steps (64)\n"
 		"  --kernel-pcie-iters N   gather timed passes (20)\n"
 		"  --overlap-seconds X     length of the overlapped run (2.0; 0 skips it)\n"
-		"  -o, --output FILE       write the profile here instead of the per-GPU store path\n"
+		"  -o, --output FILE       write the profile here instead of the per-GPU store path (--gpu all:\n"
+		"                          {\"profiles\": [...]} here, and each profile to the store)\n"
 		"  --json                  print the profile on stdout instead of the summary\n"
 		"  --result-fd N           worker mode: JSON lines (progress, result, error) on fd N\n");
 }
@@ -44,7 +53,7 @@ static void usage(FILE *f)
 enum {
 	OPT_DTYPE = 256, OPT_MODEL, OPT_FORMATS, OPT_ISA, OPT_THRESHOLD, OPT_GPU, OPT_CPU_THREADS,
 	OPT_CPU_ITERS, OPT_PCIE_MIB, OPT_PCIE_ITERS, OPT_KCPU_ITERS, OPT_KPCIE_ITERS, OPT_OVERLAP,
-	OPT_JSON, OPT_RESULT_FD,
+	OPT_JSON, OPT_RESULT_FD, OPT_ENGINES, OPT_ENGINE_THREADS, OPT_DEPLOYMENT,
 };
 
 static int parse_formats(const char *opt, const char *arg, enum ftfmt_id *out, int *n, bool need_workload)
@@ -163,8 +172,10 @@ static int opt_double(const char *opt, const char *arg, double lo, double hi, do
 
 static int write_profile(const json_t *prof, const char *output, const char *uuid, char *path, size_t n)
 {
+	if (!output && getenv("FREETOKEN_BENCHBW_PATH") && *getenv("FREETOKEN_BENCHBW_PATH"))
+		return ftprof_store_write(prof, uuid, path, n); /* that file: no store, no history */
 	if (!output)
-		return ftprof_store_write(prof, uuid, path, n);
+		return ftprof_store_commit(NULL, prof, uuid, FTPROF_HISTORY_KEEP, FTPROF_DRIFT_SHARE, path, n);
 	char *text = json_dumps(prof, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	if (!text)
 		return -ENOMEM;
@@ -179,6 +190,117 @@ static int write_profile(const json_t *prof, const char *output, const char *uui
 	if (r == 0)
 		ftstr_copy(path, n, output);
 	return r;
+}
+
+/* --gpu all: every GPU alone, then the engines at once (ftbw_run_host); one profile per GPU. */
+static int bw_all(struct ftbw_config *cfg, int threads, const char *output, int json)
+{
+	struct ftcpu_info ci;
+	struct ftgpu_info *gpus = NULL;
+	struct ftbw_env *envs = NULL;
+	struct ftbw_real *real = NULL;
+	json_t **profs = NULL, *all = NULL;
+	int *cpus = NULL, ng = 0, rc = FTCLI_EXIT_FAIL;
+	char why[256] = "", err[1024] = "", path[4096] = "";
+	int r = ftcpu_probe(&ci);
+	if (r < 0) {
+		ftcli_error("cannot describe the CPU: %s", strerror(-r));
+		return FTCLI_EXIT_FAIL;
+	}
+	r = ftgpu_list(&gpus, &ng, why, sizeof why);
+	if (r < 0) {
+		ftcli_error("listing GPUs: %s", why);
+		goto out;
+	}
+	if (ng == 0) {
+		ftcli_error("--gpu all: %s", why[0] ? why : "this host has no GPU");
+		rc = FTCLI_EXIT_USAGE;
+		goto out;
+	}
+	if (ng > FTBW_MAX_GPUS) {
+		ftcli_error("--gpu all: %d GPUs, at most %d", ng, FTBW_MAX_GPUS);
+		rc = FTCLI_EXIT_USAGE;
+		goto out;
+	}
+	if (threads > ci.physical_cores) {
+		ftcli_error("--cpu-threads %d: this host has %d physical cores", threads, ci.physical_cores);
+		rc = FTCLI_EXIT_USAGE;
+		goto out;
+	}
+	envs = calloc((size_t)ng, sizeof *envs);
+	cpus = calloc((size_t)ng * (size_t)ci.physical_cores, sizeof *cpus);
+	profs = calloc((size_t)ng, sizeof *profs);
+	if (!envs || !cpus || !profs) {
+		ftcli_error("out of memory");
+		goto out;
+	}
+	for (int g = 0; g < ng; g++) {
+		int *mine = cpus + (size_t)g * (size_t)ci.physical_cores;
+		int n = ftcpu_cores_near(&ci, gpus[g].numa_node, mine, threads ? threads : ci.physical_cores);
+		envs[g] = (struct ftbw_env){.cpu = &ci, .gpu = &gpus[g], .no_gpu_why = why, .cpus = mine, .ncpus = n};
+	}
+	cfg->cpu_threads = envs[0].ncpus;
+	struct ftbw_host host = {.cpu = &ci, .gpus = gpus, .ngpus = ng, .envs = envs};
+	struct ftreport rep = ftcli_reporter();
+	r = ftbw_real_create(&real, &envs[0], &rep, err, sizeof err);
+	if (r < 0) {
+		ftcli_error("%s", err);
+		rc = r == -ENODEV ? FTCLI_EXIT_USAGE : FTCLI_EXIT_FAIL;
+		goto out;
+	}
+	struct ftbw_ops ops = ftbw_real_ops(real);
+	double t0 = ft_wall_epoch();
+	r = ftbw_run_host(cfg, &host, &ops, &rep, profs, err, sizeof err);
+	double wall = ft_wall_epoch() - t0;
+	ftbw_real_free(real);
+	real = NULL;
+	if (r < 0) {
+		ftcli_error("%s", err[0] ? err : strerror(-r));
+		if (r == -EINVAL)
+			rc = FTCLI_EXIT_USAGE;
+		goto out;
+	}
+	all = json_pack("{s:[],s:f}", "profiles", "wall_seconds", wall);
+	for (int g = 0; g < ng; g++) {
+		json_object_set_new(json_object_get(profs[g], "tool"), "host_run_seconds", json_real(wall));
+		/* each GPU's own file in the store, with history and drift (FREETOKEN_BENCHBW_PATH, one
+		 * file, cannot hold several profiles) */
+		r = ftprof_store_commit(NULL, profs[g], gpus[g].uuid, FTPROF_HISTORY_KEEP, FTPROF_DRIFT_SHARE, path,
+					sizeof path);
+		if (r < 0) {
+			ftcli_error("writing the profile of GPU %d: %s", gpus[g].index, strerror(-r));
+			goto out;
+		}
+		json_array_append(json_object_get(all, "profiles"), profs[g]);
+		if (!json)
+			printf("GPU %d: profile written to %s\n", gpus[g].index, path);
+	}
+	if (output && (r = write_profile(all, output, NULL, path, sizeof path)) < 0) {
+		ftcli_error("writing %s: %s", output, strerror(-r));
+		goto out;
+	}
+	ftcli_result(all);
+	if (json) {
+		ftcli_print_json(all);
+	} else {
+		for (int g = 0; g < ng; g++) {
+			printf("\n==== GPU %d ====\n", gpus[g].index);
+			ftbw_summary(stdout, profs[g]);
+		}
+		printf("\nhost run: %d GPUs, %.1f s\n", ng, wall);
+	}
+	rc = FTCLI_EXIT_OK;
+out:
+	ftbw_real_free(real);
+	for (int g = 0; profs && g < ng; g++)
+		json_decref(profs[g]);
+	json_decref(all);
+	free(profs);
+	free(cpus);
+	free(envs);
+	free(gpus);
+	ftcpu_release(&ci);
+	return rc;
 }
 
 int cmd_bw(int argc, char **argv)
@@ -200,6 +322,9 @@ int cmd_bw(int argc, char **argv)
 		{"overlap-seconds", required_argument, NULL, OPT_OVERLAP},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"result-fd", required_argument, NULL, OPT_RESULT_FD},
+		{"engines", required_argument, NULL, OPT_ENGINES},
+		{"engine-threads", required_argument, NULL, OPT_ENGINE_THREADS},
+		{"deployment", required_argument, NULL, OPT_DEPLOYMENT},
 		{"help", no_argument, NULL, 'h'},
 		{0}};
 	struct ftbw_config cfg;
@@ -239,6 +364,16 @@ int cmd_bw(int argc, char **argv)
 		case OPT_OVERLAP: bad = opt_double("--overlap-seconds", optarg, 0, 600, &cfg.overlap_s); break;
 		case OPT_JSON: json = 1; break;
 		case OPT_RESULT_FD: bad = ftcli_opt_result_fd(optarg); break;
+		case OPT_ENGINES: bad = opt_long("--engines", optarg, 1, FTBW_MAX_ENGINES, &cfg.engines); break;
+		case OPT_ENGINE_THREADS:
+			bad = opt_long("--engine-threads", optarg, 1, 4096, &cfg.engine_threads);
+			break;
+		case OPT_DEPLOYMENT:
+			if (ftbw_deployment_parse(optarg, &cfg.deployment) < 0) {
+				ftcli_error("--deployment: '%s' is neither isolated nor concurrent", optarg);
+				bad = 1;
+			}
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return FTCLI_EXIT_USAGE;
 		}
@@ -255,8 +390,19 @@ int cmd_bw(int argc, char **argv)
 		ftcli_note("--formats applies to --model workloads only; ignored");
 	if (ftcli_check_cpu_moe_env() < 0)
 		return FTCLI_EXIT_USAGE;
+	if (cfg.deployment < 0 && getenv("FTBENCH_DEPLOYMENT") && *getenv("FTBENCH_DEPLOYMENT") &&
+	    ftbw_deployment_parse(getenv("FTBENCH_DEPLOYMENT"), &cfg.deployment) < 0) {
+		ftcli_error("FTBENCH_DEPLOYMENT: '%s' is neither isolated nor concurrent", getenv("FTBENCH_DEPLOYMENT"));
+		return FTCLI_EXIT_USAGE;
+	}
 	if (json)
 		ftcli_set_quiet(1);
+	if (gpu_spec && !strcmp(gpu_spec, "all"))
+		return bw_all(&cfg, threads, output, json);
+	if (cfg.engines > 1 || cfg.engine_threads)
+		ftcli_note("--engines and --engine-threads apply to --gpu all only; ignored");
+	if (cfg.deployment == FTBW_DEPLOY_CONCURRENT)
+		ftcli_note("deployment concurrent needs the concurrent phase of --gpu all; this run's verdicts are isolated");
 
 	struct ftcpu_info ci;
 	struct ftgpu_info gpu;

@@ -203,6 +203,7 @@ struct follow {
 	char label[96];
 	double t0;
 	int final;           /* the final state event arrived */
+	char last_id[24];    /* the last event's id: a reconnect resumes after it (Last-Event-ID) */
 };
 
 static void bar_clear(struct follow *f)
@@ -240,6 +241,8 @@ static int on_event(void *ctx, const struct ftsse_event *ev)
 {
 	struct follow *f = ctx;
 	const char *event = ev->type;
+	if (ev->id && *ev->id)
+		ftstr_copy(f->last_id, sizeof f->last_id, ev->id);
 	json_t *d = json_loadb(ev->data, ev->data_len, 0, NULL);
 	if (!strcmp(event, "state")) {
 		const char *s = jstr(d, "state");
@@ -280,7 +283,7 @@ static int follow_job(struct ftcurl *c, const char *id, int bar, json_t **job)
 			ftcli_error("out of memory");
 			return FTCLI_EXIT_FAIL;
 		}
-		int rc = ftcurl_stream(c, path, NULL, IDLE_S, p, &r);
+		int rc = ftcurl_stream(c, path, f.last_id, IDLE_S, p, &r);
 		ftsse_free(p);
 		if (rc == 0 && r.status && r.status != 200) {
 			bar_clear(&f);

@@ -23,6 +23,9 @@ static const char usage[] =
 	"  fetch-fraction F  share of a hybrid step's missing experts fetched over PCIe\n"
 	"  --gpu G         GPU index, uuid or unique uuid prefix (default: the first GPU; none: host.json)\n"
 	"  --json          machine-readable output\n"
+	"  --deployment isolated|concurrent|profile\n"
+	"                  recommend / fetch-fraction for that deployment (default: the one the\n"
+	"                  profile records, by the seed's rules)\n"
 	"env: FREETOKEN_BENCHBW_PATH (the file), XDG_CACHE_HOME\n";
 
 /* A full uuid in nvidia-smi form: GPU- and 36 characters of hex and dashes. */
@@ -89,6 +92,19 @@ static void show_human(const struct ftprof *p)
 		print_num(json_object_get(ceil, "pcie_linear_d2h_gbs"), "%.*f", 1);
 		printf("\n");
 	}
+	if (json_object_get(root, "deployment"))
+		printf("deployment %s (the rec column)\n", ftprof_deployment_name(ftprof_deployment(p)));
+	if (json_is_object(json_object_get(root, "concurrent"))) {
+		printf("concurrent (%lld engines at once):",
+		       (long long)json_integer_value(json_object_get(json_object_get(root, "concurrent"), "engines")));
+		json_object_foreach((json_t *)dk, k, v) {
+			double cf;
+			printf(" %s=%s", k, ftprof_rec_name(ftprof_recommend_deployment(p, k, FTPROF_DEPLOY_CONCURRENT)));
+			if (!ftprof_fetch_fraction_deployment(p, k, FTPROF_DEPLOY_CONCURRENT, &cf))
+				printf("(%.3f)", cf);
+		}
+		printf("\n");
+	}
 	printf("\n%-14s %-8s %10s %10s %10s %8s %6s  %s\n", "format", "rec", "cpu GB/s", "pcie GB/s",
 	       "ratio", "fetch", "isa", "note");
 	/* One row per format named in dtypes or dtype_kernels (dtypes order first). */
@@ -134,6 +150,7 @@ int cmd_profile(int argc, char **argv)
 {
 	static const struct option opts[] = {{"gpu", required_argument, NULL, 'g'},
 					     {"json", no_argument, NULL, 'j'},
+					     {"deployment", required_argument, NULL, 'd'},
 					     {"help", no_argument, NULL, 'h'},
 					     {0}};
 	const char *gpu_spec = NULL, *action, *format = NULL;
@@ -142,9 +159,18 @@ int cmd_profile(int argc, char **argv)
 	const char *uuid = NULL, *name = NULL;
 	char why[256] = "", err[2048] = "", path[4096];
 	struct ftprof *p = NULL;
+	enum ftprof_deployment dep = FTPROF_DEPLOY_PROFILE;
+	int dep_given = 0;
 
 	while ((c = getopt_long(argc, argv, "g:jh", opts, NULL)) != -1) {
 		switch (c) {
+		case 'd':
+			if (ftprof_deployment_parse(optarg, &dep) < 0) {
+				ftcli_error("--deployment: '%s' is none of isolated, concurrent, profile", optarg);
+				return FTCLI_EXIT_USAGE;
+			}
+			dep_given = 1;
+			break;
 		case 'g': gpu_spec = optarg; break;
 		case 'j': json = 1; break;
 		case 'h': fputs(usage, stdout); return 0;
@@ -233,24 +259,30 @@ int cmd_profile(int argc, char **argv)
 			show_human(p);
 		rc = 0;
 	} else if (!strcmp(action, "recommend")) {
-		enum ftprof_rec rec = ftprof_recommend(p, format);
+		enum ftprof_rec rec = dep_given ? ftprof_recommend_deployment(p, format, dep) : ftprof_recommend(p, format);
+		enum ftprof_deployment used = dep == FTPROF_DEPLOY_PROFILE ? ftprof_deployment(p) : dep;
 		if (json) {
-			json_t *o = json_pack("{s:s,s:s,s:s}", "format", format, "recommendation",
-					      ftprof_rec_name(rec), "profile", ftprof_source(p));
+			json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "format", format, "recommendation",
+					      ftprof_rec_name(rec), "deployment", ftprof_deployment_name(used),
+					      "profile", ftprof_source(p));
 			ftcli_print_json(o);
 			json_decref(o);
 		} else {
 			printf("%s\n", ftprof_rec_name(rec));
 		}
 		if (rec == FTPROF_REC_NONE)
-			ftcli_note("%s: no data for %s (engines keep offload)", ftprof_source(p), format);
+			ftcli_note("%s: no %s data for %s (engines keep offload)", ftprof_source(p),
+				   ftprof_deployment_name(used), format);
 		rc = rec == FTPROF_REC_NONE ? FTCLI_EXIT_FAIL : 0;
 	} else {
 		double f = 0;
-		r = ftprof_fetch_fraction(p, format, &f);
+		r = dep_given ? ftprof_fetch_fraction_deployment(p, format, dep, &f) : ftprof_fetch_fraction(p, format, &f);
+		enum ftprof_deployment used = !dep_given ? FTPROF_DEPLOY_ISOLATED
+				      : dep == FTPROF_DEPLOY_PROFILE ? ftprof_deployment(p) : dep;
 		if (json) {
-			json_t *o = json_pack("{s:s,s:o,s:s}", "format", format, "fetch_fraction",
-					      r ? json_null() : json_real(f), "profile", ftprof_source(p));
+			json_t *o = json_pack("{s:s,s:o,s:s,s:s}", "format", format, "fetch_fraction",
+					      r ? json_null() : json_real(f), "deployment", ftprof_deployment_name(used),
+					      "profile", ftprof_source(p));
 			ftcli_print_json(o);
 			json_decref(o);
 		} else if (!r) {

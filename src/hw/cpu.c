@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static const struct { unsigned bit; const char *name; } isa_names[] = {
@@ -106,11 +107,11 @@ size_t ftcpu_mem_available(void)
 	return meminfo("MemAvailable");
 }
 
-static int node_of_cpu(int cpu)
+static int node_of_cpu(const char *root, int cpu)
 {
-	char path[128];
+	char path[4200];
 	for (int node = 0; node < 1024; node++) {
-		snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/node%d", cpu, node);
+		snprintf(path, sizeof path, "%s/sys/devices/system/cpu/cpu%d/node%d", root, cpu, node);
 		if (access(path, F_OK) == 0)
 			return node;
 	}
@@ -128,12 +129,12 @@ static size_t parse_size(const char *s)
 	return v;
 }
 
-static size_t probe_llc(void)
+static size_t probe_llc(const char *root)
 {
 	size_t best = 0;
 	for (int i = 0; i < 8; i++) {
-		char path[128], buf[64];
-		snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+		char path[4200], buf[64];
+		snprintf(path, sizeof path, "%s/sys/devices/system/cpu/cpu0/cache/index%d/size", root, i);
 		FILE *f = fopen(path, "re");
 		if (!f)
 			continue;
@@ -147,11 +148,46 @@ static size_t probe_llc(void)
 	return best;
 }
 
+int ftcpu_parse_cpulist(const char *s, cpu_set_t *set)
+{
+	CPU_ZERO(set);
+	while (*s && *s != '\n') {
+		char *end;
+		long a = strtol(s, &end, 10), b;
+		if (end == s || a < 0 || a >= CPU_SETSIZE)
+			return -EINVAL;
+		b = a;
+		s = end;
+		if (*s == '-') {
+			b = strtol(s + 1, &end, 10);
+			if (end == s + 1 || b < a || b >= CPU_SETSIZE)
+				return -EINVAL;
+			s = end;
+		}
+		for (long c = a; c <= b; c++)
+			CPU_SET((int)c, set);
+		if (*s == ',')
+			s++;
+		else if (*s && *s != '\n')
+			return -EINVAL;
+	}
+	return 0;
+}
+
 int ftcpu_probe(struct ftcpu_info *ci)
 {
+	return ftcpu_probe_root(ci, NULL);
+}
+
+int ftcpu_probe_root(struct ftcpu_info *ci, const char *root)
+{
 	memset(ci, 0, sizeof *ci);
-	FILE *f = fopen("/proc/cpuinfo", "re");
-	char line[512];
+	char line[512], path[4200];
+	int fake = root && *root;
+	if (!root)
+		root = "";
+	snprintf(path, sizeof path, "%s/proc/cpuinfo", root);
+	FILE *f = fopen(path, "re");
 	if (f) {
 		while (fgets(line, sizeof line, f))
 			if (!strncmp(line, "model name", 10)) {
@@ -172,8 +208,19 @@ int ftcpu_probe(struct ftcpu_info *ci)
 
 	cpu_set_t set;
 	CPU_ZERO(&set);
-	if (sched_getaffinity(0, sizeof set, &set) < 0)
+	if (fake) {
+		/* a fake tree (tests): its online CPUs stand for this process's affinity */
+		char buf[1024];
+		snprintf(path, sizeof path, "%s/sys/devices/system/cpu/online", root);
+		FILE *o = fopen(path, "re");
+		int r = o && fgets(buf, sizeof buf, o) ? ftcpu_parse_cpulist(buf, &set) : -ENOENT;
+		if (o)
+			fclose(o);
+		if (r < 0)
+			return r;
+	} else if (sched_getaffinity(0, sizeof set, &set) < 0) {
 		return -errno;
+	}
 	int ncpu = CPU_COUNT(&set);
 	ci->core_cpu = calloc((size_t)ncpu, sizeof(int));
 	ci->core_node = calloc((size_t)ncpu, sizeof(int));
@@ -188,10 +235,9 @@ int ftcpu_probe(struct ftcpu_info *ci)
 		if (!CPU_ISSET(cpu, &set))
 			continue;
 		ci->logical_cpus++;
-		char path[160];
-		snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/core_id", cpu);
+		snprintf(path, sizeof path, "%s/sys/devices/system/cpu/cpu%d/topology/core_id", root, cpu);
 		long core = read_long(path);
-		snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/physical_package_id", cpu);
+		snprintf(path, sizeof path, "%s/sys/devices/system/cpu/cpu%d/topology/physical_package_id", root, cpu);
 		long pkg = read_long(path);
 		long k = core < 0 ? -1 - cpu : (pkg < 0 ? 0 : pkg) * 1000000 + core;
 		int dup = 0;
@@ -202,7 +248,7 @@ int ftcpu_probe(struct ftcpu_info *ci)
 			continue;
 		key[ci->physical_cores] = k;
 		ci->core_cpu[ci->physical_cores] = cpu;
-		ci->core_node[ci->physical_cores] = node_of_cpu(cpu);
+		ci->core_node[ci->physical_cores] = node_of_cpu(root, cpu);
 		if (ci->core_node[ci->physical_cores] > maxnode)
 			maxnode = ci->core_node[ci->physical_cores];
 		ci->physical_cores++;
@@ -210,7 +256,7 @@ int ftcpu_probe(struct ftcpu_info *ci)
 	free(key);
 	ci->numa_nodes = maxnode + 1;
 	ci->isa = probe_isa();
-	ci->llc_bytes = probe_llc();
+	ci->llc_bytes = probe_llc(root);
 	ci->mem_total = meminfo("MemTotal");
 	ci->mem_available = meminfo("MemAvailable");
 	return 0;
@@ -247,4 +293,20 @@ json_t *ftcpu_json(const struct ftcpu_info *ci)
 			 ci->physical_cores, "logical_cpus", ci->logical_cpus, "numa_nodes",
 			 ci->numa_nodes, "isa", isa, "llc_bytes", (json_int_t)ci->llc_bytes,
 			 "mem_total_bytes", (json_int_t)ci->mem_total);
+}
+
+int ftcpu_mem_prefer(int node)
+{
+	/* set_mempolicy(2) without libnuma: MPOL_DEFAULT 0, MPOL_PREFERRED 1 */
+	unsigned long mask[1024 / (8 * sizeof(unsigned long))] = {0};
+	long r;
+	if (node >= (int)(8 * sizeof mask))
+		return -EINVAL;
+	if (node < 0) {
+		r = syscall(SYS_set_mempolicy, 0, NULL, 0);
+	} else {
+		mask[node / (8 * sizeof(unsigned long))] |= 1ul << (node % (8 * sizeof(unsigned long)));
+		r = syscall(SYS_set_mempolicy, 1, mask, 8 * sizeof mask);
+	}
+	return r < 0 ? -errno : 0;
 }

@@ -3,6 +3,7 @@
 #ifndef FT_HW_CPU_H
 #define FT_HW_CPU_H
 #include <jansson.h>
+#include <sched.h>
 #include <stddef.h>
 
 enum {
@@ -34,6 +35,13 @@ struct ftcpu_info {
 
 /* Fill ci from /proc and /sys and cpuid. Returns 0 or -errno; ftcpu_release frees it. */
 int ftcpu_probe(struct ftcpu_info *ci);
+/* The same from a sysfs/procfs tree under root (NULL or "": the real one; tests pass a fake
+ * tree): with a fake root the CPUs are those of root/sys/devices/system/cpu/online instead of
+ * this process's affinity; ISA and memory stay this machine's. */
+int ftcpu_probe_root(struct ftcpu_info *ci, const char *root);
+
+/* Parse a kernel CPU list ("0-3,8,10-11", a trailing newline allowed) into set; 0 or -EINVAL. */
+int ftcpu_parse_cpulist(const char *s, cpu_set_t *set);
 void ftcpu_release(struct ftcpu_info *ci);
 
 /* Space-separated names of the ISA bits ("avx2 fma avx512f ..."), into buf. */
@@ -42,6 +50,10 @@ void ftcpu_isa_string(unsigned isa, char *buf, size_t n);
 /* Up to max CPU ids, one per physical core, those on NUMA node `node` first (node < 0: in
  * order). Returns the count. */
 int ftcpu_cores_near(const struct ftcpu_info *ci, int node, int *cpus, int max);
+
+/* The calling thread's memory policy: prefer NUMA node `node` for the pages it allocates from
+ * now on (threads it creates inherit it), or the default policy (node < 0). 0 or -errno. */
+int ftcpu_mem_prefer(int node);
 
 /* MemAvailable from /proc/meminfo in bytes (0 when unreadable). */
 size_t ftcpu_mem_available(void);

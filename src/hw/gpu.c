@@ -37,7 +37,7 @@ static int gen_of_speed(const char *s)
 
 static int read_str(const char *dir, const char *file, char *buf, size_t n)
 {
-	char path[256];
+	char path[4300];
 	snprintf(path, sizeof path, "%s/%s", dir, file);
 	FILE *f = fopen(path, "re");
 	if (!f)
@@ -48,20 +48,30 @@ static int read_str(const char *dir, const char *file, char *buf, size_t n)
 	return r;
 }
 
-void ftgpu_read_link(struct ftgpu_info *g)
+int ftgpu_sysfs_id(const char *bus_id, char *id, size_t n)
 {
 	/* nvidia-smi form "00000000:18:00.0" -> sysfs "0000:18:00.0" (lower case) */
-	char id[32], dir[96], buf[64];
-	const char *p = g->pci_bus_id;
-	size_t l = strlen(p);
-	const char *colon = strchr(p, ':');
-	if (!colon || l < 12)
-		return;
-	size_t dom = (size_t)(colon - p);
-	snprintf(id, sizeof id, "%s", dom > 4 ? p + dom - 4 : p);
+	const char *colon = strchr(bus_id, ':');
+	if (!colon || strlen(bus_id) < 12 || n < 16)
+		return -EINVAL;
+	size_t dom = (size_t)(colon - bus_id);
+	snprintf(id, n, "%s", dom > 4 ? bus_id + dom - 4 : bus_id);
 	for (char *c = id; *c; c++)
 		*c = (char)tolower((unsigned char)*c);
-	snprintf(dir, sizeof dir, "/sys/bus/pci/devices/%s", id);
+	return 0;
+}
+
+void ftgpu_read_link(struct ftgpu_info *g)
+{
+	ftgpu_read_link_root(g, NULL);
+}
+
+void ftgpu_read_link_root(struct ftgpu_info *g, const char *root)
+{
+	char id[32], dir[4200], buf[64];
+	if (ftgpu_sysfs_id(g->pci_bus_id, id, sizeof id) < 0)
+		return;
+	snprintf(dir, sizeof dir, "%s/sys/bus/pci/devices/%s", root ? root : "", id);
 	g->numa_node = -1;
 	if (!read_str(dir, "current_link_speed", buf, sizeof buf))
 		g->link_gen_cur = gen_of_speed(buf);

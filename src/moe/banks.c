@@ -127,6 +127,47 @@ int ftbanks_find(const struct ftbanks *b, const char *name)
 	return -1;
 }
 
+static inline uint64_t out_row(const struct ftpiece *p, uint64_t c)
+{
+	return !p->deinterleave ? c : c & 1 ? p->cols / 2 + c / 2 : c / 2;
+}
+
+/* Source bytes [pos, end) (relative to the piece, src at pos) that lie within one source row. */
+static void copy_partial_row(const struct ftpiece *p, uint8_t *dst, uint64_t pos, uint64_t end, const uint8_t *s)
+{
+	uint64_t R = p->rows, C = p->cols, es = p->esz ? p->esz : 1;
+	for (uint64_t k = 0; pos + k < end; k++) {
+		uint64_t el = (pos + k) / es, r = el / C, c = el % C;
+		dst[(out_row(p, c) * R + r) * es + (pos + k) % es] = s[k];
+	}
+}
+
+#define TBLK_ROWS 16
+#define TBLK_COLS 64
+
+/* Whole source rows r0 .. r0 + nr - 1 (s: row r0), in blocks so that reads and writes stay in
+ * cache: each block writes TBLK_ROWS contiguous elements into each of TBLK_COLS bank rows. */
+static void copy_rows_blocked(const struct ftpiece *p, uint8_t *dst, uint64_t r0, uint64_t nr, const uint8_t *s)
+{
+	uint64_t R = p->rows, C = p->cols;
+	for (uint64_t rb = 0; rb < nr; rb += TBLK_ROWS) {
+		uint64_t re = rb + TBLK_ROWS < nr ? rb + TBLK_ROWS : nr;
+		for (uint64_t cb = 0; cb < C; cb += TBLK_COLS) {
+			uint64_t ce = cb + TBLK_COLS < C ? cb + TBLK_COLS : C;
+			for (uint64_t c = cb; c < ce; c++) {
+				uint64_t o = out_row(p, c) * R + r0;
+				if (p->esz == 2) {
+					for (uint64_t r = rb; r < re; r++)
+						memcpy(dst + (o + r) * 2, s + (r * C + c) * 2, 2);
+				} else {
+					for (uint64_t r = rb; r < re; r++)
+						dst[o + r] = s[r * C + c];
+				}
+			}
+		}
+	}
+}
+
 void ftpiece_copy(const struct ftpiece *p, struct ftbanks *b, uint64_t rel, const uint8_t *src, size_t n)
 {
 	uint8_t *dst = ftbanks_layer(b, p->bank, p->layer) + p->dst_off;
@@ -134,17 +175,20 @@ void ftpiece_copy(const struct ftpiece *p, struct ftbanks *b, uint64_t rel, cons
 		memcpy(dst + rel, src, n);
 		return;
 	}
-	uint64_t R = p->rows, C = p->cols, pos = rel, end = rel + n;
-	while (pos < end) {
-		uint64_t r = pos / C, c = pos % C, run = C - c;
-		if (run > end - pos)
-			run = end - pos;
-		const uint8_t *s = src + (pos - rel);
-		uint8_t *d = dst + c * R + r;
-		for (uint64_t k = 0; k < run; k++)
-			d[k * R] = s[k];
-		pos += run;
+	/* a chunk may start and end anywhere, inside an element too: partial rows byte by byte */
+	uint64_t rb = (uint64_t)p->cols * (p->esz ? p->esz : 1), pos = rel, end = rel + n;
+	if (pos % rb) {
+		uint64_t e = (pos / rb + 1) * rb < end ? (pos / rb + 1) * rb : end;
+		copy_partial_row(p, dst, pos, e, src);
+		pos = e;
 	}
+	uint64_t nr = (end - pos) / rb;
+	if (nr) {
+		copy_rows_blocked(p, dst, pos / rb, nr, src + (pos - rel));
+		pos += nr * rb;
+	}
+	if (pos < end)
+		copy_partial_row(p, dst, pos, end, src + (pos - rel));
 }
 
 /* ---------------------------------------------------------------- discovery */
@@ -165,6 +209,7 @@ struct layer_src {
 struct disc {
 	const struct ftst_model *m;
 	long E, H, I;
+	int gptoss;                       /* config.json's model_type is gpt_oss */
 	struct layer_src *layers[FTBANKS_MAX_LAYERS];
 	char *err;
 	size_t errlen;
@@ -315,8 +360,8 @@ struct plan_build {
 	size_t n, cap;
 };
 
-static int add_piece(struct plan_build *pb, const struct ftst_tensor *t, uint64_t rel, uint64_t len, int bank,
-		     int layer, uint64_t dst, int transpose, uint32_t rows, uint32_t cols)
+static int add_piece_t(struct plan_build *pb, const struct ftst_tensor *t, uint64_t rel, uint64_t len, int bank,
+		       int layer, uint64_t dst, int transpose, uint32_t rows, uint32_t cols, int esz, int deint)
 {
 	if (pb->n == pb->cap) {
 		size_t nc = pb->cap ? pb->cap * 2 : 1024;
@@ -325,8 +370,15 @@ static int add_piece(struct plan_build *pb, const struct ftst_tensor *t, uint64_
 			return -ENOMEM;
 		pb->v = nv, pb->cap = nc;
 	}
-	pb->v[pb->n++] = (struct ftpiece){t->file, t->offset + rel, len, bank, layer, dst, transpose, rows, cols, t};
+	pb->v[pb->n++] = (struct ftpiece){t->file, t->offset + rel, len, bank, layer, dst, transpose, rows, cols,
+					  (uint8_t)esz, (uint8_t)deint, t};
 	return 0;
+}
+
+static int add_piece(struct plan_build *pb, const struct ftst_tensor *t, uint64_t rel, uint64_t len, int bank,
+		     int layer, uint64_t dst, int transpose, uint32_t rows, uint32_t cols)
+{
+	return add_piece_t(pb, t, rel, len, bank, layer, dst, transpose, rows, cols, 1, 0);
 }
 
 static int cmp_piece(const void *a, const void *b)
@@ -368,13 +420,19 @@ static int layer_pieces(struct disc *d, struct plan_build *pb, struct layer_src 
 	for (long k = 0; k < E * P_NPROJ && !per; k++)
 		per = L->per[k] != NULL;
 	int packed_bf16 = L->packed[K_GU] || L->packed[K_G] || L->packed[K_U] || L->packed[K_D];
-	int mx = 0;
-	for (int k = K_GUB; k < K_NPACK; k++)
-		mx |= L->packed[k] != NULL;
+	int bias = L->packed[K_GUBIAS] || L->packed[K_DBIAS];
+	int mx = L->packed[K_GUB] || L->packed[K_GUS] || L->packed[K_DB] || L->packed[K_DS] || (bias && !packed_bf16);
 	if (per + packed_bf16 + mx != 1)
 		return fterr_set(d->err, d->errlen, -EINVAL, "layer %ld mixes expert layouts (per-expert, packed, mxfp4)", l);
+	/* gpt-oss as transformers writes it: gate_up_proj [E, H, 2I] (gate/up interleaved), down_proj [E, I, H] */
+	const struct ftst_tensor *gu0 = L->packed[K_GU];
+	int oss_bf16 = packed_bf16 && gu0 &&
+		       (d->gptoss || bias || (gu0->ndim == 3 && gu0->shape[1] == H && gu0->shape[2] == 2 * I && H != 2 * I));
+	if (packed_bf16 && bias && !oss_bf16)
+		return fterr_set(d->err, d->errlen, -EINVAL, "layer %ld: expert biases beside packed bf16 experts without "
+			    "gate_up_proj (only gpt-oss's layout has biases)", l);
 	const struct ftformat *want = ftfmt_get(mx ? FTFMT_MXFP4_TRITON : FTFMT_BF16);
-	const char *sch = mx ? "gpt-oss-mxfp4" : packed_bf16 ? "packed" : L->mixtral ? "mixtral" : "per-expert";
+	const char *sch = mx ? "gpt-oss-mxfp4" : oss_bf16 ? "gpt-oss-bf16" : packed_bf16 ? "packed" : L->mixtral ? "mixtral" : "per-expert";
 	if (*fmt && *fmt != want)
 		return fterr_set(d->err, d->errlen, -EINVAL, "layer %ld is %s but earlier layers are %s", l, want->name,
 			    (*fmt)->name);
@@ -399,12 +457,26 @@ static int layer_pieces(struct disc *d, struct plan_build *pb, struct layer_src 
 		}
 		return 0;
 	}
+	if (oss_bf16) {
+		if (L->packed[K_G] || L->packed[K_U])
+			return fterr_set(d->err, d->errlen, -EINVAL, "layer %ld has gate_up_proj and gate_proj/up_proj", l);
+		const int64_t s_gu[3] = {E, H, 2 * I}, s_d[3] = {E, I, H}, s_gub[2] = {E, 2 * I}, s_db[2] = {E, H};
+		const struct ftst_tensor *dn = L->packed[K_D];
+		if ((rc = need(d, gu0, FTST_BF16, 3, s_gu, "gpt-oss gate_up_proj", l)) < 0 ||
+		    (rc = need(d, dn, FTST_BF16, 3, s_d, "gpt-oss down_proj", l)) < 0 ||
+		    (L->packed[K_GUBIAS] && (rc = need(d, L->packed[K_GUBIAS], FTST_BF16, 2, s_gub, "gate_up_proj_bias", l)) < 0) ||
+		    (L->packed[K_DBIAS] && (rc = need(d, L->packed[K_DBIAS], FTST_BF16, 2, s_db, "down_proj_bias", l)) < 0))
+			return rc;
+		for (long e = 0; e < E; e++)
+			if ((rc = add_piece_t(pb, gu0, (uint64_t)e * 2 * ebH, 2 * ebH, 0, li, (uint64_t)e * 2 * ebH, 1,
+					      (uint32_t)H, (uint32_t)(2 * I), 2, 1)) < 0 ||
+			    (rc = add_piece_t(pb, dn, (uint64_t)e * ebH, ebH, 1, li, (uint64_t)e * ebH, 1, (uint32_t)I,
+					      (uint32_t)H, 2, 0)) < 0)
+				return rc;
+		return 0;
+	}
 	if (packed_bf16) {
 		const struct ftst_tensor *gu = L->packed[K_GU];
-		if (gu && gu->ndim == 3 && gu->shape[0] == E && gu->shape[1] == H && gu->shape[2] == 2 * I && H != 2 * I)
-			return fterr_set(d->err, d->errlen, -ENOTSUP,
-				    "'%s' is [E, H, 2I] (gpt-oss bf16: transposed, gate/up interleaved); only [E, 2I, H] "
-				    "packed experts are loaded", gu->name);
 		if (gu && (L->packed[K_G] || L->packed[K_U]))
 			return fterr_set(d->err, d->errlen, -EINVAL, "layer %ld has gate_up_proj and gate_proj/up_proj", l);
 		const int64_t s_gu[3] = {E, 2 * I, H}, s_g[3] = {E, I, H}, s_d[3] = {E, H, I};
@@ -475,6 +547,7 @@ int ftbanks_discover(const struct ftst_model *m, const struct ftmoe_geom *g, str
 		goto out;
 	}
 	d->m = m, d->E = g->experts, d->H = g->hidden, d->I = g->inter, d->err = err, d->errlen = errlen;
+	d->gptoss = !strcmp(g->model_type, "gpt_oss");
 	if (d->E <= 0 || d->H <= 0 || d->I <= 0) {
 		rc = fterr_set(err, errlen, -EINVAL, "geometry needs hidden, intermediate and expert counts");
 		goto out;

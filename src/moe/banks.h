@@ -10,15 +10,22 @@
  *   Mixtral                             <p>layers.<l>.block_sparse_moe.experts.<e>.{w1,w3,w2}.weight
  *   packed 3-D (bf16)                   <p>layers.<l>.mlp.experts.{gate_up_proj [E,2I,H] |
  *                                       gate_proj, up_proj [E,I,H]} and down_proj [E,H,I] (".weight" optional)
- *   gpt-oss mxfp4                       <p>layers.<l>.mlp.experts.{gate_up,down}_proj_{blocks,scales,bias}
+ *   gpt-oss bf16 (transformers)         <p>layers.<l>.mlp.experts.{gate_up_proj [E,H,2I], down_proj [E,I,H],
+ *                                       gate_up_proj_bias [E,2I], down_proj_bias [E,H]}
+ *   gpt-oss mxfp4 (released)            <p>layers.<l>.mlp.experts.{gate_up,down}_proj_{blocks,scales,bias}
  * DeepSeek-V3's dense first layers (mlp.{gate,up,down}_proj) and shared experts
  * (mlp.shared_experts.*, Qwen2's mlp.shared_expert.*) are not banks: they are never matched.
- * Supported: bf16 experts (banks bf16 as stored, gate rows then up rows) and gpt-oss mxfp4
+ * Supported: bf16 experts (banks bf16, gate rows then up rows) and gpt-oss mxfp4
  * (-> mxfp4_triton: blocks/scales transposed to [K/2, N] / [K/32, N], bias as stored; the
- * output rows keep the checkpoint's order, i.e. gpt-oss's interleaved gate/up rows of gate_up).
+ * output rows keep the checkpoint's order, i.e. gpt-oss's interleaved gate/up rows of gate_up,
+ * which is the row order mxfp4_triton's kernels read). gpt-oss bf16 -> bf16 banks: gate_up_proj
+ * [H, 2I] per expert is transposed and de-interleaved (its even columns are gate, the odd ones
+ * up: bank row r < I is column 2r, row I + r is column 2r + 1), down_proj [I, H] transposed to
+ * [H, I]; the bf16 format has no bias bank, so the two bias tensors are not banks (checked,
+ * then left to the dense weights, as stored). gpt-oss is told by config.json's model_type
+ * "gpt_oss", the bias tensors, or a gate_up_proj shaped [E, H, 2I] with H != 2I.
  * Refused with a reason: other expert dtypes (F16, F32, F8 with weight_scale_inv, ...),
- * quantized expert layouts (qweight, weight_packed, ...), gpt-oss bf16's transposed
- * interleaved [E, H, 2I] packing, missing or mis-shaped experts.
+ * quantized expert layouts (qweight, weight_packed, ...), missing or mis-shaped experts.
  *
  * Functions return 0 or -errno (-EINVAL for an unusable checkpoint, -ENOTSUP for a refused
  * format) and put a one-line reason in err; none logs. */
@@ -66,7 +73,8 @@ size_t ftbanks_bytes(const struct ftbanks *b);
 int ftbanks_find(const struct ftbanks *b, const char *name);
 
 /* One contiguous run of file bytes that lands in one bank layer. transpose: the source is a
- * row-major [rows][cols] byte matrix that goes to [cols][rows] at dst_off. */
+ * row-major [rows][cols] matrix of esz-byte elements that goes to [cols][rows] at dst_off;
+ * with deinterleave, source column c goes to row c/2 when c is even, cols/2 + c/2 when odd. */
 struct ftpiece {
 	int file;
 	uint64_t src_off, len;
@@ -74,6 +82,7 @@ struct ftpiece {
 	uint64_t dst_off;
 	int transpose;
 	uint32_t rows, cols;
+	uint8_t esz, deinterleave;    /* transpose only: element bytes (1 or 2), gate/up split */
 	const struct ftst_tensor *t;  /* where it came from (borrowed from the model) */
 };
 
@@ -84,7 +93,7 @@ struct ftbanks_plan {
 	size_t npieces;
 	struct ftpiece *pieces;       /* sorted by (file, src_off) */
 	const struct ftst_model *model; /* borrowed */
-	const char *scheme;           /* "per-expert", "mixtral", "packed", "gpt-oss-mxfp4" (static) */
+	const char *scheme;           /* "per-expert", "mixtral", "packed", "gpt-oss-bf16", "gpt-oss-mxfp4" (static) */
 	size_t nused;
 	const struct ftst_tensor **used; /* expert tensors consumed, sorted by address */
 };

@@ -23,7 +23,7 @@
 
 const char *ftckpt_archs(void)
 {
-	return "qwen3-moe,mixtral,deepseek-v3,gpt-oss";
+	return "qwen3-moe,mixtral,deepseek-v3,gpt-oss,gpt-oss-bf16";
 }
 
 enum fill { FILL_BF16, FILL_F32, FILL_U8, FILL_E8M0 };
@@ -96,7 +96,7 @@ static void bf(struct tlist *t, const int64_t *s, int nd, const char *name, long
 		add(t, 0, FTST_BF16, FILL_BF16, nd, s, "%s", name);
 }
 
-enum arch { A_QWEN3, A_MIXTRAL, A_DSV3, A_GPTOSS };
+enum arch { A_QWEN3, A_MIXTRAL, A_DSV3, A_GPTOSS, A_GPTOSS_BF16 };
 
 static int build_tensors(enum arch a, long L, long E, long H, long I, long first_dense, struct tlist *t)
 {
@@ -145,9 +145,18 @@ static int build_tensors(enum arch a, long L, long E, long H, long I, long first
 			}
 			break;
 		case A_GPTOSS:
+		case A_GPTOSS_BF16:
 			bf(t, S1(H / 64 > 0 ? H / 64 : 1), 1, "self_attn.sinks", l);
 			bf(t, S2(E, H), 2, "mlp.router.weight", l);
 			bf(t, S1(E), 1, "mlp.router.bias", l);
+			if (a == A_GPTOSS_BF16) {
+				/* transformers' GptOssExperts: x @ gate_up_proj[e] (gate = [..., ::2], up = [..., 1::2]) */
+				add(t, 1, FTST_BF16, FILL_BF16, 3, S3(E, H, 2 * I), "model.layers.%ld.mlp.experts.gate_up_proj", l);
+				add(t, 1, FTST_BF16, FILL_BF16, 2, S2(E, 2 * I), "model.layers.%ld.mlp.experts.gate_up_proj_bias", l);
+				add(t, 1, FTST_BF16, FILL_BF16, 3, S3(E, I, H), "model.layers.%ld.mlp.experts.down_proj", l);
+				add(t, 1, FTST_BF16, FILL_BF16, 2, S2(E, H), "model.layers.%ld.mlp.experts.down_proj_bias", l);
+				break;
+			}
 			add(t, 1, FTST_U8, FILL_U8, 4, S4(E, 2 * I, H / 32, 16), "model.layers.%ld.mlp.experts.gate_up_proj_blocks", l);
 			add(t, 1, FTST_U8, FILL_E8M0, 3, S3(E, 2 * I, H / 32), "model.layers.%ld.mlp.experts.gate_up_proj_scales", l);
 			add(t, 1, FTST_BF16, FILL_BF16, 2, S2(E, 2 * I), "model.layers.%ld.mlp.experts.gate_up_proj_bias", l);
@@ -190,6 +199,15 @@ static char *config_json(enum arch a, long L, long E, long H, long I, long fd)
 			     "  \"first_k_dense_replace\": %ld,\n  \"moe_layer_freq\": 1,\n  \"num_hidden_layers\": %ld,\n"
 			     "  \"num_attention_heads\": %ld,\n  \"vocab_size\": %d,\n  \"torch_dtype\": \"bfloat16\"\n}\n",
 			     H, 2 * I, I, E, E < 8 ? E : 8, fd, L, heads, VOCAB);
+		break;
+	case A_GPTOSS_BF16:
+		/* a dequantized copy as transformers saves it: no quantization_config */
+		r = asprintf(&s, "{\n  \"architectures\": [\"GptOssForCausalLM\"],\n  \"model_type\": \"gpt_oss\",\n"
+			     "  \"hidden_size\": %ld,\n  \"intermediate_size\": %ld,\n  \"num_local_experts\": %ld,\n"
+			     "  \"experts_per_token\": %ld,\n  \"num_experts_per_tok\": %ld,\n  \"num_hidden_layers\": %ld,\n"
+			     "  \"num_attention_heads\": %ld,\n  \"swiglu_limit\": 7.0,\n  \"vocab_size\": %d,\n"
+			     "  \"torch_dtype\": \"bfloat16\"\n}\n",
+			     H, I, E, E < 4 ? E : 4, E < 4 ? E : 4, L, heads, VOCAB);
 		break;
 	case A_GPTOSS:
 		r = asprintf(&s, "{\n  \"architectures\": [\"GptOssForCausalLM\"],\n  \"model_type\": \"gpt_oss\",\n"
@@ -336,8 +354,10 @@ int ftckpt_write(const struct ftckpt_opts *o, struct ftckpt_stats *st, char *err
 		a = A_MIXTRAL;
 	else if (!strcmp(o->arch, "deepseek-v3"))
 		a = A_DSV3;
-	else if (!strcmp(o->arch, "gpt-oss"))
+	else if (!strcmp(o->arch, "gpt-oss") || !strcmp(o->arch, "gpt-oss-mxfp4"))
 		a = A_GPTOSS;
+	else if (!strcmp(o->arch, "gpt-oss-bf16"))
+		a = A_GPTOSS_BF16;
 	else
 		return fterr_set(err, errlen, -EINVAL, "unknown architecture '%s' (one of %s)", o->arch, ftckpt_archs());
 	long L = o->layers > 0 ? o->layers : 4, E = o->experts > 0 ? o->experts : 8;

@@ -6,7 +6,11 @@
  *   mixtral      model.layers.<l>.block_sparse_moe.experts.<e>.{w1,w3,w2}.weight (bf16)
  *   deepseek-v3  dense first layer (mlp.{gate,up,down}_proj), then mlp.shared_experts.* and
  *                mlp.experts.<e>.* (bf16), mlp.gate.e_score_correction_bias (f32)
- *   gpt-oss      packed mlp.experts.{gate_up,down}_proj_{blocks,scales,bias} (mxfp4 + bf16 bias)
+ *   gpt-oss      the released layout (alias gpt-oss-mxfp4): packed
+ *                mlp.experts.{gate_up,down}_proj_{blocks,scales,bias} (mxfp4 + bf16 bias)
+ *   gpt-oss-bf16 as transformers saves a dequantized gpt-oss: mlp.experts.gate_up_proj [E, H, 2I]
+ *                (gate/up interleaved along the last dim), gate_up_proj_bias [E, 2I],
+ *                down_proj [E, I, H], down_proj_bias [E, H] (bf16), no quantization_config
  * Plus embeddings, attention, norms and lm_head (small). Data is pseudo-random, never zero,
  * finite for float types, generated and written by several threads with pwrite; shards are
  * fdatasync'ed. Within a shard tensors are ordered like the safetensors library does
@@ -37,6 +41,6 @@ struct ftckpt_stats {
 };
 
 int ftckpt_write(const struct ftckpt_opts *o, struct ftckpt_stats *st, char *err, size_t errlen);
-/* "qwen3-moe,mixtral,deepseek-v3,gpt-oss" (static). */
+/* "qwen3-moe,mixtral,deepseek-v3,gpt-oss,gpt-oss-bf16" (static). */
 const char *ftckpt_archs(void);
 #endif

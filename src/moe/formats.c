@@ -153,6 +153,25 @@ const char *ftdtype_name(enum ftdtype t)
 	return (unsigned)t < 5 ? n[t] : "?";
 }
 
+const char *ftdtype_torch_name(enum ftdtype t)
+{
+	static const char *n[] = {"uint8", "bfloat16", "float16", "float8_e4m3fn", "uint8"};
+	return (unsigned)t < 5 ? n[t] : "?";
+}
+
+int ftdtype_accepts(enum ftdtype t, const char *name)
+{
+	if (!name || (unsigned)t >= 5)
+		return 0;
+	if (!strcmp(name, ftdtype_torch_name(t)) || !strcmp(name, ftdtype_name(t)))
+		return 1;
+	if (t == FTDT_FP8_E4M3)
+		return !strcmp(name, "uint8");
+	if (t == FTDT_E8M0)
+		return !strcmp(name, "float8_e8m0fnu");
+	return 0;
+}
+
 static const char *act_names[] = {"silu", "gelu", "gelu_tanh", "swiglu_oai"};
 
 const char *ftact_name(enum ftact a)

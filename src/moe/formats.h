@@ -47,6 +47,14 @@ int ftfmt_banks(const struct ftformat *f, long H, long I, struct ftbank_shape *o
 size_t ftfmt_expert_bytes(const struct ftformat *f, long H, long I);
 
 const char *ftdtype_name(enum ftdtype t);
+/* The torch dtype name (without "torch.") an FTW index stores for bank bytes of type t:
+ * "uint8", "bfloat16", "float16", "float8_e4m3fn"; e8m0 scales are "uint8" (as the seed
+ * stores gpt-oss's). Static string. */
+const char *ftdtype_torch_name(enum ftdtype t);
+/* 1 when an FTW index's dtype string fits bank bytes of type t: the torch name, another torch
+ * name of the same bytes (fp8/e8m0 scales stored as "uint8", e8m0 as "float8_e8m0fnu"), or the
+ * name ftbench wrote before it used torch's names (ftdtype_name). Else 0. */
+int ftdtype_accepts(enum ftdtype t, const char *name);
 const char *ftact_name(enum ftact a);
 int ftact_lookup(const char *name, enum ftact *out); /* 0 or -EINVAL */
 

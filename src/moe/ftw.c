@@ -88,34 +88,93 @@ static int write_at(int fd, const void *buf, size_t n, uint64_t off)
 	return 0;
 }
 
-static int copy_metadata(const char *src, const char *dst, json_t *list)
+/* Copy one file by streaming (a symlink is followed, as a checkpoint in a hub cache is links). */
+static int copy_file(const char *sp, const char *dp, mode_t mode)
 {
-	DIR *d = opendir(src);
+	int in = open(sp, O_RDONLY | O_CLOEXEC), out = -1, rc = 0;
+	if (in < 0)
+		return -errno;
+	out = open(dp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode & 0777 ? mode & 0777 : 0644);
+	if (out < 0) {
+		rc = -errno;
+		close(in);
+		return rc;
+	}
+	char buf[1 << 16];
+	for (;;) {
+		ssize_t r = read(in, buf, sizeof buf);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			rc = r < 0 ? -errno : 0;
+			break;
+		}
+		if ((rc = ftfs_write_all(out, buf, (size_t)r)) < 0)
+			break;
+	}
+	if (rc == 0 && fdatasync(out) < 0)
+		rc = -errno;
+	close(in);
+	if (close(out) < 0 && rc == 0)
+		rc = -errno;
+	return rc;
+}
+
+/* Copy every file of the checkpoint that is not weights (config, tokenizer, remote code, nested
+ * configs in sub-folders) to dst under the same relative path, as the seed's converter does:
+ * skipped are *.safetensors, *.gguf, *.ftw, model.safetensors.index.json, the FTW index, the
+ * folders .git, .cache and .freetoken_expert_cache, and the output folder when it lies inside
+ * the checkpoint. Folder symlinks are not followed. Relative paths go to list. */
+static int copy_metadata(const char *src_root, const char *rel, const char *dst_root, const char *skip_real,
+			 json_t *list, int depth)
+{
+	char sdir[PATH_MAX];
+	snprintf(sdir, sizeof sdir, "%s%s%s", src_root, *rel ? "/" : "", rel);
+	if (depth > 32)
+		return -ELOOP;
+	DIR *d = opendir(sdir);
 	if (!d)
 		return -errno;
 	struct dirent *de;
 	int rc = 0;
-	while ((de = readdir(d))) {
+	while (rc == 0 && (de = readdir(d))) {
 		const char *n = de->d_name;
+		if (!strcmp(n, ".") || !strcmp(n, ".."))
+			continue;
+		char r[PATH_MAX], sp[PATH_MAX + 8], dp[PATH_MAX + 8];
+		if ((size_t)snprintf(r, sizeof r, "%s%s%s", rel, *rel ? "/" : "", n) >= sizeof r)
+			continue;
+		snprintf(sp, sizeof sp, "%s/%s", src_root, r);
+		snprintf(dp, sizeof dp, "%s/%s", dst_root, r);
+		struct stat lst, st;
+		if (lstat(sp, &lst) < 0)
+			continue;
+		if (S_ISDIR(lst.st_mode)) {
+			char real[PATH_MAX];
+			if (!strcmp(n, ".git") || !strcmp(n, ".cache") || !strcmp(n, ".freetoken_expert_cache") ||
+			    (skip_real && realpath(sp, real) && !strcmp(real, skip_real)))
+				continue;
+			rc = copy_metadata(src_root, r, dst_root, skip_real, list, depth + 1);
+			continue;
+		}
 		size_t l = strlen(n);
-		if (n[0] == '.' || (l > 12 && !strcmp(n + l - 12, ".safetensors")) ||
-		    !strcmp(n, "model.safetensors.index.json") || !strcmp(n, FTW_INDEX))
+		static const char *const weight_ext[] = {".safetensors", ".gguf", ".ftw"};
+		int weights = 0;
+		for (int k = 0; k < 3; k++)
+			weights |= l >= strlen(weight_ext[k]) && !strcmp(n + l - strlen(weight_ext[k]), weight_ext[k]);
+		if (weights || !strcmp(n, "model.safetensors.index.json") || (!*rel && !strcmp(n, FTW_INDEX)))
 			continue;
-		char sp[4096], dp[4096];
-		snprintf(sp, sizeof sp, "%s/%s", src, n);
-		snprintf(dp, sizeof dp, "%s/%s", dst, n);
-		struct stat st;
-		if (stat(sp, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (64 << 20))
+		if (stat(sp, &st) < 0 || !S_ISREG(st.st_mode))
 			continue;
-		char *buf;
-		size_t len;
-		if ((rc = ftfs_read_file(sp, 64u << 20, &buf, &len)) < 0)
+		if (*rel) {
+			char dd[PATH_MAX + 8];
+			snprintf(dd, sizeof dd, "%s/%s", dst_root, rel);
+			if ((rc = ftfs_mkdir_p(dd, 0755)) < 0)
+				break;
+		}
+		if ((rc = copy_file(sp, dp, st.st_mode)) < 0)
 			break;
-		rc = ftfs_write_atomic(dp, buf, len, 0644);
-		free(buf);
-		if (rc < 0)
-			break;
-		json_array_append_new(list, json_string(n));
+		json_array_append_new(list, json_string(r));
 	}
 	closedir(d);
 	return rc;
@@ -166,7 +225,8 @@ int ftftw_convert(const char *model_dir, const char *out_dir, const struct ftftw
 		for (long l = 0; l < b->L; l++) {
 			struct entry *e = &ents[n++];
 			e->bank = k, e->layer = (int)l;
-			snprintf(e->bank_name, sizeof e->bank_name, "%s#L%05d", b->shape[k].name, b->layer_ids[l]);
+			/* MoE layers are numbered 0..L-1 (the seed's reader asserts exactly range(L)) */
+			snprintf(e->bank_name, sizeof e->bank_name, "%s#L%05d", b->shape[k].name, (int)l);
 			e->name = e->bank_name;
 			e->nbytes = b->layer_bytes[k];
 		}
@@ -237,7 +297,7 @@ int ftftw_convert(const char *model_dir, const char *out_dir, const struct ftftw
 			for (int d = 0; d < b->shape[e->bank].ndim; d++)
 				json_array_append_new(shape, json_integer(b->shape[e->bank].dims[d]));
 			json_array_append_new(tensors, json_pack("{s:s,s:s,s:s,s:o,s:I,s:I}", "name", e->name, "kind",
-								 "experts_bank", "dtype", ftdtype_name(b->shape[e->bank].dtype),
+								 "experts_bank", "dtype", ftdtype_torch_name(b->shape[e->bank].dtype),
 								 "shape", shape, "global_off", (json_int_t)e->global_off,
 								 "nbytes", (json_int_t)e->nbytes));
 			/* the layer stride is >= sz and its slack is zero: write the padding with it */
@@ -248,7 +308,7 @@ int ftftw_convert(const char *model_dir, const char *out_dir, const struct ftftw
 			for (int d = 0; d < e->t->ndim; d++)
 				json_array_append_new(shape, json_integer(e->t->shape[d]));
 			json_array_append_new(tensors, json_pack("{s:s,s:s,s:s,s:o,s:I,s:I}", "name", e->name, "kind",
-								 "weight", "dtype", ftst_dtype_name(e->t->dtype), "shape",
+								 "weight", "dtype", ftst_dtype_torch_name(e->t->dtype), "shape",
 								 shape, "global_off", (json_int_t)e->global_off, "nbytes",
 								 (json_int_t)e->nbytes));
 			if (e->t->file != src_file) {
@@ -307,18 +367,23 @@ int ftftw_convert(const char *model_dir, const char *out_dir, const struct ftftw
 	if (!realpath(model_dir, absdir))
 		snprintf(absdir, sizeof absdir, "%s", model_dir);
 	json_t *copied = json_array();
-	if ((rc = copy_metadata(model_dir, out_dir, copied)) < 0) {
+	char out_real[PATH_MAX];
+	if ((rc = copy_metadata(model_dir, "", out_dir, realpath(out_dir, out_real) ? out_real : NULL, copied, 0)) < 0) {
 		fterr_set(err, errlen, rc, "copying metadata files: %s", strerror(-rc));
 		json_decref(copied);
 		json_decref(shards);
 		json_decref(tensors);
 		goto out;
 	}
-	idx = json_pack("{s:s,s:i,s:i,s:I,s:I,s:o,s:o,s:s,s:s,s:s,s:I,s:{s:I,s:I},s:o}", "format", "freetoken_weight",
-			"version", 1, "align", A, "shard_limit", (json_int_t)limit, "total_bytes", (json_int_t)g_off,
-			"tensors", tensors, "shards", shards, "source_model_path", absdir, "fingerprint", fp,
-			"quant_format", b->fmt->name, "expert_bank_num_layers", (json_int_t)b->L, "counts",
-			"weight", (json_int_t)nd, "experts_bank", (json_int_t)nb, "copied_metadata", copied);
+	json_t *lids = json_array();
+	for (long l = 0; l < b->L; l++)
+		json_array_append_new(lids, json_integer(b->layer_ids[l]));
+	idx = json_pack("{s:s,s:i,s:i,s:I,s:I,s:o,s:o,s:s,s:s,s:s,s:I,s:{s:I,s:I},s:o,s:s,s:o}", "format",
+			"freetoken_weight", "version", 1, "align", A, "shard_limit", (json_int_t)limit, "total_bytes",
+			(json_int_t)g_off, "tensors", tensors, "shards", shards, "source_model_path", absdir,
+			"fingerprint", fp, "quant_format", b->fmt->name, "expert_bank_num_layers", (json_int_t)b->L,
+			"counts", "weight", (json_int_t)nd, "experts_bank", (json_int_t)nb, "copied_metadata", copied,
+			"weight_names", FTW_WEIGHT_NAMES_CHECKPOINT, "expert_bank_layer_ids", lids);
 	char *text = idx ? json_dumps(idx, JSON_COMPACT) : NULL;
 	if (!text) {
 		rc = -ENOMEM;
@@ -345,19 +410,105 @@ out:
 	return rc;
 }
 
+static int safe_rel(const char *r)
+{
+	if (!r || !*r || r[0] == '/' || strlen(r) >= PATH_MAX / 2)
+		return 0;
+	for (const char *p = r; p; p = strchr(p, '/')) {
+		p += *p == '/';
+		if (!strncmp(p, "..", 2) && (p[2] == '/' || !p[2]))
+			return 0;
+		if (*p == '/' || !*p)
+			return 0; /* "a//b", "a/" */
+	}
+	return 1;
+}
+
+/* unlinkat(rel, flags) below dfd, opening each folder on the way without following a link. */
+static int unlink_rel(int dfd, const char *rel, int flags)
+{
+	char r[PATH_MAX];
+	snprintf(r, sizeof r, "%s", rel);
+	int fd = dup(dfd), rc = 0;
+	if (fd < 0)
+		return -errno;
+	char *c = r;
+	for (char *slash; (slash = strchr(c, '/')); c = slash + 1) {
+		*slash = '\0';
+		int nfd = openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(fd);
+		if (nfd < 0)
+			return -errno;
+		fd = nfd;
+	}
+	if (unlinkat(fd, c, flags) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+int ftftw_remove(const char *dir)
+{
+	int rc;
+	json_t *idx = load_index(dir, NULL, 0, &rc);
+	if (!idx)
+		return rc;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || unlinkat(dfd, FTW_INDEX, 0) < 0) {
+		rc = -errno;
+		if (dfd >= 0)
+			close(dfd);
+		json_decref(idx);
+		return rc;
+	}
+	size_t i;
+	json_t *v;
+	json_array_foreach(json_object_get(idx, "shards"), i, v) {
+		const char *f = json_string_value(json_object_get(v, "file"));
+		if (safe_rel(f) && !strchr(f, '/'))
+			unlinkat(dfd, f, 0);
+	}
+	json_t *copied = json_object_get(idx, "copied_metadata");
+	json_array_foreach(copied, i, v)
+		if (safe_rel(json_string_value(v)))
+			unlink_rel(dfd, json_string_value(v), 0);
+	/* the sub-folders, deepest first: strip one component at a time while they come out empty */
+	json_array_foreach(copied, i, v) {
+		if (!safe_rel(json_string_value(v)))
+			continue;
+		char r[PATH_MAX];
+		snprintf(r, sizeof r, "%s", json_string_value(v));
+		for (char *slash = strrchr(r, '/'); slash; slash = strrchr(r, '/')) {
+			*slash = '\0';
+			if (unlink_rel(dfd, r, AT_REMOVEDIR) < 0)
+				break;
+		}
+	}
+	close(dfd);
+	json_decref(idx);
+	rmdir(dir);
+	return 0;
+}
+
 /* ---------------------------------------------------------------- reader */
 
+/* A chunk of one shard read by one worker: either straight into the banks through iovecs
+ * (file offset aligned) or, bounce != NULL, as an aligned window into the worker's buffer of
+ * which bytes [skip, skip + copy) go to bounce (a flat bank's layer that is not aligned). */
 struct fchunk {
 	int shard;
 	uint64_t off, len;
 	size_t iov0;
 	int niov;
+	uint8_t *bounce;
+	uint64_t skip, copy;
 };
 
 struct rd {
 	struct fchunk *chunks;
-	size_t nchunks;
+	size_t nchunks, cap, chunk_bytes;
 	struct iovec *iov;
+	size_t niov, iovcap;
 	struct ftdio_files files; /* one per shard */
 	char (*paths)[4096];
 	atomic_size_t next, done;
@@ -393,9 +544,38 @@ static int preadv_full(int fd, struct iovec *iov, int n, uint64_t off)
 	return 0;
 }
 
+/* Read the window of a bounce chunk into buf: at least need bytes (a short read only at EOF). */
+static int pread_window(int fd, uint8_t *buf, uint64_t len, uint64_t off, uint64_t need)
+{
+	uint64_t n = 0;
+	while (n < len) {
+		ssize_t r = pread(fd, buf + n, len - n, (off_t)(off + n));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0 || (n += (uint64_t)r) % A)
+			break;
+	}
+	return n >= need ? 0 : -EIO;
+}
+
+static int rd_chunk(struct rd *s, const struct fchunk *c, int fd, uint8_t **bounce_buf)
+{
+	if (!c->bounce)
+		return preadv_full(fd, &s->iov[c->iov0], c->niov, c->off);
+	if (!*bounce_buf && !(*bounce_buf = aligned_alloc(A, s->chunk_bytes)))
+		return -ENOMEM;
+	int rc = pread_window(fd, *bounce_buf, c->len, c->off, c->skip + c->copy);
+	if (rc == 0)
+		memcpy(c->bounce, *bounce_buf + c->skip, c->copy);
+	return rc;
+}
+
 static void *rd_worker(void *arg)
 {
 	struct rd *s = arg;
+	uint8_t *bounce_buf = NULL;
 	for (;;) {
 		if (atomic_load(&s->err_rc))
 			break;
@@ -404,9 +584,9 @@ static void *rd_worker(void *arg)
 			break;
 		const struct fchunk *c = &s->chunks[i];
 		int fd = ftdio_fd(&s->files, c->shard);
-		int rc = preadv_full(fd, &s->iov[c->iov0], c->niov, c->off);
+		int rc = rd_chunk(s, c, fd, &bounce_buf);
 		if (ftdio_retry(&s->files, c->shard, fd, rc))
-			rc = preadv_full(ftdio_fd(&s->files, c->shard), &s->iov[c->iov0], c->niov, c->off);
+			rc = rd_chunk(s, c, ftdio_fd(&s->files, c->shard), &bounce_buf);
 		if (rc < 0) {
 			pthread_mutex_lock(&s->lock);
 			if (!atomic_load(&s->err_rc)) {
@@ -417,24 +597,90 @@ static void *rd_worker(void *arg)
 			pthread_mutex_unlock(&s->lock);
 			break;
 		}
-		atomic_fetch_add(&s->bytes, c->len);
+		atomic_fetch_add(&s->bytes, c->bounce ? c->copy : c->len);
 		atomic_fetch_add(&s->done, 1);
 	}
+	free(bounce_buf);
 	return NULL;
 }
 
-static int derive_geometry(const char *qf, const json_t *shape0, const char *bank0, long *H, long *I)
+static struct fchunk *new_chunk(struct rd *s)
 {
-	json_int_t d1 = json_integer_value(json_array_get(shape0, 1)), d2 = json_integer_value(json_array_get(shape0, 2));
-	if (!strcmp(qf, "bf16") && !strcmp(bank0, "gate_up")) {
-		*H = (long)d2, *I = (long)(d1 / 2);
+	if (s->nchunks == s->cap) {
+		size_t ncap = s->cap ? s->cap * 2 : 256;
+		struct fchunk *nc = realloc(s->chunks, ncap * sizeof *nc);
+		if (!nc)
+			return NULL;
+		s->chunks = nc, s->cap = ncap;
+	}
+	struct fchunk *c = &s->chunks[s->nchunks++];
+	memset(c, 0, sizeof *c);
+	return c;
+}
+
+/* Plan the read of file bytes [foff, foff + len) of shard sh into dst. tail_pad: zero padding
+ * follows in the file up to the next 4096 boundary and dst has room for it (so an aligned start
+ * is read straight in, rounded up); shard_end: the shard's size. */
+static int plan_piece(struct rd *s, int sh, uint64_t foff, uint64_t len, uint8_t *dst, int tail_pad, uint64_t shard_end)
+{
+	int direct = foff % A == 0 && (len % A == 0 || (tail_pad && foff + ROUND_UP(len) <= shard_end));
+	if (!direct) {
+		for (uint64_t pos = foff; pos < foff + len;) {
+			uint64_t w0 = pos / A * A, w1 = ROUND_UP(foff + len);
+			if (w1 > w0 + s->chunk_bytes)
+				w1 = w0 + s->chunk_bytes; /* past a shorter last shard the read comes back short */
+			uint64_t copy = (w1 < foff + len ? w1 : foff + len) - pos;
+			struct fchunk *c = new_chunk(s);
+			if (!c)
+				return -ENOMEM;
+			*c = (struct fchunk){sh, w0, w1 - w0, 0, 0, dst + (pos - foff), pos - w0, copy};
+			pos += copy;
+		}
 		return 0;
 	}
-	if (!strcmp(qf, "mxfp4_triton") && !strcmp(bank0, "gate_up_blocks")) {
+	uint64_t rlen = ROUND_UP(len);
+	for (uint64_t done = 0; done < rlen;) {
+		struct fchunk *c = s->nchunks ? &s->chunks[s->nchunks - 1] : NULL;
+		if (!c || c->bounce || c->shard != sh || c->off + c->len != foff + done || c->len >= s->chunk_bytes ||
+		    c->niov >= MAX_IOV) {
+			if (!(c = new_chunk(s)))
+				return -ENOMEM;
+			c->shard = sh, c->off = foff + done, c->iov0 = s->niov;
+		}
+		uint64_t k = rlen - done < s->chunk_bytes - c->len ? rlen - done : s->chunk_bytes - c->len;
+		if (s->niov == s->iovcap) {
+			size_t ncap = s->iovcap ? s->iovcap * 2 : 1024;
+			struct iovec *nv = realloc(s->iov, ncap * sizeof *nv);
+			if (!nv)
+				return -ENOMEM;
+			s->iov = nv, s->iovcap = ncap;
+		}
+		s->iov[s->niov++] = (struct iovec){dst + done, (size_t)k};
+		c->niov++;
+		c->len += k;
+		done += k;
+	}
+	return 0;
+}
+
+/* H and I from the per-expert shape of one bank entry of format f (bank: schema name), for
+ * an FTW without config.json. */
+static int derive_geometry(const struct ftformat *f, const char *bank, const json_t *shape, long *H, long *I)
+{
+	json_int_t d1 = json_integer_value(json_array_get(shape, 1)), d2 = json_integer_value(json_array_get(shape, 2));
+	if (d1 <= 0 || d2 <= 0)
+		return -ENOTSUP;
+	if (!strcmp(bank, "gate_up") && (f->id == FTFMT_BF16 || f->id == FTFMT_FP8_BLOCK))
+		*I = (long)(d1 / 2), *H = (long)d2;
+	else if (!strcmp(bank, "gate_up") && f->id == FTFMT_Q4_0)
+		*I = (long)(d1 / 2), *H = (long)(d2 / 18 * 32);
+	else if (!strcmp(bank, "gate_up_packed") && (f->id == FTFMT_NVFP4 || f->id == FTFMT_DS_FP4))
+		*I = (long)(d1 / 2), *H = (long)(d2 * 2);
+	else if (!strcmp(bank, "gate_up_blocks") && f->id == FTFMT_MXFP4_TRITON)
 		*H = (long)(d1 * 2), *I = (long)(d2 / 2);
-		return 0;
-	}
-	return -ENOTSUP;
+	else
+		return -ENOTSUP;
+	return 0;
 }
 
 static int cmp_int(const void *a, const void *b)
@@ -443,15 +689,30 @@ static int cmp_int(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* One experts_bank entry of the index. layer: the number after #L, -1 for a flat entry. */
 struct bent {
 	int bank, layer;
 	uint64_t global_off, nbytes;
+	json_t *shape; /* borrowed */
+	const char *name, *dtype;
 };
 
-static int cmp_bent(const void *a, const void *b)
+/* A run of file bytes of one bank layer. */
+struct seg {
+	uint64_t global_off, len;
+	uint8_t *dst;
+	int tail_pad;
+};
+
+static int cmp_seg(const void *a, const void *b)
 {
-	const struct bent *x = a, *y = b;
+	const struct seg *x = a, *y = b;
 	return x->global_off < y->global_off ? -1 : x->global_off > y->global_off;
+}
+
+static int is_alpha(const char *name)
+{
+	return !strcmp(name, "gate_up_alpha") || !strcmp(name, "down_alpha");
 }
 
 int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **out, struct ftload_stats *st,
@@ -464,11 +725,13 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 	json_t *idx = load_index(dir, err, errlen, &rc);
 	if (!idx)
 		return rc;
+	rc = 0;
 	struct ftbanks *b = NULL;
 	struct bent *be = NULL;
-	int *lids = NULL;
+	struct seg *segs = NULL;
+	int *lids = NULL, *layer_ids = NULL;
+	uint64_t *sh_off = NULL;
 	struct rd s = {0};
-	size_t cap = 0, niov = 0, iovcap = 0;
 	json_t *shards = json_object_get(idx, "shards"), *tensors = json_object_get(idx, "tensors");
 	const char *qf = json_string_value(json_object_get(idx, "quant_format"));
 	size_t nsh = json_array_size(shards);
@@ -485,12 +748,11 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 		rc = fterr_set(err, errlen, -ENOTSUP, "FTW quant_format '%s' is unknown", qf);
 		goto out;
 	}
-	/* Shards: contiguous from 0, plain file names, files at least as long as the index says. */
+	/* Shards: contiguous from 0, 4096-aligned, plain file names. */
 	int dio = ftdio_init(&s.files, nsh);
 	s.paths = malloc(sizeof *s.paths * nsh);
-	uint64_t *sh_off = malloc(sizeof(uint64_t) * (nsh + 1));
+	sh_off = malloc(sizeof(uint64_t) * (nsh + 1));
 	if (dio < 0 || !s.paths || !sh_off) {
-		free(sh_off);
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -500,176 +762,261 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 		const char *fn = json_string_value(json_object_get(sj, "file"));
 		json_int_t go = json_integer_value(json_object_get(sj, "global_off")),
 			   nbj = json_integer_value(json_object_get(sj, "nbytes"));
-		if (!fn || strchr(fn, '/') || !strcmp(fn, "..") || (uint64_t)go != g || nbj < 0 || go % A) {
+		if (!fn || !*fn || strchr(fn, '/') || !strcmp(fn, "..") || !strcmp(fn, ".") || (uint64_t)go != g ||
+		    nbj < 0 || go % A || (i + 1 < nsh && nbj % A)) {
 			rc = fterr_set(err, errlen, -EINVAL, "FTW index: shard %zu is malformed (file, global_off, nbytes)", i);
-			break;
+			goto out;
 		}
 		sh_off[i] = g;
 		g += (uint64_t)nbj;
 		snprintf(s.paths[i], sizeof s.paths[i], "%s/%s", dir, fn);
 	}
 	sh_off[nsh] = g;
-	if (rc == 0 && (uint64_t)json_integer_value(json_object_get(idx, "total_bytes")) != g)
+	if ((uint64_t)json_integer_value(json_object_get(idx, "total_bytes")) != g) {
 		rc = fterr_set(err, errlen, -EINVAL, "FTW index: total_bytes does not match the shards");
-	/* Bank entries. */
+		goto out;
+	}
+	/* Bank entries: per-layer "<bank>#L<5 digits>" or flat "<bank>" [L*E, ...]; alphas flat. */
+	struct ftbank_shape shp[FT_MAX_BANKS];
+	int nbanks = ftfmt_banks(fmt, 4096, 4096, shp); /* names only */
 	size_t nt = json_array_size(tensors), nbe = 0;
 	be = calloc(nt ? nt : 1, sizeof *be);
 	lids = calloc(nt ? nt : 1, sizeof *lids);
-	if (rc == 0 && (!be || !lids))
+	if (!be || !lids) {
 		rc = -ENOMEM;
-	struct ftbank_shape shp[FT_MAX_BANKS];
-	int nbanks = 0;
-	long H = 0, I = 0, E = 0;
-	for (size_t i = 0; rc == 0 && i < nt; i++) {
+		goto out;
+	}
+	int flat[FT_MAX_BANKS] = {0}, perl[FT_MAX_BANKS] = {0}, nlids = 0;
+	for (size_t i = 0; i < nt; i++) {
 		json_t *t = json_array_get(tensors, i);
 		const char *kind = json_string_value(json_object_get(t, "kind")),
 			   *name = json_string_value(json_object_get(t, "name"));
+		json_t *shape = json_object_get(t, "shape");
 		json_int_t go = json_integer_value(json_object_get(t, "global_off")),
 			   nbj = json_integer_value(json_object_get(t, "nbytes"));
-		if (!kind || !name || go < 0 || nbj < 0 || go % A || (uint64_t)go + ROUND_UP((uint64_t)nbj) > g) {
+		if (!kind || !name || !json_is_integer(json_object_get(t, "global_off")) || go < 0 || nbj < 0 || go % A ||
+		    (uint64_t)go + (uint64_t)nbj > g || !json_is_array(shape)) {
 			rc = fterr_set(err, errlen, -EINVAL, "FTW index: tensor %zu is malformed or past the end", i);
-			break;
+			goto out;
 		}
 		if (strcmp(kind, "experts_bank"))
 			continue;
-		const char *hash = strstr(name, "#L");
-		json_t *shape = json_object_get(t, "shape");
-		if (!hash || strlen(hash) != 7 || strspn(hash + 2, "0123456789") != 5 || !json_is_array(shape)) {
-			rc = fterr_set(err, errlen, -EINVAL, "FTW index: bank entry '%.100s' is not <bank>#L<5 digits>", name);
-			break;
+		struct bent e = {-1, -1, (uint64_t)go, (uint64_t)nbj, shape, name,
+				 json_string_value(json_object_get(t, "dtype"))};
+		size_t nl = strlen(name), base = nl;
+		if (nl > 7 && !strncmp(name + nl - 7, "#L", 2) && strspn(name + nl - 5, "0123456789") == 5) {
+			base = nl - 7;
+			e.layer = atoi(name + nl - 5);
 		}
-		if (!nbanks) {
-			char b0[64];
-			snprintf(b0, sizeof b0, "%.*s", (int)(hash - name), name);
-			E = (long)json_integer_value(json_array_get(shape, 0));
-			if (derive_geometry(fmt->name, shape, b0, &H, &I) < 0 || E <= 0 ||
-			    (nbanks = ftfmt_banks(fmt, H, I, shp)) <= 0) {
-				rc = fterr_set(err, errlen, -ENOTSUP, "FTW index: cannot read %s banks starting with '%s'", fmt->name, name);
-				break;
+		if (e.layer < 0 && is_alpha(name)) {
+			e.bank = -2;
+		} else {
+			for (int k = 0; k < nbanks; k++)
+				if (base == strlen(shp[k].name) && !strncmp(name, shp[k].name, base))
+					e.bank = k;
+			if (e.bank < 0) {
+				rc = fterr_set(err, errlen, -EINVAL, "FTW index: experts_bank entry '%.100s' is neither <bank>#L<5 digits> "
+					  "nor a flat <bank> of %s", name, fmt->name);
+				goto out;
+			}
+			if (e.layer < 0)
+				flat[e.bank]++;
+			else
+				perl[e.bank]++, lids[nlids++] = e.layer;
+			if (flat[e.bank] && perl[e.bank]) {
+				rc = fterr_set(err, errlen, -EINVAL, "FTW index: bank %s mixes flat and per-layer entries",
+					  shp[e.bank].name);
+				goto out;
 			}
 		}
-		int k = -1;
-		for (int j = 0; j < nbanks; j++)
-			if ((size_t)(hash - name) == strlen(shp[j].name) && !strncmp(name, shp[j].name, strlen(shp[j].name)))
-				k = j;
-		int ok = k >= 0 && (uint64_t)nbj == shp[k].expert_bytes * (uint64_t)E &&
-			 json_array_size(shape) == (size_t)shp[k].ndim + 1 && json_integer_value(json_array_get(shape, 0)) == E;
-		for (int d = 0; ok && d < shp[k >= 0 ? k : 0].ndim; d++)
-			ok = json_integer_value(json_array_get(shape, (size_t)d + 1)) == shp[k].dims[d];
-		if (!ok) {
-			rc = fterr_set(err, errlen, -EINVAL, "FTW index: bank entry '%.100s' does not fit %s (H %ld, I %ld, E %ld)",
-				  name, fmt->name, H, I, E);
-			break;
-		}
-		be[nbe] = (struct bent){k, atoi(hash + 2), (uint64_t)go, (uint64_t)nbj};
-		lids[nbe] = be[nbe].layer;
-		nbe++;
-	}
-	if (rc < 0) {
-		free(sh_off);
-		goto out;
+		be[nbe++] = e;
 	}
 	if (!nbe) {
-		free(sh_off);
 		rc = fterr_set(err, errlen, -EINVAL, "FTW index: no experts_bank entries");
 		goto out;
 	}
-	qsort(lids, nbe, sizeof *lids, cmp_int);
-	size_t L = 0;
-	for (size_t i = 0; i < nbe; i++)
+	/* L: the per-layer entries' distinct numbers, or expert_bank_num_layers, or config.json. */
+	qsort(lids, (size_t)nlids, sizeof *lids, cmp_int);
+	int L = 0;
+	for (int i = 0; i < nlids; i++)
 		if (!L || lids[L - 1] != lids[i])
 			lids[L++] = lids[i];
-	if (nbe != L * (size_t)nbanks || L > FTBANKS_MAX_LAYERS ||
-	    (json_int_t)L != json_integer_value(json_object_get(idx, "expert_bank_num_layers"))) {
-		free(sh_off);
-		rc = fterr_set(err, errlen, -EINVAL, "FTW index: %zu bank entries for %zu layers x %d banks", nbe, L, nbanks);
+	json_t *jn = json_object_get(idx, "expert_bank_num_layers");
+	struct ftmoe_geom cfg;
+	char cerr[256];
+	int have_cfg = ftmoe_read_config(dir, &cfg, cerr, sizeof cerr) == 0;
+	int any_flat = 0;
+	for (int k = 0; k < nbanks; k++)
+		any_flat |= flat[k];
+	if (jn && !json_is_null(jn) && (!json_is_integer(jn) || json_integer_value(jn) <= 0 ||
+					json_integer_value(jn) > FTBANKS_MAX_LAYERS)) {
+		rc = fterr_set(err, errlen, -EINVAL, "FTW index: expert_bank_num_layers is not a layer count");
 		goto out;
 	}
-	double t0 = ft_now_s();
-	if ((rc = ftbanks_alloc(fmt, H, I, E, (long)L, lids, &b)) < 0) {
-		free(sh_off);
-		fterr_set(err, errlen, rc, "allocating banks: %s", strerror(-rc));
+	if (L && json_is_integer(jn) && json_integer_value(jn) != L) {
+		rc = fterr_set(err, errlen, -EINVAL, "FTW index: per-layer bank entries for %d layers but "
+			  "expert_bank_num_layers is %lld", L, (long long)json_integer_value(jn));
 		goto out;
 	}
-	/* each (bank, layer) once: mark with a bitmap */
-	unsigned char *seen = calloc(nbe, 1);
-	if (!seen) {
-		free(sh_off);
+	if (!L && json_is_integer(jn))
+		L = (int)json_integer_value(jn);
+	if (!L && have_cfg && cfg.layers > cfg.first_dense)
+		L = (int)(cfg.layers - cfg.first_dense);
+	if (L <= 0 || L > FTBANKS_MAX_LAYERS) {
+		rc = fterr_set(err, errlen, -EINVAL, "FTW index: flat bank entries but no layer count "
+			  "(expert_bank_num_layers, or num_hidden_layers in config.json)");
+		goto out;
+	}
+	for (int k = 0; k < nbanks; k++)
+		if ((flat[k] && flat[k] != 1) || (perl[k] && perl[k] != L) || (!flat[k] && !perl[k])) {
+			rc = fterr_set(err, errlen, -EINVAL, "FTW index: bank %s has %d entries for %d layers (%s)",
+				  shp[k].name, flat[k] + perl[k], L, flat[k] ? "flat" : "per-layer");
+			goto out;
+		}
+	/* E, then H and I: config.json when its geometry fits the entries, else from a shape. */
+	long E = 0, H = 0, I = 0;
+	for (size_t i = 0; i < nbe && !E; i++)
+		if (be[i].bank >= 0) {
+			json_int_t d0 = json_integer_value(json_array_get(be[i].shape, 0));
+			E = be[i].layer < 0 ? (d0 % L ? -1 : (long)(d0 / L)) : (long)d0;
+			if (E <= 0) {
+				rc = fterr_set(err, errlen, -EINVAL, "FTW index: '%.100s' has no whole number of experts "
+					  "per layer (%d layers)", be[i].name, L);
+				goto out;
+			}
+			if (have_cfg && ftfmt_banks(fmt, cfg.hidden, cfg.inter, shp) > 0)
+				H = cfg.hidden, I = cfg.inter;
+			else if (derive_geometry(fmt, shp[be[i].bank].name, be[i].shape, &H, &I) < 0 ||
+				 ftfmt_banks(fmt, H, I, shp) <= 0) {
+				rc = fterr_set(err, errlen, -ENOTSUP, "FTW index: no config.json and cannot tell the %s "
+					  "geometry from '%s'", fmt->name, be[i].name);
+				goto out;
+			}
+		}
+	nbanks = ftfmt_banks(fmt, H, I, shp);
+	/* every entry: its shape, dtype and size */
+	for (size_t i = 0; i < nbe; i++) {
+		struct bent *e = &be[i];
+		size_t nd = json_array_size(e->shape);
+		uint64_t elems = 1;
+		for (size_t d = 0; d < nd; d++) {
+			json_int_t v = json_integer_value(json_array_get(e->shape, d));
+			elems = v > 0 && elems < (1ULL << 48) ? elems * (uint64_t)v : 0;
+		}
+		if (e->bank == -2) {
+			if (nd != 1 || elems != (uint64_t)L * (uint64_t)E || !e->dtype) {
+				rc = fterr_set(err, errlen, -EINVAL, "FTW index: alpha '%s' is not flat [%d*%ld]", e->name, L, E);
+				goto out;
+			}
+			continue;
+		}
+		const struct ftbank_shape *k = &shp[e->bank];
+		uint64_t want_n = k->expert_bytes * (uint64_t)E * (e->layer < 0 ? (uint64_t)L : 1);
+		int ok = e->nbytes == want_n && ftdtype_accepts(k->dtype, e->dtype) &&
+			 json_integer_value(json_array_get(e->shape, 0)) == E * (e->layer < 0 ? L : 1);
+		if (fmt->id == FTFMT_NVFP4_MARLIN) {
+			/* Marlin-tiled rows: the bytes per expert are the schema's, the shape its own */
+			ok = ok && elems * (k->dtype == FTDT_BF16 || k->dtype == FTDT_FP16 ? 2 : 1) == want_n;
+		} else {
+			ok = ok && nd == (size_t)k->ndim + 1;
+			for (int d = 0; ok && d < k->ndim; d++)
+				ok = json_integer_value(json_array_get(e->shape, (size_t)d + 1)) == k->dims[d];
+		}
+		if (!ok) {
+			rc = fterr_set(err, errlen, -EINVAL, "FTW index: bank entry '%.100s' (%s) does not fit %s with H %ld, "
+				  "I %ld, E %ld, %d layers", e->name, e->dtype ? e->dtype : "no dtype", fmt->name, H, I, E, L);
+			goto out;
+		}
+	}
+	/* Model layer numbers: the index's expert_bank_layer_ids (ftbench), else what the entries
+	 * are numbered (older ftbench files used the model's layers), else 0..L-1. */
+	layer_ids = malloc(sizeof(int) * (size_t)L);
+	if (!layer_ids) {
 		rc = -ENOMEM;
 		goto out;
 	}
+	json_t *jl = json_object_get(idx, "expert_bank_layer_ids");
+	int use_jl = json_is_array(jl) && json_array_size(jl) == (size_t)L;
+	for (int l = 0; l < L; l++) {
+		json_t *v = json_array_get(jl, (size_t)l);
+		use_jl = use_jl && json_is_integer(v) && json_integer_value(v) >= 0 &&
+			 json_integer_value(v) < FTBANKS_MAX_LAYERS && (!l || json_integer_value(v) > layer_ids[l - 1]);
+		if (use_jl)
+			layer_ids[l] = (int)json_integer_value(v);
+	}
+	for (int l = 0; !use_jl && l < L; l++)
+		layer_ids[l] = nlids ? lids[l] : l;
+	double t0 = ft_now_s();
+	if ((rc = ftbanks_alloc(fmt, H, I, E, L, layer_ids, &b)) < 0) {
+		fterr_set(err, errlen, rc, "allocating banks: %s", strerror(-rc));
+		goto out;
+	}
+	/* segments: one per bank layer */
+	segs = calloc((size_t)nbanks * (size_t)L, sizeof *segs);
+	if (!segs) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	unsigned char *seen = calloc((size_t)nbanks * (size_t)L, 1);
+	if (!seen) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	size_t nseg = 0;
 	for (size_t i = 0; i < nbe; i++) {
-		int *li = bsearch(&be[i].layer, lids, L, sizeof *lids, cmp_int);
-		size_t slot = (size_t)be[i].bank * L + (size_t)(li - lids);
-		if (seen[slot]++) {
-			rc = fterr_set(err, errlen, -EINVAL, "FTW index: %s#L%05d appears twice", shp[be[i].bank].name, be[i].layer);
-			break;
+		struct bent *e = &be[i];
+		if (e->bank < 0)
+			continue;
+		size_t lb = b->layer_bytes[e->bank];
+		if (e->layer >= 0) {
+			int *li = bsearch(&e->layer, lids, (size_t)L, sizeof *lids, cmp_int);
+			if (seen[(size_t)e->bank * (size_t)L + (size_t)(li - lids)]++) {
+				free(seen);
+				rc = fterr_set(err, errlen, -EINVAL, "FTW index: %s appears twice", e->name);
+				goto out;
+			}
+			segs[nseg++] = (struct seg){e->global_off, lb, ftbanks_layer(b, e->bank, li - lids), 1};
+			continue;
 		}
-		be[i].layer = (int)(li - lids);
+		for (int l = 0; l < L; l++)
+			segs[nseg++] = (struct seg){e->global_off + (uint64_t)l * lb, lb, ftbanks_layer(b, e->bank, l), l == L - 1};
 	}
 	free(seen);
-	qsort(be, nbe, sizeof *be, cmp_bent);
-	/* entries must not overlap and must lie inside one shard */
+	qsort(segs, nseg, sizeof *segs, cmp_seg);
+	s.chunk_bytes = o->chunk_bytes ? ROUND_UP(o->chunk_bytes) : FTLOAD_DEFAULT_CHUNK;
 	size_t sh = 0;
-	size_t chunk = o->chunk_bytes ? ROUND_UP(o->chunk_bytes) : FTLOAD_DEFAULT_CHUNK;
-	for (size_t i = 0; rc == 0 && i < nbe; i++) {
-		uint64_t a = be[i].global_off, len = ROUND_UP(be[i].nbytes);
-		if (i && a < be[i - 1].global_off + ROUND_UP(be[i - 1].nbytes)) {
-			rc = fterr_set(err, errlen, -EINVAL, "FTW index: bank entries overlap at %llu", (unsigned long long)a);
-			break;
+	for (size_t i = 0; i < nseg; i++) {
+		struct seg *q = &segs[i];
+		if (i && q->global_off < segs[i - 1].global_off + segs[i - 1].len) {
+			rc = fterr_set(err, errlen, -EINVAL, "FTW index: bank entries overlap at %llu",
+				  (unsigned long long)q->global_off);
+			goto out;
 		}
-		while (sh + 1 < nsh && a >= sh_off[sh + 1])
-			sh++;
-		if (a + len > sh_off[sh + 1]) {
-			rc = fterr_set(err, errlen, -EINVAL, "FTW index: a bank entry crosses the end of shard %zu", sh);
-			break;
-		}
-		uint8_t *dst = ftbanks_layer(b, be[i].bank, be[i].layer);
-		for (uint64_t done = 0; done < len;) {
-			uint64_t foff = a - sh_off[sh] + done;
-			struct fchunk *c = s.nchunks ? &s.chunks[s.nchunks - 1] : NULL;
-			if (!c || c->shard != (int)sh || c->off + c->len != foff || c->len >= chunk || c->niov >= MAX_IOV) {
-				if (s.nchunks == cap) {
-					size_t ncap = cap ? cap * 2 : 256;
-					struct fchunk *nc = realloc(s.chunks, ncap * sizeof *nc);
-					if (!nc) {
-						rc = -ENOMEM;
-						break;
-					}
-					s.chunks = nc, cap = ncap;
-				}
-				c = &s.chunks[s.nchunks++];
-				*c = (struct fchunk){(int)sh, foff, 0, niov, 0};
+		/* split at shard ends: a tensor larger than a shard spans several */
+		for (uint64_t a = q->global_off, end = q->global_off + q->len; a < end;) {
+			while (sh + 1 < nsh && a >= sh_off[sh + 1])
+				sh++;
+			uint64_t pe = end < sh_off[sh + 1] ? end : sh_off[sh + 1];
+			if (pe <= a) {
+				rc = fterr_set(err, errlen, -EINVAL, "FTW index: a bank entry lies past the shards");
+				goto out;
 			}
-			uint64_t k = len - done < chunk - c->len ? len - done : chunk - c->len;
-			if (niov == iovcap) {
-				size_t ncap = iovcap ? iovcap * 2 : 1024;
-				struct iovec *nv = realloc(s.iov, ncap * sizeof *nv);
-				if (!nv) {
-					rc = -ENOMEM;
-					break;
-				}
-				s.iov = nv, iovcap = ncap;
-			}
-			s.iov[niov++] = (struct iovec){dst + done, (size_t)k};
-			c->niov++;
-			c->len += k;
-			done += k;
+			if ((rc = plan_piece(&s, (int)sh, a - sh_off[sh], pe - a, q->dst + (a - q->global_off),
+					     q->tail_pad && pe == end, sh_off[sh + 1] - sh_off[sh])) < 0)
+				goto out;
+			a = pe;
 		}
 	}
-	free(sh_off);
-	for (size_t i = 0; rc == 0 && i < nsh; i++) {
+	for (size_t i = 0; i < nsh; i++) {
 		int r = ftdio_open(&s.files, i, s.paths[i]);
 		if (r < 0) {
 			rc = fterr_set(err, errlen, r, "%s: %s", s.paths[i], strerror(-r));
-			break;
+			goto out;
 		}
 	}
-	if (rc < 0)
-		goto out;
 	int workers = o->workers > 0 ? o->workers : FTLOAD_DEFAULT_WORKERS;
 	if ((size_t)workers > s.nchunks)
-		workers = (int)s.nchunks;
+		workers = s.nchunks ? (int)s.nchunks : 1;
 	if (workers > 256)
 		workers = 256;
 	pthread_t th[256];
@@ -678,8 +1025,12 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 		if (pthread_create(&th[started], NULL, rd_worker, &s))
 			break;
 	if (started < workers) {
-		atomic_store(&s.err_rc, -EAGAIN);
-		snprintf(s.err, sizeof s.err, "cannot start reader threads");
+		pthread_mutex_lock(&s.lock);
+		if (!atomic_load(&s.err_rc)) {
+			atomic_store(&s.err_rc, -EAGAIN);
+			snprintf(s.err, sizeof s.err, "cannot start reader threads");
+		}
+		pthread_mutex_unlock(&s.lock);
 	}
 	if (o->rep) {
 		size_t last = (size_t)-1;
@@ -709,8 +1060,11 @@ out:
 	free(s.paths);
 	free(s.chunks);
 	free(s.iov);
+	free(sh_off);
+	free(segs);
 	free(be);
 	free(lids);
+	free(layer_ids);
 	pthread_mutex_destroy(&s.lock);
 	ftbanks_free(b);
 	json_decref(idx);

@@ -35,6 +35,19 @@ const char *ftst_dtype_name(enum ftst_dtype t)
 	return (unsigned)t < FTST_DTYPE_COUNT ? dtypes[t].name : "?";
 }
 
+const char *ftst_dtype_torch_name(enum ftst_dtype t)
+{
+	static const char *const torch[FTST_DTYPE_COUNT] = {
+		[FTST_BOOL] = "bool",       [FTST_U8] = "uint8",          [FTST_I8] = "int8",
+		[FTST_F8_E4M3] = "float8_e4m3fn", [FTST_F8_E5M2] = "float8_e5m2", [FTST_F8_E8M0] = "float8_e8m0fnu",
+		[FTST_I16] = "int16",       [FTST_U16] = "uint16",        [FTST_F16] = "float16",
+		[FTST_BF16] = "bfloat16",   [FTST_I32] = "int32",         [FTST_U32] = "uint32",
+		[FTST_F32] = "float32",     [FTST_I64] = "int64",         [FTST_U64] = "uint64",
+		[FTST_F64] = "float64",
+	};
+	return (unsigned)t < FTST_DTYPE_COUNT ? torch[t] : "?";
+}
+
 int ftst_dtype_lookup(const char *name, enum ftst_dtype *out)
 {
 	for (int i = 0; name && i < FTST_DTYPE_COUNT; i++)

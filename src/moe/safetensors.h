@@ -73,6 +73,9 @@ const struct ftst_tensor *ftst_model_find(const struct ftst_model *m, const char
 
 size_t ftst_dtype_size(enum ftst_dtype t);
 const char *ftst_dtype_name(enum ftst_dtype t);
+/* torch's name of the dtype without "torch." ("bfloat16", "float8_e4m3fn", "uint8", ...), as
+ * FTW indexes store it (reference §7). Static string. */
+const char *ftst_dtype_torch_name(enum ftst_dtype t);
 int ftst_dtype_lookup(const char *name, enum ftst_dtype *out); /* 0 or -EINVAL */
 
 /* Validate s[0..n) as UTF-8 (no overlongs, surrogates or code points past U+10FFFF).

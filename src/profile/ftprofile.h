@@ -135,6 +135,43 @@ enum ftprof_rec ftprof_recommend(const struct ftprof *p, const char *format);
  * arguments. */
 int ftprof_fetch_fraction(const struct ftprof *p, const char *format, double *fraction);
 
+/* ---------------------------------------------------------------- deployments
+ *
+ * On a host of several GPUs `ftbench bw --gpu all` measures each GPU alone (the seed's figures)
+ * and while every engine of the host runs at once (per ENTRY a "concurrent" block with its own
+ * verdict and fetch fraction). The profile's "deployment" says which verdict the seed's fields
+ * (dtypes, ENTRY.recommended, recommended_moe_backend) carry, so the functions above answer for
+ * it; these ask for either. The seed's figures, and so ftprof_fetch_fraction, stay the isolated
+ * ones: an engine that follows a concurrent verdict takes its fraction from
+ * ftprof_fetch_fraction_deployment(p, fmt, FTPROF_DEPLOY_PROFILE, &f). */
+enum ftprof_deployment {
+	FTPROF_DEPLOY_PROFILE = 0,    /* the one the profile records */
+	FTPROF_DEPLOY_ISOLATED = 1,   /* the GPU measured alone (profiles without "deployment") */
+	FTPROF_DEPLOY_CONCURRENT = 2, /* every engine of the host at once */
+};
+
+/* "profile", "isolated", "concurrent" (static string); parse the same names (0 or -EINVAL). */
+const char *ftprof_deployment_name(enum ftprof_deployment d);
+int ftprof_deployment_parse(const char *s, enum ftprof_deployment *d);
+
+/* The deployment a profile records (FTPROF_DEPLOY_ISOLATED when it records none). */
+enum ftprof_deployment ftprof_deployment(const struct ftprof *p);
+
+/* The recommendation for a format under deployment d: the recorded one by ftprof_recommend's
+ * rule; the other from the entries (dtype_kernels[fmt] first, else the workloads carrying fmt:
+ * hybrid when all say hybrid) — "recommended_isolated", or the "concurrent" block's
+ * "recommended". FTPROF_REC_NONE when the profile has no figures for d (e.g. concurrent on a
+ * profile of one GPU). */
+enum ftprof_rec ftprof_recommend_deployment(const struct ftprof *p, const char *format,
+					    enum ftprof_deployment d);
+
+/* The fetch fraction under deployment d: isolated is ftprof_fetch_fraction; concurrent walks
+ * dtype_kernels[fmt] then workloads[*].kernels[fmt] in file order and takes the first
+ * "concurrent" block that yields one (its fetch_fraction, else its overlap pair, else its plain
+ * pair, at most 1). 0, -ENODATA (none), -EINVAL (NULL arguments). */
+int ftprof_fetch_fraction_deployment(const struct ftprof *p, const char *format, enum ftprof_deployment d,
+				     double *fraction);
+
 /* Free a profile; NULL is fine. */
 void ftprof_free(struct ftprof *p);
 
@@ -174,6 +211,52 @@ struct ftprof_entry {
  * array *out (free()) of *n entries (*out NULL when *n is 0; a missing directory is 0 entries),
  * or -errno. */
 int ftprof_store_list(const char *dir, struct ftprof_entry **out, int *n);
+
+/* ---- history and drift (a store keeps the last profiles of each GPU) */
+
+/* What `ftbench bw` uses for the per-user store (ftbenchd: config history, drift-percent). */
+#define FTPROF_HISTORY_KEEP 20
+#define FTPROF_DRIFT_SHARE 0.10
+
+/* Keep profile in dir's history: dir/history/<uuid or host>/<epoch ms, 13 digits>.json (dir NULL:
+ * the per-user store dir), then remove the oldest beyond keep. keep <= 0: nothing is kept or
+ * removed. Returns 0 or -errno. */
+int ftprof_history_add(const char *dir, const json_t *profile, const char *gpu_uuid, int keep);
+
+/* The kept profiles of gpu_uuid (NULL or "": the host's), oldest first, at most the newest limit
+ * (limit <= 0: all): 0 and a new array *out (empty when none), or -errno. */
+int ftprof_history_load(const char *dir, const char *gpu_uuid, int limit, json_t **out);
+
+/* The figures of cur (the ceilings, each dtype_kernels format's cpu_moe_gbs and pcie_gather_gbs)
+ * whose median lies outside prev's spread [min, max] widened by share (0.1 = 10 %) on each side:
+ * a new array of {"figure","previous","previous_min","previous_max","current","ratio"}. */
+json_t *ftprof_drift(const json_t *prev, const json_t *cur, double share);
+
+/* Store a new profile as a store does: compare it with the profile stored before for the same GPU
+ * (drift, share > 0: the profile gains "drift" and one warning per drifted figure), write it with
+ * ftprof_store_write_in, and keep it in the history (keep). profile is borrowed (a copy is
+ * written). Returns 0 or -errno. */
+int ftprof_store_commit(const char *dir, const json_t *profile, const char *gpu_uuid, int keep, double share,
+			char *path_out, size_t n);
+
+/* ---- staleness: the machine a profile was measured on */
+
+/* The machine's fingerprint now, from sysfs and procfs (no CUDA): {driver_version (the NVIDIA
+ * kernel module's), pcie_gen_max and pcie_width (the link of PCI device pci_bus_id, in
+ * nvidia-smi's form; absent when NULL or unreadable), cpu_model, cpu_microcode, memory_gib,
+ * kernel, tool_version}; a fact that cannot be read is absent. root: a directory standing for
+ * "/" (tests), NULL or "" for the real one. A new object, NULL without memory. */
+json_t *ftprof_fingerprint_at(const char *root, const char *pci_bus_id);
+
+/* Compare the fingerprint a profile recorded (was) with now: 1 stale (why: what changed, "; "
+ * between facts), 0 the same machine, -ENOENT when was is not a non-empty object (a profile that
+ * recorded none: staleness unknown). Facts absent on either side are not compared; memory counts
+ * as changed beyond 10 %. why may be NULL. */
+int ftprof_fingerprint_compare(const json_t *was, const json_t *now, char *why, size_t n);
+
+/* Is profile p stale on this machine? Its "fingerprint" against ftprof_fingerprint_at(NULL,
+ * p's gpu.pci_bus_id): as ftprof_fingerprint_compare. */
+int ftprof_stale(const struct ftprof *p, char *why, size_t n);
 
 #ifdef __cplusplus
 }

@@ -92,6 +92,18 @@ for f in usr/bin/ftbench usr/bin/ftbenchd; do check "installed $f (executable)" 
 for f in usr/lib/libftprofile.so.0 usr/lib/libftprofile.a usr/include/ftprofile.h usr/lib/pkgconfig/ftprofile.pc etc/ftbenchd.conf; do
 	check "installed $f" test -s "$D/$f"
 done
+for f in usr/share/man/man1/ftbench.1 usr/share/man/man1/ftbench-bw.1 usr/share/man/man1/ftbench-decode.1 \
+	usr/share/man/man8/ftbenchd.8 usr/share/bash-completion/completions/ftbench usr/share/ftbenchd/openapi.yaml \
+	usr/share/ftbenchd/schemas/profile.schema.json usr/share/ftbenchd/schemas/job.schema.json; do
+	check "installed $f" test -s "$D/$f"
+done
+check "the installed bw man page holds bw's --help" grep -q -- '--cpu-iters' "$D/usr/share/man/man1/ftbench-bw.1"
+if command -v groff >/dev/null 2>&1; then
+	check "the man pages format without warnings" sh -c "! groff -man -ww -z '$D'/usr/share/man/man1/*.1 '$D'/usr/share/man/man8/*.8 2>&1 | grep -q ."
+fi
+check "the completion offers bw's flags" bash -c ". '$D/usr/share/bash-completion/completions/ftbench';
+	COMP_WORDS=('$D/usr/bin/ftbench' bw --cpu-i); COMP_CWORD=2; _ftbench '$D/usr/bin/ftbench';
+	[ \"\${COMPREPLY[*]}\" = --cpu-iters ]"
 check "installed usr/lib/libftprofile.so -> libftprofile.so.0" test "$(readlink "$D/usr/lib/libftprofile.so")" = libftprofile.so.0
 check "installed usr/lib/systemd/system/" test -d "$D/usr/lib/systemd/system"
 check "installed ftprofile.pc says prefix=/usr" grep -qx 'prefix=/usr' "$D/usr/lib/pkgconfig/ftprofile.pc"

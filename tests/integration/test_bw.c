@@ -283,6 +283,23 @@ static void test_failures_leave_no_profile(void **s)
 	assert_non_null(strstr(json_string_value(json_object_get(m, "message")), "--gpu"));
 	json_decref(m);
 	free(text);
+	/* the host run's flags: bad values are usage errors, and --gpu all without a GPU (hidden
+	 * here, as on a CI host) names why, with no profile written */
+	const char *a6[] = {"bw", "--deployment", "both", "-o", host, NULL};
+	assert_int_equal(run(out, NULL, a6), 2);
+	const char *a7[] = {"bw", "--engines", "0", "-o", host, NULL};
+	assert_int_equal(run(out, NULL, a7), 2);
+	setenv("CUDA_VISIBLE_DEVICES", "", 1);
+	const char *a8[] = {"bw", "--gpu", "all", "--result-fd", "3", "-o", host, SMALL, NULL};
+	assert_int_equal(run(out, fd3, a8), 2);
+	unsetenv("CUDA_VISIBLE_DEVICES");
+	text = slurp(fd3);
+	m = json_loads(text, JSON_DISABLE_EOF_CHECK, NULL);
+	assert_non_null(m);
+	assert_string_equal(json_string_value(json_object_get(m, "type")), "error");
+	assert_non_null(strstr(json_string_value(json_object_get(m, "message")), "--gpu all"));
+	json_decref(m);
+	free(text);
 	struct stat st;
 	assert_int_equal(stat(host, &st), -1);
 	(void)dir;

@@ -168,6 +168,47 @@ static void test_paths_and_decode(void **s)
 	expect_err("decode", args, 400, "invalid_argument", "args.server");
 }
 
+/* bw with gpu "all": every GPU (FTD_GPU_ALL, --gpu=all, no uuid); engines and deployment; the
+ * config's deployment when the job names none. */
+static void test_bw_all_gpus(void **s)
+{
+	char **argv;
+	int gpu;
+	struct ftd_err e;
+	assert_int_equal(build("bw", "{\"gpu\":\"all\",\"engines\":4,\"engine_threads\":8,\"deployment\":\"isolated\"}", 2,
+			       &argv, &gpu, &e), 0);
+	assert_int_equal(gpu, FTD_GPU_ALL);
+	assert_true(has(argv, "--gpu=all"));
+	assert_true(has(argv, "--engines=4"));
+	assert_true(has(argv, "--engine-threads=8"));
+	assert_true(has(argv, "--deployment=isolated"));
+	for (char **p = argv; *p; p++)
+		assert_null(strstr(*p, gpus[0].uuid));
+	ftd_argv_free(argv);
+	/* the config's deployment when the job names none */
+	char *old = cfg.deployment;
+	cfg.deployment = (char *)"concurrent";
+	assert_int_equal(build("bw", "{\"gpu\":\"all\"}", 2, &argv, &gpu, &e), 0);
+	assert_true(has(argv, "--deployment=concurrent"));
+	ftd_argv_free(argv);
+	assert_int_equal(build("bw", "{\"deployment\":\"isolated\"}", 2, &argv, &gpu, &e), 0);
+	assert_true(has(argv, "--deployment=isolated"));
+	assert_false(has(argv, "--deployment=concurrent"));
+	ftd_argv_free(argv);
+	cfg.deployment = old;
+	/* all is bw's only; no GPU, no "all"; bad values named */
+	expect_err("cache-copy", "{\"gpu\":\"all\"}", 400, "unknown_gpu", "args.gpu");
+	assert_int_equal(build("bw", "{\"gpu\":\"all\"}", 0, &argv, &gpu, &e), -1);
+	assert_string_equal(e.code, "unknown_gpu");
+	expect_err("bw", "{\"deployment\":\"both\"}", 400, "invalid_argument", "args.deployment");
+	expect_err("bw", "{\"engines\":0}", 400, "invalid_argument", "args.engines");
+	/* the config refuses a deployment it does not know */
+	struct ftd_config bad = cfg;
+	bad.deployment = (char *)"sometimes";
+	bad.token_file = (char *)"";
+	assert_int_equal(ftd_config_check(&bad), -EINVAL);
+}
+
 int main(void)
 {
 	if (!mkdtemp(root))
@@ -182,7 +223,8 @@ int main(void)
 			 i + 1, i + 1, i + 1, i + 1);
 	}
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_bw_argv), cmocka_unit_test(test_cache_copy_and_flags),
+		cmocka_unit_test(test_bw_argv), cmocka_unit_test(test_bw_all_gpus),
+		cmocka_unit_test(test_cache_copy_and_flags),
 		cmocka_unit_test(test_rejections), cmocka_unit_test(test_paths_and_decode),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);

@@ -399,6 +399,7 @@ static void test_qwen3(void **s) { one_arch("qwen3-moe", 3, 4, 256, 128); }
 static void test_mixtral(void **s) { one_arch("mixtral", 2, 5, 192, 96); }
 static void test_deepseek(void **s) { one_arch("deepseek-v3", 3, 4, 256, 64); }
 static void test_gptoss(void **s) { one_arch("gpt-oss", 2, 4, 256, 128); }
+static void test_gptoss_bf16(void **s) { one_arch("gpt-oss-bf16", 2, 4, 256, 96); }
 
 static void test_reorder_caught(void **s)
 {
@@ -549,9 +550,9 @@ static void test_refusals(void **s)
 	EXPECT(d, -EINVAL, "expert 7 but config.json says 2");
 	snprintf(d, sizeof d, "%s/ossbf16", tmpdir);
 	write_model(d, (struct ftst_wtensor[]){{"model.layers.0.mlp.experts.gate_up_proj", FTST_BF16, 3, {2, 64, 32}},
-					       {"model.layers.0.mlp.experts.down_proj", FTST_BF16, 3, {2, 16, 64}}},
+					       {"model.layers.0.mlp.experts.down_proj", FTST_BF16, 3, {2, 64, 16}}},
 		    2, "{\"model_type\":\"gpt_oss\",\"hidden_size\":64,\"intermediate_size\":16,\"num_local_experts\":2}");
-	EXPECT(d, -ENOTSUP, "gpt-oss bf16");
+	EXPECT(d, -EINVAL, "expected [2,16,64]"); /* gpt-oss bf16: down_proj is [E, I, H] */
 	snprintf(d, sizeof d, "%s/dense", tmpdir);
 	write_model(d, (struct ftst_wtensor[]){{"model.layers.0.mlp.gate_proj.weight", FTST_BF16, 2, {32, 64}}}, 1, cfg);
 	EXPECT(d, -ENOTSUP, "no expert tensors");
@@ -672,7 +673,7 @@ static void test_ftw_hostile_index(void **s)
 				 {"\"version\":1", "\"version\":2", "version-1"},
 				 {"freetoken-00000.ftw", "../x.ftw", "malformed"},
 				 {"\"quant_format\":\"bf16\"", "\"quant_format\":\"int3\"", "unknown"},
-				 {"\"quant_format\":\"bf16\"", "\"quant_format\":\"q4_0\"", "cannot read"},
+				 {"\"quant_format\":\"bf16\"", "\"quant_format\":\"q4_0\"", "does not fit"},
 				 {"\"expert_bank_num_layers\":2", "\"expert_bank_num_layers\":3", "bank entries"},
 				 {"#L00001", "#L0001x", "5 digits"}};
 	for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
@@ -713,6 +714,7 @@ int main(void)
 		cmocka_unit_test(test_checksum_formula), cmocka_unit_test(test_reorder_caught),
 		cmocka_unit_test(test_qwen3),            cmocka_unit_test(test_mixtral),
 		cmocka_unit_test(test_deepseek),         cmocka_unit_test(test_gptoss),
+		cmocka_unit_test(test_gptoss_bf16),
 		cmocka_unit_test(test_refusals),         cmocka_unit_test(test_packed_3d),
 		cmocka_unit_test(test_auto_choice),      cmocka_unit_test(test_odirect_fallback),
 		cmocka_unit_test(test_ftw_hostile_index),

@@ -96,6 +96,8 @@ static void *worker_main(void *p)
 	return NULL;
 }
 
+static int start_workers(struct ftpool *p, struct ftpool **out);
+
 int ftpool_create(const struct ftcpu_info *ci, int threads, int numa_node, struct ftpool **out)
 {
 	if (!ci || !out || ci->physical_cores < 1)
@@ -117,6 +119,38 @@ int ftpool_create(const struct ftcpu_info *ci, int threads, int numa_node, struc
 		return -ENOMEM;
 	}
 	ftcpu_cores_near(ci, numa_node, p->cpus, ci->physical_cores);
+	return start_workers(p, out);
+}
+
+int ftpool_create_on(const int *cpus, int n, struct ftpool **out)
+{
+	if (!cpus || n < 1 || !out)
+		return -EINVAL;
+	for (int i = 0; i < n; i++)
+		if (cpus[i] < 0 || cpus[i] >= CPU_SETSIZE)
+			return -EINVAL;
+	struct ftpool *p = aligned_alloc(64, (sizeof *p + 63) / 64 * 64);
+	if (!p)
+		return -ENOMEM;
+	memset(p, 0, sizeof *p);
+	p->n = n;
+	{
+		const char *sp = getenv("FREETOKEN_CPU_MOE_SPIN");
+		p->busy = sp && !strcmp(sp, "busy");
+	}
+	p->cpus = calloc((size_t)n, sizeof *p->cpus);
+	p->w = calloc((size_t)n, sizeof *p->w);
+	if (!p->cpus || !p->w) {
+		ftpool_free(p);
+		return -ENOMEM;
+	}
+	memcpy(p->cpus, cpus, (size_t)n * sizeof *cpus);
+	return start_workers(p, out);
+}
+
+static int start_workers(struct ftpool *p, struct ftpool **out)
+{
+	int n = p->n;
 	for (int i = 1; i < n; i++) {
 		p->w[i].pool = p;
 		p->w[i].tid = i;

@@ -20,6 +20,9 @@ typedef void (*ftpool_fn)(void *arg, int tid, int nthreads);
  * core), pinned to cores near NUMA node `numa_node` (-1: cores in order). Returns 0 and *out
  * (free with ftpool_free), or -errno (-EINVAL bad arguments, -ENOMEM, or pthread's error). */
 int ftpool_create(const struct ftcpu_info *ci, int threads, int numa_node, struct ftpool **out);
+/* Create a pool of n workers pinned to cpus[0..n) in that order (a core set the caller chose,
+ * e.g. one engine's share of the host). Same returns as ftpool_create. */
+int ftpool_create_on(const int *cpus, int n, struct ftpool **out);
 /* Stop and join the workers; accepts NULL. */
 void ftpool_free(struct ftpool *p);
 

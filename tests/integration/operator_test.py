@@ -1,0 +1,403 @@
+#!/usr/bin/env python3
+"""What an operator sees (issue #22): the status page in a real browser (Debian's headless
+chromium), /metrics through Prometheus' own text parser (python3-prometheus-client), SSE ids and
+Last-Event-ID, /openapi.json, profile history and drift. The real daemon on loopback with the fake
+worker (tests/fixtures/fakeworker.c). TAP output with a plan line; checks do not use `assert`, so
+PYTHONOPTIMIZE changes nothing; every daemon started is stopped."""
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD = os.path.join(ROOT, os.environ.get("BUILD", "build"))
+FTBENCHD = os.path.join(BUILD, "bin", "ftbenchd")
+FAKE = os.path.join(BUILD, "tests", "fixtures", "fakeworker")
+ARTIFACTS = os.path.join(BUILD, "test-artifacts")
+GPU0 = "GPU-11111111-aaaa-bbbb-cccc-000000000000"
+FIXTURE_UUID = "GPU-8eb97239-58cd-4a4f-9b2e-0123456789ab"
+
+
+class Failed(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Failed(what)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+class Daemon:
+    live = []
+
+    def __init__(self, tmp, name, *extra, env=None):
+        self.dir = os.path.join(tmp, name)
+        os.makedirs(self.dir, exist_ok=True)
+        self.prof = os.path.join(self.dir, "profiles")
+        self.extra = extra
+        self.env = dict(os.environ, FAKE_STEP_MS="20")
+        self.env.update(env or {})
+        self.env.pop("NOTIFY_SOCKET", None)
+        self.token = None
+        self.proc = None
+
+    def start(self, **env):
+        self.port = free_port()
+        args = [FTBENCHD, "--listen", f"127.0.0.1:{self.port}", "--state-dir", os.path.join(self.dir, "state"),
+                "--profile-dir", self.prof, "--worker", FAKE, "--kill-grace", "1", *self.extra]
+        log = open(os.path.join(self.dir, "daemon.log"), "ab")
+        self.proc = subprocess.Popen(args, env=dict(self.env, **env), stdout=log, stderr=log)
+        Daemon.live.append(self)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                if self.req("GET", "/health")[0] == 200:
+                    return self
+            except OSError:
+                pass
+            if self.proc.poll() is not None:
+                raise Failed(f"ftbenchd exited with {self.proc.returncode}")
+            time.sleep(0.05)
+        raise Failed("ftbenchd did not answer /health")
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self in Daemon.live:
+            Daemon.live.remove(self)
+
+    def req(self, method, path, body=None, headers=None):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        h = dict(headers or {})
+        if self.token and "Authorization" not in h:
+            h["Authorization"] = "Bearer " + self.token
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            h["Content-Type"] = "application/json"
+        c.request(method, path, body=data, headers=h)
+        r = c.getresponse()
+        raw = r.read()
+        c.close()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, raw
+
+    def json(self, path):
+        st, _, raw = self.req("GET", path)
+        check(st == 200, f"GET {path}: {st} {raw[:200]!r}")
+        return json.loads(raw)
+
+    def submit(self, kind, args):
+        st, _, raw = self.req("POST", "/benchmark/start", {"kind": kind, "args": args})
+        check(st == 202, f"submit {kind}: {st} {raw[:300]!r}")
+        return json.loads(raw)["id"]
+
+    def wait(self, jid, timeout=30):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            j = self.json(f"/benchmark/jobs/{jid}")
+            if j["state"] not in ("queued", "running"):
+                return j
+            time.sleep(0.05)
+        raise Failed(f"job {jid} did not finish")
+
+
+def sse_events(d, jid, last=None):
+    """The whole event stream of a finished job: [(id, event, data)]."""
+    h = {"Last-Event-ID": str(last)} if last is not None else {}
+    st, _, raw = d.req("GET", f"/benchmark/jobs/{jid}/events", headers=h)
+    check(st == 200, f"events: {st}")
+    out = []
+    for block in raw.decode().split("\n\n"):
+        f = {}
+        for line in block.splitlines():
+            if line.startswith(":") or ":" not in line:
+                continue
+            k, v = line.split(":", 1)
+            f[k] = v[1:] if v.startswith(" ") else v
+        if "data" in f:
+            out.append((f.get("id"), f.get("event"), json.loads(f["data"])))
+    return out
+
+
+# ---------------------------------------------------------------- tests
+
+def test_metrics_real_parser(t):
+    """Prometheus' own parser: every family typed (none 'unknown', which is what samples away
+    from their TYPE line become), no family twice, the profile gauges there."""
+    st, h, raw = t.d.req("GET", "/metrics")
+    check(st == 200 and h["content-type"].startswith("text/plain"), f"/metrics {st} {h.get('content-type')}")
+    fams = list(text_string_to_metric_families(raw.decode()))
+    names = [f.name for f in fams]
+    check(len(names) == len(set(names)), f"a family twice: {sorted(n for n in names if names.count(n) > 1)}")
+    untyped = [f.name for f in fams if f.type == "unknown"]
+    check(not untyped, f"families read as untyped: {untyped}")
+    byname = {f.name: f for f in fams}
+    hyb = byname.get("ftbenchd_profile_hybrid")
+    check(hyb is not None and hyb.type == "gauge", "ftbenchd_profile_hybrid missing or not a gauge")
+    got = {(s.labels["gpu"], s.labels["dtype"]): s.value for s in hyb.samples}
+    check(got.get((FIXTURE_UUID, "bf16")) == 1.0 and got.get((FIXTURE_UUID, "nvfp4")) == 0.0, f"hybrid samples {got}")
+    rd = byname["ftbenchd_profile_cpu_stream_read_gbs"]
+    check(any(s.labels["gpu"] == FIXTURE_UUID and s.value == 210.5 for s in rd.samples), "read ceiling sample")
+
+
+def test_sse_ids_and_resume(t):
+    jid = t.d.submit("cache-copy", {"repeat": 4})
+    t.d.wait(jid)
+    ev = sse_events(t.d, jid)
+    ids = [int(i) for i, _, _ in ev]
+    check(ids == list(range(1, len(ev) + 1)), f"ids {ids}")
+    check(len(ev) >= 4, f"only {len(ev)} events")
+    k = len(ev) // 2
+    rest = sse_events(t.d, jid, last=k)
+    check([int(i) for i, _, _ in rest] == ids[k:], f"resume after {k}: {[i for i, _, _ in rest]}")
+    check(rest == ev[k:], "resumed events differ from the tail of the full stream")
+    check(sse_events(t.d, jid, last=len(ev)) == [], "resume after the last event sent something")
+    st, _, raw = t.d.req("GET", f"/benchmark/jobs/{jid}/events", headers={"Last-Event-ID": "x1"})
+    err = json.loads(raw)["error"]
+    check(st == 400 and err["field"] == "Last-Event-ID", f"bad Last-Event-ID: {st} {err}")
+
+
+def inline(node, base):
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and not ref.startswith("#") and len(node) == 1:
+            with open(os.path.join(base, ref)) as f:
+                s = json.load(f)
+            s.pop("$schema", None)
+            s.pop("$id", None)
+            return s
+        return {k: inline(v, base) for k, v in node.items()}
+    if isinstance(node, list):
+        return [inline(v, base) for v in node]
+    return node
+
+
+def test_openapi_json(t):
+    got = t.d.json("/openapi.json")
+    with open(os.path.join(ROOT, "api", "openapi.yaml")) as f:
+        want = inline(yaml.safe_load(f), os.path.join(ROOT, "api"))
+    check(got == want, "/openapi.json differs from api/openapi.yaml")
+    for p in ("/", "/openapi.json", "/profiles/{uuid}/history", "/metrics"):
+        check(p in got["paths"], f"{p} not in the document")
+
+
+def test_history_and_drift(t):
+    nfd = os.path.join(t.tmp, "hist", "features.d", "ftbenchd")
+    d = Daemon(t.tmp, "hist", "--history", "3", "--nfd-features-file", nfd)
+    d.nfd = nfd
+    try:
+        d.start(FAKE_READ_GBS="100.5")
+        for _ in range(2):
+            check(d.wait(d.submit("bw", {}))["state"] == "succeeded", "bw failed")
+        d.stop()
+        d.start(FAKE_READ_GBS="80")  # a DIMM lost: 20 % less
+        check(d.wait(d.submit("bw", {}))["state"] == "succeeded", "bw failed")
+        h = d.json(f"/profiles/{GPU0}/history")
+        reads = [p["ceilings"]["cpu_stream_read_gbs"] for p in h["profiles"]]
+        check(h["keep"] == 3 and reads == [100.5, 100.5, 80], f"history {h['keep']} {reads}")
+        cur = d.json(f"/profiles/{GPU0}")
+        drift = cur.get("drift", [])
+        check(len(drift) == 1 and drift[0]["figure"] == "cpu_stream_read_gbs", f"drift {drift}")
+        check(abs(drift[0]["ratio"] - 80 / 100.5) < 1e-9, f"ratio {drift[0]['ratio']}")
+        check(any(w.startswith("drift: cpu_stream_read_gbs 80.00") for w in cur["warnings"]), f"{cur['warnings']}")
+        check(h["profiles"][1].get("drift") == [], "an unchanged profile: drift checked, none found")
+        fams = {f.name: f for f in text_string_to_metric_families(d.req("GET", "/metrics")[2].decode())}
+        s = [x for x in fams["ftbenchd_profile_drift_ratio"].samples if x.labels["gpu"] == GPU0]
+        check(len(s) == 1 and s[0].labels["figure"] == "cpu_stream_read_gbs" and abs(s[0].value - 0.796) < 1e-3,
+              f"drift metric {s}")
+        check(len(d.json(f"/profiles/{GPU0}/history?limit=1")["profiles"]) == 1, "limit=1")
+        check(d.wait(d.submit("bw", {}))["state"] == "succeeded", "bw failed")
+        h = d.json(f"/profiles/{GPU0}/history")
+        check([p["ceilings"]["cpu_stream_read_gbs"] for p in h["profiles"]] == [100.5, 80, 80],
+              "history keeps the newest 3")
+        check(d.req("GET", "/profiles/GPU-99999999-aaaa-bbbb-cccc-000000000000/history")[0] == 404, "unknown: 404")
+        check(d.req("GET", f"/profiles/{GPU0}/history?limit=0")[0] == 400, "limit=0: 400")
+        check(d.req("GET", f"/profiles/{GPU0}/nothing")[0] == 404, "other sub-path: 404")
+        with open(nfd) as f:
+            lines = [x for x in f.read().splitlines() if not x.startswith("#")]
+        check(lines == ["ftbenchd/profiles=1", "ftbenchd/bf16=offload"], f"NFD feature file: {lines}")
+        t.hist = d  # kept running for the page test
+    except Exception:
+        d.stop()
+        raise
+
+
+def chromium():
+    for c in ("chromium", "chromium-browser"):
+        p = shutil.which(c)
+        if p:
+            return p
+    raise Failed("chromium is not installed (scripts/deps.sh installs Debian's chromium)")
+
+
+def browse(url, *flags):
+    udd = tempfile.mkdtemp(prefix="ftb-chromium-")
+    try:
+        r = subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                            f"--user-data-dir={udd}", *flags, url], capture_output=True, timeout=120)
+        return r.stdout.decode(errors="replace")
+    finally:
+        shutil.rmtree(udd, ignore_errors=True)
+
+
+def test_page_in_browser(t):
+    d = getattr(t, "hist", None)
+    check(d is not None, "needs the history daemon")
+    shutil.copy(os.path.join(ROOT, "tests", "fixtures", "profiles", "full.json"),
+                os.path.join(d.prof, FIXTURE_UUID + ".json"))
+    d.env["FAKE_STEP_MS"] = "700"
+    d.stop()
+    d.start()
+    with open(d.nfd) as f:  # rewritten at start: the fixture's GPU and the fake one disagree on bf16
+        lines = sorted(x for x in f.read().splitlines() if not x.startswith("#"))
+    check(lines == ["ftbenchd/bf16=mixed", "ftbenchd/ds_fp4=offload", "ftbenchd/fp8_block=offload",
+                    "ftbenchd/mxfp4_triton=hybrid", "ftbenchd/nvfp4=offload", "ftbenchd/profiles=2"],
+          f"NFD feature file after start: {lines}")
+    jid = d.submit("cache-copy", {"repeat": 30, "gpu": 1})
+    deadline = time.time() + 10
+    while d.json(f"/benchmark/jobs/{jid}")["state"] != "running" and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.8)  # a first progress event
+    url = f"http://127.0.0.1:{d.port}/"
+    dom = browse(url, "--virtual-time-budget=4000", "--dump-dom")
+    check("<h1>ftbenchd</h1>" in dom, f"no page: {dom[:300]}")
+    check(dom.count('<tr class="gpu"') == 2 and GPU0 in dom, "the two GPUs")
+    check(f'data-job="{jid}" data-state="running" data-live="1"' in dom,
+          "the running job's progress was not updated live by the page's script")
+    check(f'class="profile" data-uuid="{FIXTURE_UUID}"' in dom, "the fixture profile")
+    for fmt in ("bf16", "nvfp4", "mxfp4_triton"):
+        check(f'data-format="{fmt}"' in dom, f"format {fmt} not drawn")
+    check(dom.count('class="bar" data-figure="cpu_moe_gbs"') >= 4, "CPU MoE bars")
+    check(dom.count('class="threshold"') >= 5, "threshold lines")
+    check('class="history-plot"' in dom, "history plots")
+    check(dom.count("<svg") >= 2, "svg plots")
+    check("http://" not in dom.replace(url, "").replace("http://www.w3.org", ""), "an external asset")
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    shot = os.path.join(ARTIFACTS, "status-page.png")
+    browse(url, "--virtual-time-budget=3000", "--hide-scrollbars", "--window-size=1100,2400",
+           f"--screenshot={shot}")
+    check(os.path.getsize(shot) > 20000, "screenshot")
+    print(f"# screenshot: {shot}")
+    d.req("POST", f"/benchmark/jobs/{jid}/cancel")
+
+
+def test_page_token(t):
+    d = Daemon(t.tmp, "tok", "--token-file", t.token_file)
+    try:
+        d.start()
+        st, h, raw = d.req("GET", "/")
+        check(st == 401 and h["content-type"].startswith("text/html") and b'id="login"' in raw,
+              f"no token: {st} {h.get('content-type')}")
+        check(b"Fake H200" not in raw, "the token page shows the daemon's state")
+        st, h, raw = d.req("GET", "/", headers={"Authorization": "Bearer " + t.token})
+        check(st == 200 and b'<tr class="gpu"' in raw, f"with the token: {st}")
+        st, h, raw = d.req("GET", "/metrics")
+        check(st == 401 and h["content-type"].startswith("application/json"), "JSON endpoints stay JSON 401")
+        st, h, raw = d.req("GET", "/openapi.json")
+        check(st == 401, "/openapi.json needs the token like the API")
+    finally:
+        d.stop()
+
+
+def test_rebench_stale(t):
+    """A profile whose fingerprint names another kernel is stale: the daemon queues a bw job for
+    that GPU at start (rebench = on-change, the default), once; never: nothing."""
+    with open(os.path.join(ROOT, "tests", "fixtures", "profiles", "full.json")) as f:
+        p = json.load(f)
+    p["gpu"]["uuid"] = GPU0
+    p["fingerprint"] = {"kernel": "0.0.0-another-machine", "tool_version": "0.1.0"}
+    for mode, want in (("never", 0), ("on-change", 1)):
+        d = Daemon(t.tmp, "rebench-" + mode, "--rebench", mode, env={"FAKE_STEP_MS": "2000"})
+        os.makedirs(d.prof, exist_ok=True)
+        with open(os.path.join(d.prof, GPU0 + ".json"), "w") as f:
+            json.dump(p, f)
+        try:
+            d.start()
+            jobs = d.json("/benchmark/jobs")["jobs"]
+            bw = [j for j in jobs if j["kind"] == "bw" and j["gpu"] and j["gpu"]["uuid"] == GPU0]
+            check(len(jobs) == want and len(bw) == want, f"rebench={mode}: jobs {jobs}")
+            if want:
+                st, _, page = d.req("GET", "/")
+                check(b'class="warn stale">stale: kernel 0.0.0-another-machine -&gt; ' in page, "the page says stale")
+                d.stop()
+                d.start()  # the queued job is still there: not queued twice
+                jobs = d.json("/benchmark/jobs")["jobs"]
+                check(len([j for j in jobs if not j["state"] in ("interrupted",)]) <= 1,
+                      f"queued twice: {[(j['kind'], j['state']) for j in jobs]}")
+        finally:
+            d.stop()
+    r = subprocess.run([FTBENCHD, "-n", "--rebench", "sometimes"], capture_output=True, text=True)
+    check(r.returncode == 2 and "rebench 'sometimes'" in r.stderr, f"bad rebench: {r.returncode} {r.stderr}")
+
+
+TESTS = [test_metrics_real_parser, test_sse_ids_and_resume, test_openapi_json, test_history_and_drift,
+         test_page_in_browser, test_page_token, test_rebench_stale]
+
+
+def main():
+    print(f"1..{len(TESTS)}")
+    sys.stdout.flush()
+    tmp = tempfile.mkdtemp(prefix="ftbenchd-operator-")
+
+    class T:
+        pass
+
+    t = T()
+    t.tmp = tmp
+    t.token = "0123456789abcdef0123456789"
+    t.token_file = os.path.join(tmp, "token")
+    with open(t.token_file, "w") as f:
+        f.write(t.token + "\n")
+    os.chmod(t.token_file, 0o600)
+    t.d = Daemon(tmp, "main")
+    os.makedirs(t.d.prof, exist_ok=True)
+    shutil.copy(os.path.join(ROOT, "tests", "fixtures", "profiles", "full.json"),
+                os.path.join(t.d.prof, FIXTURE_UUID + ".json"))
+    failed = 0
+    try:
+        t.d.start()
+        for n, fn in enumerate(TESTS, 1):
+            try:
+                fn(t)
+                print(f"ok {n} - {fn.__name__}")
+            except Exception as e:
+                failed += 1
+                print(f"not ok {n} - {fn.__name__}: {e}")
+                if not isinstance(e, Failed):
+                    traceback.print_exc(file=sys.stdout)
+            sys.stdout.flush()
+    finally:
+        for d in list(Daemon.live):
+            d.stop()
+        if failed:
+            print(f"# kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,224 @@
+/* profile history, drift and staleness: the store keeps the newest N profiles in time order; a
+ * figure outside the previous profile's spread by more than the share is drift, nothing else is;
+ * a changed driver, link or memory makes a profile stale, a balloon's wobble does not. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftprofile.h"
+
+#define UUID "GPU-11111111-aaaa-bbbb-cccc-000000000000"
+
+static char dir[64];
+
+static int setup(void **s)
+{
+	snprintf(dir, sizeof dir, "/tmp/ft_history_XXXXXX");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **s)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	return system(cmd);
+}
+
+/* A minimal profile: read ceiling r (spread r-1..r+1 when spread), bf16 CPU MoE c, gather g. */
+static json_t *prof(double epoch, double r, int spread, double c, double g)
+{
+	json_t *p = json_pack("{s:i,s:f,s:{s:s},s:{s:f},s:{s:{s:f,s:f}}}", "version", 4, "epoch", epoch, "gpu", "uuid",
+			      UUID, "ceilings", "cpu_stream_read_gbs", r, "dtype_kernels", "bf16", "cpu_moe_gbs", c,
+			      "pcie_gather_gbs", g);
+	if (spread)
+		json_object_set_new(json_object_get(p, "ceilings"), "cpu_stream_read_gbs_spread",
+				    json_pack("{s:f,s:f,s:f,s:i}", "median", r, "min", r - 1, "max", r + 1, "samples", 9));
+	return p;
+}
+
+static void drift_only_outside_spread_by_share(void **s)
+{
+	json_t *prev = prof(1, 100, 1, 120, 50);
+	/* inside [99, 101] widened by 10 %: 89.1 .. 111.1 */
+	json_t *cur = prof(2, 89.2, 0, 120, 50), *d = ftprof_drift(prev, cur, 0.10);
+	assert_int_equal(json_array_size(d), 0);
+	json_decref(d);
+	json_decref(cur);
+	/* 89.0 is below 99 * 0.9 = 89.1; the gather 56 above 50 * 1.1 = 55 (no spread: the value) */
+	cur = prof(2, 89.0, 0, 120, 56);
+	d = ftprof_drift(prev, cur, 0.10);
+	assert_int_equal(json_array_size(d), 2);
+	json_t *a = json_array_get(d, 0), *b = json_array_get(d, 1);
+	assert_string_equal(json_string_value(json_object_get(a, "figure")), "cpu_stream_read_gbs");
+	assert_true(fabs(json_number_value(json_object_get(a, "ratio")) - 0.89) < 1e-12);
+	assert_true(fabs(json_number_value(json_object_get(a, "previous_min")) - 99) < 1e-12);
+	assert_string_equal(json_string_value(json_object_get(b, "figure")), "bf16.pcie_gather_gbs");
+	json_decref(d);
+	/* share 0 is still a spread check: 56 is outside 50..50 */
+	d = ftprof_drift(prev, cur, 0.0);
+	assert_int_equal(json_array_size(d), 2);
+	json_decref(d);
+	json_decref(cur);
+	/* a figure the previous profile lacks, or a non-object, is no drift */
+	cur = prof(2, 100, 0, 120, 50);
+	json_object_del(json_object_get(prev, "dtype_kernels"), "bf16");
+	json_object_set_new(json_object_get(json_object_get(cur, "dtype_kernels"), "bf16"), "cpu_moe_gbs", json_real(1));
+	d = ftprof_drift(prev, cur, 0.10);
+	assert_int_equal(json_array_size(d), 0);
+	json_decref(d);
+	d = ftprof_drift(NULL, cur, 0.10);
+	assert_int_equal(json_array_size(d), 0);
+	json_decref(d);
+	json_decref(cur);
+	json_decref(prev);
+}
+
+static void history_keeps_newest_in_order(void **s)
+{
+	/* epochs out of order (a clock set back): kept in the order stored */
+	double ep[] = {1000.5, 2000.25, 1500.0, 3000.0, 3000.0};
+	for (int i = 0; i < 5; i++) {
+		json_t *p = prof(ep[i], 10 + i, 0, 1, 1);
+		assert_int_equal(ftprof_history_add(dir, p, UUID, 3), 0);
+		json_decref(p);
+	}
+	json_t *h;
+	assert_int_equal(ftprof_history_load(dir, UUID, 0, &h), 0);
+	assert_int_equal(json_array_size(h), 3);
+	for (int i = 0; i < 3; i++)
+		assert_true(json_number_value(json_object_get(json_object_get(json_array_get(h, (size_t)i), "ceilings"),
+							      "cpu_stream_read_gbs")) == 12 + i);
+	json_decref(h);
+	assert_int_equal(ftprof_history_load(dir, UUID, 2, &h), 0);
+	assert_int_equal(json_array_size(h), 2);
+	assert_true(json_number_value(json_object_get(json_object_get(json_array_get(h, 0), "ceilings"),
+						      "cpu_stream_read_gbs")) == 13);
+	json_decref(h);
+	/* keep 0 keeps nothing new and removes nothing */
+	json_t *p = prof(4000, 99, 0, 1, 1);
+	assert_int_equal(ftprof_history_add(dir, p, UUID, 0), 0);
+	json_decref(p);
+	assert_int_equal(ftprof_history_load(dir, UUID, 0, &h), 0);
+	assert_int_equal(json_array_size(h), 3);
+	json_decref(h);
+	/* another GPU has none; an unsafe uuid is refused */
+	assert_int_equal(ftprof_history_load(dir, "GPU-22222222-aaaa-bbbb-cccc-000000000000", 0, &h), 0);
+	assert_int_equal(json_array_size(h), 0);
+	json_decref(h);
+	assert_true(ftprof_history_load(dir, "../etc", 0, &h) < 0);
+}
+
+static void commit_marks_drift_and_keeps_history(void **s)
+{
+	char path[4096];
+	json_t *a = prof(1, 100, 1, 120, 50), *b = prof(2, 70, 1, 120, 50);
+	assert_int_equal(ftprof_store_commit(dir, a, NULL, 5, 0.1, path, sizeof path), 0);
+	json_t *stored = json_load_file(path, 0, NULL);
+	assert_null(json_object_get(stored, "drift")); /* nothing before it to compare with */
+	json_decref(stored);
+	assert_int_equal(ftprof_store_commit(dir, b, NULL, 5, 0.1, path, sizeof path), 0);
+	stored = json_load_file(path, 0, NULL);
+	json_t *d = json_object_get(stored, "drift");
+	assert_int_equal(json_array_size(d), 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(d, 0), "figure")), "cpu_stream_read_gbs");
+	const char *w = json_string_value(json_array_get(json_object_get(stored, "warnings"), 0));
+	assert_non_null(w);
+	assert_non_null(strstr(w, "drift: cpu_stream_read_gbs 70.00"));
+	json_decref(stored);
+	assert_null(json_object_get(b, "drift")); /* the caller's profile is not changed */
+	json_t *h;
+	assert_int_equal(ftprof_history_load(dir, UUID, 0, &h), 0);
+	assert_int_equal(json_array_size(h), 2);
+	json_decref(h);
+	json_decref(a);
+	json_decref(b);
+}
+
+static void put(const char *root, const char *rel, const char *text)
+{
+	char p[512], cmd[600];
+	snprintf(p, sizeof p, "%s%s", root, rel);
+	snprintf(cmd, sizeof cmd, "mkdir -p \"$(dirname '%s')\"", p);
+	assert_int_equal(system(cmd), 0);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* A fake machine under dir: driver 580.95.05, an x16 Gen5 link at 0000:18:00.0, 251 GiB. */
+static void machine(const char *driver, const char *width, const char *mem_kb)
+{
+	put(dir, "/sys/module/nvidia/version", driver);
+	put(dir, "/sys/bus/pci/devices/0000:18:00.0/max_link_speed", "32.0 GT/s PCIe\n");
+	put(dir, "/sys/bus/pci/devices/0000:18:00.0/current_link_width", width);
+	put(dir, "/proc/cpuinfo", "processor\t: 0\nmodel name\t: Test CPU 9000\nmicrocode\t: 0x2b000603\n");
+	char mi[128];
+	snprintf(mi, sizeof mi, "MemTotal:       %s kB\nMemFree: 1 kB\n", mem_kb);
+	put(dir, "/proc/meminfo", mi);
+	put(dir, "/proc/sys/kernel/osrelease", "6.1.0-test\n");
+}
+
+static void fingerprint_tells_a_changed_machine(void **s)
+{
+	char why[512];
+	machine("580.95.05\n", "16\n", "263174212");
+	json_t *was = ftprof_fingerprint_at(dir, "00000000:18:00.0");
+	assert_string_equal(json_string_value(json_object_get(was, "driver_version")), "580.95.05");
+	assert_int_equal(json_integer_value(json_object_get(was, "pcie_gen_max")), 5);
+	assert_int_equal(json_integer_value(json_object_get(was, "pcie_width")), 16);
+	assert_string_equal(json_string_value(json_object_get(was, "cpu_microcode")), "0x2b000603");
+	assert_true(fabs(json_number_value(json_object_get(was, "memory_gib")) - 251.0) < 0.06);
+	assert_string_equal(json_string_value(json_object_get(was, "kernel")), "6.1.0-test");
+	json_t *now = ftprof_fingerprint_at(dir, "00000000:18:00.0");
+	assert_int_equal(ftprof_fingerprint_compare(was, now, why, sizeof why), 0);
+	json_decref(now);
+	/* a driver upgrade */
+	machine("580.159.03\n", "16\n", "263174212");
+	now = ftprof_fingerprint_at(dir, "00000000:18:00.0");
+	assert_int_equal(ftprof_fingerprint_compare(was, now, why, sizeof why), 1);
+	assert_string_equal(why, "GPU driver 580.95.05 -> 580.159.03");
+	json_decref(now);
+	/* the link retrained at x8 and a DIMM lost, the driver as before */
+	machine("580.95.05\n", "8\n", "197380659");
+	now = ftprof_fingerprint_at(dir, "00000000:18:00.0");
+	assert_int_equal(ftprof_fingerprint_compare(was, now, why, sizeof why), 1);
+	assert_non_null(strstr(why, "PCIe link (top speed, width) Gen5 x16 -> Gen5 x8"));
+	assert_non_null(strstr(why, "memory 251.0 -> 188.2 GiB"));
+	json_decref(now);
+	/* memory within 10 % (a VM's balloon): the same machine */
+	machine("580.95.05\n", "16\n", "250000000");
+	now = ftprof_fingerprint_at(dir, "00000000:18:00.0");
+	assert_int_equal(ftprof_fingerprint_compare(was, now, NULL, 0), 0);
+	/* a profile that recorded no fingerprint: unknown */
+	assert_int_equal(ftprof_fingerprint_compare(NULL, now, why, sizeof why), -ENOENT);
+	json_t *empty = json_object();
+	assert_int_equal(ftprof_fingerprint_compare(empty, now, why, sizeof why), -ENOENT);
+	json_decref(empty);
+	json_decref(now);
+	/* a fact the machine no longer shows (no driver loaded) is not compared */
+	put(dir, "/sys/module/nvidia/version", "");
+	now = ftprof_fingerprint_at(dir, "00000000:18:00.0");
+	assert_null(json_object_get(now, "driver_version"));
+	assert_int_equal(ftprof_fingerprint_compare(was, now, why, sizeof why), 0);
+	json_decref(now);
+	json_decref(was);
+}
+
+int main(void)
+{
+	const struct CMUnitTest t[] = {
+		cmocka_unit_test(drift_only_outside_spread_by_share),
+		cmocka_unit_test_setup_teardown(history_keeps_newest_in_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(commit_marks_drift_and_keeps_history, setup, teardown),
+		cmocka_unit_test_setup_teardown(fingerprint_tells_a_changed_machine, setup, teardown),
+	};
+	return cmocka_run_group_tests(t, NULL, NULL);
+}
