@@ -394,29 +394,29 @@ def bw_all_gpus(t):
     """bw with gpu "all": holds both GPUs and the host, its worker sees both, one profile per GPU"""
     d = t.main
     a = d.submit("bw", {"model": "fake-sleep", "gpu": "all", "engines": 2, "deployment": "isolated"})
-    assert a["host_exclusive"] is True
+    ensure(a["host_exclusive"] is True)
     d.wait(a["id"], ("running",))
     st, _, g = d.json("GET", "/gpus")
     holders = {x["uuid"]: x["job"] for x in g["gpus"]}
-    assert holders == {GPU0: a["id"], GPU1: a["id"]} and g["host_job"] == a["id"], g
+    ensure(holders == {GPU0: a["id"], GPU1: a["id"]} and g["host_job"] == a["id"], lambda: g)
     b = d.submit("cache-copy", {"repeat": 2, "gpu": 1})
     time.sleep(0.3 * SLOW)
-    assert d.job(b["id"])["state"] == "queued", d.job(b["id"])
+    ensure(d.job(b["id"])["state"] == "queued", lambda: d.job(b["id"]))
     d.json("POST", f"/benchmark/jobs/{a['id']}/cancel")
     ja, jb = d.wait(a["id"]), d.wait(b["id"])
-    assert ja["state"] == "cancelled" and jb["state"] == "succeeded", (ja, jb)
-    assert "--gpu=all" in ja["argv"] and "--engines=2" in ja["argv"] and "--deployment=isolated" in ja["argv"]
+    ensure(ja["state"] == "cancelled" and jb["state"] == "succeeded", lambda: (ja, jb))
+    ensure("--gpu=all" in ja["argv"] and "--engines=2" in ja["argv"] and "--deployment=isolated" in ja["argv"])
     c = d.submit("bw", {"cpu_iters": 2, "gpu": "all"})
     j = d.wait(c["id"])
-    assert j["state"] == "succeeded", j
+    ensure(j["state"] == "succeeded", lambda: j)
     profs = j["result"]["profiles"]
-    assert [p["gpu"]["uuid"] for p in profs] == [GPU0, GPU1], profs
+    ensure([p["gpu"]["uuid"] for p in profs] == [GPU0, GPU1], lambda: profs)
     for p in profs:
-        assert p["fake"]["cuda_visible_devices"] == GPU0 + "," + GPU1, p["fake"]
+        ensure(p["fake"]["cuda_visible_devices"] == GPU0 + "," + GPU1, lambda: p["fake"])
     for u in (GPU0, GPU1):
         st, _, prof = d.json("GET", f"/profiles/{u}")
-        assert st == 200 and prof["gpu"]["uuid"] == u, prof
-    assert j["profile_path"] and os.path.exists(j["profile_path"])
+        ensure(st == 200 and prof["gpu"]["uuid"] == u, lambda: prof)
+    ensure(j["profile_path"] and os.path.exists(j["profile_path"]))
     expect_error(d, "POST", "/benchmark/start", 400, "unknown_gpu", "args.gpu",
                  body={"kind": "cache-copy", "args": {"gpu": "all"}})
 
