@@ -8,6 +8,8 @@
 #   make bench      reproducible benchmarks (bench/*.sh)
 #   make test-san   the same tests built with ASan+UBSan (CUDA=0)
 #   make test-mutants  deliberate breaks, one at a time on a copy of the tree: each must fail its tests
+#   make test-peers ftbench decode against a real llama-server (built from the llama-cpp-python sdist
+#                   under build/peers, cached; not in CI: the first build takes long on 2 cores)
 #
 # Knobs: CUDA=0|1 (default: 1 when nvcc is found), SMS="80 90", V=1 (show commands),
 #        WERROR=1 (default in CI), BUILD=build, SAN=address,undefined (sanitized build).
@@ -112,7 +114,7 @@ BWFAULT      := $(BUILD)/tests/integration/ftbench_bwfault
 ALL := $(FTBENCH) $(FTBENCHD) $(PROF_SO) $(PROF_A) $(PROF_H) $(PROF_PC)
 
 .SECONDARY:
-.PHONY: man test-san test-mutants all test test-unit test-integration test-gpu run install uninstall clean deps bench tests
+.PHONY: man test-peers test-san test-mutants all test test-unit test-integration test-gpu run install uninstall clean deps bench tests
 all: $(ALL) tests
 tests: $(UNIT_BINS) $(INTEG_BINS) $(GPU_BINS) $(FIXTURE_BINS) $(BWFAULT)
 
@@ -218,6 +220,10 @@ test-san:
 test-mutants: deps
 	@$(MAKE) --no-print-directory all
 	@python3 tests/mutants.py
+
+# ftbench decode against llama.cpp's llama-server and a tiny GGUF model (bench/peers/run.sh).
+test-peers: all
+	@BUILD=$(BUILD) sh bench/peers/run.sh
 
 run: deps
 	@$(MAKE) --no-print-directory all

@@ -57,6 +57,10 @@ static const struct opt opts[] = {
 	 "Largest JSON line a worker may send on its result fd; more is a protocol error.", S(max_result_line)},
 	{"gpus-timeout", T_INT, 1, 3600, "60", "Seconds `worker gpus --json` may take at start.", S(gpus_timeout)},
 	{"log-level", T_INT, 3, 7, "6", "3 errors, 4 warnings, 5 notices, 6 info, 7 debug.", S(log_level)},
+	{"bw-legacy-copy", T_INT, 0, 1, "1",
+	 "1: a bw job on a host with one GPU also writes the seed system's single file "
+	 "$XDG_CACHE_HOME/freetoken/benchbw.json, the only one released engines read (never on a host with "
+	 "several GPUs); 0: it does not (the worker gets --no-legacy-copy).", S(bw_legacy_copy)},
 	{"history", T_INT, 0, 10000, "20",
 	 "Profiles kept per GPU in <profile-dir>/history (GET /profiles/{uuid}/history, the status "
 	 "page's plots); 0 keeps none.", S(history)},

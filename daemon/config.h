@@ -15,6 +15,7 @@ struct ftd_config {
 	char *deployment;        /* "" (the worker's default), "isolated" or "concurrent": bw jobs */
 	long max_queue, max_connections, max_body, job_timeout, max_job_timeout, kill_grace;
 	long log_max, retain_jobs, retain_age, max_result_line, gpus_timeout, log_level;
+	long bw_legacy_copy;     /* 0: bw workers get --no-legacy-copy */
 	long history, drift_pct; /* profiles kept per GPU; drift share in percent */
 	char *nfd_file;          /* node-feature-discovery feature file, "" = none */
 	char *rebench;           /* "on-change", "never" or an interval */

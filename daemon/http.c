@@ -623,14 +623,14 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *url, const ch
 		return is_get(m) ? h_gpus(c) : method_not_allowed(c, "GET, HEAD");
 	if (!strcmp(url, "/profiles") || !strcmp(url, "/profiles/"))
 		return is_get(m) ? h_profiles(c) : method_not_allowed(c, "GET, HEAD");
-	if (!strncmp(url, "/profiles/", 10) && strchr(url + 10, '/')) {
-		const char *sl = strchr(url + 10, '/');
-		if (strcmp(sl, "/history"))
+	if (!strncmp(url, "/profiles/", 10)) {
+		const char *id = url + 10, *slash = strchr(id, '/');
+		if (!slash)
+			return is_get(m) ? h_profile(c, id) : method_not_allowed(c, "GET, HEAD");
+		if (strcmp(slash, "/history"))
 			return respond_error(c, 404, "not_found", NULL, "no such path");
-		return is_get(m) ? h_history(c, url + 10, (size_t)(sl - (url + 10))) : method_not_allowed(c, "GET, HEAD");
+		return is_get(m) ? h_history(c, id, (size_t)(slash - id)) : method_not_allowed(c, "GET, HEAD");
 	}
-	if (!strncmp(url, "/profiles/", 10))
-		return is_get(m) ? h_profile(c, url + 10) : method_not_allowed(c, "GET, HEAD");
 	if (!strcmp(url, "/benchmark/start"))
 		return !strcmp(m, "POST") ? h_start(c, rq) : method_not_allowed(c, "POST");
 	if (!strcmp(url, "/benchmark/jobs") || !strcmp(url, "/benchmark/jobs/"))

@@ -38,7 +38,7 @@ static const struct ftd_arg bw_args[] = {
 	{"formats", A_NAMES, "--formats"},
 	{"isa", A_NAMES, "--isa"},
 	{"threshold", A_NUM, "--threshold", 1e-6, 1000},
-	{"cpu_threads", A_INT, "--cpu-threads", 1, 4096},
+	{"cpu_threads", A_INT, "--cpu-threads", 0, 4096}, /* 0: all cores, as in the seed */
 	{"cpu_iters", A_INT, "--cpu-iters", 1, 1000},
 	{"pcie_mib", A_INT, "--pcie-mib", 1, 65536},
 	{"pcie_iters", A_INT, "--pcie-iters", 1, 10000},
@@ -91,6 +91,10 @@ static const struct ftd_arg decode_args[] = {
 	{"greedy", A_BOOL, "--greedy"},
 	{"no_thinking", A_BOOL, "--no-thinking"},
 	{"warmup", A_INT, "--warmup", 0, 100},
+	{"server_kind", A_ENUM, "--server-kind", 0, 0, "freetoken|llama.cpp|vllm|sglang|openai"},
+	{"append_flags", A_BOOL, "--append-flags"},
+	{"allow_short", A_BOOL, "--allow-short"},
+	{"num_token_override", A_INT, "--num-token-override", 1, 1073741824},
 	{"gpu", A_GPU, "--gpu"},
 	{NULL}};
 
@@ -507,6 +511,8 @@ int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ft
 		push(&b, flagval("--deployment", cfg->deployment));
 	if (gpu >= 0)
 		push(&b, flagval("--gpu", gpus[gpu].uuid));
+	if (!strcmp(k->name, "bw") && cfg && !cfg->bw_legacy_copy)
+		push(&b, strdup("--no-legacy-copy"));
 	push(&b, strdup("--result-fd=3"));
 	if (b.oom) {
 		ftd_err_set(err, 503, "internal", NULL, "out of memory");

@@ -5,7 +5,7 @@
 set -eu
 pkgs="build-essential pkg-config libjansson-dev libcurl4-openssl-dev libmicrohttpd-dev
 libsystemd-dev libcmocka-dev curl ca-certificates python3 python3-yaml python3-jsonschema
-python3-prometheus-client chromium clang libclang-rt-dev"
+python3-prometheus-client chromium cmake python3-venv clang libclang-rt-dev"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing="$missing $p"

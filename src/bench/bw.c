@@ -29,6 +29,7 @@ void ftbw_config_default(struct ftbw_config *c)
 	c->kernel_cpu_iters = 64;
 	c->kernel_pcie_iters = 20;
 	c->overlap_s = 2.0;
+	c->max_spread = FTBW_VALID_SPREAD;
 	strcpy(c->isa, "auto");
 	c->deployment = -1;
 }
@@ -175,25 +176,26 @@ void ftbw_decide(bool cpu_path, bool have_gpu, double cpu_gbs, const char *cpu_e
 {
 	memset(d, 0, sizeof *d);
 	d->ratio = measured(cpu_gbs) && measured(pcie_gbs) ? cpu_gbs / pcie_gbs : NAN;
-	if (!cpu_path) {
-		snprintf(d->note, sizeof d->note, "no CPU MoE path for this format: always offload");
+	if (!have_gpu) {
+		snprintf(d->note, sizeof d->note, "no GPU on this host: PCIe gather not measured, no verdict");
 		return;
 	}
-	if (!have_gpu) {
-		snprintf(d->note, sizeof d->note,
-			 "no GPU on this host: PCIe gather not measured, offload by default");
+	if (!cpu_path) {
+		snprintf(d->note, sizeof d->note, "no CPU MoE path for this format: always offload");
+		d->measured = true;
 		return;
 	}
 	if (!measured(cpu_gbs)) {
-		snprintf(d->note, sizeof d->note, "CPU MoE measurement failed%s%s: offload",
+		snprintf(d->note, sizeof d->note, "CPU MoE measurement failed%s%s: no verdict",
 			 cpu_err && *cpu_err ? ": " : "", cpu_err ? cpu_err : "");
 		return;
 	}
 	if (!measured(pcie_gbs)) {
-		snprintf(d->note, sizeof d->note, "PCIe gather measurement failed%s%s: offload",
+		snprintf(d->note, sizeof d->note, "PCIe gather measurement failed%s%s: no verdict",
 			 pcie_err && *pcie_err ? ": " : "", pcie_err ? pcie_err : "");
 		return;
 	}
+	d->measured = true;
 	d->hybrid = cpu_gbs > threshold * pcie_gbs;
 }
 
@@ -282,8 +284,10 @@ json_t *ftbw_entry_json(const struct ftbw_item *it, const struct ftbw_meas *mc, 
 	 * from another phase): cpu_moe_gbs / cpu_read_adjacent_gbs is the kernel's fraction. */
 	set_figure(e, "cpu_read_adjacent_gbs", m.cpu.rc == 0 ? &m.read_cpu : &(struct ftbw_part){.rc = FTBW_NOT_RUN});
 	json_object_set_new(e, "ratio", num_or_null(d.ratio));
-	json_object_set_new(e, "recommended", json_string(d.hybrid ? "hybrid" : "offload"));
-	json_object_set_new(e, "recommended_isolated", json_string(d.hybrid ? "hybrid" : "offload"));
+	/* unmeasured: null, which the seed's reader skips (a string would count as offload) */
+	const char *verdict = !d.measured ? NULL : d.hybrid ? "hybrid" : "offload";
+	json_object_set_new(e, "recommended", verdict ? json_string(verdict) : json_null());
+	json_object_set_new(e, "recommended_isolated", verdict ? json_string(verdict) : json_null());
 
 	/* The note: the decision's reason, then what else went wrong. */
 	char note[768];
@@ -302,6 +306,85 @@ json_t *ftbw_entry_json(const struct ftbw_item *it, const struct ftbw_meas *mc, 
 #undef ADD
 	json_object_set_new(e, "note", note[0] ? json_string(note) : json_null());
 	return e;
+}
+
+/* ---------------------------------------------------------------- the profile's own checks */
+
+static double jnum(const json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static void reasonf(json_t *arr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void reasonf(json_t *arr, const char *fmt, ...)
+{
+	char b[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(b, sizeof b, fmt, ap);
+	va_end(ap);
+	json_array_append_new(arr, json_string(b));
+}
+
+/* The spread of figure key in o against FTBW_VALID_SPREAD; what names it in a reason. */
+static void check_spread(json_t *why, const json_t *o, const char *key, const char *what, double max)
+{
+	char sk[96];
+	if (!(max > 0))
+		return;
+	snprintf(sk, sizeof sk, "%s_spread", key);
+	const json_t *sp = json_object_get(o, sk);
+	double med = jnum(sp, "median"), lo = jnum(sp, "min"), hi = jnum(sp, "max");
+	if (med > 0 && hi >= lo && (hi - lo) / med > max)
+		reasonf(why, "%s spread %.1f-%.1f GB/s is %.0f%% of its median %.1f (over %.0f%%): the host was not "
+			     "quiet, measure again",
+			what, lo, hi, (hi - lo) / med * 100, med, max * 100);
+}
+
+static void check_entry(json_t *why, const json_t *e, const char *name, double read, double max)
+{
+	char what[160];
+	double cpu = jnum(e, "cpu_moe_gbs");
+	if (read > 0 && cpu > read * FTBW_VALID_ABOVE_READ)
+		reasonf(why, "%s: CPU MoE %.1f GB/s is above the CPU read ceiling %.1f GB/s: the ceiling is not what "
+			     "memory sustains (a noisy run)", name, cpu, read);
+	snprintf(what, sizeof what, "%s CPU MoE", name);
+	check_spread(why, e, "cpu_moe_gbs", what, max);
+	snprintf(what, sizeof what, "%s PCIe gather", name);
+	check_spread(why, e, "pcie_gather_gbs", what, max);
+}
+
+int ftbw_check_valid(json_t *prof, double max_spread)
+{
+	json_t *why = json_array();
+	const json_t *ceil = json_object_get(prof, "ceilings");
+	double read = jnum(ceil, "cpu_stream_read_gbs");
+	check_spread(why, ceil, "cpu_stream_read_gbs", "CPU read ceiling", max_spread);
+	check_spread(why, ceil, "pcie_linear_h2d_gbs", "PCIe host-to-device", max_spread);
+	check_spread(why, ceil, "pcie_linear_d2h_gbs", "PCIe device-to-host", max_spread);
+	const json_t *link = json_object_get(json_object_get(prof, "gpu"), "pcie_link");
+	double link_gbs = jnum(link, "theoretical_gbs"), h2d = jnum(ceil, "pcie_linear_h2d_gbs");
+	if (link_gbs > 0 && h2d > 0 && h2d < FTBW_VALID_LINK_SHARE * link_gbs)
+		reasonf(why, "PCIe host-to-device %.1f GB/s is under %.0f%% of the %.1f GB/s the link carries as trained "
+			     "(Gen%lld x%lld)",
+			h2d, FTBW_VALID_LINK_SHARE * 100, link_gbs, (long long)jnum(link, "gen_current"),
+			(long long)jnum(link, "width_current"));
+	const char *fmt, *model;
+	json_t *e, *w;
+	json_object_foreach(json_object_get(prof, "dtype_kernels"), fmt, e)
+		check_entry(why, e, fmt, read, max_spread);
+	json_object_foreach(json_object_get(prof, "workloads"), model, w) {
+		json_object_foreach(json_object_get(w, "kernels"), fmt, e) {
+			char name[192];
+			snprintf(name, sizeof name, "%s %s", model, fmt);
+			check_entry(why, e, name, read, max_spread);
+		}
+	}
+	int n = (int)json_array_size(why);
+	json_object_set_new(prof, "valid", json_boolean(n == 0));
+	json_object_set_new(prof, "invalid_reasons", why);
+	return n;
 }
 
 /* ---------------------------------------------------------------- link watch */
@@ -456,7 +539,7 @@ int ftbw_run(const struct ftbw_config *c, struct ftbw_env *env, const struct ftb
 	if (skipped[0])
 		warnf(warnings, rep, "skipped (geometry does not fit the format's blocks): %s", skipped);
 	if (!have_gpu)
-		warnf(warnings, rep, "no GPU (%s): CPU half only, every recommendation is offload",
+		warnf(warnings, rep, "no GPU (%s): CPU half only, no format has a verdict (unmeasured)",
 		      env->no_gpu_why && *env->no_gpu_why ? env->no_gpu_why : "none found");
 	int total = nitems + 1;
 	rl.len = calloc((size_t)nitems + 1, sizeof *rl.len);
@@ -628,7 +711,10 @@ int ftbw_run(const struct ftbw_config *c, struct ftbw_env *env, const struct ftb
 		json_t *rec = json_object_get(e, "recommended");
 		if (it->is_dtype) {
 			json_object_set(dk, it->fmt->name, e);
-			json_object_set(dtypes, it->fmt->name, rec);
+			/* not a verdict: the seed's reader falls through to the workloads, whose
+			 * null entries it skips, and answers none */
+			json_object_set_new(dtypes, it->fmt->name, json_is_string(rec) ? json_incref(rec)
+										  : json_string("unmeasured"));
 			continue;
 		}
 		json_t *w = json_object_get(wl, it->model->name);
@@ -638,7 +724,8 @@ int ftbw_run(const struct ftbw_config *c, struct ftbw_env *env, const struct ftb
 			json_object_set_new(wl, it->model->name, w);
 		}
 		json_object_set(json_object_get(w, "kernels"), it->fmt->name, e);
-		json_object_set(json_object_get(w, "recommended_moe_backend"), it->fmt->name, rec);
+		json_object_set_new(json_object_get(w, "recommended_moe_backend"), it->fmt->name,
+				    json_is_string(rec) ? json_incref(rec) : json_string("unmeasured"));
 	}
 	json_object_set_new(prof, "dtypes", dtypes);
 	json_object_set_new(prof, "dtype_kernels", dk);
@@ -653,6 +740,10 @@ int ftbw_run(const struct ftbw_config *c, struct ftbw_env *env, const struct ftb
 	}
 	if (fp)
 		json_object_set_new(prof, "fingerprint", fp);
+	if (c->no_checks)
+		warnf(warnings, rep, "validity not checked (--no-checks): these figures were not meant to be trusted");
+	else
+		ftbw_check_valid(prof, c->max_spread);
 	ftreport_progress(rep, total, total, "done");
 	*out = prof;
 	prof = NULL;

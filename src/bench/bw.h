@@ -38,6 +38,8 @@ struct ftbw_config {
 	int kernel_cpu_iters;    /* CPU MoE timed steps (64) */
 	int kernel_pcie_iters;   /* gather timed passes (20) */
 	double overlap_s;        /* overlapped run length (2.0); 0 skips the overlap */
+	double max_spread;       /* validity: a spread above this share of its median (0.5); 0 = no check */
+	bool no_checks;          /* no validity checks at all (short test runs): no "valid" in the profile */
 	char isa[128];           /* "auto", "all" or a list of ISA names ("avx2,avx512") */
 	int ndtypes;             /* formats measured on their bw --dtype workload */
 	enum ftfmt_id dtypes[FTFMT_COUNT];
@@ -199,14 +201,27 @@ struct ftbw_ops {
 };
 
 /* The decision of reference §5 for one entry. cpu_gbs / pcie_gbs <= 0 or NaN: not measured.
- * note gets why when the answer is offload for a reason other than the numbers. */
+ * measured false: no verdict at all ("unmeasured": no GPU, or a half failed), never a default
+ * offload; a format with no CPU path is a measured offload when the gather ran. note gets why
+ * when the answer is not from the numbers. */
 struct ftbw_decision {
+	bool measured;
 	bool hybrid;
 	double ratio;                  /* cpu / pcie; NaN when either is missing */
 	char note[256];
 };
 void ftbw_decide(bool cpu_path, bool have_gpu, double cpu_gbs, const char *cpu_err, double pcie_gbs,
 		 const char *pcie_err, double threshold, struct ftbw_decision *d);
+
+/* The profile's own checks, set as "valid" and "invalid_reasons" (an array, empty when valid):
+ * a CPU MoE figure above the CPU read ceiling by more than FTBW_VALID_ABOVE_READ (the ceiling was
+ * not what memory sustains), a ceiling or figure whose spread (max - min) exceeds max_spread of
+ * its median (the host was not quiet; 0: not checked), a linear PCIe copy under
+ * FTBW_VALID_LINK_SHARE of what the link as trained carries. Returns the number of reasons. */
+#define FTBW_VALID_ABOVE_READ 1.10
+#define FTBW_VALID_SPREAD 0.50
+#define FTBW_VALID_LINK_SHARE 0.50
+int ftbw_check_valid(json_t *prof, double max_spread);
 
 /* Hybrid fetch fraction: with the overlap pair pcie_ov / (pcie_ov + cpu_ov), else pcie / cpu,
  * clamped to [0, 1]. NaN when neither pair is measured. */

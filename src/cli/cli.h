@@ -5,7 +5,9 @@
  * or a missing prerequisite (no GPU where one is required). */
 #ifndef FT_CLI_CLI_H
 #define FT_CLI_CLI_H
+#include <getopt.h>
 #include <jansson.h>
+#include <stdint.h>
 
 #include "hw/gpu.h"
 #include "util/report.h"
@@ -13,6 +15,7 @@
 #define FTCLI_EXIT_OK 0
 #define FTCLI_EXIT_FAIL 1
 #define FTCLI_EXIT_USAGE 2
+#define FTCLI_EXIT_INVALID 3 /* bw: measured, but the profile's own checks failed (valid: false) */
 
 struct ftcli_cmd {
 	const char *name;
@@ -61,11 +64,54 @@ struct ftreport ftcli_reporter(void);
  * no GPU (why says why), or -errno after logging the resolver's error. */
 int ftcli_select_gpu(const char *spec, struct ftgpu_info *out, char *why, size_t whylen);
 
+/* Tests: FTBENCH_TEST_FAKE_GPUS=N (0..16) makes this host look like one with N fake GPUs
+ * ("Fake GPU", uuids GPU-fa4e0000-...-0000000000NN) and `bw` measure with fake, fixed figures
+ * (no CUDA, no CPU load); `cache-copy` prints what it would run and stops. Never set otherwise. */
+#define FTCLI_ENV_FAKE_GPUS "FTBENCH_TEST_FAKE_GPUS"
+/* N when FTBENCH_TEST_FAKE_GPUS is set (a valid count), else -1. */
+int ftcli_fake_gpus(void);
+/* ftgpu_list, or the fake list. */
+int ftcli_gpu_list(struct ftgpu_info **out, int *n, char *why, size_t whylen);
+/* GPUs of this host whatever CUDA_VISIBLE_DEVICES says: the larger of what CUDA lists and what
+ * the driver knows (ftgpu_count_host), or the fake count. */
+int ftcli_host_gpu_count(void);
+
 /* Print JSON to stdout, indented, with a trailing newline. */
 void ftcli_print_json(json_t *j);
 
 /* Parse "--result-fd N" value and apply it; returns 0 or logs and returns -1. */
 int ftcli_opt_result_fd(const char *arg);
+
+/* The seed's list spelling: argparse takes `--batch-sizes 1 4 16 32`, ours `--batch-sizes 1,4`.
+ * ftcli_args_join_lists copies argv into a (argv[argc] NULL), joining into one comma list the
+ * value of every option of opts whose val is in list_vals (0-terminated) with the arguments
+ * after it that do not start with '-' ("--" ends the options). Options are matched the way
+ * getopt_long matches them (exact name or unique prefix, "--name=v" too). Returns 0 or
+ * -ENOMEM; release with ftcli_args_release (argv strings are borrowed, joined ones owned). */
+struct ftcli_args {
+	int argc;
+	char **argv;
+	char **owned;
+	int nowned;
+};
+int ftcli_args_join_lists(struct ftcli_args *a, int argc, char **argv, const struct option *opts,
+			  const int *list_vals);
+void ftcli_args_release(struct ftcli_args *a);
+
+/* Parse --device N (the seed's released spelling of --gpu N: a CUDA device index) into spec
+ * (at least 16 bytes); *gpu_spec, when already set by --gpu to something else, is an error.
+ * Returns 0, or logs and returns -1. */
+int ftcli_opt_device(const char *arg, char *spec, size_t n, const char **gpu_spec);
+
+/* --shard-gib X (a number of GiB, as the seed takes it: 0.5) or --shard-mib N (opt names which)
+ * into bytes, in whole MiB (at least 1). Returns 0, or logs naming opt and returns -1. */
+int ftcli_opt_shard(const char *opt, const char *arg, uint64_t *bytes);
+
+/* FREETOKEN_BENCH_PROGRESS=1 (also true/yes/on): every progress step is also printed on stdout
+ * as the seed's line "FTBENCH <done> <total> <label>" (what the seed's daemon and desktop app
+ * parse); steps that move less than 1% of the total are not repeated. Read on first use;
+ * ftcli_set_progress_lines overrides it (a --worker child whose stdout is a result channel). */
+void ftcli_set_progress_lines(int on);
 
 /* The FREETOKEN_CPU_MOE_* settings (ftcmoe_env_check): 0, or logs the first bad one and what
  * to do, and returns -1 (commands that run the CPU MoE executor call it before any work). */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench/bw.h"
 #include "bench/bw_ops.h"
@@ -37,23 +38,39 @@ static void usage(FILE *f)
 		"  --deployment isolated|concurrent\n"
 		"                          which verdict the seed's fields carry (default: concurrent when\n"
 		"                          the run has more than one engine; FTBENCH_DEPLOYMENT sets it too)\n"
-		"  --cpu-threads N         CPU threads, one per physical core near the GPU (default: all cores)\n"
+		"    --device N            the seed's released spelling of --gpu N\n"
+		"  --cpu-threads N         CPU threads, one per physical core near the GPU (0 or default: all cores)\n"
 		"  --cpu-iters N           CPU read-ceiling passes (8)\n"
 		"  --pcie-mib N            linear copy size in MiB (256)\n"
 		"  --pcie-iters N          linear copy iterations per direction (30)\n"
 		"  --kernel-cpu-iters N    CPU MoE timed steps after 8 warm-up steps (64)\n"
 		"  --kernel-pcie-iters N   gather timed passes (20)\n"
 		"  --overlap-seconds X     length of the overlapped run (2.0; 0 skips it)\n"
+		"  --max-spread X          the profile is not valid when a figure's spread (max - min) is\n"
+		"                          over X of its median (0.5; 0: spreads not checked)\n"
+		"  --no-checks             no validity checks at all (short test runs; the profile then has\n"
+		"                          no \"valid\" field and says so in its warnings)\n"
 		"  -o, --output FILE       write the profile here instead of the per-GPU store path (--gpu all:\n"
 		"                          {\"profiles\": [...]} here, and each profile to the store)\n"
+		"    --out FILE            the seed's spelling of --output\n"
+		"  --no-legacy-copy        on a host with one GPU, do not also write the seed's single file\n"
+		"                          $XDG_CACHE_HOME/freetoken/benchbw.json (released engines read only it)\n"
 		"  --json                  print the profile on stdout instead of the summary\n"
-		"  --result-fd N           worker mode: JSON lines (progress, result, error) on fd N\n");
+		"  --result-fd N           worker mode: JSON lines (progress, result, error) on fd N\n"
+		"Lists take commas or spaces (--dtype bf16,nvfp4 or --dtype bf16 nvfp4).\n"
+		"Environment: FREETOKEN_BENCH_PROGRESS=1 prints the seed's progress lines on stdout\n"
+		"(FTBENCH <done> <total> <label>); FREETOKEN_BENCHBW_PATH replaces the store path.\n"
+		"Exit status: 0 profile written; 1 failed; 2 bad usage; 3 measured but not valid (its own\n"
+		"checks failed: CPU MoE above the read ceiling, a spread over --max-spread of its median,\n"
+		"PCIe under half the trained link): written to -o, or kept in the store's history, the\n"
+		"stored profile unchanged; \"valid\": false and \"invalid_reasons\" say why.\n");
 }
 
 enum {
 	OPT_DTYPE = 256, OPT_MODEL, OPT_FORMATS, OPT_ISA, OPT_THRESHOLD, OPT_GPU, OPT_CPU_THREADS,
 	OPT_CPU_ITERS, OPT_PCIE_MIB, OPT_PCIE_ITERS, OPT_KCPU_ITERS, OPT_KPCIE_ITERS, OPT_OVERLAP,
-	OPT_JSON, OPT_RESULT_FD, OPT_ENGINES, OPT_ENGINE_THREADS, OPT_DEPLOYMENT,
+	OPT_JSON, OPT_RESULT_FD, OPT_ENGINES, OPT_ENGINE_THREADS, OPT_DEPLOYMENT, OPT_DEVICE, OPT_NO_LEGACY,
+	OPT_MAX_SPREAD, OPT_NO_CHECKS,
 };
 
 static int parse_formats(const char *opt, const char *arg, enum ftfmt_id *out, int *n, bool need_workload)
@@ -170,10 +187,18 @@ static int opt_double(const char *opt, const char *arg, double lo, double hi, do
 	return 0;
 }
 
+/* Write prof where it goes. 0 written; 1: not valid (its own checks failed), so it went to the
+ * store's history only and the profile engines read is unchanged; -errno. */
 static int write_profile(const json_t *prof, const char *output, const char *uuid, char *path, size_t n)
 {
 	if (!output && getenv("FREETOKEN_BENCHBW_PATH") && *getenv("FREETOKEN_BENCHBW_PATH"))
 		return ftprof_store_write(prof, uuid, path, n); /* that file: no store, no history */
+	if (!output && json_is_false(json_object_get(prof, "valid"))) {
+		int r = ftprof_history_add(NULL, prof, uuid, FTPROF_HISTORY_KEEP);
+		if (r == 0 && (r = ftprof_store_file(NULL, uuid, path, n)) == 0)
+			r = 1;
+		return r;
+	}
 	if (!output)
 		return ftprof_store_commit(NULL, prof, uuid, FTPROF_HISTORY_KEEP, FTPROF_DRIFT_SHARE, path, n);
 	char *text = json_dumps(prof, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -192,22 +217,125 @@ static int write_profile(const json_t *prof, const char *output, const char *uui
 	return r;
 }
 
+/* A profile whose own checks failed: its reasons on stderr and FTCLI_EXIT_INVALID (the profile
+ * was written to -o, or kept in the history beside store_path); else FTCLI_EXIT_OK. */
+static int invalid_exit(const json_t *prof, const char *store_path)
+{
+	const json_t *why = json_object_get(prof, "invalid_reasons");
+	if (!json_is_false(json_object_get(prof, "valid")))
+		return FTCLI_EXIT_OK;
+	size_t i;
+	json_t *w;
+	ftcli_error("the profile is not valid (its own checks failed):");
+	json_array_foreach(why, i, w)
+		fprintf(stderr, "  - %s\n", json_string_value(w));
+	if (store_path)
+		fprintf(stderr, "  it is kept in the history beside %s; that profile, which engines read, is unchanged\n",
+			store_path);
+	return FTCLI_EXIT_INVALID;
+}
+
+/* Fixed figures instead of measurements (FTBENCH_TEST_FAKE_GPUS): the whole command runs in
+ * milliseconds, without CUDA, with the real planning, decision and profile. */
+static double *fake_samples(double v, int n)
+{
+	double *a = malloc((size_t)(n > 0 ? n : 1) * sizeof *a);
+	for (int i = 0; a && i < n; i++)
+		a[i] = v * (0.99 + 0.01 * (i % 3));
+	return a;
+}
+
+static int fake_cpu_read(void *ctx, const struct ftbw_env *env, int passes, double *gbs, char *err, size_t n)
+{
+	for (int i = 0; i < passes; i++)
+		gbs[i] = 100.0 * (0.99 + 0.01 * (i % 3));
+	return 0;
+}
+
+static int fake_pcie(void *ctx, const struct ftbw_env *env, bool h2d, size_t bytes, int iters, double *gbs,
+		     char *err, size_t n)
+{
+	for (int i = 0; i < iters; i++)
+		gbs[i] = h2d ? 55.0 : 53.0;
+	return 0;
+}
+
+static int fake_part(struct ftbw_part *p, double v, int n)
+{
+	if (!(p->gbs = fake_samples(v, n)))
+		return -ENOMEM;
+	p->rc = 0;
+	p->n = n;
+	return 0;
+}
+
+static int fake_measure(void *ctx, const struct ftbw_env *env, const struct ftbw_config *c,
+			const struct ftbw_item *it, struct ftbw_meas *m, char *err, size_t n)
+{
+	/* CPU MoE 30..70 GB/s by format, gather 25 GB/s: some formats hybrid, some offload */
+	double cpu = 30.0 + 10.0 * (it->fmt->id % 5), gather = 25.0;
+	int r = 0;
+	if (it->fmt->cpu_path) {
+		r = fake_part(&m->cpu, cpu, c->kernel_cpu_iters);
+		snprintf(m->cpu_isa, sizeof m->cpu_isa, "scalar");
+	}
+	if (r == 0 && env->gpu)
+		r = fake_part(&m->gather, gather, c->kernel_pcie_iters);
+	if (r == 0 && env->gpu && it->fmt->cpu_path && c->overlap_s > 0) {
+		r = fake_part(&m->ov_cpu, 0.8 * cpu, 3);
+		if (r == 0)
+			r = fake_part(&m->ov_gather, 0.8 * gather, 3);
+	}
+	if (r < 0)
+		snprintf(err, n, "out of memory");
+	return r;
+}
+
+static struct ftbw_ops fake_ops(void)
+{
+	return (struct ftbw_ops){.cpu_read = fake_cpu_read, .pcie_linear = fake_pcie, .measure = fake_measure};
+}
+
+/* The seed's single file (the only one released engines read) beside the per-GPU one, on a host
+ * with exactly one GPU; elsewhere say why not. */
+static void legacy_copy(const json_t *prof, const char *output, bool have_gpu, const char *saved, char *done,
+			size_t n)
+{
+	char lp[4096];
+	int r, host;
+	if (output || !have_gpu || ftprof_legacy_path(lp, sizeof lp) < 0)
+		return; /* -o names the one file to write; a GPU-less profile is for no GPU's engine */
+	if ((host = ftcli_host_gpu_count()) > 1) {
+		ftcli_note("this host has %d GPUs: the legacy single file %s is not written (engines on every GPU "
+			   "would read this one's figures); engines that read benchbw/<gpu-uuid>.json or "
+			   "FREETOKEN_BENCHBW_PATH get the right file%s",
+			   host, lp, access(lp, F_OK) == 0 ? "; an older copy is still there, remove it" : "");
+		return;
+	}
+	if (!strcmp(lp, saved))
+		return; /* FREETOKEN_BENCHBW_PATH names it: already written */
+	if ((r = ftprof_legacy_copy(saved, done, n)) < 0) {
+		done[0] = '\0';
+		ftcli_note("warning: the legacy copy %s could not be written: %s", lp, strerror(-r));
+	}
+}
+
 /* --gpu all: every GPU alone, then the engines at once (ftbw_run_host); one profile per GPU. */
-static int bw_all(struct ftbw_config *cfg, int threads, const char *output, int json)
+static int bw_all(struct ftbw_config *cfg, int threads, const char *output, int json, int legacy)
 {
 	struct ftcpu_info ci;
 	struct ftgpu_info *gpus = NULL;
 	struct ftbw_env *envs = NULL;
 	struct ftbw_real *real = NULL;
 	json_t **profs = NULL, *all = NULL;
-	int *cpus = NULL, ng = 0, rc = FTCLI_EXIT_FAIL;
+	int *cpus = NULL, ng = 0, rc = FTCLI_EXIT_FAIL, invalid = 0;
 	char why[256] = "", err[1024] = "", path[4096] = "";
 	int r = ftcpu_probe(&ci);
 	if (r < 0) {
 		ftcli_error("cannot describe the CPU: %s", strerror(-r));
 		return FTCLI_EXIT_FAIL;
 	}
-	r = ftgpu_list(&gpus, &ng, why, sizeof why);
+	r = ftcli_gpu_list(&gpus, &ng, why, sizeof why);
 	if (r < 0) {
 		ftcli_error("listing GPUs: %s", why);
 		goto out;
@@ -242,13 +370,16 @@ static int bw_all(struct ftbw_config *cfg, int threads, const char *output, int 
 	cfg->cpu_threads = envs[0].ncpus;
 	struct ftbw_host host = {.cpu = &ci, .gpus = gpus, .ngpus = ng, .envs = envs};
 	struct ftreport rep = ftcli_reporter();
-	r = ftbw_real_create(&real, &envs[0], &rep, err, sizeof err);
-	if (r < 0) {
-		ftcli_error("%s", err);
-		rc = r == -ENODEV ? FTCLI_EXIT_USAGE : FTCLI_EXIT_FAIL;
-		goto out;
+	struct ftbw_ops ops = fake_ops();
+	if (ftcli_fake_gpus() < 0) {
+		r = ftbw_real_create(&real, &envs[0], &rep, err, sizeof err);
+		if (r < 0) {
+			ftcli_error("%s", err);
+			rc = r == -ENODEV ? FTCLI_EXIT_USAGE : FTCLI_EXIT_FAIL;
+			goto out;
+		}
+		ops = ftbw_real_ops(real);
 	}
-	struct ftbw_ops ops = ftbw_real_ops(real);
 	double t0 = ft_wall_epoch();
 	r = ftbw_run_host(cfg, &host, &ops, &rep, profs, err, sizeof err);
 	double wall = ft_wall_epoch() - t0;
@@ -265,16 +396,20 @@ static int bw_all(struct ftbw_config *cfg, int threads, const char *output, int 
 		json_object_set_new(json_object_get(profs[g], "tool"), "host_run_seconds", json_real(wall));
 		/* each GPU's own file in the store, with history and drift (FREETOKEN_BENCHBW_PATH, one
 		 * file, cannot hold several profiles) */
-		r = ftprof_store_commit(NULL, profs[g], gpus[g].uuid, FTPROF_HISTORY_KEEP, FTPROF_DRIFT_SHARE, path,
-					sizeof path);
+		r = write_profile(profs[g], NULL, gpus[g].uuid, path, sizeof path);
 		if (r < 0) {
 			ftcli_error("writing the profile of GPU %d: %s", gpus[g].index, strerror(-r));
 			goto out;
 		}
 		json_array_append(json_object_get(all, "profiles"), profs[g]);
-		if (!json)
+		if (r == 1 && invalid_exit(profs[g], path) != FTCLI_EXIT_OK)
+			invalid = 1;
+		else if (!json)
 			printf("GPU %d: profile written to %s\n", gpus[g].index, path);
 	}
+	char legacy_path[4096] = "";
+	if (legacy && !invalid) /* one GPU: its file; several: says why not */
+		legacy_copy(profs[ng - 1], NULL, true, path, legacy_path, sizeof legacy_path);
 	if (output && (r = write_profile(all, output, NULL, path, sizeof path)) < 0) {
 		ftcli_error("writing %s: %s", output, strerror(-r));
 		goto out;
@@ -288,8 +423,10 @@ static int bw_all(struct ftbw_config *cfg, int threads, const char *output, int 
 			ftbw_summary(stdout, profs[g]);
 		}
 		printf("\nhost run: %d GPUs, %.1f s\n", ng, wall);
+		if (legacy_path[0])
+			printf("legacy copy: %s\n", legacy_path);
 	}
-	rc = FTCLI_EXIT_OK;
+	rc = invalid ? FTCLI_EXIT_INVALID : FTCLI_EXIT_OK;
 out:
 	ftbw_real_free(real);
 	for (int g = 0; profs && g < ng; g++)
@@ -302,6 +439,8 @@ out:
 	ftcpu_release(&ci);
 	return rc;
 }
+
+static int bw_cmd(int argc, char **argv, const struct option *opts);
 
 int cmd_bw(int argc, char **argv)
 {
@@ -325,11 +464,31 @@ int cmd_bw(int argc, char **argv)
 		{"engines", required_argument, NULL, OPT_ENGINES},
 		{"engine-threads", required_argument, NULL, OPT_ENGINE_THREADS},
 		{"deployment", required_argument, NULL, OPT_DEPLOYMENT},
+		{"out", required_argument, NULL, 'o'},
+		{"device", required_argument, NULL, OPT_DEVICE},
+		{"no-legacy-copy", no_argument, NULL, OPT_NO_LEGACY},
+		{"max-spread", required_argument, NULL, OPT_MAX_SPREAD},
+		{"no-checks", no_argument, NULL, OPT_NO_CHECKS},
 		{"help", no_argument, NULL, 'h'},
 		{0}};
+	static const int lists[] = {OPT_DTYPE, OPT_MODEL, OPT_FORMATS, OPT_ISA, 0};
+	struct ftcli_args args;
+	if (ftcli_args_join_lists(&args, argc, argv, opts, lists) < 0) {
+		ftcli_error("out of memory");
+		return FTCLI_EXIT_FAIL;
+	}
+	int rc = bw_cmd(args.argc, args.argv, opts);
+	ftcli_args_release(&args);
+	return rc;
+}
+
+/* The seed's spellings arrive here joined (--dtype a b -> --dtype a,b). */
+static int bw_cmd(int argc, char **argv, const struct option *opts)
+{
 	struct ftbw_config cfg;
 	const char *gpu_spec = NULL, *output = NULL;
-	int json = 0, c, dtype_given = 0, model_given = 0, threads = 0;
+	char device[16];
+	int json = 0, c, dtype_given = 0, model_given = 0, threads = 0, legacy = 1;
 	ftbw_config_default(&cfg);
 
 	optind = 1;
@@ -350,8 +509,18 @@ int cmd_bw(int argc, char **argv)
 		case OPT_ISA: bad = parse_isa(optarg, &cfg); break;
 		case 'o': output = optarg; break;
 		case OPT_THRESHOLD: bad = opt_double("--threshold", optarg, 1e-6, 1e6, &cfg.threshold); break;
-		case OPT_GPU: gpu_spec = optarg; break;
-		case OPT_CPU_THREADS: bad = opt_long("--cpu-threads", optarg, 1, 4096, &threads); break;
+		case OPT_MAX_SPREAD: bad = opt_double("--max-spread", optarg, 0, 100, &cfg.max_spread); break;
+		case OPT_NO_CHECKS: cfg.no_checks = true; break;
+		case OPT_GPU:
+			if (gpu_spec == device && strcmp(device, optarg)) {
+				ftcli_error("--gpu %s and --device %s name different GPUs", optarg, device);
+				bad = 1;
+			}
+			gpu_spec = optarg;
+			break;
+		case OPT_DEVICE: bad = ftcli_opt_device(optarg, device, sizeof device, &gpu_spec); break;
+		case OPT_NO_LEGACY: legacy = 0; break;
+		case OPT_CPU_THREADS: bad = opt_long("--cpu-threads", optarg, 0, 4096, &threads); break;
 		case OPT_CPU_ITERS: bad = opt_long("--cpu-iters", optarg, 1, 10000, &cfg.cpu_iters); break;
 		case OPT_PCIE_MIB: bad = opt_long("--pcie-mib", optarg, 1, 1 << 16, &cfg.pcie_mib); break;
 		case OPT_PCIE_ITERS: bad = opt_long("--pcie-iters", optarg, 1, 10000, &cfg.pcie_iters); break;
@@ -398,7 +567,7 @@ int cmd_bw(int argc, char **argv)
 	if (json)
 		ftcli_set_quiet(1);
 	if (gpu_spec && !strcmp(gpu_spec, "all"))
-		return bw_all(&cfg, threads, output, json);
+		return bw_all(&cfg, threads, output, json, legacy);
 	if (cfg.engines > 1 || cfg.engine_threads)
 		ftcli_note("--engines and --engine-threads apply to --gpu all only; ignored");
 	if (cfg.deployment == FTBW_DEPLOY_CONCURRENT)
@@ -409,7 +578,7 @@ int cmd_bw(int argc, char **argv)
 	struct ftbw_real *real = NULL;
 	json_t *prof = NULL;
 	int *cpus = NULL, rc = FTCLI_EXIT_FAIL;
-	char why[256] = "", err[1024] = "", path[4096] = "";
+	char why[256] = "", err[1024] = "", path[4096] = "", legacy_path[4096] = "";
 	int r = ftcpu_probe(&ci);
 	if (r < 0) {
 		ftcli_error("cannot describe the CPU: %s", strerror(-r));
@@ -436,13 +605,16 @@ int cmd_bw(int argc, char **argv)
 	struct ftbw_env env = {
 		.cpu = &ci, .gpu = have_gpu ? &gpu : NULL, .no_gpu_why = why, .cpus = cpus, .ncpus = ncpus};
 	struct ftreport rep = ftcli_reporter();
-	r = ftbw_real_create(&real, &env, &rep, err, sizeof err);
-	if (r < 0) {
-		ftcli_error("%s", err);
-		rc = r == -ENODEV ? FTCLI_EXIT_USAGE : FTCLI_EXIT_FAIL;
-		goto out;
+	struct ftbw_ops ops = fake_ops();
+	if (ftcli_fake_gpus() < 0) {
+		r = ftbw_real_create(&real, &env, &rep, err, sizeof err);
+		if (r < 0) {
+			ftcli_error("%s", err);
+			rc = r == -ENODEV ? FTCLI_EXIT_USAGE : FTCLI_EXIT_FAIL;
+			goto out;
+		}
+		ops = ftbw_real_ops(real);
 	}
-	struct ftbw_ops ops = ftbw_real_ops(real);
 	r = ftbw_run(&cfg, &env, &ops, &rep, &prof, err, sizeof err);
 	ftbw_real_free(real);
 	real = NULL;
@@ -456,14 +628,21 @@ int cmd_bw(int argc, char **argv)
 			    strerror(-r));
 		goto out;
 	}
+	int kept_aside = r == 1;
+	if (legacy && !kept_aside)
+		legacy_copy(prof, output, have_gpu, path, legacy_path, sizeof legacy_path);
 	ftcli_result(prof);
 	if (json) {
 		ftcli_print_json(prof);
 	} else {
 		ftbw_summary(stdout, prof);
-		printf("\nprofile written to %s\n", path);
+		printf("\n");
+		if (legacy_path[0])
+			printf("legacy copy: %s\n", legacy_path);
+		if (!kept_aside)
+			printf("saved: %s\n", path); /* the seed's last line */
 	}
-	rc = FTCLI_EXIT_OK;
+	rc = invalid_exit(prof, kept_aside ? path : NULL);
 out:
 	ftbw_real_free(real);
 	json_decref(prof);

@@ -21,6 +21,7 @@ static void usage(FILE *f)
 		"usage: ftbench cache-copy [--models LIST] [--cache-slots LIST] [--batch-sizes LIST]\n"
 		"                          [--miss-rates LIST] [--repeat N] [--copy fused|proxy]\n"
 		"                          [--gpu UUID|INDEX] [--json] [--list] [--result-fd N]\n"
+		"Lists take commas or spaces, as the seed's argparse does (--batch-sizes 1 4 16 32).\n"
 		"  --models LIST       cache-copy profiles (default: all; --list shows them)\n"
 		"  --cache-slots LIST  slot counts for every model (default: E and int(0.4*L*E))\n"
 		"  --batch-sizes LIST  default 1,4,16,32\n"
@@ -29,6 +30,8 @@ static void usage(FILE *f)
 		"  --copy PATH         copy path of time_ms/bw_GBps: fused (default, SM gather) or proxy\n"
 		"                      (copy engines driven from the device plan); the other paths\n"
 		"                      (linear, per-expert memcpy, per-bank, fused/proxy) are columns\n"
+		"  --gpu UUID|INDEX    the GPU (default: the first)\n"
+		"    --device N        the seed's spelling of --gpu N (a CUDA device index)\n"
 		"  --json              the whole result as JSON on stdout\n"
 		"Columns: ens_us = ensure_experts per call, 8 back-to-back calls each on a fresh state;\n"
 		"lin/fus/pyt/pxy = GB/s of the linear copy, fused gather, per-expert memcpy loop, proxy\n"
@@ -105,19 +108,53 @@ static void print_table(const json_t *res)
 
 #endif
 
+enum { O_MODELS = 256, O_SLOTS, O_BATCH, O_MISS, O_REPEAT, O_COPY, O_GPU, O_JSON, O_LIST, O_FD, O_DEVICE };
+
+static int run(int argc, char **argv, const struct option *opts);
+
 int cmd_cache_copy(int argc, char **argv)
 {
-	enum { O_MODELS = 256, O_SLOTS, O_BATCH, O_MISS, O_REPEAT, O_COPY, O_GPU, O_JSON, O_LIST, O_FD };
+	static const int lists[] = {O_MODELS, O_SLOTS, O_BATCH, O_MISS, 0};
 	static const struct option opts[] = {
 		{"models", required_argument, NULL, O_MODELS}, {"cache-slots", required_argument, NULL, O_SLOTS},
 		{"batch-sizes", required_argument, NULL, O_BATCH}, {"miss-rates", required_argument, NULL, O_MISS},
 		{"repeat", required_argument, NULL, O_REPEAT}, {"copy", required_argument, NULL, O_COPY},
-		{"gpu", required_argument, NULL, O_GPU},
+		{"gpu", required_argument, NULL, O_GPU}, {"device", required_argument, NULL, O_DEVICE},
 		{"json", no_argument, NULL, O_JSON}, {"list", no_argument, NULL, O_LIST},
 		{"result-fd", required_argument, NULL, O_FD}, {"help", no_argument, NULL, 'h'}, {0}};
+	struct ftcli_args args;
+	if (ftcli_args_join_lists(&args, argc, argv, opts, lists) < 0) {
+		ftcli_error("out of memory");
+		return FTCLI_EXIT_FAIL;
+	}
+	int rc = run(args.argc, args.argv, opts);
+	ftcli_args_release(&args);
+	return rc;
+}
+
+/* What a run would measure (FTBENCH_TEST_FAKE_GPUS: the options as parsed, nothing measured). */
+static json_t *opts_json(const struct ftcc_opts *o, const char *gpu)
+{
+	json_t *j = json_pack("{s:b,s:[],s:[],s:[],s:[],s:i,s:s,s:s?}", "fake", 1, "models", "cache_slots",
+			      "batch_sizes", "miss_rates", "repeat", o->repeat, "copy",
+			      o->copy == FTCC_COPY_PROXY ? "proxy" : "fused", "gpu", gpu);
+	for (int i = 0; i < o->nmodels; i++)
+		json_array_append_new(json_object_get(j, "models"), json_string(o->models[i]->name));
+	for (int i = 0; i < o->nslots; i++)
+		json_array_append_new(json_object_get(j, "cache_slots"), json_integer(o->slots[i]));
+	for (int i = 0; i < o->nbatch; i++)
+		json_array_append_new(json_object_get(j, "batch_sizes"), json_integer(o->batch[i]));
+	for (int i = 0; i < o->nmiss; i++)
+		json_array_append_new(json_object_get(j, "miss_rates"), json_real(o->miss[i]));
+	return j;
+}
+
+static int run(int argc, char **argv, const struct option *opts)
+{
 	struct ftcc_opts o;
 	ftcc_defaults(&o);
 	const char *gpu = NULL;
+	char device[16];
 	int json = 0, c, n;
 	long v;
 	optind = 1;
@@ -186,7 +223,15 @@ int cmd_cache_copy(int argc, char **argv)
 			}
 			break;
 		case O_GPU:
+			if (gpu == device && strcmp(device, optarg)) {
+				ftcli_error("--gpu %s and --device %s name different GPUs", optarg, device);
+				return FTCLI_EXIT_USAGE;
+			}
 			gpu = optarg;
+			break;
+		case O_DEVICE:
+			if (ftcli_opt_device(optarg, device, sizeof device, &gpu) < 0)
+				return FTCLI_EXIT_USAGE;
 			break;
 		case O_JSON:
 			json = 1;
@@ -212,6 +257,17 @@ int cmd_cache_copy(int argc, char **argv)
 	}
 	if (json)
 		ftcli_set_quiet(1);
+	if (ftcli_fake_gpus() >= 0) {
+		struct ftgpu_info fg;
+		char why[256] = "";
+		int r = ftcli_select_gpu(gpu, &fg, why, sizeof why);
+		if (r < 0)
+			return FTCLI_EXIT_USAGE;
+		json_t *j = opts_json(&o, r == 0 ? fg.uuid : NULL);
+		ftcli_print_json(j);
+		json_decref(j);
+		return 0;
+	}
 #ifndef FT_HAVE_CUDA
 	(void)gpu;
 	ftcli_error("built without CUDA: cache-copy needs a GPU");

@@ -30,34 +30,52 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: ftbench decode --model PATH [options]\n"
-		"       ftbench decode --url http://127.0.0.1:30000 [--backend NAME] [options]\n"
+		"       ftbench decode --url http://127.0.0.1:30000 [--server-kind K] [--backend LABEL] [options]\n"
 		"\n"
-		"Per backend: start the server (own process group), wait for /health to say serving, read the\n"
-		"model id from /v1/models, stream warm-up request(s), then the measured one; VRAM from /v1/stats;\n"
-		"stop the server (SIGTERM to the group, grace, SIGKILL, grace, driver wait).\n"
+		"Per backend: start the server (own process group), wait until it is ready, read the model id\n"
+		"from /v1/models, stream warm-up request(s), then the measured one; VRAM from /v1/stats; stop\n"
+		"the server (SIGTERM to the group, grace, SIGKILL, grace, driver wait). The seed's flags\n"
+		"(bench_decode_moe.py) are taken as they are: --decode, --server-timeout, --num-token-override,\n"
+		"--gpu, --aime (default $FREETOKEN_AIME25_JSONL).\n"
 		"\n"
 		"  --model PATH          checkpoint ({model} in the server command; its generation_config.json)\n"
 		"  --backend LIST        MoE backends, e.g. offload,cpu,hybrid (default offload); a failing one\n"
-		"                        does not stop the others; the exit status is 1 when any failed\n"
-		"  --tokens D            decode tokens per request, ignore_eos (default %d; alias --max-tokens)\n"
+		"                        does not stop the others; the exit status is 1 when any failed. With\n"
+		"                        --url: the row's label (default: the server kind)\n"
+		"  --decode D            decode tokens per request, ignore_eos (default %d; aliases --tokens,\n"
+		"                        --max-tokens)\n"
+		"  --allow-short         a run that ends before D tokens is recorded as ok (default: it fails;\n"
+		"                        finish_reason \"length\" = full context, other = ignore_eos ignored)\n"
 		"  --url URL             use a server that is already running (one backend; nothing is started)\n"
+		"  --server-kind K       " FTSRV_KIND_NAMES ": readiness (/health with\n"
+		"                        maintenance, /health, /v1/models), the flags {flags} stands for, how\n"
+		"                        top_k \"off\" is sent. Default: freetoken when ftbench starts the\n"
+		"                        server, detected from what the server answers with --url\n"
 		"  --server-cmd TMPL     server command template, split into argv without a shell; placeholders\n"
-		"                        {model} {port} {backend} {host} and {flags} (the mapped flags; appended\n"
-		"                        when absent). Default: \"%s\"\n"
+		"                        {model} {port} {backend} {host} and {flags} (the kind's mapped flags).\n"
+		"                        Default: the kind's launcher; freetoken: \"%s\"\n"
+		"                        (python3 where there is no python)\n"
+		"  --append-flags        append the mapped flags to a --server-cmd without {flags} (default: none)\n"
 		"  --port N              server port (default: a free loopback port per backend)\n"
+		"  --gpu UUID|INDEX      --gpu for the FreeToken server (recorded in the row)\n"
+		"  --num-token-override N  --num-token-override for the FreeToken server\n"
 		"  --mem-ratio R         --memory-ratio (default 0.9)\n"
 		"  --cache N             --moe-cache-size N      \\  one of them; default\n"
 		"  --cache-rate X        --moe-cache-rate X      /  --moe-cache-auto\n"
 		"  --hybrid-fetch N      --moe-hybrid-max-fetch (default -1: from the bw profile)\n"
 		"  --no-graph            --cuda-graph-max-bs 0 (default 1)\n"
-		"  --aime FILE           jsonl with \"problem\" or \"prompt\" (default: the embedded problems)\n"
+		"  --aime FILE           jsonl with \"problem\" or \"prompt\" (default $FREETOKEN_AIME25_JSONL, else\n"
+		"                        the embedded problems)\n"
 		"  --problem N           problem index, 0-based (default 0)\n"
 		"  --greedy              temperature 0, top_p 1, top_k -1 (default: generation_config.json,\n"
 		"                        fallbacks temperature 1.0, top_p 0.95, top_k 64)\n"
 		"  --no-thinking         do not ask for thinking (default on)\n"
 		"  --warmup N            warm-up requests before the measured one (default 1)\n"
-		"  --json FILE           append one JSON line per backend (every field; failed ones too)\n"
-		"  --health-timeout S    deadline for /health (default 1800)\n"
+		"  --json FILE           append one JSON line per backend (failed ones too): the seed's row\n"
+		"                        (decode_steps, decode_tok_s, event_ms_p50/p99 by rank, ttft_ms, ...)\n"
+		"                        and ours (ttft_cold_ms, tokens_from usage|chunks, finish_reason, short,\n"
+		"                        server_kind, server_tok_s and server_timings from llama.cpp, ...)\n"
+		"  --server-timeout S    deadline for the server to be ready (default 1800; alias --health-timeout)\n"
 		"  --request-timeout S   per request (default 1800)\n"
 		"  --term-grace S        after SIGTERM (default 90)\n"
 		"  --kill-grace S        after SIGKILL (default 30)\n"
@@ -70,7 +88,7 @@ static void usage(FILE *f)
 enum {
 	O_MODEL = 256, O_BACKEND, O_TOKENS, O_URL, O_SERVER_CMD, O_PORT, O_MEM, O_CACHE, O_CACHE_RATE, O_FETCH,
 	O_NO_GRAPH, O_AIME, O_PROBLEM, O_GREEDY, O_NO_THINK, O_WARMUP, O_JSON, O_HEALTH_TO, O_REQ_TO, O_TERM,
-	O_KILL, O_DRIVER, O_LOGDIR, O_RESULT_FD, O_HELP
+	O_KILL, O_DRIVER, O_LOGDIR, O_RESULT_FD, O_HELP, O_KIND, O_APPEND_FLAGS, O_SHORT, O_GPU, O_NTO
 };
 
 struct progress_ctx {
@@ -84,6 +102,12 @@ static void rep_progress(void *ctx, int done, int total, const char *label)
 	char l[160];
 	snprintf(l, sizeof l, "%s: %s", p->backend, label);
 	ftcli_progress(p->index * FTDECODE_PHASES + done, p->n * FTDECODE_PHASES, l);
+}
+
+static void rep_note(void *ctx, const char *msg)
+{
+	struct progress_ctx *p = ctx;
+	ftcli_note("%s: %s", p->backend, msg);
 }
 
 static int append_line(const char *path, json_t *row)
@@ -112,28 +136,48 @@ static int valid_backend(const char *b)
 	return 1;
 }
 
+/* An error's first lines, the later ones indented under the first. */
+static void print_error_lines(const char *e)
+{
+	int lines = 0;
+	for (const char *p = e; *p && lines < 10; lines++) {
+		const char *nl = strchr(p, '\n');
+		int l = nl ? (int)(nl - p) : (int)strlen(p);
+		printf("%s%.*s\n", lines ? "           " : "", l, p);
+		p += l + (nl ? 1 : 0);
+	}
+}
+
 static void print_summary(const struct ftdecode_cfg *c, const struct ftdecode_result *res, int n)
 {
 	printf("\ndecode: model %s, D=%ld, %s, sampling temperature %g top_p %g top_k %ld (%s)\n",
 	       res[0].model_id[0] ? res[0].model_id : (c->model ? c->model : "?"), c->serve.max_tokens,
 	       c->prompt_source, c->sampling.temperature, c->sampling.top_p, c->sampling.top_k, c->sampling.source);
-	printf("%-10s %9s %8s %8s %8s %9s %7s %7s %7s %7s %9s  %s\n", "backend", "tok/s", "ms/tok", "p50 ms", "p99 ms",
-	       "ttft ms", "prompt", "tokens", "events", "tok/ev", "vram GiB", "sha1");
+	printf("%-10s %9s %8s %8s %8s %9s %9s %7s %7s %7s %9s %9s  %s\n", "backend", "tok/s", "ms/tok", "p50 ms", "p99 ms",
+	       "ttft ms", "cold ms", "prompt", "tokens", "from", "srv tok/s", "vram GiB", "sha1");
 	for (int i = 0; i < n; i++) {
 		const struct ftdecode_result *r = &res[i];
-		if (!r->ok) {
-			const char *nl = strchr(r->error, '\n');
-			printf("%-10s FAILED: %.*s\n", r->backend, nl ? (int)(nl - r->error) : (int)strlen(r->error), r->error);
+		if (!r->has_metrics) {
+			printf("%-10s FAILED: ", r->backend);
+			print_error_lines(r->error);
 			continue;
 		}
-		char prompt[24] = "-", vram[24] = "-";
+		char prompt[24] = "-", vram[24] = "-", srv[24] = "-", cold[24] = "-";
 		if (r->m.prompt_tokens >= 0)
 			snprintf(prompt, sizeof prompt, "%ld", r->m.prompt_tokens);
 		if (r->vram_bytes >= 0)
 			snprintf(vram, sizeof vram, "%.2f", (double)r->vram_bytes / 1073741824.0);
-		printf("%-10s %9.2f %8.2f %8.2f %8.2f %9.1f %7s %7ld %7ld %7.2f %9s  %s\n", r->backend, r->m.decode_tok_s,
-		       r->m.ms_per_token, r->m.event_ms_p50, r->m.event_ms_p99, r->m.ttft_ms, prompt,
-		       r->m.completion_tokens, r->m.events, r->m.tokens_per_event, vram, r->output_sha1);
+		if (r->timings.have && r->timings.predicted_per_second > 0)
+			snprintf(srv, sizeof srv, "%.2f", r->timings.predicted_per_second);
+		if (r->ttft_cold_ms >= 0)
+			snprintf(cold, sizeof cold, "%.1f", r->ttft_cold_ms);
+		printf("%-10s %9.2f %8.2f %8.2f %8.2f %9.1f %9s %7s %7ld %7s %9s %9s  %s\n", r->backend, r->m.decode_tok_s,
+		       r->m.ms_per_token, r->m.event_ms_p50, r->m.event_ms_p99, r->m.ttft_ms, cold, prompt,
+		       r->m.completion_tokens, r->m.tokens_from, srv, vram, r->output_sha1);
+		if (!r->ok) {
+			printf("%-10s FAILED: ", "");
+			print_error_lines(r->error);
+		}
 	}
 	const char *first = NULL;
 	int differ = 0;
@@ -165,7 +209,10 @@ int cmd_decode(int argc, char **argv)
 		{"request-timeout", required_argument, NULL, O_REQ_TO}, {"term-grace", required_argument, NULL, O_TERM},
 		{"kill-grace", required_argument, NULL, O_KILL}, {"driver-wait", required_argument, NULL, O_DRIVER},
 		{"log-dir", required_argument, NULL, O_LOGDIR}, {"result-fd", required_argument, NULL, O_RESULT_FD},
-		{"help", no_argument, NULL, O_HELP}, {0}};
+		{"help", no_argument, NULL, O_HELP}, {"decode", required_argument, NULL, O_TOKENS},
+		{"server-timeout", required_argument, NULL, O_HEALTH_TO}, {"server-kind", required_argument, NULL, O_KIND},
+		{"append-flags", no_argument, NULL, O_APPEND_FLAGS}, {"allow-short", no_argument, NULL, O_SHORT},
+		{"gpu", required_argument, NULL, O_GPU}, {"num-token-override", required_argument, NULL, O_NTO}, {0}};
 	struct ftdecode_cfg c = {
 		.serve = {.max_tokens = FTDECODE_DEFAULT_TOKENS, .mem_ratio = 0.9, .hybrid_fetch = -1, .cache_size = 0,
 			  .cache_rate = -1},
@@ -175,21 +222,22 @@ int cmd_decode(int argc, char **argv)
 		.health_interval_s = 0.5,
 		.request_timeout_s = 1800,
 		.thinking = 1,
+		.kind = -1,
 	};
-	const char *backends = "offload", *aime = NULL, *json_path = NULL;
-	int greedy = 0, ch;
+	const char *backends = NULL, *aime = NULL, *json_path = NULL;
+	int greedy = 0, ch, li = 0;
 	long lv;
 	double dv;
 	opterr = 0;
 	optind = 1;
 #define BAD(...) do { ftcli_error(__VA_ARGS__); return FTCLI_EXIT_USAGE; } while (0)
-	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "h", opts, &li)) != -1) {
 		switch (ch) {
 		case O_MODEL: c.model = optarg; break;
 		case O_BACKEND: backends = optarg; break;
 		case O_TOKENS:
 			if (ftstr_parse_long(optarg, 2, 1 << 20, &lv) < 0)
-				BAD("--tokens: '%s' is not an integer in [2, 1048576]", optarg);
+				BAD("--%s: '%s' is not an integer in [2, 1048576]", opts[li].name, optarg);
 			c.serve.max_tokens = lv;
 			break;
 		case O_URL: c.url = optarg; break;
@@ -237,7 +285,7 @@ int cmd_decode(int argc, char **argv)
 		case O_DRIVER:
 			if (ftstr_parse_double(optarg, 0.0, 864000, &dv) < 0)
 				BAD("--%s: '%s' is not a number of seconds",
-				    ch == O_HEALTH_TO ? "health-timeout" : ch == O_REQ_TO ? "request-timeout" :
+				    ch == O_HEALTH_TO ? opts[li].name : ch == O_REQ_TO ? "request-timeout" :
 				    ch == O_TERM ? "term-grace" : ch == O_KILL ? "kill-grace" : "driver-wait", optarg);
 			if (ch == O_HEALTH_TO) c.health_timeout_s = dv;
 			else if (ch == O_REQ_TO) c.request_timeout_s = dv > 0.001 ? dv : 0.001;
@@ -246,6 +294,21 @@ int cmd_decode(int argc, char **argv)
 			else c.grace.driver_s = dv;
 			break;
 		case O_LOGDIR: c.log_dir = optarg; break;
+		case O_KIND:
+			if ((c.kind = ftsrv_kind_parse(optarg)) < 0)
+				BAD("--server-kind: '%s' is not one of " FTSRV_KIND_NAMES, optarg);
+			break;
+		case O_APPEND_FLAGS: c.append_flags = 1; break;
+		case O_SHORT: c.allow_short = 1; break;
+		case O_GPU:
+			if (!*optarg || strlen(optarg) > 80 || strpbrk(optarg, " \t\n'\"\\"))
+				BAD("--gpu: '%s' is not a GPU index or UUID", optarg);
+			c.serve.gpu = optarg;
+			break;
+		case O_NTO:
+			if (ftstr_parse_long(optarg, 1, 1L << 30, &c.serve.num_token_override) < 0)
+				BAD("--num-token-override: '%s' is not a positive integer", optarg);
+			break;
 		case O_RESULT_FD:
 			if (ftcli_opt_result_fd(optarg) < 0)
 				return FTCLI_EXIT_USAGE;
@@ -267,6 +330,13 @@ int cmd_decode(int argc, char **argv)
 		BAD("--url: '%s' is not an http(s) URL", c.url);
 	if (c.serve.cache_size > 0 && c.serve.cache_rate >= 0)
 		BAD("--cache and --cache-rate exclude each other");
+	if (!c.url && c.kind == FTSRV_OPENAI && !c.server_cmd)
+		BAD("--server-kind openai has no standard launcher: give --server-cmd TEMPLATE or --url");
+	c.label = backends; /* NULL: rows of a --url or non-FreeToken server are labelled by its kind */
+	if (!backends)
+		backends = "offload";
+	if (!aime && getenv("FREETOKEN_AIME25_JSONL") && *getenv("FREETOKEN_AIME25_JSONL"))
+		aime = getenv("FREETOKEN_AIME25_JSONL");
 	char **bl = NULL;
 	int nb = ftstr_split(backends, &bl, MAX_BACKENDS);
 	if (nb <= 0)
@@ -322,7 +392,7 @@ int cmd_decode(int argc, char **argv)
 			continue;
 		}
 		struct progress_ctx pc = {i, nb, bl[i]};
-		struct ftreport rep = {rep_progress, NULL, &pc};
+		struct ftreport rep = {rep_progress, rep_note, &pc};
 		c.rep = &rep;
 		ftdecode_run(&c, bl[i], &res[i]);
 		ran++;

@@ -11,8 +11,9 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: ftbench ftw convert MODEL OUT [--shard-gib N] [--workers N] [--chunk-mib N]\n"
-		   "                            [--expert-load auto|serial|parallel] [--json]\n");
+	fprintf(f, "usage: ftbench ftw convert MODEL OUT [--shard-gib X] [--workers N] [--chunk-mib N]\n"
+		   "                            [--expert-load auto|serial|parallel] [--json]\n"
+		   "  --shard-gib X   shard limit in GiB, a number as in the seed (0.5; whole MiB); --shard-mib N\n");
 }
 
 int cmd_ftw(int argc, char **argv)
@@ -29,11 +30,8 @@ int cmd_ftw(int argc, char **argv)
 		switch (c) {
 		case 'g':
 		case 'G':
-			if (ftstr_parse_long(optarg, 1, c == 'g' ? 1 << 20 : 1L << 30, &v) < 0) {
-				ftcli_error("--shard-%s: '%s' is not a positive number", c == 'g' ? "gib" : "mib", optarg);
+			if (ftcli_opt_shard(c == 'g' ? "--shard-gib" : "--shard-mib", optarg, &co.shard_limit) < 0)
 				return FTCLI_EXIT_USAGE;
-			}
-			co.shard_limit = (uint64_t)v << (c == 'g' ? 30 : 20);
 			break;
 		case 'w':
 			if (ftstr_parse_long(optarg, 1, 256, &v) < 0) {

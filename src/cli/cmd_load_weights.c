@@ -15,11 +15,50 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: ftbench load-weights --model DIR [--modes baseline,parallel,ftw[,auto]]\n"
-		   "         [--workers N] [--chunk-mib N] [--shard-gib N] [--ftw-dir DIR] [--keep-ftw]\n"
+		   "         [--workers N] [--chunk-mib N] [--shard-gib X] [--ftw-dir DIR] [--keep-ftw]\n"
 		   "         [--no-drop-cache] [--expert-load auto|serial|parallel] [--json] [--result-fd N]\n"
 		   "  baseline (serial loader) always runs as the reference; the FTW copy goes to\n"
-		   "  /var/tmp/ftw_<model name> unless --ftw-dir, and is removed unless --keep-ftw.\n");
+		   "  /var/tmp/ftw_<model name> unless --ftw-dir, and is removed unless --keep-ftw.\n"
+		   "  --modes takes commas or spaces; an unknown mode is skipped with a note (as the seed does),\n"
+		   "  a list without a known mode is an error.\n"
+		   "  --shard-gib X   FTW shard limit in GiB, a number as in the seed (0.5; whole MiB);\n"
+		   "  --shard-mib N   the same in MiB. The seed's bench_load_weight_generic.py flags are\n"
+		   "  all accepted with the same names.\n");
 }
+
+/* --modes as the seed takes it: known entries kept, an unknown one skipped with a note. */
+static int parse_modes(const char *arg, unsigned *modes)
+{
+	char **items;
+	int n = ftstr_split(arg, &items, 64);
+	if (n < 0) {
+		ftcli_error("--modes: '%s' is not a list of baseline, parallel, ftw, auto", arg);
+		return -1;
+	}
+	*modes = 0;
+	int known = 0;
+	for (int i = 0; i < n; i++) {
+		unsigned m;
+		if (ftlw_parse_modes(items[i], &m) == 0) {
+			*modes |= m;
+			known++;
+		}
+	}
+	for (int i = 0; i < n && known; i++) {
+		unsigned m;
+		if (ftlw_parse_modes(items[i], &m) < 0)
+			ftcli_note("--modes: unknown mode '%s' skipped (modes: baseline, parallel, ftw, auto)", items[i]);
+	}
+	ftstr_free_list(items, n);
+	if (!known) {
+		/* nothing to run but the reference: a typo, said rather than run */
+		ftcli_error("--modes: '%s' names no mode (baseline, parallel, ftw, auto)", arg);
+		return -1;
+	}
+	return 0;
+}
+
+static int run(int argc, char **argv, const struct option *opts);
 
 int cmd_load_weights(int argc, char **argv)
 {
@@ -32,19 +71,31 @@ int cmd_load_weights(int argc, char **argv)
 		{"json", no_argument, NULL, 'j'},            {"result-fd", required_argument, NULL, 'r'},
 		{"worker", required_argument, NULL, 'W'},    {"help", no_argument, NULL, 'h'},
 		{0}};
+	static const int lists[] = {'M', 0};
+	struct ftcli_args args;
+	if (ftcli_args_join_lists(&args, argc, argv, opts, lists) < 0) {
+		ftcli_error("out of memory");
+		return FTCLI_EXIT_FAIL;
+	}
+	int rc = run(args.argc, args.argv, opts);
+	ftcli_args_release(&args);
+	return rc;
+}
+
+static int run(int argc, char **argv, const struct option *opts)
+{
 	struct ftlw_opts o = {.modes = FTLW_BASELINE | FTLW_PARALLEL | FTLW_FTW, .drop_cache = 1,
 			      .expert_load = FTLOAD_AUTO};
 	const char *worker = NULL;
 	int json = 0, c;
 	long v;
+	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'm': o.model = optarg; break;
 		case 'M':
-			if (ftlw_parse_modes(optarg, &o.modes) < 0) {
-				ftcli_error("--modes: '%s' is not a list of baseline, parallel, ftw, auto", optarg);
+			if (parse_modes(optarg, &o.modes) < 0)
 				return FTCLI_EXIT_USAGE;
-			}
 			break;
 		case 'w':
 			if (ftstr_parse_long(optarg, 1, 256, &v) < 0) {
@@ -62,11 +113,8 @@ int cmd_load_weights(int argc, char **argv)
 			break;
 		case 'g':
 		case 'G':
-			if (ftstr_parse_long(optarg, 1, c == 'g' ? 1 << 20 : 1L << 30, &v) < 0) {
-				ftcli_error("--shard-%s: '%s' is not a positive number", c == 'g' ? "gib" : "mib", optarg);
+			if (ftcli_opt_shard(c == 'g' ? "--shard-gib" : "--shard-mib", optarg, &o.shard_bytes) < 0)
 				return FTCLI_EXIT_USAGE;
-			}
-			o.shard_bytes = (uint64_t)v << (c == 'g' ? 30 : 20);
 			break;
 		case 'f': o.ftw_dir = optarg; break;
 		case 'k': o.keep_ftw = 1; break;
@@ -105,6 +153,8 @@ int cmd_load_weights(int argc, char **argv)
 	struct ftreport rep = ftcli_reporter();
 	o.rep = &rep;
 	char err[1024];
+	if (worker)
+		ftcli_set_progress_lines(0); /* stdout is the @@RESULT@@ channel */
 	if (worker) {
 		/* child side: one mode, one result line on stdout */
 		json_t *row;

@@ -3,8 +3,10 @@
  * Reads the bandwidth profile that applies to a GPU through libftprofile, exactly as an engine
  * would (search order, GPU check, aliases, rules of reference §5). --gpu takes an index, a uuid or
  * a unique uuid prefix; a full "GPU-..." uuid works without CUDA. No GPU: host.json.
+ * The answers are the seed reader's (libftprofile): recommend prints none when there is no
+ * profile or no data, the format name goes to the reader as typed.
  * Exit: 0 found; 1 no profile / no data for the format / invalid profile (message names the
- * file); 2 usage (unknown format, bad --gpu). */
+ * file); 2 usage (missing format, bad --gpu). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -19,7 +21,7 @@ static const char usage[] =
 	"usage: ftbench profile path|show|recommend FORMAT|fetch-fraction FORMAT [--gpu G] [--json]\n"
 	"  path            the profile file that applies (or where `ftbench bw` would write it)\n"
 	"  show            what the profile says (--json: the whole file)\n"
-	"  recommend F     offload | hybrid | none for format F (aliases: mxfp4, fp8)\n"
+	"  recommend F     offload | hybrid | none for format F (the reader's alias: mxfp4)\n"
 	"  fetch-fraction F  share of a hybrid step's missing experts fetched over PCIe\n"
 	"  --gpu G         GPU index, uuid or unique uuid prefix (default: the first GPU; none: host.json)\n"
 	"  --json          machine-readable output\n"
@@ -72,8 +74,10 @@ static void show_human(const struct ftprof *p)
 			       (long long)json_integer_value(json_object_get(link, "gen_max")),
 			       (long long)json_integer_value(json_object_get(link, "width_max")));
 		printf("\n");
-	} else {
+	} else if (json_is_null(gpu)) {
 		printf("gpu       none (CPU-only profile)\n");
+	} else {
+		printf("gpu       not recorded (an older profile: read by every GPU's engine)\n");
 	}
 	printf("measured  %s on %s", json_string_value(json_object_get(root, "timestamp")) ?: "?",
 	       json_string_value(json_object_get(root, "host")) ?: "?");
@@ -146,6 +150,21 @@ static void show_human(const struct ftprof *p)
 	}
 }
 
+/* When a name the reader does not alias (fp8) finds nothing but its canonical name would. */
+static const char *alias_hint(const struct ftprof *p, const char *format, int rec)
+{
+	static char hint[160];
+	const char *canon = ftprof_canonical_format(format);
+	double f;
+	if (!strcmp(canon, format) || !strcmp(format, "mxfp4"))
+		return "";
+	if (rec ? ftprof_recommend(p, canon) == FTPROF_REC_NONE : ftprof_fetch_fraction(p, canon, &f) < 0)
+		return "";
+	snprintf(hint, sizeof hint, "; the reader (as the seed's) does not alias '%s': engines ask for '%s', "
+		 "which has data", format, canon);
+	return hint;
+}
+
 int cmd_profile(int argc, char **argv)
 {
 	static const struct option opts[] = {{"gpu", required_argument, NULL, 'g'},
@@ -188,12 +207,15 @@ int cmd_profile(int argc, char **argv)
 			return FTCLI_EXIT_USAGE;
 		}
 		format = argv[optind++];
-		if (!ftfmt_lookup(format)) {
-			ftcli_error("unknown format '%s' (one of %s; aliases mxfp4, fp8)", format,
-				    ftfmt_all_names());
+		if (!*format) {
+			ftcli_error("%s: empty FORMAT (one of %s)", action, ftfmt_all_names());
 			return FTCLI_EXIT_USAGE;
 		}
-		format = ftprof_canonical_format(format);
+		/* Asked the way an engine asks: the name goes to the reader as it is (a profile may hold
+		 * formats ftbench does not know; the reader's only alias is mxfp4). */
+		if (!ftfmt_lookup(format))
+			ftcli_note("'%s' is not a format ftbench knows (%s); the profile is asked as it is", format,
+				   ftfmt_all_names());
 	} else if (strcmp(action, "path") && strcmp(action, "show")) {
 		ftcli_error("unknown action '%s'", action);
 		fputs(usage, stderr);
@@ -244,11 +266,24 @@ int cmd_profile(int argc, char **argv)
 		goto out;
 	}
 	if (r) {
-		ftcli_error("%s", err[0] ? err : strerror(-r));
+		/* no profile, or one the seed's reader cannot read either: its answer is none */
+		const char *msg = err[0] ? err : strerror(-r);
+		if (r == -ENOENT)
+			ftcli_note("%s", msg);
+		else
+			ftcli_error("%s", msg);
 		if (json) {
-			json_t *o = json_pack("{s:s?,s:s}", "gpu_uuid", uuid, "error", err[0] ? err : strerror(-r));
+			json_t *o = json_pack("{s:s?,s:s}", "gpu_uuid", uuid, "error", msg);
+			if (format && !strcmp(action, "recommend"))
+				json_object_set_new(o, "recommendation", json_string("none"));
+			else if (format)
+				json_object_set_new(o, "fetch_fraction", json_null());
+			if (format)
+				json_object_set_new(o, "format", json_string(format));
 			ftcli_print_json(o);
 			json_decref(o);
+		} else if (format && !strcmp(action, "recommend")) {
+			printf("none\n");
 		}
 		goto out;
 	}
@@ -271,8 +306,8 @@ int cmd_profile(int argc, char **argv)
 			printf("%s\n", ftprof_rec_name(rec));
 		}
 		if (rec == FTPROF_REC_NONE)
-			ftcli_note("%s: no %s data for %s (engines keep offload)", ftprof_source(p),
-				   ftprof_deployment_name(used), format);
+			ftcli_note("%s: no %s data for %s (engines keep offload)%s", ftprof_source(p),
+				   ftprof_deployment_name(used), format, alias_hint(p, format, 1));
 		rc = rec == FTPROF_REC_NONE ? FTCLI_EXIT_FAIL : 0;
 	} else {
 		double f = 0;
@@ -289,8 +324,8 @@ int cmd_profile(int argc, char **argv)
 			printf("%.4f\n", f);
 		}
 		if (r)
-			ftcli_error("%s: no bandwidth pair for %s (engines use a fixed cap of 1)",
-				    ftprof_source(p), format);
+			ftcli_error("%s: no bandwidth pair for %s (engines use a fixed cap of 1)%s",
+				    ftprof_source(p), format, alias_hint(p, format, 0));
 		rc = r ? FTCLI_EXIT_FAIL : 0;
 	}
 out:

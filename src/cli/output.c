@@ -1,9 +1,12 @@
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -15,6 +18,12 @@ const char *ftcli_prog = "ftbench";
 static int result_fd = -1;
 static int quiet;
 static int bar_shown;
+static const char *gpu_flag = "--gpu"; /* the flag that named the GPU, for messages */
+static int progress_lines = -1; /* -1: not decided yet (FREETOKEN_BENCH_PROGRESS) */
+static struct {
+	int done, total, shown;
+	char label[128];
+} last_line;
 
 int ftcli_set_result_fd(int fd)
 {
@@ -65,8 +74,40 @@ static void clear_bar(void)
 	}
 }
 
+void ftcli_set_progress_lines(int on)
+{
+	progress_lines = !!on;
+}
+
+static int progress_lines_on(void)
+{
+	if (progress_lines < 0) {
+		const char *e = getenv("FREETOKEN_BENCH_PROGRESS");
+		progress_lines = e && (!strcmp(e, "1") || !strcasecmp(e, "true") || !strcasecmp(e, "yes") ||
+				       !strcasecmp(e, "on"));
+	}
+	return progress_lines;
+}
+
+/* The seed's progress line, without repeating steps of less than 1%. */
+static void progress_line(int done, int total, const char *label)
+{
+	const char *l = label ? label : "";
+	if (last_line.shown && last_line.total == total && !strncmp(last_line.label, l, sizeof last_line.label - 1) &&
+	    done != total && (long)(done - last_line.done) * 100 < (long)total)
+		return;
+	printf("FTBENCH %d %d %s\n", done, total, l);
+	fflush(stdout);
+	last_line.shown = 1;
+	last_line.done = done;
+	last_line.total = total;
+	snprintf(last_line.label, sizeof last_line.label, "%s", l);
+}
+
 void ftcli_progress(int done, int total, const char *label)
 {
+	if (progress_lines_on())
+		progress_line(done, total, label);
 	json_t *m = json_pack("{s:s,s:i,s:i,s:s}", "type", "progress", "done", done, "total", total,
 			      "label", label ? label : "");
 	send_line(m);
@@ -149,10 +190,78 @@ int ftcli_check_cpu_moe_env(void)
 	return 0;
 }
 
+int ftcli_opt_device(const char *arg, char *spec, size_t n, const char **gpu_spec)
+{
+	long v;
+	if (ftstr_parse_long(arg, 0, 4095, &v) < 0) {
+		ftcli_error("--device: '%s' is not a CUDA device index (0, 1, ...; --gpu also takes a UUID)", arg);
+		return -1;
+	}
+	snprintf(spec, n, "%ld", v);
+	if (*gpu_spec && strcmp(*gpu_spec, spec)) {
+		ftcli_error("--device %s and --gpu %s name different GPUs (--device N is the seed's --gpu N)", spec,
+			    *gpu_spec);
+		return -1;
+	}
+	*gpu_spec = spec;
+	gpu_flag = "--device";
+	return 0;
+}
+
+int ftcli_fake_gpus(void)
+{
+	const char *e = getenv(FTCLI_ENV_FAKE_GPUS);
+	long v;
+	if (!e || !*e)
+		return -1;
+	return ftstr_parse_long(e, 0, 16, &v) < 0 ? -1 : (int)v;
+}
+
+int ftcli_gpu_list(struct ftgpu_info **out, int *n, char *why, size_t whylen)
+{
+	int fake = ftcli_fake_gpus();
+	if (fake < 0)
+		return ftgpu_list(out, n, why, whylen);
+	*n = fake;
+	*out = NULL;
+	if (!fake) {
+		snprintf(why, whylen, "no CUDA device (%s=0)", FTCLI_ENV_FAKE_GPUS);
+		return 0;
+	}
+	struct ftgpu_info *v = calloc((size_t)fake, sizeof *v);
+	if (!v)
+		return -ENOMEM;
+	for (int i = 0; i < fake; i++) {
+		v[i].index = i;
+		snprintf(v[i].uuid, sizeof v[i].uuid, "GPU-fa4e0000-0000-4000-8000-0000000000%02d", i);
+		snprintf(v[i].name, sizeof v[i].name, "Fake GPU");
+		snprintf(v[i].pci_bus_id, sizeof v[i].pci_bus_id, "0000DEAD:%02X:00.0", i);
+		v[i].mem_total = 1ull << 34;
+		v[i].cc_major = 9;
+		v[i].numa_node = -1;
+	}
+	*out = v;
+	return 0;
+}
+
+int ftcli_host_gpu_count(void)
+{
+	int fake = ftcli_fake_gpus();
+	if (fake >= 0)
+		return fake;
+	struct ftgpu_info *g = NULL;
+	int n = 0, host = ftgpu_count_host();
+	char why[256];
+	if (ftgpu_list(&g, &n, why, sizeof why) < 0)
+		n = 0;
+	free(g);
+	return host > n ? host : n;
+}
+
 int ftcli_select_gpu(const char *spec, struct ftgpu_info *out, char *why, size_t whylen)
 {
 	struct ftgpu_info *gpus;
-	int n, r = ftgpu_list(&gpus, &n, why, whylen);
+	int n, r = ftcli_gpu_list(&gpus, &n, why, whylen);
 	if (r < 0) {
 		ftcli_error("listing GPUs: %s", why);
 		return r;
@@ -160,7 +269,7 @@ int ftcli_select_gpu(const char *spec, struct ftgpu_info *out, char *why, size_t
 	if (n == 0) {
 		free(gpus);
 		if (spec) {
-			ftcli_error("--gpu %s: %s", spec, why);
+			ftcli_error("%s %s: %s", gpu_flag, spec, why);
 			return -ENODEV;
 		}
 		return 1;
@@ -168,7 +277,7 @@ int ftcli_select_gpu(const char *spec, struct ftgpu_info *out, char *why, size_t
 	char err[1024];
 	int i = spec ? ftgpu_resolve(gpus, n, spec, err, sizeof err) : 0;
 	if (i < 0) {
-		ftcli_error("--gpu: %s", err);
+		ftcli_error("%s: %s", gpu_flag, err);
 		free(gpus);
 		return i;
 	}
@@ -182,4 +291,26 @@ void ftcli_print_json(json_t *j)
 	json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	fputc('\n', stdout);
 	fflush(stdout);
+}
+
+/* A shard size: --shard-gib X (a number, as in the seed) or --shard-mib N, in whole MiB. */
+int ftcli_opt_shard(const char *opt, const char *arg, uint64_t *bytes)
+{
+	int gib = !strcmp(opt, "--shard-gib");
+	double v;
+	if (ftstr_parse_double(arg, 0, gib ? 1 << 20 : 1 << 30, &v) < 0 || !(v > 0)) {
+		ftcli_error("%s: '%s' is not a positive number%s", opt, arg, gib ? " of GiB (0.5 is fine)" : " of MiB");
+		return -1;
+	}
+	double mib = gib ? v * 1024.0 : v;
+	if (!gib && mib != (double)(uint64_t)mib) {
+		ftcli_error("%s: '%s' is not a whole number of MiB", opt, arg);
+		return -1;
+	}
+	if (mib < 1.0) {
+		ftcli_error("%s: '%s' is less than 1 MiB", opt, arg);
+		return -1;
+	}
+	*bytes = (uint64_t)llround(mib) << 20;
+	return 0;
 }

@@ -41,6 +41,8 @@ static int add_event(struct ftchat_stream *s, int tokens, size_t bytes)
 		s->cap = cap;
 	}
 	s->ev[s->nev++] = (struct ftchat_event){s->now_ns, tokens, (uint32_t)(bytes > UINT32_MAX ? UINT32_MAX : bytes)};
+	if (bytes)
+		s->ntext++;
 	if (tokens > 1)
 		s->multi_token_events++;
 	return 0;
@@ -74,6 +76,7 @@ static int error_object(struct ftchat_stream *s, json_t *j)
 	return r;
 }
 
+/* 1 when o[key] is a string (t, n: its text, possibly empty), else 0. */
 static int text_of(json_t *o, const char *key, const char **t, size_t *n)
 {
 	json_t *v = json_object_get(o, key);
@@ -81,7 +84,27 @@ static int text_of(json_t *o, const char *key, const char **t, size_t *n)
 		return 0;
 	*t = json_string_value(v);
 	*n = json_string_length(v);
-	return *n > 0;
+	return 1;
+}
+
+static void take_timings(struct ftchat_stream *s, json_t *t)
+{
+	if (!json_is_object(t))
+		return;
+	struct {
+		const char *k;
+		double *v;
+	} f[] = {{"cache_n", &s->timings.cache_n}, {"prompt_n", &s->timings.prompt_n}, {"prompt_ms", &s->timings.prompt_ms},
+		 {"prompt_per_second", &s->timings.prompt_per_second}, {"predicted_n", &s->timings.predicted_n},
+		 {"predicted_ms", &s->timings.predicted_ms},
+		 {"predicted_per_second", &s->timings.predicted_per_second}};
+	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+		json_t *v = json_object_get(t, f[i].k);
+		if (json_is_number(v)) {
+			*f[i].v = json_number_value(v);
+			s->timings.have = 1;
+		}
+	}
 }
 
 static int on_event(void *ctx, const struct ftsse_event *ev)
@@ -122,34 +145,45 @@ static int on_event(void *ctx, const struct ftsse_event *ev)
 		json_t *pt = json_object_get(u, "prompt_tokens"), *ct = json_object_get(u, "completion_tokens");
 		if (json_is_integer(pt))
 			s->prompt_tokens = (long)json_integer_value(pt);
-		if (json_is_integer(ct))
+		if (json_is_integer(ct)) {
 			s->completion_tokens = cum = (long)json_integer_value(ct);
+			s->saw_usage = 1;
+		}
 	}
+	take_timings(s, json_object_get(j, "timings"));
 	size_t bytes = 0;
+	int token = 0;
 	json_t *choices = json_object_get(j, "choices");
 	size_t i;
 	json_t *c;
 	json_array_foreach(choices, i, c) {
 		json_t *delta = json_object_get(c, "delta");
 		const char *t;
-		size_t n;
+		size_t n, cb = 0;
+		int has = 0;
 		const char *keys[] = {"reasoning_content", "reasoning", "content"};
 		for (size_t k = 0; k < 3 && json_is_object(delta); k++)
 			if (text_of(delta, keys[k], &t, &n)) {
-				if ((r = add_text(s, t, n)))
+				has = 1;
+				if (n && (r = add_text(s, t, n)))
 					goto out;
-				bytes += n;
+				cb += n;
 			}
 		if (text_of(c, "text", &t, &n)) {
-			if ((r = add_text(s, t, n)))
+			has = 1;
+			if (n && (r = add_text(s, t, n)))
 				goto out;
-			bytes += n;
+			cb += n;
 		}
 		const char *fr = json_string_value(json_object_get(c, "finish_reason"));
 		if (fr)
 			ftstr_copy(s->finish_reason, sizeof s->finish_reason, fr);
+		/* an empty chunk is a decode step, unless it announces the role or closes the stream */
+		if (has && (cb || !(fr || (json_is_object(delta) && json_object_get(delta, "role")))))
+			token = 1;
+		bytes += cb;
 	}
-	if (bytes) {
+	if (token) {
 		int tokens = -1;
 		if (cum >= 0 && cum >= s->cum_tokens && cum - s->cum_tokens < (1L << 30))
 			tokens = (int)(cum - s->cum_tokens);
@@ -172,6 +206,7 @@ int ftchat_init(struct ftchat_stream *s, const struct ftchat_limits *lim)
 	if (!s->lim.max_events)
 		s->lim.max_events = 1u << 20;
 	s->prompt_tokens = s->completion_tokens = -1;
+	s->timings.cache_n = -1;
 	s->sse = ftsse_new(s->lim.max_line, s->lim.max_event, on_event, s);
 	return s->sse ? 0 : -ENOMEM;
 }
@@ -196,7 +231,7 @@ int ftchat_feed(struct ftchat_stream *s, const char *buf, size_t n, uint64_t now
 
 double ftchat_tokens_per_event(const struct ftchat_stream *s)
 {
-	if (s->nev == 0 || s->completion_tokens <= 0)
+	if (s->ntext == 0 || s->completion_tokens <= 0)
 		return 0.0;
-	return (double)s->completion_tokens / (double)s->nev;
+	return (double)s->completion_tokens / (double)s->ntext;
 }

@@ -1,12 +1,17 @@
 /* chat: what an OpenAI-style streamed chat completion says, event by event.
  *
  * Feed it the raw bytes of a /v1/chat/completions (or /v1/completions) response with stream:true,
- * each run with the time it arrived. It records every event that carries text (delta.content,
- * delta.reasoning_content / delta.reasoning, or choices[].text) with its arrival time and, when
- * the chunk also carries cumulative usage (continuous usage stats), how many tokens it added;
- * keeps the final usage (prompt_tokens, completion_tokens) from the usage chunk, which may carry
- * no choices at all; notices [DONE]; and turns an error object ({"error":...} or an "error"
- * event) into a failure with the server's message.
+ * each run with the time it arrived. It records every token chunk with its arrival time: a
+ * chunk whose choice has a string delta.content / delta.reasoning_content / delta.reasoning (or
+ * choices[].text), empty or not (a server that holds back the bytes of an unfinished character
+ * still sends one chunk per decode step). Not token chunks: the role announcement (delta.role
+ * with no text: {"role":"assistant"}, {"role":"assistant","content":null} or "content":""),
+ * a closing chunk with no text and a finish_reason, and usage-only chunks. Each event says how
+ * many text bytes it carried and, when the chunk also carries cumulative usage (continuous
+ * usage stats), how many tokens it added. It keeps the final usage (prompt_tokens,
+ * completion_tokens) from the usage chunk, which may carry no choices at all, and the server's
+ * own timings when it sends them (llama.cpp's "timings"); notices [DONE]; and turns an error
+ * object ({"error":...} or an "error" event) into a failure with the server's message.
  *
  * Memory is bounded by the limits (text bytes, events, SSE line/event size). */
 #ifndef FT_DECODE_CHAT_H
@@ -19,7 +24,14 @@
 struct ftchat_event {
 	uint64_t t_ns;   /* arrival time of the bytes that completed the event */
 	int tokens;      /* tokens it added when the server said (cumulative usage), else -1 */
-	uint32_t bytes;  /* text bytes it carried */
+	uint32_t bytes;  /* text bytes it carried (0: an empty token chunk) */
+};
+
+/* llama.cpp's per-request "timings" (the last seen); have = 0 when none came. */
+struct ftchat_timings {
+	int have;
+	double cache_n;  /* prompt tokens taken from the prefix cache (-1: not said) */
+	double prompt_n, prompt_ms, prompt_per_second, predicted_n, predicted_ms, predicted_per_second;
 };
 
 struct ftchat_limits {
@@ -30,8 +42,9 @@ struct ftchat_limits {
 };
 
 struct ftchat_stream {
-	struct ftchat_event *ev;  /* owned; nev entries */
+	struct ftchat_event *ev;  /* owned; nev entries: every token chunk */
 	size_t nev, cap;
+	size_t ntext;             /* events that carried text (bytes > 0) */
 	char *text;               /* owned; reasoning and content text in arrival order, NUL-terminated */
 	size_t text_len, text_cap;
 	long prompt_tokens;       /* from the last usage seen, -1 when none */
@@ -41,6 +54,8 @@ struct ftchat_stream {
 	char error[512];
 	char finish_reason[32];
 	size_t chunks;            /* data events parsed as JSON */
+	int saw_usage;            /* a usage object with completion_tokens arrived */
+	struct ftchat_timings timings;
 	size_t multi_token_events;/* events known to carry more than one token */
 	/* private */
 	struct ftsse_parser *sse;
@@ -59,6 +74,6 @@ void ftchat_release(struct ftchat_stream *s);
  * event that is not JSON, -EMSGSIZE when a limit was hit, -ENOMEM. Errors are sticky. */
 int ftchat_feed(struct ftchat_stream *s, const char *buf, size_t n, uint64_t now_ns);
 
-/* Mean tokens per text event (completion_tokens / events), 0 when unknown. */
+/* Mean tokens per text event (completion_tokens / text events), 0 when unknown. */
 double ftchat_tokens_per_event(const struct ftchat_stream *s);
 #endif

@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "decode/server.h"
 #include "util/http_client.h"
 #include "util/strutil.h"
 #include "util/timeutil.h"
@@ -61,6 +63,56 @@ int ftdc_get(const char *base, const char *path, double timeout_s, long *status,
 	return e;
 }
 
+/* The first lines of text (at most max_lines, n-1 bytes) into buf, lines joined with "\n",
+ * trailing blanks dropped, control characters other than newline shown as spaces. */
+static void first_lines(const char *t, size_t len, int max_lines, char *buf, size_t n)
+{
+	size_t o = 0;
+	int lines = 1;
+	for (size_t i = 0; i < len && t[i] && o + 1 < n; i++) {
+		char ch = t[i];
+		if (ch == '\r')
+			continue;
+		if (ch == '\n') {
+			if (++lines > max_lines)
+				break;
+		} else if ((unsigned char)ch < 0x20 || ch == 0x7f) {
+			ch = ' ';
+		}
+		buf[o++] = ch;
+	}
+	while (o && (buf[o - 1] == '\n' || buf[o - 1] == ' '))
+		o--;
+	if (n)
+		buf[o] = '\0';
+}
+
+/* What an error body says: its {"error":{"message"}} / {"detail"} / {"message"} when JSON, else
+ * the text; the first lines, whole. */
+static void body_message(const char *body, size_t len, char *buf, size_t n)
+{
+	json_t *j = json_loadb(body, len, 0, NULL);
+	json_t *e = json_object_get(j, "error");
+	const char *m = json_is_string(e) ? json_string_value(e) : json_string_value(json_object_get(e, "message"));
+	if (!m)
+		m = json_string_value(json_object_get(j, "detail"));
+	if (!m)
+		m = json_string_value(json_object_get(j, "message"));
+	if (!m && json_is_array(json_object_get(j, "detail"))) {
+		/* FastAPI's validation errors: [{"loc":[..],"msg":..}, ...] */
+		char *d = json_dumps(json_object_get(j, "detail"), JSON_COMPACT);
+		first_lines(d ? d : "", d ? strlen(d) : 0, 8, buf, n);
+		free(d);
+		json_decref(j);
+		return;
+	}
+	if (m)
+		first_lines(m, strlen(m), 8, buf, n);
+	else
+		first_lines(body, len, 8, buf, n);
+	json_decref(j);
+}
+
 int ftdc_health(const char *base, double timeout_s, char *state, size_t n)
 {
 	long st = 0;
@@ -72,16 +124,122 @@ int ftdc_health(const char *base, double timeout_s, char *state, size_t n)
 	}
 	json_t *j = json_loads(body, JSON_DECODE_ANY, NULL);
 	json_t *m = json_object_get(j, "maintenance");
-	if (json_is_string(m)) {
+	const char *status = json_string_value(json_object_get(j, "status"));
+	if (st == 404) {
+		snprintf(state, n, "GET /health: HTTP 404 (the server has no /health)");
+		r = -ENOENT;
+	} else if (status && !strcmp(status, "error")) {
+		char msg[300];
+		body_message(body, strlen(body), msg, sizeof msg);
+		snprintf(state, n, "GET /health says status \"error\" (HTTP %ld): %s", st, msg);
+		r = -EREMOTEIO;
+	} else if (json_is_string(m)) {
 		r = st == 200 && !strcmp(json_string_value(m), "serving");
 		snprintf(state, n, "maintenance=%s (HTTP %ld)", json_string_value(m), st);
 	} else {
 		r = st == 200;
-		snprintf(state, n, "HTTP %ld", st);
+		char msg[160] = "";
+		if (st != 200)
+			body_message(body, strlen(body), msg, sizeof msg);
+		snprintf(state, n, "HTTP %ld%s%s", st, msg[0] ? ": " : "", msg);
 	}
 	json_decref(j);
 	free(body);
 	return r;
+}
+
+int ftdc_models_ready(const char *base, double timeout_s, char *state, size_t n)
+{
+	long st = 0;
+	char *body = NULL, why[256];
+	int r = ftdc_get(base, "/v1/models", timeout_s, &st, &body, why, sizeof why);
+	if (r < 0) {
+		snprintf(state, n, "%s", why);
+		return r;
+	}
+	json_t *j = json_loads(body, 0, NULL);
+	json_t *d = json_object_get(j, "data");
+	r = st == 200 && json_array_size(d) > 0;
+	if (r)
+		snprintf(state, n, "GET /v1/models: HTTP 200, %zu model(s)", json_array_size(d));
+	else {
+		char msg[160] = "";
+		body_message(body, strlen(body), msg, sizeof msg);
+		snprintf(state, n, "GET /v1/models: HTTP %ld%s%s", st, msg[0] ? ": " : "", st == 200 ? "no model listed" : msg);
+	}
+	json_decref(j);
+	free(body);
+	return r;
+}
+
+int ftdc_detect_kind(const char *base, double timeout_s, int *kind, char *how, size_t n)
+{
+	long st = 0;
+	char *body = NULL, why[256];
+	int r;
+	json_t *j;
+	if ((r = ftdc_get(base, "/health", timeout_s, &st, &body, why, sizeof why)) == 0) {
+		j = json_loads(body, JSON_DECODE_ANY, NULL);
+		int ft = json_object_get(j, "maintenance") != NULL;
+		json_decref(j);
+		free(body);
+		if (ft) {
+			*kind = FTSRV_FREETOKEN;
+			snprintf(how, n, "/health has \"maintenance\"");
+			return 0;
+		}
+	} else {
+		snprintf(how, n, "%s", why); /* nothing answered HTTP at all */
+		return r;
+	}
+	if ((r = ftdc_get(base, "/v1/models", timeout_s, &st, &body, why, sizeof why)) < 0) {
+		snprintf(how, n, "%s", why);
+		return r;
+	}
+	if (st != 200) {
+		/* still loading (llama-server answers 503 everywhere then): too early to tell */
+		char msg[120];
+		body_message(body, strlen(body), msg, sizeof msg);
+		snprintf(how, n, "GET /v1/models: HTTP %ld%s%s (not ready; the kind is not known yet)", st,
+			 msg[0] ? ": " : "", msg);
+		free(body);
+		return -EAGAIN;
+	}
+	j = json_loads(body, 0, NULL);
+	const char *o = json_string_value(json_object_get(json_array_get(json_object_get(j, "data"), 0), "owned_by"));
+	int k = !o ? -1 : !strcasecmp(o, "llamacpp") || !strcasecmp(o, "llama.cpp") ? FTSRV_LLAMACPP :
+		!strcasecmp(o, "vllm") ? FTSRV_VLLM : !strcasecmp(o, "sglang") ? FTSRV_SGLANG : -1;
+	if (k >= 0)
+		snprintf(how, n, "/v1/models owned_by \"%s\"", o);
+	json_decref(j);
+	free(body);
+	if (k >= 0) {
+		*kind = k;
+		return 0;
+	}
+	static const struct {
+		const char *path, *key;
+		int kind;
+	} probe[] = {{"/props", "default_generation_settings", FTSRV_LLAMACPP},
+		     {"/get_server_info", NULL, FTSRV_SGLANG},
+		     {"/version", "version", FTSRV_VLLM}};
+	for (size_t i = 0; i < sizeof probe / sizeof probe[0]; i++) {
+		if (ftdc_get(base, probe[i].path, timeout_s, &st, &body, why, sizeof why) < 0)
+			continue;
+		j = st == 200 ? json_loads(body, 0, NULL) : NULL;
+		int hit = json_is_object(j) && (!probe[i].key || json_object_get(j, probe[i].key));
+		json_decref(j);
+		free(body);
+		if (hit) {
+			*kind = probe[i].kind;
+			snprintf(how, n, "GET %s answers%s%s", probe[i].path, probe[i].key ? " with " : "",
+				 probe[i].key ? probe[i].key : "");
+			return 0;
+		}
+	}
+	*kind = FTSRV_OPENAI;
+	snprintf(how, n, "none of /health maintenance, owned_by, /props, /get_server_info, /version");
+	return 0;
 }
 
 /* GET base+path and its JSON body (whatever the Content-Type says): a new reference, or NULL
@@ -186,21 +344,13 @@ static int stream_progress(void *ctx, curl_off_t a, curl_off_t b, curl_off_t c, 
 	return x->cancel && *x->cancel;
 }
 
-/* An error answer: "HTTP <status>: " then the message of an {"error":{...}} body as ftcurl
- * describes it, else the start of the body as it came. */
+/* An error answer: "HTTP <status>: " then the first lines of the body's error message (or of
+ * the body), whole. */
 static void describe_status(const struct sctx *x, char *buf, size_t n)
 {
-	struct ftcurl_resp r = {.status = x->status, .body = (char *)x->errbody, .len = x->errlen};
-	r.json = json_loadb(x->errbody, x->errlen, 0, NULL);
-	const char *code, *msg;
-	if (ftcurl_api_error(&r, &code, &msg, NULL) == 0 && (code || msg)) {
-		char d[400];
-		ftcurl_describe_error(&r, d, sizeof d);
-		snprintf(buf, n, "HTTP %ld: %s", x->status, d);
-	} else {
-		snprintf(buf, n, "HTTP %ld: %.300s", x->status, x->errbody);
-	}
-	json_decref(r.json);
+	char msg[900];
+	body_message(x->errbody, x->errlen, msg, sizeof msg);
+	snprintf(buf, n, "HTTP %ld%s%s", x->status, msg[0] ? ": " : " (empty body)", msg);
 }
 
 int ftdc_stream_chat(const char *base, const json_t *request, double timeout_s, struct ftchat_stream *s,
@@ -254,7 +404,7 @@ int ftdc_stream_chat(const char *base, const json_t *request, double timeout_s, 
 			snprintf(why, whylen, "stream refused after %zu events: %s", s->nev,
 				 r == -EMSGSIZE ? "a limit on the stream size was hit" : strerror(-r));
 	} else if (rc == CURLE_OK && x.status != 200) {
-		char msg[512];
+		char msg[1000];
 		describe_status(&x, msg, sizeof msg);
 		r = -EIO;
 		snprintf(why, whylen, "POST /v1/chat/completions: %s", msg);
@@ -266,9 +416,13 @@ int ftdc_stream_chat(const char *base, const json_t *request, double timeout_s, 
 			snprintf(why, whylen, "%s after %zu events: %s",
 				 r == -EPIPE ? "connection lost mid-stream" : "streaming failed", s->nev,
 				 eb[0] ? eb : curl_easy_strerror(rc));
+	} else if (!s->done && s->chunks == 0) {
+		r = -ENODATA;
+		snprintf(why, whylen, "the server sent no tokens: HTTP 200, then it closed the stream without an event");
 	} else if (!s->done) {
 		r = -EPIPE;
-		snprintf(why, whylen, "stream ended after %zu events without [DONE] (server died mid-stream?)", s->nev);
+		snprintf(why, whylen, "the stream ended after %zu chunks (%zu token chunks) without [DONE]", s->chunks,
+			 s->nev);
 	} else {
 		r = 0;
 	}

@@ -26,9 +26,23 @@ int ftdc_get(const char *base, const char *path, double timeout_s, long *status,
 	     char *why, size_t whylen);
 
 /* One /health probe: 1 when serving, 0 when up but not serving yet (state says what it said,
- * e.g. "loading" or "HTTP 503"), or -errno when it could not be asked. A 200 whose body has no
- * "maintenance" key (a server other than FreeToken) counts as serving. */
+ * e.g. "maintenance=loading (HTTP 200)" or "HTTP 503: Loading model"), -ENOENT when the server
+ * has no /health (HTTP 404), -EREMOTEIO when it says {"status":"error"} (FreeToken: the server
+ * failed), or -errno when it could not be asked. A 200 whose body has no "maintenance" key (a
+ * server other than FreeToken) counts as serving. */
 int ftdc_health(const char *base, double timeout_s, char *state, size_t n);
+
+/* Readiness from /v1/models (for servers without /health): 1 when it answers 200 with at least
+ * one model, 0 when up but not (state says what it said), -errno when it could not be asked. */
+int ftdc_models_ready(const char *base, double timeout_s, char *state, size_t n);
+
+/* Which kind of server answers at base (decode/server.h's enum ftsrv_kind), from what it
+ * serves: /health with "maintenance" (freetoken); /v1/models' owned_by ("llamacpp", "vllm",
+ * "sglang"); /props with llama.cpp's default_generation_settings; /get_server_info (sglang);
+ * /version (vllm); anything else answering HTTP is openai. how (size n) says which probe
+ * decided. -EAGAIN while /v1/models does not answer 200 yet (a server still loading answers
+ * 503 to every probe: too early to tell), -errno (e.g. -ECONNREFUSED) when nothing answered. */
+int ftdc_detect_kind(const char *base, double timeout_s, int *kind, char *how, size_t n);
 
 /* The first model id from /v1/models into id (size n). -ENOENT when the list is empty. */
 int ftdc_model_id(const char *base, double timeout_s, char *id, size_t n, char *why, size_t whylen);
@@ -40,8 +54,11 @@ int ftdc_vram_bytes(const char *base, double timeout_s, long long *bytes);
 /* POST request (borrowed) to base/v1/chat/completions and feed the streamed answer into s
  * (initialised by the caller). *t_request_ns is taken just before the request is sent.
  * Returns 0 when the stream ended with [DONE]; -EPROTO for an error object (why has the
- * server's message), -EPIPE when the connection ended before [DONE] (a server that died
- * mid-stream), -EBADMSG, -EMSGSIZE, -ETIMEDOUT, -ECANCELED, or -EIO for an HTTP error status. */
+ * server's message), -ENODATA when the server answered 200 and closed the stream without a
+ * single event, -EPIPE when the connection ended before [DONE] after some events (a server
+ * that died mid-stream, or closed the stream early), -EBADMSG, -EMSGSIZE, -ETIMEDOUT,
+ * -ECANCELED, or -EIO for an HTTP error status (why has the status and the first lines of the
+ * body, or of its error message, whole). */
 int ftdc_stream_chat(const char *base, const json_t *request, double timeout_s, struct ftchat_stream *s,
 		     uint64_t *t_request_ns, const volatile sig_atomic_t *cancel, char *why, size_t whylen);
 #endif

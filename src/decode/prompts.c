@@ -45,12 +45,9 @@ const char *ftprompt_builtin(int i, const char **answer)
 char *ftprompt_with_instruction(const char *text)
 {
 	char *s = NULL;
-	if (strstr(text, "\\boxed{"))
+	if (strstr(text, "boxed"))
 		return strdup(text);
-	size_t l = strlen(text);
-	while (l && (text[l - 1] == '\n' || text[l - 1] == ' '))
-		l--;
-	if (asprintf(&s, "%.*s\n\n%s", (int)l, text, FTPROMPT_INSTRUCTION) < 0)
+	if (asprintf(&s, "%s\n%s", text, FTPROMPT_INSTRUCTION) < 0)
 		return NULL;
 	return s;
 }

@@ -2,9 +2,10 @@
  *
  * From an AIME-style jsonl file (--aime FILE: one JSON object per line with a "problem" or a
  * "prompt" string; blank lines skipped) by 0-based index, or from a small embedded set written
- * for this project, so the benchmark runs without network. The instruction "Please reason step
- * by step, and put your final answer within \boxed{}." is appended when the text has no
- * "\boxed{" of its own. */
+ * for this project, so the benchmark runs without network. The seed's rule, exactly: when the
+ * text does not contain "boxed", "\n" and the instruction "Please reason step by step, and put
+ * your final answer within \boxed{}." are appended (nothing trimmed), so that prompts, TTFT and
+ * output_sha1 match the seed's on the same model. */
 #ifndef FT_DECODE_PROMPTS_H
 #define FT_DECODE_PROMPTS_H
 #include <stddef.h>

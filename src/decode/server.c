@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <linux/close_range.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -64,30 +65,102 @@ void ftsrv_free_argv(char **argv)
 	free(argv);
 }
 
-int ftsrv_serve_flags(const struct ftsrv_serve_cfg *c, const char *backend, char ***flags, int *n)
+static const char *const kind_names[FTSRV_NKINDS] = {"freetoken", "llama.cpp", "vllm", "sglang", "openai"};
+
+const char *ftsrv_kind_name(enum ftsrv_kind k)
+{
+	return (unsigned)k < FTSRV_NKINDS ? kind_names[k] : "?";
+}
+
+int ftsrv_kind_parse(const char *s)
+{
+	for (int k = 0; k < FTSRV_NKINDS; k++)
+		if (!strcasecmp(s, kind_names[k]))
+			return k;
+	if (!strcasecmp(s, "ft"))
+		return FTSRV_FREETOKEN;
+	if (!strcasecmp(s, "llamacpp") || !strcasecmp(s, "llama-server") || !strcasecmp(s, "llama_cpp"))
+		return FTSRV_LLAMACPP;
+	return -EINVAL;
+}
+
+const char *ftsrv_default_template(enum ftsrv_kind k)
+{
+	switch (k) {
+	case FTSRV_FREETOKEN: return FTSRV_DEFAULT_TEMPLATE;
+	case FTSRV_LLAMACPP: return "llama-server -m {model} --host {host} --port {port} {flags}";
+	case FTSRV_VLLM: return "vllm serve {model} --host {host} --port {port} {flags}";
+	case FTSRV_SGLANG: return "python3 -m sglang.launch_server --model-path {model} --host {host} --port {port} {flags}";
+	default: return NULL;
+	}
+}
+
+int ftsrv_serve_flags(const struct ftsrv_serve_cfg *c, enum ftsrv_kind kind, const char *backend, char ***flags,
+		      int *n)
 {
 	struct vec a = {0};
 	int r = 0;
-	r |= vec_pushf(&a, "--moe-backend");
-	r |= vec_pushf(&a, "%s", backend);
-	r |= vec_pushf(&a, "--max-running-requests");
-	r |= vec_pushf(&a, "1");
-	r |= vec_pushf(&a, "--max-seq-len-override");
-	r |= vec_pushf(&a, "%ld", 8192 + c->max_tokens);
-	r |= vec_pushf(&a, "--memory-ratio");
-	r |= vec_pushf(&a, "%g", c->mem_ratio);
-	r |= vec_pushf(&a, "--cuda-graph-max-bs");
-	r |= vec_pushf(&a, "%d", c->no_graph ? 0 : 1);
-	r |= vec_pushf(&a, "--moe-hybrid-max-fetch");
-	r |= vec_pushf(&a, "%ld", c->hybrid_fetch);
-	if (c->cache_size > 0) {
-		r |= vec_pushf(&a, "--moe-cache-size");
-		r |= vec_pushf(&a, "%ld", c->cache_size);
-	} else if (c->cache_rate >= 0) {
-		r |= vec_pushf(&a, "--moe-cache-rate");
-		r |= vec_pushf(&a, "%g", c->cache_rate);
-	} else {
-		r |= vec_pushf(&a, "--moe-cache-auto");
+	long ctx = 8192 + c->max_tokens;
+	switch (kind) {
+	case FTSRV_FREETOKEN:
+		r |= vec_pushf(&a, "--moe-backend");
+		r |= vec_pushf(&a, "%s", backend);
+		r |= vec_pushf(&a, "--max-running-requests");
+		r |= vec_pushf(&a, "1");
+		r |= vec_pushf(&a, "--max-seq-len-override");
+		r |= vec_pushf(&a, "%ld", ctx);
+		r |= vec_pushf(&a, "--memory-ratio");
+		r |= vec_pushf(&a, "%g", c->mem_ratio);
+		r |= vec_pushf(&a, "--cuda-graph-max-bs");
+		r |= vec_pushf(&a, "%d", c->no_graph ? 0 : 1);
+		r |= vec_pushf(&a, "--moe-hybrid-max-fetch");
+		r |= vec_pushf(&a, "%ld", c->hybrid_fetch);
+		if (c->gpu && *c->gpu) {
+			r |= vec_pushf(&a, "--gpu");
+			r |= vec_pushf(&a, "%s", c->gpu);
+		}
+		if (c->num_token_override > 0) {
+			r |= vec_pushf(&a, "--num-token-override");
+			r |= vec_pushf(&a, "%ld", c->num_token_override);
+		}
+		if (c->cache_size > 0) {
+			r |= vec_pushf(&a, "--moe-cache-size");
+			r |= vec_pushf(&a, "%ld", c->cache_size);
+		} else if (c->cache_rate >= 0) {
+			r |= vec_pushf(&a, "--moe-cache-rate");
+			r |= vec_pushf(&a, "%g", c->cache_rate);
+		} else {
+			r |= vec_pushf(&a, "--moe-cache-auto");
+		}
+		break;
+	case FTSRV_LLAMACPP:
+		r |= vec_pushf(&a, "--ctx-size");
+		r |= vec_pushf(&a, "%ld", ctx);
+		r |= vec_pushf(&a, "--parallel");
+		r |= vec_pushf(&a, "1");
+		break;
+	case FTSRV_VLLM:
+		r |= vec_pushf(&a, "--max-model-len");
+		r |= vec_pushf(&a, "%ld", ctx);
+		r |= vec_pushf(&a, "--max-num-seqs");
+		r |= vec_pushf(&a, "1");
+		r |= vec_pushf(&a, "--gpu-memory-utilization");
+		r |= vec_pushf(&a, "%g", c->mem_ratio);
+		break;
+	case FTSRV_SGLANG:
+		r |= vec_pushf(&a, "--context-length");
+		r |= vec_pushf(&a, "%ld", ctx);
+		r |= vec_pushf(&a, "--max-running-requests");
+		r |= vec_pushf(&a, "1");
+		r |= vec_pushf(&a, "--mem-fraction-static");
+		r |= vec_pushf(&a, "%g", c->mem_ratio);
+		break;
+	default:
+		break;
+	}
+	if (!r && !a.v) {
+		a.v = calloc(1, sizeof *a.v);
+		r = a.v ? 0 : -ENOMEM;
 	}
 	if (r) {
 		ftsrv_free_argv(a.v);
@@ -139,8 +212,21 @@ static int add_char(char **w, size_t *wl, char ch)
 	return 0;
 }
 
+static int flags_word_at(const char *p)
+{
+	return !strncmp(p, "{flags}", 7) && (!p[7] || p[7] == ' ' || p[7] == '\t' || p[7] == '\n');
+}
+
+int ftsrv_template_has_flags(const char *tmpl)
+{
+	for (const char *p = tmpl ? tmpl : ""; *p; p++)
+		if ((p == tmpl || p[-1] == ' ' || p[-1] == '\t' || p[-1] == '\n') && flags_word_at(p))
+			return 1;
+	return 0;
+}
+
 int ftsrv_expand(const char *tmpl, const char *model, int port, const char *backend, char *const *flags,
-		 char ***argv, char *err, size_t errlen)
+		 int append_flags, char ***argv, char *err, size_t errlen)
 {
 	struct vec a = {0};
 	int saw_port = 0, saw_flags = 0, r = 0;
@@ -153,7 +239,7 @@ int ftsrv_expand(const char *tmpl, const char *model, int port, const char *back
 		char *w = NULL;
 		size_t wl = 0;
 		int quoted = 0, verbatim = 0; /* verbatim: the word is exactly {flags} */
-		if (!strncmp(p, "{flags}", 7) && (!p[7] || p[7] == ' ' || p[7] == '\t' || p[7] == '\n')) {
+		if (flags_word_at(p)) {
 			verbatim = 1;
 			p += 7;
 		}
@@ -206,7 +292,7 @@ int ftsrv_expand(const char *tmpl, const char *model, int port, const char *back
 			r = vec_push(&a, w ? w : strdup(""));
 		}
 	}
-	if (!r && !saw_flags)
+	if (!r && !saw_flags && append_flags)
 		for (char *const *f = flags; f && *f && !r; f++)
 			r = vec_pushf(&a, "%s", *f);
 	if (!r && a.n == 0) {

@@ -4,8 +4,14 @@
  * Template: words split like a shell would split them (whitespace, '...' and "..." quoting,
  * backslash escapes) but never run by a shell. In each word {model}, {port}, {backend} and
  * {host} are replaced; a word that is exactly {flags} becomes the mapped server flags (several
- * words); without a {flags} word the flags are appended. {port} is required; an unknown
- * {name} is an error. FTSRV_DEFAULT_TEMPLATE is FreeToken's `ft serve`.
+ * words); without a {flags} word the flags are left out unless the caller asks for them to be
+ * appended. {port} is required; an unknown {name} is an error. FTSRV_DEFAULT_TEMPLATE is the
+ * seed's launcher (reference §8: the model only as --model, never positionally).
+ *
+ * Server kinds: FreeToken (the seed's own: /health with "maintenance", the §8 engine flags),
+ * llama.cpp's llama-server, vLLM, SGLang, or any other OpenAI-compatible server ("openai"). A
+ * kind decides the default template, what {flags} stands for and how readiness is asked (see
+ * decode/client.h).
  *
  * Functions return 0 or -errno and write a reason into err; none logs. */
 #ifndef FT_DECODE_SERVER_H
@@ -14,10 +20,22 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define FTSRV_DEFAULT_TEMPLATE "ft serve {model} --host {host} --port {port} {flags}"
+#define FTSRV_DEFAULT_TEMPLATE "python -m freetoken.cli serve --model {model} --host {host} --port {port} {flags}"
 #define FTSRV_HOST "127.0.0.1"
 
-/* What the flags of reference §8 are made from. */
+enum ftsrv_kind { FTSRV_FREETOKEN, FTSRV_LLAMACPP, FTSRV_VLLM, FTSRV_SGLANG, FTSRV_OPENAI, FTSRV_NKINDS };
+#define FTSRV_KIND_NAMES "freetoken|llama.cpp|vllm|sglang|openai"
+
+/* "freetoken", "llama.cpp", "vllm", "sglang", "openai". */
+const char *ftsrv_kind_name(enum ftsrv_kind k);
+/* The kind named s (also "llamacpp", "llama-server", "ft"), or -EINVAL. */
+int ftsrv_kind_parse(const char *s);
+/* The launch template for a kind: the seed's for freetoken, `llama-server -m {model} ...`,
+ * `vllm serve {model} ...`, `python3 -m sglang.launch_server --model-path {model} ...`;
+ * NULL for openai (no standard launcher: --server-cmd or --url). */
+const char *ftsrv_default_template(enum ftsrv_kind k);
+
+/* What the server flags are made from (reference §8 for freetoken). */
 struct ftsrv_serve_cfg {
 	long max_tokens;     /* D: --max-seq-len-override 8192+D */
 	double mem_ratio;    /* --memory-ratio */
@@ -25,16 +43,25 @@ struct ftsrv_serve_cfg {
 	long hybrid_fetch;   /* --moe-hybrid-max-fetch (-1: from the bw profile) */
 	long cache_size;     /* > 0: --moe-cache-size N */
 	double cache_rate;   /* >= 0 (and no size): --moe-cache-rate X; else --moe-cache-auto */
+	const char *gpu;     /* --gpu G (freetoken only); NULL: none */
+	long num_token_override; /* > 0: --num-token-override N (freetoken only) */
 };
 
-/* The mapped flags for backend as a new NULL-terminated argv (free with ftsrv_free_argv);
- * *n gets the count. -ENOMEM. */
-int ftsrv_serve_flags(const struct ftsrv_serve_cfg *c, const char *backend, char ***flags, int *n);
+/* The mapped flags of a kind for backend as a new NULL-terminated argv (free with
+ * ftsrv_free_argv); *n gets the count. freetoken: the seed's (reference §8, in its order);
+ * llama.cpp: --ctx-size 8192+D --parallel 1; vllm: --max-model-len 8192+D --max-num-seqs 1
+ * --gpu-memory-utilization R; sglang: --context-length 8192+D --max-running-requests 1
+ * --mem-fraction-static R; openai: none. -ENOMEM. */
+int ftsrv_serve_flags(const struct ftsrv_serve_cfg *c, enum ftsrv_kind kind, const char *backend, char ***flags,
+		      int *n);
 
-/* Expand tmpl into a new NULL-terminated argv (free with ftsrv_free_argv). -EINVAL with err on
- * an empty template, unbalanced quotes, an unknown placeholder or a missing {port}. */
+/* Expand tmpl into a new NULL-terminated argv (free with ftsrv_free_argv). flags replace a
+ * {flags} word; without one they are appended only when append_flags is set. -EINVAL with err
+ * on an empty template, unbalanced quotes, an unknown placeholder or a missing {port}. */
 int ftsrv_expand(const char *tmpl, const char *model, int port, const char *backend, char *const *flags,
-		 char ***argv, char *err, size_t errlen);
+		 int append_flags, char ***argv, char *err, size_t errlen);
+/* 1 when tmpl has a word that is exactly {flags}. */
+int ftsrv_template_has_flags(const char *tmpl);
 void ftsrv_free_argv(char **argv);
 /* argv as one shell-quoted line (for logs and reports) into buf. */
 void ftsrv_argv_string(char *const *argv, char *buf, size_t n);

@@ -1,6 +1,7 @@
 #include "hw/gpu.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +47,24 @@ static int read_str(const char *dir, const char *file, char *buf, size_t n)
 	fclose(f);
 	buf[strcspn(buf, "\n")] = '\0';
 	return r;
+}
+
+int ftgpu_count_host_in(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+	if (!d)
+		return 0;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+int ftgpu_count_host(void)
+{
+	return ftgpu_count_host_in("/proc/driver/nvidia/gpus");
 }
 
 int ftgpu_sysfs_id(const char *bus_id, char *id, size_t n)

@@ -38,6 +38,12 @@ double ftgpu_link_gbs(int gen, int width);
 json_t *ftgpu_json(const struct ftgpu_info *g);
 int ftgpu_from_json(const json_t *j, struct ftgpu_info *g);
 
+/* GPUs the NVIDIA driver knows on this host (one entry per GPU under /proc/driver/nvidia/gpus,
+ * named by PCI bus id), whatever CUDA_VISIBLE_DEVICES hides; 0 without a driver. The _in form
+ * counts the entries of another directory (tests). */
+int ftgpu_count_host(void);
+int ftgpu_count_host_in(const char *dir);
+
 /* Fill the PCIe link and NUMA fields of g from sysfs, given g->pci_bus_id. */
 void ftgpu_read_link(struct ftgpu_info *g);
 /* The same from the sysfs tree under root (NULL or "": the real one; tests pass a fake tree). */

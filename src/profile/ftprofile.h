@@ -14,7 +14,7 @@
  * and then to the system-wide store /var/cache/freetoken/benchbw/<uuid>.json (host.json).
  *
  * Conventions: functions returning int return 0 or a negative errno and never log, exit or abort;
- * a corrupt, truncated, wrongly typed or oversized file is an error (-EINVAL, -EFBIG), never a
+ * a corrupt, truncated, non-object or oversized file is an error (-EINVAL, -EFBIG), never a
  * crash. Where a function takes (err, errlen), err (may be NULL) receives one line naming the file
  * and what is wrong. Strings passed in are only borrowed. Thread-safety: a loaded struct ftprof
  * is read-only and may be shared by threads; the functions reading the environment are not safe
@@ -59,9 +59,10 @@ int ftprof_version(void);
 /* "none", "offload" or "hybrid" (static string). */
 const char *ftprof_rec_name(enum ftprof_rec rec);
 
-/* Canonical format name after the seed aliases (mxfp4 -> mxfp4_triton, fp8 -> fp8_block); any
- * other name is returned unchanged (a profile may hold formats this library does not know).
- * NULL gives NULL. The result is fmt itself or a static string. */
+/* Canonical format name after the seed's format aliases of reference §1 (mxfp4 -> mxfp4_triton,
+ * fp8 -> fp8_block; what `ftbench bw --dtype` takes); any other name is returned unchanged (a
+ * profile may hold formats this library does not know). NULL gives NULL. The result is fmt
+ * itself or a static string. The reader's queries use the seed reader's narrower map (below). */
 const char *ftprof_canonical_format(const char *fmt);
 
 /* ---------------------------------------------------------------- paths */
@@ -83,29 +84,28 @@ int ftprof_path(const char *gpu_uuid, char *buf, size_t n);
  * GPU the caller runs on; both NULL (or "") means a GPU-less caller (host.json).
  *
  * Candidates, in order: $FREETOKEN_BENCHBW_PATH (when set), <store dir>/<uuid>.json (host.json
- * without a uuid), the legacy <XDG cache>/freetoken/benchbw.json, then
+ * without a uuid or name), the legacy <XDG cache>/freetoken/benchbw.json, then
  * /var/cache/freetoken/benchbw/<uuid>.json (host.json). A candidate that does not exist is
- * skipped; so is one measured on another GPU: uuid mismatch when both the caller and the file
- * know a uuid, else gpu name mismatch when both know a name; a file with "gpu": null does not
- * match a caller that names a GPU, and a caller that names no GPU accepts any file. The first
- * candidate that exists and matches is loaded; a corrupt one stops the search with an error
- * (it should be fixed or removed, not silently shadowed).
+ * skipped; so is one measured on another GPU (ftprof_matches_gpu). The first candidate that
+ * exists and matches is loaded; a corrupt one stops the search with an error (it should be fixed
+ * or removed, not silently shadowed).
  *
  * Returns 0 and a new *out (ftprof_free), -ENOENT when no candidate exists or matches (err says
- * which files were looked at), -EINVAL for a malformed file, -EFBIG for one over
- * FTPROF_MAX_FILE_BYTES, -ENOMEM, or another -errno from reading. */
+ * which files were looked at), -EINVAL for a file that is not JSON or whose top level is not an
+ * object, -EFBIG for one over FTPROF_MAX_FILE_BYTES, -ENOMEM, or another -errno from reading. */
 int ftprof_load(const char *gpu_uuid, const char *gpu_name, struct ftprof **out, char *err,
 		size_t errlen);
 
 /* Load one file, without the GPU check. Same errors as ftprof_load (-ENOENT: no such file).
- * Checked on load: the root is an object, "version" an integer >= 1, "gpu" absent, null or an
- * object whose "uuid"/"name" are strings when present, "dtypes", "dtype_kernels", "workloads"
- * objects when present, "threshold" a number when present. Entries deeper down with wrong
- * types are treated as missing data by the queries below, not as errors. */
+ * Like the seed's reader, any JSON object is a profile (no "version" needed; a key given twice
+ * keeps its last value); entries with types the rules below do not expect count as absent. */
 int ftprof_load_file(const char *path, struct ftprof **out, char *err, size_t errlen);
 
-/* Whether a loaded profile was measured on the caller's GPU, by the rule of ftprof_load
- * (1 yes, 0 no). */
+/* Whether a loaded profile was measured on the caller's GPU (1 yes, 0 no): a file whose "gpu" is
+ * null, missing or not an object matches every caller (as in the seed); when both the caller and
+ * the file know a uuid, the uuids decide (ours: the seed records none); else a truthy gpu.name in
+ * the file that differs from the caller's name does not match (the seed's rule); a caller that
+ * names nothing matches every file. */
 int ftprof_matches_gpu(const struct ftprof *p, const char *gpu_uuid, const char *gpu_name);
 
 /* The file it was loaded from (borrowed, valid until ftprof_free). */
@@ -116,22 +116,29 @@ const char *ftprof_gpu_name(const struct ftprof *p);
 /* The whole document (borrowed; do not modify; valid until ftprof_free). */
 const json_t *ftprof_json(const struct ftprof *p);
 
-/* The recommendation for a format (aliases applied), by the seed reader's rule:
- *   1. dtypes[fmt] when it is "hybrid" or "offload";
- *   2. else the workloads whose recommended_moe_backend carries fmt: hybrid when every one of
- *      them says "hybrid", offload when at least one carries it and not all say hybrid;
+/* The answers below are exactly those of the seed's torch-free reader (reference §5), including
+ * its alias map: only "mxfp4" means "mxfp4_triton" (not "fp8": asking for "fp8" finds an "fp8"
+ * key or nothing); any other name is looked up as it is. "Truthy" is Python's: not null, false,
+ * 0, "", [] or {}. Values of other types than the rule reads count as absent.
+ *
+ * The recommendation for a format:
+ *   1. dtypes[fmt] when it is "hybrid" or "offload" (any other value falls through);
+ *   2. else the entries workloads[*].kernels[fmt] that are objects with a truthy "recommended",
+ *      in file order: hybrid when every one says "hybrid", offload when at least one says
+ *      something else (recommended_moe_backend is written but not read);
  *   3. else FTPROF_REC_NONE (no data: the caller keeps offload).
- * A NULL profile or format gives FTPROF_REC_NONE. Values of the wrong type count as absent. */
+ * A NULL profile or format gives FTPROF_REC_NONE. */
 enum ftprof_rec ftprof_recommend(const struct ftprof *p, const char *format);
 
-/* The hybrid fetch fraction for a format (aliases applied): the share of a step's missing
- * experts to fetch over PCIe (the rest run on the CPU), for `--moe-hybrid-max-fetch -1`.
- * Per ENTRY: with the overlap pair (both > 0) pcie_gather_overlap_gbs / (pcie_gather_overlap_gbs
- * + cpu_moe_overlap_gbs); else with the plain pair (both > 0) pcie_gather_gbs / cpu_moe_gbs;
- * clamped to at most 1. The ENTRY is dtype_kernels[fmt] when it yields a value; else the
- * median of the values of the workloads whose kernels carry fmt (mean of the middle two for
- * an even count), so the file order of workloads does not matter.
- * Returns 0 and *fraction in (0, 1], or -ENODATA when no entry yields a value, -EINVAL for NULL
+/* The hybrid fetch fraction for a format: the share of a step's missing experts to fetch over
+ * PCIe (the rest run on the CPU), for `--moe-hybrid-max-fetch -1`. Entries, in this order:
+ * dtype_kernels[fmt], then workloads[*].kernels[fmt] in file order; the FIRST that yields a
+ * value wins: with cpu_moe_overlap_gbs and pcie_gather_overlap_gbs both truthy,
+ * pcie_ov / (pcie_ov + cpu_ov); else with cpu_moe_gbs and pcie_gather_gbs both truthy,
+ * pcie / cpu; clamped to at most 1 (only above, as the seed does: figures that are negative
+ * give what the seed gives). An entry whose figures the seed could not divide (a string, a zero
+ * sum: it would raise) yields nothing and the walk goes on.
+ * Returns 0 and *fraction, or -ENODATA when no entry yields a value, -EINVAL for NULL
  * arguments. */
 int ftprof_fetch_fraction(const struct ftprof *p, const char *format, double *fraction);
 
@@ -197,6 +204,16 @@ int ftprof_store_write_in(const char *dir, const json_t *profile, const char *gp
  * per-user store dir), without the FREETOKEN_BENCHBW_PATH override: for GET /profiles/{uuid}.
  * -EINVAL for an unsafe uuid (see ftprof_path), -ENAMETOOLONG. */
 int ftprof_store_file(const char *dir, const char *gpu_uuid, char *buf, size_t n);
+
+/* The seed's single file, the only one released engines read: $XDG_CACHE_HOME/freetoken/benchbw.json
+ * (XDG_CACHE_HOME unset or empty: ~/.cache/...), whatever FREETOKEN_BENCHBW_PATH says.
+ * -ENAMETOOLONG, -ENOENT (no home directory). */
+int ftprof_legacy_path(char *buf, size_t n);
+
+/* Copy the profile file src (the one just stored) to ftprof_legacy_path() byte for byte,
+ * atomically (temp file, fsync, rename; mode 0644), for hosts with one GPU. -EINVAL when src does
+ * not hold a JSON object; path_out as in ftprof_store_write. Returns 0 or -errno. */
+int ftprof_legacy_copy(const char *src, char *path_out, size_t n);
 
 /* One stored profile file. */
 struct ftprof_entry {

@@ -73,7 +73,8 @@ static int hist_names(const char *hd, char ***out, int *n)
 		free(v);
 		return r;
 	}
-	qsort(v, (size_t)k, sizeof *v, name_cmp); /* zero-padded: text order is time order */
+	if (k) /* qsort(NULL, 0) is undefined (UBSan) */
+		qsort(v, (size_t)k, sizeof *v, name_cmp); /* zero-padded: text order is time order */
 	*out = v;
 	*n = k;
 	return 0;

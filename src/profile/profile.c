@@ -62,56 +62,12 @@ static void seterr(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The minimal shape every reader relies on; deeper entries are checked where they are used. */
+/* The seed's reader takes any JSON object (reference §5: "unreadable or non-object file -> none");
+ * what is inside is judged where it is used, a value of an unexpected type counting as absent. */
 static int check_shape(const json_t *root, const char **what)
 {
-	const json_t *v;
-	static const char *const objs[] = {"dtypes", "dtype_kernels", "workloads"};
-	static const char *const objs_msg[] = {"\"dtypes\" is not an object",
-					       "\"dtype_kernels\" is not an object",
-					       "\"workloads\" is not an object"};
-
 	if (!json_is_object(root)) {
 		*what = "the top level is not a JSON object";
-		return -EINVAL;
-	}
-	v = json_object_get(root, "version");
-	if (!v) {
-		*what = "no \"version\"";
-		return -EINVAL;
-	}
-	if (!json_is_integer(v) || json_integer_value(v) < 1) {
-		*what = "\"version\" is not a positive integer";
-		return -EINVAL;
-	}
-	v = json_object_get(root, "gpu");
-	if (v && !json_is_null(v)) {
-		const json_t *u, *n;
-		if (!json_is_object(v)) {
-			*what = "\"gpu\" is neither an object nor null";
-			return -EINVAL;
-		}
-		u = json_object_get(v, "uuid");
-		n = json_object_get(v, "name");
-		if (u && !json_is_string(u) && !json_is_null(u)) {
-			*what = "\"gpu.uuid\" is not a string";
-			return -EINVAL;
-		}
-		if (n && !json_is_string(n) && !json_is_null(n)) {
-			*what = "\"gpu.name\" is not a string";
-			return -EINVAL;
-		}
-	}
-	for (size_t i = 0; i < sizeof objs / sizeof objs[0]; i++) {
-		v = json_object_get(root, objs[i]);
-		if (v && !json_is_object(v)) {
-			*what = objs_msg[i];
-			return -EINVAL;
-		}
-	}
-	v = json_object_get(root, "threshold");
-	if (v && !json_is_null(v) && !json_is_number(v)) {
-		*what = "\"threshold\" is not a number";
 		return -EINVAL;
 	}
 	return 0;
@@ -139,7 +95,8 @@ int ftprof_load_file(const char *path, struct ftprof **out, char *err, size_t er
 		seterr(err, errlen, "%s: %s", path, strerror(-r));
 		return r;
 	}
-	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	/* a repeated key keeps its first place and its last value, as Python's json does */
+	root = json_loadb(buf, len, 0, &je);
 	free(buf);
 	if (!root) {
 		seterr(err, errlen, "%s: not valid JSON (line %d, column %d: %s)", path, je.line, je.column,
@@ -198,10 +155,26 @@ const char *ftprof_gpu_name(const struct ftprof *p)
 	return gpu_str(p, "name");
 }
 
+/* Python's truthiness of a JSON value (what the seed's reader tests). */
+static int truthy(const json_t *v)
+{
+	if (!v)
+		return 0;
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: return json_object_size(v) > 0;
+	case JSON_ARRAY: return json_array_size(v) > 0;
+	case JSON_STRING: return json_string_length(v) > 0;
+	case JSON_INTEGER: return json_integer_value(v) != 0;
+	case JSON_REAL: return json_real_value(v) != 0.0;
+	case JSON_TRUE: return 1;
+	default: return 0;
+	}
+}
+
 int ftprof_matches_gpu(const struct ftprof *p, const char *gpu_uuid, const char *gpu_name)
 {
-	const json_t *gpu;
-	const char *pu, *pn;
+	const json_t *gpu, *fname;
+	const char *pu;
 
 	if (!p)
 		return 0;
@@ -209,19 +182,16 @@ int ftprof_matches_gpu(const struct ftprof *p, const char *gpu_uuid, const char 
 		gpu_uuid = NULL;
 	if (gpu_name && !*gpu_name)
 		gpu_name = NULL;
-	if (!gpu_uuid && !gpu_name)
-		return 1;
 	gpu = json_object_get(p->root, "gpu");
-	if (!gpu)
-		return 1; /* nothing recorded to compare with */
-	if (json_is_null(gpu))
-		return 0; /* measured without a GPU: says nothing about this one's PCIe */
+	if (!json_is_object(gpu))
+		return 1; /* null or missing (or not an object): accepted, as by the seed */
 	pu = ftprof_gpu_uuid(p);
-	pn = ftprof_gpu_name(p);
 	if (gpu_uuid && pu)
-		return ftpint_uuid_equal(gpu_uuid, pu);
-	if (gpu_name && pn)
-		return !strcmp(gpu_name, pn);
+		return ftpint_uuid_equal(gpu_uuid, pu); /* ours: the uuid decides when both know one */
+	/* the seed: a name in the file that differs from the caller's refuses the file */
+	fname = json_object_get(gpu, "name");
+	if (gpu_name && truthy(fname))
+		return json_is_string(fname) && !strcmp(gpu_name, json_string_value(fname));
 	return 1;
 }
 
@@ -323,114 +293,118 @@ out:
 
 /* ---------------------------------------------------------------- queries */
 
-static enum ftprof_rec rec_of(const json_t *v)
+/* The seed reader's alias map: only mxfp4 changes (fp8 is not an alias there). */
+static const char *reader_key(const char *fmt)
 {
-	const char *s = json_string_value(v);
-	if (!s)
-		return FTPROF_REC_NONE;
-	if (!strcmp(s, "hybrid"))
-		return FTPROF_REC_HYBRID;
-	if (!strcmp(s, "offload"))
-		return FTPROF_REC_OFFLOAD;
-	return FTPROF_REC_NONE;
+	return fmt && !strcmp(fmt, "mxfp4") ? "mxfp4_triton" : fmt;
+}
+
+/* workloads[*].kernels[fmt] of the i-th workload in file order, or NULL. */
+static const json_t *workload_entry(const json_t *w, const char *fmt)
+{
+	const json_t *k = json_is_object(w) ? json_object_get(w, "kernels") : NULL;
+	return json_is_object(k) ? json_object_get(k, fmt) : NULL;
 }
 
 enum ftprof_rec ftprof_recommend(const struct ftprof *p, const char *format)
 {
-	const char *fmt = ftprof_canonical_format(format);
-	const json_t *workloads, *w;
+	const char *fmt = reader_key(format);
+	const json_t *dtypes, *workloads, *w, *v;
 	const char *name;
 	int carried = 0, hybrid = 0;
-	enum ftprof_rec r;
 
 	if (!p || !fmt)
 		return FTPROF_REC_NONE;
-	r = rec_of(json_object_get(json_object_get(p->root, "dtypes"), fmt));
-	if (r != FTPROF_REC_NONE)
-		return r;
+	dtypes = json_object_get(p->root, "dtypes");
+	v = json_is_object(dtypes) ? json_object_get(dtypes, fmt) : NULL;
+	if (json_is_string(v) && !strcmp(json_string_value(v), "hybrid"))
+		return FTPROF_REC_HYBRID;
+	if (json_is_string(v) && !strcmp(json_string_value(v), "offload"))
+		return FTPROF_REC_OFFLOAD;
+	/* anything else falls through to the workloads' kernels[fmt].recommended */
 	workloads = json_object_get(p->root, "workloads");
+	if (!json_is_object(workloads))
+		return FTPROF_REC_NONE;
 	json_object_foreach((json_t *)workloads, name, w) {
-		const json_t *v = json_object_get(json_object_get(w, "recommended_moe_backend"), fmt);
-		if (!json_is_string(v))
-			continue; /* absent or of the wrong type: this workload does not carry it */
+		const json_t *e = workload_entry(w, fmt), *r;
+		if (!json_is_object(e) || !truthy(r = json_object_get(e, "recommended")))
+			continue;
 		carried++;
-		hybrid += rec_of(v) == FTPROF_REC_HYBRID;
+		hybrid += json_is_string(r) && !strcmp(json_string_value(r), "hybrid");
 	}
 	if (!carried)
 		return FTPROF_REC_NONE;
 	return hybrid == carried ? FTPROF_REC_HYBRID : FTPROF_REC_OFFLOAD;
 }
 
-static double num(const json_t *e, const char *key)
+/* A number the way Python does arithmetic on a JSON value: numbers and booleans (true is 1);
+ * anything else cannot take part (the seed would raise). */
+static int arith(const json_t *v, double *out)
 {
-	const json_t *v = json_object_get(e, key);
-	double d;
-	if (!json_is_number(v))
-		return NAN;
-	d = json_number_value(v);
-	return isfinite(d) ? d : NAN;
+	if (json_is_number(v))
+		*out = json_number_value(v);
+	else if (json_is_boolean(v))
+		*out = json_is_true(v);
+	else
+		return -1;
+	return 0;
 }
 
-/* The fraction one ENTRY gives: overlap pair first, else the plain pair; at most 1. */
+/* The fraction one ENTRY gives, by the seed's rule: both overlap figures truthy ->
+ * pcie_ov / (pcie_ov + cpu_ov); else both plain figures truthy -> pcie / cpu; at most 1.
+ * -ENODATA: this entry yields nothing (not an object, a pair missing, or figures the seed could
+ * not divide: a string, a zero sum). */
 static int entry_fraction(const json_t *e, double *out)
 {
-	double pov = num(e, "pcie_gather_overlap_gbs"), cov = num(e, "cpu_moe_overlap_gbs");
-	double f;
+	const json_t *pov, *cov, *pcie, *cpu;
+	double a, b, f;
 
 	if (!json_is_object(e))
 		return -ENODATA;
-	if (pov > 0 && cov > 0) {
-		f = pov / (pov + cov);
-	} else {
-		double pcie = num(e, "pcie_gather_gbs"), cpu = num(e, "cpu_moe_gbs");
-		if (!(pcie > 0 && cpu > 0))
+	pov = json_object_get(e, "pcie_gather_overlap_gbs");
+	cov = json_object_get(e, "cpu_moe_overlap_gbs");
+	pcie = json_object_get(e, "pcie_gather_gbs");
+	cpu = json_object_get(e, "cpu_moe_gbs");
+	if (truthy(cov) && truthy(pov)) {
+		if (arith(pov, &a) || arith(cov, &b) || a + b == 0.0)
 			return -ENODATA;
-		f = pcie / cpu;
+		f = a / (a + b);
+	} else if (truthy(cpu) && truthy(pcie)) {
+		if (arith(pcie, &a) || arith(cpu, &b))
+			return -ENODATA;
+		f = a / b;
+	} else {
+		return -ENODATA;
 	}
-	if (!(f > 0) || !isfinite(f))
+	if (!isfinite(f))
 		return -ENODATA;
 	*out = f > 1.0 ? 1.0 : f;
 	return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
 int ftprof_fetch_fraction(const struct ftprof *p, const char *format, double *fraction)
 {
-	const char *fmt = ftprof_canonical_format(format);
-	const json_t *workloads, *w;
+	const char *fmt = reader_key(format);
+	const json_t *dk, *workloads, *w;
 	const char *name;
-	double *v = NULL, f;
-	size_t n = 0;
-	int r;
+	double f;
 
 	if (!p || !fmt || !fraction)
 		return -EINVAL;
-	if (!entry_fraction(json_object_get(json_object_get(p->root, "dtype_kernels"), fmt), &f)) {
+	dk = json_object_get(p->root, "dtype_kernels");
+	if (json_is_object(dk) && !entry_fraction(json_object_get(dk, fmt), &f)) {
 		*fraction = f;
 		return 0;
 	}
 	workloads = json_object_get(p->root, "workloads");
-	if (!json_object_size(workloads))
+	if (!json_is_object(workloads))
 		return -ENODATA;
-	v = malloc(json_object_size(workloads) * sizeof *v);
-	if (!v)
-		return -ENOMEM;
+	/* the first workload in file order whose entry yields a value */
 	json_object_foreach((json_t *)workloads, name, w) {
-		if (!entry_fraction(json_object_get(json_object_get(w, "kernels"), fmt), &f))
-			v[n++] = f;
+		if (!entry_fraction(workload_entry(w, fmt), &f)) {
+			*fraction = f;
+			return 0;
+		}
 	}
-	if (!n) {
-		r = -ENODATA;
-	} else {
-		qsort(v, n, sizeof *v, cmp_double);
-		*fraction = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-		r = 0;
-	}
-	free(v);
-	return r;
+	return -ENODATA;
 }

@@ -117,6 +117,31 @@ int ftprof_store_file(const char *dir, const char *gpu_uuid, char *buf, size_t n
 	return ftpint_file_in(dir, gpu_uuid, buf, n);
 }
 
+/* The profile as written everywhere (store, legacy copy): same bytes for the same document. */
+static int write_file(const char *path, const json_t *profile)
+{
+	char dir[PATH_MAX];
+	char *text;
+	int r;
+	ftfs_dirname(path, dir, sizeof dir);
+	if ((r = ftfs_mkdir_p(dir, 0755)))
+		return r;
+	text = json_dumps(profile, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
+	if (!text)
+		return -ENOMEM;
+	size_t len = strlen(text);
+	char *full = realloc(text, len + 2);
+	if (!full) {
+		free(text);
+		return -ENOMEM;
+	}
+	full[len++] = '\n';
+	full[len] = '\0';
+	r = ftfs_write_atomic(path, full, len, 0644);
+	free(full);
+	return r;
+}
+
 int ftprof_store_write(const json_t *profile, const char *gpu_uuid, char *path_out, size_t n)
 {
 	return ftprof_store_write_in(NULL, profile, gpu_uuid, path_out, n);
@@ -127,8 +152,7 @@ int ftprof_store_write_in(const char *sdir, const json_t *profile, const char *g
 {
 	const json_t *gpu, *pu;
 	const char *uuid = NULL;
-	char path[PATH_MAX], dir[PATH_MAX];
-	char *text = NULL;
+	char path[PATH_MAX];
 	int r;
 
 	if (!json_is_object(profile) || !json_is_integer(json_object_get(profile, "version")))
@@ -153,22 +177,44 @@ int ftprof_store_write_in(const char *sdir, const json_t *profile, const char *g
 		return r;
 	if (path_out && (r = copy_out(path_out, n, "%s%s", path, "")))
 		return r;
-	ftfs_dirname(path, dir, sizeof dir);
-	if ((r = ftfs_mkdir_p(dir, 0755)))
+	return write_file(path, profile);
+}
+
+int ftprof_legacy_path(char *buf, size_t n)
+{
+	char cache[PATH_MAX];
+	int r;
+	if (!buf || !n)
+		return -EINVAL;
+	if ((r = ftpint_cache_home(cache, sizeof cache)))
 		return r;
-	text = json_dumps(profile, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
-	if (!text)
-		return -ENOMEM;
-	size_t len = strlen(text);
-	char *full = realloc(text, len + 2);
-	if (!full) {
-		free(text);
-		return -ENOMEM;
-	}
-	full[len++] = '\n';
-	full[len] = '\0';
-	r = ftfs_write_atomic(path, full, len, 0644);
-	free(full);
+	return copy_out(buf, n, "%s%s", cache, "/freetoken/benchbw.json");
+}
+
+int ftprof_legacy_copy(const char *src, char *path_out, size_t n)
+{
+	char path[PATH_MAX], dir[PATH_MAX];
+	char *text = NULL;
+	size_t len = 0;
+	json_t *j;
+	int r;
+	if (!src || !*src)
+		return -EINVAL;
+	if ((r = ftprof_legacy_path(path, sizeof path)))
+		return r;
+	if (path_out && (r = copy_out(path_out, n, "%s%s", path, "")))
+		return r;
+	if ((r = ftfs_read_file(src, FTPROF_MAX_FILE_BYTES, &text, &len)))
+		return r;
+	j = json_loadb(text, len, 0, NULL);
+	r = json_is_object(j) ? 0 : -EINVAL; /* a profile, not anything */
+	json_decref(j);
+	ftfs_dirname(path, dir, sizeof dir);
+	if (r == 0)
+		r = ftfs_mkdir_p(dir, 0755);
+	if (r == 0)
+		r = ftfs_write_atomic(path, text, len, 0644);
+	free(text);
 	return r;
 }
 

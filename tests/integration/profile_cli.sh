@@ -30,7 +30,7 @@ stderr_has() {
 }
 
 expect "no profile: path prints where bw writes, exit 1" 1 "^$S/host.json\$" -- path
-expect "no profile: recommend exits 1" 1 "" -- recommend bf16
+expect "no profile: recommend says none, exits 1" 1 "^none\$" -- recommend bf16
 stderr_has "run \`ftbench bw\`"
 mkdir -p "$S"
 cp "$FIX/host.json" "$S/host.json"
@@ -50,16 +50,23 @@ expect "GPU uuid: show table" 0 "^bf16 +hybrid" -- show --gpu "$A"
 cp "$FIX/full.json" "$S/GPU-99999999-0000-0000-0000-000000000000.json"   # measured on A
 expect "a file measured on another GPU is ignored, exit 1" 1 "" -- recommend bf16 --gpu GPU-99999999-0000-0000-0000-000000000000
 stderr_has "measured on $A"
-FREETOKEN_BENCHBW_PATH="$FIX/workloads_only.json" "$FT" profile recommend nvfp4 --gpu GPU-11111111-2222-3333-4444-555555555555 >"$T/out" 2>&1
+FREETOKEN_BENCHBW_PATH="$FIX/dtypes_first.json" "$FT" profile recommend bf16 --gpu GPU-11111111-2222-3333-4444-555555555555 >"$T/out" 2>&1
 n=$((n + 1)); if grep -qx offload "$T/out"; then echo "ok $n - FREETOKEN_BENCHBW_PATH is read"; else echo "not ok $n - FREETOKEN_BENCHBW_PATH not read"; sed 's/^/#   /' "$T/out"; fi
 printf '{"version": 4, "dtypes": {' >"$S/$A.json"
 expect "truncated profile: exit 1" 1 "" -- recommend bf16 --gpu "$A"
 stderr_has "$S/$A.json: not valid JSON"
-printf '{"version": "4"}' >"$S/$A.json"
-expect "wrong type: exit 1" 1 "" -- show --gpu "$A"
-stderr_has "\"version\" is not a positive integer"
-expect "unknown format: exit 2" 2 "" -- recommend int3
+printf '[{"version": 4}]' >"$S/$A.json"
+expect "not an object: none, exit 1" 1 "^none\$" -- recommend bf16 --gpu "$A"
+stderr_has "not a bandwidth profile: the top level is not a JSON object"
+printf '{"version": "4", "dtypes": {"bf16": "hybrid"}}' >"$S/$A.json"
+expect "any object is a profile (as to the seed's reader)" 0 "^hybrid\$" -- recommend bf16 --gpu "$A"
+cp "$FIX/full.json" "$S/$A.json"
+expect "fp8 is not an alias in the reader: none, exit 1" 1 "^none\$" -- recommend fp8 --gpu "$A"
+stderr_has "engines ask for 'fp8_block'"
+expect "a format ftbench does not know is asked as it is" 1 "^none\$" -- recommend int3
+stderr_has "'int3' is not a format ftbench knows"
 expect "missing format: exit 2" 2 "" -- fetch-fraction
+expect "empty format: exit 2" 2 "" -- recommend ""
 expect "unknown action: exit 2" 2 "" -- frobnicate
 expect "extra argument: exit 2" 2 "" -- path extra
 expect "--gpu index without a GPU: exit 2" 2 "" -- path --gpu 0

@@ -1,7 +1,10 @@
 /* ftbench decode end to end against tests/fixtures/sse_server on loopback: the figures match
  * the fixture's pacing, a dying backend does not stop the next, a server that ignores SIGTERM
  * is killed (short grace flags), JSONL rows carry every field, the request and the server flags
- * are what reference §8 says. */
+ * are what reference §8 says; the seed's command line and launcher; other servers' ways
+ * (llama.cpp, llama-cpp-python, vLLM, SGLang as the fixture imitates them): kind detection,
+ * readiness without /health, counting without usage, empty and role chunks, pings, top_k
+ * validation, runs that stop short, a prompt too long for the context. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -36,7 +39,7 @@ static double now(void)
 
 /* Run ftbench decode with args (NULL-terminated) plus --json FILE; return the exit status and
  * the rows (new array). stdout+stderr go to tmpdir/out.txt. */
-static int run_decode(json_t **rows, double *wall, ...)
+static int run_decode_v(json_t **rows, double *wall, const char *const *args)
 {
 	char json[PATH_MAX + 16], out[PATH_MAX + 16];
 	snprintf(json, sizeof json, "%s/rows.jsonl", tmpdir);
@@ -44,12 +47,8 @@ static int run_decode(json_t **rows, double *wall, ...)
 	unlink(json);
 	const char *argv[64] = {ftbench, "decode", "--json", json, "--driver-wait", "0", "--log-dir", tmpdir};
 	int n = 8;
-	va_list ap;
-	va_start(ap, wall);
-	const char *a;
-	while ((a = va_arg(ap, const char *)) && n < 62)
-		argv[n++] = a;
-	va_end(ap);
+	for (const char *const *a = args; *a && n < 62; a++)
+		argv[n++] = *a;
 	argv[n] = NULL;
 	double t0 = now();
 	pid_t pid = fork();
@@ -76,6 +75,42 @@ static int run_decode(json_t **rows, double *wall, ...)
 	if (f)
 		fclose(f);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int run_decode(json_t **rows, double *wall, ...)
+{
+	const char *args[64];
+	int n = 0;
+	va_list ap;
+	va_start(ap, wall);
+	const char *a;
+	while ((a = va_arg(ap, const char *)) && n < 62)
+		args[n++] = a;
+	va_end(ap);
+	args[n] = NULL;
+	return run_decode_v(rows, wall, args);
+}
+
+/* What ftbench printed (stdout and stderr) of the last run. */
+static const char *last_output(void)
+{
+	static char buf[1 << 16];
+	char out[PATH_MAX + 16];
+	snprintf(out, sizeof out, "%s/out.txt", tmpdir);
+	FILE *f = fopen(out, "r");
+	size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+	buf[n] = '\0';
+	if (f)
+		fclose(f);
+	return buf;
+}
+
+static const char *str(json_t *row, const char *k)
+{
+	const char *v = json_string_value(json_object_get(row, k));
+	if (!v)
+		fail_msg("row has no string \"%s\"", k);
+	return v;
 }
 
 static char cmdbuf[8][5 * PATH_MAX];
@@ -148,7 +183,13 @@ static void test_pacing(void **st)
 	assert_near(num(r, "event_ms_p50"), 10.0, 0.02);
 	assert_true(num(r, "event_ms_p99") >= 9.8 && num(r, "event_ms_p99") < 100);
 	assert_true(num(r, "ttft_ms") >= 39.0 && num(r, "ttft_ms") < 250);
+	assert_true(num(r, "ttft_cold_ms") >= 39.0 && num(r, "ttft_cold_ms") < 1000);
 	assert_int_equal((int)num(r, "completion_tokens"), 128);
+	assert_int_equal((int)num(r, "decode_steps"), 127);
+	assert_string_equal(json_string_value(json_object_get(r, "tokens_from")), "usage");
+	assert_string_equal(json_string_value(json_object_get(r, "server_kind")), "freetoken");
+	assert_string_equal(json_string_value(json_object_get(r, "finish_reason")), "length");
+	assert_true(json_is_null(json_object_get(r, "short")));
 	assert_int_equal((int)num(r, "events"), 128);
 	assert_near(num(r, "tokens_per_event"), 1.0, 1e-9);
 	assert_near(num(r, "vram_gib"), 6.0, 1e-9);
@@ -185,6 +226,7 @@ static void test_no_usage_chunk(void **st)
 	assert_int_equal(rc, 0);
 	json_t *r = json_array_get(rows, 0);
 	assert_true(json_is_true(json_object_get(r, "usage_missing")));
+	assert_string_equal(json_string_value(json_object_get(r, "tokens_from")), "chunks");
 	assert_int_equal((int)num(r, "completion_tokens"), 32);
 	assert_true(json_is_null(json_object_get(r, "prompt_tokens")));
 	assert_true(json_array_size(json_object_get(r, "warnings")) >= 1);
@@ -306,12 +348,14 @@ static void test_ignores_sigterm_is_killed(void **st)
 }
 
 static const char *row_keys[] = {
-	"kind", "timestamp", "epoch", "host", "tool", "backend", "ok", "error", "model", "model_id", "url",
-	"max_tokens", "decode_tok_s", "ms_per_token", "event_ms_p50", "event_ms_p99", "ttft_ms", "prompt_tokens",
-	"completion_tokens", "events", "tokens_per_event", "max_tokens_per_event", "usage_missing", "vram_bytes",
-	"vram_gib", "sampling", "output_sha1", "finish_reason", "problem", "prompt_source", "thinking",
-	"warmup_requests", "mem_ratio", "cache", "hybrid_fetch", "cuda_graph", "server_started", "server_cmd",
-	"server_stop", "server_log", "wall_s", "warnings"};
+	"kind", "timestamp", "epoch", "host", "tool", "backend", "server_kind", "server_kind_from", "readiness", "ok",
+	"error", "model", "model_id", "url", "max_tokens", "prompt_tokens", "decode_steps", "completion_tokens",
+	"decode_tok_s", "ms_per_token", "event_ms_p50", "event_ms_p99", "event_ms_p50_interp", "event_ms_p99_interp",
+	"ttft_ms", "ttft_cold_ms", "tokens_from", "events", "chunks", "empty_chunks", "tokens_per_event",
+	"max_tokens_per_event", "usage_missing", "vram_bytes", "vram_gib", "sampling", "output_sha1", "finish_reason",
+	"short", "server_tok_s", "server_timings", "problem", "prompt_source", "thinking", "warmup_requests",
+	"mem_ratio", "cache", "hybrid_fetch", "cuda_graph", "gpu", "num_token_override", "server_started",
+	"server_cmd", "server_stop", "server_log", "wall_s", "warnings"};
 
 static void test_rows_carry_every_field_and_request_shape(void **st)
 {
@@ -473,6 +517,404 @@ static void test_result_fd(void **st)
 	assert_true(errors >= 1);
 }
 
+/* A timed run (args NULL-terminated) that must succeed with one row whose tok/s and median
+ * event gap are within 2 % of tok_s and event_ms; repeated up to 3 times on a loaded host (see
+ * run_paced). */
+static json_t *paced_v(const char *const *args, double tok_s, double event_ms)
+{
+	json_t *rows = NULL;
+	for (int attempt = 0; attempt < 3; attempt++) {
+		if (rows)
+			json_decref(rows);
+		int rc = run_decode_v(&rows, NULL, args);
+		if (rc != 0)
+			fail_msg("ftbench decode exited %d:\n%s", rc, last_output());
+		assert_int_equal(json_array_size(rows), 1);
+		json_t *a = json_object_get(json_array_get(rows, 0), "decode_tok_s");
+		json_t *b = json_object_get(json_array_get(rows, 0), "event_ms_p50");
+		if (json_is_number(a) && fabs(json_number_value(a) - tok_s) <= 0.02 * tok_s && json_is_number(b) &&
+		    fabs(json_number_value(b) - event_ms) <= 0.02 * event_ms)
+			break;
+	}
+	assert_near(num(json_array_get(rows, 0), "decode_tok_s"), tok_s, 0.02);
+	assert_near(num(json_array_get(rows, 0), "event_ms_p50"), event_ms, 0.02);
+	return rows;
+}
+
+/* Start the fixture on a free port with extra arguments (NULL-terminated); its URL into url. */
+static pid_t start_fixture(char *url, size_t n, const char *const *extra)
+{
+	int port;
+	assert_int_equal(ftsrv_free_port(&port), 0);
+	static char ps[16];
+	snprintf(ps, sizeof ps, "%d", port);
+	snprintf(url, n, "http://127.0.0.1:%d", port);
+	const char *argv[48] = {fixture, "--port", ps, "--model", "/models/peer-model", "--lifetime", "60"};
+	int k = 7;
+	for (const char *const *a = extra; *a && k < 46; a++)
+		argv[k++] = *a;
+	argv[k] = NULL;
+	pid_t pid = fork();
+	if (pid == 0) {
+		int nul = open("/dev/null", O_WRONLY);
+		dup2(nul, 2);
+		execv(fixture, (char **)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+static void stop_fixture(pid_t pid)
+{
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+}
+
+/* The seed's own command line: --decode N --server-timeout S (and --gpu, --num-token-override,
+ * which reach the server's flags). */
+static void test_seed_command_line(void **st)
+{
+	char args[PATH_MAX + 16], extra[PATH_MAX + 64];
+	snprintf(args, sizeof args, "%s/args.txt", tmpdir);
+	unlink(args);
+	snprintf(extra, sizeof extra, "--rate 100 --args-out %s", args);
+	json_t *rows;
+	const char *a[] = {"--model", "/models/m", "--decode", "100", "--server-timeout", "30", "--gpu", "0",
+			   "--num-token-override", "2048", "--server-cmd", srv(0, extra), NULL};
+	rows = paced_v(a, 100.0, 10.0);
+	json_t *r = json_array_get(rows, 0);
+	assert_true(json_is_true(json_object_get(r, "ok")));
+	assert_int_equal((int)num(r, "completion_tokens"), 100);
+	assert_int_equal((int)num(r, "decode_steps"), 99);
+	assert_int_equal((int)num(r, "max_tokens"), 100);
+	assert_string_equal(str(r, "gpu"), "0");
+	assert_int_equal((int)num(r, "num_token_override"), 2048);
+	char line[4096];
+	FILE *f = fopen(args, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof line, f));
+	fclose(f);
+	assert_non_null(strstr(line, "--max-seq-len-override 8292 --memory-ratio 0.9 --cuda-graph-max-bs 1 "
+				     "--moe-hybrid-max-fetch -1 --gpu 0 --num-token-override 2048 --moe-cache-auto"));
+	json_decref(rows);
+	/* the seed's --server-timeout is the readiness deadline */
+	double wall;
+	int rc = run_decode(&rows, &wall, "--model", "/models/m", "--decode", "16", "--server-timeout", "0.8",
+			    "--server-cmd", srv(0, "--rate 500 --health-delay 30"), NULL);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(str(json_array_get(rows, 0), "error"), "did not say serving within"));
+	assert_true(wall < 10);
+	json_decref(rows);
+	assert_int_equal(run_decode(&rows, NULL, "--model", "m", "--decode", "1", NULL), 2);
+	assert_non_null(strstr(last_output(), "--decode"));
+	json_decref(rows);
+}
+
+/* Without --server-cmd ftbench runs the seed's launcher, `python -m freetoken.cli serve --model
+ * M ...`: a stand-in `python` first on PATH parses the seed's flags the way its argparse does
+ * (unknown or positional arguments are refused) and then runs the fixture. */
+static void test_default_launcher_is_the_seeds(void **st)
+{
+	char bin[PATH_MAX + 16], py[PATH_MAX + 32], args[PATH_MAX + 16], path[3 * PATH_MAX];
+	snprintf(bin, sizeof bin, "%s/bin", tmpdir);
+	mkdir(bin, 0755);
+	snprintf(py, sizeof py, "%s/python", bin);
+	snprintf(args, sizeof args, "%s/seed-args.txt", tmpdir);
+	unlink(args);
+	FILE *f = fopen(py, "w");
+	assert_non_null(f);
+	fprintf(f, "#!/bin/sh\n"
+		   "# stand-in for the seed's launcher: python -m freetoken.cli serve, its flags only\n"
+		   "[ \"$1 $2 $3\" = '-m freetoken.cli serve' ] || { echo \"python: not the seed's launcher: $*\" >&2; exit 2; }\n"
+		   "shift 3\n"
+		   "echo \"$*\" >'%s'\n"
+		   "model= port=\n"
+		   "while [ $# -gt 0 ]; do\n"
+		   "  case \"$1\" in\n"
+		   "  --model|--model-path) model=$2; shift 2 ;;\n"
+		   "  --host) [ \"$2\" = 127.0.0.1 ] || exit 2; shift 2 ;;\n"
+		   "  --port) port=$2; shift 2 ;;\n"
+		   "  --moe-backend|--max-running-requests|--max-seq-len-override|--memory-ratio|--cuda-graph-max-bs|"
+		   "--moe-hybrid-max-fetch|--gpu|--num-token-override|--moe-cache-size|--moe-cache-rate)\n"
+		   "    [ $# -ge 2 ] || { echo \"serve: error: $1 expects a value\" >&2; exit 2; }; shift 2 ;;\n"
+		   "  --moe-cache-auto) shift ;;\n"
+		   "  *) echo \"serve: error: unrecognized arguments: $1\" >&2; exit 2 ;;\n"
+		   "  esac\n"
+		   "done\n"
+		   "[ -n \"$model\" ] && [ -n \"$port\" ] || { echo 'serve: error: --model is required' >&2; exit 2; }\n"
+		   "exec '%s' --port \"$port\" --model \"$model\" --rate 500 --lifetime 60\n", args, fixture);
+	fclose(f);
+	chmod(py, 0755);
+	const char *old = getenv("PATH");
+	snprintf(path, sizeof path, "%s:%s", bin, old ? old : "/usr/bin:/bin");
+	char *saved = strdup(old ? old : "");
+	setenv("PATH", path, 1);
+	json_t *rows;
+	int rc = run_decode(&rows, NULL, "--model", "/models/Seed-MoE", "--decode", "16", "--backend", "hybrid",
+			    "--cache", "128", NULL);
+	setenv("PATH", saved, 1);
+	free(saved);
+	if (rc != 0)
+		fail_msg("exit %d:\n%s", rc, last_output());
+	json_t *r = json_array_get(rows, 0);
+	assert_true(json_is_true(json_object_get(r, "ok")));
+	assert_string_equal(str(r, "model_id"), "Seed-MoE");
+	assert_non_null(strstr(str(r, "server_cmd"), "python -m freetoken.cli serve --model /models/Seed-MoE --host "
+						    "127.0.0.1 --port "));
+	char line[4096];
+	f = fopen(args, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof line, f));
+	fclose(f);
+	assert_non_null(strstr(line, "--model /models/Seed-MoE --host 127.0.0.1 --port "));
+	assert_non_null(strstr(line, "--moe-backend hybrid --max-running-requests 1 --max-seq-len-override 8208 "
+				     "--memory-ratio 0.9 --cuda-graph-max-bs 1 --moe-hybrid-max-fetch -1 --moe-cache-size 128"));
+	json_decref(rows);
+}
+
+/* --url against each server kind as the fixture imitates it: detected, labelled by kind, and
+ * the right count and pace, with usage or without (llama-cpp-python: no /health, no usage, 4 of
+ * 5 chunks empty, pings, a closing chunk). */
+static void test_url_kinds(void **st)
+{
+	static const struct {
+		const char *imitate, *kind, *from;
+	} k[] = {{"llama.cpp", "llama.cpp", "usage"},
+		 {"vllm", "vllm", "usage"},
+		 {"sglang", "sglang", "usage"},
+		 {"llama-cpp-python", "openai", "chunks"},
+		 {"freetoken", "freetoken", "usage"}};
+	for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+		char url[64];
+		/* loading for a while: the kind is told only once the server is ready */
+		const char *extra[] = {"--imitate", k[i].imitate, "--rate", "100", "--health-delay", "0.6", NULL};
+		pid_t pid = start_fixture(url, sizeof url, extra);
+		const char *a[] = {"--url", url, "--decode", "100", "--greedy", NULL};
+		json_t *rows = paced_v(a, 100.0, 10.0);
+		stop_fixture(pid);
+		json_t *r = json_array_get(rows, 0);
+		assert_true(json_is_true(json_object_get(r, "ok")));
+		assert_string_equal(str(r, "server_kind"), k[i].kind);
+		assert_string_equal(str(r, "backend"), k[i].kind); /* labelled by kind, not "offload" */
+		assert_non_null(strstr(str(r, "server_kind_from"), "detected"));
+		assert_string_equal(str(r, "tokens_from"), k[i].from);
+		assert_int_equal((int)num(r, "completion_tokens"), 100);
+		assert_int_equal((int)num(r, "decode_steps"), 99);
+		assert_string_equal(str(r, "finish_reason"), "length");
+		json_t *tk = json_object_get(json_object_get(r, "sampling"), "top_k_sent");
+		if (!strcmp(k[i].kind, "openai"))
+			assert_true(json_is_null(tk)); /* -1 refused there: not sent */
+		else
+			assert_int_equal(json_integer_value(tk), !strcmp(k[i].kind, "llama.cpp") ? 0 : -1);
+		if (!strcmp(k[i].kind, "openai")) {
+			assert_string_equal(str(r, "readiness"), "/v1/models");
+			assert_int_equal((int)num(r, "empty_chunks"), 80);
+			assert_int_equal((int)num(r, "events"), 20);
+		}
+		if (!strcmp(k[i].kind, "llama.cpp")) {
+			/* the server's own figure beside ours: D - 1 steps over the first-to-last window */
+			assert_near(num(r, "server_tok_s"), 100.0, 0.02);
+			assert_int_equal((int)json_number_value(json_object_get(json_object_get(r, "server_timings"),
+										  "predicted_n")), 100);
+		} else {
+			assert_true(json_is_null(json_object_get(r, "server_tok_s")));
+		}
+		json_decref(rows);
+	}
+}
+
+/* Started servers of other kinds: llama.cpp's flags instead of the seed's, none for a template
+ * without {flags} unless --append-flags; a /health that is 404 falls back to /v1/models. */
+static void test_started_kinds_and_readiness(void **st)
+{
+	char args[PATH_MAX + 16], extra[PATH_MAX + 64], cmd[3 * PATH_MAX];
+	snprintf(args, sizeof args, "%s/kargs.txt", tmpdir);
+	unlink(args);
+	snprintf(extra, sizeof extra, "--imitate llama.cpp --rate 100 --args-out %s", args);
+	json_t *rows;
+	const char *a[] = {"--model", "/models/m", "--decode", "100", "--server-kind", "llama.cpp", "--server-cmd",
+			   srv(0, extra), NULL};
+	rows = paced_v(a, 100.0, 10.0);
+	json_t *r = json_array_get(rows, 0);
+	assert_string_equal(str(r, "server_kind"), "llama.cpp");
+	assert_string_equal(str(r, "server_kind_from"), "--server-kind");
+	assert_string_equal(str(r, "backend"), "llama.cpp"); /* no MoE backends there: labelled by kind */
+	assert_string_equal(str(r, "readiness"), "/health");
+	json_decref(rows);
+	char line[4096];
+	FILE *f = fopen(args, "r");
+	assert_non_null(fgets(line, sizeof line, f));
+	fclose(f);
+	assert_non_null(strstr(line, "--ctx-size 8292 --parallel 1"));
+	assert_null(strstr(line, "--moe-backend"));
+	/* a template without {flags}: none, unless asked */
+	unlink(args);
+	snprintf(cmd, sizeof cmd, "%s --port {port} --model {model} --lifetime 60 --rate 500 --args-out %s", fixture, args);
+	int rc = run_decode(&rows, NULL, "--model", "/models/m", "--decode", "8", "--server-cmd", cmd, NULL);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(json_string_value(json_array_get(json_object_get(json_array_get(rows, 0), "warnings"), 0)),
+			       "no {flags}"));
+	json_decref(rows);
+	f = fopen(args, "r");
+	assert_non_null(fgets(line, sizeof line, f));
+	fclose(f);
+	assert_null(strstr(line, "--moe-backend"));
+	unlink(args);
+	rc = run_decode(&rows, NULL, "--model", "/models/m", "--decode", "8", "--append-flags", "--server-cmd", cmd, NULL);
+	assert_int_equal(rc, 0);
+	json_decref(rows);
+	f = fopen(args, "r");
+	assert_non_null(fgets(line, sizeof line, f));
+	fclose(f);
+	assert_non_null(strstr(line, "--moe-backend offload"));
+	/* no /health (404), loading for a while: ready from /v1/models, said so */
+	double wall;
+	rc = run_decode(&rows, &wall, "--model", "/models/m", "--decode", "24", "--server-timeout", "20", "--server-cmd",
+			srv(0, "--imitate llama-cpp-python --rate 500 --health-delay 1"), NULL);
+	if (rc != 0)
+		fail_msg("exit %d:\n%s", rc, last_output());
+	r = json_array_get(rows, 0);
+	assert_true(wall >= 1.0 && wall < 15);
+	assert_string_equal(str(r, "readiness"), "/v1/models (no /health)");
+	assert_non_null(strstr(last_output(), "/health answered 404 (this freetoken server has no /health): readiness "
+					      "taken from /v1/models instead"));
+	assert_int_equal((int)num(r, "completion_tokens"), 24);
+	assert_string_equal(str(r, "tokens_from"), "chunks");
+	json_decref(rows);
+	/* --server-kind openai has no launcher of its own */
+	assert_int_equal(run_decode(&rows, NULL, "--model", "m", "--server-kind", "openai", NULL), 2);
+	json_decref(rows);
+	assert_int_equal(run_decode(&rows, NULL, "--model", "m", "--server-kind", "tgi", NULL), 2);
+	json_decref(rows);
+}
+
+/* Chunk shapes without usage: every token chunk counts once; the role announcement (bare,
+ * "content":null or "content":""), the closing chunk and pings do not. */
+static void test_chunk_shapes(void **st)
+{
+	const char *first[] = {"role", "null", "empty", "none"};
+	for (int i = 0; i < 4; i++) {
+		char extra[256];
+		snprintf(extra, sizeof extra, "--rate 100 --no-usage --close-chunk --ping --hold 3 --first-chunk %s", first[i]);
+		const char *a[] = {"--model", "/models/m", "--decode", "90", "--server-cmd", srv(0, extra), NULL};
+		json_t *rows = paced_v(a, 100.0, 10.0);
+		json_t *r = json_array_get(rows, 0);
+		assert_int_equal((int)num(r, "completion_tokens"), 90);
+		assert_int_equal((int)num(r, "chunks"), 90);
+		assert_int_equal((int)num(r, "empty_chunks"), 60);
+		assert_int_equal((int)num(r, "events"), 30);
+		assert_string_equal(str(r, "finish_reason"), "length");
+		json_decref(rows);
+	}
+}
+
+/* A server that refuses top_k -1 with a multi-line 500: the message's lines whole, in the row
+ * and in the summary. */
+static void test_error_body_lines(void **st)
+{
+	char url[64];
+	const char *extra[] = {"--imitate", "llama-cpp-python", "--rate", "500", NULL};
+	pid_t pid = start_fixture(url, sizeof url, extra);
+	json_t *rows;
+	int rc = run_decode(&rows, NULL, "--url", url, "--server-kind", "vllm", "--decode", "8", "--greedy", NULL);
+	stop_fixture(pid);
+	assert_int_equal(rc, 1);
+	const char *e = str(json_array_get(rows, 0), "error");
+	assert_non_null(strstr(e, "HTTP 500"));
+	assert_non_null(strstr(e, "HTTP 500: 1 validation error:\n  {'type': 'greater_than_equal', 'loc': ('body', "
+				  "'top_k'), 'msg': 'Input should be greater than or equal to 0', 'input': -1, 'ctx': {'ge': 0}}\n\n"
+				  "  File \"/venv/lib/python3.11/site-packages/llama_cpp/server/app.py\", line 376, in "
+				  "create_chat_completion\n    POST /v1/chat/completions"));
+	const char *out = last_output();
+	assert_non_null(strstr(out, "Input should be greater than or equal to 0"));
+	json_decref(rows);
+}
+
+/* Fewer than D tokens: ignore_eos ignored (finish_reason stop) or the context full (length):
+ * not ok, exit 1, said as such; --allow-short records them. A prompt longer than the context:
+ * HTTP 200 and no event is "the server sent no tokens", the server still running. */
+static void test_short_runs(void **st)
+{
+	json_t *rows;
+	int rc = run_decode(&rows, NULL, "--model", "/models/m", "--decode", "64", "--server-cmd",
+			    srv(0, "--rate 500 --stop-after 9"), NULL);
+	assert_int_equal(rc, 1);
+	json_t *r = json_array_get(rows, 0);
+	assert_true(json_is_false(json_object_get(r, "ok")));
+	assert_string_equal(str(r, "finish_reason"), "stop");
+	assert_string_equal(str(r, "short"), "ignored_eos");
+	assert_non_null(strstr(str(r, "error"), "ignored ignore_eos: it stopped after 9 of 64 tokens"));
+	assert_int_equal((int)num(r, "completion_tokens"), 9); /* the figures are kept */
+	json_decref(rows);
+	rc = run_decode(&rows, NULL, "--model", "/models/m", "--decode", "64", "--allow-short", "--server-cmd",
+			srv(0, "--rate 500 --stop-after 9"), NULL);
+	assert_int_equal(rc, 0);
+	r = json_array_get(rows, 0);
+	assert_true(json_is_true(json_object_get(r, "ok")));
+	assert_string_equal(str(r, "short"), "ignored_eos");
+	assert_non_null(strstr(json_string_value(json_array_get(json_object_get(r, "warnings"), 0)), "ignore_eos"));
+	json_decref(rows);
+	/* the context fills up (prompt ~45 tokens, context 60) */
+	rc = run_decode(&rows, NULL, "--model", "/models/m", "--decode", "64", "--server-cmd",
+			srv(0, "--rate 500 --ctx 60 --imitate llama.cpp"), NULL);
+	assert_int_equal(rc, 1);
+	r = json_array_get(rows, 0);
+	assert_string_equal(str(r, "finish_reason"), "length");
+	assert_string_equal(str(r, "short"), "context_full");
+	assert_non_null(strstr(str(r, "error"), "the context is full"));
+	assert_int_equal((int)num(r, "completion_tokens") + (int)num(r, "prompt_tokens"), 60);
+	json_decref(rows);
+	/* a prompt longer than the context */
+	rc = run_decode(&rows, NULL, "--model", "/models/m", "--decode", "64", "--server-cmd",
+			srv(0, "--rate 500 --ctx 20 --imitate llama-cpp-python"), NULL);
+	assert_int_equal(rc, 1);
+	const char *e = str(json_array_get(rows, 0), "error");
+	assert_non_null(strstr(e, "the server sent no tokens"));
+	assert_non_null(strstr(e, "still running"));
+	assert_non_null(strstr(e, "see its log"));
+	assert_null(strstr(e, "died"));
+	json_decref(rows);
+	/* llama.cpp refuses it with a 400: its message whole */
+	rc = run_decode(&rows, NULL, "--model", "/models/m", "--decode", "64", "--server-kind", "llama.cpp", "--server-cmd",
+			srv(0, "--rate 500 --ctx 20 --imitate llama.cpp"), NULL);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(str(json_array_get(rows, 0), "error"), "HTTP 400: request ("));
+	assert_non_null(strstr(str(json_array_get(rows, 0), "error"), "tokens) exceeds the available context size (20 "
+								       "tokens), try increasing it"));
+	json_decref(rows);
+}
+
+/* $FREETOKEN_AIME25_JSONL is the problem file when --aime is not given; the seed's prompt rule. */
+static void test_aime_env(void **st)
+{
+	char aime[PATH_MAX + 16], reqs[PATH_MAX + 16], extra[PATH_MAX + 64];
+	snprintf(aime, sizeof aime, "%s/aime25.jsonl", tmpdir);
+	snprintf(reqs, sizeof reqs, "%s/aime-reqs.txt", tmpdir);
+	unlink(reqs);
+	FILE *f = fopen(aime, "w");
+	fputs("{\"problem\": \"Find the boxed value of 2+2.\"}\n{\"problem\": \"Find y.\"}\n", f);
+	fclose(f);
+	snprintf(extra, sizeof extra, "--rate 500 --requests-out %s", reqs);
+	setenv("FREETOKEN_AIME25_JSONL", aime, 1);
+	json_t *rows;
+	int rc = run_decode(&rows, NULL, "--model", "/models/m", "--decode", "8", "--problem", "1", "--warmup", "0",
+			    "--server-cmd", srv(0, extra), NULL);
+	unsetenv("FREETOKEN_AIME25_JSONL");
+	assert_int_equal(rc, 0);
+	assert_string_equal(str(json_array_get(rows, 0), "prompt_source"), "aime25.jsonl:1");
+	/* no warm-up: the measured request is the fresh server's first, cold = warm */
+	assert_near(num(json_array_get(rows, 0), "ttft_cold_ms"), num(json_array_get(rows, 0), "ttft_ms"), 1e-9);
+	json_decref(rows);
+	char line[4096];
+	f = fopen(reqs, "r");
+	assert_non_null(fgets(line, sizeof line, f));
+	fclose(f);
+	json_t *q = json_loads(line, 0, NULL);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(q, "messages"), 0), "content")),
+			    "Find y.\nPlease reason step by step, and put your final answer within \\boxed{}.");
+	json_decref(q);
+}
+
 static void test_usage_errors(void **st)
 {
 	json_t *rows;
@@ -527,6 +969,14 @@ int main(void)
 		cmocka_unit_test(test_url_mode),
 		cmocka_unit_test(test_result_fd),
 		cmocka_unit_test(test_usage_errors),
+		cmocka_unit_test(test_seed_command_line),
+		cmocka_unit_test(test_default_launcher_is_the_seeds),
+		cmocka_unit_test(test_url_kinds),
+		cmocka_unit_test(test_started_kinds_and_readiness),
+		cmocka_unit_test(test_chunk_shapes),
+		cmocka_unit_test(test_error_body_lines),
+		cmocka_unit_test(test_short_runs),
+		cmocka_unit_test(test_aime_env),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

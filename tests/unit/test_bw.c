@@ -39,25 +39,32 @@ static void test_decide_threshold(void **s)
 static void test_decide_reasons(void **s)
 {
 	struct ftbw_decision d;
-	/* fp8_block: no CPU path, whatever the numbers */
+	/* fp8_block: no CPU path, whatever the numbers: a measured offload */
 	ftbw_decide(false, true, 1000.0, NULL, 1.0, NULL, 2.0, &d);
+	assert_true(d.measured);
 	assert_false(d.hybrid);
 	assert_non_null(strstr(d.note, "no CPU MoE path"));
-	/* no GPU */
+	/* no GPU: no verdict, not a default offload (issue 22), with or without a CPU path */
 	ftbw_decide(true, false, 100.0, NULL, NAN, NULL, 2.0, &d);
-	assert_false(d.hybrid);
+	assert_false(d.measured);
 	assert_true(isnan(d.ratio));
 	assert_non_null(strstr(d.note, "no GPU"));
-	/* failed CPU measurement, with its reason */
+	ftbw_decide(false, false, NAN, NULL, NAN, NULL, 2.0, &d);
+	assert_false(d.measured);
+	/* failed CPU measurement, with its reason: no verdict */
 	ftbw_decide(true, true, NAN, "executor: out of memory", 50.0, NULL, 2.0, &d);
-	assert_false(d.hybrid);
+	assert_false(d.measured);
 	assert_non_null(strstr(d.note, "CPU MoE measurement failed"));
 	assert_non_null(strstr(d.note, "out of memory"));
+	assert_non_null(strstr(d.note, "no verdict"));
 	/* failed gather; zero is never data */
 	ftbw_decide(true, true, 100.0, NULL, 0.0, "CUDA error", 2.0, &d);
-	assert_false(d.hybrid);
+	assert_false(d.measured);
 	assert_non_null(strstr(d.note, "PCIe gather measurement failed"));
 	assert_true(isnan(d.ratio));
+	/* measured both halves */
+	ftbw_decide(true, true, 100.0, NULL, 40.0, NULL, 2.0, &d);
+	assert_true(d.measured && d.hybrid);
 }
 
 static void test_fetch_fraction(void **s)
@@ -434,8 +441,9 @@ static void test_run_no_gpu(void **s)
 	const char *k;
 	json_t *e;
 	json_object_foreach(json_object_get(p, "dtype_kernels"), k, e) {
-		assert_string_equal(json_string_value(json_object_get(e, "recommended")), "offload");
-		assert_string_equal(rec_of(p, k), "offload");
+		/* no verdict: null for the seed's reader to skip, "unmeasured" in dtypes */
+		assert_true(json_is_null(json_object_get(e, "recommended")));
+		assert_string_equal(rec_of(p, k), "unmeasured");
 		assert_true(json_is_null(json_object_get(e, "pcie_gather_gbs")));
 		assert_true(json_is_null(json_object_get(e, "synth_experts")));
 		assert_true(json_is_string(json_object_get(e, "note")));
@@ -443,8 +451,12 @@ static void test_run_no_gpu(void **s)
 	assert_true(json_is_number(json_object_get(entry_of(p, "bf16"), "cpu_moe_gbs")));
 	assert_non_null(strstr(json_string_value(json_object_get(entry_of(p, "bf16"), "note")), "no GPU"));
 	assert_true(has_warning(p, "no GPU (no NVIDIA driver is loaded)"));
-	/* ... and a CPU MoE above the read ceiling is called out */
+	/* ... and a CPU MoE above the read ceiling is called out, and makes the profile not valid */
 	assert_true(has_warning(p, "above the CPU read ceiling"));
+	assert_true(json_is_false(json_object_get(p, "valid")));
+	json_t *why = json_object_get(p, "invalid_reasons");
+	assert_true(json_array_size(why) >= 1);
+	assert_non_null(strstr(json_string_value(json_array_get(why, 0)), "above the CPU read ceiling"));
 	json_decref(p);
 }
 
@@ -465,17 +477,18 @@ static void test_run_failures(void **s)
 	struct fake f2 = {.gather_gbs = 50.0, .fail_measure = 1};
 	assert_int_equal(run_fake(&f2, &c, &g, &p, err), -EIO);
 	assert_null(p);
-	/* a failed CPU MoE (bf16: 0 = fails) and a zero sample (all others): offload with a note */
+	/* a failed CPU MoE (bf16: 0 = fails) and a zero sample (all others): no verdict, a note */
 	struct fake f3 = {.gather_gbs = 10.0, .zero_sample = 1};
 	for (int i = 1; i < FTFMT_COUNT; i++)
 		f3.cpu_gbs[i] = 500.0;
 	assert_int_equal(run_fake(&f3, &c, &g, &p, err), 0);
 	json_t *e = entry_of(p, "bf16");
-	assert_string_equal(json_string_value(json_object_get(e, "recommended")), "offload");
+	assert_true(json_is_null(json_object_get(e, "recommended")));
+	assert_string_equal(rec_of(p, "bf16"), "unmeasured");
 	assert_non_null(strstr(json_string_value(json_object_get(e, "note")), "out of memory"));
 	assert_true(json_is_null(json_object_get(e, "cpu_moe_gbs")));
 	e = entry_of(p, "nvfp4");
-	assert_string_equal(json_string_value(json_object_get(e, "recommended")), "offload");
+	assert_true(json_is_null(json_object_get(e, "recommended")));
 	assert_non_null(strstr(json_string_value(json_object_get(e, "note")), "not a positive rate"));
 	assert_true(has_warning(p, "dtype:bf16: CPU MoE failed"));
 	json_decref(p);

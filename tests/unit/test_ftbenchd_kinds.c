@@ -75,7 +75,21 @@ static void test_bw_argv(void **s)
 	assert_int_equal(gpu, -1);
 	for (char **p = argv; *p; p++)
 		assert_null(strstr(*p, "--gpu"));
+	assert_false(has(argv, "--no-legacy-copy")); /* bw-legacy-copy = 1 by default */
 	ftd_argv_free(argv);
+	/* cpu_threads 0 = all cores (the seed's meaning) */
+	assert_int_equal(build("bw", "{\"cpu_threads\":0}", 2, &argv, &gpu, &e), 0);
+	assert_true(has(argv, "--cpu-threads=0"));
+	ftd_argv_free(argv);
+	/* bw-legacy-copy = 0: the worker is told */
+	cfg.bw_legacy_copy = 0;
+	assert_int_equal(build("bw", "{}", 2, &argv, &gpu, &e), 0);
+	assert_true(has(argv, "--no-legacy-copy"));
+	ftd_argv_free(argv);
+	assert_int_equal(build("cache-copy", "{}", 2, &argv, &gpu, &e), 0);
+	assert_false(has(argv, "--no-legacy-copy"));
+	ftd_argv_free(argv);
+	cfg.bw_legacy_copy = 1;
 }
 
 static void test_cache_copy_and_flags(void **s)
@@ -158,6 +172,15 @@ static void test_paths_and_decode(void **s)
 	assert_true(has(argv, "--mem-ratio=0.8"));
 	assert_true(has(argv, "--no-graph"));
 	ftd_argv_free(argv);
+	/* the server kind and the short-run policy reach the worker */
+	assert_int_equal(build("decode", "{\"url\":\"http://127.0.0.1:8080\",\"server_kind\":\"llama.cpp\","
+					 "\"allow_short\":true,\"num_token_override\":512}", 2, &argv, &gpu, &e), 0);
+	assert_true(has(argv, "--server-kind=llama.cpp"));
+	assert_true(has(argv, "--allow-short"));
+	assert_true(has(argv, "--num-token-override=512"));
+	ftd_argv_free(argv);
+	expect_err("decode", "{\"url\":\"http://127.0.0.1:8080\",\"server_kind\":\"tgi\"}", 400, "invalid_argument",
+		   "args.server_kind");
 	assert_int_equal(build("decode", "{\"url\":\"http://LOCALHOST:30000/v1\"}", 2, &argv, &gpu, &e), 0);
 	ftd_argv_free(argv);
 	assert_int_equal(build("decode", "{\"url\":\"http://[::1]:30000\"}", 2, &argv, &gpu, &e), 0);

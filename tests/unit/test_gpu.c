@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "hw/gpu.h"
 
@@ -78,6 +80,24 @@ static void test_json_roundtrip(void **s)
 	json_decref(bad);
 }
 
+/* GPUs of the host as the driver lists them: one entry per GPU, dot entries not counted. */
+static void test_count_host(void **s)
+{
+	char dir[] = "/tmp/ftgpu-count-XXXXXX", p[64];
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(ftgpu_count_host_in(dir), 0);
+	snprintf(p, sizeof p, "%s/0000:18:00.0", dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	assert_int_equal(ftgpu_count_host_in(dir), 1);
+	snprintf(p, sizeof p, "%s/0000:3b:00.0", dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	assert_int_equal(ftgpu_count_host_in(dir), 2);
+	snprintf(p, sizeof p, "rm -rf '%s'", dir);
+	assert_int_equal(system(p), 0);
+	assert_int_equal(ftgpu_count_host_in(dir), 0); /* no driver */
+	assert_true(ftgpu_count_host() >= 0);
+}
+
 static void test_list_without_device(void **s)
 {
 	struct ftgpu_info *v;
@@ -138,6 +158,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_resolve), cmocka_unit_test(test_link),
 		cmocka_unit_test(test_json_roundtrip), cmocka_unit_test(test_list_without_device),
+		cmocka_unit_test(test_count_host),
 	};
 	return cmocka_run_group_tests_name("gpu", tests, setup, NULL);
 }

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <math.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -187,7 +188,9 @@ static void test_full_profile(void **st)
 	assert_int_equal(ftprof_recommend(pr, "nvfp4"), FTPROF_REC_OFFLOAD);
 	assert_int_equal(ftprof_recommend(pr, "mxfp4"), FTPROF_REC_HYBRID); /* alias */
 	assert_int_equal(ftprof_recommend(pr, "mxfp4_triton"), FTPROF_REC_HYBRID);
-	assert_int_equal(ftprof_recommend(pr, "fp8"), FTPROF_REC_OFFLOAD);  /* alias */
+	/* the seed reader's alias map has no fp8: "fp8" is looked up as it is */
+	assert_int_equal(ftprof_recommend(pr, "fp8"), FTPROF_REC_NONE);
+	assert_int_equal(ftprof_recommend(pr, "fp8_block"), FTPROF_REC_OFFLOAD);
 	assert_int_equal(ftprof_recommend(pr, "q4_0"), FTPROF_REC_NONE);    /* no data */
 	assert_int_equal(ftprof_recommend(pr, NULL), FTPROF_REC_NONE);
 	assert_int_equal(ftprof_recommend(NULL, "bf16"), FTPROF_REC_NONE);
@@ -223,12 +226,14 @@ static void test_host_json(void **st)
 	assert_int_equal(ftprof_recommend(pr, "bf16"), FTPROF_REC_OFFLOAD);
 	assert_int_equal(ftprof_fetch_fraction(pr, "bf16", &f), -ENODATA);
 	ftprof_free(pr);
-	/* a CPU-only profile is not this GPU's: a GPU caller does not take it */
+	/* gpu null is accepted by every caller, as by the seed's reader (a GPU caller finds host.json
+	 * only where FREETOKEN_BENCHBW_PATH or the legacy file names it) */
 	setenv(FTPROF_ENV_PATH, p, 1);
 	pr = NULL;
-	assert_int_equal(ftprof_load(UUID_A, NULL, &pr, err, sizeof err), -ENOENT);
-	assert_null(pr);
-	assert_non_null(strstr(err, "a host without GPU"));
+	assert_int_equal(ftprof_load(UUID_A, "NVIDIA H200", &pr, err, sizeof err), 0);
+	assert_string_equal(ftprof_source(pr), p);
+	assert_int_equal(ftprof_recommend(pr, "bf16"), FTPROF_REC_OFFLOAD);
+	ftprof_free(pr);
 }
 
 static void test_workloads_unanimous(void **st)
@@ -238,15 +243,17 @@ static void test_workloads_unanimous(void **st)
 	double f;
 	fixture_path("workloads_only.json", p, sizeof p);
 	assert_int_equal(ftprof_load_file(p, &pr, err, sizeof err), 0);
-	/* no dtypes: every workload carrying the format must say hybrid */
-	assert_int_equal(ftprof_recommend(pr, "bf16"), FTPROF_REC_HYBRID);   /* a, b, c hybrid; d silent */
-	assert_int_equal(ftprof_recommend(pr, "nvfp4"), FTPROF_REC_OFFLOAD); /* a hybrid, b offload */
-	assert_int_equal(ftprof_recommend(pr, "mxfp4"), FTPROF_REC_HYBRID);
-	assert_int_equal(ftprof_recommend(pr, "fp8"), FTPROF_REC_OFFLOAD);
+	/* no dtypes, and the workloads carry only recommended_moe_backend, which the seed's reader
+	 * does not read (it reads kernels[fmt].recommended): no recommendation */
+	assert_int_equal(ftprof_recommend(pr, "bf16"), FTPROF_REC_NONE);
+	assert_int_equal(ftprof_recommend(pr, "nvfp4"), FTPROF_REC_NONE);
+	assert_int_equal(ftprof_recommend(pr, "mxfp4"), FTPROF_REC_NONE);
+	assert_int_equal(ftprof_recommend(pr, "fp8_block"), FTPROF_REC_NONE);
 	assert_int_equal(ftprof_recommend(pr, "ds_fp4"), FTPROF_REC_NONE);
-	/* no dtype_kernels: the median over the workloads' entries: .3 .4 .5 .9 -> .45 */
+	/* no dtype_kernels: the first workload in file order that yields a value: a, 50 / 100
+	 * (not the median .45 of .5 .3 .9 .4) */
 	assert_int_equal(ftprof_fetch_fraction(pr, "bf16", &f), 0);
-	assert_float_equal(f, 0.45, 1e-12);
+	assert_float_equal(f, 0.5, 1e-12);
 	/* 60 / 40 = 1.5 clamped to 1 */
 	assert_int_equal(ftprof_fetch_fraction(pr, "nvfp4", &f), 0);
 	assert_float_equal(f, 1.0, 0);
@@ -266,8 +273,9 @@ static void test_dtypes_first(void **st)
 	assert_int_equal(ftprof_load_file(p, &pr, err, sizeof err), 0);
 	/* dtypes says offload though the only workload says hybrid */
 	assert_int_equal(ftprof_recommend(pr, "bf16"), FTPROF_REC_OFFLOAD);
-	/* an unknown value in dtypes counts as absent: the workloads decide */
-	assert_int_equal(ftprof_recommend(pr, "nvfp4"), FTPROF_REC_HYBRID);
+	/* an unknown value in dtypes falls through to the workloads' kernels[fmt].recommended: the
+	 * only workload has no nvfp4 kernel (its recommended_moe_backend is not read) */
+	assert_int_equal(ftprof_recommend(pr, "nvfp4"), FTPROF_REC_NONE);
 	/* dtype_kernels first; its overlap pair has a 0, so its plain pair: 25 / 100 */
 	assert_int_equal(ftprof_fetch_fraction(pr, "bf16", &f), 0);
 	assert_float_equal(f, 0.25, 1e-12);
@@ -285,8 +293,64 @@ static void test_wrong_types(void **st)
 	assert_int_equal(ftprof_recommend(pr, "nvfp4"), FTPROF_REC_NONE);
 	assert_int_equal(ftprof_fetch_fraction(pr, "bf16", &f), -ENODATA);
 	assert_int_equal(ftprof_fetch_fraction(pr, "nvfp4", &f), -ENODATA); /* "50" is a string */
-	assert_int_equal(ftprof_fetch_fraction(pr, "ds_fp4", &f), -ENODATA); /* negative */
+	/* -1 is truthy to the seed and the clamp is only above: 50 / -1 */
+	assert_int_equal(ftprof_fetch_fraction(pr, "ds_fp4", &f), 0);
+	assert_float_equal(f, -50.0, 0);
 	ftprof_free(pr);
+}
+
+/* ---------------------------------------------------------------- the golden corpus */
+
+/* tests/fixtures/profiles/golden/EXPECTED: every query answered as the seed's reader answers it,
+ * through ftprof_load with the file as FREETOKEN_BENCHBW_PATH (the CLI side:
+ * tests/integration/profile_golden.sh). */
+static void test_golden(void **st)
+{
+	char path[PATH_MAX], line[512];
+	int n = 0, files = 0, bad = 0;
+	char last[128] = "";
+	SNP(path, sizeof path, "%s/tests/fixtures/profiles/golden/EXPECTED", srcdir());
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof line, f)) {
+		char file[128], caller[32], fmt[64], rec[32], frac[32];
+		if (line[0] == '#' || sscanf(line, "%127s %31s %63s %31s %31s", file, caller, fmt, rec, frac) != 5)
+			continue;
+		char fp[PATH_MAX];
+		SNP(fp, sizeof fp, "%s/tests/fixtures/profiles/golden/%s", srcdir(), file);
+		setenv(FTPROF_ENV_PATH, fp, 1);
+		struct ftprof *pr = NULL;
+		int r = ftprof_load(NULL, strcmp(caller, "fake") ? NULL : "Fake GPU", &pr, err, sizeof err);
+		enum ftprof_rec got = FTPROF_REC_NONE;
+		double fr = 0;
+		int fr_r = -ENODATA;
+		if (r == 0) {
+			got = ftprof_recommend(pr, fmt);
+			fr_r = ftprof_fetch_fraction(pr, fmt, &fr);
+		} else if (r != -ENOENT && r != -EINVAL) {
+			fail_msg("%s: load %d (%s)", file, r, err);
+		}
+		ftprof_free(pr);
+		int ok = !strcmp(ftprof_rec_name(got), rec);
+		if (!strcmp(frac, "none"))
+			ok &= fr_r == -ENODATA;
+		else
+			ok &= fr_r == 0 && fabs(fr - strtod(frac, NULL)) < 1e-6;
+		if (!ok) {
+			print_error("%s %s %s: got %s %s%g, want %s %s\n", file, caller, fmt, ftprof_rec_name(got),
+				    fr_r ? "none " : "", fr_r ? 0.0 : fr, rec, frac);
+			bad++;
+		}
+		n++;
+		if (strcmp(last, file)) {
+			files++;
+			snprintf(last, sizeof last, "%s", file);
+		}
+	}
+	fclose(f);
+	unsetenv(FTPROF_ENV_PATH);
+	assert_int_equal(bad, 0);
+	assert_true(files >= 15 && n >= 45); /* the corpus is all there */
 }
 
 /* ---------------------------------------------------------------- broken files */
@@ -326,20 +390,29 @@ static void test_corrupt_files(void **st)
 		{"trailing.json", "{\"version\":4} x", "not valid JSON"},
 		{"array.json", "[1,2]", "not a JSON object"},
 		{"string.json", "\"profile\"", "not valid JSON"},
-		{"noversion.json", "{\"dtypes\":{}}", "no \"version\""},
-		{"version_str.json", "{\"version\":\"4\"}", "\"version\" is not a positive integer"},
-		{"version_zero.json", "{\"version\":0}", "\"version\""},
-		{"dtypes_list.json", "{\"version\":4,\"dtypes\":[\"bf16\"]}", "\"dtypes\" is not an object"},
-		{"kernels_str.json", "{\"version\":4,\"dtype_kernels\":\"x\"}", "\"dtype_kernels\""},
-		{"workloads_num.json", "{\"version\":4,\"workloads\":1}", "\"workloads\""},
-		{"gpu_str.json", "{\"version\":4,\"gpu\":\"H200\"}", "\"gpu\""},
-		{"gpu_uuid_num.json", "{\"version\":4,\"gpu\":{\"uuid\":5}}", "gpu.uuid"},
-		{"gpu_name_obj.json", "{\"version\":4,\"gpu\":{\"name\":{}}}", "gpu.name"},
-		{"threshold_str.json", "{\"version\":4,\"threshold\":\"2\"}", "threshold"},
-		{"dup.json", "{\"version\":4,\"version\":5}", "not valid JSON"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
 		expect_invalid(cases[i].name, cases[i].text, strlen(cases[i].text), -EINVAL, cases[i].what);
+	/* Any object is a profile to the seed's reader: odd types inside are absent data */
+	static const char *const odd[] = {
+		"{\"dtypes\":{}}", "{\"version\":\"4\"}", "{\"version\":0}", "{\"version\":4,\"dtypes\":[\"bf16\"]}",
+		"{\"version\":4,\"dtype_kernels\":\"x\"}", "{\"version\":4,\"workloads\":1}",
+		"{\"version\":4,\"gpu\":\"H200\"}", "{\"version\":4,\"gpu\":{\"uuid\":5}}",
+		"{\"version\":4,\"gpu\":{\"name\":{}}}", "{\"version\":4,\"threshold\":\"2\"}",
+		"{\"version\":4,\"version\":5}", "{}",
+	};
+	for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
+		char p[PATH_MAX];
+		struct ftprof *pr = NULL;
+		double f;
+		SNP(p, sizeof p, "%s/odd.json", root);
+		put_text(p, odd[i], strlen(odd[i]));
+		assert_int_equal(ftprof_load_file(p, &pr, err, sizeof err), 0);
+		assert_int_equal(ftprof_recommend(pr, "bf16"), FTPROF_REC_NONE);
+		assert_int_equal(ftprof_fetch_fraction(pr, "bf16", &f), -ENODATA);
+		assert_true(ftprof_matches_gpu(pr, NULL, "NVIDIA H200"));
+		ftprof_free(pr);
+	}
 	/* a NUL inside */
 	expect_invalid("nul.json", "{\"version\":4,\0}", 15, -EINVAL, NULL);
 	/* deep nesting is refused by the parser, not a stack overflow */
@@ -411,7 +484,7 @@ static void test_mutations(void **st)
 			enum ftprof_rec rec = ftprof_recommend(pr, fmts[i]);
 			assert_true(rec >= FTPROF_REC_NONE && rec <= FTPROF_REC_HYBRID);
 			if (!ftprof_fetch_fraction(pr, fmts[i], &f))
-				assert_true(f > 0 && f <= 1);
+				assert_true(f <= 1);
 		}
 		ftprof_matches_gpu(pr, UUID_A, "NVIDIA H200");
 		r = ftjschema_validate(schema, ftprof_json(pr), err, sizeof err);
@@ -542,8 +615,24 @@ static void test_gpu_mismatch(void **st)
 	ftprof_free(pr);
 	fixture_path("host.json", p, sizeof p);
 	assert_int_equal(ftprof_load_file(p, &pr, err, sizeof err), 0);
-	assert_false(ftprof_matches_gpu(pr, UUID_A, NULL));
+	assert_true(ftprof_matches_gpu(pr, UUID_A, "NVIDIA H200")); /* gpu null: accepted (the seed) */
 	assert_true(ftprof_matches_gpu(pr, NULL, NULL));
+	ftprof_free(pr);
+	/* the seed's name rule: a truthy name that differs refuses; an empty one does not count */
+	fixture_path("golden/legacy_v2_name.json", p, sizeof p);
+	assert_int_equal(ftprof_load_file(p, &pr, err, sizeof err), 0);
+	assert_true(ftprof_matches_gpu(pr, NULL, "Fake GPU"));
+	assert_false(ftprof_matches_gpu(pr, NULL, "NVIDIA H200"));
+	assert_false(ftprof_matches_gpu(pr, UUID_A, "NVIDIA H200")); /* no uuid in the file: the name */
+	ftprof_free(pr);
+	SNP(p, sizeof p, "%s/noname.json", root);
+	put_text(p, "{\"gpu\":{\"name\":\"\"}}", strlen("{\"gpu\":{\"name\":\"\"}}"));
+	assert_int_equal(ftprof_load_file(p, &pr, err, sizeof err), 0);
+	assert_true(ftprof_matches_gpu(pr, NULL, "NVIDIA H200"));
+	ftprof_free(pr);
+	put_text(p, "{\"gpu\":{\"name\":7}}", strlen("{\"gpu\":{\"name\":7}}"));
+	assert_int_equal(ftprof_load_file(p, &pr, err, sizeof err), 0);
+	assert_false(ftprof_matches_gpu(pr, NULL, "NVIDIA H200"));
 	ftprof_free(pr);
 }
 
@@ -638,6 +727,51 @@ static void test_store_write(void **st)
 	umask(022);
 	json_decref(full);
 	json_decref(host);
+}
+
+/* The seed's single file: where it is, written atomically with the per-GPU file's bytes, found
+ * after the per-GPU file by the reader. */
+static void test_legacy_write(void **st)
+{
+	json_t *full = load_fixture("full.json");
+	char out[PATH_MAX], want[PATH_MAX], per[PATH_MAX], *a, *b;
+	size_t la, lb;
+	struct ftprof *pr = NULL;
+	assert_int_equal(ftprof_legacy_path(out, sizeof out), 0);
+	SNP(want, sizeof want, "%s/freetoken/benchbw.json", cache);
+	assert_string_equal(out, want);
+	setenv(FTPROF_ENV_PATH, "/elsewhere/p.json", 1); /* not consulted */
+	assert_int_equal(ftprof_legacy_path(out, sizeof out), 0);
+	assert_string_equal(out, want);
+	unsetenv(FTPROF_ENV_PATH);
+	assert_int_equal(ftprof_legacy_path(out, 8), -ENAMETOOLONG);
+	assert_int_equal(ftprof_store_write(full, NULL, per, sizeof per), 0);
+	assert_int_equal(ftprof_legacy_copy(per, out, sizeof out), 0);
+	assert_string_equal(out, want);
+	assert_int_equal(ftfs_read_file(per, 1 << 24, &a, &la), 0);
+	assert_int_equal(ftfs_read_file(want, 1 << 24, &b, &lb), 0);
+	assert_true(la == lb && !memcmp(a, b, la)); /* the same bytes */
+	free(a);
+	free(b);
+	assert_int_equal(count_entries(store), 1);
+	SNP(out, sizeof out, "%s/freetoken", cache);
+	assert_int_equal(count_entries(out), 2); /* benchbw/ and benchbw.json, no temp file */
+	/* the reader: per-GPU first, then the legacy file */
+	assert_int_equal(ftprof_load(UUID_A, "NVIDIA H200", &pr, err, sizeof err), 0);
+	assert_string_equal(ftprof_source(pr), per);
+	ftprof_free(pr);
+	unlink(per);
+	assert_int_equal(ftprof_load(UUID_A, "NVIDIA H200", &pr, err, sizeof err), 0);
+	assert_string_equal(ftprof_source(pr), want);
+	ftprof_free(pr);
+	put_text(per, "[1]", 3); /* not a profile: nothing copied */
+	assert_int_equal(ftprof_legacy_copy(per, NULL, 0), -EINVAL);
+	assert_int_equal(ftprof_legacy_copy("/nonexistent/p.json", NULL, 0), -ENOENT);
+	unlink(per);
+	assert_int_equal(ftprof_load(UUID_A, "NVIDIA H200", &pr, err, sizeof err), 0);
+	assert_string_equal(ftprof_source(pr), want); /* the old copy is intact */
+	ftprof_free(pr);
+	json_decref(full);
 }
 
 static void test_store_list(void **st)
@@ -786,9 +920,24 @@ static void test_schema(void **st)
 	expect_schema_fail(schema, d, "$.gpu");
 	d = json_deep_copy(host);
 	json_object_del(d, "tool");
-	expect_schema_fail(schema, d, "tool");
-	/* the seed's own v4 file lacks the trust fields */
-	expect_schema_fail(schema, load_fixture("legacy.json"), "$");
+	expect_schema_fail(schema, d, "$"); /* ours without tool is no seed profile either (spreads) */
+	/* profiles the seed writes (no tool, warnings, spreads or trust fields; integer epoch) */
+	static const char *const seed[] = {"legacy.json", "golden/seed_v4.json", "golden/seed_models.json"};
+	for (size_t i = 0; i < sizeof seed / sizeof seed[0]; i++) {
+		d = load_fixture(seed[i]);
+		if (ftjschema_validate(schema, d, err, sizeof err))
+			fail_msg("%s: %s", seed[i], err);
+		json_decref(d);
+	}
+	d = load_fixture("golden/seed_v4.json");
+	json_object_set_new(json_object_get(d, "dtypes"), "bf16", json_string("cpu"));
+	expect_schema_fail(schema, d, "bf16");
+	d = load_fixture("golden/seed_v4.json");
+	json_object_del(d, "workloads");
+	expect_schema_fail(schema, d, "$");
+	d = load_fixture("golden/seed_v4.json"); /* a seed profile with one of our fields only: neither */
+	json_object_set_new(d, "warnings", json_array());
+	expect_schema_fail(schema, d, "$");
 
 	json_decref(full);
 	json_decref(host);
@@ -805,6 +954,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_workloads_unanimous, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dtypes_first, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wrong_types, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_golden, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mutations, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing, setup, teardown),
@@ -812,6 +962,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_legacy_and_system, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gpu_mismatch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_write, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_legacy_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_list, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_atomic_concurrent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_schema, setup, teardown),

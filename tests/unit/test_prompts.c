@@ -14,11 +14,19 @@
 
 static void test_instruction_rule(void **st)
 {
+	/* the seed's rule exactly: one "\n", nothing trimmed */
 	char *s = ftprompt_with_instruction("What is 1+1?\n");
 	assert_string_equal(s, "What is 1+1?\n\n" FTPROMPT_INSTRUCTION);
 	free(s);
+	s = ftprompt_with_instruction("What is 1+1? ");
+	assert_string_equal(s, "What is 1+1? \n" FTPROMPT_INSTRUCTION);
+	free(s);
 	s = ftprompt_with_instruction("Answer in \\boxed{} please.");
 	assert_string_equal(s, "Answer in \\boxed{} please.");
+	free(s);
+	/* the seed tests "boxed", not "\boxed{" */
+	s = ftprompt_with_instruction("Give the boxed answer.");
+	assert_string_equal(s, "Give the boxed answer.");
 	free(s);
 }
 
@@ -54,7 +62,7 @@ static void test_jsonl(void **st)
 	close(fd);
 	char *p, src[64], err[256];
 	assert_int_equal(ftprompt_load(path, 0, &p, src, sizeof src, err, sizeof err), 0);
-	assert_string_equal(p, "Find x.\n\n" FTPROMPT_INSTRUCTION);
+	assert_string_equal(p, "Find x.\n" FTPROMPT_INSTRUCTION);
 	free(p);
 	assert_int_equal(ftprompt_load(path, 1, &p, src, sizeof src, err, sizeof err), 0); /* blank line skipped */
 	assert_string_equal(p, "Preformatted; put it in \\boxed{}.");

@@ -27,7 +27,7 @@ static void test_flags(void **st)
 	struct ftsrv_serve_cfg c = {.max_tokens = 256, .mem_ratio = 0.9, .hybrid_fetch = -1, .cache_rate = -1};
 	char **f;
 	int n;
-	assert_int_equal(ftsrv_serve_flags(&c, "offload", &f, &n), 0);
+	assert_int_equal(ftsrv_serve_flags(&c, FTSRV_FREETOKEN, "offload", &f, &n), 0);
 	assert_string_equal(join(f), "--moe-backend offload --max-running-requests 1 --max-seq-len-override 8448 "
 				     "--memory-ratio 0.9 --cuda-graph-max-bs 1 --moe-hybrid-max-fetch -1 --moe-cache-auto");
 	assert_int_equal(n, 13);
@@ -35,27 +35,70 @@ static void test_flags(void **st)
 	c.no_graph = 1;
 	c.cache_size = 512;
 	c.cache_rate = 0.3;
-	assert_int_equal(ftsrv_serve_flags(&c, "hybrid", &f, &n), 0);
+	assert_int_equal(ftsrv_serve_flags(&c, FTSRV_FREETOKEN, "hybrid", &f, &n), 0);
 	assert_non_null(strstr(join(f), "--cuda-graph-max-bs 0 --moe-hybrid-max-fetch -1 --moe-cache-size 512"));
 	ftsrv_free_argv(f);
 	c.cache_size = 0;
-	assert_int_equal(ftsrv_serve_flags(&c, "cpu", &f, &n), 0);
+	assert_int_equal(ftsrv_serve_flags(&c, FTSRV_FREETOKEN, "cpu", &f, &n), 0);
 	assert_non_null(strstr(join(f), "--moe-cache-rate 0.3"));
 	ftsrv_free_argv(f);
+	/* the seed's order: [--gpu G] [--num-token-override N] before the cache flag */
+	c.gpu = "GPU-1234";
+	c.num_token_override = 4096;
+	assert_int_equal(ftsrv_serve_flags(&c, FTSRV_FREETOKEN, "cpu", &f, &n), 0);
+	assert_non_null(strstr(join(f), "--moe-hybrid-max-fetch -1 --gpu GPU-1234 --num-token-override 4096 "
+					"--moe-cache-rate 0.3"));
+	ftsrv_free_argv(f);
+	/* other kinds: their own equivalents, never the seed's engine flags */
+	assert_int_equal(ftsrv_serve_flags(&c, FTSRV_LLAMACPP, "cpu", &f, &n), 0);
+	assert_string_equal(join(f), "--ctx-size 8448 --parallel 1");
+	ftsrv_free_argv(f);
+	assert_int_equal(ftsrv_serve_flags(&c, FTSRV_VLLM, "cpu", &f, &n), 0);
+	assert_string_equal(join(f), "--max-model-len 8448 --max-num-seqs 1 --gpu-memory-utilization 0.9");
+	ftsrv_free_argv(f);
+	assert_int_equal(ftsrv_serve_flags(&c, FTSRV_SGLANG, "cpu", &f, &n), 0);
+	assert_string_equal(join(f), "--context-length 8448 --max-running-requests 1 --mem-fraction-static 0.9");
+	ftsrv_free_argv(f);
+	assert_int_equal(ftsrv_serve_flags(&c, FTSRV_OPENAI, "cpu", &f, &n), 0);
+	assert_int_equal(n, 0);
+	assert_null(f[0]);
+	ftsrv_free_argv(f);
+}
+
+static void test_kinds(void **st)
+{
+	assert_int_equal(ftsrv_kind_parse("freetoken"), FTSRV_FREETOKEN);
+	assert_int_equal(ftsrv_kind_parse("llama.cpp"), FTSRV_LLAMACPP);
+	assert_int_equal(ftsrv_kind_parse("LLAMA-SERVER"), FTSRV_LLAMACPP);
+	assert_int_equal(ftsrv_kind_parse("vllm"), FTSRV_VLLM);
+	assert_int_equal(ftsrv_kind_parse("sglang"), FTSRV_SGLANG);
+	assert_int_equal(ftsrv_kind_parse("openai"), FTSRV_OPENAI);
+	assert_int_equal(ftsrv_kind_parse("tgi"), -EINVAL);
+	for (int k = 0; k < FTSRV_NKINDS; k++)
+		assert_int_equal(ftsrv_kind_parse(ftsrv_kind_name((enum ftsrv_kind)k)), k);
+	assert_string_equal(ftsrv_default_template(FTSRV_FREETOKEN), FTSRV_DEFAULT_TEMPLATE);
+	assert_null(ftsrv_default_template(FTSRV_OPENAI));
+	for (int k = 0; k < FTSRV_OPENAI; k++) {
+		assert_true(ftsrv_template_has_flags(ftsrv_default_template((enum ftsrv_kind)k)));
+		assert_non_null(strstr(ftsrv_default_template((enum ftsrv_kind)k), "{port}"));
+	}
+	assert_false(ftsrv_template_has_flags("srv --port {port} x{flags}"));
+	assert_true(ftsrv_template_has_flags("{flags} srv --port {port}"));
 }
 
 static void test_expand(void **st)
 {
 	char *flags[] = {"--a", "1", NULL};
 	char **v, err[256];
-	assert_int_equal(ftsrv_expand(FTSRV_DEFAULT_TEMPLATE, "/m/q w", 30001, "cpu", flags, &v, err, sizeof err), 0);
-	assert_string_equal(v[0], "ft");
-	assert_string_equal(v[2], "/m/q w"); /* one word, spaces and all: no shell */
-	assert_string_equal(join(v), "ft serve '/m/q w' --host 127.0.0.1 --port 30001 --a 1");
+	/* the seed's launcher: the model only as --model, never positionally */
+	assert_int_equal(ftsrv_expand(FTSRV_DEFAULT_TEMPLATE, "/m/q w", 30001, "cpu", flags, 0, &v, err, sizeof err), 0);
+	assert_string_equal(v[0], "python");
+	assert_string_equal(v[5], "/m/q w"); /* one word, spaces and all: no shell */
+	assert_string_equal(join(v), "python -m freetoken.cli serve --model '/m/q w' --host 127.0.0.1 --port 30001 --a 1");
 	ftsrv_free_argv(v);
-	/* quotes, escapes, placeholders inside words, flags appended when {flags} is absent */
+	/* quotes, escapes, placeholders inside words, flags appended when {flags} is absent and asked */
 	assert_int_equal(ftsrv_expand("srv \"--name=x {backend}\" '{literal}' a\\ b --url=http://h:{port}/ ''", "m", 7,
-				      "hybrid", flags, &v, err, sizeof err), 0);
+				      "hybrid", flags, 1, &v, err, sizeof err), 0);
 	assert_string_equal(v[1], "--name=x hybrid");
 	assert_string_equal(v[2], "{literal}");
 	assert_string_equal(v[3], "a b");
@@ -64,17 +107,21 @@ static void test_expand(void **st)
 	assert_string_equal(v[6], "--a");
 	assert_null(v[8]);
 	ftsrv_free_argv(v);
-	assert_int_equal(ftsrv_expand("srv --p {port} {flags} --last", "m", 7, "b", flags, &v, err, sizeof err), 0);
+	/* ... and left out when not asked */
+	assert_int_equal(ftsrv_expand("srv --port {port}", "m", 7, "b", flags, 0, &v, err, sizeof err), 0);
+	assert_string_equal(join(v), "srv --port 7");
+	ftsrv_free_argv(v);
+	assert_int_equal(ftsrv_expand("srv --p {port} {flags} --last", "m", 7, "b", flags, 0, &v, err, sizeof err), 0);
 	assert_string_equal(join(v), "srv --p 7 --a 1 --last");
 	ftsrv_free_argv(v);
 	/* errors */
-	assert_int_equal(ftsrv_expand("srv --port {prot}", "m", 7, "b", NULL, &v, err, sizeof err), -EINVAL);
+	assert_int_equal(ftsrv_expand("srv --port {prot}", "m", 7, "b", NULL, 0, &v, err, sizeof err), -EINVAL);
 	assert_non_null(strstr(err, "{prot}"));
-	assert_int_equal(ftsrv_expand("srv --model {model}", "m", 7, "b", NULL, &v, err, sizeof err), -EINVAL);
+	assert_int_equal(ftsrv_expand("srv --model {model}", "m", 7, "b", NULL, 0, &v, err, sizeof err), -EINVAL);
 	assert_non_null(strstr(err, "{port}"));
-	assert_int_equal(ftsrv_expand("srv 'x {port}", "m", 7, "b", NULL, &v, err, sizeof err), -EINVAL);
-	assert_int_equal(ftsrv_expand("   ", "m", 7, "b", NULL, &v, err, sizeof err), -EINVAL);
-	assert_int_equal(ftsrv_expand("srv {port", "m", 7, "b", NULL, &v, err, sizeof err), -EINVAL);
+	assert_int_equal(ftsrv_expand("srv 'x {port}", "m", 7, "b", NULL, 0, &v, err, sizeof err), -EINVAL);
+	assert_int_equal(ftsrv_expand("   ", "m", 7, "b", NULL, 0, &v, err, sizeof err), -EINVAL);
+	assert_int_equal(ftsrv_expand("srv {port", "m", 7, "b", NULL, 0, &v, err, sizeof err), -EINVAL);
 	ftsrv_free_argv(NULL);
 }
 
@@ -156,6 +203,7 @@ int main(void)
 	signal(SIGCHLD, SIG_DFL);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_flags),
+		cmocka_unit_test(test_kinds),
 		cmocka_unit_test(test_expand),
 		cmocka_unit_test(test_free_port),
 		cmocka_unit_test(test_start_missing),

@@ -276,6 +276,44 @@ static void test_chat_multi_token_events(void **st)
 	ftchat_release(&s);
 }
 
+/* Token chunks: an empty content is a decode step; the role announcement (bare, with
+ * "content":null or "content":""), the closing chunk and usage are not; llama.cpp's timings. */
+static void test_chat_token_chunks(void **st)
+{
+	const char *t =
+		"data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n"
+		"data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":null}}]}\n\n"
+		"data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n"
+		"data: {\"choices\":[{\"delta\":{\"content\":\"\"}}]}\n\n"
+		"data: {\"choices\":[{\"delta\":{\"content\":\"\\u00e9\"}}]}\n\n"
+		": ping - 2026-11-30 20:00:00.000000+00:00\n\n"
+		"data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"\"}}]}\n\n"
+		"data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"x\"}}]}\n\n"
+		"data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"length\"}]}\n\n"
+		"data: {\"choices\":[{\"delta\":{\"content\":\"\"},\"finish_reason\":\"length\"}]}\n\n"
+		"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":4},\"timings\":"
+		"{\"cache_n\":2,\"prompt_n\":1,\"predicted_n\":4,\"predicted_ms\":30.0,\"predicted_per_second\":100.0}}\n\n"
+		"data: [DONE]\n\n";
+	struct ftchat_stream s;
+	assert_int_equal(ftchat_init(&s, NULL), 0);
+	assert_int_equal(ftchat_feed(&s, t, strlen(t), 7), 1);
+	assert_int_equal(s.nev, 4);   /* "", "é", reasoning "", "x" (with a role: it carries text) */
+	assert_int_equal(s.ntext, 2);
+	assert_int_equal(s.ev[0].bytes, 0);
+	assert_int_equal(s.ev[1].bytes, 2);
+	assert_string_equal(s.text, "\xC3\xA9x");
+	assert_string_equal(s.finish_reason, "length");
+	assert_true(s.timings.have);
+	assert_true(s.timings.cache_n == 2 && s.timings.prompt_n == 1 && s.timings.predicted_n == 4);
+	assert_true(s.timings.predicted_per_second == 100.0 && s.timings.predicted_ms == 30.0);
+	ftchat_release(&s);
+	/* no timings: have stays 0, cache_n -1 */
+	assert_int_equal(ftchat_init(&s, NULL), 0);
+	assert_false(s.timings.have);
+	assert_true(s.timings.cache_n < 0);
+	ftchat_release(&s);
+}
+
 static void test_chat_errors(void **st)
 {
 	struct ftchat_stream s;
@@ -477,6 +515,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_job_stream),
 		cmocka_unit_test(test_chat_usage_chunk),
 		cmocka_unit_test(test_chat_multi_token_events),
+		cmocka_unit_test(test_chat_token_chunks),
 		cmocka_unit_test(test_chat_errors),
 		cmocka_unit_test(test_fuzz),
 	};
