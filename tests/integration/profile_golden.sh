@@ -41,3 +41,4 @@ PY
 		sed 's/^/#   /' "$T/rec" "$T/err1" "$T/frac" "$T/err2" | head -n 20
 	fi
 done
+echo "1..$n"
