@@ -80,7 +80,9 @@ for t in "$@"; do
 	fi
 	pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))
 	if [ "$f" -gt 0 ]; then
-		echo "FAIL $name (exit $rc${why:+: $why})"; sed 's/^/    /' "$log" | tail -n 40
+		echo "FAIL $name (exit $rc${why:+: $why})"
+		grep -E '^not ok|^\[  FAILED  \] [^0-9]' "$log" | head -n 20 | sed 's/^/  > /'
+		sed 's/^/    /' "$log" | tail -n 40
 		failed_names="$failed_names $name"
 	elif [ "$s" -gt 0 ]; then
 		echo "ok   $name ($p passed, $s skipped)"
