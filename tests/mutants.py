@@ -51,7 +51,7 @@ MUTANTS = [
      "f = pcie_ov / (pcie_ov + cpu_ov);", "f = pcie_ov / cpu_ov;",
      "ftbench's hybrid fetch fraction from the overlap pair", True, [], {}),
     ("profile-fetch-fraction", "src/profile/profile.c",
-     "f = pov / (pov + cov);", "f = pov / cov;",
+     "f = a / (a + b);", "f = a / b;",
      "libftprofile's fetch fraction from the overlap pair", True, [], {}),
     ("decode-sha1", "src/bench/decode.c",
      'ftsha1_hex(s.text ? s.text : "", s.text_len, hex);', 'ftsha1_hex("", 0, hex);',
