@@ -8,6 +8,7 @@
 #   make bench      reproducible benchmarks (bench/*.sh)
 #   make test-san   the same tests built with ASan+UBSan (CUDA=0)
 #   make test-mutants  deliberate breaks, one at a time on a copy of the tree: each must fail its tests
+#   make test-soak  the daemon's reliability suite with 50 kill -9 cycles (by hand; figures in bench/RESULTS.md)
 #   make test-peers ftbench decode against a real llama-server (built from the llama-cpp-python sdist
 #                   under build/peers, cached; not in CI: the first build takes long on 2 cores)
 #
@@ -114,7 +115,7 @@ BWFAULT      := $(BUILD)/tests/integration/ftbench_bwfault
 ALL := $(FTBENCH) $(FTBENCHD) $(PROF_SO) $(PROF_A) $(PROF_H) $(PROF_PC)
 
 .SECONDARY:
-.PHONY: man test-peers test-san test-mutants all test test-unit test-integration test-gpu run install uninstall clean deps bench tests
+.PHONY: man test-peers test-soak test-san test-mutants all test test-unit test-integration test-gpu run install uninstall clean deps bench tests
 all: $(ALL) tests
 tests: $(UNIT_BINS) $(INTEG_BINS) $(GPU_BINS) $(FIXTURE_BINS) $(BWFAULT)
 
@@ -221,6 +222,10 @@ test-mutants: deps
 	@$(MAKE) --no-print-directory all
 	@python3 tests/mutants.py
 
+# The reliability suite of issue 17 with 50 kill -9 cycles instead of the 10 of `make test`.
+test-soak: all
+	@BUILD=$(BUILD) FT_KILL9_CYCLES=50 FT_TEST_TIMEOUT=1800 scripts/run-tests.sh tests/integration/jobs_hardening.sh
+
 # ftbench decode against llama.cpp's llama-server and a tiny GGUF model (bench/peers/run.sh).
 test-peers: all
 	@BUILD=$(BUILD) sh bench/peers/run.sh
@@ -266,6 +271,25 @@ install: $(ALL) man
 	ln -sf ftbench $(DESTDIR)$(PREFIX)/share/bash-completion/completions/ftbenchd
 	install -m 0644 api/openapi.yaml $(DESTDIR)$(PREFIX)/share/ftbenchd/
 	install -m 0644 api/schemas/*.json $(DESTDIR)$(PREFIX)/share/ftbenchd/schemas/
+
+# libFuzzer targets (clang, ASan+UBSan). fuzz_request: the request JSON, the argument table and
+# the UTF-8 of every body the daemon would send (tests/fuzz/fuzz_request.c);
+# `make fuzz-request FT_FUZZ_SECONDS=60` runs it on the seed bodies of tests/fuzz/request/.
+FUZZ_CC      ?= clang
+FUZZ_FLAGS   := -std=gnu17 -D_GNU_SOURCE -DFT_VERSION='"$(VERSION)"' -g -O1 -fsanitize=fuzzer,address,undefined \
+                -Isrc -Idaemon
+FUZZ_REQUEST := tests/fuzz/fuzz_request.c daemon/request.c daemon/kinds.c daemon/config.c src/hw/gpu.c \
+                src/util/strutil.c src/util/fsutil.c
+$(BUILD)/fuzz/fuzz_request: $(FUZZ_REQUEST) $(wildcard daemon/*.h src/util/*.h src/hw/*.h)
+	$(call say,FUZZ,$@)
+	@mkdir -p $(@D)
+	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_REQUEST) -ljansson -lm -o $@
+
+.PHONY: fuzz-request
+fuzz-request: $(BUILD)/fuzz/fuzz_request
+	@mkdir -p $(BUILD)/fuzz/request && cp tests/fuzz/request/* $(BUILD)/fuzz/request/
+	$(BUILD)/fuzz/fuzz_request -max_total_time=$${FT_FUZZ_SECONDS:-60} -max_len=4096 -timeout=10 \
+		-rss_limit_mb=2048 -dict=tests/fuzz/request.dict -artifact_prefix=$(BUILD)/fuzz/ $(BUILD)/fuzz/request
 
 clean:
 	rm -rf $(BUILD)

@@ -43,7 +43,15 @@ static const struct opt opts[] = {
 	 "(bw with gpu \"all\" measures both). A job's args.deployment wins. Empty: the worker's "
 	 "default, concurrent when the job measured more than one engine.", S(deployment)},
 	{"max-queue", T_INT, 1, 100000, "64", "Queued jobs at most; more is 429.", S(max_queue)},
-	{"max-connections", T_INT, 1, 10000, "256", "Concurrent HTTP connections at most.", S(max_connections)},
+	{"max-connections", T_INT, 1, 10000, "256",
+	 "Concurrent HTTP connections at most (event streams included). Beyond it a request is answered 503 "
+	 "with Retry-After; /health and /metrics are answered apart, whatever the load.", S(max_connections)},
+	{"max-event-streams", T_INT, 1, 10000, "128",
+	 "Concurrent event streams (GET /benchmark/jobs/{id}/events) at most; more is 503 with Retry-After.",
+	 S(max_event_streams)},
+	{"header-timeout", T_INT, 1, 300, "10",
+	 "Seconds a new connection has to send its whole request head; then it is answered 408 and closed.",
+	 S(header_timeout)},
 	{"max-body", T_INT, 256, 16777216, "65536", "Request body size limit in bytes; more is 413.", S(max_body)},
 	{"job-timeout", T_INT, 1, 604800, "3600", "Default per-job timeout in seconds.", S(job_timeout)},
 	{"max-job-timeout", T_INT, 1, 604800, "86400", "Largest timeout_s a request may ask for.",
@@ -82,13 +90,31 @@ static const struct opt opts[] = {
 	 "Comma-separated directories model paths must resolve under (load-weights, decode). Empty: "
 	 "model paths are refused.", S(model_roots), S(n_model_roots)},
 	{"decode-server", T_LIST, 0, 0, "",
-	 "NAME=COMMAND TEMPLATE a decode job may start (repeat the option for several); the template "
-	 "is passed to `ftbench decode --server-cmd`.", S(decode_servers), S(n_decode_servers)},
-	{"decode-hosts", T_LIST, 0, 0, "",
-	 "Comma-separated host names a decode job's url may reach besides loopback.", S(decode_hosts),
-	 S(n_decode_hosts)},
+	 "NAME=COMMAND TEMPLATE a decode job may start (repeat the option for several); NAME is 1 to 64 "
+	 "of A-Z a-z 0-9 _ . - and a request's `server` must equal it; the template is passed to "
+	 "`ftbench decode --server-cmd` and is read when the job starts.", S(decode_servers), S(n_decode_servers)},
+	{"decode-urls", T_LIST, 0, 0, "",
+	 "Comma-separated http(s) URLs a decode job's `url` may name (none by default: decode jobs then "
+	 "need `server`). A request's url must equal an entry or extend it after a '/', e.g. "
+	 "http://127.0.0.1:30000 allows http://127.0.0.1:30000/v1. Loopback is not implied.",
+	 S(decode_urls), S(n_decode_urls)},
+	{"max-running", T_INT, 0, 100000, "0",
+	 "Jobs running at once at most, GPU or not (each is a worker process tree). 0: the number of "
+	 "online CPU cores.", S(max_running)},
 };
 #define N_OPTS (sizeof opts / sizeof opts[0])
+
+/* Options that were removed, with what replaced them (a config naming one is refused). */
+static const char *const removed_opts[][2] = {
+	{"decode-hosts", "decode-urls (the exact URLs a decode job may use; loopback is no longer implied)"},
+};
+
+static void removed_note(const char *name, size_t len)
+{
+	for (size_t i = 0; i < sizeof removed_opts / sizeof removed_opts[0]; i++)
+		if (strlen(removed_opts[i][0]) == len && !strncmp(removed_opts[i][0], name, len))
+			fprintf(stderr, "ftbenchd: %s was replaced by %s\n", removed_opts[i][0], removed_opts[i][1]);
+}
 
 static const struct opt *find_opt(const char *name, size_t len)
 {
@@ -138,7 +164,12 @@ static int set_opt(struct ftd_config *cfg, const struct opt *o, const char *v, c
 			return 0;
 		const char *eq = strchr(v, '=');
 		if (!eq || eq == v || !eq[1]) {
-			fprintf(stderr, "ftbenchd: %s: decode-server: '%s' is not NAME=COMMAND\n", where, v);
+			fprintf(stderr, "ftbenchd: %s: decode-server: '%.200s' is not NAME=COMMAND\n", where, v);
+			return -EINVAL;
+		}
+		if (ftd_server_name_len(v, (size_t)(eq - v)) < 0) {
+			fprintf(stderr, "ftbenchd: %s: decode-server: the name '%.*s' is not 1 to %d of A-Z a-z 0-9 _ . -\n",
+				where, (int)(eq - v > 80 ? 80 : eq - v), v, FTD_SERVER_NAME_MAX);
 			return -EINVAL;
 		}
 		return list_add(items, n, v);
@@ -146,12 +177,19 @@ static int set_opt(struct ftd_config *cfg, const struct opt *o, const char *v, c
 	char **parts;
 	int k = ftstr_split(v, &parts, 256);
 	if (k < 0) {
-		fprintf(stderr, "ftbenchd: %s: %s: bad list '%s'\n", where, o->name, v);
+		fprintf(stderr, "ftbenchd: %s: %s: bad list '%.200s'\n", where, o->name, v);
 		return -EINVAL;
 	}
 	int r = 0;
-	for (int i = 0; i < k && !r; i++)
+	for (int i = 0; i < k && !r; i++) {
+		char why[160];
+		if (!strcmp(o->name, "decode-urls") && ftd_url_check(parts[i], why, sizeof why) < 0) {
+			fprintf(stderr, "ftbenchd: %s: decode-urls: '%.200s': %s\n", where, parts[i], why);
+			r = -EINVAL;
+			break;
+		}
 		r = list_add(items, n, parts[i]);
+	}
 	ftstr_free_list(parts, k);
 	return r;
 }
@@ -200,6 +238,7 @@ static int load_file(struct ftd_config *cfg, const char *path)
 		const struct opt *o = find_opt(key, strlen(key));
 		if (!o) {
 			fprintf(stderr, "ftbenchd: %s: unknown option '%s'\n", where, key);
+			removed_note(key, strlen(key));
 			r = -EINVAL;
 			break;
 		}
@@ -297,6 +336,7 @@ int ftd_config_load(struct ftd_config *cfg, int argc, char **argv)
 		const struct opt *o = find_opt(name, eq ? (size_t)(eq - name) : strlen(name));
 		if (!o) {
 			fprintf(stderr, "ftbenchd: unknown option '%s' (see --help)\n", a);
+			removed_note(name, eq ? (size_t)(eq - name) : strlen(name));
 			return -EINVAL;
 		}
 		const char *v = eq ? eq + 1 : NULL;
@@ -380,6 +420,10 @@ int ftd_config_check(struct ftd_config *cfg)
 			cfg->max_job_timeout);
 		return -EINVAL;
 	}
+	if (cfg->max_running == 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		cfg->max_running = n > 0 ? n : 1;
+	}
 	for (int i = 0; i < cfg->n_model_roots; i++) {
 		char *rp = realpath(cfg->model_roots[i], NULL);
 		if (!rp) {
@@ -392,13 +436,114 @@ int ftd_config_check(struct ftd_config *cfg)
 	return 0;
 }
 
+int ftd_server_name_len(const char *s, size_t len)
+{
+	if (len < 1 || len > FTD_SERVER_NAME_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+		      c == '.' || c == '-'))
+			return -EINVAL;
+	}
+	return 0;
+}
+
 const char *ftd_config_decode_server(const struct ftd_config *cfg, const char *name)
 {
 	size_t l = strlen(name);
-	for (int i = 0; i < cfg->n_decode_servers; i++)
-		if (!strncmp(cfg->decode_servers[i], name, l) && cfg->decode_servers[i][l] == '=')
-			return cfg->decode_servers[i] + l + 1;
+	if (ftd_server_name_len(name, l) < 0)
+		return NULL;
+	for (int i = 0; i < cfg->n_decode_servers; i++) {
+		const char *e = cfg->decode_servers[i], *eq = strchr(e, '=');
+		if (eq && (size_t)(eq - e) == l && !memcmp(e, name, l))
+			return eq + 1;
+	}
 	return NULL;
+}
+
+/* RFC 3986 characters of a path/query, minus '#' (no fragments) and without any space or control. */
+static int url_char_ok(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       strchr("-._~!$&'()*+,;=:@/?%", c) != NULL;
+}
+
+int ftd_url_check(const char *url, char *why, size_t n)
+{
+	const char *p;
+	size_t len = strlen(url);
+	if (len > FTD_URL_MAX) {
+		snprintf(why, n, "longer than %d bytes", FTD_URL_MAX);
+		return -EINVAL;
+	}
+	if (!strncmp(url, "http://", 7))
+		p = url + 7;
+	else if (!strncmp(url, "https://", 8))
+		p = url + 8;
+	else {
+		snprintf(why, n, "expected an http:// or https:// URL");
+		return -EINVAL;
+	}
+	for (const char *q = url; *q; q++)
+		if ((unsigned char)*q <= 0x20 || (unsigned char)*q >= 0x7f) {
+			snprintf(why, n, "a space, control or non-ASCII character at byte %zu", (size_t)(q - url));
+			return -EINVAL;
+		}
+	/* host: a name of letters, digits, '-' and '.', or [IPv6] */
+	const char *h = p;
+	if (*p == '[') {
+		p++;
+		while (*p && (strchr("0123456789abcdefABCDEF:.", *p)))
+			p++;
+		if (*p != ']' || p == h + 1) {
+			snprintf(why, n, "a bad [IPv6] host");
+			return -EINVAL;
+		}
+		p++;
+	} else {
+		while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+		       *p == '.')
+			p++;
+		if (p == h || p - h > 253) {
+			snprintf(why, n, "expected a host name (no user info)");
+			return -EINVAL;
+		}
+	}
+	if (*p == ':') {
+		const char *d = ++p;
+		long port = 0;
+		while (*p >= '0' && *p <= '9' && p - d < 6)
+			port = port * 10 + (*p++ - '0');
+		if (p == d || port < 1 || port > 65535) {
+			snprintf(why, n, "a port must be 1 to 65535");
+			return -EINVAL;
+		}
+	}
+	if (*p && *p != '/' && *p != '?') {
+		snprintf(why, n, "unexpected '%c' after the host", *p);
+		return -EINVAL;
+	}
+	for (; *p; p++)
+		if (!url_char_ok((unsigned char)*p)) {
+			snprintf(why, n, "'%c' is not allowed in a URL path", *p);
+			return -EINVAL;
+		}
+	return 0;
+}
+
+int ftd_config_url_allowed(const struct ftd_config *cfg, const char *url)
+{
+	size_t ul = strlen(url);
+	for (int i = 0; i < cfg->n_decode_urls; i++) {
+		const char *e = cfg->decode_urls[i];
+		size_t l = strlen(e);
+		if (ul < l || strncmp(url, e, l))
+			continue;
+		if (ul == l || e[l - 1] == '/' || url[l] == '/')
+			return 1;
+	}
+	return 0;
 }
 
 void ftd_config_release(struct ftd_config *cfg)

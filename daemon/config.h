@@ -15,6 +15,7 @@ struct ftd_config {
 	char *deployment;        /* "" (the worker's default), "isolated" or "concurrent": bw jobs */
 	long max_queue, max_connections, max_body, job_timeout, max_job_timeout, kill_grace;
 	long log_max, retain_jobs, retain_age, max_result_line, gpus_timeout, log_level;
+	long max_event_streams, header_timeout;
 	long bw_legacy_copy;     /* 0: bw workers get --no-legacy-copy */
 	long history, drift_pct; /* profiles kept per GPU; drift share in percent */
 	char *nfd_file;          /* node-feature-discovery feature file, "" = none */
@@ -23,8 +24,9 @@ struct ftd_config {
 	int n_model_roots;
 	char **decode_servers;   /* "name=command template" */
 	int n_decode_servers;
-	char **decode_hosts;
-	int n_decode_hosts;
+	char **decode_urls;      /* the URLs decode jobs may use (prefixes ending at a '/') */
+	int n_decode_urls;
+	long max_running;        /* 0 in the file: online cores (ftd_config_check) */
 	/* derived by ftd_config_check */
 	char *token;             /* contents of token_file, trimmed; NULL when none */
 	int check_only;          /* -n */
@@ -43,8 +45,24 @@ int ftd_config_check(struct ftd_config *cfg);
 /* Config rebench in seconds: -1 never, 0 on-change, > 0 the interval; -2 not valid. */
 long ftd_config_rebench_s(const char *v);
 
-/* The command template of decode server `name`, or NULL (borrowed). */
+#define FTD_SERVER_NAME_MAX 64
+#define FTD_URL_MAX 2048
+
+/* 0 when the first len bytes of s are a decode-server name: 1 to FTD_SERVER_NAME_MAX of
+ * A-Z a-z 0-9 _ . -; else -EINVAL. */
+int ftd_server_name_len(const char *s, size_t len);
+
+/* The command template of decode server `name` (exact match on a valid name), or NULL
+ * (borrowed). */
 const char *ftd_config_decode_server(const struct ftd_config *cfg, const char *name);
+
+/* 0 when url is a well-formed http(s) URL (scheme, host name or [IPv6], optional port 1-65535,
+ * path/query of RFC 3986 characters; no user info, fragment, space, control or non-ASCII byte,
+ * at most FTD_URL_MAX bytes); else -EINVAL with the reason in why. */
+int ftd_url_check(const char *url, char *why, size_t n);
+
+/* 1 when url equals a decode-urls entry or extends one after a '/', else 0. */
+int ftd_config_url_allowed(const struct ftd_config *cfg, const char *url);
 
 /* Write the commented config file (every option with its default) to f. */
 void ftd_config_dump(FILE *f);

@@ -18,6 +18,9 @@ enum ftd_ev_type { EV_STATE, EV_PROGRESS, EV_RESULT, EV_ERROR };
 
 #define FTD_MAX_EVENTS 4096 /* progress events beyond this are not kept for replay */
 #define FTD_N_KINDS 4
+#define FTD_MAX_GROUPS 64 /* process groups recorded per job */
+#define FTD_ORPHANS_ID "orphans" /* <state>/run record of orphans below the daemon */
+#define FTD_TRACK_NS (300ull * 1000000ull) /* how often running jobs' process trees are recorded */
 
 struct ftd_event {
 	enum ftd_ev_type type;
@@ -59,6 +62,12 @@ struct ftd_job {
 	uint64_t deadline_ns, kill_at_ns, reaped_ns;
 	long log_bytes;
 	int log_truncated;
+	struct {
+		pid_t pgid;
+		unsigned long long start; /* of the group's leader, clock ticks since boot; 0 unknown */
+	} groups[FTD_MAX_GROUPS];     /* process groups seen in the worker's tree (procs.c) */
+	int ngroups;
+	uint64_t groups_scan_ns;
 };
 
 struct ftd_daemon {
@@ -111,6 +120,9 @@ void ftd_job_event(struct ftd_job *j, enum ftd_ev_type type, json_t *data);
 /* Change state, journal it, emit the state event. Returns the journal result (0 / -errno). */
 int ftd_job_set_state(struct ftd_job *j, enum ftd_state s);
 void ftd_job_unref(struct ftd_job *j);
+/* Build j's argv again from its args and the configuration and inventory in force now (done
+ * when the job starts). Returns 0, or -1 with why saying what refuses it. */
+int ftd_job_argv_now(struct ftd_job *j, char *why, size_t n);
 /* Start what can start (FIFO, no overtaking on a contested resource). */
 void ftd_sched(void);
 /* Drop finished jobs beyond retain-jobs or older than retain-age. */
@@ -135,6 +147,8 @@ void ftd_journal_remove(const struct ftd_job *j);
 int ftd_runner_start(struct ftd_job *j, char *why, size_t n);
 /* Terminate the job's process group: SIGTERM now, SIGKILL after kill-grace. */
 void ftd_runner_terminate(struct ftd_job *j);
+/* How many pollfds the running jobs need now. */
+int ftd_runner_npollfds(void);
 /* Fill pollfds for running jobs; returns the count written (at most max). */
 int ftd_runner_pollfds(struct pollfd *pfd, struct ftd_job **owner, int max);
 void ftd_runner_io(struct ftd_job *j, int fd, short revents);
@@ -148,6 +162,20 @@ int ftd_runner_busy(void);
 void ftd_inventory_load(void);
 /* Kill what a journal says was running when the daemon died (only if it carries our job id). */
 void ftd_runner_kill_orphan(const char *job_id, pid_t pgid);
+
+/* ---- procs.c (main thread, ftd.lock held) */
+/* Become a child subreaper and make <state>/run. 0 or -errno. */
+int ftd_procs_init(void);
+/* End what earlier instances left: the process groups recorded in <state>/run (checked against
+ * their leaders' start times and the boot id) and what carries those jobs' ids. */
+void ftd_procs_recover(void);
+/* A worker started: record its group. */
+void ftd_procs_job_started(struct ftd_job *j);
+/* Record new process groups in running jobs' trees (at most every FTD_TRACK_NS). */
+void ftd_procs_track(void);
+/* The worker of j was reaped: kill what is left of its tree (see procs.c) and drop its record.
+ * Returns the number of processes killed. */
+int ftd_procs_end_job(struct ftd_job *j);
 
 /* ---- profiles.c */
 /* Store a bw result; *path_out is a new string. 0 or -errno. */
@@ -177,7 +205,9 @@ struct ftd_mbuf {
 };
 /* Append printf-style, growing buf; when memory runs out the text is dropped (buf stays valid). */
 void ftd_mcat(struct ftd_mbuf *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-struct MHD_Daemon;
-struct MHD_Daemon *ftd_http_start(int listen_fd);
-void ftd_http_stop(struct MHD_Daemon *d);
+/* Serve the API on listen_fd (borrowed; made non-blocking): the acceptor thread and both
+ * libmicrohttpd daemons. NULL after logging why. ftd_http_stop stops and frees it all (NULL ok). */
+struct ftd_http;
+struct ftd_http *ftd_http_start(int listen_fd);
+void ftd_http_stop(struct ftd_http *h);
 #endif

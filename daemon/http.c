@@ -1,8 +1,16 @@
-/* http: the REST API on libmicrohttpd (one thread per connection, so an SSE stream may block
- * waiting for the next event). respond_json / respond_error are the only ways out; per-request
- * state is freed in the completion callback; libmicrohttpd's own messages go to the daemon's
- * logger. */
+/* http: the REST API on libmicrohttpd. respond_json / respond_error are the only ways out; per-request
+ * state is freed in the completion callback; libmicrohttpd's own messages go to the daemon's logger.
+ *
+ * Connections come in through one acceptor thread (the front) that keeps each new socket until its
+ * request head has arrived, peeking at it without reading it (header-timeout, then 408): so idle
+ * sockets and slow senders never hold a thread. Then /health and /metrics go to the reserve daemon
+ * (one event-driven thread that answers only those two and closes after each), anything else to the
+ * main daemon (one thread per connection, so an SSE stream may block waiting for the next event) while
+ * it has room (max-connections), else to the reserve, which answers 503 with Retry-After; when even
+ * that is full the front writes the 503 itself. Liveness probes are answered under any load and a
+ * full daemon never just closes. Event streams are capped (max-event-streams, then 503). */
 #include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -10,6 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,9 +28,15 @@
 #include "log.h"
 #include "ftprofile.h"
 #include "page.h"
+#include "request.h"
 #include "util/fsutil.h"
 #include "util/strutil.h"
 #include "util/timeutil.h"
+
+#define IDLE_TIMEOUT_S 30   /* a kept-alive connection of the main daemon idle this long is closed */
+#define HEAD_MAX 8192       /* a request head longer than this is answered 431 */
+#define PENDING_MAX 1024    /* sockets waiting for their head; beyond it the oldest is answered 503 */
+#define RESERVE_MAX 256     /* connections of the reserve daemon */
 
 const char *ftd_event_name(enum ftd_ev_type t);
 
@@ -32,36 +49,63 @@ struct req {
 
 /* ---------------------------------------------------------------- responses */
 
+static struct MHD_Daemon *reserve_daemon; /* its answers close the connection */
+static int n_streams;                     /* event streams open now (atomic) */
+
+static const char internal_body[] =
+	"{\"error\":{\"code\":\"internal\",\"message\":\"the response body could not be built\",\"field\":null}}\n";
+
+static enum MHD_Result queue(struct MHD_Connection *c, unsigned status, struct MHD_Response *r, const char *ctype,
+			     const char *h1, const char *v1)
+{
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	if (h1)
+		MHD_add_response_header(r, h1, v1);
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_DAEMON);
+	if (ci && ci->daemon == reserve_daemon)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+	enum MHD_Result ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* 500 with a JSON error, from static memory: what is left when a body cannot be built. */
+static enum MHD_Result respond_internal(struct MHD_Connection *c)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(sizeof internal_body - 1, (void *)internal_body,
+								 MHD_RESPMEM_PERSISTENT);
+	if (!r)
+		return MHD_NO;
+	ftd_log(FTD_LOG_ERR, "http: a response body could not be built (out of memory or invalid UTF-8)");
+	return queue(c, 500, r, "application/json", NULL, NULL);
+}
+
+/* body: stolen (malloc'd). */
 static enum MHD_Result respond_raw(struct MHD_Connection *c, unsigned status, char *body, size_t len,
 				   const char *ctype, const char *h1, const char *v1)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
 	if (!r) {
 		free(body);
-		return MHD_NO;
+		return respond_internal(c);
 	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	if (h1)
-		MHD_add_response_header(r, h1, v1);
-	enum MHD_Result ret = MHD_queue_response(c, status, r);
-	MHD_destroy_response(r);
-	return ret;
+	return queue(c, status, r, ctype, h1, v1);
 }
 
-/* body: stolen. */
+/* body: stolen; NULL (a json_pack that failed) or a body jansson cannot write is a 500. */
 static enum MHD_Result respond_json_h(struct MHD_Connection *c, unsigned status, json_t *body, const char *h1,
 				      const char *v1)
 {
 	char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	json_decref(body);
 	if (!s)
-		return MHD_NO;
+		return respond_internal(c);
 	size_t l = strlen(s);
 	char *t = realloc(s, l + 2);
 	if (!t) {
 		free(s);
-		return MHD_NO;
+		return respond_internal(c);
 	}
 	t[l] = '\n';
 	t[l + 1] = '\0';
@@ -78,13 +122,13 @@ static enum MHD_Result respond_error(struct MHD_Connection *c, unsigned status, 
 static enum MHD_Result respond_error(struct MHD_Connection *c, unsigned status, const char *code, const char *field,
 				     const char *fmt, ...)
 {
-	char msg[600];
+	char msg[FTD_MSG_MAX];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	json_t *e = json_pack("{s:{s:s,s:s,s:o}}", "error", "code", code, "message", msg, "field",
-			      field && *field ? json_string(field) : json_null());
+	/* messages and fields echo what the client sent: ftd_error_json cuts and cleans them */
+	json_t *e = ftd_error_json(code, field, "%s", msg);
 	const char *h = NULL, *v = NULL;
 	if (status == 401) {
 		h = MHD_HTTP_HEADER_WWW_AUTHENTICATE;
@@ -93,7 +137,8 @@ static enum MHD_Result respond_error(struct MHD_Connection *c, unsigned status, 
 		h = MHD_HTTP_HEADER_RETRY_AFTER;
 		v = "5";
 	}
-	ftd_log(FTD_LOG_DEBUG, "http: %u %s: %s", status, code, msg);
+	const char *said = json_string_value(json_object_get(json_object_get(e, "error"), "message"));
+	ftd_log(FTD_LOG_DEBUG, "http: %u %s: %s", status, code, said ? said : "");
 	return respond_json_h(c, status, e, h, v);
 }
 
@@ -183,7 +228,8 @@ static enum MHD_Result h_start(struct MHD_Connection *c, struct req *rq)
 	const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
 	if (!ct || strncasecmp(ct, "application/json", 16) != 0 || (ct[16] && ct[16] != ';' && ct[16] != ' '))
 		return respond_error(c, 415, "unsupported_media_type", NULL,
-				     "Content-Type must be application/json (got %.64s)", ct ? ct : "none");
+				     "Content-Type must be application/json (got %.*s)", ct ? ftstr_utf8_cut(ct, 64) : 4,
+				     ct ? ct : "none");
 	const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Idempotency-Key");
 	if (key) {
 		size_t l = strlen(key);
@@ -194,53 +240,19 @@ static enum MHD_Result h_start(struct MHD_Connection *c, struct req *rq)
 			return respond_error(c, 400, "invalid_argument", "Idempotency-Key",
 					     "Idempotency-Key must be 1 to 128 printable ASCII characters");
 	}
-	json_error_t jerr;
-	json_t *req = json_loadb(rq->body ? rq->body : "", rq->len, JSON_REJECT_DUPLICATES, &jerr);
-	if (!req)
-		return respond_error(c, 400, "invalid_json", NULL, "malformed JSON at line %d column %d: %s",
-				     jerr.line, jerr.column, jerr.text);
-	enum MHD_Result ret;
-	if (!json_is_object(req)) {
-		ret = respond_error(c, 400, "invalid_request", NULL, "the body must be a JSON object");
-		goto out;
-	}
-	const char *k;
-	json_t *v;
-	json_object_foreach(req, k, v) {
-		if (strcmp(k, "kind") && strcmp(k, "args") && strcmp(k, "timeout_s")) {
-			ret = respond_error(c, 400, "unknown_field", k, "unknown field '%.64s' (kind, args, timeout_s)", k);
-			goto out;
-		}
-	}
-	json_t *kind = json_object_get(req, "kind"), *args = json_object_get(req, "args"),
-	       *to = json_object_get(req, "timeout_s");
-	if (!kind) {
-		ret = respond_error(c, 400, "missing_field", "kind", "kind is required");
-		goto out;
-	}
-	if (!json_is_string(kind)) {
-		ret = respond_error(c, 400, "invalid_argument", "kind", "kind must be a string");
-		goto out;
-	}
-	if (args && !json_is_object(args)) {
-		ret = respond_error(c, 400, "invalid_argument", "args", "args must be an object");
-		goto out;
-	}
-	long timeout = 0;
-	if (to) {
-		if (!json_is_integer(to) || json_integer_value(to) < 1 || json_integer_value(to) > ftd.cfg.max_job_timeout) {
-			ret = respond_error(c, 400, "invalid_argument", "timeout_s",
-					    "timeout_s: expected an integer in [1, %ld]", ftd.cfg.max_job_timeout);
-			goto out;
-		}
-		timeout = (long)json_integer_value(to);
-	}
-	char *canon = json_dumps(req, JSON_COMPACT | JSON_SORT_KEYS);
 	struct ftd_err err;
+	const char *kind;
+	json_t *args;
+	long timeout;
+	json_t *req = ftd_start_parse(rq->body, rq->len, ftd.cfg.max_job_timeout, &kind, &args, &timeout, &err);
+	if (!req)
+		return respond_err(c, &err);
+	enum MHD_Result ret;
+	char *canon = json_dumps(req, JSON_COMPACT | JSON_SORT_KEYS);
 	struct ftd_job *j;
 	int replayed;
 	pthread_mutex_lock(&ftd.lock);
-	int r = ftd_job_submit(json_string_value(kind), args, timeout, key, canon, &j, &replayed, &err);
+	int r = ftd_job_submit(kind, args, timeout, key, canon, &j, &replayed, &err);
 	json_t *body = r == 0 ? ftd_job_json(j, 1) : NULL;
 	char loc[64] = "";
 	if (r == 0)
@@ -251,25 +263,23 @@ static enum MHD_Result h_start(struct MHD_Connection *c, struct req *rq)
 		ret = respond_err(c, &err);
 		goto out;
 	}
-	char *s = json_dumps(body, JSON_COMPACT);
+	char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	json_decref(body);
 	if (!s) {
-		ret = MHD_NO;
+		ret = respond_internal(c);
 		goto out;
 	}
 	size_t l = strlen(s);
 	struct MHD_Response *resp = MHD_create_response_from_buffer(l, s, MHD_RESPMEM_MUST_FREE);
 	if (!resp) {
 		free(s);
-		ret = MHD_NO;
+		ret = respond_internal(c);
 		goto out;
 	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, loc);
 	if (replayed)
 		MHD_add_response_header(resp, "Idempotent-Replayed", "true");
-	ret = MHD_queue_response(c, 202, resp);
-	MHD_destroy_response(resp);
+	ret = queue(c, 202, resp, "application/json", NULL, NULL);
 out:
 	json_decref(req);
 	return ret;
@@ -282,7 +292,8 @@ static enum MHD_Result h_list(struct MHD_Connection *c)
 	int state = -1;
 	long limit = 100;
 	if (st && (state = ftd_state_parse(st)) < 0)
-		return respond_error(c, 400, "invalid_argument", "state", "state: unknown state '%.32s'", st);
+		return respond_error(c, 400, "invalid_argument", "state", "state: unknown state '%.*s'",
+				     ftstr_utf8_cut(st, 32), st);
 	if (lim && ftstr_parse_long(lim, 1, 10000, &limit) < 0)
 		return respond_error(c, 400, "invalid_argument", "limit", "limit: expected an integer in [1, 10000]");
 	json_t *arr = json_array();
@@ -337,7 +348,7 @@ static enum MHD_Result h_log(struct MHD_Connection *c, const char *id)
 		len = 0;
 	}
 	if (!text)
-		return MHD_NO;
+		return respond_internal(c);
 	return respond_raw(c, 200, text, len, "text/plain; charset=utf-8", NULL, NULL);
 }
 
@@ -420,6 +431,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 static void sse_free(void *cls)
 {
 	struct sse *s = cls;
+	__atomic_sub_fetch(&n_streams, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&ftd.lock);
 	ftd_job_unref(s->j);
 	pthread_mutex_unlock(&ftd.lock);
@@ -431,7 +443,7 @@ static enum MHD_Result h_events(struct MHD_Connection *c, const char *id)
 {
 	struct sse *s = calloc(1, sizeof *s);
 	if (!s)
-		return MHD_NO;
+		return respond_internal(c);
 	pthread_mutex_lock(&ftd.lock);
 	struct ftd_job *j = ftd_job_find(id);
 	if (j)
@@ -440,6 +452,13 @@ static enum MHD_Result h_events(struct MHD_Connection *c, const char *id)
 	if (!j) {
 		free(s);
 		return respond_error(c, 404, "not_found", NULL, "no job %.32s", id);
+	}
+	/* counted from here: sse_free gives the place back */
+	if (__atomic_add_fetch(&n_streams, 1, __ATOMIC_RELAXED) > ftd.cfg.max_event_streams) {
+		s->j = j;
+		sse_free(s);
+		return respond_error(c, 503, "busy", NULL, "%ld event streams are open (max-event-streams)",
+				     ftd.cfg.max_event_streams);
 	}
 	s->j = j;
 	const char *last = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Last-Event-ID");
@@ -457,13 +476,9 @@ static enum MHD_Result h_events(struct MHD_Connection *c, const char *id)
 	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read, s, sse_free);
 	if (!r) {
 		sse_free(s);
-		return MHD_NO;
+		return respond_internal(c);
 	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	enum MHD_Result ret = MHD_queue_response(c, 200, r);
-	MHD_destroy_response(r);
-	return ret;
+	return queue(c, 200, r, "text/event-stream", NULL, NULL);
 }
 
 static enum MHD_Result h_profiles(struct MHD_Connection *c)
@@ -489,7 +504,7 @@ static enum MHD_Result h_history(struct MHD_Connection *c, const char *uuid, siz
 	json_t *h = ftd_profile_history(u, (int)limit);
 	if (!json_array_size(h) && access(check, F_OK) != 0) {
 		json_decref(h);
-		return respond_error(c, 404, "not_found", NULL, "no profile for %.80s", u);
+		return respond_error(c, 404, "not_found", NULL, "no profile for %.*s", ftstr_utf8_cut(u, 80), u);
 	}
 	return respond_json(c, 200, json_pack("{s:s,s:I,s:o}", "uuid", u, "keep", (json_int_t)ftd.cfg.history,
 					      "profiles", h));
@@ -499,7 +514,7 @@ static enum MHD_Result respond_html(struct MHD_Connection *c, unsigned status, v
 {
 	struct ftd_mbuf m = {.cap = 65536};
 	if (!(m.buf = malloc(m.cap)))
-		return MHD_NO;
+		return respond_internal(c);
 	m.buf[0] = '\0';
 	render(&m);
 	return respond_raw(c, status, m.buf, m.len, "text/html; charset=utf-8", NULL, NULL);
@@ -511,7 +526,7 @@ static enum MHD_Result h_openapi(struct MHD_Connection *c)
 {
 	char *s = strdup(ftd_openapi_json);
 	if (!s)
-		return MHD_NO;
+		return respond_internal(c);
 	return respond_raw(c, 200, s, strlen(s), "application/json", NULL, NULL);
 }
 
@@ -521,7 +536,7 @@ static enum MHD_Result h_profile(struct MHD_Connection *c, const char *uuid)
 	size_t len;
 	int r = ftd_profile_read(uuid, &text, &len);
 	if (r < 0)
-		return respond_error(c, 404, "not_found", NULL, "no profile for %.80s", uuid);
+		return respond_error(c, 404, "not_found", NULL, "no profile for %.*s", ftstr_utf8_cut(uuid, 80), uuid);
 	return respond_raw(c, 200, text, len, "application/json", NULL, NULL);
 }
 
@@ -552,7 +567,7 @@ static enum MHD_Result h_metrics(struct MHD_Connection *c)
 	static const char *const kinds[FTD_N_KINDS] = {"bw", "cache-copy", "load-weights", "decode"};
 	struct ftd_mbuf m = {.cap = 8192};
 	if (!(m.buf = malloc(m.cap)))
-		return MHD_NO;
+		return respond_internal(c);
 	m.buf[0] = '\0';
 	pthread_mutex_lock(&ftd.lock);
 	ftd_mcat(&m, "# HELP ftbenchd_jobs Jobs in the journal by state.\n# TYPE ftbenchd_jobs gauge\n");
@@ -655,6 +670,68 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *url, const ch
 	return respond_error(c, 404, "not_found", NULL, "no such path");
 }
 
+/* What every request must pass before it is routed (RFC 9112 3.2, 6.3): an HTTP/1.1 request
+ * has exactly one Host; Content-Length is one number (repeats only with the same value) and never
+ * beside Transfer-Encoding. Returns 0, or -1 after queueing the 400 (or 413). */
+struct hdr_count {
+	int host, cl, te, cl_conflict;
+	const char *cl_value;
+};
+
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct hdr_count *h = cls;
+	if (!strcasecmp(key, MHD_HTTP_HEADER_HOST))
+		h->host++;
+	else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING))
+		h->te++;
+	else if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
+		if (h->cl && strcmp(h->cl_value, value ? value : ""))
+			h->cl_conflict = 1;
+		h->cl++;
+		h->cl_value = value ? value : "";
+	}
+	return MHD_YES;
+}
+
+static int precheck(struct MHD_Connection *c, const char *version, enum MHD_Result *ret)
+{
+	struct hdr_count h = {0};
+	MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &h);
+	if (h.host > 1 || (h.host == 0 && !strcmp(version, MHD_HTTP_VERSION_1_1))) {
+		*ret = respond_error(c, 400, "invalid_request", "Host", "%s", h.host ? "more than one Host header"
+										  : "an HTTP/1.1 request needs a Host header");
+		return -1;
+	}
+	if (h.cl_conflict || (h.cl && h.te)) {
+		*ret = respond_error(c, 400, "invalid_request", "Content-Length", "%s",
+				     h.te ? "Content-Length beside Transfer-Encoding" : "Content-Length headers that differ");
+		return -1;
+	}
+	long n;
+	int r = h.cl ? ftstr_parse_long(h.cl_value, 0, ftd.cfg.max_body, &n) : 0;
+	if (r == -ERANGE) {
+		*ret = respond_error(c, 413, "body_too_large", NULL, "the body is over %ld bytes", ftd.cfg.max_body);
+		return -1;
+	}
+	if (r < 0) {
+		*ret = respond_error(c, 400, "invalid_request", "Content-Length", "Content-Length is not a number");
+		return -1;
+	}
+	return 0;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 				  const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
@@ -665,17 +742,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			return MHD_NO;
 		*con_cls = rq;
 		__atomic_add_fetch(&ftd.http_requests, 1, __ATOMIC_RELAXED);
+		enum MHD_Result ret;
+		if (precheck(c, version, &ret) < 0) {
+			rq->answered = 1;
+			return ret;
+		}
 		if (ftd.cfg.token && strcmp(url, "/health") != 0 && !authorized(c)) {
 			rq->answered = 1;
 			if (!strcmp(url, "/") && is_get(method)) /* a browser: the page that asks for the token */
 				return respond_html(c, 401, ftd_page_login);
 			return respond_error(c, 401, "unauthorized", NULL, "missing or wrong bearer token");
-		}
-		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-		long n;
-		if (cl && (ftstr_parse_long(cl, 0, ftd.cfg.max_body, &n) < 0)) {
-			rq->answered = 1;
-			return respond_error(c, 413, "body_too_large", NULL, "the body is over %ld bytes", ftd.cfg.max_body);
 		}
 		return MHD_YES;
 	}
@@ -705,14 +781,55 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	return route(c, url, method, rq);
 }
 
+/* The reserve daemon: /health and /metrics (no body needed), and 503 for what the main daemon had no
+ * room for. Answered on the first call; every answer closes the connection. */
+static enum MHD_Result on_reserve(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+				  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+	static int mark;
+	if (*con_cls == &mark)
+		return MHD_NO; /* a body after the answer: the connection closes */
+	*con_cls = &mark;
+	__atomic_add_fetch(&ftd.http_requests, 1, __ATOMIC_RELAXED);
+	enum MHD_Result ret;
+	if (precheck(c, version, &ret) < 0)
+		return ret;
+	if (!strcmp(url, "/health"))
+		return is_get(method) ? h_health(c) : method_not_allowed(c, "GET, HEAD");
+	if (!strcmp(url, "/metrics")) {
+		if (ftd.cfg.token && !authorized(c))
+			return respond_error(c, 401, "unauthorized", NULL, "missing or wrong bearer token");
+		return is_get(method) ? h_metrics(c) : method_not_allowed(c, "GET, HEAD");
+	}
+	return respond_error(c, 503, "busy", NULL, "%ld connections are open (max-connections)",
+			     ftd.cfg.max_connections);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
 	struct req *rq = *con_cls;
-	if (rq) {
+	if (rq && cls == NULL) {
 		free(rq->body);
 		free(rq);
-		*con_cls = NULL;
 	}
+	*con_cls = NULL;
+}
+
+/* Percent-decoding of the path and the query values, except %00: a NUL would cut the string the
+ * handlers see ("/health%00x" is not /health), so it stays as the three characters. */
+static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+	char *w = s;
+	for (const char *r = s; *r;) {
+		int hi, lo;
+		if (r[0] == '%' && (hi = hexval(r[1])) >= 0 && (lo = hexval(r[2])) >= 0 && (hi | lo)) {
+			*w++ = (char)(hi * 16 + lo);
+			r += 3;
+		} else
+			*w++ = *r++;
+	}
+	*w = '\0';
+	return (size_t)(w - s);
 }
 
 static void mhd_logger(void *cls, const char *fmt, va_list ap)
@@ -720,19 +837,381 @@ static void mhd_logger(void *cls, const char *fmt, va_list ap)
 	ftd_vlog(FTD_LOG_WARNING, fmt, ap);
 }
 
-struct MHD_Daemon *ftd_http_start(int listen_fd)
+/* ---------------------------------------------------------------- the front */
+
+struct pending {
+	struct pending *prev, *next; /* oldest first: deadlines come in the same order */
+	int fd;
+	uint64_t deadline_ns;
+	struct sockaddr_storage addr;
+	socklen_t alen;
+};
+
+struct ftd_http {
+	struct MHD_Daemon *main, *reserve;
+	int lfd, ep, stop_fd;
+	int spare; /* an open descriptor given up when accept finds none left */
+	pthread_t thread;
+	int thread_started;
+	struct pending *head, *tail;
+	int npending;
+};
+
+static void pending_unlink(struct ftd_http *h, struct pending *p)
 {
-	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
-			 MHD_USE_POLL | MHD_USE_ITC;
-	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL,
-				MHD_OPTION_LISTEN_SOCKET, listen_fd,
-				MHD_OPTION_CONNECTION_LIMIT, (unsigned)ftd.cfg.max_connections,
-				MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
-				MHD_OPTION_END);
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		h->head = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	else
+		h->tail = p->prev;
+	h->npending--;
+	epoll_ctl(h->ep, EPOLL_CTL_DEL, p->fd, NULL);
 }
 
-void ftd_http_stop(struct MHD_Daemon *d)
+static const char *reason(unsigned status)
 {
-	if (d)
-		MHD_stop_daemon(d);
+	switch (status) {
+	case 400: return "Bad Request";
+	case 408: return "Request Timeout";
+	case 431: return "Request Header Fields Too Large";
+	case 505: return "HTTP Version Not Supported";
+	default: return "Service Unavailable";
+	}
+}
+
+/* Answer a socket the daemons will not take, and close it: what the client sent is read and
+ * dropped first (closing with unread data would reset the connection before the answer is read). */
+static void answer_close(int fd, unsigned status, const char *code, const char *msg)
+{
+	char buf[4096], resp[1024];
+	for (int i = 0; i < 16 && recv(fd, buf, sizeof buf, MSG_DONTWAIT) > 0; i++)
+		;
+	char body[512];
+	int bl = snprintf(body, sizeof body, "{\"error\":{\"code\":\"%s\",\"message\":\"%s\",\"field\":null}}\n", code,
+			  msg);
+	int n = snprintf(resp, sizeof resp,
+			 "HTTP/1.1 %u %s\r\nContent-Type: application/json\r\nCache-Control: no-store\r\n%s"
+			 "Connection: close\r\nContent-Length: %d\r\n\r\n%s",
+			 status, reason(status),
+			 status == 503 ? "Retry-After: 5\r\n" : "", bl, body);
+	if (send(fd, resp, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+		/* the client is gone or its window is full: nothing more to do */
+	}
+	shutdown(fd, SHUT_WR);
+	close(fd);
+}
+
+static void pending_drop(struct ftd_http *h, struct pending *p, unsigned status, const char *code, const char *msg)
+{
+	pending_unlink(h, p);
+	answer_close(p->fd, status, code, msg);
+	free(p);
+}
+
+/* Hand fd to d. MHD closes the socket when it refuses it, so it gets a duplicate: 0 when d took
+ * it (fd is then MHD's), -1 when fd is still ours. */
+static int hand_to(struct MHD_Daemon *d, int fd, const struct sockaddr_storage *addr, socklen_t alen)
+{
+	int dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (dupfd < 0)
+		return -1;
+	if (MHD_add_connection(d, dupfd, (const struct sockaddr *)addr, alen) != MHD_YES)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+static int is_probe(const char *head, size_t n)
+{
+	static const char *const paths[] = {"/health", "/metrics"};
+	const char *sp = memchr(head, ' ', n);
+	if (!sp)
+		return 0;
+	const char *path = sp + 1;
+	size_t rest = n - (size_t)(path - head);
+	for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+		size_t l = strlen(paths[i]);
+		if (rest > l && !memcmp(path, paths[i], l) && (path[l] == ' ' || path[l] == '?' || path[l] == '\r' ||
+							       path[l] == '\n'))
+			return 1;
+	}
+	return 0;
+}
+
+static int tchar(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+/* The request line must be METHOD SP /TARGET SP HTTP/1.x CRLF (RFC 9112 3): 0, or the status to
+ * answer (400, 505), with *why. A head that fills HEAD_MAX without ending is 431. */
+static unsigned check_head(const char *h, size_t n, int complete, const char **why)
+{
+	size_t i = 0;
+	while (i < n && i < 32 && tchar((unsigned char)h[i]))
+		i++;
+	if (i == 0 || i >= n || h[i] != ' ') {
+		*why = "malformed request line (METHOD /path HTTP/1.1)";
+		return 400;
+	}
+	if (++i >= n || (h[i] != '/' && !(h[i] == '*' && i + 1 < n && h[i + 1] == ' '))) {
+		*why = "the request target must be a path starting with /";
+		return 400;
+	}
+	while (i < n && (unsigned char)h[i] > 0x20 && h[i] != 0x7f)
+		i++;
+	if (i >= n) {
+		*why = "the request line is too long";
+		return complete ? 400 : 431;
+	}
+	if (h[i] != ' ' || n - i < 10 || memcmp(h + i + 1, "HTTP/", 5) || h[i + 6] < '0' || h[i + 6] > '9' ||
+	    h[i + 7] != '.' || h[i + 8] < '0' || h[i + 8] > '9' ||
+	    !(h[i + 9] == '\n' || (h[i + 9] == '\r' && n - i > 10 && h[i + 10] == '\n'))) {
+		*why = "malformed request line (METHOD /path HTTP/1.1)";
+		return 400;
+	}
+	if (h[i + 6] != '1' || (h[i + 8] != '0' && h[i + 8] != '1')) {
+		*why = "only HTTP/1.0 and HTTP/1.1 are served";
+		return 505;
+	}
+	if (!complete) {
+		*why = "the request head is over 8 KiB";
+		return 431;
+	}
+	return 0;
+}
+
+/* Part of a head: 1 when it cannot begin a request line (TLS, binary junk), so it is answered now
+ * rather than at header-timeout. */
+static int prefix_bad(const char *h, size_t n)
+{
+	size_t i = 0;
+	while (i < n && i < 32 && tchar((unsigned char)h[i]))
+		i++;
+	if (i == n)
+		return 0;
+	return i == 0 || h[i] != ' ' || (i + 1 < n && h[i + 1] != '/' && h[i + 1] != '*');
+}
+
+static void dispatch(struct ftd_http *h, struct pending *p, const char *head, size_t n, int complete)
+{
+	pending_unlink(h, p);
+	int fd = p->fd;
+	const char *why = NULL;
+	unsigned bad = check_head(head, n, complete, &why);
+	if (bad) {
+		answer_close(fd, bad, "invalid_request", why);
+		goto out;
+	}
+	if (!is_probe(head, n)) {
+		const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->main, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+		if ((!di || di->num_connections < (unsigned)ftd.cfg.max_connections) &&
+		    hand_to(h->main, fd, &p->addr, p->alen) == 0)
+			goto out;
+	}
+	if (hand_to(h->reserve, fd, &p->addr, p->alen) == 0)
+		goto out;
+	answer_close(fd, 503, "busy", "the server is at its connection limit");
+out:
+	free(p);
+}
+
+/* The request head has arrived: 2; it fills HEAD_MAX without ending: 1; not yet: 0; the client
+ * left: -1. */
+static int peek_head(int fd, char *buf, size_t cap, size_t *n)
+{
+	ssize_t r = recv(fd, buf, cap, MSG_PEEK | MSG_DONTWAIT);
+	if (r == 0)
+		return -1;
+	if (r < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -1;
+	*n = (size_t)r;
+	for (size_t i = 0; i + 1 < (size_t)r; i++)
+		if (buf[i] == '\n' && (buf[i + 1] == '\n' || (buf[i + 1] == '\r' && i + 2 < (size_t)r && buf[i + 2] == '\n')))
+			return 2;
+	return (size_t)r == cap ? 1 : 0;
+}
+
+static void front_accept(struct ftd_http *h)
+{
+	char head[HEAD_MAX];
+	for (int burst = 0; burst < 256; burst++) {
+		struct pending *p = calloc(1, sizeof *p);
+		if (!p)
+			return;
+		p->alen = sizeof p->addr;
+		p->fd = accept4(h->lfd, (struct sockaddr *)&p->addr, &p->alen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (p->fd < 0) {
+			int e = errno;
+			free(p);
+			if ((e == EMFILE || e == ENFILE) && h->head) {
+				/* out of descriptors: the oldest socket still waiting for its head gives its
+				 * place to the new one */
+				pending_drop(h, h->head, 503, "busy", "the server is out of file descriptors");
+				continue;
+			}
+			if ((e == EMFILE || e == ENFILE) && h->spare >= 0) {
+				/* out of descriptors: the spare one takes the connection for its 503, so the
+				 * client is answered and the listening socket does not stay readable */
+				close(h->spare);
+				int fd = accept4(h->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+				if (fd >= 0)
+					answer_close(fd, 503, "busy", "the server is out of file descriptors");
+				h->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+				ftd_log(FTD_LOG_WARNING, "http: accept: %s", strerror(e));
+			}
+			return;
+		}
+		if (h->npending >= PENDING_MAX)
+			pending_drop(h, h->head, 503, "busy", "too many connections are waiting for their request");
+		p->deadline_ns = ft_now_ns() + (uint64_t)ftd.cfg.header_timeout * 1000000000ull;
+		p->prev = h->tail;
+		if (h->tail)
+			h->tail->next = p;
+		else
+			h->head = p;
+		h->tail = p;
+		h->npending++;
+		struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.ptr = p};
+		if (epoll_ctl(h->ep, EPOLL_CTL_ADD, p->fd, &ev) < 0) {
+			pending_drop(h, p, 503, "busy", "the server cannot watch more connections");
+			continue;
+		}
+		size_t n = 0;
+		int st = peek_head(p->fd, head, sizeof head, &n);
+		if (st > 0 || (st == 0 && n > 0 && prefix_bad(head, n)))
+			dispatch(h, p, head, n, st == 2);
+		else if (st < 0) {
+			pending_unlink(h, p);
+			close(p->fd);
+			free(p);
+		}
+	}
+}
+
+static void *front_main(void *arg)
+{
+	struct ftd_http *h = arg;
+	char head[HEAD_MAX];
+	struct epoll_event evs[64];
+	for (;;) {
+		int tmo = -1;
+		if (h->head) {
+			uint64_t now = ft_now_ns();
+			tmo = h->head->deadline_ns > now ? (int)((h->head->deadline_ns - now) / 1000000) + 1 : 0;
+		}
+		int n = epoll_wait(h->ep, evs, 64, tmo);
+		if (n < 0 && errno != EINTR) {
+			ftd_log(FTD_LOG_ERR, "http: epoll_wait: %s", strerror(errno));
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			if (evs[i].data.ptr == &h->stop_fd)
+				goto out;
+			if (evs[i].data.ptr == &h->lfd) {
+				front_accept(h);
+				continue;
+			}
+			struct pending *p = evs[i].data.ptr;
+			size_t len = 0;
+			int st = peek_head(p->fd, head, sizeof head, &len);
+			if (st > 0 || (st == 0 && len > 0 && prefix_bad(head, len)))
+				dispatch(h, p, head, len, st == 2);
+			else if (st < 0) {
+				pending_unlink(h, p);
+				close(p->fd);
+				free(p);
+			}
+		}
+		uint64_t now = ft_now_ns();
+		while (h->head && h->head->deadline_ns <= now)
+			pending_drop(h, h->head, 408, "request_timeout", "the request head did not arrive in time (header-timeout)");
+	}
+out:
+	return NULL;
+}
+
+void ftd_http_stop(struct ftd_http *h)
+{
+	if (!h)
+		return;
+	if (h->thread_started) {
+		uint64_t one = 1;
+		if (write(h->stop_fd, &one, sizeof one) < 0)
+			ftd_log(FTD_LOG_WARNING, "http: cannot wake the acceptor: %s", strerror(errno));
+		pthread_join(h->thread, NULL);
+	}
+	while (h->head) {
+		struct pending *p = h->head;
+		pending_unlink(h, p);
+		close(p->fd);
+		free(p);
+	}
+	if (h->main) {
+		MHD_quiesce_daemon(h->main);
+		MHD_stop_daemon(h->main);
+	}
+	if (h->reserve)
+		MHD_stop_daemon(h->reserve);
+	reserve_daemon = NULL;
+	if (h->ep >= 0)
+		close(h->ep);
+	if (h->stop_fd >= 0)
+		close(h->stop_fd);
+	if (h->spare >= 0)
+		close(h->spare);
+	free(h);
+}
+
+struct ftd_http *ftd_http_start(int listen_fd)
+{
+	struct ftd_http *h = calloc(1, sizeof *h);
+	if (!h)
+		return NULL;
+	h->lfd = listen_fd;
+	h->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	h->ep = epoll_create1(EPOLL_CLOEXEC);
+	h->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	int fl = fcntl(listen_fd, F_GETFL);
+	if (h->ep < 0 || h->stop_fd < 0 || fl < 0 || fcntl(listen_fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		ftd_log(FTD_LOG_ERR, "http: epoll/eventfd: %s", strerror(errno));
+		goto fail;
+	}
+	unsigned common = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET;
+	h->main = MHD_start_daemon(common | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL, 0, NULL, NULL, on_request, NULL,
+				   MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL,
+				   MHD_OPTION_CONNECTION_LIMIT, (unsigned)ftd.cfg.max_connections,
+				   MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT_S,
+				   MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+				   MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_END);
+	h->reserve = MHD_start_daemon(common | MHD_USE_EPOLL, 0, NULL, NULL, on_reserve, NULL,
+				      MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL,
+				      MHD_OPTION_CONNECTION_LIMIT, (unsigned)RESERVE_MAX,
+				      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)ftd.cfg.header_timeout,
+				      MHD_OPTION_NOTIFY_COMPLETED, on_completed, (void *)1,
+				      MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_END);
+	if (!h->main || !h->reserve) {
+		ftd_log(FTD_LOG_ERR, "http: cannot start libmicrohttpd");
+		goto fail;
+	}
+	reserve_daemon = h->reserve;
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &h->lfd};
+	struct epoll_event sv = {.events = EPOLLIN, .data.ptr = &h->stop_fd};
+	if (epoll_ctl(h->ep, EPOLL_CTL_ADD, listen_fd, &ev) < 0 || epoll_ctl(h->ep, EPOLL_CTL_ADD, h->stop_fd, &sv) < 0) {
+		ftd_log(FTD_LOG_ERR, "http: epoll_ctl: %s", strerror(errno));
+		goto fail;
+	}
+	int e = pthread_create(&h->thread, NULL, front_main, h);
+	if (e) {
+		ftd_log(FTD_LOG_ERR, "http: cannot start the acceptor: %s", strerror(e));
+		goto fail;
+	}
+	h->thread_started = 1;
+	return h;
+fail:
+	ftd_http_stop(h);
+	return NULL;
 }

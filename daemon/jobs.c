@@ -13,6 +13,7 @@
 
 #include "ftbenchd.h"
 #include "log.h"
+#include "util/strutil.h"
 #include "util/timeutil.h"
 
 struct ftd_daemon ftd;
@@ -74,9 +75,18 @@ static json_t *time_or_null(double t)
 	return json_string(b);
 }
 
+/* A string of the job's (a worker's error text, a path) as JSON; bytes that are not UTF-8 become '?'. */
 static json_t *str_or_null(const char *s)
 {
-	return s ? json_string(s) : json_null();
+	if (!s)
+		return json_null();
+	size_t l = strlen(s);
+	if (ftstr_utf8_valid(s, l))
+		return json_string(s);
+	char *t = malloc(l + 1);
+	json_t *o = t ? json_string(ftstr_utf8_sanitize(t, l + 1, s)) : NULL;
+	free(t);
+	return o;
 }
 
 struct ftd_job *ftd_job_find(const char *id)
@@ -335,6 +345,56 @@ static void append_job(struct ftd_job *j)
 	ftd.njobs++;
 }
 
+/* The worker argv of j from its args and the configuration, worker and inventory in force now
+ * (new array in *argv_out, the GPU's inventory position in *gpu_pos); -1 with err filled when
+ * they refuse it. A bw job also writes its own copy of the profile to the state dir. */
+static int job_argv(const struct ftd_job *j, char ***argv_out, int *gpu_pos, struct ftd_err *err)
+{
+	char **argv;
+	if (ftd_kind_build(j->kind, j->args, &ftd.cfg, ftd.worker, ftd.gpus, ftd.ngpus, gpu_pos, &argv, err) < 0)
+		return -1;
+	if (!strcmp(j->kind->name, "bw")) {
+		size_t n = 0;
+		while (argv[n])
+			n++;
+		char **v = realloc(argv, sizeof(char *) * (n + 2));
+		char *ofl = NULL;
+		if (v)
+			argv = v;
+		if (!v || asprintf(&ofl, "--output=%s/%s.profile.json", ftd.logs_dir, j->id) < 0) {
+			ftd_argv_free(argv);
+			ftd_err_set(err, 503, "internal", NULL, "out of memory");
+			return -1;
+		}
+		argv[n] = argv[n - 1]; /* keep --result-fd=3 last */
+		argv[n - 1] = ofl;
+		argv[n + 1] = NULL;
+	}
+	*argv_out = argv;
+	return 0;
+}
+
+int ftd_job_argv_now(struct ftd_job *j, char *why, size_t n)
+{
+	struct ftd_err err = {0};
+	char **argv;
+	int gpu;
+	if (job_argv(j, &argv, &gpu, &err) < 0) {
+		snprintf(why, n, "the configuration in force when the job started refuses it: %s", err.message);
+		return -1;
+	}
+	const char *uuid = gpu >= 0 ? ftd.gpus[gpu].uuid : "";
+	if (strcmp(uuid, j->gpu_index >= 0 ? j->gpu_uuid : "")) {
+		ftd_argv_free(argv);
+		snprintf(why, n, "the GPU chosen at submission (%s) is not the one the inventory gives now (%s)",
+			 j->gpu_index >= 0 ? j->gpu_uuid : "none", *uuid ? uuid : "none");
+		return -1;
+	}
+	ftd_argv_free(j->argv);
+	j->argv = argv;
+	return 0;
+}
+
 int ftd_job_submit(const char *kind, json_t *args, long timeout_s, const char *idem_key,
 		   const char *req_canon, struct ftd_job **out, int *replayed, struct ftd_err *err)
 {
@@ -360,7 +420,7 @@ int ftd_job_submit(const char *kind, json_t *args, long timeout_s, const char *i
 	const struct ftd_kind *k = ftd_kind_find(kind);
 	if (!k) {
 		ftd_err_set(err, 400, "unknown_kind", "kind",
-			    "unknown kind '%.64s' (bw, cache-copy, load-weights, decode)", kind);
+			    "unknown kind '%.*s' (bw, cache-copy, load-weights, decode)", ftstr_utf8_cut(kind, 64), kind);
 		return -1;
 	}
 	if (timeout_s == 0)
@@ -370,48 +430,34 @@ int ftd_job_submit(const char *kind, json_t *args, long timeout_s, const char *i
 			    ftd.cfg.max_job_timeout);
 		return -1;
 	}
-	char **argv;
-	int gpu;
-	if (ftd_kind_build(k, args, &ftd.cfg, ftd.worker, ftd.gpus, ftd.ngpus, &gpu, &argv, err) < 0)
-		return -1;
-	if (ftd_count_state(ST_QUEUED) >= ftd.cfg.max_queue) {
-		ftd_argv_free(argv);
-		ftd_err_set(err, 429, "queue_full", NULL, "%ld jobs are already queued", ftd.cfg.max_queue);
-		return -1;
-	}
 	struct ftd_job *j = job_new();
 	if (!j) {
-		ftd_argv_free(argv);
 		ftd_err_set(err, 503, "internal", NULL, "out of memory");
 		return -1;
 	}
 	do
 		new_id(j->id);
 	while (ftd_job_find(j->id));
-	if (k->host_exclusive && !strcmp(k->name, "bw")) {
-		/* the worker's own copy goes to the state dir; the daemon writes the profile store */
-		size_t n = 0;
-		while (argv[n])
-			n++;
-		char **v = realloc(argv, sizeof(char *) * (n + 2));
-		char *ofl = NULL;
-		if (v)
-			argv = v;
-		if (!v || asprintf(&ofl, "--output=%s/%s.profile.json", ftd.logs_dir, j->id) < 0) {
-			ftd_argv_free(argv);
-			free(j);
+	j->kind = k;
+	j->args = args ? json_deep_copy(args) : json_object();
+	/* validated now against the configuration in force; built again when the job starts */
+	char **argv;
+	int gpu;
+	if (!j->args || job_argv(j, &argv, &gpu, err) < 0) {
+		if (!j->args)
 			ftd_err_set(err, 503, "internal", NULL, "out of memory");
-			return -1;
-		}
-		argv[n] = argv[n - 1]; /* keep --result-fd=3 last */
-		argv[n - 1] = ofl;
-		argv[n + 1] = NULL;
+		job_free(j);
+		return -1;
+	}
+	if (ftd_count_state(ST_QUEUED) >= ftd.cfg.max_queue) {
+		ftd_argv_free(argv);
+		job_free(j);
+		ftd_err_set(err, 429, "queue_full", NULL, "%ld jobs are already queued", ftd.cfg.max_queue);
+		return -1;
 	}
 	j->seq = ftd.next_seq++;
-	j->kind = k;
 	j->kind_idx = kind_index(kind);
 	j->state = ST_QUEUED;
-	j->args = args ? json_deep_copy(args) : json_object();
 	j->argv = argv;
 	if (gpu >= 0) {
 		j->gpu_index = ftd.gpus[gpu].index;
@@ -497,9 +543,11 @@ void ftd_sched(void)
 	int ng = ftd.ngpus;
 	char busy[256] = {0}, resv[256] = {0};
 	int host_busy_excl = 0, host_used = 0, host_resv_excl = 0, host_resv_shared = 0;
+	long running = 0;
 	for (struct ftd_job *j = ftd.head; j; j = j->next) {
 		if (j->state != ST_RUNNING)
 			continue;
+		running++;
 		host_used = 1;
 		if (j->host_excl)
 			host_busy_excl = 1;
@@ -516,10 +564,12 @@ void ftd_sched(void)
 			ok = !host_used && !host_resv_excl && !host_resv_shared;
 		else
 			ok = !host_busy_excl && !host_resv_excl && (g < 0 || (!busy[g] && !resv[g]));
+		if (ok && running >= ftd.cfg.max_running)
+			break; /* max-running: nothing starts, nothing overtakes */
 		if (ok) {
-			char why[512] = "";
+			char why[768] = "";
 			j->started = ft_wall_epoch();
-			if (ftd_runner_start(j, why, sizeof why) < 0) {
+			if (ftd_job_argv_now(j, why, sizeof why) < 0 || ftd_runner_start(j, why, sizeof why) < 0) {
 				j->finished = ft_wall_epoch();
 				free(j->error);
 				j->error = strdup(why);
@@ -529,6 +579,7 @@ void ftd_sched(void)
 				ftd_log(FTD_LOG_ERR, "job %s: %s", j->id, why);
 				continue;
 			}
+			running++;
 			host_used = 1;
 			if (j->host_excl)
 				host_busy_excl = 1;

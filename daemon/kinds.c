@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/strutil.h"
+
 enum arg_type {
 	A_NAMES,   /* a name list: "a,b" or ["a","b"] -> --flag=a,b */
 	A_INT,     /* integer in [lo, hi] */
@@ -20,7 +22,7 @@ enum arg_type {
 	A_PATH,    /* a path that must realpath under a model root */
 	A_GPU,     /* index or uuid, resolved against the inventory */
 	A_SERVER,  /* a decode-server name from the config -> --server-cmd=<template> */
-	A_URL,     /* http(s) URL to loopback or a decode-hosts host */
+	A_URL,     /* a well-formed http(s) URL allowed by decode-urls */
 };
 
 struct ftd_arg {
@@ -45,6 +47,8 @@ static const struct ftd_arg bw_args[] = {
 	{"kernel_cpu_iters", A_INT, "--kernel-cpu-iters", 1, 100000},
 	{"kernel_pcie_iters", A_INT, "--kernel-pcie-iters", 1, 100000},
 	{"overlap_seconds", A_NUM, "--overlap-seconds", 0, 600},
+	{"max_spread", A_NUM, "--max-spread", 0, 100},
+	{"no_checks", A_BOOL, "--no-checks"},
 	{"engines", A_INT, "--engines", 1, 64},
 	{"engine_threads", A_INT, "--engine-threads", 1, 4096},
 	{"deployment", A_ENUM, "--deployment", 0, 0, "isolated|concurrent"},
@@ -63,7 +67,7 @@ static const struct ftd_arg cache_copy_args[] = {
 
 static const struct ftd_arg load_weights_args[] = {
 	{"model", A_PATH, "--model", 0, 0, NULL, 1},
-	{"modes", A_ENUMLIST, "--modes", 0, 0, "baseline|parallel|ftw"},
+	{"modes", A_ENUMLIST, "--modes", 1, 3, "baseline|parallel|ftw"}, /* lo, hi: items */
 	{"workers", A_INT, "--workers", 1, 1024},
 	{"chunk_mib", A_INT, "--chunk-mib", 1, 4096},
 	{"shard_gib", A_NUM, "--shard-gib", 0.001, 1024},
@@ -238,51 +242,12 @@ static int path_under_roots(const struct ftd_config *cfg, const char *path, char
 	return -1;
 }
 
-static int host_allowed(const struct ftd_config *cfg, const char *url, char *host, size_t hn)
-{
-	const char *p = strstr(url, "://");
-	if (!p)
-		return -1;
-	p += 3;
-	const char *at = NULL;
-	for (const char *q = p; *q && *q != '/'; q++)
-		if (*q == '@')
-			at = q;
-	if (at)
-		return -1; /* no credentials in URLs */
-	size_t l;
-	if (*p == '[') {
-		const char *e = strchr(p, ']');
-		if (!e)
-			return -1;
-		l = (size_t)(e - p - 1);
-		p++;
-	} else {
-		l = strcspn(p, ":/?#");
-	}
-	if (l == 0 || l >= hn)
-		return -1;
-	memcpy(host, p, l);
-	host[l] = '\0';
-	for (char *c = host; *c; c++)
-		if (*c >= 'A' && *c <= 'Z')
-			*c = (char)(*c - 'A' + 'a');
-	if (!strcmp(host, "localhost") || !strcmp(host, "::1"))
-		return 0;
-	if (!strncmp(host, "127.", 4) && strspn(host, "0123456789.") == strlen(host))
-		return 0;
-	for (int i = 0; i < cfg->n_decode_hosts; i++)
-		if (!strcasecmp(cfg->decode_hosts[i], host))
-			return 0;
-	return 1;
-}
-
 int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ftd_config *cfg,
 		   const char *worker, const struct ftgpu_info *gpus, int ngpus, int *gpu_pos,
 		   char ***argv_out, struct ftd_err *err)
 {
 	struct argv_b b = {0};
-	char field[64], buf[4096];
+	char field[64], buf[8192]; /* 64 names of 64 bytes, comma-joined */
 	int gpu = ngpus > 0 ? 0 : -1;
 	int have_server = 0, have_url = 0;
 
@@ -299,9 +264,9 @@ int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ft
 		const struct ftd_arg *a = k->args;
 		while (a->name && strcmp(a->name, key))
 			a++;
-		snprintf(field, sizeof field, "args.%.58s", key);
+		snprintf(field, sizeof field, "args.%.*s", ftstr_utf8_cut(key, 58), key);
 		if (!a->name) {
-			ftd_err_set(err, 400, "unknown_field", field, "%s has no argument '%.100s'", k->name, key);
+			ftd_err_set(err, 400, "unknown_field", field, "%s has no argument '%.*s'", k->name, ftstr_utf8_cut(key, 100), key);
 			goto fail;
 		}
 		double x;
@@ -364,8 +329,10 @@ int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ft
 		case A_INTLIST:
 		case A_NUMLIST:
 		case A_ENUMLIST: {
-			if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > 64) {
-				ftd_err_set(err, 400, "invalid_argument", field, "%s: expected a list of 1 to 64 items", field);
+			size_t max_items = a->type == A_ENUMLIST && a->hi > 0 ? (size_t)a->hi : 64;
+			if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > max_items) {
+				ftd_err_set(err, 400, "invalid_argument", field, "%s: expected a list of 1 to %zu items", field,
+					    max_items);
 				goto fail;
 			}
 			buf[0] = '\0';
@@ -410,7 +377,7 @@ int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ft
 			push(&b, flagval(a->flag, json_string_value(v)));
 			break;
 		case A_PATH: {
-			if (!json_is_string(v) || !*json_string_value(v) || strlen(json_string_value(v)) > 4096) {
+			if (!json_is_string(v) || !*json_string_value(v) || ftstr_utf8_len(json_string_value(v)) > 4096) {
 				ftd_err_set(err, 400, "invalid_argument", field, "%s: expected a path", field);
 				goto fail;
 			}
@@ -438,7 +405,7 @@ int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ft
 			}
 			if (json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) < 256)
 				snprintf(spec, sizeof spec, "%lld", (long long)json_integer_value(v));
-			else if (json_is_string(v) && *json_string_value(v) && strlen(json_string_value(v)) <= 80)
+			else if (json_is_string(v) && *json_string_value(v) && ftstr_utf8_len(json_string_value(v)) <= 80)
 				snprintf(spec, sizeof spec, "%s", json_string_value(v));
 			else {
 				ftd_err_set(err, 400, "invalid_argument", field,
@@ -456,14 +423,17 @@ int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ft
 			break;
 		}
 		case A_SERVER: {
-			const char *tmpl = json_is_string(v) ? ftd_config_decode_server(cfg, json_string_value(v)) : NULL;
-			if (!json_is_string(v)) {
-				ftd_err_set(err, 400, "invalid_argument", field, "%s: expected a server name", field);
+			const char *name = json_string_value(v);
+			if (!name || ftd_server_name_len(name, strlen(name)) < 0) {
+				ftd_err_set(err, 400, "invalid_argument", field,
+					    "%s: expected a server name of 1 to %d of A-Z a-z 0-9 _ . -", field,
+					    FTD_SERVER_NAME_MAX);
 				goto fail;
 			}
+			const char *tmpl = ftd_config_decode_server(cfg, name);
 			if (!tmpl) {
-				ftd_err_set(err, 403, "forbidden", field, "%s: '%.64s' is not a decode-server in the config",
-					    field, json_string_value(v));
+				ftd_err_set(err, 403, "forbidden", field, "%s: '%s' is not a decode-server in the config",
+					    field, name);
 				goto fail;
 			}
 			push(&b, flagval(a->flag, tmpl));
@@ -471,17 +441,16 @@ int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ft
 			break;
 		}
 		case A_URL: {
-			char host[256];
-			const char *u = json_is_string(v) ? json_string_value(v) : "";
-			if (strlen(u) > 2048 || (strncmp(u, "http://", 7) && strncmp(u, "https://", 8))) {
-				ftd_err_set(err, 400, "invalid_argument", field, "%s: expected an http(s) URL", field);
+			char why[160];
+			const char *u = json_string_value(v);
+			if (!u || ftd_url_check(u, why, sizeof why) < 0) {
+				ftd_err_set(err, 400, "invalid_argument", field, "%s: %s", field,
+					    u ? why : "expected an http(s) URL");
 				goto fail;
 			}
-			int r = host_allowed(cfg, u, host, sizeof host);
-			if (r != 0) {
-				ftd_err_set(err, r < 0 ? 400 : 403, r < 0 ? "invalid_argument" : "forbidden", field,
-					    r < 0 ? "%s: cannot parse the host" : "%s: host is neither loopback nor in decode-hosts",
-					    field);
+			if (!ftd_config_url_allowed(cfg, u)) {
+				ftd_err_set(err, 403, "forbidden", field, "%s: not in decode-urls of the config%s", field,
+					    cfg->n_decode_urls ? "" : " (none configured)");
 				goto fail;
 			}
 			push(&b, flagval(a->flag, u));

@@ -2,10 +2,12 @@
  * eventfd; the loop starts jobs, reads their pipes, reaps them, enforces timeouts, pings the
  * watchdog and, on SIGTERM, stops the workers and records them before it exits. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <microhttpd.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -24,7 +27,6 @@
 #include "util/fsutil.h"
 #include "util/timeutil.h"
 
-#define MAX_POLL 1024
 
 static char *env_dir(const char *var, const char *suffix)
 {
@@ -86,8 +88,10 @@ static int resolve_dirs(void)
 	return 0;
 }
 
-/* Parse "IPV4:PORT" / "[IPV6]:PORT" / "localhost:PORT" into ss. */
-static int parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *sl)
+/* Parse "IPV4:PORT" / "[IPV6]:PORT" / "HOST:PORT" into ss (localhost is 127.0.0.1, another host
+ * name its first address). 0, -EINVAL (not that shape) or -EADDRNOTAVAIL (a name that does not
+ * resolve; *why says why). */
+static int parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *sl, const char **why)
 {
 	char host[128];
 	const char *colon;
@@ -123,7 +127,21 @@ static int parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *s
 		a6->sin6_port = htons((uint16_t)port);
 		*sl = sizeof *a6;
 	} else {
-		return -EINVAL;
+		struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai;
+		int e;
+		if (!*host || strchr(host, ':'))
+			return -EINVAL;
+		if ((e = getaddrinfo(host, NULL, &hints, &ai)) != 0) {
+			*why = gai_strerror(e);
+			return -EADDRNOTAVAIL;
+		}
+		memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+		*sl = ai->ai_addrlen;
+		if (ss->ss_family == AF_INET)
+			a4->sin_port = htons((uint16_t)port);
+		else
+			a6->sin6_port = htons((uint16_t)port);
+		freeaddrinfo(ai);
 	}
 	return 0;
 }
@@ -161,9 +179,15 @@ static int open_listen(int *fd_out, int *activated)
 		return 0;
 	}
 	*activated = 0;
-	if (parse_listen(ftd.cfg.listen, &ss, &sl) < 0) {
-		ftd_log(FTD_LOG_ERR, "listen: cannot parse '%s' (IPV4:PORT or [IPV6]:PORT)", ftd.cfg.listen);
-		return -EINVAL;
+	const char *why = NULL;
+	int pr = parse_listen(ftd.cfg.listen, &ss, &sl, &why);
+	if (pr < 0) {
+		if (pr == -EADDRNOTAVAIL)
+			ftd_log(FTD_LOG_ERR, "listen %s: the host name does not resolve: %s", ftd.cfg.listen, why);
+		else
+			ftd_log(FTD_LOG_ERR, "listen: cannot parse '%s' (IPV4:PORT, [IPV6]:PORT or HOST:PORT)",
+				ftd.cfg.listen);
+		return pr;
 	}
 	if (!is_loopback(&ss) && !ftd.cfg.token) {
 		ftd_log(FTD_LOG_ERR, "listen %s is not loopback: refusing to start without token-file", ftd.cfg.listen);
@@ -182,6 +206,89 @@ static int open_listen(int *fd_out, int *activated)
 	ftd_log(FTD_LOG_INFO, "listening on %s", ftd.cfg.listen);
 	*fd_out = fd;
 	return 0;
+}
+
+/* The temp files an interrupted write left in the profile history (<profile-dir>/history/<name>/). */
+static void sweep_history(void)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s/history", ftd.profile_dir);
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		struct stat st;
+		char sub[PATH_MAX + 256];
+		if (e->d_name[0] == '.' || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(st.st_mode))
+			continue;
+		snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name);
+		int k = ftfs_sweep_temps(sub);
+		if (k > 0)
+			ftd_log(FTD_LOG_NOTICE, "removed %d stale temp file(s) from %s", k, sub);
+	}
+	closedir(d);
+}
+
+/* -n: would `listen` start? Resolve it and bind a socket to it (closed at once). An address in use
+ * is only a warning (the running ftbenchd, or ftbenchd.socket, holds it; with socket activation
+ * `listen` is not used); anything else is an error. 0 or -errno after printing the problem. */
+static int check_listen(void)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof ss;
+	const char *why = NULL;
+	int r = parse_listen(ftd.cfg.listen, &ss, &sl, &why);
+	if (r == -EADDRNOTAVAIL) {
+		fprintf(stderr, "ftbenchd: listen %s: the host name does not resolve: %s\n", ftd.cfg.listen, why);
+		return r;
+	}
+	if (r < 0) {
+		fprintf(stderr, "ftbenchd: listen: cannot parse '%s' (IPV4:PORT, [IPV6]:PORT or HOST:PORT)\n",
+			ftd.cfg.listen);
+		return r;
+	}
+	if (!is_loopback(&ss) && !ftd.cfg.token) {
+		fprintf(stderr, "ftbenchd: listen %s is not loopback: refusing to start without token-file\n",
+			ftd.cfg.listen);
+		return -EPERM;
+	}
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+	if (fd < 0) {
+		r = -errno;
+		fprintf(stderr, "ftbenchd: listen %s: cannot make a socket: %s\n", ftd.cfg.listen, strerror(-r));
+		return r;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	r = bind(fd, (struct sockaddr *)&ss, sl) < 0 ? -errno : 0;
+	close(fd);
+	if (r == -EADDRINUSE) {
+		fprintf(stderr, "ftbenchd: warning: listen %s: in use now (by a running ftbenchd or ftbenchd.socket?); "
+				"it must be free when ftbenchd starts without socket activation\n", ftd.cfg.listen);
+		return 0;
+	}
+	if (r < 0) {
+		fprintf(stderr, "ftbenchd: listen %s: cannot bind: %s%s\n", ftd.cfg.listen, strerror(-r),
+			r == -EADDRNOTAVAIL ? " (not an address of this host)"
+			: r == -EACCES      ? " (a port below 1024 needs CAP_NET_BIND_SERVICE)"
+					    : "");
+		return r;
+	}
+	return 0;
+}
+
+/* Enough descriptors for max-connections threads, the reserve daemon and the sockets that wait for
+ * their request head: the soft limit is raised toward the hard one (never lowered). */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+	rlim_t want = (rlim_t)ftd.cfg.max_connections + 4096;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= want)
+		return;
+	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		ftd_log(FTD_LOG_WARNING, "cannot raise the file descriptor limit: %s", strerror(errno));
 }
 
 static void release_all(void)
@@ -209,12 +316,17 @@ int main(int argc, char **argv)
 	}
 	ftd_log_set_level((int)ftd.cfg.log_level);
 	if (ftd.cfg.check_only) {
+		if (check_listen() < 0) {
+			release_all();
+			return 2;
+		}
 		printf("ftbenchd: configuration ok (listen %s, state %s, profiles %s, worker %s)\n", ftd.cfg.listen,
 		       ftd.state_dir, ftd.profile_dir, ftd.worker);
 		release_all();
 		return 0;
 	}
 	ftd.wake_fd = -1;
+	raise_nofile();
 	ftd.main_pid = getpid();
 	ftd.start_wall = ft_wall_epoch();
 	pthread_mutex_init(&ftd.lock, NULL);
@@ -248,6 +360,27 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
+	if ((e = ftd_procs_init()) < 0) {
+		ftd_log(FTD_LOG_ERR, "cannot become the subreaper of the jobs: %s", strerror(-e));
+		release_all();
+		return 1;
+	}
+	/* temp files of atomic writes a kill -9 interrupted (journal, profiles, records) */
+	const char *swept[] = {ftd.jobs_dir, ftd.logs_dir, ftd.profile_dir, NULL};
+	for (const char **dir = swept; *dir; dir++) {
+		int k = ftfs_sweep_temps(*dir);
+		if (k > 0)
+			ftd_log(FTD_LOG_NOTICE, "removed %d stale temp file(s) from %s", k, *dir);
+	}
+	char *rundir;
+	if (asprintf(&rundir, "%s/run", ftd.state_dir) >= 0) {
+		ftfs_sweep_temps(rundir);
+		free(rundir);
+	}
+	sweep_history();
+	pthread_mutex_lock(&ftd.lock);
+	ftd_procs_recover();
+	pthread_mutex_unlock(&ftd.lock);
 	ftd_inventory_load();
 	if ((r = ftd_nfd_write()) < 0)
 		ftd_log(FTD_LOG_WARNING, "nfd-features-file %s: %s", ftd.cfg.nfd_file, strerror(-r));
@@ -267,7 +400,7 @@ int main(int argc, char **argv)
 		release_all();
 		return 1;
 	}
-	struct MHD_Daemon *http = ftd_http_start(lfd);
+	struct ftd_http *http = ftd_http_start(lfd);
 	if (!http) {
 		ftd_log(FTD_LOG_ERR, "cannot start the HTTP server");
 		close(lfd);
@@ -282,11 +415,13 @@ int main(int argc, char **argv)
 
 	int stop_logged = 0;
 	uint64_t retention_next = 0;
+	struct pollfd *pfd = NULL;
+	struct ftd_job **owner = NULL;
+	int pcap = 0;
 	for (;;) {
-		struct pollfd pfd[MAX_POLL];
-		struct ftd_job *owner[MAX_POLL];
 		pthread_mutex_lock(&ftd.lock);
 		ftd_runner_reap();
+		ftd_procs_track();
 		int tmo = ftd_runner_timers();
 		ftd_runner_finish_ready();
 		uint64_t now = ft_now_ns();
@@ -296,9 +431,26 @@ int main(int argc, char **argv)
 		}
 		ftd_sched();
 		int done = ftd.stopping && ftd_runner_busy() == 0;
+		int need = 2 + ftd_runner_npollfds();
+		if (need > pcap) {
+			/* no fixed limit: the arrays grow with the running jobs (max-running caps them) */
+			struct pollfd *np = realloc(pfd, sizeof *pfd * (size_t)need * 2);
+			struct ftd_job **no = np ? realloc(owner, sizeof *owner * (size_t)need * 2) : NULL;
+			if (np)
+				pfd = np;
+			if (no) {
+				owner = no;
+				pcap = need * 2;
+			}
+		}
+		if (!pfd || !owner) {
+			pthread_mutex_unlock(&ftd.lock);
+			ftd_log(FTD_LOG_ERR, "out of memory for the poll set");
+			break;
+		}
 		pfd[0] = (struct pollfd){.fd = sfd, .events = POLLIN};
 		pfd[1] = (struct pollfd){.fd = ftd.wake_fd, .events = POLLIN};
-		int n = 2 + ftd_runner_pollfds(pfd + 2, owner + 2, MAX_POLL - 2);
+		int n = 2 + ftd_runner_pollfds(pfd + 2, owner + 2, pcap - 2);
 		tmo = ftd_runner_timers(); /* the scheduler may have started jobs */
 		pthread_mutex_unlock(&ftd.lock);
 		if (done)
@@ -349,9 +501,10 @@ int main(int argc, char **argv)
 		pthread_mutex_unlock(&ftd.lock);
 	}
 
+	free(pfd);
+	free(owner);
 	if (!stop_logged)
 		sd_notify(0, "STOPPING=1");
-	MHD_quiesce_daemon(http);
 	ftd_http_stop(http);
 	close(lfd);
 	close(sfd);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "ftbenchd.h"
+#include "ftprofile.h"
 #include "log.h"
 #include "util/timeutil.h"
 
@@ -67,12 +68,21 @@ static void env_free(char **env)
 	free(env);
 }
 
+/* What the child reports through the error pipe when it cannot reach execve. */
+struct spawn_err {
+	int stage; /* SP_* */
+	int err;   /* errno */
+};
+enum { SP_EXEC, SP_SETPGID, SP_FCNTL, SP_DUP2 };
+static const char *const stage_names[] = {"execve", "setpgid in the child", "fcntl in the child", "dup2 in the child"};
+
 /* fork + execve argv with fd 3 = result_w (or none), stdout/stderr = out_w, stdin /dev/null.
- * Only async-signal-safe calls in the child; an exec failure comes back through a close-on-exec
- * pipe as the errno. Returns the pid or -errno. */
-static pid_t spawn(char **argv, char **env, int result_w, int out_w, int devnull)
+ * Only async-signal-safe calls in the child; a failure before or in execve comes back through a
+ * close-on-exec pipe as {stage, errno}. Returns the pid, or -errno with *stage set. */
+static pid_t spawn(char **argv, char **env, int result_w, int out_w, int devnull, int *stage)
 {
 	int errp[2];
+	*stage = SP_EXEC;
 	if (pipe2(errp, O_CLOEXEC) < 0)
 		return -errno;
 	pid_t parent = getpid();
@@ -84,23 +94,30 @@ static pid_t spawn(char **argv, char **env, int result_w, int out_w, int devnull
 		return -e;
 	}
 	if (pid == 0) {
-		int e, ep = -1;
-		setpgid(0, 0);
+		struct spawn_err se = {SP_SETPGID, 0};
+		int ep = errp[1];
+		if (setpgid(0, 0) < 0)
+			goto fail;
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
-			_exit(127);
+			_exit(127); /* the daemon is gone: nobody to report to */
 		signal(SIGPIPE, SIG_DFL);
 		sigset_t none;
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		/* move every source fd above 9 first, so the dup2s below cannot clobber one */
+		se.stage = SP_FCNTL;
 		ep = fcntl(errp[1], F_DUPFD_CLOEXEC, 10);
-		if (ep < 0)
-			_exit(127);
-		int dn = fcntl(devnull, F_DUPFD, 10), ow = fcntl(out_w, F_DUPFD, 10);
-		int rw = result_w >= 0 ? fcntl(result_w, F_DUPFD, 10) : -1;
+		if (ep < 0) {
+			ep = errp[1];
+			goto fail;
+		}
+		int dn = fcntl(devnull, F_DUPFD, 10);
+		int ow = dn < 0 ? -1 : fcntl(out_w, F_DUPFD, 10);
+		int rw = result_w >= 0 && ow >= 0 ? fcntl(result_w, F_DUPFD, 10) : -1;
 		if (dn < 0 || ow < 0 || (result_w >= 0 && rw < 0))
 			goto fail;
+		se.stage = SP_DUP2;
 		if (dup2(dn, 0) < 0 || dup2(ow, 1) < 0 || dup2(ow, 2) < 0)
 			goto fail;
 		if (rw >= 0) {
@@ -113,25 +130,27 @@ static pid_t spawn(char **argv, char **env, int result_w, int out_w, int devnull
 		if (ep > 4)
 			syscall(SYS_close_range, 4u, (unsigned)ep - 1, 0u);
 		syscall(SYS_close_range, (unsigned)ep + 1, ~0U, 0u);
+		se.stage = SP_EXEC;
 		execve(argv[0], argv, env);
 	fail:
-		e = errno;
-		while (write(ep >= 0 ? ep : errp[1], &e, sizeof e) < 0 && errno == EINTR)
+		se.err = errno;
+		while (write(ep, &se, sizeof se) < 0 && errno == EINTR)
 			;
 		_exit(127);
 	}
 	close(errp[1]);
-	int e = 0;
+	struct spawn_err se = {SP_EXEC, 0};
 	ssize_t r;
 	do
-		r = read(errp[0], &e, sizeof e);
+		r = read(errp[0], &se, sizeof se);
 	while (r < 0 && errno == EINTR);
 	close(errp[0]);
-	if (r == (ssize_t)sizeof e) {
+	if (r == (ssize_t)sizeof se) {
 		int st;
 		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 			;
-		return -(e ? e : ENOEXEC);
+		*stage = se.stage >= SP_EXEC && se.stage <= SP_DUP2 ? se.stage : SP_EXEC;
+		return -(se.err ? se.err : ENOEXEC);
 	}
 	setpgid(pid, pid); /* also from the parent: no window where the group does not exist */
 	return pid;
@@ -144,7 +163,7 @@ int ftd_runner_start(struct ftd_job *j, char *why, size_t n)
 	char **env = NULL;
 
 	snprintf(path, sizeof path, "%s/%s.log", ftd.logs_dir, j->id);
-	logfd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND, 0640);
+	logfd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND | O_NOFOLLOW, 0640);
 	if (logfd < 0) {
 		snprintf(why, n, "cannot open the job log %s: %s", path, strerror(errno));
 		goto fail;
@@ -177,11 +196,16 @@ int ftd_runner_start(struct ftd_job *j, char *why, size_t n)
 		snprintf(why, n, "out of memory");
 		goto fail;
 	}
-	pid_t pid = spawn(j->argv, env, rp[1], op[1], devnull);
+	int stage;
+	pid_t pid = spawn(j->argv, env, rp[1], op[1], devnull, &stage);
 	env_free(env);
 	env = NULL;
 	if (pid < 0) {
-		snprintf(why, n, "cannot execute the worker %s: %s", j->argv[0], strerror((int)-pid));
+		if (stage == SP_EXEC)
+			snprintf(why, n, "cannot execute the worker %s: %s", j->argv[0], strerror((int)-pid));
+		else
+			snprintf(why, n, "cannot start the worker %s: %s failed: %s", j->argv[0], stage_names[stage],
+				 strerror((int)-pid));
 		goto fail;
 	}
 	close(rp[1]);
@@ -197,6 +221,7 @@ int ftd_runner_start(struct ftd_job *j, char *why, size_t n)
 	j->deadline_ns = ft_now_ns() + (uint64_t)j->timeout_s * 1000000000ull;
 	j->kill_at_ns = 0;
 	j->log_bytes = 0;
+	ftd_procs_job_started(j);
 	r = ftd_job_set_state(j, ST_RUNNING);
 	if (r < 0)
 		ftd_log(FTD_LOG_WARNING, "job %s: running, but the journal says otherwise", j->id);
@@ -394,6 +419,15 @@ static void read_output(struct ftd_job *j)
 	}
 }
 
+int ftd_runner_npollfds(void)
+{
+	int n = 0;
+	for (struct ftd_job *j = ftd.head; j; j = j->next)
+		if (j->state == ST_RUNNING)
+			n += (j->rfd >= 0) + (j->ofd >= 0);
+	return n;
+}
+
 int ftd_runner_pollfds(struct pollfd *pfd, struct ftd_job **owner, int max)
 {
 	int n = 0;
@@ -438,11 +472,10 @@ void ftd_runner_reap(void)
 				j->sig = WTERMSIG(st);
 				j->exit_status = 128 + j->sig;
 			}
-			/* whatever the worker left behind goes with it, so the pipes reach EOF: its group,
-			 * and anything that left the group (a server in its own session) but still
-			 * carries the job's FTBENCHD_JOB_ID */
-			kill(-pid, SIGKILL);
-			ftd_runner_kill_orphan(j->id, pid);
+			/* whatever the worker left behind goes with it, so the pipes reach EOF: its
+			 * groups, what carries its FTBENCHD_JOB_ID, and whatever below the daemon (a
+			 * subreaper) no running job claims */
+			ftd_procs_end_job(j);
 			j->reaped_ns = ft_now_ns();
 			break;
 		}
@@ -473,6 +506,8 @@ int ftd_runner_timers(void)
 			next = j->deadline_ns;
 		if (j->kill_at_ns && j->kill_at_ns != UINT64_MAX && j->kill_at_ns < next)
 			next = j->kill_at_ns;
+		if (!j->reaped && j->groups_scan_ns + FTD_TRACK_NS < next)
+			next = j->groups_scan_ns + FTD_TRACK_NS; /* ftd_procs_track */
 		if (j->reaped && j->reaped_ns + FTD_PIPE_GRACE_NS < next)
 			next = j->reaped_ns + FTD_PIPE_GRACE_NS + 1;
 	}
@@ -500,6 +535,36 @@ static void compact_events(struct ftd_job *j)
 		j->ev[k++] = j->ev[i];
 	}
 	j->nev = k;
+}
+
+/* A bw worker's exit 3: it measured, but its profile's own checks failed. The profile (each of
+ * a gpu "all" run's that is not valid) goes to the history only, so the stored one, which
+ * engines read, stays; the job fails with the first reason. */
+static void keep_invalid(struct ftd_job *j, char *msg, size_t n)
+{
+	json_t *many = json_object_get(j->result, "profiles"), *one = json_array();
+	if (json_is_array(many))
+		json_array_extend(one, many);
+	else
+		json_array_append(one, j->result);
+	size_t i, bad = 0;
+	json_t *p, *first = NULL;
+	json_array_foreach(one, i, p) {
+		if (!json_is_false(json_object_get(p, "valid")))
+			continue;
+		const char *u = json_string_value(json_object_get(json_object_get(p, "gpu"), "uuid"));
+		int r = ftprof_history_add(ftd.profile_dir, p, u, ftd.cfg.history > 0 ? (int)ftd.cfg.history : 1);
+		if (r < 0)
+			ftd_log(FTD_LOG_WARNING, "job %s: keeping the profile in the history: %s", j->id, strerror(-r));
+		if (!first)
+			first = json_array_get(json_object_get(p, "invalid_reasons"), 0);
+		bad++;
+	}
+	if (bad)
+		snprintf(msg, n, "the profile is not valid (kept in the history; the stored profile is unchanged): %s%s",
+			 json_is_string(first) ? json_string_value(first) : "its own checks failed",
+			 bad > 1 ? " (and others)" : "");
+	json_decref(one);
 }
 
 static void finish(struct ftd_job *j)
@@ -532,6 +597,8 @@ static void finish(struct ftd_job *j)
 		else
 			snprintf(msg, sizeof msg, "the worker exited without a result");
 	}
+	if (s == ST_FAILED && j->exit_status == 3 && j->result && !j->proto_err && !strcmp(j->kind->name, "bw"))
+		keep_invalid(j, msg, sizeof msg);
 	if (s == ST_SUCCEEDED && !strcmp(j->kind->name, "bw")) {
 		char *path = NULL;
 		int r;
@@ -665,13 +732,14 @@ void ftd_inventory_load(void)
 				q[0] = q[1];
 			break;
 		}
-	pid_t pid = env ? spawn(argv, env, -1, op[1], devnull) : -ENOMEM;
+	int stage = SP_EXEC;
+	pid_t pid = env ? spawn(argv, env, -1, op[1], devnull, &stage) : -ENOMEM;
 	env_free(env);
 	close(op[1]);
 	close(devnull);
 	if (pid < 0) {
-		snprintf(ftd.gpus_reason, sizeof ftd.gpus_reason, "cannot run %s gpus --json: %s", ftd.worker,
-			 strerror((int)-pid));
+		snprintf(ftd.gpus_reason, sizeof ftd.gpus_reason, "cannot run %s gpus --json: %s%s%s", ftd.worker,
+			 stage == SP_EXEC ? "" : stage_names[stage], stage == SP_EXEC ? "" : ": ", strerror((int)-pid));
 		close(op[0]);
 		ftd_log(FTD_LOG_WARNING, "inventory: %s", ftd.gpus_reason);
 		return;

@@ -5,19 +5,36 @@
 set -eu
 pkgs="build-essential pkg-config libjansson-dev libcurl4-openssl-dev libmicrohttpd-dev
 libsystemd-dev libcmocka-dev curl ca-certificates python3 python3-yaml python3-jsonschema
-python3-prometheus-client chromium cmake python3-venv clang libclang-rt-dev"
+python3-prometheus-client chromium cmake python3-venv python3-pip clang libclang-rt-dev"
+# The contract test (tests/contract/run.py) runs schemathesis, a PyPI test tool, from its own venv.
+venv=${FT_TEST_VENV:-/opt/ftbenchd-test-venv}
+schemathesis=schemathesis==4.32.5
+pip_missing() {
+	[ "$("$venv/bin/python3" -m pip show schemathesis 2>/dev/null | sed -n 's/^Version: //p')" != "${schemathesis#*==}" ]
+}
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing="$missing $p"
 done
-[ -z "$missing" ] && exit 0
-if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
-	echo "deps: installing$missing" >&2
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq --no-install-recommends $missing >/dev/null
+if [ -n "$missing" ]; then
+	if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+		echo "deps: installing$missing" >&2
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq
+		apt-get install -y -qq --no-install-recommends $missing >/dev/null
+	else
+		echo "deps: missing packages:$missing" >&2
+		echo "deps: run as root:  apt-get install -y$missing" >&2
+		exit 1
+	fi
+fi
+pip_missing || exit 0
+if [ -w "$(dirname "$venv")" ] || [ -w "$venv" ]; then
+	echo "deps: installing $schemathesis into $venv" >&2
+	/usr/bin/python3 -m venv "$venv"
+	"$venv/bin/python3" -m pip install -q --disable-pip-version-check "$schemathesis"
 	exit 0
 fi
-echo "deps: missing packages:$missing" >&2
-echo "deps: run as root:  apt-get install -y$missing" >&2
+echo "deps: $schemathesis is missing from $venv" >&2
+echo "deps: run as root:  /usr/bin/python3 -m venv $venv && $venv/bin/python3 -m pip install $schemathesis" >&2
 exit 1

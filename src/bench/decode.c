@@ -1,6 +1,7 @@
 #include "bench/decode.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -343,9 +344,18 @@ int ftdecode_run(const struct ftdecode_cfg *c, const char *backend, struct ftdec
 			warn(r, "--gpu %s is passed only to a FreeToken server; a %s server uses the GPUs of "
 			     "CUDA_VISIBLE_DEVICES (unset here)", c->serve.gpu, ftsrv_kind_name((enum ftsrv_kind)kind));
 		ftsrv_argv_string(argv, r->server_cmd, sizeof r->server_cmd);
-		char log[512];
-		snprintf(log, sizeof log, "%s/ftbench-decode-%d-%s.log", c->log_dir ? c->log_dir : "/tmp", (int)getpid(),
-			 backend);
+		/* a fresh private directory per server (no fixed name in a shared /tmp), the log made
+		 * new in it: nothing planted there can be followed */
+		char log[512], dir[400];
+		snprintf(dir, sizeof dir, "%s/ftbench-decode-%s.XXXXXX", c->log_dir ? c->log_dir : "/tmp", backend);
+		int lfd = -1;
+		if (!mkdtemp(dir) || (snprintf(log, sizeof log, "%s/server.log", dir),
+				      lfd = open(log, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640)) < 0) {
+			err = -errno;
+			snprintf(r->error, sizeof r->error, "server log in %s: %s", dir, strerror(-err));
+			goto out;
+		}
+		close(lfd);
 		if ((err = ftsrv_start(&srv, argv, log, why, sizeof why)) < 0) {
 			snprintf(r->error, sizeof r->error, "%s", why);
 			goto out;

@@ -42,7 +42,7 @@ struct ftdecode_cfg {
 	int port;                   /* 0: a free loopback port per backend */
 	struct ftsrv_serve_cfg serve;
 	struct ftsrv_grace grace;
-	const char *log_dir;        /* server logs go to <log_dir>/ftbench-decode-<pid>-<backend>.log */
+	const char *log_dir;        /* server logs go to a fresh <log_dir>/ftbench-decode-<backend>.XXXXXX/server.log */
 	int warmup;                 /* warm-up requests before the measured one */
 	double health_timeout_s;    /* deadline for /health to say serving */
 	double health_interval_s;

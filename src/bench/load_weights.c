@@ -17,6 +17,7 @@
 #include "moe/checksum.h"
 #include "moe/ftw.h"
 #include "util/errmsg.h"
+#include "util/fsutil.h"
 #include "util/timeutil.h"
 
 static const char *const mode_names[] = {"baseline", "parallel", "ftw", "auto"};
@@ -41,16 +42,62 @@ int ftlw_parse_modes(const char *s, unsigned *out)
 	return *out ? 0 : -EINVAL;
 }
 
-void ftlw_default_ftw_dir(const char *model, char *buf, size_t n)
+/* The model directory's name with anything but [A-Za-z0-9._-] as '_' (no leading '.'). */
+static void model_name(const char *model, char *name, size_t n)
 {
 	char tmp[PATH_MAX];
 	snprintf(tmp, sizeof tmp, "%s", model);
-	size_t l = strlen(tmp);
+	size_t l = strlen(tmp), k = 0;
 	while (l > 1 && tmp[l - 1] == '/')
 		tmp[--l] = '\0';
 	const char *base = strrchr(tmp, '/');
 	base = base ? base + 1 : tmp;
-	snprintf(buf, n, "/var/tmp/ftw_%s", *base ? base : "model");
+	for (const char *c = base; *c && k + 1 < n && k < 64; c++) {
+		int ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-' ||
+			 *c == '_' || (*c == '.' && k > 0);
+		name[k++] = ok ? *c : '_';
+	}
+	name[k] = '\0';
+	if (!k)
+		snprintf(name, n, "model");
+}
+
+void ftlw_default_ftw_dir(const char *model, char *buf, size_t n)
+{
+	char name[72];
+	model_name(model, name, sizeof name);
+	snprintf(buf, n, "%s/ftw_%s", FTLW_FTW_PARENT, name);
+}
+
+void ftlw_ftw_template(const char *ftw_dir, const char *model, char *buf, size_t n)
+{
+	char name[72];
+	model_name(model, name, sizeof name);
+	if (ftw_dir && *ftw_dir)
+		snprintf(buf, n, "%s/ftw-%s.XXXXXX", ftw_dir, name);
+	else
+		snprintf(buf, n, "%s/ftw_%s.XXXXXX", FTLW_FTW_PARENT, name);
+}
+
+/* 1 when dir is a directory of ours (not a link) holding an FTW index of model (real path). */
+static int kept_at(int at, const char *dir, const char *real)
+{
+	struct stat st;
+	if (fstatat(at, dir, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+		return 0;
+	int fd = openat(at, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), ifd = -1;
+	if (fd >= 0)
+		ifd = openat(fd, FTW_INDEX, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0)
+		close(fd);
+	if (ifd < 0)
+		return 0;
+	json_t *j = json_loadfd(ifd, 0, NULL);
+	close(ifd);
+	const char *src = json_string_value(json_object_get(j, "source_model_path"));
+	int same = src && !strcmp(src, real);
+	json_decref(j);
+	return same;
 }
 
 int ftlw_evict_dir(const char *dir)
@@ -74,6 +121,74 @@ int ftlw_evict_dir(const char *dir)
 	}
 	closedir(d);
 	return n;
+}
+
+/* Remove everything below the directory fd (closed here), links removed, never followed. */
+static void remove_below(int fd, int depth)
+{
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		struct stat st;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+			if (depth < 32)
+				remove_below(openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC),
+					     depth + 1);
+			unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
+		} else {
+			unlinkat(dirfd(d), de->d_name, 0);
+		}
+	}
+	closedir(d);
+}
+
+/* Remove a directory this run made with mkdtemp (0700, so only this run wrote in it): what the
+ * conversion wrote, by its index first (ftftw_remove), then whatever a failed conversion left. */
+static void remove_created(const char *dir)
+{
+	ftftw_remove(dir);
+	remove_below(open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), 0);
+	rmdir(dir);
+}
+
+/* A conversion of model kept by an earlier --keep-ftw run: at fixed, or a directory made from
+ * the template (tmpl) beside it; its path into out. 1 found. */
+static int find_kept(const char *fixed, const char *tmpl, const char *model, char *out, size_t n)
+{
+	char real[PATH_MAX], parent[PATH_MAX];
+	if (!realpath(model, real))
+		return 0;
+	if (kept_at(AT_FDCWD, fixed, real)) {
+		snprintf(out, n, "%s", fixed);
+		return 1;
+	}
+	ftfs_dirname(tmpl, parent, sizeof parent);
+	const char *base = strrchr(tmpl, '/') + 1;
+	size_t pl = strlen(base) - 6; /* the name before XXXXXX */
+	DIR *d = opendir(parent);
+	if (!d)
+		return 0;
+	int found = 0;
+	struct dirent *de;
+	while (!found && (de = readdir(d))) {
+		if (strncmp(de->d_name, base, pl) || strlen(de->d_name) != pl + 6 || !kept_at(dirfd(d), de->d_name, real))
+			continue;
+		if (strlen(parent) + strlen(de->d_name) + 2 <= n) {
+			memcpy(out, parent, strlen(parent));
+			out[strlen(parent)] = '/';
+			strcpy(out + strlen(parent) + 1, de->d_name);
+			found = 1;
+		}
+	}
+	closedir(d);
+	return found;
 }
 
 /* ---------------------------------------------------------------- memory sampler */
@@ -151,10 +266,9 @@ int ftlw_worker(const char *mode, const struct ftlw_opts *o, json_t **row, char 
 {
 	*row = NULL;
 	char ftw_dir[PATH_MAX];
-	if (o->ftw_dir)
-		snprintf(ftw_dir, sizeof ftw_dir, "%s", o->ftw_dir);
-	else
-		ftlw_default_ftw_dir(o->model, ftw_dir, sizeof ftw_dir);
+	if (!o->ftw_dir && (!strcmp(mode, "ftw-convert") || !strcmp(mode, "ftw")))
+		return fterr_set(err, errlen, -EINVAL, "mode %s needs the FTW directory (--ftw-dir)", mode);
+	snprintf(ftw_dir, sizeof ftw_dir, "%s", o->ftw_dir ? o->ftw_dir : "");
 	struct ftload_opts lo = {FTLOAD_AUTO, o->workers, o->chunk_bytes, o->rep};
 	struct sampler smp;
 	int rc;
@@ -317,33 +431,44 @@ int ftlw_run(const struct ftlw_opts *o, json_t **result, char *err, size_t errle
 {
 	*result = NULL;
 	unsigned modes = o->modes | FTLW_BASELINE;
-	char ftw_dir[PATH_MAX];
+	/* the conversion goes into a directory this run makes: --ftw-dir (or /var/tmp/ftw_<model
+	 * name>) when nothing has that name yet, else a fresh mkdtemp directory inside --ftw-dir (or
+	 * /var/tmp/ftw_<model name>.XXXXXX). What existed before is never written, followed or
+	 * removed; a kept conversion of this model is only read (reuse with --keep-ftw). */
+	char ftw_dir[PATH_MAX] = "", fixed[PATH_MAX], tmpl[PATH_MAX + 96];
 	if (o->ftw_dir)
-		snprintf(ftw_dir, sizeof ftw_dir, "%s", o->ftw_dir);
+		snprintf(fixed, sizeof fixed, "%s", o->ftw_dir);
 	else
-		ftlw_default_ftw_dir(o->model, ftw_dir, sizeof ftw_dir);
+		ftlw_default_ftw_dir(o->model, fixed, sizeof fixed);
+	ftlw_ftw_template(o->ftw_dir, o->model, tmpl, sizeof tmpl);
 	if (ftftw_is_dir(o->model))
 		return fterr_set(err, errlen, -EINVAL, "%s is an FTW directory: give the original safetensors checkpoint", o->model);
+	int kept = 0;
+	if (modes & FTLW_FTW) {
+		if (o->keep_ftw)
+			kept = find_kept(fixed, tmpl, o->model, ftw_dir, sizeof ftw_dir);
+		if (!kept && mkdir(fixed, 0700) == 0) {
+			snprintf(ftw_dir, sizeof ftw_dir, "%s", fixed);
+		} else if (!kept) {
+			if (errno != EEXIST)
+				return fterr_set(err, errlen, -errno, "FTW directory %s: %s", fixed, strerror(errno));
+			if (strlen(tmpl) >= sizeof ftw_dir)
+				return fterr_set(err, errlen, -ENAMETOOLONG, "FTW directory in %s: name too long", fixed);
+			memcpy(ftw_dir, tmpl, strlen(tmpl) + 1);
+			if (!mkdtemp(ftw_dir))
+				return fterr_set(err, errlen, -errno, "cannot make a directory %s: %s", tmpl, strerror(errno));
+		}
+	}
 	json_t *rows = json_array(), *ftw = json_null(), *res = NULL;
 	int rc = 0, ok = 1, step = 0, steps = __builtin_popcount(modes) + !!(modes & FTLW_FTW);
 	double base_s = 0;
 	json_t *base_cks = NULL;
-	int created_ftw = 0;
 	for (int m = 0; m < 4 && rc == 0; m++) {
 		if (!(modes & (1u << m)))
 			continue;
 		const char *mode = mode_names[m];
 		if (m == 2) {
-			int reuse = 0;
-			if (ftftw_is_dir(ftw_dir) && o->keep_ftw) {
-				/* a kept conversion of this model is reused */
-				char idx[PATH_MAX + 32], real[PATH_MAX];
-				snprintf(idx, sizeof idx, "%s/%s", ftw_dir, FTW_INDEX);
-				json_t *j = json_load_file(idx, 0, NULL);
-				const char *src = json_string_value(json_object_get(j, "source_model_path"));
-				reuse = src && realpath(o->model, real) && !strcmp(src, real);
-				json_decref(j);
-			}
+			int reuse = kept; /* a kept conversion of this model is reused */
 			ftreport_progress(o->rep, step++, steps, "ftw-convert");
 			if (reuse) {
 				ftw = json_pack("{s:s,s:b,s:n}", "dir", ftw_dir, "reused", 1, "convert_s");
@@ -353,7 +478,6 @@ int ftlw_run(const struct ftlw_opts *o, json_t **result, char *err, size_t errle
 					ftlw_evict_dir(o->model);
 				if ((rc = spawn(o, "ftw-convert", ftw_dir, &cr, err, errlen)) < 0)
 					break;
-				created_ftw = 1;
 				json_decref(ftw);
 				ftw = cr;
 				json_object_set_new(ftw, "reused", json_false());
@@ -389,22 +513,9 @@ int ftlw_run(const struct ftlw_opts *o, json_t **result, char *err, size_t errle
 		}
 	}
 	ftreport_progress(o->rep, steps, steps, "done");
-	if (created_ftw && !o->keep_ftw) {
-		/* remove what the conversion wrote (the index first), metadata sub-folders included */
-		ftftw_remove(ftw_dir);
-		char p[PATH_MAX + 512];
-		snprintf(p, sizeof p, "%s/%s", ftw_dir, FTW_INDEX);
-		unlink(p);
-		DIR *d = opendir(ftw_dir);
-		struct dirent *de;
-		while (d && (de = readdir(d)))
-			if (de->d_name[0] != '.') {
-				snprintf(p, sizeof p, "%s/%s", ftw_dir, de->d_name);
-				unlink(p);
-			}
-		if (d)
-			closedir(d);
-		rmdir(ftw_dir);
+	if (*ftw_dir && !kept && !o->keep_ftw) {
+		/* remove what this run made: the fresh directory and what was written into it */
+		remove_created(ftw_dir);
 		if (json_is_object(ftw))
 			json_object_set_new(ftw, "kept", json_false());
 	} else if (json_is_object(ftw)) {

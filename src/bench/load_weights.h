@@ -8,7 +8,9 @@
  * logs go to the inherited stderr. Modes:
  *   baseline  serial loader on the safetensors checkpoint (always run: the reference)
  *   parallel  parallel O_DIRECT loader on the checkpoint
- *   ftw       convert once into the FTW directory (its own child, timed apart), then read it
+ *   ftw       convert once into an FTW directory this run makes (its own child, timed apart),
+ *             then read it; that directory (0700) and what was written in it are removed after
+ *             the run unless keep_ftw; nothing that existed before is written or removed
  *   auto      the production choice (FTW directory, else serial/parallel by the §7 check)
  * Every row's per-bank checksums (moe/checksum.h) are compared with the baseline's; a
  * mismatch marks the row BAD and the run as failed.
@@ -38,7 +40,10 @@ struct ftlw_opts {
 	uint64_t shard_bytes;     /* FTW shard limit */
 	int drop_cache;
 	int keep_ftw;
-	const char *ftw_dir;      /* NULL: /var/tmp/ftw_<model dir name> */
+	const char *ftw_dir;      /* the FTW directory: used when this run can make it (nothing has
+				   * that name), else a fresh ftw-<model name>.XXXXXX is made in it.
+				   * NULL: /var/tmp/ftw_<model name> (else ...XXXXXX beside it). A worker
+				   * (ftlw_worker) uses it as the FTW directory itself. */
 	enum ftload_mode expert_load; /* loader of the FTW conversion and of the auto mode */
 	const char *self_exe;     /* ftbench to exec; NULL: /proc/self/exe */
 	const struct ftreport *rep;
@@ -61,6 +66,13 @@ int ftlw_evict_dir(const char *dir);
 /* The table of a result, as text lines into f. */
 void ftlw_print_table(const json_t *result, void *file /* FILE * */);
 
-/* Default FTW directory for a model path into buf. */
+#define FTLW_FTW_PARENT "/var/tmp"
+
+/* The default FTW directory of model: FTLW_FTW_PARENT "/ftw_<model dir name>" (other than
+ * [A-Za-z0-9._-] as '_'), into buf. */
 void ftlw_default_ftw_dir(const char *model, char *buf, size_t n);
+
+/* The mkdtemp template used when the FTW directory exists already: "<ftw_dir>/ftw-<name>.XXXXXX",
+ * or with ftw_dir NULL "<default FTW directory>.XXXXXX", into buf. */
+void ftlw_ftw_template(const char *ftw_dir, const char *model, char *buf, size_t n);
 #endif

@@ -65,11 +65,15 @@ int ftdc_get(const char *base, const char *path, double timeout_s, long *status,
 
 /* The first lines of text (at most max_lines, n-1 bytes) into buf, lines joined with "\n",
  * trailing blanks dropped, control characters other than newline shown as spaces. */
+#define FTDC_ERR_EXCERPT 480 /* characters of a server's error body kept */
+
 static void first_lines(const char *t, size_t len, int max_lines, char *buf, size_t n)
 {
-	size_t o = 0;
+	/* what a server sends back is untrusted: at most FTDC_ERR_EXCERPT printable ASCII
+	 * characters of it reach a job's result and log (other bytes as '?', "..." when cut) */
+	size_t o = 0, i = 0;
 	int lines = 1;
-	for (size_t i = 0; i < len && t[i] && o + 1 < n; i++) {
+	for (; i < len && t[i] && o + 4 < n && o < FTDC_ERR_EXCERPT; i++) {
 		char ch = t[i];
 		if (ch == '\r')
 			continue;
@@ -78,8 +82,14 @@ static void first_lines(const char *t, size_t len, int max_lines, char *buf, siz
 				break;
 		} else if ((unsigned char)ch < 0x20 || ch == 0x7f) {
 			ch = ' ';
+		} else if ((unsigned char)ch > 0x7f) {
+			ch = '?';
 		}
 		buf[o++] = ch;
+	}
+	if (i < len && t[i] && t[i] != '\n' && lines <= max_lines && o + 4 <= n) {
+		memcpy(buf + o, "...", 3);
+		o += 3;
 	}
 	while (o && (buf[o - 1] == '\n' || buf[o - 1] == ' '))
 		o--;
@@ -258,8 +268,11 @@ static json_t *get_json(const char *base, const char *path, double timeout_s, ch
 		goto out;
 	}
 	j = r.json ? json_incref(r.json) : json_loadb(r.body, r.len, 0, NULL);
-	if (!j)
-		snprintf(why, whylen, "GET %s: HTTP %ld, not JSON: %.120s", path, r.status, r.body);
+	if (!j) {
+		char ex[FTCURL_EXCERPT + 8];
+		ftstr_excerpt(ex, sizeof ex, r.body, r.len, FTCURL_EXCERPT);
+		snprintf(why, whylen, "GET %s: HTTP %ld, not JSON: %s", path, r.status, ex);
+	}
 out:
 	ftcurl_resp_release(&r);
 	return j;

@@ -379,7 +379,7 @@ int ftsrv_start(struct ftsrv *s, char *const *argv, const char *log_path, char *
 		snprintf(err, errlen, "cannot run %s: %s", argv[0], strerror(-r));
 		return r;
 	}
-	int logfd = open(s->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	int logfd = open(s->log_path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0640);
 	if (logfd < 0) {
 		r = -errno;
 		snprintf(err, errlen, "cannot open server log %s: %s", s->log_path, strerror(-r));

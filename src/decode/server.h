@@ -84,7 +84,7 @@ struct ftsrv {
 };
 
 /* Start argv[0] (PATH searched) with stdin from /dev/null and stdout+stderr appended to
- * log_path (created 0644), as the leader of a new process group, with SIGTERM as its
+ * log_path (created 0640; a symbolic link there is an error, -ELOOP, never followed), as the leader of a new process group, with SIGTERM as its
  * parent-death signal. -ENOENT/-EACCES... when it cannot be executed (reported through a
  * close-on-exec pipe, so "not found" is an error here, not an exit status later). */
 int ftsrv_start(struct ftsrv *s, char *const *argv, const char *log_path, char *err, size_t errlen);

@@ -94,7 +94,14 @@ static int copy_file(const char *sp, const char *dp, mode_t mode)
 	int in = open(sp, O_RDONLY | O_CLOEXEC), out = -1, rc = 0;
 	if (in < 0)
 		return -errno;
-	out = open(dp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode & 0777 ? mode & 0777 : 0644);
+	/* a new file: whatever has that name in the output (an older copy, a planted link) is
+	 * replaced, never written through */
+	if (unlink(dp) < 0 && errno != ENOENT) {
+		rc = -errno;
+		close(in);
+		return rc;
+	}
+	out = open(dp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 0777 ? mode & 0777 : 0644);
 	if (out < 0) {
 		rc = -errno;
 		close(in);
@@ -284,7 +291,13 @@ int ftftw_convert(const char *model_dir, const char *out_dir, const struct ftftw
 			cur = e->shard;
 			cur_base = e->global_off;
 			snprintf(path, sizeof path, "%s/freetoken-%05d.ftw", out_dir, cur);
-			fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+			/* a new file: an old shard of that name (or a link planted there) is replaced,
+			 * never written through */
+			if (unlink(path) < 0 && errno != ENOENT) {
+				rc = fterr_set(err, errlen, -errno, "%s: %s", path, strerror(errno));
+				break;
+			}
+			fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 			if (fd < 0) {
 				rc = fterr_set(err, errlen, -errno, "%s: %s", path, strerror(errno));
 				break;

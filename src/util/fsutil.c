@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -80,6 +82,8 @@ int ftfs_write_atomic(const char *path, const void *data, size_t len, mode_t mod
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	/* held while the file is written: ftfs_sweep_temps leaves a locked temp file alone */
+	flock(fd, LOCK_EX);
 	r = ftfs_write_all(fd, data, len);
 	if (!r && fchmod(fd, mode) < 0)
 		r = -errno;
@@ -169,4 +173,28 @@ int ftfs_read_file(const char *path, size_t max, char **out, size_t *len)
 	if (len)
 		*len = n;
 	return 0;
+}
+
+int ftfs_sweep_temps(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return -errno;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		const char *t = strstr(e->d_name, ".tmp.");
+		if (!t || t == e->d_name || strlen(t) != 11)
+			continue;
+		int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		struct stat st;
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+		    unlinkat(dirfd(d), e->d_name, 0) == 0)
+			n++;
+		close(fd);
+	}
+	closedir(d);
+	return n;
 }

@@ -5,9 +5,15 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* Write data to path atomically: a temp file in the same directory, fsync, rename over path,
- * fsync of the directory. On error the temp file is removed and path is untouched. */
+/* Write data to path atomically: a temp file in the same directory (path.tmp.XXXXXX, locked with
+ * flock while it is written), fsync, rename over path, fsync of the directory. On error the temp
+ * file is removed and path is untouched. */
 int ftfs_write_atomic(const char *path, const void *data, size_t len, mode_t mode);
+
+/* Remove the temp files an interrupted ftfs_write_atomic left in dir ("NAME.tmp.XXXXXX", regular,
+ * not locked by a writer that is still at work; links are not followed). Returns the number
+ * removed or -errno. */
+int ftfs_sweep_temps(const char *dir);
 
 /* mkdir -p; existing directories are fine. */
 int ftfs_mkdir_p(const char *path, mode_t mode);

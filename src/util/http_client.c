@@ -455,22 +455,20 @@ int ftcurl_api_error(const struct ftcurl_resp *r, const char **code, const char 
 
 void ftcurl_describe_error(const struct ftcurl_resp *r, char *buf, size_t n)
 {
+	/* what a server sends back is untrusted: only a short, printable excerpt of it is kept */
 	const char *code, *msg, *field;
+	char a[FTCURL_EXCERPT + 8], b[80];
 	if (ftcurl_api_error(r, &code, &msg, &field) == 0 && (msg || code)) {
-		if (field && *field)
-			snprintf(buf, n, "%s (field: %s)", msg ? msg : code, field);
+		ftstr_excerpt(a, sizeof a, msg ? msg : code, (size_t)-1, FTCURL_EXCERPT);
+		ftstr_excerpt(b, sizeof b, field ? field : "", (size_t)-1, 64);
+		if (*b)
+			snprintf(buf, n, "%s (field: %s)", a, b);
 		else
-			snprintf(buf, n, "%s", msg ? msg : code);
+			snprintf(buf, n, "%s", a);
 		return;
 	}
-	char snippet[160] = "";
-	if (r && r->body) {
-		size_t i = 0;
-		for (const char *p = r->body; *p && i + 1 < sizeof snippet; p++)
-			snippet[i++] = (*p == '\n' || *p == '\r' || *p == '\t') ? ' ' : *p;
-		snippet[i] = '\0';
-		while (i > 0 && snippet[i - 1] == ' ')
-			snippet[--i] = '\0';
-	}
-	snprintf(buf, n, "HTTP %ld%s%s", r ? r->status : 0L, *snippet ? ": " : "", snippet);
+	a[0] = '\0';
+	if (r && r->body)
+		ftstr_excerpt(a, sizeof a, r->body, (size_t)-1, FTCURL_EXCERPT); /* NUL-terminated */
+	snprintf(buf, n, "HTTP %ld%s%s", r ? r->status : 0L, *a ? ": " : "", a);
 }

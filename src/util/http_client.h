@@ -81,6 +81,7 @@ int ftcurl_api_error(const struct ftcurl_resp *r, const char **code, const char 
 		     const char **field);
 /* A one-line description of a non-2xx response into buf: "message (field: f)" from the API
  * error when present, else "HTTP <status>: <start of body>". */
+#define FTCURL_EXCERPT 120 /* characters of a server's error text kept in a message */
 void ftcurl_describe_error(const struct ftcurl_resp *r, char *buf, size_t n);
 
 /* GET path as an event stream (Accept: text/event-stream, Last-Event-ID when last_id is

@@ -1,7 +1,9 @@
 #!/bin/sh
 # Every libFuzzer target tests/fuzz/fuzz_*.c, built with clang (-fsanitize=fuzzer,address,
 # undefined) and run for a bounded time each (FT_FUZZ_SECONDS, default 10), seeded from
-# tests/fuzz/seeds/<target>/ when that exists. A target names what it links in its header comment:
+# tests/fuzz/seeds/<target>/ or tests/fuzz/<target without fuzz_>/ when that exists, with the
+# dictionary tests/fuzz/<target without fuzz_>.dict when that exists. A target names what it
+# links in its header comment (include paths: src/ and daemon/):
 #   fuzz-srcs: src/....c ...      (compiled with the target, so they are instrumented too)
 #   fuzz-libs: -ljansson ...
 # One TAP line per target. A target that cannot be built, a missing clang, a crash, a leak, a
@@ -29,19 +31,21 @@ for src in $targets; do
 	fi
 	bin=$out/$name
 	# shellcheck disable=SC2086
-	if ! clang -std=gnu17 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=undefined -Isrc "$src" $srcs $libs -o "$bin" >"$out/$name.build.log" 2>&1; then
+	if ! clang -std=gnu17 -D_GNU_SOURCE -DFT_VERSION='"fuzz"' -g -O1 -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=undefined -Isrc -Idaemon "$src" $srcs $libs -o "$bin" >"$out/$name.build.log" 2>&1; then
 		echo "not ok $n - $name: does not build"
 		sed 's/^/#   /' "$out/$name.build.log" | tail -n 20
 		failed=$((failed + 1)); continue
 	fi
 	rm -rf "$out/$name.corpus"
 	mkdir -p "$out/$name.corpus"
-	seeds=
+	seeds= dict= short=${name#fuzz_}
 	[ -d "tests/fuzz/seeds/$name" ] && seeds="tests/fuzz/seeds/$name"
+	[ -d "tests/fuzz/$short" ] && seeds="$seeds tests/fuzz/$short"
+	[ -f "tests/fuzz/$short.dict" ] && dict="-dict=tests/fuzz/$short.dict"
 	# shellcheck disable=SC2086
 	if "$bin" -max_total_time="$secs" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
-		-artifact_prefix="$out/$name-" "$out/$name.corpus" $seeds >"$out/$name.log" 2>&1; then
+		$dict -artifact_prefix="$out/$name-" "$out/$name.corpus" $seeds >"$out/$name.log" 2>&1; then
 		runs=$(sed -n 's/^Done \([0-9]*\) runs.*/\1/p' "$out/$name.log" | tail -n 1)
 		if [ -n "$runs" ] && [ "$runs" -gt 0 ]; then
 			echo "ok $n - $name: $runs runs in ${secs}s, no crash"

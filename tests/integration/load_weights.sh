@@ -71,4 +71,38 @@ $ft make-checkpoint --arch llama --out "$tmp/x" >/dev/null 2>&1; [ $? -eq 2 ] &&
 $ft load-weights --model "$m" --modes parallel --result-fd 3 3>"$tmp/fd3" >/dev/null 2>&1
 grep -q '"type": *"progress"' "$tmp/fd3" && grep -q '"type": *"result"' "$tmp/fd3" &&
 	ok "--result-fd carries progress and result" || nok "--result-fd: $(head -c 300 "$tmp/fd3")"
+
+# issue 17 defects 1 and 2: the conversion writes only into a fresh directory it makes and
+# removes only that; an existing --ftw-dir (even the model itself) keeps every file it had, and
+# links planted where fixed names used to be are never followed
+sums() { (cd "$1" && find . -type f -exec sha1sum {} + | sort; find . | sort) 2>&1; }
+before=$(sums "$m")
+$ft load-weights --model "$m" --modes ftw --ftw-dir "$m" >/dev/null 2>"$tmp/err"
+rc=$?
+after=$(sums "$m")
+[ $rc -eq 0 ] && [ "$before" = "$after" ] && ok "--ftw-dir = the model: the checkpoint is untouched" ||
+	nok "--ftw-dir = the model: exit $rc, checkpoint changed: $(cat "$tmp/err")"
+mkdir -p "$tmp/victim" "$tmp/own"
+echo precious >"$tmp/victim/keep.txt"
+echo mine >"$tmp/own/notes.txt"
+ln -s "$tmp/victim/keep.txt" "$tmp/own/freetoken-00000.ftw"
+ln -s "$tmp/victim" "$tmp/own/ftw-qwen3-moe"
+$ft load-weights --model "$m" --modes ftw --ftw-dir "$tmp/own" >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc -eq 0 ] && [ "$(cat "$tmp/victim/keep.txt")" = precious ] && [ "$(cat "$tmp/own/notes.txt")" = mine ] &&
+	[ -L "$tmp/own/freetoken-00000.ftw" ] && [ "$(ls "$tmp/victim")" = keep.txt ] &&
+	[ "$(ls -A "$tmp/own" | sort | tr '\n' ' ')" = "freetoken-00000.ftw ftw-qwen3-moe notes.txt " ] &&
+	ok "an existing --ftw-dir with planted links: nothing there written, followed or removed" ||
+	nok "planted links in --ftw-dir: exit $rc: $(ls -la "$tmp/own" "$tmp/victim"; cat "$tmp/err")"
+# the default place: a link planted at the old fixed name /var/tmp/ftw_<model name> is ignored
+name=ftlwtest$$
+cp -r "$m" "$tmp/$name"
+ln -s "$tmp/victim" "/var/tmp/ftw_$name" 2>/dev/null
+$ft load-weights --model "$tmp/$name" --modes ftw >/dev/null 2>"$tmp/err"
+rc=$?
+left=$(ls -d /var/tmp/ftw_$name.* 2>/dev/null)
+rm -f "/var/tmp/ftw_$name"
+[ $rc -eq 0 ] && [ "$(ls "$tmp/victim")" = keep.txt ] && [ -z "$left" ] &&
+	ok "default FTW directory taken by a planted link: a fresh one beside it, removed, the link not followed" ||
+	nok "default FTW directory: exit $rc, left $left, victim: $(ls "$tmp/victim"); $(cat "$tmp/err")"
 echo "1..$n"

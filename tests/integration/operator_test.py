@@ -233,6 +233,16 @@ def test_history_and_drift(t):
         h = d.json(f"/profiles/{GPU0}/history")
         check([p["ceilings"]["cpu_stream_read_gbs"] for p in h["profiles"]] == [100.5, 80, 80],
               "history keeps the newest 3")
+        check(not any("valid" in p for p in h["profiles"]), "the fake profiles carry no valid field")
+        # a bw worker's exit 3 (its profile's own checks failed): the job fails with the reason,
+        # the profile goes to the history only, the stored one is unchanged
+        before = d.json(f"/profiles/{GPU0}")
+        j = d.wait(d.submit("bw", {"model": "fake-invalid"}))
+        check(j["state"] == "failed" and "the profile is not valid" in (j["error"] or "") and
+              "fake: a spread over 50%" in j["error"], f"invalid bw job: {j['state']} {j['error']}")
+        check(d.json(f"/profiles/{GPU0}") == before, "the stored profile changed")
+        h = d.json(f"/profiles/{GPU0}/history")["profiles"]
+        check(h[-1].get("valid") is False and len(h) == 3, "the invalid profile is the newest in the history")
         check(d.req("GET", "/profiles/GPU-99999999-aaaa-bbbb-cccc-000000000000/history")[0] == 404, "unknown: 404")
         check(d.req("GET", f"/profiles/{GPU0}/history?limit=0")[0] == 400, "limit=0: 400")
         check(d.req("GET", f"/profiles/{GPU0}/nothing")[0] == 404, "other sub-path: 404")

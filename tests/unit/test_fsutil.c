@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -75,6 +77,46 @@ static void test_errors(void **s)
 	assert_int_not_equal(ftfs_mkdir_p(path, 0755), 0); /* a file is in the way */
 }
 
+static void touch(const char *name, const char *text)
+{
+	char p[128];
+	snprintf(p, sizeof p, "%s/sweep/%s", dir, name);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* issue 17 defect 10: what an interrupted ftfs_write_atomic left is removed; a temp file a writer
+ * still holds (locked), other names and links are left alone */
+static void test_sweep_temps(void **s)
+{
+	char d[96], p[160], victim[160];
+	snprintf(d, sizeof d, "%s/sweep", dir);
+	assert_int_equal(mkdir(d, 0700), 0);
+	touch("a.json.tmp.Ab12Cd", "{\"half");
+	touch("b.json.tmp.xyzXYZ", "");
+	touch("c.json", "{}");
+	touch("d.tmp.json", "{}");
+	touch("e.json.tmp.toolong1", "");
+	touch("busy.json.tmp.QWErty", "");
+	snprintf(victim, sizeof victim, "%s/victim", dir);
+	FILE *f = fopen(victim, "w");
+	fclose(f);
+	snprintf(p, sizeof p, "%s/f.json.tmp.Link01", d);
+	assert_int_equal(symlink(victim, p), 0);
+	snprintf(p, sizeof p, "%s/busy.json.tmp.QWErty", d);
+	int fd = open(p, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(flock(fd, LOCK_EX), 0);
+	assert_int_equal(ftfs_sweep_temps(d), 2); /* a, b */
+	close(fd);
+	assert_int_equal(count_entries(d), 5);  /* c, d, e, busy, the link */
+	assert_int_equal(access(victim, F_OK), 0);
+	assert_int_equal(ftfs_sweep_temps(d), 1); /* busy, no longer locked */
+	assert_int_equal(ftfs_sweep_temps("/nonexistent/dir"), -ENOENT);
+}
+
 static void test_dirname(void **s)
 {
 	char d[64];
@@ -90,7 +132,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_atomic_roundtrip), cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_dirname),
+		cmocka_unit_test(test_dirname), cmocka_unit_test(test_sweep_temps),
 	};
 	return cmocka_run_group_tests_name("fsutil", tests, setup, teardown);
 }

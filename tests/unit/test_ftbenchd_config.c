@@ -41,7 +41,10 @@ static void test_defaults(void **s)
 	assert_int_equal(c.max_body, 65536);
 	assert_int_equal(c.kill_grace, 10);
 	assert_int_equal(c.n_model_roots, 0);
+	assert_int_equal(c.n_decode_urls, 0); /* no decode URL by default */
+	assert_int_equal(c.max_running, 0);
 	assert_int_equal(ftd_config_check(&c), 0);
+	assert_int_equal(c.max_running, sysconf(_SC_NPROCESSORS_ONLN)); /* default: the cores */
 	assert_null(c.token);
 	ftd_config_release(&c);
 }
@@ -63,6 +66,9 @@ static void test_file_and_flags(void **s)
 	assert_string_equal(ftd_config_decode_server(&c, "ft"), "ft serve {model} --port {port}");
 	assert_string_equal(ftd_config_decode_server(&c, "other"), "x {model}");
 	assert_null(ftd_config_decode_server(&c, "f"));
+	assert_null(ftd_config_decode_server(&c, "ft=ft serve")); /* no prefix match (issue 17 defect 3) */
+	assert_null(ftd_config_decode_server(&c, "ft=ft"));
+	assert_null(ftd_config_decode_server(&c, ""));
 	assert_null(ftd_config_decode_server(&c, "rogue"));
 	assert_int_equal(ftd_config_check(&c), 0);
 	ftd_config_release(&c);
@@ -94,6 +100,19 @@ static void test_bad(void **s)
 	ftd_config_release(&c);
 	const char *a7[] = {"ftbenchd", "-c", "", "--decode-server", "noequals"};
 	assert_int_equal(load(&c, 5, a7), -EINVAL);
+	ftd_config_release(&c);
+	/* issue 17: server names are [A-Za-z0-9_.-]{1,64}; decode-urls well-formed; decode-hosts gone */
+	const char *a8[] = {"ftbenchd", "-c", "", "--decode-server", "my server=x {port}"};
+	assert_int_equal(load(&c, 5, a8), -EINVAL);
+	ftd_config_release(&c);
+	const char *a9[] = {"ftbenchd", "-c", "", "--decode-urls", "http://127.0.0.1:1/a,ftp://x/"};
+	assert_int_equal(load(&c, 5, a9), -EINVAL);
+	ftd_config_release(&c);
+	const char *a10[] = {"ftbenchd", "-c", "", "--decode-hosts", "gpu-7"};
+	assert_int_equal(load(&c, 5, a10), -EINVAL);
+	ftd_config_release(&c);
+	const char *a11[] = {"ftbenchd", "-c", "", "--max-running", "-1"};
+	assert_int_equal(load(&c, 5, a11), -EINVAL);
 	ftd_config_release(&c);
 }
 

@@ -138,6 +138,23 @@ static void test_rejections(void **s)
 	expect_err("decode", "{\"url\":\"http://user@127.0.0.1:1/\"}", 400, "invalid_argument", "args.url");
 	expect_err("decode", "{\"url\":\"ftp://127.0.0.1/\"}", 400, "invalid_argument", "args.url");
 	expect_err("decode", "{\"url\":\"http://127.0.0.1.evil.com/\"}", 403, "forbidden", "args.url");
+	/* issue 17 defect 5: only decode-urls, loopback is not implied; a URL is well-formed */
+	expect_err("decode", "{\"url\":\"http://127.0.0.1:30000/v1\"}", 403, "forbidden", "args.url");
+	expect_err("decode", "{\"url\":\"http://127.0.0.1:10/\"}", 403, "forbidden", "args.url"); /* not :1 */
+	expect_err("decode", "{\"url\":\"http://LOCALHOST:30000/v1 x\"}", 400, "invalid_argument", "args.url");
+	expect_err("decode", "{\"url\":\"http://LOCALHOST:30000/v1\\nHost: x\"}", 400, "invalid_argument", "args.url");
+	expect_err("decode", "{\"url\":\"http://LOCALHOST:30000/\\u0001\"}", 400, "invalid_argument", "args.url");
+	expect_err("decode", "{\"url\":\"http://LOCALHOST:99999/\"}", 400, "invalid_argument", "args.url");
+	expect_err("decode", "{\"url\":\"http://LOCALHOST:30000/#x\"}", 400, "invalid_argument", "args.url");
+	/* issue 17 defect 3: the server name is matched exactly and must be [A-Za-z0-9_.-]{1,64} */
+	expect_err("decode", "{\"server\":\"ft=ft serve {model}\"}", 400, "invalid_argument", "args.server");
+	expect_err("decode", "{\"server\":\"f\"}", 403, "forbidden", "args.server");
+	expect_err("decode", "{\"server\":\"\"}", 400, "invalid_argument", "args.server");
+	char longname[128];
+	snprintf(longname, sizeof longname, "{\"server\":\"%065d\"}", 0);
+	expect_err("decode", longname, 400, "invalid_argument", "args.server");
+	snprintf(longname, sizeof longname, "{\"server\":\"%064d\"}", 0);
+	expect_err("decode", longname, 403, "forbidden", "args.server");
 }
 
 static void test_paths_and_decode(void **s)
@@ -237,7 +254,8 @@ int main(void)
 	if (!mkdtemp(root))
 		return 1;
 	const char *argv[] = {"ftbenchd", "-c", "", "--decode-server", "ft=ft serve {model} --port {port}",
-			      "--decode-hosts", "gpu-7.lab", "--model-roots", root};
+			      "--decode-urls", "http://LOCALHOST:30000,http://[::1]:30000,https://gpu-7.lab:443/,http://127.0.0.1:1,http://127.0.0.1:8080",
+			      "--model-roots", root};
 	if (ftd_config_load(&cfg, 9, (char **)argv) != 0 || ftd_config_check(&cfg) != 0)
 		return 1;
 	for (int i = 0; i < 2; i++) {

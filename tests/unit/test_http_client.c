@@ -122,6 +122,18 @@ static void test_api_error(void **st)
 	r.body = "<html>\nBad gateway\n</html>\n";
 	ftcurl_describe_error(&r, d, sizeof d);
 	assert_string_equal(d, "HTTP 502: <html> Bad gateway </html>");
+	/* issue 17 defect 5: an untrusted body is cut to a short printable excerpt */
+	char big[1000];
+	memset(big, 's', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	memcpy(big, "secret\x1b[2J\xff\r\nX", 14);
+	r.body = big;
+	r.status = 403;
+	ftcurl_describe_error(&r, d, sizeof d);
+	assert_int_equal(strncmp(d, "HTTP 403: secret [2J? X", 23), 0);
+	assert_true(strlen(d) <= 10 + FTCURL_EXCERPT + 3);
+	assert_string_equal(d + strlen(d) - 3, "...");
+	r.status = 502;
 	r.body = NULL;
 	ftcurl_describe_error(&r, d, sizeof d);
 	assert_string_equal(d, "HTTP 502");

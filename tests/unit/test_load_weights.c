@@ -48,6 +48,12 @@ static void test_default_dir(void **s)
 	assert_string_equal(b, "/var/tmp/ftw_Qwen3-30B-A3B");
 	ftlw_default_ftw_dir("m", b, sizeof b);
 	assert_string_equal(b, "/var/tmp/ftw_m");
+	ftlw_default_ftw_dir("/a/.. b$", b, sizeof b);
+	assert_string_equal(b, "/var/tmp/ftw__._b_");
+	ftlw_ftw_template(NULL, "/models/Qwen3-30B-A3B/", b, sizeof b);
+	assert_string_equal(b, "/var/tmp/ftw_Qwen3-30B-A3B.XXXXXX");
+	ftlw_ftw_template("/x", "m", b, sizeof b);
+	assert_string_equal(b, "/x/ftw-m.XXXXXX");
 }
 
 static void test_worker_rows(void **s)

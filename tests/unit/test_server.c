@@ -132,6 +132,29 @@ static void test_free_port(void **st)
 	assert_true(p > 0 && p < 65536);
 }
 
+/* issue 17 defect 2: a link planted at the log path is never followed */
+static void test_log_link_refused(void **st)
+{
+	char dir[] = "/tmp/ftsrv-link-XXXXXX", victim[64], link[64], err[256];
+	assert_non_null(mkdtemp(dir));
+	snprintf(victim, sizeof victim, "%s/victim", dir);
+	snprintf(link, sizeof link, "%s/server.log", dir);
+	FILE *f = fopen(victim, "w");
+	assert_non_null(f);
+	fputs("precious\n", f);
+	fclose(f);
+	assert_int_equal(symlink(victim, link), 0);
+	struct ftsrv s;
+	char *argv[] = {"/bin/echo", "written", NULL};
+	assert_int_equal(ftsrv_start(&s, argv, link, err, sizeof err), -ELOOP);
+	char tail[64];
+	ftsrv_log_tail(victim, 5, tail, sizeof tail);
+	assert_string_equal(tail, "precious");
+	unlink(link);
+	unlink(victim);
+	rmdir(dir);
+}
+
 static void test_start_missing(void **st)
 {
 	struct ftsrv s;
@@ -207,6 +230,7 @@ int main(void)
 		cmocka_unit_test(test_expand),
 		cmocka_unit_test(test_free_port),
 		cmocka_unit_test(test_start_missing),
+		cmocka_unit_test(test_log_link_refused),
 		cmocka_unit_test(test_stop_term_and_kill),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

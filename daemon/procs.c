@@ -1,0 +1,415 @@
+/* procs: the processes a job leaves behind. The daemon is a child subreaper, so every process a
+ * worker starts stays below the daemon in the process tree, whatever it does (a new session,
+ * a double fork, an empty environment); orphans are reparented to the daemon and reaped by
+ * its waitpid(-1). While jobs run, the process groups in each worker's tree are recorded in
+ * <state>/run/<job id> (boot id, then "pgid starttime" lines), so that after a kill -9 of the
+ * daemon the next instance ends what the earlier one left (ftd_procs_recover). When a job's
+ * worker has exited, ftd_procs_end_job kills what is left of it: its process groups, anything
+ * carrying its FTBENCHD_JOB_ID, and every descendant of the daemon that no running job claims
+ * (by tree, recorded group or environment). A process that left both its job's tree and every
+ * group and environment of it cannot be attributed: it is ended at the next job end.
+ * Runs on the main thread with ftd.lock held. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "ftbenchd.h"
+#include "log.h"
+#include "util/fsutil.h"
+#include "util/timeutil.h"
+
+struct proc {
+	pid_t pid, ppid, pgid;
+	unsigned long long start; /* clock ticks since boot */
+	int top;                  /* index of the ancestor just below the daemon, -1: not ours, -2: unknown */
+};
+
+static char boot_id[64];
+
+static void read_boot_id(void)
+{
+	if (boot_id[0])
+		return;
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	ssize_t r = fd >= 0 ? read(fd, boot_id, sizeof boot_id - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (r <= 0)
+		snprintf(boot_id, sizeof boot_id, "unknown");
+	else
+		boot_id[strcspn(boot_id, "\n")] = '\0';
+}
+
+/* pid, ppid, pgid and start time of pid from /proc/<pid>/stat; 0 or -1. */
+static int read_stat(pid_t pid, struct proc *p)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t r = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (r <= 0)
+		return -1;
+	buf[r] = '\0';
+	char *e = strrchr(buf, ')');
+	if (!e)
+		return -1;
+	/* after ") ": state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime
+	 * stime cutime cstime priority nice num_threads itrealvalue starttime */
+	char state;
+	int ppid, pgid;
+	unsigned long long start;
+	if (sscanf(e + 2, "%c %d %d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &state,
+		   &ppid, &pgid, &start) != 4)
+		return -1;
+	p->pid = pid;
+	p->ppid = ppid;
+	p->pgid = pgid;
+	p->start = start;
+	p->top = -2;
+	return state == 'Z' || state == 'X' ? 1 : 0; /* 1: a zombie (nothing to kill) */
+}
+
+static int cmp_pid(const void *a, const void *b);
+
+/* Every live process (sorted by pid), as a new array in *out (count *n). 0 or -errno. */
+static int scan(struct proc **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	DIR *d = opendir("/proc");
+	if (!d)
+		return -errno;
+	size_t cap = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		if (*end || pid <= 1)
+			continue;
+		struct proc p;
+		if (read_stat((pid_t)pid, &p) != 0)
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 512;
+			struct proc *np = realloc(*out, cap * sizeof *np);
+			if (!np) {
+				closedir(d);
+				free(*out);
+				*out = NULL;
+				return -ENOMEM;
+			}
+			*out = np;
+		}
+		(*out)[(*n)++] = p;
+	}
+	closedir(d);
+	if (*n > 1)
+		qsort(*out, *n, sizeof **out, cmp_pid);
+	return 0;
+}
+
+static int cmp_pid(const void *a, const void *b)
+{
+	const struct proc *x = a, *y = b;
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* Index of pid in v (sorted by scan), or -1. */
+static int find(const struct proc *v, size_t n, pid_t pid)
+{
+	struct proc key = {.pid = pid};
+	const struct proc *p = bsearch(&key, v, n, sizeof *v, cmp_pid);
+	return p ? (int)(p - v) : -1;
+}
+
+/* For each process, the index of its ancestor whose parent is the daemon (-1: not below us). */
+static void tops(struct proc *v, size_t n, pid_t self)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].top != -2)
+			continue;
+		int cur = (int)i, depth = 0, top = -1;
+		while (cur >= 0 && depth++ < 4096) {
+			if (v[cur].top != -2) {
+				top = v[cur].top;
+				break;
+			}
+			if (v[cur].ppid == self) {
+				top = cur;
+				break;
+			}
+			cur = find(v, n, v[cur].ppid);
+		}
+		/* memoise along the path */
+		cur = (int)i;
+		depth = 0;
+		while (cur >= 0 && v[cur].top == -2 && depth++ < 4096) {
+			v[cur].top = top;
+			if (v[cur].ppid == self)
+				break;
+			cur = find(v, n, v[cur].ppid);
+		}
+	}
+}
+
+static int has_group(const struct ftd_job *j, pid_t pgid)
+{
+	for (int i = 0; i < j->ngroups; i++)
+		if (j->groups[i].pgid == pgid)
+			return 1;
+	return 0;
+}
+
+/* The job id in pid's FTBENCHD_JOB_ID into id (17 bytes), or "" when none or unreadable. */
+static void env_job(pid_t pid, char id[17])
+{
+	static char buf[1 << 16];
+	char path[64];
+	id[0] = '\0';
+	snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t r = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (r <= 0)
+		return;
+	buf[r] = '\0';
+	for (char *p = buf; p < buf + r; p += strlen(p) + 1)
+		if (!strncmp(p, "FTBENCHD_JOB_ID=", 16) && strlen(p + 16) == 16) {
+			memcpy(id, p + 16, 17);
+			return;
+		}
+}
+
+static char *run_path(const char *id)
+{
+	char *p;
+	return asprintf(&p, "%s/run/%s", ftd.state_dir, id) < 0 ? NULL : p;
+}
+
+/* Rewrite j's record of process groups. */
+static void write_record(const struct ftd_job *j)
+{
+	char *path = run_path(j->id);
+	struct ftd_mbuf m = {0};
+	read_boot_id();
+	ftd_mcat(&m, "boot %s\n", boot_id);
+	for (int i = 0; i < j->ngroups; i++)
+		ftd_mcat(&m, "%d %llu\n", (int)j->groups[i].pgid, j->groups[i].start);
+	int r = path && m.buf ? ftfs_write_atomic(path, m.buf, m.len, 0640) : -ENOMEM;
+	if (r < 0)
+		ftd_log(FTD_LOG_WARNING, "job %s: cannot record its process groups in %s: %s", j->id, path ? path : "?",
+			strerror(-r));
+	free(m.buf);
+	free(path);
+}
+
+static int add_group(struct ftd_job *j, pid_t pgid, unsigned long long start)
+{
+	if (has_group(j, pgid))
+		return 0;
+	if (j->ngroups >= FTD_MAX_GROUPS)
+		return 0;
+	j->groups[j->ngroups].pgid = pgid;
+	j->groups[j->ngroups].start = start;
+	j->ngroups++;
+	return 1;
+}
+
+int ftd_procs_init(void)
+{
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+		return -errno;
+	char *dir;
+	if (asprintf(&dir, "%s/run", ftd.state_dir) < 0)
+		return -ENOMEM;
+	int r = ftfs_mkdir_p(dir, 0750);
+	free(dir);
+	return r;
+}
+
+void ftd_procs_job_started(struct ftd_job *j)
+{
+	struct proc p;
+	j->ngroups = 0;
+	add_group(j, j->pid, read_stat(j->pid, &p) == 0 ? p.start : 0);
+	write_record(j);
+	j->groups_scan_ns = ft_now_ns();
+}
+
+void ftd_procs_track(void)
+{
+	uint64_t now = ft_now_ns();
+	int due = 0;
+	for (struct ftd_job *j = ftd.head; j; j = j->next)
+		if (j->state == ST_RUNNING && !j->reaped && now - j->groups_scan_ns >= FTD_TRACK_NS)
+			due = 1;
+	if (!due)
+		return;
+	struct proc *v;
+	size_t n;
+	if (scan(&v, &n) < 0)
+		return;
+	tops(v, n, getpid());
+	/* orphans below the daemon that no worker's tree holds (a double fork): recorded apart, so
+	 * a kill -9 of the daemon does not lose them */
+	static struct ftd_job orphans = {.id = FTD_ORPHANS_ID};
+	int before = orphans.ngroups;
+	orphans.ngroups = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].top < 0)
+			continue;
+		int worker = 0;
+		for (struct ftd_job *j = ftd.head; j && !worker; j = j->next)
+			worker = j->state == ST_RUNNING && v[v[i].top].pid == j->pid;
+		if (!worker) {
+			int leader = find(v, n, v[i].pgid);
+			add_group(&orphans, v[i].pgid, leader >= 0 ? v[leader].start : 0);
+		}
+	}
+	if (orphans.ngroups)
+		write_record(&orphans);
+	else if (before) {
+		char *path = run_path(orphans.id);
+		if (path)
+			unlink(path);
+		free(path);
+	}
+	for (struct ftd_job *j = ftd.head; j; j = j->next) {
+		if (j->state != ST_RUNNING || j->reaped)
+			continue;
+		j->groups_scan_ns = now;
+		int changed = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (v[i].top < 0 || v[v[i].top].pid != j->pid)
+				continue;
+			int leader = find(v, n, v[i].pgid);
+			changed |= add_group(j, v[i].pgid, leader >= 0 ? v[leader].start : 0);
+		}
+		if (changed)
+			write_record(j);
+	}
+	free(v);
+}
+
+/* 1 when process p (below the daemon) belongs to a running job other than j. */
+static int claimed_by_other(const struct proc *v, const struct proc *p, const struct ftd_job *j)
+{
+	for (struct ftd_job *o = ftd.head; o; o = o->next) {
+		if (o == j || o->state != ST_RUNNING || o->reaped)
+			continue;
+		if (v[p->top].pid == o->pid || p->pgid == o->pid || has_group(o, p->pgid))
+			return 1;
+	}
+	char id[17];
+	env_job(p->pid, id);
+	if (id[0] && strcmp(id, j->id)) {
+		struct ftd_job *o = ftd_job_find(id);
+		if (o && o->state == ST_RUNNING && !o->reaped)
+			return 1;
+	}
+	return 0;
+}
+
+int ftd_procs_end_job(struct ftd_job *j)
+{
+	pid_t self = getpid();
+	int killed = 0;
+	kill(-j->pid, SIGKILL); /* reaped just now: the id cannot have been reused yet */
+	/* a few passes: a process may fork between the scan and the kill */
+	for (int pass = 0; pass < 5; pass++) {
+		struct proc *v;
+		size_t n;
+		if (scan(&v, &n) < 0)
+			break;
+		tops(v, n, self);
+		int found = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (v[i].top < 0 || claimed_by_other(v, &v[i], j))
+				continue;
+			if (kill(v[i].pid, SIGKILL) == 0) {
+				found++;
+				if (pass == 0)
+					ftd_log(FTD_LOG_NOTICE, "job %s: killing leftover process %d", j->id, (int)v[i].pid);
+			}
+		}
+		free(v);
+		killed += found;
+		if (!found)
+			break;
+	}
+	char *path = run_path(j->id);
+	if (path)
+		unlink(path);
+	free(path);
+	j->ngroups = 0;
+	return killed;
+}
+
+/* Kill what one record lists: a group whose leader still runs with the recorded start time, or
+ * a group whose leader is gone (its id cannot have been reused while members remain). */
+static int recover_one(const char *path, const char *id)
+{
+	char *text;
+	size_t len;
+	int killed = 0;
+	if (ftfs_read_file(path, 1 << 20, &text, &len) < 0)
+		return 0;
+	read_boot_id();
+	char *save = NULL, *line = strtok_r(text, "\n", &save);
+	if (!line || strncmp(line, "boot ", 5) || strcmp(line + 5, boot_id)) {
+		free(text);
+		return 0; /* from another boot: those processes are long gone */
+	}
+	while ((line = strtok_r(NULL, "\n", &save))) {
+		int pgid;
+		unsigned long long start;
+		if (sscanf(line, "%d %llu", &pgid, &start) != 2 || pgid <= 1)
+			continue;
+		struct proc p;
+		int st = read_stat(pgid, &p);
+		if (st >= 0 && p.start != start)
+			continue; /* a new process has that id now */
+		if (kill(-pgid, SIGKILL) == 0) {
+			killed++;
+			ftd_log(FTD_LOG_NOTICE, "job %s: killing process group %d left by an earlier ftbenchd", id, pgid);
+		}
+	}
+	free(text);
+	return killed;
+}
+
+void ftd_procs_recover(void)
+{
+	char *dir;
+	if (asprintf(&dir, "%s/run", ftd.state_dir) < 0)
+		return;
+	DIR *d = opendir(dir);
+	if (!d) {
+		free(dir);
+		return;
+	}
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if ((strlen(e->d_name) != 16 || strspn(e->d_name, "0123456789abcdef") != 16) &&
+		    strcmp(e->d_name, FTD_ORPHANS_ID))
+			continue;
+		char path[4096];
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		recover_one(path, e->d_name);
+		ftd_runner_kill_orphan(e->d_name, 0); /* and what carries its id elsewhere */
+		unlink(path);
+	}
+	closedir(d);
+	free(dir);
+}
