@@ -23,6 +23,11 @@ struct variant {
 	/* proxy options (path FTGATHER_PROXY): split bytes (-1 default), merge, signal, sleep ns */
 	long split;
 	int merge, signal, sleep;
+	int spin;  /* opts.spin_us + 2 (0: the default) */
+	int warm;  /* 1: one untimed pass right before the timed one (a proxy thread still polling:
+		    * back-to-back layers); 0: the pass follows the other variants' (a proxy thread
+		    * asleep: the first gather after idle) */
+	int graph; /* 1: the pass captured once in a CUDA graph, timed as a graph launch */
 };
 #define PX_DEF -1, 1, FTCM_SIGNAL_MEMOP, FTCM_PROXY_WAIT_SLEEP_NS
 
@@ -50,9 +55,51 @@ static const struct variant all[] = {
 	{"proxy_kernsig", FTGATHER_PROXY, 0, 0, 0, -1, 1, FTCM_SIGNAL_KERNEL, FTCM_PROXY_WAIT_SLEEP_NS},
 	{"proxy_sleep0", FTGATHER_PROXY, 0, 0, 0, -1, 1, FTCM_SIGNAL_MEMOP, 0},
 	{"proxy_sleep1k", FTGATHER_PROXY, 0, 0, 0, -1, 1, FTCM_SIGNAL_MEMOP, 1000},
+	/* idle policies (opts.spin_us): the default, doorbell only, always polling; _b2b: after a pass */
+	{"proxy_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1},
+	{"proxy_bell", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0 + 2, 0},
+	{"proxy_bell_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0 + 2, 1},
+	{"proxy_spin", FTGATHER_PROXY, 0, 0, 0, PX_DEF, FTCM_PROXY_SPIN_ALWAYS + 2, 0},
+	{"fused_b2b", FTGATHER_FUSED, FTCM_VAR_DEFAULT, 0, 0, 0, 0, 0, 0, 0, 1},
+	{"memcpy_b2b", FTGATHER_MEMCPY, 0, 0, 0, 0, 0, 0, 0, 0, 1},
+	/* captured in a graph: the doorbell is a host node */
+	{"proxy_graph", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 1},
+	{"proxy_graph_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 1},
+	{"fused_graph", FTGATHER_FUSED, FTCM_VAR_DEFAULT, 0, 0, 0, 0, 0, 0, 0, 0, 1},
 	{"linear", -2, 0, 0, 0},
 };
 #define NV (int)(sizeof all / sizeof all[0])
+
+/* One pass of path captured (first call) in *ge, launched warm + 1 times, the last between
+ * events. 0 or a CUDA error code. */
+static int time_graph(struct ftgather *g, cudaGraphExec_t *ge, enum ftgather_path path, int warm, double *sec)
+{
+	cudaStream_t s = ftgather_stream(g);
+	cudaError_t e = cudaSuccess;
+	if (!*ge) {
+		cudaGraph_t gr;
+		if ((e = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal)))
+			return e;
+		int r = ftgather_run(g, path);
+		if ((e = cudaStreamEndCapture(s, &gr)) || r)
+			return r ? r : e;
+		e = cudaGraphInstantiate(ge, gr, 0);
+		cudaGraphDestroy(gr);
+		if (e)
+			return e;
+	}
+	static cudaEvent_t ev[2];
+	if (!ev[0] && ((e = cudaEventCreate(&ev[0])) || (e = cudaEventCreate(&ev[1]))))
+		return e;
+	for (int i = 0; i < warm && !e; i++)
+		e = cudaGraphLaunch(*ge, s);
+	float ms = 0;
+	if (e || (e = cudaEventRecord(ev[0], s)) || (e = cudaGraphLaunch(*ge, s)) || (e = cudaEventRecord(ev[1], s)) ||
+	    (e = cudaEventSynchronize(ev[1])) || (e = cudaEventElapsedTime(&ms, ev[0], ev[1])))
+		return e;
+	*sec = ms / 1e3;
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -124,6 +171,7 @@ int main(int argc, char **argv)
 		}
 		size_t bytes = (size_t)n * eb;
 		double *t = calloc((size_t)NV * reps, sizeof *t);
+		cudaGraphExec_t graphs[NV] = {0};
 		for (int it = -2; it < reps; it++)
 			for (int v = 0; v < NV; v++) {
 				if (!use[v])
@@ -143,9 +191,12 @@ int main(int argc, char **argv)
 						po.merge = all[v].merge;
 						po.signal = all[v].signal;
 						po.wait_sleep_ns = all[v].sleep;
+						if (all[v].spin)
+							po.spin_us = all[v].spin - 2;
 						ftgather_set_proxy_opts(g, &po);
 					}
-					r = ftgather_time(g, all[v].path, 0, 1, &sec);
+					r = all[v].graph ? time_graph(g, &graphs[v], all[v].path, all[v].warm, &sec)
+							 : ftgather_time(g, all[v].path, all[v].warm, 1, &sec);
 				}
 				if (r) {
 					fprintf(stderr, "%s: error %d\n", all[v].name, r);
@@ -177,6 +228,9 @@ int main(int argc, char **argv)
 			       ftpcie_gbs(bytes, s.min), lin > 0 ? 100 * lin / s.median : 0);
 		}
 		free(t);
+		for (int v = 0; v < NV; v++)
+			if (graphs[v])
+				cudaGraphExecDestroy(graphs[v]);
 	}
 	cudaFree(scratch);
 	ftgather_free(g);

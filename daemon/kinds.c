@@ -32,6 +32,7 @@ struct ftd_arg {
 	double lo, hi;
 	const char *choices; /* "a|b|c" */
 	int required;
+	int max_items;       /* lists: most items (0: 64, or hi for A_ENUMLIST) */
 };
 
 static const struct ftd_arg bw_args[] = {
@@ -52,6 +53,8 @@ static const struct ftd_arg bw_args[] = {
 	{"engines", A_INT, "--engines", 1, 64},
 	{"engine_threads", A_INT, "--engine-threads", 1, 4096},
 	{"deployment", A_ENUM, "--deployment", 0, 0, "isolated|concurrent"},
+	{"gather", A_ENUM, "--gather", 0, 0, "proxy|sm"},
+	{"batch_sweep", A_INTLIST, "--batch-sweep", 1, 32, NULL, 0, 8},
 	{"gpu", A_GPU, "--gpu"},
 	{NULL}};
 
@@ -329,7 +332,8 @@ int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ft
 		case A_INTLIST:
 		case A_NUMLIST:
 		case A_ENUMLIST: {
-			size_t max_items = a->type == A_ENUMLIST && a->hi > 0 ? (size_t)a->hi : 64;
+			size_t max_items = a->max_items > 0 ? (size_t)a->max_items
+					   : a->type == A_ENUMLIST && a->hi > 0 ? (size_t)a->hi : 64;
 			if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > max_items) {
 				ftd_err_set(err, 400, "invalid_argument", field, "%s: expected a list of 1 to %zu items", field,
 					    max_items);

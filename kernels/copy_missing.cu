@@ -407,12 +407,22 @@ extern "C" cudaError_t ftcm_copy(const struct ftcm *c, int layer, const int32_t 
 
 /* ------------------------------------------------------------------ copy-engine proxy */
 #include <cuda.h> /* types of cuStreamWriteValue64, reached through cudaGetDriverEntryPointByVersion */
+#include <errno.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #define FTCM_PUBLISH_BLOCK 256       /* threads of the publish kernel */
 #define FTCM_WAIT_TIMEOUT_NS 10000000000ull
+#define FTCM_WAKE_EARLY_NS 30000ll        /* wake this long before the copies' predicted end */
+#define FTCM_RATE_GUESS_GBS 64.0          /* the copy rate assumed before one is measured */
+#define FTCM_IDLE_CHECK_NS 1000000000ll   /* a sleeping proxy thread checks for stop this often */
+#define FTCM_BELL_POLL_NS 1000000ll       /* after the doorbell, poll this long for the plan, */
+#define FTCM_LATE_POLL_NS 50000ll         /* then look every 50 us */
 
 struct mailbox {
 	volatile long long seq; /* written last by the publish kernel */
@@ -442,6 +452,15 @@ struct ftcm_proxy {
 	size_t *sizes;
 	int32_t *hsrc, *hdst; /* the plan copied out of the mailbox */
 	long long batches, copies; /* issued so far (statistics) */
+	/* idle policy (proxy thread): doorbell, learned copy rate, wake-ups */
+	unsigned bell;             /* futex word: plans announced (ring_bell), mod 2^32 */
+	volatile int spin_us;      /* opts.spin_us */
+	cudaStream_t bs;           /* the doorbell's stream (forked from and joined to the caller's) */
+	cudaEvent_t ev_fork, ev_join;
+	cudaEvent_t t0, t1;        /* around the last plan's copies, for the rate */
+	int timed;                 /* t0/t1 hold a plan's copies not yet read */
+	double timed_bytes, gbs;   /* bytes of that plan; learned copy-engine rate (GB/s) */
+	long long sleeps, wakes;   /* futex waits begun; of them, ended by the doorbell */
 };
 
 /* Grid: one block of FTCM_PUBLISH_BLOCK threads. */
@@ -529,19 +548,90 @@ extern "C" void ftcm_h2d_batch_attrs(struct cudaMemcpyAttributes *at, int device
 	at->dstLocHint.id = device;
 }
 
+static long long mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000000000ll + t.tv_nsec;
+}
+
+/* Sleep until p->bell differs from seen, or ns nanoseconds (0: FTCM_IDLE_CHECK_NS). */
+static void bell_wait(struct ftcm_proxy *p, unsigned seen, long long ns)
+{
+	if (ns <= 0)
+		ns = FTCM_IDLE_CHECK_NS;
+	struct timespec ts = {(time_t)(ns / 1000000000ll), (long)(ns % 1000000000ll)};
+	p->sleeps++;
+	long r = syscall(SYS_futex, &p->bell, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+	p->wakes += r == 0 || errno == EAGAIN;
+}
+
+/* The doorbell: one ring per plan announced, from ftcm_proxy_copy's thread or (in a graph)
+ * from a host node that runs beside the publish kernel. */
+static void CUDART_CB ring_bell(void *arg)
+{
+	struct ftcm_proxy *p = (struct ftcm_proxy *)arg;
+	__atomic_add_fetch(&p->bell, 1u, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, &p->bell, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* The last plan's copy rate, once its end event has passed (the plan after it can only have
+ * been published after that one's wait kernel saw it done). */
+static void learn_rate(struct ftcm_proxy *p)
+{
+	float ms = 0;
+	if (!p->timed)
+		return;
+	p->timed = 0;
+	if (cudaEventQuery(p->t1) != cudaSuccess || cudaEventElapsedTime(&ms, p->t0, p->t1) != cudaSuccess) {
+		cudaGetLastError();
+		return;
+	}
+	if (ms > 0.05f && p->timed_bytes > 0) /* plans under 50 us say more about latency than rate */
+		p->gbs = p->timed_bytes / (ms * 1e-3) / 1e9;
+}
+
+/* Idle policy. The doorbell counts the plans announced (one ring per ftcm_proxy_copy: by the
+ * caller as it enqueues, or by a graph's host node), the mailbox's sequence number the plans
+ * published: while a plan is announced and not yet seen, the thread polls for it. Otherwise:
+ * spin_us > 0: it sleeps through the copies it issued (until FTCM_WAKE_EARLY_NS before their
+ * end, predicted from the learned rate), polls until spin_us after that end, then sleeps on the
+ * doorbell (futex); spin_us = 0: it sleeps on the doorbell as soon as it has issued a plan;
+ * spin_us < 0: it polls all the time (the first proxy). */
 static void *proxy_main(void *arg)
 {
 	struct ftcm_proxy *p = (struct ftcm_proxy *)arg;
-	long long last = 0;
+	long long last = 0, busy_until = 0, poll_until = 0;
 	cudaSetDevice(p->device);
+	prctl(PR_SET_TIMERSLACK, 1000ul, 0, 0, 0); /* timed wake-ups within ~1 us, not 50 */
 	struct cudaMemcpyAttributes at;
 	ftcm_h2d_batch_attrs(&at, p->device);
 	while (!p->stop) {
+		unsigned rung = __atomic_load_n(&p->bell, __ATOMIC_SEQ_CST);
 		long long s = p->mb->seq;
 		if (s == last) {
-			__builtin_ia32_pause();
+			int spin = p->spin_us;
+			long long now = spin < 0 ? 0 : mono_ns(), until = 0;
+			if ((int)(rung - (unsigned)last) > 0) { /* the next plan is announced: poll for it */
+				if (!poll_until)
+					poll_until = now + FTCM_BELL_POLL_NS;
+				if (spin < 0 || now < poll_until)
+					__builtin_ia32_pause();
+				else /* late (a busy GPU, or a publish that failed): poll gently */
+					bell_wait(p, rung, FTCM_LATE_POLL_NS);
+				continue;
+			}
+			if (spin < 0 || (spin > 0 && now >= busy_until - FTCM_WAKE_EARLY_NS &&
+					 now < busy_until + spin * 1000ll)) {
+				__builtin_ia32_pause();
+				continue;
+			}
+			if (spin > 0 && now < busy_until - FTCM_WAKE_EARLY_NS)
+				until = busy_until - FTCM_WAKE_EARLY_NS - now;
+			bell_wait(p, rung, until);
 			continue;
 		}
+		poll_until = 0;
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		int layer = p->mb->layer, n = p->mb->n, merge = p->mb->merge;
 		unsigned ce_mask = p->mb->ce_mask;
@@ -551,11 +641,21 @@ static void *proxy_main(void *arg)
 		memcpy(p->hdst, p->mb->plan + p->max_n, (size_t)n * sizeof *p->hdst);
 		int k = n ? build_copies(p, layer, n, ce_mask, merge) : 0;
 		size_t idx = 0;
+		double bytes = 0;
+		for (int i = 0; i < k; i++)
+			bytes += (double)p->sizes[i];
+		learn_rate(p);
+		if (k && cudaEventRecord(p->t0, p->cs) != cudaSuccess)
+			p->errors++;
 		if (k == 1 && cudaMemcpyAsync(p->dsts[0], p->srcs[0], p->sizes[0], cudaMemcpyHostToDevice, p->cs))
 			p->errors++;
 		if (k > 1 && cudaMemcpyBatchAsync((void *const *)p->dsts, (const void *const *)p->srcs, p->sizes,
 						  (size_t)k, &at, &idx, 1, p->cs) != cudaSuccess)
 			p->errors++;
+		if (k && cudaEventRecord(p->t1, p->cs) != cudaSuccess)
+			p->errors++;
+		p->timed = k > 0;
+		p->timed_bytes = bytes;
 		p->batches++;
 		p->copies += k;
 		if (p->signal == FTCM_SIGNAL_MEMOP && p->write64) {
@@ -566,6 +666,7 @@ static void *proxy_main(void *arg)
 			if (cudaGetLastError() != cudaSuccess)
 				p->errors++;
 		}
+		busy_until = mono_ns() + (long long)(bytes / p->gbs);
 		last = s;
 	}
 	return NULL;
@@ -577,11 +678,13 @@ extern "C" void ftcm_proxy_default_opts(struct ftcm_proxy_opts *o)
 	o->merge = 1;
 	o->signal = FTCM_SIGNAL_MEMOP;
 	o->wait_sleep_ns = FTCM_PROXY_WAIT_SLEEP_NS;
+	o->spin_us = FTCM_PROXY_SPIN_US;
 }
 
 extern "C" int ftcm_proxy_opts_ok(const struct ftcm_proxy_opts *o)
 {
-	return o && o->wait_sleep_ns >= 0 && o->wait_sleep_ns <= 1000000 &&
+	return o && o->wait_sleep_ns >= 0 && o->wait_sleep_ns <= 1000000 && o->spin_us >= -1 &&
+	       o->spin_us <= 1000000 &&
 	       (o->signal == FTCM_SIGNAL_KERNEL || o->signal == FTCM_SIGNAL_MEMOP);
 }
 
@@ -591,6 +694,7 @@ extern "C" cudaError_t ftcm_proxy_set_opts(struct ftcm_proxy *p, const struct ft
 		return cudaErrorInvalidValue;
 	p->opts = *o;
 	p->signal = o->signal;
+	p->spin_us = o->spin_us; /* a sleeping thread takes it at its next wake-up */
 	return cudaSuccess;
 }
 
@@ -603,6 +707,13 @@ extern "C" void ftcm_proxy_stats(const struct ftcm_proxy *p, long long *batches,
 {
 	*batches = p ? p->batches : 0;
 	*copies = p ? p->copies : 0;
+}
+
+extern "C" void ftcm_proxy_idle_stats(const struct ftcm_proxy *p, long long *sleeps, long long *wakes, double *gbs)
+{
+	*sleeps = p ? p->sleeps : 0;
+	*wakes = p ? p->wakes : 0;
+	*gbs = p ? p->gbs : 0;
 }
 
 /* A driver entry point through the runtime (no -lcuda), or NULL. */
@@ -646,6 +757,8 @@ extern "C" cudaError_t ftcm_proxy_create(struct ftcm_proxy **out, const struct f
 	p->max_n = max_n;
 	ftcm_proxy_default_opts(&p->opts);
 	p->signal = p->opts.signal;
+	p->spin_us = p->opts.spin_us;
+	p->gbs = FTCM_RATE_GUESS_GBS;
 	size_t k = (size_t)max_n * c->nbanks;
 	p->dsts = (void **)malloc(k * sizeof *p->dsts);
 	p->srcs = (const void **)malloc(k * sizeof *p->srcs);
@@ -668,6 +781,16 @@ extern "C" cudaError_t ftcm_proxy_create(struct ftcm_proxy **out, const struct f
 	if (!e)
 		e = cudaStreamCreateWithFlags(&p->cs, cudaStreamNonBlocking);
 	if (!e)
+		e = cudaStreamCreateWithFlags(&p->bs, cudaStreamNonBlocking);
+	if (!e)
+		e = cudaEventCreateWithFlags(&p->ev_fork, cudaEventDisableTiming);
+	if (!e)
+		e = cudaEventCreateWithFlags(&p->ev_join, cudaEventDisableTiming);
+	if (!e)
+		e = cudaEventCreate(&p->t0);
+	if (!e)
+		e = cudaEventCreate(&p->t1);
+	if (!e)
 		e = cudaGetDevice(&p->device);
 	if (!e)
 		p->write64 = find_write64(p->device);
@@ -688,12 +811,26 @@ extern "C" void ftcm_proxy_destroy(struct ftcm_proxy *p)
 		return;
 	if (p->started) {
 		p->stop = 1;
+		__atomic_add_fetch(&p->bell, 1u, __ATOMIC_SEQ_CST);
+		syscall(SYS_futex, &p->bell, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 		pthread_join(p->th, NULL);
 	}
 	if (p->cs) {
 		cudaStreamSynchronize(p->cs);
 		cudaStreamDestroy(p->cs);
 	}
+	if (p->bs) {
+		cudaStreamSynchronize(p->bs);
+		cudaStreamDestroy(p->bs);
+	}
+	if (p->ev_fork)
+		cudaEventDestroy(p->ev_fork);
+	if (p->ev_join)
+		cudaEventDestroy(p->ev_join);
+	if (p->t0)
+		cudaEventDestroy(p->t0);
+	if (p->t1)
+		cudaEventDestroy(p->t1);
 	cudaFree(p->d_seq);
 	cudaFreeHost(p->mb);
 	free(p->dsts);
@@ -715,16 +852,38 @@ extern "C" cudaError_t ftcm_proxy_copy(struct ftcm_proxy *p, int layer, const in
 	for (int b = 0; b < c->nbanks; b++)
 		if (c->banks[layer * c->nbanks + b].row_bytes >= p->opts.sm_below)
 			ce |= 1u << b;
+	/* The doorbell: rung now by this thread, or, in a capture, by a host node on a stream of its
+	 * own (forked here, joined after the wait kernel) that runs beside the publish kernel. The
+	 * woken thread polls for the plan. */
+	enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+	cudaError_t e = cudaStreamIsCapturing(s, &cap);
+	const int captured = cap == cudaStreamCaptureStatusActive;
+	if (!e && captured)
+		e = cudaEventRecord(p->ev_fork, s);
+	if (!e && captured)
+		e = cudaStreamWaitEvent(p->bs, p->ev_fork, 0);
+	if (!e && captured)
+		e = cudaLaunchHostFunc(p->bs, ring_bell, p);
+	if (!e && captured)
+		e = cudaEventRecord(p->ev_join, p->bs);
+	if (e)
+		return e;
+	if (!captured)
+		ring_bell(p);
 	publish_kernel<<<1, FTCM_PUBLISH_BLOCK, 0, s>>>(p->mb_dev, p->d_seq, layer, ce, p->opts.merge ? 1 : 0, src,
 							dst, num, p->max_n);
-	cudaError_t e = cudaGetLastError();
+	e = cudaGetLastError();
+	if (e && !captured) /* no plan follows this ring: take it back, or the thread would wait for one */
+		__atomic_sub_fetch(&p->bell, 1u, __ATOMIC_SEQ_CST);
 	/* the small banks: SM gather on the caller's stream, concurrent with the copy engines */
 	if (!e && ce != all)
 		e = copy_banks(c, c->fused, FTCM_VAR_DEFAULT, 0, layer, all & ~ce, src, dst, num, p->max_n, s);
 	if (e)
 		return e;
 	wait_kernel<<<1, 1, 0, s>>>(p->d_seq, (unsigned)p->opts.wait_sleep_ns);
-	return cudaGetLastError();
+	if ((e = cudaGetLastError()) || !captured)
+		return e;
+	return cudaStreamWaitEvent(s, p->ev_join, 0); /* joins the doorbell's stream to the capture */
 }
 extern "C" int ftcm_proxy_errors(const struct ftcm_proxy *p)
 {

@@ -70,7 +70,14 @@ const char *ftcm_variant_name(int variant);
  * a signal (cuStreamWriteValue64, or a one-thread kernel where stream memory operations are
  * unavailable) that stores the sequence number in device memory; a one-thread wait kernel holds
  * the caller's stream until that number arrives (or a 10 s timeout, which counts in
- * ftcm_proxy_errors). Costs one spinning CPU thread while the proxy lives.
+ * ftcm_proxy_errors). The thread does not spin while idle: it sleeps on a doorbell (futex) that
+ * ftcm_proxy_copy rings as it enqueues a plan, or, captured in a graph, a host node rings when
+ * the graph reaches the publish kernel (on a stream forked from the caller's and joined back
+ * after the wait kernel; a stream's host function rang 0.1-0.3 ms late on the H200 host, a
+ * graph's host node in time: bench/RESULTS.md); once rung, it polls for the plan.
+ * opts.spin_us says how long it polls for the next plan after the copies it issued should have
+ * ended (it sleeps through them, their end predicted from the rate it measures), 0 for never,
+ * FTCM_PROXY_SPIN_ALWAYS for always.
  * Split: banks whose row_bytes < opts.sm_below are copied by the fused (or, misaligned, the
  * per-bank) SM kernel restricted to those banks, launched on the caller's stream between the
  * publish and the wait kernels, so it runs while the copy engines move the large banks.
@@ -80,6 +87,8 @@ const char *ftcm_variant_name(int variant);
  * The proxy must outlive every graph that uses it. */
 #define FTCM_PROXY_SPLIT_BYTES (512u << 10) /* default opts.sm_below (measured: bench/RESULTS.md) */
 #define FTCM_PROXY_WAIT_SLEEP_NS 64         /* default opts.wait_sleep_ns */
+#define FTCM_PROXY_SPIN_US 200              /* default opts.spin_us (measured: bench/RESULTS.md) */
+#define FTCM_PROXY_SPIN_ALWAYS (-1)         /* opts.spin_us: poll all the time (the first proxy) */
 enum ftcm_signal { FTCM_SIGNAL_KERNEL = 0, FTCM_SIGNAL_MEMOP = 1 };
 
 struct ftcm_proxy_opts {
@@ -87,6 +96,7 @@ struct ftcm_proxy_opts {
 	int merge;         /* 1: merge runs of consecutive src and dst rows into one copy */
 	int signal;        /* enum ftcm_signal (MEMOP falls back to KERNEL when unsupported) */
 	int wait_sleep_ns; /* the wait kernel's poll interval, 0..1000000 */
+	int spin_us;       /* the thread's poll after a plan's copies end, -1..1000000 (see above) */
 };
 
 /* Attributes of a cudaMemcpyBatchAsync from pinned host memory to `device` (source read in
@@ -110,6 +120,9 @@ cudaError_t ftcm_proxy_copy(struct ftcm_proxy *p, int layer, const int32_t *src,
 int ftcm_proxy_errors(const struct ftcm_proxy *p);
 /* Plans handled and copy-engine copies issued so far (read after the stream is idle). */
 void ftcm_proxy_stats(const struct ftcm_proxy *p, long long *batches, long long *copies);
+/* The thread's sleeps so far, of them those the doorbell (or an option change) ended, and the
+ * copy rate it has learned (GB/s; a guess until a plan of 50 us or more has been timed). */
+void ftcm_proxy_idle_stats(const struct ftcm_proxy *p, long long *sleeps, long long *wakes, double *gbs);
 
 #ifdef __cplusplus
 }

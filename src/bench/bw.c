@@ -137,6 +137,24 @@ void ftbw_meas_release(struct ftbw_meas *m)
 	part_release(&m->ov_gather);
 	part_release(&m->read_cpu);
 	part_release(&m->read_other);
+	for (int i = 0; i < m->nbatch && i < FTBW_MAX_BATCHES; i++) {
+		part_release(&m->bsw[i].cpu);
+		part_release(&m->bsw[i].gather);
+	}
+}
+
+int ftbw_hybrid_max_batch(int n, const int *batch, const double *cpu_gbs, const double *pcie_gbs,
+			  double threshold)
+{
+	int best = 0;
+	for (int i = 0; i < n; i++) {
+		if (!(isfinite(cpu_gbs[i]) && cpu_gbs[i] > 0 && isfinite(pcie_gbs[i]) && pcie_gbs[i] > 0))
+			return -1;
+		if (!(cpu_gbs[i] > threshold * pcie_gbs[i]))
+			break;
+		best = batch[i];
+	}
+	return best;
 }
 
 static bool measured(double x)
@@ -241,6 +259,42 @@ static void set_figure(json_t *o, const char *key, const struct ftbw_part *p)
 	}
 }
 
+/* batch_sweep (one row per batch: the CPU MoE and the gather of as many experts, their ratio
+ * and the decision at that batch) and hybrid_max_batch; both null without a sweep. */
+static void set_batch_sweep(json_t *e, const struct ftbw_meas *m, double threshold)
+{
+	int n = m->nbatch < FTBW_MAX_BATCHES ? m->nbatch : FTBW_MAX_BATCHES, bs[FTBW_MAX_BATCHES];
+	double cg[FTBW_MAX_BATCHES], pg[FTBW_MAX_BATCHES];
+	if (n <= 0) {
+		json_object_set_new(e, "batch_sweep", json_null());
+		json_object_set_new(e, "hybrid_max_batch", json_null());
+		return;
+	}
+	json_t *a = json_array();
+	for (int i = 0; i < n; i++) {
+		const struct ftbw_batch *b = &m->bsw[i];
+		struct ftbw_part c = b->cpu, g = b->gather;
+		part_ok(&c);
+		part_ok(&g);
+		bs[i] = b->batch;
+		cg[i] = part_median(&c);
+		pg[i] = part_median(&g);
+		double ratio = measured(cg[i]) && measured(pg[i]) ? cg[i] / pg[i] : NAN;
+		json_t *row = json_object();
+		json_object_set_new(row, "batch", json_integer(b->batch));
+		json_object_set_new(row, "experts_per_step", measured(b->experts) ? json_real(b->experts) : json_null());
+		set_figure(row, "cpu_moe_gbs", &c);
+		set_figure(row, "pcie_gather_gbs", &g);
+		json_object_set_new(row, "ratio", num_or_null(ratio));
+		json_object_set_new(row, "recommended",
+				    isnan(ratio) ? json_null() : json_string(ratio > threshold ? "hybrid" : "offload"));
+		json_array_append_new(a, row);
+	}
+	json_object_set_new(e, "batch_sweep", a);
+	int hm = ftbw_hybrid_max_batch(n, bs, cg, pg, threshold);
+	json_object_set_new(e, "hybrid_max_batch", hm < 0 ? json_null() : json_integer(hm));
+}
+
 /* Downgrade unusable parts to failed; the overlap pair counts only as a pair. Idempotent. */
 static void meas_normalize(struct ftbw_meas *m)
 {
@@ -288,6 +342,7 @@ json_t *ftbw_entry_json(const struct ftbw_item *it, const struct ftbw_meas *mc, 
 	const char *verdict = !d.measured ? NULL : d.hybrid ? "hybrid" : "offload";
 	json_object_set_new(e, "recommended", verdict ? json_string(verdict) : json_null());
 	json_object_set_new(e, "recommended_isolated", verdict ? json_string(verdict) : json_null());
+	set_batch_sweep(e, &m, threshold);
 
 	/* The note: the decision's reason, then what else went wrong. */
 	char note[768];
@@ -674,12 +729,16 @@ int ftbw_run(const struct ftbw_config *c, struct ftbw_env *env, const struct ftb
 	json_object_set_new(prof, "deployment", json_string("isolated"));
 	/* tool: what measured it and with which settings (the repeat counts behind the spreads). */
 	json_object_set_new(prof, "tool",
-			    json_pack("{s:s,s:s,s:{s:i,s:i,s:i,s:i,s:i,s:i,s:f,s:s}}", "name", "ftbench",
+			    json_pack("{s:s,s:s,s:{s:i,s:i,s:i,s:i,s:i,s:i,s:f,s:s,s:s}}", "name", "ftbench",
 				      "version", FT_VERSION, "params", "cpu_iters", c->cpu_iters, "pcie_mib",
 				      c->pcie_mib, "pcie_iters", c->pcie_iters, "kernel_cpu_warmup",
 				      c->kernel_cpu_warmup, "kernel_cpu_iters", c->kernel_cpu_iters,
 				      "kernel_pcie_iters", c->kernel_pcie_iters, "overlap_seconds", c->overlap_s,
-				      "isa", c->isa));
+				      "isa", c->isa, "gather", c->gather_sm ? "sm" : "proxy"));
+	json_t *sweep = c->nbatch > 0 ? json_array() : json_null();
+	for (int i = 0; i < c->nbatch; i++)
+		json_array_append_new(sweep, json_integer(c->batches[i]));
+	json_object_set_new(json_object_get(json_object_get(prof, "tool"), "params"), "batch_sweep", sweep);
 	if (have_gpu) {
 		json_t *gj = ftgpu_json(env->gpu);
 		json_object_set_new(gj, "link_degraded", json_boolean(ftbw_link_degraded(env->gpu)));
@@ -820,6 +879,21 @@ static void summary_row(FILE *f, const char *workload, const char *fmt, const js
 			snprintf(frac, sizeof frac, "-");
 		fprintf(f, "%-14s %-13s %8s %-20s %9s %8s %8s %6s %-8s %6s\n", lab, "", "", cpu, g, cov, gov, ratio,
 			crec ? crec : "?", frac);
+	}
+	json_t *sw = json_object_get(e, "batch_sweep"), *row;
+	size_t i;
+	if (json_array_size(sw)) {
+		char hm[16];
+		fmt_num(hm, sizeof hm, json_object_get(e, "hybrid_max_batch"), "%.0f");
+		fprintf(f, "%-14s   batch: cpu/gather GB/s (ratio)", "");
+		json_array_foreach(sw, i, row) {
+			char c[16], gg[16], rr[16];
+			fmt_num(c, sizeof c, json_object_get(row, "cpu_moe_gbs"), "%.1f");
+			fmt_num(gg, sizeof gg, json_object_get(row, "pcie_gather_gbs"), "%.1f");
+			fmt_num(rr, sizeof rr, json_object_get(row, "ratio"), "%.2f");
+			fprintf(f, "  %d: %s/%s (%s)", (int)json_integer_value(json_object_get(row, "batch")), c, gg, rr);
+		}
+		fprintf(f, "; hybrid up to batch %s\n", hm);
 	}
 }
 

@@ -24,6 +24,7 @@
 #define FTBW_MAX_ITEMS 64
 #define FTBW_MAX_MODELS 16
 #define FTBW_MAX_ISAS 8
+#define FTBW_MAX_BATCHES 8   /* --batch-sweep entries */
 #define FTBW_DEFAULT_THRESHOLD 2.0
 #define FTBW_SYNTH_BYTES (2ull << 30) /* E_synth = min(E, max(1, 2 GiB / expert_bytes)) */
 
@@ -40,6 +41,9 @@ struct ftbw_config {
 	double overlap_s;        /* overlapped run length (2.0); 0 skips the overlap */
 	double max_spread;       /* validity: a spread above this share of its median (0.5); 0 = no check */
 	bool no_checks;          /* no validity checks at all (short test runs): no "valid" in the profile */
+	bool gather_sm;          /* time the SM gather (fused) instead of the default copy-engine proxy */
+	int nbatch;              /* --batch-sweep: batches (ascending) of the sweep; 0: no sweep */
+	int batches[FTBW_MAX_BATCHES];
 	char isa[128];           /* "auto", "all" or a list of ISA names ("avx2,avx512") */
 	int ndtypes;             /* formats measured on their bw --dtype workload */
 	enum ftfmt_id dtypes[FTFMT_COUNT];
@@ -105,6 +109,14 @@ struct ftbw_meas {
 	 * rest (other tiers of an ISA sweep, before each overlap window and after the last). */
 	struct ftbw_part read_cpu;
 	struct ftbw_part read_other;
+	/* --batch-sweep: per batch, the CPU MoE steps (tokens routed among the model's experts)
+	 * and the gather of as many experts as a step read, in interleaved rounds */
+	int nbatch;
+	struct ftbw_batch {
+		int batch;
+		double experts;        /* distinct experts per step (mean) */
+		struct ftbw_part cpu, gather;
+	} bsw[FTBW_MAX_BATCHES];
 };
 
 void ftbw_meas_init(struct ftbw_meas *m);
@@ -219,9 +231,14 @@ void ftbw_decide(bool cpu_path, bool have_gpu, double cpu_gbs, const char *cpu_e
  * its median (the host was not quiet; 0: not checked), a linear PCIe copy under
  * FTBW_VALID_LINK_SHARE of what the link as trained carries. Returns the number of reasons. */
 #define FTBW_VALID_ABOVE_READ 1.10
-#define FTBW_VALID_SPREAD 0.50
+#define FTBW_VALID_SPREAD 0.75
 #define FTBW_VALID_LINK_SHARE 0.50
 int ftbw_check_valid(json_t *prof, double max_spread);
+
+/* The largest batch of the sweep up to which every batch's cpu_gbs[i] > threshold * pcie_gbs[i]
+ * (batches ascending): 0 when the first fails, -1 when a figure is missing (not measured). */
+int ftbw_hybrid_max_batch(int n, const int *batch, const double *cpu_gbs, const double *pcie_gbs,
+			  double threshold);
 
 /* Hybrid fetch fraction: with the overlap pair pcie_ov / (pcie_ov + cpu_ov), else pcie / cpu,
  * clamped to [0, 1]. NaN when neither pair is measured. */

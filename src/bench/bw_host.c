@@ -362,7 +362,8 @@ static json_t *concurrent_block(const struct ftbw_item *it, const struct ftbw_me
 	if (!b)
 		return NULL;
 	static const char *const drop[] = {"expert_bytes", "synth_experts", "isa_sweep", "cpu_read_adjacent_gbs",
-					   "cpu_read_adjacent_gbs_spread", "recommended_isolated"};
+					   "cpu_read_adjacent_gbs_spread", "recommended_isolated", "batch_sweep",
+					   "hybrid_max_batch"};
 	for (size_t i = 0; i < sizeof drop / sizeof drop[0]; i++)
 		json_object_del(b, drop[i]);
 	double f = ftbw_fetch_fraction(json_number_value(json_object_get(b, "cpu_moe_gbs")),

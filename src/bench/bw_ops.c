@@ -298,6 +298,8 @@ static int gather_alone(struct ftbw_real *r, const struct ftbw_config *c, const 
 	if (rc == 0)
 		rc = ftgather_poison(g);
 	if (rc == 0)
+		rc = ftgather_set_default_path(g, c->gather_sm ? FTGATHER_FUSED : FTGATHER_AUTO);
+	if (rc == 0)
 		rc = ftgather_time(g, FTGATHER_AUTO, GATHER_WARMUP, c->kernel_pcie_iters, secs);
 	if (rc < 0) {
 		snprintf(p->err, sizeof p->err, "gather (%s path): %s",
@@ -483,6 +485,96 @@ out:
 	return rc;
 }
 
+/* --batch-sweep: one executor for the largest batch (tokens routed among the model's experts,
+ * sharing them), then SWEEP_ROUNDS rounds over the batches, each batch's CPU steps followed by
+ * the gather of as many experts as its steps read (random rows and slots): the two sides of a
+ * batch's ratio see the same machine state. */
+#define SWEEP_ROUNDS 4
+#define SWEEP_CPU_STEPS 4    /* CPU steps per batch and round */
+#define SWEEP_GATHER_PASSES 3 /* gather passes per batch and round */
+static void batch_sweep(struct ftbw_real *r, const struct ftbw_config *c, const struct ftbw_item *it,
+			struct ftgather *g, enum ftcmoe_isa isa, struct ftbw_meas *m)
+{
+	const struct ftbw_env *env = r->env;
+	int nb = c->nbatch < FTBW_MAX_BATCHES ? c->nbatch : FTBW_MAX_BATCHES, maxb = 1, rc = 0;
+	for (int i = 0; i < nb; i++) {
+		maxb = c->batches[i] > maxb ? c->batches[i] : maxb;
+		m->bsw[i].batch = c->batches[i];
+		m->bsw[i].cpu.rc = m->bsw[i].gather.rc = FTBW_NOT_RUN;
+		m->bsw[i].cpu.gbs = new_samples(SWEEP_ROUNDS * SWEEP_CPU_STEPS);
+		m->bsw[i].gather.gbs = new_samples(SWEEP_ROUNDS * SWEEP_GATHER_PASSES);
+	}
+	m->nbatch = nb;
+	struct ftcmb *b = NULL;
+	struct ftcmb_cfg cfg = {.format = it->fmt->id, .hidden = it->model->hidden, .inter = it->model->inter,
+				.experts = it->model->experts, .topk = it->model->topk, .act = it->model->act,
+				.swiglu_limit = it->model->swiglu_limit, .batch = maxb,
+				.routing = FTCMB_ROUTE_MODEL, .threads = env->ncpus, .numa_node = env_node(env)};
+	int n = it->synth_experts;
+	int32_t *src = malloc((size_t)n * sizeof *src), *dst = malloc((size_t)n * sizeof *dst);
+	const char *what = "out of memory";
+	if (!src || !dst) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (int i = 0; i < nb; i++)
+		if (!m->bsw[i].cpu.gbs || !m->bsw[i].gather.gbs) {
+			rc = -ENOMEM;
+			goto out;
+		}
+	what = "CPU MoE setup";
+	if ((rc = ftcmb_create(&cfg, env->cpu, &b)) < 0)
+		goto out;
+	uint64_t seed = 0xB47C5EEDull ^ (uint64_t)it->fmt->id;
+	size_t eb = ftcmb_expert_bytes(b);
+	for (int k = 0; k < SWEEP_ROUNDS; k++)
+		for (int i = 0; i < nb; i++) {
+			struct ftbw_batch *bb = &m->bsw[i];
+			double secs[SWEEP_CPU_STEPS], bytes[SWEEP_CPU_STEPS], gs[SWEEP_GATHER_PASSES], sum = 0;
+			what = "CPU MoE steps";
+			if ((rc = ftcmb_set_batch(b, bb->batch)) < 0 ||
+			    (rc = ftcmb_time(b, isa, k == 0 ? 2 : 1, SWEEP_CPU_STEPS, secs, bytes, NULL)) < 0)
+				goto out;
+			for (int s = 0; s < SWEEP_CPU_STEPS; s++) {
+				bb->cpu.gbs[bb->cpu.n++] = secs[s] > 0 ? bytes[s] / secs[s] / 1e9 : 0.0;
+				sum += bytes[s];
+			}
+			bb->experts = (bb->experts * k + sum / SWEEP_CPU_STEPS / (double)eb) / (k + 1);
+			/* the gather of as many experts (random rows and slots) */
+			int ne = (int)lround(sum / SWEEP_CPU_STEPS / (double)eb);
+			ne = ne < 1 ? 1 : ne > n ? n : ne;
+			for (int x = 0; x < n; x++)
+				src[x] = x, dst[x] = x;
+			for (int x = 0; x < ne; x++) { /* partial Fisher-Yates: ne distinct rows and slots */
+				int j = x + (int)(rng_next(&seed) % (uint64_t)(n - x)), t = src[x];
+				src[x] = src[j];
+				src[j] = t;
+				j = x + (int)(rng_next(&seed) % (uint64_t)(n - x));
+				t = dst[x];
+				dst[x] = dst[j];
+				dst[j] = t;
+			}
+			what = "gather";
+			if ((rc = ftgather_set_plan(g, 0, src, dst, ne)) < 0 ||
+			    (rc = ftgather_time(g, FTGATHER_AUTO, 1, SWEEP_GATHER_PASSES, gs)) < 0)
+				goto out;
+			for (int s = 0; s < SWEEP_GATHER_PASSES; s++)
+				bb->gather.gbs[bb->gather.n++] = gs[s] > 0 ? (double)ne * (double)ftgather_expert_bytes(g) / gs[s] / 1e9 : 0.0;
+		}
+	for (int i = 0; i < nb; i++)
+		m->bsw[i].cpu.rc = m->bsw[i].gather.rc = 0;
+out:
+	if (rc < 0)
+		for (int i = 0; i < nb; i++) {
+			m->bsw[i].cpu.rc = m->bsw[i].gather.rc = rc;
+			snprintf(m->bsw[i].cpu.err, sizeof m->bsw[i].cpu.err, "batch sweep: %s: %s", what, errstr(rc));
+			snprintf(m->bsw[i].gather.err, sizeof m->bsw[i].gather.err, "batch sweep: %s: %s", what, errstr(rc));
+		}
+	ftcmb_free(b);
+	free(src);
+	free(dst);
+}
+
 static int op_measure(void *ctx, const struct ftbw_env *env, const struct ftbw_config *c,
 		      const struct ftbw_item *it, struct ftbw_meas *m, char *err, size_t errlen)
 {
@@ -509,6 +601,11 @@ static int op_measure(void *ctx, const struct ftbw_env *env, const struct ftbw_c
 			snprintf(err, errlen, "%s: overlap: %s", it->label, m->ov_gather.err);
 			goto out;
 		}
+	}
+	if (g && b && c->nbatch > 0) {
+		ftcmb_free(b); /* its banks and pool make way for the sweep's */
+		b = NULL;
+		batch_sweep(r, c, it, g, used, m);
 	}
 	rc = 0;
 out:

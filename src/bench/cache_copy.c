@@ -23,7 +23,7 @@ void ftcc_defaults(struct ftcc_opts *o)
 		o->miss[o->nmiss++] = mr[i];
 	}
 	o->repeat = FTCC_DEFAULT_REPEAT;
-	o->copy = FTCC_COPY_FUSED;
+	o->copy = FTCC_COPY_PROXY;
 }
 
 #ifdef FT_HAVE_CUDA

@@ -10,8 +10,8 @@
  * Per configuration: active = min(E, bs * topk), misses = round(active * miss_rate) (half to
  * even), the first active - misses experts made resident first (untimed), then timed:
  * ensure_experts + copy_missing between CUDA events, `repeat` times from the same state.
- * The copy in that figure is the fused gather (default, §4) or the copy-engine proxy
- * (--copy proxy); every other path is timed on the same plan as a column. */
+ * The copy in that figure is the copy-engine proxy (default, as ftgather's) or the fused SM
+ * gather (--copy fused, §4's kernel); every other path is timed on the same plan as a column. */
 #ifndef FT_BENCH_CACHE_COPY_H
 #define FT_BENCH_CACHE_COPY_H
 #include <jansson.h>

@@ -27,6 +27,8 @@ struct ftcmb {
 	float *xin, *out, *out2, *w;
 	int32_t *ids;
 	uint64_t seed;
+	uint64_t rng;           /* FTCMB_ROUTE_MODEL's draws */
+	int batch;              /* tokens per step (<= cfg.batch) */
 };
 
 static uint64_t mix(uint64_t *s)
@@ -110,7 +112,8 @@ static void fill_work(void *arg, int tid, int n)
 int ftcmb_create(const struct ftcmb_cfg *cfg, const struct ftcpu_info *ci, struct ftcmb **out)
 {
 	if (!cfg || !ci || !out || cfg->batch < 1 || cfg->batch > FTCMOE_MAX_BATCH || cfg->topk < 1 ||
-	    cfg->topk > FTCMOE_MAX_TOPK || cfg->experts < 1)
+	    cfg->topk > FTCMOE_MAX_TOPK || cfg->experts < 1 || cfg->experts < cfg->topk ||
+	    (cfg->routing != FTCMB_ROUTE_DISTINCT && cfg->routing != FTCMB_ROUTE_MODEL))
 		return -EINVAL;
 	const struct ftformat *f = ftfmt_get(cfg->format);
 	if (!f || !f->cpu_path)
@@ -122,6 +125,8 @@ int ftcmb_create(const struct ftcmb_cfg *cfg, const struct ftcpu_info *ci, struc
 	b->cfg = *cfg;
 	b->cpu_isa = ci->isa;
 	b->seed = cfg->seed ? cfg->seed : 0x5eed;
+	b->rng = b->seed ^ 0x726f757465ull;
+	b->batch = cfg->batch;
 	b->nbanks = ftfmt_banks(f, cfg->hidden, cfg->inter, b->sh);
 	if (b->nbanks < 0) {
 		r = b->nbanks;
@@ -132,13 +137,13 @@ int ftcmb_create(const struct ftcmb_cfg *cfg, const struct ftcpu_info *ci, struc
 	if (!cfg->working_set_min && ws < GIB)
 		ws = GIB;
 	long es = (long)((ws + b->eb - 1) / b->eb);
-	long need = (long)cfg->topk * cfg->batch;
+	long need = cfg->routing == FTCMB_ROUTE_MODEL ? cfg->experts : (long)cfg->topk * cfg->batch;
 	if (es < need)
 		es = need;
 	/* more synthetic experts than the model has where its E does not cover 4x LLC: the
 	 * bandwidth depends on the expert's shape, not on how many the model has */
 	size_t avail = ftcpu_mem_available();
-	while (avail && es > cfg->topk && (size_t)es * b->eb > avail / 4)
+	while (avail && es > need && (size_t)es * b->eb > avail / 4)
 		es--;
 	b->es = (int)es;
 	r = cfg->cpus ? ftpool_create_on(cfg->cpus, cfg->ncpus, &b->pool)
@@ -268,14 +273,23 @@ int ftcmb_isa_list(const char *spec, enum ftfmt_id f, unsigned cpu_isa, enum ftc
 	return n;
 }
 
-/* Routes of the next step; returns the distinct experts it reads. */
+/* Routes of the next step (b->batch tokens, cfg.routing); returns the distinct experts it reads. */
 static int next_routes(struct ftcmb *b)
 {
-	int B = b->cfg.batch, K = b->cfg.topk, uniq = 0;
+	int B = b->batch, K = b->cfg.topk, E = b->cfg.experts, uniq = 0;
 	for (int t = 0; t < B; t++)
 		for (int k = 0; k < K; k++) {
-			int e = b->perm[(b->pos + (long)t * K + k) % b->es];
-			b->ids[t * K + k] = e;
+			long at = (long)t * K + k;
+			if (b->cfg.routing == FTCMB_ROUTE_MODEL) { /* k-th distinct pick of E for token t */
+				int dup;
+				do {
+					at = (long)(mix(&b->rng) % (uint64_t)E);
+					dup = 0;
+					for (int j = 0; j < k && !dup; j++)
+						dup = b->ids[t * K + j] == b->perm[(b->pos + at) % b->es];
+				} while (dup);
+			}
+			b->ids[t * K + k] = b->perm[(b->pos + at) % b->es];
 			b->w[t * K + k] = 1.0f / (float)(k + 1);
 		}
 	for (int i = 0; i < B * K; i++) {
@@ -284,8 +298,16 @@ static int next_routes(struct ftcmb *b)
 			seen = b->ids[j] == b->ids[i];
 		uniq += !seen;
 	}
-	b->pos = (b->pos + (long)B * K) % b->es;
+	b->pos = (b->pos + (b->cfg.routing == FTCMB_ROUTE_MODEL ? (long)E : (long)B * K)) % b->es;
 	return uniq;
+}
+
+int ftcmb_set_batch(struct ftcmb *b, int batch)
+{
+	if (!b || batch < 1 || batch > b->cfg.batch)
+		return -EINVAL;
+	b->batch = batch;
+	return 0;
 }
 
 static int set_isa(struct ftcmb *b, enum ftcmoe_isa isa, enum ftcmoe_isa *used)
@@ -306,7 +328,7 @@ int ftcmb_time(struct ftcmb *b, enum ftcmoe_isa isa, int warmup, int iters, doub
 	int r = set_isa(b, isa, used);
 	if (r < 0)
 		return r;
-	int B = b->cfg.batch, K = b->cfg.topk;
+	int B = b->batch, K = b->cfg.topk;
 	for (int i = 0; i < warmup + iters; i++) {
 		int uniq = next_routes(b);
 		double t0 = ft_now_s();
@@ -334,7 +356,7 @@ int ftcmb_run_until(struct ftcmb *b, enum ftcmoe_isa isa, const atomic_int *stop
 	double t0 = ft_now_s(), t = t0, sum = 0;
 	while (!(stop && atomic_load(stop)) && !(max_s > 0 && t - t0 >= max_s)) {
 		int uniq = next_routes(b);
-		r = ftcmoe_forward(b->x, 0, b->cfg.batch, b->cfg.topk, b->xin, b->ids, b->w, b->out);
+		r = ftcmoe_forward(b->x, 0, b->batch, b->cfg.topk, b->xin, b->ids, b->w, b->out);
 		if (r < 0)
 			return r;
 		sum += (double)uniq * (double)b->eb;
@@ -350,7 +372,7 @@ int ftcmb_verify(struct ftcmb *b, enum ftcmoe_isa isa, double *rel)
 	if (!b || !rel)
 		return -EINVAL;
 	enum ftcmoe_isa keep = ftcmoe_isa(b->x);
-	int B = b->cfg.batch, K = b->cfg.topk;
+	int B = b->batch, K = b->cfg.topk;
 	next_routes(b);
 	int r = ftcmoe_set_isa(b->x, FTCMOE_ISA_SCALAR);
 	if (!r)

@@ -7,10 +7,13 @@
  * when memory is short (a quarter of MemAvailable), so the expert ids of consecutive steps
  * rotate over a working set that the last-level cache cannot hold.
  *
- * Steps: batch B tokens, each routed to topk distinct experts; step s uses the experts
- * following those of step s-1 in a fixed random permutation, so no expert repeats before the
- * whole working set has been read. Bytes of a step = distinct experts * expert_bytes
- * (B = 1: topk * expert_bytes). */
+ * Steps: batch B tokens, each routed to topk distinct experts. Routing FTCMB_ROUTE_DISTINCT
+ * (the default): every route of a step takes the next expert of a fixed random permutation, so
+ * no expert repeats before the whole working set has been read and no two tokens share one.
+ * FTCMB_ROUTE_MODEL: a step is a layer of the model's E experts (the next E of the permutation)
+ * and each token picks its topk of them uniformly at random, so tokens share experts as a real
+ * batch does (B = 32, E = 128, top-8: ~112 distinct experts, 2.3 tokens each). Bytes of a step
+ * = distinct experts * expert_bytes (B = 1: topk * expert_bytes, either routing). */
 #ifndef FT_BENCH_CPU_MOE_H
 #define FT_BENCH_CPU_MOE_H
 #include <stdatomic.h>
@@ -22,13 +25,16 @@
 #include "moe/cpu/pool.h"
 #include "moe/formats.h"
 
+enum ftcmb_routing { FTCMB_ROUTE_DISTINCT = 0, FTCMB_ROUTE_MODEL = 1 };
+
 struct ftcmb_cfg {
 	enum ftfmt_id format;
 	long hidden, inter;
 	int experts, topk;          /* model's E and top-k */
 	enum ftact act;
 	float swiglu_limit;
-	int batch;                  /* 1..FTCMOE_MAX_BATCH */
+	int batch;                  /* 1..FTCMOE_MAX_BATCH: the largest; ftcmb_set_batch picks less */
+	int routing;                /* enum ftcmb_routing */
 	int threads;                /* 0: every physical core */
 	int numa_node;              /* -1: none (e.g. the GPU's node otherwise) */
 	const int *cpus;            /* NULL, or the core set to run on (ncpus CPU ids, one per
@@ -48,6 +54,8 @@ int ftcmb_create(const struct ftcmb_cfg *cfg, const struct ftcpu_info *ci, struc
 void ftcmb_free(struct ftcmb *b); /* accepts NULL */
 
 int ftcmb_synth_experts(const struct ftcmb *b);
+/* Tokens of the following steps: 1..cfg.batch. -EINVAL otherwise. */
+int ftcmb_set_batch(struct ftcmb *b, int batch);
 size_t ftcmb_expert_bytes(const struct ftcmb *b);
 size_t ftcmb_working_set_bytes(const struct ftcmb *b);
 int ftcmb_threads(const struct ftcmb *b);

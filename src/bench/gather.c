@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -42,6 +43,7 @@ struct ftgather {
 	pthread_t th;
 	int running, device;
 	volatile int stop;
+	int ov_spin_us; /* the proxy's spin_us before the overlap (restored after it) */
 	uint64_t ov_bytes;
 	double ov_secs;
 	int ov_err;
@@ -105,6 +107,15 @@ static int fill_banks(struct ftgather *g)
 		if (started & (1 << t))
 			pthread_join(th[t], NULL);
 	return r;
+}
+
+/* 1 when this process may run on more than one CPU: the proxy thread may then poll between
+ * plans without taking a CPU from the thread that drives the GPU. */
+static int core_free(void)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	return sched_getaffinity(0, sizeof set, &set) < 0 || CPU_COUNT(&set) > 1;
 }
 
 int ftgather_create(struct ftgather **out, const struct ftgather_geom *geom, const struct ftreport *rep)
@@ -192,7 +203,11 @@ int ftgather_create(struct ftgather **out, const struct ftgather_geom *geom, con
 	}
 	if (note[0])
 		ftreport_note(rep, note);
-	g->def = ftcm_is_fused(g->cm) ? FTGATHER_FUSED : FTGATHER_PER_BANK;
+	/* the copy engines through the proxy; the per-bank SM kernels when FREETOKEN_FUSED_COPY
+	 * asks for them */
+	ftgather_set_default_path(g, FTGATHER_AUTO);
+	if (!core_free())
+		g->popts.spin_us = 0;
 	*out = g;
 	return 0;
 fail:
@@ -242,6 +257,18 @@ enum ftgather_path ftgather_default_path(const struct ftgather *g)
 	return g->def;
 }
 
+int ftgather_set_default_path(struct ftgather *g, enum ftgather_path p)
+{
+	if (p == FTGATHER_AUTO)
+		p = ftcm_env_fused() ? FTGATHER_PROXY : FTGATHER_PER_BANK;
+	if (p == FTGATHER_FUSED && !ftcm_is_fused(g->cm))
+		p = FTGATHER_PER_BANK;
+	if (p != FTGATHER_FUSED && p != FTGATHER_PER_BANK && p != FTGATHER_PROXY)
+		return -EINVAL;
+	g->def = p;
+	return 0;
+}
+
 int ftgather_set_variant(struct ftgather *g, int variant, int blocks)
 {
 	if (variant < 0 || variant >= FTCM_VAR_COUNT || blocks < 0)
@@ -256,6 +283,8 @@ int ftgather_set_proxy_opts(struct ftgather *g, const struct ftcm_proxy_opts *o)
 	struct ftcm_proxy_opts d;
 	if (!o) {
 		ftcm_proxy_default_opts(&d);
+		if (!core_free())
+			d.spin_us = 0;
 		o = &d;
 	}
 	if (!ftcm_proxy_opts_ok(o))
@@ -387,16 +416,36 @@ static void *overlap_main(void *arg)
 	return NULL;
 }
 
+/* The proxy thread's poll after a plan (ftcm_proxy_opts.spin_us), now and for later runs. */
+static int set_spin(struct ftgather *g, int spin_us)
+{
+	struct ftcm_proxy_opts o = g->popts;
+	o.spin_us = spin_us;
+	cudaError_t e;
+	if (g->proxy && (e = ftcm_proxy_set_opts(g->proxy, &o)))
+		return ftcuda_errno(e);
+	g->popts = o;
+	return 0;
+}
+
 int ftgather_overlap_start(struct ftgather *g)
 {
 	if (g->running)
 		return -EBUSY;
+	/* CPU work runs on every core meanwhile: the proxy thread only sleeps between plans (a
+	 * polling thread would time-slice a pinned worker and stall its steps) */
+	g->ov_spin_us = g->popts.spin_us;
+	int r = set_spin(g, 0);
+	if (r)
+		return r;
 	g->stop = 0;
 	g->ov_err = 0;
 	g->ov_bytes = 0;
 	g->ov_secs = 0;
-	if (pthread_create(&g->th, NULL, overlap_main, g))
+	if (pthread_create(&g->th, NULL, overlap_main, g)) {
+		set_spin(g, g->ov_spin_us);
 		return -EAGAIN;
+	}
 	g->running = 1;
 	return 0;
 }
@@ -410,7 +459,8 @@ int ftgather_overlap_stop(struct ftgather *g, uint64_t *bytes, double *secs)
 	g->running = 0;
 	*bytes = g->ov_bytes;
 	*secs = g->ov_secs;
-	return g->ov_err;
+	int r = set_spin(g, g->ov_spin_us);
+	return g->ov_err ? g->ov_err : r;
 }
 
 int ftgather_poison(struct ftgather *g)
@@ -480,6 +530,7 @@ int ftgather_create(struct ftgather **out, const struct ftgather_geom *geom, con
 void ftgather_free(struct ftgather *g) {}
 size_t ftgather_expert_bytes(const struct ftgather *g) { return 0; }
 enum ftgather_path ftgather_default_path(const struct ftgather *g) { return FTGATHER_FUSED; }
+int ftgather_set_default_path(struct ftgather *g, enum ftgather_path p) { return -ENODEV; }
 int ftgather_set_variant(struct ftgather *g, int variant, int blocks) { return -ENODEV; }
 int ftgather_set_proxy_opts(struct ftgather *g, const struct ftcm_proxy_opts *o) { return -ENODEV; }
 int ftgather_set_plan(struct ftgather *g, int layer, const int32_t *src, const int32_t *dst, int n) { return -ENODEV; }

@@ -6,9 +6,11 @@
  *    layer, banks 256-byte aligned inside it), filled with a pattern that depends on (layer,
  *    bank, expert, byte) and is never zero;
  *  - per bank one device slot pool [C, row] (cudaMalloc);
- *  - the copy_missing context (kernels/copy_missing.h): fused multi-bank kernel by default,
- *    the per-bank path when FREETOKEN_FUSED_COPY=0|false|no|off or when a row, host base or
- *    pool base is not 16-byte aligned (a note goes through the reporter in that case);
+ *  - the copy_missing context (kernels/copy_missing.h); the default path is the copy-engine
+ *    proxy (its thread polls between plans only when the process may use more than one CPU,
+ *    and never during the overlap; it sleeps on a doorbell otherwise), the per-bank SM kernels
+ *    when FREETOKEN_FUSED_COPY=0|false|no|off; the fused SM kernel falls back to per-bank when
+ *    a row, host base or pool base is not 16-byte aligned (a note goes through the reporter);
  *  - a device plan (src expert rows -> dst slots) of up to `max_plan` entries, its own stream
  *    and events.
  * Not thread-safe: one thread drives an object, except that the overlap loop runs on a thread
@@ -28,7 +30,7 @@
 
 struct ftgather;
 
-/* How copies are made; FTGATHER_AUTO follows FREETOKEN_FUSED_COPY and alignment. */
+/* How copies are made; FTGATHER_AUTO is the proxy, or per-bank under FREETOKEN_FUSED_COPY=0. */
 enum ftgather_path {
 	FTGATHER_AUTO = -1,
 	FTGATHER_FUSED = 0,    /* one kernel for all banks, 16-byte loads from mapped pinned memory */
@@ -55,8 +57,11 @@ int ftgather_create(struct ftgather **out, const struct ftgather_geom *geom, con
 void ftgather_free(struct ftgather *g); /* accepts NULL */
 
 size_t ftgather_expert_bytes(const struct ftgather *g);
-/* The path FTGATHER_AUTO resolves to (FTGATHER_FUSED or FTGATHER_PER_BANK). */
+/* The path FTGATHER_AUTO resolves to (FTGATHER_PROXY, or FTGATHER_PER_BANK). */
 enum ftgather_path ftgather_default_path(const struct ftgather *g);
+/* Make p what FTGATHER_AUTO (and the overlap loop) uses: FTGATHER_AUTO restores the default
+ * above, FTGATHER_FUSED is per-bank where the fused kernel cannot run. -EINVAL for another. */
+int ftgather_set_default_path(struct ftgather *g, enum ftgather_path p);
 const char *ftgather_path_name(enum ftgather_path p); /* "fused", "per_bank", "memcpy", "memcpy_batch", "proxy" */
 
 /* Set the plan: n entries, src[i] an expert row of `layer` in [0, E), dst[i] a slot in [0, C).
@@ -70,7 +75,8 @@ int ftgather_run(struct ftgather *g, enum ftgather_path path);
  * (caller's array of iters entries). GB/s = n * expert_bytes / secs[i]. */
 int ftgather_time(struct ftgather *g, enum ftgather_path path, int warmup, int iters, double *secs);
 
-/* Overlap: a thread of its own repeats the plan (default path) until ftgather_overlap_stop,
+/* Overlap: a thread of its own repeats the plan (default path; the proxy thread, if that is the
+ * path, sleeps between plans meanwhile: opts.spin_us 0) until ftgather_overlap_stop,
  * which joins it and returns the bytes moved and the seconds elapsed between the first launch
  * and the last completed pass. */
 int ftgather_overlap_start(struct ftgather *g);

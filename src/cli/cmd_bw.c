@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "ftprofile.h"
 #include "hw/cpu.h"
+#include "moe/cpu/cpumoe.h"
 #include "util/fsutil.h"
 #include "util/strutil.h"
 #include "util/timeutil.h"
@@ -46,8 +47,14 @@ static void usage(FILE *f)
 		"  --kernel-cpu-iters N    CPU MoE timed steps after 8 warm-up steps (64)\n"
 		"  --kernel-pcie-iters N   gather timed passes (20)\n"
 		"  --overlap-seconds X     length of the overlapped run (2.0; 0 skips it)\n"
+		"  --gather proxy|sm       gather path timed: copy engines driven from the device plan\n"
+		"                          (proxy, default) or the fused SM gather (sm)\n"
+		"  --batch-sweep LIST      also per batch (e.g. 1,2,4,8,16,32; up to 8 of 1..32): the CPU MoE\n"
+		"                          with tokens routed among the model's experts and the gather of as\n"
+		"                          many experts, interleaved; gives each entry batch_sweep and\n"
+		"                          hybrid_max_batch (off by default)\n"
 		"  --max-spread X          the profile is not valid when a figure's spread (max - min) is\n"
-		"                          over X of its median (0.5; 0: spreads not checked)\n"
+		"                          over X of its median (0.75; 0: spreads not checked)\n"
 		"  --no-checks             no validity checks at all (short test runs; the profile then has\n"
 		"                          no \"valid\" field and says so in its warnings)\n"
 		"  -o, --output FILE       write the profile here instead of the per-GPU store path (--gpu all:\n"
@@ -70,8 +77,29 @@ enum {
 	OPT_DTYPE = 256, OPT_MODEL, OPT_FORMATS, OPT_ISA, OPT_THRESHOLD, OPT_GPU, OPT_CPU_THREADS,
 	OPT_CPU_ITERS, OPT_PCIE_MIB, OPT_PCIE_ITERS, OPT_KCPU_ITERS, OPT_KPCIE_ITERS, OPT_OVERLAP,
 	OPT_JSON, OPT_RESULT_FD, OPT_ENGINES, OPT_ENGINE_THREADS, OPT_DEPLOYMENT, OPT_DEVICE, OPT_NO_LEGACY,
-	OPT_MAX_SPREAD, OPT_NO_CHECKS,
+	OPT_MAX_SPREAD, OPT_NO_CHECKS, OPT_GATHER, OPT_BATCH_SWEEP,
 };
+
+/* --batch-sweep LIST: 1..FTCMOE_MAX_BATCH each, at most FTBW_MAX_BATCHES, kept ascending and
+ * without repeats. 0, or -1 after saying what is wrong. */
+static int parse_batches(const char *arg, struct ftbw_config *c)
+{
+	long v[FTBW_MAX_BATCHES + 1];
+	int n = ftstr_parse_long_list(arg, 1, FTCMOE_MAX_BATCH, v, FTBW_MAX_BATCHES + 1);
+	if (n <= 0 || n > FTBW_MAX_BATCHES) {
+		ftcli_error("--batch-sweep: expected up to %d batches of 1..%d, got '%s'", FTBW_MAX_BATCHES,
+			    FTCMOE_MAX_BATCH, arg);
+		return -1;
+	}
+	c->nbatch = 0;
+	for (long want = 1; want <= FTCMOE_MAX_BATCH; want++)
+		for (int i = 0; i < n; i++)
+			if (v[i] == want) {
+				c->batches[c->nbatch++] = (int)want;
+				break;
+			}
+	return 0;
+}
 
 static int parse_formats(const char *opt, const char *arg, enum ftfmt_id *out, int *n, bool need_workload)
 {
@@ -459,6 +487,8 @@ int cmd_bw(int argc, char **argv)
 		{"kernel-cpu-iters", required_argument, NULL, OPT_KCPU_ITERS},
 		{"kernel-pcie-iters", required_argument, NULL, OPT_KPCIE_ITERS},
 		{"overlap-seconds", required_argument, NULL, OPT_OVERLAP},
+		{"gather", required_argument, NULL, OPT_GATHER},
+		{"batch-sweep", required_argument, NULL, OPT_BATCH_SWEEP},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"result-fd", required_argument, NULL, OPT_RESULT_FD},
 		{"engines", required_argument, NULL, OPT_ENGINES},
@@ -531,6 +561,15 @@ static int bw_cmd(int argc, char **argv, const struct option *opts)
 			bad = opt_long("--kernel-pcie-iters", optarg, 1, 100000, &cfg.kernel_pcie_iters);
 			break;
 		case OPT_OVERLAP: bad = opt_double("--overlap-seconds", optarg, 0, 600, &cfg.overlap_s); break;
+		case OPT_GATHER:
+			if (!strcmp(optarg, "proxy") || !strcmp(optarg, "sm")) {
+				cfg.gather_sm = !strcmp(optarg, "sm");
+			} else {
+				ftcli_error("--gather: expected proxy or sm, got '%s'", optarg);
+				bad = 1;
+			}
+			break;
+		case OPT_BATCH_SWEEP: bad = parse_batches(optarg, &cfg); break;
 		case OPT_JSON: json = 1; break;
 		case OPT_RESULT_FD: bad = ftcli_opt_result_fd(optarg); break;
 		case OPT_ENGINES: bad = opt_long("--engines", optarg, 1, FTBW_MAX_ENGINES, &cfg.engines); break;

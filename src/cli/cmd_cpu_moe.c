@@ -18,11 +18,16 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: ftbench cpu-moe [--format F] [--model M] [--batch B] [--isa auto|all|LIST]\n"
-		   "                       [--threads N] [--iters N] [--warmup N] [--read-passes N]\n"
-		   "                       [--numa NODE] [--working-set-mib N] [--json] [--result-fd N]\n"
+	fprintf(f, "usage: ftbench cpu-moe [--format F] [--model M] [--batch LIST] [--routing model|distinct]\n"
+		   "                       [--isa auto|all|LIST] [--threads N] [--iters N] [--warmup N]\n"
+		   "                       [--read-passes N] [--numa NODE] [--working-set-mib N] [--json]\n"
+		   "                       [--result-fd N]\n"
+		   "  --batch LIST     tokens per step, one run each (e.g. 1,2,4,8,16,32; default 1)\n"
+		   "  --routing R      model (default): each token picks top-k of the model's E experts, so\n"
+		   "                   tokens share experts as a real batch does; distinct: every route its\n"
+		   "                   own expert (the same at batch 1)\n"
 		   "  formats with a CPU path: bf16, nvfp4, mxfp4_triton (mxfp4), ds_fp4, q4_0\n"
-		   "  ISA tiers: scalar, avx2, avx512, avx512vnni, avx512bf16 (FREETOKEN_CPU_MOE_ISA\n"
+		   "  ISA tiers: scalar, avx2, avx512, avx512vnni, avx512bf16, amx (FREETOKEN_CPU_MOE_ISA\n"
 		   "  forces the tier 'auto' picks)\n");
 }
 
@@ -34,21 +39,31 @@ int cmd_cpu_moe(int argc, char **argv)
 	static const struct option opts[] = {
 		{"format", required_argument, NULL, 'f'}, {"model", required_argument, NULL, 'm'},
 		{"batch", required_argument, NULL, 'b'},  {"isa", required_argument, NULL, 'i'},
+		{"routing", required_argument, NULL, 'o'},
 		{"threads", required_argument, NULL, 't'}, {"iters", required_argument, NULL, 'n'},
 		{"warmup", required_argument, NULL, 'w'}, {"read-passes", required_argument, NULL, 'r'},
 		{"numa", required_argument, NULL, 'N'},   {"working-set-mib", required_argument, NULL, 'W'},
 		{"json", no_argument, NULL, 'j'},         {"result-fd", required_argument, NULL, 'R'},
 		{"help", no_argument, NULL, 'h'},         {0}};
 	const char *fmt_name = NULL, *model_name = NULL, *isa_spec = "auto";
-	long batch = 1, threads = 0, iters = 64, warmup = 8, passes = 8, numa = -1, ws_mib = 0;
-	int json = 0, c;
-	while ((c = getopt_long(argc, argv, "f:m:b:i:t:n:w:r:N:W:jR:h", opts, NULL)) != -1) {
+	long batches[FTCMOE_MAX_BATCH] = {1}, threads = 0, iters = 64, warmup = 8, passes = 8, numa = -1, ws_mib = 0;
+	int json = 0, c, nbatch = 1, routing = FTCMB_ROUTE_MODEL;
+	while ((c = getopt_long(argc, argv, "f:m:b:o:i:t:n:w:r:N:W:jR:h", opts, NULL)) != -1) {
 		int bad = 0;
 		switch (c) {
 		case 'f': fmt_name = optarg; break;
 		case 'm': model_name = optarg; break;
 		case 'i': isa_spec = optarg; break;
-		case 'b': bad = ftstr_parse_long(optarg, 1, FTCMOE_MAX_BATCH, &batch); break;
+		case 'b':
+			nbatch = ftstr_parse_long_list(optarg, 1, FTCMOE_MAX_BATCH, batches, FTCMOE_MAX_BATCH);
+			bad = nbatch <= 0;
+			break;
+		case 'o':
+			if (!strcmp(optarg, "model") || !strcmp(optarg, "distinct"))
+				routing = !strcmp(optarg, "model") ? FTCMB_ROUTE_MODEL : FTCMB_ROUTE_DISTINCT;
+			else
+				bad = 1;
+			break;
 		case 't': bad = ftstr_parse_long(optarg, 0, 4096, &threads); break;
 		case 'n': bad = ftstr_parse_long(optarg, 1, 100000, &iters); break;
 		case 'w': bad = ftstr_parse_long(optarg, 0, 100000, &warmup); break;
@@ -112,9 +127,12 @@ int cmd_cpu_moe(int argc, char **argv)
 		ftcpu_release(&ci);
 		return FTCLI_EXIT_USAGE;
 	}
+	long batch = 1;
+	for (int i = 0; i < nbatch; i++)
+		batch = batches[i] > batch ? batches[i] : batch;
 	struct ftcmb_cfg cfg = {.format = f->id, .hidden = model->hidden, .inter = model->inter,
 				.experts = model->experts, .topk = model->topk, .act = model->act,
-				.swiglu_limit = model->swiglu_limit, .batch = (int)batch,
+				.swiglu_limit = model->swiglu_limit, .batch = (int)batch, .routing = routing,
 				.threads = (int)threads, .numa_node = (int)numa,
 				.working_set_min = (size_t)ws_mib << 20};
 	struct ftcmb *b = NULL;
@@ -126,7 +144,7 @@ int cmd_cpu_moe(int argc, char **argv)
 		ftcli_error("out of memory");
 		goto out;
 	}
-	int total = ntiers + (passes ? 2 : 1), done = 0;
+	int total = ntiers * nbatch + (passes ? 2 : 1), done = 0;
 	ftcli_progress(done, total, "banks");
 	r = ftcmb_create(&cfg, &ci, &b);
 	if (r < 0) {
@@ -149,7 +167,7 @@ int cmd_cpu_moe(int argc, char **argv)
 			goto out;
 		}
 	}
-	double *all_rd = calloc((size_t)rounds * (size_t)ntiers + 1, sizeof(double));
+	double *all_rd = calloc((size_t)rounds * (size_t)ntiers * (size_t)nbatch + 1, sizeof(double));
 	double *s2 = realloc(steps, sizeof(double) * (size_t)iters), *b2 = realloc(bytes, sizeof(double) * (size_t)iters);
 	double *g2 = realloc(gbs, sizeof(double) * (size_t)iters);
 	if (s2) steps = s2;
@@ -163,10 +181,25 @@ int cmd_cpu_moe(int argc, char **argv)
 	}
 	int nrd = 0;
 	size_t eb = ftcmb_expert_bytes(b);
+	json_t *sweep = json_array();
+	if (!sweep) {
+		free(all_rd);
+		ftcread_close(rd_sess);
+		ftcli_error("out of memory");
+		goto out;
+	}
+	for (int bi = 0; bi < nbatch; bi++) {
+	batch = batches[bi];
+	ftcmb_set_batch(b, (int)batch);
+	int nrd0 = nrd;
+	if (bi) {
+		json_decref(results);
+		results = json_array();
+	}
 	if (!json) {
-		printf("cpu-moe %s  %s shapes H=%ld I=%ld top-%d  batch %ld  %d threads  act %s\n", f->name,
-		       model->name, model->hidden, model->inter, model->topk, batch, ftcmb_threads(b),
-		       ftact_name(model->act));
+		printf("%scpu-moe %s  %s shapes H=%ld I=%ld top-%d  batch %ld (%s routing)  %d threads  act %s\n",
+		       bi ? "\n" : "", f->name, model->name, model->hidden, model->inter, model->topk, batch,
+		       routing == FTCMB_ROUTE_MODEL ? "model" : "distinct", ftcmb_threads(b), ftact_name(model->act));
 		printf("expert %.2f MiB, %d synthetic experts rotating over %.2f GiB (LLC %.1f MiB)\n", eb / 1048576.0,
 		       ftcmb_synth_experts(b), ftcmb_working_set_bytes(b) / 1073741824.0, ci.llc_bytes / 1048576.0);
 		printf("per tier: %ld warm-up + %ld timed steps in %d rounds", warmup, iters, rounds);
@@ -201,6 +234,7 @@ int cmd_cpu_moe(int argc, char **argv)
 		if (r < 0) {
 			free(all_rd);
 			ftcread_close(rd_sess);
+			json_decref(sweep);
 			ftcli_error("tier %s failed: %s", ftcmoe_isa_name(tiers[i]), strerror(-r));
 			goto out;
 		}
@@ -214,9 +248,13 @@ int cmd_cpu_moe(int argc, char **argv)
 		}
 		const char *kn = ftcmoe_kernel_name(used, f->id, ci.isa);
 		double frac = passes && tr.median > 0 ? s.median / tr.median : 0;
-		json_t *e = json_pack("{s:s,s:s,s:f,s:o,s:f,s:f}", "isa", ftcmoe_isa_name(used), "kernel", kn,
+		double sum_bytes = 0;
+		for (long k = 0; k < iters; k++)
+			sum_bytes += bytes[k];
+		json_t *e = json_pack("{s:s,s:s,s:f,s:o,s:f,s:f,s:f}", "isa", ftcmoe_isa_name(used), "kernel", kn,
 				      "gbs", s.median, "gbs_spread", ftstat_json(&s), "step_ms_median",
-				      st.median * 1e3, "verify_rel_err_vs_scalar", rel);
+				      st.median * 1e3, "verify_rel_err_vs_scalar", rel, "experts_per_step",
+				      eb ? sum_bytes / (double)iters / (double)eb : 0.0);
 		if (passes) {
 			json_object_set_new(e, "read_ceiling_gbs", json_real(tr.median));
 			json_object_set_new(e, "read_ceiling_gbs_spread", ftstat_json(&tr));
@@ -247,12 +285,10 @@ int cmd_cpu_moe(int argc, char **argv)
 		}
 		ftcli_progress(++done, total, label);
 	}
-	ftcread_close(rd_sess);
-	struct ftstat rs = ftstat_of(all_rd, nrd);
-	free(all_rd);
+	struct ftstat rs = ftstat_of(all_rd + nrd0, nrd - nrd0);
 	if (passes && !json) {
-		printf("%-12s %-15s %8.1f %8.1f %8.1f   (all %d read passes of this run; calibration", "read", rres.loop,
-		       rs.median, rs.min, rs.max, nrd);
+		printf("%-12s %-15s %8.1f %8.1f %8.1f   (all %d read passes of this batch; calibration", "read", rres.loop,
+		       rs.median, rs.min, rs.max, nrd - nrd0);
 		for (int v = 0; v < FTCREAD_VARIANTS; v++)
 			printf("%c%.1f", v ? '/' : ' ', rres.calib_gbs[v]);
 		printf(")\n");
@@ -262,11 +298,12 @@ int cmd_cpu_moe(int argc, char **argv)
 		json_array_append_new(calib, json_real(rres.calib_gbs[v]));
 	json_t *cpu = ftcpu_json(&ci);
 	json_object_set_new(cpu, "threads_used", json_integer(ftcmb_threads(b)));
-	json_t *res = json_pack("{s:s,s:s,s:{s:I,s:I,s:i,s:i,s:s,s:f},s:i,s:I,s:i,s:I,s:o,s:i,s:i,s:o,s:s}",
+	json_t *res = json_pack("{s:s,s:s,s:{s:I,s:I,s:i,s:i,s:s,s:f},s:i,s:s,s:I,s:i,s:I,s:o,s:i,s:i,s:o,s:s}",
 				"format", f->name, "model", model->name, "geometry", "hidden",
 				(json_int_t)model->hidden, "inter", (json_int_t)model->inter, "experts",
 				model->experts, "top_k", model->topk, "act", ftact_name(model->act),
-				"swiglu_limit", (double)model->swiglu_limit, "batch", (int)batch, "expert_bytes",
+				"swiglu_limit", (double)model->swiglu_limit, "batch", (int)batch, "routing",
+				routing == FTCMB_ROUTE_MODEL ? "model" : "distinct", "expert_bytes",
 				(json_int_t)eb, "synth_experts", ftcmb_synth_experts(b), "working_set_bytes",
 				(json_int_t)ftcmb_working_set_bytes(b), "cpu", cpu, "warmup", (int)warmup,
 				"iters", (int)iters, "results", results, "best_isa", ftcmoe_isa_name(best_isa));
@@ -281,12 +318,43 @@ int cmd_cpu_moe(int argc, char **argv)
 		json_object_set_new(res, "ceiling", json_null());
 		json_decref(calib);
 	}
+	if (!json)
+		printf("best: %s (%.1f GB/s)\n", ftcmoe_isa_name(best_isa), best);
+	json_array_append_new(sweep, res);
+	}
+	ftcread_close(rd_sess);
+	free(all_rd);
+	json_t *res;
+	if (nbatch == 1) {
+		res = json_incref(json_array_get(sweep, 0));
+		json_decref(sweep);
+	} else {
+		res = json_pack("{s:s,s:s,s:o}", "format", f->name, "model", model->name, "batches", sweep);
+		if (!json) {
+			printf("\nbatch sweep (%s routing, best tier each): batch, experts/step, GB/s of weights, %% of "
+			       "its read ceiling, step ms, tokens/s\n", routing == FTCMB_ROUTE_MODEL ? "model" : "distinct");
+			for (int bi = 0; bi < nbatch; bi++) {
+				json_t *one = json_array_get(sweep, (size_t)bi), *rr = json_object_get(one, "results");
+				json_t *bestr = NULL;
+				for (size_t k = 0; k < json_array_size(rr); k++) {
+					json_t *x = json_array_get(rr, k);
+					if (!bestr || json_number_value(json_object_get(x, "gbs")) >
+							      json_number_value(json_object_get(bestr, "gbs")))
+						bestr = x;
+				}
+				double ms = json_number_value(json_object_get(bestr, "step_ms_median"));
+				printf("  %5ld %8.1f %8.1f %8.1f %9.3f %10.0f\n", batches[bi],
+				       json_number_value(json_object_get(bestr, "experts_per_step")),
+				       json_number_value(json_object_get(bestr, "gbs")),
+				       100 * json_number_value(json_object_get(bestr, "fraction_of_read_ceiling")), ms,
+				       ms > 0 ? batches[bi] / (ms * 1e-3) : 0.0);
+			}
+		}
+	}
 	ftcli_progress(total, total, "done");
 	ftcli_result(res);
 	if (json)
 		ftcli_print_json(res);
-	else
-		printf("best: %s (%.1f GB/s)\n", ftcmoe_isa_name(best_isa), best);
 	json_decref(res);
 	rc = 0;
 out:

@@ -1,4 +1,4 @@
-/* ftbench profile path|show|recommend FORMAT|fetch-fraction FORMAT [--gpu G] [--json]
+/* ftbench profile path|show|recommend FORMAT|fetch-fraction FORMAT|max-batch FORMAT [--gpu G] [--json]
  *
  * Reads the bandwidth profile that applies to a GPU through libftprofile, exactly as an engine
  * would (search order, GPU check, aliases, rules of reference §5). --gpu takes an index, a uuid or
@@ -18,11 +18,13 @@
 #include "moe/formats.h"
 
 static const char usage[] =
-	"usage: ftbench profile path|show|recommend FORMAT|fetch-fraction FORMAT [--gpu G] [--json]\n"
+	"usage: ftbench profile path|show|recommend FORMAT|fetch-fraction FORMAT|max-batch FORMAT\n"
+	"                       [--gpu G] [--json]\n"
 	"  path            the profile file that applies (or where `ftbench bw` would write it)\n"
 	"  show            what the profile says (--json: the whole file)\n"
 	"  recommend F     offload | hybrid | none for format F (the reader's alias: mxfp4)\n"
 	"  fetch-fraction F  share of a hybrid step's missing experts fetched over PCIe\n"
+	"  max-batch F     the largest batch at which hybrid still wins for F (bw --batch-sweep)\n"
 	"  --gpu G         GPU index, uuid or unique uuid prefix (default: the first GPU; none: host.json)\n"
 	"  --json          machine-readable output\n"
 	"  --deployment isolated|concurrent|profile\n"
@@ -201,7 +203,7 @@ int cmd_profile(int argc, char **argv)
 		return FTCLI_EXIT_USAGE;
 	}
 	action = argv[optind++];
-	if (!strcmp(action, "recommend") || !strcmp(action, "fetch-fraction")) {
+	if (!strcmp(action, "recommend") || !strcmp(action, "fetch-fraction") || !strcmp(action, "max-batch")) {
 		if (optind >= argc) {
 			ftcli_error("%s needs a FORMAT (one of %s)", action, ftfmt_all_names());
 			return FTCLI_EXIT_USAGE;
@@ -309,6 +311,21 @@ int cmd_profile(int argc, char **argv)
 			ftcli_note("%s: no %s data for %s (engines keep offload)%s", ftprof_source(p),
 				   ftprof_deployment_name(used), format, alias_hint(p, format, 1));
 		rc = rec == FTPROF_REC_NONE ? FTCLI_EXIT_FAIL : 0;
+	} else if (!strcmp(action, "max-batch")) {
+		int mb = 0;
+		r = ftprof_hybrid_max_batch(p, format, &mb);
+		if (json) {
+			json_t *o = json_pack("{s:s,s:o,s:s}", "format", format, "hybrid_max_batch",
+					      r ? json_null() : json_integer(mb), "profile", ftprof_source(p));
+			ftcli_print_json(o);
+			json_decref(o);
+		} else if (!r) {
+			printf("%d\n", mb);
+		}
+		if (r)
+			ftcli_error("%s: no batch sweep for %s (run ftbench bw --batch-sweep 1,2,4,8,16,32)",
+				    ftprof_source(p), format);
+		rc = r ? FTCLI_EXIT_FAIL : 0;
 	} else {
 		double f = 0;
 		r = dep_given ? ftprof_fetch_fraction_deployment(p, format, dep, &f) : ftprof_fetch_fraction(p, format, &f);

@@ -179,6 +179,19 @@ enum ftprof_rec ftprof_recommend_deployment(const struct ftprof *p, const char *
 int ftprof_fetch_fraction_deployment(const struct ftprof *p, const char *format, enum ftprof_deployment d,
 				     double *fraction);
 
+/* The batch crossover for a format (the reader's alias: mxfp4), from `bw --batch-sweep`: the
+ * largest batch up to which the CPU MoE still beat threshold x the gather at every swept batch
+ * (0: not even the first). The ENTRY's hybrid_max_batch (an integer >= 0): dtype_kernels[fmt]
+ * when it has one, else the smallest of the workloads whose kernels carry fmt (the batch every
+ * one of them still allows). Returns 0 and *batch, -ENODATA when no entry has one (no sweep was
+ * run), -EINVAL for NULL arguments. */
+int ftprof_hybrid_max_batch(const struct ftprof *p, const char *format, int *batch);
+
+/* One row of dtype_kernels[fmt].batch_sweep (the reader's alias: mxfp4): the CPU MoE over gather
+ * ratio at that batch. Returns 0 and *ratio, -ENODATA when there is no such row or its ratio is
+ * not a positive number, -EINVAL for NULL arguments or batch < 1. */
+int ftprof_batch_ratio(const struct ftprof *p, const char *format, int batch, double *ratio);
+
 /* Free a profile; NULL is fine. */
 void ftprof_free(struct ftprof *p);
 

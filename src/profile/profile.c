@@ -382,6 +382,58 @@ static int entry_fraction(const json_t *e, double *out)
 	return 0;
 }
 
+/* An entry's hybrid_max_batch when it is an integer >= 0, else -1. */
+static json_int_t entry_max_batch(const json_t *e)
+{
+	const json_t *v = json_object_get(e, "hybrid_max_batch");
+	return json_is_integer(v) && json_integer_value(v) >= 0 ? json_integer_value(v) : -1;
+}
+
+int ftprof_hybrid_max_batch(const struct ftprof *p, const char *format, int *batch)
+{
+	const char *fmt = reader_key(format), *name;
+	const json_t *w;
+	json_int_t best = -1, v;
+
+	if (!p || !fmt || !batch)
+		return -EINVAL;
+	v = entry_max_batch(json_object_get(json_object_get(p->root, "dtype_kernels"), fmt));
+	if (v < 0)
+		json_object_foreach(json_object_get(p->root, "workloads"), name, w) {
+			json_int_t x = entry_max_batch(workload_entry(w, fmt));
+			if (x >= 0 && (best < 0 || x < best))
+				best = x;
+		}
+	else
+		best = v;
+	if (best < 0)
+		return -ENODATA;
+	*batch = best > INT_MAX ? INT_MAX : (int)best;
+	return 0;
+}
+
+int ftprof_batch_ratio(const struct ftprof *p, const char *format, int batch, double *ratio)
+{
+	const char *fmt = reader_key(format);
+	const json_t *sw, *row;
+	size_t i;
+
+	if (!p || !fmt || !ratio || batch < 1)
+		return -EINVAL;
+	sw = json_object_get(json_object_get(json_object_get(p->root, "dtype_kernels"), fmt), "batch_sweep");
+	json_array_foreach(sw, i, row) {
+		const json_t *b = json_object_get(row, "batch"), *rj = json_object_get(row, "ratio");
+		double r = json_is_number(rj) ? json_number_value(rj) : NAN;
+		if (json_is_integer(b) && json_integer_value(b) == batch) {
+			if (!(r > 0) || !isfinite(r))
+				return -ENODATA;
+			*ratio = r;
+			return 0;
+		}
+	}
+	return -ENODATA;
+}
+
 int ftprof_fetch_fraction(const struct ftprof *p, const char *format, double *fraction)
 {
 	const char *fmt = reader_key(format);

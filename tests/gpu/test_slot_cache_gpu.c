@@ -313,12 +313,15 @@ static void proxy_splits(struct ftgather *g, const char *fmt, long H, long I, in
 				po.merge = merge;
 				po.signal = merge ? FTCM_SIGNAL_MEMOP : FTCM_SIGNAL_KERNEL;
 				po.wait_sleep_ns = merge ? 0 : 256;
+				/* every idle policy: poll always, doorbell only, the default */
+				const int spins[3] = {FTCM_PROXY_SPIN_ALWAYS, 0, FTCM_PROXY_SPIN_US};
+				po.spin_us = spins[(si * 2 + merge) % 3];
 				assert_int_equal(ftgather_set_proxy_opts(g, &po), 0);
 				assert_int_equal(ftgather_poison(g), 0);
 				assert_int_equal(ftgather_run(g, FTGATHER_PROXY), 0);
 				if (ftgather_verify(g))
-					fail_msg("%s layer %d: proxy (split %zu, merge %d, %s plan) copied wrong bytes", fmt,
-						 layer, splits[si], merge, plan ? "consecutive" : "random");
+					fail_msg("%s layer %d: proxy (split %zu, merge %d, spin %d, %s plan) copied wrong bytes",
+						 fmt, layer, splits[si], merge, po.spin_us, plan ? "consecutive" : "random");
 			}
 	}
 	assert_int_equal(ftgather_set_plan(g, layer, src, dst, n), 0);
@@ -332,7 +335,8 @@ static void check_paths(const char *fmt, long H, long I, int expect_fused, int e
 	struct ftgather_geom geom = {ftfmt_lookup(fmt), H, I, E, 2, C, 16};
 	notes = 0;
 	assert_int_equal(ftgather_create(&g, &geom, &rep), 0);
-	assert_int_equal(ftgather_default_path(g) == FTGATHER_FUSED, expect_fused);
+	assert_int_equal(ftgather_default_path(g), ftcm_env_fused() ? FTGATHER_PROXY : FTGATHER_PER_BANK);
+	assert_int_equal(ftcm_is_fused(ftgather_copier(g)), expect_fused);
 	assert_int_equal(notes, expect_note);
 	int32_t src[16], dst[16];
 	int dev, major;
@@ -484,7 +488,9 @@ static void test_odd_rows(void **st)
 }
 
 /* ensure + copy captured in a CUDA graph for two layers, replayed with new ids each time;
- * proxy: the copy-engine proxy with down (64 KiB rows) on the SMs, gate_up on the copy engines. */
+ * proxy: the copy-engine proxy with down (64 KiB rows) on the SMs, gate_up on the copy engines
+ * (1: the default idle policy; 2: doorbell only, so that every plan needs the graph's host
+ * node to wake the proxy thread). */
 static void graph_capture(int proxy)
 {
 	const int L = 2, E = 32, C = 40, n = 24;
@@ -497,6 +503,7 @@ static void graph_capture(int proxy)
 		struct ftcm_proxy_opts po;
 		ftcm_proxy_default_opts(&po);
 		po.sm_below = 100000;
+		po.spin_us = proxy == 2 ? 0 : po.spin_us;
 		CK(ftcm_proxy_create(&px, cm, E));
 		CK(ftcm_proxy_set_opts(px, &po));
 	}
@@ -522,6 +529,7 @@ static void graph_capture(int proxy)
 	CK(cudaStreamEndCapture(s, &gr));
 	CK(cudaGraphInstantiate(&ge, gr, 0));
 	int32_t h[2 * 24], out[2 * 24], src[32], dst[32];
+	const double t_start = ft_now_s();
 	for (int it = 0; it < 50; it++) {
 		for (int i = 0; i < n * L; i++)
 			h[i] = (int)(rnd() % (it % 2 ? 12 : E));
@@ -549,8 +557,19 @@ static void graph_capture(int proxy)
 		ftcm_proxy_stats(px, &batches, &copies);
 		assert_int_equal(ftcm_proxy_errors(px), 0);
 		assert_true(batches >= 100); /* 50 replays of 2 layers */
-		printf("  graph of ensure + proxy copy: 50 replays, %lld plans, %lld copy-engine copies, signal %s\n",
-		       batches, copies, ftcm_proxy_signal(px) == FTCM_SIGNAL_MEMOP ? "memop" : "kernel");
+		long long sleeps, wakes;
+		double gbs;
+		ftcm_proxy_idle_stats(px, &sleeps, &wakes, &gbs);
+		/* doorbell only: the thread sleeps after every plan and the graph's host node wakes it
+		 * (a missing node would leave it asleep until its 1 s check: 50 replays in over 50 s).
+		 * The default policy may still be polling when the next replay comes: no count. */
+		if (proxy == 2)
+			assert_true(sleeps >= 50 && wakes >= 50);
+		printf("  graph of ensure + proxy copy (spin %d us): 50 replays in %.2f s, %lld plans, %lld copy-engine "
+		       "copies, signal %s, %lld sleeps, %lld doorbell wake-ups\n",
+		       proxy == 2 ? 0 : FTCM_PROXY_SPIN_US, ft_now_s() - t_start, batches, copies,
+		       ftcm_proxy_signal(px) == FTCM_SIGNAL_MEMOP ? "memop" : "kernel", sleeps, wakes);
+		assert_true(ft_now_s() - t_start < 5.0);
 		ftcm_proxy_destroy(px);
 	}
 	cudaFree(d_in);
@@ -566,6 +585,7 @@ static void test_graph_capture(void **st)
 		skip();
 	graph_capture(0);
 	graph_capture(1);
+	graph_capture(2);
 }
 
 int main(void)

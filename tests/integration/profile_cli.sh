@@ -47,6 +47,11 @@ expect "GPU uuid: --json recommend" 0 "\"recommendation\": \"hybrid\"" -- --json
 expect "GPU uuid: --json fetch-fraction" 0 "\"fetch_fraction\": 0\\.2" -- fetch-fraction bf16 --json --gpu "$A"
 expect "GPU uuid: show --json is the file" 0 "\"uuid\": \"$A\"" -- show --json --gpu "$A"
 expect "GPU uuid: show table" 0 "^bf16 +hybrid" -- show --gpu "$A"
+expect "no batch sweep: max-batch exits 1" 1 "" -- max-batch bf16 --gpu "$A"
+stderr_has "no batch sweep for bf16"
+printf '{"version": 4, "dtype_kernels": {"nvfp4": {"hybrid_max_batch": 16}}}' >"$T/sweep.json"
+FREETOKEN_BENCHBW_PATH="$T/sweep.json" "$FT" profile max-batch nvfp4 --json >"$T/out" 2>&1
+n=$((n + 1)); if grep -q '"hybrid_max_batch": 16' "$T/out"; then echo "ok $n - max-batch reads hybrid_max_batch"; else echo "not ok $n - max-batch"; sed 's/^/#   /' "$T/out"; fi
 cp "$FIX/full.json" "$S/GPU-99999999-0000-0000-0000-000000000000.json"   # measured on A
 expect "a file measured on another GPU is ignored, exit 1" 1 "" -- recommend bf16 --gpu GPU-99999999-0000-0000-0000-000000000000
 stderr_has "measured on $A"

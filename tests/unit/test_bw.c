@@ -152,6 +152,7 @@ struct fake {
 	double read_gbs[FTFMT_COUNT];  /* per format: read passes taken during the item (0: none) */
 	int read_cpu_n[FTFMT_COUNT], read_other_n[FTFMT_COUNT];
 	int fail_read, fail_measure, zero_sample, zero_read;
+	double sweep_decay;            /* --batch-sweep: cpu GB/s at batch b = cpu_gbs * sweep_decay^log2(b) */
 	int measured_items, pcie_calls;
 	char labels[FTBW_MAX_ITEMS][96];
 };
@@ -231,6 +232,18 @@ static int fake_measure(void *ctx, const struct ftbw_env *env, const struct ftbw
 			m->ov_cpu.n = m->ov_gather.n = 3;
 			m->ov_cpu.gbs = samples(f->cpu_gbs[it->fmt->id] * f->ov_cpu_scale, 3);
 			m->ov_gather.gbs = samples(f->gather_gbs * f->ov_gather_scale, 3);
+		}
+		if (m->cpu.rc == 0 && c->nbatch > 0) {
+			m->nbatch = c->nbatch;
+			for (int i = 0; i < c->nbatch; i++) {
+				struct ftbw_batch *b = &m->bsw[i];
+				b->batch = c->batches[i];
+				b->experts = 8.0 * b->batch;
+				b->cpu.rc = b->gather.rc = 0;
+				b->cpu.n = b->gather.n = 4;
+				b->cpu.gbs = samples(f->cpu_gbs[it->fmt->id] * pow(f->sweep_decay, log2(b->batch)), 4);
+				b->gather.gbs = samples(f->gather_gbs, 4);
+			}
 		}
 	}
 	return 0;
@@ -511,6 +524,54 @@ static void assert_schema(json_t *p)
 	json_decref(schema);
 }
 
+/* --batch-sweep: every entry gains batch_sweep and hybrid_max_batch (the seed's batch-1 fields
+ * unchanged), the schema holds, and hybrid_max_batch is the last batch of an unbroken run of
+ * wins from the first. */
+static void test_batch_sweep(void **s)
+{
+	/* cpu 120 at batch 1, halving every doubling; gather 50, threshold 2: batch 1 wins (2.4),
+	 * batch 2 loses (1.2) */
+	struct fake f = {.gather_gbs = 50.0, .sweep_decay = 0.5};
+	f.cpu_gbs[FTFMT_BF16] = 120.0;
+	f.cpu_gbs[FTFMT_NVFP4] = 90.0; /* batch 1 already loses */
+	struct ftbw_config c;
+	config_small(&c);
+	const int bs[] = {1, 2, 4, 32};
+	c.nbatch = 4;
+	memcpy(c.batches, bs, sizeof bs);
+	struct ftgpu_info g = fake_gpu(5, 16);
+	json_t *p;
+	char err[256];
+	assert_int_equal(run_fake(&f, &c, &g, &p, err), 0);
+	assert_schema(p);
+	json_t *e = entry_of(p, "bf16"), *sw = json_object_get(e, "batch_sweep");
+	assert_int_equal(json_array_size(sw), 4);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(sw, 3), "batch")), 32);
+	assert_true(fabs(json_number_value(json_object_get(json_array_get(sw, 0), "ratio")) - 2.4) < 1e-9);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(sw, 1), "recommended")), "offload");
+	assert_int_equal(json_integer_value(json_object_get(e, "hybrid_max_batch")), 1);
+	assert_true(fabs(json_number_value(json_object_get(e, "cpu_moe_gbs")) - 120.0) < 1e-9); /* batch 1, unchanged */
+	assert_int_equal(json_integer_value(json_object_get(entry_of(p, "nvfp4"), "hybrid_max_batch")), 0);
+	assert_true(json_is_array(json_object_get(json_object_get(json_object_get(p, "tool"), "params"), "batch_sweep")));
+	json_decref(p);
+	/* no sweep: null, and the schema still holds */
+	c.nbatch = 0;
+	assert_int_equal(run_fake(&f, &c, &g, &p, err), 0);
+	assert_true(json_is_null(json_object_get(entry_of(p, "bf16"), "batch_sweep")));
+	assert_true(json_is_null(json_object_get(entry_of(p, "bf16"), "hybrid_max_batch")));
+	assert_schema(p);
+	json_decref(p);
+	/* the rule alone: the run of wins must start at the first batch; a missing figure is -1 */
+	const int b5[] = {1, 2, 4, 8, 16};
+	const double cpu[] = {300, 250, 90, 200, 300}, pcie[] = {50, 50, 50, 50, 50};
+	assert_int_equal(ftbw_hybrid_max_batch(5, b5, cpu, pcie, 2.0), 2);
+	assert_int_equal(ftbw_hybrid_max_batch(2, b5 + 2, cpu + 2, pcie, 2.0), 0);
+	assert_int_equal(ftbw_hybrid_max_batch(1, b5, cpu, pcie, 10.0), 0);
+	const double gone[] = {300, NAN};
+	assert_int_equal(ftbw_hybrid_max_batch(2, b5, gone, pcie, 2.0), -1);
+	assert_int_equal(ftbw_hybrid_max_batch(2, b5, cpu, (double[]){50, 0}, 2.0), -1);
+}
+
 static void test_schema(void **s)
 {
 	struct fake f = {.gather_gbs = 50.0, .ov_cpu_scale = 0.8, .ov_gather_scale = 0.9};
@@ -677,6 +738,7 @@ int main(void)
 		cmocka_unit_test(test_run_gpu),          cmocka_unit_test(test_run_models),
 		cmocka_unit_test(test_run_no_gpu),       cmocka_unit_test(test_run_failures),
 		cmocka_unit_test(test_schema),           cmocka_unit_test(test_summary),
+		cmocka_unit_test(test_batch_sweep),
 		cmocka_unit_test(test_read_ceiling),     cmocka_unit_test(test_run_read_phases),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

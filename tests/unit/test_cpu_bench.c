@@ -70,6 +70,42 @@ static void test_bench_steps(void **s)
 	assert_int_equal(ftcmb_create(&cfg, &ci, &b), -EINVAL);
 }
 
+/* FTCMB_ROUTE_MODEL: tokens share the model's E experts (a step reads at most E, at least
+ * topk), batch 1 reads topk like the distinct routing, ftcmb_set_batch bounds the batch, and the
+ * step still matches the scalar tier. */
+static void test_bench_model_routing(void **s)
+{
+	struct ftcmb_cfg cfg = {.format = FTFMT_BF16, .hidden = 256, .inter = 128, .experts = 6, .topk = 4,
+				.act = FTACT_SILU, .batch = 8, .routing = FTCMB_ROUTE_MODEL, .threads = 2,
+				.numa_node = -1, .working_set_min = 4u << 20};
+	struct ftcmb *b = NULL;
+	assert_int_equal(ftcmb_create(&cfg, &ci, &b), 0);
+	size_t eb = ftcmb_expert_bytes(b);
+	double t[6], by[6], rel = 1;
+	assert_int_equal(ftcmb_time(b, FTCMOE_ISA_AUTO, 0, 6, t, by, NULL), 0);
+	int shared = 0;
+	for (int i = 0; i < 6; i++) {
+		/* 8 tokens x 4 routes over 6 experts: every step shares, reads 4..6 experts */
+		assert_true(by[i] >= 4.0 * eb && by[i] <= 6.0 * eb);
+		shared |= by[i] < 32.0 * eb;
+	}
+	assert_true(shared);
+	assert_int_equal(ftcmb_verify(b, FTCMOE_ISA_AUTO, &rel), 0);
+	assert_true(rel < 1e-2);
+	assert_int_equal(ftcmb_set_batch(b, 1), 0);
+	assert_int_equal(ftcmb_time(b, FTCMOE_ISA_AUTO, 0, 3, t, by, NULL), 0);
+	for (int i = 0; i < 3; i++)
+		assert_true(by[i] == 4.0 * eb);
+	assert_int_equal(ftcmb_set_batch(b, 9), -EINVAL);
+	assert_int_equal(ftcmb_set_batch(b, 0), -EINVAL);
+	ftcmb_free(b);
+	cfg.routing = 7;
+	assert_int_equal(ftcmb_create(&cfg, &ci, &b), -EINVAL);
+	cfg.routing = FTCMB_ROUTE_MODEL;
+	cfg.experts = 3; /* fewer than top-k */
+	assert_int_equal(ftcmb_create(&cfg, &ci, &b), -EINVAL);
+}
+
 static void test_isa_lists(void **s)
 {
 	enum ftcmoe_isa t[8];
@@ -111,6 +147,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bench_steps),
+		cmocka_unit_test(test_bench_model_routing),
 		cmocka_unit_test(test_isa_lists),
 		cmocka_unit_test(test_read_default_size),
 	};

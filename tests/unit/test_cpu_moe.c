@@ -714,6 +714,77 @@ static void test_act_avx512(void **s)
 	assert_int_equal(ftk_act_avx512(FTACT_GELU_TANH, g, u, N, 1.0f, 0.0f, h), -1);
 }
 
+/* The AMX bf16 kernel, on tiles emulated in C (every CPU) and on the real tiles (where the CPU
+ * and OS give them), against float64 on random data: tokens below the tile threshold, one
+ * partial and two tile groups; rows with a tail under 16 and an odd first row; K of two tile
+ * steps, and K over the kernel's packing chunk. Registered last: its draws must not move the
+ * random inputs of the tests before it. */
+static void test_amx_bf16(void **s)
+{
+	static const long Ks[] = {64, 768, 2112}; /* multiples of the executor's KALIGN (64) */
+	static const int nbs[] = {1, 3, 4, 5, 16, 17, 32};
+	enum { N = 41, R0 = 3, NB = 32, KMAX = 2112 };
+	const struct ftk_ops *ops[2] = {ftk_amx_emu(FTFMT_BF16),
+					ftcmoe_isa_supported(FTCMOE_ISA_AMX, ci.isa) ? ftk_select(FTCMOE_ISA_AMX, FTFMT_BF16, ci.isa) : NULL};
+	assert_non_null(ops[0]);
+	assert_null(ftk_amx_emu(FTFMT_NVFP4));
+	uint16_t *w = malloc((size_t)N * KMAX * 2);
+	float *xf = malloc((size_t)NB * KMAX * 4), *y = malloc((size_t)NB * N * 4);
+	uint8_t *xq = aligned_alloc(64, (size_t)NB * KMAX * 2);
+	double *ref = malloc((size_t)NB * N * sizeof *ref);
+	assert_true(w && xf && y && xq && ref);
+	for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
+		long K = Ks[ki];
+		for (long i = 0; i < N * K; i++) {
+			float f = (float)gauss();
+			uint32_t u;
+			memcpy(&u, &f, 4);
+			w[i] = (uint16_t)(u >> 16); /* bf16 by truncation: the weights are what they are */
+		}
+		for (long i = 0; i < NB * K; i++)
+			xf[i] = (float)gauss();
+		for (int b = 0; b < NB; b++)
+			for (int n = R0; n < N; n++) {
+				double acc = 0;
+				for (long k = 0; k < K; k++) {
+					uint32_t u = (uint32_t)w[n * K + k] << 16;
+					float wf;
+					memcpy(&wf, &u, 4);
+					acc += (double)wf * xf[b * K + k];
+				}
+				ref[b * (N - R0) + (n - R0)] = acc;
+			}
+		for (int oi = 0; oi < 2; oi++) {
+			const struct ftk_ops *o = ops[oi];
+			if (!o)
+				continue;
+			const void *xs[NB];
+			float *ys[NB];
+			for (int b = 0; b < NB; b++) {
+				o->prep(xf + b * K, K, xq + (size_t)b * K * 2);
+				xs[b] = xq + (size_t)b * K * 2;
+				ys[b] = y + b * (N - R0);
+			}
+			struct ftk_mat m = {(const uint8_t *)w, NULL, NULL, K, N};
+			for (size_t bi = 0; bi < sizeof nbs / sizeof nbs[0]; bi++) {
+				int nb = nbs[bi];
+				for (long i = 0; i < NB * N; i++)
+					y[i] = NAN; /* every output must be written */
+				o->rows(&m, R0, N, nb, xs, ys);
+				double e = rel_err(y, ref, (size_t)nb * (N - R0));
+				if (!(e <= 1.5e-2))
+					fail_msg("AMX bf16 (%s) K=%ld nb=%d: rel err %.3g > 1.5e-2", o->name, K, nb, e);
+			}
+		}
+	}
+	printf("  AMX bf16: emulated tiles checked%s\n", ops[1] ? ", real tiles checked" : " (no AMX on this CPU)");
+	free(w);
+	free(xf);
+	free(y);
+	free(xq);
+	free(ref);
+}
+
 /* q4_0 rows longer than the test geometry: K = 64 (one tail group of the vnni kernel), 1216
  * (9 groups of 128 and a tail of 64: the 18-byte blocks cross 64-byte lines at every offset)
  * and 2048, N = 7 rows, every tier against float64, one and two streams. */
@@ -946,6 +1017,7 @@ int main(void)
 		cmocka_unit_test(test_batch32_and_duplicates),
 		cmocka_unit_test(test_ksplit_ranges), cmocka_unit_test(test_streams),
 		cmocka_unit_test(test_schedules), cmocka_unit_test(test_env_values), cmocka_unit_test(test_trace),
+		cmocka_unit_test(test_amx_bf16),
 	};
 	return cmocka_run_group_tests_name("cpu_moe", tests, setup, teardown);
 }

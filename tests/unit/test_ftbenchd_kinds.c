@@ -53,7 +53,8 @@ static void test_bw_argv(void **s)
 	int gpu;
 	struct ftd_err e;
 	assert_int_equal(build("bw", "{\"dtype\":[\"bf16\",\"fp8\"],\"model\":\"qwen3-30b\",\"threshold\":2.5,"
-				     "\"cpu_iters\":3,\"gpu\":1}", 2, &argv, &gpu, &e), 0);
+				     "\"cpu_iters\":3,\"gather\":\"sm\",\"batch_sweep\":[1,4,32],\"gpu\":1}", 2, &argv,
+				     &gpu, &e), 0);
 	assert_int_equal(gpu, 1);
 	assert_string_equal(argv[0], "/w/ftbench");
 	assert_string_equal(argv[1], "bw");
@@ -61,6 +62,8 @@ static void test_bw_argv(void **s)
 	assert_true(has(argv, "--model=qwen3-30b"));
 	assert_true(has(argv, "--threshold=2.5"));
 	assert_true(has(argv, "--cpu-iters=3"));
+	assert_true(has(argv, "--gather=sm"));
+	assert_true(has(argv, "--batch-sweep=1,4,32"));
 	assert_true(has(argv, "--gpu=GPU-22222222-0000"));
 	int n = 0;
 	while (argv[n])
@@ -242,6 +245,10 @@ static void test_bw_all_gpus(void **s)
 	assert_string_equal(e.code, "unknown_gpu");
 	expect_err("bw", "{\"deployment\":\"both\"}", 400, "invalid_argument", "args.deployment");
 	expect_err("bw", "{\"engines\":0}", 400, "invalid_argument", "args.engines");
+	expect_err("bw", "{\"gather\":\"fused\"}", 400, "invalid_argument", "args.gather");
+	expect_err("bw", "{\"batch_sweep\":[1,33]}", 400, "invalid_argument", "args.batch_sweep");
+	expect_err("bw", "{\"batch_sweep\":[]}", 400, "invalid_argument", "args.batch_sweep");
+	expect_err("bw", "{\"batch_sweep\":[1,2,3,4,5,6,7,8,9]}", 400, "invalid_argument", "args.batch_sweep");
 	/* the config refuses a deployment it does not know */
 	struct ftd_config bad = cfg;
 	bad.deployment = (char *)"sometimes";

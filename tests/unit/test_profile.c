@@ -282,6 +282,46 @@ static void test_dtypes_first(void **st)
 	ftprof_free(pr);
 }
 
+/* bw --batch-sweep's fields: hybrid_max_batch from dtype_kernels first, else the smallest of
+ * the workloads'; one batch's ratio; absent or malformed fields give -ENODATA. */
+static void test_batch_sweep(void **st)
+{
+	static const char prof[] =
+		"{\"version\":4,\"dtypes\":{\"bf16\":\"hybrid\"},"
+		"\"dtype_kernels\":{"
+		"\"bf16\":{\"hybrid_max_batch\":4,\"batch_sweep\":[{\"batch\":1,\"ratio\":2.6},"
+		"{\"batch\":4,\"ratio\":2.1},{\"batch\":8,\"ratio\":null}]},"
+		"\"nvfp4\":{\"hybrid_max_batch\":null},\"ds_fp4\":{\"hybrid_max_batch\":-3},"
+		"\"q4_0\":{\"hybrid_max_batch\":\"8\"}},"
+		"\"workloads\":{\"a\":{\"kernels\":{\"nvfp4\":{\"hybrid_max_batch\":8}}},"
+		"\"b\":{\"kernels\":{\"nvfp4\":{\"hybrid_max_batch\":2},\"mxfp4_triton\":{\"hybrid_max_batch\":0}}}}}";
+	char p[PATH_MAX];
+	struct ftprof *pr = NULL;
+	int b = -1;
+	double r = 0;
+	in_store("sweep.json", p, sizeof p);
+	put_text(p, prof, sizeof prof - 1);
+	assert_int_equal(ftprof_load_file(p, &pr, err, sizeof err), 0);
+	assert_int_equal(ftprof_hybrid_max_batch(pr, "bf16", &b), 0);
+	assert_int_equal(b, 4);
+	assert_int_equal(ftprof_hybrid_max_batch(pr, "nvfp4", &b), 0); /* null in dtype_kernels: workloads */
+	assert_int_equal(b, 2);
+	assert_int_equal(ftprof_hybrid_max_batch(pr, "mxfp4", &b), 0); /* alias; 0 is a value */
+	assert_int_equal(b, 0);
+	assert_int_equal(ftprof_hybrid_max_batch(pr, "ds_fp4", &b), -ENODATA);
+	assert_int_equal(ftprof_hybrid_max_batch(pr, "q4_0", &b), -ENODATA);
+	assert_int_equal(ftprof_hybrid_max_batch(pr, "fp8_block", &b), -ENODATA);
+	assert_int_equal(ftprof_hybrid_max_batch(pr, "bf16", NULL), -EINVAL);
+	assert_int_equal(ftprof_hybrid_max_batch(NULL, "bf16", &b), -EINVAL);
+	assert_int_equal(ftprof_batch_ratio(pr, "bf16", 4, &r), 0);
+	assert_float_equal(r, 2.1, 1e-12);
+	assert_int_equal(ftprof_batch_ratio(pr, "bf16", 8, &r), -ENODATA);
+	assert_int_equal(ftprof_batch_ratio(pr, "bf16", 2, &r), -ENODATA);
+	assert_int_equal(ftprof_batch_ratio(pr, "nvfp4", 1, &r), -ENODATA);
+	assert_int_equal(ftprof_batch_ratio(pr, "bf16", 0, &r), -EINVAL);
+	ftprof_free(pr);
+}
+
 static void test_wrong_types(void **st)
 {
 	char p[PATH_MAX];
@@ -955,6 +995,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dtypes_first, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wrong_types, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_golden, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_batch_sweep, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mutations, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing, setup, teardown),

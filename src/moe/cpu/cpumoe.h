@@ -21,11 +21,14 @@
  *               (q4_0 and mxfp4_triton: per 32, their block); bf16 as avx512
  *   avx512bf16  avx512 + AVX512_BF16: bf16 weights and mxfp4_triton with bf16 activations
  *               (vdpbf16ps); nvfp4, ds_fp4, q4_0 as avx512vnni when the CPU has VNNI, else avx512
+ *   amx         avx512bf16 + AMX-TILE/AMX-BF16 (and the OS's leave): bf16 weights on the tiles
+ *               (TDPBF16PS, 16 rows x 16 tokens per tile) where an expert has >= 4 tokens of the
+ *               batch, the avx512bf16 kernel below that; the other formats as avx512bf16
  * `auto` (ftcmoe_isa_best) picks, by measurement on a 16-core Xeon (bench/RESULTS.md):
  * avx512bf16 for bf16, avx512vnni (W4A8) for nvfp4/ds_fp4/q4_0/mxfp4_triton, each falling
- * back to the next tier the CPU has. AMX is not offered: at batch <= 32 an expert GEMV has 1-32
- * activation rows, far below a 16-row tile's reuse, and is bound by DRAM already with vector
- * kernels. FREETOKEN_CPU_MOE_ISA forces a tier for FTCMOE_ISA_AUTO.
+ * back to the next tier the CPU has. `auto` does not pick amx (not measured ahead of avx512bf16
+ * yet; `--isa all` and the batch sweep compare them). FREETOKEN_CPU_MOE_ISA forces a tier for
+ * FTCMOE_ISA_AUTO.
  *
  * Work split: a dynamic schedule (default). A step is a list of work items of 128-512 KiB of
  * weights in pass 1 (at least three per worker in a batch-1 step) and 128 KiB in pass 2
@@ -74,6 +77,7 @@ enum ftcmoe_isa {
 	FTCMOE_ISA_AVX512,
 	FTCMOE_ISA_AVX512VNNI,
 	FTCMOE_ISA_AVX512BF16,
+	FTCMOE_ISA_AMX,
 	FTCMOE_ISA_COUNT
 };
 

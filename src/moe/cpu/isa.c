@@ -6,7 +6,7 @@
 #include "moe/cpu/cpumoe.h"
 #include "moe/cpu/kern.h"
 
-static const char *names[FTCMOE_ISA_COUNT] = {"scalar", "avx2", "avx512", "avx512vnni", "avx512bf16"};
+static const char *names[FTCMOE_ISA_COUNT] = {"scalar", "avx2", "avx512", "avx512vnni", "avx512bf16", "amx"};
 
 static const unsigned need[FTCMOE_ISA_COUNT] = {
 	0,
@@ -16,6 +16,8 @@ static const unsigned need[FTCMOE_ISA_COUNT] = {
 		FTCPU_AVX512_VNNI,
 	FTCPU_AVX2 | FTCPU_FMA | FTCPU_F16C | FTCPU_AVX512F | FTCPU_AVX512BW | FTCPU_AVX512VL |
 		FTCPU_AVX512_BF16,
+	FTCPU_AVX2 | FTCPU_FMA | FTCPU_F16C | FTCPU_AVX512F | FTCPU_AVX512BW | FTCPU_AVX512VL |
+		FTCPU_AVX512_BF16 | FTCPU_AMX_TILE | FTCPU_AMX_BF16,
 };
 
 const char *ftcmoe_isa_name(enum ftcmoe_isa isa)
@@ -49,7 +51,8 @@ int ftcmoe_isa_lookup(const char *name, enum ftcmoe_isa *out)
 
 int ftcmoe_isa_supported(enum ftcmoe_isa isa, unsigned cpu_isa)
 {
-	return (unsigned)isa < FTCMOE_ISA_COUNT && (cpu_isa & need[isa]) == need[isa];
+	return (unsigned)isa < FTCMOE_ISA_COUNT && (cpu_isa & need[isa]) == need[isa] &&
+	       (isa != FTCMOE_ISA_AMX || ftk_amx_ready() == 0);
 }
 
 unsigned ftcmoe_isa_mask(unsigned cpu_isa)
@@ -105,6 +108,12 @@ const struct ftk_ops *ftk_select(int isa, enum ftfmt_id f, unsigned cpu_isa)
 {
 	const struct ftk_ops *o = NULL;
 	switch (isa) {
+	case FTCMOE_ISA_AMX:
+		if (ftk_amx_ready() == 0)
+			o = ftk_amx(f);
+		if (!o) /* the other formats as avx512bf16 */
+			o = ftk_select(FTCMOE_ISA_AVX512BF16, f, cpu_isa);
+		break;
 	case FTCMOE_ISA_AVX512BF16:
 		o = ftk_avx512bf16(f);
 		if (!o && (cpu_isa & FTCPU_AVX512_VNNI))

@@ -64,6 +64,14 @@ const struct ftk_ops *ftk_avx2(enum ftfmt_id f);
 const struct ftk_ops *ftk_avx512(enum ftfmt_id f);
 const struct ftk_ops *ftk_avx512vnni(enum ftfmt_id f);
 const struct ftk_ops *ftk_avx512bf16(enum ftfmt_id f);
+/* AMX (kern_amx.c): bf16 on the tiles from FTK_AMX_MIN_NB tokens of an expert up, the
+ * avx512bf16 kernel below that and for the last rows of a call that are not a block of 16. */
+#define FTK_AMX_MIN_NB 4
+const struct ftk_ops *ftk_amx(enum ftfmt_id f);
+/* 0 once this process may use the AMX tile state (asked for once), else -errno. */
+int ftk_amx_ready(void);
+/* The same kernel on tiles emulated in C (kern_amx_emu.c), for tests on CPUs without AMX. */
+const struct ftk_ops *ftk_amx_emu(enum ftfmt_id f);
 
 /* The gated activation of pass 1 in 16-wide AVX-512 (kern_avx512.c): h[j] = w * act(g[j], u[j])
  * for j < n (u NULL: gate and up interleaved, g[2j] and g[2j+1]), for silu and swiglu_oai
