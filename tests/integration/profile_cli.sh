@@ -76,3 +76,4 @@ expect "unknown action: exit 2" 2 "" -- frobnicate
 expect "extra argument: exit 2" 2 "" -- path extra
 expect "--gpu index without a GPU: exit 2" 2 "" -- path --gpu 0
 expect "--help: exit 0" 0 "^usage: ftbench profile" -- --help
+echo "1..$n"
