@@ -7,6 +7,7 @@
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make bench      reproducible benchmarks (bench/*.sh)
 #   make test-san   the same tests built with ASan+UBSan (CUDA=0)
+#   make test-mutants  deliberate breaks, one at a time on a copy of the tree: each must fail its tests
 #   make test-soak  the daemon's reliability suite with 50 kill -9 cycles (by hand; figures in bench/RESULTS.md)
 #   make test-peers ftbench decode against a real llama-server (built from the llama-cpp-python sdist
 #                   under build/peers, cached; not in CI: the first build takes long on 2 cores)
@@ -108,12 +109,15 @@ INTEG_BINS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(INTEG_SRCS))
 GPU_BINS     := $(patsubst tests/%.c,$(BUILD)/tests/%,$(GPU_SRCS))
 FIXTURE_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(FIXTURE_SRCS))
 
+# ftbench with a fault injected through the bw operations (tests/integration/bw_fault_ops.c)
+BWFAULT      := $(BUILD)/tests/integration/ftbench_bwfault
+
 ALL := $(FTBENCH) $(FTBENCHD) $(PROF_SO) $(PROF_A) $(PROF_H) $(PROF_PC)
 
 .SECONDARY:
-.PHONY: man test-peers test-soak test-san all test test-unit test-integration test-gpu run install uninstall clean deps bench tests
+.PHONY: man test-peers test-soak test-san test-mutants all test test-unit test-integration test-gpu run install uninstall clean deps bench tests
 all: $(ALL) tests
-tests: $(UNIT_BINS) $(INTEG_BINS) $(GPU_BINS) $(FIXTURE_BINS)
+tests: $(UNIT_BINS) $(INTEG_BINS) $(GPU_BINS) $(FIXTURE_BINS) $(BWFAULT)
 
 # ---------------------------------------------------------------- rules
 $(BUILD)/obj/%.o: %.c
@@ -181,6 +185,12 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIBFTBENCH)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(TEST_LIBS) $(if $(findstring integration,$@),-lmicrohttpd -lsystemd)
 
+$(BWFAULT): $(CLI_OBJS) $(BUILD)/obj/tests/integration/bw_fault_ops.o $(LIBFTBENCH)
+	$(call say,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) -Wl,--wrap=ftbw_real_ops -o $@ $(CLI_OBJS) $(BUILD)/obj/tests/integration/bw_fault_ops.o \
+		$(LIBFTBENCH) $(LIBS) $(CUDA_LIBS)
+
 # ---------------------------------------------------------------- targets
 deps:
 	@scripts/deps.sh
@@ -204,6 +214,13 @@ test-san:
 	@BUILD=build-san ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		scripts/run-tests.sh $(patsubst $(BUILD)/%,build-san/%,$(UNIT_BINS) $(INTEG_BINS)) \
 		$(wildcard tests/integration/*.sh)
+
+# Each break of tests/mutants.py (a list kept beside the tests) applied alone to a copy of the
+# tree, rebuilt and tested with its subset (the unit tests + named integration tests): every one
+# must fail. Prints the table of bench/RESULTS.md. About 15 minutes on 2 cores.
+test-mutants: deps
+	@$(MAKE) --no-print-directory all
+	@python3 tests/mutants.py
 
 # The reliability suite of issue 17 with 50 kill -9 cycles instead of the 10 of `make test`.
 test-soak: all

@@ -5,7 +5,7 @@
 set -eu
 pkgs="build-essential pkg-config libjansson-dev libcurl4-openssl-dev libmicrohttpd-dev
 libsystemd-dev libcmocka-dev curl ca-certificates python3 python3-yaml python3-jsonschema
-python3-prometheus-client chromium cmake python3-venv python3-pip"
+python3-prometheus-client chromium cmake python3-venv python3-pip clang libclang-rt-dev"
 # The contract test (tests/contract/run.py) runs schemathesis, a PyPI test tool, from its own venv.
 venv=${FT_TEST_VENV:-/opt/ftbenchd-test-venv}
 schemathesis=schemathesis==4.32.5

@@ -24,6 +24,7 @@ ST = os.path.join(VENV, "bin", "schemathesis")
 
 
 def main():
+    print("1..2")
     if not os.access(ST, os.X_OK):
         print(f"not ok 1 - contract: {ST} is missing (run scripts/deps.sh as root)")
         return 1

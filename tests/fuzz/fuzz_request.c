@@ -7,6 +7,9 @@
  *       tests/fuzz/fuzz_request.c daemon/request.c daemon/kinds.c daemon/config.c src/hw/gpu.c \
  *       src/util/strutil.c src/util/fsutil.c -ljansson -lm -o build/fuzz/fuzz_request
  *   build/fuzz/fuzz_request -max_total_time=60 -max_len=4096 -dict=tests/fuzz/request.dict
+ * tests/integration/fuzz.sh runs it in `make test` (seeds tests/fuzz/request/, the same dict):
+ * fuzz-srcs: daemon/request.c daemon/kinds.c daemon/config.c src/hw/gpu.c src/util/strutil.c src/util/fsutil.c
+ * fuzz-libs: -ljansson -lm
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -40,14 +43,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static struct ftgpu_info gpus[2];
 	static char *roots[] = {"/tmp"};
 	static char *servers[] = {"ft=ft serve {model} --port {port}", "sg=python3 -m sglang --model-path={model}"};
-	static char *hosts[] = {"gpu-box.example"};
+	static char *urls[] = {"http://gpu-box.example:30000/", "http://127.0.0.1:9/"}; /* decode-urls */
 	if (!cfg.n_model_roots) {
 		cfg.model_roots = roots;
 		cfg.n_model_roots = 1;
 		cfg.decode_servers = servers;
 		cfg.n_decode_servers = 2;
-		cfg.decode_hosts = hosts;
-		cfg.n_decode_hosts = 1;
+		cfg.decode_urls = urls;
+		cfg.n_decode_urls = 2;
 		for (int i = 0; i < 2; i++) {
 			gpus[i].index = i;
 			snprintf(gpus[i].uuid, sizeof gpus[i].uuid, "GPU-%d1111111-aaaa-bbbb-cccc-000000000000", i + 1);

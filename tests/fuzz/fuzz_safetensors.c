@@ -1,6 +1,8 @@
-/* libFuzzer target for the safetensors header parser (tests/integration/fuzz_safetensors.sh
- * builds it with clang -fsanitize=fuzzer,address,undefined when clang can, and runs it for a
- * bounded time). Input: 8 bytes of file size (little-endian, capped) then the header bytes. */
+/* libFuzzer target for the safetensors header parser (tests/integration/fuzz.sh builds it with
+ * clang -fsanitize=fuzzer,address,undefined and runs it for a bounded time in `make test`).
+ * Input: 8 bytes of file size (little-endian, capped) then the header bytes.
+ * fuzz-srcs: src/moe/safetensors.c src/util/fsutil.c src/util/errmsg.c
+ * fuzz-libs: -ljansson */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,10 +1,9 @@
-/* libFuzzer target for the SSE parser and the chat stream on top of it (optional; CI runs the
- * bounded deterministic fuzz in tests/unit/test_sse.c). The first input byte picks the read
- * size, so splits across reads are explored too. Build and run (clang):
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Isrc tests/fuzz/fuzz_sse.c \
- *       src/util/sse.c src/decode/chat.c src/util/strutil.c -ljansson -lm -o build/fuzz_sse
- *   build/fuzz_sse -max_total_time=60 -max_len=4096
- */
+/* libFuzzer target for the SSE parser and the chat stream on top of it (tests/integration/fuzz.sh
+ * builds it with clang and runs it for a bounded time in `make test`; tests/unit/test_sse.c has
+ * a deterministic fuzz loop besides). The first input byte picks the read size, so splits across
+ * reads are explored too.
+ * fuzz-srcs: src/util/sse.c src/decode/chat.c src/util/strutil.c src/util/errmsg.c
+ * fuzz-libs: -ljansson -lm */
 #include <stddef.h>
 #include <stdint.h>
 

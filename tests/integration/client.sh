@@ -3,8 +3,8 @@
 # as a user would. The daemon runs a fake worker (a shell script speaking the worker protocol on
 # fd 3) so that every outcome is fast and deterministic: `bw --cpu-iters=1` succeeds with a
 # profile, 2 fails, 3 hangs until killed. `gpus` goes to the real ftbench.
-# Prints TAP-like "ok N - ..." / "not ok N - ..." lines; "ok # skip" while ftbenchd is the
-# placeholder.
+# Prints TAP-like "ok N - ..." / "not ok N - ..." lines and the plan "1..N" at the end; "1..0 # SKIP"
+# while ftbenchd is the placeholder.
 set -u
 BUILD=${BUILD:-build}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -17,7 +17,7 @@ if [ ! -x "$FTBENCHD" ] || [ ! -x "$FTBENCH" ]; then
 	exit 1
 fi
 if "$FTBENCHD" --help 2>&1 | grep -q "not built yet"; then
-	echo "ok 1 # skip ftbenchd is still the placeholder in this build"
+	echo "1..0 # SKIP ftbenchd is still the placeholder in this build"
 	exit 0
 fi
 
@@ -204,4 +204,5 @@ else
 fi
 
 check "the daemon is still serving" curl -fsS -m 2 "$FTBENCHD_URL/health" -o /dev/null
+echo "1..$n"
 [ "$failed" -eq 0 ]

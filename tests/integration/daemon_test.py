@@ -2,7 +2,11 @@
 """Integration tests of ftbenchd: the real daemon on loopback (free port, temp state and cache
 dirs), fake workers (tests/fixtures/fakeworker.c) for GPU inventory, crashes, hangs and garbage.
 Every response is checked against api/openapi.yaml (status documented, body valid).
-Prints TAP-like "ok N - name" / "not ok N - name" lines; exit status 1 when anything failed.
+Prints TAP: the plan "1..N" first, then "ok N - name" / "not ok N - name"; exit status 1 when
+anything failed. Checks are ensure() calls, never bare `assert` (python -O / PYTHONOPTIMIZE would
+remove them: a bare assert in this file is itself reported as a failure). Every daemon started is
+stopped (SIGKILL as a last resort) however the run ends: a failed check, an exception, SIGTERM
+from the test runner's timeout, SIGINT or SIGHUP.
 
 Environment: BUILD (default build), FT_DAEMON_WRAP (e.g. "valgrind --leak-check=full ...")."""
 import http.client
@@ -29,6 +33,25 @@ WRAP = os.environ.get("FT_DAEMON_WRAP", "").split()
 SLOW = 1 if not WRAP else 8  # valgrind is slow
 GPU0 = "GPU-11111111-aaaa-bbbb-cccc-000000000000"
 GPU1 = "GPU-22222222-aaaa-bbbb-cccc-000000000000"
+
+
+class CheckFailed(Exception):
+    """A check failed (not AssertionError: nothing here depends on assert statements)."""
+
+
+def ensure(cond, msg="check failed"):
+    """The test's check: raises CheckFailed(msg) when cond is false, whatever python's -O is.
+    msg: a string, or a function giving it (evaluated only on failure, as assert's message is)."""
+    if not cond:
+        raise CheckFailed(msg() if callable(msg) else msg)
+
+
+def bare_asserts():
+    """Line numbers of `assert` statements in this file (python -O would drop them silently)."""
+    import ast
+    with open(os.path.abspath(__file__)) as f:
+        tree = ast.parse(f.read())
+    return sorted(n.lineno for n in ast.walk(tree) if isinstance(n, ast.Assert))
 
 # ------------------------------------------------------------------ OpenAPI contract
 
@@ -84,23 +107,23 @@ class Contract:
         path = url.split("?")[0]
         tmpl = next((t for rx, t in self.templates if rx.match(path)), None)
         if tmpl is None:
-            assert status == 404, f"{method} {url}: undocumented path answered {status}"
+            ensure(status == 404, lambda: f"{method} {url}: undocumented path answered {status}")
             self._error_body(body)
             return
         ops = self.spec["paths"][tmpl]
         op = ops.get(method.lower())
         if op is None:
-            assert status == 405, f"{method} {url}: undocumented method answered {status}"
+            ensure(status == 405, lambda: f"{method} {url}: undocumented method answered {status}")
             self._error_body(body)
             return
         resp = op["responses"].get(str(status))
-        assert resp is not None, f"{method} {tmpl}: status {status} is not documented"
+        ensure(resp is not None, lambda: f"{method} {tmpl}: status {status} is not documented")
         self.seen.add((method, tmpl, status))
         if "$ref" in resp:
             resp = self.spec["components"]["responses"][resp["$ref"].split("/")[-1]]
         content = resp.get("content", {})
         ctype = headers.get("content-type", "").split(";")[0].strip()
-        assert ctype in content, f"{method} {tmpl} {status}: content-type {ctype} not documented"
+        ensure(ctype in content, lambda: f"{method} {tmpl} {status}: content-type {ctype} not documented")
         schema = content[ctype].get("schema")
         if ctype == "application/json" and schema is not None:
             doc = json.loads(body)
@@ -123,6 +146,24 @@ def free_port():
     return p
 
 
+LIVE = []  # every Daemon with a process started, so none outlives the run
+
+
+def stop_all_daemons():
+    """SIGTERM, then SIGKILL after 5 s, to every daemon still running; returns how many were."""
+    alive = [d for d in LIVE if d.proc and d.proc.poll() is None]
+    for d in alive:
+        d.proc.terminate()
+    deadline = time.time() + 5 * SLOW
+    for d in alive:
+        try:
+            d.proc.wait(max(0.1, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            d.proc.kill()
+            d.proc.wait()
+    return len(alive)
+
+
 class Daemon:
     def __init__(self, tmp, name, *extra, env=None, worker=FAKE):
         self.dir = os.path.join(tmp, name)
@@ -141,6 +182,7 @@ class Daemon:
     def start(self, wait=True):
         self.logf = open(self.log, "ab")
         self.proc = subprocess.Popen(WRAP + self.args, env=self.env, stdout=self.logf, stderr=self.logf)
+        LIVE.append(self)
         if wait:
             deadline = time.time() + 10 * SLOW
             while time.time() < deadline:
@@ -197,12 +239,12 @@ class Daemon:
             body["args"] = args
         body.update(extra)
         st, h, doc = self.json("POST", "/benchmark/start", body)
-        assert st == expect, f"submit {kind} {args}: {st} {doc}"
+        ensure(st == expect, lambda: f"submit {kind} {args}: {st} {doc}")
         return doc
 
     def job(self, jid):
         st, _, doc = self.json("GET", f"/benchmark/jobs/{jid}")
-        assert st == 200, doc
+        ensure(st == 200, lambda: doc)
         return doc
 
     def wait(self, jid, states=("succeeded", "failed", "cancelled", "timed_out", "interrupted"), timeout=20):
@@ -212,7 +254,7 @@ class Daemon:
             if j["state"] in states:
                 return j
             time.sleep(0.03)
-        raise AssertionError(f"job {jid} still {self.job(jid)['state']}, wanted {states}")
+        raise CheckFailed(f"job {jid} still {self.job(jid)['state']}, wanted {states}")
 
 
 # ------------------------------------------------------------------ tests
@@ -227,10 +269,10 @@ def test(fn):
 
 def expect_error(d, method, path, status, code, field=None, body=None, **kw):
     st, h, doc = d.json(method, path, body, **kw)
-    assert st == status, f"{method} {path}: {st} {doc}, wanted {status}"
-    assert doc["error"]["code"] == code, f"{method} {path}: code {doc['error']['code']}, wanted {code}"
+    ensure(st == status, lambda: f"{method} {path}: {st} {doc}, wanted {status}")
+    ensure(doc["error"]["code"] == code, lambda: f"{method} {path}: code {doc['error']['code']}, wanted {code}")
     if field is not None:
-        assert doc["error"]["field"] == field, f"field {doc['error']['field']}, wanted {field}"
+        ensure(doc["error"]["field"] == field, lambda: f"field {doc['error']['field']}, wanted {field}")
     return h, doc
 
 
@@ -239,8 +281,8 @@ def sse(d, jid, timeout=20):
     h = {"Authorization": "Bearer " + d.token} if d.token else {}
     c.request("GET", f"/benchmark/jobs/{jid}/events", headers=h)
     r = c.getresponse()
-    assert r.status == 200
-    assert r.getheader("Content-Type").startswith("text/event-stream")
+    ensure(r.status == 200)
+    ensure(r.getheader("Content-Type").startswith("text/event-stream"))
     raw = r.read()
     CONTRACT.check("GET", f"/benchmark/jobs/{jid}/events", r.status, {k.lower(): v for k, v in r.getheaders()}, raw)
     text = raw.decode()
@@ -275,37 +317,37 @@ def lifecycle_bw(t):
     """a CPU-only-style bw job: 202+Location, SSE replay and live, result, profile, log, metrics"""
     d = t.main
     job = d.submit("bw", {"cpu_iters": 4, "dtype": ["bf16", "fp8"], "threshold": 2.0})
-    assert job["state"] in ("queued", "running") and job["host_exclusive"] is True
-    assert job["gpu"]["uuid"] == GPU0
+    ensure(job["state"] in ("queued", "running") and job["host_exclusive"] is True)
+    ensure(job["gpu"]["uuid"] == GPU0)
     st, h, _ = d.req("GET", job["links"]["self"])
-    assert st == 200
+    ensure(st == 200)
     events = sse(d, job["id"])
     kinds = [e for e, _ in events]
-    assert kinds[0] == "state" and "progress" in kinds and "result" in kinds, kinds
-    assert events[-1] == ("state", {"state": "succeeded"}), events[-1]
+    ensure(kinds[0] == "state" and "progress" in kinds and "result" in kinds, lambda: kinds)
+    ensure(events[-1] == ("state", {"state": "succeeded"}), lambda: events[-1])
     j = d.wait(job["id"])
-    assert j["state"] == "succeeded" and j["exit_status"] == 0 and j["signal"] is None, j
-    assert "--dtype=bf16,fp8" in j["argv"] and "--result-fd=3" in j["argv"], j["argv"]
+    ensure(j["state"] == "succeeded" and j["exit_status"] == 0 and j["signal"] is None, lambda: j)
+    ensure("--dtype=bf16,fp8" in j["argv"] and "--result-fd=3" in j["argv"], lambda: j["argv"])
     fake = j["result"]["fake"]
-    assert fake["cuda_visible_devices"] == GPU0 and fake["cuda_device_order"] == "PCI_BUS_ID", fake
-    assert fake["notify_socket"] == "", "NOTIFY_SOCKET leaked into the worker"
-    assert j["profile_path"] == os.path.join(d.prof, GPU0 + ".json") and os.path.exists(j["profile_path"])
+    ensure(fake["cuda_visible_devices"] == GPU0 and fake["cuda_device_order"] == "PCI_BUS_ID", lambda: fake)
+    ensure(fake["notify_socket"] == "", "NOTIFY_SOCKET leaked into the worker")
+    ensure(j["profile_path"] == os.path.join(d.prof, GPU0 + ".json") and os.path.exists(j["profile_path"]))
     st, _, prof = d.json("GET", f"/profiles/{GPU0}")
-    assert st == 200 and prof["version"] == 4
+    ensure(st == 200 and prof["version"] == 4)
     st, _, lst = d.json("GET", "/profiles")
-    assert any(p["uuid"] == GPU0 for p in lst["profiles"])
+    ensure(any(p["uuid"] == GPU0 for p in lst["profiles"]))
     st, _, log = d.req("GET", f"/benchmark/jobs/{job['id']}/log")
-    assert st == 200 and b"fakeworker bw" in log
+    ensure(st == 200 and b"fakeworker bw" in log)
     # replay after the end gives the same story
     again = sse(d, job["id"])
-    assert [e for e, _ in again if e != "progress"][-2:] == ["result", "state"], again
+    ensure([e for e, _ in again if e != "progress"][-2:] == ["result", "state"], lambda: again)
     st, _, m = d.req("GET", "/metrics")
     m = m.decode()
-    assert 'ftbenchd_jobs_finished_total{kind="bw",state="succeeded"}' in m
-    assert f'ftbenchd_profile_cpu_stream_read_gbs{{gpu="{GPU0}"}} 100.5' in m, m
-    assert "ftbenchd_queue_depth 0" in m
+    ensure('ftbenchd_jobs_finished_total{kind="bw",state="succeeded"}' in m)
+    ensure(f'ftbenchd_profile_cpu_stream_read_gbs{{gpu="{GPU0}"}} 100.5' in m, lambda: m)
+    ensure("ftbenchd_queue_depth 0" in m)
     st, _, lj = d.json("GET", "/benchmark/jobs?state=succeeded&limit=5")
-    assert st == 200 and any(x["id"] == job["id"] for x in lj["jobs"]) and "result" not in lj["jobs"][0]
+    ensure(st == 200 and any(x["id"] == job["id"] for x in lj["jobs"]) and "result" not in lj["jobs"][0])
 
 
 @test
@@ -318,13 +360,13 @@ def disjoint_gpus_run_together(t):
     d.wait(b["id"], ("running",))
     st, _, g = d.json("GET", "/gpus")
     holders = {x["uuid"]: x["job"] for x in g["gpus"]}
-    assert holders == {GPU0: a["id"], GPU1: b["id"]}, holders
+    ensure(holders == {GPU0: a["id"], GPU1: b["id"]}, lambda: holders)
     for x in (a, b):
         st, _, c = d.json("POST", f"/benchmark/jobs/{x['id']}/cancel")
-        assert st == 202 and c["cancel_requested"], c
+        ensure(st == 202 and c["cancel_requested"], lambda: c)
     for x in (a, b):
         j = d.wait(x["id"])
-        assert j["state"] == "cancelled" and j["signal"] == 15 and j["exit_status"] == 143, j
+        ensure(j["state"] == "cancelled" and j["signal"] == 15 and j["exit_status"] == 143, lambda: j)
 
 
 @test
@@ -338,13 +380,13 @@ def shared_gpu_and_host_fifo(t):
     e = d.submit("cache-copy", {"repeat": 2, "gpu": 1})  # GPU 1 is free, but the bw before it wants the host
     time.sleep(0.4 * SLOW)
     for x in (b, c, e):
-        assert d.job(x["id"])["state"] == "queued", d.job(x["id"])
-    assert d.job(e["id"])["queue_position"] == 2
+        ensure(d.job(x["id"])["state"] == "queued", lambda: d.job(x["id"]))
+    ensure(d.job(e["id"])["queue_position"] == 2)
     d.json("POST", f"/benchmark/jobs/{a['id']}/cancel")
     jb, jc, je = d.wait(b["id"]), d.wait(c["id"]), d.wait(e["id"])
-    assert jb["state"] == jc["state"] == je["state"] == "succeeded", (jb, jc, je)
+    ensure(jb["state"] == jc["state"] == je["state"] == "succeeded", lambda: (jb, jc, je))
     # bw ran alone: it started after b finished and e started after bw finished
-    assert jc["started_at"] >= jb["finished_at"] and je["started_at"] >= jc["finished_at"], (jb, jc, je)
+    ensure(jc["started_at"] >= jb["finished_at"] and je["started_at"] >= jc["finished_at"], lambda: (jb, jc, je))
 
 
 @test
@@ -352,29 +394,29 @@ def bw_all_gpus(t):
     """bw with gpu "all": holds both GPUs and the host, its worker sees both, one profile per GPU"""
     d = t.main
     a = d.submit("bw", {"model": "fake-sleep", "gpu": "all", "engines": 2, "deployment": "isolated"})
-    assert a["host_exclusive"] is True
+    ensure(a["host_exclusive"] is True)
     d.wait(a["id"], ("running",))
     st, _, g = d.json("GET", "/gpus")
     holders = {x["uuid"]: x["job"] for x in g["gpus"]}
-    assert holders == {GPU0: a["id"], GPU1: a["id"]} and g["host_job"] == a["id"], g
+    ensure(holders == {GPU0: a["id"], GPU1: a["id"]} and g["host_job"] == a["id"], lambda: g)
     b = d.submit("cache-copy", {"repeat": 2, "gpu": 1})
     time.sleep(0.3 * SLOW)
-    assert d.job(b["id"])["state"] == "queued", d.job(b["id"])
+    ensure(d.job(b["id"])["state"] == "queued", lambda: d.job(b["id"]))
     d.json("POST", f"/benchmark/jobs/{a['id']}/cancel")
     ja, jb = d.wait(a["id"]), d.wait(b["id"])
-    assert ja["state"] == "cancelled" and jb["state"] == "succeeded", (ja, jb)
-    assert "--gpu=all" in ja["argv"] and "--engines=2" in ja["argv"] and "--deployment=isolated" in ja["argv"]
+    ensure(ja["state"] == "cancelled" and jb["state"] == "succeeded", lambda: (ja, jb))
+    ensure("--gpu=all" in ja["argv"] and "--engines=2" in ja["argv"] and "--deployment=isolated" in ja["argv"])
     c = d.submit("bw", {"cpu_iters": 2, "gpu": "all"})
     j = d.wait(c["id"])
-    assert j["state"] == "succeeded", j
+    ensure(j["state"] == "succeeded", lambda: j)
     profs = j["result"]["profiles"]
-    assert [p["gpu"]["uuid"] for p in profs] == [GPU0, GPU1], profs
+    ensure([p["gpu"]["uuid"] for p in profs] == [GPU0, GPU1], lambda: profs)
     for p in profs:
-        assert p["fake"]["cuda_visible_devices"] == GPU0 + "," + GPU1, p["fake"]
+        ensure(p["fake"]["cuda_visible_devices"] == GPU0 + "," + GPU1, lambda: p["fake"])
     for u in (GPU0, GPU1):
         st, _, prof = d.json("GET", f"/profiles/{u}")
-        assert st == 200 and prof["gpu"]["uuid"] == u, prof
-    assert j["profile_path"] and os.path.exists(j["profile_path"])
+        ensure(st == 200 and prof["gpu"]["uuid"] == u, lambda: prof)
+    ensure(j["profile_path"] and os.path.exists(j["profile_path"]))
     expect_error(d, "POST", "/benchmark/start", 400, "unknown_gpu", "args.gpu",
                  body={"kind": "cache-copy", "args": {"gpu": "all"}})
 
@@ -386,15 +428,15 @@ def cancel_queued_running_finished(t):
     b = d.submit("cache-copy", {"models": "fake-sleep", "gpu": 0})
     d.wait(a["id"], ("running",))
     st, _, jb = d.json("POST", f"/benchmark/jobs/{b['id']}/cancel")
-    assert st == 200 and jb["state"] == "cancelled", jb
+    ensure(st == 200 and jb["state"] == "cancelled", lambda: jb)
     st, _, ja = d.json("POST", f"/benchmark/jobs/{a['id']}/cancel")
-    assert st == 202
+    ensure(st == 202)
     ja = d.wait(a["id"])
-    assert ja["state"] == "cancelled"
+    ensure(ja["state"] == "cancelled")
     expect_error(d, "POST", f"/benchmark/jobs/{a['id']}/cancel", 409, "job_finished")
     expect_error(d, "POST", "/benchmark/jobs/0123456789abcdef/cancel", 404, "not_found")
     events = sse(d, b["id"])
-    assert events[-1] == ("state", {"state": "cancelled"}), events
+    ensure(events[-1] == ("state", {"state": "cancelled"}), lambda: events)
 
 
 @test
@@ -404,9 +446,9 @@ def timeout_and_hang(t):
     a = d.submit("cache-copy", {"models": "fake-sleep", "gpu": 0}, timeout_s=1)
     b = d.submit("cache-copy", {"models": "fake-hang", "gpu": 1}, timeout_s=1)
     ja, jb = d.wait(a["id"]), d.wait(b["id"])
-    assert ja["state"] == "timed_out" and ja["signal"] == 15, ja
-    assert jb["state"] == "timed_out" and jb["signal"] == 9 and jb["exit_status"] == 137, jb
-    assert "timed out" in ja["error"]
+    ensure(ja["state"] == "timed_out" and ja["signal"] == 15, lambda: ja)
+    ensure(jb["state"] == "timed_out" and jb["signal"] == 9 and jb["exit_status"] == 137, lambda: jb)
+    ensure("timed out" in ja["error"])
 
 
 @test
@@ -421,21 +463,21 @@ def bad_workers(t):
         ids[mode] = d.submit("cache-copy", {"models": f"fake-{mode}", "gpu": i % 2})["id"]
     for mode, (key, want) in cases.items():
         j = d.wait(ids[mode], timeout=30)
-        assert j["state"] == "failed", (mode, j)
+        ensure(j["state"] == "failed", lambda: (mode, j))
         if key == "signal":
-            assert j["signal"] == want and j["exit_status"] == 128 + want, j
+            ensure(j["signal"] == want and j["exit_status"] == 128 + want, lambda: j)
         else:
-            assert want in (j["error"] or ""), (mode, j["error"])
-    assert d.req("GET", "/health")[0] == 200
+            ensure(want in (j["error"] or ""), lambda: (mode, j["error"]))
+    ensure(d.req("GET", "/health")[0] == 200)
 
 
 @test
 def chatty_worker_log_capped(t):
     d = t.main
     j = d.wait(d.submit("cache-copy", {"models": "fake-chatty", "repeat": 1})["id"])
-    assert j["state"] == "succeeded", j
+    ensure(j["state"] == "succeeded", lambda: j)
     st, _, log = d.req("GET", f"/benchmark/jobs/{j['id']}/log")
-    assert len(log) <= 65536 + 200 and b"log truncated" in log, len(log)
+    ensure(len(log) <= 65536 + 200 and b"log truncated" in log, lambda: len(log))
 
 
 @test
@@ -444,12 +486,12 @@ def escaped_grandchild(t):
     that process is killed (it carries the job's FTBENCHD_JOB_ID)"""
     d = t.main
     j = d.wait(d.submit("cache-copy", {"models": "fake-escape", "repeat": 1})["id"], timeout=30)
-    assert j["state"] == "succeeded", j
+    ensure(j["state"] == "succeeded", lambda: j)
     log = d.req("GET", f"/benchmark/jobs/{j['id']}/log")[2].decode()
     child = int(re.search(r"escaped child (\d+)", log).group(1))
     deadline = time.time() + 5 * SLOW
     while pid_alive(child):
-        assert time.time() < deadline, f"process {child} survived its job"
+        ensure(time.time() < deadline, lambda: f"process {child} survived its job")
         time.sleep(0.05)
 
 
@@ -461,12 +503,12 @@ def pipes_held_by_a_stranger(t):
     d = t.main
     t0 = time.time()
     j = d.wait(d.submit("cache-copy", {"models": "fake-hidden", "repeat": 1})["id"], timeout=30)
-    assert j["state"] == "succeeded" and time.time() - t0 < 4 * SLOW, (j, time.time() - t0)
+    ensure(j["state"] == "succeeded" and time.time() - t0 < 4 * SLOW, lambda: (j, time.time() - t0))
     log = d.req("GET", f"/benchmark/jobs/{j['id']}/log")[2].decode()
     child = int(re.search(r"escaped child (\d+)", log).group(1))
     deadline = time.time() + 5 * SLOW
     while pid_alive(child):
-        assert time.time() < deadline, f"process {child} survived its job"
+        ensure(time.time() < deadline, lambda: f"process {child} survived its job")
         time.sleep(0.05)
 
 
@@ -476,7 +518,7 @@ def idempotency(t):
     body = {"kind": "cache-copy", "args": {"repeat": 1}}
     st, h1, a = d.json("POST", "/benchmark/start", body, headers={"Idempotency-Key": "k-1"})
     st2, h2, b = d.json("POST", "/benchmark/start", body, headers={"Idempotency-Key": "k-1"})
-    assert st == st2 == 202 and a["id"] == b["id"] and h2.get("idempotent-replayed") == "true", (a, b)
+    ensure(st == st2 == 202 and a["id"] == b["id"] and h2.get("idempotent-replayed") == "true", lambda: (a, b))
     expect_error(d, "POST", "/benchmark/start", 409, "idempotency_conflict",
                  body={"kind": "cache-copy", "args": {"repeat": 2}}, headers={"Idempotency-Key": "k-1"})
     expect_error(d, "POST", "/benchmark/start", 400, "invalid_argument", "Idempotency-Key",
@@ -490,16 +532,16 @@ def bad_inputs(t):
     d = t.main
     P = "/benchmark/start"
     st, _, doc = d.json("POST", P, raw=b"{not json", headers={"Content-Type": "application/json"})
-    assert st == 400 and doc["error"]["code"] == "invalid_json", doc
+    ensure(st == 400 and doc["error"]["code"] == "invalid_json", lambda: doc)
     st, _, doc = d.json("POST", P, raw=b"[1,2]", headers={"Content-Type": "application/json"})
-    assert st == 400 and doc["error"]["code"] == "invalid_request"
+    ensure(st == 400 and doc["error"]["code"] == "invalid_request")
     st, _, doc = d.json("POST", P, raw=b'{"kind":"bw"}', headers={"Content-Type": "text/plain"})
-    assert st == 415 and doc["error"]["code"] == "unsupported_media_type"
+    ensure(st == 415 and doc["error"]["code"] == "unsupported_media_type")
     st, _, doc = d.json("POST", P, raw=b'{"kind":"bw"}')
-    assert st == 415
+    ensure(st == 415)
     big = b'{"kind":"bw","args":{"model":"' + b"a" * 70000 + b'"}}'
     st, _, doc = d.json("POST", P, raw=big, headers={"Content-Type": "application/json"})
-    assert st == 413 and doc["error"]["code"] == "body_too_large", doc
+    ensure(st == 413 and doc["error"]["code"] == "body_too_large", lambda: doc)
     expect_error(d, "POST", P, 400, "unknown_kind", "kind", body={"kind": "mine-bitcoin"})
     expect_error(d, "POST", P, 400, "missing_field", "kind", body={"args": {}})
     expect_error(d, "POST", P, 400, "invalid_argument", "kind", body={"kind": 3})
@@ -550,19 +592,19 @@ def bad_inputs(t):
     expect_error(d, "GET", "/benchmark/jobs?limit=0", 400, "invalid_argument", "limit")
     st, _, doc = d.json("POST", "/benchmark/jobs/0123456789abcdef/cancel", raw=b"x" * 70000,
                         headers={"Content-Type": "application/json"})
-    assert st == 413 and doc["error"]["code"] == "body_too_large", doc
+    ensure(st == 413 and doc["error"]["code"] == "body_too_large", lambda: doc)
     # the good ones still work
     lw = d.submit("load-weights", {"model": t.models + "/m", "modes": ["baseline"], "gpu": 1})
-    assert any(a.startswith("--model=" + os.path.realpath(t.models)) for a in lw["argv"]), lw["argv"]
+    ensure(any(a.startswith("--model=" + os.path.realpath(t.models)) for a in lw["argv"]), lambda: lw["argv"])
     dc = d.submit("decode", {"model": t.models + "/m", "server": "ft", "backends": ["offload", "hybrid"]})
-    assert "--server-cmd=ft serve {model} --port {port}" in dc["argv"] and "--backend=offload,hybrid" in dc["argv"]
+    ensure("--server-cmd=ft serve {model} --port {port}" in dc["argv"] and "--backend=offload,hybrid" in dc["argv"])
     dm = d.submit("decode", {"url": "http://localhost:30000", "max_tokens": 64, "memory_ratio": 0.8, "greedy": True})
-    assert {"--tokens=64", "--mem-ratio=0.8", "--greedy"} <= set(dm["argv"]), dm["argv"]
+    ensure({"--tokens=64", "--mem-ratio=0.8", "--greedy"} <= set(dm["argv"]), lambda: dm["argv"])
     d.wait(dm["id"])
     du = d.submit("decode", {"model": t.models + "/m", "url": "http://127.0.0.1:9/v1"})
     for x in (lw, dc, du):
         d.wait(x["id"])
-    assert d.req("GET", "/health")[0] == 200
+    ensure(d.req("GET", "/health")[0] == 200)
 
 
 @test
@@ -574,9 +616,9 @@ def queue_limit(t):
         d.submit("cache-copy", {"repeat": 1, "gpu": 0})
         d.submit("cache-copy", {"repeat": 1, "gpu": 0})
         h, _ = expect_error(d, "POST", "/benchmark/start", 429, "queue_full", body={"kind": "cache-copy"})
-        assert "retry-after" in h
+        ensure("retry-after" in h)
     finally:
-        assert d.stop() == 0
+        ensure(d.stop() == 0)
 
 
 @test
@@ -591,11 +633,11 @@ def connection_limit(t):
             c = socket.create_connection(("127.0.0.1", d.port))
             c.sendall(f"GET /benchmark/jobs/{job['id']}/events HTTP/1.1\r\nHost: x\r\n\r\n".encode())
             c.settimeout(5 * SLOW)
-            assert b"200" in c.recv(4096).split(b"\r\n")[0]
+            ensure(b"200" in c.recv(4096).split(b"\r\n")[0])
             held.append(c)
         st, h, _ = d.req("GET", "/benchmark/jobs", timeout=5)
-        assert st == 503 and "retry-after" in h, (st, h)
-        assert d.req("GET", "/health", timeout=5)[0] == 200
+        ensure(st == 503 and "retry-after" in h, lambda: (st, h))
+        ensure(d.req("GET", "/health", timeout=5)[0] == 200)
     finally:
         for c in held:
             c.close()
@@ -609,11 +651,11 @@ def connection_limit(t):
                     break
             except (OSError, http.client.HTTPException):
                 pass
-            assert time.time() < deadline, "the daemon did not serve again"
+            ensure(time.time() < deadline, "the daemon did not serve again")
             time.sleep(0.05)
-        assert st == 202, st
+        ensure(st == 202, lambda: st)
     finally:
-        assert d.stop() == 0
+        ensure(d.stop() == 0)
 
 
 @test
@@ -624,22 +666,22 @@ def tokens(t):
     d = Daemon(t.tmp, "token", "--token-file", tok).start()
     try:
         h, _ = expect_error(d, "GET", "/benchmark/jobs", 401, "unauthorized")
-        assert h.get("www-authenticate") == "Bearer"
+        ensure(h.get("www-authenticate") == "Bearer")
         expect_error(d, "GET", "/benchmark/jobs", 401, "unauthorized", headers={"Authorization": "Bearer wrong"})
         expect_error(d, "GET", "/benchmark/jobs", 401, "unauthorized",
                      headers={"Authorization": "Bearer s3cret-token-012345678"})
         expect_error(d, "POST", "/benchmark/start", 401, "unauthorized", body={"kind": "bw"},
                      headers={"Authorization": "Basic czNjcmV0"})
-        assert d.req("GET", "/health")[0] == 200  # liveness needs no token
+        ensure(d.req("GET", "/health")[0] == 200)  # liveness needs no token
         for m, path in (("GET", "/benchmark/jobs/0123456789abcdef"), ("GET", "/benchmark/jobs/0123456789abcdef/events"),
                         ("GET", "/benchmark/jobs/0123456789abcdef/log"), ("POST", "/benchmark/jobs/0123456789abcdef/cancel"),
                         ("GET", "/profiles"), ("GET", f"/profiles/{GPU0}"), ("GET", "/gpus"), ("GET", "/metrics")):
             expect_error(d, m, path, 401, "unauthorized")
         d.token = "s3cret-token-0123456789"
-        assert d.req("GET", "/benchmark/jobs")[0] == 200
-        assert d.req("GET", "/metrics")[0] == 200
+        ensure(d.req("GET", "/benchmark/jobs")[0] == 200)
+        ensure(d.req("GET", "/metrics")[0] == 200)
     finally:
-        assert d.stop() == 0
+        ensure(d.stop() == 0)
 
 
 @test
@@ -647,44 +689,44 @@ def config_check(t):
     def run(*a):
         return subprocess.run([FTBENCHD, *a], capture_output=True, text=True, timeout=10)
     ok = run("-n", "--state-dir", t.tmp + "/x", "--worker", FAKE)
-    assert ok.returncode == 0, ok.stderr
+    ensure(ok.returncode == 0, lambda: ok.stderr)
     r = run("-n", "--listen", "0.0.0.0:8377")
-    assert r.returncode == 2 and "token" in r.stderr, r.stderr
+    ensure(r.returncode == 2 and "token" in r.stderr, lambda: r.stderr)
     bad = os.path.join(t.tmp, "bad.conf")
     with open(bad, "w") as f:
         f.write("max-queue = 12\nmax-queue = lots\n")
     r = run("-n", "-c", bad)
-    assert r.returncode == 2 and "bad.conf:2" in r.stderr, r.stderr
+    ensure(r.returncode == 2 and "bad.conf:2" in r.stderr, lambda: r.stderr)
     with open(bad, "w") as f:
         f.write("no-such-option = 1\n")
     r = run("-n", "-c", bad)
-    assert r.returncode == 2 and "unknown option" in r.stderr
+    ensure(r.returncode == 2 and "unknown option" in r.stderr)
     r = run("--max-queue", "0", "-n")
-    assert r.returncode == 2
+    ensure(r.returncode == 2)
     # -n resolves and binds the listen address (#17 defect 12)
     r = run("-n", "--listen", "127.0.0.1:99999")
-    assert r.returncode == 2 and "cannot parse" in r.stderr, r.stderr
+    ensure(r.returncode == 2 and "cannot parse" in r.stderr, lambda: r.stderr)
     tok = os.path.join(t.tmp, "check-token.txt")
     with open(tok, "w") as f:
         f.write("0123456789abcdef0123\n")
     r = run("-n", "--listen", "no-such-host.invalid:8377", "--token-file", tok)
-    assert r.returncode == 2 and "does not resolve" in r.stderr, r.stderr
+    ensure(r.returncode == 2 and "does not resolve" in r.stderr, lambda: r.stderr)
     r = run("-n", "--listen", "192.0.2.1:8377", "--token-file", tok)  # TEST-NET-1: not on this host
-    assert r.returncode == 2 and "cannot bind" in r.stderr and "not an address of this host" in r.stderr, r.stderr
+    ensure(r.returncode == 2 and "cannot bind" in r.stderr and "not an address of this host" in r.stderr, lambda: r.stderr)
     r = run("-n", "--listen", "localhost:0")
-    assert r.returncode == 0, r.stderr
+    ensure(r.returncode == 0, lambda: r.stderr)
     r = run("-n", "--listen", f"127.0.0.1:{t.main.port}")  # in use by the running daemon: a warning
-    assert r.returncode == 0 and "in use" in r.stderr, r.stderr
+    ensure(r.returncode == 0 and "in use" in r.stderr, lambda: r.stderr)
     r = run("--help")
-    assert r.returncode == 0 and "--state-dir" in r.stdout and "--token-file" in r.stdout
+    ensure(r.returncode == 0 and "--state-dir" in r.stdout and "--token-file" in r.stdout)
     dump = run("--dump-config").stdout
     with open(os.path.join(ROOT, "etc", "ftbenchd.conf")) as f:
-        assert f.read() == dump, "etc/ftbenchd.conf differs from `ftbenchd --dump-config`"
+        ensure(f.read() == dump, "etc/ftbenchd.conf differs from `ftbenchd --dump-config`")
     good = os.path.join(t.tmp, "good.conf")
     with open(good, "w") as f:
         f.write(dump)
     r = run("-n", "-c", good)
-    assert r.returncode == 0, r.stderr
+    ensure(r.returncode == 0, lambda: r.stderr)
 
 
 @test
@@ -697,8 +739,8 @@ def retention(t):
         d.start()  # retention also runs at start
         st, _, lst = d.json("GET", "/benchmark/jobs")
         have = [j["id"] for j in lst["jobs"]]
-        assert have == ids[:1:-1], (have, ids)
-        assert sorted(os.listdir(os.path.join(d.state, "jobs"))) == sorted(i + ".json" for i in ids[2:])
+        ensure(have == ids[:1:-1], lambda: (have, ids))
+        ensure(sorted(os.listdir(os.path.join(d.state, "jobs"))) == sorted(i + ".json" for i in ids[2:]))
     finally:
         d.stop()
     d = Daemon(t.tmp, "retain-age", "--retain-age", "1").start()
@@ -708,7 +750,7 @@ def retention(t):
         d.stop()
         d.start()
         expect_error(d, "GET", f"/benchmark/jobs/{old}", 404, "not_found")
-        assert os.listdir(os.path.join(d.state, "jobs")) == [] and os.listdir(os.path.join(d.state, "logs")) == []
+        ensure(os.listdir(os.path.join(d.state, "jobs")) == [] and os.listdir(os.path.join(d.state, "logs")) == [])
     finally:
         d.stop()
 
@@ -718,32 +760,32 @@ def kill9_then_restart(t):
     """kill -9 mid-job: at restart the job is interrupted, journal and profiles intact, no orphan"""
     d = Daemon(t.tmp, "kill9").start()
     done = d.wait(d.submit("bw", {"cpu_iters": 1})["id"])
-    assert done["state"] == "succeeded"
+    ensure(done["state"] == "succeeded")
     prof = open(done["profile_path"]).read()
     q = d.submit("cache-copy", {"models": "fake-spawn", "gpu": 0})
     queued = d.submit("cache-copy", {"repeat": 1, "gpu": 0})
     j = d.wait(q["id"], ("running",))
     deadline = time.time() + 5 * SLOW
     while not (d.job(q["id"]).get("progress") or {}).get("label", "").startswith("child"):
-        assert time.time() < deadline
+        ensure(time.time() < deadline)
         time.sleep(0.05)
     grandchild = int(d.job(q["id"])["progress"]["label"].split()[1])
     worker = [int(p) for p in os.listdir("/proc") if p.isdigit() and _env_has(int(p), q["id"])]
-    assert grandchild in worker and len(worker) == 2, worker
+    ensure(grandchild in worker and len(worker) == 2, lambda: worker)
     d.stop(signal.SIGKILL)
     time.sleep(0.3)
     d.start()
     try:
         j = d.job(q["id"])
-        assert j["state"] == "interrupted", j
+        ensure(j["state"] == "interrupted", lambda: j)
         for p in worker:
-            assert not pid_alive(p), f"process {p} of the interrupted job survived"
-        assert d.job(done["id"])["state"] == "succeeded"
-        assert open(done["profile_path"]).read() == prof
+            ensure(not pid_alive(p), lambda: f"process {p} of the interrupted job survived")
+        ensure(d.job(done["id"])["state"] == "succeeded")
+        ensure(open(done["profile_path"]).read() == prof)
         jq = d.wait(queued["id"])  # a queued job survives the crash and runs
-        assert jq["state"] == "succeeded", jq
+        ensure(jq["state"] == "succeeded", lambda: jq)
         events = sse(d, q["id"])
-        assert events[-1] == ("state", {"state": "interrupted"}), events
+        ensure(events[-1] == ("state", {"state": "interrupted"}), lambda: events)
     finally:
         d.stop()
 
@@ -766,31 +808,31 @@ def graceful_sigterm(t):
     d.wait(b["id"], ("running",))
     deadline = time.time() + 5 * SLOW  # the hanging worker ignores SIGTERM from its first progress on
     while (d.job(b["id"])["progress"] or {}).get("label") != "hanging":
-        assert time.time() < deadline
+        ensure(time.time() < deadline)
         time.sleep(0.02)
     pids = [int(p) for p in os.listdir("/proc") if p.isdigit() and (_env_has(int(p), a["id"]) or _env_has(int(p), b["id"]))]
-    assert len(pids) == 2
+    ensure(len(pids) == 2)
     d.proc.send_signal(signal.SIGTERM)  # the hanging worker keeps the daemon in its 3 s grace period
     deadline = time.time() + 2
     while d.json("GET", "/health")[2]["status"] != "stopping":
-        assert time.time() < deadline
+        ensure(time.time() < deadline)
         time.sleep(0.02)
     expect_error(d, "POST", "/benchmark/start", 503, "shutting_down", body={"kind": "cache-copy"})
     rc = d.stop()
-    assert rc == 0, rc
+    ensure(rc == 0, lambda: rc)
     for p in pids:
-        assert not pid_alive(p)
+        ensure(not pid_alive(p))
     recs = {}
     for name in os.listdir(os.path.join(d.state, "jobs")):
         with open(os.path.join(d.state, "jobs", name)) as f:
             r = json.load(f)
         recs[r["id"]] = r
-    assert recs[a["id"]]["state"] == "interrupted" and recs[b["id"]]["state"] == "interrupted", recs
-    assert recs[b["id"]]["signal"] == 9
-    assert recs[c["id"]]["state"] == "queued"
+    ensure(recs[a["id"]]["state"] == "interrupted" and recs[b["id"]]["state"] == "interrupted", lambda: recs)
+    ensure(recs[b["id"]]["signal"] == 9)
+    ensure(recs[c["id"]]["state"] == "queued")
     d.start()
     try:
-        assert d.wait(c["id"])["state"] == "succeeded"
+        ensure(d.wait(c["id"])["state"] == "succeeded")
     finally:
         d.stop()
 
@@ -801,12 +843,12 @@ def no_gpu_host(t):
     d = Daemon(t.tmp, "nogpu", env={"FAKE_GPUS": "0"}).start()
     try:
         st, _, g = d.json("GET", "/gpus")
-        assert g["gpus"] == [] and "no CUDA" in g["reason"], g
+        ensure(g["gpus"] == [] and "no CUDA" in g["reason"], lambda: g)
         j = d.wait(d.submit("bw", {"cpu_iters": 1})["id"])
-        assert j["gpu"] is None and j["profile_path"].endswith("/host.json"), j
-        assert j["result"]["fake"]["cuda_visible_devices"] == ""
+        ensure(j["gpu"] is None and j["profile_path"].endswith("/host.json"), lambda: j)
+        ensure(j["result"]["fake"]["cuda_visible_devices"] == "")
         expect_error(d, "POST", "/benchmark/start", 400, "unknown_gpu", "args.gpu", body={"kind": "bw", "args": {"gpu": 0}})
-        assert d.json("GET", "/profiles/host")[0] == 200
+        ensure(d.json("GET", "/profiles/host")[0] == 200)
     finally:
         d.stop()
 
@@ -816,7 +858,7 @@ def missing_worker(t):
     d = Daemon(t.tmp, "noworker", worker="/nonexistent/ftbench").start()
     try:
         j = d.wait(d.submit("cache-copy", {"repeat": 1})["id"])
-        assert j["state"] == "failed" and "cannot execute" in j["error"], j
+        ensure(j["state"] == "failed" and "cannot execute" in j["error"], lambda: j)
     finally:
         d.stop()
 
@@ -834,9 +876,9 @@ def concurrent_clients(t):
             for i in range(5):
                 st, _, doc = d.json("POST", "/benchmark/start", {"kind": "cache-copy", "args": {"repeat": 1, "gpu": (n + i) % 2}},
                                     headers={"Idempotency-Key": f"c{n}-{i}"})
-                assert st == 202, doc
+                ensure(st == 202, lambda: doc)
                 ids.append(doc["id"])
-                assert d.req("GET", f"/benchmark/jobs/{doc['id']}")[0] == 200
+                ensure(d.req("GET", f"/benchmark/jobs/{doc['id']}")[0] == 200)
         except Exception as e:  # noqa
             errors.append(e)
     th = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
@@ -844,10 +886,10 @@ def concurrent_clients(t):
         x.start()
     for x in th:
         x.join()
-    assert not errors, errors
-    assert len(set(ids)) == 40
+    ensure(not errors, lambda: errors)
+    ensure(len(set(ids)) == 40)
     for i in ids:
-        assert d.wait(i, timeout=60)["state"] == "succeeded"
+        ensure(d.wait(i, timeout=60)["state"] == "succeeded")
 
 
 @test
@@ -874,18 +916,18 @@ def systemd_notify_and_watchdog(t):
     try:
         drain(time.time() + 1.2 * SLOW)
         text = "\n".join(msgs)
-        assert "READY=1" in text, msgs
-        assert text.count("WATCHDOG=1") >= 3, msgs
+        ensure("READY=1" in text, lambda: msgs)
+        ensure(text.count("WATCHDOG=1") >= 3, lambda: msgs)
         j = d.wait(d.submit("bw", {"cpu_iters": 1})["id"])
-        assert j["result"]["fake"]["notify_socket"] == "", "NOTIFY_SOCKET leaked into the worker"
+        ensure(j["result"]["fake"]["notify_socket"] == "", "NOTIFY_SOCKET leaked into the worker")
         drain(time.time() + 0.3)
-        assert any(m.startswith("STATUS=") and "queued" in m for m in msgs), msgs
+        ensure(any(m.startswith("STATUS=") and "queued" in m for m in msgs), lambda: msgs)
     finally:
         d.proc.send_signal(signal.SIGTERM)
         drain(time.time() + 5 * SLOW, "STOPPING=1")
         d.stop()
         ns.close()
-    assert any("STOPPING=1" in m for m in msgs), msgs
+    ensure(any("STOPPING=1" in m for m in msgs), lambda: msgs)
 
 
 @test
@@ -905,6 +947,7 @@ def socket_activation(t):
     args = ["sh", "-c", 'LISTEN_PID=$$ LISTEN_FDS=1 exec "$@"', "sh"] + WRAP + d.args
     args[args.index("--listen") + 1] = "127.0.0.1:1"  # would fail if it were used
     d.proc = subprocess.Popen(args, env=d.env, stdout=d.logf, stderr=d.logf, preexec_fn=pre, close_fds=False)
+    LIVE.append(d)
     ls.close()
     try:
         deadline = time.time() + 10 * SLOW
@@ -914,11 +957,11 @@ def socket_activation(t):
                     break
             except OSError:
                 pass
-            assert time.time() < deadline and d.proc.poll() is None, open(d.log).read()
+            ensure(time.time() < deadline and d.proc.poll() is None, lambda: open(d.log).read())
             time.sleep(0.05)
-        assert d.wait(d.submit("cache-copy", {"repeat": 1})["id"])["state"] == "succeeded"
+        ensure(d.wait(d.submit("cache-copy", {"repeat": 1})["id"])["state"] == "succeeded")
     finally:
-        assert d.stop() == 0
+        ensure(d.stop() == 0)
 
 
 @test
@@ -940,18 +983,34 @@ def real_worker_bw(t):
         job = d.submit("bw", args, timeout_s=600)
         events = sse(d, job["id"], timeout=600)
         j = d.wait(job["id"], timeout=600)
-        assert j["state"] == "succeeded", (j, d.req("GET", f"/benchmark/jobs/{job['id']}/log")[2][-2000:])
-        assert any(e == "progress" for e, _ in events) and events[-1] == ("state", {"state": "succeeded"})
+        ensure(j["state"] == "succeeded", lambda: (j, d.req("GET", f"/benchmark/jobs/{job['id']}/log")[2][-2000:]))
+        ensure(any(e == "progress" for e, _ in events) and events[-1] == ("state", {"state": "succeeded"}))
         prof = j["result"]
-        assert prof["version"] == 4 and "bf16" in prof["dtypes"], prof.keys()
+        ensure(prof["version"] == 4 and "bf16" in prof["dtypes"], lambda: prof.keys())
         name = (g["gpus"][0]["uuid"] if g["gpus"] else "host") + ".json"
-        assert j["profile_path"] == os.path.join(d.prof, name) and os.path.exists(j["profile_path"])
-        assert d.json("GET", "/profiles/" + name[:-5])[0] == 200
+        ensure(j["profile_path"] == os.path.join(d.prof, name) and os.path.exists(j["profile_path"]))
+        ensure(d.json("GET", "/profiles/" + name[:-5])[0] == 200)
     finally:
         d.stop()
 
 
+def on_signal(sig, frame):
+    raise SystemExit(128 + sig)  # unwinds through main's finally: the daemons are stopped
+
+
 def main():
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, on_signal)
+    # the plan: every test, "main daemon stopped cleanly", "no bare assert", "no daemon left"
+    print(f"1..{len(results) + 3}")
+    sys.stdout.flush()
+    try:
+        return run_all()
+    finally:
+        stop_all_daemons()
+
+
+def run_all():
     tmp = tempfile.mkdtemp(prefix="ftbenchd-it-")
 
     class T:
@@ -985,6 +1044,18 @@ def main():
             failed += 1
         else:
             print(f"ok {len(results) + 1} - main daemon stopped cleanly")
+        lines = bare_asserts()
+        if lines:
+            print(f"not ok {len(results) + 2} - bare assert statements (dropped by python -O) at lines {lines}")
+            failed += 1
+        else:
+            print(f"ok {len(results) + 2} - every check is an ensure(), none a bare assert")
+        left = stop_all_daemons()
+        if left:
+            print(f"not ok {len(results) + 3} - {left} daemon(s) were still running after the tests")
+            failed += 1
+        else:
+            print(f"ok {len(results) + 3} - no daemon left running")
     finally:
         for sub in os.listdir(tmp):
             lp = os.path.join(tmp, sub, "daemon.log")

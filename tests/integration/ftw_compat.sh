@@ -146,3 +146,4 @@ PY
 got=$(cks ftw "$tmp/qwen3-moe" "$tmp/dup")
 [ -z "$got" ] && grep -q 'down#L00000 appears twice' "$tmp/cks_err" && ok "a bank layer given twice is refused" ||
 	nok "duplicate layer: '$got': $(cat "$tmp/cks_err")"
+echo "1..$n"

@@ -20,7 +20,7 @@ import shutil
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import daemon_test  # noqa: E402
-from daemon_test import Daemon, SLOW  # noqa: E402
+from daemon_test import Daemon, SLOW, ensure  # noqa: E402
 
 SHOW = os.environ.get("FT_HOSTILE_SHOW") == "1"
 A63E = "a" * 63 + "é"  # 64 characters, 65 bytes: a 64-byte cut splits the é (defect 8)
@@ -295,20 +295,20 @@ def rows(t):
 
 
 def check_answer(name, st, hdrs, body, want):
-    assert st is not None, f"{name}: no HTTP answer (the connection closed)"
-    assert st == want, f"{name}: {st}, wanted {want}: {body[:300]!r}"
+    ensure(st is not None, lambda: f"{name}: no HTTP answer (the connection closed)")
+    ensure(st == want, lambda: f"{name}: {st}, wanted {want}: {body[:300]!r}")
     ctype = hdrs.get("content-type", "")
     if ctype.startswith("application/json") and body:
         doc = json.loads(body.decode("utf-8"))  # strict: invalid UTF-8 raises
         if st >= 400:
-            assert set(doc["error"]) == {"code", "message", "field"}, doc
+            ensure(set(doc["error"]) == {"code", "message", "field"}, lambda: doc)
     if st in (429, 503):
-        assert "retry-after" in hdrs, f"{name}: {st} without Retry-After"
+        ensure("retry-after" in hdrs, lambda: f"{name}: {st} without Retry-After")
 
 
 def health_ok(port, timeout=5):
     st, _, body = raw_req(port, req("GET", "/health"), timeout=timeout)
-    assert st == 200, f"/health answered {st}: {body[:200]!r}"
+    ensure(st == 200, lambda: f"/health answered {st}: {body[:200]!r}")
 
 
 tests = []
@@ -324,7 +324,7 @@ def hostile_table(t):
     """at least 100 raw requests, each its status, each followed by a /health that answers"""
     d = t.main
     table = rows(t)
-    assert len(table) >= 100, len(table)
+    ensure(len(table) >= 100, lambda: len(table))
     bad = []
     for name, data, want in table:
         try:
@@ -340,7 +340,7 @@ def hostile_table(t):
             bad.append(f"{name}: then /health: {e}")
     t.answered = len(table) - len(bad)
     print(f"# hostile table: {len(table)} requests, {t.answered} answered as wanted")
-    assert not bad, "\n".join(bad)
+    ensure(not bad, lambda: "\n".join(bad))
 
 
 @test
@@ -372,8 +372,8 @@ def slowloris_head(t):
     finally:
         s.close()
     took = time.time() - t0
-    assert got.startswith(b"HTTP/1.1 408"), got[:200]
-    assert took < 2 + 3 * SLOW, f"cut after {took:.1f}s (header-timeout 2)"
+    ensure(got.startswith(b"HTTP/1.1 408"), lambda: got[:200])
+    ensure(took < 2 + 3 * SLOW, lambda: f"cut after {took:.1f}s (header-timeout 2)")
     health_ok(d.port)
 
 
@@ -391,10 +391,10 @@ def idle_sockets(t):
             health_ok(d.port)
             lat.append(time.time() - t0)
         st, _, _ = raw_req(d.port, req("GET", "/benchmark/jobs?limit=1"))
-        assert st == 200, st
+        ensure(st == 200, lambda: st)
         lat.sort()
         print(f"# /health under 300 idle sockets: median {lat[10] * 1e3:.1f} ms, max {lat[-1] * 1e3:.1f} ms")
-        assert lat[-1] < 2 * SLOW, lat
+        ensure(lat[-1] < 2 * SLOW, lambda: lat)
     finally:
         for s in held:
             s.close()
@@ -423,11 +423,11 @@ def sse_followers(t):
             code = first.split(b"\r\n")[0].split()[1].decode() if first else "closed"
             codes[code] = codes.get(code, 0) + 1
             if code == "503":
-                assert b"Retry-After:" in first, first[:300]
+                ensure(b"Retry-After:" in first, lambda: first[:300])
                 s.close()
             else:
                 held.append(s)
-        assert codes.get("200") == 64 and codes.get("503") == 236, codes
+        ensure(codes.get("200") == 64 and codes.get("503") == 236, lambda: codes)
         lat = []
         for _ in range(20):
             t0 = time.time()
@@ -437,7 +437,7 @@ def sse_followers(t):
         print(f"# /health with 64 streams open and 236 refused: median {lat[10] * 1e3:.1f} ms, "
               f"max {lat[-1] * 1e3:.1f} ms")
         st, _, _ = raw_req(d.port, req("GET", f"/benchmark/jobs/{job['id']}"))
-        assert st == 200, st
+        ensure(st == 200, lambda: st)
     finally:
         for s in held:
             s.close()
@@ -451,7 +451,7 @@ def sse_followers(t):
         s.close()
         if first.startswith(b"HTTP/1.1 200"):
             break
-        assert time.time() < deadline, first[:200]
+        ensure(time.time() < deadline, lambda: first[:200])
         time.sleep(0.2)
 
 
@@ -465,22 +465,22 @@ def connection_limit_503(t):
     try:
         for _ in range(3):
             s, first = open_stream(d.port, job["id"])
-            assert first.startswith(b"HTTP/1.1 200"), first[:200]
+            ensure(first.startswith(b"HTTP/1.1 200"), lambda: first[:200])
             held.append(s)
         st, hdrs, body = raw_req(d.port, req("GET", "/benchmark/jobs"))
-        assert st == 503 and "retry-after" in hdrs, (st, hdrs, body)
-        assert json.loads(body)["error"]["code"] == "busy", body
+        ensure(st == 503 and "retry-after" in hdrs, lambda: (st, hdrs, body))
+        ensure(json.loads(body)["error"]["code"] == "busy", lambda: body)
         health_ok(d.port)
         st, _, _ = raw_req(d.port, req("GET", "/metrics"))
-        assert st == 200, st
+        ensure(st == 200, lambda: st)
     finally:
         for s in held:
             s.close()
     deadline = time.time() + 10 * SLOW
     while raw_req(d.port, req("GET", "/benchmark/jobs"))[0] != 200:
-        assert time.time() < deadline, "the daemon did not serve again"
+        ensure(time.time() < deadline, "the daemon did not serve again")
         time.sleep(0.1)
-    assert d.json("POST", f"/benchmark/jobs/{job['id']}/cancel")[0] == 202
+    ensure(d.json("POST", f"/benchmark/jobs/{job['id']}/cancel")[0] == 202)
 
 
 def _resolve(spec, node):
@@ -591,8 +591,8 @@ def spec_limits(t):
     for jid in ids:
         d.req("POST", f"/benchmark/jobs/{jid}/cancel", check=False)
     print(f"# spec limits: {len(cases)} cases from api/openapi.yaml, {len(bad)} disagree")
-    assert len(cases) >= 60, len(cases)
-    assert not bad, "\n".join(bad)
+    ensure(len(cases) >= 60, lambda: len(cases))
+    ensure(not bad, lambda: "\n".join(bad))
 
 
 def main():
@@ -613,6 +613,8 @@ def main():
     t.slow = Daemon(tmp, "slow", "--header-timeout", "2")
     t.small = Daemon(tmp, "small", "--max-connections", "3", "--max-event-streams", "3")
     failed = 0
+    print(f"1..{len(tests)}")  # the plan (daemon exit failures add unnumbered "not ok" lines)
+    sys.stdout.flush()
     try:
         for d in (t.main, t.slow, t.small):
             d.start()
@@ -635,6 +637,7 @@ def main():
             if d.proc:
                 d.proc.kill()
                 d.proc.wait()
+        daemon_test.stop_all_daemons()  # whatever a failed test left running
         for sub in sorted(os.listdir(tmp)):
             lp = os.path.join(tmp, sub, "daemon.log")
             if not os.path.exists(lp):

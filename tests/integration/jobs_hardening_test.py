@@ -33,6 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import daemon_test as dt  # noqa: E402
 
 Daemon, FAKE, SLOW, expect_error, pid_alive = dt.Daemon, dt.FAKE, dt.SLOW, dt.expect_error, dt.pid_alive
+ensure = dt.ensure
 NCPU = os.cpu_count() or 1
 
 results = []
@@ -89,7 +90,7 @@ def wait_all(d, ids, timeout=120):
         states = {j["id"]: j for j in lst["jobs"] if j["id"] in ids}
         if all(states.get(i, {}).get("state") in final for i in ids):
             return states
-        assert time.time() < deadline, {i: states.get(i, {}).get("state") for i in ids}
+        ensure(time.time() < deadline, lambda: {i: states.get(i, {}).get("state") for i in ids})
         time.sleep(0.1)
 
 
@@ -117,12 +118,12 @@ def server_name_exact(t):
         expect_error(d, "POST", "/benchmark/start", 403, "forbidden", "args.server",
                      body={"kind": "decode", "args": {"model": m, "server": "s"}})
         job = d.submit("decode", {"model": m, "server": "sg"})
-        assert "--server-cmd=" + tmpl[3:] in job["argv"], job["argv"]
+        ensure("--server-cmd=" + tmpl[3:] in job["argv"], lambda: job["argv"])
         d.wait(job["id"])
     finally:
         d.stop()
     r = subprocess.run([dt.FTBENCHD, "-n", "--decode-server", "bad name=x {port}"], capture_output=True, text=True)
-    assert r.returncode == 2 and "not 1 to 64" in r.stderr, r.stderr
+    ensure(r.returncode == 2 and "not 1 to 64" in r.stderr, lambda: r.stderr)
 
 
 @test
@@ -173,11 +174,11 @@ def config_at_start(t):
     d.start()
     try:
         jd, jl, jk = d.wait(dec["id"]), d.wait(lw["id"]), d.wait(keep["id"])
-        assert jd["state"] == "failed" and "configuration in force" in jd["error"] and \
-            "decode-server" in jd["error"], jd
-        assert jl["state"] == "failed" and "configuration in force" in jl["error"] and \
-            "model root" in jl["error"], jl
-        assert jk["state"] == "succeeded", jk
+        ensure(jd["state"] == "failed" and "configuration in force" in jd["error"] and \
+            "decode-server" in jd["error"], lambda: jd)
+        ensure(jl["state"] == "failed" and "configuration in force" in jl["error"] and \
+            "model root" in jl["error"], lambda: jl)
+        ensure(jk["state"] == "succeeded", lambda: jk)
     finally:
         d.stop()
 
@@ -191,10 +192,10 @@ def max_running(t):
         ids = [d.submit("cache-copy", {"models": "fake-sleep"})["id"] for _ in range(5)]
         time.sleep(0.5 * SLOW)
         states = [d.job(i)["state"] for i in ids]
-        assert states == ["running"] * 2 + ["queued"] * 3, states
+        ensure(states == ["running"] * 2 + ["queued"] * 3, lambda: states)
         d.json("POST", f"/benchmark/jobs/{ids[0]}/cancel")
         d.wait(ids[2], ("running",))
-        assert d.job(ids[3])["state"] == "queued"
+        ensure(d.job(ids[3])["state"] == "queued")
         for i in ids:
             d.json("POST", f"/benchmark/jobs/{i}/cancel")
         wait_all(d, ids)
@@ -205,7 +206,7 @@ def max_running(t):
         ids = [d.submit("cache-copy", {"models": "fake-sleep"})["id"] for _ in range(NCPU + 1)]
         time.sleep(0.5 * SLOW)
         states = [d.job(i)["state"] for i in ids]
-        assert states.count("running") == NCPU and states[-1] == "queued", states
+        ensure(states.count("running") == NCPU and states[-1] == "queued", lambda: states)
         for i in ids:
             d.json("POST", f"/benchmark/jobs/{i}/cancel")
         wait_all(d, ids)
@@ -236,9 +237,9 @@ def child_error_text(t):
                 resource.prlimit(pid, resource.RLIMIT_NOFILE, (soft, hard))
             d.wait(blocker["id"])
             seen.append((k, j["state"], j["error"]))
-        assert not any("status 127" in (e or "") for _, _, e in seen), seen
-        assert any("in the child failed: Too many open files" in (e or "") for _, _, e in seen), seen
-        assert d.req("GET", "/health")[0] == 200
+        ensure(not any("status 127" in (e or "") for _, _, e in seen), lambda: seen)
+        ensure(any("in the child failed: Too many open files" in (e or "") for _, _, e in seen), lambda: seen)
+        ensure(d.req("GET", "/health")[0] == 200)
     finally:
         d.stop()
 
@@ -260,15 +261,15 @@ def many_jobs_polled(t):
             shown = sum(1 for j in js if (j["progress"] or {}).get("label") == "sleeping")
             if shown == n:
                 break
-            assert time.time() < deadline, f"{shown} of {n} running jobs were read"
+            ensure(time.time() < deadline, lambda: f"{shown} of {n} running jobs were read")
             time.sleep(0.5)
         for i in ids:
             d.json("POST", f"/benchmark/jobs/{i}/cancel")
         states = wait_all(d, ids, timeout=180)
-        assert all(j["state"] == "cancelled" for j in states.values())
+        ensure(all(j["state"] == "cancelled" for j in states.values()))
         time.sleep(0.3)
         left = descendants(d.proc.pid)
-        assert not left, left
+        ensure(not left, lambda: left)
     finally:
         d.stop()
 
@@ -281,11 +282,11 @@ def orphan_tree_killed(t):
     d = Daemon(t.tmp, "orphan", env={"FAKE_GPUS": "0"}).start()
     try:
         j = d.wait(d.submit("cache-copy", {"models": "fake-double"})["id"])
-        assert j["state"] == "succeeded", j
+        ensure(j["state"] == "succeeded", lambda: j)
         pids = escaped_pids(d, j["id"])
-        assert len(pids) == 1
-        assert not wait_gone(pids), f"the orphan {pids} of the job survived"
-        assert not descendants(d.proc.pid)
+        ensure(len(pids) == 1)
+        ensure(not wait_gone(pids), lambda: f"the orphan {pids} of the job survived")
+        ensure(not descendants(d.proc.pid))
     finally:
         d.stop()
 
@@ -317,7 +318,7 @@ def fault_suite(t):
     d = Daemon(t.tmp, "faults", "--max-running", "6", "--max-queue", "1000", env={"FAKE_GPUS": "0"}).start()
     try:
         warm = d.wait(d.submit("cache-copy", {"repeat": 1})["id"])
-        assert warm["state"] == "succeeded"
+        ensure(warm["state"] == "succeeded")
         time.sleep(0.3)
         fd0 = nfds(d.proc.pid)
         t0 = time.time()
@@ -328,7 +329,7 @@ def fault_suite(t):
             state, err, extra = FAULTS[mode]
             body = {"kind": "cache-copy", "args": {"models": f"fake-{mode}", "repeat": 1}, **extra}
             st, _, doc = d.json("POST", "/benchmark/start", body)
-            assert st == 202, doc
+            ensure(st == 202, lambda: doc)
             jobs.append((doc["id"], mode))
         states = wait_all(d, [i for i, _ in jobs], timeout=300)
         elapsed = time.time() - t0
@@ -340,18 +341,18 @@ def fault_suite(t):
             if j["state"] != want or (err and err not in (j["error"] or "")):
                 bad.append((mode, j["state"], j["error"]))
             escaped += escaped_pids(d, jid)
-        assert not bad, bad
+        ensure(not bad, lambda: bad)
         survivors = wait_gone(escaped)
-        assert not survivors, f"grandchildren survived their jobs: {survivors}"
+        ensure(not survivors, lambda: f"grandchildren survived their jobs: {survivors}")
         time.sleep(0.5)
         left = descendants(d.proc.pid)
         zombies = [p for p, s in left.items() if s == "Z"]
-        assert not left, f"left below the daemon: {left} (zombies {zombies})"
+        ensure(not left, lambda: f"left below the daemon: {left} (zombies {zombies})")
         deadline = time.time() + 3 * SLOW  # an HTTP connection the client just closed may linger briefly
         while (fd1 := nfds(d.proc.pid)) > fd0 and time.time() < deadline:
             time.sleep(0.1)
-        assert fd1 <= fd0, f"daemon fds grew from {fd0} to {fd1}: {os.listdir(f'/proc/{d.proc.pid}/fd')}"
-        assert d.req("GET", "/health")[0] == 200
+        ensure(fd1 <= fd0, lambda: f"daemon fds grew from {fd0} to {fd1}: {os.listdir(f'/proc/{d.proc.pid}/fd')}")
+        ensure(d.req("GET", "/health")[0] == 200)
         print(f"# fault suite: {len(jobs)} jobs of {len(FAULTS)} kinds in {elapsed:.1f} s, "
               f"{len(escaped)} grandchildren all ended, 0 zombies, 0 leftovers, daemon fds {fd0} -> {fd1}")
     finally:
@@ -458,7 +459,7 @@ def kill9_cycles(t):
                     continue
                 try:
                     with open(os.path.join(d.prof, name)) as f:
-                        assert json.load(f)["version"] == 4
+                        ensure(json.load(f)["version"] == 4)
                 except (ValueError, KeyError, AssertionError) as e:
                     problems.append(f"cycle {c}: corrupt profile {name}: {e!r}")
         # the last instance finishes what is queued and stops cleanly
@@ -476,8 +477,8 @@ def kill9_cycles(t):
           f"{stats['untracked_alive']} grandchildren seen < 0.6 s before the kill survived; "
           f"{stats['tmp_before']} temp files left by kill -9 itself (+{3 * cycles} planted), all swept; "
           f"{len(problems)} problems")
-    assert not problems, problems
-    assert rc == 0, rc
+    ensure(not problems, lambda: problems)
+    ensure(rc == 0, lambda: rc)
 
 
 def main():
@@ -491,6 +492,8 @@ def main():
     os.makedirs(t.models + "/m")
     only = [x for x in os.environ.get("FT_HARDEN_ONLY", "").split(",") if x]
     failed = 0
+    print(f"1..{sum(1 for fn in results if not only or fn.__name__ in only)}")
+    sys.stdout.flush()
     try:
         for n, fn in enumerate(results, 1):
             if only and fn.__name__ not in only:
@@ -506,6 +509,7 @@ def main():
                 traceback.print_exc(file=sys.stdout)
             sys.stdout.flush()
     finally:
+        dt.stop_all_daemons()  # whatever a failed test left running
         for sub in sorted(os.listdir(tmp)):
             lp = os.path.join(tmp, sub, "daemon.log")
             if not os.path.exists(lp):

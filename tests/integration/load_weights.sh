@@ -105,3 +105,4 @@ rm -f "/var/tmp/ftw_$name"
 [ $rc -eq 0 ] && [ "$(ls "$tmp/victim")" = keep.txt ] && [ -z "$left" ] &&
 	ok "default FTW directory taken by a planted link: a fresh one beside it, removed, the link not followed" ||
 	nok "default FTW directory: exit $rc, left $left, victim: $(ls "$tmp/victim"); $(cat "$tmp/err")"
+echo "1..$n"

@@ -115,3 +115,4 @@ iflags=$(PKG_CONFIG_SYSROOT_DIR="$D" PKG_CONFIG_PATH="$D/usr/lib/pkgconfig" pkg-
 check "compile an engine against the installed tree ($iflags)" cc $san -std=c17 -o "$T/engine-inst" "$T/engine.c" $iflags
 got=$(LD_LIBRARY_PATH="$D/usr/lib" "$T/engine-inst" "$FIX" 2>&1)
 if [ "$got" = "$want" ]; then ok "engine runs against the installed library"; else notok "installed engine output '$got'"; fi
+echo "1..$n"

@@ -123,3 +123,4 @@ n=$((n + 1)); if grep -Eq "^valid +NO: .*spread" "$T/out"; then echo "ok $n - sh
 FREETOKEN_BENCHBW_PATH="$T/drift.json" "$FT" profile show --gpu "$G0" >"$T/out" 2>"$T/err"
 n=$((n + 1)); if grep -Eq "^drift +bf16\.cpu_moe_gbs: 40\.00 -> 30\.00 GB/s \(-25 %; previous spread 39\.00-41\.00\)" "$T/out"; then echo "ok $n - show: drift"; else echo "not ok $n - show drift"; sed 's/^/#   /' "$T/out"; fi
 n=$((n + 1)); if grep -Eq "^stale +YES: .*kernel.*0\.0\.1-another" "$T/out"; then echo "ok $n - show: stale, and why"; else echo "not ok $n - show stale"; sed 's/^/#   /' "$T/out"; fi
+echo "1..$n"

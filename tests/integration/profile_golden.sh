@@ -12,6 +12,7 @@ T=$(mktemp -d /tmp/ftprof-golden-XXXXXX)
 trap 'rm -rf "$T"' EXIT INT TERM
 export XDG_CACHE_HOME="$T/cache" FREETOKEN_BENCHBW_SYSDIR="$T/sys" CUDA_VISIBLE_DEVICES=
 n=0 files=
+echo "1..$(grep -v '^#' "$G/EXPECTED" | grep -c '[^[:space:]]')"
 grep -v '^#' "$G/EXPECTED" | while read -r file caller fmt rec frac rest; do
 	[ -n "$file" ] || continue
 	case $caller in fake) fake=1 ;; *) fake=0 ;; esac

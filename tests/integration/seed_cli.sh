@@ -135,3 +135,4 @@ check "bw --help names --device and --out" sh -c "grep -q -- '--device N' '$T/ou
 check "cache-copy --help names --device and space lists" sh -c "grep -q -- '--device N' '$T/out' && grep -q -- '--batch-sizes 1 4 16 32' '$T/out'"
 "$FT" load-weights --help >"$T/out" 2>&1
 check "load-weights --help: --shard-gib takes a number" grep -q -- "--shard-gib X" "$T/out"
+echo "1..$n"

@@ -36,7 +36,8 @@ fi
 if command -v systemd-sysusers >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
 	mkdir -p "$T/root/etc"
 	if systemd-sysusers --root="$T/root" "$ROOT/systemd/ftbenchd.sysusers" >"$T/log" 2>&1 &&
-		grep -q '^ftbenchd:' "$T/root/etc/passwd" && grep -q '^render:.*ftbenchd' "$T/root/etc/group"; then
+		grep -q '^ftbenchd:' "$T/root/etc/passwd" && grep -Eq '^render:[^:]*:[0-9]+:(.*,)?ftbenchd(,|$)' "$T/root/etc/group" &&
+		grep -Eq '^video:[^:]*:[0-9]+:(.*,)?ftbenchd(,|$)' "$T/root/etc/group"; then
 		ok "sysusers: user ftbenchd, member of render and video"
 	else
 		nok "sysusers: user ftbenchd, member of render and video"
@@ -50,6 +51,8 @@ if command -v systemd-sysusers >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
 		nok "tmpfiles: /var/cache/freetoken/benchbw 0755, /var/lib/ftbenchd 0750"
 	fi
 else
-	ok "# skip sysusers/tmpfiles: needs root and systemd-sysusers"
+	ok "# skip sysusers: needs root and systemd-sysusers"
+	ok "# skip tmpfiles: needs root and systemd-sysusers"
 fi
+echo "1..$n"
 [ "$failed" -eq 0 ]

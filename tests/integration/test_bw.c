@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -26,7 +27,8 @@
 #define SMALL "--no-checks", "--cpu-iters", "2", "--kernel-cpu-iters", "3", "--pcie-mib", "16", "--pcie-iters", "2", \
 	"--kernel-pcie-iters", "2", "--overlap-seconds", "0.5"
 
-static char tmp[256], ftbench[512];
+static char tmp[256], ftbench[512], ftbench_bwfault[512];
+static const char *exe = ftbench; /* what run() starts */
 
 /* Run ftbench with XDG_CACHE_HOME=tmp/cache, stdout into out_path, fd 3 into fd3_path (when
  * not NULL). Returns the exit status (or 128+signal). */
@@ -47,12 +49,12 @@ static int run(const char *out_path, const char *fd3_path, const char *const *ar
 			if (f < 0 || dup2(f, 3) < 0)
 				_exit(121);
 		}
-		const char *argv[64] = {ftbench};
+		const char *argv[64] = {exe};
 		int n = 1;
 		for (; args[n - 1] && n < 63; n++)
 			argv[n] = args[n - 1];
 		argv[n] = NULL;
-		execv(ftbench, (char *const *)argv);
+		execv(exe, (char *const *)argv);
 		_exit(122);
 	}
 	int st;
@@ -313,12 +315,124 @@ static void test_failures_leave_no_profile(void **s)
 	(void)dir;
 }
 
+/* Every file under dir (recursively, sorted by name): "path size fnv1a-of-content\n" appended to
+ * *acc (a malloc'ed string, grown). */
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void dir_state(const char *dir, char **acc)
+{
+	DIR *dd = opendir(dir);
+	assert_non_null(dd);
+	char *names[256];
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(dd)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			assert_true(n < 256);
+			names[n++] = strdup(de->d_name);
+		}
+	closedir(dd);
+	qsort(names, (size_t)n, sizeof *names, cmp_str);
+	for (int i = 0; i < n; i++) {
+		char p[1024], line[1200];
+		struct stat st;
+		snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+		assert_int_equal(lstat(p, &st), 0);
+		uint64_t h = 14695981039346656037ULL;
+		if (S_ISREG(st.st_mode)) {
+			char *c = NULL;
+			size_t len = 0;
+			assert_int_equal(ftfs_read_file(p, 64 << 20, &c, &len), 0);
+			for (size_t k = 0; k < len; k++)
+				h = (h ^ (uint8_t)c[k]) * 1099511628211ULL;
+			free(c);
+		}
+		snprintf(line, sizeof line, "%s %lld %llx\n", p, (long long)st.st_size, (unsigned long long)h);
+		size_t a = *acc ? strlen(*acc) : 0;
+		*acc = realloc(*acc, a + strlen(line) + 1);
+		strcpy(*acc + a, line);
+		if (S_ISDIR(st.st_mode))
+			dir_state(p, acc);
+		free(names[i]);
+	}
+}
+
+/* A real failed measurement (injected through the bw operations, see bw_fault_ops.c) after a
+ * good run: the good profile in the store and the -o file stay byte for byte what they were, no
+ * temp file is left, and the worker reports the error on fd 3 with exit 1. */
+static void test_failed_measurement_keeps_the_store(void **s)
+{
+	char out[512], fd3[512], dir[512], good[600], other[600];
+	snprintf(out, sizeof out, "%s/f.out", tmp);
+	snprintf(fd3, sizeof fd3, "%s/f.fd3", tmp);
+	snprintf(dir, sizeof dir, "%s/fault", tmp);
+	snprintf(other, sizeof other, "%s/fault/o.json", tmp);
+	const char *ok_args[] = {"bw", "--dtype", "bf16", "--json", SMALL, NULL};
+	assert_int_equal(run(out, NULL, ok_args), 0);
+	json_t *prof = load(out);
+	assert_non_null(prof);
+	store_path(prof, good, sizeof good);
+	json_decref(prof);
+	char *text, *before = slurp(good);
+	assert_int_equal(ftfs_mkdir_p(dir, 0755), 0);
+	assert_int_equal(ftfs_write_atomic(other, "keep me\n", 8, 0644), 0);
+	struct stat st0, st1;
+	assert_int_equal(stat(good, &st0), 0);
+	char store[600], *state0 = NULL, *state1 = NULL;
+	ftfs_dirname(good, store, sizeof store);
+	dir_state(store, &state0); /* the profile and whatever the store keeps beside it */
+	dir_state(dir, &state0);
+
+	/* the second item fails after the first was measured; the ceiling fails before any item */
+	static const char *const faults[] = {"measure:2", "cpu_read"};
+	exe = ftbench_bwfault;
+	for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) {
+		setenv("FT_TEST_BW_FAIL", faults[i], 1);
+		const char *a1[] = {"bw", "--dtype", "bf16,nvfp4", "--result-fd", "3", SMALL, NULL};
+		int rc = run(out, fd3, a1);
+		const char *a2[] = {"bw", "--dtype", "fp8,bf16", "-o", other, SMALL, NULL};
+		int rc2 = run(out, NULL, a2);
+		unsetenv("FT_TEST_BW_FAIL");
+		if (rc != 1 || rc2 != 1)
+			fail_msg("%s: exit %d and %d, want 1", faults[i], rc, rc2);
+		text = slurp(fd3);
+		assert_non_null(strstr(text, "\"type\":\"error\""));
+		assert_non_null(strstr(text, "injected failure"));
+		assert_null(strstr(text, "\"type\":\"result\""));
+		free(text);
+		char *after = slurp(good);
+		if (strcmp(before, after))
+			fail_msg("%s: the failed run changed %s", faults[i], good);
+		free(after);
+		assert_int_equal(stat(good, &st1), 0);
+		assert_int_equal(st0.st_ino, st1.st_ino); /* not even rewritten with the same bytes */
+		text = slurp(other);
+		assert_string_equal(text, "keep me\n");
+		free(text);
+		/* nothing else changed in the store or beside -o: no temp file, no second profile */
+		dir_state(store, &state1);
+		dir_state(dir, &state1);
+		if (strcmp(state0, state1))
+			fail_msg("%s: the failed run changed the store or -o's directory:\nbefore\n%safter\n%s", faults[i],
+				 state0, state1);
+		free(state1);
+		state1 = NULL;
+	}
+	exe = ftbench;
+	free(before);
+	free(state0);
+}
+
 static int setup(void **s)
 {
 	const char *b = getenv("BUILD");
 	snprintf(ftbench, sizeof ftbench, "%s/bin/ftbench", b && *b ? b : "build");
-	if (access(ftbench, X_OK) || access(SCHEMA, R_OK)) {
-		print_error("run from the repository root after make (%s, %s)\n", ftbench, SCHEMA);
+	snprintf(ftbench_bwfault, sizeof ftbench_bwfault, "%s/tests/integration/ftbench_bwfault", b && *b ? b : "build");
+	if (access(ftbench, X_OK) || access(ftbench_bwfault, X_OK) || access(SCHEMA, R_OK)) {
+		print_error("run from the repository root after make (%s, %s, %s)\n", ftbench, ftbench_bwfault, SCHEMA);
 		return -1;
 	}
 	snprintf(tmp, sizeof tmp, "/tmp/ftbench-test-bw-XXXXXX");
@@ -343,6 +457,7 @@ int main(void)
 		cmocka_unit_test(test_default_store_and_worker),
 		cmocka_unit_test(test_output_json_models_isa),
 		cmocka_unit_test(test_failures_leave_no_profile),
+		cmocka_unit_test(test_failed_measurement_keeps_the_store),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

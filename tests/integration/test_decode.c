@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "decode/server.h"
+#include "util/sha1.h"
 
 static char ftbench[PATH_MAX], fixture[PATH_MAX], tmpdir[PATH_MAX];
 
@@ -128,6 +129,19 @@ static double num(json_t *row, const char *k)
 	return json_number_value(v);
 }
 
+/* The output_sha1 the fixture's text must give: the first 12 hex digits of SHA-1 over the tokens
+ * sse_server streams (its word(i) for i in [0, D), reasoning and content alike), computed here. */
+static void fixture_sha1(long D, char out[13])
+{
+	static const char *w[] = {"Let", " x", " be", " the", " sum", ";", " then", " 2x", " =", " 14",
+				  ",", " so", " x", " =", " 7", ".", "\n", " Check", ":", " \\boxed{7}"};
+	char text[8192] = "", hex[41];
+	for (long i = 0; i < D; i++)
+		strcat(text, w[(unsigned long)(i * 7 + 3) % (sizeof w / sizeof w[0])]);
+	ftsha1_hex(text, strlen(text), hex);
+	snprintf(out, 13, "%.12s", hex);
+}
+
 static void assert_near(double got, double want, double rel)
 {
 	if (fabs(got - want) > rel * fabs(want))
@@ -181,7 +195,9 @@ static void test_pacing(void **st)
 	assert_near(num(r, "vram_gib"), 6.0, 1e-9);
 	assert_true(num(r, "prompt_tokens") > 10);
 	assert_string_equal(json_string_value(json_object_get(r, "model_id")), "fixture-a");
-	assert_int_equal(strlen(json_string_value(json_object_get(r, "output_sha1"))), 12);
+	char sha[13];
+	fixture_sha1(128, sha);
+	assert_string_equal(json_string_value(json_object_get(r, "output_sha1")), sha);
 	assert_int_equal(json_array_size(json_object_get(r, "warnings")), 0);
 	json_decref(rows);
 }

@@ -10,8 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench/bw.h"
+#include "ftprofile.h"
 #include "util/jschema.h"
 
 /* ---------------------------------------------------------------- decision */
@@ -367,9 +369,27 @@ static void test_run_gpu(void **s)
 	assert_int_equal(json_integer_value(json_object_get(e, "synth_experts")), 128);
 	assert_true(json_is_null(json_object_get(e, "note")));
 	assert_true(json_is_null(json_object_get(e, "isa_sweep")));
-	/* the fraction the numbers imply: 45 / (45 + 96) */
-	double fr = ftbw_fetch_fraction(120, 50, 96, 45);
+	/* the fraction the profile's numbers imply, 45 / (45 + 96): from the entry as written, and
+	 * as an engine reads it (libftprofile on the file) */
+	double fr = ftbw_fetch_fraction(json_number_value(json_object_get(e, "cpu_moe_gbs")),
+					json_number_value(json_object_get(e, "pcie_gather_gbs")),
+					json_number_value(json_object_get(e, "cpu_moe_overlap_gbs")),
+					json_number_value(json_object_get(e, "pcie_gather_overlap_gbs")));
 	assert_true(fabs(fr - 45.0 / 141.0) < 1e-12);
+	char pf[] = "/tmp/fttest_bw_profile_XXXXXX";
+	int pfd = mkstemp(pf);
+	assert_true(pfd >= 0);
+	assert_int_equal(json_dumpfd(p, pfd, 0), 0);
+	close(pfd);
+	struct ftprof *rp;
+	char perr[256];
+	if (ftprof_load_file(pf, &rp, perr, sizeof perr) < 0)
+		fail_msg("libftprofile: %s", perr);
+	unlink(pf);
+	double efr = -1;
+	assert_int_equal(ftprof_fetch_fraction(rp, "bf16", &efr), 0);
+	assert_true(fabs(efr - 45.0 / 141.0) < 1e-12);
+	ftprof_free(rp);
 
 	e = entry_of(p, "fp8_block");
 	assert_true(json_is_null(json_object_get(e, "cpu_moe_gbs")));

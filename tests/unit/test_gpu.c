@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -106,6 +107,49 @@ static void test_list_without_device(void **s)
 	/* CI machines have no GPU: an empty list and a reason, never an error */
 	if (n == 0)
 		assert_true(strlen(why) > 0);
+	/* with GPUs: every entry complete and plausible, in PCI bus order, each UUID once, and the
+	 * same GPUs as nvidia-smi lists (an independent reading) when it is installed */
+	for (int i = 0; i < n; i++) {
+		const struct ftgpu_info *g = &v[i];
+		unsigned a, b, c, d;
+		char tail[16];
+		assert_int_equal(g->index, i);
+		if (strlen(g->uuid) != 40 || sscanf(g->uuid, "GPU-%8x-%4x-%4x-%4x-%12s", &a, &b, &c, &d, tail) != 5)
+			fail_msg("GPU %d: uuid '%s' is not GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", i, g->uuid);
+		assert_true(g->name[0] != '\0');
+		if (strlen(g->pci_bus_id) != 16 || sscanf(g->pci_bus_id, "%8x:%2x:%2x.%1x", &a, &b, &c, &d) != 4)
+			fail_msg("GPU %d: PCI bus id '%s'", i, g->pci_bus_id);
+		if (i > 0) {
+			assert_true(strcasecmp(v[i - 1].pci_bus_id, g->pci_bus_id) < 0);
+			for (int j = 0; j < i; j++)
+				assert_string_not_equal(v[j].uuid, g->uuid);
+		}
+		assert_true(g->mem_total >= (1ull << 30));
+		assert_true(g->cc_major >= 3 && g->cc_minor >= 0 && g->multiprocessors > 0);
+		assert_true(g->cuda_driver_version >= 1000 && g->cuda_runtime_version >= 1000);
+		assert_true(g->numa_node >= -1);
+		assert_true(g->link_gen_cur >= 0 && g->link_gen_cur <= g->link_gen_max && g->link_gen_max <= 7);
+		assert_true(g->link_width_cur >= 0 && g->link_width_cur <= g->link_width_max && g->link_width_max <= 32);
+	}
+	/* (all of them: only when CUDA_VISIBLE_DEVICES does not hide some) */
+	FILE *smi = n > 0 && !getenv("CUDA_VISIBLE_DEVICES") ? popen("nvidia-smi --query-gpu=uuid,pci.bus_id --format=csv,noheader 2>/dev/null", "r") : NULL;
+	if (smi) {
+		char line[256];
+		int m = 0;
+		while (fgets(line, sizeof line, smi)) {
+			char u[64] = "", bus[64] = "";
+			if (sscanf(line, "%63[^,], %63s", u, bus) != 2)
+				continue;
+			int found = 0;
+			for (int i = 0; i < n; i++)
+				found |= !strcmp(v[i].uuid, u) && !strcasecmp(v[i].pci_bus_id, bus);
+			if (!found)
+				fail_msg("nvidia-smi lists %s at %s, ftgpu_list does not", u, bus);
+			m++;
+		}
+		if (pclose(smi) == 0)
+			assert_int_equal(m, n);
+	}
 	free(v);
 }
 

@@ -1,0 +1,226 @@
+#!/usr/bin/python3
+"""make test-mutants: a test is worth its break. Each entry of MUTANTS is one deliberate break
+(one per module that moves or computes bytes, plus the test machinery itself), applied alone to a
+copy of the tree, which is then rebuilt (make all) and tested with its subset: every unit test
+(units=True) plus the integration tests named. The break must make that subset fail. Prints the
+table "break -> tests that failed" (the one in bench/RESULTS.md); exit status 1 when a break
+survives, when a break no longer applies (its text is gone from the source: update the list), or
+when the unbroken copy does not pass the union of the subsets first.
+
+usage: tests/mutants.py [NAME...]    (default: every mutant; FT_MUTANTS_KEEP=1 keeps the copy)"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+
+# name, file, text, replacement, what it breaks, units?, integration tests, extra environment
+MUTANTS = [
+    ("banks-transpose", "src/moe/banks.c",
+     "(uint64_t)e * eb, 1, (uint32_t)N,", "(uint64_t)e * eb, j != 3, (uint32_t)N,",
+     "gpt-oss down_proj_blocks loaded untransposed", True, ["tests/integration/load_weights.sh"], {}),
+    ("banks-deinterleave", "src/moe/banks.c",
+     "c & 1 ? p->cols / 2 + c / 2 : c / 2;", "c & 1 ? c / 2 : p->cols / 2 + c / 2;",
+     "gpt-oss bf16's gate and up rows swapped when de-interleaved", True, ["tests/integration/load_weights.sh"], {}),
+    ("loader-parallel", "src/moe/loader.c",
+     "buf + (a - c->off), (size_t)(e - a));", "buf + (a - c->off), (size_t)(e - a) - (e - a > 1));",
+     "the parallel loader drops the last byte of each piece of a chunk", True,
+     ["tests/integration/load_weights.sh"], {}),
+    ("ftw-writer", "src/moe/ftw.c",
+     "rc = write_at(fd, ftbanks_layer(b, e->bank, e->layer), sz, off);",
+     "rc = write_at(fd, ftbanks_layer(b, e->bank, e->layer) + (sz > 1), sz - (sz > 1), off);",
+     "FTW conversion writes each bank layer one byte early", True, ["tests/integration/load_weights.sh"], {}),
+    ("checksum-step", "src/moe/checksum.c",
+     "uint64_t step = total / CKS_SAMPLES;", "uint64_t step = total / CKS_SAMPLES + 1;",
+     "the bank checksum samples with another step than the reference's", True,
+     ["tests/integration/load_weights.sh"], {}),
+    ("safetensors-abort", "src/moe/safetensors.c",
+     "\tmemset(out, 0, sizeof *out);\n\tif (len < 2)", "\tmemset(out, 0, sizeof *out);\n\tabort();\n\tif (len < 2)",
+     "the safetensors header parser aborts on every header", False, ["tests/integration/fuzz.sh"], {}),
+    ("bw-partial-profile", "src/bench/bw.c",
+     "\t\tif (r < 0) {\n\t\t\tftbw_meas_release(&m);\n\t\t\tgoto out;\n\t\t}\n\t\tmeas_normalize(&m);",
+     "\t\tif (r < 0) {\n\t\t\tftbw_meas_release(&m);\n\t\t\tnitems = i;\n\t\t\tr = 0;\n\t\t\terr[0] = '\\0';\n"
+     "\t\t\tbreak;\n\t\t}\n\t\tmeas_normalize(&m);",
+     "a failed measurement ends the run with the partial profile, written to the store", False,
+     ["build/tests/integration/test_bw"], {}),
+    ("bw-fetch-fraction", "src/bench/bw.c",
+     "f = pcie_ov / (pcie_ov + cpu_ov);", "f = pcie_ov / cpu_ov;",
+     "ftbench's hybrid fetch fraction from the overlap pair", True, [], {}),
+    ("profile-fetch-fraction", "src/profile/profile.c",
+     "f = a / (a + b);", "f = a / b;",
+     "libftprofile's fetch fraction from the overlap pair", True, [], {}),
+    ("decode-sha1", "src/bench/decode.c",
+     'ftsha1_hex(s.text ? s.text : "", s.text_len, hex);', 'ftsha1_hex("", 0, hex);',
+     "decode's output_sha1 hashes the empty string", False, ["build/tests/integration/test_decode"], {}),
+    ("sha1-constant", "src/util/sha1.c", "k = 0x5A827999u;", "k = 0x5A827998u;",
+     "a SHA-1 round constant", True, [], {}),
+    ("cpu-moe-bf16-truncate", "src/moe/cpu/kern_avx512bf16.c",
+     "\t\t__m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + k + 16), _mm512_loadu_ps(x + k));\n"
+     "\t\t_mm512_storeu_si512(d + 2 * k, (__m512i)v);",
+     "\t\tfor (int i = 0; i < 32; i++) {\n\t\t\tunion { float f; uint32_t u; } c = {x[k + i]};\n"
+     "\t\t\t((uint16_t *)(void *)d)[k + i] = (uint16_t)(c.u >> 16);\n\t\t}",
+     "bf16-activation tier: activations truncated instead of rounded", True, [], {"cpu": "avx512_bf16"}),
+    ("cpu-moe-scalar", "src/moe/cpu/kern_scalar.c",
+     "acc += ftk_bf16(row[k]) * x[k];", "acc += ftk_bf16(row[k]) * x[k] * (k != 0);",
+     "the scalar bf16 kernel drops the first product of each row", True, [], {}),
+    ("slot-cache-lru", "src/moe/slot_cache.c",
+     "if (want[e] && slot_for[e] >= 0)\n\t\t\tsc->usage[slot_for[e]] = step;",
+     "if (want[e] && slot_for[e] >= 0)\n\t\t\tsc->usage[slot_for[e]] = sc->usage[slot_for[e]];",
+     "a slot-cache hit does not refresh the slot's recency (LRU becomes FIFO)", True, [], {}),
+    ("formats-global", "src/moe/formats.c",
+     'set1(&o[2], "gate_up_global", FTDT_FP16, 2 * I);', 'set1(&o[2], "gate_up_global", FTDT_FP16, I);',
+     "nvfp4's gate_up global-scale bank half its size", True, [], {}),
+    ("sse-append", "src/util/sse.c",
+     "\tmemcpy(b->p + b->len, s, n);\n\tb->len += n;", "\tmemcpy(b->p + b->len, s, n);\n\tb->len += n - (n > 1);",
+     "the SSE line buffer loses a byte per append", True, ["build/tests/integration/test_decode"], {}),
+    ("fsutil-write-atomic", "src/util/fsutil.c",
+     "r = ftfs_write_all(fd, data, len);", "r = ftfs_write_all(fd, data, len - (len > 1));",
+     "atomic file writes drop the last byte", True, ["tests/integration/profile_cli.sh"], {}),
+    ("stats-median", "src/util/stats.c",
+     "st.median = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);", "st.median = s[n / 2];",
+     "the median of an even count of samples", True, [], {}),
+    ("daemon-retry-after", "daemon/http.c",
+     "} else if (status == 429 || status == 503) {", "} else if (status == 503) {",
+     "no Retry-After on 429 (daemon_test.py run with PYTHONOPTIMIZE=2)", False,
+     ["tests/integration/daemon.sh"], {"PYTHONOPTIMIZE": "2"}),
+    ("sysusers-video", "systemd/ftbenchd.sysusers", "m ftbenchd video\n", "",
+     "the ftbenchd user not in the video group", False, ["tests/integration/systemd_units.sh"], {}),
+    ("fuzz-link", "tests/fuzz/fuzz_safetensors.c", " src/util/errmsg.c\n * fuzz-libs:", "\n * fuzz-libs:",
+     "fuzz_safetensors links without errmsg.c (it skipped and passed)", False, ["tests/integration/fuzz.sh"], {}),
+    ("runner-skip", "scripts/run-tests.sh", "s=$(grep -Eic '^ok .*# *skip' \"$log\")", "s=0",
+     "the runner counts a skip as a pass", False, ["tests/integration/runner.sh"], {}),
+    ("runner-missing", "scripts/run-tests.sh", 'p=0 f=1 s=0 rc=127 why="no such test: $t"', "continue",
+     "the runner drops a missing test path", False, ["tests/integration/runner.sh"], {}),
+    ("runner-silent", "scripts/run-tests.sh", 'why="reported no check"; fi', ':; fi',
+     "the runner passes a test program that reports no check", False, ["tests/integration/runner.sh"], {}),
+    ("runner-plan", "scripts/run-tests.sh", 'why="planned $plan checks, reported $((p + s + f))"', ":",
+     "the runner passes a script that stops before its plan", False, ["tests/integration/runner.sh"], {}),
+    ("runner-terminal", "scripts/run-tests.sh",
+     '\t\t*.sh) setsid -w timeout "$timeout" sh "$t" >"$log" 2>&1 </dev/null &;;\n'
+     '\t\t*)    setsid -w timeout "$timeout" "$t" >"$log" 2>&1 </dev/null &;;\n\t\tesac\n'
+     '\t\ttpid=$!\n\t\twait "$tpid"\n',
+     '\t\t*.sh) timeout "$timeout" sh "$t" >"$log" 2>&1 ;;\n\t\t*)    timeout "$timeout" "$t" >"$log" 2>&1 ;;\n'
+     '\t\tesac\n',
+     "the runner as it was: each test under timeout in a background process group of the terminal (#17 defect 13)", False,
+     ["tests/integration/runner.sh"], {}),
+]
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def run(cmd, cwd, env=None, out=None):
+    with open(out, "w") if out else open(os.devnull, "w") as f:
+        return subprocess.run(cmd, cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT).returncode
+
+
+def subset(copy, units, integ):
+    tests = []
+    if units:
+        d = os.path.join(copy, "build", "tests", "unit")
+        tests += sorted(os.path.join("build/tests/unit", n) for n in os.listdir(d) if n.startswith("test_"))
+    return tests + list(integ)
+
+
+def has_cpu(flag):
+    with open("/proc/cpuinfo") as f:
+        return re.search(r"\b%s\b" % re.escape(flag), f.read()) is not None
+
+
+def main():
+    want = set(sys.argv[1:])
+    mutants = [m for m in MUTANTS if not want or m[0] in want]
+    if want - {m[0] for m in mutants}:
+        log(f"unknown mutant(s): {sorted(want - {m[0] for m in mutants})}")
+        return 2
+    tmp = tempfile.mkdtemp(prefix="ftmutants-")
+    copy = os.path.join(tmp, "tree")
+    os.makedirs(copy)
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
+                           capture_output=True).stdout.split(b"\0")
+    for f in files:
+        if f and os.path.isfile(os.path.join(ROOT, f.decode())):
+            dst = os.path.join(copy, f.decode())
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            shutil.copy2(os.path.join(ROOT, f.decode()), dst)
+    if os.path.isdir(os.path.join(ROOT, "build")):  # an incremental rebuild per mutant
+        shutil.copytree(os.path.join(ROOT, "build"), os.path.join(copy, "build"), symlinks=True)
+    env = dict(os.environ, BUILD="build")
+    env.pop("MAKEFLAGS", None)
+    env.pop("MAKELEVEL", None)
+    bad = 0
+    rows = []
+    t0 = time.time()
+    if run(["make", "-j2", "all"], copy, env, os.path.join(tmp, "build.log")):
+        log(f"the unbroken copy does not build: {tmp}/build.log")
+        return 1
+    union = []
+    for m in mutants:
+        for t in subset(copy, m[5], m[6]):
+            if t not in union:
+                union.append(t)
+    log(f"baseline: the unbroken copy with the {len(union)} tests of the subsets")
+    if run(["sh", "scripts/run-tests.sh", *union], copy, env, os.path.join(tmp, "baseline.log")):
+        log(f"the unbroken copy fails its tests: {tmp}/baseline.log")
+        return 1
+    for name, path, old, new, what, units, integ, extra in mutants:
+        src = os.path.join(copy, path)
+        with open(src) as f:
+            orig = f.read()
+        tests = subset(copy, units, integ)
+        where = ("unit tests" if units else "") + (" + " if units and integ else "") + \
+            " ".join(os.path.basename(t) for t in integ)
+        if "cpu" in extra and not has_cpu(extra["cpu"]):
+            rows.append((name, path, what, where, f"not run: this CPU lacks {extra['cpu']}"))
+            log(f"{name}: not run (no {extra['cpu']})")
+            continue
+        if orig.count(old) != 1:
+            rows.append((name, path, what, where, f"DOES NOT APPLY ({orig.count(old)} matches)"))
+            log(f"{name}: its text occurs {orig.count(old)} times in {path}: update the list")
+            bad += 1
+            continue
+        t1 = time.time()
+        try:
+            with open(src, "w") as f:
+                f.write(orig.replace(old, new))
+            blog = os.path.join(tmp, name + ".build.log")
+            if run(["make", "-j2", "all"], copy, env, blog):
+                rows.append((name, path, what, where, "DOES NOT BUILD"))
+                log(f"{name}: does not build ({blog})")
+                bad += 1
+                continue
+            tlog = os.path.join(tmp, name + ".log")
+            tenv = dict(env, **{k: v for k, v in extra.items() if k != "cpu"})
+            rc = run(["sh", "scripts/run-tests.sh", *tests], copy, tenv, tlog)
+            with open(tlog, errors="replace") as f:
+                text = f.read()
+            failed = re.findall(r"^failed: (.*)$", text, re.M)
+            caught = failed[-1].strip() if failed else ""
+            if rc != 0 and caught:
+                rows.append((name, path, what, where, caught))
+                log(f"{name}: caught by {caught} ({time.time() - t1:.0f} s)")
+            else:
+                rows.append((name, path, what, where, "SURVIVED"))
+                log(f"{name}: SURVIVED ({tlog})")
+                bad += 1
+        finally:
+            with open(src, "w") as f:
+                f.write(orig)
+    log(f"\n| break | module | subset run | failed tests |\n|---|---|---|---|")
+    for name, path, what, where, caught in rows:
+        log(f"| {name}: {what} | `{path}` | {where} | {caught} |")
+    log(f"\n{len(rows)} breaks, {bad} not caught or not applied; {time.time() - t0:.0f} s")
+    if os.environ.get("FT_MUTANTS_KEEP") or bad:
+        log(f"copy and logs kept in {tmp}")
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
