@@ -51,6 +51,14 @@ int ftcli_result_fd(void);
 void ftcli_set_quiet(int quiet);
 
 void ftcli_progress(int done, int total, const char *label);
+/* --format table|json|csv|md of the table-printing commands (--json: json). */
+enum ftcli_format { FTCLI_FMT_TABLE, FTCLI_FMT_JSON, FTCLI_FMT_CSV, FTCLI_FMT_MD };
+/* Parse s into *f: 0, or -1 after saying what is wrong (naming opt). */
+int ftcli_parse_format(const char *opt, const char *s, enum ftcli_format *f);
+/* One row of n cells on stdout as CSV (RFC 4180 quoting) or Markdown (| escaped); header: a
+ * Markdown header also gets its |---| line. Other formats print nothing. */
+void ftcli_print_row(enum ftcli_format f, const char *const *cells, int n, int header);
+
 /* Take the progress bar off the terminal (before a line on stdout; the next progress redraws it). */
 void ftcli_progress_clear(void);
 /* Send the result object on the result fd (borrowed; not printed on stdout). */

@@ -30,7 +30,9 @@ static const char usage[] =
 	"  fetch-fraction F  share of a hybrid step's missing experts fetched over PCIe\n"
 	"  max-batch F     the largest batch at which hybrid still wins for F (bw --batch-sweep)\n"
 	"  --gpu G         GPU index, uuid or unique uuid prefix (default: the first GPU; none: host.json)\n"
-	"  --json          machine-readable output\n"
+	"  --json          machine-readable output (the same as --format json)\n"
+	"  --format table|json|csv|md  how to print (csv, md: history only; one row per profile and\n"
+	"                  format; default table)\n"
 	"  --limit N       history: the newest N profiles only (default: all kept, at most 20)\n"
 	"GB/s is 10^9 bytes per second everywhere.\n"
 	"  --deployment isolated|concurrent|profile\n"
@@ -249,8 +251,9 @@ static void cell(char *buf, size_t n, const json_t *v)
 		snprintf(buf, n, "-");
 }
 
-static int history(const char *uuid, int limit, int json)
+static int history(const char *uuid, int limit, enum ftcli_format fmt)
 {
+	int json = fmt == FTCLI_FMT_JSON;
 	json_t *arr = NULL, *pr, *e;
 	size_t i;
 	const char *k;
@@ -263,6 +266,31 @@ static int history(const char *uuid, int limit, int json)
 	}
 	if (json) {
 		ftcli_print_json(arr);
+	} else if (json_array_size(arr) && (fmt == FTCLI_FMT_CSV || fmt == FTCLI_FMT_MD)) {
+		/* one row per profile and format (GB/s = 10^9 B/s) */
+		static const char *const head[] = {"timestamp", "read_gbs", "valid", "drifted", "format",
+						   "cpu_moe_gbs", "gather_gbs", "verdict"};
+		ftcli_print_row(fmt, head, 8, 1);
+		json_array_foreach(arr, i, pr) {
+			const json_t *valid = json_object_get(pr, "valid"), *drift = json_object_get(pr, "drift");
+			const json_t *dk = json_object_get(pr, "dtype_kernels");
+			char rd[32], dr[32];
+			cell(rd, sizeof rd, json_object_get(json_object_get(pr, "ceilings"), "cpu_stream_read_gbs"));
+			snprintf(dr, sizeof dr, json_is_array(drift) ? "%zu" : "", json_array_size(drift));
+			const char *row[8] = {json_string_value(json_object_get(pr, "timestamp")), rd,
+					      json_is_true(valid) ? "yes" : json_is_false(valid) ? "no" : "", dr};
+			if (!json_object_size(dk))
+				ftcli_print_row(fmt, row, 8, 0);
+			json_object_foreach((json_t *)dk, k, e) {
+				cell(a, sizeof a, json_object_get(e, "cpu_moe_gbs"));
+				cell(b, sizeof b, json_object_get(e, "pcie_gather_gbs"));
+				row[4] = k;
+				row[5] = a;
+				row[6] = b;
+				row[7] = json_string_value(json_object_get(e, "recommended"));
+				ftcli_print_row(fmt, row, 8, 0);
+			}
+		}
 	} else if (!json_array_size(arr)) {
 		ftcli_note("no kept profiles for %s (ftbench bw keeps the last %d)", uuid && *uuid ? uuid : "host",
 			   FTPROF_HISTORY_KEEP);
@@ -313,6 +341,7 @@ int cmd_profile(int argc, char **argv)
 					     {"json", no_argument, NULL, 'j'},
 					     {"deployment", required_argument, NULL, 'd'},
 					     {"limit", required_argument, NULL, 'l'},
+					     {"format", required_argument, NULL, 'F'},
 					     {"help", no_argument, NULL, 'h'},
 					     {0}};
 	const char *gpu_spec = NULL, *action, *format = NULL;
@@ -322,7 +351,8 @@ int cmd_profile(int argc, char **argv)
 	char why[256] = "", err[2048] = "", path[4096];
 	struct ftprof *p = NULL;
 	enum ftprof_deployment dep = FTPROF_DEPLOY_PROFILE;
-	int dep_given = 0, limit = 0;
+	int dep_given = 0, limit = 0, fmt_given = 0;
+	enum ftcli_format fmt = FTCLI_FMT_TABLE;
 	char *end;
 
 	while ((c = getopt_long(argc, argv, "g:jh", opts, NULL)) != -1) {
@@ -341,6 +371,11 @@ int cmd_profile(int argc, char **argv)
 				ftcli_error("--limit: '%s' is not a count from 1 to 1000", optarg);
 				return FTCLI_EXIT_USAGE;
 			}
+			break;
+		case 'F':
+			if (ftcli_parse_format("--format", optarg, &fmt) < 0)
+				return FTCLI_EXIT_USAGE;
+			fmt_given = 1;
 			break;
 		case 'g': gpu_spec = optarg; break;
 		case 'j': json = 1; break;
@@ -378,6 +413,15 @@ int cmd_profile(int argc, char **argv)
 		return FTCLI_EXIT_USAGE;
 	}
 	if (json)
+		fmt = FTCLI_FMT_JSON;
+	else if (fmt == FTCLI_FMT_JSON)
+		json = 1;
+	if (fmt_given && (fmt == FTCLI_FMT_CSV || fmt == FTCLI_FMT_MD) && strcmp(action, "history")) {
+		ftcli_error("--format %s is for history only (the others: table or json)",
+			    fmt == FTCLI_FMT_CSV ? "csv" : "md");
+		return FTCLI_EXIT_USAGE;
+	}
+	if (json)
 		ftcli_set_quiet(1);
 
 	/* Which GPU: a literal uuid needs no CUDA; otherwise the shared resolver. */
@@ -394,7 +438,7 @@ int cmd_profile(int argc, char **argv)
 	}
 
 	if (!strcmp(action, "history"))
-		return history(uuid, limit, json);
+		return history(uuid, limit, fmt);
 	if (limit) {
 		ftcli_error("--limit is for history only");
 		return FTCLI_EXIT_USAGE;

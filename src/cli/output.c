@@ -74,6 +74,57 @@ static void clear_bar(void)
 	}
 }
 
+int ftcli_parse_format(const char *opt, const char *s, enum ftcli_format *f)
+{
+	static const char *const names[] = {"table", "json", "csv", "md"};
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(s, names[i])) {
+			*f = (enum ftcli_format)i;
+			return 0;
+		}
+	ftcli_error("%s: '%s' is none of table, json, csv, md", opt, s);
+	return -1;
+}
+
+void ftcli_print_row(enum ftcli_format f, const char *const *cells, int n, int header)
+{
+	if (f != FTCLI_FMT_CSV && f != FTCLI_FMT_MD)
+		return;
+	for (int i = 0; i < n; i++) {
+		const char *c = cells[i] ? cells[i] : "";
+		if (f == FTCLI_FMT_CSV) {
+			if (i)
+				putchar(',');
+			if (strpbrk(c, ",\"\r\n")) {
+				putchar('"');
+				for (; *c; c++) {
+					if (*c == '"')
+						putchar('"');
+					putchar(*c);
+				}
+				putchar('"');
+			} else {
+				fputs(c, stdout);
+			}
+		} else {
+			fputs(i ? " " : "| ", stdout);
+			for (; *c; c++) {
+				if (*c == '|' || *c == '\\')
+					putchar('\\');
+				putchar(*c == '\n' || *c == '\r' ? ' ' : *c);
+			}
+			fputs(" |", stdout);
+		}
+	}
+	putchar('\n');
+	if (f == FTCLI_FMT_MD && header) {
+		putchar('|');
+		for (int i = 0; i < n; i++)
+			fputs(" --- |", stdout);
+		putchar('\n');
+	}
+}
+
 void ftcli_progress_clear(void)
 {
 	clear_bar();

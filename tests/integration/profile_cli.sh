@@ -123,4 +123,15 @@ n=$((n + 1)); if grep -Eq "^valid +NO: .*spread" "$T/out"; then echo "ok $n - sh
 FREETOKEN_BENCHBW_PATH="$T/drift.json" "$FT" profile show --gpu "$G0" >"$T/out" 2>"$T/err"
 n=$((n + 1)); if grep -Eq "^drift +bf16\.cpu_moe_gbs: 40\.00 -> 30\.00 GB/s \(-25 %; previous spread 39\.00-41\.00\)" "$T/out"; then echo "ok $n - show: drift"; else echo "not ok $n - show drift"; sed 's/^/#   /' "$T/out"; fi
 n=$((n + 1)); if grep -Eq "^stale +YES: .*kernel.*0\.0\.1-another" "$T/out"; then echo "ok $n - show: stale, and why"; else echo "not ok $n - show stale"; sed 's/^/#   /' "$T/out"; fi
+expect "history --format csv: a header" 0 "^timestamp,read_gbs,valid,drifted,format,cpu_moe_gbs,gather_gbs,verdict\$" -- history --gpu "$G0" --format csv
+n=$((n + 1)); if [ "$(grep -c '^20' "$T/out")" -eq 6 ] && grep -Eq '^20[0-9T:Z-]+,99\.5,no,,nvfp4,60\.0,24\.9,hybrid$' "$T/out" &&
+	grep -Eq '^20[0-9T:Z-]+,99\.5,yes,,bf16,30\.0,24\.9,offload$' "$T/out"; then echo "ok $n - csv: a row per profile and format"
+else echo "not ok $n - csv rows"; sed 's/^/#   /' "$T/out"; fi
+expect "history --format md: a table" 0 "^\\| --- \\| --- \\|" -- history --gpu "$G0" --format md
+n=$((n + 1)); if grep -Eq '^\| 20[0-9T:Z-]+ \| 99\.5 \| no \|  \| bf16 \| 30\.0 \| 24\.9 \| offload \|$' "$T/out"; then echo "ok $n - md rows"; else echo "not ok $n - md rows"; sed 's/^/#   /' "$T/out"; fi
+expect "history --format json is --json" 0 "^\\[" -- history --gpu "$G0" --format json --limit 1
+expect "--format xml: exit 2" 2 "" -- history --gpu "$G0" --format xml
+stderr_has "'xml' is none of table, json, csv, md"
+expect "--format csv on show: exit 2" 2 "" -- show --gpu "$G0" --format csv
+expect "show --format json is the file" 0 "\"uuid\": \"$G0\"" -- show --gpu "$G0" --format json
 echo "1..$n"
