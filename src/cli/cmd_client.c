@@ -362,7 +362,7 @@ static int finish_wait(json_t *job, int json)
 
 /* ------------------------------------------------------------------ option parsing */
 
-enum { O_DAEMON = 0x100, O_TOKEN, O_JSON, O_WAIT, O_STATE, O_LIMIT };
+enum { O_DAEMON = 0x100, O_TOKEN, O_JSON, O_WAIT, O_STATE, O_LIMIT, O_FORMAT };
 
 /* submit's own options (--opt VALUE or --opt=VALUE), taken wherever they appear; everything
  * else after KIND is a job argument. Sets *used to the words consumed (0: not ours). Returns 0,
@@ -628,11 +628,14 @@ out:
 static void jobs_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: ftbench jobs [--state STATE] [--limit N] [--json] [--daemon URL] [--token-file F]\n\n"
+		"usage: ftbench jobs [--state STATE] [--limit N] [--json] [--format table|json|csv|md]\n"
+		"                    [--daemon URL] [--token-file F]\n\n"
 		"List ftbenchd's jobs, newest first. STATE: queued, running, succeeded, failed, cancelled,\n"
 		"timed_out, interrupted.\n\n"
 		"  --state STATE      only jobs in that state\n"
 		"  --limit N          at most N jobs (daemon default 100)\n"
+		"  --format F         table (default), json (the daemon's answer, as --json), csv or md\n"
+		"                     (the table's columns; run in seconds)\n"
 		"%s",
 		common_help);
 }
@@ -646,7 +649,7 @@ static void short_time(const char *iso, char *out, size_t n)
 		snprintf(out, n, "%s", iso ? iso : "-");
 }
 
-static void print_job_row(const json_t *j)
+static void print_job_row(const json_t *j, enum ftcli_format fmt)
 {
 	char created[32], gpu[24], dur[24], note[160] = "";
 	const char *state = jstr(j, "state") ? jstr(j, "state") : "?";
@@ -676,6 +679,14 @@ static void print_job_row(const json_t *j)
 		snprintf(note, sizeof note, "%.70s", jstr(j, "error"));
 	else if (jstr(j, "profile_path"))
 		snprintf(note, sizeof note, "%s", jstr(j, "profile_path"));
+	if (fmt == FTCLI_FMT_CSV || fmt == FTCLI_FMT_MD) {
+		char secs[24] = "";
+		if (json_is_number(d))
+			snprintf(secs, sizeof secs, "%.1f", json_number_value(d));
+		const char *row[] = {jstr(j, "id"), jstr(j, "kind"), state, gpu, jstr(j, "created_at"), secs, note};
+		ftcli_print_row(fmt, row, 7, 0);
+		return;
+	}
 	printf("%-16s  %-12s  %-11s  %-8s  %-14s  %8s  %s\n", jstr(j, "id") ? jstr(j, "id") : "?",
 	       jstr(j, "kind") ? jstr(j, "kind") : "?", state, gpu, created, dur, note);
 }
@@ -686,9 +697,11 @@ int cmd_jobs(int argc, char **argv)
 		COMMON_LONGOPTS,
 		{"state", required_argument, NULL, O_STATE},
 		{"limit", required_argument, NULL, O_LIMIT},
+		{"format", required_argument, NULL, O_FORMAT},
 		{NULL, 0, NULL, 0},
 	};
 	struct copts o = {0};
+	enum ftcli_format fmt = FTCLI_FMT_TABLE;
 	const char *state = NULL;
 	long limit = 0;
 	int ch;
@@ -702,6 +715,12 @@ int cmd_jobs(int argc, char **argv)
 			return 0;
 		case O_STATE:
 			state = optarg;
+			break;
+		case O_FORMAT:
+			if (ftcli_parse_format("--format", optarg, &fmt) < 0)
+				return FTCLI_EXIT_USAGE;
+			if (fmt == FTCLI_FMT_JSON)
+				o.json = 1;
 			break;
 		case O_LIMIT:
 			if (ftstr_parse_long(optarg, 1, 10000, &limit) < 0) {
@@ -750,6 +769,13 @@ int cmd_jobs(int argc, char **argv)
 	}
 	if (o.json) {
 		ftcli_print_json(r.json);
+	} else if (fmt == FTCLI_FMT_CSV || fmt == FTCLI_FMT_MD) {
+		static const char *const head[] = {"id", "kind", "state", "gpu", "created", "run_s", "note"};
+		size_t i;
+		json_t *j;
+		ftcli_print_row(fmt, head, 7, 1);
+		json_array_foreach(jobs, i, j)
+			print_job_row(j, fmt);
 	} else if (json_array_size(jobs) == 0) {
 		if (isatty(STDOUT_FILENO))
 			printf("no jobs\n");
@@ -759,7 +785,7 @@ int cmd_jobs(int argc, char **argv)
 		size_t i;
 		json_t *j;
 		json_array_foreach(jobs, i, j)
-			print_job_row(j);
+			print_job_row(j, fmt);
 	}
 	rc = FTCLI_EXIT_OK;
 out:

@@ -177,6 +177,13 @@ check "jobs: the table lists both with their states" \
 	sh -c "'$FB' jobs >'$T/out' 2>'$T/err' && grep -q '^$A  bw .*running' '$T/out' && grep -q '^$B  bw .*queued' '$T/out' && head -n1 '$T/out' | grep -q '^ID '"
 check "jobs --state queued --json lists only the queued one" \
 	sh -c "'$FB' jobs --state queued --json | python3 -c 'import json,sys; ids=[j[\"id\"] for j in json.load(sys.stdin)[\"jobs\"]]; sys.exit(ids!=[\"$B\"])'"
+check "jobs --format csv: a header and both jobs" \
+	sh -c "'$FB' jobs --format csv >'$T/out' 2>'$T/err' && head -n1 '$T/out' | grep -qx 'id,kind,state,gpu,created,run_s,note' && grep -Eq '^$A,bw,running,' '$T/out' && grep -Eq '^$B,bw,queued,[^,]*,20[0-9-]+T[0-9:]+Z,,queue position [0-9]+\$' '$T/out'"
+check "jobs --format md: a Markdown table" \
+	sh -c "'$FB' jobs --format md >'$T/out' 2>'$T/err' && sed -n 2p '$T/out' | grep -q '^| --- |' && grep -q '^| $B | bw | queued |' '$T/out'"
+check "jobs --format json is --json" \
+	sh -c "'$FB' jobs --format json | python3 -c 'import json,sys; sys.exit(len(json.load(sys.stdin)[\"jobs\"]) < 2)'"
+check "jobs --format xml: exit 2" run 2 "$FB" jobs --format xml
 check "cancel a queued job: exit 0" run 0 "$FB" cancel "$B"
 check "it is cancelled at once" has 'cancelled' "$T/out"
 check "wait on the cancelled job: exit 1" run 1 "$FB" wait "$B"
