@@ -286,6 +286,9 @@ def rows(t):
     add("url with a bad port", dec({"url": "http://127.0.0.1:abc/"}, t), 400)
     add("url without a host", dec({"url": "http://"}, t), 400)
     add("url other host", dec({"url": "http://example.com/"}, t), 403)
+    add("[d5] loopback url not in decode-urls", dec({"url": "http://127.0.0.1:1/"}, t), 403)
+    add("[d1] ftw_dir = the model (accepted: the job converts into a fresh directory of its own)",
+        lw({"ftw_dir": t.models + "/m"}, t), 202)
     add("backends empty", dec({"url": "http://127.0.0.1:9/", "backends": []}, t), 400)
     add("max_tokens 1", dec({"url": "http://127.0.0.1:9/", "max_tokens": 1}, t), 400)
     add("warmup 101", dec({"url": "http://127.0.0.1:9/", "warmup": 101}, t), 400)
