@@ -224,7 +224,12 @@ def child_error_text(t):
     try:
         pid = d.proc.pid
         soft, hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)
-        for k in range(3, 16):
+        # the daemon's own descriptors move while the scan runs (the HTTP side's sockets come and
+        # go), so the k that leaves the parent its pipes but not the child its dup2s shifts: scan
+        # a wider range, twice if the first pass never hit the child
+        for k in list(range(3, 24)) * 2:
+            if len(seen) >= 21 and any("in the child failed" in (e or "") for _, _, e in seen):
+                break
             blocker = d.submit("cache-copy", {"models": "fake-sleep", "gpu": 0})
             d.wait(blocker["id"], ("running",))
             victim = d.submit("cache-copy", {"repeat": 1, "gpu": 0})
