@@ -436,22 +436,33 @@ out:
 	return rc;
 }
 
+/* The overlapped run's windows (overlap_s in OVERLAP_WINDOW_S pieces, at least one) and their
+ * sample arrays in m: 0, or -ENOMEM with the error in m->ov_cpu.err. */
+static int overlap_windows(const struct ftbw_config *c, struct ftbw_meas *m, int *windows, double *win)
+{
+	int n = (int)lround(c->overlap_s / OVERLAP_WINDOW_S);
+	if (n < 1)
+		n = 1;
+	*windows = n;
+	*win = c->overlap_s / n;
+	m->ov_cpu.gbs = new_samples(n);
+	m->ov_gather.gbs = new_samples(n);
+	if (!m->ov_cpu.gbs || !m->ov_gather.gbs) {
+		snprintf(m->ov_cpu.err, sizeof m->ov_cpu.err, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 /* Both at once: in windows of about OVERLAP_WINDOW_S, the gather loops on its own thread (not on
  * a worker's core) while this thread drives CPU MoE steps; each side reports its bytes/time. */
 static int overlap(struct ftbw_real *r, const struct ftbw_config *c, struct ftgather *g, struct ftcmb *b,
 		   enum ftcmoe_isa isa, struct ftbw_meas *m)
 {
-	int windows = (int)lround(c->overlap_s / OVERLAP_WINDOW_S), rc = 0;
-	if (windows < 1)
-		windows = 1;
-	double win = c->overlap_s / windows;
-	m->ov_cpu.gbs = new_samples(windows);
-	m->ov_gather.gbs = new_samples(windows);
-	if (!m->ov_cpu.gbs || !m->ov_gather.gbs) {
-		rc = -ENOMEM;
-		snprintf(m->ov_cpu.err, sizeof m->ov_cpu.err, "out of memory");
+	int windows, rc;
+	double win;
+	if ((rc = overlap_windows(c, m, &windows, &win)) < 0)
 		goto out;
-	}
 	for (int w = 0; w < windows; w++) {
 		atomic_int stop = 0;
 		double cb = 0, cs = 0, gs = 0;
@@ -796,16 +807,9 @@ static int phase_cpu(struct engine *h, const struct ftbw_config *c, struct ftbw_
 
 static int phase_overlap(struct engine *h, const struct ftbw_config *c, struct ftbw_meas *m, struct ftbw_hold *hold)
 {
-	int windows = (int)lround(c->overlap_s / OVERLAP_WINDOW_S), rc = 0;
-	if (windows < 1)
-		windows = 1;
-	double win = c->overlap_s / windows;
-	m->ov_cpu.gbs = new_samples(windows);
-	m->ov_gather.gbs = new_samples(windows);
-	if (!m->ov_cpu.gbs || !m->ov_gather.gbs) {
-		rc = -ENOMEM;
-		snprintf(m->ov_cpu.err, sizeof m->ov_cpu.err, "out of memory");
-	}
+	int windows;
+	double win;
+	int rc = overlap_windows(c, m, &windows, &win);
 	/* the windows, then the same load until every engine has its windows */
 	for (int w = 0; rc == 0 && w <= windows; w++) {
 		atomic_int never = 0;
