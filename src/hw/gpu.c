@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/fsutil.h"
 #include "util/strutil.h"
 
 /* ftgpu_list (the only CUDA user) lives in gpu_list.c, so ftbenchd can use the resolver and
@@ -40,13 +41,7 @@ static int read_str(const char *dir, const char *file, char *buf, size_t n)
 {
 	char path[4300];
 	snprintf(path, sizeof path, "%s/%s", dir, file);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	int r = fgets(buf, (int)n, f) ? 0 : -EIO;
-	fclose(f);
-	buf[strcspn(buf, "\n")] = '\0';
-	return r;
+	return ftfs_read_line(path, buf, n);
 }
 
 int ftgpu_count_host_in(const char *dir)

@@ -11,6 +11,7 @@
 #include <sys/utsname.h>
 
 #include "ftprofile.h"
+#include "util/fsutil.h"
 
 #ifndef FT_VERSION
 #define FT_VERSION "0"
@@ -21,13 +22,7 @@ static int read_line(const char *root, const char *path, char *buf, size_t n)
 {
 	char p[4096];
 	snprintf(p, sizeof p, "%s%s", root, path);
-	FILE *f = fopen(p, "re");
-	if (!f)
-		return -errno;
-	int r = fgets(buf, (int)n, f) ? 0 : -EIO;
-	fclose(f);
-	buf[strcspn(buf, "\n")] = '\0';
-	return r;
+	return ftfs_read_line(p, buf, n);
 }
 
 /* The value of the first "key<spaces>: value" line of a /proc file. */

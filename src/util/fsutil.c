@@ -198,3 +198,16 @@ int ftfs_sweep_temps(const char *dir)
 	closedir(d);
 	return n;
 }
+
+int ftfs_read_line(const char *path, char *buf, size_t n)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	int r = fgets(buf, (int)n, f) ? 0 : -EIO;
+	fclose(f);
+	if (r)
+		buf[0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return r;
+}

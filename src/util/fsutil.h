@@ -18,6 +18,10 @@ int ftfs_sweep_temps(const char *dir);
 /* mkdir -p; existing directories are fine. */
 int ftfs_mkdir_p(const char *path, mode_t mode);
 
+/* The first line of a small file (sysfs, procfs) into buf without its newline: 0, -errno, or
+ * -EIO when the file is empty. */
+int ftfs_read_line(const char *path, char *buf, size_t n);
+
 /* Read a whole file into a new NUL-terminated buffer (caller frees *out).
  * -EFBIG when the file is larger than max bytes. */
 int ftfs_read_file(const char *path, size_t max, char **out, size_t *len);
