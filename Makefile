@@ -76,7 +76,7 @@ ISA_amx        := $(ISA_avx512) -mavx512bf16 -mamx-tile -mamx-bf16 -mamx-int8
 # ---------------------------------------------------------------- sources
 LIB_SRCS     := $(sort $(wildcard src/util/*.c src/hw/*.c src/moe/*.c src/moe/*/*.c \
                   src/bench/*.c src/decode/*.c src/profile/*.c))
-PROFILE_SRCS := $(sort $(wildcard src/profile/*.c)) src/util/fsutil.c
+PROFILE_SRCS := $(sort $(wildcard src/profile/*.c)) src/util/fsutil.c src/hw/pci.c
 CLI_SRCS     := $(sort $(wildcard src/cli/*.c))
 DAEMON_SRCS  := $(sort $(wildcard daemon/*.c))
 UNIT_SRCS    := $(sort $(wildcard tests/unit/test_*.c))
@@ -279,7 +279,7 @@ FUZZ_CC      ?= clang
 FUZZ_FLAGS   := -std=gnu17 -D_GNU_SOURCE -DFT_VERSION='"$(VERSION)"' -g -O1 -fsanitize=fuzzer,address,undefined \
                 -Isrc -Idaemon
 FUZZ_REQUEST := tests/fuzz/fuzz_request.c daemon/request.c daemon/kinds.c daemon/config.c src/hw/gpu.c \
-                src/util/strutil.c src/util/fsutil.c
+                src/util/strutil.c src/util/fsutil.c src/hw/pci.c
 $(BUILD)/fuzz/fuzz_request: $(FUZZ_REQUEST) $(wildcard daemon/*.h src/util/*.h src/hw/*.h)
 	$(call say,FUZZ,$@)
 	@mkdir -p $(@D)

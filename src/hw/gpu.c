@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hw/pci.h"
 #include "util/fsutil.h"
 #include "util/strutil.h"
 
@@ -23,25 +24,6 @@ double ftgpu_link_gbs(int gen, int width)
 	if (gen == 6)
 		enc = 242.0 / 256.0; /* FLIT mode */
 	return gts[gen] * width * enc / 8.0;
-}
-
-static int gen_of_speed(const char *s)
-{
-	double v = atof(s);
-	if (v >= 60) return 6;
-	if (v >= 30) return 5;
-	if (v >= 15) return 4;
-	if (v >= 7.5) return 3;
-	if (v >= 4.5) return 2;
-	if (v >= 2) return 1;
-	return 0;
-}
-
-static int read_str(const char *dir, const char *file, char *buf, size_t n)
-{
-	char path[4300];
-	snprintf(path, sizeof path, "%s/%s", dir, file);
-	return ftfs_read_line(path, buf, n);
 }
 
 int ftgpu_count_host_in(const char *dir)
@@ -62,19 +44,6 @@ int ftgpu_count_host(void)
 	return ftgpu_count_host_in("/proc/driver/nvidia/gpus");
 }
 
-int ftgpu_sysfs_id(const char *bus_id, char *id, size_t n)
-{
-	/* nvidia-smi form "00000000:18:00.0" -> sysfs "0000:18:00.0" (lower case) */
-	const char *colon = strchr(bus_id, ':');
-	if (!colon || strlen(bus_id) < 12 || n < 16)
-		return -EINVAL;
-	size_t dom = (size_t)(colon - bus_id);
-	snprintf(id, n, "%s", dom > 4 ? bus_id + dom - 4 : bus_id);
-	for (char *c = id; *c; c++)
-		*c = (char)tolower((unsigned char)*c);
-	return 0;
-}
-
 void ftgpu_read_link(struct ftgpu_info *g)
 {
 	ftgpu_read_link_root(g, NULL);
@@ -82,20 +51,20 @@ void ftgpu_read_link(struct ftgpu_info *g)
 
 void ftgpu_read_link_root(struct ftgpu_info *g, const char *root)
 {
-	char id[32], dir[4200], buf[64];
-	if (ftgpu_sysfs_id(g->pci_bus_id, id, sizeof id) < 0)
+	char id[32], buf[64];
+	const char *bus = g->pci_bus_id;
+	if (ftpci_sysfs_id(bus, id, sizeof id) < 0)
 		return;
-	snprintf(dir, sizeof dir, "%s/sys/bus/pci/devices/%s", root ? root : "", id);
 	g->numa_node = -1;
-	if (!read_str(dir, "current_link_speed", buf, sizeof buf))
-		g->link_gen_cur = gen_of_speed(buf);
-	if (!read_str(dir, "max_link_speed", buf, sizeof buf))
-		g->link_gen_max = gen_of_speed(buf);
-	if (!read_str(dir, "current_link_width", buf, sizeof buf))
+	if (!ftpci_read_attr(root, bus, "current_link_speed", buf, sizeof buf))
+		g->link_gen_cur = ftpci_gen_of_speed(buf);
+	if (!ftpci_read_attr(root, bus, "max_link_speed", buf, sizeof buf))
+		g->link_gen_max = ftpci_gen_of_speed(buf);
+	if (!ftpci_read_attr(root, bus, "current_link_width", buf, sizeof buf))
 		g->link_width_cur = atoi(buf);
-	if (!read_str(dir, "max_link_width", buf, sizeof buf))
+	if (!ftpci_read_attr(root, bus, "max_link_width", buf, sizeof buf))
 		g->link_width_max = atoi(buf);
-	if (!read_str(dir, "numa_node", buf, sizeof buf))
+	if (!ftpci_read_attr(root, bus, "numa_node", buf, sizeof buf))
 		g->numa_node = atoi(buf);
 }
 

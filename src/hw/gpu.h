@@ -48,6 +48,4 @@ int ftgpu_count_host_in(const char *dir);
 void ftgpu_read_link(struct ftgpu_info *g);
 /* The same from the sysfs tree under root (NULL or "": the real one; tests pass a fake tree). */
 void ftgpu_read_link_root(struct ftgpu_info *g, const char *root);
-/* The sysfs device name of a bus id ("00000000:18:00.0" -> "0000:18:00.0"); 0 or -EINVAL. */
-int ftgpu_sysfs_id(const char *bus_id, char *id, size_t n);
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "hw/cpu.h"
+#include "hw/pci.h"
 
 #define MAX_DEPTH 16
 
@@ -43,7 +44,7 @@ static int is_pci_name(const char *s, size_t n)
 static int pci_path(const char *root, const char *bus_id, char *bridge, size_t bn, char comp[][16])
 {
 	char id[32], link[PATH_MAX], real[PATH_MAX];
-	if (ftgpu_sysfs_id(bus_id, id, sizeof id) < 0)
+	if (ftpci_sysfs_id(bus_id, id, sizeof id) < 0)
 		return -EINVAL;
 	snprintf(link, sizeof link, "%s/sys/bus/pci/devices/%s", root ? root : "", id);
 	if (!realpath(link, real))

@@ -2,7 +2,6 @@
  * driver, PCIe link as trained, CPU model and microcode, memory size, kernel, tool version), read
  * from sysfs and procfs without CUDA, so an engine or the daemon can tell a stale profile. See
  * ftprofile.h for the contracts. */
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,6 +10,7 @@
 #include <sys/utsname.h>
 
 #include "ftprofile.h"
+#include "hw/pci.h"
 #include "util/fsutil.h"
 
 #ifndef FT_VERSION
@@ -52,17 +52,6 @@ static int proc_field(const char *root, const char *path, const char *key, char 
 	return r;
 }
 
-/* PCIe generation of a sysfs link speed ("32.0 GT/s PCIe"), 0 when unknown. */
-static int gen_of_speed(const char *s)
-{
-	static const double gts[] = {2.5, 5, 8, 16, 32, 64};
-	double v = atof(s);
-	for (int i = 0; i < 6; i++)
-		if (fabs(v - gts[i]) < 0.1)
-			return i + 1;
-	return 0;
-}
-
 json_t *ftprof_fingerprint_at(const char *root, const char *pci_bus_id)
 {
 	char buf[256];
@@ -73,19 +62,15 @@ json_t *ftprof_fingerprint_at(const char *root, const char *pci_bus_id)
 		root = "";
 	if (read_line(root, "/sys/module/nvidia/version", buf, sizeof buf) == 0 && *buf)
 		json_object_set_new(f, "driver_version", json_string(buf));
-	if (pci_bus_id && strchr(pci_bus_id, ':')) {
-		/* nvidia-smi's "00000000:18:00.0" is sysfs' "0000:18:00.0" */
-		char id[32], dir[128];
-		size_t dom = (size_t)(strchr(pci_bus_id, ':') - pci_bus_id);
-		snprintf(id, sizeof id, "%s", dom > 4 ? pci_bus_id + dom - 4 : pci_bus_id);
-		for (char *c = id; *c; c++)
-			*c = (char)tolower((unsigned char)*c);
+	if (pci_bus_id) {
 		/* the width as trained, and the link's top speed: an idle GPU drops its current speed
 		 * (ASPM), so the current speed is no fact of the machine, the width is */
-		snprintf(dir, sizeof dir, "/sys/bus/pci/devices/%s/max_link_speed", id);
-		int gen = read_line(root, dir, buf, sizeof buf) == 0 ? gen_of_speed(buf) : 0;
-		snprintf(dir, sizeof dir, "/sys/bus/pci/devices/%s/current_link_width", id);
-		int width = read_line(root, dir, buf, sizeof buf) == 0 ? atoi(buf) : 0;
+		int gen = ftpci_read_attr(root, pci_bus_id, "max_link_speed", buf, sizeof buf) == 0
+				  ? ftpci_gen_of_speed(buf)
+				  : 0;
+		int width = ftpci_read_attr(root, pci_bus_id, "current_link_width", buf, sizeof buf) == 0
+				    ? atoi(buf)
+				    : 0;
 		if (gen > 0 && width > 0) {
 			json_object_set_new(f, "pcie_gen_max", json_integer(gen));
 			json_object_set_new(f, "pcie_width", json_integer(width));

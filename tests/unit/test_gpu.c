@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "hw/gpu.h"
+#include "hw/pci.h"
 
 static struct ftgpu_info gpus[3];
 
@@ -55,6 +56,29 @@ static void test_link(void **s)
 	assert_true(fabs(ftgpu_link_gbs(4, 8) - 15.754) < 0.01);
 	assert_true(fabs(ftgpu_link_gbs(1, 1) - 0.25) < 1e-9);
 	assert_true(ftgpu_link_gbs(0, 16) == 0.0);
+}
+
+/* pci: the sysfs name of a bus id and the generation of a sysfs link speed */
+static void test_pci(void **s)
+{
+	char id[32];
+	assert_int_equal(ftpci_sysfs_id("00000000:1A:00.0", id, sizeof id), 0);
+	assert_string_equal(id, "0000:1a:00.0");
+	assert_int_equal(ftpci_sysfs_id("0000:18:00.0", id, sizeof id), 0);
+	assert_string_equal(id, "0000:18:00.0");
+	assert_int_equal(ftpci_sysfs_id("18:00.0", id, sizeof id), -EINVAL);
+	assert_int_equal(ftpci_sysfs_id("0000000018000", id, sizeof id), -EINVAL);
+	assert_int_equal(ftpci_sysfs_id(NULL, id, sizeof id), -EINVAL);
+	assert_int_equal(ftpci_gen_of_speed("2.5 GT/s PCIe"), 1);
+	assert_int_equal(ftpci_gen_of_speed("5.0 GT/s"), 2);
+	assert_int_equal(ftpci_gen_of_speed("8.0 GT/s PCIe"), 3);
+	assert_int_equal(ftpci_gen_of_speed("16.0 GT/s PCIe"), 4);
+	assert_int_equal(ftpci_gen_of_speed("32.0 GT/s PCIe"), 5);
+	assert_int_equal(ftpci_gen_of_speed("64.0 GT/s PCIe"), 6);
+	assert_int_equal(ftpci_gen_of_speed("Unknown"), 0);
+	assert_int_equal(ftpci_read_attr("/nonexistent", "00000000:18:00.0", "max_link_speed", id, sizeof id),
+			 -ENOENT);
+	assert_int_equal(ftpci_read_attr(NULL, "bad", "max_link_speed", id, sizeof id), -EINVAL);
 }
 
 static void test_json_roundtrip(void **s)
@@ -156,7 +180,7 @@ static void test_list_without_device(void **s)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_resolve), cmocka_unit_test(test_link),
+		cmocka_unit_test(test_resolve), cmocka_unit_test(test_link), cmocka_unit_test(test_pci),
 		cmocka_unit_test(test_json_roundtrip), cmocka_unit_test(test_list_without_device),
 		cmocka_unit_test(test_count_host),
 	};
