@@ -183,7 +183,10 @@ TEST_LIBS = $(LIBFTBENCH) $(LIBS) $(CUDA_LIBS) -lcmocka
 $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIBFTBENCH)
 	$(call say,LD,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(TEST_LIBS) $(if $(findstring integration,$@),-lmicrohttpd -lsystemd)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(TEST_LIBS) $(if $(findstring integration,$@),-lmicrohttpd -lsystemd)
+
+# the bw tests' shared fake measurements (tests/unit/bw_fake.[ch])
+$(BUILD)/tests/unit/test_bw $(BUILD)/tests/unit/test_bw_host: $(BUILD)/obj/tests/unit/bw_fake.o
 
 $(BWFAULT): $(CLI_OBJS) $(BUILD)/obj/tests/integration/bw_fault_ops.o $(LIBFTBENCH)
 	$(call say,LD,$@)
