@@ -4,258 +4,28 @@ dirs), fake workers (tests/fixtures/fakeworker.c) for GPU inventory, crashes, ha
 Every response is checked against api/openapi.yaml (status documented, body valid).
 Prints TAP: the plan "1..N" first, then "ok N - name" / "not ok N - name"; exit status 1 when
 anything failed. Checks are ensure() calls, never bare `assert` (python -O / PYTHONOPTIMIZE would
-remove them: a bare assert in this file is itself reported as a failure). Every daemon started is
-stopped (SIGKILL as a last resort) however the run ends: a failed check, an exception, SIGTERM
-from the test runner's timeout, SIGINT or SIGHUP.
+remove them: a bare assert in any tests/integration/*.py is itself reported as a failure). Every
+daemon started is stopped (SIGKILL as a last resort) however the run ends: a failed check, an
+exception, SIGTERM from the test runner's timeout, SIGINT or SIGHUP. The daemon, the contract
+and the runner are tests/integration/ftd_harness.py's, shared with the other Python tests.
 
 Environment: BUILD (default build), FT_DAEMON_WRAP (e.g. "valgrind --leak-check=full ...")."""
 import http.client
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
-import traceback
 
-import jsonschema
-import yaml
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ftd_harness import (BUILD, FAKE, FTBENCHD, GPU0, GPU1, LIVE, ROOT, SLOW, WRAP, Daemon,  # noqa: E402
+                         Scratch, bare_asserts, ensure, expect_error, finish, on_signals, openapi_contract,
+                         job_env_has, pid_alive, plan, run_tests, stop_all_daemons)
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-BUILD = os.path.join(ROOT, os.environ.get("BUILD", "build"))
-FTBENCHD = os.path.join(BUILD, "bin", "ftbenchd")
-FAKE = os.path.join(BUILD, "tests", "fixtures", "fakeworker")
-WRAP = os.environ.get("FT_DAEMON_WRAP", "").split()
-SLOW = 1 if not WRAP else 8  # valgrind is slow
-GPU0 = "GPU-11111111-aaaa-bbbb-cccc-000000000000"
-GPU1 = "GPU-22222222-aaaa-bbbb-cccc-000000000000"
-
-
-class CheckFailed(Exception):
-    """A check failed (not AssertionError: nothing here depends on assert statements)."""
-
-
-def ensure(cond, msg="check failed"):
-    """The test's check: raises CheckFailed(msg) when cond is false, whatever python's -O is.
-    msg: a string, or a function giving it (evaluated only on failure, as assert's message is)."""
-    if not cond:
-        raise CheckFailed(msg() if callable(msg) else msg)
-
-
-def bare_asserts():
-    """Line numbers of `assert` statements in this file (python -O would drop them silently)."""
-    import ast
-    with open(os.path.abspath(__file__)) as f:
-        tree = ast.parse(f.read())
-    return sorted(n.lineno for n in ast.walk(tree) if isinstance(n, ast.Assert))
-
-# ------------------------------------------------------------------ OpenAPI contract
-
-def _nullable(node):
-    """OpenAPI 3.0 `nullable: true` -> JSON Schema type lists / anyOf null."""
-    if isinstance(node, dict):
-        node = {k: _nullable(v) for k, v in node.items()}
-        if node.pop("nullable", False):
-            t = node.get("type")
-            if isinstance(t, str):
-                node["type"] = [t, "null"]
-            else:
-                node = {"anyOf": [node, {"type": "null"}]}
-        return node
-    if isinstance(node, list):
-        return [_nullable(v) for v in node]
-    return node
-
-
-class Contract:
-    def __init__(self):
-        api = os.path.join(ROOT, "api")
-        with open(os.path.join(api, "openapi.yaml")) as f:
-            self.spec = _nullable(yaml.safe_load(f))
-        self.files = {}
-        for name in os.listdir(os.path.join(api, "schemas")):
-            if name.endswith(".json"):
-                with open(os.path.join(api, "schemas", name)) as f:
-                    doc = json.load(f)
-                doc.pop("$id", None)
-                doc.pop("$schema", None)
-                self.files["schemas/" + name] = doc
-        self.spec = self._inline(self.spec)
-        self.resolver = jsonschema.RefResolver("", self.spec)
-        self.templates = []
-        for path in self.spec["paths"]:
-            rx = "^" + re.sub(r"\{[^}]+\}", "[^/]+", path) + "$"
-            self.templates.append((re.compile(rx), path))
-        self.seen = set()
-
-    def _inline(self, node):
-        """External $refs (schemas/*.json) replaced by the files' contents."""
-        if isinstance(node, dict):
-            ref = node.get("$ref")
-            if isinstance(ref, str) and ref in self.files:
-                return self._inline(self.files[ref])
-            return {k: self._inline(v) for k, v in node.items()}
-        if isinstance(node, list):
-            return [self._inline(v) for v in node]
-        return node
-
-    def check(self, method, url, status, headers, body):
-        path = url.split("?")[0]
-        tmpl = next((t for rx, t in self.templates if rx.match(path)), None)
-        if tmpl is None:
-            ensure(status == 404, lambda: f"{method} {url}: undocumented path answered {status}")
-            self._error_body(body)
-            return
-        ops = self.spec["paths"][tmpl]
-        op = ops.get(method.lower())
-        if op is None:
-            ensure(status == 405, lambda: f"{method} {url}: undocumented method answered {status}")
-            self._error_body(body)
-            return
-        resp = op["responses"].get(str(status))
-        ensure(resp is not None, lambda: f"{method} {tmpl}: status {status} is not documented")
-        self.seen.add((method, tmpl, status))
-        if "$ref" in resp:
-            resp = self.spec["components"]["responses"][resp["$ref"].split("/")[-1]]
-        content = resp.get("content", {})
-        ctype = headers.get("content-type", "").split(";")[0].strip()
-        ensure(ctype in content, lambda: f"{method} {tmpl} {status}: content-type {ctype} not documented")
-        schema = content[ctype].get("schema")
-        if ctype == "application/json" and schema is not None:
-            doc = json.loads(body)
-            jsonschema.validate(doc, schema, resolver=self.resolver)
-
-    def _error_body(self, body):
-        doc = json.loads(body)
-        jsonschema.validate(doc, self.files["schemas/error.schema.json"])
-
-
-CONTRACT = Contract()
-
-# ------------------------------------------------------------------ daemon handling
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-LIVE = []  # every Daemon with a process started, so none outlives the run
-
-
-def stop_all_daemons():
-    """SIGTERM, then SIGKILL after 5 s, to every daemon still running; returns how many were."""
-    alive = [d for d in LIVE if d.proc and d.proc.poll() is None]
-    for d in alive:
-        d.proc.terminate()
-    deadline = time.time() + 5 * SLOW
-    for d in alive:
-        try:
-            d.proc.wait(max(0.1, deadline - time.time()))
-        except subprocess.TimeoutExpired:
-            d.proc.kill()
-            d.proc.wait()
-    return len(alive)
-
-
-class Daemon:
-    def __init__(self, tmp, name, *extra, env=None, worker=FAKE):
-        self.dir = os.path.join(tmp, name)
-        os.makedirs(self.dir, exist_ok=True)
-        self.port = free_port()
-        self.state = os.path.join(self.dir, "state")
-        self.prof = os.path.join(self.dir, "profiles")
-        self.args = [FTBENCHD, "--listen", f"127.0.0.1:{self.port}", "--state-dir", self.state,
-                     "--profile-dir", self.prof, "--worker", worker, "--kill-grace", "1", *extra]
-        self.env = dict(os.environ, FAKE_STEP_MS="50", **(env or {}))
-        self.env.pop("NOTIFY_SOCKET", None)
-        self.token = None
-        self.proc = None
-        self.log = os.path.join(self.dir, "daemon.log")
-
-    def start(self, wait=True):
-        self.logf = open(self.log, "ab")
-        self.proc = subprocess.Popen(WRAP + self.args, env=self.env, stdout=self.logf, stderr=self.logf)
-        LIVE.append(self)
-        if wait:
-            deadline = time.time() + 10 * SLOW
-            while time.time() < deadline:
-                try:
-                    st, _, _ = self.req("GET", "/health", check=False)
-                    if st == 200:
-                        return self
-                except OSError:
-                    pass
-                if self.proc.poll() is not None:
-                    raise RuntimeError(f"ftbenchd exited with {self.proc.returncode}: {open(self.log).read()}")
-                time.sleep(0.05)
-            raise RuntimeError("ftbenchd did not answer /health")
-        return self
-
-    def stop(self, sig=signal.SIGTERM, timeout=20):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout * SLOW)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                raise
-        rc = self.proc.returncode if self.proc else None
-        self.proc = None
-        return rc
-
-    def req(self, method, path, body=None, headers=None, check=True, raw=None, timeout=30):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout * SLOW)
-        h = dict(headers or {})
-        if self.token and "Authorization" not in h:
-            h["Authorization"] = "Bearer " + self.token
-        data = raw
-        if body is not None:
-            data = json.dumps(body).encode()
-            h.setdefault("Content-Type", "application/json")
-        c.request(method, path, body=data, headers=h)
-        r = c.getresponse()
-        text = r.read()
-        hdrs = {k.lower(): v for k, v in r.getheaders()}
-        c.close()
-        if check:
-            CONTRACT.check(method, path, r.status, hdrs, text)
-        return r.status, hdrs, text
-
-    def json(self, method, path, body=None, **kw):
-        st, h, text = self.req(method, path, body, **kw)
-        return st, h, (json.loads(text) if text and h.get("content-type", "").startswith("application/json") else text)
-
-    def submit(self, kind, args=None, expect=202, **extra):
-        body = {"kind": kind}
-        if args is not None:
-            body["args"] = args
-        body.update(extra)
-        st, h, doc = self.json("POST", "/benchmark/start", body)
-        ensure(st == expect, lambda: f"submit {kind} {args}: {st} {doc}")
-        return doc
-
-    def job(self, jid):
-        st, _, doc = self.json("GET", f"/benchmark/jobs/{jid}")
-        ensure(st == 200, lambda: doc)
-        return doc
-
-    def wait(self, jid, states=("succeeded", "failed", "cancelled", "timed_out", "interrupted"), timeout=20):
-        deadline = time.time() + timeout * SLOW
-        while time.time() < deadline:
-            j = self.job(jid)
-            if j["state"] in states:
-                return j
-            time.sleep(0.03)
-        raise CheckFailed(f"job {jid} still {self.job(jid)['state']}, wanted {states}")
-
+CONTRACT = openapi_contract()
 
 # ------------------------------------------------------------------ tests
 
@@ -265,15 +35,6 @@ results = []
 def test(fn):
     results.append(fn)
     return fn
-
-
-def expect_error(d, method, path, status, code, field=None, body=None, **kw):
-    st, h, doc = d.json(method, path, body, **kw)
-    ensure(st == status, lambda: f"{method} {path}: {st} {doc}, wanted {status}")
-    ensure(doc["error"]["code"] == code, lambda: f"{method} {path}: code {doc['error']['code']}, wanted {code}")
-    if field is not None:
-        ensure(doc["error"]["field"] == field, lambda: f"field {doc['error']['field']}, wanted {field}")
-    return h, doc
 
 
 def sse(d, jid, timeout=20):
@@ -300,16 +61,14 @@ def sse(d, jid, timeout=20):
     return events
 
 
-def pid_alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ")[1][0] != "Z"
-    except OSError:
-        return False
+def escaped_child_ends(d, j):
+    """The process job j's worker left behind ("escaped child PID" in its log) is gone within 5 s."""
+    log = d.req("GET", f"/benchmark/jobs/{j['id']}/log")[2].decode()
+    child = int(re.search(r"escaped child (\d+)", log).group(1))
+    deadline = time.time() + 5 * SLOW
+    while pid_alive(child):
+        ensure(time.time() < deadline, lambda: f"process {child} survived its job")
+        time.sleep(0.05)
 
 
 @test
@@ -487,12 +246,7 @@ def escaped_grandchild(t):
     d = t.main
     j = d.wait(d.submit("cache-copy", {"models": "fake-escape", "repeat": 1})["id"], timeout=30)
     ensure(j["state"] == "succeeded", lambda: j)
-    log = d.req("GET", f"/benchmark/jobs/{j['id']}/log")[2].decode()
-    child = int(re.search(r"escaped child (\d+)", log).group(1))
-    deadline = time.time() + 5 * SLOW
-    while pid_alive(child):
-        ensure(time.time() < deadline, lambda: f"process {child} survived its job")
-        time.sleep(0.05)
+    escaped_child_ends(d, j)
 
 
 @test
@@ -504,12 +258,7 @@ def pipes_held_by_a_stranger(t):
     t0 = time.time()
     j = d.wait(d.submit("cache-copy", {"models": "fake-hidden", "repeat": 1})["id"], timeout=30)
     ensure(j["state"] == "succeeded" and time.time() - t0 < 4 * SLOW, lambda: (j, time.time() - t0))
-    log = d.req("GET", f"/benchmark/jobs/{j['id']}/log")[2].decode()
-    child = int(re.search(r"escaped child (\d+)", log).group(1))
-    deadline = time.time() + 5 * SLOW
-    while pid_alive(child):
-        ensure(time.time() < deadline, lambda: f"process {child} survived its job")
-        time.sleep(0.05)
+    escaped_child_ends(d, j)
 
 
 @test
@@ -770,7 +519,7 @@ def kill9_then_restart(t):
         ensure(time.time() < deadline)
         time.sleep(0.05)
     grandchild = int(d.job(q["id"])["progress"]["label"].split()[1])
-    worker = [int(p) for p in os.listdir("/proc") if p.isdigit() and _env_has(int(p), q["id"])]
+    worker = [int(p) for p in os.listdir("/proc") if p.isdigit() and job_env_has(int(p), q["id"])]
     ensure(grandchild in worker and len(worker) == 2, lambda: worker)
     d.stop(signal.SIGKILL)
     time.sleep(0.3)
@@ -790,14 +539,6 @@ def kill9_then_restart(t):
         d.stop()
 
 
-def _env_has(pid, jid):
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            return f"FTBENCHD_JOB_ID={jid}".encode() in f.read().split(b"\0")
-    except OSError:
-        return False
-
-
 @test
 def graceful_sigterm(t):
     d = Daemon(t.tmp, "term", "--kill-grace", "3").start()
@@ -810,7 +551,7 @@ def graceful_sigterm(t):
     while (d.job(b["id"])["progress"] or {}).get("label") != "hanging":
         ensure(time.time() < deadline)
         time.sleep(0.02)
-    pids = [int(p) for p in os.listdir("/proc") if p.isdigit() and (_env_has(int(p), a["id"]) or _env_has(int(p), b["id"]))]
+    pids = [int(p) for p in os.listdir("/proc") if p.isdigit() and (job_env_has(int(p), a["id"]) or job_env_has(int(p), b["id"]))]
     ensure(len(pids) == 2)
     d.proc.send_signal(signal.SIGTERM)  # the hanging worker keeps the daemon in its 3 s grace period
     deadline = time.time() + 2
@@ -994,16 +735,10 @@ def real_worker_bw(t):
         d.stop()
 
 
-def on_signal(sig, frame):
-    raise SystemExit(128 + sig)  # unwinds through main's finally: the daemons are stopped
-
-
 def main():
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, on_signal)
+    on_signals()
     # the plan: every test, "main daemon stopped cleanly", "no bare assert", "no daemon left"
-    print(f"1..{len(results) + 3}")
-    sys.stdout.flush()
+    plan(len(results) + 3)
     try:
         return run_all()
     finally:
@@ -1011,42 +746,25 @@ def main():
 
 
 def run_all():
-    tmp = tempfile.mkdtemp(prefix="ftbenchd-it-")
-
-    class T:
-        pass
-    t = T()
-    t.tmp = tmp
-    t.models = os.path.join(tmp, "models")
-    os.makedirs(t.models + "/m")
-    os.symlink("/etc", t.models + "/escape")
-    t.main = Daemon(tmp, "main", "--model-roots", t.models, "--decode-server", "ft=ft serve {model} --port {port}",
+    t = Scratch("ftbenchd-it-", escape=True)
+    t.main = Daemon(t.tmp, "main", "--model-roots", t.models, "--decode-server", "ft=ft serve {model} --port {port}",
                     "--decode-urls", "http://localhost:30000,http://127.0.0.1:9",
                     "--log-max", "65536")
     failed = 0
     try:
         t.main.start()
-        for n, fn in enumerate(results, 1):
-            try:
-                skip = fn(t)
-                if isinstance(skip, str) and skip.startswith("SKIP"):
-                    print(f"ok {n} - {fn.__name__} # {skip}")
-                else:
-                    print(f"ok {n} - {fn.__name__}")
-            except Exception:
-                failed += 1
-                print(f"not ok {n} - {fn.__name__}")
-                traceback.print_exc(file=sys.stdout)
-            sys.stdout.flush()
+        failed += run_tests(results, t)
         rc = t.main.stop()
         if rc != 0:
             print(f"not ok {len(results) + 1} - main daemon exit status {rc}")
             failed += 1
         else:
             print(f"ok {len(results) + 1} - main daemon stopped cleanly")
-        lines = bare_asserts()
+        here = os.path.dirname(os.path.abspath(__file__))
+        lines = [f"{f}:{n}" for f in sorted(os.listdir(here)) if f.endswith(".py")
+                 for n in bare_asserts(os.path.join(here, f))]
         if lines:
-            print(f"not ok {len(results) + 2} - bare assert statements (dropped by python -O) at lines {lines}")
+            print(f"not ok {len(results) + 2} - bare assert statements (dropped by python -O) at {lines}")
             failed += 1
         else:
             print(f"ok {len(results) + 2} - every check is an ensure(), none a bare assert")
@@ -1057,27 +775,7 @@ def run_all():
         else:
             print(f"ok {len(results) + 3} - no daemon left running")
     finally:
-        for sub in os.listdir(tmp):
-            lp = os.path.join(tmp, sub, "daemon.log")
-            if failed and os.path.exists(lp):
-                print(f"# --- {lp}")
-                for line in open(lp, errors="replace").read().splitlines()[-40:]:
-                    print("# " + line)
-        for sub in os.listdir(tmp):
-            lp = os.path.join(tmp, sub, "daemon.log")
-            if not os.path.exists(lp):
-                continue
-            text = open(lp, errors="replace").read()
-            if re.search(r"ERROR SUMMARY: [1-9]", text) or "runtime error" in text or "Sanitizer" in text:
-                print(f"not ok - memory errors or leaks reported by the daemon in {sub} (see {lp})")
-                failed += 1
-            if WRAP and "definitely lost:" in text and not re.search(r"definitely lost: 0 bytes", text):
-                print(f"not ok - valgrind: leaks in {sub}")
-                failed += 1
-        if not failed:
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            print(f"# kept {tmp}")
+        failed = finish(t.tmp, failed, tail=40)
     print(f"# contract: {len(CONTRACT.seen)} (method, path, status) combinations checked")
     missing = [(m.upper(), p, st) for p, ops in CONTRACT.spec["paths"].items() for m, op in ops.items()
                if isinstance(op, dict) and "responses" in op for st in op["responses"]

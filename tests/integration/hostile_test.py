@@ -13,14 +13,10 @@ import os
 import socket
 import subprocess
 import sys
-import tempfile
 import time
-import traceback
-import shutil
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import daemon_test  # noqa: E402
-from daemon_test import Daemon, SLOW, ensure  # noqa: E402
+from ftd_harness import FTBENCHD, SLOW, Daemon, Scratch, ensure, finish, plan, run_tests  # noqa: E402
 
 SHOW = os.environ.get("FT_HOSTILE_SHOW") == "1"
 A63E = "a" * 63 + "é"  # 64 characters, 65 bytes: a 64-byte cut splits the é (defect 8)
@@ -599,37 +595,20 @@ def spec_limits(t):
 
 
 def main():
-    tmp = tempfile.mkdtemp(prefix="ftbenchd-hostile-")
-
-    class T:
-        pass
-    t = T()
-    t.tmp = tmp
-    t.models = os.path.join(tmp, "models")
-    os.makedirs(t.models + "/m")
-    os.symlink("/etc", t.models + "/escape")
+    t = Scratch("ftbenchd-hostile-", escape=True)
     # a daemon with the decode-url allowlist (#17 defect 5) lets the table's loopback URL through
     allow = ["--decode-urls", "http://127.0.0.1:9"] if "--decode-urls" in subprocess.run(
-        [daemon_test.FTBENCHD, "--help"], capture_output=True, text=True).stdout else []
-    t.main = Daemon(tmp, "main", "--model-roots", t.models, "--decode-server", "ft=ft serve {model} --port {port}",
+        [FTBENCHD, "--help"], capture_output=True, text=True).stdout else []
+    t.main = Daemon(t.tmp, "main", "--model-roots", t.models, "--decode-server", "ft=ft serve {model} --port {port}",
                     "--max-event-streams", "64", "--max-queue", "1000", *allow)
-    t.slow = Daemon(tmp, "slow", "--header-timeout", "2")
-    t.small = Daemon(tmp, "small", "--max-connections", "3", "--max-event-streams", "3")
+    t.slow = Daemon(t.tmp, "slow", "--header-timeout", "2")
+    t.small = Daemon(t.tmp, "small", "--max-connections", "3", "--max-event-streams", "3")
     failed = 0
-    print(f"1..{len(tests)}")  # the plan (daemon exit failures add unnumbered "not ok" lines)
-    sys.stdout.flush()
+    plan(len(tests))  # the plan (daemon exit failures add unnumbered "not ok" lines)
     try:
         for d in (t.main, t.slow, t.small):
             d.start()
-        for n, fn in enumerate(tests, 1):
-            try:
-                fn(t)
-                print(f"ok {n} - {fn.__name__}")
-            except Exception:
-                failed += 1
-                print(f"not ok {n} - {fn.__name__}")
-                traceback.print_exc(file=sys.stdout)
-            sys.stdout.flush()
+        failed += run_tests(tests, t)
         for d in (t.main, t.slow, t.small):
             rc = d.stop()
             if rc != 0:
@@ -640,23 +619,7 @@ def main():
             if d.proc:
                 d.proc.kill()
                 d.proc.wait()
-        daemon_test.stop_all_daemons()  # whatever a failed test left running
-        for sub in sorted(os.listdir(tmp)):
-            lp = os.path.join(tmp, sub, "daemon.log")
-            if not os.path.exists(lp):
-                continue
-            text = open(lp, errors="replace").read()
-            if "runtime error" in text or "Sanitizer" in text:
-                print(f"not ok - sanitizer errors in {lp}")
-                failed += 1
-            if failed:
-                print(f"# --- {lp}")
-                for line in text.splitlines()[-30:]:
-                    print("# " + line)
-        if not failed:
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            print(f"# kept {tmp}")
+        failed = finish(t.tmp, failed)
     return 1 if failed else 0
 
 

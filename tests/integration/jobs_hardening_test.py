@@ -21,19 +21,14 @@ import os
 import random
 import re
 import resource
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import daemon_test as dt  # noqa: E402
-
-Daemon, FAKE, SLOW, expect_error, pid_alive = dt.Daemon, dt.FAKE, dt.SLOW, dt.expect_error, dt.pid_alive
-ensure = dt.ensure
+from ftd_harness import (BUILD, FTBENCHD, SLOW, Daemon, Scratch, ensure, expect_error, finish,  # noqa: E402
+                         job_env_has, pid_alive, plan, run_tests)
 NCPU = os.cpu_count() or 1
 
 results = []
@@ -122,7 +117,7 @@ def server_name_exact(t):
         d.wait(job["id"])
     finally:
         d.stop()
-    r = subprocess.run([dt.FTBENCHD, "-n", "--decode-server", "bad name=x {port}"], capture_output=True, text=True)
+    r = subprocess.run([FTBENCHD, "-n", "--decode-server", "bad name=x {port}"], capture_output=True, text=True)
     ensure(r.returncode == 2 and "not 1 to 64" in r.stderr, lambda: r.stderr)
 
 
@@ -254,7 +249,7 @@ def many_jobs_polled(t):
     """polling stopped at 511 running jobs (a fixed 1024-entry poll set): 520 running jobs are
     all read (each shows its progress), cancelled, and leave nothing behind"""
     n = 520
-    if "san" in os.path.basename(dt.BUILD):
+    if "san" in os.path.basename(BUILD):
         return "SKIP 520 sanitizer-built workers at once would take several GiB"
     d = Daemon(t.tmp, "many", "--max-running", "1000", "--max-queue", "1000", env={"FAKE_GPUS": "0"}).start()
     try:
@@ -427,7 +422,7 @@ def kill9_cycles(t):
             time.sleep(rnd.uniform(0.65, 1.0))  # what was seen is older than the record interval
             kill_at = time.time()
             d.stop(signal.SIGKILL)
-            env_procs = [int(p) for p in os.listdir("/proc") if p.isdigit() and any(dt._env_has(int(p), i) for i in ids)]
+            env_procs = [int(p) for p in os.listdir("/proc") if p.isdigit() and any(job_env_has(int(p), i) for i in ids)]
             stats["tmp_before"] += sum(1 for n in os.listdir(os.path.join(d.state, "jobs")) if ".tmp." in n)
             # what a kill -9 in the middle of an atomic write leaves (the window is too short to
             # hit by chance in a few cycles): a temp file beside the journal and the profiles
@@ -487,50 +482,14 @@ def kill9_cycles(t):
 
 
 def main():
-    tmp = tempfile.mkdtemp(prefix="ftbenchd-h17-")
-
-    class T:
-        pass
-    t = T()
-    t.tmp = tmp
-    t.models = os.path.join(tmp, "models")
-    os.makedirs(t.models + "/m")
+    t = Scratch("ftbenchd-h17-")
     only = [x for x in os.environ.get("FT_HARDEN_ONLY", "").split(",") if x]
     failed = 0
-    print(f"1..{sum(1 for fn in results if not only or fn.__name__ in only)}")
-    sys.stdout.flush()
+    plan(sum(1 for fn in results if not only or fn.__name__ in only))
     try:
-        for n, fn in enumerate(results, 1):
-            if only and fn.__name__ not in only:
-                continue
-            t0 = time.time()
-            try:
-                skip = fn(t)
-                note = f" # {skip}" if isinstance(skip, str) else ""
-                print(f"ok {n} - {fn.__name__} ({time.time() - t0:.1f} s){note}")
-            except Exception:
-                failed += 1
-                print(f"not ok {n} - {fn.__name__}")
-                traceback.print_exc(file=sys.stdout)
-            sys.stdout.flush()
+        failed += run_tests(results, t, only=only, timed=True)
     finally:
-        dt.stop_all_daemons()  # whatever a failed test left running
-        for sub in sorted(os.listdir(tmp)):
-            lp = os.path.join(tmp, sub, "daemon.log")
-            if not os.path.exists(lp):
-                continue
-            text = open(lp, errors="replace").read()
-            if failed:
-                print(f"# --- {lp}")
-                for line in text.splitlines()[-30:]:
-                    print("# " + line)
-            if "runtime error" in text or "Sanitizer" in text:
-                print(f"not ok - sanitizer report in {lp}")
-                failed += 1
-        if not failed:
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            print(f"# kept {tmp}")
+        failed = finish(t.tmp, failed)
     return 1 if failed else 0
 
 

@@ -9,8 +9,9 @@ import sys
 
 import yaml
 
-ROOT = os.getcwd()
-FT = os.path.join(ROOT, os.environ.get("BUILD", "build"), "bin", "ftbench")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ftd_harness import FTBENCH as FT, ROOT, Tap  # noqa: E402
+
 SCHEMA = {"bw": "BwArgs", "cache-copy": "CacheCopyArgs", "load-weights": "LoadWeightsArgs",
           "decode": "DecodeArgs"}
 
@@ -18,15 +19,8 @@ src = open(os.path.join(ROOT, "daemon/kinds.c")).read()
 spec = yaml.safe_load(open(os.path.join(ROOT, "api/openapi.yaml")))["components"]["schemas"]
 tables = dict(re.findall(r"static const struct ftd_arg (\w+)_args\[\] = \{(.*?)\{NULL\}\};", src, re.S))
 kinds = re.findall(r'\{"([a-z-]+)", [01], (\w+)_args\}', src)
-n = 0
-bad = 0
-
-
-def check(desc, ok, detail=""):
-    global n, bad
-    n += 1
-    print(("ok" if ok else "not ok") + f" {n} - {desc}" + ("" if ok else f" ({detail})"))
-    bad += not ok
+tap = Tap()
+check = tap.check
 
 
 def cli(kind, flag, value):
@@ -54,5 +48,4 @@ for kind, table in kinds:
             rc, err = cli(kind, flag, fmt(v, integer))
             check(f"{kind} {flag}={fmt(v, integer)}: the CLI {'accepts' if want == 0 else 'refuses'} it",
                   rc == want, f"exit {rc}: {err[-200:]}")
-print(f"1..{n}")
-sys.exit(1 if bad else 0)
+sys.exit(tap.done())

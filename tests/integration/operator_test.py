@@ -4,124 +4,32 @@ chromium), /metrics through Prometheus' own text parser (python3-prometheus-clie
 Last-Event-ID, /openapi.json, profile history and drift. The real daemon on loopback with the fake
 worker (tests/fixtures/fakeworker.c). TAP output with a plan line; checks do not use `assert`, so
 PYTHONOPTIMIZE changes nothing; every daemon started is stopped."""
-import http.client
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import traceback
 
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-BUILD = os.path.join(ROOT, os.environ.get("BUILD", "build"))
-FTBENCHD = os.path.join(BUILD, "bin", "ftbenchd")
-FAKE = os.path.join(BUILD, "tests", "fixtures", "fakeworker")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ftd_harness import BUILD, FTBENCHD, GPU0, ROOT, CheckFailed, Scratch, finish, plan, run_tests  # noqa: E402
+from ftd_harness import Daemon as _Daemon  # noqa: E402
+from ftd_harness import ensure as check  # noqa: E402
+
 ARTIFACTS = os.path.join(BUILD, "test-artifacts")
-GPU0 = "GPU-11111111-aaaa-bbbb-cccc-000000000000"
 FIXTURE_UUID = "GPU-8eb97239-58cd-4a4f-9b2e-0123456789ab"
+Failed = CheckFailed
 
 
-class Failed(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failed(what)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-class Daemon:
-    live = []
-
-    def __init__(self, tmp, name, *extra, env=None):
-        self.dir = os.path.join(tmp, name)
-        os.makedirs(self.dir, exist_ok=True)
-        self.prof = os.path.join(self.dir, "profiles")
-        self.extra = extra
-        self.env = dict(os.environ, FAKE_STEP_MS="20")
-        self.env.update(env or {})
-        self.env.pop("NOTIFY_SOCKET", None)
-        self.token = None
-        self.proc = None
-
-    def start(self, **env):
-        self.port = free_port()
-        args = [FTBENCHD, "--listen", f"127.0.0.1:{self.port}", "--state-dir", os.path.join(self.dir, "state"),
-                "--profile-dir", self.prof, "--worker", FAKE, "--kill-grace", "1", *self.extra]
-        log = open(os.path.join(self.dir, "daemon.log"), "ab")
-        self.proc = subprocess.Popen(args, env=dict(self.env, **env), stdout=log, stderr=log)
-        Daemon.live.append(self)
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            try:
-                if self.req("GET", "/health")[0] == 200:
-                    return self
-            except OSError:
-                pass
-            if self.proc.poll() is not None:
-                raise Failed(f"ftbenchd exited with {self.proc.returncode}")
-            time.sleep(0.05)
-        raise Failed("ftbenchd did not answer /health")
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if self in Daemon.live:
-            Daemon.live.remove(self)
-
-    def req(self, method, path, body=None, headers=None):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-        h = dict(headers or {})
-        if self.token and "Authorization" not in h:
-            h["Authorization"] = "Bearer " + self.token
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode()
-            h["Content-Type"] = "application/json"
-        c.request(method, path, body=data, headers=h)
-        r = c.getresponse()
-        raw = r.read()
-        c.close()
-        return r.status, {k.lower(): v for k, v in r.getheaders()}, raw
-
-    def json(self, path):
-        st, _, raw = self.req("GET", path)
-        check(st == 200, f"GET {path}: {st} {raw[:200]!r}")
-        return json.loads(raw)
-
-    def submit(self, kind, args):
-        st, _, raw = self.req("POST", "/benchmark/start", {"kind": kind, "args": args})
-        check(st == 202, f"submit {kind}: {st} {raw[:300]!r}")
-        return json.loads(raw)["id"]
-
-    def wait(self, jid, timeout=30):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            j = self.json(f"/benchmark/jobs/{jid}")
-            if j["state"] not in ("queued", "running"):
-                return j
-            time.sleep(0.05)
-        raise Failed(f"job {jid} did not finish")
+def Daemon(tmp, name, *extra, env=None):
+    """The harness' daemon as these tests use it: no contract check (the page, /metrics and the
+    history are checked by their own parsers), the fake worker's 20 ms steps, a fresh port at
+    each start, 30 s to wait for a job."""
+    return _Daemon(tmp, name, *extra, env=env, contract=None, step_ms="20", new_port=True, wait_s=30)
 
 
 def sse_events(d, jid, last=None):
@@ -164,7 +72,7 @@ def test_metrics_real_parser(t):
 
 
 def test_sse_ids_and_resume(t):
-    jid = t.d.submit("cache-copy", {"repeat": 4})
+    jid = t.d.submit("cache-copy", {"repeat": 4})["id"]
     t.d.wait(jid)
     ev = sse_events(t.d, jid)
     ids = [int(i) for i, _, _ in ev]
@@ -196,7 +104,7 @@ def inline(node, base):
 
 
 def test_openapi_json(t):
-    got = t.d.json("/openapi.json")
+    got = t.d.get("/openapi.json")
     with open(os.path.join(ROOT, "api", "openapi.yaml")) as f:
         want = inline(yaml.safe_load(f), os.path.join(ROOT, "api"))
     check(got == want, "/openapi.json differs from api/openapi.yaml")
@@ -211,14 +119,14 @@ def test_history_and_drift(t):
     try:
         d.start(FAKE_READ_GBS="100.5")
         for _ in range(2):
-            check(d.wait(d.submit("bw", {}))["state"] == "succeeded", "bw failed")
+            check(d.wait(d.submit("bw", {})["id"])["state"] == "succeeded", "bw failed")
         d.stop()
         d.start(FAKE_READ_GBS="80")  # a DIMM lost: 20 % less
-        check(d.wait(d.submit("bw", {}))["state"] == "succeeded", "bw failed")
-        h = d.json(f"/profiles/{GPU0}/history")
+        check(d.wait(d.submit("bw", {})["id"])["state"] == "succeeded", "bw failed")
+        h = d.get(f"/profiles/{GPU0}/history")
         reads = [p["ceilings"]["cpu_stream_read_gbs"] for p in h["profiles"]]
         check(h["keep"] == 3 and reads == [100.5, 100.5, 80], f"history {h['keep']} {reads}")
-        cur = d.json(f"/profiles/{GPU0}")
+        cur = d.get(f"/profiles/{GPU0}")
         drift = cur.get("drift", [])
         check(len(drift) == 1 and drift[0]["figure"] == "cpu_stream_read_gbs", f"drift {drift}")
         check(abs(drift[0]["ratio"] - 80 / 100.5) < 1e-9, f"ratio {drift[0]['ratio']}")
@@ -228,20 +136,20 @@ def test_history_and_drift(t):
         s = [x for x in fams["ftbenchd_profile_drift_ratio"].samples if x.labels["gpu"] == GPU0]
         check(len(s) == 1 and s[0].labels["figure"] == "cpu_stream_read_gbs" and abs(s[0].value - 0.796) < 1e-3,
               f"drift metric {s}")
-        check(len(d.json(f"/profiles/{GPU0}/history?limit=1")["profiles"]) == 1, "limit=1")
-        check(d.wait(d.submit("bw", {}))["state"] == "succeeded", "bw failed")
-        h = d.json(f"/profiles/{GPU0}/history")
+        check(len(d.get(f"/profiles/{GPU0}/history?limit=1")["profiles"]) == 1, "limit=1")
+        check(d.wait(d.submit("bw", {})["id"])["state"] == "succeeded", "bw failed")
+        h = d.get(f"/profiles/{GPU0}/history")
         check([p["ceilings"]["cpu_stream_read_gbs"] for p in h["profiles"]] == [100.5, 80, 80],
               "history keeps the newest 3")
         check(not any("valid" in p for p in h["profiles"]), "the fake profiles carry no valid field")
         # a bw worker's exit 3 (its profile's own checks failed): the job fails with the reason,
         # the profile goes to the history only, the stored one is unchanged
-        before = d.json(f"/profiles/{GPU0}")
-        j = d.wait(d.submit("bw", {"model": "fake-invalid"}))
+        before = d.get(f"/profiles/{GPU0}")
+        j = d.wait(d.submit("bw", {"model": "fake-invalid"})["id"])
         check(j["state"] == "failed" and "the profile is not valid" in (j["error"] or "") and
               "fake: a spread over 50%" in j["error"], f"invalid bw job: {j['state']} {j['error']}")
-        check(d.json(f"/profiles/{GPU0}") == before, "the stored profile changed")
-        h = d.json(f"/profiles/{GPU0}/history")["profiles"]
+        check(d.get(f"/profiles/{GPU0}") == before, "the stored profile changed")
+        h = d.get(f"/profiles/{GPU0}/history")["profiles"]
         check(h[-1].get("valid") is False and len(h) == 3, "the invalid profile is the newest in the history")
         check(d.req("GET", "/profiles/GPU-99999999-aaaa-bbbb-cccc-000000000000/history")[0] == 404, "unknown: 404")
         check(d.req("GET", f"/profiles/{GPU0}/history?limit=0")[0] == 400, "limit=0: 400")
@@ -286,9 +194,9 @@ def test_page_in_browser(t):
     check(lines == ["ftbenchd/bf16=mixed", "ftbenchd/ds_fp4=offload", "ftbenchd/fp8_block=offload",
                     "ftbenchd/mxfp4_triton=hybrid", "ftbenchd/nvfp4=offload", "ftbenchd/profiles=2"],
           f"NFD feature file after start: {lines}")
-    jid = d.submit("cache-copy", {"repeat": 30, "gpu": 1})
+    jid = d.submit("cache-copy", {"repeat": 30, "gpu": 1})["id"]
     deadline = time.time() + 10
-    while d.json(f"/benchmark/jobs/{jid}")["state"] != "running" and time.time() < deadline:
+    while d.get(f"/benchmark/jobs/{jid}")["state"] != "running" and time.time() < deadline:
         time.sleep(0.05)
     time.sleep(0.8)  # a first progress event
     url = f"http://127.0.0.1:{d.port}/"
@@ -346,7 +254,7 @@ def test_rebench_stale(t):
             json.dump(p, f)
         try:
             d.start()
-            jobs = d.json("/benchmark/jobs")["jobs"]
+            jobs = d.get("/benchmark/jobs")["jobs"]
             bw = [j for j in jobs if j["kind"] == "bw" and j["gpu"] and j["gpu"]["uuid"] == GPU0]
             check(len(jobs) == want and len(bw) == want, f"rebench={mode}: jobs {jobs}")
             if want:
@@ -354,7 +262,7 @@ def test_rebench_stale(t):
                 check(b'class="warn stale">stale: kernel 0.0.0-another-machine -&gt; ' in page, "the page says stale")
                 d.stop()
                 d.start()  # the queued job is still there: not queued twice
-                jobs = d.json("/benchmark/jobs")["jobs"]
+                jobs = d.get("/benchmark/jobs")["jobs"]
                 check(len([j for j in jobs if not j["state"] in ("interrupted",)]) <= 1,
                       f"queued twice: {[(j['kind'], j['state']) for j in jobs]}")
         finally:
@@ -368,15 +276,9 @@ TESTS = [test_metrics_real_parser, test_sse_ids_and_resume, test_openapi_json, t
 
 
 def main():
-    print(f"1..{len(TESTS)}")
-    sys.stdout.flush()
-    tmp = tempfile.mkdtemp(prefix="ftbenchd-operator-")
-
-    class T:
-        pass
-
-    t = T()
-    t.tmp = tmp
+    plan(len(TESTS))
+    t = Scratch("ftbenchd-operator-")
+    tmp = t.tmp
     t.token = "0123456789abcdef0123456789"
     t.token_file = os.path.join(tmp, "token")
     with open(t.token_file, "w") as f:
@@ -389,23 +291,9 @@ def main():
     failed = 0
     try:
         t.d.start()
-        for n, fn in enumerate(TESTS, 1):
-            try:
-                fn(t)
-                print(f"ok {n} - {fn.__name__}")
-            except Exception as e:
-                failed += 1
-                print(f"not ok {n} - {fn.__name__}: {e}")
-                if not isinstance(e, Failed):
-                    traceback.print_exc(file=sys.stdout)
-            sys.stdout.flush()
+        failed += run_tests(TESTS, t)
     finally:
-        for d in list(Daemon.live):
-            d.stop()
-        if failed:
-            print(f"# kept {tmp}")
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
+        failed = finish(tmp, failed)
     return 1 if failed else 0
 
 
