@@ -180,7 +180,9 @@ $(PROF_PC): src/profile/ftprofile.pc.in Makefile
 
 # Tests: one binary per file, linked against everything (cmocka for assertions).
 TEST_LIBS = $(LIBFTBENCH) $(LIBS) $(CUDA_LIBS) -lcmocka
-$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIBFTBENCH)
+# helpers every test binary links: the scratch directory (tests/unit/tmpdir.[ch])
+TEST_OBJS = $(BUILD)/obj/tests/unit/tmpdir.o
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_OBJS) $(LIBFTBENCH)
 	$(call say,LD,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(TEST_LIBS) $(if $(findstring integration,$@),-lmicrohttpd -lsystemd)

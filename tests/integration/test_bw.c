@@ -22,6 +22,7 @@
 
 #include "util/fsutil.h"
 #include "util/jschema.h"
+#include "../unit/tmpdir.h"
 
 #define SCHEMA "api/schemas/profile.schema.json"
 #define SMALL "--no-checks", "--cpu-iters", "2", "--kernel-cpu-iters", "3", "--pcie-mib", "16", "--pcie-iters", "2", \
@@ -435,20 +436,14 @@ static int setup(void **s)
 		print_error("run from the repository root after make (%s, %s, %s)\n", ftbench, ftbench_bwfault, SCHEMA);
 		return -1;
 	}
-	snprintf(tmp, sizeof tmp, "/tmp/ftbench-test-bw-XXXXXX");
-	return mkdtemp(tmp) ? 0 : -1;
+	return tmpdir_make(tmp, sizeof tmp, "ftbench-test-bw");
 }
 
 static int teardown(void **s)
 {
-	char cmd[400];
-	if (getenv("FT_TEST_KEEP")) return 0;
-	if (tmp[0] && strncmp(tmp, "/tmp/ftbench-test-bw-", 21) == 0) {
-		snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-		if (system(cmd) != 0)
-			return -1;
-	}
-	return 0;
+	if (getenv("FT_TEST_KEEP"))
+		return 0;
+	return tmp[0] && strncmp(tmp, "/tmp/ftbench-test-bw_", 21) == 0 ? tmpdir_remove(tmp) : 0;
 }
 
 int main(void)

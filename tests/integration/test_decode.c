@@ -27,6 +27,7 @@
 
 #include "decode/server.h"
 #include "util/sha1.h"
+#include "../unit/tmpdir.h"
 
 static char ftbench[PATH_MAX], fixture[PATH_MAX], tmpdir[PATH_MAX];
 
@@ -950,9 +951,7 @@ static int setup(void **st)
 
 static int teardown(void **st)
 {
-	char cmd[PATH_MAX + 16];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
+	return tmpdir_remove(tmpdir);
 }
 
 int main(void)

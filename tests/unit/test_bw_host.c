@@ -21,6 +21,7 @@
 #include "hw/topo.h"
 #include "util/fsutil.h"
 #include "util/jschema.h"
+#include "tmpdir.h"
 
 /* ---------------------------------------------------------------- fake sysfs of two nodes */
 
@@ -33,14 +34,9 @@ static char root[256];
 
 static void put(const char *rel, const char *text)
 {
-	char path[1024], dir[1024];
+	char path[1024];
 	snprintf(path, sizeof path, "%s/%s", root, rel);
-	ftfs_dirname(path, dir, sizeof dir);
-	assert_int_equal(ftfs_mkdir_p(dir, 0755), 0);
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
+	assert_int_equal(tmpdir_put(path, text, strlen(text)), 0);
 }
 
 static void pci_dev(const char *devpath, const char *id, int node)
@@ -62,8 +58,7 @@ static void pci_dev(const char *devpath, const char *id, int node)
 
 static int make_tree(void **s)
 {
-	snprintf(root, sizeof root, "/tmp/ftbw_host_sysfs.XXXXXX");
-	if (!mkdtemp(root))
+	if (tmpdir_make(root, sizeof root, "ftbw_host_sysfs") < 0)
 		return -1;
 	put("sys/devices/system/cpu/online", "0-7\n");
 	for (int c = 0; c < 8; c++) {
@@ -89,9 +84,7 @@ static int make_tree(void **s)
 
 static int remove_tree(void **s)
 {
-	char cmd[512];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-	return system(cmd) == 0 ? 0 : -1;
+	return tmpdir_remove(root);
 }
 
 static struct ftgpu_info gpu_at(int index, const char *bus, const char *uuid)

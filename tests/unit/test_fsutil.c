@@ -15,20 +15,18 @@
 #include <unistd.h>
 
 #include "util/fsutil.h"
+#include "tmpdir.h"
 
 static char dir[64];
 
 static int setup(void **s)
 {
-	snprintf(dir, sizeof dir, "/tmp/ft_fsutil_XXXXXX");
-	return mkdtemp(dir) ? 0 : -1;
+	return tmpdir_make(dir, sizeof dir, "ft_fsutil");
 }
 
 static int teardown(void **s)
 {
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	return system(cmd);
+	return tmpdir_remove(dir);
 }
 
 static int count_entries(const char *d)

@@ -22,22 +22,18 @@
 #include "moe/ftw.h"
 #include "moe/loader.h"
 #include "util/fsutil.h"
+#include "tmpdir.h"
 
 static char tmpdir[256];
 
 static int setup(void **s)
 {
-	(void)s;
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/ftw_compat_XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
+	return tmpdir_make(tmpdir, sizeof tmpdir, "ftw_compat");
 }
 
 static int teardown(void **s)
 {
-	(void)s;
-	char cmd[512];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
+	return tmpdir_remove(tmpdir);
 }
 
 /* One expert of gpt-oss bf16: gate_up_proj [H][2I] -> bank [2I][H], even columns to rows 0..I-1,
@@ -144,10 +140,7 @@ static int exists(const char *path)
 
 static void put(const char *path, const char *text)
 {
-	char d[700];
-	ftfs_dirname(path, d, sizeof d);
-	assert_int_equal(ftfs_mkdir_p(d, 0755), 0);
-	assert_int_equal(ftfs_write_atomic(path, text, strlen(text), 0644), 0);
+	assert_int_equal(tmpdir_put(path, text, strlen(text)), 0);
 }
 
 /* Metadata in sub-folders is copied and listed; ftftw_remove takes out the index, shards and
@@ -192,8 +185,7 @@ static void test_metadata_and_remove(void **s)
 	snprintf(p, sizeof p, "%s/config.json", outside);
 	put(p, "precious");
 	snprintf(q, sizeof q, "%s/inference", ftw);
-	snprintf(p, sizeof p, "rm -rf '%s'", q);
-	assert_int_equal(system(p), 0);
+	assert_int_equal(tmpdir_remove(q), 0);
 	assert_int_equal(symlink(outside, q), 0);
 	assert_int_equal(ftftw_remove(ftw), 0);
 	assert_false(ftftw_is_dir(ftw));
@@ -207,8 +199,7 @@ static void test_metadata_and_remove(void **s)
 	assert_false(exists(p));
 	assert_int_equal(ftftw_remove(ftw), -ENOENT);
 	/* a plain conversion goes away completely */
-	snprintf(p, sizeof p, "rm -rf '%s'", ftw);
-	assert_int_equal(system(p), 0);
+	assert_int_equal(tmpdir_remove(ftw), 0);
 	assert_int_equal(ftftw_convert(dir, ftw, &fo, &fs, err, sizeof err), 0);
 	assert_int_equal(ftftw_remove(ftw), 0);
 	assert_false(exists(ftw));

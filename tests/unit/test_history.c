@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ftprofile.h"
+#include "tmpdir.h"
 
 #define UUID "GPU-11111111-aaaa-bbbb-cccc-000000000000"
 
@@ -20,15 +21,12 @@ static char dir[64];
 
 static int setup(void **s)
 {
-	snprintf(dir, sizeof dir, "/tmp/ft_history_XXXXXX");
-	return mkdtemp(dir) ? 0 : -1;
+	return tmpdir_make(dir, sizeof dir, "ft_history");
 }
 
 static int teardown(void **s)
 {
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	return system(cmd);
+	return tmpdir_remove(dir);
 }
 
 /* A minimal profile: read ceiling r (spread r-1..r+1 when spread), bf16 CPU MoE c, gather g. */
@@ -143,14 +141,9 @@ static void commit_marks_drift_and_keeps_history(void **s)
 
 static void put(const char *root, const char *rel, const char *text)
 {
-	char p[512], cmd[600];
+	char p[512];
 	snprintf(p, sizeof p, "%s%s", root, rel);
-	snprintf(cmd, sizeof cmd, "mkdir -p \"$(dirname '%s')\"", p);
-	assert_int_equal(system(cmd), 0);
-	FILE *f = fopen(p, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
+	assert_int_equal(tmpdir_put(p, text, strlen(text)), 0);
 }
 
 /* A fake machine under dir: driver 580.95.05, an x16 Gen5 link at 0000:18:00.0, 251 GiB. */

@@ -13,20 +13,18 @@
 
 #include "bench/load_weights.h"
 #include "moe/ckptgen.h"
+#include "tmpdir.h"
 
 static char tmpdir[256];
 
 static int setup(void **s)
 {
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/ftlw_test_XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
+	return tmpdir_make(tmpdir, sizeof tmpdir, "ftlw_test");
 }
 
 static int teardown(void **s)
 {
-	char cmd[512];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
+	return tmpdir_remove(tmpdir);
 }
 
 static void test_modes(void **s)

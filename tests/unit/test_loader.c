@@ -22,20 +22,18 @@
 #include "moe/ftw.h"
 #include "moe/loader.h"
 #include "util/fsutil.h"
+#include "tmpdir.h"
 
 static char tmpdir[256];
 
 static int setup(void **s)
 {
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/ftld_test_XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
+	return tmpdir_make(tmpdir, sizeof tmpdir, "ftld_test");
 }
 
 static int teardown(void **s)
 {
-	char cmd[512];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
+	return tmpdir_remove(tmpdir);
 }
 
 static void banks_equal(const struct ftbanks *a, const struct ftbanks *b)

@@ -23,6 +23,7 @@
 #include "moe/formats.h"
 #include "util/fsutil.h"
 #include "util/jschema.h"
+#include "tmpdir.h"
 
 /* snprintf that must not truncate */
 #define SNP(b, n, ...) assert_true(snprintf(b, n, __VA_ARGS__) < (int)(n))
@@ -47,13 +48,7 @@ static void fixture_path(const char *name, char *out, size_t n)
 
 static void put_text(const char *path, const char *text, size_t len)
 {
-	char dir[PATH_MAX];
-	ftfs_dirname(path, dir, sizeof dir);
-	assert_int_equal(ftfs_mkdir_p(dir, 0755), 0);
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	assert_int_equal(fwrite(text, 1, len, f), len);
-	fclose(f);
+	assert_int_equal(tmpdir_put(path, text, len), 0);
 }
 
 static void put_fixture(const char *name, const char *dest)

@@ -15,20 +15,18 @@
 #include "moe/safetensors.h"
 #include "util/fsutil.h"
 #include "util/timeutil.h"
+#include "tmpdir.h"
 
 static char tmpdir[256];
 
 static int setup(void **s)
 {
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/ftst_test_XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
+	return tmpdir_make(tmpdir, sizeof tmpdir, "ftst_test");
 }
 
 static int teardown(void **s)
 {
-	char cmd[512];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
+	return tmpdir_remove(tmpdir);
 }
 
 /* A file: 8-byte length (hl, or strlen(hdr) when hl < 0), the header, data_len bytes. */
