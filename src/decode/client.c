@@ -123,16 +123,30 @@ static void body_message(const char *body, size_t len, char *buf, size_t n)
 	json_decref(j);
 }
 
-int ftdc_health(const char *base, double timeout_s, char *state, size_t n)
+/* GET base+path into *st, *body (free()) and *j (its JSON, NULL when it is none: json_decref);
+ * on a failed request the reason goes to state and the -errno is returned. */
+static int get_doc(const char *base, const char *path, double timeout_s, size_t flags, long *st, char **body,
+		   json_t **j, char *state, size_t n)
 {
-	long st = 0;
-	char *body = NULL, why[256];
-	int r = ftdc_get(base, "/health", timeout_s, &st, &body, why, sizeof why);
+	char why[256];
+	*body = NULL;
+	int r = ftdc_get(base, path, timeout_s, st, body, why, sizeof why);
 	if (r < 0) {
 		snprintf(state, n, "%s", why);
 		return r;
 	}
-	json_t *j = json_loads(body, JSON_DECODE_ANY, NULL);
+	*j = json_loads(*body, flags, NULL);
+	return 0;
+}
+
+int ftdc_health(const char *base, double timeout_s, char *state, size_t n)
+{
+	long st = 0;
+	char *body;
+	json_t *j;
+	int r = get_doc(base, "/health", timeout_s, JSON_DECODE_ANY, &st, &body, &j, state, n);
+	if (r < 0)
+		return r;
 	json_t *m = json_object_get(j, "maintenance");
 	const char *status = json_string_value(json_object_get(j, "status"));
 	if (st == 404) {
@@ -161,13 +175,11 @@ int ftdc_health(const char *base, double timeout_s, char *state, size_t n)
 int ftdc_models_ready(const char *base, double timeout_s, char *state, size_t n)
 {
 	long st = 0;
-	char *body = NULL, why[256];
-	int r = ftdc_get(base, "/v1/models", timeout_s, &st, &body, why, sizeof why);
-	if (r < 0) {
-		snprintf(state, n, "%s", why);
+	char *body;
+	json_t *j;
+	int r = get_doc(base, "/v1/models", timeout_s, 0, &st, &body, &j, state, n);
+	if (r < 0)
 		return r;
-	}
-	json_t *j = json_loads(body, 0, NULL);
 	json_t *d = json_object_get(j, "data");
 	r = st == 200 && json_array_size(d) > 0;
 	if (r)
