@@ -20,9 +20,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../unit/tmpdir.h"
 #include "util/fsutil.h"
 #include "util/jschema.h"
-#include "../unit/tmpdir.h"
 
 #define SCHEMA "api/schemas/profile.schema.json"
 #define SMALL "--no-checks", "--cpu-iters", "2", "--kernel-cpu-iters", "3", "--pcie-mib", "16", "--pcie-iters", "2", \

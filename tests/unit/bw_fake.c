@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-double *bwfake_samples(double v, int n)
+double *samples(double v, int n)
 {
 	double *a = malloc((size_t)n * sizeof *a);
 	for (int i = 0; i < n; i++)
@@ -11,14 +11,14 @@ double *bwfake_samples(double v, int n)
 	return a;
 }
 
-void bwfake_part(struct ftbw_part *p, double v, int n)
+void set_part(struct ftbw_part *p, double v, int n)
 {
 	p->rc = 0;
 	p->n = n;
-	p->gbs = bwfake_samples(v, n);
+	p->gbs = samples(v, n);
 }
 
-void bwfake_config_small(struct ftbw_config *c)
+void config_small_base(struct ftbw_config *c)
 {
 	ftbw_config_default(c);
 	c->cpu_iters = 3;
@@ -27,12 +27,12 @@ void bwfake_config_small(struct ftbw_config *c)
 	c->kernel_pcie_iters = 3;
 }
 
-json_t *bwfake_entry(json_t *p, const char *fmt)
+json_t *entry_of(json_t *p, const char *fmt)
 {
 	return json_object_get(json_object_get(p, "dtype_kernels"), fmt);
 }
 
-bool bwfake_has_warning(json_t *p, const char *needle)
+bool has_warning(json_t *p, const char *needle)
 {
 	size_t i;
 	json_t *w;

@@ -194,7 +194,7 @@ static int fake_measure(void *ctx, const struct ftbw_env *env, const struct ftbw
 		if (v > 0) {
 			m->cpu.rc = 0;
 			m->cpu.n = c->kernel_cpu_iters;
-			m->cpu.gbs = bwfake_samples(v, m->cpu.n);
+			m->cpu.gbs = samples(v, m->cpu.n);
 			if (f->zero_sample)
 				m->cpu.gbs[1] = 0.0;
 			strcpy(m->cpu_isa, "avx512");
@@ -207,24 +207,24 @@ static int fake_measure(void *ctx, const struct ftbw_env *env, const struct ftbw
 	if (rv > 0 && f->read_cpu_n[it->fmt->id] > 0) {
 		m->read_cpu.rc = 0;
 		m->read_cpu.n = f->read_cpu_n[it->fmt->id];
-		m->read_cpu.gbs = bwfake_samples(rv, m->read_cpu.n);
+		m->read_cpu.gbs = samples(rv, m->read_cpu.n);
 		if (f->zero_read)
 			m->read_cpu.gbs[0] = 0.0;
 	}
 	if (rv > 0 && f->read_other_n[it->fmt->id] > 0) {
 		m->read_other.rc = 0;
 		m->read_other.n = f->read_other_n[it->fmt->id];
-		m->read_other.gbs = bwfake_samples(rv, m->read_other.n);
+		m->read_other.gbs = samples(rv, m->read_other.n);
 	}
 	if (env->gpu) {
 		m->gather.rc = 0;
 		m->gather.n = c->kernel_pcie_iters;
-		m->gather.gbs = bwfake_samples(f->gather_gbs, m->gather.n);
+		m->gather.gbs = samples(f->gather_gbs, m->gather.n);
 		if (m->cpu.rc == 0 && f->ov_cpu_scale > 0) {
 			m->ov_cpu.rc = m->ov_gather.rc = 0;
 			m->ov_cpu.n = m->ov_gather.n = 3;
-			m->ov_cpu.gbs = bwfake_samples(f->cpu_gbs[it->fmt->id] * f->ov_cpu_scale, 3);
-			m->ov_gather.gbs = bwfake_samples(f->gather_gbs * f->ov_gather_scale, 3);
+			m->ov_cpu.gbs = samples(f->cpu_gbs[it->fmt->id] * f->ov_cpu_scale, 3);
+			m->ov_gather.gbs = samples(f->gather_gbs * f->ov_gather_scale, 3);
 		}
 		if (m->cpu.rc == 0 && c->nbatch > 0) {
 			m->nbatch = c->nbatch;
@@ -234,8 +234,8 @@ static int fake_measure(void *ctx, const struct ftbw_env *env, const struct ftbw
 				b->experts = 8.0 * b->batch;
 				b->cpu.rc = b->gather.rc = 0;
 				b->cpu.n = b->gather.n = 4;
-				b->cpu.gbs = bwfake_samples(f->cpu_gbs[it->fmt->id] * pow(f->sweep_decay, log2(b->batch)), 4);
-				b->gather.gbs = bwfake_samples(f->gather_gbs, 4);
+				b->cpu.gbs = samples(f->cpu_gbs[it->fmt->id] * pow(f->sweep_decay, log2(b->batch)), 4);
+				b->gather.gbs = samples(f->gather_gbs, 4);
 			}
 		}
 	}
@@ -274,7 +274,7 @@ static struct ftgpu_info fake_gpu(int gen_cur, int width_cur)
 
 static void config_small(struct ftbw_config *c)
 {
-	bwfake_config_small(c);
+	config_small_base(c);
 	for (int i = 0; i < ftmodel_bw_dtypes_count; i++)
 		c->dtypes[c->ndtypes++] = ftmodel_bw_dtypes[i].format;
 }
@@ -313,7 +313,7 @@ static void test_run_gpu(void **s)
 	assert_int_equal(json_integer_value(json_object_get(p, "version")), 4);
 	assert_string_equal(json_string_value(json_object_get(json_object_get(p, "gpu"), "uuid")), g.uuid);
 	assert_true(json_is_true(json_object_get(json_object_get(p, "gpu"), "link_degraded")));
-	assert_true(bwfake_has_warning(p, "PCIe link trained at Gen4 x8, below the card's Gen5 x16"));
+	assert_true(has_warning(p, "PCIe link trained at Gen4 x8, below the card's Gen5 x16"));
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(p, "cpu"), "threads_used")), 2);
 	json_t *ceil = json_object_get(p, "ceilings");
 	assert_true(fabs(json_number_value(json_object_get(ceil, "cpu_stream_read_gbs")) - 101.0) < 1e-9);
@@ -328,7 +328,7 @@ static void test_run_gpu(void **s)
 	assert_string_equal(rec_of(p, "mxfp4_triton"), "hybrid");
 	assert_string_equal(rec_of(p, "ds_fp4"), "offload");
 
-	json_t *e = bwfake_entry(p, "bf16");
+	json_t *e = entry_of(p, "bf16");
 	assert_true(fabs(json_number_value(json_object_get(e, "cpu_moe_gbs")) - 120.0) < 1e-9);
 	assert_true(fabs(json_number_value(json_object_get(e, "pcie_gather_gbs")) - 50.0) < 1e-9);
 	assert_true(fabs(json_number_value(json_object_get(e, "ratio")) - 2.4) < 1e-9);
@@ -365,7 +365,7 @@ static void test_run_gpu(void **s)
 	assert_true(fabs(efr - 45.0 / 141.0) < 1e-12);
 	ftprof_free(rp);
 
-	e = bwfake_entry(p, "fp8_block");
+	e = entry_of(p, "fp8_block");
 	assert_true(json_is_null(json_object_get(e, "cpu_moe_gbs")));
 	assert_true(json_is_null(json_object_get(e, "cpu_moe_gbs_spread")));
 	assert_true(json_is_null(json_object_get(e, "ratio")));
@@ -389,7 +389,7 @@ static void test_run_models(void **s)
 	char err[256];
 	assert_int_equal(run_fake(&f, &c, &g, &p, err), 0);
 	assert_false(json_is_true(json_object_get(json_object_get(p, "gpu"), "link_degraded")));
-	assert_false(bwfake_has_warning(p, "PCIe link"));
+	assert_false(has_warning(p, "PCIe link"));
 	assert_int_equal(json_object_size(json_object_get(p, "dtypes")), 0);
 	json_t *w = json_object_get(json_object_get(p, "workloads"), "qwen3.6-moe");
 	assert_non_null(w);
@@ -435,11 +435,11 @@ static void test_run_no_gpu(void **s)
 		assert_true(json_is_null(json_object_get(e, "synth_experts")));
 		assert_true(json_is_string(json_object_get(e, "note")));
 	}
-	assert_true(json_is_number(json_object_get(bwfake_entry(p, "bf16"), "cpu_moe_gbs")));
-	assert_non_null(strstr(json_string_value(json_object_get(bwfake_entry(p, "bf16"), "note")), "no GPU"));
-	assert_true(bwfake_has_warning(p, "no GPU (no NVIDIA driver is loaded)"));
+	assert_true(json_is_number(json_object_get(entry_of(p, "bf16"), "cpu_moe_gbs")));
+	assert_non_null(strstr(json_string_value(json_object_get(entry_of(p, "bf16"), "note")), "no GPU"));
+	assert_true(has_warning(p, "no GPU (no NVIDIA driver is loaded)"));
 	/* ... and a CPU MoE above the read ceiling is called out, and makes the profile not valid */
-	assert_true(bwfake_has_warning(p, "above the CPU read ceiling"));
+	assert_true(has_warning(p, "above the CPU read ceiling"));
 	assert_true(json_is_false(json_object_get(p, "valid")));
 	json_t *why = json_object_get(p, "invalid_reasons");
 	assert_true(json_array_size(why) >= 1);
@@ -469,15 +469,15 @@ static void test_run_failures(void **s)
 	for (int i = 1; i < FTFMT_COUNT; i++)
 		f3.cpu_gbs[i] = 500.0;
 	assert_int_equal(run_fake(&f3, &c, &g, &p, err), 0);
-	json_t *e = bwfake_entry(p, "bf16");
+	json_t *e = entry_of(p, "bf16");
 	assert_true(json_is_null(json_object_get(e, "recommended")));
 	assert_string_equal(rec_of(p, "bf16"), "unmeasured");
 	assert_non_null(strstr(json_string_value(json_object_get(e, "note")), "out of memory"));
 	assert_true(json_is_null(json_object_get(e, "cpu_moe_gbs")));
-	e = bwfake_entry(p, "nvfp4");
+	e = entry_of(p, "nvfp4");
 	assert_true(json_is_null(json_object_get(e, "recommended")));
 	assert_non_null(strstr(json_string_value(json_object_get(e, "note")), "not a positive rate"));
-	assert_true(bwfake_has_warning(p, "dtype:bf16: CPU MoE failed"));
+	assert_true(has_warning(p, "dtype:bf16: CPU MoE failed"));
 	json_decref(p);
 }
 
@@ -518,21 +518,21 @@ static void test_batch_sweep(void **s)
 	char err[256];
 	assert_int_equal(run_fake(&f, &c, &g, &p, err), 0);
 	assert_schema(p);
-	json_t *e = bwfake_entry(p, "bf16"), *sw = json_object_get(e, "batch_sweep");
+	json_t *e = entry_of(p, "bf16"), *sw = json_object_get(e, "batch_sweep");
 	assert_int_equal(json_array_size(sw), 4);
 	assert_int_equal(json_integer_value(json_object_get(json_array_get(sw, 3), "batch")), 32);
 	assert_true(fabs(json_number_value(json_object_get(json_array_get(sw, 0), "ratio")) - 2.4) < 1e-9);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(sw, 1), "recommended")), "offload");
 	assert_int_equal(json_integer_value(json_object_get(e, "hybrid_max_batch")), 1);
 	assert_true(fabs(json_number_value(json_object_get(e, "cpu_moe_gbs")) - 120.0) < 1e-9); /* batch 1, unchanged */
-	assert_int_equal(json_integer_value(json_object_get(bwfake_entry(p, "nvfp4"), "hybrid_max_batch")), 0);
+	assert_int_equal(json_integer_value(json_object_get(entry_of(p, "nvfp4"), "hybrid_max_batch")), 0);
 	assert_true(json_is_array(json_object_get(json_object_get(json_object_get(p, "tool"), "params"), "batch_sweep")));
 	json_decref(p);
 	/* no sweep: null, and the schema still holds */
 	c.nbatch = 0;
 	assert_int_equal(run_fake(&f, &c, &g, &p, err), 0);
-	assert_true(json_is_null(json_object_get(bwfake_entry(p, "bf16"), "batch_sweep")));
-	assert_true(json_is_null(json_object_get(bwfake_entry(p, "bf16"), "hybrid_max_batch")));
+	assert_true(json_is_null(json_object_get(entry_of(p, "bf16"), "batch_sweep")));
+	assert_true(json_is_null(json_object_get(entry_of(p, "bf16"), "hybrid_max_batch")));
 	assert_schema(p);
 	json_decref(p);
 	/* the rule alone: the run of wins must start at the first batch; a missing figure is -1 */
@@ -563,14 +563,14 @@ static void test_schema(void **s)
 	assert_int_equal(run_fake(&f, &c, &g, &p, err), 0);
 	assert_schema(p);
 	/* a sweep, with a failed tier */
-	json_t *e = bwfake_entry(p, "bf16");
+	json_t *e = entry_of(p, "bf16");
 	json_object_set_new(e, "isa_sweep", json_pack("{s:f,s:n}", "avx2", 80.0, "scalar"));
 	assert_schema(p);
 	json_decref(p);
 	assert_int_equal(run_fake(&f, &c, NULL, &p, err), 0);
 	assert_schema(p);
 	/* and the schema does bite: a figure of the wrong type */
-	json_object_set_new(bwfake_entry(p, "bf16"), "cpu_moe_gbs", json_string("fast"));
+	json_object_set_new(entry_of(p, "bf16"), "cpu_moe_gbs", json_string("fast"));
 	json_error_t je;
 	json_t *schema = json_load_file("api/schemas/profile.schema.json", 0, &je);
 	assert_non_null(schema);
@@ -666,18 +666,18 @@ static void test_run_read_phases(void **s)
 	assert_true(fabs(json_number_value(json_object_get(sp, "max")) - 396.0) < 1e-9);
 	assert_true(fabs(json_number_value(json_object_get(sp, "min")) - 99.0) < 1e-9);
 	/* the adjacent rate: the passes interleaved with the cpu figure's rounds only */
-	json_t *e = bwfake_entry(p, "bf16");
+	json_t *e = entry_of(p, "bf16");
 	assert_true(fabs(json_number_value(json_object_get(e, "cpu_read_adjacent_gbs")) - 129.35) < 1e-9);
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(e, "cpu_read_adjacent_gbs_spread"), "samples")), 4);
-	e = bwfake_entry(p, "mxfp4_triton");
+	e = entry_of(p, "mxfp4_triton");
 	assert_true(json_is_null(json_object_get(e, "cpu_read_adjacent_gbs")));
 	assert_true(json_is_null(json_object_get(e, "cpu_read_adjacent_gbs_spread")));
-	e = bwfake_entry(p, "fp8_block"); /* no CPU path: no adjacent rate */
+	e = entry_of(p, "fp8_block"); /* no CPU path: no adjacent rate */
 	assert_true(json_is_null(json_object_get(e, "cpu_read_adjacent_gbs")));
 	/* the warnings: nvfp4 beats the passes next to it, nothing beats the run's ceiling */
-	assert_true(bwfake_has_warning(p, "dtype:nvfp4: CPU MoE 115.0 GB/s is above the CPU read rate measured next to it 99.5"));
-	assert_false(bwfake_has_warning(p, "dtype:bf16: CPU MoE"));
-	assert_false(bwfake_has_warning(p, "above the CPU read ceiling"));
+	assert_true(has_warning(p, "dtype:nvfp4: CPU MoE 115.0 GB/s is above the CPU read rate measured next to it 99.5"));
+	assert_false(has_warning(p, "dtype:bf16: CPU MoE"));
+	assert_false(has_warning(p, "above the CPU read ceiling"));
 	assert_schema(p);
 	/* the summary names the statistic */
 	char *buf = NULL;
@@ -694,11 +694,11 @@ static void test_run_read_phases(void **s)
 	f.read_other_n[FTFMT_BF16] = 0;
 	assert_int_equal(run_fake(&f, &c, &g, &p, err), 0);
 	ceil = json_object_get(p, "ceilings");
-	assert_true(bwfake_has_warning(p, "dtype:bf16: CPU read passes left out"));
-	assert_true(json_is_null(json_object_get(bwfake_entry(p, "bf16"), "cpu_read_adjacent_gbs")));
+	assert_true(has_warning(p, "dtype:bf16: CPU read passes left out"));
+	assert_true(json_is_null(json_object_get(entry_of(p, "bf16"), "cpu_read_adjacent_gbs")));
 	/* the fastest remaining phase: the initial passes (101); bf16 120 is now above it */
 	assert_true(fabs(json_number_value(json_object_get(ceil, "cpu_stream_read_gbs")) - 101.0) < 1e-9);
-	assert_true(bwfake_has_warning(p, "dtype:bf16: CPU MoE 120.0 GB/s is above the CPU read ceiling 101.0"));
+	assert_true(has_warning(p, "dtype:bf16: CPU MoE 120.0 GB/s is above the CPU read ceiling 101.0"));
 	assert_schema(p);
 	json_decref(p);
 }

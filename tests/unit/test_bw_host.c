@@ -18,10 +18,10 @@
 
 #include "bench/bw.h"
 #include "bw_fake.h"
+#include "tmpdir.h"
 #include "hw/topo.h"
 #include "util/fsutil.h"
 #include "util/jschema.h"
-#include "tmpdir.h"
 
 /* ---------------------------------------------------------------- fake sysfs of two nodes */
 
@@ -257,12 +257,12 @@ static int fake_measure(void *ctx, const struct ftbw_env *env, const struct ftbw
 {
 	struct fake *f = ctx;
 	double cpu = f->cpu_gbs[it->fmt->id];
-	bwfake_part(&m->gather, 50.0, c->kernel_pcie_iters);
+	set_part(&m->gather, 50.0, c->kernel_pcie_iters);
 	if (it->fmt->cpu_path && cpu > 0) {
-		bwfake_part(&m->cpu, cpu, c->kernel_cpu_iters);
+		set_part(&m->cpu, cpu, c->kernel_cpu_iters);
 		strcpy(m->cpu_isa, "avx512");
-		bwfake_part(&m->ov_cpu, cpu * 0.8, 3);
-		bwfake_part(&m->ov_gather, 45.0, 3);
+		set_part(&m->ov_cpu, cpu * 0.8, 3);
+		set_part(&m->ov_gather, 45.0, 3);
 	}
 	return 0;
 }
@@ -300,20 +300,20 @@ static int fake_engine_phase(void *hv, enum ftbw_phase ph, const struct ftbw_con
 	int now = atomic_fetch_add(&f->inside[ph], 1) + 1;
 	double cpu = f->cpu_gbs[fe->it->fmt->id] * f->conc_cpu_scale, gather = 47.0 + e->gpu;
 	switch (ph) {
-	case FTBW_PHASE_GATHER: bwfake_part(&m->gather, gather, c->kernel_pcie_iters); break;
+	case FTBW_PHASE_GATHER: set_part(&m->gather, gather, c->kernel_pcie_iters); break;
 	case FTBW_PHASE_CPU:
 		if (f->fail_engine_cpu == e->index + 1) {
 			m->cpu.rc = -ENOMEM;
 			snprintf(m->cpu.err, sizeof m->cpu.err, "engine %d: out of memory", e->index);
 		} else if (cpu > 0) {
-			bwfake_part(&m->cpu, cpu, c->kernel_cpu_iters);
+			set_part(&m->cpu, cpu, c->kernel_cpu_iters);
 			strcpy(m->cpu_isa, "avx512");
 		}
 		break;
 	case FTBW_PHASE_OVERLAP:
 		if (m->cpu.rc == 0 && m->gather.rc == 0) {
-			bwfake_part(&m->ov_cpu, cpu * 0.8, 3);
-			bwfake_part(&m->ov_gather, gather * 0.9, 3);
+			set_part(&m->ov_cpu, cpu * 0.8, 3);
+			set_part(&m->ov_gather, gather * 0.9, 3);
 		}
 		break;
 	default: break;
@@ -348,7 +348,7 @@ static void fake_engine_close(void *hv)
 
 static void config_small(struct ftbw_config *c)
 {
-	bwfake_config_small(c);
+	config_small_base(c);
 	c->dtypes[c->ndtypes++] = FTFMT_BF16;
 	c->dtypes[c->ndtypes++] = FTFMT_NVFP4;
 	c->dtypes[c->ndtypes++] = FTFMT_FP8_BLOCK;
@@ -439,7 +439,7 @@ static void test_run_host_two_gpus(void **s)
 		json_t *q = p[g];
 		assert_string_equal(str(json_object_get(q, "gpu"), "uuid"), x.gpus[g].uuid);
 		assert_string_equal(str(q, "deployment"), "concurrent"); /* the default with 2 GPUs */
-		json_t *e = bwfake_entry(q, "bf16"), *b = json_object_get(e, "concurrent");
+		json_t *e = entry_of(q, "bf16"), *b = json_object_get(e, "concurrent");
 		/* the seed's figures stay the isolated ones */
 		assert_true(fabs(num(e, "cpu_moe_gbs") - 120.0) < 1e-9);
 		assert_true(fabs(num(e, "pcie_gather_gbs") - 50.0) < 1e-9);
@@ -457,9 +457,9 @@ static void test_run_host_two_gpus(void **s)
 		assert_string_equal(str(e, "recommended"), "offload");
 		assert_string_equal(str(json_object_get(q, "dtypes"), "bf16"), "offload");
 		assert_string_equal(str(json_object_get(q, "dtypes"), "nvfp4"), "hybrid");
-		assert_string_equal(str(json_object_get(bwfake_entry(q, "nvfp4"), "concurrent"), "recommended"), "hybrid");
+		assert_string_equal(str(json_object_get(entry_of(q, "nvfp4"), "concurrent"), "recommended"), "hybrid");
 		/* fp8_block: gather only, offload */
-		b = json_object_get(bwfake_entry(q, "fp8_block"), "concurrent");
+		b = json_object_get(entry_of(q, "fp8_block"), "concurrent");
 		assert_true(json_is_null(json_object_get(b, "cpu_moe_gbs")));
 		assert_string_equal(str(b, "recommended"), "offload");
 		/* N and the core sets; the topology */
@@ -495,8 +495,8 @@ static void test_run_host_two_gpus(void **s)
 	assert_int_equal(run_host(&f, &c, &x, p, err), 0);
 	assert_string_equal(str(p[1], "deployment"), "isolated");
 	assert_string_equal(str(json_object_get(p[1], "dtypes"), "bf16"), "hybrid");
-	assert_string_equal(str(bwfake_entry(p[1], "bf16"), "recommended"), "hybrid");
-	assert_string_equal(str(json_object_get(bwfake_entry(p[1], "bf16"), "concurrent"), "recommended"), "offload");
+	assert_string_equal(str(entry_of(p[1], "bf16"), "recommended"), "hybrid");
+	assert_string_equal(str(json_object_get(entry_of(p[1], "bf16"), "concurrent"), "recommended"), "offload");
 	/* and back, on the profile itself */
 	int missing = -1;
 	assert_int_equal(ftbw_apply_deployment(p[1], FTBW_DEPLOY_CONCURRENT, &missing), 0);
@@ -526,7 +526,7 @@ static void test_run_host_engines(void **s)
 	assert_int_equal(r, 0);
 	assert_int_equal(f.opened, 4);
 	assert_int_equal(f.most_inside[FTBW_PHASE_CPU], 4);
-	json_t *b = json_object_get(bwfake_entry(p[0], "bf16"), "concurrent");
+	json_t *b = json_object_get(entry_of(p[0], "bf16"), "concurrent");
 	assert_int_equal(json_integer_value(json_object_get(b, "engines")), 4);
 	assert_int_equal(json_integer_value(json_object_get(b, "engines_on_gpu")), 2);
 	/* both engines' samples together */
@@ -542,10 +542,10 @@ static void test_run_host_engines(void **s)
 	f.fail_engine_cpu = 2; /* engine 1: GPU 1 */
 	c.engines = 2;
 	assert_int_equal(run_host(&f, &c, &x, p, err), 0);
-	b = json_object_get(bwfake_entry(p[1], "bf16"), "concurrent");
+	b = json_object_get(entry_of(p[1], "bf16"), "concurrent");
 	assert_true(json_is_null(json_object_get(b, "recommended")));
 	assert_non_null(strstr(str(b, "note"), "engine 1: out of memory"));
-	assert_true(bwfake_has_warning(p[1], "dtype:bf16: concurrent: CPU MoE measurement failed"));
+	assert_true(has_warning(p[1], "dtype:bf16: concurrent: CPU MoE measurement failed"));
 	assert_schema(p[1]);
 	json_decref(p[0]);
 	json_decref(p[1]);
@@ -575,7 +575,7 @@ static void test_run_host_one_gpu(void **s)
 	assert_int_equal(run_host(&f, &c, &x, p, err), 0);
 	assert_string_equal(str(p[0], "deployment"), "isolated");
 	assert_true(json_is_null(json_object_get(p[0], "concurrent")));
-	assert_null(json_object_get(bwfake_entry(p[0], "bf16"), "concurrent"));
+	assert_null(json_object_get(entry_of(p[0], "bf16"), "concurrent"));
 	assert_string_equal(str(json_object_get(p[0], "dtypes"), "bf16"), "hybrid");
 	assert_int_equal(json_array_size(json_object_get(json_object_get(p[0], "topology"), "peers")), 0);
 	assert_schema(p[0]);
@@ -584,14 +584,14 @@ static void test_run_host_one_gpu(void **s)
 	c.deployment = FTBW_DEPLOY_CONCURRENT;
 	assert_int_equal(run_host(&f, &c, &x, p, err), 0);
 	assert_string_equal(str(p[0], "deployment"), "isolated");
-	assert_true(bwfake_has_warning(p[0], "deployment concurrent asked"));
+	assert_true(has_warning(p[0], "deployment concurrent asked"));
 	json_decref(p[0]);
 	/* two engines on one GPU: they share its gather */
 	f.no_engines = 0;
 	c.engines = 2;
 	assert_int_equal(run_host(&f, &c, &x, p, err), 0);
 	assert_string_equal(str(p[0], "deployment"), "concurrent");
-	json_t *b = json_object_get(bwfake_entry(p[0], "bf16"), "concurrent");
+	json_t *b = json_object_get(entry_of(p[0], "bf16"), "concurrent");
 	assert_int_equal(json_integer_value(json_object_get(b, "engines_on_gpu")), 2);
 	assert_schema(p[0]);
 	json_decref(p[0]);

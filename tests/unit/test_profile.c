@@ -20,10 +20,10 @@
 #include <unistd.h>
 
 #include "ftprofile.h"
+#include "tmpdir.h"
 #include "moe/formats.h"
 #include "util/fsutil.h"
 #include "util/jschema.h"
-#include "tmpdir.h"
 
 /* snprintf that must not truncate */
 #define SNP(b, n, ...) assert_true(snprintf(b, n, __VA_ARGS__) < (int)(n))
