@@ -179,13 +179,16 @@ $(PROF_PC): src/profile/ftprofile.pc.in Makefile
 		-e 's|@INCLUDEDIR@|$${prefix}/include|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 
 # Tests: one binary per file, linked against everything (cmocka for assertions).
-TEST_LIBS = $(LIBFTBENCH) $(LIBS) $(CUDA_LIBS) -lcmocka
-# helpers every test binary links: the scratch directory (tests/unit/tmpdir.[ch])
+# TEST_OBJS: helpers every test program links through TEST_LIBS (tests/unit/tmpdir.[ch]: the scratch
+# directory), so a test's own link rule needs nothing more than TEST_LIBS.
 TEST_OBJS = $(BUILD)/obj/tests/unit/tmpdir.o
-$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_OBJS) $(LIBFTBENCH)
+TEST_LIBS = $(TEST_OBJS) $(LIBFTBENCH) $(LIBS) $(CUDA_LIBS) -lcmocka
+$(UNIT_BINS) $(INTEG_BINS) $(GPU_BINS) $(FIXTURE_BINS): $(TEST_OBJS)
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIBFTBENCH)
 	$(call say,LD,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(TEST_LIBS) $(if $(findstring integration,$@),-lmicrohttpd -lsystemd)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter-out $(TEST_OBJS),$(filter %.o,$^)) $(TEST_LIBS) \
+		$(if $(findstring integration,$@),-lmicrohttpd -lsystemd)
 
 # the bw tests' shared fake measurements (tests/unit/bw_fake.[ch])
 $(BUILD)/tests/unit/test_bw $(BUILD)/tests/unit/test_bw_host: $(BUILD)/obj/tests/unit/bw_fake.o
