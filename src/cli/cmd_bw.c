@@ -497,6 +497,8 @@ static int bw_all(struct ftbw_config *cfg, int threads, const char *output, int 
 		json_array_append(json_object_get(all, "profiles"), profs[g]);
 		if (r == 1 && invalid_exit(profs[g], path) != FTCLI_EXIT_OK)
 			invalid = 1;
+		else if (!json && out_fmt != FTCLI_FMT_TABLE)
+			ftcli_note("GPU %d: profile written to %s", gpus[g].index, path);
 		else if (!json)
 			printf("GPU %d: profile written to %s\n", gpus[g].index, path);
 	}
