@@ -1,6 +1,6 @@
 /* gather_variants: every copy_missing variant against one linear pinned cudaMemcpyAsync of the
  * same bytes, interleaved in the same run (bench/RESULTS.md, slot cache section).
- * Build: see bench/slotcache.sh. usage: gather_variants MODEL BATCH[,BATCH..] REPS [VARIANTS [seq]]
+ * Built by `make bench-tools` (CUDA=1). usage: gather_variants MODEL BATCH[,BATCH..] REPS [VARIANTS [seq]]
  * VARIANTS: comma list of names below (default: all but bulk). Plan: random distinct rows and
  * slots; "seq": src = dst = 0..n-1 (one consecutive run, as cache-copy's plan). */
 #include <stdio.h>
@@ -82,7 +82,7 @@ static int time_graph(struct ftgather *g, cudaGraphExec_t *ge, enum ftgather_pat
 			return e;
 		int r = ftgather_run(g, path);
 		if ((e = cudaStreamEndCapture(s, &gr)) || r)
-			return r ? r : e;
+			return r ? r : (int)e;
 		e = cudaGraphInstantiate(ge, gr, 0);
 		cudaGraphDestroy(gr);
 		if (e)
