@@ -1,5 +1,5 @@
 /* gather_variants: every copy_missing variant against one linear pinned cudaMemcpyAsync of the
- * same bytes, interleaved in the same run (bench/RESULTS.md, slot cache section).
+ * same bytes, interleaved in the same run (bench/RESULTS.md, section 2).
  * Built by `make bench-tools` (CUDA=1). usage: gather_variants MODEL BATCH[,BATCH..] REPS [VARIANTS [seq]]
  * VARIANTS: comma list of names below (default: all but bulk). Plan: random distinct rows and
  * slots; "seq": src = dst = 0..n-1 (one consecutive run, as cache-copy's plan). Every variant's

@@ -1,9 +1,9 @@
 #!/bin/sh
-# Slot cache benchmarks (bench/RESULTS.md, "Slot cache" section). Needs a GPU; `make` first.
+# Slot cache benchmarks (bench/RESULTS.md, sections 2-3). Needs a GPU; `make` and `make bench-tools` first.
 #   1. GPU correctness + ensure_experts timing: build/tests/gpu/test_slot_cache_gpu
 #   2. every copy_missing variant against a linear pinned copy of the same bytes (gather_variants)
 #   3. ftbench cache-copy (reference §4 + baselines)
-# usage: BUILD=build bench/slotcache.sh [quick]   ("quick": the subset recorded in RESULTS.md)
+# usage: BUILD=build bench/slotcache.sh [quick]   ("quick": fewer cache-copy rows)
 set -e
 B=${BUILD:-build}
 [ -x "$B/bench/gather_variants" ] || { echo "slotcache.sh: $B/bench/gather_variants is not built (make bench-tools, CUDA=1)"; exit 2; }
