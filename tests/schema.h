@@ -10,6 +10,7 @@
 #ifndef FT_TESTS_SCHEMA_H
 #define FT_TESTS_SCHEMA_H
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <signal.h>
@@ -55,11 +56,15 @@ static inline int ftt_schema_start(char *err, size_t n)
 		close(to[1]);
 		close(from[0]);
 		close(from[1]);
+		for (int fd = 3; fd < 1024; fd++) /* hold none of the test's pipes open */
+			close(fd);
 		execlp("python3", "python3", script, "--serve", (char *)NULL);
 		_exit(127);
 	}
 	close(to[0]);
 	close(from[1]);
+	fcntl(to[1], F_SETFD, FD_CLOEXEC); /* the test's own children do not hold the checker's pipes */
+	fcntl(from[0], F_SETFD, FD_CLOEXEC);
 	signal(SIGPIPE, SIG_IGN); /* a checker that died reads as -EIO, not a killed test */
 	ftt_schema_in = fdopen(to[1], "w");
 	ftt_schema_out = fdopen(from[0], "r");
