@@ -65,12 +65,15 @@ def parse_cpu_moe(doc):
 
 
 def parse_cache_copy(doc):
+    """Per row; a row whose slots did not hold the right bytes afterwards fails the run."""
     fig = {}
     for res in doc.get("results") or []:
         for row in res.get("rows") or []:
             if row.get("error"):
                 continue
             k = "C%s bs%s miss %s" % (res.get("cache_slots"), row.get("bs"), row.get("miss_rate"))
+            if row.get("verified") is False:
+                fig[ERROR] = "%s %s: the copy was not verified (wrong bytes)" % (res.get("model"), k)
             for m in ("time_ms", "ensure_us", "bw_GBps", "pct_of_linear", "linear_GBps"):
                 put(fig, "%s %s" % (k, m), row.get(m))
     return fig
@@ -86,6 +89,8 @@ def parse_bw(doc):
             put(fig, "%s %s" % (f, m), e.get(m))
     return fig
 
+
+ERROR = "__error__"  # a parser's figure key that fails the run with its message
 
 # name: (default cases, argv of one case, parser, figures shown in the table (substrings))
 SUITES = {
@@ -189,7 +194,10 @@ def run_one(ftbench, suite, case, pairs, extra, timeout, env):
         except (ValueError, AttributeError, TypeError) as e:
             rec["error"] = "output is not the suite's JSON: %s" % e
         else:
-            if not rec["figures"]:
+            why = rec["figures"].pop(ERROR, None)
+            if why:
+                rec["error"] = why
+            elif not rec["figures"]:
                 rec["error"] = "no figures in the output"
     else:
         lines = err.decode(errors="replace").strip().splitlines()

@@ -4,7 +4,7 @@
 # median / min / max and the paired ratio per cell, --tune passed through, a failing build
 # reported (exit 1), --deadline, and usage errors (exit 2).
 set -u
-echo "1..16"
+echo "1..17"
 B=${BUILD:-build}
 FT="$(pwd)/$B/bin/ftbench"
 T=$(mktemp -d /tmp/ft-bench-ab-XXXXXX)
@@ -69,6 +69,10 @@ python3 bench/ab.py --build "cc=$T/cc" --suite cache-copy:qwen3-30b --rounds 2 -
 check "cache-copy: time_ms, ensure_us and %lin per row, a row with an error left out" \
 	[ "$(grep -c '^| cache-copy | qwen3-30b | C128 bs32 miss 1.0 \(time_ms\|ensure_us\|pct_of_linear\) |' "$T/out")" = 3 -a \
 	  "$(grep -c 'bs1 ' "$T/out")" = 0 ]
+
+sed 's/"pct_of_linear": 91.0}/"pct_of_linear": 91.0, "verified": false}/' "$T/cc" >"$T/ccbad" && chmod +x "$T/ccbad"
+python3 bench/ab.py --build "cc=$T/ccbad" --suite cache-copy:qwen3-30b --rounds 1 --out "$T/cb" >"$T/out" 2>"$T/err"
+check "cache-copy: a row not verified fails the run, named" sh -c "[ $? -eq 1 ] && grep -q 'qwen3-30b C128 bs32 miss 1.0: the copy was not verified' '$T/out'"
 
 # 5. --deadline: what it did not start is said; usage errors
 python3 bench/ab.py --build "a=$T/a" --suite cpu-moe:bf16,q4_0 --rounds 50 --deadline 0.000001 --out "$T/d" >"$T/out" 2>"$T/err"
