@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,9 @@
 #include "moe/ftw.h"
 #include "util/errmsg.h"
 #include "util/fsutil.h"
+#include "util/proc.h"
 #include "util/timeutil.h"
+#include "util/workermsg.h"
 
 static const char *const mode_names[] = {"baseline", "parallel", "ftw", "auto"};
 
@@ -309,15 +312,18 @@ int ftlw_worker(const char *mode, const struct ftlw_opts *o, json_t **row, char 
 	sampler_stop(&smp);
 	if (rc < 0)
 		return rc;
+#ifdef FT_TEST_HOOKS
+	/* test builds only (the Makefile's FT_TEST_HOOKS objects): swap experts 0 and 1 of bank 0,
+	 * layer 0, as a buggy reader would */
 	const char *fault = getenv("FTBENCH_LW_FAULT");
 	if (fault && !strncmp(fault, "swap-experts:", 13) && !strcmp(fault + 13, mode) && b->E > 1) {
-		/* test hook: swap experts 0 and 1 of bank 0, layer 0, as a buggy reader would */
 		uint8_t *p0 = ftbanks_layer(b, 0, 0), *p1 = p0 + b->shape[0].expert_bytes;
 		for (size_t i = 0; i < b->shape[0].expert_bytes; i++) {
 			uint8_t x = p0[i];
 			p0[i] = p1[i], p1[i] = x;
 		}
 	}
+#endif
 	json_t *cks;
 	json_t *r = banks_json(b, &cks);
 	size_t bytes = ftbanks_bytes(b);
@@ -341,7 +347,52 @@ int ftlw_worker(const char *mode, const struct ftlw_opts *o, json_t **row, char 
 
 /* ---------------------------------------------------------------- parent side */
 
-/* Run `self load-weights --worker MODE ...` and parse its @@RESULT@@ line into *row. */
+#define FTLW_MAX_LINE (16 << 20) /* a result line above this is a protocol error */
+
+/* Read the worker protocol's lines from f until EOF: the result into *row (new), an error
+ * message into msg. -EPROTO with why in msg on a malformed line, a second result or a line over
+ * FTLW_MAX_LINE; progress is accepted and not shown (the parent reports the modes). */
+static int read_messages(FILE *f, json_t **row, char *msg, size_t n)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	int r = 0;
+	while (r == 0 && (len = getline(&line, &cap, f)) >= 0) {
+		if (len > 0 && line[len - 1] == '\n')
+			len--;
+		if (len == 0)
+			continue;
+		struct ftwmsg m;
+		char why[256];
+		if (len > FTLW_MAX_LINE) {
+			snprintf(why, sizeof why, "a line over %d bytes", FTLW_MAX_LINE);
+			r = -EPROTO;
+		} else {
+			r = ftwmsg_parse(line, (size_t)len, &m, why, sizeof why);
+		}
+		if (r == 0 && m.type == FTWMSG_RESULT) {
+			if (*row) {
+				snprintf(why, sizeof why, "a second result");
+				r = -EPROTO;
+			} else {
+				*row = json_incref(m.result);
+			}
+		} else if (r == 0 && m.type == FTWMSG_ERROR) {
+			snprintf(msg, n, "%s", m.message);
+		}
+		if (r == 0)
+			ftwmsg_release(&m);
+		else
+			snprintf(msg, n, "worker protocol error: %s", why);
+	}
+	free(line);
+	return r;
+}
+
+/* Run `self load-weights --worker MODE ... --result-fd 3` (through ftproc: its own process
+ * group, killed when we die) and read its result into *row. Its stdout and stderr go to our
+ * stderr (a stray stdout line is shown, never parsed). */
 static int spawn(const struct ftlw_opts *o, const char *mode, const char *ftw_dir, json_t **row, char *err,
 		 size_t errlen)
 {
@@ -355,72 +406,48 @@ static int spawn(const struct ftlw_opts *o, const char *mode, const char *ftw_di
 	const char *exe = o->self_exe ? o->self_exe : "/proc/self/exe";
 	char *argv[] = {"ftbench", "load-weights", "--worker", (char *)mode, "--model", (char *)o->model,
 			"--workers", workers, "--chunk-mib", chunk, "--shard-mib", shard, "--ftw-dir", (char *)ftw_dir,
-			"--expert-load", (char *)el, NULL};
-	int out[2], ep[2];
-	if (pipe2(out, O_CLOEXEC) < 0)
-		return fterr_set(err, errlen, -errno, "pipe: %s", strerror(errno));
-	if (pipe2(ep, O_CLOEXEC) < 0) {
-		close(out[0]), close(out[1]);
-		return fterr_set(err, errlen, -errno, "pipe: %s", strerror(errno));
-	}
-	fflush(stdout);
+			"--expert-load", (char *)el, "--result-fd", "3", NULL};
+	int have_err = fcntl(STDERR_FILENO, F_GETFD) >= 0;
+	struct ftproc_fd fds[] = {{.child = 0, .kind = FTPROC_FD_NULL},
+				  {.child = 1, .kind = have_err ? FTPROC_FD_DUP : FTPROC_FD_NULL, .fd = STDERR_FILENO},
+				  {.child = 2, .kind = have_err ? FTPROC_FD_DUP : FTPROC_FD_NULL, .fd = STDERR_FILENO},
+				  {.child = 3, .kind = FTPROC_FD_PIPE_OUT}};
+	struct ftproc_opts po = {.path = exe, .argv = argv, .fds = fds, .nfds = 4, .pdeathsig = SIGKILL};
+	struct ftproc p;
+	enum ftproc_stage stage;
 	fflush(stderr);
-	pid_t pid = fork();
-	if (pid < 0) {
-		close(out[0]), close(out[1]), close(ep[0]), close(ep[1]);
-		return fterr_set(err, errlen, -errno, "fork: %s", strerror(errno));
-	}
-	if (pid == 0) {
-		/* only async-signal-safe calls until execv */
-		if (dup2(out[1], STDOUT_FILENO) < 0)
-			_exit(127);
-		close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
-		execv(exe, argv);
-		int e = errno;
-		ssize_t w = write(ep[1], &e, sizeof e);
-		(void)w;
-		_exit(127);
-	}
-	close(out[1]);
-	close(ep[1]);
-	int e = 0;
-	ssize_t got = read(ep[0], &e, sizeof e);
-	close(ep[0]);
-	FILE *f = fdopen(out[0], "r");
-	char *line = NULL;
-	size_t cap = 0;
-	json_t *res = NULL;
-	while (f && getline(&line, &cap, f) >= 0) {
-		size_t pl = strlen(FTLW_RESULT_PREFIX);
-		if (!strncmp(line, FTLW_RESULT_PREFIX, pl) && !res) {
-			json_error_t je;
-			res = json_loads(line + pl, 0, &je);
-		} else {
-			fputs(line, stderr); /* a child's stray stdout is shown, not parsed */
-		}
-	}
-	free(line);
-	if (f)
+	int r = ftproc_spawn(&p, &po, &stage);
+	if (r < 0)
+		return fterr_set(err, errlen, r, "cannot run %s: %s%s%s", exe, ftproc_stage_name(stage),
+				 stage == FTPROC_ST_PARENT ? "" : ": ", strerror(-r));
+	char msg[1024] = "";
+	FILE *f = fdopen(fds[3].fd, "r");
+	if (!f) {
+		close(fds[3].fd);
+		r = -errno;
+		snprintf(msg, sizeof msg, "reading its result: %s", strerror(errno));
+	} else {
+		r = read_messages(f, row, msg, sizeof msg);
 		fclose(f);
+	}
+	if (r < 0)
+		ftproc_stop(&p, 5, 5, NULL); /* it said something we cannot use: it is not waited for */
 	else
-		close(out[0]);
-	int status = 0;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (got == (ssize_t)sizeof e) {
-		json_decref(res);
-		return fterr_set(err, errlen, -e, "cannot run %s: %s", exe, strerror(e));
-	}
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !json_is_object(res)) {
-		json_decref(res);
-		if (WIFSIGNALED(status))
-			return fterr_set(err, errlen, -EIO, "mode %s: worker killed by signal %d%s", mode, WTERMSIG(status),
-				    WTERMSIG(status) == 9 ? " (out of memory?)" : "");
-		return fterr_set(err, errlen, -EIO, "mode %s: worker failed (exit %d)%s", mode,
-			    WIFEXITED(status) ? WEXITSTATUS(status) : -1, res ? "" : ", no result line");
-	}
-	*row = res;
-	return 0;
+		ftproc_wait(&p, -1);
+	int status = p.status;
+	if (r == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && *row)
+		return 0;
+	json_decref(*row);
+	*row = NULL;
+	if (r < 0)
+		return fterr_set(err, errlen, r == -EPROTO ? -EIO : r, "mode %s: %s", mode, msg);
+	if (WIFSIGNALED(status))
+		return fterr_set(err, errlen, -EIO, "mode %s: worker killed by signal %d%s", mode, WTERMSIG(status),
+				 WTERMSIG(status) == 9 ? " (out of memory?)" : "");
+	if (*msg)
+		return fterr_set(err, errlen, -EIO, "mode %s: %s", mode, msg);
+	return fterr_set(err, errlen, -EIO, "mode %s: worker failed (exit %d)%s", mode,
+			 WIFEXITED(status) ? WEXITSTATUS(status) : -1, WEXITSTATUS(status) == 0 ? ", no result" : "");
 }
 
 static int same_checksums(json_t *a, json_t *b)

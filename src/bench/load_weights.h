@@ -3,9 +3,10 @@
  * The parent (ftlw_run) runs each mode in its own child process — fork + execve of ftbench
  * itself with the hidden `load-weights --worker MODE` flag — so only one set of banks is in
  * memory at a time. Before each mode the page cache of the files it reads is evicted
- * (fdatasync + posix_fadvise DONTNEED, no root needed) unless drop_cache is 0. A child prints
- * one line "@@RESULT@@ {json}" on stdout (its stdout is a pipe to the parent); progress and
- * logs go to the inherited stderr. Modes:
+ * (fdatasync + posix_fadvise DONTNEED, no root needed) unless drop_cache is 0. A child is
+ * started through ftproc (its own process group, SIGKILL when the parent dies) and reports in
+ * the worker protocol (util/workermsg.h) on its fd 3 (`--result-fd 3`): one result, or an error;
+ * its stdout and stderr go to the parent's stderr. Modes:
  *   baseline  serial loader on the safetensors checkpoint (always run: the reference)
  *   parallel  parallel O_DIRECT loader on the checkpoint
  *   ftw       convert once into an FTW directory this run makes (its own child, timed apart),
@@ -17,8 +18,9 @@
  *
  * ftlw_worker runs one mode in the current process and builds its result row; it samples
  * peak VmRSS and lowest MemAvailable on a background thread while loading.
- * Test hook: FTBENCH_LW_FAULT=swap-experts:<mode> makes that mode's worker swap experts 0 and
- * 1 of the first bank after loading (a reordering bug), to prove the checksum catches it.
+ * Test builds only (compiled with FT_TEST_HOOKS, the Makefile's ftbench_hooks; absent from the
+ * product): FTBENCH_LW_FAULT=swap-experts:<mode> makes that mode's worker swap experts 0 and 1 of
+ * the first bank after loading (a reordering bug), to prove the checksum catches it.
  * Functions return 0 or -errno (reason in err) and never log. */
 #ifndef FT_BENCH_LOAD_WEIGHTS_H
 #define FT_BENCH_LOAD_WEIGHTS_H
@@ -27,8 +29,6 @@
 
 #include "moe/loader.h"
 #include "util/report.h"
-
-#define FTLW_RESULT_PREFIX "@@RESULT@@ "
 
 enum { FTLW_BASELINE = 1, FTLW_PARALLEL = 2, FTLW_FTW = 4, FTLW_AUTO = 8 };
 

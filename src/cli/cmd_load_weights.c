@@ -1,6 +1,6 @@
 /* ftbench load-weights --model DIR: expert-bank load time, serial vs parallel O_DIRECT vs FTW
- * (reference §7). Each mode runs in a child (`--worker MODE`, hidden) that prints one
- * "@@RESULT@@ {json}" line. Exit 1 when a mode fails or a checksum differs (BAD). */
+ * (reference §7). Each mode runs in a child (`--worker MODE --result-fd N`, hidden) that
+ * reports in the worker protocol on fd N. Exit 1 when a mode fails or a checksum differs (BAD). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -170,20 +170,21 @@ static int run(int argc, char **argv, const struct option *opts)
 	struct ftreport rep = ftcli_reporter();
 	o.rep = &rep;
 	char err[1024];
-	if (worker)
-		ftcli_set_progress_lines(0); /* stdout is the @@RESULT@@ channel */
 	if (worker) {
-		/* child side: one mode, one result line on stdout */
+		/* child side: one mode, its row or its error on the result fd; the parent reports
+		 * progress and says the error (with the mode) */
+		if (ftcli_result_fd() < 0) {
+			ftcli_error("--worker needs --result-fd N (the parent reads the row there)");
+			return FTCLI_EXIT_USAGE;
+		}
+		ftcli_set_progress_lines(0);
 		json_t *row;
 		int r = ftlw_worker(worker, &o, &row, err, sizeof err);
 		if (r < 0) {
-			ftcli_error("%s: %s", worker, err);
+			ftcli_result_error(err);
 			return FTCLI_EXIT_FAIL;
 		}
-		char *s = json_dumps(row, JSON_COMPACT);
-		printf("%s%s\n", FTLW_RESULT_PREFIX, s ? s : "{}");
-		fflush(stdout);
-		free(s);
+		ftcli_result(row);
 		json_decref(row);
 		return 0;
 	}
