@@ -31,6 +31,7 @@
 #include "util/report.h"
 
 enum { FTLW_BASELINE = 1, FTLW_PARALLEL = 2, FTLW_FTW = 4, FTLW_AUTO = 8 };
+#define FTLW_MAX_REPEAT 20 /* the CLI's and the daemon's limit of --repeat / "repeat" */
 
 struct ftlw_opts {
 	const char *model;        /* checkpoint directory */
@@ -45,6 +46,8 @@ struct ftlw_opts {
 				   * NULL: /var/tmp/ftw_<model name> (else ...XXXXXX beside it). A worker
 				   * (ftlw_worker) uses it as the FTW directory itself. */
 	enum ftload_mode expert_load; /* loader of the FTW conversion and of the auto mode */
+	int repeat;               /* runs of each mode, 1..FTLW_MAX_REPEAT (0: 1); the page cache is
+				   * dropped before each (drop_cache) */
 	const char *self_exe;     /* ftbench to exec; NULL: /proc/self/exe */
 	const struct ftreport *rep;
 };
@@ -53,8 +56,13 @@ struct ftlw_opts {
 int ftlw_parse_modes(const char *s, unsigned *out);
 
 /* Run the benchmark; *result (new) gets {"model","format","layers","experts","hidden","inter",
- * "bank_bytes","drop_cache","workers","chunk_mib","ftw":{...}|null,"rows":[...],"ok"}.
- * Returns 0 when every mode ran (check "ok" for checksums), or -errno. */
+ * "bank_bytes","drop_cache","repeat","workers","chunk_mib","ftw":{...}|null,"rows":[...],"ok"}.
+ * Each mode runs o->repeat times, each in its own child; its row is the worker row of its first
+ * run with load_s the median over the runs, load_s_min / load_s_max / load_s_runs, read_gbs from
+ * the median and read_gbs_min / read_gbs_max, the highest peak_rss_bytes, the lowest
+ * min_mem_available_bytes, and checksum_ok only when every run's checksums equal the baseline's
+ * first run. Returns 0 when every mode ran (check "ok" for checksums), or -errno (-EINVAL for a
+ * repeat above FTLW_MAX_REPEAT). */
 int ftlw_run(const struct ftlw_opts *o, json_t **result, char *err, size_t errlen);
 
 /* One mode in this process ("baseline", "parallel", "ftw", "auto", "ftw-convert"); *row new. */
@@ -63,8 +71,10 @@ int ftlw_worker(const char *mode, const struct ftlw_opts *o, json_t **row, char 
 /* Evict the page cache of every regular file directly in dir. Returns files evicted or -errno. */
 int ftlw_evict_dir(const char *dir);
 
-/* The table of a result, as text lines into f. */
+/* The table of a result, as text lines into f (with each mode's [min max] when repeat > 1). */
 void ftlw_print_table(const json_t *result, void *file /* FILE * */);
+/* A row's checksum verdict: "reference" (the first row, when its runs agree), "ok" or "BAD". */
+const char *ftlw_checksum_word(const json_t *row, int index);
 
 #define FTLW_FTW_PARENT "/var/tmp"
 
