@@ -88,7 +88,7 @@ static int zombies(void)
 	int n = 0;
 	struct dirent *e;
 	while (d && (e = readdir(d))) {
-		char path[64], buf[512];
+		char path[300], buf[512];
 		if (e->d_name[0] < '0' || e->d_name[0] > '9')
 			continue;
 		snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
