@@ -33,6 +33,7 @@ enum ftproc_fd_kind {
 	FTPROC_FD_PIPE_OUT, /* a new pipe the child writes: its read end is returned in .fd */
 	FTPROC_FD_PIPE_IN,  /* a new pipe the child reads: its write end is returned in .fd */
 	FTPROC_FD_NULL,     /* /dev/null, read-write */
+	FTPROC_FD_SAME,     /* what child fd .fd gets, an entry earlier in the map (2>&1: {2, SAME, 1}) */
 };
 
 /* One entry of the fd map: child fd .child <- .kind. Returned pipe ends are close-on-exec, and
@@ -40,7 +41,8 @@ enum ftproc_fd_kind {
 struct ftproc_fd {
 	int child;                /* 0..FTPROC_MAX_CHILD_FD, each at most once */
 	enum ftproc_fd_kind kind;
-	int fd;                   /* FTPROC_FD_DUP: the parent fd (in); pipes: the parent's end (out) */
+	int fd;                   /* FTPROC_FD_DUP: the parent fd (in); pipes: the parent's end (out);
+				   * FTPROC_FD_SAME: the child fd it copies (in) */
 	int nonblock;             /* pipes: O_NONBLOCK on the parent's end */
 };
 #define FTPROC_MAX_CHILD_FD 63
@@ -73,7 +75,7 @@ struct ftproc {
  * failed: FTPROC_ST_PARENT (bad options: -EINVAL; a program not found on PATH: -ENOENT or
  * -EACCES; pipe, open or fork failing), else a step in the child (FTPROC_ST_EXEC: execve's
  * errno, e.g. -ENOENT, -EACCES, -ENOEXEC). -EINVAL for a map naming a child fd twice or out of
- * range; -EBADF for a DUP entry whose fd is not open. The death signal is armed before the child checks
+ * range, or a SAME entry naming no earlier entry; -EBADF for a DUP entry whose fd is not open. The death signal is armed before the child checks
  * that its parent is still there; a child that finds it gone exits 127 before exec (an ordinary
  * exit status, not an error of this call). */
 int ftproc_spawn(struct ftproc *p, const struct ftproc_opts *o, enum ftproc_stage *stage);
