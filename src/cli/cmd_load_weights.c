@@ -17,7 +17,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: ftbench load-weights --model DIR [--modes baseline,parallel,ftw[,auto]]\n"
 		   "         [--workers N] [--chunk-mib N] [--shard-gib X] [--ftw-dir DIR] [--keep-ftw]\n"
 		   "         [--no-drop-cache] [--expert-load auto|serial|parallel] [--repeat N]\n"
-		   "         [--json] [--format table|json|csv|md] [--result-fd N]\n"
+		   "         [--json] [--output-format table|json|csv|md] [--result-fd N]\n"
 		   "  baseline (serial loader) always runs as the reference; the FTW copy goes to --ftw-dir\n"
 		   "  (default /var/tmp/ftw_<model name>) when nothing has that name yet, else to a fresh\n"
 		   "  ftw-<model name>.XXXXXX inside it (ftw_<model name>.XXXXXX beside the default); it is\n"
@@ -39,9 +39,10 @@ static void usage(FILE *f)
 		   "                  mode (auto: parallel when the experts are scattered; default auto)\n"
 		   "  --repeat N      runs of each mode, 1..%d (default 1), each after the page cache is\n"
 		   "                  dropped; load_s and read GB/s are the median, with the min and max\n"
-		   "  --json          the result as JSON on stdout (the same as --format json)\n"
-		   "  --format F      table (default), json, csv or md (csv, md: one line per mode, the\n"
-		   "                  figures unrounded: seconds, 10^9 B/s, bytes)\n"
+		   "  --json          the result as JSON on stdout (the same as --output-format json)\n"
+		   "  --output-format F  table (default), json, csv or md (csv, md: one line per mode under\n"
+		   "                  the JSON names, figures unrounded: seconds, 10^9 B/s, bytes); --format F\n"
+		   "                  is the same flag\n"
 		   "  --result-fd N   the worker protocol's JSON lines to fd N (ftbenchd)\n"
 		   "  read GB/s (JSON read_gbs) is 10^9 bytes per second (read_gibs: the same in 2^30 B/s);\n"
 		   "  sizes in MiB/GiB (2^20/2^30 bytes).\n"
@@ -81,7 +82,7 @@ static int parse_modes(const char *arg, unsigned *modes)
 	return 0;
 }
 
-/* --format csv|md: one line per mode, the figures as measured (seconds, 10^9 B/s, bytes). */
+/* --output-format csv|md: one line per mode, the figures as measured (seconds, 10^9 B/s, bytes). */
 static void print_rows(const json_t *res, enum ftcli_format fmt)
 {
 	static const char *const head[] = {"mode", "loader", "runs", "load_s", "load_s_min", "load_s_max",
@@ -123,6 +124,7 @@ int cmd_load_weights(int argc, char **argv)
 		{"json", no_argument, NULL, 'j'},            {"result-fd", required_argument, NULL, 'r'},
 		{"worker", required_argument, NULL, 'W'},    {"help", no_argument, NULL, 'h'},
 		{"repeat", required_argument, NULL, 'R'},    {"format", required_argument, NULL, 'F'},
+		{"output-format", required_argument, NULL, 'F'},
 		{0}};
 	static const int lists[] = {'M', 0};
 	struct ftcli_args args;
@@ -141,10 +143,10 @@ static int run(int argc, char **argv, const struct option *opts)
 			      .expert_load = FTLOAD_AUTO};
 	const char *worker = NULL;
 	enum ftcli_format fmt = FTCLI_FMT_TABLE;
-	int json = 0, c;
+	int c, li = 0;
 	long v;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h", opts, &li)) != -1) {
 		switch (c) {
 		case 'm': o.model = optarg; break;
 		case 'M':
@@ -179,9 +181,10 @@ static int run(int argc, char **argv, const struct option *opts)
 				return FTCLI_EXIT_USAGE;
 			}
 			break;
-		case 'j': json = 1; break;
+		case 'j': fmt = FTCLI_FMT_JSON; break;
 		case 'F':
-			if (ftcli_parse_format("--format", optarg, &fmt) < 0)
+			if (ftcli_parse_format(strcmp(opts[li].name, "format") ? "--output-format" : "--format", optarg,
+					       &fmt) < 0)
 				return FTCLI_EXIT_USAGE;
 			break;
 		case 'R':
@@ -236,12 +239,6 @@ static int run(int argc, char **argv, const struct option *opts)
 		json_decref(row);
 		return 0;
 	}
-	if (json && fmt != FTCLI_FMT_TABLE && fmt != FTCLI_FMT_JSON) {
-		ftcli_error("--json and --format %s: give one", fmt == FTCLI_FMT_CSV ? "csv" : "md");
-		return FTCLI_EXIT_USAGE;
-	}
-	if (json)
-		fmt = FTCLI_FMT_JSON;
 	if (fmt == FTCLI_FMT_JSON)
 		ftcli_set_quiet(1);
 	json_t *res;

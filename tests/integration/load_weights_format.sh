@@ -1,5 +1,6 @@
 #!/bin/sh
-# load-weights --repeat N and --format table|json|csv|md: each mode runs N times in its own
+# load-weights --repeat N and --output-format table|json|csv|md (--format the same flag, --json
+# the same as json, the last given wins, as on every table command): each mode runs N times in its own
 # child (the page cache dropped before each run: N progress steps per mode on --result-fd), the
 # row's load_s is the median of its runs with their min and max, in the table, the JSON, and the
 # CSV (read with python's csv module) and Markdown rows; limits and conflicts are usage errors;
@@ -60,11 +61,11 @@ if total != {10}:
     sys.exit("totals %r" % total)
 PY
 
-# --format csv: one row per mode, parsed with the csv module
-$ft load-weights --model "$m" --modes parallel --repeat 2 --workers 2 --chunk-mib 1 --format csv >"$tmp/lw.csv" 2>"$tmp/err"
+# --output-format csv: one row per mode, parsed with the csv module
+$ft load-weights --model "$m" --modes parallel --repeat 2 --workers 2 --chunk-mib 1 --json --output-format csv >"$tmp/lw.csv" 2>"$tmp/err"
 rc=$?
-check "--format csv: exit 0 (exit $rc: $(head -c 300 "$tmp/err"))" test $rc -eq 0
-check "--format csv: a header and one row per mode, numbers that parse, median within [min, max]" python3 - "$tmp/lw.csv" <<'PY'
+check "--output-format csv: exit 0 (exit $rc: $(head -c 300 "$tmp/err"))" test $rc -eq 0
+check "--output-format csv (after --json): a header and one row per mode, numbers that parse, median within [min, max]" python3 - "$tmp/lw.csv" <<'PY'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1], newline="")))
 def ensure(c, why):
@@ -112,9 +113,12 @@ done
 $ft load-weights --model "$m" --format xml >/dev/null 2>"$tmp/err"
 rc=$?
 check "--format xml refused: exit 2" sh -c "[ $rc -eq 2 ] && grep -q -- '--format' '$tmp/err'"
-$ft load-weights --model "$m" --json --format csv >/dev/null 2>"$tmp/err"
+$ft load-weights --model "$m" --output-format xml >/dev/null 2>"$tmp/err"
 rc=$?
-check "--json with --format csv refused: exit 2" sh -c "[ $rc -eq 2 ] && grep -q 'give one' '$tmp/err'"
+check "--output-format xml refused: exit 2" sh -c "[ $rc -eq 2 ] && grep -q -- '--output-format' '$tmp/err'"
+$ft load-weights --model "$m" --modes parallel --workers 2 --chunk-mib 1 --output-format md --json >"$tmp/out" 2>"$tmp/err"
+check "--json after --output-format md: JSON (the last given wins)" python3 -c \
+	"import json,sys; sys.exit(0 if json.load(open('$tmp/out'))['repeat'] == 1 else 1)"
 $ft load-weights --model "$m" --worker baseline >/dev/null 2>"$tmp/err"
 rc=$?
 check "--worker without --result-fd refused: exit 2" sh -c "[ $rc -eq 2 ] && grep -q 'result-fd' '$tmp/err'"
