@@ -72,7 +72,10 @@ static void compare_state(const struct ftsc *ref, const struct ftsc_dev *d, cons
 }
 
 /* Run `steps` random steps in batches of K on the GPU and the reference; compare everything. */
-static void random_steps(int L, int E, int C, int nmax, long steps, int64_t start_step, const char *what)
+/* uncached: the state is read from global memory (smem_slots = 0), which also takes the general
+ * ordering path (keys + counting ranks / bitonic sort) on every call. */
+static void random_steps(int L, int E, int C, int nmax, long steps, int64_t start_step, int uncached,
+			 const char *what)
 {
 	enum { K = 256 };
 	struct ftsc ref;
@@ -80,6 +83,8 @@ static void random_steps(int L, int E, int C, int nmax, long steps, int64_t star
 	ref.step = start_step;
 	struct ftsc_dev d;
 	CK(ftsc_dev_create(&d, L, E, C));
+	if (uncached)
+		d.smem_slots = 0;
 	CK(ftsc_dev_upload(&d, ref.slot_for_id, ref.id_of_slot, ref.usage, ref.last_seen, ref.step, 0));
 	int32_t *h_ids = malloc(sizeof(int32_t) * K * nmax), *g_ids = malloc(sizeof(int32_t) * K * nmax);
 	int32_t *h_hist = malloc(sizeof(int32_t) * K * (2 * E + 3));
@@ -175,10 +180,12 @@ static void test_ensure_matches_reference(void **st)
 {
 	if (!have_gpu())
 		skip();
-	random_steps(4, 64, 40, 96, 100000, 0, "L4 E64 C40");
-	random_steps(8, 256, 700, 256, 6000, 0, "L8 E256 C700");
-	random_steps(3, 2048, 3000, 2048, 600, 0, "L3 E2048 C3000");
-	random_steps(2, 32, 20, 64, 4000, INT64_C(1) << 33, "L2 E32 C20 step 2^33");
+	random_steps(4, 64, 40, 96, 100000, 0, 0, "L4 E64 C40");
+	random_steps(8, 256, 700, 256, 6000, 0, 0, "L8 E256 C700");
+	random_steps(3, 2048, 3000, 2048, 600, 0, 0, "L3 E2048 C3000");
+	random_steps(2, 32, 20, 64, 4000, INT64_C(1) << 33, 0, "L2 E32 C20 step 2^33");
+	random_steps(8, 256, 700, 256, 3000, 0, 1, "L8 E256 C700 uncached");
+	random_steps(4, 2048, 20000, 2048, 300, 0, 0, "L4 E2048 C20000 (beyond shared memory)");
 }
 
 /* ensure_experts alone: per-layer cost at batch 32 with 0.4*L*E slots, cycling over layers;
