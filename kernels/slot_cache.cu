@@ -257,9 +257,11 @@ __device__ static inline void field_add(unsigned long long *a, unsigned long lon
 }
 
 /* Grid: one block of FTSC_BLOCK threads. Thread t owns experts [t*per, t*per + per) and slots
- * [t*spt, t*spt + spt), and strides over ids. Dynamic shared memory when C <= d.smem_slots:
- * usage of the C slots (int64), then id_of_slot (int32, from a 16-byte boundary); else none
- * (both read from global). */
+ * [t*spt, t*spt + spt), and strides over ids. CACHED (C <= d.smem_slots): dynamic shared
+ * memory holds usage of the C slots (int64), then id_of_slot (int32, from a 16-byte boundary),
+ * read with shared-memory loads (a template parameter, so the compiler knows the address space);
+ * else both are read from global memory. */
+template <bool CACHED>
 __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 	ensure_kernel(struct ftsc_dev d, int layer, int32_t *__restrict__ ids, int n, int hybrid,
 		      int max_fetch, int q16, int order)
@@ -268,7 +270,7 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 	__shared__ struct ensure_smem sm;
 	extern __shared__ __align__(16) long long ucache_dyn[];
 	const int tid = threadIdx.x, lane = tid & 31, E = d.experts, C = d.slots;
-	const bool cached = C <= d.smem_slots;
+	const bool cached = CACHED;
 	long long *const uc = cached ? ucache_dyn : (long long *)d.usage;
 	int32_t *const ic = cached ? (int32_t *)(ucache_dyn + ((C + 1) & ~1)) : d.id_of_slot;
 	const long long base = (long long)layer * E;
@@ -532,18 +534,25 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 			for (int q = 0; q < FTSC_TRACK; q++)
 				tb[q] = q < nt ? sm.track[q] : q == nt ? d0 : -2;
 			unsigned long long pa = 0, pb = 0;
-			for (int s = s0; s < s1; s++) {
-				long long u = uc[s];
-				if (u < step && u <= ustar) {
-					int b = (int)(u - umin), j = -1;
+			if (nt == 0) { /* only ustar's slots tie (field 0): one 32-bit scan */
+				int cnt = 0;
+				for (int s = s0; s < s1; s++)
+					cnt += uc[s] == ustar;
+				pa = (unsigned long long)block_scan(cnt, &tot, sm.warp_sums);
+			} else {
+				for (int s = s0; s < s1; s++) {
+					long long u = uc[s];
+					if (u < step && u <= ustar) {
+						int b = (int)(u - umin), j = -1;
 #pragma unroll
-					for (int q = 0; q < FTSC_TRACK; q++)
-						j = tb[q] == b ? q : j;
-					if (j >= 0)
-						field_add(&pa, &pb, j);
+						for (int q = 0; q < FTSC_TRACK; q++)
+							j = tb[q] == b ? q : j;
+						if (j >= 0)
+							field_add(&pa, &pb, j);
+					}
 				}
+				block_scan2(&pa, &pb, sm.wscan);
 			}
-			block_scan2(&pa, &pb, sm.wscan);
 			for (int s = s0; s < s1; s++) {
 				long long u = uc[s];
 				if (u < step && u <= ustar) {
@@ -670,11 +679,11 @@ extern "C" cudaError_t ftsc_dev_create(struct ftsc_dev *d, int layers, int exper
 	struct cudaFuncAttributes fa;
 	if ((e = cudaGetDevice(&dev)) ||
 	    (e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) ||
-	    (e = cudaFuncGetAttributes(&fa, ensure_kernel)))
+	    (e = cudaFuncGetAttributes(&fa, ensure_kernel<true>)))
 		return e;
 	long room = (long)optin - (long)fa.sharedSizeBytes, fit = room > 16 ? (room - 16) / 12 : 0;
 	d->smem_slots = fit < FTSC_SMEM_SLOTS ? (int)fit : FTSC_SMEM_SLOTS;
-	if ((e = cudaFuncSetAttribute(ensure_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+	if ((e = cudaFuncSetAttribute(ensure_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
 				      (int)FTSC_DYN_BYTES(d->smem_slots))))
 		return e;
 	fill_i32<<<64, 256>>>(d->slot_for_id, -1, (long long)ids);
@@ -751,8 +760,11 @@ static cudaError_t launch(struct ftsc_dev *d, int layer, int32_t *ids, int n, in
 {
 	if (!d || !d->counts || n < 0 || (n > 0 && !ids))
 		return cudaErrorInvalidValue;
-	size_t dyn = d->slots <= d->smem_slots ? FTSC_DYN_BYTES(d->slots) : 0;
-	ensure_kernel<<<1, FTSC_BLOCK, dyn, s>>>(*d, layer, ids, n, hybrid, max_fetch, q16, order);
+	if (d->slots <= d->smem_slots)
+		ensure_kernel<true><<<1, FTSC_BLOCK, FTSC_DYN_BYTES(d->slots), s>>>(*d, layer, ids, n, hybrid,
+										      max_fetch, q16, order);
+	else
+		ensure_kernel<false><<<1, FTSC_BLOCK, 0, s>>>(*d, layer, ids, n, hybrid, max_fetch, q16, order);
 	return cudaGetLastError();
 }
 
