@@ -6,9 +6,11 @@
  * every global load the call needs is issued at the start, together (state step, slot_for_id of
  * the layer, ids, last_seen for the recency order, and usage and id_of_slot of every slot copied
  * into shared memory by cp.async, so the evicted owners cost no round trip); after that the work
- * is shared-memory scans and radix passes separated by __syncthreads. The coldest slots are
- * found by a radix select on usage - min(usage) in 11-bit digits (one pass when the eligible
- * usages span < 2048 steps, two below 2^22). The chosen slots are then put in (usage, slot)
+ * is shared-memory scans and radix passes separated by __syncthreads. The eligible usages' min
+ * and max are taken as 32-bit distances from the step (one warp reduction instruction each; a
+ * 64-bit pass only when some usage is 2^32 steps old). The coldest slots are found by a radix
+ * select on usage - min(usage) in 11-bit digits (one pass when the eligible usages span < 2048
+ * steps, two below 2^22). The chosen slots are then put in (usage, slot)
  * order without a sort when they span < 2048 steps: the last pass's histogram gives each usage
  * its first position, a usage held by one chosen slot is placed directly, and the slots of up to
  * FTSC_TRACK usages held by several (the threshold usage always among them) are ranked in slot
@@ -79,6 +81,7 @@ struct ensure_smem {
 	unsigned long long umin, umax;
 	int track[FTSC_TRACK];
 	int ntrack, bad, count, digit, remaining;
+	unsigned dmin, dmax;                           /* step - 1 - usage: min / max (32-bit) */
 };
 
 __device__ static inline void cp_async16(void *smem, const void *gmem)
@@ -317,6 +320,8 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 		sm.count = sm.ntrack = 0;
 		sm.umin = ~0ull;
 		sm.umax = 0;
+		sm.dmin = ~0u;
+		sm.dmax = 0;
 	}
 	__syncthreads();
 	PROF(1);
@@ -431,30 +436,54 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 	if (F > 0) {
 		const int spt = (C + FTSC_BLOCK - 1) / FTSC_BLOCK, s0 = tid * spt;
 		const int s1 = s0 + spt < C ? s0 + spt : C;
-		unsigned long long lo = ~0ull, hi = 0;
+		/* min / max of the eligible usages as 32-bit distances d = step - 1 - usage (one
+		 * warp reduction instruction each); exact unless some d reaches 2^32 - 1, which
+		 * takes the 64-bit pass below */
+		unsigned dmin = ~0u, dmax = 0;
 		for (int s = s0; s < s1; s++) {
 			long long u = uc[s];
 			if (u < step) {
-				lo = (unsigned long long)u < lo ? (unsigned long long)u : lo;
-				hi = (unsigned long long)u > hi ? (unsigned long long)u : hi;
+				unsigned long long dd = (unsigned long long)(step - 1 - u);
+				unsigned d32 = dd >= 0xffffffffull ? 0xffffffffu : (unsigned)dd;
+				dmin = d32 < dmin ? d32 : dmin;
+				dmax = d32 > dmax ? d32 : dmax;
 			}
 		}
 		for (int b = tid; b < FTSC_RADIX; b += FTSC_BLOCK) /* the first pass's histogram */
 			sm.sorted[b] = 0;
-#pragma unroll
-		for (int o = 16; o > 0; o >>= 1) {
-			unsigned long long a = __shfl_xor_sync(FULL_MASK, lo, o), b = __shfl_xor_sync(FULL_MASK, hi, o);
-			lo = a < lo ? a : lo;
-			hi = b > hi ? b : hi;
-		}
+		dmin = __reduce_min_sync(FULL_MASK, dmin);
+		dmax = __reduce_max_sync(FULL_MASK, dmax);
 		if (lane == 0) {
-			atomicMin(&sm.umin, lo);
-			atomicMax(&sm.umax, hi);
+			atomicMin(&sm.dmin, dmin);
+			atomicMax(&sm.dmax, dmax);
 		}
 		__syncthreads();
+		if (sm.dmax == 0xffffffffu) {
+			unsigned long long lo = ~0ull, hi = 0;
+			for (int s = s0; s < s1; s++) {
+				long long u = uc[s];
+				if (u < step) {
+					lo = (unsigned long long)u < lo ? (unsigned long long)u : lo;
+					hi = (unsigned long long)u > hi ? (unsigned long long)u : hi;
+				}
+			}
+#pragma unroll
+			for (int o = 16; o > 0; o >>= 1) {
+				unsigned long long a = __shfl_xor_sync(FULL_MASK, lo, o),
+						   b = __shfl_xor_sync(FULL_MASK, hi, o);
+				lo = a < lo ? a : lo;
+				hi = b > hi ? b : hi;
+			}
+			if (lane == 0) {
+				atomicMin(&sm.umin, lo);
+				atomicMax(&sm.umax, hi);
+			}
+			__syncthreads();
+		}
+		const bool wide = sm.dmax == 0xffffffffu;
 		PROF(6);
-		const long long umin = (long long)sm.umin;
-		const unsigned long long range = sm.umax - sm.umin;
+		const long long umin = wide ? (long long)sm.umin : step - 1 - (long long)sm.dmax;
+		const unsigned long long range = wide ? sm.umax - sm.umin : (unsigned long long)(sm.dmax - sm.dmin);
 		int *const first = (int *)sm.keys;             /* [FTSC_RADIX], ordered path */
 		int *const ordi = (int *)sm.keys + FTSC_RADIX; /* [F], ordered path */
 		/* radix select of the F-th smallest v = usage - umin (keys counted with multiplicity:
