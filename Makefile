@@ -5,7 +5,8 @@
 #   make test-gpu   GPU tests (device machine only)
 #   make run        build, then run the main job through the daemon (scripts/make-run.sh)
 #   make install    PREFIX=/usr/local DESTDIR=
-#   make bench      reproducible benchmarks (bench/*.sh)
+#   make bench      reproducible benchmarks (bench/*.sh; bench/README.md)
+#   make bench-tools  the C tools of bench/ under build/bench/ (make test builds them too)
 #   make test-san   the same tests built with ASan+UBSan (CUDA=0)
 #   make test-mutants  deliberate breaks, one at a time on a copy of the tree: each must fail its tests
 #   make test-soak  the daemon's reliability suite with 50 kill -9 cycles (by hand; figures in bench/RESULTS.md)
@@ -114,8 +115,24 @@ BWFAULT      := $(BUILD)/tests/integration/ftbench_bwfault
 
 ALL := $(FTBENCH) $(FTBENCHD) $(PROF_SO) $(PROF_A) $(PROF_H) $(PROF_PC)
 
+# bench/*.c: one tool each under build/bench/, linked against libftbench (bench/README.md);
+# the ones that need CUDA (BENCH_CUDA_SRCS, linked with bench/*.cu) only when CUDA=1.
+# bench/ensure_prof.cu is a whole CUDA program (it includes kernels/slot_cache.cu): two tools,
+# ensure_prof (per-phase SM cycles, FTSC_PROF) and ensure_time (the same timings uninstrumented).
+BENCH_CUDA_SRCS := bench/gather_variants.c
+BENCH_CU_MAIN := bench/ensure_prof.cu
+BENCH_SRCS   := $(filter-out $(BENCH_CUDA_SRCS),$(sort $(wildcard bench/*.c)))
+ifeq ($(CUDA),1)
+BENCH_SRCS   += $(BENCH_CUDA_SRCS)
+BENCH_CU_OBJS := $(call obj,$(filter-out $(BENCH_CU_MAIN),$(sort $(wildcard bench/*.cu))))
+endif
+BENCH_TOOLS  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
+ifeq ($(CUDA),1)
+BENCH_TOOLS  += $(BUILD)/bench/ensure_prof $(BUILD)/bench/ensure_time
+endif
+
 .SECONDARY:
-.PHONY: man test-peers test-soak test-san test-mutants all test test-unit test-integration test-gpu run install uninstall clean deps bench tests
+.PHONY: bench-tools man test-peers test-soak test-san test-mutants all test test-unit test-integration test-gpu run install uninstall clean deps bench tests
 all: $(ALL) tests
 tests: $(UNIT_BINS) $(INTEG_BINS) $(GPU_BINS) $(FIXTURE_BINS) $(BWFAULT)
 
@@ -191,12 +208,25 @@ $(BWFAULT): $(CLI_OBJS) $(BUILD)/obj/tests/integration/bw_fault_ops.o $(LIBFTBEN
 	$(Q)$(CC) $(LDFLAGS) -Wl,--wrap=ftbw_real_ops -o $@ $(CLI_OBJS) $(BUILD)/obj/tests/integration/bw_fault_ops.o \
 		$(LIBFTBENCH) $(LIBS) $(CUDA_LIBS)
 
+$(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(BENCH_CU_OBJS) $(LIBFTBENCH)
+	$(call say,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(BENCH_CU_OBJS) $(LIBFTBENCH) $(LIBS) $(CUDA_LIBS)
+
+$(BUILD)/bench/ensure_prof $(BUILD)/bench/ensure_time: $(BENCH_CU_MAIN) kernels/slot_cache.cu kernels/slot_cache.h
+	$(call say,NVCC,$@)
+	@mkdir -p $(@D)
+	$(Q)$(NVCC) -std=c++17 -O3 -lineinfo $(foreach s,$(SMS),-gencode arch=compute_$(s),code=sm_$(s)) \
+		$(if $(filter %/ensure_prof,$@),-DFTSC_PROF) -Ikernels -Isrc $< -o $@
+
 # ---------------------------------------------------------------- targets
+bench-tools: $(BENCH_TOOLS)
+
 deps:
 	@scripts/deps.sh
 
 test: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all bench-tools
 	@BUILD=$(BUILD) scripts/run-tests.sh $(UNIT_BINS) $(INTEG_BINS) $(wildcard tests/integration/*.sh)
 
 test-unit: $(UNIT_BINS)
@@ -234,10 +264,10 @@ run: deps
 	@$(MAKE) --no-print-directory all
 	@BUILD=$(BUILD) scripts/make-run.sh
 
-# The benchmarks of bench/RESULTS.md that run on this host as they are; the A/B and device
-# scripts (cpu_moe_*ab*.sh, cpu_moe_final.sh, final_h200.sh, multigpu.sh, slotcache_proxy.sh) take arguments.
+# The suites of bench/README.md that run on this host as they are (bench/slotcache.sh needs a GPU);
+# the A/B driver (bench/ab.py) and the device scripts take arguments.
 BENCH_SCRIPTS := bench/bw.sh bench/cpu_moe.sh bench/slotcache.sh bench/load_weights.sh bench/daemon_wrk.sh
-bench: all
+bench: all bench-tools
 	@for s in $(BENCH_SCRIPTS); do echo "== $$s"; BUILD=$(BUILD) $$s || exit 1; done
 
 # Man pages from the programs' --help (scripts/gen-man.sh): ftbench.1, ftbench-<command>.1, ftbenchd.8.

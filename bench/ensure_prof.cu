@@ -9,9 +9,12 @@
  * An empty kernel of the same launch shape (1 block, FTSC_BLOCK threads, the same dynamic shared
  * memory) gives the floor of a launch.
  *
- * Build (nvcc, sm_90): nvcc -O3 -std=c++17 -arch=sm_90 [-DFTSC_PROF] -Ikernels -Isrc
- *   [-DFTSC_BLOCK=512] [-DKFILE='"slot_cache.cu"'] bench/ensure_prof.cu -o ensure_prof
- * usage: ensure_prof [REPEATS]   (prints one table; no arguments needed) */
+ * Built by `make bench-tools` (CUDA builds) as build/bench/ensure_prof (FTSC_PROF: each phase's
+ * cycles, which add about 400 cycles per phase to the times) and build/bench/ensure_time (the
+ * times alone). By hand, e.g. another block size or another copy of the kernel for an A/B:
+ *   nvcc -O3 -std=c++17 -arch=sm_90 [-DFTSC_PROF] [-DFTSC_BLOCK=512] [-DKFILE='"path.cu"']
+ *        -I. -Ikernels -Isrc bench/ensure_prof.cu -o ensure_prof
+ * usage: ensure_prof [REPEATS]   (default 15; prints one block per profile) */
 #ifndef KFILE
 #define KFILE "slot_cache.cu"
 #endif
