@@ -113,6 +113,13 @@ FIXTURE_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(FIXTURE_SRCS))
 # ftbench with a fault injected through the bw operations (tests/integration/bw_fault_ops.c)
 BWFAULT      := $(BUILD)/tests/integration/ftbench_bwfault
 
+# Test fault hooks (FTLOAD_TEST_EINVAL, FTBENCH_LW_FAULT) exist only in objects compiled from the
+# same sources with -DFT_TEST_HOOKS, linked ahead of the library into test programs: ftbench_hooks
+# (the real ftbench with them) and test_loader. The product never has them.
+HOOK_SRCS    := src/moe/directio.c src/bench/load_weights.c
+HOOK_OBJS    := $(patsubst %,$(BUILD)/obj-hooks/%.o,$(basename $(HOOK_SRCS)))
+FTHOOKS      := $(BUILD)/tests/integration/ftbench_hooks
+
 ALL := $(FTBENCH) $(FTBENCHD) $(PROF_SO) $(PROF_A) $(PROF_H) $(PROF_PC)
 
 # bench/*.c: one tool each under build/bench/, linked against libftbench (bench/README.md);
@@ -134,13 +141,18 @@ endif
 .SECONDARY:
 .PHONY: bench-tools man test-peers test-soak test-san test-mutants all test test-unit test-integration test-gpu run install uninstall clean deps bench tests
 all: $(ALL) tests
-tests: $(UNIT_BINS) $(INTEG_BINS) $(GPU_BINS) $(FIXTURE_BINS) $(BWFAULT)
+tests: $(UNIT_BINS) $(INTEG_BINS) $(GPU_BINS) $(FIXTURE_BINS) $(BWFAULT) $(FTHOOKS)
 
 # ---------------------------------------------------------------- rules
 $(BUILD)/obj/%.o: %.c
 	$(call say,CC,$<)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(XFLAGS) $(DEPFLAGS) -c $< -o $@
+
+$(BUILD)/obj-hooks/%.o: %.c
+	$(call say,CC,$<+hooks)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -DFT_TEST_HOOKS=1 $(DEPFLAGS) -c $< -o $@
 
 $(BUILD)/obj/%.o: %.cu
 	$(call say,NVCC,$<)
@@ -218,6 +230,16 @@ $(BUILD)/bench/ensure_prof $(BUILD)/bench/ensure_time: $(BENCH_CU_MAIN) kernels/
 	@mkdir -p $(@D)
 	$(Q)$(NVCC) -std=c++17 -O3 -lineinfo $(foreach s,$(SMS),-gencode arch=compute_$(s),code=sm_$(s)) \
 		$(if $(filter %/ensure_prof,$@),-DFTSC_PROF) -Ikernels -Isrc $< -o $@
+
+$(FTHOOKS): $(CLI_OBJS) $(HOOK_OBJS) $(LIBFTBENCH)
+	$(call say,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(HOOK_OBJS) $(LIBFTBENCH) $(LIBS) $(CUDA_LIBS)
+
+$(BUILD)/tests/unit/test_loader: $(BUILD)/obj/tests/unit/test_loader.o $(BUILD)/obj-hooks/src/moe/directio.o $(LIBFTBENCH)
+	$(call say,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/obj-hooks/src/moe/directio.o $(TEST_LIBS)
 
 # ---------------------------------------------------------------- targets
 bench-tools: $(BENCH_TOOLS)
@@ -324,4 +346,4 @@ fuzz-request: $(BUILD)/fuzz/fuzz_request
 clean:
 	rm -rf $(BUILD)
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/obj-hooks -name '*.d' 2>/dev/null)

@@ -68,6 +68,9 @@ void ftcli_print_row(enum ftcli_format f, const char *const *cells, int n, int h
 void ftcli_progress_clear(void);
 /* Send the result object on the result fd (borrowed; not printed on stdout). */
 void ftcli_result(json_t *result);
+/* Send an error message on the result fd only, not on stderr (a --worker child whose parent
+ * says it, once, with its context). */
+void ftcli_result_error(const char *message);
 /* Log "ftbench <cmd>: message" on stderr once, and send it on the result fd. */
 void ftcli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A note on stderr ("ftbench <cmd>: note: ...") that is not an error. */

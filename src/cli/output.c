@@ -199,6 +199,13 @@ void ftcli_result(json_t *result)
 	json_decref(m);
 }
 
+void ftcli_result_error(const char *message)
+{
+	json_t *m = json_pack("{s:s,s:s}", "type", "error", "message", message);
+	send_line(m);
+	json_decref(m);
+}
+
 /* One line on stderr (after the progress bar is cleared): "ftbench <prog>: <tag><message>";
  * an error also goes to the worker protocol. */
 static void say(int is_error, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
