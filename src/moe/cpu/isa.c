@@ -1,6 +1,5 @@
 /* Tier names, what each tier needs from the CPU, and which one `auto` picks. */
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "moe/cpu/cpumoe.h"
@@ -84,13 +83,6 @@ enum ftcmoe_isa ftcmoe_isa_best(enum ftfmt_id f, unsigned cpu_isa)
 
 int ftcmoe_isa_resolve(enum ftcmoe_isa want, enum ftfmt_id f, unsigned cpu_isa, enum ftcmoe_isa *out)
 {
-	if (want == FTCMOE_ISA_AUTO) {
-		const char *env = getenv("FREETOKEN_CPU_MOE_ISA");
-		if (env && *env && strcmp(env, "auto")) {
-			if (ftcmoe_isa_lookup(env, &want) < 0)
-				return -EINVAL;
-		}
-	}
 	if (want == FTCMOE_ISA_AUTO) {
 		*out = ftcmoe_isa_best(f, cpu_isa);
 		return 0;

@@ -360,18 +360,12 @@ static void rows_q4_0(const struct ftk_mat *m, long r0, long r1, int nb, const v
  * int32 sums in memory). At the end of a block each lane gets (e8m0 scale) * (activation
  * scale) into fp32 partials in tmp; the unpacks leave columns in a fixed order within a strip
  * (lane L of vector j = columns 16L + 4j .. 16L + 4j + 3), undone once per call when tmp is
- * copied to ps. Prefetch (ftk_mx_seq_prefetch): 0 (default), every row of the block
- * ftk_mx_pf_dist bytes ahead of its strip, wrapping to the next block's rows; 1, while a block
- * is walked the next block is requested into L2 in memory order, 16 lines per strip (the first
- * block of a call: row-wise); 2, no software prefetch. On the Zen 4 dev box 1 won (75-90 % of
- * the read ceiling against 65-81 %); on the H200 host's Xeon 0 wins (+4 to +7 points, 16-24
- * A/B pairs, and 512 bytes ahead beat 1 and 2 KiB) and is the default: bench/RESULTS.md.
+ * copied to ps. Prefetch: every row of the block ftk_mx_pf_dist bytes ahead of its strip,
+ * wrapping to the next block's rows.
  * Activations: int8 per 32-element block (mxfp4's scale block). Prepared layout: int8 q[K] |
  * int16 pair sums (q[2kk] + q[2kk+1]) [K/2] | float block scale / 2 [K/32]. */
 #define MX_STRIP 64
 int ftk_mx_pf_dist = FTK_MX_PF_DIST;
-
-int ftk_mx_seq_prefetch = 0;
 
 static size_t mx_xbytes(long K)
 {
@@ -427,34 +421,26 @@ AI void mx_pair(const uint8_t *q0, long N, const int8_t *const *x, long kp, __m5
 }
 
 /* Bank rows [ra, rb) of scale block kb (all inside it), tokens x[0..NB), into t[b] (permuted). */
-AI void mx_block(const struct ftk_mat *m, long ra, long rb, long kb, long kk1, int seq, int first,
-		 const int8_t *const *x, const int *corr, const float *xsc, float *const *t, const int NB)
+AI void mx_block(const struct ftk_mat *m, long ra, long rb, long kb, long kk1, const int8_t *const *x, const int *corr, const float *xsc, float *const *t, const int NB)
 {
 	const __m512i emask = _mm512_set1_epi32(0x7F800000);
 	long N = m->N, rows_total = m->K / 2, pd = ftk_mx_pf_dist;
 	const uint8_t *w = m->w, *sc = m->s + kb * N;
 	long p0 = ra & ~1L;
-	long nxt = ((rb + 16 < kk1 ? rb + 16 : kk1) - rb) * N; /* bytes of the next block in range */
 	for (long c = 0; c < N; c += MX_STRIP) {
-		if (seq != 2 && (!seq || first)) {
-			/* every row of the block ftk_mx_pf_dist bytes ahead (rows mode: wrapping to the
-			 * next block's rows, those inside the range and the matrix) */
+		{
+			/* every row of the block ftk_mx_pf_dist bytes ahead (wrapping to the next
+			 * block's rows, those inside the range and the matrix) */
 			long off = c + pd, r0 = p0, r1 = rb;
 			if (off >= N) {
 				off -= N;
 				r0 += 16;
-				r1 = seq ? r0 : rb + 16 < kk1 ? rb + 16 : kk1;
+				r1 = rb + 16 < kk1 ? rb + 16 : kk1;
 				r1 = r1 < rows_total ? r1 : rows_total;
 			}
 			const char *q = (const char *)w + r0 * N + off;
 			for (long r = r0; r < r1; r++, q += N)
 				_mm_prefetch(q, _MM_HINT_T0);
-		}
-		if (seq == 1 && nxt > 0) {
-			/* the next block, in memory order, 1/nstrips of it per strip, into L2 */
-			long off = c / MX_STRIP * (16 * MX_STRIP);
-			for (int i = 0; i < 16 && off < nxt; i++, off += 64)
-				_mm_prefetch((const char *)(w + rb * N + off), _MM_HINT_T1);
 		}
 		__m512i acc[FTK_TILE][4];
 		FTK_UNROLL
@@ -523,7 +509,7 @@ static void mx_rows_t(const struct ftk_mat *m, long kk0, long kk1, int nb, const
 			corr[b] = -12 * cs;
 			xsc[b] = ((const float *)((const uint8_t *)x[b] + 2 * K))[kb];
 		}
-		FTK_FOR_TILES(nb, b0, mx_block(m, ra, rb, kb, hi, ftk_mx_seq_prefetch, kb == kb0 || kb == kbm, x + b0, corr + b0, xsc + b0, t + b0, FTK_NB));
+		FTK_FOR_TILES(nb, b0, mx_block(m, ra, rb, kb, hi, x + b0, corr + b0, xsc + b0, t + b0, FTK_NB));
 	}
 	/* undo the strip order: lane L of vector j holds columns 16L + 4j .. (a 4x4 transpose of
 	 * 128-bit lanes) */
