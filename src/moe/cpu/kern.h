@@ -76,8 +76,7 @@ const struct ftk_ops *ftk_amx_emu(enum ftfmt_id f);
 /* The gated activation of pass 1 in 16-wide AVX-512 (kern_avx512.c): h[j] = w * act(g[j], u[j])
  * for j < n (u NULL: gate and up interleaved, g[2j] and g[2j+1]), for silu and swiglu_oai
  * (limit lim); -1 for the other activations, which the caller computes in scalar code. exp is a
- * polynomial within 2e-7 relative of expf; the tiers from avx512 up use it (the executor's scalar
- * loop spent ~3 ns per element in glibc's expf). */
+ * polynomial within 2e-7 relative of expf; the tiers from avx512 up use it. */
 typedef int ftk_act_fn(enum ftact a, const float *g, const float *u, long n, float w, float lim, float *h);
 ftk_act_fn ftk_act_avx512;
 
