@@ -281,9 +281,6 @@ static void routes(int Bt, int32_t *ids, float *w)
 	}
 }
 
-/* The knobs run_format's executors are created with (NULL: defaults; test_streams sets it). */
-static const struct ftcmoe_tune *run_tune;
-
 static void run_format(enum ftfmt_id f)
 {
 	static const int batches[] = {1, 3, 8};
@@ -296,7 +293,7 @@ static void run_format(enum ftfmt_id f)
 		struct ftcmoe_cfg cfg = {.format = f, .hidden = H, .inter = I, .experts = E,
 					 .layers = L, .banks = b.ptr, .act = act, .swiglu_limit = lim,
 					 .max_batch = 8, .max_topk = TOPK, .isa = FTCMOE_ISA_SCALAR,
-					 .pool = pool, .cpu = &ci, .tune = run_tune};
+					 .pool = pool, .cpu = &ci};
 		struct ftcmoe *x = NULL;
 		assert_int_equal(ftcmoe_create(&cfg, &x), 0);
 		for (int bi = 0; bi < 3; bi++) {
@@ -561,41 +558,13 @@ static void test_schedules(void **s)
 	}
 }
 
-/* Two streams per kernel call (tune streams=2, ftk_streams): every format on every tier against
- * float64 and scalar again (run_format), K-split ranges adding up, and each row kernel
- * bit-identical to the one-stream walk on odd and even ranges (same sums per row); the same
- * for the W4A8 kernels' four-row blocks at batch 1 (tune rowblk, ftk_rowblk). */
+/* The row kernels' multi-row walks against a row at a time: bf16dp's two interleaved streams
+ * (every batch) and the W4A8 kernels' four-row blocks (q4_0, batch 1) sum each row
+ * bit-identically to a call of that one row, on odd and even ranges, every tier with a vector
+ * row kernel. */
 static void test_streams(void **s)
 {
-	/* process-wide kernel settings, set from the tune by every ftcmoe_create; the far L2
-	 * prefetch along (it changes no result) */
-	struct ftcmoe_tune tn;
-	ftcmoe_tune_defaults(&tn);
-	char why[256];
-	assert_int_equal(ftcmoe_tune_set(&tn, "streams=2", why, sizeof why), 0);
-	assert_int_equal(ftcmoe_tune_set(&tn, "pf_far=8192", why, sizeof why), 0);
-	run_tune = &tn;
 	static const enum ftfmt_id fs[] = {FTFMT_BF16, FTFMT_NVFP4, FTFMT_MXFP4_TRITON, FTFMT_DS_FP4, FTFMT_Q4_0};
-	for (size_t fi = 0; fi < sizeof fs / sizeof fs[0]; fi++)
-		run_format(fs[fi]);
-	assert_int_equal(ftk_streams, 2);
-	ftcmoe_tune_defaults(&tn);
-	/* the W4A8 row kernels' other batch-1 walk than each format's default (four-row blocks for
-	 * nvfp4 and ds_fp4, a row at a time for q4_0), against float64 and scalar */
-	static const struct {
-		enum ftfmt_id f;
-		const char *blk;
-	} rb[] = {{FTFMT_NVFP4, "4"}, {FTFMT_DS_FP4, "4"}, {FTFMT_Q4_0, "1"}};
-	for (size_t i = 0; i < sizeof rb / sizeof rb[0]; i++) {
-		char kv[32];
-		snprintf(kv, sizeof kv, "rowblk=%s", rb[i].blk);
-		assert_int_equal(ftcmoe_tune_set(&tn, kv, why, sizeof why), 0);
-		run_format(rb[i].f);
-		assert_int_equal(ftk_rowblk, atoi(rb[i].blk));
-	}
-	run_tune = NULL;
-	ftk_streams = 2;
-	test_ksplit_ranges(s);
 	int tested = 0;
 	for (size_t fi = 0; fi < sizeof fs / sizeof fs[0]; fi++) {
 		if (fs[fi] == FTFMT_MXFP4_TRITON) /* transposed: K split, covered above */
@@ -627,7 +596,6 @@ static void test_streams(void **s)
 					o->prep(xf[bb], H, xq[bb]);
 					xs[bb] = xq[bb];
 				}
-				p1[bb] = y1[bb];
 				p2[bb] = y2[bb];
 			}
 			static const long rg[][2] = {{0, 1}, {3, 4 + 2 * 17}, {5, 5 + 64}, {0, 2 * I}};
@@ -636,30 +604,20 @@ static void test_streams(void **s)
 				for (size_t ni = 0; ni < sizeof nbs / sizeof nbs[0]; ni++) {
 					memset(y1, 0, sizeof y1);
 					memset(y2, 0, sizeof y2);
-					ftk_streams = 1;
-					ftk_rowblk = 1;
-					o->rows(&m, rg[ri][0], rg[ri][1], nbs[ni], xs, p1);
-					ftk_streams = 2;
+					for (long r = rg[ri][0]; r < rg[ri][1]; r++) { /* a row per call */
+						for (int bb = 0; bb < 5; bb++)
+							p1[bb] = y1[bb] + (r - rg[ri][0]);
+						o->rows(&m, r, r + 1, nbs[ni], xs, p1);
+					}
 					o->rows(&m, rg[ri][0], rg[ri][1], nbs[ni], xs, p2);
 					for (int bb = 0; bb < nbs[ni]; bb++)
 						for (long r = 0; r < rg[ri][1] - rg[ri][0]; r++)
 							assert_true(y1[bb][r] == y2[bb][r] && y1[bb][r] != 0.0f);
-					if (nbs[ni] != 1)
-						continue;
-					/* batch 1 in blocks of four rows (ftk_rowblk 4) and a row at a time */
-					memset(y2, 0, sizeof y2);
-					ftk_streams = 1;
-					ftk_rowblk = 4;
-					o->rows(&m, rg[ri][0], rg[ri][1], 1, xs, p2);
-					for (long r = 0; r < rg[ri][1] - rg[ri][0]; r++)
-						assert_true(y1[0][r] == y2[0][r]);
 				}
 			tested++;
 		}
 		free_banks(&b);
 	}
-	ftk_streams = 0; /* per-kernel defaults */
-	ftk_rowblk = 0;
 	if (ci.isa & FTCPU_AVX512F)
 		assert_true(tested > 0);
 }
@@ -771,7 +729,7 @@ static void test_amx_bf16(void **s)
 
 /* q4_0 rows longer than the test geometry: K = 64 (one tail group of the vnni kernel), 1216
  * (9 groups of 128 and a tail of 64: the 18-byte blocks cross 64-byte lines at every offset)
- * and 2048, N = 7 rows, every tier against float64, one and two streams. */
+ * and 2048, N = 7 rows, every tier against float64. */
 static void test_q4_long_rows(void **s)
 {
 	static const long Ks[] = {64, 1216, 2048};
@@ -815,18 +773,14 @@ static void test_q4_long_rows(void **s)
 				ys[b] = y[b];
 			}
 			double tol = o->prep ? 2.5e-2 : 1e-4;
-			for (int st = 1; st <= 2; st++) {
-				ftk_streams = st;
-				for (int nb = 1; nb <= NB; nb += 2) {
-					memset(y, 0, sizeof y);
-					o->rows(&m, 0, N, nb, xs, ys);
-					double e = rel_err(&y[0][0], &ref[0][0], (size_t)nb * N); /* rows b < nb */
-					if (!(e <= tol))
-						fail_msg("q4_0 K=%ld tier %s (%s) nb=%d streams=%d: rel err %.3g > %.3g", K,
-							 ftcmoe_isa_name((enum ftcmoe_isa)t), o->name, nb, st, e, tol);
-				}
+			for (int nb = 1; nb <= NB; nb += 2) {
+				memset(y, 0, sizeof y);
+				o->rows(&m, 0, N, nb, xs, ys);
+				double e = rel_err(&y[0][0], &ref[0][0], (size_t)nb * N); /* rows b < nb */
+				if (!(e <= tol))
+					fail_msg("q4_0 K=%ld tier %s (%s) nb=%d: rel err %.3g > %.3g", K,
+						 ftcmoe_isa_name((enum ftcmoe_isa)t), o->name, nb, e, tol);
 			}
-			ftk_streams = 0;
 		}
 		free(w);
 	}
@@ -908,7 +862,7 @@ static void test_tune_values(void **s)
 	struct ftcmoe_tune t, t0;
 	ftcmoe_tune_defaults(&t);
 	assert_int_equal(ftcmoe_tune_check(&t, why, sizeof why), 0);
-	assert_true(ftcmoe_nknobs >= 11);
+	assert_true(ftcmoe_nknobs >= 9);
 	for (int i = 0; i < ftcmoe_nknobs; i++) {
 		const struct ftcmoe_knob *k = &ftcmoe_knobs[i];
 		assert_ptr_equal(ftcmoe_knob_find(k->name, strlen(k->name)), k);
@@ -927,14 +881,16 @@ static void test_tune_values(void **s)
 	assert_null(ftcmoe_knob_find("lean", 4));
 	assert_null(ftcmoe_knob_find("split", 5));
 	assert_null(ftcmoe_knob_find("mxpf", 4));
+	assert_null(ftcmoe_knob_find("streams", 7));
+	assert_null(ftcmoe_knob_find("rowblk", 6));
 	/* the old variables' bad values, as --tune; removed names and typos are unknown keys */
 	static const char *const bad[][3] = {
 		{"sched=dyn", "sched", "auto|static|dynamic"}, {"item_kb=8", "item_kb", "16 to 65536"},
 		{"pf_dist=4k", "pf_dist", "0 to 65536"},       {"item2_kb=0", "item2_kb", "16 to 65536"},
 		{"trace=yes", "trace", "0|1"},                 {"pf_far=-1", "pf_far", "0 to 65536"},
-		{"rowblk=2", "rowblk", "0|1|4"},               {"tail_div=65", "tail_div", "1 to 64"},
+		{"rowblk=4", "unknown key 'rowblk'", "isa"},   {"tail_div=65", "tail_div", "1 to 64"},
 		{"mx_pf_dist=32", "mx_pf_dist", "64 to 8192"}, {"isa=mmx", "isa", "avx512bf16"},
-		{"streams=3", "streams", "0|1|2"},             {"pout=lazy", "unknown key 'pout'", "item_kb"},
+		{"streams=2", "unknown key 'streams'", "isa"}, {"pout=lazy", "unknown key 'pout'", "item_kb"},
 		{"itemkb=256", "unknown key 'itemkb'", "item_kb"}, {"mxpf=seq", "unknown key 'mxpf'", "trace"},
 		{"item_kb", "expected key=value", "sched"},    {"=4", "expected key=value", "isa"},
 	};
@@ -965,8 +921,8 @@ static void test_tune_values(void **s)
 				 .isa = FTCMOE_ISA_SCALAR, .pool = pool, .cpu = &ci, .tune = &t};
 	static const size_t offs[] = {offsetof(struct ftcmoe_tune, sched), offsetof(struct ftcmoe_tune, item_kb),
 				      offsetof(struct ftcmoe_tune, tail_div), offsetof(struct ftcmoe_tune, pf_far),
-				      offsetof(struct ftcmoe_tune, rowblk), offsetof(struct ftcmoe_tune, isa)};
-	static const long vals[] = {3, 8, 0, 65537, 4, FTCMOE_ISA_COUNT};
+				      offsetof(struct ftcmoe_tune, trace), offsetof(struct ftcmoe_tune, isa)};
+	static const long vals[] = {3, 8, 0, 65537, 2, FTCMOE_ISA_COUNT};
 	for (size_t i = 0; i < sizeof offs / sizeof offs[0]; i++) {
 		ftcmoe_tune_defaults(&t);
 		*(long *)((char *)&t + offs[i]) = vals[i];

@@ -98,8 +98,6 @@ struct ftcmoe_tune {
 	long pf_dist;    /* row kernels' prefetch distance, bytes (0: none) */
 	long pf_far;     /* row kernels' L2 prefetch distance, bytes (0: none) */
 	long mx_pf_dist; /* mxfp4 K split's row prefetch distance, 64..8192 bytes */
-	long streams;    /* 0 each kernel's own, 1, 2 */
-	long rowblk;     /* index of 0|1|4: rows per W4A8 kernel step at batch 1 (0: the format's) */
 	long trace;      /* 1: time the dynamic steps (ftcmoe_trace) */
 };
 
@@ -151,7 +149,7 @@ struct ftcmoe_cfg {
 	struct ftpool *pool;    /* borrowed; its driver thread calls ftcmoe_forward */
 	const struct ftcpu_info *cpu; /* borrowed during create only */
 	/* copied at create; NULL: ftcmoe_tune_defaults. The kernel knobs (pf_dist, pf_far,
-	 * mx_pf_dist, streams, rowblk) are process-wide: the last create sets them. */
+	 * mx_pf_dist) are process-wide: the last create sets them. */
 	const struct ftcmoe_tune *tune;
 };
 

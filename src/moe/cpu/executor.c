@@ -59,11 +59,8 @@ static int choose_ops(struct ftcmoe *x, enum ftcmoe_isa want)
 /* The kernels' knobs are process-wide (kern.h). */
 static void set_kernel_knobs(const struct ftcmoe_tune *t)
 {
-	static const int rowblk[] = {0, 1, 4};
-	ftk_streams = (int)t->streams;
 	ftk_pf_dist = (int)t->pf_dist;
 	ftk_pf_far = (int)t->pf_far;
-	ftk_rowblk = rowblk[t->rowblk];
 	ftk_mx_pf_dist = (int)(t->mx_pf_dist / 64 * 64);
 }
 

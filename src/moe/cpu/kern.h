@@ -99,16 +99,6 @@ extern int ftk_pf_far;
  * mxfp4_triton W4A8 K split (a multiple of 64). */
 #define FTK_MX_PF_DIST 512
 extern int ftk_mx_pf_dist;
-/* ftk_streams: independent weight streams per kernel call. 2 walks the two halves of a call's
- * row range (the mxfp4 K split: of its scale blocks) interleaved, two sequential streams in
- * flight per worker; 1 walks it in order; 0 is each kernel's own: 2 for bf16 (bf16dp), 1 for
- * the W4A8 kernels. Every choice gives the same sums per row. */
-extern int ftk_streams;
-/* ftk_rowblk: rows per step of the W4A8 row kernels at batch 1. 4 walks blocks of four
- * consecutive rows (the activation loaded once per group, the four sums reduced together, each
- * row prefetched whole blocks ahead); 1, a row at a time; 0, each format's own: 4 for q4_0, 1
- * for nvfp4 and ds_fp4. Bit-identical sums either way. */
-extern int ftk_rowblk;
 
 /* float value of every e4m3 / e8m0 byte (kern_tables.c) */
 extern const float ftk_e4m3_lut[256];

@@ -15,17 +15,15 @@
 const struct ftcmoe_knob ftcmoe_knobs[] = {
 	/* RESULTS: "CPU MoE executor" session 1, "2026-11-29 (wt/cpumoe2)" */
 	{"isa", FTCMOE_KNOB_ISA, 0, 0, NULL, FTCMOE_ISA_AUTO, OFF(isa),
-	 "the tier FTCMOE_ISA_AUTO (--isa auto) runs: auto (the fastest measured for the format) or "
-	 "scalar, avx2, avx512, avx512vnni, avx512bf16, amx"},
+	 "the tier --isa auto runs (auto: the fastest measured for the format)"},
 	/* RESULTS: "Session 2" (dynamic against static, 16 and 32 cores; the 2-core box) */
 	{"sched", FTCMOE_KNOB_WORD, 0, 0, "auto|static|dynamic", FTCMOE_SCHED_AUTO, OFF(sched),
 	 "work split: dynamic work items from 8 pool workers, the static split below (auto)"},
 	/* RESULTS: "Session 6", calls 2-3 (the rule); "Session 3" (the mxfp4 K split's sizes) */
 	{"item_kb", FTCMOE_KNOB_INT, 16, 65536, "auto", 0, OFF(item_kb),
-	 "KiB of weights per pass-1 work item of the dynamic schedule (and pass 2's when item2_kb is "
-	 "auto); auto: 128-512 by the step's size, 512 for the mxfp4 K split"},
+	 "KiB of weights per pass-1 item of the dynamic schedules (auto: 128-512 by the step, mxfp4 512)"},
 	{"item2_kb", FTCMOE_KNOB_INT, 16, 65536, "auto", 0, OFF(item2_kb),
-	 "KiB of weights per pass-2 work item of the dynamic schedule; auto: item_kb when set, else 128"},
+	 "KiB of weights per pass-2 item of the dynamic schedules (auto: item_kb if set, else 128)"},
 	/* RESULTS: "Session 3" (TAIL_DIV 4 against 1 and 8) */
 	{"tail_div", FTCMOE_KNOB_INT, 1, 64, NULL, 4, OFF(tail_div),
 	 "the last expert's pass-2 items are this many times smaller (row formats, dynamic schedule)"},
@@ -38,12 +36,6 @@ const struct ftcmoe_knob ftcmoe_knobs[] = {
 	/* RESULTS: "Session 2" call 4, "Session 5" call 3 */
 	{"mx_pf_dist", FTCMOE_KNOB_INT, 64, 8192, NULL, FTK_MX_PF_DIST, OFF(mx_pf_dist),
 	 "bytes ahead of the mxfp4 K split's row-wise prefetch (rounded down to 64)"},
-	/* RESULTS: "2026-11-29 ~12:35 UTC (wt/cpumoe3)", "Session 4" */
-	{"streams", FTCMOE_KNOB_WORD, 0, 0, "0|1|2", 0, OFF(streams),
-	 "weight streams per kernel call: 0 each kernel's own (bf16 two, the W4A8 kernels one), 1, 2"},
-	/* RESULTS: "Session 5" call 2, "Session 6" call 1 */
-	{"rowblk", FTCMOE_KNOB_WORD, 0, 0, "0|1|4", 0, OFF(rowblk),
-	 "rows per W4A8 kernel step at batch 1: 0 each format's own (q4_0 four, nvfp4 and ds_fp4 one), 1, 4"},
 	/* RESULTS: "Session 3", "Where a step's time goes" */
 	{"trace", FTCMOE_KNOB_WORD, 0, 0, "0|1", 0, OFF(trace),
 	 "1: time the parts of every dynamic step (ftcmoe_trace; ftbench cpu-moe prints them)"},
