@@ -14,7 +14,6 @@
 static double now(){struct timespec t;clock_gettime(CLOCK_MONOTONIC,&t);return t.tv_sec+t.tv_nsec*1e-9;}
 int main(int argc,char**argv){
   struct ftcpu_info ci; if(ftcpu_probe(&ci)<0) return 1;
-  if(getenv("FREETOKEN_CPU_MOE_STREAMS")) ftk_streams=atoi(getenv("FREETOKEN_CPU_MOE_STREAMS")); /* A/B: 2 streams */
   long K=argc>2?atol(argv[2]):3072,N=192; int nb=argc>1?atoi(argv[1]):1;
   static uint8_t w[8<<20], s[1<<20], g[1<<16];
   for(size_t i=0;i<sizeof w;i++) w[i]=(i&1)?(0x3c+(rand()&3)):rand(); for(size_t i=0;i<sizeof s;i++) s[i]=0x38+(rand()&7); for(size_t i=0;i<sizeof g;i+=2){g[i]=0;g[i+1]=0x3c;}
