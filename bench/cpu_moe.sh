@@ -1,8 +1,9 @@
 #!/bin/sh
 # cpu-moe: the CPU MoE executor per format and ISA tier at batch 1, each tier's steps interleaved
-# with passes of the CPU read ceiling (same run), batch 8, and the
-# PyTorch baseline (bench/cpu_moe_torch.py, same shapes and number of synthetic experts).
-# usage: BUILD=build [CM_OUT=DIR] bench/cpu_moe.sh        (bench/RESULTS.md, section "CPU MoE")
+# with passes of the CPU read ceiling (same run), batch 8, and the PyTorch baseline
+# (bench/cpu_moe_torch.py, same shapes and number of synthetic experts). Settings against each
+# other, or two builds: bench/ab.py.
+# usage: BUILD=build [CM_OUT=DIR] bench/cpu_moe.sh        (bench/README.md, "cpu-moe")
 set -u
 BUILD=${BUILD:-build}
 FTBENCH=${FTBENCH:-$BUILD/bin/ftbench}

@@ -13,7 +13,7 @@ static void print_table(void)
 {
 	char def[64], range[160];
 	printf("CPU MoE executor knobs: --tune key=value (repeatable; later ones win; what each was\n"
-	       "measured to do: bench/RESULTS.md, \"CPU MoE executor\")\n");
+	       "measured to do: bench/RESULTS.md §4, \"Tuning knobs\")\n");
 	for (int i = 0; i < ftcmoe_nknobs; i++) {
 		const struct ftcmoe_knob *k = &ftcmoe_knobs[i];
 		ftcmoe_knob_value(k, k->def, def, sizeof def);

@@ -26,7 +26,7 @@
  *               batch, the avx512bf16 kernel below that; the other formats as avx512bf16
  * `auto` (ftcmoe_isa_best) picks avx512bf16 for bf16 and avx512vnni (W4A8) for nvfp4, ds_fp4,
  * q4_0 and mxfp4_triton, each falling back to the next tier the CPU has (the order measured
- * fastest: bench/RESULTS.md, "CPU MoE executor"); never amx. The executor's tune.isa says what
+ * fastest: bench/RESULTS.md §4, "CPU MoE executor"); never amx. The executor's tune.isa says what
  * FTCMOE_ISA_AUTO means for it.
  *
  * Work splits (schedules), one per call, chosen from the format, the kernel and tune.sched:

@@ -70,7 +70,7 @@ enum ftcmoe_isa ftcmoe_isa_best(enum ftfmt_id f, unsigned cpu_isa)
 	static const enum ftcmoe_isa w4_order[] = {FTCMOE_ISA_AVX512VNNI, FTCMOE_ISA_AVX512,
 						   FTCMOE_ISA_AVX2, FTCMOE_ISA_SCALAR};
 	/* mxfp4_triton: W4A8, then fp32 activations ahead of bf16 (the order measured fastest:
-	 * bench/RESULTS.md, "CPU MoE executor") */
+	 * bench/RESULTS.md §4, "CPU MoE executor") */
 	static const enum ftcmoe_isa mx_order[] = {FTCMOE_ISA_AVX512VNNI, FTCMOE_ISA_AVX512,
 						   FTCMOE_ISA_AVX512BF16, FTCMOE_ISA_AVX2, FTCMOE_ISA_SCALAR};
 	const enum ftcmoe_isa *o = f == FTFMT_BF16 ? bf16_order

@@ -85,7 +85,7 @@ const struct ftk_ops *ftk_select(int isa, enum ftfmt_id f, unsigned cpu_isa);
 
 /* The kernels' tuning knobs: process-wide, set by ftcmoe_create from its tune (cpumoe.h; the
  * last create wins), read by the kernels on every call. Defaults below; what each was measured
- * to do: bench/RESULTS.md, "CPU MoE executor".
+ * to do: bench/RESULTS.md §4, "CPU MoE executor".
  *
  * ftk_pf_dist: bytes ahead in a weight stream of the row-major kernels' software prefetch
  * (0: none, the hardware prefetchers alone). */

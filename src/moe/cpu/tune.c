@@ -1,6 +1,6 @@
 /* The CPU MoE executor's tuning knobs: one row per field of struct ftcmoe_tune (cpumoe.h).
- * What each knob was measured to do is in bench/RESULTS.md, "CPU MoE executor" (the section
- * named in each row's comment); nothing here reads the environment. */
+ * What each knob was measured to do: bench/RESULTS.md, §4 "Tuning knobs", the row of its old
+ * FREETOKEN_CPU_MOE_ name (the key upper-cased). Nothing here reads the environment. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -13,30 +13,22 @@
 #define OFF(f) offsetof(struct ftcmoe_tune, f)
 
 const struct ftcmoe_knob ftcmoe_knobs[] = {
-	/* RESULTS: "CPU MoE executor" session 1, "2026-11-29 (wt/cpumoe2)" */
 	{"isa", FTCMOE_KNOB_ISA, 0, 0, NULL, FTCMOE_ISA_AUTO, OFF(isa),
 	 "the tier --isa auto runs (auto: the fastest measured for the format)"},
-	/* RESULTS: "Session 2" (dynamic against static, 16 and 32 cores; the 2-core box) */
 	{"sched", FTCMOE_KNOB_WORD, 0, 0, "auto|static|dynamic", FTCMOE_SCHED_AUTO, OFF(sched),
 	 "work split: dynamic work items from 8 pool workers, the static split below (auto)"},
-	/* RESULTS: "Session 6", calls 2-3 (the rule); "Session 3" (the mxfp4 K split's sizes) */
 	{"item_kb", FTCMOE_KNOB_INT, 16, 65536, "auto", 0, OFF(item_kb),
 	 "KiB of weights per pass-1 item of the dynamic schedules (auto: 128-512 by the step, mxfp4 512)"},
 	{"item2_kb", FTCMOE_KNOB_INT, 16, 65536, "auto", 0, OFF(item2_kb),
 	 "KiB of weights per pass-2 item of the dynamic schedules (auto: item_kb if set, else 128)"},
-	/* RESULTS: "Session 3" (TAIL_DIV 4 against 1 and 8) */
 	{"tail_div", FTCMOE_KNOB_INT, 1, 64, NULL, 4, OFF(tail_div),
 	 "the last expert's pass-2 items are this many times smaller (row formats, dynamic schedule)"},
-	/* RESULTS: "Session 2" call 2 (prefetch off / 2 / 8 KiB), "Session 5" call 3 */
 	{"pf_dist", FTCMOE_KNOB_INT, 0, 65536, NULL, FTK_PF_DIST, OFF(pf_dist),
 	 "bytes ahead of the row kernels' software prefetch into L1 (0: none)"},
-	/* RESULTS: "Session 5" call 1 and 3, "Session 6" call 2 */
 	{"pf_far", FTCMOE_KNOB_INT, 0, 65536, NULL, FTK_PF_FAR, OFF(pf_far),
 	 "bytes ahead of the row kernels' second prefetch, into L2 (0: none)"},
-	/* RESULTS: "Session 2" call 4, "Session 5" call 3 */
 	{"mx_pf_dist", FTCMOE_KNOB_INT, 64, 8192, NULL, FTK_MX_PF_DIST, OFF(mx_pf_dist),
 	 "bytes ahead of the mxfp4 K split's row-wise prefetch (rounded down to 64)"},
-	/* RESULTS: "Session 3", "Where a step's time goes" */
 	{"trace", FTCMOE_KNOB_WORD, 0, 0, "0|1", 0, OFF(trace),
 	 "1: time the parts of every dynamic step (ftcmoe_trace; ftbench cpu-moe prints them)"},
 };
