@@ -32,6 +32,7 @@ void ftbw_config_default(struct ftbw_config *c)
 	c->max_spread = FTBW_VALID_SPREAD;
 	strcpy(c->isa, "auto");
 	c->deployment = -1;
+	ftcmoe_tune_defaults(&c->tune);
 }
 
 const char *ftbw_deployment_name(int d)

@@ -16,6 +16,7 @@
 
 #include "hw/cpu.h"
 #include "hw/gpu.h"
+#include "moe/cpu/cpumoe.h"
 #include "moe/formats.h"
 #include "moe/models.h"
 #include "util/report.h"
@@ -55,6 +56,7 @@ struct ftbw_config {
 	int engines;             /* N engines run at once in the concurrent phase (0: one per GPU) */
 	int engine_threads;      /* cores per engine (0: the physical cores split evenly) */
 	int deployment;          /* enum ftbw_deployment, or -1: concurrent when N > 1 engines ran */
+	struct ftcmoe_tune tune; /* the CPU MoE executor's knobs (--tune; defaults) */
 };
 
 void ftbw_config_default(struct ftbw_config *c);

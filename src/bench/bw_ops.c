@@ -387,7 +387,7 @@ static int cpu_alone(struct ftbw_real *r, const struct ftbw_env *env, const stru
 		snprintf(p->err, sizeof p->err, "out of memory");
 		goto out;
 	}
-	int nt = ftcmb_isa_list(c->isa, it->fmt->id, env->cpu->isa, tiers, FTBW_MAX_ISAS, why, sizeof why);
+	int nt = ftcmb_isa_list(c->isa, &c->tune, it->fmt->id, env->cpu->isa, tiers, FTBW_MAX_ISAS, why, sizeof why);
 	if (nt <= 0) {
 		rc = nt < 0 ? nt : -ENOTSUP;
 		snprintf(p->err, sizeof p->err, "--isa %s: %s", c->isa, why[0] ? why : errstr(rc));
@@ -396,7 +396,7 @@ static int cpu_alone(struct ftbw_real *r, const struct ftbw_env *env, const stru
 	struct ftcmb_cfg cfg = {.format = it->fmt->id, .hidden = it->model->hidden, .inter = it->model->inter,
 				.experts = it->model->experts, .topk = it->model->topk, .act = it->model->act,
 				.swiglu_limit = it->model->swiglu_limit, .batch = 1, .threads = env->ncpus,
-				.numa_node = env_node(env)};
+				.numa_node = env_node(env), .tune = &c->tune};
 	rc = ftcmb_create(&cfg, env->cpu, &b);
 	if (rc < 0) {
 		snprintf(p->err, sizeof p->err, "CPU MoE setup: %s", errstr(rc));
@@ -585,7 +585,8 @@ static void batch_sweep(struct ftbw_real *r, const struct ftbw_config *c, const 
 	struct ftcmb_cfg cfg = {.format = it->fmt->id, .hidden = it->model->hidden, .inter = it->model->inter,
 				.experts = it->model->experts, .topk = it->model->topk, .act = it->model->act,
 				.swiglu_limit = it->model->swiglu_limit, .batch = maxb,
-				.routing = FTCMB_ROUTE_MODEL, .threads = env->ncpus, .numa_node = env_node(env)};
+				.routing = FTCMB_ROUTE_MODEL, .threads = env->ncpus, .numa_node = env_node(env),
+				.tune = &c->tune};
 	int n = it->synth_experts;
 	int32_t *src = malloc((size_t)n * sizeof *src), *dst = malloc((size_t)n * sizeof *dst);
 	const char *what = "out of memory";
@@ -774,7 +775,7 @@ static int op_engine_open(void *ctx, const struct ftbw_engine *e, const struct f
 					.experts = it->model->experts, .topk = it->model->topk, .act = it->model->act,
 					.swiglu_limit = it->model->swiglu_limit, .batch = 1, .threads = e->ncpus,
 					.numa_node = e->node, .cpus = e->cpus, .ncpus = e->ncpus,
-					.seed = 0x51ED2701u + (uint64_t)e->index};
+					.seed = 0x51ED2701u + (uint64_t)e->index, .tune = &c->tune};
 		int rc = ftcmb_create(&cfg, e->cpu, &h->b); /* pins this thread to the set's first core */
 		if (rc < 0) {
 			h->b = NULL;

@@ -189,7 +189,8 @@ int ftcmb_create(const struct ftcmb_cfg *cfg, const struct ftcpu_info *ci, struc
 	struct ftcmoe_cfg xc = {.format = cfg->format, .hidden = cfg->hidden, .inter = cfg->inter,
 				.experts = b->es, .layers = 1, .banks = ptrs, .act = cfg->act,
 				.swiglu_limit = cfg->swiglu_limit, .max_batch = cfg->batch,
-				.max_topk = cfg->topk, .isa = FTCMOE_ISA_AUTO, .pool = b->pool, .cpu = ci};
+				.max_topk = cfg->topk, .isa = FTCMOE_ISA_AUTO, .pool = b->pool, .cpu = ci,
+				.tune = cfg->tune};
 	r = ftcmoe_create(&xc, &b->x);
 	if (r < 0)
 		goto fail;
@@ -225,15 +226,16 @@ int ftcmb_threads(const struct ftcmb *b) { return ftpool_size(b->pool); }
 struct ftcmoe *ftcmb_moe(struct ftcmb *b) { return b->x; }
 struct ftpool *ftcmb_pool(struct ftcmb *b) { return b->pool; }
 
-int ftcmb_isa_list(const char *spec, enum ftfmt_id f, unsigned cpu_isa, enum ftcmoe_isa *out,
-		   int max, char *why, size_t whylen)
+int ftcmb_isa_list(const char *spec, const struct ftcmoe_tune *tune, enum ftfmt_id f, unsigned cpu_isa,
+		   enum ftcmoe_isa *out, int max, char *why, size_t whylen)
 {
 	int n = 0;
+	enum ftcmoe_isa forced = tune ? (enum ftcmoe_isa)tune->isa : FTCMOE_ISA_AUTO;
 	if (!spec || !strcmp(spec, "auto")) {
 		enum ftcmoe_isa t;
-		int r = ftcmoe_isa_resolve(FTCMOE_ISA_AUTO, f, cpu_isa, &t);
+		int r = ftcmoe_isa_resolve(forced, f, cpu_isa, &t);
 		if (r < 0) {
-			snprintf(why, whylen, "FREETOKEN_CPU_MOE_ISA=%s: %s", getenv("FREETOKEN_CPU_MOE_ISA"),
+			snprintf(why, whylen, "isa=%s: %s", ftcmoe_isa_name(forced),
 				 r == -ENOTSUP ? "this CPU lacks that ISA" : "unknown tier");
 			return r;
 		}
@@ -255,8 +257,8 @@ int ftcmb_isa_list(const char *spec, enum ftfmt_id f, unsigned cpu_isa, enum ftc
 			snprintf(why, whylen, "unknown ISA tier '%s' (scalar, avx2, avx512, avx512vnni, avx512bf16)", tok);
 			return -EINVAL;
 		}
-		if (t == FTCMOE_ISA_AUTO && ftcmoe_isa_resolve(t, f, cpu_isa, &t) < 0) {
-			snprintf(why, whylen, "FREETOKEN_CPU_MOE_ISA is not usable here");
+		if (t == FTCMOE_ISA_AUTO && ftcmoe_isa_resolve(forced, f, cpu_isa, &t) < 0) {
+			snprintf(why, whylen, "isa=%s is not usable here", ftcmoe_isa_name(forced));
 			return -EINVAL;
 		}
 		if (!ftcmoe_isa_supported(t, cpu_isa)) {

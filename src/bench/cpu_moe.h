@@ -42,6 +42,7 @@ struct ftcmb_cfg {
 	int ncpus;
 	size_t working_set_min;     /* 0: max(4*LLC, 1 GiB) */
 	uint64_t seed;              /* 0: a fixed default */
+	const struct ftcmoe_tune *tune; /* the executor's knobs (NULL: defaults); copied at create */
 };
 
 struct ftcmb;
@@ -62,11 +63,12 @@ int ftcmb_threads(const struct ftcmb *b);
 struct ftpool *ftcmb_pool(struct ftcmb *b);   /* borrowed (e.g. for ftcread_measure) */
 struct ftcmoe *ftcmb_moe(struct ftcmb *b);    /* borrowed (ftcmoe_trace) */
 
-/* The tiers to run for a request: "auto" (one: the resolved best), "all" (every tier this
- * CPU has), or a comma list of names. Returns the count written to out[max], -EINVAL for an
- * unknown name (why names it), -ENOTSUP for a tier this CPU lacks (why names it). */
-int ftcmb_isa_list(const char *spec, enum ftfmt_id f, unsigned cpu_isa, enum ftcmoe_isa *out,
-		   int max, char *why, size_t whylen);
+/* The tiers to run for a request: "auto" (one: what the executor runs for FTCMOE_ISA_AUTO,
+ * tune->isa or the best), "all" (every tier this CPU has), or a comma list of names (auto
+ * among them). tune may be NULL (defaults). Returns the count written to out[max], -EINVAL for
+ * an unknown name (why names it), -ENOTSUP for a tier this CPU lacks (why names it). */
+int ftcmb_isa_list(const char *spec, const struct ftcmoe_tune *tune, enum ftfmt_id f, unsigned cpu_isa,
+		   enum ftcmoe_isa *out, int max, char *why, size_t whylen);
 
 /* `warmup` untimed then `iters` timed steps with tier isa (AUTO resolves as ftcmoe does):
  * step_s[iters] gets seconds per step and step_bytes[iters] (may be NULL) the expert bytes each

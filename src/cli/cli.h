@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "hw/gpu.h"
+#include "moe/cpu/cpumoe.h"
 #include "util/report.h"
 
 #define FTCLI_EXIT_OK 0
@@ -131,7 +132,17 @@ int ftcli_opt_shard(const char *opt, const char *arg, uint64_t *bytes);
  * ftcli_set_progress_lines overrides it (a --worker child whose stdout is a result channel). */
 void ftcli_set_progress_lines(int on);
 
-/* The FREETOKEN_CPU_MOE_* settings (ftcmoe_env_check): 0, or logs the first bad one and what
- * to do, and returns -1 (commands that run the CPU MoE executor call it before any work). */
-int ftcli_check_cpu_moe_env(void);
+/* --tune key=value (hidden) on the commands that run the CPU MoE executor: the arguments in
+ * order. ftcli_opt_tune takes one: "help" prints the knob table on stdout and returns 1 (the
+ * command exits 0); else kept, 0; -1 logged when there are too many. */
+#define FTCLI_MAX_TUNE 32
+struct ftcli_tune {
+	const char *kv[FTCLI_MAX_TUNE]; /* borrowed argv strings */
+	int n;
+};
+int ftcli_opt_tune(struct ftcli_tune *o, const char *arg);
+/* The executor's knobs: defaults, FREETOKEN_CPU_MOE_ISA (the seed's variable, read here once)
+ * onto isa, then every --tune of o (may be NULL) in order. 0, or logs the first bad one (key,
+ * value and range named) and returns -1; any other FREETOKEN_CPU_MOE_* variable is refused so. */
+int ftcli_tune_build(const struct ftcli_tune *o, struct ftcmoe_tune *t);
 #endif

@@ -83,7 +83,7 @@ enum {
 	OPT_DTYPE = 256, OPT_MODEL, OPT_FORMATS, OPT_ISA, OPT_THRESHOLD, OPT_GPU, OPT_CPU_THREADS,
 	OPT_CPU_ITERS, OPT_PCIE_MIB, OPT_PCIE_ITERS, OPT_KCPU_ITERS, OPT_KPCIE_ITERS, OPT_OVERLAP,
 	OPT_JSON, OPT_RESULT_FD, OPT_ENGINES, OPT_ENGINE_THREADS, OPT_DEPLOYMENT, OPT_DEVICE, OPT_NO_LEGACY,
-	OPT_MAX_SPREAD, OPT_NO_CHECKS, OPT_GATHER, OPT_BATCH_SWEEP, OPT_REPEAT,
+	OPT_MAX_SPREAD, OPT_NO_CHECKS, OPT_GATHER, OPT_BATCH_SWEEP, OPT_REPEAT, OPT_TUNE,
 };
 
 /* --batch-sweep LIST: 1..FTCMOE_MAX_BATCH each, at most FTBW_MAX_BATCHES, kept ascending and
@@ -572,6 +572,7 @@ int cmd_bw(int argc, char **argv)
 		{"max-spread", required_argument, NULL, OPT_MAX_SPREAD},
 		{"no-checks", no_argument, NULL, OPT_NO_CHECKS},
 		{"repeat", required_argument, NULL, OPT_REPEAT},
+		{"tune", required_argument, NULL, OPT_TUNE},
 		{"help", no_argument, NULL, 'h'},
 		{0}};
 	static const int lists[] = {OPT_DTYPE, OPT_MODEL, OPT_FORMATS, OPT_ISA, 0};
@@ -593,6 +594,7 @@ static int bw_cmd(int argc, char **argv, const struct option *opts)
 	char device[16];
 	int json = 0, c, dtype_given = 0, model_given = 0, threads = 0, legacy = 1;
 	int repeat = 0, iters_given[4] = {0}; /* cpu, pcie, kernel cpu, kernel pcie */
+	struct ftcli_tune tunes = {0};
 	ftbw_config_default(&cfg);
 
 	optind = 1;
@@ -663,6 +665,10 @@ static int bw_cmd(int argc, char **argv, const struct option *opts)
 				bad = 1;
 			}
 			break;
+		case OPT_TUNE:
+			if ((bad = ftcli_opt_tune(&tunes, optarg)) > 0)
+				return 0;
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return FTCLI_EXIT_USAGE;
 		}
@@ -683,7 +689,7 @@ static int bw_cmd(int argc, char **argv, const struct option *opts)
 		parse_formats("--dtype", "all", cfg.dtypes, &cfg.ndtypes, true);
 	if (cfg.nformats && !model_given)
 		ftcli_note("--formats applies to --model workloads only; ignored");
-	if (ftcli_check_cpu_moe_env() < 0)
+	if (ftcli_tune_build(&tunes, &cfg.tune) < 0)
 		return FTCLI_EXIT_USAGE;
 	if (cfg.deployment < 0 && getenv("FTBENCH_DEPLOYMENT") && *getenv("FTBENCH_DEPLOYMENT") &&
 	    ftbw_deployment_parse(getenv("FTBENCH_DEPLOYMENT"), &cfg.deployment) < 0) {

@@ -101,12 +101,15 @@ int cmd_cpu_moe(int argc, char **argv)
 		{"numa", required_argument, NULL, 'N'},   {"working-set-mib", required_argument, NULL, 'W'},
 		{"json", no_argument, NULL, 'j'},         {"result-fd", required_argument, NULL, 'R'},
 		{"output-format", required_argument, NULL, 'O'},
-		{"help", no_argument, NULL, 'h'},         {0}};
+		{"help", no_argument, NULL, 'h'},         {"tune", required_argument, NULL, 'T'},
+		{0}};
 	const char *fmt_name = NULL, *model_name = NULL, *isa_spec = "auto";
 	long batches[FTCMOE_MAX_BATCH] = {1}, threads = 0, iters = 64, warmup = 8, passes = 8, numa = -1, ws_mib = 0;
 	int json = 0, c, nbatch = 1, routing = FTCMB_ROUTE_MODEL;
 	enum ftcli_format ofmt = FTCLI_FMT_TABLE;
-	while ((c = getopt_long(argc, argv, "f:m:b:o:i:t:n:w:r:N:W:jR:h", opts, NULL)) != -1) {
+	struct ftcli_tune tunes = {0};
+	struct ftcmoe_tune tune;
+	while ((c = getopt_long(argc, argv, "f:m:b:o:i:t:n:w:r:N:W:jR:hT:", opts, NULL)) != -1) {
 		int bad = 0;
 		switch (c) {
 		case 'f': fmt_name = optarg; break;
@@ -140,6 +143,12 @@ int cmd_cpu_moe(int argc, char **argv)
 				return FTCLI_EXIT_USAGE;
 			break;
 		case 'h': usage(stdout); return 0;
+		case 'T': {
+			int t = ftcli_opt_tune(&tunes, optarg);
+			if (t)
+				return t > 0 ? 0 : FTCLI_EXIT_USAGE;
+			break;
+		}
 		default: usage(stderr); return FTCLI_EXIT_USAGE;
 		}
 		if (bad) {
@@ -180,7 +189,7 @@ int cmd_cpu_moe(int argc, char **argv)
 		model = ftmodel_bw_dtype(f->id);
 	if (!model)
 		model = &q4_default;
-	if (ftcli_check_cpu_moe_env() < 0)
+	if (ftcli_tune_build(&tunes, &tune) < 0)
 		return FTCLI_EXIT_USAGE;
 
 	struct ftcpu_info ci;
@@ -191,7 +200,7 @@ int cmd_cpu_moe(int argc, char **argv)
 	}
 	enum ftcmoe_isa tiers[FTCMOE_ISA_COUNT * 4];
 	char why[256] = "";
-	int ntiers = ftcmb_isa_list(isa_spec, f->id, ci.isa, tiers, (int)(sizeof tiers / sizeof tiers[0]), why, sizeof why);
+	int ntiers = ftcmb_isa_list(isa_spec, &tune, f->id, ci.isa, tiers, (int)(sizeof tiers / sizeof tiers[0]), why, sizeof why);
 	if (ntiers < 0) {
 		ftcli_error("%s", why);
 		ftcpu_release(&ci);
@@ -204,7 +213,7 @@ int cmd_cpu_moe(int argc, char **argv)
 				.experts = model->experts, .topk = model->topk, .act = model->act,
 				.swiglu_limit = model->swiglu_limit, .batch = (int)batch, .routing = routing,
 				.threads = (int)threads, .numa_node = (int)numa,
-				.working_set_min = (size_t)ws_mib << 20};
+				.working_set_min = (size_t)ws_mib << 20, .tune = &tune};
 	struct ftcmb *b = NULL;
 	int rc = FTCLI_EXIT_FAIL;
 	double *steps = calloc((size_t)iters, sizeof(double)), *bytes = calloc((size_t)iters, sizeof(double));

@@ -253,16 +253,6 @@ struct ftreport ftcli_reporter(void)
 	return (struct ftreport){rep_progress, rep_note, NULL};
 }
 
-int ftcli_check_cpu_moe_env(void)
-{
-	char why[256];
-	if (ftcmoe_env_check(why, sizeof why) < 0) {
-		ftcli_error("%s (unset it, or give a value it accepts)", why);
-		return -1;
-	}
-	return 0;
-}
-
 int ftcli_opt_device(const char *arg, char *spec, size_t n, const char **gpu_spec)
 {
 	long v;

@@ -110,16 +110,27 @@ static void test_isa_lists(void **s)
 {
 	enum ftcmoe_isa t[8];
 	char why[128];
-	assert_int_equal(ftcmb_isa_list("scalar", FTFMT_BF16, ci.isa, t, 8, why, sizeof why), 1);
+	assert_int_equal(ftcmb_isa_list("scalar", NULL, FTFMT_BF16, ci.isa, t, 8, why, sizeof why), 1);
 	assert_int_equal(t[0], FTCMOE_ISA_SCALAR);
-	int all = ftcmb_isa_list("all", FTFMT_BF16, ci.isa, t, 8, why, sizeof why);
+	int all = ftcmb_isa_list("all", NULL, FTFMT_BF16, ci.isa, t, 8, why, sizeof why);
 	assert_int_equal(all, __builtin_popcount(ftcmoe_isa_mask(ci.isa)));
-	assert_int_equal(ftcmb_isa_list("scalar,sse9", FTFMT_BF16, ci.isa, t, 8, why, sizeof why), -EINVAL);
+	assert_int_equal(ftcmb_isa_list("scalar,sse9", NULL, FTFMT_BF16, ci.isa, t, 8, why, sizeof why), -EINVAL);
 	assert_non_null(strstr(why, "sse9"));
-	assert_int_equal(ftcmb_isa_list("avx2", FTFMT_BF16, 0, t, 8, why, sizeof why), -ENOTSUP);
+	assert_int_equal(ftcmb_isa_list("avx2", NULL, FTFMT_BF16, 0, t, 8, why, sizeof why), -ENOTSUP);
 	assert_non_null(strstr(why, "not supported"));
-	assert_int_equal(ftcmb_isa_list("auto", FTFMT_Q4_0, ci.isa, t, 8, why, sizeof why), 1);
+	assert_int_equal(ftcmb_isa_list("auto", NULL, FTFMT_Q4_0, ci.isa, t, 8, why, sizeof why), 1);
 	assert_int_equal(t[0], ftcmoe_isa_best(FTFMT_Q4_0, ci.isa));
+	/* tune isa: what "auto" means, alone and in a list; a tier the CPU lacks is named */
+	struct ftcmoe_tune tn;
+	ftcmoe_tune_defaults(&tn);
+	tn.isa = FTCMOE_ISA_SCALAR;
+	assert_int_equal(ftcmb_isa_list("auto", &tn, FTFMT_Q4_0, ci.isa, t, 8, why, sizeof why), 1);
+	assert_int_equal(t[0], FTCMOE_ISA_SCALAR);
+	assert_int_equal(ftcmb_isa_list("scalar,auto", &tn, FTFMT_Q4_0, ci.isa, t, 8, why, sizeof why), 2);
+	assert_int_equal(t[1], FTCMOE_ISA_SCALAR);
+	tn.isa = FTCMOE_ISA_AVX2;
+	assert_int_equal(ftcmb_isa_list("auto", &tn, FTFMT_BF16, 0, t, 8, why, sizeof why), -ENOTSUP);
+	assert_non_null(strstr(why, "isa=avx2"));
 }
 
 static void test_read_default_size(void **s)

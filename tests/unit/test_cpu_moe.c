@@ -376,18 +376,6 @@ static void test_batch32_and_duplicates(void **s)
 	for (int i = 0; i < 32 * H; i++)
 		d1[i] = o1[i];
 	assert_true(rel_err(o2, d1, 32 * H) <= tolerance(FTFMT_NVFP4, ftcmoe_kernel_name(best, FTFMT_NVFP4, ci.isa)));
-	/* the per-expert row split (FREETOKEN_CPU_MOE_SPLIT=rows) computes the same */
-	setenv("FREETOKEN_CPU_MOE_SPLIT", "rows", 1);
-	struct ftcmoe *y = NULL;
-	cfg.isa = best;
-	assert_int_equal(ftcmoe_create(&cfg, &y), 0);
-	unsetenv("FREETOKEN_CPU_MOE_SPLIT");
-	static float o3[32 * H];
-	assert_int_equal(ftcmoe_forward(y, 0, 32, TOPK, xin, ids, w, o3), 0);
-	for (int i = 0; i < 32 * H; i++)
-		d1[i] = o2[i];
-	assert_true(rel_err(o3, d1, 32 * H) <= 1e-5);
-	ftcmoe_free(y);
 	/* bad arguments */
 	ids[0] = E;
 	assert_int_equal(ftcmoe_forward(x, 0, 1, TOPK, xin, ids, w, o1), -EINVAL);
@@ -449,14 +437,6 @@ static void test_ksplit_ranges(void **s)
 			den += (double)whole[n] * whole[n];
 		}
 		assert_true(den > 0 && sqrt(num / den) < 1e-5);
-		/* the prefetch order (FREETOKEN_CPU_MOE_MXPF) does not change a result */
-		for (int mode = 1; mode <= 2; mode++) {
-			ftk_mx_seq_prefetch = mode;
-			memset(part, 0, sizeof part);
-			o->rows_t(&m, 0, H / 2, 1, xs, pp, tmp);
-			ftk_mx_seq_prefetch = 0;
-			assert_memory_equal(part, whole, sizeof(float) * 2 * I);
-		}
 		tested++;
 	}
 	if (ci.isa & FTCPU_AVX512F)
@@ -464,9 +444,9 @@ static void test_ksplit_ranges(void **s)
 	free_banks(&b);
 }
 
-/* Batch 1 takes the lean step (per-worker prep, pass 2 by rows, one barrier); it must compute
- * what the shared-prep step computes (FREETOKEN_CPU_MOE_LEAN=0), for every format on its best
- * tier, with more routes than one round of mxfp4 partials when top-k is large. */
+/* Batch 1 takes the lean step (x and h prepared by every worker for itself, fewer barriers); it
+ * must compute what the shared-prep step computes (the same token twice in a batch of 2, which
+ * takes the shared step), for every format on its best tier, top-k up to E. */
 static void test_lean_step(void **s)
 {
 	static const enum ftfmt_id fs[] = {FTFMT_BF16, FTFMT_NVFP4, FTFMT_MXFP4_TRITON, FTFMT_DS_FP4, FTFMT_Q4_0};
@@ -475,26 +455,23 @@ static void test_lean_step(void **s)
 		make_banks(&b, fs[fi]);
 		struct ftcmoe_cfg cfg = {.format = fs[fi], .hidden = H, .inter = I, .experts = E,
 					 .layers = L, .banks = b.ptr, .act = FTACT_SWIGLU_OAI, .swiglu_limit = 7,
-					 .max_batch = 1, .max_topk = E, .isa = FTCMOE_ISA_AUTO, .pool = pool, .cpu = &ci};
-		struct ftcmoe *x = NULL, *y = NULL;
+					 .max_batch = 2, .max_topk = E, .isa = FTCMOE_ISA_AUTO, .pool = pool, .cpu = &ci};
+		struct ftcmoe *x = NULL;
 		assert_int_equal(ftcmoe_create(&cfg, &x), 0);
-		setenv("FREETOKEN_CPU_MOE_LEAN", "0", 1);
-		assert_int_equal(ftcmoe_create(&cfg, &y), 0);
-		unsetenv("FREETOKEN_CPU_MOE_LEAN");
-		float xin[H], w[E], o1[H], o2[H];
+		float xin[2 * H], w[2 * E], o1[H], o2[2 * H];
 		double d[H];
-		int32_t ids[E];
+		int32_t ids[2 * E];
 		for (int k = 0; k < E; k++) {
-			ids[k] = k == 2 ? -1 : E - 1 - k;
-			w[k] = (float)unif();
+			ids[k] = ids[E + k] = k == 2 ? -1 : E - 1 - k;
+			w[k] = w[E + k] = (float)unif();
 		}
 		for (int rep = 0; rep < 3; rep++) {
 			for (int i = 0; i < H; i++)
-				xin[i] = (float)gauss();
+				xin[i] = xin[H + i] = (float)gauss();
 			for (int i = 0; i < H; i++)
 				o1[i] = o2[i] = NAN;
 			assert_int_equal(ftcmoe_forward(x, rep % L, 1, E, xin, ids, w, o1), 0);
-			assert_int_equal(ftcmoe_forward(y, rep % L, 1, E, xin, ids, w, o2), 0);
+			assert_int_equal(ftcmoe_forward(x, rep % L, 2, E, xin, ids, w, o2), 0);
 			for (int i = 0; i < H; i++)
 				d[i] = o2[i];
 			double e = rel_err(o1, d, H);
@@ -502,7 +479,6 @@ static void test_lean_step(void **s)
 				fail_msg("%s lean vs shared step: rel err %.3g", ftfmt_get(fs[fi])->name, e);
 		}
 		ftcmoe_free(x);
-		ftcmoe_free(y);
 		free_banks(&b);
 	}
 }
@@ -520,25 +496,25 @@ static void test_schedules(void **s)
 		make_banks(&b, fs[fi]);
 		enum ftcmoe_isa tiers[2] = {FTCMOE_ISA_SCALAR, ftcmoe_isa_best(fs[fi], ci.isa)};
 		for (int ti = 0; ti < 2; ti++) {
+			struct ftcmoe_tune t;
+			ftcmoe_tune_defaults(&t);
 			struct ftcmoe_cfg cfg = {.format = fs[fi], .hidden = H, .inter = I, .experts = E,
 						 .layers = L, .banks = b.ptr, .act = FTACT_GELU, .max_batch = 8,
-						 .max_topk = TOPK, .isa = tiers[ti], .pool = pool, .cpu = &ci};
+						 .max_topk = TOPK, .isa = tiers[ti], .pool = pool, .cpu = &ci, .tune = &t};
 			struct ftcmoe *x = NULL, *y = NULL, *z = NULL;
-			setenv("FREETOKEN_CPU_MOE_ITEM_KB", "16", 1);
-			setenv("FREETOKEN_CPU_MOE_ITEM2_KB", "16", 1); /* mxfp4: two h slices per expert */
-			setenv("FREETOKEN_CPU_MOE_SCHED", "dynamic", 1); /* this pool has < 8 workers */
+			t.item_kb = 16;
+			t.item2_kb = 16; /* mxfp4: two h slices per expert */
+			t.sched = FTCMOE_SCHED_DYNAMIC; /* this pool has < 8 workers */
 			assert_int_equal(ftcmoe_create(&cfg, &x), 0);
 			/* the default item sizes (here one or two items per pass and group) and the last
 			 * expert's down rows 3x finer (x has the default, 4x; the mxfp4 K split has none):
 			 * another split, so other chunks of the partial outputs written */
-			unsetenv("FREETOKEN_CPU_MOE_ITEM_KB");
-			unsetenv("FREETOKEN_CPU_MOE_ITEM2_KB");
-			setenv("FREETOKEN_CPU_MOE_TAIL_DIV", "3", 1);
+			t.item_kb = t.item2_kb = 0;
+			t.tail_div = 3;
 			assert_int_equal(ftcmoe_create(&cfg, &z), 0);
-			unsetenv("FREETOKEN_CPU_MOE_TAIL_DIV");
-			setenv("FREETOKEN_CPU_MOE_SCHED", "static", 1);
+			ftcmoe_tune_defaults(&t);
+			t.sched = FTCMOE_SCHED_STATIC;
 			assert_int_equal(ftcmoe_create(&cfg, &y), 0);
-			unsetenv("FREETOKEN_CPU_MOE_SCHED");
 			/* mxfp4's dynamic K split scales h by the route weight before pass 2 (one
 			 * partial per token): W4A8 may round the scaled h to int8 differently (seen:
 			 * 1.4e-7, i.e. not at all on these data) */
@@ -582,36 +558,13 @@ static void test_schedules(void **s)
 	}
 }
 
-/* Two streams per kernel call (FREETOKEN_CPU_MOE_STREAMS=2, ftk_streams): every format on every
- * tier against float64 and scalar again (run_format), K-split ranges adding up, and each row
- * kernel bit-identical to the one-stream walk on odd and even ranges (same sums per row); the
- * same for the W4A8 kernels' four-row blocks at batch 1 (FREETOKEN_CPU_MOE_ROWBLK, ftk_rowblk). */
+/* The row kernels' multi-row walks against a row at a time: bf16dp's two interleaved streams
+ * (every batch) and the W4A8 kernels' four-row blocks (q4_0, batch 1) sum each row
+ * bit-identically to a call of that one row, on odd and even ranges, every tier with a vector
+ * row kernel. */
 static void test_streams(void **s)
 {
-	/* process-wide settings, taken from the environment by every ftcmoe_create; the far L2
-	 * prefetch along (it changes no result) */
-	setenv("FREETOKEN_CPU_MOE_STREAMS", "2", 1);
-	setenv("FREETOKEN_CPU_MOE_PF_FAR", "8192", 1);
 	static const enum ftfmt_id fs[] = {FTFMT_BF16, FTFMT_NVFP4, FTFMT_MXFP4_TRITON, FTFMT_DS_FP4, FTFMT_Q4_0};
-	for (size_t fi = 0; fi < sizeof fs / sizeof fs[0]; fi++)
-		run_format(fs[fi]);
-	assert_int_equal(ftk_streams, 2);
-	unsetenv("FREETOKEN_CPU_MOE_STREAMS");
-	unsetenv("FREETOKEN_CPU_MOE_PF_FAR");
-	/* the W4A8 row kernels' other batch-1 walk than each format's default (four-row blocks for
-	 * nvfp4 and ds_fp4, a row at a time for q4_0), against float64 and scalar */
-	static const struct {
-		enum ftfmt_id f;
-		const char *blk;
-	} rb[] = {{FTFMT_NVFP4, "4"}, {FTFMT_DS_FP4, "4"}, {FTFMT_Q4_0, "1"}};
-	for (size_t i = 0; i < sizeof rb / sizeof rb[0]; i++) {
-		setenv("FREETOKEN_CPU_MOE_ROWBLK", rb[i].blk, 1);
-		run_format(rb[i].f);
-		assert_int_equal(ftk_rowblk, atoi(rb[i].blk));
-	}
-	unsetenv("FREETOKEN_CPU_MOE_ROWBLK");
-	ftk_streams = 2;
-	test_ksplit_ranges(s);
 	int tested = 0;
 	for (size_t fi = 0; fi < sizeof fs / sizeof fs[0]; fi++) {
 		if (fs[fi] == FTFMT_MXFP4_TRITON) /* transposed: K split, covered above */
@@ -643,7 +596,6 @@ static void test_streams(void **s)
 					o->prep(xf[bb], H, xq[bb]);
 					xs[bb] = xq[bb];
 				}
-				p1[bb] = y1[bb];
 				p2[bb] = y2[bb];
 			}
 			static const long rg[][2] = {{0, 1}, {3, 4 + 2 * 17}, {5, 5 + 64}, {0, 2 * I}};
@@ -652,30 +604,20 @@ static void test_streams(void **s)
 				for (size_t ni = 0; ni < sizeof nbs / sizeof nbs[0]; ni++) {
 					memset(y1, 0, sizeof y1);
 					memset(y2, 0, sizeof y2);
-					ftk_streams = 1;
-					ftk_rowblk = 1;
-					o->rows(&m, rg[ri][0], rg[ri][1], nbs[ni], xs, p1);
-					ftk_streams = 2;
+					for (long r = rg[ri][0]; r < rg[ri][1]; r++) { /* a row per call */
+						for (int bb = 0; bb < 5; bb++)
+							p1[bb] = y1[bb] + (r - rg[ri][0]);
+						o->rows(&m, r, r + 1, nbs[ni], xs, p1);
+					}
 					o->rows(&m, rg[ri][0], rg[ri][1], nbs[ni], xs, p2);
 					for (int bb = 0; bb < nbs[ni]; bb++)
 						for (long r = 0; r < rg[ri][1] - rg[ri][0]; r++)
 							assert_true(y1[bb][r] == y2[bb][r] && y1[bb][r] != 0.0f);
-					if (nbs[ni] != 1)
-						continue;
-					/* batch 1 in blocks of four rows (ftk_rowblk 4) and a row at a time */
-					memset(y2, 0, sizeof y2);
-					ftk_streams = 1;
-					ftk_rowblk = 4;
-					o->rows(&m, rg[ri][0], rg[ri][1], 1, xs, p2);
-					for (long r = 0; r < rg[ri][1] - rg[ri][0]; r++)
-						assert_true(y1[0][r] == y2[0][r]);
 				}
 			tested++;
 		}
 		free_banks(&b);
 	}
-	ftk_streams = 0; /* per-kernel defaults */
-	ftk_rowblk = 0;
 	if (ci.isa & FTCPU_AVX512F)
 		assert_true(tested > 0);
 }
@@ -787,7 +729,7 @@ static void test_amx_bf16(void **s)
 
 /* q4_0 rows longer than the test geometry: K = 64 (one tail group of the vnni kernel), 1216
  * (9 groups of 128 and a tail of 64: the 18-byte blocks cross 64-byte lines at every offset)
- * and 2048, N = 7 rows, every tier against float64, one and two streams. */
+ * and 2048, N = 7 rows, every tier against float64. */
 static void test_q4_long_rows(void **s)
 {
 	static const long Ks[] = {64, 1216, 2048};
@@ -831,18 +773,14 @@ static void test_q4_long_rows(void **s)
 				ys[b] = y[b];
 			}
 			double tol = o->prep ? 2.5e-2 : 1e-4;
-			for (int st = 1; st <= 2; st++) {
-				ftk_streams = st;
-				for (int nb = 1; nb <= NB; nb += 2) {
-					memset(y, 0, sizeof y);
-					o->rows(&m, 0, N, nb, xs, ys);
-					double e = rel_err(&y[0][0], &ref[0][0], (size_t)nb * N); /* rows b < nb */
-					if (!(e <= tol))
-						fail_msg("q4_0 K=%ld tier %s (%s) nb=%d streams=%d: rel err %.3g > %.3g", K,
-							 ftcmoe_isa_name((enum ftcmoe_isa)t), o->name, nb, st, e, tol);
-				}
+			for (int nb = 1; nb <= NB; nb += 2) {
+				memset(y, 0, sizeof y);
+				o->rows(&m, 0, N, nb, xs, ys);
+				double e = rel_err(&y[0][0], &ref[0][0], (size_t)nb * N); /* rows b < nb */
+				if (!(e <= tol))
+					fail_msg("q4_0 K=%ld tier %s (%s) nb=%d: rel err %.3g > %.3g", K,
+						 ftcmoe_isa_name((enum ftcmoe_isa)t), o->name, nb, e, tol);
 			}
-			ftk_streams = 0;
 		}
 		free(w);
 	}
@@ -857,14 +795,6 @@ static void test_tiers(void **s)
 	assert_int_equal(ftcmoe_isa_resolve(FTCMOE_ISA_AVX2, FTFMT_BF16, 0, &t), -ENOTSUP);
 	assert_int_equal(ftcmoe_isa_resolve(FTCMOE_ISA_SCALAR, FTFMT_BF16, 0, &t), 0);
 	assert_true(ftcmoe_isa_mask(0) == 1u);
-	setenv("FREETOKEN_CPU_MOE_ISA", "scalar", 1);
-	assert_int_equal(ftcmoe_isa_resolve(FTCMOE_ISA_AUTO, FTFMT_BF16, ci.isa, &t), 0);
-	assert_int_equal(t, FTCMOE_ISA_SCALAR);
-	setenv("FREETOKEN_CPU_MOE_ISA", "avx512bf16", 1);
-	assert_int_equal(ftcmoe_isa_resolve(FTCMOE_ISA_AUTO, FTFMT_BF16, FTCPU_AVX2 | FTCPU_FMA, &t), -ENOTSUP);
-	setenv("FREETOKEN_CPU_MOE_ISA", "mmx", 1);
-	assert_int_equal(ftcmoe_isa_resolve(FTCMOE_ISA_AUTO, FTFMT_BF16, ci.isa, &t), -EINVAL);
-	unsetenv("FREETOKEN_CPU_MOE_ISA");
 	assert_int_equal(ftcmoe_isa_resolve(FTCMOE_ISA_AUTO, FTFMT_BF16, ci.isa, &t), 0);
 	assert_int_equal(t, ftcmoe_isa_best(FTFMT_BF16, ci.isa));
 	/* auto: the fastest tier measured per format (bench/RESULTS.md) */
@@ -887,6 +817,15 @@ static void test_tiers(void **s)
 	struct ftcmoe *x = NULL;
 	assert_int_equal(ftcmoe_create(&cfg, &x), -ENOTSUP);
 	assert_null(x);
+	/* tune.isa says what AUTO means: a tier the CPU lacks is refused the same way */
+	struct ftcmoe_tune tn;
+	ftcmoe_tune_defaults(&tn);
+	tn.isa = FTCMOE_ISA_AVX512BF16;
+	cfg.isa = FTCMOE_ISA_AUTO;
+	cfg.tune = &tn;
+	assert_int_equal(ftcmoe_create(&cfg, &x), -ENOTSUP);
+	assert_null(x);
+	cfg.tune = NULL;
 	cfg.format = FTFMT_FP8_BLOCK;
 	cfg.isa = FTCMOE_ISA_SCALAR;
 	assert_int_equal(ftcmoe_create(&cfg, &x), -EINVAL);
@@ -914,42 +853,137 @@ static void test_pool(void **s)
 	assert_int_equal(ftpool_cpu(pool, n), -1);
 }
 
-/* A bad FREETOKEN_CPU_MOE_* value is named, and create refuses it instead of guessing. */
-static void test_env_values(void **s)
+/* The knob table: every default is within its row and reads back as the text --tune takes; a
+ * bad value, an unknown key or a missing '=' is named (key, value, what it accepts) and leaves
+ * the tune as it was; create refuses a field out of its row's range instead of guessing. */
+static void test_tune_values(void **s)
 {
-	char why[256] = "";
-	assert_int_equal(ftcmoe_env_check(why, sizeof why), 0);
-	static const char *const bad[][2] = {{"FREETOKEN_CPU_MOE_SCHED", "dyn"}, {"FREETOKEN_CPU_MOE_ITEM_KB", "8"},
-					      {"FREETOKEN_CPU_MOE_PF_DIST", "4k"}, {"FREETOKEN_CPU_MOE_MXPF", "rows,seq"},
-					      {"FREETOKEN_CPU_MOE_ITEM2_KB", "0"}, {"FREETOKEN_CPU_MOE_TRACE", "yes"},
-					      {"FREETOKEN_CPU_MOE_PF_FAR", "-1"}, {"FREETOKEN_CPU_MOE_ROWBLK", "2"},
-					      /* names this build does not read: a removed switch, a typo */
-					      {"FREETOKEN_CPU_MOE_POUT", "FREETOKEN_CPU_MOE_POUT"},
-					      {"FREETOKEN_CPU_MOE_ITEMKB", "FREETOKEN_CPU_MOE_ITEMKB"}};
+	char why[512] = "", txt[64];
+	struct ftcmoe_tune t, t0;
+	ftcmoe_tune_defaults(&t);
+	assert_int_equal(ftcmoe_tune_check(&t, why, sizeof why), 0);
+	assert_true(ftcmoe_nknobs >= 9);
+	for (int i = 0; i < ftcmoe_nknobs; i++) {
+		const struct ftcmoe_knob *k = &ftcmoe_knobs[i];
+		assert_ptr_equal(ftcmoe_knob_find(k->name, strlen(k->name)), k);
+		for (int j = 0; j < i; j++)
+			assert_true(strcmp(ftcmoe_knobs[j].name, k->name) != 0);
+		assert_true(k->help && *k->help && !strchr(k->help, '\n'));
+		/* the default as text sets the default */
+		char kv[96];
+		ftcmoe_knob_value(k, k->def, txt, sizeof txt);
+		snprintf(kv, sizeof kv, "%s=%s", k->name, txt);
+		t0 = t;
+		assert_int_equal(ftcmoe_tune_set(&t, kv, why, sizeof why), 0);
+		assert_memory_equal(&t, &t0, sizeof t);
+	}
+	assert_null(ftcmoe_knob_find("spin", 4)); /* removed switches */
+	assert_null(ftcmoe_knob_find("lean", 4));
+	assert_null(ftcmoe_knob_find("split", 5));
+	assert_null(ftcmoe_knob_find("mxpf", 4));
+	assert_null(ftcmoe_knob_find("streams", 7));
+	assert_null(ftcmoe_knob_find("rowblk", 6));
+	/* the old variables' bad values, as --tune; removed names and typos are unknown keys */
+	static const char *const bad[][3] = {
+		{"sched=dyn", "sched", "auto|static|dynamic"}, {"item_kb=8", "item_kb", "16 to 65536"},
+		{"pf_dist=4k", "pf_dist", "0 to 65536"},       {"item2_kb=0", "item2_kb", "16 to 65536"},
+		{"trace=yes", "trace", "0|1"},                 {"pf_far=-1", "pf_far", "0 to 65536"},
+		{"rowblk=4", "unknown key 'rowblk'", "isa"},   {"tail_div=65", "tail_div", "1 to 64"},
+		{"mx_pf_dist=32", "mx_pf_dist", "64 to 8192"}, {"isa=mmx", "isa", "avx512bf16"},
+		{"streams=2", "unknown key 'streams'", "isa"}, {"pout=lazy", "unknown key 'pout'", "item_kb"},
+		{"itemkb=256", "unknown key 'itemkb'", "item_kb"}, {"mxpf=seq", "unknown key 'mxpf'", "trace"},
+		{"item_kb", "expected key=value", "sched"},    {"=4", "expected key=value", "isa"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		t0 = t;
+		why[0] = 0;
+		assert_int_equal(ftcmoe_tune_set(&t, bad[i][0], why, sizeof why), -EINVAL);
+		assert_memory_equal(&t, &t0, sizeof t);
+		if (!strstr(why, bad[i][1]) || !strstr(why, bad[i][2]))
+			fail_msg("'%s': '%s' does not name '%s' and '%s'", bad[i][0], why, bad[i][1], bad[i][2]);
+		const char *v = strchr(bad[i][0], '=');
+		if (v && v[1] && strncmp(bad[i][1], "unknown", 7))
+			assert_non_null(strstr(why, v + 1)); /* the value given */
+	}
+	assert_int_equal(ftcmoe_tune_set(&t, "sched=static", why, sizeof why), 0);
+	assert_int_equal(t.sched, FTCMOE_SCHED_STATIC);
+	assert_int_equal(ftcmoe_tune_set(&t, "item_kb=256", why, sizeof why), 0);
+	assert_int_equal(t.item_kb, 256);
+	assert_int_equal(ftcmoe_tune_set(&t, "item_kb=auto", why, sizeof why), 0);
+	assert_int_equal(t.item_kb, 0);
+	assert_int_equal(ftcmoe_tune_set(&t, "isa=avx512_bf16", why, sizeof why), 0); /* an alias */
+	assert_int_equal(t.isa, FTCMOE_ISA_AVX512BF16);
+	/* create checks the fields set directly */
 	struct banks b;
 	make_banks(&b, FTFMT_BF16);
 	struct ftcmoe_cfg cfg = {.format = FTFMT_BF16, .hidden = H, .inter = I, .experts = E, .layers = L,
 				 .banks = b.ptr, .act = FTACT_SILU, .max_batch = 1, .max_topk = TOPK,
-				 .isa = FTCMOE_ISA_AUTO, .pool = pool, .cpu = &ci};
-	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		setenv(bad[i][0], bad[i][1], 1);
-		assert_int_equal(ftcmoe_env_check(why, sizeof why), -EINVAL);
-		assert_non_null(strstr(why, bad[i][0]));
-		assert_non_null(strstr(why, bad[i][1]));
+				 .isa = FTCMOE_ISA_SCALAR, .pool = pool, .cpu = &ci, .tune = &t};
+	static const size_t offs[] = {offsetof(struct ftcmoe_tune, sched), offsetof(struct ftcmoe_tune, item_kb),
+				      offsetof(struct ftcmoe_tune, tail_div), offsetof(struct ftcmoe_tune, pf_far),
+				      offsetof(struct ftcmoe_tune, trace), offsetof(struct ftcmoe_tune, isa)};
+	static const long vals[] = {3, 8, 0, 65537, 2, FTCMOE_ISA_COUNT};
+	for (size_t i = 0; i < sizeof offs / sizeof offs[0]; i++) {
+		ftcmoe_tune_defaults(&t);
+		*(long *)((char *)&t + offs[i]) = vals[i];
+		assert_int_equal(ftcmoe_tune_check(&t, why, sizeof why), -EINVAL);
 		struct ftcmoe *x = NULL;
 		assert_int_equal(ftcmoe_create(&cfg, &x), -EINVAL);
 		assert_null(x);
-		unsetenv(bad[i][0]);
 	}
-	setenv("FREETOKEN_CPU_MOE_SCHED", "static", 1);
-	setenv("FREETOKEN_CPU_MOE_ITEM_KB", "256", 1);
-	assert_int_equal(ftcmoe_env_check(why, sizeof why), 0);
-	unsetenv("FREETOKEN_CPU_MOE_SCHED");
-	unsetenv("FREETOKEN_CPU_MOE_ITEM_KB");
 	free_banks(&b);
 }
 
-/* FREETOKEN_CPU_MOE_TRACE=1: a dynamic step's parts are timed and add up to no more than the
+/* tune.isa reaches the executor: created with AUTO and tune isa=T (as --tune isa=T or
+ * FREETOKEN_CPU_MOE_ISA=T give it), the executor runs tier T and computes bit for bit what it
+ * computes when asked for T by name; ftcmoe_set_isa(AUTO) comes back to T, an explicit tier
+ * still wins over it. */
+static void test_tune_isa(void **s)
+{
+	static const enum ftfmt_id fs[] = {FTFMT_BF16, FTFMT_NVFP4, FTFMT_MXFP4_TRITON};
+	for (size_t fi = 0; fi < sizeof fs / sizeof fs[0]; fi++)
+		for (int tier = 0; tier < FTCMOE_ISA_COUNT; tier++) {
+			if (!ftcmoe_isa_supported((enum ftcmoe_isa)tier, ci.isa))
+				continue;
+			struct banks b;
+			make_banks(&b, fs[fi]);
+			struct ftcmoe_tune t;
+			char why[256], kv[64];
+			ftcmoe_tune_defaults(&t);
+			snprintf(kv, sizeof kv, "isa=%s", ftcmoe_isa_name((enum ftcmoe_isa)tier));
+			assert_int_equal(ftcmoe_tune_set(&t, kv, why, sizeof why), 0);
+			struct ftcmoe_cfg cfg = {.format = fs[fi], .hidden = H, .inter = I, .experts = E,
+						 .layers = L, .banks = b.ptr, .act = FTACT_SILU, .max_batch = 3,
+						 .max_topk = TOPK, .isa = FTCMOE_ISA_AUTO, .pool = pool, .cpu = &ci,
+						 .tune = &t};
+			struct ftcmoe *x = NULL, *y = NULL;
+			assert_int_equal(ftcmoe_create(&cfg, &x), 0);
+			assert_int_equal(ftcmoe_isa(x), tier);
+			assert_int_equal(ftcmoe_tune_of(x)->isa, tier);
+			cfg.tune = NULL;
+			cfg.isa = (enum ftcmoe_isa)tier;
+			assert_int_equal(ftcmoe_create(&cfg, &y), 0);
+			float xin[3 * H], w[3 * TOPK], o1[3 * H], o2[3 * H];
+			int32_t ids[3 * TOPK];
+			for (int i = 0; i < 3 * H; i++)
+				xin[i] = (float)gauss();
+			routes(3, ids, w);
+			for (int Bt = 1; Bt <= 3; Bt += 2) {
+				assert_int_equal(ftcmoe_forward(x, 1, Bt, TOPK, xin, ids, w, o1), 0);
+				assert_int_equal(ftcmoe_forward(y, 1, Bt, TOPK, xin, ids, w, o2), 0);
+				assert_memory_equal(o1, o2, sizeof(float) * (size_t)Bt * H);
+			}
+			assert_int_equal(ftcmoe_set_isa(x, FTCMOE_ISA_SCALAR), 0);
+			assert_int_equal(ftcmoe_isa(x), FTCMOE_ISA_SCALAR);
+			assert_int_equal(ftcmoe_set_isa(x, FTCMOE_ISA_AUTO), 0);
+			assert_int_equal(ftcmoe_isa(x), tier);
+			ftcmoe_free(x);
+			ftcmoe_free(y);
+			free_banks(&b);
+		}
+}
+
+/* tune trace=1: a dynamic step's parts are timed and add up to no more than the
  * driver's call; off (or the static split), ftcmoe_trace has nothing. */
 static void test_trace(void **s)
 {
@@ -970,11 +1004,12 @@ static void test_trace(void **s)
 		assert_int_equal(ftcmoe_create(&cfg, &x), 0);
 		assert_int_equal(ftcmoe_trace(x, &t, 1), -ENODATA);
 		ftcmoe_free(x);
-		setenv("FREETOKEN_CPU_MOE_TRACE", "1", 1);
-		setenv("FREETOKEN_CPU_MOE_SCHED", "dynamic", 1);
+		struct ftcmoe_tune tn;
+		ftcmoe_tune_defaults(&tn);
+		tn.trace = 1;
+		tn.sched = FTCMOE_SCHED_DYNAMIC;
+		cfg.tune = &tn;
 		assert_int_equal(ftcmoe_create(&cfg, &x), 0);
-		unsetenv("FREETOKEN_CPU_MOE_TRACE");
-		unsetenv("FREETOKEN_CPU_MOE_SCHED");
 		for (int k = 0; k < 3; k++)
 			assert_int_equal(ftcmoe_forward(x, 0, 1, TOPK, xin, ids, w, out), 0);
 		assert_int_equal(ftcmoe_trace(x, &t, 1), 0);
@@ -1016,8 +1051,8 @@ int main(void)
 		cmocka_unit_test(test_q4_0),   cmocka_unit_test(test_q4_long_rows), cmocka_unit_test(test_act_avx512),
 		cmocka_unit_test(test_batch32_and_duplicates),
 		cmocka_unit_test(test_ksplit_ranges), cmocka_unit_test(test_streams),
-		cmocka_unit_test(test_schedules), cmocka_unit_test(test_env_values), cmocka_unit_test(test_trace),
-		cmocka_unit_test(test_amx_bf16),
+		cmocka_unit_test(test_schedules), cmocka_unit_test(test_tune_values), cmocka_unit_test(test_trace),
+		cmocka_unit_test(test_amx_bf16), cmocka_unit_test(test_tune_isa),
 	};
 	return cmocka_run_group_tests_name("cpu_moe", tests, setup, teardown);
 }

@@ -24,43 +24,26 @@
  *   amx         avx512bf16 + AMX-TILE/AMX-BF16 (and the OS's leave): bf16 weights on the tiles
  *               (TDPBF16PS, 16 rows x 16 tokens per tile) where an expert has >= 4 tokens of the
  *               batch, the avx512bf16 kernel below that; the other formats as avx512bf16
- * `auto` (ftcmoe_isa_best) picks, by measurement on a 16-core Xeon (bench/RESULTS.md):
- * avx512bf16 for bf16, avx512vnni (W4A8) for nvfp4/ds_fp4/q4_0/mxfp4_triton, each falling
- * back to the next tier the CPU has. `auto` does not pick amx (not measured ahead of avx512bf16
- * yet; `--isa all` and the batch sweep compare them). FREETOKEN_CPU_MOE_ISA forces a tier for
- * FTCMOE_ISA_AUTO.
+ * `auto` (ftcmoe_isa_best) picks avx512bf16 for bf16 and avx512vnni (W4A8) for nvfp4, ds_fp4,
+ * q4_0 and mxfp4_triton, each falling back to the next tier the CPU has (the order measured
+ * fastest: bench/RESULTS.md §4, "CPU MoE executor"); never amx. The executor's tune.isa says what
+ * FTCMOE_ISA_AUTO means for it.
  *
- * Work split: a dynamic schedule (default). A step is a list of work items of 128-512 KiB of
- * weights in pass 1 (at least three per worker in a batch-1 step) and 128 KiB in pass 2
- * (FREETOKEN_CPU_MOE_ITEM_KB for A/B runs, _ITEM2_KB for pass 2 apart): every routed
- * expert's gate/up rows, then its down rows, claimed in order from one atomic counter, so
- * workers stay close together in memory and a worker the memory system serves slower simply
- * takes fewer items; pass 2 of an expert
- * waits only for that expert's pass 1, and the step has one barrier (before the per-worker
- * partial outputs are added up; each worker zeroes and adds only the parts of its partial
- * output that it wrote). On the H200 host this took bf16 from 94 to 123 GB/s at batch 1
- * against the static split below (bench/RESULTS.md, "CPU MoE"). The last expert's pass-2
- * items are 4x smaller (FREETOKEN_CPU_MOE_TAIL_DIV), so the workers finish close together.
- * mxfp4_triton's transposed banks are split along K (while a call's routes fit one round of
- * partials): pass-1 items of 512 KiB of bank rows added into per-worker partials, pass-2 items
- * of 128 KiB (FREETOKEN_CPU_MOE_ITEM_KB, _ITEM2_KB) that each compute the slice of h they read
- * from those partials. FREETOKEN_CPU_MOE_TRACE=1 times the parts of every dynamic step
- * (ftcmoe_trace; `ftbench cpu-moe` prints it).
- * Pools of fewer than 8 workers keep the static split (on a 2-core box it was 5-20 points
- * ahead). FREETOKEN_CPU_MOE_SCHED=static|dynamic (read at create) forces either. The static
- * split: the rows of all routed experts of a pass, laid end to end, cut into one contiguous
- * range per worker (FREETOKEN_CPU_MOE_SPLIT=rows: every expert's rows cut per worker), and for
- * mxfp4_triton one K range per worker, one barrier per round of up to max(16, max_batch)
- * routes. At batch 1 each worker prepares its own activations
- * (two barriers per step instead of four); FREETOKEN_CPU_MOE_LEAN=0 turns that off. The pool's
- * spin waits use PAUSE unless FREETOKEN_CPU_MOE_SPIN=busy (A/B; measured no different).
- * FREETOKEN_CPU_MOE_STREAMS=1|2 (read at create, process-wide) forces one or two interleaved
- * weight streams per kernel call; unset, bf16 (bf16dp) walks two, the W4A8 kernels one (H200
- * host A/B: +2-3 points of the read ceiling on bf16, -3..-7 on mxfp4, even on q4_0).
- * FREETOKEN_CPU_MOE_PF_DIST / _MX_PF_DIST set the kernels' software prefetch distance and
- * FREETOKEN_CPU_MOE_PF_FAR=bytes that of the row kernels' second prefetch, into L2 (8 KiB; 0:
- * none); FREETOKEN_CPU_MOE_ROWBLK=1|4 forces one row or blocks of four rows per W4A8 kernel
- * step at batch 1 (default: four for q4_0, one for nvfp4 and ds_fp4; kern.h). */
+ * Work splits (schedules), one per call, chosen from the format, the kernel and tune.sched:
+ *  - dynamic (row-major formats; default from 8 pool workers): a step is a list of work items
+ *    (every routed expert's gate/up rows, then its down rows) claimed in order from one atomic
+ *    counter; pass 2 of an expert waits only for that expert's pass 1; per-worker partial
+ *    outputs, added up after the step's one barrier.
+ *  - dynamic K split (mxfp4_triton with a K-split kernel, while a call's routes fit one round of
+ *    partials): items of bank rows added into per-worker partials; each pass-2 item computes
+ *    the slice of h it reads from them.
+ *  - static flat (row-major formats below 8 workers): the rows of all routed experts of a pass,
+ *    laid end to end, cut into one contiguous range per worker.
+ *  - static K split (mxfp4_triton otherwise): one K range per worker, one barrier per round of up
+ *    to max(16, max_batch) routes.
+ *  - static rows (mxfp4_triton on tiers without a K-split kernel): every expert's output columns
+ *    cut per worker.
+ * At batch 1 each worker prepares its own activations (fewer barriers). */
 #ifndef FT_MOE_CPU_CPUMOE_H
 #define FT_MOE_CPU_CPUMOE_H
 #include <stddef.h>
@@ -94,13 +77,61 @@ int ftcmoe_isa_supported(enum ftcmoe_isa isa, unsigned cpu_isa);
 unsigned ftcmoe_isa_mask(unsigned cpu_isa);
 /* The tier `auto` picks for format f on this CPU (the fastest measured; see RESULTS.md). */
 enum ftcmoe_isa ftcmoe_isa_best(enum ftfmt_id f, unsigned cpu_isa);
-/* Resolve a request: AUTO takes FREETOKEN_CPU_MOE_ISA when set, else ftcmoe_isa_best. Returns
- * 0 and *out, -EINVAL for an unknown name in the variable, or -ENOTSUP when the tier asked for
- * (by argument or variable) needs an ISA this CPU lacks. */
+/* Resolve a request: AUTO is ftcmoe_isa_best. Returns 0 and *out, -EINVAL for a value out of
+ * the enum, or -ENOTSUP when the tier needs an ISA this CPU lacks. */
 int ftcmoe_isa_resolve(enum ftcmoe_isa want, enum ftfmt_id f, unsigned cpu_isa, enum ftcmoe_isa *out);
 /* The kernel a tier runs for format f on this CPU: "w16a16-bf16dp", "w4a8-vnni",
  * "w4a32-avx512", "w4a16-bf16dp", ... (static string). */
 const char *ftcmoe_kernel_name(enum ftcmoe_isa isa, enum ftfmt_id f, unsigned cpu_isa);
+
+/* Tuning knobs: fields of the executor's config (ftcmoe_cfg.tune), one row each in
+ * ftcmoe_knobs (name, type, range, default, help). Every field is a long; WORD knobs hold the
+ * index of their value in the row's word list. The CLI sets them with `--tune key=value`
+ * (ftcmoe_tune_set); what each was measured to do is in bench/RESULTS.md. */
+enum ftcmoe_sched { FTCMOE_SCHED_AUTO = 0, FTCMOE_SCHED_STATIC = 1, FTCMOE_SCHED_DYNAMIC = 2 };
+struct ftcmoe_tune {
+	long isa;        /* enum ftcmoe_isa: what FTCMOE_ISA_AUTO resolves to (AUTO: the best) */
+	long sched;      /* enum ftcmoe_sched */
+	long item_kb;    /* dynamic pass-1 item KiB, 16..65536; 0: by the step's size */
+	long item2_kb;   /* dynamic pass-2 item KiB, 16..65536; 0: item_kb if set, else 128 */
+	long tail_div;   /* 1..64: the last expert's pass-2 items this many times smaller */
+	long pf_dist;    /* row kernels' prefetch distance, bytes (0: none) */
+	long pf_far;     /* row kernels' L2 prefetch distance, bytes (0: none) */
+	long mx_pf_dist; /* mxfp4 K split's row prefetch distance, 64..8192 bytes */
+	long trace;      /* 1: time the dynamic steps (ftcmoe_trace) */
+};
+
+enum ftcmoe_knob_type {
+	FTCMOE_KNOB_INT,  /* an integer in [lo, hi]; words, when set, names the value 0 ("auto") */
+	FTCMOE_KNOB_WORD, /* one of words ("a|b|c"); the field holds its index */
+	FTCMOE_KNOB_ISA,  /* a tier name or auto (ftcmoe_isa_lookup); the field holds the enum */
+};
+struct ftcmoe_knob {
+	const char *name;       /* the key of --tune key=value */
+	enum ftcmoe_knob_type type;
+	long lo, hi;
+	const char *words;
+	long def;               /* the field's default */
+	size_t off;             /* offsetof(struct ftcmoe_tune, field) */
+	const char *help;       /* one line */
+};
+extern const struct ftcmoe_knob ftcmoe_knobs[];
+extern const int ftcmoe_nknobs;
+
+/* Every field its default. */
+void ftcmoe_tune_defaults(struct ftcmoe_tune *t);
+/* The row named name[0..len), or NULL. */
+const struct ftcmoe_knob *ftcmoe_knob_find(const char *name, size_t len);
+/* "key=value": 0 with the field set, or -EINVAL (t unchanged) with why naming what was wrong:
+ * "'x': expected key=value (keys: ...)", "unknown key 'k' (keys: ...)" or
+ * "k='v': expected <the knob's range>". */
+int ftcmoe_tune_set(struct ftcmoe_tune *t, const char *kv, char *why, size_t whylen);
+/* Every field within its row's range: 0, or -EINVAL with why ("k=v: expected ..."). */
+int ftcmoe_tune_check(const struct ftcmoe_tune *t, char *why, size_t whylen);
+/* The row's accepted values ("an integer from 0 to 65536", "one of a|b"), and value v as the
+ * text --tune takes; snprintf's returns. */
+int ftcmoe_knob_range(const struct ftcmoe_knob *k, char *buf, size_t n);
+int ftcmoe_knob_value(const struct ftcmoe_knob *k, long v, char *buf, size_t n);
 
 struct ftcmoe_cfg {
 	enum ftfmt_id format;
@@ -117,27 +148,25 @@ struct ftcmoe_cfg {
 	enum ftcmoe_isa isa;    /* FTCMOE_ISA_AUTO or a tier */
 	struct ftpool *pool;    /* borrowed; its driver thread calls ftcmoe_forward */
 	const struct ftcpu_info *cpu; /* borrowed during create only */
+	/* copied at create; NULL: ftcmoe_tune_defaults. The kernel knobs (pf_dist, pf_far,
+	 * mx_pf_dist) are process-wide: the last create sets them. */
+	const struct ftcmoe_tune *tune;
 };
 
 struct ftcmoe;
 
-/* The FREETOKEN_CPU_MOE_* settings above (the value of _ISA is ftcmoe_isa_resolve's): 0, or
- * -EINVAL with why = "FREETOKEN_CPU_MOE_X='v': expected ..." for the first bad value, or
- * "FREETOKEN_CPU_MOE_X: no such setting ..." for a name this build does not read. Unset
- * variables are fine. ftcmoe_create fails with -EINVAL on the same; CLIs call this first to
- * say which. */
-int ftcmoe_env_check(char *why, size_t whylen);
-
 /* Create an executor; all scratch is allocated here. Returns 0 and *out (ftcmoe_free), or
- * -EINVAL (bad geometry, format without a CPU path, NULL banks, a bad FREETOKEN_CPU_MOE_*
- * value), -ENOTSUP (tier not on this
- * CPU), -ENOMEM. */
+ * -EINVAL (bad geometry, format without a CPU path, NULL banks, a tune value out of its range),
+ * -ENOTSUP (tier, or tune.isa for FTCMOE_ISA_AUTO, not on this CPU), -ENOMEM. */
 int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out);
 void ftcmoe_free(struct ftcmoe *x); /* accepts NULL */
 
-/* Switch the tier (resolved like create). 0, -EINVAL or -ENOTSUP (tier unchanged then). */
+/* Switch the tier (AUTO: tune.isa, else the best). 0, -EINVAL or -ENOTSUP (tier unchanged
+ * then). */
 int ftcmoe_set_isa(struct ftcmoe *x, enum ftcmoe_isa isa);
 enum ftcmoe_isa ftcmoe_isa(const struct ftcmoe *x);
+/* The knobs the executor was created with (borrowed, lives as long as x). */
+const struct ftcmoe_tune *ftcmoe_tune_of(const struct ftcmoe *x);
 
 /* One layer: x [B, H] fp32, ids [B, topk] (-1 skipped; others must be < E), weights [B, topk],
  * out [B, H] fp32 (written whole; a token with no live route gets zeros). B <= max_batch,
@@ -145,12 +174,12 @@ enum ftcmoe_isa ftcmoe_isa(const struct ftcmoe *x);
 int ftcmoe_forward(struct ftcmoe *x, int layer, int B, int topk, const float *xin,
 		   const int32_t *ids, const float *weights, float *out);
 
-/* FREETOKEN_CPU_MOE_TRACE=1 (read at create): where the dynamic schedule's steps spend their
- * time, per worker and step, averaged (us). start: from the driver starting the run to the
- * worker starting its items (wake-up, activation prep); items: in work items, less wait:
- * spinning for a group's pass 1; idle: from the worker's last item to leaving the step's
- * barrier; after: the reduction after it. last: from the start to the last worker being done;
- * step: the driver's whole call. Steps of the static split are not traced. */
+/* tune.trace = 1: where the dynamic schedules' steps spend their time, per worker and step,
+ * averaged (us). start: from the driver starting the run to the worker starting its items
+ * (wake-up, activation prep); items: in work items, less wait: spinning for a group's pass 1;
+ * idle: from the worker's last item to leaving the step's barrier; after: the reduction after
+ * it. last: from the start to the last worker being done; step: the driver's whole call. Steps
+ * of the static splits are not traced. */
 struct ftcmoe_trace {
 	long steps;
 	double step_us, last_us, start_us, items_us, wait_us, idle_us, after_us, items_per_worker;

@@ -1,6 +1,5 @@
 /* Tier names, what each tier needs from the CPU, and which one `auto` picks. */
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "moe/cpu/cpumoe.h"
@@ -70,9 +69,8 @@ enum ftcmoe_isa ftcmoe_isa_best(enum ftfmt_id f, unsigned cpu_isa)
 						     FTCMOE_ISA_AVX2, FTCMOE_ISA_SCALAR};
 	static const enum ftcmoe_isa w4_order[] = {FTCMOE_ISA_AVX512VNNI, FTCMOE_ISA_AVX512,
 						   FTCMOE_ISA_AVX2, FTCMOE_ISA_SCALAR};
-	/* mxfp4_triton: the W4A8 K-split kernel (register accumulators per scale block) is 2-3x
-	 * the fp32 one in cache; then fp32 activations, measured ahead of the bf16 kernel
-	 * (bench/RESULTS.md, "CPU MoE") */
+	/* mxfp4_triton: W4A8, then fp32 activations ahead of bf16 (the order measured fastest:
+	 * bench/RESULTS.md §4, "CPU MoE executor") */
 	static const enum ftcmoe_isa mx_order[] = {FTCMOE_ISA_AVX512VNNI, FTCMOE_ISA_AVX512,
 						   FTCMOE_ISA_AVX512BF16, FTCMOE_ISA_AVX2, FTCMOE_ISA_SCALAR};
 	const enum ftcmoe_isa *o = f == FTFMT_BF16 ? bf16_order
@@ -84,13 +82,6 @@ enum ftcmoe_isa ftcmoe_isa_best(enum ftfmt_id f, unsigned cpu_isa)
 
 int ftcmoe_isa_resolve(enum ftcmoe_isa want, enum ftfmt_id f, unsigned cpu_isa, enum ftcmoe_isa *out)
 {
-	if (want == FTCMOE_ISA_AUTO) {
-		const char *env = getenv("FREETOKEN_CPU_MOE_ISA");
-		if (env && *env && strcmp(env, "auto")) {
-			if (ftcmoe_isa_lookup(env, &want) < 0)
-				return -EINVAL;
-		}
-	}
 	if (want == FTCMOE_ISA_AUTO) {
 		*out = ftcmoe_isa_best(f, cpu_isa);
 		return 0;

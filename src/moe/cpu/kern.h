@@ -76,56 +76,29 @@ const struct ftk_ops *ftk_amx_emu(enum ftfmt_id f);
 /* The gated activation of pass 1 in 16-wide AVX-512 (kern_avx512.c): h[j] = w * act(g[j], u[j])
  * for j < n (u NULL: gate and up interleaved, g[2j] and g[2j+1]), for silu and swiglu_oai
  * (limit lim); -1 for the other activations, which the caller computes in scalar code. exp is a
- * polynomial within 2e-7 relative of expf; the tiers from avx512 up use it (the executor's scalar
- * loop spent ~3 ns per element in glibc's expf). */
+ * polynomial within 2e-7 relative of expf; the tiers from avx512 up use it. */
 typedef int ftk_act_fn(enum ftact a, const float *g, const float *u, long n, float w, float lim, float *h);
 ftk_act_fn ftk_act_avx512;
 
 /* The kernel tier isa runs for f on a CPU with cpu_isa bits (falls back down the tiers). */
 const struct ftk_ops *ftk_select(int isa, enum ftfmt_id f, unsigned cpu_isa);
 
-/* mxfp4_triton W4A8 K split (kern_avx512vnni.c): 0 (default) prefetches each of the block's
- * 16 rows ahead of its strip (16 streams); 1 prefetches the next scale block in memory order
- * into L2 while the current one is walked strip by strip; 2 issues no software prefetch (the
- * hardware prefetchers alone). Set from FREETOKEN_CPU_MOE_MXPF=rows|seq|none at executor
- * create (A/B runs). */
-extern int ftk_mx_seq_prefetch;
-/* Bytes ahead of its strip that each row is prefetched in the row-wise mode (FTK_MX_PF_DIST;
- * FREETOKEN_CPU_MOE_MX_PF_DIST=64..8192 at executor create, A/B runs). */
-#define FTK_MX_PF_DIST 512
-extern int ftk_mx_pf_dist;
-
-/* Independent weight streams per kernel call: 2 walks the two halves of a call's row range
- * (mxfp4_triton K split: of its scale blocks) interleaved, so each worker keeps two sequential
- * streams in flight; 1 walks it in order; 0 (default) is each kernel's measured choice: 2 for
- * bf16 (bf16dp), 1 for the W4A8 kernels (H200 host A/B, bench/RESULTS.md "CPU MoE"). Set from
- * FREETOKEN_CPU_MOE_STREAMS=1|2 at executor create, 0 when unset (process-wide; A/B runs). */
-extern int ftk_streams;
-
-/* Rows per call of the W4A8 row kernels at batch 1: 4 walks blocks of four consecutive rows
- * with the activation loaded once per group, one reduction for the four and every row prefetched
- * whole blocks ahead; 1, a row at a time; 0 (default), each format's measured choice: 4 for
- * q4_0, 1 for nvfp4 and ds_fp4 (H200 host, bench/RESULTS.md session 5: q4_0 +2.0 points of the
- * read ceiling with the far prefetch, nvfp4 -3.8, ds_fp4 -3.0). FREETOKEN_CPU_MOE_ROWBLK=1|4 at
- * executor create (process-wide; A/B runs). */
-extern int ftk_rowblk;
-
-/* Software prefetch distance of the row-major kernels (bytes ahead in a weight stream; 0: no
- * software prefetch, the hardware prefetchers alone). FTK_PF_DIST unless
- * FREETOKEN_CPU_MOE_PF_DIST=0..65536 (read at executor create, process-wide; A/B runs). */
+/* The kernels' tuning knobs: process-wide, set by ftcmoe_create from its tune (cpumoe.h; the
+ * last create wins), read by the kernels on every call. Defaults below; what each was measured
+ * to do: bench/RESULTS.md §4, "CPU MoE executor".
+ *
+ * ftk_pf_dist: bytes ahead in a weight stream of the row-major kernels' software prefetch
+ * (0: none, the hardware prefetchers alone). */
 #define FTK_PF_DIST 4096
 extern int ftk_pf_dist;
-
-/* A second, far software prefetch into L2 (prefetcht1) this many bytes ahead of each step of
- * the bf16dp and W4A8 row kernels, beside the near one. FTK_PF_FAR unless
- * FREETOKEN_CPU_MOE_PF_FAR=0..65536 (0: none) at executor create (process-wide; A/B runs).
- * The mxfp4 K split has none: 2-8 KiB ahead in each row measured -2.2 to -3.5 points of the
- * read ceiling there (H200 host, bench/RESULTS.md session 6). H200 host, 16 threads, against none
- * (bench/RESULTS.md session 5): bf16 +4.0 points of the read ceiling, ds_fp4 +3.1, nvfp4 +1.3,
- * q4_0 +0.0 alone and +2.0 with its four-row blocks; 16 KiB: q4_0 -3.5, nvfp4 -1.1. One thread:
- * nvfp4 77 -> 91 %, bf16 90 -> 99 % of the one-thread ceiling. */
+/* ftk_pf_far: bytes ahead of a second prefetch, into L2 (prefetcht1), of the bf16dp and W4A8
+ * row kernels (0: none). The mxfp4 K split has none. */
 #define FTK_PF_FAR 8192
 extern int ftk_pf_far;
+/* ftk_mx_pf_dist: bytes ahead of its strip that each row of a scale block is prefetched in the
+ * mxfp4_triton W4A8 K split (a multiple of 64). */
+#define FTK_MX_PF_DIST 512
+extern int ftk_mx_pf_dist;
 
 /* float value of every e4m3 / e8m0 byte (kern_tables.c) */
 extern const float ftk_e4m3_lut[256];

@@ -20,8 +20,8 @@ static void prep(const float *x, long K, void *dst)
 	}
 }
 
-/* R rows (1 or 2: two independent streams, ftk_streams) times NB tokens; row j of the R at
- * rows[j], its sums into y[b][ij[j]]. */
+/* R rows (1 or 2: two independent streams) times NB tokens; row j of the R at rows[j], its sums
+ * into y[b][ij[j]]. */
 AI void row_dp(const uint16_t *const *rows, long K, const uint16_t *const *x, float *const *y,
 	       const long *ij, const int NB, const int R)
 {
@@ -70,14 +70,14 @@ AI void rows_dp(const uint16_t *const *rows, long K, const uint16_t *const *x, f
 	FTK_FOR_TILES(nb, b0, row_dp(rows, K, x + b0, y + b0, ij, FTK_NB, R));
 }
 
-/* Two streams (ftk_streams 2 or 0, the default here): rows r0 + i and r0 + h + i (h = half the
- * range, rounded up) together, so two sequential streams are in flight per worker. */
+/* Two streams: rows r0 + i and r0 + h + i (h = half the range, rounded up) together, so two
+ * sequential streams are in flight per worker. */
 static void rows_bf16(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
 		      float *const *ys)
 {
 	const uint16_t *const *x = (const uint16_t *const *)xs;
 	const uint16_t *w = (const uint16_t *)m->w;
-	long n = r1 - r0, h = ftk_streams != 1 && n >= 2 ? (n + 1) / 2 : n;
+	long n = r1 - r0, h = n >= 2 ? (n + 1) / 2 : n;
 	for (long i = 0; i < h; i++) {
 		const uint16_t *rows[2] = {w + (r0 + i) * m->K, w + (r0 + h + i) * m->K};
 		long ij[2] = {i, h + i};

@@ -211,8 +211,7 @@ AI void vnni_step(const uint8_t *const *row, const uint8_t *const *sc, long k, l
 	}
 }
 
-/* R rows (1, or 2 as two independent streams: ftk_streams) rr[0..R) times NB tokens, row j's
- * sums into y[b][ij[j]]. */
+/* R rows rr[0..R) times NB tokens, row j's sums into y[b][ij[j]]. */
 AI void vnni_row(const struct ftk_mat *m, const long *rr, const uint8_t *const *x, float *const *y,
 		 const long *ij, const int NB, const int F, const int R)
 {
@@ -269,7 +268,7 @@ AI __m128 hsum4(__m512 a0, __m512 a1, __m512 a2, __m512 a3)
 	return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), u));
 }
 
-/* Batch 1, four consecutive rows r .. r+3 (ftk_rowblk; q4_0 by default): per group the token's
+/* Batch 1, four consecutive rows r .. r+3 (q4_0): per group the token's
  * activation is loaded once for the four rows and the four sums are reduced together (at
  * qwen3-30b's K = 768 a row is only 6 groups, and a row's own reduction and setup were a large
  * part of its work). Each row prefetches its own stream pd (near) and pf (far) bytes ahead,
@@ -301,9 +300,8 @@ AI void vnni_row4(const struct ftk_mat *m, long r, long pd, long pf, const uint8
 	_mm_storeu_ps(y, s);
 }
 
-/* ftk_streams == 2 (default 1 here): rows r0 + i and r0 + h + i (h = half the range, rounded
- * up) together. Batch 1 otherwise: blocks of four rows (vnni_row4), the last 0-3 rows alone.
- * In blocks every byte is prefetched the same lead before its use: the same offset m blocks
+/* One row at a time, one stream; q4_0 at batch 1: blocks of four rows (vnni_row4), the last
+ * 0-3 rows alone. In blocks every byte is prefetched the same lead before its use: the same offset m blocks
  * ahead in its row, m = the prefetch distance in blocks, rounded, at least 1, the far one's at
  * least one more than the near one's (a plain distance from each row would land in a row of
  * this block, or in one read at another time; one linear stream over the block lagged its
@@ -313,7 +311,7 @@ AI void vnni_rows(const struct ftk_mat *m, long r0, long r1, int nb, const void 
 {
 	const uint8_t *const *x = (const uint8_t *const *)xs;
 	float *y1[1];
-	if (nb == 1 && ftk_streams < 2 && (ftk_rowblk ? ftk_rowblk >= 4 : F == F_Q4)) {
+	if (nb == 1 && F == F_Q4) {
 		long blk = 4 * (F == F_Q4 ? (m->K / 32) * 18 : m->K / 2);
 		long nd = (ftk_pf_dist + blk / 2) / blk, nf = (ftk_pf_far + blk / 2) / blk;
 		nd = nd < 1 ? 1 : nd;
@@ -325,13 +323,9 @@ AI void vnni_rows(const struct ftk_mat *m, long r0, long r1, int nb, const void 
 		y1[0] = ys[0] + i;
 		ys = y1;
 	}
-	long n = r1 - r0, h = ftk_streams >= 2 && n >= 2 ? (n + 1) / 2 : n;
-	for (long i = 0; i < h; i++) {
-		long rr[2] = {r0 + i, r0 + h + i}, ij[2] = {i, h + i};
-		if (h + i < n)
-			vnni_tiles(m, rr, nb, x, ys, ij, F, 2);
-		else
-			vnni_tiles(m, rr, nb, x, ys, ij, F, 1);
+	for (long i = 0; i < r1 - r0; i++) {
+		long rr[1] = {r0 + i}, ij[1] = {i};
+		vnni_tiles(m, rr, nb, x, ys, ij, F, 1);
 	}
 }
 
@@ -360,18 +354,12 @@ static void rows_q4_0(const struct ftk_mat *m, long r0, long r1, int nb, const v
  * int32 sums in memory). At the end of a block each lane gets (e8m0 scale) * (activation
  * scale) into fp32 partials in tmp; the unpacks leave columns in a fixed order within a strip
  * (lane L of vector j = columns 16L + 4j .. 16L + 4j + 3), undone once per call when tmp is
- * copied to ps. Prefetch (ftk_mx_seq_prefetch): 0 (default), every row of the block
- * ftk_mx_pf_dist bytes ahead of its strip, wrapping to the next block's rows; 1, while a block
- * is walked the next block is requested into L2 in memory order, 16 lines per strip (the first
- * block of a call: row-wise); 2, no software prefetch. On the Zen 4 dev box 1 won (75-90 % of
- * the read ceiling against 65-81 %); on the H200 host's Xeon 0 wins (+4 to +7 points, 16-24
- * A/B pairs, and 512 bytes ahead beat 1 and 2 KiB) and is the default: bench/RESULTS.md.
+ * copied to ps. Prefetch: every row of the block ftk_mx_pf_dist bytes ahead of its strip,
+ * wrapping to the next block's rows.
  * Activations: int8 per 32-element block (mxfp4's scale block). Prepared layout: int8 q[K] |
  * int16 pair sums (q[2kk] + q[2kk+1]) [K/2] | float block scale / 2 [K/32]. */
 #define MX_STRIP 64
 int ftk_mx_pf_dist = FTK_MX_PF_DIST;
-
-int ftk_mx_seq_prefetch = 0;
 
 static size_t mx_xbytes(long K)
 {
@@ -427,34 +415,26 @@ AI void mx_pair(const uint8_t *q0, long N, const int8_t *const *x, long kp, __m5
 }
 
 /* Bank rows [ra, rb) of scale block kb (all inside it), tokens x[0..NB), into t[b] (permuted). */
-AI void mx_block(const struct ftk_mat *m, long ra, long rb, long kb, long kk1, int seq, int first,
-		 const int8_t *const *x, const int *corr, const float *xsc, float *const *t, const int NB)
+AI void mx_block(const struct ftk_mat *m, long ra, long rb, long kb, long kk1, const int8_t *const *x, const int *corr, const float *xsc, float *const *t, const int NB)
 {
 	const __m512i emask = _mm512_set1_epi32(0x7F800000);
 	long N = m->N, rows_total = m->K / 2, pd = ftk_mx_pf_dist;
 	const uint8_t *w = m->w, *sc = m->s + kb * N;
 	long p0 = ra & ~1L;
-	long nxt = ((rb + 16 < kk1 ? rb + 16 : kk1) - rb) * N; /* bytes of the next block in range */
 	for (long c = 0; c < N; c += MX_STRIP) {
-		if (seq != 2 && (!seq || first)) {
-			/* every row of the block ftk_mx_pf_dist bytes ahead (rows mode: wrapping to the
-			 * next block's rows, those inside the range and the matrix) */
+		{
+			/* every row of the block ftk_mx_pf_dist bytes ahead (wrapping to the next
+			 * block's rows, those inside the range and the matrix) */
 			long off = c + pd, r0 = p0, r1 = rb;
 			if (off >= N) {
 				off -= N;
 				r0 += 16;
-				r1 = seq ? r0 : rb + 16 < kk1 ? rb + 16 : kk1;
+				r1 = rb + 16 < kk1 ? rb + 16 : kk1;
 				r1 = r1 < rows_total ? r1 : rows_total;
 			}
 			const char *q = (const char *)w + r0 * N + off;
 			for (long r = r0; r < r1; r++, q += N)
 				_mm_prefetch(q, _MM_HINT_T0);
-		}
-		if (seq == 1 && nxt > 0) {
-			/* the next block, in memory order, 1/nstrips of it per strip, into L2 */
-			long off = c / MX_STRIP * (16 * MX_STRIP);
-			for (int i = 0; i < 16 && off < nxt; i++, off += 64)
-				_mm_prefetch((const char *)(w + rb * N + off), _MM_HINT_T1);
 		}
 		__m512i acc[FTK_TILE][4];
 		FTK_UNROLL
@@ -505,14 +485,9 @@ static void mx_rows_t(const struct ftk_mat *m, long kk0, long kk1, int nb, const
 		t[b] = tmp + (size_t)b * (size_t)N;
 		memset(t[b], 0, sizeof(float) * (size_t)N);
 	}
-	/* ftk_streams == 2: the range's scale blocks in two halves [kb0, kbm), [kbm, kb1), walked
-	 * alternately (A0 B0 A1 B1 ...), each half prefetching its own next block */
-	long kb0 = kk0 / 16, kb1 = (kk1 + 15) / 16, nbk = kb1 - kb0;
-	long hb = ftk_streams >= 2 && nbk >= 2 ? (nbk + 1) / 2 : nbk, kbm = kb0 + hb;
-	for (long it = 0; it < nbk; it++) {
-		long kb = hb == nbk ? kb0 + it : it % 2 == 0 ? kb0 + it / 2 : kbm + it / 2;
-		long lo = kb < kbm ? kk0 : kbm * 16, hi = kb < kbm && hb < nbk ? kbm * 16 : kk1;
-		long ra = kb * 16 > lo ? kb * 16 : lo, rb = kb * 16 + 16 < hi ? kb * 16 + 16 : hi;
+	/* the range's scale blocks in memory order */
+	for (long kb = kk0 / 16, kb1 = (kk1 + 15) / 16; kb < kb1; kb++) {
+		long ra = kb * 16 > kk0 ? kb * 16 : kk0, rb = kb * 16 + 16 < kk1 ? kb * 16 + 16 : kk1;
 		int corr[FTK_MAX_NB];
 		float xsc[FTK_MAX_NB];
 		for (int b = 0; b < nb; b++) {
@@ -523,7 +498,7 @@ static void mx_rows_t(const struct ftk_mat *m, long kk0, long kk1, int nb, const
 			corr[b] = -12 * cs;
 			xsc[b] = ((const float *)((const uint8_t *)x[b] + 2 * K))[kb];
 		}
-		FTK_FOR_TILES(nb, b0, mx_block(m, ra, rb, kb, hi, ftk_mx_seq_prefetch, kb == kb0 || kb == kbm, x + b0, corr + b0, xsc + b0, t + b0, FTK_NB));
+		FTK_FOR_TILES(nb, b0, mx_block(m, ra, rb, kb, kk1, x + b0, corr + b0, xsc + b0, t + b0, FTK_NB));
 	}
 	/* undo the strip order: lane L of vector j holds columns 16L + 4j .. (a 4x4 transpose of
 	 * 128-bit lanes) */

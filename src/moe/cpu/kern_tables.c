@@ -134,7 +134,5 @@ const float ftk_e8m0_lut[256] = {
 	4.253529587e+37f, 8.507059173e+37f, 1.701411835e+38f, NAN,
 };
 
-int ftk_streams = 0;
-int ftk_rowblk = 0;
 int ftk_pf_dist = FTK_PF_DIST;
 int ftk_pf_far = FTK_PF_FAR;

@@ -16,12 +16,9 @@
 #else
 #define cpu_pause() ((void)0)
 #endif
-/* Spin waits pause unless FREETOKEN_CPU_MOE_SPIN=busy (read at create; A/B runs): in a VM a
- * vCPU that executes PAUSE in a loop may exit to the hypervisor (pause-loop exiting) and answer
- * the next run or barrier late; a plain load loop does not exit. Busy spins yield 16x less
- * often, so that an oversubscribed host still makes progress. */
-#define cpu_relax(p) do { if (!(p)->busy) cpu_pause(); } while (0)
-#define YIELD_EVERY(p) ((p)->busy ? 65536 : 4096)
+/* Spin waits execute PAUSE; every YIELD_EVERY iterations they yield, so that an oversubscribed
+ * host still makes progress. */
+#define YIELD_EVERY 4096
 
 #include "util/timeutil.h"
 
@@ -49,7 +46,6 @@ struct ftpool {
 	ftpool_fn fn;
 	void *arg;
 	int stop;
-	int busy;                            /* FREETOKEN_CPU_MOE_SPIN=busy */
 };
 
 static long futex(atomic_uint *addr, int op, unsigned val)
@@ -77,7 +73,7 @@ static void *worker_main(void *p)
 			uint64_t t0 = ft_now_ns();
 			int k = 0;
 			while ((g = atomic_load_explicit(&pool->gen, memory_order_acquire)) == seen) {
-				cpu_relax(pool);
+				cpu_pause();
 				if (++k % 256 == 0 && ft_now_ns() - t0 > POOL_SPIN_NS) {
 					atomic_fetch_add(&pool->sleepers, 1);
 					if (atomic_load(&pool->gen) == seen)
@@ -108,10 +104,6 @@ int ftpool_create(const struct ftcpu_info *ci, int threads, int numa_node, struc
 		return -ENOMEM;
 	memset(p, 0, sizeof *p);
 	p->n = n;
-	{
-		const char *sp = getenv("FREETOKEN_CPU_MOE_SPIN");
-		p->busy = sp && !strcmp(sp, "busy");
-	}
 	p->cpus = calloc((size_t)ci->physical_cores, sizeof *p->cpus);
 	p->w = calloc((size_t)n, sizeof *p->w);
 	if (!p->cpus || !p->w) {
@@ -134,10 +126,6 @@ int ftpool_create_on(const int *cpus, int n, struct ftpool **out)
 		return -ENOMEM;
 	memset(p, 0, sizeof *p);
 	p->n = n;
-	{
-		const char *sp = getenv("FREETOKEN_CPU_MOE_SPIN");
-		p->busy = sp && !strcmp(sp, "busy");
-	}
 	p->cpus = calloc((size_t)n, sizeof *p->cpus);
 	p->w = calloc((size_t)n, sizeof *p->w);
 	if (!p->cpus || !p->w) {
@@ -199,8 +187,8 @@ int ftpool_pin_caller(const struct ftpool *p)
 
 void ftpool_relax(struct ftpool *p, int *k)
 {
-	cpu_relax(p);
-	if (++*k % YIELD_EVERY(p) == 0)
+	cpu_pause();
+	if (++*k % YIELD_EVERY == 0)
 		sched_yield();
 }
 

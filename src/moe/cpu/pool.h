@@ -39,7 +39,7 @@ void ftpool_run(struct ftpool *p, ftpool_fn fn, void *arg);
 /* Inside a run: wait until every worker of the run has reached this barrier (spinning). Every
  * worker must call it the same number of times in a run. */
 void ftpool_barrier(struct ftpool *p);
-/* Inside a run: one iteration of a spin wait on another worker (PAUSE per the pool's spin mode,
+/* Inside a run: one iteration of a spin wait on another worker (PAUSE,
  * a sched_yield now and then so an oversubscribed host makes progress). *k: the caller's
  * iteration count, 0 at the start of the wait. */
 void ftpool_relax(struct ftpool *p, int *k);
