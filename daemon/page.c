@@ -15,9 +15,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "ftbenchd.h"
-#include "ftprofile.h"
 #include "page.h"
+
+#include "daemon.h"
+#include "ftprofile.h"
+#include "profiles.h"
 #include "util/timeutil.h"
 
 #define RECENT_JOBS 20
@@ -86,8 +88,8 @@ static void render_gpus(struct ftd_mbuf *m)
 	for (int i = 0; i < ftd.ngpus; i++) {
 		const struct ftgpu_info *g = &ftd.gpus[i];
 		const char *holder = NULL;
-		for (struct ftd_job *j = ftd.head; j; j = j->next)
-			if (j->state == ST_RUNNING && (j->gpu_index == g->index || j->host_excl))
+		for (struct ftd_job *j = ftd.jobs.head; j; j = j->next)
+			if (j->state == FTD_JOB_RUNNING && (j->gpu_index == g->index || j->host_excl))
 				holder = j->id;
 		ftd_mcat(m, "<tr class=\"gpu\" data-uuid=\"");
 		esc(m, g->uuid);
@@ -118,15 +120,15 @@ static void render_gpus(struct ftd_mbuf *m)
 
 static void render_jobs(struct ftd_mbuf *m)
 {
-	int nq = ftd_count_state(ST_QUEUED), nr = ftd_count_state(ST_RUNNING);
+	int nq = ftd_jobs_count(&ftd.jobs, FTD_JOB_QUEUED), nr = ftd_jobs_count(&ftd.jobs, FTD_JOB_RUNNING);
 	ftd_mcat(m, "<h2>Jobs</h2><p id=\"queue\">%d running, %d queued</p>", nr, nq);
 	/* newest first: the list is oldest first, so collect the last RECENT_JOBS */
 	const struct ftd_job *recent[RECENT_JOBS];
 	int n = 0, total = 0;
-	for (struct ftd_job *j = ftd.head; j; j = j->next)
+	for (struct ftd_job *j = ftd.jobs.head; j; j = j->next)
 		total++;
 	int skip = total > RECENT_JOBS ? total - RECENT_JOBS : 0;
-	for (struct ftd_job *j = ftd.head; j; j = j->next)
+	for (struct ftd_job *j = ftd.jobs.head; j; j = j->next)
 		if (skip-- <= 0)
 			recent[n++] = j;
 	if (!n) {
@@ -137,14 +139,14 @@ static void render_jobs(struct ftd_mbuf *m)
 		    "<th>submitted</th><th>run time</th><th>error</th></tr>");
 	for (int i = n - 1; i >= 0; i--) {
 		const struct ftd_job *j = recent[i];
-		const char *st = ftd_state_name(j->state);
+		const char *st = ftd_job_state_name(j->state);
 		ftd_mcat(m, "<tr class=\"job\" data-job=\"%s\" data-state=\"%s\"><td class=\"mono\">"
 			    "<a href=\"/benchmark/jobs/%s\">%.8s</a></td><td>%s</td><td class=\"state %s\">%s</td><td>",
-			 j->id, st, j->id, j->id, j->kind ? j->kind->name : "?", st, st);
+			 j->id, st, j->id, j->id, j->kind ? j->kind : "?", st, st);
 		if (j->has_progress && j->prog_total > 0)
 			ftd_mcat(m, "<progress value=\"%d\" max=\"%d\"></progress> <span class=\"plabel\">%d/%d ",
 				 j->prog_done, j->prog_total, j->prog_done, j->prog_total);
-		else if (j->state == ST_RUNNING || j->state == ST_QUEUED)
+		else if (j->state == FTD_JOB_RUNNING || j->state == FTD_JOB_QUEUED)
 			ftd_mcat(m, "<progress></progress> <span class=\"plabel\">");
 		else
 			ftd_mcat(m, "<span class=\"plabel\">");
@@ -333,7 +335,7 @@ static void render_ceilings(struct ftd_mbuf *m, const json_t *p)
 /* Small line plots of the profile's history: one per figure, the stored profiles oldest first. */
 static void render_history(struct ftd_mbuf *m, const char *uuid, const json_t *p)
 {
-	json_t *hist = ftd_profile_history(uuid, 0);
+	json_t *hist = ftd_profiles_history(uuid, 0);
 	size_t n = json_array_size(hist);
 	if (n < 2) {
 		ftd_mcat(m, "<p class=\"muted history-none\">History: %zu stored profile%s.</p>", n, n == 1 ? "" : "s");
@@ -441,8 +443,8 @@ static void render_profile(const char *uuid, json_t *p, const char *path, void *
 static void render_cache_copy(struct ftd_mbuf *m)
 {
 	const struct ftd_job *last = NULL;
-	for (struct ftd_job *j = ftd.head; j; j = j->next)
-		if (j->state == ST_SUCCEEDED && j->kind && !strcmp(j->kind->name, "cache-copy") &&
+	for (struct ftd_job *j = ftd.jobs.head; j; j = j->next)
+		if (j->state == FTD_JOB_SUCCEEDED && j->kind && !strcmp(j->kind, "cache-copy") &&
 		    json_is_array(json_object_get(j->result, "results")))
 			last = j;
 	if (!last)

@@ -5,10 +5,10 @@
  * well-formed UTF-8 that parses back. Input: the body bytes. Build and run (`make fuzz-request`):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Isrc -Idaemon \
  *       tests/fuzz/fuzz_request.c daemon/request.c daemon/kinds.c daemon/config.c src/hw/gpu.c \
- *       src/util/strutil.c src/util/fsutil.c -ljansson -lm -o build/fuzz/fuzz_request
+ *       src/util/strutil.c src/util/fsutil.c src/util/jobargs.c -ljansson -lm -o build/fuzz/fuzz_request
  *   build/fuzz/fuzz_request -max_total_time=60 -max_len=4096 -dict=tests/fuzz/request.dict
  * tests/integration/fuzz.sh runs it in `make test` (seeds tests/fuzz/request/, the same dict):
- * fuzz-srcs: daemon/request.c daemon/kinds.c daemon/config.c src/hw/gpu.c src/util/strutil.c src/util/fsutil.c
+ * fuzz-srcs: daemon/request.c daemon/kinds.c daemon/config.c src/hw/gpu.c src/util/strutil.c src/util/fsutil.c src/util/jobargs.c
  * fuzz-libs: -ljansson -lm
  */
 #include <stdint.h>

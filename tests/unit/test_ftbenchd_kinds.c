@@ -1,5 +1,6 @@
 /* ftbenchd kinds: typed job arguments -> the worker's argv, or a 4xx naming the field. The
- * modules are compiled in here (they live in daemon/, outside libftbench). */
+ * modules come from libftbenchd.a. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,8 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../daemon/config.c"
-#include "../../daemon/kinds.c"
+#include "../../daemon/config.h"
+#include "../../daemon/kinds.h"
 
 static struct ftd_config cfg;
 static struct ftgpu_info gpus[2];

@@ -1,6 +1,7 @@
 /* ftbenchd request: the start body's checks and the error bodies, which echo input and so must be
  * cut and cleaned to UTF-8 (issue #17 defect 8); plus a bounded deterministic mutation loop over
  * the same path as tests/fuzz/fuzz_request.c. The modules are compiled in here. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,9 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../daemon/config.c"
-#include "../../daemon/kinds.c"
-#include "../../daemon/request.c"
+#include "../../daemon/config.h"
+#include "../../daemon/kinds.h"
+#include "../../daemon/request.h"
+#include "util/strutil.h"
 
 /* The body dumps, is UTF-8 and parses back; returns the error's field (a copy) or NULL. */
 static char *body_ok(json_t *o)
