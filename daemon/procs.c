@@ -327,7 +327,7 @@ int ftd_procs_end_job(struct ftd_job *j)
 {
 	pid_t self = getpid();
 	int killed = 0;
-	kill(-j->worker->pid, SIGKILL); /* reaped just now: the id cannot have been reused yet */
+	ftproc_signal(&j->worker->proc, SIGKILL); /* reaped just now: the id cannot have been reused yet */
 	/* a few passes: a process may fork between the scan and the kill */
 	for (int pass = 0; pass < 5; pass++) {
 		struct proc *v;

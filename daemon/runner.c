@@ -15,6 +15,7 @@
 #include "procs.h"
 #include "profiles.h"
 #include "sched.h"
+#include "util/proc.h"
 #include "util/timeutil.h"
 #include "worker.h"
 
@@ -321,7 +322,7 @@ void ftd_runner_reap(void)
 {
 	for (;;) {
 		int st;
-		pid_t pid = waitpid(-1, &st, WNOHANG);
+		pid_t pid = ftproc_reap_any(&st);
 		if (pid <= 0)
 			return;
 		for (struct ftd_job *j = ftd.jobs.head; j; j = j->next) {

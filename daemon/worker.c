@@ -7,149 +7,57 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "util/proc.h"
 #include "util/timeutil.h"
-
-extern char **environ;
 
 static const char *const drop_env[] = {"NOTIFY_SOCKET=", "LISTEN_FDS=", "LISTEN_PID=", "LISTEN_FDNAMES=",
 				       "WATCHDOG_USEC=", "WATCHDOG_PID=", "CUDA_VISIBLE_DEVICES=",
 				       "CUDA_DEVICE_ORDER=", "FTBENCHD_JOB_ID=", NULL};
 
-/* A new environment: ours minus systemd's and CUDA's, plus the job's. NULL on ENOMEM. */
-static char **job_env(const char *job_id, const char *gpu_uuid)
+/* A child's environment: ours minus systemd's and CUDA's, plus CUDA_DEVICE_ORDER, the GPUs it
+ * may see (visible: CUDA_VISIBLE_DEVICES=gpus, "" for none; else every GPU) and its job id.
+ * NULL when out of memory. */
+static char **child_env(const char *job_id, const char *gpus, int visible)
 {
-	size_t n = 0;
-	while (environ[n])
-		n++;
-	char **env = calloc(n + 4, sizeof(char *));
-	if (!env)
-		return NULL;
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		int skip = 0;
-		for (const char *const *d = drop_env; *d && !skip; d++)
-			skip = !strncmp(environ[i], *d, strlen(*d));
-		if (!skip)
-			env[k++] = strdup(environ[i]);
-	}
-	if (asprintf(&env[k++], "CUDA_DEVICE_ORDER=PCI_BUS_ID") < 0 ||
-	    asprintf(&env[k++], "CUDA_VISIBLE_DEVICES=%s", gpu_uuid ? gpu_uuid : "") < 0 ||
-	    (job_id && asprintf(&env[k++], "FTBENCHD_JOB_ID=%s", job_id) < 0)) {
-		env[k - 1] = NULL;
-	}
-	for (size_t i = 0; i < k; i++)
-		if (!env[i]) {
-			for (size_t x = 0; x < k; x++)
-				free(env[x]);
-			free(env);
-			return NULL;
-		}
+	char *vis = NULL, *id = NULL, **env = NULL;
+	const char *set[4] = {"CUDA_DEVICE_ORDER=PCI_BUS_ID"};
+	int k = 1;
+	if (visible && asprintf(&vis, "CUDA_VISIBLE_DEVICES=%s", gpus ? gpus : "") < 0)
+		vis = NULL;
+	if (job_id && asprintf(&id, "FTBENCHD_JOB_ID=%s", job_id) < 0)
+		id = NULL;
+	if ((visible && !vis) || (job_id && !id))
+		goto out;
+	if (vis)
+		set[k++] = vis;
+	if (id)
+		set[k++] = id;
+	if (ftproc_env_new(&env, NULL, drop_env, set) < 0)
+		env = NULL;
+out:
+	free(vis);
+	free(id);
 	return env;
 }
 
-static void env_free(char **env)
+/* Why a spawn failed, in words. */
+static void spawn_why(char *why, size_t n, const char *prog, enum ftproc_stage stage, int err)
 {
-	for (char **p = env; p && *p; p++)
-		free(*p);
-	free(env);
-}
-
-/* What the child reports through the error pipe when it cannot reach execve. */
-struct spawn_err {
-	int stage; /* SP_* */
-	int err;   /* errno */
-};
-enum { SP_EXEC, SP_SETPGID, SP_FCNTL, SP_DUP2 };
-static const char *const stage_names[] = {"execve", "setpgid in the child", "fcntl in the child", "dup2 in the child"};
-
-/* fork + execve argv with fd 3 = result_w (or none), stdout/stderr = out_w, stdin /dev/null.
- * Only async-signal-safe calls in the child; a failure before or in execve comes back through a
- * close-on-exec pipe as {stage, errno}. Returns the pid, or -errno with *stage set. */
-static pid_t spawn(char **argv, char **env, int result_w, int out_w, int devnull, int *stage)
-{
-	int errp[2];
-	*stage = SP_EXEC;
-	if (pipe2(errp, O_CLOEXEC) < 0)
-		return -errno;
-	pid_t parent = getpid();
-	pid_t pid = fork();
-	if (pid < 0) {
-		int e = errno;
-		close(errp[0]);
-		close(errp[1]);
-		return -e;
-	}
-	if (pid == 0) {
-		struct spawn_err se = {SP_SETPGID, 0};
-		int ep = errp[1];
-		if (setpgid(0, 0) < 0)
-			goto fail;
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127); /* the daemon is gone: nobody to report to */
-		signal(SIGPIPE, SIG_DFL);
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		/* move every source fd above 9 first, so the dup2s below cannot clobber one */
-		se.stage = SP_FCNTL;
-		ep = fcntl(errp[1], F_DUPFD_CLOEXEC, 10);
-		if (ep < 0) {
-			ep = errp[1];
-			goto fail;
-		}
-		int dn = fcntl(devnull, F_DUPFD, 10);
-		int ow = dn < 0 ? -1 : fcntl(out_w, F_DUPFD, 10);
-		int rw = result_w >= 0 && ow >= 0 ? fcntl(result_w, F_DUPFD, 10) : -1;
-		if (dn < 0 || ow < 0 || (result_w >= 0 && rw < 0))
-			goto fail;
-		se.stage = SP_DUP2;
-		if (dup2(dn, 0) < 0 || dup2(ow, 1) < 0 || dup2(ow, 2) < 0)
-			goto fail;
-		if (rw >= 0) {
-			if (dup2(rw, 3) < 0)
-				goto fail;
-		} else {
-			close(3);
-		}
-		/* everything above 3 except the (close-on-exec) error pipe goes */
-		if (ep > 4)
-			syscall(SYS_close_range, 4u, (unsigned)ep - 1, 0u);
-		syscall(SYS_close_range, (unsigned)ep + 1, ~0U, 0u);
-		se.stage = SP_EXEC;
-		execve(argv[0], argv, env);
-	fail:
-		se.err = errno;
-		while (write(ep, &se, sizeof se) < 0 && errno == EINTR)
-			;
-		_exit(127);
-	}
-	close(errp[1]);
-	struct spawn_err se = {SP_EXEC, 0};
-	ssize_t r;
-	do
-		r = read(errp[0], &se, sizeof se);
-	while (r < 0 && errno == EINTR);
-	close(errp[0]);
-	if (r == (ssize_t)sizeof se) {
-		int st;
-		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-			;
-		*stage = se.stage >= SP_EXEC && se.stage <= SP_DUP2 ? se.stage : SP_EXEC;
-		return -(se.err ? se.err : ENOEXEC);
-	}
-	setpgid(pid, pid); /* also from the parent: no window where the group does not exist */
-	return pid;
+	if (stage == FTPROC_ST_EXEC)
+		snprintf(why, n, "cannot execute the worker %s: %s", prog, strerror(err));
+	else if (stage == FTPROC_ST_PARENT)
+		snprintf(why, n, "cannot start the worker %s: %s", prog, strerror(err));
+	else
+		snprintf(why, n, "cannot start the worker %s: %s in the child failed: %s", prog, ftproc_stage_name(stage),
+			 strerror(err));
 }
 
 struct ftd_worker *ftd_worker_start(const struct ftd_worker_spec *s, char *why, size_t n)
 {
-	int rp[2] = {-1, -1}, op[2] = {-1, -1}, devnull = -1, logfd = -1;
+	int op[2] = {-1, -1}, logfd = -1;
 	char **env = NULL;
 	struct ftd_worker *w = calloc(1, sizeof *w);
 	if (!w) {
@@ -161,35 +69,37 @@ struct ftd_worker *ftd_worker_start(const struct ftd_worker_spec *s, char *why, 
 		snprintf(why, n, "cannot open the job log %s: %s", s->log_path, strerror(errno));
 		goto fail;
 	}
-	if (pipe2(rp, O_CLOEXEC) < 0 || pipe2(op, O_CLOEXEC) < 0 ||
-	    (devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+	if (pipe2(op, O_CLOEXEC) < 0) {
 		snprintf(why, n, "cannot make pipes: %s", strerror(errno));
 		goto fail;
 	}
-	env = job_env(s->job_id, s->gpus);
+	env = child_env(s->job_id, s->gpus, 1);
 	if (!env) {
 		snprintf(why, n, "out of memory");
 		goto fail;
 	}
-	int stage;
-	pid_t pid = spawn((char **)s->argv, env, rp[1], op[1], devnull, &stage);
-	env_free(env);
+	/* stdin /dev/null, stdout and stderr the log pipe, fd 3 the result pipe */
+	struct ftproc_fd map[] = {
+		{0, FTPROC_FD_NULL, -1, 0},
+		{1, FTPROC_FD_DUP, op[1], 0},
+		{2, FTPROC_FD_DUP, op[1], 0},
+		{3, FTPROC_FD_PIPE_OUT, -1, 1},
+	};
+	struct ftproc_opts o = {.path = s->argv[0], .argv = s->argv, .envp = env, .fds = map, .nfds = 4,
+				.pdeathsig = SIGKILL};
+	enum ftproc_stage stage;
+	int r = ftproc_spawn(&w->proc, &o, &stage);
+	ftproc_env_free(env);
 	env = NULL;
-	if (pid < 0) {
-		if (stage == SP_EXEC)
-			snprintf(why, n, "cannot execute the worker %s: %s", s->argv[0], strerror((int)-pid));
-		else
-			snprintf(why, n, "cannot start the worker %s: %s failed: %s", s->argv[0], stage_names[stage],
-				 strerror((int)-pid));
+	if (r < 0) {
+		spawn_why(why, n, s->argv[0], stage, -r);
 		goto fail;
 	}
-	close(rp[1]);
 	close(op[1]);
-	close(devnull);
-	fcntl(rp[0], F_SETFL, O_NONBLOCK);
+	op[1] = -1;
 	fcntl(op[0], F_SETFL, O_NONBLOCK);
-	w->pid = pid;
-	w->rfd = rp[0];
+	w->pid = w->proc.pid;
+	w->rfd = map[3].fd;
 	w->ofd = op[0];
 	w->logfd = logfd;
 	w->exit_status = w->sig = -1;
@@ -200,15 +110,10 @@ struct ftd_worker *ftd_worker_start(const struct ftd_worker_spec *s, char *why, 
 	w->ctx = s->ctx;
 	return w;
 fail:
-	env_free(env);
-	for (int i = 0; i < 2; i++) {
-		if (rp[i] >= 0)
-			close(rp[i]);
+	ftproc_env_free(env);
+	for (int i = 0; i < 2; i++)
 		if (op[i] >= 0)
 			close(op[i]);
-	}
-	if (devnull >= 0)
-		close(devnull);
 	if (logfd >= 0)
 		close(logfd);
 	free(w);
@@ -233,7 +138,7 @@ void ftd_worker_terminate(struct ftd_worker *w, long grace_s)
 {
 	if (w->reaped || w->kill_at_ns)
 		return;
-	kill(-w->pid, SIGTERM);
+	ftproc_signal(&w->proc, SIGTERM);
 	w->kill_at_ns = ft_now_ns() + (uint64_t)grace_s * 1000000000ull;
 	if (!w->kill_at_ns)
 		w->kill_at_ns = 1;
@@ -384,14 +289,10 @@ void ftd_worker_io(struct ftd_worker *w, int fd, long grace_s)
 
 void ftd_worker_reaped(struct ftd_worker *w, int st, uint64_t now)
 {
-	w->reaped = 1;
-	if (WIFEXITED(st)) {
-		w->exit_status = WEXITSTATUS(st);
-		w->sig = -1;
-	} else if (WIFSIGNALED(st)) {
-		w->sig = WTERMSIG(st);
-		w->exit_status = 128 + w->sig;
-	}
+	w->reaped = w->proc.reaped = 1;
+	w->proc.status = st;
+	w->exit_status = ftproc_exit_code(st);
+	w->sig = WIFSIGNALED(st) ? WTERMSIG(st) : -1;
 	w->reaped_ns = now;
 }
 
@@ -404,7 +305,7 @@ int ftd_worker_timers(struct ftd_worker *w, uint64_t now, long grace_s, uint64_t
 		ftd_worker_terminate(w, grace_s);
 	}
 	if (w->kill_at_ns && now >= w->kill_at_ns) {
-		kill(-w->pid, SIGKILL);
+		ftproc_signal(&w->proc, SIGKILL);
 		w->kill_at_ns = UINT64_MAX; /* sent */
 	}
 	if (!w->reaped && !w->kill_at_ns && w->deadline_ns < *next)
@@ -445,66 +346,56 @@ int ftd_worker_check_done(struct ftd_worker *w, uint64_t now, long grace_s)
 int ftd_worker_capture(char *const *argv, long timeout_s, size_t max, char **outp, size_t *lenp, int *status,
 		       int *timed_out_out, char *why, size_t n)
 {
-	int op[2], devnull;
 	*outp = NULL;
 	*lenp = 0;
 	*timed_out_out = 0;
-	if (pipe2(op, O_CLOEXEC) < 0 || (devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0) {
-		int e = errno;
-		snprintf(why, n, "cannot make a pipe: %s", strerror(e));
-		return -e;
+	char **env = child_env(NULL, NULL, 0); /* every GPU visible */
+	if (!env) {
+		snprintf(why, n, "out of memory");
+		return -ENOMEM;
 	}
-	char **env = job_env(NULL, NULL);
-	/* every GPU must be visible: drop the CUDA_VISIBLE_DEVICES= job_env sets */
-	for (char **p = env; p && *p; p++)
-		if (!strncmp(*p, "CUDA_VISIBLE_DEVICES=", 21)) {
-			free(*p);
-			for (char **q = p; *q; q++)
-				q[0] = q[1];
-			break;
-		}
-	int stage = SP_EXEC;
-	pid_t pid = env ? spawn((char **)argv, env, -1, op[1], devnull, &stage) : -ENOMEM;
-	env_free(env);
-	close(op[1]);
-	close(devnull);
-	if (pid < 0) {
+	struct ftproc_fd map[] = {{0, FTPROC_FD_NULL, -1, 0}, {1, FTPROC_FD_PIPE_OUT, -1, 0}, {2, FTPROC_FD_NULL, -1, 0}};
+	struct ftproc_opts o = {.path = argv[0], .argv = argv, .envp = env, .fds = map, .nfds = 3, .pdeathsig = SIGKILL};
+	struct ftproc p;
+	enum ftproc_stage stage;
+	int r = ftproc_spawn(&p, &o, &stage);
+	ftproc_env_free(env);
+	if (r < 0) {
 		snprintf(why, n, "cannot run %s %s %s: %s%s%s", argv[0], argv[1], argv[2],
-			 stage == SP_EXEC ? "" : stage_names[stage], stage == SP_EXEC ? "" : ": ", strerror((int)-pid));
-		close(op[0]);
-		return (int)pid;
+			 stage == FTPROC_ST_EXEC || stage == FTPROC_ST_PARENT ? "" : ftproc_stage_name(stage),
+			 stage == FTPROC_ST_EXEC || stage == FTPROC_ST_PARENT ? "" : ": ", strerror(-r));
+		return r;
 	}
+	int fd = map[1].fd;
 	size_t len = 0, cap = max;
 	char *out = malloc(cap + 1);
 	uint64_t deadline = ft_now_ns() + (uint64_t)timeout_s * 1000000000ull;
 	int timed_out = 0;
 	while (out) {
-		struct pollfd p = {.fd = op[0], .events = POLLIN};
+		struct pollfd pf = {.fd = fd, .events = POLLIN};
 		uint64_t now = ft_now_ns();
 		if (now >= deadline) {
 			timed_out = 1;
 			break;
 		}
-		int pr = poll(&p, 1, (int)((deadline - now) / 1000000) + 1);
+		int pr = poll(&pf, 1, (int)((deadline - now) / 1000000) + 1);
 		if (pr < 0 && errno == EINTR)
 			continue;
 		if (pr <= 0)
 			continue;
-		ssize_t r = read(op[0], out + len, cap - len);
-		if (r < 0 && errno == EINTR)
+		ssize_t k = read(fd, out + len, cap - len);
+		if (k < 0 && errno == EINTR)
 			continue;
-		if (r <= 0)
+		if (k <= 0)
 			break;
-		len += (size_t)r;
+		len += (size_t)k;
 		if (len == cap)
 			break;
 	}
-	close(op[0]);
+	close(fd);
 	if (timed_out)
-		kill(-pid, SIGKILL);
-	int st = 0;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
+		ftproc_signal(&p, SIGKILL);
+	ftproc_wait(&p, -1);
 	if (!out) {
 		snprintf(why, n, "out of memory");
 		return -ENOMEM;
@@ -512,7 +403,7 @@ int ftd_worker_capture(char *const *argv, long timeout_s, size_t max, char **out
 	out[len] = '\0';
 	*outp = out;
 	*lenp = len;
-	*status = st;
+	*status = p.status;
 	*timed_out_out = timed_out;
 	return 0;
 }

@@ -1,5 +1,5 @@
-/* worker: one child process of the daemon, fork + execve of an argv in its own process group
- * with PR_SET_PDEATHSIG, fd 3 a pipe of JSON lines (each size-checked before it is handed on),
+/* worker: one child process of the daemon, started with ftproc_spawn (src/util/proc.h) in its own
+ * process group with a death signal, fd 3 a pipe of JSON lines (each size-checked before it is handed on),
  * stdout+stderr a pipe into a size-capped log file, stdin /dev/null, an environment without
  * systemd's and CUDA's variables. The worker knows nothing of jobs: what a line means is the
  * caller's (struct ftd_worker_cb), and the end is reported through a callback only after the
@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "util/proc.h"
 
 #define FTD_MAX_GROUPS 64 /* process groups recorded per worker (procs.c) */
 
@@ -37,7 +39,8 @@ struct ftd_worker_spec {
 };
 
 struct ftd_worker {
-	pid_t pid;               /* also the process group id */
+	struct ftproc proc;      /* the child (src/util/proc.h) */
+	pid_t pid;               /* proc.pid: also the process group id */
 	int rfd, ofd, logfd;
 	char *line;
 	size_t linelen, linecap, max_line;
