@@ -28,14 +28,14 @@ static int n_streams; /* event streams open now (atomic) */
 void ftd_api_error(struct ftd_api_reply *rp, unsigned status, const char *code, const char *field, const char *fmt,
 		   ...)
 {
-	char msg[FTD_MSG_MAX];
+	char msg[FTD_REQUEST_MSG_MAX];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	/* messages and fields echo what the client sent: ftd_error_json cuts and cleans them */
+	/* messages and fields echo what the client sent: ftd_request_error_json cuts and cleans them */
 	rp->status = status;
-	rp->json = ftd_error_json(code, field, "%s", msg);
+	rp->json = ftd_request_error_json(code, field, "%s", msg);
 	if (status == 401) {
 		rp->hname = "WWW-Authenticate";
 		snprintf(rp->hval, sizeof rp->hval, "Bearer");
@@ -97,34 +97,34 @@ int ftd_api_submit(const char *kind, json_t *args, long timeout_s, const char *i
 					*replayed = 1;
 					return 0;
 				}
-				ftd_err_set(err, 409, "idempotency_conflict", NULL,
+				ftd_kind_err_set(err, 409, "idempotency_conflict", NULL,
 					    "Idempotency-Key was used for job %s with another body", j->id);
 				return -1;
 			}
 		}
 	}
 	if (ftd.stopping) {
-		ftd_err_set(err, 503, "shutting_down", NULL, "the daemon is stopping");
+		ftd_kind_err_set(err, 503, "shutting_down", NULL, "the daemon is stopping");
 		return -1;
 	}
 	const struct ftd_kind *k = ftd_kind_find(kind);
 	if (!k) {
 		char names[256];
 		ftd_kind_names(names, sizeof names);
-		ftd_err_set(err, 400, "unknown_kind", "kind", "unknown kind '%.*s' (%s)", ftstr_utf8_cut(kind, 64), kind,
+		ftd_kind_err_set(err, 400, "unknown_kind", "kind", "unknown kind '%.*s' (%s)", ftstr_utf8_cut(kind, 64), kind,
 			    names);
 		return -1;
 	}
 	if (timeout_s == 0)
 		timeout_s = ftd.cfg.job_timeout;
 	if (timeout_s < 1 || timeout_s > ftd.cfg.max_job_timeout) {
-		ftd_err_set(err, 400, "invalid_argument", "timeout_s", "timeout_s: expected an integer in [1, %ld]",
+		ftd_kind_err_set(err, 400, "invalid_argument", "timeout_s", "timeout_s: expected an integer in [1, %ld]",
 			    ftd.cfg.max_job_timeout);
 		return -1;
 	}
 	struct ftd_job *j = ftd_job_new();
 	if (!j) {
-		ftd_err_set(err, 503, "internal", NULL, "out of memory");
+		ftd_kind_err_set(err, 503, "internal", NULL, "out of memory");
 		return -1;
 	}
 	do
@@ -136,10 +136,10 @@ int ftd_api_submit(const char *kind, json_t *args, long timeout_s, const char *i
 	/* validated now against the configuration in force; built again when the job starts */
 	char **argv;
 	int gpu;
-	struct ftd_kind_ctx c = ftd_kind_ctx_now(j->id);
+	struct ftd_kind_ctx c = ftd_daemon_kind_ctx(j->id);
 	if (!j->args || ftd_kind_argv(k, j->args, &c, &gpu, &argv, err) < 0) {
 		if (!j->args)
-			ftd_err_set(err, 503, "internal", NULL, "out of memory");
+			ftd_kind_err_set(err, 503, "internal", NULL, "out of memory");
 		ftd_job_unref(j);
 		return -1;
 	}
@@ -150,9 +150,9 @@ int ftd_api_submit(const char *kind, json_t *args, long timeout_s, const char *i
 	int full = !v || ftd_sched_admit(v, n, ftd.cfg.max_queue) < 0;
 	free(v);
 	if (full) {
-		ftd_argv_free(argv);
+		ftd_kind_argv_free(argv);
 		ftd_job_unref(j);
-		ftd_err_set(err, 429, "queue_full", NULL, "%ld jobs are already queued", ftd.cfg.max_queue);
+		ftd_kind_err_set(err, 429, "queue_full", NULL, "%ld jobs are already queued", ftd.cfg.max_queue);
 		return -1;
 	}
 	j->seq = ftd.jobs.next_seq++;
@@ -162,23 +162,23 @@ int ftd_api_submit(const char *kind, json_t *args, long timeout_s, const char *i
 		j->gpu_index = ftd.gpus[gpu].index;
 		snprintf(j->gpu_uuid, sizeof j->gpu_uuid, "%s", ftd.gpus[gpu].uuid);
 	}
-	j->all_gpus = gpu == FTD_GPU_ALL;
+	j->all_gpus = gpu == FTD_KIND_GPU_ALL;
 	j->host_excl = k->host_exclusive;
 	j->timeout_s = timeout_s;
 	j->created = ft_wall_epoch();
 	j->idem_key = idem_key ? strdup(idem_key) : NULL;
 	j->req_canon = req_canon ? strdup(req_canon) : NULL;
-	int r = ftd_save(j);
+	int r = ftd_daemon_save(j);
 	if (r < 0) {
 		ftd_job_unref(j);
-		ftd_err_set(err, 503, "journal_error", NULL, "the journal could not be written: %s", strerror(-r));
+		ftd_kind_err_set(err, 503, "journal_error", NULL, "the journal could not be written: %s", strerror(-r));
 		return -1;
 	}
 	ftd_jobs_append(&ftd.jobs, j);
 	ftd_job_event(j, FTD_EV_STATE, json_pack("{s:s}", "state", "queued"));
 	ftd_log(FTD_LOG_INFO, "job %s: %s queued%s%s", j->id, k->name, gpu >= 0 ? " on " : "",
 		gpu >= 0 ? j->gpu_uuid : "");
-	ftd_wake();
+	ftd_daemon_wake();
 	*out = j;
 	return 0;
 }
@@ -186,24 +186,24 @@ int ftd_api_submit(const char *kind, json_t *args, long timeout_s, const char *i
 int ftd_api_cancel_job(struct ftd_job *j, struct ftd_err *err)
 {
 	if (ftd_job_final(j->state)) {
-		ftd_err_set(err, 409, "job_finished", NULL, "job %s already finished (%s)", j->id,
+		ftd_kind_err_set(err, 409, "job_finished", NULL, "job %s already finished (%s)", j->id,
 			    ftd_job_state_name(j->state));
 		return 409;
 	}
 	if (j->state == FTD_JOB_QUEUED) {
 		j->cancel_requested = 1;
 		j->finished = ft_wall_epoch();
-		ftd_set_state(j, FTD_JOB_CANCELLED);
+		ftd_daemon_set_state(j, FTD_JOB_CANCELLED);
 		ftd_metrics_job_finished(j);
 		ftd_log(FTD_LOG_INFO, "job %s: cancelled while queued", j->id);
-		ftd_wake();
+		ftd_daemon_wake();
 		return 200;
 	}
 	if (!j->cancel_requested) {
 		j->cancel_requested = 1;
 		ftd_log(FTD_LOG_INFO, "job %s: cancel requested", j->id);
-		ftd_save(j);
-		ftd_wake(); /* the main loop sends the signals */
+		ftd_daemon_save(j);
+		ftd_daemon_wake(); /* the main loop sends the signals */
 	}
 	return 202;
 }
@@ -278,7 +278,7 @@ void ftd_api_start(const struct ftd_api_req *rq, struct ftd_api_reply *rp)
 	const char *kind;
 	json_t *args;
 	long timeout;
-	json_t *req = ftd_start_parse(rq->body, rq->len, ftd.cfg.max_job_timeout, &kind, &args, &timeout, &err);
+	json_t *req = ftd_request_start_parse(rq->body, rq->len, ftd.cfg.max_job_timeout, &kind, &args, &timeout, &err);
 	if (!req) {
 		ftd_api_err(rp, &err);
 		return;

@@ -175,9 +175,9 @@ static int set_opt(struct ftd_config *cfg, const struct opt *o, const char *v, c
 			fprintf(stderr, "ftbenchd: %s: decode-server: '%.200s' is not NAME=COMMAND\n", where, v);
 			return -EINVAL;
 		}
-		if (ftd_server_name_len(v, (size_t)(eq - v)) < 0) {
+		if (ftd_config_server_name_len(v, (size_t)(eq - v)) < 0) {
 			fprintf(stderr, "ftbenchd: %s: decode-server: the name '%.*s' is not 1 to %d of A-Z a-z 0-9 _ . -\n",
-				where, (int)(eq - v > 80 ? 80 : eq - v), v, FTD_SERVER_NAME_MAX);
+				where, (int)(eq - v > 80 ? 80 : eq - v), v, FTD_CONFIG_SERVER_NAME_MAX);
 			return -EINVAL;
 		}
 		return list_add(items, n, v);
@@ -191,7 +191,7 @@ static int set_opt(struct ftd_config *cfg, const struct opt *o, const char *v, c
 	int r = 0;
 	for (int i = 0; i < k && !r; i++) {
 		char why[160];
-		if (!strcmp(o->name, "decode-urls") && ftd_url_check(parts[i], why, sizeof why) < 0) {
+		if (!strcmp(o->name, "decode-urls") && ftd_config_url_check(parts[i], why, sizeof why) < 0) {
 			fprintf(stderr, "ftbenchd: %s: decode-urls: '%.200s': %s\n", where, parts[i], why);
 			r = -EINVAL;
 			break;
@@ -444,9 +444,9 @@ int ftd_config_check(struct ftd_config *cfg)
 	return 0;
 }
 
-int ftd_server_name_len(const char *s, size_t len)
+int ftd_config_server_name_len(const char *s, size_t len)
 {
-	if (len < 1 || len > FTD_SERVER_NAME_MAX)
+	if (len < 1 || len > FTD_CONFIG_SERVER_NAME_MAX)
 		return -EINVAL;
 	for (size_t i = 0; i < len; i++) {
 		char c = s[i];
@@ -460,7 +460,7 @@ int ftd_server_name_len(const char *s, size_t len)
 const char *ftd_config_decode_server(const struct ftd_config *cfg, const char *name)
 {
 	size_t l = strlen(name);
-	if (ftd_server_name_len(name, l) < 0)
+	if (ftd_config_server_name_len(name, l) < 0)
 		return NULL;
 	for (int i = 0; i < cfg->n_decode_servers; i++) {
 		const char *e = cfg->decode_servers[i], *eq = strchr(e, '=');
@@ -477,12 +477,12 @@ static int url_char_ok(unsigned char c)
 	       strchr("-._~!$&'()*+,;=:@/?%", c) != NULL;
 }
 
-int ftd_url_check(const char *url, char *why, size_t n)
+int ftd_config_url_check(const char *url, char *why, size_t n)
 {
 	const char *p;
 	size_t len = strlen(url);
-	if (len > FTD_URL_MAX) {
-		snprintf(why, n, "longer than %d bytes", FTD_URL_MAX);
+	if (len > FTD_CONFIG_URL_MAX) {
+		snprintf(why, n, "longer than %d bytes", FTD_CONFIG_URL_MAX);
 		return -EINVAL;
 	}
 	if (!strncmp(url, "http://", 7))

@@ -11,7 +11,7 @@
 #include "job.h"
 #include "kinds.h"
 
-#define FTD_DUR_BUCKETS 12 /* job duration histogram: 11 bounds + Inf */
+#define FTD_DAEMON_DUR_BUCKETS 12 /* job duration histogram: 11 bounds + Inf */
 
 struct ftd_daemon {
 	struct ftd_config cfg;
@@ -27,22 +27,22 @@ struct ftd_daemon {
 	double start_wall;
 	pid_t main_pid;
 	/* metrics since start (metrics.c) */
-	unsigned long long finished_total[FTD_MAX_KINDS][FTD_JOB_N];
-	unsigned long long dur_buckets[FTD_MAX_KINDS][FTD_DUR_BUCKETS];
-	double dur_sum[FTD_MAX_KINDS];
-	unsigned long long dur_count[FTD_MAX_KINDS];
+	unsigned long long finished_total[FTD_KIND_MAX][FTD_JOB_N];
+	unsigned long long dur_buckets[FTD_KIND_MAX][FTD_DAEMON_DUR_BUCKETS];
+	double dur_sum[FTD_KIND_MAX];
+	unsigned long long dur_count[FTD_KIND_MAX];
 	unsigned long long http_requests;
 };
 
 extern struct ftd_daemon ftd;
 
 /* Wake the main loop (any thread, no lock needed). */
-void ftd_wake(void);
+void ftd_daemon_wake(void);
 /* Save j's journal record, logging a failure. 0 or -errno. */
-int ftd_save(const struct ftd_job *j);
+int ftd_daemon_save(const struct ftd_job *j);
 /* A transition: j becomes s, journaled before the state event tells anyone. 0 or -errno (the
  * journal's). */
-int ftd_set_state(struct ftd_job *j, enum ftd_job_state s);
+int ftd_daemon_set_state(struct ftd_job *j, enum ftd_job_state s);
 /* The argv builder's view of the daemon now (job_id may be NULL). */
-struct ftd_kind_ctx ftd_kind_ctx_now(const char *job_id);
+struct ftd_kind_ctx ftd_daemon_kind_ctx(const char *job_id);
 #endif

@@ -110,7 +110,7 @@ static enum MHD_Result respond_error(struct MHD_Connection *c, unsigned status, 
 static enum MHD_Result respond_error(struct MHD_Connection *c, unsigned status, const char *code, const char *field,
 				     const char *fmt, ...)
 {
-	char msg[FTD_MSG_MAX];
+	char msg[FTD_REQUEST_MSG_MAX];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);

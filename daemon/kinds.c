@@ -18,12 +18,12 @@ static int bw_argv(const struct ftd_kind_ctx *c, const json_t *args, struct ftd_
 {
 	(void)err;
 	if (!json_object_get(args, "deployment") && c->cfg && c->cfg->deployment && *c->cfg->deployment)
-		ftd_argv_push(b, ftd_argv_flag("--deployment", c->cfg->deployment));
+		ftd_kind_argv_push(b, ftd_kind_argv_flag("--deployment", c->cfg->deployment));
 	if (c->cfg && !c->cfg->bw_legacy_copy)
-		ftd_argv_push(b, strdup("--no-legacy-copy"));
+		ftd_kind_argv_push(b, strdup("--no-legacy-copy"));
 	if (c->out_dir && c->job_id) {
 		char *s;
-		ftd_argv_push(b, asprintf(&s, "--output=%s/%s.profile.json", c->out_dir, c->job_id) < 0 ? NULL : s);
+		ftd_kind_argv_push(b, asprintf(&s, "--output=%s/%s.profile.json", c->out_dir, c->job_id) < 0 ? NULL : s);
 	}
 	return 0;
 }
@@ -96,11 +96,11 @@ static int decode_argv(const struct ftd_kind_ctx *c, const json_t *args, struct 
 	(void)b;
 	int have_server = json_object_get(args, "server") != NULL, have_url = json_object_get(args, "url") != NULL;
 	if (have_server && !json_object_get(args, "model")) {
-		ftd_err_set(err, 400, "missing_field", "args.model", "decode with args.server needs args.model");
+		ftd_kind_err_set(err, 400, "missing_field", "args.model", "decode with args.server needs args.model");
 		return -1;
 	}
 	if (have_server + have_url != 1) {
-		ftd_err_set(err, 400, have_server + have_url ? "invalid_argument" : "missing_field", "args.server",
+		ftd_kind_err_set(err, 400, have_server + have_url ? "invalid_argument" : "missing_field", "args.server",
 			    "decode needs exactly one of args.server and args.url");
 		return -1;
 	}
@@ -122,7 +122,7 @@ static const struct ftargs_spec *kind_args(const struct ftd_kind *k)
 }
 
 #define N_KINDS ((int)(sizeof kinds / sizeof kinds[0]))
-_Static_assert(sizeof kinds / sizeof kinds[0] <= FTD_MAX_KINDS, "raise FTD_MAX_KINDS");
+_Static_assert(sizeof kinds / sizeof kinds[0] <= FTD_KIND_MAX, "raise FTD_KIND_MAX");
 
 int ftd_kind_count(void)
 {
@@ -164,7 +164,7 @@ const struct ftd_kind *ftd_kind_find(const char *name)
 	return NULL;
 }
 
-void ftd_err_set(struct ftd_err *e, int status, const char *code, const char *field, const char *fmt, ...)
+void ftd_kind_err_set(struct ftd_err *e, int status, const char *code, const char *field, const char *fmt, ...)
 {
 	e->status = status;
 	snprintf(e->code, sizeof e->code, "%s", code);
@@ -175,7 +175,7 @@ void ftd_err_set(struct ftd_err *e, int status, const char *code, const char *fi
 	va_end(ap);
 }
 
-void ftd_argv_free(char **argv)
+void ftd_kind_argv_free(char **argv)
 {
 	if (!argv)
 		return;
@@ -184,7 +184,7 @@ void ftd_argv_free(char **argv)
 	free(argv);
 }
 
-void ftd_argv_push(struct ftd_argv *b, char *s)
+void ftd_kind_argv_push(struct ftd_argv *b, char *s)
 {
 	if (!s) {
 		b->oom = 1;
@@ -205,7 +205,7 @@ void ftd_argv_push(struct ftd_argv *b, char *s)
 	b->v[b->n] = NULL;
 }
 
-char *ftd_argv_flag(const char *flag, const char *val)
+char *ftd_kind_argv_flag(const char *flag, const char *val)
 {
 	char *s;
 	return asprintf(&s, "%s=%s", flag, val) < 0 ? NULL : s;
@@ -295,11 +295,11 @@ int ftd_kind_argv(const struct ftd_kind *k, const json_t *args, const struct ftd
 
 	*argv_out = NULL;
 	if (args && !json_is_object(args)) {
-		ftd_err_set(err, 400, "invalid_argument", "args", "args must be an object");
+		ftd_kind_err_set(err, 400, "invalid_argument", "args", "args must be an object");
 		return -1;
 	}
-	ftd_argv_push(&b, strdup(c->worker));
-	ftd_argv_push(&b, strdup(k->name));
+	ftd_kind_argv_push(&b, strdup(c->worker));
+	ftd_kind_argv_push(&b, strdup(k->name));
 	const char *key;
 	json_t *v;
 	json_object_foreach((json_t *)args, key, v) {
@@ -308,7 +308,7 @@ int ftd_kind_argv(const struct ftd_kind *k, const json_t *args, const struct ftd
 			a++;
 		snprintf(field, sizeof field, "args.%.*s", ftstr_utf8_cut(key, 58), key);
 		if (!a->name) {
-			ftd_err_set(err, 400, "unknown_field", field, "%s has no argument '%.*s'", k->name, ftstr_utf8_cut(key, 100), key);
+			ftd_kind_err_set(err, 400, "unknown_field", field, "%s has no argument '%.*s'", k->name, ftstr_utf8_cut(key, 100), key);
 			goto fail;
 		}
 		double x;
@@ -318,7 +318,7 @@ int ftd_kind_argv(const struct ftd_kind *k, const json_t *args, const struct ftd
 			if (json_is_string(v)) {
 				const char *s = json_string_value(v);
 				if (strlen(s) > 256 || !name_ok(s, 1)) {
-					ftd_err_set(err, 400, "invalid_argument", field,
+					ftd_kind_err_set(err, 400, "invalid_argument", field,
 						    "%s: expected names of letters, digits and -_.:+ separated by commas", field);
 					goto fail;
 				}
@@ -329,44 +329,44 @@ int ftd_kind_argv(const struct ftd_kind *k, const json_t *args, const struct ftd
 				json_array_foreach(v, i, it) {
 					if (!json_is_string(it) || strlen(json_string_value(it)) > 64 ||
 					    !name_ok(json_string_value(it), 0) || join(buf, sizeof buf, json_string_value(it))) {
-						ftd_err_set(err, 400, "invalid_argument", field,
+						ftd_kind_err_set(err, 400, "invalid_argument", field,
 							    "%s[%zu]: expected a name of letters, digits and -_.:+", field, i);
 						goto fail;
 					}
 				}
 			} else {
-				ftd_err_set(err, 400, "invalid_argument", field,
+				ftd_kind_err_set(err, 400, "invalid_argument", field,
 					    "%s: expected a string or a list of 1 to 64 strings", field);
 				goto fail;
 			}
-			ftd_argv_push(&b, ftd_argv_flag(a->flag, buf));
+			ftd_kind_argv_push(&b, ftd_kind_argv_flag(a->flag, buf));
 			break;
 		case FTARGS_T_INT:
 			if (!json_is_integer(v) || json_integer_value(v) < (json_int_t)a->lo ||
 			    json_integer_value(v) > (json_int_t)a->hi) {
-				ftd_err_set(err, 400, "invalid_argument", field, "%s: expected an integer in [%.0f, %.0f]",
+				ftd_kind_err_set(err, 400, "invalid_argument", field, "%s: expected an integer in [%.0f, %.0f]",
 					    field, a->lo, a->hi);
 				goto fail;
 			}
 			snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
-			ftd_argv_push(&b, ftd_argv_flag(a->flag, buf));
+			ftd_kind_argv_push(&b, ftd_kind_argv_flag(a->flag, buf));
 			break;
 		case FTARGS_T_NUM:
 			if (num_of(v, &x) < 0 || x < a->lo || x > a->hi) {
-				ftd_err_set(err, 400, "invalid_argument", field, "%s: expected a number in [%g, %g]", field,
+				ftd_kind_err_set(err, 400, "invalid_argument", field, "%s: expected a number in [%g, %g]", field,
 					    a->lo, a->hi);
 				goto fail;
 			}
 			fmt_num(buf, sizeof buf, x);
-			ftd_argv_push(&b, ftd_argv_flag(a->flag, buf));
+			ftd_kind_argv_push(&b, ftd_kind_argv_flag(a->flag, buf));
 			break;
 		case FTARGS_T_BOOL:
 			if (!json_is_boolean(v)) {
-				ftd_err_set(err, 400, "invalid_argument", field, "%s: expected true or false", field);
+				ftd_kind_err_set(err, 400, "invalid_argument", field, "%s: expected true or false", field);
 				goto fail;
 			}
 			if (json_is_true(v))
-				ftd_argv_push(&b, strdup(a->flag));
+				ftd_kind_argv_push(&b, strdup(a->flag));
 			break;
 		case FTARGS_T_INTLIST:
 		case FTARGS_T_NUMLIST:
@@ -374,7 +374,7 @@ int ftd_kind_argv(const struct ftd_kind *k, const json_t *args, const struct ftd
 			size_t max_items = a->max_items > 0 ? (size_t)a->max_items
 					   : a->type == FTARGS_T_ENUMLIST && a->hi > 0 ? (size_t)a->hi : 64;
 			if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > max_items) {
-				ftd_err_set(err, 400, "invalid_argument", field, "%s: expected a list of 1 to %zu items", field,
+				ftd_kind_err_set(err, 400, "invalid_argument", field, "%s: expected a list of 1 to %zu items", field,
 					    max_items);
 				goto fail;
 			}
@@ -400,37 +400,37 @@ int ftd_kind_argv(const struct ftd_kind *k, const json_t *args, const struct ftd
 				}
 				if (bad || join(buf, sizeof buf, one)) {
 					if (a->type == FTARGS_T_ENUMLIST)
-						ftd_err_set(err, 400, "invalid_argument", field, "%s[%zu]: expected one of %s",
+						ftd_kind_err_set(err, 400, "invalid_argument", field, "%s[%zu]: expected one of %s",
 							    field, i, a->choices);
 					else
-						ftd_err_set(err, 400, "invalid_argument", field,
+						ftd_kind_err_set(err, 400, "invalid_argument", field,
 							    "%s[%zu]: expected a %s in [%g, %g]", field, i,
 							    a->type == FTARGS_T_INTLIST ? "integer" : "number", a->lo, a->hi);
 					goto fail;
 				}
 			}
-			ftd_argv_push(&b, ftd_argv_flag(a->flag, buf));
+			ftd_kind_argv_push(&b, ftd_kind_argv_flag(a->flag, buf));
 			break;
 		}
 		case FTARGS_T_ENUM:
 			if (!json_is_string(v) || !choice_ok(a->choices, json_string_value(v))) {
-				ftd_err_set(err, 400, "invalid_argument", field, "%s: expected one of %s", field, a->choices);
+				ftd_kind_err_set(err, 400, "invalid_argument", field, "%s: expected one of %s", field, a->choices);
 				goto fail;
 			}
-			ftd_argv_push(&b, ftd_argv_flag(a->flag, json_string_value(v)));
+			ftd_kind_argv_push(&b, ftd_kind_argv_flag(a->flag, json_string_value(v)));
 			break;
 		case FTARGS_T_PATH: {
 			if (!json_is_string(v) || !*json_string_value(v) || ftstr_utf8_len(json_string_value(v)) > 4096) {
-				ftd_err_set(err, 400, "invalid_argument", field, "%s: expected a path", field);
+				ftd_kind_err_set(err, 400, "invalid_argument", field, "%s: expected a path", field);
 				goto fail;
 			}
 			char *rp;
 			if (path_under_roots(cfg, json_string_value(v), &rp) < 0) {
-				ftd_err_set(err, 403, "forbidden", field,
+				ftd_kind_err_set(err, 403, "forbidden", field,
 					    "%s: does not resolve to an existing path under a configured model root", field);
 				goto fail;
 			}
-			ftd_argv_push(&b, ftd_argv_flag(a->flag, rp));
+			ftd_kind_argv_push(&b, ftd_kind_argv_flag(a->flag, rp));
 			free(rp);
 			break;
 		}
@@ -439,11 +439,11 @@ int ftd_kind_argv(const struct ftd_kind *k, const json_t *args, const struct ftd
 			if (k->gpu_all && json_is_string(v) && !strcmp(json_string_value(v), "all")) {
 				/* every GPU alone, then all at once: holds every GPU and the host */
 				if (ngpus <= 0) {
-					ftd_err_set(err, 400, "unknown_gpu", field, "%s: this host has no GPU", field);
+					ftd_kind_err_set(err, 400, "unknown_gpu", field, "%s: this host has no GPU", field);
 					goto fail;
 				}
-				ftd_argv_push(&b, strdup("--gpu=all"));
-				gpu = FTD_GPU_ALL;
+				ftd_kind_argv_push(&b, strdup("--gpu=all"));
+				gpu = FTD_KIND_GPU_ALL;
 				break;
 			}
 			if (json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) < 256)
@@ -451,14 +451,14 @@ int ftd_kind_argv(const struct ftd_kind *k, const json_t *args, const struct ftd
 			else if (json_is_string(v) && *json_string_value(v) && ftstr_utf8_len(json_string_value(v)) <= 80)
 				snprintf(spec, sizeof spec, "%s", json_string_value(v));
 			else {
-				ftd_err_set(err, 400, "invalid_argument", field,
+				ftd_kind_err_set(err, 400, "invalid_argument", field,
 					    "%s: expected a GPU index or uuid", field);
 				goto fail;
 			}
 			char why[256] = "";
 			int pos = ngpus > 0 ? ftgpu_resolve(gpus, ngpus, spec, why, sizeof why) : -ENODEV;
 			if (pos < 0) {
-				ftd_err_set(err, 400, "unknown_gpu", field, "%s: %s", field,
+				ftd_kind_err_set(err, 400, "unknown_gpu", field, "%s: %s", field,
 					    ngpus > 0 ? why : "this host has no GPU");
 				goto fail;
 			}
@@ -467,35 +467,35 @@ int ftd_kind_argv(const struct ftd_kind *k, const json_t *args, const struct ftd
 		}
 		case FTARGS_T_SERVER: {
 			const char *name = json_string_value(v);
-			if (!name || ftd_server_name_len(name, strlen(name)) < 0) {
-				ftd_err_set(err, 400, "invalid_argument", field,
+			if (!name || ftd_config_server_name_len(name, strlen(name)) < 0) {
+				ftd_kind_err_set(err, 400, "invalid_argument", field,
 					    "%s: expected a server name of 1 to %d of A-Z a-z 0-9 _ . -", field,
-					    FTD_SERVER_NAME_MAX);
+					    FTD_CONFIG_SERVER_NAME_MAX);
 				goto fail;
 			}
 			const char *tmpl = ftd_config_decode_server(cfg, name);
 			if (!tmpl) {
-				ftd_err_set(err, 403, "forbidden", field, "%s: '%s' is not a decode-server in the config",
+				ftd_kind_err_set(err, 403, "forbidden", field, "%s: '%s' is not a decode-server in the config",
 					    field, name);
 				goto fail;
 			}
-			ftd_argv_push(&b, ftd_argv_flag(a->flag, tmpl));
+			ftd_kind_argv_push(&b, ftd_kind_argv_flag(a->flag, tmpl));
 			break;
 		}
 		case FTARGS_T_URL: {
 			char why[160];
 			const char *u = json_string_value(v);
-			if (!u || ftd_url_check(u, why, sizeof why) < 0) {
-				ftd_err_set(err, 400, "invalid_argument", field, "%s: %s", field,
+			if (!u || ftd_config_url_check(u, why, sizeof why) < 0) {
+				ftd_kind_err_set(err, 400, "invalid_argument", field, "%s: %s", field,
 					    u ? why : "expected an http(s) URL");
 				goto fail;
 			}
 			if (!ftd_config_url_allowed(cfg, u)) {
-				ftd_err_set(err, 403, "forbidden", field, "%s: not in decode-urls of the config%s", field,
+				ftd_kind_err_set(err, 403, "forbidden", field, "%s: not in decode-urls of the config%s", field,
 					    cfg->n_decode_urls ? "" : " (none configured)");
 				goto fail;
 			}
-			ftd_argv_push(&b, ftd_argv_flag(a->flag, u));
+			ftd_kind_argv_push(&b, ftd_kind_argv_flag(a->flag, u));
 			break;
 		}
 		}
@@ -503,17 +503,17 @@ int ftd_kind_argv(const struct ftd_kind *k, const json_t *args, const struct ftd
 	for (const struct ftargs_spec *a = kind_args(k); a->name; a++) {
 		if (a->required && !json_object_get(args, a->name)) {
 			snprintf(field, sizeof field, "args.%s", a->name);
-			ftd_err_set(err, 400, "missing_field", field, "%s needs %s", k->name, field);
+			ftd_kind_err_set(err, 400, "missing_field", field, "%s needs %s", k->name, field);
 			goto fail;
 		}
 	}
 	if (k->argv && k->argv(c, args, &b, err) < 0)
 		goto fail;
 	if (gpu >= 0)
-		ftd_argv_push(&b, ftd_argv_flag("--gpu", gpus[gpu].uuid));
-	ftd_argv_push(&b, strdup("--result-fd=3"));
+		ftd_kind_argv_push(&b, ftd_kind_argv_flag("--gpu", gpus[gpu].uuid));
+	ftd_kind_argv_push(&b, strdup("--result-fd=3"));
 	if (b.oom) {
-		ftd_err_set(err, 503, "internal", NULL, "out of memory");
+		ftd_kind_err_set(err, 503, "internal", NULL, "out of memory");
 		goto fail;
 	}
 	*gpu_pos = gpu;
@@ -521,7 +521,7 @@ int ftd_kind_argv(const struct ftd_kind *k, const json_t *args, const struct ftd
 	return 0;
 fail:
 	if (b.v)
-		ftd_argv_free(b.v);
+		ftd_kind_argv_free(b.v);
 	return -1;
 }
 

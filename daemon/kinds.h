@@ -11,7 +11,7 @@
 #include "hw/gpu.h"
 #include "util/jobargs.h"
 
-#define FTD_GPU_ALL (-2)
+#define FTD_KIND_GPU_ALL (-2)
 
 /* An HTTP error: status, code ("invalid_argument"), field ("args.cpu_iters" or ""), message. */
 struct ftd_err {
@@ -28,10 +28,10 @@ struct ftd_argv {
 	int oom;
 };
 /* Append s (taken; NULL marks out of memory). */
-void ftd_argv_push(struct ftd_argv *b, char *s);
+void ftd_kind_argv_push(struct ftd_argv *b, char *s);
 /* "flag=val" (new string), NULL when out of memory. */
-char *ftd_argv_flag(const char *flag, const char *val);
-void ftd_argv_free(char **argv);
+char *ftd_kind_argv_flag(const char *flag, const char *val);
+void ftd_kind_argv_free(char **argv);
 
 /* What an argv builder sees. */
 struct ftd_kind_ctx {
@@ -74,8 +74,8 @@ struct ftd_kind {
 
 /* The kind named name, or NULL. */
 const struct ftd_kind *ftd_kind_find(const char *name);
-/* The kinds in table order: ftd_kind_at(0 .. ftd_kind_count()-1), at most FTD_MAX_KINDS. */
-#define FTD_MAX_KINDS 16
+/* The kinds in table order: ftd_kind_at(0 .. ftd_kind_count()-1), at most FTD_KIND_MAX. */
+#define FTD_KIND_MAX 16
 int ftd_kind_count(void);
 const struct ftd_kind *ftd_kind_at(int i);
 /* "bw, cache-copy, ..." into buf. */
@@ -87,8 +87,8 @@ int ftd_kind_all_gpus(const struct ftd_kind *k, const json_t *args);
 /* Validate args (borrowed; may be NULL = {}) of kind k against k->args and build the worker
  * argv: argv[0] = c->worker, argv[1] = kind, flags as "--flag=value", k->argv's flags,
  * "--gpu=<uuid>" and "--result-fd=3" last. *gpu_pos gets the GPU's inventory position, -1 (no
- * GPU on this host), or FTD_GPU_ALL (gpu "all": every GPU, "--gpu=all"). On success returns 0
- * and *argv_out is a new NULL-terminated array of new strings (free with ftd_argv_free); on a
+ * GPU on this host), or FTD_KIND_GPU_ALL (gpu "all": every GPU, "--gpu=all"). On success returns 0
+ * and *argv_out is a new NULL-terminated array of new strings (free with ftd_kind_argv_free); on a
  * bad request returns -1 with err filled. */
 int ftd_kind_argv(const struct ftd_kind *k, const json_t *args, const struct ftd_kind_ctx *c, int *gpu_pos,
 		  char ***argv_out, struct ftd_err *err);
@@ -97,6 +97,6 @@ int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ft
 		   const char *worker, const struct ftgpu_info *gpus, int ngpus, int *gpu_pos,
 		   char ***argv_out, struct ftd_err *err);
 
-void ftd_err_set(struct ftd_err *e, int status, const char *code, const char *field, const char *fmt, ...)
+void ftd_kind_err_set(struct ftd_err *e, int status, const char *code, const char *field, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
 #endif

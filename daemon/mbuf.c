@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-void ftd_mcat(struct ftd_mbuf *m, const char *fmt, ...)
+void ftd_mbuf_cat(struct ftd_mbuf *m, const char *fmt, ...)
 {
 	va_list ap;
 	for (;;) {

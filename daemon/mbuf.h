@@ -8,5 +8,5 @@ struct ftd_mbuf {
 	size_t len, cap;
 };
 /* Append printf-style, growing buf; when memory runs out the text is dropped (buf stays valid). */
-void ftd_mcat(struct ftd_mbuf *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ftd_mbuf_cat(struct ftd_mbuf *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #endif

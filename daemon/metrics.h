@@ -6,7 +6,7 @@
 #include "job.h"
 #include "mbuf.h"
 
-extern const double ftd_dur_bounds[11];
+extern const double ftd_metrics_dur_bounds[11];
 
 /* A job finished: count it and its run time (ftd.lock held). */
 void ftd_metrics_job_finished(const struct ftd_job *j);

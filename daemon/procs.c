@@ -197,9 +197,9 @@ static void write_record(const char *id, const struct ftd_worker *w)
 	char *path = run_path(id);
 	struct ftd_mbuf m = {0};
 	read_boot_id();
-	ftd_mcat(&m, "boot %s\n", boot_id);
+	ftd_mbuf_cat(&m, "boot %s\n", boot_id);
 	for (int i = 0; i < w->ngroups; i++)
-		ftd_mcat(&m, "%d %llu\n", (int)w->groups[i].pgid, w->groups[i].start);
+		ftd_mbuf_cat(&m, "%d %llu\n", (int)w->groups[i].pgid, w->groups[i].start);
 	int r = path && m.buf ? ftfs_write_atomic(path, m.buf, m.len, 0640) : -ENOMEM;
 	if (r < 0)
 		ftd_log(FTD_LOG_WARNING, "job %s: cannot record its process groups in %s: %s", id, path ? path : "?",
@@ -212,7 +212,7 @@ static int add_group(struct ftd_worker *w, pid_t pgid, unsigned long long start)
 {
 	if (has_group(w, pgid))
 		return 0;
-	if (w->ngroups >= FTD_MAX_GROUPS)
+	if (w->ngroups >= FTD_WORKER_MAX_GROUPS)
 		return 0;
 	w->groups[w->ngroups].pgid = pgid;
 	w->groups[w->ngroups].start = start;
@@ -253,7 +253,7 @@ void ftd_procs_track(void)
 	uint64_t now = ft_now_ns();
 	int due = 0;
 	for (struct ftd_job *j = ftd.jobs.head; j; j = j->next)
-		if (live(j) && now - j->worker->groups_scan_ns >= FTD_TRACK_NS)
+		if (live(j) && now - j->worker->groups_scan_ns >= FTD_PROCS_TRACK_NS)
 			due = 1;
 	if (!due)
 		return;
@@ -279,9 +279,9 @@ void ftd_procs_track(void)
 		}
 	}
 	if (orphans.ngroups)
-		write_record(FTD_ORPHANS_ID, &orphans);
+		write_record(FTD_PROCS_ORPHANS_ID, &orphans);
 	else if (before) {
-		char *path = run_path(FTD_ORPHANS_ID);
+		char *path = run_path(FTD_PROCS_ORPHANS_ID);
 		if (path)
 			unlink(path);
 		free(path);
@@ -442,7 +442,7 @@ void ftd_procs_recover(void)
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		if ((strlen(e->d_name) != 16 || strspn(e->d_name, "0123456789abcdef") != 16) &&
-		    strcmp(e->d_name, FTD_ORPHANS_ID))
+		    strcmp(e->d_name, FTD_PROCS_ORPHANS_ID))
 			continue;
 		char path[4096];
 		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);

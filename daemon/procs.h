@@ -13,8 +13,8 @@
 #define FTD_PROCS_H
 #include "job.h"
 
-#define FTD_ORPHANS_ID "orphans" /* <state>/run record of orphans below the daemon */
-#define FTD_TRACK_NS (300ull * 1000000ull) /* how often running jobs' process trees are recorded */
+#define FTD_PROCS_ORPHANS_ID "orphans" /* <state>/run record of orphans below the daemon */
+#define FTD_PROCS_TRACK_NS (300ull * 1000000ull) /* how often running jobs' process trees are recorded */
 
 /* Become a child subreaper and make <state>/run. 0 or -errno. */
 int ftd_procs_init(void);
@@ -26,7 +26,7 @@ void ftd_procs_recover(void);
 void ftd_procs_kill_orphan(const char *job_id);
 /* j's worker started: record its group. */
 void ftd_procs_job_started(struct ftd_job *j);
-/* Record new process groups in running jobs' trees (at most every FTD_TRACK_NS). */
+/* Record new process groups in running jobs' trees (at most every FTD_PROCS_TRACK_NS). */
 void ftd_procs_track(void);
 /* The worker of j was reaped: kill what is left of its tree and drop its record. Returns the
  * number of processes killed. */

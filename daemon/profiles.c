@@ -90,15 +90,15 @@ int ftd_profiles_nfd_write(void)
 		return -ENOMEM;
 	}
 	m.buf[0] = '\0';
-	ftd_mcat(&m, "# written by ftbenchd from the profiles in %s: the verdict per format over this host's\n"
+	ftd_mbuf_cat(&m, "# written by ftbenchd from the profiles in %s: the verdict per format over this host's\n"
 		     "# GPUs (mixed: they differ). Do not edit: rewritten after every profile.\n",
 		 ftd.profile_dir);
-	ftd_mcat(&m, "ftbenchd/profiles=%lld\n", (long long)json_integer_value(json_object_get(ctx, "n")));
+	ftd_mbuf_cat(&m, "ftbenchd/profiles=%lld\n", (long long)json_integer_value(json_object_get(ctx, "n")));
 	const char *k;
 	json_t *v;
 	json_object_foreach(json_object_get(ctx, "formats"), k, v)
 		if (nfd_value_ok(k))
-			ftd_mcat(&m, "ftbenchd/%s=%s\n", k, json_string_value(v));
+			ftd_mbuf_cat(&m, "ftbenchd/%s=%s\n", k, json_string_value(v));
 	json_decref(ctx);
 	char dir[4096];
 	ftfs_dirname(ftd.cfg.nfd_file, dir, sizeof dir);
@@ -196,11 +196,11 @@ static void family_samples(struct ftd_mbuf *m, int f, const char *uuid, json_t *
 	if (profile_families[f].ceiling) {
 		json_t *v = json_object_get(json_object_get(p, "ceilings"), profile_families[f].ceiling);
 		if (json_is_number(v))
-			ftd_mcat(m, "%s{gpu=\"%s\"} %.6g\n", name, uuid, json_number_value(v));
+			ftd_mbuf_cat(m, "%s{gpu=\"%s\"} %.6g\n", name, uuid, json_number_value(v));
 	} else if (!strcmp(name, "ftbenchd_profile_timestamp_seconds")) {
 		json_t *ep = json_object_get(p, "epoch");
 		if (json_is_number(ep))
-			ftd_mcat(m, "%s{gpu=\"%s\"} %.3f\n", name, uuid, json_number_value(ep));
+			ftd_mbuf_cat(m, "%s{gpu=\"%s\"} %.3f\n", name, uuid, json_number_value(ep));
 	} else if (!strcmp(name, "ftbenchd_profile_drift_ratio")) {
 		size_t i;
 		json_t *d;
@@ -208,14 +208,14 @@ static void family_samples(struct ftd_mbuf *m, int f, const char *uuid, json_t *
 			const char *fig = json_string_value(json_object_get(d, "figure"));
 			json_t *r = json_object_get(d, "ratio");
 			if (fig && label_ok(fig) && json_is_number(r))
-				ftd_mcat(m, "%s{gpu=\"%s\",figure=\"%s\"} %.6g\n", name, uuid, fig, json_number_value(r));
+				ftd_mbuf_cat(m, "%s{gpu=\"%s\",figure=\"%s\"} %.6g\n", name, uuid, fig, json_number_value(r));
 		}
 	} else {
 		const char *k;
 		json_t *v;
 		json_object_foreach(json_object_get(p, "dtypes"), k, v) {
 			if (json_is_string(v) && label_ok(k))
-				ftd_mcat(m, "%s{gpu=\"%s\",dtype=\"%s\"} %d\n", name, uuid, k,
+				ftd_mbuf_cat(m, "%s{gpu=\"%s\",dtype=\"%s\"} %d\n", name, uuid, k,
 					 !strcmp(json_string_value(v), "hybrid"));
 		}
 	}
@@ -226,7 +226,7 @@ void ftd_profiles_metrics(struct ftd_mbuf *m)
 	json_t *all = json_object();
 	ftd_profiles_each(collect_one, all);
 	for (size_t f = 0; f < sizeof profile_families / sizeof *profile_families; f++) {
-		ftd_mcat(m, "# HELP %s %s\n# TYPE %s gauge\n", profile_families[f].name, profile_families[f].help,
+		ftd_mbuf_cat(m, "# HELP %s %s\n# TYPE %s gauge\n", profile_families[f].name, profile_families[f].help,
 			 profile_families[f].name);
 		const char *uuid;
 		json_t *p;

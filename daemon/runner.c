@@ -30,7 +30,7 @@ static void fail_job(struct ftd_job *j, const char *why)
 	j->finished = ft_wall_epoch();
 	ftd_job_set_error(j, why);
 	ftd_job_event(j, FTD_EV_ERROR, json_pack("{s:s}", "message", why));
-	ftd_set_state(j, FTD_JOB_FAILED);
+	ftd_daemon_set_state(j, FTD_JOB_FAILED);
 	ftd_metrics_job_finished(j);
 	ftd_log(FTD_LOG_ERR, "job %s: %s", j->id, why);
 }
@@ -40,7 +40,7 @@ static void fail_job(struct ftd_job *j, const char *why)
 static int argv_now(struct ftd_job *j, char *why, size_t n)
 {
 	struct ftd_err err = {0};
-	struct ftd_kind_ctx c = ftd_kind_ctx_now(j->id);
+	struct ftd_kind_ctx c = ftd_daemon_kind_ctx(j->id);
 	char **argv;
 	int gpu;
 	if (ftd_kind_argv(ftd_kind_at(j->kind_idx), j->args, &c, &gpu, &argv, &err) < 0) {
@@ -49,12 +49,12 @@ static int argv_now(struct ftd_job *j, char *why, size_t n)
 	}
 	const char *uuid = gpu >= 0 ? ftd.gpus[gpu].uuid : "";
 	if (strcmp(uuid, j->gpu_index >= 0 ? j->gpu_uuid : "")) {
-		ftd_argv_free(argv);
+		ftd_kind_argv_free(argv);
 		snprintf(why, n, "the GPU chosen at submission (%s) is not the one the inventory gives now (%s)",
 			 j->gpu_index >= 0 ? j->gpu_uuid : "none", *uuid ? uuid : "none");
 		return -1;
 	}
-	ftd_argv_free(j->argv);
+	ftd_kind_argv_free(j->argv);
 	j->argv = argv;
 	return 0;
 }
@@ -98,7 +98,7 @@ static int start_job(struct ftd_job *j, char *why, size_t n)
 		return -1;
 	j->pid = j->worker->pid;
 	ftd_procs_job_started(j);
-	if (ftd_set_state(j, FTD_JOB_RUNNING) < 0)
+	if (ftd_daemon_set_state(j, FTD_JOB_RUNNING) < 0)
 		ftd_log(FTD_LOG_WARNING, "job %s: running, but the journal says otherwise", j->id);
 	ftd_log(FTD_LOG_INFO, "job %s: started %s (pid %d)", j->id, j->kind, (int)j->pid);
 	return 0;
@@ -274,7 +274,7 @@ static void on_exited(void *ctx, struct ftd_worker *w)
 	j->finished = ft_wall_epoch();
 	j->worker = NULL;
 	ftd_worker_free(w);
-	ftd_set_state(j, s);
+	ftd_daemon_set_state(j, s);
 	ftd_metrics_job_finished(j);
 	ftd_job_compact_events(j);
 	ftd_log(FTD_LOG_INFO, "job %s: %s (exit status %d)%s%s", j->id, ftd_job_state_name(s), j->exit_status,
@@ -354,8 +354,8 @@ int ftd_runner_timers(void)
 		}
 		if (ftd_worker_timers(w, now, grace, &next))
 			ftd_log(FTD_LOG_NOTICE, "job %s: timed out after %ld s", j->id, j->timeout_s);
-		if (!w->reaped && w->groups_scan_ns + FTD_TRACK_NS < next)
-			next = w->groups_scan_ns + FTD_TRACK_NS; /* ftd_procs_track */
+		if (!w->reaped && w->groups_scan_ns + FTD_PROCS_TRACK_NS < next)
+			next = w->groups_scan_ns + FTD_PROCS_TRACK_NS; /* ftd_procs_track */
 	}
 	if (next == UINT64_MAX)
 		return -1;

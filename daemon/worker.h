@@ -13,7 +13,7 @@
 
 #include "util/proc.h"
 
-#define FTD_MAX_GROUPS 64 /* process groups recorded per worker (procs.c) */
+#define FTD_WORKER_MAX_GROUPS 64 /* process groups recorded per worker (procs.c) */
 
 struct ftd_worker;
 
@@ -52,7 +52,7 @@ struct ftd_worker {
 	struct {
 		pid_t pgid;
 		unsigned long long start; /* of the group's leader, clock ticks since boot; 0 unknown */
-	} groups[FTD_MAX_GROUPS];     /* process groups seen in the child's tree (procs.c) */
+	} groups[FTD_WORKER_MAX_GROUPS];     /* process groups seen in the child's tree (procs.c) */
 	int ngroups;
 	uint64_t groups_scan_ns;
 	const struct ftd_worker_cb *cb;

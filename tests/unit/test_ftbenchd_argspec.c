@@ -137,11 +137,11 @@ static void check_field(const struct ftd_kind *k, const struct ftargs_spec *a, j
 		break;
 	case FTARGS_T_SERVER:
 		expect_type(s, "string", what);
-		assert_true(num(s, "maxLength") == FTD_SERVER_NAME_MAX);
+		assert_true(num(s, "maxLength") == FTD_CONFIG_SERVER_NAME_MAX);
 		break;
 	case FTARGS_T_URL:
 		expect_type(s, "string", what);
-		assert_true(num(s, "maxLength") == FTD_URL_MAX);
+		assert_true(num(s, "maxLength") == FTD_CONFIG_URL_MAX);
 		break;
 	case FTARGS_T_GPU: {
 		/* the Gpu schema; a kind that takes every GPU also "all" */
@@ -240,7 +240,7 @@ static void test_submit_types_are_the_daemons(void **st)
 			if (r < 0 && strncmp(e.field, "args.", 5) == 0 && !strcmp(e.field + 5, a->name))
 				fail_msg("%s %s %s: %s", *name, opt, value, e.message);
 			if (r == 0)
-				ftd_argv_free(wargv);
+				ftd_kind_argv_free(wargv);
 			json_decref(args);
 		}
 	}

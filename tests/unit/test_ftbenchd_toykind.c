@@ -26,10 +26,10 @@ static const struct ftargs_spec toy_args[] = {
 static int toy_argv(const struct ftd_kind_ctx *c, const json_t *args, struct ftd_argv *b, struct ftd_err *err)
 {
 	if (json_object_get(args, "speed") && !json_object_get(args, "mode")) {
-		ftd_err_set(err, 400, "missing_field", "args.mode", "toy with args.speed needs args.mode");
+		ftd_kind_err_set(err, 400, "missing_field", "args.mode", "toy with args.speed needs args.mode");
 		return -1;
 	}
-	ftd_argv_push(b, ftd_argv_flag("--job", c->job_id ? c->job_id : "none"));
+	ftd_kind_argv_push(b, ftd_kind_argv_flag("--job", c->job_id ? c->job_id : "none"));
 	return 0;
 }
 
@@ -89,7 +89,7 @@ static void test_argv(void **s)
 		assert_string_equal(argv[i], want[i]);
 	assert_null(argv[8]);
 	assert_int_equal(gpu, 0);
-	ftd_argv_free(argv);
+	ftd_kind_argv_free(argv);
 }
 
 struct store {
