@@ -259,7 +259,9 @@ static void read_output(struct ftd_worker *w)
 			size_t n = (size_t)r < (size_t)room ? (size_t)r : (size_t)room;
 			if (write(w->logfd, buf, n) == (ssize_t)n)
 				w->log_bytes += (long)n;
-		} else if (!w->log_truncated) {
+		}
+		if ((size_t)r > (size_t)(room > 0 ? room : 0) && !w->log_truncated) {
+			/* what did not fit, even in the read that reached the cap, is said once */
 			static const char note[] = "\n[ftbenchd: log truncated at log-max bytes]\n";
 			if (write(w->logfd, note, sizeof note - 1) < 0) {
 				/* nothing more to do: the log is best effort */
