@@ -38,7 +38,7 @@ static int toy_success(struct ftd_kind_done *d)
 	return d->store(json_object_get(d->result, "profile"), d->gpu_uuid, &d->profile_path, d->ctx) < 0 ? -1 : 0;
 }
 
-static const struct ftd_kind toy = {"toy", 0, 0, toy_args, toy_argv, toy_success, NULL};
+static const struct ftd_kind toy = {.name = "toy", .args = toy_args, .argv = toy_argv, .on_success = toy_success};
 /* ---- end of the toy kind */
 
 static struct ftgpu_info gpus[1];
