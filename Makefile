@@ -5,7 +5,8 @@
 #   make test-gpu   GPU tests (device machine only)
 #   make run        build, then run the main job through the daemon (scripts/make-run.sh)
 #   make install    PREFIX=/usr/local DESTDIR=
-#   make bench      reproducible benchmarks (bench/*.sh)
+#   make bench      reproducible benchmarks (bench/*.sh; bench/README.md)
+#   make bench-tools  the C tools of bench/ under build/bench/ (make test builds them too)
 #   make test-san   the same tests built with ASan+UBSan (CUDA=0)
 #   make test-mutants  deliberate breaks, one at a time on a copy of the tree: each must fail its tests
 #   make test-soak  the daemon's reliability suite with 50 kill -9 cycles (by hand; figures in bench/RESULTS.md)
@@ -115,18 +116,40 @@ FIXTURE_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(FIXTURE_SRCS))
 # ftbench with a fault injected through the bw operations (tests/integration/bw_fault_ops.c)
 BWFAULT      := $(BUILD)/tests/integration/ftbench_bwfault
 
+# Test fault hooks (FTLOAD_TEST_EINVAL, FTBENCH_LW_FAULT) exist only in objects compiled from the
+# same sources with -DFT_TEST_HOOKS, linked ahead of the library into test programs: ftbench_hooks
+# (the real ftbench with them) and test_loader. The product never has them.
+HOOK_SRCS    := src/moe/directio.c src/bench/load_weights.c
+HOOK_OBJS    := $(patsubst %,$(BUILD)/obj-hooks/%.o,$(basename $(HOOK_SRCS)))
+FTHOOKS      := $(BUILD)/tests/integration/ftbench_hooks
+
 ALL := $(FTBENCH) $(FTBENCHD) $(PROF_SO) $(PROF_A) $(PROF_H) $(PROF_PC)
 
+# bench/*.c: one tool each under build/bench/, linked against libftbench (bench/README.md);
+# the ones that need CUDA (BENCH_CUDA_SRCS, linked with bench/*.cu) only when CUDA=1.
+BENCH_CUDA_SRCS := bench/gather_variants.c
+BENCH_SRCS   := $(filter-out $(BENCH_CUDA_SRCS),$(sort $(wildcard bench/*.c)))
+ifeq ($(CUDA),1)
+BENCH_SRCS   += $(BENCH_CUDA_SRCS)
+BENCH_CU_OBJS := $(call obj,$(sort $(wildcard bench/*.cu)))
+endif
+BENCH_TOOLS  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
+
 .SECONDARY:
-.PHONY: man test-peers test-soak test-san test-mutants all test test-unit test-integration test-gpu run install uninstall clean deps bench tests
+.PHONY: bench-tools man test-peers test-soak test-san test-mutants all test test-unit test-integration test-gpu run install uninstall clean deps bench tests
 all: $(ALL) tests
-tests: $(UNIT_BINS) $(INTEG_BINS) $(GPU_BINS) $(FIXTURE_BINS) $(BWFAULT)
+tests: $(UNIT_BINS) $(INTEG_BINS) $(GPU_BINS) $(FIXTURE_BINS) $(BWFAULT) $(FTHOOKS)
 
 # ---------------------------------------------------------------- rules
 $(BUILD)/obj/%.o: %.c
 	$(call say,CC,$<)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(XFLAGS) $(DEPFLAGS) -c $< -o $@
+
+$(BUILD)/obj-hooks/%.o: %.c
+	$(call say,CC,$<+hooks)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -DFT_TEST_HOOKS=1 $(DEPFLAGS) -c $< -o $@
 
 $(BUILD)/obj/%.o: %.cu
 	$(call say,NVCC,$<)
@@ -205,12 +228,29 @@ $(BWFAULT): $(CLI_OBJS) $(BUILD)/obj/tests/integration/bw_fault_ops.o $(LIBFTBEN
 	$(Q)$(CC) $(LDFLAGS) -Wl,--wrap=ftbw_real_ops -o $@ $(CLI_OBJS) $(BUILD)/obj/tests/integration/bw_fault_ops.o \
 		$(LIBFTBENCH) $(LIBS) $(CUDA_LIBS)
 
+$(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(BENCH_CU_OBJS) $(LIBFTBENCH)
+	$(call say,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(BENCH_CU_OBJS) $(LIBFTBENCH) $(LIBS) $(CUDA_LIBS)
+
+$(FTHOOKS): $(CLI_OBJS) $(HOOK_OBJS) $(LIBFTBENCH)
+	$(call say,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(HOOK_OBJS) $(LIBFTBENCH) $(LIBS) $(CUDA_LIBS)
+
+$(BUILD)/tests/unit/test_loader: $(BUILD)/obj/tests/unit/test_loader.o $(BUILD)/obj-hooks/src/moe/directio.o $(LIBFTBENCH)
+	$(call say,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/obj-hooks/src/moe/directio.o $(TEST_LIBS)
+
 # ---------------------------------------------------------------- targets
+bench-tools: $(BENCH_TOOLS)
+
 deps:
 	@scripts/deps.sh
 
 test: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all bench-tools
 	@BUILD=$(BUILD) scripts/run-tests.sh $(UNIT_BINS) $(INTEG_BINS) $(wildcard tests/integration/*.sh)
 
 test-unit: $(UNIT_BINS)
@@ -248,10 +288,10 @@ run: deps
 	@$(MAKE) --no-print-directory all
 	@BUILD=$(BUILD) scripts/make-run.sh
 
-# The benchmarks of bench/RESULTS.md that run on this host as they are; the A/B and device
-# scripts (cpu_moe_*ab*.sh, cpu_moe_final.sh, final_h200.sh, multigpu.sh, slotcache_proxy.sh) take arguments.
+# The suites of bench/README.md that run on this host as they are (bench/slotcache.sh needs a GPU);
+# the A/B driver (bench/ab.py) and the device scripts take arguments.
 BENCH_SCRIPTS := bench/bw.sh bench/cpu_moe.sh bench/slotcache.sh bench/load_weights.sh bench/daemon_wrk.sh
-bench: all
+bench: all bench-tools
 	@for s in $(BENCH_SCRIPTS); do echo "== $$s"; BUILD=$(BUILD) $$s || exit 1; done
 
 # Man pages from the programs' --help (scripts/gen-man.sh): ftbench.1, ftbench-<command>.1, ftbenchd.8.
@@ -308,4 +348,4 @@ fuzz-request: $(BUILD)/fuzz/fuzz_request
 clean:
 	rm -rf $(BUILD)
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/obj-hooks -name '*.d' 2>/dev/null)

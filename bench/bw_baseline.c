@@ -1,5 +1,5 @@
 /* bw_baseline: independent same-run baselines for the ceilings of `ftbench bw`
- * (bench/RESULTS.md, "bw" section). Not part of the product; built by bench/bw.sh.
+ * (bench/RESULTS.md, section 1). Not part of the product; built by `make bench-tools`.
  *
  *  - CPU: a plain, well-written read loop: one thread per physical core, bound to it, each
  *    reading its own contiguous slice (first-touched by itself, never zeros) with four

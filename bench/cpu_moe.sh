@@ -1,8 +1,9 @@
 #!/bin/sh
 # cpu-moe: the CPU MoE executor per format and ISA tier at batch 1, each tier's steps interleaved
-# with passes of the CPU read ceiling (same run), the per-expert split as an A/B, batch 8, and the
-# PyTorch baseline (bench/cpu_moe_torch.py, same shapes and number of synthetic experts).
-# usage: BUILD=build [CM_OUT=DIR] bench/cpu_moe.sh        (bench/RESULTS.md, section "CPU MoE")
+# with passes of the CPU read ceiling (same run), batch 8, and the PyTorch baseline
+# (bench/cpu_moe_torch.py, same shapes and number of synthetic experts). Settings against each
+# other, or two builds: bench/ab.py.
+# usage: BUILD=build [CM_OUT=DIR] bench/cpu_moe.sh        (bench/README.md, "cpu-moe")
 set -u
 BUILD=${BUILD:-build}
 FTBENCH=${FTBENCH:-$BUILD/bin/ftbench}
@@ -11,8 +12,6 @@ mkdir -p "$out"
 : > "$out/moe.txt"; : > "$out/moe.jsonl"
 run() { echo "### $*" >> "$out/moe.txt"; "$@" --result-fd 3 3>>"$out/moe.jsonl" 2>&1 | tee -a "$out/moe.txt" | grep -E "^(scalar|avx|read)"; }
 for f in bf16 nvfp4 mxfp4 q4_0 ds_fp4; do echo "== $f"; run "$FTBENCH" cpu-moe --format $f --isa all; done
-echo "== split rows (A/B)"; for f in bf16 nvfp4 q4_0; do FREETOKEN_CPU_MOE_SPLIT=rows run "$FTBENCH" cpu-moe --format $f; done
-echo "== split flat again"; for f in bf16 nvfp4 q4_0; do run "$FTBENCH" cpu-moe --format $f; done
 echo "== batch 8"; for f in bf16 nvfp4; do run "$FTBENCH" cpu-moe --format $f --batch 8; done
 if python3 -c 'import torch' 2>/dev/null; then
 	es=$(python3 -c 'import json,sys

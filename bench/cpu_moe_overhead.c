@@ -1,9 +1,8 @@
-/* Per-step fixed cost of the CPU MoE executor (diagnostic for bench/RESULTS.md, "CPU MoE"): a
+/* Per-step fixed cost of the CPU MoE executor (bench/README.md): a
  * forward with tiny experts (H = I = 64, E 8, top-8, batch 1), so a step is the pool wake-up,
  * the barriers, the activation prep and the reductions with next to no weight bytes. Prints the
- * median and p90 step time per format and thread count. Build: cc -O2 -std=gnu17 -D_GNU_SOURCE
- * -Isrc bench/cpu_moe_overhead.c build/lib/libftbench.a -ljansson -lm -lpthread -o cpu_moe_overhead;
- * run: ./cpu_moe_overhead [threads [topk]]. */
+ * median and p90 step time per format and thread count. Built by `make bench-tools`;
+ * usage: build/bench/cpu_moe_overhead [threads [topk]]. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,8 +1,10 @@
 /* gather_variants: every copy_missing variant against one linear pinned cudaMemcpyAsync of the
- * same bytes, interleaved in the same run (bench/RESULTS.md, slot cache section).
- * Build: see bench/slotcache.sh. usage: gather_variants MODEL BATCH[,BATCH..] REPS [VARIANTS [seq]]
+ * same bytes, interleaved in the same run (bench/RESULTS.md, section 2).
+ * Built by `make bench-tools` (CUDA=1). usage: gather_variants MODEL BATCH[,BATCH..] REPS [VARIANTS [seq]]
  * VARIANTS: comma list of names below (default: all but bulk). Plan: random distinct rows and
- * slots; "seq": src = dst = 0..n-1 (one consecutive run, as cache-copy's plan). */
+ * slots; "seq": src = dst = 0..n-1 (one consecutive run, as cache-copy's plan). Every variant's
+ * last pass is checked byte for byte against the source rows: "VERIFY FAILED: name" and exit 1
+ * when one differs (the check of bench/copy_variants.cu's kernels). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,7 @@
 #include <cuda_runtime_api.h>
 
 #include "bench/gather.h"
+#include "copy_variants.h"
 #include "bench/pcie.h"
 #include "copy_missing.h"
 #include "moe/models.h"
@@ -19,7 +22,7 @@
 struct variant {
 	const char *name;
 	enum ftgather_path path;
-	int var, blocks_per_sm, blocks; /* blocks: absolute count when > 0 */
+	int var, blocks_per_sm, blocks; /* var: V_PRODUCT or BV(enum ftcv_variant); blocks: absolute count when > 0 */
 	/* proxy options (path FTGATHER_PROXY): split bytes (-1 default), merge, signal, sleep ns */
 	long split;
 	int merge, signal, sleep;
@@ -29,19 +32,21 @@ struct variant {
 		    * asleep: the first gather after idle) */
 	int graph; /* 1: the pass captured once in a CUDA graph, timed as a graph launch */
 };
+#define V_PRODUCT 0     /* the product's fused kernel */
+#define BV(v) (1 + (v)) /* a variant of bench/copy_variants.cu */
 #define PX_DEF -1, 1, FTCM_SIGNAL_MEMOP, FTCM_PROXY_WAIT_SLEEP_NS
 
 static const struct variant all[] = {
-	{"fused", FTGATHER_FUSED, FTCM_VAR_DEFAULT, 0, 0},
-	{"fused_1sm", FTGATHER_FUSED, FTCM_VAR_DEFAULT, 1, 0},
-	{"fused_4sm", FTGATHER_FUSED, FTCM_VAR_DEFAULT, 4, 0},
-	{"fused_32b", FTGATHER_FUSED, FTCM_VAR_DEFAULT, 0, 32},
-	{"fused_8b", FTGATHER_FUSED, FTCM_VAR_DEFAULT, 0, 8},
-	{"l2_256", FTGATHER_FUSED, FTCM_VAR_L2_256, 0, 0},
-	{"unroll4", FTGATHER_FUSED, FTCM_VAR_UNROLL4, 0, 0},
-	{"unroll16", FTGATHER_FUSED, FTCM_VAR_UNROLL16, 0, 0},
-	{"bulk", FTGATHER_FUSED, FTCM_VAR_BULK, 0, 0},
-	{"bulk_1sm", FTGATHER_FUSED, FTCM_VAR_BULK, 1, 0},
+	{"fused", FTGATHER_FUSED, V_PRODUCT, 0, 0},
+	{"fused_1sm", FTGATHER_FUSED, V_PRODUCT, 1, 0},
+	{"fused_4sm", FTGATHER_FUSED, V_PRODUCT, 4, 0},
+	{"fused_32b", FTGATHER_FUSED, V_PRODUCT, 0, 32},
+	{"fused_8b", FTGATHER_FUSED, V_PRODUCT, 0, 8},
+	{"l2_256", FTGATHER_FUSED, BV(FTCV_L2_256), 0, 0},
+	{"unroll4", FTGATHER_FUSED, BV(FTCV_UNROLL4), 0, 0},
+	{"unroll16", FTGATHER_FUSED, BV(FTCV_UNROLL16), 0, 0},
+	{"bulk", FTGATHER_FUSED, BV(FTCV_BULK), 0, 0},
+	{"bulk_1sm", FTGATHER_FUSED, BV(FTCV_BULK), 1, 0},
 	{"per_bank", FTGATHER_PER_BANK, 0, 0, 0},
 	{"memcpy", FTGATHER_MEMCPY, 0, 0, 0},
 	{"memcpy_batch", FTGATHER_MEMCPY_BATCH, 0, 0, 0},
@@ -60,12 +65,12 @@ static const struct variant all[] = {
 	{"proxy_bell", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0 + 2, 0},
 	{"proxy_bell_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0 + 2, 1},
 	{"proxy_spin", FTGATHER_PROXY, 0, 0, 0, PX_DEF, FTCM_PROXY_SPIN_ALWAYS + 2, 0},
-	{"fused_b2b", FTGATHER_FUSED, FTCM_VAR_DEFAULT, 0, 0, 0, 0, 0, 0, 0, 1},
+	{"fused_b2b", FTGATHER_FUSED, V_PRODUCT, 0, 0, 0, 0, 0, 0, 0, 1},
 	{"memcpy_b2b", FTGATHER_MEMCPY, 0, 0, 0, 0, 0, 0, 0, 0, 1},
 	/* captured in a graph: the doorbell is a host node */
 	{"proxy_graph", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 1},
 	{"proxy_graph_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 1},
-	{"fused_graph", FTGATHER_FUSED, FTCM_VAR_DEFAULT, 0, 0, 0, 0, 0, 0, 0, 0, 1},
+	{"fused_graph", FTGATHER_FUSED, V_PRODUCT, 0, 0, 0, 0, 0, 0, 0, 0, 1},
 	{"linear", -2, 0, 0, 0},
 };
 #define NV (int)(sizeof all / sizeof all[0])
@@ -82,7 +87,7 @@ static int time_graph(struct ftgather *g, cudaGraphExec_t *ge, enum ftgather_pat
 			return e;
 		int r = ftgather_run(g, path);
 		if ((e = cudaStreamEndCapture(s, &gr)) || r)
-			return r ? r : e;
+			return r ? r : (int)e;
 		e = cudaGraphInstantiate(ge, gr, 0);
 		cudaGraphDestroy(gr);
 		if (e)
@@ -135,6 +140,7 @@ int main(int argc, char **argv)
 	struct ftgather *g;
 	struct ftgather_geom geom = {ftfmt_get(m->format), m->hidden, m->inter, m->experts, 1, m->experts,
 				     m->experts};
+	int failed = 0; /* a variant copied wrong bytes: exit 1 */
 	int r = ftgather_create(&g, &geom, NULL);
 	if (r) {
 		fprintf(stderr, "create: %d\n", r);
@@ -182,7 +188,7 @@ int main(int argc, char **argv)
 							     ftgather_stream(g));
 				} else {
 					int blocks = all[v].blocks ? all[v].blocks : all[v].blocks_per_sm * sms;
-					ftgather_set_variant(g, all[v].var, blocks);
+					ftgather_set_fused(g, all[v].var ? ftcv_fn(all[v].var - 1) : NULL, blocks);
 					if (all[v].path == FTGATHER_PROXY) {
 						struct ftcm_proxy_opts po;
 						ftcm_proxy_default_opts(&po);
@@ -208,8 +214,10 @@ int main(int argc, char **argv)
 				if (it == reps - 1 && all[v].path != (enum ftgather_path)-2) {
 					ftgather_poison(g);
 					ftgather_time(g, all[v].path, 0, 1, &sec);
-					if (ftgather_verify(g))
+					if (ftgather_verify(g)) {
 						printf("VERIFY FAILED: %s\n", all[v].name);
+						failed = 1;
+					}
 				}
 			}
 		double lin = 0;
@@ -234,5 +242,5 @@ int main(int argc, char **argv)
 	}
 	cudaFree(scratch);
 	ftgather_free(g);
-	return 0;
+	return failed;
 }

@@ -3,8 +3,7 @@
  * the bf16 gate_up bank, transposed and de-interleaved) fed in 8 MiB chunks as the parallel
  * reader does, and a released gpt-oss block tensor's shape as u8 ([N 5760][K/2 1440] ->
  * [1440][5760]) in one piece as the serial reader does. Best of 7, CPU time (the host is shared).
- * Build: cc -O2 -std=gnu17 -D_GNU_SOURCE -Isrc bench/transpose_copy.c build/lib/libftbench.a
- * -ljansson -lm -lpthread -o transpose_copy; run: ./transpose_copy. */
+ * Built by `make bench-tools`; usage: build/bench/transpose_copy. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>

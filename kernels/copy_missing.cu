@@ -1,99 +1,10 @@
 /* copy_missing (GPU): see copy_missing.h. */
-#include "copy_missing.h"
+#include "copy_missing_impl.cuh"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-#define FTCM_BLOCK 512        /* threads of the fused and per-bank kernels */
-#define FTCM_BLOCKS_PER_SM 2  /* default grid: this many blocks per multiprocessor */
-#define FTCM_UNROLL 8         /* 16-byte loads in flight per thread (default variant) */
-#define FTCM_BULK_TILE 15360  /* bytes per cp.async.bulk tile (3 stages fit in 48 KB) */
-#define FTCM_BULK_STAGES 3    /* shared-memory stages per block of the bulk variant */
-#define FTCM_BULK_BLOCKS_PER_SM 4
-
-/* Per-layer table of the fused path, in 16-byte units. */
-struct layer_tab {
-	const uint4 *host[FTCM_MAX_BANKS];
-	uint4 *pool[FTCM_MAX_BANKS];
-	unsigned row16[FTCM_MAX_BANKS];
-	unsigned pre16[FTCM_MAX_BANKS + 1]; /* prefix of row16: offset of bank b in an expert */
-	int nb;
-};
-
-struct ftcm {
-	int layers, nbanks, fused, sms;
-	struct ftcm_bank *banks;   /* host copy [layers * nbanks] */
-	struct layer_tab *d_tabs;  /* device [layers] (fused path; NULL when misaligned) */
-	unsigned e16;              /* 16-byte units per expert (all banks) */
-};
-
-template <int HINT> __device__ __forceinline__ uint4 load16(const uint4 *p)
-{
-	uint4 v;
-	if (HINT == 1)
-		asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
-		    : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-		    : "l"(p));
-	else
-		v = __ldg(p);
-	return v;
-}
-
-/* Fused gather of the banks whose bit is set in mask (all banks: the default path; the small
- * banks: the proxy's SM part). Grid: any number of blocks of FTCM_BLOCK threads, striding over
- * the flat space of n * e16 16-byte chunks (entry-major, then bank, then offset); each thread
- * keeps UNROLL loads in flight; a warp's loads are 512 contiguous bytes. */
-template <int UNROLL, int HINT>
-__global__ void __launch_bounds__(FTCM_BLOCK)
-	fused_kernel(const struct layer_tab *__restrict__ tabs, int layer, unsigned mask, const int32_t *__restrict__ src,
-		     const int32_t *__restrict__ dst, const int32_t *__restrict__ num, int max_n)
-{
-	__shared__ struct layer_tab t;
-	if (threadIdx.x == 0) { /* the banks of `mask`, compacted */
-		const struct layer_tab *x = &tabs[layer];
-		int k = 0;
-		t.pre16[0] = 0;
-		for (int b = 0; b < x->nb; b++)
-			if (mask >> b & 1) {
-				t.host[k] = x->host[b];
-				t.pool[k] = x->pool[b];
-				t.row16[k] = x->row16[b];
-				t.pre16[k + 1] = t.pre16[k] + x->row16[b];
-				k++;
-			}
-		t.nb = k;
-	}
-	__syncthreads();
-	int n = *num;
-	n = n < max_n ? n : max_n;
-	if (n <= 0 || t.nb == 0)
-		return;
-	const unsigned e16 = t.pre16[t.nb], total = (unsigned)n * e16, span = FTCM_BLOCK * UNROLL;
-	for (unsigned base = blockIdx.x * span; base < total; base += gridDim.x * span) {
-		uint4 v[UNROLL];
-		uint4 *d[UNROLL];
-#pragma unroll
-		for (int u = 0; u < UNROLL; u++) {
-			unsigned c = base + u * FTCM_BLOCK + threadIdx.x;
-			d[u] = NULL;
-			if (c < total) {
-				unsigned ent = c / e16, off = c - ent * e16;
-				int b = 0;
-				while (b + 1 < t.nb && off >= t.pre16[b + 1])
-					b++;
-				off -= t.pre16[b];
-				v[u] = load16<HINT>(t.host[b] + (size_t)src[ent] * t.row16[b] + off);
-				d[u] = t.pool[b] + (size_t)dst[ent] * t.row16[b] + off;
-			}
-		}
-#pragma unroll
-		for (int u = 0; u < UNROLL; u++)
-			if (d[u])
-				*d[u] = v[u];
-	}
-}
 
 /* Per-bank gather of one bank in units of T (16, 4 or 1 bytes). Grid as the fused kernel. */
 template <typename T>
@@ -127,105 +38,12 @@ __global__ void __launch_bounds__(FTCM_BLOCK)
 	}
 }
 
-/* Bulk (TMA) variant, sm_90 only. Grid: blocks of one warp whose lane 0 drives a
- * FTCM_BULK_STAGES-deep pipeline: cp.async.bulk host -> shared (mbarrier), then
- * cp.async.bulk shared -> pool. Tiles of FTCM_BULK_TILE bytes; tile g of the flat space
- * (entry, bank, tile) goes to block g % gridDim.x. */
-__global__ void __launch_bounds__(32)
-	bulk_kernel(const struct layer_tab *__restrict__ tabs, int layer, const int32_t *__restrict__ src,
-		    const int32_t *__restrict__ dst, const int32_t *__restrict__ num, int max_n)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-	__shared__ __align__(128) unsigned char buf[FTCM_BULK_STAGES][FTCM_BULK_TILE];
-	__shared__ __align__(8) unsigned long long bar[FTCM_BULK_STAGES];
-	if (threadIdx.x != 0)
-		return;
-	const struct layer_tab t = tabs[layer];
-	int n = *num;
-	n = n < max_n ? n : max_n;
-	if (n <= 0)
-		return;
-	unsigned pre[FTCM_MAX_BANKS + 1];
-	pre[0] = 0;
-	for (int b = 0; b < t.nb; b++)
-		pre[b + 1] = pre[b] + (t.row16[b] * 16u + FTCM_BULK_TILE - 1) / FTCM_BULK_TILE;
-	const unsigned per = pre[t.nb], total = (unsigned)n * per;
-	for (int s = 0; s < FTCM_BULK_STAGES; s++) {
-		unsigned a = (unsigned)__cvta_generic_to_shared(&bar[s]);
-		asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(a));
-	}
-	asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-	asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-	auto tile = [&](unsigned g, const unsigned char **sp, unsigned char **dp) -> unsigned {
-		unsigned ent = g / per, k = g - ent * per;
-		int b = 0;
-		while (b + 1 < t.nb && k >= pre[b + 1])
-			b++;
-		k -= pre[b];
-		size_t rb = (size_t)t.row16[b] * 16u, off = (size_t)k * FTCM_BULK_TILE;
-		*sp = (const unsigned char *)t.host[b] + (size_t)src[ent] * rb + off;
-		*dp = (unsigned char *)t.pool[b] + (size_t)dst[ent] * rb + off;
-		return (unsigned)(rb - off < FTCM_BULK_TILE ? rb - off : FTCM_BULK_TILE);
-	};
-	auto issue = [&](int s, unsigned g) {
-		const unsigned char *sp;
-		unsigned char *dp;
-		unsigned bytes = tile(g, &sp, &dp);
-		unsigned a = (unsigned)__cvta_generic_to_shared(&bar[s]);
-		unsigned sm = (unsigned)__cvta_generic_to_shared(buf[s]);
-		asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(a), "r"(bytes) : "memory");
-		asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(sm),
-			     "l"(sp), "r"(bytes), "r"(a)
-			     : "memory");
-	};
-	for (int s = 0; s < FTCM_BULK_STAGES; s++) {
-		unsigned g = blockIdx.x + (unsigned)s * gridDim.x;
-		if (g < total)
-			issue(s, g);
-	}
-	for (unsigned i = 0;; i++) {
-		unsigned g = blockIdx.x + i * gridDim.x;
-		if (g >= total)
-			break;
-		int s = (int)(i % FTCM_BULK_STAGES);
-		unsigned parity = (i / FTCM_BULK_STAGES) & 1, a = (unsigned)__cvta_generic_to_shared(&bar[s]), ok;
-		do {
-			asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-				     : "=r"(ok)
-				     : "r"(a), "r"(parity)
-				     : "memory");
-		} while (!ok);
-		const unsigned char *sp;
-		unsigned char *dp;
-		unsigned bytes = tile(g, &sp, &dp);
-		unsigned sm = (unsigned)__cvta_generic_to_shared(buf[s]);
-		asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dp), "r"(sm), "r"(bytes)
-			     : "memory");
-		asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-		unsigned gn = g + FTCM_BULK_STAGES * gridDim.x;
-		if (gn < total) {
-			asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
-			issue(s, gn);
-		}
-	}
-	asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
-#else
-	__trap();
-#endif
-}
-
 extern "C" int ftcm_env_fused(void)
 {
 	const char *v = getenv("FREETOKEN_FUSED_COPY");
 	if (!v)
 		return 1;
 	return !(!strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcasecmp(v, "off"));
-}
-
-extern "C" const char *ftcm_variant_name(int v)
-{
-	static const char *n[] = {"default", "l2_256", "unroll4", "unroll16", "bulk"};
-	return v >= 0 && v < FTCM_VAR_COUNT ? n[v] : "?";
 }
 
 extern "C" cudaError_t ftcm_create(struct ftcm **out, const struct ftcm_bank *banks, int layers, int nbanks,
@@ -349,52 +167,27 @@ static cudaError_t per_bank(const struct ftcm *c, int blocks, int layer, unsigne
 }
 
 /* The copy of the banks in mask with the path forced (see ftcm_copy_path). */
-static cudaError_t copy_banks(const struct ftcm *c, int fused, int variant, int blocks, int layer, unsigned mask,
+static cudaError_t copy_banks(const struct ftcm *c, int fused, int blocks, int layer, unsigned mask,
 			      const int32_t *src, const int32_t *dst, const int32_t *num, int max_n, cudaStream_t s)
 {
 	if (max_n == 0 || !mask)
 		return cudaSuccess;
 	if (blocks <= 0)
-		blocks = c->sms * (variant == FTCM_VAR_BULK ? FTCM_BULK_BLOCKS_PER_SM : FTCM_BLOCKS_PER_SM);
+		blocks = c->sms * FTCM_BLOCKS_PER_SM;
 	if (!fused)
 		return per_bank(c, blocks, layer, mask, src, dst, num, max_n, s);
 	if (!c->d_tabs || (unsigned long long)c->e16 * (unsigned long long)max_n >= (1ull << 32))
 		return cudaErrorInvalidValue;
-	switch (variant) {
-	case FTCM_VAR_DEFAULT:
-		fused_kernel<FTCM_UNROLL, 0><<<blocks, FTCM_BLOCK, 0, s>>>(c->d_tabs, layer, mask, src, dst, num, max_n);
-		break;
-	case FTCM_VAR_L2_256:
-		fused_kernel<FTCM_UNROLL, 1><<<blocks, FTCM_BLOCK, 0, s>>>(c->d_tabs, layer, mask, src, dst, num, max_n);
-		break;
-	case FTCM_VAR_UNROLL4:
-		fused_kernel<4, 0><<<blocks, FTCM_BLOCK, 0, s>>>(c->d_tabs, layer, mask, src, dst, num, max_n);
-		break;
-	case FTCM_VAR_UNROLL16:
-		fused_kernel<16, 0><<<blocks, FTCM_BLOCK, 0, s>>>(c->d_tabs, layer, mask, src, dst, num, max_n);
-		break;
-	case FTCM_VAR_BULK: {
-		int dev, major;
-		cudaGetDevice(&dev);
-		cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-		if (major < 9 || mask != (1u << c->nbanks) - 1)
-			return cudaErrorInvalidDeviceFunction;
-		bulk_kernel<<<blocks, 32, 0, s>>>(c->d_tabs, layer, src, dst, num, max_n);
-		break;
-	}
-	default:
-		return cudaErrorInvalidValue;
-	}
+	fused_kernel<FTCM_UNROLL, 0><<<blocks, FTCM_BLOCK, 0, s>>>(c->d_tabs, layer, mask, src, dst, num, max_n);
 	return cudaGetLastError();
 }
 
-extern "C" cudaError_t ftcm_copy_path(const struct ftcm *c, int fused, int variant, int blocks, int layer,
-				      const int32_t *src, const int32_t *dst, const int32_t *num, int max_n,
-				      cudaStream_t s)
+extern "C" cudaError_t ftcm_copy_path(const struct ftcm *c, int fused, int blocks, int layer, const int32_t *src,
+				      const int32_t *dst, const int32_t *num, int max_n, cudaStream_t s)
 {
 	if (!c || layer < 0 || layer >= c->layers || max_n < 0 || !src || !dst || !num)
 		return cudaErrorInvalidValue;
-	return copy_banks(c, fused, variant, blocks, layer, (1u << c->nbanks) - 1, src, dst, num, max_n, s);
+	return copy_banks(c, fused, blocks, layer, (1u << c->nbanks) - 1, src, dst, num, max_n, s);
 }
 
 extern "C" cudaError_t ftcm_copy(const struct ftcm *c, int layer, const int32_t *src, const int32_t *dst,
@@ -402,7 +195,7 @@ extern "C" cudaError_t ftcm_copy(const struct ftcm *c, int layer, const int32_t 
 {
 	if (!c)
 		return cudaErrorInvalidValue;
-	return ftcm_copy_path(c, c->fused, FTCM_VAR_DEFAULT, 0, layer, src, dst, num, max_n, s);
+	return ftcm_copy_path(c, c->fused, 0, layer, src, dst, num, max_n, s);
 }
 
 /* ------------------------------------------------------------------ copy-engine proxy */
@@ -877,7 +670,7 @@ extern "C" cudaError_t ftcm_proxy_copy(struct ftcm_proxy *p, int layer, const in
 		__atomic_sub_fetch(&p->bell, 1u, __ATOMIC_SEQ_CST);
 	/* the small banks: SM gather on the caller's stream, concurrent with the copy engines */
 	if (!e && ce != all)
-		e = copy_banks(c, c->fused, FTCM_VAR_DEFAULT, 0, layer, all & ~ce, src, dst, num, p->max_n, s);
+		e = copy_banks(c, c->fused, 0, layer, all & ~ce, src, dst, num, p->max_n, s);
 	if (e)
 		return e;
 	wait_kernel<<<1, 1, 0, s>>>(p->d_seq, (unsigned)p->opts.wait_sleep_ns);

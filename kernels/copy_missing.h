@@ -9,9 +9,8 @@
  *  FREETOKEN_FUSED_COPY=0|false|no|off forces per-bank (ftcm_env_fused).
  * Both read num_indices from device memory: no host sync, capturable in a CUDA graph. The
  * pointer tables (per layer and bank: mapped host base, pool base, row bytes) are built once
- * by ftcm_create and live in device memory.
- *
- * Experimental variants (FTCM_VAR_*, for the benchmark only) change how the fused path loads. */
+ * by ftcm_create and live in device memory. (The benchmark's variants of the fused kernel live
+ * in bench/copy_variants.cu.) */
 #ifndef FT_KERNELS_COPY_MISSING_H
 #define FT_KERNELS_COPY_MISSING_H
 #include <cuda_runtime_api.h>
@@ -30,15 +29,6 @@ struct ftcm_bank {
 	size_t row_bytes; /* bytes of one expert in this bank */
 };
 
-enum ftcm_variant {
-	FTCM_VAR_DEFAULT = 0, /* 16-byte ld.global.nc, 8 loads in flight per thread */
-	FTCM_VAR_L2_256 = 1,  /* same with the .L2::256B prefetch-size hint */
-	FTCM_VAR_UNROLL4 = 2, /* 4 loads in flight per thread */
-	FTCM_VAR_UNROLL16 = 3,/* 16 loads in flight per thread */
-	FTCM_VAR_BULK = 4,    /* sm_90: cp.async.bulk (TMA engine) host -> shared -> pool, 3 stages */
-	FTCM_VAR_COUNT
-};
-
 struct ftcm;
 
 /* Build the context for `layers` layers of `nbanks` banks: banks[layer * nbanks + b].
@@ -55,13 +45,10 @@ int ftcm_env_fused(void);
 /* Copy the plan on stream s: n = min(*d_num, max_n) entries; fused per the context. */
 cudaError_t ftcm_copy(const struct ftcm *c, int layer, const int32_t *d_src, const int32_t *d_dst,
 		      const int32_t *d_num, int max_n, cudaStream_t s);
-/* Same with the path forced (fused = 1 fails with cudaErrorInvalidValue when misaligned) and a
- * fused variant (enum ftcm_variant; blocks 0 = default grid, else that many blocks). */
-cudaError_t ftcm_copy_path(const struct ftcm *c, int fused, int variant, int blocks, int layer,
-			   const int32_t *d_src, const int32_t *d_dst, const int32_t *d_num, int max_n,
-			   cudaStream_t s);
-/* Name of a variant ("default", "l2_256", ...). */
-const char *ftcm_variant_name(int variant);
+/* Same with the path forced (fused = 1 fails with cudaErrorInvalidValue when misaligned) and the
+ * grid (blocks 0 = default, else that many blocks). */
+cudaError_t ftcm_copy_path(const struct ftcm *c, int fused, int blocks, int layer, const int32_t *d_src,
+			   const int32_t *d_dst, const int32_t *d_num, int max_n, cudaStream_t s);
 
 /* Copy-engine variant with the plan kept on the device (graph-safe): a one-block kernel
  * publishes the plan (src, dst, n, layer, bank split, sequence number) into pinned, mapped host

@@ -224,7 +224,7 @@ static int run_config(struct bench *b, int C, long bs, double rate, int repeat, 
 		TT(other == FTCC_COPY_PROXY ? T_PX : T_FUSED)[k] = ms_between(b->ev[0], b->ev[1]);
 		if ((e = prepare(b, n, nwarm)) || (e = ftsc_dev_ensure(&b->st, 0, b->d_ids, n, b->s)) ||
 		    (e = cudaEventRecord(b->ev[0], b->s)) ||
-		    (e = ftcm_copy_path(b->cm, 0, 0, 0, 0, b->st.src_indices, b->st.evict_slots, b->st.counts, E,
+		    (e = ftcm_copy_path(b->cm, 0, 0, 0, b->st.src_indices, b->st.evict_slots, b->st.counts, E,
 					b->s)) ||
 		    (e = cudaEventRecord(b->ev[1], b->s)) || (e = cudaEventSynchronize(b->ev[1])))
 			goto cuda_fail;

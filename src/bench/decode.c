@@ -124,9 +124,9 @@ static void add_server_context(struct ftdecode_result *r, struct ftsrv *srv, int
 	for (int i = 0; err == -EPIPE && i < 100 && ftsrv_alive(srv); i++)
 		nap(0.02);
 	size_t l = strlen(r->error);
-	if (!ftsrv_alive(srv) && srv->reaped) {
+	if (!ftsrv_alive(srv) && srv->proc.reaped) {
 		char st[96];
-		ftsrv_status_string(srv->status, st, sizeof st);
+		ftproc_status_string(srv->proc.status, st, sizeof st);
 		l += (size_t)snprintf(r->error + l, sizeof r->error - l, "; server %s", st);
 	}
 	char tail[600];

@@ -29,7 +29,8 @@ struct ftgather {
 	struct ftcm_proxy *proxy; /* created on first use of FTGATHER_PROXY */
 	struct ftcm_proxy_opts popts;
 	enum ftgather_path def;
-	int variant, blocks;
+	ftgather_fused_fn *fused_fn; /* NULL: ftcm_copy_path */
+	int blocks;
 	cudaStream_t stream;
 	cudaEvent_t ev[2];
 	int32_t *d_plan; /* [2 * max_plan + 1]: src, dst, num */
@@ -269,11 +270,11 @@ int ftgather_set_default_path(struct ftgather *g, enum ftgather_path p)
 	return 0;
 }
 
-int ftgather_set_variant(struct ftgather *g, int variant, int blocks)
+int ftgather_set_fused(struct ftgather *g, ftgather_fused_fn *fn, int blocks)
 {
-	if (variant < 0 || variant >= FTCM_VAR_COUNT || blocks < 0)
+	if (blocks < 0)
 		return -EINVAL;
-	g->variant = variant;
+	g->fused_fn = fn;
 	g->blocks = blocks;
 	return 0;
 }
@@ -337,9 +338,12 @@ static int run_on(struct ftgather *g, enum ftgather_path path, cudaStream_t s)
 	switch (path) {
 	case FTGATHER_FUSED:
 	case FTGATHER_PER_BANK:
-		e = ftcm_copy_path(g->cm, path == FTGATHER_FUSED, path == FTGATHER_FUSED ? g->variant : 0,
-				   g->blocks, g->layer, g->d_plan, g->d_plan + mp, g->d_plan + 2 * mp,
-				   g->n, s);
+		if (path == FTGATHER_FUSED && g->fused_fn)
+			e = (cudaError_t)g->fused_fn(g->cm, g->blocks, g->layer, g->d_plan, g->d_plan + mp,
+						     g->d_plan + 2 * mp, g->n, s);
+		else
+			e = ftcm_copy_path(g->cm, path == FTGATHER_FUSED, g->blocks, g->layer, g->d_plan,
+					   g->d_plan + mp, g->d_plan + 2 * mp, g->n, s);
 		break;
 	case FTGATHER_PROXY:
 		if (!g->proxy) {
@@ -531,7 +535,7 @@ void ftgather_free(struct ftgather *g) {}
 size_t ftgather_expert_bytes(const struct ftgather *g) { return 0; }
 enum ftgather_path ftgather_default_path(const struct ftgather *g) { return FTGATHER_FUSED; }
 int ftgather_set_default_path(struct ftgather *g, enum ftgather_path p) { return -ENODEV; }
-int ftgather_set_variant(struct ftgather *g, int variant, int blocks) { return -ENODEV; }
+int ftgather_set_fused(struct ftgather *g, ftgather_fused_fn *fn, int blocks) { return -ENODEV; }
 int ftgather_set_proxy_opts(struct ftgather *g, const struct ftcm_proxy_opts *o) { return -ENODEV; }
 int ftgather_set_plan(struct ftgather *g, int layer, const int32_t *src, const int32_t *dst, int n) { return -ENODEV; }
 int ftgather_run(struct ftgather *g, enum ftgather_path path) { return -ENODEV; }

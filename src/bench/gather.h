@@ -89,9 +89,14 @@ int ftgather_verify(struct ftgather *g);
  * verify proves the copy happened. Synchronous. */
 int ftgather_poison(struct ftgather *g);
 
-/* Experiments: the fused path's kernel variant (kernels/copy_missing.h enum ftcm_variant) and
- * grid (0 = default) used by later runs with FTGATHER_FUSED. -EINVAL for an unknown variant. */
-int ftgather_set_variant(struct ftgather *g, int variant, int blocks);
+/* Experiments (bench/gather_variants.c): the copy that later runs with FTGATHER_FUSED make, fn
+ * (NULL: the product's fused kernel, ftcm_copy_path), and its grid (blocks; 0 = default). fn gets
+ * the copy_missing context, the grid, the layer, the device plan (src, dst, num; max_n entries)
+ * and the object's stream (a cudaStream_t), and returns a cudaError_t. -EINVAL for blocks < 0. */
+struct ftcm;
+typedef int ftgather_fused_fn(const struct ftcm *c, int blocks, int layer, const int32_t *src, const int32_t *dst,
+			      const int32_t *num, int max_n, void *stream);
+int ftgather_set_fused(struct ftgather *g, ftgather_fused_fn *fn, int blocks);
 /* The proxy path's options (kernels/copy_missing.h struct ftcm_proxy_opts; NULL = defaults) for
  * later runs with FTGATHER_PROXY; waits for the object's stream first. -EINVAL for a bad option. */
 struct ftcm_proxy_opts;

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,10 @@
 #include "moe/ftw.h"
 #include "util/errmsg.h"
 #include "util/fsutil.h"
+#include "util/proc.h"
+#include "util/stats.h"
 #include "util/timeutil.h"
+#include "util/workermsg.h"
 
 static const char *const mode_names[] = {"baseline", "parallel", "ftw", "auto"};
 
@@ -309,15 +313,18 @@ int ftlw_worker(const char *mode, const struct ftlw_opts *o, json_t **row, char 
 	sampler_stop(&smp);
 	if (rc < 0)
 		return rc;
+#ifdef FT_TEST_HOOKS
+	/* test builds only (the Makefile's FT_TEST_HOOKS objects): swap experts 0 and 1 of bank 0,
+	 * layer 0, as a buggy reader would */
 	const char *fault = getenv("FTBENCH_LW_FAULT");
 	if (fault && !strncmp(fault, "swap-experts:", 13) && !strcmp(fault + 13, mode) && b->E > 1) {
-		/* test hook: swap experts 0 and 1 of bank 0, layer 0, as a buggy reader would */
 		uint8_t *p0 = ftbanks_layer(b, 0, 0), *p1 = p0 + b->shape[0].expert_bytes;
 		for (size_t i = 0; i < b->shape[0].expert_bytes; i++) {
 			uint8_t x = p0[i];
 			p0[i] = p1[i], p1[i] = x;
 		}
 	}
+#endif
 	json_t *cks;
 	json_t *r = banks_json(b, &cks);
 	size_t bytes = ftbanks_bytes(b);
@@ -341,7 +348,52 @@ int ftlw_worker(const char *mode, const struct ftlw_opts *o, json_t **row, char 
 
 /* ---------------------------------------------------------------- parent side */
 
-/* Run `self load-weights --worker MODE ...` and parse its @@RESULT@@ line into *row. */
+#define FTLW_MAX_LINE (16 << 20) /* a result line above this is a protocol error */
+
+/* Read the worker protocol's lines from f until EOF: the result into *row (new), an error
+ * message into msg. -EPROTO with why in msg on a malformed line, a second result or a line over
+ * FTLW_MAX_LINE; progress is accepted and not shown (the parent reports the modes). */
+static int read_messages(FILE *f, json_t **row, char *msg, size_t n)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	int r = 0;
+	while (r == 0 && (len = getline(&line, &cap, f)) >= 0) {
+		if (len > 0 && line[len - 1] == '\n')
+			len--;
+		if (len == 0)
+			continue;
+		struct ftwmsg m;
+		char why[256];
+		if (len > FTLW_MAX_LINE) {
+			snprintf(why, sizeof why, "a line over %d bytes", FTLW_MAX_LINE);
+			r = -EPROTO;
+		} else {
+			r = ftwmsg_parse(line, (size_t)len, &m, why, sizeof why);
+		}
+		if (r == 0 && m.type == FTWMSG_RESULT) {
+			if (*row) {
+				snprintf(why, sizeof why, "a second result");
+				r = -EPROTO;
+			} else {
+				*row = json_incref(m.result);
+			}
+		} else if (r == 0 && m.type == FTWMSG_ERROR) {
+			snprintf(msg, n, "%s", m.message);
+		}
+		if (r == 0)
+			ftwmsg_release(&m);
+		else
+			snprintf(msg, n, "worker protocol error: %s", why);
+	}
+	free(line);
+	return r;
+}
+
+/* Run `self load-weights --worker MODE ... --result-fd 3` (through ftproc: its own process
+ * group, killed when we die) and read its result into *row. Its stdout and stderr go to our
+ * stderr (a stray stdout line is shown, never parsed). */
 static int spawn(const struct ftlw_opts *o, const char *mode, const char *ftw_dir, json_t **row, char *err,
 		 size_t errlen)
 {
@@ -355,72 +407,48 @@ static int spawn(const struct ftlw_opts *o, const char *mode, const char *ftw_di
 	const char *exe = o->self_exe ? o->self_exe : "/proc/self/exe";
 	char *argv[] = {"ftbench", "load-weights", "--worker", (char *)mode, "--model", (char *)o->model,
 			"--workers", workers, "--chunk-mib", chunk, "--shard-mib", shard, "--ftw-dir", (char *)ftw_dir,
-			"--expert-load", (char *)el, NULL};
-	int out[2], ep[2];
-	if (pipe2(out, O_CLOEXEC) < 0)
-		return fterr_set(err, errlen, -errno, "pipe: %s", strerror(errno));
-	if (pipe2(ep, O_CLOEXEC) < 0) {
-		close(out[0]), close(out[1]);
-		return fterr_set(err, errlen, -errno, "pipe: %s", strerror(errno));
-	}
-	fflush(stdout);
+			"--expert-load", (char *)el, "--result-fd", "3", NULL};
+	int have_err = fcntl(STDERR_FILENO, F_GETFD) >= 0;
+	struct ftproc_fd fds[] = {{.child = 0, .kind = FTPROC_FD_NULL},
+				  {.child = 1, .kind = have_err ? FTPROC_FD_DUP : FTPROC_FD_NULL, .fd = STDERR_FILENO},
+				  {.child = 2, .kind = have_err ? FTPROC_FD_DUP : FTPROC_FD_NULL, .fd = STDERR_FILENO},
+				  {.child = 3, .kind = FTPROC_FD_PIPE_OUT}};
+	struct ftproc_opts po = {.path = exe, .argv = argv, .fds = fds, .nfds = 4, .pdeathsig = SIGKILL};
+	struct ftproc p;
+	enum ftproc_stage stage;
 	fflush(stderr);
-	pid_t pid = fork();
-	if (pid < 0) {
-		close(out[0]), close(out[1]), close(ep[0]), close(ep[1]);
-		return fterr_set(err, errlen, -errno, "fork: %s", strerror(errno));
-	}
-	if (pid == 0) {
-		/* only async-signal-safe calls until execv */
-		if (dup2(out[1], STDOUT_FILENO) < 0)
-			_exit(127);
-		close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
-		execv(exe, argv);
-		int e = errno;
-		ssize_t w = write(ep[1], &e, sizeof e);
-		(void)w;
-		_exit(127);
-	}
-	close(out[1]);
-	close(ep[1]);
-	int e = 0;
-	ssize_t got = read(ep[0], &e, sizeof e);
-	close(ep[0]);
-	FILE *f = fdopen(out[0], "r");
-	char *line = NULL;
-	size_t cap = 0;
-	json_t *res = NULL;
-	while (f && getline(&line, &cap, f) >= 0) {
-		size_t pl = strlen(FTLW_RESULT_PREFIX);
-		if (!strncmp(line, FTLW_RESULT_PREFIX, pl) && !res) {
-			json_error_t je;
-			res = json_loads(line + pl, 0, &je);
-		} else {
-			fputs(line, stderr); /* a child's stray stdout is shown, not parsed */
-		}
-	}
-	free(line);
-	if (f)
+	int r = ftproc_spawn(&p, &po, &stage);
+	if (r < 0)
+		return fterr_set(err, errlen, r, "cannot run %s: %s%s%s", exe, ftproc_stage_name(stage),
+				 stage == FTPROC_ST_PARENT ? "" : ": ", strerror(-r));
+	char msg[1024] = "";
+	FILE *f = fdopen(fds[3].fd, "r");
+	if (!f) {
+		close(fds[3].fd);
+		r = -errno;
+		snprintf(msg, sizeof msg, "reading its result: %s", strerror(errno));
+	} else {
+		r = read_messages(f, row, msg, sizeof msg);
 		fclose(f);
+	}
+	if (r < 0)
+		ftproc_stop(&p, 5, 5, NULL); /* it said something we cannot use: it is not waited for */
 	else
-		close(out[0]);
-	int status = 0;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (got == (ssize_t)sizeof e) {
-		json_decref(res);
-		return fterr_set(err, errlen, -e, "cannot run %s: %s", exe, strerror(e));
-	}
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !json_is_object(res)) {
-		json_decref(res);
-		if (WIFSIGNALED(status))
-			return fterr_set(err, errlen, -EIO, "mode %s: worker killed by signal %d%s", mode, WTERMSIG(status),
-				    WTERMSIG(status) == 9 ? " (out of memory?)" : "");
-		return fterr_set(err, errlen, -EIO, "mode %s: worker failed (exit %d)%s", mode,
-			    WIFEXITED(status) ? WEXITSTATUS(status) : -1, res ? "" : ", no result line");
-	}
-	*row = res;
-	return 0;
+		ftproc_wait(&p, -1);
+	int status = p.status;
+	if (r == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && *row)
+		return 0;
+	json_decref(*row);
+	*row = NULL;
+	if (r < 0)
+		return fterr_set(err, errlen, r == -EPROTO ? -EIO : r, "mode %s: %s", mode, msg);
+	if (WIFSIGNALED(status))
+		return fterr_set(err, errlen, -EIO, "mode %s: worker killed by signal %d%s", mode, WTERMSIG(status),
+				 WTERMSIG(status) == 9 ? " (out of memory?)" : "");
+	if (*msg)
+		return fterr_set(err, errlen, -EIO, "mode %s: %s", mode, msg);
+	return fterr_set(err, errlen, -EIO, "mode %s: worker failed (exit %d)%s", mode,
+			 WIFEXITED(status) ? WEXITSTATUS(status) : -1, WEXITSTATUS(status) == 0 ? ", no result" : "");
 }
 
 static int same_checksums(json_t *a, json_t *b)
@@ -428,10 +456,51 @@ static int same_checksums(json_t *a, json_t *b)
 	return json_is_object(a) && json_is_object(b) && json_equal(a, b);
 }
 
+/* One row from the n runs of a mode (each a worker row; every reference taken over): the
+ * first run's fields, with load_s the median of the runs, load_s_min / load_s_max their range,
+ * load_s_runs every run in order, read_gbs (read_gibs) from the median and read_gbs_min /
+ * read_gbs_max from the slowest and fastest run, peak_rss_bytes the highest and
+ * min_mem_available_bytes the lowest. NULL on allocation failure. */
+static json_t *combine_runs(json_t **runs, int n)
+{
+	double t[FTLW_MAX_REPEAT];
+	json_t *row = runs[0], *all = json_array();
+	json_int_t rss = 0, avail = -1;
+	for (int k = 0; k < n; k++) {
+		t[k] = json_real_value(json_object_get(runs[k], "load_s"));
+		json_array_append_new(all, json_real(t[k]));
+		json_int_t r = json_integer_value(json_object_get(runs[k], "peak_rss_bytes"));
+		json_int_t a = json_integer_value(json_object_get(runs[k], "min_mem_available_bytes"));
+		rss = r > rss ? r : rss;
+		avail = avail < 0 || a < avail ? a : avail;
+	}
+	for (int k = 1; k < n; k++)
+		json_decref(runs[k]);
+	if (!all) {
+		json_decref(row);
+		return NULL;
+	}
+	struct ftstat st = ftstat_of(t, n);
+	double bytes = (double)json_integer_value(json_object_get(row, "bytes"));
+	json_object_set_new(row, "load_s", json_real(st.median));
+	json_object_set_new(row, "load_s_min", json_real(st.min));
+	json_object_set_new(row, "load_s_max", json_real(st.max));
+	json_object_set_new(row, "load_s_runs", all);
+	json_object_set_new(row, "read_gbs", json_real(st.median > 0 ? bytes / st.median / 1e9 : 0));
+	json_object_set_new(row, "read_gibs", json_real(st.median > 0 ? bytes / st.median / 1073741824.0 : 0));
+	json_object_set_new(row, "read_gbs_min", json_real(st.max > 0 ? bytes / st.max / 1e9 : 0));
+	json_object_set_new(row, "read_gbs_max", json_real(st.min > 0 ? bytes / st.min / 1e9 : 0));
+	json_object_set_new(row, "peak_rss_bytes", json_integer(rss));
+	json_object_set_new(row, "min_mem_available_bytes", json_integer(avail < 0 ? 0 : avail));
+	return row;
+}
+
 int ftlw_run(const struct ftlw_opts *o, json_t **result, char *err, size_t errlen)
 {
 	*result = NULL;
 	unsigned modes = o->modes | FTLW_BASELINE;
+	if (o->repeat < 0 || o->repeat > FTLW_MAX_REPEAT)
+		return fterr_set(err, errlen, -EINVAL, "repeat %d is not in 1..%d", o->repeat, FTLW_MAX_REPEAT);
 	/* the conversion goes into a directory this run makes: --ftw-dir (or /var/tmp/ftw_<model
 	 * name>) when nothing has that name yet, else a fresh mkdtemp directory inside --ftw-dir (or
 	 * /var/tmp/ftw_<model name>.XXXXXX). What existed before is never written, followed or
@@ -460,8 +529,9 @@ int ftlw_run(const struct ftlw_opts *o, json_t **result, char *err, size_t errle
 				return fterr_set(err, errlen, -errno, "cannot make a directory %s: %s", tmpl, strerror(errno));
 		}
 	}
+	int repeat = o->repeat > 1 ? o->repeat : 1;
 	json_t *rows = json_array(), *ftw = json_null(), *res = NULL;
-	int rc = 0, ok = 1, step = 0, steps = __builtin_popcount(modes) + !!(modes & FTLW_FTW);
+	int rc = 0, ok = 1, step = 0, steps = __builtin_popcount(modes) * repeat + !!(modes & FTLW_FTW);
 	double base_s = 0;
 	json_t *base_cks = NULL;
 	for (int m = 0; m < 4 && rc == 0; m++) {
@@ -484,26 +554,40 @@ int ftlw_run(const struct ftlw_opts *o, json_t **result, char *err, size_t errle
 				json_object_set_new(ftw, "reused", json_false());
 			}
 		}
-		ftreport_progress(o->rep, step++, steps, mode);
-		if (o->drop_cache) {
-			ftlw_evict_dir(o->model);
-			if (m == 2 || m == 3)
-				ftlw_evict_dir(ftw_dir);
+		json_t *runs[FTLW_MAX_REPEAT] = {0};
+		for (int k = 0; k < repeat && rc == 0; k++) {
+			char label[64];
+			if (repeat > 1)
+				snprintf(label, sizeof label, "%s (run %d/%d)", mode, k + 1, repeat);
+			ftreport_progress(o->rep, step++, steps, repeat > 1 ? label : mode);
+			if (o->drop_cache) {
+				ftlw_evict_dir(o->model);
+				if (m == 2 || m == 3)
+					ftlw_evict_dir(ftw_dir);
+			}
+			rc = spawn(o, mode, ftw_dir, &runs[k], err, errlen);
 		}
-		json_t *row;
-		if ((rc = spawn(o, mode, ftw_dir, &row, err, errlen)) < 0)
+		if (rc < 0) {
+			for (int k = 0; k < repeat; k++)
+				json_decref(runs[k]);
 			break;
-		double t = json_real_value(json_object_get(row, "load_s"));
-		json_t *cks = json_object_get(row, "checksums");
-		if (m == 0) {
-			base_s = t;
-			base_cks = cks;
-			json_object_set_new(row, "checksum_ok", json_true());
-		} else {
-			int same = same_checksums(base_cks, cks);
-			ok &= same;
-			json_object_set_new(row, "checksum_ok", json_boolean(same));
 		}
+		/* every run's banks against the reference: the baseline's first run */
+		if (m == 0)
+			base_cks = json_object_get(runs[0], "checksums");
+		int same = 1;
+		for (int k = 0; k < repeat; k++)
+			same &= same_checksums(base_cks, json_object_get(runs[k], "checksums"));
+		ok &= same;
+		json_t *row = combine_runs(runs, repeat);
+		if (!row) {
+			rc = fterr_set(err, errlen, -ENOMEM, "out of memory");
+			break;
+		}
+		double t = json_real_value(json_object_get(row, "load_s"));
+		if (m == 0)
+			base_s = t;
+		json_object_set_new(row, "checksum_ok", json_boolean(same));
 		json_object_set_new(row, "speedup", json_real(t > 0 ? base_s / t : 0));
 		json_array_append_new(rows, row);
 		if (!res) {
@@ -529,6 +613,7 @@ int ftlw_run(const struct ftlw_opts *o, json_t **result, char *err, size_t errle
 		return rc;
 	}
 	json_object_set_new(res, "drop_cache", json_boolean(o->drop_cache));
+	json_object_set_new(res, "repeat", json_integer(repeat));
 	json_object_set_new(res, "workers", json_integer(o->workers > 0 ? o->workers : FTLOAD_DEFAULT_WORKERS));
 	json_object_set_new(res, "chunk_mib", json_integer((json_int_t)((o->chunk_bytes ? o->chunk_bytes : FTLOAD_DEFAULT_CHUNK) >> 20)));
 	json_object_set_new(res, "ftw", ftw);
@@ -557,16 +642,32 @@ void ftlw_print_table(const json_t *r, void *file)
 		else
 			fprintf(f, "ftw: reused %s\n", json_string_value(json_object_get(ftw, "dir")));
 	}
-	fprintf(f, "%-9s %-9s %8s %11s %10s %8s %14s  %s\n", "mode", "loader", "load_s", "read GB/s", "peakRSS",
-		"speedup", "bytes", "checksum");
+	int many = json_integer_value(json_object_get(r, "repeat")) > 1;
+	if (many)
+		fprintf(f, "each mode run %lld times: load_s and read GB/s are the median, [min max] the range\n",
+			json_integer_value(json_object_get(r, "repeat")));
+	fprintf(f, "%-9s %-9s %8s%s %11s%s %10s %8s %14s  %s\n", "mode", "loader", "load_s", many ? "   [min     max]" : "",
+		"read GB/s", many ? "  [min     max]" : "", "peakRSS", "speedup", "bytes", "checksum");
 	size_t i;
 	json_t *row;
 	json_array_foreach(rows, i, row) {
-		fprintf(f, "%-9s %-9s %8.3f %11.2f %8.2fGi %7.2fx %14lld  %s\n",
+		char ts[40] = "", gs[40] = "";
+		if (many) {
+			snprintf(ts, sizeof ts, " [%6.3f %7.3f]", json_real_value(json_object_get(row, "load_s_min")),
+				 json_real_value(json_object_get(row, "load_s_max")));
+			snprintf(gs, sizeof gs, " [%6.2f %7.2f]", json_real_value(json_object_get(row, "read_gbs_min")),
+				 json_real_value(json_object_get(row, "read_gbs_max")));
+		}
+		fprintf(f, "%-9s %-9s %8.3f%s %11.2f%s %8.2fGi %7.2fx %14lld  %s\n",
 			json_string_value(json_object_get(row, "mode")), json_string_value(json_object_get(row, "loader")),
-			json_real_value(json_object_get(row, "load_s")), json_real_value(json_object_get(row, "read_gbs")),
-			json_integer_value(json_object_get(row, "peak_rss_bytes")) / 1073741824.0,
+			json_real_value(json_object_get(row, "load_s")), ts, json_real_value(json_object_get(row, "read_gbs")),
+			gs, json_integer_value(json_object_get(row, "peak_rss_bytes")) / 1073741824.0,
 			json_real_value(json_object_get(row, "speedup")), json_integer_value(json_object_get(row, "bytes")),
-			json_is_true(json_object_get(row, "checksum_ok")) ? (i ? "ok" : "reference") : "BAD");
+			ftlw_checksum_word(row, (int)i));
 	}
+}
+
+const char *ftlw_checksum_word(const json_t *row, int index)
+{
+	return json_is_true(json_object_get(row, "checksum_ok")) ? (index ? "ok" : "reference") : "BAD";
 }

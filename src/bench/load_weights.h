@@ -3,9 +3,10 @@
  * The parent (ftlw_run) runs each mode in its own child process — fork + execve of ftbench
  * itself with the hidden `load-weights --worker MODE` flag — so only one set of banks is in
  * memory at a time. Before each mode the page cache of the files it reads is evicted
- * (fdatasync + posix_fadvise DONTNEED, no root needed) unless drop_cache is 0. A child prints
- * one line "@@RESULT@@ {json}" on stdout (its stdout is a pipe to the parent); progress and
- * logs go to the inherited stderr. Modes:
+ * (fdatasync + posix_fadvise DONTNEED, no root needed) unless drop_cache is 0. A child is
+ * started through ftproc (its own process group, SIGKILL when the parent dies) and reports in
+ * the worker protocol (util/workermsg.h) on its fd 3 (`--result-fd 3`): one result, or an error;
+ * its stdout and stderr go to the parent's stderr. Modes:
  *   baseline  serial loader on the safetensors checkpoint (always run: the reference)
  *   parallel  parallel O_DIRECT loader on the checkpoint
  *   ftw       convert once into an FTW directory this run makes (its own child, timed apart),
@@ -17,8 +18,9 @@
  *
  * ftlw_worker runs one mode in the current process and builds its result row; it samples
  * peak VmRSS and lowest MemAvailable on a background thread while loading.
- * Test hook: FTBENCH_LW_FAULT=swap-experts:<mode> makes that mode's worker swap experts 0 and
- * 1 of the first bank after loading (a reordering bug), to prove the checksum catches it.
+ * Test builds only (compiled with FT_TEST_HOOKS, the Makefile's ftbench_hooks; absent from the
+ * product): FTBENCH_LW_FAULT=swap-experts:<mode> makes that mode's worker swap experts 0 and 1 of
+ * the first bank after loading (a reordering bug), to prove the checksum catches it.
  * Functions return 0 or -errno (reason in err) and never log. */
 #ifndef FT_BENCH_LOAD_WEIGHTS_H
 #define FT_BENCH_LOAD_WEIGHTS_H
@@ -28,9 +30,8 @@
 #include "moe/loader.h"
 #include "util/report.h"
 
-#define FTLW_RESULT_PREFIX "@@RESULT@@ "
-
 enum { FTLW_BASELINE = 1, FTLW_PARALLEL = 2, FTLW_FTW = 4, FTLW_AUTO = 8 };
+#define FTLW_MAX_REPEAT 20 /* the CLI's and the daemon's limit of --repeat / "repeat" */
 
 struct ftlw_opts {
 	const char *model;        /* checkpoint directory */
@@ -45,6 +46,8 @@ struct ftlw_opts {
 				   * NULL: /var/tmp/ftw_<model name> (else ...XXXXXX beside it). A worker
 				   * (ftlw_worker) uses it as the FTW directory itself. */
 	enum ftload_mode expert_load; /* loader of the FTW conversion and of the auto mode */
+	int repeat;               /* runs of each mode, 1..FTLW_MAX_REPEAT (0: 1); the page cache is
+				   * dropped before each (drop_cache) */
 	const char *self_exe;     /* ftbench to exec; NULL: /proc/self/exe */
 	const struct ftreport *rep;
 };
@@ -53,8 +56,13 @@ struct ftlw_opts {
 int ftlw_parse_modes(const char *s, unsigned *out);
 
 /* Run the benchmark; *result (new) gets {"model","format","layers","experts","hidden","inter",
- * "bank_bytes","drop_cache","workers","chunk_mib","ftw":{...}|null,"rows":[...],"ok"}.
- * Returns 0 when every mode ran (check "ok" for checksums), or -errno. */
+ * "bank_bytes","drop_cache","repeat","workers","chunk_mib","ftw":{...}|null,"rows":[...],"ok"}.
+ * Each mode runs o->repeat times, each in its own child; its row is the worker row of its first
+ * run with load_s the median over the runs, load_s_min / load_s_max / load_s_runs, read_gbs from
+ * the median and read_gbs_min / read_gbs_max, the highest peak_rss_bytes, the lowest
+ * min_mem_available_bytes, and checksum_ok only when every run's checksums equal the baseline's
+ * first run. Returns 0 when every mode ran (check "ok" for checksums), or -errno (-EINVAL for a
+ * repeat above FTLW_MAX_REPEAT). */
 int ftlw_run(const struct ftlw_opts *o, json_t **result, char *err, size_t errlen);
 
 /* One mode in this process ("baseline", "parallel", "ftw", "auto", "ftw-convert"); *row new. */
@@ -63,8 +71,10 @@ int ftlw_worker(const char *mode, const struct ftlw_opts *o, json_t **row, char 
 /* Evict the page cache of every regular file directly in dir. Returns files evicted or -errno. */
 int ftlw_evict_dir(const char *dir);
 
-/* The table of a result, as text lines into f. */
+/* The table of a result, as text lines into f (with each mode's [min max] when repeat > 1). */
 void ftlw_print_table(const json_t *result, void *file /* FILE * */);
+/* A row's checksum verdict: "reference" (the first row, when its runs agree), "ok" or "BAD". */
+const char *ftlw_checksum_word(const json_t *row, int index);
 
 #define FTLW_FTW_PARENT "/var/tmp"
 

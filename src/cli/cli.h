@@ -51,10 +51,15 @@ int ftcli_result_fd(void);
 void ftcli_set_quiet(int quiet);
 
 void ftcli_progress(int done, int total, const char *label);
-/* --format table|json|csv|md of the table-printing commands (--json: json). */
+/* The output format of every table-printing command: --output-format table|json|csv|md (--json:
+ * json; profile and jobs also take it as --format). csv and md print the table's rows, one
+ * header row first, nothing else on stdout; json is the command's --json document. */
 enum ftcli_format { FTCLI_FMT_TABLE, FTCLI_FMT_JSON, FTCLI_FMT_CSV, FTCLI_FMT_MD };
 /* Parse s into *f: 0, or -1 after saying what is wrong (naming opt). */
 int ftcli_parse_format(const char *opt, const char *s, enum ftcli_format *f);
+/* A cell of a CSV/Markdown row: the number v printed with fmt ("%.2f"), or "" when v is not a
+ * number (a figure not measured). Returns buf. */
+const char *ftcli_cell(char *buf, size_t n, const json_t *v, const char *fmt);
 /* One row of n cells on stdout as CSV (RFC 4180 quoting) or Markdown (| escaped); header: a
  * Markdown header also gets its |---| line. Other formats print nothing. */
 void ftcli_print_row(enum ftcli_format f, const char *const *cells, int n, int header);
@@ -63,6 +68,9 @@ void ftcli_print_row(enum ftcli_format f, const char *const *cells, int n, int h
 void ftcli_progress_clear(void);
 /* Send the result object on the result fd (borrowed; not printed on stdout). */
 void ftcli_result(json_t *result);
+/* Send an error message on the result fd only, not on stderr (a --worker child whose parent
+ * says it, once, with its context). */
+void ftcli_result_error(const char *message);
 /* Log "ftbench <cmd>: message" on stderr once, and send it on the result fd. */
 void ftcli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A note on stderr ("ftbench <cmd>: note: ...") that is not an error. */

@@ -66,6 +66,9 @@ static void usage(FILE *f)
 		"  --no-legacy-copy        on a host with one GPU, do not also write the seed's single file\n"
 		"                          $XDG_CACHE_HOME/freetoken/benchbw.json (released engines read only it)\n"
 		"  --json                  print the profile on stdout instead of the summary\n"
+		"  --output-format F       table (the summary, default), json (as --json), csv or md: one\n"
+		"                          row per GPU, workload and format (GB/s; expert_mib in MiB = 2^20\n"
+		"                          bytes); saved: PATH then goes to stderr\n"
 		"  --result-fd N           worker mode: JSON lines (progress, result, error) on fd N\n"
 		"Lists take commas or spaces (--dtype bf16,nvfp4 or --dtype bf16 nvfp4).\n"
 		"Environment: FREETOKEN_BENCH_PROGRESS=1 prints the seed's progress lines on stdout\n"
@@ -352,6 +355,65 @@ static void legacy_copy(const json_t *prof, const char *output, bool have_gpu, c
 }
 
 /* --gpu all: every GPU alone, then the engines at once (ftbw_run_host); one profile per GPU. */
+/* --output-format: table (the summary), json, or csv|md rows (out_fmt). */
+enum { OPT_OUTPUT_FORMAT = 512 };
+static enum ftcli_format out_fmt = FTCLI_FMT_TABLE;
+
+/* csv|md: one row per profile (GPU) and entry, the summary's figures under their JSON names. */
+static void print_rows(json_t *const *profs, int n)
+{
+	static const char *const head[] = {"gpu", "workload", "format", "expert_mib", "cpu_moe_gbs", "cpu_moe_isa",
+					   "pcie_gather_gbs", "cpu_moe_overlap_gbs", "pcie_gather_overlap_gbs",
+					   "ratio", "decision", "fetch_fraction", "concurrent_decision",
+					   "concurrent_fetch_fraction", "hybrid_max_batch", "note"};
+	static const char *const keys[] = {"cpu_moe_gbs", "pcie_gather_gbs", "cpu_moe_overlap_gbs",
+					   "pcie_gather_overlap_gbs", "ratio"};
+	ftcli_print_row(out_fmt, head, 16, 1);
+	for (int g = 0; g < n; g++) {
+		const char *uuid = json_string_value(json_object_get(json_object_get(profs[g], "gpu"), "uuid"));
+		json_t *wl = json_object_get(profs[g], "workloads"), *w = json_object_get(profs[g], "dtype_kernels");
+		const char *wk = "(dtype)", *k;
+		json_t *e;
+		void *it = json_object_iter(wl);
+		for (;;) { /* dtype_kernels, then each workload's kernels */
+			json_object_foreach(w, k, e) {
+				char c[9][32];
+				const json_t *cb = json_object_get(e, "concurrent");
+				const json_t *eb = json_object_get(e, "expert_bytes");
+				const char *rec = json_string_value(json_object_get(e, "recommended_isolated"));
+				const char *crec = json_string_value(json_object_get(cb, "recommended"));
+				if (!rec)
+					rec = json_string_value(json_object_get(e, "recommended"));
+				if (json_is_number(eb))
+					snprintf(c[0], sizeof c[0], "%.2f", json_number_value(eb) / 1048576.0);
+				else
+					c[0][0] = '\0';
+				for (int i = 0; i < 5; i++)
+					ftcli_cell(c[1 + i], sizeof c[1 + i], json_object_get(e, keys[i]), i == 4 ? "%.3f" : "%.2f");
+				c[6][0] = c[7][0] = '\0';
+				if (rec && !strcmp(rec, "hybrid"))
+					snprintf(c[6], sizeof c[6], "%.3f",
+						 ftbw_fetch_fraction(json_number_value(json_object_get(e, "cpu_moe_gbs")),
+								     json_number_value(json_object_get(e, "pcie_gather_gbs")),
+								     json_number_value(json_object_get(e, "cpu_moe_overlap_gbs")),
+								     json_number_value(json_object_get(e, "pcie_gather_overlap_gbs"))));
+				if (crec && !strcmp(crec, "hybrid"))
+					ftcli_cell(c[7], sizeof c[7], json_object_get(cb, "fetch_fraction"), "%.3f");
+				ftcli_cell(c[8], sizeof c[8], json_object_get(e, "hybrid_max_batch"), "%.0f");
+				const char *row[] = {uuid, wk, k, c[0], c[1], json_string_value(json_object_get(e, "cpu_moe_isa")),
+						     c[2], c[3], c[4], c[5], rec, c[6], crec, c[7], c[8],
+						     json_string_value(json_object_get(e, "note"))};
+				ftcli_print_row(out_fmt, row, 16, 0);
+			}
+			if (!it)
+				break;
+			wk = json_object_iter_key(it);
+			w = json_object_get(json_object_iter_value(it), "kernels");
+			it = json_object_iter_next(wl, it);
+		}
+	}
+}
+
 static int bw_all(struct ftbw_config *cfg, int threads, const char *output, int json, int legacy)
 {
 	struct ftcpu_info ci;
@@ -435,6 +497,8 @@ static int bw_all(struct ftbw_config *cfg, int threads, const char *output, int 
 		json_array_append(json_object_get(all, "profiles"), profs[g]);
 		if (r == 1 && invalid_exit(profs[g], path) != FTCLI_EXIT_OK)
 			invalid = 1;
+		else if (!json && out_fmt != FTCLI_FMT_TABLE)
+			ftcli_note("GPU %d: profile written to %s", gpus[g].index, path);
 		else if (!json)
 			printf("GPU %d: profile written to %s\n", gpus[g].index, path);
 	}
@@ -448,6 +512,10 @@ static int bw_all(struct ftbw_config *cfg, int threads, const char *output, int 
 	ftcli_result(all);
 	if (json) {
 		ftcli_print_json(all);
+	} else if (out_fmt != FTCLI_FMT_TABLE) {
+		print_rows(profs, ng);
+		if (legacy_path[0])
+			ftcli_note("legacy copy: %s", legacy_path);
 	} else {
 		for (int g = 0; g < ng; g++) {
 			printf("\n==== GPU %d ====\n", gpus[g].index);
@@ -493,6 +561,7 @@ int cmd_bw(int argc, char **argv)
 		{"gather", required_argument, NULL, OPT_GATHER},
 		{"batch-sweep", required_argument, NULL, OPT_BATCH_SWEEP},
 		{"json", no_argument, NULL, OPT_JSON},
+		{"output-format", required_argument, NULL, OPT_OUTPUT_FORMAT},
 		{"result-fd", required_argument, NULL, OPT_RESULT_FD},
 		{"engines", required_argument, NULL, OPT_ENGINES},
 		{"engine-threads", required_argument, NULL, OPT_ENGINE_THREADS},
@@ -579,6 +648,10 @@ static int bw_cmd(int argc, char **argv, const struct option *opts)
 			break;
 		case OPT_BATCH_SWEEP: bad = parse_batches(optarg, &cfg); break;
 		case OPT_JSON: json = 1; break;
+		case OPT_OUTPUT_FORMAT:
+			bad = ftcli_parse_format("--output-format", optarg, &out_fmt) < 0;
+			json = out_fmt == FTCLI_FMT_JSON;
+			break;
 		case OPT_RESULT_FD: bad = ftcli_opt_result_fd(optarg); break;
 		case OPT_ENGINES: bad = opt_long("--engines", optarg, 1, FTBW_MAX_ENGINES, &cfg.engines); break;
 		case OPT_ENGINE_THREADS:
@@ -687,6 +760,12 @@ static int bw_cmd(int argc, char **argv, const struct option *opts)
 	ftcli_result(prof);
 	if (json) {
 		ftcli_print_json(prof);
+	} else if (out_fmt != FTCLI_FMT_TABLE) {
+		print_rows(&prof, 1);
+		if (legacy_path[0])
+			ftcli_note("legacy copy: %s", legacy_path);
+		if (!kept_aside)
+			ftcli_note("saved: %s", path);
 	} else {
 		ftbw_summary(stdout, prof);
 		printf("\n");

@@ -1,4 +1,5 @@
-/* ftbench cache-copy: slot-cache LRU + gather cost per decode layer (reference §4). */
+/* ftbench cache-copy: slot-cache LRU + gather cost per decode layer (reference §4); with
+ * --from-json FILE, the table of a saved result (its --json output, or a daemon job's). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include "bench/cache_copy.h"
 #include "cli/cli.h"
 #include "moe/formats.h"
+#include "util/fsutil.h"
 #include "util/strutil.h"
 
 #ifdef FT_HAVE_CUDA
@@ -20,7 +22,9 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: ftbench cache-copy [--models LIST] [--cache-slots LIST] [--batch-sizes LIST]\n"
 		"                          [--miss-rates LIST] [--repeat N] [--copy fused|proxy]\n"
-		"                          [--gpu UUID|INDEX] [--json] [--list] [--result-fd N]\n"
+		"                          [--gpu UUID|INDEX] [--json] [--output-format table|json|csv|md]\n"
+		"                          [--list] [--result-fd N]\n"
+		"       ftbench cache-copy --from-json FILE [--output-format table|json|csv|md]\n"
 		"Lists take commas or spaces, as the seed's argparse does (--batch-sizes 1 4 16 32).\n"
 		"  --models LIST       cache-copy profiles (default: all; --list shows them)\n"
 		"  --cache-slots LIST  slot counts for every model (default: E and int(0.4*L*E))\n"
@@ -34,6 +38,14 @@ static void usage(FILE *f)
 		"  --gpu UUID|INDEX    the GPU (default: the first)\n"
 		"    --device N        the seed's spelling of --gpu N (a CUDA device index)\n"
 		"  --json              the whole result as JSON on stdout\n"
+		"  --output-format F   table (default), json (as --json), csv or md: one row per model,\n"
+		"                      cache size, batch size and miss rate, the table's columns under\n"
+		"                      their JSON names (times in ms, ensure_us in us, GB/s, %%)\n"
+		"  --from-json FILE    measure nothing: print the result saved in FILE (- = stdin) in the\n"
+		"                      --output-format: cache-copy --json output, or a cache-copy job of\n"
+		"                      ftbenchd (GET /benchmark/jobs/ID; no GPU needed)\n"
+		"  --list              the cache-copy profiles (models) and their shapes (MiB = 2^20 bytes)\n"
+		"  --result-fd N       worker protocol: progress/result/error JSON lines on fd N (ftbenchd)\n"
 		"Columns: ens_us = ensure_experts per call, 8 back-to-back calls each on a fresh state;\n"
 		"lin/fus/pyt/pxy = GB/s of the linear copy, fused gather, per-expert memcpy loop, proxy\n"
 		"(copy only); %%lin = linear over time_ms; pxy%% = proxy over linear.\n"
@@ -41,8 +53,44 @@ static void usage(FILE *f)
 		FTCC_DEFAULT_REPEAT);
 }
 
-static void list_models(void)
+static void list_models(enum ftcli_format fmt)
 {
+	if (fmt == FTCLI_FMT_JSON || fmt == FTCLI_FMT_CSV || fmt == FTCLI_FMT_MD) {
+		static const char *const head[] = {"model", "layers", "experts", "topk", "format", "hidden",
+						   "inter", "expert_mib"};
+		json_t *arr = json_array();
+		if (fmt != FTCLI_FMT_JSON)
+			ftcli_print_row(fmt, head, 8, 1);
+		for (int i = 0; i < ftmodel_cache_profiles_count; i++) {
+			const struct ftmodel *m = &ftmodel_cache_profiles[i];
+			const struct ftformat *f = ftfmt_get(m->format);
+			double mib = ftfmt_expert_bytes(f, m->hidden, m->inter) / 1048576.0;
+			char v[5][32];
+			snprintf(v[0], sizeof v[0], "%d", m->layers);
+			snprintf(v[1], sizeof v[1], "%d", m->experts);
+			snprintf(v[2], sizeof v[2], "%d", m->topk);
+			snprintf(v[3], sizeof v[3], "%ld", m->hidden);
+			snprintf(v[4], sizeof v[4], "%ld", m->inter);
+			char mb[32];
+			snprintf(mb, sizeof mb, "%.3f", mib);
+			const char *row[] = {m->name, v[0], v[1], v[2], f->name, v[3], v[4], mb};
+			if (fmt != FTCLI_FMT_JSON)
+				ftcli_print_row(fmt, row, 8, 0);
+			json_array_append_new(arr, json_pack("{s:s,s:i,s:i,s:i,s:s,s:I,s:I,s:f}", "model", m->name,
+							     "layers", m->layers, "experts", m->experts, "topk",
+							     m->topk, "format", f->name, "hidden",
+							     (json_int_t)m->hidden, "inter", (json_int_t)m->inter,
+							     "expert_mib", mib));
+		}
+		if (fmt == FTCLI_FMT_JSON) {
+			json_t *o = json_pack("{s:o}", "models", arr);
+			ftcli_print_json(o);
+			json_decref(o);
+		} else {
+			json_decref(arr);
+		}
+		return;
+	}
 	printf("%-22s %6s %6s %5s %-14s %6s %6s %12s\n", "model", "layers", "E", "topk", "format", "H", "I",
 	       "expert_MiB");
 	for (int i = 0; i < ftmodel_cache_profiles_count; i++) {
@@ -61,7 +109,6 @@ static const struct ftmodel *find_model(const char *name)
 	return NULL;
 }
 
-#ifdef FT_HAVE_CUDA
 static double jnum(const json_t *o, const char *k)
 {
 	return json_number_value(json_object_get(o, k));
@@ -107,9 +154,113 @@ static void print_table(const json_t *res)
 	}
 }
 
-#endif
+/* csv|md: one row per result (model, cache size) and row (batch size, miss rate). */
+static void print_rows(enum ftcli_format fmt, const json_t *res)
+{
+	static const char *const head[] = {"model", "format", "cache_slots", "path", "copy", "bs", "active",
+					   "miss_rate", "misses", "time_ms", "time_ms_min", "time_ms_max",
+					   "copy_MiB", "bw_GBps", "tok_ms", "ensure_us", "linear_GBps",
+					   "fused_GBps", "memcpy_GBps", "proxy_GBps", "pct_of_linear",
+					   "proxy_pct_of_linear", "fused_over_per_bank", "verified", "error"};
+	enum { N = sizeof head / sizeof head[0] };
+	/* the numeric columns from "bs" on, with their JSON key and printf format */
+	static const struct {
+		const char *key, *fmt;
+	} num[] = {{"bs", "%.0f"}, {"active", "%.0f"}, {"miss_rate", "%.2f"}, {"misses", "%.0f"},
+		   {"time_ms", "%.4f"}, {"min", "%.4f"}, {"max", "%.4f"}, {"copy_MiB", "%.2f"},
+		   {"bw_GBps", "%.2f"}, {"tok_ms", "%.2f"}, {"ensure_us", "%.2f"}, {"linear_GBps", "%.2f"},
+		   {"fused_GBps", "%.2f"}, {"memcpy_GBps", "%.2f"}, {"proxy_GBps", "%.2f"},
+		   {"pct_of_linear", "%.1f"}, {"proxy_pct_of_linear", "%.1f"}, {"fused_over_per_bank", "%.3f"}};
+	enum { NN = sizeof num / sizeof num[0] };
+	size_t i, j;
+	json_t *r, *row;
+	ftcli_print_row(fmt, head, N, 1);
+	json_array_foreach(json_object_get(res, "results"), i, r) {
+		char slots[32], cells[NN][32];
+		ftcli_cell(slots, sizeof slots, json_object_get(r, "cache_slots"), "%.0f");
+		json_array_foreach(json_object_get(r, "rows"), j, row) {
+			const char *err = json_string_value(json_object_get(row, "error"));
+			const json_t *sp = json_object_get(row, "time_ms_spread");
+			const char *cell[N] = {json_string_value(json_object_get(r, "model")),
+					       json_string_value(json_object_get(r, "format")), slots,
+					       json_string_value(json_object_get(r, "path")),
+					       json_string_value(json_object_get(r, "copy"))};
+			for (int k = 0; k < NN; k++) {
+				const json_t *o = k == 5 || k == 6 ? sp : row;
+				/* an error row has only bs, active, miss_rate and misses */
+				if (err && k >= 4)
+					cells[k][0] = '\0';
+				else
+					ftcli_cell(cells[k], sizeof cells[k], json_object_get(o, num[k].key), num[k].fmt);
+				cell[5 + k] = cells[k];
+			}
+			cell[N - 2] = err ? "" : json_is_true(json_object_get(row, "verified")) ? "yes" : "no";
+			cell[N - 1] = err ? err : "";
+			ftcli_print_row(fmt, cell, N, 0);
+		}
+	}
+}
 
-enum { O_MODELS = 256, O_SLOTS, O_BATCH, O_MISS, O_REPEAT, O_COPY, O_GPU, O_JSON, O_LIST, O_FD, O_DEVICE };
+/* A result in the asked format (table: the live table's layout). */
+static void print_result(enum ftcli_format fmt, const json_t *res)
+{
+	if (fmt == FTCLI_FMT_JSON)
+		ftcli_print_json((json_t *)res);
+	else if (fmt == FTCLI_FMT_TABLE)
+		print_table(res);
+	else
+		print_rows(fmt, res);
+}
+
+/* --from-json FILE: a cache-copy result ({"results": [...]}, what --json prints and the worker
+ * sends) or a daemon job holding one ({"kind": "cache-copy", "result": {...}}). */
+static int from_json(const char *path, enum ftcli_format fmt)
+{
+	json_error_t je;
+	json_t *doc = !strcmp(path, "-") ? json_loadf(stdin, 0, &je) : json_load_file(path, 0, &je);
+	const json_t *res;
+	int rc = FTCLI_EXIT_USAGE;
+	size_t i;
+	json_t *r;
+	if (!doc) {
+		ftcli_error("--from-json %s: %s (line %d)", path, je.text, je.line);
+		return FTCLI_EXIT_USAGE;
+	}
+	res = doc;
+	if (json_is_object(doc) && !json_object_get(doc, "results") && json_object_get(doc, "kind")) {
+		const char *kind = json_string_value(json_object_get(doc, "kind"));
+		const char *state = json_string_value(json_object_get(doc, "state"));
+		res = json_object_get(doc, "result");
+		if (!kind || strcmp(kind, "cache-copy")) {
+			ftcli_error("--from-json %s: a %s job, not cache-copy", path, kind ? kind : "(kind not a string)");
+			goto out;
+		}
+		if (!json_is_object(res)) {
+			ftcli_error("--from-json %s: the job has no result (state %s%s%s)", path, state ? state : "?",
+				    json_is_string(json_object_get(doc, "error")) ? ": " : "",
+				    json_string_value(json_object_get(doc, "error")) ?: "");
+			goto out;
+		}
+	}
+	if (!json_is_array(json_object_get(res, "results"))) {
+		ftcli_error("--from-json %s: not a cache-copy result (no \"results\" array; give cache-copy --json "
+			    "output or GET /benchmark/jobs/ID of a cache-copy job)", path);
+		goto out;
+	}
+	json_array_foreach(json_object_get(res, "results"), i, r)
+		if (!json_is_string(json_object_get(r, "model")) || !json_is_array(json_object_get(r, "rows"))) {
+			ftcli_error("--from-json %s: results[%zu] has no model name or no \"rows\" array", path, i);
+			goto out;
+		}
+	print_result(fmt, res);
+	rc = 0;
+out:
+	json_decref(doc);
+	return rc;
+}
+
+enum { O_MODELS = 256, O_SLOTS, O_BATCH, O_MISS, O_REPEAT, O_COPY, O_GPU, O_JSON, O_LIST, O_FD, O_DEVICE, O_FMT,
+       O_FROM };
 
 static int run(int argc, char **argv, const struct option *opts);
 
@@ -122,7 +273,8 @@ int cmd_cache_copy(int argc, char **argv)
 		{"repeat", required_argument, NULL, O_REPEAT}, {"copy", required_argument, NULL, O_COPY},
 		{"gpu", required_argument, NULL, O_GPU}, {"device", required_argument, NULL, O_DEVICE},
 		{"json", no_argument, NULL, O_JSON}, {"list", no_argument, NULL, O_LIST},
-		{"result-fd", required_argument, NULL, O_FD}, {"help", no_argument, NULL, 'h'}, {0}};
+		{"result-fd", required_argument, NULL, O_FD}, {"output-format", required_argument, NULL, O_FMT},
+		{"from-json", required_argument, NULL, O_FROM}, {"help", no_argument, NULL, 'h'}, {0}};
 	struct ftcli_args args;
 	if (ftcli_args_join_lists(&args, argc, argv, opts, lists) < 0) {
 		ftcli_error("out of memory");
@@ -154,9 +306,10 @@ static int run(int argc, char **argv, const struct option *opts)
 {
 	struct ftcc_opts o;
 	ftcc_defaults(&o);
-	const char *gpu = NULL;
+	const char *gpu = NULL, *from = NULL;
 	char device[16];
-	int json = 0, c, n;
+	enum ftcli_format fmt = FTCLI_FMT_TABLE;
+	int c, n, list = 0;
 	long v;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -235,11 +388,18 @@ static int run(int argc, char **argv, const struct option *opts)
 				return FTCLI_EXIT_USAGE;
 			break;
 		case O_JSON:
-			json = 1;
+			fmt = FTCLI_FMT_JSON;
+			break;
+		case O_FMT:
+			if (ftcli_parse_format("--output-format", optarg, &fmt) < 0)
+				return FTCLI_EXIT_USAGE;
+			break;
+		case O_FROM:
+			from = optarg;
 			break;
 		case O_LIST:
-			list_models();
-			return 0;
+			list = 1;
+			break;
 		case O_FD:
 			if (ftcli_opt_result_fd(optarg))
 				return FTCLI_EXIT_USAGE;
@@ -256,7 +416,13 @@ static int run(int argc, char **argv, const struct option *opts)
 		ftcli_error("unexpected argument '%s'", argv[optind]);
 		return FTCLI_EXIT_USAGE;
 	}
-	if (json)
+	if (list) {
+		list_models(fmt);
+		return 0;
+	}
+	if (from)
+		return from_json(from, fmt);
+	if (fmt == FTCLI_FMT_JSON)
 		ftcli_set_quiet(1);
 	if (ftcli_fake_gpus() >= 0) {
 		struct ftgpu_info fg;
@@ -294,10 +460,7 @@ static int run(int argc, char **argv, const struct option *opts)
 		json_object_set_new(res, "gpu", ftgpu_json(&g));
 		json_object_set_new(res, "repeat", json_integer(o.repeat));
 		ftcli_result(res);
-		if (json)
-			ftcli_print_json(res);
-		else
-			print_table(res);
+		print_result(fmt, res);
 		json_decref(res);
 	}
 	if (r == -EBADMSG) {

@@ -598,14 +598,14 @@ out:
 static void jobs_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: ftbench jobs [--state STATE] [--limit N] [--json] [--format table|json|csv|md]\n"
+		"usage: ftbench jobs [--state STATE] [--limit N] [--json] [--output-format table|json|csv|md]\n"
 		"                    [--daemon URL] [--token-file F]\n\n"
 		"List ftbenchd's jobs, newest first. STATE: queued, running, succeeded, failed, cancelled,\n"
 		"timed_out, interrupted.\n\n"
 		"  --state STATE      only jobs in that state\n"
 		"  --limit N          at most N jobs (daemon default 100)\n"
-		"  --format F         table (default), json (the daemon's answer, as --json), csv or md\n"
-		"                     (the table's columns; run in seconds)\n"
+		"  --output-format F  table (default), json (the daemon's answer, as --json), csv or md\n"
+		"                     (the table's columns; run in seconds); --format F is the same\n"
 		"%s",
 		common_help);
 }
@@ -668,15 +668,16 @@ int cmd_jobs(int argc, char **argv)
 		{"state", required_argument, NULL, O_STATE},
 		{"limit", required_argument, NULL, O_LIMIT},
 		{"format", required_argument, NULL, O_FORMAT},
+		{"output-format", required_argument, NULL, O_FORMAT},
 		{NULL, 0, NULL, 0},
 	};
 	struct copts o = {0};
 	enum ftcli_format fmt = FTCLI_FMT_TABLE;
 	const char *state = NULL;
 	long limit = 0;
-	int ch;
+	int ch, li = 0;
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "h", lo, &li)) != -1) {
 		if (common_opt(ch, &o) == 0)
 			continue;
 		switch (ch) {
@@ -687,7 +688,7 @@ int cmd_jobs(int argc, char **argv)
 			state = optarg;
 			break;
 		case O_FORMAT:
-			if (ftcli_parse_format("--format", optarg, &fmt) < 0)
+			if (ftcli_parse_format(strcmp(lo[li].name, "format") ? "--output-format" : "--format", optarg, &fmt) < 0)
 				return FTCLI_EXIT_USAGE;
 			if (fmt == FTCLI_FMT_JSON)
 				o.json = 1;

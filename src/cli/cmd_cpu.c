@@ -1,4 +1,4 @@
-/* ftbench cpu [--json]: the host CPU as the benchmarks see it. */
+/* ftbench cpu [--json] [--output-format F]: the host CPU as the benchmarks see it. */
 #include <getopt.h>
 #include <stdio.h>
 
@@ -8,16 +8,23 @@
 int cmd_cpu(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {0}};
-	int json = 0, c;
+		{"json", no_argument, NULL, 'j'}, {"output-format", required_argument, NULL, 'F'},
+		{"help", no_argument, NULL, 'h'}, {0}};
+	enum ftcli_format fmt = FTCLI_FMT_TABLE;
+	int c;
 	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
 		if (c == 'j') {
-			json = 1;
+			fmt = FTCLI_FMT_JSON;
+		} else if (c == 'F') {
+			if (ftcli_parse_format("--output-format", optarg, &fmt) < 0)
+				return FTCLI_EXIT_USAGE;
 		} else {
 			fprintf(c == 'h' ? stdout : stderr,
-				"usage: ftbench cpu [--json]\n"
+				"usage: ftbench cpu [--json] [--output-format table|json|csv|md]\n"
 				"  the host CPU as the benchmarks see it: model, cores, NUMA nodes, caches, ISA tiers\n"
-				"  --json  the same as a JSON object on stdout\n");
+				"  --json  the same as a JSON object on stdout\n"
+				"  --output-format F  table (default), json (as --json), csv or md: rows of field, value\n"
+				"          (llc_mib in MiB = 2^20 bytes, memory_gib in GiB = 2^30 bytes)\n");
 			return c == 'h' ? 0 : FTCLI_EXIT_USAGE;
 		}
 	}
@@ -27,13 +34,26 @@ int cmd_cpu(int argc, char **argv)
 		ftcli_error("probing the CPU failed (errno %d)", -r);
 		return FTCLI_EXIT_FAIL;
 	}
-	if (json) {
+	char isa[256];
+	ftcpu_isa_string(ci.isa, isa, sizeof isa);
+	if (fmt == FTCLI_FMT_JSON) {
 		json_t *j = ftcpu_json(&ci);
 		ftcli_print_json(j);
 		json_decref(j);
+	} else if (fmt == FTCLI_FMT_CSV || fmt == FTCLI_FMT_MD) {
+		char v[6][64];
+		snprintf(v[0], sizeof v[0], "%d", ci.physical_cores);
+		snprintf(v[1], sizeof v[1], "%d", ci.logical_cpus);
+		snprintf(v[2], sizeof v[2], "%d", ci.numa_nodes);
+		snprintf(v[3], sizeof v[3], "%.1f", ci.llc_bytes / 1048576.0);
+		snprintf(v[4], sizeof v[4], "%.1f", ci.mem_total / 1073741824.0);
+		snprintf(v[5], sizeof v[5], "%.1f", ci.mem_available / 1073741824.0);
+		const char *const rows[][2] = {{"field", "value"}, {"model", ci.model}, {"physical_cores", v[0]},
+					       {"logical_cpus", v[1]}, {"numa_nodes", v[2]}, {"isa", isa},
+					       {"llc_mib", v[3]}, {"memory_gib", v[4]}, {"memory_available_gib", v[5]}};
+		for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+			ftcli_print_row(fmt, rows[i], 2, i == 0);
 	} else {
-		char isa[256];
-		ftcpu_isa_string(ci.isa, isa, sizeof isa);
 		printf("model           %s\nphysical cores  %d (logical %d)\nnuma nodes      %d\n"
 		       "isa             %s\nllc             %.1f MiB\nmemory          %.1f GiB (available %.1f)\n",
 		       ci.model, ci.physical_cores, ci.logical_cpus, ci.numa_nodes, isa,

@@ -21,7 +21,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: ftbench cpu-moe [--format F] [--model M] [--batch LIST] [--routing model|distinct]\n"
 		   "                       [--isa auto|all|LIST] [--threads N] [--repeat N] [--warmup N]\n"
 		   "                       [--read-passes N] [--numa NODE] [--working-set-mib N] [--json]\n"
-		   "                       [--result-fd N]\n"
+		   "                       [--output-format table|json|csv|md] [--result-fd N]\n"
 		   "  --format F       expert weight format (default bf16, or the model's)\n"
 		   "  --model M        expert shapes (hidden, intermediate, experts, top-k) of a bw or cache-copy\n"
 		   "                   model (default: the format's bw workload)\n"
@@ -40,6 +40,8 @@ static void usage(FILE *f)
 		   "  --working-set-mib N  MiB the synthetic experts rotate over, at least (default: 4x the\n"
 		   "                   last-level cache)\n"
 		   "  --json           the result as JSON on stdout (no progress bar)\n"
+		   "  --output-format F  table (default), json (as --json), csv or md: one row per batch and\n"
+		   "                   tier (GB/s; step_ms in milliseconds; read_pct: %% of the read ceiling)\n"
 		   "  --result-fd N    the worker protocol's JSON lines to fd N (ftbenchd)\n"
 		   "  GB/s is 10^9 bytes per second (sizes: MiB = 2^20, GiB = 2^30 bytes). The table: median,\n"
 		   "  min, max GB/s of the timed steps; the read ceiling beside them; the step time; and the\n"
@@ -53,6 +55,40 @@ static void usage(FILE *f)
 /* q4_0 has no bw workload: measured on qwen3-30b shapes. */
 static const struct ftmodel q4_default = {"qwen3-30b", 0, 128, 8, 2048, 768, FTFMT_Q4_0, FTACT_SILU, 0, 1, {FTFMT_Q4_0}};
 
+/* --output-format csv|md: one row per batch and tier of a result (one batch, or "batches"). */
+static void print_rows(enum ftcli_format f, const json_t *res)
+{
+	static const char *const head[] = {"batch", "isa", "kernel", "gbs", "gbs_min", "gbs_max", "read_gbs",
+					   "read_pct", "step_ms", "max_rel_err_vs_scalar", "experts_per_step"};
+	const json_t *batches = json_object_get(res, "batches"), *one, *e;
+	size_t i, k;
+	ftcli_print_row(f, head, 11, 1);
+	for (i = 0; i < (json_is_array(batches) ? json_array_size(batches) : 1); i++) {
+		one = json_is_array(batches) ? json_array_get(batches, i) : res;
+		json_array_foreach(json_object_get(one, "results"), k, e) {
+			const json_t *sp = json_object_get(e, "gbs_spread");
+			const json_t *frac = json_object_get(e, "fraction_of_read_ceiling");
+			char c[9][32];
+			ftcli_cell(c[0], sizeof c[0], json_object_get(one, "batch"), "%.0f");
+			ftcli_cell(c[1], sizeof c[1], json_object_get(e, "gbs"), "%.2f");
+			ftcli_cell(c[2], sizeof c[2], json_object_get(sp, "min"), "%.2f");
+			ftcli_cell(c[3], sizeof c[3], json_object_get(sp, "max"), "%.2f");
+			ftcli_cell(c[4], sizeof c[4], json_object_get(e, "read_ceiling_gbs"), "%.2f");
+			if (json_is_number(frac))
+				snprintf(c[5], sizeof c[5], "%.1f", 100 * json_number_value(frac));
+			else
+				c[5][0] = '\0';
+			ftcli_cell(c[6], sizeof c[6], json_object_get(e, "step_ms_median"), "%.4f");
+			ftcli_cell(c[7], sizeof c[7], json_object_get(e, "verify_rel_err_vs_scalar"), "%.3e");
+			ftcli_cell(c[8], sizeof c[8], json_object_get(e, "experts_per_step"), "%.2f");
+			const char *row[] = {c[0], json_string_value(json_object_get(e, "isa")),
+					     json_string_value(json_object_get(e, "kernel")), c[1], c[2], c[3], c[4],
+					     c[5], c[6], c[7], c[8]};
+			ftcli_print_row(f, row, 11, 0);
+		}
+	}
+}
+
 int cmd_cpu_moe(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -64,10 +100,12 @@ int cmd_cpu_moe(int argc, char **argv)
 		{"warmup", required_argument, NULL, 'w'}, {"read-passes", required_argument, NULL, 'r'},
 		{"numa", required_argument, NULL, 'N'},   {"working-set-mib", required_argument, NULL, 'W'},
 		{"json", no_argument, NULL, 'j'},         {"result-fd", required_argument, NULL, 'R'},
+		{"output-format", required_argument, NULL, 'O'},
 		{"help", no_argument, NULL, 'h'},         {0}};
 	const char *fmt_name = NULL, *model_name = NULL, *isa_spec = "auto";
 	long batches[FTCMOE_MAX_BATCH] = {1}, threads = 0, iters = 64, warmup = 8, passes = 8, numa = -1, ws_mib = 0;
 	int json = 0, c, nbatch = 1, routing = FTCMB_ROUTE_MODEL;
+	enum ftcli_format ofmt = FTCLI_FMT_TABLE;
 	while ((c = getopt_long(argc, argv, "f:m:b:o:i:t:n:w:r:N:W:jR:h", opts, NULL)) != -1) {
 		int bad = 0;
 		switch (c) {
@@ -90,7 +128,13 @@ int cmd_cpu_moe(int argc, char **argv)
 		case 'r': bad = ftstr_parse_long(optarg, 0, 1000, &passes); break;
 		case 'N': bad = ftstr_parse_long(optarg, -1, 4096, &numa); break;
 		case 'W': bad = ftstr_parse_long(optarg, 1, 1L << 24, &ws_mib); break;
-		case 'j': json = 1; ftcli_set_quiet(1); break;
+		case 'j': json = 1; ftcli_set_quiet(1); ofmt = FTCLI_FMT_JSON; break;
+		case 'O':
+			if (ftcli_parse_format("--output-format", optarg, &ofmt) < 0)
+				return FTCLI_EXIT_USAGE;
+			json = ofmt != FTCLI_FMT_TABLE; /* no live table: the rows (or JSON) at the end */
+			ftcli_set_quiet(ofmt == FTCLI_FMT_JSON);
+			break;
 		case 'R':
 			if (ftcli_opt_result_fd(optarg) < 0)
 				return FTCLI_EXIT_USAGE;
@@ -385,8 +429,10 @@ int cmd_cpu_moe(int argc, char **argv)
 	}
 	ftcli_progress(total, total, "done");
 	ftcli_result(res);
-	if (json)
+	if (ofmt == FTCLI_FMT_JSON)
 		ftcli_print_json(res);
+	else if (ofmt != FTCLI_FMT_TABLE)
+		print_rows(ofmt, res);
 	json_decref(res);
 	rc = 0;
 out:

@@ -71,6 +71,9 @@ static void usage(FILE *f)
 		"                        fallbacks temperature 1.0, top_p 0.95, top_k 64)\n"
 		"  --no-thinking         do not ask for thinking (default on)\n"
 		"  --warmup N            warm-up requests before the measured one (default 1)\n"
+		"  --output-format F     table (the summary, default), json (on stdout: {kind, rows, failed},\n"
+		"                        rows as --json FILE writes them), csv or md: one row per backend\n"
+		"                        (tok/s, ms, GiB)\n"
 		"  --json FILE           append one JSON line per backend (failed ones too): the seed's row\n"
 		"                        (decode_steps, decode_tok_s, event_ms_p50/p99 by rank, ttft_ms, ...)\n"
 		"                        and ours (ttft_cold_ms, tokens_from usage|chunks, finish_reason, short,\n"
@@ -88,7 +91,7 @@ static void usage(FILE *f)
 enum {
 	O_MODEL = 256, O_BACKEND, O_TOKENS, O_URL, O_SERVER_CMD, O_PORT, O_MEM, O_CACHE, O_CACHE_RATE, O_FETCH,
 	O_NO_GRAPH, O_AIME, O_PROBLEM, O_GREEDY, O_NO_THINK, O_WARMUP, O_JSON, O_HEALTH_TO, O_REQ_TO, O_TERM,
-	O_KILL, O_DRIVER, O_LOGDIR, O_RESULT_FD, O_HELP, O_KIND, O_APPEND_FLAGS, O_SHORT, O_GPU, O_NTO
+	O_KILL, O_DRIVER, O_LOGDIR, O_RESULT_FD, O_HELP, O_KIND, O_APPEND_FLAGS, O_SHORT, O_GPU, O_NTO, O_FMT
 };
 
 struct progress_ctx {
@@ -193,6 +196,32 @@ static void print_summary(const struct ftdecode_cfg *c, const struct ftdecode_re
 	fflush(stdout);
 }
 
+/* --output-format csv|md: the summary's columns, one row per backend, from the JSON rows. */
+static void print_rows(enum ftcli_format fmt, const json_t *rows)
+{
+	static const char *const head[] = {"backend", "decode_tok_s", "ms_per_token", "event_ms_p50", "event_ms_p99",
+					   "ttft_ms", "ttft_cold_ms", "prompt_tokens", "completion_tokens",
+					   "tokens_from", "server_tok_s", "vram_gib", "output_sha1", "ok", "error"};
+	static const char *const num[] = {"decode_tok_s", "ms_per_token", "event_ms_p50", "event_ms_p99", "ttft_ms",
+					  "ttft_cold_ms", "prompt_tokens", "completion_tokens"};
+	size_t i;
+	const json_t *r;
+	ftcli_print_row(fmt, head, 15, 1);
+	json_array_foreach(rows, i, r) {
+		char c[10][32];
+		for (int k = 0; k < 8; k++)
+			ftcli_cell(c[k], sizeof c[k], json_object_get(r, num[k]), k < 6 ? "%.2f" : "%.0f");
+		ftcli_cell(c[8], sizeof c[8], json_object_get(r, "server_tok_s"), "%.2f");
+		ftcli_cell(c[9], sizeof c[9], json_object_get(r, "vram_gib"), "%.2f");
+		const char *row[] = {json_string_value(json_object_get(r, "backend")), c[0], c[1], c[2], c[3], c[4],
+				     c[5], c[6], c[7], json_string_value(json_object_get(r, "tokens_from")), c[8], c[9],
+				     json_string_value(json_object_get(r, "output_sha1")),
+				     json_is_true(json_object_get(r, "ok")) ? "yes" : "no",
+				     json_string_value(json_object_get(r, "error"))};
+		ftcli_print_row(fmt, row, 15, 0);
+	}
+}
+
 int cmd_decode(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -212,7 +241,8 @@ int cmd_decode(int argc, char **argv)
 		{"help", no_argument, NULL, O_HELP}, {"decode", required_argument, NULL, O_TOKENS},
 		{"server-timeout", required_argument, NULL, O_HEALTH_TO}, {"server-kind", required_argument, NULL, O_KIND},
 		{"append-flags", no_argument, NULL, O_APPEND_FLAGS}, {"allow-short", no_argument, NULL, O_SHORT},
-		{"gpu", required_argument, NULL, O_GPU}, {"num-token-override", required_argument, NULL, O_NTO}, {0}};
+		{"gpu", required_argument, NULL, O_GPU}, {"num-token-override", required_argument, NULL, O_NTO},
+		{"output-format", required_argument, NULL, O_FMT}, {0}};
 	struct ftdecode_cfg c = {
 		.serve = {.max_tokens = FTDECODE_DEFAULT_TOKENS, .mem_ratio = 0.9, .hybrid_fetch = -1, .cache_size = 0,
 			  .cache_rate = -1},
@@ -225,6 +255,7 @@ int cmd_decode(int argc, char **argv)
 		.kind = -1,
 	};
 	const char *backends = NULL, *aime = NULL, *json_path = NULL;
+	enum ftcli_format fmt = FTCLI_FMT_TABLE;
 	int greedy = 0, ch, li = 0;
 	long lv;
 	double dv;
@@ -278,6 +309,10 @@ int cmd_decode(int argc, char **argv)
 			c.warmup = (int)lv;
 			break;
 		case O_JSON: json_path = optarg; break;
+		case O_FMT:
+			if (ftcli_parse_format("--output-format", optarg, &fmt) < 0)
+				return FTCLI_EXIT_USAGE;
+			break;
 		case O_HEALTH_TO:
 		case O_REQ_TO:
 		case O_TERM:
@@ -414,8 +449,14 @@ int cmd_decode(int argc, char **argv)
 			json_array_append_new(failed, json_string(res[i].backend));
 			nfail++;
 		}
-	print_summary(&c, res, ran);
-	if (nfail) {
+	if (fmt == FTCLI_FMT_TABLE)
+		print_summary(&c, res, ran);
+	else if (fmt != FTCLI_FMT_JSON)
+		print_rows(fmt, rows);
+	if (nfail && fmt != FTCLI_FMT_TABLE) {
+		ftcli_error("%d of %d backend(s) failed", nfail, nb);
+		rc = FTCLI_EXIT_FAIL;
+	} else if (nfail) {
 		char names[512] = "";
 		size_t l = 0;
 		for (int i = 0; i < ran; i++)
@@ -428,6 +469,8 @@ int cmd_decode(int argc, char **argv)
 	}
 	json_t *result = json_pack("{s:s,s:O,s:O}", "kind", "decode", "rows", rows, "failed", failed);
 	ftcli_result(result);
+	if (fmt == FTCLI_FMT_JSON)
+		ftcli_print_json(result);
 	json_decref(result);
 	curl_global_cleanup();
 out:

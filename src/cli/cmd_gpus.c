@@ -1,4 +1,4 @@
-/* ftbench gpus [--json]: every CUDA device in PCI bus order. */
+/* ftbench gpus [--json] [--output-format F]: every CUDA device in PCI bus order. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,31 +6,40 @@
 #include "cli/cli.h"
 #include "hw/gpu.h"
 
+enum { O_FMT = 256 };
+
 int cmd_gpus(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {0}};
-	int json = 0, c;
+	static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+					     {"output-format", required_argument, NULL, O_FMT},
+					     {"help", no_argument, NULL, 'h'}, {0}};
+	enum ftcli_format fmt = FTCLI_FMT_TABLE;
+	int c;
 	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
 		if (c == 'j') {
-			json = 1;
+			fmt = FTCLI_FMT_JSON;
+		} else if (c == O_FMT) {
+			if (ftcli_parse_format("--output-format", optarg, &fmt) < 0)
+				return FTCLI_EXIT_USAGE;
 		} else {
 			fprintf(c == 'h' ? stdout : stderr,
-				"usage: ftbench gpus [--json]\n"
+				"usage: ftbench gpus [--json] [--output-format table|json|csv|md]\n"
 				"  every CUDA device in PCI bus order: index, uuid, name, PCI bus id, memory (GiB = 2^30\n"
 				"  bytes), compute capability, PCIe link now/max (gen x width), driver, NUMA node\n"
-				"  --json  the list as a JSON array on stdout\n");
+				"  --json  the list as a JSON array on stdout\n"
+				"  --output-format F  table (default), json (as --json), csv or md: one row per GPU\n"
+				"          (mem_gib in GiB = 2^30 bytes; no GPU: the header row alone)\n");
 			return c == 'h' ? 0 : FTCLI_EXIT_USAGE;
 		}
 	}
 	struct ftgpu_info *g;
 	int n;
 	char why[256] = "";
-	if (ftgpu_list(&g, &n, why, sizeof why) < 0) {
+	if (ftcli_gpu_list(&g, &n, why, sizeof why) < 0) {
 		ftcli_error("%s", why);
 		return FTCLI_EXIT_FAIL;
 	}
-	if (json) {
+	if (fmt == FTCLI_FMT_JSON) {
 		json_t *arr = json_array();
 		for (int i = 0; i < n; i++)
 			json_array_append_new(arr, ftgpu_json(&g[i]));
@@ -39,6 +48,24 @@ int cmd_gpus(int argc, char **argv)
 			json_object_set_new(o, "reason", json_string(why));
 		ftcli_print_json(o);
 		json_decref(o);
+	} else if (fmt == FTCLI_FMT_CSV || fmt == FTCLI_FMT_MD) {
+		static const char *const head[] = {"index", "uuid", "name", "pci_bus_id", "mem_gib", "cc",
+						   "pcie_now", "pcie_max", "driver", "numa_node"};
+		ftcli_print_row(fmt, head, 10, 1);
+		for (int i = 0; i < n; i++) {
+			char idx[16], mem[32], cc[16], now[16], max[16], numa[16];
+			snprintf(idx, sizeof idx, "%d", g[i].index);
+			snprintf(mem, sizeof mem, "%.1f", g[i].mem_total / 1073741824.0);
+			snprintf(cc, sizeof cc, "%d.%d", g[i].cc_major, g[i].cc_minor);
+			snprintf(now, sizeof now, "g%dx%d", g[i].link_gen_cur, g[i].link_width_cur);
+			snprintf(max, sizeof max, "g%dx%d", g[i].link_gen_max, g[i].link_width_max);
+			snprintf(numa, sizeof numa, "%d", g[i].numa_node);
+			const char *row[] = {idx, g[i].uuid, g[i].name, g[i].pci_bus_id, mem, cc, now, max,
+					     g[i].driver_version, numa};
+			ftcli_print_row(fmt, row, 10, 0);
+		}
+		if (n == 0)
+			ftcli_note("no GPUs: %s", why);
 	} else if (n == 0) {
 		printf("no GPUs: %s\n", why);
 	} else {

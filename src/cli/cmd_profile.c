@@ -19,7 +19,7 @@
 
 static const char usage[] =
 	"usage: ftbench profile path|show|history|recommend FORMAT|fetch-fraction FORMAT|max-batch FORMAT\n"
-	"                       [--gpu G] [--json] [--limit N]\n"
+	"                       [--gpu G] [--json] [--output-format table|json|csv|md] [--limit N]\n"
 	"  path            the profile file that applies (or where `ftbench bw` would write it)\n"
 	"  show            what the profile says: every figure with its spread (median, min-max,\n"
 	"                  samples), valid, drift, stale (--json: the whole file)\n"
@@ -30,9 +30,9 @@ static const char usage[] =
 	"  fetch-fraction F  share of a hybrid step's missing experts fetched over PCIe\n"
 	"  max-batch F     the largest batch at which hybrid still wins for F (bw --batch-sweep)\n"
 	"  --gpu G         GPU index, uuid or unique uuid prefix (default: the first GPU; none: host.json)\n"
-	"  --json          machine-readable output (the same as --format json)\n"
-	"  --format table|json|csv|md  how to print (csv, md: history only; one row per profile and\n"
-	"                  format; default table)\n"
+	"  --json          machine-readable output (the same as --output-format json)\n"
+	"  --output-format F  table (default), json, csv or md (csv, md: show, one row per format;\n"
+	"                  history, one row per profile and format); --format F is the same\n"
 	"  --limit N       history: the newest N profiles only (default: all kept, at most 20)\n"
 	"GB/s is 10^9 bytes per second everywhere.\n"
 	"  --deployment isolated|concurrent|profile\n"
@@ -158,6 +158,34 @@ static void show_human(const struct ftprof *p)
 		json_array_foreach(v, i, w)
 			printf("warning   %s\n", json_string_value(w) ?: "?");
 	}
+}
+
+/* show --output-format csv|md: the table of show_human, one row per format (GB/s). */
+static void show_rows(const struct ftprof *p, enum ftcli_format fmt)
+{
+	static const char *const head[] = {"format", "rec", "cpu_moe_gbs", "pcie_gather_gbs", "ratio",
+					   "fetch_fraction", "cpu_moe_isa", "note"};
+	const json_t *root = ftprof_json(p), *dtypes = json_object_get(root, "dtypes");
+	const json_t *dk = json_object_get(root, "dtype_kernels"), *v;
+	const char *k;
+	ftcli_print_row(fmt, head, 8, 1);
+	for (int pass = 0; pass < 2; pass++) /* as show_human: dtypes order first */
+		json_object_foreach((json_t *)(pass ? dk : dtypes), k, v) {
+			if (pass && json_object_get(dtypes, k))
+				continue;
+			const json_t *e = json_object_get(dk, k);
+			char cpu[32], pcie[32], ratio[32], fetch[32] = "";
+			double f;
+			ftcli_cell(cpu, sizeof cpu, json_object_get(e, "cpu_moe_gbs"), "%.2f");
+			ftcli_cell(pcie, sizeof pcie, json_object_get(e, "pcie_gather_gbs"), "%.2f");
+			ftcli_cell(ratio, sizeof ratio, json_object_get(e, "ratio"), "%.3f");
+			if (!ftprof_fetch_fraction(p, k, &f))
+				snprintf(fetch, sizeof fetch, "%.3f", f);
+			const char *row[] = {k, ftprof_rec_name(ftprof_recommend(p, k)), cpu, pcie, ratio, fetch,
+					     json_string_value(json_object_get(e, "cpu_moe_isa")),
+					     json_string_value(json_object_get(e, "note"))};
+			ftcli_print_row(fmt, row, 8, 0);
+		}
 }
 
 /* "99.5 GB/s (99.0-100.0, 2 samples)" for figure key of o (its key_spread when recorded). */
@@ -342,10 +370,11 @@ int cmd_profile(int argc, char **argv)
 					     {"deployment", required_argument, NULL, 'd'},
 					     {"limit", required_argument, NULL, 'l'},
 					     {"format", required_argument, NULL, 'F'},
+					     {"output-format", required_argument, NULL, 'F'},
 					     {"help", no_argument, NULL, 'h'},
 					     {0}};
 	const char *gpu_spec = NULL, *action, *format = NULL;
-	int json = 0, c, r, rc = FTCLI_EXIT_FAIL;
+	int json = 0, c, r, rc = FTCLI_EXIT_FAIL, li = 0;
 	struct ftgpu_info gi;
 	const char *uuid = NULL, *name = NULL;
 	char why[256] = "", err[2048] = "", path[4096];
@@ -355,7 +384,7 @@ int cmd_profile(int argc, char **argv)
 	enum ftcli_format fmt = FTCLI_FMT_TABLE;
 	char *end;
 
-	while ((c = getopt_long(argc, argv, "g:jh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "g:jh", opts, &li)) != -1) {
 		switch (c) {
 		case 'd':
 			if (ftprof_deployment_parse(optarg, &dep) < 0) {
@@ -373,7 +402,7 @@ int cmd_profile(int argc, char **argv)
 			}
 			break;
 		case 'F':
-			if (ftcli_parse_format("--format", optarg, &fmt) < 0)
+			if (ftcli_parse_format(strcmp(opts[li].name, "format") ? "--output-format" : "--format", optarg, &fmt) < 0)
 				return FTCLI_EXIT_USAGE;
 			fmt_given = 1;
 			break;
@@ -416,8 +445,9 @@ int cmd_profile(int argc, char **argv)
 		fmt = FTCLI_FMT_JSON;
 	else if (fmt == FTCLI_FMT_JSON)
 		json = 1;
-	if (fmt_given && (fmt == FTCLI_FMT_CSV || fmt == FTCLI_FMT_MD) && strcmp(action, "history")) {
-		ftcli_error("--format %s is for history only (the others: table or json)",
+	if (fmt_given && (fmt == FTCLI_FMT_CSV || fmt == FTCLI_FMT_MD) && strcmp(action, "history") &&
+	    strcmp(action, "show")) {
+		ftcli_error("--output-format %s is for show and history only (the others: table or json)",
 			    fmt == FTCLI_FMT_CSV ? "csv" : "md");
 		return FTCLI_EXIT_USAGE;
 	}
@@ -492,6 +522,8 @@ int cmd_profile(int argc, char **argv)
 	if (!strcmp(action, "show")) {
 		if (json)
 			ftcli_print_json((json_t *)ftprof_json(p));
+		else if (fmt == FTCLI_FMT_CSV || fmt == FTCLI_FMT_MD)
+			show_rows(p, fmt);
 		else {
 			show_human(p);
 			show_checks(p);

@@ -86,6 +86,15 @@ int ftcli_parse_format(const char *opt, const char *s, enum ftcli_format *f)
 	return -1;
 }
 
+const char *ftcli_cell(char *buf, size_t n, const json_t *v, const char *fmt)
+{
+	if (json_is_number(v))
+		snprintf(buf, n, fmt, json_number_value(v));
+	else if (n)
+		buf[0] = '\0';
+	return buf;
+}
+
 void ftcli_print_row(enum ftcli_format f, const char *const *cells, int n, int header)
 {
 	if (f != FTCLI_FMT_CSV && f != FTCLI_FMT_MD)
@@ -186,6 +195,13 @@ void ftcli_progress(int done, int total, const char *label)
 void ftcli_result(json_t *result)
 {
 	json_t *m = json_pack("{s:s,s:O}", "type", "result", "result", result);
+	send_line(m);
+	json_decref(m);
+}
+
+void ftcli_result_error(const char *message)
+{
+	json_t *m = json_pack("{s:s,s:s}", "type", "error", "message", message);
 	send_line(m);
 	json_decref(m);
 }

@@ -9,15 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <linux/close_range.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "util/proc.h"
 #include "util/timeutil.h"
 
 /* ---------------------------------------------------------------- argv building */
@@ -345,133 +342,36 @@ int ftsrv_free_port(int *port)
 }
 
 /* ---------------------------------------------------------------- process */
-/* Resolve argv0 through PATH before fork, so the child only calls execv. */
-static int resolve(const char *a0, char *out, size_t n)
-{
-	if (strchr(a0, '/')) {
-		snprintf(out, n, "%s", a0);
-		return access(out, X_OK) ? -errno : 0;
-	}
-	const char *path = getenv("PATH");
-	if (!path || !*path)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	int r = -ENOENT;
-	while (*path) {
-		const char *e = strchr(path, ':');
-		size_t dl = e ? (size_t)(e - path) : strlen(path);
-		snprintf(out, n, "%.*s%s%s", (int)dl, dl ? path : ".", "/", a0);
-		if (!access(out, X_OK))
-			return 0;
-		if (errno == EACCES)
-			r = -EACCES;
-		path += dl + (e ? 1 : 0);
-	}
-	return r;
-}
-
 int ftsrv_start(struct ftsrv *s, char *const *argv, const char *log_path, char *err, size_t errlen)
 {
 	memset(s, 0, sizeof *s);
 	snprintf(s->log_path, sizeof s->log_path, "%s", log_path ? log_path : "/dev/null");
-	char exe[4096];
-	int r = resolve(argv[0], exe, sizeof exe);
-	if (r < 0) {
-		snprintf(err, errlen, "cannot run %s: %s", argv[0], strerror(-r));
-		return r;
-	}
 	int logfd = open(s->log_path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0640);
 	if (logfd < 0) {
-		r = -errno;
+		int r = -errno;
 		snprintf(err, errlen, "cannot open server log %s: %s", s->log_path, strerror(-r));
 		return r;
 	}
-	int nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	int pfd[2];
-	if (nullfd < 0 || pipe2(pfd, O_CLOEXEC) < 0) {
-		r = -errno;
-		snprintf(err, errlen, "pipe: %s", strerror(-r));
-		close(logfd);
-		if (nullfd >= 0)
-			close(nullfd);
-		return r;
-	}
-	pid_t parent = getpid();
-	pid_t pid = fork();
-	if (pid == 0) {
-		/* child: async-signal-safe calls only */
-		setpgid(0, 0);
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		if (getppid() != parent)
-			_exit(127);
-		struct sigaction dfl = {.sa_handler = SIG_DFL};
-		sigemptyset(&dfl.sa_mask);
-		sigaction(SIGPIPE, &dfl, NULL);
-		sigaction(SIGINT, &dfl, NULL);
-		sigaction(SIGTERM, &dfl, NULL);
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		dup2(nullfd, 0);
-		dup2(logfd, 1);
-		dup2(logfd, 2);
-		/* nothing else crosses exec: not our --result-fd, not the daemon's pipes */
-		if (syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) < 0)
-			for (int fd = 3; fd < 4096; fd++)
-				fcntl(fd, F_SETFD, FD_CLOEXEC);
-		execv(exe, argv);
-		int e = errno;
-		ssize_t w = write(pfd[1], &e, sizeof e);
-		(void)w;
-		_exit(127);
-	}
+	struct ftproc_fd fds[] = {{.child = 0, .kind = FTPROC_FD_NULL},
+				  {.child = 1, .kind = FTPROC_FD_DUP, .fd = logfd},
+				  {.child = 2, .kind = FTPROC_FD_DUP, .fd = logfd}};
+	struct ftproc_opts o = {.path = argv[0], .argv = argv, .fds = fds, .nfds = 3, .pdeathsig = SIGTERM};
+	enum ftproc_stage stage;
+	int r = ftproc_spawn(&s->proc, &o, &stage);
 	close(logfd);
-	close(nullfd);
-	close(pfd[1]);
-	if (pid < 0) {
-		r = -errno;
-		close(pfd[0]);
-		snprintf(err, errlen, "fork: %s", strerror(-r));
-		return r;
+	if (r < 0) {
+		if (stage == FTPROC_ST_PARENT || stage == FTPROC_ST_EXEC)
+			snprintf(err, errlen, "cannot run %s: %s", argv[0], strerror(-r));
+		else
+			snprintf(err, errlen, "cannot start %s: %s failed: %s", argv[0], ftproc_stage_name(stage),
+				 strerror(-r));
 	}
-	setpgid(pid, pid); /* also from here, so the group exists before we might signal it */
-	int e = 0;
-	ssize_t n;
-	while ((n = read(pfd[0], &e, sizeof e)) < 0 && errno == EINTR)
-		;
-	close(pfd[0]);
-	s->pid = pid;
-	if (n == (ssize_t)sizeof e) {
-		waitpid(pid, &s->status, 0);
-		s->reaped = 1;
-		s->pid = 0;
-		snprintf(err, errlen, "cannot execute %s: %s", exe, strerror(e));
-		return -e;
-	}
-	return 0;
+	return r;
 }
 
 int ftsrv_alive(struct ftsrv *s)
 {
-	if (!s->pid || s->reaped)
-		return 0;
-	pid_t w;
-	while ((w = waitpid(s->pid, &s->status, WNOHANG)) < 0 && errno == EINTR)
-		;
-	if (w == s->pid || (w < 0 && errno == ECHILD)) {
-		s->reaped = 1;
-		return 0;
-	}
-	return 1;
-}
-
-void ftsrv_status_string(int status, char *buf, size_t n)
-{
-	if (WIFEXITED(status))
-		snprintf(buf, n, "exited with status %d", WEXITSTATUS(status));
-	else if (WIFSIGNALED(status))
-		snprintf(buf, n, "killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
-	else
-		snprintf(buf, n, "wait status 0x%x", status);
+	return ftproc_poll(&s->proc) == 1;
 }
 
 static void nap(double s)
@@ -481,55 +381,27 @@ static void nap(double s)
 		;
 }
 
-/* Wait up to secs for every member of the group to be gone; 1 when gone. */
-static int group_gone(struct ftsrv *s, double secs)
-{
-	double end = ft_now_s() + secs;
-	for (;;) {
-		ftsrv_alive(s); /* reap the leader: a zombie still counts as a member */
-		if (kill(-s->pid, 0) < 0 && errno == ESRCH)
-			return 1;
-		if (ft_now_s() >= end)
-			return 0;
-		nap(0.02);
-	}
-}
-
 int ftsrv_stop(struct ftsrv *s, const struct ftsrv_grace *g, char *how, size_t n)
 {
 	struct ftsrv_grace d = FTSRV_GRACE_DEFAULT;
 	if (!g)
 		g = &d;
-	if (!s || !s->pid) {
+	if (!s || !s->proc.pid) {
 		snprintf(how, n, "not running");
 		return 0;
 	}
 	double t0 = ft_now_s();
-	int r = 0;
-	if (kill(-s->pid, 0) < 0 && errno == ESRCH) {
-		ftsrv_alive(s);
-		snprintf(how, n, "had already exited");
-	} else {
-		kill(-s->pid, SIGTERM);
-		if (group_gone(s, g->term_s)) {
-			snprintf(how, n, "stopped by SIGTERM in %.1f s", ft_now_s() - t0);
-		} else {
-			kill(-s->pid, SIGKILL);
-			if (group_gone(s, g->kill_s)) {
-				snprintf(how, n, "killed with SIGKILL after %.0f s of SIGTERM grace", g->term_s);
-			} else {
-				snprintf(how, n, "processes of group %d survived SIGKILL for %.0f s", (int)s->pid, g->kill_s);
-				r = -ETIMEDOUT;
-			}
-		}
+	enum ftproc_stop_how h;
+	int r = ftproc_stop(&s->proc, g->term_s, g->kill_s, &h);
+	switch (h) {
+	case FTPROC_STOP_GONE: snprintf(how, n, "had already exited"); break;
+	case FTPROC_STOP_TERM: snprintf(how, n, "stopped by SIGTERM in %.1f s", ft_now_s() - t0); break;
+	case FTPROC_STOP_KILL: snprintf(how, n, "killed with SIGKILL after %.0f s of SIGTERM grace", g->term_s); break;
+	default:
+		snprintf(how, n, "processes of group %d survived SIGKILL for %.0f s", (int)s->proc.pid, g->kill_s);
+		break;
 	}
-	if (!s->reaped && r == 0) {
-		/* the leader may linger in the group's absence only as our zombie: collect it */
-		while (waitpid(s->pid, &s->status, 0) < 0 && errno == EINTR)
-			;
-		s->reaped = 1;
-	}
-	s->pid = 0;
+	s->proc.pid = 0;
 	if (g->driver_s > 0)
 		nap(g->driver_s);
 	return r;

@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "util/proc.h"
+
 #define FTSRV_DEFAULT_TEMPLATE "python -m freetoken.cli serve --model {model} --host {host} --port {port} {flags}"
 #define FTSRV_HOST "127.0.0.1"
 
@@ -77,23 +79,20 @@ struct ftsrv_grace {
 #define FTSRV_GRACE_DEFAULT ((struct ftsrv_grace){90.0, 30.0, 3.0})
 
 struct ftsrv {
-	pid_t pid;        /* leader = process group id; 0 when none */
-	int reaped;       /* the leader was waited for */
-	int status;       /* its wait status once reaped */
+	struct ftproc proc; /* pid: leader = process group id, 0 when none (and after ftsrv_stop);
+			     * reaped, status: the leader's wait status once reaped */
 	char log_path[512];
 };
 
 /* Start argv[0] (PATH searched) with stdin from /dev/null and stdout+stderr appended to
- * log_path (created 0640; a symbolic link there is an error, -ELOOP, never followed), as the leader of a new process group, with SIGTERM as its
- * parent-death signal. -ENOENT/-EACCES... when it cannot be executed (reported through a
- * close-on-exec pipe, so "not found" is an error here, not an exit status later). */
+ * log_path (created 0640; a symbolic link there is an error, -ELOOP, never followed), in the
+ * caller's environment, through ftproc_spawn: the leader of a new process group, with SIGTERM as
+ * its parent-death signal. -ENOENT/-EACCES... when it cannot be executed ("not found" is an error
+ * here, not an exit status later). */
 int ftsrv_start(struct ftsrv *s, char *const *argv, const char *log_path, char *err, size_t errlen);
 
 /* 1 while the leader runs, 0 once it has exited (s->status set). */
 int ftsrv_alive(struct ftsrv *s);
-
-/* Describe a wait status: "exited with status 3", "killed by signal 9 (Killed)". */
-void ftsrv_status_string(int status, char *buf, size_t n);
 
 /* Stop the whole group: SIGTERM, up to g->term_s for every member to go, SIGKILL, up to
  * g->kill_s, then sleep g->driver_s. how (size n) says what it took ("exited after SIGTERM in

@@ -9,8 +9,11 @@
 
 int ftdio_init(struct ftdio_files *f, size_t n)
 {
-	const char *fake = getenv("FTLOAD_TEST_EINVAL");
-	*f = (struct ftdio_files){.n = n, .fake_einval = fake && !strcmp(fake, "1")};
+	*f = (struct ftdio_files){.n = n};
+#ifdef FT_TEST_HOOKS
+	const char *fake = getenv("FTLOAD_TEST_EINVAL"); /* test builds only: see directio.h */
+	f->fake_einval = fake && !strcmp(fake, "1");
+#endif
 	f->fd_direct = malloc(sizeof(int) * (n ? n : 1));
 	f->fd_buf = malloc(sizeof(int) * (n ? n : 1));
 	f->direct_ok = malloc(sizeof(atomic_int) * (n ? n : 1));

@@ -3,7 +3,8 @@
  * Reads go direct while the file's direct_ok holds; the first -EINVAL from a direct read
  * (alignment, or a file system without O_DIRECT) turns that file over to the page cache for
  * good. ftdio_fd / ftdio_retry are safe from several threads; the rest are not.
- * Test hook: FTLOAD_TEST_EINVAL=1 makes every direct read "fail" with EINVAL. */
+ * Test builds only (compiled with FT_TEST_HOOKS; absent from the product): FTLOAD_TEST_EINVAL=1
+ * in the environment makes every direct read "fail" with EINVAL. */
 #ifndef FT_MOE_DIRECTIO_H
 #define FT_MOE_DIRECTIO_H
 #include <stdatomic.h>
@@ -13,7 +14,7 @@ struct ftdio_files {
 	size_t n;
 	int *fd_direct, *fd_buf; /* -1 when not open */
 	atomic_int *direct_ok;
-	int fake_einval;
+	int fake_einval; /* FT_TEST_HOOKS builds: FTLOAD_TEST_EINVAL=1 */
 };
 
 /* n files, none open. 0 or -ENOMEM (f then still needs ftdio_release). */

@@ -10,8 +10,8 @@
  *   auto      parallel when the experts are scattered (mean size of the tensors whose name holds
  *             ".experts." under 16 MiB; any error: not scattered) and MemAvailable >
  *             sum(shards) + largest shard; else serial.
- * (Test hook: FTLOAD_TEST_EINVAL=1 in the environment makes every O_DIRECT read of the parallel
- * and FTW readers take the EINVAL fallback path.)
+ * (Test builds only, moe/directio.h: FTLOAD_TEST_EINVAL=1 makes every O_DIRECT read of the
+ * parallel and FTW readers take the EINVAL fallback path.)
  * ftload_model also takes an FTW directory (moe/ftw.h) and reads it with the FTW reader.
  * All functions return 0 or -errno with a reason in err; none logs. */
 #ifndef FT_MOE_LOADER_H

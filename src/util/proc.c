@@ -149,11 +149,16 @@ int ftproc_spawn(struct ftproc *p, const struct ftproc_opts *o, enum ftproc_stag
 	int maxchild = 2;
 	for (int i = 0; i < o->nfds; i++) {
 		const struct ftproc_fd *f = &o->fds[i];
-		if (f->child < 0 || f->child > FTPROC_MAX_CHILD_FD || f->kind < FTPROC_FD_DUP || f->kind > FTPROC_FD_NULL)
+		if (f->child < 0 || f->child > FTPROC_MAX_CHILD_FD || f->kind < FTPROC_FD_DUP || f->kind > FTPROC_FD_SAME)
 			return -EINVAL;
-		for (int k = 0; k < i; k++)
+		int earlier = 0;
+		for (int k = 0; k < i; k++) {
 			if (o->fds[k].child == f->child)
 				return -EINVAL;
+			earlier |= o->fds[k].child == f->fd;
+		}
+		if (f->kind == FTPROC_FD_SAME && !earlier)
+			return -EINVAL;
 		if (f->kind == FTPROC_FD_DUP && (f->fd < 0 || fcntl(f->fd, F_GETFD) < 0))
 			return -EBADF;
 		if (f->child > maxchild)
@@ -205,6 +210,10 @@ int ftproc_spawn(struct ftproc *p, const struct ftproc_opts *o, enum ftproc_stag
 			src = cend[i];
 		} else if (f->kind == FTPROC_FD_NULL) {
 			src = devnull;
+		} else if (f->kind == FTPROC_FD_SAME) {
+			for (int k = 0; k < nplan; k++)
+				if (plan[k].child == f->fd)
+					src = plan[k].src;
 		}
 		plan[nplan++] = (struct plan){f->child, src};
 	}

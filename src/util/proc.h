@@ -33,6 +33,7 @@ enum ftproc_fd_kind {
 	FTPROC_FD_PIPE_OUT, /* a new pipe the child writes: its read end is returned in .fd */
 	FTPROC_FD_PIPE_IN,  /* a new pipe the child reads: its write end is returned in .fd */
 	FTPROC_FD_NULL,     /* /dev/null, read-write */
+	FTPROC_FD_SAME,     /* what child fd .fd gets, an entry earlier in the map (2>&1: {2, SAME, 1}) */
 };
 
 /* One entry of the fd map: child fd .child <- .kind. Returned pipe ends are close-on-exec, and
@@ -40,7 +41,8 @@ enum ftproc_fd_kind {
 struct ftproc_fd {
 	int child;                /* 0..FTPROC_MAX_CHILD_FD, each at most once */
 	enum ftproc_fd_kind kind;
-	int fd;                   /* FTPROC_FD_DUP: the parent fd (in); pipes: the parent's end (out) */
+	int fd;                   /* FTPROC_FD_DUP: the parent fd (in); pipes: the parent's end (out);
+				   * FTPROC_FD_SAME: the child fd it copies (in) */
 	int nonblock;             /* pipes: O_NONBLOCK on the parent's end */
 };
 #define FTPROC_MAX_CHILD_FD 63
@@ -73,16 +75,17 @@ struct ftproc {
  * failed: FTPROC_ST_PARENT (bad options: -EINVAL; a program not found on PATH: -ENOENT or
  * -EACCES; pipe, open or fork failing), else a step in the child (FTPROC_ST_EXEC: execve's
  * errno, e.g. -ENOENT, -EACCES, -ENOEXEC). -EINVAL for a map naming a child fd twice or out of
- * range; -EBADF for a DUP entry whose fd is not open. The death signal is armed before the child checks
- * that its parent is still there; a child that finds it gone exits 127 before exec (an ordinary
- * exit status, not an error of this call). */
+ * range, or a SAME entry naming no earlier entry; -EBADF for a DUP entry whose fd is not open.
+ * The death signal is armed before the child checks that its parent is still there; a child
+ * that finds it gone exits 127 before exec (nobody is left to report to). */
 int ftproc_spawn(struct ftproc *p, const struct ftproc_opts *o, enum ftproc_stage *stage);
 
 /* A stage for messages: "setpgid", "chdir", "setting up fds", "execve" ("" for the parent). */
 const char *ftproc_stage_name(enum ftproc_stage s);
 
 /* Non-blocking: 1 while the leader runs, 0 once it has been reaped (p->status set; a child
- * already reaped elsewhere, ECHILD, counts as reaped with status 0). 0 on a never-started p. */
+ * already reaped elsewhere, ECHILD, counts as reaped with status 0), -errno of waitpid
+ * otherwise. 0 on a never-started p. */
 int ftproc_poll(struct ftproc *p);
 
 /* Block until the leader is reaped. timeout_s < 0: no limit. 0, or -ETIMEDOUT when it still runs
@@ -123,9 +126,10 @@ int ftproc_exit_code(int status);
 void ftproc_status_string(int status, char *buf, size_t n);
 
 /* A new environment (NULL-terminated, free with ftproc_env_free): base (NULL: the caller's
- * environ) less every entry that starts with one of drop ("NAME=" prefixes; NULL-terminated,
- * may be NULL), then set ("NAME=value", NULL-terminated, may be NULL) with any earlier NAME=
- * removed. 0 or -ENOMEM (*out NULL), -EINVAL for a set entry without '='. */
+ * environ) less its entries without '=' and every entry that starts with one of drop (prefixes,
+ * e.g. "NOTIFY_SOCKET=" or "CUDA_"; NULL-terminated, may be NULL), then set ("NAME=value",
+ * NULL-terminated, may be NULL; the last of a NAME wins) with any earlier NAME= removed. 0 or
+ * -ENOMEM (*out NULL), -EINVAL for a set entry without '='. */
 int ftproc_env_new(char ***out, char *const *base, const char *const *drop, const char *const *set);
 void ftproc_env_free(char **env);
 #endif

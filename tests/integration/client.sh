@@ -184,6 +184,10 @@ check "jobs --format md: a Markdown table" \
 check "jobs --format json is --json" \
 	sh -c "'$FB' jobs --format json | python3 -c 'import json,sys; sys.exit(len(json.load(sys.stdin)[\"jobs\"]) < 2)'"
 check "jobs --format xml: exit 2" run 2 "$FB" jobs --format xml
+check "jobs --output-format csv is --format csv (one flag name on every table command)" \
+	sh -c "'$FB' jobs --format csv >'$T/a' && '$FB' jobs --output-format csv >'$T/b' && cmp -s '$T/a' '$T/b' && [ -s '$T/b' ]"
+check "jobs --output-format xml: exit 2 naming --output-format" \
+	sh -c "'$FB' jobs --output-format xml 2>&1 | grep -q -- \"--output-format: 'xml' is none of\""
 check "cancel a queued job: exit 0" run 0 "$FB" cancel "$B"
 check "it is cancelled at once" has 'cancelled' "$T/out"
 check "wait on the cancelled job: exit 1" run 1 "$FB" wait "$B"

@@ -13,16 +13,23 @@
 #   a seed FTW missing a layer is refused with a reason.
 BUILD=${BUILD:-build}
 ft=$BUILD/bin/ftbench
+fth=$BUILD/tests/integration/ftbench_hooks # the same ftbench with the test fault hooks
 py="python3 $(dirname "$0")/ftw_seed.py"
 tmp=$(mktemp -d /tmp/ftw_compat_XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 n=0
 ok() { n=$((n + 1)); echo "ok $n $*"; }
 nok() { n=$((n + 1)); echo "not ok $n $*"; }
-# checksums of one load-weights worker as one JSON line: cks MODE MODEL [FTW_DIR]
+# checksums of one load-weights worker as one JSON line, from its result message on --result-fd
+# (its error message, and its stderr, into $tmp/cks_err): [ft=BINARY] cks MODE MODEL [FTW_DIR]
 cks() {
-	$ft load-weights --worker "$1" --model "$2" ${3:+--ftw-dir "$3"} --workers 3 --chunk-mib 1 2>"$tmp/cks_err" |
-		sed -n 's/^@@RESULT@@//p' | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["checksums"], sort_keys=True))' 2>/dev/null
+	${ft:?} load-weights --worker "$1" --model "$2" ${3:+--ftw-dir "$3"} --workers 3 --chunk-mib 1 --result-fd 3 \
+		3>"$tmp/cks_out" >/dev/null 2>"$tmp/cks_err"
+	python3 -c 'import json,sys
+for l in open(sys.argv[1]):
+    m = json.loads(l)
+    if m["type"] == "result": print(json.dumps(m["result"]["checksums"], sort_keys=True))
+    if m["type"] == "error": print(m["message"], file=sys.stderr)' "$tmp/cks_out" 2>>"$tmp/cks_err"
 }
 
 for arch in qwen3-moe deepseek-v3 gpt-oss gpt-oss-bf16; do
@@ -69,7 +76,7 @@ for arch in qwen3-moe deepseek-v3 gpt-oss gpt-oss-bf16; do
 		[ -n "$got" ] && [ "$got" = "$base" ] && ok "$arch: seed FTW ($layout, $(ls "$s"/*.ftw | wc -l) shards) gives the checkpoint's checksums" ||
 			nok "$arch $layout: seed FTW checksums '$got' vs '$base': $(cat "$tmp/cks_err")"
 	done
-	got=$(FTLOAD_TEST_EINVAL=1 cks ftw "$m" "$tmp/seed_${arch}_flat")
+	got=$(FTLOAD_TEST_EINVAL=1 ft=$fth cks ftw "$m" "$tmp/seed_${arch}_flat")
 	[ -n "$got" ] && [ "$got" = "$base" ] && ok "$arch: seed FTW (flat) through the buffered fallback" ||
 		nok "$arch: flat seed FTW with O_DIRECT refused: '$got': $(cat "$tmp/cks_err")"
 done

@@ -4,6 +4,7 @@
 # hostile checkpoint is refused with a clear error; the worker protocol on --result-fd.
 BUILD=${BUILD:-build}
 ft=$BUILD/bin/ftbench
+fth=$BUILD/tests/integration/ftbench_hooks # the same ftbench with the test fault hooks
 tmp=$(mktemp -d /tmp/ftlw_it_XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 n=0
@@ -36,7 +37,7 @@ grep -q '"reused": true' "$tmp/lw.json" && [ -e "$tmp/keep/freetoken_weight.json
 	ok "--keep-ftw keeps and reuses the FTW directory" || nok "--keep-ftw"
 
 # a reordering bug in one reader: BAD and exit 1
-FTBENCH_LW_FAULT=swap-experts:parallel $ft load-weights --model "$m" --modes parallel >"$tmp/out" 2>"$tmp/err"
+FTBENCH_LW_FAULT=swap-experts:parallel $fth load-weights --model "$m" --modes parallel >"$tmp/out" 2>"$tmp/err"
 rc=$?
 if [ $rc -eq 1 ] && grep -q 'parallel .*BAD' "$tmp/out" && grep -q 'checksum mismatch' "$tmp/err"; then
 	ok "reordered experts reported BAD, exit 1"

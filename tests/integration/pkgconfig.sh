@@ -104,6 +104,20 @@ fi
 check "the completion offers bw's flags" bash -c ". '$D/usr/share/bash-completion/completions/ftbench';
 	COMP_WORDS=('$D/usr/bin/ftbench' bw --cpu-i); COMP_CWORD=2; _ftbench '$D/usr/bin/ftbench';
 	[ \"\${COMPREPLY[*]}\" = --cpu-iters ]"
+for c in gpus cpu bw cache-copy cpu-moe decode profile jobs; do
+	check "the installed ftbench-$c man page has --output-format" grep -q -- '--output-format' "$D/usr/share/man/man1/ftbench-$c.1"
+done
+check "the installed cache-copy man page has --from-json" grep -q -- '--from-json FILE' "$D/usr/share/man/man1/ftbench-cache-copy.1"
+check "the completion offers cpu-moe's --output-format" bash -c ". '$D/usr/share/bash-completion/completions/ftbench';
+	COMP_WORDS=('$D/usr/bin/ftbench' cpu-moe --output-f); COMP_CWORD=2; _ftbench '$D/usr/bin/ftbench';
+	[ \"\${COMPREPLY[*]}\" = --output-format ]"
+check "the completion offers the output formats after --output-format" bash -c ". '$D/usr/share/bash-completion/completions/ftbench';
+	COMP_WORDS=('$D/usr/bin/ftbench' gpus --output-format ''); COMP_CWORD=3; _ftbench '$D/usr/bin/ftbench';
+	[ \"\${COMPREPLY[*]}\" = 'table json csv md' ]"
+check "the completion: profile --format is the output format, cpu-moe --format the weight format" bash -c ". '$D/usr/share/bash-completion/completions/ftbench';
+	COMP_WORDS=('$D/usr/bin/ftbench' profile --format c); COMP_CWORD=3; _ftbench '$D/usr/bin/ftbench'; a=\"\${COMPREPLY[*]}\";
+	COMP_WORDS=('$D/usr/bin/ftbench' cpu-moe --format nv); _ftbench '$D/usr/bin/ftbench';
+	[ \"\$a\" = csv ] && [ \"\${COMPREPLY[*]}\" = nvfp4 ]"
 check "installed usr/lib/libftprofile.so -> libftprofile.so.0" test "$(readlink "$D/usr/lib/libftprofile.so")" = libftprofile.so.0
 check "installed usr/lib/systemd/system/" test -d "$D/usr/lib/systemd/system"
 check "installed ftprofile.pc says prefix=/usr" grep -qx 'prefix=/usr' "$D/usr/lib/pkgconfig/ftprofile.pc"

@@ -132,6 +132,6 @@ n=$((n + 1)); if grep -Eq '^\| 20[0-9T:Z-]+ \| 99\.5 \| no \|  \| bf16 \| 30\.0 
 expect "history --format json is --json" 0 "^\\[" -- history --gpu "$G0" --format json --limit 1
 expect "--format xml: exit 2" 2 "" -- history --gpu "$G0" --format xml
 stderr_has "'xml' is none of table, json, csv, md"
-expect "--format csv on show: exit 2" 2 "" -- show --gpu "$G0" --format csv
+expect "--format csv on recommend: exit 2 (show and history only)" 2 "" -- recommend bf16 --gpu "$G0" --format csv
 expect "show --format json is the file" 0 "\"uuid\": \"$G0\"" -- show --gpu "$G0" --format json
 echo "1..$n"

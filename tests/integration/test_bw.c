@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "util/fsutil.h"
-#include "util/jschema.h"
+#include "../schema.h"
 
 #define SCHEMA "api/schemas/profile.schema.json"
 #define SMALL "--no-checks", "--cpu-iters", "2", "--kernel-cpu-iters", "3", "--pcie-mib", "16", "--pcie-iters", "2", \
@@ -112,7 +112,7 @@ static bool json_near(const json_t *a, const json_t *b)
 static void assert_valid(const char *path)
 {
 	char err[1024] = "";
-	int r = ftjschema_validate_files(SCHEMA, path, err, sizeof err);
+	int r = ftt_schema_validate_file(SCHEMA, path, err, sizeof err);
 	if (r)
 		print_error("%s: %s\n", path, err);
 	assert_int_equal(r, 0);

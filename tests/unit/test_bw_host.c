@@ -19,7 +19,7 @@
 #include "bench/bw.h"
 #include "hw/topo.h"
 #include "util/fsutil.h"
-#include "util/jschema.h"
+#include "../schema.h"
 
 /* ---------------------------------------------------------------- fake sysfs of two nodes */
 
@@ -430,15 +430,11 @@ static const char *str(json_t *o, const char *k)
 
 static void assert_schema(json_t *p)
 {
-	json_error_t je;
-	json_t *schema = json_load_file("api/schemas/profile.schema.json", 0, &je);
-	assert_non_null(schema);
 	char err[512] = "";
-	int r = ftjschema_validate(schema, p, err, sizeof err);
+	int r = ftt_schema_validate("api/schemas/profile.schema.json", p, err, sizeof err);
 	if (r)
 		print_error("%s\n", err);
 	assert_int_equal(r, 0);
-	json_decref(schema);
 }
 
 static bool has_warning(json_t *p, const char *needle)

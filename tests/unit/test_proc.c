@@ -88,7 +88,7 @@ static int zombies(void)
 	int n = 0;
 	struct dirent *e;
 	while (d && (e = readdir(d))) {
-		char path[64], buf[512];
+		char path[300], buf[512];
 		if (e->d_name[0] < '0' || e->d_name[0] > '9')
 			continue;
 		snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
@@ -208,6 +208,29 @@ static void test_pipe_in_and_path(void **st)
 	assert_int_equal(ftproc_wait(&p, 10), 0);
 	assert_int_equal(ftproc_exit_code(p.status), 0);
 	assert_int_equal(count_fds(), before);
+	no_child_left();
+}
+
+/* stdout and stderr into one pipe (2>&1), as a daemon's job log takes them */
+static void test_same_fd(void **st)
+{
+	int before = count_fds();
+	struct ftproc_fd fds[] = {{.child = 1, .kind = FTPROC_FD_PIPE_OUT}, {.child = 2, .kind = FTPROC_FD_SAME, .fd = 1}};
+	char *argv[] = {"sh", "-c", "echo out; echo err >&2; ls -l /proc/self/fd/1 /proc/self/fd/2 | grep -c pipe >&2", NULL};
+	struct ftproc_opts o = {.path = "/bin/sh", .argv = argv, .fds = fds, .nfds = 2};
+	struct ftproc p;
+	assert_int_equal(ftproc_spawn(&p, &o, NULL), 0);
+	assert_int_equal(fds[1].fd, 1); /* a SAME entry is input only */
+	char buf[256];
+	read_all(fds[0].fd, buf, sizeof buf);
+	close(fds[0].fd);
+	assert_int_equal(ftproc_wait(&p, -1), 0);
+	assert_string_equal(buf, "out\nerr\n2\n");
+	assert_int_equal(count_fds(), before);
+	/* it must name an earlier entry */
+	struct ftproc_fd later[] = {{.child = 2, .kind = FTPROC_FD_SAME, .fd = 1}, {.child = 1, .kind = FTPROC_FD_NULL}};
+	o.fds = later;
+	assert_int_equal(ftproc_spawn(&p, &o, NULL), -EINVAL);
 	no_child_left();
 }
 
@@ -418,6 +441,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fd_map_pgid_env),
 		cmocka_unit_test(test_pipe_in_and_path),
+		cmocka_unit_test(test_same_fd),
 		cmocka_unit_test(test_exec_failure),
 		cmocka_unit_test(test_stop_escalation),
 		cmocka_unit_test(test_wait_timeout_and_reap_any),

@@ -22,11 +22,12 @@
 #include "ftprofile.h"
 #include "moe/formats.h"
 #include "util/fsutil.h"
-#include "util/jschema.h"
+#include "../schema.h"
 
 /* snprintf that must not truncate */
 #define SNP(b, n, ...) assert_true(snprintf(b, n, __VA_ARGS__) < (int)(n))
 
+#define SCHEMA "api/schemas/profile.schema.json" /* under FT_SRCDIR */
 #define UUID_A "GPU-8eb97239-58cd-4a4f-9b2e-0123456789ab" /* full.json */
 #define UUID_W "GPU-11111111-2222-3333-4444-555555555555" /* workloads_only.json */
 #define UUID_X "GPU-99999999-0000-0000-0000-000000000000" /* no file anywhere */
@@ -493,12 +494,7 @@ static void test_mutations(void **st)
 	size_t len;
 	unsigned seed = 12345;
 	int loaded = 0, refused = 0;
-	json_t *schema = NULL;
-	json_error_t je;
 
-	SNP(src, sizeof src, "%s/api/schemas/profile.schema.json", srcdir());
-	schema = json_load_file(src, 0, &je);
-	assert_non_null(schema);
 	fixture_path("full.json", src, sizeof src);
 	assert_int_equal(ftfs_read_file(src, 1 << 24, &buf, &len), 0);
 	SNP(p, sizeof p, "%s/mut.json", root);
@@ -527,13 +523,12 @@ static void test_mutations(void **st)
 				assert_true(f <= 1);
 		}
 		ftprof_matches_gpu(pr, UUID_A, "NVIDIA H200");
-		r = ftjschema_validate(schema, ftprof_json(pr), err, sizeof err);
+		r = ftt_schema_validate(SCHEMA, ftprof_json(pr), err, sizeof err);
 		assert_true(r == 0 || r == -EINVAL);
 		ftprof_free(pr);
 	}
 	assert_true(loaded > 10 && refused > 10);
 	free(buf);
-	json_decref(schema);
 }
 
 /* ---------------------------------------------------------------- search order */
@@ -891,20 +886,9 @@ static void test_atomic_concurrent(void **st)
 
 /* ---------------------------------------------------------------- schema */
 
-static json_t *load_schema(void)
+static void expect_schema_fail(json_t *doc, const char *path_part)
 {
-	char p[PATH_MAX];
-	json_error_t je;
-	SNP(p, sizeof p, "%s/api/schemas/profile.schema.json", srcdir());
-	json_t *s = json_load_file(p, 0, &je);
-	if (!s)
-		fail_msg("%s: %s", p, je.text);
-	return s;
-}
-
-static void expect_schema_fail(const json_t *schema, json_t *doc, const char *path_part)
-{
-	int r = ftjschema_validate(schema, doc, err, sizeof err);
+	int r = ftt_schema_validate(SCHEMA, doc, err, sizeof err);
 	if (r != -EINVAL)
 		fail_msg("broken profile accepted (r=%d, %s), expected failure at %s", r, err, path_part);
 	if (!strstr(err, path_part))
@@ -914,74 +898,72 @@ static void expect_schema_fail(const json_t *schema, json_t *doc, const char *pa
 
 static void test_schema(void **st)
 {
-	json_t *schema = load_schema();
 	json_t *full = load_fixture("full.json"), *host = load_fixture("host.json"), *d;
 
-	assert_int_equal(ftjschema_validate(schema, full, err, sizeof err), 0);
-	assert_int_equal(ftjschema_validate(schema, host, err, sizeof err), 0);
+	assert_int_equal(ftt_schema_validate(SCHEMA, full, err, sizeof err), 0);
+	assert_int_equal(ftt_schema_validate(SCHEMA, host, err, sizeof err), 0);
 
 	/* broken copies fail, naming where */
 	d = json_deep_copy(full);
 	json_object_del(json_object_get(d, "gpu"), "uuid");
-	expect_schema_fail(schema, d, "uuid");
+	expect_schema_fail(d, "uuid");
 	d = json_deep_copy(full);
 	json_object_set_new(json_object_get(d, "gpu"), "uuid", json_string("8eb97239"));
-	expect_schema_fail(schema, d, "$.gpu.uuid");
+	expect_schema_fail(d, "$.gpu.uuid");
 	d = json_deep_copy(full);
 	json_object_set_new(d, "version", json_integer(3));
-	expect_schema_fail(schema, d, "$.version");
+	expect_schema_fail(d, "$.version");
 	d = json_deep_copy(full);
 	json_object_del(json_object_get(json_object_get(d, "dtype_kernels"), "bf16"), "cpu_moe_gbs_spread");
-	expect_schema_fail(schema, d, "$.dtype_kernels.bf16: missing required property \"cpu_moe_gbs_spread\"");
+	expect_schema_fail(d, "$.dtype_kernels.bf16: missing required property \"cpu_moe_gbs_spread\"");
 	d = json_deep_copy(full);
 	json_object_set_new(json_object_get(d, "dtypes"), "bf16", json_string("cpu"));
-	expect_schema_fail(schema, d, "$.dtypes.bf16");
+	expect_schema_fail(d, "$.dtypes.bf16");
 	d = json_deep_copy(full);
 	json_object_set_new(json_object_get(json_object_get(json_object_get(d, "dtype_kernels"), "bf16"),
 					    "pcie_gather_gbs_spread"),
 			    "samples", json_integer(0));
-	expect_schema_fail(schema, d, "$.dtype_kernels.bf16.pcie_gather_gbs_spread.samples");
+	expect_schema_fail(d, "$.dtype_kernels.bf16.pcie_gather_gbs_spread.samples");
 	d = json_deep_copy(full);
 	json_object_set_new(json_object_get(json_object_get(json_object_get(d, "workloads"), "qwen3-30b"),
 					    "kernels"),
 			    "bf16", json_string("fast"));
-	expect_schema_fail(schema, d, "$.workloads.qwen3-30b.kernels.bf16");
+	expect_schema_fail(d, "$.workloads.qwen3-30b.kernels.bf16");
 	d = json_deep_copy(full);
 	json_object_set_new(d, "surprise", json_true());
-	expect_schema_fail(schema, d, "surprise");
+	expect_schema_fail(d, "surprise");
 	d = json_deep_copy(full);
 	json_object_set_new(json_object_get(d, "ceilings"), "pcie_linear_h2d_gbs", json_string("55"));
-	expect_schema_fail(schema, d, "$.ceilings.pcie_linear_h2d_gbs");
+	expect_schema_fail(d, "$.ceilings.pcie_linear_h2d_gbs");
 	d = json_deep_copy(full);
 	json_object_del(json_object_get(d, "cpu"), "isa");
-	expect_schema_fail(schema, d, "$.cpu");
+	expect_schema_fail(d, "$.cpu");
 	d = json_deep_copy(host);
 	json_object_set_new(d, "gpu", json_string("none"));
-	expect_schema_fail(schema, d, "$.gpu");
+	expect_schema_fail(d, "$.gpu");
 	d = json_deep_copy(host);
 	json_object_del(d, "tool");
-	expect_schema_fail(schema, d, "$"); /* ours without tool is no seed profile either (spreads) */
+	expect_schema_fail(d, "$"); /* ours without tool is no seed profile either (spreads) */
 	/* profiles the seed writes (no tool, warnings, spreads or trust fields; integer epoch) */
 	static const char *const seed[] = {"legacy.json", "golden/seed_v4.json", "golden/seed_models.json"};
 	for (size_t i = 0; i < sizeof seed / sizeof seed[0]; i++) {
 		d = load_fixture(seed[i]);
-		if (ftjschema_validate(schema, d, err, sizeof err))
+		if (ftt_schema_validate(SCHEMA, d, err, sizeof err))
 			fail_msg("%s: %s", seed[i], err);
 		json_decref(d);
 	}
 	d = load_fixture("golden/seed_v4.json");
 	json_object_set_new(json_object_get(d, "dtypes"), "bf16", json_string("cpu"));
-	expect_schema_fail(schema, d, "bf16");
+	expect_schema_fail(d, "bf16");
 	d = load_fixture("golden/seed_v4.json");
 	json_object_del(d, "workloads");
-	expect_schema_fail(schema, d, "$");
+	expect_schema_fail(d, "$");
 	d = load_fixture("golden/seed_v4.json"); /* a seed profile with one of our fields only: neither */
 	json_object_set_new(d, "warnings", json_array());
-	expect_schema_fail(schema, d, "$");
+	expect_schema_fail(d, "$");
 
 	json_decref(full);
 	json_decref(host);
-	json_decref(schema);
 }
 
 int main(void)

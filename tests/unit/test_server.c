@@ -179,7 +179,7 @@ static void test_stop_term_and_kill(void **st)
 	/* polite: exits on SIGTERM */
 	char *polite[] = {"sh", "-c", "echo started; exec sleep 30", NULL};
 	assert_int_equal(ftsrv_start(&s, polite, log, err, sizeof err), 0);
-	pid_t pid = s.pid;
+	pid_t pid = s.proc.pid;
 	assert_int_equal(getpgid(pid), pid);
 	assert_int_equal(ftsrv_alive(&s), 1);
 	char tail[256] = "";
@@ -195,7 +195,7 @@ static void test_stop_term_and_kill(void **st)
 	/* stubborn: the leader and a grandchild ignore SIGTERM */
 	char *stubborn[] = {"sh", "-c", "trap '' TERM; sleep 30 & echo armed; wait; sleep 30", NULL};
 	assert_int_equal(ftsrv_start(&s, stubborn, log, err, sizeof err), 0);
-	pid = s.pid;
+	pid = s.proc.pid;
 	for (int i = 0; i < 500 && !strstr(tail, "armed"); i++) {
 		usleep(10000);
 		ftsrv_log_tail(log, 5, tail, sizeof tail);
@@ -214,7 +214,7 @@ static void test_stop_term_and_kill(void **st)
 	assert_int_equal(ftsrv_start(&s, quick, log, err, sizeof err), 0);
 	while (ftsrv_alive(&s))
 		usleep(10000);
-	ftsrv_status_string(s.status, how, sizeof how);
+	ftproc_status_string(s.proc.status, how, sizeof how);
 	assert_string_equal(how, "exited with status 4");
 	assert_int_equal(ftsrv_stop(&s, &g, how, sizeof how), 0);
 	assert_string_equal(how, "had already exited");
