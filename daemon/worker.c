@@ -57,7 +57,7 @@ static void spawn_why(char *why, size_t n, const char *prog, enum ftproc_stage s
 
 struct ftd_worker *ftd_worker_start(const struct ftd_worker_spec *s, char *why, size_t n)
 {
-	int op[2] = {-1, -1}, logfd = -1;
+	int logfd = -1;
 	char **env = NULL;
 	struct ftd_worker *w = calloc(1, sizeof *w);
 	if (!w) {
@@ -69,20 +69,16 @@ struct ftd_worker *ftd_worker_start(const struct ftd_worker_spec *s, char *why, 
 		snprintf(why, n, "cannot open the job log %s: %s", s->log_path, strerror(errno));
 		goto fail;
 	}
-	if (pipe2(op, O_CLOEXEC) < 0) {
-		snprintf(why, n, "cannot make pipes: %s", strerror(errno));
-		goto fail;
-	}
 	env = child_env(s->job_id, s->gpus, 1);
 	if (!env) {
 		snprintf(why, n, "out of memory");
 		goto fail;
 	}
-	/* stdin /dev/null, stdout and stderr the log pipe, fd 3 the result pipe */
+	/* stdin /dev/null, stdout and stderr one pipe (the log), fd 3 the result pipe */
 	struct ftproc_fd map[] = {
 		{0, FTPROC_FD_NULL, -1, 0},
-		{1, FTPROC_FD_DUP, op[1], 0},
-		{2, FTPROC_FD_DUP, op[1], 0},
+		{1, FTPROC_FD_PIPE_OUT, -1, 1},
+		{2, FTPROC_FD_SAME, 1, 0},
 		{3, FTPROC_FD_PIPE_OUT, -1, 1},
 	};
 	struct ftproc_opts o = {.path = s->argv[0], .argv = s->argv, .envp = env, .fds = map, .nfds = 4,
@@ -95,12 +91,9 @@ struct ftd_worker *ftd_worker_start(const struct ftd_worker_spec *s, char *why, 
 		spawn_why(why, n, s->argv[0], stage, -r);
 		goto fail;
 	}
-	close(op[1]);
-	op[1] = -1;
-	fcntl(op[0], F_SETFL, O_NONBLOCK);
 	w->pid = w->proc.pid;
 	w->rfd = map[3].fd;
-	w->ofd = op[0];
+	w->ofd = map[1].fd;
 	w->logfd = logfd;
 	w->exit_status = w->sig = -1;
 	w->max_line = s->max_line;
@@ -111,9 +104,6 @@ struct ftd_worker *ftd_worker_start(const struct ftd_worker_spec *s, char *why, 
 	return w;
 fail:
 	ftproc_env_free(env);
-	for (int i = 0; i < 2; i++)
-		if (op[i] >= 0)
-			close(op[i]);
 	if (logfd >= 0)
 		close(logfd);
 	free(w);
