@@ -127,13 +127,19 @@ ALL := $(FTBENCH) $(FTBENCHD) $(PROF_SO) $(PROF_A) $(PROF_H) $(PROF_PC)
 
 # bench/*.c: one tool each under build/bench/, linked against libftbench (bench/README.md);
 # the ones that need CUDA (BENCH_CUDA_SRCS, linked with bench/*.cu) only when CUDA=1.
+# bench/ensure_prof.cu is a whole CUDA program (it includes kernels/slot_cache.cu): two tools,
+# ensure_prof (per-phase SM cycles, FTSC_PROF) and ensure_time (the same timings uninstrumented).
 BENCH_CUDA_SRCS := bench/gather_variants.c
+BENCH_CU_MAIN := bench/ensure_prof.cu
 BENCH_SRCS   := $(filter-out $(BENCH_CUDA_SRCS),$(sort $(wildcard bench/*.c)))
 ifeq ($(CUDA),1)
 BENCH_SRCS   += $(BENCH_CUDA_SRCS)
-BENCH_CU_OBJS := $(call obj,$(sort $(wildcard bench/*.cu)))
+BENCH_CU_OBJS := $(call obj,$(filter-out $(BENCH_CU_MAIN),$(sort $(wildcard bench/*.cu))))
 endif
 BENCH_TOOLS  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
+ifeq ($(CUDA),1)
+BENCH_TOOLS  += $(BUILD)/bench/ensure_prof $(BUILD)/bench/ensure_time
+endif
 
 .SECONDARY:
 .PHONY: bench-tools man test-peers test-soak test-san test-mutants all test test-unit test-integration test-gpu run install uninstall clean deps bench tests
@@ -232,6 +238,12 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(BENCH_CU_OBJS) $(LIBFTBENCH)
 	$(call say,LD,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(BENCH_CU_OBJS) $(LIBFTBENCH) $(LIBS) $(CUDA_LIBS)
+
+$(BUILD)/bench/ensure_prof $(BUILD)/bench/ensure_time: $(BENCH_CU_MAIN) kernels/slot_cache.cu kernels/slot_cache.h
+	$(call say,NVCC,$@)
+	@mkdir -p $(@D)
+	$(Q)$(NVCC) -std=c++17 -O3 -lineinfo $(foreach s,$(SMS),-gencode arch=compute_$(s),code=sm_$(s)) \
+		$(if $(filter %/ensure_prof,$@),-DFTSC_PROF) -Ikernels -Isrc $< -o $@
 
 $(FTHOOKS): $(CLI_OBJS) $(HOOK_OBJS) $(LIBFTBENCH)
 	$(call say,LD,$@)

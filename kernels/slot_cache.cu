@@ -2,29 +2,66 @@
  * few thousand slots and at most E experts, so one block with shared-memory scans beats any
  * multi-block scheme that would need a grid-wide barrier.
  *
- * Cost model (what keeps a call at a few microseconds): every global load the call needs is
- * issued at the start, together (state step, slot_for_id of the layer, usage of every slot into
- * shared memory, ids, last_seen for the recency order); after that the work is shared-memory
- * scans and radix passes separated by __syncthreads, plus one round trip for the evicted
- * owners. The coldest slots are found by a radix select on usage - min(usage) in 11-bit digits
- * (one pass when the eligible usages span < 2048 steps, two below 2^22), ties on the threshold
- * usage broken by slot order with one block scan, and the chosen slots put in (usage, slot)
- * order by counting ranks. */
+ * Cost model (what keeps a call at a few microseconds; bench/ensure_prof.cu times each phase):
+ * every global load the call needs is issued at the start, together (state step, slot_for_id of
+ * the layer, ids, last_seen for the recency order, and usage and id_of_slot of every slot copied
+ * into shared memory by cp.async, so the evicted owners cost no round trip); after that the work
+ * is shared-memory scans and radix passes separated by __syncthreads. The eligible usages' min
+ * and max are taken as 32-bit distances from the step (one warp reduction instruction each; a
+ * 64-bit pass only when some usage is 2^32 steps old). The coldest slots are found by a radix
+ * select on usage - min(usage) in 11-bit digits (one pass when the eligible usages span < 2048
+ * steps, two below 2^22). The chosen slots are then put in (usage, slot)
+ * order without a sort when they span < 2048 steps: the last pass's histogram gives each usage
+ * its first position, a usage held by one chosen slot is placed directly, and the slots of up to
+ * FTSC_TRACK usages held by several (the threshold usage always among them) are ranked in slot
+ * order by one block scan of packed counts. Anything else (a wider span, more tied usages, usage
+ * not in shared memory) takes the general path: keys collected with an atomic counter and
+ * ordered by counting ranks or a bitonic sort. */
 #include "slot_cache.h"
 
 #include <errno.h>
 #include <stdint.h>
 
-#define FTSC_BLOCK 1024         /* threads of the ensure kernel (one block) */
+#ifndef FTSC_BLOCK
+#define FTSC_BLOCK 1024 /* threads of the ensure kernel (one block); bench/ensure_prof.cu overrides it */
+#endif
 #define FTSC_WARPS (FTSC_BLOCK / 32)
 #define FTSC_DIGIT_BITS 11      /* radix-select digit */
 #define FTSC_RADIX (1 << FTSC_DIGIT_BITS)
 #define FTSC_SEEN_BITS 39       /* step < 2^39 */
 #define FTSC_ID_BITS 12         /* expert id < 4096 in the recency key */
-#define FTSC_SMEM_SLOTS 16384   /* usage of up to this many slots is cached in shared memory */
-#define FTSC_IDS_IN_REGS 2      /* ids per thread kept in registers (n <= 2048) */
+#define FTSC_SMEM_SLOTS 16384   /* usage and id_of_slot of up to this many slots in shared memory */
+#define FTSC_IDS_IN_REGS 2      /* ids per thread kept in registers (n <= 2 * FTSC_BLOCK) */
 #define FTSC_PER_MAX ((FTSC_DEV_MAX_EXPERTS + FTSC_BLOCK - 1) / FTSC_BLOCK)
+#define FTSC_TRACK 8            /* usages ranked in slot order by the packed scan (2 x 4 x 16 bits) */
 #define FULL_MASK 0xffffffffu
+/* dynamic shared memory for C slots: usage (int64, rounded up to 16 bytes) and id_of_slot */
+#define FTSC_DYN_BYTES(C) ((size_t)(((C) + 1) & ~1) * 8 + (size_t)(C) * 4)
+
+/* FTSC_PROF (bench/ensure_prof.cu only): thread 0 adds the SM cycles of each phase to
+ * ftsc_prof[] (a kernel runs alone on its stream, so no atomics); ftsc_prof[20] counts the calls
+ * that ordered the chosen slots without a sort. */
+#ifdef FTSC_PROF
+__device__ long long ftsc_prof[32];
+#define PROF_START long long prof_t0 = clock64()
+#define PROF(i)                                                                                    \
+	do {                                                                                       \
+		if (threadIdx.x == 0) {                                                            \
+			long long prof_t = clock64();                                               \
+			ftsc_prof[i] += prof_t - prof_t0;                                          \
+			prof_t0 = prof_t;                                                          \
+		}                                                                                  \
+	} while (0)
+#define PROF_COUNT(i, v)                                                                           \
+	do {                                                                                       \
+		if (threadIdx.x == 0)                                                              \
+			ftsc_prof[i] += (v);                                                       \
+	} while (0)
+#else
+#define PROF_START
+#define PROF(i) ((void)0)
+#define PROF_COUNT(i, v) ((void)0)
+#endif
 
 /* Per-expert flags in shared memory. */
 #define F_WANT 1
@@ -35,14 +72,44 @@ struct ensure_smem {
 	int32_t flag[FTSC_DEV_MAX_EXPERTS];
 	int32_t rank[FTSC_DEV_MAX_EXPERTS];            /* plan position of a fetched miss, else -1;
 							* at the end the expert's final slot */
-	unsigned long long keys[FTSC_DEV_MAX_EXPERTS]; /* recency keys, then the chosen slot keys */
-	int32_t sorted[FTSC_RADIX];                    /* histogram, then chosen slots in order */
-	int warp_sums[FTSC_WARPS];
-	int bad, distinct, hits, count, digit, remaining;
+	unsigned long long keys[FTSC_DEV_MAX_EXPERTS]; /* recency keys, the general path's slot keys;
+							* ordered path: first positions [FTSC_RADIX]
+							* and the ordered slots [F] as int32 */
+	int32_t sorted[FTSC_RADIX];                    /* histogram, then (general path) chosen keys */
+	int warp_sums[32];
+	unsigned long long wscan[2][32];               /* the packed scan's warp sums */
 	unsigned long long umin, umax;
+	int track[FTSC_TRACK];
+	int ntrack, bad, count, digit, remaining;
+	unsigned dmin, dmax;                           /* step - 1 - usage: min / max (32-bit) */
 };
 
-/* Exclusive block-wide scan of v; *total gets the sum. Every thread must call it. */
+__device__ static inline void cp_async16(void *smem, const void *gmem)
+{
+	unsigned sa = (unsigned)__cvta_generic_to_shared(smem);
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(gmem) : "memory");
+}
+
+__device__ static inline void cp_async8(void *smem, const void *gmem)
+{
+	unsigned sa = (unsigned)__cvta_generic_to_shared(smem);
+	asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(sa), "l"(gmem) : "memory");
+}
+
+__device__ static inline void cp_async4(void *smem, const void *gmem)
+{
+	unsigned sa = (unsigned)__cvta_generic_to_shared(smem);
+	asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(sa), "l"(gmem) : "memory");
+}
+
+__device__ static inline void cp_async_wait_all(void)
+{
+	asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+
+/* Exclusive block-wide scan of v; *total gets the sum. Every thread must call it. No barrier
+ * after it: warp_sums must not be written again (by the next scan) before the caller's next
+ * __syncthreads, which every use in ensure_kernel has before its next scan. */
 __device__ static int block_scan(int v, int *total, int *warp_sums)
 {
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -57,20 +124,59 @@ __device__ static int block_scan(int v, int *total, int *warp_sums)
 		warp_sums[warp] = x;
 	__syncthreads();
 	if (warp == 0) {
-		int w = warp_sums[lane];
+		int w = lane < FTSC_WARPS ? warp_sums[lane] : 0;
 #pragma unroll
 		for (int o = 1; o < 32; o <<= 1) {
 			int y = __shfl_up_sync(FULL_MASK, w, o);
 			if (lane >= o)
 				w += y;
 		}
-		warp_sums[lane] = w;
+		if (lane < FTSC_WARPS)
+			warp_sums[lane] = w;
 	}
 	__syncthreads();
 	int excl = x - v + (warp > 0 ? warp_sums[warp - 1] : 0);
 	*total = warp_sums[FTSC_WARPS - 1];
-	__syncthreads();
 	return excl;
+}
+
+/* Exclusive block-wide scan of two packed 64-bit words (fields must not carry); no barrier
+ * after it, so ws must not be written again before the caller's next __syncthreads. */
+__device__ static void block_scan2(unsigned long long *a, unsigned long long *b, unsigned long long (*ws)[32])
+{
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	unsigned long long x = *a, y = *b;
+#pragma unroll
+	for (int o = 1; o < 32; o <<= 1) {
+		unsigned long long p = __shfl_up_sync(FULL_MASK, x, o), q = __shfl_up_sync(FULL_MASK, y, o);
+		if (lane >= o) {
+			x += p;
+			y += q;
+		}
+	}
+	if (lane == 31) {
+		ws[0][warp] = x;
+		ws[1][warp] = y;
+	}
+	__syncthreads();
+	if (warp == 0) {
+		unsigned long long w = lane < FTSC_WARPS ? ws[0][lane] : 0, z = lane < FTSC_WARPS ? ws[1][lane] : 0;
+#pragma unroll
+		for (int o = 1; o < 32; o <<= 1) {
+			unsigned long long p = __shfl_up_sync(FULL_MASK, w, o), q = __shfl_up_sync(FULL_MASK, z, o);
+			if (lane >= o) {
+				w += p;
+				z += q;
+			}
+		}
+		if (lane < FTSC_WARPS) {
+			ws[0][lane] = w;
+			ws[1][lane] = z;
+		}
+	}
+	__syncthreads();
+	*a = x - *a + (warp > 0 ? ws[0][warp - 1] : 0);
+	*b = y - *b + (warp > 0 ? ws[1][warp - 1] : 0);
 }
 
 /* Ascending bitonic sort of keys[0..p), p a power of two <= FTSC_DEV_MAX_EXPERTS. */
@@ -138,24 +244,54 @@ __device__ static void fail_all(int32_t *ids, int n, int32_t *counts, int err)
 	}
 }
 
+/* Field j (16 bits) of the packed pair (a: fields 0-3, b: fields 4-7). */
+__device__ static inline int field_get(unsigned long long a, unsigned long long b, int j)
+{
+	return (int)(((j < 4 ? a : b) >> (16 * (j & 3))) & 0xffff);
+}
+
+__device__ static inline void field_add(unsigned long long *a, unsigned long long *b, int j)
+{
+	unsigned long long one = 1ull << (16 * (j & 3));
+	if (j < 4)
+		*a += one;
+	else
+		*b += one;
+}
+
 /* Grid: one block of FTSC_BLOCK threads. Thread t owns experts [t*per, t*per + per) and slots
- * [t*spt, t*spt + spt) for the ordered scans, and strides over ids. Dynamic shared memory:
- * usage of the C slots (int64) when C <= FTSC_SMEM_SLOTS, else none (read from global). */
+ * [t*spt, t*spt + spt), and strides over ids. CACHED (C <= d.smem_slots): dynamic shared
+ * memory holds usage of the C slots (int64), then id_of_slot (int32, from a 16-byte boundary),
+ * read with shared-memory loads (a template parameter, so the compiler knows the address space);
+ * else both are read from global memory. */
+template <bool CACHED>
 __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 	ensure_kernel(struct ftsc_dev d, int layer, int32_t *__restrict__ ids, int n, int hybrid,
 		      int max_fetch, int q16, int order)
 {
+	PROF_START;
 	__shared__ struct ensure_smem sm;
-	extern __shared__ long long ucache_dyn[];
-	const int tid = threadIdx.x, E = d.experts, C = d.slots;
-	const bool cached = C <= d.smem_slots;
+	extern __shared__ __align__(16) long long ucache_dyn[];
+	const int tid = threadIdx.x, lane = tid & 31, E = d.experts, C = d.slots;
+	const bool cached = CACHED;
 	long long *const uc = cached ? ucache_dyn : (long long *)d.usage;
+	int32_t *const ic = cached ? (int32_t *)(ucache_dyn + ((C + 1) & ~1)) : d.id_of_slot;
 	const long long base = (long long)layer * E;
 	const int per = (E + FTSC_BLOCK - 1) / FTSC_BLOCK, e0 = tid * per;
 	const bool layer_ok = layer >= 0 && layer < d.layers;
 	const bool recency = hybrid && order == 0;
 
 	/* Phase 0: every independent global load at once. */
+	if (cached) {
+		for (int c = tid; c < C / 2; c += FTSC_BLOCK)
+			cp_async16(ucache_dyn + 2 * c, d.usage + 2 * c);
+		if ((C & 1) && tid == 0)
+			cp_async8(ucache_dyn + C - 1, d.usage + C - 1);
+		for (int c = tid; c < C / 4; c += FTSC_BLOCK)
+			cp_async16(ic + 4 * c, d.id_of_slot + 4 * c);
+		if (tid < (C & 3))
+			cp_async4(ic + (C & ~3) + tid, d.id_of_slot + (C & ~3) + tid);
+	}
 	const long long step = *d.step + 1;
 	int32_t sf[FTSC_PER_MAX];
 	long long ls[FTSC_PER_MAX];
@@ -179,17 +315,18 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 		int i = tid + k * FTSC_BLOCK;
 		idr[k] = i < n ? ids[i] : -1;
 	}
-	if (cached)
-		for (int s = tid; s < C; s += FTSC_BLOCK)
-			ucache_dyn[s] = d.usage[s];
 	if (tid == 0) {
 		sm.bad = !layer_ok;
-		sm.distinct = sm.hits = sm.count = 0;
+		sm.count = sm.ntrack = 0;
 		sm.umin = ~0ull;
 		sm.umax = 0;
+		sm.dmin = ~0u;
+		sm.dmax = 0;
 	}
 	__syncthreads();
-	/* Phase 1: the distinct ids. */
+	PROF(1);
+	/* Phase 1: the distinct ids. The shared copies land here (waited for by each thread, seen
+	 * by all after the barrier). */
 	for (int i = tid; i < n; i += FTSC_BLOCK) {
 		int k = i / FTSC_BLOCK, e = k < FTSC_IDS_IN_REGS ? idr[k] : ids[i];
 		if (e >= E)
@@ -197,18 +334,20 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 		else if (e >= 0)
 			sm.flag[e] = F_WANT;
 	}
+	cp_async_wait_all();
 	__syncthreads();
+	PROF(2);
 	if (sm.bad) {
 		fail_all(ids, n, d.counts, -EINVAL);
 		return;
 	}
-	/* Phase 2: hits and misses; misses ranked in ascending id. */
-	int nd = 0, nh = 0, nm = 0;
+	/* Phase 2: hits and misses; misses ranked in ascending id. One scan of the packed counts
+	 * (misses in the low 16 bits, hits in the high: each total <= E <= 2048). */
+	int nh = 0, nm = 0;
 #pragma unroll
 	for (int j = 0; j < FTSC_PER_MAX; j++) {
 		int e = e0 + j;
 		if (j < per && e < E && sm.flag[e]) {
-			nd++;
 			if (sf[j] >= 0) {
 				nh++;
 				sm.flag[e] |= F_HIT;
@@ -217,12 +356,10 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 			}
 		}
 	}
-	if (nd)
-		atomicAdd(&sm.distinct, nd);
-	if (nh)
-		atomicAdd(&sm.hits, nh);
-	int M;
-	int mx = block_scan(nm, &M, sm.warp_sums); /* the atomics are final after its first barrier */
+	int tot;
+	int mx = block_scan(nm | nh << 16, &tot, sm.warp_sums) & 0xffff;
+	PROF(3);
+	const int M = tot & 0xffff, hits = tot >> 16;
 	int F = M, err = 0;
 	if (hybrid) {
 		if (max_fetch >= 0) {
@@ -233,9 +370,9 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 			long long f = split_cost(lo, m, q) <= split_cost(lo + 1, m, q) ? lo : lo + 1;
 			F = (int)(f < m ? f : m);
 		}
-		if (F > C - sm.hits)
-			F = C - sm.hits;
-	} else if (sm.distinct > C) {
+		if (F > C - hits)
+			F = C - hits;
+	} else if (M + hits > C) {
 		err = -ENOSPC;
 	}
 	if (err) {
@@ -256,6 +393,7 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 		}
 	}
 	__syncthreads();
+	PROF(4);
 	/* Phase 3 (hybrid with fewer fetches than misses): which misses are fetched. Plan
 	 * positions still follow ascending id. */
 	if (F < M) {
@@ -284,7 +422,7 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 		for (int j = 0; j < per; j++)
 			if (e0 + j < E && (sm.flag[e0 + j] & F_SEL))
 				ns++;
-		int tot, sx = block_scan(ns, &tot, sm.warp_sums);
+		int sx = block_scan(ns, &tot, sm.warp_sums);
 		for (int j = 0; j < per; j++) {
 			int e = e0 + j;
 			if (e < E)
@@ -292,40 +430,70 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 		}
 		__syncthreads();
 	}
-	/* Phase 4: the F coldest slots not used in this step, in (usage, slot) order. */
+	PROF(5);
+	/* Phase 4: the F coldest slots not used in this step, in (usage, slot) order. Thread t
+	 * owns slots [s0, s1) (slot order within a thread, thread order across). */
 	if (F > 0) {
 		const int spt = (C + FTSC_BLOCK - 1) / FTSC_BLOCK, s0 = tid * spt;
 		const int s1 = s0 + spt < C ? s0 + spt : C;
-		unsigned long long lo = ~0ull, hi = 0;
+		/* min / max of the eligible usages as 32-bit distances d = step - 1 - usage (one
+		 * warp reduction instruction each); exact unless some d reaches 2^32 - 1, which
+		 * takes the 64-bit pass below */
+		unsigned dmin = ~0u, dmax = 0;
 		for (int s = s0; s < s1; s++) {
 			long long u = uc[s];
 			if (u < step) {
-				lo = (unsigned long long)u < lo ? (unsigned long long)u : lo;
-				hi = (unsigned long long)u > hi ? (unsigned long long)u : hi;
+				unsigned long long dd = (unsigned long long)(step - 1 - u);
+				unsigned d32 = dd >= 0xffffffffull ? 0xffffffffu : (unsigned)dd;
+				dmin = d32 < dmin ? d32 : dmin;
+				dmax = d32 > dmax ? d32 : dmax;
 			}
 		}
-		for (int o = 16; o > 0; o >>= 1) {
-			unsigned long long a = __shfl_xor_sync(FULL_MASK, lo, o), b = __shfl_xor_sync(FULL_MASK, hi, o);
-			lo = a < lo ? a : lo;
-			hi = b > hi ? b : hi;
-		}
-		if ((tid & 31) == 0) {
-			atomicMin(&sm.umin, lo);
-			atomicMax(&sm.umax, hi);
+		for (int b = tid; b < FTSC_RADIX; b += FTSC_BLOCK) /* the first pass's histogram */
+			sm.sorted[b] = 0;
+		dmin = __reduce_min_sync(FULL_MASK, dmin);
+		dmax = __reduce_max_sync(FULL_MASK, dmax);
+		if (lane == 0) {
+			atomicMin(&sm.dmin, dmin);
+			atomicMax(&sm.dmax, dmax);
 		}
 		__syncthreads();
-		const long long umin = (long long)sm.umin;
-		const unsigned long long range = sm.umax - sm.umin;
+		if (sm.dmax == 0xffffffffu) {
+			unsigned long long lo = ~0ull, hi = 0;
+			for (int s = s0; s < s1; s++) {
+				long long u = uc[s];
+				if (u < step) {
+					lo = (unsigned long long)u < lo ? (unsigned long long)u : lo;
+					hi = (unsigned long long)u > hi ? (unsigned long long)u : hi;
+				}
+			}
+#pragma unroll
+			for (int o = 16; o > 0; o >>= 1) {
+				unsigned long long a = __shfl_xor_sync(FULL_MASK, lo, o),
+						   b = __shfl_xor_sync(FULL_MASK, hi, o);
+				lo = a < lo ? a : lo;
+				hi = b > hi ? b : hi;
+			}
+			if (lane == 0) {
+				atomicMin(&sm.umin, lo);
+				atomicMax(&sm.umax, hi);
+			}
+			__syncthreads();
+		}
+		const bool wide = sm.dmax == 0xffffffffu;
+		PROF(6);
+		const long long umin = wide ? (long long)sm.umin : step - 1 - (long long)sm.dmax;
+		const unsigned long long range = wide ? sm.umax - sm.umin : (unsigned long long)(sm.dmax - sm.dmin);
+		int *const first = (int *)sm.keys;             /* [FTSC_RADIX], ordered path */
+		int *const ordi = (int *)sm.keys + FTSC_RADIX; /* [F], ordered path */
 		/* radix select of the F-th smallest v = usage - umin (keys counted with multiplicity:
-		 * ties on usage are resolved by slot order below) */
+		 * ties on usage are resolved by slot order below). The last pass leaves first[b] =
+		 * the number of counted keys below bin b, and its histogram in sm.sorted. */
 		unsigned long long prefix = 0;
 		int remaining = F;
 		const int bits = range ? 64 - __clzll((long long)range) : 0;
 		for (int shift = (bits + FTSC_DIGIT_BITS - 1) / FTSC_DIGIT_BITS * FTSC_DIGIT_BITS - FTSC_DIGIT_BITS;
 		     shift >= 0; shift -= FTSC_DIGIT_BITS) {
-			for (int b = tid; b < FTSC_RADIX; b += FTSC_BLOCK)
-				sm.sorted[b] = 0;
-			__syncthreads();
 			const unsigned long long him =
 				shift + FTSC_DIGIT_BITS >= 64 ? 0 : ~0ull << (shift + FTSC_DIGIT_BITS);
 			for (int s = s0; s < s1; s++) {
@@ -335,6 +503,7 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 					atomicAdd(&sm.sorted[(v >> shift) & (FTSC_RADIX - 1)], 1);
 			}
 			__syncthreads();
+			PROF(8);
 			/* thread t owns bins [t*bpt, t*bpt + bpt) */
 			const int bpt = FTSC_RADIX / FTSC_BLOCK;
 			int c[FTSC_RADIX / FTSC_BLOCK], sum = 0;
@@ -342,8 +511,13 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 			for (int b = 0; b < bpt; b++) {
 				c[b] = sm.sorted[tid * bpt + b];
 				sum += c[b];
+				if (shift > 0) /* the next pass counts afresh */
+					sm.sorted[tid * bpt + b] = 0;
 			}
-			int tot, ex = block_scan(sum, &tot, sm.warp_sums);
+			int ex = block_scan(sum, &tot, sm.warp_sums);
+			if (shift == 0)
+				for (int b = 0, f = ex; b < bpt; f += c[b], b++)
+					first[tid * bpt + b] = f;
 			if (ex < remaining && remaining <= ex + sum) {
 				int run = ex, b = 0;
 #pragma unroll
@@ -356,28 +530,102 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 				sm.remaining = remaining - run;
 			}
 			__syncthreads();
+			PROF(9);
 			prefix |= (unsigned long long)sm.digit << shift;
 			remaining = sm.remaining;
 		}
 		const long long ustar = umin + (long long)prefix;
-		/* take every eligible slot below ustar and the first `remaining` at ustar, in slot
-		 * order */
-		int nt = 0;
-		for (int s = s0; s < s1; s++)
-			nt += uc[s] == ustar;
-		int tot, tr = block_scan(nt, &tot, sm.warp_sums);
-		for (int s = s0; s < s1; s++) {
-			long long u = uc[s];
-			bool take = u < ustar;
-			if (u == ustar)
-				take = tr++ < remaining;
-			if (take)
-				sm.keys[atomicAdd(&sm.count, 1)] = ((unsigned long long)u << 24) | (unsigned)s;
+		const int below = F - remaining; /* chosen slots with usage < ustar */
+		/* Ordered path: the chosen usages span < FTSC_RADIX, so the last pass counted every
+		 * chosen slot by its full v (first[] and the histogram are exact below ustar). */
+		bool ordered = cached && prefix < FTSC_RADIX;
+		if (ordered) {
+			const int d0 = (int)prefix;
+			for (int q = 0; q < FTSC_RADIX / FTSC_BLOCK; q++) {
+				int b = tid * (FTSC_RADIX / FTSC_BLOCK) + q;
+				if (b < d0 && sm.sorted[b] > 1) {
+					int j = atomicAdd(&sm.ntrack, 1);
+					if (j < FTSC_TRACK - 1)
+						sm.track[j] = b;
+				}
+			}
+			__syncthreads();
+			ordered = sm.ntrack <= FTSC_TRACK - 1;
 		}
-		__syncthreads();
+		PROF(10);
+		if (ordered) {
+			/* Tracked usages: track[0..nt) (several chosen slots each) and ustar (index nt).
+			 * Each slot's rank within its tracked usage, in slot order, from one scan of
+			 * the threads' packed counts. */
+			const int d0 = (int)prefix, nt = sm.ntrack;
+			int tb[FTSC_TRACK];
+#pragma unroll
+			for (int q = 0; q < FTSC_TRACK; q++)
+				tb[q] = q < nt ? sm.track[q] : q == nt ? d0 : -2;
+			unsigned long long pa = 0, pb = 0;
+			if (nt == 0) { /* only ustar's slots tie (field 0): one 32-bit scan */
+				int cnt = 0;
+				for (int s = s0; s < s1; s++)
+					cnt += uc[s] == ustar;
+				pa = (unsigned long long)block_scan(cnt, &tot, sm.warp_sums);
+			} else {
+				for (int s = s0; s < s1; s++) {
+					long long u = uc[s];
+					if (u < step && u <= ustar) {
+						int b = (int)(u - umin), j = -1;
+#pragma unroll
+						for (int q = 0; q < FTSC_TRACK; q++)
+							j = tb[q] == b ? q : j;
+						if (j >= 0)
+							field_add(&pa, &pb, j);
+					}
+				}
+				block_scan2(&pa, &pb, sm.wscan);
+			}
+			for (int s = s0; s < s1; s++) {
+				long long u = uc[s];
+				if (u < step && u <= ustar) {
+					int b = (int)(u - umin), j = -1;
+#pragma unroll
+					for (int q = 0; q < FTSC_TRACK; q++)
+						j = tb[q] == b ? q : j;
+					if (j < 0) {
+						ordi[first[b]] = s; /* the only chosen slot of its usage */
+					} else {
+						int t = field_get(pa, pb, j);
+						field_add(&pa, &pb, j);
+						if (j < nt)
+							ordi[first[b] + t] = s;
+						else if (t < remaining)
+							ordi[below + t] = s;
+					}
+				}
+			}
+			__syncthreads();
+			PROF_COUNT(20, 1);
+		}
+		PROF(11);
+		/* General path: take every eligible slot below ustar and the first `remaining` at
+		 * ustar, in slot order, then order the keys. */
 		unsigned long long *ord = (unsigned long long *)sm.sorted; /* F <= 1024 fits */
-		if (!block_order(sm.keys, F, ord))
-			ord = sm.keys;
+		if (!ordered) {
+			int nt = 0;
+			for (int s = s0; s < s1; s++)
+				nt += uc[s] == ustar;
+			int tr = block_scan(nt, &tot, sm.warp_sums);
+			for (int s = s0; s < s1; s++) {
+				long long u = uc[s];
+				bool take = u < ustar;
+				if (u == ustar)
+					take = tr++ < remaining;
+				if (take)
+					sm.keys[atomicAdd(&sm.count, 1)] = ((unsigned long long)u << 24) | (unsigned)s;
+			}
+			__syncthreads();
+			if (!block_order(sm.keys, F, ord))
+				ord = sm.keys;
+		}
+		PROF(12);
 		/* Assign: the r-th fetched miss (ascending id) takes the r-th coldest slot. */
 #pragma unroll
 		for (int j = 0; j < FTSC_PER_MAX; j++) {
@@ -389,8 +637,8 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 				sm.rank[e] = (sm.flag[e] & F_HIT) ? sf[j] : -1;
 				continue;
 			}
-			int s = (int)(ord[r] & 0xffffff);
-			int32_t old = d.id_of_slot[s];
+			int s = ordered ? ordi[r] : (int)(ord[r] & 0xffffff);
+			int32_t old = ic[s];
 			if (old >= 0)
 				d.slot_for_id[old] = -1;
 			d.id_of_slot[s] = (int32_t)(base + e);
@@ -409,6 +657,7 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 		}
 	}
 	__syncthreads();
+	PROF(14);
 	/* Phase 5: outputs. sm.rank[e] is now the final slot of every asked expert (-1: CPU). */
 	for (int e = tid; e < E; e += FTSC_BLOCK)
 		if (sm.flag[e])
@@ -423,6 +672,7 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 		d.counts[2] = 0;
 		*d.step = step;
 	}
+	PROF(15);
 }
 
 /* Grid-stride fill of an int32 array. */
@@ -452,21 +702,18 @@ extern "C" cudaError_t ftsc_dev_create(struct ftsc_dev *d, int layers, int exper
 	    (e = cudaMalloc((void **)&d->evict_slots, (size_t)experts * 4)) ||
 	    (e = cudaMalloc((void **)&d->counts, 3 * 4)))
 		return e;
-	/* the usage cache of ensure_kernel: up to FTSC_SMEM_SLOTS int64 of dynamic shared memory,
-	 * less where the device allows less (sm_80: 163 KB per block) */
+	/* the shared copies of ensure_kernel (usage and id_of_slot, FTSC_DYN_BYTES): up to
+	 * FTSC_SMEM_SLOTS slots, fewer where the device allows less (sm_80: 163 KB per block) */
 	int dev, optin;
 	struct cudaFuncAttributes fa;
 	if ((e = cudaGetDevice(&dev)) ||
 	    (e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) ||
-	    (e = cudaFuncGetAttributes(&fa, ensure_kernel)))
+	    (e = cudaFuncGetAttributes(&fa, ensure_kernel<true>)))
 		return e;
-	long room = (long)optin - (long)fa.sharedSizeBytes;
-	d->smem_slots = room / (long)sizeof(long long) < FTSC_SMEM_SLOTS ? (int)(room / (long)sizeof(long long))
-									 : FTSC_SMEM_SLOTS;
-	if (d->smem_slots < 0)
-		d->smem_slots = 0;
-	if ((e = cudaFuncSetAttribute(ensure_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-				      d->smem_slots * (int)sizeof(long long))))
+	long room = (long)optin - (long)fa.sharedSizeBytes, fit = room > 16 ? (room - 16) / 12 : 0;
+	d->smem_slots = fit < FTSC_SMEM_SLOTS ? (int)fit : FTSC_SMEM_SLOTS;
+	if ((e = cudaFuncSetAttribute(ensure_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+				      (int)FTSC_DYN_BYTES(d->smem_slots))))
 		return e;
 	fill_i32<<<64, 256>>>(d->slot_for_id, -1, (long long)ids);
 	fill_i32<<<64, 256>>>(d->id_of_slot, -1, slots);
@@ -542,8 +789,11 @@ static cudaError_t launch(struct ftsc_dev *d, int layer, int32_t *ids, int n, in
 {
 	if (!d || !d->counts || n < 0 || (n > 0 && !ids))
 		return cudaErrorInvalidValue;
-	size_t dyn = d->slots <= d->smem_slots ? (size_t)d->slots * sizeof(long long) : 0;
-	ensure_kernel<<<1, FTSC_BLOCK, dyn, s>>>(*d, layer, ids, n, hybrid, max_fetch, q16, order);
+	if (d->slots <= d->smem_slots)
+		ensure_kernel<true><<<1, FTSC_BLOCK, FTSC_DYN_BYTES(d->slots), s>>>(*d, layer, ids, n, hybrid,
+										      max_fetch, q16, order);
+	else
+		ensure_kernel<false><<<1, FTSC_BLOCK, 0, s>>>(*d, layer, ids, n, hybrid, max_fetch, q16, order);
 	return cudaGetLastError();
 }
 

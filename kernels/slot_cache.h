@@ -29,7 +29,8 @@ struct ftsc_dev {
 	int32_t *src_indices; /* [E] plan: expert rows within the layer */
 	int32_t *evict_slots; /* [E] plan: destination slots */
 	int32_t *counts;      /* [3]: num_indices, num_missing_full, error (0, -ENOSPC, -EINVAL) */
-	int smem_slots;       /* slots whose usage the kernel caches in shared memory (device limit) */
+	int smem_slots;       /* slots whose usage and id_of_slot the kernel copies to shared memory (the
+			       * device limit; 0 reads them from global memory, as C > smem_slots does) */
 };
 
 /* Allocate an empty cache (slots -1, usage 0, step 0); synchronous. Zeroes *d first, so

@@ -338,6 +338,14 @@ json_t *ftbw_entry_json(const struct ftbw_item *it, const struct ftbw_meas *mc, 
 	 * from another phase): cpu_moe_gbs / cpu_read_adjacent_gbs is the kernel's fraction. */
 	set_figure(e, "cpu_read_adjacent_gbs", m.cpu.rc == 0 ? &m.read_cpu : &(struct ftbw_part){.rc = FTBW_NOT_RUN});
 	json_object_set_new(e, "ratio", num_or_null(d.ratio));
+	/* the ratio per interleaved round (CPU MoE steps over the gather chunk right before them):
+	 * how far the box's drift moved it within this run */
+	if (m.npair > 0) {
+		struct ftstat rs = ftstat_of(m.pair_ratio, m.npair);
+		json_object_set_new(e, "ratio_rounds_spread", ftstat_json(&rs));
+	} else {
+		json_object_set_new(e, "ratio_rounds_spread", json_null());
+	}
 	/* unmeasured: null, which the seed's reader skips (a string would count as offload) */
 	const char *verdict = !d.measured ? NULL : d.hybrid ? "hybrid" : "offload";
 	json_object_set_new(e, "recommended", verdict ? json_string(verdict) : json_null());

@@ -94,6 +94,7 @@ struct ftbw_part {
 	char err[200];
 };
 
+#define FTBW_MAX_PAIRS 16
 struct ftbw_meas {
 	struct ftbw_part gather;       /* the real copy_missing, alone */
 	struct ftbw_part cpu;          /* the real CPU MoE executor, alone, batch 1 */
@@ -109,6 +110,11 @@ struct ftbw_meas {
 	 * rest (other tiers of an ISA sweep, before each overlap window and after the last). */
 	struct ftbw_part read_cpu;
 	struct ftbw_part read_other;
+	/* The default run interleaves the gather with the CPU MoE rounds (a gather chunk right
+	 * before each round's steps): pair_ratio[k] = round k's CPU MoE median / its gather chunk's
+	 * median, for the tier behind the cpu figure (entry key ratio_rounds_spread). */
+	int npair;
+	double pair_ratio[FTBW_MAX_PAIRS];
 	/* --batch-sweep: per batch, the CPU MoE steps (tokens routed among the model's experts)
 	 * and the gather of as many experts as a step read, in interleaved rounds */
 	int nbatch;

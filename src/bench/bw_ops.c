@@ -260,7 +260,7 @@ static double *new_samples(int n)
 /* The real copy_missing over E_synth synthetic experts into as many slots, every slot refilled
  * from a random permutation each pass; checked byte for byte once. */
 static int gather_alone(struct ftbw_real *r, const struct ftbw_config *c, const struct ftbw_item *it,
-			int mem_node, struct ftgather **gout, struct ftbw_part *p)
+			int mem_node, int now, struct ftgather **gout, struct ftbw_part *p)
 {
 	int n = it->synth_experts, rc;
 	int32_t *src = malloc((size_t)n * sizeof *src), *dst = malloc((size_t)n * sizeof *dst);
@@ -300,7 +300,7 @@ static int gather_alone(struct ftbw_real *r, const struct ftbw_config *c, const 
 	if (rc == 0)
 		rc = ftgather_set_default_path(g, c->gather_sm ? FTGATHER_FUSED : FTGATHER_AUTO);
 	if (rc == 0)
-		rc = ftgather_time(g, FTGATHER_AUTO, GATHER_WARMUP, c->kernel_pcie_iters, secs);
+		rc = ftgather_time(g, FTGATHER_AUTO, GATHER_WARMUP, now, secs);
 	if (rc < 0) {
 		snprintf(p->err, sizeof p->err, "gather (%s path): %s",
 			 ftgather_path_name(ftgather_default_path(g)), errstr(rc));
@@ -313,10 +313,10 @@ static int gather_alone(struct ftbw_real *r, const struct ftbw_config *c, const 
 		goto out;
 	}
 	double bytes = (double)n * (double)ftgather_expert_bytes(g);
-	for (int i = 0; i < c->kernel_pcie_iters; i++)
+	for (int i = 0; i < now; i++)
 		secs[i] = secs[i] > 0 ? bytes / secs[i] / 1e9 : 0.0;
 	p->gbs = secs;
-	p->n = c->kernel_pcie_iters;
+	p->n = now;
 	secs = NULL;
 	*gout = g;
 	g = NULL;
@@ -329,10 +329,51 @@ out:
 	return rc;
 }
 
+/* k more gather passes (one untimed first: the copy-engine thread may have gone to sleep during
+ * the CPU steps) appended to p, whose array holds kernel_pcie_iters; the plan is gather_alone's
+ * (every experts' rows, random slots), already checked. 0 or -errno (the error in p->err). */
+static int gather_more(struct ftgather *g, const struct ftbw_config *c, int experts, struct ftbw_part *p, int k)
+{
+	if (k > c->kernel_pcie_iters - p->n)
+		k = c->kernel_pcie_iters - p->n;
+	if (k <= 0)
+		return 0;
+	int rc = ftgather_time(g, FTGATHER_AUTO, 1, k, p->gbs + p->n);
+	if (rc < 0) {
+		p->rc = rc;
+		snprintf(p->err, sizeof p->err, "gather (%s path, interleaved): %s",
+			 ftgather_path_name(ftgather_default_path(g)), errstr(rc));
+		return rc;
+	}
+	double bytes = (double)experts * (double)ftgather_expert_bytes(g);
+	for (int i = p->n; i < p->n + k; i++)
+		p->gbs[i] = p->gbs[i] > 0 ? bytes / p->gbs[i] / 1e9 : 0.0;
+	p->n += k;
+	return 0;
+}
+
+static double median_of(const double *v, int n)
+{
+	double t[64];
+	if (n <= 0 || n > 64)
+		return NAN;
+	memcpy(t, v, (size_t)n * sizeof *t);
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && t[j - 1] > t[j]; j--) {
+			double x = t[j];
+			t[j] = t[j - 1];
+			t[j - 1] = x;
+		}
+	return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
 /* The real CPU MoE executor at batch 1 (one tier, or the sweep of --isa all|list: the best tier
- * gives the figure). */
+ * gives the figure). With g, the gather's remaining passes are spread over the first tier's
+ * rounds, each chunk right before the round's steps (after its read pass), so the two sides of
+ * the ratio, and the read ceiling, are sampled side by side. */
 static int cpu_alone(struct ftbw_real *r, const struct ftbw_env *env, const struct ftbw_config *c,
-		     const struct ftbw_item *it, struct ftcmb **bout, enum ftcmoe_isa *used, struct ftbw_meas *m)
+		     const struct ftbw_item *it, struct ftgather *g, struct ftcmb **bout, enum ftcmoe_isa *used,
+		     struct ftbw_meas *m)
 {
 	struct ftbw_part *p = &m->cpu;
 	struct ftcmb *b = NULL;
@@ -365,14 +406,28 @@ static int cpu_alone(struct ftbw_real *r, const struct ftbw_env *env, const stru
 	for (int t = 0; t < nt; t++) {
 		enum ftcmoe_isa u = tiers[t];
 		struct ftbw_part rd = {.rc = FTBW_NOT_RUN};
-		int rounds = r->rsess ? (iters < READ_ROUNDS ? iters : READ_ROUNDS) : 1, tr = 0, off = 0;
+		int rounds = iters < READ_ROUNDS ? iters : READ_ROUNDS, tr = 0, off = 0;
+		int g0[READ_ROUNDS + 1], c0[READ_ROUNDS + 1], gn = 0; /* where each round's samples start */
+		if (!r->rsess && !g)
+			rounds = 1;
 		for (int k = 0; k < rounds && tr == 0; k++) {
 			int per = iters / rounds + (k < iters % rounds);
-			read_pass(r, &rd, ftcmb_pool(b));
+			read_pass(r, &rd, NULL);
+			g0[k] = m->gather.n;
+			if (g && t == 0 && k > 0 && m->gather.rc == 0) { /* chunk 0 came from gather_alone */
+				int left = c->kernel_pcie_iters - m->gather.n;
+				gather_more(g, c, it->synth_experts, &m->gather,
+					    left / (rounds - k) + (left % (rounds - k) > 0));
+			}
+			gn = m->gather.n;
+			c0[k] = off;
+			ftpool_pin_caller(ftcmb_pool(b));
 			tr = ftcmb_time(b, tiers[t], k == 0 ? c->kernel_cpu_warmup : 1, per, secs + off, bytes + off,
 					&u);
 			off += per;
 		}
+		c0[rounds] = off;
+		(void)gn;
 		double med = NAN;
 		if (tr == 0) {
 			for (int i = 0; i < iters; i++)
@@ -394,6 +449,16 @@ static int cpu_alone(struct ftbw_real *r, const struct ftbw_env *env, const stru
 				read_move(&m->read_other, &m->read_cpu);
 				read_move(&m->read_cpu, &rd);
 				best_med = med;
+				/* per round: its CPU median over the gather chunk before it (round 0:
+				 * gather_alone's chunk, timed right before the CPU phase) */
+				m->npair = 0;
+				for (int k = 0; g && m->gather.rc == 0 && k < rounds && m->npair < FTBW_MAX_PAIRS; k++) {
+					int ga = k == 0 ? 0 : g0[k], gb = k + 1 < rounds ? g0[k + 1] : m->gather.n;
+					double gm = median_of(m->gather.gbs + ga, gb - ga);
+					double cm = median_of(secs + c0[k], c0[k + 1] - c0[k]);
+					if (gm > 0 && cm > 0)
+						m->pair_ratio[m->npair++] = cm / gm;
+				}
 				free(best);
 				best = secs;
 				secs = new_samples(iters);
@@ -597,15 +662,21 @@ static int op_measure(void *ctx, const struct ftbw_env *env, const struct ftbw_c
 
 	if (env->gpu && (rc = select_gpu(env->gpu, err, errlen)) < 0)
 		return rc;
+	/* With both halves, the gather's passes are split: the first chunk here, the rest between
+	 * the CPU MoE rounds (cpu_alone); the GPU-only and CPU-only cases run as before. */
+	bool both = env->gpu && it->synth_experts > 0 && it->fmt->cpu_path;
+	int chunk0 = both ? (c->kernel_pcie_iters + READ_ROUNDS - 1) / READ_ROUNDS : c->kernel_pcie_iters;
 	if (env->gpu && it->synth_experts > 0) {
-		rc = gather_alone(r, c, it, mem_node_of(env), &g, &m->gather);
+		rc = gather_alone(r, c, it, mem_node_of(env), chunk0, &g, &m->gather);
 		if (rc == -EIO) { /* a CUDA error is sticky: nothing after it could be trusted */
 			snprintf(err, errlen, "%s: %s", it->label, m->gather.err);
 			goto out;
 		}
 	}
 	if (it->fmt->cpu_path)
-		cpu_alone(r, env, c, it, &b, &used, m);
+		cpu_alone(r, env, c, it, m->gather.rc == 0 ? g : NULL, &b, &used, m);
+	if (g && m->gather.rc == 0 && m->gather.n < c->kernel_pcie_iters) /* the CPU half failed early */
+		gather_more(g, c, it->synth_experts, &m->gather, c->kernel_pcie_iters - m->gather.n);
 	if (g && b && c->overlap_s > 0) {
 		rc = overlap(r, c, g, b, used, m);
 		if (rc == -EIO && m->ov_gather.err[0]) {

@@ -17,6 +17,7 @@
 
 #include "bench/gather.h"
 #include "moe/formats.h"
+#include "moe/models.h"
 #include "moe/slot_cache.h"
 #include "util/timeutil.h"
 
@@ -71,7 +72,10 @@ static void compare_state(const struct ftsc *ref, const struct ftsc_dev *d, cons
 }
 
 /* Run `steps` random steps in batches of K on the GPU and the reference; compare everything. */
-static void random_steps(int L, int E, int C, int nmax, long steps, int64_t start_step, const char *what)
+/* uncached: the state is read from global memory (smem_slots = 0), which also takes the general
+ * ordering path (keys + counting ranks / bitonic sort) on every call. */
+static void random_steps(int L, int E, int C, int nmax, long steps, int64_t start_step, int uncached,
+			 const char *what)
 {
 	enum { K = 256 };
 	struct ftsc ref;
@@ -79,6 +83,8 @@ static void random_steps(int L, int E, int C, int nmax, long steps, int64_t star
 	ref.step = start_step;
 	struct ftsc_dev d;
 	CK(ftsc_dev_create(&d, L, E, C));
+	if (uncached)
+		d.smem_slots = 0;
 	CK(ftsc_dev_upload(&d, ref.slot_for_id, ref.id_of_slot, ref.usage, ref.last_seen, ref.step, 0));
 	int32_t *h_ids = malloc(sizeof(int32_t) * K * nmax), *g_ids = malloc(sizeof(int32_t) * K * nmax);
 	int32_t *h_hist = malloc(sizeof(int32_t) * K * (2 * E + 3));
@@ -174,10 +180,12 @@ static void test_ensure_matches_reference(void **st)
 {
 	if (!have_gpu())
 		skip();
-	random_steps(4, 64, 40, 96, 100000, 0, "L4 E64 C40");
-	random_steps(8, 256, 700, 256, 6000, 0, "L8 E256 C700");
-	random_steps(3, 2048, 3000, 2048, 600, 0, "L3 E2048 C3000");
-	random_steps(2, 32, 20, 64, 4000, INT64_C(1) << 33, "L2 E32 C20 step 2^33");
+	random_steps(4, 64, 40, 96, 100000, 0, 0, "L4 E64 C40");
+	random_steps(8, 256, 700, 256, 6000, 0, 0, "L8 E256 C700");
+	random_steps(3, 2048, 3000, 2048, 600, 0, 0, "L3 E2048 C3000");
+	random_steps(2, 32, 20, 64, 4000, INT64_C(1) << 33, 0, "L2 E32 C20 step 2^33");
+	random_steps(8, 256, 700, 256, 3000, 0, 1, "L8 E256 C700 uncached");
+	random_steps(4, 2048, 20000, 2048, 300, 0, 0, "L4 E2048 C20000 (beyond shared memory)");
 }
 
 /* ensure_experts alone: per-layer cost at batch 32 with 0.4*L*E slots, cycling over layers;
@@ -258,6 +266,110 @@ static void test_ensure_timing(void **st)
 	time_ensure(48, 128, (int)(0.4 * 48 * 128), 8, 1);
 	time_ensure(62, 256, (int)(0.4 * 62 * 256), 8, 1);
 	time_ensure(89, 160, (int)(0.4 * 89 * 160), 8, 1);
+}
+
+/* cache-copy's ensure_us for one profile at batch 32 and C = 0.4*L*E: its start state (slot s
+ * held by layer-1 expert E + s % E, usage s + 1, step C), ids i % active on layer 0, 8 calls
+ * back to back each on its own fresh copy, median of 15 rounds. The first call's result is
+ * checked against the C reference (ids, plan, counts and the whole state). Returns us/call. */
+static double time_ensure_start(const struct ftmodel *m)
+{
+	enum { K = 8, ROUNDS = 15 };
+	const int L = m->layers, E = m->experts, C = (int)(0.4 * L * E), n = 32 * m->topk;
+	const int active = n < E ? n : E;
+	struct ftsc ref;
+	assert_int_equal(ftsc_init(&ref, L, E, C), 0);
+	for (int s = 0; s < C; s++) {
+		int id = E + s % E;
+		ref.id_of_slot[s] = id;
+		ref.slot_for_id[id] = s;
+		ref.usage[s] = s + 1;
+	}
+	ref.step = C;
+	struct ftsc_dev init, bb[K];
+	CK(ftsc_dev_create(&init, L, E, C));
+	for (int k = 0; k < K; k++)
+		CK(ftsc_dev_create(&bb[k], L, E, C));
+	cudaStream_t s;
+	CK(cudaStreamCreate(&s));
+	CK(ftsc_dev_upload(&init, ref.slot_for_id, ref.id_of_slot, ref.usage, ref.last_seen, ref.step, s));
+	int32_t *h = malloc(4 * (size_t)n), *g = malloc(4 * (size_t)n), *src = malloc(4 * (size_t)E),
+		*dst = malloc(4 * (size_t)E), *gsrc = malloc(4 * (size_t)E), *gdst = malloc(4 * (size_t)E);
+	for (int i = 0; i < n; i++)
+		h[i] = i % active;
+	int32_t *d_ids0, *d_ids;
+	CK(cudaMalloc((void **)&d_ids0, 4 * (size_t)n));
+	CK(cudaMalloc((void **)&d_ids, 4 * (size_t)n * K));
+	CK(cudaMemcpy(d_ids0, h, 4 * (size_t)n, cudaMemcpyHostToDevice));
+	cudaEvent_t e0, e1;
+	CK(cudaEventCreate(&e0));
+	CK(cudaEventCreate(&e1));
+	double t[ROUNDS];
+	for (int r = -2; r < ROUNDS; r++) {
+		for (int k = 0; k < K; k++) {
+			CK(ftsc_dev_copy(&bb[k], &init, s));
+			CK(cudaMemcpyAsync(d_ids + (size_t)k * n, d_ids0, 4 * (size_t)n, cudaMemcpyDeviceToDevice, s));
+		}
+		CK(cudaEventRecord(e0, s));
+		for (int k = 0; k < K; k++)
+			CK(ftsc_dev_ensure(&bb[k], 0, d_ids + (size_t)k * n, n, s));
+		CK(cudaEventRecord(e1, s));
+		CK(cudaEventSynchronize(e1));
+		float ms;
+		CK(cudaEventElapsedTime(&ms, e0, e1));
+		if (r >= 0)
+			t[r] = ms * 1e3 / K;
+	}
+	/* the result of one call against the reference */
+	struct ftsc_plan p = {src, dst, E, 0, 0};
+	assert_int_equal(ftsc_ensure(&ref, 0, h, n, &p), 0);
+	int32_t counts[3];
+	CK(cudaMemcpy(g, d_ids, 4 * (size_t)n, cudaMemcpyDeviceToHost));
+	CK(cudaMemcpy(counts, bb[0].counts, sizeof counts, cudaMemcpyDeviceToHost));
+	CK(cudaMemcpy(gsrc, bb[0].src_indices, 4 * (size_t)E, cudaMemcpyDeviceToHost));
+	CK(cudaMemcpy(gdst, bb[0].evict_slots, 4 * (size_t)E, cudaMemcpyDeviceToHost));
+	if (counts[2] || counts[0] != p.num_indices || counts[1] != p.num_missing_full ||
+	    memcmp(g, h, 4 * (size_t)n) || memcmp(gsrc, src, 4 * (size_t)p.num_indices) ||
+	    memcmp(gdst, dst, 4 * (size_t)p.num_indices))
+		fail_msg("%s start state: the device's ids or plan differ from the reference", m->name);
+	compare_state(&ref, &bb[0], m->name, 1);
+	for (int i = 1; i < ROUNDS; i++) /* insertion sort for the median */
+		for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+			double x = t[j];
+			t[j] = t[j - 1];
+			t[j - 1] = x;
+		}
+	cudaEventDestroy(e0);
+	cudaEventDestroy(e1);
+	cudaStreamDestroy(s);
+	cudaFree(d_ids0);
+	cudaFree(d_ids);
+	for (int k = 0; k < K; k++)
+		ftsc_dev_destroy(&bb[k]);
+	ftsc_dev_destroy(&init);
+	ftsc_release(&ref);
+	free(h);
+	free(g);
+	free(src);
+	free(dst);
+	free(gsrc);
+	free(gdst);
+	return t[ROUNDS / 2];
+}
+
+/* Every cache-copy profile at batch 32, C = 0.4*L*E: the start state as cache-copy times it, and
+ * the steady all-miss cycle back to back and in a graph. */
+static void test_ensure_profiles(void **st)
+{
+	if (!have_gpu())
+		skip();
+	for (int i = 0; i < ftmodel_cache_profiles_count; i++) {
+		const struct ftmodel *m = &ftmodel_cache_profiles[i];
+		double us = time_ensure_start(m);
+		printf("  ensure_experts: %.2f us per call from cache-copy's start state (%s, L=%d E=%d C=%d, batch 32 "
+		       "top-%d)\n", us, m->name, m->layers, m->experts, (int)(0.4 * m->layers * m->experts), m->topk);
+		time_ensure(m->layers, m->experts, (int)(0.4 * m->layers * m->experts), m->topk, 1);
+	}
 }
 
 static int notes;
@@ -591,6 +703,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ensure_matches_reference),
 		cmocka_unit_test(test_ensure_timing),
+		cmocka_unit_test(test_ensure_profiles),
 		cmocka_unit_test(test_gather_every_format),
 		cmocka_unit_test(test_odd_rows),
 		cmocka_unit_test(test_graph_capture),

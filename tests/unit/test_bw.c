@@ -227,6 +227,12 @@ static int fake_measure(void *ctx, const struct ftbw_env *env, const struct ftbw
 		m->gather.rc = 0;
 		m->gather.n = c->kernel_pcie_iters;
 		m->gather.gbs = samples(f->gather_gbs, m->gather.n);
+		if (m->cpu.rc == 0) { /* the interleaved rounds' ratios: 2 % apart around the figure */
+			static const double dev[] = {0.98, 1.0, 1.02, 1.03};
+			m->npair = 4;
+			for (int i = 0; i < 4; i++)
+				m->pair_ratio[i] = f->cpu_gbs[it->fmt->id] / f->gather_gbs * dev[i];
+		}
 		if (m->cpu.rc == 0 && f->ov_cpu_scale > 0) {
 			m->ov_cpu.rc = m->ov_gather.rc = 0;
 			m->ov_cpu.n = m->ov_gather.n = 3;
@@ -582,6 +588,12 @@ static void test_schema(void **s)
 	char err[256];
 	assert_int_equal(run_fake(&f, &c, &g, &p, err), 0);
 	assert_schema(p);
+	/* the ratio per interleaved round: its spread next to the ratio */
+	json_t *rs = json_object_get(entry_of(p, "bf16"), "ratio_rounds_spread");
+	assert_true(json_is_object(rs));
+	assert_true(fabs(json_number_value(json_object_get(rs, "min")) - 2.4 * 0.98) < 1e-9);
+	assert_true(fabs(json_number_value(json_object_get(rs, "max")) - 2.4 * 1.03) < 1e-9);
+	assert_int_equal(json_integer_value(json_object_get(rs, "samples")), 4);
 	/* a sweep, with a failed tier */
 	json_t *e = entry_of(p, "bf16");
 	json_object_set_new(e, "isa_sweep", json_pack("{s:f,s:n}", "avx2", 80.0, "scalar"));
@@ -589,6 +601,7 @@ static void test_schema(void **s)
 	json_decref(p);
 	assert_int_equal(run_fake(&f, &c, NULL, &p, err), 0);
 	assert_schema(p);
+	assert_true(json_is_null(json_object_get(entry_of(p, "bf16"), "ratio_rounds_spread"))); /* no GPU */
 	/* and the schema does bite: a figure of the wrong type */
 	json_object_set_new(entry_of(p, "bf16"), "cpu_moe_gbs", json_string("fast"));
 	assert_int_equal(ftt_schema_validate("api/schemas/profile.schema.json", p, err, sizeof err), -EINVAL);
