@@ -200,6 +200,7 @@ static const struct ftargs_spec load_weights_args[] = {
 	{"model", FTARGS_T_PATH, "--model", 0, 0, NULL, 1},
 	{"modes", FTARGS_T_ENUMLIST, "--modes", 1, 3, "baseline|parallel|ftw"}, /* lo, hi: items */
 	{"workers", FTARGS_T_INT, "--workers", 1, 256},
+	{"repeat", FTARGS_T_INT, "--repeat", 1, 20},
 	{"chunk_mib", FTARGS_T_INT, "--chunk-mib", 1, 1024},
 	{"shard_gib", FTARGS_T_NUM, "--shard-gib", 0.001, 1024},
 	{"shard_mib", FTARGS_T_INT, "--shard-mib", 1, 1048576},
