@@ -91,13 +91,16 @@ LIB_OBJS     := $(call obj,$(LIB_SRCS))
 CU_OBJS      := $(call obj,$(CU_SRCS))
 PROFILE_OBJS := $(call obj,$(PROFILE_SRCS))
 CLI_OBJS     := $(call obj,$(CLI_SRCS))
-DAEMON_OBJS  := $(call obj,$(DAEMON_SRCS))
+# The daemon: main.c over libftbenchd.a (every other module of daemon/), which the tests link.
+DAEMON_MAIN  := $(call obj,daemon/main.c)
+DAEMON_OBJS  := $(call obj,$(filter-out daemon/main.c,$(DAEMON_SRCS)))
 
 # GET /openapi.json: api/openapi.yaml as JSON, compiled into the daemon.
 OPENAPI_C    := $(BUILD)/gen/openapi_json.c
 DAEMON_OBJS  += $(call obj,$(OPENAPI_C))
 
 LIBFTBENCH   := $(BUILD)/lib/libftbench.a
+LIBFTBENCHD  := $(BUILD)/lib/libftbenchd.a
 FTBENCH      := $(BUILD)/bin/ftbench
 FTBENCHD     := $(BUILD)/bin/ftbenchd
 PROF_SO      := $(BUILD)/lib/libftprofile.so
@@ -180,11 +183,16 @@ $(FTBENCH): $(CLI_OBJS) $(LIBFTBENCH)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(LIBFTBENCH) $(LIBS) $(CUDA_LIBS)
 
+$(LIBFTBENCHD): $(DAEMON_OBJS)
+	$(call say,AR,$@)
+	@mkdir -p $(@D)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
 # The daemon never initialises CUDA: it links without cudart, so a stray CUDA call fails the link.
-$(FTBENCHD): $(DAEMON_OBJS) $(LIBFTBENCH)
+$(FTBENCHD): $(DAEMON_MAIN) $(LIBFTBENCHD) $(LIBFTBENCH)
 	$(call say,LD,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $(DAEMON_OBJS) $(LIBFTBENCH) $(LIBS) -lmicrohttpd -lsystemd
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(DAEMON_MAIN) $(LIBFTBENCHD) $(LIBFTBENCH) $(LIBS) -lmicrohttpd -lsystemd
 
 $(PROF_SO): $(PROFILE_OBJS) src/profile/ftprofile.map
 	$(call say,LD,$@)
@@ -221,6 +229,12 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIBFTBENCH)
 
 # the bw tests' shared fake measurements (tests/unit/bw_fake.[ch])
 $(BUILD)/tests/unit/test_bw $(BUILD)/tests/unit/test_bw_host: $(BUILD)/obj/tests/unit/bw_fake.o
+
+# The daemon's unit tests link its modules from libftbenchd.a.
+$(BUILD)/tests/unit/test_ftbenchd_%: $(BUILD)/obj/tests/unit/test_ftbenchd_%.o $(LIBFTBENCHD) $(LIBFTBENCH)
+	$(call say,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(LIBFTBENCHD) $(TEST_LIBS) -lmicrohttpd -lsystemd
 
 $(BWFAULT): $(CLI_OBJS) $(BUILD)/obj/tests/integration/bw_fault_ops.o $(LIBFTBENCH)
 	$(call say,LD,$@)
@@ -339,7 +353,7 @@ FUZZ_CC      ?= clang
 FUZZ_FLAGS   := -std=gnu17 -D_GNU_SOURCE -DFT_VERSION='"$(VERSION)"' -g -O1 -fsanitize=fuzzer,address,undefined \
                 -Isrc -Idaemon
 FUZZ_REQUEST := tests/fuzz/fuzz_request.c daemon/request.c daemon/kinds.c daemon/config.c src/hw/gpu.c \
-                src/util/strutil.c src/util/fsutil.c src/hw/pci.c
+                src/util/strutil.c src/util/fsutil.c src/util/jobargs.c src/hw/pci.c
 $(BUILD)/fuzz/fuzz_request: $(FUZZ_REQUEST) $(wildcard daemon/*.h src/util/*.h src/hw/*.h)
 	$(call say,FUZZ,$@)
 	@mkdir -p $(@D)

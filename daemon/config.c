@@ -22,85 +22,93 @@ struct opt {
 	size_t noff;  /* T_LIST: of the count */
 };
 
+/* One row per option: name, (bounds,) default, the field of struct ftd_config, help. */
 #define S(f) offsetof(struct ftd_config, f)
+#define STR(name, def, f, help) {name, T_STR, 0, 0, def, help, S(f)}
+#define INT(name, lo, hi, def, f, help) {name, T_INT, lo, hi, def, help, S(f)}
+#define LIST(name, f, help) {name, T_LIST, 0, 0, "", help, S(f), S(n_##f)}
 static const struct opt opts[] = {
-	{"listen", T_STR, 0, 0, "127.0.0.1:8377",
-	 "Address to listen on: IPV4:PORT or [IPV6]:PORT. A non-loopback address needs token-file. "
-	 "Ignored under socket activation (ftbenchd.socket).", S(listen)},
-	{"state-dir", T_STR, 0, 0, "",
-	 "Job journal and logs. Empty: $STATE_DIRECTORY, else $XDG_STATE_HOME/ftbenchd, else "
-	 "~/.local/state/ftbenchd.", S(state_dir)},
-	{"profile-dir", T_STR, 0, 0, "",
-	 "Profile store written by bw jobs. Empty: $CACHE_DIRECTORY/benchbw, else "
-	 "$XDG_CACHE_HOME/freetoken/benchbw, else ~/.cache/freetoken/benchbw.", S(profile_dir)},
-	{"token-file", T_STR, 0, 0, "",
-	 "File holding the bearer token clients must send (Authorization: Bearer ...). Empty: no "
-	 "token (loopback only).", S(token_file)},
-	{"worker", T_STR, 0, 0, "", "The worker program (ftbench). Empty: ftbench beside ftbenchd.", S(worker)},
-	{"deployment", T_STR, 0, 0, "",
-	 "isolated or concurrent: which verdict the profiles of bw jobs carry in the seed's fields "
-	 "(engines read those): each GPU measured alone, or while every GPU's engine runs at once "
-	 "(bw with gpu \"all\" measures both). A job's args.deployment wins. Empty: the worker's "
-	 "default, concurrent when the job measured more than one engine.", S(deployment)},
-	{"max-queue", T_INT, 1, 100000, "64", "Queued jobs at most; more is 429.", S(max_queue)},
-	{"max-connections", T_INT, 1, 10000, "256",
-	 "Concurrent HTTP connections at most (event streams included). Beyond it a request is answered 503 "
-	 "with Retry-After; /health and /metrics are answered apart, whatever the load.", S(max_connections)},
-	{"max-event-streams", T_INT, 1, 10000, "128",
-	 "Concurrent event streams (GET /benchmark/jobs/{id}/events) at most; more is 503 with Retry-After.",
-	 S(max_event_streams)},
-	{"header-timeout", T_INT, 1, 300, "10",
-	 "Seconds a new connection has to send its whole request head; then it is answered 408 and closed.",
-	 S(header_timeout)},
-	{"max-body", T_INT, 256, 16777216, "65536", "Request body size limit in bytes; more is 413.", S(max_body)},
-	{"job-timeout", T_INT, 1, 604800, "3600", "Default per-job timeout in seconds.", S(job_timeout)},
-	{"max-job-timeout", T_INT, 1, 604800, "86400", "Largest timeout_s a request may ask for.",
-	 S(max_job_timeout)},
-	{"kill-grace", T_INT, 0, 3600, "10",
-	 "Seconds between SIGTERM and SIGKILL to a job's process group (timeout, cancel, stop).", S(kill_grace)},
-	{"log-max", T_INT, 4096, 1073741824, "1048576", "Bytes of worker stdout+stderr kept per job.", S(log_max)},
-	{"retain-jobs", T_INT, 1, 1000000, "1000", "Finished jobs kept in the journal at most.", S(retain_jobs)},
-	{"retain-age", T_INT, 1, 315360000, "2592000", "Seconds a finished job is kept.", S(retain_age)},
-	{"max-result-line", T_INT, 1024, 268435456, "8388608",
-	 "Largest JSON line a worker may send on its result fd; more is a protocol error.", S(max_result_line)},
-	{"gpus-timeout", T_INT, 1, 3600, "60", "Seconds `worker gpus --json` may take at start.", S(gpus_timeout)},
-	{"log-level", T_INT, 3, 7, "6", "3 errors, 4 warnings, 5 notices, 6 info, 7 debug.", S(log_level)},
-	{"bw-legacy-copy", T_INT, 0, 1, "1",
-	 "1: a bw job on a host with one GPU also writes the seed system's single file "
-	 "$XDG_CACHE_HOME/freetoken/benchbw.json, the only one released engines read (never on a host with "
-	 "several GPUs); 0: it does not (the worker gets --no-legacy-copy).", S(bw_legacy_copy)},
-	{"history", T_INT, 0, 10000, "20",
-	 "Profiles kept per GPU in <profile-dir>/history (GET /profiles/{uuid}/history, the status "
-	 "page's plots); 0 keeps none.", S(history)},
-	{"drift-percent", T_INT, 0, 1000, "10",
-	 "A new profile's figure outside the previous profile's spread by more than this share is "
-	 "drift: a warning in the profile, on the status page and ftbenchd_profile_drift_ratio; 0: "
-	 "not checked.", S(drift_pct)},
-	{"rebench", T_STR, 0, 0, "on-change",
-	 "At start, queue a bw job for each GPU whose profile is stale: on-change (the machine no longer "
-	 "matches the profile's fingerprint: driver, PCIe link, CPU microcode, memory, kernel, ftbench "
-	 "version), an interval (e.g. 7d, 12h, 3600s: also when the profile is older), or never.",
-	 S(rebench)},
-	{"nfd-features-file", T_STR, 0, 0, "",
-	 "Write the profiles' verdicts as a node-feature-discovery local feature file here (e.g. "
-	 "/etc/kubernetes/node-feature-discovery/features.d/ftbenchd) at start and after every "
-	 "stored profile: ftbenchd/<format>=hybrid|offload|mixed|unmeasured lines. Empty: not written.",
-	 S(nfd_file)},
-	{"model-roots", T_LIST, 0, 0, "",
-	 "Comma-separated directories model paths must resolve under (load-weights, decode). Empty: "
-	 "model paths are refused.", S(model_roots), S(n_model_roots)},
-	{"decode-server", T_LIST, 0, 0, "",
-	 "NAME=COMMAND TEMPLATE a decode job may start (repeat the option for several); NAME is 1 to 64 "
-	 "of A-Z a-z 0-9 _ . - and a request's `server` must equal it; the template is passed to "
-	 "`ftbench decode --server-cmd` and is read when the job starts.", S(decode_servers), S(n_decode_servers)},
-	{"decode-urls", T_LIST, 0, 0, "",
-	 "Comma-separated http(s) URLs a decode job's `url` may name (none by default: decode jobs then "
-	 "need `server`). A request's url must equal an entry or extend it after a '/', e.g. "
-	 "http://127.0.0.1:30000 allows http://127.0.0.1:30000/v1. Loopback is not implied.",
-	 S(decode_urls), S(n_decode_urls)},
-	{"max-running", T_INT, 0, 100000, "0",
-	 "Jobs running at once at most, GPU or not (each is a worker process tree). 0: the number of "
-	 "online CPU cores.", S(max_running)},
+	STR("listen", "127.0.0.1:8377", listen,
+	    "Address to listen on: IPV4:PORT or [IPV6]:PORT. A non-loopback address needs token-file. "
+	    "Ignored under socket activation (ftbenchd.socket)."),
+	STR("state-dir", "", state_dir,
+	    "Job journal and logs. Empty: $STATE_DIRECTORY, else $XDG_STATE_HOME/ftbenchd, else "
+	    "~/.local/state/ftbenchd."),
+	STR("profile-dir", "", profile_dir,
+	    "Profile store written by bw jobs. Empty: $CACHE_DIRECTORY/benchbw, else "
+	    "$XDG_CACHE_HOME/freetoken/benchbw, else ~/.cache/freetoken/benchbw."),
+	STR("token-file", "", token_file,
+	    "File holding the bearer token clients must send (Authorization: Bearer ...). Empty: no "
+	    "token (loopback only)."),
+	STR("worker", "", worker,
+	    "The worker program (ftbench). Empty: ftbench beside ftbenchd."),
+	STR("deployment", "", deployment,
+	    "isolated or concurrent: which verdict the profiles of bw jobs carry in the seed's fields "
+	    "(engines read those): each GPU measured alone, or while every GPU's engine runs at once "
+	    "(bw with gpu \"all\" measures both). A job's args.deployment wins. Empty: the worker's "
+	    "default, concurrent when the job measured more than one engine."),
+	INT("max-queue", 1, 100000, "64", max_queue,
+	    "Queued jobs at most; more is 429."),
+	INT("max-connections", 1, 10000, "256", max_connections,
+	    "Concurrent HTTP connections at most (event streams included). Beyond it a request is answered 503 "
+	    "with Retry-After; /health and /metrics are answered apart, whatever the load."),
+	INT("max-event-streams", 1, 10000, "128", max_event_streams,
+	    "Concurrent event streams (GET /benchmark/jobs/{id}/events) at most; more is 503 with Retry-After."),
+	INT("header-timeout", 1, 300, "10", header_timeout,
+	    "Seconds a new connection has to send its whole request head; then it is answered 408 and closed."),
+	INT("max-body", 256, 16777216, "65536", max_body,
+	    "Request body size limit in bytes; more is 413."),
+	INT("job-timeout", 1, 604800, "3600", job_timeout,
+	    "Default per-job timeout in seconds."),
+	INT("max-job-timeout", 1, 604800, "86400", max_job_timeout,
+	    "Largest timeout_s a request may ask for."),
+	INT("kill-grace", 0, 3600, "10", kill_grace,
+	    "Seconds between SIGTERM and SIGKILL to a job's process group (timeout, cancel, stop)."),
+	INT("log-max", 4096, 1073741824, "1048576", log_max,
+	    "Bytes of worker stdout+stderr kept per job."),
+	INT("retain-jobs", 1, 1000000, "1000", retain_jobs,
+	    "Finished jobs kept in the journal at most."),
+	INT("retain-age", 1, 315360000, "2592000", retain_age,
+	    "Seconds a finished job is kept."),
+	INT("max-result-line", 1024, 268435456, "8388608", max_result_line,
+	    "Largest JSON line a worker may send on its result fd; more is a protocol error."),
+	INT("gpus-timeout", 1, 3600, "60", gpus_timeout,
+	    "Seconds `worker gpus --json` may take at start."),
+	INT("log-level", 3, 7, "6", log_level,
+	    "3 errors, 4 warnings, 5 notices, 6 info, 7 debug."),
+	INT("bw-legacy-copy", 0, 1, "1", bw_legacy_copy,
+	    "1: a bw job on a host with one GPU also writes the seed system's single file "
+	    "$XDG_CACHE_HOME/freetoken/benchbw.json, the only one released engines read (never on a host with "
+	    "several GPUs); 0: it does not (the worker gets --no-legacy-copy)."),
+	INT("history", 0, 10000, "20", history,
+	    "Profiles kept per GPU in <profile-dir>/history (GET /profiles/{uuid}/history, the status "
+	    "page's plots); 0 keeps none."),
+	INT("drift-percent", 0, 1000, "10", drift_pct,
+	    "A new profile's figure outside the previous profile's spread by more than this share is "
+	    "drift: a warning in the profile, on the status page and ftbenchd_profile_drift_ratio; 0: "
+	    "not checked."),
+	STR("rebench", "on-change", rebench,
+	    "At start, queue a bw job for each GPU whose profile is stale: on-change (the machine no longer "
+	    "matches the profile's fingerprint: driver, PCIe link, CPU microcode, memory, kernel, ftbench "
+	    "version), an interval (e.g. 7d, 12h, 3600s: also when the profile is older), or never."),
+	STR("nfd-features-file", "", nfd_file,
+	    "Write the profiles' verdicts as a node-feature-discovery local feature file here (e.g. "
+	    "/etc/kubernetes/node-feature-discovery/features.d/ftbenchd) at start and after every "
+	    "stored profile: ftbenchd/<format>=hybrid|offload|mixed|unmeasured lines. Empty: not written."),
+	LIST("model-roots", model_roots,
+	    "Comma-separated directories model paths must resolve under (load-weights, decode). Empty: "
+	    "model paths are refused."),
+	LIST("decode-server", decode_servers,
+	    "NAME=COMMAND TEMPLATE a decode job may start (repeat the option for several); NAME is 1 to 64 "
+	    "of A-Z a-z 0-9 _ . - and a request's `server` must equal it; the template is passed to "
+	    "`ftbench decode --server-cmd` and is read when the job starts."),
+	LIST("decode-urls", decode_urls,
+	    "Comma-separated http(s) URLs a decode job's `url` may name (none by default: decode jobs then "
+	    "need `server`). A request's url must equal an entry or extend it after a '/', e.g. "
+	    "http://127.0.0.1:30000 allows http://127.0.0.1:30000/v1. Loopback is not implied."),
+	INT("max-running", 0, 100000, "0", max_running,
+	    "Jobs running at once at most, GPU or not (each is a worker process tree). 0: the number of "
+	    "online CPU cores."),
 };
 #define N_OPTS (sizeof opts / sizeof opts[0])
 
@@ -167,9 +175,9 @@ static int set_opt(struct ftd_config *cfg, const struct opt *o, const char *v, c
 			fprintf(stderr, "ftbenchd: %s: decode-server: '%.200s' is not NAME=COMMAND\n", where, v);
 			return -EINVAL;
 		}
-		if (ftd_server_name_len(v, (size_t)(eq - v)) < 0) {
+		if (ftd_config_server_name_len(v, (size_t)(eq - v)) < 0) {
 			fprintf(stderr, "ftbenchd: %s: decode-server: the name '%.*s' is not 1 to %d of A-Z a-z 0-9 _ . -\n",
-				where, (int)(eq - v > 80 ? 80 : eq - v), v, FTD_SERVER_NAME_MAX);
+				where, (int)(eq - v > 80 ? 80 : eq - v), v, FTD_CONFIG_SERVER_NAME_MAX);
 			return -EINVAL;
 		}
 		return list_add(items, n, v);
@@ -183,7 +191,7 @@ static int set_opt(struct ftd_config *cfg, const struct opt *o, const char *v, c
 	int r = 0;
 	for (int i = 0; i < k && !r; i++) {
 		char why[160];
-		if (!strcmp(o->name, "decode-urls") && ftd_url_check(parts[i], why, sizeof why) < 0) {
+		if (!strcmp(o->name, "decode-urls") && ftd_config_url_check(parts[i], why, sizeof why) < 0) {
 			fprintf(stderr, "ftbenchd: %s: decode-urls: '%.200s': %s\n", where, parts[i], why);
 			r = -EINVAL;
 			break;
@@ -436,9 +444,9 @@ int ftd_config_check(struct ftd_config *cfg)
 	return 0;
 }
 
-int ftd_server_name_len(const char *s, size_t len)
+int ftd_config_server_name_len(const char *s, size_t len)
 {
-	if (len < 1 || len > FTD_SERVER_NAME_MAX)
+	if (len < 1 || len > FTD_CONFIG_SERVER_NAME_MAX)
 		return -EINVAL;
 	for (size_t i = 0; i < len; i++) {
 		char c = s[i];
@@ -452,7 +460,7 @@ int ftd_server_name_len(const char *s, size_t len)
 const char *ftd_config_decode_server(const struct ftd_config *cfg, const char *name)
 {
 	size_t l = strlen(name);
-	if (ftd_server_name_len(name, l) < 0)
+	if (ftd_config_server_name_len(name, l) < 0)
 		return NULL;
 	for (int i = 0; i < cfg->n_decode_servers; i++) {
 		const char *e = cfg->decode_servers[i], *eq = strchr(e, '=');
@@ -469,12 +477,12 @@ static int url_char_ok(unsigned char c)
 	       strchr("-._~!$&'()*+,;=:@/?%", c) != NULL;
 }
 
-int ftd_url_check(const char *url, char *why, size_t n)
+int ftd_config_url_check(const char *url, char *why, size_t n)
 {
 	const char *p;
 	size_t len = strlen(url);
-	if (len > FTD_URL_MAX) {
-		snprintf(why, n, "longer than %d bytes", FTD_URL_MAX);
+	if (len > FTD_CONFIG_URL_MAX) {
+		snprintf(why, n, "longer than %d bytes", FTD_CONFIG_URL_MAX);
 		return -EINVAL;
 	}
 	if (!strncmp(url, "http://", 7))

@@ -45,12 +45,12 @@ int ftd_config_check(struct ftd_config *cfg);
 /* Config rebench in seconds: -1 never, 0 on-change, > 0 the interval; -2 not valid. */
 long ftd_config_rebench_s(const char *v);
 
-#define FTD_SERVER_NAME_MAX 64
-#define FTD_URL_MAX 2048
+#define FTD_CONFIG_SERVER_NAME_MAX 64
+#define FTD_CONFIG_URL_MAX 2048
 
-/* 0 when the first len bytes of s are a decode-server name: 1 to FTD_SERVER_NAME_MAX of
+/* 0 when the first len bytes of s are a decode-server name: 1 to FTD_CONFIG_SERVER_NAME_MAX of
  * A-Z a-z 0-9 _ . -; else -EINVAL. */
-int ftd_server_name_len(const char *s, size_t len);
+int ftd_config_server_name_len(const char *s, size_t len);
 
 /* The command template of decode server `name` (exact match on a valid name), or NULL
  * (borrowed). */
@@ -58,8 +58,8 @@ const char *ftd_config_decode_server(const struct ftd_config *cfg, const char *n
 
 /* 0 when url is a well-formed http(s) URL (scheme, host name or [IPv6], optional port 1-65535,
  * path/query of RFC 3986 characters; no user info, fragment, space, control or non-ASCII byte,
- * at most FTD_URL_MAX bytes); else -EINVAL with the reason in why. */
-int ftd_url_check(const char *url, char *why, size_t n);
+ * at most FTD_CONFIG_URL_MAX bytes); else -EINVAL with the reason in why. */
+int ftd_config_url_check(const char *url, char *why, size_t n);
 
 /* 1 when url equals a decode-urls entry or extends one after a '/', else 0. */
 int ftd_config_url_allowed(const struct ftd_config *cfg, const char *url);

@@ -1,14 +1,4 @@
-/* http: the REST API on libmicrohttpd. respond_json / respond_error are the only ways out; per-request
- * state is freed in the completion callback; libmicrohttpd's own messages go to the daemon's logger.
- *
- * Connections come in through one acceptor thread (the front) that keeps each new socket until its
- * request head has arrived, peeking at it without reading it (header-timeout, then 408): so idle
- * sockets and slow senders never hold a thread. Then /health and /metrics go to the reserve daemon
- * (one event-driven thread that answers only those two and closes after each), anything else to the
- * main daemon (one thread per connection, so an SSE stream may block waiting for the next event) while
- * it has room (max-connections), else to the reserve, which answers 503 with Retry-After; when even
- * that is full the front writes the 503 itself. Liveness probes are answered under any load and a
- * full daemon never just closes. Event streams are capped (max-event-streams, then 503). */
+/* http: the wire of the REST API (libmicrohttpd); see http.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <microhttpd.h>
@@ -24,9 +14,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ftbenchd.h"
+#include "http.h"
+
+#include "api.h"
+#include "daemon.h"
 #include "log.h"
-#include "ftprofile.h"
+#include "mbuf.h"
+#include "metrics.h"
 #include "page.h"
 #include "request.h"
 #include "util/fsutil.h"
@@ -38,8 +32,6 @@
 #define PENDING_MAX 1024    /* sockets waiting for their head; beyond it the oldest is answered 503 */
 #define RESERVE_MAX 256     /* connections of the reserve daemon */
 
-const char *ftd_event_name(enum ftd_ev_type t);
-
 struct req {
 	char *body;
 	size_t len;
@@ -50,7 +42,6 @@ struct req {
 /* ---------------------------------------------------------------- responses */
 
 static struct MHD_Daemon *reserve_daemon; /* its answers close the connection */
-static int n_streams;                     /* event streams open now (atomic) */
 
 static const char internal_body[] =
 	"{\"error\":{\"code\":\"internal\",\"message\":\"the response body could not be built\",\"field\":null}}\n";
@@ -112,39 +103,21 @@ static enum MHD_Result respond_json_h(struct MHD_Connection *c, unsigned status,
 	return respond_raw(c, status, t, l + 1, "application/json", h1, v1);
 }
 
-static enum MHD_Result respond_json(struct MHD_Connection *c, unsigned status, json_t *body)
-{
-	return respond_json_h(c, status, body, NULL, NULL);
-}
+static enum MHD_Result send_reply(struct MHD_Connection *c, struct ftd_api_reply *rp);
 
 static enum MHD_Result respond_error(struct MHD_Connection *c, unsigned status, const char *code, const char *field,
 				     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 static enum MHD_Result respond_error(struct MHD_Connection *c, unsigned status, const char *code, const char *field,
 				     const char *fmt, ...)
 {
-	char msg[FTD_MSG_MAX];
+	char msg[FTD_REQUEST_MSG_MAX];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	/* messages and fields echo what the client sent: ftd_error_json cuts and cleans them */
-	json_t *e = ftd_error_json(code, field, "%s", msg);
-	const char *h = NULL, *v = NULL;
-	if (status == 401) {
-		h = MHD_HTTP_HEADER_WWW_AUTHENTICATE;
-		v = "Bearer";
-	} else if (status == 429 || status == 503) {
-		h = MHD_HTTP_HEADER_RETRY_AFTER;
-		v = "5";
-	}
-	const char *said = json_string_value(json_object_get(json_object_get(e, "error"), "message"));
-	ftd_log(FTD_LOG_DEBUG, "http: %u %s: %s", status, code, said ? said : "");
-	return respond_json_h(c, status, e, h, v);
-}
-
-static enum MHD_Result respond_err(struct MHD_Connection *c, const struct ftd_err *e)
-{
-	return respond_error(c, (unsigned)e->status, e->code, e->field, "%s", e->message);
+	struct ftd_api_reply rp = {0};
+	ftd_api_error(&rp, status, code, field, "%s", msg);
+	return send_reply(c, &rp);
 }
 
 static enum MHD_Result method_not_allowed(struct MHD_Connection *c, const char *allow)
@@ -178,336 +151,83 @@ static int authorized(struct MHD_Connection *c)
 	return token_ok(h);
 }
 
-/* ---------------------------------------------------------------- handlers */
+/* ---------------------------------------------------------------- api replies */
+
+static const char *conn_header(void *hctx, const char *name)
+{
+	return MHD_lookup_connection_value(hctx, MHD_HEADER_KIND, name);
+}
+
+static const char *conn_query(void *hctx, const char *name)
+{
+	return MHD_lookup_connection_value(hctx, MHD_GET_ARGUMENT_KIND, name);
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	(void)pos;
+	ssize_t n = ftd_api_stream_read(cls, buf, max);
+	if (n == FTD_API_STREAM_END)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	if (n == FTD_API_STREAM_ERROR)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	return n;
+}
+
+static void stream_free(void *cls)
+{
+	ftd_api_stream_free(cls);
+}
+
+/* Send what a handler of api.c made (and release it). */
+static enum MHD_Result send_reply(struct MHD_Connection *c, struct ftd_api_reply *rp)
+{
+	enum MHD_Result ret;
+	if (rp->internal) {
+		ftd_api_reply_release(rp);
+		return respond_internal(c);
+	}
+	if (rp->stream) {
+		struct MHD_Response *r =
+			MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, rp->stream, stream_free);
+		if (!r) {
+			ftd_api_reply_release(rp);
+			return respond_internal(c);
+		}
+		rp->stream = NULL;
+		return queue(c, rp->status, r, "text/event-stream", NULL, NULL);
+	}
+	if (rp->raw) {
+		char *body = rp->raw;
+		rp->raw = NULL;
+		return respond_raw(c, rp->status, body, rp->len, rp->ctype, rp->hname, rp->hname ? rp->hval : NULL);
+	}
+	if (rp->hname && !strcmp(rp->hname, "Location")) {
+		/* a job accepted (or replayed): its body as it was always answered, no newline */
+		char *s = json_dumps(rp->json, JSON_COMPACT);
+		struct MHD_Response *r = s ? MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE) : NULL;
+		if (!r) {
+			free(s);
+			ftd_api_reply_release(rp);
+			return respond_internal(c);
+		}
+		if (rp->replayed)
+			MHD_add_response_header(r, "Idempotent-Replayed", "true");
+		ret = queue(c, rp->status, r, "application/json", rp->hname, rp->hval);
+		ftd_api_reply_release(rp);
+		return ret;
+	}
+	json_t *body = rp->json;
+	rp->json = NULL;
+	ret = respond_json_h(c, rp->status, body, rp->hname, rp->hname ? rp->hval : NULL);
+	return ret;
+}
+
+/* ---------------------------------------------------------------- routing */
 
 static int is_get(const char *m)
 {
 	return !strcmp(m, "GET") || !strcmp(m, "HEAD");
-}
-
-static enum MHD_Result h_health(struct MHD_Connection *c)
-{
-	pthread_mutex_lock(&ftd.lock);
-	json_t *o = json_pack("{s:s,s:s,s:f,s:i,s:i,s:i}", "status", ftd.stopping ? "stopping" : "ok", "version",
-			      FT_VERSION, "uptime_s", ft_wall_epoch() - ftd.start_wall, "queued",
-			      ftd_count_state(ST_QUEUED), "running", ftd_count_state(ST_RUNNING), "gpus", ftd.ngpus);
-	pthread_mutex_unlock(&ftd.lock);
-	return respond_json(c, 200, o);
-}
-
-static enum MHD_Result h_gpus(struct MHD_Connection *c)
-{
-	json_t *arr = json_array();
-	const char *host_job = NULL;
-	char host_id[17] = "";
-	pthread_mutex_lock(&ftd.lock);
-	for (int i = 0; i < ftd.ngpus; i++) {
-		json_t *g = ftgpu_json(&ftd.gpus[i]);
-		json_t *holder = json_null();
-		for (struct ftd_job *j = ftd.head; j; j = j->next)
-			if (j->state == ST_RUNNING && (j->gpu_index == ftd.gpus[i].index || ftd_job_all_gpus(j))) {
-				json_decref(holder);
-				holder = json_string(j->id);
-			}
-		json_object_set_new(g, "job", holder);
-		json_array_append_new(arr, g);
-	}
-	for (struct ftd_job *j = ftd.head; j; j = j->next)
-		if (j->state == ST_RUNNING && j->host_excl) {
-			memcpy(host_id, j->id, 17);
-			host_job = host_id;
-		}
-	json_t *o = json_pack("{s:o,s:o,s:o}", "gpus", arr, "host_job", host_job ? json_string(host_job) : json_null(),
-			      "reason", *ftd.gpus_reason ? json_string(ftd.gpus_reason) : json_null());
-	pthread_mutex_unlock(&ftd.lock);
-	return respond_json(c, 200, o);
-}
-
-static enum MHD_Result h_start(struct MHD_Connection *c, struct req *rq)
-{
-	const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-	if (!ct || strncasecmp(ct, "application/json", 16) != 0 || (ct[16] && ct[16] != ';' && ct[16] != ' '))
-		return respond_error(c, 415, "unsupported_media_type", NULL,
-				     "Content-Type must be application/json (got %.*s)", ct ? ftstr_utf8_cut(ct, 64) : 4,
-				     ct ? ct : "none");
-	const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Idempotency-Key");
-	if (key) {
-		size_t l = strlen(key);
-		int ok = l >= 1 && l <= 128;
-		for (size_t i = 0; ok && i < l; i++)
-			ok = key[i] > 0x20 && key[i] < 0x7f;
-		if (!ok)
-			return respond_error(c, 400, "invalid_argument", "Idempotency-Key",
-					     "Idempotency-Key must be 1 to 128 printable ASCII characters");
-	}
-	struct ftd_err err;
-	const char *kind;
-	json_t *args;
-	long timeout;
-	json_t *req = ftd_start_parse(rq->body, rq->len, ftd.cfg.max_job_timeout, &kind, &args, &timeout, &err);
-	if (!req)
-		return respond_err(c, &err);
-	enum MHD_Result ret;
-	char *canon = json_dumps(req, JSON_COMPACT | JSON_SORT_KEYS);
-	struct ftd_job *j;
-	int replayed;
-	pthread_mutex_lock(&ftd.lock);
-	int r = ftd_job_submit(kind, args, timeout, key, canon, &j, &replayed, &err);
-	json_t *body = r == 0 ? ftd_job_json(j, 1) : NULL;
-	char loc[64] = "";
-	if (r == 0)
-		snprintf(loc, sizeof loc, "/benchmark/jobs/%s", j->id);
-	pthread_mutex_unlock(&ftd.lock);
-	free(canon);
-	if (r < 0) {
-		ret = respond_err(c, &err);
-		goto out;
-	}
-	char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
-	json_decref(body);
-	if (!s) {
-		ret = respond_internal(c);
-		goto out;
-	}
-	size_t l = strlen(s);
-	struct MHD_Response *resp = MHD_create_response_from_buffer(l, s, MHD_RESPMEM_MUST_FREE);
-	if (!resp) {
-		free(s);
-		ret = respond_internal(c);
-		goto out;
-	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, loc);
-	if (replayed)
-		MHD_add_response_header(resp, "Idempotent-Replayed", "true");
-	ret = queue(c, 202, resp, "application/json", NULL, NULL);
-out:
-	json_decref(req);
-	return ret;
-}
-
-static enum MHD_Result h_list(struct MHD_Connection *c)
-{
-	const char *st = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "state");
-	const char *lim = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
-	int state = -1;
-	long limit = 100;
-	if (st && (state = ftd_state_parse(st)) < 0)
-		return respond_error(c, 400, "invalid_argument", "state", "state: unknown state '%.*s'",
-				     ftstr_utf8_cut(st, 32), st);
-	if (lim && ftstr_parse_long(lim, 1, 10000, &limit) < 0)
-		return respond_error(c, 400, "invalid_argument", "limit", "limit: expected an integer in [1, 10000]");
-	json_t *arr = json_array();
-	pthread_mutex_lock(&ftd.lock);
-	for (struct ftd_job *j = ftd.head; j; j = j->next)
-		if (state < 0 || (int)j->state == state)
-			json_array_insert_new(arr, 0, ftd_job_json(j, 0));
-	pthread_mutex_unlock(&ftd.lock);
-	while ((long)json_array_size(arr) > limit)
-		json_array_remove(arr, json_array_size(arr) - 1);
-	return respond_json(c, 200, json_pack("{s:o}", "jobs", arr));
-}
-
-static enum MHD_Result h_job(struct MHD_Connection *c, const char *id)
-{
-	pthread_mutex_lock(&ftd.lock);
-	struct ftd_job *j = ftd_job_find(id);
-	json_t *o = j ? ftd_job_json(j, 1) : NULL;
-	pthread_mutex_unlock(&ftd.lock);
-	if (!o)
-		return respond_error(c, 404, "not_found", NULL, "no job %.32s", id);
-	return respond_json(c, 200, o);
-}
-
-static enum MHD_Result h_cancel(struct MHD_Connection *c, const char *id)
-{
-	struct ftd_err err;
-	pthread_mutex_lock(&ftd.lock);
-	struct ftd_job *j = ftd_job_find(id);
-	int status = j ? ftd_job_cancel(j, &err) : 404;
-	json_t *o = j && status != 409 ? ftd_job_json(j, 0) : NULL;
-	pthread_mutex_unlock(&ftd.lock);
-	if (!j)
-		return respond_error(c, 404, "not_found", NULL, "no job %.32s", id);
-	if (status == 409)
-		return respond_err(c, &err);
-	return respond_json(c, (unsigned)status, o);
-}
-
-static enum MHD_Result h_log(struct MHD_Connection *c, const char *id)
-{
-	pthread_mutex_lock(&ftd.lock);
-	int found = ftd_job_find(id) != NULL;
-	pthread_mutex_unlock(&ftd.lock);
-	if (!found)
-		return respond_error(c, 404, "not_found", NULL, "no job %.32s", id);
-	char path[4096], *text = NULL;
-	size_t len = 0;
-	snprintf(path, sizeof path, "%s/%s.log", ftd.logs_dir, id);
-	if (ftfs_read_file(path, (size_t)ftd.cfg.log_max + 4096, &text, &len) < 0) {
-		text = strdup("");
-		len = 0;
-	}
-	if (!text)
-		return respond_internal(c);
-	return respond_raw(c, 200, text, len, "text/plain; charset=utf-8", NULL, NULL);
-}
-
-/* SSE: replay the job's events, then follow them live; the stream ends after the final state. */
-struct sse {
-	struct ftd_job *j;
-	int fd; /* the client's socket: a client that went away ends the stream */
-	size_t next;
-	char *pend;
-	size_t pend_len, pend_off;
-	int idle_s;
-};
-
-static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
-{
-	struct sse *s = cls;
-	size_t n = 0;
-	pthread_mutex_lock(&ftd.lock);
-	for (;;) {
-		if (!s->pend && s->next < s->j->nev) {
-			const struct ftd_event *e = &s->j->ev[s->next++];
-			/* id: the event's position in the job's list (1 = first); a client that
-			 * reconnects with Last-Event-ID: N is sent the events after the N-th */
-			int w = asprintf(&s->pend, "id: %zu\nevent: %s\ndata: %s\n\n", s->next,
-					 ftd_event_name(e->type), e->data);
-			if (w < 0) {
-				s->pend = NULL;
-				break;
-			}
-			s->pend_len = (size_t)w;
-			s->pend_off = 0;
-		}
-		if (s->pend) {
-			size_t k = s->pend_len - s->pend_off;
-			if (k > max - n)
-				k = max - n;
-			memcpy(buf + n, s->pend + s->pend_off, k);
-			n += k;
-			s->pend_off += k;
-			if (s->pend_off == s->pend_len) {
-				free(s->pend);
-				s->pend = NULL;
-			}
-			if (n == max)
-				break;
-			continue;
-		}
-		if (n > 0)
-			break;
-		if (ftd_state_final(s->j->state) || ftd.stopping) {
-			pthread_mutex_unlock(&ftd.lock);
-			return MHD_CONTENT_READER_END_OF_STREAM;
-		}
-		/* wait for the next event in 1 s slices: between them, see whether the client left
-		 * (its thread and connection slot are freed then, not at the next write) */
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += 1;
-		if (pthread_cond_timedwait(&ftd.cond, &ftd.lock, &ts) == ETIMEDOUT && s->next >= s->j->nev) {
-			struct pollfd p = {.fd = s->fd, .events = POLLRDHUP};
-			if (s->fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
-				pthread_mutex_unlock(&ftd.lock);
-				return MHD_CONTENT_READER_END_WITH_ERROR;
-			}
-			if (++s->idle_s >= 15) {
-				static const char ka[] = ": keep-alive\n\n";
-				s->idle_s = 0;
-				if (max >= sizeof ka - 1) {
-					memcpy(buf, ka, sizeof ka - 1);
-					n = sizeof ka - 1;
-				}
-				break;
-			}
-		}
-	}
-	pthread_mutex_unlock(&ftd.lock);
-	return (ssize_t)n;
-}
-
-static void sse_free(void *cls)
-{
-	struct sse *s = cls;
-	__atomic_sub_fetch(&n_streams, 1, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&ftd.lock);
-	ftd_job_unref(s->j);
-	pthread_mutex_unlock(&ftd.lock);
-	free(s->pend);
-	free(s);
-}
-
-static enum MHD_Result h_events(struct MHD_Connection *c, const char *id)
-{
-	struct sse *s = calloc(1, sizeof *s);
-	if (!s)
-		return respond_internal(c);
-	pthread_mutex_lock(&ftd.lock);
-	struct ftd_job *j = ftd_job_find(id);
-	if (j)
-		j->refs++;
-	pthread_mutex_unlock(&ftd.lock);
-	if (!j) {
-		free(s);
-		return respond_error(c, 404, "not_found", NULL, "no job %.32s", id);
-	}
-	/* counted from here: sse_free gives the place back */
-	if (__atomic_add_fetch(&n_streams, 1, __ATOMIC_RELAXED) > ftd.cfg.max_event_streams) {
-		s->j = j;
-		sse_free(s);
-		return respond_error(c, 503, "busy", NULL, "%ld event streams are open (max-event-streams)",
-				     ftd.cfg.max_event_streams);
-	}
-	s->j = j;
-	const char *last = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Last-Event-ID");
-	long resume = 0;
-	if (last && ftstr_parse_long(last, 0, FTD_MAX_EVENTS * 4L, &resume) < 0) {
-		sse_free(s);
-		return respond_error(c, 400, "invalid_argument", "Last-Event-ID",
-				     "Last-Event-ID must be an event id this stream sent (an integer >= 0)");
-	}
-	pthread_mutex_lock(&ftd.lock);
-	s->next = (size_t)resume < j->nev ? (size_t)resume : j->nev;
-	pthread_mutex_unlock(&ftd.lock);
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-	s->fd = ci ? ci->connect_fd : -1;
-	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read, s, sse_free);
-	if (!r) {
-		sse_free(s);
-		return respond_internal(c);
-	}
-	return queue(c, 200, r, "text/event-stream", NULL, NULL);
-}
-
-static enum MHD_Result h_profiles(struct MHD_Connection *c)
-{
-	return respond_json(c, 200, ftd_profiles_list());
-}
-
-/* GET /profiles/{uuid}/history?limit=N: the kept profiles, oldest first. */
-static enum MHD_Result h_history(struct MHD_Connection *c, const char *uuid, size_t n)
-{
-	char u[128];
-	const char *lim = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
-	long limit = 0;
-	if (lim && ftstr_parse_long(lim, 1, 10000, &limit) < 0)
-		return respond_error(c, 400, "invalid_argument", "limit", "limit: expected an integer in [1, 10000]");
-	char check[4096];
-	if (n == 0 || n >= sizeof u)
-		return respond_error(c, 404, "not_found", NULL, "no such profile");
-	memcpy(u, uuid, n);
-	u[n] = '\0';
-	if (ftprof_store_file(ftd.profile_dir, strcmp(u, "host") ? u : NULL, check, sizeof check) < 0)
-		return respond_error(c, 404, "not_found", NULL, "no such profile");
-	json_t *h = ftd_profile_history(u, (int)limit);
-	if (!json_array_size(h) && access(check, F_OK) != 0) {
-		json_decref(h);
-		return respond_error(c, 404, "not_found", NULL, "no profile for %.*s", ftstr_utf8_cut(u, 80), u);
-	}
-	return respond_json(c, 200, json_pack("{s:s,s:I,s:o}", "uuid", u, "keep", (json_int_t)ftd.cfg.history,
-					      "profiles", h));
 }
 
 static enum MHD_Result respond_html(struct MHD_Connection *c, unsigned status, void (*render)(struct ftd_mbuf *))
@@ -520,99 +240,23 @@ static enum MHD_Result respond_html(struct MHD_Connection *c, unsigned status, v
 	return respond_raw(c, status, m.buf, m.len, "text/html; charset=utf-8", NULL, NULL);
 }
 
-extern const char ftd_openapi_json[];
-
-static enum MHD_Result h_openapi(struct MHD_Connection *c)
-{
-	char *s = strdup(ftd_openapi_json);
-	if (!s)
-		return respond_internal(c);
-	return respond_raw(c, 200, s, strlen(s), "application/json", NULL, NULL);
-}
-
-static enum MHD_Result h_profile(struct MHD_Connection *c, const char *uuid)
-{
-	char *text;
-	size_t len;
-	int r = ftd_profile_read(uuid, &text, &len);
-	if (r < 0)
-		return respond_error(c, 404, "not_found", NULL, "no profile for %.*s", ftstr_utf8_cut(uuid, 80), uuid);
-	return respond_raw(c, 200, text, len, "application/json", NULL, NULL);
-}
-
-void ftd_mcat(struct ftd_mbuf *m, const char *fmt, ...)
-{
-	va_list ap;
-	for (;;) {
-		va_start(ap, fmt);
-		int w = vsnprintf(m->buf + m->len, m->cap - m->len, fmt, ap);
-		va_end(ap);
-		if (w < 0)
-			return;
-		if ((size_t)w < m->cap - m->len) {
-			m->len += (size_t)w;
-			return;
-		}
-		size_t nc = (m->cap + (size_t)w + 1) * 2;
-		char *n = realloc(m->buf, nc);
-		if (!n)
-			return;
-		m->buf = n;
-		m->cap = nc;
-	}
-}
-
 static enum MHD_Result h_metrics(struct MHD_Connection *c)
 {
-	static const char *const kinds[FTD_N_KINDS] = {"bw", "cache-copy", "load-weights", "decode"};
 	struct ftd_mbuf m = {.cap = 8192};
 	if (!(m.buf = malloc(m.cap)))
 		return respond_internal(c);
 	m.buf[0] = '\0';
-	pthread_mutex_lock(&ftd.lock);
-	ftd_mcat(&m, "# HELP ftbenchd_jobs Jobs in the journal by state.\n# TYPE ftbenchd_jobs gauge\n");
-	for (int s = 0; s < ST_N; s++)
-		ftd_mcat(&m, "ftbenchd_jobs{state=\"%s\"} %d\n", ftd_state_name(s), ftd_count_state(s));
-	ftd_mcat(&m,
-		 "# HELP ftbenchd_queue_depth Jobs waiting to run.\n# TYPE ftbenchd_queue_depth gauge\n"
-		 "ftbenchd_queue_depth %d\n"
-		 "# HELP ftbenchd_running_jobs Jobs running now.\n# TYPE ftbenchd_running_jobs gauge\n"
-		 "ftbenchd_running_jobs %d\n"
-		 "# HELP ftbenchd_gpus GPUs in the inventory.\n# TYPE ftbenchd_gpus gauge\nftbenchd_gpus %d\n"
-		 "# HELP ftbenchd_start_time_seconds When the daemon started.\n"
-		 "# TYPE ftbenchd_start_time_seconds gauge\nftbenchd_start_time_seconds %.3f\n"
-		 "# HELP ftbenchd_http_requests_total HTTP requests served.\n"
-		 "# TYPE ftbenchd_http_requests_total counter\nftbenchd_http_requests_total %llu\n",
-		 ftd_count_state(ST_QUEUED), ftd_count_state(ST_RUNNING), ftd.ngpus, ftd.start_wall,
-		 __atomic_load_n(&ftd.http_requests, __ATOMIC_RELAXED));
-	ftd_mcat(&m, "# HELP ftbenchd_jobs_finished_total Jobs finished since the daemon started.\n"
-		     "# TYPE ftbenchd_jobs_finished_total counter\n");
-	for (int k = 0; k < FTD_N_KINDS; k++)
-		for (int s = ST_SUCCEEDED; s < ST_N; s++)
-			ftd_mcat(&m, "ftbenchd_jobs_finished_total{kind=\"%s\",state=\"%s\"} %llu\n", kinds[k],
-				 ftd_state_name(s), ftd.finished_total[k][s]);
-	ftd_mcat(&m, "# HELP ftbenchd_job_duration_seconds Run time of finished jobs.\n"
-		     "# TYPE ftbenchd_job_duration_seconds histogram\n");
-	for (int k = 0; k < FTD_N_KINDS; k++) {
-		unsigned long long cum = 0;
-		for (int i = 0; i < 12; i++) {
-			cum += ftd.dur_buckets[k][i];
-			if (i < 11)
-				ftd_mcat(&m, "ftbenchd_job_duration_seconds_bucket{kind=\"%s\",le=\"%g\"} %llu\n",
-					 kinds[k], ftd_dur_bounds[i], cum);
-			else
-				ftd_mcat(&m, "ftbenchd_job_duration_seconds_bucket{kind=\"%s\",le=\"+Inf\"} %llu\n",
-					 kinds[k], cum);
-		}
-		ftd_mcat(&m, "ftbenchd_job_duration_seconds_sum{kind=\"%s\"} %.3f\n", kinds[k], ftd.dur_sum[k]);
-		ftd_mcat(&m, "ftbenchd_job_duration_seconds_count{kind=\"%s\"} %llu\n", kinds[k], ftd.dur_count[k]);
-	}
-	pthread_mutex_unlock(&ftd.lock);
-	ftd_profiles_metrics(&m);
+	ftd_metrics_render(&m);
 	return respond_raw(c, 200, m.buf, m.len, "text/plain; version=0.0.4; charset=utf-8", NULL, NULL);
 }
 
-/* ---------------------------------------------------------------- routing */
+static enum MHD_Result h_health(struct MHD_Connection *c)
+{
+	struct ftd_api_reply rp = {0};
+	struct ftd_api_req rq = {.header = conn_header, .query = conn_query, .hctx = c, .fd = -1};
+	ftd_api_health(&rq, &rp);
+	return send_reply(c, &rp);
+}
 
 static int job_id_ok(const char *s, size_t n)
 {
@@ -624,48 +268,93 @@ static int job_id_ok(const char *s, size_t n)
 	return 1;
 }
 
+enum route_arg { R_NONE, R_JOB, R_NAME };
+
+/* The route table: a path ('*' stands for one segment, handed to the handler), its method
+ * ("GET" also answers HEAD) and the handler of api.c; the page and /metrics are rendered here. */
+static const struct route {
+	const char *path;
+	const char *method;
+	enum route_arg arg;
+	void (*fn)(const struct ftd_api_req *rq, struct ftd_api_reply *rp);
+	void (*fn_id)(const struct ftd_api_req *rq, const char *id, struct ftd_api_reply *rp);
+	void (*fn_name)(const struct ftd_api_req *rq, const char *name, size_t n, struct ftd_api_reply *rp);
+} routes[] = {
+	{"/", "GET"},
+	{"/index.html", "GET"},
+	{"/metrics", "GET"},
+	{"/openapi.json", "GET", R_NONE, ftd_api_openapi},
+	{"/health", "GET", R_NONE, ftd_api_health},
+	{"/gpus", "GET", R_NONE, ftd_api_gpus},
+	{"/profiles", "GET", R_NONE, ftd_api_profiles},
+	{"/profiles/", "GET", R_NONE, ftd_api_profiles},
+	{"/profiles/*", "GET", R_NAME, NULL, NULL, ftd_api_profile},
+	{"/profiles/*/history", "GET", R_NAME, NULL, NULL, ftd_api_history},
+	{"/benchmark/start", "POST", R_NONE, ftd_api_start},
+	{"/benchmark/jobs", "GET", R_NONE, ftd_api_list},
+	{"/benchmark/jobs/", "GET", R_NONE, ftd_api_list},
+	{"/benchmark/jobs/*", "GET", R_JOB, NULL, ftd_api_job},
+	{"/benchmark/jobs/*/events", "GET", R_JOB, NULL, ftd_api_events},
+	{"/benchmark/jobs/*/log", "GET", R_JOB, NULL, ftd_api_log},
+	{"/benchmark/jobs/*/cancel", "POST", R_JOB, NULL, ftd_api_cancel},
+	{NULL},
+};
+
+/* Whether url matches pattern; the '*' segment into *seg, *seg_len. */
+static int match(const char *pattern, const char *url, const char **seg, size_t *seg_len)
+{
+	const char *p = pattern, *u = url;
+	while (*p) {
+		if (*p == '*') {
+			const char *e = strchr(u, '/');
+			*seg = u;
+			*seg_len = e ? (size_t)(e - u) : strlen(u);
+			u += *seg_len;
+			p++;
+			continue;
+		}
+		if (*p != *u)
+			return 0;
+		p++;
+		u++;
+	}
+	return *u == '\0';
+}
+
 static enum MHD_Result route(struct MHD_Connection *c, const char *url, const char *m, struct req *rq)
 {
-	if (!strcmp(url, "/") || !strcmp(url, "/index.html"))
-		return is_get(m) ? respond_html(c, 200, ftd_page_render) : method_not_allowed(c, "GET, HEAD");
-	if (!strcmp(url, "/openapi.json"))
-		return is_get(m) ? h_openapi(c) : method_not_allowed(c, "GET, HEAD");
-	if (!strcmp(url, "/health"))
-		return is_get(m) ? h_health(c) : method_not_allowed(c, "GET, HEAD");
-	if (!strcmp(url, "/metrics"))
-		return is_get(m) ? h_metrics(c) : method_not_allowed(c, "GET, HEAD");
-	if (!strcmp(url, "/gpus"))
-		return is_get(m) ? h_gpus(c) : method_not_allowed(c, "GET, HEAD");
-	if (!strcmp(url, "/profiles") || !strcmp(url, "/profiles/"))
-		return is_get(m) ? h_profiles(c) : method_not_allowed(c, "GET, HEAD");
-	if (!strncmp(url, "/profiles/", 10)) {
-		const char *id = url + 10, *slash = strchr(id, '/');
-		if (!slash)
-			return is_get(m) ? h_profile(c, id) : method_not_allowed(c, "GET, HEAD");
-		if (strcmp(slash, "/history"))
-			return respond_error(c, 404, "not_found", NULL, "no such path");
-		return is_get(m) ? h_history(c, id, (size_t)(slash - id)) : method_not_allowed(c, "GET, HEAD");
-	}
-	if (!strcmp(url, "/benchmark/start"))
-		return !strcmp(m, "POST") ? h_start(c, rq) : method_not_allowed(c, "POST");
-	if (!strcmp(url, "/benchmark/jobs") || !strcmp(url, "/benchmark/jobs/"))
-		return is_get(m) ? h_list(c) : method_not_allowed(c, "GET, HEAD");
-	if (!strncmp(url, "/benchmark/jobs/", 16)) {
+	/* a path below /benchmark/jobs/ names a job first */
+	if (!strncmp(url, "/benchmark/jobs/", 16) && url[16]) {
 		const char *id = url + 16, *slash = strchr(id, '/');
-		size_t n = slash ? (size_t)(slash - id) : strlen(id);
-		char idb[17];
-		if (!job_id_ok(id, n))
+		if (!job_id_ok(id, slash ? (size_t)(slash - id) : strlen(id)))
 			return respond_error(c, 404, "not_found", NULL, "no such job");
-		memcpy(idb, id, 16);
-		idb[16] = '\0';
-		if (!slash)
-			return is_get(m) ? h_job(c, idb) : method_not_allowed(c, "GET, HEAD");
-		if (!strcmp(slash, "/events"))
-			return is_get(m) ? h_events(c, idb) : method_not_allowed(c, "GET, HEAD");
-		if (!strcmp(slash, "/log"))
-			return is_get(m) ? h_log(c, idb) : method_not_allowed(c, "GET, HEAD");
-		if (!strcmp(slash, "/cancel"))
-			return !strcmp(m, "POST") ? h_cancel(c, idb) : method_not_allowed(c, "POST");
+	}
+	for (const struct route *r = routes; r->path; r++) {
+		const char *seg = NULL;
+		size_t seg_len = 0;
+		if (!match(r->path, url, &seg, &seg_len))
+			continue;
+		if (!strcmp(r->method, "GET") ? !is_get(m) : strcmp(m, r->method) != 0)
+			return method_not_allowed(c, !strcmp(r->method, "GET") ? "GET, HEAD" : r->method);
+		if (!strcmp(r->path, "/") || !strcmp(r->path, "/index.html"))
+			return respond_html(c, 200, ftd_page_render);
+		if (!strcmp(r->path, "/metrics"))
+			return h_metrics(c);
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		struct ftd_api_req q = {.body = rq->body, .len = rq->len, .header = conn_header, .query = conn_query,
+					.hctx = c, .fd = ci ? ci->connect_fd : -1};
+		struct ftd_api_reply rp = {0};
+		char id[17];
+		if (r->arg == R_JOB) {
+			memcpy(id, seg, 16);
+			id[16] = '\0';
+			r->fn_id(&q, id, &rp);
+		} else if (r->arg == R_NAME) {
+			r->fn_name(&q, seg, seg_len, &rp);
+		} else {
+			r->fn(&q, &rp);
+		}
+		return send_reply(c, &rp);
 	}
 	return respond_error(c, 404, "not_found", NULL, "no such path");
 }

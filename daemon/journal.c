@@ -1,19 +1,104 @@
-/* journal: one file per job, <state-dir>/jobs/<id>.json, rewritten atomically (temp file,
- * fsync, rename, fsync of the directory) on every transition before it is acknowledged. */
+/* journal: job records on disk; see journal.h. */
+#include "journal.h"
+
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "ftbenchd.h"
+#include "kinds.h"
+#include "log.h"
 #include "util/fsutil.h"
+#include "util/timeutil.h"
 
-int ftd_journal_write(const struct ftd_job *j)
+json_t *ftd_journal_record(const struct ftd_job *j)
+{
+	json_t *o = ftd_job_json(j, 1, -1);
+	if (!o)
+		return NULL;
+	json_object_del(o, "links");
+	json_object_del(o, "queue_position");
+	json_object_set_new(o, "seq", json_integer((json_int_t)j->seq));
+	json_object_set_new(o, "created", json_real(j->created));
+	json_object_set_new(o, "started", json_real(j->started));
+	json_object_set_new(o, "finished", json_real(j->finished));
+	json_object_set_new(o, "pid", json_integer(j->pid));
+	json_object_set_new(o, "request", j->req_canon ? json_string(j->req_canon) : json_null());
+	return o;
+}
+
+static char *dup_or_null(const json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+	return s ? strdup(s) : NULL;
+}
+
+struct ftd_job *ftd_journal_from_record(const json_t *rec)
+{
+	const char *id = json_string_value(json_object_get(rec, "id"));
+	const char *kind = json_string_value(json_object_get(rec, "kind"));
+	const char *state = json_string_value(json_object_get(rec, "state"));
+	const struct ftd_kind *k = kind ? ftd_kind_find(kind) : NULL;
+	if (!id || strlen(id) != FTD_JOB_ID_LEN || !k || !state || ftd_job_state_parse(state) < 0)
+		return NULL;
+	struct ftd_job *j = ftd_job_new();
+	if (!j)
+		return NULL;
+	memcpy(j->id, id, FTD_JOB_ID_LEN + 1);
+	j->kind = k->name;
+	j->kind_idx = ftd_kind_index(k);
+	j->state = ftd_job_state_parse(state);
+	j->seq = (unsigned long long)json_integer_value(json_object_get(rec, "seq"));
+	json_t *args = json_object_get(rec, "args");
+	j->args = json_is_object(args) ? json_incref(args) : json_object();
+	j->all_gpus = ftd_kind_all_gpus(k, j->args);
+	json_t *argv = json_object_get(rec, "argv");
+	size_t n = json_array_size(argv);
+	j->argv = calloc(n + 1, sizeof(char *));
+	for (size_t i = 0; j->argv && i < n; i++) {
+		const char *a = json_string_value(json_array_get(argv, i));
+		j->argv[i] = strdup(a ? a : "");
+	}
+	json_t *gpu = json_object_get(rec, "gpu");
+	if (json_is_object(gpu)) {
+		const char *u = json_string_value(json_object_get(gpu, "uuid"));
+		j->gpu_index = (int)json_integer_value(json_object_get(gpu, "index"));
+		snprintf(j->gpu_uuid, sizeof j->gpu_uuid, "%s", u ? u : "");
+	}
+	j->host_excl = json_is_true(json_object_get(rec, "host_exclusive"));
+	j->timeout_s = (long)json_integer_value(json_object_get(rec, "timeout_s"));
+	j->created = json_number_value(json_object_get(rec, "created"));
+	j->started = json_number_value(json_object_get(rec, "started"));
+	j->finished = json_number_value(json_object_get(rec, "finished"));
+	json_t *p = json_object_get(rec, "progress");
+	if (json_is_object(p)) {
+		j->has_progress = 1;
+		j->prog_done = (int)json_integer_value(json_object_get(p, "done"));
+		j->prog_total = (int)json_integer_value(json_object_get(p, "total"));
+		j->prog_label = dup_or_null(p, "label");
+	}
+	j->cancel_requested = json_is_true(json_object_get(rec, "cancel_requested"));
+	json_t *es = json_object_get(rec, "exit_status");
+	j->exit_status = json_is_integer(es) ? (int)json_integer_value(es) : -1;
+	json_t *sg = json_object_get(rec, "signal");
+	j->sig = json_is_integer(sg) ? (int)json_integer_value(sg) : -1;
+	j->error = dup_or_null(rec, "error");
+	json_t *res = json_object_get(rec, "result");
+	j->result = json_is_object(res) ? json_incref(res) : NULL;
+	j->profile_path = dup_or_null(rec, "profile_path");
+	j->idem_key = dup_or_null(rec, "idempotency_key");
+	j->req_canon = dup_or_null(rec, "request");
+	j->pid = (pid_t)json_integer_value(json_object_get(rec, "pid"));
+	return j;
+}
+
+int ftd_journal_save(const char *dir, const struct ftd_job *j)
 {
 	char path[4096];
-	snprintf(path, sizeof path, "%s/%s.json", ftd.jobs_dir, j->id);
-	json_t *rec = ftd_job_record(j);
+	snprintf(path, sizeof path, "%s/%s.json", dir, j->id);
+	json_t *rec = ftd_journal_record(j);
 	char *s = rec ? json_dumps(rec, JSON_COMPACT) : NULL;
 	json_decref(rec);
 	if (!s)
@@ -23,13 +108,77 @@ int ftd_journal_write(const struct ftd_job *j)
 	return r;
 }
 
-void ftd_journal_remove(const struct ftd_job *j)
+void ftd_journal_remove(const char *dir, const char *logs_dir, const struct ftd_job *j)
 {
 	char path[4096];
-	snprintf(path, sizeof path, "%s/%s.json", ftd.jobs_dir, j->id);
+	snprintf(path, sizeof path, "%s/%s.json", dir, j->id);
 	unlink(path);
-	snprintf(path, sizeof path, "%s/%s.log", ftd.logs_dir, j->id);
+	snprintf(path, sizeof path, "%s/%s.log", logs_dir, j->id);
 	unlink(path);
-	snprintf(path, sizeof path, "%s/%s.profile.json", ftd.logs_dir, j->id);
+	snprintf(path, sizeof path, "%s/%s.profile.json", logs_dir, j->id);
 	unlink(path);
+}
+
+static int cmp_seq(const void *a, const void *b)
+{
+	const struct ftd_job *x = *(struct ftd_job *const *)a, *y = *(struct ftd_job *const *)b;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+int ftd_journal_load(const char *dir, void (*on_running)(struct ftd_job *j, void *ctx), void *ctx,
+		     struct ftd_job ***out, size_t *nout)
+{
+	*out = NULL;
+	*nout = 0;
+	DIR *d = opendir(dir);
+	if (!d)
+		return -errno;
+	struct ftd_job **v = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+		if (l != FTD_JOB_ID_LEN + 5 || strcmp(e->d_name + FTD_JOB_ID_LEN, ".json"))
+			continue; /* temp files of an interrupted atomic write are skipped */
+		char path[4096];
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		json_error_t jerr;
+		json_t *rec = json_load_file(path, 0, &jerr);
+		struct ftd_job *j = rec ? ftd_journal_from_record(rec) : NULL;
+		json_decref(rec);
+		if (!j) {
+			ftd_log(FTD_LOG_WARNING, "journal: %s is not a job record; ignored", path);
+			continue;
+		}
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			struct ftd_job **nv = realloc(v, cap * sizeof *nv);
+			if (!nv) {
+				ftd_job_unref(j);
+				break;
+			}
+			v = nv;
+		}
+		v[n++] = j;
+	}
+	closedir(d);
+	if (n > 1)
+		qsort(v, n, sizeof *v, cmp_seq);
+	for (size_t i = 0; i < n; i++) {
+		struct ftd_job *j = v[i];
+		if (j->state != FTD_JOB_RUNNING)
+			continue;
+		if (on_running)
+			on_running(j, ctx);
+		j->finished = ft_wall_epoch();
+		ftd_job_set_error(j, "the daemon stopped while the job was running");
+		j->state = FTD_JOB_INTERRUPTED;
+		int r = ftd_journal_save(dir, j);
+		if (r < 0)
+			ftd_log(FTD_LOG_ERR, "job %s: journal write failed: %s", j->id, strerror(-r));
+		ftd_log(FTD_LOG_NOTICE, "job %s: was running when the daemon stopped: interrupted", j->id);
+	}
+	*out = v;
+	*nout = n;
+	return 0;
 }

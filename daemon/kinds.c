@@ -10,118 +10,161 @@
 
 #include "util/strutil.h"
 
-enum arg_type {
-	A_NAMES,   /* a name list: "a,b" or ["a","b"] -> --flag=a,b */
-	A_INT,     /* integer in [lo, hi] */
-	A_NUM,     /* number in [lo, hi] */
-	A_BOOL,    /* true -> --flag */
-	A_INTLIST, /* [int...] -> --flag=1,2 */
-	A_NUMLIST, /* [num...] */
-	A_ENUM,    /* one of choices */
-	A_ENUMLIST,/* [choice...] */
-	A_PATH,    /* a path that must realpath under a model root */
-	A_GPU,     /* index or uuid, resolved against the inventory */
-	A_SERVER,  /* a decode-server name from the config -> --server-cmd=<template> */
-	A_URL,     /* a well-formed http(s) URL allowed by decode-urls */
-};
+/* ---- the kinds' own parts of the argv and their end hooks */
 
-struct ftd_arg {
-	const char *name;
-	enum arg_type type;
-	const char *flag;
-	double lo, hi;
-	const char *choices; /* "a|b|c" */
-	int required;
-	int max_items;       /* lists: most items (0: 64, or hi for A_ENUMLIST) */
-};
+/* bw: the configured deployment unless args say one, --no-legacy-copy unless the config keeps
+ * the legacy copy, and a copy of the profile in the job's output directory. */
+static int bw_argv(const struct ftd_kind_ctx *c, const json_t *args, struct ftd_argv *b, struct ftd_err *err)
+{
+	(void)err;
+	if (!json_object_get(args, "deployment") && c->cfg && c->cfg->deployment && *c->cfg->deployment)
+		ftd_kind_argv_push(b, ftd_kind_argv_flag("--deployment", c->cfg->deployment));
+	if (c->cfg && !c->cfg->bw_legacy_copy)
+		ftd_kind_argv_push(b, strdup("--no-legacy-copy"));
+	if (c->out_dir && c->job_id) {
+		char *s;
+		ftd_kind_argv_push(b, asprintf(&s, "--output=%s/%s.profile.json", c->out_dir, c->job_id) < 0 ? NULL : s);
+	}
+	return 0;
+}
 
-static const struct ftd_arg bw_args[] = {
-	{"dtype", A_NAMES, "--dtype"},
-	{"model", A_NAMES, "--model"},
-	{"formats", A_NAMES, "--formats"},
-	{"isa", A_NAMES, "--isa"},
-	{"threshold", A_NUM, "--threshold", 1e-6, 1000},
-	{"cpu_threads", A_INT, "--cpu-threads", 0, 4096}, /* 0: all cores, as in the seed */
-	{"repeat", A_INT, "--repeat", 1, 1000}, /* sets the four below; each given wins */
-	{"cpu_iters", A_INT, "--cpu-iters", 1, 1000},
-	{"pcie_mib", A_INT, "--pcie-mib", 1, 65536},
-	{"pcie_iters", A_INT, "--pcie-iters", 1, 10000},
-	{"kernel_cpu_iters", A_INT, "--kernel-cpu-iters", 1, 100000},
-	{"kernel_pcie_iters", A_INT, "--kernel-pcie-iters", 1, 100000},
-	{"overlap_seconds", A_NUM, "--overlap-seconds", 0, 600},
-	{"max_spread", A_NUM, "--max-spread", 0, 100},
-	{"no_checks", A_BOOL, "--no-checks"},
-	{"engines", A_INT, "--engines", 1, 64},
-	{"engine_threads", A_INT, "--engine-threads", 1, 4096},
-	{"deployment", A_ENUM, "--deployment", 0, 0, "isolated|concurrent"},
-	{"gather", A_ENUM, "--gather", 0, 0, "proxy|sm"},
-	{"batch_sweep", A_INTLIST, "--batch-sweep", 1, 32, NULL, 0, 8},
-	{"gpu", A_GPU, "--gpu"},
-	{NULL}};
+/* bw succeeded: its profile (one per GPU for gpu "all") goes to the profile store. */
+static int bw_success(struct ftd_kind_done *d)
+{
+	char *path = NULL;
+	int r;
+	json_t *many = json_object_get(d->result, "profiles");
+	if (json_is_array(many)) {
+		/* bw with gpu "all": one profile per GPU, each stored under its own uuid */
+		size_t i;
+		json_t *p;
+		r = json_array_size(many) ? 0 : -EINVAL;
+		json_array_foreach(many, i, p) {
+			const char *u = json_string_value(json_object_get(json_object_get(p, "gpu"), "uuid"));
+			free(path);
+			path = NULL;
+			if (r == 0)
+				r = u ? d->store(p, u, &path, d->ctx) : -EINVAL;
+		}
+	} else {
+		r = d->store(d->result, d->gpu_uuid, &path, d->ctx);
+	}
+	if (r < 0) {
+		free(path);
+		snprintf(d->msg, sizeof d->msg, "the profile could not be stored in %s: %s", d->store_dir ? d->store_dir : "the store",
+			 strerror(-r));
+		return -1;
+	}
+	d->profile_path = path;
+	return 0;
+}
 
-static const struct ftd_arg cache_copy_args[] = {
-	{"models", A_NAMES, "--models"},
-	{"cache_slots", A_INTLIST, "--cache-slots", 1, 1000000},
-	{"batch_sizes", A_INTLIST, "--batch-sizes", 1, 65536},
-	{"miss_rates", A_NUMLIST, "--miss-rates", 0, 1},
-	{"repeat", A_INT, "--repeat", 1, 100000},
-	{"copy", A_ENUM, "--copy", 0, 0, "fused|proxy"},
-	{"gpu", A_GPU, "--gpu"},
-	{NULL}};
+/* A bw worker's exit 3: it measured, but its profile's own checks failed. The profile (each of
+ * a gpu "all" run's that is not valid) goes to the history only, so the stored one, which
+ * engines read, stays; the job fails with the first reason. */
+static void bw_failure(struct ftd_kind_done *d)
+{
+	if (d->exit_status != 3)
+		return;
+	json_t *many = json_object_get(d->result, "profiles"), *one = json_array();
+	if (json_is_array(many))
+		json_array_extend(one, many);
+	else
+		json_array_append(one, (json_t *)d->result);
+	size_t i, bad = 0;
+	json_t *p, *first = NULL;
+	json_array_foreach(one, i, p) {
+		if (!json_is_false(json_object_get(p, "valid")))
+			continue;
+		d->keep(p, json_string_value(json_object_get(json_object_get(p, "gpu"), "uuid")), d->ctx);
+		if (!first)
+			first = json_array_get(json_object_get(p, "invalid_reasons"), 0);
+		bad++;
+	}
+	if (bad)
+		snprintf(d->msg, sizeof d->msg,
+			 "the profile is not valid (kept in the history; the stored profile is unchanged): %s%s",
+			 json_is_string(first) ? json_string_value(first) : "its own checks failed",
+			 bad > 1 ? " (and others)" : "");
+	json_decref(one);
+}
 
-static const struct ftd_arg load_weights_args[] = {
-	{"model", A_PATH, "--model", 0, 0, NULL, 1},
-	{"modes", A_ENUMLIST, "--modes", 1, 3, "baseline|parallel|ftw"}, /* lo, hi: items */
-	{"workers", A_INT, "--workers", 1, 256},
-	{"chunk_mib", A_INT, "--chunk-mib", 1, 1024},
-	{"shard_gib", A_NUM, "--shard-gib", 0.001, 1024},
-	{"shard_mib", A_INT, "--shard-mib", 1, 1048576},
-	{"expert_load", A_ENUM, "--expert-load", 0, 0, "serial|parallel"},
-	{"ftw_dir", A_PATH, "--ftw-dir"},
-	{"no_drop_cache", A_BOOL, "--no-drop-cache"},
-	{"keep_ftw", A_BOOL, "--keep-ftw"},
-	{"gpu", A_GPU, "--gpu"},
-	{NULL}};
+/* decode: exactly one of server and url; a server template needs the model. */
+static int decode_argv(const struct ftd_kind_ctx *c, const json_t *args, struct ftd_argv *b, struct ftd_err *err)
+{
+	(void)c;
+	(void)b;
+	int have_server = json_object_get(args, "server") != NULL, have_url = json_object_get(args, "url") != NULL;
+	if (have_server && !json_object_get(args, "model")) {
+		ftd_kind_err_set(err, 400, "missing_field", "args.model", "decode with args.server needs args.model");
+		return -1;
+	}
+	if (have_server + have_url != 1) {
+		ftd_kind_err_set(err, 400, have_server + have_url ? "invalid_argument" : "missing_field", "args.server",
+			    "decode needs exactly one of args.server and args.url");
+		return -1;
+	}
+	return 0;
+}
 
-/* model is required with server (the template's {model}); with url it is optional. */
-static const struct ftd_arg decode_args[] = {
-	{"model", A_PATH, "--model"},
-	{"server", A_SERVER, "--server-cmd"},
-	{"url", A_URL, "--url"},
-	{"backends", A_ENUMLIST, "--backend", 0, 0, "offload|cpu|hybrid"},
-	{"max_tokens", A_INT, "--tokens", 2, 1048576},
-	{"memory_ratio", A_NUM, "--mem-ratio", 0.01, 1},
-	{"no_graph", A_BOOL, "--no-graph"},
-	{"moe_hybrid_max_fetch", A_INT, "--hybrid-fetch", -1, 1048576},
-	{"moe_cache_size", A_INT, "--cache", 0, 1000000},
-	{"moe_cache_rate", A_NUM, "--cache-rate", 0, 1},
-	{"problem", A_INT, "--problem", 0, 100000},
-	{"greedy", A_BOOL, "--greedy"},
-	{"no_thinking", A_BOOL, "--no-thinking"},
-	{"warmup", A_INT, "--warmup", 0, 100},
-	{"server_kind", A_ENUM, "--server-kind", 0, 0, "freetoken|llama.cpp|vllm|sglang|openai"},
-	{"append_flags", A_BOOL, "--append-flags"},
-	{"allow_short", A_BOOL, "--allow-short"},
-	{"num_token_override", A_INT, "--num-token-override", 1, 1073741824},
-	{"gpu", A_GPU, "--gpu"},
-	{NULL}};
-
+/* One row per kind; its argument table is src/util/jobargs.c's (shared with `ftbench submit`). */
 static const struct ftd_kind kinds[] = {
-	{"bw", 1, bw_args},
-	{"cache-copy", 0, cache_copy_args},
-	{"load-weights", 1, load_weights_args},
-	{"decode", 0, decode_args},
+	{.name = "bw", .host_exclusive = 1, .gpu_all = 1, .argv = bw_argv, .on_success = bw_success,
+	 .on_failure = bw_failure},
+	{.name = "cache-copy"},
+	{.name = "load-weights", .host_exclusive = 1},
+	{.name = "decode", .argv = decode_argv},
 };
+
+static const struct ftargs_spec *kind_args(const struct ftd_kind *k)
+{
+	return k->args ? k->args : ftargs_kind_spec(k->name);
+}
+
+#define N_KINDS ((int)(sizeof kinds / sizeof kinds[0]))
+_Static_assert(sizeof kinds / sizeof kinds[0] <= FTD_KIND_MAX, "raise FTD_KIND_MAX");
+
+int ftd_kind_count(void)
+{
+	return N_KINDS;
+}
+
+const struct ftd_kind *ftd_kind_at(int i)
+{
+	return i >= 0 && i < N_KINDS ? &kinds[i] : NULL;
+}
+
+void ftd_kind_names(char *buf, size_t n)
+{
+	size_t l = 0;
+	buf[0] = '\0';
+	for (int i = 0; i < N_KINDS && l < n; i++)
+		l += (size_t)snprintf(buf + l, n - l, "%s%s", i ? ", " : "", kinds[i].name);
+}
+
+int ftd_kind_index(const struct ftd_kind *k)
+{
+	for (int i = 0; i < N_KINDS; i++)
+		if (&kinds[i] == k)
+			return i;
+	return -1;
+}
+
+int ftd_kind_all_gpus(const struct ftd_kind *k, const json_t *args)
+{
+	const char *g = json_string_value(json_object_get(args, "gpu"));
+	return k && k->gpu_all && g && !strcmp(g, "all");
+}
 
 const struct ftd_kind *ftd_kind_find(const char *name)
 {
-	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+	for (int i = 0; i < N_KINDS; i++)
 		if (!strcmp(kinds[i].name, name))
 			return &kinds[i];
 	return NULL;
 }
 
-void ftd_err_set(struct ftd_err *e, int status, const char *code, const char *field, const char *fmt, ...)
+void ftd_kind_err_set(struct ftd_err *e, int status, const char *code, const char *field, const char *fmt, ...)
 {
 	e->status = status;
 	snprintf(e->code, sizeof e->code, "%s", code);
@@ -132,7 +175,7 @@ void ftd_err_set(struct ftd_err *e, int status, const char *code, const char *fi
 	va_end(ap);
 }
 
-void ftd_argv_free(char **argv)
+void ftd_kind_argv_free(char **argv)
 {
 	if (!argv)
 		return;
@@ -141,13 +184,7 @@ void ftd_argv_free(char **argv)
 	free(argv);
 }
 
-struct argv_b {
-	char **v;
-	int n, cap;
-	int oom;
-};
-
-static void push(struct argv_b *b, char *s)
+void ftd_kind_argv_push(struct ftd_argv *b, char *s)
 {
 	if (!s) {
 		b->oom = 1;
@@ -168,7 +205,7 @@ static void push(struct argv_b *b, char *s)
 	b->v[b->n] = NULL;
 }
 
-static char *flagval(const char *flag, const char *val)
+char *ftd_kind_argv_flag(const char *flag, const char *val)
 {
 	char *s;
 	return asprintf(&s, "%s=%s", flag, val) < 0 ? NULL : s;
@@ -246,41 +283,42 @@ static int path_under_roots(const struct ftd_config *cfg, const char *path, char
 	return -1;
 }
 
-int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ftd_config *cfg,
-		   const char *worker, const struct ftgpu_info *gpus, int ngpus, int *gpu_pos,
-		   char ***argv_out, struct ftd_err *err)
+int ftd_kind_argv(const struct ftd_kind *k, const json_t *args, const struct ftd_kind_ctx *c, int *gpu_pos,
+		  char ***argv_out, struct ftd_err *err)
 {
-	struct argv_b b = {0};
+	struct ftd_argv b = {0};
 	char field[64], buf[8192]; /* 64 names of 64 bytes, comma-joined */
+	const struct ftd_config *cfg = c->cfg;
+	const struct ftgpu_info *gpus = c->gpus;
+	int ngpus = c->ngpus;
 	int gpu = ngpus > 0 ? 0 : -1;
-	int have_server = 0, have_url = 0;
 
 	*argv_out = NULL;
 	if (args && !json_is_object(args)) {
-		ftd_err_set(err, 400, "invalid_argument", "args", "args must be an object");
+		ftd_kind_err_set(err, 400, "invalid_argument", "args", "args must be an object");
 		return -1;
 	}
-	push(&b, strdup(worker));
-	push(&b, strdup(k->name));
+	ftd_kind_argv_push(&b, strdup(c->worker));
+	ftd_kind_argv_push(&b, strdup(k->name));
 	const char *key;
 	json_t *v;
 	json_object_foreach((json_t *)args, key, v) {
-		const struct ftd_arg *a = k->args;
+		const struct ftargs_spec *a = kind_args(k);
 		while (a->name && strcmp(a->name, key))
 			a++;
 		snprintf(field, sizeof field, "args.%.*s", ftstr_utf8_cut(key, 58), key);
 		if (!a->name) {
-			ftd_err_set(err, 400, "unknown_field", field, "%s has no argument '%.*s'", k->name, ftstr_utf8_cut(key, 100), key);
+			ftd_kind_err_set(err, 400, "unknown_field", field, "%s has no argument '%.*s'", k->name, ftstr_utf8_cut(key, 100), key);
 			goto fail;
 		}
 		double x;
 		switch (a->type) {
-		case A_NAMES:
+		case FTARGS_T_NAMES:
 			buf[0] = '\0';
 			if (json_is_string(v)) {
 				const char *s = json_string_value(v);
 				if (strlen(s) > 256 || !name_ok(s, 1)) {
-					ftd_err_set(err, 400, "invalid_argument", field,
+					ftd_kind_err_set(err, 400, "invalid_argument", field,
 						    "%s: expected names of letters, digits and -_.:+ separated by commas", field);
 					goto fail;
 				}
@@ -291,52 +329,52 @@ int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ft
 				json_array_foreach(v, i, it) {
 					if (!json_is_string(it) || strlen(json_string_value(it)) > 64 ||
 					    !name_ok(json_string_value(it), 0) || join(buf, sizeof buf, json_string_value(it))) {
-						ftd_err_set(err, 400, "invalid_argument", field,
+						ftd_kind_err_set(err, 400, "invalid_argument", field,
 							    "%s[%zu]: expected a name of letters, digits and -_.:+", field, i);
 						goto fail;
 					}
 				}
 			} else {
-				ftd_err_set(err, 400, "invalid_argument", field,
+				ftd_kind_err_set(err, 400, "invalid_argument", field,
 					    "%s: expected a string or a list of 1 to 64 strings", field);
 				goto fail;
 			}
-			push(&b, flagval(a->flag, buf));
+			ftd_kind_argv_push(&b, ftd_kind_argv_flag(a->flag, buf));
 			break;
-		case A_INT:
+		case FTARGS_T_INT:
 			if (!json_is_integer(v) || json_integer_value(v) < (json_int_t)a->lo ||
 			    json_integer_value(v) > (json_int_t)a->hi) {
-				ftd_err_set(err, 400, "invalid_argument", field, "%s: expected an integer in [%.0f, %.0f]",
+				ftd_kind_err_set(err, 400, "invalid_argument", field, "%s: expected an integer in [%.0f, %.0f]",
 					    field, a->lo, a->hi);
 				goto fail;
 			}
 			snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
-			push(&b, flagval(a->flag, buf));
+			ftd_kind_argv_push(&b, ftd_kind_argv_flag(a->flag, buf));
 			break;
-		case A_NUM:
+		case FTARGS_T_NUM:
 			if (num_of(v, &x) < 0 || x < a->lo || x > a->hi) {
-				ftd_err_set(err, 400, "invalid_argument", field, "%s: expected a number in [%g, %g]", field,
+				ftd_kind_err_set(err, 400, "invalid_argument", field, "%s: expected a number in [%g, %g]", field,
 					    a->lo, a->hi);
 				goto fail;
 			}
 			fmt_num(buf, sizeof buf, x);
-			push(&b, flagval(a->flag, buf));
+			ftd_kind_argv_push(&b, ftd_kind_argv_flag(a->flag, buf));
 			break;
-		case A_BOOL:
+		case FTARGS_T_BOOL:
 			if (!json_is_boolean(v)) {
-				ftd_err_set(err, 400, "invalid_argument", field, "%s: expected true or false", field);
+				ftd_kind_err_set(err, 400, "invalid_argument", field, "%s: expected true or false", field);
 				goto fail;
 			}
 			if (json_is_true(v))
-				push(&b, strdup(a->flag));
+				ftd_kind_argv_push(&b, strdup(a->flag));
 			break;
-		case A_INTLIST:
-		case A_NUMLIST:
-		case A_ENUMLIST: {
+		case FTARGS_T_INTLIST:
+		case FTARGS_T_NUMLIST:
+		case FTARGS_T_ENUMLIST: {
 			size_t max_items = a->max_items > 0 ? (size_t)a->max_items
-					   : a->type == A_ENUMLIST && a->hi > 0 ? (size_t)a->hi : 64;
+					   : a->type == FTARGS_T_ENUMLIST && a->hi > 0 ? (size_t)a->hi : 64;
 			if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > max_items) {
-				ftd_err_set(err, 400, "invalid_argument", field, "%s: expected a list of 1 to %zu items", field,
+				ftd_kind_err_set(err, 400, "invalid_argument", field, "%s: expected a list of 1 to %zu items", field,
 					    max_items);
 				goto fail;
 			}
@@ -346,12 +384,12 @@ int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ft
 			json_array_foreach(v, i, it) {
 				char one[64];
 				int bad;
-				if (a->type == A_INTLIST) {
+				if (a->type == FTARGS_T_INTLIST) {
 					bad = !json_is_integer(it) || json_integer_value(it) < (json_int_t)a->lo ||
 					      json_integer_value(it) > (json_int_t)a->hi;
 					if (!bad)
 						snprintf(one, sizeof one, "%lld", (long long)json_integer_value(it));
-				} else if (a->type == A_NUMLIST) {
+				} else if (a->type == FTARGS_T_NUMLIST) {
 					bad = num_of(it, &x) < 0 || x < a->lo || x > a->hi;
 					if (!bad)
 						fmt_num(one, sizeof one, x);
@@ -361,51 +399,51 @@ int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ft
 						snprintf(one, sizeof one, "%s", json_string_value(it));
 				}
 				if (bad || join(buf, sizeof buf, one)) {
-					if (a->type == A_ENUMLIST)
-						ftd_err_set(err, 400, "invalid_argument", field, "%s[%zu]: expected one of %s",
+					if (a->type == FTARGS_T_ENUMLIST)
+						ftd_kind_err_set(err, 400, "invalid_argument", field, "%s[%zu]: expected one of %s",
 							    field, i, a->choices);
 					else
-						ftd_err_set(err, 400, "invalid_argument", field,
+						ftd_kind_err_set(err, 400, "invalid_argument", field,
 							    "%s[%zu]: expected a %s in [%g, %g]", field, i,
-							    a->type == A_INTLIST ? "integer" : "number", a->lo, a->hi);
+							    a->type == FTARGS_T_INTLIST ? "integer" : "number", a->lo, a->hi);
 					goto fail;
 				}
 			}
-			push(&b, flagval(a->flag, buf));
+			ftd_kind_argv_push(&b, ftd_kind_argv_flag(a->flag, buf));
 			break;
 		}
-		case A_ENUM:
+		case FTARGS_T_ENUM:
 			if (!json_is_string(v) || !choice_ok(a->choices, json_string_value(v))) {
-				ftd_err_set(err, 400, "invalid_argument", field, "%s: expected one of %s", field, a->choices);
+				ftd_kind_err_set(err, 400, "invalid_argument", field, "%s: expected one of %s", field, a->choices);
 				goto fail;
 			}
-			push(&b, flagval(a->flag, json_string_value(v)));
+			ftd_kind_argv_push(&b, ftd_kind_argv_flag(a->flag, json_string_value(v)));
 			break;
-		case A_PATH: {
+		case FTARGS_T_PATH: {
 			if (!json_is_string(v) || !*json_string_value(v) || ftstr_utf8_len(json_string_value(v)) > 4096) {
-				ftd_err_set(err, 400, "invalid_argument", field, "%s: expected a path", field);
+				ftd_kind_err_set(err, 400, "invalid_argument", field, "%s: expected a path", field);
 				goto fail;
 			}
 			char *rp;
 			if (path_under_roots(cfg, json_string_value(v), &rp) < 0) {
-				ftd_err_set(err, 403, "forbidden", field,
+				ftd_kind_err_set(err, 403, "forbidden", field,
 					    "%s: does not resolve to an existing path under a configured model root", field);
 				goto fail;
 			}
-			push(&b, flagval(a->flag, rp));
+			ftd_kind_argv_push(&b, ftd_kind_argv_flag(a->flag, rp));
 			free(rp);
 			break;
 		}
-		case A_GPU: {
+		case FTARGS_T_GPU: {
 			char spec[96];
-			if (!strcmp(k->name, "bw") && json_is_string(v) && !strcmp(json_string_value(v), "all")) {
+			if (k->gpu_all && json_is_string(v) && !strcmp(json_string_value(v), "all")) {
 				/* every GPU alone, then all at once: holds every GPU and the host */
 				if (ngpus <= 0) {
-					ftd_err_set(err, 400, "unknown_gpu", field, "%s: this host has no GPU", field);
+					ftd_kind_err_set(err, 400, "unknown_gpu", field, "%s: this host has no GPU", field);
 					goto fail;
 				}
-				push(&b, strdup("--gpu=all"));
-				gpu = FTD_GPU_ALL;
+				ftd_kind_argv_push(&b, strdup("--gpu=all"));
+				gpu = FTD_KIND_GPU_ALL;
 				break;
 			}
 			if (json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) < 256)
@@ -413,83 +451,69 @@ int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ft
 			else if (json_is_string(v) && *json_string_value(v) && ftstr_utf8_len(json_string_value(v)) <= 80)
 				snprintf(spec, sizeof spec, "%s", json_string_value(v));
 			else {
-				ftd_err_set(err, 400, "invalid_argument", field,
+				ftd_kind_err_set(err, 400, "invalid_argument", field,
 					    "%s: expected a GPU index or uuid", field);
 				goto fail;
 			}
 			char why[256] = "";
 			int pos = ngpus > 0 ? ftgpu_resolve(gpus, ngpus, spec, why, sizeof why) : -ENODEV;
 			if (pos < 0) {
-				ftd_err_set(err, 400, "unknown_gpu", field, "%s: %s", field,
+				ftd_kind_err_set(err, 400, "unknown_gpu", field, "%s: %s", field,
 					    ngpus > 0 ? why : "this host has no GPU");
 				goto fail;
 			}
 			gpu = pos;
 			break;
 		}
-		case A_SERVER: {
+		case FTARGS_T_SERVER: {
 			const char *name = json_string_value(v);
-			if (!name || ftd_server_name_len(name, strlen(name)) < 0) {
-				ftd_err_set(err, 400, "invalid_argument", field,
+			if (!name || ftd_config_server_name_len(name, strlen(name)) < 0) {
+				ftd_kind_err_set(err, 400, "invalid_argument", field,
 					    "%s: expected a server name of 1 to %d of A-Z a-z 0-9 _ . -", field,
-					    FTD_SERVER_NAME_MAX);
+					    FTD_CONFIG_SERVER_NAME_MAX);
 				goto fail;
 			}
 			const char *tmpl = ftd_config_decode_server(cfg, name);
 			if (!tmpl) {
-				ftd_err_set(err, 403, "forbidden", field, "%s: '%s' is not a decode-server in the config",
+				ftd_kind_err_set(err, 403, "forbidden", field, "%s: '%s' is not a decode-server in the config",
 					    field, name);
 				goto fail;
 			}
-			push(&b, flagval(a->flag, tmpl));
-			have_server = 1;
+			ftd_kind_argv_push(&b, ftd_kind_argv_flag(a->flag, tmpl));
 			break;
 		}
-		case A_URL: {
+		case FTARGS_T_URL: {
 			char why[160];
 			const char *u = json_string_value(v);
-			if (!u || ftd_url_check(u, why, sizeof why) < 0) {
-				ftd_err_set(err, 400, "invalid_argument", field, "%s: %s", field,
+			if (!u || ftd_config_url_check(u, why, sizeof why) < 0) {
+				ftd_kind_err_set(err, 400, "invalid_argument", field, "%s: %s", field,
 					    u ? why : "expected an http(s) URL");
 				goto fail;
 			}
 			if (!ftd_config_url_allowed(cfg, u)) {
-				ftd_err_set(err, 403, "forbidden", field, "%s: not in decode-urls of the config%s", field,
+				ftd_kind_err_set(err, 403, "forbidden", field, "%s: not in decode-urls of the config%s", field,
 					    cfg->n_decode_urls ? "" : " (none configured)");
 				goto fail;
 			}
-			push(&b, flagval(a->flag, u));
-			have_url = 1;
+			ftd_kind_argv_push(&b, ftd_kind_argv_flag(a->flag, u));
 			break;
 		}
 		}
 	}
-	for (const struct ftd_arg *a = k->args; a->name; a++) {
+	for (const struct ftargs_spec *a = kind_args(k); a->name; a++) {
 		if (a->required && !json_object_get(args, a->name)) {
 			snprintf(field, sizeof field, "args.%s", a->name);
-			ftd_err_set(err, 400, "missing_field", field, "%s needs %s", k->name, field);
+			ftd_kind_err_set(err, 400, "missing_field", field, "%s needs %s", k->name, field);
 			goto fail;
 		}
 	}
-	if (!strcmp(k->name, "decode") && have_server && !json_object_get(args, "model")) {
-		ftd_err_set(err, 400, "missing_field", "args.model", "decode with args.server needs args.model");
+	if (k->argv && k->argv(c, args, &b, err) < 0)
 		goto fail;
-	}
-	if (!strcmp(k->name, "decode") && have_server + have_url != 1) {
-		ftd_err_set(err, 400, have_server + have_url ? "invalid_argument" : "missing_field", "args.server",
-			    "decode needs exactly one of args.server and args.url");
-		goto fail;
-	}
-	if (!strcmp(k->name, "bw") && !json_object_get(args, "deployment") && cfg && cfg->deployment &&
-	    *cfg->deployment)
-		push(&b, flagval("--deployment", cfg->deployment));
 	if (gpu >= 0)
-		push(&b, flagval("--gpu", gpus[gpu].uuid));
-	if (!strcmp(k->name, "bw") && cfg && !cfg->bw_legacy_copy)
-		push(&b, strdup("--no-legacy-copy"));
-	push(&b, strdup("--result-fd=3"));
+		ftd_kind_argv_push(&b, ftd_kind_argv_flag("--gpu", gpus[gpu].uuid));
+	ftd_kind_argv_push(&b, strdup("--result-fd=3"));
 	if (b.oom) {
-		ftd_err_set(err, 503, "internal", NULL, "out of memory");
+		ftd_kind_err_set(err, 503, "internal", NULL, "out of memory");
 		goto fail;
 	}
 	*gpu_pos = gpu;
@@ -497,6 +521,14 @@ int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ft
 	return 0;
 fail:
 	if (b.v)
-		ftd_argv_free(b.v);
+		ftd_kind_argv_free(b.v);
 	return -1;
+}
+
+int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ftd_config *cfg,
+		   const char *worker, const struct ftgpu_info *gpus, int ngpus, int *gpu_pos,
+		   char ***argv_out, struct ftd_err *err)
+{
+	struct ftd_kind_ctx c = {.cfg = cfg, .worker = worker, .gpus = gpus, .ngpus = ngpus};
+	return ftd_kind_argv(k, args, &c, gpu_pos, argv_out, err);
 }

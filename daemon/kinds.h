@@ -1,20 +1,17 @@
-/* kinds: the job kinds as a table {name, host-exclusive, typed arguments}. Turns a request's
- * `args` object into the worker's argv (never a shell string), or an HTTP error naming the
- * field. */
+/* kinds: the job kinds as a table, one row per kind {name, resources, argument table, argv
+ * builder, what to do when a job ends}. Turns a request's `args` object into the worker's argv
+ * (never a shell string), or an HTTP error naming the field. The argument tables are shared
+ * with `ftbench submit` (src/util/jobargs.c). No I/O: a kind that stores something on success
+ * is handed the store (struct ftd_kind_done). */
 #ifndef FTD_KINDS_H
 #define FTD_KINDS_H
 #include <jansson.h>
 
 #include "config.h"
 #include "hw/gpu.h"
+#include "util/jobargs.h"
 
-#define FTD_GPU_ALL (-2)
-
-struct ftd_kind {
-	const char *name;
-	int host_exclusive;      /* bw and load-weights measure DRAM/PCIe/disk: nothing beside them */
-	const struct ftd_arg *args;
-};
+#define FTD_KIND_GPU_ALL (-2)
 
 /* An HTTP error: status, code ("invalid_argument"), field ("args.cpu_iters" or ""), message. */
 struct ftd_err {
@@ -24,21 +21,82 @@ struct ftd_err {
 	char message[512];
 };
 
+/* A growing NULL-terminated argv. */
+struct ftd_argv {
+	char **v;
+	int n, cap;
+	int oom;
+};
+/* Append s (taken; NULL marks out of memory). */
+void ftd_kind_argv_push(struct ftd_argv *b, char *s);
+/* "flag=val" (new string), NULL when out of memory. */
+char *ftd_kind_argv_flag(const char *flag, const char *val);
+void ftd_kind_argv_free(char **argv);
+
+/* What an argv builder sees. */
+struct ftd_kind_ctx {
+	const struct ftd_config *cfg;
+	const char *worker;
+	const struct ftgpu_info *gpus; /* the inventory */
+	int ngpus;
+	const char *job_id;            /* NULL: not known */
+	const char *out_dir;           /* where a job may leave files (<state>/logs), NULL: none */
+};
+
+/* What a kind's end hooks see and set. */
+struct ftd_kind_done {
+	const char *job_id;
+	const json_t *result;          /* the worker's result object */
+	const char *gpu_uuid;          /* NULL: none */
+	int exit_status;
+	/* the profile store (new path in *path_out) and its history only; 0 or -errno */
+	int (*store)(const json_t *profile, const char *uuid, char **path_out, void *ctx);
+	int (*keep)(const json_t *profile, const char *uuid, void *ctx);
+	void *ctx;
+	const char *store_dir;         /* where store writes (for messages) */
+	char *profile_path;            /* out: new string or NULL */
+	char msg[256];                 /* out: why the job fails ("" none) */
+};
+
+struct ftd_kind {
+	const char *name;
+	int host_exclusive;      /* measures DRAM/PCIe/disk: nothing may run beside it */
+	int gpu_all;             /* args.gpu may be "all": every GPU (and, host-exclusive, the host) */
+	const struct ftargs_spec *args;
+	/* After the table's flags (before --gpu and --result-fd): check what the table cannot and
+	 * add the kind's own flags. 0, or -1 with err filled. NULL: nothing. */
+	int (*argv)(const struct ftd_kind_ctx *c, const json_t *args, struct ftd_argv *b, struct ftd_err *err);
+	/* The job succeeded: 0, or -1 with d->msg (the job fails then). NULL: nothing. */
+	int (*on_success)(struct ftd_kind_done *d);
+	/* The worker exited with status != 0 but sent a result: may fill d->msg. NULL: nothing. */
+	void (*on_failure)(struct ftd_kind_done *d);
+};
+
 /* The kind named name, or NULL. */
 const struct ftd_kind *ftd_kind_find(const char *name);
+/* The kinds in table order: ftd_kind_at(0 .. ftd_kind_count()-1), at most FTD_KIND_MAX. */
+#define FTD_KIND_MAX 16
+int ftd_kind_count(void);
+const struct ftd_kind *ftd_kind_at(int i);
+/* "bw, cache-copy, ..." into buf. */
+void ftd_kind_names(char *buf, size_t n);
+int ftd_kind_index(const struct ftd_kind *k);
+/* Whether a job of k with args holds every GPU (a bw job with gpu "all"). */
+int ftd_kind_all_gpus(const struct ftd_kind *k, const json_t *args);
 
-/* Validate args (borrowed; may be NULL = {}) of kind k and build the worker argv after
- * argv[0] = worker and argv[1] = kind: flags as "--flag=value" plus "--gpu=<uuid>" and
- * "--result-fd=3". gpus/ngpus is the inventory; *gpu_pos gets the GPU's position, -1 (no GPU
- * on this host), or FTD_GPU_ALL (a bw job with gpu "all": every GPU, "--gpu=all"). A bw job
- * without args.deployment gets cfg's deployment (when set). On success returns 0 and *argv_out is a new NULL-terminated array of new
- * strings (free with ftd_argv_free); on a bad request returns -1 with err filled. */
+/* Validate args (borrowed; may be NULL = {}) of kind k against k->args and build the worker
+ * argv: argv[0] = c->worker, argv[1] = kind, flags as "--flag=value", k->argv's flags,
+ * "--gpu=<uuid>" and "--result-fd=3" last. *gpu_pos gets the GPU's inventory position, -1 (no
+ * GPU on this host), or FTD_KIND_GPU_ALL (gpu "all": every GPU, "--gpu=all"). On success returns 0
+ * and *argv_out is a new NULL-terminated array of new strings (free with ftd_kind_argv_free); on a
+ * bad request returns -1 with err filled. */
+int ftd_kind_argv(const struct ftd_kind *k, const json_t *args, const struct ftd_kind_ctx *c, int *gpu_pos,
+		  char ***argv_out, struct ftd_err *err);
+/* The same without a job id or output directory. */
 int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ftd_config *cfg,
 		   const char *worker, const struct ftgpu_info *gpus, int ngpus, int *gpu_pos,
 		   char ***argv_out, struct ftd_err *err);
 
-void ftd_argv_free(char **argv);
-
-void ftd_err_set(struct ftd_err *e, int status, const char *code, const char *field, const char *fmt, ...)
+void ftd_kind_err_set(struct ftd_err *e, int status, const char *code, const char *field, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
 #endif

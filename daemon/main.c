@@ -1,6 +1,7 @@
 /* ftbenchd: main loop. Signals arrive on a signalfd, HTTP threads wake the loop through an
- * eventfd; the loop starts jobs, reads their pipes, reaps them, enforces timeouts, pings the
- * watchdog and, on SIGTERM, stops the workers and records them before it exits. */
+ * eventfd; the loop starts jobs, reads their pipes, reaps them, enforces timeouts (runner.c),
+ * pings the watchdog and, on SIGTERM, stops the workers and records them before it exits. The
+ * only caller of sd_notify (READY, WATCHDOG, STATUS with the queue, STOPPING). */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
@@ -22,11 +23,27 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
-#include "ftbenchd.h"
+#include "api.h"
+#include "daemon.h"
+#include "http.h"
 #include "log.h"
+#include "procs.h"
+#include "profiles.h"
+#include "runner.h"
 #include "util/fsutil.h"
 #include "util/timeutil.h"
 
+/* STATUS= with the queue, when it changed since the last one. */
+static void notify_status(void)
+{
+	static int last_q = -1, last_r = -1;
+	int q = ftd_jobs_count(&ftd.jobs, FTD_JOB_QUEUED), r = ftd_jobs_count(&ftd.jobs, FTD_JOB_RUNNING);
+	if (q == last_q && r == last_r)
+		return;
+	last_q = q;
+	last_r = r;
+	sd_notifyf(0, "STATUS=%d queued, %d running", q, r);
+}
 
 static char *env_dir(const char *var, const char *suffix)
 {
@@ -293,7 +310,7 @@ static void raise_nofile(void)
 
 static void release_all(void)
 {
-	ftd_jobs_free_all();
+	ftd_runner_free_all();
 	free(ftd.gpus);
 	free(ftd.state_dir);
 	free(ftd.jobs_dir);
@@ -333,6 +350,7 @@ int main(int argc, char **argv)
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_cond_init(&ftd.cond, &ca);
+	ftd.jobs.cond = &ftd.cond;
 
 	int e;
 	if ((e = ftfs_mkdir_p(ftd.jobs_dir, 0750)) < 0 || (e = ftfs_mkdir_p(ftd.logs_dir, 0750)) < 0) {
@@ -381,13 +399,13 @@ int main(int argc, char **argv)
 	pthread_mutex_lock(&ftd.lock);
 	ftd_procs_recover();
 	pthread_mutex_unlock(&ftd.lock);
-	ftd_inventory_load();
-	if ((r = ftd_nfd_write()) < 0)
+	ftd_runner_inventory();
+	if ((r = ftd_profiles_nfd_write()) < 0)
 		ftd_log(FTD_LOG_WARNING, "nfd-features-file %s: %s", ftd.cfg.nfd_file, strerror(-r));
 	pthread_mutex_lock(&ftd.lock);
-	r = ftd_jobs_load();
+	r = ftd_runner_load();
 	if (r == 0)
-		ftd_rebench();
+		ftd_api_rebench();
 	pthread_mutex_unlock(&ftd.lock);
 	if (r < 0) {
 		ftd_log(FTD_LOG_ERR, "journal %s: %s", ftd.jobs_dir, strerror(-r));
@@ -411,7 +429,7 @@ int main(int argc, char **argv)
 	int wd = sd_watchdog_enabled(0, &wd_usec) > 0 && wd_usec > 0;
 	uint64_t wd_next = 0;
 	sd_notifyf(0, "READY=1\nMAINPID=%d", (int)getpid());
-	ftd_notify_status();
+	notify_status();
 
 	int stop_logged = 0;
 	uint64_t retention_next = 0;
@@ -426,10 +444,11 @@ int main(int argc, char **argv)
 		ftd_runner_finish_ready();
 		uint64_t now = ft_now_ns();
 		if (now >= retention_next) {
-			ftd_retention();
+			ftd_runner_retention();
 			retention_next = now + 60ull * 1000000000ull;
 		}
-		ftd_sched();
+		ftd_runner_sched();
+		notify_status();
 		int done = ftd.stopping && ftd_runner_busy() == 0;
 		int need = 2 + ftd_runner_npollfds();
 		if (need > pcap) {

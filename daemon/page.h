@@ -2,7 +2,7 @@
  * profile store) and the token page an unauthorised browser gets instead. Both append to m. */
 #ifndef FTD_PAGE_H
 #define FTD_PAGE_H
-struct ftd_mbuf;
+#include "mbuf.h"
 /* Takes ftd.lock itself: call without it. */
 void ftd_page_render(struct ftd_mbuf *m);
 void ftd_page_login(struct ftd_mbuf *m);

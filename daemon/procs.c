@@ -1,14 +1,4 @@
-/* procs: the processes a job leaves behind. The daemon is a child subreaper, so every process a
- * worker starts stays below the daemon in the process tree, whatever it does (a new session,
- * a double fork, an empty environment); orphans are reparented to the daemon and reaped by
- * its waitpid(-1). While jobs run, the process groups in each worker's tree are recorded in
- * <state>/run/<job id> (boot id, then "pgid starttime" lines), so that after a kill -9 of the
- * daemon the next instance ends what the earlier one left (ftd_procs_recover). When a job's
- * worker has exited, ftd_procs_end_job kills what is left of it: its process groups, anything
- * carrying its FTBENCHD_JOB_ID, and every descendant of the daemon that no running job claims
- * (by tree, recorded group or environment). A process that left both its job's tree and every
- * group and environment of it cannot be attributed: it is ended at the next job end.
- * Runs on the main thread with ftd.lock held. */
+/* procs: the processes a job leaves behind; see procs.h. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,8 +9,12 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "ftbenchd.h"
+#include "procs.h"
+
+#include "daemon.h"
 #include "log.h"
+#include "mbuf.h"
+#include "worker.h"
 #include "util/fsutil.h"
 #include "util/timeutil.h"
 
@@ -161,10 +155,10 @@ static void tops(struct proc *v, size_t n, pid_t self)
 	}
 }
 
-static int has_group(const struct ftd_job *j, pid_t pgid)
+static int has_group(const struct ftd_worker *w, pid_t pgid)
 {
-	for (int i = 0; i < j->ngroups; i++)
-		if (j->groups[i].pgid == pgid)
+	for (int i = 0; i < w->ngroups; i++)
+		if (w->groups[i].pgid == pgid)
 			return 1;
 	return 0;
 }
@@ -197,33 +191,39 @@ static char *run_path(const char *id)
 	return asprintf(&p, "%s/run/%s", ftd.state_dir, id) < 0 ? NULL : p;
 }
 
-/* Rewrite j's record of process groups. */
-static void write_record(const struct ftd_job *j)
+/* Rewrite the record of job id's process groups (those of w). */
+static void write_record(const char *id, const struct ftd_worker *w)
 {
-	char *path = run_path(j->id);
+	char *path = run_path(id);
 	struct ftd_mbuf m = {0};
 	read_boot_id();
-	ftd_mcat(&m, "boot %s\n", boot_id);
-	for (int i = 0; i < j->ngroups; i++)
-		ftd_mcat(&m, "%d %llu\n", (int)j->groups[i].pgid, j->groups[i].start);
+	ftd_mbuf_cat(&m, "boot %s\n", boot_id);
+	for (int i = 0; i < w->ngroups; i++)
+		ftd_mbuf_cat(&m, "%d %llu\n", (int)w->groups[i].pgid, w->groups[i].start);
 	int r = path && m.buf ? ftfs_write_atomic(path, m.buf, m.len, 0640) : -ENOMEM;
 	if (r < 0)
-		ftd_log(FTD_LOG_WARNING, "job %s: cannot record its process groups in %s: %s", j->id, path ? path : "?",
+		ftd_log(FTD_LOG_WARNING, "job %s: cannot record its process groups in %s: %s", id, path ? path : "?",
 			strerror(-r));
 	free(m.buf);
 	free(path);
 }
 
-static int add_group(struct ftd_job *j, pid_t pgid, unsigned long long start)
+static int add_group(struct ftd_worker *w, pid_t pgid, unsigned long long start)
 {
-	if (has_group(j, pgid))
+	if (has_group(w, pgid))
 		return 0;
-	if (j->ngroups >= FTD_MAX_GROUPS)
+	if (w->ngroups >= FTD_WORKER_MAX_GROUPS)
 		return 0;
-	j->groups[j->ngroups].pgid = pgid;
-	j->groups[j->ngroups].start = start;
-	j->ngroups++;
+	w->groups[w->ngroups].pgid = pgid;
+	w->groups[w->ngroups].start = start;
+	w->ngroups++;
 	return 1;
+}
+
+/* A job whose worker runs and was not reaped yet. */
+static int live(const struct ftd_job *j)
+{
+	return j->state == FTD_JOB_RUNNING && j->worker && !j->worker->reaped;
 }
 
 int ftd_procs_init(void)
@@ -241,18 +241,19 @@ int ftd_procs_init(void)
 void ftd_procs_job_started(struct ftd_job *j)
 {
 	struct proc p;
-	j->ngroups = 0;
-	add_group(j, j->pid, read_stat(j->pid, &p) == 0 ? p.start : 0);
-	write_record(j);
-	j->groups_scan_ns = ft_now_ns();
+	struct ftd_worker *w = j->worker;
+	w->ngroups = 0;
+	add_group(w, w->pid, read_stat(w->pid, &p) == 0 ? p.start : 0);
+	write_record(j->id, w);
+	w->groups_scan_ns = ft_now_ns();
 }
 
 void ftd_procs_track(void)
 {
 	uint64_t now = ft_now_ns();
 	int due = 0;
-	for (struct ftd_job *j = ftd.head; j; j = j->next)
-		if (j->state == ST_RUNNING && !j->reaped && now - j->groups_scan_ns >= FTD_TRACK_NS)
+	for (struct ftd_job *j = ftd.jobs.head; j; j = j->next)
+		if (live(j) && now - j->worker->groups_scan_ns >= FTD_PROCS_TRACK_NS)
 			due = 1;
 	if (!due)
 		return;
@@ -263,41 +264,42 @@ void ftd_procs_track(void)
 	tops(v, n, getpid());
 	/* orphans below the daemon that no worker's tree holds (a double fork): recorded apart, so
 	 * a kill -9 of the daemon does not lose them */
-	static struct ftd_job orphans = {.id = FTD_ORPHANS_ID};
+	static struct ftd_worker orphans;
 	int before = orphans.ngroups;
 	orphans.ngroups = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (v[i].top < 0)
 			continue;
 		int worker = 0;
-		for (struct ftd_job *j = ftd.head; j && !worker; j = j->next)
-			worker = j->state == ST_RUNNING && v[v[i].top].pid == j->pid;
+		for (struct ftd_job *j = ftd.jobs.head; j && !worker; j = j->next)
+			worker = j->state == FTD_JOB_RUNNING && j->worker && v[v[i].top].pid == j->worker->pid;
 		if (!worker) {
 			int leader = find(v, n, v[i].pgid);
 			add_group(&orphans, v[i].pgid, leader >= 0 ? v[leader].start : 0);
 		}
 	}
 	if (orphans.ngroups)
-		write_record(&orphans);
+		write_record(FTD_PROCS_ORPHANS_ID, &orphans);
 	else if (before) {
-		char *path = run_path(orphans.id);
+		char *path = run_path(FTD_PROCS_ORPHANS_ID);
 		if (path)
 			unlink(path);
 		free(path);
 	}
-	for (struct ftd_job *j = ftd.head; j; j = j->next) {
-		if (j->state != ST_RUNNING || j->reaped)
+	for (struct ftd_job *j = ftd.jobs.head; j; j = j->next) {
+		if (!live(j))
 			continue;
-		j->groups_scan_ns = now;
+		struct ftd_worker *w = j->worker;
+		w->groups_scan_ns = now;
 		int changed = 0;
 		for (size_t i = 0; i < n; i++) {
-			if (v[i].top < 0 || v[v[i].top].pid != j->pid)
+			if (v[i].top < 0 || v[v[i].top].pid != w->pid)
 				continue;
 			int leader = find(v, n, v[i].pgid);
-			changed |= add_group(j, v[i].pgid, leader >= 0 ? v[leader].start : 0);
+			changed |= add_group(w, v[i].pgid, leader >= 0 ? v[leader].start : 0);
 		}
 		if (changed)
-			write_record(j);
+			write_record(j->id, w);
 	}
 	free(v);
 }
@@ -305,17 +307,17 @@ void ftd_procs_track(void)
 /* 1 when process p (below the daemon) belongs to a running job other than j. */
 static int claimed_by_other(const struct proc *v, const struct proc *p, const struct ftd_job *j)
 {
-	for (struct ftd_job *o = ftd.head; o; o = o->next) {
-		if (o == j || o->state != ST_RUNNING || o->reaped)
+	for (struct ftd_job *o = ftd.jobs.head; o; o = o->next) {
+		if (o == j || !live(o))
 			continue;
-		if (v[p->top].pid == o->pid || p->pgid == o->pid || has_group(o, p->pgid))
+		if (v[p->top].pid == o->worker->pid || p->pgid == o->worker->pid || has_group(o->worker, p->pgid))
 			return 1;
 	}
 	char id[17];
 	env_job(p->pid, id);
 	if (id[0] && strcmp(id, j->id)) {
-		struct ftd_job *o = ftd_job_find(id);
-		if (o && o->state == ST_RUNNING && !o->reaped)
+		struct ftd_job *o = ftd_jobs_find(&ftd.jobs, id);
+		if (o && live(o))
 			return 1;
 	}
 	return 0;
@@ -325,7 +327,7 @@ int ftd_procs_end_job(struct ftd_job *j)
 {
 	pid_t self = getpid();
 	int killed = 0;
-	kill(-j->pid, SIGKILL); /* reaped just now: the id cannot have been reused yet */
+	ftproc_signal(&j->worker->proc, SIGKILL); /* reaped just now: the id cannot have been reused yet */
 	/* a few passes: a process may fork between the scan and the kill */
 	for (int pass = 0; pass < 5; pass++) {
 		struct proc *v;
@@ -352,8 +354,46 @@ int ftd_procs_end_job(struct ftd_job *j)
 	if (path)
 		unlink(path);
 	free(path);
-	j->ngroups = 0;
+	j->worker->ngroups = 0;
 	return killed;
+}
+
+/* Kill every process that still carries FTBENCHD_JOB_ID=<id> (the worker and anything it left
+ * behind, even after its group leader died with us), plus the recorded group if its leader is
+ * one of them. Only processes whose environment we may read are considered. */
+void ftd_procs_kill_orphan(const char *job_id)
+{
+	char want[64];
+	int wl = snprintf(want, sizeof want, "FTBENCHD_JOB_ID=%s", job_id);
+	DIR *d = opendir("/proc");
+	if (!d)
+		return;
+	static char buf[1 << 16];
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		if (*end || pid <= 1 || pid == (long)getpid())
+			continue;
+		char path[64];
+		snprintf(path, sizeof path, "/proc/%ld/environ", pid);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t r = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (r <= 0)
+			continue;
+		buf[r] = '\0';
+		for (char *p = buf; p < buf + r; p += strlen(p) + 1) {
+			if (!strncmp(p, want, (size_t)wl) && p[wl] == '\0') {
+				ftd_log(FTD_LOG_NOTICE, "job %s: killing leftover process %ld", job_id, pid);
+				kill((pid_t)pid, SIGKILL);
+				break;
+			}
+		}
+	}
+	closedir(d);
 }
 
 /* Kill what one record lists: a group whose leader still runs with the recorded start time, or
@@ -402,12 +442,12 @@ void ftd_procs_recover(void)
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		if ((strlen(e->d_name) != 16 || strspn(e->d_name, "0123456789abcdef") != 16) &&
-		    strcmp(e->d_name, FTD_ORPHANS_ID))
+		    strcmp(e->d_name, FTD_PROCS_ORPHANS_ID))
 			continue;
 		char path[4096];
 		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
 		recover_one(path, e->d_name);
-		ftd_runner_kill_orphan(e->d_name, 0); /* and what carries its id elsewhere */
+		ftd_procs_kill_orphan(e->d_name); /* and what carries its id elsewhere */
 		unlink(path);
 	}
 	closedir(d);

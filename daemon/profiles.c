@@ -1,12 +1,13 @@
-/* profiles: the store bw results land in (<profile-dir>/<gpu-uuid>.json, host.json for a
- * GPU-less host), its listing, and the figures /metrics shows from it. The store itself (paths,
- * atomic write, listing) is libftprofile's (src/profile/ftprofile.h). */
+/* profiles: the profile store; see profiles.h. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ftbenchd.h"
+#include "profiles.h"
+
+#include "daemon.h"
+#include "mbuf.h"
 #include "ftprofile.h"
 #include "log.h"
 #include "util/fsutil.h"
@@ -24,17 +25,22 @@ static int label_ok(const char *s)
 	return 1;
 }
 
-int ftd_profile_store(const json_t *profile, const char *uuid, char **path_out)
+int ftd_profiles_store(const json_t *profile, const char *uuid, char **path_out)
 {
 	char path[4096];
 	int r = ftprof_store_commit(ftd.profile_dir, profile, uuid, (int)ftd.cfg.history, ftd.cfg.drift_pct / 100.0,
 				    path, sizeof path);
 	if (r < 0)
 		return r;
-	if ((r = ftd_nfd_write()) < 0)
+	if ((r = ftd_profiles_nfd_write()) < 0)
 		ftd_log(FTD_LOG_WARNING, "nfd-features-file %s: %s", ftd.cfg.nfd_file, strerror(-r));
 	*path_out = strdup(path);
 	return *path_out ? 0 : -ENOMEM;
+}
+
+int ftd_profiles_keep(const json_t *profile, const char *uuid)
+{
+	return ftprof_history_add(ftd.profile_dir, profile, uuid, ftd.cfg.history > 0 ? (int)ftd.cfg.history : 1);
 }
 
 /* ---------------------------------------------------------------- node-feature-discovery */
@@ -70,7 +76,7 @@ static void nfd_one(const char *uuid, json_t *p, const char *path, void *ctx)
 	}
 }
 
-int ftd_nfd_write(void)
+int ftd_profiles_nfd_write(void)
 {
 	if (!ftd.cfg.nfd_file || !*ftd.cfg.nfd_file)
 		return 0;
@@ -84,15 +90,15 @@ int ftd_nfd_write(void)
 		return -ENOMEM;
 	}
 	m.buf[0] = '\0';
-	ftd_mcat(&m, "# written by ftbenchd from the profiles in %s: the verdict per format over this host's\n"
+	ftd_mbuf_cat(&m, "# written by ftbenchd from the profiles in %s: the verdict per format over this host's\n"
 		     "# GPUs (mixed: they differ). Do not edit: rewritten after every profile.\n",
 		 ftd.profile_dir);
-	ftd_mcat(&m, "ftbenchd/profiles=%lld\n", (long long)json_integer_value(json_object_get(ctx, "n")));
+	ftd_mbuf_cat(&m, "ftbenchd/profiles=%lld\n", (long long)json_integer_value(json_object_get(ctx, "n")));
 	const char *k;
 	json_t *v;
 	json_object_foreach(json_object_get(ctx, "formats"), k, v)
 		if (nfd_value_ok(k))
-			ftd_mcat(&m, "ftbenchd/%s=%s\n", k, json_string_value(v));
+			ftd_mbuf_cat(&m, "ftbenchd/%s=%s\n", k, json_string_value(v));
 	json_decref(ctx);
 	char dir[4096];
 	ftfs_dirname(ftd.cfg.nfd_file, dir, sizeof dir);
@@ -103,70 +109,7 @@ int ftd_nfd_write(void)
 	return r;
 }
 
-/* ---------------------------------------------------------------- rebench at start */
-
-/* A bw job for gpu (NULL: the host) queued or running already? */
-static int bw_pending(const char *uuid)
-{
-	for (struct ftd_job *j = ftd.head; j; j = j->next)
-		if (!ftd_state_final(j->state) && j->kind && !strcmp(j->kind->name, "bw") &&
-		    (uuid ? !strcmp(j->gpu_uuid, uuid) : j->gpu_index < 0))
-			return 1;
-	return 0;
-}
-
-static void rebench_one(const char *uuid, const char *bus, long interval)
-{
-	char path[4096], why[512] = "";
-	if (ftprof_store_file(ftd.profile_dir, uuid, path, sizeof path) < 0)
-		return;
-	json_t *p = json_load_file(path, 0, NULL);
-	if (!json_is_object(p)) {
-		json_decref(p);
-		return; /* no profile yet: nothing went stale */
-	}
-	json_t *now = ftprof_fingerprint_at(NULL, bus);
-	int stale = now ? ftprof_fingerprint_compare(json_object_get(p, "fingerprint"), now, why, sizeof why) : 0;
-	json_decref(now);
-	json_t *ep = json_object_get(p, "epoch");
-	double age = json_is_number(ep) ? ft_wall_epoch() - json_number_value(ep) : 0;
-	json_decref(p);
-	if (stale != 1 && interval > 0 && age > (double)interval) {
-		snprintf(why, sizeof why, "measured %.1f days ago, rebench every %.1f days", age / 86400,
-			 (double)interval / 86400);
-		stale = 1;
-	}
-	if (stale != 1 || bw_pending(uuid))
-		return;
-	json_t *args = uuid ? json_pack("{s:s}", "gpu", uuid) : json_object();
-	json_t *req = json_pack("{s:s,s:O}", "kind", "bw", "args", args);
-	char *canon = json_dumps(req, JSON_COMPACT | JSON_SORT_KEYS);
-	struct ftd_job *j;
-	struct ftd_err err;
-	int replayed;
-	if (ftd_job_submit("bw", args, 0, NULL, canon, &j, &replayed, &err) == 0)
-		ftd_log(FTD_LOG_NOTICE, "rebench: the profile of %s is stale (%s): queued bw job %s", uuid ? uuid : "host",
-			why, j->id);
-	else
-		ftd_log(FTD_LOG_WARNING, "rebench: the profile of %s is stale (%s) but a bw job could not be queued: %s",
-			uuid ? uuid : "host", why, err.message);
-	free(canon);
-	json_decref(req);
-	json_decref(args);
-}
-
-void ftd_rebench(void)
-{
-	long interval = ftd_config_rebench_s(ftd.cfg.rebench);
-	if (interval < 0)
-		return;
-	if (ftd.ngpus == 0)
-		rebench_one(NULL, NULL, interval);
-	for (int i = 0; i < ftd.ngpus; i++)
-		rebench_one(ftd.gpus[i].uuid, ftd.gpus[i].pci_bus_id, interval);
-}
-
-int ftd_profile_read(const char *uuid, char **text, size_t *len)
+int ftd_profiles_read(const char *uuid, char **text, size_t *len)
 {
 	char path[4096];
 	if (!uuid || !*uuid)
@@ -177,7 +120,7 @@ int ftd_profile_read(const char *uuid, char **text, size_t *len)
 	return ftfs_read_file(path, 64 << 20, text, len);
 }
 
-json_t *ftd_profile_history(const char *uuid, int limit)
+json_t *ftd_profiles_history(const char *uuid, int limit)
 {
 	json_t *arr = NULL;
 	if (ftprof_history_load(ftd.profile_dir, strcmp(uuid, "host") ? uuid : NULL, limit, &arr) < 0)
@@ -253,11 +196,11 @@ static void family_samples(struct ftd_mbuf *m, int f, const char *uuid, json_t *
 	if (profile_families[f].ceiling) {
 		json_t *v = json_object_get(json_object_get(p, "ceilings"), profile_families[f].ceiling);
 		if (json_is_number(v))
-			ftd_mcat(m, "%s{gpu=\"%s\"} %.6g\n", name, uuid, json_number_value(v));
+			ftd_mbuf_cat(m, "%s{gpu=\"%s\"} %.6g\n", name, uuid, json_number_value(v));
 	} else if (!strcmp(name, "ftbenchd_profile_timestamp_seconds")) {
 		json_t *ep = json_object_get(p, "epoch");
 		if (json_is_number(ep))
-			ftd_mcat(m, "%s{gpu=\"%s\"} %.3f\n", name, uuid, json_number_value(ep));
+			ftd_mbuf_cat(m, "%s{gpu=\"%s\"} %.3f\n", name, uuid, json_number_value(ep));
 	} else if (!strcmp(name, "ftbenchd_profile_drift_ratio")) {
 		size_t i;
 		json_t *d;
@@ -265,14 +208,14 @@ static void family_samples(struct ftd_mbuf *m, int f, const char *uuid, json_t *
 			const char *fig = json_string_value(json_object_get(d, "figure"));
 			json_t *r = json_object_get(d, "ratio");
 			if (fig && label_ok(fig) && json_is_number(r))
-				ftd_mcat(m, "%s{gpu=\"%s\",figure=\"%s\"} %.6g\n", name, uuid, fig, json_number_value(r));
+				ftd_mbuf_cat(m, "%s{gpu=\"%s\",figure=\"%s\"} %.6g\n", name, uuid, fig, json_number_value(r));
 		}
 	} else {
 		const char *k;
 		json_t *v;
 		json_object_foreach(json_object_get(p, "dtypes"), k, v) {
 			if (json_is_string(v) && label_ok(k))
-				ftd_mcat(m, "%s{gpu=\"%s\",dtype=\"%s\"} %d\n", name, uuid, k,
+				ftd_mbuf_cat(m, "%s{gpu=\"%s\",dtype=\"%s\"} %d\n", name, uuid, k,
 					 !strcmp(json_string_value(v), "hybrid"));
 		}
 	}
@@ -283,7 +226,7 @@ void ftd_profiles_metrics(struct ftd_mbuf *m)
 	json_t *all = json_object();
 	ftd_profiles_each(collect_one, all);
 	for (size_t f = 0; f < sizeof profile_families / sizeof *profile_families; f++) {
-		ftd_mcat(m, "# HELP %s %s\n# TYPE %s gauge\n", profile_families[f].name, profile_families[f].help,
+		ftd_mbuf_cat(m, "# HELP %s %s\n# TYPE %s gauge\n", profile_families[f].name, profile_families[f].help,
 			 profile_families[f].name);
 		const char *uuid;
 		json_t *p;

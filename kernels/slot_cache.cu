@@ -227,6 +227,16 @@ __device__ static int block_order(unsigned long long *keys, int m, unsigned long
 	return 0;
 }
 
+/* The field of a tracked usage bucket b in tb[FTSC_TRACK] (the last match), -1 if untracked. */
+__device__ static inline int track_field(const int *tb, int b)
+{
+	int j = -1;
+#pragma unroll
+	for (int q = 0; q < FTSC_TRACK; q++)
+		j = tb[q] == b ? q : j;
+	return j;
+}
+
 __device__ static long long split_cost(long long x, long long m, long long q)
 {
 	long long a = x * (65536 - q), b = (m - x) * q;
@@ -572,10 +582,7 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 				for (int s = s0; s < s1; s++) {
 					long long u = uc[s];
 					if (u < step && u <= ustar) {
-						int b = (int)(u - umin), j = -1;
-#pragma unroll
-						for (int q = 0; q < FTSC_TRACK; q++)
-							j = tb[q] == b ? q : j;
+						int j = track_field(tb, (int)(u - umin));
 						if (j >= 0)
 							field_add(&pa, &pb, j);
 					}
@@ -585,10 +592,7 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 			for (int s = s0; s < s1; s++) {
 				long long u = uc[s];
 				if (u < step && u <= ustar) {
-					int b = (int)(u - umin), j = -1;
-#pragma unroll
-					for (int q = 0; q < FTSC_TRACK; q++)
-						j = tb[q] == b ? q : j;
+					int b = (int)(u - umin), j = track_field(tb, b);
 					if (j < 0) {
 						ordi[first[b]] = s; /* the only chosen slot of its usage */
 					} else {

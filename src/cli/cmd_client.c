@@ -23,36 +23,6 @@
 #define RECONNECT_GIVE_UP_S 60
 #define SSE_MAX (1u << 20)  /* an event line or event of the job stream over 1 MiB is refused */
 
-/* Types of the job arguments that would be mistyped by their look (api/openapi.yaml): names
- * that may be all digits stay strings, lists become arrays, flags booleans. Everything else is
- * typed by its look and validated by the daemon. */
-static const struct ftargs_hint arg_hints[] = {
-	{NULL, "dtype", FTARGS_STRING},
-	{NULL, "model", FTARGS_STRING},
-	{NULL, "models", FTARGS_STRING},
-	{NULL, "formats", FTARGS_STRING},
-	{NULL, "isa", FTARGS_STRING},
-	{NULL, "threshold", FTARGS_NUMBER},
-	{"cache-copy", "cache_slots", FTARGS_INT_LIST},
-	{"cache-copy", "batch_sizes", FTARGS_INT_LIST},
-	{"cache-copy", "miss_rates", FTARGS_NUMBER_LIST},
-	{"load-weights", "modes", FTARGS_STRING_LIST},
-	{"load-weights", "shard_gib", FTARGS_NUMBER},
-	{"load-weights", "expert_load", FTARGS_STRING},
-	{"load-weights", "ftw_dir", FTARGS_STRING},
-	{"load-weights", "no_drop_cache", FTARGS_BOOLEAN},
-	{"load-weights", "keep_ftw", FTARGS_BOOLEAN},
-	{"decode", "server", FTARGS_STRING},
-	{"decode", "url", FTARGS_STRING},
-	{"decode", "backends", FTARGS_STRING_LIST},
-	{"decode", "memory_ratio", FTARGS_NUMBER},
-	{"decode", "moe_cache_rate", FTARGS_NUMBER},
-	{"decode", "no_graph", FTARGS_BOOLEAN},
-	{"decode", "moe_cache_auto", FTARGS_BOOLEAN},
-	{"decode", "greedy", FTARGS_BOOLEAN},
-	{NULL, NULL, FTARGS_AUTO},
-};
-
 struct copts {
 	const char *daemon;
 	const char *token_file;
@@ -535,7 +505,7 @@ int cmd_submit(int argc, char **argv)
 		goto out;
 	}
 	char err[512] = "";
-	int e = ftargs_to_json(nrest, rest, kind, arg_hints, args, err, sizeof err);
+	int e = ftargs_kind_to_json(nrest, rest, kind, args, err, sizeof err);
 	if (e == -ENOMEM) {
 		ftcli_error("out of memory");
 		rc = FTCLI_EXIT_FAIL;

@@ -162,8 +162,135 @@ enum ftargs_type ftargs_hint_type(const struct ftargs_hint *hints, const char *k
 	return FTARGS_AUTO;
 }
 
+static const struct ftargs_spec bw_args[] = {
+	{"dtype", FTARGS_T_NAMES, "--dtype"},
+	{"model", FTARGS_T_NAMES, "--model"},
+	{"formats", FTARGS_T_NAMES, "--formats"},
+	{"isa", FTARGS_T_NAMES, "--isa"},
+	{"threshold", FTARGS_T_NUM, "--threshold", 1e-6, 1000},
+	{"cpu_threads", FTARGS_T_INT, "--cpu-threads", 0, 4096}, /* 0: all cores, as in the seed */
+	{"repeat", FTARGS_T_INT, "--repeat", 1, 1000}, /* sets the four below; each given wins */
+	{"cpu_iters", FTARGS_T_INT, "--cpu-iters", 1, 1000},
+	{"pcie_mib", FTARGS_T_INT, "--pcie-mib", 1, 65536},
+	{"pcie_iters", FTARGS_T_INT, "--pcie-iters", 1, 10000},
+	{"kernel_cpu_iters", FTARGS_T_INT, "--kernel-cpu-iters", 1, 100000},
+	{"kernel_pcie_iters", FTARGS_T_INT, "--kernel-pcie-iters", 1, 100000},
+	{"overlap_seconds", FTARGS_T_NUM, "--overlap-seconds", 0, 600},
+	{"max_spread", FTARGS_T_NUM, "--max-spread", 0, 100},
+	{"no_checks", FTARGS_T_BOOL, "--no-checks"},
+	{"engines", FTARGS_T_INT, "--engines", 1, 64},
+	{"engine_threads", FTARGS_T_INT, "--engine-threads", 1, 4096},
+	{"deployment", FTARGS_T_ENUM, "--deployment", 0, 0, "isolated|concurrent"},
+	{"gather", FTARGS_T_ENUM, "--gather", 0, 0, "proxy|sm"},
+	{"batch_sweep", FTARGS_T_INTLIST, "--batch-sweep", 1, 32, NULL, 0, 8},
+	{"gpu", FTARGS_T_GPU, "--gpu"},
+	{NULL}};
+
+static const struct ftargs_spec cache_copy_args[] = {
+	{"models", FTARGS_T_NAMES, "--models"},
+	{"cache_slots", FTARGS_T_INTLIST, "--cache-slots", 1, 1000000},
+	{"batch_sizes", FTARGS_T_INTLIST, "--batch-sizes", 1, 65536},
+	{"miss_rates", FTARGS_T_NUMLIST, "--miss-rates", 0, 1},
+	{"repeat", FTARGS_T_INT, "--repeat", 1, 100000},
+	{"copy", FTARGS_T_ENUM, "--copy", 0, 0, "fused|proxy"},
+	{"gpu", FTARGS_T_GPU, "--gpu"},
+	{NULL}};
+
+static const struct ftargs_spec load_weights_args[] = {
+	{"model", FTARGS_T_PATH, "--model", 0, 0, NULL, 1},
+	{"modes", FTARGS_T_ENUMLIST, "--modes", 1, 3, "baseline|parallel|ftw"}, /* lo, hi: items */
+	{"workers", FTARGS_T_INT, "--workers", 1, 256},
+	{"repeat", FTARGS_T_INT, "--repeat", 1, 20},
+	{"chunk_mib", FTARGS_T_INT, "--chunk-mib", 1, 1024},
+	{"shard_gib", FTARGS_T_NUM, "--shard-gib", 0.001, 1024},
+	{"shard_mib", FTARGS_T_INT, "--shard-mib", 1, 1048576},
+	{"expert_load", FTARGS_T_ENUM, "--expert-load", 0, 0, "serial|parallel"},
+	{"ftw_dir", FTARGS_T_PATH, "--ftw-dir"},
+	{"no_drop_cache", FTARGS_T_BOOL, "--no-drop-cache"},
+	{"keep_ftw", FTARGS_T_BOOL, "--keep-ftw"},
+	{"gpu", FTARGS_T_GPU, "--gpu"},
+	{NULL}};
+
+/* model is required with server (the template's {model}); with url it is optional. */
+static const struct ftargs_spec decode_args[] = {
+	{"model", FTARGS_T_PATH, "--model"},
+	{"server", FTARGS_T_SERVER, "--server-cmd"},
+	{"url", FTARGS_T_URL, "--url"},
+	{"backends", FTARGS_T_ENUMLIST, "--backend", 0, 0, "offload|cpu|hybrid"},
+	{"max_tokens", FTARGS_T_INT, "--tokens", 2, 1048576},
+	{"memory_ratio", FTARGS_T_NUM, "--mem-ratio", 0.01, 1},
+	{"no_graph", FTARGS_T_BOOL, "--no-graph"},
+	{"moe_hybrid_max_fetch", FTARGS_T_INT, "--hybrid-fetch", -1, 1048576},
+	{"moe_cache_size", FTARGS_T_INT, "--cache", 0, 1000000},
+	{"moe_cache_rate", FTARGS_T_NUM, "--cache-rate", 0, 1},
+	{"problem", FTARGS_T_INT, "--problem", 0, 100000},
+	{"greedy", FTARGS_T_BOOL, "--greedy"},
+	{"no_thinking", FTARGS_T_BOOL, "--no-thinking"},
+	{"warmup", FTARGS_T_INT, "--warmup", 0, 100},
+	{"server_kind", FTARGS_T_ENUM, "--server-kind", 0, 0, "freetoken|llama.cpp|vllm|sglang|openai"},
+	{"append_flags", FTARGS_T_BOOL, "--append-flags"},
+	{"allow_short", FTARGS_T_BOOL, "--allow-short"},
+	{"num_token_override", FTARGS_T_INT, "--num-token-override", 1, 1073741824},
+	{"gpu", FTARGS_T_GPU, "--gpu"},
+	{NULL}};
+
+const char *const ftargs_kind_names[] = {"bw", "cache-copy", "load-weights", "decode", NULL};
+static const struct ftargs_spec *const kind_specs[] = {bw_args, cache_copy_args, load_weights_args, decode_args};
+
+const struct ftargs_spec *ftargs_kind_spec(const char *kind)
+{
+	for (size_t i = 0; kind && ftargs_kind_names[i]; i++)
+		if (!strcmp(ftargs_kind_names[i], kind))
+			return kind_specs[i];
+	return NULL;
+}
+
+enum ftargs_type ftargs_spec_cli_type(enum ftargs_spec_type t)
+{
+	switch (t) {
+	case FTARGS_T_INT: return FTARGS_INTEGER;
+	case FTARGS_T_NUM: return FTARGS_NUMBER;
+	case FTARGS_T_BOOL: return FTARGS_BOOLEAN;
+	case FTARGS_T_INTLIST: return FTARGS_INT_LIST;
+	case FTARGS_T_NUMLIST: return FTARGS_NUMBER_LIST;
+	case FTARGS_T_ENUMLIST: return FTARGS_STRING_LIST;
+	case FTARGS_T_GPU: return FTARGS_AUTO; /* an index or a uuid: by its look */
+	case FTARGS_T_NAMES:
+	case FTARGS_T_ENUM:
+	case FTARGS_T_PATH:
+	case FTARGS_T_SERVER:
+	case FTARGS_T_URL: return FTARGS_STRING;
+	}
+	return FTARGS_AUTO;
+}
+
+static enum ftargs_type spec_type(const struct ftargs_hint *hints, const char *kind, const char *key)
+{
+	(void)hints;
+	for (const struct ftargs_spec *a = ftargs_kind_spec(kind); a && a->name; a++)
+		if (!strcmp(a->name, key))
+			return ftargs_spec_cli_type(a->type);
+	return FTARGS_AUTO;
+}
+
+static int to_json(int argc, char *const *argv, const char *kind, const struct ftargs_hint *hints,
+		   enum ftargs_type (*type_of)(const struct ftargs_hint *, const char *, const char *), json_t *obj,
+		   char *err, size_t n);
+
 int ftargs_to_json(int argc, char *const *argv, const char *kind, const struct ftargs_hint *hints,
 		   json_t *obj, char *err, size_t n)
+{
+	return to_json(argc, argv, kind, hints, ftargs_hint_type, obj, err, n);
+}
+
+int ftargs_kind_to_json(int argc, char *const *argv, const char *kind, json_t *obj, char *err, size_t n)
+{
+	return to_json(argc, argv, kind, NULL, spec_type, obj, err, n);
+}
+
+static int to_json(int argc, char *const *argv, const char *kind, const struct ftargs_hint *hints,
+		   enum ftargs_type (*type_of)(const struct ftargs_hint *, const char *, const char *), json_t *obj,
+		   char *err, size_t n)
 {
 	char key[128];
 	if (!json_is_object(obj))
@@ -194,7 +321,7 @@ int ftargs_to_json(int argc, char *const *argv, const char *kind, const struct f
 			snprintf(err, n, "'%s' is not a job option (--name with letters, digits, '-' or '_')", opt);
 			return -EINVAL;
 		}
-		enum ftargs_type t = ftargs_hint_type(hints, kind, key);
+		enum ftargs_type t = type_of(hints, kind, key);
 		/* A value follows unless the next word is another option: "-1" is a value, "--x" is not. */
 		if (!val && i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0)
 			val = argv[++i];

@@ -33,6 +33,42 @@ struct ftargs_hint {
 	enum ftargs_type type;
 };
 
+/* The job kinds' argument tables: one row per argument {name, type, worker flag, bounds,
+ * choices}, one table per kind. The daemon validates a job's args and builds the worker's argv
+ * from them (daemon/kinds.c); `ftbench submit` types its --key value pairs from them;
+ * tests/integration/jobargs_spec.py checks them against api/openapi.yaml. */
+enum ftargs_spec_type {
+	FTARGS_T_NAMES,   /* a name list: "a,b" or ["a","b"] -> --flag=a,b */
+	FTARGS_T_INT,     /* integer in [lo, hi] */
+	FTARGS_T_NUM,     /* number in [lo, hi] */
+	FTARGS_T_BOOL,    /* true -> --flag */
+	FTARGS_T_INTLIST, /* [int...] in [lo, hi] -> --flag=1,2 */
+	FTARGS_T_NUMLIST, /* [num...] in [lo, hi] */
+	FTARGS_T_ENUM,    /* one of choices */
+	FTARGS_T_ENUMLIST,/* [choice...], lo..hi items when hi > 0 */
+	FTARGS_T_PATH,    /* a path that must resolve under a model root */
+	FTARGS_T_GPU,     /* index or uuid, resolved against the inventory */
+	FTARGS_T_SERVER,  /* a decode-server name from the config -> --server-cmd=<template> */
+	FTARGS_T_URL,     /* a well-formed http(s) URL allowed by decode-urls */
+};
+
+struct ftargs_spec {
+	const char *name;
+	enum ftargs_spec_type type;
+	const char *flag;
+	double lo, hi;
+	const char *choices; /* "a|b|c" */
+	int required;
+	int max_items;       /* lists: most items (0: 64, or hi for FTARGS_T_ENUMLIST) */
+};
+
+/* The argument table of kind (ends with {NULL}), or NULL for an unknown kind. */
+const struct ftargs_spec *ftargs_kind_spec(const char *kind);
+/* The kinds with a table, in order ("bw", "cache-copy", "load-weights", "decode"), NULL-ended. */
+extern const char *const ftargs_kind_names[];
+/* How `ftbench submit` types a value of an argument of type t. */
+enum ftargs_type ftargs_spec_cli_type(enum ftargs_spec_type t);
+
 /* "--cpu-iters" -> "cpu_iters" into out. -EINVAL unless opt is "--" followed by a letter and
  * then letters, digits, '-' or '_'; -ENAMETOOLONG. */
 int ftargs_key(const char *opt, char *out, size_t n);
@@ -47,4 +83,6 @@ enum ftargs_type ftargs_hint_type(const struct ftargs_hint *hints, const char *k
  * (not a --key: message in err), -EEXIST (a key given twice, or already in obj), -ENOMEM. */
 int ftargs_to_json(int argc, char *const *argv, const char *kind, const struct ftargs_hint *hints,
 		   json_t *obj, char *err, size_t n);
+/* The same, typed by kind's argument table (ftargs_kind_spec; an unknown key by its look). */
+int ftargs_kind_to_json(int argc, char *const *argv, const char *kind, json_t *obj, char *err, size_t n);
 #endif

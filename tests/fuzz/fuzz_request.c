@@ -1,14 +1,14 @@
 /* libFuzzer target for what ftbenchd makes of a POST /benchmark/start body: the request JSON
- * (ftd_start_parse), the kind's argument table (ftd_kind_build: types, bounds, names, lists,
+ * (ftd_request_start_parse), the kind's argument table (ftd_kind_build: types, bounds, names, lists,
  * paths, GPUs, decode servers and URLs) and the bodies sent back. Every body produced, an error
- * (ftd_error_json) or the accepted argv and args, must be built (no NULL from jansson) and be
+ * (ftd_request_error_json) or the accepted argv and args, must be built (no NULL from jansson) and be
  * well-formed UTF-8 that parses back. Input: the body bytes. Build and run (`make fuzz-request`):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Isrc -Idaemon \
  *       tests/fuzz/fuzz_request.c daemon/request.c daemon/kinds.c daemon/config.c src/hw/gpu.c \
- *       src/util/strutil.c src/util/fsutil.c src/hw/pci.c -ljansson -lm -o build/fuzz/fuzz_request
+ *       src/util/strutil.c src/util/fsutil.c src/util/jobargs.c src/hw/pci.c -ljansson -lm -o build/fuzz/fuzz_request
  *   build/fuzz/fuzz_request -max_total_time=60 -max_len=4096 -dict=tests/fuzz/request.dict
  * tests/integration/fuzz.sh runs it in `make test` (seeds tests/fuzz/request/, the same dict):
- * fuzz-srcs: daemon/request.c daemon/kinds.c daemon/config.c src/hw/gpu.c src/util/strutil.c src/util/fsutil.c src/hw/pci.c
+ * fuzz-srcs: daemon/request.c daemon/kinds.c daemon/config.c src/hw/gpu.c src/util/strutil.c src/util/fsutil.c src/util/jobargs.c src/hw/pci.c
  * fuzz-libs: -ljansson -lm
  */
 #include <stdint.h>
@@ -61,15 +61,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *kind;
 	json_t *args;
 	long timeout;
-	json_t *req = ftd_start_parse((const char *)data, size, 86400, &kind, &args, &timeout, &err);
+	json_t *req = ftd_request_start_parse((const char *)data, size, 86400, &kind, &args, &timeout, &err);
 	if (!req) {
-		check_body(ftd_error_json(err.code, err.field, "%s", err.message));
+		check_body(ftd_request_error_json(err.code, err.field, "%s", err.message));
 		return 0;
 	}
 	const struct ftd_kind *k = ftd_kind_find(kind);
 	if (!k) {
-		ftd_err_set(&err, 400, "unknown_kind", "kind", "unknown kind '%.*s'", ftstr_utf8_cut(kind, 64), kind);
-		check_body(ftd_error_json(err.code, err.field, "%s", err.message));
+		ftd_kind_err_set(&err, 400, "unknown_kind", "kind", "unknown kind '%.*s'", ftstr_utf8_cut(kind, 64), kind);
+		check_body(ftd_request_error_json(err.code, err.field, "%s", err.message));
 		json_decref(req);
 		return 0;
 	}
@@ -78,7 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ftd_kind_build(k, args, &cfg, "/usr/bin/ftbench", gpus, 2, &gpu, &argv, &err) < 0) {
 		if (err.status < 400 || err.status > 503 || !*err.code)
 			__builtin_trap();
-		check_body(ftd_error_json(err.code, err.field, "%s", err.message));
+		check_body(ftd_request_error_json(err.code, err.field, "%s", err.message));
 	} else {
 		json_t *a = json_array();
 		for (char **p = argv; *p; p++)
@@ -86,7 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				__builtin_trap(); /* an argv string jansson would not take */
 		check_body(json_pack("{s:o,s:O,s:I}", "argv", a, "args", args ? args : json_object(), "timeout_s",
 				     (json_int_t)timeout));
-		ftd_argv_free(argv);
+		ftd_kind_argv_free(argv);
 	}
 	json_decref(req);
 	return 0;

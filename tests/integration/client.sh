@@ -184,8 +184,9 @@ check "jobs --format md: a Markdown table" \
 check "jobs --format json is --json" \
 	sh -c "'$FB' jobs --format json | python3 -c 'import json,sys; sys.exit(len(json.load(sys.stdin)[\"jobs\"]) < 2)'"
 check "jobs --format xml: exit 2" run 2 "$FB" jobs --format xml
+# run_s of a running job moves between the two listings: compared without that column
 check "jobs --output-format csv is --format csv (one flag name on every table command)" \
-	sh -c "'$FB' jobs --format csv >'$T/a' && '$FB' jobs --output-format csv >'$T/b' && cmp -s '$T/a' '$T/b' && [ -s '$T/b' ]"
+	sh -c "'$FB' jobs --format csv >'$T/a' && '$FB' jobs --output-format csv >'$T/b' && [ -s '$T/b' ] && python3 -c 'import csv,sys; r=[[row[:5]+row[6:] for row in csv.reader(open(f))] for f in sys.argv[1:]]; sys.exit(r[0]!=r[1] or r[0][0][5]!=\"note\")' '$T/a' '$T/b'"
 check "jobs --output-format xml: exit 2 naming --output-format" \
 	sh -c "'$FB' jobs --output-format xml 2>&1 | grep -q -- \"--output-format: 'xml' is none of\""
 check "cancel a queued job: exit 0" run 0 "$FB" cancel "$B"

@@ -1,5 +1,5 @@
 """The same limits everywhere (issue 22): every integer or number argument of a job kind has
-the same [minimum, maximum] in the daemon's table (daemon/kinds.c), the OpenAPI spec
+the same [minimum, maximum] in the daemon's table (src/util/jobargs.c), the OpenAPI spec
 (api/openapi.yaml) and the CLI the worker runs (`ftbench KIND --flag V --help`: 0 when V is
 accepted, 2 when refused; --help comes after the flag, so nothing is measured)."""
 import os
@@ -15,10 +15,11 @@ from ftd_harness import FTBENCH as FT, ROOT, Tap  # noqa: E402
 SCHEMA = {"bw": "BwArgs", "cache-copy": "CacheCopyArgs", "load-weights": "LoadWeightsArgs",
           "decode": "DecodeArgs"}
 
-src = open(os.path.join(ROOT, "daemon/kinds.c")).read()
+src = open(os.path.join(ROOT, "src/util/jobargs.c")).read()
 spec = yaml.safe_load(open(os.path.join(ROOT, "api/openapi.yaml")))["components"]["schemas"]
-tables = dict(re.findall(r"static const struct ftd_arg (\w+)_args\[\] = \{(.*?)\{NULL\}\};", src, re.S))
-kinds = re.findall(r'\{"([a-z-]+)", [01], (\w+)_args\}', src)
+tables = dict(re.findall(r"static const struct ftargs_spec (\w+)_args\[\] = \{(.*?)\{NULL\}\};", src, re.S))
+kinds = list(zip(re.findall(r'"([a-z-]+)"', re.search(r"ftargs_kind_names\[\] = \{(.*?)\};", src, re.S).group(1)),
+                 re.findall(r"(\w+)_args", re.search(r"kind_specs\[\] = \{(.*?)\};", src, re.S).group(1))))
 tap = Tap()
 check = tap.check
 
@@ -36,8 +37,8 @@ def fmt(v, integer):
 for kind, table in kinds:
     props = spec[SCHEMA[kind]]["properties"]
     for name, typ, flag, lo, hi in re.findall(
-            r'\{"(\w+)", (A_INT|A_NUM), "(--[a-z-]+)", ([-0-9.e]+), ([-0-9.e]+)', tables[table]):
-        integer = typ == "A_INT"
+            r'\{"(\w+)", (FTARGS_T_INT|FTARGS_T_NUM), "(--[a-z-]+)", ([-0-9.e]+), ([-0-9.e]+)', tables[table]):
+        integer = typ == "FTARGS_T_INT"
         lo, hi = float(lo), float(hi)
         p = props.get(name, {})
         check(f"{kind} {name}: the spec's limits are the daemon's [{lo:g}, {hi:g}]",

@@ -1,5 +1,6 @@
 /* ftbenchd kinds: typed job arguments -> the worker's argv, or a 4xx naming the field. The
- * modules are compiled in here (they live in daemon/, outside libftbench). */
+ * modules come from libftbenchd.a. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,8 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../daemon/config.c"
-#include "../../daemon/kinds.c"
+#include "../../daemon/config.h"
+#include "../../daemon/kinds.h"
 
 static struct ftd_config cfg;
 static struct ftgpu_info gpus[2];
@@ -69,29 +70,29 @@ static void test_bw_argv(void **s)
 	while (argv[n])
 		n++;
 	assert_string_equal(argv[n - 1], "--result-fd=3");
-	ftd_argv_free(argv);
+	ftd_kind_argv_free(argv);
 	/* no gpu: the first; no GPU on the host: none */
 	assert_int_equal(build("bw", "{}", 2, &argv, &gpu, &e), 0);
 	assert_int_equal(gpu, 0);
-	ftd_argv_free(argv);
+	ftd_kind_argv_free(argv);
 	assert_int_equal(build("bw", "{}", 0, &argv, &gpu, &e), 0);
 	assert_int_equal(gpu, -1);
 	for (char **p = argv; *p; p++)
 		assert_null(strstr(*p, "--gpu"));
 	assert_false(has(argv, "--no-legacy-copy")); /* bw-legacy-copy = 1 by default */
-	ftd_argv_free(argv);
+	ftd_kind_argv_free(argv);
 	/* cpu_threads 0 = all cores (the seed's meaning) */
 	assert_int_equal(build("bw", "{\"cpu_threads\":0}", 2, &argv, &gpu, &e), 0);
 	assert_true(has(argv, "--cpu-threads=0"));
-	ftd_argv_free(argv);
+	ftd_kind_argv_free(argv);
 	/* bw-legacy-copy = 0: the worker is told */
 	cfg.bw_legacy_copy = 0;
 	assert_int_equal(build("bw", "{}", 2, &argv, &gpu, &e), 0);
 	assert_true(has(argv, "--no-legacy-copy"));
-	ftd_argv_free(argv);
+	ftd_kind_argv_free(argv);
 	assert_int_equal(build("cache-copy", "{}", 2, &argv, &gpu, &e), 0);
 	assert_false(has(argv, "--no-legacy-copy"));
-	ftd_argv_free(argv);
+	ftd_kind_argv_free(argv);
 	cfg.bw_legacy_copy = 1;
 }
 
@@ -107,7 +108,7 @@ static void test_cache_copy_and_flags(void **s)
 	assert_true(has(argv, "--miss-rates=0,0.25,1"));
 	assert_true(has(argv, "--repeat=5"));
 	assert_true(has(argv, "--copy=proxy"));
-	ftd_argv_free(argv);
+	ftd_kind_argv_free(argv);
 	assert_int_not_equal(build("cache-copy", "{\"copy\":\"dma\"}", 2, &argv, &gpu, &e), 0);
 	assert_false(ftd_kind_find("bw")->host_exclusive == 0);
 	assert_true(ftd_kind_find("load-weights")->host_exclusive);
@@ -178,7 +179,7 @@ static void test_paths_and_decode(void **s)
 	assert_true(has(argv, "--modes=baseline,ftw"));
 	assert_true(has(argv, "--keep-ftw"));
 	assert_false(has(argv, "--no-drop-cache"));
-	ftd_argv_free(argv);
+	ftd_kind_argv_free(argv);
 	snprintf(args, sizeof args, "{\"model\":\"%s/out\"}", root); /* a symlink out of the root */
 	expect_err("load-weights", args, 403, "forbidden", "args.model");
 	snprintf(args, sizeof args, "{\"model\":\"%s/model/../..\"}", root);
@@ -191,27 +192,27 @@ static void test_paths_and_decode(void **s)
 	assert_true(has(argv, "--tokens=64"));
 	assert_true(has(argv, "--mem-ratio=0.8"));
 	assert_true(has(argv, "--no-graph"));
-	ftd_argv_free(argv);
+	ftd_kind_argv_free(argv);
 	/* the server kind and the short-run policy reach the worker */
 	assert_int_equal(build("decode", "{\"url\":\"http://127.0.0.1:8080\",\"server_kind\":\"llama.cpp\","
 					 "\"allow_short\":true,\"num_token_override\":512}", 2, &argv, &gpu, &e), 0);
 	assert_true(has(argv, "--server-kind=llama.cpp"));
 	assert_true(has(argv, "--allow-short"));
 	assert_true(has(argv, "--num-token-override=512"));
-	ftd_argv_free(argv);
+	ftd_kind_argv_free(argv);
 	expect_err("decode", "{\"url\":\"http://127.0.0.1:8080\",\"server_kind\":\"tgi\"}", 400, "invalid_argument",
 		   "args.server_kind");
 	assert_int_equal(build("decode", "{\"url\":\"http://LOCALHOST:30000/v1\"}", 2, &argv, &gpu, &e), 0);
-	ftd_argv_free(argv);
+	ftd_kind_argv_free(argv);
 	assert_int_equal(build("decode", "{\"url\":\"http://[::1]:30000\"}", 2, &argv, &gpu, &e), 0);
-	ftd_argv_free(argv);
+	ftd_kind_argv_free(argv);
 	assert_int_equal(build("decode", "{\"url\":\"https://gpu-7.lab:443/\"}", 2, &argv, &gpu, &e), 0);
-	ftd_argv_free(argv);
+	ftd_kind_argv_free(argv);
 	snprintf(args, sizeof args, "{\"server\":\"ft\",\"url\":\"http://127.0.0.1:1\",\"model\":\"%s\"}", path);
 	expect_err("decode", args, 400, "invalid_argument", "args.server");
 }
 
-/* bw with gpu "all": every GPU (FTD_GPU_ALL, --gpu=all, no uuid); engines and deployment; the
+/* bw with gpu "all": every GPU (FTD_KIND_GPU_ALL, --gpu=all, no uuid); engines and deployment; the
  * config's deployment when the job names none. */
 static void test_bw_all_gpus(void **s)
 {
@@ -220,24 +221,24 @@ static void test_bw_all_gpus(void **s)
 	struct ftd_err e;
 	assert_int_equal(build("bw", "{\"gpu\":\"all\",\"engines\":4,\"engine_threads\":8,\"deployment\":\"isolated\"}", 2,
 			       &argv, &gpu, &e), 0);
-	assert_int_equal(gpu, FTD_GPU_ALL);
+	assert_int_equal(gpu, FTD_KIND_GPU_ALL);
 	assert_true(has(argv, "--gpu=all"));
 	assert_true(has(argv, "--engines=4"));
 	assert_true(has(argv, "--engine-threads=8"));
 	assert_true(has(argv, "--deployment=isolated"));
 	for (char **p = argv; *p; p++)
 		assert_null(strstr(*p, gpus[0].uuid));
-	ftd_argv_free(argv);
+	ftd_kind_argv_free(argv);
 	/* the config's deployment when the job names none */
 	char *old = cfg.deployment;
 	cfg.deployment = (char *)"concurrent";
 	assert_int_equal(build("bw", "{\"gpu\":\"all\"}", 2, &argv, &gpu, &e), 0);
 	assert_true(has(argv, "--deployment=concurrent"));
-	ftd_argv_free(argv);
+	ftd_kind_argv_free(argv);
 	assert_int_equal(build("bw", "{\"deployment\":\"isolated\"}", 2, &argv, &gpu, &e), 0);
 	assert_true(has(argv, "--deployment=isolated"));
 	assert_false(has(argv, "--deployment=concurrent"));
-	ftd_argv_free(argv);
+	ftd_kind_argv_free(argv);
 	cfg.deployment = old;
 	/* all is bw's only; no GPU, no "all"; bad values named */
 	expect_err("cache-copy", "{\"gpu\":\"all\"}", 400, "unknown_gpu", "args.gpu");

@@ -1,6 +1,7 @@
 /* ftbenchd request: the start body's checks and the error bodies, which echo input and so must be
  * cut and cleaned to UTF-8 (issue #17 defect 8); plus a bounded deterministic mutation loop over
  * the same path as tests/fuzz/fuzz_request.c. The modules are compiled in here. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,9 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../daemon/config.c"
-#include "../../daemon/kinds.c"
-#include "../../daemon/request.c"
+#include "../../daemon/config.h"
+#include "../../daemon/kinds.h"
+#include "../../daemon/request.h"
+#include "util/strutil.h"
 
 /* The body dumps, is UTF-8 and parses back; returns the error's field (a copy) or NULL. */
 static char *body_ok(json_t *o)
@@ -36,13 +38,13 @@ static void test_error_json(void **s)
 	char k[70];
 	memset(k, 'a', 63);
 	memcpy(k + 63, "\xc3\xa9", 3); /* 63 letters and an e-acute */
-	char *f = body_ok(ftd_error_json("unknown_kind", "kind", "unknown kind '%.64s'", k));
+	char *f = body_ok(ftd_request_error_json("unknown_kind", "kind", "unknown kind '%.64s'", k));
 	assert_string_equal(f, "kind");
 	free(f);
-	f = body_ok(ftd_error_json("not_found", "\xff\xfe", "no profile for %s", "\xff"));
+	f = body_ok(ftd_request_error_json("not_found", "\xff\xfe", "no profile for %s", "\xff"));
 	assert_string_equal(f, "??");
 	free(f);
-	assert_null(body_ok(ftd_error_json("internal", NULL, "%s", "")));
+	assert_null(body_ok(ftd_request_error_json("internal", NULL, "%s", "")));
 }
 
 static void test_start_parse(void **s)
@@ -54,19 +56,19 @@ static void test_start_parse(void **s)
 	char body[200];
 	snprintf(body, sizeof body, "{\"kind\":\"bw\",\"%s\xc3\xa9\":1}",
 		 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
-	assert_null(ftd_start_parse(body, strlen(body), 100, &kind, &args, &to, &e));
+	assert_null(ftd_request_start_parse(body, strlen(body), 100, &kind, &args, &to, &e));
 	assert_string_equal(e.code, "unknown_field");
 	assert_true(ftstr_utf8_valid(e.field, strlen(e.field)));
 	assert_int_equal(strlen(e.field), 63);
-	free(body_ok(ftd_error_json(e.code, e.field, "%s", e.message)));
-	assert_null(ftd_start_parse("{\"kind\":\"bw\",\"timeout_s\":101}", 29, 100, &kind, &args, &to, &e));
+	free(body_ok(ftd_request_error_json(e.code, e.field, "%s", e.message)));
+	assert_null(ftd_request_start_parse("{\"kind\":\"bw\",\"timeout_s\":101}", 29, 100, &kind, &args, &to, &e));
 	assert_string_equal(e.field, "timeout_s");
-	assert_null(ftd_start_parse("{\"kind\":\"\xff\"}", 11, 100, &kind, &args, &to, &e));
+	assert_null(ftd_request_start_parse("{\"kind\":\"\xff\"}", 11, 100, &kind, &args, &to, &e));
 	assert_string_equal(e.code, "invalid_json");
-	free(body_ok(ftd_error_json(e.code, e.field, "%s", e.message)));
-	assert_null(ftd_start_parse(NULL, 0, 100, &kind, &args, &to, &e));
+	free(body_ok(ftd_request_error_json(e.code, e.field, "%s", e.message)));
+	assert_null(ftd_request_start_parse(NULL, 0, 100, &kind, &args, &to, &e));
 	const char *good = "{\"kind\":\"bw\",\"timeout_s\":100,\"args\":{}}";
-	json_t *r = ftd_start_parse(good, strlen(good), 100, &kind, &args, &to, &e);
+	json_t *r = ftd_request_start_parse(good, strlen(good), 100, &kind, &args, &to, &e);
 	assert_non_null(r);
 	assert_string_equal(kind, "bw");
 	assert_int_equal(to, 100);
@@ -116,25 +118,25 @@ static void test_mutations(void **s)
 		const char *kind;
 		json_t *args;
 		long to;
-		json_t *req = ftd_start_parse(b, n, 86400, &kind, &args, &to, &e);
+		json_t *req = ftd_request_start_parse(b, n, 86400, &kind, &args, &to, &e);
 		if (!req) {
-			free(body_ok(ftd_error_json(e.code, e.field, "%s", e.message)));
+			free(body_ok(ftd_request_error_json(e.code, e.field, "%s", e.message)));
 			continue;
 		}
 		const struct ftd_kind *k = ftd_kind_find(kind);
 		char **argv;
 		int gpu;
 		if (!k)
-			free(body_ok(ftd_error_json("unknown_kind", "kind", "unknown kind '%.*s'", ftstr_utf8_cut(kind, 64),
+			free(body_ok(ftd_request_error_json("unknown_kind", "kind", "unknown kind '%.*s'", ftstr_utf8_cut(kind, 64),
 						    kind)));
 		else if (ftd_kind_build(k, args, &cfg, "/w/ftbench", gpus, 2, &gpu, &argv, &e) < 0)
-			free(body_ok(ftd_error_json(e.code, e.field, "%s", e.message)));
+			free(body_ok(ftd_request_error_json(e.code, e.field, "%s", e.message)));
 		else {
 			json_t *a = json_array();
 			for (char **p = argv; *p; p++)
 				assert_int_equal(json_array_append_new(a, json_string(*p)), 0);
 			free(body_ok(json_pack("{s:o}", "argv", a)));
-			ftd_argv_free(argv);
+			ftd_kind_argv_free(argv);
 			accepted++;
 		}
 		json_decref(req);

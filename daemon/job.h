@@ -1,0 +1,130 @@
+/* job: one benchmark job as the API and the journal see it (no pipes, no processes: a running
+ * job's child lives in struct ftd_worker), its state machine, its event list (replayed to SSE
+ * readers) and the job list. No I/O here: whoever changes a job writes the journal
+ * (journal.h) and the logs. Every function runs with the daemon's lock held. */
+#ifndef FTD_JOB_H
+#define FTD_JOB_H
+#include <jansson.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+enum ftd_job_state {
+	FTD_JOB_QUEUED,
+	FTD_JOB_RUNNING,
+	FTD_JOB_SUCCEEDED, /* this and every state after it is final */
+	FTD_JOB_FAILED,
+	FTD_JOB_CANCELLED,
+	FTD_JOB_TIMED_OUT,
+	FTD_JOB_INTERRUPTED,
+	FTD_JOB_N
+};
+enum ftd_job_ev { FTD_EV_STATE, FTD_EV_PROGRESS, FTD_EV_RESULT, FTD_EV_ERROR };
+
+#define FTD_JOB_MAX_EVENTS 4096 /* progress events beyond this are not kept for replay */
+#define FTD_JOB_ID_LEN 16       /* hex digits */
+
+struct ftd_event {
+	enum ftd_job_ev type;
+	char *data; /* one JSON object, compact */
+};
+
+struct ftd_jobs;
+struct ftd_worker;
+
+struct ftd_job {
+	struct ftd_job *next;   /* the job list, oldest first */
+	struct ftd_jobs *list;  /* the list it is on (NULL: none) */
+	int refs;               /* 1 for the list + 1 per SSE reader */
+	int removed;            /* dropped by retention while an SSE reader still holds it */
+	char id[FTD_JOB_ID_LEN + 1];
+	unsigned long long seq; /* submission order (FIFO) */
+	const char *kind;       /* the kind's name (static, from the kinds table) */
+	int kind_idx;           /* its row in the kinds table */
+	enum ftd_job_state state;
+	json_t *args;           /* as submitted (validated) */
+	char **argv;            /* the worker's argv */
+	int gpu_index;          /* inventory index, -1 none */
+	char gpu_uuid[64];
+	int all_gpus;           /* holds every GPU (a bw job with gpu "all") */
+	int host_excl;
+	long timeout_s;
+	double created, started, finished; /* wall clock, 0 = not yet */
+	int has_progress, prog_done, prog_total;
+	char *prog_label;
+	int cancel_requested;
+	int exit_status, sig;   /* -1 = none */
+	char *error;
+	json_t *result;
+	char *profile_path;
+	char *idem_key, *req_canon;
+	pid_t pid;              /* the worker's pid (and process group) as recorded, 0 none */
+	int stop_by_daemon;     /* its run was ended because the daemon stops */
+	struct ftd_event *ev;
+	size_t nev, evcap;
+	struct ftd_worker *worker; /* while running (runner.c owns it) */
+};
+
+/* The job list, oldest first. cond (may be NULL) is broadcast on every event. */
+struct ftd_jobs {
+	struct ftd_job *head, *tail;
+	int n;
+	unsigned long long next_seq;
+	pthread_cond_t *cond;
+};
+
+const char *ftd_job_state_name(enum ftd_job_state s);
+/* The state named s, or -1. */
+int ftd_job_state_parse(const char *s);
+static inline int ftd_job_final(enum ftd_job_state s) { return s >= FTD_JOB_SUCCEEDED; }
+const char *ftd_job_ev_name(enum ftd_job_ev t);
+
+/* A new job (refs 1, no GPU, no exit status), NULL when out of memory. Free with ftd_job_unref. */
+struct ftd_job *ftd_job_new(void);
+/* A fresh random id into id (FTD_JOB_ID_LEN hex digits + NUL). */
+void ftd_job_new_id(char id[FTD_JOB_ID_LEN + 1]);
+void ftd_job_unref(struct ftd_job *j);
+
+/* Record an event (data: new reference, consumed; NULL ignored) and wake SSE readers. Progress
+ * events beyond FTD_JOB_MAX_EVENTS are dropped. */
+void ftd_job_event(struct ftd_job *j, enum ftd_job_ev type, json_t *data);
+/* Change state and emit the state event (the caller journals it). */
+void ftd_job_set_state(struct ftd_job *j, enum ftd_job_state s);
+/* Set j->error to a copy of msg (NULL clears it). */
+void ftd_job_set_error(struct ftd_job *j, const char *msg);
+/* The events a job loaded from the journal replays: a queued job its state, a finished one
+ * its result, error and state. */
+void ftd_job_replay(struct ftd_job *j);
+/* A finished job keeps its state, result and error events but only its last progress event,
+ * unless an SSE reader holds it. */
+void ftd_job_compact_events(struct ftd_job *j);
+
+/* How a run ended: what the worker did and why it was stopped. */
+struct ftd_job_end {
+	int timed_out;       /* the daemon stopped it at its timeout */
+	int daemon_stopping; /* the daemon stopped it because the daemon stops */
+	int cancelled;       /* a client cancelled it */
+	int proto_err;       /* it broke the result protocol (j->error says how) */
+	int exit_status;     /* 128+signal when killed */
+	int sig;             /* > 0: killed by this signal */
+	int has_result;
+};
+/* The final state of a run that ended as e, and the daemon's reason into msg ("" none). */
+enum ftd_job_state ftd_job_outcome(const struct ftd_job_end *e, long timeout_s, char *msg, size_t n);
+
+/* The job as its API object (new reference). with_result: include "result". queue_pos: its
+ * queue position (-1 none). */
+json_t *ftd_job_json(const struct ftd_job *j, int with_result, int queue_pos);
+
+/* ---- the list */
+/* Put j at the end of l (takes the list's reference). */
+void ftd_jobs_append(struct ftd_jobs *l, struct ftd_job *j);
+/* Take j (whose predecessor is prev, NULL for the head) off l, mark it removed and drop the
+ * list's reference. */
+void ftd_jobs_unlink(struct ftd_jobs *l, struct ftd_job *prev, struct ftd_job *j);
+struct ftd_job *ftd_jobs_find(const struct ftd_jobs *l, const char *id);
+int ftd_jobs_count(const struct ftd_jobs *l, enum ftd_job_state s);
+/* Queue position of a queued job (0 = next), -1 otherwise. */
+int ftd_jobs_queue_position(const struct ftd_jobs *l, const struct ftd_job *j);
+void ftd_jobs_free_all(struct ftd_jobs *l);
+#endif

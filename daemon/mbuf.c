@@ -1,0 +1,28 @@
+/* mbuf: see mbuf.h. */
+#include "mbuf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+void ftd_mbuf_cat(struct ftd_mbuf *m, const char *fmt, ...)
+{
+	va_list ap;
+	for (;;) {
+		va_start(ap, fmt);
+		int w = vsnprintf(m->buf + m->len, m->cap - m->len, fmt, ap);
+		va_end(ap);
+		if (w < 0)
+			return;
+		if ((size_t)w < m->cap - m->len) {
+			m->len += (size_t)w;
+			return;
+		}
+		size_t nc = (m->cap + (size_t)w + 1) * 2;
+		char *n = realloc(m->buf, nc);
+		if (!n)
+			return;
+		m->buf = n;
+		m->cap = nc;
+	}
+}

@@ -1,0 +1,38 @@
+#!/bin/sh
+# The daemon's layers: its #include graph has no cycle and no arrow against the order of
+# tests/integration/layers.py (docs/ARCHITECTURE.md); the checker itself fails on a planted
+# back-arrow and a planted cycle; main.c is the only caller of sd_notify.
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+T=$(mktemp -d "${TMPDIR:-/tmp}/ftlayers.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+n=0 failed=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+nok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; sed 's/^/#   /' "$T/log"; }
+check() { python3 "$ROOT/tests/integration/layers.py" "$1" >"$T/log" 2>&1; }
+
+echo "1..5"
+if check "$ROOT/daemon"; then ok "daemon/: every include points down, no cycle"; else nok "daemon/: every include points down, no cycle"; fi
+
+cp -r "$ROOT/daemon" "$T/up"
+sed -i 's|^#include "job.h"|#include "job.h"\n#include "http.h"|' "$T/up/job.c"
+if check "$T/up"; then : >"$T/log"; nok "a planted include of http.h in job.c is refused"
+elif grep -q 'job.c includes http.h' "$T/log"; then ok "a planted include of http.h in job.c is refused"
+else nok "a planted include of http.h in job.c is refused"; fi
+
+mkdir "$T/loop"
+printf '#include "b.h"\n' >"$T/loop/a.h"
+printf '#include "a.h"\n' >"$T/loop/b.h"
+if check "$T/loop"; then : >"$T/log"; nok "a planted cycle is refused"
+elif grep -q 'include cycle: a <-> b' "$T/log"; then ok "a planted cycle is refused"
+else nok "a planted cycle is refused"; fi
+
+cp -r "$ROOT/daemon" "$T/new"
+printf '/* x */\n' >"$T/new/stray.c"
+if check "$T/new"; then : >"$T/log"; nok "a module without a layer is refused"
+elif grep -q 'module stray has no layer' "$T/log"; then ok "a module without a layer is refused"
+else nok "a module without a layer is refused"; fi
+
+grep -ln 'sd_notify' "$ROOT"/daemon/*.c | grep -v '/main\.c$' >"$T/log"
+if [ -s "$T/log" ]; then nok "only main.c calls sd_notify"; else ok "only main.c calls sd_notify"; fi
+[ "$failed" -eq 0 ]
