@@ -4,34 +4,34 @@
 
 #include "copy_missing_impl.cuh"
 
-#define FTCM_BULK_TILE 15360  /* bytes per cp.async.bulk tile (3 stages fit in 48 KB) */
-#define FTCM_BULK_STAGES 3    /* shared-memory stages per block of the bulk variant */
-#define FTCM_BULK_BLOCKS_PER_SM 4
+#define FTMISSING_BULK_TILE 15360  /* bytes per cp.async.bulk tile (3 stages fit in 48 KB) */
+#define FTMISSING_BULK_STAGES 3    /* shared-memory stages per block of the bulk variant */
+#define FTMISSING_BULK_BLOCKS_PER_SM 4
 
 /* Bulk (TMA) variant, sm_90 only. Grid: blocks of one warp whose lane 0 drives a
- * FTCM_BULK_STAGES-deep pipeline: cp.async.bulk host -> shared (mbarrier), then
- * cp.async.bulk shared -> pool. Tiles of FTCM_BULK_TILE bytes; tile g of the flat space
+ * FTMISSING_BULK_STAGES-deep pipeline: cp.async.bulk host -> shared (mbarrier), then
+ * cp.async.bulk shared -> pool. Tiles of FTMISSING_BULK_TILE bytes; tile g of the flat space
  * (entry, bank, tile) goes to block g % gridDim.x. */
 __global__ void __launch_bounds__(32)
-	bulk_kernel(const struct layer_tab *__restrict__ tabs, int layer, const int32_t *__restrict__ src,
+	bulk_kernel(const struct ftmissing_layer_tab *__restrict__ tabs, int layer, const int32_t *__restrict__ src,
 		    const int32_t *__restrict__ dst, const int32_t *__restrict__ num, int max_n)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-	__shared__ __align__(128) unsigned char buf[FTCM_BULK_STAGES][FTCM_BULK_TILE];
-	__shared__ __align__(8) unsigned long long bar[FTCM_BULK_STAGES];
+	__shared__ __align__(128) unsigned char buf[FTMISSING_BULK_STAGES][FTMISSING_BULK_TILE];
+	__shared__ __align__(8) unsigned long long bar[FTMISSING_BULK_STAGES];
 	if (threadIdx.x != 0)
 		return;
-	const struct layer_tab t = tabs[layer];
+	const struct ftmissing_layer_tab t = tabs[layer];
 	int n = *num;
 	n = n < max_n ? n : max_n;
 	if (n <= 0)
 		return;
-	unsigned pre[FTCM_MAX_BANKS + 1];
+	unsigned pre[FTMISSING_MAX_BANKS + 1];
 	pre[0] = 0;
 	for (int b = 0; b < t.nb; b++)
-		pre[b + 1] = pre[b] + (t.row16[b] * 16u + FTCM_BULK_TILE - 1) / FTCM_BULK_TILE;
+		pre[b + 1] = pre[b] + (t.row16[b] * 16u + FTMISSING_BULK_TILE - 1) / FTMISSING_BULK_TILE;
 	const unsigned per = pre[t.nb], total = (unsigned)n * per;
-	for (int s = 0; s < FTCM_BULK_STAGES; s++) {
+	for (int s = 0; s < FTMISSING_BULK_STAGES; s++) {
 		unsigned a = (unsigned)__cvta_generic_to_shared(&bar[s]);
 		asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(a));
 	}
@@ -43,10 +43,10 @@ __global__ void __launch_bounds__(32)
 		while (b + 1 < t.nb && k >= pre[b + 1])
 			b++;
 		k -= pre[b];
-		size_t rb = (size_t)t.row16[b] * 16u, off = (size_t)k * FTCM_BULK_TILE;
+		size_t rb = (size_t)t.row16[b] * 16u, off = (size_t)k * FTMISSING_BULK_TILE;
 		*sp = (const unsigned char *)t.host[b] + (size_t)src[ent] * rb + off;
 		*dp = (unsigned char *)t.pool[b] + (size_t)dst[ent] * rb + off;
-		return (unsigned)(rb - off < FTCM_BULK_TILE ? rb - off : FTCM_BULK_TILE);
+		return (unsigned)(rb - off < FTMISSING_BULK_TILE ? rb - off : FTMISSING_BULK_TILE);
 	};
 	auto issue = [&](int s, unsigned g) {
 		const unsigned char *sp;
@@ -59,7 +59,7 @@ __global__ void __launch_bounds__(32)
 			     "l"(sp), "r"(bytes), "r"(a)
 			     : "memory");
 	};
-	for (int s = 0; s < FTCM_BULK_STAGES; s++) {
+	for (int s = 0; s < FTMISSING_BULK_STAGES; s++) {
 		unsigned g = blockIdx.x + (unsigned)s * gridDim.x;
 		if (g < total)
 			issue(s, g);
@@ -68,8 +68,8 @@ __global__ void __launch_bounds__(32)
 		unsigned g = blockIdx.x + i * gridDim.x;
 		if (g >= total)
 			break;
-		int s = (int)(i % FTCM_BULK_STAGES);
-		unsigned parity = (i / FTCM_BULK_STAGES) & 1, a = (unsigned)__cvta_generic_to_shared(&bar[s]), ok;
+		int s = (int)(i % FTMISSING_BULK_STAGES);
+		unsigned parity = (i / FTMISSING_BULK_STAGES) & 1, a = (unsigned)__cvta_generic_to_shared(&bar[s]), ok;
 		do {
 			asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
 				     : "=r"(ok)
@@ -83,7 +83,7 @@ __global__ void __launch_bounds__(32)
 		asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dp), "r"(sm), "r"(bytes)
 			     : "memory");
 		asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-		unsigned gn = g + FTCM_BULK_STAGES * gridDim.x;
+		unsigned gn = g + FTMISSING_BULK_STAGES * gridDim.x;
 		if (gn < total) {
 			asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
 			issue(s, gn);
@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(32)
 #endif
 }
 
-static cudaError_t launch(const struct ftcm *c, int variant, int blocks, int layer, const int32_t *src,
+static cudaError_t launch(const struct ftmissing *c, int variant, int blocks, int layer, const int32_t *src,
 			  const int32_t *dst, const int32_t *num, int max_n, cudaStream_t s)
 {
 	if (!c || layer < 0 || layer >= c->layers || max_n < 0 || !src || !dst || !num)
@@ -106,16 +106,16 @@ static cudaError_t launch(const struct ftcm *c, int variant, int blocks, int lay
 	if (!c->d_tabs || (unsigned long long)c->e16 * (unsigned long long)max_n >= (1ull << 32))
 		return cudaErrorInvalidValue;
 	if (blocks <= 0)
-		blocks = c->sms * (variant == FTCV_BULK ? FTCM_BULK_BLOCKS_PER_SM : FTCM_BLOCKS_PER_SM);
+		blocks = c->sms * (variant == FTCV_BULK ? FTMISSING_BULK_BLOCKS_PER_SM : FTMISSING_BLOCKS_PER_SM);
 	switch (variant) {
 	case FTCV_L2_256:
-		fused_kernel<FTCM_UNROLL, 1><<<blocks, FTCM_BLOCK, 0, s>>>(c->d_tabs, layer, all, src, dst, num, max_n);
+		fused_kernel<FTMISSING_UNROLL, 1><<<blocks, FTMISSING_BLOCK, 0, s>>>(c->d_tabs, layer, all, src, dst, num, max_n);
 		break;
 	case FTCV_UNROLL4:
-		fused_kernel<4, 0><<<blocks, FTCM_BLOCK, 0, s>>>(c->d_tabs, layer, all, src, dst, num, max_n);
+		fused_kernel<4, 0><<<blocks, FTMISSING_BLOCK, 0, s>>>(c->d_tabs, layer, all, src, dst, num, max_n);
 		break;
 	case FTCV_UNROLL16:
-		fused_kernel<16, 0><<<blocks, FTCM_BLOCK, 0, s>>>(c->d_tabs, layer, all, src, dst, num, max_n);
+		fused_kernel<16, 0><<<blocks, FTMISSING_BLOCK, 0, s>>>(c->d_tabs, layer, all, src, dst, num, max_n);
 		break;
 	case FTCV_BULK: {
 		int dev, major;
@@ -133,7 +133,7 @@ static cudaError_t launch(const struct ftcm *c, int variant, int blocks, int lay
 }
 
 #define FTCV_FN(name, v)                                                                                       \
-	static int name(const struct ftcm *c, int blocks, int layer, const int32_t *src, const int32_t *dst,    \
+	static int name(const struct ftmissing *c, int blocks, int layer, const int32_t *src, const int32_t *dst,    \
 			const int32_t *num, int max_n, void *stream)                                            \
 	{                                                                                                      \
 		return (int)launch(c, v, blocks, layer, src, dst, num, max_n, (cudaStream_t)stream);            \

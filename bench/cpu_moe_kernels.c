@@ -29,7 +29,7 @@ static double now(void)
 	return (double)t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-static void prep_inputs(const struct ftk_ops *o, long K, int nb, const void **xs)
+static void prep_inputs(const struct ftkern_ops *o, long K, int nb, const void **xs)
 {
 	for (int b = 0; b < nb; b++) {
 		if (o->prep) {
@@ -67,16 +67,16 @@ int main(int argc, char **argv)
 			x[b][k] = (float)(rand() % 200 - 100) / 100.f + 0.001f;
 	static const char *const names[] = {"bf16", "nvfp4", "ds_fp4", "q4_0", "mxfp4_triton"};
 	for (size_t fi = 0; fi < sizeof names / sizeof names[0]; fi++) {
-		const struct ftformat *f = ftfmt_lookup(names[fi]);
+		const struct ftfmt *f = ftfmt_lookup(names[fi]);
 		if (!f)
 			continue;
-		for (int isa = 0; isa < FTCMOE_ISA_AMX; isa++) {
-			if (!ftcmoe_isa_supported((enum ftcmoe_isa)isa, ci.isa))
+		for (int isa = 0; isa < FTCPUMOE_ISA_AMX; isa++) {
+			if (!ftcpumoe_isa_supported((enum ftcpumoe_isa)isa, ci.isa))
 				continue;
-			const struct ftk_ops *o = ftk_select(isa, f->id, ci.isa);
+			const struct ftkern_ops *o = ftkern_select(isa, f->id, ci.isa);
 			if (!o || !o->rows)
 				continue;
-			struct ftk_mat m = {w, sc, gl, K, N};
+			struct ftkern_mat m = {w, sc, gl, K, N};
 			size_t bytes = f->id == FTFMT_BF16   ? (size_t)(N * K * 2)
 				       : f->id == FTFMT_Q4_0 ? (size_t)(N * K / 32 * 18)
 							     : (size_t)(N * K / 2 + N * K / 16);
@@ -90,25 +90,25 @@ int main(int argc, char **argv)
 			prep_inputs(o, K, nb, xs);
 			for (int b = 0; b < nb; b++)
 				ys[b] = y[b];
-			int reps = isa == FTCMOE_ISA_SCALAR ? 3 : 200;
+			int reps = isa == FTCPUMOE_ISA_SCALAR ? 3 : 200;
 			o->rows(&m, 0, N, nb, xs, ys);
 			double t = now();
 			for (int r = 0; r < reps; r++)
 				o->rows(&m, 0, N, nb, xs, ys);
 			t = now() - t;
 			printf("%-13s %-11s %-15s nb=%d  %.1f GB/s (in cache)\n", names[fi],
-			       ftcmoe_isa_name((enum ftcmoe_isa)isa), o->name, nb, (double)bytes * reps / t / 1e9);
+			       ftcpumoe_isa_name((enum ftcpumoe_isa)isa), o->name, nb, (double)bytes * reps / t / 1e9);
 		}
 	}
-	for (int isa = 0; isa < FTCMOE_ISA_AMX; isa++) {
-		if (!ftcmoe_isa_supported((enum ftcmoe_isa)isa, ci.isa))
+	for (int isa = 0; isa < FTCPUMOE_ISA_AMX; isa++) {
+		if (!ftcpumoe_isa_supported((enum ftcpumoe_isa)isa, ci.isa))
 			continue;
-		const struct ftk_ops *o = ftk_select(isa, FTFMT_MXFP4_TRITON, ci.isa);
+		const struct ftkern_ops *o = ftkern_select(isa, FTFMT_MXFP4_TRITON, ci.isa);
 		if (!o || !o->rows_t)
 			continue;
 		float *ps[MAX_NB];
 		const void *xs[MAX_NB];
-		struct ftk_mat m = {w, sc, NULL, 2880, 5760};
+		struct ftkern_mat m = {w, sc, NULL, 2880, 5760};
 		prep_inputs(o, 2880, nb, xs);
 		for (int b = 0; b < nb; b++)
 			ps[b] = part[b];
@@ -119,7 +119,7 @@ int main(int argc, char **argv)
 			o->rows_t(&m, 0, 64, nb, xs, ps, tmp);
 		t = now() - t;
 		printf("%-13s %-11s %-15s nb=%d  %.1f GB/s (in cache, split along K)\n", "mxfp4_triton",
-		       ftcmoe_isa_name((enum ftcmoe_isa)isa), o->name, nb, 64.0 * 5760 * reps / t / 1e9);
+		       ftcpumoe_isa_name((enum ftcpumoe_isa)isa), o->name, nb, 64.0 * 5760 * reps / t / 1e9);
 	}
 	return 0;
 }

@@ -32,21 +32,21 @@ int main(int argc, char **argv)
 	long H = 64, I = 64;
 	int E = 8, K = argc > 2 ? atoi(argv[2]) : 8;
 	for (int fi = 0; fi < 4; fi++) {
-		const struct ftformat *f = ftfmt_lookup(names[fi]);
-		struct ftbank_shape sh[FT_MAX_BANKS];
+		const struct ftfmt *f = ftfmt_lookup(names[fi]);
+		struct ftfmt_bank_shape sh[FTFMT_MAX_BANKS];
 		int nb = ftfmt_banks(f, H, I, sh);
-		const void *banks[FT_MAX_BANKS];
+		const void *banks[FTFMT_MAX_BANKS];
 		for (int i = 0; i < nb; i++) {
 			uint8_t *p = malloc(sh[i].expert_bytes * (size_t)E);
 			for (size_t j = 0; j < sh[i].expert_bytes * (size_t)E; j++)
 				p[j] = (uint8_t)(0x30 + (rand() & 7)); /* small normal codes and scales */
 			banks[i] = p;
 		}
-		struct ftcmoe_cfg cfg = {.format = f->id, .hidden = H, .inter = I, .experts = E, .layers = 1,
-					 .banks = banks, .act = FTACT_SILU, .swiglu_limit = 7, .max_batch = 1,
-					 .max_topk = K, .isa = FTCMOE_ISA_AUTO, .pool = pool, .cpu = &ci};
-		struct ftcmoe *x;
-		if (ftcmoe_create(&cfg, &x) < 0)
+		struct ftcpumoe_cfg cfg = {.format = f->id, .hidden = H, .inter = I, .experts = E, .layers = 1,
+					 .banks = banks, .act = FTFMT_ACT_SILU, .swiglu_limit = 7, .max_batch = 1,
+					 .max_topk = K, .isa = FTCPUMOE_ISA_AUTO, .pool = pool, .cpu = &ci};
+		struct ftcpumoe *x;
+		if (ftcpumoe_create(&cfg, &x) < 0)
 			return 1;
 		float xin[64], w[8], out[64];
 		int32_t ids[8];
@@ -59,15 +59,15 @@ int main(int argc, char **argv)
 		enum { N = 20000 };
 		static double t[N];
 		for (int i = 0; i < N + 1000; i++) {
-			double t0 = ft_now_s();
-			ftcmoe_forward(x, 0, 1, K, xin, ids, w, out);
+			double t0 = fttime_now_s();
+			ftcpumoe_forward(x, 0, 1, K, xin, ids, w, out);
 			if (i >= 1000)
-				t[i - 1000] = ft_now_s() - t0;
+				t[i - 1000] = fttime_now_s() - t0;
 		}
 		qsort(t, N, sizeof t[0], cmpd);
 		printf("%-13s %-11s threads %d: step median %.2f us, p90 %.2f us\n", names[fi],
-		       ftcmoe_isa_name(ftcmoe_isa(x)), ftpool_size(pool), t[N / 2] * 1e6, t[N * 9 / 10] * 1e6);
-		ftcmoe_free(x);
+		       ftcpumoe_isa_name(ftcpumoe_isa(x)), ftpool_size(pool), t[N / 2] * 1e6, t[N * 9 / 10] * 1e6);
+		ftcpumoe_free(x);
 		for (int i = 0; i < nb; i++)
 			free((void *)banks[i]);
 	}

@@ -34,7 +34,7 @@ struct variant {
 };
 #define V_PRODUCT 0     /* the product's fused kernel */
 #define BV(v) (1 + (v)) /* a variant of bench/copy_variants.cu */
-#define PX_DEF -1, 1, FTCM_SIGNAL_MEMOP, FTCM_PROXY_WAIT_SLEEP_NS
+#define PX_DEF -1, 1, FTMISSING_SIGNAL_MEMOP, FTMISSING_PROXY_WAIT_SLEEP_NS
 
 static const struct variant all[] = {
 	{"fused", FTGATHER_FUSED, V_PRODUCT, 0, 0},
@@ -51,20 +51,20 @@ static const struct variant all[] = {
 	{"memcpy", FTGATHER_MEMCPY, 0, 0, 0},
 	{"memcpy_batch", FTGATHER_MEMCPY_BATCH, 0, 0, 0},
 	{"proxy", FTGATHER_PROXY, 0, 0, 0, PX_DEF},
-	{"proxy_v0", FTGATHER_PROXY, 0, 0, 0, 0, 0, FTCM_SIGNAL_KERNEL, 256}, /* the first proxy */
-	{"proxy_nosplit", FTGATHER_PROXY, 0, 0, 0, 0, 1, FTCM_SIGNAL_MEMOP, FTCM_PROXY_WAIT_SLEEP_NS},
-	{"proxy_nomerge", FTGATHER_PROXY, 0, 0, 0, -1, 0, FTCM_SIGNAL_MEMOP, FTCM_PROXY_WAIT_SLEEP_NS},
-	{"proxy_s16k", FTGATHER_PROXY, 0, 0, 0, 16 << 10, 1, FTCM_SIGNAL_MEMOP, FTCM_PROXY_WAIT_SLEEP_NS},
-	{"proxy_s512k", FTGATHER_PROXY, 0, 0, 0, 512 << 10, 1, FTCM_SIGNAL_MEMOP, FTCM_PROXY_WAIT_SLEEP_NS},
-	{"proxy_s1m", FTGATHER_PROXY, 0, 0, 0, 1 << 20, 1, FTCM_SIGNAL_MEMOP, FTCM_PROXY_WAIT_SLEEP_NS},
-	{"proxy_kernsig", FTGATHER_PROXY, 0, 0, 0, -1, 1, FTCM_SIGNAL_KERNEL, FTCM_PROXY_WAIT_SLEEP_NS},
-	{"proxy_sleep0", FTGATHER_PROXY, 0, 0, 0, -1, 1, FTCM_SIGNAL_MEMOP, 0},
-	{"proxy_sleep1k", FTGATHER_PROXY, 0, 0, 0, -1, 1, FTCM_SIGNAL_MEMOP, 1000},
+	{"proxy_v0", FTGATHER_PROXY, 0, 0, 0, 0, 0, FTMISSING_SIGNAL_KERNEL, 256}, /* the first proxy */
+	{"proxy_nosplit", FTGATHER_PROXY, 0, 0, 0, 0, 1, FTMISSING_SIGNAL_MEMOP, FTMISSING_PROXY_WAIT_SLEEP_NS},
+	{"proxy_nomerge", FTGATHER_PROXY, 0, 0, 0, -1, 0, FTMISSING_SIGNAL_MEMOP, FTMISSING_PROXY_WAIT_SLEEP_NS},
+	{"proxy_s16k", FTGATHER_PROXY, 0, 0, 0, 16 << 10, 1, FTMISSING_SIGNAL_MEMOP, FTMISSING_PROXY_WAIT_SLEEP_NS},
+	{"proxy_s512k", FTGATHER_PROXY, 0, 0, 0, 512 << 10, 1, FTMISSING_SIGNAL_MEMOP, FTMISSING_PROXY_WAIT_SLEEP_NS},
+	{"proxy_s1m", FTGATHER_PROXY, 0, 0, 0, 1 << 20, 1, FTMISSING_SIGNAL_MEMOP, FTMISSING_PROXY_WAIT_SLEEP_NS},
+	{"proxy_kernsig", FTGATHER_PROXY, 0, 0, 0, -1, 1, FTMISSING_SIGNAL_KERNEL, FTMISSING_PROXY_WAIT_SLEEP_NS},
+	{"proxy_sleep0", FTGATHER_PROXY, 0, 0, 0, -1, 1, FTMISSING_SIGNAL_MEMOP, 0},
+	{"proxy_sleep1k", FTGATHER_PROXY, 0, 0, 0, -1, 1, FTMISSING_SIGNAL_MEMOP, 1000},
 	/* idle policies (opts.spin_us): the default, doorbell only, always polling; _b2b: after a pass */
 	{"proxy_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1},
 	{"proxy_bell", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0 + 2, 0},
 	{"proxy_bell_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0 + 2, 1},
-	{"proxy_spin", FTGATHER_PROXY, 0, 0, 0, PX_DEF, FTCM_PROXY_SPIN_ALWAYS + 2, 0},
+	{"proxy_spin", FTGATHER_PROXY, 0, 0, 0, PX_DEF, FTMISSING_PROXY_SPIN_ALWAYS + 2, 0},
 	{"fused_b2b", FTGATHER_FUSED, V_PRODUCT, 0, 0, 0, 0, 0, 0, 0, 1},
 	{"memcpy_b2b", FTGATHER_MEMCPY, 0, 0, 0, 0, 0, 0, 0, 0, 1},
 	/* captured in a graph: the doorbell is a host node */
@@ -190,8 +190,8 @@ int main(int argc, char **argv)
 					int blocks = all[v].blocks ? all[v].blocks : all[v].blocks_per_sm * sms;
 					ftgather_set_fused(g, all[v].var ? ftcv_fn(all[v].var - 1) : NULL, blocks);
 					if (all[v].path == FTGATHER_PROXY) {
-						struct ftcm_proxy_opts po;
-						ftcm_proxy_default_opts(&po);
+						struct ftmissing_proxy_opts po;
+						ftmissing_proxy_default_opts(&po);
 						if (all[v].split >= 0)
 							po.sm_below = (size_t)all[v].split;
 						po.merge = all[v].merge;

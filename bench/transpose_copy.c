@@ -1,4 +1,4 @@
-/* The loaders' transposing copy (ftpiece_copy) per core, for bench/RESULTS.md ("issue 19"):
+/* The loaders' transposing copy (ftbanks_piece_copy) per core, for bench/RESULTS.md ("issue 19"):
  * one gpt-oss-120b expert's gate_up_proj as transformers saves it ([H 2880][2I 5760] bf16 ->
  * the bf16 gate_up bank, transposed and de-interleaved) fed in 8 MiB chunks as the parallel
  * reader does, and a released gpt-oss block tensor's shape as u8 ([N 5760][K/2 1440] ->
@@ -29,17 +29,17 @@ int main(void)
 		return 1;
 	for (size_t i = 0; i < n; i++)
 		src[i] = (unsigned char)(i * 131);
-	struct ftpiece gu = {0, 0, n, 0, 0, 0, 1, (uint32_t)H, (uint32_t)(2 * I), 2, 1, NULL};
-	struct ftpiece mx = {0, 0, n / 2, 0, 0, 0, 1, (uint32_t)(2 * I), (uint32_t)(H / 2), 1, 0, NULL};
+	struct ftbanks_piece gu = {0, 0, n, 0, 0, 0, 1, (uint32_t)H, (uint32_t)(2 * I), 2, 1, NULL};
+	struct ftbanks_piece mx = {0, 0, n / 2, 0, 0, 0, 1, (uint32_t)(2 * I), (uint32_t)(H / 2), 1, 0, NULL};
 	double best_gu = 1e9, best_mx = 1e9;
 	for (int r = 0; r < 7; r++) {
 		double t = cpu_s();
 		for (size_t off = 0; off < n; off += chunk)
-			ftpiece_copy(&gu, b, off, src + off, off + chunk > n ? n - off : chunk);
+			ftbanks_piece_copy(&gu, b, off, src + off, off + chunk > n ? n - off : chunk);
 		t = cpu_s() - t;
 		best_gu = t < best_gu ? t : best_gu;
 		t = cpu_s();
-		ftpiece_copy(&mx, b, 0, src, n / 2);
+		ftbanks_piece_copy(&mx, b, 0, src, n / 2);
 		t = cpu_s() - t;
 		best_mx = t < best_mx ? t : best_mx;
 	}

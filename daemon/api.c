@@ -165,7 +165,7 @@ int ftd_api_submit(const char *kind, json_t *args, long timeout_s, const char *i
 	j->all_gpus = gpu == FTD_KIND_GPU_ALL;
 	j->host_excl = k->host_exclusive;
 	j->timeout_s = timeout_s;
-	j->created = ft_wall_epoch();
+	j->created = fttime_wall_epoch();
 	j->idem_key = idem_key ? strdup(idem_key) : NULL;
 	j->req_canon = req_canon ? strdup(req_canon) : NULL;
 	int r = ftd_daemon_save(j);
@@ -192,7 +192,7 @@ int ftd_api_cancel_job(struct ftd_job *j, struct ftd_err *err)
 	}
 	if (j->state == FTD_JOB_QUEUED) {
 		j->cancel_requested = 1;
-		j->finished = ft_wall_epoch();
+		j->finished = fttime_wall_epoch();
 		ftd_daemon_set_state(j, FTD_JOB_CANCELLED);
 		ftd_metrics_job_finished(j);
 		ftd_log(FTD_LOG_INFO, "job %s: cancelled while queued", j->id);
@@ -218,7 +218,7 @@ void ftd_api_health(const struct ftd_api_req *rq, struct ftd_api_reply *rp)
 	(void)rq;
 	pthread_mutex_lock(&ftd.lock);
 	json_t *o = json_pack("{s:s,s:s,s:f,s:i,s:i,s:i}", "status", ftd.stopping ? "stopping" : "ok", "version",
-			      FT_VERSION, "uptime_s", ft_wall_epoch() - ftd.start_wall, "queued",
+			      FT_VERSION, "uptime_s", fttime_wall_epoch() - ftd.start_wall, "queued",
 			      ftd_jobs_count(&ftd.jobs, FTD_JOB_QUEUED), "running",
 			      ftd_jobs_count(&ftd.jobs, FTD_JOB_RUNNING), "gpus", ftd.ngpus);
 	pthread_mutex_unlock(&ftd.lock);
@@ -592,7 +592,7 @@ static void rebench_one(const char *uuid, const char *bus, long interval)
 	int stale = now ? ftprof_fingerprint_compare(json_object_get(p, "fingerprint"), now, why, sizeof why) : 0;
 	json_decref(now);
 	json_t *ep = json_object_get(p, "epoch");
-	double age = json_is_number(ep) ? ft_wall_epoch() - json_number_value(ep) : 0;
+	double age = json_is_number(ep) ? fttime_wall_epoch() - json_number_value(ep) : 0;
 	json_decref(p);
 	if (stale != 1 && interval > 0 && age > (double)interval) {
 		snprintf(why, sizeof why, "measured %.1f days ago, rebench every %.1f days", age / 86400,

@@ -756,7 +756,7 @@ static void front_accept(struct ftd_http *h)
 		}
 		if (h->npending >= PENDING_MAX)
 			pending_drop(h, h->head, 503, "busy", "too many connections are waiting for their request");
-		p->deadline_ns = ft_now_ns() + (uint64_t)ftd.cfg.header_timeout * 1000000000ull;
+		p->deadline_ns = fttime_now_ns() + (uint64_t)ftd.cfg.header_timeout * 1000000000ull;
 		p->prev = h->tail;
 		if (h->tail)
 			h->tail->next = p;
@@ -789,7 +789,7 @@ static void *front_main(void *arg)
 	for (;;) {
 		int tmo = -1;
 		if (h->head) {
-			uint64_t now = ft_now_ns();
+			uint64_t now = fttime_now_ns();
 			tmo = h->head->deadline_ns > now ? (int)((h->head->deadline_ns - now) / 1000000) + 1 : 0;
 		}
 		int n = epoll_wait(h->ep, evs, 64, tmo);
@@ -815,7 +815,7 @@ static void *front_main(void *arg)
 				free(p);
 			}
 		}
-		uint64_t now = ft_now_ns();
+		uint64_t now = fttime_now_ns();
 		while (h->head && h->head->deadline_ns <= now)
 			pending_drop(h, h->head, 408, "request_timeout", "the request head did not arrive in time (header-timeout)");
 	}

@@ -51,7 +51,7 @@ void ftd_job_new_id(char id[FTD_JOB_ID_LEN + 1])
 {
 	unsigned char b[FTD_JOB_ID_LEN / 2];
 	if (getrandom(b, sizeof b, 0) != sizeof b) {
-		uint64_t t = ft_now_ns() ^ ((uint64_t)getpid() << 32);
+		uint64_t t = fttime_now_ns() ^ ((uint64_t)getpid() << 32);
 		memcpy(b, &t, sizeof b);
 	}
 	for (size_t i = 0; i < sizeof b; i++)
@@ -239,7 +239,7 @@ json_t *ftd_job_json(const struct ftd_job *j, int with_result, int queue_pos)
 	json_object_set_new(o, "created_at", time_or_null(j->created));
 	json_object_set_new(o, "started_at", time_or_null(j->started));
 	json_object_set_new(o, "finished_at", time_or_null(j->finished));
-	double end = j->finished > 0 ? j->finished : ft_wall_epoch();
+	double end = j->finished > 0 ? j->finished : fttime_wall_epoch();
 	json_object_set_new(o, "duration_s", j->started > 0 ? json_real(end - j->started) : json_null());
 	json_object_set_new(o, "queue_position", queue_pos >= 0 ? json_integer(queue_pos) : json_null());
 	json_object_set_new(o, "progress", j->has_progress ? json_pack("{s:i,s:i,s:s}", "done", j->prog_done, "total",

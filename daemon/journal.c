@@ -170,7 +170,7 @@ int ftd_journal_load(const char *dir, void (*on_running)(struct ftd_job *j, void
 			continue;
 		if (on_running)
 			on_running(j, ctx);
-		j->finished = ft_wall_epoch();
+		j->finished = fttime_wall_epoch();
 		ftd_job_set_error(j, "the daemon stopped while the job was running");
 		j->state = FTD_JOB_INTERRUPTED;
 		int r = ftd_journal_save(dir, j);

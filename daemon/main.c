@@ -345,7 +345,7 @@ int main(int argc, char **argv)
 	ftd.wake_fd = -1;
 	raise_nofile();
 	ftd.main_pid = getpid();
-	ftd.start_wall = ft_wall_epoch();
+	ftd.start_wall = fttime_wall_epoch();
 	pthread_mutex_init(&ftd.lock, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
@@ -442,7 +442,7 @@ int main(int argc, char **argv)
 		ftd_procs_track();
 		int tmo = ftd_runner_timers();
 		ftd_runner_finish_ready();
-		uint64_t now = ft_now_ns();
+		uint64_t now = fttime_now_ns();
 		if (now >= retention_next) {
 			ftd_runner_retention();
 			retention_next = now + 60ull * 1000000000ull;

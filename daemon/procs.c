@@ -245,12 +245,12 @@ void ftd_procs_job_started(struct ftd_job *j)
 	w->ngroups = 0;
 	add_group(w, w->pid, read_stat(w->pid, &p) == 0 ? p.start : 0);
 	write_record(j->id, w);
-	w->groups_scan_ns = ft_now_ns();
+	w->groups_scan_ns = fttime_now_ns();
 }
 
 void ftd_procs_track(void)
 {
-	uint64_t now = ft_now_ns();
+	uint64_t now = fttime_now_ns();
 	int due = 0;
 	for (struct ftd_job *j = ftd.jobs.head; j; j = j->next)
 		if (live(j) && now - j->worker->groups_scan_ns >= FTD_PROCS_TRACK_NS)

@@ -27,7 +27,7 @@ static const struct ftd_worker_cb worker_cb = {on_line, on_protocol_error, on_ex
 /* A job that could not start (or run) failed: why is its error. */
 static void fail_job(struct ftd_job *j, const char *why)
 {
-	j->finished = ft_wall_epoch();
+	j->finished = fttime_wall_epoch();
 	ftd_job_set_error(j, why);
 	ftd_job_event(j, FTD_EV_ERROR, json_pack("{s:s}", "message", why));
 	ftd_daemon_set_state(j, FTD_JOB_FAILED);
@@ -129,7 +129,7 @@ void ftd_runner_sched(void)
 		for (int i = 0; i < m; i++) {
 			struct ftd_job *j = jv[start[i]];
 			char why[768] = "";
-			j->started = ft_wall_epoch();
+			j->started = fttime_wall_epoch();
 			if (start_job(j, why, sizeof why) < 0) {
 				fail_job(j, why);
 				again = 1; /* what it would have held is free: ask again */
@@ -271,7 +271,7 @@ static void on_exited(void *ctx, struct ftd_worker *w)
 		ftd_job_event(j, FTD_EV_ERROR, json_pack("{s:s}", "message", j->error));
 	if (s == FTD_JOB_SUCCEEDED)
 		ftd_job_set_error(j, NULL);
-	j->finished = ft_wall_epoch();
+	j->finished = fttime_wall_epoch();
 	j->worker = NULL;
 	ftd_worker_free(w);
 	ftd_daemon_set_state(j, s);
@@ -328,12 +328,12 @@ void ftd_runner_reap(void)
 		for (struct ftd_job *j = ftd.jobs.head; j; j = j->next) {
 			if (!running(j) || j->worker->pid != pid || j->worker->reaped)
 				continue;
-			ftd_worker_reaped(j->worker, st, ft_now_ns());
+			ftd_worker_reaped(j->worker, st, fttime_now_ns());
 			/* whatever the worker left behind goes with it, so the pipes reach EOF: its
 			 * groups, what carries its FTBENCHD_JOB_ID, and whatever below the daemon (a
 			 * subreaper) no running job claims */
 			ftd_procs_end_job(j);
-			j->worker->reaped_ns = ft_now_ns();
+			j->worker->reaped_ns = fttime_now_ns();
 			break;
 		}
 	}
@@ -341,7 +341,7 @@ void ftd_runner_reap(void)
 
 int ftd_runner_timers(void)
 {
-	uint64_t now = ft_now_ns(), next = UINT64_MAX;
+	uint64_t now = fttime_now_ns(), next = UINT64_MAX;
 	long grace = ftd.cfg.kill_grace;
 	for (struct ftd_job *j = ftd.jobs.head; j; j = j->next) {
 		if (!running(j))
@@ -365,7 +365,7 @@ int ftd_runner_timers(void)
 
 void ftd_runner_finish_ready(void)
 {
-	uint64_t now = ft_now_ns();
+	uint64_t now = fttime_now_ns();
 	struct ftd_job *j = ftd.jobs.head;
 	while (j) {
 		struct ftd_job *next = j->next;
@@ -387,7 +387,7 @@ int ftd_runner_busy(void)
 
 void ftd_runner_retention(void)
 {
-	double now = ft_wall_epoch();
+	double now = fttime_wall_epoch();
 	long finished = 0;
 	for (struct ftd_job *j = ftd.jobs.head; j; j = j->next)
 		finished += ftd_job_final(j->state);

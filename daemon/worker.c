@@ -98,7 +98,7 @@ struct ftd_worker *ftd_worker_start(const struct ftd_worker_spec *s, char *why, 
 	w->exit_status = w->sig = -1;
 	w->max_line = s->max_line;
 	w->log_max = s->log_max;
-	w->deadline_ns = ft_now_ns() + (uint64_t)s->timeout_s * 1000000000ull;
+	w->deadline_ns = fttime_now_ns() + (uint64_t)s->timeout_s * 1000000000ull;
 	w->cb = s->cb;
 	w->ctx = s->ctx;
 	return w;
@@ -129,7 +129,7 @@ void ftd_worker_terminate(struct ftd_worker *w, long grace_s)
 	if (w->reaped || w->kill_at_ns)
 		return;
 	ftproc_signal(&w->proc, SIGTERM);
-	w->kill_at_ns = ft_now_ns() + (uint64_t)grace_s * 1000000000ull;
+	w->kill_at_ns = fttime_now_ns() + (uint64_t)grace_s * 1000000000ull;
 	if (!w->kill_at_ns)
 		w->kill_at_ns = 1;
 }
@@ -361,11 +361,11 @@ int ftd_worker_capture(char *const *argv, long timeout_s, size_t max, char **out
 	int fd = map[1].fd;
 	size_t len = 0, cap = max;
 	char *out = malloc(cap + 1);
-	uint64_t deadline = ft_now_ns() + (uint64_t)timeout_s * 1000000000ull;
+	uint64_t deadline = fttime_now_ns() + (uint64_t)timeout_s * 1000000000ull;
 	int timed_out = 0;
 	while (out) {
 		struct pollfd pf = {.fd = fd, .events = POLLIN};
-		uint64_t now = ft_now_ns();
+		uint64_t now = fttime_now_ns();
 		if (now >= deadline) {
 			timed_out = 1;
 			break;

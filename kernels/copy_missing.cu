@@ -8,7 +8,7 @@
 
 /* Per-bank gather of one bank in units of T (16, 4 or 1 bytes). Grid as the fused kernel. */
 template <typename T>
-__global__ void __launch_bounds__(FTCM_BLOCK)
+__global__ void __launch_bounds__(FTMISSING_BLOCK)
 	bank_kernel(const T *__restrict__ host, T *__restrict__ pool, unsigned rowu,
 		    const int32_t *__restrict__ src, const int32_t *__restrict__ dst,
 		    const int32_t *__restrict__ num, int max_n)
@@ -17,13 +17,13 @@ __global__ void __launch_bounds__(FTCM_BLOCK)
 	n = n < max_n ? n : max_n;
 	if (n <= 0)
 		return;
-	const unsigned total = (unsigned)n * rowu, span = FTCM_BLOCK * FTCM_UNROLL;
+	const unsigned total = (unsigned)n * rowu, span = FTMISSING_BLOCK * FTMISSING_UNROLL;
 	for (unsigned base = blockIdx.x * span; base < total; base += gridDim.x * span) {
-		T v[FTCM_UNROLL];
-		T *d[FTCM_UNROLL];
+		T v[FTMISSING_UNROLL];
+		T *d[FTMISSING_UNROLL];
 #pragma unroll
-		for (int u = 0; u < FTCM_UNROLL; u++) {
-			unsigned c = base + u * FTCM_BLOCK + threadIdx.x;
+		for (int u = 0; u < FTMISSING_UNROLL; u++) {
+			unsigned c = base + u * FTMISSING_BLOCK + threadIdx.x;
 			d[u] = NULL;
 			if (c < total) {
 				unsigned ent = c / rowu, off = c - ent * rowu;
@@ -32,13 +32,13 @@ __global__ void __launch_bounds__(FTCM_BLOCK)
 			}
 		}
 #pragma unroll
-		for (int u = 0; u < FTCM_UNROLL; u++)
+		for (int u = 0; u < FTMISSING_UNROLL; u++)
 			if (d[u])
 				*d[u] = v[u];
 	}
 }
 
-extern "C" int ftcm_env_fused(void)
+extern "C" int ftmissing_env_fused(void)
 {
 	const char *v = getenv("FREETOKEN_FUSED_COPY");
 	if (!v)
@@ -46,20 +46,20 @@ extern "C" int ftcm_env_fused(void)
 	return !(!strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcasecmp(v, "off"));
 }
 
-extern "C" cudaError_t ftcm_create(struct ftcm **out, const struct ftcm_bank *banks, int layers, int nbanks,
+extern "C" cudaError_t ftmissing_create(struct ftmissing **out, const struct ftmissing_bank *banks, int layers, int nbanks,
 				   int want_fused, char *note, size_t notelen)
 {
 	*out = NULL;
 	if (note && notelen)
 		note[0] = 0;
-	if (!banks || layers <= 0 || nbanks <= 0 || nbanks > FTCM_MAX_BANKS)
+	if (!banks || layers <= 0 || nbanks <= 0 || nbanks > FTMISSING_MAX_BANKS)
 		return cudaErrorInvalidValue;
-	struct ftcm *c = (struct ftcm *)calloc(1, sizeof *c);
+	struct ftmissing *c = (struct ftmissing *)calloc(1, sizeof *c);
 	if (!c)
 		return cudaErrorMemoryAllocation;
 	c->layers = layers;
 	c->nbanks = nbanks;
-	c->banks = (struct ftcm_bank *)malloc(sizeof *banks * layers * nbanks);
+	c->banks = (struct ftmissing_bank *)malloc(sizeof *banks * layers * nbanks);
 	if (!c->banks) {
 		free(c);
 		return cudaErrorMemoryAllocation;
@@ -68,20 +68,20 @@ extern "C" cudaError_t ftcm_create(struct ftcm **out, const struct ftcm_bank *ba
 	int dev;
 	cudaError_t e;
 	if ((e = cudaGetDevice(&dev)) || (e = cudaDeviceGetAttribute(&c->sms, cudaDevAttrMultiProcessorCount, dev))) {
-		ftcm_destroy(c);
+		ftmissing_destroy(c);
 		return e;
 	}
 	/* The fused path needs every row, host base and pool base 16-byte aligned. */
 	const char *why = NULL;
 	int bad_bank = -1;
 	for (int i = 0; i < layers * nbanks && !why; i++) {
-		const struct ftcm_bank *k = &banks[i];
+		const struct ftmissing_bank *k = &banks[i];
 		if (!k->host || !k->pool || !k->row_bytes) {
-			ftcm_destroy(c);
+			ftmissing_destroy(c);
 			return cudaErrorInvalidValue;
 		}
 		if (k->pool != banks[i % nbanks].pool) {
-			ftcm_destroy(c);
+			ftmissing_destroy(c);
 			return cudaErrorInvalidValue;
 		}
 		if (k->row_bytes % 16)
@@ -95,15 +95,15 @@ extern "C" cudaError_t ftcm_create(struct ftcm **out, const struct ftcm_bank *ba
 		snprintf(note, notelen, "fused copy disabled: bank %d %s is not 16-byte aligned; using the per-bank path",
 			 bad_bank, why);
 	if (!why) {
-		struct layer_tab *h = (struct layer_tab *)calloc((size_t)layers, sizeof *h);
+		struct ftmissing_layer_tab *h = (struct ftmissing_layer_tab *)calloc((size_t)layers, sizeof *h);
 		if (!h) {
-			ftcm_destroy(c);
+			ftmissing_destroy(c);
 			return cudaErrorMemoryAllocation;
 		}
 		for (int l = 0; l < layers; l++) {
 			h[l].nb = nbanks;
 			for (int b = 0; b < nbanks; b++) {
-				const struct ftcm_bank *k = &banks[l * nbanks + b];
+				const struct ftmissing_bank *k = &banks[l * nbanks + b];
 				h[l].host[b] = (const uint4 *)k->host;
 				h[l].pool[b] = (uint4 *)k->pool;
 				h[l].row16[b] = (unsigned)(k->row_bytes / 16);
@@ -114,7 +114,7 @@ extern "C" cudaError_t ftcm_create(struct ftcm **out, const struct ftcm_bank *ba
 		if ((e = cudaMalloc((void **)&c->d_tabs, sizeof *h * layers)) ||
 		    (e = cudaMemcpy(c->d_tabs, h, sizeof *h * layers, cudaMemcpyHostToDevice))) {
 			free(h);
-			ftcm_destroy(c);
+			ftmissing_destroy(c);
 			return e;
 		}
 		free(h);
@@ -124,7 +124,7 @@ extern "C" cudaError_t ftcm_create(struct ftcm **out, const struct ftcm_bank *ba
 	return cudaSuccess;
 }
 
-extern "C" void ftcm_destroy(struct ftcm *c)
+extern "C" void ftmissing_destroy(struct ftmissing *c)
 {
 	if (!c)
 		return;
@@ -133,31 +133,31 @@ extern "C" void ftcm_destroy(struct ftcm *c)
 	free(c);
 }
 
-extern "C" int ftcm_is_fused(const struct ftcm *c)
+extern "C" int ftmissing_is_fused(const struct ftmissing *c)
 {
 	return c && c->fused;
 }
 
-static cudaError_t per_bank(const struct ftcm *c, int blocks, int layer, unsigned mask, const int32_t *src,
+static cudaError_t per_bank(const struct ftmissing *c, int blocks, int layer, unsigned mask, const int32_t *src,
 			    const int32_t *dst, const int32_t *num, int max_n, cudaStream_t s)
 {
 	for (int b = 0; b < c->nbanks; b++) {
 		if (!(mask >> b & 1))
 			continue;
-		const struct ftcm_bank *k = &c->banks[layer * c->nbanks + b];
+		const struct ftmissing_bank *k = &c->banks[layer * c->nbanks + b];
 		uintptr_t al = (uintptr_t)k->host | (uintptr_t)k->pool | (uintptr_t)k->row_bytes;
 		size_t unit = al % 16 == 0 ? 16 : al % 4 == 0 ? 4 : 1;
 		size_t rowu = k->row_bytes / unit;
 		if ((unsigned long long)rowu * (unsigned long long)max_n >= (1ull << 32))
 			return cudaErrorInvalidValue;
 		if (unit == 16)
-			bank_kernel<uint4><<<blocks, FTCM_BLOCK, 0, s>>>((const uint4 *)k->host, (uint4 *)k->pool,
+			bank_kernel<uint4><<<blocks, FTMISSING_BLOCK, 0, s>>>((const uint4 *)k->host, (uint4 *)k->pool,
 									  (unsigned)rowu, src, dst, num, max_n);
 		else if (unit == 4)
-			bank_kernel<unsigned><<<blocks, FTCM_BLOCK, 0, s>>>((const unsigned *)k->host, (unsigned *)k->pool,
+			bank_kernel<unsigned><<<blocks, FTMISSING_BLOCK, 0, s>>>((const unsigned *)k->host, (unsigned *)k->pool,
 									     (unsigned)rowu, src, dst, num, max_n);
 		else
-			bank_kernel<unsigned char><<<blocks, FTCM_BLOCK, 0, s>>>(
+			bank_kernel<unsigned char><<<blocks, FTMISSING_BLOCK, 0, s>>>(
 				(const unsigned char *)k->host, (unsigned char *)k->pool, (unsigned)rowu, src, dst, num, max_n);
 		cudaError_t e = cudaGetLastError();
 		if (e)
@@ -166,23 +166,23 @@ static cudaError_t per_bank(const struct ftcm *c, int blocks, int layer, unsigne
 	return cudaSuccess;
 }
 
-/* The copy of the banks in mask with the path forced (see ftcm_copy_path). */
-static cudaError_t copy_banks(const struct ftcm *c, int fused, int blocks, int layer, unsigned mask,
+/* The copy of the banks in mask with the path forced (see ftmissing_copy_path). */
+static cudaError_t copy_banks(const struct ftmissing *c, int fused, int blocks, int layer, unsigned mask,
 			      const int32_t *src, const int32_t *dst, const int32_t *num, int max_n, cudaStream_t s)
 {
 	if (max_n == 0 || !mask)
 		return cudaSuccess;
 	if (blocks <= 0)
-		blocks = c->sms * FTCM_BLOCKS_PER_SM;
+		blocks = c->sms * FTMISSING_BLOCKS_PER_SM;
 	if (!fused)
 		return per_bank(c, blocks, layer, mask, src, dst, num, max_n, s);
 	if (!c->d_tabs || (unsigned long long)c->e16 * (unsigned long long)max_n >= (1ull << 32))
 		return cudaErrorInvalidValue;
-	fused_kernel<FTCM_UNROLL, 0><<<blocks, FTCM_BLOCK, 0, s>>>(c->d_tabs, layer, mask, src, dst, num, max_n);
+	fused_kernel<FTMISSING_UNROLL, 0><<<blocks, FTMISSING_BLOCK, 0, s>>>(c->d_tabs, layer, mask, src, dst, num, max_n);
 	return cudaGetLastError();
 }
 
-extern "C" cudaError_t ftcm_copy_path(const struct ftcm *c, int fused, int blocks, int layer, const int32_t *src,
+extern "C" cudaError_t ftmissing_copy_path(const struct ftmissing *c, int fused, int blocks, int layer, const int32_t *src,
 				      const int32_t *dst, const int32_t *num, int max_n, cudaStream_t s)
 {
 	if (!c || layer < 0 || layer >= c->layers || max_n < 0 || !src || !dst || !num)
@@ -190,12 +190,12 @@ extern "C" cudaError_t ftcm_copy_path(const struct ftcm *c, int fused, int block
 	return copy_banks(c, fused, blocks, layer, (1u << c->nbanks) - 1, src, dst, num, max_n, s);
 }
 
-extern "C" cudaError_t ftcm_copy(const struct ftcm *c, int layer, const int32_t *src, const int32_t *dst,
+extern "C" cudaError_t ftmissing_copy(const struct ftmissing *c, int layer, const int32_t *src, const int32_t *dst,
 				 const int32_t *num, int max_n, cudaStream_t s)
 {
 	if (!c)
 		return cudaErrorInvalidValue;
-	return ftcm_copy_path(c, c->fused, 0, layer, src, dst, num, max_n, s);
+	return ftmissing_copy_path(c, c->fused, 0, layer, src, dst, num, max_n, s);
 }
 
 /* ------------------------------------------------------------------ copy-engine proxy */
@@ -209,13 +209,13 @@ extern "C" cudaError_t ftcm_copy(const struct ftcm *c, int layer, const int32_t 
 #include <time.h>
 #include <unistd.h>
 
-#define FTCM_PUBLISH_BLOCK 256       /* threads of the publish kernel */
-#define FTCM_WAIT_TIMEOUT_NS 10000000000ull
-#define FTCM_WAKE_EARLY_NS 30000ll        /* wake this long before the copies' predicted end */
-#define FTCM_RATE_GUESS_GBS 64.0          /* the copy rate assumed before one is measured */
-#define FTCM_IDLE_CHECK_NS 1000000000ll   /* a sleeping proxy thread checks for stop this often */
-#define FTCM_BELL_POLL_NS 1000000ll       /* after the doorbell, poll this long for the plan, */
-#define FTCM_LATE_POLL_NS 50000ll         /* then look every 50 us */
+#define FTMISSING_PUBLISH_BLOCK 256       /* threads of the publish kernel */
+#define FTMISSING_WAIT_TIMEOUT_NS 10000000000ull
+#define FTMISSING_WAKE_EARLY_NS 30000ll        /* wake this long before the copies' predicted end */
+#define FTMISSING_RATE_GUESS_GBS 64.0          /* the copy rate assumed before one is measured */
+#define FTMISSING_IDLE_CHECK_NS 1000000000ll   /* a sleeping proxy thread checks for stop this often */
+#define FTMISSING_BELL_POLL_NS 1000000ll       /* after the doorbell, poll this long for the plan, */
+#define FTMISSING_LATE_POLL_NS 50000ll         /* then look every 50 us */
 
 struct mailbox {
 	volatile long long seq; /* written last by the publish kernel */
@@ -227,8 +227,8 @@ struct mailbox {
 
 typedef CUresult (*write_value64_fn)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
 
-struct ftcm_proxy {
-	const struct ftcm *c;
+struct ftmissing_proxy {
+	const struct ftmissing *c;
 	int max_n, device;
 	struct mailbox *mb;     /* pinned, mapped */
 	struct mailbox *mb_dev; /* its device pointer */
@@ -237,7 +237,7 @@ struct ftcm_proxy {
 	pthread_t th;
 	int started;
 	volatile int stop, errors;
-	struct ftcm_proxy_opts opts; /* read by ftcm_proxy_copy (the caller's thread) */
+	struct ftmissing_proxy_opts opts; /* read by ftmissing_proxy_copy (the caller's thread) */
 	volatile int signal;         /* opts.signal, read by the proxy thread */
 	write_value64_fn write64;    /* NULL when stream memory operations are unavailable */
 	void **dsts;
@@ -256,7 +256,7 @@ struct ftcm_proxy {
 	long long sleeps, wakes;   /* futex waits begun; of them, ended by the doorbell */
 };
 
-/* Grid: one block of FTCM_PUBLISH_BLOCK threads. */
+/* Grid: one block of FTMISSING_PUBLISH_BLOCK threads. */
 __global__ void publish_kernel(struct mailbox *mb, long long *seq, int layer, unsigned ce_mask, int merge,
 			       const int32_t *__restrict__ src, const int32_t *__restrict__ dst,
 			       const int32_t *__restrict__ num, int max_n)
@@ -292,7 +292,7 @@ __global__ void wait_kernel(long long *seq, unsigned sleep_ns)
 		if (sleep_ns)
 			__nanosleep(sleep_ns);
 		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-		if (t - t0 > FTCM_WAIT_TIMEOUT_NS) {
+		if (t - t0 > FTMISSING_WAIT_TIMEOUT_NS) {
 			atomicAdd((unsigned long long *)&seq[2], 1ull);
 			break;
 		}
@@ -309,14 +309,14 @@ __global__ void signal_kernel(long long *seq, long long value)
 
 /* Turn plan (src, dst)[n] into copies of the banks in ce_mask: bank-major; with merge, a run of
  * entries whose src and dst rows are both consecutive becomes one copy. Returns the count. */
-static int build_copies(struct ftcm_proxy *p, int layer, int n, unsigned ce_mask, int merge)
+static int build_copies(struct ftmissing_proxy *p, int layer, int n, unsigned ce_mask, int merge)
 {
-	const struct ftcm *c = p->c;
+	const struct ftmissing *c = p->c;
 	int k = 0;
 	for (int b = 0; b < c->nbanks; b++) {
 		if (!(ce_mask >> b & 1))
 			continue;
-		const struct ftcm_bank *bk = &c->banks[layer * c->nbanks + b];
+		const struct ftmissing_bank *bk = &c->banks[layer * c->nbanks + b];
 		for (int i = 0; i < n;) {
 			int sr = p->hsrc[i], ds = p->hdst[i], j = i + 1;
 			if (merge)
@@ -332,7 +332,7 @@ static int build_copies(struct ftcm_proxy *p, int layer, int n, unsigned ce_mask
 	return k;
 }
 
-extern "C" void ftcm_h2d_batch_attrs(struct cudaMemcpyAttributes *at, int device)
+extern "C" void ftmissing_h2d_batch_attrs(struct cudaMemcpyAttributes *at, int device)
 {
 	memset(at, 0, sizeof *at);
 	at->srcAccessOrder = cudaMemcpySrcAccessOrderStream;
@@ -348,29 +348,29 @@ static long long mono_ns(void)
 	return (long long)t.tv_sec * 1000000000ll + t.tv_nsec;
 }
 
-/* Sleep until p->bell differs from seen, or ns nanoseconds (0: FTCM_IDLE_CHECK_NS). */
-static void bell_wait(struct ftcm_proxy *p, unsigned seen, long long ns)
+/* Sleep until p->bell differs from seen, or ns nanoseconds (0: FTMISSING_IDLE_CHECK_NS). */
+static void bell_wait(struct ftmissing_proxy *p, unsigned seen, long long ns)
 {
 	if (ns <= 0)
-		ns = FTCM_IDLE_CHECK_NS;
+		ns = FTMISSING_IDLE_CHECK_NS;
 	struct timespec ts = {(time_t)(ns / 1000000000ll), (long)(ns % 1000000000ll)};
 	p->sleeps++;
 	long r = syscall(SYS_futex, &p->bell, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
 	p->wakes += r == 0 || errno == EAGAIN;
 }
 
-/* The doorbell: one ring per plan announced, from ftcm_proxy_copy's thread or (in a graph)
+/* The doorbell: one ring per plan announced, from ftmissing_proxy_copy's thread or (in a graph)
  * from a host node that runs beside the publish kernel. */
 static void CUDART_CB ring_bell(void *arg)
 {
-	struct ftcm_proxy *p = (struct ftcm_proxy *)arg;
+	struct ftmissing_proxy *p = (struct ftmissing_proxy *)arg;
 	__atomic_add_fetch(&p->bell, 1u, __ATOMIC_SEQ_CST);
 	syscall(SYS_futex, &p->bell, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 /* The last plan's copy rate, once its end event has passed (the plan after it can only have
  * been published after that one's wait kernel saw it done). */
-static void learn_rate(struct ftcm_proxy *p)
+static void learn_rate(struct ftmissing_proxy *p)
 {
 	float ms = 0;
 	if (!p->timed)
@@ -384,21 +384,21 @@ static void learn_rate(struct ftcm_proxy *p)
 		p->gbs = p->timed_bytes / (ms * 1e-3) / 1e9;
 }
 
-/* Idle policy. The doorbell counts the plans announced (one ring per ftcm_proxy_copy: by the
+/* Idle policy. The doorbell counts the plans announced (one ring per ftmissing_proxy_copy: by the
  * caller as it enqueues, or by a graph's host node), the mailbox's sequence number the plans
  * published: while a plan is announced and not yet seen, the thread polls for it. Otherwise:
- * spin_us > 0: it sleeps through the copies it issued (until FTCM_WAKE_EARLY_NS before their
+ * spin_us > 0: it sleeps through the copies it issued (until FTMISSING_WAKE_EARLY_NS before their
  * end, predicted from the learned rate), polls until spin_us after that end, then sleeps on the
  * doorbell (futex); spin_us = 0: it sleeps on the doorbell as soon as it has issued a plan;
  * spin_us < 0: it polls all the time (the first proxy). */
 static void *proxy_main(void *arg)
 {
-	struct ftcm_proxy *p = (struct ftcm_proxy *)arg;
+	struct ftmissing_proxy *p = (struct ftmissing_proxy *)arg;
 	long long last = 0, busy_until = 0, poll_until = 0;
 	cudaSetDevice(p->device);
 	prctl(PR_SET_TIMERSLACK, 1000ul, 0, 0, 0); /* timed wake-ups within ~1 us, not 50 */
 	struct cudaMemcpyAttributes at;
-	ftcm_h2d_batch_attrs(&at, p->device);
+	ftmissing_h2d_batch_attrs(&at, p->device);
 	while (!p->stop) {
 		unsigned rung = __atomic_load_n(&p->bell, __ATOMIC_SEQ_CST);
 		long long s = p->mb->seq;
@@ -407,20 +407,20 @@ static void *proxy_main(void *arg)
 			long long now = spin < 0 ? 0 : mono_ns(), until = 0;
 			if ((int)(rung - (unsigned)last) > 0) { /* the next plan is announced: poll for it */
 				if (!poll_until)
-					poll_until = now + FTCM_BELL_POLL_NS;
+					poll_until = now + FTMISSING_BELL_POLL_NS;
 				if (spin < 0 || now < poll_until)
 					__builtin_ia32_pause();
 				else /* late (a busy GPU, or a publish that failed): poll gently */
-					bell_wait(p, rung, FTCM_LATE_POLL_NS);
+					bell_wait(p, rung, FTMISSING_LATE_POLL_NS);
 				continue;
 			}
-			if (spin < 0 || (spin > 0 && now >= busy_until - FTCM_WAKE_EARLY_NS &&
+			if (spin < 0 || (spin > 0 && now >= busy_until - FTMISSING_WAKE_EARLY_NS &&
 					 now < busy_until + spin * 1000ll)) {
 				__builtin_ia32_pause();
 				continue;
 			}
-			if (spin > 0 && now < busy_until - FTCM_WAKE_EARLY_NS)
-				until = busy_until - FTCM_WAKE_EARLY_NS - now;
+			if (spin > 0 && now < busy_until - FTMISSING_WAKE_EARLY_NS)
+				until = busy_until - FTMISSING_WAKE_EARLY_NS - now;
 			bell_wait(p, rung, until);
 			continue;
 		}
@@ -451,7 +451,7 @@ static void *proxy_main(void *arg)
 		p->timed_bytes = bytes;
 		p->batches++;
 		p->copies += k;
-		if (p->signal == FTCM_SIGNAL_MEMOP && p->write64) {
+		if (p->signal == FTMISSING_SIGNAL_MEMOP && p->write64) {
 			if (p->write64((CUstream)p->cs, (CUdeviceptr)(p->d_seq + 1), (cuuint64_t)s, 0) != CUDA_SUCCESS)
 				p->errors++;
 		} else {
@@ -465,25 +465,25 @@ static void *proxy_main(void *arg)
 	return NULL;
 }
 
-extern "C" void ftcm_proxy_default_opts(struct ftcm_proxy_opts *o)
+extern "C" void ftmissing_proxy_default_opts(struct ftmissing_proxy_opts *o)
 {
-	o->sm_below = FTCM_PROXY_SPLIT_BYTES;
+	o->sm_below = FTMISSING_PROXY_SPLIT_BYTES;
 	o->merge = 1;
-	o->signal = FTCM_SIGNAL_MEMOP;
-	o->wait_sleep_ns = FTCM_PROXY_WAIT_SLEEP_NS;
-	o->spin_us = FTCM_PROXY_SPIN_US;
+	o->signal = FTMISSING_SIGNAL_MEMOP;
+	o->wait_sleep_ns = FTMISSING_PROXY_WAIT_SLEEP_NS;
+	o->spin_us = FTMISSING_PROXY_SPIN_US;
 }
 
-extern "C" int ftcm_proxy_opts_ok(const struct ftcm_proxy_opts *o)
+extern "C" int ftmissing_proxy_opts_ok(const struct ftmissing_proxy_opts *o)
 {
 	return o && o->wait_sleep_ns >= 0 && o->wait_sleep_ns <= 1000000 && o->spin_us >= -1 &&
 	       o->spin_us <= 1000000 &&
-	       (o->signal == FTCM_SIGNAL_KERNEL || o->signal == FTCM_SIGNAL_MEMOP);
+	       (o->signal == FTMISSING_SIGNAL_KERNEL || o->signal == FTMISSING_SIGNAL_MEMOP);
 }
 
-extern "C" cudaError_t ftcm_proxy_set_opts(struct ftcm_proxy *p, const struct ftcm_proxy_opts *o)
+extern "C" cudaError_t ftmissing_proxy_set_opts(struct ftmissing_proxy *p, const struct ftmissing_proxy_opts *o)
 {
-	if (!p || !ftcm_proxy_opts_ok(o))
+	if (!p || !ftmissing_proxy_opts_ok(o))
 		return cudaErrorInvalidValue;
 	p->opts = *o;
 	p->signal = o->signal;
@@ -491,18 +491,18 @@ extern "C" cudaError_t ftcm_proxy_set_opts(struct ftcm_proxy *p, const struct ft
 	return cudaSuccess;
 }
 
-extern "C" int ftcm_proxy_signal(const struct ftcm_proxy *p)
+extern "C" int ftmissing_proxy_signal(const struct ftmissing_proxy *p)
 {
-	return p && p->opts.signal == FTCM_SIGNAL_MEMOP && p->write64 ? FTCM_SIGNAL_MEMOP : FTCM_SIGNAL_KERNEL;
+	return p && p->opts.signal == FTMISSING_SIGNAL_MEMOP && p->write64 ? FTMISSING_SIGNAL_MEMOP : FTMISSING_SIGNAL_KERNEL;
 }
 
-extern "C" void ftcm_proxy_stats(const struct ftcm_proxy *p, long long *batches, long long *copies)
+extern "C" void ftmissing_proxy_stats(const struct ftmissing_proxy *p, long long *batches, long long *copies)
 {
 	*batches = p ? p->batches : 0;
 	*copies = p ? p->copies : 0;
 }
 
-extern "C" void ftcm_proxy_idle_stats(const struct ftcm_proxy *p, long long *sleeps, long long *wakes, double *gbs)
+extern "C" void ftmissing_proxy_idle_stats(const struct ftmissing_proxy *p, long long *sleeps, long long *wakes, double *gbs)
 {
 	*sleeps = p ? p->sleeps : 0;
 	*wakes = p ? p->wakes : 0;
@@ -538,20 +538,20 @@ static write_value64_fn find_write64(int dev)
 	return (write_value64_fn)driver_fn("cuStreamWriteValue64");
 }
 
-extern "C" cudaError_t ftcm_proxy_create(struct ftcm_proxy **out, const struct ftcm *c, int max_n)
+extern "C" cudaError_t ftmissing_proxy_create(struct ftmissing_proxy **out, const struct ftmissing *c, int max_n)
 {
 	*out = NULL;
 	if (!c || max_n <= 0)
 		return cudaErrorInvalidValue;
-	struct ftcm_proxy *p = (struct ftcm_proxy *)calloc(1, sizeof *p);
+	struct ftmissing_proxy *p = (struct ftmissing_proxy *)calloc(1, sizeof *p);
 	if (!p)
 		return cudaErrorMemoryAllocation;
 	p->c = c;
 	p->max_n = max_n;
-	ftcm_proxy_default_opts(&p->opts);
+	ftmissing_proxy_default_opts(&p->opts);
 	p->signal = p->opts.signal;
 	p->spin_us = p->opts.spin_us;
-	p->gbs = FTCM_RATE_GUESS_GBS;
+	p->gbs = FTMISSING_RATE_GUESS_GBS;
 	size_t k = (size_t)max_n * c->nbanks;
 	p->dsts = (void **)malloc(k * sizeof *p->dsts);
 	p->srcs = (const void **)malloc(k * sizeof *p->srcs);
@@ -590,7 +590,7 @@ extern "C" cudaError_t ftcm_proxy_create(struct ftcm_proxy **out, const struct f
 	if (!e && pthread_create(&p->th, NULL, proxy_main, p))
 		e = cudaErrorOperatingSystem;
 	if (e) {
-		ftcm_proxy_destroy(p);
+		ftmissing_proxy_destroy(p);
 		return e;
 	}
 	p->started = 1;
@@ -598,7 +598,7 @@ extern "C" cudaError_t ftcm_proxy_create(struct ftcm_proxy **out, const struct f
 	return cudaSuccess;
 }
 
-extern "C" void ftcm_proxy_destroy(struct ftcm_proxy *p)
+extern "C" void ftmissing_proxy_destroy(struct ftmissing_proxy *p)
 {
 	if (!p)
 		return;
@@ -634,12 +634,12 @@ extern "C" void ftcm_proxy_destroy(struct ftcm_proxy *p)
 	free(p);
 }
 
-extern "C" cudaError_t ftcm_proxy_copy(struct ftcm_proxy *p, int layer, const int32_t *src, const int32_t *dst,
+extern "C" cudaError_t ftmissing_proxy_copy(struct ftmissing_proxy *p, int layer, const int32_t *src, const int32_t *dst,
 				       const int32_t *num, cudaStream_t s)
 {
 	if (!p || layer < 0 || layer >= p->c->layers || !src || !dst || !num)
 		return cudaErrorInvalidValue;
-	const struct ftcm *c = p->c;
+	const struct ftmissing *c = p->c;
 	const unsigned all = (1u << c->nbanks) - 1;
 	unsigned ce = 0;
 	for (int b = 0; b < c->nbanks; b++)
@@ -663,7 +663,7 @@ extern "C" cudaError_t ftcm_proxy_copy(struct ftcm_proxy *p, int layer, const in
 		return e;
 	if (!captured)
 		ring_bell(p);
-	publish_kernel<<<1, FTCM_PUBLISH_BLOCK, 0, s>>>(p->mb_dev, p->d_seq, layer, ce, p->opts.merge ? 1 : 0, src,
+	publish_kernel<<<1, FTMISSING_PUBLISH_BLOCK, 0, s>>>(p->mb_dev, p->d_seq, layer, ce, p->opts.merge ? 1 : 0, src,
 							dst, num, p->max_n);
 	e = cudaGetLastError();
 	if (e && !captured) /* no plan follows this ring: take it back, or the thread would wait for one */
@@ -678,7 +678,7 @@ extern "C" cudaError_t ftcm_proxy_copy(struct ftcm_proxy *p, int layer, const in
 		return e;
 	return cudaStreamWaitEvent(s, p->ev_join, 0); /* joins the doorbell's stream to the capture */
 }
-extern "C" int ftcm_proxy_errors(const struct ftcm_proxy *p)
+extern "C" int ftmissing_proxy_errors(const struct ftmissing_proxy *p)
 {
 	long long t = 0;
 	if (p && p->d_seq)

@@ -4,12 +4,12 @@
  * Paths:
  *  - fused (default): ONE kernel launch copies all banks, 16-byte loads straight from pinned,
  *    device-mapped host memory into the slot pools. Needs every row size, host base and pool
- *    base 16-byte aligned; otherwise ftcm_create falls back to per-bank and says why in `note`.
+ *    base 16-byte aligned; otherwise ftmissing_create falls back to per-bank and says why in `note`.
  *  - per-bank: one launch per bank, 16-, 4- or 1-byte accesses as that bank's alignment allows.
- *  FREETOKEN_FUSED_COPY=0|false|no|off forces per-bank (ftcm_env_fused).
+ *  FREETOKEN_FUSED_COPY=0|false|no|off forces per-bank (ftmissing_env_fused).
  * Both read num_indices from device memory: no host sync, capturable in a CUDA graph. The
  * pointer tables (per layer and bank: mapped host base, pool base, row bytes) are built once
- * by ftcm_create and live in device memory. (The benchmark's variants of the fused kernel live
+ * by ftmissing_create and live in device memory. (The benchmark's variants of the fused kernel live
  * in bench/copy_variants.cu.) */
 #ifndef FT_KERNELS_COPY_MISSING_H
 #define FT_KERNELS_COPY_MISSING_H
@@ -21,33 +21,33 @@
 extern "C" {
 #endif
 
-#define FTCM_MAX_BANKS 6
+#define FTMISSING_MAX_BANKS 6
 
-struct ftcm_bank {
+struct ftmissing_bank {
 	const void *host; /* device-accessible pointer of the layer's pinned bank [E, row] */
 	void *pool;       /* device slot pool [C, row] (the same for every layer) */
 	size_t row_bytes; /* bytes of one expert in this bank */
 };
 
-struct ftcm;
+struct ftmissing;
 
 /* Build the context for `layers` layers of `nbanks` banks: banks[layer * nbanks + b].
  * want_fused: 1 fused unless misaligned, 0 per-bank. On fallback note (may be NULL) gets a
  * one-line reason, else note[0] = 0. Returns cudaErrorInvalidValue for bad arguments. */
-cudaError_t ftcm_create(struct ftcm **out, const struct ftcm_bank *banks, int layers, int nbanks,
+cudaError_t ftmissing_create(struct ftmissing **out, const struct ftmissing_bank *banks, int layers, int nbanks,
 			int want_fused, char *note, size_t notelen);
-void ftcm_destroy(struct ftcm *c); /* accepts NULL */
+void ftmissing_destroy(struct ftmissing *c); /* accepts NULL */
 /* 1 when the fused path is in use. */
-int ftcm_is_fused(const struct ftcm *c);
+int ftmissing_is_fused(const struct ftmissing *c);
 /* 0 when FREETOKEN_FUSED_COPY is 0/false/no/off (any case), else 1. */
-int ftcm_env_fused(void);
+int ftmissing_env_fused(void);
 
 /* Copy the plan on stream s: n = min(*d_num, max_n) entries; fused per the context. */
-cudaError_t ftcm_copy(const struct ftcm *c, int layer, const int32_t *d_src, const int32_t *d_dst,
+cudaError_t ftmissing_copy(const struct ftmissing *c, int layer, const int32_t *d_src, const int32_t *d_dst,
 		      const int32_t *d_num, int max_n, cudaStream_t s);
 /* Same with the path forced (fused = 1 fails with cudaErrorInvalidValue when misaligned) and the
  * grid (blocks 0 = default, else that many blocks). */
-cudaError_t ftcm_copy_path(const struct ftcm *c, int fused, int blocks, int layer, const int32_t *d_src,
+cudaError_t ftmissing_copy_path(const struct ftmissing *c, int fused, int blocks, int layer, const int32_t *d_src,
 			   const int32_t *d_dst, const int32_t *d_num, int max_n, cudaStream_t s);
 
 /* Copy-engine variant with the plan kept on the device (graph-safe): a one-block kernel
@@ -57,14 +57,14 @@ cudaError_t ftcm_copy_path(const struct ftcm *c, int fused, int blocks, int laye
  * a signal (cuStreamWriteValue64, or a one-thread kernel where stream memory operations are
  * unavailable) that stores the sequence number in device memory; a one-thread wait kernel holds
  * the caller's stream until that number arrives (or a 10 s timeout, which counts in
- * ftcm_proxy_errors). The thread does not spin while idle: it sleeps on a doorbell (futex) that
- * ftcm_proxy_copy rings as it enqueues a plan, or, captured in a graph, a host node rings when
+ * ftmissing_proxy_errors). The thread does not spin while idle: it sleeps on a doorbell (futex) that
+ * ftmissing_proxy_copy rings as it enqueues a plan, or, captured in a graph, a host node rings when
  * the graph reaches the publish kernel (on a stream forked from the caller's and joined back
  * after the wait kernel; a stream's host function rang 0.1-0.3 ms late on the H200 host, a
  * graph's host node in time: bench/RESULTS.md); once rung, it polls for the plan.
  * opts.spin_us says how long it polls for the next plan after the copies it issued should have
  * ended (it sleeps through them, their end predicted from the rate it measures), 0 for never,
- * FTCM_PROXY_SPIN_ALWAYS for always.
+ * FTMISSING_PROXY_SPIN_ALWAYS for always.
  * Split: banks whose row_bytes < opts.sm_below are copied by the fused (or, misaligned, the
  * per-bank) SM kernel restricted to those banks, launched on the caller's stream between the
  * publish and the wait kernels, so it runs while the copy engines move the large banks.
@@ -72,44 +72,44 @@ cudaError_t ftcm_copy_path(const struct ftcm *c, int fused, int blocks, int laye
  * Capturable: the publish and wait kernels read their sequence numbers from device memory; the
  * split is fixed at launch (capture) time from the options then in force.
  * The proxy must outlive every graph that uses it. */
-#define FTCM_PROXY_SPLIT_BYTES (512u << 10) /* default opts.sm_below (measured: bench/RESULTS.md) */
-#define FTCM_PROXY_WAIT_SLEEP_NS 64         /* default opts.wait_sleep_ns */
-#define FTCM_PROXY_SPIN_US 200              /* default opts.spin_us (measured: bench/RESULTS.md) */
-#define FTCM_PROXY_SPIN_ALWAYS (-1)         /* opts.spin_us: poll all the time (the first proxy) */
-enum ftcm_signal { FTCM_SIGNAL_KERNEL = 0, FTCM_SIGNAL_MEMOP = 1 };
+#define FTMISSING_PROXY_SPLIT_BYTES (512u << 10) /* default opts.sm_below (measured: bench/RESULTS.md) */
+#define FTMISSING_PROXY_WAIT_SLEEP_NS 64         /* default opts.wait_sleep_ns */
+#define FTMISSING_PROXY_SPIN_US 200              /* default opts.spin_us (measured: bench/RESULTS.md) */
+#define FTMISSING_PROXY_SPIN_ALWAYS (-1)         /* opts.spin_us: poll all the time (the first proxy) */
+enum ftmissing_signal { FTMISSING_SIGNAL_KERNEL = 0, FTMISSING_SIGNAL_MEMOP = 1 };
 
-struct ftcm_proxy_opts {
+struct ftmissing_proxy_opts {
 	size_t sm_below;   /* banks with smaller rows go to the SM kernel (0: none; SIZE_MAX: all) */
 	int merge;         /* 1: merge runs of consecutive src and dst rows into one copy */
-	int signal;        /* enum ftcm_signal (MEMOP falls back to KERNEL when unsupported) */
+	int signal;        /* enum ftmissing_signal (MEMOP falls back to KERNEL when unsupported) */
 	int wait_sleep_ns; /* the wait kernel's poll interval, 0..1000000 */
 	int spin_us;       /* the thread's poll after a plan's copies end, -1..1000000 (see above) */
 };
 
 /* Attributes of a cudaMemcpyBatchAsync from pinned host memory to `device` (source read in
  * stream order); what the proxy issues, for callers that batch the same copies themselves. */
-void ftcm_h2d_batch_attrs(struct cudaMemcpyAttributes *at, int device);
+void ftmissing_h2d_batch_attrs(struct cudaMemcpyAttributes *at, int device);
 
-struct ftcm_proxy;
-void ftcm_proxy_default_opts(struct ftcm_proxy_opts *o);
-/* 1 when every option is in range (what ftcm_proxy_set_opts accepts), else 0. */
-int ftcm_proxy_opts_ok(const struct ftcm_proxy_opts *o);
-cudaError_t ftcm_proxy_create(struct ftcm_proxy **out, const struct ftcm *c, int max_n); /* default opts */
-void ftcm_proxy_destroy(struct ftcm_proxy *p); /* accepts NULL; stops and joins the thread */
-/* Options for later ftcm_proxy_copy calls (and later graph captures); plans in flight keep
+struct ftmissing_proxy;
+void ftmissing_proxy_default_opts(struct ftmissing_proxy_opts *o);
+/* 1 when every option is in range (what ftmissing_proxy_set_opts accepts), else 0. */
+int ftmissing_proxy_opts_ok(const struct ftmissing_proxy_opts *o);
+cudaError_t ftmissing_proxy_create(struct ftmissing_proxy **out, const struct ftmissing *c, int max_n); /* default opts */
+void ftmissing_proxy_destroy(struct ftmissing_proxy *p); /* accepts NULL; stops and joins the thread */
+/* Options for later ftmissing_proxy_copy calls (and later graph captures); plans in flight keep
  * theirs. cudaErrorInvalidValue for a bad option. */
-cudaError_t ftcm_proxy_set_opts(struct ftcm_proxy *p, const struct ftcm_proxy_opts *o);
-/* The signal in use: FTCM_SIGNAL_MEMOP only when asked for and supported. */
-int ftcm_proxy_signal(const struct ftcm_proxy *p);
-cudaError_t ftcm_proxy_copy(struct ftcm_proxy *p, int layer, const int32_t *src, const int32_t *dst,
+cudaError_t ftmissing_proxy_set_opts(struct ftmissing_proxy *p, const struct ftmissing_proxy_opts *o);
+/* The signal in use: FTMISSING_SIGNAL_MEMOP only when asked for and supported. */
+int ftmissing_proxy_signal(const struct ftmissing_proxy *p);
+cudaError_t ftmissing_proxy_copy(struct ftmissing_proxy *p, int layer, const int32_t *src, const int32_t *dst,
 			    const int32_t *num, cudaStream_t s);
 /* Copies the proxy failed to issue, and waits that timed out (0 when all is well). */
-int ftcm_proxy_errors(const struct ftcm_proxy *p);
+int ftmissing_proxy_errors(const struct ftmissing_proxy *p);
 /* Plans handled and copy-engine copies issued so far (read after the stream is idle). */
-void ftcm_proxy_stats(const struct ftcm_proxy *p, long long *batches, long long *copies);
+void ftmissing_proxy_stats(const struct ftmissing_proxy *p, long long *batches, long long *copies);
 /* The thread's sleeps so far, of them those the doorbell (or an option change) ended, and the
  * copy rate it has learned (GB/s; a guess until a plan of 50 us or more has been timed). */
-void ftcm_proxy_idle_stats(const struct ftcm_proxy *p, long long *sleeps, long long *wakes, double *gbs);
+void ftmissing_proxy_idle_stats(const struct ftmissing_proxy *p, long long *sleeps, long long *wakes, double *gbs);
 
 #ifdef __cplusplus
 }

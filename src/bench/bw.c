@@ -32,7 +32,7 @@ void ftbw_config_default(struct ftbw_config *c)
 	c->max_spread = FTBW_VALID_SPREAD;
 	strcpy(c->isa, "auto");
 	c->deployment = -1;
-	ftcmoe_tune_defaults(&c->tune);
+	ftcpumoe_tune_defaults(&c->tune);
 }
 
 const char *ftbw_deployment_name(int d)
@@ -62,7 +62,7 @@ int ftbw_synth_experts(int experts, size_t expert_bytes, size_t cap)
 }
 
 static int add_item(struct ftbw_item *items, int n, int max, const struct ftmodel *m,
-		    const struct ftformat *f, bool is_dtype)
+		    const struct ftfmt *f, bool is_dtype)
 {
 	if (n >= max)
 		return -E2BIG;
@@ -99,7 +99,7 @@ int ftbw_plan(const struct ftbw_config *c, struct ftbw_item *items, int max, cha
 		int nf = c->nformats ? c->nformats : m->nformats;
 		const enum ftfmt_id *fs = c->nformats ? c->formats : m->formats;
 		for (int j = 0; j < nf; j++) {
-			const struct ftformat *f = ftfmt_get(fs[j]);
+			const struct ftfmt *f = ftfmt_get(fs[j]);
 			if (ftfmt_expert_bytes(f, m->hidden, m->inter) == 0) {
 				if (skipped && used < sn)
 					used += (size_t)snprintf(skipped + used, sn - used, "%s%s:%s",
@@ -572,7 +572,7 @@ static json_t *model_json(const struct ftmodel *m)
 {
 	return json_pack("{s:s,s:I,s:I,s:i,s:i,s:s}", "name", m->name, "hidden", (json_int_t)m->hidden,
 			 "inter", (json_int_t)m->inter, "experts", m->experts, "top_k", m->topk,
-			 "activation", ftact_name(m->act));
+			 "activation", ftfmt_act_name(m->act));
 }
 
 int ftbw_run(const struct ftbw_config *c, struct ftbw_env *env, const struct ftbw_ops *ops,
@@ -726,14 +726,14 @@ int ftbw_run(const struct ftbw_config *c, struct ftbw_env *env, const struct ftb
 
 	/* Assemble. */
 	char ts[32], host[256];
-	ft_wall_iso8601(ts, sizeof ts);
+	fttime_wall_iso8601(ts, sizeof ts);
 	if (gethostname(host, sizeof host) < 0)
 		strcpy(host, "unknown");
 	host[sizeof host - 1] = '\0';
 	prof = json_object();
 	json_object_set_new(prof, "version", json_integer(4));
 	json_object_set_new(prof, "timestamp", json_string(ts));
-	json_object_set_new(prof, "epoch", json_real(ft_wall_epoch()));
+	json_object_set_new(prof, "epoch", json_real(fttime_wall_epoch()));
 	json_object_set_new(prof, "host", json_string(host));
 	json_object_set_new(prof, "deployment", json_string("isolated"));
 	/* tool: what measured it and with which settings (the repeat counts behind the spreads). */

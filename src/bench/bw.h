@@ -56,7 +56,7 @@ struct ftbw_config {
 	int engines;             /* N engines run at once in the concurrent phase (0: one per GPU) */
 	int engine_threads;      /* cores per engine (0: the physical cores split evenly) */
 	int deployment;          /* enum ftbw_deployment, or -1: concurrent when N > 1 engines ran */
-	struct ftcmoe_tune tune; /* the CPU MoE executor's knobs (--tune; defaults) */
+	struct ftcpumoe_tune tune; /* the CPU MoE executor's knobs (--tune; defaults) */
 };
 
 void ftbw_config_default(struct ftbw_config *c);
@@ -70,7 +70,7 @@ int ftbw_deployment_parse(const char *s, int *d);       /* 0 or -EINVAL */
 /* One (workload, format) to measure. */
 struct ftbw_item {
 	const struct ftmodel *model;   /* geometry (static catalogue entry) */
-	const struct ftformat *fmt;
+	const struct ftfmt *fmt;
 	bool is_dtype;                 /* from --dtype (goes to dtype_kernels) or --model (workloads) */
 	size_t expert_bytes;
 	int synth_experts;             /* E_synth */

@@ -54,11 +54,11 @@ int ftbw_isa_known(const char *isa, char *names, size_t n)
 	size_t u = 0;
 	if (names && n)
 		names[0] = '\0';
-	for (int t = 0; t < FTCMOE_ISA_COUNT && names; t++)
+	for (int t = 0; t < FTCPUMOE_ISA_COUNT && names; t++)
 		if (u < n)
-			u += (size_t)snprintf(names + u, n - u, "%s%s", t ? "," : "", ftcmoe_isa_name((enum ftcmoe_isa)t));
-	enum ftcmoe_isa x;
-	return ftcmoe_isa_lookup(isa, &x) == 0 && x != FTCMOE_ISA_AUTO;
+			u += (size_t)snprintf(names + u, n - u, "%s%s", t ? "," : "", ftcpumoe_isa_name((enum ftcpumoe_isa)t));
+	enum ftcpumoe_isa x;
+	return ftcpumoe_isa_lookup(isa, &x) == 0 && x != FTCPUMOE_ISA_AUTO;
 }
 
 /* Make gpu current on the calling thread, its context created with blocking-sync waits (see
@@ -372,12 +372,12 @@ static double median_of(const double *v, int n)
  * rounds, each chunk right before the round's steps (after its read pass), so the two sides of
  * the ratio, and the read ceiling, are sampled side by side. */
 static int cpu_alone(struct ftbw_real *r, const struct ftbw_env *env, const struct ftbw_config *c,
-		     const struct ftbw_item *it, struct ftgather *g, struct ftcmb **bout, enum ftcmoe_isa *used,
+		     const struct ftbw_item *it, struct ftgather *g, struct ftmoebench **bout, enum ftcpumoe_isa *used,
 		     struct ftbw_meas *m)
 {
 	struct ftbw_part *p = &m->cpu;
-	struct ftcmb *b = NULL;
-	enum ftcmoe_isa tiers[FTBW_MAX_ISAS];
+	struct ftmoebench *b = NULL;
+	enum ftcpumoe_isa tiers[FTBW_MAX_ISAS];
 	int iters = c->kernel_cpu_iters, rc;
 	double *secs = new_samples(iters), *bytes = new_samples(iters), *best = NULL;
 	double best_med = -1;
@@ -387,24 +387,24 @@ static int cpu_alone(struct ftbw_real *r, const struct ftbw_env *env, const stru
 		snprintf(p->err, sizeof p->err, "out of memory");
 		goto out;
 	}
-	int nt = ftcmb_isa_list(c->isa, &c->tune, it->fmt->id, env->cpu->isa, tiers, FTBW_MAX_ISAS, why, sizeof why);
+	int nt = ftmoebench_isa_list(c->isa, &c->tune, it->fmt->id, env->cpu->isa, tiers, FTBW_MAX_ISAS, why, sizeof why);
 	if (nt <= 0) {
 		rc = nt < 0 ? nt : -ENOTSUP;
 		snprintf(p->err, sizeof p->err, "--isa %s: %s", c->isa, why[0] ? why : errstr(rc));
 		goto out;
 	}
-	struct ftcmb_cfg cfg = {.format = it->fmt->id, .hidden = it->model->hidden, .inter = it->model->inter,
+	struct ftmoebench_cfg cfg = {.format = it->fmt->id, .hidden = it->model->hidden, .inter = it->model->inter,
 				.experts = it->model->experts, .topk = it->model->topk, .act = it->model->act,
 				.swiglu_limit = it->model->swiglu_limit, .batch = 1, .threads = env->ncpus,
 				.numa_node = env_node(env), .tune = &c->tune};
-	rc = ftcmb_create(&cfg, env->cpu, &b);
+	rc = ftmoebench_create(&cfg, env->cpu, &b);
 	if (rc < 0) {
 		snprintf(p->err, sizeof p->err, "CPU MoE setup: %s", errstr(rc));
 		goto out;
 	}
 	bool sweep = strcmp(c->isa, "auto") != 0;
 	for (int t = 0; t < nt; t++) {
-		enum ftcmoe_isa u = tiers[t];
+		enum ftcpumoe_isa u = tiers[t];
 		struct ftbw_part rd = {.rc = FTBW_NOT_RUN};
 		int rounds = iters < READ_ROUNDS ? iters : READ_ROUNDS, tr = 0, off = 0;
 		int g0[READ_ROUNDS + 1], c0[READ_ROUNDS + 1], gn = 0; /* where each round's samples start */
@@ -421,8 +421,8 @@ static int cpu_alone(struct ftbw_real *r, const struct ftbw_env *env, const stru
 			}
 			gn = m->gather.n;
 			c0[k] = off;
-			ftpool_pin_caller(ftcmb_pool(b));
-			tr = ftcmb_time(b, tiers[t], k == 0 ? c->kernel_cpu_warmup : 1, per, secs + off, bytes + off,
+			ftpool_pin_caller(ftmoebench_pool(b));
+			tr = ftmoebench_time(b, tiers[t], k == 0 ? c->kernel_cpu_warmup : 1, per, secs + off, bytes + off,
 					&u);
 			off += per;
 		}
@@ -463,7 +463,7 @@ static int cpu_alone(struct ftbw_real *r, const struct ftbw_env *env, const stru
 				best = secs;
 				secs = new_samples(iters);
 				*used = u;
-				snprintf(m->cpu_isa, sizeof m->cpu_isa, "%s", ftcmoe_isa_name(u));
+				snprintf(m->cpu_isa, sizeof m->cpu_isa, "%s", ftcpumoe_isa_name(u));
 				if (!secs) {
 					rc = -ENOMEM;
 					snprintf(p->err, sizeof p->err, "out of memory");
@@ -471,13 +471,13 @@ static int cpu_alone(struct ftbw_real *r, const struct ftbw_env *env, const stru
 				}
 			}
 		} else {
-			snprintf(why, sizeof why, "%s: %s", ftcmoe_isa_name(tiers[t]), errstr(tr));
+			snprintf(why, sizeof why, "%s: %s", ftcpumoe_isa_name(tiers[t]), errstr(tr));
 			rc = tr;
 		}
 		read_move(&m->read_other, &rd);
 		free(rd.gbs);
 		if (sweep && m->nsweep < FTBW_MAX_ISAS) {
-			snprintf(m->sweep_isa[m->nsweep], sizeof m->sweep_isa[0], "%s", ftcmoe_isa_name(tiers[t]));
+			snprintf(m->sweep_isa[m->nsweep], sizeof m->sweep_isa[0], "%s", ftcpumoe_isa_name(tiers[t]));
 			m->sweep_gbs[m->nsweep++] = med;
 		}
 	}
@@ -494,7 +494,7 @@ static int cpu_alone(struct ftbw_real *r, const struct ftbw_env *env, const stru
 	b = NULL;
 out:
 	p->rc = rc;
-	ftcmb_free(b);
+	ftmoebench_free(b);
 	free(best);
 	free(secs);
 	free(bytes);
@@ -521,8 +521,8 @@ static int overlap_windows(const struct ftbw_config *c, struct ftbw_meas *m, int
 
 /* Both at once: in windows of about OVERLAP_WINDOW_S, the gather loops on its own thread (not on
  * a worker's core) while this thread drives CPU MoE steps; each side reports its bytes/time. */
-static int overlap(struct ftbw_real *r, const struct ftbw_config *c, struct ftgather *g, struct ftcmb *b,
-		   enum ftcmoe_isa isa, struct ftbw_meas *m)
+static int overlap(struct ftbw_real *r, const struct ftbw_config *c, struct ftgather *g, struct ftmoebench *b,
+		   enum ftcpumoe_isa isa, struct ftbw_meas *m)
 {
 	int windows, rc;
 	double win;
@@ -535,12 +535,12 @@ static int overlap(struct ftbw_real *r, const struct ftbw_config *c, struct ftga
 		read_pass(r, &m->read_other, NULL);
 		sched_setaffinity(0, sizeof r->wide, &r->wide); /* the gather thread inherits this */
 		rc = ftgather_overlap_start(g);
-		ftpool_pin_caller(ftcmb_pool(b));
+		ftpool_pin_caller(ftmoebench_pool(b));
 		if (rc < 0) {
 			snprintf(m->ov_gather.err, sizeof m->ov_gather.err, "gather loop: %s", errstr(rc));
 			goto out;
 		}
-		int rc_cpu = ftcmb_run_until(b, isa, &stop, win, &cb, &cs);
+		int rc_cpu = ftmoebench_run_until(b, isa, &stop, win, &cb, &cs);
 		rc = ftgather_overlap_stop(g, &gb, &gs);
 		if (rc < 0) {
 			snprintf(m->ov_gather.err, sizeof m->ov_gather.err, "gather loop: %s", errstr(rc));
@@ -569,7 +569,7 @@ out:
 #define SWEEP_CPU_STEPS 4    /* CPU steps per batch and round */
 #define SWEEP_GATHER_PASSES 3 /* gather passes per batch and round */
 static void batch_sweep(struct ftbw_real *r, const struct ftbw_config *c, const struct ftbw_item *it,
-			struct ftgather *g, enum ftcmoe_isa isa, struct ftbw_meas *m)
+			struct ftgather *g, enum ftcpumoe_isa isa, struct ftbw_meas *m)
 {
 	const struct ftbw_env *env = r->env;
 	int nb = c->nbatch < FTBW_MAX_BATCHES ? c->nbatch : FTBW_MAX_BATCHES, maxb = 1, rc = 0;
@@ -581,11 +581,11 @@ static void batch_sweep(struct ftbw_real *r, const struct ftbw_config *c, const 
 		m->bsw[i].gather.gbs = new_samples(SWEEP_ROUNDS * SWEEP_GATHER_PASSES);
 	}
 	m->nbatch = nb;
-	struct ftcmb *b = NULL;
-	struct ftcmb_cfg cfg = {.format = it->fmt->id, .hidden = it->model->hidden, .inter = it->model->inter,
+	struct ftmoebench *b = NULL;
+	struct ftmoebench_cfg cfg = {.format = it->fmt->id, .hidden = it->model->hidden, .inter = it->model->inter,
 				.experts = it->model->experts, .topk = it->model->topk, .act = it->model->act,
 				.swiglu_limit = it->model->swiglu_limit, .batch = maxb,
-				.routing = FTCMB_ROUTE_MODEL, .threads = env->ncpus, .numa_node = env_node(env),
+				.routing = FTMOEBENCH_ROUTE_MODEL, .threads = env->ncpus, .numa_node = env_node(env),
 				.tune = &c->tune};
 	int n = it->synth_experts;
 	int32_t *src = malloc((size_t)n * sizeof *src), *dst = malloc((size_t)n * sizeof *dst);
@@ -600,17 +600,17 @@ static void batch_sweep(struct ftbw_real *r, const struct ftbw_config *c, const 
 			goto out;
 		}
 	what = "CPU MoE setup";
-	if ((rc = ftcmb_create(&cfg, env->cpu, &b)) < 0)
+	if ((rc = ftmoebench_create(&cfg, env->cpu, &b)) < 0)
 		goto out;
 	uint64_t seed = 0xB47C5EEDull ^ (uint64_t)it->fmt->id;
-	size_t eb = ftcmb_expert_bytes(b);
+	size_t eb = ftmoebench_expert_bytes(b);
 	for (int k = 0; k < SWEEP_ROUNDS; k++)
 		for (int i = 0; i < nb; i++) {
 			struct ftbw_batch *bb = &m->bsw[i];
 			double secs[SWEEP_CPU_STEPS], bytes[SWEEP_CPU_STEPS], gs[SWEEP_GATHER_PASSES], sum = 0;
 			what = "CPU MoE steps";
-			if ((rc = ftcmb_set_batch(b, bb->batch)) < 0 ||
-			    (rc = ftcmb_time(b, isa, k == 0 ? 2 : 1, SWEEP_CPU_STEPS, secs, bytes, NULL)) < 0)
+			if ((rc = ftmoebench_set_batch(b, bb->batch)) < 0 ||
+			    (rc = ftmoebench_time(b, isa, k == 0 ? 2 : 1, SWEEP_CPU_STEPS, secs, bytes, NULL)) < 0)
 				goto out;
 			for (int s = 0; s < SWEEP_CPU_STEPS; s++) {
 				bb->cpu.gbs[bb->cpu.n++] = secs[s] > 0 ? bytes[s] / secs[s] / 1e9 : 0.0;
@@ -647,7 +647,7 @@ out:
 			snprintf(m->bsw[i].cpu.err, sizeof m->bsw[i].cpu.err, "batch sweep: %s: %s", what, errstr(rc));
 			snprintf(m->bsw[i].gather.err, sizeof m->bsw[i].gather.err, "batch sweep: %s: %s", what, errstr(rc));
 		}
-	ftcmb_free(b);
+	ftmoebench_free(b);
 	free(src);
 	free(dst);
 }
@@ -657,8 +657,8 @@ static int op_measure(void *ctx, const struct ftbw_env *env, const struct ftbw_c
 {
 	struct ftbw_real *r = ctx;
 	struct ftgather *g = NULL;
-	struct ftcmb *b = NULL;
-	enum ftcmoe_isa used = FTCMOE_ISA_AUTO;
+	struct ftmoebench *b = NULL;
+	enum ftcpumoe_isa used = FTCPUMOE_ISA_AUTO;
 	int rc = 0;
 
 	if (env->gpu && (rc = select_gpu(env->gpu, err, errlen)) < 0)
@@ -686,13 +686,13 @@ static int op_measure(void *ctx, const struct ftbw_env *env, const struct ftbw_c
 		}
 	}
 	if (g && b && c->nbatch > 0) {
-		ftcmb_free(b); /* its banks and pool make way for the sweep's */
+		ftmoebench_free(b); /* its banks and pool make way for the sweep's */
 		b = NULL;
 		batch_sweep(r, c, it, g, used, m);
 	}
 	rc = 0;
 out:
-	ftcmb_free(b);
+	ftmoebench_free(b);
 	ftgather_free(g);
 	sched_setaffinity(0, sizeof r->wide, &r->wide);
 	return rc;
@@ -706,8 +706,8 @@ struct engine {
 	const struct ftbw_engine *e;
 	const struct ftbw_item *it;
 	struct ftgather *g;
-	struct ftcmb *b;
-	enum ftcmoe_isa isa;           /* the tier the CPU phase ran (AUTO before) */
+	struct ftmoebench *b;
+	enum ftcpumoe_isa isa;           /* the tier the CPU phase ran (AUTO before) */
 	struct ftbw_part gsetup, csetup; /* setup failures, reported by their phase */
 };
 
@@ -724,7 +724,7 @@ static int op_engine_open(void *ctx, const struct ftbw_engine *e, const struct f
 	h->r = r;
 	h->e = e;
 	h->it = it;
-	h->isa = FTCMOE_ISA_AUTO;
+	h->isa = FTCPUMOE_ISA_AUTO;
 	h->gsetup.rc = h->csetup.rc = FTBW_NOT_RUN;
 	*hout = h;
 	if (e->gpu_info) {
@@ -771,12 +771,12 @@ static int op_engine_open(void *ctx, const struct ftbw_engine *e, const struct f
 		}
 	}
 	if (it->fmt->cpu_path) {
-		struct ftcmb_cfg cfg = {.format = it->fmt->id, .hidden = it->model->hidden, .inter = it->model->inter,
+		struct ftmoebench_cfg cfg = {.format = it->fmt->id, .hidden = it->model->hidden, .inter = it->model->inter,
 					.experts = it->model->experts, .topk = it->model->topk, .act = it->model->act,
 					.swiglu_limit = it->model->swiglu_limit, .batch = 1, .threads = e->ncpus,
 					.numa_node = e->node, .cpus = e->cpus, .ncpus = e->ncpus,
 					.seed = 0x51ED2701u + (uint64_t)e->index, .tune = &c->tune};
-		int rc = ftcmb_create(&cfg, e->cpu, &h->b); /* pins this thread to the set's first core */
+		int rc = ftmoebench_create(&cfg, e->cpu, &h->b); /* pins this thread to the set's first core */
 		if (rc < 0) {
 			h->b = NULL;
 			h->csetup.rc = rc;
@@ -852,13 +852,13 @@ static int phase_cpu(struct engine *h, const struct ftbw_config *c, struct ftbw_
 	int iters = c->kernel_cpu_iters;
 	double *secs = new_samples(iters), *bytes = new_samples(iters);
 	int rc = secs && bytes ? 0 : -ENOMEM;
-	ftpool_pin_caller(ftcmb_pool(h->b));
+	ftpool_pin_caller(ftmoebench_pool(h->b));
 	if (rc == 0)
-		rc = ftcmb_time(h->b, FTCMOE_ISA_AUTO, c->kernel_cpu_warmup, iters, secs, bytes, &h->isa);
+		rc = ftmoebench_time(h->b, FTCPUMOE_ISA_AUTO, c->kernel_cpu_warmup, iters, secs, bytes, &h->isa);
 	ftbw_hold_arrive(hold, h->e->index);
 	if (!atomic_load(ftbw_hold_flag(hold))) {
 		double b, s;
-		ftcmb_run_until(h->b, rc == 0 ? h->isa : FTCMOE_ISA_AUTO, ftbw_hold_flag(hold), 0, &b, &s);
+		ftmoebench_run_until(h->b, rc == 0 ? h->isa : FTCPUMOE_ISA_AUTO, ftbw_hold_flag(hold), 0, &b, &s);
 	}
 	if (rc < 0) {
 		p->rc = rc;
@@ -870,7 +870,7 @@ static int phase_cpu(struct engine *h, const struct ftbw_config *c, struct ftbw_
 		p->gbs = secs;
 		p->n = iters;
 		secs = NULL;
-		snprintf(m->cpu_isa, sizeof m->cpu_isa, "%s", ftcmoe_isa_name(h->isa));
+		snprintf(m->cpu_isa, sizeof m->cpu_isa, "%s", ftcpumoe_isa_name(h->isa));
 	}
 	free(secs);
 	free(bytes);
@@ -894,13 +894,13 @@ static int phase_overlap(struct engine *h, const struct ftbw_config *c, struct f
 		}
 		sched_setaffinity(0, sizeof h->r->wide, &h->r->wide); /* the gather thread inherits this */
 		rc = ftgather_overlap_start(h->g);
-		ftpool_pin_caller(ftcmb_pool(h->b));
+		ftpool_pin_caller(ftmoebench_pool(h->b));
 		if (rc < 0) {
 			snprintf(m->ov_gather.err, sizeof m->ov_gather.err, "gather loop: %s", errstr(rc));
 			break;
 		}
-		int rc_cpu = w < windows ? ftcmb_run_until(h->b, h->isa, &never, win, &cb, &cs)
-					 : ftcmb_run_until(h->b, h->isa, ftbw_hold_flag(hold), 0, &cb, &cs);
+		int rc_cpu = w < windows ? ftmoebench_run_until(h->b, h->isa, &never, win, &cb, &cs)
+					 : ftmoebench_run_until(h->b, h->isa, ftbw_hold_flag(hold), 0, &cb, &cs);
 		rc = ftgather_overlap_stop(h->g, &gb, &gs);
 		if (rc < 0) {
 			snprintf(m->ov_gather.err, sizeof m->ov_gather.err, "gather loop: %s", errstr(rc));
@@ -964,7 +964,7 @@ static void op_engine_close(void *hv)
 	struct engine *h = hv;
 	if (!h)
 		return;
-	ftcmb_free(h->b);
+	ftmoebench_free(h->b);
 	ftgather_free(h->g);
 	sched_setaffinity(0, sizeof h->r->wide, &h->r->wide);
 	free(h);

@@ -46,8 +46,8 @@ static int cuerr(cudaError_t e)
 struct bench {
 	const struct ftmodel *m;
 	struct ftgather *g;
-	struct ftcm *cm;
-	struct ftcm_proxy *proxy;
+	struct ftmissing *cm;
+	struct ftmissing_proxy *proxy;
 	cudaStream_t s;
 	cudaEvent_t ev[3];
 	size_t expert_bytes;
@@ -111,8 +111,8 @@ static cudaError_t time_ensure_b2b(struct bench *b, int n, int nwarm, double *us
 static cudaError_t copy_with(struct bench *b, enum ftcc_copy c)
 {
 	if (c == FTCC_COPY_PROXY)
-		return ftcm_proxy_copy(b->proxy, 0, b->st.src_indices, b->st.evict_slots, b->st.counts, b->s);
-	return ftcm_copy(b->cm, 0, b->st.src_indices, b->st.evict_slots, b->st.counts, b->m->experts, b->s);
+		return ftmissing_proxy_copy(b->proxy, 0, b->st.src_indices, b->st.evict_slots, b->st.counts, b->s);
+	return ftmissing_copy(b->cm, 0, b->st.src_indices, b->st.evict_slots, b->st.counts, b->m->experts, b->s);
 }
 
 /* Zero the planned slots, ensure + copy once more with path c, compare with the source rows. */
@@ -224,7 +224,7 @@ static int run_config(struct bench *b, int C, long bs, double rate, int repeat, 
 		TT(other == FTCC_COPY_PROXY ? T_PX : T_FUSED)[k] = ms_between(b->ev[0], b->ev[1]);
 		if ((e = prepare(b, n, nwarm)) || (e = ftsc_dev_ensure(&b->st, 0, b->d_ids, n, b->s)) ||
 		    (e = cudaEventRecord(b->ev[0], b->s)) ||
-		    (e = ftcm_copy_path(b->cm, 0, 0, 0, b->st.src_indices, b->st.evict_slots, b->st.counts, E,
+		    (e = ftmissing_copy_path(b->cm, 0, 0, 0, b->st.src_indices, b->st.evict_slots, b->st.counts, E,
 					b->s)) ||
 		    (e = cudaEventRecord(b->ev[1], b->s)) || (e = cudaEventSynchronize(b->ev[1])))
 			goto cuda_fail;
@@ -244,7 +244,7 @@ static int run_config(struct bench *b, int C, long bs, double rate, int repeat, 
 		}
 	}
 	/* A proxy copy that was never issued or a wait that timed out makes its timings meaningless. */
-	if (ftcm_proxy_errors(b->proxy)) {
+	if (ftmissing_proxy_errors(b->proxy)) {
 		json_object_set_new(row, "error", json_string("proxy copy-engine path: a copy was not issued or "
 							      "its wait timed out (10 s)"));
 		r = -EIO;
@@ -306,7 +306,7 @@ static void bench_release(struct bench *b)
 	for (int i = 0; i < 3; i++)
 		if (b->ev[i])
 			cudaEventDestroy(b->ev[i]);
-	ftcm_proxy_destroy(b->proxy);
+	ftmissing_proxy_destroy(b->proxy);
 	cudaFree(b->scratch);
 	cudaFree(b->d_ids);
 	cudaFree(b->d_ids0);
@@ -400,7 +400,7 @@ static int run_model(const struct ftcc_opts *o, const struct ftmodel *m, const s
 	for (int i = 0; i < 3; i++)
 		if ((e = cudaEventCreate(&b.ev[i])))
 			goto cuda_fail;
-	if ((e = ftcm_proxy_create(&b.proxy, b.cm, E)))
+	if ((e = ftmissing_proxy_create(&b.proxy, b.cm, E)))
 		goto cuda_fail;
 	for (int si = 0; si < nslots; si++) {
 		char label[128];
@@ -413,11 +413,11 @@ static int run_model(const struct ftcc_opts *o, const struct ftmodel *m, const s
 					"topk", m->topk, "hidden", (json_int_t)m->hidden, "inter",
 					(json_int_t)m->inter, "expert_bytes", (json_int_t)b.expert_bytes,
 					"cache_slots", (json_int_t)slots[si], "rows");
-		json_object_set_new(res, "path", json_string(ftcm_is_fused(b.cm) ? "fused" : "per_bank"));
+		json_object_set_new(res, "path", json_string(ftmissing_is_fused(b.cm) ? "fused" : "per_bank"));
 		json_object_set_new(res, "copy", json_string(o->copy == FTCC_COPY_PROXY ? "proxy" : "fused"));
-		json_object_set_new(res, "proxy_split_bytes", json_integer(FTCM_PROXY_SPLIT_BYTES));
+		json_object_set_new(res, "proxy_split_bytes", json_integer(FTMISSING_PROXY_SPLIT_BYTES));
 		json_object_set_new(res, "proxy_signal",
-				    json_string(ftcm_proxy_signal(b.proxy) == FTCM_SIGNAL_MEMOP ? "memop" : "kernel"));
+				    json_string(ftmissing_proxy_signal(b.proxy) == FTMISSING_SIGNAL_MEMOP ? "memop" : "kernel"));
 		json_array_append_new(results, res);
 		json_t *rows = json_object_get(res, "rows");
 		for (int bi = 0; bi < o->nbatch; bi++)

@@ -23,8 +23,8 @@
 #define FTCC_DEFAULT_REPEAT 25
 
 enum ftcc_copy {
-	FTCC_COPY_FUSED = 0, /* ftcm_copy: fused gather (per-bank when misaligned or forced) */
-	FTCC_COPY_PROXY = 1, /* ftcm_proxy_copy: copy engines driven from the device plan */
+	FTCC_COPY_FUSED = 0, /* ftmissing_copy: fused gather (per-bank when misaligned or forced) */
+	FTCC_COPY_PROXY = 1, /* ftmissing_proxy_copy: copy engines driven from the device plan */
 };
 
 struct ftcc_opts {

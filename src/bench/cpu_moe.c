@@ -11,15 +11,15 @@
 
 #define GIB (1024ull * 1024ull * 1024ull)
 
-struct ftcmb {
-	struct ftcmb_cfg cfg;
+struct ftmoebench {
+	struct ftmoebench_cfg cfg;
 	struct ftpool *pool;
-	struct ftcmoe *x;
+	struct ftcpumoe *x;
 	unsigned cpu_isa;
 	int nbanks;
-	struct ftbank_shape sh[FT_MAX_BANKS];
-	uint8_t *bank[FT_MAX_BANKS];
-	size_t bank_bytes[FT_MAX_BANKS];
+	struct ftfmt_bank_shape sh[FTFMT_MAX_BANKS];
+	uint8_t *bank[FTFMT_MAX_BANKS];
+	size_t bank_bytes[FTFMT_MAX_BANKS];
 	int es;                 /* synthetic experts */
 	size_t eb;              /* expert bytes */
 	int *perm;              /* [es] */
@@ -27,7 +27,7 @@ struct ftcmb {
 	float *xin, *out, *out2, *w;
 	int32_t *ids;
 	uint64_t seed;
-	uint64_t rng;           /* FTCMB_ROUTE_MODEL's draws */
+	uint64_t rng;           /* FTMOEBENCH_ROUTE_MODEL's draws */
 	int batch;              /* tokens per step (<= cfg.batch) */
 };
 
@@ -41,14 +41,14 @@ static uint64_t mix(uint64_t *s)
 
 /* ---- bank fill: random codes, realistic never-zero scales (see header) ---- */
 struct fill_job {
-	struct ftcmb *b;
+	struct ftmoebench *b;
 	int bank;
 };
 
-static void fill_bytes(enum ftfmt_id f, const struct ftbank_shape *sh, uint8_t *p, size_t n, uint64_t s)
+static void fill_bytes(enum ftfmt_id f, const struct ftfmt_bank_shape *sh, uint8_t *p, size_t n, uint64_t s)
 {
 	switch (sh->dtype) {
-	case FTDT_BF16: { /* |w| in [2^-8, 2^-4), random sign: bf16 weights and biases */
+	case FTFMT_DT_BF16: { /* |w| in [2^-8, 2^-4), random sign: bf16 weights and biases */
 		for (size_t i = 0; i + 1 < n; i += 2) {
 			uint64_t r = mix(&s);
 			unsigned v = (unsigned)(r & 0x807f) | (unsigned)(119 + (r >> 16) % 4) << 7;
@@ -57,7 +57,7 @@ static void fill_bytes(enum ftfmt_id f, const struct ftbank_shape *sh, uint8_t *
 		}
 		break;
 	}
-	case FTDT_FP16: /* nvfp4 per-row global: amax/(6*448)-like, 2^-12 .. 2^-10 */
+	case FTFMT_DT_FP16: /* nvfp4 per-row global: amax/(6*448)-like, 2^-12 .. 2^-10 */
 		for (size_t i = 0; i + 1 < n; i += 2) {
 			uint64_t r = mix(&s);
 			unsigned v = (unsigned)(3 + r % 3) << 10 | (unsigned)(r >> 8 & 1023);
@@ -65,7 +65,7 @@ static void fill_bytes(enum ftfmt_id f, const struct ftbank_shape *sh, uint8_t *
 			p[i + 1] = (uint8_t)(v >> 8);
 		}
 		break;
-	case FTDT_FP8_E4M3: /* block scales 2^0 .. 2^7 (e4m3 exponent 7..14) */
+	case FTFMT_DT_FP8_E4M3: /* block scales 2^0 .. 2^7 (e4m3 exponent 7..14) */
 		for (size_t i = 0; i < n; i++) {
 			uint64_t r = mix(&s);
 			p[i] = (uint8_t)((7 + r % 8) << 3 | (r >> 8 & 7));
@@ -73,7 +73,7 @@ static void fill_bytes(enum ftfmt_id f, const struct ftbank_shape *sh, uint8_t *
 				p[i] = 0x7e;
 		}
 		break;
-	case FTDT_E8M0: /* 2^-10 .. 2^-5 */
+	case FTFMT_DT_E8M0: /* 2^-10 .. 2^-5 */
 		for (size_t i = 0; i < n; i++)
 			p[i] = (uint8_t)(117 + mix(&s) % 6);
 		break;
@@ -96,7 +96,7 @@ static void fill_bytes(enum ftfmt_id f, const struct ftbank_shape *sh, uint8_t *
 static void fill_work(void *arg, int tid, int n)
 {
 	struct fill_job *j = arg;
-	struct ftcmb *b = j->b;
+	struct ftmoebench *b = j->b;
 	size_t total = b->bank_bytes[j->bank];
 	size_t unit = b->cfg.format == FTFMT_Q4_0 ? 18 * 4096 : 4096; /* q4_0: whole blocks */
 	size_t units = (total + unit - 1) / unit;
@@ -109,16 +109,16 @@ static void fill_work(void *arg, int tid, int n)
 		   b->seed * 1000003u + (uint64_t)j->bank * 7919u + a);
 }
 
-int ftcmb_create(const struct ftcmb_cfg *cfg, const struct ftcpu_info *ci, struct ftcmb **out)
+int ftmoebench_create(const struct ftmoebench_cfg *cfg, const struct ftcpu_info *ci, struct ftmoebench **out)
 {
-	if (!cfg || !ci || !out || cfg->batch < 1 || cfg->batch > FTCMOE_MAX_BATCH || cfg->topk < 1 ||
-	    cfg->topk > FTCMOE_MAX_TOPK || cfg->experts < 1 || cfg->experts < cfg->topk ||
-	    (cfg->routing != FTCMB_ROUTE_DISTINCT && cfg->routing != FTCMB_ROUTE_MODEL))
+	if (!cfg || !ci || !out || cfg->batch < 1 || cfg->batch > FTCPUMOE_MAX_BATCH || cfg->topk < 1 ||
+	    cfg->topk > FTCPUMOE_MAX_TOPK || cfg->experts < 1 || cfg->experts < cfg->topk ||
+	    (cfg->routing != FTMOEBENCH_ROUTE_DISTINCT && cfg->routing != FTMOEBENCH_ROUTE_MODEL))
 		return -EINVAL;
-	const struct ftformat *f = ftfmt_get(cfg->format);
+	const struct ftfmt *f = ftfmt_get(cfg->format);
 	if (!f || !f->cpu_path)
 		return -EINVAL;
-	struct ftcmb *b = calloc(1, sizeof *b);
+	struct ftmoebench *b = calloc(1, sizeof *b);
 	if (!b)
 		return -ENOMEM;
 	int r = -ENOMEM;
@@ -137,7 +137,7 @@ int ftcmb_create(const struct ftcmb_cfg *cfg, const struct ftcpu_info *ci, struc
 	if (!cfg->working_set_min && ws < GIB)
 		ws = GIB;
 	long es = (long)((ws + b->eb - 1) / b->eb);
-	long need = cfg->routing == FTCMB_ROUTE_MODEL ? cfg->experts : (long)cfg->topk * cfg->batch;
+	long need = cfg->routing == FTMOEBENCH_ROUTE_MODEL ? cfg->experts : (long)cfg->topk * cfg->batch;
 	if (es < need)
 		es = need;
 	/* more synthetic experts than the model has where its E does not cover 4x LLC: the
@@ -183,29 +183,29 @@ int ftcmb_create(const struct ftcmb_cfg *cfg, const struct ftcpu_info *ci, struc
 	}
 	for (size_t i = 0; i < nx; i++) /* ~N(0,1)-like, never zero */
 		b->xin[i] = (float)((double)(mix(&s) >> 11) / 9007199254740992.0 * 3.0 - 1.5) + 1e-3f;
-	const void *ptrs[FT_MAX_BANKS];
+	const void *ptrs[FTFMT_MAX_BANKS];
 	for (int i = 0; i < b->nbanks; i++)
 		ptrs[i] = b->bank[i];
-	struct ftcmoe_cfg xc = {.format = cfg->format, .hidden = cfg->hidden, .inter = cfg->inter,
+	struct ftcpumoe_cfg xc = {.format = cfg->format, .hidden = cfg->hidden, .inter = cfg->inter,
 				.experts = b->es, .layers = 1, .banks = ptrs, .act = cfg->act,
 				.swiglu_limit = cfg->swiglu_limit, .max_batch = cfg->batch,
-				.max_topk = cfg->topk, .isa = FTCMOE_ISA_AUTO, .pool = b->pool, .cpu = ci,
+				.max_topk = cfg->topk, .isa = FTCPUMOE_ISA_AUTO, .pool = b->pool, .cpu = ci,
 				.tune = cfg->tune};
-	r = ftcmoe_create(&xc, &b->x);
+	r = ftcpumoe_create(&xc, &b->x);
 	if (r < 0)
 		goto fail;
 	*out = b;
 	return 0;
 fail:
-	ftcmb_free(b);
+	ftmoebench_free(b);
 	return r;
 }
 
-void ftcmb_free(struct ftcmb *b)
+void ftmoebench_free(struct ftmoebench *b)
 {
 	if (!b)
 		return;
-	ftcmoe_free(b->x);
+	ftcpumoe_free(b->x);
 	ftpool_free(b->pool);
 	for (int i = 0; i < b->nbanks; i++)
 		if (b->bank[i])
@@ -219,23 +219,23 @@ void ftcmb_free(struct ftcmb *b)
 	free(b);
 }
 
-int ftcmb_synth_experts(const struct ftcmb *b) { return b->es; }
-size_t ftcmb_expert_bytes(const struct ftcmb *b) { return b->eb; }
-size_t ftcmb_working_set_bytes(const struct ftcmb *b) { return b->eb * (size_t)b->es; }
-int ftcmb_threads(const struct ftcmb *b) { return ftpool_size(b->pool); }
-struct ftcmoe *ftcmb_moe(struct ftcmb *b) { return b->x; }
-struct ftpool *ftcmb_pool(struct ftcmb *b) { return b->pool; }
+int ftmoebench_synth_experts(const struct ftmoebench *b) { return b->es; }
+size_t ftmoebench_expert_bytes(const struct ftmoebench *b) { return b->eb; }
+size_t ftmoebench_working_set_bytes(const struct ftmoebench *b) { return b->eb * (size_t)b->es; }
+int ftmoebench_threads(const struct ftmoebench *b) { return ftpool_size(b->pool); }
+struct ftcpumoe *ftmoebench_moe(struct ftmoebench *b) { return b->x; }
+struct ftpool *ftmoebench_pool(struct ftmoebench *b) { return b->pool; }
 
-int ftcmb_isa_list(const char *spec, const struct ftcmoe_tune *tune, enum ftfmt_id f, unsigned cpu_isa,
-		   enum ftcmoe_isa *out, int max, char *why, size_t whylen)
+int ftmoebench_isa_list(const char *spec, const struct ftcpumoe_tune *tune, enum ftfmt_id f, unsigned cpu_isa,
+		   enum ftcpumoe_isa *out, int max, char *why, size_t whylen)
 {
 	int n = 0;
-	enum ftcmoe_isa forced = tune ? (enum ftcmoe_isa)tune->isa : FTCMOE_ISA_AUTO;
+	enum ftcpumoe_isa forced = tune ? (enum ftcpumoe_isa)tune->isa : FTCPUMOE_ISA_AUTO;
 	if (!spec || !strcmp(spec, "auto")) {
-		enum ftcmoe_isa t;
-		int r = ftcmoe_isa_resolve(forced, f, cpu_isa, &t);
+		enum ftcpumoe_isa t;
+		int r = ftcpumoe_isa_resolve(forced, f, cpu_isa, &t);
 		if (r < 0) {
-			snprintf(why, whylen, "isa=%s: %s", ftcmoe_isa_name(forced),
+			snprintf(why, whylen, "isa=%s: %s", ftcpumoe_isa_name(forced),
 				 r == -ENOTSUP ? "this CPU lacks that ISA" : "unknown tier");
 			return r;
 		}
@@ -243,25 +243,25 @@ int ftcmb_isa_list(const char *spec, const struct ftcmoe_tune *tune, enum ftfmt_
 		return n;
 	}
 	if (!strcmp(spec, "all")) {
-		for (int t = 0; t < FTCMOE_ISA_COUNT && n < max; t++)
-			if (ftcmoe_isa_supported((enum ftcmoe_isa)t, cpu_isa))
-				out[n++] = (enum ftcmoe_isa)t;
+		for (int t = 0; t < FTCPUMOE_ISA_COUNT && n < max; t++)
+			if (ftcpumoe_isa_supported((enum ftcpumoe_isa)t, cpu_isa))
+				out[n++] = (enum ftcpumoe_isa)t;
 		return n;
 	}
 	char buf[256];
 	snprintf(buf, sizeof buf, "%s", spec);
 	char *save = NULL;
 	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		enum ftcmoe_isa t;
-		if (ftcmoe_isa_lookup(tok, &t) < 0) {
+		enum ftcpumoe_isa t;
+		if (ftcpumoe_isa_lookup(tok, &t) < 0) {
 			snprintf(why, whylen, "unknown ISA tier '%s' (scalar, avx2, avx512, avx512vnni, avx512bf16)", tok);
 			return -EINVAL;
 		}
-		if (t == FTCMOE_ISA_AUTO && ftcmoe_isa_resolve(forced, f, cpu_isa, &t) < 0) {
-			snprintf(why, whylen, "isa=%s is not usable here", ftcmoe_isa_name(forced));
+		if (t == FTCPUMOE_ISA_AUTO && ftcpumoe_isa_resolve(forced, f, cpu_isa, &t) < 0) {
+			snprintf(why, whylen, "isa=%s is not usable here", ftcpumoe_isa_name(forced));
 			return -EINVAL;
 		}
-		if (!ftcmoe_isa_supported(t, cpu_isa)) {
+		if (!ftcpumoe_isa_supported(t, cpu_isa)) {
 			snprintf(why, whylen, "ISA tier '%s' is not supported by this CPU", tok);
 			return -ENOTSUP;
 		}
@@ -276,13 +276,13 @@ int ftcmb_isa_list(const char *spec, const struct ftcmoe_tune *tune, enum ftfmt_
 }
 
 /* Routes of the next step (b->batch tokens, cfg.routing); returns the distinct experts it reads. */
-static int next_routes(struct ftcmb *b)
+static int next_routes(struct ftmoebench *b)
 {
 	int B = b->batch, K = b->cfg.topk, E = b->cfg.experts, uniq = 0;
 	for (int t = 0; t < B; t++)
 		for (int k = 0; k < K; k++) {
 			long at = (long)t * K + k;
-			if (b->cfg.routing == FTCMB_ROUTE_MODEL) { /* k-th distinct pick of E for token t */
+			if (b->cfg.routing == FTMOEBENCH_ROUTE_MODEL) { /* k-th distinct pick of E for token t */
 				int dup;
 				do {
 					at = (long)(mix(&b->rng) % (uint64_t)E);
@@ -300,11 +300,11 @@ static int next_routes(struct ftcmb *b)
 			seen = b->ids[j] == b->ids[i];
 		uniq += !seen;
 	}
-	b->pos = (b->pos + (b->cfg.routing == FTCMB_ROUTE_MODEL ? (long)E : (long)B * K)) % b->es;
+	b->pos = (b->pos + (b->cfg.routing == FTMOEBENCH_ROUTE_MODEL ? (long)E : (long)B * K)) % b->es;
 	return uniq;
 }
 
-int ftcmb_set_batch(struct ftcmb *b, int batch)
+int ftmoebench_set_batch(struct ftmoebench *b, int batch)
 {
 	if (!b || batch < 1 || batch > b->cfg.batch)
 		return -EINVAL;
@@ -312,18 +312,18 @@ int ftcmb_set_batch(struct ftcmb *b, int batch)
 	return 0;
 }
 
-static int set_isa(struct ftcmb *b, enum ftcmoe_isa isa, enum ftcmoe_isa *used)
+static int set_isa(struct ftmoebench *b, enum ftcpumoe_isa isa, enum ftcpumoe_isa *used)
 {
-	int r = ftcmoe_set_isa(b->x, isa);
+	int r = ftcpumoe_set_isa(b->x, isa);
 	if (r < 0)
 		return r;
 	if (used)
-		*used = ftcmoe_isa(b->x);
+		*used = ftcpumoe_isa(b->x);
 	return 0;
 }
 
-int ftcmb_time(struct ftcmb *b, enum ftcmoe_isa isa, int warmup, int iters, double *step_s,
-	       double *step_bytes, enum ftcmoe_isa *used)
+int ftmoebench_time(struct ftmoebench *b, enum ftcpumoe_isa isa, int warmup, int iters, double *step_s,
+	       double *step_bytes, enum ftcpumoe_isa *used)
 {
 	if (!b || iters < 1 || warmup < 0 || !step_s)
 		return -EINVAL;
@@ -333,9 +333,9 @@ int ftcmb_time(struct ftcmb *b, enum ftcmoe_isa isa, int warmup, int iters, doub
 	int B = b->batch, K = b->cfg.topk;
 	for (int i = 0; i < warmup + iters; i++) {
 		int uniq = next_routes(b);
-		double t0 = ft_now_s();
-		r = ftcmoe_forward(b->x, 0, B, K, b->xin, b->ids, b->w, b->out);
-		double t = ft_now_s() - t0;
+		double t0 = fttime_now_s();
+		r = ftcpumoe_forward(b->x, 0, B, K, b->xin, b->ids, b->w, b->out);
+		double t = fttime_now_s() - t0;
 		if (r < 0)
 			return r;
 		if (i >= warmup) {
@@ -347,7 +347,7 @@ int ftcmb_time(struct ftcmb *b, enum ftcmoe_isa isa, int warmup, int iters, doub
 	return 0;
 }
 
-int ftcmb_run_until(struct ftcmb *b, enum ftcmoe_isa isa, const atomic_int *stop, double max_s,
+int ftmoebench_run_until(struct ftmoebench *b, enum ftcpumoe_isa isa, const atomic_int *stop, double max_s,
 		    double *bytes, double *secs)
 {
 	if (!b || !bytes || !secs)
@@ -355,35 +355,35 @@ int ftcmb_run_until(struct ftcmb *b, enum ftcmoe_isa isa, const atomic_int *stop
 	int r = set_isa(b, isa, NULL);
 	if (r < 0)
 		return r;
-	double t0 = ft_now_s(), t = t0, sum = 0;
+	double t0 = fttime_now_s(), t = t0, sum = 0;
 	while (!(stop && atomic_load(stop)) && !(max_s > 0 && t - t0 >= max_s)) {
 		int uniq = next_routes(b);
-		r = ftcmoe_forward(b->x, 0, b->batch, b->cfg.topk, b->xin, b->ids, b->w, b->out);
+		r = ftcpumoe_forward(b->x, 0, b->batch, b->cfg.topk, b->xin, b->ids, b->w, b->out);
 		if (r < 0)
 			return r;
 		sum += (double)uniq * (double)b->eb;
-		t = ft_now_s();
+		t = fttime_now_s();
 	}
 	*bytes = sum;
 	*secs = t - t0;
 	return 0;
 }
 
-int ftcmb_verify(struct ftcmb *b, enum ftcmoe_isa isa, double *rel)
+int ftmoebench_verify(struct ftmoebench *b, enum ftcpumoe_isa isa, double *rel)
 {
 	if (!b || !rel)
 		return -EINVAL;
-	enum ftcmoe_isa keep = ftcmoe_isa(b->x);
+	enum ftcpumoe_isa keep = ftcpumoe_isa(b->x);
 	int B = b->batch, K = b->cfg.topk;
 	next_routes(b);
-	int r = ftcmoe_set_isa(b->x, FTCMOE_ISA_SCALAR);
+	int r = ftcpumoe_set_isa(b->x, FTCPUMOE_ISA_SCALAR);
 	if (!r)
-		r = ftcmoe_forward(b->x, 0, B, K, b->xin, b->ids, b->w, b->out2);
+		r = ftcpumoe_forward(b->x, 0, B, K, b->xin, b->ids, b->w, b->out2);
 	if (!r)
-		r = ftcmoe_set_isa(b->x, isa);
+		r = ftcpumoe_set_isa(b->x, isa);
 	if (!r)
-		r = ftcmoe_forward(b->x, 0, B, K, b->xin, b->ids, b->w, b->out);
-	ftcmoe_set_isa(b->x, keep);
+		r = ftcpumoe_forward(b->x, 0, B, K, b->xin, b->ids, b->w, b->out);
+	ftcpumoe_set_isa(b->x, keep);
 	if (r < 0)
 		return r;
 	double num = 0, den = 0;

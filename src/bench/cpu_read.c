@@ -166,9 +166,9 @@ int ftcread_open(const struct ftcpu_info *ci, struct ftpool *pool, size_t bytes,
 double ftcread_pass(struct ftcread *r)
 {
 	atomic_store_explicit(&r->j.next, 0, memory_order_relaxed);
-	double t0 = ft_now_s();
+	double t0 = fttime_now_s();
 	ftpool_run(r->pool, work, &r->j);
-	double t = ft_now_s() - t0;
+	double t = fttime_now_s() - t0;
 	return t > 0 ? (double)r->j.bytes / t / 1e9 : 0;
 }
 

@@ -147,7 +147,7 @@ static void set_progress_state(const struct ftdecode_cfg *c, const char *what, c
 static int wait_ready(const struct ftdecode_cfg *c, const char *base, struct ftsrv *srv, struct ftdecode_result *r,
 		      int *kind)
 {
-	double end = ft_now_s() + c->health_timeout_s;
+	double end = fttime_now_s() + c->health_timeout_s;
 	char state[512] = "no answer yet", last[512] = "";
 	double next_note = 2; /* a server that is up within 2 s is not worth a line */
 	int use_models = *kind == FTSRV_OPENAI;
@@ -162,13 +162,13 @@ static int wait_ready(const struct ftdecode_cfg *c, const char *base, struct fts
 			snprintf(r->error, sizeof r->error, "the server exited before it was serving");
 			return -ESRCH;
 		}
-		double left = end - ft_now_s();
+		double left = end - fttime_now_s();
 		double to = left < 5 ? (left > 0.2 ? left : 0.2) : 5;
 		int h;
 		if (*kind < 0) {
 			int k;
 			char how[180];
-			h = ftdc_detect_kind(base, to, &k, how, sizeof how);
+			h = ftclient_detect_kind(base, to, &k, how, sizeof how);
 			if (h == 0) {
 				*kind = k;
 				snprintf(r->kind_how, sizeof r->kind_how, "detected: %s", how);
@@ -179,7 +179,7 @@ static int wait_ready(const struct ftdecode_cfg *c, const char *base, struct fts
 			}
 			snprintf(state, sizeof state, "%s", how);
 		} else if (!use_models) {
-			h = ftdc_health(base, to, state, sizeof state);
+			h = ftclient_health(base, to, state, sizeof state);
 			if (h == 1)
 				return 0;
 			if (h == -EREMOTEIO) {
@@ -197,12 +197,12 @@ static int wait_ready(const struct ftdecode_cfg *c, const char *base, struct fts
 				continue;
 			}
 		} else {
-			h = ftdc_models_ready(base, to, state, sizeof state);
+			h = ftclient_models_ready(base, to, state, sizeof state);
 			if (h == 1)
 				return 0;
 		}
 		/* said on a change, and once a minute while it lasts (also without a terminal) */
-		double waited = ft_now_s() - (end - c->health_timeout_s);
+		double waited = fttime_now_s() - (end - c->health_timeout_s);
 		if (strcmp(state, last)) {
 			snprintf(last, sizeof last, "%s", state);
 			set_progress_state(c, r->readiness[0] ? r->readiness : "the server", state);
@@ -216,7 +216,7 @@ static int wait_ready(const struct ftdecode_cfg *c, const char *base, struct fts
 			ftreport_note(c->rep, note);
 			next_note = waited + 60;
 		}
-		if (ft_now_s() >= end) {
+		if (fttime_now_s() >= end) {
 			snprintf(r->error, sizeof r->error, "%s%s did not say serving within %.0f s (last: %s)", base,
 				 *kind < 0 ? " (kind unknown)" : use_models ? "/v1/models" : "/health", c->health_timeout_s,
 				 state);
@@ -234,7 +234,7 @@ static int stream_once(const struct ftdecode_cfg *c, const char *base, const jso
 		snprintf(why, n, "out of memory");
 		return e;
 	}
-	return ftdc_stream_chat(base, req, c->request_timeout_s, s, t_req, c->cancel, why, n);
+	return ftclient_stream_chat(base, req, c->request_timeout_s, s, t_req, c->cancel, why, n);
 }
 
 /* Where to look when the server said nothing useful. */
@@ -293,7 +293,7 @@ int ftdecode_run(const struct ftdecode_cfg *c, const char *backend, struct ftdec
 	snprintf(r->backend, sizeof r->backend, "%s", backend);
 	r->vram_bytes = -1;
 	r->ttft_cold_ms = -1;
-	double t0 = ft_now_s();
+	double t0 = fttime_now_s();
 	struct ftsrv srv = {0};
 	struct ftchat_stream s = {0};
 	json_t *req = NULL;
@@ -375,7 +375,7 @@ int ftdecode_run(const struct ftdecode_cfg *c, const char *backend, struct ftdec
 		snprintf(r->backend, sizeof r->backend, "%s", r->server_kind);
 	if (err < 0)
 		goto out;
-	if ((err = ftdc_model_id(base, 30, r->model_id, sizeof r->model_id, why, sizeof why)) < 0) {
+	if ((err = ftclient_model_id(base, 30, r->model_id, sizeof r->model_id, why, sizeof why)) < 0) {
 		snprintf(r->error, sizeof r->error, "%s", why);
 		goto out;
 	}
@@ -448,7 +448,7 @@ int ftdecode_run(const struct ftdecode_cfg *c, const char *backend, struct ftdec
 	}
 	r->ok = 1;
 vram:
-	if (ftdc_vram_bytes(base, 10, &r->vram_bytes) < 0)
+	if (ftclient_vram_bytes(base, 10, &r->vram_bytes) < 0)
 		r->vram_bytes = -1;
 out:
 	if (!r->ok && err == 0)
@@ -465,7 +465,7 @@ out:
 	json_decref(req);
 	ftsrv_free_argv(flags);
 	ftsrv_free_argv(argv);
-	r->wall_s = ft_now_s() - t0;
+	r->wall_s = fttime_now_s() - t0;
 	return r->ok ? 0 : err;
 }
 
@@ -487,7 +487,7 @@ static json_t *str_or_null(const char *s)
 json_t *ftdecode_row(const struct ftdecode_cfg *c, const struct ftdecode_result *r)
 {
 	char ts[32], host[256] = "";
-	ft_wall_iso8601(ts, sizeof ts);
+	fttime_wall_iso8601(ts, sizeof ts);
 	gethostname(host, sizeof host - 1);
 	const struct ftdecode_metrics *m = &r->m;
 	int hm = r->has_metrics;
@@ -504,7 +504,7 @@ json_t *ftdecode_row(const struct ftdecode_cfg *c, const struct ftdecode_result 
 		snprintf(cache, sizeof cache, "auto");
 	json_object_set_new(j, "kind", json_string("decode"));
 	json_object_set_new(j, "timestamp", json_string(ts));
-	json_object_set_new(j, "epoch", json_real(ft_wall_epoch()));
+	json_object_set_new(j, "epoch", json_real(fttime_wall_epoch()));
 	json_object_set_new(j, "host", json_string(host));
 	json_object_set_new(j, "tool", json_pack("{s:s,s:s}", "name", "ftbench", "version", FT_VERSION));
 	json_object_set_new(j, "backend", json_string(r->backend));

@@ -21,15 +21,15 @@
 struct ftgather {
 	struct ftgather_geom geom;
 	int nb;
-	struct ftbank_shape shapes[FT_MAX_BANKS];
-	size_t expert_bytes, layer_bytes, bank_off[FT_MAX_BANKS];
+	struct ftfmt_bank_shape shapes[FTFMT_MAX_BANKS];
+	size_t expert_bytes, layer_bytes, bank_off[FTFMT_MAX_BANKS];
 	unsigned char **host; /* [layers] pinned, mapped (UVA: the same pointer on the device) */
-	void *pool[FT_MAX_BANKS];
-	struct ftcm *cm;
-	struct ftcm_proxy *proxy; /* created on first use of FTGATHER_PROXY */
-	struct ftcm_proxy_opts popts;
+	void *pool[FTFMT_MAX_BANKS];
+	struct ftmissing *cm;
+	struct ftmissing_proxy *proxy; /* created on first use of FTGATHER_PROXY */
+	struct ftmissing_proxy_opts popts;
 	enum ftgather_path def;
-	ftgather_fused_fn *fused_fn; /* NULL: ftcm_copy_path */
+	ftgather_fused_fn *fused_fn; /* NULL: ftmissing_copy_path */
 	int blocks;
 	cudaStream_t stream;
 	cudaEvent_t ev[2];
@@ -130,9 +130,9 @@ int ftgather_create(struct ftgather **out, const struct ftgather_geom *geom, con
 		return -ENOMEM;
 	g->geom = *geom;
 	g->def = FTGATHER_FUSED;
-	ftcm_proxy_default_opts(&g->popts);
+	ftmissing_proxy_default_opts(&g->popts);
 	int r = ftfmt_banks(geom->format, geom->hidden, geom->inter, g->shapes);
-	if (r <= 0 || r > FTCM_MAX_BANKS) {
+	if (r <= 0 || r > FTMISSING_MAX_BANKS) {
 		free(g);
 		return r < 0 ? r : -EINVAL;
 	}
@@ -154,7 +154,7 @@ int ftgather_create(struct ftgather **out, const struct ftgather_geom *geom, con
 	g->host = calloc((size_t)geom->layers, sizeof *g->host);
 	g->h_src = malloc((size_t)geom->max_plan * sizeof *g->h_src);
 	g->h_dst = malloc((size_t)geom->max_plan * sizeof *g->h_dst);
-	size_t bn = (size_t)geom->max_plan * FT_MAX_BANKS;
+	size_t bn = (size_t)geom->max_plan * FTFMT_MAX_BANKS;
 	g->b_dst = malloc(bn * sizeof *g->b_dst);
 	g->b_src = malloc(bn * sizeof *g->b_src);
 	g->b_size = malloc(bn * sizeof *g->b_size);
@@ -165,22 +165,22 @@ int ftgather_create(struct ftgather **out, const struct ftgather_geom *geom, con
 	for (int l = 0; l < geom->layers; l++)
 		if ((e = cudaHostAlloc((void **)&g->host[l], g->layer_bytes,
 				       cudaHostAllocMapped | cudaHostAllocPortable))) {
-			r = ftcuda_errno(e);
+			r = ftcudaerr_errno(e);
 			goto fail;
 		}
 	for (int b = 0; b < g->nb; b++)
 		if ((e = cudaMalloc(&g->pool[b], (size_t)geom->slots * g->shapes[b].expert_bytes))) {
-			r = ftcuda_errno(e);
+			r = ftcudaerr_errno(e);
 			goto fail;
 		}
 	if ((e = cudaMalloc((void **)&g->d_plan, (2 * (size_t)geom->max_plan + 1) * sizeof(int32_t))) ||
 	    (e = cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking)) ||
 	    (e = cudaEventCreate(&g->ev[0])) || (e = cudaEventCreate(&g->ev[1]))) {
-		r = ftcuda_errno(e);
+		r = ftcudaerr_errno(e);
 		goto fail;
 	}
 	fill_banks(g);
-	struct ftcm_bank *cb = calloc((size_t)geom->layers * g->nb, sizeof *cb);
+	struct ftmissing_bank *cb = calloc((size_t)geom->layers * g->nb, sizeof *cb);
 	if (!cb) {
 		r = -ENOMEM;
 		goto fail;
@@ -190,16 +190,16 @@ int ftgather_create(struct ftgather **out, const struct ftgather_geom *geom, con
 			void *dp = NULL;
 			if ((e = cudaHostGetDevicePointer(&dp, g->host[l] + g->bank_off[b], 0))) {
 				free(cb);
-				r = ftcuda_errno(e);
+				r = ftcudaerr_errno(e);
 				goto fail;
 			}
-			cb[l * g->nb + b] = (struct ftcm_bank){dp, g->pool[b], g->shapes[b].expert_bytes};
+			cb[l * g->nb + b] = (struct ftmissing_bank){dp, g->pool[b], g->shapes[b].expert_bytes};
 		}
 	char note[256];
-	e = ftcm_create(&g->cm, cb, geom->layers, g->nb, ftcm_env_fused(), note, sizeof note);
+	e = ftmissing_create(&g->cm, cb, geom->layers, g->nb, ftmissing_env_fused(), note, sizeof note);
 	free(cb);
 	if (e) {
-		r = ftcuda_errno(e);
+		r = ftcudaerr_errno(e);
 		goto fail;
 	}
 	if (note[0])
@@ -225,12 +225,12 @@ void ftgather_free(struct ftgather *g)
 		double s;
 		ftgather_overlap_stop(g, &b, &s);
 	}
-	ftcm_proxy_destroy(g->proxy);
-	ftcm_destroy(g->cm);
+	ftmissing_proxy_destroy(g->proxy);
+	ftmissing_destroy(g->cm);
 	if (g->host)
 		for (int l = 0; l < g->geom.layers; l++)
 			cudaFreeHost(g->host[l]);
-	for (int b = 0; b < FT_MAX_BANKS; b++)
+	for (int b = 0; b < FTFMT_MAX_BANKS; b++)
 		cudaFree(g->pool[b]);
 	cudaFree(g->d_plan);
 	if (g->ev[0])
@@ -261,8 +261,8 @@ enum ftgather_path ftgather_default_path(const struct ftgather *g)
 int ftgather_set_default_path(struct ftgather *g, enum ftgather_path p)
 {
 	if (p == FTGATHER_AUTO)
-		p = ftcm_env_fused() ? FTGATHER_PROXY : FTGATHER_PER_BANK;
-	if (p == FTGATHER_FUSED && !ftcm_is_fused(g->cm))
+		p = ftmissing_env_fused() ? FTGATHER_PROXY : FTGATHER_PER_BANK;
+	if (p == FTGATHER_FUSED && !ftmissing_is_fused(g->cm))
 		p = FTGATHER_PER_BANK;
 	if (p != FTGATHER_FUSED && p != FTGATHER_PER_BANK && p != FTGATHER_PROXY)
 		return -EINVAL;
@@ -279,22 +279,22 @@ int ftgather_set_fused(struct ftgather *g, ftgather_fused_fn *fn, int blocks)
 	return 0;
 }
 
-int ftgather_set_proxy_opts(struct ftgather *g, const struct ftcm_proxy_opts *o)
+int ftgather_set_proxy_opts(struct ftgather *g, const struct ftmissing_proxy_opts *o)
 {
-	struct ftcm_proxy_opts d;
+	struct ftmissing_proxy_opts d;
 	if (!o) {
-		ftcm_proxy_default_opts(&d);
+		ftmissing_proxy_default_opts(&d);
 		if (!core_free())
 			d.spin_us = 0;
 		o = &d;
 	}
-	if (!ftcm_proxy_opts_ok(o))
+	if (!ftmissing_proxy_opts_ok(o))
 		return -EINVAL;
 	cudaError_t e = cudaStreamSynchronize(g->stream);
 	if (e)
-		return ftcuda_errno(e);
-	if (g->proxy && (e = ftcm_proxy_set_opts(g->proxy, o)))
-		return ftcuda_errno(e);
+		return ftcudaerr_errno(e);
+	if (g->proxy && (e = ftmissing_proxy_set_opts(g->proxy, o)))
+		return ftcudaerr_errno(e);
 	g->popts = *o;
 	return 0;
 }
@@ -317,7 +317,7 @@ int ftgather_set_plan(struct ftgather *g, int layer, const int32_t *src, const i
 	    (n && (e = cudaMemcpyAsync(g->d_plan + mp, dst, (size_t)n * 4, cudaMemcpyHostToDevice, g->stream))) ||
 	    (e = cudaMemcpyAsync(g->d_plan + 2 * mp, &num, 4, cudaMemcpyHostToDevice, g->stream)) ||
 	    (e = cudaStreamSynchronize(g->stream)))
-		return ftcuda_errno(e);
+		return ftcudaerr_errno(e);
 	/* memcpy-batch arrays */
 	for (int i = 0, k = 0; i < n; i++)
 		for (int b = 0; b < g->nb; b++, k++) {
@@ -342,17 +342,17 @@ static int run_on(struct ftgather *g, enum ftgather_path path, cudaStream_t s)
 			e = (cudaError_t)g->fused_fn(g->cm, g->blocks, g->layer, g->d_plan, g->d_plan + mp,
 						     g->d_plan + 2 * mp, g->n, s);
 		else
-			e = ftcm_copy_path(g->cm, path == FTGATHER_FUSED, g->blocks, g->layer, g->d_plan,
+			e = ftmissing_copy_path(g->cm, path == FTGATHER_FUSED, g->blocks, g->layer, g->d_plan,
 					   g->d_plan + mp, g->d_plan + 2 * mp, g->n, s);
 		break;
 	case FTGATHER_PROXY:
 		if (!g->proxy) {
-			if ((e = ftcm_proxy_create(&g->proxy, g->cm, g->geom.max_plan)))
+			if ((e = ftmissing_proxy_create(&g->proxy, g->cm, g->geom.max_plan)))
 				break;
-			if ((e = ftcm_proxy_set_opts(g->proxy, &g->popts)))
+			if ((e = ftmissing_proxy_set_opts(g->proxy, &g->popts)))
 				break;
 		}
-		e = ftcm_proxy_copy(g->proxy, g->layer, g->d_plan, g->d_plan + mp, g->d_plan + 2 * mp, s);
+		e = ftmissing_proxy_copy(g->proxy, g->layer, g->d_plan, g->d_plan + mp, g->d_plan + 2 * mp, s);
 		break;
 	case FTGATHER_MEMCPY:
 		for (int k = 0; k < g->n * g->nb && !e; k++)
@@ -362,7 +362,7 @@ static int run_on(struct ftgather *g, enum ftgather_path path, cudaStream_t s)
 		if (!g->n)
 			break;
 		struct cudaMemcpyAttributes at;
-		ftcm_h2d_batch_attrs(&at, g->device);
+		ftmissing_h2d_batch_attrs(&at, g->device);
 		size_t idx = 0;
 		e = cudaMemcpyBatchAsync((void *const *)g->b_dst, (const void *const *)g->b_src, g->b_size,
 					 (size_t)g->n * g->nb, &at, &idx, 1, s);
@@ -371,7 +371,7 @@ static int run_on(struct ftgather *g, enum ftgather_path path, cudaStream_t s)
 	default:
 		return -EINVAL;
 	}
-	return ftcuda_errno(e);
+	return ftcudaerr_errno(e);
 }
 
 int ftgather_run(struct ftgather *g, enum ftgather_path path)
@@ -388,13 +388,13 @@ int ftgather_time(struct ftgather *g, enum ftgather_path path, int warmup, int i
 	cudaError_t e;
 	for (int i = 0; i < iters; i++) {
 		if ((e = cudaEventRecord(g->ev[0], g->stream)))
-			return ftcuda_errno(e);
+			return ftcudaerr_errno(e);
 		if ((r = run_on(g, path, g->stream)))
 			return r;
 		float ms = 0;
 		if ((e = cudaEventRecord(g->ev[1], g->stream)) || (e = cudaEventSynchronize(g->ev[1])) ||
 		    (e = cudaEventElapsedTime(&ms, g->ev[0], g->ev[1])))
-			return ftcuda_errno(e);
+			return ftcudaerr_errno(e);
 		secs[i] = ms / 1e3;
 	}
 	return 0;
@@ -404,30 +404,30 @@ static void *overlap_main(void *arg)
 {
 	struct ftgather *g = arg;
 	cudaSetDevice(g->device);
-	double t0 = ft_now_s();
+	double t0 = fttime_now_s();
 	uint64_t bytes = 0, per = (uint64_t)g->n * g->expert_bytes;
 	while (!g->stop) {
 		int r = run_on(g, g->def, g->stream);
 		cudaError_t e = r ? cudaSuccess : cudaStreamSynchronize(g->stream);
 		if (r || e) {
-			g->ov_err = r ? r : ftcuda_errno(e);
+			g->ov_err = r ? r : ftcudaerr_errno(e);
 			break;
 		}
 		bytes += per;
 	}
-	g->ov_secs = ft_now_s() - t0;
+	g->ov_secs = fttime_now_s() - t0;
 	g->ov_bytes = bytes;
 	return NULL;
 }
 
-/* The proxy thread's poll after a plan (ftcm_proxy_opts.spin_us), now and for later runs. */
+/* The proxy thread's poll after a plan (ftmissing_proxy_opts.spin_us), now and for later runs. */
 static int set_spin(struct ftgather *g, int spin_us)
 {
-	struct ftcm_proxy_opts o = g->popts;
+	struct ftmissing_proxy_opts o = g->popts;
 	o.spin_us = spin_us;
 	cudaError_t e;
-	if (g->proxy && (e = ftcm_proxy_set_opts(g->proxy, &o)))
-		return ftcuda_errno(e);
+	if (g->proxy && (e = ftmissing_proxy_set_opts(g->proxy, &o)))
+		return ftcudaerr_errno(e);
 	g->popts = o;
 	return 0;
 }
@@ -477,7 +477,7 @@ int ftgather_poison(struct ftgather *g)
 		}
 	if (!e)
 		e = cudaStreamSynchronize(g->stream);
-	return ftcuda_errno(e);
+	return ftcudaerr_errno(e);
 }
 
 int ftgather_verify(struct ftgather *g)
@@ -500,7 +500,7 @@ int ftgather_verify(struct ftgather *g)
 				r = -EBADMSG;
 		}
 	free(tmp);
-	return e ? ftcuda_errno(e) : r;
+	return e ? ftcudaerr_errno(e) : r;
 }
 
 void *ftgather_host_bank(const struct ftgather *g, int layer, int bank)
@@ -536,7 +536,7 @@ size_t ftgather_expert_bytes(const struct ftgather *g) { return 0; }
 enum ftgather_path ftgather_default_path(const struct ftgather *g) { return FTGATHER_FUSED; }
 int ftgather_set_default_path(struct ftgather *g, enum ftgather_path p) { return -ENODEV; }
 int ftgather_set_fused(struct ftgather *g, ftgather_fused_fn *fn, int blocks) { return -ENODEV; }
-int ftgather_set_proxy_opts(struct ftgather *g, const struct ftcm_proxy_opts *o) { return -ENODEV; }
+int ftgather_set_proxy_opts(struct ftgather *g, const struct ftmissing_proxy_opts *o) { return -ENODEV; }
 int ftgather_set_plan(struct ftgather *g, int layer, const int32_t *src, const int32_t *dst, int n) { return -ENODEV; }
 int ftgather_run(struct ftgather *g, enum ftgather_path path) { return -ENODEV; }
 int ftgather_time(struct ftgather *g, enum ftgather_path path, int warmup, int iters, double *secs) { return -ENODEV; }

@@ -44,7 +44,7 @@ enum ftgather_path {
 };
 
 struct ftgather_geom {
-	const struct ftformat *format;
+	const struct ftfmt *format;
 	long hidden, inter;    /* H, I */
 	int experts;           /* E: rows per bank per layer */
 	int layers;            /* host bank layers (>= 1); the slot pools are shared by all layers */
@@ -90,17 +90,17 @@ int ftgather_verify(struct ftgather *g);
 int ftgather_poison(struct ftgather *g);
 
 /* Experiments (bench/gather_variants.c): the copy that later runs with FTGATHER_FUSED make, fn
- * (NULL: the product's fused kernel, ftcm_copy_path), and its grid (blocks; 0 = default). fn gets
+ * (NULL: the product's fused kernel, ftmissing_copy_path), and its grid (blocks; 0 = default). fn gets
  * the copy_missing context, the grid, the layer, the device plan (src, dst, num; max_n entries)
  * and the object's stream (a cudaStream_t), and returns a cudaError_t. -EINVAL for blocks < 0. */
-struct ftcm;
-typedef int ftgather_fused_fn(const struct ftcm *c, int blocks, int layer, const int32_t *src, const int32_t *dst,
+struct ftmissing;
+typedef int ftgather_fused_fn(const struct ftmissing *c, int blocks, int layer, const int32_t *src, const int32_t *dst,
 			      const int32_t *num, int max_n, void *stream);
 int ftgather_set_fused(struct ftgather *g, ftgather_fused_fn *fn, int blocks);
-/* The proxy path's options (kernels/copy_missing.h struct ftcm_proxy_opts; NULL = defaults) for
+/* The proxy path's options (kernels/copy_missing.h struct ftmissing_proxy_opts; NULL = defaults) for
  * later runs with FTGATHER_PROXY; waits for the object's stream first. -EINVAL for a bad option. */
-struct ftcm_proxy_opts;
-int ftgather_set_proxy_opts(struct ftgather *g, const struct ftcm_proxy_opts *o);
+struct ftmissing_proxy_opts;
+int ftgather_set_proxy_opts(struct ftgather *g, const struct ftmissing_proxy_opts *o);
 
 /* The byte the synthetic banks hold at (layer, bank, expert, offset): never zero. Bytes of one
  * 8-byte group share ftgather_pattern_group(.., off >> 3) and differ by 37 each. */
@@ -121,7 +121,7 @@ static inline uint8_t ftgather_pattern(int layer, int bank, int expert, size_t o
  * (layer, bank), the object's stream. */
 void *ftgather_host_bank(const struct ftgather *g, int layer, int bank);
 void *ftgather_stream(const struct ftgather *g); /* a cudaStream_t */
-/* The copy_missing context (kernels/copy_missing.h: struct ftcm *) for plans produced on the
+/* The copy_missing context (kernels/copy_missing.h: struct ftmissing *) for plans produced on the
  * device by ensure_experts. */
 void *ftgather_copier(const struct ftgather *g);
 #endif

@@ -91,7 +91,7 @@ static int kept_at(int at, const char *dir, const char *real)
 		return 0;
 	int fd = openat(at, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), ifd = -1;
 	if (fd >= 0)
-		ifd = openat(fd, FTW_INDEX, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		ifd = openat(fd, FTFTW_INDEX, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0)
 		close(fd);
 	if (ifd < 0)
@@ -307,9 +307,9 @@ int ftlw_worker(const char *mode, const struct ftlw_opts *o, json_t **row, char 
 	struct ftbanks *b = NULL;
 	struct ftload_stats st;
 	sampler_start(&smp);
-	double t0 = ft_now_s();
+	double t0 = fttime_now_s();
 	rc = ftload_model(dir, &lo, &b, &st, err, errlen);
-	double t = ft_now_s() - t0;
+	double t = fttime_now_s() - t0;
 	sampler_stop(&smp);
 	if (rc < 0)
 		return rc;
@@ -402,7 +402,7 @@ static int spawn(const struct ftlw_opts *o, const char *mode, const char *ftw_di
 	snprintf(workers, sizeof workers, "%d", o->workers > 0 ? o->workers : FTLOAD_DEFAULT_WORKERS);
 	snprintf(chunk, sizeof chunk, "%zu", (o->chunk_bytes ? o->chunk_bytes : FTLOAD_DEFAULT_CHUNK) >> 20 ?
 		 (o->chunk_bytes ? o->chunk_bytes : FTLOAD_DEFAULT_CHUNK) >> 20 : 1);
-	snprintf(shard, sizeof shard, "%llu", (unsigned long long)((o->shard_bytes ? o->shard_bytes : FTW_DEFAULT_SHARD_LIMIT) >> 20));
+	snprintf(shard, sizeof shard, "%llu", (unsigned long long)((o->shard_bytes ? o->shard_bytes : FTFTW_DEFAULT_SHARD_LIMIT) >> 20));
 	const char *el = o->expert_load == FTLOAD_SERIAL ? "serial" : o->expert_load == FTLOAD_PARALLEL ? "parallel" : "auto";
 	const char *exe = o->self_exe ? o->self_exe : "/proc/self/exe";
 	char *argv[] = {"ftbench", "load-weights", "--worker", (char *)mode, "--model", (char *)o->model,

@@ -35,7 +35,7 @@ out:
 		cudaEventDestroy(ev[0]);
 	if (ev[1])
 		cudaEventDestroy(ev[1]);
-	return ftcuda_errno(e);
+	return ftcudaerr_errno(e);
 }
 
 int ftpcie_linear(enum ftpcie_dir dir, size_t bytes, int iters, double *secs)
@@ -50,13 +50,13 @@ int ftpcie_linear(enum ftpcie_dir dir, size_t bytes, int iters, double *secs)
 	cudaError_t e;
 	int r;
 	if ((e = cudaHostAlloc((void **)&h, bytes, cudaHostAllocDefault)) || (e = cudaMalloc(&d, bytes))) {
-		r = ftcuda_errno(e);
+		r = ftcudaerr_errno(e);
 		goto out;
 	}
 	for (size_t i = 0; i < bytes; i++) /* pattern, never zero */
 		h[i] = (unsigned char)(1 + (i * 131 + (i >> 12)) % 251);
 	if (dir == FTPCIE_D2H && (e = cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice))) {
-		r = ftcuda_errno(e);
+		r = ftcudaerr_errno(e);
 		goto out;
 	}
 	r = dir == FTPCIE_H2D ? ftpcie_linear_on(dir, d, h, bytes, FTPCIE_WARMUP, iters, secs, NULL)

@@ -25,20 +25,20 @@ struct ftcli_cmd {
 };
 
 /* Commands (one file each: src/cli/cmd_<name>.c). */
-int cmd_gpus(int argc, char **argv);
-int cmd_cpu(int argc, char **argv);
-int cmd_profile(int argc, char **argv);
-int cmd_bw(int argc, char **argv);
-int cmd_cache_copy(int argc, char **argv);
-int cmd_cpu_moe(int argc, char **argv);
-int cmd_load_weights(int argc, char **argv);
-int cmd_make_checkpoint(int argc, char **argv);
-int cmd_ftw(int argc, char **argv);
-int cmd_decode(int argc, char **argv);
-int cmd_submit(int argc, char **argv);
-int cmd_jobs(int argc, char **argv);
-int cmd_wait(int argc, char **argv);
-int cmd_cancel(int argc, char **argv);
+int ftcli_cmd_gpus(int argc, char **argv);
+int ftcli_cmd_cpu(int argc, char **argv);
+int ftcli_cmd_profile(int argc, char **argv);
+int ftcli_cmd_bw(int argc, char **argv);
+int ftcli_cmd_cache_copy(int argc, char **argv);
+int ftcli_cmd_cpu_moe(int argc, char **argv);
+int ftcli_cmd_load_weights(int argc, char **argv);
+int ftcli_cmd_make_checkpoint(int argc, char **argv);
+int ftcli_cmd_ftw(int argc, char **argv);
+int ftcli_cmd_decode(int argc, char **argv);
+int ftcli_cmd_submit(int argc, char **argv);
+int ftcli_cmd_jobs(int argc, char **argv);
+int ftcli_cmd_wait(int argc, char **argv);
+int ftcli_cmd_cancel(int argc, char **argv);
 
 /* The subcommand being run ("bw"), for messages. */
 extern const char *ftcli_prog;
@@ -144,5 +144,5 @@ int ftcli_opt_tune(struct ftcli_tune *o, const char *arg);
 /* The executor's knobs: defaults, FREETOKEN_CPU_MOE_ISA (the seed's variable, read here once)
  * onto isa, then every --tune of o (may be NULL) in order. 0, or logs the first bad one (key,
  * value and range named) and returns -1; any other FREETOKEN_CPU_MOE_* variable is refused so. */
-int ftcli_tune_build(const struct ftcli_tune *o, struct ftcmoe_tune *t);
+int ftcli_tune_build(const struct ftcli_tune *o, struct ftcpumoe_tune *t);
 #endif

@@ -86,19 +86,19 @@ enum {
 	OPT_MAX_SPREAD, OPT_NO_CHECKS, OPT_GATHER, OPT_BATCH_SWEEP, OPT_REPEAT, OPT_TUNE,
 };
 
-/* --batch-sweep LIST: 1..FTCMOE_MAX_BATCH each, at most FTBW_MAX_BATCHES, kept ascending and
+/* --batch-sweep LIST: 1..FTCPUMOE_MAX_BATCH each, at most FTBW_MAX_BATCHES, kept ascending and
  * without repeats. 0, or -1 after saying what is wrong. */
 static int parse_batches(const char *arg, struct ftbw_config *c)
 {
 	long v[FTBW_MAX_BATCHES + 1];
-	int n = ftstr_parse_long_list(arg, 1, FTCMOE_MAX_BATCH, v, FTBW_MAX_BATCHES + 1);
+	int n = ftstr_parse_long_list(arg, 1, FTCPUMOE_MAX_BATCH, v, FTBW_MAX_BATCHES + 1);
 	if (n <= 0 || n > FTBW_MAX_BATCHES) {
 		ftcli_error("--batch-sweep: expected up to %d batches of 1..%d, got '%s'", FTBW_MAX_BATCHES,
-			    FTCMOE_MAX_BATCH, arg);
+			    FTCPUMOE_MAX_BATCH, arg);
 		return -1;
 	}
 	c->nbatch = 0;
-	for (long want = 1; want <= FTCMOE_MAX_BATCH; want++)
+	for (long want = 1; want <= FTCPUMOE_MAX_BATCH; want++)
 		for (int i = 0; i < n; i++)
 			if (v[i] == want) {
 				c->batches[c->nbatch++] = (int)want;
@@ -123,7 +123,7 @@ static int parse_formats(const char *opt, const char *arg, enum ftfmt_id *out, i
 				out[(*n)++] = ftmodel_bw_dtypes[j].format;
 			continue;
 		}
-		const struct ftformat *f = ftfmt_lookup(items[i]);
+		const struct ftfmt *f = ftfmt_lookup(items[i]);
 		if (!f || (need_workload && !ftmodel_bw_dtype(f->id))) {
 			ftcli_error("%s: unknown format '%s' (choose from all,%s)", opt, items[i],
 				    "bf16,nvfp4,fp8_block,mxfp4_triton,ds_fp4");
@@ -473,9 +473,9 @@ static int bw_all(struct ftbw_config *cfg, int threads, const char *output, int 
 		}
 		ops = ftbw_real_ops(real);
 	}
-	double t0 = ft_wall_epoch();
+	double t0 = fttime_wall_epoch();
 	r = ftbw_run_host(cfg, &host, &ops, &rep, profs, err, sizeof err);
-	double wall = ft_wall_epoch() - t0;
+	double wall = fttime_wall_epoch() - t0;
 	ftbw_real_free(real);
 	real = NULL;
 	if (r < 0) {
@@ -541,7 +541,7 @@ out:
 
 static int bw_cmd(int argc, char **argv, const struct option *opts);
 
-int cmd_bw(int argc, char **argv)
+int ftcli_cmd_bw(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"dtype", required_argument, NULL, OPT_DTYPE},

@@ -63,7 +63,7 @@ static void list_models(enum ftcli_format fmt)
 			ftcli_print_row(fmt, head, 8, 1);
 		for (int i = 0; i < ftmodel_cache_profiles_count; i++) {
 			const struct ftmodel *m = &ftmodel_cache_profiles[i];
-			const struct ftformat *f = ftfmt_get(m->format);
+			const struct ftfmt *f = ftfmt_get(m->format);
 			double mib = ftfmt_expert_bytes(f, m->hidden, m->inter) / 1048576.0;
 			char v[5][32];
 			snprintf(v[0], sizeof v[0], "%d", m->layers);
@@ -95,7 +95,7 @@ static void list_models(enum ftcli_format fmt)
 	       "expert_MiB");
 	for (int i = 0; i < ftmodel_cache_profiles_count; i++) {
 		const struct ftmodel *m = &ftmodel_cache_profiles[i];
-		const struct ftformat *f = ftfmt_get(m->format);
+		const struct ftfmt *f = ftfmt_get(m->format);
 		printf("%-22s %6d %6d %5d %-14s %6ld %6ld %12.3f\n", m->name, m->layers, m->experts, m->topk,
 		       f->name, m->hidden, m->inter, ftfmt_expert_bytes(f, m->hidden, m->inter) / 1048576.0);
 	}
@@ -264,7 +264,7 @@ enum { O_MODELS = 256, O_SLOTS, O_BATCH, O_MISS, O_REPEAT, O_COPY, O_GPU, O_JSON
 
 static int run(int argc, char **argv, const struct option *opts);
 
-int cmd_cache_copy(int argc, char **argv)
+int ftcli_cmd_cache_copy(int argc, char **argv)
 {
 	static const int lists[] = {O_MODELS, O_SLOTS, O_BATCH, O_MISS, 0};
 	static const struct option opts[] = {

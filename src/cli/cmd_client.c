@@ -34,24 +34,24 @@ struct copts {
 };
 
 static const char common_help[] =
-	"  --daemon URL       ftbenchd to talk to (env FTBENCHD_URL; default " FTCURL_DEFAULT_URL ")\n"
+	"  --daemon URL       ftbenchd to talk to (env FTBENCHD_URL; default " FTHTTPC_DEFAULT_URL ")\n"
 	"  --token-file F     bearer token file (env FTBENCHD_TOKEN_FILE)\n"
 	"  --json             machine output on stdout (no progress bar)\n";
 
 /* ------------------------------------------------------------------ shared */
 
-static int client_open(struct ftcurl *c, const struct copts *o)
+static int client_open(struct fthttpc *c, const struct copts *o)
 {
 	const char *url = o->daemon ? o->daemon : getenv("FTBENCHD_URL");
 	const char *tf = o->token_file ? o->token_file : getenv("FTBENCHD_TOKEN_FILE");
 	if (!url || !*url)
-		url = FTCURL_DEFAULT_URL;
-	int r = ftcurl_init(c, url);
+		url = FTHTTPC_DEFAULT_URL;
+	int r = fthttpc_init(c, url);
 	if (r < 0) {
 		ftcli_error("--daemon: %s", c->err);
 		return r;
 	}
-	if (tf && *tf && (r = ftcurl_set_token_file(c, tf)) < 0) {
+	if (tf && *tf && (r = fthttpc_set_token_file(c, tf)) < 0) {
 		ftcli_error("--token-file %s: %s", tf,
 			    r == -EINVAL ? "no token in the file" : strerror(-r));
 		return r;
@@ -60,7 +60,7 @@ static int client_open(struct ftcurl *c, const struct copts *o)
 }
 
 /* Exit status for a transport failure (the daemon is a missing prerequisite). */
-static int transport_failed(struct ftcurl *c, int r)
+static int transport_failed(struct fthttpc *c, int r)
 {
 	if (r == -ECONNREFUSED)
 		ftcli_error("cannot reach ftbenchd: %s (start it, or pass --daemon URL)", c->err);
@@ -71,12 +71,12 @@ static int transport_failed(struct ftcurl *c, int r)
 
 /* Report a non-2xx response: the daemon's message and field verbatim. With json, the error
  * body is also printed on stdout. Returns the exit status. */
-static int api_failed(const struct ftcurl_resp *r, int json, const char *what)
+static int api_failed(const struct fthttpc_resp *r, int json, const char *what)
 {
 	char msg[1024];
 	const char *code = NULL;
-	ftcurl_api_error(r, &code, NULL, NULL);
-	ftcurl_describe_error(r, msg, sizeof msg);
+	fthttpc_api_error(r, &code, NULL, NULL);
+	fthttpc_describe_error(r, msg, sizeof msg);
 	if (code)
 		ftcli_error("%s: %s [HTTP %ld %s]", what, msg, r->status, code);
 	else
@@ -107,7 +107,7 @@ static int is_job_id(const char *s)
 }
 
 /* Turn a job id or a unique prefix of one (at least 4 hex digits) into the full id. */
-static int resolve_id(struct ftcurl *c, const char *arg, char id[JOB_ID_LEN + 1])
+static int resolve_id(struct fthttpc *c, const char *arg, char id[JOB_ID_LEN + 1])
 {
 	if (is_job_id(arg)) {
 		memcpy(id, arg, JOB_ID_LEN + 1);
@@ -118,13 +118,13 @@ static int resolve_id(struct ftcurl *c, const char *arg, char id[JOB_ID_LEN + 1]
 		ftcli_error("'%s' is not a job id (16 hex digits, or a unique prefix of at least 4)", arg);
 		return FTCLI_EXIT_USAGE;
 	}
-	struct ftcurl_resp r;
-	int rc = ftcurl_request(c, "GET", "/benchmark/jobs?limit=10000", NULL, NULL, &r);
+	struct fthttpc_resp r;
+	int rc = fthttpc_request(c, "GET", "/benchmark/jobs?limit=10000", NULL, NULL, &r);
 	if (rc < 0)
 		return transport_failed(c, rc);
 	if (r.status != 200) {
 		rc = api_failed(&r, 0, "listing jobs");
-		ftcurl_resp_release(&r);
+		fthttpc_resp_release(&r);
 		return rc;
 	}
 	int found = 0;
@@ -137,7 +137,7 @@ static int resolve_id(struct ftcurl *c, const char *arg, char id[JOB_ID_LEN + 1]
 				memcpy(id, jid, JOB_ID_LEN + 1);
 		}
 	}
-	ftcurl_resp_release(&r);
+	fthttpc_resp_release(&r);
 	if (found == 1)
 		return 0;
 	ftcli_error("%s: %s", arg, found ? "matches more than one job; give more digits" : "no such job");
@@ -145,21 +145,21 @@ static int resolve_id(struct ftcurl *c, const char *arg, char id[JOB_ID_LEN + 1]
 }
 
 /* GET /benchmark/jobs/{id} into *job (new reference). Returns 0 or an exit status. */
-static int get_job(struct ftcurl *c, const char *id, json_t **job)
+static int get_job(struct fthttpc *c, const char *id, json_t **job)
 {
 	char path[128];
-	struct ftcurl_resp r;
+	struct fthttpc_resp r;
 	snprintf(path, sizeof path, "/benchmark/jobs/%s", id);
-	int rc = ftcurl_request(c, "GET", path, NULL, NULL, &r);
+	int rc = fthttpc_request(c, "GET", path, NULL, NULL, &r);
 	if (rc < 0)
 		return transport_failed(c, rc);
 	if (r.status != 200 || !json_is_object(r.json)) {
 		rc = api_failed(&r, 0, id);
-		ftcurl_resp_release(&r);
+		fthttpc_resp_release(&r);
 		return rc ? rc : FTCLI_EXIT_FAIL;
 	}
 	*job = json_incref(r.json);
-	ftcurl_resp_release(&r);
+	fthttpc_resp_release(&r);
 	return 0;
 }
 
@@ -199,10 +199,10 @@ static void bar_draw(struct follow *f)
 	bar[W] = '\0';
 	if (f->total > 0)
 		fprintf(stderr, "\r\033[K%-9s [%s] %d/%d %s  %.0fs", f->state, bar, f->done, f->total,
-			f->label, ft_now_s() - f->t0);
+			f->label, fttime_now_s() - f->t0);
 	else
 		fprintf(stderr, "\r\033[K%-9s [%s] %s  %.0fs", f->state, bar, f->label,
-			ft_now_s() - f->t0);
+			fttime_now_s() - f->t0);
 	fflush(stderr);
 	f->shown = 1;
 }
@@ -238,35 +238,35 @@ static int on_event(void *ctx, const struct ftsse_event *ev)
 /* Follow job id until it ends: the event stream on a terminal and when piped alike (it is
  * cheaper than polling); reconnects when the stream drops, polling the job record in between.
  * Returns 0 with *job set to the final record (new reference), or an exit status. */
-static int follow_job(struct ftcurl *c, const char *id, int bar, json_t **job)
+static int follow_job(struct fthttpc *c, const char *id, int bar, json_t **job)
 {
 	char path[128];
-	struct follow f = {.bar = bar, .t0 = ft_now_s()};
+	struct follow f = {.bar = bar, .t0 = fttime_now_s()};
 	double fail_since = 0;
 	strcpy(f.state, "...");
 	snprintf(path, sizeof path, "/benchmark/jobs/%s/events", id);
 	for (;;) {
-		struct ftcurl_resp r;
+		struct fthttpc_resp r;
 		struct ftsse_parser *p = ftsse_new(SSE_MAX, SSE_MAX, on_event, &f);
 		if (!p) {
 			bar_clear(&f);
 			ftcli_error("out of memory");
 			return FTCLI_EXIT_FAIL;
 		}
-		int rc = ftcurl_stream(c, path, f.last_id, IDLE_S, p, &r);
+		int rc = fthttpc_stream(c, path, f.last_id, IDLE_S, p, &r);
 		ftsse_free(p);
 		if (rc == 0 && r.status && r.status != 200) {
 			bar_clear(&f);
 			rc = api_failed(&r, 0, id);
-			ftcurl_resp_release(&r);
+			fthttpc_resp_release(&r);
 			return rc;
 		}
-		ftcurl_resp_release(&r);
+		fthttpc_resp_release(&r);
 		if (rc < 0 && rc != -ETIMEDOUT) {
 			/* The daemon went away (restart, network): keep trying for a while. */
 			if (!fail_since)
-				fail_since = ft_now_s();
-			if (ft_now_s() - fail_since > RECONNECT_GIVE_UP_S) {
+				fail_since = fttime_now_s();
+			if (fttime_now_s() - fail_since > RECONNECT_GIVE_UP_S) {
 				bar_clear(&f);
 				return transport_failed(c, rc);
 			}
@@ -398,9 +398,9 @@ static int common_opt(int ch, struct copts *o)
 
 /* The start of wait and cancel: options lo (-h prints usage), exactly one job ID, the client
  * opened on c and the ID (or a unique prefix) resolved into id. *go = 1 when the command goes on
- * (returns 0); else returns the exit status (0 after --help). c always needs ftcurl_release. */
+ * (returns 0); else returns the exit status (0 after --help). c always needs fthttpc_release. */
 static int one_job_start(int argc, char **argv, const struct option *lo, const char *cmd,
-			 void (*usage)(FILE *), struct copts *o, struct ftcurl *c, char id[JOB_ID_LEN + 1],
+			 void (*usage)(FILE *), struct copts *o, struct fthttpc *c, char id[JOB_ID_LEN + 1],
 			 int *go)
 {
 	int ch, rc;
@@ -456,15 +456,15 @@ static void submit_usage(FILE *f)
 
 /* Client options are taken wherever they are (getopt cannot: job options are open-ended);
  * the rest after KIND become the args object. */
-int cmd_submit(int argc, char **argv)
+int ftcli_cmd_submit(int argc, char **argv)
 {
 	struct copts o = {0};
 	const char *kind = NULL;
 	char **rest = calloc((size_t)argc + 1, sizeof *rest);
 	int nrest = 0, rc = FTCLI_EXIT_USAGE;
 	json_t *req = NULL, *args = NULL, *job = NULL;
-	struct ftcurl c = {0};
-	struct ftcurl_resp r = {0};
+	struct fthttpc c = {0};
+	struct fthttpc_resp r = {0};
 	if (!rest) {
 		ftcli_error("out of memory");
 		return FTCLI_EXIT_FAIL;
@@ -546,7 +546,7 @@ int cmd_submit(int argc, char **argv)
 		snprintf(ih, sizeof ih, "Idempotency-Key: %s", o.idem);
 		hdrs[0] = ih;
 	}
-	e = ftcurl_request(&c, "POST", "/benchmark/start", req, hdrs, &r);
+	e = fthttpc_request(&c, "POST", "/benchmark/start", req, hdrs, &r);
 	if (e < 0) {
 		rc = transport_failed(&c, e);
 		goto out;
@@ -585,8 +585,8 @@ int cmd_submit(int argc, char **argv)
 	if (rc == 0)
 		rc = finish_wait(job, o.json);
 out:
-	ftcurl_resp_release(&r);
-	ftcurl_release(&c);
+	fthttpc_resp_release(&r);
+	fthttpc_release(&c);
 	json_decref(req);
 	json_decref(args);
 	free(rest);
@@ -661,7 +661,7 @@ static void print_job_row(const json_t *j, enum ftcli_format fmt)
 	       jstr(j, "kind") ? jstr(j, "kind") : "?", state, gpu, created, dur, note);
 }
 
-int cmd_jobs(int argc, char **argv)
+int ftcli_cmd_jobs(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		COMMON_LONGOPTS,
@@ -708,14 +708,14 @@ int cmd_jobs(int argc, char **argv)
 		ftcli_error("unexpected '%s'", argv[optind]);
 		return FTCLI_EXIT_USAGE;
 	}
-	struct ftcurl c = {0};
-	struct ftcurl_resp r = {0};
+	struct fthttpc c = {0};
+	struct fthttpc_resp r = {0};
 	int rc = FTCLI_EXIT_USAGE;
 	char path[256] = "/benchmark/jobs", esc[96];
 	if (client_open(&c, &o) < 0)
 		goto out;
 	if (state) {
-		if (ftcurl_escape_segment(state, esc, sizeof esc) < 0) {
+		if (fthttpc_escape_segment(state, esc, sizeof esc) < 0) {
 			ftcli_error("--state '%s': not a state", state);
 			goto out;
 		}
@@ -723,7 +723,7 @@ int cmd_jobs(int argc, char **argv)
 	}
 	if (limit)
 		snprintf(path + strlen(path), sizeof path - strlen(path), "%slimit=%ld", state ? "&" : "?", limit);
-	int e = ftcurl_request(&c, "GET", path, NULL, NULL, &r);
+	int e = fthttpc_request(&c, "GET", path, NULL, NULL, &r);
 	if (e < 0) {
 		rc = transport_failed(&c, e);
 		goto out;
@@ -760,8 +760,8 @@ int cmd_jobs(int argc, char **argv)
 	}
 	rc = FTCLI_EXIT_OK;
 out:
-	ftcurl_resp_release(&r);
-	ftcurl_release(&c);
+	fthttpc_resp_release(&r);
+	fthttpc_release(&c);
 	return rc;
 }
 
@@ -779,11 +779,11 @@ static void wait_usage(FILE *f)
 		common_help);
 }
 
-int cmd_wait(int argc, char **argv)
+int ftcli_cmd_wait(int argc, char **argv)
 {
 	static const struct option lo[] = {COMMON_LONGOPTS, {NULL, 0, NULL, 0}};
 	struct copts o = {0};
-	struct ftcurl c = {0};
+	struct fthttpc c = {0};
 	char id[JOB_ID_LEN + 1];
 	json_t *job = NULL;
 	int go = 0, rc = one_job_start(argc, argv, lo, "wait", wait_usage, &o, &c, id, &go);
@@ -793,7 +793,7 @@ int cmd_wait(int argc, char **argv)
 	if (rc == 0)
 		rc = finish_wait(job, o.json);
 out:
-	ftcurl_release(&c);
+	fthttpc_release(&c);
 	return rc;
 }
 
@@ -810,20 +810,20 @@ static void cancel_usage(FILE *f)
 		common_help);
 }
 
-int cmd_cancel(int argc, char **argv)
+int ftcli_cmd_cancel(int argc, char **argv)
 {
 	static const struct option lo[] = {COMMON_LONGOPTS, {"wait", no_argument, NULL, O_WAIT},
 					   {NULL, 0, NULL, 0}};
 	struct copts o = {0};
-	struct ftcurl c = {0};
-	struct ftcurl_resp r = {0};
+	struct fthttpc c = {0};
+	struct fthttpc_resp r = {0};
 	char id[JOB_ID_LEN + 1], path[128];
 	json_t *job = NULL;
 	int go = 0, rc = one_job_start(argc, argv, lo, "cancel", cancel_usage, &o, &c, id, &go);
 	if (!go)
 		goto out;
 	snprintf(path, sizeof path, "/benchmark/jobs/%s/cancel", id);
-	int e = ftcurl_request(&c, "POST", path, NULL, NULL, &r);
+	int e = fthttpc_request(&c, "POST", path, NULL, NULL, &r);
 	if (e < 0) {
 		rc = transport_failed(&c, e);
 		goto out;
@@ -858,7 +858,7 @@ int cmd_cancel(int argc, char **argv)
 		printf("job %s: cancel requested (the worker is being stopped)\n", id);
 	rc = FTCLI_EXIT_OK;
 out:
-	ftcurl_resp_release(&r);
-	ftcurl_release(&c);
+	fthttpc_resp_release(&r);
+	fthttpc_release(&c);
 	return rc;
 }

@@ -5,7 +5,7 @@
 #include "cli/cli.h"
 #include "hw/cpu.h"
 
-int cmd_cpu(int argc, char **argv)
+int ftcli_cmd_cpu(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"json", no_argument, NULL, 'j'}, {"output-format", required_argument, NULL, 'F'},

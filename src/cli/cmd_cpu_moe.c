@@ -53,7 +53,7 @@ static void usage(FILE *f)
 }
 
 /* q4_0 has no bw workload: measured on qwen3-30b shapes. */
-static const struct ftmodel q4_default = {"qwen3-30b", 0, 128, 8, 2048, 768, FTFMT_Q4_0, FTACT_SILU, 0, 1, {FTFMT_Q4_0}};
+static const struct ftmodel q4_default = {"qwen3-30b", 0, 128, 8, 2048, 768, FTFMT_Q4_0, FTFMT_ACT_SILU, 0, 1, {FTFMT_Q4_0}};
 
 /* --output-format csv|md: one row per batch and tier of a result (one batch, or "batches"). */
 static void print_rows(enum ftcli_format f, const json_t *res)
@@ -89,7 +89,7 @@ static void print_rows(enum ftcli_format f, const json_t *res)
 	}
 }
 
-int cmd_cpu_moe(int argc, char **argv)
+int ftcli_cmd_cpu_moe(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"format", required_argument, NULL, 'f'}, {"model", required_argument, NULL, 'm'},
@@ -104,11 +104,11 @@ int cmd_cpu_moe(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},         {"tune", required_argument, NULL, 'T'},
 		{0}};
 	const char *fmt_name = NULL, *model_name = NULL, *isa_spec = "auto";
-	long batches[FTCMOE_MAX_BATCH] = {1}, threads = 0, iters = 64, warmup = 8, passes = 8, numa = -1, ws_mib = 0;
-	int json = 0, c, nbatch = 1, routing = FTCMB_ROUTE_MODEL;
+	long batches[FTCPUMOE_MAX_BATCH] = {1}, threads = 0, iters = 64, warmup = 8, passes = 8, numa = -1, ws_mib = 0;
+	int json = 0, c, nbatch = 1, routing = FTMOEBENCH_ROUTE_MODEL;
 	enum ftcli_format ofmt = FTCLI_FMT_TABLE;
 	struct ftcli_tune tunes = {0};
-	struct ftcmoe_tune tune;
+	struct ftcpumoe_tune tune;
 	while ((c = getopt_long(argc, argv, "f:m:b:o:i:t:n:w:r:N:W:jR:hT:", opts, NULL)) != -1) {
 		int bad = 0;
 		switch (c) {
@@ -116,12 +116,12 @@ int cmd_cpu_moe(int argc, char **argv)
 		case 'm': model_name = optarg; break;
 		case 'i': isa_spec = optarg; break;
 		case 'b':
-			nbatch = ftstr_parse_long_list(optarg, 1, FTCMOE_MAX_BATCH, batches, FTCMOE_MAX_BATCH);
+			nbatch = ftstr_parse_long_list(optarg, 1, FTCPUMOE_MAX_BATCH, batches, FTCPUMOE_MAX_BATCH);
 			bad = nbatch <= 0;
 			break;
 		case 'o':
 			if (!strcmp(optarg, "model") || !strcmp(optarg, "distinct"))
-				routing = !strcmp(optarg, "model") ? FTCMB_ROUTE_MODEL : FTCMB_ROUTE_DISTINCT;
+				routing = !strcmp(optarg, "model") ? FTMOEBENCH_ROUTE_MODEL : FTMOEBENCH_ROUTE_DISTINCT;
 			else
 				bad = 1;
 			break;
@@ -176,7 +176,7 @@ int cmd_cpu_moe(int argc, char **argv)
 			return FTCLI_EXIT_USAGE;
 		}
 	}
-	const struct ftformat *f = fmt_name ? ftfmt_lookup(fmt_name) : ftfmt_get(model ? model->format : FTFMT_BF16);
+	const struct ftfmt *f = fmt_name ? ftfmt_lookup(fmt_name) : ftfmt_get(model ? model->format : FTFMT_BF16);
 	if (!f) {
 		ftcli_error("unknown format '%s' (%s)", fmt_name, ftfmt_all_names());
 		return FTCLI_EXIT_USAGE;
@@ -198,9 +198,9 @@ int cmd_cpu_moe(int argc, char **argv)
 		ftcli_error("probing the CPU failed (errno %d)", -r);
 		return FTCLI_EXIT_FAIL;
 	}
-	enum ftcmoe_isa tiers[FTCMOE_ISA_COUNT * 4];
+	enum ftcpumoe_isa tiers[FTCPUMOE_ISA_COUNT * 4];
 	char why[256] = "";
-	int ntiers = ftcmb_isa_list(isa_spec, &tune, f->id, ci.isa, tiers, (int)(sizeof tiers / sizeof tiers[0]), why, sizeof why);
+	int ntiers = ftmoebench_isa_list(isa_spec, &tune, f->id, ci.isa, tiers, (int)(sizeof tiers / sizeof tiers[0]), why, sizeof why);
 	if (ntiers < 0) {
 		ftcli_error("%s", why);
 		ftcpu_release(&ci);
@@ -209,12 +209,12 @@ int cmd_cpu_moe(int argc, char **argv)
 	long batch = 1;
 	for (int i = 0; i < nbatch; i++)
 		batch = batches[i] > batch ? batches[i] : batch;
-	struct ftcmb_cfg cfg = {.format = f->id, .hidden = model->hidden, .inter = model->inter,
+	struct ftmoebench_cfg cfg = {.format = f->id, .hidden = model->hidden, .inter = model->inter,
 				.experts = model->experts, .topk = model->topk, .act = model->act,
 				.swiglu_limit = model->swiglu_limit, .batch = (int)batch, .routing = routing,
 				.threads = (int)threads, .numa_node = (int)numa,
 				.working_set_min = (size_t)ws_mib << 20, .tune = &tune};
-	struct ftcmb *b = NULL;
+	struct ftmoebench *b = NULL;
 	int rc = FTCLI_EXIT_FAIL;
 	double *steps = calloc((size_t)iters, sizeof(double)), *bytes = calloc((size_t)iters, sizeof(double));
 	double *gbs = calloc((size_t)iters, sizeof(double));
@@ -225,7 +225,7 @@ int cmd_cpu_moe(int argc, char **argv)
 	}
 	int total = ntiers * nbatch + (passes ? 2 : 1), done = 0;
 	ftcli_progress(done, total, "banks");
-	r = ftcmb_create(&cfg, &ci, &b);
+	r = ftmoebench_create(&cfg, &ci, &b);
 	if (r < 0) {
 		ftcli_error("setting up %s banks (H=%ld I=%ld) failed: %s", f->name, model->hidden, model->inter, strerror(-r));
 		goto out;
@@ -240,7 +240,7 @@ int cmd_cpu_moe(int argc, char **argv)
 	long per = (iters + rounds - 1) / rounds;
 	iters = per * rounds;
 	if (passes) {
-		r = ftcread_open(&ci, ftcmb_pool(b), 0, &rd_sess, &rres);
+		r = ftcread_open(&ci, ftmoebench_pool(b), 0, &rd_sess, &rres);
 		if (r < 0) {
 			ftcli_error("CPU read ceiling failed: %s", strerror(-r));
 			goto out;
@@ -259,7 +259,7 @@ int cmd_cpu_moe(int argc, char **argv)
 		goto out;
 	}
 	int nrd = 0;
-	size_t eb = ftcmb_expert_bytes(b);
+	size_t eb = ftmoebench_expert_bytes(b);
 	json_t *sweep = json_array();
 	if (!sweep) {
 		free(all_rd);
@@ -269,7 +269,7 @@ int cmd_cpu_moe(int argc, char **argv)
 	}
 	for (int bi = 0; bi < nbatch; bi++) {
 	batch = batches[bi];
-	ftcmb_set_batch(b, (int)batch);
+	ftmoebench_set_batch(b, (int)batch);
 	int nrd0 = nrd;
 	if (bi) {
 		json_decref(results);
@@ -279,9 +279,9 @@ int cmd_cpu_moe(int argc, char **argv)
 		ftcli_progress_clear();
 		printf("%scpu-moe %s  %s shapes H=%ld I=%ld top-%d  batch %ld (%s routing)  %d threads  act %s\n",
 		       bi ? "\n" : "", f->name, model->name, model->hidden, model->inter, model->topk, batch,
-		       routing == FTCMB_ROUTE_MODEL ? "model" : "distinct", ftcmb_threads(b), ftact_name(model->act));
+		       routing == FTMOEBENCH_ROUTE_MODEL ? "model" : "distinct", ftmoebench_threads(b), ftfmt_act_name(model->act));
 		printf("expert %.2f MiB, %d synthetic experts rotating over %.2f GiB (LLC %.1f MiB)\n", eb / 1048576.0,
-		       ftcmb_synth_experts(b), ftcmb_working_set_bytes(b) / 1073741824.0, ci.llc_bytes / 1048576.0);
+		       ftmoebench_synth_experts(b), ftmoebench_working_set_bytes(b) / 1073741824.0, ci.llc_bytes / 1048576.0);
 		printf("per tier: %ld warm-up + %ld timed steps in %d rounds", warmup, iters, rounds);
 		if (passes)
 			printf(", each round after one pass of the read ceiling (%s, %.2f GiB)",
@@ -291,16 +291,16 @@ int cmd_cpu_moe(int argc, char **argv)
 		       "read GB/s", "%ceiling", "step ms", "max rel err vs scalar");
 	}
 	double best = -1;
-	enum ftcmoe_isa best_isa = FTCMOE_ISA_SCALAR;
+	enum ftcpumoe_isa best_isa = FTCPUMOE_ISA_SCALAR;
 	for (int i = 0; i < ntiers; i++) {
 		char label[64];
-		snprintf(label, sizeof label, "isa:%s", ftcmoe_isa_name(tiers[i]));
+		snprintf(label, sizeof label, "isa:%s", ftcpumoe_isa_name(tiers[i]));
 		double rel = -1;
-		r = ftcmb_verify(b, tiers[i], &rel);
-		enum ftcmoe_isa used = tiers[i];
+		r = ftmoebench_verify(b, tiers[i], &rel);
+		enum ftcpumoe_isa used = tiers[i];
 		double tier_rd[1024];
 		int ntr = 0;
-		ftcmoe_trace(ftcmb_moe(b), NULL, 1);
+		ftcpumoe_trace(ftmoebench_moe(b), NULL, 1);
 		for (int k = 0; k < rounds && !r; k++) {
 			if (passes) {
 				double g = ftcread_pass(rd_sess);
@@ -308,14 +308,14 @@ int cmd_cpu_moe(int argc, char **argv)
 				if (ntr < 1024)
 					tier_rd[ntr++] = g;
 			}
-			r = ftcmb_time(b, tiers[i], k == 0 ? (int)warmup : 1, (int)per, steps + k * per,
+			r = ftmoebench_time(b, tiers[i], k == 0 ? (int)warmup : 1, (int)per, steps + k * per,
 				       bytes + k * per, &used);
 		}
 		if (r < 0) {
 			free(all_rd);
 			ftcread_close(rd_sess);
 			json_decref(sweep);
-			ftcli_error("tier %s failed: %s", ftcmoe_isa_name(tiers[i]), strerror(-r));
+			ftcli_error("tier %s failed: %s", ftcpumoe_isa_name(tiers[i]), strerror(-r));
 			goto out;
 		}
 		for (long k = 0; k < iters; k++)
@@ -326,12 +326,12 @@ int cmd_cpu_moe(int argc, char **argv)
 			best = s.median;
 			best_isa = used;
 		}
-		const char *kn = ftcmoe_kernel_name(used, f->id, ci.isa);
+		const char *kn = ftcpumoe_kernel_name(used, f->id, ci.isa);
 		double frac = passes && tr.median > 0 ? s.median / tr.median : 0;
 		double sum_bytes = 0;
 		for (long k = 0; k < iters; k++)
 			sum_bytes += bytes[k];
-		json_t *e = json_pack("{s:s,s:s,s:f,s:o,s:f,s:f,s:f}", "isa", ftcmoe_isa_name(used), "kernel", kn,
+		json_t *e = json_pack("{s:s,s:s,s:f,s:o,s:f,s:f,s:f}", "isa", ftcpumoe_isa_name(used), "kernel", kn,
 				      "gbs", s.median, "gbs_spread", ftstat_json(&s), "step_ms_median",
 				      st.median * 1e3, "verify_rel_err_vs_scalar", rel, "experts_per_step",
 				      eb ? sum_bytes / (double)iters / (double)eb : 0.0);
@@ -340,8 +340,8 @@ int cmd_cpu_moe(int argc, char **argv)
 			json_object_set_new(e, "read_ceiling_gbs_spread", ftstat_json(&tr));
 			json_object_set_new(e, "fraction_of_read_ceiling", json_real(frac));
 		}
-		struct ftcmoe_trace tc;
-		int traced = ftcmoe_trace(ftcmb_moe(b), &tc, 1) == 0 && tc.steps > 0;
+		struct ftcpumoe_trace tc;
+		int traced = ftcpumoe_trace(ftmoebench_moe(b), &tc, 1) == 0 && tc.steps > 0;
 		if (traced)
 			json_object_set_new(e, "trace", json_pack("{s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "steps",
 				(json_int_t)tc.steps, "step_us", tc.step_us, "last_us", tc.last_us, "start_us", tc.start_us, "items_us",
@@ -355,7 +355,7 @@ int cmd_cpu_moe(int argc, char **argv)
 				snprintf(rg, sizeof rg, "%.1f", tr.median);
 			}
 			ftcli_progress_clear();
-			printf("%-12s %-15s %8.1f %8.1f %8.1f %9s %9s %9.3f %21.1e\n", ftcmoe_isa_name(used), kn, s.median,
+			printf("%-12s %-15s %8.1f %8.1f %8.1f %9s %9s %9.3f %21.1e\n", ftcpumoe_isa_name(used), kn, s.median,
 			       s.min, s.max, rg, pc, st.median * 1e3, rel);
 			if (traced)
 				printf("  trace, us per step (mean of %ld, warm-up included): step %.1f, last worker done at "
@@ -379,16 +379,16 @@ int cmd_cpu_moe(int argc, char **argv)
 	for (int v = 0; v < FTCREAD_VARIANTS; v++)
 		json_array_append_new(calib, json_real(rres.calib_gbs[v]));
 	json_t *cpu = ftcpu_json(&ci);
-	json_object_set_new(cpu, "threads_used", json_integer(ftcmb_threads(b)));
+	json_object_set_new(cpu, "threads_used", json_integer(ftmoebench_threads(b)));
 	json_t *res = json_pack("{s:s,s:s,s:{s:I,s:I,s:i,s:i,s:s,s:f},s:i,s:s,s:I,s:i,s:I,s:o,s:i,s:i,s:o,s:s}",
 				"format", f->name, "model", model->name, "geometry", "hidden",
 				(json_int_t)model->hidden, "inter", (json_int_t)model->inter, "experts",
-				model->experts, "top_k", model->topk, "act", ftact_name(model->act),
+				model->experts, "top_k", model->topk, "act", ftfmt_act_name(model->act),
 				"swiglu_limit", (double)model->swiglu_limit, "batch", (int)batch, "routing",
-				routing == FTCMB_ROUTE_MODEL ? "model" : "distinct", "expert_bytes",
-				(json_int_t)eb, "synth_experts", ftcmb_synth_experts(b), "working_set_bytes",
-				(json_int_t)ftcmb_working_set_bytes(b), "cpu", cpu, "warmup", (int)warmup,
-				"iters", (int)iters, "results", results, "best_isa", ftcmoe_isa_name(best_isa));
+				routing == FTMOEBENCH_ROUTE_MODEL ? "model" : "distinct", "expert_bytes",
+				(json_int_t)eb, "synth_experts", ftmoebench_synth_experts(b), "working_set_bytes",
+				(json_int_t)ftmoebench_working_set_bytes(b), "cpu", cpu, "warmup", (int)warmup,
+				"iters", (int)iters, "results", results, "best_isa", ftcpumoe_isa_name(best_isa));
 	results = NULL;
 	if (passes)
 		json_object_set_new(res, "ceiling",
@@ -402,7 +402,7 @@ int cmd_cpu_moe(int argc, char **argv)
 	}
 	if (!json) {
 		ftcli_progress_clear();
-		printf("best: %s (%.1f GB/s)\n", ftcmoe_isa_name(best_isa), best);
+		printf("best: %s (%.1f GB/s)\n", ftcpumoe_isa_name(best_isa), best);
 	}
 	json_array_append_new(sweep, res);
 	}
@@ -417,7 +417,7 @@ int cmd_cpu_moe(int argc, char **argv)
 		if (!json) {
 			ftcli_progress_clear();
 			printf("\nbatch sweep (%s routing, best tier each): batch, experts/step, GB/s of weights, %% of "
-			       "its read ceiling, step ms, tokens/s\n", routing == FTCMB_ROUTE_MODEL ? "model" : "distinct");
+			       "its read ceiling, step ms, tokens/s\n", routing == FTMOEBENCH_ROUTE_MODEL ? "model" : "distinct");
 			for (int bi = 0; bi < nbatch; bi++) {
 				json_t *one = json_array_get(sweep, (size_t)bi), *rr = json_object_get(one, "results");
 				json_t *bestr = NULL;
@@ -446,7 +446,7 @@ int cmd_cpu_moe(int argc, char **argv)
 	rc = 0;
 out:
 	json_decref(results);
-	ftcmb_free(b);
+	ftmoebench_free(b);
 	free(steps);
 	free(bytes);
 	free(gbs);

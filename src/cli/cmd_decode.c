@@ -222,7 +222,7 @@ static void print_rows(enum ftcli_format fmt, const json_t *rows)
 	}
 }
 
-int cmd_decode(int argc, char **argv)
+int ftcli_cmd_decode(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"model", required_argument, NULL, O_MODEL}, {"backend", required_argument, NULL, O_BACKEND},

@@ -16,7 +16,7 @@ static void usage(FILE *f)
 		   "  --shard-gib X   shard limit in GiB, a number as in the seed (0.5; whole MiB); --shard-mib N\n");
 }
 
-int cmd_ftw(int argc, char **argv)
+int ftcli_cmd_ftw(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"shard-gib", required_argument, NULL, 'g'}, {"shard-mib", required_argument, NULL, 'G'},

@@ -8,7 +8,7 @@
 
 enum { O_FMT = 256 };
 
-int cmd_gpus(int argc, char **argv)
+int ftcli_cmd_gpus(int argc, char **argv)
 {
 	static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
 					     {"output-format", required_argument, NULL, O_FMT},

@@ -113,7 +113,7 @@ static void print_rows(const json_t *res, enum ftcli_format fmt)
 
 static int run(int argc, char **argv, const struct option *opts);
 
-int cmd_load_weights(int argc, char **argv)
+int ftcli_cmd_load_weights(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"model", required_argument, NULL, 'm'},     {"modes", required_argument, NULL, 'M'},

@@ -16,7 +16,7 @@ static void usage(FILE *f)
 		   "         [--threads N] [--seed N] [--json]\n", ftckpt_archs());
 }
 
-int cmd_make_checkpoint(int argc, char **argv)
+int ftcli_cmd_make_checkpoint(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"arch", required_argument, NULL, 'a'},    {"out", required_argument, NULL, 'o'},

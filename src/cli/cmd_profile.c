@@ -363,7 +363,7 @@ static const char *alias_hint(const struct ftprof *p, const char *format, int re
 	return hint;
 }
 
-int cmd_profile(int argc, char **argv)
+int ftcli_cmd_profile(int argc, char **argv)
 {
 	static const struct option opts[] = {{"gpu", required_argument, NULL, 'g'},
 					     {"json", no_argument, NULL, 'j'},

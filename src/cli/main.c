@@ -5,20 +5,20 @@
 #include "cli/cli.h"
 
 static const struct ftcli_cmd commands[] = {
-	{"bw", "host bandwidth profile: CPU/PCIe ceilings, gather vs CPU MoE, offload/hybrid", cmd_bw},
-	{"cache-copy", "slot-cache LRU + gather cost per decode layer (batch x miss rate)", cmd_cache_copy},
-	{"cpu-moe", "CPU MoE executor throughput per format and ISA", cmd_cpu_moe},
-	{"load-weights", "expert-bank loading: serial vs parallel O_DIRECT vs FTW", cmd_load_weights},
-	{"decode", "client-side decode tok/s, TTFT, event gaps against an OpenAI server", cmd_decode},
-	{"gpus", "list CUDA devices (PCI bus order, UUID, PCIe link)", cmd_gpus},
-	{"cpu", "describe the host CPU (cores, NUMA, ISA)", cmd_cpu},
-	{"profile", "profile path|show|recommend FORMAT|fetch-fraction FORMAT", cmd_profile},
-	{"make-checkpoint", "write a synthetic MoE checkpoint (safetensors) in a real layout", cmd_make_checkpoint},
-	{"ftw", "ftw convert MODEL OUT: repack a checkpoint into the FTW format", cmd_ftw},
-	{"submit", "submit a job to ftbenchd (--wait to follow it)", cmd_submit},
-	{"jobs", "list ftbenchd jobs", cmd_jobs},
-	{"wait", "follow an ftbenchd job until it ends", cmd_wait},
-	{"cancel", "cancel an ftbenchd job", cmd_cancel},
+	{"bw", "host bandwidth profile: CPU/PCIe ceilings, gather vs CPU MoE, offload/hybrid", ftcli_cmd_bw},
+	{"cache-copy", "slot-cache LRU + gather cost per decode layer (batch x miss rate)", ftcli_cmd_cache_copy},
+	{"cpu-moe", "CPU MoE executor throughput per format and ISA", ftcli_cmd_cpu_moe},
+	{"load-weights", "expert-bank loading: serial vs parallel O_DIRECT vs FTW", ftcli_cmd_load_weights},
+	{"decode", "client-side decode tok/s, TTFT, event gaps against an OpenAI server", ftcli_cmd_decode},
+	{"gpus", "list CUDA devices (PCI bus order, UUID, PCIe link)", ftcli_cmd_gpus},
+	{"cpu", "describe the host CPU (cores, NUMA, ISA)", ftcli_cmd_cpu},
+	{"profile", "profile path|show|recommend FORMAT|fetch-fraction FORMAT", ftcli_cmd_profile},
+	{"make-checkpoint", "write a synthetic MoE checkpoint (safetensors) in a real layout", ftcli_cmd_make_checkpoint},
+	{"ftw", "ftw convert MODEL OUT: repack a checkpoint into the FTW format", ftcli_cmd_ftw},
+	{"submit", "submit a job to ftbenchd (--wait to follow it)", ftcli_cmd_submit},
+	{"jobs", "list ftbenchd jobs", ftcli_cmd_jobs},
+	{"wait", "follow an ftbenchd job until it ends", ftcli_cmd_wait},
+	{"cancel", "cancel an ftbenchd job", ftcli_cmd_cancel},
 };
 
 static void usage(FILE *f)

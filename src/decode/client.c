@@ -12,11 +12,11 @@
 #include "util/strutil.h"
 #include "util/timeutil.h"
 
-/* A ftcurl handle on the server root: base with a trailing "/" or "/v1" dropped, the timeouts of
+/* A fthttpc handle on the server root: base with a trailing "/" or "/v1" dropped, the timeouts of
  * one call, loopback never through a proxy. Release c even on failure. */
-static int open_client(struct ftcurl *c, const char *base, double timeout_s, char *why, size_t whylen)
+static int open_client(struct fthttpc *c, const char *base, double timeout_s, char *why, size_t whylen)
 {
-	int r = ftcurl_init(c, base);
+	int r = fthttpc_init(c, base);
 	if (r < 0) {
 		snprintf(why, whylen, "%s", c->err);
 		return r;
@@ -27,53 +27,53 @@ static int open_client(struct ftcurl *c, const char *base, double timeout_s, cha
 	c->timeout_ms = (long)(timeout_s * 1000.0);
 	c->connect_timeout_ms = c->timeout_ms < 10000 ? c->timeout_ms : 10000;
 	c->noproxy = "localhost,127.0.0.1,::1";
-	c->max_body = FTDC_MAX_BODY;
+	c->max_body = FTCLIENT_MAX_BODY;
 	return 0;
 }
 
-/* GET base+path into *r (see ftcurl_request); why says what failed. */
-static int get(const char *base, const char *path, double timeout_s, struct ftcurl_resp *r, char *why,
+/* GET base+path into *r (see fthttpc_request); why says what failed. */
+static int get(const char *base, const char *path, double timeout_s, struct fthttpc_resp *r, char *why,
 	       size_t whylen)
 {
-	struct ftcurl c;
+	struct fthttpc c;
 	memset(r, 0, sizeof *r);
 	int e = open_client(&c, base, timeout_s, why, whylen);
 	if (e == 0) {
-		e = ftcurl_request(&c, "GET", path, NULL, NULL, r);
+		e = fthttpc_request(&c, "GET", path, NULL, NULL, r);
 		if (e == -EFBIG)
 			e = -EMSGSIZE;
 		if (e < 0)
 			snprintf(why, whylen, "GET %s", c.err);
 	}
-	ftcurl_release(&c);
+	fthttpc_release(&c);
 	return e;
 }
 
-int ftdc_get(const char *base, const char *path, double timeout_s, long *status, char **body,
+int ftclient_get(const char *base, const char *path, double timeout_s, long *status, char **body,
 	     char *why, size_t whylen)
 {
-	struct ftcurl_resp r;
+	struct fthttpc_resp r;
 	int e = get(base, path, timeout_s, &r, why, whylen);
 	if (e == 0) {
 		*status = r.status;
 		*body = r.body; /* taken over: never NULL after a response */
 		r.body = NULL;
 	}
-	ftcurl_resp_release(&r);
+	fthttpc_resp_release(&r);
 	return e;
 }
 
 /* The first lines of text (at most max_lines, n-1 bytes) into buf, lines joined with "\n",
  * trailing blanks dropped, control characters other than newline shown as spaces. */
-#define FTDC_ERR_EXCERPT 480 /* characters of a server's error body kept */
+#define FTCLIENT_ERR_EXCERPT 480 /* characters of a server's error body kept */
 
 static void first_lines(const char *t, size_t len, int max_lines, char *buf, size_t n)
 {
-	/* what a server sends back is untrusted: at most FTDC_ERR_EXCERPT printable ASCII
+	/* what a server sends back is untrusted: at most FTCLIENT_ERR_EXCERPT printable ASCII
 	 * characters of it reach a job's result and log (other bytes as '?', "..." when cut) */
 	size_t o = 0, i = 0;
 	int lines = 1;
-	for (; i < len && t[i] && o + 4 < n && o < FTDC_ERR_EXCERPT; i++) {
+	for (; i < len && t[i] && o + 4 < n && o < FTCLIENT_ERR_EXCERPT; i++) {
 		char ch = t[i];
 		if (ch == '\r')
 			continue;
@@ -130,7 +130,7 @@ static int get_doc(const char *base, const char *path, double timeout_s, size_t 
 {
 	char why[256];
 	*body = NULL;
-	int r = ftdc_get(base, path, timeout_s, st, body, why, sizeof why);
+	int r = ftclient_get(base, path, timeout_s, st, body, why, sizeof why);
 	if (r < 0) {
 		snprintf(state, n, "%s", why);
 		return r;
@@ -139,7 +139,7 @@ static int get_doc(const char *base, const char *path, double timeout_s, size_t 
 	return 0;
 }
 
-int ftdc_health(const char *base, double timeout_s, char *state, size_t n)
+int ftclient_health(const char *base, double timeout_s, char *state, size_t n)
 {
 	long st = 0;
 	char *body;
@@ -172,7 +172,7 @@ int ftdc_health(const char *base, double timeout_s, char *state, size_t n)
 	return r;
 }
 
-int ftdc_models_ready(const char *base, double timeout_s, char *state, size_t n)
+int ftclient_models_ready(const char *base, double timeout_s, char *state, size_t n)
 {
 	long st = 0;
 	char *body;
@@ -194,13 +194,13 @@ int ftdc_models_ready(const char *base, double timeout_s, char *state, size_t n)
 	return r;
 }
 
-int ftdc_detect_kind(const char *base, double timeout_s, int *kind, char *how, size_t n)
+int ftclient_detect_kind(const char *base, double timeout_s, int *kind, char *how, size_t n)
 {
 	long st = 0;
 	char *body = NULL, why[256];
 	int r;
 	json_t *j;
-	if ((r = ftdc_get(base, "/health", timeout_s, &st, &body, why, sizeof why)) == 0) {
+	if ((r = ftclient_get(base, "/health", timeout_s, &st, &body, why, sizeof why)) == 0) {
 		j = json_loads(body, JSON_DECODE_ANY, NULL);
 		int ft = json_object_get(j, "maintenance") != NULL;
 		json_decref(j);
@@ -214,7 +214,7 @@ int ftdc_detect_kind(const char *base, double timeout_s, int *kind, char *how, s
 		snprintf(how, n, "%s", why); /* nothing answered HTTP at all */
 		return r;
 	}
-	if ((r = ftdc_get(base, "/v1/models", timeout_s, &st, &body, why, sizeof why)) < 0) {
+	if ((r = ftclient_get(base, "/v1/models", timeout_s, &st, &body, why, sizeof why)) < 0) {
 		snprintf(how, n, "%s", why);
 		return r;
 	}
@@ -246,7 +246,7 @@ int ftdc_detect_kind(const char *base, double timeout_s, int *kind, char *how, s
 		     {"/get_server_info", NULL, FTSRV_SGLANG},
 		     {"/version", "version", FTSRV_VLLM}};
 	for (size_t i = 0; i < sizeof probe / sizeof probe[0]; i++) {
-		if (ftdc_get(base, probe[i].path, timeout_s, &st, &body, why, sizeof why) < 0)
+		if (ftclient_get(base, probe[i].path, timeout_s, &st, &body, why, sizeof why) < 0)
 			continue;
 		j = st == 200 ? json_loads(body, 0, NULL) : NULL;
 		int hit = json_is_object(j) && (!probe[i].key || json_object_get(j, probe[i].key));
@@ -269,28 +269,28 @@ int ftdc_detect_kind(const char *base, double timeout_s, int *kind, char *how, s
  * one) or the body is not JSON. */
 static json_t *get_json(const char *base, const char *path, double timeout_s, char *why, size_t whylen)
 {
-	struct ftcurl_resp r;
+	struct fthttpc_resp r;
 	json_t *j = NULL;
 	if (get(base, path, timeout_s, &r, why, whylen) < 0)
 		goto out;
 	if (r.status != 200) {
 		char d[300];
-		ftcurl_describe_error(&r, d, sizeof d);
+		fthttpc_describe_error(&r, d, sizeof d);
 		snprintf(why, whylen, "GET %s: %s", path, d);
 		goto out;
 	}
 	j = r.json ? json_incref(r.json) : json_loadb(r.body, r.len, 0, NULL);
 	if (!j) {
-		char ex[FTCURL_EXCERPT + 8];
-		ftstr_excerpt(ex, sizeof ex, r.body, r.len, FTCURL_EXCERPT);
+		char ex[FTHTTPC_EXCERPT + 8];
+		ftstr_excerpt(ex, sizeof ex, r.body, r.len, FTHTTPC_EXCERPT);
 		snprintf(why, whylen, "GET %s: HTTP %ld, not JSON: %s", path, r.status, ex);
 	}
 out:
-	ftcurl_resp_release(&r);
+	fthttpc_resp_release(&r);
 	return j;
 }
 
-int ftdc_model_id(const char *base, double timeout_s, char *id, size_t n, char *why, size_t whylen)
+int ftclient_model_id(const char *base, double timeout_s, char *id, size_t n, char *why, size_t whylen)
 {
 	json_t *j = get_json(base, "/v1/models", timeout_s, why, whylen);
 	if (!j)
@@ -308,7 +308,7 @@ int ftdc_model_id(const char *base, double timeout_s, char *id, size_t n, char *
 	return r;
 }
 
-int ftdc_vram_bytes(const char *base, double timeout_s, long long *bytes)
+int ftclient_vram_bytes(const char *base, double timeout_s, long long *bytes)
 {
 	char why[256];
 	json_t *j = get_json(base, "/v1/stats", timeout_s, why, sizeof why);
@@ -343,7 +343,7 @@ struct sctx {
 
 static size_t stream_write(char *d, size_t sz, size_t nm, void *ctx)
 {
-	uint64_t t = ft_now_ns();
+	uint64_t t = fttime_now_ns();
 	struct sctx *x = ctx;
 	size_t n = sz * nm;
 	if (!x->status)
@@ -378,17 +378,17 @@ static void describe_status(const struct sctx *x, char *buf, size_t n)
 	snprintf(buf, n, "HTTP %ld%s%s", x->status, msg[0] ? ": " : " (empty body)", msg);
 }
 
-int ftdc_stream_chat(const char *base, const json_t *request, double timeout_s, struct ftchat_stream *s,
+int ftclient_stream_chat(const char *base, const json_t *request, double timeout_s, struct ftchat_stream *s,
 		     uint64_t *t_request_ns, const volatile sig_atomic_t *cancel, char *why, size_t whylen)
 {
 	char url[1024], eb[CURL_ERROR_SIZE] = "";
-	struct ftcurl fc;
+	struct fthttpc fc;
 	struct curl_slist *h = NULL;
 	char *body = NULL;
 	int r = open_client(&fc, base, timeout_s, why, whylen);
 	if (r < 0)
 		goto out;
-	if ((r = ftcurl_build_url(url, sizeof url, fc.base, "/v1/chat/completions")) < 0) {
+	if ((r = fthttpc_build_url(url, sizeof url, fc.base, "/v1/chat/completions")) < 0) {
 		snprintf(why, whylen, "URL too long");
 		goto out;
 	}
@@ -417,7 +417,7 @@ int ftdc_stream_chat(const char *base, const json_t *request, double timeout_s, 
 	curl_easy_setopt(c, CURLOPT_XFERINFODATA, &x);
 	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
-	*t_request_ns = ft_now_ns();
+	*t_request_ns = fttime_now_ns();
 	CURLcode rc = curl_easy_perform(c);
 	if (!x.status)
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &x.status);
@@ -434,7 +434,7 @@ int ftdc_stream_chat(const char *base, const json_t *request, double timeout_s, 
 		r = -EIO;
 		snprintf(why, whylen, "POST /v1/chat/completions: %s", msg);
 	} else if (rc != CURLE_OK) {
-		r = ftcurl_errno(rc);
+		r = fthttpc_errno(rc);
 		if (r == -ECANCELED)
 			snprintf(why, whylen, "cancelled after %zu events", s->nev);
 		else
@@ -453,7 +453,7 @@ int ftdc_stream_chat(const char *base, const json_t *request, double timeout_s, 
 	}
 out:
 	curl_slist_free_all(h);
-	ftcurl_release(&fc);
+	fthttpc_release(&fc);
 	free(body);
 	return r;
 }

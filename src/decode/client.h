@@ -1,6 +1,6 @@
 /* client: the HTTP side of `ftbench decode`, on libcurl: health, model id, VRAM, and one
  * streamed chat completion timed event by event. The plain GETs go through util/http_client
- * (ftcurl_request); the chat stream keeps its own write callback on the handle so that every
+ * (fthttpc_request); the chat stream keeps its own write callback on the handle so that every
  * run of bytes is timed as it arrives.
  *
  * base is the server root ("http://127.0.0.1:30000"; a trailing "/" or "/v1" is ignored).
@@ -17,12 +17,12 @@
 
 #include "decode/chat.h"
 
-#define FTDC_MAX_BODY (1u << 20) /* non-streamed responses larger than this are refused */
+#define FTCLIENT_MAX_BODY (1u << 20) /* non-streamed responses larger than this are refused */
 
 /* GET base+path. *body is a new NUL-terminated string (caller frees) even for non-2xx statuses;
  * *status the HTTP status. -ECONNREFUSED (nothing listening), -ETIMEDOUT, -EMSGSIZE (over
- * FTDC_MAX_BODY), -EINVAL (base is no http(s) URL), -EPIPE, -EIO (see ftcurl_errno). */
-int ftdc_get(const char *base, const char *path, double timeout_s, long *status, char **body,
+ * FTCLIENT_MAX_BODY), -EINVAL (base is no http(s) URL), -EPIPE, -EIO (see fthttpc_errno). */
+int ftclient_get(const char *base, const char *path, double timeout_s, long *status, char **body,
 	     char *why, size_t whylen);
 
 /* One /health probe: 1 when serving, 0 when up but not serving yet (state says what it said,
@@ -30,11 +30,11 @@ int ftdc_get(const char *base, const char *path, double timeout_s, long *status,
  * has no /health (HTTP 404), -EREMOTEIO when it says {"status":"error"} (FreeToken: the server
  * failed), or -errno when it could not be asked. A 200 whose body has no "maintenance" key (a
  * server other than FreeToken) counts as serving. */
-int ftdc_health(const char *base, double timeout_s, char *state, size_t n);
+int ftclient_health(const char *base, double timeout_s, char *state, size_t n);
 
 /* Readiness from /v1/models (for servers without /health): 1 when it answers 200 with at least
  * one model, 0 when up but not (state says what it said), -errno when it could not be asked. */
-int ftdc_models_ready(const char *base, double timeout_s, char *state, size_t n);
+int ftclient_models_ready(const char *base, double timeout_s, char *state, size_t n);
 
 /* Which kind of server answers at base (decode/server.h's enum ftsrv_kind), from what it
  * serves: /health with "maintenance" (freetoken); /v1/models' owned_by ("llamacpp", "vllm",
@@ -42,14 +42,14 @@ int ftdc_models_ready(const char *base, double timeout_s, char *state, size_t n)
  * /version (vllm); anything else answering HTTP is openai. how (size n) says which probe
  * decided. -EAGAIN while /v1/models does not answer 200 yet (a server still loading answers
  * 503 to every probe: too early to tell), -errno (e.g. -ECONNREFUSED) when nothing answered. */
-int ftdc_detect_kind(const char *base, double timeout_s, int *kind, char *how, size_t n);
+int ftclient_detect_kind(const char *base, double timeout_s, int *kind, char *how, size_t n);
 
 /* The first model id from /v1/models into id (size n). -ENOENT when the list is empty. */
-int ftdc_model_id(const char *base, double timeout_s, char *id, size_t n, char *why, size_t whylen);
+int ftclient_model_id(const char *base, double timeout_s, char *id, size_t n, char *why, size_t whylen);
 
 /* vram_bytes from /v1/stats (top level or under "memory"). -ENOENT when the server has no such
  * endpoint or figure. */
-int ftdc_vram_bytes(const char *base, double timeout_s, long long *bytes);
+int ftclient_vram_bytes(const char *base, double timeout_s, long long *bytes);
 
 /* POST request (borrowed) to base/v1/chat/completions and feed the streamed answer into s
  * (initialised by the caller). *t_request_ns is taken just before the request is sent.
@@ -59,6 +59,6 @@ int ftdc_vram_bytes(const char *base, double timeout_s, long long *bytes);
  * that died mid-stream, or closed the stream early), -EBADMSG, -EMSGSIZE, -ETIMEDOUT,
  * -ECANCELED, or -EIO for an HTTP error status (why has the status and the first lines of the
  * body, or of its error message, whole). */
-int ftdc_stream_chat(const char *base, const json_t *request, double timeout_s, struct ftchat_stream *s,
+int ftclient_stream_chat(const char *base, const json_t *request, double timeout_s, struct ftchat_stream *s,
 		     uint64_t *t_request_ns, const volatile sig_atomic_t *cancel, char *why, size_t whylen);
 #endif

@@ -390,12 +390,12 @@ int ftsrv_stop(struct ftsrv *s, const struct ftsrv_grace *g, char *how, size_t n
 		snprintf(how, n, "not running");
 		return 0;
 	}
-	double t0 = ft_now_s();
+	double t0 = fttime_now_s();
 	enum ftproc_stop_how h;
 	int r = ftproc_stop(&s->proc, g->term_s, g->kill_s, &h);
 	switch (h) {
 	case FTPROC_STOP_GONE: snprintf(how, n, "had already exited"); break;
-	case FTPROC_STOP_TERM: snprintf(how, n, "stopped by SIGTERM in %.1f s", ft_now_s() - t0); break;
+	case FTPROC_STOP_TERM: snprintf(how, n, "stopped by SIGTERM in %.1f s", fttime_now_s() - t0); break;
 	case FTPROC_STOP_KILL: snprintf(how, n, "killed with SIGKILL after %.0f s of SIGTERM grace", g->term_s); break;
 	default:
 		snprintf(how, n, "processes of group %d survived SIGKILL for %.0f s", (int)s->proc.pid, g->kill_s);

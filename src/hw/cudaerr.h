@@ -8,7 +8,7 @@
 
 /* 0 for cudaSuccess; -ENOMEM when memory could not be had, -EINVAL for an invalid value,
  * -ENODEV for no device or a driver too old for the runtime, -EIO for any other error. */
-static inline int ftcuda_errno(cudaError_t e)
+static inline int ftcudaerr_errno(cudaError_t e)
 {
 	if (e == cudaSuccess)
 		return 0;

@@ -22,7 +22,7 @@ static long cfg_long(json_t *o, const char *const *keys)
 	return 0;
 }
 
-int ftmoe_read_config(const char *dir, struct ftmoe_geom *g, char *err, size_t errlen)
+int ftbanks_read_config(const char *dir, struct ftbanks_geom *g, char *err, size_t errlen)
 {
 	memset(g, 0, sizeof *g);
 	char path[4096];
@@ -61,7 +61,7 @@ int ftmoe_read_config(const char *dir, struct ftmoe_geom *g, char *err, size_t e
 
 /* ---------------------------------------------------------------- bank memory */
 
-int ftbanks_alloc(const struct ftformat *f, long H, long I, long E, long L, const int *layer_ids,
+int ftbanks_alloc(const struct ftfmt *f, long H, long I, long E, long L, const int *layer_ids,
 		  struct ftbanks **out)
 {
 	*out = NULL;
@@ -127,13 +127,13 @@ int ftbanks_find(const struct ftbanks *b, const char *name)
 	return -1;
 }
 
-static inline uint64_t out_row(const struct ftpiece *p, uint64_t c)
+static inline uint64_t out_row(const struct ftbanks_piece *p, uint64_t c)
 {
 	return !p->deinterleave ? c : c & 1 ? p->cols / 2 + c / 2 : c / 2;
 }
 
 /* Source bytes [pos, end) (relative to the piece, src at pos) that lie within one source row. */
-static void copy_partial_row(const struct ftpiece *p, uint8_t *dst, uint64_t pos, uint64_t end, const uint8_t *s)
+static void copy_partial_row(const struct ftbanks_piece *p, uint8_t *dst, uint64_t pos, uint64_t end, const uint8_t *s)
 {
 	uint64_t R = p->rows, C = p->cols, es = p->esz ? p->esz : 1;
 	for (uint64_t k = 0; pos + k < end; k++) {
@@ -147,7 +147,7 @@ static void copy_partial_row(const struct ftpiece *p, uint8_t *dst, uint64_t pos
 
 /* Whole source rows r0 .. r0 + nr - 1 (s: row r0), in blocks so that reads and writes stay in
  * cache: each block writes TBLK_ROWS contiguous elements into each of TBLK_COLS bank rows. */
-static void copy_rows_blocked(const struct ftpiece *p, uint8_t *dst, uint64_t r0, uint64_t nr, const uint8_t *s)
+static void copy_rows_blocked(const struct ftbanks_piece *p, uint8_t *dst, uint64_t r0, uint64_t nr, const uint8_t *s)
 {
 	uint64_t R = p->rows, C = p->cols;
 	for (uint64_t rb = 0; rb < nr; rb += TBLK_ROWS) {
@@ -168,7 +168,7 @@ static void copy_rows_blocked(const struct ftpiece *p, uint8_t *dst, uint64_t r0
 	}
 }
 
-void ftpiece_copy(const struct ftpiece *p, struct ftbanks *b, uint64_t rel, const uint8_t *src, size_t n)
+void ftbanks_piece_copy(const struct ftbanks_piece *p, struct ftbanks *b, uint64_t rel, const uint8_t *src, size_t n)
 {
 	uint8_t *dst = ftbanks_layer(b, p->bank, p->layer) + p->dst_off;
 	if (!p->transpose) {
@@ -356,7 +356,7 @@ static int need(struct disc *d, const struct ftst_tensor *t, enum ftst_dtype dt,
 }
 
 struct plan_build {
-	struct ftpiece *v;
+	struct ftbanks_piece *v;
 	size_t n, cap;
 };
 
@@ -365,12 +365,12 @@ static int add_piece_t(struct plan_build *pb, const struct ftst_tensor *t, uint6
 {
 	if (pb->n == pb->cap) {
 		size_t nc = pb->cap ? pb->cap * 2 : 1024;
-		struct ftpiece *nv = realloc(pb->v, nc * sizeof *nv);
+		struct ftbanks_piece *nv = realloc(pb->v, nc * sizeof *nv);
 		if (!nv)
 			return -ENOMEM;
 		pb->v = nv, pb->cap = nc;
 	}
-	pb->v[pb->n++] = (struct ftpiece){t->file, t->offset + rel, len, bank, layer, dst, transpose, rows, cols,
+	pb->v[pb->n++] = (struct ftbanks_piece){t->file, t->offset + rel, len, bank, layer, dst, transpose, rows, cols,
 					  (uint8_t)esz, (uint8_t)deint, t};
 	return 0;
 }
@@ -383,7 +383,7 @@ static int add_piece(struct plan_build *pb, const struct ftst_tensor *t, uint64_
 
 static int cmp_piece(const void *a, const void *b)
 {
-	const struct ftpiece *x = a, *y = b;
+	const struct ftbanks_piece *x = a, *y = b;
 	if (x->file != y->file)
 		return x->file < y->file ? -1 : 1;
 	return x->src_off < y->src_off ? -1 : x->src_off > y->src_off;
@@ -412,7 +412,7 @@ int ftbanks_plan_uses(const struct ftbanks_plan *p, const struct ftst_tensor *t)
 
 /* Build the pieces of one MoE layer (index li) from its sources. */
 static int layer_pieces(struct disc *d, struct plan_build *pb, struct layer_src *L, long l, int li,
-			const struct ftformat **fmt, const char **scheme)
+			const struct ftfmt **fmt, const char **scheme)
 {
 	long E = d->E, H = d->H, I = d->I;
 	int rc;
@@ -431,7 +431,7 @@ static int layer_pieces(struct disc *d, struct plan_build *pb, struct layer_src 
 	if (packed_bf16 && bias && !oss_bf16)
 		return fterr_set(d->err, d->errlen, -EINVAL, "layer %ld: expert biases beside packed bf16 experts without "
 			    "gate_up_proj (only gpt-oss's layout has biases)", l);
-	const struct ftformat *want = ftfmt_get(mx ? FTFMT_MXFP4_TRITON : FTFMT_BF16);
+	const struct ftfmt *want = ftfmt_get(mx ? FTFMT_MXFP4_TRITON : FTFMT_BF16);
 	const char *sch = mx ? "gpt-oss-mxfp4" : oss_bf16 ? "gpt-oss-bf16" : packed_bf16 ? "packed" : L->mixtral ? "mixtral" : "per-expert";
 	if (*fmt && *fmt != want)
 		return fterr_set(d->err, d->errlen, -EINVAL, "layer %ld is %s but earlier layers are %s", l, want->name,
@@ -534,7 +534,7 @@ static int layer_pieces(struct disc *d, struct plan_build *pb, struct layer_src 
 	return 0;
 }
 
-int ftbanks_discover(const struct ftst_model *m, const struct ftmoe_geom *g, struct ftbanks_plan **out,
+int ftbanks_discover(const struct ftst_model *m, const struct ftbanks_geom *g, struct ftbanks_plan **out,
 		     char *err, size_t errlen)
 {
 	*out = NULL;
@@ -568,7 +568,7 @@ int ftbanks_discover(const struct ftst_model *m, const struct ftmoe_geom *g, str
 		rc = -ENOMEM;
 		goto out;
 	}
-	const struct ftformat *fmt = NULL;
+	const struct ftfmt *fmt = NULL;
 	const char *scheme = NULL;
 	int li = 0;
 	for (long l = 0; l < FTBANKS_MAX_LAYERS; l++) {

@@ -41,26 +41,26 @@
 #define FTBANKS_MAX_LAYERS 4096
 
 /* Geometry from config.json (text_config when nested). Missing numbers are 0. */
-struct ftmoe_geom {
+struct ftbanks_geom {
 	char model_type[64];
 	long hidden, inter, experts, top_k, layers, first_dense;
 };
-int ftmoe_read_config(const char *dir, struct ftmoe_geom *g, char *err, size_t errlen);
+int ftbanks_read_config(const char *dir, struct ftbanks_geom *g, char *err, size_t errlen);
 
 /* Expert banks in memory. */
 struct ftbanks {
-	const struct ftformat *fmt;
+	const struct ftfmt *fmt;
 	long H, I, E, L;              /* L = number of MoE layers */
 	int *layer_ids;               /* [L]: model layer index of each MoE layer */
 	int nbanks;
-	struct ftbank_shape shape[FT_MAX_BANKS];
-	size_t layer_bytes[FT_MAX_BANKS];  /* E * expert_bytes */
-	size_t layer_stride[FT_MAX_BANKS]; /* layer_bytes rounded up to FTBANKS_ALIGN */
-	uint8_t *base[FT_MAX_BANKS];       /* L * layer_stride bytes each */
+	struct ftfmt_bank_shape shape[FTFMT_MAX_BANKS];
+	size_t layer_bytes[FTFMT_MAX_BANKS];  /* E * expert_bytes */
+	size_t layer_stride[FTFMT_MAX_BANKS]; /* layer_bytes rounded up to FTBANKS_ALIGN */
+	uint8_t *base[FTFMT_MAX_BANKS];       /* L * layer_stride bytes each */
 };
 
 /* Allocate zeroed banks for format f and geometry (layer_ids copied). New *out. */
-int ftbanks_alloc(const struct ftformat *f, long H, long I, long E, long L, const int *layer_ids,
+int ftbanks_alloc(const struct ftfmt *f, long H, long I, long E, long L, const int *layer_ids,
 		  struct ftbanks **out);
 void ftbanks_free(struct ftbanks *b);  /* accepts NULL */
 static inline uint8_t *ftbanks_layer(const struct ftbanks *b, int bank, long layer)
@@ -75,7 +75,7 @@ int ftbanks_find(const struct ftbanks *b, const char *name);
 /* One contiguous run of file bytes that lands in one bank layer. transpose: the source is a
  * row-major [rows][cols] matrix of esz-byte elements that goes to [cols][rows] at dst_off;
  * with deinterleave, source column c goes to row c/2 when c is even, cols/2 + c/2 when odd. */
-struct ftpiece {
+struct ftbanks_piece {
 	int file;
 	uint64_t src_off, len;
 	int bank, layer;              /* layer: index into layer_ids */
@@ -87,11 +87,11 @@ struct ftpiece {
 };
 
 struct ftbanks_plan {
-	const struct ftformat *fmt;
+	const struct ftfmt *fmt;
 	long H, I, E, L;
 	int *layer_ids;
 	size_t npieces;
-	struct ftpiece *pieces;       /* sorted by (file, src_off) */
+	struct ftbanks_piece *pieces;       /* sorted by (file, src_off) */
 	const struct ftst_model *model; /* borrowed */
 	const char *scheme;           /* "per-expert", "mixtral", "packed", "gpt-oss-bf16", "gpt-oss-mxfp4" (static) */
 	size_t nused;
@@ -100,7 +100,7 @@ struct ftbanks_plan {
 
 /* Discover the expert tensors of model m with geometry g (hidden/inter/experts used to check
  * shapes). New *out; free with ftbanks_plan_free. */
-int ftbanks_discover(const struct ftst_model *m, const struct ftmoe_geom *g, struct ftbanks_plan **out,
+int ftbanks_discover(const struct ftst_model *m, const struct ftbanks_geom *g, struct ftbanks_plan **out,
 		     char *err, size_t errlen);
 void ftbanks_plan_free(struct ftbanks_plan *p);
 
@@ -108,5 +108,5 @@ void ftbanks_plan_free(struct ftbanks_plan *p);
 int ftbanks_plan_uses(const struct ftbanks_plan *p, const struct ftst_tensor *t);
 
 /* Copy n bytes that start rel bytes into piece p's source run, from src, into the bank. */
-void ftpiece_copy(const struct ftpiece *p, struct ftbanks *b, uint64_t rel, const uint8_t *src, size_t n);
+void ftbanks_piece_copy(const struct ftbanks_piece *p, struct ftbanks *b, uint64_t rel, const uint8_t *src, size_t n);
 #endif

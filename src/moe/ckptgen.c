@@ -344,7 +344,7 @@ static int cmp_gt_name(const void *a, const void *b)
 int ftckpt_write(const struct ftckpt_opts *o, struct ftckpt_stats *st, char *err, size_t errlen)
 {
 	memset(st, 0, sizeof *st);
-	double t0 = ft_now_s();
+	double t0 = fttime_now_s();
 	enum arch a;
 	if (!o->arch)
 		return fterr_set(err, errlen, -EINVAL, "no architecture given");
@@ -529,7 +529,7 @@ int ftckpt_write(const struct ftckpt_opts *o, struct ftckpt_stats *st, char *err
 		goto out;
 	}
 	st->nshards = nsh;
-	st->seconds = ft_now_s() - t0;
+	st->seconds = fttime_now_s() - t0;
 out:
 	for (int s = 0; sh && s < nsh; s++) {
 		if (sh[s].fd >= 0)

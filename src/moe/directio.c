@@ -7,9 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
-int ftdio_init(struct ftdio_files *f, size_t n)
+int ftdirectio_init(struct ftdirectio_files *f, size_t n)
 {
-	*f = (struct ftdio_files){.n = n};
+	*f = (struct ftdirectio_files){.n = n};
 #ifdef FT_TEST_HOOKS
 	const char *fake = getenv("FTLOAD_TEST_EINVAL"); /* test builds only: see directio.h */
 	f->fake_einval = fake && !strcmp(fake, "1");
@@ -19,7 +19,7 @@ int ftdio_init(struct ftdio_files *f, size_t n)
 	f->direct_ok = malloc(sizeof(atomic_int) * (n ? n : 1));
 	if (!f->fd_direct || !f->fd_buf || !f->direct_ok) {
 		f->n = 0; /* nothing to close */
-		ftdio_release(f);
+		ftdirectio_release(f);
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -29,7 +29,7 @@ int ftdio_init(struct ftdio_files *f, size_t n)
 	return 0;
 }
 
-int ftdio_open(struct ftdio_files *f, size_t i, const char *path)
+int ftdirectio_open(struct ftdirectio_files *f, size_t i, const char *path)
 {
 	if (f->fd_buf[i] >= 0)
 		return 0;
@@ -41,7 +41,7 @@ int ftdio_open(struct ftdio_files *f, size_t i, const char *path)
 	return 0;
 }
 
-int ftdio_fd(struct ftdio_files *f, size_t i)
+int ftdirectio_fd(struct ftdirectio_files *f, size_t i)
 {
 	if (!atomic_load(&f->direct_ok[i]))
 		return f->fd_buf[i];
@@ -52,7 +52,7 @@ int ftdio_fd(struct ftdio_files *f, size_t i)
 	return f->fd_direct[i];
 }
 
-int ftdio_retry(struct ftdio_files *f, size_t i, int fd, int rc)
+int ftdirectio_retry(struct ftdirectio_files *f, size_t i, int fd, int rc)
 {
 	if (rc != -EINVAL || fd != f->fd_direct[i] || fd < 0)
 		return 0;
@@ -60,7 +60,7 @@ int ftdio_retry(struct ftdio_files *f, size_t i, int fd, int rc)
 	return 1;
 }
 
-int ftdio_all_direct(const struct ftdio_files *f)
+int ftdirectio_all_direct(const struct ftdirectio_files *f)
 {
 	for (size_t i = 0; i < f->n; i++)
 		if (f->fd_buf[i] >= 0 && !atomic_load(&f->direct_ok[i]))
@@ -68,7 +68,7 @@ int ftdio_all_direct(const struct ftdio_files *f)
 	return 1;
 }
 
-void ftdio_release(struct ftdio_files *f)
+void ftdirectio_release(struct ftdirectio_files *f)
 {
 	if (!f)
 		return;
@@ -81,5 +81,5 @@ void ftdio_release(struct ftdio_files *f)
 	free(f->fd_direct);
 	free(f->fd_buf);
 	free((void *)f->direct_ok);
-	*f = (struct ftdio_files){0};
+	*f = (struct ftdirectio_files){0};
 }

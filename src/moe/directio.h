@@ -2,7 +2,7 @@
  * and through the page cache, for the parallel readers of moe/loader.c and moe/ftw.c.
  * Reads go direct while the file's direct_ok holds; the first -EINVAL from a direct read
  * (alignment, or a file system without O_DIRECT) turns that file over to the page cache for
- * good. ftdio_fd / ftdio_retry are safe from several threads; the rest are not.
+ * good. ftdirectio_fd / ftdirectio_retry are safe from several threads; the rest are not.
  * Test builds only (compiled with FT_TEST_HOOKS; absent from the product): FTLOAD_TEST_EINVAL=1
  * in the environment makes every direct read "fail" with EINVAL. */
 #ifndef FT_MOE_DIRECTIO_H
@@ -10,24 +10,24 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
-struct ftdio_files {
+struct ftdirectio_files {
 	size_t n;
 	int *fd_direct, *fd_buf; /* -1 when not open */
 	atomic_int *direct_ok;
 	int fake_einval; /* FT_TEST_HOOKS builds: FTLOAD_TEST_EINVAL=1 */
 };
 
-/* n files, none open. 0 or -ENOMEM (f then still needs ftdio_release). */
-int ftdio_init(struct ftdio_files *f, size_t n);
+/* n files, none open. 0 or -ENOMEM (f then still needs ftdirectio_release). */
+int ftdirectio_init(struct ftdirectio_files *f, size_t n);
 /* Open file i (a no-op when it is open already): 0, or -errno of the page-cache open. */
-int ftdio_open(struct ftdio_files *f, size_t i, const char *path);
+int ftdirectio_open(struct ftdirectio_files *f, size_t i, const char *path);
 /* The descriptor to read file i with now: the O_DIRECT one while it works, else the other. */
-int ftdio_fd(struct ftdio_files *f, size_t i);
+int ftdirectio_fd(struct ftdirectio_files *f, size_t i);
 /* After a read of file i through fd returned rc: 1 when it was a direct read failing with
- * -EINVAL (the file now goes through the page cache: read again with ftdio_fd), else 0. */
-int ftdio_retry(struct ftdio_files *f, size_t i, int fd, int rc);
+ * -EINVAL (the file now goes through the page cache: read again with ftdirectio_fd), else 0. */
+int ftdirectio_retry(struct ftdirectio_files *f, size_t i, int fd, int rc);
 /* 1 when every file opened was read with O_DIRECT only. */
-int ftdio_all_direct(const struct ftdio_files *f);
+int ftdirectio_all_direct(const struct ftdirectio_files *f);
 /* Close what is open and free; a zeroed or half-built set is fine. */
-void ftdio_release(struct ftdio_files *f);
+void ftdirectio_release(struct ftdirectio_files *f);
 #endif

@@ -19,14 +19,14 @@
 #include "util/fsutil.h"
 #include "util/timeutil.h"
 
-#define A FTW_ALIGN
+#define A FTFTW_ALIGN
 #define ROUND_UP(x) (((x) + A - 1) / A * A)
 #define MAX_IOV 512
 
 static json_t *load_index(const char *dir, char *err, size_t errlen, int *rc)
 {
 	char path[4096];
-	snprintf(path, sizeof path, "%s/%s", dir, FTW_INDEX);
+	snprintf(path, sizeof path, "%s/%s", dir, FTFTW_INDEX);
 	char *buf;
 	size_t len;
 	*rc = ftfs_read_file(path, 256u << 20, &buf, &len);
@@ -169,7 +169,7 @@ static int copy_metadata(const char *src_root, const char *rel, const char *dst_
 		int weights = 0;
 		for (int k = 0; k < 3; k++)
 			weights |= l >= strlen(weight_ext[k]) && !strcmp(n + l - strlen(weight_ext[k]), weight_ext[k]);
-		if (weights || !strcmp(n, "model.safetensors.index.json") || (!*rel && !strcmp(n, FTW_INDEX)))
+		if (weights || !strcmp(n, "model.safetensors.index.json") || (!*rel && !strcmp(n, FTFTW_INDEX)))
 			continue;
 		if (stat(sp, &st) < 0 || !S_ISREG(st.st_mode))
 			continue;
@@ -191,9 +191,9 @@ int ftftw_convert(const char *model_dir, const char *out_dir, const struct ftftw
 		  struct ftftw_convert_stats *st, char *err, size_t errlen)
 {
 	memset(st, 0, sizeof *st);
-	double t0 = ft_now_s();
-	uint64_t limit = o->shard_limit ? ROUND_UP(o->shard_limit) : FTW_DEFAULT_SHARD_LIMIT;
-	struct ftmoe_geom g;
+	double t0 = fttime_now_s();
+	uint64_t limit = o->shard_limit ? ROUND_UP(o->shard_limit) : FTFTW_DEFAULT_SHARD_LIMIT;
+	struct ftbanks_geom g;
 	struct ftst_model *m = NULL;
 	struct ftbanks_plan *p = NULL;
 	struct ftbanks *b = NULL;
@@ -204,7 +204,7 @@ int ftftw_convert(const char *model_dir, const char *out_dir, const struct ftftw
 	char path[4096];
 	if (ftftw_is_dir(model_dir))
 		return fterr_set(err, errlen, -EINVAL, "%s is already an FTW directory", model_dir);
-	if ((rc = ftmoe_read_config(model_dir, &g, err, errlen)) < 0 ||
+	if ((rc = ftbanks_read_config(model_dir, &g, err, errlen)) < 0 ||
 	    (rc = ftst_model_open(model_dir, &m, err, errlen)) < 0 ||
 	    (rc = ftbanks_discover(m, &g, &p, err, errlen)) < 0)
 		goto out;
@@ -212,7 +212,7 @@ int ftftw_convert(const char *model_dir, const char *out_dir, const struct ftftw
 		fterr_set(err, errlen, rc, "%s: %s", out_dir, strerror(-rc));
 		goto out;
 	}
-	snprintf(path, sizeof path, "%s/%s", out_dir, FTW_INDEX);
+	snprintf(path, sizeof path, "%s/%s", out_dir, FTFTW_INDEX);
 	if (unlink(path) < 0 && errno != ENOENT) {
 		rc = fterr_set(err, errlen, -errno, "%s: %s", path, strerror(errno));
 		goto out;
@@ -220,7 +220,7 @@ int ftftw_convert(const char *model_dir, const char *out_dir, const struct ftftw
 	if ((rc = ftload_plan(p, &o->load, &b, &st->load, err, errlen)) < 0)
 		goto out;
 	st->load_s = st->load.seconds;
-	double tw = ft_now_s();
+	double tw = fttime_now_s();
 	/* Layout: banks (bank-major, then layer), then the other tensors in file order. */
 	size_t nb = (size_t)b->nbanks * (size_t)b->L, nd = 0, n = 0;
 	ents = calloc(nb + m->ntensors, sizeof *ents);
@@ -310,7 +310,7 @@ int ftftw_convert(const char *model_dir, const char *out_dir, const struct ftftw
 			for (int d = 0; d < b->shape[e->bank].ndim; d++)
 				json_array_append_new(shape, json_integer(b->shape[e->bank].dims[d]));
 			json_array_append_new(tensors, json_pack("{s:s,s:s,s:s,s:o,s:I,s:I}", "name", e->name, "kind",
-								 "experts_bank", "dtype", ftdtype_torch_name(b->shape[e->bank].dtype),
+								 "experts_bank", "dtype", ftfmt_dtype_torch_name(b->shape[e->bank].dtype),
 								 "shape", shape, "global_off", (json_int_t)e->global_off,
 								 "nbytes", (json_int_t)e->nbytes));
 			/* the layer stride is >= sz and its slack is zero: write the padding with it */
@@ -396,21 +396,21 @@ int ftftw_convert(const char *model_dir, const char *out_dir, const struct ftftw
 			(json_int_t)g_off, "tensors", tensors, "shards", shards, "source_model_path", absdir,
 			"fingerprint", fp, "quant_format", b->fmt->name, "expert_bank_num_layers", (json_int_t)b->L,
 			"counts", "weight", (json_int_t)nd, "experts_bank", (json_int_t)nb, "copied_metadata", copied,
-			"weight_names", FTW_WEIGHT_NAMES_CHECKPOINT, "expert_bank_layer_ids", lids);
+			"weight_names", FTFTW_WEIGHT_NAMES_CHECKPOINT, "expert_bank_layer_ids", lids);
 	char *text = idx ? json_dumps(idx, JSON_COMPACT) : NULL;
 	if (!text) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	snprintf(path, sizeof path, "%s/%s", out_dir, FTW_INDEX);
+	snprintf(path, sizeof path, "%s/%s", out_dir, FTFTW_INDEX);
 	rc = ftfs_write_atomic(path, text, strlen(text), 0644);
 	free(text);
 	if (rc < 0) {
 		fterr_set(err, errlen, rc, "%s: %s", path, strerror(-rc));
 		goto out;
 	}
-	st->write_s = ft_now_s() - tw;
-	st->total_s = ft_now_s() - t0;
+	st->write_s = fttime_now_s() - tw;
+	st->total_s = fttime_now_s() - t0;
 out:
 	if (fd >= 0)
 		close(fd);
@@ -467,7 +467,7 @@ int ftftw_remove(const char *dir)
 	if (!idx)
 		return rc;
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0 || unlinkat(dfd, FTW_INDEX, 0) < 0) {
+	if (dfd < 0 || unlinkat(dfd, FTFTW_INDEX, 0) < 0) {
 		rc = -errno;
 		if (dfd >= 0)
 			close(dfd);
@@ -522,7 +522,7 @@ struct rd {
 	size_t nchunks, cap, chunk_bytes;
 	struct iovec *iov;
 	size_t niov, iovcap;
-	struct ftdio_files files; /* one per shard */
+	struct ftdirectio_files files; /* one per shard */
 	char (*paths)[4096];
 	atomic_size_t next, done;
 	atomic_uint_least64_t bytes;
@@ -596,10 +596,10 @@ static void *rd_worker(void *arg)
 		if (i >= s->nchunks)
 			break;
 		const struct fchunk *c = &s->chunks[i];
-		int fd = ftdio_fd(&s->files, c->shard);
+		int fd = ftdirectio_fd(&s->files, c->shard);
 		int rc = rd_chunk(s, c, fd, &bounce_buf);
-		if (ftdio_retry(&s->files, c->shard, fd, rc))
-			rc = rd_chunk(s, c, ftdio_fd(&s->files, c->shard), &bounce_buf);
+		if (ftdirectio_retry(&s->files, c->shard, fd, rc))
+			rc = rd_chunk(s, c, ftdirectio_fd(&s->files, c->shard), &bounce_buf);
 		if (rc < 0) {
 			pthread_mutex_lock(&s->lock);
 			if (!atomic_load(&s->err_rc)) {
@@ -678,7 +678,7 @@ static int plan_piece(struct rd *s, int sh, uint64_t foff, uint64_t len, uint8_t
 
 /* H and I from the per-expert shape of one bank entry of format f (bank: schema name), for
  * an FTW without config.json. */
-static int derive_geometry(const struct ftformat *f, const char *bank, const json_t *shape, long *H, long *I)
+static int derive_geometry(const struct ftfmt *f, const char *bank, const json_t *shape, long *H, long *I)
 {
 	json_int_t d1 = json_integer_value(json_array_get(shape, 1)), d2 = json_integer_value(json_array_get(shape, 2));
 	if (d1 <= 0 || d2 <= 0)
@@ -753,16 +753,16 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 	    json_integer_value(json_object_get(idx, "align")) != A || !json_is_array(shards) || nsh == 0 ||
 	    nsh > 100000 || !json_is_array(tensors) || !qf) {
 		rc = fterr_set(err, errlen, -EINVAL, "%s/%s: not a version-1 FTW index with align 4096, shards, tensors and "
-			  "quant_format", dir, FTW_INDEX);
+			  "quant_format", dir, FTFTW_INDEX);
 		goto out;
 	}
-	const struct ftformat *fmt = ftfmt_lookup(qf);
+	const struct ftfmt *fmt = ftfmt_lookup(qf);
 	if (!fmt) {
 		rc = fterr_set(err, errlen, -ENOTSUP, "FTW quant_format '%s' is unknown", qf);
 		goto out;
 	}
 	/* Shards: contiguous from 0, 4096-aligned, plain file names. */
-	int dio = ftdio_init(&s.files, nsh);
+	int dio = ftdirectio_init(&s.files, nsh);
 	s.paths = malloc(sizeof *s.paths * nsh);
 	sh_off = malloc(sizeof(uint64_t) * (nsh + 1));
 	if (dio < 0 || !s.paths || !sh_off) {
@@ -790,7 +790,7 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 		goto out;
 	}
 	/* Bank entries: per-layer "<bank>#L<5 digits>" or flat "<bank>" [L*E, ...]; alphas flat. */
-	struct ftbank_shape shp[FT_MAX_BANKS];
+	struct ftfmt_bank_shape shp[FTFMT_MAX_BANKS];
 	int nbanks = ftfmt_banks(fmt, 4096, 4096, shp); /* names only */
 	size_t nt = json_array_size(tensors), nbe = 0;
 	be = calloc(nt ? nt : 1, sizeof *be);
@@ -799,7 +799,7 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 		rc = -ENOMEM;
 		goto out;
 	}
-	int flat[FT_MAX_BANKS] = {0}, perl[FT_MAX_BANKS] = {0}, nlids = 0;
+	int flat[FTFMT_MAX_BANKS] = {0}, perl[FTFMT_MAX_BANKS] = {0}, nlids = 0;
 	for (size_t i = 0; i < nt; i++) {
 		json_t *t = json_array_get(tensors, i);
 		const char *kind = json_string_value(json_object_get(t, "kind")),
@@ -855,9 +855,9 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 		if (!L || lids[L - 1] != lids[i])
 			lids[L++] = lids[i];
 	json_t *jn = json_object_get(idx, "expert_bank_num_layers");
-	struct ftmoe_geom cfg;
+	struct ftbanks_geom cfg;
 	char cerr[256];
-	int have_cfg = ftmoe_read_config(dir, &cfg, cerr, sizeof cerr) == 0;
+	int have_cfg = ftbanks_read_config(dir, &cfg, cerr, sizeof cerr) == 0;
 	int any_flat = 0;
 	for (int k = 0; k < nbanks; k++)
 		any_flat |= flat[k];
@@ -923,13 +923,13 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 			}
 			continue;
 		}
-		const struct ftbank_shape *k = &shp[e->bank];
+		const struct ftfmt_bank_shape *k = &shp[e->bank];
 		uint64_t want_n = k->expert_bytes * (uint64_t)E * (e->layer < 0 ? (uint64_t)L : 1);
-		int ok = e->nbytes == want_n && ftdtype_accepts(k->dtype, e->dtype) &&
+		int ok = e->nbytes == want_n && ftfmt_dtype_accepts(k->dtype, e->dtype) &&
 			 json_integer_value(json_array_get(e->shape, 0)) == E * (e->layer < 0 ? L : 1);
 		if (fmt->id == FTFMT_NVFP4_MARLIN) {
 			/* Marlin-tiled rows: the bytes per expert are the schema's, the shape its own */
-			ok = ok && elems * (k->dtype == FTDT_BF16 || k->dtype == FTDT_FP16 ? 2 : 1) == want_n;
+			ok = ok && elems * (k->dtype == FTFMT_DT_BF16 || k->dtype == FTFMT_DT_FP16 ? 2 : 1) == want_n;
 		} else {
 			ok = ok && nd == (size_t)k->ndim + 1;
 			for (int d = 0; ok && d < k->ndim; d++)
@@ -959,7 +959,7 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 	}
 	for (int l = 0; !use_jl && l < L; l++)
 		layer_ids[l] = nlids ? lids[l] : l;
-	double t0 = ft_now_s();
+	double t0 = fttime_now_s();
 	if ((rc = ftbanks_alloc(fmt, H, I, E, L, layer_ids, &b)) < 0) {
 		fterr_set(err, errlen, rc, "allocating banks: %s", strerror(-rc));
 		goto out;
@@ -1021,7 +1021,7 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 		}
 	}
 	for (size_t i = 0; i < nsh; i++) {
-		int r = ftdio_open(&s.files, i, s.paths[i]);
+		int r = ftdirectio_open(&s.files, i, s.paths[i]);
 		if (r < 0) {
 			rc = fterr_set(err, errlen, r, "%s: %s", s.paths[i], strerror(-r));
 			goto out;
@@ -1063,13 +1063,13 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 	}
 	if (o->rep)
 		ftreport_progress(o->rep, 1000, 1000, "ftw");
-	st->seconds = ft_now_s() - t0;
+	st->seconds = fttime_now_s() - t0;
 	st->file_bytes = atomic_load(&s.bytes);
-	st->direct = ftdio_all_direct(&s.files);
+	st->direct = ftdirectio_all_direct(&s.files);
 	*out = b;
 	b = NULL;
 out:
-	ftdio_release(&s.files);
+	ftdirectio_release(&s.files);
 	free(s.paths);
 	free(s.chunks);
 	free(s.iov);

@@ -35,17 +35,17 @@
 #include "moe/banks.h"
 #include "moe/loader.h"
 
-#define FTW_INDEX "freetoken_weight.json"
-#define FTW_ALIGN 4096
-#define FTW_DEFAULT_SHARD_LIMIT (8ULL << 30)
+#define FTFTW_INDEX "freetoken_weight.json"
+#define FTFTW_ALIGN 4096
+#define FTFTW_DEFAULT_SHARD_LIMIT (8ULL << 30)
 /* value of the index's "weight_names": dense tensors carry the checkpoint's names */
-#define FTW_WEIGHT_NAMES_CHECKPOINT "checkpoint"
+#define FTFTW_WEIGHT_NAMES_CHECKPOINT "checkpoint"
 
 /* 1 when dir holds an FTW index whose "format" is "freetoken_weight", else 0. */
 int ftftw_is_dir(const char *dir);
 
 struct ftftw_convert_opts {
-	uint64_t shard_limit;       /* 0: FTW_DEFAULT_SHARD_LIMIT; rounded up to 4096 */
+	uint64_t shard_limit;       /* 0: FTFTW_DEFAULT_SHARD_LIMIT; rounded up to 4096 */
 	struct ftload_opts load;    /* how the source banks are read */
 };
 

@@ -87,7 +87,7 @@ static int load_serial(const struct ftbanks_plan *p, const struct ftload_opts *o
 	uint8_t *tmp = NULL;
 	size_t tmpcap = 0;
 	for (size_t i = 0; i < p->npieces; i++) {
-		const struct ftpiece *pc = &p->pieces[i];
+		const struct ftbanks_piece *pc = &p->pieces[i];
 		if (pc->file != cur) {
 			if (fd >= 0)
 				close(fd);
@@ -117,7 +117,7 @@ static int load_serial(const struct ftbanks_plan *p, const struct ftload_opts *o
 			goto out;
 		}
 		if (pc->transpose)
-			ftpiece_copy(pc, b, 0, tmp, pc->len);
+			ftbanks_piece_copy(pc, b, 0, tmp, pc->len);
 		st->file_bytes += pc->len;
 		if (o->rep && (i % 256 == 0 || i + 1 == p->npieces))
 			ftreport_progress(o->rep, (int)((i + 1) * 1000 / p->npieces), 1000, "serial");
@@ -145,7 +145,7 @@ struct par {
 	struct chunk *chunks;
 	size_t nchunks;
 	size_t chunk_bytes;
-	struct ftdio_files files;     /* per checkpoint file */
+	struct ftdirectio_files files;     /* per checkpoint file */
 	atomic_size_t next, done;
 	atomic_uint_least64_t bytes;
 	atomic_int err_rc;
@@ -205,10 +205,10 @@ static void *par_worker(void *arg)
 			break;
 		const struct chunk *c = &s->chunks[i];
 		uint64_t got = 0;
-		int fd = ftdio_fd(&s->files, c->file);
+		int fd = ftdirectio_fd(&s->files, c->file);
 		int rc = read_chunk(fd, buf, c->len, c->off, &got);
-		if (ftdio_retry(&s->files, c->file, fd, rc))
-			rc = read_chunk(ftdio_fd(&s->files, c->file), buf, c->len, c->off, &got);
+		if (ftdirectio_retry(&s->files, c->file, fd, rc))
+			rc = read_chunk(ftdirectio_fd(&s->files, c->file), buf, c->len, c->off, &got);
 		if (rc < 0) {
 			par_fail(s, rc, "%s: read at %llu: %s", m->files[c->file].path, (unsigned long long)c->off,
 				 strerror(-rc));
@@ -225,13 +225,13 @@ static void *par_worker(void *arg)
 		atomic_fetch_add(&s->bytes, got);
 		uint64_t ce = c->off + got;
 		for (size_t k = c->p0; k < p->npieces; k++) {
-			const struct ftpiece *pc = &p->pieces[k];
+			const struct ftbanks_piece *pc = &p->pieces[k];
 			if (pc->file != c->file || pc->src_off >= ce)
 				break;
 			uint64_t a = pc->src_off > c->off ? pc->src_off : c->off;
 			uint64_t e = pc->src_off + pc->len < ce ? pc->src_off + pc->len : ce;
 			if (a < e)
-				ftpiece_copy(pc, s->b, a - pc->src_off, buf + (a - c->off), (size_t)(e - a));
+				ftbanks_piece_copy(pc, s->b, a - pc->src_off, buf + (a - c->off), (size_t)(e - a));
 		}
 		atomic_fetch_add(&s->done, 1);
 	}
@@ -261,7 +261,7 @@ static int load_parallel(const struct ftbanks_plan *p, const struct ftload_opts 
 	int rc = 0, workers = o->workers > 0 ? o->workers : FTLOAD_DEFAULT_WORKERS;
 	s.chunk_bytes = o->chunk_bytes ? (o->chunk_bytes + ALIGN - 1) / ALIGN * ALIGN : FTLOAD_DEFAULT_CHUNK;
 	pthread_mutex_init(&s.err_lock, NULL);
-	if ((rc = ftdio_init(&s.files, m->nfiles)) < 0)
+	if ((rc = ftdirectio_init(&s.files, m->nfiles)) < 0)
 		goto out;
 	/* Spans of expert bytes per file, cut into aligned chunks. */
 	for (size_t i = 0; i < p->npieces;) {
@@ -293,7 +293,7 @@ static int load_parallel(const struct ftbanks_plan *p, const struct ftload_opts 
 			a = p->pieces[j].src_off / ALIGN * ALIGN;
 			e = p->pieces[j].src_off + p->pieces[j].len;
 		}
-		if ((rc = ftdio_open(&s.files, (size_t)f, m->files[f].path)) < 0) {
+		if ((rc = ftdirectio_open(&s.files, (size_t)f, m->files[f].path)) < 0) {
 			fterr_set(err, errlen, rc, "%s: %s", m->files[f].path, strerror(-rc));
 			goto out;
 		}
@@ -330,9 +330,9 @@ static int load_parallel(const struct ftbanks_plan *p, const struct ftload_opts 
 		goto out;
 	}
 	st->file_bytes = atomic_load(&s.bytes);
-	st->direct = ftdio_all_direct(&s.files);
+	st->direct = ftdirectio_all_direct(&s.files);
 out:
-	ftdio_release(&s.files);
+	ftdirectio_release(&s.files);
 	free(s.chunks);
 	pthread_mutex_destroy(&s.err_lock);
 	return rc;
@@ -347,13 +347,13 @@ int ftload_plan(const struct ftbanks_plan *p, const struct ftload_opts *o, struc
 	if (mode == FTLOAD_AUTO)
 		mode = ftload_choose(p->model, ftcpu_mem_available(), st->why, sizeof st->why);
 	snprintf(st->loader, sizeof st->loader, "%s", mode == FTLOAD_PARALLEL ? "parallel" : "serial");
-	double t0 = ft_now_s();
+	double t0 = fttime_now_s();
 	struct ftbanks *b;
 	int rc = alloc_for_plan(p, &b, err, errlen);
 	if (rc < 0)
 		return rc;
 	rc = mode == FTLOAD_PARALLEL ? load_parallel(p, o, b, st, err, errlen) : load_serial(p, o, b, st, err, errlen);
-	st->seconds = ft_now_s() - t0;
+	st->seconds = fttime_now_s() - t0;
 	if (rc < 0) {
 		ftbanks_free(b);
 		return rc;
@@ -368,10 +368,10 @@ int ftload_model(const char *dir, const struct ftload_opts *o, struct ftbanks **
 	*out = NULL;
 	if (ftftw_is_dir(dir))
 		return ftftw_load(dir, o, out, st, err, errlen);
-	struct ftmoe_geom g;
+	struct ftbanks_geom g;
 	struct ftst_model *m = NULL;
 	struct ftbanks_plan *p = NULL;
-	int rc = ftmoe_read_config(dir, &g, err, errlen);
+	int rc = ftbanks_read_config(dir, &g, err, errlen);
 	if (rc < 0)
 		return rc;
 	if ((rc = ftst_model_open(dir, &m, err, errlen)) < 0)

@@ -9,7 +9,7 @@ struct ftmodel {
 	int experts, topk;
 	long hidden, inter;
 	enum ftfmt_id format;  /* the format the model ships in (first of formats[]) */
-	enum ftact act;
+	enum ftfmt_act act;
 	float swiglu_limit;    /* gpt-oss swiglu clamp; 0 otherwise */
 	int nformats;
 	enum ftfmt_id formats[4]; /* bw --model: the formats measured for it */

@@ -187,7 +187,7 @@ int ftprof_matches_gpu(const struct ftprof *p, const char *gpu_uuid, const char 
 		return 1; /* null or missing (or not an object): accepted, as by the seed */
 	pu = ftprof_gpu_uuid(p);
 	if (gpu_uuid && pu)
-		return ftpint_uuid_equal(gpu_uuid, pu); /* ours: the uuid decides when both know one */
+		return ftprofint_uuid_equal(gpu_uuid, pu); /* ours: the uuid decides when both know one */
 	/* the seed: a name in the file that differs from the caller's refuses the file */
 	fname = json_object_get(gpu, "name");
 	if (gpu_name && truthy(fname))
@@ -212,7 +212,7 @@ struct candidates {
 
 static void add_candidate(struct candidates *c, const char *dir, const char *uuid)
 {
-	if (!ftpint_file_in(dir, uuid, c->path[c->n], PATH_MAX))
+	if (!ftprofint_file_in(dir, uuid, c->path[c->n], PATH_MAX))
 		c->n++;
 }
 
@@ -231,7 +231,7 @@ int ftprof_load(const char *gpu_uuid, const char *gpu_name, struct ftprof **out,
 		gpu_uuid = NULL;
 	if (gpu_name && !*gpu_name)
 		gpu_name = NULL;
-	if (gpu_uuid && !ftpint_valid_uuid(gpu_uuid)) {
+	if (gpu_uuid && !ftprofint_valid_uuid(gpu_uuid)) {
 		seterr(err, errlen, "'%.80s' is not a GPU uuid", gpu_uuid);
 		return -EINVAL;
 	}
@@ -245,7 +245,7 @@ int ftprof_load(const char *gpu_uuid, const char *gpu_name, struct ftprof **out,
 		snprintf(c->path[c->n++], PATH_MAX, "%s", env);
 	if (per_file && !ftprof_store_dir(c->scratch, sizeof c->scratch))
 		add_candidate(c, c->scratch, gpu_uuid);
-	if (!ftpint_cache_home(c->scratch, sizeof c->scratch) &&
+	if (!ftprofint_cache_home(c->scratch, sizeof c->scratch) &&
 	    strlen(c->scratch) + sizeof "/freetoken/benchbw.json" <= PATH_MAX)
 		snprintf(c->path[c->n++], PATH_MAX, "%s/freetoken/benchbw.json", c->scratch);
 	if (per_file)

@@ -4,12 +4,12 @@
 #include <stddef.h>
 
 /* $XDG_CACHE_HOME, or ~/.cache; 0 or -errno. */
-int ftpint_cache_home(char *buf, size_t n);
+int ftprofint_cache_home(char *buf, size_t n);
 /* dir/<uuid>.json, or dir/host.json when uuid is NULL or ""; -EINVAL for an unsafe uuid. */
-int ftpint_file_in(const char *dir, const char *gpu_uuid, char *buf, size_t n);
+int ftprofint_file_in(const char *dir, const char *gpu_uuid, char *buf, size_t n);
 /* 1 when u is a plain file-name part: [A-Za-z0-9._:-], not starting with '.', 1..100 chars. */
-int ftpint_valid_uuid(const char *u);
+int ftprofint_valid_uuid(const char *u);
 /* u without a leading "GPU-" (any case); equality of two uuids ignoring case and that prefix. */
-const char *ftpint_uuid_body(const char *u);
-int ftpint_uuid_equal(const char *a, const char *b);
+const char *ftprofint_uuid_body(const char *u);
+int ftprofint_uuid_equal(const char *a, const char *b);
 #endif

@@ -23,7 +23,7 @@ static int copy_out(char *buf, size_t n, const char *fmt, const char *a, const c
 	return (size_t)w >= n ? -ENAMETOOLONG : 0;
 }
 
-int ftpint_cache_home(char *buf, size_t n)
+int ftprofint_cache_home(char *buf, size_t n)
 {
 	const char *xdg = getenv("XDG_CACHE_HOME");
 	const char *home;
@@ -44,13 +44,13 @@ int ftpint_cache_home(char *buf, size_t n)
 int ftprof_store_dir(char *buf, size_t n)
 {
 	char cache[PATH_MAX];
-	int r = ftpint_cache_home(cache, sizeof cache);
+	int r = ftprofint_cache_home(cache, sizeof cache);
 	if (r)
 		return r;
 	return copy_out(buf, n, "%s%s", cache, "/freetoken/benchbw");
 }
 
-int ftpint_valid_uuid(const char *u)
+int ftprofint_valid_uuid(const char *u)
 {
 	size_t len = strlen(u);
 	if (!len || len > 100 || u[0] == '.')
@@ -64,10 +64,10 @@ int ftpint_valid_uuid(const char *u)
 	return 1;
 }
 
-int ftpint_file_in(const char *dir, const char *gpu_uuid, char *buf, size_t n)
+int ftprofint_file_in(const char *dir, const char *gpu_uuid, char *buf, size_t n)
 {
 	if (gpu_uuid && *gpu_uuid) {
-		if (!ftpint_valid_uuid(gpu_uuid))
+		if (!ftprofint_valid_uuid(gpu_uuid))
 			return -EINVAL;
 		int w = snprintf(buf, n, "%s/%s.json", dir, gpu_uuid);
 		return w < 0 ? -EINVAL : (size_t)w >= n ? -ENAMETOOLONG : 0;
@@ -83,24 +83,24 @@ int ftprof_path(const char *gpu_uuid, char *buf, size_t n)
 
 	if (!buf || !n)
 		return -EINVAL;
-	if (gpu_uuid && *gpu_uuid && !ftpint_valid_uuid(gpu_uuid))
+	if (gpu_uuid && *gpu_uuid && !ftprofint_valid_uuid(gpu_uuid))
 		return -EINVAL;
 	if (env && *env)
 		return copy_out(buf, n, "%s%s", env, "");
 	if ((r = ftprof_store_dir(dir, sizeof dir)))
 		return r;
-	return ftpint_file_in(dir, gpu_uuid, buf, n);
+	return ftprofint_file_in(dir, gpu_uuid, buf, n);
 }
 
 /* "GPU-8EB9..." and "8eb9..." name the same GPU. */
-const char *ftpint_uuid_body(const char *u)
+const char *ftprofint_uuid_body(const char *u)
 {
 	return strncasecmp(u, "GPU-", 4) ? u : u + 4;
 }
 
-int ftpint_uuid_equal(const char *a, const char *b)
+int ftprofint_uuid_equal(const char *a, const char *b)
 {
-	return !strcasecmp(ftpint_uuid_body(a), ftpint_uuid_body(b));
+	return !strcasecmp(ftprofint_uuid_body(a), ftprofint_uuid_body(b));
 }
 
 int ftprof_store_file(const char *dir, const char *gpu_uuid, char *buf, size_t n)
@@ -114,7 +114,7 @@ int ftprof_store_file(const char *dir, const char *gpu_uuid, char *buf, size_t n
 			return r;
 		dir = def;
 	}
-	return ftpint_file_in(dir, gpu_uuid, buf, n);
+	return ftprofint_file_in(dir, gpu_uuid, buf, n);
 }
 
 /* The profile as written everywhere (store, legacy copy): same bytes for the same document. */
@@ -165,14 +165,14 @@ int ftprof_store_write_in(const char *sdir, const json_t *profile, const char *g
 		if (!json_is_string(pu) || !*json_string_value(pu))
 			return -EINVAL;
 		uuid = json_string_value(pu);
-		if (gpu_uuid && *gpu_uuid && !ftpint_uuid_equal(gpu_uuid, uuid))
+		if (gpu_uuid && *gpu_uuid && !ftprofint_uuid_equal(gpu_uuid, uuid))
 			return -EINVAL;
 	} else if (gpu_uuid && *gpu_uuid) {
 		return -EINVAL; /* a GPU-less profile is host.json, never a GPU's file */
 	}
 	if (gpu_uuid && *gpu_uuid)
 		uuid = gpu_uuid;
-	r = sdir ? ftpint_file_in(sdir, uuid, path, sizeof path) : ftprof_path(uuid, path, sizeof path);
+	r = sdir ? ftprofint_file_in(sdir, uuid, path, sizeof path) : ftprof_path(uuid, path, sizeof path);
 	if (r)
 		return r;
 	if (path_out && (r = copy_out(path_out, n, "%s%s", path, "")))
@@ -186,7 +186,7 @@ int ftprof_legacy_path(char *buf, size_t n)
 	int r;
 	if (!buf || !n)
 		return -EINVAL;
-	if ((r = ftpint_cache_home(cache, sizeof cache)))
+	if ((r = ftprofint_cache_home(cache, sizeof cache)))
 		return r;
 	return copy_out(buf, n, "%s%s", cache, "/freetoken/benchbw.json");
 }

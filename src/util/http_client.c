@@ -25,7 +25,7 @@ static void global_init(void)
 
 /* ------------------------------------------------------------------ URLs */
 
-int ftcurl_normalize_base(const char *url, char *out, size_t n)
+int fthttpc_normalize_base(const char *url, char *out, size_t n)
 {
 	if (!url || !*url)
 		return -EINVAL;
@@ -48,7 +48,7 @@ int ftcurl_normalize_base(const char *url, char *out, size_t n)
 	return 0;
 }
 
-int ftcurl_build_url(char *out, size_t n, const char *base, const char *path)
+int fthttpc_build_url(char *out, size_t n, const char *base, const char *path)
 {
 	if (!base || !path || path[0] != '/')
 		return -EINVAL;
@@ -60,7 +60,7 @@ int ftcurl_build_url(char *out, size_t n, const char *base, const char *path)
 	return 0;
 }
 
-int ftcurl_escape_segment(const char *seg, char *out, size_t n)
+int fthttpc_escape_segment(const char *seg, char *out, size_t n)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	if (!seg || !*seg)
@@ -85,12 +85,12 @@ int ftcurl_escape_segment(const char *seg, char *out, size_t n)
 
 /* ------------------------------------------------------------------ handle */
 
-int ftcurl_init(struct ftcurl *c, const char *base_url)
+int fthttpc_init(struct fthttpc *c, const char *base_url)
 {
 	memset(c, 0, sizeof *c);
 	c->timeout_ms = 30000;
 	c->connect_timeout_ms = 5000;
-	int r = ftcurl_normalize_base(base_url, c->base, sizeof c->base);
+	int r = fthttpc_normalize_base(base_url, c->base, sizeof c->base);
 	if (r < 0) {
 		snprintf(c->err, sizeof c->err, "'%s' is not an http:// or https:// URL without query", base_url ? base_url : "");
 		return r;
@@ -108,7 +108,7 @@ int ftcurl_init(struct ftcurl *c, const char *base_url)
 	return 0;
 }
 
-void ftcurl_release(struct ftcurl *c)
+void fthttpc_release(struct fthttpc *c)
 {
 	if (!c)
 		return;
@@ -122,7 +122,7 @@ void ftcurl_release(struct ftcurl *c)
 	c->token = NULL;
 }
 
-int ftcurl_set_token(struct ftcurl *c, const char *token)
+int fthttpc_set_token(struct fthttpc *c, const char *token)
 {
 	if (c->token) {
 		memset(c->token, 0, strlen(c->token));
@@ -140,7 +140,7 @@ int ftcurl_set_token(struct ftcurl *c, const char *token)
 	return c->token ? 0 : -ENOMEM;
 }
 
-int ftcurl_set_token_file(struct ftcurl *c, const char *path)
+int fthttpc_set_token_file(struct fthttpc *c, const char *path)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -156,7 +156,7 @@ int ftcurl_set_token_file(struct ftcurl *c, const char *path)
 	while (e > s && isspace((unsigned char)e[-1]))
 		e--;
 	*e = '\0';
-	r = ftcurl_set_token(c, s);
+	r = fthttpc_set_token(c, s);
 	memset(buf, 0, len);
 	free(buf);
 	return r;
@@ -164,7 +164,7 @@ int ftcurl_set_token_file(struct ftcurl *c, const char *path)
 
 /* ------------------------------------------------------------------ responses */
 
-void ftcurl_resp_release(struct ftcurl_resp *r)
+void fthttpc_resp_release(struct fthttpc_resp *r)
 {
 	if (!r)
 		return;
@@ -173,7 +173,7 @@ void ftcurl_resp_release(struct ftcurl_resp *r)
 	memset(r, 0, sizeof *r);
 }
 
-static int body_append(struct ftcurl_resp *r, size_t *cap, size_t max, const char *p, size_t n)
+static int body_append(struct fthttpc_resp *r, size_t *cap, size_t max, const char *p, size_t n)
 {
 	if (r->len + n + 1 > max)
 		return -EFBIG;
@@ -194,8 +194,8 @@ static int body_append(struct ftcurl_resp *r, size_t *cap, size_t max, const cha
 }
 
 struct xfer {
-	struct ftcurl *c;
-	struct ftcurl_resp *r;
+	struct fthttpc *c;
+	struct fthttpc_resp *r;
 	size_t cap;
 	int err;                 /* -errno from a callback */
 	int stopped;             /* the positive value the event callback stopped the stream with */
@@ -254,7 +254,7 @@ static size_t on_body(char *buf, size_t size, size_t nmemb, void *ud)
 		}
 		return n;
 	}
-	int r = body_append(x->r, &x->cap, x->c->max_body ? x->c->max_body : FTCURL_MAX_BODY, buf, n);
+	int r = body_append(x->r, &x->cap, x->c->max_body ? x->c->max_body : FTHTTPC_MAX_BODY, buf, n);
 	if (r < 0) {
 		x->err = r;
 		return 0;
@@ -262,7 +262,7 @@ static size_t on_body(char *buf, size_t size, size_t nmemb, void *ud)
 	return n;
 }
 
-int ftcurl_errno(int curl_code)
+int fthttpc_errno(int curl_code)
 {
 	switch ((CURLcode)curl_code) {
 	case CURLE_OK:
@@ -291,15 +291,15 @@ int ftcurl_errno(int curl_code)
 	}
 }
 
-static int map_curl(struct ftcurl *c, CURLcode rc, const char *url, const char *ebuf)
+static int map_curl(struct fthttpc *c, CURLcode rc, const char *url, const char *ebuf)
 {
 	snprintf(c->err, sizeof c->err, "%s: %s", url, *ebuf ? ebuf : curl_easy_strerror(rc));
-	return ftcurl_errno(rc);
+	return fthttpc_errno(rc);
 }
 
-static int perform(struct ftcurl *c, const char *method, const char *path, const json_t *body,
+static int perform(struct fthttpc *c, const char *method, const char *path, const json_t *body,
 		   const char *const *headers, struct ftsse_parser *sse, const char *last_id, long idle_s,
-		   struct ftcurl_resp *r)
+		   struct fthttpc_resp *r)
 {
 	char url[1024], ebuf[CURL_ERROR_SIZE] = "";
 	char *payload = NULL;
@@ -311,7 +311,7 @@ static int perform(struct ftcurl *c, const char *method, const char *path, const
 		snprintf(c->err, sizeof c->err, "client not initialised");
 		return -EINVAL;
 	}
-	if ((ret = ftcurl_build_url(url, sizeof url, c->base, path)) < 0) {
+	if ((ret = fthttpc_build_url(url, sizeof url, c->base, path)) < 0) {
 		snprintf(c->err, sizeof c->err, "cannot build a URL from '%s' and '%s'", c->base, path);
 		return ret;
 	}
@@ -397,7 +397,7 @@ static int perform(struct ftcurl *c, const char *method, const char *path, const
 		ret = map_curl(c, rc, url, ebuf);
 	}
 	if (ret == 0 && x.mode != 2) {
-		if (!r->body && body_append(r, &x.cap, FTCURL_MAX_BODY, "", 0) < 0) {
+		if (!r->body && body_append(r, &x.cap, FTHTTPC_MAX_BODY, "", 0) < 0) {
 			ret = -ENOMEM;
 			goto out;
 		}
@@ -412,27 +412,27 @@ out:
 	if (ret < 0 && ret != -ETIMEDOUT) {
 		/* keep status for the caller's message but drop a half-read body */
 		long st = r->status;
-		ftcurl_resp_release(r);
+		fthttpc_resp_release(r);
 		r->status = st;
 	}
 	return ret;
 }
 
-int ftcurl_request(struct ftcurl *c, const char *method, const char *path, const json_t *body,
-		   const char *const *headers, struct ftcurl_resp *r)
+int fthttpc_request(struct fthttpc *c, const char *method, const char *path, const json_t *body,
+		   const char *const *headers, struct fthttpc_resp *r)
 {
 	return perform(c, method, path, body, headers, NULL, NULL, 0, r);
 }
 
-int ftcurl_stream(struct ftcurl *c, const char *path, const char *last_id, long idle_s,
-		  struct ftsse_parser *p, struct ftcurl_resp *r)
+int fthttpc_stream(struct fthttpc *c, const char *path, const char *last_id, long idle_s,
+		  struct ftsse_parser *p, struct fthttpc_resp *r)
 {
 	return perform(c, "GET", path, NULL, NULL, p, last_id, idle_s, r);
 }
 
 /* ------------------------------------------------------------------ API errors */
 
-int ftcurl_api_error(const struct ftcurl_resp *r, const char **code, const char **message,
+int fthttpc_api_error(const struct fthttpc_resp *r, const char **code, const char **message,
 		     const char **field)
 {
 	json_t *e = r && json_is_object(r->json) ? json_object_get(r->json, "error") : NULL;
@@ -453,13 +453,13 @@ int ftcurl_api_error(const struct ftcurl_resp *r, const char **code, const char 
 	return 0;
 }
 
-void ftcurl_describe_error(const struct ftcurl_resp *r, char *buf, size_t n)
+void fthttpc_describe_error(const struct fthttpc_resp *r, char *buf, size_t n)
 {
 	/* what a server sends back is untrusted: only a short, printable excerpt of it is kept */
 	const char *code, *msg, *field;
-	char a[FTCURL_EXCERPT + 8], b[80];
-	if (ftcurl_api_error(r, &code, &msg, &field) == 0 && (msg || code)) {
-		ftstr_excerpt(a, sizeof a, msg ? msg : code, (size_t)-1, FTCURL_EXCERPT);
+	char a[FTHTTPC_EXCERPT + 8], b[80];
+	if (fthttpc_api_error(r, &code, &msg, &field) == 0 && (msg || code)) {
+		ftstr_excerpt(a, sizeof a, msg ? msg : code, (size_t)-1, FTHTTPC_EXCERPT);
 		ftstr_excerpt(b, sizeof b, field ? field : "", (size_t)-1, 64);
 		if (*b)
 			snprintf(buf, n, "%s (field: %s)", a, b);
@@ -469,6 +469,6 @@ void ftcurl_describe_error(const struct ftcurl_resp *r, char *buf, size_t n)
 	}
 	a[0] = '\0';
 	if (r && r->body)
-		ftstr_excerpt(a, sizeof a, r->body, (size_t)-1, FTCURL_EXCERPT); /* NUL-terminated */
+		ftstr_excerpt(a, sizeof a, r->body, (size_t)-1, FTHTTPC_EXCERPT); /* NUL-terminated */
 	snprintf(buf, n, "HTTP %ld%s%s", r ? r->status : 0L, *a ? ": " : "", a);
 }

@@ -3,19 +3,19 @@
 #include <stdio.h>
 #include <time.h>
 
-uint64_t ft_now_ns(void)
+uint64_t fttime_now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-double ft_now_s(void)
+double fttime_now_s(void)
 {
-	return (double)ft_now_ns() * 1e-9;
+	return (double)fttime_now_ns() * 1e-9;
 }
 
-void ft_wall_iso8601(char *buf, size_t n)
+void fttime_wall_iso8601(char *buf, size_t n)
 {
 	time_t t = time(NULL);
 	struct tm tm;
@@ -23,7 +23,7 @@ void ft_wall_iso8601(char *buf, size_t n)
 	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-double ft_wall_epoch(void)
+double fttime_wall_epoch(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);

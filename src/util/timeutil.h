@@ -5,11 +5,11 @@
 #include <stdint.h>
 
 /* CLOCK_MONOTONIC in nanoseconds. */
-uint64_t ft_now_ns(void);
+uint64_t fttime_now_ns(void);
 /* Seconds as a double from CLOCK_MONOTONIC. */
-double ft_now_s(void);
+double fttime_now_s(void);
 /* Wall clock (UTC) as ISO-8601 "2026-11-29T10:55:10Z" into buf (size >= 21). */
-void ft_wall_iso8601(char *buf, size_t n);
+void fttime_wall_iso8601(char *buf, size_t n);
 /* Wall clock in seconds since the epoch, as a double. */
-double ft_wall_epoch(void);
+double fttime_wall_epoch(void);
 #endif

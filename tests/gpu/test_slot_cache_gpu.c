@@ -403,7 +403,7 @@ static void random_plan(int E, int C, int n, int32_t *src, int32_t *dst)
 static void proxy_splits(struct ftgather *g, const char *fmt, long H, long I, int layer, int E, int C, int n,
 			 const int32_t *src, const int32_t *dst)
 {
-	struct ftbank_shape sh[FT_MAX_BANKS];
+	struct ftfmt_bank_shape sh[FTFMT_MAX_BANKS];
 	int nb = ftfmt_banks(ftfmt_lookup(fmt), H, I, sh);
 	assert_true(nb >= 2);
 	size_t lo = SIZE_MAX, hi = 0;
@@ -419,14 +419,14 @@ static void proxy_splits(struct ftgather *g, const char *fmt, long H, long I, in
 		assert_int_equal(ftgather_set_plan(g, layer, plan ? rs : src, plan ? rd : dst, plan ? 9 : n), 0);
 		for (int si = 0; si < 4; si++)
 			for (int merge = 0; merge < 2; merge++) {
-				struct ftcm_proxy_opts po;
-				ftcm_proxy_default_opts(&po);
+				struct ftmissing_proxy_opts po;
+				ftmissing_proxy_default_opts(&po);
 				po.sm_below = splits[si];
 				po.merge = merge;
-				po.signal = merge ? FTCM_SIGNAL_MEMOP : FTCM_SIGNAL_KERNEL;
+				po.signal = merge ? FTMISSING_SIGNAL_MEMOP : FTMISSING_SIGNAL_KERNEL;
 				po.wait_sleep_ns = merge ? 0 : 256;
 				/* every idle policy: poll always, doorbell only, the default */
-				const int spins[3] = {FTCM_PROXY_SPIN_ALWAYS, 0, FTCM_PROXY_SPIN_US};
+				const int spins[3] = {FTMISSING_PROXY_SPIN_ALWAYS, 0, FTMISSING_PROXY_SPIN_US};
 				po.spin_us = spins[(si * 2 + merge) % 3];
 				assert_int_equal(ftgather_set_proxy_opts(g, &po), 0);
 				assert_int_equal(ftgather_poison(g), 0);
@@ -447,8 +447,8 @@ static void check_paths(const char *fmt, long H, long I, int expect_fused, int e
 	struct ftgather_geom geom = {ftfmt_lookup(fmt), H, I, E, 2, C, 16};
 	notes = 0;
 	assert_int_equal(ftgather_create(&g, &geom, &rep), 0);
-	assert_int_equal(ftgather_default_path(g), ftcm_env_fused() ? FTGATHER_PROXY : FTGATHER_PER_BANK);
-	assert_int_equal(ftcm_is_fused(ftgather_copier(g)), expect_fused);
+	assert_int_equal(ftgather_default_path(g), ftmissing_env_fused() ? FTGATHER_PROXY : FTGATHER_PER_BANK);
+	assert_int_equal(ftmissing_is_fused(ftgather_copier(g)), expect_fused);
 	assert_int_equal(notes, expect_note);
 	int32_t src[16], dst[16];
 	for (int layer = 0; layer < 2; layer++) {
@@ -486,8 +486,8 @@ static void check_paths(const char *fmt, long H, long I, int expect_fused, int e
 	uint64_t bytes;
 	double secs;
 	assert_int_equal(ftgather_overlap_start(g), 0);
-	double t0 = ft_now_s();
-	while (ft_now_s() - t0 < 0.05)
+	double t0 = fttime_now_s();
+	while (fttime_now_s() - t0 < 0.05)
 		;
 	assert_int_equal(ftgather_overlap_stop(g, &bytes, &secs), 0);
 	assert_true(bytes > 0 && bytes % (n * ftgather_expert_bytes(g)) == 0 && secs > 0);
@@ -516,10 +516,10 @@ static void test_gather_every_format(void **st)
 	check_paths("fp8_block", 256, 128, 0, 1);
 	/* forced per-bank: no note */
 	setenv("FREETOKEN_FUSED_COPY", "Off", 1);
-	assert_int_equal(ftcm_env_fused(), 0);
+	assert_int_equal(ftmissing_env_fused(), 0);
 	check_paths("bf16", 256, 128, 0, 0);
 	unsetenv("FREETOKEN_FUSED_COPY");
-	assert_int_equal(ftcm_env_fused(), 1);
+	assert_int_equal(ftmissing_env_fused(), 1);
 }
 
 /* The per-bank kernel's 1- and 4-byte paths on odd rows and an odd host base, alone and as the
@@ -538,16 +538,16 @@ static void test_odd_rows(void **st)
 	for (size_t i = 0; i <= total; i++)
 		host[i] = (unsigned char)(1 + i % 253);
 	off[2] += 1; /* odd base */
-	struct ftcm_bank b[3];
+	struct ftmissing_bank b[3];
 	for (int k = 0; k < 3; k++) {
 		CK(cudaMalloc(&pools[k], rows[k] * C));
 		CK(cudaMemset(pools[k], 0, rows[k] * C));
-		b[k] = (struct ftcm_bank){host + off[k], pools[k], rows[k]};
+		b[k] = (struct ftmissing_bank){host + off[k], pools[k], rows[k]};
 	}
-	struct ftcm *cm;
+	struct ftmissing *cm;
 	char note[200];
-	CK(ftcm_create(&cm, b, 1, 3, 1, note, sizeof note));
-	assert_false(ftcm_is_fused(cm));
+	CK(ftmissing_create(&cm, b, 1, 3, 1, note, sizeof note));
+	assert_false(ftmissing_is_fused(cm));
 	assert_true(strstr(note, "bank 0") != NULL);
 	int32_t src[7], dst[7], *d_plan;
 	random_plan(E, C, n, src, dst);
@@ -556,21 +556,21 @@ static void test_odd_rows(void **st)
 	CK(cudaMemcpy(d_plan + 7, dst, 28, cudaMemcpyHostToDevice));
 	int32_t num = 5; /* only the first 5 entries */
 	CK(cudaMemcpy(d_plan + 14, &num, 4, cudaMemcpyHostToDevice));
-	CK(ftcm_copy(cm, 0, d_plan, d_plan + 7, d_plan + 14, n, 0));
-	assert_int_equal(ftcm_copy_path(cm, 1, 0, 0, d_plan, d_plan + 7, d_plan + 14, n, 0), cudaErrorInvalidValue);
+	CK(ftmissing_copy(cm, 0, d_plan, d_plan + 7, d_plan + 14, n, 0));
+	assert_int_equal(ftmissing_copy_path(cm, 1, 0, 0, d_plan, d_plan + 7, d_plan + 14, n, 0), cudaErrorInvalidValue);
 	/* pass 0: per-bank; pass 1: proxy with the 7-byte bank on the SMs (1-byte per-bank kernel),
 	 * the others on the copy engines (odd sizes and base) */
-	struct ftcm_proxy *px;
-	CK(ftcm_proxy_create(&px, cm, n));
-	struct ftcm_proxy_opts po;
-	ftcm_proxy_default_opts(&po);
+	struct ftmissing_proxy *px;
+	CK(ftmissing_proxy_create(&px, cm, n));
+	struct ftmissing_proxy_opts po;
+	ftmissing_proxy_default_opts(&po);
 	po.sm_below = 4096;
-	CK(ftcm_proxy_set_opts(px, &po));
+	CK(ftmissing_proxy_set_opts(px, &po));
 	for (int pass = 0; pass < 2; pass++) {
 		if (pass) {
 			for (int k = 0; k < 3; k++)
 				CK(cudaMemset(pools[k], 0, rows[k] * C));
-			CK(ftcm_proxy_copy(px, 0, d_plan, d_plan + 7, d_plan + 14, 0));
+			CK(ftmissing_proxy_copy(px, 0, d_plan, d_plan + 7, d_plan + 14, 0));
 		}
 		CK(cudaDeviceSynchronize());
 		for (int k = 0; k < 3; k++) {
@@ -588,11 +588,11 @@ static void test_odd_rows(void **st)
 			free(tmp);
 		}
 	}
-	assert_int_equal(ftcm_proxy_errors(px), 0);
-	ftcm_proxy_destroy(px);
+	assert_int_equal(ftmissing_proxy_errors(px), 0);
+	ftmissing_proxy_destroy(px);
 	for (int k = 0; k < 3; k++)
 		cudaFree(pools[k]);
-	ftcm_destroy(cm);
+	ftmissing_destroy(cm);
 	cudaFree(d_plan);
 	cudaFreeHost(host);
 }
@@ -607,15 +607,15 @@ static void graph_capture(int proxy)
 	struct ftgather *g;
 	struct ftgather_geom geom = {ftfmt_lookup("bf16"), 256, 128, E, L, C, E};
 	assert_int_equal(ftgather_create(&g, &geom, NULL), 0);
-	struct ftcm *cm = ftgather_copier(g);
-	struct ftcm_proxy *px = NULL;
+	struct ftmissing *cm = ftgather_copier(g);
+	struct ftmissing_proxy *px = NULL;
 	if (proxy) {
-		struct ftcm_proxy_opts po;
-		ftcm_proxy_default_opts(&po);
+		struct ftmissing_proxy_opts po;
+		ftmissing_proxy_default_opts(&po);
 		po.sm_below = 100000;
 		po.spin_us = proxy == 2 ? 0 : po.spin_us;
-		CK(ftcm_proxy_create(&px, cm, E));
-		CK(ftcm_proxy_set_opts(px, &po));
+		CK(ftmissing_proxy_create(&px, cm, E));
+		CK(ftmissing_proxy_set_opts(px, &po));
 	}
 	struct ftsc ref;
 	assert_int_equal(ftsc_init(&ref, L, E, C), 0);
@@ -632,14 +632,14 @@ static void graph_capture(int proxy)
 	for (int l = 0; l < L; l++) {
 		CK(ftsc_dev_ensure(&d, l, d_ids + l * n, n, s));
 		if (px)
-			CK(ftcm_proxy_copy(px, l, d.src_indices, d.evict_slots, d.counts, s));
+			CK(ftmissing_proxy_copy(px, l, d.src_indices, d.evict_slots, d.counts, s));
 		else
-			CK(ftcm_copy(cm, l, d.src_indices, d.evict_slots, d.counts, E, s));
+			CK(ftmissing_copy(cm, l, d.src_indices, d.evict_slots, d.counts, E, s));
 	}
 	CK(cudaStreamEndCapture(s, &gr));
 	CK(cudaGraphInstantiate(&ge, gr, 0));
 	int32_t h[2 * 24], out[2 * 24], src[32], dst[32];
-	const double t_start = ft_now_s();
+	const double t_start = fttime_now_s();
 	for (int it = 0; it < 50; it++) {
 		for (int i = 0; i < n * L; i++)
 			h[i] = (int)(rnd() % (it % 2 ? 12 : E));
@@ -664,12 +664,12 @@ static void graph_capture(int proxy)
 	cudaGraphDestroy(gr);
 	if (px) {
 		long long batches, copies;
-		ftcm_proxy_stats(px, &batches, &copies);
-		assert_int_equal(ftcm_proxy_errors(px), 0);
+		ftmissing_proxy_stats(px, &batches, &copies);
+		assert_int_equal(ftmissing_proxy_errors(px), 0);
 		assert_true(batches >= 100); /* 50 replays of 2 layers */
 		long long sleeps, wakes;
 		double gbs;
-		ftcm_proxy_idle_stats(px, &sleeps, &wakes, &gbs);
+		ftmissing_proxy_idle_stats(px, &sleeps, &wakes, &gbs);
 		/* doorbell only: the thread sleeps after every plan and the graph's host node wakes it
 		 * (a missing node would leave it asleep until its 1 s check: 50 replays in over 50 s).
 		 * The default policy may still be polling when the next replay comes: no count. */
@@ -677,10 +677,10 @@ static void graph_capture(int proxy)
 			assert_true(sleeps >= 50 && wakes >= 50);
 		printf("  graph of ensure + proxy copy (spin %d us): 50 replays in %.2f s, %lld plans, %lld copy-engine "
 		       "copies, signal %s, %lld sleeps, %lld doorbell wake-ups\n",
-		       proxy == 2 ? 0 : FTCM_PROXY_SPIN_US, ft_now_s() - t_start, batches, copies,
-		       ftcm_proxy_signal(px) == FTCM_SIGNAL_MEMOP ? "memop" : "kernel", sleeps, wakes);
-		assert_true(ft_now_s() - t_start < 5.0);
-		ftcm_proxy_destroy(px);
+		       proxy == 2 ? 0 : FTMISSING_PROXY_SPIN_US, fttime_now_s() - t_start, batches, copies,
+		       ftmissing_proxy_signal(px) == FTMISSING_SIGNAL_MEMOP ? "memop" : "kernel", sleeps, wakes);
+		assert_true(fttime_now_s() - t_start < 5.0);
+		ftmissing_proxy_destroy(px);
 	}
 	cudaFree(d_in);
 	cudaFree(d_ids);

@@ -67,7 +67,7 @@ static double d_e2m1(unsigned c)
 }
 
 /* Weight (n, k) of expert e's matrix (down = 0: gate_up [2I, H]; 1: down [H, I]). */
-static double weight(enum ftfmt_id f, const uint8_t *const *bk, const struct ftbank_shape *sh,
+static double weight(enum ftfmt_id f, const uint8_t *const *bk, const struct ftfmt_bank_shape *sh,
 		     int e, int down, long n, long k)
 {
 	long K = down ? I : H, N = down ? H : 2 * I;
@@ -100,13 +100,13 @@ static double weight(enum ftfmt_id f, const uint8_t *const *bk, const struct ftb
 #undef B
 }
 
-static double ref_act(enum ftact a, double g, double u, double lim)
+static double ref_act(enum ftfmt_act a, double g, double u, double lim)
 {
 	switch (a) {
-	case FTACT_SILU: return g / (1 + exp(-g)) * u;
-	case FTACT_GELU: return 0.5 * g * (1 + erf(g / sqrt(2.0))) * u;
-	case FTACT_GELU_TANH: return 0.5 * g * (1 + tanh(sqrt(2 / M_PI) * (g + 0.044715 * g * g * g))) * u;
-	case FTACT_SWIGLU_OAI:
+	case FTFMT_ACT_SILU: return g / (1 + exp(-g)) * u;
+	case FTFMT_ACT_GELU: return 0.5 * g * (1 + erf(g / sqrt(2.0))) * u;
+	case FTFMT_ACT_GELU_TANH: return 0.5 * g * (1 + tanh(sqrt(2 / M_PI) * (g + 0.044715 * g * g * g))) * u;
+	case FTFMT_ACT_SWIGLU_OAI:
 		g = fmin(g, lim);
 		u = fmax(fmin(u, lim), -lim);
 		return g / (1 + exp(-1.702 * g)) * (u + 1);
@@ -117,15 +117,15 @@ static double ref_act(enum ftact a, double g, double u, double lim)
 struct banks {
 	enum ftfmt_id f;
 	int nb;
-	struct ftbank_shape sh[FT_MAX_BANKS];
-	uint8_t *mem[L * FT_MAX_BANKS];
-	const void *ptr[L * FT_MAX_BANKS];
+	struct ftfmt_bank_shape sh[FTFMT_MAX_BANKS];
+	uint8_t *mem[L * FTFMT_MAX_BANKS];
+	const void *ptr[L * FTFMT_MAX_BANKS];
 };
 
 /* Random codes and realistic, never-zero scales. */
-static void fill_bank(enum ftfmt_id f, const struct ftbank_shape *s, uint8_t *p, size_t n)
+static void fill_bank(enum ftfmt_id f, const struct ftfmt_bank_shape *s, uint8_t *p, size_t n)
 {
-	if (s->dtype == FTDT_BF16) { /* bf16 weights ~N(0, 0.05), biases ~N(0, 0.2) */
+	if (s->dtype == FTFMT_DT_BF16) { /* bf16 weights ~N(0, 0.05), biases ~N(0, 0.2) */
 		double sd = !strcmp(s->name + strlen(s->name) - 4, "bias") ? 0.2 : 0.05;
 		for (size_t i = 0; i < n; i += 2) {
 			float v = (float)(gauss() * sd);
@@ -136,16 +136,16 @@ static void fill_bank(enum ftfmt_id f, const struct ftbank_shape *s, uint8_t *p,
 			p[i] = (uint8_t)(u >> 16);
 			p[i + 1] = (uint8_t)(u >> 24);
 		}
-	} else if (s->dtype == FTDT_FP16) { /* nvfp4 per-row global: 2^-8 .. 2^-6, either sign */
+	} else if (s->dtype == FTFMT_DT_FP16) { /* nvfp4 per-row global: 2^-8 .. 2^-6, either sign */
 		for (size_t i = 0; i < n; i += 2) {
 			unsigned h = (unsigned)((7 + rnd() % 3) << 10 | (rnd() & 1023)) | (rnd() % 8 == 0) << 15;
 			p[i] = (uint8_t)h;
 			p[i + 1] = (uint8_t)(h >> 8);
 		}
-	} else if (s->dtype == FTDT_FP8_E4M3) { /* block scales 2^-3 .. 2^4, positive */
+	} else if (s->dtype == FTFMT_DT_FP8_E4M3) { /* block scales 2^-3 .. 2^4, positive */
 		for (size_t i = 0; i < n; i++)
 			p[i] = (uint8_t)((4 + rnd() % 8) << 3 | (rnd() & 7));
-	} else if (s->dtype == FTDT_E8M0) { /* 2^-9 .. 2^-4 */
+	} else if (s->dtype == FTFMT_DT_E8M0) { /* 2^-9 .. 2^-4 */
 		for (size_t i = 0; i < n; i++)
 			p[i] = (uint8_t)(118 + rnd() % 6);
 	} else if (f == FTFMT_Q4_0) { /* 18-byte blocks: fp16 d in 2^-9 .. 2^-6 then codes */
@@ -184,10 +184,10 @@ static void free_banks(struct banks *b)
 }
 
 /* out[B, H] in float64 for layer l. */
-static void reference(const struct banks *b, int l, enum ftact a, double lim, int Bt, const float *x,
+static void reference(const struct banks *b, int l, enum ftfmt_act a, double lim, int Bt, const float *x,
 		      const int32_t *ids, const float *w, double *out)
 {
-	const uint8_t *bk[FT_MAX_BANKS];
+	const uint8_t *bk[FTFMT_MAX_BANKS];
 	for (int i = 0; i < b->nb; i++)
 		bk[i] = b->mem[l * b->nb + i];
 	static double gu[2 * I], h[I];
@@ -287,15 +287,15 @@ static void run_format(enum ftfmt_id f)
 	struct banks b;
 	make_banks(&b, f);
 	for (int a = 0; a < 4; a++) {
-		enum ftact act = (enum ftact)a;
+		enum ftfmt_act act = (enum ftfmt_act)a;
 		/* a small clamp so that gpt-oss swiglu's limit is exercised at these magnitudes */
-		float lim = act == FTACT_SWIGLU_OAI ? 0.75f : 0;
-		struct ftcmoe_cfg cfg = {.format = f, .hidden = H, .inter = I, .experts = E,
+		float lim = act == FTFMT_ACT_SWIGLU_OAI ? 0.75f : 0;
+		struct ftcpumoe_cfg cfg = {.format = f, .hidden = H, .inter = I, .experts = E,
 					 .layers = L, .banks = b.ptr, .act = act, .swiglu_limit = lim,
-					 .max_batch = 8, .max_topk = TOPK, .isa = FTCMOE_ISA_SCALAR,
+					 .max_batch = 8, .max_topk = TOPK, .isa = FTCPUMOE_ISA_SCALAR,
 					 .pool = pool, .cpu = &ci};
-		struct ftcmoe *x = NULL;
-		assert_int_equal(ftcmoe_create(&cfg, &x), 0);
+		struct ftcpumoe *x = NULL;
+		assert_int_equal(ftcpumoe_create(&cfg, &x), 0);
 		for (int bi = 0; bi < 3; bi++) {
 			int Bt = batches[bi];
 			float xin[8 * H], w[8 * TOPK], out[8 * H], out0[8 * H];
@@ -305,24 +305,24 @@ static void run_format(enum ftfmt_id f)
 				xin[i] = (float)gauss();
 			routes(Bt, ids, w);
 			reference(&b, 1, act, lim, Bt, xin, ids, w, ref);
-			for (int t = 0; t < FTCMOE_ISA_COUNT; t++) {
-				if (!ftcmoe_isa_supported((enum ftcmoe_isa)t, ci.isa))
+			for (int t = 0; t < FTCPUMOE_ISA_COUNT; t++) {
+				if (!ftcpumoe_isa_supported((enum ftcpumoe_isa)t, ci.isa))
 					continue;
-				assert_int_equal(ftcmoe_set_isa(x, (enum ftcmoe_isa)t), 0);
+				assert_int_equal(ftcpumoe_set_isa(x, (enum ftcpumoe_isa)t), 0);
 				for (int i = 0; i < Bt * H; i++)
 					out[i] = NAN; /* every element must be written */
-				assert_int_equal(ftcmoe_forward(x, 1, Bt, TOPK, xin, ids, w, out), 0);
-				const char *kn = ftcmoe_kernel_name((enum ftcmoe_isa)t, f, ci.isa);
+				assert_int_equal(ftcpumoe_forward(x, 1, Bt, TOPK, xin, ids, w, out), 0);
+				const char *kn = ftcpumoe_kernel_name((enum ftcpumoe_isa)t, f, ci.isa);
 				double tol = tolerance(f, kn);
 				double e = rel_err(out, ref, (size_t)Bt * H);
 				if (getenv("FT_TEST_VERBOSE"))
 					print_message("%-12s %-10s B=%d %-10s %-14s rel err %.2e (tol %.1e)\n",
-						      ftfmt_get(f)->name, ftact_name(act), Bt,
-						      ftcmoe_isa_name((enum ftcmoe_isa)t), kn, e, tol);
+						      ftfmt_get(f)->name, ftfmt_act_name(act), Bt,
+						      ftcpumoe_isa_name((enum ftcpumoe_isa)t), kn, e, tol);
 				if (!(e <= tol))
 					fail_msg("%s %s B=%d tier %s (%s): rel err %.3g > %.3g vs float64",
-						 ftfmt_get(f)->name, ftact_name(act), Bt,
-						 ftcmoe_isa_name((enum ftcmoe_isa)t), kn, e, tol);
+						 ftfmt_get(f)->name, ftfmt_act_name(act), Bt,
+						 ftcpumoe_isa_name((enum ftcpumoe_isa)t), kn, e, tol);
 				if (t == 0) {
 					memcpy(out0, out, sizeof(float) * Bt * H);
 				} else {
@@ -332,14 +332,14 @@ static void run_format(enum ftfmt_id f)
 					double e2 = rel_err(out, ds, (size_t)Bt * H);
 					if (!(e2 <= tol))
 						fail_msg("%s %s B=%d tier %s: rel err %.3g vs scalar", ftfmt_get(f)->name,
-							 ftact_name(act), Bt, ftcmoe_isa_name((enum ftcmoe_isa)t), e2);
+							 ftfmt_act_name(act), Bt, ftcpumoe_isa_name((enum ftcpumoe_isa)t), e2);
 				}
 				if (Bt >= 3) /* token 2 has no live route */
 					for (int i = 0; i < H; i++)
 						assert_true(out[2 * H + i] == 0.0f);
 			}
 		}
-		ftcmoe_free(x);
+		ftcpumoe_free(x);
 	}
 	free_banks(&b);
 }
@@ -355,11 +355,11 @@ static void test_batch32_and_duplicates(void **s)
 {
 	struct banks b;
 	make_banks(&b, FTFMT_NVFP4);
-	struct ftcmoe_cfg cfg = {.format = FTFMT_NVFP4, .hidden = H, .inter = I, .experts = E,
-				 .layers = L, .banks = b.ptr, .act = FTACT_SILU, .max_batch = 32,
-				 .max_topk = TOPK, .isa = FTCMOE_ISA_SCALAR, .pool = pool, .cpu = &ci};
-	struct ftcmoe *x = NULL;
-	assert_int_equal(ftcmoe_create(&cfg, &x), 0);
+	struct ftcpumoe_cfg cfg = {.format = FTFMT_NVFP4, .hidden = H, .inter = I, .experts = E,
+				 .layers = L, .banks = b.ptr, .act = FTFMT_ACT_SILU, .max_batch = 32,
+				 .max_topk = TOPK, .isa = FTCPUMOE_ISA_SCALAR, .pool = pool, .cpu = &ci};
+	struct ftcpumoe *x = NULL;
+	assert_int_equal(ftcpumoe_create(&cfg, &x), 0);
 	static float xin[32 * H], w[32 * TOPK], o1[32 * H], o2[32 * H];
 	static double d1[32 * H];
 	int32_t ids[32 * TOPK];
@@ -369,20 +369,20 @@ static void test_batch32_and_duplicates(void **s)
 		ids[i] = (int)(rnd() % E); /* duplicates within tokens allowed */
 		w[i] = (float)unif();
 	}
-	assert_int_equal(ftcmoe_forward(x, 0, 32, TOPK, xin, ids, w, o1), 0);
-	enum ftcmoe_isa best = ftcmoe_isa_best(FTFMT_NVFP4, ci.isa);
-	assert_int_equal(ftcmoe_set_isa(x, best), 0);
-	assert_int_equal(ftcmoe_forward(x, 0, 32, TOPK, xin, ids, w, o2), 0);
+	assert_int_equal(ftcpumoe_forward(x, 0, 32, TOPK, xin, ids, w, o1), 0);
+	enum ftcpumoe_isa best = ftcpumoe_isa_best(FTFMT_NVFP4, ci.isa);
+	assert_int_equal(ftcpumoe_set_isa(x, best), 0);
+	assert_int_equal(ftcpumoe_forward(x, 0, 32, TOPK, xin, ids, w, o2), 0);
 	for (int i = 0; i < 32 * H; i++)
 		d1[i] = o1[i];
-	assert_true(rel_err(o2, d1, 32 * H) <= tolerance(FTFMT_NVFP4, ftcmoe_kernel_name(best, FTFMT_NVFP4, ci.isa)));
+	assert_true(rel_err(o2, d1, 32 * H) <= tolerance(FTFMT_NVFP4, ftcpumoe_kernel_name(best, FTFMT_NVFP4, ci.isa)));
 	/* bad arguments */
 	ids[0] = E;
-	assert_int_equal(ftcmoe_forward(x, 0, 1, TOPK, xin, ids, w, o1), -EINVAL);
+	assert_int_equal(ftcpumoe_forward(x, 0, 1, TOPK, xin, ids, w, o1), -EINVAL);
 	ids[0] = 0;
-	assert_int_equal(ftcmoe_forward(x, 2, 1, TOPK, xin, ids, w, o1), -EINVAL);
-	assert_int_equal(ftcmoe_forward(x, 0, 33, TOPK, xin, ids, w, o1), -EINVAL);
-	ftcmoe_free(x);
+	assert_int_equal(ftcpumoe_forward(x, 2, 1, TOPK, xin, ids, w, o1), -EINVAL);
+	assert_int_equal(ftcpumoe_forward(x, 0, 33, TOPK, xin, ids, w, o1), -EINVAL);
+	ftcpumoe_free(x);
 	free_banks(&b);
 }
 
@@ -396,10 +396,10 @@ static void test_ksplit_ranges(void **s)
 	for (int i = 0; i < H; i++)
 		x[i] = (float)gauss();
 	int tested = 0;
-	for (int t = 0; t < FTCMOE_ISA_COUNT; t++) {
-		if (!ftcmoe_isa_supported((enum ftcmoe_isa)t, ci.isa))
+	for (int t = 0; t < FTCPUMOE_ISA_COUNT; t++) {
+		if (!ftcpumoe_isa_supported((enum ftcpumoe_isa)t, ci.isa))
 			continue;
-		const struct ftk_ops *o = ftk_select(t, FTFMT_MXFP4_TRITON, ci.isa);
+		const struct ftkern_ops *o = ftkern_select(t, FTFMT_MXFP4_TRITON, ci.isa);
 		if (!o->rows_t)
 			continue;
 		static _Alignas(64) uint8_t xq[8192];
@@ -409,7 +409,7 @@ static void test_ksplit_ranges(void **s)
 			o->prep(x, H, xq);
 			xs[0] = xq;
 		}
-		struct ftk_mat m = {b.mem[0], b.mem[1], NULL, H, 2 * I};
+		struct ftkern_mat m = {b.mem[0], b.mem[1], NULL, H, 2 * I};
 		float *pw[1] = {whole}, *pp[1] = {part}, *pa[1] = {acc};
 		memset(whole, 0, sizeof whole);
 		o->rows_t(&m, 0, H / 2, 1, xs, pw, tmp);
@@ -453,11 +453,11 @@ static void test_lean_step(void **s)
 	for (size_t fi = 0; fi < sizeof fs / sizeof fs[0]; fi++) {
 		struct banks b;
 		make_banks(&b, fs[fi]);
-		struct ftcmoe_cfg cfg = {.format = fs[fi], .hidden = H, .inter = I, .experts = E,
-					 .layers = L, .banks = b.ptr, .act = FTACT_SWIGLU_OAI, .swiglu_limit = 7,
-					 .max_batch = 2, .max_topk = E, .isa = FTCMOE_ISA_AUTO, .pool = pool, .cpu = &ci};
-		struct ftcmoe *x = NULL;
-		assert_int_equal(ftcmoe_create(&cfg, &x), 0);
+		struct ftcpumoe_cfg cfg = {.format = fs[fi], .hidden = H, .inter = I, .experts = E,
+					 .layers = L, .banks = b.ptr, .act = FTFMT_ACT_SWIGLU_OAI, .swiglu_limit = 7,
+					 .max_batch = 2, .max_topk = E, .isa = FTCPUMOE_ISA_AUTO, .pool = pool, .cpu = &ci};
+		struct ftcpumoe *x = NULL;
+		assert_int_equal(ftcpumoe_create(&cfg, &x), 0);
 		float xin[2 * H], w[2 * E], o1[H], o2[2 * H];
 		double d[H];
 		int32_t ids[2 * E];
@@ -470,15 +470,15 @@ static void test_lean_step(void **s)
 				xin[i] = xin[H + i] = (float)gauss();
 			for (int i = 0; i < H; i++)
 				o1[i] = o2[i] = NAN;
-			assert_int_equal(ftcmoe_forward(x, rep % L, 1, E, xin, ids, w, o1), 0);
-			assert_int_equal(ftcmoe_forward(x, rep % L, 2, E, xin, ids, w, o2), 0);
+			assert_int_equal(ftcpumoe_forward(x, rep % L, 1, E, xin, ids, w, o1), 0);
+			assert_int_equal(ftcpumoe_forward(x, rep % L, 2, E, xin, ids, w, o2), 0);
 			for (int i = 0; i < H; i++)
 				d[i] = o2[i];
 			double e = rel_err(o1, d, H);
 			if (!(e <= 1e-5))
 				fail_msg("%s lean vs shared step: rel err %.3g", ftfmt_get(fs[fi])->name, e);
 		}
-		ftcmoe_free(x);
+		ftcpumoe_free(x);
 		free_banks(&b);
 	}
 }
@@ -494,31 +494,31 @@ static void test_schedules(void **s)
 	for (size_t fi = 0; fi < sizeof fs / sizeof fs[0]; fi++) {
 		struct banks b;
 		make_banks(&b, fs[fi]);
-		enum ftcmoe_isa tiers[2] = {FTCMOE_ISA_SCALAR, ftcmoe_isa_best(fs[fi], ci.isa)};
+		enum ftcpumoe_isa tiers[2] = {FTCPUMOE_ISA_SCALAR, ftcpumoe_isa_best(fs[fi], ci.isa)};
 		for (int ti = 0; ti < 2; ti++) {
-			struct ftcmoe_tune t;
-			ftcmoe_tune_defaults(&t);
-			struct ftcmoe_cfg cfg = {.format = fs[fi], .hidden = H, .inter = I, .experts = E,
-						 .layers = L, .banks = b.ptr, .act = FTACT_GELU, .max_batch = 8,
+			struct ftcpumoe_tune t;
+			ftcpumoe_tune_defaults(&t);
+			struct ftcpumoe_cfg cfg = {.format = fs[fi], .hidden = H, .inter = I, .experts = E,
+						 .layers = L, .banks = b.ptr, .act = FTFMT_ACT_GELU, .max_batch = 8,
 						 .max_topk = TOPK, .isa = tiers[ti], .pool = pool, .cpu = &ci, .tune = &t};
-			struct ftcmoe *x = NULL, *y = NULL, *z = NULL;
+			struct ftcpumoe *x = NULL, *y = NULL, *z = NULL;
 			t.item_kb = 16;
 			t.item2_kb = 16; /* mxfp4: two h slices per expert */
-			t.sched = FTCMOE_SCHED_DYNAMIC; /* this pool has < 8 workers */
-			assert_int_equal(ftcmoe_create(&cfg, &x), 0);
+			t.sched = FTCPUMOE_SCHED_DYNAMIC; /* this pool has < 8 workers */
+			assert_int_equal(ftcpumoe_create(&cfg, &x), 0);
 			/* the default item sizes (here one or two items per pass and group) and the last
 			 * expert's down rows 3x finer (x has the default, 4x; the mxfp4 K split has none):
 			 * another split, so other chunks of the partial outputs written */
 			t.item_kb = t.item2_kb = 0;
 			t.tail_div = 3;
-			assert_int_equal(ftcmoe_create(&cfg, &z), 0);
-			ftcmoe_tune_defaults(&t);
-			t.sched = FTCMOE_SCHED_STATIC;
-			assert_int_equal(ftcmoe_create(&cfg, &y), 0);
+			assert_int_equal(ftcpumoe_create(&cfg, &z), 0);
+			ftcpumoe_tune_defaults(&t);
+			t.sched = FTCPUMOE_SCHED_STATIC;
+			assert_int_equal(ftcpumoe_create(&cfg, &y), 0);
 			/* mxfp4's dynamic K split scales h by the route weight before pass 2 (one
 			 * partial per token): W4A8 may round the scaled h to int8 differently (seen:
 			 * 1.4e-7, i.e. not at all on these data) */
-			double tol = fs[fi] == FTFMT_MXFP4_TRITON && ftcmoe_kernel_name(tiers[ti], fs[fi], ci.isa)[3] == '8'
+			double tol = fs[fi] == FTFMT_MXFP4_TRITON && ftcpumoe_kernel_name(tiers[ti], fs[fi], ci.isa)[3] == '8'
 					     ? 1e-4 : 1e-5;
 			for (int rep = 0; rep < 6; rep++) {
 				int Bt = (int[]){1, 3, 8}[rep % 3], topk = rep < 3 ? TOPK : 1;
@@ -533,26 +533,26 @@ static void test_schedules(void **s)
 				}
 				for (int i = 0; i < Bt * H; i++)
 					o1[i] = o2[i] = NAN;
-				assert_int_equal(ftcmoe_forward(x, rep % L, Bt, topk, xin, ids, w, o1), 0);
-				assert_int_equal(ftcmoe_forward(y, rep % L, Bt, topk, xin, ids, w, o2), 0);
+				assert_int_equal(ftcpumoe_forward(x, rep % L, Bt, topk, xin, ids, w, o1), 0);
+				assert_int_equal(ftcpumoe_forward(y, rep % L, Bt, topk, xin, ids, w, o2), 0);
 				for (int i = 0; i < Bt * H; i++)
 					d[i] = o2[i];
 				double e = rel_err(o1, d, (size_t)Bt * H);
 				for (int i = 0; i < Bt * H; i++)
 					o1[i] = NAN;
-				assert_int_equal(ftcmoe_forward(z, rep % L, Bt, topk, xin, ids, w, o1), 0);
+				assert_int_equal(ftcpumoe_forward(z, rep % L, Bt, topk, xin, ids, w, o1), 0);
 				double e3 = rel_err(o1, d, (size_t)Bt * H);
 				e = e3 > e || e3 != e3 ? e3 : e;
 				if (getenv("FT_TEST_VERBOSE"))
 					print_message("%s tier %s B=%d top-%d: dynamic vs static %.2e\n",
-						      ftfmt_get(fs[fi])->name, ftcmoe_isa_name(tiers[ti]), Bt, topk, e);
+						      ftfmt_get(fs[fi])->name, ftcpumoe_isa_name(tiers[ti]), Bt, topk, e);
 				if (!(e <= tol))
 					fail_msg("%s tier %s B=%d top-%d: dynamic vs static schedule rel err %.3g > %.3g",
-						 ftfmt_get(fs[fi])->name, ftcmoe_isa_name(tiers[ti]), Bt, topk, e, tol);
+						 ftfmt_get(fs[fi])->name, ftcpumoe_isa_name(tiers[ti]), Bt, topk, e, tol);
 			}
-			ftcmoe_free(x);
-			ftcmoe_free(y);
-			ftcmoe_free(z);
+			ftcpumoe_free(x);
+			ftcpumoe_free(y);
+			ftcpumoe_free(z);
 		}
 		free_banks(&b);
 	}
@@ -571,17 +571,17 @@ static void test_streams(void **s)
 			continue;
 		struct banks b;
 		make_banks(&b, fs[fi]);
-		struct ftk_mat m = {b.mem[0], NULL, NULL, H, 2 * I};
+		struct ftkern_mat m = {b.mem[0], NULL, NULL, H, 2 * I};
 		if (fs[fi] == FTFMT_NVFP4) {
 			m.s = b.mem[1];
 			m.g = b.mem[2];
 		} else if (fs[fi] == FTFMT_DS_FP4) {
 			m.s = b.mem[1];
 		}
-		for (int t = 1; t < FTCMOE_ISA_COUNT; t++) {
-			if (!ftcmoe_isa_supported((enum ftcmoe_isa)t, ci.isa))
+		for (int t = 1; t < FTCPUMOE_ISA_COUNT; t++) {
+			if (!ftcpumoe_isa_supported((enum ftcpumoe_isa)t, ci.isa))
 				continue;
-			const struct ftk_ops *o = ftk_select(t, fs[fi], ci.isa);
+			const struct ftkern_ops *o = ftkern_select(t, fs[fi], ci.isa);
 			if (!o || !o->rows)
 				continue;
 			static _Alignas(64) uint8_t xq[5][8192];
@@ -622,7 +622,7 @@ static void test_streams(void **s)
 		assert_true(tested > 0);
 }
 
-/* The AVX-512 gated activation (ftk_act_avx512) against float64: silu and swiglu_oai (limit 7),
+/* The AVX-512 gated activation (ftkern_act_avx512) against float64: silu and swiglu_oai (limit 7),
  * gate and up apart and interleaved, lengths that end inside a vector, values from -120 to 120
  * (e^-x overflows and underflows in float there): within 1e-6 relative of the float64 value
  * (glibc's expf path is within a few 1e-7); the other activations are refused (-1). */
@@ -639,21 +639,21 @@ static void test_act_avx512(void **s)
 		gu[2 * j] = g[j];
 		gu[2 * j + 1] = u[j];
 	}
-	static const enum ftact as[] = {FTACT_SILU, FTACT_SWIGLU_OAI};
+	static const enum ftfmt_act as[] = {FTFMT_ACT_SILU, FTFMT_ACT_SWIGLU_OAI};
 	for (size_t ai = 0; ai < 2; ai++)
 		for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
 			for (int il = 0; il < 2; il++) {
 				long n = ns[ni];
 				h[n] = 12345.0f; /* nothing written past n */
-				assert_int_equal(ftk_act_avx512(as[ai], il ? gu : g, il ? NULL : u, n, 0.75f, 7.0f, h), 0);
+				assert_int_equal(ftkern_act_avx512(as[ai], il ? gu : g, il ? NULL : u, n, 0.75f, 7.0f, h), 0);
 				assert_true(h[n] == 12345.0f);
 				for (long j = 0; j < n; j++) {
 					double r = 0.75 * ref_act(as[ai], g[j], u[j], 7.0);
 					assert_true(fabs(h[j] - r) <= 1e-6 * fabs(r) + 1e-30);
 				}
 			}
-	assert_int_equal(ftk_act_avx512(FTACT_GELU, g, u, N, 1.0f, 0.0f, h), -1);
-	assert_int_equal(ftk_act_avx512(FTACT_GELU_TANH, g, u, N, 1.0f, 0.0f, h), -1);
+	assert_int_equal(ftkern_act_avx512(FTFMT_ACT_GELU, g, u, N, 1.0f, 0.0f, h), -1);
+	assert_int_equal(ftkern_act_avx512(FTFMT_ACT_GELU_TANH, g, u, N, 1.0f, 0.0f, h), -1);
 }
 
 /* The AMX bf16 kernel, on tiles emulated in C (every CPU) and on the real tiles (where the CPU
@@ -666,10 +666,10 @@ static void test_amx_bf16(void **s)
 	static const long Ks[] = {64, 768, 2112}; /* multiples of the executor's KALIGN (64) */
 	static const int nbs[] = {1, 3, 4, 5, 16, 17, 32};
 	enum { N = 41, R0 = 3, NB = 32, KMAX = 2112 };
-	const struct ftk_ops *ops[2] = {ftk_amx_emu(FTFMT_BF16),
-					ftcmoe_isa_supported(FTCMOE_ISA_AMX, ci.isa) ? ftk_select(FTCMOE_ISA_AMX, FTFMT_BF16, ci.isa) : NULL};
+	const struct ftkern_ops *ops[2] = {ftkern_amx_emu(FTFMT_BF16),
+					ftcpumoe_isa_supported(FTCPUMOE_ISA_AMX, ci.isa) ? ftkern_select(FTCPUMOE_ISA_AMX, FTFMT_BF16, ci.isa) : NULL};
 	assert_non_null(ops[0]);
-	assert_null(ftk_amx_emu(FTFMT_NVFP4));
+	assert_null(ftkern_amx_emu(FTFMT_NVFP4));
 	uint16_t *w = malloc((size_t)N * KMAX * 2);
 	float *xf = malloc((size_t)NB * KMAX * 4), *y = malloc((size_t)NB * N * 4);
 	uint8_t *xq = aligned_alloc(64, (size_t)NB * KMAX * 2);
@@ -697,7 +697,7 @@ static void test_amx_bf16(void **s)
 				ref[b * (N - R0) + (n - R0)] = acc;
 			}
 		for (int oi = 0; oi < 2; oi++) {
-			const struct ftk_ops *o = ops[oi];
+			const struct ftkern_ops *o = ops[oi];
 			if (!o)
 				continue;
 			const void *xs[NB];
@@ -707,7 +707,7 @@ static void test_amx_bf16(void **s)
 				xs[b] = xq + (size_t)b * K * 2;
 				ys[b] = y + b * (N - R0);
 			}
-			struct ftk_mat m = {(const uint8_t *)w, NULL, NULL, K, N};
+			struct ftkern_mat m = {(const uint8_t *)w, NULL, NULL, K, N};
 			for (size_t bi = 0; bi < sizeof nbs / sizeof nbs[0]; bi++) {
 				int nb = nbs[bi];
 				for (long i = 0; i < NB * N; i++)
@@ -736,7 +736,7 @@ static void test_q4_long_rows(void **s)
 	enum { N = 7, NB = 5 };
 	for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
 		long K = Ks[ki], rb = K / 32 * 18;
-		struct ftbank_shape sh = {.dtype = FTDT_U8};
+		struct ftfmt_bank_shape sh = {.dtype = FTFMT_DT_U8};
 		uint8_t *w = malloc((size_t)(N * rb));
 		assert_non_null(w);
 		fill_bank(FTFMT_Q4_0, &sh, w, (size_t)(N * rb));
@@ -755,11 +755,11 @@ static void test_q4_long_rows(void **s)
 				}
 			}
 		}
-		struct ftk_mat m = {w, NULL, NULL, K, N};
-		for (int t = 0; t < FTCMOE_ISA_COUNT; t++) {
-			if (!ftcmoe_isa_supported((enum ftcmoe_isa)t, ci.isa))
+		struct ftkern_mat m = {w, NULL, NULL, K, N};
+		for (int t = 0; t < FTCPUMOE_ISA_COUNT; t++) {
+			if (!ftcpumoe_isa_supported((enum ftcpumoe_isa)t, ci.isa))
 				continue;
-			const struct ftk_ops *o = ftk_select(t, FTFMT_Q4_0, ci.isa);
+			const struct ftkern_ops *o = ftkern_select(t, FTFMT_Q4_0, ci.isa);
 			assert_non_null(o);
 			const void *xs[NB];
 			float *ys[NB];
@@ -779,7 +779,7 @@ static void test_q4_long_rows(void **s)
 				double e = rel_err(&y[0][0], &ref[0][0], (size_t)nb * N); /* rows b < nb */
 				if (!(e <= tol))
 					fail_msg("q4_0 K=%ld tier %s (%s) nb=%d: rel err %.3g > %.3g", K,
-						 ftcmoe_isa_name((enum ftcmoe_isa)t), o->name, nb, e, tol);
+						 ftcpumoe_isa_name((enum ftcpumoe_isa)t), o->name, nb, e, tol);
 			}
 		}
 		free(w);
@@ -788,48 +788,48 @@ static void test_q4_long_rows(void **s)
 
 static void test_tiers(void **s)
 {
-	enum ftcmoe_isa t;
-	assert_int_equal(ftcmoe_isa_lookup("avx512_bf16", &t), 0);
-	assert_int_equal(t, FTCMOE_ISA_AVX512BF16);
-	assert_int_equal(ftcmoe_isa_lookup("sse9", &t), -EINVAL);
-	assert_int_equal(ftcmoe_isa_resolve(FTCMOE_ISA_AVX2, FTFMT_BF16, 0, &t), -ENOTSUP);
-	assert_int_equal(ftcmoe_isa_resolve(FTCMOE_ISA_SCALAR, FTFMT_BF16, 0, &t), 0);
-	assert_true(ftcmoe_isa_mask(0) == 1u);
-	assert_int_equal(ftcmoe_isa_resolve(FTCMOE_ISA_AUTO, FTFMT_BF16, ci.isa, &t), 0);
-	assert_int_equal(t, ftcmoe_isa_best(FTFMT_BF16, ci.isa));
+	enum ftcpumoe_isa t;
+	assert_int_equal(ftcpumoe_isa_lookup("avx512_bf16", &t), 0);
+	assert_int_equal(t, FTCPUMOE_ISA_AVX512BF16);
+	assert_int_equal(ftcpumoe_isa_lookup("sse9", &t), -EINVAL);
+	assert_int_equal(ftcpumoe_isa_resolve(FTCPUMOE_ISA_AVX2, FTFMT_BF16, 0, &t), -ENOTSUP);
+	assert_int_equal(ftcpumoe_isa_resolve(FTCPUMOE_ISA_SCALAR, FTFMT_BF16, 0, &t), 0);
+	assert_true(ftcpumoe_isa_mask(0) == 1u);
+	assert_int_equal(ftcpumoe_isa_resolve(FTCPUMOE_ISA_AUTO, FTFMT_BF16, ci.isa, &t), 0);
+	assert_int_equal(t, ftcpumoe_isa_best(FTFMT_BF16, ci.isa));
 	/* auto: the fastest tier measured per format (bench/RESULTS.md) */
 	unsigned all = FTCPU_AVX2 | FTCPU_FMA | FTCPU_F16C | FTCPU_AVX512F | FTCPU_AVX512BW | FTCPU_AVX512VL |
 		       FTCPU_AVX512_VNNI | FTCPU_AVX512_BF16;
-	if (ftcmoe_isa_supported(FTCMOE_ISA_AVX512BF16, all)) {
-		assert_int_equal(ftcmoe_isa_best(FTFMT_BF16, all), FTCMOE_ISA_AVX512BF16);
-		assert_int_equal(ftcmoe_isa_best(FTFMT_MXFP4_TRITON, all), FTCMOE_ISA_AVX512VNNI);
-		assert_int_equal(ftcmoe_isa_best(FTFMT_Q4_0, all), FTCMOE_ISA_AVX512VNNI);
-		assert_int_equal(ftcmoe_isa_best(FTFMT_NVFP4, all), FTCMOE_ISA_AVX512VNNI);
+	if (ftcpumoe_isa_supported(FTCPUMOE_ISA_AVX512BF16, all)) {
+		assert_int_equal(ftcpumoe_isa_best(FTFMT_BF16, all), FTCPUMOE_ISA_AVX512BF16);
+		assert_int_equal(ftcpumoe_isa_best(FTFMT_MXFP4_TRITON, all), FTCPUMOE_ISA_AVX512VNNI);
+		assert_int_equal(ftcpumoe_isa_best(FTFMT_Q4_0, all), FTCPUMOE_ISA_AVX512VNNI);
+		assert_int_equal(ftcpumoe_isa_best(FTFMT_NVFP4, all), FTCPUMOE_ISA_AVX512VNNI);
 	}
 	/* creating an executor for a tier the CPU lacks is refused; so is fp8_block */
 	struct banks b;
 	make_banks(&b, FTFMT_BF16);
 	struct ftcpu_info poor = ci;
 	poor.isa = 0;
-	struct ftcmoe_cfg cfg = {.format = FTFMT_BF16, .hidden = H, .inter = I, .experts = E,
+	struct ftcpumoe_cfg cfg = {.format = FTFMT_BF16, .hidden = H, .inter = I, .experts = E,
 				 .layers = L, .banks = b.ptr, .max_batch = 1, .max_topk = 1,
-				 .isa = FTCMOE_ISA_AVX2, .pool = pool, .cpu = &poor};
-	struct ftcmoe *x = NULL;
-	assert_int_equal(ftcmoe_create(&cfg, &x), -ENOTSUP);
+				 .isa = FTCPUMOE_ISA_AVX2, .pool = pool, .cpu = &poor};
+	struct ftcpumoe *x = NULL;
+	assert_int_equal(ftcpumoe_create(&cfg, &x), -ENOTSUP);
 	assert_null(x);
 	/* tune.isa says what AUTO means: a tier the CPU lacks is refused the same way */
-	struct ftcmoe_tune tn;
-	ftcmoe_tune_defaults(&tn);
-	tn.isa = FTCMOE_ISA_AVX512BF16;
-	cfg.isa = FTCMOE_ISA_AUTO;
+	struct ftcpumoe_tune tn;
+	ftcpumoe_tune_defaults(&tn);
+	tn.isa = FTCPUMOE_ISA_AVX512BF16;
+	cfg.isa = FTCPUMOE_ISA_AUTO;
 	cfg.tune = &tn;
-	assert_int_equal(ftcmoe_create(&cfg, &x), -ENOTSUP);
+	assert_int_equal(ftcpumoe_create(&cfg, &x), -ENOTSUP);
 	assert_null(x);
 	cfg.tune = NULL;
 	cfg.format = FTFMT_FP8_BLOCK;
-	cfg.isa = FTCMOE_ISA_SCALAR;
-	assert_int_equal(ftcmoe_create(&cfg, &x), -EINVAL);
-	ftcmoe_free(NULL);
+	cfg.isa = FTCPUMOE_ISA_SCALAR;
+	assert_int_equal(ftcpumoe_create(&cfg, &x), -EINVAL);
+	ftcpumoe_free(NULL);
 	free_banks(&b);
 }
 
@@ -859,30 +859,30 @@ static void test_pool(void **s)
 static void test_tune_values(void **s)
 {
 	char why[512] = "", txt[64];
-	struct ftcmoe_tune t, t0;
-	ftcmoe_tune_defaults(&t);
-	assert_int_equal(ftcmoe_tune_check(&t, why, sizeof why), 0);
-	assert_true(ftcmoe_nknobs >= 9);
-	for (int i = 0; i < ftcmoe_nknobs; i++) {
-		const struct ftcmoe_knob *k = &ftcmoe_knobs[i];
-		assert_ptr_equal(ftcmoe_knob_find(k->name, strlen(k->name)), k);
+	struct ftcpumoe_tune t, t0;
+	ftcpumoe_tune_defaults(&t);
+	assert_int_equal(ftcpumoe_tune_check(&t, why, sizeof why), 0);
+	assert_true(ftcpumoe_nknobs >= 9);
+	for (int i = 0; i < ftcpumoe_nknobs; i++) {
+		const struct ftcpumoe_knob *k = &ftcpumoe_knobs[i];
+		assert_ptr_equal(ftcpumoe_knob_find(k->name, strlen(k->name)), k);
 		for (int j = 0; j < i; j++)
-			assert_true(strcmp(ftcmoe_knobs[j].name, k->name) != 0);
+			assert_true(strcmp(ftcpumoe_knobs[j].name, k->name) != 0);
 		assert_true(k->help && *k->help && !strchr(k->help, '\n'));
 		/* the default as text sets the default */
 		char kv[96];
-		ftcmoe_knob_value(k, k->def, txt, sizeof txt);
+		ftcpumoe_knob_value(k, k->def, txt, sizeof txt);
 		snprintf(kv, sizeof kv, "%s=%s", k->name, txt);
 		t0 = t;
-		assert_int_equal(ftcmoe_tune_set(&t, kv, why, sizeof why), 0);
+		assert_int_equal(ftcpumoe_tune_set(&t, kv, why, sizeof why), 0);
 		assert_memory_equal(&t, &t0, sizeof t);
 	}
-	assert_null(ftcmoe_knob_find("spin", 4)); /* removed switches */
-	assert_null(ftcmoe_knob_find("lean", 4));
-	assert_null(ftcmoe_knob_find("split", 5));
-	assert_null(ftcmoe_knob_find("mxpf", 4));
-	assert_null(ftcmoe_knob_find("streams", 7));
-	assert_null(ftcmoe_knob_find("rowblk", 6));
+	assert_null(ftcpumoe_knob_find("spin", 4)); /* removed switches */
+	assert_null(ftcpumoe_knob_find("lean", 4));
+	assert_null(ftcpumoe_knob_find("split", 5));
+	assert_null(ftcpumoe_knob_find("mxpf", 4));
+	assert_null(ftcpumoe_knob_find("streams", 7));
+	assert_null(ftcpumoe_knob_find("rowblk", 6));
 	/* the old variables' bad values, as --tune; removed names and typos are unknown keys */
 	static const char *const bad[][3] = {
 		{"sched=dyn", "sched", "auto|static|dynamic"}, {"item_kb=8", "item_kb", "16 to 65536"},
@@ -897,7 +897,7 @@ static void test_tune_values(void **s)
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		t0 = t;
 		why[0] = 0;
-		assert_int_equal(ftcmoe_tune_set(&t, bad[i][0], why, sizeof why), -EINVAL);
+		assert_int_equal(ftcpumoe_tune_set(&t, bad[i][0], why, sizeof why), -EINVAL);
 		assert_memory_equal(&t, &t0, sizeof t);
 		if (!strstr(why, bad[i][1]) || !strstr(why, bad[i][2]))
 			fail_msg("'%s': '%s' does not name '%s' and '%s'", bad[i][0], why, bad[i][1], bad[i][2]);
@@ -905,30 +905,30 @@ static void test_tune_values(void **s)
 		if (v && v[1] && strncmp(bad[i][1], "unknown", 7))
 			assert_non_null(strstr(why, v + 1)); /* the value given */
 	}
-	assert_int_equal(ftcmoe_tune_set(&t, "sched=static", why, sizeof why), 0);
-	assert_int_equal(t.sched, FTCMOE_SCHED_STATIC);
-	assert_int_equal(ftcmoe_tune_set(&t, "item_kb=256", why, sizeof why), 0);
+	assert_int_equal(ftcpumoe_tune_set(&t, "sched=static", why, sizeof why), 0);
+	assert_int_equal(t.sched, FTCPUMOE_SCHED_STATIC);
+	assert_int_equal(ftcpumoe_tune_set(&t, "item_kb=256", why, sizeof why), 0);
 	assert_int_equal(t.item_kb, 256);
-	assert_int_equal(ftcmoe_tune_set(&t, "item_kb=auto", why, sizeof why), 0);
+	assert_int_equal(ftcpumoe_tune_set(&t, "item_kb=auto", why, sizeof why), 0);
 	assert_int_equal(t.item_kb, 0);
-	assert_int_equal(ftcmoe_tune_set(&t, "isa=avx512_bf16", why, sizeof why), 0); /* an alias */
-	assert_int_equal(t.isa, FTCMOE_ISA_AVX512BF16);
+	assert_int_equal(ftcpumoe_tune_set(&t, "isa=avx512_bf16", why, sizeof why), 0); /* an alias */
+	assert_int_equal(t.isa, FTCPUMOE_ISA_AVX512BF16);
 	/* create checks the fields set directly */
 	struct banks b;
 	make_banks(&b, FTFMT_BF16);
-	struct ftcmoe_cfg cfg = {.format = FTFMT_BF16, .hidden = H, .inter = I, .experts = E, .layers = L,
-				 .banks = b.ptr, .act = FTACT_SILU, .max_batch = 1, .max_topk = TOPK,
-				 .isa = FTCMOE_ISA_SCALAR, .pool = pool, .cpu = &ci, .tune = &t};
-	static const size_t offs[] = {offsetof(struct ftcmoe_tune, sched), offsetof(struct ftcmoe_tune, item_kb),
-				      offsetof(struct ftcmoe_tune, tail_div), offsetof(struct ftcmoe_tune, pf_far),
-				      offsetof(struct ftcmoe_tune, trace), offsetof(struct ftcmoe_tune, isa)};
-	static const long vals[] = {3, 8, 0, 65537, 2, FTCMOE_ISA_COUNT};
+	struct ftcpumoe_cfg cfg = {.format = FTFMT_BF16, .hidden = H, .inter = I, .experts = E, .layers = L,
+				 .banks = b.ptr, .act = FTFMT_ACT_SILU, .max_batch = 1, .max_topk = TOPK,
+				 .isa = FTCPUMOE_ISA_SCALAR, .pool = pool, .cpu = &ci, .tune = &t};
+	static const size_t offs[] = {offsetof(struct ftcpumoe_tune, sched), offsetof(struct ftcpumoe_tune, item_kb),
+				      offsetof(struct ftcpumoe_tune, tail_div), offsetof(struct ftcpumoe_tune, pf_far),
+				      offsetof(struct ftcpumoe_tune, trace), offsetof(struct ftcpumoe_tune, isa)};
+	static const long vals[] = {3, 8, 0, 65537, 2, FTCPUMOE_ISA_COUNT};
 	for (size_t i = 0; i < sizeof offs / sizeof offs[0]; i++) {
-		ftcmoe_tune_defaults(&t);
+		ftcpumoe_tune_defaults(&t);
 		*(long *)((char *)&t + offs[i]) = vals[i];
-		assert_int_equal(ftcmoe_tune_check(&t, why, sizeof why), -EINVAL);
-		struct ftcmoe *x = NULL;
-		assert_int_equal(ftcmoe_create(&cfg, &x), -EINVAL);
+		assert_int_equal(ftcpumoe_tune_check(&t, why, sizeof why), -EINVAL);
+		struct ftcpumoe *x = NULL;
+		assert_int_equal(ftcpumoe_create(&cfg, &x), -EINVAL);
 		assert_null(x);
 	}
 	free_banks(&b);
@@ -936,90 +936,90 @@ static void test_tune_values(void **s)
 
 /* tune.isa reaches the executor: created with AUTO and tune isa=T (as --tune isa=T or
  * FREETOKEN_CPU_MOE_ISA=T give it), the executor runs tier T and computes bit for bit what it
- * computes when asked for T by name; ftcmoe_set_isa(AUTO) comes back to T, an explicit tier
+ * computes when asked for T by name; ftcpumoe_set_isa(AUTO) comes back to T, an explicit tier
  * still wins over it. */
 static void test_tune_isa(void **s)
 {
 	static const enum ftfmt_id fs[] = {FTFMT_BF16, FTFMT_NVFP4, FTFMT_MXFP4_TRITON};
 	for (size_t fi = 0; fi < sizeof fs / sizeof fs[0]; fi++)
-		for (int tier = 0; tier < FTCMOE_ISA_COUNT; tier++) {
-			if (!ftcmoe_isa_supported((enum ftcmoe_isa)tier, ci.isa))
+		for (int tier = 0; tier < FTCPUMOE_ISA_COUNT; tier++) {
+			if (!ftcpumoe_isa_supported((enum ftcpumoe_isa)tier, ci.isa))
 				continue;
 			struct banks b;
 			make_banks(&b, fs[fi]);
-			struct ftcmoe_tune t;
+			struct ftcpumoe_tune t;
 			char why[256], kv[64];
-			ftcmoe_tune_defaults(&t);
-			snprintf(kv, sizeof kv, "isa=%s", ftcmoe_isa_name((enum ftcmoe_isa)tier));
-			assert_int_equal(ftcmoe_tune_set(&t, kv, why, sizeof why), 0);
-			struct ftcmoe_cfg cfg = {.format = fs[fi], .hidden = H, .inter = I, .experts = E,
-						 .layers = L, .banks = b.ptr, .act = FTACT_SILU, .max_batch = 3,
-						 .max_topk = TOPK, .isa = FTCMOE_ISA_AUTO, .pool = pool, .cpu = &ci,
+			ftcpumoe_tune_defaults(&t);
+			snprintf(kv, sizeof kv, "isa=%s", ftcpumoe_isa_name((enum ftcpumoe_isa)tier));
+			assert_int_equal(ftcpumoe_tune_set(&t, kv, why, sizeof why), 0);
+			struct ftcpumoe_cfg cfg = {.format = fs[fi], .hidden = H, .inter = I, .experts = E,
+						 .layers = L, .banks = b.ptr, .act = FTFMT_ACT_SILU, .max_batch = 3,
+						 .max_topk = TOPK, .isa = FTCPUMOE_ISA_AUTO, .pool = pool, .cpu = &ci,
 						 .tune = &t};
-			struct ftcmoe *x = NULL, *y = NULL;
-			assert_int_equal(ftcmoe_create(&cfg, &x), 0);
-			assert_int_equal(ftcmoe_isa(x), tier);
-			assert_int_equal(ftcmoe_tune_of(x)->isa, tier);
+			struct ftcpumoe *x = NULL, *y = NULL;
+			assert_int_equal(ftcpumoe_create(&cfg, &x), 0);
+			assert_int_equal(ftcpumoe_isa(x), tier);
+			assert_int_equal(ftcpumoe_tune_of(x)->isa, tier);
 			cfg.tune = NULL;
-			cfg.isa = (enum ftcmoe_isa)tier;
-			assert_int_equal(ftcmoe_create(&cfg, &y), 0);
+			cfg.isa = (enum ftcpumoe_isa)tier;
+			assert_int_equal(ftcpumoe_create(&cfg, &y), 0);
 			float xin[3 * H], w[3 * TOPK], o1[3 * H], o2[3 * H];
 			int32_t ids[3 * TOPK];
 			for (int i = 0; i < 3 * H; i++)
 				xin[i] = (float)gauss();
 			routes(3, ids, w);
 			for (int Bt = 1; Bt <= 3; Bt += 2) {
-				assert_int_equal(ftcmoe_forward(x, 1, Bt, TOPK, xin, ids, w, o1), 0);
-				assert_int_equal(ftcmoe_forward(y, 1, Bt, TOPK, xin, ids, w, o2), 0);
+				assert_int_equal(ftcpumoe_forward(x, 1, Bt, TOPK, xin, ids, w, o1), 0);
+				assert_int_equal(ftcpumoe_forward(y, 1, Bt, TOPK, xin, ids, w, o2), 0);
 				assert_memory_equal(o1, o2, sizeof(float) * (size_t)Bt * H);
 			}
-			assert_int_equal(ftcmoe_set_isa(x, FTCMOE_ISA_SCALAR), 0);
-			assert_int_equal(ftcmoe_isa(x), FTCMOE_ISA_SCALAR);
-			assert_int_equal(ftcmoe_set_isa(x, FTCMOE_ISA_AUTO), 0);
-			assert_int_equal(ftcmoe_isa(x), tier);
-			ftcmoe_free(x);
-			ftcmoe_free(y);
+			assert_int_equal(ftcpumoe_set_isa(x, FTCPUMOE_ISA_SCALAR), 0);
+			assert_int_equal(ftcpumoe_isa(x), FTCPUMOE_ISA_SCALAR);
+			assert_int_equal(ftcpumoe_set_isa(x, FTCPUMOE_ISA_AUTO), 0);
+			assert_int_equal(ftcpumoe_isa(x), tier);
+			ftcpumoe_free(x);
+			ftcpumoe_free(y);
 			free_banks(&b);
 		}
 }
 
 /* tune trace=1: a dynamic step's parts are timed and add up to no more than the
- * driver's call; off (or the static split), ftcmoe_trace has nothing. */
+ * driver's call; off (or the static split), ftcpumoe_trace has nothing. */
 static void test_trace(void **s)
 {
 	static const enum ftfmt_id fs[] = {FTFMT_Q4_0, FTFMT_MXFP4_TRITON};
 	for (size_t fi = 0; fi < sizeof fs / sizeof fs[0]; fi++) {
 		struct banks b;
 		make_banks(&b, fs[fi]);
-		struct ftcmoe_cfg cfg = {.format = fs[fi], .hidden = H, .inter = I, .experts = E, .layers = L,
-					 .banks = b.ptr, .act = FTACT_SILU, .max_batch = 1, .max_topk = TOPK,
-					 .isa = FTCMOE_ISA_AUTO, .pool = pool, .cpu = &ci};
+		struct ftcpumoe_cfg cfg = {.format = fs[fi], .hidden = H, .inter = I, .experts = E, .layers = L,
+					 .banks = b.ptr, .act = FTFMT_ACT_SILU, .max_batch = 1, .max_topk = TOPK,
+					 .isa = FTCPUMOE_ISA_AUTO, .pool = pool, .cpu = &ci};
 		float xin[H], w[TOPK], out[H];
 		int32_t ids[TOPK];
 		for (int i = 0; i < H; i++)
 			xin[i] = (float)gauss();
 		routes(1, ids, w);
-		struct ftcmoe *x = NULL;
-		struct ftcmoe_trace t;
-		assert_int_equal(ftcmoe_create(&cfg, &x), 0);
-		assert_int_equal(ftcmoe_trace(x, &t, 1), -ENODATA);
-		ftcmoe_free(x);
-		struct ftcmoe_tune tn;
-		ftcmoe_tune_defaults(&tn);
+		struct ftcpumoe *x = NULL;
+		struct ftcpumoe_trace t;
+		assert_int_equal(ftcpumoe_create(&cfg, &x), 0);
+		assert_int_equal(ftcpumoe_trace(x, &t, 1), -ENODATA);
+		ftcpumoe_free(x);
+		struct ftcpumoe_tune tn;
+		ftcpumoe_tune_defaults(&tn);
 		tn.trace = 1;
-		tn.sched = FTCMOE_SCHED_DYNAMIC;
+		tn.sched = FTCPUMOE_SCHED_DYNAMIC;
 		cfg.tune = &tn;
-		assert_int_equal(ftcmoe_create(&cfg, &x), 0);
+		assert_int_equal(ftcpumoe_create(&cfg, &x), 0);
 		for (int k = 0; k < 3; k++)
-			assert_int_equal(ftcmoe_forward(x, 0, 1, TOPK, xin, ids, w, out), 0);
-		assert_int_equal(ftcmoe_trace(x, &t, 1), 0);
+			assert_int_equal(ftcpumoe_forward(x, 0, 1, TOPK, xin, ids, w, out), 0);
+		assert_int_equal(ftcpumoe_trace(x, &t, 1), 0);
 		assert_int_equal(t.steps, 3);
 		assert_true(t.items_us > 0 && t.items_per_worker > 0 && t.last_us <= t.step_us);
 		double sum = t.start_us + t.items_us + t.wait_us + t.idle_us + t.after_us;
 		assert_true(sum > 0 && sum <= t.step_us * 1.001);
-		assert_int_equal(ftcmoe_trace(x, &t, 0), 0);
+		assert_int_equal(ftcpumoe_trace(x, &t, 0), 0);
 		assert_int_equal(t.steps, 0); /* reset */
-		ftcmoe_free(x);
+		ftcpumoe_free(x);
 		free_banks(&b);
 	}
 }

@@ -20,8 +20,8 @@ static void test_aliases(void **s)
 
 static void test_bf16_bytes(void **s)
 {
-	struct ftbank_shape b[FT_MAX_BANKS];
-	const struct ftformat *f = ftfmt_lookup("bf16");
+	struct ftfmt_bank_shape b[FTFMT_MAX_BANKS];
+	const struct ftfmt *f = ftfmt_lookup("bf16");
 	assert_int_equal(ftfmt_banks(f, 2048, 768, b), 2);
 	assert_string_equal(b[0].name, "gate_up");
 	assert_int_equal(b[0].dims[0], 1536);
@@ -42,7 +42,7 @@ static void test_quant_bytes(void **s)
 	assert_int_equal(ftfmt_expert_bytes(ftfmt_lookup("nvfp4_marlin"), H, I), want - 2 * I * 2 - H * 2);
 	assert_int_equal(ftfmt_expert_bytes(ftfmt_lookup("q4_0"), 2048, 768),
 			 1536 * 64 * 18 + 2048 * 24 * 18);
-	struct ftbank_shape b[FT_MAX_BANKS];
+	struct ftfmt_bank_shape b[FTFMT_MAX_BANKS];
 	assert_int_equal(ftfmt_banks(ftfmt_lookup("mxfp4"), 2880, 2880, b), 6);
 	assert_string_equal(b[0].name, "gate_up_blocks");
 	assert_int_equal(b[0].dims[0], 1440); /* transposed: [H/2, 2I] */
@@ -54,7 +54,7 @@ static void test_quant_bytes(void **s)
 
 static void test_bad_geometry(void **s)
 {
-	struct ftbank_shape b[FT_MAX_BANKS];
+	struct ftfmt_bank_shape b[FTFMT_MAX_BANKS];
 	assert_int_equal(ftfmt_banks(ftfmt_lookup("fp8_block"), 2000, 512, b), -22);
 	assert_int_equal(ftfmt_banks(ftfmt_lookup("q4_0"), 2048, 100, b), -22);
 	assert_int_equal(ftfmt_expert_bytes(ftfmt_lookup("bf16"), 0, 10), 0);
@@ -70,7 +70,7 @@ static void test_models(void **s)
 	m = ftmodel_bw_dtype(FTFMT_MXFP4_TRITON);
 	assert_non_null(m);
 	assert_int_equal(m->topk, 4);
-	assert_int_equal(m->act, FTACT_SWIGLU_OAI);
+	assert_int_equal(m->act, FTFMT_ACT_SWIGLU_OAI);
 	assert_null(ftmodel_bw_dtype(FTFMT_Q4_0));
 	m = ftmodel_find(ftmodel_bw_models, ftmodel_bw_models_count, "qwen3.6-moe");
 	assert_int_equal(m->nformats, 3);

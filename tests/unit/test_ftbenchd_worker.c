@@ -74,21 +74,21 @@ static void run(const char *script, size_t max_line, long log_max, long timeout_
 	struct ftd_worker *w = ftd_worker_start(&spec, why, sizeof why);
 	if (!w)
 		fail_msg("start: %s", why);
-	uint64_t give_up = ft_now_ns() + 30ull * 1000000000ull;
+	uint64_t give_up = fttime_now_ns() + 30ull * 1000000000ull;
 	while (!s->exited) {
-		assert_true(ft_now_ns() < give_up);
+		assert_true(fttime_now_ns() < give_up);
 		struct pollfd pfd[2];
 		int n = ftd_worker_pollfds(w, pfd);
 		uint64_t next = UINT64_MAX;
-		ftd_worker_timers(w, ft_now_ns(), 1, &next);
+		ftd_worker_timers(w, fttime_now_ns(), 1, &next);
 		poll(pfd, (nfds_t)n, 20);
 		for (int i = 0; i < n; i++)
 			if (pfd[i].revents)
 				ftd_worker_io(w, pfd[i].fd, 1);
 		int st;
 		if (!w->reaped && waitpid(w->pid, &st, WNOHANG) == w->pid)
-			ftd_worker_reaped(w, st, ft_now_ns());
-		ftd_worker_check_done(w, ft_now_ns(), 1); /* may free w through on_exited */
+			ftd_worker_reaped(w, st, fttime_now_ns());
+		ftd_worker_check_done(w, fttime_now_ns(), 1); /* may free w through on_exited */
 	}
 }
 

@@ -58,13 +58,13 @@ static void test_deinterleave_chunks(void **s)
 		/* chunks of 1..13 bytes (inside rows), 37..65 (whole rows between partial ones), whole tensors */
 		size_t k0 = pass == 0 ? 1 : pass == 1 ? 37 : sizeof src[0], kmod = pass == 0 ? 13 : 29;
 		for (long e = 0; e < E; e++) {
-			struct ftpiece gu = {0, 0, sizeof src[e], 0, 0, (uint64_t)e * 2 * I * H * 2, 1, (uint32_t)H, (uint32_t)(2 * I), 2, 1, NULL};
-			struct ftpiece dn = {0, 0, sizeof dsrc[e], 1, 0, (uint64_t)e * H * I * 2, 1, (uint32_t)I, (uint32_t)H, 2, 0, NULL};
+			struct ftbanks_piece gu = {0, 0, sizeof src[e], 0, 0, (uint64_t)e * 2 * I * H * 2, 1, (uint32_t)H, (uint32_t)(2 * I), 2, 1, NULL};
+			struct ftbanks_piece dn = {0, 0, sizeof dsrc[e], 1, 0, (uint64_t)e * H * I * 2, 1, (uint32_t)I, (uint32_t)H, 2, 0, NULL};
 			const uint8_t *p = (const uint8_t *)src[e], *q = (const uint8_t *)dsrc[e];
 			for (size_t off = 0, k = k0; off < sizeof src[e]; off += k, k = pass == 2 ? k : k0 + (k + 1) % kmod)
-				ftpiece_copy(&gu, b, off, p + off, off + k > sizeof src[e] ? sizeof src[e] - off : k);
+				ftbanks_piece_copy(&gu, b, off, p + off, off + k > sizeof src[e] ? sizeof src[e] - off : k);
 			for (size_t off = 0, k = k0 + 2; off < sizeof dsrc[e]; off += k, k = pass == 2 ? k : k0 + (k + 1) % kmod)
-				ftpiece_copy(&dn, b, off, q + off, off + k > sizeof dsrc[e] ? sizeof dsrc[e] - off : k);
+				ftbanks_piece_copy(&dn, b, off, q + off, off + k > sizeof dsrc[e] ? sizeof dsrc[e] - off : k);
 		}
 		const uint16_t *g = (const uint16_t *)ftbanks_layer(b, 0, 0), *d = (const uint16_t *)ftbanks_layer(b, 1, 0);
 		for (long e = 0; e < E; e++) {
@@ -95,7 +95,7 @@ static void test_moe_layers_from_zero(void **s)
 	struct ftftw_convert_opts fo = {0, {FTLOAD_SERIAL, 0, 0, NULL}};
 	struct ftftw_convert_stats fs;
 	assert_int_equal(ftftw_convert(dir, ftw, &fo, &fs, err, sizeof err), 0);
-	snprintf(p, sizeof p, "%s/%s", ftw, FTW_INDEX);
+	snprintf(p, sizeof p, "%s/%s", ftw, FTFTW_INDEX);
 	json_t *idx = json_load_file(p, 0, NULL);
 	assert_non_null(idx);
 	assert_int_equal(json_integer_value(json_object_get(idx, "expert_bank_num_layers")), 2);
@@ -167,7 +167,7 @@ static void test_metadata_and_remove(void **s)
 	assert_true(exists(p));
 	snprintf(p, sizeof p, "%s/.git", ftw);
 	assert_false(exists(p));
-	snprintf(p, sizeof p, "%s/%s", ftw, FTW_INDEX);
+	snprintf(p, sizeof p, "%s/%s", ftw, FTFTW_INDEX);
 	json_t *idx = json_load_file(p, 0, NULL);
 	int listed = 0;
 	size_t i;

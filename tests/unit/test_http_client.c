@@ -23,41 +23,41 @@
 static void test_normalize_and_build(void **st)
 {
 	char b[64], u[64];
-	assert_int_equal(ftcurl_normalize_base("http://127.0.0.1:8377/", b, sizeof b), 0);
+	assert_int_equal(fthttpc_normalize_base("http://127.0.0.1:8377/", b, sizeof b), 0);
 	assert_string_equal(b, "http://127.0.0.1:8377");
-	assert_int_equal(ftcurl_normalize_base("HTTPS://h.example/prefix//", b, sizeof b), 0);
+	assert_int_equal(fthttpc_normalize_base("HTTPS://h.example/prefix//", b, sizeof b), 0);
 	assert_string_equal(b, "HTTPS://h.example/prefix");
-	assert_int_equal(ftcurl_normalize_base("127.0.0.1:8377", b, sizeof b), -EINVAL);
-	assert_int_equal(ftcurl_normalize_base("ftp://h", b, sizeof b), -EINVAL);
-	assert_int_equal(ftcurl_normalize_base("http://", b, sizeof b), -EINVAL);
-	assert_int_equal(ftcurl_normalize_base("http:///x", b, sizeof b), -EINVAL);
-	assert_int_equal(ftcurl_normalize_base("http://h/?q=1", b, sizeof b), -EINVAL);
-	assert_int_equal(ftcurl_normalize_base("http://h/#f", b, sizeof b), -EINVAL);
-	assert_int_equal(ftcurl_normalize_base("http://h x", b, sizeof b), -EINVAL);
-	assert_int_equal(ftcurl_normalize_base("", b, sizeof b), -EINVAL);
-	assert_int_equal(ftcurl_normalize_base(NULL, b, sizeof b), -EINVAL);
-	assert_int_equal(ftcurl_normalize_base("http://a-long-host-name", b, 10), -ENAMETOOLONG);
+	assert_int_equal(fthttpc_normalize_base("127.0.0.1:8377", b, sizeof b), -EINVAL);
+	assert_int_equal(fthttpc_normalize_base("ftp://h", b, sizeof b), -EINVAL);
+	assert_int_equal(fthttpc_normalize_base("http://", b, sizeof b), -EINVAL);
+	assert_int_equal(fthttpc_normalize_base("http:///x", b, sizeof b), -EINVAL);
+	assert_int_equal(fthttpc_normalize_base("http://h/?q=1", b, sizeof b), -EINVAL);
+	assert_int_equal(fthttpc_normalize_base("http://h/#f", b, sizeof b), -EINVAL);
+	assert_int_equal(fthttpc_normalize_base("http://h x", b, sizeof b), -EINVAL);
+	assert_int_equal(fthttpc_normalize_base("", b, sizeof b), -EINVAL);
+	assert_int_equal(fthttpc_normalize_base(NULL, b, sizeof b), -EINVAL);
+	assert_int_equal(fthttpc_normalize_base("http://a-long-host-name", b, 10), -ENAMETOOLONG);
 
-	assert_int_equal(ftcurl_build_url(u, sizeof u, "http://h:1", "/benchmark/jobs"), 0);
+	assert_int_equal(fthttpc_build_url(u, sizeof u, "http://h:1", "/benchmark/jobs"), 0);
 	assert_string_equal(u, "http://h:1/benchmark/jobs");
-	assert_int_equal(ftcurl_build_url(u, sizeof u, "http://h:1", "benchmark"), -EINVAL);
-	assert_int_equal(ftcurl_build_url(u, 12, "http://h:1", "/benchmark"), -ENAMETOOLONG);
+	assert_int_equal(fthttpc_build_url(u, sizeof u, "http://h:1", "benchmark"), -EINVAL);
+	assert_int_equal(fthttpc_build_url(u, 12, "http://h:1", "/benchmark"), -ENAMETOOLONG);
 }
 
 static void test_escape(void **st)
 {
 	char o[64];
-	assert_int_equal(ftcurl_escape_segment("0123abcdef456789", o, sizeof o), 0);
+	assert_int_equal(fthttpc_escape_segment("0123abcdef456789", o, sizeof o), 0);
 	assert_string_equal(o, "0123abcdef456789");
-	assert_int_equal(ftcurl_escape_segment("GPU-a.b_c~d", o, sizeof o), 0);
+	assert_int_equal(fthttpc_escape_segment("GPU-a.b_c~d", o, sizeof o), 0);
 	assert_string_equal(o, "GPU-a.b_c~d");
-	assert_int_equal(ftcurl_escape_segment("a/b c?&%", o, sizeof o), 0);
+	assert_int_equal(fthttpc_escape_segment("a/b c?&%", o, sizeof o), 0);
 	assert_string_equal(o, "a%2Fb%20c%3F%26%25");
-	assert_int_equal(ftcurl_escape_segment("\xc3\xa9", o, sizeof o), 0);
+	assert_int_equal(fthttpc_escape_segment("\xc3\xa9", o, sizeof o), 0);
 	assert_string_equal(o, "%C3%A9");
-	assert_int_equal(ftcurl_escape_segment("", o, sizeof o), -EINVAL);
-	assert_int_equal(ftcurl_escape_segment("/", o, 3), -ENAMETOOLONG);
-	assert_int_equal(ftcurl_escape_segment("/", o, 4), 0);
+	assert_int_equal(fthttpc_escape_segment("", o, sizeof o), -EINVAL);
+	assert_int_equal(fthttpc_escape_segment("/", o, 3), -ENAMETOOLONG);
+	assert_int_equal(fthttpc_escape_segment("/", o, 4), 0);
 }
 
 /* ------------------------------------------------------------------ SSE (parser: test_sse.c) */
@@ -96,31 +96,31 @@ static const char want[] =
 
 static void test_api_error(void **st)
 {
-	struct ftcurl_resp r = {.status = 400};
+	struct fthttpc_resp r = {.status = 400};
 	const char *code, *msg, *field;
 	char d[256];
 	r.json = json_loads("{\"error\":{\"code\":\"invalid_argument\",\"message\":\"cpu_iters must be "
 			    "1..1000\",\"field\":\"args.cpu_iters\"}}", 0, NULL);
-	assert_int_equal(ftcurl_api_error(&r, &code, &msg, &field), 0);
+	assert_int_equal(fthttpc_api_error(&r, &code, &msg, &field), 0);
 	assert_string_equal(code, "invalid_argument");
 	assert_string_equal(field, "args.cpu_iters");
-	ftcurl_describe_error(&r, d, sizeof d);
+	fthttpc_describe_error(&r, d, sizeof d);
 	assert_string_equal(d, "cpu_iters must be 1..1000 (field: args.cpu_iters)");
 	json_decref(r.json);
 
 	r.json = json_loads("{\"error\":{\"code\":\"not_found\",\"message\":\"no such job\",\"field\":null}}", 0, NULL);
-	ftcurl_describe_error(&r, d, sizeof d);
+	fthttpc_describe_error(&r, d, sizeof d);
 	assert_string_equal(d, "no such job");
 	json_decref(r.json);
 
 	r.json = json_loads("{\"jobs\":[]}", 0, NULL);
-	assert_int_equal(ftcurl_api_error(&r, &code, &msg, &field), -ENOENT);
+	assert_int_equal(fthttpc_api_error(&r, &code, &msg, &field), -ENOENT);
 	assert_null(code);
 	json_decref(r.json);
 	r.json = NULL;
 	r.status = 502;
 	r.body = "<html>\nBad gateway\n</html>\n";
-	ftcurl_describe_error(&r, d, sizeof d);
+	fthttpc_describe_error(&r, d, sizeof d);
 	assert_string_equal(d, "HTTP 502: <html> Bad gateway </html>");
 	/* issue 17 defect 5: an untrusted body is cut to a short printable excerpt */
 	char big[1000];
@@ -129,43 +129,43 @@ static void test_api_error(void **st)
 	memcpy(big, "secret\x1b[2J\xff\r\nX", 14);
 	r.body = big;
 	r.status = 403;
-	ftcurl_describe_error(&r, d, sizeof d);
+	fthttpc_describe_error(&r, d, sizeof d);
 	assert_int_equal(strncmp(d, "HTTP 403: secret [2J? X", 23), 0);
-	assert_true(strlen(d) <= 10 + FTCURL_EXCERPT + 3);
+	assert_true(strlen(d) <= 10 + FTHTTPC_EXCERPT + 3);
 	assert_string_equal(d + strlen(d) - 3, "...");
 	r.status = 502;
 	r.body = NULL;
-	ftcurl_describe_error(&r, d, sizeof d);
+	fthttpc_describe_error(&r, d, sizeof d);
 	assert_string_equal(d, "HTTP 502");
 }
 
 static void test_token_file(void **st)
 {
-	struct ftcurl c;
-	assert_int_equal(ftcurl_init(&c, "http://127.0.0.1:1"), 0);
-	char path[] = "/tmp/ftcurl-token-XXXXXX";
+	struct fthttpc c;
+	assert_int_equal(fthttpc_init(&c, "http://127.0.0.1:1"), 0);
+	char path[] = "/tmp/fthttpc-token-XXXXXX";
 	int fd = mkstemp(path);
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, "  s3cret-T0ken \n# comment\n", 26), 26);
 	close(fd);
-	assert_int_equal(ftcurl_set_token_file(&c, path), 0);
+	assert_int_equal(fthttpc_set_token_file(&c, path), 0);
 	assert_string_equal(c.token, "s3cret-T0ken");
 	fd = open(path, O_WRONLY | O_TRUNC);
 	assert_int_equal(write(fd, " \n\n", 3), 3);
 	close(fd);
-	assert_int_equal(ftcurl_set_token_file(&c, path), -EINVAL);
-	assert_int_equal(ftcurl_set_token(&c, "a b"), -EINVAL);
-	assert_int_equal(ftcurl_set_token(&c, "abc"), 0);
-	assert_int_equal(ftcurl_set_token(&c, NULL), 0);
+	assert_int_equal(fthttpc_set_token_file(&c, path), -EINVAL);
+	assert_int_equal(fthttpc_set_token(&c, "a b"), -EINVAL);
+	assert_int_equal(fthttpc_set_token(&c, "abc"), 0);
+	assert_int_equal(fthttpc_set_token(&c, NULL), 0);
 	assert_null(c.token);
 	unlink(path);
-	assert_int_equal(ftcurl_set_token_file(&c, path), -ENOENT);
-	ftcurl_release(&c);
-	ftcurl_release(&c); /* twice is fine */
+	assert_int_equal(fthttpc_set_token_file(&c, path), -ENOENT);
+	fthttpc_release(&c);
+	fthttpc_release(&c); /* twice is fine */
 
-	assert_int_equal(ftcurl_init(&c, "localhost:8377"), -EINVAL);
+	assert_int_equal(fthttpc_init(&c, "localhost:8377"), -EINVAL);
 	assert_non_null(strstr(c.err, "localhost:8377"));
-	ftcurl_release(&c);
+	fthttpc_release(&c);
 }
 
 /* ------------------------------------------------------------------ against a canned server */
@@ -242,13 +242,13 @@ static void test_post_json(void **st)
 		     "Connection: close\r\n\r\n{\"id\":\"0123456789abcdef\",\"state\":\"queued\"}");
 	char url[64];
 	snprintf(url, sizeof url, "http://127.0.0.1:%d/", s.port);
-	struct ftcurl c;
-	struct ftcurl_resp r;
-	assert_int_equal(ftcurl_init(&c, url), 0);
-	assert_int_equal(ftcurl_set_token(&c, "tok123"), 0);
+	struct fthttpc c;
+	struct fthttpc_resp r;
+	assert_int_equal(fthttpc_init(&c, url), 0);
+	assert_int_equal(fthttpc_set_token(&c, "tok123"), 0);
 	json_t *body = json_pack("{s:s,s:{s:i}}", "kind", "bw", "args", "cpu_iters", 8);
 	const char *h[] = {"Idempotency-Key: k1", NULL};
-	assert_int_equal(ftcurl_request(&c, "POST", "/benchmark/start", body, h, &r), 0);
+	assert_int_equal(fthttpc_request(&c, "POST", "/benchmark/start", body, h, &r), 0);
 	canned_stop(&s, t);
 	assert_int_equal(r.status, 202);
 	assert_string_equal(r.location, "/benchmark/jobs/0123456789abcdef");
@@ -259,9 +259,9 @@ static void test_post_json(void **st)
 	assert_non_null(strstr(s.request, "Idempotency-Key: k1\r\n"));
 	assert_non_null(strstr(s.request, "\r\n\r\n{\"kind\":\"bw\",\"args\":{\"cpu_iters\":8}}"));
 	assert_null(strstr(c.err, "tok123"));
-	ftcurl_resp_release(&r);
+	fthttpc_resp_release(&r);
 	json_decref(body);
-	ftcurl_release(&c);
+	fthttpc_release(&c);
 }
 
 static void test_error_response_and_refused(void **st)
@@ -274,28 +274,28 @@ static void test_error_response_and_refused(void **st)
 		     "{\"error\":{\"code\":\"unknown_field\",\"message\":\"unknown field\",\"field\":\"args.x\"}}");
 	char url[64];
 	snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
-	struct ftcurl c;
-	struct ftcurl_resp r;
-	assert_int_equal(ftcurl_init(&c, url), 0);
-	assert_int_equal(ftcurl_request(&c, "POST", "/benchmark/jobs/0123456789abcdef/cancel", NULL, NULL, &r), 0);
+	struct fthttpc c;
+	struct fthttpc_resp r;
+	assert_int_equal(fthttpc_init(&c, url), 0);
+	assert_int_equal(fthttpc_request(&c, "POST", "/benchmark/jobs/0123456789abcdef/cancel", NULL, NULL, &r), 0);
 	int port = s.port;
 	canned_stop(&s, t);
 	assert_int_equal(r.status, 400);
 	const char *field;
-	assert_int_equal(ftcurl_api_error(&r, NULL, NULL, &field), 0);
+	assert_int_equal(fthttpc_api_error(&r, NULL, NULL, &field), 0);
 	assert_string_equal(field, "args.x");
 	assert_non_null(strstr(s.request, "Content-Length: 0\r\n"));
 	assert_null(strstr(s.request, "Authorization"));
-	ftcurl_resp_release(&r);
-	ftcurl_release(&c);
+	fthttpc_resp_release(&r);
+	fthttpc_release(&c);
 
 	/* the port is closed now: a refused connection is -ECONNREFUSED with a message */
 	snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
-	assert_int_equal(ftcurl_init(&c, url), 0);
-	assert_int_equal(ftcurl_request(&c, "GET", "/health", NULL, NULL, &r), -ECONNREFUSED);
+	assert_int_equal(fthttpc_init(&c, url), 0);
+	assert_int_equal(fthttpc_request(&c, "GET", "/health", NULL, NULL, &r), -ECONNREFUSED);
 	assert_non_null(strstr(c.err, "/health"));
-	ftcurl_resp_release(&r);
-	ftcurl_release(&c);
+	fthttpc_resp_release(&r);
+	fthttpc_release(&c);
 }
 
 static void test_stream(void **st)
@@ -309,67 +309,67 @@ static void test_stream(void **st)
 	canned_start(&s, &t, reply);
 	char url[64];
 	snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
-	struct ftcurl c;
-	struct ftcurl_resp r;
+	struct fthttpc c;
+	struct fthttpc_resp r;
 	struct evlog l = {0};
-	assert_int_equal(ftcurl_init(&c, url), 0);
+	assert_int_equal(fthttpc_init(&c, url), 0);
 	struct ftsse_parser *p = ftsse_new(0, 0, log_ev, &l);
 	assert_non_null(p);
-	assert_int_equal(ftcurl_stream(&c, "/benchmark/jobs/x/events", "5", 10, p, &r), 0);
+	assert_int_equal(fthttpc_stream(&c, "/benchmark/jobs/x/events", "5", 10, p, &r), 0);
 	canned_stop(&s, t);
 	assert_int_equal(r.status, 200);
 	assert_string_equal(l.buf, want);
 	assert_non_null(strstr(s.request, "Accept: text/event-stream\r\n"));
 	assert_non_null(strstr(s.request, "Last-Event-ID: 5\r\n"));
 	ftsse_free(p);
-	ftcurl_resp_release(&r);
+	fthttpc_resp_release(&r);
 
 	/* a callback that stops the stream: its positive value comes back, the transfer ends */
 	canned_start(&s, &t, reply);
 	snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
-	ftcurl_release(&c);
-	assert_int_equal(ftcurl_init(&c, url), 0);
+	fthttpc_release(&c);
+	assert_int_equal(fthttpc_init(&c, url), 0);
 	memset(&l, 0, sizeof l);
 	l.stop_at = 2;
 	p = ftsse_new(0, 0, log_ev, &l);
-	assert_int_equal(ftcurl_stream(&c, "/benchmark/jobs/x/events", NULL, 10, p, &r), 7);
+	assert_int_equal(fthttpc_stream(&c, "/benchmark/jobs/x/events", NULL, 10, p, &r), 7);
 	canned_stop(&s, t);
 	assert_int_equal(l.n, 2);
 	assert_int_equal(r.status, 200);
 	ftsse_free(p);
-	ftcurl_resp_release(&r);
+	fthttpc_resp_release(&r);
 
 	/* a non-stream answer (404) is collected as a body, not fed to the parser */
 	canned_start(&s, &t,
 		     "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
 		     "{\"error\":{\"code\":\"not_found\",\"message\":\"no such job\",\"field\":null}}");
 	snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
-	ftcurl_release(&c);
-	assert_int_equal(ftcurl_init(&c, url), 0);
+	fthttpc_release(&c);
+	assert_int_equal(fthttpc_init(&c, url), 0);
 	memset(&l, 0, sizeof l);
 	p = ftsse_new(0, 0, log_ev, &l);
-	assert_int_equal(ftcurl_stream(&c, "/benchmark/jobs/x/events", "", 10, p, &r), 0);
+	assert_int_equal(fthttpc_stream(&c, "/benchmark/jobs/x/events", "", 10, p, &r), 0);
 	canned_stop(&s, t);
 	assert_int_equal(r.status, 404);
 	assert_int_equal(l.n, 0);
 	assert_non_null(r.json);
 	assert_null(strstr(s.request, "Last-Event-ID"));
 	ftsse_free(p);
-	ftcurl_resp_release(&r);
-	ftcurl_release(&c);
+	fthttpc_resp_release(&r);
+	fthttpc_release(&c);
 }
 
 static void test_errno_and_body_limit(void **st)
 {
-	assert_int_equal(ftcurl_errno(CURLE_OK), 0);
-	assert_int_equal(ftcurl_errno(CURLE_COULDNT_CONNECT), -ECONNREFUSED);
-	assert_int_equal(ftcurl_errno(CURLE_OPERATION_TIMEDOUT), -ETIMEDOUT);
-	assert_int_equal(ftcurl_errno(CURLE_COULDNT_RESOLVE_HOST), -EHOSTUNREACH);
-	assert_int_equal(ftcurl_errno(CURLE_URL_MALFORMAT), -EINVAL);
-	assert_int_equal(ftcurl_errno(CURLE_ABORTED_BY_CALLBACK), -ECANCELED);
-	assert_int_equal(ftcurl_errno(CURLE_RECV_ERROR), -EPIPE);
-	assert_int_equal(ftcurl_errno(CURLE_PARTIAL_FILE), -EPIPE);
-	assert_int_equal(ftcurl_errno(CURLE_SSL_CONNECT_ERROR), -EIO);
+	assert_int_equal(fthttpc_errno(CURLE_OK), 0);
+	assert_int_equal(fthttpc_errno(CURLE_COULDNT_CONNECT), -ECONNREFUSED);
+	assert_int_equal(fthttpc_errno(CURLE_OPERATION_TIMEDOUT), -ETIMEDOUT);
+	assert_int_equal(fthttpc_errno(CURLE_COULDNT_RESOLVE_HOST), -EHOSTUNREACH);
+	assert_int_equal(fthttpc_errno(CURLE_URL_MALFORMAT), -EINVAL);
+	assert_int_equal(fthttpc_errno(CURLE_ABORTED_BY_CALLBACK), -ECANCELED);
+	assert_int_equal(fthttpc_errno(CURLE_RECV_ERROR), -EPIPE);
+	assert_int_equal(fthttpc_errno(CURLE_PARTIAL_FILE), -EPIPE);
+	assert_int_equal(fthttpc_errno(CURLE_SSL_CONNECT_ERROR), -EIO);
 
 	/* a body over the handle's max_body is refused with -EFBIG and no half-read body */
 	struct canned s;
@@ -379,18 +379,18 @@ static void test_errno_and_body_limit(void **st)
 		     "{\"data\":[{\"id\":\"a-model-name-longer-than-the-limit\"}]}");
 	char url[64];
 	snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
-	struct ftcurl c;
-	struct ftcurl_resp r;
-	assert_int_equal(ftcurl_init(&c, url), 0);
+	struct fthttpc c;
+	struct fthttpc_resp r;
+	assert_int_equal(fthttpc_init(&c, url), 0);
 	c.max_body = 16;
 	c.noproxy = "localhost,127.0.0.1,::1";
-	assert_int_equal(ftcurl_request(&c, "GET", "/v1/models", NULL, NULL, &r), -EFBIG);
+	assert_int_equal(fthttpc_request(&c, "GET", "/v1/models", NULL, NULL, &r), -EFBIG);
 	canned_stop(&s, t);
 	assert_non_null(strstr(c.err, "response too large"));
 	assert_int_equal(r.status, 200);
 	assert_null(r.body);
-	ftcurl_resp_release(&r);
-	ftcurl_release(&c);
+	fthttpc_resp_release(&r);
+	fthttpc_release(&c);
 }
 
 int main(void)

@@ -489,10 +489,10 @@ static const char *cfg = "{\"model_type\":\"qwen3_moe\",\"hidden_size\":64,\"moe
 
 static int discover_dir(const char *dir, char *err, size_t n)
 {
-	struct ftmoe_geom g;
+	struct ftbanks_geom g;
 	struct ftst_model *m;
 	struct ftbanks_plan *p;
-	int rc = ftmoe_read_config(dir, &g, err, n);
+	int rc = ftbanks_read_config(dir, &g, err, n);
 	if (rc < 0)
 		return rc;
 	if ((rc = ftst_model_open(dir, &m, err, n)) < 0)
@@ -664,7 +664,7 @@ static void test_ftw_hostile_index(void **s)
 	assert_int_equal(ftftw_convert(dir, ftw, &fo, &fs, err, sizeof err), 0);
 	/* converting an FTW directory again is refused */
 	assert_int_equal(ftftw_convert(ftw, dir, &fo, &fs, err, sizeof err), -EINVAL);
-	snprintf(p, sizeof p, "%s/%s", ftw, FTW_INDEX);
+	snprintf(p, sizeof p, "%s/%s", ftw, FTFTW_INDEX);
 	char *orig;
 	size_t len;
 	assert_int_equal(ftfs_read_file(p, 1 << 24, &orig, &len), 0);

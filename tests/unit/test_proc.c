@@ -192,8 +192,8 @@ static void test_pipe_in_and_path(void **st)
 	close(fds[0].fd);
 	char buf[64];
 	size_t l = 0;
-	double end = ft_now_s() + 10;
-	while (ft_now_s() < end) {
+	double end = fttime_now_s() + 10;
+	while (fttime_now_s() < end) {
 		ssize_t r = read(fds[1].fd, buf + l, sizeof buf - 1 - l);
 		if (r == 0)
 			break;
@@ -299,10 +299,10 @@ static void test_stop_escalation(void **st)
 	close(fds[0].fd);
 	assert_string_equal(buf, "ready\n");
 	assert_int_equal(ftproc_poll(&p), 1);
-	double t0 = ft_now_s();
+	double t0 = fttime_now_s();
 	assert_int_equal(ftproc_stop(&p, 5, 5, &how), 0);
 	assert_int_equal(how, FTPROC_STOP_TERM);
-	assert_true(ft_now_s() - t0 < 4);
+	assert_true(fttime_now_s() - t0 < 4);
 	assert_true(p.reaped && WIFSIGNALED(p.status) && WTERMSIG(p.status) == SIGTERM);
 	assert_int_equal(ftproc_exit_code(p.status), 128 + SIGTERM);
 	/* stubborn: the leader and a member it started ignore SIGTERM */
@@ -313,9 +313,9 @@ static void test_stop_escalation(void **st)
 	close(fds[0].fd);
 	assert_string_equal(buf, "ready\n");
 	pid_t pgid = p.pid;
-	t0 = ft_now_s();
+	t0 = fttime_now_s();
 	assert_int_equal(ftproc_stop(&p, 0.3, 5, &how), 0);
-	double took = ft_now_s() - t0;
+	double took = fttime_now_s() - t0;
 	assert_int_equal(how, FTPROC_STOP_KILL);
 	assert_true(took >= 0.3 && took < 4);
 	assert_true(p.reaped && WIFSIGNALED(p.status) && WTERMSIG(p.status) == SIGKILL);
@@ -346,9 +346,9 @@ static void test_wait_timeout_and_reap_any(void **st)
 	struct ftproc_opts o = {.path = "sleep", .argv = argv};
 	struct ftproc p;
 	assert_int_equal(ftproc_spawn(&p, &o, NULL), 0);
-	double t0 = ft_now_s();
+	double t0 = fttime_now_s();
 	assert_int_equal(ftproc_wait(&p, 0.1), -ETIMEDOUT);
-	assert_true(ft_now_s() - t0 >= 0.1);
+	assert_true(fttime_now_s() - t0 >= 0.1);
 	assert_false(p.reaped);
 	assert_int_equal(ftproc_signal(&p, SIGKILL), 0);
 	/* a caller that owns every child reaps through ftproc_reap_any */

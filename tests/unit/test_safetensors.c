@@ -205,9 +205,9 @@ static void test_fuzz_loop(void **s)
 					  "99999999999", " ", "\\", "\xf0\x9f\x98"};
 	size_t sl = strlen(seed);
 	char *buf = malloc(sl * 4 + 64);
-	double t0 = ft_now_s(), limit = getenv("FT_FUZZ_SECONDS") ? atof(getenv("FT_FUZZ_SECONDS")) : 2.0;
+	double t0 = fttime_now_s(), limit = getenv("FT_FUZZ_SECONDS") ? atof(getenv("FT_FUZZ_SECONDS")) : 2.0;
 	long iters = 0, accepted = 0;
-	while (ft_now_s() - t0 < limit || iters < 1000) {
+	while (fttime_now_s() - t0 < limit || iters < 1000) {
 		size_t n = sl;
 		memcpy(buf, seed, sl);
 		int muts = 1 + (int)(rnd() % 4);

@@ -188,10 +188,10 @@ static void test_stop_term_and_kill(void **st)
 		ftsrv_log_tail(log, 5, tail, sizeof tail);
 	}
 	assert_non_null(strstr(tail, "started")); /* stdout goes to the log */
-	double t0 = ft_now_s();
+	double t0 = fttime_now_s();
 	assert_int_equal(ftsrv_stop(&s, &g, how, sizeof how), 0);
 	assert_non_null(strstr(how, "SIGTERM"));
-	assert_true(ft_now_s() - t0 < 0.3);
+	assert_true(fttime_now_s() - t0 < 0.3);
 	/* stubborn: the leader and a grandchild ignore SIGTERM */
 	char *stubborn[] = {"sh", "-c", "trap '' TERM; sleep 30 & echo armed; wait; sleep 30", NULL};
 	assert_int_equal(ftsrv_start(&s, stubborn, log, err, sizeof err), 0);
@@ -201,10 +201,10 @@ static void test_stop_term_and_kill(void **st)
 		ftsrv_log_tail(log, 5, tail, sizeof tail);
 	}
 	assert_non_null(strstr(tail, "armed"));
-	t0 = ft_now_s();
+	t0 = fttime_now_s();
 	assert_int_equal(ftsrv_stop(&s, &g, how, sizeof how), 0);
 	assert_non_null(strstr(how, "SIGKILL"));
-	double took = ft_now_s() - t0;
+	double took = fttime_now_s() - t0;
 	assert_true(took >= 0.3 && took < 3);
 	assert_true(kill(-pid, 0) < 0 && errno == ESRCH); /* the whole group is gone */
 	ftsrv_log_tail(log, 1, tail, sizeof tail);

@@ -166,7 +166,7 @@ static void test_callback_stops(void **st)
 }
 
 /* What ftbenchd's job event stream (GET /benchmark/jobs/{id}/events, followed by `ftbench wait`
- * through ftcurl_stream) looks like, mixed line endings included. */
+ * through fthttpc_stream) looks like, mixed line endings included. */
 static const char job_stream[] =
 	": keep-alive\n"
 	"event: state\ndata: {\"state\":\"running\"}\nid: 1\n\n"

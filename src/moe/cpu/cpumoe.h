@@ -13,7 +13,7 @@
  *    mxfp4_triton (gpt-oss checkpoints) the 2I output columns interleave gate (even) and up (odd).
  *  - mxfp4_triton gate_up_blocks row k2 holds elements 2*k2 (low nibble) and 2*k2+1 (high).
  *
- * ISA tiers (chosen at create time or by ftcmoe_set_isa, never per call):
+ * ISA tiers (chosen at create time or by ftcpumoe_set_isa, never per call):
  *   scalar      portable C, the reference the others are tested against
  *   avx2        AVX2 + FMA + F16C, FP32 activations
  *   avx512      AVX-512 F/BW/VL, FP32 activations (W16A32 / W4A32)
@@ -24,10 +24,10 @@
  *   amx         avx512bf16 + AMX-TILE/AMX-BF16 (and the OS's leave): bf16 weights on the tiles
  *               (TDPBF16PS, 16 rows x 16 tokens per tile) where an expert has >= 4 tokens of the
  *               batch, the avx512bf16 kernel below that; the other formats as avx512bf16
- * `auto` (ftcmoe_isa_best) picks avx512bf16 for bf16 and avx512vnni (W4A8) for nvfp4, ds_fp4,
+ * `auto` (ftcpumoe_isa_best) picks avx512bf16 for bf16 and avx512vnni (W4A8) for nvfp4, ds_fp4,
  * q4_0 and mxfp4_triton, each falling back to the next tier the CPU has (the order measured
  * fastest: bench/RESULTS.md §4, "CPU MoE executor"); never amx. The executor's tune.isa says what
- * FTCMOE_ISA_AUTO means for it.
+ * FTCPUMOE_ISA_AUTO means for it.
  *
  * Work splits (schedules), one per call, chosen from the format, the kernel and tune.sched:
  *  - dynamic (row-major formats; default from 8 pool workers): a step is a list of work items
@@ -53,87 +53,87 @@
 #include "moe/cpu/pool.h"
 #include "moe/formats.h"
 
-enum ftcmoe_isa {
-	FTCMOE_ISA_AUTO = -1,
-	FTCMOE_ISA_SCALAR = 0,
-	FTCMOE_ISA_AVX2,
-	FTCMOE_ISA_AVX512,
-	FTCMOE_ISA_AVX512VNNI,
-	FTCMOE_ISA_AVX512BF16,
-	FTCMOE_ISA_AMX,
-	FTCMOE_ISA_COUNT
+enum ftcpumoe_isa {
+	FTCPUMOE_ISA_AUTO = -1,
+	FTCPUMOE_ISA_SCALAR = 0,
+	FTCPUMOE_ISA_AVX2,
+	FTCPUMOE_ISA_AVX512,
+	FTCPUMOE_ISA_AVX512VNNI,
+	FTCPUMOE_ISA_AVX512BF16,
+	FTCPUMOE_ISA_AMX,
+	FTCPUMOE_ISA_COUNT
 };
 
-#define FTCMOE_MAX_BATCH 32
-#define FTCMOE_MAX_TOPK 16
+#define FTCPUMOE_MAX_BATCH 32
+#define FTCPUMOE_MAX_TOPK 16
 
-/* "scalar", "avx2", "avx512", "avx512vnni", "avx512bf16"; "auto" for FTCMOE_ISA_AUTO. */
-const char *ftcmoe_isa_name(enum ftcmoe_isa isa);
+/* "scalar", "avx2", "avx512", "avx512vnni", "avx512bf16"; "auto" for FTCPUMOE_ISA_AUTO. */
+const char *ftcpumoe_isa_name(enum ftcpumoe_isa isa);
 /* By name ("auto" included; "avx512f" and "avx512_bf16" accepted). 0 or -EINVAL. */
-int ftcmoe_isa_lookup(const char *name, enum ftcmoe_isa *out);
+int ftcpumoe_isa_lookup(const char *name, enum ftcpumoe_isa *out);
 /* Whether this CPU (ftcpu_info.isa bits) can run a tier. */
-int ftcmoe_isa_supported(enum ftcmoe_isa isa, unsigned cpu_isa);
+int ftcpumoe_isa_supported(enum ftcpumoe_isa isa, unsigned cpu_isa);
 /* Bit mask (1 << tier) of the tiers this CPU can run. */
-unsigned ftcmoe_isa_mask(unsigned cpu_isa);
+unsigned ftcpumoe_isa_mask(unsigned cpu_isa);
 /* The tier `auto` picks for format f on this CPU (the fastest measured; see RESULTS.md). */
-enum ftcmoe_isa ftcmoe_isa_best(enum ftfmt_id f, unsigned cpu_isa);
-/* Resolve a request: AUTO is ftcmoe_isa_best. Returns 0 and *out, -EINVAL for a value out of
+enum ftcpumoe_isa ftcpumoe_isa_best(enum ftfmt_id f, unsigned cpu_isa);
+/* Resolve a request: AUTO is ftcpumoe_isa_best. Returns 0 and *out, -EINVAL for a value out of
  * the enum, or -ENOTSUP when the tier needs an ISA this CPU lacks. */
-int ftcmoe_isa_resolve(enum ftcmoe_isa want, enum ftfmt_id f, unsigned cpu_isa, enum ftcmoe_isa *out);
+int ftcpumoe_isa_resolve(enum ftcpumoe_isa want, enum ftfmt_id f, unsigned cpu_isa, enum ftcpumoe_isa *out);
 /* The kernel a tier runs for format f on this CPU: "w16a16-bf16dp", "w4a8-vnni",
  * "w4a32-avx512", "w4a16-bf16dp", ... (static string). */
-const char *ftcmoe_kernel_name(enum ftcmoe_isa isa, enum ftfmt_id f, unsigned cpu_isa);
+const char *ftcpumoe_kernel_name(enum ftcpumoe_isa isa, enum ftfmt_id f, unsigned cpu_isa);
 
-/* Tuning knobs: fields of the executor's config (ftcmoe_cfg.tune), one row each in
- * ftcmoe_knobs (name, type, range, default, help). Every field is a long; WORD knobs hold the
+/* Tuning knobs: fields of the executor's config (ftcpumoe_cfg.tune), one row each in
+ * ftcpumoe_knobs (name, type, range, default, help). Every field is a long; WORD knobs hold the
  * index of their value in the row's word list. The CLI sets them with `--tune key=value`
- * (ftcmoe_tune_set); what each was measured to do is in bench/RESULTS.md. */
-enum ftcmoe_sched { FTCMOE_SCHED_AUTO = 0, FTCMOE_SCHED_STATIC = 1, FTCMOE_SCHED_DYNAMIC = 2 };
-struct ftcmoe_tune {
-	long isa;        /* enum ftcmoe_isa: what FTCMOE_ISA_AUTO resolves to (AUTO: the best) */
-	long sched;      /* enum ftcmoe_sched */
+ * (ftcpumoe_tune_set); what each was measured to do is in bench/RESULTS.md. */
+enum ftcpumoe_sched { FTCPUMOE_SCHED_AUTO = 0, FTCPUMOE_SCHED_STATIC = 1, FTCPUMOE_SCHED_DYNAMIC = 2 };
+struct ftcpumoe_tune {
+	long isa;        /* enum ftcpumoe_isa: what FTCPUMOE_ISA_AUTO resolves to (AUTO: the best) */
+	long sched;      /* enum ftcpumoe_sched */
 	long item_kb;    /* dynamic pass-1 item KiB, 16..65536; 0: by the step's size */
 	long item2_kb;   /* dynamic pass-2 item KiB, 16..65536; 0: item_kb if set, else 128 */
 	long tail_div;   /* 1..64: the last expert's pass-2 items this many times smaller */
 	long pf_dist;    /* row kernels' prefetch distance, bytes (0: none) */
 	long pf_far;     /* row kernels' L2 prefetch distance, bytes (0: none) */
 	long mx_pf_dist; /* mxfp4 K split's row prefetch distance, 64..8192 bytes */
-	long trace;      /* 1: time the dynamic steps (ftcmoe_trace) */
+	long trace;      /* 1: time the dynamic steps (ftcpumoe_trace) */
 };
 
-enum ftcmoe_knob_type {
-	FTCMOE_KNOB_INT,  /* an integer in [lo, hi]; words, when set, names the value 0 ("auto") */
-	FTCMOE_KNOB_WORD, /* one of words ("a|b|c"); the field holds its index */
-	FTCMOE_KNOB_ISA,  /* a tier name or auto (ftcmoe_isa_lookup); the field holds the enum */
+enum ftcpumoe_knob_type {
+	FTCPUMOE_KNOB_INT,  /* an integer in [lo, hi]; words, when set, names the value 0 ("auto") */
+	FTCPUMOE_KNOB_WORD, /* one of words ("a|b|c"); the field holds its index */
+	FTCPUMOE_KNOB_ISA,  /* a tier name or auto (ftcpumoe_isa_lookup); the field holds the enum */
 };
-struct ftcmoe_knob {
+struct ftcpumoe_knob {
 	const char *name;       /* the key of --tune key=value */
-	enum ftcmoe_knob_type type;
+	enum ftcpumoe_knob_type type;
 	long lo, hi;
 	const char *words;
 	long def;               /* the field's default */
-	size_t off;             /* offsetof(struct ftcmoe_tune, field) */
+	size_t off;             /* offsetof(struct ftcpumoe_tune, field) */
 	const char *help;       /* one line */
 };
-extern const struct ftcmoe_knob ftcmoe_knobs[];
-extern const int ftcmoe_nknobs;
+extern const struct ftcpumoe_knob ftcpumoe_knobs[];
+extern const int ftcpumoe_nknobs;
 
 /* Every field its default. */
-void ftcmoe_tune_defaults(struct ftcmoe_tune *t);
+void ftcpumoe_tune_defaults(struct ftcpumoe_tune *t);
 /* The row named name[0..len), or NULL. */
-const struct ftcmoe_knob *ftcmoe_knob_find(const char *name, size_t len);
+const struct ftcpumoe_knob *ftcpumoe_knob_find(const char *name, size_t len);
 /* "key=value": 0 with the field set, or -EINVAL (t unchanged) with why naming what was wrong:
  * "'x': expected key=value (keys: ...)", "unknown key 'k' (keys: ...)" or
  * "k='v': expected <the knob's range>". */
-int ftcmoe_tune_set(struct ftcmoe_tune *t, const char *kv, char *why, size_t whylen);
+int ftcpumoe_tune_set(struct ftcpumoe_tune *t, const char *kv, char *why, size_t whylen);
 /* Every field within its row's range: 0, or -EINVAL with why ("k=v: expected ..."). */
-int ftcmoe_tune_check(const struct ftcmoe_tune *t, char *why, size_t whylen);
+int ftcpumoe_tune_check(const struct ftcpumoe_tune *t, char *why, size_t whylen);
 /* The row's accepted values ("an integer from 0 to 65536", "one of a|b"), and value v as the
  * text --tune takes; snprintf's returns. */
-int ftcmoe_knob_range(const struct ftcmoe_knob *k, char *buf, size_t n);
-int ftcmoe_knob_value(const struct ftcmoe_knob *k, long v, char *buf, size_t n);
+int ftcpumoe_knob_range(const struct ftcpumoe_knob *k, char *buf, size_t n);
+int ftcpumoe_knob_value(const struct ftcpumoe_knob *k, long v, char *buf, size_t n);
 
-struct ftcmoe_cfg {
+struct ftcpumoe_cfg {
 	enum ftfmt_id format;
 	long hidden, inter;     /* H, I */
 	int experts;            /* E per layer */
@@ -141,37 +141,37 @@ struct ftcmoe_cfg {
 	/* banks[layer * nbanks + i]: host pointer of bank i (schema order of ftfmt_banks) of that
 	 * layer, [E, per-expert shape]; borrowed, must outlive the executor. */
 	const void *const *banks;
-	enum ftact act;
-	float swiglu_limit;     /* FTACT_SWIGLU_OAI clamp (gpt-oss: 7); ignored otherwise */
-	int max_batch;          /* 1..FTCMOE_MAX_BATCH */
-	int max_topk;           /* 1..FTCMOE_MAX_TOPK */
-	enum ftcmoe_isa isa;    /* FTCMOE_ISA_AUTO or a tier */
-	struct ftpool *pool;    /* borrowed; its driver thread calls ftcmoe_forward */
+	enum ftfmt_act act;
+	float swiglu_limit;     /* FTFMT_ACT_SWIGLU_OAI clamp (gpt-oss: 7); ignored otherwise */
+	int max_batch;          /* 1..FTCPUMOE_MAX_BATCH */
+	int max_topk;           /* 1..FTCPUMOE_MAX_TOPK */
+	enum ftcpumoe_isa isa;    /* FTCPUMOE_ISA_AUTO or a tier */
+	struct ftpool *pool;    /* borrowed; its driver thread calls ftcpumoe_forward */
 	const struct ftcpu_info *cpu; /* borrowed during create only */
-	/* copied at create; NULL: ftcmoe_tune_defaults. The kernel knobs (pf_dist, pf_far,
+	/* copied at create; NULL: ftcpumoe_tune_defaults. The kernel knobs (pf_dist, pf_far,
 	 * mx_pf_dist) are process-wide: the last create sets them. */
-	const struct ftcmoe_tune *tune;
+	const struct ftcpumoe_tune *tune;
 };
 
-struct ftcmoe;
+struct ftcpumoe;
 
-/* Create an executor; all scratch is allocated here. Returns 0 and *out (ftcmoe_free), or
+/* Create an executor; all scratch is allocated here. Returns 0 and *out (ftcpumoe_free), or
  * -EINVAL (bad geometry, format without a CPU path, NULL banks, a tune value out of its range),
- * -ENOTSUP (tier, or tune.isa for FTCMOE_ISA_AUTO, not on this CPU), -ENOMEM. */
-int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out);
-void ftcmoe_free(struct ftcmoe *x); /* accepts NULL */
+ * -ENOTSUP (tier, or tune.isa for FTCPUMOE_ISA_AUTO, not on this CPU), -ENOMEM. */
+int ftcpumoe_create(const struct ftcpumoe_cfg *cfg, struct ftcpumoe **out);
+void ftcpumoe_free(struct ftcpumoe *x); /* accepts NULL */
 
 /* Switch the tier (AUTO: tune.isa, else the best). 0, -EINVAL or -ENOTSUP (tier unchanged
  * then). */
-int ftcmoe_set_isa(struct ftcmoe *x, enum ftcmoe_isa isa);
-enum ftcmoe_isa ftcmoe_isa(const struct ftcmoe *x);
+int ftcpumoe_set_isa(struct ftcpumoe *x, enum ftcpumoe_isa isa);
+enum ftcpumoe_isa ftcpumoe_isa(const struct ftcpumoe *x);
 /* The knobs the executor was created with (borrowed, lives as long as x). */
-const struct ftcmoe_tune *ftcmoe_tune_of(const struct ftcmoe *x);
+const struct ftcpumoe_tune *ftcpumoe_tune_of(const struct ftcpumoe *x);
 
 /* One layer: x [B, H] fp32, ids [B, topk] (-1 skipped; others must be < E), weights [B, topk],
  * out [B, H] fp32 (written whole; a token with no live route gets zeros). B <= max_batch,
  * topk <= max_topk. No allocation. Returns 0 or -EINVAL (bad layer/B/topk/id). */
-int ftcmoe_forward(struct ftcmoe *x, int layer, int B, int topk, const float *xin,
+int ftcpumoe_forward(struct ftcpumoe *x, int layer, int B, int topk, const float *xin,
 		   const int32_t *ids, const float *weights, float *out);
 
 /* tune.trace = 1: where the dynamic schedules' steps spend their time, per worker and step,
@@ -180,10 +180,10 @@ int ftcmoe_forward(struct ftcmoe *x, int layer, int B, int topk, const float *xi
  * idle: from the worker's last item to leaving the step's barrier; after: the reduction after
  * it. last: from the start to the last worker being done; step: the driver's whole call. Steps
  * of the static splits are not traced. */
-struct ftcmoe_trace {
+struct ftcpumoe_trace {
 	long steps;
 	double step_us, last_us, start_us, items_us, wait_us, idle_us, after_us, items_per_worker;
 };
 /* Fill *out (may be NULL) and, with reset, start over. -ENODATA when tracing is off. */
-int ftcmoe_trace(struct ftcmoe *x, struct ftcmoe_trace *out, int reset);
+int ftcpumoe_trace(struct ftcpumoe *x, struct ftcpumoe_trace *out, int reset);
 #endif

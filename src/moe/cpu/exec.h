@@ -17,38 +17,38 @@
 #include "moe/cpu/kern.h"
 #include "util/timeutil.h"
 
-/* Rows per kernel call: bounds the per-worker scratch (FTCMOE_MAX_BATCH * 2 * CHUNK floats). */
-#define FTCMOE_CHUNK 64
+/* Rows per kernel call: bounds the per-worker scratch (FTCPUMOE_MAX_BATCH * 2 * CHUNK floats). */
+#define FTCPUMOE_CHUNK 64
 /* Vector tiers read K in groups of this many elements. */
-#define FTCMOE_KALIGN 64
-#define FTCMOE_MAX_SLOTS (FTCMOE_MAX_BATCH * FTCMOE_MAX_TOPK)
+#define FTCPUMOE_KALIGN 64
+#define FTCPUMOE_MAX_SLOTS (FTCPUMOE_MAX_BATCH * FTCPUMOE_MAX_TOPK)
 
-/* The schedules (one per call; ftcmoe_forward picks). */
-enum ftcmoe_sched_kind {
-	FTCMOE_RUN_DYN,      /* dynamic, row-major formats (sched_dyn.c) */
-	FTCMOE_RUN_DYN_K,    /* dynamic K split, mxfp4_triton (ksplit.c) */
-	FTCMOE_RUN_FLAT,     /* static, rows of all groups end to end (sched_static.c) */
-	FTCMOE_RUN_K,        /* static K split (ksplit.c) */
-	FTCMOE_RUN_ROWS,     /* static, every group's rows cut per worker (sched_static.c) */
+/* The schedules (one per call; ftcpumoe_forward picks). */
+enum ftcpumoe_sched_kind {
+	FTCPUMOE_RUN_DYN,      /* dynamic, row-major formats (sched_dyn.c) */
+	FTCPUMOE_RUN_DYN_K,    /* dynamic K split, mxfp4_triton (ksplit.c) */
+	FTCPUMOE_RUN_FLAT,     /* static, rows of all groups end to end (sched_static.c) */
+	FTCPUMOE_RUN_K,        /* static K split (ksplit.c) */
+	FTCPUMOE_RUN_ROWS,     /* static, every group's rows cut per worker (sched_static.c) */
 };
 
 /* Per-worker sums over traced steps (ns): start after the driver posted the run, in items,
  * spinning for a group's pass 1, from the last item to leaving the barrier, after it. */
-struct ftcmoe_wtrace {
+struct ftcpumoe_wtrace {
 	_Alignas(64) uint64_t wake, items, wait, idle, after, nitems;
 	uint64_t end; /* this step: when the worker was done */
 };
 
-struct ftcmoe {
-	struct ftcmoe_cfg cfg;
-	struct ftcmoe_tune tune;
+struct ftcpumoe {
+	struct ftcpumoe_cfg cfg;
+	struct ftcpumoe_tune tune;
 	const void **banks;           /* [layers * nbanks] */
-	struct ftbank_shape shape[FT_MAX_BANKS];
+	struct ftfmt_bank_shape shape[FTFMT_MAX_BANKS];
 	int nbanks;
 	unsigned cpu_isa;
-	enum ftcmoe_isa isa;
-	const struct ftk_ops *ops;
-	ftk_act_fn *vact;             /* the tier's vector activation, or NULL (scalar act) */
+	enum ftcpumoe_isa isa;
+	const struct ftkern_ops *ops;
+	ftkern_act_fn *vact;             /* the tier's vector activation, or NULL (scalar act) */
 	int nthreads;
 	size_t xq_stride, hq_stride;  /* prepared bytes per token / per slot */
 	uint8_t *xq;                  /* [max_batch][xq_stride] */
@@ -63,15 +63,15 @@ struct ftcmoe {
 	int layer, B, topk;
 	const float *xin, *rw;
 	float *out;
-	enum ftcmoe_sched_kind run;
+	enum ftcpumoe_sched_kind run;
 	int nuniq;
-	int uniq_e[FTCMOE_MAX_SLOTS];
-	int uniq_start[FTCMOE_MAX_SLOTS + 1];
-	int slot_of[FTCMOE_MAX_SLOTS]; /* slots (b * topk + k) grouped by expert */
+	int uniq_e[FTCPUMOE_MAX_SLOTS];
+	int uniq_start[FTCPUMOE_MAX_SLOTS + 1];
+	int slot_of[FTCPUMOE_MAX_SLOTS]; /* slots (b * topk + k) grouped by expert */
 	int *uidx;                    /* [E]: expert -> its uniq index during a call, else -1 */
 	/* slot groups of this call: an expert's slots, at most max_batch per group */
 	int ngrp;
-	int grp_u[FTCMOE_MAX_SLOTS], grp_s0[FTCMOE_MAX_SLOTS], grp_nb[FTCMOE_MAX_SLOTS];
+	int grp_u[FTCPUMOE_MAX_SLOTS], grp_s0[FTCPUMOE_MAX_SLOTS], grp_nb[FTCPUMOE_MAX_SLOTS];
 	float *pout;                  /* per-worker partial out [threads][max_batch][H] */
 	/* In the dynamic schedule each worker zeroes only the 16-row chunks of its pout that its
 	 * pass-2 items write, marks them in ptouch ([threads][pchunk_stride], [max_batch][nchunk]
@@ -95,16 +95,16 @@ struct ftcmoe {
 	/* tune.trace: where the dynamic steps' time goes (trace.c) */
 	int trace;
 	uint64_t t_post;              /* this call: when the driver started the run */
-	struct ftcmoe_wtrace *tr;     /* [threads] */
+	struct ftcpumoe_wtrace *tr;     /* [threads] */
 	uint64_t tr_steps, tr_step_ns, tr_last_ns; /* tr_last_ns: sum of (last worker done - post) */
 	_Alignas(64) atomic_int next; /* next unclaimed item */
 	/* pass-1 items finished per group; row-major: n1 + 1 once h is prepared, K split: n1t */
-	_Alignas(64) atomic_int done1[FTCMOE_MAX_SLOTS];
+	_Alignas(64) atomic_int done1[FTCPUMOE_MAX_SLOTS];
 };
 
 /* ---- passes.c: shared by the schedules (the small ones inline: they run per element or row) */
 /* Weight bytes of one row of K elements (row-major formats; scales not counted). */
-static inline size_t ftcmoe_wrow_bytes(enum ftfmt_id f, long K)
+static inline size_t ftcpumoe_wrow_bytes(enum ftfmt_id f, long K)
 {
 	switch (f) {
 	case FTFMT_BF16: return (size_t)K * 2;
@@ -114,16 +114,16 @@ static inline size_t ftcmoe_wrow_bytes(enum ftfmt_id f, long K)
 }
 
 /* The gated activation of one element (scalar). */
-static inline float ftcmoe_act(enum ftact a, float g, float u, float lim)
+static inline float ftcpumoe_act(enum ftfmt_act a, float g, float u, float lim)
 {
 	switch (a) {
-	case FTACT_SILU:
+	case FTFMT_ACT_SILU:
 		return g / (1.0f + expf(-g)) * u;
-	case FTACT_GELU:
+	case FTFMT_ACT_GELU:
 		return 0.5f * g * (1.0f + erff(g * 0.70710678118654752f)) * u;
-	case FTACT_GELU_TANH:
+	case FTFMT_ACT_GELU_TANH:
 		return 0.5f * g * (1.0f + tanhf(0.79788456080286536f * (g + 0.044715f * g * g * g))) * u;
-	case FTACT_SWIGLU_OAI:
+	case FTFMT_ACT_SWIGLU_OAI:
 		g = fminf(g, lim);
 		u = fminf(fmaxf(u, -lim), lim);
 		return g / (1.0f + expf(-1.702f * g)) * (u + 1.0f);
@@ -132,98 +132,98 @@ static inline float ftcmoe_act(enum ftact a, float g, float u, float lim)
 }
 
 /* Where row r of a row-major matrix (or bank row kk of a transposed one) starts. */
-static inline const uint8_t *ftcmoe_row_addr(const struct ftcmoe *x, const struct ftk_mat *m, long r)
+static inline const uint8_t *ftcpumoe_row_addr(const struct ftcpumoe *x, const struct ftkern_mat *m, long r)
 {
-	size_t stride = x->cfg.format == FTFMT_MXFP4_TRITON ? (size_t)m->N : ftcmoe_wrow_bytes(x->cfg.format, m->K);
+	size_t stride = x->cfg.format == FTFMT_MXFP4_TRITON ? (size_t)m->N : ftcpumoe_wrow_bytes(x->cfg.format, m->K);
 	return m->w + (size_t)r * stride;
 }
 
-/* The kernels prefetch ahead inside a stream; the first FTCMOE_PF_AHEAD bytes of the next
+/* The kernels prefetch ahead inside a stream; the first FTCPUMOE_PF_AHEAD bytes of the next
  * stream a worker will read are requested before the current one ends. */
-#define FTCMOE_PF_AHEAD 4096
-static inline void ftcmoe_prefetch_start(const void *p)
+#define FTCPUMOE_PF_AHEAD 4096
+static inline void ftcpumoe_prefetch_start(const void *p)
 {
-	for (int i = 0; i < FTCMOE_PF_AHEAD; i += 64)
+	for (int i = 0; i < FTCPUMOE_PF_AHEAD; i += 64)
 		__builtin_prefetch((const char *)p + i, 0, 3);
 }
 
 /* K split: worker t's partial buffer buf (0, 1: partials, 2: scratch), slot i. */
-static inline float *ftcmoe_part(const struct ftcmoe *x, int t, int buf, int i)
+static inline float *ftcpumoe_part(const struct ftcpumoe *x, int t, int buf, int i)
 {
 	return x->part + (((size_t)t * 3 + (size_t)buf) * (size_t)x->part_cap + (size_t)i) * (size_t)x->part_n;
 }
 
 /* The dynamic schedules' claim of their next item. */
-static inline int ftcmoe_dyn_claim(struct ftcmoe *x)
+static inline int ftcpumoe_dyn_claim(struct ftcpumoe *x)
 {
 	return atomic_fetch_add_explicit(&x->next, 1, memory_order_relaxed);
 }
 
 /* The matrices of expert e in layer l: pass 1 (gate_up) or pass 2 (down); *bias: mxfp4's, else
  * NULL. */
-void ftcmoe_expert_mat(const struct ftcmoe *x, int layer, int e, int down, struct ftk_mat *m,
+void ftcpumoe_expert_mat(const struct ftcpumoe *x, int layer, int e, int down, struct ftkern_mat *m,
 		       const uint16_t **bias);
 /* Where row r of group g's gate/up (down = 0) or down matrix starts. */
-const void *ftcmoe_group_row(const struct ftcmoe *x, int g, int down, long r);
+const void *ftcpumoe_group_row(const struct ftcpumoe *x, int g, int down, long r);
 /* The prepared (or fp32) inputs of group g's slots for pass 1 (x) or pass 2 (h). */
-void ftcmoe_slot_inputs(const struct ftcmoe *x, int tid, int g, int down, const void **xs);
+void ftcpumoe_slot_inputs(const struct ftcpumoe *x, int tid, int g, int down, const void **xs);
 /* Gate/up outputs [j0, j1) of group g into h, activation applied. next (may be NULL): the first
  * bytes of the stream this worker reads after this one, requested up front. */
-void ftcmoe_gate_up_rows(struct ftcmoe *x, int tid, int g, long j0, long j1, float *tmp, const void *next);
+void ftcpumoe_gate_up_rows(struct ftcpumoe *x, int tid, int g, long j0, long j1, float *tmp, const void *next);
 /* Pass 2 of group g over down rows [n0, n1): out[token] += route weight * (down . h (+ bias)). */
-void ftcmoe_down_rows(struct ftcmoe *x, int tid, int g, const struct ftk_mat *m, const uint16_t *bias,
+void ftcpumoe_down_rows(struct ftcpumoe *x, int tid, int g, const struct ftkern_mat *m, const uint16_t *bias,
 		      long n0, long n1, float *tmp, float *out);
 /* This worker's share of x->out = the sum of every worker's partial output: token b of worker
  * t at p + t * wstride + b * bstride. touch (may be NULL: all written): worker t wrote 16-row
  * chunk c of token b iff touch[t * pchunk_stride + b * nchunk + c]; the others are skipped. */
-void ftcmoe_reduce_out(struct ftcmoe *x, int tid, int n, const float *p, size_t wstride, size_t bstride,
+void ftcpumoe_reduce_out(struct ftcpumoe *x, int tid, int n, const float *p, size_t wstride, size_t bstride,
 		       const uint8_t *touch);
-/* ftcmoe_reduce_out over pout (lazy: only the chunks marked in ptouch). */
-void ftcmoe_reduce_pout(struct ftcmoe *x, int tid, int n, int lazy);
+/* ftcpumoe_reduce_out over pout (lazy: only the chunks marked in ptouch). */
+void ftcpumoe_reduce_pout(struct ftcpumoe *x, int tid, int n, int lazy);
 /* Prepare h of group g's slots for pass 2 into hq (NULL ops->prep: nothing to do). */
-void ftcmoe_prep_group_h(struct ftcmoe *x, int g);
+void ftcpumoe_prep_group_h(struct ftcpumoe *x, int g);
 /* Before pass 2: h prepared for the slots of groups [ga, gb) into this worker's hpriv (lean_h,
  * no barrier), or every live slot's shared between the workers, then a barrier. */
-void ftcmoe_prep_h(struct ftcmoe *x, int tid, int n, int ga, int gb);
+void ftcpumoe_prep_h(struct ftcpumoe *x, int tid, int n, int ga, int gb);
 
 /* ---- the schedules: one call's work on worker tid of n, after x is prepared */
-void ftcmoe_run_dyn(struct ftcmoe *x, int tid, int n);    /* sched_dyn.c */
-void ftcmoe_run_flat(struct ftcmoe *x, int tid, int n);   /* sched_static.c */
-void ftcmoe_run_rows(struct ftcmoe *x, int tid, int n);   /* sched_static.c */
-void ftcmoe_run_k(struct ftcmoe *x, int tid, int n);      /* ksplit.c */
-void ftcmoe_run_dyn_k(struct ftcmoe *x, int tid, int n);  /* ksplit.c */
+void ftcpumoe_run_dyn(struct ftcpumoe *x, int tid, int n);    /* sched_dyn.c */
+void ftcpumoe_run_flat(struct ftcpumoe *x, int tid, int n);   /* sched_static.c */
+void ftcpumoe_run_rows(struct ftcpumoe *x, int tid, int n);   /* sched_static.c */
+void ftcpumoe_run_k(struct ftcpumoe *x, int tid, int n);      /* ksplit.c */
+void ftcpumoe_run_dyn_k(struct ftcpumoe *x, int tid, int n);  /* ksplit.c */
 
 /* ---- tracing (tune.trace): per-worker sums, inline no-ops unless x->trace; trace.c */
 /* The clock when tracing, else 0. */
-static inline uint64_t ftcmoe_trace_now(const struct ftcmoe *x)
+static inline uint64_t ftcpumoe_trace_now(const struct ftcpumoe *x)
 {
-	return x->trace ? ft_now_ns() : 0;
+	return x->trace ? fttime_now_ns() : 0;
 }
 
-static inline void ftcmoe_trace_start(struct ftcmoe *x, int tid)
+static inline void ftcpumoe_trace_start(struct ftcpumoe *x, int tid)
 {
 	if (x->trace)
-		x->tr[tid].wake += ft_now_ns() - x->t_post;
+		x->tr[tid].wake += fttime_now_ns() - x->t_post;
 }
 
-static inline void ftcmoe_trace_item(struct ftcmoe *x, int tid, uint64_t t0)
+static inline void ftcpumoe_trace_item(struct ftcpumoe *x, int tid, uint64_t t0)
 {
 	if (x->trace) {
-		x->tr[tid].items += ft_now_ns() - t0;
+		x->tr[tid].items += fttime_now_ns() - t0;
 		x->tr[tid].nitems++;
 	}
 }
 
-static inline void ftcmoe_trace_wait(struct ftcmoe *x, int tid, uint64_t t0)
+static inline void ftcpumoe_trace_wait(struct ftcpumoe *x, int tid, uint64_t t0)
 {
 	if (x->trace)
-		x->tr[tid].wait += ft_now_ns() - t0;
+		x->tr[tid].wait += fttime_now_ns() - t0;
 }
 
-static inline void ftcmoe_trace_end(struct ftcmoe *x, int tid, uint64_t t_last, uint64_t t_bar)
+static inline void ftcpumoe_trace_end(struct ftcpumoe *x, int tid, uint64_t t_last, uint64_t t_bar)
 {
 	if (x->trace) {
-		uint64_t t = ft_now_ns();
+		uint64_t t = fttime_now_ns();
 		x->tr[tid].idle += t_bar - t_last;
 		x->tr[tid].after += t - t_bar;
 		x->tr[tid].end = t;
@@ -231,6 +231,6 @@ static inline void ftcmoe_trace_end(struct ftcmoe *x, int tid, uint64_t t_last, 
 }
 
 /* Driver side, around ftpool_run of a traced step: when it was posted, and the step's sums. */
-void ftcmoe_trace_post(struct ftcmoe *x);
-void ftcmoe_trace_step(struct ftcmoe *x);
+void ftcpumoe_trace_post(struct ftcpumoe *x);
+void ftcpumoe_trace_step(struct ftcpumoe *x);
 #endif

@@ -31,19 +31,19 @@ static void *alloc_aligned(size_t n)
 	return p;
 }
 
-static int choose_ops(struct ftcmoe *x, enum ftcmoe_isa want)
+static int choose_ops(struct ftcpumoe *x, enum ftcpumoe_isa want)
 {
-	enum ftcmoe_isa isa;
-	enum ftcmoe_isa req = want == FTCMOE_ISA_AUTO ? (enum ftcmoe_isa)x->tune.isa : want;
-	int r = ftcmoe_isa_resolve(req, x->cfg.format, x->cpu_isa, &isa);
+	enum ftcpumoe_isa isa;
+	enum ftcpumoe_isa req = want == FTCPUMOE_ISA_AUTO ? (enum ftcpumoe_isa)x->tune.isa : want;
+	int r = ftcpumoe_isa_resolve(req, x->cfg.format, x->cpu_isa, &isa);
 	if (r < 0)
 		return r;
-	if (isa != FTCMOE_ISA_SCALAR && (x->cfg.hidden % FTCMOE_KALIGN || x->cfg.inter % FTCMOE_KALIGN)) {
-		if (want != FTCMOE_ISA_AUTO)
+	if (isa != FTCPUMOE_ISA_SCALAR && (x->cfg.hidden % FTCPUMOE_KALIGN || x->cfg.inter % FTCPUMOE_KALIGN)) {
+		if (want != FTCPUMOE_ISA_AUTO)
 			return -EINVAL; /* vector tiers need H and I multiples of 64 */
-		isa = FTCMOE_ISA_SCALAR;
+		isa = FTCPUMOE_ISA_SCALAR;
 	}
-	const struct ftk_ops *ops = ftk_select(isa, x->cfg.format, x->cpu_isa);
+	const struct ftkern_ops *ops = ftkern_select(isa, x->cfg.format, x->cpu_isa);
 	if (!ops || (!ops->rows && !(ops->rows_t && x->part)))
 		return -EINVAL;
 	size_t xs = ops->xbytes ? ops->xbytes(x->cfg.hidden) : 0;
@@ -52,25 +52,25 @@ static int choose_ops(struct ftcmoe *x, enum ftcmoe_isa want)
 		return -EINVAL; /* scratch sized at create for the largest layout */
 	x->isa = isa;
 	x->ops = ops;
-	x->vact = isa >= FTCMOE_ISA_AVX512 ? ftk_act_avx512 : NULL;
+	x->vact = isa >= FTCPUMOE_ISA_AVX512 ? ftkern_act_avx512 : NULL;
 	return 0;
 }
 
 /* The kernels' knobs are process-wide (kern.h). */
-static void set_kernel_knobs(const struct ftcmoe_tune *t)
+static void set_kernel_knobs(const struct ftcpumoe_tune *t)
 {
-	ftk_pf_dist = (int)t->pf_dist;
-	ftk_pf_far = (int)t->pf_far;
-	ftk_mx_pf_dist = (int)(t->mx_pf_dist / 64 * 64);
+	ftkern_pf_dist = (int)t->pf_dist;
+	ftkern_pf_far = (int)t->pf_far;
+	ftkern_mx_pf_dist = (int)(t->mx_pf_dist / 64 * 64);
 }
 
 /* The work items of the dynamic schedules (row-major formats: rows per item of pass 1, pass 2
  * and the last group's pass 2; mxfp4_triton's K split: bank rows per item). */
-static void size_items(struct ftcmoe *x)
+static void size_items(struct ftcpumoe *x)
 {
-	const struct ftcmoe_cfg *cfg = &x->cfg;
-	const struct ftcmoe_tune *t = &x->tune;
-	size_t r1 = 2 * ftcmoe_wrow_bytes(cfg->format, cfg->hidden), r2 = ftcmoe_wrow_bytes(cfg->format, cfg->inter);
+	const struct ftcpumoe_cfg *cfg = &x->cfg;
+	const struct ftcpumoe_tune *t = &x->tune;
+	size_t r1 = 2 * ftcpumoe_wrow_bytes(cfg->format, cfg->hidden), r2 = ftcpumoe_wrow_bytes(cfg->format, cfg->inter);
 	size_t item = (size_t)t->item_kb * 1024;
 	size_t per = (size_t)cfg->max_topk * r1 * (size_t)cfg->inter / (size_t)x->nthreads;
 	if (!item)
@@ -98,22 +98,22 @@ static void size_items(struct ftcmoe *x)
 	}
 }
 
-int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
+int ftcpumoe_create(const struct ftcpumoe_cfg *cfg, struct ftcpumoe **out)
 {
 	if (!cfg || !out || !cfg->banks || !cfg->pool || !cfg->cpu || cfg->layers < 1 ||
-	    cfg->experts < 1 || cfg->max_batch < 1 || cfg->max_batch > FTCMOE_MAX_BATCH ||
-	    cfg->max_topk < 1 || cfg->max_topk > FTCMOE_MAX_TOPK)
+	    cfg->experts < 1 || cfg->max_batch < 1 || cfg->max_batch > FTCPUMOE_MAX_BATCH ||
+	    cfg->max_topk < 1 || cfg->max_topk > FTCPUMOE_MAX_TOPK)
 		return -EINVAL;
-	const struct ftformat *f = ftfmt_get(cfg->format);
-	struct ftcmoe_tune tune;
+	const struct ftfmt *f = ftfmt_get(cfg->format);
+	struct ftcpumoe_tune tune;
 	if (cfg->tune)
 		tune = *cfg->tune;
 	else
-		ftcmoe_tune_defaults(&tune);
-	if (!f || !f->cpu_path || ftcmoe_tune_check(&tune, NULL, 0) < 0)
+		ftcpumoe_tune_defaults(&tune);
+	if (!f || !f->cpu_path || ftcpumoe_tune_check(&tune, NULL, 0) < 0)
 		return -EINVAL;
 	set_kernel_knobs(&tune);
-	struct ftcmoe *x = alloc_aligned(sizeof *x); /* 64-byte aligned members */
+	struct ftcpumoe *x = alloc_aligned(sizeof *x); /* 64-byte aligned members */
 	if (!x)
 		return -ENOMEM;
 	int r = -ENOMEM;
@@ -145,10 +145,10 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 		x->uidx[e] = -1;
 	x->nthreads = ftpool_size(cfg->pool);
 	/* scratch for the largest prepared layout of any tier this CPU can run */
-	for (int t = 0; t < FTCMOE_ISA_COUNT; t++) {
-		if (!ftcmoe_isa_supported((enum ftcmoe_isa)t, x->cpu_isa))
+	for (int t = 0; t < FTCPUMOE_ISA_COUNT; t++) {
+		if (!ftcpumoe_isa_supported((enum ftcpumoe_isa)t, x->cpu_isa))
 			continue;
-		const struct ftk_ops *o = ftk_select(t, cfg->format, x->cpu_isa);
+		const struct ftkern_ops *o = ftkern_select(t, cfg->format, x->cpu_isa);
 		if (o && o->xbytes) {
 			size_t a = (o->xbytes(cfg->hidden) + 63) / 64 * 64;
 			size_t b = (o->xbytes(cfg->inter) + 63) / 64 * 64;
@@ -159,7 +159,7 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 		}
 	}
 	size_t slots = (size_t)cfg->max_batch * (size_t)cfg->max_topk;
-	x->tmp_stride = (size_t)2 * cfg->max_batch * 2 * FTCMOE_CHUNK;
+	x->tmp_stride = (size_t)2 * cfg->max_batch * 2 * FTCPUMOE_CHUNK;
 	x->xq = alloc_aligned((size_t)cfg->max_batch * x->xq_stride);
 	x->h = alloc_aligned(slots * (size_t)cfg->inter * sizeof(float));
 	x->hq = alloc_aligned(slots * x->hq_stride);
@@ -172,8 +172,8 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 	x->ptouch = alloc_aligned((size_t)x->nthreads * x->pchunk_stride);
 	if (!x->pout || !x->ptouch)
 		goto fail;
-	x->dyn_ok = tune.sched == FTCMOE_SCHED_AUTO ? x->nthreads >= DYN_MIN_THREADS
-						    : tune.sched == FTCMOE_SCHED_DYNAMIC;
+	x->dyn_ok = tune.sched == FTCPUMOE_SCHED_AUTO ? x->nthreads >= DYN_MIN_THREADS
+						    : tune.sched == FTCPUMOE_SCHED_DYNAMIC;
 	size_items(x);
 	x->trace = (int)tune.trace;
 	x->tr = alloc_aligned((size_t)x->nthreads * sizeof *x->tr);
@@ -204,11 +204,11 @@ int ftcmoe_create(const struct ftcmoe_cfg *cfg, struct ftcmoe **out)
 	*out = x;
 	return 0;
 fail:
-	ftcmoe_free(x);
+	ftcpumoe_free(x);
 	return r;
 }
 
-void ftcmoe_free(struct ftcmoe *x)
+void ftcpumoe_free(struct ftcpumoe *x)
 {
 	if (!x)
 		return;
@@ -229,17 +229,17 @@ void ftcmoe_free(struct ftcmoe *x)
 	free(x);
 }
 
-int ftcmoe_set_isa(struct ftcmoe *x, enum ftcmoe_isa isa)
+int ftcpumoe_set_isa(struct ftcpumoe *x, enum ftcpumoe_isa isa)
 {
 	return choose_ops(x, isa);
 }
 
-enum ftcmoe_isa ftcmoe_isa(const struct ftcmoe *x)
+enum ftcpumoe_isa ftcpumoe_isa(const struct ftcpumoe *x)
 {
 	return x->isa;
 }
 
-const struct ftcmoe_tune *ftcmoe_tune_of(const struct ftcmoe *x)
+const struct ftcpumoe_tune *ftcpumoe_tune_of(const struct ftcpumoe *x)
 {
 	return &x->tune;
 }
@@ -248,13 +248,13 @@ const struct ftcmoe_tune *ftcmoe_tune_of(const struct ftcmoe *x)
  * shared, then a barrier), then the call's schedule. */
 static void forward_worker(void *arg, int tid, int n)
 {
-	static void (*const run[])(struct ftcmoe *, int, int) = {
-		[FTCMOE_RUN_DYN] = ftcmoe_run_dyn, [FTCMOE_RUN_DYN_K] = ftcmoe_run_dyn_k,
-		[FTCMOE_RUN_FLAT] = ftcmoe_run_flat, [FTCMOE_RUN_K] = ftcmoe_run_k,
-		[FTCMOE_RUN_ROWS] = ftcmoe_run_rows,
+	static void (*const run[])(struct ftcpumoe *, int, int) = {
+		[FTCPUMOE_RUN_DYN] = ftcpumoe_run_dyn, [FTCPUMOE_RUN_DYN_K] = ftcpumoe_run_dyn_k,
+		[FTCPUMOE_RUN_FLAT] = ftcpumoe_run_flat, [FTCPUMOE_RUN_K] = ftcpumoe_run_k,
+		[FTCPUMOE_RUN_ROWS] = ftcpumoe_run_rows,
 	};
-	struct ftcmoe *x = arg;
-	const struct ftk_ops *ops = x->ops;
+	struct ftcpumoe *x = arg;
+	const struct ftkern_ops *ops = x->ops;
 	if (ops->prep) {
 		if (x->lean) {
 			ops->prep(x->xin, x->cfg.hidden, x->xpriv + (size_t)tid * x->xq_stride);
@@ -270,9 +270,9 @@ static void forward_worker(void *arg, int tid, int n)
 
 /* Group live slots by expert, experts in first-seen order (counting sort, no allocation), and
  * cut each expert's slots into groups of at most max_batch. */
-static void group_routes(struct ftcmoe *x, int ns, const int32_t *ids)
+static void group_routes(struct ftcpumoe *x, int ns, const int32_t *ids)
 {
-	int cnt[FTCMOE_MAX_SLOTS], fill[FTCMOE_MAX_SLOTS];
+	int cnt[FTCPUMOE_MAX_SLOTS], fill[FTCPUMOE_MAX_SLOTS];
 	x->nuniq = 0;
 	for (int s = 0; s < ns; s++) {
 		if (ids[s] < 0)
@@ -307,17 +307,17 @@ static void group_routes(struct ftcmoe *x, int ns, const int32_t *ids)
 
 /* The schedule of this call: the dynamic ones when on (the K split only while the call's routes
  * fit one round of partials), else the static split of the kernel's kind. */
-static enum ftcmoe_sched_kind pick_run(const struct ftcmoe *x)
+static enum ftcpumoe_sched_kind pick_run(const struct ftcpumoe *x)
 {
 	int ksplit = x->ops->rows_t && x->part, live = x->uniq_start[x->nuniq];
 	if (ksplit)
-		return x->dyn_ok && live <= x->part_cap && x->B <= x->part_cap ? FTCMOE_RUN_DYN_K : FTCMOE_RUN_K;
+		return x->dyn_ok && live <= x->part_cap && x->B <= x->part_cap ? FTCPUMOE_RUN_DYN_K : FTCPUMOE_RUN_K;
 	if (x->cfg.format == FTFMT_MXFP4_TRITON) /* output columns of transposed banks */
-		return FTCMOE_RUN_ROWS;
-	return x->dyn_ok ? FTCMOE_RUN_DYN : FTCMOE_RUN_FLAT;
+		return FTCPUMOE_RUN_ROWS;
+	return x->dyn_ok ? FTCPUMOE_RUN_DYN : FTCPUMOE_RUN_FLAT;
 }
 
-int ftcmoe_forward(struct ftcmoe *x, int layer, int B, int topk, const float *xin,
+int ftcpumoe_forward(struct ftcpumoe *x, int layer, int B, int topk, const float *xin,
 		   const int32_t *ids, const float *weights, float *out)
 {
 	if (!x || layer < 0 || layer >= x->cfg.layers || B < 1 || B > x->cfg.max_batch ||
@@ -335,11 +335,11 @@ int ftcmoe_forward(struct ftcmoe *x, int layer, int B, int topk, const float *xi
 	x->rw = weights;
 	x->out = out;
 	x->run = pick_run(x);
-	int dyn = x->run == FTCMOE_RUN_DYN || x->run == FTCMOE_RUN_DYN_K;
+	int dyn = x->run == FTCPUMOE_RUN_DYN || x->run == FTCPUMOE_RUN_DYN_K;
 	x->lean = B == 1;
-	x->lean_h = x->lean && (x->run == FTCMOE_RUN_FLAT || x->run == FTCMOE_RUN_ROWS);
+	x->lean_h = x->lean && (x->run == FTCPUMOE_RUN_FLAT || x->run == FTCPUMOE_RUN_ROWS);
 	if (dyn) {
-		x->nitems = x->run == FTCMOE_RUN_DYN ? x->ngrp * (x->n1 + x->n2) - x->n2 + x->n2f
+		x->nitems = x->run == FTCPUMOE_RUN_DYN ? x->ngrp * (x->n1 + x->n2) - x->n2 + x->n2f
 						     : x->ngrp * (x->n1t + x->n2t);
 		atomic_store_explicit(&x->next, 0, memory_order_relaxed);
 		for (int g = 0; g < x->ngrp; g++)
@@ -347,9 +347,9 @@ int ftcmoe_forward(struct ftcmoe *x, int layer, int B, int topk, const float *xi
 	}
 	int traced = x->trace && dyn;
 	if (traced)
-		ftcmoe_trace_post(x);
+		ftcpumoe_trace_post(x);
 	ftpool_run(x->cfg.pool, forward_worker, x);
 	if (traced)
-		ftcmoe_trace_step(x);
+		ftcpumoe_trace_step(x);
 	return 0;
 }

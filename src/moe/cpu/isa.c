@@ -5,9 +5,9 @@
 #include "moe/cpu/cpumoe.h"
 #include "moe/cpu/kern.h"
 
-static const char *names[FTCMOE_ISA_COUNT] = {"scalar", "avx2", "avx512", "avx512vnni", "avx512bf16", "amx"};
+static const char *names[FTCPUMOE_ISA_COUNT] = {"scalar", "avx2", "avx512", "avx512vnni", "avx512bf16", "amx"};
 
-static const unsigned need[FTCMOE_ISA_COUNT] = {
+static const unsigned need[FTCPUMOE_ISA_COUNT] = {
 	0,
 	FTCPU_AVX2 | FTCPU_FMA | FTCPU_F16C,
 	FTCPU_AVX2 | FTCPU_FMA | FTCPU_F16C | FTCPU_AVX512F | FTCPU_AVX512BW | FTCPU_AVX512VL,
@@ -19,25 +19,25 @@ static const unsigned need[FTCMOE_ISA_COUNT] = {
 		FTCPU_AVX512_BF16 | FTCPU_AMX_TILE | FTCPU_AMX_BF16,
 };
 
-const char *ftcmoe_isa_name(enum ftcmoe_isa isa)
+const char *ftcpumoe_isa_name(enum ftcpumoe_isa isa)
 {
-	if (isa == FTCMOE_ISA_AUTO)
+	if (isa == FTCPUMOE_ISA_AUTO)
 		return "auto";
-	return (unsigned)isa < FTCMOE_ISA_COUNT ? names[isa] : "?";
+	return (unsigned)isa < FTCPUMOE_ISA_COUNT ? names[isa] : "?";
 }
 
-int ftcmoe_isa_lookup(const char *name, enum ftcmoe_isa *out)
+int ftcpumoe_isa_lookup(const char *name, enum ftcpumoe_isa *out)
 {
-	static const struct { const char *alias; enum ftcmoe_isa isa; } alias[] = {
-		{"auto", FTCMOE_ISA_AUTO},       {"avx512f", FTCMOE_ISA_AVX512},
-		{"avx512_bf16", FTCMOE_ISA_AVX512BF16}, {"avx512_vnni", FTCMOE_ISA_AVX512VNNI},
-		{"avx2+fma", FTCMOE_ISA_AVX2},
+	static const struct { const char *alias; enum ftcpumoe_isa isa; } alias[] = {
+		{"auto", FTCPUMOE_ISA_AUTO},       {"avx512f", FTCPUMOE_ISA_AVX512},
+		{"avx512_bf16", FTCPUMOE_ISA_AVX512BF16}, {"avx512_vnni", FTCPUMOE_ISA_AVX512VNNI},
+		{"avx2+fma", FTCPUMOE_ISA_AVX2},
 	};
 	if (!name)
 		return -EINVAL;
-	for (int i = 0; i < FTCMOE_ISA_COUNT; i++)
+	for (int i = 0; i < FTCPUMOE_ISA_COUNT; i++)
 		if (!strcmp(name, names[i])) {
-			*out = (enum ftcmoe_isa)i;
+			*out = (enum ftcpumoe_isa)i;
 			return 0;
 		}
 	for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
@@ -48,89 +48,89 @@ int ftcmoe_isa_lookup(const char *name, enum ftcmoe_isa *out)
 	return -EINVAL;
 }
 
-int ftcmoe_isa_supported(enum ftcmoe_isa isa, unsigned cpu_isa)
+int ftcpumoe_isa_supported(enum ftcpumoe_isa isa, unsigned cpu_isa)
 {
-	return (unsigned)isa < FTCMOE_ISA_COUNT && (cpu_isa & need[isa]) == need[isa] &&
-	       (isa != FTCMOE_ISA_AMX || ftk_amx_ready() == 0);
+	return (unsigned)isa < FTCPUMOE_ISA_COUNT && (cpu_isa & need[isa]) == need[isa] &&
+	       (isa != FTCPUMOE_ISA_AMX || ftkern_amx_ready() == 0);
 }
 
-unsigned ftcmoe_isa_mask(unsigned cpu_isa)
+unsigned ftcpumoe_isa_mask(unsigned cpu_isa)
 {
 	unsigned m = 0;
-	for (int i = 0; i < FTCMOE_ISA_COUNT; i++)
-		if (ftcmoe_isa_supported((enum ftcmoe_isa)i, cpu_isa))
+	for (int i = 0; i < FTCPUMOE_ISA_COUNT; i++)
+		if (ftcpumoe_isa_supported((enum ftcpumoe_isa)i, cpu_isa))
 			m |= 1u << i;
 	return m;
 }
 
-enum ftcmoe_isa ftcmoe_isa_best(enum ftfmt_id f, unsigned cpu_isa)
+enum ftcpumoe_isa ftcpumoe_isa_best(enum ftfmt_id f, unsigned cpu_isa)
 {
-	static const enum ftcmoe_isa bf16_order[] = {FTCMOE_ISA_AVX512BF16, FTCMOE_ISA_AVX512,
-						     FTCMOE_ISA_AVX2, FTCMOE_ISA_SCALAR};
-	static const enum ftcmoe_isa w4_order[] = {FTCMOE_ISA_AVX512VNNI, FTCMOE_ISA_AVX512,
-						   FTCMOE_ISA_AVX2, FTCMOE_ISA_SCALAR};
+	static const enum ftcpumoe_isa bf16_order[] = {FTCPUMOE_ISA_AVX512BF16, FTCPUMOE_ISA_AVX512,
+						     FTCPUMOE_ISA_AVX2, FTCPUMOE_ISA_SCALAR};
+	static const enum ftcpumoe_isa w4_order[] = {FTCPUMOE_ISA_AVX512VNNI, FTCPUMOE_ISA_AVX512,
+						   FTCPUMOE_ISA_AVX2, FTCPUMOE_ISA_SCALAR};
 	/* mxfp4_triton: W4A8, then fp32 activations ahead of bf16 (the order measured fastest:
 	 * bench/RESULTS.md §4, "CPU MoE executor") */
-	static const enum ftcmoe_isa mx_order[] = {FTCMOE_ISA_AVX512VNNI, FTCMOE_ISA_AVX512,
-						   FTCMOE_ISA_AVX512BF16, FTCMOE_ISA_AVX2, FTCMOE_ISA_SCALAR};
-	const enum ftcmoe_isa *o = f == FTFMT_BF16 ? bf16_order
+	static const enum ftcpumoe_isa mx_order[] = {FTCPUMOE_ISA_AVX512VNNI, FTCPUMOE_ISA_AVX512,
+						   FTCPUMOE_ISA_AVX512BF16, FTCPUMOE_ISA_AVX2, FTCPUMOE_ISA_SCALAR};
+	const enum ftcpumoe_isa *o = f == FTFMT_BF16 ? bf16_order
 				   : f == FTFMT_MXFP4_TRITON ? mx_order : w4_order;
 	for (int i = 0;; i++)
-		if (ftcmoe_isa_supported(o[i], cpu_isa))
+		if (ftcpumoe_isa_supported(o[i], cpu_isa))
 			return o[i];
 }
 
-int ftcmoe_isa_resolve(enum ftcmoe_isa want, enum ftfmt_id f, unsigned cpu_isa, enum ftcmoe_isa *out)
+int ftcpumoe_isa_resolve(enum ftcpumoe_isa want, enum ftfmt_id f, unsigned cpu_isa, enum ftcpumoe_isa *out)
 {
-	if (want == FTCMOE_ISA_AUTO) {
-		*out = ftcmoe_isa_best(f, cpu_isa);
+	if (want == FTCPUMOE_ISA_AUTO) {
+		*out = ftcpumoe_isa_best(f, cpu_isa);
 		return 0;
 	}
-	if ((unsigned)want >= FTCMOE_ISA_COUNT)
+	if ((unsigned)want >= FTCPUMOE_ISA_COUNT)
 		return -EINVAL;
-	if (!ftcmoe_isa_supported(want, cpu_isa))
+	if (!ftcpumoe_isa_supported(want, cpu_isa))
 		return -ENOTSUP;
 	*out = want;
 	return 0;
 }
 
 /* The kernel a tier runs for f (falls back down the tiers where a file has none). */
-const struct ftk_ops *ftk_select(int isa, enum ftfmt_id f, unsigned cpu_isa)
+const struct ftkern_ops *ftkern_select(int isa, enum ftfmt_id f, unsigned cpu_isa)
 {
-	const struct ftk_ops *o = NULL;
+	const struct ftkern_ops *o = NULL;
 	switch (isa) {
-	case FTCMOE_ISA_AMX:
-		if (ftk_amx_ready() == 0)
-			o = ftk_amx(f);
+	case FTCPUMOE_ISA_AMX:
+		if (ftkern_amx_ready() == 0)
+			o = ftkern_amx(f);
 		if (!o) /* the other formats as avx512bf16 */
-			o = ftk_select(FTCMOE_ISA_AVX512BF16, f, cpu_isa);
+			o = ftkern_select(FTCPUMOE_ISA_AVX512BF16, f, cpu_isa);
 		break;
-	case FTCMOE_ISA_AVX512BF16:
-		o = ftk_avx512bf16(f);
+	case FTCPUMOE_ISA_AVX512BF16:
+		o = ftkern_avx512bf16(f);
 		if (!o && (cpu_isa & FTCPU_AVX512_VNNI))
-			o = ftk_avx512vnni(f);
+			o = ftkern_avx512vnni(f);
 		if (!o)
-			o = ftk_avx512(f);
+			o = ftkern_avx512(f);
 		break;
-	case FTCMOE_ISA_AVX512VNNI:
-		o = ftk_avx512vnni(f);
+	case FTCPUMOE_ISA_AVX512VNNI:
+		o = ftkern_avx512vnni(f);
 		if (!o)
-			o = ftk_avx512(f);
+			o = ftkern_avx512(f);
 		break;
-	case FTCMOE_ISA_AVX512:
-		o = ftk_avx512(f);
+	case FTCPUMOE_ISA_AVX512:
+		o = ftkern_avx512(f);
 		break;
-	case FTCMOE_ISA_AVX2:
-		o = ftk_avx2(f);
+	case FTCPUMOE_ISA_AVX2:
+		o = ftkern_avx2(f);
 		break;
 	default:
 		break;
 	}
-	return o ? o : ftk_scalar(f);
+	return o ? o : ftkern_scalar(f);
 }
 
-const char *ftcmoe_kernel_name(enum ftcmoe_isa isa, enum ftfmt_id f, unsigned cpu_isa)
+const char *ftcpumoe_kernel_name(enum ftcpumoe_isa isa, enum ftfmt_id f, unsigned cpu_isa)
 {
-	const struct ftk_ops *o = ftk_select(isa, f, cpu_isa);
+	const struct ftkern_ops *o = ftkern_select(isa, f, cpu_isa);
 	return o ? o->name : "none";
 }

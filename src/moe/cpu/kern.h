@@ -15,26 +15,26 @@
 
 /* Fully unroll a loop with a compile-time trip count (tokens of a tile, vectors of a step), so
  * its accumulators stay in registers at -O2. */
-#define FTK_UNROLL _Pragma("GCC unroll 16")
+#define FTKERN_UNROLL _Pragma("GCC unroll 16")
 
-/* Tokens are processed in tiles of up to FTK_TILE so a weight row stays in L1 across tiles.
- * FTK_FOR_TILES runs its statement once per tile with b0 the tile's first token and FTK_NB the
- * tile's width as a compile-time constant 1..FTK_TILE (the kernels unroll over it). */
-#define FTK_TILE 4
-#define FTK_TILE_CASE(k, ...) case k: { enum { FTK_NB = k }; __VA_ARGS__; } break
-#define FTK_FOR_TILES(nb, b0, ...)                                                     \
-	for (int b0 = 0; b0 < (nb); b0 += FTK_TILE)                                    \
-		switch ((nb) - b0 >= FTK_TILE ? FTK_TILE : (nb) - b0) {                \
-		FTK_TILE_CASE(1, __VA_ARGS__);                                         \
-		FTK_TILE_CASE(2, __VA_ARGS__);                                         \
-		FTK_TILE_CASE(3, __VA_ARGS__);                                         \
-		default: { enum { FTK_NB = 4 }; __VA_ARGS__; } break;                  \
+/* Tokens are processed in tiles of up to FTKERN_TILE so a weight row stays in L1 across tiles.
+ * FTKERN_FOR_TILES runs its statement once per tile with b0 the tile's first token and FTKERN_NB the
+ * tile's width as a compile-time constant 1..FTKERN_TILE (the kernels unroll over it). */
+#define FTKERN_TILE 4
+#define FTKERN_TILE_CASE(k, ...) case k: { enum { FTKERN_NB = k }; __VA_ARGS__; } break
+#define FTKERN_FOR_TILES(nb, b0, ...)                                                     \
+	for (int b0 = 0; b0 < (nb); b0 += FTKERN_TILE)                                    \
+		switch ((nb) - b0 >= FTKERN_TILE ? FTKERN_TILE : (nb) - b0) {                \
+		FTKERN_TILE_CASE(1, __VA_ARGS__);                                         \
+		FTKERN_TILE_CASE(2, __VA_ARGS__);                                         \
+		FTKERN_TILE_CASE(3, __VA_ARGS__);                                         \
+		default: { enum { FTKERN_NB = 4 }; __VA_ARGS__; } break;                  \
 		}
 
-/* Most tokens one kernel call takes (FTCMOE_MAX_BATCH). */
-#define FTK_MAX_NB 32
+/* Most tokens one kernel call takes (FTCPUMOE_MAX_BATCH). */
+#define FTKERN_MAX_NB 32
 
-struct ftk_mat {
+struct ftkern_mat {
 	const uint8_t *w;   /* values / packed codes of this expert's matrix */
 	const uint8_t *s;   /* block scales (NULL for bf16, q4_0) */
 	const uint8_t *g;   /* nvfp4: fp16 global per row; else NULL */
@@ -42,73 +42,73 @@ struct ftk_mat {
 	long N;             /* rows (outputs); the byte stride of a transposed row */
 };
 
-struct ftk_ops {
+struct ftkern_ops {
 	const char *name;                                 /* "w4a8-vnni", ... */
 	size_t (*xbytes)(long K);                         /* prepared bytes for K elements
 							   * (prepared vectors start 64-byte aligned) */
 	void (*prep)(const float *x, long K, void *dst);  /* NULL: fp32 x used as is */
-	void (*rows)(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
+	void (*rows)(const struct ftkern_mat *m, long r0, long r1, int nb, const void *const *xs,
 		     float *const *ys);
 	/* Transposed banks (mxfp4_triton) split along K instead: partial sums over bank rows
 	 * [kk0, kk1) (two k each) for all N outputs added into ps[b][0..N) (the caller zeroes it
 	 * first; ps[b] of two tokens may be the same vector); tmp: scratch of
 	 * nb * N floats. The executor adds up the workers' partials. NULL: `rows` over output
 	 * columns is used. */
-	void (*rows_t)(const struct ftk_mat *m, long kk0, long kk1, int nb, const void *const *xs,
+	void (*rows_t)(const struct ftkern_mat *m, long kk0, long kk1, int nb, const void *const *xs,
 		       float *const *ps, float *tmp);
 };
 
 /* Per-ISA tables: the kernel of format f, or NULL when that file has none for f. */
-const struct ftk_ops *ftk_scalar(enum ftfmt_id f);
-const struct ftk_ops *ftk_avx2(enum ftfmt_id f);
-const struct ftk_ops *ftk_avx512(enum ftfmt_id f);
-const struct ftk_ops *ftk_avx512vnni(enum ftfmt_id f);
-const struct ftk_ops *ftk_avx512bf16(enum ftfmt_id f);
-/* AMX (kern_amx.c): bf16 on the tiles from FTK_AMX_MIN_NB tokens of an expert up, the
+const struct ftkern_ops *ftkern_scalar(enum ftfmt_id f);
+const struct ftkern_ops *ftkern_avx2(enum ftfmt_id f);
+const struct ftkern_ops *ftkern_avx512(enum ftfmt_id f);
+const struct ftkern_ops *ftkern_avx512vnni(enum ftfmt_id f);
+const struct ftkern_ops *ftkern_avx512bf16(enum ftfmt_id f);
+/* AMX (kern_amx.c): bf16 on the tiles from FTKERN_AMX_MIN_NB tokens of an expert up, the
  * avx512bf16 kernel below that and for the last rows of a call that are not a block of 16. */
-#define FTK_AMX_MIN_NB 4
-const struct ftk_ops *ftk_amx(enum ftfmt_id f);
+#define FTKERN_AMX_MIN_NB 4
+const struct ftkern_ops *ftkern_amx(enum ftfmt_id f);
 /* 0 once this process may use the AMX tile state (asked for once), else -errno. */
-int ftk_amx_ready(void);
+int ftkern_amx_ready(void);
 /* The same kernel on tiles emulated in C (kern_amx_emu.c), for tests on CPUs without AMX. */
-const struct ftk_ops *ftk_amx_emu(enum ftfmt_id f);
+const struct ftkern_ops *ftkern_amx_emu(enum ftfmt_id f);
 
 /* The gated activation of pass 1 in 16-wide AVX-512 (kern_avx512.c): h[j] = w * act(g[j], u[j])
  * for j < n (u NULL: gate and up interleaved, g[2j] and g[2j+1]), for silu and swiglu_oai
  * (limit lim); -1 for the other activations, which the caller computes in scalar code. exp is a
  * polynomial within 2e-7 relative of expf; the tiers from avx512 up use it. */
-typedef int ftk_act_fn(enum ftact a, const float *g, const float *u, long n, float w, float lim, float *h);
-ftk_act_fn ftk_act_avx512;
+typedef int ftkern_act_fn(enum ftfmt_act a, const float *g, const float *u, long n, float w, float lim, float *h);
+ftkern_act_fn ftkern_act_avx512;
 
 /* The kernel tier isa runs for f on a CPU with cpu_isa bits (falls back down the tiers). */
-const struct ftk_ops *ftk_select(int isa, enum ftfmt_id f, unsigned cpu_isa);
+const struct ftkern_ops *ftkern_select(int isa, enum ftfmt_id f, unsigned cpu_isa);
 
-/* The kernels' tuning knobs: process-wide, set by ftcmoe_create from its tune (cpumoe.h; the
+/* The kernels' tuning knobs: process-wide, set by ftcpumoe_create from its tune (cpumoe.h; the
  * last create wins), read by the kernels on every call. Defaults below; what each was measured
  * to do: bench/RESULTS.md §4, "CPU MoE executor".
  *
- * ftk_pf_dist: bytes ahead in a weight stream of the row-major kernels' software prefetch
+ * ftkern_pf_dist: bytes ahead in a weight stream of the row-major kernels' software prefetch
  * (0: none, the hardware prefetchers alone). */
-#define FTK_PF_DIST 4096
-extern int ftk_pf_dist;
-/* ftk_pf_far: bytes ahead of a second prefetch, into L2 (prefetcht1), of the bf16dp and W4A8
+#define FTKERN_PF_DIST 4096
+extern int ftkern_pf_dist;
+/* ftkern_pf_far: bytes ahead of a second prefetch, into L2 (prefetcht1), of the bf16dp and W4A8
  * row kernels (0: none). The mxfp4 K split has none. */
-#define FTK_PF_FAR 8192
-extern int ftk_pf_far;
-/* ftk_mx_pf_dist: bytes ahead of its strip that each row of a scale block is prefetched in the
+#define FTKERN_PF_FAR 8192
+extern int ftkern_pf_far;
+/* ftkern_mx_pf_dist: bytes ahead of its strip that each row of a scale block is prefetched in the
  * mxfp4_triton W4A8 K split (a multiple of 64). */
-#define FTK_MX_PF_DIST 512
-extern int ftk_mx_pf_dist;
+#define FTKERN_MX_PF_DIST 512
+extern int ftkern_mx_pf_dist;
 
 /* float value of every e4m3 / e8m0 byte (kern_tables.c) */
-extern const float ftk_e4m3_lut[256];
-extern const float ftk_e8m0_lut[256];
+extern const float ftkern_e4m3_lut[256];
+extern const float ftkern_e8m0_lut[256];
 
 /* ---- scalar decoding shared by the kernels (and their tests) ---- */
-static const float ftk_e2m1[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
+static const float ftkern_e2m1[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
 				    -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
 
-static inline float ftk_bf16(uint16_t v)
+static inline float ftkern_bf16(uint16_t v)
 {
 	uint32_t u = (uint32_t)v << 16;
 	float f;
@@ -116,7 +116,7 @@ static inline float ftk_bf16(uint16_t v)
 	return f;
 }
 
-static inline uint16_t ftk_to_bf16(float f) /* round to nearest even */
+static inline uint16_t ftkern_to_bf16(float f) /* round to nearest even */
 {
 	uint32_t u;
 	memcpy(&u, &f, 4);
@@ -126,7 +126,7 @@ static inline uint16_t ftk_to_bf16(float f) /* round to nearest even */
 	return (uint16_t)(u >> 16);
 }
 
-static inline float ftk_fp16(uint16_t h)
+static inline float ftkern_fp16(uint16_t h)
 {
 	int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
 	float v;
@@ -139,7 +139,7 @@ static inline float ftk_fp16(uint16_t h)
 	return s ? -v : v;
 }
 
-static inline float ftk_e4m3(uint8_t b)
+static inline float ftkern_e4m3(uint8_t b)
 {
 	int s = b >> 7, e = (b >> 3) & 15, m = b & 7;
 	float v;
@@ -152,12 +152,12 @@ static inline float ftk_e4m3(uint8_t b)
 	return s ? -v : v;
 }
 
-static inline float ftk_e8m0(uint8_t b)
+static inline float ftkern_e8m0(uint8_t b)
 {
 	return b == 255 ? NAN : ldexpf(1.0f, (int)b - 127);
 }
 
-static inline uint16_t ftk_ld16(const uint8_t *p)
+static inline uint16_t ftkern_ld16(const uint8_t *p)
 {
 	uint16_t v;
 	memcpy(&v, p, 2);

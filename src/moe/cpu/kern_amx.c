@@ -1,8 +1,8 @@
 /* AMX kernel (bf16 weights x bf16 activations, TDPBF16PS, fp32 sums): the bf16 row kernel of
- * kern_amx_body.h on the AMX tiles, from FTK_AMX_MIN_NB tokens up; fewer tokens, and the rows
+ * kern_amx_body.h on the AMX tiles, from FTKERN_AMX_MIN_NB tokens up; fewer tokens, and the rows
  * past the last full block of 16, run the avx512bf16 kernel (the activations are prepared the
  * same way). Linux hands out the tile state only on request (arch_prctl ARCH_REQ_XCOMP_PERM):
- * ftk_amx_ready asks once per process. */
+ * ftkern_amx_ready asks once per process. */
 #include <errno.h>
 #include <immintrin.h>
 #include <pthread.h>
@@ -22,7 +22,7 @@ static void amx_request(void)
 	amx_rc = syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0 ? 0 : -errno;
 }
 
-int ftk_amx_ready(void)
+int ftkern_amx_ready(void)
 {
 	pthread_once(&amx_once, amx_request);
 	return amx_rc;
@@ -34,10 +34,10 @@ struct tilecfg {
 	uint8_t rows[16];
 };
 
-static void fallback(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
+static void fallback(const struct ftkern_mat *m, long r0, long r1, int nb, const void *const *xs,
 		     float *const *ys)
 {
-	ftk_avx512bf16(FTFMT_BF16)->rows(m, r0, r1, nb, xs, ys);
+	ftkern_avx512bf16(FTFMT_BF16)->rows(m, r0, r1, nb, xs, ys);
 }
 
 #define AMX_CFG()                                                                 \
@@ -56,13 +56,13 @@ static void fallback(const struct ftk_mat *m, long r0, long r1, int nb, const vo
 #define AMX_FALLBACK fallback
 #include "moe/cpu/kern_amx_body.h"
 
-static struct ftk_ops ops = {"w16a16-amx", NULL, NULL, rows_bf16_amx};
+static struct ftkern_ops ops = {"w16a16-amx", NULL, NULL, rows_bf16_amx};
 
-const struct ftk_ops *ftk_amx(enum ftfmt_id f)
+const struct ftkern_ops *ftkern_amx(enum ftfmt_id f)
 {
 	if (f != FTFMT_BF16)
 		return NULL;
-	const struct ftk_ops *b = ftk_avx512bf16(FTFMT_BF16);
+	const struct ftkern_ops *b = ftkern_avx512bf16(FTFMT_BF16);
 	ops.xbytes = b->xbytes;
 	ops.prep = b->prep;
 	return &ops;

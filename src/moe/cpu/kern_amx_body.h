@@ -18,11 +18,11 @@
  * row block and K chunk. */
 #define AMX_KC 2048 /* K elements packed at once (64 KiB on the stack) */
 
-static void AMX_FNAME(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
+static void AMX_FNAME(const struct ftkern_mat *m, long r0, long r1, int nb, const void *const *xs,
 		      float *const *ys)
 {
 	const long K = m->K;
-	if (nb < FTK_AMX_MIN_NB || K % 32 || r1 - r0 < 16) {
+	if (nb < FTKERN_AMX_MIN_NB || K % 32 || r1 - r0 < 16) {
 		AMX_FALLBACK(m, r0, r1, nb, xs, ys);
 		return;
 	}

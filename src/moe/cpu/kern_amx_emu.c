@@ -71,7 +71,7 @@ static void prep(const float *x, long K, void *dst)
 }
 
 /* The rows the tiles do not take: bf16 x bf16 dots in fp32. */
-static void fallback(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
+static void fallback(const struct ftkern_mat *m, long r0, long r1, int nb, const void *const *xs,
 		     float *const *ys)
 {
 	const uint16_t *w = (const uint16_t *)m->w;
@@ -95,9 +95,9 @@ static void fallback(const struct ftk_mat *m, long r0, long r1, int nb, const vo
 #define AMX_FALLBACK fallback
 #include "moe/cpu/kern_amx_body.h"
 
-static const struct ftk_ops ops = {"w16a16-amx-emulated", xbytes, prep, rows_bf16_amx_emu};
+static const struct ftkern_ops ops = {"w16a16-amx-emulated", xbytes, prep, rows_bf16_amx_emu};
 
-const struct ftk_ops *ftk_amx_emu(enum ftfmt_id f)
+const struct ftkern_ops *ftkern_amx_emu(enum ftfmt_id f)
 {
 	return f == FTFMT_BF16 ? &ops : NULL;
 }

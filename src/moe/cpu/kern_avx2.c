@@ -24,42 +24,42 @@ AI float hsum(__m256 s)
 
 AI void bf16_row(const uint16_t *row, long K, const float *const *x, float *const *y, long i, const int NB)
 {
-	__m256 acc[FTK_TILE][4];
-	FTK_UNROLL
+	__m256 acc[FTKERN_TILE][4];
+	FTKERN_UNROLL
 	for (int b = 0; b < NB; b++)
-		FTK_UNROLL
+		FTKERN_UNROLL
 		for (int j = 0; j < 4; j++)
 			acc[b][j] = _mm256_setzero_ps();
 	for (long k = 0; k < K; k += 32) {
 		__m256 w[4];
-		FTK_UNROLL
+		FTKERN_UNROLL
 		for (int j = 0; j < 4; j++)
 			w[j] = bf16x8(row + k + 8 * j);
-		FTK_UNROLL
+		FTKERN_UNROLL
 		for (int b = 0; b < NB; b++)
-			FTK_UNROLL
+			FTKERN_UNROLL
 			for (int j = 0; j < 4; j++)
 				acc[b][j] = _mm256_fmadd_ps(w[j], _mm256_loadu_ps(x[b] + k + 8 * j), acc[b][j]);
 	}
-	FTK_UNROLL
+	FTKERN_UNROLL
 	for (int b = 0; b < NB; b++)
 		y[b][i] = hsum(_mm256_add_ps(_mm256_add_ps(acc[b][0], acc[b][1]), _mm256_add_ps(acc[b][2], acc[b][3])));
 }
 
-static void rows_bf16(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
+static void rows_bf16(const struct ftkern_mat *m, long r0, long r1, int nb, const void *const *xs,
 		      float *const *ys)
 {
 	const float *const *x = (const float *const *)xs;
 	for (long r = r0; r < r1; r++) {
 		const uint16_t *row = (const uint16_t *)m->w + r * m->K;
-		FTK_FOR_TILES(nb, b0, bf16_row(row, m->K, x + b0, ys + b0, r - r0, FTK_NB));
+		FTKERN_FOR_TILES(nb, b0, bf16_row(row, m->K, x + b0, ys + b0, r - r0, FTKERN_NB));
 	}
 }
 
 enum { F_NV, F_DS, F_Q4 };
 
 /* 32 elements (k .. k+31) as 4 x 8 fp32, each times its block scale. */
-AI void decode32(const struct ftk_mat *m, long r, long k, __m256 w[4], const int F)
+AI void decode32(const struct ftkern_mat *m, long r, long k, __m256 w[4], const int F)
 {
 	__m128i lo, hi, q0, q1;
 	const __m128i m15 = _mm_set1_epi8(15);
@@ -70,7 +70,7 @@ AI void decode32(const struct ftk_mat *m, long r, long k, __m256 w[4], const int
 		const __m128i lut = _mm_setr_epi8(LUT_Q4);
 		q0 = _mm_shuffle_epi8(lut, _mm_and_si128(v, m15));                    /* 0..15 */
 		q1 = _mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(v, 4), m15)); /* 16..31 */
-		s[0] = s[1] = s[2] = s[3] = _cvtsh_ss(ftk_ld16(blk));
+		s[0] = s[1] = s[2] = s[3] = _cvtsh_ss(ftkern_ld16(blk));
 	} else {
 		__m128i v = _mm_loadu_si128((const __m128i *)(m->w + r * (m->K / 2) + k / 2));
 		lo = _mm_and_si128(v, m15);
@@ -80,10 +80,10 @@ AI void decode32(const struct ftk_mat *m, long r, long k, __m256 w[4], const int
 		q1 = _mm_shuffle_epi8(lut, _mm_unpackhi_epi8(lo, hi));
 		if (F == F_NV) {
 			const uint8_t *sc = m->s + r * (m->K / 16) + k / 16;
-			s[0] = s[1] = ftk_e4m3_lut[sc[0]];
-			s[2] = s[3] = ftk_e4m3_lut[sc[1]];
+			s[0] = s[1] = ftkern_e4m3_lut[sc[0]];
+			s[2] = s[3] = ftkern_e4m3_lut[sc[1]];
 		} else {
-			s[0] = s[1] = s[2] = s[3] = ftk_e8m0_lut[m->s[r * (m->K / 32) + k / 32]];
+			s[0] = s[1] = s[2] = s[3] = ftkern_e8m0_lut[m->s[r * (m->K / 32) + k / 32]];
 		}
 	}
 	w[0] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q0)), _mm256_set1_ps(s[0]));
@@ -103,24 +103,24 @@ AI void decode32(const struct ftk_mat *m, long r, long k, __m256 w[4], const int
 #include "moe/cpu/kern_w4a32.h"
 
 /* mxfp4_triton (transposed): 8 output columns per vector; tails through a small buffer. */
-AI void mx_tile(const struct ftk_mat *m, long c, int ncol, const float *const *x, float *const *y,
+AI void mx_tile(const struct ftkern_mat *m, long c, int ncol, const float *const *x, float *const *y,
 		long i, const int NB)
 {
 	const __m256 mag = _mm256_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f);
 	const __m256i m7 = _mm256_set1_epi32(7), m8 = _mm256_set1_epi32(8);
 	long N = m->N;
-	__m256 acc[FTK_TILE];
-	FTK_UNROLL
+	__m256 acc[FTKERN_TILE];
+	FTKERN_UNROLL
 	for (int b = 0; b < NB; b++)
 		acc[b] = _mm256_setzero_ps();
 	for (long kb = 0; kb < m->K / 32; kb++) {
-		__m256 t[FTK_TILE][4];
-		FTK_UNROLL
+		__m256 t[FTKERN_TILE][4];
+		FTKERN_UNROLL
 		for (int b = 0; b < NB; b++)
-			FTK_UNROLL
+			FTKERN_UNROLL
 			for (int j = 0; j < 4; j++)
 				t[b][j] = _mm256_setzero_ps();
-		FTK_UNROLL
+		FTKERN_UNROLL
 		for (int kk = 0; kk < 16; kk++) {
 			const uint8_t *p = m->w + (kb * 16 + kk) * N + c;
 			uint64_t raw = 0;
@@ -137,7 +137,7 @@ AI void mx_tile(const struct ftk_mat *m, long c, int ncol, const float *const *x
 			hi = _mm256_xor_ps(hi, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_and_si256(nh, m8), 28)));
 			long k = kb * 32 + 2 * kk;
 			int h = (kk & 1) * 2;
-			FTK_UNROLL
+			FTKERN_UNROLL
 			for (int b = 0; b < NB; b++) {
 				t[b][h] = _mm256_fmadd_ps(lo, _mm256_set1_ps(x[b][k]), t[b][h]);
 				t[b][h + 1] = _mm256_fmadd_ps(hi, _mm256_set1_ps(x[b][k + 1]), t[b][h + 1]);
@@ -146,12 +146,12 @@ AI void mx_tile(const struct ftk_mat *m, long c, int ncol, const float *const *x
 		uint64_t sraw = 0;
 		memcpy(&sraw, m->s + kb * N + c, (size_t)ncol);
 		__m256 s = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)sraw)), 23));
-		FTK_UNROLL
+		FTKERN_UNROLL
 		for (int b = 0; b < NB; b++)
 			acc[b] = _mm256_fmadd_ps(_mm256_add_ps(_mm256_add_ps(t[b][0], t[b][1]),
 							       _mm256_add_ps(t[b][2], t[b][3])), s, acc[b]);
 	}
-	FTK_UNROLL
+	FTKERN_UNROLL
 	for (int b = 0; b < NB; b++) {
 		if (ncol == 8) {
 			_mm256_storeu_ps(y[b] + i, acc[b]);
@@ -163,25 +163,25 @@ AI void mx_tile(const struct ftk_mat *m, long c, int ncol, const float *const *x
 	}
 }
 
-static void rows_mxfp4(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
+static void rows_mxfp4(const struct ftkern_mat *m, long r0, long r1, int nb, const void *const *xs,
 		       float *const *ys)
 {
 	const float *const *x = (const float *const *)xs;
 	for (long c = r0; c < r1; c += 8) {
 		int ncol = r1 - c >= 8 ? 8 : (int)(r1 - c);
-		FTK_FOR_TILES(nb, b0, mx_tile(m, c, ncol, x + b0, ys + b0, c - r0, FTK_NB));
+		FTKERN_FOR_TILES(nb, b0, mx_tile(m, c, ncol, x + b0, ys + b0, c - r0, FTKERN_NB));
 	}
 }
 
-static const struct ftk_ops ops[] = {
+static const struct ftkern_ops ops[] = {
 	[FTFMT_BF16] = {"w16a32-avx2", NULL, NULL, rows_bf16},
-	[FTFMT_NVFP4] = {"w4a32-avx2", NULL, NULL, rows_nvfp4},
-	[FTFMT_DS_FP4] = {"w4a32-avx2", NULL, NULL, rows_dsfp4},
-	[FTFMT_Q4_0] = {"w4a32-avx2", NULL, NULL, rows_q4_0},
+	[FTFMT_NVFP4] = {"w4a32-avx2", NULL, NULL, ftkern_rows_nvfp4},
+	[FTFMT_DS_FP4] = {"w4a32-avx2", NULL, NULL, ftkern_rows_dsfp4},
+	[FTFMT_Q4_0] = {"w4a32-avx2", NULL, NULL, ftkern_rows_q4_0},
 	[FTFMT_MXFP4_TRITON] = {"w4a32-avx2", NULL, NULL, rows_mxfp4},
 };
 
-const struct ftk_ops *ftk_avx2(enum ftfmt_id f)
+const struct ftkern_ops *ftkern_avx2(enum ftfmt_id f)
 {
 	return (unsigned)f < sizeof ops / sizeof ops[0] && (ops[f].rows || ops[f].rows_t) ? &ops[f] : NULL;
 }

@@ -20,21 +20,21 @@ AI __m512 bf16x16(const uint16_t *p)
 
 AI void bf16_row(const uint16_t *row, long K, const float *const *x, float *const *y, long i, const int NB)
 {
-	__m512 acc[FTK_TILE][4];
-	FTK_UNROLL
+	__m512 acc[FTKERN_TILE][4];
+	FTKERN_UNROLL
 	for (int b = 0; b < NB; b++)
-		FTK_UNROLL
+		FTKERN_UNROLL
 		for (int j = 0; j < 4; j++)
 			acc[b][j] = _mm512_setzero_ps();
 	long k = 0;
 	for (; k + 64 <= K; k += 64) {
-		if (ftk_pf_dist) {
-			_mm_prefetch((const char *)(row + k) + ftk_pf_dist, _MM_HINT_T0);
-			_mm_prefetch((const char *)(row + k) + ftk_pf_dist + 64, _MM_HINT_T0);
+		if (ftkern_pf_dist) {
+			_mm_prefetch((const char *)(row + k) + ftkern_pf_dist, _MM_HINT_T0);
+			_mm_prefetch((const char *)(row + k) + ftkern_pf_dist + 64, _MM_HINT_T0);
 		}
 		__m512 w0 = bf16x16(row + k), w1 = bf16x16(row + k + 16);
 		__m512 w2 = bf16x16(row + k + 32), w3 = bf16x16(row + k + 48);
-		FTK_UNROLL
+		FTKERN_UNROLL
 		for (int b = 0; b < NB; b++) {
 			acc[b][0] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x[b] + k), acc[b][0]);
 			acc[b][1] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x[b] + k + 16), acc[b][1]);
@@ -42,23 +42,23 @@ AI void bf16_row(const uint16_t *row, long K, const float *const *x, float *cons
 			acc[b][3] = _mm512_fmadd_ps(w3, _mm512_loadu_ps(x[b] + k + 48), acc[b][3]);
 		}
 	}
-	FTK_UNROLL
+	FTKERN_UNROLL
 	for (int b = 0; b < NB; b++) {
 		float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[b][0], acc[b][1]),
 							     _mm512_add_ps(acc[b][2], acc[b][3])));
 		for (long t = k; t < K; t++)
-			s += ftk_bf16(row[t]) * x[b][t];
+			s += ftkern_bf16(row[t]) * x[b][t];
 		y[b][i] = s;
 	}
 }
 
-static void rows_bf16(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
+static void rows_bf16(const struct ftkern_mat *m, long r0, long r1, int nb, const void *const *xs,
 		      float *const *ys)
 {
 	const float *const *x = (const float *const *)xs;
 	for (long r = r0; r < r1; r++) {
 		const uint16_t *row = (const uint16_t *)m->w + r * m->K;
-		FTK_FOR_TILES(nb, b0, bf16_row(row, m->K, x + b0, ys + b0, r - r0, FTK_NB));
+		FTKERN_FOR_TILES(nb, b0, bf16_row(row, m->K, x + b0, ys + b0, r - r0, FTKERN_NB));
 	}
 }
 
@@ -84,10 +84,10 @@ AI __m512i codes64_q4(const uint8_t *blk) /* two 18-byte blocks: [b0 lo, b0 hi, 
 
 AI float q4_d(const uint8_t *blk)
 {
-	return _cvtsh_ss(ftk_ld16(blk));
+	return _cvtsh_ss(ftkern_ld16(blk));
 }
 
-AI void decode64(const struct ftk_mat *m, long r, long k, __m512 w[4], const int F)
+AI void decode64(const struct ftkern_mat *m, long r, long k, __m512 w[4], const int F)
 {
 	__m512i c, q;
 	float s[4];
@@ -98,19 +98,19 @@ AI void decode64(const struct ftk_mat *m, long r, long k, __m512 w[4], const int
 		s[0] = s[1] = q4_d(blk);
 		s[2] = s[3] = q4_d(blk + 18);
 	} else {
-		if (ftk_pf_dist)
-			_mm_prefetch((const char *)(m->w + r * (m->K / 2) + k / 2) + ftk_pf_dist, _MM_HINT_T0);
+		if (ftkern_pf_dist)
+			_mm_prefetch((const char *)(m->w + r * (m->K / 2) + k / 2) + ftkern_pf_dist, _MM_HINT_T0);
 		c = codes64_pairs(m->w + r * (m->K / 2) + k / 2);
 		q = _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_setr_epi8(LUT_E2M1X2)), c);
 		if (F == F_NV) {
 			const uint8_t *sc = m->s + r * (m->K / 16) + k / 16;
-			FTK_UNROLL
+			FTKERN_UNROLL
 			for (int i = 0; i < 4; i++)
-				s[i] = ftk_e4m3_lut[sc[i]];
+				s[i] = ftkern_e4m3_lut[sc[i]];
 		} else {
 			const uint8_t *sc = m->s + r * (m->K / 32) + k / 32;
-			s[0] = s[1] = ftk_e8m0_lut[sc[0]];
-			s[2] = s[3] = ftk_e8m0_lut[sc[1]];
+			s[0] = s[1] = ftkern_e8m0_lut[sc[0]];
+			s[2] = s[3] = ftkern_e8m0_lut[sc[1]];
 		}
 	}
 	w[0] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm512_castsi512_si128(q))), _mm512_set1_ps(s[0]));
@@ -130,34 +130,34 @@ AI void decode64(const struct ftk_mat *m, long r, long k, __m512 w[4], const int
 #include "moe/cpu/kern_w4a32.h"
 
 /* ---- mxfp4_triton, transposed: blocks [K/2, N], scales [K/32, N]. 16 columns per vector. */
-AI void mx_tile(const struct ftk_mat *m, long c, __mmask16 mask, const float *const *x,
+AI void mx_tile(const struct ftkern_mat *m, long c, __mmask16 mask, const float *const *x,
 		float *const *y, long i, const int NB)
 {
 	const __m512 lut = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f,
 					  -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f);
 	const __m512i m15 = _mm512_set1_epi32(15);
 	long N = m->N;
-	__m512 acc[FTK_TILE];
-	FTK_UNROLL
+	__m512 acc[FTKERN_TILE];
+	FTKERN_UNROLL
 	for (int b = 0; b < NB; b++)
 		acc[b] = _mm512_setzero_ps();
 	for (long kb = 0; kb < m->K / 32; kb++) {
-		__m512 t[FTK_TILE][4];
-		FTK_UNROLL
+		__m512 t[FTKERN_TILE][4];
+		FTKERN_UNROLL
 		for (int b = 0; b < NB; b++)
-			FTK_UNROLL
+			FTKERN_UNROLL
 			for (int j = 0; j < 4; j++)
 				t[b][j] = _mm512_setzero_ps();
 		const uint8_t *w = m->w + kb * 16 * N + c;
-		FTK_UNROLL
+		FTKERN_UNROLL
 		for (int kk = 0; kk < 16; kk += 2) {
-			FTK_UNROLL
+			FTKERN_UNROLL
 			for (int h = 0; h < 2; h++) {
 				__m512i v = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mask, w + (kk + h) * N));
 				__m512 lo = _mm512_permutexvar_ps(_mm512_and_si512(v, m15), lut);
 				__m512 hi = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), lut);
 				long k = kb * 32 + 2 * (kk + h);
-				FTK_UNROLL
+				FTKERN_UNROLL
 				for (int b = 0; b < NB; b++) {
 					t[b][2 * h] = _mm512_fmadd_ps(lo, _mm512_set1_ps(x[b][k]), t[b][2 * h]);
 					t[b][2 * h + 1] = _mm512_fmadd_ps(hi, _mm512_set1_ps(x[b][k + 1]), t[b][2 * h + 1]);
@@ -166,30 +166,30 @@ AI void mx_tile(const struct ftk_mat *m, long c, __mmask16 mask, const float *co
 		}
 		__m512i se = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mask, m->s + kb * N + c));
 		__m512 s = _mm512_castsi512_ps(_mm512_slli_epi32(se, 23));
-		FTK_UNROLL
+		FTKERN_UNROLL
 		for (int b = 0; b < NB; b++)
 			acc[b] = _mm512_fmadd_ps(_mm512_add_ps(_mm512_add_ps(t[b][0], t[b][1]),
 							       _mm512_add_ps(t[b][2], t[b][3])), s, acc[b]);
 	}
-	FTK_UNROLL
+	FTKERN_UNROLL
 	for (int b = 0; b < NB; b++)
 		_mm512_mask_storeu_ps(y[b] + i, mask, acc[b]);
 }
 
-static void rows_mxfp4(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
+static void rows_mxfp4(const struct ftkern_mat *m, long r0, long r1, int nb, const void *const *xs,
 		       float *const *ys)
 {
 	const float *const *x = (const float *const *)xs;
 	for (long c = r0; c < r1; c += 16) {
 		__mmask16 mask = r1 - c >= 16 ? 0xFFFF : (__mmask16)((1u << (r1 - c)) - 1);
-		FTK_FOR_TILES(nb, b0, mx_tile(m, c, mask, x + b0, ys + b0, c - r0, FTK_NB));
+		FTKERN_FOR_TILES(nb, b0, mx_tile(m, c, mask, x + b0, ys + b0, c - r0, FTKERN_NB));
 	}
 }
 
 /* ---- mxfp4_triton split along K (rows_t): each worker streams whole rows [kk0, kk1) of the
  * [K/2, N] bank in memory order, two rows at a time; the sums of a scale block's rows collect
  * in tmp (L1/L2) and go into ps times the column scales when the block ends. */
-AI void mxt_pair(const struct ftk_mat *m, long kk, int two, const void *const *xs, float *const *t,
+AI void mxt_pair(const struct ftkern_mat *m, long kk, int two, const void *const *xs, float *const *t,
 		 const int NB)
 {
 	const float *const *x = (const float *const *)xs;
@@ -198,16 +198,16 @@ AI void mxt_pair(const struct ftk_mat *m, long kk, int two, const void *const *x
 	const __m512i m15 = _mm512_set1_epi32(15);
 	long N = m->N;
 	const uint8_t *p0 = m->w + kk * N, *p1 = p0 + N;
-	__m512 xv[FTK_TILE][4];
-	FTK_UNROLL
+	__m512 xv[FTKERN_TILE][4];
+	FTKERN_UNROLL
 	for (int b = 0; b < NB; b++)
-		FTK_UNROLL
+		FTKERN_UNROLL
 		for (int j = 0; j < 4; j++)
 			xv[b][j] = _mm512_set1_ps(j < 2 || two ? x[b][2 * kk + j] : 0.0f);
 	for (long c = 0; c < N; c += 16) {
 		__mmask16 mk = N - c >= 16 ? 0xFFFF : (__mmask16)((1u << (N - c)) - 1);
-		if ((c & 63) == 0 && ftk_pf_dist)
-			_mm_prefetch((const char *)(two ? p1 : p0) + c + ftk_pf_dist, _MM_HINT_T0);
+		if ((c & 63) == 0 && ftkern_pf_dist)
+			_mm_prefetch((const char *)(two ? p1 : p0) + c + ftkern_pf_dist, _MM_HINT_T0);
 		__m512i v0 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mk, p0 + c));
 		__m512 lo0 = _mm512_permutexvar_ps(_mm512_and_si512(v0, m15), lut);
 		__m512 hi0 = _mm512_permutexvar_ps(_mm512_srli_epi32(v0, 4), lut);
@@ -217,7 +217,7 @@ AI void mxt_pair(const struct ftk_mat *m, long kk, int two, const void *const *x
 			lo1 = _mm512_permutexvar_ps(_mm512_and_si512(v1, m15), lut);
 			hi1 = _mm512_permutexvar_ps(_mm512_srli_epi32(v1, 4), lut);
 		}
-		FTK_UNROLL
+		FTKERN_UNROLL
 		for (int b = 0; b < NB; b++) {
 			__m512 a = _mm512_maskz_loadu_ps(mk, t[b] + c);
 			__m512 e = _mm512_mul_ps(hi0, xv[b][1]);
@@ -233,15 +233,15 @@ AI void mxt_pair(const struct ftk_mat *m, long kk, int two, const void *const *x
 
 #include "moe/cpu/kern_mxt.h"
 
-static const struct ftk_ops ops[] = {
+static const struct ftkern_ops ops[] = {
 	[FTFMT_BF16] = {"w16a32-avx512", NULL, NULL, rows_bf16},
-	[FTFMT_NVFP4] = {"w4a32-avx512", NULL, NULL, rows_nvfp4},
-	[FTFMT_DS_FP4] = {"w4a32-avx512", NULL, NULL, rows_dsfp4},
-	[FTFMT_Q4_0] = {"w4a32-avx512", NULL, NULL, rows_q4_0},
-	[FTFMT_MXFP4_TRITON] = {"w4a32-avx512", NULL, NULL, rows_mxfp4, rows_t_mxfp4},
+	[FTFMT_NVFP4] = {"w4a32-avx512", NULL, NULL, ftkern_rows_nvfp4},
+	[FTFMT_DS_FP4] = {"w4a32-avx512", NULL, NULL, ftkern_rows_dsfp4},
+	[FTFMT_Q4_0] = {"w4a32-avx512", NULL, NULL, ftkern_rows_q4_0},
+	[FTFMT_MXFP4_TRITON] = {"w4a32-avx512", NULL, NULL, rows_mxfp4, ftkern_rows_t_mxfp4},
 };
 
-const struct ftk_ops *ftk_avx512(enum ftfmt_id f)
+const struct ftkern_ops *ftkern_avx512(enum ftfmt_id f)
 {
 	return (unsigned)f < sizeof ops / sizeof ops[0] && (ops[f].rows || ops[f].rows_t) ? &ops[f] : NULL;
 }
@@ -266,9 +266,9 @@ AI __m512 exp16(__m512 x)
 	return _mm512_scalef_ps(p, n);
 }
 
-int ftk_act_avx512(enum ftact a, const float *g, const float *u, long n, float w, float lim, float *h)
+int ftkern_act_avx512(enum ftfmt_act a, const float *g, const float *u, long n, float w, float lim, float *h)
 {
-	if (a != FTACT_SILU && a != FTACT_SWIGLU_OAI)
+	if (a != FTFMT_ACT_SILU && a != FTFMT_ACT_SWIGLU_OAI)
 		return -1;
 	const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
 	const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
@@ -288,7 +288,7 @@ int ftk_act_avx512(enum ftact a, const float *g, const float *u, long n, float w
 			vu = _mm512_permutex2var_ps(A, odd, B);
 		}
 		__m512 e, v;
-		if (a == FTACT_SILU) {
+		if (a == FTFMT_ACT_SILU) {
 			e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), vg));
 		} else { /* the scalar form's order: g = min(g, lim), u clamped to [-lim, lim] */
 			vg = _mm512_min_ps(vg, L);

@@ -25,41 +25,41 @@ static void prep(const float *x, long K, void *dst)
 AI void row_dp(const uint16_t *const *rows, long K, const uint16_t *const *x, float *const *y,
 	       const long *ij, const int NB, const int R)
 {
-	__m512 acc[2][FTK_TILE][2];
-	FTK_UNROLL
+	__m512 acc[2][FTKERN_TILE][2];
+	FTKERN_UNROLL
 	for (int j = 0; j < R; j++)
-		FTK_UNROLL
+		FTKERN_UNROLL
 		for (int b = 0; b < NB; b++)
 			acc[j][b][0] = acc[j][b][1] = _mm512_setzero_ps();
 	for (long k = 0; k < K; k += 64) {
 		__m512bh w[2][2];
-		FTK_UNROLL
+		FTKERN_UNROLL
 		for (int j = 0; j < R; j++) {
-			if (ftk_pf_dist) {
-				_mm_prefetch((const char *)(rows[j] + k) + ftk_pf_dist, _MM_HINT_T0);
-				_mm_prefetch((const char *)(rows[j] + k) + ftk_pf_dist + 64, _MM_HINT_T0);
+			if (ftkern_pf_dist) {
+				_mm_prefetch((const char *)(rows[j] + k) + ftkern_pf_dist, _MM_HINT_T0);
+				_mm_prefetch((const char *)(rows[j] + k) + ftkern_pf_dist + 64, _MM_HINT_T0);
 			}
-			if (ftk_pf_far) {
-				_mm_prefetch((const char *)(rows[j] + k) + ftk_pf_far, _MM_HINT_T1);
-				_mm_prefetch((const char *)(rows[j] + k) + ftk_pf_far + 64, _MM_HINT_T1);
+			if (ftkern_pf_far) {
+				_mm_prefetch((const char *)(rows[j] + k) + ftkern_pf_far, _MM_HINT_T1);
+				_mm_prefetch((const char *)(rows[j] + k) + ftkern_pf_far + 64, _MM_HINT_T1);
 			}
 			w[j][0] = (__m512bh)_mm512_loadu_si512(rows[j] + k);
 			w[j][1] = (__m512bh)_mm512_loadu_si512(rows[j] + k + 32);
 		}
-		FTK_UNROLL
+		FTKERN_UNROLL
 		for (int b = 0; b < NB; b++) {
 			__m512bh x0 = (__m512bh)_mm512_loadu_si512(x[b] + k);
 			__m512bh x1 = (__m512bh)_mm512_loadu_si512(x[b] + k + 32);
-			FTK_UNROLL
+			FTKERN_UNROLL
 			for (int j = 0; j < R; j++) {
 				acc[j][b][0] = _mm512_dpbf16_ps(acc[j][b][0], w[j][0], x0);
 				acc[j][b][1] = _mm512_dpbf16_ps(acc[j][b][1], w[j][1], x1);
 			}
 		}
 	}
-	FTK_UNROLL
+	FTKERN_UNROLL
 	for (int j = 0; j < R; j++)
-		FTK_UNROLL
+		FTKERN_UNROLL
 		for (int b = 0; b < NB; b++)
 			y[b][ij[j]] = _mm512_reduce_add_ps(_mm512_add_ps(acc[j][b][0], acc[j][b][1]));
 }
@@ -67,12 +67,12 @@ AI void row_dp(const uint16_t *const *rows, long K, const uint16_t *const *x, fl
 AI void rows_dp(const uint16_t *const *rows, long K, const uint16_t *const *x, float *const *y,
 		const long *ij, int nb, const int R)
 {
-	FTK_FOR_TILES(nb, b0, row_dp(rows, K, x + b0, y + b0, ij, FTK_NB, R));
+	FTKERN_FOR_TILES(nb, b0, row_dp(rows, K, x + b0, y + b0, ij, FTKERN_NB, R));
 }
 
 /* Two streams: rows r0 + i and r0 + h + i (h = half the range, rounded up) together, so two
  * sequential streams are in flight per worker. */
-static void rows_bf16(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
+static void rows_bf16(const struct ftkern_mat *m, long r0, long r1, int nb, const void *const *xs,
 		      float *const *ys)
 {
 	const uint16_t *const *x = (const uint16_t *const *)xs;
@@ -93,7 +93,7 @@ static void rows_bf16(const struct ftk_mat *m, long r0, long r1, int nb, const v
  * its nibbles spread to the two 16-bit halves and vpermw maps them to bf16 e2m1; the activation
  * pair (x[2kk], x[2kk+1]) in bf16 is broadcast. Whole rows in memory order, two at a time; a
  * scale block's sums collect in tmp and go into ps times the column scales at its end. */
-AI void mxt_pair(const struct ftk_mat *m, long kk, int two, const void *const *xs, float *const *t,
+AI void mxt_pair(const struct ftkern_mat *m, long kk, int two, const void *const *xs, float *const *t,
 		 const int NB)
 {
 	const uint32_t *const *x = (const uint32_t *const *)xs;
@@ -104,16 +104,16 @@ AI void mxt_pair(const struct ftk_mat *m, long kk, int two, const void *const *x
 	const __m512i nib = _mm512_set1_epi32(0x000F000F);
 	long N = m->N;
 	const uint8_t *p0 = m->w + kk * N, *p1 = p0 + N;
-	__m512i xv[FTK_TILE][2];
-	FTK_UNROLL
+	__m512i xv[FTKERN_TILE][2];
+	FTKERN_UNROLL
 	for (int b = 0; b < NB; b++) {
 		xv[b][0] = _mm512_set1_epi32((int)x[b][kk]);
 		xv[b][1] = _mm512_set1_epi32(two ? (int)x[b][kk + 1] : 0);
 	}
 	for (long c = 0; c < N; c += 16) {
 		__mmask16 mk = N - c >= 16 ? 0xFFFF : (__mmask16)((1u << (N - c)) - 1);
-		if ((c & 63) == 0 && ftk_pf_dist)
-			_mm_prefetch((const char *)(two ? p1 : p0) + c + ftk_pf_dist, _MM_HINT_T0);
+		if ((c & 63) == 0 && ftkern_pf_dist)
+			_mm_prefetch((const char *)(two ? p1 : p0) + c + ftkern_pf_dist, _MM_HINT_T0);
 		__m512i v0 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mk, p0 + c));
 		__m512bh w0 = (__m512bh)_mm512_permutexvar_epi16(_mm512_ternarylogic_epi32(v0, _mm512_slli_epi32(v0, 12), nib, 0xA8), lut);
 		__m512bh w1 = w0;
@@ -121,7 +121,7 @@ AI void mxt_pair(const struct ftk_mat *m, long kk, int two, const void *const *x
 			__m512i v1 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mk, p1 + c));
 			w1 = (__m512bh)_mm512_permutexvar_epi16(_mm512_ternarylogic_epi32(v1, _mm512_slli_epi32(v1, 12), nib, 0xA8), lut);
 		}
-		FTK_UNROLL
+		FTKERN_UNROLL
 		for (int b = 0; b < NB; b++) {
 			__m512 a = _mm512_dpbf16_ps(_mm512_maskz_loadu_ps(mk, t[b] + c), w0, (__m512bh)xv[b][0]);
 			if (two)
@@ -133,12 +133,12 @@ AI void mxt_pair(const struct ftk_mat *m, long kk, int two, const void *const *x
 
 #include "moe/cpu/kern_mxt.h"
 
-static const struct ftk_ops ops[] = {
+static const struct ftkern_ops ops[] = {
 	[FTFMT_BF16] = {"w16a16-bf16dp", xbytes, prep, rows_bf16},
-	[FTFMT_MXFP4_TRITON] = {"w4a16-bf16dp", xbytes, prep, NULL, rows_t_mxfp4},
+	[FTFMT_MXFP4_TRITON] = {"w4a16-bf16dp", xbytes, prep, NULL, ftkern_rows_t_mxfp4},
 };
 
-const struct ftk_ops *ftk_avx512bf16(enum ftfmt_id f)
+const struct ftkern_ops *ftkern_avx512bf16(enum ftfmt_id f)
 {
 	return (unsigned)f < sizeof ops / sizeof ops[0] && (ops[f].rows || ops[f].rows_t) ? &ops[f] : NULL;
 }

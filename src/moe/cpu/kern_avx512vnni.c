@@ -190,20 +190,20 @@ AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, const int full, 
 
 /* One group (128 elements; full 0: the zero-padded last 64) of R rows into acc[j][b]. */
 AI void vnni_step(const uint8_t *const *row, const uint8_t *const *sc, long k, long gi, long pd, long pf,
-		  const uint8_t *const *x, __m512 (*acc)[FTK_TILE], const int full, const int NB,
+		  const uint8_t *const *x, __m512 (*acc)[FTKERN_TILE], const int full, const int NB,
 		  const int F, const int R)
 {
 	__m512i wa[4], wb[4];
 	__m512 sw[4];
-	FTK_UNROLL
+	FTKERN_UNROLL
 	for (int j = 0; j < R; j++)
 		vnni_dec(row[j], sc[j], k, full, pd, pf, &wa[j], &wb[j], &sw[j], F);
-	FTK_UNROLL
+	FTKERN_UNROLL
 	for (int b = 0; b < NB; b++) {
 		const uint8_t *g = x[b] + gi;
 		__m512i c = _mm512_load_si512(g + 128), xa = _mm512_load_si512(g), xb = _mm512_load_si512(g + 64);
 		__m512 xsc = _mm512_load_ps(g + 192);
-		FTK_UNROLL
+		FTKERN_UNROLL
 		for (int j = 0; j < R; j++) {
 			__m512i d = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(c, wa[j], xa), wb[j], xb);
 			acc[j][b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(sw[j], xsc), acc[j][b]);
@@ -212,18 +212,18 @@ AI void vnni_step(const uint8_t *const *row, const uint8_t *const *sc, long k, l
 }
 
 /* R rows rr[0..R) times NB tokens, row j's sums into y[b][ij[j]]. */
-AI void vnni_row(const struct ftk_mat *m, const long *rr, const uint8_t *const *x, float *const *y,
+AI void vnni_row(const struct ftkern_mat *m, const long *rr, const uint8_t *const *x, float *const *y,
 		 const long *ij, const int NB, const int F, const int R)
 {
-	__m512 acc[2][FTK_TILE];
-	FTK_UNROLL
+	__m512 acc[2][FTKERN_TILE];
+	FTKERN_UNROLL
 	for (int j = 0; j < R; j++)
-		FTK_UNROLL
+		FTKERN_UNROLL
 		for (int b = 0; b < NB; b++)
 			acc[j][b] = _mm512_setzero_ps();
-	long K = m->K, pd = ftk_pf_dist, pf = ftk_pf_far, k = 0, gi = 0;
+	long K = m->K, pd = ftkern_pf_dist, pf = ftkern_pf_far, k = 0, gi = 0;
 	const uint8_t *row[2], *sc[2] = {NULL, NULL};
-	FTK_UNROLL
+	FTKERN_UNROLL
 	for (int j = 0; j < R; j++) {
 		if (F == F_Q4) {
 			row[j] = m->w + rr[j] * (K / 32) * 18;
@@ -236,19 +236,19 @@ AI void vnni_row(const struct ftk_mat *m, const long *rr, const uint8_t *const *
 		vnni_step(row, sc, k, gi, pd, pf, x, acc, 1, NB, F, R);
 	if (k < K)
 		vnni_step(row, sc, k, gi, pd, pf, x, acc, 0, NB, F, R);
-	FTK_UNROLL
+	FTKERN_UNROLL
 	for (int j = 0; j < R; j++) {
-		float post = F == F_NV ? 0.5f * _cvtsh_ss(ftk_ld16(m->g + 2 * rr[j])) : F == F_DS ? 0.5f : 1.0f;
-		FTK_UNROLL
+		float post = F == F_NV ? 0.5f * _cvtsh_ss(ftkern_ld16(m->g + 2 * rr[j])) : F == F_DS ? 0.5f : 1.0f;
+		FTKERN_UNROLL
 		for (int b = 0; b < NB; b++)
 			y[b][ij[j]] = post * _mm512_reduce_add_ps(acc[j][b]);
 	}
 }
 
-AI void vnni_tiles(const struct ftk_mat *m, const long *rr, int nb, const uint8_t *const *x,
+AI void vnni_tiles(const struct ftkern_mat *m, const long *rr, int nb, const uint8_t *const *x,
 		   float *const *ys, const long *ij, const int F, const int R)
 {
-	FTK_FOR_TILES(nb, b0, vnni_row(m, rr, x + b0, ys + b0, ij, FTK_NB, F, R));
+	FTKERN_FOR_TILES(nb, b0, vnni_row(m, rr, x + b0, ys + b0, ij, FTKERN_NB, F, R));
 }
 
 /* The sums of four accumulators, in the order of _mm512_reduce_add_ps (GCC: 256-bit halves,
@@ -273,7 +273,7 @@ AI __m128 hsum4(__m512 a0, __m512 a1, __m512 a2, __m512 a3)
  * qwen3-30b's K = 768 a row is only 6 groups, and a row's own reduction and setup were a large
  * part of its work). Each row prefetches its own stream pd (near) and pf (far) bytes ahead,
  * whole blocks of four rows (vnni_rows). Sums bit-identical to vnni_row's. */
-AI void vnni_row4(const struct ftk_mat *m, long r, long pd, long pf, const uint8_t *x, float *y, const int F)
+AI void vnni_row4(const struct ftkern_mat *m, long r, long pd, long pf, const uint8_t *x, float *y, const int F)
 {
 	long K = m->K, k = 0, gi = 0;
 	long rb = F == F_Q4 ? (K / 32) * 18 : K / 2, sb = F == F_Q4 ? 0 : K / (F == F_NV ? 16 : 32);
@@ -283,7 +283,7 @@ AI void vnni_row4(const struct ftk_mat *m, long r, long pd, long pf, const uint8
 		if (F != F_Q4)
 			sc[j] = m->s + (r + j) * sb;
 	}
-	__m512 acc[4][FTK_TILE];
+	__m512 acc[4][FTKERN_TILE];
 	for (int j = 0; j < 4; j++)
 		acc[j][0] = _mm512_setzero_ps();
 	for (; k + 128 <= K; k += 128, gi += GROUP)
@@ -306,17 +306,17 @@ AI void vnni_row4(const struct ftk_mat *m, long r, long pd, long pf, const uint8
  * least one more than the near one's (a plain distance from each row would land in a row of
  * this block, or in one read at another time; one linear stream over the block lagged its
  * last rows). */
-AI void vnni_rows(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
+AI void vnni_rows(const struct ftkern_mat *m, long r0, long r1, int nb, const void *const *xs,
 		  float *const *ys, const int F)
 {
 	const uint8_t *const *x = (const uint8_t *const *)xs;
 	float *y1[1];
 	if (nb == 1 && F == F_Q4) {
 		long blk = 4 * (F == F_Q4 ? (m->K / 32) * 18 : m->K / 2);
-		long nd = (ftk_pf_dist + blk / 2) / blk, nf = (ftk_pf_far + blk / 2) / blk;
+		long nd = (ftkern_pf_dist + blk / 2) / blk, nf = (ftkern_pf_far + blk / 2) / blk;
 		nd = nd < 1 ? 1 : nd;
 		nf = nf <= nd ? nd + 1 : nf;
-		long pd = ftk_pf_dist ? nd * blk : 0, pf = ftk_pf_far ? nf * blk : 0, i = 0;
+		long pd = ftkern_pf_dist ? nd * blk : 0, pf = ftkern_pf_far ? nf * blk : 0, i = 0;
 		for (; i + 4 <= r1 - r0; i += 4)
 			vnni_row4(m, r0 + i, pd, pf, x[0], ys[0] + i, F);
 		r0 += i;
@@ -329,15 +329,15 @@ AI void vnni_rows(const struct ftk_mat *m, long r0, long r1, int nb, const void 
 	}
 }
 
-static void rows_nvfp4(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs, float *const *ys)
+static void ftkern_rows_nvfp4(const struct ftkern_mat *m, long r0, long r1, int nb, const void *const *xs, float *const *ys)
 {
 	vnni_rows(m, r0, r1, nb, xs, ys, F_NV);
 }
-static void rows_dsfp4(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs, float *const *ys)
+static void ftkern_rows_dsfp4(const struct ftkern_mat *m, long r0, long r1, int nb, const void *const *xs, float *const *ys)
 {
 	vnni_rows(m, r0, r1, nb, xs, ys, F_DS);
 }
-static void rows_q4_0(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs, float *const *ys)
+static void ftkern_rows_q4_0(const struct ftkern_mat *m, long r0, long r1, int nb, const void *const *xs, float *const *ys)
 {
 	vnni_rows(m, r0, r1, nb, xs, ys, F_Q4);
 }
@@ -354,12 +354,12 @@ static void rows_q4_0(const struct ftk_mat *m, long r0, long r1, int nb, const v
  * int32 sums in memory). At the end of a block each lane gets (e8m0 scale) * (activation
  * scale) into fp32 partials in tmp; the unpacks leave columns in a fixed order within a strip
  * (lane L of vector j = columns 16L + 4j .. 16L + 4j + 3), undone once per call when tmp is
- * copied to ps. Prefetch: every row of the block ftk_mx_pf_dist bytes ahead of its strip,
+ * copied to ps. Prefetch: every row of the block ftkern_mx_pf_dist bytes ahead of its strip,
  * wrapping to the next block's rows.
  * Activations: int8 per 32-element block (mxfp4's scale block). Prepared layout: int8 q[K] |
  * int16 pair sums (q[2kk] + q[2kk+1]) [K/2] | float block scale / 2 [K/32]. */
 #define MX_STRIP 64
-int ftk_mx_pf_dist = FTK_MX_PF_DIST;
+int ftkern_mx_pf_dist = FTKERN_MX_PF_DIST;
 
 static size_t mx_xbytes(long K)
 {
@@ -402,28 +402,28 @@ AI void mx_pair(const uint8_t *q0, long N, const int8_t *const *x, long kp, __m5
 	w[1] = _mm512_shuffle_epi8(lut, _mm512_unpackhi_epi8(l0, h0));
 	w[2] = _mm512_shuffle_epi8(lut, _mm512_unpacklo_epi8(l1, h1));
 	w[3] = _mm512_shuffle_epi8(lut, _mm512_unpackhi_epi8(l1, h1));
-	FTK_UNROLL
+	FTKERN_UNROLL
 	for (int b = 0; b < NB; b++) {
 		uint32_t quad;
 		memcpy(&quad, x[b] + 2 * kp, 4);
 		quad &= (ok0 ? 0x0000FFFFu : 0) | (ok1 ? 0xFFFF0000u : 0);
 		__m512i xq = _mm512_set1_epi32((int)quad);
-		FTK_UNROLL
+		FTKERN_UNROLL
 		for (int j = 0; j < 4; j++)
 			acc[b][j] = _mm512_dpbusd_epi32(acc[b][j], w[j], xq);
 	}
 }
 
 /* Bank rows [ra, rb) of scale block kb (all inside it), tokens x[0..NB), into t[b] (permuted). */
-AI void mx_block(const struct ftk_mat *m, long ra, long rb, long kb, long kk1, const int8_t *const *x, const int *corr, const float *xsc, float *const *t, const int NB)
+AI void mx_block(const struct ftkern_mat *m, long ra, long rb, long kb, long kk1, const int8_t *const *x, const int *corr, const float *xsc, float *const *t, const int NB)
 {
 	const __m512i emask = _mm512_set1_epi32(0x7F800000);
-	long N = m->N, rows_total = m->K / 2, pd = ftk_mx_pf_dist;
+	long N = m->N, rows_total = m->K / 2, pd = ftkern_mx_pf_dist;
 	const uint8_t *w = m->w, *sc = m->s + kb * N;
 	long p0 = ra & ~1L;
 	for (long c = 0; c < N; c += MX_STRIP) {
 		{
-			/* every row of the block ftk_mx_pf_dist bytes ahead (wrapping to the next
+			/* every row of the block ftkern_mx_pf_dist bytes ahead (wrapping to the next
 			 * block's rows, those inside the range and the matrix) */
 			long off = c + pd, r0 = p0, r1 = rb;
 			if (off >= N) {
@@ -436,10 +436,10 @@ AI void mx_block(const struct ftk_mat *m, long ra, long rb, long kb, long kk1, c
 			for (long r = r0; r < r1; r++, q += N)
 				_mm_prefetch(q, _MM_HINT_T0);
 		}
-		__m512i acc[FTK_TILE][4];
-		FTK_UNROLL
+		__m512i acc[FTKERN_TILE][4];
+		FTKERN_UNROLL
 		for (int b = 0; b < NB; b++)
-			FTK_UNROLL
+			FTKERN_UNROLL
 			for (int j = 0; j < 4; j++)
 				acc[b][j] = _mm512_setzero_si512();
 		long kp = p0;
@@ -460,12 +460,12 @@ AI void mx_block(const struct ftk_mat *m, long ra, long rb, long kb, long kk1, c
 		sv[1] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_srli_epi32(_mm512_unpackhi_epi16(slo, slo), 1), emask));
 		sv[2] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_srli_epi32(_mm512_unpacklo_epi16(shi, shi), 1), emask));
 		sv[3] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_srli_epi32(_mm512_unpackhi_epi16(shi, shi), 1), emask));
-		FTK_UNROLL
+		FTKERN_UNROLL
 		for (int b = 0; b < NB; b++) {
 			__m512i vc = _mm512_set1_epi32(corr[b]);
 			__m512 vx = _mm512_set1_ps(xsc[b]);
 			float *tb = t[b] + c;
-			FTK_UNROLL
+			FTKERN_UNROLL
 			for (int j = 0; j < 4; j++) {
 				__m512 d = _mm512_cvtepi32_ps(_mm512_add_epi32(acc[b][j], vc));
 				_mm512_storeu_ps(tb + 16 * j, _mm512_fmadd_ps(d, _mm512_mul_ps(sv[j], vx), _mm512_loadu_ps(tb + 16 * j)));
@@ -474,12 +474,12 @@ AI void mx_block(const struct ftk_mat *m, long ra, long rb, long kb, long kk1, c
 	}
 }
 
-static void mx_rows_t(const struct ftk_mat *m, long kk0, long kk1, int nb, const void *const *xs,
+static void mx_rows_t(const struct ftkern_mat *m, long kk0, long kk1, int nb, const void *const *xs,
 		      float *const *ps, float *tmp)
 {
 	long N = m->N, K = m->K;
-	const int8_t *x[FTK_MAX_NB];
-	float *t[FTK_MAX_NB];
+	const int8_t *x[FTKERN_MAX_NB];
+	float *t[FTKERN_MAX_NB];
 	for (int b = 0; b < nb; b++) {
 		x[b] = xs[b];
 		t[b] = tmp + (size_t)b * (size_t)N;
@@ -488,8 +488,8 @@ static void mx_rows_t(const struct ftk_mat *m, long kk0, long kk1, int nb, const
 	/* the range's scale blocks in memory order */
 	for (long kb = kk0 / 16, kb1 = (kk1 + 15) / 16; kb < kb1; kb++) {
 		long ra = kb * 16 > kk0 ? kb * 16 : kk0, rb = kb * 16 + 16 < kk1 ? kb * 16 + 16 : kk1;
-		int corr[FTK_MAX_NB];
-		float xsc[FTK_MAX_NB];
+		int corr[FTKERN_MAX_NB];
+		float xsc[FTKERN_MAX_NB];
 		for (int b = 0; b < nb; b++) {
 			const int16_t *s2 = (const int16_t *)((const uint8_t *)x[b] + K);
 			int cs = 0;
@@ -498,7 +498,7 @@ static void mx_rows_t(const struct ftk_mat *m, long kk0, long kk1, int nb, const
 			corr[b] = -12 * cs;
 			xsc[b] = ((const float *)((const uint8_t *)x[b] + 2 * K))[kb];
 		}
-		FTK_FOR_TILES(nb, b0, mx_block(m, ra, rb, kb, kk1, x + b0, corr + b0, xsc + b0, t + b0, FTK_NB));
+		FTKERN_FOR_TILES(nb, b0, mx_block(m, ra, rb, kb, kk1, x + b0, corr + b0, xsc + b0, t + b0, FTKERN_NB));
 	}
 	/* undo the strip order: lane L of vector j holds columns 16L + 4j .. (a 4x4 transpose of
 	 * 128-bit lanes) */
@@ -519,14 +519,14 @@ static void mx_rows_t(const struct ftk_mat *m, long kk0, long kk1, int nb, const
 		}
 }
 
-static const struct ftk_ops ops[] = {
-	[FTFMT_NVFP4] = {"w4a8-vnni", xbytes, prep_nv, rows_nvfp4},
-	[FTFMT_DS_FP4] = {"w4a8-vnni", xbytes, prep_ds, rows_dsfp4},
-	[FTFMT_Q4_0] = {"w4a8-vnni", xbytes, prep_q4, rows_q4_0},
+static const struct ftkern_ops ops[] = {
+	[FTFMT_NVFP4] = {"w4a8-vnni", xbytes, prep_nv, ftkern_rows_nvfp4},
+	[FTFMT_DS_FP4] = {"w4a8-vnni", xbytes, prep_ds, ftkern_rows_dsfp4},
+	[FTFMT_Q4_0] = {"w4a8-vnni", xbytes, prep_q4, ftkern_rows_q4_0},
 	[FTFMT_MXFP4_TRITON] = {"w4a8-vnni", mx_xbytes, mx_prep, NULL, mx_rows_t},
 };
 
-const struct ftk_ops *ftk_avx512vnni(enum ftfmt_id f)
+const struct ftkern_ops *ftkern_avx512vnni(enum ftfmt_id f)
 {
 	return (unsigned)f < sizeof ops / sizeof ops[0] && (ops[f].rows || ops[f].rows_t) ? &ops[f] : NULL;
 }

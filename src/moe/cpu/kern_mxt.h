@@ -1,6 +1,6 @@
 /* kern_mxt.h: the mxfp4_triton K-split driver (rows_t) shared by the AVX-512 kernel files
  * (internal). Include it after the file's
- *   AI void mxt_pair(const struct ftk_mat *m, long kk, int two, const void *const *x,
+ *   AI void mxt_pair(const struct ftkern_mat *m, long kk, int two, const void *const *x,
  *                    float *const *t, const int NB)
  * which adds bank rows kk and kk + 1 (two = 0: kk only) of every column, times the prepared
  * activations x[b], into t[b][0..N) for NB tokens. The driver walks [kk0, kk1) by scale block
@@ -9,11 +9,11 @@
 #ifndef FT_MOE_CPU_KERN_MXT_H
 #define FT_MOE_CPU_KERN_MXT_H
 
-static void rows_t_mxfp4(const struct ftk_mat *m, long kk0, long kk1, int nb, const void *const *x,
+static void ftkern_rows_t_mxfp4(const struct ftkern_mat *m, long kk0, long kk1, int nb, const void *const *x,
 			 float *const *ps, float *tmp)
 {
 	long N = m->N;
-	float *t[FTK_MAX_NB];
+	float *t[FTKERN_MAX_NB];
 	for (int b = 0; b < nb; b++)
 		t[b] = tmp + (size_t)b * (size_t)N;
 	for (long kb = kk0 / 16; kb * 16 < kk1; kb++) {
@@ -22,7 +22,7 @@ static void rows_t_mxfp4(const struct ftk_mat *m, long kk0, long kk1, int nb, co
 			memset(t[b], 0, sizeof(float) * (size_t)N);
 		for (long kk = ra; kk < rb; kk += 2) {
 			int two = kk + 1 < rb;
-			FTK_FOR_TILES(nb, b0, mxt_pair(m, kk, two, x + b0, t + b0, FTK_NB));
+			FTKERN_FOR_TILES(nb, b0, mxt_pair(m, kk, two, x + b0, t + b0, FTKERN_NB));
 		}
 		const uint8_t *sc = m->s + kb * N;
 		for (long c = 0; c < N; c += 16) {

@@ -2,7 +2,7 @@
  * the vector tiers are tested against. */
 #include "moe/cpu/kern.h"
 
-static void rows_bf16(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
+static void rows_bf16(const struct ftkern_mat *m, long r0, long r1, int nb, const void *const *xs,
 		      float *const *ys)
 {
 	const uint16_t *w = (const uint16_t *)m->w;
@@ -12,20 +12,20 @@ static void rows_bf16(const struct ftk_mat *m, long r0, long r1, int nb, const v
 			const float *x = xs[b];
 			float acc = 0;
 			for (long k = 0; k < m->K; k++)
-				acc += ftk_bf16(row[k]) * x[k];
+				acc += ftkern_bf16(row[k]) * x[k];
 			ys[b][r - r0] = acc;
 		}
 	}
 }
 
 /* nvfp4 / ds_fp4: packed [N, K/2] low nibble first, scale per `bs` elements. */
-static inline void rows_fp4(const struct ftk_mat *m, long r0, long r1, int nb,
+static inline void rows_fp4(const struct ftkern_mat *m, long r0, long r1, int nb,
 			    const void *const *xs, float *const *ys, int bs, int e4m3)
 {
 	for (long r = r0; r < r1; r++) {
 		const uint8_t *row = m->w + r * (m->K / 2);
 		const uint8_t *sc = m->s + r * (m->K / bs);
-		float g = m->g ? ftk_fp16(ftk_ld16(m->g + 2 * r)) : 1.0f;
+		float g = m->g ? ftkern_fp16(ftkern_ld16(m->g + 2 * r)) : 1.0f;
 		for (int b = 0; b < nb; b++) {
 			const float *x = xs[b];
 			float acc = 0;
@@ -33,9 +33,9 @@ static inline void rows_fp4(const struct ftk_mat *m, long r0, long r1, int nb,
 				float part = 0;
 				for (long k = k0; k < k0 + bs; k += 2) {
 					uint8_t c = row[k / 2];
-					part += ftk_e2m1[c & 15] * x[k] + ftk_e2m1[c >> 4] * x[k + 1];
+					part += ftkern_e2m1[c & 15] * x[k] + ftkern_e2m1[c >> 4] * x[k + 1];
 				}
-				float s = e4m3 ? ftk_e4m3(sc[k0 / bs]) : ftk_e8m0(sc[k0 / bs]);
+				float s = e4m3 ? ftkern_e4m3(sc[k0 / bs]) : ftkern_e8m0(sc[k0 / bs]);
 				acc += part * s;
 			}
 			ys[b][r - r0] = acc * g;
@@ -43,19 +43,19 @@ static inline void rows_fp4(const struct ftk_mat *m, long r0, long r1, int nb,
 	}
 }
 
-static void rows_nvfp4(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
+static void ftkern_rows_nvfp4(const struct ftkern_mat *m, long r0, long r1, int nb, const void *const *xs,
 		       float *const *ys)
 {
 	rows_fp4(m, r0, r1, nb, xs, ys, 16, 1);
 }
 
-static void rows_dsfp4(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
+static void ftkern_rows_dsfp4(const struct ftkern_mat *m, long r0, long r1, int nb, const void *const *xs,
 		       float *const *ys)
 {
 	rows_fp4(m, r0, r1, nb, xs, ys, 32, 0);
 }
 
-static void rows_q4_0(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
+static void ftkern_rows_q4_0(const struct ftkern_mat *m, long r0, long r1, int nb, const void *const *xs,
 		      float *const *ys)
 {
 	long nblk = m->K / 32;
@@ -71,7 +71,7 @@ static void rows_q4_0(const struct ftk_mat *m, long r0, long r1, int nb, const v
 				for (int i = 0; i < 16; i++)
 					part += (float)((blk[2 + i] & 15) - 8) * xb[i] +
 						(float)((blk[2 + i] >> 4) - 8) * xb[i + 16];
-				acc += part * ftk_fp16(ftk_ld16(blk));
+				acc += part * ftkern_fp16(ftkern_ld16(blk));
 			}
 			ys[b][r - r0] = acc;
 		}
@@ -79,7 +79,7 @@ static void rows_q4_0(const struct ftk_mat *m, long r0, long r1, int nb, const v
 }
 
 /* mxfp4_triton: blocks [K/2, N], scales [K/32, N] (e8m0): output r is a column. */
-static void rows_mxfp4(const struct ftk_mat *m, long r0, long r1, int nb, const void *const *xs,
+static void rows_mxfp4(const struct ftkern_mat *m, long r0, long r1, int nb, const void *const *xs,
 		       float *const *ys)
 {
 	long N = m->N;
@@ -91,23 +91,23 @@ static void rows_mxfp4(const struct ftk_mat *m, long r0, long r1, int nb, const 
 				float part = 0;
 				for (long k = k0; k < k0 + 32; k += 2) {
 					uint8_t c = m->w[(k / 2) * N + r];
-					part += ftk_e2m1[c & 15] * x[k] + ftk_e2m1[c >> 4] * x[k + 1];
+					part += ftkern_e2m1[c & 15] * x[k] + ftkern_e2m1[c >> 4] * x[k + 1];
 				}
-				acc += part * ftk_e8m0(m->s[(k0 / 32) * N + r]);
+				acc += part * ftkern_e8m0(m->s[(k0 / 32) * N + r]);
 			}
 			ys[b][r - r0] = acc;
 		}
 }
 
-static const struct ftk_ops ops[] = {
+static const struct ftkern_ops ops[] = {
 	[FTFMT_BF16] = {"w16a32-scalar", NULL, NULL, rows_bf16},
-	[FTFMT_NVFP4] = {"w4a32-scalar", NULL, NULL, rows_nvfp4},
-	[FTFMT_DS_FP4] = {"w4a32-scalar", NULL, NULL, rows_dsfp4},
-	[FTFMT_Q4_0] = {"w4a32-scalar", NULL, NULL, rows_q4_0},
+	[FTFMT_NVFP4] = {"w4a32-scalar", NULL, NULL, ftkern_rows_nvfp4},
+	[FTFMT_DS_FP4] = {"w4a32-scalar", NULL, NULL, ftkern_rows_dsfp4},
+	[FTFMT_Q4_0] = {"w4a32-scalar", NULL, NULL, ftkern_rows_q4_0},
 	[FTFMT_MXFP4_TRITON] = {"w4a32-scalar", NULL, NULL, rows_mxfp4},
 };
 
-const struct ftk_ops *ftk_scalar(enum ftfmt_id f)
+const struct ftkern_ops *ftkern_scalar(enum ftfmt_id f)
 {
 	return (unsigned)f < sizeof ops / sizeof ops[0] && (ops[f].rows || ops[f].rows_t) ? &ops[f] : NULL;
 }

@@ -1,7 +1,7 @@
 /* Decoding tables of the scale types (generated; see kern.h). */
 #include "moe/cpu/kern.h"
 
-const float ftk_e4m3_lut[256] = {
+const float ftkern_e4m3_lut[256] = {
 	0.0f, 1.953125000e-03f, 3.906250000e-03f, 5.859375000e-03f,
 	7.812500000e-03f, 9.765625000e-03f, 1.171875000e-02f, 1.367187500e-02f,
 	1.562500000e-02f, 1.757812500e-02f, 1.953125000e-02f, 2.148437500e-02f,
@@ -67,7 +67,7 @@ const float ftk_e4m3_lut[256] = {
 	-2.560000000e+02f, -2.880000000e+02f, -3.200000000e+02f, -3.520000000e+02f,
 	-3.840000000e+02f, -4.160000000e+02f, -4.480000000e+02f, NAN,
 };
-const float ftk_e8m0_lut[256] = {
+const float ftkern_e8m0_lut[256] = {
 	5.877471754e-39f, 1.175494351e-38f, 2.350988702e-38f, 4.701977403e-38f,
 	9.403954807e-38f, 1.880790961e-37f, 3.761581923e-37f, 7.523163845e-37f,
 	1.504632769e-36f, 3.009265538e-36f, 6.018531076e-36f, 1.203706215e-35f,
@@ -134,5 +134,5 @@ const float ftk_e8m0_lut[256] = {
 	4.253529587e+37f, 8.507059173e+37f, 1.701411835e+38f, NAN,
 };
 
-int ftk_pf_dist = FTK_PF_DIST;
-int ftk_pf_far = FTK_PF_FAR;
+int ftkern_pf_dist = FTKERN_PF_DIST;
+int ftkern_pf_far = FTKERN_PF_FAR;

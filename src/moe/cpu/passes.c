@@ -6,7 +6,7 @@
 #include "moe/cpu/exec.h"
 #include "moe/cpu/pool.h"
 
-void ftcmoe_expert_mat(const struct ftcmoe *x, int layer, int e, int down, struct ftk_mat *m,
+void ftcpumoe_expert_mat(const struct ftcpumoe *x, int layer, int e, int down, struct ftkern_mat *m,
 		       const uint16_t **bias)
 {
 	const void *const *bk = x->banks + (size_t)layer * x->nbanks;
@@ -41,9 +41,9 @@ void ftcmoe_expert_mat(const struct ftcmoe *x, int layer, int e, int down, struc
 #undef BANK
 }
 
-void ftcmoe_slot_inputs(const struct ftcmoe *x, int tid, int g, int down, const void **xs)
+void ftcpumoe_slot_inputs(const struct ftcpumoe *x, int tid, int g, int down, const void **xs)
 {
-	const struct ftk_ops *ops = x->ops;
+	const struct ftkern_ops *ops = x->ops;
 	for (int i = 0; i < x->grp_nb[g]; i++) {
 		int s = x->slot_of[x->grp_s0[g] + i];
 		if (down && x->lean_h && ops->prep) /* batch 1: slot s */
@@ -59,38 +59,38 @@ void ftcmoe_slot_inputs(const struct ftcmoe *x, int tid, int g, int down, const 
 	}
 }
 
-const void *ftcmoe_group_row(const struct ftcmoe *x, int g, int down, long r)
+const void *ftcpumoe_group_row(const struct ftcpumoe *x, int g, int down, long r)
 {
-	struct ftk_mat m;
+	struct ftkern_mat m;
 	const uint16_t *bias;
-	ftcmoe_expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], down, &m, &bias);
-	return ftcmoe_row_addr(x, &m, r);
+	ftcpumoe_expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], down, &m, &bias);
+	return ftcpumoe_row_addr(x, &m, r);
 }
 
 /* Row-major formats: gate rows [j0, j1) and up rows [I + j0, I + j1); mxfp4_triton on the tiers
  * without its K split: output columns [2 j0, 2 j1), gate and up interleaved, plus their biases. */
-void ftcmoe_gate_up_rows(struct ftcmoe *x, int tid, int g, long j0, long j1, float *tmp, const void *next)
+void ftcpumoe_gate_up_rows(struct ftcpumoe *x, int tid, int g, long j0, long j1, float *tmp, const void *next)
 {
 	long I = x->cfg.inter;
 	int inter = x->cfg.format == FTFMT_MXFP4_TRITON;
-	const struct ftk_ops *ops = x->ops;
-	struct ftk_mat m;
+	const struct ftkern_ops *ops = x->ops;
+	struct ftkern_mat m;
 	const uint16_t *bias;
-	ftcmoe_expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], 0, &m, &bias);
+	ftcpumoe_expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], 0, &m, &bias);
 	if (!inter)
-		ftcmoe_prefetch_start(ftcmoe_row_addr(x, &m, I + j0));
+		ftcpumoe_prefetch_start(ftcpumoe_row_addr(x, &m, I + j0));
 	if (next)
-		ftcmoe_prefetch_start(next);
+		ftcpumoe_prefetch_start(next);
 	int nb = x->grp_nb[g];
-	const void *xs[FTCMOE_MAX_BATCH];
-	float *yg[FTCMOE_MAX_BATCH], *yu[FTCMOE_MAX_BATCH];
-	ftcmoe_slot_inputs(x, tid, g, 0, xs);
+	const void *xs[FTCPUMOE_MAX_BATCH];
+	float *yg[FTCPUMOE_MAX_BATCH], *yu[FTCPUMOE_MAX_BATCH];
+	ftcpumoe_slot_inputs(x, tid, g, 0, xs);
 	for (int i = 0; i < nb; i++) {
-		yg[i] = tmp + (size_t)i * 4 * FTCMOE_CHUNK;
-		yu[i] = yg[i] + 2 * FTCMOE_CHUNK;
+		yg[i] = tmp + (size_t)i * 4 * FTCPUMOE_CHUNK;
+		yu[i] = yg[i] + 2 * FTCPUMOE_CHUNK;
 	}
-	for (long c0 = j0; c0 < j1; c0 += FTCMOE_CHUNK) {
-		long c1 = c0 + FTCMOE_CHUNK < j1 ? c0 + FTCMOE_CHUNK : j1;
+	for (long c0 = j0; c0 < j1; c0 += FTCPUMOE_CHUNK) {
+		long c1 = c0 + FTCPUMOE_CHUNK < j1 ? c0 + FTCPUMOE_CHUNK : j1;
 		if (inter) {
 			ops->rows(&m, 2 * c0, 2 * c1, nb, xs, yg);
 		} else {
@@ -103,9 +103,9 @@ void ftcmoe_gate_up_rows(struct ftcmoe *x, int tid, int g, long j0, long j1, flo
 			    !x->vact(x->cfg.act, yg[i], yu[i], c1 - c0, 1.0f, x->cfg.swiglu_limit, h + c0))
 				continue;
 			for (long j = c0; j < c1; j++) {
-				float gt = inter ? yg[i][2 * (j - c0)] + ftk_bf16(bias[2 * j]) : yg[i][j - c0];
-				float up = inter ? yg[i][2 * (j - c0) + 1] + ftk_bf16(bias[2 * j + 1]) : yu[i][j - c0];
-				h[j] = ftcmoe_act(x->cfg.act, gt, up, x->cfg.swiglu_limit);
+				float gt = inter ? yg[i][2 * (j - c0)] + ftkern_bf16(bias[2 * j]) : yg[i][j - c0];
+				float up = inter ? yg[i][2 * (j - c0) + 1] + ftkern_bf16(bias[2 * j + 1]) : yu[i][j - c0];
+				h[j] = ftcpumoe_act(x->cfg.act, gt, up, x->cfg.swiglu_limit);
 			}
 		}
 	}
@@ -113,18 +113,18 @@ void ftcmoe_gate_up_rows(struct ftcmoe *x, int tid, int g, long j0, long j1, flo
 
 /* out is the full output (static rows split) or this worker's partial (the flat and dynamic
  * splits, bias NULL: reduce_pout adds it). */
-void ftcmoe_down_rows(struct ftcmoe *x, int tid, int g, const struct ftk_mat *m, const uint16_t *bias,
+void ftcpumoe_down_rows(struct ftcpumoe *x, int tid, int g, const struct ftkern_mat *m, const uint16_t *bias,
 		      long n0, long n1, float *tmp, float *out)
 {
 	long H = x->cfg.hidden;
 	int nb = x->grp_nb[g];
-	const void *xs[FTCMOE_MAX_BATCH];
-	float *y[FTCMOE_MAX_BATCH];
-	ftcmoe_slot_inputs(x, tid, g, 1, xs);
+	const void *xs[FTCPUMOE_MAX_BATCH];
+	float *y[FTCPUMOE_MAX_BATCH];
+	ftcpumoe_slot_inputs(x, tid, g, 1, xs);
 	for (int i = 0; i < nb; i++)
-		y[i] = tmp + (size_t)i * 2 * FTCMOE_CHUNK;
-	for (long c0 = n0; c0 < n1; c0 += FTCMOE_CHUNK) {
-		long c1 = c0 + FTCMOE_CHUNK < n1 ? c0 + FTCMOE_CHUNK : n1;
+		y[i] = tmp + (size_t)i * 2 * FTCPUMOE_CHUNK;
+	for (long c0 = n0; c0 < n1; c0 += FTCPUMOE_CHUNK) {
+		long c1 = c0 + FTCPUMOE_CHUNK < n1 ? c0 + FTCPUMOE_CHUNK : n1;
 		x->ops->rows(m, c0, c1, nb, xs, y);
 		for (int i = 0; i < nb; i++) {
 			int s = x->slot_of[x->grp_s0[g] + i];
@@ -132,7 +132,7 @@ void ftcmoe_down_rows(struct ftcmoe *x, int tid, int g, const struct ftk_mat *m,
 			float *o = out + (size_t)(s / x->topk) * H;
 			if (bias)
 				for (long r = c0; r < c1; r++)
-					o[r] += wgt * (y[i][r - c0] + ftk_bf16(bias[r]));
+					o[r] += wgt * (y[i][r - c0] + ftkern_bf16(bias[r]));
 			else
 				for (long r = c0; r < c1; r++)
 					o[r] += wgt * y[i][r - c0];
@@ -141,7 +141,7 @@ void ftcmoe_down_rows(struct ftcmoe *x, int tid, int g, const struct ftk_mat *m,
 }
 
 /* In worker order, so every schedule adds the same partials in the same order. */
-void ftcmoe_reduce_out(struct ftcmoe *x, int tid, int n, const float *p, size_t wstride, size_t bstride,
+void ftcpumoe_reduce_out(struct ftcpumoe *x, int tid, int n, const float *p, size_t wstride, size_t bstride,
 		       const uint8_t *touch)
 {
 	long H = x->cfg.hidden, n0 = H * tid / n, n1 = H * (tid + 1) / n;
@@ -171,15 +171,15 @@ void ftcmoe_reduce_out(struct ftcmoe *x, int tid, int n, const float *p, size_t 
 	}
 }
 
-void ftcmoe_reduce_pout(struct ftcmoe *x, int tid, int n, int lazy)
+void ftcpumoe_reduce_pout(struct ftcpumoe *x, int tid, int n, int lazy)
 {
-	ftcmoe_reduce_out(x, tid, n, x->pout, (size_t)x->cfg.max_batch * (size_t)x->cfg.hidden,
+	ftcpumoe_reduce_out(x, tid, n, x->pout, (size_t)x->cfg.max_batch * (size_t)x->cfg.hidden,
 			  (size_t)x->cfg.hidden, lazy ? x->ptouch : NULL);
 }
 
-void ftcmoe_prep_group_h(struct ftcmoe *x, int g)
+void ftcpumoe_prep_group_h(struct ftcpumoe *x, int g)
 {
-	const struct ftk_ops *ops = x->ops;
+	const struct ftkern_ops *ops = x->ops;
 	if (ops->prep)
 		for (int i = 0; i < x->grp_nb[g]; i++) {
 			int s = x->slot_of[x->grp_s0[g] + i];
@@ -188,9 +188,9 @@ void ftcmoe_prep_group_h(struct ftcmoe *x, int g)
 }
 
 /* lean_h (batch 1): an id routed twice is two slots, both prepared. */
-void ftcmoe_prep_h(struct ftcmoe *x, int tid, int n, int ga, int gb)
+void ftcpumoe_prep_h(struct ftcpumoe *x, int tid, int n, int ga, int gb)
 {
-	const struct ftk_ops *ops = x->ops;
+	const struct ftkern_ops *ops = x->ops;
 	if (!ops->prep)
 		return;
 	if (x->lean_h) {

@@ -70,16 +70,16 @@ static void *worker_main(void *p)
 	for (;;) {
 		unsigned g = atomic_load_explicit(&pool->gen, memory_order_acquire);
 		if (g == seen) {
-			uint64_t t0 = ft_now_ns();
+			uint64_t t0 = fttime_now_ns();
 			int k = 0;
 			while ((g = atomic_load_explicit(&pool->gen, memory_order_acquire)) == seen) {
 				cpu_pause();
-				if (++k % 256 == 0 && ft_now_ns() - t0 > POOL_SPIN_NS) {
+				if (++k % 256 == 0 && fttime_now_ns() - t0 > POOL_SPIN_NS) {
 					atomic_fetch_add(&pool->sleepers, 1);
 					if (atomic_load(&pool->gen) == seen)
 						futex(&pool->gen, FUTEX_WAIT_PRIVATE, seen);
 					atomic_fetch_sub(&pool->sleepers, 1);
-					t0 = ft_now_ns();
+					t0 = fttime_now_ns();
 				}
 			}
 		}

@@ -15,7 +15,7 @@
 #include "moe/cpu/pool.h"
 
 /* Pass-2 item i (counted from the first pass-2 item): its group and down rows [*r0, *r1). */
-static int down_item(const struct ftcmoe *x, int i, long *r0, long *r1)
+static int down_item(const struct ftcpumoe *x, int i, long *r0, long *r1)
 {
 	long H = x->cfg.hidden, ch = x->ch2;
 	int g, last = (x->ngrp - 1) * x->n2;
@@ -32,20 +32,20 @@ static int down_item(const struct ftcmoe *x, int i, long *r0, long *r1)
 }
 
 /* Where item i's first weight row starts. */
-static const void *item_start(struct ftcmoe *x, int i)
+static const void *item_start(struct ftcpumoe *x, int i)
 {
 	int p1 = x->ngrp * x->n1;
 	if (i < p1)
-		return ftcmoe_group_row(x, i / x->n1, 0, (long)(i % x->n1) * x->ch1);
+		return ftcpumoe_group_row(x, i / x->n1, 0, (long)(i % x->n1) * x->ch1);
 	long r0, r1;
 	int g = down_item(x, i - p1, &r0, &r1);
-	return ftcmoe_group_row(x, g, 1, r0);
+	return ftcpumoe_group_row(x, g, 1, r0);
 }
 
 /* Before a pass-2 item of group g adds down rows [n0, n1) into this worker's pout (po): the
  * 16-row chunks of each of its tokens that this worker has not written yet this step are
  * zeroed and marked. */
-static void pout_claim(struct ftcmoe *x, int tid, int g, long n0, long n1, float *po)
+static void pout_claim(struct ftcpumoe *x, int tid, int g, long n0, long n1, float *po)
 {
 	long H = x->cfg.hidden;
 	uint8_t *tc = x->ptouch + (size_t)tid * x->pchunk_stride;
@@ -60,60 +60,60 @@ static void pout_claim(struct ftcmoe *x, int tid, int g, long n0, long n1, float
 	}
 }
 
-static void run_item(struct ftcmoe *x, int tid, int cur, const void *ahead, float *tmp, float *po)
+static void run_item(struct ftcpumoe *x, int tid, int cur, const void *ahead, float *tmp, float *po)
 {
 	long I = x->cfg.inter;
 	int p1 = x->ngrp * x->n1;
 	if (cur < p1) {
 		int g = cur / x->n1;
 		long j0 = (long)(cur % x->n1) * x->ch1, j1 = j0 + x->ch1 < I ? j0 + x->ch1 : I;
-		ftcmoe_gate_up_rows(x, tid, g, j0, j1, tmp, ahead);
+		ftcpumoe_gate_up_rows(x, tid, g, j0, j1, tmp, ahead);
 		if (atomic_fetch_add_explicit(&x->done1[g], 1, memory_order_acq_rel) == x->n1 - 1) {
-			ftcmoe_prep_group_h(x, g);
+			ftcpumoe_prep_group_h(x, g);
 			atomic_store_explicit(&x->done1[g], x->n1 + 1, memory_order_release);
 		}
 	} else {
 		long n0, n1;
 		int g = down_item(x, cur - p1, &n0, &n1);
-		struct ftk_mat m;
+		struct ftkern_mat m;
 		const uint16_t *bias;
-		ftcmoe_expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], 1, &m, &bias);
-		ftcmoe_prefetch_start(ftcmoe_row_addr(x, &m, n0));
+		ftcpumoe_expert_mat(x, x->layer, x->uniq_e[x->grp_u[g]], 1, &m, &bias);
+		ftcpumoe_prefetch_start(ftcpumoe_row_addr(x, &m, n0));
 		if (ahead)
-			ftcmoe_prefetch_start(ahead);
-		uint64_t t0 = ftcmoe_trace_now(x);
+			ftcpumoe_prefetch_start(ahead);
+		uint64_t t0 = ftcpumoe_trace_now(x);
 		for (int k = 0; atomic_load_explicit(&x->done1[g], memory_order_acquire) != x->n1 + 1;)
 			ftpool_relax(x->cfg.pool, &k);
-		ftcmoe_trace_wait(x, tid, t0);
+		ftcpumoe_trace_wait(x, tid, t0);
 		pout_claim(x, tid, g, n0, n1, po);
-		ftcmoe_down_rows(x, tid, g, &m, NULL, n0, n1, tmp, po);
+		ftcpumoe_down_rows(x, tid, g, &m, NULL, n0, n1, tmp, po);
 	}
 }
 
 /* A worker waiting in pass 2 waits only for pass-1 items, which never wait, and the items
  * are claimed in order, so a waited-for item is always claimed: no deadlock. */
-void ftcmoe_run_dyn(struct ftcmoe *x, int tid, int n)
+void ftcpumoe_run_dyn(struct ftcpumoe *x, int tid, int n)
 {
 	long H = x->cfg.hidden;
 	int total = x->nitems;
 	float *tmp = x->tmp + (size_t)tid * x->tmp_stride;
 	float *po = x->pout + (size_t)tid * (size_t)x->cfg.max_batch * (size_t)H;
-	ftcmoe_trace_start(x, tid);
+	ftcpumoe_trace_start(x, tid);
 	/* the previous step's reductions are over: ftpool_run returned after every worker's */
 	memset(x->ptouch + (size_t)tid * x->pchunk_stride, 0, (size_t)x->B * (size_t)x->nchunk);
-	int cur = ftcmoe_dyn_claim(x);
+	int cur = ftcpumoe_dyn_claim(x);
 	while (cur < total) {
 		int nxt = -1;
 		if (atomic_load_explicit(&x->next, memory_order_relaxed) < total - 2 * n)
-			nxt = ftcmoe_dyn_claim(x);
-		uint64_t t0 = ftcmoe_trace_now(x);
+			nxt = ftcpumoe_dyn_claim(x);
+		uint64_t t0 = ftcpumoe_trace_now(x);
 		run_item(x, tid, cur, nxt >= 0 && nxt < total ? item_start(x, nxt) : NULL, tmp, po);
-		ftcmoe_trace_item(x, tid, t0);
-		cur = nxt >= 0 ? nxt : ftcmoe_dyn_claim(x);
+		ftcpumoe_trace_item(x, tid, t0);
+		cur = nxt >= 0 ? nxt : ftcpumoe_dyn_claim(x);
 	}
-	uint64_t t1 = ftcmoe_trace_now(x);
+	uint64_t t1 = ftcpumoe_trace_now(x);
 	ftpool_barrier(x->cfg.pool);
-	uint64_t t2 = ftcmoe_trace_now(x);
-	ftcmoe_reduce_pout(x, tid, n, 1);
-	ftcmoe_trace_end(x, tid, t1, t2);
+	uint64_t t2 = ftcpumoe_trace_now(x);
+	ftcpumoe_reduce_pout(x, tid, n, 1);
+	ftcpumoe_trace_end(x, tid, t1, t2);
 }

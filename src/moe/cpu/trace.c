@@ -1,19 +1,19 @@
 /* tune.trace: where the dynamic schedules' steps spend their time. The workers add into their
- * own struct ftcmoe_wtrace (exec.h, inline); the driver counts steps around ftpool_run and
- * ftcmoe_trace averages. */
+ * own struct ftcpumoe_wtrace (exec.h, inline); the driver counts steps around ftpool_run and
+ * ftcpumoe_trace averages. */
 #include <errno.h>
 #include <string.h>
 
 #include "moe/cpu/exec.h"
 
-void ftcmoe_trace_post(struct ftcmoe *x)
+void ftcpumoe_trace_post(struct ftcpumoe *x)
 {
-	x->t_post = ft_now_ns();
+	x->t_post = fttime_now_ns();
 }
 
-void ftcmoe_trace_step(struct ftcmoe *x)
+void ftcpumoe_trace_step(struct ftcpumoe *x)
 {
-	uint64_t t = ft_now_ns(), last = x->t_post;
+	uint64_t t = fttime_now_ns(), last = x->t_post;
 	for (int i = 0; i < x->nthreads; i++)
 		last = x->tr[i].end > last ? x->tr[i].end : last;
 	x->tr_step_ns += t - x->t_post;
@@ -21,7 +21,7 @@ void ftcmoe_trace_step(struct ftcmoe *x)
 	x->tr_steps++;
 }
 
-int ftcmoe_trace(struct ftcmoe *x, struct ftcmoe_trace *out, int reset)
+int ftcpumoe_trace(struct ftcpumoe *x, struct ftcpumoe_trace *out, int reset)
 {
 	if (!x || !x->trace)
 		return -ENODATA;
@@ -30,7 +30,7 @@ int ftcmoe_trace(struct ftcmoe *x, struct ftcmoe_trace *out, int reset)
 		out->steps = (long)x->tr_steps;
 		double d = x->tr_steps ? 1e3 * (double)x->tr_steps * x->nthreads : 1; /* us per worker-step */
 		for (int t = 0; t < x->nthreads; t++) {
-			const struct ftcmoe_wtrace *w = &x->tr[t];
+			const struct ftcpumoe_wtrace *w = &x->tr[t];
 			out->start_us += (double)w->wake / d;
 			out->items_us += (double)(w->items - w->wait) / d;
 			out->wait_us += (double)w->wait / d;
