@@ -264,6 +264,31 @@ enum { O_MODELS = 256, O_SLOTS, O_BATCH, O_MISS, O_REPEAT, O_COPY, O_GPU, O_JSON
 
 static int run(int argc, char **argv, const struct option *opts);
 
+#ifdef FT_HAVE_CUDA
+/* The row a failed run stopped at (the last row with an error: a run ends at the row that failed),
+ * as "MODEL batch B, miss rate M: ERROR", so that the failure is named by what failed and not
+ * only by its errno; 0 when no row carries one. */
+static int row_error(json_t *res, char *buf, size_t n)
+{
+	json_t *r, *row;
+	size_t i, j;
+	int found = 0;
+	json_array_foreach(json_object_get(res, "results"), i, r) {
+		json_array_foreach(json_object_get(r, "rows"), j, row) {
+			const char *e = json_string_value(json_object_get(row, "error"));
+			const char *model = json_string_value(json_object_get(r, "model"));
+			if (!e)
+				continue;
+			snprintf(buf, n, "%s batch %lld, miss rate %g: %s", model ? model : "?",
+				 (long long)json_integer_value(json_object_get(row, "bs")),
+				 json_number_value(json_object_get(row, "miss_rate")), e);
+			found = 1;
+		}
+	}
+	return found;
+}
+#endif
+
 int ftcli_cmd_cache_copy(int argc, char **argv)
 {
 	static const int lists[] = {O_MODELS, O_SLOTS, O_BATCH, O_MISS, 0};
@@ -456,11 +481,14 @@ static int run(int argc, char **argv, const struct option *opts)
 	struct ftreport rep = ftcli_reporter();
 	json_t *res = NULL;
 	r = ftcc_run(&o, &rep, &res);
+	char failed[320] = "";
 	if (res) {
 		json_object_set_new(res, "gpu", ftgpu_json(&g));
 		json_object_set_new(res, "repeat", json_integer(o.repeat));
 		ftcli_result(res);
 		print_result(fmt, res);
+		if (r)
+			row_error(res, failed, sizeof failed);
 		json_decref(res);
 	}
 	if (r == -EBADMSG) {
@@ -468,7 +496,10 @@ static int run(int argc, char **argv, const struct option *opts)
 		return FTCLI_EXIT_FAIL;
 	}
 	if (r) {
-		ftcli_error("%s", r == -ENODEV ? "no usable CUDA device" : strerror(-r));
+		if (failed[0])
+			ftcli_error("%s", failed);
+		else
+			ftcli_error("%s", r == -ENODEV ? "no usable CUDA device" : strerror(-r));
 		return r == -ENODEV ? FTCLI_EXIT_USAGE : FTCLI_EXIT_FAIL;
 	}
 	return 0;
