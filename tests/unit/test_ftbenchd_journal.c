@@ -16,6 +16,7 @@
 
 #include "../../daemon/journal.h"
 #include "../../daemon/log.h"
+#include "tmpdir.h"
 
 static char dir[] = "/tmp/ftd-journal-XXXXXX";
 
@@ -211,9 +212,7 @@ int main(void)
 		cmocka_unit_test(test_restart_interrupts),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	if (system(cmd) != 0)
+	if (tmpdir_remove(dir) != 0)
 		r = r ? r : 1;
 	return r;
 }

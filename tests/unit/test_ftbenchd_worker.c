@@ -19,6 +19,7 @@
 #include "../../daemon/worker.h"
 #include "util/fsutil.h"
 #include "util/timeutil.h"
+#include "tmpdir.h"
 
 static char dir[] = "/tmp/ftd-worker-XXXXXX";
 
@@ -187,9 +188,7 @@ int main(void)
 		cmocka_unit_test(test_cannot_start),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	if (system(cmd) != 0)
+	if (tmpdir_remove(dir) != 0)
 		r = r ? r : 1;
 	return r;
 }
