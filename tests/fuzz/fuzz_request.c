@@ -84,8 +84,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (char **p = argv; *p; p++)
 			if (json_array_append_new(a, json_string(*p)) < 0)
 				__builtin_trap(); /* an argv string jansson would not take */
-		check_body(json_pack("{s:o,s:O,s:I}", "argv", a, "args", args ? args : json_object(), "timeout_s",
-				     (json_int_t)timeout));
+		/* "o" steals: a reference of args (owned by req) or the new empty object */
+		check_body(json_pack("{s:o,s:o,s:I}", "argv", a, "args", args ? json_incref(args) : json_object(),
+				     "timeout_s", (json_int_t)timeout));
 		ftd_kind_argv_free(argv);
 	}
 	json_decref(req);
