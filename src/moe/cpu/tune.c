@@ -29,6 +29,8 @@ const struct ftcpumoe_knob ftcpumoe_knobs[] = {
 	 "bytes ahead of the row kernels' second prefetch, into L2 (0: none)"},
 	{"mx_pf_dist", FTCPUMOE_KNOB_INT, 64, 8192, NULL, FTKERN_MX_PF_DIST, OFF(mx_pf_dist),
 	 "bytes ahead of the mxfp4 K split's row-wise prefetch (rounded down to 64)"},
+	{"pf_scales", FTCPUMOE_KNOB_WORD, 0, 0, "0|1", FTKERN_PF_SCALES, OFF(pf_scales),
+	 "1: the W4A8 kernels prefetch their scale streams (nvfp4, ds_fp4, mxfp4) with the weights"},
 	{"trace", FTCPUMOE_KNOB_WORD, 0, 0, "0|1", 0, OFF(trace),
 	 "1: time the parts of every dynamic step (ftcpumoe_trace; ftbench cpu-moe prints them)"},
 };
