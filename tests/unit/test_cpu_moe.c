@@ -505,6 +505,7 @@ static void test_schedules(void **s)
 			t.item_kb = 16;
 			t.item2_kb = 16; /* mxfp4: two h slices per expert */
 			t.sched = FTCPUMOE_SCHED_DYNAMIC; /* this pool has < 8 workers */
+			t.pf_first = 1; /* a prefetch only: the same sums */
 			assert_int_equal(ftcpumoe_create(&cfg, &x), 0);
 			/* the default item sizes (here one or two items per pass and group) and the last
 			 * expert's down rows 3x finer (x has the default, 4x; the mxfp4 K split has none):

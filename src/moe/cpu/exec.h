@@ -186,6 +186,9 @@ void ftcpumoe_prep_group_h(struct ftcpumoe *x, int g);
  * no barrier), or every live slot's shared between the workers, then a barrier. */
 void ftcpumoe_prep_h(struct ftcpumoe *x, int tid, int n, int ga, int gb);
 
+/* Where the dynamic schedule's item i (sched_dyn.c) reads its first weight row. */
+const void *ftcpumoe_dyn_item_start(struct ftcpumoe *x, int i);
+
 /* ---- the schedules: one call's work on worker tid of n, after x is prepared */
 void ftcpumoe_run_dyn(struct ftcpumoe *x, int tid, int n);    /* sched_dyn.c */
 void ftcpumoe_run_flat(struct ftcpumoe *x, int tid, int n);   /* sched_static.c */

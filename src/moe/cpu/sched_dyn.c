@@ -32,7 +32,7 @@ static int down_item(const struct ftcpumoe *x, int i, long *r0, long *r1)
 }
 
 /* Where item i's first weight row starts. */
-static const void *item_start(struct ftcpumoe *x, int i)
+const void *ftcpumoe_dyn_item_start(struct ftcpumoe *x, int i)
 {
 	int p1 = x->ngrp * x->n1;
 	if (i < p1)
@@ -107,7 +107,7 @@ void ftcpumoe_run_dyn(struct ftcpumoe *x, int tid, int n)
 		if (atomic_load_explicit(&x->next, memory_order_relaxed) < total - 2 * n)
 			nxt = ftcpumoe_dyn_claim(x);
 		uint64_t t0 = ftcpumoe_trace_now(x);
-		run_item(x, tid, cur, nxt >= 0 && nxt < total ? item_start(x, nxt) : NULL, tmp, po);
+		run_item(x, tid, cur, nxt >= 0 && nxt < total ? ftcpumoe_dyn_item_start(x, nxt) : NULL, tmp, po);
 		ftcpumoe_trace_item(x, tid, t0);
 		cur = nxt >= 0 ? nxt : ftcpumoe_dyn_claim(x);
 	}
