@@ -8,7 +8,7 @@
  * per-worker partial outputs (only the 16-row chunks they write are zeroed and marked, ptouch),
  * summed after the step's one barrier. While an item is walked, the next one is claimed and
  * its first bytes requested (not in the last 2n items, so the tail is not held by claimed but
- * unstarted work). */
+ * unstarted work; tune.ahead: ftcpumoe_dyn_ahead). */
 #include <string.h>
 
 #include "moe/cpu/exec.h"
@@ -103,9 +103,7 @@ void ftcpumoe_run_dyn(struct ftcpumoe *x, int tid, int n)
 	memset(x->ptouch + (size_t)tid * x->pchunk_stride, 0, (size_t)x->B * (size_t)x->nchunk);
 	int cur = ftcpumoe_dyn_claim(x);
 	while (cur < total) {
-		int nxt = -1;
-		if (atomic_load_explicit(&x->next, memory_order_relaxed) < total - 2 * n)
-			nxt = ftcpumoe_dyn_claim(x);
+		int nxt = ftcpumoe_dyn_ahead(x, total, n, x->ngrp * x->n1, x->n1);
 		uint64_t t0 = ftcpumoe_trace_now(x);
 		run_item(x, tid, cur, nxt >= 0 && nxt < total ? ftcpumoe_dyn_item_start(x, nxt) : NULL, tmp, po);
 		ftcpumoe_trace_item(x, tid, t0);
