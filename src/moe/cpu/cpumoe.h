@@ -93,7 +93,7 @@ struct ftcpumoe_tune {
 	long isa;        /* enum ftcpumoe_isa: what FTCPUMOE_ISA_AUTO resolves to (AUTO: the best) */
 	long sched;      /* enum ftcpumoe_sched */
 	long item_kb;    /* dynamic pass-1 item KiB, 16..65536; 0: by the step's size */
-	long item2_kb;   /* dynamic pass-2 item KiB, 16..65536; 0: item_kb if set, else 128 */
+	long item2_kb;   /* dynamic pass-2 item KiB, 16..65536; 0: item_kb if set, else 128 (mxfp4 256) */
 	long tail_div;   /* 1..64: the last expert's pass-2 items this many times smaller */
 	long pf_dist;    /* row kernels' prefetch distance, bytes (0: none) */
 	long pf_far;     /* row kernels' L2 prefetch distance, bytes (0: none) */

@@ -18,7 +18,7 @@
 #define DYN_ITEM2_KB 128
 /* ... and of the mxfp4_triton K split, pass 1 and pass 2. */
 #define DYN_ITEM_T_KB 512
-#define DYN_ITEM2_T_KB 128
+#define DYN_ITEM2_T_KB 256
 /* tune.sched auto: the dynamic schedules from this many pool workers, the static ones below. */
 #define DYN_MIN_THREADS 8
 

@@ -20,7 +20,7 @@ const struct ftcpumoe_knob ftcpumoe_knobs[] = {
 	{"item_kb", FTCPUMOE_KNOB_INT, 16, 65536, "auto", 0, OFF(item_kb),
 	 "KiB of weights per pass-1 item of the dynamic schedules (auto: 128-512 by the step, mxfp4 512)"},
 	{"item2_kb", FTCPUMOE_KNOB_INT, 16, 65536, "auto", 0, OFF(item2_kb),
-	 "KiB of weights per pass-2 item of the dynamic schedules (auto: item_kb if set, else 128)"},
+	 "KiB of weights per pass-2 item of the dynamic schedules (auto: item_kb if set, else 128; mxfp4 256)"},
 	{"tail_div", FTCPUMOE_KNOB_INT, 1, 64, NULL, 4, OFF(tail_div),
 	 "the last expert's pass-2 items are this many times smaller (row formats, dynamic schedule)"},
 	{"pf_dist", FTCPUMOE_KNOB_INT, 0, 65536, NULL, FTKERN_PF_DIST, OFF(pf_dist),
