@@ -99,8 +99,6 @@ struct ftcpumoe_tune {
 	long pf_far;     /* row kernels' L2 prefetch distance, bytes (0: none) */
 	long mx_pf_dist; /* mxfp4 K split's row prefetch distance, 64..8192 bytes */
 	long pf_scales;  /* 1: the W4A8 kernels prefetch their scale streams (0: not, as before) */
-	long ahead;      /* dynamic: 1 claim the next item early, 0 never, 2 not the last group's pass 1 */
-	long pf_first;   /* 1: batch 1, dynamic: the first item's first bytes requested before x's prep */
 	long trace;      /* 1: time the dynamic steps (ftcpumoe_trace) */
 };
 

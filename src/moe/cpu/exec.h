@@ -159,18 +159,6 @@ static inline int ftcpumoe_dyn_claim(struct ftcpumoe *x)
 	return atomic_fetch_add_explicit(&x->next, 1, memory_order_relaxed);
 }
 
-/* The item to run after the current one, claimed while the current one runs (its first bytes
- * are requested early), or -1: none in the last 2n items (total of them, n workers), and by
- * tune.ahead: 0 never, 2 not the pass-1 items of the last group ([p1 - per, p1): pass 2 of
- * that group waits for each of them, so none should wait behind another item). */
-static inline int ftcpumoe_dyn_ahead(struct ftcpumoe *x, int total, int n, int p1, int per)
-{
-	int peek = atomic_load_explicit(&x->next, memory_order_relaxed);
-	if (!x->tune.ahead || peek >= total - 2 * n || (x->tune.ahead == 2 && peek >= p1 - per && peek < p1))
-		return -1;
-	return ftcpumoe_dyn_claim(x);
-}
-
 /* The matrices of expert e in layer l: pass 1 (gate_up) or pass 2 (down); *bias: mxfp4's, else
  * NULL. */
 void ftcpumoe_expert_mat(const struct ftcpumoe *x, int layer, int e, int down, struct ftkern_mat *m,
@@ -197,9 +185,6 @@ void ftcpumoe_prep_group_h(struct ftcpumoe *x, int g);
 /* Before pass 2: h prepared for the slots of groups [ga, gb) into this worker's hpriv (lean_h,
  * no barrier), or every live slot's shared between the workers, then a barrier. */
 void ftcpumoe_prep_h(struct ftcpumoe *x, int tid, int n, int ga, int gb);
-
-/* Where the dynamic schedule's item i (sched_dyn.c) reads its first weight row. */
-const void *ftcpumoe_dyn_item_start(struct ftcpumoe *x, int i);
 
 /* ---- the schedules: one call's work on worker tid of n, after x is prepared */
 void ftcpumoe_run_dyn(struct ftcpumoe *x, int tid, int n);    /* sched_dyn.c */

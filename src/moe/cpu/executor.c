@@ -258,10 +258,6 @@ static void forward_worker(void *arg, int tid, int n)
 	const struct ftkern_ops *ops = x->ops;
 	if (ops->prep) {
 		if (x->lean) {
-			/* the item this worker most likely claims first: its first bytes on their
-			 * way while x is quantized */
-			if (x->tune.pf_first && x->run == FTCPUMOE_RUN_DYN && tid < x->nitems)
-				ftcpumoe_prefetch_start(ftcpumoe_dyn_item_start(x, tid));
 			ops->prep(x->xin, x->cfg.hidden, x->xpriv + (size_t)tid * x->xq_stride);
 		} else {
 			for (int b = tid; b < x->B; b += n)

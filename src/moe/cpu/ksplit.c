@@ -180,7 +180,9 @@ void ftcpumoe_run_dyn_k(struct ftcpumoe *x, int tid, int n)
 		memset(ftcpumoe_part(x, tid, 1, b), 0, sizeof(float) * (size_t)H);
 	int cur = ftcpumoe_dyn_claim(x);
 	while (cur < total) {
-		int nxt = ftcpumoe_dyn_ahead(x, total, n, x->ngrp * x->n1t, x->n1t);
+		int nxt = -1;
+		if (atomic_load_explicit(&x->next, memory_order_relaxed) < total - 2 * n)
+			nxt = ftcpumoe_dyn_claim(x);
 		int down;
 		long kk0, kk1;
 		int g = k_item(x, cur, &down, &kk0, &kk1);

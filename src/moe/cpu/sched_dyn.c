@@ -8,7 +8,7 @@
  * per-worker partial outputs (only the 16-row chunks they write are zeroed and marked, ptouch),
  * summed after the step's one barrier. While an item is walked, the next one is claimed and
  * its first bytes requested (not in the last 2n items, so the tail is not held by claimed but
- * unstarted work; tune.ahead: ftcpumoe_dyn_ahead). */
+ * unstarted work). */
 #include <string.h>
 
 #include "moe/cpu/exec.h"
@@ -32,7 +32,7 @@ static int down_item(const struct ftcpumoe *x, int i, long *r0, long *r1)
 }
 
 /* Where item i's first weight row starts. */
-const void *ftcpumoe_dyn_item_start(struct ftcpumoe *x, int i)
+static const void *item_start(struct ftcpumoe *x, int i)
 {
 	int p1 = x->ngrp * x->n1;
 	if (i < p1)
@@ -103,9 +103,11 @@ void ftcpumoe_run_dyn(struct ftcpumoe *x, int tid, int n)
 	memset(x->ptouch + (size_t)tid * x->pchunk_stride, 0, (size_t)x->B * (size_t)x->nchunk);
 	int cur = ftcpumoe_dyn_claim(x);
 	while (cur < total) {
-		int nxt = ftcpumoe_dyn_ahead(x, total, n, x->ngrp * x->n1, x->n1);
+		int nxt = -1;
+		if (atomic_load_explicit(&x->next, memory_order_relaxed) < total - 2 * n)
+			nxt = ftcpumoe_dyn_claim(x);
 		uint64_t t0 = ftcpumoe_trace_now(x);
-		run_item(x, tid, cur, nxt >= 0 && nxt < total ? ftcpumoe_dyn_item_start(x, nxt) : NULL, tmp, po);
+		run_item(x, tid, cur, nxt >= 0 && nxt < total ? item_start(x, nxt) : NULL, tmp, po);
 		ftcpumoe_trace_item(x, tid, t0);
 		cur = nxt >= 0 ? nxt : ftcpumoe_dyn_claim(x);
 	}

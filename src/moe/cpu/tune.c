@@ -31,10 +31,6 @@ const struct ftcpumoe_knob ftcpumoe_knobs[] = {
 	 "bytes ahead of the mxfp4 K split's row-wise prefetch (rounded down to 64)"},
 	{"pf_scales", FTCPUMOE_KNOB_WORD, 0, 0, "0|1", FTKERN_PF_SCALES, OFF(pf_scales),
 	 "1: the W4A8 kernels prefetch their scale streams (nvfp4, ds_fp4, mxfp4) with the weights"},
-	{"ahead", FTCPUMOE_KNOB_INT, 0, 2, NULL, 1, OFF(ahead),
-	 "dynamic: claim the next item while one runs (1), never (0), or not the last group's pass-1 items (2)"},
-	{"pf_first", FTCPUMOE_KNOB_WORD, 0, 0, "0|1", 0, OFF(pf_first),
-	 "1: at batch 1 each worker requests its likely first item's first bytes before it prepares x"},
 	{"trace", FTCPUMOE_KNOB_WORD, 0, 0, "0|1", 0, OFF(trace),
 	 "1: time the parts of every dynamic step (ftcpumoe_trace; ftbench cpu-moe prints them)"},
 };
