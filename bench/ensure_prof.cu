@@ -26,8 +26,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <algorithm>
+#include <unistd.h>
 #include <vector>
+
+#include "../tests/gpu/ensure_bench.h"
 
 #define CK(x)                                                                                      \
 	do {                                                                                       \
@@ -41,8 +43,68 @@
 __global__ void __launch_bounds__(FTSC_BLOCK, 1) empty_kernel(struct ftsc_dev d, int layer, int32_t *ids, int n)
 {
 	extern __shared__ long long dyn[];
+#if __CUDA_ARCH__ >= 900
+	asm volatile("griddepcontrol.wait;\n" ::: "memory");
+	asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
 	if (threadIdx.x == 0 && n < 0)
 		dyn[0] = layer; /* never: keeps the arguments */
+}
+
+/* The empty kernel in ensure_kernel's launch shape (a dependent launch when ctx says so). */
+struct empty_ctx {
+	size_t dyn;
+	int pdl;
+};
+
+static cudaError_t launch_empty(void *ctx, struct ftsc_dev *d, int32_t *ids, int n, cudaStream_t s)
+{
+	const struct empty_ctx *c = (const struct empty_ctx *)ctx;
+	cudaLaunchConfig_t cfg = {};
+	cudaLaunchAttribute at[1];
+	cfg.gridDim = dim3(1);
+	cfg.blockDim = dim3(FTSC_BLOCK);
+	cfg.dynamicSmemBytes = c->dyn;
+	cfg.stream = s;
+	if (c->pdl) {
+		at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+		at[0].val.programmaticStreamSerializationAllowed = 1;
+		cfg.attrs = at;
+		cfg.numAttrs = 1;
+	}
+	return cudaLaunchKernelEx(&cfg, empty_kernel, *d, 0, ids, n);
+}
+
+/* Diagnostics of the start-state method (why cache-copy's column read above the GPU test's):
+ * cold = before the round, a 256 MiB device memset (evicts the 50 MB L2, the kernel's code
+ * with it, as cache-copy's GiB-sized copies do) and a stream sync (the GPU idle while the host
+ * issues the round, as after cache-copy's event sync); warm = one untimed round right before;
+ * held = a 50 us spin kernel before the first event, so the host has issued every call of the
+ * round before the GPU reaches it. clock_kernel: the SM clock (clock64 over globaltimer). */
+__global__ void spin_kernel(long long ns)
+{
+	unsigned long long t0, t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+	do
+		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	while ((long long)(t - t0) < ns);
+}
+
+__global__ void clock_kernel(double *mhz)
+{
+	unsigned long long t0, t;
+	long long c0 = clock64();
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+	do
+		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	while (t - t0 < 20000);
+	*mhz = (double)(clock64() - c0) / (double)(t - t0) * 1e3;
+}
+
+static cudaError_t hold_hook(void *ctx, cudaStream_t s)
+{
+	spin_kernel<<<1, 32, 0, s>>>(50000);
+	return cudaGetLastError();
 }
 
 struct prof {
@@ -79,12 +141,11 @@ static void prof_read(struct prof *p, long calls)
 
 static double median(std::vector<double> v)
 {
-	std::sort(v.begin(), v.end());
-	return v.empty() ? 0 : v[v.size() / 2];
+	return ensb_median(v.data(), (int)v.size());
 }
 
 static unsigned long long rng = 88172645463325252ull;
-static unsigned rnd(void)
+static uint32_t rnd(void)
 {
 	rng ^= rng << 13;
 	rng ^= rng >> 7;
@@ -116,9 +177,18 @@ static void print_prof(const char *what, const struct prof *p, double us)
 	printf("\n");
 }
 
+/* Every ensure call of this program with the dependent launch on or off (d->pdl). */
+static void set_pdl(struct ftsc_dev *d, int n, int pdl)
+{
+	for (int k = 0; k < n; k++)
+		d[k].pdl = d[k].pdl && pdl;
+}
+
 int main(int argc, char **argv)
 {
-	const int reps = argc > 1 ? atoi(argv[1]) : 15, K = 8;
+	const int reps = argc > 1 ? atoi(argv[1]) : 15, K = ENSB_K;
+	/* FTSC_NO_PDL=1: plain launches only (a baseline kernel file has no d->pdl) */
+	const int pdl_modes = getenv("FTSC_NO_PDL") ? 1 : 2;
 	cudaStream_t s;
 	CK(cudaStreamCreate(&s));
 	cudaEvent_t e0, e1;
@@ -128,134 +198,121 @@ int main(int argc, char **argv)
 	CK(cudaGetDevice(&dev));
 	CK(cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, dev));
 	printf("FTSC_BLOCK %d, kernel file %s, SM clock attribute %d MHz\n", FTSC_BLOCK, KFILE, clk / 1000);
+	void *flush;
+	double *d_mhz, mhz;
+	CK(cudaMalloc(&flush, 256u << 20));
+	CK(cudaMalloc((void **)&d_mhz, sizeof(double)));
 	for (const model &m : models) {
 		const int L = m.L, E = m.E, C = (int)(0.4 * L * E), n = 32 * m.topk;
 		const int active = n < E ? n : E;
 		printf("%s L%d E%d C%d n%d\n", m.name, L, E, C, n);
-		/* start state, K fresh copies, b2b */
 		std::vector<int32_t> sf((size_t)L * E, -1), is(C), hid(n);
 		std::vector<int64_t> us(C), ls((size_t)L * E, 0);
-		for (int c = 0; c < C; c++) {
-			int id = E + c % E;
-			is[c] = id;
-			sf[id] = c;
-			us[c] = c + 1;
-		}
-		for (int i = 0; i < n; i++)
-			hid[i] = i % active;
-		struct ftsc_dev init, bb[8];
+		int64_t step0;
+		ensb_start_state(E, C, sf.data(), is.data(), us.data(), &step0);
+		ensb_start_ids(E, n, hid.data());
+		struct ftsc_dev init, bb[ENSB_K];
 		CK(ftsc_dev_create(&init, L, E, C));
 		for (int k = 0; k < K; k++)
 			CK(ftsc_dev_create(&bb[k], L, E, C));
-		CK(ftsc_dev_upload(&init, sf.data(), is.data(), us.data(), ls.data(), C, s));
+		CK(ftsc_dev_upload(&init, sf.data(), is.data(), us.data(), ls.data(), step0, s));
 		int32_t *d_ids0, *d_bids;
 		CK(cudaMalloc((void **)&d_ids0, 4 * n));
 		CK(cudaMalloc((void **)&d_bids, 4 * (size_t)n * K));
 		CK(cudaMemcpy(d_ids0, hid.data(), 4 * n, cudaMemcpyHostToDevice));
 		std::vector<double> t;
 		struct prof p;
-		prof_reset();
-		for (int r = -2; r < reps; r++) {
-			for (int k = 0; k < K; k++) {
-				CK(ftsc_dev_copy(&bb[k], &init, s));
-				CK(cudaMemcpyAsync(d_bids + (size_t)k * n, d_ids0, 4 * n, cudaMemcpyDeviceToDevice, s));
-			}
-			if (r == 0) {
-				CK(cudaStreamSynchronize(s));
-				prof_reset();
-			}
-			CK(cudaEventRecord(e0, s));
-			for (int k = 0; k < K; k++)
-				CK(ftsc_dev_ensure(&bb[k], 0, d_bids + (size_t)k * n, n, s));
-			CK(cudaEventRecord(e1, s));
-			CK(cudaEventSynchronize(e1));
-			float ms;
-			CK(cudaEventElapsedTime(&ms, e0, e1));
-			if (r >= 0)
-				t.push_back(ms * 1e3 / K);
-		}
-		prof_read(&p, (long)reps * K);
+		double x;
 		int32_t counts[3];
-		CK(cudaMemcpy(counts, bb[0].counts, 12, cudaMemcpyDeviceToHost));
-		if (counts[2] || counts[0] != active)
-			printf("    start: error %d, %d planned (want %d)\n", counts[2], counts[0], active);
-		print_prof("start", &p, median(t));
-		/* the same launch shape, empty */
-		size_t dyn = C <= init.smem_slots ? FTSC_DYN_BYTES(C) : 0;
-		CK(cudaFuncSetAttribute(empty_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn));
-		t.clear();
-		for (int r = -2; r < reps; r++) {
-			CK(cudaEventRecord(e0, s));
-			for (int k = 0; k < K; k++)
-				empty_kernel<<<1, FTSC_BLOCK, dyn, s>>>(bb[k], 0, d_bids, n);
-			CK(cudaEventRecord(e1, s));
-			CK(cudaEventSynchronize(e1));
-			float ms;
-			CK(cudaEventElapsedTime(&ms, e0, e1));
-			if (r >= 0)
-				t.push_back(ms * 1e3 / K);
-		}
-		printf("    empty    %7.2f us/call\n", median(t));
-		/* steady: all-miss cycle and random ids, b2b and in a graph of L layers */
-		for (int mode = 0; mode < 2; mode++) {
-			const int iters = 960;
-			struct ftsc_dev d;
-			CK(ftsc_dev_create(&d, L, E, C));
-			std::vector<int32_t> h((size_t)n * iters);
-			for (int i = 0; i < iters; i++)
-				for (int j = 0; j < n; j++)
-					h[(size_t)i * n + j] = mode == 0 ? (int)((i / L * n + j) % E) : (int)(rnd() % E);
-			int32_t *d_ids, *d_idsA;
-			CK(cudaMalloc((void **)&d_ids, 4 * (size_t)n * iters));
-			CK(cudaMalloc((void **)&d_idsA, 4 * (size_t)n * iters));
-			CK(cudaMemcpy(d_idsA, h.data(), 4 * (size_t)n * iters, cudaMemcpyHostToDevice));
-			float ms = 0;
-			for (int w = 0; w < 2; w++) {
-				CK(cudaMemcpyAsync(d_ids, d_idsA, 4 * (size_t)n * iters, cudaMemcpyDeviceToDevice, s));
-				CK(cudaStreamSynchronize(s));
-				prof_reset();
-				CK(cudaEventRecord(e0, s));
-				for (int i = 0; i < iters; i++)
-					CK(ftsc_dev_ensure(&d, i % L, d_ids + (size_t)i * n, n, s));
-				CK(cudaEventRecord(e1, s));
-				CK(cudaEventSynchronize(e1));
+		/* start state, ENSB_K fresh copies, back to back */
+		for (int pdl = pdl_modes - 1; pdl >= 0; pdl--) {
+			set_pdl(bb, K, pdl);
+			t.clear();
+			for (int r = -2; r < reps; r++) {
+				if (r == 0)
+					prof_reset();
+				CK(ensb_start_round(bb, &init, d_bids, d_ids0, n, NULL, NULL, NULL, s, e0, e1, &x));
+				if (r >= 0)
+					t.push_back(x);
 			}
-			CK(cudaEventElapsedTime(&ms, e0, e1));
-			prof_read(&p, iters);
-			CK(cudaMemcpy(counts, d.counts, 12, cudaMemcpyDeviceToHost));
-			char what[32];
-			snprintf(what, sizeof what, "%s%d", mode ? "rand" : "steady", counts[1]);
-			if (counts[2])
-				printf("    %s: error %d\n", what, counts[2]);
-			print_prof(what, &p, ms * 1e3 / iters);
-			cudaGraph_t g;
-			cudaGraphExec_t ge;
-			CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-			CK(cudaMemcpyAsync(d_ids, d_idsA, 4 * (size_t)n * L, cudaMemcpyDeviceToDevice, s));
-			for (int l = 0; l < L; l++)
-				CK(ftsc_dev_ensure(&d, l, d_ids + (size_t)l * n, n, s));
-			CK(cudaStreamEndCapture(s, &g));
-			CK(cudaGraphInstantiate(&ge, g, 0));
-			CK(cudaGraphLaunch(ge, s));
-			CK(cudaEventRecord(e0, s));
-			for (int i = 0; i < 20; i++)
-				CK(cudaGraphLaunch(ge, s));
-			CK(cudaEventRecord(e1, s));
-			CK(cudaEventSynchronize(e1));
-			CK(cudaEventElapsedTime(&ms, e0, e1));
-			printf("    %-8s %7.2f us/layer in a graph of %d layers\n", mode ? "rand" : "steady",
-			       ms * 1e3 / (20.0 * L), L);
-			cudaGraphExecDestroy(ge);
-			cudaGraphDestroy(g);
-			cudaFree(d_ids);
-			cudaFree(d_idsA);
-			ftsc_dev_destroy(&d);
+			prof_read(&p, (long)reps * K);
+			CK(cudaMemcpy(counts, bb[0].counts, 12, cudaMemcpyDeviceToHost));
+			if (counts[2] || counts[0] != active)
+				printf("    start: error %d, %d planned (want %d)\n", counts[2], counts[0], active);
+			print_prof(pdl ? "start" : "start-nopdl", &p, median(t));
 		}
+		set_pdl(bb, K, 1);
+		/* the start-state method's diagnostics (see spin_kernel) */
+		for (int v = 0; v < 4; v++) {
+			static const char *const names[] = {"held", "cold", "cold-warm", "cold-held"};
+			const int cold = v >= 1, warm = v == 2, held = v == 0 || v == 3;
+			t.clear();
+			std::vector<double> c;
+			for (int r = -2; r < reps; r++) {
+				if (cold) {
+					CK(cudaMemsetAsync(flush, r & 0xff, 256u << 20, s));
+					CK(cudaStreamSynchronize(s));
+				}
+				if (warm)
+					CK(ensb_start_round(bb, &init, d_bids, d_ids0, n, NULL, NULL, NULL, s, e0, e1, &x));
+				CK(ensb_start_round(bb, &init, d_bids, d_ids0, n, NULL, held ? hold_hook : NULL, NULL, s, e0,
+						    e1, &x));
+				clock_kernel<<<1, 1, 0, s>>>(d_mhz);
+				CK(cudaMemcpy(&mhz, d_mhz, sizeof mhz, cudaMemcpyDeviceToHost));
+				if (r >= 0) {
+					t.push_back(x);
+					c.push_back(mhz);
+				}
+			}
+			printf("    %-8s %7.2f us/call (SM clock after it %.0f MHz)\n", names[v], median(t), median(c));
+		}
+		/* the same launch shape, empty */
+		struct empty_ctx ec = {C <= init.smem_slots ? FTSC_DYN_BYTES(C) : 0, 0};
+		CK(cudaFuncSetAttribute(empty_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)ec.dyn));
+		for (ec.pdl = pdl_modes - 1; ec.pdl >= 0; ec.pdl--) {
+			t.clear();
+			for (int r = -2; r < reps; r++) {
+				CK(ensb_start_round(bb, &init, d_bids, d_ids0, n, launch_empty, NULL, &ec, s, e0, e1, &x));
+				if (r >= 0)
+					t.push_back(x);
+			}
+			printf("    %-8s %7.2f us/call\n", ec.pdl ? "empty" : "empty-nopdl", median(t));
+		}
+		/* steady: all-miss cycle and random ids, b2b and in a graph of L layers */
+		for (int mode = 0; mode < 2; mode++)
+			for (int pdl = pdl_modes - 1; pdl >= 0; pdl--) {
+				const int iters = 960;
+				struct ftsc_dev d;
+				CK(ftsc_dev_create(&d, L, E, C));
+				set_pdl(&d, 1, pdl);
+				std::vector<int32_t> h((size_t)n * iters);
+				rng = 88172645463325252ull; /* the same random ids with and without pdl */
+				ensb_cycle_ids(L, E, n, iters, mode == 0, rnd, h.data());
+				int32_t *d_ids, *d_idsA;
+				CK(cudaMalloc((void **)&d_ids, 4 * (size_t)n * iters));
+				CK(cudaMalloc((void **)&d_idsA, 4 * (size_t)n * iters));
+				CK(cudaMemcpy(d_idsA, h.data(), 4 * (size_t)n * iters, cudaMemcpyHostToDevice));
+				CK(ensb_steady(&d, L, iters, d_ids, d_idsA, n, prof_reset, s, e0, e1, &x));
+				prof_read(&p, iters);
+				CK(cudaMemcpy(counts, d.counts, 12, cudaMemcpyDeviceToHost));
+				char what[32];
+				snprintf(what, sizeof what, "%s%d%s", mode ? "rand" : "steady", counts[1], pdl ? "" : "-nopdl");
+				if (counts[2])
+					printf("    %s: error %d\n", what, counts[2]);
+				print_prof(what, &p, x);
+				CK(ensb_graph(&d, L, d_ids, d_idsA, n, s, e0, e1, &x));
+				printf("    %-8s %7.2f us/layer in a graph of %d layers\n", what, x, L);
+				cudaFree(d_ids);
+				cudaFree(d_idsA);
+				ftsc_dev_destroy(&d);
+			}
 		for (int k = 0; k < K; k++)
 			ftsc_dev_destroy(&bb[k]);
 		ftsc_dev_destroy(&init);
 		cudaFree(d_ids0);
 		cudaFree(d_bids);
 	}
+	cudaFree(flush);
+	cudaFree(d_mhz);
 	return 0;
 }
