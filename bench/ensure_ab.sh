@@ -45,7 +45,7 @@ for f in sorted(glob.glob(out + "/cc_*.json")):
     try:
         for res in json.load(open(f))["results"]:
             for row in res["rows"]:
-                print(os.path.basename(f), res["cache_slots"], row.get("ensure_us"), row.get("ensure_isolated_us"),
+                print(os.path.basename(f), res["cache_slots"], row.get("ensure_us"), row.get("ensure_first_round_us"), row.get("ensure_isolated_us"),
                       row.get("pct_of_linear"), row.get("verified"), row.get("error", ""))
     except Exception as e:
         print(f, "unreadable:", e)
