@@ -6,15 +6,18 @@
  *   steady the GPU test's all-miss cycle over the layers (every call misses min(n, E)), back to
  *          back, and the same captured as a CUDA graph of L layers;
  *   random the GPU test's random ids (about 107 misses of 128 for qwen3-30B's shape).
- * An empty kernel of the same launch shape (1 block, FTSC_BLOCK threads, the same dynamic shared
- * memory) gives the floor of a launch.
+ * Each is timed with the dependent launch (d->pdl, the library's default on sm_90) and, in the
+ * rows marked -nopdl, with plain launches. The methods and the start state are the GPU test's
+ * (tests/gpu/ensure_bench.h). An empty kernel of the same launch shape (1 block, FTSC_BLOCK
+ * threads, the same dynamic shared memory) gives the floor of a launch, and the rows held, dev,
+ * dev-warm, host and host-warm time the start state after other GPU work (see touch_kernel).
  *
  * Built by `make bench-tools` (CUDA builds) as build/bench/ensure_prof (FTSC_PROF: each phase's
  * cycles, which add about 400 cycles per phase to the times) and build/bench/ensure_time (the
  * times alone). By hand, e.g. another block size or another copy of the kernel for an A/B:
  *   nvcc -O3 -std=c++17 -arch=sm_90 [-DFTSC_PROF] [-DFTSC_BLOCK=512] [-DKFILE='"path.cu"']
  *        -I. -Ikernels -Isrc bench/ensure_prof.cu -o ensure_prof
- * usage: ensure_prof [REPEATS]   (default 15; prints one block per profile) */
+ * usage: [FTSC_NO_PDL=1] ensure_prof [REPEATS]   (default 15; prints one block per profile) */
 #ifndef KFILE
 #define KFILE "slot_cache.cu"
 #endif
@@ -75,12 +78,25 @@ static cudaError_t launch_empty(void *ctx, struct ftsc_dev *d, int32_t *ids, int
 	return cudaLaunchKernelEx(&cfg, empty_kernel, *d, 0, ids, n);
 }
 
-/* Diagnostics of the start-state method (why cache-copy's column read above the GPU test's):
- * cold = before the round, a 256 MiB device memset (evicts the 50 MB L2, the kernel's code
- * with it, as cache-copy's GiB-sized copies do) and a stream sync (the GPU idle while the host
- * issues the round, as after cache-copy's event sync); warm = one untimed round right before;
- * held = a 50 us spin kernel before the first event, so the host has issued every call of the
- * round before the GPU reaches it. clock_kernel: the SM clock (clock64 over globaltimer). */
+/* Diagnostics of the start-state method (why cache-copy's first round reads above the GPU
+ * test's): before the round, and a stream sync after it (the GPU idle while the host issues
+ * the round, as after cache-copy's event sync),
+ *   dev  a 2 GiB device memset (evicts the 50 MB L2, the kernel's code with it);
+ *   host a kernel reading one word of every 4 KiB of 1 GiB of pinned host memory (the GPU's
+ *        address translation filled with host pages, as cache-copy's zero-copy gathers do);
+ * warm = one untimed round right before the timed one; held = a 50 us spin kernel before the
+ * first event, so the host has issued every call of the round before the GPU reaches it.
+ * clock_kernel: the SM clock (clock64 over globaltimer). */
+__global__ void touch_kernel(const int *p, long long words, int *sink)
+{
+	int acc = 0;
+	for (long long i = (blockIdx.x * (long long)blockDim.x + threadIdx.x) * 1024; i < words;
+	     i += (long long)gridDim.x * blockDim.x * 1024)
+		acc += p[i];
+	if (acc == 0x7fffffff)
+		*sink = acc;
+}
+
 __global__ void spin_kernel(long long ns)
 {
 	unsigned long long t0, t;
@@ -177,17 +193,17 @@ static void print_prof(const char *what, const struct prof *p, double us)
 	printf("\n");
 }
 
-/* Every ensure call of this program with the dependent launch on or off (d->pdl). */
-static void set_pdl(struct ftsc_dev *d, int n, int pdl)
+/* The dependent launch on (where the device has it: can, ftsc_dev_create's d->pdl) or off. */
+static void set_pdl(struct ftsc_dev *d, int n, int pdl, int can)
 {
 	for (int k = 0; k < n; k++)
-		d[k].pdl = d[k].pdl && pdl;
+		d[k].pdl = pdl && can;
 }
 
 int main(int argc, char **argv)
 {
 	const int reps = argc > 1 ? atoi(argv[1]) : 15, K = ENSB_K;
-	/* FTSC_NO_PDL=1: plain launches only (a baseline kernel file has no d->pdl) */
+	/* FTSC_NO_PDL=1: only the plain-launch rows */
 	const int pdl_modes = getenv("FTSC_NO_PDL") ? 1 : 2;
 	cudaStream_t s;
 	CK(cudaStreamCreate(&s));
@@ -198,9 +214,14 @@ int main(int argc, char **argv)
 	CK(cudaGetDevice(&dev));
 	CK(cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, dev));
 	printf("FTSC_BLOCK %d, kernel file %s, SM clock attribute %d MHz\n", FTSC_BLOCK, KFILE, clk / 1000);
-	void *flush;
+	void *flush, *hostbuf;
+	int *sink;
 	double *d_mhz, mhz;
-	CK(cudaMalloc(&flush, 256u << 20));
+	const size_t flush_bytes = (size_t)2 << 30, host_bytes = (size_t)1 << 30;
+	CK(cudaMalloc(&flush, flush_bytes));
+	CK(cudaMalloc((void **)&sink, sizeof(int)));
+	CK(cudaHostAlloc(&hostbuf, host_bytes, cudaHostAllocMapped));
+	memset(hostbuf, 1, host_bytes);
 	CK(cudaMalloc((void **)&d_mhz, sizeof(double)));
 	for (const model &m : models) {
 		const int L = m.L, E = m.E, C = (int)(0.4 * L * E), n = 32 * m.topk;
@@ -216,6 +237,7 @@ int main(int argc, char **argv)
 		for (int k = 0; k < K; k++)
 			CK(ftsc_dev_create(&bb[k], L, E, C));
 		CK(ftsc_dev_upload(&init, sf.data(), is.data(), us.data(), ls.data(), step0, s));
+		const int can = init.pdl;
 		int32_t *d_ids0, *d_bids;
 		CK(cudaMalloc((void **)&d_ids0, 4 * n));
 		CK(cudaMalloc((void **)&d_bids, 4 * (size_t)n * K));
@@ -226,7 +248,7 @@ int main(int argc, char **argv)
 		int32_t counts[3];
 		/* start state, ENSB_K fresh copies, back to back */
 		for (int pdl = pdl_modes - 1; pdl >= 0; pdl--) {
-			set_pdl(bb, K, pdl);
+			set_pdl(bb, K, pdl, can);
 			t.clear();
 			for (int r = -2; r < reps; r++) {
 				if (r == 0)
@@ -241,18 +263,20 @@ int main(int argc, char **argv)
 				printf("    start: error %d, %d planned (want %d)\n", counts[2], counts[0], active);
 			print_prof(pdl ? "start" : "start-nopdl", &p, median(t));
 		}
-		set_pdl(bb, K, 1);
-		/* the start-state method's diagnostics (see spin_kernel) */
-		for (int v = 0; v < 4; v++) {
-			static const char *const names[] = {"held", "cold", "cold-warm", "cold-held"};
-			const int cold = v >= 1, warm = v == 2, held = v == 0 || v == 3;
+		set_pdl(bb, K, 1, can);
+		/* the start-state method's diagnostics (see touch_kernel) */
+		for (int v = 0; v < 5; v++) {
+			static const char *const names[] = {"held", "dev", "dev-warm", "host", "host-warm"};
+			const int warm = v == 2 || v == 4, held = v == 0;
 			t.clear();
 			std::vector<double> c;
 			for (int r = -2; r < reps; r++) {
-				if (cold) {
-					CK(cudaMemsetAsync(flush, r & 0xff, 256u << 20, s));
+				if (v == 1 || v == 2)
+					CK(cudaMemsetAsync(flush, r & 0xff, flush_bytes, s));
+				if (v >= 3)
+					touch_kernel<<<264, 256, 0, s>>>((const int *)hostbuf, (long long)(host_bytes / 4), sink);
+				if (v >= 1)
 					CK(cudaStreamSynchronize(s));
-				}
 				if (warm)
 					CK(ensb_start_round(bb, &init, d_bids, d_ids0, n, NULL, NULL, NULL, s, e0, e1, &x));
 				CK(ensb_start_round(bb, &init, d_bids, d_ids0, n, NULL, held ? hold_hook : NULL, NULL, s, e0,
@@ -284,7 +308,7 @@ int main(int argc, char **argv)
 				const int iters = 960;
 				struct ftsc_dev d;
 				CK(ftsc_dev_create(&d, L, E, C));
-				set_pdl(&d, 1, pdl);
+				set_pdl(&d, 1, pdl, can);
 				std::vector<int32_t> h((size_t)n * iters);
 				rng = 88172645463325252ull; /* the same random ids with and without pdl */
 				ensb_cycle_ids(L, E, n, iters, mode == 0, rnd, h.data());
@@ -313,6 +337,8 @@ int main(int argc, char **argv)
 		cudaFree(d_bids);
 	}
 	cudaFree(flush);
+	cudaFree(sink);
+	cudaFreeHost(hostbuf);
 	cudaFree(d_mhz);
 	return 0;
 }
