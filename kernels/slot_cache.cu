@@ -45,6 +45,7 @@
 #define FTSC_SMEM_SLOTS 16384   /* usage and id_of_slot of up to this many slots in shared memory */
 #define FTSC_IDS_IN_REGS 2      /* ids per thread kept in registers (n <= 2 * FTSC_BLOCK) */
 #define FTSC_PER_MAX ((FTSC_DEV_MAX_EXPERTS + FTSC_BLOCK - 1) / FTSC_BLOCK)
+static_assert(FTSC_SMEM_SLOTS / FTSC_BLOCK <= 32, "the ordered path's chosen-slot mask is 32 bits");
 #ifndef FTSC_LOW_FIRST
 #define FTSC_LOW_FIRST 1        /* a wide span tries the lowest digit first (0: bench/ensure_prof.cu's A/B) */
 #endif
@@ -635,43 +636,41 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 		PROF(10);
 		if (ordered) {
 			/* Each chosen slot of a marked usage gets its rank within it, in slot order,
-			 * from one scan of the threads' packed counts (u <= ustar: a chosen slot, as
-			 * ustar < step). */
+			 * from one scan of the threads' packed counts. The thread's chosen slots
+			 * (u <= ustar, as ustar < step) as a bit mask first (spt <= 16 in shared
+			 * memory), so the loops below cost what the chosen slots need, not C. */
 			const int nt = sm.ntrack;
+			unsigned chosen = 0;
+			for (int s = s0; s < s1; s++)
+				chosen |= (unsigned)(uc[s] <= ustar) << (s - s0);
 			unsigned long long pa = 0, pb = 0;
 			if (nt == 0) { /* only ustar's slots tie (field 0): one 32-bit scan */
 				int cnt = 0;
-				for (int s = s0; s < s1; s++)
-					cnt += uc[s] == ustar;
+				for (unsigned m = chosen; m; m &= m - 1)
+					cnt += uc[s0 + __ffs(m) - 1] == ustar;
 				pa = (unsigned long long)block_scan(cnt, &tot, sm.warp_sums);
 			} else {
-				for (int s = s0; s < s1; s++) {
-					long long u = uc[s];
-					if (u <= ustar) {
-						int c = sm.sorted[(int)(u - umin)];
-						if (c < 0)
-							field_add(&pa, &pb, -c - 1);
-					}
+				for (unsigned m = chosen; m; m &= m - 1) {
+					int c = sm.sorted[(int)(uc[s0 + __ffs(m) - 1] - umin)];
+					if (c < 0)
+						field_add(&pa, &pb, -c - 1);
 				}
 				unsigned long long pp[2] = {pa, pb};
 				block_scan_n<unsigned long long, 2>(pp, NULL, sm.wscan);
 				pa = pp[0];
 				pb = pp[1];
 			}
-			for (int s = s0; s < s1; s++) {
-				long long u = uc[s];
-				if (u <= ustar) {
-					int b = (int)(u - umin), c = sm.sorted[b];
-					if (c >= 0) {
-						ordi[first[b]] = s; /* the only chosen slot of its usage */
-					} else {
-						int j = -c - 1, t = field_get(pa, pb, j);
-						field_add(&pa, &pb, j);
-						if (j > 0)
-							ordi[first[b] + t] = s;
-						else if (t < remaining)
-							ordi[below + t] = s;
-					}
+			for (unsigned m = chosen; m; m &= m - 1) { /* ascending slots */
+				const int s = s0 + __ffs(m) - 1, b = (int)(uc[s] - umin), c = sm.sorted[b];
+				if (c >= 0) {
+					ordi[first[b]] = s; /* the only chosen slot of its usage */
+				} else {
+					int j = -c - 1, t = field_get(pa, pb, j);
+					field_add(&pa, &pb, j);
+					if (j > 0)
+						ordi[first[b] + t] = s;
+					else if (t < remaining)
+						ordi[below + t] = s;
 				}
 			}
 			__syncthreads();
