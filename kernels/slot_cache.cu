@@ -3,32 +3,20 @@
  * multi-block scheme that would need a grid-wide barrier.
  *
  * Cost model (what keeps a call at a few microseconds; bench/ensure_prof.cu times each phase):
- * - The launch: on sm_90 and later each call is a programmatic dependent launch (d->pdl): its
- *   block is scheduled while the stream's previous kernel runs, clears its shared memory, then
- *   waits (griddepcontrol.wait) for that kernel to complete before touching global memory, and
- *   lets the next dependent launch start at once. The results are those of a plain launch; a
- *   call right after another kernel saves the block's launch (about 1.1 us back to back).
- * - Every global load the call needs is issued at the start, together (state step, slot_for_id
- *   of the layer, ids, last_seen for the recency order, and usage and id_of_slot of every slot
- *   copied into shared memory by cp.async in two groups: usage waited for before phase 2,
- *   id_of_slot, needed only for the evicted owners, in phase 4); after that the work is
- *   shared-memory scans and radix passes separated by __syncthreads.
- * - The eligible usages' min and max are taken as 32-bit distances from the step (one warp
- *   reduction instruction each; a 64-bit pass only when some usage is 2^32 steps old).
- * - The coldest slots are found by a radix select on usage - min(usage) in 11-bit digits: one
- *   pass when the eligible usages span < 2048 steps; a wider span first tries the lowest digit
- *   at prefix 0 (one pass when the coldest slots lie within 2047 steps of the oldest, as from
- *   cache-copy's start state), else the passes from the top digit. A histogram pass reads the
- *   slots interleaved (a warp 32 neighbours) and a warp whose counted slots share one bin adds
- *   them with one atomic.
- * - The chosen slots are then put in (usage, slot) order without a sort when they span < 2048
- *   steps: the last pass's histogram gives each usage its first position, a usage held by one
- *   chosen slot is placed directly, and the slots of up to FTSC_TRACK usages held by several
- *   (the threshold usage always among them; each marked in its histogram bin with its field)
- *   are ranked in slot order by one block scan of packed counts.
- * - Anything else (a wider span, more tied usages, usage not in shared memory) takes the
- *   general path: keys collected with an atomic counter and ordered by counting ranks or a
- *   bitonic sort. */
+ * every global load the call needs is issued at the start, together (state step, slot_for_id of
+ * the layer, ids, last_seen for the recency order, and usage and id_of_slot of every slot copied
+ * into shared memory by cp.async, so the evicted owners cost no round trip); after that the work
+ * is shared-memory scans and radix passes separated by __syncthreads. The eligible usages' min
+ * and max are taken as 32-bit distances from the step (one warp reduction instruction each; a
+ * 64-bit pass only when some usage is 2^32 steps old). The coldest slots are found by a radix
+ * select on usage - min(usage) in 11-bit digits (one pass when the eligible usages span < 2048
+ * steps, two below 2^22). The chosen slots are then put in (usage, slot)
+ * order without a sort when they span < 2048 steps: the last pass's histogram gives each usage
+ * its first position, a usage held by one chosen slot is placed directly, and the slots of up to
+ * FTSC_TRACK usages held by several (the threshold usage always among them) are ranked in slot
+ * order by one block scan of packed counts. Anything else (a wider span, more tied usages, usage
+ * not in shared memory) takes the general path: keys collected with an atomic counter and
+ * ordered by counting ranks or a bitonic sort. */
 #include "slot_cache.h"
 
 #include <errno.h>
@@ -45,7 +33,6 @@
 #define FTSC_SMEM_SLOTS 16384   /* usage and id_of_slot of up to this many slots in shared memory */
 #define FTSC_IDS_IN_REGS 2      /* ids per thread kept in registers (n <= 2 * FTSC_BLOCK) */
 #define FTSC_PER_MAX ((FTSC_DEV_MAX_EXPERTS + FTSC_BLOCK - 1) / FTSC_BLOCK)
-static_assert(FTSC_SMEM_SLOTS / FTSC_BLOCK <= 32, "the ordered path's chosen-slot mask is 32 bits");
 #ifndef FTSC_LOW_FIRST
 #define FTSC_LOW_FIRST 1        /* a wide span tries the lowest digit first (0: bench/ensure_prof.cu's A/B) */
 #endif
@@ -95,6 +82,7 @@ struct ensure_smem {
 	int warp_sums[1][32];                          /* block_scan's warp sums */
 	unsigned long long wscan[2][32];               /* the packed scan's warp sums */
 	unsigned long long umin, umax;
+	int track[FTSC_TRACK];
 	int ntrack, bad, count, digit, remaining;
 	unsigned dmin, dmax;                           /* step - 1 - usage: min / max (32-bit) */
 };
@@ -257,6 +245,16 @@ __device__ static int block_order(unsigned long long *keys, int m, unsigned long
 	__syncthreads();
 	block_sort(keys, p);
 	return 0;
+}
+
+/* The field of a tracked usage bucket b in tb[FTSC_TRACK] (the last match), -1 if untracked. */
+__device__ static inline int track_field(const int *tb, int b)
+{
+	int j = -1;
+#pragma unroll
+	for (int q = 0; q < FTSC_TRACK; q++)
+		j = tb[q] == b ? q : j;
+	return j;
 }
 
 __device__ static long long split_cost(long long x, long long m, long long q)
@@ -483,7 +481,7 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 		 * warp reduction instruction each); exact unless some d reaches 2^32 - 1, which
 		 * takes the 64-bit pass below */
 		unsigned dmin = ~0u, dmax = 0;
-		for (int s = tid; s < C; s += FTSC_BLOCK) { /* interleaved: a warp reads 32 neighbours */
+		for (int s = s0; s < s1; s++) {
 			long long u = uc[s];
 			if (u < step) {
 				unsigned long long dd = (unsigned long long)(step - 1 - u);
@@ -504,7 +502,7 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 		__syncthreads();
 		if (sm.dmax == 0xffffffffu) {
 			unsigned long long lo = ~0ull, hi = 0;
-			for (int s = tid; s < C; s += FTSC_BLOCK) {
+			for (int s = s0; s < s1; s++) {
 				long long u = uc[s];
 				if (u < step) {
 					lo = (unsigned long long)u < lo ? (unsigned long long)u : lo;
@@ -545,28 +543,11 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 		for (int shift = low_first ? 0 : top; shift >= 0; shift -= FTSC_DIGIT_BITS) {
 			const unsigned long long him =
 				shift + FTSC_DIGIT_BITS >= 64 ? 0 : ~0ull << (shift + FTSC_DIGIT_BITS);
-			/* interleaved, so a warp's 32 neighbouring slots often share a usage (a step's
-			 * misses take neighbouring slots): one atomic for the warp then */
-			for (int sb = tid - lane; sb < C; sb += FTSC_BLOCK) {
-				const int s = sb + lane;
-				bool ok = false;
-				int bin = 0;
-				if (s < C) {
-					long long u = uc[s];
-					unsigned long long v = (unsigned long long)(u - umin);
-					ok = u < step && (v & him) == prefix;
-					bin = (int)((v >> shift) & (FTSC_RADIX - 1));
-				}
-				const unsigned act = __ballot_sync(FULL_MASK, ok);
-				if (!act)
-					continue;
-				const int l0 = __ffs(act) - 1, b0 = __shfl_sync(FULL_MASK, bin, l0);
-				if (__all_sync(FULL_MASK, !ok || bin == b0)) {
-					if (lane == l0)
-						atomicAdd(&sm.sorted[b0], __popc(act));
-				} else if (ok) {
-					atomicAdd(&sm.sorted[bin], 1);
-				}
+			for (int s = s0; s < s1; s++) {
+				long long u = uc[s];
+				unsigned long long v = (unsigned long long)(u - umin);
+				if (u < step && (v & him) == prefix)
+					atomicAdd(&sm.sorted[(v >> shift) & (FTSC_RADIX - 1)], 1);
 			}
 			__syncthreads();
 			PROF(8);
@@ -617,17 +598,13 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 		 * chosen slot by its full v (first[] and the histogram are exact below ustar). */
 		bool ordered = cached && prefix < FTSC_RADIX;
 		if (ordered) {
-			/* the usages held by several chosen slots get a field of the packed counts,
-			 * marked in their bin as -(field + 1): ustar field 0, the others 1.. */
 			const int d0 = (int)prefix;
 			for (int q = 0; q < FTSC_RADIX / FTSC_BLOCK; q++) {
 				int b = tid * (FTSC_RADIX / FTSC_BLOCK) + q;
 				if (b < d0 && sm.sorted[b] > 1) {
 					int j = atomicAdd(&sm.ntrack, 1);
 					if (j < FTSC_TRACK - 1)
-						sm.sorted[b] = -(j + 2);
-				} else if (b == d0) {
-					sm.sorted[b] = -1;
+						sm.track[j] = b;
 				}
 			}
 			__syncthreads();
@@ -635,42 +612,48 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 		}
 		PROF(10);
 		if (ordered) {
-			/* Each chosen slot of a marked usage gets its rank within it, in slot order,
-			 * from one scan of the threads' packed counts. The thread's chosen slots
-			 * (u <= ustar, as ustar < step) as a bit mask first (spt <= 16 in shared
-			 * memory), so the loops below cost what the chosen slots need, not C. */
-			const int nt = sm.ntrack;
-			unsigned chosen = 0;
-			for (int s = s0; s < s1; s++)
-				chosen |= (unsigned)(uc[s] <= ustar) << (s - s0);
+			/* Tracked usages: track[0..nt) (several chosen slots each) and ustar (index nt).
+			 * Each slot's rank within its tracked usage, in slot order, from one scan of
+			 * the threads' packed counts. */
+			const int d0 = (int)prefix, nt = sm.ntrack;
+			int tb[FTSC_TRACK];
+#pragma unroll
+			for (int q = 0; q < FTSC_TRACK; q++)
+				tb[q] = q < nt ? sm.track[q] : q == nt ? d0 : -2;
 			unsigned long long pa = 0, pb = 0;
 			if (nt == 0) { /* only ustar's slots tie (field 0): one 32-bit scan */
 				int cnt = 0;
-				for (unsigned m = chosen; m; m &= m - 1)
-					cnt += uc[s0 + __ffs(m) - 1] == ustar;
+				for (int s = s0; s < s1; s++)
+					cnt += uc[s] == ustar;
 				pa = (unsigned long long)block_scan(cnt, &tot, sm.warp_sums);
 			} else {
-				for (unsigned m = chosen; m; m &= m - 1) {
-					int c = sm.sorted[(int)(uc[s0 + __ffs(m) - 1] - umin)];
-					if (c < 0)
-						field_add(&pa, &pb, -c - 1);
+				for (int s = s0; s < s1; s++) {
+					long long u = uc[s];
+					if (u < step && u <= ustar) {
+						int j = track_field(tb, (int)(u - umin));
+						if (j >= 0)
+							field_add(&pa, &pb, j);
+					}
 				}
 				unsigned long long pp[2] = {pa, pb};
 				block_scan_n<unsigned long long, 2>(pp, NULL, sm.wscan);
 				pa = pp[0];
 				pb = pp[1];
 			}
-			for (unsigned m = chosen; m; m &= m - 1) { /* ascending slots */
-				const int s = s0 + __ffs(m) - 1, b = (int)(uc[s] - umin), c = sm.sorted[b];
-				if (c >= 0) {
-					ordi[first[b]] = s; /* the only chosen slot of its usage */
-				} else {
-					int j = -c - 1, t = field_get(pa, pb, j);
-					field_add(&pa, &pb, j);
-					if (j > 0)
-						ordi[first[b] + t] = s;
-					else if (t < remaining)
-						ordi[below + t] = s;
+			for (int s = s0; s < s1; s++) {
+				long long u = uc[s];
+				if (u < step && u <= ustar) {
+					int b = (int)(u - umin), j = track_field(tb, b);
+					if (j < 0) {
+						ordi[first[b]] = s; /* the only chosen slot of its usage */
+					} else {
+						int t = field_get(pa, pb, j);
+						field_add(&pa, &pb, j);
+						if (j < nt)
+							ordi[first[b] + t] = s;
+						else if (t < remaining)
+							ordi[below + t] = s;
+					}
 				}
 			}
 			__syncthreads();
@@ -767,27 +750,14 @@ extern "C" cudaError_t ftsc_dev_create(struct ftsc_dev *d, int layers, int exper
 	d->slots = slots;
 	size_t ids = (size_t)layers * experts;
 	cudaError_t e;
-	/* one allocation, the arrays a call touches first at its start (fewer pages for the GPU's
-	 * address translation to find; each array 256-byte aligned) */
-	const size_t sz[8] = {8, 12, (size_t)slots * 8, (size_t)slots * 4, ids * 4,
-			      (size_t)experts * 4, (size_t)experts * 4, ids * 8};
-	size_t off[8], total = 0;
-	for (int i = 0; i < 8; i++) {
-		off[i] = total;
-		total += (sz[i] + 255) & ~(size_t)255;
-	}
-	char *m;
-	if ((e = cudaMalloc((void **)&m, total)))
+	if ((e = cudaMalloc((void **)&d->slot_for_id, ids * 4)) ||
+	    (e = cudaMalloc((void **)&d->last_seen, ids * 8)) ||
+	    (e = cudaMalloc((void **)&d->id_of_slot, (size_t)slots * 4)) ||
+	    (e = cudaMalloc((void **)&d->usage, (size_t)slots * 8)) || (e = cudaMalloc((void **)&d->step, 8)) ||
+	    (e = cudaMalloc((void **)&d->src_indices, (size_t)experts * 4)) ||
+	    (e = cudaMalloc((void **)&d->evict_slots, (size_t)experts * 4)) ||
+	    (e = cudaMalloc((void **)&d->counts, 3 * 4)))
 		return e;
-	d->mem = m;
-	d->step = (int64_t *)(m + off[0]);
-	d->counts = (int32_t *)(m + off[1]);
-	d->usage = (int64_t *)(m + off[2]);
-	d->id_of_slot = (int32_t *)(m + off[3]);
-	d->slot_for_id = (int32_t *)(m + off[4]);
-	d->src_indices = (int32_t *)(m + off[5]);
-	d->evict_slots = (int32_t *)(m + off[6]);
-	d->last_seen = (int64_t *)(m + off[7]);
 	/* the shared copies of ensure_kernel (usage and id_of_slot, FTSC_DYN_BYTES): up to
 	 * FTSC_SMEM_SLOTS slots, fewer where the device allows less (sm_80: 163 KB per block) */
 	int dev, optin, major;
@@ -817,7 +787,14 @@ extern "C" void ftsc_dev_destroy(struct ftsc_dev *d)
 {
 	if (!d)
 		return;
-	cudaFree(d->mem);
+	cudaFree(d->slot_for_id);
+	cudaFree(d->last_seen);
+	cudaFree(d->id_of_slot);
+	cudaFree(d->usage);
+	cudaFree(d->step);
+	cudaFree(d->src_indices);
+	cudaFree(d->evict_slots);
+	cudaFree(d->counts);
 	*d = (struct ftsc_dev){0};
 }
 

@@ -18,11 +18,9 @@ extern "C" {
 
 #define FTSC_DEV_MAX_EXPERTS 2048 /* = FTSC_MAX_EXPERTS of the C reference */
 
-/* Device pointers into one allocation (mem), owned by the struct (ftsc_dev_create /
- * ftsc_dev_destroy). */
+/* Device pointers, owned by the struct (ftsc_dev_create / ftsc_dev_destroy). */
 struct ftsc_dev {
 	int layers, experts, slots;
-	void *mem;            /* the allocation that holds every array below */
 	int32_t *slot_for_id; /* [L*E] */
 	int32_t *id_of_slot;  /* [C] */
 	int64_t *usage;       /* [C] */
