@@ -3,20 +3,30 @@
  * multi-block scheme that would need a grid-wide barrier.
  *
  * Cost model (what keeps a call at a few microseconds; bench/ensure_prof.cu times each phase):
- * every global load the call needs is issued at the start, together (state step, slot_for_id of
- * the layer, ids, last_seen for the recency order, and usage and id_of_slot of every slot copied
- * into shared memory by cp.async, so the evicted owners cost no round trip); after that the work
- * is shared-memory scans and radix passes separated by __syncthreads. The eligible usages' min
- * and max are taken as 32-bit distances from the step (one warp reduction instruction each; a
- * 64-bit pass only when some usage is 2^32 steps old). The coldest slots are found by a radix
- * select on usage - min(usage) in 11-bit digits (one pass when the eligible usages span < 2048
- * steps, two below 2^22). The chosen slots are then put in (usage, slot)
- * order without a sort when they span < 2048 steps: the last pass's histogram gives each usage
- * its first position, a usage held by one chosen slot is placed directly, and the slots of up to
- * FTSC_TRACK usages held by several (the threshold usage always among them) are ranked in slot
- * order by one block scan of packed counts. Anything else (a wider span, more tied usages, usage
- * not in shared memory) takes the general path: keys collected with an atomic counter and
- * ordered by counting ranks or a bitonic sort. */
+ * - The launch: on sm_90 and later each call is a programmatic dependent launch (d->pdl): its
+ *   block may be scheduled while the stream's previous kernel runs, clears its shared memory,
+ *   then waits (griddepcontrol.wait) for that kernel to complete before touching global memory,
+ *   and lets the next dependent launch start at once. The results are those of a plain launch;
+ *   a call right after another ensure call saves about 1.1 us (bench/RESULTS.md).
+ * - Every global load the call needs is issued at the start, together (state step, slot_for_id
+ *   of the layer, ids, last_seen for the recency order, and usage and id_of_slot of every slot
+ *   copied into shared memory by cp.async in two groups: usage waited for before phase 2,
+ *   id_of_slot, needed only for the evicted owners, in phase 4); after that the work is
+ *   shared-memory scans and radix passes separated by __syncthreads.
+ * - The eligible usages' min and max are taken as 32-bit distances from the step (one warp
+ *   reduction instruction each; a 64-bit pass only when some usage is 2^32 steps old).
+ * - The coldest slots are found by a radix select on usage - min(usage) in 11-bit digits: one
+ *   pass when the eligible usages span < 2048 steps; a wider span first tries the lowest digit
+ *   at prefix 0, the only pass when the coldest slots lie within 2047 steps of the oldest (as
+ *   from cache-copy's start state), else the passes run from the top digit (two below 2^22).
+ * - The chosen slots are then put in (usage, slot) order without a sort when they span < 2048
+ *   steps: the last pass's histogram gives each usage its first position, a usage held by one
+ *   chosen slot is placed directly, and the slots of up to FTSC_TRACK usages held by several
+ *   (the threshold usage always among them) are ranked in slot order by one block scan of
+ *   packed counts.
+ * - Anything else (a wider span, more tied usages, usage not in shared memory) takes the
+ *   general path: keys collected with an atomic counter and ordered by counting ranks or a
+ *   bitonic sort. */
 #include "slot_cache.h"
 
 #include <errno.h>
