@@ -6,15 +6,18 @@
  *   steady the GPU test's all-miss cycle over the layers (every call misses min(n, E)), back to
  *          back, and the same captured as a CUDA graph of L layers;
  *   random the GPU test's random ids (about 107 misses of 128 for qwen3-30B's shape).
- * An empty kernel of the same launch shape (1 block, FTSC_BLOCK threads, the same dynamic shared
- * memory) gives the floor of a launch.
+ * Each is timed with the dependent launch (d->pdl, the library's default on sm_90) and, in the
+ * rows marked -nopdl, with plain launches. The methods and the start state are the GPU test's
+ * (tests/gpu/ensure_bench.h). An empty kernel of the same launch shape (1 block, FTSC_BLOCK
+ * threads, the same dynamic shared memory) gives the floor of a launch, and the rows held, dev,
+ * dev-warm, host and host-warm time the start state after other GPU work (see touch_kernel).
  *
  * Built by `make bench-tools` (CUDA builds) as build/bench/ensure_prof (FTSC_PROF: each phase's
  * cycles, which add about 400 cycles per phase to the times) and build/bench/ensure_time (the
  * times alone). By hand, e.g. another block size or another copy of the kernel for an A/B:
  *   nvcc -O3 -std=c++17 -arch=sm_90 [-DFTSC_PROF] [-DFTSC_BLOCK=512] [-DKFILE='"path.cu"']
  *        -I. -Ikernels -Isrc bench/ensure_prof.cu -o ensure_prof
- * usage: ensure_prof [REPEATS]   (default 15; prints one block per profile) */
+ * usage: [FTSC_NO_PDL=1] ensure_prof [REPEATS]   (default 15; prints one block per profile) */
 #ifndef KFILE
 #define KFILE "slot_cache.cu"
 #endif
@@ -26,8 +29,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <algorithm>
+#include <unistd.h>
 #include <vector>
+
+#include "../tests/gpu/ensure_bench.h"
 
 #define CK(x)                                                                                      \
 	do {                                                                                       \
@@ -41,8 +46,81 @@
 __global__ void __launch_bounds__(FTSC_BLOCK, 1) empty_kernel(struct ftsc_dev d, int layer, int32_t *ids, int n)
 {
 	extern __shared__ long long dyn[];
+#if __CUDA_ARCH__ >= 900
+	asm volatile("griddepcontrol.wait;\n" ::: "memory");
+	asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
 	if (threadIdx.x == 0 && n < 0)
 		dyn[0] = layer; /* never: keeps the arguments */
+}
+
+/* The empty kernel in ensure_kernel's launch shape (a dependent launch when ctx says so). */
+struct empty_ctx {
+	size_t dyn;
+	int pdl;
+};
+
+static cudaError_t launch_empty(void *ctx, struct ftsc_dev *d, int32_t *ids, int n, cudaStream_t s)
+{
+	const struct empty_ctx *c = (const struct empty_ctx *)ctx;
+	cudaLaunchConfig_t cfg = {};
+	cudaLaunchAttribute at[1];
+	cfg.gridDim = dim3(1);
+	cfg.blockDim = dim3(FTSC_BLOCK);
+	cfg.dynamicSmemBytes = c->dyn;
+	cfg.stream = s;
+	if (c->pdl) {
+		at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+		at[0].val.programmaticStreamSerializationAllowed = 1;
+		cfg.attrs = at;
+		cfg.numAttrs = 1;
+	}
+	return cudaLaunchKernelEx(&cfg, empty_kernel, *d, 0, ids, n);
+}
+
+/* Diagnostics of the start-state method (why cache-copy's first round reads above the GPU
+ * test's): before the round, and a stream sync after it (the GPU idle while the host issues
+ * the round, as after cache-copy's event sync),
+ *   dev  a 2 GiB device memset (evicts the 50 MB L2, the kernel's code with it);
+ *   host a kernel reading one word of every 4 KiB of 1 GiB of pinned host memory (the GPU's
+ *        address translation filled with host pages, as cache-copy's zero-copy gathers do);
+ * warm = one untimed round right before the timed one; held = a 50 us spin kernel before the
+ * first event, so the host has issued every call of the round before the GPU reaches it.
+ * clock_kernel: the SM clock (clock64 over globaltimer). */
+__global__ void touch_kernel(const int *p, long long words, int *sink)
+{
+	int acc = 0;
+	for (long long i = (blockIdx.x * (long long)blockDim.x + threadIdx.x) * 1024; i < words;
+	     i += (long long)gridDim.x * blockDim.x * 1024)
+		acc += p[i];
+	if (acc == 0x7fffffff)
+		*sink = acc;
+}
+
+__global__ void spin_kernel(long long ns)
+{
+	unsigned long long t0, t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+	do
+		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	while ((long long)(t - t0) < ns);
+}
+
+__global__ void clock_kernel(double *mhz)
+{
+	unsigned long long t0, t;
+	long long c0 = clock64();
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+	do
+		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	while (t - t0 < 20000);
+	*mhz = (double)(clock64() - c0) / (double)(t - t0) * 1e3;
+}
+
+static cudaError_t hold_hook(void *ctx, cudaStream_t s)
+{
+	spin_kernel<<<1, 32, 0, s>>>(50000);
+	return cudaGetLastError();
 }
 
 struct prof {
@@ -79,12 +157,11 @@ static void prof_read(struct prof *p, long calls)
 
 static double median(std::vector<double> v)
 {
-	std::sort(v.begin(), v.end());
-	return v.empty() ? 0 : v[v.size() / 2];
+	return ensb_median(v.data(), (int)v.size());
 }
 
 static unsigned long long rng = 88172645463325252ull;
-static unsigned rnd(void)
+static uint32_t rnd(void)
 {
 	rng ^= rng << 13;
 	rng ^= rng >> 7;
@@ -116,9 +193,18 @@ static void print_prof(const char *what, const struct prof *p, double us)
 	printf("\n");
 }
 
+/* The dependent launch on (where the device has it: can, ftsc_dev_create's d->pdl) or off. */
+static void set_pdl(struct ftsc_dev *d, int n, int pdl, int can)
+{
+	for (int k = 0; k < n; k++)
+		d[k].pdl = pdl && can;
+}
+
 int main(int argc, char **argv)
 {
-	const int reps = argc > 1 ? atoi(argv[1]) : 15, K = 8;
+	const int reps = argc > 1 ? atoi(argv[1]) : 15, K = ENSB_K;
+	/* FTSC_NO_PDL=1: only the plain-launch rows */
+	const int pdl_modes = getenv("FTSC_NO_PDL") ? 1 : 2;
 	cudaStream_t s;
 	CK(cudaStreamCreate(&s));
 	cudaEvent_t e0, e1;
@@ -128,134 +214,131 @@ int main(int argc, char **argv)
 	CK(cudaGetDevice(&dev));
 	CK(cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, dev));
 	printf("FTSC_BLOCK %d, kernel file %s, SM clock attribute %d MHz\n", FTSC_BLOCK, KFILE, clk / 1000);
+	void *flush, *hostbuf;
+	int *sink;
+	double *d_mhz, mhz;
+	const size_t flush_bytes = (size_t)2 << 30, host_bytes = (size_t)1 << 30;
+	CK(cudaMalloc(&flush, flush_bytes));
+	CK(cudaMalloc((void **)&sink, sizeof(int)));
+	CK(cudaHostAlloc(&hostbuf, host_bytes, cudaHostAllocMapped));
+	memset(hostbuf, 1, host_bytes);
+	CK(cudaMalloc((void **)&d_mhz, sizeof(double)));
 	for (const model &m : models) {
 		const int L = m.L, E = m.E, C = (int)(0.4 * L * E), n = 32 * m.topk;
 		const int active = n < E ? n : E;
 		printf("%s L%d E%d C%d n%d\n", m.name, L, E, C, n);
-		/* start state, K fresh copies, b2b */
 		std::vector<int32_t> sf((size_t)L * E, -1), is(C), hid(n);
 		std::vector<int64_t> us(C), ls((size_t)L * E, 0);
-		for (int c = 0; c < C; c++) {
-			int id = E + c % E;
-			is[c] = id;
-			sf[id] = c;
-			us[c] = c + 1;
-		}
-		for (int i = 0; i < n; i++)
-			hid[i] = i % active;
-		struct ftsc_dev init, bb[8];
+		int64_t step0;
+		ensb_start_state(E, C, sf.data(), is.data(), us.data(), &step0);
+		ensb_start_ids(E, n, hid.data());
+		struct ftsc_dev init, bb[ENSB_K];
 		CK(ftsc_dev_create(&init, L, E, C));
 		for (int k = 0; k < K; k++)
 			CK(ftsc_dev_create(&bb[k], L, E, C));
-		CK(ftsc_dev_upload(&init, sf.data(), is.data(), us.data(), ls.data(), C, s));
+		CK(ftsc_dev_upload(&init, sf.data(), is.data(), us.data(), ls.data(), step0, s));
+		const int can = init.pdl;
 		int32_t *d_ids0, *d_bids;
 		CK(cudaMalloc((void **)&d_ids0, 4 * n));
 		CK(cudaMalloc((void **)&d_bids, 4 * (size_t)n * K));
 		CK(cudaMemcpy(d_ids0, hid.data(), 4 * n, cudaMemcpyHostToDevice));
 		std::vector<double> t;
 		struct prof p;
-		prof_reset();
-		for (int r = -2; r < reps; r++) {
-			for (int k = 0; k < K; k++) {
-				CK(ftsc_dev_copy(&bb[k], &init, s));
-				CK(cudaMemcpyAsync(d_bids + (size_t)k * n, d_ids0, 4 * n, cudaMemcpyDeviceToDevice, s));
-			}
-			if (r == 0) {
-				CK(cudaStreamSynchronize(s));
-				prof_reset();
-			}
-			CK(cudaEventRecord(e0, s));
-			for (int k = 0; k < K; k++)
-				CK(ftsc_dev_ensure(&bb[k], 0, d_bids + (size_t)k * n, n, s));
-			CK(cudaEventRecord(e1, s));
-			CK(cudaEventSynchronize(e1));
-			float ms;
-			CK(cudaEventElapsedTime(&ms, e0, e1));
-			if (r >= 0)
-				t.push_back(ms * 1e3 / K);
-		}
-		prof_read(&p, (long)reps * K);
+		double x;
 		int32_t counts[3];
-		CK(cudaMemcpy(counts, bb[0].counts, 12, cudaMemcpyDeviceToHost));
-		if (counts[2] || counts[0] != active)
-			printf("    start: error %d, %d planned (want %d)\n", counts[2], counts[0], active);
-		print_prof("start", &p, median(t));
-		/* the same launch shape, empty */
-		size_t dyn = C <= init.smem_slots ? FTSC_DYN_BYTES(C) : 0;
-		CK(cudaFuncSetAttribute(empty_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn));
-		t.clear();
-		for (int r = -2; r < reps; r++) {
-			CK(cudaEventRecord(e0, s));
-			for (int k = 0; k < K; k++)
-				empty_kernel<<<1, FTSC_BLOCK, dyn, s>>>(bb[k], 0, d_bids, n);
-			CK(cudaEventRecord(e1, s));
-			CK(cudaEventSynchronize(e1));
-			float ms;
-			CK(cudaEventElapsedTime(&ms, e0, e1));
-			if (r >= 0)
-				t.push_back(ms * 1e3 / K);
-		}
-		printf("    empty    %7.2f us/call\n", median(t));
-		/* steady: all-miss cycle and random ids, b2b and in a graph of L layers */
-		for (int mode = 0; mode < 2; mode++) {
-			const int iters = 960;
-			struct ftsc_dev d;
-			CK(ftsc_dev_create(&d, L, E, C));
-			std::vector<int32_t> h((size_t)n * iters);
-			for (int i = 0; i < iters; i++)
-				for (int j = 0; j < n; j++)
-					h[(size_t)i * n + j] = mode == 0 ? (int)((i / L * n + j) % E) : (int)(rnd() % E);
-			int32_t *d_ids, *d_idsA;
-			CK(cudaMalloc((void **)&d_ids, 4 * (size_t)n * iters));
-			CK(cudaMalloc((void **)&d_idsA, 4 * (size_t)n * iters));
-			CK(cudaMemcpy(d_idsA, h.data(), 4 * (size_t)n * iters, cudaMemcpyHostToDevice));
-			float ms = 0;
-			for (int w = 0; w < 2; w++) {
-				CK(cudaMemcpyAsync(d_ids, d_idsA, 4 * (size_t)n * iters, cudaMemcpyDeviceToDevice, s));
-				CK(cudaStreamSynchronize(s));
-				prof_reset();
-				CK(cudaEventRecord(e0, s));
-				for (int i = 0; i < iters; i++)
-					CK(ftsc_dev_ensure(&d, i % L, d_ids + (size_t)i * n, n, s));
-				CK(cudaEventRecord(e1, s));
-				CK(cudaEventSynchronize(e1));
+		/* start state, ENSB_K fresh copies, back to back */
+		for (int pdl = pdl_modes - 1; pdl >= 0; pdl--) {
+			set_pdl(bb, K, pdl, can);
+			t.clear();
+			for (int r = -2; r < reps; r++) {
+				if (r == 0)
+					prof_reset();
+				CK(ensb_start_round(bb, &init, d_bids, d_ids0, n, NULL, NULL, NULL, s, e0, e1, &x));
+				if (r >= 0)
+					t.push_back(x);
 			}
-			CK(cudaEventElapsedTime(&ms, e0, e1));
-			prof_read(&p, iters);
-			CK(cudaMemcpy(counts, d.counts, 12, cudaMemcpyDeviceToHost));
-			char what[32];
-			snprintf(what, sizeof what, "%s%d", mode ? "rand" : "steady", counts[1]);
-			if (counts[2])
-				printf("    %s: error %d\n", what, counts[2]);
-			print_prof(what, &p, ms * 1e3 / iters);
-			cudaGraph_t g;
-			cudaGraphExec_t ge;
-			CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-			CK(cudaMemcpyAsync(d_ids, d_idsA, 4 * (size_t)n * L, cudaMemcpyDeviceToDevice, s));
-			for (int l = 0; l < L; l++)
-				CK(ftsc_dev_ensure(&d, l, d_ids + (size_t)l * n, n, s));
-			CK(cudaStreamEndCapture(s, &g));
-			CK(cudaGraphInstantiate(&ge, g, 0));
-			CK(cudaGraphLaunch(ge, s));
-			CK(cudaEventRecord(e0, s));
-			for (int i = 0; i < 20; i++)
-				CK(cudaGraphLaunch(ge, s));
-			CK(cudaEventRecord(e1, s));
-			CK(cudaEventSynchronize(e1));
-			CK(cudaEventElapsedTime(&ms, e0, e1));
-			printf("    %-8s %7.2f us/layer in a graph of %d layers\n", mode ? "rand" : "steady",
-			       ms * 1e3 / (20.0 * L), L);
-			cudaGraphExecDestroy(ge);
-			cudaGraphDestroy(g);
-			cudaFree(d_ids);
-			cudaFree(d_idsA);
-			ftsc_dev_destroy(&d);
+			prof_read(&p, (long)reps * K);
+			CK(cudaMemcpy(counts, bb[0].counts, 12, cudaMemcpyDeviceToHost));
+			if (counts[2] || counts[0] != active)
+				printf("    start: error %d, %d planned (want %d)\n", counts[2], counts[0], active);
+			print_prof(pdl ? "start" : "start-nopdl", &p, median(t));
 		}
+		set_pdl(bb, K, 1, can);
+		/* the start-state method's diagnostics (see touch_kernel) */
+		for (int v = 0; v < 5; v++) {
+			static const char *const names[] = {"held", "dev", "dev-warm", "host", "host-warm"};
+			const int warm = v == 2 || v == 4, held = v == 0;
+			t.clear();
+			std::vector<double> c;
+			for (int r = -2; r < reps; r++) {
+				if (v == 1 || v == 2)
+					CK(cudaMemsetAsync(flush, r & 0xff, flush_bytes, s));
+				if (v >= 3)
+					touch_kernel<<<264, 256, 0, s>>>((const int *)hostbuf, (long long)(host_bytes / 4), sink);
+				if (v >= 1)
+					CK(cudaStreamSynchronize(s));
+				if (warm)
+					CK(ensb_start_round(bb, &init, d_bids, d_ids0, n, NULL, NULL, NULL, s, e0, e1, &x));
+				CK(ensb_start_round(bb, &init, d_bids, d_ids0, n, NULL, held ? hold_hook : NULL, NULL, s, e0,
+						    e1, &x));
+				clock_kernel<<<1, 1, 0, s>>>(d_mhz);
+				CK(cudaMemcpy(&mhz, d_mhz, sizeof mhz, cudaMemcpyDeviceToHost));
+				if (r >= 0) {
+					t.push_back(x);
+					c.push_back(mhz);
+				}
+			}
+			printf("    %-8s %7.2f us/call (SM clock after it %.0f MHz)\n", names[v], median(t), median(c));
+		}
+		/* the same launch shape, empty */
+		struct empty_ctx ec = {C <= init.smem_slots ? FTSC_DYN_BYTES(C) : 0, 0};
+		CK(cudaFuncSetAttribute(empty_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)ec.dyn));
+		for (ec.pdl = pdl_modes - 1; ec.pdl >= 0; ec.pdl--) {
+			t.clear();
+			for (int r = -2; r < reps; r++) {
+				CK(ensb_start_round(bb, &init, d_bids, d_ids0, n, launch_empty, NULL, &ec, s, e0, e1, &x));
+				if (r >= 0)
+					t.push_back(x);
+			}
+			printf("    %-8s %7.2f us/call\n", ec.pdl ? "empty" : "empty-nopdl", median(t));
+		}
+		/* steady: all-miss cycle and random ids, b2b and in a graph of L layers */
+		for (int mode = 0; mode < 2; mode++)
+			for (int pdl = pdl_modes - 1; pdl >= 0; pdl--) {
+				const int iters = 960;
+				struct ftsc_dev d;
+				CK(ftsc_dev_create(&d, L, E, C));
+				set_pdl(&d, 1, pdl, can);
+				std::vector<int32_t> h((size_t)n * iters);
+				rng = 88172645463325252ull; /* the same random ids with and without pdl */
+				ensb_cycle_ids(L, E, n, iters, mode == 0, rnd, h.data());
+				int32_t *d_ids, *d_idsA;
+				CK(cudaMalloc((void **)&d_ids, 4 * (size_t)n * iters));
+				CK(cudaMalloc((void **)&d_idsA, 4 * (size_t)n * iters));
+				CK(cudaMemcpy(d_idsA, h.data(), 4 * (size_t)n * iters, cudaMemcpyHostToDevice));
+				CK(ensb_steady(&d, L, iters, d_ids, d_idsA, n, prof_reset, s, e0, e1, &x));
+				prof_read(&p, iters);
+				CK(cudaMemcpy(counts, d.counts, 12, cudaMemcpyDeviceToHost));
+				char what[32];
+				snprintf(what, sizeof what, "%s%d%s", mode ? "rand" : "steady", counts[1], pdl ? "" : "-nopdl");
+				if (counts[2])
+					printf("    %s: error %d\n", what, counts[2]);
+				print_prof(what, &p, x);
+				CK(ensb_graph(&d, L, d_ids, d_idsA, n, s, e0, e1, &x));
+				printf("    %-8s %7.2f us/layer in a graph of %d layers\n", what, x, L);
+				cudaFree(d_ids);
+				cudaFree(d_idsA);
+				ftsc_dev_destroy(&d);
+			}
 		for (int k = 0; k < K; k++)
 			ftsc_dev_destroy(&bb[k]);
 		ftsc_dev_destroy(&init);
 		cudaFree(d_ids0);
 		cudaFree(d_bids);
 	}
+	cudaFree(flush);
+	cudaFree(sink);
+	cudaFreeHost(hostbuf);
+	cudaFree(d_mhz);
 	return 0;
 }

@@ -3,20 +3,30 @@
  * multi-block scheme that would need a grid-wide barrier.
  *
  * Cost model (what keeps a call at a few microseconds; bench/ensure_prof.cu times each phase):
- * every global load the call needs is issued at the start, together (state step, slot_for_id of
- * the layer, ids, last_seen for the recency order, and usage and id_of_slot of every slot copied
- * into shared memory by cp.async, so the evicted owners cost no round trip); after that the work
- * is shared-memory scans and radix passes separated by __syncthreads. The eligible usages' min
- * and max are taken as 32-bit distances from the step (one warp reduction instruction each; a
- * 64-bit pass only when some usage is 2^32 steps old). The coldest slots are found by a radix
- * select on usage - min(usage) in 11-bit digits (one pass when the eligible usages span < 2048
- * steps, two below 2^22). The chosen slots are then put in (usage, slot)
- * order without a sort when they span < 2048 steps: the last pass's histogram gives each usage
- * its first position, a usage held by one chosen slot is placed directly, and the slots of up to
- * FTSC_TRACK usages held by several (the threshold usage always among them) are ranked in slot
- * order by one block scan of packed counts. Anything else (a wider span, more tied usages, usage
- * not in shared memory) takes the general path: keys collected with an atomic counter and
- * ordered by counting ranks or a bitonic sort. */
+ * - The launch: on sm_90 and later each call is a programmatic dependent launch (d->pdl): its
+ *   block may be scheduled while the stream's previous kernel runs, clears its shared memory,
+ *   then waits (griddepcontrol.wait) for that kernel to complete before touching global memory,
+ *   and lets the next dependent launch start at once. The results are those of a plain launch;
+ *   a call right after another ensure call saves about 1.1 us (bench/RESULTS.md).
+ * - Every global load the call needs is issued at the start, together (state step, slot_for_id
+ *   of the layer, ids, last_seen for the recency order, and usage and id_of_slot of every slot
+ *   copied into shared memory by cp.async in two groups: usage waited for before phase 2,
+ *   id_of_slot, needed only for the evicted owners, in phase 4); after that the work is
+ *   shared-memory scans and radix passes separated by __syncthreads.
+ * - The eligible usages' min and max are taken as 32-bit distances from the step (one warp
+ *   reduction instruction each; a 64-bit pass only when some usage is 2^32 steps old).
+ * - The coldest slots are found by a radix select on usage - min(usage) in 11-bit digits: one
+ *   pass when the eligible usages span < 2048 steps; a wider span first tries the lowest digit
+ *   at prefix 0, the only pass when the coldest slots lie within 2047 steps of the oldest (as
+ *   from cache-copy's start state), else the passes run from the top digit (two below 2^22).
+ * - The chosen slots are then put in (usage, slot) order without a sort when they span < 2048
+ *   steps: the last pass's histogram gives each usage its first position, a usage held by one
+ *   chosen slot is placed directly, and the slots of up to FTSC_TRACK usages held by several
+ *   (the threshold usage always among them) are ranked in slot order by one block scan of
+ *   packed counts.
+ * - Anything else (a wider span, more tied usages, usage not in shared memory) takes the
+ *   general path: keys collected with an atomic counter and ordered by counting ranks or a
+ *   bitonic sort. */
 #include "slot_cache.h"
 
 #include <errno.h>
@@ -33,6 +43,9 @@
 #define FTSC_SMEM_SLOTS 16384   /* usage and id_of_slot of up to this many slots in shared memory */
 #define FTSC_IDS_IN_REGS 2      /* ids per thread kept in registers (n <= 2 * FTSC_BLOCK) */
 #define FTSC_PER_MAX ((FTSC_DEV_MAX_EXPERTS + FTSC_BLOCK - 1) / FTSC_BLOCK)
+#ifndef FTSC_LOW_FIRST
+#define FTSC_LOW_FIRST 1        /* a wide span tries the lowest digit first (0: bench/ensure_prof.cu's A/B) */
+#endif
 #define FTSC_TRACK 8            /* usages ranked in slot order by the packed scan (2 x 4 x 16 bits) */
 #define FULL_MASK 0xffffffffu
 /* dynamic shared memory for C slots: usage (int64, rounded up to 16 bytes) and id_of_slot */
@@ -76,7 +89,7 @@ struct ensure_smem {
 							* ordered path: first positions [FTSC_RADIX]
 							* and the ordered slots [F] as int32 */
 	int32_t sorted[FTSC_RADIX];                    /* histogram, then (general path) chosen keys */
-	int warp_sums[32];
+	int warp_sums[1][32];                          /* block_scan's warp sums */
 	unsigned long long wscan[2][32];               /* the packed scan's warp sums */
 	unsigned long long umin, umax;
 	int track[FTSC_TRACK];
@@ -107,76 +120,93 @@ __device__ static inline void cp_async_wait_all(void)
 	asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
 
-/* Exclusive block-wide scan of v; *total gets the sum. Every thread must call it. No barrier
- * after it: warp_sums must not be written again (by the next scan) before the caller's next
- * __syncthreads, which every use in ensure_kernel has before its next scan. */
-__device__ static int block_scan(int v, int *total, int *warp_sums)
+__device__ static inline void cp_async_commit(void)
 {
-	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-	int x = v;
-#pragma unroll
-	for (int o = 1; o < 32; o <<= 1) {
-		int y = __shfl_up_sync(FULL_MASK, x, o);
-		if (lane >= o)
-			x += y;
-	}
-	if (lane == 31)
-		warp_sums[warp] = x;
-	__syncthreads();
-	if (warp == 0) {
-		int w = lane < FTSC_WARPS ? warp_sums[lane] : 0;
-#pragma unroll
-		for (int o = 1; o < 32; o <<= 1) {
-			int y = __shfl_up_sync(FULL_MASK, w, o);
-			if (lane >= o)
-				w += y;
-		}
-		if (lane < FTSC_WARPS)
-			warp_sums[lane] = w;
-	}
-	__syncthreads();
-	int excl = x - v + (warp > 0 ? warp_sums[warp - 1] : 0);
-	*total = warp_sums[FTSC_WARPS - 1];
-	return excl;
+	asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
 
-/* Exclusive block-wide scan of two packed 64-bit words (fields must not carry); no barrier
- * after it, so ws must not be written again before the caller's next __syncthreads. */
-__device__ static void block_scan2(unsigned long long *a, unsigned long long *b, unsigned long long (*ws)[32])
+/* Wait until at most one committed group of this thread is still in flight. */
+__device__ static inline void cp_async_wait_but_last(void)
+{
+	asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+}
+
+/* Programmatic dependent launch (sm_90+; launch() sets the attribute when d.pdl): the block may
+ * start while the previous kernel of the stream still runs. ftsc_grid_wait returns once that
+ * kernel has completed and its writes are visible (at once for a launch without the attribute);
+ * nothing before it may touch global memory. ftsc_grid_release lets the next kernel of the
+ * stream, if it was launched with the attribute, start its own block (which waits the same way
+ * for this one to complete). */
+__device__ static inline void ftsc_grid_wait(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+__device__ static inline void ftsc_grid_release(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+/* Exclusive block-wide scan of N words per thread, each scanned on its own (T int: a count,
+ * or packed counts; T u64: packed 16-bit fields, which must not carry); tot[] gets the block's
+ * sums. ws holds N x 32 warp sums. Every thread must call it. No barrier after it: ws must not
+ * be written again (by the next scan) before the caller's next __syncthreads, which every use in
+ * ensure_kernel has before its next scan. */
+template <typename T, int N>
+__device__ static void block_scan_n(T *v, T *tot, T (*ws)[32])
 {
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-	unsigned long long x = *a, y = *b;
+	T x[N];
+#pragma unroll
+	for (int k = 0; k < N; k++)
+		x[k] = v[k];
 #pragma unroll
 	for (int o = 1; o < 32; o <<= 1) {
-		unsigned long long p = __shfl_up_sync(FULL_MASK, x, o), q = __shfl_up_sync(FULL_MASK, y, o);
-		if (lane >= o) {
-			x += p;
-			y += q;
+#pragma unroll
+		for (int k = 0; k < N; k++) {
+			T y = __shfl_up_sync(FULL_MASK, x[k], o);
+			if (lane >= o)
+				x[k] += y;
 		}
 	}
 	if (lane == 31) {
-		ws[0][warp] = x;
-		ws[1][warp] = y;
+#pragma unroll
+		for (int k = 0; k < N; k++)
+			ws[k][warp] = x[k];
 	}
 	__syncthreads();
 	if (warp == 0) {
-		unsigned long long w = lane < FTSC_WARPS ? ws[0][lane] : 0, z = lane < FTSC_WARPS ? ws[1][lane] : 0;
 #pragma unroll
-		for (int o = 1; o < 32; o <<= 1) {
-			unsigned long long p = __shfl_up_sync(FULL_MASK, w, o), q = __shfl_up_sync(FULL_MASK, z, o);
-			if (lane >= o) {
-				w += p;
-				z += q;
+		for (int k = 0; k < N; k++) {
+			T w = lane < FTSC_WARPS ? ws[k][lane] : 0;
+#pragma unroll
+			for (int o = 1; o < 32; o <<= 1) {
+				T y = __shfl_up_sync(FULL_MASK, w, o);
+				if (lane >= o)
+					w += y;
 			}
-		}
-		if (lane < FTSC_WARPS) {
-			ws[0][lane] = w;
-			ws[1][lane] = z;
+			if (lane < FTSC_WARPS)
+				ws[k][lane] = w;
 		}
 	}
 	__syncthreads();
-	*a = x - *a + (warp > 0 ? ws[0][warp - 1] : 0);
-	*b = y - *b + (warp > 0 ? ws[1][warp - 1] : 0);
+#pragma unroll
+	for (int k = 0; k < N; k++) {
+		v[k] = x[k] - v[k] + (warp > 0 ? ws[k][warp - 1] : 0);
+		if (tot)
+			tot[k] = ws[k][FTSC_WARPS - 1];
+	}
+}
+
+/* The int form: returns v's exclusive prefix, *total the block's sum. */
+__device__ static inline int block_scan(int v, int *total, int (*ws)[32])
+{
+	block_scan_n<int, 1>(&v, total, ws);
+	return v;
 }
 
 /* Ascending bitonic sort of keys[0..p), p a power of two <= FTSC_DEV_MAX_EXPERTS. */
@@ -245,6 +275,7 @@ __device__ static long long split_cost(long long x, long long m, long long q)
 
 __device__ static void fail_all(int32_t *ids, int n, int32_t *counts, int err)
 {
+	cp_async_wait_all(); /* nothing in flight at the exit */
 	for (int i = threadIdx.x; i < n; i += FTSC_BLOCK)
 		ids[i] = -1;
 	if (threadIdx.x == 0) {
@@ -291,16 +322,33 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 	const bool layer_ok = layer >= 0 && layer < d.layers;
 	const bool recency = hybrid && order == 0;
 
-	/* Phase 0: every independent global load at once. */
+	/* The shared-memory prologue, then (a dependent launch) the wait for the previous kernel. */
+#pragma unroll
+	for (int j = 0; j < FTSC_PER_MAX; j++)
+		if (j < per && e0 + j < E)
+			sm.flag[e0 + j] = 0;
+	if (tid == 0) {
+		sm.count = sm.ntrack = 0;
+		sm.umin = ~0ull;
+		sm.umax = 0;
+		sm.dmin = ~0u;
+		sm.dmax = 0;
+	}
+	ftsc_grid_wait();
+	ftsc_grid_release();
+	/* Phase 0: every independent global load at once; usage (needed from phase 2 on) and
+	 * id_of_slot (only for the evicted owners, waited for in phase 4) in two groups. */
 	if (cached) {
 		for (int c = tid; c < C / 2; c += FTSC_BLOCK)
 			cp_async16(ucache_dyn + 2 * c, d.usage + 2 * c);
 		if ((C & 1) && tid == 0)
 			cp_async8(ucache_dyn + C - 1, d.usage + C - 1);
+		cp_async_commit();
 		for (int c = tid; c < C / 4; c += FTSC_BLOCK)
 			cp_async16(ic + 4 * c, d.id_of_slot + 4 * c);
 		if (tid < (C & 3))
 			cp_async4(ic + (C & ~3) + tid, d.id_of_slot + (C & ~3) + tid);
+		cp_async_commit();
 	}
 	const long long step = *d.step + 1;
 	int32_t sf[FTSC_PER_MAX];
@@ -311,7 +359,6 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 		sf[j] = -1;
 		ls[j] = 0;
 		if (j < per && e < E) {
-			sm.flag[e] = 0;
 			if (layer_ok) {
 				sf[j] = d.slot_for_id[base + e];
 				if (recency)
@@ -325,14 +372,8 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 		int i = tid + k * FTSC_BLOCK;
 		idr[k] = i < n ? ids[i] : -1;
 	}
-	if (tid == 0) {
+	if (tid == 0)
 		sm.bad = !layer_ok;
-		sm.count = sm.ntrack = 0;
-		sm.umin = ~0ull;
-		sm.umax = 0;
-		sm.dmin = ~0u;
-		sm.dmax = 0;
-	}
 	__syncthreads();
 	PROF(1);
 	/* Phase 1: the distinct ids. The shared copies land here (waited for by each thread, seen
@@ -344,7 +385,7 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 		else if (e >= 0)
 			sm.flag[e] = F_WANT;
 	}
-	cp_async_wait_all();
+	cp_async_wait_but_last(); /* usage */
 	__syncthreads();
 	PROF(2);
 	if (sm.bad) {
@@ -467,6 +508,7 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 			atomicMin(&sm.dmin, dmin);
 			atomicMax(&sm.dmax, dmax);
 		}
+		cp_async_wait_all(); /* id_of_slot, read in the assignment (after this barrier) */
 		__syncthreads();
 		if (sm.dmax == 0xffffffffu) {
 			unsigned long long lo = ~0ull, hi = 0;
@@ -502,8 +544,13 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 		unsigned long long prefix = 0;
 		int remaining = F;
 		const int bits = range ? 64 - __clzll((long long)range) : 0;
-		for (int shift = (bits + FTSC_DIGIT_BITS - 1) / FTSC_DIGIT_BITS * FTSC_DIGIT_BITS - FTSC_DIGIT_BITS;
-		     shift >= 0; shift -= FTSC_DIGIT_BITS) {
+		const int top = (bits + FTSC_DIGIT_BITS - 1) / FTSC_DIGIT_BITS * FTSC_DIGIT_BITS - FTSC_DIGIT_BITS;
+		/* A span of FTSC_RADIX or more: first the lowest digit's pass at prefix 0, which counts
+		 * the usages below umin + FTSC_RADIX at full resolution. When they hold the F-th
+		 * smallest (cache-copy's start state: every usage distinct) it is the only pass;
+		 * else its bins are cleared and the passes run from the top digit. */
+		bool low_first = FTSC_LOW_FIRST && top > 0;
+		for (int shift = low_first ? 0 : top; shift >= 0; shift -= FTSC_DIGIT_BITS) {
 			const unsigned long long him =
 				shift + FTSC_DIGIT_BITS >= 64 ? 0 : ~0ull << (shift + FTSC_DIGIT_BITS);
 			for (int s = s0; s < s1; s++) {
@@ -525,6 +572,17 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 					sm.sorted[tid * bpt + b] = 0;
 			}
 			int ex = block_scan(sum, &tot, sm.warp_sums);
+			if (low_first) {
+				low_first = false;
+				if (tot < remaining) { /* tot is the block's: every thread takes this branch */
+#pragma unroll
+					for (int b = 0; b < bpt; b++)
+						sm.sorted[tid * bpt + b] = 0;
+					shift = top + FTSC_DIGIT_BITS;
+					__syncthreads();
+					continue;
+				}
+			}
 			if (shift == 0)
 				for (int b = 0, f = ex; b < bpt; f += c[b], b++)
 					first[tid * bpt + b] = f;
@@ -587,7 +645,10 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 							field_add(&pa, &pb, j);
 					}
 				}
-				block_scan2(&pa, &pb, sm.wscan);
+				unsigned long long pp[2] = {pa, pb};
+				block_scan_n<unsigned long long, 2>(pp, NULL, sm.wscan);
+				pa = pp[0];
+				pb = pp[1];
 			}
 			for (int s = s0; s < s1; s++) {
 				long long u = uc[s];
@@ -653,6 +714,7 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 			sm.rank[e] = s;
 		}
 	} else {
+		cp_async_wait_all(); /* nothing in flight at the exit */
 #pragma unroll
 		for (int j = 0; j < FTSC_PER_MAX; j++) {
 			int e = e0 + j;
@@ -708,14 +770,16 @@ extern "C" cudaError_t ftsc_dev_create(struct ftsc_dev *d, int layers, int exper
 		return e;
 	/* the shared copies of ensure_kernel (usage and id_of_slot, FTSC_DYN_BYTES): up to
 	 * FTSC_SMEM_SLOTS slots, fewer where the device allows less (sm_80: 163 KB per block) */
-	int dev, optin;
+	int dev, optin, major;
 	struct cudaFuncAttributes fa;
 	if ((e = cudaGetDevice(&dev)) ||
 	    (e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) ||
+	    (e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev)) ||
 	    (e = cudaFuncGetAttributes(&fa, ensure_kernel<true>)))
 		return e;
 	long room = (long)optin - (long)fa.sharedSizeBytes, fit = room > 16 ? (room - 16) / 12 : 0;
 	d->smem_slots = fit < FTSC_SMEM_SLOTS ? (int)fit : FTSC_SMEM_SLOTS;
+	d->pdl = major >= 9;
 	if ((e = cudaFuncSetAttribute(ensure_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
 				      (int)FTSC_DYN_BYTES(d->smem_slots))))
 		return e;
@@ -793,12 +857,24 @@ static cudaError_t launch(struct ftsc_dev *d, int layer, int32_t *ids, int n, in
 {
 	if (!d || !d->counts || n < 0 || (n > 0 && !ids))
 		return cudaErrorInvalidValue;
-	if (d->slots <= d->smem_slots)
-		ensure_kernel<true><<<1, FTSC_BLOCK, FTSC_DYN_BYTES(d->slots), s>>>(*d, layer, ids, n, hybrid,
-										      max_fetch, q16, order);
-	else
-		ensure_kernel<false><<<1, FTSC_BLOCK, 0, s>>>(*d, layer, ids, n, hybrid, max_fetch, q16, order);
-	return cudaGetLastError();
+	const bool cached = d->slots <= d->smem_slots;
+	cudaLaunchConfig_t cfg = {};
+	cudaLaunchAttribute at[1];
+	cfg.gridDim = dim3(1);
+	cfg.blockDim = dim3(FTSC_BLOCK);
+	cfg.dynamicSmemBytes = cached ? FTSC_DYN_BYTES(d->slots) : 0;
+	cfg.stream = s;
+	if (d->pdl) {
+		at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+		at[0].val.programmaticStreamSerializationAllowed = 1;
+		cfg.attrs = at;
+		cfg.numAttrs = 1;
+	}
+	cudaError_t e = cached ? cudaLaunchKernelEx(&cfg, ensure_kernel<true>, *d, layer, ids, n, hybrid, max_fetch,
+						    q16, order)
+			       : cudaLaunchKernelEx(&cfg, ensure_kernel<false>, *d, layer, ids, n, hybrid, max_fetch,
+						    q16, order);
+	return e ? e : cudaGetLastError();
 }
 
 extern "C" cudaError_t ftsc_dev_ensure(struct ftsc_dev *d, int layer, int32_t *ids, int n, cudaStream_t s)

@@ -31,6 +31,11 @@ struct ftsc_dev {
 	int32_t *counts;      /* [3]: num_indices, num_missing_full, error (0, -ENOSPC, -EINVAL) */
 	int smem_slots;       /* slots whose usage and id_of_slot the kernel copies to shared memory (the
 			       * device limit; 0 reads them from global memory, as C > smem_slots does) */
+	int pdl;              /* 1 (set by ftsc_dev_create on sm_90 and later): each call is a programmatic
+			       * dependent launch, so its block starts while the stream's previous kernel
+			       * runs and waits for that kernel's completion before its first global access
+			       * (the same results; a back-to-back call saves the launch gap); 0: a plain
+			       * launch */
 };
 
 /* Allocate an empty cache (slots -1, usage 0, step 0); synchronous. Zeroes *d first, so

@@ -50,7 +50,9 @@ void ftcc_defaults(struct ftcc_opts *o);
  * miss_rate, misses, time_ms = ensure_experts + the chosen copy, copy_MiB, bw_GBps, tok_ms) plus
  * time_ms_spread, pct_of_linear (linear_ms / time_ms, %), and:
  *  - ensure_us: ensure_experts alone, per call, from 8 back-to-back calls each on its own fresh
- *    copy of the configuration's state (median of the repeats; ensure_ms_spread);
+ *    copy of the configuration's state, the second of two such rounds (median of the repeats;
+ *    ensure_ms_spread; test_slot_cache_gpu's start-state method); ensure_first_round_us
+ *    (and _ms_spread): the first round, right after the copy passes;
  *    ensure_isolated_us: the old figure, one call between two events after a copy kernel;
  *  - X_ms (median) and X_ms_spread for X = copy (the chosen path's copy part of time_ms),
  *    fused, per_bank, proxy (copy only, after an untimed ensure), memcpy (per-expert

@@ -25,6 +25,7 @@
 #include <cuda_runtime_api.h>
 
 #include "copy_missing.h"
+#include "ensure_bench.h"
 #include "slot_cache.h"
 
 #define CK(x)                                                                                      \
@@ -71,20 +72,48 @@ static void compare_state(const struct ftsc *ref, const struct ftsc_dev *d, cons
 	free(ls);
 }
 
-/* Run `steps` random steps in batches of K on the GPU and the reference; compare everything. */
-/* uncached: the state is read from global memory (smem_slots = 0), which also takes the general
- * ordering path (keys + counting ranks / bitonic sort) on every call. */
-static void random_steps(int L, int E, int C, int nmax, long steps, int64_t start_step, int uncached,
+/* Run `steps` random steps in batches of K on the GPU and the reference; compare everything.
+ * Flags: RS_UNCACHED reads the state from global memory (smem_slots = 0), which also takes the
+ * general ordering path (keys + counting ranks / bitonic sort) on every call; RS_CHAIN issues a
+ * batch's K calls back to back (each a dependent launch of the one before where d.pdl) and
+ * compares every call's ids and the state after the batch, not each call's plan (overwritten by
+ * the next call); RS_PLAIN launches without the dependent-launch attribute (d.pdl = 0);
+ * RS_SPREAD starts from a full cache (random distinct ids) whose usages spread over
+ * [0, start_step): half of them within 1500 steps of 0, half anywhere, so the coldest slots
+ * sometimes lie within FTSC_RADIX of the oldest usage and sometimes not. */
+enum { RS_UNCACHED = 1, RS_CHAIN = 2, RS_PLAIN = 4, RS_SPREAD = 8 };
+static void random_steps(int L, int E, int C, int nmax, long steps, int64_t start_step, int flags,
 			 const char *what)
 {
 	enum { K = 256 };
 	struct ftsc ref;
 	assert_int_equal(ftsc_init(&ref, L, E, C), 0);
 	ref.step = start_step;
+	if (flags & RS_SPREAD) {
+		int32_t *perm = malloc(4 * (size_t)L * E);
+		for (int i = 0; i < L * E; i++)
+			perm[i] = i;
+		for (int i = L * E - 1; i > 0; i--) {
+			int j = (int)(rnd() % (uint32_t)(i + 1)), t = perm[i];
+			perm[i] = perm[j];
+			perm[j] = t;
+		}
+		for (int c = 0; c < C && c < L * E; c++) {
+			uint64_t r = (uint64_t)rnd() << 32 | rnd();
+			ref.id_of_slot[c] = perm[c];
+			ref.slot_for_id[perm[c]] = c;
+			ref.usage[c] = rnd() % 2 ? (int64_t)(r % 1500) : (int64_t)(r % (uint64_t)start_step);
+			ref.last_seen[perm[c]] = ref.usage[c];
+		}
+		free(perm);
+	}
 	struct ftsc_dev d;
 	CK(ftsc_dev_create(&d, L, E, C));
-	if (uncached)
+	if (flags & RS_UNCACHED)
 		d.smem_slots = 0;
+	if (flags & RS_PLAIN)
+		d.pdl = 0;
+	const int chain = flags & RS_CHAIN;
 	CK(ftsc_dev_upload(&d, ref.slot_for_id, ref.id_of_slot, ref.usage, ref.last_seen, ref.step, 0));
 	int32_t *h_ids = malloc(sizeof(int32_t) * K * nmax), *g_ids = malloc(sizeof(int32_t) * K * nmax);
 	int32_t *h_hist = malloc(sizeof(int32_t) * K * (2 * E + 3));
@@ -128,6 +157,8 @@ static void random_steps(int L, int E, int C, int nmax, long steps, int64_t star
 				CK(ftsc_dev_ensure_hybrid(&d, x->layer, ids, x->n, x->max_fetch, x->q16, x->order, s));
 			else
 				CK(ftsc_dev_ensure(&d, x->layer, ids, x->n, s));
+			if (chain)
+				continue;
 			CK(cudaMemcpyAsync(hist, d.counts, 12, cudaMemcpyDeviceToDevice, s));
 			CK(cudaMemcpyAsync(hist + 3, d.src_indices, 4 * E, cudaMemcpyDeviceToDevice, s));
 			CK(cudaMemcpyAsync(hist + 3 + E, d.evict_slots, 4 * E, cudaMemcpyDeviceToDevice, s));
@@ -149,11 +180,13 @@ static void random_steps(int L, int E, int C, int nmax, long steps, int64_t star
 				errors[1]++;
 			else
 				errors[2]++;
-			if (hist[2] != r)
-				fail_msg("%s step %ld: device error %d, reference %d", what, step, hist[2], r);
 			if (memcmp(ids, g_ids + i * nmax, 4 * x->n))
 				fail_msg("%s step %ld: ids differ (layer %d n %d hybrid %d)", what, step, x->layer, x->n,
 					 x->hybrid);
+			if (chain)
+				continue;
+			if (hist[2] != r)
+				fail_msg("%s step %ld: device error %d, reference %d", what, step, hist[2], r);
 			if (hist[0] != p.num_indices || hist[1] != p.num_missing_full)
 				fail_msg("%s step %ld: counts %d/%d, reference %d/%d", what, step, hist[0], hist[1],
 					 p.num_indices, p.num_missing_full);
@@ -184,23 +217,30 @@ static void test_ensure_matches_reference(void **st)
 	random_steps(8, 256, 700, 256, 6000, 0, 0, "L8 E256 C700");
 	random_steps(3, 2048, 3000, 2048, 600, 0, 0, "L3 E2048 C3000");
 	random_steps(2, 32, 20, 64, 4000, INT64_C(1) << 33, 0, "L2 E32 C20 step 2^33");
-	random_steps(8, 256, 700, 256, 3000, 0, 1, "L8 E256 C700 uncached");
+	random_steps(8, 256, 700, 256, 3000, 0, RS_UNCACHED, "L8 E256 C700 uncached");
+	random_steps(8, 256, 700, 256, 3000, INT64_C(1) << 20, RS_SPREAD, "L8 E256 C700 usages spread over 2^20");
+	random_steps(8, 256, 700, 256, 3000, INT64_C(1) << 36, RS_SPREAD, "L8 E256 C700 usages spread over 2^36");
+	random_steps(62, 256, 6348, 256, 2000, INT64_C(1) << 14, RS_SPREAD | RS_CHAIN,
+		     "L62 E256 C6348 usages spread over 2^14, back to back");
+	random_steps(8, 256, 700, 256, 3000, 0, RS_CHAIN, "L8 E256 C700 back to back");
+	random_steps(4, 64, 40, 96, 20000, 0, RS_CHAIN, "L4 E64 C40 back to back");
+	random_steps(48, 128, 2457, 256, 3000, 0, RS_CHAIN, "L48 E128 C2457 back to back");
+	random_steps(8, 256, 700, 256, 3000, 0, RS_CHAIN | RS_PLAIN, "L8 E256 C700 back to back, plain launch");
+	random_steps(4, 64, 40, 96, 10000, 0, RS_PLAIN, "L4 E64 C40 plain launch");
 	random_steps(4, 2048, 20000, 2048, 300, 0, 0, "L4 E2048 C20000 (beyond shared memory)");
 }
 
-/* ensure_experts alone: per-layer cost at batch 32 with 0.4*L*E slots, cycling over layers;
- * every launch gets fresh ids (they are rewritten in place). */
+/* ensure_experts alone: per-layer cost at batch 32 with 0.4*L*E slots, cycling over layers
+ * (ensure_bench.h's steady method: back to back, and in a CUDA graph of L layers). */
 static void time_ensure(int L, int E, int C, int topk, int all_miss)
 {
 	const int n = 32 * topk, iters = 960;
 	struct ftsc_dev d;
 	CK(ftsc_dev_create(&d, L, E, C));
 	int32_t *h = malloc(4 * (size_t)n * iters), *d_ids, *d_ids0;
-	for (int i = 0; i < iters; i++)
-		for (int j = 0; j < n; j++)
-			/* all_miss: every layer asks for all of its experts in turn, the cache holds
-			 * fewer than L*E so each call misses min(n, E) experts */
-			h[(size_t)i * n + j] = all_miss ? (int)((i / L * n + j) % E) : (int)(rnd() % E);
+	/* all_miss: every layer asks for all of its experts in turn, the cache holds fewer than L*E
+	 * so each call misses min(n, E) experts */
+	ensb_cycle_ids(L, E, n, iters, all_miss, rnd, h);
 	CK(cudaMalloc((void **)&d_ids, 4 * (size_t)n * iters));
 	CK(cudaMalloc((void **)&d_ids0, 4 * (size_t)n * iters));
 	CK(cudaMemcpy(d_ids0, h, 4 * (size_t)n * iters, cudaMemcpyHostToDevice));
@@ -209,46 +249,19 @@ static void time_ensure(int L, int E, int C, int topk, int all_miss)
 	CK(cudaEventCreate(&e1));
 	cudaStream_t s;
 	CK(cudaStreamCreate(&s));
-	float ms = 0;
-	for (int w = 0; w < 2; w++) {
-		CK(cudaMemcpyAsync(d_ids, d_ids0, 4 * (size_t)n * iters, cudaMemcpyDeviceToDevice, s));
-		CK(cudaEventRecord(e0, s));
-		for (int i = 0; i < iters; i++)
-			CK(ftsc_dev_ensure(&d, i % L, d_ids + (size_t)i * n, n, s));
-		CK(cudaEventRecord(e1, s));
-		CK(cudaEventSynchronize(e1));
-	}
-	CK(cudaEventElapsedTime(&ms, e0, e1));
+	double us = 0;
+	CK(ensb_steady(&d, L, iters, d_ids, d_ids0, n, NULL, s, e0, e1, &us));
 	int32_t counts[3];
 	CK(cudaMemcpy(counts, d.counts, sizeof counts, cudaMemcpyDeviceToHost));
 	assert_int_equal(counts[2], 0);
 	printf("  ensure_experts: %.2f us per layer back to back (L=%d E=%d C=%d, batch 32 top-%d, %s; "
-	       "last call %d misses)\n", ms * 1e3 / iters, L, E, C, topk, all_miss ? "all miss" : "random ids",
-	       counts[1]);
-	/* the same captured in a CUDA graph of L layers (fresh ids copied in by the graph) */
-	cudaGraph_t g;
-	cudaGraphExec_t ge;
-	CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-	CK(cudaMemcpyAsync(d_ids, d_ids0, 4 * (size_t)n * L, cudaMemcpyDeviceToDevice, s));
-	for (int l = 0; l < L; l++)
-		CK(ftsc_dev_ensure(&d, l, d_ids + (size_t)l * n, n, s));
-	CK(cudaStreamEndCapture(s, &g));
-	CK(cudaGraphInstantiate(&ge, g, 0));
-	CK(cudaGraphLaunch(ge, s));
-	CK(cudaEventRecord(e0, s));
-	for (int i = 0; i < 20; i++)
-		CK(cudaGraphLaunch(ge, s));
-	CK(cudaEventRecord(e1, s));
-	CK(cudaEventSynchronize(e1));
-	CK(cudaEventElapsedTime(&ms, e0, e1));
-	double us = ms * 1e3 / (20.0 * L);
+	       "last call %d misses)\n", us, L, E, C, topk, all_miss ? "all miss" : "random ids", counts[1]);
+	CK(ensb_graph(&d, L, d_ids, d_ids0, n, s, e0, e1, &us));
 	CK(cudaMemcpy(counts, d.counts, sizeof counts, cudaMemcpyDeviceToHost));
 	assert_int_equal(counts[2], 0);
 	printf("  ensure_experts: %.2f us per layer in a CUDA graph of %d layers (last call %d misses)\n", us, L,
 	       counts[1]);
 	assert_true(us < 15.0);
-	cudaGraphExecDestroy(ge);
-	cudaGraphDestroy(g);
 	cudaStreamDestroy(s);
 	cudaEventDestroy(e0);
 	cudaEventDestroy(e1);
@@ -268,24 +281,16 @@ static void test_ensure_timing(void **st)
 	time_ensure(89, 160, (int)(0.4 * 89 * 160), 8, 1);
 }
 
-/* cache-copy's ensure_us for one profile at batch 32 and C = 0.4*L*E: its start state (slot s
- * held by layer-1 expert E + s % E, usage s + 1, step C), ids i % active on layer 0, 8 calls
- * back to back each on its own fresh copy, median of 15 rounds. The first call's result is
- * checked against the C reference (ids, plan, counts and the whole state). Returns us/call. */
+/* cache-copy's ensure_us for one profile at batch 32 and C = 0.4*L*E: ensure_bench.h's start
+ * state and method, median of 15 rounds after 2 untimed ones. The first call's result is checked
+ * against the C reference (ids, plan, counts and the whole state). Returns us/call. */
 static double time_ensure_start(const struct ftmodel *m)
 {
-	enum { K = 8, ROUNDS = 15 };
+	enum { K = ENSB_K, ROUNDS = 15 };
 	const int L = m->layers, E = m->experts, C = (int)(0.4 * L * E), n = 32 * m->topk;
-	const int active = n < E ? n : E;
 	struct ftsc ref;
 	assert_int_equal(ftsc_init(&ref, L, E, C), 0);
-	for (int s = 0; s < C; s++) {
-		int id = E + s % E;
-		ref.id_of_slot[s] = id;
-		ref.slot_for_id[id] = s;
-		ref.usage[s] = s + 1;
-	}
-	ref.step = C;
+	ensb_start_state(E, C, ref.slot_for_id, ref.id_of_slot, ref.usage, &ref.step);
 	struct ftsc_dev init, bb[K];
 	CK(ftsc_dev_create(&init, L, E, C));
 	for (int k = 0; k < K; k++)
@@ -295,8 +300,7 @@ static double time_ensure_start(const struct ftmodel *m)
 	CK(ftsc_dev_upload(&init, ref.slot_for_id, ref.id_of_slot, ref.usage, ref.last_seen, ref.step, s));
 	int32_t *h = malloc(4 * (size_t)n), *g = malloc(4 * (size_t)n), *src = malloc(4 * (size_t)E),
 		*dst = malloc(4 * (size_t)E), *gsrc = malloc(4 * (size_t)E), *gdst = malloc(4 * (size_t)E);
-	for (int i = 0; i < n; i++)
-		h[i] = i % active;
+	ensb_start_ids(E, n, h);
 	int32_t *d_ids0, *d_ids;
 	CK(cudaMalloc((void **)&d_ids0, 4 * (size_t)n));
 	CK(cudaMalloc((void **)&d_ids, 4 * (size_t)n * K));
@@ -304,21 +308,11 @@ static double time_ensure_start(const struct ftmodel *m)
 	cudaEvent_t e0, e1;
 	CK(cudaEventCreate(&e0));
 	CK(cudaEventCreate(&e1));
-	double t[ROUNDS];
+	double t[ROUNDS], us = 0;
 	for (int r = -2; r < ROUNDS; r++) {
-		for (int k = 0; k < K; k++) {
-			CK(ftsc_dev_copy(&bb[k], &init, s));
-			CK(cudaMemcpyAsync(d_ids + (size_t)k * n, d_ids0, 4 * (size_t)n, cudaMemcpyDeviceToDevice, s));
-		}
-		CK(cudaEventRecord(e0, s));
-		for (int k = 0; k < K; k++)
-			CK(ftsc_dev_ensure(&bb[k], 0, d_ids + (size_t)k * n, n, s));
-		CK(cudaEventRecord(e1, s));
-		CK(cudaEventSynchronize(e1));
-		float ms;
-		CK(cudaEventElapsedTime(&ms, e0, e1));
+		CK(ensb_start_round(bb, &init, d_ids, d_ids0, n, NULL, NULL, NULL, s, e0, e1, &us));
 		if (r >= 0)
-			t[r] = ms * 1e3 / K;
+			t[r] = us;
 	}
 	/* the result of one call against the reference */
 	struct ftsc_plan p = {src, dst, E, 0, 0};
@@ -333,12 +327,6 @@ static double time_ensure_start(const struct ftmodel *m)
 	    memcmp(gdst, dst, 4 * (size_t)p.num_indices))
 		fail_msg("%s start state: the device's ids or plan differ from the reference", m->name);
 	compare_state(&ref, &bb[0], m->name, 1);
-	for (int i = 1; i < ROUNDS; i++) /* insertion sort for the median */
-		for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
-			double x = t[j];
-			t[j] = t[j - 1];
-			t[j - 1] = x;
-		}
 	cudaEventDestroy(e0);
 	cudaEventDestroy(e1);
 	cudaStreamDestroy(s);
@@ -354,7 +342,7 @@ static double time_ensure_start(const struct ftmodel *m)
 	free(dst);
 	free(gsrc);
 	free(gdst);
-	return t[ROUNDS / 2];
+	return ensb_median(t, ROUNDS);
 }
 
 /* Every cache-copy profile at batch 32, C = 0.4*L*E: the start state as cache-copy times it, and
