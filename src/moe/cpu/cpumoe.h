@@ -99,6 +99,7 @@ struct ftcpumoe_tune {
 	long pf_far;     /* row kernels' L2 prefetch distance, bytes (0: none) */
 	long mx_pf_dist; /* mxfp4 K split's row prefetch distance, 64..8192 bytes */
 	long trace;      /* 1: time the dynamic steps (ftcpumoe_trace) */
+	long amx_min_nb; /* amx tier, 4-bit formats: tokens of an expert from which the tiles run */
 };
 
 enum ftcpumoe_knob_type {

@@ -29,6 +29,8 @@ const struct ftcpumoe_knob ftcpumoe_knobs[] = {
 	 "bytes ahead of the row kernels' second prefetch, into L2 (0: none)"},
 	{"mx_pf_dist", FTCPUMOE_KNOB_INT, 64, 8192, NULL, FTKERN_MX_PF_DIST, OFF(mx_pf_dist),
 	 "bytes ahead of the mxfp4 K split's row-wise prefetch (rounded down to 64)"},
+	{"amx_min_nb", FTCPUMOE_KNOB_INT, 1, 33, NULL, FTKERN_AMX_I8_MIN_NB, OFF(amx_min_nb),
+	 "amx tier, 4-bit formats: an expert's tokens from which its rows run on the AMX int8 tiles (33: never)"},
 	{"trace", FTCPUMOE_KNOB_WORD, 0, 0, "0|1", 0, OFF(trace),
 	 "1: time the parts of every dynamic step (ftcpumoe_trace; ftbench cpu-moe prints them)"},
 };
