@@ -47,22 +47,26 @@ struct ti_cfg {
 AI void tr16(__m512i *r)
 {
 	__m512i t[16];
+	FTKERN_UNROLL
 	for (int i = 0; i < 8; i++) {
 		t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
 		t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
 	}
+	FTKERN_UNROLL
 	for (int i = 0; i < 4; i++) { /* u[4i + c] lane L: column 4L + c of rows 4i .. 4i + 3 */
 		r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
 		r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
 		r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
 		r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
 	}
+	FTKERN_UNROLL
 	for (int c = 0; c < 4; c++) {
 		t[c] = _mm512_shuffle_i32x4(r[c], r[4 + c], 0x88);       /* lanes 0, 2 of rows 0-7 */
 		t[4 + c] = _mm512_shuffle_i32x4(r[c], r[4 + c], 0xDD);   /* lanes 1, 3 */
 		t[8 + c] = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0x88);
 		t[12 + c] = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0xDD);
 	}
+	FTKERN_UNROLL
 	for (int c = 0; c < 4; c++) {
 		r[c] = _mm512_shuffle_i32x4(t[c], t[8 + c], 0x88);
 		r[8 + c] = _mm512_shuffle_i32x4(t[c], t[8 + c], 0xDD);
@@ -93,14 +97,17 @@ AI void i8_repack(const uint8_t *const *x, int gn, long kc, long kn, int8_t *bt,
 		for (int h = 0; h < halves; h++) {
 			__m512i v[16];
 			const __m512i idx = blk_idx(h, F);
+			FTKERN_UNROLL
 			for (int n = 0; n < 16; n++)
 				v[n] = n < gn ? _mm512_permutex2var_epi64(_mm512_load_si512(x[n] + gi), idx,
 									 _mm512_load_si512(x[n] + gi + 64))
 					      : _mm512_setzero_si512();
 			tr16(v);
+			FTKERN_UNROLL
 			for (int q = 0; q < 16; q++)
 				_mm512_store_si512(bt + (k / 4 + 16 * h + q) * 64, v[q]);
 		}
+		FTKERN_UNROLL
 		for (int n = 0; n < 16; n++)
 			s[n] = n < gn ? _mm512_load_si512(x[n] + gi + 192) : _mm512_setzero_si512();
 		tr16(s); /* s[l]: lane l's scale of every token */
@@ -171,6 +178,7 @@ AI void i8_expand(const struct ftkern_mat *m, long r, long kc, long kn, int8_t *
 /* One block's int32 sums c (16 rows x 16 tokens) into acc: float(c) * (token scales * row's) */
 AI void i8_post(const int32_t (*c)[16], __m512 sx, const float (*swf)[I8_KC / 16], long j, __m512 *acc)
 {
+	FTKERN_UNROLL
 	for (int i = 0; i < 16; i++) {
 		__m512 d = _mm512_cvtepi32_ps(_mm512_load_si512(c[i]));
 		acc[i] = _mm512_fmadd_ps(d, _mm512_mul_ps(sx, _mm512_set1_ps(swf[i][j])), acc[i]);
@@ -201,12 +209,16 @@ AI void i8_rows(const struct ftkern_mat *m, long r0, long r1, int nb, const void
 	_Alignas(64) float swf[16][I8_KC / 16];
 	_Alignas(64) int32_t cb[2][16][16];
 	_Alignas(64) float accm[I8_SP / 16][2][16][16];
+	/* A: 16 rows x one block; B: its quads x the tokens; C: 16 rows x the tokens (one group:
+	 * as many as there are, so that B and C move no padding; two: 16 each) */
+	const uint16_t tcol = (uint16_t)(4 * (nb < 16 ? nb : 16));
 	struct ti_cfg cfg = {.palette = 1};
-	for (int t = 0; t < 4; t += 2) { /* A: 16 rows x one block; B: its quads x 16 tokens; C */
+	for (int t = 0; t < 4; t += 2) {
 		cfg.rows[t] = 16, cfg.colsb[t] = (uint16_t)BS;
-		cfg.rows[t + 1] = (uint8_t)(BS / 4), cfg.colsb[t + 1] = 64;
-		cfg.rows[t + 4] = 16, cfg.colsb[t + 4] = 64;
+		cfg.rows[t + 1] = (uint8_t)(BS / 4), cfg.colsb[t + 1] = tcol;
+		cfg.rows[t + 4] = 16, cfg.colsb[t + 4] = tcol;
 	}
+	memset(cb, 0, sizeof cb); /* the lanes past the tokens stay 0 */
 	TI_CFG(&cfg);
 	const long full = r0 + (r1 - r0) / 16 * 16;
 	for (long rs = r0; rs < full; rs += I8_SP) {
@@ -221,6 +233,7 @@ AI void i8_rows(const struct ftkern_mat *m, long r0, long r1, int nb, const void
 				for (int g = 0; g < ng; g++) {
 					float (*am)[16] = accm[(r - rs) / 16][g];
 					__m512 acc[16];
+					FTKERN_UNROLL
 					for (int i = 0; i < 16; i++)
 						acc[i] = kc ? _mm512_load_ps(am[i]) : _mm512_setzero_ps();
 					for (long j = 0; j < nblk; j += 2) { /* nblk is even (K % 64 == 0) */
@@ -238,12 +251,14 @@ AI void i8_rows(const struct ftkern_mat *m, long r0, long r1, int nb, const void
 						i8_post((const int32_t (*)[16])cb[1], _mm512_load_ps(sxt[g][j + 1]), (const float (*)[I8_KC / 16])swf, j + 1, acc);
 					}
 					if (!last) {
+						FTKERN_UNROLL
 						for (int i = 0; i < 16; i++)
 							_mm512_store_ps(am[i], acc[i]);
 						continue;
 					}
 					/* the row's own factor, then one vector of 16 rows per token */
 					__m512i o[16];
+					FTKERN_UNROLL
 					for (int i = 0; i < 16; i++) {
 						float post = F == I8_NV ? 0.5f * _cvtsh_ss(ftkern_ld16(m->g + 2 * (r + i)))
 							     : F == I8_DS ? 0.5f : 1.0f;
@@ -327,11 +342,14 @@ static void TI_ROWS_MX(const struct ftkern_mat *m, long kk0, long kk1, int nb, c
 	_Alignas(64) float sx[2][16];
 	_Alignas(64) int8_t bb[4][8][64];
 	_Alignas(64) int32_t cb[4][16][16];
+	/* A: the tokens (one group: as many as there are; two: 16 each) x 32 k; B: 8 quads x 16
+	 * columns; C: the tokens x 16 columns */
+	const uint8_t trow = (uint8_t)(nb < 16 ? nb : 16);
 	struct ti_cfg cfg = {.palette = 1};
-	cfg.rows[0] = cfg.rows[3] = 16, cfg.colsb[0] = cfg.colsb[3] = 32; /* A: tokens x 32 k */
-	cfg.rows[1] = cfg.rows[2] = 8, cfg.colsb[1] = cfg.colsb[2] = 64;  /* B: 8 quads x 16 columns */
+	cfg.rows[0] = cfg.rows[3] = trow, cfg.colsb[0] = cfg.colsb[3] = 32;
+	cfg.rows[1] = cfg.rows[2] = 8, cfg.colsb[1] = cfg.colsb[2] = 64;
 	for (int i = 4; i < 8; i++)
-		cfg.rows[i] = 16, cfg.colsb[i] = 64;
+		cfg.rows[i] = trow, cfg.colsb[i] = 64;
 	TI_CFG(&cfg);
 	const long pd = ftkern_mx_pf_dist, rows_total = K / 2;
 	for (long kb = kk0 / 16; kb < kk1 / 16; kb++) {
@@ -355,6 +373,7 @@ static void TI_ROWS_MX(const struct ftkern_mat *m, long kk0, long kk1, int nb, c
 				for (long r = ra; r < rb; r++, q += N)
 					_mm_prefetch(q, _MM_HINT_T0);
 			}
+			FTKERN_UNROLL
 			for (int p = 0; p < 8; p++) { /* bank rows 2p, 2p + 1: quad p of every column */
 				__m512i v0 = _mm512_loadu_si512(w + 2 * p * N + c), v1 = _mm512_loadu_si512(w + (2 * p + 1) * N + c);
 				__m512i wlo = _mm512_unpacklo_epi8(v0, v1), whi = _mm512_unpackhi_epi8(v0, v1);
@@ -403,6 +422,7 @@ static void TI_ROWS_MX(const struct ftkern_mat *m, long kk0, long kk1, int nb, c
 				TI_STORE(6, cb[2], 64);
 				TI_STORE(7, cb[3], 64);
 				int gn = g ? gn1 : (nb < 16 ? nb : 16);
+				FTKERN_UNROLL
 				for (int j = 0; j < 4; j++)
 					mx_post((const int32_t (*)[16])cb[j], sv[j], sx[g], gn, tb + 16 * g, j);
 			}

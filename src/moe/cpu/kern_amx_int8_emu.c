@@ -62,6 +62,13 @@ static void emu_store(int t, void *p, long s)
 
 static void emu_dp(int c, int a, int b)
 {
+	if (E.rows[a] != E.rows[c] || E.colsb[b] != E.colsb[c] || E.colsb[a] != 4 * E.rows[b] || !E.rows[c]) {
+		/* shapes the instruction refuses (#UD): a result no test can take for right */
+		for (int m = 0; m < 16; m++)
+			for (int n = 0; n < 16; n++)
+				memcpy(&E.reg[c][m][4 * n], &(int32_t){INT32_MIN / 2}, 4);
+		return;
+	}
 	for (int m = 0; m < E.rows[c]; m++)
 		for (int n = 0; n < E.colsb[c] / 4; n++) {
 			int32_t acc;
