@@ -7,7 +7,7 @@
 #    tile thresholds (tune amx_min_nb) 8 and 4, rounds interleaved and rotated, each run with its
 #    own read ceiling.
 # Prebuilt binaries in BUILD (the device gets them through .xfer).
-# usage: BUILD=build [AB_DEADLINE=200] [AB_TUNES="--tune A=K=V ..."] bench/amx_int8.sh OUT
+# usage: BUILD=build [AB_DEADLINE=200 (0: no A/B)] [AB_TUNES="--tune A=K=V ..."] bench/amx_int8.sh OUT
 O=${1:?out}
 B=${BUILD:-build}
 L="$O/logs"
@@ -27,9 +27,12 @@ pack
 echo "== kernels in cache, one thread $(date -u +%T)"
 for nb in 1 2 3 4 6 8 12 16 32; do
 	timeout 30 "$B/bench/cpu_moe_kernels" $nb 3072
+	# a second build of the kernels, when there is one (an alternative tile layout)
+	[ -x "$B/bench/cpu_moe_kernels_a" ] && timeout 30 "$B/bench/cpu_moe_kernels_a" $nb 3072 | grep amx | sed 's/^/alt /'
 done >"$L/kernels.txt" 2>&1
 grep -E "avx512vnni|amx" "$L/kernels.txt"
 pack
+[ "${AB_DEADLINE:-200}" = 0 ] && { echo "== done (no A/B) $(date -u +%T)"; exit 0; }
 echo "== executor A/B $(date -u +%T)"
 set -- --tune vnni=isa=avx512vnni --tune amx8=isa=amx,amx_min_nb=8 --tune amx4=isa=amx,amx_min_nb=4
 [ -n "$AB_TUNES" ] && eval "set -- $AB_TUNES"
