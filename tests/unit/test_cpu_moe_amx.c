@@ -337,12 +337,18 @@ static void test_amx_int8_executor(void **st)
 			size_t n = sh[i].expert_bytes * E;
 			mem[i] = malloc(n);
 			assert_non_null(mem[i]);
-			for (size_t j = 0; j < n; j++) /* scales 2^-9 .. 2^-4-ish, codes random */
+			/* realistic scales as test_cpu_moe's (nvfp4's activation scales carry 2^120 in the
+			 * W4A8 kernels: activations over ~2e5 overflow them): e4m3 2^-3 .. 2^4, e8m0
+			 * 2^-9 .. 2^-4, nvfp4's fp16 row global 2^-8 .. 2^-6, bf16 biases ~2^-7; codes
+			 * random */
+			for (size_t j = 0; j < n; j++)
 				mem[i][j] = sh[i].dtype == FTFMT_DT_FP8_E4M3 ? (uint8_t)((4 + rnd() % 8) << 3 | (rnd() & 7))
 					    : sh[i].dtype == FTFMT_DT_E8M0   ? (uint8_t)(118 + rnd() % 6)
-					    : sh[i].dtype == FTFMT_DT_FP16 || sh[i].dtype == FTFMT_DT_BF16
-						    ? (uint8_t)(j & 1 ? 0x3c : rnd())
-						    : (uint8_t)rnd();
+					    : sh[i].dtype == FTFMT_DT_BF16   ? (uint8_t)(j & 1 ? 0x3c : rnd())
+					    : (uint8_t)rnd();
+			if (sh[i].dtype == FTFMT_DT_FP16)
+				for (size_t j = 0; j < n; j += 2)
+					put_fp16(mem[i] + j, (unsigned)((7 + rnd() % 3) << 10 | (rnd() & 1023)) | (rnd() % 8 == 0) << 15);
 			if (f == FTFMT_Q4_0)
 				for (size_t j = 0; j < n; j += 18)
 					put_fp16(mem[i] + j, (unsigned)((6 + rnd() % 4) << 10 | (rnd() & 1023)));

@@ -18,12 +18,15 @@
  * bytes for nvfp4 and ds_fp4, whose activation blocks are 16 wide, 32 for q4_0), expanded to
  * int8 exactly (e2m1 x 2: {0, 1, 2, 3, 4, 6, 8, 12} and negatives; q4_0: code - 8) into a buffer
  * of 16 rows x I8_KC. The tokens, 16 at a time, are tile B (the block's K/4 quads x 16 tokens),
- * repacked from the VNNI layout once per chunk of K and per I8_SP rows. Within a block the
+ * repacked from the VNNI layout once per call (per chunk of K and I8_SP rows where K > I8_KC). Within a block the
  * elements are in the VNNI layout's order (nvfp4 / ds_fp4: the 8 even elements, then the 8
  * odd), the same on both sides. Each block's 16 x 16 int32 sums go through memory to fp32
  * accumulators, one vector of 16 tokens per row: acc += float(C) * (token scales * row scale).
  * nvfp4's e4m3 scales are decoded by bit placement (x 2^-120), its activation scales carry
- * 2^120, as in the VNNI kernel. Rows past the last block of 16 run the VNNI kernel.
+ * 2^120, as in the VNNI kernel. Rows past the last block of 16 run the VNNI kernel. (The
+ * tokens as tile A instead, C tokens x 16 rows, so that tile work, C stores and scaling scale
+ * with the tokens, was as fast or slower on the H200 box at 1-32 tokens: the transpose of every
+ * panel's codes into tile B costs what it saves; bench/RESULTS.md, issue 23 round 3.)
  *
  * mxfp4_triton (split along K): the tokens are tile A (16 tokens x one scale block, 32 k), the
  * weights tile B: a pair of bank rows holds the 4 k of a column's quad, so the VNNI kernel's
@@ -207,7 +210,7 @@ AI void i8_rows(const struct ftkern_mat *m, long r0, long r1, int nb, const void
 	_Alignas(64) float sxt[2][I8_KC / 16][16];
 	_Alignas(64) int8_t ab[16 * I8_KC];
 	_Alignas(64) float swf[16][I8_KC / 16];
-	_Alignas(64) int32_t cb[2][16][16];
+	_Alignas(64) int32_t cb[4][16][16];
 	_Alignas(64) float accm[I8_SP / 16][2][16][16];
 	/* A: 16 rows x one block; B: its quads x the tokens; C: 16 rows x the tokens (one group:
 	 * as many as there are, so that B and C move no padding; two: 16 each) */
@@ -216,7 +219,7 @@ AI void i8_rows(const struct ftkern_mat *m, long r0, long r1, int nb, const void
 	for (int t = 0; t < 4; t += 2) {
 		cfg.rows[t] = 16, cfg.colsb[t] = (uint16_t)BS;
 		cfg.rows[t + 1] = (uint8_t)(BS / 4), cfg.colsb[t + 1] = tcol;
-		cfg.rows[t + 4] = 16, cfg.colsb[t + 4] = tcol;
+		cfg.rows[t + 4] = cfg.rows[t + 5] = 16, cfg.colsb[t + 4] = cfg.colsb[t + 5] = tcol;
 	}
 	memset(cb, 0, sizeof cb); /* the lanes past the tokens stay 0 */
 	TI_CFG(&cfg);
@@ -236,7 +239,34 @@ AI void i8_rows(const struct ftkern_mat *m, long r0, long r1, int nb, const void
 					FTKERN_UNROLL
 					for (int i = 0; i < 16; i++)
 						acc[i] = kc ? _mm512_load_ps(am[i]) : _mm512_setzero_ps();
-					for (long j = 0; j < nblk; j += 2) { /* nblk is even (K % 64 == 0) */
+					long j = 0;
+#ifdef I8_QUAD
+					for (; j + 4 <= nblk; j += 4) {
+						TI_LOAD(0, ab + j * BS, I8_KC);
+						TI_LOAD(1, bt[g] + j * BS * 16, 64);
+						TI_ZERO(4);
+						TI_DP(4, 0, 1);
+						TI_LOAD(2, ab + (j + 1) * BS, I8_KC);
+						TI_LOAD(3, bt[g] + (j + 1) * BS * 16, 64);
+						TI_ZERO(5);
+						TI_DP(5, 2, 3);
+						TI_LOAD(0, ab + (j + 2) * BS, I8_KC);
+						TI_LOAD(1, bt[g] + (j + 2) * BS * 16, 64);
+						TI_ZERO(6);
+						TI_DP(6, 0, 1);
+						TI_LOAD(2, ab + (j + 3) * BS, I8_KC);
+						TI_LOAD(3, bt[g] + (j + 3) * BS * 16, 64);
+						TI_ZERO(7);
+						TI_DP(7, 2, 3);
+						TI_STORE(4, cb[0], 64);
+						TI_STORE(5, cb[1], 64);
+						TI_STORE(6, cb[2], 64);
+						TI_STORE(7, cb[3], 64);
+						for (int q = 0; q < 4; q++)
+							i8_post((const int32_t (*)[16])cb[q], _mm512_load_ps(sxt[g][j + q]), (const float (*)[I8_KC / 16])swf, j + q, acc);
+					}
+#endif
+					for (; j < nblk; j += 2) { /* nblk is even (K % 64 == 0) */
 						TI_LOAD(0, ab + j * BS, I8_KC);
 						TI_LOAD(1, bt[g] + j * BS * 16, 64);
 						TI_ZERO(4);
@@ -280,177 +310,17 @@ AI void i8_rows(const struct ftkern_mat *m, long r0, long r1, int nb, const void
 	}
 }
 
-/* ---- The row formats with the tokens as tile A (design "T"): C is tokens x 16 rows, so the
- * tile work, the C stores and the fp32 scaling all scale with the tokens, at the cost of
- * transposing each 16-row panel's expanded codes into tile B's quad layout. */
-
-/* tokens x[0..gn) (zeros past gn), elements [kc, kc + kn): whole blocks in xt rows (stride
- * I8_KC), the blocks' scales in sxt[block][token] */
-AI void i8_stage(const uint8_t *const *x, int gn, long kc, long kn, int8_t (*xt)[I8_KC], float (*sxt)[16], const int F)
-{
-	const int BS = F == I8_Q4 ? 32 : 16;
-	for (long k = 0; k < kn; k += 128) {
-		long gi = (kc + k) / 128 * 256;
-		int halves = kn - k >= 128 ? 2 : 1;
-		for (int n = 0; n < 16; n++)
-			for (int h = 0; h < halves; h++)
-				_mm512_store_si512(xt[n] + k + 64 * h,
-						   n < gn ? _mm512_permutex2var_epi64(_mm512_load_si512(x[n] + gi), blk_idx(h, F),
-										      _mm512_load_si512(x[n] + gi + 64))
-							  : _mm512_setzero_si512());
-		__m512i s[16];
-		FTKERN_UNROLL
-		for (int n = 0; n < 16; n++)
-			s[n] = n < gn ? _mm512_load_si512(x[n] + gi + 192) : _mm512_setzero_si512();
-		tr16(s);
-		int nblk = (int)((halves * 64) / BS), step = F == I8_Q4 ? 4 : 2;
-		for (int j = 0; j < nblk; j++)
-			_mm512_store_si512(sxt[k / BS + j], s[step * j]);
-	}
-}
-
-/* ab (16 rows x kn, row stride I8_KC) into tile B rows: quad q of every row at wb + 64 q;
- * swf[row][block] into swv[block][row] */
-AI void i8_panel_t(const int8_t *ab, const float (*swf)[I8_KC / 16], long kn, int nblk, int8_t *wb, float (*swv)[16])
-{
-	for (long k = 0; k < kn; k += 64) {
-		__m512i v[16];
-		FTKERN_UNROLL
-		for (int i = 0; i < 16; i++)
-			v[i] = _mm512_load_si512(ab + (long)i * I8_KC + k);
-		tr16(v);
-		FTKERN_UNROLL
-		for (int q = 0; q < 16; q++)
-			_mm512_store_si512(wb + (k / 4 + q) * 64, v[q]);
-	}
-	for (int b = 0; b < nblk; b += 16) {
-		__m512i v[16];
-		FTKERN_UNROLL
-		for (int i = 0; i < 16; i++)
-			v[i] = _mm512_castps_si512(_mm512_loadu_ps(&swf[i][b]));
-		tr16(v);
-		for (int l = 0; l < 16 && b + l < nblk; l++)
-			_mm512_store_si512(swv[b + l], v[l]);
-	}
-}
-
-/* One block's sums c (tokens x 16 rows) into acc[token]: float(c) * (row scales * token's) */
-AI void i8_post_t(const int32_t (*c)[16], __m512 sw, const float *sx, int gn, __m512 *acc)
-{
-	FTKERN_UNROLL
-	for (int n = 0; n < 16; n++) {
-		if (n >= gn)
-			break;
-		__m512 d = _mm512_cvtepi32_ps(_mm512_load_si512(c[n]));
-		acc[n] = _mm512_fmadd_ps(d, _mm512_mul_ps(sw, _mm512_set1_ps(sx[n])), acc[n]);
-	}
-}
-
-AI void i8_rows_t(const struct ftkern_mat *m, long r0, long r1, int nb, const void *const *xs, float *const *ys,
-		  const int F)
-{
-	const enum ftfmt_id fid = F == I8_NV ? FTFMT_NVFP4 : F == I8_DS ? FTFMT_DS_FP4 : FTFMT_Q4_0;
-	if (nb < ftkern_amx_i8_min_nb || r1 - r0 < 16) {
-		i8_fallback(m, r0, r1, nb, xs, ys, fid);
-		return;
-	}
-	const int BS = F == I8_Q4 ? 32 : 16;
-	const long K = m->K;
-	const uint8_t *const *x = (const uint8_t *const *)xs;
-	const int ng = (nb + 15) / 16;
-	_Alignas(64) int8_t xt[2][16][I8_KC];
-	_Alignas(64) float sxt[2][I8_KC / 16][16];
-	_Alignas(64) int8_t ab[16 * I8_KC];
-	_Alignas(64) int8_t wb[16 * I8_KC];
-	_Alignas(64) float swf[16][I8_KC / 16];
-	_Alignas(64) float swv[I8_KC / 16][16];
-	_Alignas(64) int32_t cb[2][16][16];
-	_Alignas(64) float accm[I8_SP / 16][2][16][16];
-	memset(swf, 0, sizeof swf);
-	/* A: the tokens (one group: as many as there are; two: 16 each) x one block; B: its quads
-	 * x 16 rows; C: the tokens x 16 rows */
-	const uint8_t trow = (uint8_t)(nb < 16 ? nb : 16);
-	struct ti_cfg cfg = {.palette = 1};
-	for (int t = 0; t < 4; t += 2) {
-		cfg.rows[t] = trow, cfg.colsb[t] = (uint16_t)BS;
-		cfg.rows[t + 1] = (uint8_t)(BS / 4), cfg.colsb[t + 1] = 64;
-		cfg.rows[t + 4] = trow, cfg.colsb[t + 4] = 64;
-	}
-	TI_CFG(&cfg);
-	const long full = r0 + (r1 - r0) / 16 * 16;
-	for (long rs = r0; rs < full; rs += I8_SP) {
-		long re = rs + I8_SP < full ? rs + I8_SP : full;
-		for (long kc = 0; kc < K; kc += I8_KC) { /* tokens staged once per call when K <= I8_KC */
-			long kn = K - kc < I8_KC ? K - kc : I8_KC, nblk = kn / BS;
-			int last = kc + kn >= K;
-			if (rs == r0 || K > I8_KC)
-				for (int g = 0; g < ng; g++)
-					i8_stage(x + 16 * g, nb - 16 * g < 16 ? nb - 16 * g : 16, kc, kn, xt[g], sxt[g], F);
-			for (long r = rs; r < re; r += 16) {
-				i8_expand(m, r, kc, kn, ab, swf, F);
-				i8_panel_t(ab, (const float (*)[I8_KC / 16])swf, kn, (int)nblk, wb, swv);
-				for (int g = 0; g < ng; g++) {
-					const int gn = nb - 16 * g < 16 ? nb - 16 * g : 16;
-					float (*am)[16] = accm[(r - rs) / 16][g];
-					__m512 acc[16];
-					FTKERN_UNROLL
-					for (int n = 0; n < 16; n++)
-						acc[n] = kc ? _mm512_load_ps(am[n]) : _mm512_setzero_ps();
-					for (long j = 0; j < nblk; j += 2) { /* nblk is even (K % 64 == 0) */
-						TI_LOAD(0, xt[g][0] + j * BS, I8_KC);
-						TI_LOAD(1, wb + j * BS * 16, 64);
-						TI_ZERO(4);
-						TI_DP(4, 0, 1);
-						TI_LOAD(2, xt[g][0] + (j + 1) * BS, I8_KC);
-						TI_LOAD(3, wb + (j + 1) * BS * 16, 64);
-						TI_ZERO(6);
-						TI_DP(6, 2, 3);
-						TI_STORE(4, cb[0], 64);
-						TI_STORE(6, cb[1], 64);
-						i8_post_t((const int32_t (*)[16])cb[0], _mm512_load_ps(swv[j]), sxt[g][j], gn, acc);
-						i8_post_t((const int32_t (*)[16])cb[1], _mm512_load_ps(swv[j + 1]), sxt[g][j + 1], gn, acc);
-					}
-					if (!last) {
-						FTKERN_UNROLL
-						for (int n = 0; n < 16; n++)
-							_mm512_store_ps(am[n], acc[n]);
-						continue;
-					}
-					/* the rows' own factors */
-					__m512 post = F == I8_NV ? _mm512_mul_ps(_mm512_set1_ps(0.5f),
-										 _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(m->g + 2 * r))))
-						      : _mm512_set1_ps(F == I8_DS ? 0.5f : 1.0f);
-					for (int n = 0; n < gn; n++)
-						_mm512_storeu_ps(ys[16 * g + n] + (r - r0), _mm512_mul_ps(acc[n], post));
-				}
-			}
-		}
-	}
-	TI_RELEASE();
-	if (full < r1) { /* the last rows, fewer than 16 */
-		float *yo[FTKERN_MAX_NB];
-		for (int n = 0; n < nb; n++)
-			yo[n] = ys[n] + (full - r0);
-		i8_fallback(m, full, r1, nb, xs, yo, fid);
-	}
-}
-
-#ifdef I8_DESIGN_A
-#define I8_ROWS i8_rows
-#else
-#define I8_ROWS i8_rows_t
-#endif
 static void TI_ROWS_NV(const struct ftkern_mat *m, long r0, long r1, int nb, const void *const *xs, float *const *ys)
 {
-	I8_ROWS(m, r0, r1, nb, xs, ys, I8_NV);
+	i8_rows(m, r0, r1, nb, xs, ys, I8_NV);
 }
 static void TI_ROWS_DS(const struct ftkern_mat *m, long r0, long r1, int nb, const void *const *xs, float *const *ys)
 {
-	I8_ROWS(m, r0, r1, nb, xs, ys, I8_DS);
+	i8_rows(m, r0, r1, nb, xs, ys, I8_DS);
 }
 static void TI_ROWS_Q4(const struct ftkern_mat *m, long r0, long r1, int nb, const void *const *xs, float *const *ys)
 {
-	I8_ROWS(m, r0, r1, nb, xs, ys, I8_Q4);
+	i8_rows(m, r0, r1, nb, xs, ys, I8_Q4);
 }
 
 /* ---- mxfp4_triton split along K. Prepared activations (the VNNI tier's): int8 q[K] | int16
