@@ -1,8 +1,8 @@
 #!/bin/sh
 # Issue 23 round 3 (h23d): the AMX int8 tier of the 4-bit formats on the H200 box, one call.
 # 1. test_cpu_moe_amx (the int8 kernels on real tiles against the VNNI kernels and float64, the
-#    executor's amx tier against its scalar tier), the same built with the I8_QUAD tile order
-#    when present (test_cpu_moe_amx_q), and test_cpu_moe (every tier);
+#    executor's amx tier against its scalar tier), a second build of it when present
+#    (test_cpu_moe_amx_q: another tile order on trial), and test_cpu_moe (every tier);
 # 2. cpu_moe_kernels per token count (in cache, one thread: where the tiles beat the VNNI kernel;
 #    cpu_moe_kernels_a, when present, a second build of the tiles, its amx lines marked "alt");
 # 3. cpu-moe --batch 1..32 per 4-bit format, the VNNI and amx tiers in the same run (each batch:

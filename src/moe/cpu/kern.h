@@ -75,7 +75,9 @@ const struct ftkern_ops *ftkern_amx_emu(enum ftfmt_id f);
 /* AMX int8 (kern_amx_int8.c): the 4-bit formats as W4A8 on the tiles (TDPBSSD) for an expert's
  * group of ftkern_amx_i8_min_nb tokens or more, the W4A8 VNNI kernels below that (the same
  * prepared activations); needs AMX-INT8 and AVX512-VNNI. _emu: on tiles emulated in C
- * (kern_amx_int8_emu.c; needs AVX512-VNNI), for tests. */
+ * (kern_amx_int8_emu.c; needs AVX512-VNNI), for tests. The default threshold: in cache, one
+ * thread, the tiles tie the VNNI kernels at 8 tokens and win from 12 (1.5-3.8x at 16-32; H200
+ * box, bench/RESULTS.md issue 23 round 3). */
 #define FTKERN_AMX_I8_MIN_NB 8
 extern int ftkern_amx_i8_min_nb;
 const struct ftkern_ops *ftkern_amx_int8(enum ftfmt_id f);

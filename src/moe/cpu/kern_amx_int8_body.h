@@ -26,7 +26,8 @@
  * 2^120, as in the VNNI kernel. Rows past the last block of 16 run the VNNI kernel. (The
  * tokens as tile A instead, C tokens x 16 rows, so that tile work, C stores and scaling scale
  * with the tokens, was as fast or slower on the H200 box at 1-32 tokens: the transpose of every
- * panel's codes into tile B costs what it saves; bench/RESULTS.md, issue 23 round 3.)
+ * panel's codes into tile B costs what it saves; so was a step of four blocks, four C tiles
+ * stored together, against this one of two; bench/RESULTS.md, issue 23 round 3.)
  *
  * mxfp4_triton (split along K): the tokens are tile A (16 tokens x one scale block, 32 k), the
  * weights tile B: a pair of bank rows holds the 4 k of a column's quad, so the VNNI kernel's
@@ -210,7 +211,7 @@ AI void i8_rows(const struct ftkern_mat *m, long r0, long r1, int nb, const void
 	_Alignas(64) float sxt[2][I8_KC / 16][16];
 	_Alignas(64) int8_t ab[16 * I8_KC];
 	_Alignas(64) float swf[16][I8_KC / 16];
-	_Alignas(64) int32_t cb[4][16][16];
+	_Alignas(64) int32_t cb[2][16][16];
 	_Alignas(64) float accm[I8_SP / 16][2][16][16];
 	/* A: 16 rows x one block; B: its quads x the tokens; C: 16 rows x the tokens (one group:
 	 * as many as there are, so that B and C move no padding; two: 16 each) */
@@ -219,7 +220,7 @@ AI void i8_rows(const struct ftkern_mat *m, long r0, long r1, int nb, const void
 	for (int t = 0; t < 4; t += 2) {
 		cfg.rows[t] = 16, cfg.colsb[t] = (uint16_t)BS;
 		cfg.rows[t + 1] = (uint8_t)(BS / 4), cfg.colsb[t + 1] = tcol;
-		cfg.rows[t + 4] = cfg.rows[t + 5] = 16, cfg.colsb[t + 4] = cfg.colsb[t + 5] = tcol;
+		cfg.rows[t + 4] = 16, cfg.colsb[t + 4] = tcol;
 	}
 	memset(cb, 0, sizeof cb); /* the lanes past the tokens stay 0 */
 	TI_CFG(&cfg);
@@ -239,34 +240,7 @@ AI void i8_rows(const struct ftkern_mat *m, long r0, long r1, int nb, const void
 					FTKERN_UNROLL
 					for (int i = 0; i < 16; i++)
 						acc[i] = kc ? _mm512_load_ps(am[i]) : _mm512_setzero_ps();
-					long j = 0;
-#ifdef I8_QUAD
-					for (; j + 4 <= nblk; j += 4) {
-						TI_LOAD(0, ab + j * BS, I8_KC);
-						TI_LOAD(1, bt[g] + j * BS * 16, 64);
-						TI_ZERO(4);
-						TI_DP(4, 0, 1);
-						TI_LOAD(2, ab + (j + 1) * BS, I8_KC);
-						TI_LOAD(3, bt[g] + (j + 1) * BS * 16, 64);
-						TI_ZERO(5);
-						TI_DP(5, 2, 3);
-						TI_LOAD(0, ab + (j + 2) * BS, I8_KC);
-						TI_LOAD(1, bt[g] + (j + 2) * BS * 16, 64);
-						TI_ZERO(6);
-						TI_DP(6, 0, 1);
-						TI_LOAD(2, ab + (j + 3) * BS, I8_KC);
-						TI_LOAD(3, bt[g] + (j + 3) * BS * 16, 64);
-						TI_ZERO(7);
-						TI_DP(7, 2, 3);
-						TI_STORE(4, cb[0], 64);
-						TI_STORE(5, cb[1], 64);
-						TI_STORE(6, cb[2], 64);
-						TI_STORE(7, cb[3], 64);
-						for (int q = 0; q < 4; q++)
-							i8_post((const int32_t (*)[16])cb[q], _mm512_load_ps(sxt[g][j + q]), (const float (*)[I8_KC / 16])swf, j + q, acc);
-					}
-#endif
-					for (; j < nblk; j += 2) { /* nblk is even (K % 64 == 0) */
+					for (long j = 0; j < nblk; j += 2) { /* nblk is even (K % 64 == 0) */
 						TI_LOAD(0, ab + j * BS, I8_KC);
 						TI_LOAD(1, bt[g] + j * BS * 16, 64);
 						TI_ZERO(4);
