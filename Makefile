@@ -172,6 +172,8 @@ $(BUILD)/obj/%_avx512.o:     XFLAGS = $(ISA_avx512)
 $(BUILD)/obj/%_avx512bf16.o: XFLAGS = $(ISA_avx512bf16)
 $(BUILD)/obj/%_avx512vnni.o: XFLAGS = $(ISA_avx512vnni)
 $(BUILD)/obj/%_amx.o:        XFLAGS = $(ISA_amx)
+$(BUILD)/obj/%_amx_int8.o:   XFLAGS = $(ISA_amx) -mavx512vnni
+$(BUILD)/obj/%_amx_int8_emu.o: XFLAGS = $(ISA_avx512vnni)
 
 $(LIBFTBENCH): $(LIB_OBJS) $(CU_OBJS)
 	$(call say,AR,$@)

@@ -1,6 +1,6 @@
 /* cpu_moe_kernels: in-cache throughput of each CPU MoE kernel on one thread (bench/README.md): one
  * expert matrix of 192 rows x K (default 3072; L2-resident), NB tokens, per format and ISA tier
- * below AMX, GB/s of weight bytes; then mxfp4_triton's split along K (64 bank rows of 5760
+ * (amx: the 4-bit formats' int8 tiles at every NB, its threshold set to 1), GB/s of weight bytes; then mxfp4_triton's split along K (64 bank rows of 5760
  * columns, gpt-oss gate_up). Tiers the CPU lacks are skipped. The weight bytes are random but
  * decode to normal numbers (no denormals). Built by `make bench-tools`.
  * usage: cpu_moe_kernels [NB (1..32, default 1) [K (32..8192, a multiple of 32)]] */
@@ -54,6 +54,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cpu_moe_kernels: cannot probe the CPU\n");
 		return 1;
 	}
+	ftkern_amx_i8_min_nb = 1;
 	for (size_t i = 0; i < sizeof w; i++)
 		w[i] = (uint8_t)((i & 1) ? 0x3c + (rand() & 3) : rand());
 	for (size_t i = 0; i < sizeof sc; i++)
@@ -70,9 +71,11 @@ int main(int argc, char **argv)
 		const struct ftfmt *f = ftfmt_lookup(names[fi]);
 		if (!f)
 			continue;
-		for (int isa = 0; isa < FTCPUMOE_ISA_AMX; isa++) {
+		for (int isa = 0; isa <= FTCPUMOE_ISA_AMX; isa++) {
 			if (!ftcpumoe_isa_supported((enum ftcpumoe_isa)isa, ci.isa))
 				continue;
+			if (isa == FTCPUMOE_ISA_AMX && f->id == FTFMT_BF16)
+				continue; /* the bf16 tiles: ftbench cpu-moe --isa amx */
 			const struct ftkern_ops *o = ftkern_select(isa, f->id, ci.isa);
 			if (!o || !o->rows)
 				continue;
@@ -100,7 +103,7 @@ int main(int argc, char **argv)
 			       ftcpumoe_isa_name((enum ftcpumoe_isa)isa), o->name, nb, (double)bytes * reps / t / 1e9);
 		}
 	}
-	for (int isa = 0; isa < FTCPUMOE_ISA_AMX; isa++) {
+	for (int isa = 0; isa <= FTCPUMOE_ISA_AMX; isa++) {
 		if (!ftcpumoe_isa_supported((enum ftcpumoe_isa)isa, ci.isa))
 			continue;
 		const struct ftkern_ops *o = ftkern_select(isa, FTFMT_MXFP4_TRITON, ci.isa);

@@ -23,11 +23,15 @@
  *               (vdpbf16ps); nvfp4, ds_fp4, q4_0 as avx512vnni when the CPU has VNNI, else avx512
  *   amx         avx512bf16 + AMX-TILE/AMX-BF16 (and the OS's leave): bf16 weights on the tiles
  *               (TDPBF16PS, 16 rows x 16 tokens per tile) where an expert has >= 4 tokens of the
- *               batch, the avx512bf16 kernel below that; the other formats as avx512bf16
+ *               batch, the avx512bf16 kernel below that; with AMX-INT8 and VNNI, nvfp4, ds_fp4,
+ *               q4_0 and mxfp4_triton as W4A8 on int8 tiles (TDPBSSD per scale block) where an
+ *               expert has >= tune.amx_min_nb tokens, the avx512vnni kernels below that (the
+ *               same activations); the other formats (or without AMX-INT8) as avx512bf16
  * `auto` (ftcpumoe_isa_best) picks avx512bf16 for bf16 and avx512vnni (W4A8) for nvfp4, ds_fp4,
  * q4_0 and mxfp4_triton, each falling back to the next tier the CPU has (the order measured
- * fastest: bench/RESULTS.md §4, "CPU MoE executor"); never amx. The executor's tune.isa says what
- * FTCPUMOE_ISA_AUTO means for it.
+ * fastest: bench/RESULTS.md §4, "CPU MoE executor"); never amx (its int8 tiles win only from
+ * 8-12 tokens of an expert, and batches up to 32 give 1-4: a tie at every batch measured, issue
+ * 23 round 3). The executor's tune.isa says what FTCPUMOE_ISA_AUTO means for it.
  *
  * Work splits (schedules), one per call, chosen from the format, the kernel and tune.sched:
  *  - dynamic (row-major formats; default from 8 pool workers): a step is a list of work items
@@ -100,6 +104,7 @@ struct ftcpumoe_tune {
 	long mx_pf_dist; /* mxfp4 K split's row prefetch distance, 64..8192 bytes */
 	long pf_scales;  /* 1: the W4A8 kernels prefetch their scale streams (0: not, as before) */
 	long trace;      /* 1: time the dynamic steps (ftcpumoe_trace) */
+	long amx_min_nb; /* amx tier, 4-bit formats: tokens of an expert from which the tiles run */
 };
 
 enum ftcpumoe_knob_type {

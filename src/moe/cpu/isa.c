@@ -102,6 +102,8 @@ const struct ftkern_ops *ftkern_select(int isa, enum ftfmt_id f, unsigned cpu_is
 	case FTCPUMOE_ISA_AMX:
 		if (ftkern_amx_ready() == 0)
 			o = ftkern_amx(f);
+		if (!o && ftkern_amx_ready() == 0 && (cpu_isa & FTCPU_AMX_INT8) && (cpu_isa & FTCPU_AVX512_VNNI))
+			o = ftkern_amx_int8(f); /* the 4-bit formats as W4A8 on the tiles */
 		if (!o) /* the other formats as avx512bf16 */
 			o = ftkern_select(FTCPUMOE_ISA_AVX512BF16, f, cpu_isa);
 		break;

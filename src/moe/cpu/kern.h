@@ -72,6 +72,16 @@ const struct ftkern_ops *ftkern_amx(enum ftfmt_id f);
 int ftkern_amx_ready(void);
 /* The same kernel on tiles emulated in C (kern_amx_emu.c), for tests on CPUs without AMX. */
 const struct ftkern_ops *ftkern_amx_emu(enum ftfmt_id f);
+/* AMX int8 (kern_amx_int8.c): the 4-bit formats as W4A8 on the tiles (TDPBSSD) for an expert's
+ * group of ftkern_amx_i8_min_nb tokens or more, the W4A8 VNNI kernels below that (the same
+ * prepared activations); needs AMX-INT8 and AVX512-VNNI. _emu: on tiles emulated in C
+ * (kern_amx_int8_emu.c; needs AVX512-VNNI), for tests. The default threshold: in cache, one
+ * thread, the tiles tie the VNNI kernels at 8 tokens and win from 12 (1.5-3.8x at 16-32; H200
+ * box, bench/RESULTS.md issue 23 round 3). */
+#define FTKERN_AMX_I8_MIN_NB 8
+extern int ftkern_amx_i8_min_nb;
+const struct ftkern_ops *ftkern_amx_int8(enum ftfmt_id f);
+const struct ftkern_ops *ftkern_amx_int8_emu(enum ftfmt_id f);
 
 /* The gated activation of pass 1 in 16-wide AVX-512 (kern_avx512.c): h[j] = w * act(g[j], u[j])
  * for j < n (u NULL: gate and up interleaved, g[2j] and g[2j+1]), for silu and swiglu_oai
