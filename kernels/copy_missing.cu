@@ -216,6 +216,7 @@ extern "C" cudaError_t ftmissing_copy(const struct ftmissing *c, int layer, cons
 #define FTMISSING_IDLE_CHECK_NS 1000000000ll   /* a sleeping proxy thread checks for stop this often */
 #define FTMISSING_BELL_POLL_NS 1000000ll       /* after the doorbell, poll this long for the plan, */
 #define FTMISSING_LATE_POLL_NS 50000ll         /* then look every 50 us */
+#define FTMISSING_SEQ_WORDS 5                  /* d_seq: see struct ftmissing_proxy */
 
 struct mailbox {
 	volatile long long seq; /* written last by the publish kernel */
@@ -232,7 +233,8 @@ struct ftmissing_proxy {
 	int max_n, device;
 	struct mailbox *mb;     /* pinned, mapped */
 	struct mailbox *mb_dev; /* its device pointer */
-	long long *d_seq;       /* [0] published, [1] done, [2] wait timeouts */
+	long long *d_seq;       /* [0] published, [1] done, [2] wait timeouts, [3] [4] the first timeout's
+				 * wanted and last seen done numbers (diagnosis) */
 	cudaStream_t cs;
 	pthread_t th;
 	int started;
@@ -254,7 +256,23 @@ struct ftmissing_proxy {
 	int timed;                 /* t0/t1 hold a plan's copies not yet read */
 	double timed_bytes, gbs;   /* bytes of that plan; learned copy-engine rate (GB/s) */
 	long long sleeps, wakes;   /* futex waits begun; of them, ended by the doorbell */
+	/* diagnosis (ftmissing_proxy_diag): what the thread saw and what failed first */
+	volatile long long seen;   /* the last plan handled (its sequence number) */
+	long long skipped;         /* plans the thread never saw (a sequence number jumped) */
+	long long memop_fallbacks; /* signals sent by the kernel after cuStreamWriteValue64 failed */
+	const char *first_err;     /* the first failed step, and its error code */
+	int first_code, memop_code;
 };
+
+/* Count a failed step of the proxy thread; the first one is kept for ftmissing_proxy_diag. */
+static void proxy_fail(struct ftmissing_proxy *p, const char *what, int code)
+{
+	if (!p->errors) {
+		p->first_err = what;
+		p->first_code = code;
+	}
+	p->errors++;
+}
 
 /* Grid: one block of FTMISSING_PUBLISH_BLOCK threads. */
 __global__ void publish_kernel(struct mailbox *mb, long long *seq, int layer, unsigned ce_mask, int merge,
@@ -293,7 +311,10 @@ __global__ void wait_kernel(long long *seq, unsigned sleep_ns)
 			__nanosleep(sleep_ns);
 		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
 		if (t - t0 > FTMISSING_WAIT_TIMEOUT_NS) {
-			atomicAdd((unsigned long long *)&seq[2], 1ull);
+			if (atomicAdd((unsigned long long *)&seq[2], 1ull) == 0) {
+				seq[3] = want;
+				seq[4] = v[1];
+			}
 			break;
 		}
 	}
@@ -428,8 +449,14 @@ static void *proxy_main(void *arg)
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		int layer = p->mb->layer, n = p->mb->n, merge = p->mb->merge;
 		unsigned ce_mask = p->mb->ce_mask;
-		if (layer < 0 || layer >= p->c->layers || n < 0 || n > p->max_n)
-			n = 0, p->errors++;
+		if (layer < 0 || layer >= p->c->layers || n < 0 || n > p->max_n) {
+			proxy_fail(p, "mailbox (layer or count out of range)", n);
+			n = 0;
+		}
+		if (s != last + 1) { /* each publish waits for the plan before it: never seen */
+			p->skipped += s - last - 1;
+			proxy_fail(p, "mailbox (a plan was skipped)", (int)(s - last));
+		}
 		memcpy(p->hsrc, p->mb->plan, (size_t)n * sizeof *p->hsrc);
 		memcpy(p->hdst, p->mb->plan + p->max_n, (size_t)n * sizeof *p->hdst);
 		int k = n ? build_copies(p, layer, n, ce_mask, merge) : 0;
@@ -438,29 +465,38 @@ static void *proxy_main(void *arg)
 		for (int i = 0; i < k; i++)
 			bytes += (double)p->sizes[i];
 		learn_rate(p);
-		if (k && cudaEventRecord(p->t0, p->cs) != cudaSuccess)
-			p->errors++;
-		if (k == 1 && cudaMemcpyAsync(p->dsts[0], p->srcs[0], p->sizes[0], cudaMemcpyHostToDevice, p->cs))
-			p->errors++;
-		if (k > 1 && cudaMemcpyBatchAsync((void *const *)p->dsts, (const void *const *)p->srcs, p->sizes,
-						  (size_t)k, &at, &idx, 1, p->cs) != cudaSuccess)
-			p->errors++;
-		if (k && cudaEventRecord(p->t1, p->cs) != cudaSuccess)
-			p->errors++;
+		cudaError_t ce;
+		if (k && (ce = cudaEventRecord(p->t0, p->cs)) != cudaSuccess)
+			proxy_fail(p, "cudaEventRecord", ce);
+		if (k == 1 &&
+		    (ce = cudaMemcpyAsync(p->dsts[0], p->srcs[0], p->sizes[0], cudaMemcpyHostToDevice, p->cs)))
+			proxy_fail(p, "cudaMemcpyAsync", ce);
+		if (k > 1 && (ce = cudaMemcpyBatchAsync((void *const *)p->dsts, (const void *const *)p->srcs, p->sizes,
+							(size_t)k, &at, &idx, 1, p->cs)) != cudaSuccess)
+			proxy_fail(p, "cudaMemcpyBatchAsync", ce);
+		if (k && (ce = cudaEventRecord(p->t1, p->cs)) != cudaSuccess)
+			proxy_fail(p, "cudaEventRecord", ce);
 		p->timed = k > 0;
 		p->timed_bytes = bytes;
 		p->batches++;
 		p->copies += k;
+		int sent = 0;
 		if (p->signal == FTMISSING_SIGNAL_MEMOP && p->write64) {
-			if (p->write64((CUstream)p->cs, (CUdeviceptr)(p->d_seq + 1), (cuuint64_t)s, 0) != CUDA_SUCCESS)
-				p->errors++;
-		} else {
+			CUresult cr = p->write64((CUstream)p->cs, (CUdeviceptr)(p->d_seq + 1), (cuuint64_t)s, 0);
+			sent = cr == CUDA_SUCCESS;
+			if (!sent) { /* the kernel signal still delivers this plan's number (counted) */
+				p->memop_fallbacks++;
+				p->memop_code = (int)cr;
+			}
+		}
+		if (!sent) {
 			signal_kernel<<<1, 1, 0, p->cs>>>(p->d_seq, s);
-			if (cudaGetLastError() != cudaSuccess)
-				p->errors++;
+			if ((ce = cudaGetLastError()) != cudaSuccess)
+				proxy_fail(p, "signal kernel launch", ce);
 		}
 		busy_until = mono_ns() + (long long)(bytes / p->gbs);
 		last = s;
+		p->seen = s;
 	}
 	return NULL;
 }
@@ -538,6 +574,25 @@ static write_value64_fn find_write64(int dev)
 	return (write_value64_fn)driver_fn("cuStreamWriteValue64");
 }
 
+/* Load every kernel the proxy path launches now. With lazy module loading (CUDA's default) a
+ * kernel is loaded at its first launch, and a load may wait for the whole context to go idle
+ * (CUDA programming guide, lazy loading: concurrent execution): a first launch while a wait
+ * kernel spins (the kernel signal from the proxy thread, or the SM part of a later plan enqueued
+ * behind a waiting one) would then wait for that wait kernel, which waits for the signal, until
+ * its 10 s timeout. */
+static cudaError_t preload_kernels(void)
+{
+	struct cudaFuncAttributes a;
+	cudaError_t e;
+	if ((e = cudaFuncGetAttributes(&a, publish_kernel)) || (e = cudaFuncGetAttributes(&a, wait_kernel)) ||
+	    (e = cudaFuncGetAttributes(&a, signal_kernel)) ||
+	    (e = cudaFuncGetAttributes(&a, fused_kernel<FTMISSING_UNROLL, 0>)) ||
+	    (e = cudaFuncGetAttributes(&a, bank_kernel<uint4>)) || (e = cudaFuncGetAttributes(&a, bank_kernel<unsigned>)) ||
+	    (e = cudaFuncGetAttributes(&a, bank_kernel<unsigned char>)))
+		return e;
+	return cudaSuccess;
+}
+
 extern "C" cudaError_t ftmissing_proxy_create(struct ftmissing_proxy **out, const struct ftmissing *c, int max_n)
 {
 	*out = NULL;
@@ -568,9 +623,11 @@ extern "C" cudaError_t ftmissing_proxy_create(struct ftmissing_proxy **out, cons
 		e = cudaHostGetDevicePointer((void **)&p->mb_dev, p->mb, 0);
 	}
 	if (!e)
-		e = cudaMalloc((void **)&p->d_seq, 3 * sizeof(long long));
+		e = cudaMalloc((void **)&p->d_seq, FTMISSING_SEQ_WORDS * sizeof(long long));
 	if (!e)
-		e = cudaMemset(p->d_seq, 0, 3 * sizeof(long long));
+		e = cudaMemset(p->d_seq, 0, FTMISSING_SEQ_WORDS * sizeof(long long));
+	if (!e)
+		e = preload_kernels();
 	if (!e)
 		e = cudaStreamCreateWithFlags(&p->cs, cudaStreamNonBlocking);
 	if (!e)
@@ -684,4 +741,31 @@ extern "C" int ftmissing_proxy_errors(const struct ftmissing_proxy *p)
 	if (p && p->d_seq)
 		cudaMemcpy(&t, p->d_seq + 2, sizeof t, cudaMemcpyDeviceToHost);
 	return (p ? p->errors : 0) + (int)t;
+}
+
+extern "C" int ftmissing_proxy_diag(const struct ftmissing_proxy *p, char *buf, size_t len)
+{
+	long long d[FTMISSING_SEQ_WORDS] = {0};
+	if (!buf || !len)
+		return 0;
+	buf[0] = 0;
+	if (!p)
+		return 0;
+	cudaError_t e = cudaMemcpy(d, p->d_seq, sizeof d, cudaMemcpyDeviceToHost);
+	int u = snprintf(buf, len, "plans published %lld, signalled done %lld%s; the thread handled %lld (mailbox at %lld, "
+			 "doorbell %u, %lld skipped); issue errors %d",
+			 d[0], d[1], e ? " (device counters unreadable)" : "", (long long)p->seen, (long long)p->mb->seq,
+			 __atomic_load_n(&p->bell, __ATOMIC_SEQ_CST), p->skipped, (int)p->errors);
+	if (p->errors && u >= 0 && (size_t)u < len)
+		u += snprintf(buf + u, len - u, " (first: %s, error %d)", p->first_err ? p->first_err : "?", p->first_code);
+	if (u >= 0 && (size_t)u < len)
+		u += snprintf(buf + u, len - u, "; wait timeouts %lld", d[2]);
+	if (d[2] && u >= 0 && (size_t)u < len)
+		u += snprintf(buf + u, len - u, " (the first waited for %lld, saw done %lld)", d[3], d[4]);
+	if (p->memop_fallbacks && u >= 0 && (size_t)u < len)
+		u += snprintf(buf + u, len - u, "; memop signal failed %lld times (CUresult %d), sent by kernel",
+			      p->memop_fallbacks, p->memop_code);
+	if (u >= 0 && (size_t)u < len)
+		u += snprintf(buf + u, len - u, "; thread sleeps %lld, doorbell wake-ups %lld", p->sleeps, p->wakes);
+	return u;
 }

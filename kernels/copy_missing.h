@@ -57,7 +57,9 @@ cudaError_t ftmissing_copy_path(const struct ftmissing *c, int fused, int blocks
  * a signal (cuStreamWriteValue64, or a one-thread kernel where stream memory operations are
  * unavailable) that stores the sequence number in device memory; a one-thread wait kernel holds
  * the caller's stream until that number arrives (or a 10 s timeout, which counts in
- * ftmissing_proxy_errors). The thread does not spin while idle: it sleeps on a doorbell (futex) that
+ * ftmissing_proxy_errors; a memop that fails is replaced by the kernel signal). Every kernel of
+ * the path is loaded at create time: a lazy load at a first launch while a wait kernel spins
+ * could wait for that kernel. The thread does not spin while idle: it sleeps on a doorbell (futex) that
  * ftmissing_proxy_copy rings as it enqueues a plan, or, captured in a graph, a host node rings when
  * the graph reaches the publish kernel (on a stream forked from the caller's and joined back
  * after the wait kernel; a stream's host function rang 0.1-0.3 ms late on the H200 host, a
@@ -105,6 +107,12 @@ cudaError_t ftmissing_proxy_copy(struct ftmissing_proxy *p, int layer, const int
 			    const int32_t *num, cudaStream_t s);
 /* Copies the proxy failed to issue, and waits that timed out (0 when all is well). */
 int ftmissing_proxy_errors(const struct ftmissing_proxy *p);
+/* One line for a failure report: plans published and signalled done (device counters), the
+ * plan the thread handled last, the mailbox's and the doorbell's counts, the first failed step
+ * and its error code, the wait timeouts (the first one's wanted and seen numbers), memop signals
+ * that fell back to the kernel, the thread's sleeps. Reads device memory (a synchronous copy).
+ * Returns what snprintf returns. */
+int ftmissing_proxy_diag(const struct ftmissing_proxy *p, char *buf, size_t len);
 /* Plans handled and copy-engine copies issued so far (read after the stream is idle). */
 void ftmissing_proxy_stats(const struct ftmissing_proxy *p, long long *batches, long long *copies);
 /* The thread's sleeps so far, of them those the doorbell (or an option change) ended, and the
