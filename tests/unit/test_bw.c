@@ -568,6 +568,10 @@ static void test_schema(void **s)
 	assert_true(fabs(json_number_value(json_object_get(rs, "min")) - 2.4 * 0.98) < 1e-9);
 	assert_true(fabs(json_number_value(json_object_get(rs, "max")) - 2.4 * 1.03) < 1e-9);
 	assert_int_equal(json_integer_value(json_object_get(rs, "samples")), 4);
+	/* the median of the pairs' ratios (even count: the mean of the middle two) */
+	assert_true(fabs(json_number_value(json_object_get(entry_of(p, "bf16"), "ratio_paired")) - 2.4 * 1.01) < 1e-9);
+	/* the fake's CPU samples are all equal: no step under 0.8 x the median */
+	assert_true(fabs(json_number_value(json_object_get(entry_of(p, "bf16"), "cpu_moe_slow_steps"))) < 1e-12);
 	/* a sweep, with a failed tier */
 	json_t *e = entry_of(p, "bf16");
 	json_object_set_new(e, "isa_sweep", json_pack("{s:f,s:n}", "avx2", 80.0, "scalar"));
@@ -576,6 +580,7 @@ static void test_schema(void **s)
 	assert_int_equal(run_fake(&f, &c, NULL, &p, err), 0);
 	assert_schema(p);
 	assert_true(json_is_null(json_object_get(entry_of(p, "bf16"), "ratio_rounds_spread"))); /* no GPU */
+	assert_true(json_is_null(json_object_get(entry_of(p, "bf16"), "ratio_paired")));
 	/* and the schema does bite: a figure of the wrong type */
 	json_object_set_new(entry_of(p, "bf16"), "cpu_moe_gbs", json_string("fast"));
 	assert_int_equal(ftt_schema_validate("api/schemas/profile.schema.json", p, err, sizeof err), -EINVAL);
