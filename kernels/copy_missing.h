@@ -70,7 +70,13 @@ cudaError_t ftmissing_copy_path(const struct ftmissing *c, int fused, int blocks
  * Split: banks whose row_bytes < opts.sm_below are copied by the fused (or, misaligned, the
  * per-bank) SM kernel restricted to those banks, launched on the caller's stream between the
  * publish and the wait kernels, so it runs while the copy engines move the large banks.
- * Merge: entries whose src rows and dst slots are both consecutive become one copy per bank.
+ * Head (opts.sm_head > 0, fused path only): the SM kernel also copies the first bytes of every
+ * row of the copy-engine banks, head16_b = min(row16_b / 2, row16_b * sm_head / (n * sum of the
+ * copy-engine banks' row bytes)) 16-byte units of bank b (about sm_head bytes in all), while the
+ * proxy thread wakes and issues the rest of each row: the link is busy from the publish on, not
+ * only from the copies' start.
+ * Merge: entries whose src rows and dst slots are both consecutive become one copy per bank
+ * (not with a head: each row's copy then starts after its head).
  * Capturable: the publish and wait kernels read their sequence numbers from device memory; the
  * split is fixed at launch (capture) time from the options then in force.
  * The proxy must outlive every graph that uses it. */
@@ -78,6 +84,8 @@ cudaError_t ftmissing_copy_path(const struct ftmissing *c, int fused, int blocks
 #define FTMISSING_PROXY_WAIT_SLEEP_NS 64         /* default opts.wait_sleep_ns */
 #define FTMISSING_PROXY_SPIN_US 200              /* default opts.spin_us (measured: bench/RESULTS.md) */
 #define FTMISSING_PROXY_SPIN_ALWAYS (-1)         /* opts.spin_us: poll all the time (the first proxy) */
+#define FTMISSING_PROXY_HEAD_BYTES (4u << 20)    /* default opts.sm_head */
+#define FTMISSING_PROXY_HEAD_MAX (1u << 30)      /* the largest opts.sm_head */
 enum ftmissing_signal { FTMISSING_SIGNAL_KERNEL = 0, FTMISSING_SIGNAL_MEMOP = 1 };
 
 struct ftmissing_proxy_opts {
@@ -86,6 +94,8 @@ struct ftmissing_proxy_opts {
 	int signal;        /* enum ftmissing_signal (MEMOP falls back to KERNEL when unsupported) */
 	int wait_sleep_ns; /* the wait kernel's poll interval, 0..1000000 */
 	int spin_us;       /* the thread's poll after a plan's copies end, -1..1000000 (see above) */
+	size_t sm_head;    /* head: about this many bytes of the copy-engine banks' rows go to the SM
+			    * kernel (0: none; at most FTMISSING_PROXY_HEAD_MAX; see above) */
 };
 
 /* Attributes of a cudaMemcpyBatchAsync from pinned host memory to `device` (source read in
