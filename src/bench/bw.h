@@ -237,10 +237,13 @@ void ftbw_decide(bool cpu_path, bool have_gpu, double cpu_gbs, const char *cpu_e
 /* The profile's own checks, set as "valid" and "invalid_reasons" (an array, empty when valid):
  * a CPU MoE figure above the CPU read ceiling by more than FTBW_VALID_ABOVE_READ (the ceiling was
  * not what memory sustains), a ceiling or figure whose spread (max - min) exceeds max_spread of
- * its median (the host was not quiet; 0: not checked), a linear PCIe copy under
+ * its median (the host was not quiet; 0: not checked; a CPU MoE figure with cpu_moe_slow_steps:
+ * more than FTBW_VALID_SLOW_STEPS of its steps under 0.8 x the median, or max - median over
+ * max_spread of it: with hundreds of steps one straggler sets the minimum), a linear PCIe copy under
  * FTBW_VALID_LINK_SHARE of what the link as trained carries. Returns the number of reasons. */
 #define FTBW_VALID_ABOVE_READ 1.10
 #define FTBW_VALID_SPREAD 0.75
+#define FTBW_VALID_SLOW_STEPS 0.05
 #define FTBW_VALID_LINK_SHARE 0.50
 int ftbw_check_valid(json_t *prof, double max_spread);
 
