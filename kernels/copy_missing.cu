@@ -677,11 +677,19 @@ static cudaError_t preload_kernels(void)
 	return cudaSuccess;
 }
 
+extern "C" int ftmissing_proxy_usable(void)
+{
+	const char *v = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+	return !(v && atoi(v) == 1);
+}
+
 extern "C" cudaError_t ftmissing_proxy_create(struct ftmissing_proxy **out, const struct ftmissing *c, int max_n)
 {
 	*out = NULL;
 	if (!c || max_n <= 0)
 		return cudaErrorInvalidValue;
+	if (!ftmissing_proxy_usable())
+		return cudaErrorNotSupported;
 	struct ftmissing_proxy *p = (struct ftmissing_proxy *)calloc(1, sizeof *p);
 	if (!p)
 		return cudaErrorMemoryAllocation;
@@ -857,6 +865,10 @@ extern "C" int ftmissing_proxy_diag(const struct ftmissing_proxy *p, char *buf, 
 		u += snprintf(buf + u, len - u, "; wait timeouts %lld", d[2]);
 	if (d[2] && u >= 0 && (size_t)u < len)
 		u += snprintf(buf + u, len - u, " (the first waited for %lld, saw done %lld)", d[3], d[4]);
+	if (!e && p->seen > d[1] && !p->errors && u >= 0 && (size_t)u < len)
+		u += snprintf(buf + u, len - u, "; plans up to %lld were issued and not signalled: their copies or "
+			      "signal queued behind the waiting stream (a hardware queue shared with it?)",
+			      (long long)p->seen);
 	if (p->memop_fallbacks && u >= 0 && (size_t)u < len)
 		u += snprintf(buf + u, len - u, "; memop signal failed %lld times (CUresult %d), sent by kernel",
 			      p->memop_fallbacks, p->memop_code);

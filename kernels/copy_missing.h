@@ -106,7 +106,14 @@ struct ftmissing_proxy;
 void ftmissing_proxy_default_opts(struct ftmissing_proxy_opts *o);
 /* 1 when every option is in range (what ftmissing_proxy_set_opts accepts), else 0. */
 int ftmissing_proxy_opts_ok(const struct ftmissing_proxy_opts *o);
-cudaError_t ftmissing_proxy_create(struct ftmissing_proxy **out, const struct ftmissing *c, int max_n); /* default opts */
+/* 0 when the proxy cannot work here: CUDA_DEVICE_MAX_CONNECTIONS=1 puts every stream on one
+ * hardware queue, where the proxy's copies and signal wait behind the caller's wait kernel until
+ * its timeout (measured on the H200: bench/RESULTS.md). The proxy needs its copy stream on
+ * another queue than the waiting stream's, which CUDA assigns (round robin over
+ * CUDA_DEVICE_MAX_CONNECTIONS, 8 by default); a shared one shows in ftmissing_proxy_diag. */
+int ftmissing_proxy_usable(void);
+/* default opts; cudaErrorNotSupported when !ftmissing_proxy_usable() */
+cudaError_t ftmissing_proxy_create(struct ftmissing_proxy **out, const struct ftmissing *c, int max_n);
 void ftmissing_proxy_destroy(struct ftmissing_proxy *p); /* accepts NULL; stops and joins the thread */
 /* Options for later ftmissing_proxy_copy calls (and later graph captures); plans in flight keep
  * theirs. cudaErrorInvalidValue for a bad option. */

@@ -700,6 +700,17 @@ static void test_proxy_stress(void **st)
 {
 	if (!have_gpu())
 		skip();
+	if (!ftmissing_proxy_usable()) { /* CUDA_DEVICE_MAX_CONNECTIONS=1: refused, not hung */
+		struct ftgather *g;
+		struct ftgather_geom geom = {ftfmt_lookup("bf16"), 256, 128, 8, 1, 8, 8};
+		struct ftmissing_proxy *px = NULL;
+		assert_int_equal(ftgather_create(&g, &geom, NULL), 0);
+		assert_int_equal(ftmissing_proxy_create(&px, ftgather_copier(g), 8), cudaErrorNotSupported);
+		assert_int_equal(ftgather_default_path(g), FTGATHER_FUSED);
+		ftgather_free(g);
+		printf("  one hardware queue (CUDA_DEVICE_MAX_CONNECTIONS=1): the proxy is refused, the SM gather is the default\n");
+		return;
+	}
 	/* the kernel signal first: its first launch comes from the proxy thread while a wait spins */
 	proxy_stress(FTMISSING_SIGNAL_KERNEL, 0, 100000, 0, 1500);
 	proxy_stress(FTMISSING_SIGNAL_MEMOP, FTMISSING_PROXY_SPIN_US, FTMISSING_PROXY_SPLIT_BYTES, 0, 1500);
