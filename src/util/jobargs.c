@@ -188,9 +188,9 @@ static const struct ftargs_spec bw_args[] = {
 
 static const struct ftargs_spec cache_copy_args[] = {
 	{"models", FTARGS_T_NAMES, "--models"},
-	{"cache_slots", FTARGS_T_INTLIST, "--cache-slots", 1, 1000000},
-	{"batch_sizes", FTARGS_T_INTLIST, "--batch-sizes", 1, 65536},
-	{"miss_rates", FTARGS_T_NUMLIST, "--miss-rates", 0, 1},
+	{"cache_slots", FTARGS_T_INTLIST, "--cache-slots", 1, 16777215, NULL, 0, 32}, /* FTSC_MAX_SLOTS */
+	{"batch_sizes", FTARGS_T_INTLIST, "--batch-sizes", 1, 4096, NULL, 0, 32},
+	{"miss_rates", FTARGS_T_NUMLIST, "--miss-rates", 0, 1, NULL, 0, 32}, /* lists: FTCC_MAX_LIST */
 	{"repeat", FTARGS_T_INT, "--repeat", 1, 100000},
 	{"copy", FTARGS_T_ENUM, "--copy", 0, 0, "fused|proxy"},
 	{"gpu", FTARGS_T_GPU, "--gpu"},

@@ -255,7 +255,7 @@ def rows(t):
     add("threshold NaN-ish string", bw({"threshold": "nan"}), 400)
     add("overlap_seconds 601", bw({"overlap_seconds": 601}), 400)
     add("miss_rates 2", start({"kind": "cache-copy", "args": {"miss_rates": [0.5, 2]}}), 400)
-    add("batch_sizes 65 items", start({"kind": "cache-copy", "args": {"batch_sizes": [1] * 65}}), 400)
+    add("batch_sizes 33 items", start({"kind": "cache-copy", "args": {"batch_sizes": [1] * 33}}), 400)
     add("copy bogus", start({"kind": "cache-copy", "args": {"copy": "dma"}}), 400)
     add("[d3] modes 4 items", lw({"modes": ["baseline", "parallel", "ftw", "ftw"]}, t), 400)
     add("modes unknown", lw({"modes": ["turbo"]}, t), 400)

@@ -49,4 +49,28 @@ for kind, table in kinds:
             rc, err = cli(kind, flag, fmt(v, integer))
             check(f"{kind} {flag}={fmt(v, integer)}: the CLI {'accepts' if want == 0 else 'refuses'} it",
                   rc == want, f"exit {rc}: {err[-200:]}")
+    # Lists: each item's [minimum, maximum] and the most items, the same three ways.
+    for name, typ, flag, lo, hi, rest in re.findall(
+            r'\{"(\w+)", (FTARGS_T_INTLIST|FTARGS_T_NUMLIST), "(--[a-z-]+)", ([-0-9.e]+), ([-0-9.e]+)([^}]*)\}',
+            tables[table]):
+        integer = typ == "FTARGS_T_INTLIST"
+        lo, hi = float(lo), float(hi)
+        extra = [x.strip() for x in rest.split(",") if x.strip()]
+        most = int(extra[2]) if len(extra) >= 3 and int(extra[2]) > 0 else 64
+        p = props.get(name, {})
+        items = p.get("items", {})
+        check(f"{kind} {name}: the spec's items are the daemon's [{lo:g}, {hi:g}], at most {most}",
+              items.get("minimum") is not None and float(items["minimum"]) == lo
+              and float(items["maximum"]) == hi and p.get("maxItems") == most,
+              f"spec items {items.get('minimum')}..{items.get('maximum')}, maxItems {p.get('maxItems')}")
+        step = 1 if integer else max(abs(hi) * 1e-3, 1e-9)
+        low = lo - (1 if integer else max(abs(lo) * 1e-3, 1e-9))
+        for v, want in ((lo, 0), (hi, 0), (hi + step, 2), (low, 2)):
+            rc, err = cli(kind, flag, fmt(v, integer))
+            check(f"{kind} {flag}={fmt(v, integer)}: the CLI {'accepts' if want == 0 else 'refuses'} it",
+                  rc == want, f"exit {rc}: {err[-200:]}")
+        for n, want in ((most, 0), (most + 1, 2)):
+            rc, err = cli(kind, flag, ",".join([fmt(lo, integer)] * n))
+            check(f"{kind} {flag} with {n} items: the CLI {'accepts' if want == 0 else 'refuses'} it",
+                  rc == want, f"exit {rc}: {err[-200:]}")
 sys.exit(tap.done())

@@ -559,9 +559,11 @@ static void test_schedules(void **s)
 }
 
 /* The row kernels' multi-row walks against a row at a time: bf16dp's two interleaved streams
- * (every batch) and the W4A8 kernels' four-row blocks (q4_0, batch 1) sum each row
- * bit-identically to a call of that one row, on odd and even ranges, every tier with a vector
- * row kernel. */
+ * (every batch) and the W4A8 kernels' four-row blocks (q4_0, batch 1), with and without the
+ * scale-stream prefetch (ftkern_pf_scales), sum each row bit-identically to a call of that one
+ * row, on odd and even ranges, every tier with a vector row kernel. AMX from FTKERN_AMX_MIN_NB
+ * tokens sums a block of 16 rows on the tiles, in another order than its one-row fallback: it is
+ * checked against float64 instead (test_amx_bf16, run_format). */
 static void test_streams(void **s)
 {
 	static const enum ftfmt_id fs[] = {FTFMT_BF16, FTFMT_NVFP4, FTFMT_MXFP4_TRITON, FTFMT_DS_FP4, FTFMT_Q4_0};
@@ -600,8 +602,12 @@ static void test_streams(void **s)
 			}
 			static const long rg[][2] = {{0, 1}, {3, 4 + 2 * 17}, {5, 5 + 64}, {0, 2 * I}};
 			static const int nbs[] = {1, 3, 5};
+			for (int psc = 0; psc < 2; psc++)
 			for (size_t ri = 0; ri < sizeof rg / sizeof rg[0]; ri++)
 				for (size_t ni = 0; ni < sizeof nbs / sizeof nbs[0]; ni++) {
+					if (t == FTCPUMOE_ISA_AMX && nbs[ni] >= FTKERN_AMX_MIN_NB)
+						continue;
+					ftkern_pf_scales = psc;
 					memset(y1, 0, sizeof y1);
 					memset(y2, 0, sizeof y2);
 					for (long r = rg[ri][0]; r < rg[ri][1]; r++) { /* a row per call */
@@ -614,6 +620,7 @@ static void test_streams(void **s)
 						for (long r = 0; r < rg[ri][1] - rg[ri][0]; r++)
 							assert_true(y1[bb][r] == y2[bb][r] && y1[bb][r] != 0.0f);
 				}
+			ftkern_pf_scales = FTKERN_PF_SCALES;
 			tested++;
 		}
 		free_banks(&b);

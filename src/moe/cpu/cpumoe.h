@@ -93,11 +93,12 @@ struct ftcpumoe_tune {
 	long isa;        /* enum ftcpumoe_isa: what FTCPUMOE_ISA_AUTO resolves to (AUTO: the best) */
 	long sched;      /* enum ftcpumoe_sched */
 	long item_kb;    /* dynamic pass-1 item KiB, 16..65536; 0: by the step's size */
-	long item2_kb;   /* dynamic pass-2 item KiB, 16..65536; 0: item_kb if set, else 128 */
+	long item2_kb;   /* dynamic pass-2 item KiB, 16..65536; 0: item_kb if set, else 128 (mxfp4 256) */
 	long tail_div;   /* 1..64: the last expert's pass-2 items this many times smaller */
 	long pf_dist;    /* row kernels' prefetch distance, bytes (0: none) */
 	long pf_far;     /* row kernels' L2 prefetch distance, bytes (0: none) */
 	long mx_pf_dist; /* mxfp4 K split's row prefetch distance, 64..8192 bytes */
+	long pf_scales;  /* 1: the W4A8 kernels prefetch their scale streams (0: not, as before) */
 	long trace;      /* 1: time the dynamic steps (ftcpumoe_trace) */
 };
 
@@ -149,7 +150,7 @@ struct ftcpumoe_cfg {
 	struct ftpool *pool;    /* borrowed; its driver thread calls ftcpumoe_forward */
 	const struct ftcpu_info *cpu; /* borrowed during create only */
 	/* copied at create; NULL: ftcpumoe_tune_defaults. The kernel knobs (pf_dist, pf_far,
-	 * mx_pf_dist) are process-wide: the last create sets them. */
+	 * mx_pf_dist, pf_scales) are process-wide: the last create sets them. */
 	const struct ftcpumoe_tune *tune;
 };
 

@@ -18,7 +18,7 @@
 #define DYN_ITEM2_KB 128
 /* ... and of the mxfp4_triton K split, pass 1 and pass 2. */
 #define DYN_ITEM_T_KB 512
-#define DYN_ITEM2_T_KB 128
+#define DYN_ITEM2_T_KB 256
 /* tune.sched auto: the dynamic schedules from this many pool workers, the static ones below. */
 #define DYN_MIN_THREADS 8
 
@@ -62,6 +62,7 @@ static void set_kernel_knobs(const struct ftcpumoe_tune *t)
 	ftkern_pf_dist = (int)t->pf_dist;
 	ftkern_pf_far = (int)t->pf_far;
 	ftkern_mx_pf_dist = (int)(t->mx_pf_dist / 64 * 64);
+	ftkern_pf_scales = (int)t->pf_scales;
 }
 
 /* The work items of the dynamic schedules (row-major formats: rows per item of pass 1, pass 2

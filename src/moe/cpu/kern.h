@@ -97,8 +97,14 @@ extern int ftkern_pf_dist;
 extern int ftkern_pf_far;
 /* ftkern_mx_pf_dist: bytes ahead of its strip that each row of a scale block is prefetched in the
  * mxfp4_triton W4A8 K split (a multiple of 64). */
-#define FTKERN_MX_PF_DIST 512
+#define FTKERN_MX_PF_DIST 256
 extern int ftkern_mx_pf_dist;
+/* ftkern_pf_scales: 1, the W4A8 kernels prefetch their scale streams: nvfp4 / ds_fp4 near (L1)
+ * and far (L2) once per 64-byte line at the weights' distances scaled to the stream's rate,
+ * nvfp4's per-row fp16 globals a line ahead, the mxfp4 K split's block scales with its rows; 0:
+ * nvfp4's near prefetch every group alone, none of the others (the earlier kernels). */
+#define FTKERN_PF_SCALES 1
+extern int ftkern_pf_scales;
 
 /* float value of every e4m3 / e8m0 byte (kern_tables.c) */
 extern const float ftkern_e4m3_lut[256];

@@ -106,8 +106,8 @@ static void prep_q4(const float *x, long K, void *dst) { prep(x, K, dst, F_Q4); 
 
 /* Decode group k (128 elements) of one row: wa, wb the biased unsigned codes of the low / high
  * nibbles, sw the weight scale of each 32-bit lane. */
-AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, const int full, long pd, long pf, __m512i *wa,
-		 __m512i *wb, __m512 *sw, const int F)
+AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, const int full, long pd, long pf, int psc,
+		 __m512i *wa, __m512i *wb, __m512 *sw, const int F)
 {
 	const __m512i lut = _mm512_broadcast_i32x4(_mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
 	const __m512i m15 = _mm512_set1_epi8(15);
@@ -165,8 +165,16 @@ AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, const int full, 
 		*wb = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(v, 4), m15));
 		if (F == F_NV) {
 			const uint8_t *s = sc + k / 16;
-			if (pd)
+			if (psc) { /* the scale stream at 1/8 the weights' rate: once per line */
+				if (((uintptr_t)s & 63) < 8) {
+					if (pd)
+						_mm_prefetch((const char *)s + pd / 8, _MM_HINT_T0);
+					if (pf)
+						_mm_prefetch((const char *)s + pf / 8, _MM_HINT_T1);
+				}
+			} else if (pd) {
 				_mm_prefetch((const char *)s + pd / 8, _MM_HINT_T0);
+			}
 			uint64_t s8 = 0;
 			if (full) /* constant sizes: one load, no byte loop */
 				memcpy(&s8, s, 8);
@@ -177,6 +185,12 @@ AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, const int full, 
 								   _mm512_set1_epi32((int)0x87F00000u)));
 		} else {
 			const uint8_t *s = sc + k / 32;
+			if (psc && ((uintptr_t)s & 63) < 4) { /* 1/16 the weights' rate */
+				if (pd)
+					_mm_prefetch((const char *)s + pd / 16, _MM_HINT_T0);
+				if (pf)
+					_mm_prefetch((const char *)s + pf / 16, _MM_HINT_T1);
+			}
 			uint32_t s4 = 0;
 			if (full)
 				memcpy(&s4, s, 4);
@@ -190,14 +204,14 @@ AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, const int full, 
 
 /* One group (128 elements; full 0: the zero-padded last 64) of R rows into acc[j][b]. */
 AI void vnni_step(const uint8_t *const *row, const uint8_t *const *sc, long k, long gi, long pd, long pf,
-		  const uint8_t *const *x, __m512 (*acc)[FTKERN_TILE], const int full, const int NB,
+		  int psc, const uint8_t *const *x, __m512 (*acc)[FTKERN_TILE], const int full, const int NB,
 		  const int F, const int R)
 {
 	__m512i wa[4], wb[4];
 	__m512 sw[4];
 	FTKERN_UNROLL
 	for (int j = 0; j < R; j++)
-		vnni_dec(row[j], sc[j], k, full, pd, pf, &wa[j], &wb[j], &sw[j], F);
+		vnni_dec(row[j], sc[j], k, full, pd, pf, psc, &wa[j], &wb[j], &sw[j], F);
 	FTKERN_UNROLL
 	for (int b = 0; b < NB; b++) {
 		const uint8_t *g = x[b] + gi;
@@ -222,6 +236,7 @@ AI void vnni_row(const struct ftkern_mat *m, const long *rr, const uint8_t *cons
 		for (int b = 0; b < NB; b++)
 			acc[j][b] = _mm512_setzero_ps();
 	long K = m->K, pd = ftkern_pf_dist, pf = ftkern_pf_far, k = 0, gi = 0;
+	int psc = ftkern_pf_scales;
 	const uint8_t *row[2], *sc[2] = {NULL, NULL};
 	FTKERN_UNROLL
 	for (int j = 0; j < R; j++) {
@@ -231,11 +246,14 @@ AI void vnni_row(const struct ftkern_mat *m, const long *rr, const uint8_t *cons
 			row[j] = m->w + rr[j] * (K / 2);
 			sc[j] = m->s + rr[j] * (K / (F == F_NV ? 16 : 32));
 		}
+		/* nvfp4's fp16 global of the row 32 rows ahead (a line of them per 32 rows) */
+		if (F == F_NV && psc && !((rr[j] + 32) & 31))
+			_mm_prefetch((const char *)(m->g + 2 * (rr[j] + 32)), _MM_HINT_T0);
 	}
 	for (; k + 128 <= K; k += 128, gi += GROUP)
-		vnni_step(row, sc, k, gi, pd, pf, x, acc, 1, NB, F, R);
+		vnni_step(row, sc, k, gi, pd, pf, psc, x, acc, 1, NB, F, R);
 	if (k < K)
-		vnni_step(row, sc, k, gi, pd, pf, x, acc, 0, NB, F, R);
+		vnni_step(row, sc, k, gi, pd, pf, psc, x, acc, 0, NB, F, R);
 	FTKERN_UNROLL
 	for (int j = 0; j < R; j++) {
 		float post = F == F_NV ? 0.5f * _cvtsh_ss(ftkern_ld16(m->g + 2 * rr[j])) : F == F_DS ? 0.5f : 1.0f;
@@ -287,9 +305,9 @@ AI void vnni_row4(const struct ftkern_mat *m, long r, long pd, long pf, const ui
 	for (int j = 0; j < 4; j++)
 		acc[j][0] = _mm512_setzero_ps();
 	for (; k + 128 <= K; k += 128, gi += GROUP)
-		vnni_step(row, sc, k, gi, pd, pf, &x, acc, 1, 1, F, 4);
+		vnni_step(row, sc, k, gi, pd, pf, 0, &x, acc, 1, 1, F, 4);
 	if (k < K)
-		vnni_step(row, sc, k, gi, pd, pf, &x, acc, 0, 1, F, 4);
+		vnni_step(row, sc, k, gi, pd, pf, 0, &x, acc, 0, 1, F, 4);
 	__m128 s = hsum4(acc[0][0], acc[1][0], acc[2][0], acc[3][0]);
 	if (F == F_NV) {
 		__m128 g = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(m->g + 2 * r)));
@@ -419,6 +437,7 @@ AI void mx_block(const struct ftkern_mat *m, long ra, long rb, long kb, long kk1
 {
 	const __m512i emask = _mm512_set1_epi32(0x7F800000);
 	long N = m->N, rows_total = m->K / 2, pd = ftkern_mx_pf_dist;
+	int psc = ftkern_pf_scales;
 	const uint8_t *w = m->w, *sc = m->s + kb * N;
 	long p0 = ra & ~1L;
 	for (long c = 0; c < N; c += MX_STRIP) {
@@ -435,6 +454,10 @@ AI void mx_block(const struct ftkern_mat *m, long ra, long rb, long kb, long kk1
 			const char *q = (const char *)w + r0 * N + off;
 			for (long r = r0; r < r1; r++, q += N)
 				_mm_prefetch(q, _MM_HINT_T0);
+			/* and the block's scale row (one byte per column, the next block's when
+			 * wrapped): a stream of 1/16 of the weights' bytes */
+			if (psc && r1 > r0)
+				_mm_prefetch((const char *)sc + (r0 > p0 ? N : 0) + off, _MM_HINT_T0);
 		}
 		__m512i acc[FTKERN_TILE][4];
 		FTKERN_UNROLL

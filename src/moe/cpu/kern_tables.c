@@ -136,3 +136,4 @@ const float ftkern_e8m0_lut[256] = {
 
 int ftkern_pf_dist = FTKERN_PF_DIST;
 int ftkern_pf_far = FTKERN_PF_FAR;
+int ftkern_pf_scales = FTKERN_PF_SCALES;

@@ -20,7 +20,7 @@ const struct ftcpumoe_knob ftcpumoe_knobs[] = {
 	{"item_kb", FTCPUMOE_KNOB_INT, 16, 65536, "auto", 0, OFF(item_kb),
 	 "KiB of weights per pass-1 item of the dynamic schedules (auto: 128-512 by the step, mxfp4 512)"},
 	{"item2_kb", FTCPUMOE_KNOB_INT, 16, 65536, "auto", 0, OFF(item2_kb),
-	 "KiB of weights per pass-2 item of the dynamic schedules (auto: item_kb if set, else 128)"},
+	 "KiB of weights per pass-2 item of the dynamic schedules (auto: item_kb if set, else 128; mxfp4 256)"},
 	{"tail_div", FTCPUMOE_KNOB_INT, 1, 64, NULL, 4, OFF(tail_div),
 	 "the last expert's pass-2 items are this many times smaller (row formats, dynamic schedule)"},
 	{"pf_dist", FTCPUMOE_KNOB_INT, 0, 65536, NULL, FTKERN_PF_DIST, OFF(pf_dist),
@@ -29,6 +29,8 @@ const struct ftcpumoe_knob ftcpumoe_knobs[] = {
 	 "bytes ahead of the row kernels' second prefetch, into L2 (0: none)"},
 	{"mx_pf_dist", FTCPUMOE_KNOB_INT, 64, 8192, NULL, FTKERN_MX_PF_DIST, OFF(mx_pf_dist),
 	 "bytes ahead of the mxfp4 K split's row-wise prefetch (rounded down to 64)"},
+	{"pf_scales", FTCPUMOE_KNOB_WORD, 0, 0, "0|1", FTKERN_PF_SCALES, OFF(pf_scales),
+	 "1: the W4A8 kernels prefetch their scale streams (nvfp4, ds_fp4, mxfp4) with the weights"},
 	{"trace", FTCPUMOE_KNOB_WORD, 0, 0, "0|1", 0, OFF(trace),
 	 "1: time the parts of every dynamic step (ftcpumoe_trace; ftbench cpu-moe prints them)"},
 };
