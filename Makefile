@@ -130,7 +130,7 @@ ALL := $(FTBENCH) $(FTBENCHD) $(PROF_SO) $(PROF_A) $(PROF_H) $(PROF_PC)
 # bench/ensure_prof.cu is a whole CUDA program (it includes kernels/slot_cache.cu): two tools,
 # ensure_prof (per-phase SM cycles, FTSC_PROF) and ensure_time (the same timings uninstrumented).
 BENCH_CUDA_SRCS := bench/gather_variants.c
-BENCH_CU_MAIN := bench/ensure_prof.cu
+BENCH_CU_MAIN := bench/ensure_prof.cu bench/lazy_load_probe.cu
 BENCH_SRCS   := $(filter-out $(BENCH_CUDA_SRCS),$(sort $(wildcard bench/*.c)))
 ifeq ($(CUDA),1)
 BENCH_SRCS   += $(BENCH_CUDA_SRCS)
@@ -138,7 +138,7 @@ BENCH_CU_OBJS := $(call obj,$(filter-out $(BENCH_CU_MAIN),$(sort $(wildcard benc
 endif
 BENCH_TOOLS  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 ifeq ($(CUDA),1)
-BENCH_TOOLS  += $(BUILD)/bench/ensure_prof $(BUILD)/bench/ensure_time
+BENCH_TOOLS  += $(BUILD)/bench/ensure_prof $(BUILD)/bench/ensure_time $(BUILD)/bench/lazy_load_probe
 endif
 
 .SECONDARY:
@@ -249,7 +249,13 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(BENCH_CU_OBJS) $(LIBFTBENCH)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(BENCH_CU_OBJS) $(LIBFTBENCH) $(LIBS) $(CUDA_LIBS)
 
-$(BUILD)/bench/ensure_prof $(BUILD)/bench/ensure_time: $(BENCH_CU_MAIN) kernels/slot_cache.cu kernels/slot_cache.h
+# bench/lazy_load_probe.cu: a whole CUDA program too (issue 23: a first launch beside a spinning kernel).
+$(BUILD)/bench/lazy_load_probe: bench/lazy_load_probe.cu
+	$(call say,NVCC,$@)
+	@mkdir -p $(@D)
+	$(Q)$(NVCC) -O2 $(foreach s,$(SMS),-gencode arch=compute_$(s),code=sm_$(s)) $< -o $@ -lpthread
+
+$(BUILD)/bench/ensure_prof $(BUILD)/bench/ensure_time: bench/ensure_prof.cu kernels/slot_cache.cu kernels/slot_cache.h
 	$(call say,NVCC,$@)
 	@mkdir -p $(@D)
 	$(Q)$(NVCC) -std=c++17 -O3 -lineinfo $(foreach s,$(SMS),-gencode arch=compute_$(s),code=sm_$(s)) \

@@ -58,4 +58,15 @@ for f in fmts:
     dev = max(abs(r / med - 1) for r in rs)
     print("%s: median ratio %.3f, largest deviation %.1f %%, verdicts %s -> %s" % (
         f, med, 100 * dev, ", ".join(vs), "same verdict, within 3 %" if len(set(vs)) == 1 and dev <= 0.03 else "NOT met"))
+    # builds that report them: the median of the per-pair ratios, and the CPU MoE's slow steps
+    ps = [p["dtype_kernels"][f].get("ratio_paired") for p in runs if p and f in p["dtype_kernels"]]
+    ps = [x for x in ps if x is not None]
+    if ps:
+        pm = st.median(ps)
+        print("%s: ratio_paired %s; median %.3f, largest deviation %.1f %%" % (
+            f, ", ".join("%.3f" % x for x in ps), pm, 100 * max(abs(x / pm - 1) for x in ps)))
+    ss = [p["dtype_kernels"][f].get("cpu_moe_slow_steps") for p in runs if p and f in p["dtype_kernels"]]
+    if any(x is not None for x in ss):
+        print("%s: CPU MoE steps under 0.8 x median: %s" % (
+            f, ", ".join("-" if x is None else "%.1f %%" % (100 * x) for x in ss)))
 PY

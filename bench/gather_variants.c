@@ -31,6 +31,7 @@ struct variant {
 		    * back-to-back layers); 0: the pass follows the other variants' (a proxy thread
 		    * asleep: the first gather after idle) */
 	int graph; /* 1: the pass captured once in a CUDA graph, timed as a graph launch */
+	long head; /* opts.sm_head (path FTGATHER_PROXY; 0: the default, -1: none) */
 };
 #define V_PRODUCT 0     /* the product's fused kernel */
 #define BV(v) (1 + (v)) /* a variant of bench/copy_variants.cu */
@@ -65,6 +66,16 @@ static const struct variant all[] = {
 	{"proxy_bell", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0 + 2, 0},
 	{"proxy_bell_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0 + 2, 1},
 	{"proxy_spin", FTGATHER_PROXY, 0, 0, 0, PX_DEF, FTMISSING_PROXY_SPIN_ALWAYS + 2, 0},
+	/* the SM kernel takes about this many bytes of the rows' heads while the thread wakes */
+	{"proxy_h0", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, -1},
+	{"proxy_h1m", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, 1 << 20},
+	{"proxy_h2m", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, 2 << 20},
+	{"proxy_h4m", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, 4 << 20},
+	{"proxy_h8m", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, 8 << 20},
+	{"proxy_h0_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, -1},
+	{"proxy_h1m_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, 1 << 20},
+	{"proxy_h2m_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, 2 << 20},
+	{"proxy_h4m_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, 4 << 20},
 	{"fused_b2b", FTGATHER_FUSED, V_PRODUCT, 0, 0, 0, 0, 0, 0, 0, 1},
 	{"memcpy_b2b", FTGATHER_MEMCPY, 0, 0, 0, 0, 0, 0, 0, 0, 1},
 	/* captured in a graph: the doorbell is a host node */
@@ -199,6 +210,8 @@ int main(int argc, char **argv)
 						po.wait_sleep_ns = all[v].sleep;
 						if (all[v].spin)
 							po.spin_us = all[v].spin - 2;
+						if (all[v].head)
+							po.sm_head = all[v].head < 0 ? 0 : (size_t)all[v].head;
 						ftgather_set_proxy_opts(g, &po);
 					}
 					r = all[v].graph ? time_graph(g, &graphs[v], all[v].path, all[v].warm, &sec)

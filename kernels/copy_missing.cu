@@ -216,12 +216,14 @@ extern "C" cudaError_t ftmissing_copy(const struct ftmissing *c, int layer, cons
 #define FTMISSING_IDLE_CHECK_NS 1000000000ll   /* a sleeping proxy thread checks for stop this often */
 #define FTMISSING_BELL_POLL_NS 1000000ll       /* after the doorbell, poll this long for the plan, */
 #define FTMISSING_LATE_POLL_NS 50000ll         /* then look every 50 us */
+#define FTMISSING_SEQ_WORDS 5                  /* d_seq: see struct ftmissing_proxy */
 
 struct mailbox {
 	volatile long long seq; /* written last by the publish kernel */
 	int layer, n;
 	unsigned ce_mask; /* banks the copy engines move (the others: the SM part) */
 	int merge;        /* 1: one copy per run of consecutive src and dst rows */
+	unsigned long long head16; /* opts.sm_head / 16 when the SM kernel takes the rows' heads, else 0 */
 	int32_t plan[];   /* src[max_n], dst[max_n] */
 };
 
@@ -232,7 +234,8 @@ struct ftmissing_proxy {
 	int max_n, device;
 	struct mailbox *mb;     /* pinned, mapped */
 	struct mailbox *mb_dev; /* its device pointer */
-	long long *d_seq;       /* [0] published, [1] done, [2] wait timeouts */
+	long long *d_seq;       /* [0] published, [1] done, [2] wait timeouts, [3] [4] the first timeout's
+				 * wanted and last seen done numbers (diagnosis) */
 	cudaStream_t cs;
 	pthread_t th;
 	int started;
@@ -254,12 +257,101 @@ struct ftmissing_proxy {
 	int timed;                 /* t0/t1 hold a plan's copies not yet read */
 	double timed_bytes, gbs;   /* bytes of that plan; learned copy-engine rate (GB/s) */
 	long long sleeps, wakes;   /* futex waits begun; of them, ended by the doorbell */
+	/* diagnosis (ftmissing_proxy_diag): what the thread saw and what failed first */
+	volatile long long seen;   /* the last plan handled (its sequence number) */
+	long long skipped;         /* plans the thread never saw (a sequence number jumped) */
+	long long memop_fallbacks; /* signals sent by the kernel after cuStreamWriteValue64 failed */
+	const char *first_err;     /* the first failed step, and its error code */
+	int first_code, memop_code;
 };
+
+/* Count a failed step of the proxy thread; the first one is kept for ftmissing_proxy_diag. */
+static void proxy_fail(struct ftmissing_proxy *p, const char *what, int code)
+{
+	if (!p->errors) {
+		p->first_err = what;
+		p->first_code = code;
+	}
+	p->errors++;
+}
+
+/* The head of bank b's rows (16-byte units) that the SM kernel copies for a plan of n entries:
+ * row16 * head16 / (n * ce16), at most half the row (ce16: the copy-engine banks' row16 summed).
+ * The proxy thread and sm_part_kernel compute the same integer. */
+__host__ __device__ static inline unsigned head_of(unsigned row16, unsigned long long ce16, int n,
+						   unsigned long long head16)
+{
+	if (!head16 || n <= 0 || !ce16)
+		return 0;
+	unsigned long long h = (unsigned long long)row16 * head16 / ((unsigned long long)n * ce16);
+	return (unsigned)(h < row16 / 2 ? h : row16 / 2);
+}
+
+/* The proxy's SM part with a head: the banks of sm_mask whole and, of the banks of ce_mask, the
+ * first head_of() units of each row. Grid as the fused kernel. */
+__global__ void __launch_bounds__(FTMISSING_BLOCK)
+	sm_part_kernel(const struct ftmissing_layer_tab *__restrict__ tabs, int layer, unsigned sm_mask, unsigned ce_mask,
+		       unsigned long long head16, const int32_t *__restrict__ src, const int32_t *__restrict__ dst,
+		       const int32_t *__restrict__ num, int max_n)
+{
+	__shared__ const uint4 *host[FTMISSING_MAX_BANKS];
+	__shared__ uint4 *pool[FTMISSING_MAX_BANKS];
+	__shared__ unsigned row16[FTMISSING_MAX_BANKS], pre[FTMISSING_MAX_BANKS + 1];
+	__shared__ int nb;
+	int n = *num;
+	n = n < max_n ? n : max_n;
+	if (threadIdx.x == 0) {
+		const struct ftmissing_layer_tab *x = &tabs[layer];
+		unsigned long long ce16 = 0;
+		for (int b = 0; b < x->nb; b++)
+			if (ce_mask >> b & 1)
+				ce16 += x->row16[b];
+		int k = 0;
+		pre[0] = 0;
+		for (int b = 0; b < x->nb; b++) {
+			unsigned len = sm_mask >> b & 1 ? x->row16[b] : ce_mask >> b & 1 ? head_of(x->row16[b], ce16, n, head16) : 0;
+			if (!len)
+				continue;
+			host[k] = x->host[b];
+			pool[k] = x->pool[b];
+			row16[k] = x->row16[b];
+			pre[k + 1] = pre[k] + len;
+			k++;
+		}
+		nb = k;
+	}
+	__syncthreads();
+	if (n <= 0 || nb == 0)
+		return;
+	const unsigned e16 = pre[nb], total = (unsigned)n * e16, span = FTMISSING_BLOCK * FTMISSING_UNROLL;
+	for (unsigned base = blockIdx.x * span; base < total; base += gridDim.x * span) {
+		uint4 v[FTMISSING_UNROLL];
+		uint4 *d[FTMISSING_UNROLL];
+#pragma unroll
+		for (int u = 0; u < FTMISSING_UNROLL; u++) {
+			unsigned c = base + u * FTMISSING_BLOCK + threadIdx.x;
+			d[u] = NULL;
+			if (c < total) {
+				unsigned ent = c / e16, off = c - ent * e16;
+				int b = 0;
+				while (b + 1 < nb && off >= pre[b + 1])
+					b++;
+				off -= pre[b];
+				v[u] = __ldg(host[b] + (size_t)src[ent] * row16[b] + off);
+				d[u] = pool[b] + (size_t)dst[ent] * row16[b] + off;
+			}
+		}
+#pragma unroll
+		for (int u = 0; u < FTMISSING_UNROLL; u++)
+			if (d[u])
+				*d[u] = v[u];
+	}
+}
 
 /* Grid: one block of FTMISSING_PUBLISH_BLOCK threads. */
 __global__ void publish_kernel(struct mailbox *mb, long long *seq, int layer, unsigned ce_mask, int merge,
-			       const int32_t *__restrict__ src, const int32_t *__restrict__ dst,
-			       const int32_t *__restrict__ num, int max_n)
+			       unsigned long long head16, const int32_t *__restrict__ src,
+			       const int32_t *__restrict__ dst, const int32_t *__restrict__ num, int max_n)
 {
 	int n = *num;
 	n = n < 0 ? 0 : n < max_n ? n : max_n;
@@ -276,6 +368,7 @@ __global__ void publish_kernel(struct mailbox *mb, long long *seq, int layer, un
 		mb->n = n;
 		mb->ce_mask = ce_mask;
 		mb->merge = merge;
+		mb->head16 = head16;
 		__threadfence_system();
 		mb->seq = s;
 	}
@@ -293,7 +386,10 @@ __global__ void wait_kernel(long long *seq, unsigned sleep_ns)
 			__nanosleep(sleep_ns);
 		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
 		if (t - t0 > FTMISSING_WAIT_TIMEOUT_NS) {
-			atomicAdd((unsigned long long *)&seq[2], 1ull);
+			if (atomicAdd((unsigned long long *)&seq[2], 1ull) == 0) {
+				seq[3] = want;
+				seq[4] = v[1];
+			}
 			break;
 		}
 	}
@@ -308,23 +404,30 @@ __global__ void signal_kernel(long long *seq, long long value)
 }
 
 /* Turn plan (src, dst)[n] into copies of the banks in ce_mask: bank-major; with merge, a run of
- * entries whose src and dst rows are both consecutive becomes one copy. Returns the count. */
-static int build_copies(struct ftmissing_proxy *p, int layer, int n, unsigned ce_mask, int merge)
+ * entries whose src and dst rows are both consecutive becomes one copy; with head16, each row
+ * from its head on (head_of; the SM kernel copies the head). Returns the count. */
+static int build_copies(struct ftmissing_proxy *p, int layer, int n, unsigned ce_mask, int merge,
+			unsigned long long head16)
 {
 	const struct ftmissing *c = p->c;
+	unsigned long long ce16 = 0;
+	for (int b = 0; head16 && b < c->nbanks; b++)
+		if (ce_mask >> b & 1)
+			ce16 += c->banks[layer * c->nbanks + b].row_bytes / 16;
 	int k = 0;
 	for (int b = 0; b < c->nbanks; b++) {
 		if (!(ce_mask >> b & 1))
 			continue;
 		const struct ftmissing_bank *bk = &c->banks[layer * c->nbanks + b];
+		const size_t h = (size_t)head_of((unsigned)(bk->row_bytes / 16), ce16, n, head16) * 16;
 		for (int i = 0; i < n;) {
 			int sr = p->hsrc[i], ds = p->hdst[i], j = i + 1;
-			if (merge)
+			if (merge && !h)
 				while (j < n && p->hsrc[j] == sr + (j - i) && p->hdst[j] == ds + (j - i))
 					j++;
-			p->dsts[k] = (unsigned char *)bk->pool + (size_t)ds * bk->row_bytes;
-			p->srcs[k] = (const unsigned char *)bk->host + (size_t)sr * bk->row_bytes;
-			p->sizes[k] = (size_t)(j - i) * bk->row_bytes;
+			p->dsts[k] = (unsigned char *)bk->pool + (size_t)ds * bk->row_bytes + h;
+			p->srcs[k] = (const unsigned char *)bk->host + (size_t)sr * bk->row_bytes + h;
+			p->sizes[k] = (size_t)(j - i) * bk->row_bytes - h;
 			k++;
 			i = j;
 		}
@@ -428,39 +531,55 @@ static void *proxy_main(void *arg)
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		int layer = p->mb->layer, n = p->mb->n, merge = p->mb->merge;
 		unsigned ce_mask = p->mb->ce_mask;
-		if (layer < 0 || layer >= p->c->layers || n < 0 || n > p->max_n)
-			n = 0, p->errors++;
+		unsigned long long head16 = p->mb->head16;
+		if (layer < 0 || layer >= p->c->layers || n < 0 || n > p->max_n) {
+			proxy_fail(p, "mailbox (layer or count out of range)", n);
+			n = 0;
+		}
+		if (s != last + 1) { /* each publish waits for the plan before it: never seen */
+			p->skipped += s - last - 1;
+			proxy_fail(p, "mailbox (a plan was skipped)", (int)(s - last));
+		}
 		memcpy(p->hsrc, p->mb->plan, (size_t)n * sizeof *p->hsrc);
 		memcpy(p->hdst, p->mb->plan + p->max_n, (size_t)n * sizeof *p->hdst);
-		int k = n ? build_copies(p, layer, n, ce_mask, merge) : 0;
+		int k = n ? build_copies(p, layer, n, ce_mask, merge, head16) : 0;
 		size_t idx = 0;
 		double bytes = 0;
 		for (int i = 0; i < k; i++)
 			bytes += (double)p->sizes[i];
 		learn_rate(p);
-		if (k && cudaEventRecord(p->t0, p->cs) != cudaSuccess)
-			p->errors++;
-		if (k == 1 && cudaMemcpyAsync(p->dsts[0], p->srcs[0], p->sizes[0], cudaMemcpyHostToDevice, p->cs))
-			p->errors++;
-		if (k > 1 && cudaMemcpyBatchAsync((void *const *)p->dsts, (const void *const *)p->srcs, p->sizes,
-						  (size_t)k, &at, &idx, 1, p->cs) != cudaSuccess)
-			p->errors++;
-		if (k && cudaEventRecord(p->t1, p->cs) != cudaSuccess)
-			p->errors++;
+		cudaError_t ce;
+		if (k && (ce = cudaEventRecord(p->t0, p->cs)) != cudaSuccess)
+			proxy_fail(p, "cudaEventRecord", ce);
+		if (k == 1 &&
+		    (ce = cudaMemcpyAsync(p->dsts[0], p->srcs[0], p->sizes[0], cudaMemcpyHostToDevice, p->cs)))
+			proxy_fail(p, "cudaMemcpyAsync", ce);
+		if (k > 1 && (ce = cudaMemcpyBatchAsync((void *const *)p->dsts, (const void *const *)p->srcs, p->sizes,
+							(size_t)k, &at, &idx, 1, p->cs)) != cudaSuccess)
+			proxy_fail(p, "cudaMemcpyBatchAsync", ce);
+		if (k && (ce = cudaEventRecord(p->t1, p->cs)) != cudaSuccess)
+			proxy_fail(p, "cudaEventRecord", ce);
 		p->timed = k > 0;
 		p->timed_bytes = bytes;
 		p->batches++;
 		p->copies += k;
+		int sent = 0;
 		if (p->signal == FTMISSING_SIGNAL_MEMOP && p->write64) {
-			if (p->write64((CUstream)p->cs, (CUdeviceptr)(p->d_seq + 1), (cuuint64_t)s, 0) != CUDA_SUCCESS)
-				p->errors++;
-		} else {
+			CUresult cr = p->write64((CUstream)p->cs, (CUdeviceptr)(p->d_seq + 1), (cuuint64_t)s, 0);
+			sent = cr == CUDA_SUCCESS;
+			if (!sent) { /* the kernel signal still delivers this plan's number (counted) */
+				p->memop_fallbacks++;
+				p->memop_code = (int)cr;
+			}
+		}
+		if (!sent) {
 			signal_kernel<<<1, 1, 0, p->cs>>>(p->d_seq, s);
-			if (cudaGetLastError() != cudaSuccess)
-				p->errors++;
+			if ((ce = cudaGetLastError()) != cudaSuccess)
+				proxy_fail(p, "signal kernel launch", ce);
 		}
 		busy_until = mono_ns() + (long long)(bytes / p->gbs);
 		last = s;
+		p->seen = s;
 	}
 	return NULL;
 }
@@ -472,12 +591,13 @@ extern "C" void ftmissing_proxy_default_opts(struct ftmissing_proxy_opts *o)
 	o->signal = FTMISSING_SIGNAL_MEMOP;
 	o->wait_sleep_ns = FTMISSING_PROXY_WAIT_SLEEP_NS;
 	o->spin_us = FTMISSING_PROXY_SPIN_US;
+	o->sm_head = FTMISSING_PROXY_HEAD_BYTES;
 }
 
 extern "C" int ftmissing_proxy_opts_ok(const struct ftmissing_proxy_opts *o)
 {
 	return o && o->wait_sleep_ns >= 0 && o->wait_sleep_ns <= 1000000 && o->spin_us >= -1 &&
-	       o->spin_us <= 1000000 &&
+	       o->spin_us <= 1000000 && o->sm_head <= FTMISSING_PROXY_HEAD_MAX &&
 	       (o->signal == FTMISSING_SIGNAL_KERNEL || o->signal == FTMISSING_SIGNAL_MEMOP);
 }
 
@@ -538,11 +658,38 @@ static write_value64_fn find_write64(int dev)
 	return (write_value64_fn)driver_fn("cuStreamWriteValue64");
 }
 
+/* Load every kernel the proxy path launches now. With lazy module loading (CUDA's default) a
+ * kernel is loaded at its first launch, and a load may wait for the whole context to go idle
+ * (CUDA programming guide, lazy loading: concurrent execution): a first launch while a wait
+ * kernel spins (the kernel signal from the proxy thread, or the SM part of a later plan enqueued
+ * behind a waiting one) would then wait for that wait kernel, which waits for the signal, until
+ * its 10 s timeout. */
+static cudaError_t preload_kernels(void)
+{
+	struct cudaFuncAttributes a;
+	cudaError_t e;
+	if ((e = cudaFuncGetAttributes(&a, publish_kernel)) || (e = cudaFuncGetAttributes(&a, wait_kernel)) ||
+	    (e = cudaFuncGetAttributes(&a, signal_kernel)) || (e = cudaFuncGetAttributes(&a, sm_part_kernel)) ||
+	    (e = cudaFuncGetAttributes(&a, fused_kernel<FTMISSING_UNROLL, 0>)) ||
+	    (e = cudaFuncGetAttributes(&a, bank_kernel<uint4>)) || (e = cudaFuncGetAttributes(&a, bank_kernel<unsigned>)) ||
+	    (e = cudaFuncGetAttributes(&a, bank_kernel<unsigned char>)))
+		return e;
+	return cudaSuccess;
+}
+
+extern "C" int ftmissing_proxy_usable(void)
+{
+	const char *v = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+	return !(v && atoi(v) == 1);
+}
+
 extern "C" cudaError_t ftmissing_proxy_create(struct ftmissing_proxy **out, const struct ftmissing *c, int max_n)
 {
 	*out = NULL;
 	if (!c || max_n <= 0)
 		return cudaErrorInvalidValue;
+	if (!ftmissing_proxy_usable())
+		return cudaErrorNotSupported;
 	struct ftmissing_proxy *p = (struct ftmissing_proxy *)calloc(1, sizeof *p);
 	if (!p)
 		return cudaErrorMemoryAllocation;
@@ -568,9 +715,11 @@ extern "C" cudaError_t ftmissing_proxy_create(struct ftmissing_proxy **out, cons
 		e = cudaHostGetDevicePointer((void **)&p->mb_dev, p->mb, 0);
 	}
 	if (!e)
-		e = cudaMalloc((void **)&p->d_seq, 3 * sizeof(long long));
+		e = cudaMalloc((void **)&p->d_seq, FTMISSING_SEQ_WORDS * sizeof(long long));
 	if (!e)
-		e = cudaMemset(p->d_seq, 0, 3 * sizeof(long long));
+		e = cudaMemset(p->d_seq, 0, FTMISSING_SEQ_WORDS * sizeof(long long));
+	if (!e)
+		e = preload_kernels();
 	if (!e)
 		e = cudaStreamCreateWithFlags(&p->cs, cudaStreamNonBlocking);
 	if (!e)
@@ -663,13 +812,24 @@ extern "C" cudaError_t ftmissing_proxy_copy(struct ftmissing_proxy *p, int layer
 		return e;
 	if (!captured)
 		ring_bell(p);
-	publish_kernel<<<1, FTMISSING_PUBLISH_BLOCK, 0, s>>>(p->mb_dev, p->d_seq, layer, ce, p->opts.merge ? 1 : 0, src,
-							dst, num, p->max_n);
+	/* the head: fused path only (sm_part_kernel reads the fused table), some banks on the engines */
+	const unsigned long long head16 = c->fused && c->d_tabs && ce ? p->opts.sm_head / 16 : 0;
+	publish_kernel<<<1, FTMISSING_PUBLISH_BLOCK, 0, s>>>(p->mb_dev, p->d_seq, layer, ce, p->opts.merge ? 1 : 0,
+							head16, src, dst, num, p->max_n);
 	e = cudaGetLastError();
 	if (e && !captured) /* no plan follows this ring: take it back, or the thread would wait for one */
 		__atomic_sub_fetch(&p->bell, 1u, __ATOMIC_SEQ_CST);
-	/* the small banks: SM gather on the caller's stream, concurrent with the copy engines */
-	if (!e && ce != all)
+	/* the small banks (and the heads): SM gather on the caller's stream, concurrent with the
+	 * copy engines */
+	if (!e && head16) {
+		if ((unsigned long long)c->e16 * (unsigned long long)p->max_n >= (1ull << 32))
+			e = cudaErrorInvalidValue;
+		else
+			sm_part_kernel<<<c->sms * FTMISSING_BLOCKS_PER_SM, FTMISSING_BLOCK, 0, s>>>(
+				c->d_tabs, layer, all & ~ce, ce, head16, src, dst, num, p->max_n);
+		if (!e)
+			e = cudaGetLastError();
+	} else if (!e && ce != all)
 		e = copy_banks(c, c->fused, 0, layer, all & ~ce, src, dst, num, p->max_n, s);
 	if (e)
 		return e;
@@ -684,4 +844,35 @@ extern "C" int ftmissing_proxy_errors(const struct ftmissing_proxy *p)
 	if (p && p->d_seq)
 		cudaMemcpy(&t, p->d_seq + 2, sizeof t, cudaMemcpyDeviceToHost);
 	return (p ? p->errors : 0) + (int)t;
+}
+
+extern "C" int ftmissing_proxy_diag(const struct ftmissing_proxy *p, char *buf, size_t len)
+{
+	long long d[FTMISSING_SEQ_WORDS] = {0};
+	if (!buf || !len)
+		return 0;
+	buf[0] = 0;
+	if (!p)
+		return 0;
+	cudaError_t e = cudaMemcpy(d, p->d_seq, sizeof d, cudaMemcpyDeviceToHost);
+	int u = snprintf(buf, len, "plans published %lld, signalled done %lld%s; the thread handled %lld (mailbox at %lld, "
+			 "doorbell %u, %lld skipped); issue errors %d",
+			 d[0], d[1], e ? " (device counters unreadable)" : "", (long long)p->seen, (long long)p->mb->seq,
+			 __atomic_load_n(&p->bell, __ATOMIC_SEQ_CST), p->skipped, (int)p->errors);
+	if (p->errors && u >= 0 && (size_t)u < len)
+		u += snprintf(buf + u, len - u, " (first: %s, error %d)", p->first_err ? p->first_err : "?", p->first_code);
+	if (u >= 0 && (size_t)u < len)
+		u += snprintf(buf + u, len - u, "; wait timeouts %lld", d[2]);
+	if (d[2] && u >= 0 && (size_t)u < len)
+		u += snprintf(buf + u, len - u, " (the first waited for %lld, saw done %lld)", d[3], d[4]);
+	if (!e && p->seen > d[1] && !p->errors && u >= 0 && (size_t)u < len)
+		u += snprintf(buf + u, len - u, "; plans up to %lld were issued and not signalled: their copies or "
+			      "signal queued behind the waiting stream (a hardware queue shared with it?)",
+			      (long long)p->seen);
+	if (p->memop_fallbacks && u >= 0 && (size_t)u < len)
+		u += snprintf(buf + u, len - u, "; memop signal failed %lld times (CUresult %d), sent by kernel",
+			      p->memop_fallbacks, p->memop_code);
+	if (u >= 0 && (size_t)u < len)
+		u += snprintf(buf + u, len - u, "; thread sleeps %lld, doorbell wake-ups %lld", p->sleeps, p->wakes);
+	return u;
 }

@@ -57,7 +57,9 @@ cudaError_t ftmissing_copy_path(const struct ftmissing *c, int fused, int blocks
  * a signal (cuStreamWriteValue64, or a one-thread kernel where stream memory operations are
  * unavailable) that stores the sequence number in device memory; a one-thread wait kernel holds
  * the caller's stream until that number arrives (or a 10 s timeout, which counts in
- * ftmissing_proxy_errors). The thread does not spin while idle: it sleeps on a doorbell (futex) that
+ * ftmissing_proxy_errors; a memop that fails is replaced by the kernel signal). Every kernel of
+ * the path is loaded at create time: a lazy load at a first launch while a wait kernel spins
+ * could wait for that kernel. The thread does not spin while idle: it sleeps on a doorbell (futex) that
  * ftmissing_proxy_copy rings as it enqueues a plan, or, captured in a graph, a host node rings when
  * the graph reaches the publish kernel (on a stream forked from the caller's and joined back
  * after the wait kernel; a stream's host function rang 0.1-0.3 ms late on the H200 host, a
@@ -68,7 +70,13 @@ cudaError_t ftmissing_copy_path(const struct ftmissing *c, int fused, int blocks
  * Split: banks whose row_bytes < opts.sm_below are copied by the fused (or, misaligned, the
  * per-bank) SM kernel restricted to those banks, launched on the caller's stream between the
  * publish and the wait kernels, so it runs while the copy engines move the large banks.
- * Merge: entries whose src rows and dst slots are both consecutive become one copy per bank.
+ * Head (opts.sm_head > 0, fused path only): the SM kernel also copies the first bytes of every
+ * row of the copy-engine banks, head16_b = min(row16_b / 2, row16_b * sm_head / (n * sum of the
+ * copy-engine banks' row bytes)) 16-byte units of bank b (about sm_head bytes in all), while the
+ * proxy thread wakes and issues the rest of each row: the link is busy from the publish on, not
+ * only from the copies' start.
+ * Merge: entries whose src rows and dst slots are both consecutive become one copy per bank
+ * (not with a head: each row's copy then starts after its head).
  * Capturable: the publish and wait kernels read their sequence numbers from device memory; the
  * split is fixed at launch (capture) time from the options then in force.
  * The proxy must outlive every graph that uses it. */
@@ -76,6 +84,8 @@ cudaError_t ftmissing_copy_path(const struct ftmissing *c, int fused, int blocks
 #define FTMISSING_PROXY_WAIT_SLEEP_NS 64         /* default opts.wait_sleep_ns */
 #define FTMISSING_PROXY_SPIN_US 200              /* default opts.spin_us (measured: bench/RESULTS.md) */
 #define FTMISSING_PROXY_SPIN_ALWAYS (-1)         /* opts.spin_us: poll all the time (the first proxy) */
+#define FTMISSING_PROXY_HEAD_BYTES (4u << 20)    /* default opts.sm_head */
+#define FTMISSING_PROXY_HEAD_MAX (1u << 30)      /* the largest opts.sm_head */
 enum ftmissing_signal { FTMISSING_SIGNAL_KERNEL = 0, FTMISSING_SIGNAL_MEMOP = 1 };
 
 struct ftmissing_proxy_opts {
@@ -84,6 +94,8 @@ struct ftmissing_proxy_opts {
 	int signal;        /* enum ftmissing_signal (MEMOP falls back to KERNEL when unsupported) */
 	int wait_sleep_ns; /* the wait kernel's poll interval, 0..1000000 */
 	int spin_us;       /* the thread's poll after a plan's copies end, -1..1000000 (see above) */
+	size_t sm_head;    /* head: about this many bytes of the copy-engine banks' rows go to the SM
+			    * kernel (0: none; at most FTMISSING_PROXY_HEAD_MAX; see above) */
 };
 
 /* Attributes of a cudaMemcpyBatchAsync from pinned host memory to `device` (source read in
@@ -94,7 +106,14 @@ struct ftmissing_proxy;
 void ftmissing_proxy_default_opts(struct ftmissing_proxy_opts *o);
 /* 1 when every option is in range (what ftmissing_proxy_set_opts accepts), else 0. */
 int ftmissing_proxy_opts_ok(const struct ftmissing_proxy_opts *o);
-cudaError_t ftmissing_proxy_create(struct ftmissing_proxy **out, const struct ftmissing *c, int max_n); /* default opts */
+/* 0 when the proxy cannot work here: CUDA_DEVICE_MAX_CONNECTIONS=1 puts every stream on one
+ * hardware queue, where the proxy's copies and signal wait behind the caller's wait kernel until
+ * its timeout (measured on the H200: bench/RESULTS.md). The proxy needs its copy stream on
+ * another queue than the waiting stream's, which CUDA assigns (round robin over
+ * CUDA_DEVICE_MAX_CONNECTIONS, 8 by default); a shared one shows in ftmissing_proxy_diag. */
+int ftmissing_proxy_usable(void);
+/* default opts; cudaErrorNotSupported when !ftmissing_proxy_usable() */
+cudaError_t ftmissing_proxy_create(struct ftmissing_proxy **out, const struct ftmissing *c, int max_n);
 void ftmissing_proxy_destroy(struct ftmissing_proxy *p); /* accepts NULL; stops and joins the thread */
 /* Options for later ftmissing_proxy_copy calls (and later graph captures); plans in flight keep
  * theirs. cudaErrorInvalidValue for a bad option. */
@@ -105,6 +124,12 @@ cudaError_t ftmissing_proxy_copy(struct ftmissing_proxy *p, int layer, const int
 			    const int32_t *num, cudaStream_t s);
 /* Copies the proxy failed to issue, and waits that timed out (0 when all is well). */
 int ftmissing_proxy_errors(const struct ftmissing_proxy *p);
+/* One line for a failure report: plans published and signalled done (device counters), the
+ * plan the thread handled last, the mailbox's and the doorbell's counts, the first failed step
+ * and its error code, the wait timeouts (the first one's wanted and seen numbers), memop signals
+ * that fell back to the kernel, the thread's sleeps. Reads device memory (a synchronous copy).
+ * Returns what snprintf returns. */
+int ftmissing_proxy_diag(const struct ftmissing_proxy *p, char *buf, size_t len);
 /* Plans handled and copy-engine copies issued so far (read after the stream is idle). */
 void ftmissing_proxy_stats(const struct ftmissing_proxy *p, long long *batches, long long *copies);
 /* The thread's sleeps so far, of them those the doorbell (or an option change) ended, and the

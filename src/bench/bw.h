@@ -37,8 +37,8 @@ struct ftbw_config {
 	int pcie_mib;            /* linear copy size (256) */
 	int pcie_iters;          /* linear copy iterations (30) */
 	int kernel_cpu_warmup;   /* CPU MoE warm-up steps (8) */
-	int kernel_cpu_iters;    /* CPU MoE timed steps (64) */
-	int kernel_pcie_iters;   /* gather timed passes (20) */
+	int kernel_cpu_iters;    /* CPU MoE timed steps (512) */
+	int kernel_pcie_iters;   /* gather timed passes (32) */
 	double overlap_s;        /* overlapped run length (2.0); 0 skips the overlap */
 	double max_spread;       /* validity: a spread above this share of its median (0.5); 0 = no check */
 	bool no_checks;          /* no validity checks at all (short test runs): no "valid" in the profile */
@@ -96,7 +96,7 @@ struct ftbw_part {
 	char err[200];
 };
 
-#define FTBW_MAX_PAIRS 16
+#define FTBW_MAX_PAIRS 64
 struct ftbw_meas {
 	struct ftbw_part gather;       /* the real copy_missing, alone */
 	struct ftbw_part cpu;          /* the real CPU MoE executor, alone, batch 1 */
@@ -112,9 +112,10 @@ struct ftbw_meas {
 	 * rest (other tiers of an ISA sweep, before each overlap window and after the last). */
 	struct ftbw_part read_cpu;
 	struct ftbw_part read_other;
-	/* The default run interleaves the gather with the CPU MoE rounds (a gather chunk right
-	 * before each round's steps): pair_ratio[k] = round k's CPU MoE median / its gather chunk's
-	 * median, for the tier behind the cpu figure (entry key ratio_rounds_spread). */
+	/* The default run times the gather and the CPU MoE in interleaved pairs (bw_ops.c: 16 pairs,
+	 * each 2 gather passes and 32 steps, in alternating order, warm-ups dropped):
+	 * pair_ratio[k] = pair k's CPU MoE median / its gather median, for the tier behind the cpu
+	 * figure (entry keys ratio_paired, the median, and ratio_rounds_spread). */
 	int npair;
 	double pair_ratio[FTBW_MAX_PAIRS];
 	/* --batch-sweep: per batch, the CPU MoE steps (tokens routed among the model's experts)
@@ -236,10 +237,13 @@ void ftbw_decide(bool cpu_path, bool have_gpu, double cpu_gbs, const char *cpu_e
 /* The profile's own checks, set as "valid" and "invalid_reasons" (an array, empty when valid):
  * a CPU MoE figure above the CPU read ceiling by more than FTBW_VALID_ABOVE_READ (the ceiling was
  * not what memory sustains), a ceiling or figure whose spread (max - min) exceeds max_spread of
- * its median (the host was not quiet; 0: not checked), a linear PCIe copy under
+ * its median (the host was not quiet; 0: not checked; a CPU MoE figure with cpu_moe_slow_steps:
+ * more than FTBW_VALID_SLOW_STEPS of its steps under 0.8 x the median, or max - median over
+ * max_spread of it: with hundreds of steps one straggler sets the minimum), a linear PCIe copy under
  * FTBW_VALID_LINK_SHARE of what the link as trained carries. Returns the number of reasons. */
 #define FTBW_VALID_ABOVE_READ 1.10
 #define FTBW_VALID_SPREAD 0.75
+#define FTBW_VALID_SLOW_STEPS 0.05
 #define FTBW_VALID_LINK_SHARE 0.50
 int ftbw_check_valid(json_t *prof, double max_spread);
 

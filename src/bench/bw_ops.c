@@ -17,6 +17,7 @@
 #include "bench/pcie.h"
 #include "moe/cpu/cpumoe.h"
 #include "moe/cpu/pool.h"
+#include "util/stats.h"
 
 #ifdef FT_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -299,8 +300,10 @@ static int gather_alone(struct ftbw_real *r, const struct ftbw_config *c, const 
 		rc = ftgather_poison(g);
 	if (rc == 0)
 		rc = ftgather_set_default_path(g, c->gather_sm ? FTGATHER_FUSED : FTGATHER_AUTO);
-	if (rc == 0)
+	if (rc == 0 && now > 0)
 		rc = ftgather_time(g, FTGATHER_AUTO, GATHER_WARMUP, now, secs);
+	else if (rc == 0) /* the warm-up alone (its last pass timed, dropped): the passes come in pairs */
+		rc = ftgather_time(g, FTGATHER_AUTO, GATHER_WARMUP - 1, 1, secs);
 	if (rc < 0) {
 		snprintf(p->err, sizeof p->err, "gather (%s path): %s",
 			 ftgather_path_name(ftgather_default_path(g)), errstr(rc));
@@ -354,23 +357,40 @@ static int gather_more(struct ftgather *g, const struct ftbw_config *c, int expe
 
 static double median_of(const double *v, int n)
 {
-	double t[64];
-	if (n <= 0 || n > 64)
-		return NAN;
-	memcpy(t, v, (size_t)n * sizeof *t);
-	for (int i = 1; i < n; i++)
-		for (int j = i; j > 0 && t[j - 1] > t[j]; j--) {
-			double x = t[j];
-			t[j] = t[j - 1];
-			t[j - 1] = x;
-		}
-	return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+	return n > 0 ? ftstat_of(v, n).median : NAN;
+}
+
+/* The interleaved default run (both halves): PAIR_GATHER timed gather passes and
+ * kernel_cpu_iters / pairs CPU MoE steps per pair, as many pairs as both counts allow (at most
+ * FTBW_MAX_PAIRS): 16 pairs of 2 passes and 32 steps by default. */
+#define PAIR_GATHER 2
+static int pair_count(const struct ftbw_config *c)
+{
+	int n = (c->kernel_pcie_iters + PAIR_GATHER - 1) / PAIR_GATHER;
+	n = n < c->kernel_cpu_iters ? n : c->kernel_cpu_iters;
+	n = n < FTBW_MAX_PAIRS ? n : FTBW_MAX_PAIRS;
+	return n > 0 ? n : 1;
+}
+
+/* The gather half of a pair: the passes left over the pairs left (gather_more: after one
+ * untimed pass, which also covers the CPU pool's spinning workers going to sleep), taken off the
+ * executor's cores; [*a, *z) are its samples. */
+static void pair_gather(struct ftbw_real *r, struct ftgather *g, const struct ftbw_config *c,
+			const struct ftbw_item *it, struct ftbw_meas *m, int pairs_left, int *a, int *z)
+{
+	int left = c->kernel_pcie_iters - m->gather.n;
+	*a = *z = m->gather.n;
+	if (m->gather.rc != 0 || left <= 0 || pairs_left <= 0)
+		return;
+	sched_setaffinity(0, sizeof r->wide, &r->wide);
+	gather_more(g, c, it->synth_experts, &m->gather, left / pairs_left + (left % pairs_left > 0));
+	*z = m->gather.n;
 }
 
 /* The real CPU MoE executor at batch 1 (one tier, or the sweep of --isa all|list: the best tier
- * gives the figure). With g, the gather's remaining passes are spread over the first tier's
- * rounds, each chunk right before the round's steps (after its read pass), so the two sides of
- * the ratio, and the read ceiling, are sampled side by side. */
+ * gives the figure). With g, the first tier's steps and the gather's passes are timed in pairs
+ * (pair_count; the order alternates, the read passes spread over them), so the two sides of the
+ * ratio, and the read ceiling, sample the same stretch of time; each pair gives its own ratio. */
 static int cpu_alone(struct ftbw_real *r, const struct ftbw_env *env, const struct ftbw_config *c,
 		     const struct ftbw_item *it, struct ftgather *g, struct ftmoebench **bout, enum ftcpumoe_isa *used,
 		     struct ftbw_meas *m)
@@ -406,55 +426,47 @@ static int cpu_alone(struct ftbw_real *r, const struct ftbw_env *env, const stru
 	for (int t = 0; t < nt; t++) {
 		enum ftcpumoe_isa u = tiers[t];
 		struct ftbw_part rd = {.rc = FTBW_NOT_RUN};
-		int rounds = iters < READ_ROUNDS ? iters : READ_ROUNDS, tr = 0, off = 0;
-		int g0[READ_ROUNDS + 1], c0[READ_ROUNDS + 1], gn = 0; /* where each round's samples start */
+		/* the first tier with the gather: interleaved pairs; otherwise rounds of steps, each
+		 * after a read pass */
+		const bool paired = g && t == 0 && m->gather.rc == 0;
+		int rounds = paired ? pair_count(c) : iters < READ_ROUNDS ? iters : READ_ROUNDS, tr = 0, off = 0;
+		int read_every = paired ? (rounds + READ_ROUNDS - 1) / READ_ROUNDS : 1;
+		/* where each round's samples start and end (gather: ga..gz, CPU: c0[k]..c0[k+1]) */
+		int ga[FTBW_MAX_PAIRS], gz[FTBW_MAX_PAIRS], c0[FTBW_MAX_PAIRS + 1];
 		if (!r->rsess && !g)
 			rounds = 1;
 		for (int k = 0; k < rounds && tr == 0; k++) {
 			int per = iters / rounds + (k < iters % rounds);
-			read_pass(r, &rd, NULL);
-			g0[k] = m->gather.n;
-			if (g && t == 0 && k > 0 && m->gather.rc == 0) { /* chunk 0 came from gather_alone */
-				int left = c->kernel_pcie_iters - m->gather.n;
-				gather_more(g, c, it->synth_experts, &m->gather,
-					    left / (rounds - k) + (left % (rounds - k) > 0));
-			}
-			gn = m->gather.n;
+			if (k % read_every == 0)
+				read_pass(r, &rd, NULL);
+			/* a pair: gather then steps (even k), or steps then gather (odd k), so neither
+			 * side always follows the other */
+			const bool gather_first = k % 2 == 0;
+			ga[k] = gz[k] = m->gather.n;
+			if (paired && gather_first)
+				pair_gather(r, g, c, it, m, rounds - k, &ga[k], &gz[k]);
 			c0[k] = off;
 			ftpool_pin_caller(ftmoebench_pool(b));
 			tr = ftmoebench_time(b, tiers[t], k == 0 ? c->kernel_cpu_warmup : 1, per, secs + off, bytes + off,
 					&u);
 			off += per;
+			if (paired && !gather_first && tr == 0)
+				pair_gather(r, g, c, it, m, rounds - k, &ga[k], &gz[k]);
 		}
 		c0[rounds] = off;
-		(void)gn;
 		double med = NAN;
 		if (tr == 0) {
 			for (int i = 0; i < iters; i++)
 				secs[i] = secs[i] > 0 ? bytes[i] / secs[i] / 1e9 : 0.0;
-			double *tmp = new_samples(iters);
-			if (tmp) {
-				memcpy(tmp, secs, (size_t)iters * sizeof *tmp);
-				/* median without reordering: ftbw keeps samples in step order */
-				for (int i = 1; i < iters; i++)
-					for (int j = i; j > 0 && tmp[j - 1] > tmp[j]; j--) {
-						double x = tmp[j];
-						tmp[j] = tmp[j - 1];
-						tmp[j - 1] = x;
-					}
-				med = iters % 2 ? tmp[iters / 2] : 0.5 * (tmp[iters / 2 - 1] + tmp[iters / 2]);
-				free(tmp);
-			}
+			med = median_of(secs, iters);
 			if (med > best_med) {
 				read_move(&m->read_other, &m->read_cpu);
 				read_move(&m->read_cpu, &rd);
 				best_med = med;
-				/* per round: its CPU median over the gather chunk before it (round 0:
-				 * gather_alone's chunk, timed right before the CPU phase) */
+				/* per pair: its CPU median over its gather median */
 				m->npair = 0;
-				for (int k = 0; g && m->gather.rc == 0 && k < rounds && m->npair < FTBW_MAX_PAIRS; k++) {
-					int ga = k == 0 ? 0 : g0[k], gb = k + 1 < rounds ? g0[k + 1] : m->gather.n;
-					double gm = median_of(m->gather.gbs + ga, gb - ga);
+				for (int k = 0; paired && m->gather.rc == 0 && k < rounds && m->npair < FTBW_MAX_PAIRS; k++) {
+					double gm = median_of(m->gather.gbs + ga[k], gz[k] - ga[k]);
 					double cm = median_of(secs + c0[k], c0[k + 1] - c0[k]);
 					if (gm > 0 && cm > 0)
 						m->pair_ratio[m->npair++] = cm / gm;
@@ -663,10 +675,10 @@ static int op_measure(void *ctx, const struct ftbw_env *env, const struct ftbw_c
 
 	if (env->gpu && (rc = select_gpu(env->gpu, err, errlen)) < 0)
 		return rc;
-	/* With both halves, the gather's passes are split: the first chunk here, the rest between
-	 * the CPU MoE rounds (cpu_alone); the GPU-only and CPU-only cases run as before. */
+	/* With both halves, the gather is set up, warmed up and checked here and timed in pairs with
+	 * the CPU MoE steps (cpu_alone); the GPU-only and CPU-only cases run as before. */
 	bool both = env->gpu && it->synth_experts > 0 && it->fmt->cpu_path;
-	int chunk0 = both ? (c->kernel_pcie_iters + READ_ROUNDS - 1) / READ_ROUNDS : c->kernel_pcie_iters;
+	int chunk0 = both ? 0 : c->kernel_pcie_iters;
 	if (env->gpu && it->synth_experts > 0) {
 		rc = gather_alone(r, c, it, mem_node_of(env), chunk0, &g, &m->gather);
 		if (rc == -EIO) { /* a CUDA error is sticky: nothing after it could be trusted */

@@ -1,7 +1,7 @@
 /* bw_ops: the real measurements behind `ftbench bw` (struct ftbw_ops of bench/bw.h):
  *  - CPU read ceiling (bench/cpu_read.h) on env->cpus, one pinned thread per physical core: one
  *    read session (its own pool and buffer) open from the first cpu_read call to ftbw_real_free,
- *    so that measure() can take passes next to the kernels: one before each of the 4 rounds of
+ *    so that measure() can take passes next to the kernels: 4 spread over the rounds or pairs of
  *    every CPU MoE tier's steps (m->read_cpu for the tier behind the figure, m->read_other for
  *    the rest of a sweep) and one before each overlap window and after the last (read_other);
  *    each pass waits 3 ms before and after for the other pool's spinning workers to sleep;
@@ -10,6 +10,10 @@
  *    experts, every slot refilled from a random permutation, verified once), the real CPU MoE
  *    executor at batch 1 with rotating experts (bench/cpu_moe.h), its ISA sweep, and both
  *    overlapped (windows of about 0.5 s, each side reporting its own bytes/time).
+ * With both halves the first CPU MoE tier and the gather are timed in interleaved pairs (16 by
+ * default: 2 gather passes after an untimed one, and 32 steps, gather first in even pairs, steps
+ * first in odd ones; the warm-ups dropped): the two sides of the ratio and its per-pair values
+ * sample the same stretch of time, about 2 s per format.
  * Without a GPU (env->gpu NULL) or without CUDA in the build, the gather parts are FTBW_NOT_RUN.
  * Functions return 0 or -errno with err set; nothing logs. */
 #ifndef FT_BENCH_BW_OPS_H

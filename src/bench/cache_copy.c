@@ -250,8 +250,11 @@ static int run_config(struct bench *b, int C, long bs, double rate, int repeat, 
 	}
 	/* A proxy copy that was never issued or a wait that timed out makes its timings meaningless. */
 	if (ftmissing_proxy_errors(b->proxy)) {
-		json_object_set_new(row, "error", json_string("proxy copy-engine path: a copy was not issued or "
-							      "its wait timed out (10 s)"));
+		char msg[640];
+		int u = snprintf(msg, sizeof msg, "proxy copy-engine path: a copy was not issued or its wait timed out "
+				 "(10 s): ");
+		ftmissing_proxy_diag(b->proxy, msg + u, sizeof msg - (size_t)u);
+		json_object_set_new(row, "error", json_string(msg));
 		r = -EIO;
 		goto out;
 	}

@@ -207,6 +207,9 @@ int ftgather_create(struct ftgather **out, const struct ftgather_geom *geom, con
 	/* the copy engines through the proxy; the per-bank SM kernels when FREETOKEN_FUSED_COPY
 	 * asks for them */
 	ftgather_set_default_path(g, FTGATHER_AUTO);
+	if (ftmissing_env_fused() && !ftmissing_proxy_usable())
+		ftreport_note(rep, "copy-engine proxy off: CUDA_DEVICE_MAX_CONNECTIONS=1 (one hardware queue: its copies "
+				   "would wait behind the waiting stream); using the SM gather");
 	if (!core_free())
 		g->popts.spin_us = 0;
 	*out = g;
@@ -260,8 +263,8 @@ enum ftgather_path ftgather_default_path(const struct ftgather *g)
 
 int ftgather_set_default_path(struct ftgather *g, enum ftgather_path p)
 {
-	if (p == FTGATHER_AUTO)
-		p = ftmissing_env_fused() ? FTGATHER_PROXY : FTGATHER_PER_BANK;
+	if (p == FTGATHER_AUTO) /* no proxy on a single hardware queue (ftmissing_proxy_usable) */
+		p = !ftmissing_env_fused() ? FTGATHER_PER_BANK : ftmissing_proxy_usable() ? FTGATHER_PROXY : FTGATHER_FUSED;
 	if (p == FTGATHER_FUSED && !ftmissing_is_fused(g->cm))
 		p = FTGATHER_PER_BANK;
 	if (p != FTGATHER_FUSED && p != FTGATHER_PER_BANK && p != FTGATHER_PROXY)

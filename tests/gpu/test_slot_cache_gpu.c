@@ -2,7 +2,8 @@
  * steps of mixed layers, bit for bit (ids, plan, counts, whole state); every gather path
  * (fused and its variants, per-bank, per-expert memcpy, memcpy batch, the copy-engine proxy
  * with its SM/copy-engine split, run merging and both signals) copies the right bytes for
- * every format; the alignment fallback; captured CUDA graphs of ensure + copy (fused, proxy).
+ * every format; the alignment fallback; captured CUDA graphs of ensure + copy (fused, proxy);
+ * thousands of zero-miss and tiny proxy plans from a caller that sleeps between them.
  * Skips cleanly without a GPU. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench/gather.h"
 #include "moe/formats.h"
@@ -416,12 +418,16 @@ static void proxy_splits(struct ftgather *g, const char *fmt, long H, long I, in
 				/* every idle policy: poll always, doorbell only, the default */
 				const int spins[3] = {FTMISSING_PROXY_SPIN_ALWAYS, 0, FTMISSING_PROXY_SPIN_US};
 				po.spin_us = spins[(si * 2 + merge) % 3];
+				/* the rows' heads on the SMs (fused path; a small budget still gives every
+				 * row a head here), with and without merge */
+				po.sm_head = (si + merge) % 2 ? 4096 : 0;
 				assert_int_equal(ftgather_set_proxy_opts(g, &po), 0);
 				assert_int_equal(ftgather_poison(g), 0);
 				assert_int_equal(ftgather_run(g, FTGATHER_PROXY), 0);
 				if (ftgather_verify(g))
-					fail_msg("%s layer %d: proxy (split %zu, merge %d, spin %d, %s plan) copied wrong bytes",
-						 fmt, layer, splits[si], merge, po.spin_us, plan ? "consecutive" : "random");
+					fail_msg("%s layer %d: proxy (split %zu, merge %d, spin %d, head %zu, %s plan) copied "
+						 "wrong bytes",
+						 fmt, layer, splits[si], merge, po.spin_us, po.sm_head, plan ? "consecutive" : "random");
 			}
 	}
 	assert_int_equal(ftgather_set_plan(g, layer, src, dst, n), 0);
@@ -585,6 +591,121 @@ static void test_odd_rows(void **st)
 	cudaFreeHost(host);
 }
 
+/* Many zero-miss and tiny plans from a caller that sleeps between them for times around the idle
+ * policy's edges, sometimes several plans back to back (issue 23: a daemon job's first proxy copy,
+ * a zero-miss plan, timed out once on a fresh H200). Every plan must be signalled within
+ * STRESS_PLAN_S (a plan takes well under a millisecond; a doorbell the thread missed costs up to
+ * its 1 s idle check, a lost plan or signal the wait kernel's 10 s); a non-empty plan every 32
+ * plans is checked byte for byte. signal: enum ftmissing_signal; spin: opts.spin_us. */
+#define STRESS_PLAN_S 0.5
+static void proxy_stress(int signal, int spin, size_t sm_below, size_t head, int plans)
+{
+	enum { E = 32, C = 40, NP = 4 };
+	static const int shape_n[NP] = {0, 1, 2, 5};
+	struct ftgather *g;
+	struct ftgather_geom geom = {ftfmt_lookup("bf16"), 256, 128, E, 1, C, E};
+	assert_int_equal(ftgather_create(&g, &geom, NULL), 0);
+	struct ftmissing_proxy *px;
+	CK(ftmissing_proxy_create(&px, ftgather_copier(g), E));
+	struct ftmissing_proxy_opts po;
+	ftmissing_proxy_default_opts(&po);
+	po.signal = signal;
+	po.spin_us = spin;
+	po.sm_below = sm_below;
+	po.sm_head = head;
+	CK(ftmissing_proxy_set_opts(px, &po));
+	cudaStream_t s = ftgather_stream(g);
+	/* NP device plans [src E | dst E | n] */
+	int32_t hsrc[NP][E], hdst[NP][E], *d_plan;
+	CK(cudaMalloc((void **)&d_plan, sizeof(int32_t) * NP * (2 * E + 1)));
+	for (int k = 0; k < NP; k++) {
+		int32_t h[2 * E + 1];
+		memset(h, 0, sizeof h);
+		random_plan(E, C, shape_n[k], hsrc[k], hdst[k]);
+		memcpy(h, hsrc[k], sizeof(int32_t) * shape_n[k]);
+		memcpy(h + E, hdst[k], sizeof(int32_t) * shape_n[k]);
+		h[2 * E] = shape_n[k];
+		CK(cudaMemcpy(d_plan + k * (2 * E + 1), h, sizeof h, cudaMemcpyHostToDevice));
+	}
+	/* caller's pauses (us): none, inside the thread's wake-early window, around the end of its
+	 * default spin window, asleep on the doorbell */
+	static const int pause_us[] = {0, 0, 10, 40, 190, 210, 260, 1000, 3000};
+	const int npause = (int)(sizeof pause_us / sizeof pause_us[0]);
+	long long issued = 0;
+	double worst = 0, t_start = fttime_now_s();
+	char diag[512];
+	for (int i = 0; i < plans; i++) {
+		int k = rnd() % 8, check = i % 32 == 31;
+		k = check ? 1 + (int)(rnd() % 3) : k < 4 ? 0 : k < 6 ? 1 : k < 7 ? 2 : 3; /* half zero-miss */
+		int burst = !check && rnd() % 4 == 0 ? 2 + (int)(rnd() % 3) : 1;
+		const int32_t *pl = d_plan + k * (2 * E + 1);
+		if (check) {
+			assert_int_equal(ftgather_set_plan(g, 0, hsrc[k], hdst[k], shape_n[k]), 0);
+			assert_int_equal(ftgather_poison(g), 0);
+		}
+		double t0 = fttime_now_s();
+		for (int b = 0; b < burst; b++, issued++)
+			CK(ftmissing_proxy_copy(px, 0, pl, pl + E, pl + 2 * E, s));
+		cudaError_t q;
+		while ((q = cudaStreamQuery(s)) == cudaErrorNotReady && fttime_now_s() - t0 < STRESS_PLAN_S)
+			;
+		double dt = fttime_now_s() - t0;
+		if (q == cudaErrorNotReady) {
+			ftmissing_proxy_diag(px, diag, sizeof diag);
+			fail_msg("proxy stress (signal %s, spin %d us, split %zu): plan %d (%d entries, %d back to back) "
+				 "not done after %.1f s: %s",
+				 signal == FTMISSING_SIGNAL_MEMOP ? "memop" : "kernel", spin, sm_below, i, shape_n[k], burst,
+				 dt, diag);
+		}
+		CK(q);
+		worst = dt > worst ? dt : worst;
+		if (check && ftgather_verify(g))
+			fail_msg("proxy stress: plan %d (%d entries) copied wrong bytes", i, shape_n[k]);
+		int us = pause_us[rnd() % npause];
+		struct timespec ts = {0, us * 1000L};
+		if (us)
+			nanosleep(&ts, NULL);
+	}
+	long long batches, copies, sleeps, wakes;
+	double gbs;
+	ftmissing_proxy_stats(px, &batches, &copies);
+	ftmissing_proxy_idle_stats(px, &sleeps, &wakes, &gbs);
+	ftmissing_proxy_diag(px, diag, sizeof diag);
+	if (ftmissing_proxy_errors(px) || batches != issued)
+		fail_msg("proxy stress: %lld plans issued, %lld handled: %s", issued, batches, diag);
+	printf("  proxy stress (signal %s, spin %d us, split %zu, head %zu): %lld plans in %.2f s, slowest %.3f ms, "
+	       "%lld sleeps, %lld doorbell wake-ups\n",
+	       ftmissing_proxy_signal(px) == FTMISSING_SIGNAL_MEMOP ? "memop" : "kernel", spin, sm_below, head, issued,
+	       fttime_now_s() - t_start, worst * 1e3, sleeps, wakes);
+	ftmissing_proxy_destroy(px);
+	cudaFree(d_plan);
+	ftgather_free(g);
+}
+
+/* Run first in a fresh process (FT_TEST_FILTER=test_proxy_stress) it also covers a proxy's first
+ * plans in a new context: the first memop, the first kernel signal. */
+static void test_proxy_stress(void **st)
+{
+	if (!have_gpu())
+		skip();
+	if (!ftmissing_proxy_usable()) { /* CUDA_DEVICE_MAX_CONNECTIONS=1: refused, not hung */
+		struct ftgather *g;
+		struct ftgather_geom geom = {ftfmt_lookup("bf16"), 256, 128, 8, 1, 8, 8};
+		struct ftmissing_proxy *px = NULL;
+		assert_int_equal(ftgather_create(&g, &geom, NULL), 0);
+		assert_int_equal(ftmissing_proxy_create(&px, ftgather_copier(g), 8), cudaErrorNotSupported);
+		assert_int_equal(ftgather_default_path(g), FTGATHER_FUSED);
+		ftgather_free(g);
+		printf("  one hardware queue (CUDA_DEVICE_MAX_CONNECTIONS=1): the proxy is refused, the SM gather is the default\n");
+		return;
+	}
+	/* the kernel signal first: its first launch comes from the proxy thread while a wait spins */
+	proxy_stress(FTMISSING_SIGNAL_KERNEL, 0, 100000, 0, 1500);
+	proxy_stress(FTMISSING_SIGNAL_MEMOP, FTMISSING_PROXY_SPIN_US, FTMISSING_PROXY_SPLIT_BYTES, 0, 1500);
+	proxy_stress(FTMISSING_SIGNAL_MEMOP, 0, 100000, 8192, 1500);
+	proxy_stress(FTMISSING_SIGNAL_KERNEL, FTMISSING_PROXY_SPIN_US, 0, 8192, 1500);
+}
+
 /* ensure + copy captured in a CUDA graph for two layers, replayed with new ids each time;
  * proxy: the copy-engine proxy with down (64 KiB rows) on the SMs, gate_up on the copy engines
  * (1: the default idle policy; 2: doorbell only, so that every plan needs the graph's host
@@ -695,7 +816,11 @@ int main(void)
 		cmocka_unit_test(test_gather_every_format),
 		cmocka_unit_test(test_odd_rows),
 		cmocka_unit_test(test_graph_capture),
+		cmocka_unit_test(test_proxy_stress),
 	};
+	const char *only = getenv("FT_TEST_FILTER"); /* one test by name (cmocka's pattern) */
+	if (only && *only)
+		cmocka_set_test_filter(only);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
 #else

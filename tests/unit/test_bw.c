@@ -82,6 +82,36 @@ static void test_fetch_fraction(void **s)
 	assert_true(isnan(ftbw_fetch_fraction(0, 0, 0, 0)));
 }
 
+/* The CPU MoE figure of many steps: one straggler does not make the profile invalid, a share of
+ * slow steps over FTBW_VALID_SLOW_STEPS or a fast outlier does; without the share, min - max. */
+static int valid_reasons(double lo, double hi, double slow, char *first, size_t n)
+{
+	json_t *p = json_pack("{s:{},s:{s:{s:f,s:{s:f,s:f,s:f,s:i}}}}", "ceilings", "dtype_kernels", "bf16",
+			      "cpu_moe_gbs", 100.0, "cpu_moe_gbs_spread", "median", 100.0, "min", lo, "max", hi,
+			      "samples", 512);
+	if (!isnan(slow))
+		json_object_set_new(json_object_get(json_object_get(p, "dtype_kernels"), "bf16"), "cpu_moe_slow_steps",
+				    json_real(slow));
+	int r = ftbw_check_valid(p, FTBW_VALID_SPREAD);
+	json_t *why = json_object_get(p, "invalid_reasons");
+	snprintf(first, n, "%s", json_array_size(why) ? json_string_value(json_array_get(why, 0)) : "");
+	json_decref(p);
+	return r;
+}
+
+static void test_check_valid_steps(void **s)
+{
+	char w[512];
+	assert_int_equal(valid_reasons(15.0, 110.0, 0.002, w, sizeof w), 0); /* one straggler */
+	assert_int_equal(valid_reasons(15.0, 110.0, 0.08, w, sizeof w), 1);
+	assert_non_null(strstr(w, "8.0% of the steps ran under 0.8 x the median"));
+	assert_int_equal(valid_reasons(95.0, 180.0, 0.0, w, sizeof w), 1);
+	assert_non_null(strstr(w, "80% over its median"));
+	assert_int_equal(valid_reasons(15.0, 110.0, NAN, w, sizeof w), 1); /* no share: min - max */
+	assert_non_null(strstr(w, "spread 15.0-110.0 GB/s"));
+	assert_int_equal(valid_reasons(90.0, 110.0, NAN, w, sizeof w), 0);
+}
+
 static void test_synth_experts(void **s)
 {
 	size_t eb = ftfmt_expert_bytes(ftfmt_lookup("bf16"), 2048, 768); /* 9 MiB */
@@ -568,6 +598,10 @@ static void test_schema(void **s)
 	assert_true(fabs(json_number_value(json_object_get(rs, "min")) - 2.4 * 0.98) < 1e-9);
 	assert_true(fabs(json_number_value(json_object_get(rs, "max")) - 2.4 * 1.03) < 1e-9);
 	assert_int_equal(json_integer_value(json_object_get(rs, "samples")), 4);
+	/* the median of the pairs' ratios (even count: the mean of the middle two) */
+	assert_true(fabs(json_number_value(json_object_get(entry_of(p, "bf16"), "ratio_paired")) - 2.4 * 1.01) < 1e-9);
+	/* the fake's CPU samples are all equal: no step under 0.8 x the median */
+	assert_true(fabs(json_number_value(json_object_get(entry_of(p, "bf16"), "cpu_moe_slow_steps"))) < 1e-12);
 	/* a sweep, with a failed tier */
 	json_t *e = entry_of(p, "bf16");
 	json_object_set_new(e, "isa_sweep", json_pack("{s:f,s:n}", "avx2", 80.0, "scalar"));
@@ -576,6 +610,7 @@ static void test_schema(void **s)
 	assert_int_equal(run_fake(&f, &c, NULL, &p, err), 0);
 	assert_schema(p);
 	assert_true(json_is_null(json_object_get(entry_of(p, "bf16"), "ratio_rounds_spread"))); /* no GPU */
+	assert_true(json_is_null(json_object_get(entry_of(p, "bf16"), "ratio_paired")));
 	/* and the schema does bite: a figure of the wrong type */
 	json_object_set_new(entry_of(p, "bf16"), "cpu_moe_gbs", json_string("fast"));
 	assert_int_equal(ftt_schema_validate("api/schemas/profile.schema.json", p, err, sizeof err), -EINVAL);
@@ -710,7 +745,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_decide_threshold), cmocka_unit_test(test_decide_reasons),
-		cmocka_unit_test(test_fetch_fraction),   cmocka_unit_test(test_synth_experts),
+		cmocka_unit_test(test_fetch_fraction),
+		cmocka_unit_test(test_check_valid_steps),   cmocka_unit_test(test_synth_experts),
 		cmocka_unit_test(test_link_degraded),    cmocka_unit_test(test_plan),
 		cmocka_unit_test(test_run_gpu),          cmocka_unit_test(test_run_models),
 		cmocka_unit_test(test_run_no_gpu),       cmocka_unit_test(test_run_failures),
