@@ -503,12 +503,13 @@ static void test_schedules(void **s)
 						 .max_topk = TOPK, .isa = tiers[ti], .pool = pool, .cpu = &ci, .tune = &t};
 			struct ftcpumoe *x = NULL, *y = NULL, *z = NULL;
 			t.item_kb = 16;
-			t.item2_kb = 16; /* mxfp4: two h slices per expert */
+			t.item2_kb = 16; /* mxfp4: two h slices per expert, the last expert's six (tail_div 4) */
 			t.sched = FTCPUMOE_SCHED_DYNAMIC; /* this pool has < 8 workers */
 			assert_int_equal(ftcpumoe_create(&cfg, &x), 0);
 			/* the default item sizes (here one or two items per pass and group) and the last
-			 * expert's down rows 3x finer (x has the default, 4x; the mxfp4 K split has none):
-			 * another split, so other chunks of the partial outputs written */
+			 * expert's down rows 3x finer (x has the default, 4x; the mxfp4 K split's 816 bank
+			 * rows per item fall to 272, still one item): another split, so other chunks of the
+			 * partial outputs written */
 			t.item_kb = t.item2_kb = 0;
 			t.tail_div = 3;
 			assert_int_equal(ftcpumoe_create(&cfg, &z), 0);
