@@ -262,9 +262,6 @@ static void forward_worker(void *arg, int tid, int n)
 	const struct ftkern_ops *ops = x->ops;
 	if (ops->prep) {
 		if (x->lean) {
-			/* x is in the caller's cache: every line requested at once, not as prep reaches it */
-			for (long i = 0; i < x->cfg.hidden; i += 16)
-				__builtin_prefetch(x->xin + i, 0, 3);
 			ops->prep(x->xin, x->cfg.hidden, x->xpriv + (size_t)tid * x->xq_stride);
 		} else {
 			for (int b = tid; b < x->B; b += n)

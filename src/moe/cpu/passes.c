@@ -140,21 +140,11 @@ void ftcpumoe_down_rows(struct ftcpumoe *x, int tid, int g, const struct ftkern_
 	}
 }
 
-/* In worker order, so every schedule adds the same partials in the same order. The partials
- * were written by the other workers (in their caches): every line this worker sums is requested
- * first, in the order it is summed, so the transfers overlap instead of following the loop's
- * touch tests one by one. */
+/* In worker order, so every schedule adds the same partials in the same order. */
 void ftcpumoe_reduce_out(struct ftcpumoe *x, int tid, int n, const float *p, size_t wstride, size_t bstride,
 		       const uint8_t *touch)
 {
 	long H = x->cfg.hidden, n0 = H * tid / n, n1 = H * (tid + 1) / n;
-	for (int b = 0; b < x->B; b++) {
-		const float *pb = p + (size_t)b * bstride;
-		for (long c = n0 / 16; c * 16 < n1; c++)
-			for (int t = 0; t < n; t++)
-				if (!touch || touch[(size_t)t * x->pchunk_stride + (size_t)b * (size_t)x->nchunk + (size_t)c])
-					__builtin_prefetch(pb + (size_t)t * wstride + (size_t)c * 16, 0, 3);
-	}
 	for (int b = 0; b < x->B; b++) {
 		float *o = x->out + (size_t)b * H;
 		const float *pb = p + (size_t)b * bstride;
