@@ -2,7 +2,9 @@
  * forward with tiny experts (H = I = 64, E 8, top-8, batch 1), so a step is the pool wake-up,
  * the barriers, the activation prep and the reductions with next to no weight bytes. Prints the
  * median and p90 step time per format and thread count. Built by `make bench-tools`;
- * usage: build/bench/cpu_moe_overhead [threads [topk]]. */
+ * usage: build/bench/cpu_moe_overhead [threads [topk [auto|static|dynamic]]] (the schedule:
+ * auto takes the static ones below 8 workers, so dynamic times the H200's schedule on a small
+ * host). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,17 @@ int main(int argc, char **argv)
 	if (ftpool_create(&ci, threads, -1, &pool) < 0)
 		return 1;
 	ftpool_pin_caller(pool);
+	struct ftcpumoe_tune tune;
+	ftcpumoe_tune_defaults(&tune);
+	const char *sched = argc > 3 ? argv[3] : "auto";
+	if (!strcmp(sched, "static")) {
+		tune.sched = FTCPUMOE_SCHED_STATIC;
+	} else if (!strcmp(sched, "dynamic")) {
+		tune.sched = FTCPUMOE_SCHED_DYNAMIC;
+	} else if (strcmp(sched, "auto")) {
+		fprintf(stderr, "cpu_moe_overhead: schedule '%s': want auto, static or dynamic\n", sched);
+		return 2;
+	}
 	const char *names[] = {"bf16", "nvfp4", "q4_0", "mxfp4_triton"};
 	long H = 64, I = 64;
 	int E = 8, K = argc > 2 ? atoi(argv[2]) : 8;
@@ -44,7 +57,7 @@ int main(int argc, char **argv)
 		}
 		struct ftcpumoe_cfg cfg = {.format = f->id, .hidden = H, .inter = I, .experts = E, .layers = 1,
 					 .banks = banks, .act = FTFMT_ACT_SILU, .swiglu_limit = 7, .max_batch = 1,
-					 .max_topk = K, .isa = FTCPUMOE_ISA_AUTO, .pool = pool, .cpu = &ci};
+					 .max_topk = K, .isa = FTCPUMOE_ISA_AUTO, .pool = pool, .cpu = &ci, .tune = &tune};
 		struct ftcpumoe *x;
 		if (ftcpumoe_create(&cfg, &x) < 0)
 			return 1;
@@ -65,8 +78,8 @@ int main(int argc, char **argv)
 				t[i - 1000] = fttime_now_s() - t0;
 		}
 		qsort(t, N, sizeof t[0], cmpd);
-		printf("%-13s %-11s threads %d: step median %.2f us, p90 %.2f us\n", names[fi],
-		       ftcpumoe_isa_name(ftcpumoe_isa(x)), ftpool_size(pool), t[N / 2] * 1e6, t[N * 9 / 10] * 1e6);
+		printf("%-13s %-11s %-7s threads %d: step median %.2f us, p90 %.2f us\n", names[fi],
+		       ftcpumoe_isa_name(ftcpumoe_isa(x)), sched, ftpool_size(pool), t[N / 2] * 1e6, t[N * 9 / 10] * 1e6);
 		ftcpumoe_free(x);
 		for (int i = 0; i < nb; i++)
 			free((void *)banks[i]);

@@ -503,12 +503,13 @@ static void test_schedules(void **s)
 						 .max_topk = TOPK, .isa = tiers[ti], .pool = pool, .cpu = &ci, .tune = &t};
 			struct ftcpumoe *x = NULL, *y = NULL, *z = NULL;
 			t.item_kb = 16;
-			t.item2_kb = 16; /* mxfp4: two h slices per expert */
+			t.item2_kb = 16; /* mxfp4: two h slices per expert, the last expert's six (tail_div 4) */
 			t.sched = FTCPUMOE_SCHED_DYNAMIC; /* this pool has < 8 workers */
 			assert_int_equal(ftcpumoe_create(&cfg, &x), 0);
 			/* the default item sizes (here one or two items per pass and group) and the last
-			 * expert's down rows 3x finer (x has the default, 4x; the mxfp4 K split has none):
-			 * another split, so other chunks of the partial outputs written */
+			 * expert's down rows 3x finer (x has the default, 4x; the mxfp4 K split's 816 bank
+			 * rows per item fall to 272, still one item): another split, so other chunks of the
+			 * partial outputs written */
 			t.item_kb = t.item2_kb = 0;
 			t.tail_div = 3;
 			assert_int_equal(ftcpumoe_create(&cfg, &z), 0);
@@ -845,17 +846,34 @@ static void count_fn(void *arg, int tid, int n)
 	__atomic_fetch_add(&c[1 + tid], 1, __ATOMIC_RELAXED);
 }
 
+/* ftpool_run returns only when every worker has finished its run (each marks the end in its
+ * own flag): checked after every run, on this pool and on one of 5 workers over its cores
+ * (oversubscribed here: the waits must yield). */
 static void test_pool(void **s)
 {
 	int c[1 + 64] = {0};
-	for (int i = 0; i < 100; i++)
-		ftpool_run(pool, count_fn, c);
 	int n = ftpool_size(pool);
-	assert_int_equal(c[0], 100 * n);
+	for (int i = 0; i < 100; i++) {
+		ftpool_run(pool, count_fn, c);
+		assert_int_equal(__atomic_load_n(&c[0], __ATOMIC_RELAXED), (i + 1) * n);
+	}
 	for (int t = 0; t < n; t++)
 		assert_int_equal(c[1 + t], 100);
 	assert_true(ftpool_cpu(pool, 0) >= 0);
 	assert_int_equal(ftpool_cpu(pool, n), -1);
+	int cpus[5];
+	for (int t = 0; t < 5; t++)
+		cpus[t] = ftpool_cpu(pool, t % n);
+	struct ftpool *p5;
+	assert_int_equal(ftpool_create_on(cpus, 5, &p5), 0);
+	memset(c, 0, sizeof c);
+	for (int i = 0; i < 30; i++) {
+		ftpool_run(p5, count_fn, c);
+		assert_int_equal(__atomic_load_n(&c[0], __ATOMIC_RELAXED), (i + 1) * 5);
+	}
+	for (int t = 0; t < 5; t++)
+		assert_int_equal(c[1 + t], 30);
+	ftpool_free(p5);
 }
 
 /* The knob table: every default is within its row and reads back as the text --tune takes; a

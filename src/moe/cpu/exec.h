@@ -90,6 +90,8 @@ struct ftcpumoe {
 	int n2f;
 	long ch1t, ch2t;              /* K split: bank rows per item (multiples of 16) */
 	int n1t, n2t;
+	long ch2tf;                   /* K split, pass 2 of the last group: finer items (the tail) */
+	int n2tf;
 	uint8_t *touch;               /* K split: [threads][part_cap] partial written this call */
 	uint8_t *hslice;              /* K split: prepared h slices [threads][part_cap][hq_stride] */
 	/* tune.trace: where the dynamic steps' time goes (trace.c) */

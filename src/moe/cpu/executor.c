@@ -97,6 +97,9 @@ static void size_items(struct ftcpumoe *x)
 		x->ch2t = x->ch2t < 16 ? 16 : x->ch2t;
 		x->n1t = (int)((cfg->hidden / 2 + x->ch1t - 1) / x->ch1t);
 		x->n2t = (int)((cfg->inter / 2 + x->ch2t - 1) / x->ch2t);
+		x->ch2tf = x->ch2t / t->tail_div / 16 * 16;
+		x->ch2tf = x->ch2tf < 16 ? 16 : x->ch2tf;
+		x->n2tf = (int)((cfg->inter / 2 + x->ch2tf - 1) / x->ch2tf);
 	}
 }
 
@@ -342,7 +345,7 @@ int ftcpumoe_forward(struct ftcpumoe *x, int layer, int B, int topk, const float
 	x->lean_h = x->lean && (x->run == FTCPUMOE_RUN_FLAT || x->run == FTCPUMOE_RUN_ROWS);
 	if (dyn) {
 		x->nitems = x->run == FTCPUMOE_RUN_DYN ? x->ngrp * (x->n1 + x->n2) - x->n2 + x->n2f
-						     : x->ngrp * (x->n1t + x->n2t);
+						     : x->ngrp * (x->n1t + x->n2t) - x->n2t + x->n2tf;
 		atomic_store_explicit(&x->next, 0, memory_order_relaxed);
 		for (int g = 0; g < x->ngrp; g++)
 			atomic_store_explicit(&x->done1[g], 0, memory_order_relaxed);

@@ -5,9 +5,9 @@
  *    part_cap slots, one barrier per round (partials double-buffered per round, so one barrier
  *    separates writing from reading): at batch 1 a whole pass is one round.
  *  - dynamic (ftcpumoe_run_dyn_k, while a call's routes fit one round): items of ch1t / ch2t bank
- *    rows claimed in order as in sched_dyn.c; each pass-2 item computes the slice of h it reads
- *    from the pass-1 partials itself, so no worker reduces a whole expert and nothing waits on
- *    one. */
+ *    rows claimed in order as in sched_dyn.c (the last group's pass 2 in finer ones, ch2tf, so
+ *    the workers finish close together); each pass-2 item computes the slice of h it reads from
+ *    the pass-1 partials itself, so no worker reduces a whole expert and nothing waits on one. */
 #include <string.h>
 
 #include "moe/cpu/exec.h"
@@ -150,11 +150,18 @@ static int k_item(const struct ftcpumoe *x, int i, int *down, long *kk0, long *k
 		*kk0 = (long)(i % x->n1t) * ch;
 		KK = x->cfg.hidden / 2;
 	} else {
+		int last = (x->ngrp - 1) * x->n2t;
 		*down = 1;
 		i -= p1;
-		g = i / x->n2t;
-		ch = x->ch2t;
-		*kk0 = (long)(i % x->n2t) * ch;
+		if (i < last) {
+			g = i / x->n2t;
+			ch = x->ch2t;
+			*kk0 = (long)(i % x->n2t) * ch;
+		} else { /* the last group's: ch2tf, finer, so the workers finish close together */
+			g = x->ngrp - 1;
+			ch = x->ch2tf;
+			*kk0 = (long)(i - last) * ch;
+		}
 		KK = x->cfg.inter / 2;
 	}
 	*kk1 = *kk0 + ch < KK ? *kk0 + ch : KK;
@@ -162,7 +169,7 @@ static int k_item(const struct ftcpumoe *x, int i, int *down, long *kk0, long *k
 }
 
 /* The dynamic K split: the items are runs of ch1t / ch2t bank rows of each group's gate_up and
- * down matrices, claimed in order like ftcpumoe_run_dyn. A worker adds every pass-1 item into its
+ * down matrices (the last group's down matrix in runs of ch2tf), claimed in order like ftcpumoe_run_dyn. A worker adds every pass-1 item into its
  * own partial of each slot (zeroed when it first touches the slot in a call) and counts it
  * done. A pass-2 item waits for its group's pass 1 and computes the slice of h its bank rows
  * read (slice); h is scaled by the route weight, so pass 2 adds all routes of a token into one

@@ -26,6 +26,13 @@
  * come back-to-back, so a short spin saves the wake-up latency on every step. */
 #define POOL_SPIN_NS 2000000ull
 
+/* Each worker marks the end of a run in its own line, which the caller polls: the n - 1 ends
+ * land in parallel, where one shared counter took n - 1 read-modify-writes of one line in turn,
+ * all at the end of a step. */
+struct done {
+	_Alignas(64) atomic_uint gen;
+};
+
 struct worker {
 	struct ftpool *pool;
 	int tid;
@@ -39,7 +46,7 @@ struct ftpool {
 	struct worker *w;
 	/* run state */
 	_Alignas(64) atomic_uint gen;        /* bumped per run; futex word */
-	_Alignas(64) atomic_int pending;     /* workers 1..n-1 still running this run */
+	struct done *done;                   /* [n]: worker i's last finished run (gen) */
 	_Alignas(64) atomic_int sleepers;
 	_Alignas(64) atomic_int bar_count;
 	_Alignas(64) atomic_uint bar_gen;
@@ -87,7 +94,7 @@ static void *worker_main(void *p)
 		if (pool->stop)
 			break;
 		pool->fn(pool->arg, w->tid, pool->n);
-		atomic_fetch_sub_explicit(&pool->pending, 1, memory_order_release);
+		atomic_store_explicit(&pool->done[w->tid].gen, g, memory_order_release);
 	}
 	return NULL;
 }
@@ -106,7 +113,8 @@ int ftpool_create(const struct ftcpu_info *ci, int threads, int numa_node, struc
 	p->n = n;
 	p->cpus = calloc((size_t)ci->physical_cores, sizeof *p->cpus);
 	p->w = calloc((size_t)n, sizeof *p->w);
-	if (!p->cpus || !p->w) {
+	p->done = aligned_alloc(64, (size_t)n * sizeof *p->done);
+	if (!p->cpus || !p->w || !p->done) {
 		ftpool_free(p);
 		return -ENOMEM;
 	}
@@ -128,7 +136,8 @@ int ftpool_create_on(const int *cpus, int n, struct ftpool **out)
 	p->n = n;
 	p->cpus = calloc((size_t)n, sizeof *p->cpus);
 	p->w = calloc((size_t)n, sizeof *p->w);
-	if (!p->cpus || !p->w) {
+	p->done = aligned_alloc(64, (size_t)n * sizeof *p->done);
+	if (!p->cpus || !p->w || !p->done) {
 		ftpool_free(p);
 		return -ENOMEM;
 	}
@@ -139,6 +148,8 @@ int ftpool_create_on(const int *cpus, int n, struct ftpool **out)
 static int start_workers(struct ftpool *p, struct ftpool **out)
 {
 	int n = p->n;
+	for (int i = 0; i < n; i++)
+		atomic_init(&p->done[i].gen, 0);
 	for (int i = 1; i < n; i++) {
 		p->w[i].pool = p;
 		p->w[i].tid = i;
@@ -166,6 +177,7 @@ void ftpool_free(struct ftpool *p)
 				pthread_join(p->w[i].th, NULL);
 	}
 	free(p->w);
+	free(p->done);
 	free(p->cpus);
 	free(p);
 }
@@ -200,14 +212,14 @@ void ftpool_run(struct ftpool *p, ftpool_fn fn, void *arg)
 	}
 	p->fn = fn;
 	p->arg = arg;
-	atomic_store_explicit(&p->pending, p->n - 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
+	unsigned g = atomic_fetch_add_explicit(&p->gen, 1, memory_order_release) + 1;
 	if (atomic_load(&p->sleepers) > 0)
 		futex(&p->gen, FUTEX_WAKE_PRIVATE, 0x7fffffff);
 	fn(arg, 0, p->n);
 	/* relax yields now and then: an oversubscribed host (CI) must let the workers run */
-	for (int k = 0; atomic_load_explicit(&p->pending, memory_order_acquire) > 0;)
-		ftpool_relax(p, &k);
+	for (int i = 1, k = 0; i < p->n; i++)
+		while (atomic_load_explicit(&p->done[i].gen, memory_order_acquire) != g)
+			ftpool_relax(p, &k);
 }
 
 void ftpool_barrier(struct ftpool *p)

@@ -22,7 +22,7 @@ const struct ftcpumoe_knob ftcpumoe_knobs[] = {
 	{"item2_kb", FTCPUMOE_KNOB_INT, 16, 65536, "auto", 0, OFF(item2_kb),
 	 "KiB of weights per pass-2 item of the dynamic schedules (auto: item_kb if set, else 128; mxfp4 256)"},
 	{"tail_div", FTCPUMOE_KNOB_INT, 1, 64, NULL, 4, OFF(tail_div),
-	 "the last expert's pass-2 items are this many times smaller (row formats, dynamic schedule)"},
+	 "the last expert's pass-2 items are this many times smaller (dynamic schedules; mxfp4: in 16 bank rows, at least 16)"},
 	{"pf_dist", FTCPUMOE_KNOB_INT, 0, 65536, NULL, FTKERN_PF_DIST, OFF(pf_dist),
 	 "bytes ahead of the row kernels' software prefetch into L1 (0: none)"},
 	{"pf_far", FTCPUMOE_KNOB_INT, 0, 65536, NULL, FTKERN_PF_FAR, OFF(pf_far),
