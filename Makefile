@@ -266,6 +266,15 @@ $(FTHOOKS): $(CLI_OBJS) $(HOOK_OBJS) $(LIBFTBENCH)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(HOOK_OBJS) $(LIBFTBENCH) $(LIBS) $(CUDA_LIBS)
 
+# test_cpu_moe_amx runs the executor's amx tier on tiles emulated in C where the CPU has none:
+# its own functions stand in for the tier's kernel lookups (a link seam, as ftbench_bwfault's);
+# the product links the real ones.
+AMX_EMU_WRAP := -Wl,--wrap=ftkern_amx_ready,--wrap=ftkern_amx,--wrap=ftkern_amx_int8
+$(BUILD)/tests/unit/test_cpu_moe_amx: $(BUILD)/obj/tests/unit/test_cpu_moe_amx.o $(LIBFTBENCH)
+	$(call say,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) $(AMX_EMU_WRAP) -o $@ $< $(TEST_LIBS)
+
 $(BUILD)/tests/unit/test_loader: $(BUILD)/obj/tests/unit/test_loader.o $(BUILD)/obj-hooks/src/moe/directio.o $(LIBFTBENCH)
 	$(call say,LD,$@)
 	@mkdir -p $(@D)

@@ -19,6 +19,7 @@ import time
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 
 # name, file, text, replacement, what it breaks, units?, integration tests, extra environment
+# (extra "cpu": the /proc/cpuinfo flags, space-separated, without which the break is not run)
 MUTANTS = [
     ("banks-transpose", "src/moe/banks.c",
      "(uint64_t)e * eb, 1, (uint32_t)N,", "(uint64_t)e * eb, j != 3, (uint32_t)N,",
@@ -76,6 +77,10 @@ MUTANTS = [
      "i8_post((const int32_t (*)[16])cb[1], _mm512_load_ps(sxt[g][j])",
      "AMX int8 row kernel (the tiles and their C emulation): a block scaled by its neighbour's token scales",
      True, [], {"cpu": "avx512_vnni"}),
+    ("cpu-moe-amx-min-nb", "src/moe/cpu/executor.c",
+     "ftkern_amx_i8_min_nb = (int)t->amx_min_nb;", "ftkern_amx_i8_min_nb = FTKERN_AMX_I8_MIN_NB;",
+     "amx tier dispatch: the executor never hands tune.amx_min_nb to the int8 tiles (the default threshold always)",
+     True, [], {"cpu": "avx512_vnni avx512_bf16"}),
     ("cpu-moe-tune-range", "src/moe/cpu/tune.c",
      "ok = (k->words && v == 0) || (v >= k->lo && v <= k->hi);", "ok = (k->words && v == 0) || v >= k->lo;",
      "a knob above its range is taken (ftcpumoe_create no longer refuses it)", True, [], {}),
@@ -192,7 +197,7 @@ def main():
         tests = subset(copy, units, integ)
         where = ("unit tests" if units else "") + (" + " if units and integ else "") + \
             " ".join(os.path.basename(t) for t in integ)
-        if "cpu" in extra and not has_cpu(extra["cpu"]):
+        if "cpu" in extra and not all(has_cpu(c) for c in extra["cpu"].split()):
             rows.append((name, path, what, where, f"not run: this CPU lacks {extra['cpu']}"))
             log(f"{name}: not run (no {extra['cpu']})")
             continue

@@ -11,8 +11,12 @@
  * after whole ones (320), over the kernel's K chunk (1088, 2112); tokens 1 .. 32 (one partial
  * and two tile groups) with the tiles' threshold at 1; at the default threshold, groups below
  * it must equal the VNNI kernel bit for bit. mxfp4_triton's split along K: whole scale blocks
- * and a range that is not (the VNNI kernel's). Then the executor on the amx tier, where the CPU
- * has it, against the scalar tier. */
+ * and a range that is not (the VNNI kernel's). Then the executor on the amx tier against its
+ * scalar tier, every 4-bit format and bf16, on the emulated tiles (a link seam: see
+ * test_amx_executor) and on the real ones where the CPU has them.
+ *
+ * usage: test_cpu_moe_amx [PATTERN]   (PATTERN: only the tests whose names match, e.g.
+ * test_amx_executor) */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -311,96 +315,260 @@ static void test_amx_int8_kernels(void **st)
 	printf("  AMX int8: emulated tiles checked%s\n", real ? ", real tiles checked" : " (no AMX-INT8 on this CPU)");
 }
 
-/* The executor on the amx tier with the tiles from one token: every 4-bit format, batches 8 and
- * 32, against the scalar tier (real tiles only). */
-static void test_amx_int8_executor(void **st)
+/* ---- The executor on the amx tier, against its scalar tier.
+ *
+ * Where the CPU has no AMX (or the OS refuses the tile state) the tier runs on the emulated
+ * tiles. This program is linked with -Wl,--wrap=ftkern_amx_ready,--wrap=ftkern_amx,
+ * --wrap=ftkern_amx_int8 (Makefile), so the tier's kernel lookups in isa.c reach the functions
+ * below: while `emulate` is set they hand out the kernels on tiles emulated in C
+ * (kern_amx_emu.c, kern_amx_int8_emu.c) and say the tile state is granted, and the executor is
+ * given this CPU's bits plus AMX-TILE, AMX-BF16 and AMX-INT8 (its real AVX-512 bits still
+ * decide what runs: the emulated int8 kernels need AVX512-VNNI, the tier AVX512-BF16); unset,
+ * they are the real functions. The product has no such switch: the wrap is this test's link. */
+const struct ftkern_ops *__real_ftkern_amx(enum ftfmt_id f);
+const struct ftkern_ops *__real_ftkern_amx_int8(enum ftfmt_id f);
+int __real_ftkern_amx_ready(void);
+const struct ftkern_ops *__wrap_ftkern_amx(enum ftfmt_id f);
+const struct ftkern_ops *__wrap_ftkern_amx_int8(enum ftfmt_id f);
+int __wrap_ftkern_amx_ready(void);
+
+static int emulate;
+
+int __wrap_ftkern_amx_ready(void)
 {
-	(void)st;
-	if (!ftcpumoe_isa_supported(FTCPUMOE_ISA_AMX, ci.isa) || !(ci.isa & FTCPU_AMX_INT8) ||
-	    !(ci.isa & FTCPU_AVX512_VNNI)) {
-		print_message("  AMX int8 executor: no AMX-INT8 on this CPU, not checked\n");
-		skip();
-	}
-	enum { H = 640, I = 384, E = 4, TOPK = 2, B = 32 };
-	static const enum ftfmt_id fs[] = {FTFMT_NVFP4, FTFMT_DS_FP4, FTFMT_Q4_0, FTFMT_MXFP4_TRITON};
-	struct ftpool *pool = NULL;
-	assert_int_equal(ftpool_create(&ci, 4, -1, &pool), 0);
-	static float xin[B * H], out[B * H], out0[B * H];
-	for (size_t fi = 0; fi < sizeof fs / sizeof fs[0]; fi++) {
-		enum ftfmt_id f = fs[fi];
-		struct ftfmt_bank_shape sh[FTFMT_MAX_BANKS];
-		int nbk = ftfmt_banks(ftfmt_get(f), H, I, sh);
-		assert_true(nbk > 0);
-		uint8_t *mem[FTFMT_MAX_BANKS];
-		const void *ptr[FTFMT_MAX_BANKS];
-		for (int i = 0; i < nbk; i++) {
-			size_t n = sh[i].expert_bytes * E;
-			mem[i] = malloc(n);
-			assert_non_null(mem[i]);
-			/* realistic scales as test_cpu_moe's (nvfp4's activation scales carry 2^120 in the
-			 * W4A8 kernels: activations over ~2e5 overflow them): e4m3 2^-3 .. 2^4, e8m0
-			 * 2^-9 .. 2^-4, nvfp4's fp16 row global 2^-8 .. 2^-6, bf16 biases ~2^-7; codes
-			 * random */
-			for (size_t j = 0; j < n; j++)
-				mem[i][j] = sh[i].dtype == FTFMT_DT_FP8_E4M3 ? (uint8_t)((4 + rnd() % 8) << 3 | (rnd() & 7))
-					    : sh[i].dtype == FTFMT_DT_E8M0   ? (uint8_t)(118 + rnd() % 6)
-					    : sh[i].dtype == FTFMT_DT_BF16   ? (uint8_t)(j & 1 ? 0x3c : rnd())
-					    : (uint8_t)rnd();
-			if (sh[i].dtype == FTFMT_DT_FP16)
-				for (size_t j = 0; j < n; j += 2)
-					put_fp16(mem[i] + j, (unsigned)((7 + rnd() % 3) << 10 | (rnd() & 1023)) | (rnd() % 8 == 0) << 15);
-			if (f == FTFMT_Q4_0)
-				for (size_t j = 0; j < n; j += 18)
-					put_fp16(mem[i] + j, (unsigned)((6 + rnd() % 4) << 10 | (rnd() & 1023)));
-			ptr[i] = mem[i];
-		}
-		struct ftcpumoe_tune t;
-		ftcpumoe_tune_defaults(&t);
-		t.amx_min_nb = 1;
-		struct ftcpumoe_cfg cfg = {.format = f, .hidden = H, .inter = I, .experts = E, .layers = 1,
-					 .banks = ptr, .act = FTFMT_ACT_SILU, .max_batch = B, .max_topk = TOPK,
-					 .isa = FTCPUMOE_ISA_SCALAR, .pool = pool, .cpu = &ci, .tune = &t};
-		struct ftcpumoe *x = NULL;
-		assert_int_equal(ftcpumoe_create(&cfg, &x), 0);
-		for (int bt = 8; bt <= B; bt += 24) {
-			int32_t ids[B * TOPK];
-			float w[B * TOPK];
-			for (int i = 0; i < bt * H; i++)
-				xin[i] = (float)gauss();
-			for (int tk = 0; tk < bt; tk++) {
-				ids[tk * TOPK] = (int32_t)(rnd() % E);
-				ids[tk * TOPK + 1] = (ids[tk * TOPK] + 1 + (int32_t)(rnd() % (E - 1))) % E;
-				w[tk * TOPK] = 0.6f, w[tk * TOPK + 1] = 0.4f;
-			}
-			assert_int_equal(ftcpumoe_set_isa(x, FTCPUMOE_ISA_SCALAR), 0);
-			assert_int_equal(ftcpumoe_forward(x, 0, bt, TOPK, xin, ids, w, out0), 0);
-			assert_int_equal(ftcpumoe_set_isa(x, FTCPUMOE_ISA_AMX), 0);
-			assert_string_equal(ftcpumoe_kernel_name(FTCPUMOE_ISA_AMX, f, ci.isa), "w4a8-amx");
-			for (int i = 0; i < bt * H; i++)
-				out[i] = NAN;
-			assert_int_equal(ftcpumoe_forward(x, 0, bt, TOPK, xin, ids, w, out), 0);
-			double e = rel_l2(out, out0, NULL, (size_t)bt * H);
-			if (getenv("FT_TEST_VERBOSE"))
-				print_message("executor %-12s B=%d amx vs scalar %.2e\n", ftfmt_get(f)->name, bt, e);
-			if (!(e <= 2.5e-2))
-				fail_msg("%s B=%d: the amx tier's output is %.3g (rel L2) from the scalar tier's (bound 2.5e-2)",
-					 ftfmt_get(f)->name, bt, e);
-		}
-		ftcpumoe_free(x);
-		for (int i = 0; i < nbk; i++)
-			free(mem[i]);
-	}
-	ftpool_free(pool);
-	printf("  AMX int8 executor: real tiles checked\n");
+	return emulate ? 0 : __real_ftkern_amx_ready();
 }
 
-int main(void)
+const struct ftkern_ops *__wrap_ftkern_amx(enum ftfmt_id f)
+{
+	return emulate ? ftkern_amx_emu(f) : __real_ftkern_amx(f);
+}
+
+const struct ftkern_ops *__wrap_ftkern_amx_int8(enum ftfmt_id f)
+{
+	return emulate ? ftkern_amx_int8_emu(f) : __real_ftkern_amx_int8(f);
+}
+
+enum { XH = 640, XI = 384, XE = 8, XTOPK = 2, XB = 32 };
+
+/* A batch: runs of tokens routed to the same two experts (n = 0 ends it); the tokens are then
+ * shuffled. Tokens per expert, A (32 tokens): 20 (two tile groups: 16 + 4), 16, 8, 4, 5, 3, 5,
+ * 3; B (12 tokens): 8, 7, 4, 3, 1, 1. So at the int8 tiles' default threshold (8) A has 8 tokens
+ * and B 4 whose experts all stay under it, at threshold 4 B has one, at the bf16 tiles' (4) B
+ * has one; the others have an expert on the tiles. */
+struct xrun {
+	int n, e0, e1;
+};
+static const struct xrun batch_a[] = {{16, 0, 1}, {4, 0, 2}, {4, 2, 3}, {3, 4, 5}, {3, 6, 7}, {2, 4, 6}, {0, 0, 0}};
+static const struct xrun batch_b[] = {{7, 0, 1}, {1, 0, 2}, {3, 2, 3}, {1, 4, 5}, {0, 0, 0}};
+
+static int make_routes(const struct xrun *rn, int32_t *ids, float *w, int *cnt)
+{
+	int bt = 0;
+	memset(cnt, 0, sizeof(int) * XE);
+	for (; rn->n; rn++)
+		for (int i = 0; i < rn->n; i++, bt++) {
+			ids[bt * XTOPK] = rn->e0;
+			ids[bt * XTOPK + 1] = rn->e1;
+			cnt[rn->e0]++;
+			cnt[rn->e1]++;
+		}
+	for (int t = bt - 1; t > 0; t--) { /* shuffle the tokens */
+		int u = (int)(rnd() % (unsigned)(t + 1));
+		int32_t a = ids[t * XTOPK], b = ids[t * XTOPK + 1];
+		ids[t * XTOPK] = ids[u * XTOPK], ids[t * XTOPK + 1] = ids[u * XTOPK + 1];
+		ids[u * XTOPK] = a, ids[u * XTOPK + 1] = b;
+	}
+	for (int i = 0; i < bt * XTOPK; i++)
+		w[i] = (float)(0.1 + 0.9 * unif());
+	return bt;
+}
+
+/* Random codes, realistic never-zero scales (as test_cpu_moe's banks): bf16 weights ~N(0, 0.05)
+ * and biases ~N(0, 0.2); e4m3 2^-3 .. 2^4; e8m0 2^-9 .. 2^-4; nvfp4's fp16 row global
+ * 2^-8 .. 2^-6 (its activation scales carry 2^120 in the W4A8 kernels: activations over ~2e5
+ * would overflow them); q4_0's fp16 d 2^-9 .. 2^-6. */
+static void fill_bank(enum ftfmt_id f, const struct ftfmt_bank_shape *s, uint8_t *p, size_t n)
+{
+	if (s->dtype == FTFMT_DT_BF16) {
+		double sd = strstr(s->name, "bias") ? 0.2 : 0.05;
+		for (size_t i = 0; i < n; i += 2) {
+			float v = (float)(gauss() * sd);
+			uint32_t u;
+			memcpy(&u, &v, 4);
+			u = v == 0 ? 0x3c23d70au : u;
+			p[i] = (uint8_t)(u >> 16);
+			p[i + 1] = (uint8_t)(u >> 24);
+		}
+		return;
+	}
+	for (size_t j = 0; j < n; j++)
+		p[j] = s->dtype == FTFMT_DT_FP8_E4M3 ? (uint8_t)((4 + rnd() % 8) << 3 | (rnd() & 7))
+		       : s->dtype == FTFMT_DT_E8M0   ? (uint8_t)(118 + rnd() % 6)
+		       : (uint8_t)rnd();
+	if (s->dtype == FTFMT_DT_FP16)
+		for (size_t j = 0; j < n; j += 2)
+			put_fp16(p + j, (unsigned)((7 + rnd() % 3) << 10 | (rnd() & 1023)) | (rnd() % 8 == 0) << 15);
+	if (f == FTFMT_Q4_0)
+		for (size_t j = 0; j < n; j += 18)
+			put_fp16(p + j, (unsigned)((6 + rnd() % 4) << 10 | (rnd() & 1023)));
+}
+
+/* One format on the tiles as emulate says: for each tune (the int8 tiles' threshold at its
+ * default and at 4, the static and the dynamic schedule) and both batches, the amx tier's output
+ * must be within tol (rel L2) of the scalar tier's. With the static schedule (the same
+ * additions in the same order on every tier) also, token by token, against the tier the amx
+ * kernels fall back to (fb: avx512vnni for the 4-bit formats, avx512bf16 for bf16 on real
+ * tiles; the emulated bf16 kernel has its own C fallback): a token whose experts all have fewer
+ * tokens than the threshold must equal it bit for bit (the kernels below the threshold, as the
+ * executor dispatches them), one with an expert at or over the threshold must not (the tiles
+ * ran: their fp32 additions are in another order), but for mxfp4_triton, whose tile sums equal
+ * the VNNI kernel's bit for bit (test_amx_int8_kernels: 0 difference), so its output cannot
+ * tell. Counts the tokens checked each way into *exact and *tiles. */
+static void check_executor(struct ftpool *pool, enum ftfmt_id f, int *exact, int *tiles)
+{
+	const int bf16 = f == FTFMT_BF16;
+	struct ftcpu_info cpu = ci;
+	if (emulate)
+		cpu.isa |= FTCPU_AMX_TILE | FTCPU_AMX_BF16 | FTCPU_AMX_INT8;
+	const char *want = bf16 ? (emulate ? "w16a16-amx-emulated" : "w16a16-amx")
+				: (emulate ? "w4a8-amx-emulated" : "w4a8-amx");
+	const enum ftcpumoe_isa fb = bf16 ? FTCPUMOE_ISA_AVX512BF16 : FTCPUMOE_ISA_AVX512VNNI;
+	const int cmp_fb = !(bf16 && emulate) && ftcpumoe_isa_supported(fb, ci.isa);
+	const double tol = bf16 ? 5.5e-3 : 2.5e-2; /* test_cpu_moe's TOL_A16 and W4A8 bounds */
+	struct ftfmt_bank_shape sh[FTFMT_MAX_BANKS];
+	int nbk = ftfmt_banks(ftfmt_get(f), XH, XI, sh);
+	assert_true(nbk > 0);
+	uint8_t *mem[FTFMT_MAX_BANKS];
+	const void *ptr[FTFMT_MAX_BANKS];
+	for (int i = 0; i < nbk; i++) {
+		size_t n = sh[i].expert_bytes * XE;
+		mem[i] = malloc(n);
+		assert_non_null(mem[i]);
+		fill_bank(f, &sh[i], mem[i], n);
+		ptr[i] = mem[i];
+	}
+	static float xin[XB * XH], out[XB * XH], out0[XB * XH], outf[XB * XH];
+	static const struct { long thr, sched; } tunes[] = {
+		{FTKERN_AMX_I8_MIN_NB, FTCPUMOE_SCHED_STATIC},
+		{FTKERN_AMX_I8_MIN_NB, FTCPUMOE_SCHED_DYNAMIC},
+		{4, FTCPUMOE_SCHED_STATIC},
+	};
+	for (size_t ti = 0; ti < sizeof tunes / sizeof tunes[0]; ti++) {
+		if (bf16 && tunes[ti].thr != FTKERN_AMX_I8_MIN_NB)
+			continue; /* the bf16 tiles' threshold is fixed (FTKERN_AMX_MIN_NB) */
+		const int thr = bf16 ? FTKERN_AMX_MIN_NB : (int)tunes[ti].thr;
+		struct ftcpumoe_tune t;
+		ftcpumoe_tune_defaults(&t);
+		t.amx_min_nb = tunes[ti].thr;
+		t.sched = tunes[ti].sched;
+		struct ftcpumoe_cfg cfg = {.format = f, .hidden = XH, .inter = XI, .experts = XE, .layers = 1,
+					 .banks = ptr, .act = FTFMT_ACT_SILU, .max_batch = XB, .max_topk = XTOPK,
+					 .isa = FTCPUMOE_ISA_SCALAR, .pool = pool, .cpu = &cpu, .tune = &t};
+		struct ftcpumoe *x = NULL;
+		assert_int_equal(ftcpumoe_create(&cfg, &x), 0);
+		assert_string_equal(ftcpumoe_kernel_name(FTCPUMOE_ISA_AMX, f, cpu.isa), want);
+		for (int bi = 0; bi < 2; bi++) {
+			int32_t ids[XB * XTOPK];
+			float w[XB * XTOPK];
+			int cnt[XE];
+			int bt = make_routes(bi ? batch_b : batch_a, ids, w, cnt);
+			for (int i = 0; i < bt * XH; i++)
+				xin[i] = (float)gauss();
+			assert_int_equal(ftcpumoe_set_isa(x, FTCPUMOE_ISA_SCALAR), 0);
+			assert_int_equal(ftcpumoe_forward(x, 0, bt, XTOPK, xin, ids, w, out0), 0);
+			assert_int_equal(ftcpumoe_set_isa(x, FTCPUMOE_ISA_AMX), 0);
+			for (int i = 0; i < bt * XH; i++)
+				out[i] = NAN; /* every output must be written */
+			assert_int_equal(ftcpumoe_forward(x, 0, bt, XTOPK, xin, ids, w, out), 0);
+			double e = rel_l2(out, out0, NULL, (size_t)bt * XH);
+			if (getenv("FT_TEST_VERBOSE"))
+				print_message("executor %-12s %-8s B=%-2d threshold %d %-7s amx (%s) vs scalar %.2e\n",
+					      ftfmt_get(f)->name, emulate ? "emulated" : "real", bt, thr,
+					      t.sched == FTCPUMOE_SCHED_STATIC ? "static" : "dynamic", want, e);
+			if (!(e <= tol))
+				fail_msg("%s B=%d threshold %d (%s tiles, %s schedule): the amx tier's output is %.3g (rel L2) "
+					 "from the scalar tier's (bound %.3g)", ftfmt_get(f)->name, bt, thr,
+					 emulate ? "emulated" : "real", t.sched == FTCPUMOE_SCHED_STATIC ? "static" : "dynamic", e, tol);
+			if (!cmp_fb || t.sched != FTCPUMOE_SCHED_STATIC)
+				continue;
+			assert_int_equal(ftcpumoe_set_isa(x, fb), 0);
+			assert_int_equal(ftcpumoe_forward(x, 0, bt, XTOPK, xin, ids, w, outf), 0);
+			for (int tk = 0; tk < bt; tk++) {
+				int hot = cnt[ids[tk * XTOPK]] >= thr || cnt[ids[tk * XTOPK + 1]] >= thr;
+				int same = !memcmp(out + (size_t)tk * XH, outf + (size_t)tk * XH, sizeof(float) * XH);
+				if (hot && f == FTFMT_MXFP4_TRITON)
+					continue; /* its tiles' sums equal the VNNI kernel's bit for bit */
+				if (hot && same)
+					fail_msg("%s B=%d threshold %d (%s tiles): token %d has an expert with %d tokens but its "
+						 "output equals the %s tier's bit for bit: the tiles did not run", ftfmt_get(f)->name,
+						 bt, thr, emulate ? "emulated" : "real", tk,
+						 cnt[ids[tk * XTOPK]] > cnt[ids[tk * XTOPK + 1]] ? cnt[ids[tk * XTOPK]] : cnt[ids[tk * XTOPK + 1]],
+						 ftcpumoe_isa_name(fb));
+				if (!hot && !same)
+					fail_msg("%s B=%d threshold %d (%s tiles): token %d, whose experts have %d and %d tokens, "
+						 "differs from the %s tier's output: below the threshold the amx tier must run its "
+						 "kernels", ftfmt_get(f)->name, bt, thr, emulate ? "emulated" : "real", tk,
+						 cnt[ids[tk * XTOPK]], cnt[ids[tk * XTOPK + 1]], ftcpumoe_isa_name(fb));
+				*(hot ? tiles : exact) += 1;
+			}
+		}
+		ftcpumoe_free(x);
+	}
+	for (int i = 0; i < nbk; i++)
+		free(mem[i]);
+}
+
+/* Every 4-bit format and bf16 on the emulated tiles (every CPU with the tier's AVX-512 bits:
+ * AVX512-BF16 for the tier, AVX512-VNNI for the int8 kernels), then on the real tiles where the
+ * CPU and OS give them. */
+static void test_amx_executor(void **st)
+{
+	(void)st;
+	static const enum ftfmt_id fs[] = {FTFMT_NVFP4, FTFMT_DS_FP4, FTFMT_Q4_0, FTFMT_MXFP4_TRITON, FTFMT_BF16};
+	struct ftpool *pool = NULL;
+	assert_int_equal(ftpool_create(&ci, 4, -1, &pool), 0);
+	const unsigned amx = FTCPU_AMX_TILE | FTCPU_AMX_BF16 | FTCPU_AMX_INT8;
+	char done[2][96] = {"", ""};
+	for (emulate = 1; emulate >= 0; emulate--) {
+		unsigned isa = emulate ? ci.isa | amx : ci.isa;
+		if (!ftcpumoe_isa_supported(FTCPUMOE_ISA_AMX, isa))
+			continue;
+		int exact = 0, tiles = 0;
+		for (size_t fi = 0; fi < sizeof fs / sizeof fs[0]; fi++) {
+			if (fs[fi] != FTFMT_BF16 && (!(isa & FTCPU_AMX_INT8) || !(isa & FTCPU_AVX512_VNNI)))
+				continue;
+			check_executor(pool, fs[fi], &exact, &tiles);
+			snprintf(done[emulate] + strlen(done[emulate]), sizeof done[0] - strlen(done[emulate]), "%s%s",
+				 *done[emulate] ? ", " : "", ftfmt_get(fs[fi])->name);
+		}
+		if (getenv("FT_TEST_VERBOSE"))
+			print_message("executor %s tiles: %d tokens equal to the fallback tier's (below the threshold), %d "
+				      "not (on the tiles)\n", emulate ? "emulated" : "real", exact, tiles);
+		/* the batches must take both ways of the dispatch */
+		if ((exact || tiles) && (!exact || !tiles))
+			fail_msg("%s tiles: %d tokens checked below the threshold, %d on the tiles: the batches no longer "
+				 "cover both", emulate ? "emulated" : "real", exact, tiles);
+	}
+	emulate = 0;
+	ftpool_free(pool);
+	if (!*done[0] && !*done[1]) {
+		print_message("  AMX executor: this CPU lacks the tier's AVX-512 bits (AVX512-BF16), not checked\n");
+		skip();
+	}
+	printf("  AMX executor: emulated tiles checked (%s)%s%s\n", *done[1] ? done[1] : "none",
+	       *done[0] ? ", real tiles checked: " : " (no AMX on this CPU)", done[0]);
+}
+
+int main(int argc, char **argv)
 {
 	if (ftcpu_probe(&ci) < 0)
 		return 1;
+	if (argc > 1)
+		cmocka_set_test_filter(argv[1]);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_amx_int8_kernels),
-		cmocka_unit_test(test_amx_int8_executor),
+		cmocka_unit_test(test_amx_executor),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -70,7 +70,9 @@ const struct ftkern_ops *ftkern_avx512bf16(enum ftfmt_id f);
 const struct ftkern_ops *ftkern_amx(enum ftfmt_id f);
 /* 0 once this process may use the AMX tile state (asked for once), else -errno. */
 int ftkern_amx_ready(void);
-/* The same kernel on tiles emulated in C (kern_amx_emu.c), for tests on CPUs without AMX. */
+/* The same kernel on tiles emulated in C (kern_amx_emu.c), for tests on CPUs without AMX.
+ * test_cpu_moe_amx runs the executor's amx tier on both emulations: its link wraps
+ * ftkern_amx_ready, ftkern_amx and ftkern_amx_int8 (Makefile, AMX_EMU_WRAP; rename them there too). */
 const struct ftkern_ops *ftkern_amx_emu(enum ftfmt_id f);
 /* AMX int8 (kern_amx_int8.c): the 4-bit formats as W4A8 on the tiles (TDPBSSD) for an expert's
  * group of ftkern_amx_i8_min_nb tokens or more, the W4A8 VNNI kernels below that (the same
