@@ -35,35 +35,9 @@
 
 static struct ftcpu_info ci;
 
-static uint64_t rng = 0x2545f4914f6cdd1dull;
-static uint64_t rnd(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-static double unif(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
-static double gauss(void) { return sqrt(-2 * log(unif() + 1e-300)) * cos(6.283185307179586 * unif()); }
+#define REFNUM_SEED 0x2545f4914f6cdd1dull
+#include "refnum.h"
 
-static double d_fp16(const uint8_t *p)
-{
-	unsigned h = p[0] | p[1] << 8, e = (h >> 10) & 31, m = h & 1023;
-	double v = e ? ldexp(1024 + m, (int)e - 25) : ldexp(m, -24);
-	return h >> 15 ? -v : v;
-}
-static double d_e4m3(uint8_t b)
-{
-	unsigned e = (b >> 3) & 15, m = b & 7;
-	double v = e ? ldexp(8 + m, (int)e - 10) : ldexp(m, -9);
-	return b >> 7 ? -v : v;
-}
-static double d_e8m0(uint8_t b) { return ldexp(1.0, (int)b - 127); }
-static double d_e2m1(unsigned c)
-{
-	static const double v[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
-	return c & 8 ? -v[c & 7] : v[c & 7];
-}
 static void put_fp16(uint8_t *p, unsigned h)
 {
 	p[0] = (uint8_t)h;
