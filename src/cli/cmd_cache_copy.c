@@ -46,7 +46,8 @@ static void usage(FILE *f)
 		"                      ftbenchd (GET /benchmark/jobs/ID; no GPU needed)\n"
 		"  --list              the cache-copy profiles (models) and their shapes (MiB = 2^20 bytes)\n"
 		"  --result-fd N       worker protocol: progress/result/error JSON lines on fd N (ftbenchd)\n"
-		"Columns: ens_us = ensure_experts per call, 8 back-to-back calls each on a fresh state;\n"
+		"Columns: ens_us = ensure_experts per call, 8 back-to-back calls each on a fresh state,\n"
+		"the second of two such rounds (the first, right after the copies: ensure_first_round_us);\n"
 		"lin/fus/pyt/pxy = GB/s of the linear copy, fused gather, per-expert memcpy loop, proxy\n"
 		"(copy only); %%lin = linear over time_ms; pxy%% = proxy over linear.\n"
 		"Environment: FREETOKEN_FUSED_COPY=0 forces the per-bank copy path.\n",
