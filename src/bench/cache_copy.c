@@ -460,6 +460,11 @@ int ftcc_run(const struct ftcc_opts *o, const struct ftreport *rep, json_t **out
 	int ndev = 0;
 	if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0)
 		return -ENODEV;
+	if (!ftmissing_proxy_usable()) { /* every row times the proxy (a column, or the default path) */
+		ftreport_note(rep, "CUDA_DEVICE_MAX_CONNECTIONS=1 puts every stream on one hardware queue, where the "
+				   "copy-engine proxy cannot run: unset it or set it to 2 or more");
+		return -EOPNOTSUPP;
+	}
 	if (o->nmodels <= 0 || o->nbatch <= 0 || o->nmiss <= 0 || o->repeat <= 0)
 		return -EINVAL;
 	for (int i = 0; i < o->nbatch; i++)
