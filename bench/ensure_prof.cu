@@ -1,6 +1,7 @@
 /* ensure_experts on the H200, per phase: the slot-cache kernel compiled with FTSC_PROF (thread 0
- * adds each phase's SM cycles to ftsc_prof[]) and timed with CUDA events, for the eight
- * cache-copy profiles at batch 32 and C = 0.4*L*E, in three states:
+ * adds each phase's SM cycles to a shared array, flushed to ftsc_prof[] at the end of the call)
+ * and timed with CUDA events, for the eight cache-copy profiles at batch 32 and C = 0.4*L*E, in
+ * three states:
  *   start  cache-copy's start state (slot s held by a layer-1 expert, usage s + 1), ids i % active
  *          on layer 0, 8 calls back to back each on its own fresh copy (cache-copy's ensure_us);
  *   steady the GPU test's all-miss cycle over the layers (every call misses min(n, E)), back to
@@ -9,12 +10,16 @@
  * Each is timed with the dependent launch (d->pdl, the library's default on sm_90) and, in the
  * rows marked -nopdl, with plain launches. The methods and the start state are the GPU test's
  * (tests/gpu/ensure_bench.h). An empty kernel of the same launch shape (1 block, FTSC_BLOCK
- * threads, the same dynamic shared memory) gives the floor of a launch, and the rows held, dev,
- * dev-warm, host and host-warm time the start state after other GPU work (see touch_kernel).
+ * threads, the same dynamic shared memory: slot_cache.cu's ftsc_launch_config) gives the floor of
+ * a launch; the rows held, dev, dev-warm, host and host-warm time the start state after other GPU
+ * work (see touch_kernel); sm-copy, sm-copy-held and ce-copy time cache-copy's first and second
+ * rounds after a 1 GiB copy from host memory (see copy_kernel); the router rows time the steady
+ * cycle with a router-like kernel before every call (see router_kernel).
  *
  * Built by `make bench-tools` (CUDA builds) as build/bench/ensure_prof (FTSC_PROF: each phase's
- * cycles, which add about 400 cycles per phase to the times) and build/bench/ensure_time (the
- * times alone). By hand, e.g. another block size or another copy of the kernel for an A/B:
+ * cycles, which add some 30 cycles per point and a flush at the end of each call to the times)
+ * and build/bench/ensure_time (the times alone). By hand, e.g. another block size or another copy
+ * of the kernel (one that has ftsc_launch_config) for an A/B:
  *   nvcc -O3 -std=c++17 -arch=sm_90 [-DFTSC_PROF] [-DFTSC_BLOCK=512] [-DKFILE='"path.cu"']
  *        -I. -Ikernels -Isrc bench/ensure_prof.cu -o ensure_prof
  * usage: [FTSC_NO_PDL=1] ensure_prof [REPEATS]   (default 15; prints one block per profile) */
@@ -22,9 +27,6 @@
 #define KFILE "slot_cache.cu"
 #endif
 #include KFILE
-#ifndef FTSC_DYN_BYTES
-#define FTSC_DYN_BYTES(C) ((size_t)(C) * 8)
-#endif
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,18 +65,8 @@ struct empty_ctx {
 static cudaError_t launch_empty(void *ctx, struct ftsc_dev *d, int32_t *ids, int n, cudaStream_t s)
 {
 	const struct empty_ctx *c = (const struct empty_ctx *)ctx;
-	cudaLaunchConfig_t cfg = {};
-	cudaLaunchAttribute at[1];
-	cfg.gridDim = dim3(1);
-	cfg.blockDim = dim3(FTSC_BLOCK);
-	cfg.dynamicSmemBytes = c->dyn;
-	cfg.stream = s;
-	if (c->pdl) {
-		at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-		at[0].val.programmaticStreamSerializationAllowed = 1;
-		cfg.attrs = at;
-		cfg.numAttrs = 1;
-	}
+	cudaLaunchAttribute at;
+	const cudaLaunchConfig_t cfg = ftsc_launch_config(c->dyn, c->pdl, s, &at);
 	return cudaLaunchKernelEx(&cfg, empty_kernel, *d, 0, ids, n);
 }
 
@@ -121,6 +113,76 @@ static cudaError_t hold_hook(void *ctx, cudaStream_t s)
 {
 	spin_kernel<<<1, 32, 0, s>>>(50000);
 	return cudaGetLastError();
+}
+
+/* cache-copy's first round (ensure_first_round_us) reproduced: its rounds follow copy passes of
+ * GiBs at the PCIe rate, the last of them an SM gather reading pinned, mapped host memory (the
+ * per-bank path). copy_kernel is such a copy (16-byte loads over a grid of 4 blocks per SM);
+ * rows sm-copy (then a stream sync, the first round, the second round), sm-copy-held (the
+ * first round issued behind hold_hook's spin: no host issue time in it) and ce-copy (the same
+ * bytes by cudaMemcpyAsync, a copy engine, SMs idle). */
+__global__ void copy_kernel(const int4 *src, int4 *dst, long long n16)
+{
+	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n16; i += (long long)gridDim.x * blockDim.x)
+		dst[i] = src[i];
+}
+
+/* A router-like kernel before each ensure call, as in an engine: one block per token scores
+ * the layer's E experts (ROUTER_H-long dot products), then writes the token's top-k ids. The
+ * ids are the steady cycle's (its row of table; the scores only keep the work live), so each
+ * ensure call does the steady rows' work. trigger = 0: it never runs griddepcontrol.launch_dependents,
+ * so a dependent launch after it can start only once its blocks have exited (an engine's
+ * router today); 1: it does at its start. */
+#define ROUTER_H 512
+__global__ void router_kernel(const float *x, const float *w, int E, const int32_t *table, int32_t *ids, int topk,
+			      int trigger)
+{
+	__shared__ float sc[FTSC_DEV_MAX_EXPERTS];
+#if __CUDA_ARCH__ >= 900
+	if (trigger)
+		asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+	const int tok = blockIdx.x;
+	const float4 *xr = (const float4 *)(x + (size_t)tok * ROUTER_H);
+	for (int e = threadIdx.x; e < E; e += blockDim.x) {
+		const float4 *wr = (const float4 *)(w + (size_t)e * ROUTER_H);
+		float acc = 0;
+		for (int h = 0; h < ROUTER_H / 4; h++) {
+			float4 a = wr[h], b = xr[h];
+			acc += a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
+		}
+		sc[e] = acc;
+	}
+	__syncthreads();
+	for (int j = threadIdx.x; j < topk; j += blockDim.x)
+		ids[tok * topk + j] = table[tok * topk + j] + (sc[j % E] != sc[j % E]); /* never NaN: + 0 */
+}
+
+/* iters steps back to back, twice, the second timed: per step the router (when router >= 0;
+ * trigger = router) writing ids row i from d_idsA, then (when ens) ensure on layer i % L.
+ * *us per step. */
+static void router_steps(struct ftsc_dev *d, int L, int E, int n, int topk, int iters, int router, int ens,
+			 const float *x, const float *w, const int32_t *d_idsA, int32_t *d_ids, cudaStream_t s,
+			 cudaEvent_t e0, cudaEvent_t e1, double *us)
+{
+	float ms = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		if (router < 0) /* ensure rewrites its ids: a fresh copy each pass */
+			CK(cudaMemcpyAsync(d_ids, d_idsA, 4 * (size_t)n * iters, cudaMemcpyDeviceToDevice, s));
+		CK(cudaEventRecord(e0, s));
+		for (int i = 0; i < iters; i++) {
+			if (router >= 0)
+				router_kernel<<<n / topk, 256, 0, s>>>(x, w, E, d_idsA + (size_t)i * n, d_ids + (size_t)i * n,
+									topk, router);
+			if (ens)
+				CK(ftsc_dev_ensure(d, i % L, d_ids + (size_t)i * n, n, s));
+		}
+		CK(cudaGetLastError());
+		CK(cudaEventRecord(e1, s));
+		CK(cudaEventSynchronize(e1));
+	}
+	CK(cudaEventElapsedTime(&ms, e0, e1));
+	*us = ms * 1e3 / iters;
 }
 
 struct prof {
@@ -180,13 +242,16 @@ static const model models[] = {
 	{"gpt-oss-120b", 36, 128, 4},
 };
 
+/* Phase indices of kernels/slot_cache.cu's PROF points, in kernel order. */
+static const int prof_order[] = {19, 1, 2, 3, 4, 5, 18, 6, 8, 9, 10, 16, 17, 11, 12, 14, 15};
+
 static void print_prof(const char *what, const struct prof *p, double us)
 {
 	double tot = 0;
-	for (int i = 1; i < 16; i++)
+	for (int i : prof_order)
 		tot += p->cyc[i];
 	printf("    %-8s %7.2f us/call, kernel %6.0f cyc:", what, us, tot);
-	for (int i = 1; i < 16; i++)
+	for (int i : prof_order)
 		if (p->cyc[i] >= 0.5)
 			printf(" p%d=%.0f", i, p->cyc[i]);
 	printf(" ordered=%.2f", p->cyc[20]);
@@ -214,6 +279,13 @@ int main(int argc, char **argv)
 	CK(cudaGetDevice(&dev));
 	CK(cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, dev));
 	printf("FTSC_BLOCK %d, kernel file %s, SM clock attribute %d MHz\n", FTSC_BLOCK, KFILE, clk / 1000);
+#ifdef FTSC_PROF
+	printf("phases (SM cycles of thread 0, in kernel order): p19 prologue and grid wait, p1 loads issued and "
+	       "landed, p2 ids to flags and usage landed, p3 hit/miss scan, p4 ranks, p5 hybrid choice, p18 min/max, "
+	       "p6 id_of_slot landed, p8 histogram, p9 scan and digit, p10 tracked usages, p16 ordered path's counts "
+	       "and scan, p17 its placement (thread 0's slots), p11 the wait for the other threads' placement, p12 "
+	       "general path, p14 assignment, p15 outputs\n");
+#endif
 	void *flush, *hostbuf;
 	int *sink;
 	double *d_mhz, mhz;
@@ -223,6 +295,11 @@ int main(int argc, char **argv)
 	CK(cudaHostAlloc(&hostbuf, host_bytes, cudaHostAllocMapped));
 	memset(hostbuf, 1, host_bytes);
 	CK(cudaMalloc((void **)&d_mhz, sizeof(double)));
+	float *d_rx, *d_rw; /* router_kernel's tokens (32) and weights (up to FTSC_DEV_MAX_EXPERTS rows) */
+	CK(cudaMalloc((void **)&d_rx, 4 * (size_t)32 * ROUTER_H));
+	CK(cudaMalloc((void **)&d_rw, 4 * (size_t)FTSC_DEV_MAX_EXPERTS * ROUTER_H));
+	CK(cudaMemset(d_rx, 0x3c, 4 * (size_t)32 * ROUTER_H)); /* each float 0x3c3c3c3c, about 0.0115 */
+	CK(cudaMemset(d_rw, 0x3c, 4 * (size_t)FTSC_DEV_MAX_EXPERTS * ROUTER_H));
 	for (const model &m : models) {
 		const int L = m.L, E = m.E, C = (int)(0.4 * L * E), n = 32 * m.topk;
 		const int active = n < E ? n : E;
@@ -290,8 +367,41 @@ int main(int argc, char **argv)
 			}
 			printf("    %-8s %7.2f us/call (SM clock after it %.0f MHz)\n", names[v], median(t), median(c));
 		}
+		/* cache-copy's first round after a copy pass (see copy_kernel) */
+		for (int v = 0; v < 3; v++) {
+			static const char *const names[] = {"sm-copy", "sm-copy-held", "ce-copy"};
+			const int reps_copy = reps < 9 ? reps : 9;
+			std::vector<double> t1, t2, c;
+			for (int r = -1; r < reps_copy; r++) {
+				if (v < 2)
+					copy_kernel<<<132 * 4, 256, 0, s>>>((const int4 *)hostbuf, (int4 *)flush,
+									     (long long)(host_bytes / 16));
+				else
+					CK(cudaMemcpyAsync(flush, hostbuf, host_bytes, cudaMemcpyHostToDevice, s));
+				CK(cudaGetLastError());
+				CK(cudaStreamSynchronize(s));
+				CK(ensb_start_round(bb, &init, d_bids, d_ids0, n, NULL, v == 1 ? hold_hook : NULL, NULL, s, e0,
+						    e1, &x));
+				double x2 = 0;
+				if (v != 1)
+					CK(ensb_start_round(bb, &init, d_bids, d_ids0, n, NULL, NULL, NULL, s, e0, e1, &x2));
+				clock_kernel<<<1, 1, 0, s>>>(d_mhz);
+				CK(cudaMemcpy(&mhz, d_mhz, sizeof mhz, cudaMemcpyDeviceToHost));
+				if (r >= 0) {
+					t1.push_back(x);
+					t2.push_back(x2);
+					c.push_back(mhz);
+				}
+			}
+			if (v == 1)
+				printf("    %-12s first round %5.2f us/call (SM clock after it %.0f MHz)\n", names[v], median(t1),
+				       median(c));
+			else
+				printf("    %-12s first round %5.2f, second %5.2f us/call (SM clock after them %.0f MHz)\n",
+				       names[v], median(t1), median(t2), median(c));
+		}
 		/* the same launch shape, empty */
-		struct empty_ctx ec = {C <= init.smem_slots ? FTSC_DYN_BYTES(C) : 0, 0};
+		struct empty_ctx ec = {ftsc_launch_dyn(&init), 0};
 		CK(cudaFuncSetAttribute(empty_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)ec.dyn));
 		for (ec.pdl = pdl_modes - 1; ec.pdl >= 0; ec.pdl--) {
 			t.clear();
@@ -330,6 +440,42 @@ int main(int argc, char **argv)
 				cudaFree(d_idsA);
 				ftsc_dev_destroy(&d);
 			}
+		/* after a router-like kernel (see router_kernel): the steady all-miss cycle, each ensure
+		 * call behind a router that does not trigger its dependents, with plain and dependent
+		 * launches, and behind one that triggers at its start; ensure's share = the pair minus
+		 * the router alone */
+		{
+			const int iters = 960;
+			std::vector<int32_t> h((size_t)n * iters);
+			ensb_cycle_ids(L, E, n, iters, 1, rnd, h.data());
+			int32_t *d_ids, *d_idsA;
+			CK(cudaMalloc((void **)&d_ids, 4 * (size_t)n * iters));
+			CK(cudaMalloc((void **)&d_idsA, 4 * (size_t)n * iters));
+			CK(cudaMemcpy(d_idsA, h.data(), 4 * (size_t)n * iters, cudaMemcpyHostToDevice));
+			double ra = 0, rt[4] = {0, 0, 0, 0};
+			static const char *const names[] = {"ensure alone", "router + ensure-nopdl", "router + ensure",
+							    "router-trigger + ensure"};
+			static const int router_of[] = {-1, 0, 0, 1}, pdl_of[] = {1, 0, 1, 1};
+			router_steps(&bb[0], L, E, n, m.topk, iters, 0, 0, d_rx, d_rw, d_idsA, d_ids, s, e0, e1, &ra);
+			for (int v = 0; v < 4; v++) {
+				struct ftsc_dev d;
+				CK(ftsc_dev_create(&d, L, E, C));
+				set_pdl(&d, 1, pdl_of[v], can);
+				router_steps(&d, L, E, n, m.topk, iters, router_of[v], 1, d_rx, d_rw, d_idsA, d_ids, s, e0, e1,
+					     &rt[v]);
+				CK(cudaMemcpy(counts, d.counts, 12, cudaMemcpyDeviceToHost));
+				if (counts[2] || counts[1] != active)
+					printf("    %s: error %d, %d misses (want %d)\n", names[v], counts[2], counts[1], active);
+				ftsc_dev_destroy(&d);
+			}
+			printf("    router   %7.2f us/step alone (%d blocks of 256, H %d, no trigger)\n", ra, n / m.topk,
+			       ROUTER_H);
+			for (int v = 0; v < 4; v++)
+				printf("    %-24s %7.2f us/step, ensure's share %5.2f us\n", names[v], rt[v],
+				       rt[v] - (router_of[v] >= 0 ? ra : 0));
+			cudaFree(d_ids);
+			cudaFree(d_idsA);
+		}
 		for (int k = 0; k < K; k++)
 			ftsc_dev_destroy(&bb[k]);
 		ftsc_dev_destroy(&init);
@@ -340,5 +486,7 @@ int main(int argc, char **argv)
 	cudaFree(sink);
 	cudaFreeHost(hostbuf);
 	cudaFree(d_mhz);
+	cudaFree(d_rx);
+	cudaFree(d_rw);
 	return 0;
 }

@@ -8,11 +8,12 @@
  *   then waits (griddepcontrol.wait) for that kernel to complete before touching global memory,
  *   and lets the next dependent launch start at once. The results are those of a plain launch;
  *   a call right after another ensure call saves about 1.1 us (bench/RESULTS.md).
- * - Every global load the call needs is issued at the start, together (state step, slot_for_id
- *   of the layer, ids, last_seen for the recency order, and usage and id_of_slot of every slot
- *   copied into shared memory by cp.async in two groups: usage waited for before phase 2,
- *   id_of_slot, needed only for the evicted owners, in phase 4); after that the work is
- *   shared-memory scans and radix passes separated by __syncthreads.
+ * - Every global load the call needs is issued at the start, together: first the few words the
+ *   next phases wait for (state step, slot_for_id of the layer, ids, last_seen for the recency
+ *   order), then usage and id_of_slot of every slot copied into shared memory by cp.async in two
+ *   groups (usage waited for before phase 2; id_of_slot, needed only for the evicted owners, in
+ *   phase 4); after that the work is shared-memory scans and radix passes separated by
+ *   __syncthreads.
  * - The eligible usages' min and max are taken as 32-bit distances from the step (one warp
  *   reduction instruction each; a 64-bit pass only when some usage is 2^32 steps old).
  * - The coldest slots are found by a radix select on usage - min(usage) in 11-bit digits: one
@@ -51,29 +52,43 @@
 /* dynamic shared memory for C slots: usage (int64, rounded up to 16 bytes) and id_of_slot */
 #define FTSC_DYN_BYTES(C) ((size_t)(((C) + 1) & ~1) * 8 + (size_t)(C) * 4)
 
-/* FTSC_PROF (bench/ensure_prof.cu only): thread 0 adds the SM cycles of each phase to
- * ftsc_prof[] (a kernel runs alone on its stream, so no atomics); ftsc_prof[20] counts the calls
- * that ordered the chosen slots without a sort. */
+/* FTSC_PROF (bench/ensure_prof.cu only): thread 0 adds the SM cycles of each phase to a shared
+ * array (a shared-memory add, about 30 cycles a point, where a global one stalled warp 0 for a
+ * global round trip at every point) and, at the end of the call, the array to ftsc_prof[] (a
+ * kernel of the stream completes before the next one's flush, so no atomics); ftsc_prof[20]
+ * counts the calls that ordered the chosen slots without a sort. Indices 16-19 split phases. */
 #ifdef FTSC_PROF
 __device__ long long ftsc_prof[32];
-#define PROF_START long long prof_t0 = clock64()
+#define PROF_START                                                                                 \
+	__shared__ long long prof_sm[32];                                                          \
+	long long prof_t0 = clock64();                                                             \
+	if (threadIdx.x == 0)                                                                      \
+		for (int prof_i = 0; prof_i < 32; prof_i++)                                        \
+			prof_sm[prof_i] = 0
 #define PROF(i)                                                                                    \
 	do {                                                                                       \
 		if (threadIdx.x == 0) {                                                            \
 			long long prof_t = clock64();                                               \
-			ftsc_prof[i] += prof_t - prof_t0;                                          \
+			prof_sm[i] += prof_t - prof_t0;                                            \
 			prof_t0 = prof_t;                                                          \
 		}                                                                                  \
 	} while (0)
 #define PROF_COUNT(i, v)                                                                           \
 	do {                                                                                       \
 		if (threadIdx.x == 0)                                                              \
-			ftsc_prof[i] += (v);                                                       \
+			prof_sm[i] += (v);                                                         \
+	} while (0)
+#define PROF_FLUSH                                                                                 \
+	do {                                                                                       \
+		if (threadIdx.x == 0)                                                              \
+			for (int prof_i = 0; prof_i < 32; prof_i++)                                \
+				ftsc_prof[prof_i] += prof_sm[prof_i];                              \
 	} while (0)
 #else
 #define PROF_START
 #define PROF(i) ((void)0)
 #define PROF_COUNT(i, v) ((void)0)
+#define PROF_FLUSH ((void)0)
 #endif
 
 /* Per-expert flags in shared memory. */
@@ -336,21 +351,14 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 	}
 	ftsc_grid_wait();
 	ftsc_grid_release();
-	/* Phase 0: every independent global load at once; usage (needed from phase 2 on) and
-	 * id_of_slot (only for the evicted owners, waited for in phase 4) in two groups. */
-	if (cached) {
-		for (int c = tid; c < C / 2; c += FTSC_BLOCK)
-			cp_async16(ucache_dyn + 2 * c, d.usage + 2 * c);
-		if ((C & 1) && tid == 0)
-			cp_async8(ucache_dyn + C - 1, d.usage + C - 1);
-		cp_async_commit();
-		for (int c = tid; c < C / 4; c += FTSC_BLOCK)
-			cp_async16(ic + 4 * c, d.id_of_slot + 4 * c);
-		if (tid < (C & 3))
-			cp_async4(ic + (C & ~3) + tid, d.id_of_slot + (C & ~3) + tid);
-		cp_async_commit();
-	}
-	const long long step = *d.step + 1;
+	PROF(19);
+	/* Phase 0: every independent global load at once. First the few words the next phases wait
+	 * for (step, slot_for_id and last_seen of the thread's experts, its ids), then the bulk
+	 * copies of usage (needed from phase 2 on) and id_of_slot (only for the evicted owners,
+	 * waited for in phase 4) in two cp.async groups: issued before the bulk, the small loads do
+	 * not queue behind its ~12 bytes a slot. No use of a loaded word before the copies are
+	 * issued (a use would stall the thread on that load first). */
+	const long long step_prev = *d.step;
 	int32_t sf[FTSC_PER_MAX];
 	long long ls[FTSC_PER_MAX];
 #pragma unroll
@@ -372,6 +380,19 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 		int i = tid + k * FTSC_BLOCK;
 		idr[k] = i < n ? ids[i] : -1;
 	}
+	if (cached) {
+		for (int c = tid; c < C / 2; c += FTSC_BLOCK)
+			cp_async16(ucache_dyn + 2 * c, d.usage + 2 * c);
+		if ((C & 1) && tid == 0)
+			cp_async8(ucache_dyn + C - 1, d.usage + C - 1);
+		cp_async_commit();
+		for (int c = tid; c < C / 4; c += FTSC_BLOCK)
+			cp_async16(ic + 4 * c, d.id_of_slot + 4 * c);
+		if (tid < (C & 3))
+			cp_async4(ic + (C & ~3) + tid, d.id_of_slot + (C & ~3) + tid);
+		cp_async_commit();
+	}
+	const long long step = step_prev + 1;
 	if (tid == 0)
 		sm.bad = !layer_ok;
 	__syncthreads();
@@ -508,6 +529,7 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 			atomicMin(&sm.dmin, dmin);
 			atomicMax(&sm.dmax, dmax);
 		}
+		PROF(18);
 		cp_async_wait_all(); /* id_of_slot, read in the assignment (after this barrier) */
 		__syncthreads();
 		if (sm.dmax == 0xffffffffu) {
@@ -650,6 +672,7 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 				pa = pp[0];
 				pb = pp[1];
 			}
+			PROF(16);
 			for (int s = s0; s < s1; s++) {
 				long long u = uc[s];
 				if (u < step && u <= ustar) {
@@ -666,6 +689,7 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 					}
 				}
 			}
+			PROF(17);
 			__syncthreads();
 			PROF_COUNT(20, 1);
 		}
@@ -739,6 +763,7 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 		*d.step = step;
 	}
 	PROF(15);
+	PROF_FLUSH;
 }
 
 /* Grid-stride fill of an int32 array. */
@@ -852,28 +877,44 @@ extern "C" cudaError_t ftsc_dev_copy(struct ftsc_dev *dst, const struct ftsc_dev
 	return cudaMemcpyAsync(dst->step, src->step, 8, cudaMemcpyDeviceToDevice, s);
 }
 
+/* ensure_kernel's launch shape, the one place it is set (bench/ensure_prof.cu, which includes this
+ * file, launches its empty kernel of the same shape with it): one block of FTSC_BLOCK threads,
+ * dyn bytes of dynamic shared memory, stream s, and where pdl a programmatic dependent launch
+ * (its attribute stored in *at, which must outlive the launch call). */
+static inline cudaLaunchConfig_t ftsc_launch_config(size_t dyn, int pdl, cudaStream_t s, cudaLaunchAttribute *at)
+{
+	cudaLaunchConfig_t cfg = {};
+	cfg.gridDim = dim3(1);
+	cfg.blockDim = dim3(FTSC_BLOCK);
+	cfg.dynamicSmemBytes = dyn;
+	cfg.stream = s;
+	if (pdl) {
+		at->id = cudaLaunchAttributeProgrammaticStreamSerialization;
+		at->val.programmaticStreamSerializationAllowed = 1;
+		cfg.attrs = at;
+		cfg.numAttrs = 1;
+	}
+	return cfg;
+}
+
+/* The dynamic shared memory of d's calls: the shared copies when its slots fit (ensure_kernel<true>). */
+static inline size_t ftsc_launch_dyn(const struct ftsc_dev *d)
+{
+	return d->slots <= d->smem_slots ? FTSC_DYN_BYTES(d->slots) : 0;
+}
+
 static cudaError_t launch(struct ftsc_dev *d, int layer, int32_t *ids, int n, int hybrid, int max_fetch,
 			  int q16, int order, cudaStream_t s)
 {
 	if (!d || !d->counts || n < 0 || (n > 0 && !ids))
 		return cudaErrorInvalidValue;
-	const bool cached = d->slots <= d->smem_slots;
-	cudaLaunchConfig_t cfg = {};
-	cudaLaunchAttribute at[1];
-	cfg.gridDim = dim3(1);
-	cfg.blockDim = dim3(FTSC_BLOCK);
-	cfg.dynamicSmemBytes = cached ? FTSC_DYN_BYTES(d->slots) : 0;
-	cfg.stream = s;
-	if (d->pdl) {
-		at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-		at[0].val.programmaticStreamSerializationAllowed = 1;
-		cfg.attrs = at;
-		cfg.numAttrs = 1;
-	}
-	cudaError_t e = cached ? cudaLaunchKernelEx(&cfg, ensure_kernel<true>, *d, layer, ids, n, hybrid, max_fetch,
-						    q16, order)
-			       : cudaLaunchKernelEx(&cfg, ensure_kernel<false>, *d, layer, ids, n, hybrid, max_fetch,
-						    q16, order);
+	cudaLaunchAttribute at;
+	const size_t dyn = ftsc_launch_dyn(d);
+	const cudaLaunchConfig_t cfg = ftsc_launch_config(dyn, d->pdl, s, &at);
+	cudaError_t e = dyn ? cudaLaunchKernelEx(&cfg, ensure_kernel<true>, *d, layer, ids, n, hybrid, max_fetch,
+						 q16, order)
+			    : cudaLaunchKernelEx(&cfg, ensure_kernel<false>, *d, layer, ids, n, hybrid, max_fetch,
+						 q16, order);
 	return e ? e : cudaGetLastError();
 }
 
