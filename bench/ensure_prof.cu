@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <vector>
 
@@ -126,6 +127,52 @@ __global__ void copy_kernel(const int4 *src, int4 *dst, long long n16)
 {
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n16; i += (long long)gridDim.x * blockDim.x)
 		dst[i] = src[i];
+}
+
+/* Host-side issue times of a start round (ensb_start_round's hook and launch slots): when its
+ * copies were issued (the hook, before e0), when the first and the last ensure call returned. */
+struct issue_ctx {
+	int hold, k;
+	double t0, t_hook, t_first, t_last; /* seconds (CLOCK_MONOTONIC) */
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static cudaError_t issue_hook(void *ctx, cudaStream_t s)
+{
+	struct issue_ctx *c = (struct issue_ctx *)ctx;
+	cudaError_t e = c->hold ? hold_hook(NULL, s) : cudaSuccess;
+	c->t_hook = now_s();
+	c->k = 0;
+	return e;
+}
+
+static cudaError_t issue_launch(void *ctx, struct ftsc_dev *d, int32_t *ids, int n, cudaStream_t s)
+{
+	struct issue_ctx *c = (struct issue_ctx *)ctx;
+	cudaError_t e = ftsc_dev_ensure(d, 0, ids, n, s);
+	c->t_last = now_s();
+	if (c->k++ == 0)
+		c->t_first = c->t_last;
+	return e;
+}
+
+/* One start round with its host issue times: *copies_us (the round's untimed copies issued),
+ * *first_us and *all_us (the first and all ENSB_K calls issued, from the end of the copies). */
+static void issue_round(struct ftsc_dev *bb, const struct ftsc_dev *init, int32_t *d_bids, const int32_t *d_ids0, int n,
+			int hold, cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1, double *us, double *copies_us,
+			double *first_us, double *all_us)
+{
+	struct issue_ctx c = {hold, 0, now_s(), 0, 0, 0};
+	CK(ensb_start_round(bb, init, d_bids, d_ids0, n, issue_launch, issue_hook, &c, s, e0, e1, us));
+	*copies_us = (c.t_hook - c.t0) * 1e6;
+	*first_us = (c.t_first - c.t_hook) * 1e6;
+	*all_us = (c.t_last - c.t_hook) * 1e6;
 }
 
 /* A router-like kernel before each ensure call, as in an engine: one block per token scores
@@ -372,7 +419,7 @@ int main(int argc, char **argv)
 		for (int v = 0; v < 4; v++) {
 			static const char *const names[] = {"sm-copy", "sm-copy-held", "ce-copy", "sm-copy-warm1"};
 			const int reps_copy = reps < 9 ? reps : 9;
-			std::vector<double> t1, t2, c;
+			std::vector<double> t1, t2, c, hv[6];
 			for (int r = -1; r < reps_copy; r++) {
 				if (v < 2)
 					copy_kernel<<<132 * 4, 256, 0, s>>>((const int4 *)hostbuf, (int4 *)flush,
@@ -385,17 +432,18 @@ int main(int argc, char **argv)
 					CK(ftsc_dev_ensure(&bb[0], 0, d_bids, n, s));
 				}
 				CK(cudaStreamSynchronize(s));
-				CK(ensb_start_round(bb, &init, d_bids, d_ids0, n, NULL, v == 1 ? hold_hook : NULL, NULL, s, e0,
-						    e1, &x));
-				double x2 = 0;
+				double x2 = 0, h[6] = {0, 0, 0, 0, 0, 0};
+				issue_round(bb, &init, d_bids, d_ids0, n, v == 1, s, e0, e1, &x, &h[0], &h[1], &h[2]);
 				if (v != 1)
-					CK(ensb_start_round(bb, &init, d_bids, d_ids0, n, NULL, NULL, NULL, s, e0, e1, &x2));
+					issue_round(bb, &init, d_bids, d_ids0, n, 0, s, e0, e1, &x2, &h[3], &h[4], &h[5]);
 				clock_kernel<<<1, 1, 0, s>>>(d_mhz);
 				CK(cudaMemcpy(&mhz, d_mhz, sizeof mhz, cudaMemcpyDeviceToHost));
 				if (r >= 0) {
 					t1.push_back(x);
 					t2.push_back(x2);
 					c.push_back(mhz);
+					for (int j = 0; j < 6; j++)
+						hv[j].push_back(h[j]);
 				}
 			}
 			if (v == 1)
@@ -404,6 +452,10 @@ int main(int argc, char **argv)
 			else
 				printf("    %-12s first round %5.2f, second %5.2f us/call (SM clock after them %.0f MHz)\n",
 				       names[v], median(t1), median(t2), median(c));
+			printf("    %-12s host issue, first round: copies %.1f us, then the first call %.1f, all %d %.1f; "
+			       "second round: %.1f, %.1f, %.1f\n",
+			       names[v], median(hv[0]), median(hv[1]), K, median(hv[2]), median(hv[3]), median(hv[4]),
+			       median(hv[5]));
 		}
 		/* the same launch shape, empty */
 		struct empty_ctx ec = {ftsc_launch_dyn(&init), 0};

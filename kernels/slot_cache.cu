@@ -272,16 +272,14 @@ __device__ static int block_order(unsigned long long *keys, int m, unsigned long
 	return 0;
 }
 
-/* The field of a tracked usage bucket b in tb[FTSC_TRACK] (the last match), -1 if untracked.
- * Independent compares into a mask, not a chain of selects: it sits on the ordered path's
- * per-slot dependency chain. */
+/* The field of a tracked usage bucket b in tb[FTSC_TRACK] (the last match), -1 if untracked. */
 __device__ static inline int track_field(const int *tb, int b)
 {
-	unsigned m = 0;
+	int j = -1;
 #pragma unroll
 	for (int q = 0; q < FTSC_TRACK; q++)
-		m |= (unsigned)(tb[q] == b) << q;
-	return 31 - __clz(m); /* -1 when m == 0 */
+		j = tb[q] == b ? q : j;
+	return j;
 }
 
 __device__ static long long split_cost(long long x, long long m, long long q)
@@ -657,12 +655,10 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 			unsigned long long pa = 0, pb = 0;
 			if (nt == 0) { /* only ustar's slots tie (field 0): one 32-bit scan */
 				int cnt = 0;
-#pragma unroll 4
 				for (int s = s0; s < s1; s++)
 					cnt += uc[s] == ustar;
 				pa = (unsigned long long)block_scan(cnt, &tot, sm.warp_sums);
 			} else {
-#pragma unroll 4
 				for (int s = s0; s < s1; s++) {
 					long long u = uc[s];
 					if (u < step && u <= ustar) {
@@ -677,10 +673,6 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 				pb = pp[1];
 			}
 			PROF(16);
-			/* unrolled: the slots' loads and compares overlap; only the tied slots' ranks
-			 * (pa, pb) chain from slot to slot. The chosen slots are often a few threads'
-			 * contiguous ranges (a few warps), whose loop is then the phase's critical path. */
-#pragma unroll 4
 			for (int s = s0; s < s1; s++) {
 				long long u = uc[s];
 				if (u < step && u <= ustar) {
