@@ -653,11 +653,17 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 			for (int q = 0; q < FTSC_TRACK; q++)
 				tb[q] = q < nt ? sm.track[q] : q == nt ? d0 : -2;
 			unsigned long long pa = 0, pb = 0;
-			if (nt == 0) { /* only ustar's slots tie (field 0): one 32-bit scan */
-				int cnt = 0;
-				for (int s = s0; s < s1; s++)
-					cnt += uc[s] == ustar;
-				pa = (unsigned long long)block_scan(cnt, &tot, sm.warp_sums);
+			if (nt == 0) {
+				/* only ustar's slots can tie (field 0): one 32-bit scan, none when ustar is
+				 * held by one slot (the last pass's histogram counted every slot at
+				 * usage ustar: sm.sorted[d0]; then its rank is 0), as in every start
+				 * state where the usages are distinct */
+				if (sm.sorted[d0] > 1) {
+					int cnt = 0;
+					for (int s = s0; s < s1; s++)
+						cnt += uc[s] == ustar;
+					pa = (unsigned long long)block_scan(cnt, &tot, sm.warp_sums);
+				}
 			} else {
 				for (int s = s0; s < s1; s++) {
 					long long u = uc[s];
@@ -667,10 +673,14 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 							field_add(&pa, &pb, j);
 					}
 				}
-				unsigned long long pp[2] = {pa, pb};
-				block_scan_n<unsigned long long, 2>(pp, NULL, sm.wscan);
-				pa = pp[0];
-				pb = pp[1];
+				if (nt < 4) { /* fields 0..nt <= 3: all in pa, one 64-bit scan */
+					block_scan_n<unsigned long long, 1>(&pa, NULL, sm.wscan);
+				} else {
+					unsigned long long pp[2] = {pa, pb};
+					block_scan_n<unsigned long long, 2>(pp, NULL, sm.wscan);
+					pa = pp[0];
+					pb = pp[1];
+				}
 			}
 			PROF(16);
 			for (int s = s0; s < s1; s++) {
