@@ -7,7 +7,9 @@
  *   block may be scheduled while the stream's previous kernel runs, clears its shared memory,
  *   then waits (griddepcontrol.wait) for that kernel to complete before touching global memory,
  *   and lets the next dependent launch start at once. The results are those of a plain launch;
- *   a call right after another ensure call saves about 1.1 us (bench/RESULTS.md).
+ *   a call saves about 1.2 us on the H200, right after another ensure call or after a kernel that
+ *   never triggers its dependents (an engine's router: the block starts once the router's
+ *   blocks have exited), 0.0-0.2 us more when that kernel triggers at its start (bench/RESULTS.md).
  * - Every global load the call needs is issued at the start, together: first the few words the
  *   next phases wait for (state step, slot_for_id of the layer, ids, last_seen for the recency
  *   order), then usage and id_of_slot of every slot copied into shared memory by cp.async in two
