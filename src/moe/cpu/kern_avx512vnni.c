@@ -6,9 +6,10 @@
  * 32-bit lane, starting from the lane's offset correction -off * sum(x_q). Each lane then gets
  * (weight block scale) * (activation block scale) into an fp32 accumulator. nvfp4 / ds_fp4 on
  * CPUs with AVX512_VBMI: one vpermb per nibble vector instead of an AND and a vpshufb (lut64).
- * Vector ops per 64 weight bytes and row at batch 1 (loads and prefetches apart): nvfp4 13 -> 11
- * (nibbles 5 -> 3, scale 3, 2 vpdpbusd, convert, scale product, fma), ds_fp4 12 -> 10 (its scale
- * 2), q4_0 11 (gather 1, scales 2, nibbles 3, 5).
+ * Vector ops per 64 weight bytes and row at batch 1 (loads and prefetches apart, counted in the
+ * compiled loops): nvfp4 14 -> 12 (nibbles 5 -> 3; scale 4: broadcast, vpshufb, shift, and; 2
+ * vpdpbusd, convert, scale product, fma), ds_fp4 13 -> 11 (its scale 3), q4_0 11 (gather 1,
+ * scales 2, nibbles 3, then the 5).
  *
  * Activations are quantized to int8 (symmetric, amax/127) per 16 elements (q4_0: per 32, its
  * block) and laid out to match the nibble vectors, per group of 128 elements:
