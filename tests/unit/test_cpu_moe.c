@@ -531,7 +531,7 @@ static void test_schedules(void **s)
 }
 
 /* The row kernels' multi-row walks against a row at a time: bf16dp's two interleaved streams
- * (every batch) and the W4A8 kernels' four-row blocks (q4_0, batch 1), with and without the
+ * (every batch) and the W4A8 kernels' four-row blocks (batch 1), with and without the
  * scale-stream prefetch (ftkern_pf_scales), sum each row bit-identically to a call of that one
  * row, and the W4A8 kernels' vpermb nibble split (ftkern_vbmi, where the CPU has VBMI) to the
  * vpshufb one, on odd and even ranges, every tier with a vector row kernel but amx (its tiles take blocks
