@@ -17,25 +17,7 @@ __global__ void __launch_bounds__(FTMISSING_BLOCK)
 	n = n < max_n ? n : max_n;
 	if (n <= 0)
 		return;
-	const unsigned total = (unsigned)n * rowu, span = FTMISSING_BLOCK * FTMISSING_UNROLL;
-	for (unsigned base = blockIdx.x * span; base < total; base += gridDim.x * span) {
-		T v[FTMISSING_UNROLL];
-		T *d[FTMISSING_UNROLL];
-#pragma unroll
-		for (int u = 0; u < FTMISSING_UNROLL; u++) {
-			unsigned c = base + u * FTMISSING_BLOCK + threadIdx.x;
-			d[u] = NULL;
-			if (c < total) {
-				unsigned ent = c / rowu, off = c - ent * rowu;
-				v[u] = host[(size_t)src[ent] * rowu + off];
-				d[u] = pool + (size_t)dst[ent] * rowu + off;
-			}
-		}
-#pragma unroll
-		for (int u = 0; u < FTMISSING_UNROLL; u++)
-			if (d[u])
-				*d[u] = v[u];
-	}
+	gather_units<T, FTMISSING_UNROLL, 0>((unsigned)n * rowu, ftmissing_row_at<T>{host, pool, rowu, src, dst});
 }
 
 extern "C" int ftmissing_env_fused(void)
@@ -178,7 +160,8 @@ static cudaError_t copy_banks(const struct ftmissing *c, int fused, int blocks, 
 		return per_bank(c, blocks, layer, mask, src, dst, num, max_n, s);
 	if (!c->d_tabs || (unsigned long long)c->e16 * (unsigned long long)max_n >= (1ull << 32))
 		return cudaErrorInvalidValue;
-	fused_kernel<FTMISSING_UNROLL, 0><<<blocks, FTMISSING_BLOCK, 0, s>>>(c->d_tabs, layer, mask, src, dst, num, max_n);
+	fused_kernel<FTMISSING_UNROLL, 0><<<blocks, FTMISSING_BLOCK, 0, s>>>(c->d_tabs, layer, mask, 0, NULL, src, dst, num,
+									   max_n);
 	return cudaGetLastError();
 }
 
@@ -216,14 +199,20 @@ extern "C" cudaError_t ftmissing_copy(const struct ftmissing *c, int layer, cons
 #define FTMISSING_IDLE_CHECK_NS 1000000000ll   /* a sleeping proxy thread checks for stop this often */
 #define FTMISSING_BELL_POLL_NS 1000000ll       /* after the doorbell, poll this long for the plan, */
 #define FTMISSING_LATE_POLL_NS 50000ll         /* then look every 50 us */
-#define FTMISSING_SEQ_WORDS 5                  /* d_seq: see struct ftmissing_proxy */
+#define FTMISSING_WAKE_GUESS_NS 40000ll        /* the thread's wake-up assumed before one is measured */
+#define FTMISSING_WAKE_MAX_NS 1000000ll        /* a longer wake-up (a descheduled thread) is not learned */
+#define FTMISSING_SM_SHARE 0.93                /* the SM gather's rate over the copy engines' (RESULTS) */
+#define FTMISSING_SEQ_WORDS 7                  /* d_seq: see struct ftmissing_proxy */
 
 struct mailbox {
 	volatile long long seq; /* written last by the publish kernel */
 	int layer, n;
 	unsigned ce_mask; /* banks the copy engines move (the others: the SM part) */
 	int merge;        /* 1: one copy per run of consecutive src and dst rows */
-	unsigned long long head16; /* opts.sm_head / 16 when the SM kernel takes the rows' heads, else 0 */
+	unsigned long long head16, per16; /* the plan's head (head_of's fixed16, per16), 0 0: none */
+	/* written by the proxy thread, read by the publish kernel (opts.sm_head_wake) */
+	volatile int asleep;                   /* 1 from before the thread's futex wait until after it */
+	volatile unsigned long long wake16;    /* its predicted wake-up, in 16-byte units of SM work */
 	int32_t plan[];   /* src[max_n], dst[max_n] */
 };
 
@@ -235,7 +224,8 @@ struct ftmissing_proxy {
 	struct mailbox *mb;     /* pinned, mapped */
 	struct mailbox *mb_dev; /* its device pointer */
 	long long *d_seq;       /* [0] published, [1] done, [2] wait timeouts, [3] [4] the first timeout's
-				 * wanted and last seen done numbers (diagnosis) */
+				 * wanted and last seen done numbers (diagnosis), [5] [6] the head of the
+				 * plan being copied (head_of's fixed16, per16; the publish kernel's) */
 	cudaStream_t cs;
 	pthread_t th;
 	int started;
@@ -257,6 +247,8 @@ struct ftmissing_proxy {
 	int timed;                 /* t0/t1 hold a plan's copies not yet read */
 	double timed_bytes, gbs;   /* bytes of that plan; learned copy-engine rate (GB/s) */
 	long long sleeps, wakes;   /* futex waits begun; of them, ended by the doorbell */
+	volatile long long ring_ns; /* when the doorbell last rang (mono_ns) */
+	long long wake_ns;         /* the learned wake-up: doorbell to the thread running (ns) */
 	/* diagnosis (ftmissing_proxy_diag): what the thread saw and what failed first */
 	volatile long long seen;   /* the last plan handled (its sequence number) */
 	long long skipped;         /* plans the thread never saw (a sequence number jumped) */
@@ -275,86 +267,20 @@ static void proxy_fail(struct ftmissing_proxy *p, const char *what, int code)
 	p->errors++;
 }
 
-/* The head of bank b's rows (16-byte units) that the SM kernel copies for a plan of n entries:
- * row16 * head16 / (n * ce16), at most half the row (ce16: the copy-engine banks' row16 summed).
- * The proxy thread and sm_part_kernel compute the same integer. */
-__host__ __device__ static inline unsigned head_of(unsigned row16, unsigned long long ce16, int n,
-						   unsigned long long head16)
-{
-	if (!head16 || n <= 0 || !ce16)
-		return 0;
-	unsigned long long h = (unsigned long long)row16 * head16 / ((unsigned long long)n * ce16);
-	return (unsigned)(h < row16 / 2 ? h : row16 / 2);
-}
-
-/* The proxy's SM part with a head: the banks of sm_mask whole and, of the banks of ce_mask, the
- * first head_of() units of each row. Grid as the fused kernel. */
-__global__ void __launch_bounds__(FTMISSING_BLOCK)
-	sm_part_kernel(const struct ftmissing_layer_tab *__restrict__ tabs, int layer, unsigned sm_mask, unsigned ce_mask,
-		       unsigned long long head16, const int32_t *__restrict__ src, const int32_t *__restrict__ dst,
-		       const int32_t *__restrict__ num, int max_n)
-{
-	__shared__ const uint4 *host[FTMISSING_MAX_BANKS];
-	__shared__ uint4 *pool[FTMISSING_MAX_BANKS];
-	__shared__ unsigned row16[FTMISSING_MAX_BANKS], pre[FTMISSING_MAX_BANKS + 1];
-	__shared__ int nb;
-	int n = *num;
-	n = n < max_n ? n : max_n;
-	if (threadIdx.x == 0) {
-		const struct ftmissing_layer_tab *x = &tabs[layer];
-		unsigned long long ce16 = 0;
-		for (int b = 0; b < x->nb; b++)
-			if (ce_mask >> b & 1)
-				ce16 += x->row16[b];
-		int k = 0;
-		pre[0] = 0;
-		for (int b = 0; b < x->nb; b++) {
-			unsigned len = sm_mask >> b & 1 ? x->row16[b] : ce_mask >> b & 1 ? head_of(x->row16[b], ce16, n, head16) : 0;
-			if (!len)
-				continue;
-			host[k] = x->host[b];
-			pool[k] = x->pool[b];
-			row16[k] = x->row16[b];
-			pre[k + 1] = pre[k] + len;
-			k++;
-		}
-		nb = k;
-	}
-	__syncthreads();
-	if (n <= 0 || nb == 0)
-		return;
-	const unsigned e16 = pre[nb], total = (unsigned)n * e16, span = FTMISSING_BLOCK * FTMISSING_UNROLL;
-	for (unsigned base = blockIdx.x * span; base < total; base += gridDim.x * span) {
-		uint4 v[FTMISSING_UNROLL];
-		uint4 *d[FTMISSING_UNROLL];
-#pragma unroll
-		for (int u = 0; u < FTMISSING_UNROLL; u++) {
-			unsigned c = base + u * FTMISSING_BLOCK + threadIdx.x;
-			d[u] = NULL;
-			if (c < total) {
-				unsigned ent = c / e16, off = c - ent * e16;
-				int b = 0;
-				while (b + 1 < nb && off >= pre[b + 1])
-					b++;
-				off -= pre[b];
-				v[u] = __ldg(host[b] + (size_t)src[ent] * row16[b] + off);
-				d[u] = pool[b] + (size_t)dst[ent] * row16[b] + off;
-			}
-		}
-#pragma unroll
-		for (int u = 0; u < FTMISSING_UNROLL; u++)
-			if (d[u])
-				*d[u] = v[u];
-	}
-}
-
-/* Grid: one block of FTMISSING_PUBLISH_BLOCK threads. */
+/* Grid: one block of FTMISSING_PUBLISH_BLOCK threads. The plan's head: fixed16 and per16, and,
+ * with wake, the thread's predicted wake-up when it sleeps now (read from the mailbox by the
+ * last warp while the others copy the plan): into the mailbox for the thread, and into
+ * seq[5], seq[6] for the SM kernel that follows on the stream. */
 __global__ void publish_kernel(struct mailbox *mb, long long *seq, int layer, unsigned ce_mask, int merge,
-			       unsigned long long head16, const int32_t *__restrict__ src,
-			       const int32_t *__restrict__ dst, const int32_t *__restrict__ num, int max_n)
+			       unsigned long long head16, unsigned long long per16, int wake,
+			       const int32_t *__restrict__ src, const int32_t *__restrict__ dst,
+			       const int32_t *__restrict__ num, int max_n)
 {
+	__shared__ unsigned long long extra;
 	int n = *num;
 	n = n < 0 ? 0 : n < max_n ? n : max_n;
+	if (threadIdx.x == blockDim.x - 1)
+		extra = wake && mb->asleep ? mb->wake16 : 0;
 	for (int i = threadIdx.x; i < n; i += blockDim.x) {
 		mb->plan[i] = src[i];
 		mb->plan[max_n + i] = dst[i];
@@ -368,7 +294,11 @@ __global__ void publish_kernel(struct mailbox *mb, long long *seq, int layer, un
 		mb->n = n;
 		mb->ce_mask = ce_mask;
 		mb->merge = merge;
-		mb->head16 = head16;
+		unsigned long long fixed16 = head16 + extra;
+		mb->head16 = fixed16;
+		mb->per16 = per16;
+		seq[5] = (long long)fixed16;
+		seq[6] = (long long)per16;
 		__threadfence_system();
 		mb->seq = s;
 	}
@@ -404,22 +334,24 @@ __global__ void signal_kernel(long long *seq, long long value)
 }
 
 /* Turn plan (src, dst)[n] into copies of the banks in ce_mask: bank-major; with merge, a run of
- * entries whose src and dst rows are both consecutive becomes one copy; with head16, each row
- * from its head on (head_of; the SM kernel copies the head). Returns the count. */
+ * entries whose src and dst rows are both consecutive becomes one copy; with a head (head16 or
+ * per16), each row from its head on (head_of; the SM kernel copies the head). Returns the count. */
 static int build_copies(struct ftmissing_proxy *p, int layer, int n, unsigned ce_mask, int merge,
-			unsigned long long head16)
+			unsigned long long head16, unsigned long long per16)
 {
 	const struct ftmissing *c = p->c;
-	unsigned long long ce16 = 0;
-	for (int b = 0; head16 && b < c->nbanks; b++)
+	unsigned long long ce16 = 0, sm16 = 0;
+	for (int b = 0; (head16 || per16) && b < c->nbanks; b++)
 		if (ce_mask >> b & 1)
 			ce16 += c->banks[layer * c->nbanks + b].row_bytes / 16;
+		else
+			sm16 += c->banks[layer * c->nbanks + b].row_bytes / 16;
 	int k = 0;
 	for (int b = 0; b < c->nbanks; b++) {
 		if (!(ce_mask >> b & 1))
 			continue;
 		const struct ftmissing_bank *bk = &c->banks[layer * c->nbanks + b];
-		const size_t h = (size_t)head_of((unsigned)(bk->row_bytes / 16), ce16, n, head16) * 16;
+		const size_t h = (size_t)head_of((unsigned)(bk->row_bytes / 16), ce16, sm16, n, head16, per16) * 16;
 		for (int i = 0; i < n;) {
 			int sr = p->hsrc[i], ds = p->hdst[i], j = i + 1;
 			if (merge && !h)
@@ -451,15 +383,36 @@ static long long mono_ns(void)
 	return (long long)t.tv_sec * 1000000000ll + t.tv_nsec;
 }
 
-/* Sleep until p->bell differs from seen, or ns nanoseconds (0: FTMISSING_IDLE_CHECK_NS). */
+/* The SM work that hides the thread's wake-up (mailbox wake16): the learned wake-up at the SM
+ * gather's share of the learned copy rate (GB/s = bytes per ns). */
+static void set_wake16(struct ftmissing_proxy *p)
+{
+	p->mb->wake16 = (unsigned long long)((double)p->wake_ns * p->gbs * FTMISSING_SM_SHARE / 16);
+}
+
+/* Sleep until p->bell differs from seen, or ns nanoseconds (0: FTMISSING_IDLE_CHECK_NS). The
+ * mailbox says the thread sleeps meanwhile (the publish kernel then adds the predicted wake-up to
+ * the SM head); a doorbell's wake-up is learned: quickly up, slowly down (a head too short costs
+ * the whole gap, one too long only the SM gather's lower rate on the excess). */
 static void bell_wait(struct ftmissing_proxy *p, unsigned seen, long long ns)
 {
 	if (ns <= 0)
 		ns = FTMISSING_IDLE_CHECK_NS;
 	struct timespec ts = {(time_t)(ns / 1000000000ll), (long)(ns % 1000000000ll)};
 	p->sleeps++;
+	p->mb->asleep = 1;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	long r = syscall(SYS_futex, &p->bell, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
-	p->wakes += r == 0 || errno == EAGAIN;
+	int err = r ? errno : 0;
+	p->mb->asleep = 0;
+	p->wakes += r == 0 || err == EAGAIN;
+	if (r == 0 && __atomic_load_n(&p->bell, __ATOMIC_SEQ_CST) != seen) { /* the doorbell woke it */
+		long long w = mono_ns() - p->ring_ns;
+		if (w > 0 && w < FTMISSING_WAKE_MAX_NS) {
+			p->wake_ns = w > p->wake_ns ? w : p->wake_ns - (p->wake_ns - w) / 8;
+			set_wake16(p);
+		}
+	}
 }
 
 /* The doorbell: one ring per plan announced, from ftmissing_proxy_copy's thread or (in a graph)
@@ -467,6 +420,7 @@ static void bell_wait(struct ftmissing_proxy *p, unsigned seen, long long ns)
 static void CUDART_CB ring_bell(void *arg)
 {
 	struct ftmissing_proxy *p = (struct ftmissing_proxy *)arg;
+	p->ring_ns = mono_ns();
 	__atomic_add_fetch(&p->bell, 1u, __ATOMIC_SEQ_CST);
 	syscall(SYS_futex, &p->bell, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
@@ -485,6 +439,7 @@ static void learn_rate(struct ftmissing_proxy *p)
 	}
 	if (ms > 0.05f && p->timed_bytes > 0) /* plans under 50 us say more about latency than rate */
 		p->gbs = p->timed_bytes / (ms * 1e-3) / 1e9;
+	set_wake16(p);
 }
 
 /* Idle policy. The doorbell counts the plans announced (one ring per ftmissing_proxy_copy: by the
@@ -531,7 +486,7 @@ static void *proxy_main(void *arg)
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		int layer = p->mb->layer, n = p->mb->n, merge = p->mb->merge;
 		unsigned ce_mask = p->mb->ce_mask;
-		unsigned long long head16 = p->mb->head16;
+		unsigned long long head16 = p->mb->head16, per16 = p->mb->per16;
 		if (layer < 0 || layer >= p->c->layers || n < 0 || n > p->max_n) {
 			proxy_fail(p, "mailbox (layer or count out of range)", n);
 			n = 0;
@@ -542,7 +497,7 @@ static void *proxy_main(void *arg)
 		}
 		memcpy(p->hsrc, p->mb->plan, (size_t)n * sizeof *p->hsrc);
 		memcpy(p->hdst, p->mb->plan + p->max_n, (size_t)n * sizeof *p->hdst);
-		int k = n ? build_copies(p, layer, n, ce_mask, merge, head16) : 0;
+		int k = n ? build_copies(p, layer, n, ce_mask, merge, head16, per16) : 0;
 		size_t idx = 0;
 		double bytes = 0;
 		for (int i = 0; i < k; i++)
@@ -592,12 +547,15 @@ extern "C" void ftmissing_proxy_default_opts(struct ftmissing_proxy_opts *o)
 	o->wait_sleep_ns = FTMISSING_PROXY_WAIT_SLEEP_NS;
 	o->spin_us = FTMISSING_PROXY_SPIN_US;
 	o->sm_head = FTMISSING_PROXY_HEAD_BYTES;
+	o->sm_head_entry = FTMISSING_PROXY_HEAD_ENTRY_BYTES;
+	o->sm_head_wake = 1;
 }
 
 extern "C" int ftmissing_proxy_opts_ok(const struct ftmissing_proxy_opts *o)
 {
 	return o && o->wait_sleep_ns >= 0 && o->wait_sleep_ns <= 1000000 && o->spin_us >= -1 &&
 	       o->spin_us <= 1000000 && o->sm_head <= FTMISSING_PROXY_HEAD_MAX &&
+	       o->sm_head_entry <= FTMISSING_PROXY_HEAD_MAX && (o->sm_head_wake == 0 || o->sm_head_wake == 1) &&
 	       (o->signal == FTMISSING_SIGNAL_KERNEL || o->signal == FTMISSING_SIGNAL_MEMOP);
 }
 
@@ -669,7 +627,7 @@ static cudaError_t preload_kernels(void)
 	struct cudaFuncAttributes a;
 	cudaError_t e;
 	if ((e = cudaFuncGetAttributes(&a, publish_kernel)) || (e = cudaFuncGetAttributes(&a, wait_kernel)) ||
-	    (e = cudaFuncGetAttributes(&a, signal_kernel)) || (e = cudaFuncGetAttributes(&a, sm_part_kernel)) ||
+	    (e = cudaFuncGetAttributes(&a, signal_kernel)) ||
 	    (e = cudaFuncGetAttributes(&a, fused_kernel<FTMISSING_UNROLL, 0>)) ||
 	    (e = cudaFuncGetAttributes(&a, bank_kernel<uint4>)) || (e = cudaFuncGetAttributes(&a, bank_kernel<unsigned>)) ||
 	    (e = cudaFuncGetAttributes(&a, bank_kernel<unsigned char>)))
@@ -699,6 +657,7 @@ extern "C" cudaError_t ftmissing_proxy_create(struct ftmissing_proxy **out, cons
 	p->signal = p->opts.signal;
 	p->spin_us = p->opts.spin_us;
 	p->gbs = FTMISSING_RATE_GUESS_GBS;
+	p->wake_ns = FTMISSING_WAKE_GUESS_NS;
 	size_t k = (size_t)max_n * c->nbanks;
 	p->dsts = (void **)malloc(k * sizeof *p->dsts);
 	p->srcs = (const void **)malloc(k * sizeof *p->srcs);
@@ -712,6 +671,7 @@ extern "C" cudaError_t ftmissing_proxy_create(struct ftmissing_proxy **out, cons
 		e = cudaHostAlloc((void **)&p->mb, sizeof *p->mb + 2 * sizeof(int32_t) * max_n, cudaHostAllocMapped);
 	if (!e) {
 		memset((void *)p->mb, 0, sizeof *p->mb);
+		set_wake16(p);
 		e = cudaHostGetDevicePointer((void **)&p->mb_dev, p->mb, 0);
 	}
 	if (!e)
@@ -812,21 +772,25 @@ extern "C" cudaError_t ftmissing_proxy_copy(struct ftmissing_proxy *p, int layer
 		return e;
 	if (!captured)
 		ring_bell(p);
-	/* the head: fused path only (sm_part_kernel reads the fused table), some banks on the engines */
-	const unsigned long long head16 = c->fused && c->d_tabs && ce ? p->opts.sm_head / 16 : 0;
+	/* the head: fused path only (the head's kernel reads the fused table), some banks on the engines */
+	const int headed = c->fused && c->d_tabs && ce &&
+			   (p->opts.sm_head >= 16 || p->opts.sm_head_entry >= 16 || p->opts.sm_head_wake);
+	const unsigned long long head16 = headed ? p->opts.sm_head / 16 : 0, per16 = headed ? p->opts.sm_head_entry / 16 : 0;
 	publish_kernel<<<1, FTMISSING_PUBLISH_BLOCK, 0, s>>>(p->mb_dev, p->d_seq, layer, ce, p->opts.merge ? 1 : 0,
-							head16, src, dst, num, p->max_n);
+							head16, per16, headed && p->opts.sm_head_wake, src, dst, num,
+							p->max_n);
 	e = cudaGetLastError();
 	if (e && !captured) /* no plan follows this ring: take it back, or the thread would wait for one */
 		__atomic_sub_fetch(&p->bell, 1u, __ATOMIC_SEQ_CST);
 	/* the small banks (and the heads): SM gather on the caller's stream, concurrent with the
 	 * copy engines */
-	if (!e && head16) {
+	if (!e && headed) {
 		if ((unsigned long long)c->e16 * (unsigned long long)p->max_n >= (1ull << 32))
 			e = cudaErrorInvalidValue;
 		else
-			sm_part_kernel<<<c->sms * FTMISSING_BLOCKS_PER_SM, FTMISSING_BLOCK, 0, s>>>(
-				c->d_tabs, layer, all & ~ce, ce, head16, src, dst, num, p->max_n);
+			fused_kernel<FTMISSING_UNROLL, 0><<<c->sms * FTMISSING_BLOCKS_PER_SM, FTMISSING_BLOCK, 0, s>>>(
+				c->d_tabs, layer, all & ~ce, ce, (const unsigned long long *)(p->d_seq + 5), src, dst, num,
+				p->max_n);
 		if (!e)
 			e = cudaGetLastError();
 	} else if (!e && ce != all)
@@ -873,6 +837,7 @@ extern "C" int ftmissing_proxy_diag(const struct ftmissing_proxy *p, char *buf, 
 		u += snprintf(buf + u, len - u, "; memop signal failed %lld times (CUresult %d), sent by kernel",
 			      p->memop_fallbacks, p->memop_code);
 	if (u >= 0 && (size_t)u < len)
-		u += snprintf(buf + u, len - u, "; thread sleeps %lld, doorbell wake-ups %lld", p->sleeps, p->wakes);
+		u += snprintf(buf + u, len - u, "; thread sleeps %lld, doorbell wake-ups %lld (learned %.1f us)", p->sleeps,
+			      p->wakes, p->wake_ns / 1e3);
 	return u;
 }
