@@ -35,7 +35,6 @@ struct variant {
 	int graph; /* 1: the pass captured once in a CUDA graph, timed as a graph launch */
 	long head;  /* opts.sm_head (path FTGATHER_PROXY; 0: the default, -1: none) */
 	long entry; /* opts.sm_head_entry (path FTGATHER_PROXY; 0: the default, -1: none) */
-	int wake;   /* opts.sm_head_wake (path FTGATHER_PROXY; 0: the default, -1: off, 1: on) */
 };
 #define V_PRODUCT 0     /* the product's fused kernel */
 #define BV(v) (1 + (v)) /* a variant of bench/copy_variants.cu */
@@ -72,27 +71,24 @@ static const struct variant all[] = {
 	{"proxy_spin", FTGATHER_PROXY, 0, 0, 0, PX_DEF, FTMISSING_PROXY_SPIN_ALWAYS + 2, 0},
 	/* the head: the SM kernel takes about this many bytes of the rows' heads while the thread
 	 * wakes. hNm: a fixed budget (opts.sm_head alone; h4m: the default of round 3); eNk: sized by
-	 * the plan, N KiB per entry (opts.sm_head_entry, the SM banks' rows counted) and the predicted
-	 * wake-up when the thread sleeps (opts.sm_head_wake); the default: e256k; nowake: the default
-	 * without the wake-up; w: the wake-up alone */
-	{"proxy_h0", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, -1, -1, -1},
-	{"proxy_h1m", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, 1 << 20, -1, -1},
-	{"proxy_h2m", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, 2 << 20, -1, -1},
-	{"proxy_h4m", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, 4 << 20, -1, -1},
-	{"proxy_h8m", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, 8 << 20, -1, -1},
-	{"proxy_h0_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, -1, -1, -1},
-	{"proxy_h1m_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, 1 << 20, -1, -1},
-	{"proxy_h2m_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, 2 << 20, -1, -1},
-	{"proxy_h4m_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, 4 << 20, -1, -1},
-	{"proxy_h8m_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, 8 << 20, -1, -1},
-	{"proxy_nowake", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, 0, 0, -1},
-	{"proxy_w", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, -1, -1, 1},
-	{"proxy_e128k", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, -1, 128 << 10, 1},
-	{"proxy_e384k", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, -1, 384 << 10, 1},
-	{"proxy_e512k", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, -1, 512 << 10, 1},
-	{"proxy_e128k_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, -1, 128 << 10, 1},
-	{"proxy_e384k_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, -1, 384 << 10, 1},
-	{"proxy_e512k_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, -1, 512 << 10, 1},
+	 * the plan, N KiB per entry (opts.sm_head_entry, the SM banks' rows counted; the default:
+	 * 256 KiB) */
+	{"proxy_h0", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, -1, -1},
+	{"proxy_h1m", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, 1 << 20, -1},
+	{"proxy_h2m", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, 2 << 20, -1},
+	{"proxy_h4m", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, 4 << 20, -1},
+	{"proxy_h8m", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, 8 << 20, -1},
+	{"proxy_h0_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, -1, -1},
+	{"proxy_h1m_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, 1 << 20, -1},
+	{"proxy_h2m_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, 2 << 20, -1},
+	{"proxy_h4m_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, 4 << 20, -1},
+	{"proxy_h8m_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, 8 << 20, -1},
+	{"proxy_e128k", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, -1, 128 << 10},
+	{"proxy_e384k", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, -1, 384 << 10},
+	{"proxy_e512k", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, -1, 512 << 10},
+	{"proxy_e128k_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, -1, 128 << 10},
+	{"proxy_e384k_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, -1, 384 << 10},
+	{"proxy_e512k_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, -1, 512 << 10},
 	{"fused_b2b", FTGATHER_FUSED, V_PRODUCT, 0, 0, 0, 0, 0, 0, 0, 1},
 	{"memcpy_b2b", FTGATHER_MEMCPY, 0, 0, 0, 0, 0, 0, 0, 0, 1},
 	/* captured in a graph: the doorbell is a host node */
@@ -235,8 +231,6 @@ int main(int argc, char **argv)
 							po.sm_head = all[v].head < 0 ? 0 : (size_t)all[v].head;
 						if (all[v].entry)
 							po.sm_head_entry = all[v].entry < 0 ? 0 : (size_t)all[v].entry;
-						if (all[v].wake)
-							po.sm_head_wake = all[v].wake > 0;
 						ftgather_set_proxy_opts(g, &po);
 					}
 					if (!all[v].warm && idle_us > 0)

@@ -199,9 +199,6 @@ extern "C" cudaError_t ftmissing_copy(const struct ftmissing *c, int layer, cons
 #define FTMISSING_IDLE_CHECK_NS 1000000000ll   /* a sleeping proxy thread checks for stop this often */
 #define FTMISSING_BELL_POLL_NS 1000000ll       /* after the doorbell, poll this long for the plan, */
 #define FTMISSING_LATE_POLL_NS 50000ll         /* then look every 50 us */
-#define FTMISSING_WAKE_GUESS_NS 40000ll        /* the thread's wake-up assumed before one is measured */
-#define FTMISSING_WAKE_MAX_NS 1000000ll        /* a longer wake-up (a descheduled thread) is not learned */
-#define FTMISSING_SM_SHARE 0.93                /* the SM gather's rate over the copy engines' (RESULTS) */
 #define FTMISSING_SEQ_WORDS 7                  /* d_seq: see struct ftmissing_proxy */
 
 struct mailbox {
@@ -210,9 +207,6 @@ struct mailbox {
 	unsigned ce_mask; /* banks the copy engines move (the others: the SM part) */
 	int merge;        /* 1: one copy per run of consecutive src and dst rows */
 	unsigned long long head16, per16; /* the plan's head (head_of's fixed16, per16), 0 0: none */
-	/* written by the proxy thread, read by the publish kernel (opts.sm_head_wake) */
-	volatile int asleep;                   /* 1 from before the thread's futex wait until after it */
-	volatile unsigned long long wake16;    /* its predicted wake-up, in 16-byte units of SM work */
 	int32_t plan[];   /* src[max_n], dst[max_n] */
 };
 
@@ -225,7 +219,7 @@ struct ftmissing_proxy {
 	struct mailbox *mb_dev; /* its device pointer */
 	long long *d_seq;       /* [0] published, [1] done, [2] wait timeouts, [3] [4] the first timeout's
 				 * wanted and last seen done numbers (diagnosis), [5] [6] the head of the
-				 * plan being copied (head_of's fixed16, per16; the publish kernel's) */
+				 * plan being copied (head_of's fixed16, per16, as published) */
 	cudaStream_t cs;
 	pthread_t th;
 	int started;
@@ -247,8 +241,6 @@ struct ftmissing_proxy {
 	int timed;                 /* t0/t1 hold a plan's copies not yet read */
 	double timed_bytes, gbs;   /* bytes of that plan; learned copy-engine rate (GB/s) */
 	long long sleeps, wakes;   /* futex waits begun; of them, ended by the doorbell */
-	volatile long long ring_ns; /* when the doorbell last rang (mono_ns) */
-	long long wake_ns;         /* the learned wake-up: doorbell to the thread running (ns) */
 	/* diagnosis (ftmissing_proxy_diag): what the thread saw and what failed first */
 	volatile long long seen;   /* the last plan handled (its sequence number) */
 	long long skipped;         /* plans the thread never saw (a sequence number jumped) */
@@ -267,20 +259,15 @@ static void proxy_fail(struct ftmissing_proxy *p, const char *what, int code)
 	p->errors++;
 }
 
-/* Grid: one block of FTMISSING_PUBLISH_BLOCK threads. The plan's head: fixed16 and per16, and,
- * with wake, the thread's predicted wake-up when it sleeps now (read from the mailbox by the
- * last warp while the others copy the plan): into the mailbox for the thread, and into
- * seq[5], seq[6] for the SM kernel that follows on the stream. */
+/* Grid: one block of FTMISSING_PUBLISH_BLOCK threads. The plan's head (head_of's fixed16 and
+ * per16) goes into the mailbox for the thread and into seq[5], seq[6] for the SM kernel that
+ * follows on the stream. */
 __global__ void publish_kernel(struct mailbox *mb, long long *seq, int layer, unsigned ce_mask, int merge,
-			       unsigned long long head16, unsigned long long per16, int wake,
-			       const int32_t *__restrict__ src, const int32_t *__restrict__ dst,
-			       const int32_t *__restrict__ num, int max_n)
+			       unsigned long long head16, unsigned long long per16, const int32_t *__restrict__ src,
+			       const int32_t *__restrict__ dst, const int32_t *__restrict__ num, int max_n)
 {
-	__shared__ unsigned long long extra;
 	int n = *num;
 	n = n < 0 ? 0 : n < max_n ? n : max_n;
-	if (threadIdx.x == blockDim.x - 1)
-		extra = wake && mb->asleep ? mb->wake16 : 0;
 	for (int i = threadIdx.x; i < n; i += blockDim.x) {
 		mb->plan[i] = src[i];
 		mb->plan[max_n + i] = dst[i];
@@ -294,10 +281,9 @@ __global__ void publish_kernel(struct mailbox *mb, long long *seq, int layer, un
 		mb->n = n;
 		mb->ce_mask = ce_mask;
 		mb->merge = merge;
-		unsigned long long fixed16 = head16 + extra;
-		mb->head16 = fixed16;
+		mb->head16 = head16;
 		mb->per16 = per16;
-		seq[5] = (long long)fixed16;
+		seq[5] = (long long)head16;
 		seq[6] = (long long)per16;
 		__threadfence_system();
 		mb->seq = s;
@@ -383,36 +369,15 @@ static long long mono_ns(void)
 	return (long long)t.tv_sec * 1000000000ll + t.tv_nsec;
 }
 
-/* The SM work that hides the thread's wake-up (mailbox wake16): the learned wake-up at the SM
- * gather's share of the learned copy rate (GB/s = bytes per ns). */
-static void set_wake16(struct ftmissing_proxy *p)
-{
-	p->mb->wake16 = (unsigned long long)((double)p->wake_ns * p->gbs * FTMISSING_SM_SHARE / 16);
-}
-
-/* Sleep until p->bell differs from seen, or ns nanoseconds (0: FTMISSING_IDLE_CHECK_NS). The
- * mailbox says the thread sleeps meanwhile (the publish kernel then adds the predicted wake-up to
- * the SM head); a doorbell's wake-up is learned: quickly up, slowly down (a head too short costs
- * the whole gap, one too long only the SM gather's lower rate on the excess). */
+/* Sleep until p->bell differs from seen, or ns nanoseconds (0: FTMISSING_IDLE_CHECK_NS). */
 static void bell_wait(struct ftmissing_proxy *p, unsigned seen, long long ns)
 {
 	if (ns <= 0)
 		ns = FTMISSING_IDLE_CHECK_NS;
 	struct timespec ts = {(time_t)(ns / 1000000000ll), (long)(ns % 1000000000ll)};
 	p->sleeps++;
-	p->mb->asleep = 1;
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	long r = syscall(SYS_futex, &p->bell, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
-	int err = r ? errno : 0;
-	p->mb->asleep = 0;
-	p->wakes += r == 0 || err == EAGAIN;
-	if (r == 0 && __atomic_load_n(&p->bell, __ATOMIC_SEQ_CST) != seen) { /* the doorbell woke it */
-		long long w = mono_ns() - p->ring_ns;
-		if (w > 0 && w < FTMISSING_WAKE_MAX_NS) {
-			p->wake_ns = w > p->wake_ns ? w : p->wake_ns - (p->wake_ns - w) / 8;
-			set_wake16(p);
-		}
-	}
+	p->wakes += r == 0 || errno == EAGAIN;
 }
 
 /* The doorbell: one ring per plan announced, from ftmissing_proxy_copy's thread or (in a graph)
@@ -420,7 +385,6 @@ static void bell_wait(struct ftmissing_proxy *p, unsigned seen, long long ns)
 static void CUDART_CB ring_bell(void *arg)
 {
 	struct ftmissing_proxy *p = (struct ftmissing_proxy *)arg;
-	p->ring_ns = mono_ns();
 	__atomic_add_fetch(&p->bell, 1u, __ATOMIC_SEQ_CST);
 	syscall(SYS_futex, &p->bell, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
@@ -439,7 +403,6 @@ static void learn_rate(struct ftmissing_proxy *p)
 	}
 	if (ms > 0.05f && p->timed_bytes > 0) /* plans under 50 us say more about latency than rate */
 		p->gbs = p->timed_bytes / (ms * 1e-3) / 1e9;
-	set_wake16(p);
 }
 
 /* Idle policy. The doorbell counts the plans announced (one ring per ftmissing_proxy_copy: by the
@@ -548,14 +511,13 @@ extern "C" void ftmissing_proxy_default_opts(struct ftmissing_proxy_opts *o)
 	o->spin_us = FTMISSING_PROXY_SPIN_US;
 	o->sm_head = FTMISSING_PROXY_HEAD_BYTES;
 	o->sm_head_entry = FTMISSING_PROXY_HEAD_ENTRY_BYTES;
-	o->sm_head_wake = 1;
 }
 
 extern "C" int ftmissing_proxy_opts_ok(const struct ftmissing_proxy_opts *o)
 {
 	return o && o->wait_sleep_ns >= 0 && o->wait_sleep_ns <= 1000000 && o->spin_us >= -1 &&
 	       o->spin_us <= 1000000 && o->sm_head <= FTMISSING_PROXY_HEAD_MAX &&
-	       o->sm_head_entry <= FTMISSING_PROXY_HEAD_MAX && (o->sm_head_wake == 0 || o->sm_head_wake == 1) &&
+	       o->sm_head_entry <= FTMISSING_PROXY_HEAD_MAX &&
 	       (o->signal == FTMISSING_SIGNAL_KERNEL || o->signal == FTMISSING_SIGNAL_MEMOP);
 }
 
@@ -657,7 +619,6 @@ extern "C" cudaError_t ftmissing_proxy_create(struct ftmissing_proxy **out, cons
 	p->signal = p->opts.signal;
 	p->spin_us = p->opts.spin_us;
 	p->gbs = FTMISSING_RATE_GUESS_GBS;
-	p->wake_ns = FTMISSING_WAKE_GUESS_NS;
 	size_t k = (size_t)max_n * c->nbanks;
 	p->dsts = (void **)malloc(k * sizeof *p->dsts);
 	p->srcs = (const void **)malloc(k * sizeof *p->srcs);
@@ -671,7 +632,6 @@ extern "C" cudaError_t ftmissing_proxy_create(struct ftmissing_proxy **out, cons
 		e = cudaHostAlloc((void **)&p->mb, sizeof *p->mb + 2 * sizeof(int32_t) * max_n, cudaHostAllocMapped);
 	if (!e) {
 		memset((void *)p->mb, 0, sizeof *p->mb);
-		set_wake16(p);
 		e = cudaHostGetDevicePointer((void **)&p->mb_dev, p->mb, 0);
 	}
 	if (!e)
@@ -754,9 +714,11 @@ extern "C" cudaError_t ftmissing_proxy_copy(struct ftmissing_proxy *p, int layer
 	for (int b = 0; b < c->nbanks; b++)
 		if (c->banks[layer * c->nbanks + b].row_bytes >= p->opts.sm_below)
 			ce |= 1u << b;
-	/* The doorbell: rung now by this thread, or, in a capture, by a host node on a stream of its
-	 * own (forked here, joined after the wait kernel) that runs beside the publish kernel. The
-	 * woken thread polls for the plan. */
+	/* The doorbell: rung by this thread once the publish and SM kernels are enqueued (on an idle
+	 * GPU the ring's system call would otherwise delay them; the SM kernel covers the thread's
+	 * wake-up), or, in a capture, by a host node on a stream of its own (forked here, joined
+	 * after the wait kernel) that runs beside the publish kernel. The woken thread polls for the
+	 * plan. */
 	enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
 	cudaError_t e = cudaStreamIsCapturing(s, &cap);
 	const int captured = cap == cudaStreamCaptureStatusActive;
@@ -770,18 +732,13 @@ extern "C" cudaError_t ftmissing_proxy_copy(struct ftmissing_proxy *p, int layer
 		e = cudaEventRecord(p->ev_join, p->bs);
 	if (e)
 		return e;
-	if (!captured)
-		ring_bell(p);
 	/* the head: fused path only (the head's kernel reads the fused table), some banks on the engines */
-	const int headed = c->fused && c->d_tabs && ce &&
-			   (p->opts.sm_head >= 16 || p->opts.sm_head_entry >= 16 || p->opts.sm_head_wake);
+	const int headed = c->fused && c->d_tabs && ce && (p->opts.sm_head >= 16 || p->opts.sm_head_entry >= 16);
 	const unsigned long long head16 = headed ? p->opts.sm_head / 16 : 0, per16 = headed ? p->opts.sm_head_entry / 16 : 0;
 	publish_kernel<<<1, FTMISSING_PUBLISH_BLOCK, 0, s>>>(p->mb_dev, p->d_seq, layer, ce, p->opts.merge ? 1 : 0,
-							head16, per16, headed && p->opts.sm_head_wake, src, dst, num,
-							p->max_n);
-	e = cudaGetLastError();
-	if (e && !captured) /* no plan follows this ring: take it back, or the thread would wait for one */
-		__atomic_sub_fetch(&p->bell, 1u, __ATOMIC_SEQ_CST);
+							head16, per16, src, dst, num, p->max_n);
+	if ((e = cudaGetLastError())) /* no plan published: no ring */
+		return e;
 	/* the small banks (and the heads): SM gather on the caller's stream, concurrent with the
 	 * copy engines */
 	if (!e && headed) {
@@ -795,6 +752,8 @@ extern "C" cudaError_t ftmissing_proxy_copy(struct ftmissing_proxy *p, int layer
 			e = cudaGetLastError();
 	} else if (!e && ce != all)
 		e = copy_banks(c, c->fused, 0, layer, all & ~ce, src, dst, num, p->max_n, s);
+	if (!captured) /* the plan is published (the thread must see it, whatever failed after) */
+		ring_bell(p);
 	if (e)
 		return e;
 	wait_kernel<<<1, 1, 0, s>>>(p->d_seq, (unsigned)p->opts.wait_sleep_ns);
@@ -837,7 +796,6 @@ extern "C" int ftmissing_proxy_diag(const struct ftmissing_proxy *p, char *buf, 
 		u += snprintf(buf + u, len - u, "; memop signal failed %lld times (CUresult %d), sent by kernel",
 			      p->memop_fallbacks, p->memop_code);
 	if (u >= 0 && (size_t)u < len)
-		u += snprintf(buf + u, len - u, "; thread sleeps %lld, doorbell wake-ups %lld (learned %.1f us)", p->sleeps,
-			      p->wakes, p->wake_ns / 1e3);
+		u += snprintf(buf + u, len - u, "; thread sleeps %lld, doorbell wake-ups %lld", p->sleeps, p->wakes);
 	return u;
 }

@@ -60,7 +60,7 @@ cudaError_t ftmissing_copy_path(const struct ftmissing *c, int fused, int blocks
  * ftmissing_proxy_errors; a memop that fails is replaced by the kernel signal). Every kernel of
  * the path is loaded at create time: a lazy load at a first launch while a wait kernel spins
  * could wait for that kernel. The thread does not spin while idle: it sleeps on a doorbell (futex) that
- * ftmissing_proxy_copy rings as it enqueues a plan, or, captured in a graph, a host node rings when
+ * ftmissing_proxy_copy rings once it has enqueued a plan's publish and SM kernels, or, captured in a graph, a host node rings when
  * the graph reaches the publish kernel (on a stream forked from the caller's and joined back
  * after the wait kernel; a stream's host function rang 0.1-0.3 ms late on the H200 host, a
  * graph's host node in time: bench/RESULTS.md); once rung, it polls for the plan.
@@ -77,11 +77,8 @@ cudaError_t ftmissing_copy_path(const struct ftmissing *c, int fused, int blocks
  * of n entries; the small banks already keep the SMs busy that long); each row of copy-engine
  * bank b gets min(row_b / 2, row_b * budget / (n * the copy-engine banks' row bytes summed)),
  * in 16-byte units. The thread's cost to issue grows with the plan's copies, so the budget is
- * sized by the plan (sm_head_entry); with opts.sm_head_wake, when the thread sleeps as the
- * publish kernel runs (it says so in the mailbox), the budget grows by its predicted wake-up
- * (the doorbell-to-running time it learns, at the SM gather's share of its learned copy rate).
- * The publish kernel sizes the head at run time (graphs too) for the SM kernel and the thread.
- * (Measured: bench/RESULTS.md.)
+ * sized by the plan (sm_head_entry); the publish kernel passes it to the SM kernel and the
+ * thread. (Measured: bench/RESULTS.md.)
  * Merge: entries whose src rows and dst slots are both consecutive become one copy per bank
  * (not with a head: each row's copy then starts after its head).
  * Capturable: the publish and wait kernels read their sequence numbers from device memory; the
@@ -105,9 +102,7 @@ struct ftmissing_proxy_opts {
 	size_t sm_head;    /* head: about this many bytes of the copy-engine banks' rows go to the SM
 			    * kernel (at most FTMISSING_PROXY_HEAD_MAX; see above) ... */
 	size_t sm_head_entry; /* ... plus this many bytes of SM work per plan entry, the SM banks'
-			       * rows counted (at most FTMISSING_PROXY_HEAD_MAX) ... */
-	int sm_head_wake;     /* ... plus the predicted wake-up when the thread sleeps: 1 (default) or
-			       * 0 (all three 0: no head) */
+			       * rows counted (at most FTMISSING_PROXY_HEAD_MAX; both 0: no head) */
 };
 
 /* Attributes of a cudaMemcpyBatchAsync from pinned host memory to `device` (source read in

@@ -420,24 +420,23 @@ static void proxy_splits(struct ftgather *g, const char *fmt, long H, long I, in
 				po.spin_us = spins[(si * 2 + merge) % 3];
 				/* the rows' heads on the SMs (fused path), with and without merge: none, a
 				 * fixed budget (small: still a head in every row here), sized by the plan
-				 * and the thread's wake-up (the default), 1 KiB per entry alone (a head
-				 * only where the SM banks' rows are smaller) */
-				const size_t heads[4][3] = {{0, 0, 0},
-							    {4096, 0, 0},
-							    {FTMISSING_PROXY_HEAD_BYTES, FTMISSING_PROXY_HEAD_ENTRY_BYTES, 1},
-							    {0, 1024, 0}};
+				 * (the default: half rows here), 1 KiB per entry (a head only where the SM
+				 * banks' rows are smaller) */
+				const size_t heads[4][2] = {{0, 0},
+							    {4096, 0},
+							    {FTMISSING_PROXY_HEAD_BYTES, FTMISSING_PROXY_HEAD_ENTRY_BYTES},
+							    {0, 1024}};
 				const size_t *hd = heads[(si * 2 + merge + plan) % 4];
 				po.sm_head = hd[0];
 				po.sm_head_entry = hd[1];
-				po.sm_head_wake = (int)hd[2];
 				assert_int_equal(ftgather_set_proxy_opts(g, &po), 0);
 				assert_int_equal(ftgather_poison(g), 0);
 				assert_int_equal(ftgather_run(g, FTGATHER_PROXY), 0);
 				if (ftgather_verify(g))
 					fail_msg("%s layer %d: proxy (split %zu, merge %d, spin %d, head %zu + %zu per "
-						 "entry, wake %d, %s plan) copied wrong bytes",
+						 "entry, %s plan) copied wrong bytes",
 						 fmt, layer, splits[si], merge, po.spin_us, po.sm_head, po.sm_head_entry,
-						 po.sm_head_wake, plan ? "consecutive" : "random");
+						 plan ? "consecutive" : "random");
 			}
 	}
 	assert_int_equal(ftgather_set_plan(g, layer, src, dst, n), 0);
@@ -624,7 +623,6 @@ static void proxy_stress(int signal, int spin, size_t sm_below, size_t head, siz
 	po.sm_below = sm_below;
 	po.sm_head = head;
 	po.sm_head_entry = entry;
-	po.sm_head_wake = entry ? 1 : 0; /* sized by the plan: with the wake-up, as the default */
 	CK(ftmissing_proxy_set_opts(px, &po));
 	cudaStream_t s = ftgather_stream(g);
 	/* NP device plans [src E | dst E | n] */
@@ -685,10 +683,10 @@ static void proxy_stress(int signal, int spin, size_t sm_below, size_t head, siz
 	ftmissing_proxy_diag(px, diag, sizeof diag);
 	if (ftmissing_proxy_errors(px) || batches != issued)
 		fail_msg("proxy stress: %lld plans issued, %lld handled: %s", issued, batches, diag);
-	printf("  proxy stress (signal %s, spin %d us, split %zu, head %zu + %zu per entry, wake %d): %lld plans in "
-	       "%.2f s, slowest %.3f ms, %lld sleeps, %lld doorbell wake-ups\n",
-	       ftmissing_proxy_signal(px) == FTMISSING_SIGNAL_MEMOP ? "memop" : "kernel", spin, sm_below, head, entry,
-	       po.sm_head_wake, issued, fttime_now_s() - t_start, worst * 1e3, sleeps, wakes);
+	printf("  proxy stress (signal %s, spin %d us, split %zu, head %zu + %zu per entry): %lld plans in %.2f s, "
+	       "slowest %.3f ms, %lld sleeps, %lld doorbell wake-ups\n",
+	       ftmissing_proxy_signal(px) == FTMISSING_SIGNAL_MEMOP ? "memop" : "kernel", spin, sm_below, head, entry, issued,
+	       fttime_now_s() - t_start, worst * 1e3, sleeps, wakes);
 	ftmissing_proxy_destroy(px);
 	cudaFree(d_plan);
 	ftgather_free(g);
