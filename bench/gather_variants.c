@@ -69,10 +69,10 @@ static const struct variant all[] = {
 	{"proxy_bell", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0 + 2, 0},
 	{"proxy_bell_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0 + 2, 1},
 	{"proxy_spin", FTGATHER_PROXY, 0, 0, 0, PX_DEF, FTMISSING_PROXY_SPIN_ALWAYS + 2, 0},
-	/* the head: the SM kernel takes about this many bytes of the rows' heads while the thread
-	 * wakes. hNm: a fixed budget (opts.sm_head alone; h4m: the default of round 3); eNk: sized by
-	 * the plan, N KiB per entry (opts.sm_head_entry, the SM banks' rows counted; the default:
-	 * 256 KiB) */
+	/* the head: the SM kernel copies the rows' heads while the thread wakes, SM work of
+	 * max(opts.sm_head, n * opts.sm_head_entry) bytes, the SM banks' rows counted (the default:
+	 * max(4 MiB, n * 256 KiB)). hNm: N MiB per plan alone (for bf16, h4m was the default of round
+	 * 3, which did not count the SM banks' rows); eNk: N KiB per entry alone */
 	{"proxy_h0", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, -1, -1},
 	{"proxy_h1m", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, 1 << 20, -1},
 	{"proxy_h2m", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, 2 << 20, -1},

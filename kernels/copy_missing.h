@@ -72,13 +72,12 @@ cudaError_t ftmissing_copy_path(const struct ftmissing *c, int fused, int blocks
  * publish and the wait kernels, so it runs while the copy engines move the large banks.
  * Head (fused path only): the SM kernel also copies the first bytes of every row of the
  * copy-engine banks while the proxy thread wakes and issues the rest of each row: the link is
- * busy from the publish on, not only from the copies' start. The plan's SM budget is
- * opts.sm_head + n * max(0, opts.sm_head_entry - the SM banks' row bytes of one entry) (a plan
- * of n entries; the small banks already keep the SMs busy that long); each row of copy-engine
- * bank b gets min(row_b / 2, row_b * budget / (n * the copy-engine banks' row bytes summed)),
- * in 16-byte units. The thread's cost to issue grows with the plan's copies, so the budget is
- * sized by the plan (sm_head_entry); the publish kernel passes it to the SM kernel and the
- * thread. (Measured: bench/RESULTS.md.)
+ * busy from the publish on, not only from the copies' start. The SM work of a plan of n
+ * entries is max(opts.sm_head, n * opts.sm_head_entry) bytes: at least the thread's wake-up,
+ * more as the copies it issues grow with the plan. The SM banks' rows count towards it; the
+ * rest (the budget) is heads: each row of copy-engine bank b gets min(row_b / 2, row_b *
+ * budget / (n * the copy-engine banks' row bytes summed)), in 16-byte units. The publish kernel
+ * passes both options to the SM kernel and the thread. (Measured: bench/RESULTS.md.)
  * Merge: entries whose src rows and dst slots are both consecutive become one copy per bank
  * (not with a head: each row's copy then starts after its head).
  * Capturable: the publish and wait kernels read their sequence numbers from device memory; the
@@ -88,7 +87,7 @@ cudaError_t ftmissing_copy_path(const struct ftmissing *c, int fused, int blocks
 #define FTMISSING_PROXY_WAIT_SLEEP_NS 64         /* default opts.wait_sleep_ns */
 #define FTMISSING_PROXY_SPIN_US 200              /* default opts.spin_us (measured: bench/RESULTS.md) */
 #define FTMISSING_PROXY_SPIN_ALWAYS (-1)         /* opts.spin_us: poll all the time (the first proxy) */
-#define FTMISSING_PROXY_HEAD_BYTES 0u           /* default opts.sm_head */
+#define FTMISSING_PROXY_HEAD_BYTES (4u << 20)    /* default opts.sm_head */
 #define FTMISSING_PROXY_HEAD_ENTRY_BYTES (256u << 10) /* default opts.sm_head_entry */
 #define FTMISSING_PROXY_HEAD_MAX (1u << 30)      /* the largest opts.sm_head and sm_head_entry */
 enum ftmissing_signal { FTMISSING_SIGNAL_KERNEL = 0, FTMISSING_SIGNAL_MEMOP = 1 };
@@ -99,10 +98,10 @@ struct ftmissing_proxy_opts {
 	int signal;        /* enum ftmissing_signal (MEMOP falls back to KERNEL when unsupported) */
 	int wait_sleep_ns; /* the wait kernel's poll interval, 0..1000000 */
 	int spin_us;       /* the thread's poll after a plan's copies end, -1..1000000 (see above) */
-	size_t sm_head;    /* head: about this many bytes of the copy-engine banks' rows go to the SM
-			    * kernel (at most FTMISSING_PROXY_HEAD_MAX; see above) ... */
-	size_t sm_head_entry; /* ... plus this many bytes of SM work per plan entry, the SM banks'
-			       * rows counted (at most FTMISSING_PROXY_HEAD_MAX; both 0: no head) */
+	size_t sm_head;       /* head: at least this much SM work per plan (bytes, the SM banks' rows
+			       * counted; at most FTMISSING_PROXY_HEAD_MAX; see above) ... */
+	size_t sm_head_entry; /* ... or this much per plan entry, if more (at most
+			       * FTMISSING_PROXY_HEAD_MAX; both 0: no head) */
 };
 
 /* Attributes of a cudaMemcpyBatchAsync from pinned host memory to `device` (source read in

@@ -104,18 +104,21 @@ struct ftmissing_banks_at {
 };
 
 /* The head of a copy-engine bank's rows (16-byte units) that the SM kernel copies for a plan of
- * n entries (the proxy's head; kernels/copy_missing.h): the plan's SM budget, fixed16 + n *
- * max(0, per16 - sm16) units (fixed16: opts.sm_head; per16: opts.sm_head_entry; sm16: the units of the SM banks' rows of one entry, which already keep the
- * SMs busy), spread over the copy-engine banks in proportion to their rows (ce16: their row16
- * summed), at most half a row. The proxy thread and fused_kernel compute the same integer. */
+ * n entries (the proxy's head; kernels/copy_missing.h): the plan's SM work, max(fixed16, n *
+ * per16) units (fixed16: opts.sm_head, per16: opts.sm_head_entry), less the SM banks' rows
+ * (n * sm16: they already keep the SMs busy), spread over the copy-engine banks in proportion
+ * to their rows (ce16: their row16 summed), at most half a row. The proxy thread and
+ * fused_kernel compute the same integer. */
 __host__ __device__ static inline unsigned head_of(unsigned row16, unsigned long long ce16, unsigned long long sm16,
 						   int n, unsigned long long fixed16, unsigned long long per16)
 {
 	if (n <= 0 || !ce16)
 		return 0;
-	unsigned long long budget = fixed16 + (unsigned long long)n * (per16 > sm16 ? per16 - sm16 : 0);
-	if (!budget)
+	unsigned long long work = (unsigned long long)n * per16, have = (unsigned long long)n * sm16;
+	work = work > fixed16 ? work : fixed16;
+	if (work <= have)
 		return 0;
+	unsigned long long budget = work - have;
 	if (budget > (unsigned long long)n * ce16) /* a whole row each (then half, below) */
 		budget = (unsigned long long)n * ce16;
 	unsigned long long h = (unsigned long long)row16 * budget / ((unsigned long long)n * ce16);
@@ -125,8 +128,8 @@ __host__ __device__ static inline unsigned head_of(unsigned row16, unsigned long
 /* Fused gather: the banks whose bit is set in mask whole (all banks: the default path; the small
  * banks: the proxy's SM part) and, of the banks in head_mask, the first head_of() units of each
  * row, head[0] and head[1] its fixed16 and per16 (the proxy's head, in device memory, as the
- * publish kernel published it; head_mask 0: none, head unread). Grid: any number of blocks of FTMISSING_BLOCK
- * threads, striding over the flat space of n * (units per entry) 16-byte chunks (entry-major,
+ * publish kernel published it; head_mask 0: none, head unread). Grid: any number of blocks of
+ * FTMISSING_BLOCK threads, striding over the flat space of n * (units per entry) 16-byte chunks (entry-major,
  * then bank, then offset); each thread keeps UNROLL loads in flight. */
 template <int UNROLL, int HINT>
 __global__ void __launch_bounds__(FTMISSING_BLOCK)

@@ -418,10 +418,9 @@ static void proxy_splits(struct ftgather *g, const char *fmt, long H, long I, in
 				/* every idle policy: poll always, doorbell only, the default */
 				const int spins[3] = {FTMISSING_PROXY_SPIN_ALWAYS, 0, FTMISSING_PROXY_SPIN_US};
 				po.spin_us = spins[(si * 2 + merge) % 3];
-				/* the rows' heads on the SMs (fused path), with and without merge: none, a
-				 * fixed budget (small: still a head in every row here), sized by the plan
-				 * (the default: half rows here), 1 KiB per entry (a head only where the SM
-				 * banks' rows are smaller) */
+				/* the rows' heads on the SMs (fused path), with and without merge: none, 4
+				 * KiB per plan, the default (half rows here), 1 KiB per entry (the last two:
+				 * a head only where the SM banks' rows are smaller) */
 				const size_t heads[4][2] = {{0, 0},
 							    {4096, 0},
 							    {FTMISSING_PROXY_HEAD_BYTES, FTMISSING_PROXY_HEAD_ENTRY_BYTES},
