@@ -415,6 +415,56 @@ static void test_ksplit_ranges(void **s)
 	free_banks(&b);
 }
 
+/* The mxfp4 K split's two W4A8 decodes (VBMI byte permutes, AVX-512 BW shuffles; ftkern_mx_vbmi)
+ * give the same partials bit for bit: whole and odd ranges of bank rows, 1 to 6 tokens (a tile
+ * of 4 and a partial one), adding into partials already non-zero. Where the CPU has no VBMI both
+ * run the shuffles (checked equal all the same). */
+static void test_mx_decodes(void **s)
+{
+	struct banks b;
+	make_banks(&b, FTFMT_MXFP4_TRITON);
+	const struct ftkern_ops *o = ftkern_select(FTCPUMOE_ISA_AVX512VNNI, FTFMT_MXFP4_TRITON, ci.isa);
+	if (!ftcpumoe_isa_supported(FTCPUMOE_ISA_AVX512VNNI, ci.isa) || !o || !o->rows_t) {
+		free_banks(&b);
+		skip();
+	}
+	enum { NT = 6 };
+	static _Alignas(64) uint8_t xq[NT][8192];
+	static float x[H], p0[NT][2 * I], p1[NT][2 * I], tmp[NT * 2 * I];
+	const void *xs[NT];
+	float *ps0[NT], *ps1[NT];
+	assert_true(o->xbytes(H) <= sizeof xq[0]);
+	for (int t = 0; t < NT; t++) {
+		for (int i = 0; i < H; i++)
+			x[i] = (float)gauss() * (t + 1);
+		o->prep(x, H, xq[t]);
+		xs[t] = xq[t];
+		ps0[t] = p0[t];
+		ps1[t] = p1[t];
+	}
+	struct ftkern_mat m = {b.mem[0], b.mem[1], NULL, H, 2 * I};
+	static const long cut[][2] = {{0, H / 2}, {0, 16}, {7, 53}, {16, 17}, {33, 80}, {107, H / 2}};
+	int keep = ftkern_mx_vbmi;
+	for (size_t c = 0; c < sizeof cut / sizeof cut[0]; c++)
+		for (int nb = 1; nb <= NT; nb++) {
+			for (int t = 0; t < nb; t++)
+				for (int n = 0; n < 2 * I; n++)
+					p0[t][n] = p1[t][n] = (float)n;
+			ftkern_mx_vbmi = 0;
+			o->rows_t(&m, cut[c][0], cut[c][1], nb, xs, ps0, tmp);
+			ftkern_mx_vbmi = 1;
+			o->rows_t(&m, cut[c][0], cut[c][1], nb, xs, ps1, tmp);
+			for (int t = 0; t < nb; t++)
+				if (memcmp(p0[t], p1[t], sizeof p0[t]))
+					for (int n = 0; n < 2 * I; n++)
+						if (memcmp(&p0[t][n], &p1[t][n], sizeof(float)))
+							fail_msg("rows [%ld, %ld) nb %d token %d column %d: shuffles %.9g, vbmi %.9g",
+								 cut[c][0], cut[c][1], nb, t, n, p0[t][n], p1[t][n]);
+		}
+	ftkern_mx_vbmi = keep;
+	free_banks(&b);
+}
+
 /* Batch 1 takes the lean step (x and h prepared by every worker for itself, fewer barriers); it
  * must compute what the shared-prep step computes (the same token twice in a batch of 2, which
  * takes the shared step), for every format on its best tier, top-k up to E. */
@@ -1044,7 +1094,7 @@ int main(void)
 		cmocka_unit_test(test_lean_step), cmocka_unit_test(test_mxfp4),  cmocka_unit_test(test_ds_fp4),
 		cmocka_unit_test(test_q4_0),   cmocka_unit_test(test_q4_long_rows), cmocka_unit_test(test_act_avx512),
 		cmocka_unit_test(test_batch32_and_duplicates),
-		cmocka_unit_test(test_ksplit_ranges), cmocka_unit_test(test_streams),
+		cmocka_unit_test(test_ksplit_ranges), cmocka_unit_test(test_mx_decodes), cmocka_unit_test(test_streams),
 		cmocka_unit_test(test_schedules), cmocka_unit_test(test_tune_values), cmocka_unit_test(test_trace),
 		cmocka_unit_test(test_amx_bf16), cmocka_unit_test(test_tune_isa),
 	};

@@ -103,6 +103,7 @@ struct ftcpumoe_tune {
 	long pf_far;     /* row kernels' L2 prefetch distance, bytes (0: none) */
 	long mx_pf_dist; /* mxfp4 K split's row prefetch distance, 64..8192 bytes */
 	long pf_scales;  /* 1: the W4A8 kernels prefetch their scale streams (0: not, as before) */
+	long mx_vbmi;    /* 1: the mxfp4 K split decodes with VBMI where the CPU has it (0: shuffles) */
 	long trace;      /* 1: time the dynamic steps (ftcpumoe_trace) */
 	long amx_min_nb; /* amx tier, 4-bit formats: tokens of an expert from which the tiles run */
 };

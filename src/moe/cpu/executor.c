@@ -63,6 +63,7 @@ static void set_kernel_knobs(const struct ftcpumoe_tune *t)
 	ftkern_pf_far = (int)t->pf_far;
 	ftkern_mx_pf_dist = (int)(t->mx_pf_dist / 64 * 64);
 	ftkern_pf_scales = (int)t->pf_scales;
+	ftkern_mx_vbmi = (int)t->mx_vbmi;
 	ftkern_amx_i8_min_nb = (int)t->amx_min_nb;
 }
 
