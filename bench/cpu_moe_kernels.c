@@ -123,7 +123,7 @@ int main(int argc, char **argv)
 			for (int r = 0; r < reps; r++)
 				o->rows_t(&m, 0, 64, nb, xs, ps, tmp);
 			t = now() - t;
-			printf("%-13s %-11s %-15s nb=%d  %.1f GB/s (in cache, split along K, mx_vbmi=%d)\n", "mxfp4_triton",
+			printf("%-13s %-11s %-15s nb=%d  %.1f GB/s (in cache, split along K, mx_vbmi=%d: the VBMI decode at nb=1 only)\n", "mxfp4_triton",
 			       ftcpumoe_isa_name((enum ftcpumoe_isa)isa), o->name, nb, 64.0 * 5760 * reps / t / 1e9, v);
 		}
 		ftkern_mx_vbmi = FTKERN_MX_VBMI;

@@ -416,8 +416,9 @@ static void test_ksplit_ranges(void **s)
 }
 
 /* The mxfp4 K split's two W4A8 decodes (VBMI byte permutes, AVX-512 BW shuffles; ftkern_mx_vbmi)
- * give the same partials bit for bit: whole and odd ranges of bank rows, 1 to 6 tokens (a tile
- * of 4 and a partial one), adding into partials already non-zero. Where the CPU has no VBMI both
+ * give the same partials bit for bit: whole and odd ranges of bank rows, adding into partials
+ * already non-zero; 1 token (the VBMI decode's) and up to 6 (a tile of 4 and a partial one:
+ * the shuffles either way). Where the CPU has no VBMI both
  * run the shuffles (checked equal all the same). */
 static void test_mx_decodes(void **s)
 {

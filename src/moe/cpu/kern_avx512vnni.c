@@ -427,12 +427,14 @@ static void mx_prep(const float *x, long K, void *dst)
 #undef MX_ROWS_T
 #pragma GCC pop_options
 
-/* The VBMI decode where the CPU has it and ftkern_mx_vbmi asks for it (the outputs are the
- * same bit for bit). */
+/* The VBMI decode for one token where the CPU has it and ftkern_mx_vbmi asks for it (the
+ * outputs are the same bit for bit). From 2 tokens the vpdpbusd of every token share its port
+ * with the VBMI decode's shifts: in cache on the Zen 4 dev box one token ran 31.8 -> 37.0 GB/s,
+ * 2 to 8 tokens 4-6 % slower. */
 static void mx_rows_t(const struct ftkern_mat *m, long kk0, long kk1, int nb, const void *const *xs,
 		      float *const *ps, float *tmp)
 {
-	if (ftkern_mx_vbmi && __builtin_cpu_supports("avx512vbmi"))
+	if (nb == 1 && ftkern_mx_vbmi && __builtin_cpu_supports("avx512vbmi"))
 		mx_rows_t_vbmi(m, kk0, kk1, nb, xs, ps, tmp);
 	else
 		mx_rows_t_shuf(m, kk0, kk1, nb, xs, ps, tmp);
