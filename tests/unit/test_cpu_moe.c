@@ -1062,6 +1062,15 @@ static void test_trace(void **s)
 		assert_true(t.items_us > 0 && t.items_per_worker > 0 && t.last_us <= t.step_us);
 		double sum = t.start_us + t.items_us + t.wait_us + t.idle_us + t.after_us;
 		assert_true(sum > 0 && sum <= t.step_us * 1.001);
+		/* the parts inside parts, and the medians over 3 steps within their range */
+		int prep = ftcpumoe_isa(x) >= FTCPUMOE_ISA_AVX512VNNI; /* W4A8: x quantized (prep) */
+		assert_true(t.prep_us >= 0 && t.prep_us <= t.start_us && t.bar_us >= 0 && t.bar_us <= t.idle_us);
+		const struct ftcpumoe_trace_fig *m = &t.med;
+		assert_true(m->items_us > 0 && m->prep_us >= 0 && m->prep_us <= m->start_us * 1.001);
+		if (prep)
+			assert_true(t.prep_us > 0 && m->prep_us > 0);
+		assert_true(m->bar_us <= m->idle_us * 1.001 && m->last_us <= m->step_us * 1.001);
+		assert_true(m->step_us <= 3 * t.step_us && m->items_us <= 3 * t.items_us);
 		assert_int_equal(ftcpumoe_trace(x, &t, 0), 0);
 		assert_int_equal(t.steps, 0); /* reset */
 		ftcpumoe_free(x);

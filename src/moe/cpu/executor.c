@@ -185,6 +185,12 @@ int ftcpumoe_create(const struct ftcpumoe_cfg *cfg, struct ftcpumoe **out)
 	x->tr = alloc_aligned((size_t)x->nthreads * sizeof *x->tr);
 	if (!x->tr)
 		goto fail;
+	if (x->trace) {
+		x->tr_rec = alloc_aligned((size_t)FTCPUMOE_TR_N * FTCPUMOE_TRACE_STEPS * sizeof(float));
+		x->tr_sort = alloc_aligned(FTCPUMOE_TRACE_STEPS * sizeof(float));
+		if (!x->tr_rec || !x->tr_sort)
+			goto fail;
+	}
 	x->xpriv = alloc_aligned((size_t)x->nthreads * x->xq_stride);
 	x->hpriv = alloc_aligned((size_t)x->nthreads * (size_t)cfg->max_topk * x->hq_stride);
 	if (!x->xpriv || !x->hpriv)
@@ -227,6 +233,8 @@ void ftcpumoe_free(struct ftcpumoe *x)
 	free(x->part);
 	free(x->touch);
 	free(x->tr);
+	free(x->tr_rec);
+	free(x->tr_sort);
 	free(x->hslice);
 	free(x->pout);
 	free(x->ptouch);
@@ -263,7 +271,11 @@ static void forward_worker(void *arg, int tid, int n)
 	const struct ftkern_ops *ops = x->ops;
 	if (ops->prep) {
 		if (x->lean) {
+			int traced = x->run == FTCPUMOE_RUN_DYN || x->run == FTCPUMOE_RUN_DYN_K;
+			uint64_t t0 = traced ? ftcpumoe_trace_now(x) : 0;
 			ops->prep(x->xin, x->cfg.hidden, x->xpriv + (size_t)tid * x->xq_stride);
+			if (traced)
+				ftcpumoe_trace_prep(x, tid, t0);
 		} else {
 			for (int b = tid; b < x->B; b += n)
 				ops->prep(x->xin + (size_t)b * x->cfg.hidden, x->cfg.hidden,
