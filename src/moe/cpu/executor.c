@@ -270,7 +270,21 @@ static void forward_worker(void *arg, int tid, int n)
 	struct ftcpumoe *x = arg;
 	const struct ftkern_ops *ops = x->ops;
 	if (ops->prep) {
-		if (x->lean) {
+		if (x->xshare) {
+			/* worker 0 (the driver, which never waits here) prepares x once; the others
+			 * wait for its mark of this call */
+			int traced = x->run == FTCPUMOE_RUN_DYN || x->run == FTCPUMOE_RUN_DYN_K;
+			uint64_t t0 = traced ? ftcpumoe_trace_now(x) : 0;
+			if (tid == 0) {
+				ops->prep(x->xin, x->cfg.hidden, x->xq);
+				atomic_store_explicit(&x->xready, x->xseq, memory_order_release);
+			} else {
+				for (int k = 0; atomic_load_explicit(&x->xready, memory_order_acquire) != x->xseq;)
+					ftpool_relax(x->cfg.pool, &k);
+			}
+			if (traced)
+				ftcpumoe_trace_prep(x, tid, t0);
+		} else if (x->lean) {
 			int traced = x->run == FTCPUMOE_RUN_DYN || x->run == FTCPUMOE_RUN_DYN_K;
 			uint64_t t0 = traced ? ftcpumoe_trace_now(x) : 0;
 			ops->prep(x->xin, x->cfg.hidden, x->xpriv + (size_t)tid * x->xq_stride);
@@ -355,10 +369,15 @@ int ftcpumoe_forward(struct ftcpumoe *x, int layer, int B, int topk, const float
 	x->run = pick_run(x);
 	int dyn = x->run == FTCPUMOE_RUN_DYN || x->run == FTCPUMOE_RUN_DYN_K;
 	x->lean = B == 1;
+	x->xshare = x->lean && x->tune.x_shared && x->ops->prep;
+	x->xseq += x->xshare; /* read by the workers after ftpool_run posts the call */
 	x->lean_h = x->lean && (x->run == FTCPUMOE_RUN_FLAT || x->run == FTCPUMOE_RUN_ROWS);
 	if (dyn) {
-		x->nitems = x->run == FTCPUMOE_RUN_DYN ? x->ngrp * (x->n1 + x->n2) - x->n2 + x->n2f
-						     : x->ngrp * (x->n1t + x->n2t) - x->n2t + x->n2tf;
+		/* no live route (every id -1): no items, the output 0 (the last group's finer pass 2
+		 * counted without a last group would be items of group -1, waited for forever) */
+		x->nitems = !x->ngrp ? 0
+			    : x->run == FTCPUMOE_RUN_DYN ? x->ngrp * (x->n1 + x->n2) - x->n2 + x->n2f
+							 : x->ngrp * (x->n1t + x->n2t) - x->n2t + x->n2tf;
 		atomic_store_explicit(&x->next, 0, memory_order_relaxed);
 		for (int g = 0; g < x->ngrp; g++)
 			atomic_store_explicit(&x->done1[g], 0, memory_order_relaxed);
