@@ -104,8 +104,6 @@ struct ftcpumoe_tune {
 	long mx_pf_dist; /* mxfp4 K split's row prefetch distance, 64..8192 bytes */
 	long pf_scales;  /* 1: the W4A8 kernels prefetch their scale streams (0: not, as before) */
 	long mx_vbmi;    /* 1: the mxfp4 K split decodes with VBMI where the CPU has it (0: shuffles) */
-	long x_shared;   /* 1: a batch-1 step's x quantized once by the driver, read by every worker */
-	long reduce;     /* 0: the partial outputs summed chunk by chunk; 1: the touched ones listed first */
 	long trace;      /* 1: time the dynamic steps (ftcpumoe_trace) */
 	long amx_min_nb; /* amx tier, 4-bit formats: tokens of an expert from which the tiles run */
 };

@@ -85,8 +85,6 @@ struct ftcpumoe {
 	size_t pchunk_stride;
 	long nchunk;
 	int lean;                     /* this call: batch 1, x prepared per worker (no barrier) */
-	int xshare;                   /* this call: batch 1, x prepared once by worker 0 into xq */
-	unsigned xseq;                /* the driver's count of xshare calls */
 	int lean_h;                   /* this call: also h per worker, the slots it reads in pass 2 */
 	uint8_t *xpriv;               /* lean: per-worker prepared x [threads][xq_stride] */
 	uint8_t *hpriv;               /* lean: per-worker prepared h [threads][max_topk][hq_stride] */
@@ -111,7 +109,6 @@ struct ftcpumoe {
 	float *tr_rec;                /* [FTCPUMOE_TR_N][FTCPUMOE_TRACE_STEPS]: per step, us per worker */
 	float *tr_sort;               /* [FTCPUMOE_TRACE_STEPS]: scratch for a median */
 	_Alignas(64) atomic_int next; /* next unclaimed item */
-	_Alignas(64) atomic_uint xready; /* xshare: the xseq of the call whose x is in xq */
 	/* pass-1 items finished per group; row-major: n1 + 1 once h is prepared, K split: n1t */
 	_Alignas(64) atomic_int done1[FTCPUMOE_MAX_SLOTS];
 };

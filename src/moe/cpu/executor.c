@@ -270,21 +270,7 @@ static void forward_worker(void *arg, int tid, int n)
 	struct ftcpumoe *x = arg;
 	const struct ftkern_ops *ops = x->ops;
 	if (ops->prep) {
-		if (x->xshare) {
-			/* worker 0 (the driver, which never waits here) prepares x once; the others
-			 * wait for its mark of this call */
-			int traced = x->run == FTCPUMOE_RUN_DYN || x->run == FTCPUMOE_RUN_DYN_K;
-			uint64_t t0 = traced ? ftcpumoe_trace_now(x) : 0;
-			if (tid == 0) {
-				ops->prep(x->xin, x->cfg.hidden, x->xq);
-				atomic_store_explicit(&x->xready, x->xseq, memory_order_release);
-			} else {
-				for (int k = 0; atomic_load_explicit(&x->xready, memory_order_acquire) != x->xseq;)
-					ftpool_relax(x->cfg.pool, &k);
-			}
-			if (traced)
-				ftcpumoe_trace_prep(x, tid, t0);
-		} else if (x->lean) {
+		if (x->lean) {
 			int traced = x->run == FTCPUMOE_RUN_DYN || x->run == FTCPUMOE_RUN_DYN_K;
 			uint64_t t0 = traced ? ftcpumoe_trace_now(x) : 0;
 			ops->prep(x->xin, x->cfg.hidden, x->xpriv + (size_t)tid * x->xq_stride);
@@ -369,8 +355,6 @@ int ftcpumoe_forward(struct ftcpumoe *x, int layer, int B, int topk, const float
 	x->run = pick_run(x);
 	int dyn = x->run == FTCPUMOE_RUN_DYN || x->run == FTCPUMOE_RUN_DYN_K;
 	x->lean = B == 1;
-	x->xshare = x->lean && x->tune.x_shared && x->ops->prep;
-	x->xseq += x->xshare; /* read by the workers after ftpool_run posts the call */
 	x->lean_h = x->lean && (x->run == FTCPUMOE_RUN_FLAT || x->run == FTCPUMOE_RUN_ROWS);
 	if (dyn) {
 		/* no live route (every id -1): no items, the output 0 (the last group's finer pass 2

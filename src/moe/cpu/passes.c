@@ -48,7 +48,7 @@ void ftcpumoe_slot_inputs(const struct ftcpumoe *x, int tid, int g, int down, co
 		int s = x->slot_of[x->grp_s0[g] + i];
 		if (down && x->lean_h && ops->prep) /* batch 1: slot s */
 			xs[i] = x->hpriv + ((size_t)tid * (size_t)x->cfg.max_topk + (size_t)s) * x->hq_stride;
-		else if (!down && x->lean && ops->prep && !x->xshare) /* batch 1: token 0 */
+		else if (!down && x->lean && ops->prep) /* batch 1: token 0 */
 			xs[i] = x->xpriv + (size_t)tid * x->xq_stride;
 		else if (down)
 			xs[i] = ops->prep ? (const void *)(x->hq + (size_t)s * x->hq_stride)
@@ -140,52 +140,11 @@ void ftcpumoe_down_rows(struct ftcpumoe *x, int tid, int g, const struct ftkern_
 	}
 }
 
-/* tune.reduce = list: per chunk, the workers that touched it are listed first without a branch
- * on each worker's flag (every flag line requested at once, where a mispredicted test waits for
- * its line from the other worker's cache before the next load issues), then summed. */
-static void reduce_listed(struct ftcpumoe *x, int tid, int n, const float *p, size_t wstride, size_t bstride,
-			  const uint8_t *touch)
-{
-	long H = x->cfg.hidden, n0 = H * tid / n, n1 = H * (tid + 1) / n;
-	int who[64];
-	for (int b = 0; b < x->B; b++) {
-		float *o = x->out + (size_t)b * H;
-		const float *pb = p + (size_t)b * bstride;
-		const uint8_t *tb = touch + (size_t)b * (size_t)x->nchunk;
-		for (long r0 = n0, r1; r0 < n1; r0 = r1) {
-			long c = r0 / 16;
-			r1 = (c + 1) * 16 < n1 ? (c + 1) * 16 : n1;
-			int k = 0;
-			for (int t = 0; t < n; t++) {
-				who[k] = t;
-				k += tb[(size_t)t * x->pchunk_stride + (size_t)c] != 0;
-			}
-			if (!k) {
-				for (long r = r0; r < r1; r++)
-					o[r] = 0.0f;
-				continue;
-			}
-			const float *q = pb + (size_t)who[0] * wstride;
-			for (long r = r0; r < r1; r++)
-				o[r] = q[r];
-			for (int j = 1; j < k; j++) {
-				q = pb + (size_t)who[j] * wstride;
-				for (long r = r0; r < r1; r++)
-					o[r] += q[r];
-			}
-		}
-	}
-}
-
 /* In worker order, so every schedule adds the same partials in the same order. */
 void ftcpumoe_reduce_out(struct ftcpumoe *x, int tid, int n, const float *p, size_t wstride, size_t bstride,
 		       const uint8_t *touch)
 {
 	long H = x->cfg.hidden, n0 = H * tid / n, n1 = H * (tid + 1) / n;
-	if (touch && x->tune.reduce && n <= 64) {
-		reduce_listed(x, tid, n, p, wstride, bstride, touch);
-		return;
-	}
 	for (int b = 0; b < x->B; b++) {
 		float *o = x->out + (size_t)b * H;
 		const float *pb = p + (size_t)b * bstride;
