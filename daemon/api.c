@@ -382,13 +382,15 @@ void ftd_api_log(const struct ftd_api_req *rq, const char *id, struct ftd_api_re
 
 /* ---------------------------------------------------------------- event streams */
 
+enum { STREAM_SLICE_MS = 200, STREAM_KEEPALIVE_MS = 15000 };
+
 struct ftd_api_stream {
 	struct ftd_job *j;
 	int fd; /* the client's socket: a client that went away ends the stream */
 	size_t next;
 	char *pend;
 	size_t pend_len, pend_off;
-	int idle_s;
+	int idle_slices; /* quiet slices since the last keep-alive */
 };
 
 ssize_t ftd_api_stream_read(struct ftd_api_stream *s, char *buf, size_t max)
@@ -430,20 +432,27 @@ ssize_t ftd_api_stream_read(struct ftd_api_stream *s, char *buf, size_t max)
 			pthread_mutex_unlock(&ftd.lock);
 			return FTD_API_STREAM_END;
 		}
-		/* wait for the next event in 1 s slices: between them, see whether the client left
-		 * (its thread and connection slot are freed then, not at the next write) */
+		/* wait for the next event in slices of STREAM_SLICE_MS: after each wake-up (a timeout, or
+		 * another job's event: the condition is shared) with nothing new for this stream, see
+		 * whether the client left, so that its thread and connection slot are freed within a
+		 * slice, not at the next write; a keep-alive comment after STREAM_KEEPALIVE_MS quiet */
 		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += 1;
-		if (pthread_cond_timedwait(&ftd.cond, &ftd.lock, &ts) == ETIMEDOUT && s->next >= s->j->nev) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += STREAM_SLICE_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		int rc = pthread_cond_timedwait(&ftd.cond, &ftd.lock, &ts);
+		if (s->next >= s->j->nev && !ftd_job_final(s->j->state) && !ftd.stopping) {
 			struct pollfd p = {.fd = s->fd, .events = POLLRDHUP};
 			if (s->fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
 				pthread_mutex_unlock(&ftd.lock);
 				return FTD_API_STREAM_ERROR;
 			}
-			if (++s->idle_s >= 15) {
+			if (rc == ETIMEDOUT && ++s->idle_slices >= STREAM_KEEPALIVE_MS / STREAM_SLICE_MS) {
 				static const char ka[] = ": keep-alive\n\n";
-				s->idle_s = 0;
+				s->idle_slices = 0;
 				if (max >= sizeof ka - 1) {
 					memcpy(buf, ka, sizeof ka - 1);
 					n = sizeof ka - 1;

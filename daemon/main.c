@@ -349,6 +349,7 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&ftd.lock, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* the streams' waits (api.c) */
 	pthread_cond_init(&ftd.cond, &ca);
 	ftd.jobs.cond = &ftd.cond;
 

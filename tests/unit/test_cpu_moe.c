@@ -643,9 +643,10 @@ static void test_schedules(void **s)
 }
 
 /* The row kernels' multi-row walks against a row at a time: bf16dp's two interleaved streams
- * (every batch) and the W4A8 kernels' four-row blocks (q4_0, batch 1), with and without the
+ * (every batch) and the W4A8 kernels' four-row blocks (batch 1), with and without the
  * scale-stream prefetch (ftkern_pf_scales), sum each row bit-identically to a call of that one
- * row, on odd and even ranges, every tier with a vector row kernel but amx (its tiles take blocks
+ * row, and the W4A8 kernels' vpermb nibble split (ftkern_vbmi, where the CPU has VBMI) to the
+ * vpshufb one, on odd and even ranges, every tier with a vector row kernel but amx (its tiles take blocks
  * of 16 rows and a single row the fallback, so the fp32 sums differ in the last bits;
  * test_amx_bf16, run_format and test_cpu_moe_amx check it against float64). */
 static void test_streams(void **s)
@@ -686,10 +687,15 @@ static void test_streams(void **s)
 			}
 			static const long rg[][2] = {{0, 1}, {3, 4 + 2 * 17}, {5, 5 + 64}, {0, 2 * I}};
 			static const int nbs[] = {1, 3, 5};
+			static float y3[2][4][3][5][2 * I]; /* vbmi 0's sums, per psc, range, batch */
+			int vbs = t == FTCPUMOE_ISA_AVX512VNNI && __builtin_cpu_supports("avx512vbmi") ? 2 : 1;
+			int vb0 = ftkern_vbmi;
+			for (int vb = 0; vb < vbs; vb++)
 			for (int psc = 0; psc < 2; psc++)
 			for (size_t ri = 0; ri < sizeof rg / sizeof rg[0]; ri++)
 				for (size_t ni = 0; ni < sizeof nbs / sizeof nbs[0]; ni++) {
 					ftkern_pf_scales = psc;
+					ftkern_vbmi = vb;
 					memset(y1, 0, sizeof y1);
 					memset(y2, 0, sizeof y2);
 					for (long r = rg[ri][0]; r < rg[ri][1]; r++) { /* a row per call */
@@ -699,10 +705,16 @@ static void test_streams(void **s)
 					}
 					o->rows(&m, rg[ri][0], rg[ri][1], nbs[ni], xs, p2);
 					for (int bb = 0; bb < nbs[ni]; bb++)
-						for (long r = 0; r < rg[ri][1] - rg[ri][0]; r++)
+						for (long r = 0; r < rg[ri][1] - rg[ri][0]; r++) {
 							assert_true(y1[bb][r] == y2[bb][r] && y1[bb][r] != 0.0f);
+							if (vb)
+								assert_true(y2[bb][r] == y3[psc][ri][ni][bb][r]);
+							else
+								y3[psc][ri][ni][bb][r] = y2[bb][r];
+						}
 				}
 			ftkern_pf_scales = FTKERN_PF_SCALES;
+			ftkern_vbmi = vb0;
 			tested++;
 		}
 		free_banks(&b);

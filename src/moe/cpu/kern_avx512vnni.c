@@ -4,7 +4,12 @@
  * high nibbles (two vectors of 64 bytes), one vpshufb each maps a nibble to an unsigned byte
  * (nvfp4/ds_fp4: 2*e2m1 + 12; q4_0: the raw nibble), and two vpdpbusd add 8 products per
  * 32-bit lane, starting from the lane's offset correction -off * sum(x_q). Each lane then gets
- * (weight block scale) * (activation block scale) into an fp32 accumulator.
+ * (weight block scale) * (activation block scale) into an fp32 accumulator. nvfp4 / ds_fp4 on
+ * CPUs with AVX512_VBMI: one vpermb per nibble vector instead of an AND and a vpshufb (lut64).
+ * Vector ops per 64 weight bytes and row at batch 1 (loads and prefetches apart, counted in the
+ * compiled loops): nvfp4 14 -> 12 (nibbles 5 -> 3; scale 4: broadcast, vpshufb, shift, and; 2
+ * vpdpbusd, convert, scale product, fma), ds_fp4 13 -> 11 (its scale 3), q4_0 11 (gather 1,
+ * scales 2, nibbles 3, then the 5).
  *
  * Activations are quantized to int8 (symmetric, amax/127) per 16 elements (q4_0: per 32, its
  * block) and laid out to match the nibble vectors, per group of 128 elements:
@@ -21,6 +26,16 @@
 
 #define AI static inline __attribute__((always_inline))
 #define GROUP 256
+
+/* FTKERN_VNNI_NODEC, for a bench-only build (never the product's; bench/RESULTS.md §4, issue 23
+ * round 4): the bound of the row walks without their decode. The same bytes read with the same
+ * prefetches, one vpdpbusd per 64 weight bytes into int32 sums, nothing else: wrong results.
+ *   CPPFLAGS=-DFTKERN_VNNI_NODEC make CUDA=0 BUILD=build-nodec build-nodec/bin/ftbench */
+#ifdef FTKERN_VNNI_NODEC
+#define NODEC_F(a) _mm512_cvtepi32_ps(_mm512_castps_si512(a))
+#else
+#define NODEC_F(a) (a)
+#endif
 
 enum { F_NV, F_DS, F_Q4 };
 
@@ -104,10 +119,32 @@ static void prep_nv(const float *x, long K, void *dst) { prep(x, K, dst, F_NV); 
 static void prep_ds(const float *x, long K, void *dst) { prep(x, K, dst, F_DS); }
 static void prep_q4(const float *x, long K, void *dst) { prep(x, K, dst, F_Q4); }
 
+/* vpermb (AVX512_VBMI) by inline assembly, so that the file builds for every AVX-512 VNNI CPU
+ * (Cascade Lake has no VBMI); only called where ftkern_vbmi says the CPU has it. Byte i of the
+ * result is t[idx[i] & 63]. */
+AI __m512i vpermb(__m512i idx, __m512i t)
+{
+	__m512i r;
+	__asm__("vpermb %2, %1, %0" : "=v"(r) : "v"(idx), "v"(t));
+	return r;
+}
+
+/* The nibble LUT of vnni_dec repeated four times: vpermb reads 6 bits of each index byte, so a
+ * code byte indexes it by its low nibble as it is, without the AND that vpshufb needs (which
+ * reads bit 7), and a byte of a 16-bit shift right by 4 by its high nibble (bits 4-5 of that
+ * byte, the next byte's low bits, select among equal copies). */
+AI __m512i lut64(void)
+{
+	static const _Alignas(64) int8_t t[64] = {
+		12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0, 12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0,
+		12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0, 12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0};
+	return _mm512_load_si512(t);
+}
+
 /* Decode group k (128 elements) of one row: wa, wb the biased unsigned codes of the low / high
  * nibbles, sw the weight scale of each 32-bit lane. */
 AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, const int full, long pd, long pf, int psc,
-		 __m512i *wa, __m512i *wb, __m512 *sw, const int F)
+		 __m512i *wa, __m512i *wb, __m512 *sw, const int F, const int V)
 {
 	const __m512i lut = _mm512_broadcast_i32x4(_mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
 	const __m512i m15 = _mm512_set1_epi8(15);
@@ -147,6 +184,10 @@ AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, const int full, 
 			a = _mm512_maskz_loadu_epi8(0xFFFFFFFFFull, blk);
 			b = _mm512_setzero_si512();
 		}
+#ifdef FTKERN_VNNI_NODEC
+		*wa = _mm512_xor_si512(a, b);
+		return;
+#endif
 		__m512i v = _mm512_permutex2var_epi16(a, gidx, b);
 		*sw = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(sidx, a)));
 		*wa = _mm512_and_si512(v, m15);
@@ -161,8 +202,15 @@ AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, const int full, 
 				 : _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)p));
 		if (!full)
 			v = _mm512_inserti64x4(v, _mm256_setzero_si256(), 1);
-		*wa = _mm512_shuffle_epi8(lut, _mm512_and_si512(v, m15));
-		*wb = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(v, 4), m15));
+#ifndef FTKERN_VNNI_NODEC
+		if (V) {
+			*wa = vpermb(v, lut64());
+			*wb = vpermb(_mm512_srli_epi16(v, 4), lut64());
+		} else {
+			*wa = _mm512_shuffle_epi8(lut, _mm512_and_si512(v, m15));
+			*wb = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(v, 4), m15));
+		}
+#endif
 		if (F == F_NV) {
 			const uint8_t *s = sc + k / 16;
 			if (psc) { /* the scale stream at 1/8 the weights' rate: once per line */
@@ -180,6 +228,10 @@ AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, const int full, 
 				memcpy(&s8, s, 8);
 			else
 				memcpy(&s8, s, 4);
+#ifdef FTKERN_VNNI_NODEC
+			*wa = _mm512_xor_si512(v, _mm512_set1_epi64((long long)s8));
+			return;
+#endif
 			__m512i t = _mm512_shuffle_epi8(_mm512_set1_epi64((long long)s8), nvsel);
 			*sw = _mm512_castsi512_ps(_mm512_and_si512(_mm512_srai_epi32(t, 4),
 								   _mm512_set1_epi32((int)0x87F00000u)));
@@ -196,6 +248,10 @@ AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, const int full, 
 				memcpy(&s4, s, 4);
 			else
 				memcpy(&s4, s, 2);
+#ifdef FTKERN_VNNI_NODEC
+			*wa = _mm512_xor_si512(v, _mm512_set1_epi32((int)s4));
+			return;
+#endif
 			__m512i t = _mm512_shuffle_epi8(_mm512_set1_epi32((int)s4), dssel);
 			*sw = _mm512_castsi512_ps(_mm512_srli_epi32(t, 1));
 		}
@@ -205,16 +261,23 @@ AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, const int full, 
 /* One group (128 elements; full 0: the zero-padded last 64) of R rows into acc[j][b]. */
 AI void vnni_step(const uint8_t *const *row, const uint8_t *const *sc, long k, long gi, long pd, long pf,
 		  int psc, const uint8_t *const *x, __m512 (*acc)[FTKERN_TILE], const int full, const int NB,
-		  const int F, const int R)
+		  const int F, const int R, const int V)
 {
 	__m512i wa[4], wb[4];
 	__m512 sw[4];
 	FTKERN_UNROLL
 	for (int j = 0; j < R; j++)
-		vnni_dec(row[j], sc[j], k, full, pd, pf, psc, &wa[j], &wb[j], &sw[j], F);
+		vnni_dec(row[j], sc[j], k, full, pd, pf, psc, &wa[j], &wb[j], &sw[j], F, V);
 	FTKERN_UNROLL
 	for (int b = 0; b < NB; b++) {
 		const uint8_t *g = x[b] + gi;
+#ifdef FTKERN_VNNI_NODEC /* the bound: no decode, one vpdpbusd per 64 weight bytes, int sums */
+		FTKERN_UNROLL
+		for (int j = 0; j < R; j++)
+			acc[j][b] = _mm512_castsi512_ps(_mm512_dpbusd_epi32(_mm512_castps_si512(acc[j][b]), wa[j],
+									    _mm512_load_si512(g)));
+		continue;
+#endif
 		__m512i c = _mm512_load_si512(g + 128), xa = _mm512_load_si512(g), xb = _mm512_load_si512(g + 64);
 		__m512 xsc = _mm512_load_ps(g + 192);
 		FTKERN_UNROLL
@@ -227,7 +290,7 @@ AI void vnni_step(const uint8_t *const *row, const uint8_t *const *sc, long k, l
 
 /* R rows rr[0..R) times NB tokens, row j's sums into y[b][ij[j]]. */
 AI void vnni_row(const struct ftkern_mat *m, const long *rr, const uint8_t *const *x, float *const *y,
-		 const long *ij, const int NB, const int F, const int R)
+		 const long *ij, const int NB, const int F, const int R, const int V)
 {
 	__m512 acc[2][FTKERN_TILE];
 	FTKERN_UNROLL
@@ -251,22 +314,22 @@ AI void vnni_row(const struct ftkern_mat *m, const long *rr, const uint8_t *cons
 			_mm_prefetch((const char *)(m->g + 2 * (rr[j] + 32)), _MM_HINT_T0);
 	}
 	for (; k + 128 <= K; k += 128, gi += GROUP)
-		vnni_step(row, sc, k, gi, pd, pf, psc, x, acc, 1, NB, F, R);
+		vnni_step(row, sc, k, gi, pd, pf, psc, x, acc, 1, NB, F, R, V);
 	if (k < K)
-		vnni_step(row, sc, k, gi, pd, pf, psc, x, acc, 0, NB, F, R);
+		vnni_step(row, sc, k, gi, pd, pf, psc, x, acc, 0, NB, F, R, V);
 	FTKERN_UNROLL
 	for (int j = 0; j < R; j++) {
 		float post = F == F_NV ? 0.5f * _cvtsh_ss(ftkern_ld16(m->g + 2 * rr[j])) : F == F_DS ? 0.5f : 1.0f;
 		FTKERN_UNROLL
 		for (int b = 0; b < NB; b++)
-			y[b][ij[j]] = post * _mm512_reduce_add_ps(acc[j][b]);
+			y[b][ij[j]] = post * _mm512_reduce_add_ps(NODEC_F(acc[j][b]));
 	}
 }
 
 AI void vnni_tiles(const struct ftkern_mat *m, const long *rr, int nb, const uint8_t *const *x,
-		   float *const *ys, const long *ij, const int F, const int R)
+		   float *const *ys, const long *ij, const int F, const int R, const int V)
 {
-	FTKERN_FOR_TILES(nb, b0, vnni_row(m, rr, x + b0, ys + b0, ij, FTKERN_NB, F, R));
+	FTKERN_FOR_TILES(nb, b0, vnni_row(m, rr, x + b0, ys + b0, ij, FTKERN_NB, F, R, V));
 }
 
 /* The sums of four accumulators, in the order of _mm512_reduce_add_ps (GCC: 256-bit halves,
@@ -286,29 +349,36 @@ AI __m128 hsum4(__m512 a0, __m512 a1, __m512 a2, __m512 a3)
 	return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), u));
 }
 
-/* Batch 1, four consecutive rows r .. r+3 (q4_0): per group the token's
- * activation is loaded once for the four rows and the four sums are reduced together (at
- * qwen3-30b's K = 768 a row is only 6 groups, and a row's own reduction and setup were a large
- * part of its work). Each row prefetches its own stream pd (near) and pf (far) bytes ahead,
- * whole blocks of four rows (vnni_rows). Sums bit-identical to vnni_row's. */
-AI void vnni_row4(const struct ftkern_mat *m, long r, long pd, long pf, const uint8_t *x, float *y, const int F)
+/* Batch 1, four consecutive rows r .. r+3 (every format): per group the token's activation is
+ * loaded once for the four rows, the four rows' decode and sums are independent chains, and the
+ * four sums are reduced together (at qwen3-30b's K = 768 a row is only 6 groups, and a row's own
+ * reduction and setup were a large part of its work). Each row prefetches its own stream pd
+ * (near) and pf (far) bytes ahead, whole blocks of four rows (vnni_rows), and its scale stream
+ * (nvfp4, ds_fp4: pd / 8 and pf / 16 there are the same whole blocks of the scale rows), as
+ * vnni_row does. Sums bit-identical to vnni_row's. nvfp4 and ds_fp4 on the H200 (issue 23 round
+ * 4): +4.5 and +5.3 points of the read ceiling against a row at a time. */
+AI void vnni_row4(const struct ftkern_mat *m, long r, long pd, long pf, const uint8_t *x, float *y, const int F,
+		  const int V)
 {
 	long K = m->K, k = 0, gi = 0;
 	long rb = F == F_Q4 ? (K / 32) * 18 : K / 2, sb = F == F_Q4 ? 0 : K / (F == F_NV ? 16 : 32);
+	int psc = F == F_Q4 ? 0 : ftkern_pf_scales;
 	const uint8_t *row[4], *sc[4] = {NULL, NULL, NULL, NULL};
 	for (int j = 0; j < 4; j++) {
 		row[j] = m->w + (r + j) * rb;
 		if (F != F_Q4)
 			sc[j] = m->s + (r + j) * sb;
+		if (F == F_NV && psc && !((r + j + 32) & 31)) /* as vnni_row */
+			_mm_prefetch((const char *)(m->g + 2 * (r + j + 32)), _MM_HINT_T0);
 	}
 	__m512 acc[4][FTKERN_TILE];
 	for (int j = 0; j < 4; j++)
 		acc[j][0] = _mm512_setzero_ps();
 	for (; k + 128 <= K; k += 128, gi += GROUP)
-		vnni_step(row, sc, k, gi, pd, pf, 0, &x, acc, 1, 1, F, 4);
+		vnni_step(row, sc, k, gi, pd, pf, psc, &x, acc, 1, 1, F, 4, V);
 	if (k < K)
-		vnni_step(row, sc, k, gi, pd, pf, 0, &x, acc, 0, 1, F, 4);
-	__m128 s = hsum4(acc[0][0], acc[1][0], acc[2][0], acc[3][0]);
+		vnni_step(row, sc, k, gi, pd, pf, psc, &x, acc, 0, 1, F, 4, V);
+	__m128 s = hsum4(NODEC_F(acc[0][0]), NODEC_F(acc[1][0]), NODEC_F(acc[2][0]), NODEC_F(acc[3][0]));
 	if (F == F_NV) {
 		__m128 g = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(m->g + 2 * r)));
 		s = _mm_mul_ps(s, _mm_mul_ps(g, _mm_set1_ps(0.5f)));
@@ -318,46 +388,52 @@ AI void vnni_row4(const struct ftkern_mat *m, long r, long pd, long pf, const ui
 	_mm_storeu_ps(y, s);
 }
 
-/* One row at a time, one stream; q4_0 at batch 1: blocks of four rows (vnni_row4), the last
- * 0-3 rows alone. In blocks every byte is prefetched the same lead before its use: the same offset m blocks
+/* One row at a time, one stream; batch 1: blocks of four rows (vnni_row4), the last 0-3 rows
+ * alone. In blocks every byte is prefetched the same lead before its use: the same offset m blocks
  * ahead in its row, m = the prefetch distance in blocks, rounded, at least 1, the far one's at
  * least one more than the near one's (a plain distance from each row would land in a row of
  * this block, or in one read at another time; one linear stream over the block lagged its
  * last rows). */
 AI void vnni_rows(const struct ftkern_mat *m, long r0, long r1, int nb, const void *const *xs,
-		  float *const *ys, const int F)
+		  float *const *ys, const int F, const int V)
 {
 	const uint8_t *const *x = (const uint8_t *const *)xs;
 	float *y1[1];
-	if (nb == 1 && F == F_Q4) {
+	if (nb == 1) {
 		long blk = 4 * (F == F_Q4 ? (m->K / 32) * 18 : m->K / 2);
 		long nd = (ftkern_pf_dist + blk / 2) / blk, nf = (ftkern_pf_far + blk / 2) / blk;
 		nd = nd < 1 ? 1 : nd;
 		nf = nf <= nd ? nd + 1 : nf;
 		long pd = ftkern_pf_dist ? nd * blk : 0, pf = ftkern_pf_far ? nf * blk : 0, i = 0;
 		for (; i + 4 <= r1 - r0; i += 4)
-			vnni_row4(m, r0 + i, pd, pf, x[0], ys[0] + i, F);
+			vnni_row4(m, r0 + i, pd, pf, x[0], ys[0] + i, F, V);
 		r0 += i;
 		y1[0] = ys[0] + i;
 		ys = y1;
 	}
 	for (long i = 0; i < r1 - r0; i++) {
 		long rr[1] = {r0 + i}, ij[1] = {i};
-		vnni_tiles(m, rr, nb, x, ys, ij, F, 1);
+		vnni_tiles(m, rr, nb, x, ys, ij, F, 1, V);
 	}
 }
 
 static void ftkern_rows_nvfp4(const struct ftkern_mat *m, long r0, long r1, int nb, const void *const *xs, float *const *ys)
 {
-	vnni_rows(m, r0, r1, nb, xs, ys, F_NV);
+	if (ftkern_vbmi > 0)
+		vnni_rows(m, r0, r1, nb, xs, ys, F_NV, 1);
+	else
+		vnni_rows(m, r0, r1, nb, xs, ys, F_NV, 0);
 }
 static void ftkern_rows_dsfp4(const struct ftkern_mat *m, long r0, long r1, int nb, const void *const *xs, float *const *ys)
 {
-	vnni_rows(m, r0, r1, nb, xs, ys, F_DS);
+	if (ftkern_vbmi > 0)
+		vnni_rows(m, r0, r1, nb, xs, ys, F_DS, 1);
+	else
+		vnni_rows(m, r0, r1, nb, xs, ys, F_DS, 0);
 }
 static void ftkern_rows_q4_0(const struct ftkern_mat *m, long r0, long r1, int nb, const void *const *xs, float *const *ys)
 {
-	vnni_rows(m, r0, r1, nb, xs, ys, F_Q4);
+	vnni_rows(m, r0, r1, nb, xs, ys, F_Q4, 0);
 }
 
 /* ---- mxfp4_triton split along K as W4A8 (rows_t). Bank rows 2m and 2m+1 hold k = 4m .. 4m+3
@@ -447,7 +523,11 @@ static const struct ftkern_ops ops[] = {
 	[FTFMT_MXFP4_TRITON] = {"w4a8-vnni", mx_xbytes, mx_prep, NULL, mx_rows_t},
 };
 
+int ftkern_vbmi = -1;
+
 const struct ftkern_ops *ftkern_avx512vnni(enum ftfmt_id f)
 {
+	if (ftkern_vbmi < 0)
+		ftkern_vbmi = __builtin_cpu_supports("avx512vbmi") != 0;
 	return (unsigned)f < sizeof ops / sizeof ops[0] && (ops[f].rows || ops[f].rows_t) ? &ops[f] : NULL;
 }
