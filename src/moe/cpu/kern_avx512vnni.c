@@ -490,8 +490,13 @@ static void mx_prep(const float *x, long K, void *dst)
 #undef MX_PAIR
 #undef MX_BLOCK
 #undef MX_ROWS_T
+/* this copy for CPUs with VBMI (dispatched at run time), the rest of the file without */
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512vbmi"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512vbmi")
+#endif
 #define MX_VBMI 1
 #define MX_PAIR mx_pair_vbmi
 #define MX_BLOCK mx_block_vbmi
@@ -501,7 +506,11 @@ static void mx_prep(const float *x, long K, void *dst)
 #undef MX_PAIR
 #undef MX_BLOCK
 #undef MX_ROWS_T
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 /* The VBMI decode for one token where the CPU has it and ftkern_mx_vbmi asks for it (the
  * outputs are the same bit for bit). From 2 tokens the vpdpbusd of every token share its port
