@@ -109,13 +109,14 @@ static cudaError_t launch(const struct ftmissing *c, int variant, int blocks, in
 		blocks = c->sms * (variant == FTCV_BULK ? FTMISSING_BULK_BLOCKS_PER_SM : FTMISSING_BLOCKS_PER_SM);
 	switch (variant) {
 	case FTCV_L2_256:
-		fused_kernel<FTMISSING_UNROLL, 1><<<blocks, FTMISSING_BLOCK, 0, s>>>(c->d_tabs, layer, all, src, dst, num, max_n);
+		fused_kernel<FTMISSING_UNROLL, 1><<<blocks, FTMISSING_BLOCK, 0, s>>>(c->d_tabs, layer, all, 0, NULL, src, dst,
+										   num, max_n);
 		break;
 	case FTCV_UNROLL4:
-		fused_kernel<4, 0><<<blocks, FTMISSING_BLOCK, 0, s>>>(c->d_tabs, layer, all, src, dst, num, max_n);
+		fused_kernel<4, 0><<<blocks, FTMISSING_BLOCK, 0, s>>>(c->d_tabs, layer, all, 0, NULL, src, dst, num, max_n);
 		break;
 	case FTCV_UNROLL16:
-		fused_kernel<16, 0><<<blocks, FTMISSING_BLOCK, 0, s>>>(c->d_tabs, layer, all, src, dst, num, max_n);
+		fused_kernel<16, 0><<<blocks, FTMISSING_BLOCK, 0, s>>>(c->d_tabs, layer, all, 0, NULL, src, dst, num, max_n);
 		break;
 	case FTCV_BULK: {
 		int dev, major;

@@ -4,10 +4,12 @@
  * VARIANTS: comma list of names below (default: all but bulk). Plan: random distinct rows and
  * slots; "seq": src = dst = 0..n-1 (one consecutive run, as cache-copy's plan). Every variant's
  * last pass is checked byte for byte against the source rows: "VERIFY FAILED: name" and exit 1
- * when one differs (the check of bench/copy_variants.cu's kernels). */
+ * when one differs (the check of bench/copy_variants.cu's kernels). GATHER_IDLE_US (default 1000):
+ * the idle before each pass that is not back to back (a proxy thread then sleeps: past its poll). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cuda_runtime_api.h>
 
@@ -31,7 +33,8 @@ struct variant {
 		    * back-to-back layers); 0: the pass follows the other variants' (a proxy thread
 		    * asleep: the first gather after idle) */
 	int graph; /* 1: the pass captured once in a CUDA graph, timed as a graph launch */
-	long head; /* opts.sm_head (path FTGATHER_PROXY; 0: the default, -1: none) */
+	long head;  /* opts.sm_head (path FTGATHER_PROXY; 0: the default, -1: none) */
+	long entry; /* opts.sm_head_entry (path FTGATHER_PROXY; 0: the default, -1: none) */
 };
 #define V_PRODUCT 0     /* the product's fused kernel */
 #define BV(v) (1 + (v)) /* a variant of bench/copy_variants.cu */
@@ -66,16 +69,28 @@ static const struct variant all[] = {
 	{"proxy_bell", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0 + 2, 0},
 	{"proxy_bell_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0 + 2, 1},
 	{"proxy_spin", FTGATHER_PROXY, 0, 0, 0, PX_DEF, FTMISSING_PROXY_SPIN_ALWAYS + 2, 0},
-	/* the SM kernel takes about this many bytes of the rows' heads while the thread wakes */
-	{"proxy_h0", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, -1},
-	{"proxy_h1m", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, 1 << 20},
-	{"proxy_h2m", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, 2 << 20},
-	{"proxy_h4m", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, 4 << 20},
-	{"proxy_h8m", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, 8 << 20},
-	{"proxy_h0_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, -1},
-	{"proxy_h1m_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, 1 << 20},
-	{"proxy_h2m_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, 2 << 20},
-	{"proxy_h4m_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, 4 << 20},
+	/* the head: the SM kernel copies the rows' heads while the thread wakes, SM work of
+	 * max(opts.sm_head, n * opts.sm_head_entry) bytes, the SM banks' rows counted (the default:
+	 * max(4 MiB, n * 256 KiB)). hNm: N MiB per plan alone (for bf16, h4m was the default of round
+	 * 3, which did not count the SM banks' rows); eNk: N KiB per entry alone */
+	{"proxy_h0", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, -1, -1},
+	{"proxy_h1m", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, 1 << 20, -1},
+	{"proxy_h2m", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, 2 << 20, -1},
+	{"proxy_h4m", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, 4 << 20, -1},
+	{"proxy_h8m", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, 8 << 20, -1},
+	{"proxy_h0_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, -1, -1},
+	{"proxy_h1m_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, 1 << 20, -1},
+	{"proxy_h2m_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, 2 << 20, -1},
+	{"proxy_h4m_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, 4 << 20, -1},
+	{"proxy_h8m_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, 8 << 20, -1},
+	{"proxy_e128k", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, -1, 128 << 10},
+	{"proxy_e256k", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, -1, 256 << 10},
+	{"proxy_e384k", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, -1, 384 << 10},
+	{"proxy_e512k", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 0, 0, -1, 512 << 10},
+	{"proxy_e128k_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, -1, 128 << 10},
+	{"proxy_e256k_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, -1, 256 << 10},
+	{"proxy_e384k_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, -1, 384 << 10},
+	{"proxy_e512k_b2b", FTGATHER_PROXY, 0, 0, 0, PX_DEF, 0, 1, 0, -1, 512 << 10},
 	{"fused_b2b", FTGATHER_FUSED, V_PRODUCT, 0, 0, 0, 0, 0, 0, 0, 1},
 	{"memcpy_b2b", FTGATHER_MEMCPY, 0, 0, 0, 0, 0, 0, 0, 0, 1},
 	/* captured in a graph: the doorbell is a host node */
@@ -130,6 +145,10 @@ int main(int argc, char **argv)
 	int reps = atoi(argv[3]);
 	int use[NV];
 	const int seq = argc > 5 && !strcmp(argv[5], "seq");
+	/* before each pass that is not back to back: this long idle, so that a proxy thread has
+	 * left its poll after the last plan (spin_us past that plan's end) and sleeps */
+	const char *idle_env = getenv("GATHER_IDLE_US");
+	const int idle_us = idle_env ? atoi(idle_env) : 1000;
 	for (int v = 0; v < NV; v++)
 		use[v] = argc > 4 ? 0 : strncmp(all[v].name, "bulk", 4) != 0;
 	if (argc > 4) {
@@ -212,8 +231,12 @@ int main(int argc, char **argv)
 							po.spin_us = all[v].spin - 2;
 						if (all[v].head)
 							po.sm_head = all[v].head < 0 ? 0 : (size_t)all[v].head;
+						if (all[v].entry)
+							po.sm_head_entry = all[v].entry < 0 ? 0 : (size_t)all[v].entry;
 						ftgather_set_proxy_opts(g, &po);
 					}
+					if (!all[v].warm && idle_us > 0)
+						usleep((useconds_t)idle_us);
 					r = all[v].graph ? time_graph(g, &graphs[v], all[v].path, all[v].warm, &sec)
 							 : ftgather_time(g, all[v].path, all[v].warm, 1, &sec);
 				}
@@ -244,7 +267,7 @@ int main(int argc, char **argv)
 			if (!use[v])
 				continue;
 			struct ftstat s = ftstat_of(t + v * reps, reps);
-			printf("  %-13s %8.3f ms %7.2f GB/s (%6.2f..%6.2f) %6.1f%% of linear\n", all[v].name,
+			printf("  %-16s %8.3f ms %7.2f GB/s (%6.2f..%6.2f) %6.1f%% of linear\n", all[v].name,
 			       s.median * 1e3, ftpcie_gbs(bytes, s.median), ftpcie_gbs(bytes, s.max),
 			       ftpcie_gbs(bytes, s.min), lin > 0 ? 100 * lin / s.median : 0);
 		}

@@ -17,25 +17,7 @@ __global__ void __launch_bounds__(FTMISSING_BLOCK)
 	n = n < max_n ? n : max_n;
 	if (n <= 0)
 		return;
-	const unsigned total = (unsigned)n * rowu, span = FTMISSING_BLOCK * FTMISSING_UNROLL;
-	for (unsigned base = blockIdx.x * span; base < total; base += gridDim.x * span) {
-		T v[FTMISSING_UNROLL];
-		T *d[FTMISSING_UNROLL];
-#pragma unroll
-		for (int u = 0; u < FTMISSING_UNROLL; u++) {
-			unsigned c = base + u * FTMISSING_BLOCK + threadIdx.x;
-			d[u] = NULL;
-			if (c < total) {
-				unsigned ent = c / rowu, off = c - ent * rowu;
-				v[u] = host[(size_t)src[ent] * rowu + off];
-				d[u] = pool + (size_t)dst[ent] * rowu + off;
-			}
-		}
-#pragma unroll
-		for (int u = 0; u < FTMISSING_UNROLL; u++)
-			if (d[u])
-				*d[u] = v[u];
-	}
+	gather_units<T, FTMISSING_UNROLL, 0>((unsigned)n * rowu, ftmissing_row_at<T>{host, pool, rowu, src, dst});
 }
 
 extern "C" int ftmissing_env_fused(void)
@@ -178,7 +160,8 @@ static cudaError_t copy_banks(const struct ftmissing *c, int fused, int blocks, 
 		return per_bank(c, blocks, layer, mask, src, dst, num, max_n, s);
 	if (!c->d_tabs || (unsigned long long)c->e16 * (unsigned long long)max_n >= (1ull << 32))
 		return cudaErrorInvalidValue;
-	fused_kernel<FTMISSING_UNROLL, 0><<<blocks, FTMISSING_BLOCK, 0, s>>>(c->d_tabs, layer, mask, src, dst, num, max_n);
+	fused_kernel<FTMISSING_UNROLL, 0><<<blocks, FTMISSING_BLOCK, 0, s>>>(c->d_tabs, layer, mask, 0, NULL, src, dst, num,
+									   max_n);
 	return cudaGetLastError();
 }
 
@@ -216,14 +199,14 @@ extern "C" cudaError_t ftmissing_copy(const struct ftmissing *c, int layer, cons
 #define FTMISSING_IDLE_CHECK_NS 1000000000ll   /* a sleeping proxy thread checks for stop this often */
 #define FTMISSING_BELL_POLL_NS 1000000ll       /* after the doorbell, poll this long for the plan, */
 #define FTMISSING_LATE_POLL_NS 50000ll         /* then look every 50 us */
-#define FTMISSING_SEQ_WORDS 5                  /* d_seq: see struct ftmissing_proxy */
+#define FTMISSING_SEQ_WORDS 7                  /* d_seq: see struct ftmissing_proxy */
 
 struct mailbox {
 	volatile long long seq; /* written last by the publish kernel */
 	int layer, n;
 	unsigned ce_mask; /* banks the copy engines move (the others: the SM part) */
 	int merge;        /* 1: one copy per run of consecutive src and dst rows */
-	unsigned long long head16; /* opts.sm_head / 16 when the SM kernel takes the rows' heads, else 0 */
+	unsigned long long head16, per16; /* the plan's head (head_of's fixed16, per16), 0 0: none */
 	int32_t plan[];   /* src[max_n], dst[max_n] */
 };
 
@@ -235,7 +218,8 @@ struct ftmissing_proxy {
 	struct mailbox *mb;     /* pinned, mapped */
 	struct mailbox *mb_dev; /* its device pointer */
 	long long *d_seq;       /* [0] published, [1] done, [2] wait timeouts, [3] [4] the first timeout's
-				 * wanted and last seen done numbers (diagnosis) */
+				 * wanted and last seen done numbers (diagnosis), [5] [6] the head of the
+				 * plan being copied (head_of's fixed16, per16, as published) */
 	cudaStream_t cs;
 	pthread_t th;
 	int started;
@@ -275,82 +259,11 @@ static void proxy_fail(struct ftmissing_proxy *p, const char *what, int code)
 	p->errors++;
 }
 
-/* The head of bank b's rows (16-byte units) that the SM kernel copies for a plan of n entries:
- * row16 * head16 / (n * ce16), at most half the row (ce16: the copy-engine banks' row16 summed).
- * The proxy thread and sm_part_kernel compute the same integer. */
-__host__ __device__ static inline unsigned head_of(unsigned row16, unsigned long long ce16, int n,
-						   unsigned long long head16)
-{
-	if (!head16 || n <= 0 || !ce16)
-		return 0;
-	unsigned long long h = (unsigned long long)row16 * head16 / ((unsigned long long)n * ce16);
-	return (unsigned)(h < row16 / 2 ? h : row16 / 2);
-}
-
-/* The proxy's SM part with a head: the banks of sm_mask whole and, of the banks of ce_mask, the
- * first head_of() units of each row. Grid as the fused kernel. */
-__global__ void __launch_bounds__(FTMISSING_BLOCK)
-	sm_part_kernel(const struct ftmissing_layer_tab *__restrict__ tabs, int layer, unsigned sm_mask, unsigned ce_mask,
-		       unsigned long long head16, const int32_t *__restrict__ src, const int32_t *__restrict__ dst,
-		       const int32_t *__restrict__ num, int max_n)
-{
-	__shared__ const uint4 *host[FTMISSING_MAX_BANKS];
-	__shared__ uint4 *pool[FTMISSING_MAX_BANKS];
-	__shared__ unsigned row16[FTMISSING_MAX_BANKS], pre[FTMISSING_MAX_BANKS + 1];
-	__shared__ int nb;
-	int n = *num;
-	n = n < max_n ? n : max_n;
-	if (threadIdx.x == 0) {
-		const struct ftmissing_layer_tab *x = &tabs[layer];
-		unsigned long long ce16 = 0;
-		for (int b = 0; b < x->nb; b++)
-			if (ce_mask >> b & 1)
-				ce16 += x->row16[b];
-		int k = 0;
-		pre[0] = 0;
-		for (int b = 0; b < x->nb; b++) {
-			unsigned len = sm_mask >> b & 1 ? x->row16[b] : ce_mask >> b & 1 ? head_of(x->row16[b], ce16, n, head16) : 0;
-			if (!len)
-				continue;
-			host[k] = x->host[b];
-			pool[k] = x->pool[b];
-			row16[k] = x->row16[b];
-			pre[k + 1] = pre[k] + len;
-			k++;
-		}
-		nb = k;
-	}
-	__syncthreads();
-	if (n <= 0 || nb == 0)
-		return;
-	const unsigned e16 = pre[nb], total = (unsigned)n * e16, span = FTMISSING_BLOCK * FTMISSING_UNROLL;
-	for (unsigned base = blockIdx.x * span; base < total; base += gridDim.x * span) {
-		uint4 v[FTMISSING_UNROLL];
-		uint4 *d[FTMISSING_UNROLL];
-#pragma unroll
-		for (int u = 0; u < FTMISSING_UNROLL; u++) {
-			unsigned c = base + u * FTMISSING_BLOCK + threadIdx.x;
-			d[u] = NULL;
-			if (c < total) {
-				unsigned ent = c / e16, off = c - ent * e16;
-				int b = 0;
-				while (b + 1 < nb && off >= pre[b + 1])
-					b++;
-				off -= pre[b];
-				v[u] = __ldg(host[b] + (size_t)src[ent] * row16[b] + off);
-				d[u] = pool[b] + (size_t)dst[ent] * row16[b] + off;
-			}
-		}
-#pragma unroll
-		for (int u = 0; u < FTMISSING_UNROLL; u++)
-			if (d[u])
-				*d[u] = v[u];
-	}
-}
-
-/* Grid: one block of FTMISSING_PUBLISH_BLOCK threads. */
+/* Grid: one block of FTMISSING_PUBLISH_BLOCK threads. The plan's head (head_of's fixed16 and
+ * per16) goes into the mailbox for the thread and into seq[5], seq[6] for the SM kernel that
+ * follows on the stream. */
 __global__ void publish_kernel(struct mailbox *mb, long long *seq, int layer, unsigned ce_mask, int merge,
-			       unsigned long long head16, const int32_t *__restrict__ src,
+			       unsigned long long head16, unsigned long long per16, const int32_t *__restrict__ src,
 			       const int32_t *__restrict__ dst, const int32_t *__restrict__ num, int max_n)
 {
 	int n = *num;
@@ -369,6 +282,9 @@ __global__ void publish_kernel(struct mailbox *mb, long long *seq, int layer, un
 		mb->ce_mask = ce_mask;
 		mb->merge = merge;
 		mb->head16 = head16;
+		mb->per16 = per16;
+		seq[5] = (long long)head16;
+		seq[6] = (long long)per16;
 		__threadfence_system();
 		mb->seq = s;
 	}
@@ -404,22 +320,24 @@ __global__ void signal_kernel(long long *seq, long long value)
 }
 
 /* Turn plan (src, dst)[n] into copies of the banks in ce_mask: bank-major; with merge, a run of
- * entries whose src and dst rows are both consecutive becomes one copy; with head16, each row
- * from its head on (head_of; the SM kernel copies the head). Returns the count. */
+ * entries whose src and dst rows are both consecutive becomes one copy; with a head (head16 or
+ * per16), each row from its head on (head_of; the SM kernel copies the head). Returns the count. */
 static int build_copies(struct ftmissing_proxy *p, int layer, int n, unsigned ce_mask, int merge,
-			unsigned long long head16)
+			unsigned long long head16, unsigned long long per16)
 {
 	const struct ftmissing *c = p->c;
-	unsigned long long ce16 = 0;
-	for (int b = 0; head16 && b < c->nbanks; b++)
+	unsigned long long ce16 = 0, sm16 = 0;
+	for (int b = 0; (head16 || per16) && b < c->nbanks; b++)
 		if (ce_mask >> b & 1)
 			ce16 += c->banks[layer * c->nbanks + b].row_bytes / 16;
+		else
+			sm16 += c->banks[layer * c->nbanks + b].row_bytes / 16;
 	int k = 0;
 	for (int b = 0; b < c->nbanks; b++) {
 		if (!(ce_mask >> b & 1))
 			continue;
 		const struct ftmissing_bank *bk = &c->banks[layer * c->nbanks + b];
-		const size_t h = (size_t)head_of((unsigned)(bk->row_bytes / 16), ce16, n, head16) * 16;
+		const size_t h = (size_t)head_of((unsigned)(bk->row_bytes / 16), ce16, sm16, n, head16, per16) * 16;
 		for (int i = 0; i < n;) {
 			int sr = p->hsrc[i], ds = p->hdst[i], j = i + 1;
 			if (merge && !h)
@@ -531,7 +449,7 @@ static void *proxy_main(void *arg)
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		int layer = p->mb->layer, n = p->mb->n, merge = p->mb->merge;
 		unsigned ce_mask = p->mb->ce_mask;
-		unsigned long long head16 = p->mb->head16;
+		unsigned long long head16 = p->mb->head16, per16 = p->mb->per16;
 		if (layer < 0 || layer >= p->c->layers || n < 0 || n > p->max_n) {
 			proxy_fail(p, "mailbox (layer or count out of range)", n);
 			n = 0;
@@ -542,7 +460,7 @@ static void *proxy_main(void *arg)
 		}
 		memcpy(p->hsrc, p->mb->plan, (size_t)n * sizeof *p->hsrc);
 		memcpy(p->hdst, p->mb->plan + p->max_n, (size_t)n * sizeof *p->hdst);
-		int k = n ? build_copies(p, layer, n, ce_mask, merge, head16) : 0;
+		int k = n ? build_copies(p, layer, n, ce_mask, merge, head16, per16) : 0;
 		size_t idx = 0;
 		double bytes = 0;
 		for (int i = 0; i < k; i++)
@@ -592,12 +510,14 @@ extern "C" void ftmissing_proxy_default_opts(struct ftmissing_proxy_opts *o)
 	o->wait_sleep_ns = FTMISSING_PROXY_WAIT_SLEEP_NS;
 	o->spin_us = FTMISSING_PROXY_SPIN_US;
 	o->sm_head = FTMISSING_PROXY_HEAD_BYTES;
+	o->sm_head_entry = FTMISSING_PROXY_HEAD_ENTRY_BYTES;
 }
 
 extern "C" int ftmissing_proxy_opts_ok(const struct ftmissing_proxy_opts *o)
 {
 	return o && o->wait_sleep_ns >= 0 && o->wait_sleep_ns <= 1000000 && o->spin_us >= -1 &&
 	       o->spin_us <= 1000000 && o->sm_head <= FTMISSING_PROXY_HEAD_MAX &&
+	       o->sm_head_entry <= FTMISSING_PROXY_HEAD_MAX &&
 	       (o->signal == FTMISSING_SIGNAL_KERNEL || o->signal == FTMISSING_SIGNAL_MEMOP);
 }
 
@@ -669,7 +589,7 @@ static cudaError_t preload_kernels(void)
 	struct cudaFuncAttributes a;
 	cudaError_t e;
 	if ((e = cudaFuncGetAttributes(&a, publish_kernel)) || (e = cudaFuncGetAttributes(&a, wait_kernel)) ||
-	    (e = cudaFuncGetAttributes(&a, signal_kernel)) || (e = cudaFuncGetAttributes(&a, sm_part_kernel)) ||
+	    (e = cudaFuncGetAttributes(&a, signal_kernel)) ||
 	    (e = cudaFuncGetAttributes(&a, fused_kernel<FTMISSING_UNROLL, 0>)) ||
 	    (e = cudaFuncGetAttributes(&a, bank_kernel<uint4>)) || (e = cudaFuncGetAttributes(&a, bank_kernel<unsigned>)) ||
 	    (e = cudaFuncGetAttributes(&a, bank_kernel<unsigned char>)))
@@ -794,9 +714,11 @@ extern "C" cudaError_t ftmissing_proxy_copy(struct ftmissing_proxy *p, int layer
 	for (int b = 0; b < c->nbanks; b++)
 		if (c->banks[layer * c->nbanks + b].row_bytes >= p->opts.sm_below)
 			ce |= 1u << b;
-	/* The doorbell: rung now by this thread, or, in a capture, by a host node on a stream of its
-	 * own (forked here, joined after the wait kernel) that runs beside the publish kernel. The
-	 * woken thread polls for the plan. */
+	/* The doorbell: rung by this thread once the publish and SM kernels are enqueued (on an idle
+	 * GPU the ring's system call would otherwise delay them; the SM kernel covers the thread's
+	 * wake-up), or, in a capture, by a host node on a stream of its own (forked here, joined
+	 * after the wait kernel) that runs beside the publish kernel. The woken thread polls for the
+	 * plan. */
 	enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
 	cudaError_t e = cudaStreamIsCapturing(s, &cap);
 	const int captured = cap == cudaStreamCaptureStatusActive;
@@ -810,27 +732,28 @@ extern "C" cudaError_t ftmissing_proxy_copy(struct ftmissing_proxy *p, int layer
 		e = cudaEventRecord(p->ev_join, p->bs);
 	if (e)
 		return e;
-	if (!captured)
-		ring_bell(p);
-	/* the head: fused path only (sm_part_kernel reads the fused table), some banks on the engines */
-	const unsigned long long head16 = c->fused && c->d_tabs && ce ? p->opts.sm_head / 16 : 0;
+	/* the head: fused path only (the head's kernel reads the fused table), some banks on the engines */
+	const int headed = c->fused && c->d_tabs && ce && (p->opts.sm_head >= 16 || p->opts.sm_head_entry >= 16);
+	const unsigned long long head16 = headed ? p->opts.sm_head / 16 : 0, per16 = headed ? p->opts.sm_head_entry / 16 : 0;
 	publish_kernel<<<1, FTMISSING_PUBLISH_BLOCK, 0, s>>>(p->mb_dev, p->d_seq, layer, ce, p->opts.merge ? 1 : 0,
-							head16, src, dst, num, p->max_n);
-	e = cudaGetLastError();
-	if (e && !captured) /* no plan follows this ring: take it back, or the thread would wait for one */
-		__atomic_sub_fetch(&p->bell, 1u, __ATOMIC_SEQ_CST);
+							head16, per16, src, dst, num, p->max_n);
+	if ((e = cudaGetLastError())) /* no plan published: no ring */
+		return e;
 	/* the small banks (and the heads): SM gather on the caller's stream, concurrent with the
 	 * copy engines */
-	if (!e && head16) {
+	if (!e && headed) {
 		if ((unsigned long long)c->e16 * (unsigned long long)p->max_n >= (1ull << 32))
 			e = cudaErrorInvalidValue;
 		else
-			sm_part_kernel<<<c->sms * FTMISSING_BLOCKS_PER_SM, FTMISSING_BLOCK, 0, s>>>(
-				c->d_tabs, layer, all & ~ce, ce, head16, src, dst, num, p->max_n);
+			fused_kernel<FTMISSING_UNROLL, 0><<<c->sms * FTMISSING_BLOCKS_PER_SM, FTMISSING_BLOCK, 0, s>>>(
+				c->d_tabs, layer, all & ~ce, ce, (const unsigned long long *)(p->d_seq + 5), src, dst, num,
+				p->max_n);
 		if (!e)
 			e = cudaGetLastError();
 	} else if (!e && ce != all)
 		e = copy_banks(c, c->fused, 0, layer, all & ~ce, src, dst, num, p->max_n, s);
+	if (!captured) /* the plan is published (the thread must see it, whatever failed after) */
+		ring_bell(p);
 	if (e)
 		return e;
 	wait_kernel<<<1, 1, 0, s>>>(p->d_seq, (unsigned)p->opts.wait_sleep_ns);

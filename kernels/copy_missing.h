@@ -60,7 +60,7 @@ cudaError_t ftmissing_copy_path(const struct ftmissing *c, int fused, int blocks
  * ftmissing_proxy_errors; a memop that fails is replaced by the kernel signal). Every kernel of
  * the path is loaded at create time: a lazy load at a first launch while a wait kernel spins
  * could wait for that kernel. The thread does not spin while idle: it sleeps on a doorbell (futex) that
- * ftmissing_proxy_copy rings as it enqueues a plan, or, captured in a graph, a host node rings when
+ * ftmissing_proxy_copy rings once it has enqueued a plan's publish and SM kernels, or, captured in a graph, a host node rings when
  * the graph reaches the publish kernel (on a stream forked from the caller's and joined back
  * after the wait kernel; a stream's host function rang 0.1-0.3 ms late on the H200 host, a
  * graph's host node in time: bench/RESULTS.md); once rung, it polls for the plan.
@@ -70,11 +70,14 @@ cudaError_t ftmissing_copy_path(const struct ftmissing *c, int fused, int blocks
  * Split: banks whose row_bytes < opts.sm_below are copied by the fused (or, misaligned, the
  * per-bank) SM kernel restricted to those banks, launched on the caller's stream between the
  * publish and the wait kernels, so it runs while the copy engines move the large banks.
- * Head (opts.sm_head > 0, fused path only): the SM kernel also copies the first bytes of every
- * row of the copy-engine banks, head16_b = min(row16_b / 2, row16_b * sm_head / (n * sum of the
- * copy-engine banks' row bytes)) 16-byte units of bank b (about sm_head bytes in all), while the
- * proxy thread wakes and issues the rest of each row: the link is busy from the publish on, not
- * only from the copies' start.
+ * Head (fused path only): the SM kernel also copies the first bytes of every row of the
+ * copy-engine banks while the proxy thread wakes and issues the rest of each row: the link is
+ * busy from the publish on, not only from the copies' start. The SM work of a plan of n
+ * entries is max(opts.sm_head, n * opts.sm_head_entry) bytes: at least the thread's wake-up,
+ * more as the copies it issues grow with the plan. The SM banks' rows count towards it; the
+ * rest (the budget) is heads: each row of copy-engine bank b gets min(row_b / 2, row_b *
+ * budget / (n * the copy-engine banks' row bytes summed)), in 16-byte units. The publish kernel
+ * passes both options to the SM kernel and the thread. (Measured: bench/RESULTS.md.)
  * Merge: entries whose src rows and dst slots are both consecutive become one copy per bank
  * (not with a head: each row's copy then starts after its head).
  * Capturable: the publish and wait kernels read their sequence numbers from device memory; the
@@ -85,7 +88,8 @@ cudaError_t ftmissing_copy_path(const struct ftmissing *c, int fused, int blocks
 #define FTMISSING_PROXY_SPIN_US 200              /* default opts.spin_us (measured: bench/RESULTS.md) */
 #define FTMISSING_PROXY_SPIN_ALWAYS (-1)         /* opts.spin_us: poll all the time (the first proxy) */
 #define FTMISSING_PROXY_HEAD_BYTES (4u << 20)    /* default opts.sm_head */
-#define FTMISSING_PROXY_HEAD_MAX (1u << 30)      /* the largest opts.sm_head */
+#define FTMISSING_PROXY_HEAD_ENTRY_BYTES (256u << 10) /* default opts.sm_head_entry */
+#define FTMISSING_PROXY_HEAD_MAX (1u << 30)      /* the largest opts.sm_head and sm_head_entry */
 enum ftmissing_signal { FTMISSING_SIGNAL_KERNEL = 0, FTMISSING_SIGNAL_MEMOP = 1 };
 
 struct ftmissing_proxy_opts {
@@ -94,8 +98,10 @@ struct ftmissing_proxy_opts {
 	int signal;        /* enum ftmissing_signal (MEMOP falls back to KERNEL when unsupported) */
 	int wait_sleep_ns; /* the wait kernel's poll interval, 0..1000000 */
 	int spin_us;       /* the thread's poll after a plan's copies end, -1..1000000 (see above) */
-	size_t sm_head;    /* head: about this many bytes of the copy-engine banks' rows go to the SM
-			    * kernel (0: none; at most FTMISSING_PROXY_HEAD_MAX; see above) */
+	size_t sm_head;       /* head: at least this much SM work per plan (bytes, the SM banks' rows
+			       * counted; at most FTMISSING_PROXY_HEAD_MAX; see above) ... */
+	size_t sm_head_entry; /* ... or this much per plan entry, if more (at most
+			       * FTMISSING_PROXY_HEAD_MAX; both 0: no head) */
 };
 
 /* Attributes of a cudaMemcpyBatchAsync from pinned host memory to `device` (source read in

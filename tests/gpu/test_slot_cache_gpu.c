@@ -418,16 +418,24 @@ static void proxy_splits(struct ftgather *g, const char *fmt, long H, long I, in
 				/* every idle policy: poll always, doorbell only, the default */
 				const int spins[3] = {FTMISSING_PROXY_SPIN_ALWAYS, 0, FTMISSING_PROXY_SPIN_US};
 				po.spin_us = spins[(si * 2 + merge) % 3];
-				/* the rows' heads on the SMs (fused path; a small budget still gives every
-				 * row a head here), with and without merge */
-				po.sm_head = (si + merge) % 2 ? 4096 : 0;
+				/* the rows' heads on the SMs (fused path), with and without merge: none, 4
+				 * KiB per plan, the default (half rows here), 1 KiB per entry (the last two:
+				 * a head only where the SM banks' rows are smaller) */
+				const size_t heads[4][2] = {{0, 0},
+							    {4096, 0},
+							    {FTMISSING_PROXY_HEAD_BYTES, FTMISSING_PROXY_HEAD_ENTRY_BYTES},
+							    {0, 1024}};
+				const size_t *hd = heads[(si * 2 + merge + plan) % 4];
+				po.sm_head = hd[0];
+				po.sm_head_entry = hd[1];
 				assert_int_equal(ftgather_set_proxy_opts(g, &po), 0);
 				assert_int_equal(ftgather_poison(g), 0);
 				assert_int_equal(ftgather_run(g, FTGATHER_PROXY), 0);
 				if (ftgather_verify(g))
-					fail_msg("%s layer %d: proxy (split %zu, merge %d, spin %d, head %zu, %s plan) copied "
-						 "wrong bytes",
-						 fmt, layer, splits[si], merge, po.spin_us, po.sm_head, plan ? "consecutive" : "random");
+					fail_msg("%s layer %d: proxy (split %zu, merge %d, spin %d, head %zu + %zu per "
+						 "entry, %s plan) copied wrong bytes",
+						 fmt, layer, splits[si], merge, po.spin_us, po.sm_head, po.sm_head_entry,
+						 plan ? "consecutive" : "random");
 			}
 	}
 	assert_int_equal(ftgather_set_plan(g, layer, src, dst, n), 0);
@@ -598,7 +606,7 @@ static void test_odd_rows(void **st)
  * its 1 s idle check, a lost plan or signal the wait kernel's 10 s); a non-empty plan every 32
  * plans is checked byte for byte. signal: enum ftmissing_signal; spin: opts.spin_us. */
 #define STRESS_PLAN_S 0.5
-static void proxy_stress(int signal, int spin, size_t sm_below, size_t head, int plans)
+static void proxy_stress(int signal, int spin, size_t sm_below, size_t head, size_t entry, int plans)
 {
 	enum { E = 32, C = 40, NP = 4 };
 	static const int shape_n[NP] = {0, 1, 2, 5};
@@ -613,6 +621,7 @@ static void proxy_stress(int signal, int spin, size_t sm_below, size_t head, int
 	po.spin_us = spin;
 	po.sm_below = sm_below;
 	po.sm_head = head;
+	po.sm_head_entry = entry;
 	CK(ftmissing_proxy_set_opts(px, &po));
 	cudaStream_t s = ftgather_stream(g);
 	/* NP device plans [src E | dst E | n] */
@@ -673,9 +682,9 @@ static void proxy_stress(int signal, int spin, size_t sm_below, size_t head, int
 	ftmissing_proxy_diag(px, diag, sizeof diag);
 	if (ftmissing_proxy_errors(px) || batches != issued)
 		fail_msg("proxy stress: %lld plans issued, %lld handled: %s", issued, batches, diag);
-	printf("  proxy stress (signal %s, spin %d us, split %zu, head %zu): %lld plans in %.2f s, slowest %.3f ms, "
-	       "%lld sleeps, %lld doorbell wake-ups\n",
-	       ftmissing_proxy_signal(px) == FTMISSING_SIGNAL_MEMOP ? "memop" : "kernel", spin, sm_below, head, issued,
+	printf("  proxy stress (signal %s, spin %d us, split %zu, head %zu + %zu per entry): %lld plans in %.2f s, "
+	       "slowest %.3f ms, %lld sleeps, %lld doorbell wake-ups\n",
+	       ftmissing_proxy_signal(px) == FTMISSING_SIGNAL_MEMOP ? "memop" : "kernel", spin, sm_below, head, entry, issued,
 	       fttime_now_s() - t_start, worst * 1e3, sleeps, wakes);
 	ftmissing_proxy_destroy(px);
 	cudaFree(d_plan);
@@ -700,10 +709,11 @@ static void test_proxy_stress(void **st)
 		return;
 	}
 	/* the kernel signal first: its first launch comes from the proxy thread while a wait spins */
-	proxy_stress(FTMISSING_SIGNAL_KERNEL, 0, 100000, 0, 1500);
-	proxy_stress(FTMISSING_SIGNAL_MEMOP, FTMISSING_PROXY_SPIN_US, FTMISSING_PROXY_SPLIT_BYTES, 0, 1500);
-	proxy_stress(FTMISSING_SIGNAL_MEMOP, 0, 100000, 8192, 1500);
-	proxy_stress(FTMISSING_SIGNAL_KERNEL, FTMISSING_PROXY_SPIN_US, 0, 8192, 1500);
+	proxy_stress(FTMISSING_SIGNAL_KERNEL, 0, 100000, 0, 0, 1500);
+	proxy_stress(FTMISSING_SIGNAL_MEMOP, FTMISSING_PROXY_SPIN_US, FTMISSING_PROXY_SPLIT_BYTES,
+		     FTMISSING_PROXY_HEAD_BYTES, FTMISSING_PROXY_HEAD_ENTRY_BYTES, 1500); /* the defaults */
+	proxy_stress(FTMISSING_SIGNAL_MEMOP, 0, 100000, 8192, 0, 1500);
+	proxy_stress(FTMISSING_SIGNAL_KERNEL, FTMISSING_PROXY_SPIN_US, 0, 0, 4096, 1500);
 }
 
 /* ensure + copy captured in a CUDA graph for two layers, replayed with new ids each time;
