@@ -2,9 +2,10 @@
  * forward with tiny experts (H = I = 64, E 8, top-8, batch 1), so a step is the pool wake-up,
  * the barriers, the activation prep and the reductions with next to no weight bytes. Prints the
  * median and p90 step time per format and thread count. Built by `make bench-tools`;
- * usage: build/bench/cpu_moe_overhead [threads [topk [auto|static|dynamic]]] (the schedule:
- * auto takes the static ones below 8 workers, so dynamic times the H200's schedule on a small
- * host). */
+ * usage: build/bench/cpu_moe_overhead [threads [topk [auto|static|dynamic [KEY=VALUE...]]]] (the
+ * schedule: auto takes the static ones below 8 workers, so dynamic times the H200's schedule on
+ * a small host; then --tune settings, e.g. trace=1: the step's parts, medians over the steps, as
+ * ftcpumoe_trace gives them). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cpu_moe_overhead: schedule '%s': want auto, static or dynamic\n", sched);
 		return 2;
 	}
+	for (int i = 4; i < argc; i++) {
+		char why[256];
+		if (ftcpumoe_tune_set(&tune, argv[i], why, sizeof why) < 0) {
+			fprintf(stderr, "cpu_moe_overhead: %s\n", why);
+			return 2;
+		}
+	}
 	const char *names[] = {"bf16", "nvfp4", "q4_0", "mxfp4_triton"};
 	long H = 64, I = 64;
 	int E = 8, K = argc > 2 ? atoi(argv[2]) : 8;
@@ -72,6 +80,8 @@ int main(int argc, char **argv)
 		enum { N = 20000 };
 		static double t[N];
 		for (int i = 0; i < N + 1000; i++) {
+			if (i == 1000)
+				ftcpumoe_trace(x, NULL, 1); /* the medians of the first timed steps (-ENODATA: off) */
 			double t0 = fttime_now_s();
 			ftcpumoe_forward(x, 0, 1, K, xin, ids, w, out);
 			if (i >= 1000)
@@ -80,6 +90,14 @@ int main(int argc, char **argv)
 		qsort(t, N, sizeof t[0], cmpd);
 		printf("%-13s %-11s %-7s threads %d: step median %.2f us, p90 %.2f us\n", names[fi],
 		       ftcpumoe_isa_name(ftcpumoe_isa(x)), sched, ftpool_size(pool), t[N / 2] * 1e6, t[N * 9 / 10] * 1e6);
+		struct ftcpumoe_trace tc;
+		if (ftcpumoe_trace(x, &tc, 1) == 0 && tc.steps > 0) {
+			const struct ftcpumoe_trace_fig *m = &tc.med; 
+			printf("  trace medians, us: step %.2f, last worker done %.2f; per worker: start %.2f (prep %.2f), "
+			       "items %.2f, wait %.2f, idle %.2f (after the last arrival %.2f), after %.2f\n", m->step_us,
+			       m->last_us, m->start_us, m->prep_us, m->items_us, m->wait_us, m->idle_us, m->bar_us,
+			       m->after_us);
+		}
 		ftcpumoe_free(x);
 		for (int i = 0; i < nb; i++)
 			free((void *)banks[i]);

@@ -342,11 +342,18 @@ int ftcli_cmd_cpu_moe(int argc, char **argv)
 		}
 		struct ftcpumoe_trace tc;
 		int traced = ftcpumoe_trace(ftmoebench_moe(b), &tc, 1) == 0 && tc.steps > 0;
-		if (traced)
-			json_object_set_new(e, "trace", json_pack("{s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "steps",
+		if (traced) {
+			json_t *tj = json_pack("{s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "steps",
 				(json_int_t)tc.steps, "step_us", tc.step_us, "last_us", tc.last_us, "start_us", tc.start_us, "items_us",
 				tc.items_us, "wait_us", tc.wait_us, "idle_us", tc.idle_us, "after_us", tc.after_us,
-				"items_per_worker", tc.items_per_worker));
+				"items_per_worker", tc.items_per_worker, "prep_us", tc.prep_us, "bar_us", tc.bar_us);
+			const struct ftcpumoe_trace_fig *m = &tc.med;
+			json_object_set_new(tj, "median", json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "step_us",
+				m->step_us, "last_us", m->last_us, "start_us", m->start_us, "prep_us", m->prep_us, "items_us",
+				m->items_us, "wait_us", m->wait_us, "idle_us", m->idle_us, "bar_us", m->bar_us, "after_us",
+				m->after_us));
+			json_object_set_new(e, "trace", tj);
+		}
 		json_array_append_new(results, e);
 		if (!json) {
 			char pc[16] = "-", rg[16] = "-";
@@ -357,11 +364,18 @@ int ftcli_cmd_cpu_moe(int argc, char **argv)
 			ftcli_progress_clear();
 			printf("%-12s %-15s %8.1f %8.1f %8.1f %9s %9s %9.3f %21.1e\n", ftcpumoe_isa_name(used), kn, s.median,
 			       s.min, s.max, rg, pc, st.median * 1e3, rel);
-			if (traced)
+			if (traced) {
 				printf("  trace, us per step (mean of %ld, warm-up included): step %.1f, last worker done at "
-				       "%.1f; per worker: start %.1f + items %.1f + pass-1 wait %.1f + idle at the end %.1f + "
-				       "after %.1f; %.1f items per worker\n", tc.steps, tc.step_us, tc.last_us, tc.start_us,
-				       tc.items_us, tc.wait_us, tc.idle_us, tc.after_us, tc.items_per_worker);
+				       "%.1f; per worker: start %.1f (prep %.1f) + items %.1f + pass-1 wait %.1f + idle at "
+				       "the end %.1f (after the last arrival %.1f) + after %.1f; %.1f items per worker\n",
+				       tc.steps, tc.step_us, tc.last_us, tc.start_us, tc.prep_us, tc.items_us, tc.wait_us,
+				       tc.idle_us, tc.bar_us, tc.after_us, tc.items_per_worker);
+				const struct ftcpumoe_trace_fig *m = &tc.med;
+				printf("  trace, medians over the steps: step %.1f, last %.1f; start %.2f (prep %.2f) + items "
+				       "%.1f + wait %.2f + idle %.2f (after the last arrival %.2f) + after %.2f\n", m->step_us,
+				       m->last_us, m->start_us, m->prep_us, m->items_us, m->wait_us, m->idle_us, m->bar_us,
+				       m->after_us);
+			}
 			fflush(stdout);
 		}
 		ftcli_progress(++done, total, label);

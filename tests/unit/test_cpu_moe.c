@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hw/cpu.h"
 #include "moe/cpu/cpumoe.h"
@@ -415,6 +416,57 @@ static void test_ksplit_ranges(void **s)
 	free_banks(&b);
 }
 
+/* The mxfp4 K split's two W4A8 decodes (VBMI byte permutes, AVX-512 BW shuffles; ftkern_mx_vbmi)
+ * give the same partials bit for bit: whole and odd ranges of bank rows, adding into partials
+ * already non-zero; 1 token (the VBMI decode's) and up to 6 (a tile of 4 and a partial one:
+ * the shuffles either way). Where the CPU has no VBMI both
+ * run the shuffles (checked equal all the same). */
+static void test_mx_decodes(void **s)
+{
+	struct banks b;
+	make_banks(&b, FTFMT_MXFP4_TRITON);
+	const struct ftkern_ops *o = ftkern_select(FTCPUMOE_ISA_AVX512VNNI, FTFMT_MXFP4_TRITON, ci.isa);
+	if (!ftcpumoe_isa_supported(FTCPUMOE_ISA_AVX512VNNI, ci.isa) || !o || !o->rows_t) {
+		free_banks(&b);
+		skip();
+	}
+	enum { NT = 6 };
+	static _Alignas(64) uint8_t xq[NT][8192];
+	static float x[H], p0[NT][2 * I], p1[NT][2 * I], tmp[NT * 2 * I];
+	const void *xs[NT];
+	float *ps0[NT], *ps1[NT];
+	assert_true(o->xbytes(H) <= sizeof xq[0]);
+	for (int t = 0; t < NT; t++) {
+		for (int i = 0; i < H; i++)
+			x[i] = (float)gauss() * (t + 1);
+		o->prep(x, H, xq[t]);
+		xs[t] = xq[t];
+		ps0[t] = p0[t];
+		ps1[t] = p1[t];
+	}
+	struct ftkern_mat m = {b.mem[0], b.mem[1], NULL, H, 2 * I};
+	static const long cut[][2] = {{0, H / 2}, {0, 16}, {7, 53}, {16, 17}, {33, 80}, {107, H / 2}};
+	int keep = ftkern_mx_vbmi;
+	for (size_t c = 0; c < sizeof cut / sizeof cut[0]; c++)
+		for (int nb = 1; nb <= NT; nb++) {
+			for (int t = 0; t < nb; t++)
+				for (int n = 0; n < 2 * I; n++)
+					p0[t][n] = p1[t][n] = (float)n;
+			ftkern_mx_vbmi = 0;
+			o->rows_t(&m, cut[c][0], cut[c][1], nb, xs, ps0, tmp);
+			ftkern_mx_vbmi = 1;
+			o->rows_t(&m, cut[c][0], cut[c][1], nb, xs, ps1, tmp);
+			for (int t = 0; t < nb; t++)
+				if (memcmp(p0[t], p1[t], sizeof p0[t]))
+					for (int n = 0; n < 2 * I; n++)
+						if (memcmp(&p0[t][n], &p1[t][n], sizeof(float)))
+							fail_msg("rows [%ld, %ld) nb %d token %d column %d: shuffles %.9g, vbmi %.9g",
+								 cut[c][0], cut[c][1], nb, t, n, p0[t][n], p1[t][n]);
+		}
+	ftkern_mx_vbmi = keep;
+	free_banks(&b);
+}
+
 /* Batch 1 takes the lean step (x and h prepared by every worker for itself, fewer barriers); it
  * must compute what the shared-prep step computes (the same token twice in a batch of 2, which
  * takes the shared step), for every format on its best tier, top-k up to E. */
@@ -450,6 +502,66 @@ static void test_lean_step(void **s)
 				fail_msg("%s lean vs shared step: rel err %.3g", ftfmt_get(fs[fi])->name, e);
 		}
 		ftcpumoe_free(x);
+		free_banks(&b);
+	}
+}
+
+/* A step with no live route (every id -1: all of a batch's experts elsewhere) writes 0 and
+ * returns, in every schedule (the dynamic ones once counted the last expert's finer pass-2
+ * items without a last expert and waited for them forever); the steps around it compute what
+ * the static split computes (within 1e-5), batch 1 and 2, with pauses longer than the pool's
+ * spin between some, so that a step wakes sleeping workers. */
+static void test_no_routes(void **s)
+{
+	static const enum ftfmt_id fs[] = {FTFMT_Q4_0, FTFMT_NVFP4, FTFMT_MXFP4_TRITON, FTFMT_BF16};
+	for (size_t fi = 0; fi < sizeof fs / sizeof fs[0]; fi++) {
+		struct banks b;
+		make_banks(&b, fs[fi]);
+		struct ftcpumoe_tune t0, t1;
+		ftcpumoe_tune_defaults(&t0);
+		t0.sched = FTCPUMOE_SCHED_STATIC;
+		t1 = t0;
+		t1.sched = FTCPUMOE_SCHED_DYNAMIC;
+		struct ftcpumoe_cfg cfg = {.format = fs[fi], .hidden = H, .inter = I, .experts = E, .layers = L,
+					 .banks = b.ptr, .act = FTFMT_ACT_SILU, .max_batch = 2, .max_topk = TOPK,
+					 .isa = FTCPUMOE_ISA_AUTO, .pool = pool, .cpu = &ci};
+		struct ftcpumoe *x0 = NULL, *x1 = NULL;
+		cfg.tune = &t0;
+		assert_int_equal(ftcpumoe_create(&cfg, &x0), 0);
+		cfg.tune = &t1;
+		assert_int_equal(ftcpumoe_create(&cfg, &x1), 0);
+		for (int rep = 0; rep < 24; rep++) {
+			int Bt = rep % 4 == 3 ? 2 : 1, none = rep % 3 == 1;
+			float xin[2 * H], w[2 * TOPK], o0[2 * H], o1[2 * H];
+			double d[2 * H];
+			int32_t ids[2 * TOPK];
+			for (int i = 0; i < Bt * H; i++)
+				xin[i] = (float)gauss();
+			routes(Bt, ids, w);
+			if (none)
+				for (int i = 0; i < Bt * TOPK; i++)
+					ids[i] = -1;
+			for (int i = 0; i < Bt * H; i++)
+				o0[i] = o1[i] = NAN;
+			if (rep % 8 == 7)
+				usleep(5000);
+			assert_int_equal(ftcpumoe_forward(x1, rep % L, Bt, TOPK, xin, ids, w, o1), 0);
+			assert_int_equal(ftcpumoe_forward(x0, rep % L, Bt, TOPK, xin, ids, w, o0), 0);
+			for (int i = 0; i < Bt * H; i++)
+				d[i] = o0[i];
+			double e = rel_err(o1, d, (size_t)Bt * H);
+			if (none) {
+				for (int i = 0; i < Bt * H; i++)
+					if (o0[i] != 0.0f || o1[i] != 0.0f)
+						fail_msg("%s step %d (batch %d, no route): output %d is %g (static), %g (dynamic)",
+							 ftfmt_get(fs[fi])->name, rep, Bt, i, o0[i], o1[i]);
+			} else if (!(e <= 1e-5)) {
+				fail_msg("%s step %d (batch %d): dynamic vs static rel err %.3g", ftfmt_get(fs[fi])->name,
+					 rep, Bt, e);
+			}
+		}
+		ftcpumoe_free(x0);
+		ftcpumoe_free(x1);
 		free_banks(&b);
 	}
 }
@@ -1023,6 +1135,15 @@ static void test_trace(void **s)
 		assert_true(t.items_us > 0 && t.items_per_worker > 0 && t.last_us <= t.step_us);
 		double sum = t.start_us + t.items_us + t.wait_us + t.idle_us + t.after_us;
 		assert_true(sum > 0 && sum <= t.step_us * 1.001);
+		/* the parts inside parts, and the medians over 3 steps within their range */
+		int prep = ftcpumoe_isa(x) >= FTCPUMOE_ISA_AVX512VNNI; /* W4A8: x quantized (prep) */
+		assert_true(t.prep_us >= 0 && t.prep_us <= t.start_us && t.bar_us >= 0 && t.bar_us <= t.idle_us);
+		const struct ftcpumoe_trace_fig *m = &t.med;
+		assert_true(m->items_us > 0 && m->prep_us >= 0 && m->prep_us <= m->start_us * 1.001);
+		if (prep)
+			assert_true(t.prep_us > 0 && m->prep_us > 0);
+		assert_true(m->bar_us <= m->idle_us * 1.001 && m->last_us <= m->step_us * 1.001);
+		assert_true(m->step_us <= 3 * t.step_us && m->items_us <= 3 * t.items_us);
 		assert_int_equal(ftcpumoe_trace(x, &t, 0), 0);
 		assert_int_equal(t.steps, 0); /* reset */
 		ftcpumoe_free(x);
@@ -1056,8 +1177,8 @@ int main(void)
 		cmocka_unit_test(test_lean_step), cmocka_unit_test(test_mxfp4),  cmocka_unit_test(test_ds_fp4),
 		cmocka_unit_test(test_q4_0),   cmocka_unit_test(test_q4_long_rows), cmocka_unit_test(test_act_avx512),
 		cmocka_unit_test(test_batch32_and_duplicates),
-		cmocka_unit_test(test_ksplit_ranges), cmocka_unit_test(test_streams),
-		cmocka_unit_test(test_schedules), cmocka_unit_test(test_tune_values), cmocka_unit_test(test_trace),
+		cmocka_unit_test(test_ksplit_ranges), cmocka_unit_test(test_mx_decodes), cmocka_unit_test(test_streams),
+		cmocka_unit_test(test_schedules), cmocka_unit_test(test_no_routes), cmocka_unit_test(test_tune_values), cmocka_unit_test(test_trace),
 		cmocka_unit_test(test_amx_bf16), cmocka_unit_test(test_tune_isa),
 	};
 	return cmocka_run_group_tests_name("cpu_moe", tests, setup, teardown);

@@ -103,6 +103,7 @@ struct ftcpumoe_tune {
 	long pf_far;     /* row kernels' L2 prefetch distance, bytes (0: none) */
 	long mx_pf_dist; /* mxfp4 K split's row prefetch distance, 64..8192 bytes */
 	long pf_scales;  /* 1: the W4A8 kernels prefetch their scale streams (0: not, as before) */
+	long mx_vbmi;    /* 1: the mxfp4 K split decodes with VBMI where the CPU has it (0: shuffles) */
 	long trace;      /* 1: time the dynamic steps (ftcpumoe_trace) */
 	long amx_min_nb; /* amx tier, 4-bit formats: tokens of an expert from which the tiles run */
 };
@@ -182,13 +183,21 @@ int ftcpumoe_forward(struct ftcpumoe *x, int layer, int B, int topk, const float
 
 /* tune.trace = 1: where the dynamic schedules' steps spend their time, per worker and step,
  * averaged (us). start: from the driver starting the run to the worker starting its items
- * (wake-up, activation prep); items: in work items, less wait: spinning for a group's pass 1;
- * idle: from the worker's last item to leaving the step's barrier; after: the reduction after
- * it. last: from the start to the last worker being done; step: the driver's whole call. Steps
- * of the static splits are not traced. */
+ * (wake-up, activation prep; prep: of it, a batch-1 step's x prepared by each worker); items:
+ * in work items, less wait: spinning for a group's pass 1; idle: from the worker's last item to
+ * leaving the step's barrier (bar: of it, after the last worker reached the barrier); after:
+ * the reduction after it. last: from the start to the last worker being done; step: the
+ * driver's whole call. med: the same figures' medians over the steps (the first 4096 since the
+ * reset), each step's figure the mean over its workers: a slow step (a worker woken from its
+ * sleep) moves the means, not these. Steps of the static splits are not traced. */
+struct ftcpumoe_trace_fig {
+	double step_us, last_us, start_us, prep_us, items_us, wait_us, idle_us, bar_us, after_us;
+};
 struct ftcpumoe_trace {
 	long steps;
 	double step_us, last_us, start_us, items_us, wait_us, idle_us, after_us, items_per_worker;
+	double prep_us, bar_us;
+	struct ftcpumoe_trace_fig med;
 };
 /* Fill *out (may be NULL) and, with reset, start over. -ENODATA when tracing is off. */
 int ftcpumoe_trace(struct ftcpumoe *x, struct ftcpumoe_trace *out, int reset);

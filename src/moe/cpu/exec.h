@@ -32,12 +32,17 @@ enum ftcpumoe_sched_kind {
 	FTCPUMOE_RUN_ROWS,     /* static, every group's rows cut per worker (sched_static.c) */
 };
 
-/* Per-worker sums over traced steps (ns): start after the driver posted the run, in items,
- * spinning for a group's pass 1, from the last item to leaving the barrier, after it. */
+/* Per-worker sums over traced steps (ns): start after the driver posted the run (prep: of it,
+ * preparing x), in items, spinning for a group's pass 1, from the last item to leaving the
+ * barrier, after it. */
 struct ftcpumoe_wtrace {
-	_Alignas(64) uint64_t wake, items, wait, idle, after, nitems;
-	uint64_t end; /* this step: when the worker was done */
+	_Alignas(64) uint64_t wake, prep, items, wait, idle, after, nitems;
+	uint64_t arrive, left, end; /* this step: reached the barrier, left it, was done */
 };
+/* Per-step figures kept for the medians (trace.c): up to FTCPUMOE_TRACE_STEPS steps. */
+#define FTCPUMOE_TRACE_STEPS 4096
+enum { FTCPUMOE_TR_STEP, FTCPUMOE_TR_LAST, FTCPUMOE_TR_START, FTCPUMOE_TR_PREP, FTCPUMOE_TR_ITEMS,
+       FTCPUMOE_TR_WAIT, FTCPUMOE_TR_IDLE, FTCPUMOE_TR_BAR, FTCPUMOE_TR_AFTER, FTCPUMOE_TR_N };
 
 struct ftcpumoe {
 	struct ftcpumoe_cfg cfg;
@@ -99,6 +104,10 @@ struct ftcpumoe {
 	uint64_t t_post;              /* this call: when the driver started the run */
 	struct ftcpumoe_wtrace *tr;     /* [threads] */
 	uint64_t tr_steps, tr_step_ns, tr_last_ns; /* tr_last_ns: sum of (last worker done - post) */
+	uint64_t tr_bar_ns;           /* sum over steps and workers: left the barrier - last arrival */
+	uint64_t tr_prev[FTCPUMOE_TR_N]; /* the sums over workers after the previous traced step */
+	float *tr_rec;                /* [FTCPUMOE_TR_N][FTCPUMOE_TRACE_STEPS]: per step, us per worker */
+	float *tr_sort;               /* [FTCPUMOE_TRACE_STEPS]: scratch for a median */
 	_Alignas(64) atomic_int next; /* next unclaimed item */
 	/* pass-1 items finished per group; row-major: n1 + 1 once h is prepared, K split: n1t */
 	_Alignas(64) atomic_int done1[FTCPUMOE_MAX_SLOTS];
@@ -222,12 +231,20 @@ static inline void ftcpumoe_trace_wait(struct ftcpumoe *x, int tid, uint64_t t0)
 		x->tr[tid].wait += fttime_now_ns() - t0;
 }
 
+static inline void ftcpumoe_trace_prep(struct ftcpumoe *x, int tid, uint64_t t0)
+{
+	if (x->trace)
+		x->tr[tid].prep += fttime_now_ns() - t0;
+}
+
 static inline void ftcpumoe_trace_end(struct ftcpumoe *x, int tid, uint64_t t_last, uint64_t t_bar)
 {
 	if (x->trace) {
 		uint64_t t = fttime_now_ns();
 		x->tr[tid].idle += t_bar - t_last;
 		x->tr[tid].after += t - t_bar;
+		x->tr[tid].arrive = t_last;
+		x->tr[tid].left = t_bar;
 		x->tr[tid].end = t;
 	}
 }

@@ -63,6 +63,7 @@ static void set_kernel_knobs(const struct ftcpumoe_tune *t)
 	ftkern_pf_far = (int)t->pf_far;
 	ftkern_mx_pf_dist = (int)(t->mx_pf_dist / 64 * 64);
 	ftkern_pf_scales = (int)t->pf_scales;
+	ftkern_mx_vbmi = (int)t->mx_vbmi;
 	ftkern_amx_i8_min_nb = (int)t->amx_min_nb;
 }
 
@@ -184,6 +185,12 @@ int ftcpumoe_create(const struct ftcpumoe_cfg *cfg, struct ftcpumoe **out)
 	x->tr = alloc_aligned((size_t)x->nthreads * sizeof *x->tr);
 	if (!x->tr)
 		goto fail;
+	if (x->trace) {
+		x->tr_rec = alloc_aligned((size_t)FTCPUMOE_TR_N * FTCPUMOE_TRACE_STEPS * sizeof(float));
+		x->tr_sort = alloc_aligned(FTCPUMOE_TRACE_STEPS * sizeof(float));
+		if (!x->tr_rec || !x->tr_sort)
+			goto fail;
+	}
 	x->xpriv = alloc_aligned((size_t)x->nthreads * x->xq_stride);
 	x->hpriv = alloc_aligned((size_t)x->nthreads * (size_t)cfg->max_topk * x->hq_stride);
 	if (!x->xpriv || !x->hpriv)
@@ -226,6 +233,8 @@ void ftcpumoe_free(struct ftcpumoe *x)
 	free(x->part);
 	free(x->touch);
 	free(x->tr);
+	free(x->tr_rec);
+	free(x->tr_sort);
 	free(x->hslice);
 	free(x->pout);
 	free(x->ptouch);
@@ -262,7 +271,11 @@ static void forward_worker(void *arg, int tid, int n)
 	const struct ftkern_ops *ops = x->ops;
 	if (ops->prep) {
 		if (x->lean) {
+			int traced = x->run == FTCPUMOE_RUN_DYN || x->run == FTCPUMOE_RUN_DYN_K;
+			uint64_t t0 = traced ? ftcpumoe_trace_now(x) : 0;
 			ops->prep(x->xin, x->cfg.hidden, x->xpriv + (size_t)tid * x->xq_stride);
+			if (traced)
+				ftcpumoe_trace_prep(x, tid, t0);
 		} else {
 			for (int b = tid; b < x->B; b += n)
 				ops->prep(x->xin + (size_t)b * x->cfg.hidden, x->cfg.hidden,
@@ -344,8 +357,11 @@ int ftcpumoe_forward(struct ftcpumoe *x, int layer, int B, int topk, const float
 	x->lean = B == 1;
 	x->lean_h = x->lean && (x->run == FTCPUMOE_RUN_FLAT || x->run == FTCPUMOE_RUN_ROWS);
 	if (dyn) {
-		x->nitems = x->run == FTCPUMOE_RUN_DYN ? x->ngrp * (x->n1 + x->n2) - x->n2 + x->n2f
-						     : x->ngrp * (x->n1t + x->n2t) - x->n2t + x->n2tf;
+		/* no live route (every id -1): no items, the output 0 (the last group's finer pass 2
+		 * counted without a last group would be items of group -1, waited for forever) */
+		x->nitems = !x->ngrp ? 0
+			    : x->run == FTCPUMOE_RUN_DYN ? x->ngrp * (x->n1 + x->n2) - x->n2 + x->n2f
+							 : x->ngrp * (x->n1t + x->n2t) - x->n2t + x->n2tf;
 		atomic_store_explicit(&x->next, 0, memory_order_relaxed);
 		for (int g = 0; g < x->ngrp; g++)
 			atomic_store_explicit(&x->done1[g], 0, memory_order_relaxed);

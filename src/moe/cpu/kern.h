@@ -111,6 +111,11 @@ extern int ftkern_pf_far;
  * mxfp4_triton W4A8 K split (a multiple of 64). */
 #define FTKERN_MX_PF_DIST 256
 extern int ftkern_mx_pf_dist;
+/* ftkern_mx_vbmi: 1, the mxfp4_triton W4A8 K split decodes one token's weights with VBMI byte
+ * permutes where the CPU has them (the same sums bit for bit); 0: with the AVX-512 BW shuffles
+ * always (and always from 2 tokens). */
+#define FTKERN_MX_VBMI 1
+extern int ftkern_mx_vbmi;
 /* ftkern_pf_scales: 1, the W4A8 kernels prefetch their scale streams: nvfp4 / ds_fp4 near (L1)
  * and far (L2) once per 64-byte line at the weights' distances scaled to the stream's rate,
  * nvfp4's per-row fp16 globals a line ahead, the mxfp4 K split's block scales with its rows; 0:
