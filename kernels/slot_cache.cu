@@ -50,13 +50,6 @@
 #define FTSC_LOW_FIRST 1        /* a wide span tries the lowest digit first (0: bench/ensure_prof.cu's A/B) */
 #endif
 #define FTSC_TRACK 8            /* usages ranked in slot order by the packed scan (2 x 4 x 16 bits) */
-#ifndef FTSC_TIE_SKIP
-/* 1: the ordered path skips its count and scan when nothing ties at ustar (every start state) and
- * scans one 64-bit word for up to 3 tracked usages. Off: not yet run through test_slot_cache_gpu
- * in this form (bench/RESULTS.md, issue 23 round 4: the start state 0.7-0.8 us faster per call
- * on qwen3.5-35B with a first draft, whose no-pass case was wrong) */
-#define FTSC_TIE_SKIP 0
-#endif
 #define FULL_MASK 0xffffffffu
 /* dynamic shared memory for C slots: usage (int64, rounded up to 16 bytes) and id_of_slot */
 #define FTSC_DYN_BYTES(C) ((size_t)(((C) + 1) & ~1) * 8 + (size_t)(C) * 4)
@@ -662,7 +655,6 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 			for (int q = 0; q < FTSC_TRACK; q++)
 				tb[q] = q < nt ? sm.track[q] : q == nt ? d0 : -2;
 			unsigned long long pa = 0, pb = 0;
-#if FTSC_TIE_SKIP
 			if (nt == 0) {
 				/* only ustar's slots can tie (field 0): one 32-bit scan, none when one slot
 				 * holds ustar (sm.sorted[d0] == 1: a pass ran, and its histogram counted
@@ -692,27 +684,6 @@ __global__ void __launch_bounds__(FTSC_BLOCK, 1)
 					pb = pp[1];
 				}
 			}
-#else
-			if (nt == 0) { /* only ustar's slots tie (field 0): one 32-bit scan */
-				int cnt = 0;
-				for (int s = s0; s < s1; s++)
-					cnt += uc[s] == ustar;
-				pa = (unsigned long long)block_scan(cnt, &tot, sm.warp_sums);
-			} else {
-				for (int s = s0; s < s1; s++) {
-					long long u = uc[s];
-					if (u < step && u <= ustar) {
-						int j = track_field(tb, (int)(u - umin));
-						if (j >= 0)
-							field_add(&pa, &pb, j);
-					}
-				}
-				unsigned long long pp[2] = {pa, pb};
-				block_scan_n<unsigned long long, 2>(pp, NULL, sm.wscan);
-				pa = pp[0];
-				pb = pp[1];
-			}
-#endif
 			PROF(16);
 			for (int s = s0; s < s1; s++) {
 				long long u = uc[s];
