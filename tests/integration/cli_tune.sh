@@ -20,7 +20,7 @@ SMALL="--format nvfp4 --warmup 0 --working-set-mib 8 --read-passes 0 --repeat 2 
 "$FT" cpu-moe --tune help >"$T/out" 2>"$T/err"; rc=$?
 check "--tune help: exit 0" [ $rc -eq 0 ]
 check "--tune help: every key with its default and range" sh -c "
-	for k in isa sched item_kb item2_kb tail_div pf_dist pf_far mx_pf_dist pf_scales mx_vbmi mx_group trace; do
+	for k in isa sched item_kb item2_kb tail_div pf_dist pf_far mx_pf_dist pf_scales mx_vbmi trace; do
 		grep -Eq \"^  \$k +default \" '$T/out' || exit 1
 	done
 	grep -Eq '^  pf_dist +default 4096 +an integer from 0 to 65536' '$T/out'"

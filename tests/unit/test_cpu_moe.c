@@ -467,85 +467,6 @@ static void test_mx_decodes(void **s)
 	free_banks(&b);
 }
 
-/* The mxfp4 K split's row groups (ftkern_mx_group 2..16): every group size, with both decodes,
- * gives the partials of the walk over whole blocks (16, the shuffles) bit for bit: 1 to 8 tokens,
- * ranges with odd and mid-block ends, on a matrix of 70 strips (columns in several chunks of the
- * L1 buffer at every token count, the last one partial), adding into partials already non-zero.
- * The whole-block walk itself within the W4A8 tolerance of a double reference. */
-static void test_mx_groups(void **s)
-{
-	const struct ftkern_ops *o = ftkern_select(FTCPUMOE_ISA_AVX512VNNI, FTFMT_MXFP4_TRITON, ci.isa);
-	if (!ftcpumoe_isa_supported(FTCPUMOE_ISA_AVX512VNNI, ci.isa) || !o || !o->rows_t)
-		skip();
-	enum { NT = 8, KX = 64, NX = 70 * 64 };
-	static const float e2m1[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
-	static _Alignas(64) uint8_t w[KX / 2 * NX], sc[KX / 32 * NX], xq[NT][1024];
-	static float x[NT][KX], ref[NT][NX], got[NT][NX], tmp[NT * NX];
-	static double want[NX];
-	const void *xs[NT];
-	float *pr[NT], *pg[NT];
-	for (size_t i = 0; i < sizeof w; i++)
-		w[i] = (uint8_t)(rnd() >> 56);
-	for (size_t i = 0; i < sizeof sc; i++)
-		sc[i] = (uint8_t)(120 + rnd() % 16);
-	assert_true(o->xbytes(KX) <= sizeof xq[0]);
-	for (int t = 0; t < NT; t++) {
-		for (int k = 0; k < KX; k++)
-			x[t][k] = (float)gauss() * (t + 1);
-		o->prep(x[t], KX, xq[t]);
-		xs[t] = xq[t];
-		pr[t] = ref[t];
-		pg[t] = got[t];
-	}
-	struct ftkern_mat m = {w, sc, NULL, KX, NX};
-	static const long cut[][2] = {{0, KX / 2}, {0, 16}, {1, 31}, {7, 23}, {16, 17}, {3, 4}, {5, 30}, {2, 13}};
-	static const int groups[] = {2, 4, 6, 8, 10, 12, 14, 3};
-	int keep_g = ftkern_mx_group, keep_v = ftkern_mx_vbmi;
-	for (size_t c = 0; c < sizeof cut / sizeof cut[0]; c++)
-		for (int nb = 1; nb <= NT; nb++) {
-			for (int t = 0; t < nb; t++)
-				for (int n = 0; n < NX; n++)
-					ref[t][n] = (float)n;
-			ftkern_mx_group = 16;
-			ftkern_mx_vbmi = 0;
-			o->rows_t(&m, cut[c][0], cut[c][1], nb, xs, pr, tmp);
-			if (nb == 1 || nb == NT) { /* the reference: sum over k of x * e2m1 * 2^(e - 127) */
-				for (int t = 0; t < nb; t += NT - 1) {
-					for (int n = 0; n < NX; n++) {
-						double v = 0;
-						for (long r = cut[c][0]; r < cut[c][1]; r++) {
-							uint8_t q = w[r * NX + n];
-							double f = ldexp(1.0, sc[r / 16 * NX + n] - 127);
-							v += (double)x[t][2 * r] * e2m1[q & 15] * f + (double)x[t][2 * r + 1] * e2m1[q >> 4] * f;
-						}
-						want[n] = v + n;
-						got[t][n] = ref[t][n];
-					}
-					double e = rel_err(got[t], want, NX);
-					if (!(e <= tolerance(FTFMT_MXFP4_TRITON, "w4a8")))
-						fail_msg("rows [%ld, %ld) nb %d token %d: relative error %.3g", cut[c][0], cut[c][1], nb, t, e);
-				}
-			}
-			for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++)
-				for (int v = 0; v < 2; v++) {
-					for (int t = 0; t < nb; t++)
-						for (int n = 0; n < NX; n++)
-							got[t][n] = (float)n;
-					ftkern_mx_group = groups[g];
-					ftkern_mx_vbmi = v;
-					o->rows_t(&m, cut[c][0], cut[c][1], nb, xs, pg, tmp);
-					for (int t = 0; t < nb; t++)
-						if (memcmp(ref[t], got[t], sizeof ref[t]))
-							for (int n = 0; n < NX; n++)
-								if (memcmp(&ref[t][n], &got[t][n], sizeof(float)))
-									fail_msg("rows [%ld, %ld) nb %d group %d vbmi %d token %d column %d: %.9g, whole blocks %.9g",
-										 cut[c][0], cut[c][1], nb, groups[g], v, t, n, got[t][n], ref[t][n]);
-				}
-		}
-	ftkern_mx_group = keep_g;
-	ftkern_mx_vbmi = keep_v;
-}
-
 /* Batch 1 takes the lean step (x and h prepared by every worker for itself, fewer barriers); it
  * must compute what the shared-prep step computes (the same token twice in a batch of 2, which
  * takes the shared step), for every format on its best tier, top-k up to E. */
@@ -1256,7 +1177,7 @@ int main(void)
 		cmocka_unit_test(test_lean_step), cmocka_unit_test(test_mxfp4),  cmocka_unit_test(test_ds_fp4),
 		cmocka_unit_test(test_q4_0),   cmocka_unit_test(test_q4_long_rows), cmocka_unit_test(test_act_avx512),
 		cmocka_unit_test(test_batch32_and_duplicates),
-		cmocka_unit_test(test_ksplit_ranges), cmocka_unit_test(test_mx_decodes), cmocka_unit_test(test_mx_groups), cmocka_unit_test(test_streams),
+		cmocka_unit_test(test_ksplit_ranges), cmocka_unit_test(test_mx_decodes), cmocka_unit_test(test_streams),
 		cmocka_unit_test(test_schedules), cmocka_unit_test(test_no_routes), cmocka_unit_test(test_tune_values), cmocka_unit_test(test_trace),
 		cmocka_unit_test(test_amx_bf16), cmocka_unit_test(test_tune_isa),
 	};

@@ -106,7 +106,6 @@ struct ftcpumoe_tune {
 	long mx_vbmi;    /* 1: the mxfp4 K split decodes with VBMI where the CPU has it (0: shuffles) */
 	long trace;      /* 1: time the dynamic steps (ftcpumoe_trace) */
 	long amx_min_nb; /* amx tier, 4-bit formats: tokens of an expert from which the tiles run */
-	long mx_group;   /* 2..16: bank rows per pass of the mxfp4 W4A8 K split's blocks (even) */
 };
 
 enum ftcpumoe_knob_type {

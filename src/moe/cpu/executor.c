@@ -64,7 +64,6 @@ static void set_kernel_knobs(const struct ftcpumoe_tune *t)
 	ftkern_mx_pf_dist = (int)(t->mx_pf_dist / 64 * 64);
 	ftkern_pf_scales = (int)t->pf_scales;
 	ftkern_mx_vbmi = (int)t->mx_vbmi;
-	ftkern_mx_group = (int)(t->mx_group & ~1L);
 	ftkern_amx_i8_min_nb = (int)t->amx_min_nb;
 }
 

@@ -116,12 +116,6 @@ extern int ftkern_mx_pf_dist;
  * always (and always from 2 tokens). */
 #define FTKERN_MX_VBMI 1
 extern int ftkern_mx_vbmi;
-/* ftkern_mx_group: bank rows (even, 2..16) of a scale block the mxfp4_triton W4A8 K split walks
- * per pass over a chunk of columns (16: the block's rows strip by strip, one pass; fewer: that
- * many concurrent row streams, the int32 sums kept in L1 between groups). The same outputs bit
- * for bit. */
-#define FTKERN_MX_GROUP 16
-extern int ftkern_mx_group;
 /* ftkern_pf_scales: 1, the W4A8 kernels prefetch their scale streams: nvfp4 / ds_fp4 near (L1)
  * and far (L2) once per 64-byte line at the weights' distances scaled to the stream's rate,
  * nvfp4's per-row fp16 globals a line ahead, the mxfp4 K split's block scales with its rows; 0:

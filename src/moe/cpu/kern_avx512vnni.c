@@ -450,18 +450,12 @@ static void ftkern_rows_q4_0(const struct ftkern_mat *m, long r0, long r1, int n
  * each lane gets (e8m0 scale) * (activation scale) into fp32 partials in tmp; the decodes leave
  * columns in a fixed order within a strip, undone once per call when tmp is added into ps.
  * Prefetch: every row of the block ftkern_mx_pf_dist bytes ahead of its strip, wrapping to the
- * next block's rows. With ftkern_mx_group < 16 the block's rows are walked in groups of that
- * many (fewer concurrent streams), each over a chunk of strips, the int32 sums kept in an L1
- * buffer between groups (kern_mx_body.h); the same outputs bit for bit.
+ * next block's rows.
  * Activations: int8 per 32-element block (mxfp4's scale block). Prepared layout: int8 q[K] |
  * int16 pair sums (q[2kk] + q[2kk+1]) [K/2] | float block scale / 2 [K/32]. */
 #define MX_STRIP 64
-/* int32 sums kept between a block's row groups (ftkern_mx_group): 16 KiB, the chunk of
- * columns walked per group is 4096 / tokens */
-#define MX_GBUF 256
 int ftkern_mx_pf_dist = FTKERN_MX_PF_DIST;
 int ftkern_mx_vbmi = FTKERN_MX_VBMI;
-int ftkern_mx_group = FTKERN_MX_GROUP;
 
 static size_t mx_xbytes(long K)
 {

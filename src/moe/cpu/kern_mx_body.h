@@ -62,116 +62,75 @@ AI void MX_PAIR(const uint8_t *q0, long N, const int8_t *const *x, long kp, __m5
 	}
 }
 
-/* Bank rows [ra, rb) of scale block kb (all inside it), tokens x[0..NB), into t[b] (permuted).
- * The block's rows are walked in groups of ftkern_mx_group rows (even): for each group every
- * strip of a chunk of columns, the strips' int32 sums kept in gbuf (L1) between groups, the
- * scale step done when the block's last group passes the strip. One group (16 rows, or a range
- * that short) is the walk strip by strip over the whole block, in one chunk of all N columns.
- * The int32 sums are exact, and the fp32 step the same, so every group size gives the same
- * output bit for bit. */
+/* Bank rows [ra, rb) of scale block kb (all inside it), tokens x[0..NB), into t[b] (permuted). */
 AI void MX_BLOCK(const struct ftkern_mat *m, long ra, long rb, long kb, long kk1, const int8_t *const *x, const int *corr, const float *xsc, float *const *t, const int NB)
 {
 	const __m512i emask = _mm512_set1_epi32(0x7F800000);
-	long N = m->N, rows_total = m->K / 2, pd = ftkern_mx_pf_dist, G = ftkern_mx_group & ~1;
+	long N = m->N, rows_total = m->K / 2, pd = ftkern_mx_pf_dist;
 	int psc = ftkern_pf_scales;
 	const uint8_t *w = m->w, *sc = m->s + kb * N;
 	long p0 = ra & ~1L;
-	if (G < 2)
-		G = 2;
-	int one = p0 + G >= rb; /* one group */
-	__m512i gbuf[MX_GBUF];
-	long cw = one ? N : MX_GBUF / (4 * NB) * MX_STRIP; /* columns per chunk */
-	for (long c0 = 0; c0 < N; c0 += cw) {
-		long c1 = c0 + cw < N ? c0 + cw : N;
-		for (long g0 = p0; g0 < rb; g0 += G) {
-			long g1 = g0 + G < rb ? g0 + G : rb;
-			const int first = g0 == p0, last = g1 == rb;
-			for (long c = c0; c < c1; c += MX_STRIP) {
-				__m512i *gb = gbuf + (c - c0) / MX_STRIP * 4 * NB;
-				{
-					/* the group's rows ftkern_mx_pf_dist bytes ahead, wrapping to the
-					 * next group's (the next chunk's first group, the next block's,
-					 * those inside the range and the matrix), and the block's scale
-					 * row (one byte per column) with its last group: a stream of 1/16
-					 * of the weights' bytes */
-					long off = c + pd, r0 = g0, r1 = g1;
-					const uint8_t *ps = last ? sc : NULL;
-					if (off >= c1) {
-						off -= c1;
-						if (g1 < rb) { /* the next group of this chunk */
-							off += c0;
-							r0 = g1;
-							r1 = g1 + G < rb ? g1 + G : rb;
-							ps = r1 == rb ? sc : NULL;
-						} else if (c1 < N) { /* the next chunk's first group */
-							off += c1;
-							r1 = p0 + G < rb ? p0 + G : rb;
-							r0 = p0;
-							ps = r1 == rb ? sc : NULL;
-						} else { /* the next block's first group */
-							long e = rb + 16 < kk1 ? rb + 16 : kk1;
-							e = e < rows_total ? e : rows_total;
-							r0 = rb;
-							r1 = rb + G < e ? rb + G : e;
-							ps = r1 == e ? sc + N : NULL;
-						}
-					}
-					const char *q = (const char *)w + r0 * N + off;
-					for (long r = r0; r < r1; r++, q += N)
-						_mm_prefetch(q, _MM_HINT_T0);
-					if (psc && ps && r1 > r0)
-						_mm_prefetch((const char *)ps + off, _MM_HINT_T0);
-				}
-				__m512i acc[FTKERN_TILE][4];
-				FTKERN_UNROLL
-				for (int b = 0; b < NB; b++)
-					FTKERN_UNROLL
-					for (int j = 0; j < 4; j++)
-						acc[b][j] = first ? _mm512_setzero_si512() : _mm512_load_si512(gb + 4 * b + j);
-				long kp = g0;
-				if (kp < ra) { /* ra odd: the pair's first row is outside the range */
-					MX_PAIR(w + kp * N + c, N, x, kp, acc, 0, kp + 1 < rb, NB);
-					kp += 2;
-				}
-				for (; kp + 1 < g1; kp += 2)
-					MX_PAIR(w + kp * N + c, N, x, kp, acc, 1, 1, NB);
-				if (kp < g1) /* rb odd */
-					MX_PAIR(w + kp * N + c, N, x, kp, acc, 1, 0, NB);
-				if (!last) {
-					FTKERN_UNROLL
-					for (int b = 0; b < NB; b++)
-						FTKERN_UNROLL
-						for (int j = 0; j < 4; j++)
-							_mm512_store_si512(gb + 4 * b + j, acc[b][j]);
-					continue;
-				}
-				/* the columns' e8m0 scales as fp32 (the byte into the exponent
-				 * field), in the accumulators' column order */
-				__m512i s = _mm512_loadu_si512(sc + c);
-				__m512 sv[4];
+	for (long c = 0; c < N; c += MX_STRIP) {
+		{
+			/* every row of the block ftkern_mx_pf_dist bytes ahead (wrapping to the next
+			 * block's rows, those inside the range and the matrix) */
+			long off = c + pd, r0 = p0, r1 = rb;
+			if (off >= N) {
+				off -= N;
+				r0 += 16;
+				r1 = rb + 16 < kk1 ? rb + 16 : kk1;
+				r1 = r1 < rows_total ? r1 : rows_total;
+			}
+			const char *q = (const char *)w + r0 * N + off;
+			for (long r = r0; r < r1; r++, q += N)
+				_mm_prefetch(q, _MM_HINT_T0);
+			/* and the block's scale row (one byte per column, the next block's when
+			 * wrapped): a stream of 1/16 of the weights' bytes */
+			if (psc && r1 > r0)
+				_mm_prefetch((const char *)sc + (r0 > p0 ? N : 0) + off, _MM_HINT_T0);
+		}
+		__m512i acc[FTKERN_TILE][4];
+		FTKERN_UNROLL
+		for (int b = 0; b < NB; b++)
+			FTKERN_UNROLL
+			for (int j = 0; j < 4; j++)
+				acc[b][j] = _mm512_setzero_si512();
+		long kp = p0;
+		if (kp < ra) /* ra odd: the pair's first row is outside the range */
+			MX_PAIR(w + kp * N + c, N, x, kp, acc, 0, kp + 1 < rb, NB);
+		else if (kp + 1 >= rb) /* one row */
+			MX_PAIR(w + kp * N + c, N, x, kp, acc, 1, 0, NB);
+		if (kp < ra || kp + 1 >= rb)
+			kp += 2;
+		for (; kp + 1 < rb; kp += 2)
+			MX_PAIR(w + kp * N + c, N, x, kp, acc, 1, 1, NB);
+		if (kp < rb) /* rb odd */
+			MX_PAIR(w + kp * N + c, N, x, kp, acc, 1, 0, NB);
+		/* the columns' e8m0 scales as fp32 (the byte into the exponent field), in the
+		 * accumulators' column order */
+		__m512i s = _mm512_loadu_si512(sc + c);
+		__m512 sv[4];
 #if MX_VBMI
-				sv[0] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_srli_epi32(_mm512_slli_epi32(s, 24), 1), emask));
-				sv[1] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_srli_epi32(_mm512_slli_epi32(s, 16), 1), emask));
-				sv[2] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_srli_epi32(_mm512_slli_epi32(s, 8), 1), emask));
-				sv[3] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_srli_epi32(s, 1), emask));
+		sv[0] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_srli_epi32(_mm512_slli_epi32(s, 24), 1), emask));
+		sv[1] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_srli_epi32(_mm512_slli_epi32(s, 16), 1), emask));
+		sv[2] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_srli_epi32(_mm512_slli_epi32(s, 8), 1), emask));
+		sv[3] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_srli_epi32(s, 1), emask));
 #else
-				__m512i slo = _mm512_unpacklo_epi8(s, s), shi = _mm512_unpackhi_epi8(s, s);
-				sv[0] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_srli_epi32(_mm512_unpacklo_epi16(slo, slo), 1), emask));
-				sv[1] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_srli_epi32(_mm512_unpackhi_epi16(slo, slo), 1), emask));
-				sv[2] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_srli_epi32(_mm512_unpacklo_epi16(shi, shi), 1), emask));
-				sv[3] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_srli_epi32(_mm512_unpackhi_epi16(shi, shi), 1), emask));
+		__m512i slo = _mm512_unpacklo_epi8(s, s), shi = _mm512_unpackhi_epi8(s, s);
+		sv[0] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_srli_epi32(_mm512_unpacklo_epi16(slo, slo), 1), emask));
+		sv[1] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_srli_epi32(_mm512_unpackhi_epi16(slo, slo), 1), emask));
+		sv[2] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_srli_epi32(_mm512_unpacklo_epi16(shi, shi), 1), emask));
+		sv[3] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_srli_epi32(_mm512_unpackhi_epi16(shi, shi), 1), emask));
 #endif
-				FTKERN_UNROLL
-				for (int b = 0; b < NB; b++) {
-					__m512i vc = _mm512_set1_epi32(corr[b]);
-					__m512 vx = _mm512_set1_ps(xsc[b]);
-					float *tb = t[b] + c;
-					FTKERN_UNROLL
-					for (int j = 0; j < 4; j++) {
-						__m512 d = _mm512_cvtepi32_ps(_mm512_add_epi32(acc[b][j], vc));
-						_mm512_storeu_ps(tb + 16 * j, _mm512_fmadd_ps(d, _mm512_mul_ps(sv[j], vx), _mm512_loadu_ps(tb + 16 * j)));
-					}
-				}
+		FTKERN_UNROLL
+		for (int b = 0; b < NB; b++) {
+			__m512i vc = _mm512_set1_epi32(corr[b]);
+			__m512 vx = _mm512_set1_ps(xsc[b]);
+			float *tb = t[b] + c;
+			FTKERN_UNROLL
+			for (int j = 0; j < 4; j++) {
+				__m512 d = _mm512_cvtepi32_ps(_mm512_add_epi32(acc[b][j], vc));
+				_mm512_storeu_ps(tb + 16 * j, _mm512_fmadd_ps(d, _mm512_mul_ps(sv[j], vx), _mm512_loadu_ps(tb + 16 * j)));
 			}
 		}
 	}

@@ -33,8 +33,6 @@ const struct ftcpumoe_knob ftcpumoe_knobs[] = {
 	 "1: the W4A8 kernels prefetch their scale streams (nvfp4, ds_fp4, mxfp4) with the weights"},
 	{"mx_vbmi", FTCPUMOE_KNOB_WORD, 0, 0, "0|1", FTKERN_MX_VBMI, OFF(mx_vbmi),
 	 "1: the mxfp4 K split (W4A8) decodes one token's weights with VBMI byte permutes where the CPU has them; 0: shuffles"},
-	{"mx_group", FTCPUMOE_KNOB_INT, 2, 16, NULL, FTKERN_MX_GROUP, OFF(mx_group),
-	 "bank rows of a scale block the mxfp4 K split (W4A8) walks per pass (rounded down to even; 16: the whole block)"},
 	{"amx_min_nb", FTCPUMOE_KNOB_INT, 1, 33, NULL, FTKERN_AMX_I8_MIN_NB, OFF(amx_min_nb),
 	 "amx tier, 4-bit formats: an expert's tokens from which its rows run on the AMX int8 tiles (33: never)"},
 	{"trace", FTCPUMOE_KNOB_WORD, 0, 0, "0|1", 0, OFF(trace),
