@@ -106,8 +106,7 @@ struct ftcpumoe {
 	uint64_t tr_steps, tr_step_ns, tr_last_ns; /* tr_last_ns: sum of (last worker done - post) */
 	uint64_t tr_bar_ns;           /* sum over steps and workers: left the barrier - last arrival */
 	uint64_t tr_prev[FTCPUMOE_TR_N]; /* the sums over workers after the previous traced step */
-	float *tr_rec;                /* [FTCPUMOE_TR_N][FTCPUMOE_TRACE_STEPS]: per step, us per worker */
-	float *tr_sort;               /* [FTCPUMOE_TRACE_STEPS]: scratch for a median */
+	double *tr_rec;               /* [FTCPUMOE_TR_N][FTCPUMOE_TRACE_STEPS]: per step, us per worker */
 	_Alignas(64) atomic_int next; /* next unclaimed item */
 	/* pass-1 items finished per group; row-major: n1 + 1 once h is prepared, K split: n1t */
 	_Alignas(64) atomic_int done1[FTCPUMOE_MAX_SLOTS];

@@ -186,9 +186,8 @@ int ftcpumoe_create(const struct ftcpumoe_cfg *cfg, struct ftcpumoe **out)
 	if (!x->tr)
 		goto fail;
 	if (x->trace) {
-		x->tr_rec = alloc_aligned((size_t)FTCPUMOE_TR_N * FTCPUMOE_TRACE_STEPS * sizeof(float));
-		x->tr_sort = alloc_aligned(FTCPUMOE_TRACE_STEPS * sizeof(float));
-		if (!x->tr_rec || !x->tr_sort)
+		x->tr_rec = alloc_aligned((size_t)FTCPUMOE_TR_N * FTCPUMOE_TRACE_STEPS * sizeof(double));
+		if (!x->tr_rec)
 			goto fail;
 	}
 	x->xpriv = alloc_aligned((size_t)x->nthreads * x->xq_stride);
@@ -234,7 +233,6 @@ void ftcpumoe_free(struct ftcpumoe *x)
 	free(x->touch);
 	free(x->tr);
 	free(x->tr_rec);
-	free(x->tr_sort);
 	free(x->hslice);
 	free(x->pout);
 	free(x->ptouch);

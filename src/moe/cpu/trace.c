@@ -2,10 +2,10 @@
  * own struct ftcpumoe_wtrace (exec.h, inline); the driver counts steps around ftpool_run, keeps
  * each step's figures for the medians, and ftcpumoe_trace averages. */
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "moe/cpu/exec.h"
+#include "util/stats.h"
 
 void ftcpumoe_trace_post(struct ftcpumoe *x)
 {
@@ -43,33 +43,16 @@ void ftcpumoe_trace_step(struct ftcpumoe *x)
 	if (x->tr_steps < FTCPUMOE_TRACE_STEPS) {
 		uint64_t v[FTCPUMOE_TR_N];
 		worker_sums(x, v);
-		float *rec = x->tr_rec + x->tr_steps;
+		double *rec = x->tr_rec + x->tr_steps;
 		double n = 1e3 * x->nthreads;
 		for (int k = 0; k < FTCPUMOE_TR_N; k++)
-			rec[(size_t)k * FTCPUMOE_TRACE_STEPS] = (float)((double)(v[k] - x->tr_prev[k]) / n);
-		rec[(size_t)FTCPUMOE_TR_STEP * FTCPUMOE_TRACE_STEPS] = (float)((double)(t - x->t_post) / 1e3);
-		rec[(size_t)FTCPUMOE_TR_LAST * FTCPUMOE_TRACE_STEPS] = (float)((double)(last - x->t_post) / 1e3);
-		rec[(size_t)FTCPUMOE_TR_BAR * FTCPUMOE_TRACE_STEPS] = (float)((double)bar / n);
+			rec[(size_t)k * FTCPUMOE_TRACE_STEPS] = (double)(v[k] - x->tr_prev[k]) / n;
+		rec[(size_t)FTCPUMOE_TR_STEP * FTCPUMOE_TRACE_STEPS] = (double)(t - x->t_post) / 1e3;
+		rec[(size_t)FTCPUMOE_TR_LAST * FTCPUMOE_TRACE_STEPS] = (double)(last - x->t_post) / 1e3;
+		rec[(size_t)FTCPUMOE_TR_BAR * FTCPUMOE_TRACE_STEPS] = (double)bar / n;
 		memcpy(x->tr_prev, v, sizeof v);
 	}
 	x->tr_steps++;
-}
-
-static int cmpf(const void *a, const void *b)
-{
-	float p = *(const float *)a, q = *(const float *)b;
-	return p < q ? -1 : p > q;
-}
-
-/* The median over the kept steps of figure k. */
-static double median_of(struct ftcpumoe *x, int k)
-{
-	size_t n = x->tr_steps < FTCPUMOE_TRACE_STEPS ? (size_t)x->tr_steps : FTCPUMOE_TRACE_STEPS;
-	if (!n)
-		return 0;
-	memcpy(x->tr_sort, x->tr_rec + (size_t)k * FTCPUMOE_TRACE_STEPS, n * sizeof(float));
-	qsort(x->tr_sort, n, sizeof(float), cmpf);
-	return n % 2 ? x->tr_sort[n / 2] : 0.5 * ((double)x->tr_sort[n / 2 - 1] + x->tr_sort[n / 2]);
 }
 
 int ftcpumoe_trace(struct ftcpumoe *x, struct ftcpumoe_trace *out, int reset)
@@ -100,8 +83,9 @@ int ftcpumoe_trace(struct ftcpumoe *x, struct ftcpumoe_trace *out, int reset)
 			[FTCPUMOE_TR_IDLE] = &out->med.idle_us,   [FTCPUMOE_TR_BAR] = &out->med.bar_us,
 			[FTCPUMOE_TR_AFTER] = &out->med.after_us,
 		};
+		int kept = x->tr_steps < FTCPUMOE_TRACE_STEPS ? (int)x->tr_steps : FTCPUMOE_TRACE_STEPS;
 		for (int k = 0; k < FTCPUMOE_TR_N; k++)
-			*med[k] = median_of(x, k);
+			*med[k] = ftstat_of(x->tr_rec + (size_t)k * FTCPUMOE_TRACE_STEPS, kept).median;
 	}
 	if (reset) {
 		memset(x->tr, 0, (size_t)x->nthreads * sizeof *x->tr);
