@@ -123,9 +123,11 @@ extern int ftkern_mx_vbmi;
 #define FTKERN_PF_SCALES 1
 extern int ftkern_pf_scales;
 
-/* ftkern_vbmi: 1, the W4A8 row kernels (nvfp4, ds_fp4) split their nibbles with vpermb
- * (AVX512_VBMI), 0 with vpshufb; -1 (the start): the first ftkern_avx512vnni sets it from the CPU.
- * Bit-identical sums either way (tests set 0 and 1 to compare). */
+/* ftkern_vbmi: whether the VNNI tier may use AVX512_VBMI: 1, the W4A8 row kernels (nvfp4,
+ * ds_fp4) split their nibbles with vpermb and the mxfp4 K split (with ftkern_mx_vbmi) decodes
+ * by vpmultishiftqb + vpermb; 0: vpshufb and the BW shuffles; -1 (the start): the first
+ * ftkern_avx512vnni sets it from the CPU. Bit-identical sums either way (tests set 0 and 1 to
+ * compare). */
 extern int ftkern_vbmi;
 
 /* float value of every e4m3 / e8m0 byte (kern_tables.c) */

@@ -519,7 +519,7 @@ static void mx_prep(const float *x, long K, void *dst)
 static void mx_rows_t(const struct ftkern_mat *m, long kk0, long kk1, int nb, const void *const *xs,
 		      float *const *ps, float *tmp)
 {
-	if (nb == 1 && ftkern_mx_vbmi && __builtin_cpu_supports("avx512vbmi"))
+	if (nb == 1 && ftkern_mx_vbmi && ftkern_vbmi > 0)
 		mx_rows_t_vbmi(m, kk0, kk1, nb, xs, ps, tmp);
 	else
 		mx_rows_t_shuf(m, kk0, kk1, nb, xs, ps, tmp);
