@@ -27,16 +27,6 @@
 #define AI static inline __attribute__((always_inline))
 #define GROUP 256
 
-/* FTKERN_VNNI_NODEC, for a bench-only build (never the product's; bench/RESULTS.md §4, issue 23
- * round 4): the bound of the row walks without their decode. The same bytes read with the same
- * prefetches, one vpdpbusd per 64 weight bytes into int32 sums, nothing else: wrong results.
- *   CPPFLAGS=-DFTKERN_VNNI_NODEC make CUDA=0 BUILD=build-nodec build-nodec/bin/ftbench */
-#ifdef FTKERN_VNNI_NODEC
-#define NODEC_F(a) _mm512_cvtepi32_ps(_mm512_castps_si512(a))
-#else
-#define NODEC_F(a) (a)
-#endif
-
 enum { F_NV, F_DS, F_Q4 };
 
 static size_t xbytes(long K)
@@ -184,10 +174,6 @@ AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, const int full, 
 			a = _mm512_maskz_loadu_epi8(0xFFFFFFFFFull, blk);
 			b = _mm512_setzero_si512();
 		}
-#ifdef FTKERN_VNNI_NODEC
-		*wa = _mm512_xor_si512(a, b);
-		return;
-#endif
 		__m512i v = _mm512_permutex2var_epi16(a, gidx, b);
 		*sw = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(sidx, a)));
 		*wa = _mm512_and_si512(v, m15);
@@ -202,7 +188,6 @@ AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, const int full, 
 				 : _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)p));
 		if (!full)
 			v = _mm512_inserti64x4(v, _mm256_setzero_si256(), 1);
-#ifndef FTKERN_VNNI_NODEC
 		if (V) {
 			*wa = vpermb(v, lut64());
 			*wb = vpermb(_mm512_srli_epi16(v, 4), lut64());
@@ -210,7 +195,6 @@ AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, const int full, 
 			*wa = _mm512_shuffle_epi8(lut, _mm512_and_si512(v, m15));
 			*wb = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(v, 4), m15));
 		}
-#endif
 		if (F == F_NV) {
 			const uint8_t *s = sc + k / 16;
 			if (psc) { /* the scale stream at 1/8 the weights' rate: once per line */
@@ -228,10 +212,6 @@ AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, const int full, 
 				memcpy(&s8, s, 8);
 			else
 				memcpy(&s8, s, 4);
-#ifdef FTKERN_VNNI_NODEC
-			*wa = _mm512_xor_si512(v, _mm512_set1_epi64((long long)s8));
-			return;
-#endif
 			__m512i t = _mm512_shuffle_epi8(_mm512_set1_epi64((long long)s8), nvsel);
 			*sw = _mm512_castsi512_ps(_mm512_and_si512(_mm512_srai_epi32(t, 4),
 								   _mm512_set1_epi32((int)0x87F00000u)));
@@ -248,10 +228,6 @@ AI void vnni_dec(const uint8_t *row, const uint8_t *sc, long k, const int full, 
 				memcpy(&s4, s, 4);
 			else
 				memcpy(&s4, s, 2);
-#ifdef FTKERN_VNNI_NODEC
-			*wa = _mm512_xor_si512(v, _mm512_set1_epi32((int)s4));
-			return;
-#endif
 			__m512i t = _mm512_shuffle_epi8(_mm512_set1_epi32((int)s4), dssel);
 			*sw = _mm512_castsi512_ps(_mm512_srli_epi32(t, 1));
 		}
@@ -271,13 +247,6 @@ AI void vnni_step(const uint8_t *const *row, const uint8_t *const *sc, long k, l
 	FTKERN_UNROLL
 	for (int b = 0; b < NB; b++) {
 		const uint8_t *g = x[b] + gi;
-#ifdef FTKERN_VNNI_NODEC /* the bound: no decode, one vpdpbusd per 64 weight bytes, int sums */
-		FTKERN_UNROLL
-		for (int j = 0; j < R; j++)
-			acc[j][b] = _mm512_castsi512_ps(_mm512_dpbusd_epi32(_mm512_castps_si512(acc[j][b]), wa[j],
-									    _mm512_load_si512(g)));
-		continue;
-#endif
 		__m512i c = _mm512_load_si512(g + 128), xa = _mm512_load_si512(g), xb = _mm512_load_si512(g + 64);
 		__m512 xsc = _mm512_load_ps(g + 192);
 		FTKERN_UNROLL
@@ -322,7 +291,7 @@ AI void vnni_row(const struct ftkern_mat *m, const long *rr, const uint8_t *cons
 		float post = F == F_NV ? 0.5f * _cvtsh_ss(ftkern_ld16(m->g + 2 * rr[j])) : F == F_DS ? 0.5f : 1.0f;
 		FTKERN_UNROLL
 		for (int b = 0; b < NB; b++)
-			y[b][ij[j]] = post * _mm512_reduce_add_ps(NODEC_F(acc[j][b]));
+			y[b][ij[j]] = post * _mm512_reduce_add_ps(acc[j][b]);
 	}
 }
 
@@ -378,7 +347,7 @@ AI void vnni_row4(const struct ftkern_mat *m, long r, long pd, long pf, const ui
 		vnni_step(row, sc, k, gi, pd, pf, psc, &x, acc, 1, 1, F, 4, V);
 	if (k < K)
 		vnni_step(row, sc, k, gi, pd, pf, psc, &x, acc, 0, 1, F, 4, V);
-	__m128 s = hsum4(NODEC_F(acc[0][0]), NODEC_F(acc[1][0]), NODEC_F(acc[2][0]), NODEC_F(acc[3][0]));
+	__m128 s = hsum4(acc[0][0], acc[1][0], acc[2][0], acc[3][0]);
 	if (F == F_NV) {
 		__m128 g = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(m->g + 2 * r)));
 		s = _mm_mul_ps(s, _mm_mul_ps(g, _mm_set1_ps(0.5f)));
