@@ -130,6 +130,33 @@ extern int ftkern_pf_scales;
  * compare). */
 extern int ftkern_vbmi;
 
+#ifdef __AVX512F__
+#include <immintrin.h>
+/* The mxfp4_triton K split's fp32 partials of nb tokens (t[b], N columns, N a multiple of 64)
+ * added into ps[b] in column order, from the strip order of the shuffle decode (the VNNI tier's
+ * kern_mx_body.h and the AMX int8 tier): in each strip of 64 columns, lane L of vector j holds
+ * columns 16L + 4j .. 16L + 4j + 3 (a 4x4 transpose of 128-bit lanes undoes it). */
+static inline __attribute__((always_inline)) void ftkern_mx_unstrip_add(float *const *t, float *const *ps, int nb,
+									 long N)
+{
+	for (int b = 0; b < nb; b++)
+		for (long c = 0; c < N; c += 64) {
+			const float *src = t[b] + c;
+			__m512 z0 = _mm512_loadu_ps(src), z1 = _mm512_loadu_ps(src + 16);
+			__m512 z2 = _mm512_loadu_ps(src + 32), z3 = _mm512_loadu_ps(src + 48);
+			__m512 a0 = _mm512_shuffle_f32x4(z0, z1, _MM_SHUFFLE(1, 0, 1, 0));
+			__m512 a1 = _mm512_shuffle_f32x4(z2, z3, _MM_SHUFFLE(1, 0, 1, 0));
+			__m512 a2 = _mm512_shuffle_f32x4(z0, z1, _MM_SHUFFLE(3, 2, 3, 2));
+			__m512 a3 = _mm512_shuffle_f32x4(z2, z3, _MM_SHUFFLE(3, 2, 3, 2));
+			float *dst = ps[b] + c; /* ps += */
+			_mm512_storeu_ps(dst, _mm512_add_ps(_mm512_loadu_ps(dst), _mm512_shuffle_f32x4(a0, a1, _MM_SHUFFLE(2, 0, 2, 0))));
+			_mm512_storeu_ps(dst + 16, _mm512_add_ps(_mm512_loadu_ps(dst + 16), _mm512_shuffle_f32x4(a0, a1, _MM_SHUFFLE(3, 1, 3, 1))));
+			_mm512_storeu_ps(dst + 32, _mm512_add_ps(_mm512_loadu_ps(dst + 32), _mm512_shuffle_f32x4(a2, a3, _MM_SHUFFLE(2, 0, 2, 0))));
+			_mm512_storeu_ps(dst + 48, _mm512_add_ps(_mm512_loadu_ps(dst + 48), _mm512_shuffle_f32x4(a2, a3, _MM_SHUFFLE(3, 1, 3, 1))));
+		}
+}
+#endif
+
 /* float value of every e4m3 / e8m0 byte (kern_tables.c) */
 extern const float ftkern_e4m3_lut[256];
 extern const float ftkern_e8m0_lut[256];

@@ -184,22 +184,6 @@ static void MX_ROWS_T(const struct ftkern_mat *m, long kk0, long kk1, int nb, co
 			_mm512_storeu_ps(dst + 48, _mm512_add_ps(_mm512_loadu_ps(dst + 48), _mm512_permutex2var_ps(p01h, quad_hi, p23h)));
 		}
 #else
-	/* undo the strip order: lane L of vector j holds columns 16L + 4j .. (a 4x4 transpose of
-	 * 128-bit lanes) */
-	for (int b = 0; b < nb; b++)
-		for (long c = 0; c < N; c += MX_STRIP) {
-			const float *src = t[b] + c;
-			__m512 z0 = _mm512_loadu_ps(src), z1 = _mm512_loadu_ps(src + 16);
-			__m512 z2 = _mm512_loadu_ps(src + 32), z3 = _mm512_loadu_ps(src + 48);
-			__m512 a0 = _mm512_shuffle_f32x4(z0, z1, _MM_SHUFFLE(1, 0, 1, 0));
-			__m512 a1 = _mm512_shuffle_f32x4(z2, z3, _MM_SHUFFLE(1, 0, 1, 0));
-			__m512 a2 = _mm512_shuffle_f32x4(z0, z1, _MM_SHUFFLE(3, 2, 3, 2));
-			__m512 a3 = _mm512_shuffle_f32x4(z2, z3, _MM_SHUFFLE(3, 2, 3, 2));
-			float *dst = ps[b] + c; /* ps += */
-			_mm512_storeu_ps(dst, _mm512_add_ps(_mm512_loadu_ps(dst), _mm512_shuffle_f32x4(a0, a1, _MM_SHUFFLE(2, 0, 2, 0))));
-			_mm512_storeu_ps(dst + 16, _mm512_add_ps(_mm512_loadu_ps(dst + 16), _mm512_shuffle_f32x4(a0, a1, _MM_SHUFFLE(3, 1, 3, 1))));
-			_mm512_storeu_ps(dst + 32, _mm512_add_ps(_mm512_loadu_ps(dst + 32), _mm512_shuffle_f32x4(a2, a3, _MM_SHUFFLE(2, 0, 2, 0))));
-			_mm512_storeu_ps(dst + 48, _mm512_add_ps(_mm512_loadu_ps(dst + 48), _mm512_shuffle_f32x4(a2, a3, _MM_SHUFFLE(3, 1, 3, 1))));
-		}
+	ftkern_mx_unstrip_add(t, ps, nb, N); /* the strip order undone (kern.h) */
 #endif
 }
