@@ -909,7 +909,8 @@ static inline cudaLaunchConfig_t ftsc_launch_config(size_t dyn, int pdl, cudaStr
 	return cfg;
 }
 
-/* The dynamic shared memory of d's calls: the shared copies when its slots fit (ensure_kernel<true>). */
+/* The dynamic shared memory of d's calls: the shared copies when its slots fit (ensure_kernel<true>);
+ * 0 exactly when they do not (a device cache has at least one slot). */
 static inline size_t ftsc_launch_dyn(const struct ftsc_dev *d)
 {
 	return d->slots <= d->smem_slots ? FTSC_DYN_BYTES(d->slots) : 0;
