@@ -33,6 +33,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: ftbench decode --model PATH [options]\n"
 		"       ftbench decode --url http://127.0.0.1:30000 [--server-kind K] [--backend LABEL] [options]\n"
+		"       ftbench decode --model PATH --compare KEY=V1,V2 [--compare ...] [--cycles N] [options]\n"
 		"\n"
 		"Per backend: start the server (own process group), wait until it is ready, read the model id\n"
 		"from /v1/models, stream warm-up request(s), then the measured one; VRAM from /v1/stats; stop\n"
@@ -640,6 +641,12 @@ int ftcli_cmd_decode(int argc, char **argv)
 			BAD("--compare and a --backend list exclude each other: compare backends with --compare "
 			    "moe-backend=%s", backends);
 		}
+		for (int k = 0; k < plan.nkeys; k++)
+			if (plan.keys[k].type == FTCMP_MOE_BACKEND && c.label) {
+				ftstr_free_list(bl, nb);
+				BAD("--backend %s and --compare moe-backend=... exclude each other: the arms name the "
+				    "backends", c.label);
+			}
 		if (ftcmp_check(&plan, (enum ftsrv_kind)kind, cerr, sizeof cerr) < 0) {
 			ftstr_free_list(bl, nb);
 			BAD("%s", cerr);

@@ -1131,9 +1131,11 @@ static void test_compare_usage_errors(void **st)
 		{"--model", "m", "--compare", "colour=red,blue", NULL},
 		{"--model", "m", "--cycles", "2", NULL},
 		{"--model", "m", "--compare", "moe-backend=a,b", "--cycles", "0", NULL},
+		{"--model", "m", "--backend", "cpu", "--compare", "moe-backend=a,b", NULL},
 	};
 	const char *says[] = {"not --url", "exclude each other", "llama.cpp's server", "FreeToken's server",
-			      "at least two", "unknown key 'colour'", "go with --compare", "--cycles"};
+			      "at least two", "unknown key 'colour'", "go with --compare", "--cycles",
+			      "--backend cpu and --compare moe-backend"};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		assert_int_equal(run_decode_v(&rows, NULL, cases[i]), 2);
 		if (!strstr(last_output(), says[i]))
