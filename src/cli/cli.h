@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "cli/flags.h"
 #include "hw/gpu.h"
 #include "moe/cpu/cpumoe.h"
 #include "util/report.h"
@@ -20,9 +21,13 @@
 
 struct ftcli_cmd {
 	const char *name;
-	const char *summary;
+	const char *summary; /* NULL: not listed by --help (ftbench flags) */
 	int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
+	const struct ftflag_cmd *flags;    /* its option table (src/cli/flags.h) */
 };
+
+/* The option tables of the commands (each in its cmd_<name>.c). */
+extern const struct ftflag_cmd ftcli_flags_gpus, ftcli_flags_cpu_moe;
 
 /* Commands (one file each: src/cli/cmd_<name>.c). */
 int ftcli_cmd_gpus(int argc, char **argv);
@@ -39,6 +44,8 @@ int ftcli_cmd_submit(int argc, char **argv);
 int ftcli_cmd_jobs(int argc, char **argv);
 int ftcli_cmd_wait(int argc, char **argv);
 int ftcli_cmd_cancel(int argc, char **argv);
+/* ftbench flags [--json] [COMMAND...]: the option tables as JSON (tests, docs). */
+int ftcli_cmd_flags(int argc, char **argv);
 
 /* The subcommand being run ("bw"), for messages. */
 extern const char *ftcli_prog;
