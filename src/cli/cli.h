@@ -27,7 +27,7 @@ struct ftcli_cmd {
 };
 
 /* The option tables of the commands (each in its cmd_<name>.c). */
-extern const struct ftflag_cmd ftcli_flags_gpus, ftcli_flags_cpu_moe;
+extern const struct ftflag_cmd ftcli_flags_gpus, ftcli_flags_cpu_moe, ftcli_flags_bw;
 
 /* Commands (one file each: src/cli/cmd_<name>.c). */
 int ftcli_cmd_gpus(int argc, char **argv);

@@ -32,12 +32,15 @@ static void *field(const struct ftflag *f, void *opts)
 	return (char *)opts + f->off;
 }
 
+/* An integer into a long, an int or a bool field, by the field's size. */
 static void store_int(const struct ftflag *f, void *opts, long v)
 {
 	if (f->size == sizeof(long))
 		*(long *)field(f, opts) = v;
-	else
+	else if (f->size == sizeof(int))
 		*(int *)field(f, opts) = (int)v;
+	else
+		*(unsigned char *)field(f, opts) = (unsigned char)(v != 0);
 }
 
 /* The index of s in "a|b|c", or -1. */
@@ -334,13 +337,15 @@ static void suffix(const struct ftflag *f, char *buf, size_t n)
 		sep = "; ";
 	}
 	if (f->alias || f->short_name) {
+		const char *meta = has_arg(f) && f->meta ? f->meta : "";
+		const char *sp = *meta ? " " : "";
 		ADD("%salso", sep);
 		if (f->short_name)
-			ADD(" -%c", f->short_name);
+			ADD(" -%c%s%s", f->short_name, sp, meta);
 		for (const char *p = f->alias; p && *p;) {
 			const char *e = strchr(p, '|');
 			int len = e ? (int)(e - p) : (int)strlen(p);
-			ADD("%s --%.*s", f->short_name || p != f->alias ? "," : "", len, p);
+			ADD("%s --%.*s%s%s", f->short_name || p != f->alias ? "," : "", len, p, sp, meta);
 			if (!e)
 				break;
 			p = e + 1;
@@ -520,4 +525,21 @@ int ftflags_result_fd(const struct ftflag *f, const char *arg, void *opts)
 int ftflags_tune(const struct ftflag *f, const char *arg, void *opts)
 {
 	return ftcli_opt_tune(field(f, opts), arg);
+}
+
+int ftflags_gpu(const struct ftflag *f, const char *arg, void *opts)
+{
+	struct ftflag_gpu *g = field(f, opts);
+	if (g->spec == g->device && strcmp(g->device, arg)) {
+		ftcli_error("--gpu %s and --device %s name different GPUs", arg, g->device);
+		return -1;
+	}
+	g->spec = arg;
+	return 0;
+}
+
+int ftflags_device(const struct ftflag *f, const char *arg, void *opts)
+{
+	struct ftflag_gpu *g = field(f, opts);
+	return ftcli_opt_device(arg, g->device, sizeof g->device, &g->spec);
 }

@@ -73,6 +73,8 @@ struct ftflag {
 };
 
 #define FTF_FIELD(T, m) .off = offsetof(T, m), .size = sizeof(((T *)0)->m)
+#define FTF_STR_OF(x) #x
+#define FTF_XSTR(x) FTF_STR_OF(x) /* a default from a macro: .def = FTF_XSTR(FTBW_DEF_CPU_ITERS) */
 #define FTF_COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 /* A command's table. */
@@ -127,6 +129,19 @@ int ftflags_tune(const struct ftflag *f, const char *arg, void *opts);
 #define FTF_TUNE_ROW(T, m)                                                                           \
 	{"tune", FTF_CALL, FTF_FIELD(T, m), .meta = "KEY=VALUE", .set = ftflags_tune, .flags = FTF_HIDDEN, \
 	 .help = "a CPU MoE executor knob, repeatable (--tune help lists them)"}
+
+/* --gpu SPEC and the seed's --device N (a CUDA device index) into a struct ftflag_gpu field:
+ * spec is what was asked (NULL: none), the two may not name different GPUs. */
+struct ftflag_gpu {
+	const char *spec;
+	char device[16];
+};
+int ftflags_gpu(const struct ftflag *f, const char *arg, void *opts);
+int ftflags_device(const struct ftflag *f, const char *arg, void *opts);
+#define FTF_GPU_ROWS(T, m, mt, dh, h)                                                                \
+	{"gpu", FTF_CALL, FTF_FIELD(T, m), .meta = mt, .set = ftflags_gpu, .def_help = dh, .help = h}, \
+	{"device", FTF_CALL, FTF_FIELD(T, m), .meta = "N", .set = ftflags_device,                     \
+	 .help = "the seed's spelling of --gpu N (a CUDA device index)"}
 
 /* The value of a row (parsed as on the command line) into field: 0, or -1 with why. For tests. */
 int ftflags_set(const struct ftflag *f, const char *arg, void *opts, char *why, size_t n);

@@ -5,7 +5,7 @@
 #include "cli/cli.h"
 
 static const struct ftcli_cmd commands[] = {
-	{"bw", "host bandwidth profile: CPU/PCIe ceilings, gather vs CPU MoE, offload/hybrid", ftcli_cmd_bw},
+	{"bw", "host bandwidth profile: CPU/PCIe ceilings, gather vs CPU MoE, offload/hybrid", ftcli_cmd_bw, &ftcli_flags_bw},
 	{"cache-copy", "slot-cache LRU + gather cost per decode layer (batch x miss rate)", ftcli_cmd_cache_copy},
 	{"cpu-moe", "CPU MoE executor throughput per format and ISA", ftcli_cmd_cpu_moe, &ftcli_flags_cpu_moe},
 	{"load-weights", "expert-bank loading: serial vs parallel O_DIRECT vs FTW", ftcli_cmd_load_weights},

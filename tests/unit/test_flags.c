@@ -26,6 +26,12 @@ int ftcli_opt_result_fd(const char *arg)
 {
 	return strcmp(arg, "3") ? -1 : 0;
 }
+int ftcli_opt_device(const char *arg, char *spec, size_t n, const char **gpu_spec)
+{
+	snprintf(spec, n, "%s", arg);
+	*gpu_spec = spec;
+	return 0;
+}
 int ftcli_opt_tune(struct ftcli_tune *o, const char *arg)
 {
 	if (!strcmp(arg, "help"))
@@ -187,9 +193,9 @@ static void test_help_from_rows(void **s)
 	char *h = help_text();
 	static const char *const want[] = {
 		"usage: ftbench demo [--repeat N] [--threads N]",
-		"\n  --repeat N            timed steps (1..1000; default 64; also --iters, --reps)\n",
+		"\n  --repeat N            timed steps (1..1000; default 64; also --iters N, --reps N)\n",
 		"\n  --x X                 a share (0..1 s; default 0.75)\n",
-		"\n  --output FILE         where (also -o, --out)\n",
+		"\n  --output FILE         where (also -o FILE, --out FILE)\n",
 		"\n  --mode proxy|sm|both  path (default sm)\n",
 		"batches (4 at most, each 1..32; default 1,2)",
 		"[FILE]",
