@@ -2,6 +2,8 @@
 #include "cli/flags.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <getopt.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -25,6 +27,12 @@ static int has_arg(const struct ftflag *f)
 	case FTF_CALL: return f->meta != NULL;
 	default: return 1;
 	}
+}
+
+/* A number or numbers in [lo, hi]: the typed rows, and an FTF_CALL row that gives bounds. */
+static int numeric(const struct ftflag *f)
+{
+	return f->type == FTF_INT || f->type == FTF_DOUBLE || (f->type == FTF_CALL && f->hi > f->lo);
 }
 
 static void *field(const struct ftflag *f, void *opts)
@@ -60,28 +68,45 @@ static int choice_index(const char *choices, const char *s)
 	return -1;
 }
 
+/* A bound as a long (LONG_MAX for a bound past it). */
+static long to_long(double d)
+{
+	return d >= (double)LONG_MAX ? LONG_MAX : d <= (double)LONG_MIN ? LONG_MIN : (long)d;
+}
+
 static int max_items(const struct ftflag *f)
 {
 	return f->max_items > 0 && f->max_items <= FTFLAG_LIST_MAX ? f->max_items : FTFLAG_LIST_MAX;
 }
 
+/* "lo..hi", each bound as an integer when it is one. */
+static const char *range_of(const struct ftflag *f, char *buf, size_t n)
+{
+	char a[32], b[32];
+	snprintf(a, sizeof a, f->lo == (double)to_long(f->lo) && fabs(f->lo) < 1e15 ? "%.0f" : "%g", f->lo);
+	snprintf(b, sizeof b, f->hi == (double)to_long(f->hi) && fabs(f->hi) < 1e15 ? "%.0f" : "%g", f->hi);
+	snprintf(buf, n, "%s..%s", a, b);
+	return buf;
+}
+
 int ftflags_set(const struct ftflag *f, const char *arg, void *opts, char *why, size_t n)
 {
+	char buf[80];
 	long l;
 	double d;
 	switch (f->type) {
 	case FTF_BOOL: store_int(f, opts, 1); return 0;
 	case FTF_CONST: store_int(f, opts, f->value); return 0;
 	case FTF_INT:
-		if (ftstr_parse_long(arg, (long)f->lo, (long)f->hi, &l) < 0) {
-			snprintf(why, n, "expected an integer in [%.0f, %.0f]", f->lo, f->hi);
+		if (ftstr_parse_long(arg, to_long(f->lo), to_long(f->hi), &l) < 0) {
+			snprintf(why, n, "expected an integer in %s", range_of(f, buf, sizeof buf));
 			return -1;
 		}
 		store_int(f, opts, l);
 		return 0;
 	case FTF_DOUBLE:
 		if (ftstr_parse_double(arg, f->lo, f->hi, &d) < 0) {
-			snprintf(why, n, "expected a number in [%g, %g]", f->lo, f->hi);
+			snprintf(why, n, "expected a number in %s", range_of(f, buf, sizeof buf));
 			return -1;
 		}
 		*(double *)field(f, opts) = d;
@@ -102,15 +127,15 @@ int ftflags_set(const struct ftflag *f, const char *arg, void *opts, char *why, 
 		int m = max_items(f), k;
 		if (f->type == FTF_INTS) {
 			long v[FTFLAG_LIST_MAX];
-			k = ftstr_parse_long_list(arg, (long)f->lo, (long)f->hi, v, m);
+			k = ftstr_parse_long_list(arg, to_long(f->lo), to_long(f->hi), v, m);
 			for (int i = 0; i < k; i++)
 				li->v[i] = (double)v[i];
 		} else {
 			k = ftstr_parse_double_list(arg, f->lo, f->hi, li->v, m);
 		}
 		if (k <= 0) {
-			snprintf(why, n, "expected 1 to %d comma-separated %s in [%g, %g]", m,
-				 f->type == FTF_INTS ? "integers" : "numbers", f->lo, f->hi);
+			snprintf(why, n, "expected 1 to %d comma-separated %s in %s", m,
+				 f->type == FTF_INTS ? "integers" : "numbers", range_of(f, buf, sizeof buf));
 			return -1;
 		}
 		li->n = k;
@@ -207,15 +232,15 @@ static int row_of(const struct ftflag_cmd *c, int val)
 	return -1;
 }
 
-/* One option: 0, 1 (stop, exit 0) or -1 (said why). */
-static int apply(const struct ftflag_cmd *c, const struct ftflag *f, const char *arg, void *opts)
+/* One option (typed as name): 0, 1 (stop, exit 0) or -1 (said why). */
+static int apply(const struct ftflag_cmd *c, const struct ftflag *f, const char *name, const char *arg, void *opts)
 {
 	char why[160];
 	if (f->type == FTF_CALL)
 		return f->set(f, arg, opts);
 	if (ftflags_set(f, arg, opts, why, sizeof why) == 0)
 		return 0;
-	ftcli_error("bad value '%s' for --%s: %s (see ftbench %s --help)", arg, f->name, why, c->name);
+	ftcli_error("bad value '%s' for --%s: %s (see ftbench %s --help)", arg, name, why, c->name);
 	return -1;
 }
 
@@ -230,7 +255,7 @@ int ftflags_parse(const struct ftflag_cmd *c, int argc, char **argv, void *opts,
 	}
 	for (int i = 0; i < c->nrows; i++) {
 		const struct ftflag *f = &c->rows[i];
-		if (f->def && has_arg(f) && apply(c, f, f->def, opts) != 0) {
+		if (f->def && has_arg(f) && apply(c, f, f->name, f->def, opts) != 0) {
 			ftcli_error("the default of --%s does not parse (a table bug)", f->name);
 			return -1;
 		}
@@ -256,8 +281,8 @@ int ftflags_parse(const struct ftflag_cmd *c, int argc, char **argv, void *opts,
 	}
 	optind = 1;
 	opterr = 1;
-	int ch;
-	while ((ch = getopt_long(st->argc, st->argv, shorts, o, NULL)) != -1) {
+	int ch, li = -1;
+	while ((ch = getopt_long(st->argc, st->argv, shorts, o, &li)) != -1) {
 		if (ch == 'h' && row_of(c, 'h') < 0) {
 			ftflags_help(c, stdout);
 			r = 1;
@@ -269,7 +294,8 @@ int ftflags_parse(const struct ftflag_cmd *c, int argc, char **argv, void *opts,
 			goto out;
 		}
 		st->given[i] = 1;
-		int a = apply(c, &c->rows[i], optarg, opts);
+		int a = apply(c, &c->rows[i], li >= 0 ? o[li].name : c->rows[i].name, optarg, opts);
+		li = -1;
 		if (a) {
 			r = a;
 			goto out;
@@ -316,10 +342,9 @@ static void suffix(const struct ftflag *f, char *buf, size_t n)
 	buf[0] = '\0';
 #define ADD(...) (l += (size_t)snprintf(buf + l, l < n ? n - l : 0, __VA_ARGS__))
 	const char *sep = "";
-	const char *nf = f->type == FTF_INT || f->type == FTF_INTS ? "%.0f..%.0f" : "%g..%g";
-	char range[64];
-	snprintf(range, sizeof range, nf, f->lo, f->hi);
-	if (f->type == FTF_INT || f->type == FTF_DOUBLE) {
+	char range[80];
+	range_of(f, range, sizeof range);
+	if (numeric(f)) {
 		ADD("%s%s%s", range, f->unit ? " " : "", f->unit ? f->unit : "");
 		sep = "; ";
 	} else if (f->type == FTF_INTS || f->type == FTF_DOUBLES) {
@@ -469,6 +494,10 @@ static json_t *default_json(const struct ftflag *f)
 			json_array_append_new(a, f->type == FTF_INTS ? json_integer((json_int_t)u.li.v[i]) : json_real(u.li.v[i]));
 		return a;
 	}
+	case FTF_CALL:
+		if (numeric(f))
+			return json_real(strtod(f->def, NULL));
+		return json_string(f->def);
 	default: return json_string(f->def);
 	}
 }
@@ -495,12 +524,12 @@ json_t *ftflags_json(const struct ftflag_cmd *c)
 		}
 		char sx[512], sh[3] = {'-', f->short_name, 0};
 		suffix(f, sx, sizeof sx);
-		int numeric = f->type == FTF_INT || f->type == FTF_DOUBLE || f->type == FTF_INTS || f->type == FTF_DOUBLES;
+		int num = numeric(f) || f->type == FTF_INTS || f->type == FTF_DOUBLES;
 		json_t *r = json_pack("{s:s,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:b,s:b}", "name", f->name,
 				      "aliases", aliases, "short", f->short_name ? json_string(sh) : json_null(), "type",
 				      type_names[f->type], "meta", str_or_null(f->meta), "minimum",
-				      numeric ? json_real(f->lo) : json_null(), "maximum",
-				      numeric ? json_real(f->hi) : json_null(), "default", default_json(f),
+				      num ? json_real(f->lo) : json_null(), "maximum",
+				      num ? json_real(f->hi) : json_null(), "default", default_json(f),
 				      "default_help", str_or_null(f->def_help), "choices", choices, "unit",
 				      str_or_null(f->unit), "help", str_or_null(f->help), "max_items",
 				      f->type == FTF_INTS || f->type == FTF_DOUBLES ? json_integer(max_items(f)) : json_null(),

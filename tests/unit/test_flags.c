@@ -148,9 +148,9 @@ static void test_refused(void **s)
 	struct o o;
 	struct ftflag_state st;
 	static const char *const bad[][3] = {
-		{"--repeat", "0", "bad value '0' for --repeat: expected an integer in [1, 1000]"},
-		{"--iters", "1001", "bad value '1001' for --repeat"},
-		{"--x", "1.5", "bad value '1.5' for --x: expected a number in [0, 1]"},
+		{"--repeat", "0", "bad value '0' for --repeat: expected an integer in 1..1000"},
+		{"--iters", "1001", "bad value '1001' for --iters: expected an integer in 1..1000"},
+		{"--x", "1.5", "bad value '1.5' for --x: expected a number in 0..1"},
 		{"--mode", "gpu", "bad value 'gpu' for --mode: expected one of proxy|sm|both"},
 		{"--batch", "1,2,3,4,5", "bad value '1,2,3,4,5' for --batch: expected 1 to 4"},
 		{"--batch", "33", "for --batch"},
