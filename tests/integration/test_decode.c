@@ -1100,7 +1100,10 @@ static void test_compare_llamacpp_keys(void **st)
 	/* one cycle: no spread, no winner */
 	assert_string_equal(str(sum, "decision"), "tie");
 	assert_non_null(strstr(str(sum, "reason"), "one cycle"));
-	assert_string_equal(str(sum, "best"), "n-cpu-moe=0 GGML_OP_OFFLOAD_MIN_BATCH=64");
+	/* the best is one of the two arms at 400 tok/s (which one, the noise decides) */
+	const char *best = str(sum, "best");
+	assert_non_null(strstr(best, " GGML_OP_OFFLOAD_MIN_BATCH=64"));
+	assert_true(!strncmp(best, "n-cpu-moe=", 10));
 	assert_near(fig(compare_arm(sum, "n-cpu-moe=2 GGML_OP_OFFLOAD_MIN_BATCH=64"), "decode_tok_s", "median"), 400, 0.05);
 	assert_near(fig(compare_arm(sum, "n-cpu-moe=2 GGML_OP_OFFLOAD_MIN_BATCH=(default)"), "decode_tok_s", "median"), 200,
 		    0.05);
