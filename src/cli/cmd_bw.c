@@ -3,6 +3,7 @@
  * worker mode (--result-fd N) sends progress and the whole profile as the result. */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 
 #include "bench/bw.h"
 #include "bench/bw_ops.h"
+#include "bench/cpu_probe.h"
 #include "cli/cli.h"
 #include "ftprofile.h"
 #include "hw/cpu.h"
@@ -70,6 +72,16 @@ static void usage(FILE *f)
 		"                          row per GPU, workload and format (GB/s; expert_mib in MiB = 2^20\n"
 		"                          bytes); saved: PATH then goes to stderr\n"
 		"  --result-fd N           worker mode: JSON lines (progress, result, error) on fd N\n"
+		"  --cpu-kernel CMD        measure the engine's own CPU MoE executor too: CMD (split into\n"
+		"                          argv without a shell: blanks separate words, '...' is literal,\n"
+		"                          \"...\" and bare words take \\c as c) runs once per format with a\n"
+		"                          CPU path, before anything else, reading one request line on stdin\n"
+		"                          and printing one result line (docs/CPU_KERNEL_PROBE.md). Its figure\n"
+		"                          goes into the seed-read fields (cpu_moe_gbs, the overlap pair by\n"
+		"                          our contention, ratio, recommended); ours stay beside them\n"
+		"                          (cpu_moe_gbs_ftbench, ...). Any probe error: no profile written.\n"
+		"                          bench/engines/freetoken_cpu_moe.py is the seed engine's driver\n"
+		"  --cpu-kernel-timeout S  per format (default 300)\n"
 		"Lists take commas or spaces (--dtype bf16,nvfp4 or --dtype bf16 nvfp4).\n"
 		"Environment: FREETOKEN_BENCH_PROGRESS=1 prints the seed's progress lines on stdout\n"
 		"(FTBENCH <done> <total> <label>); FREETOKEN_BENCHBW_PATH replaces the store path.\n"
@@ -356,7 +368,7 @@ static void legacy_copy(const json_t *prof, const char *output, bool have_gpu, c
 
 /* --gpu all: every GPU alone, then the engines at once (ftbw_run_host); one profile per GPU. */
 /* --output-format: table (the summary), json, or csv|md rows (out_fmt). */
-enum { OPT_OUTPUT_FORMAT = 512 };
+enum { OPT_OUTPUT_FORMAT = 512, OPT_CPU_KERNEL, OPT_CPU_KERNEL_TIMEOUT };
 static enum ftcli_format out_fmt = FTCLI_FMT_TABLE;
 
 /* csv|md: one row per profile (GPU) and entry, the summary's figures under their JSON names. */
@@ -573,6 +585,8 @@ int ftcli_cmd_bw(int argc, char **argv)
 		{"no-checks", no_argument, NULL, OPT_NO_CHECKS},
 		{"repeat", required_argument, NULL, OPT_REPEAT},
 		{"tune", required_argument, NULL, OPT_TUNE},
+		{"cpu-kernel", required_argument, NULL, OPT_CPU_KERNEL},
+		{"cpu-kernel-timeout", required_argument, NULL, OPT_CPU_KERNEL_TIMEOUT},
 		{"help", no_argument, NULL, 'h'},
 		{0}};
 	static const int lists[] = {OPT_DTYPE, OPT_MODEL, OPT_FORMATS, OPT_ISA, 0};
@@ -586,6 +600,113 @@ int ftcli_cmd_bw(int argc, char **argv)
 	return rc;
 }
 
+/* ---- --cpu-kernel: the engine's own CPU MoE executor through the probe protocol */
+
+struct probe_done {
+	const struct ftbw_item *item; /* into the items array below */
+	struct ftbw_item it;
+	struct ftprobe_result res;
+};
+
+static void probes_free(struct probe_done *p, int n)
+{
+	for (int i = 0; p && i < n; i++)
+		ftprobe_result_release(&p[i].res);
+	free(p);
+}
+
+/* Every planned item with a CPU path, measured by the probe (before ours: a failing probe costs
+ * no measurement, and the host is as quiet as it gets). */
+static int probe_all(const struct ftbw_config *c, char **argv, double timeout, const struct ftreport *rep,
+		     struct probe_done **out, int *nout, char *err, size_t errlen)
+{
+	struct ftbw_item *items = calloc(FTBW_MAX_ITEMS, sizeof *items);
+	struct probe_done *d = calloc(FTBW_MAX_ITEMS, sizeof *d);
+	char skipped[512];
+	int n = 0, r = 0;
+	*out = NULL;
+	*nout = 0;
+	if (!items || !d) {
+		free(items);
+		free(d);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	int k = ftbw_plan(c, items, FTBW_MAX_ITEMS, skipped, sizeof skipped);
+	for (int i = 0; i < k && r == 0; i++) {
+		const struct ftbw_item *it = &items[i];
+		if (!it->fmt->cpu_path)
+			continue;
+		struct ftprobe_request q = {
+			.format = it->fmt->name, .hidden = it->model->hidden, .inter = it->model->inter,
+			.experts = it->model->experts, .top_k = it->model->topk, .synth_experts = it->synth_experts,
+			.expert_bytes = (long long)it->expert_bytes, .activation = ftfmt_act_name(it->model->act),
+			.swiglu_limit = it->model->swiglu_limit > 0 ? it->model->swiglu_limit : NAN, .threads = 0,
+			.warmup = c->kernel_cpu_warmup, .steps = c->kernel_cpu_iters};
+		char label[128];
+		snprintf(label, sizeof label, "cpu-kernel %s", it->label);
+		ftreport_note(rep, label);
+		d[n].it = *it;
+		r = ftprobe_run(argv, &q, timeout, &d[n].res, err, errlen);
+		if (r == 0)
+			n++;
+	}
+	free(items);
+	if (r < 0) {
+		probes_free(d, n);
+		return r;
+	}
+	*out = d;
+	*nout = n;
+	return 0;
+}
+
+/* The engine's figures into the profile's entries (ftprobe_apply), the seed-read verdict maps
+ * after them, the validity checks again (the CPU figure changed), and "cpu_kernel": what ran. */
+static int probe_apply_all(json_t *prof, const struct ftbw_config *c, char **argv, struct probe_done *d, int n)
+{
+	json_t *engines = json_array(), *cmd = json_array();
+	if (!engines || !cmd) {
+		json_decref(engines);
+		json_decref(cmd);
+		return -ENOMEM;
+	}
+	for (char **a = argv; *a; a++)
+		json_array_append_new(cmd, json_string(*a));
+	for (int i = 0; i < n; i++) {
+		const struct ftbw_item *it = &d[i].it;
+		json_t *e, *verdicts;
+		if (it->is_dtype) {
+			e = json_object_get(json_object_get(prof, "dtype_kernels"), it->fmt->name);
+			verdicts = json_object_get(prof, "dtypes");
+		} else {
+			json_t *w = json_object_get(json_object_get(prof, "workloads"), it->model->name);
+			e = json_object_get(json_object_get(w, "kernels"), it->fmt->name);
+			verdicts = json_object_get(w, "recommended_moe_backend");
+		}
+		if (!e)
+			continue;
+		int r = ftprobe_apply(e, &d[i].res, c->threshold);
+		if (r < 0) {
+			json_decref(engines);
+			json_decref(cmd);
+			return r;
+		}
+		json_t *rec = json_object_get(e, "recommended");
+		if (json_is_object(verdicts))
+			json_object_set_new(verdicts, it->fmt->name,
+					    json_is_string(rec) ? json_incref(rec) : json_string("unmeasured"));
+		json_array_append_new(engines, json_pack("{s:s,s:s,s:s,s:b}", "format", it->fmt->name, "name",
+							 d[i].res.engine_name, "version", d[i].res.engine_version,
+							 "supported", d[i].res.supported));
+	}
+	json_object_set_new(prof, "cpu_kernel", json_pack("{s:o,s:o,s:s}", "command", cmd, "measured", engines,
+							  "seed_fields", "engine"));
+	if (json_object_get(prof, "valid"))
+		ftbw_check_valid(prof, c->max_spread);
+	return 0;
+}
+
 /* The seed's spellings arrive here joined (--dtype a b -> --dtype a,b). */
 static int bw_cmd(int argc, char **argv, const struct option *opts)
 {
@@ -595,6 +716,8 @@ static int bw_cmd(int argc, char **argv, const struct option *opts)
 	int json = 0, c, dtype_given = 0, model_given = 0, threads = 0, legacy = 1;
 	int repeat = 0, iters_given[4] = {0}; /* cpu, pcie, kernel cpu, kernel pcie */
 	struct ftcli_tune tunes = {0};
+	const char *cpu_kernel = NULL;
+	double probe_timeout = FTPROBE_DEFAULT_TIMEOUT;
 	ftbw_config_default(&cfg);
 
 	optind = 1;
@@ -665,6 +788,10 @@ static int bw_cmd(int argc, char **argv, const struct option *opts)
 				bad = 1;
 			}
 			break;
+		case OPT_CPU_KERNEL: cpu_kernel = optarg; break;
+		case OPT_CPU_KERNEL_TIMEOUT:
+			bad = opt_double("--cpu-kernel-timeout", optarg, 0.1, 86400, &probe_timeout);
+			break;
 		case OPT_TUNE:
 			if ((bad = ftcli_opt_tune(&tunes, optarg)) > 0)
 				return 0;
@@ -698,6 +825,18 @@ static int bw_cmd(int argc, char **argv, const struct option *opts)
 	}
 	if (json)
 		ftcli_set_quiet(1);
+	char **probe_argv = NULL;
+	if (cpu_kernel) {
+		char perr[512];
+		if (gpu_spec && !strcmp(gpu_spec, "all")) {
+			ftcli_error("--cpu-kernel: measures one GPU's engine; not with --gpu all");
+			return FTCLI_EXIT_USAGE;
+		}
+		if (ftprobe_split(cpu_kernel, &probe_argv, perr, sizeof perr) < 0) {
+			ftcli_error("%s", perr);
+			return FTCLI_EXIT_USAGE;
+		}
+	}
 	if (gpu_spec && !strcmp(gpu_spec, "all"))
 		return bw_all(&cfg, threads, output, json, legacy);
 	if (cfg.engines > 1 || cfg.engine_threads)
@@ -709,11 +848,14 @@ static int bw_cmd(int argc, char **argv, const struct option *opts)
 	struct ftgpu_info gpu;
 	struct ftbw_real *real = NULL;
 	json_t *prof = NULL;
+	struct probe_done *probes = NULL;
+	int nprobes = 0;
 	int *cpus = NULL, rc = FTCLI_EXIT_FAIL;
 	char why[256] = "", err[1024] = "", path[4096] = "", legacy_path[4096] = "";
 	int r = ftcpu_probe(&ci);
 	if (r < 0) {
 		ftcli_error("cannot describe the CPU: %s", strerror(-r));
+		ftprobe_free_argv(probe_argv);
 		return FTCLI_EXIT_FAIL;
 	}
 	r = ftcli_select_gpu(gpu_spec, &gpu, why, sizeof why);
@@ -747,11 +889,19 @@ static int bw_cmd(int argc, char **argv, const struct option *opts)
 		}
 		ops = ftbw_real_ops(real);
 	}
+	if (probe_argv && (r = probe_all(&cfg, probe_argv, probe_timeout, &rep, &probes, &nprobes, err, sizeof err)) < 0) {
+		ftcli_error("%s; no profile written", err);
+		goto out;
+	}
 	r = ftbw_run(&cfg, &env, &ops, &rep, &prof, err, sizeof err);
 	ftbw_real_free(real);
 	real = NULL;
 	if (r < 0) {
 		ftcli_error("%s", err[0] ? err : strerror(-r));
+		goto out;
+	}
+	if (probe_argv && (r = probe_apply_all(prof, &cfg, probe_argv, probes, nprobes)) < 0) {
+		ftcli_error("applying the engine's CPU kernel figures: %s; no profile written", strerror(-r));
 		goto out;
 	}
 	r = write_profile(prof, output, have_gpu ? gpu.uuid : NULL, path, sizeof path);
@@ -786,5 +936,7 @@ out:
 	json_decref(prof);
 	free(cpus);
 	ftcpu_release(&ci);
+	probes_free(probes, nprobes);
+	ftprobe_free_argv(probe_argv);
 	return rc;
 }
