@@ -74,15 +74,45 @@ for stage in "$@"; do
 			>"$OUT/bw_ours.txt" 2>&1; echo "ftbench bw rc=$?"; tail -12 "$OUT/bw_ours.txt"
 		log "seed bw"
 		timeout 200 $PY -c 'import sys; from freetoken.moe.benchbw import main; sys.exit(main(sys.argv[1:]))' \
-			--dtype bf16,nvfp4 -o "$OUT/bw_seed.json" >"$OUT/bw_seed.txt" 2>&1
+			--dtype bf16,nvfp4 ${SEEDBW_ARGS:-} -o "$OUT/bw_seed.json" >"$OUT/bw_seed.txt" 2>&1
 		echo "seed bw rc=$?"; tail -14 "$OUT/bw_seed.txt"
 		;;
 	bwk)
 		log "ftbench bw --cpu-kernel (the seed's executor)"
 		# shellcheck disable=SC2086
-		timeout 300 "${FTB[@]}" bw --dtype bf16,nvfp4 ${BW_ARGS:-} \
+		timeout "${BWK_TIMEOUT:-300}" "${FTB[@]}" bw --dtype bf16,nvfp4 ${BW_ARGS:-} \
 			--cpu-kernel "env -u LD_LIBRARY_PATH $PY $E/freetoken_cpu_moe.py" -o "$OUT/bw_engine.json" \
 			>"$OUT/bw_engine.txt" 2>&1; echo "ftbench bw --cpu-kernel rc=$?"; tail -14 "$OUT/bw_engine.txt"
+		;;
+	seedbw)
+		log "seed bw"
+		timeout "${SEEDBW_TIMEOUT:-200}" $PY -c 'import sys; from freetoken.moe.benchbw import main; sys.exit(main(sys.argv[1:]))' \
+			--dtype bf16,nvfp4 ${SEEDBW_ARGS:-} -o "$OUT/bw_seed.json" >"$OUT/bw_seed.txt" 2>&1
+		echo "seed bw rc=$?"; tail -14 "$OUT/bw_seed.txt"
+		;;
+	moeprof)
+		# the harness with an arm at each profile's fetch fraction, read by the seed's own
+		# reader: the engine-kernel profile (bwk), ours (its *_ftbench figures moved back into
+		# the seed-read fields) and the seed's own bw profile (seedbw)
+		$PY - "$OUT/bw_engine.json" "$OUT/bw_ours_from_engine.json" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for e in list(d["dtype_kernels"].values()) + [k for w in d["workloads"].values() for k in w["kernels"].values()]:
+    for f in ("cpu_moe_gbs", "cpu_moe_overlap_gbs", "ratio", "recommended"):
+        if f + "_ftbench" in e:
+            e[f] = e[f + "_ftbench"]
+json.dump(d, open(sys.argv[2], "w"))
+PYEOF
+		P=""
+		for p in engine=bw_engine.json ours=bw_ours_from_engine.json seed=bw_seed.json; do
+			[ -f "$OUT/${p#*=}" ] && P="$P --profile ${p%%=*}=$OUT/${p#*=}"
+		done
+		log "moe with profile arms:$P ${MOEPROF_ARGS:-}"
+		# shellcheck disable=SC2086
+		timeout "${MOE_TIMEOUT:-400}" $PY "$E/freetoken_moe.py" ${MOEPROF_ARGS:-} $P --out "$OUT/moe_prof.json" \
+			>"$OUT/moe_prof.log" 2>&1
+		echo "moe_prof rc=$?"; grep -v '^\[' "$OUT/moe_prof.log" | grep -v INFO | tail -8
+		$PY "$E/summarize.py" "$OUT/moe_prof.json" 2>&1 | tail -30
 		;;
 	server)
 		log "server: model dir"
@@ -104,5 +134,7 @@ for stage in "$@"; do
 		;;
 	*) echo "device.sh: unknown stage $stage" >&2; exit 2 ;;
 	esac
+	# after every stage, so that a call stopped at its limit still brings back what was done
+	tar -czf "$RES/results.tar.gz" -C "$OUT" . 2>/dev/null
 done
 log done

@@ -357,6 +357,7 @@ def main(argv=None) -> int:
     commit = os.environ.get("FREETOKEN_COMMIT", "")
     doc = {"format": OUT_FORMAT, "version": OUT_VERSION,
            "engine": {"name": "freetoken", "version": freetoken.__version__, "commit": commit},
+           "epoch": time.time(),
            "host": {"gpu": torch.cuda.get_device_name(0), "cpus": os.cpu_count(),
                     "machine": platform.machine()},
            "layers": a.layers, "model_layers": a.model_layers, "batch": a.batch,

@@ -5,7 +5,7 @@
 # workload; every probe error (bad JSON, missing field, another format, non-zero exit, no result
 # line, timeout, a program that does not exist) fails the run and leaves the profile untouched.
 set -u
-echo "1..21"
+echo "1..22"
 B=${BUILD:-build}
 FT="$(pwd)/$B/bin/ftbench"
 FIX="$(pwd)/$B/tests/fixtures/cpu_probe"
@@ -41,6 +41,8 @@ check "cpu_kernel records the command and the engine per format" \
 check "the request carries the workload (bf16: H 2048, I 768, E 128, top-8, steps, threads 0)" \
 	[ "$(python3 -c "import json; r=json.loads(open('$T/req').readline()); print(r['protocol'], r['version'], r['format'], r['hidden'], r['inter'], r['experts'], r['top_k'], r['steps'], r['threads'], r['expert_bytes'] == 3*2048*768*2)")" = "ftbench-cpu-kernel 1 bf16 2048 768 128 8 3 0 True" ]
 check "the profile is valid (the checks ran on the engine's figure)" [ "$(jget "$T/p.json" 'd["valid"]')" = True ]
+check "the profile with the engine's and our figures passes the schema" \
+	sh -c "python3 tests/schema_check.py api/schemas/profile.schema.json '$T/p.json' '$T/ours.json' >'$T/err' 2>&1"
 
 "$FT" bw $SMALL -o "$T/u.json" --cpu-kernel "$FIX --mode ok --gbs 80 --only nvfp4" >"$T/out" 2>"$T/err"; rc=$?
 check "a format the engine has no CPU path for keeps ours, with a note" \
