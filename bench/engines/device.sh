@@ -14,7 +14,8 @@
 #            ft bench bw (benchbw.py) -> OUT/bw_seed.json, in the same call
 #   bwk      ftbench bw --cpu-kernel "python3 XFER/engines/freetoken_cpu_moe.py" -> bw_engine.json
 #   server   the seed's server on a config-only model with its dummy weights, driven by
-#            ftbench decode (offload, hybrid) -> OUT/decode.jsonl (logs: server.log)
+#            ftbench decode (offload, hybrid; SERVER_COMPARE=moe-backend=offload,hybrid:
+#            decode --compare over SERVER_CYCLES) -> OUT/decode.jsonl (logs: server.log)
 #   keep     the built extensions and JIT caches -> OUT/cache.tar.gz (carry it next time)
 set -u
 X=$(cd "${1:?usage: device.sh XFER OUT STAGE...}" && pwd)
@@ -120,7 +121,13 @@ PYEOF
 		$PY "$E/freetoken_model.py" "$M" --layers "${SERVER_LAYERS:-16}" || exit 1
 		log "server: ftbench decode (offload, hybrid)"
 		# shellcheck disable=SC2086
-		timeout "${SERVER_TIMEOUT:-300}" "${FTB[@]}" decode --model "$M" --backend "${SERVER_BACKENDS:-offload,hybrid}" \
+		if [ -n "${SERVER_COMPARE:-}" ]; then # decode --compare (issue 31 part 1), e.g. moe-backend=offload,hybrid
+			ARMS="--compare $SERVER_COMPARE --cycles ${SERVER_CYCLES:-3}"
+		else
+			ARMS="--backend ${SERVER_BACKENDS:-offload,hybrid}"
+		fi
+		# shellcheck disable=SC2086
+		timeout "${SERVER_TIMEOUT:-300}" "${FTB[@]}" decode --model "$M" $ARMS \
 			--server-cmd "env -u LD_LIBRARY_PATH $PY -m freetoken.cli serve --model {model} --host {host} --port {port} --dummy-weight {flags}" \
 			--cache "${SERVER_CACHE:-819}" --decode "${SERVER_DECODE:-128}" --server-timeout 240 \
 			--term-grace 10 --kill-grace 5 --log-dir "$OUT" --json "$OUT/decode.jsonl" ${SERVER_ARGS:-} \
