@@ -9,8 +9,10 @@
  * once per block in shared memory as hi + lo 16-bit halves) is stored in that same order.
  *
  *  - bf16: A = the stored bf16 pairs; B column 0 = x hi, column 1 = x lo (bf16).
- *  - nvfp4, ds_fp4: A = e2m1 codes as f16 (value * 2^-6, exact; e4m3 bytes built from the
- *    nibbles and converted by cvt.rn.f16x2.e4m3x2 on sm_89+). Every step mixes the 4 chunks of
+ *  - nvfp4, ds_fp4: A = e2m1 codes as f16 bits (sign to bit 15, the 3 magnitude bits to 9-11:
+ *    exactly value * 2^-14, 0.5 a subnormal), two logic operations a code: no conversion
+ *    instruction (cvt.rn.f16x2.e4m3x2, tried first, capped the 4-bit formats at about 0.55 of
+ *    the HBM rate on the conversion pipe: bench/RESULTS.md). Every step mixes the 4 chunks of
  *    a row, i.e. 4 (ds_fp4) or 8 (nvfp4) scale blocks, so B column n holds x only at the
  *    positions of chunk n % 4 (hi for n < 4, lo for n >= 4): D[row][n] is the sum over one chunk,
  *    and each block's sum is scaled in FP32 (nvfp4: a second accumulator for the chunk's second
@@ -23,8 +25,11 @@
  * activation itself after the block's warps (which split K) are summed. Writes h fp32.
  * down kernel: block = (16 output rows, token b): its warps take (route, K part) items, each
  * item's rows scaled by the route weight; warps summed in a fixed order (deterministic), y
- * written whole. Before waiting for the gate_up kernel (programmatic launch) the block asks
- * for its expert rows in L2 (cp.async.bulk.prefetch.L2), so HBM stays busy across the switch. */
+ * written whole.
+ * Both kernels double-buffer their loads in registers (FTGEMV_UNROLL iterations per buffer) and
+ * issue their first loads before they stage their vector (the down kernel: before it waits for
+ * the gate_up kernel, whose end it overlaps as a programmatic dependent launch), so that the
+ * memory system is busy from a block's start. */
 #include "expert_gemv.h"
 
 #include <cuda_bf16.h>
@@ -37,8 +42,14 @@
 #ifndef FTGEMV_DN_WARPS
 #define FTGEMV_DN_WARPS 8   /* warps of a down block (split routes x K parts) */
 #endif
+#ifndef FTGEMV_GU_MINB
+#define FTGEMV_GU_MINB (16 / FTGEMV_GU_WARPS) /* gate_up blocks an SM must hold (register budget) */
+#endif
+#ifndef FTGEMV_DN_MINB
+#define FTGEMV_DN_MINB (FTGEMV_DN_WARPS >= 16 ? 1 : 2) /* down blocks an SM must hold (register budget) */
+#endif
 #ifndef FTGEMV_UNROLL
-#define FTGEMV_UNROLL 4     /* K iterations whose loads a warp issues before it uses them */
+#define FTGEMV_UNROLL 2     /* K iterations per load buffer (two buffers in flight) */
 #endif
 #define FTGEMV_GU_ROWS 8    /* intermediate rows of a gate_up block (8 gate + 8 up = one tile) */
 #define FTGEMV_DN_ROWS 16   /* output rows of a down block (one tile) */
@@ -53,7 +64,7 @@ template <int F> struct kiter { static constexpr int v = F == KF_BF16 ? 32 : 128
 struct gv_params {
 	const uint8_t *gu_w, *gu_s, *gu_g, *dn_w, *dn_s, *dn_g; /* pool bases (NULL: no such bank) */
 	size_t gu_wb, gu_sb, gu_gb, dn_wb, dn_sb, dn_gb;        /* bytes of one expert in each */
-	int H, I, C, topk, act, prefetch;
+	int H, I, C, topk, act;
 	float lim;
 	const int32_t *slots;
 	const float *w, *x;
@@ -73,16 +84,6 @@ __device__ static inline void grid_release(void)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 	asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-
-/* Ask for bytes at p in L2 (sm_90's bulk prefetch; a hint: skipped where p or bytes is not a
- * multiple of 16, and below sm_90). */
-__device__ static inline void prefetch_l2(const void *p, size_t bytes)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-	if ((((uintptr_t)p | bytes) & 15) == 0 && bytes && bytes < (1u << 31))
-		asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"((uint32_t)bytes) : "memory");
 #endif
 }
 
@@ -127,15 +128,6 @@ __device__ static inline void mma_f16(float d[4], uint32_t a0, uint32_t a1, uint
 }
 
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 890
-__constant__ float c_e2m1[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
-				 -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
-
-__device__ static inline uint32_t pack_h2(float lo, float hi)
-{
-	__half2 h = __floats2half2_rn(lo, hi);
-	return *reinterpret_cast<uint32_t *>(&h);
-}
-
 __device__ static inline float e4m3_f(uint32_t b)
 {
 	int s = (b >> 7) & 1, e = (b >> 3) & 15, m = b & 7;
@@ -144,30 +136,15 @@ __device__ static inline float e4m3_f(uint32_t b)
 }
 #endif
 
-/* Eight e2m1 codes (code i in bits 4i..4i+3) as four f16 pairs of value * 2^-6:
- * P[0] = (c0, c2), P[1] = (c4, c6), P[2] = (c1, c3), P[3] = (c5, c7) (low half first). */
+/* Eight e2m1 codes (code i in bits 4i..4i+3) as four f16 pairs of value * 2^-14 (exact; the
+ * code's sign to bit 15, its 3 magnitude bits to 9-11 of each half): P[i] = (code i, code
+ * i + 4), low half first. */
 __device__ static inline void fp4x8(uint32_t q, uint32_t P[4])
 {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-	/* e4m3 byte s 0 0 e1 e0 m 0 0 is exactly e2m1 * 2^-6 (subnormal for e = 0, as e2m1) */
-	const uint32_t ev = ((q << 2) & 0x1C1C1C1Cu) | ((q << 4) & 0x80808080u); /* codes 0,2,4,6 */
-	const uint32_t od = ((q >> 2) & 0x1C1C1C1Cu) | (q & 0x80808080u);        /* codes 1,3,5,7 */
-	asm("{\n\t.reg .b16 l, h;\n\t"
-	    "mov.b32 {l, h}, %4;\n\t"
-	    "cvt.rn.f16x2.e4m3x2 %0, l;\n\t"
-	    "cvt.rn.f16x2.e4m3x2 %1, h;\n\t"
-	    "mov.b32 {l, h}, %5;\n\t"
-	    "cvt.rn.f16x2.e4m3x2 %2, l;\n\t"
-	    "cvt.rn.f16x2.e4m3x2 %3, h;\n\t}\n"
-	    : "=r"(P[0]), "=r"(P[1]), "=r"(P[2]), "=r"(P[3])
-	    : "r"(ev), "r"(od));
-#else
-	const float k = 1.0f / 64;
-	P[0] = pack_h2(c_e2m1[q & 15] * k, c_e2m1[(q >> 8) & 15] * k);
-	P[1] = pack_h2(c_e2m1[(q >> 16) & 15] * k, c_e2m1[(q >> 24) & 15] * k);
-	P[2] = pack_h2(c_e2m1[(q >> 4) & 15] * k, c_e2m1[(q >> 12) & 15] * k);
-	P[3] = pack_h2(c_e2m1[(q >> 20) & 15] * k, c_e2m1[(q >> 28) & 15] * k);
-#endif
+	P[0] = ((q << 12) & 0x80008000u) | ((q << 9) & 0x0E000E00u);
+	P[1] = ((q << 8) & 0x80008000u) | ((q << 5) & 0x0E000E00u);
+	P[2] = ((q << 4) & 0x80008000u) | ((q << 1) & 0x0E000E00u);
+	P[3] = (q & 0x80008000u) | ((q >> 3) & 0x0E000E00u);
 }
 
 /* Four e4m3 bytes as floats (f[i] = byte i). */
@@ -193,11 +170,13 @@ __device__ static inline void e4m3x4(uint32_t v, float f[4])
 #endif
 }
 
-/* e8m0 byte e as 2^(e - 127) * 2^6 (the decode's 2^-6 undone); bytes >= 249 give inf. */
-__device__ static inline float e8m0_x64(uint32_t e)
+/* e8m0 byte e as 2^(e - 127) * 2^14 (the decode's 2^-14 undone); bytes >= 241 give inf. */
+__device__ static inline float e8m0_dec(uint32_t e)
 {
-	return __uint_as_float(min(e + 6u, 255u) << 23);
+	return __uint_as_float(min(e + 14u, 255u) << 23);
 }
+
+#define FP4_POST 16384.0f /* 2^14: the decode's scale, undone on nvfp4's row sums */
 
 __device__ static inline float fp16_f(const uint8_t *p)
 {
@@ -222,40 +201,48 @@ __device__ static inline float act_f(int a, float g, float u, float lim)
 
 /* ------------------------------------------------------------------ staging of x / h */
 
-/* Staged vector: hi[K + PAD], lo[K + PAD] u16 (bf16 or f16 per format); a zero region of the
- * same length serves the B lanes whose column is empty. Element k of a group of 4 is stored at
- * 4 (k / 4) + perm(k % 4): identity for bf16 (pairs (0,1), (2,3)), (0, 2, 1, 3) for the 4-bit
- * formats (pairs (0,2), (1,3), as fp4x8 yields them). */
-template <int F> __device__ static inline void stage_group(float4 v, float sc, uint16_t *hi, uint16_t *lo, int k)
+/* Staged vector: hi[K + PAD], lo[K + PAD] u16 (bf16 for bf16 weights, f16 for the 4-bit
+ * formats); a zero region of the same length serves the B lanes whose column is empty. In the
+ * order of the A pairs: bf16 natural (pairs (0,1), (2,3)); 4-bit formats, per group of 8
+ * elements, (0,4), (1,5), (2,6), (3,7) as fp4x8 yields them. */
+__device__ static inline void split_bf16(float v, uint32_t *h, uint32_t *l)
 {
-	uint32_t h0, h1, l0, l1;
+	const __nv_bfloat16 a = __float2bfloat16_rn(v);
+	*h = __bfloat16_as_ushort(a);
+	*l = __bfloat16_as_ushort(__float2bfloat16_rn(v - __bfloat162float(a)));
+}
+
+__device__ static inline void split_f16(float v, uint32_t *h, uint32_t *l)
+{
+	const __half a = __float2half_rn(v);
+	*h = __half_as_ushort(a);
+	*l = __half_as_ushort(__float2half_rn(v - __half2float(a)));
+}
+
+/* Stage elements k .. k + 7 of v (k a multiple of 8), scaled by sc (4-bit formats). */
+template <int F>
+__device__ static inline void stage8(const float *v, long k, float sc, uint16_t *hi, uint16_t *lo)
+{
+	const float4 a = *reinterpret_cast<const float4 *>(v + k), b = *reinterpret_cast<const float4 *>(v + k + 4);
+	const float e[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+	uint32_t h[8], l[8];
 	if (F == KF_BF16) {
-		const __nv_bfloat16 a = __float2bfloat16_rn(v.x), b = __float2bfloat16_rn(v.y),
-				    c = __float2bfloat16_rn(v.z), d = __float2bfloat16_rn(v.w);
-		const __nv_bfloat16 la = __float2bfloat16_rn(v.x - __bfloat162float(a)),
-				    lb = __float2bfloat16_rn(v.y - __bfloat162float(b)),
-				    lc = __float2bfloat16_rn(v.z - __bfloat162float(c)),
-				    ld = __float2bfloat16_rn(v.w - __bfloat162float(d));
-		h0 = __bfloat16_as_ushort(a) | (uint32_t)__bfloat16_as_ushort(b) << 16;
-		h1 = __bfloat16_as_ushort(c) | (uint32_t)__bfloat16_as_ushort(d) << 16;
-		l0 = __bfloat16_as_ushort(la) | (uint32_t)__bfloat16_as_ushort(lb) << 16;
-		l1 = __bfloat16_as_ushort(lc) | (uint32_t)__bfloat16_as_ushort(ld) << 16;
+#pragma unroll
+		for (int i = 0; i < 8; i++)
+			split_bf16(e[i], &h[i], &l[i]);
+		*reinterpret_cast<uint4 *>(hi + k) =
+			make_uint4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16);
+		*reinterpret_cast<uint4 *>(lo + k) =
+			make_uint4(l[0] | l[1] << 16, l[2] | l[3] << 16, l[4] | l[5] << 16, l[6] | l[7] << 16);
 	} else {
-		v.x *= sc;
-		v.y *= sc;
-		v.z *= sc;
-		v.w *= sc;
-		const __half a = __float2half_rn(v.x), b = __float2half_rn(v.y), c = __float2half_rn(v.z),
-			     d = __float2half_rn(v.w);
-		const __half la = __float2half_rn(v.x - __half2float(a)), lb = __float2half_rn(v.y - __half2float(b)),
-			     lc = __float2half_rn(v.z - __half2float(c)), ld = __float2half_rn(v.w - __half2float(d));
-		h0 = __half_as_ushort(a) | (uint32_t)__half_as_ushort(c) << 16;
-		h1 = __half_as_ushort(b) | (uint32_t)__half_as_ushort(d) << 16;
-		l0 = __half_as_ushort(la) | (uint32_t)__half_as_ushort(lc) << 16;
-		l1 = __half_as_ushort(lb) | (uint32_t)__half_as_ushort(ld) << 16;
+#pragma unroll
+		for (int i = 0; i < 8; i++)
+			split_f16(e[i] * sc, &h[i], &l[i]);
+		*reinterpret_cast<uint4 *>(hi + k) =
+			make_uint4(h[0] | h[4] << 16, h[1] | h[5] << 16, h[2] | h[6] << 16, h[3] | h[7] << 16);
+		*reinterpret_cast<uint4 *>(lo + k) =
+			make_uint4(l[0] | l[4] << 16, l[1] | l[5] << 16, l[2] | l[6] << 16, l[3] | l[7] << 16);
 	}
-	*reinterpret_cast<uint2 *>(hi + k) = make_uint2(h0, h1);
-	*reinterpret_cast<uint2 *>(lo + k) = make_uint2(l0, l1);
 }
 
 /* The power-of-two scaling of a 4-bit format's vector with largest magnitude m: sc = 2^-p
@@ -270,39 +257,88 @@ __device__ static inline float vec_scale(float m, float *post)
 	return ldexpf(1.0f, -p);
 }
 
+/* Largest magnitude of v[k0 + step i] over the caller's share (8 elements a step). */
+__device__ static inline float share_max(const float *v, long k0, long n, long step)
+{
+	float m = 0;
+	for (long k = k0; k < n; k += step) {
+		const float4 a = *reinterpret_cast<const float4 *>(v + k), b = *reinterpret_cast<const float4 *>(v + k + 4);
+		m = fmaxf(m, fmaxf(fmaxf(fabsf(a.x), fabsf(a.y)), fmaxf(fabsf(a.z), fabsf(a.w))));
+		m = fmaxf(m, fmaxf(fmaxf(fabsf(b.x), fabsf(b.y)), fmaxf(fabsf(b.z), fabsf(b.w))));
+	}
+	return m;
+}
+
 /* ------------------------------------------------------------------ the tile loop */
+
+/* One K iteration of one lane: 16 bytes of row g and of row g + 8, their scale bytes. */
+struct frag {
+	uint4 a, b;
+	uint32_t sa, sb;
+};
 
 /* One lane's view of a 16-row tile over K: rows g and g + 8 (w: row g's bytes at this lane's
  * chunk, w8: distance to row g + 8; s, s8 the same for its scale bytes), xb: this lane's B
- * column in shared memory at its chunk. Adds iterations [i0, i1) into acc (FP32, the lane's
- * D fragment: rows g, g + 8 x columns 2c, 2c + 1). */
-template <int F>
-__device__ static inline void tile_run(const uint8_t *__restrict__ w, size_t w8, const uint8_t *__restrict__ s,
-				       size_t s8, const uint16_t *xb, int i0, int i1, float acc[4])
-{
-	constexpr int KI = kiter<F>::v;
-	constexpr int WSTEP = 64;                             /* bytes of a row per iteration */
-	constexpr int SSTEP = F == KF_NVFP4 ? 8 : 4;          /* scale bytes of a row per iteration */
-	for (int it = i0; it < i1; it += FTGEMV_UNROLL) {
-		uint4 ra[FTGEMV_UNROLL], rb[FTGEMV_UNROLL];
-		uint32_t sa[FTGEMV_UNROLL], sb[FTGEMV_UNROLL];
+ * column in shared memory at its chunk. */
+template <int F> struct tile {
+	const uint8_t *w, *s;
+	size_t w8, s8;
+	const uint16_t *xb;
+
+	/* This lane's pointers for rows r0 + g, r0 + g + d8 of a row-major [N, K] bank set at
+	 * expert bases wbase (codes or bf16) and sbase (scales), and its B column base in the
+	 * staged vector (hi, lo, zero). */
+	__device__ tile(const uint8_t *wbase, const uint8_t *sbase, long K, long r0, long d8, int lane,
+			const uint16_t *hi, const uint16_t *lo, const uint16_t *zero)
+	{
+		const int g = lane >> 2, c = lane & 3, n = lane >> 2;
+		const size_t rowb = F == KF_BF16 ? (size_t)K * 2 : (size_t)K / 2;
+		w = wbase + (size_t)(r0 + g) * rowb + 16 * c;
+		w8 = (size_t)d8 * rowb;
+		if (F == KF_NVFP4) {
+			s = sbase + (size_t)(r0 + g) * (K / 16) + 4 * (c & 1);
+			s8 = (size_t)d8 * (K / 16);
+		} else if (F == KF_DSFP4) {
+			s = sbase + (size_t)(r0 + g) * (K / 32) + 2 * (c & 1);
+			s8 = (size_t)d8 * (K / 32);
+		} else {
+			s = NULL;
+			s8 = 0;
+		}
+		if (F == KF_BF16)
+			xb = (n == 0 ? hi : n == 1 ? lo : zero) + 8 * c;
+		else
+			xb = ((n & 3) == c ? (n < 4 ? hi : lo) : zero) + 32 * c;
+	}
+
+	/* Issue the loads of iterations it .. it + FTGEMV_UNROLL - 1 (those below i1). */
+	__device__ inline void load(frag f[FTGEMV_UNROLL], int it, int i1) const
+	{
+		constexpr int SSTEP = F == KF_NVFP4 ? 8 : 4; /* scale bytes of a row per iteration */
 #pragma unroll
 		for (int u = 0; u < FTGEMV_UNROLL; u++) {
 			if (it + u < i1) {
-				const uint8_t *p = w + (size_t)(it + u) * WSTEP;
-				ra[u] = ld_stream16(p);
-				rb[u] = ld_stream16(p + w8);
+				const uint8_t *p = w + (size_t)(it + u) * 64;
+				f[u].a = ld_stream16(p);
+				f[u].b = ld_stream16(p + w8);
 				if (F == KF_NVFP4) {
 					const uint8_t *q = s + (size_t)(it + u) * SSTEP;
-					sa[u] = ld_nc32(q);
-					sb[u] = ld_nc32(q + s8);
+					f[u].sa = ld_nc32(q);
+					f[u].sb = ld_nc32(q + s8);
 				} else if (F == KF_DSFP4) {
 					const uint8_t *q = s + (size_t)(it + u) * SSTEP;
-					sa[u] = ld_nc16(q);
-					sb[u] = ld_nc16(q + s8);
+					f[u].sa = ld_nc16(q);
+					f[u].sb = ld_nc16(q + s8);
 				}
 			}
 		}
+	}
+
+	/* Add iterations it .. (loaded in f) into acc, the lane's FP32 D fragment (rows g, g + 8
+	 * x columns 2c, 2c + 1). */
+	__device__ inline void compute(const frag f[FTGEMV_UNROLL], int it, int i1, float acc[4]) const
+	{
+		constexpr int KI = kiter<F>::v;
 #pragma unroll
 		for (int u = 0; u < FTGEMV_UNROLL; u++) {
 			if (it + u >= i1)
@@ -311,12 +347,12 @@ __device__ static inline void tile_run(const uint8_t *__restrict__ w, size_t w8,
 			if (F == KF_BF16) {
 				const uint2 b0 = *reinterpret_cast<const uint2 *>(xk);
 				const uint2 b1 = *reinterpret_cast<const uint2 *>(xk + 4);
-				mma_bf16(acc, ra[u].x, rb[u].x, ra[u].y, rb[u].y, b0);
-				mma_bf16(acc, ra[u].z, rb[u].z, ra[u].w, rb[u].w, b1);
+				mma_bf16(acc, f[u].a.x, f[u].b.x, f[u].a.y, f[u].b.y, b0);
+				mma_bf16(acc, f[u].a.z, f[u].b.z, f[u].a.w, f[u].b.w, b1);
 			} else {
 				float d0[4] = {0, 0, 0, 0}, d1[4] = {0, 0, 0, 0};
-				const uint32_t wa[4] = {ra[u].x, ra[u].y, ra[u].z, ra[u].w};
-				const uint32_t wb[4] = {rb[u].x, rb[u].y, rb[u].z, rb[u].w};
+				const uint32_t wa[4] = {f[u].a.x, f[u].a.y, f[u].a.z, f[u].a.w};
+				const uint32_t wb[4] = {f[u].b.x, f[u].b.y, f[u].b.z, f[u].b.w};
 #pragma unroll
 				for (int j = 0; j < 4; j++) {
 					uint32_t P[4], Q[4];
@@ -325,56 +361,41 @@ __device__ static inline void tile_run(const uint8_t *__restrict__ w, size_t w8,
 					const uint2 b0 = *reinterpret_cast<const uint2 *>(xk + 8 * j);
 					const uint2 b1 = *reinterpret_cast<const uint2 *>(xk + 8 * j + 4);
 					float *d = (F == KF_NVFP4 && j >= 2) ? d1 : d0;
-					mma_f16(d, P[0], Q[0], P[2], Q[2], b0);
-					mma_f16(d, P[1], Q[1], P[3], Q[3], b1);
+					mma_f16(d, P[0], Q[0], P[1], Q[1], b0);
+					mma_f16(d, P[2], Q[2], P[3], Q[3], b1);
 				}
 				if (F == KF_NVFP4) {
 					/* bytes: column 2c's chunk blocks 0, 1, column 2c+1's blocks 0, 1 */
 					float fa[4], fb[4];
-					e4m3x4(sa[u], fa);
-					e4m3x4(sb[u], fb);
+					e4m3x4(f[u].sa, fa);
+					e4m3x4(f[u].sb, fb);
 					acc[0] += d0[0] * fa[0] + d1[0] * fa[1];
 					acc[1] += d0[1] * fa[2] + d1[1] * fa[3];
 					acc[2] += d0[2] * fb[0] + d1[2] * fb[1];
 					acc[3] += d0[3] * fb[2] + d1[3] * fb[3];
 				} else {
-					acc[0] += d0[0] * e8m0_x64(sa[u] & 255);
-					acc[1] += d0[1] * e8m0_x64(sa[u] >> 8);
-					acc[2] += d0[2] * e8m0_x64(sb[u] & 255);
-					acc[3] += d0[3] * e8m0_x64(sb[u] >> 8);
+					acc[0] += d0[0] * e8m0_dec(f[u].sa & 255);
+					acc[1] += d0[1] * e8m0_dec(f[u].sa >> 8);
+					acc[2] += d0[2] * e8m0_dec(f[u].sb & 255);
+					acc[3] += d0[3] * e8m0_dec(f[u].sb >> 8);
 				}
 			}
 		}
 	}
-}
 
-/* This lane's pointers for rows r0 + g, r0 + g + 8 of a row-major [N, K] bank set at expert
- * bases wbase (codes or bf16) and sbase (scales), and its B column base in the staged vector
- * (hi, lo, zero). */
-template <int F>
-__device__ static inline void lane_view(const uint8_t *wbase, const uint8_t *sbase, long K, long r0, int lane,
-					const uint16_t *hi, const uint16_t *lo, const uint16_t *zero,
-					const uint8_t **w, size_t *w8, const uint8_t **s, size_t *s8, const uint16_t **xb)
-{
-	const int g = lane >> 2, c = lane & 3, n = lane >> 2;
-	const size_t rowb = F == KF_BF16 ? (size_t)K * 2 : (size_t)K / 2;
-	*w = wbase + (size_t)(r0 + g) * rowb + 16 * c;
-	*w8 = 8 * rowb;
-	if (F == KF_NVFP4) {
-		*s = sbase + (size_t)(r0 + g) * (K / 16) + 4 * (c & 1);
-		*s8 = 8 * (size_t)(K / 16);
-	} else if (F == KF_DSFP4) {
-		*s = sbase + (size_t)(r0 + g) * (K / 32) + 2 * (c & 1);
-		*s8 = 8 * (size_t)(K / 32);
-	} else {
-		*s = NULL;
-		*s8 = 0;
+	/* Iterations [i0, i1) into acc, the first FTGEMV_UNROLL already loaded in A: two buffers,
+	 * one loading while the other is used. */
+	__device__ inline void run(frag A[FTGEMV_UNROLL], int i0, int i1, float acc[4]) const
+	{
+		frag B[FTGEMV_UNROLL];
+		for (int it = i0; it < i1; it += 2 * FTGEMV_UNROLL) {
+			load(B, it + FTGEMV_UNROLL, i1);
+			compute(A, it, i1, acc);
+			load(A, it + 2 * FTGEMV_UNROLL, i1);
+			compute(B, it + FTGEMV_UNROLL, i1, acc);
+		}
 	}
-	if (F == KF_BF16)
-		*xb = (n == 0 ? hi : n == 1 ? lo : zero) + 8 * c;
-	else
-		*xb = ((n & 3) == c ? (n < 4 ? hi : lo) : zero) + 32 * c;
-}
+};
 
 /* Row sums of a tile from the lanes' fragments: t0 = row g, t1 = row g + 8 (all 4 lanes of
  * the quad get them). */
@@ -399,7 +420,7 @@ __device__ static inline size_t vec_elems(long K)
 /* gate_up + activation. Grid (I / 8, topk, B), block FTGEMV_GU_WARPS warps; dynamic shared
  * memory 3 staged vectors of H. h[(b * topk + r) * I + j] = act(gate_j . x_b, up_j . x_b). */
 template <int F>
-__global__ void __launch_bounds__(FTGEMV_GU_WARPS * 32) gu_kernel(const gv_params p)
+__global__ void __launch_bounds__(FTGEMV_GU_WARPS * 32, FTGEMV_GU_MINB) gu_kernel(const gv_params p)
 {
 	extern __shared__ __align__(16) uint16_t sm_gu[];
 	__shared__ float red[FTGEMV_GU_WARPS][16];
@@ -415,27 +436,19 @@ __global__ void __launch_bounds__(FTGEMV_GU_WARPS * 32) gu_kernel(const gv_param
 	const size_t ve = vec_elems(H);
 	uint16_t *hi = sm_gu, *lo = sm_gu + ve, *zero = sm_gu + 2 * ve;
 	const float *x = p.x + (size_t)b * H;
-	const uint8_t *wbase = p.gu_w + (size_t)slot * p.gu_wb;
-	const uint8_t *sbase = p.gu_s ? p.gu_s + (size_t)slot * p.gu_sb : NULL;
-	/* this warp's share of K; its first FTGEMV_UNROLL iterations of each of its 16 rows asked
-	 * for in L2 (lanes 0-15) before the staging, so HBM works while x is staged */
+	/* tile rows 0-7: gate rows j0 + g, rows 8-15: up rows I + j0 + g (I rows further on) */
+	const tile<F> t(p.gu_w + (size_t)slot * p.gu_wb, p.gu_s ? p.gu_s + (size_t)slot * p.gu_sb : NULL, H, j0, I,
+			lane, hi, lo, zero);
+	/* this warp's share of K: its first loads go out before x is staged */
 	const int NI = (int)(H / kiter<F>::v);
 	const int i0 = NI * warp / FTGEMV_GU_WARPS, i1 = NI * (warp + 1) / FTGEMV_GU_WARPS;
-	if (p.prefetch && lane < 16) {
-		const size_t rowb = F == KF_BF16 ? (size_t)H * 2 : (size_t)H / 2;
-		const long row = (lane < 8 ? 0 : I - 8) + j0 + lane;
-		const int n = i1 - i0 < FTGEMV_UNROLL ? i1 - i0 : FTGEMV_UNROLL;
-		prefetch_l2(wbase + (size_t)row * rowb + (size_t)i0 * 64, (size_t)n * 64);
-	}
+	frag A[FTGEMV_UNROLL];
+	t.load(A, i0, i1);
 
 	/* stage x: its largest magnitude first (4-bit formats), then hi / lo */
 	float post = 1.0f, sc = 1.0f;
 	if (F != KF_BF16) {
-		float m = 0;
-		for (long k = 4 * tid; k < H; k += 4 * FTGEMV_GU_WARPS * 32) {
-			const float4 v = *reinterpret_cast<const float4 *>(x + k);
-			m = fmaxf(m, fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
-		}
+		float m = share_max(x, 8 * tid, H, 8 * FTGEMV_GU_WARPS * 32);
 		for (int o = 16; o; o >>= 1)
 			m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, o));
 		if (lane == 0)
@@ -446,21 +459,14 @@ __global__ void __launch_bounds__(FTGEMV_GU_WARPS * 32) gu_kernel(const gv_param
 			m = fmaxf(m, smax[i]);
 		sc = vec_scale(m, &post);
 	}
-	for (long k = 4 * tid; k < H; k += 4 * FTGEMV_GU_WARPS * 32) {
-		stage_group<F>(*reinterpret_cast<const float4 *>(x + k), sc, hi, lo, (int)k);
-		*reinterpret_cast<uint2 *>(zero + k) = make_uint2(0, 0);
+	for (long k = 8 * tid; k < H; k += 8 * FTGEMV_GU_WARPS * 32) {
+		stage8<F>(x, k, sc, hi, lo);
+		*reinterpret_cast<uint4 *>(zero + k) = make_uint4(0, 0, 0, 0);
 	}
 	__syncthreads();
 
-	const uint8_t *w, *s;
-	size_t w8, s8;
-	const uint16_t *xb;
-	/* tile rows 0-7: gate rows j0 + g, rows 8-15: up rows I + j0 + g, I rows further on */
-	lane_view<F>(wbase, sbase, H, j0, lane, hi, lo, zero, &w, &w8, &s, &s8, &xb);
-	w8 = w8 / 8 * (size_t)I;
-	s8 = s8 / 8 * (size_t)I;
 	float acc[4] = {0, 0, 0, 0};
-	tile_run<F>(w, w8, s, s8, xb, i0, i1, acc);
+	t.run(A, i0, i1, acc);
 	float gt, up;
 	tile_rows(acc, &gt, &up);
 	if ((lane & 3) == 0) {
@@ -478,8 +484,8 @@ __global__ void __launch_bounds__(FTGEMV_GU_WARPS * 32) gu_kernel(const gv_param
 		u *= post;
 		if (F == KF_NVFP4) {
 			const uint8_t *gl = p.gu_g + (size_t)slot * p.gu_gb;
-			g *= 64.0f * fp16_f(gl + 2 * (size_t)(j0 + tid));
-			u *= 64.0f * fp16_f(gl + 2 * (size_t)(I + j0 + tid));
+			g *= FP4_POST * fp16_f(gl + 2 * (size_t)(j0 + tid));
+			u *= FP4_POST * fp16_f(gl + 2 * (size_t)(I + j0 + tid));
 		}
 		p.h[((size_t)b * p.topk + r) * I + j0 + tid] = act_f(p.act, g, u, p.lim);
 	}
@@ -491,10 +497,24 @@ static size_t dn_smem(long I, int topk)
 	return (size_t)(1 + 2 * topk) * ((size_t)I + FTGEMV_PAD) * 2;
 }
 
+/* The down kernel's split of routes over its warps: KS K parts a route, so that every warp has
+ * an item and, where a split of at most FTGEMV_DN_WARPS parts allows it, every warp as many
+ * (topk 6: 4 parts, 3 items a warp); at least one K iteration a part. */
+__device__ static inline int dn_parts(int topk, int NI)
+{
+	int KS = (FTGEMV_DN_WARPS + topk - 1) / topk;
+	for (int k = KS; k <= FTGEMV_DN_WARPS; k++)
+		if (topk * k % FTGEMV_DN_WARPS == 0) {
+			KS = k;
+			break;
+		}
+	return KS < NI ? KS : NI;
+}
+
 /* down. Grid (H / 16, B), block FTGEMV_DN_WARPS warps; dynamic shared memory dn_smem(I, topk).
  * y[b, n0 .. n0 + 15] = sum over live routes r of w[b, r] * (down_r . h[b, r]). */
 template <int F>
-__global__ void __launch_bounds__(FTGEMV_DN_WARPS * 32) dn_kernel(const gv_params p)
+__global__ void __launch_bounds__(FTGEMV_DN_WARPS * 32, FTGEMV_DN_MINB) dn_kernel(const gv_params p)
 {
 	extern __shared__ __align__(16) uint16_t sm_dn[];
 	__shared__ float red[FTGEMV_DN_WARPS][16];
@@ -506,28 +526,33 @@ __global__ void __launch_bounds__(FTGEMV_DN_WARPS * 32) dn_kernel(const gv_param
 	const size_t ve = vec_elems(I);
 	uint16_t *zero = sm_dn;
 
-	/* slots and weights were written before the gate_up kernel started (it waited for them) */
+	/* slots, weights and the pools were written before the gate_up kernel started (it waited
+	 * for them): read before waiting for the gate_up kernel, which only h depends on */
 	if (tid < topk) {
 		int sl = p.slots[b * topk + tid];
 		s_slot[tid] = sl < 0 || sl >= p.C ? -1 : sl;
 		s_w[tid] = p.w[b * topk + tid];
 	}
 	__syncthreads();
-	if (p.prefetch && tid < topk && s_slot[tid] >= 0) {
-		const int sl = s_slot[tid];
-		const size_t rowb = F == KF_BF16 ? (size_t)I * 2 : (size_t)I / 2;
-		prefetch_l2(p.dn_w + (size_t)sl * p.dn_wb + (size_t)n0 * rowb, FTGEMV_DN_ROWS * rowb);
-		if (F != KF_BF16) {
-			const size_t srow = F == KF_NVFP4 ? (size_t)I / 16 : (size_t)I / 32;
-			prefetch_l2(p.dn_s + (size_t)sl * p.dn_sb + (size_t)n0 * srow, FTGEMV_DN_ROWS * srow);
-		}
+	const int NI = (int)(I / kiter<F>::v), KS = dn_parts(topk, NI);
+	/* this warp's first live item: its first loads go out now */
+	int item = warp;
+	while (item < topk * KS && s_slot[item / KS] < 0)
+		item += FTGEMV_DN_WARPS;
+	frag A[FTGEMV_UNROLL];
+	if (item < topk * KS) {
+		const int r = item / KS, part = item % KS, sl = s_slot[r];
+		const uint16_t *hi = sm_dn + (1 + 2 * r) * ve;
+		const tile<F> t(p.dn_w + (size_t)sl * p.dn_wb, p.dn_s ? p.dn_s + (size_t)sl * p.dn_sb : NULL, I, n0, 8,
+				lane, hi, hi + ve, zero);
+		t.load(A, NI * part / KS, NI * (part + 1) / KS);
 	}
 	grid_wait(); /* h of the gate_up kernel */
 	grid_release();
 
 	/* stage h of every live route: warp ww takes routes ww, ww + W, ... */
-	for (long k = 4 * tid; k < I; k += 4 * FTGEMV_DN_WARPS * 32)
-		*reinterpret_cast<uint2 *>(zero + k) = make_uint2(0, 0);
+	for (long k = 8 * tid; k < I; k += 8 * FTGEMV_DN_WARPS * 32)
+		*reinterpret_cast<uint4 *>(zero + k) = make_uint4(0, 0, 0, 0);
 	for (int r = warp; r < topk; r += FTGEMV_DN_WARPS) {
 		if (s_slot[r] < 0)
 			continue;
@@ -535,47 +560,31 @@ __global__ void __launch_bounds__(FTGEMV_DN_WARPS * 32) dn_kernel(const gv_param
 		uint16_t *hi = sm_dn + (1 + 2 * r) * ve, *lo = hi + ve;
 		float post = 1.0f, sc = 1.0f;
 		if (F != KF_BF16) {
-			float m = 0;
-			for (long k = 4 * lane; k < I; k += 128) {
-				const float4 v = *reinterpret_cast<const float4 *>(hv + k);
-				m = fmaxf(m, fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
-			}
+			float m = share_max(hv, 8 * lane, I, 256);
 			for (int o = 16; o; o >>= 1)
 				m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, o));
 			sc = vec_scale(m, &post);
 		}
-		for (long k = 4 * lane; k < I; k += 128)
-			stage_group<F>(*reinterpret_cast<const float4 *>(hv + k), sc, hi, lo, (int)k);
+		for (long k = 8 * lane; k < I; k += 256)
+			stage8<F>(hv, k, sc, hi, lo);
 		if (lane == 0)
-			s_post[r] = post * s_w[r] * (F == KF_NVFP4 ? 64.0f : 1.0f);
+			s_post[r] = post * s_w[r] * (F == KF_NVFP4 ? FP4_POST : 1.0f);
 	}
 	__syncthreads();
 
-	/* items (route, K part): KS parts per route, so that every warp has one and, where a
-	 * split of at most FTGEMV_DN_WARPS parts allows it, every warp as many (topk 6: 4 parts,
-	 * 3 items a warp); at least one K iteration a part */
-	const int NI = (int)(I / kiter<F>::v);
-	int KS = (FTGEMV_DN_WARPS + topk - 1) / topk;
-	for (int k = KS; k <= FTGEMV_DN_WARPS; k++)
-		if (topk * k % FTGEMV_DN_WARPS == 0) {
-			KS = k;
-			break;
-		}
-	KS = KS < NI ? KS : NI;
 	float o0 = 0, o1 = 0; /* rows n0 + g, n0 + g + 8 */
-	for (int item = warp; item < topk * KS; item += FTGEMV_DN_WARPS) {
+	for (int first = 1; item < topk * KS; item += FTGEMV_DN_WARPS, first = 0) {
 		const int r = item / KS, part = item % KS, sl = s_slot[r];
 		if (sl < 0)
 			continue;
-		const uint16_t *hi = sm_dn + (1 + 2 * r) * ve, *lo = hi + ve;
-		const uint8_t *wbase = p.dn_w + (size_t)sl * p.dn_wb;
-		const uint8_t *sbase = p.dn_s ? p.dn_s + (size_t)sl * p.dn_sb : NULL;
-		const uint8_t *w, *s;
-		size_t w8, s8;
-		const uint16_t *xb;
-		lane_view<F>(wbase, sbase, I, n0, lane, hi, lo, zero, &w, &w8, &s, &s8, &xb);
+		const uint16_t *hi = sm_dn + (1 + 2 * r) * ve;
+		const tile<F> t(p.dn_w + (size_t)sl * p.dn_wb, p.dn_s ? p.dn_s + (size_t)sl * p.dn_sb : NULL, I, n0, 8,
+				lane, hi, hi + ve, zero);
+		const int i0 = NI * part / KS, i1 = NI * (part + 1) / KS;
+		if (!first)
+			t.load(A, i0, i1);
 		float acc[4] = {0, 0, 0, 0};
-		tile_run<F>(w, w8, s, s8, xb, NI * part / KS, NI * (part + 1) / KS, acc);
+		t.run(A, i0, i1, acc);
 		float t0, t1;
 		tile_rows(acc, &t0, &t1);
 		float f0 = s_post[r], f1 = f0;
@@ -726,7 +735,6 @@ extern "C" cudaError_t ftgemv_moe(const struct ftgemv_experts *e, int B, int top
 	p.topk = topk;
 	p.act = (int)e->act;
 	p.lim = e->swiglu_limit;
-	p.prefetch = !e->no_prefetch;
 	p.slots = d_slots;
 	p.w = d_w;
 	p.x = d_x;

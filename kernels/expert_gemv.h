@@ -21,13 +21,12 @@
  * halves, hi + lo (bf16 for bf16 weights; f16 for the 4-bit formats, after a power-of-two
  * scaling of each vector by its largest magnitude), about 16 significant bits: the results match
  * an FP32 executor to ~1e-4 of a row's magnitude (tests/gpu/test_expert_gemv.c states the bound).
- * e8m0 scales of 2^122 and above (byte >= 249) become inf; byte 255 (NaN) too.
+ * e8m0 scales of 2^114 and above (byte >= 241) become inf; byte 255 (NaN) too.
  *
  * Launches: two kernels on stream s, gate_up+activation then down; with e->pdl (sm_90+, set by
  * ftgemv_init) both are programmatic dependent launches: each waits for the stream's previous
  * kernel before its first dependent read, and the down kernel's blocks start while the gate_up
- * kernel ends and prefetch their expert rows into L2 meanwhile (gate_up blocks prefetch their
- * first rows while they stage x). No host synchronisation, no
+ * kernel ends, their first expert rows loading meanwhile. No host synchronisation, no
  * allocation: a call can be captured in a CUDA graph. Scratch: ftgemv_scratch_bytes (h, fp32).
  * Launchers return the launch's cudaError_t (cudaErrorInvalidValue for bad arguments). */
 #ifndef FT_KERNELS_EXPERT_GEMV_H
@@ -52,7 +51,6 @@ struct ftgemv_experts {
 	enum ftfmt_act act;
 	float swiglu_limit;           /* FTFMT_ACT_SWIGLU_OAI clamp (gpt-oss: 7) */
 	void *pool[FTFMT_MAX_BANKS];  /* device slot pools [C, expert bytes of the bank], schema order */
-	int no_prefetch;              /* 1: the kernels ask for no expert rows in L2 ahead (A/B) */
 	/* set by ftgemv_init */
 	int nbanks;
 	size_t bank_bytes[FTFMT_MAX_BANKS]; /* bytes of one expert in each bank */
