@@ -51,7 +51,6 @@
 #ifndef FTGEMV_UNROLL
 #define FTGEMV_UNROLL 2     /* K iterations per load buffer (two buffers in flight) */
 #endif
-#define FTGEMV_GU_ROWS 8    /* intermediate rows of a gate_up block (8 gate + 8 up = one tile) */
 #define FTGEMV_DN_ROWS 16   /* output rows of a down block (one tile) */
 #define FTGEMV_PAD 8        /* u16 elements between staged vectors (spreads shared-memory banks) */
 #define FULL_MASK 0xffffffffu
@@ -64,7 +63,7 @@ template <int F> struct kiter { static constexpr int v = F == KF_BF16 ? 32 : 128
 struct gv_params {
 	const uint8_t *gu_w, *gu_s, *gu_g, *dn_w, *dn_s, *dn_g; /* pool bases (NULL: no such bank) */
 	size_t gu_wb, gu_sb, gu_gb, dn_wb, dn_sb, dn_gb;        /* bytes of one expert in each */
-	int H, I, C, topk, act;
+	int H, I, C, topk, act, B;
 	float lim;
 	const int32_t *slots;
 	const float *w, *x;
@@ -204,12 +203,20 @@ __device__ static inline float act_f(int a, float g, float u, float lim)
 /* Staged vector: hi[K + PAD], lo[K + PAD] u16 (bf16 for bf16 weights, f16 for the 4-bit
  * formats); a zero region of the same length serves the B lanes whose column is empty. In the
  * order of the A pairs: bf16 natural (pairs (0,1), (2,3)); 4-bit formats, per group of 8
- * elements, (0,4), (1,5), (2,6), (3,7) as fp4x8 yields them. */
+ * elements, (0,4), (1,5), (2,6), (3,7) as fp4x8 yields them: element e of a group at 2 (e % 4)
+ * + e / 4. The 4-bit formats' vectors are block floating point: each 32 elements (a chunk of a
+ * K iteration, one B column's share) scaled by the power of two that puts their largest
+ * magnitude in [2^14, 2^15), undone (post[k / 32]) on that column's FP32 sums. */
+__device__ static inline uint32_t bf16_bits(float v)
+{
+	return __bfloat16_as_ushort(__float2bfloat16_rn(v));
+}
+
 __device__ static inline void split_bf16(float v, uint32_t *h, uint32_t *l)
 {
 	const __nv_bfloat16 a = __float2bfloat16_rn(v);
 	*h = __bfloat16_as_ushort(a);
-	*l = __bfloat16_as_ushort(__float2bfloat16_rn(v - __bfloat162float(a)));
+	*l = bf16_bits(v - __bfloat162float(a));
 }
 
 __device__ static inline void split_f16(float v, uint32_t *h, uint32_t *l)
@@ -219,12 +226,10 @@ __device__ static inline void split_f16(float v, uint32_t *h, uint32_t *l)
 	*l = __half_as_ushort(__float2half_rn(v - __half2float(a)));
 }
 
-/* Stage elements k .. k + 7 of v (k a multiple of 8), scaled by sc (4-bit formats). */
+/* Stage e[0..7], elements k .. k + 7 (k a multiple of 8), scaled by sc (4-bit formats). */
 template <int F>
-__device__ static inline void stage8(const float *v, long k, float sc, uint16_t *hi, uint16_t *lo)
+__device__ static inline void stage8(const float e[8], long k, float sc, uint16_t *hi, uint16_t *lo)
 {
-	const float4 a = *reinterpret_cast<const float4 *>(v + k), b = *reinterpret_cast<const float4 *>(v + k + 4);
-	const float e[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
 	uint32_t h[8], l[8];
 	if (F == KF_BF16) {
 #pragma unroll
@@ -245,9 +250,9 @@ __device__ static inline void stage8(const float *v, long k, float sc, uint16_t 
 	}
 }
 
-/* The power-of-two scaling of a 4-bit format's vector with largest magnitude m: sc = 2^-p
- * puts m in [2^14, 2^15); *post = 2^p undoes it on the sums. */
-__device__ static inline float vec_scale(float m, float *post)
+/* The power-of-two scaling of a 4-bit format's block with largest magnitude m: sc = 2^-p puts
+ * m in [2^14, 2^15); *post = 2^p undoes it on the sums. */
+__device__ static inline float blk_scale(float m, float *post)
 {
 	int e = 0;
 	frexpf(m, &e); /* m < 2^e */
@@ -255,18 +260,6 @@ __device__ static inline float vec_scale(float m, float *post)
 	p = p < -110 ? -110 : p > 110 ? 110 : p;
 	*post = ldexpf(1.0f, p);
 	return ldexpf(1.0f, -p);
-}
-
-/* Largest magnitude of v[k0 + step i] over the caller's share (8 elements a step). */
-__device__ static inline float share_max(const float *v, long k0, long n, long step)
-{
-	float m = 0;
-	for (long k = k0; k < n; k += step) {
-		const float4 a = *reinterpret_cast<const float4 *>(v + k), b = *reinterpret_cast<const float4 *>(v + k + 4);
-		m = fmaxf(m, fmaxf(fmaxf(fabsf(a.x), fabsf(a.y)), fmaxf(fabsf(a.z), fabsf(a.w))));
-		m = fmaxf(m, fmaxf(fmaxf(fabsf(b.x), fabsf(b.y)), fmaxf(fabsf(b.z), fabsf(b.w))));
-	}
-	return m;
 }
 
 /* ------------------------------------------------------------------ the tile loop */
@@ -279,22 +272,26 @@ struct frag {
 
 /* One lane's view of a 16-row tile over K: rows g and g + 8 (w: row g's bytes at this lane's
  * chunk, w8: distance to row g + 8; s, s8 the same for its scale bytes), xb: this lane's B
- * column in shared memory at its chunk. */
+ * column in shared memory at its chunk; post: the staged vector's block factors (4-bit). */
 template <int F> struct tile {
 	const uint8_t *w, *s;
 	size_t w8, s8;
 	const uint16_t *xb;
+	const float *post;
+	int ch; /* 4-bit: the chunk of this lane's column 2c (column 2c + 1: ch + 1) */
 
 	/* This lane's pointers for rows r0 + g, r0 + g + d8 of a row-major [N, K] bank set at
 	 * expert bases wbase (codes or bf16) and sbase (scales), and its B column base in the
 	 * staged vector (hi, lo, zero). */
 	__device__ tile(const uint8_t *wbase, const uint8_t *sbase, long K, long r0, long d8, int lane,
-			const uint16_t *hi, const uint16_t *lo, const uint16_t *zero)
+			const uint16_t *hi, const uint16_t *lo, const uint16_t *zero, const float *vpost)
 	{
 		const int g = lane >> 2, c = lane & 3, n = lane >> 2;
 		const size_t rowb = F == KF_BF16 ? (size_t)K * 2 : (size_t)K / 2;
 		w = wbase + (size_t)(r0 + g) * rowb + 16 * c;
 		w8 = (size_t)d8 * rowb;
+		post = vpost;
+		ch = 2 * (c & 1);
 		if (F == KF_NVFP4) {
 			s = sbase + (size_t)(r0 + g) * (K / 16) + 4 * (c & 1);
 			s8 = (size_t)d8 * (K / 16);
@@ -364,20 +361,21 @@ template <int F> struct tile {
 					mma_f16(d, P[0], Q[0], P[1], Q[1], b0);
 					mma_f16(d, P[2], Q[2], P[3], Q[3], b1);
 				}
+				const float x0 = post[(it + u) * 4 + ch], x1 = post[(it + u) * 4 + ch + 1];
 				if (F == KF_NVFP4) {
 					/* bytes: column 2c's chunk blocks 0, 1, column 2c+1's blocks 0, 1 */
 					float fa[4], fb[4];
 					e4m3x4(f[u].sa, fa);
 					e4m3x4(f[u].sb, fb);
-					acc[0] += d0[0] * fa[0] + d1[0] * fa[1];
-					acc[1] += d0[1] * fa[2] + d1[1] * fa[3];
-					acc[2] += d0[2] * fb[0] + d1[2] * fb[1];
-					acc[3] += d0[3] * fb[2] + d1[3] * fb[3];
+					acc[0] += x0 * (d0[0] * fa[0] + d1[0] * fa[1]);
+					acc[1] += x1 * (d0[1] * fa[2] + d1[1] * fa[3]);
+					acc[2] += x0 * (d0[2] * fb[0] + d1[2] * fb[1]);
+					acc[3] += x1 * (d0[3] * fb[2] + d1[3] * fb[3]);
 				} else {
-					acc[0] += d0[0] * e8m0_dec(f[u].sa & 255);
-					acc[1] += d0[1] * e8m0_dec(f[u].sa >> 8);
-					acc[2] += d0[2] * e8m0_dec(f[u].sb & 255);
-					acc[3] += d0[3] * e8m0_dec(f[u].sb >> 8);
+					acc[0] += d0[0] * (x0 * e8m0_dec(f[u].sa & 255));
+					acc[1] += d0[1] * (x1 * e8m0_dec(f[u].sa >> 8));
+					acc[2] += d0[2] * (x0 * e8m0_dec(f[u].sb & 255));
+					acc[3] += d0[3] * (x1 * e8m0_dec(f[u].sb >> 8));
 				}
 			}
 		}
@@ -417,16 +415,30 @@ __device__ static inline size_t vec_elems(long K)
 
 /* ------------------------------------------------------------------ kernels */
 
-/* gate_up + activation. Grid (I / 8, topk, B), block FTGEMV_GU_WARPS warps; dynamic shared
- * memory 3 staged vectors of H. h[(b * topk + r) * I + j] = act(gate_j . x_b, up_j . x_b). */
+/* Intermediate rows of a gate_up block: bf16 one tile (8 gate + 8 up rows) whose K the warps
+ * split; 4-bit formats one tile per warp, K whole (x is staged once for all of them, and the
+ * block's 32 rows are one 32-element block of h). */
+template <int F> struct gu_rows { static constexpr int v = F == KF_BF16 ? 8 : 8 * FTGEMV_GU_WARPS; };
+
+/* Scratch: h of every (token, route) as staged (hi [I], lo [I] u16), then the 4-bit formats'
+ * block factors (post [I / 32] float). */
+__host__ __device__ static inline size_t h16_bytes(size_t B, size_t topk, size_t I)
+{
+	return B * topk * I * 4;
+}
+
+/* gate_up + activation. Grid (I / gu_rows, topk, B), block FTGEMV_GU_WARPS warps; dynamic
+ * shared memory 3 staged vectors of H and their block factors. h of (b, r), rows j: act(gate_j
+ * . x_b, up_j . x_b), written to the scratch ready to stage (and its block factor). */
 template <int F>
 __global__ void __launch_bounds__(FTGEMV_GU_WARPS * 32, FTGEMV_GU_MINB) gu_kernel(const gv_params p)
 {
 	extern __shared__ __align__(16) uint16_t sm_gu[];
 	__shared__ float red[FTGEMV_GU_WARPS][16];
-	__shared__ float smax[FTGEMV_GU_WARPS];
+	__shared__ float hv[gu_rows<F>::v];
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-	const int j0 = blockIdx.x * FTGEMV_GU_ROWS, r = blockIdx.y, b = blockIdx.z;
+	constexpr int NT = FTGEMV_GU_WARPS * 32;
+	const int j0 = blockIdx.x * gu_rows<F>::v, r = blockIdx.y, b = blockIdx.z;
 	const long H = p.H, I = p.I;
 	grid_wait();
 	grid_release();
@@ -435,33 +447,44 @@ __global__ void __launch_bounds__(FTGEMV_GU_WARPS * 32, FTGEMV_GU_MINB) gu_kerne
 		return;
 	const size_t ve = vec_elems(H);
 	uint16_t *hi = sm_gu, *lo = sm_gu + ve, *zero = sm_gu + 2 * ve;
+	float *xpost = reinterpret_cast<float *>(sm_gu + 3 * ve);
 	const float *x = p.x + (size_t)b * H;
-	/* tile rows 0-7: gate rows j0 + g, rows 8-15: up rows I + j0 + g (I rows further on) */
-	const tile<F> t(p.gu_w + (size_t)slot * p.gu_wb, p.gu_s ? p.gu_s + (size_t)slot * p.gu_sb : NULL, H, j0, I,
-			lane, hi, lo, zero);
-	/* this warp's share of K: its first loads go out before x is staged */
+	/* tile rows 0-7: gate rows jt + g, rows 8-15: up rows I + jt + g (I rows further on) */
 	const int NI = (int)(H / kiter<F>::v);
-	const int i0 = NI * warp / FTGEMV_GU_WARPS, i1 = NI * (warp + 1) / FTGEMV_GU_WARPS;
+	const int jt = F == KF_BF16 ? j0 : j0 + 8 * warp;
+	const int i0 = F == KF_BF16 ? NI * warp / FTGEMV_GU_WARPS : 0;
+	const int i1 = F == KF_BF16 ? NI * (warp + 1) / FTGEMV_GU_WARPS : NI;
+	const tile<F> t(p.gu_w + (size_t)slot * p.gu_wb, p.gu_s ? p.gu_s + (size_t)slot * p.gu_sb : NULL, H, jt, I,
+			lane, hi, lo, zero, xpost);
+	/* the first loads go out before x is staged */
 	frag A[FTGEMV_UNROLL];
 	t.load(A, i0, i1);
 
-	/* stage x: its largest magnitude first (4-bit formats), then hi / lo */
-	float post = 1.0f, sc = 1.0f;
-	if (F != KF_BF16) {
-		float m = share_max(x, 8 * tid, H, 8 * FTGEMV_GU_WARPS * 32);
-		for (int o = 16; o; o >>= 1)
-			m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, o));
-		if (lane == 0)
-			smax[warp] = m;
-		__syncthreads();
-		m = smax[0];
-		for (int i = 1; i < FTGEMV_GU_WARPS; i++)
-			m = fmaxf(m, smax[i]);
-		sc = vec_scale(m, &post);
-	}
-	for (long k = 8 * tid; k < H; k += 8 * FTGEMV_GU_WARPS * 32) {
-		stage8<F>(x, k, sc, hi, lo);
-		*reinterpret_cast<uint4 *>(zero + k) = make_uint4(0, 0, 0, 0);
+	/* stage x: thread tid takes elements 8 tid .. 8 tid + 7 of each round; the 4 threads of a
+	 * 32-element block agree on its scale (4-bit formats) */
+	for (long k0 = 0; k0 < H; k0 += 8 * NT) {
+		const long k = k0 + 8 * tid;
+		float e[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+		if (k < H) {
+			const float4 u0 = *reinterpret_cast<const float4 *>(x + k), u1 = *reinterpret_cast<const float4 *>(x + k + 4);
+			e[0] = u0.x, e[1] = u0.y, e[2] = u0.z, e[3] = u0.w, e[4] = u1.x, e[5] = u1.y, e[6] = u1.z, e[7] = u1.w;
+		}
+		float sc = 1.0f, post = 1.0f;
+		if (F != KF_BF16) {
+			float m = 0;
+#pragma unroll
+			for (int i = 0; i < 8; i++)
+				m = fmaxf(m, fabsf(e[i]));
+			m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, 1));
+			m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, 2));
+			sc = blk_scale(m, &post);
+		}
+		if (k < H) {
+			stage8<F>(e, k, sc, hi, lo);
+			*reinterpret_cast<uint4 *>(zero + k) = make_uint4(0, 0, 0, 0);
+			if (F != KF_BF16 && (tid & 3) == 0)
+				xpost[k / 32] = post;
+		}
 	}
 	__syncthreads();
 
@@ -469,32 +492,60 @@ __global__ void __launch_bounds__(FTGEMV_GU_WARPS * 32, FTGEMV_GU_MINB) gu_kerne
 	t.run(A, i0, i1, acc);
 	float gt, up;
 	tile_rows(acc, &gt, &up);
-	if ((lane & 3) == 0) {
-		red[warp][lane >> 2] = gt;
-		red[warp][8 + (lane >> 2)] = up;
-	}
-	__syncthreads();
-	if (tid < FTGEMV_GU_ROWS) {
-		float g = 0, u = 0;
-		for (int i = 0; i < FTGEMV_GU_WARPS; i++) {
-			g += red[i][tid];
-			u += red[i][8 + tid];
+	uint16_t *h16 = reinterpret_cast<uint16_t *>(p.h) + ((size_t)b * p.topk + r) * 2 * I;
+	if (F == KF_BF16) {
+		if ((lane & 3) == 0) {
+			red[warp][lane >> 2] = gt;
+			red[warp][8 + (lane >> 2)] = up;
 		}
-		g *= post;
-		u *= post;
-		if (F == KF_NVFP4) {
-			const uint8_t *gl = p.gu_g + (size_t)slot * p.gu_gb;
-			g *= FP4_POST * fp16_f(gl + 2 * (size_t)(j0 + tid));
-			u *= FP4_POST * fp16_f(gl + 2 * (size_t)(I + j0 + tid));
+		__syncthreads();
+		if (tid < 8) {
+			float g = 0, u = 0;
+			for (int i = 0; i < FTGEMV_GU_WARPS; i++) {
+				g += red[i][tid];
+				u += red[i][8 + tid];
+			}
+			uint32_t vh, vl;
+			split_bf16(act_f(p.act, g, u, p.lim), &vh, &vl);
+			h16[j0 + tid] = (uint16_t)vh;
+			h16[I + j0 + tid] = (uint16_t)vl;
 		}
-		p.h[((size_t)b * p.topk + r) * I + j0 + tid] = act_f(p.act, g, u, p.lim);
+	} else {
+		if ((lane & 3) == 0) {
+			float g = gt, u = up;
+			if (F == KF_NVFP4) {
+				const uint8_t *gl = p.gu_g + (size_t)slot * p.gu_gb;
+				g *= FP4_POST * fp16_f(gl + 2 * (size_t)(jt + (lane >> 2)));
+				u *= FP4_POST * fp16_f(gl + 2 * (size_t)(I + jt + (lane >> 2)));
+			}
+			hv[8 * warp + (lane >> 2)] = act_f(p.act, g, u, p.lim);
+		}
+		__syncthreads();
+		/* the block's 32 rows of h are one block of the staged h: warp 0 scales and writes it */
+		if (warp == 0) {
+			const float v = hv[lane];
+			float m = fabsf(v), post;
+			for (int o = 16; o; o >>= 1)
+				m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, o));
+			uint32_t vh, vl;
+			split_f16(v * blk_scale(m, &post), &vh, &vl);
+			const int pos = j0 + (lane & ~7) + 2 * (lane & 3) + ((lane >> 2) & 1);
+			h16[pos] = (uint16_t)vh;
+			h16[I + pos] = (uint16_t)vl;
+			if (lane == 0) {
+				float *hpost = reinterpret_cast<float *>(reinterpret_cast<uint16_t *>(p.h) +
+									 h16_bytes(p.B, p.topk, I) / 2);
+				hpost[((size_t)b * p.topk + r) * (I / 32) + j0 / 32] = post;
+			}
+		}
 	}
 }
 
-/* Bytes of a down block's dynamic shared memory: the zero region and hi / lo of topk routes. */
+/* Bytes of a down block's dynamic shared memory: the zero region, hi / lo of topk routes, their
+ * block factors. */
 static size_t dn_smem(long I, int topk)
 {
-	return (size_t)(1 + 2 * topk) * ((size_t)I + FTGEMV_PAD) * 2;
+	return (size_t)(1 + 2 * topk) * ((size_t)I + FTGEMV_PAD) * 2 + (size_t)topk * (I / 32) * 4;
 }
 
 /* The down kernel's split of routes over its warps: KS K parts a route, so that every warp has
@@ -519,12 +570,14 @@ __global__ void __launch_bounds__(FTGEMV_DN_WARPS * 32, FTGEMV_DN_MINB) dn_kerne
 	extern __shared__ __align__(16) uint16_t sm_dn[];
 	__shared__ float red[FTGEMV_DN_WARPS][16];
 	__shared__ int s_slot[FTGEMV_MAX_TOPK];
-	__shared__ float s_w[FTGEMV_MAX_TOPK], s_post[FTGEMV_MAX_TOPK];
+	__shared__ float s_w[FTGEMV_MAX_TOPK];
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	constexpr int NT = FTGEMV_DN_WARPS * 32;
 	const int n0 = blockIdx.x * FTGEMV_DN_ROWS, b = blockIdx.y, topk = p.topk;
 	const long H = p.H, I = p.I;
 	const size_t ve = vec_elems(I);
 	uint16_t *zero = sm_dn;
+	float *spost = reinterpret_cast<float *>(sm_dn + (1 + 2 * topk) * ve); /* [topk][I / 32] */
 
 	/* slots, weights and the pools were written before the gate_up kernel started (it waited
 	 * for them): read before waiting for the gate_up kernel, which only h depends on */
@@ -544,31 +597,31 @@ __global__ void __launch_bounds__(FTGEMV_DN_WARPS * 32, FTGEMV_DN_MINB) dn_kerne
 		const int r = item / KS, part = item % KS, sl = s_slot[r];
 		const uint16_t *hi = sm_dn + (1 + 2 * r) * ve;
 		const tile<F> t(p.dn_w + (size_t)sl * p.dn_wb, p.dn_s ? p.dn_s + (size_t)sl * p.dn_sb : NULL, I, n0, 8,
-				lane, hi, hi + ve, zero);
+				lane, hi, hi + ve, zero, spost + r * (I / 32));
 		t.load(A, NI * part / KS, NI * (part + 1) / KS);
 	}
 	grid_wait(); /* h of the gate_up kernel */
 	grid_release();
 
-	/* stage h of every live route: warp ww takes routes ww, ww + W, ... */
-	for (long k = 8 * tid; k < I; k += 8 * FTGEMV_DN_WARPS * 32)
+	/* stage h of every live route: copies of what the gate_up kernel wrote */
+	for (long k = 8 * tid; k < I; k += 8 * NT)
 		*reinterpret_cast<uint4 *>(zero + k) = make_uint4(0, 0, 0, 0);
-	for (int r = warp; r < topk; r += FTGEMV_DN_WARPS) {
+	const uint16_t *h16 = reinterpret_cast<const uint16_t *>(p.h) + (size_t)b * topk * 2 * I;
+	for (int r = 0; r < topk; r++) {
 		if (s_slot[r] < 0)
 			continue;
-		const float *hv = p.h + ((size_t)b * topk + r) * I;
-		uint16_t *hi = sm_dn + (1 + 2 * r) * ve, *lo = hi + ve;
-		float post = 1.0f, sc = 1.0f;
+		uint16_t *dst = sm_dn + (1 + 2 * r) * ve;
+		const uint16_t *src = h16 + (size_t)r * 2 * I;
+		for (long k = 8 * tid; k < 2 * I; k += 8 * NT)
+			*reinterpret_cast<uint4 *>(dst + k + (k >= I ? FTGEMV_PAD : 0)) =
+				*reinterpret_cast<const uint4 *>(src + k);
 		if (F != KF_BF16) {
-			float m = share_max(hv, 8 * lane, I, 256);
-			for (int o = 16; o; o >>= 1)
-				m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, o));
-			sc = vec_scale(m, &post);
+			const float *hp = reinterpret_cast<const float *>(reinterpret_cast<const uint16_t *>(p.h) +
+									 h16_bytes(p.B, topk, I) / 2) +
+					  ((size_t)b * topk + r) * (I / 32);
+			for (long k = tid; k < I / 32; k += NT)
+				spost[r * (I / 32) + k] = hp[k];
 		}
-		for (long k = 8 * lane; k < I; k += 256)
-			stage8<F>(hv, k, sc, hi, lo);
-		if (lane == 0)
-			s_post[r] = post * s_w[r] * (F == KF_NVFP4 ? FP4_POST : 1.0f);
 	}
 	__syncthreads();
 
@@ -579,7 +632,7 @@ __global__ void __launch_bounds__(FTGEMV_DN_WARPS * 32, FTGEMV_DN_MINB) dn_kerne
 			continue;
 		const uint16_t *hi = sm_dn + (1 + 2 * r) * ve;
 		const tile<F> t(p.dn_w + (size_t)sl * p.dn_wb, p.dn_s ? p.dn_s + (size_t)sl * p.dn_sb : NULL, I, n0, 8,
-				lane, hi, hi + ve, zero);
+				lane, hi, hi + ve, zero, spost + r * (I / 32));
 		const int i0 = NI * part / KS, i1 = NI * (part + 1) / KS;
 		if (!first)
 			t.load(A, i0, i1);
@@ -587,7 +640,7 @@ __global__ void __launch_bounds__(FTGEMV_DN_WARPS * 32, FTGEMV_DN_MINB) dn_kerne
 		t.run(A, i0, i1, acc);
 		float t0, t1;
 		tile_rows(acc, &t0, &t1);
-		float f0 = s_post[r], f1 = f0;
+		float f0 = s_w[r] * (F == KF_NVFP4 ? FP4_POST : 1.0f), f1 = f0;
 		if (F == KF_NVFP4) {
 			const uint8_t *gl = p.dn_g + (size_t)sl * p.dn_gb;
 			f0 *= fp16_f(gl + 2 * (size_t)(n0 + (lane >> 2)));
@@ -618,7 +671,7 @@ static int kfmt_of(enum ftfmt_id f)
 
 static size_t gu_smem(long H)
 {
-	return 3 * ((size_t)H + FTGEMV_PAD) * 2;
+	return 3 * ((size_t)H + FTGEMV_PAD) * 2 + (size_t)(H / 32) * 4;
 }
 
 template <int F> static cudaError_t set_attrs(size_t gu, size_t dn)
@@ -654,7 +707,7 @@ extern "C" cudaError_t ftgemv_init(struct ftgemv_experts *e)
 	    (err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)))
 		return err;
 	const size_t gu = gu_smem(e->H), dn = dn_smem(e->I, FTGEMV_MAX_TOPK);
-	const size_t lim = (size_t)optin - FTGEMV_DN_WARPS * 16 * 4 - 3 * FTGEMV_MAX_TOPK * 4;
+	const size_t lim = (size_t)optin - FTGEMV_DN_WARPS * 16 * 4 - 2 * FTGEMV_MAX_TOPK * 4;
 	if (gu > lim || dn_smem(e->I, 1) > lim)
 		return cudaErrorInvalidValue;
 	e->dn_smem_max = dn < lim ? dn : lim;
@@ -670,7 +723,8 @@ extern "C" size_t ftgemv_scratch_bytes(const struct ftgemv_experts *e, int B, in
 {
 	if (!e || B < 1 || topk < 1)
 		return 0;
-	return ((size_t)B * (size_t)topk * (size_t)e->I * 4 + 15) & ~(size_t)15;
+	return (h16_bytes((size_t)B, (size_t)topk, (size_t)e->I) + (size_t)B * topk * (e->I / 32) * 4 + 15) &
+	       ~(size_t)15;
 }
 
 template <int F>
@@ -685,7 +739,7 @@ static cudaError_t launch(const struct ftgemv_experts *e, const gv_params &p, in
 		cfg.attrs = &at;
 		cfg.numAttrs = 1;
 	}
-	cfg.gridDim = dim3((unsigned)(e->I / FTGEMV_GU_ROWS), (unsigned)p.topk, (unsigned)B);
+	cfg.gridDim = dim3((unsigned)(e->I / gu_rows<F>::v), (unsigned)p.topk, (unsigned)B);
 	cfg.blockDim = dim3(FTGEMV_GU_WARPS * 32);
 	cfg.dynamicSmemBytes = gu_smem(e->H);
 	cudaError_t err = cudaLaunchKernelEx(&cfg, gu_kernel<F>, p);
@@ -733,6 +787,7 @@ extern "C" cudaError_t ftgemv_moe(const struct ftgemv_experts *e, int B, int top
 	p.I = (int)e->I;
 	p.C = e->slots;
 	p.topk = topk;
+	p.B = B;
 	p.act = (int)e->act;
 	p.lim = e->swiglu_limit;
 	p.slots = d_slots;

@@ -18,8 +18,8 @@
  * Numerics: FP32 accumulation on the tensor cores (mma.sync m16n8k16). The weights enter the
  * products exactly (bf16 as stored; 4-bit codes as f16 e2m1 values, their block scales applied
  * to the FP32 block sums, nvfp4's per-row global to the row sum). x and h enter as two 16-bit
- * halves, hi + lo (bf16 for bf16 weights; f16 for the 4-bit formats, after a power-of-two
- * scaling of each vector by its largest magnitude), about 16 significant bits: the results match
+ * halves, hi + lo (bf16 for bf16 weights; f16 for the 4-bit formats, each 32 elements scaled by
+ * a power of two from their largest magnitude: block floating point), about 16 significant bits: the results match
  * an FP32 executor to ~1e-4 of a row's magnitude (tests/gpu/test_expert_gemv.c states the bound).
  * e8m0 scales of 2^114 and above (byte >= 241) become inf; byte 255 (NaN) too.
  *
@@ -27,7 +27,7 @@
  * ftgemv_init) both are programmatic dependent launches: each waits for the stream's previous
  * kernel before its first dependent read, and the down kernel's blocks start while the gate_up
  * kernel ends, their first expert rows loading meanwhile. No host synchronisation, no
- * allocation: a call can be captured in a CUDA graph. Scratch: ftgemv_scratch_bytes (h, fp32).
+ * allocation: a call can be captured in a CUDA graph. Scratch: ftgemv_scratch_bytes (h as staged).
  * Launchers return the launch's cudaError_t (cudaErrorInvalidValue for bad arguments). */
 #ifndef FT_KERNELS_EXPERT_GEMV_H
 #define FT_KERNELS_EXPERT_GEMV_H
