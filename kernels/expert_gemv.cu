@@ -40,18 +40,17 @@
 #define FTGEMV_GU_WARPS 4   /* warps of a gate_up block (split K) */
 #endif
 #ifndef FTGEMV_DN_WARPS
-#define FTGEMV_DN_WARPS 8   /* warps of a down block (split routes x K parts) */
+#define FTGEMV_DN_WARPS 4   /* warps of a down block: one 16-row tile each, K whole */
 #endif
 #ifndef FTGEMV_GU_MINB
 #define FTGEMV_GU_MINB (16 / FTGEMV_GU_WARPS) /* gate_up blocks an SM must hold (register budget) */
 #endif
 #ifndef FTGEMV_DN_MINB
-#define FTGEMV_DN_MINB (FTGEMV_DN_WARPS >= 16 ? 1 : 2) /* down blocks an SM must hold (register budget) */
+#define FTGEMV_DN_MINB (16 / FTGEMV_DN_WARPS) /* down blocks an SM must hold (register budget) */
 #endif
 #ifndef FTGEMV_UNROLL
 #define FTGEMV_UNROLL 2     /* K iterations per load buffer (two buffers in flight) */
 #endif
-#define FTGEMV_DN_ROWS 16   /* output rows of a down block (one tile) */
 #define FTGEMV_PAD 8        /* u16 elements between staged vectors (spreads shared-memory banks) */
 #define FULL_MASK 0xffffffffu
 
@@ -419,12 +418,40 @@ __device__ static inline size_t vec_elems(long K)
  * split; 4-bit formats one tile per warp, K whole (x is staged once for all of them, and the
  * block's 32 rows are one 32-element block of h). */
 template <int F> struct gu_rows { static constexpr int v = F == KF_BF16 ? 8 : 8 * FTGEMV_GU_WARPS; };
+static_assert(FTGEMV_GU_WARPS % 4 == 0, "a 4-bit gate_up block writes h in blocks of 32 rows");
 
 /* Scratch: h of every (token, route) as staged (hi [I], lo [I] u16), then the 4-bit formats'
  * block factors (post [I / 32] float). */
 __host__ __device__ static inline size_t h16_bytes(size_t B, size_t topk, size_t I)
 {
 	return B * topk * I * 4;
+}
+
+/* The down kernel's row groups: FTGEMV_DN_WARPS tiles of 16 rows (the last one may be short). */
+#define FTGEMV_DN_GROUP (16 * FTGEMV_DN_WARPS)
+__host__ __device__ static inline int dn_groups(long H)
+{
+	return (int)((H + FTGEMV_DN_GROUP - 1) / FTGEMV_DN_GROUP);
+}
+
+/* Scratch after h: the 4-bit formats' block factors of h [B, topk, I / 32] f32, each route's
+ * down output [B, topk, H] f32, the row groups' counters [B, dn_groups] u32. */
+__device__ static inline float *h_post(const gv_params &p)
+{
+	return reinterpret_cast<float *>(reinterpret_cast<char *>(p.h) + h16_bytes(p.B, p.topk, p.I));
+}
+__device__ static inline float *dn_part(const gv_params &p)
+{
+	return h_post(p) + (size_t)p.B * p.topk * (p.I / 32);
+}
+__device__ static inline unsigned *dn_counters(const gv_params &p)
+{
+	return reinterpret_cast<unsigned *>(dn_part(p) + (size_t)p.B * p.topk * p.H);
+}
+static inline size_t scratch_bytes(size_t B, size_t topk, long H, long I)
+{
+	return h16_bytes(B, topk, (size_t)I) + B * topk * (size_t)(I / 32) * 4 + B * topk * (size_t)H * 4 +
+	       B * (size_t)dn_groups(H) * 4;
 }
 
 /* gate_up + activation. Grid (I / gu_rows, topk, B), block FTGEMV_GU_WARPS warps; dynamic
@@ -442,6 +469,19 @@ __global__ void __launch_bounds__(FTGEMV_GU_WARPS * 32, FTGEMV_GU_MINB) gu_kerne
 	const long H = p.H, I = p.I;
 	grid_wait();
 	grid_release();
+	if (blockIdx.x == 0 && r == 0) {
+		/* this call's down counters of token b start at 0; a token without a live route gets
+		 * zeros (no down block writes it) */
+		unsigned *cnt = dn_counters(p) + (size_t)b * dn_groups(H);
+		for (int i = tid; i < dn_groups(H); i += NT)
+			cnt[i] = 0;
+		int live = 0;
+		for (int i = 0; i < p.topk; i++)
+			live += p.slots[b * p.topk + i] >= 0 && p.slots[b * p.topk + i] < p.C;
+		if (!live)
+			for (long i = tid; i < H; i += NT)
+				p.y[(size_t)b * H + i] = 0.0f;
+	}
 	const int slot = p.slots[b * p.topk + r];
 	if (slot < 0 || slot >= p.C)
 		return;
@@ -521,144 +561,125 @@ __global__ void __launch_bounds__(FTGEMV_GU_WARPS * 32, FTGEMV_GU_MINB) gu_kerne
 			hv[8 * warp + (lane >> 2)] = act_f(p.act, g, u, p.lim);
 		}
 		__syncthreads();
-		/* the block's 32 rows of h are one block of the staged h: warp 0 scales and writes it */
-		if (warp == 0) {
-			const float v = hv[lane];
+		/* each 32 rows of h are one block of the staged h: warp w < rows / 32 scales and
+		 * writes block w */
+		if (warp < gu_rows<F>::v / 32) {
+			const int j = 32 * warp + lane;
+			const float v = hv[j];
 			float m = fabsf(v), post;
 			for (int o = 16; o; o >>= 1)
 				m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, o));
 			uint32_t vh, vl;
 			split_f16(v * blk_scale(m, &post), &vh, &vl);
-			const int pos = j0 + (lane & ~7) + 2 * (lane & 3) + ((lane >> 2) & 1);
+			const int pos = j0 + (j & ~7) + 2 * (j & 3) + ((j >> 2) & 1);
 			h16[pos] = (uint16_t)vh;
 			h16[I + pos] = (uint16_t)vl;
-			if (lane == 0) {
-				float *hpost = reinterpret_cast<float *>(reinterpret_cast<uint16_t *>(p.h) +
-									 h16_bytes(p.B, p.topk, I) / 2);
-				hpost[((size_t)b * p.topk + r) * (I / 32) + j0 / 32] = post;
-			}
+			if (lane == 0)
+				h_post(p)[((size_t)b * p.topk + r) * (I / 32) + (j0 + 32 * warp) / 32] = post;
 		}
 	}
 }
 
-/* Bytes of a down block's dynamic shared memory: the zero region, hi / lo of topk routes, their
- * block factors. */
-static size_t dn_smem(long I, int topk)
+/* Bytes of a down block's dynamic shared memory: the zero region, hi / lo of its route's h,
+ * their block factors. */
+static size_t dn_smem(long I)
 {
-	return (size_t)(1 + 2 * topk) * ((size_t)I + FTGEMV_PAD) * 2 + (size_t)topk * (I / 32) * 4;
+	return 3 * ((size_t)I + FTGEMV_PAD) * 2 + (size_t)(I / 32) * 4;
 }
 
-/* The down kernel's split of routes over its warps: KS K parts a route, so that every warp has
- * an item and, where a split of at most FTGEMV_DN_WARPS parts allows it, every warp as many
- * (topk 6: 4 parts, 3 items a warp); at least one K iteration a part. */
-__device__ static inline int dn_parts(int topk, int NI)
-{
-	int KS = (FTGEMV_DN_WARPS + topk - 1) / topk;
-	for (int k = KS; k <= FTGEMV_DN_WARPS; k++)
-		if (topk * k % FTGEMV_DN_WARPS == 0) {
-			KS = k;
-			break;
-		}
-	return KS < NI ? KS : NI;
-}
-
-/* down. Grid (H / 16, B), block FTGEMV_DN_WARPS warps; dynamic shared memory dn_smem(I, topk).
- * y[b, n0 .. n0 + 15] = sum over live routes r of w[b, r] * (down_r . h[b, r]). */
+/* down. Grid (dn_groups(H), topk, B), block FTGEMV_DN_WARPS warps, warp w the 16 rows n0 +
+ * 16 w of its group; dynamic shared memory dn_smem(I). Each block writes w[b, r] * (down_r .
+ * h[b, r]) for its rows to the scratch; the last block of a row group to finish (a counter per
+ * group, zeroed by the gate_up kernel) adds the routes up in route order (deterministic) into
+ * y[b]. */
 template <int F>
 __global__ void __launch_bounds__(FTGEMV_DN_WARPS * 32, FTGEMV_DN_MINB) dn_kernel(const gv_params p)
 {
 	extern __shared__ __align__(16) uint16_t sm_dn[];
-	__shared__ float red[FTGEMV_DN_WARPS][16];
 	__shared__ int s_slot[FTGEMV_MAX_TOPK];
-	__shared__ float s_w[FTGEMV_MAX_TOPK];
+	__shared__ int s_last;
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 	constexpr int NT = FTGEMV_DN_WARPS * 32;
-	const int n0 = blockIdx.x * FTGEMV_DN_ROWS, b = blockIdx.y, topk = p.topk;
+	const int grp = blockIdx.x, r = blockIdx.y, b = blockIdx.z, topk = p.topk;
 	const long H = p.H, I = p.I;
+	const long n0 = (long)grp * FTGEMV_DN_GROUP + 16 * warp; /* this warp's rows */
 	const size_t ve = vec_elems(I);
-	uint16_t *zero = sm_dn;
-	float *spost = reinterpret_cast<float *>(sm_dn + (1 + 2 * topk) * ve); /* [topk][I / 32] */
+	uint16_t *zero = sm_dn, *hi = sm_dn + ve, *lo = sm_dn + 2 * ve;
+	float *spost = reinterpret_cast<float *>(sm_dn + 3 * ve);
 
 	/* slots, weights and the pools were written before the gate_up kernel started (it waited
 	 * for them): read before waiting for the gate_up kernel, which only h depends on */
 	if (tid < topk) {
-		int sl = p.slots[b * topk + tid];
+		const int sl = p.slots[b * topk + tid];
 		s_slot[tid] = sl < 0 || sl >= p.C ? -1 : sl;
-		s_w[tid] = p.w[b * topk + tid];
 	}
 	__syncthreads();
-	const int NI = (int)(I / kiter<F>::v), KS = dn_parts(topk, NI);
-	/* this warp's first live item: its first loads go out now */
-	int item = warp;
-	while (item < topk * KS && s_slot[item / KS] < 0)
-		item += FTGEMV_DN_WARPS;
+	const int slot = s_slot[r];
+	if (slot < 0)
+		return;
+	const int NI = (int)(I / kiter<F>::v);
+	const bool rows = n0 < H;
+	const tile<F> t(p.dn_w + (size_t)slot * p.dn_wb, p.dn_s ? p.dn_s + (size_t)slot * p.dn_sb : NULL, I,
+			rows ? n0 : 0, 8, lane, hi, lo, zero, spost);
+	/* the first loads go out now */
 	frag A[FTGEMV_UNROLL];
-	if (item < topk * KS) {
-		const int r = item / KS, part = item % KS, sl = s_slot[r];
-		const uint16_t *hi = sm_dn + (1 + 2 * r) * ve;
-		const tile<F> t(p.dn_w + (size_t)sl * p.dn_wb, p.dn_s ? p.dn_s + (size_t)sl * p.dn_sb : NULL, I, n0, 8,
-				lane, hi, hi + ve, zero, spost + r * (I / 32));
-		t.load(A, NI * part / KS, NI * (part + 1) / KS);
-	}
+	if (rows)
+		t.load(A, 0, NI);
 	grid_wait(); /* h of the gate_up kernel */
 	grid_release();
 
-	/* stage h of every live route: copies of what the gate_up kernel wrote */
+	/* stage this route's h: a copy of what the gate_up kernel wrote */
+	const uint16_t *src = reinterpret_cast<const uint16_t *>(p.h) + ((size_t)b * topk + r) * 2 * I;
+	for (long k = 8 * tid; k < 2 * I; k += 8 * NT)
+		*reinterpret_cast<uint4 *>(sm_dn + ve + k + (k >= I ? FTGEMV_PAD : 0)) =
+			*reinterpret_cast<const uint4 *>(src + k);
 	for (long k = 8 * tid; k < I; k += 8 * NT)
 		*reinterpret_cast<uint4 *>(zero + k) = make_uint4(0, 0, 0, 0);
-	const uint16_t *h16 = reinterpret_cast<const uint16_t *>(p.h) + (size_t)b * topk * 2 * I;
-	for (int r = 0; r < topk; r++) {
-		if (s_slot[r] < 0)
-			continue;
-		uint16_t *dst = sm_dn + (1 + 2 * r) * ve;
-		const uint16_t *src = h16 + (size_t)r * 2 * I;
-		for (long k = 8 * tid; k < 2 * I; k += 8 * NT)
-			*reinterpret_cast<uint4 *>(dst + k + (k >= I ? FTGEMV_PAD : 0)) =
-				*reinterpret_cast<const uint4 *>(src + k);
-		if (F != KF_BF16) {
-			const float *hp = reinterpret_cast<const float *>(reinterpret_cast<const uint16_t *>(p.h) +
-									 h16_bytes(p.B, topk, I) / 2) +
-					  ((size_t)b * topk + r) * (I / 32);
-			for (long k = tid; k < I / 32; k += NT)
-				spost[r * (I / 32) + k] = hp[k];
-		}
+	if (F != KF_BF16) {
+		const float *hp = h_post(p) + ((size_t)b * topk + r) * (I / 32);
+		for (long k = tid; k < I / 32; k += NT)
+			spost[k] = hp[k];
 	}
 	__syncthreads();
 
-	float o0 = 0, o1 = 0; /* rows n0 + g, n0 + g + 8 */
-	for (int first = 1; item < topk * KS; item += FTGEMV_DN_WARPS, first = 0) {
-		const int r = item / KS, part = item % KS, sl = s_slot[r];
-		if (sl < 0)
-			continue;
-		const uint16_t *hi = sm_dn + (1 + 2 * r) * ve;
-		const tile<F> t(p.dn_w + (size_t)sl * p.dn_wb, p.dn_s ? p.dn_s + (size_t)sl * p.dn_sb : NULL, I, n0, 8,
-				lane, hi, hi + ve, zero, spost + r * (I / 32));
-		const int i0 = NI * part / KS, i1 = NI * (part + 1) / KS;
-		if (!first)
-			t.load(A, i0, i1);
+	float *part = dn_part(p) + ((size_t)b * topk + r) * H;
+	if (rows) {
 		float acc[4] = {0, 0, 0, 0};
-		t.run(A, i0, i1, acc);
+		t.run(A, 0, NI, acc);
 		float t0, t1;
 		tile_rows(acc, &t0, &t1);
-		float f0 = s_w[r] * (F == KF_NVFP4 ? FP4_POST : 1.0f), f1 = f0;
-		if (F == KF_NVFP4) {
-			const uint8_t *gl = p.dn_g + (size_t)sl * p.dn_gb;
-			f0 *= fp16_f(gl + 2 * (size_t)(n0 + (lane >> 2)));
-			f1 *= fp16_f(gl + 2 * (size_t)(n0 + (lane >> 2) + 8));
+		if ((lane & 3) == 0) {
+			const long ra = n0 + (lane >> 2), rb = ra + 8;
+			float f0 = p.w[b * topk + r] * (F == KF_NVFP4 ? FP4_POST : 1.0f), f1 = f0;
+			if (F == KF_NVFP4) {
+				const uint8_t *gl = p.dn_g + (size_t)slot * p.dn_gb;
+				f0 *= fp16_f(gl + 2 * (size_t)ra);
+				f1 *= fp16_f(gl + 2 * (size_t)rb);
+			}
+			part[ra] = t0 * f0;
+			part[rb] = t1 * f1;
 		}
-		o0 += t0 * f0;
-		o1 += t1 * f1;
 	}
-	if ((lane & 3) == 0) {
-		red[warp][lane >> 2] = o0;
-		red[warp][8 + (lane >> 2)] = o1;
+	/* the last block of the row group adds the live routes up, in route order */
+	__threadfence();
+	__syncthreads();
+	if (tid == 0) {
+		int live = 0;
+		for (int i = 0; i < topk; i++)
+			live += s_slot[i] >= 0;
+		s_last = atomicAdd(dn_counters(p) + (size_t)b * dn_groups(H) + grp, 1u) == (unsigned)live - 1;
 	}
 	__syncthreads();
-	if (tid < FTGEMV_DN_ROWS) {
+	if (!s_last)
+		return;
+	__threadfence();
+	for (long row = (long)grp * FTGEMV_DN_GROUP + tid; row < H && row < (long)(grp + 1) * FTGEMV_DN_GROUP;
+	     row += NT) {
 		float v = 0;
-		for (int i = 0; i < FTGEMV_DN_WARPS; i++)
-			v += red[i][tid];
-		p.y[(size_t)b * H + n0 + tid] = v;
+		for (int i = 0; i < topk; i++)
+			if (s_slot[i] >= 0)
+				v += __ldcg(dn_part(p) + ((size_t)b * topk + i) * H + row);
+		p.y[(size_t)b * H + row] = v;
 	}
 }
 
@@ -706,11 +727,11 @@ extern "C" cudaError_t ftgemv_init(struct ftgemv_experts *e)
 	if ((err = cudaGetDevice(&dev)) || (err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev)) ||
 	    (err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)))
 		return err;
-	const size_t gu = gu_smem(e->H), dn = dn_smem(e->I, FTGEMV_MAX_TOPK);
-	const size_t lim = (size_t)optin - FTGEMV_DN_WARPS * 16 * 4 - 2 * FTGEMV_MAX_TOPK * 4;
-	if (gu > lim || dn_smem(e->I, 1) > lim)
+	const size_t gu = gu_smem(e->H), dn = dn_smem(e->I);
+	const size_t lim = (size_t)optin - 1024; /* the kernels' static shared memory */
+	if (gu > lim || dn > lim)
 		return cudaErrorInvalidValue;
-	e->dn_smem_max = dn < lim ? dn : lim;
+	e->dn_smem_max = dn;
 	e->pdl = major >= 9;
 	switch (F) {
 	case KF_BF16: return set_attrs<KF_BF16>(gu, e->dn_smem_max);
@@ -723,8 +744,7 @@ extern "C" size_t ftgemv_scratch_bytes(const struct ftgemv_experts *e, int B, in
 {
 	if (!e || B < 1 || topk < 1)
 		return 0;
-	return (h16_bytes((size_t)B, (size_t)topk, (size_t)e->I) + (size_t)B * topk * (e->I / 32) * 4 + 15) &
-	       ~(size_t)15;
+	return (scratch_bytes((size_t)B, (size_t)topk, e->H, e->I) + 15) & ~(size_t)15;
 }
 
 template <int F>
@@ -745,9 +765,9 @@ static cudaError_t launch(const struct ftgemv_experts *e, const gv_params &p, in
 	cudaError_t err = cudaLaunchKernelEx(&cfg, gu_kernel<F>, p);
 	if (err)
 		return err;
-	cfg.gridDim = dim3((unsigned)(e->H / FTGEMV_DN_ROWS), (unsigned)B);
+	cfg.gridDim = dim3((unsigned)dn_groups(e->H), (unsigned)p.topk, (unsigned)B);
 	cfg.blockDim = dim3(FTGEMV_DN_WARPS * 32);
-	cfg.dynamicSmemBytes = dn_smem(e->I, p.topk);
+	cfg.dynamicSmemBytes = dn_smem(e->I);
 	err = cudaLaunchKernelEx(&cfg, dn_kernel<F>, p);
 	return err ? err : cudaGetLastError();
 }
@@ -757,7 +777,7 @@ extern "C" cudaError_t ftgemv_moe(const struct ftgemv_experts *e, int B, int top
 {
 	const int F = e ? kfmt_of(e->fmt) : -1;
 	if (F < 0 || e->nbanks <= 0 || B < 1 || B > 65535 || topk < 1 || topk > FTGEMV_MAX_TOPK || !d_slots ||
-	    !d_w || !d_x || !d_y || !d_scratch || dn_smem(e->I, topk) > e->dn_smem_max)
+	    !d_w || !d_x || !d_y || !d_scratch)
 		return cudaErrorInvalidValue;
 	gv_params p = {};
 	const uint8_t *const *pl = (const uint8_t *const *)e->pool;

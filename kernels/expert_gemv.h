@@ -55,7 +55,7 @@ struct ftgemv_experts {
 	int nbanks;
 	size_t bank_bytes[FTFMT_MAX_BANKS]; /* bytes of one expert in each bank */
 	int pdl;                      /* 1: programmatic dependent launches (sm_90+); may be cleared */
-	size_t dn_smem_max;           /* the down kernel's shared memory limit (topk * I bounded by it) */
+	size_t dn_smem_max;           /* dynamic shared memory of a down block */
 };
 
 /* Check the geometry and pools of e and fill its ftgemv_init fields; sets the kernels' shared

@@ -319,7 +319,10 @@ static void test_bad_args(void **st)
 	struct ftgemv_experts raw = {.fmt = FTFMT_BF16}; /* never through ftgemv_init */
 	assert_int_equal(ftgemv_moe(&raw, 1, 8, fx.d_slots, fx.d_w, fx.d_x, fx.d_y, fx.d_scratch, 0),
 			 cudaErrorInvalidValue);
-	assert_int_equal(ftgemv_scratch_bytes(&fx.e, 3, 5), (size_t)3 * 5 * 128 * 4 + 3 * 5 * (128 / 32) * 4);
+	/* h as staged (B topk I 4) + its block factors (B topk I/32 4) + the routes' down outputs
+	 * (B topk H 4) + the row groups' counters (B ceil(H / 64) 4) */
+	assert_int_equal(ftgemv_scratch_bytes(&fx.e, 3, 5),
+			 (size_t)3 * 5 * 128 * 4 + 3 * 5 * (128 / 32) * 4 + 3 * 5 * 256 * 4 + 3 * 4 * 4);
 	fixture_free(&fx);
 }
 
