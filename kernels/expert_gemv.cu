@@ -16,16 +16,19 @@
  *    a row, i.e. 4 (ds_fp4) or 8 (nvfp4) scale blocks, so B column n holds x only at the
  *    positions of chunk n % 4 (hi for n < 4, lo for n >= 4): D[row][n] is the sum over one chunk,
  *    and each block's sum is scaled in FP32 (nvfp4: a second accumulator for the chunk's second
- *    block). The 4-bit formats' B is f16, so each vector is first scaled by a power of two that
- *    puts its largest magnitude in [2^14, 2^15) (undone on the row sums).
+ *    block). The 4-bit formats' B is f16, as block floating point: each chunk (32 elements) scaled
+ *    by the power of two that puts its largest magnitude in [2^14, 2^15), undone with the
+ *    weight scale on that column's sums (no maximum over a whole vector is needed).
  * A row's sum is the sum over all 8 columns: two quad shuffles.
  *
- * gate_up kernel: block = (8 intermediate rows j, route r, token b): tile rows 0-7 are gate rows
- * j, rows 8-15 the up rows I + j, so lane g holds gate and up of row j0 + g and applies the
- * activation itself after the block's warps (which split K) are summed. Writes h fp32.
- * down kernel: block = (16 output rows, token b): its warps take (route, K part) items, each
- * item's rows scaled by the route weight; warps summed in a fixed order (deterministic), y
- * written whole.
+ * gate_up kernel: tile rows 0-7 are gate rows j, rows 8-15 the up rows I + j, so lane g holds
+ * gate and up of row j + g and applies the activation itself. bf16: block = one tile (8 rows j)
+ * of route r of token b, its warps split K and are summed; 4-bit: block = FTGEMV_GU_WARPS tiles,
+ * a warp each, K whole (x staged once for all). Writes h as the down kernel stages it (hi / lo;
+ * 4-bit: each 32 rows with their block factor).
+ * down kernel: block = (FTGEMV_DN_WARPS tiles of 16 output rows, route r, token b), a warp a
+ * tile, K whole; writes w[b, r] * its rows to the scratch; the last block of the row group to
+ * finish (a counter) adds the live routes up in route order into y (deterministic).
  * Both kernels double-buffer their loads in registers (FTGEMV_UNROLL iterations per buffer) and
  * issue their first loads before they stage their vector (the down kernel: before it waits for
  * the gate_up kernel, whose end it overlaps as a programmatic dependent launch), so that the
@@ -37,7 +40,7 @@
 #include <stdint.h>
 
 #ifndef FTGEMV_GU_WARPS
-#define FTGEMV_GU_WARPS 4   /* warps of a gate_up block (split K) */
+#define FTGEMV_GU_WARPS 4   /* warps of a gate_up block (bf16: split K; 4-bit: a tile each) */
 #endif
 #ifndef FTGEMV_DN_WARPS
 #define FTGEMV_DN_WARPS 4   /* warps of a down block: one 16-row tile each, K whole */
@@ -732,7 +735,10 @@ extern "C" cudaError_t ftgemv_init(struct ftgemv_experts *e)
 	if (gu > lim || dn > lim)
 		return cudaErrorInvalidValue;
 	e->dn_smem_max = dn;
-	e->pdl = major >= 9;
+	/* programmatic launches: for bf16 (27.2 against 28.1 us a step at batch 1 on the H200); the
+	 * 4-bit formats' batch-1 steps were 11-17 % faster without them (equal from batch 4):
+	 * bench/RESULTS.md, "GPU expert GEMV" */
+	e->pdl = major >= 9 && F == KF_BF16;
 	switch (F) {
 	case KF_BF16: return set_attrs<KF_BF16>(gu, e->dn_smem_max);
 	case KF_NVFP4: return set_attrs<KF_NVFP4>(gu, e->dn_smem_max);

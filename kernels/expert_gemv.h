@@ -23,10 +23,12 @@
  * an FP32 executor to ~1e-4 of a row's magnitude (tests/gpu/test_expert_gemv.c states the bound).
  * e8m0 scales of 2^114 and above (byte >= 241) become inf; byte 255 (NaN) too.
  *
- * Launches: two kernels on stream s, gate_up+activation then down; with e->pdl (sm_90+, set by
- * ftgemv_init) both are programmatic dependent launches: each waits for the stream's previous
- * kernel before its first dependent read, and the down kernel's blocks start while the gate_up
- * kernel ends, their first expert rows loading meanwhile. No host synchronisation, no
+ * Launches: two kernels on stream s, gate_up+activation then down; with e->pdl (set by
+ * ftgemv_init for bf16 on sm_90+, where it measured faster) both are programmatic dependent
+ * launches: each waits for the stream's previous kernel before its first dependent read, and
+ * the down kernel's blocks start while the gate_up kernel ends, their first expert rows loading
+ * meanwhile. The down kernel writes each route's rows to the scratch; the last block of a row
+ * group adds the routes up in route order: the sums are deterministic (bit-identical calls). No host synchronisation, no
  * allocation: a call can be captured in a CUDA graph. Scratch: ftgemv_scratch_bytes (h as staged).
  * Launchers return the launch's cudaError_t (cudaErrorInvalidValue for bad arguments). */
 #ifndef FT_KERNELS_EXPERT_GEMV_H
@@ -54,7 +56,7 @@ struct ftgemv_experts {
 	/* set by ftgemv_init */
 	int nbanks;
 	size_t bank_bytes[FTFMT_MAX_BANKS]; /* bytes of one expert in each bank */
-	int pdl;                      /* 1: programmatic dependent launches (sm_90+); may be cleared */
+	int pdl;                      /* 1: programmatic dependent launches (sm_90+); may be changed */
 	size_t dn_smem_max;           /* dynamic shared memory of a down block */
 };
 
