@@ -71,7 +71,9 @@ size_t ftgemv_scratch_bytes(const struct ftgemv_experts *e, int B, int topk);
 
 /* y[B, H] = the GPU routes' expert outputs (see above). 1 <= B <= 65535, 1 <= topk <=
  * FTGEMV_MAX_TOPK; slots must be -1 or < e->slots (others are skipped as -1: no check on the
- * device). */
+ * device). d_scratch: ftgemv_scratch_bytes(e, B, topk) bytes, 16-byte aligned, contents
+ * irrelevant (each call sets what it reads); calls that may overlap (other streams) need their
+ * own scratch. */
 cudaError_t ftgemv_moe(const struct ftgemv_experts *e, int B, int topk, const int32_t *d_slots, const float *d_w,
 		       const float *d_x, float *d_y, void *d_scratch, cudaStream_t s);
 
