@@ -34,6 +34,7 @@
  * the gate_up kernel, whose end it overlaps as a programmatic dependent launch), so that the
  * memory system is busy from a block's start. */
 #include "expert_gemv.h"
+#include "expert_gemv_decode.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -137,15 +138,10 @@ __device__ static inline float e4m3_f(uint32_t b)
 }
 #endif
 
-/* Eight e2m1 codes (code i in bits 4i..4i+3) as four f16 pairs of value * 2^-14 (exact; the
- * code's sign to bit 15, its 3 magnitude bits to 9-11 of each half): P[i] = (code i, code
- * i + 4), low half first. */
+/* The 4-bit decode (ftgemv_fp4x8, ftgemv_fp4_pos, ftgemv_e8m0_dec): expert_gemv_decode.h. */
 __device__ static inline void fp4x8(uint32_t q, uint32_t P[4])
 {
-	P[0] = ((q << 12) & 0x80008000u) | ((q << 9) & 0x0E000E00u);
-	P[1] = ((q << 8) & 0x80008000u) | ((q << 5) & 0x0E000E00u);
-	P[2] = ((q << 4) & 0x80008000u) | ((q << 1) & 0x0E000E00u);
-	P[3] = (q & 0x80008000u) | ((q >> 3) & 0x0E000E00u);
+	ftgemv_fp4x8(q, P);
 }
 
 /* Four e4m3 bytes as floats (f[i] = byte i). */
@@ -171,13 +167,8 @@ __device__ static inline void e4m3x4(uint32_t v, float f[4])
 #endif
 }
 
-/* e8m0 byte e as 2^(e - 127) * 2^14 (the decode's 2^-14 undone); bytes >= 241 give inf. */
-__device__ static inline float e8m0_dec(uint32_t e)
-{
-	return __uint_as_float(min(e + 14u, 255u) << 23);
-}
-
-#define FP4_POST 16384.0f /* 2^14: the decode's scale, undone on nvfp4's row sums */
+#define e8m0_dec ftgemv_e8m0_dec
+#define FP4_POST FTGEMV_FP4_POST
 
 __device__ static inline float fp16_f(const uint8_t *p)
 {
@@ -574,7 +565,7 @@ __global__ void __launch_bounds__(FTGEMV_GU_WARPS * 32, FTGEMV_GU_MINB) gu_kerne
 				m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, o));
 			uint32_t vh, vl;
 			split_f16(v * blk_scale(m, &post), &vh, &vl);
-			const int pos = j0 + (j & ~7) + 2 * (j & 3) + ((j >> 2) & 1);
+			const int pos = j0 + (j & ~7) + ftgemv_fp4_pos(j & 7);
 			h16[pos] = (uint16_t)vh;
 			h16[I + pos] = (uint16_t)vl;
 			if (lane == 0)
