@@ -369,6 +369,9 @@ template <int F> struct tile {
 				mma_bf16(acc, f[u].a.x, f[u].b.x, f[u].a.y, f[u].b.y, b0);
 				mma_bf16(acc, f[u].a.z, f[u].b.z, f[u].a.w, f[u].b.w, b1);
 			} else {
+				/* two accumulator chains of 4 mma steps (nvfp4: the chunk's two scale
+				 * blocks; ds_fp4: added up before the scale, which made its steps 3-8 %
+				 * faster than one chain of 8) */
 				float d0[4] = {0, 0, 0, 0}, d1[4] = {0, 0, 0, 0};
 				const uint32_t wa[4] = {f[u].a.x, f[u].a.y, f[u].a.z, f[u].a.w};
 				const uint32_t wb[4] = {f[u].b.x, f[u].b.y, f[u].b.z, f[u].b.w};
@@ -379,9 +382,14 @@ template <int F> struct tile {
 					fp4x8(wb[j], Q);
 					const uint2 b0 = *reinterpret_cast<const uint2 *>(xk + 8 * j);
 					const uint2 b1 = *reinterpret_cast<const uint2 *>(xk + 8 * j + 4);
-					float *d = (F == KF_NVFP4 && j >= 2) ? d1 : d0;
+					float *d = j >= 2 ? d1 : d0;
 					mma_f16(d, P[0], Q[0], P[1], Q[1], b0);
 					mma_f16(d, P[2], Q[2], P[3], Q[3], b1);
+				}
+				if (F == KF_DSFP4) {
+#pragma unroll
+					for (int i = 0; i < 4; i++)
+						d0[i] += d1[i];
 				}
 				const float x0 = post[(it + u) * 4 + ch], x1 = post[(it + u) * 4 + ch + 1];
 				if (F == KF_NVFP4) {
