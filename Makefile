@@ -249,6 +249,9 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(BENCH_CU_OBJS) $(LIBFTBENCH)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(BENCH_CU_OBJS) $(LIBFTBENCH) $(LIBS) $(CUDA_LIBS)
 
+# bench/mhd_limit_repro.c: the libmicrohttpd 0.9.75 limit deadlock that daemon/front.h works around.
+$(BUILD)/bench/mhd_limit_repro: LIBS += -lmicrohttpd -lpthread
+
 # bench/lazy_load_probe.cu: a whole CUDA program too (issue 23: a first launch beside a spinning kernel).
 $(BUILD)/bench/lazy_load_probe: bench/lazy_load_probe.cu
 	$(call say,NVCC,$@)

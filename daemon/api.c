@@ -215,14 +215,24 @@ static json_t *job_json(const struct ftd_job *j, int with_result)
 
 void ftd_api_health(const struct ftd_api_req *rq, struct ftd_api_reply *rp)
 {
-	(void)rq;
-	pthread_mutex_lock(&ftd.lock);
-	json_t *o = json_pack("{s:s,s:s,s:f,s:i,s:i,s:i}", "status", ftd.stopping ? "stopping" : "ok", "version",
-			      FT_VERSION, "uptime_s", fttime_wall_epoch() - ftd.start_wall, "queued",
-			      ftd_jobs_count(&ftd.jobs, FTD_JOB_QUEUED), "running",
-			      ftd_jobs_count(&ftd.jobs, FTD_JOB_RUNNING), "gpus", ftd.ngpus);
-	pthread_mutex_unlock(&ftd.lock);
-	reply_json(rp, 200, o);
+	const char *status = "ok";
+	if (__atomic_load_n(&ftd.stopping, __ATOMIC_ACQUIRE))
+		status = "stopping";
+	else if (!__atomic_load_n(&ftd.ready, __ATOMIC_ACQUIRE))
+		status = "starting";
+	else if (rq->api_full_s >= FTD_API_SATURATED_S)
+		status = "saturated";
+	double up = (double)(fttime_now_ns() - ftd.start_ns) / 1e9;
+	json_t *o = json_pack("{s:s,s:s,s:f,s:i,s:i,s:i}", "status", status, "version", FT_VERSION, "uptime_s", up,
+			      "queued", __atomic_load_n(&ftd.n_queued, __ATOMIC_RELAXED), "running",
+			      __atomic_load_n(&ftd.n_running, __ATOMIC_RELAXED), "gpus",
+			      strcmp(status, "starting") ? ftd.ngpus : 0);
+	unsigned code = strcmp(status, "ok") ? 503 : 200;
+	if (code == 503) {
+		rp->hname = "Retry-After";
+		snprintf(rp->hval, sizeof rp->hval, "5");
+	}
+	reply_json(rp, code, o);
 }
 
 void ftd_api_gpus(const struct ftd_api_req *rq, struct ftd_api_reply *rp)

@@ -4,6 +4,7 @@
 #ifndef FTD_DAEMON_H
 #define FTD_DAEMON_H
 #include <pthread.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "config.h"
@@ -24,7 +25,10 @@ struct ftd_daemon {
 	char *state_dir, *jobs_dir, *logs_dir, *profile_dir, *worker;
 	int wake_fd;
 	int stopping;
+	int ready;              /* the journal is loaded: the API serves (atomic) */
+	int n_queued, n_running; /* the main loop's last count, for /health (atomic) */
 	double start_wall;
+	uint64_t start_ns;      /* CLOCK_MONOTONIC at start: uptime and ages never follow wall-clock jumps */
 	pid_t main_pid;
 	/* metrics since start (metrics.c) */
 	unsigned long long finished_total[FTD_KIND_MAX][FTD_JOB_N];

@@ -38,6 +38,8 @@ static void notify_status(void)
 {
 	static int last_q = -1, last_r = -1;
 	int q = ftd_jobs_count(&ftd.jobs, FTD_JOB_QUEUED), r = ftd_jobs_count(&ftd.jobs, FTD_JOB_RUNNING);
+	__atomic_store_n(&ftd.n_queued, q, __ATOMIC_RELAXED);
+	__atomic_store_n(&ftd.n_running, r, __ATOMIC_RELAXED);
 	if (q == last_q && r == last_r)
 		return;
 	last_q = q;
@@ -346,6 +348,7 @@ int main(int argc, char **argv)
 	raise_nofile();
 	ftd.main_pid = getpid();
 	ftd.start_wall = fttime_wall_epoch();
+	ftd.start_ns = fttime_now_ns();
 	pthread_mutex_init(&ftd.lock, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
@@ -384,6 +387,20 @@ int main(int argc, char **argv)
 		release_all();
 		return 1;
 	}
+	/* listening first: until the journal is loaded, /health answers 503 "starting" and the API
+	 * 503 (ftd.ready), instead of connections waiting in the backlog */
+	int lfd = -1, activated = 0;
+	if (open_listen(&lfd, &activated) < 0) {
+		release_all();
+		return 1;
+	}
+	struct ftd_http *http = ftd_http_start(lfd);
+	if (!http) {
+		ftd_log(FTD_LOG_ERR, "cannot start the HTTP server");
+		close(lfd);
+		release_all();
+		return 1;
+	}
 	/* temp files of atomic writes a kill -9 interrupted (journal, profiles, records) */
 	const char *swept[] = {ftd.jobs_dir, ftd.logs_dir, ftd.profile_dir, NULL};
 	for (const char **dir = swept; *dir; dir++) {
@@ -410,22 +427,16 @@ int main(int argc, char **argv)
 	pthread_mutex_unlock(&ftd.lock);
 	if (r < 0) {
 		ftd_log(FTD_LOG_ERR, "journal %s: %s", ftd.jobs_dir, strerror(-r));
-		release_all();
-		return 1;
-	}
-
-	int lfd = -1, activated = 0;
-	if (open_listen(&lfd, &activated) < 0) {
-		release_all();
-		return 1;
-	}
-	struct ftd_http *http = ftd_http_start(lfd);
-	if (!http) {
-		ftd_log(FTD_LOG_ERR, "cannot start the HTTP server");
+		ftd_http_stop(http);
 		close(lfd);
 		release_all();
 		return 1;
 	}
+	pthread_mutex_lock(&ftd.lock);
+	notify_status();
+	pthread_mutex_unlock(&ftd.lock);
+	__atomic_store_n(&ftd.ready, 1, __ATOMIC_RELEASE);
+
 	uint64_t wd_usec = 0;
 	int wd = sd_watchdog_enabled(0, &wd_usec) > 0 && wd_usec > 0;
 	uint64_t wd_next = 0;
@@ -498,7 +509,7 @@ int main(int argc, char **argv)
 			while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
 				if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
 					pthread_mutex_lock(&ftd.lock);
-					ftd.stopping = 1;
+					__atomic_store_n(&ftd.stopping, 1, __ATOMIC_RELEASE);
 					pthread_cond_broadcast(&ftd.cond);
 					pthread_mutex_unlock(&ftd.lock);
 					if (!stop_logged) {
