@@ -490,12 +490,18 @@ int ftd_kind_argv(const struct ftd_kind *k, const json_t *args, const struct ftd
 					    u ? why : "expected an http(s) URL");
 				goto fail;
 			}
-			if (!ftd_config_url_allowed(cfg, u)) {
+			char norm[FTD_CONFIG_URL_MAX + 1];
+			if (ftd_config_url_normalize(u, norm, sizeof norm, why, sizeof why) < 0) {
+				ftd_kind_err_set(err, 400, "invalid_argument", field, "%s: %s", field, why);
+				goto fail;
+			}
+			if (!ftd_config_url_allowed(cfg, norm)) {
 				ftd_kind_err_set(err, 403, "forbidden", field, "%s: not in decode-urls of the config%s", field,
 					    cfg->n_decode_urls ? "" : " (none configured)");
 				goto fail;
 			}
-			ftd_kind_argv_push(&b, ftd_kind_argv_flag(a->flag, u));
+			/* the worker gets the URL as it was checked, not one a client could read otherwise */
+			ftd_kind_argv_push(&b, ftd_kind_argv_flag(a->flag, norm));
 			break;
 		}
 		}
