@@ -193,11 +193,10 @@ int ftd_api_cancel_job(struct ftd_job *j, struct ftd_err *err)
 	if (j->state == FTD_JOB_QUEUED) {
 		j->cancel_requested = 1;
 		j->finished = fttime_wall_epoch();
-		ftd_daemon_set_state(j, FTD_JOB_CANCELLED);
-		ftd_metrics_job_finished(j);
-		ftd_log(FTD_LOG_INFO, "job %s: cancelled while queued", j->id);
+		int r = ftd_daemon_set_state(j, FTD_JOB_CANCELLED);
+		ftd_log(FTD_LOG_INFO, "job %s: cancelled while queued%s", j->id, r < 0 ? " (journal pending)" : "");
 		ftd_daemon_wake();
-		return 200;
+		return r < 0 ? 202 : 200; /* 202: cancelled once the journal can say so */
 	}
 	if (!j->cancel_requested) {
 		j->cancel_requested = 1;
@@ -602,7 +601,7 @@ static void rebench_one(const char *uuid, const char *bus, long interval)
 	char path[4096], why[512] = "";
 	if (ftprof_store_file(ftd.profile_dir, uuid, path, sizeof path) < 0)
 		return;
-	json_t *p = json_load_file(path, 0, NULL);
+	json_t *p = ftd_profiles_load(path);
 	if (!json_is_object(p)) {
 		json_decref(p);
 		return; /* no profile yet: nothing went stale */

@@ -9,6 +9,8 @@
 
 #include "job.h"
 
+#define FTD_JOURNAL_RECORD_MAX (64u << 20) /* a record file larger than this is not loaded */
+
 /* The record of j (new reference, NULL when out of memory). */
 json_t *ftd_journal_record(const struct ftd_job *j);
 /* The job of a record (new job, refs 1), NULL when rec is not a job record. */

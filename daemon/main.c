@@ -374,6 +374,7 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	signal(SIGXFSZ, SIG_IGN); /* a file-size limit is a write error (EFBIG), as a full disk is */
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	ftd.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (sfd < 0 || ftd.wake_fd < 0) {
@@ -452,10 +453,11 @@ int main(int argc, char **argv)
 		pthread_mutex_lock(&ftd.lock);
 		ftd_runner_reap();
 		ftd_procs_track();
-		int tmo = ftd_runner_timers();
+		ftd_runner_timers();
 		ftd_runner_finish_ready();
+		int settle_ms = ftd_runner_settle();
 		uint64_t now = fttime_now_ns();
-		if (now >= retention_next) {
+		if (now >= retention_next || ftd_runner_over_count()) {
 			ftd_runner_retention();
 			retention_next = now + 60ull * 1000000000ull;
 		}
@@ -482,7 +484,9 @@ int main(int argc, char **argv)
 		pfd[0] = (struct pollfd){.fd = sfd, .events = POLLIN};
 		pfd[1] = (struct pollfd){.fd = ftd.wake_fd, .events = POLLIN};
 		int n = 2 + ftd_runner_pollfds(pfd + 2, owner + 2, pcap - 2);
-		tmo = ftd_runner_timers(); /* the scheduler may have started jobs */
+		int tmo = ftd_runner_timers(); /* the scheduler may have started jobs */
+		if (settle_ms >= 0 && (tmo < 0 || settle_ms < tmo))
+			tmo = settle_ms;
 		pthread_mutex_unlock(&ftd.lock);
 		if (done)
 			break;

@@ -154,8 +154,8 @@ static void render_jobs(struct ftd_mbuf *m)
 		ftd_mbuf_cat(m, "</span></td><td>");
 		when(m, j->created);
 		ftd_mbuf_cat(m, "</td><td>");
-		if (j->started > 0)
-			ftd_mbuf_cat(m, "%.1f s", (j->finished > 0 ? j->finished : fttime_wall_epoch()) - j->started);
+		if (ftd_job_duration(j) >= 0)
+			ftd_mbuf_cat(m, "%.1f s", ftd_job_duration(j));
 		ftd_mbuf_cat(m, "</td><td class=\"warn\">");
 		esc(m, j->error);
 		ftd_mbuf_cat(m, "</td></tr>");

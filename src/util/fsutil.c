@@ -124,11 +124,33 @@ int ftfs_mkdir_p(const char *path, mode_t mode)
 	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 }
 
+static int read_fd(int fd, size_t max, char **out, size_t *len);
+
 int ftfs_read_file(const char *path, size_t max, char **out, size_t *len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	return read_fd(fd, max, out, len);
+}
+
+int ftfs_read_regular(const char *path, size_t max, char **out, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	int r = fstat(fd, &st) < 0 ? -errno : !S_ISREG(st.st_mode) ? -EINVAL : (size_t)st.st_size > max ? -EFBIG : 0;
+	if (r) {
+		close(fd);
+		return r;
+	}
+	return read_fd(fd, max, out, len);
+}
+
+/* Read fd (closed here) to its end. */
+static int read_fd(int fd, size_t max, char **out, size_t *len)
+{
 	size_t cap = 4096, n = 0;
 	char *buf = malloc(cap + 1);
 	int r = 0;
