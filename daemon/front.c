@@ -99,25 +99,29 @@ struct verdict {
 	const char *code, *field, *msg;
 };
 
-/* Answer a socket the daemons will not take, and close it: what the client sent is read and
- * dropped first (closing with unread data would reset the connection before the answer is read). */
-static void answer_close(int fd, const struct verdict *v)
+void ftd_front_write_error(int fd, unsigned status, const char *code, const char *field, const char *msg)
 {
-	char buf[4096], resp[1024], body[512], field[64] = "null";
+	char buf[4096], resp[1024], body[512], fld[64] = "null";
 	for (int i = 0; i < 16 && recv(fd, buf, sizeof buf, MSG_DONTWAIT) > 0; i++)
 		;
-	if (v->field)
-		snprintf(field, sizeof field, "\"%s\"", v->field);
-	int bl = snprintf(body, sizeof body, "{\"error\":{\"code\":\"%s\",\"message\":\"%s\",\"field\":%s}}\n", v->code,
-			  v->msg, field);
+	if (field)
+		snprintf(fld, sizeof fld, "\"%s\"", field);
+	int bl = snprintf(body, sizeof body, "{\"error\":{\"code\":\"%s\",\"message\":\"%s\",\"field\":%s}}\n", code,
+			  msg, fld);
 	int n = snprintf(resp, sizeof resp,
 			 "HTTP/1.1 %u %s\r\nContent-Type: application/json\r\nCache-Control: no-store\r\n%s"
 			 "Connection: close\r\nContent-Length: %d\r\n\r\n%s",
-			 v->status, reason(v->status), v->status == 503 ? "Retry-After: 5\r\n" : "", bl, body);
+			 status, reason(status), status == 503 ? "Retry-After: 5\r\n" : "", bl, body);
 	if (send(fd, resp, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
 		/* the client is gone or its window is full: nothing more to do */
 	}
 	shutdown(fd, SHUT_WR);
+}
+
+/* Answer a socket the daemons will not take, and close it. */
+static void answer_close(int fd, const struct verdict *v)
+{
+	ftd_front_write_error(fd, v->status, v->code, v->field, v->msg);
 	close(fd);
 }
 

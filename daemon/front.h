@@ -38,6 +38,12 @@ struct ftd_front *ftd_front_start(int listen_fd, struct ftd_front_pool *main, st
 /* Stop the acceptor and close the sockets still waiting for their head (NULL ok). The pools'
  * daemons are the caller's to stop, after this. */
 void ftd_front_stop(struct ftd_front *f);
+/* Write a whole JSON error answer (Connection: close) to the socket fd and shut its sending side
+ * (fd stays open): what the client had sent is read and dropped first, as closing with unread
+ * data would reset the connection before the answer is read. code, field (NULL: null) and msg
+ * are static text (nothing the client sent). For the front, and for a connection libmicrohttpd
+ * holds where it cannot queue an answer (in the middle of a body). */
+void ftd_front_write_error(int fd, unsigned status, const char *code, const char *field, const char *msg);
 /* A socket handed to p was closed: its place comes back (any thread). */
 void ftd_front_closed(struct ftd_front_pool *p);
 /* Seconds p has been full without a place coming back (0: it has room). */

@@ -27,6 +27,8 @@
 #define RESERVE_MAX 256    /* connections of the reserve daemon */
 #define MHD_HEADROOM 64    /* libmicrohttpd's own limit is the front's cap plus this: never reached */
 #define BODY_MIN_RATE 4096 /* bytes per second a body must keep up after its first header-timeout */
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 struct req {
 	char *body;
@@ -415,9 +417,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return MHD_NO;
 	if (*upload_size) {
 		if (body_late(rq, c)) {
-			rq->answered = 1;
-			return respond_error(c, 408, "request_timeout", NULL,
-					     "the body came slower than %d bytes/s after header-timeout", BODY_MIN_RATE);
+			/* libmicrohttpd queues no answer in the middle of a body: this thread owns the
+			 * connection and nothing was sent on it yet, so the 408 is written here */
+			const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+			if (ci)
+				ftd_front_write_error(ci->connect_fd, 408, "request_timeout", NULL,
+						      "the body came slower than " STR(BODY_MIN_RATE) " bytes/s after header-timeout");
+			return MHD_NO;
 		}
 		if (!rq->too_big) {
 			if (rq->len + *upload_size > (size_t)ftd.cfg.max_body) {
@@ -556,7 +562,7 @@ struct ftd_http *ftd_http_start(int listen_fd)
 				       MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
 				       MHD_OPTION_NOTIFY_CONNECTION, on_connection, &pool_main,
 				       MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_END);
-	pool_reserve.d = MHD_start_daemon(common | MHD_USE_EPOLL, 0, NULL, NULL, on_reserve, NULL,
+	pool_reserve.d = MHD_start_daemon(common | MHD_USE_POLL, 0, NULL, NULL, on_reserve, NULL,
 					  MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL,
 					  MHD_OPTION_CONNECTION_LIMIT, pool_reserve.cap + MHD_HEADROOM,
 					  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)ftd.cfg.header_timeout,
