@@ -22,7 +22,7 @@ struct ftd_daemon {
 	struct ftgpu_info *gpus;
 	int ngpus;
 	char gpus_reason[256];
-	char *state_dir, *jobs_dir, *logs_dir, *profile_dir, *worker;
+	char *state_dir, *jobs_dir, *logs_dir, *ftw_dir, *profile_dir, *worker;
 	int wake_fd;
 	int stopping;
 	int ready;              /* the journal is loaded: the API serves (atomic) */

@@ -120,6 +120,8 @@ void ftd_journal_remove(const char *dir, const char *logs_dir, const struct ftd_
 	unlink(path);
 	snprintf(path, sizeof path, "%s/%s.profile.json", logs_dir, j->id);
 	unlink(path);
+	snprintf(path, sizeof path, "%s/%s.decode", logs_dir, j->id);
+	ftfs_remove_tree(path); /* a decode job's server logs */
 }
 
 static int cmp_seq(const void *a, const void *b)

@@ -18,7 +18,7 @@ struct ftd_job *ftd_journal_from_record(const json_t *rec);
 
 /* Write j's record to dir atomically. 0 or -errno. */
 int ftd_journal_save(const char *dir, const struct ftd_job *j);
-/* Remove j's record from dir and its log and profile copy from logs_dir. */
+/* Remove j's record from dir and its log, profile copy and decode server logs from logs_dir. */
 void ftd_journal_remove(const char *dir, const char *logs_dir, const struct ftd_job *j);
 
 /* Load every record of dir, oldest first (by seq). A job that was running is handed to

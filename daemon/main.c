@@ -102,7 +102,8 @@ static int resolve_dirs(void)
 	}
 	if (!ftd.state_dir || !ftd.profile_dir || !ftd.worker)
 		return -ENOMEM;
-	if (asprintf(&ftd.jobs_dir, "%s/jobs", ftd.state_dir) < 0 || asprintf(&ftd.logs_dir, "%s/logs", ftd.state_dir) < 0)
+	if (asprintf(&ftd.jobs_dir, "%s/jobs", ftd.state_dir) < 0 || asprintf(&ftd.logs_dir, "%s/logs", ftd.state_dir) < 0 ||
+	    asprintf(&ftd.ftw_dir, "%s/ftw", ftd.state_dir) < 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -317,6 +318,7 @@ static void release_all(void)
 	free(ftd.state_dir);
 	free(ftd.jobs_dir);
 	free(ftd.logs_dir);
+	free(ftd.ftw_dir);
 	free(ftd.profile_dir);
 	free(ftd.worker);
 	ftd_config_release(&ftd.cfg);
@@ -357,7 +359,8 @@ int main(int argc, char **argv)
 	ftd.jobs.cond = &ftd.cond;
 
 	int e;
-	if ((e = ftfs_mkdir_p(ftd.jobs_dir, 0750)) < 0 || (e = ftfs_mkdir_p(ftd.logs_dir, 0750)) < 0) {
+	if ((e = ftfs_mkdir_p(ftd.jobs_dir, 0750)) < 0 || (e = ftfs_mkdir_p(ftd.logs_dir, 0750)) < 0 ||
+	    (e = ftfs_mkdir_p(ftd.ftw_dir, 0750)) < 0) {
 		ftd_log(FTD_LOG_ERR, "state directory %s: %s", ftd.state_dir, strerror(-e));
 		release_all();
 		return 1;

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +126,22 @@ int ftfs_mkdir_p(const char *path, mode_t mode)
 }
 
 static int read_fd(int fd, size_t max, char **out, size_t *len);
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st;
+	(void)f;
+	return (flag == FTW_DP ? rmdir(p) : unlink(p)) < 0 ? -errno : 0;
+}
+
+int ftfs_remove_tree(const char *path)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	int r = nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	return r < 0 ? -errno : r;
+}
 
 int ftfs_read_file(const char *path, size_t max, char **out, size_t *len)
 {

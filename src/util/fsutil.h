@@ -31,6 +31,11 @@ int ftfs_read_file(const char *path, size_t max, char **out, size_t *len);
  * (-EINVAL), of at most max bytes (-EFBIG, from its size before anything is read). */
 int ftfs_read_regular(const char *path, size_t max, char **out, size_t *len);
 
+/* Remove path and, when it is a directory, everything below it (symbolic links are removed, never
+ * followed; other file systems are not entered). 0 (also when path does not exist) or -errno of
+ * the first failure. */
+int ftfs_remove_tree(const char *path);
+
 /* Write all of buf to fd, retrying on EINTR and short writes. */
 int ftfs_write_all(int fd, const void *buf, size_t len);
 

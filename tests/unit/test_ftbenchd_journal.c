@@ -16,6 +16,7 @@
 
 #include "../../daemon/journal.h"
 #include "../../daemon/log.h"
+#include "util/fsutil.h"
 #include "tmpdir.h"
 
 static char dir[] = "/tmp/ftd-journal-XXXXXX";
@@ -117,10 +118,17 @@ static void test_round_trip(void **s)
 	json_decref(after);
 	free_all(v, n);
 
-	/* remove takes the record (and the log and profile copy) away */
+	/* remove takes the record (and the log, profile copy and decode server logs) away */
+	char dl[600];
+	snprintf(dl, sizeof dl, "%s/%s.decode/ftbench-decode-x.abc", dir, j->id);
+	assert_int_equal(ftfs_mkdir_p(dl, 0750), 0);
+	strcat(dl, "/server.log");
+	assert_int_equal(ftfs_write_atomic(dl, "x", 1, 0640), 0);
 	ftd_journal_remove(dir, dir, j);
 	load(&v, &n, NULL, NULL);
 	assert_int_equal(n, 0);
+	snprintf(dl, sizeof dl, "%s/%s.decode", dir, j->id);
+	assert_int_equal(access(dl, F_OK), -1);
 	free(v);
 	ftd_job_unref(j);
 }
