@@ -194,6 +194,8 @@ int ftd_api_cancel_job(struct ftd_job *j, struct ftd_err *err)
 		j->cancel_requested = 1;
 		j->finished = fttime_wall_epoch();
 		int r = ftd_daemon_set_state(j, FTD_JOB_CANCELLED);
+		if (r == 0)
+			ftd_metrics_job_finished(j);
 		ftd_log(FTD_LOG_INFO, "job %s: cancelled while queued%s", j->id, r < 0 ? " (journal pending)" : "");
 		ftd_daemon_wake();
 		return r < 0 ? 202 : 200; /* 202: cancelled once the journal can say so */

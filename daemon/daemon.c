@@ -7,7 +7,6 @@
 
 #include "journal.h"
 #include "log.h"
-#include "metrics.h"
 #include "util/timeutil.h"
 
 struct ftd_daemon ftd;
@@ -35,11 +34,10 @@ struct ftd_kind_ctx ftd_daemon_kind_ctx(const char *job_id)
 	return c;
 }
 
-/* A final state that reached the journal: told to the readers, counted, events compacted. */
+/* A final state that reached the journal: told to the readers, events compacted. */
 static void announce_final(struct ftd_job *j)
 {
 	ftd_job_event(j, FTD_EV_STATE, json_pack("{s:s}", "state", ftd_job_state_name(j->state)));
-	ftd_metrics_job_finished(j);
 	ftd_job_compact_events(j);
 }
 

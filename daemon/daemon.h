@@ -45,9 +45,9 @@ void ftd_daemon_wake(void);
 /* Save j's journal record, logging a failure. 0 or -errno. */
 int ftd_daemon_save(const struct ftd_job *j);
 /* A transition: j becomes s, journaled before the state event tells anyone. A final state is
- * taken only once journaled (then counted in the metrics and its events compacted); when the
- * write fails the job keeps its state, j->settling remembers s and ftd_daemon_settle tries again.
- * 0 or -errno (the journal's). */
+ * taken only once journaled (then its events are compacted; the caller counts it in the metrics
+ * on 0); when the write fails the job keeps its state, j->settling remembers s and
+ * ftd_daemon_settle tries again. 0 or -errno (the journal's). */
 int ftd_daemon_set_state(struct ftd_job *j, enum ftd_job_state s);
 #define FTD_DAEMON_SETTLE_NS 1000000000ull /* between two tries of a final state's journal write */
 /* Try a settling job's journal write again when due: 1 when its final state is taken now. */

@@ -30,7 +30,8 @@ static void fail_job(struct ftd_job *j, const char *why)
 	j->finished = fttime_wall_epoch();
 	ftd_job_set_error(j, why);
 	ftd_job_event(j, FTD_EV_ERROR, json_pack("{s:s}", "message", why));
-	ftd_daemon_set_state(j, FTD_JOB_FAILED);
+	if (ftd_daemon_set_state(j, FTD_JOB_FAILED) == 0)
+		ftd_metrics_job_finished(j);
 	ftd_log(FTD_LOG_ERR, "job %s: %s", j->id, why);
 }
 
@@ -275,7 +276,8 @@ static void on_exited(void *ctx, struct ftd_worker *w)
 	j->finished = fttime_wall_epoch();
 	j->worker = NULL;
 	ftd_worker_free(w);
-	ftd_daemon_set_state(j, s);
+	if (ftd_daemon_set_state(j, s) == 0)
+		ftd_metrics_job_finished(j);
 	ftd_log(FTD_LOG_INFO, "job %s: %s (exit status %d)%s%s", j->id, ftd_job_state_name(s), j->exit_status,
 		j->error ? ": " : "", j->error ? j->error : "");
 }
@@ -392,8 +394,12 @@ int ftd_runner_settle(void)
 	int next = -1;
 	uint64_t now = fttime_now_ns();
 	for (struct ftd_job *j = ftd.jobs.head; j; j = j->next) {
-		if (!j->settling || ftd_daemon_settle(j))
+		if (!j->settling)
 			continue;
+		if (ftd_daemon_settle(j)) {
+			ftd_metrics_job_finished(j);
+			continue;
+		}
 		int ms = j->settle_next_ns > now ? (int)((j->settle_next_ns - now) / 1000000) + 1 : 0;
 		if (next < 0 || ms < next)
 			next = ms;
