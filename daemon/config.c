@@ -52,11 +52,14 @@ static const struct opt opts[] = {
 	    "Queued jobs at most; more is 429."),
 	INT("max-connections", 1, 10000, "256", max_connections,
 	    "Concurrent HTTP connections at most (event streams included). Beyond it a request is answered 503 "
-	    "with Retry-After; /health and /metrics are answered apart, whatever the load."),
+	    "with Retry-After; /health and /metrics are answered apart, whatever the load (/health says 503 "
+	    "saturated once every place has been taken for 5 s)."),
 	INT("max-event-streams", 1, 10000, "128", max_event_streams,
 	    "Concurrent event streams (GET /benchmark/jobs/{id}/events) at most; more is 503 with Retry-After."),
 	INT("header-timeout", 1, 300, "10", header_timeout,
-	    "Seconds a new connection has to send its whole request head; then it is answered 408 and closed."),
+	    "Seconds a connection has to send its whole request head (every request: each answer closes its "
+	    "connection); then it is answered 408 and closed. A body silent this long, or slower than 4 KiB/s "
+	    "after it, is cut with 408 too."),
 	INT("max-body", 256, 16777216, "65536", max_body,
 	    "Request body size limit in bytes; more is 413."),
 	INT("job-timeout", 1, 604800, "3600", job_timeout,
@@ -68,9 +71,9 @@ static const struct opt opts[] = {
 	INT("log-max", 4096, 1073741824, "1048576", log_max,
 	    "Bytes of worker stdout+stderr kept per job."),
 	INT("retain-jobs", 1, 1000000, "1000", retain_jobs,
-	    "Finished jobs kept in the journal at most."),
+	    "Finished jobs kept in the journal at most (enforced as soon as one more finishes)."),
 	INT("retain-age", 1, 315360000, "2592000", retain_age,
-	    "Seconds a finished job is kept."),
+	    "Seconds a finished job is kept (aged on the monotonic clock: a wall-clock jump removes nothing)."),
 	INT("max-result-line", 1024, 268435456, "8388608", max_result_line,
 	    "Largest JSON line a worker may send on its result fd; more is a protocol error."),
 	INT("gpus-timeout", 1, 3600, "60", gpus_timeout,

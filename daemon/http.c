@@ -25,6 +25,7 @@
 
 #define IDLE_TIMEOUT_S 30  /* a connection of the main daemon silent this long is closed (streams send more often) */
 #define RESERVE_MAX 256    /* connections of the reserve daemon */
+#define RESERVE_STACK (256 << 10) /* bytes of stack of a reserve connection's thread */
 #define MHD_HEADROOM 64    /* libmicrohttpd's own limit is the front's cap plus this: never reached */
 #define BODY_MIN_RATE 4096 /* bytes per second a body must keep up after its first header-timeout */
 #define STR_(x) #x
@@ -545,8 +546,9 @@ void ftd_http_stop(struct ftd_http *h)
 }
 
 /* The libmicrohttpd daemons (no listening socket of their own: the front hands them sockets).
- * The main one runs a thread per connection, so an event stream may block waiting for the next
- * event; the reserve one is event-driven. Their own limits sit MHD_HEADROOM above the front's. */
+ * Both run a thread per connection: an event stream may block waiting for the next event, and a
+ * /metrics that waits for ftd.lock (held over a journal fsync) delays no /health. Their own limits
+ * sit MHD_HEADROOM above the front's. */
 struct ftd_http *ftd_http_start(int listen_fd)
 {
 	struct ftd_http *h = calloc(1, sizeof *h);
@@ -562,8 +564,9 @@ struct ftd_http *ftd_http_start(int listen_fd)
 				       MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
 				       MHD_OPTION_NOTIFY_CONNECTION, on_connection, &pool_main,
 				       MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_END);
-	pool_reserve.d = MHD_start_daemon(common | MHD_USE_POLL, 0, NULL, NULL, on_reserve, NULL,
-					  MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL,
+	pool_reserve.d = MHD_start_daemon(common | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL, 0, NULL, NULL,
+					  on_reserve, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL,
+					  MHD_OPTION_THREAD_STACK_SIZE, (size_t)RESERVE_STACK,
 					  MHD_OPTION_CONNECTION_LIMIT, pool_reserve.cap + MHD_HEADROOM,
 					  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)ftd.cfg.header_timeout,
 					  MHD_OPTION_NOTIFY_COMPLETED, on_completed, (void *)1,
