@@ -79,7 +79,7 @@ static const struct opt opts[] = {
 	INT("bw-legacy-copy", 0, 1, "1", bw_legacy_copy,
 	    "1: a bw job on a host with one GPU also writes the seed system's single file "
 	    "$XDG_CACHE_HOME/freetoken/benchbw.json, the only one released engines read (never on a host with "
-	    "several GPUs); 0: it does not (the worker gets --no-legacy-copy)."),
+	    "several GPUs); 0: it does not."),
 	INT("history", 0, 10000, "20", history,
 	    "Profiles kept per GPU in <profile-dir>/history (GET /profiles/{uuid}/history, the status "
 	    "page's plots); 0 keeps none."),

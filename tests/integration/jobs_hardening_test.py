@@ -402,7 +402,7 @@ def kill9_cycles(t):
             for _ in range(rnd.randint(3, 8)):
                 kind = "bw" if rnd.random() < 0.3 else "cache-copy"
                 mode = rnd.choice(KILL9_MODES)
-                args = {"model" if kind == "bw" else "models": f"fake-{mode}", "repeat": 1, "cpu_iters": 2}
+                args = {"isa" if kind == "bw" else "models": f"fake-{mode}", "repeat": 1, "cpu_iters": 2}
                 if kind == "bw":
                     args.pop("repeat")
                 else:

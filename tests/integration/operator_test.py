@@ -145,7 +145,7 @@ def test_history_and_drift(t):
         # a bw worker's exit 3 (its profile's own checks failed): the job fails with the reason,
         # the profile goes to the history only, the stored one is unchanged
         before = d.get(f"/profiles/{GPU0}")
-        j = d.wait(d.submit("bw", {"model": "fake-invalid"})["id"])
+        j = d.wait(d.submit("bw", {"isa": "fake-invalid"})["id"])
         check(j["state"] == "failed" and "the profile is not valid" in (j["error"] or "") and
               "fake: a spread over 50%" in j["error"], f"invalid bw job: {j['state']} {j['error']}")
         check(d.get(f"/profiles/{GPU0}") == before, "the stored profile changed")
