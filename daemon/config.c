@@ -30,7 +30,8 @@ struct opt {
 static const struct opt opts[] = {
 	STR("listen", "127.0.0.1:8377", listen,
 	    "Address to listen on: IPV4:PORT or [IPV6]:PORT. A non-loopback address needs token-file. "
-	    "Ignored under socket activation (ftbenchd.socket)."),
+	    "Ignored under socket activation (ftbenchd.socket). The seed daemon's desktop app expects "
+	    "its port: listen = 127.0.0.1:1900 (POST /bench/run, GET /bench/profile, X-FT-Token; README)."),
 	STR("state-dir", "", state_dir,
 	    "Job journal and logs. Empty: $STATE_DIRECTORY, else $XDG_STATE_HOME/ftbenchd, else "
 	    "~/.local/state/ftbenchd."),
