@@ -650,6 +650,29 @@ static json_t *model_json(const struct ftmodel *m)
 			 "activation", ftfmt_act_name(m->act));
 }
 
+/* Measure item it, again while its spread fails the checks (measure_again): 0 with m filled
+ * (the last try) and *e its entry (NULL without memory), or the measurement's -errno (m to
+ * release). */
+static int measure_item(const struct ftbw_config *c, struct ftbw_env *env, const struct ftbw_ops *ops,
+			const struct ftreport *rep, const struct ftbw_item *it, json_t *warnings, json_t *remeasured,
+			struct ftbw_meas *m, json_t **e, char *err, size_t errlen)
+{
+	char what[512];
+	for (int t = 0;; t++) {
+		ftbw_meas_init(m);
+		int r = ops->measure(ops->ctx, env, c, it, m, err, errlen);
+		if (r < 0)
+			return r;
+		meas_normalize(m);
+		*e = ftbw_entry_json(it, m, env->gpu != NULL, c->threshold);
+		if (!*e || !measure_again(c, warnings, remeasured, rep, it->label, t,
+					  entry_too_wide(*e, it->label, c->max_spread, what, sizeof what), what))
+			return 0;
+		json_decref(*e);
+		ftbw_meas_release(m);
+	}
+}
+
 int ftbw_run(const struct ftbw_config *c, struct ftbw_env *env, const struct ftbw_ops *ops,
 	     const struct ftreport *rep, json_t **out, char *err, size_t errlen)
 {
@@ -751,21 +774,11 @@ int ftbw_run(const struct ftbw_config *c, struct ftbw_env *env, const struct ftb
 	for (int i = 0; i < nitems; i++) {
 		ftreport_progress(rep, i + 1, total, items[i].label);
 		struct ftbw_meas m;
-		json_t *e;
-		for (int t = 0;; t++) {
-			ftbw_meas_init(&m);
-			r = ops->measure(ops->ctx, env, c, &items[i], &m, err, errlen);
-			if (r < 0) {
-				ftbw_meas_release(&m);
-				goto out;
-			}
-			meas_normalize(&m);
-			e = ftbw_entry_json(&items[i], &m, have_gpu, c->threshold);
-			if (!e || !measure_again(c, warnings, remeasured, rep, items[i].label, t,
-						 entry_too_wide(e, items[i].label, c->max_spread, what, sizeof what), what))
-				break;
-			json_decref(e);
+		json_t *e = NULL;
+		r = measure_item(c, env, ops, rep, &items[i], warnings, remeasured, &m, &e, err, errlen);
+		if (r < 0) {
 			ftbw_meas_release(&m);
+			goto out;
 		}
 		if (m.gather.rc < 0)
 			warnf(warnings, rep, "%s: PCIe gather failed: %s", items[i].label, m.gather.err);
