@@ -158,6 +158,16 @@ static void bw_failure(struct ftd_kind_done *d)
 		}
 		if (f && r < 0)
 			fprintf(f, "%s(it could not be kept in the history: %s)", ftell(f) ? "\n" : "", strerror(-r));
+		json_t *rm;
+		size_t nrm = 0;
+		json_array_foreach(json_object_get(p, "remeasured"), k, rm) {
+			if (f)
+				fprintf(f, "%s%s%s (%lld tries)", nrm ? ", " : ftell(f) ? "\n" : "",
+					nrm ? "" : nall > 1 ? "  measured again first: " : "measured again first: ",
+					json_string_value(json_object_get(rm, "phase")) ? json_string_value(json_object_get(rm, "phase")) : "?",
+					(long long)json_integer_value(json_object_get(rm, "tries")));
+			nrm++;
+		}
 		bad++;
 	}
 	if (f)

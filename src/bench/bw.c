@@ -602,15 +602,15 @@ static void warnf(json_t *warnings, const struct ftreport *rep, const char *fmt,
 
 /* The spread rule of ftbw_check_valid on one phase's samples: 1 when (max - min) / median is
  * over max (max <= 0: never), with what says how much. */
-static int samples_too_wide(const double *v, int n, double max, char *what, size_t wn)
+static int samples_too_wide(const char *name, const double *v, int n, double max, char *what, size_t wn)
 {
 	if (!(max > 0) || n < 2)
 		return 0;
 	struct ftstat st = ftstat_of(v, n);
 	if (!(st.median > 0) || (st.max - st.min) / st.median <= max)
 		return 0;
-	snprintf(what, wn, "spread %.1f-%.1f GB/s is %.0f%% of its median %.1f (over %.0f%%)", st.min, st.max,
-		 (st.max - st.min) / st.median * 100, st.median, max * 100);
+	snprintf(what, wn, "%s spread %.1f-%.1f GB/s is %.0f%% of its median %.1f (over %.0f%%)", name, st.min,
+		 st.max, (st.max - st.min) / st.median * 100, st.median, max * 100);
 	return 1;
 }
 
@@ -621,8 +621,7 @@ static int measure_again(const struct ftbw_config *c, json_t *warnings, json_t *
 			 const struct ftreport *rep, const char *name, int t, int too_wide, const char *what)
 {
 	if (too_wide && t < FTBW_REMEASURE && !c->no_checks) {
-		warnf(warnings, rep, "%s: %s: the host was busy; measuring it again (try %d of %d)", name, what, t + 2,
-		      FTBW_REMEASURE + 1);
+		warnf(warnings, rep, "%s: measuring it again (try %d of %d)", what, t + 2, FTBW_REMEASURE + 1);
 		return 1;
 	}
 	if (t > 0)
@@ -631,14 +630,19 @@ static int measure_again(const struct ftbw_config *c, json_t *warnings, json_t *
 	return 0;
 }
 
-/* The spread checks of one workload's entry alone (ftbw_check_valid's, without the ceiling). */
+/* The spread checks of one workload's entry alone (ftbw_check_valid's, without the ceiling); what:
+ * the first reason, without its advice to measure again. */
 static int entry_too_wide(const json_t *e, const char *name, double max, char *what, size_t wn)
 {
+	static const char advice[] = ": the host was not quiet, measure again";
 	json_t *why = json_array();
 	check_entry(why, e, name, 0, max);
 	int bad = json_array_size(why) > 0;
-	if (bad)
-		snprintf(what, wn, "%s", json_string_value(json_array_get(why, 0)));
+	if (bad) {
+		const char *r = json_string_value(json_array_get(why, 0));
+		size_t l = strlen(r), al = sizeof advice - 1;
+		snprintf(what, wn, "%.*s", (int)(l > al && !strcmp(r + l - al, advice) ? l - al : l), r);
+	}
 	json_decref(why);
 	return bad;
 }
@@ -724,7 +728,8 @@ int ftbw_run(const struct ftbw_config *c, struct ftbw_env *env, const struct ftb
 		if (r == 0)
 			r = check_samples(cpu_read, c->cpu_iters, "CPU read ceiling", err, errlen);
 		if (r < 0 || !measure_again(c, warnings, remeasured, rep, "CPU read ceiling", t,
-					    samples_too_wide(cpu_read, c->cpu_iters, c->max_spread, what, sizeof what),
+					    samples_too_wide("CPU read ceiling", cpu_read, c->cpu_iters, c->max_spread, what,
+							     sizeof what),
 					    what))
 			break;
 	}
@@ -752,8 +757,8 @@ int ftbw_run(const struct ftbw_config *c, struct ftbw_env *env, const struct ftb
 					r = check_samples(v, c->pcie_iters, dir ? "PCIe D2H ceiling" : "PCIe H2D ceiling", err,
 							  errlen);
 				if (r < 0 || !measure_again(c, warnings, remeasured, rep, name, t,
-							    samples_too_wide(v, c->pcie_iters, c->max_spread, what,
-									     sizeof what),
+							    samples_too_wide(name, v, c->pcie_iters, c->max_spread,
+									     what, sizeof what),
 							    what))
 					break;
 			}

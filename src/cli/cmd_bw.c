@@ -172,6 +172,11 @@ static int invalid_exit(const json_t *prof, const char *store_path)
 		fprintf(f, "\n  - %s", json_string_value(w));
 	if (!json_array_size(why))
 		fputs("\n  - (no reason recorded)", f);
+	const json_t *rm = json_object_get(prof, "remeasured");
+	json_array_foreach(rm, i, w)
+		fprintf(f, "%s%s (%lld tries)", i ? ", " : "\n  measured again first: ",
+			json_string_value(json_object_get(w, "phase")) ? json_string_value(json_object_get(w, "phase")) : "?",
+			(long long)json_integer_value(json_object_get(w, "tries")));
 	if (store_path)
 		fprintf(f, "\n  it is kept in the history beside %s; that profile, which engines read, is unchanged",
 			store_path);

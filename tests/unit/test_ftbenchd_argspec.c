@@ -228,7 +228,12 @@ static void test_submit_types_are_the_daemons(void **st)
 			case FTARGS_T_NUMLIST: snprintf(value, sizeof value, "%g,%g", a->lo, a->hi); break;
 			case FTARGS_T_ENUM:
 			case FTARGS_T_ENUMLIST: snprintf(value, sizeof value, "%.*s", (int)strcspn(a->choices, "|"), a->choices); break;
-			case FTARGS_T_NAMES: snprintf(value, sizeof value, "007,bf16"); break; /* all digits stays a name */
+			case FTARGS_T_NAMES:
+				/* all digits stays a name; bw's names are checked against the worker's tables */
+				snprintf(value, sizeof value, "%s",
+					 strcmp(*name, "bw") ? "007,bf16" : !strcmp(a->name, "model") ? "qwen3-30b,gpt-oss-20b"
+					 : !strcmp(a->name, "isa") ? "007,avx2" : "bf16,nvfp4");
+				break;
 			case FTARGS_T_GPU: snprintf(value, sizeof value, "0"); break;
 			default: continue; /* paths, servers, URLs need a configuration: tests/unit/test_ftbenchd_kinds.c */
 			}
