@@ -38,13 +38,15 @@ static int names_known(const json_t *args, const char *arg, int models, int with
 		return 0; /* the table's check said what is wrong with it already */
 	for (int i = 0; i < n && r == 0; i++) {
 		const char *x = items[i];
-		if (!x || !strcmp(x, "all"))
-			continue;
+		if (!x || (!strcmp(x, "all") && (models || with_workload)))
+			continue; /* --formats has no "all" */
 		const struct ftfmt *f = models ? NULL : ftfmt_lookup(x);
 		if (models ? !!ftmodel_find(ftmodel_bw_models, ftmodel_bw_models_count, x)
 			   : f && (!with_workload || ftmodel_bw_dtype(f->id)))
 			continue;
-		if (models)
+		if (!models && !with_workload)
+			snprintf(choices, sizeof choices, "%s", ftfmt_all_names());
+		else if (models)
 			for (int j = 0; j < ftmodel_bw_models_count; j++)
 				snprintf(choices + strlen(choices), sizeof choices - strlen(choices), ", %s",
 					 ftmodel_bw_models[j].name);

@@ -12,7 +12,8 @@
 #include "util/jobargs.h"
 #include "util/strutil.h"
 
-#define SEED_MAX_ARGS 256
+#define SEED_MAX_ARGS 128 /* of at most SEED_MAX_ARG characters: the body stays under max-body */
+#define SEED_MAX_ARG 256
 
 json_t *ftd_seed_detail(const char *msg)
 {
@@ -115,16 +116,19 @@ int ftd_seed_args(const json_t *args, json_t *obj, char *err, size_t n)
 void ftd_seed_run(const struct ftd_api_req *rq, struct ftd_api_reply *rp)
 {
 	json_error_t je;
-	json_t *body = rq->body ? json_loadb(rq->body, rq->len, JSON_REJECT_DUPLICATES, &je) : json_object();
+	json_t *body = rq->body && rq->len ? json_loadb(rq->body, rq->len, JSON_REJECT_DUPLICATES, &je) : NULL;
 	json_t *args = json_object_get(body, "args");
 	size_t i;
 	json_t *a;
-	int ok = json_is_object(body) && (!args || (json_is_array(args) && json_array_size(args) <= SEED_MAX_ARGS));
+	/* the seed's body: {"args": [...]} (args may be left out: []), nothing else */
+	int ok = json_is_object(body) && json_object_size(body) == (args ? 1u : 0u) &&
+		 (!args || (json_is_array(args) && json_array_size(args) <= SEED_MAX_ARGS));
 	json_array_foreach(args, i, a)
-		ok = ok && json_is_string(a) && ftstr_utf8_len(json_string_value(a)) <= 4096;
+		ok = ok && json_is_string(a) && ftstr_utf8_len(json_string_value(a)) <= SEED_MAX_ARG;
 	if (!ok) {
 		json_decref(body);
-		detail_reply(rp, 422, "the body must be {\"args\": [strings]} (at most 256 ft bench bw arguments)");
+		detail_reply(rp, 422, "the body must be {\"args\": [strings]} (at most 128 ft bench bw arguments of at most "
+				       "256 characters)");
 		return;
 	}
 	char why[512] = "";
@@ -163,6 +167,10 @@ void ftd_seed_profile(const struct ftd_api_req *rq, struct ftd_api_reply *rp)
 {
 	const char *want = rq->query(rq->hctx, "gpu");
 	char uuid[96] = "host", why[256] = "";
+	if (want && ftstr_utf8_len(want) > 80) {
+		detail_reply(rp, 422, "gpu: an index or a uuid of at most 80 characters");
+		return;
+	}
 	pthread_mutex_lock(&ftd.lock);
 	int pos = ftd.ngpus > 0 ? 0 : -1;
 	if (want && *want)
