@@ -526,6 +526,11 @@ void ftd_api_stream_free(struct ftd_api_stream *s)
 	free(s);
 }
 
+int ftd_api_stream_room(void)
+{
+	return __atomic_load_n(&n_streams, __ATOMIC_RELAXED) < ftd.cfg.max_event_streams;
+}
+
 int ftd_api_stream_seed(struct ftd_job *j, const char *error, int fd, struct ftd_api_reply *rp)
 {
 	struct ftd_api_stream *s = calloc(1, sizeof *s);

@@ -70,6 +70,8 @@ void ftd_api_stream_free(struct ftd_api_stream *s);
  * line}. fd: the client's socket. When the stream ends before the job (its client went away)
  * the job is cancelled. 0 with rp's stream set, or -ENOMEM. */
 int ftd_api_stream_seed(struct ftd_job *j, const char *error, int fd, struct ftd_api_reply *rp);
+/* 1 while fewer than max-event-streams event streams are open. */
+int ftd_api_stream_room(void);
 
 /* Submit a job as POST /benchmark/start does (with ftd.lock held): validate and journal it, or
  * return the job of a replayed idempotency key. 0 with *out (borrowed) and *replayed, or -1

@@ -115,6 +115,11 @@ int ftd_seed_args(const json_t *args, json_t *obj, char *err, size_t n)
 
 void ftd_seed_run(const struct ftd_api_req *rq, struct ftd_api_reply *rp)
 {
+	if (!ftd_api_stream_room()) { /* before a job is queued that no stream would follow */
+		ftd_api_error(rp, 503, "busy", NULL, "%ld event streams are open (max-event-streams)",
+			      ftd.cfg.max_event_streams);
+		return;
+	}
 	json_error_t je;
 	json_t *body = rq->body && rq->len ? json_loadb(rq->body, rq->len, JSON_REJECT_DUPLICATES, &je) : NULL;
 	json_t *args = json_object_get(body, "args");

@@ -65,7 +65,7 @@ class SeedClient:
         ensure(r.getheader("Content-Type", "").startswith("text/event-stream"), "not an event stream")
         out, ev, data = [], None, []
         while True:
-            line = r.fp.readline()
+            line = r.readline()
             if not line:
                 break
             line = line.decode().rstrip("\r\n")
@@ -170,6 +170,23 @@ def disconnect_cancels(t):
     ensure(j["state"] == "cancelled", lambda: j)
     log = d.req("GET", f"/benchmark/jobs/{jid}/log")[2].decode()
     ensure("mode sleep" in log, log)
+
+
+@test
+def streams_full_no_job(t):
+    """At max-event-streams a /bench/run is 503 before any job is queued (none would be followed)."""
+    d = start(t, "full", "--max-event-streams", "1")
+    c = http.client.HTTPConnection("127.0.0.1", d.port, timeout=30 * SLOW)
+    c.request("POST", "/bench/run", body=json.dumps({"args": ["--isa", "fake-sleep"]}),
+              headers={"Content-Type": "application/json", "X-FT-Token": TOKEN})
+    r = c.getresponse()
+    ensure(r.status == 200 and r.readline().startswith(b"event: progress"), "the first stream")
+    n = len(d.get("/benchmark/jobs")["jobs"])
+    st, _, raw = d.req("POST", "/bench/run", body={"args": []}, headers={"X-FT-Token": TOKEN})
+    ensure(st == 503 and json.loads(raw)["error"]["code"] == "busy", lambda: (st, raw))
+    ensure(len(d.get("/benchmark/jobs")["jobs"]) == n, "a job was queued without a stream")
+    c.close()
+    d.stop()
 
 
 def main():
