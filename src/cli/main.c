@@ -10,7 +10,7 @@ static const struct ftcli_cmd commands[] = {
 	 &ftcli_flags_cache_copy},
 	{"cpu-moe", "CPU MoE executor throughput per format and ISA", ftcli_cmd_cpu_moe, &ftcli_flags_cpu_moe},
 	{"load-weights", "expert-bank loading: serial vs parallel O_DIRECT vs FTW", ftcli_cmd_load_weights, &ftcli_flags_load_weights},
-	{"decode", "client-side decode tok/s, TTFT, event gaps against an OpenAI server", ftcli_cmd_decode},
+	{"decode", "client-side decode tok/s, TTFT, event gaps against an OpenAI server", ftcli_cmd_decode, &ftcli_flags_decode},
 	{"gpus", "list CUDA devices (PCI bus order, UUID, PCIe link)", ftcli_cmd_gpus, &ftcli_flags_gpus},
 	{"cpu", "describe the host CPU (cores, NUMA, ISA)", ftcli_cmd_cpu},
 	{"profile", "profile path|show|recommend FORMAT|fetch-fraction FORMAT", ftcli_cmd_profile},
