@@ -274,7 +274,7 @@ struct cc_cli {
 };
 #define O(m) FTF_FIELD(struct cc_cli, m)
 
-static const struct ftflag rows[] = {
+static const struct ftflag flag_rows[] = {
 	{"models", FTF_STR, O(models), .meta = "LIST", .flags = FTF_SEED_LIST, .def = "all",
 	 .help = "cache-copy profiles (--list shows them)"},
 	{"cache-slots", FTF_INTS, O(slots), .meta = "LIST", .lo = 1, .hi = FTSC_MAX_SLOTS, .max_items = FTCC_MAX_LIST,
@@ -303,7 +303,7 @@ static const struct ftflag rows[] = {
 };
 
 const struct ftflag_cmd ftcli_flags_cache_copy = {
-	"cache-copy", rows, FTF_COUNT(rows),
+	"cache-copy", flag_rows, FTF_COUNT(flag_rows),
 	.about = "       ftbench cache-copy --from-json FILE [--output-format F]\n"
 		 "Lists take commas or spaces, as the seed's argparse does (--batch-sizes 1 4 16 32).",
 	.notes = "Columns: ens_us = ensure_experts per call, 8 back-to-back calls each on a fresh state,\n"

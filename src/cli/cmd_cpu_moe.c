@@ -62,7 +62,7 @@ struct cpu_moe_opts {
 };
 #define O(m) FTF_FIELD(struct cpu_moe_opts, m)
 
-static const struct ftflag rows[] = {
+static const struct ftflag flag_rows[] = {
 	{"format", FTF_STR, O(format), .meta = "F", .def_help = "bf16, or the model's", .help = "expert weight format"},
 	{"model", FTF_STR, O(model), .meta = "M", .def_help = "the format's bw workload",
 	 .help = "expert shapes (hidden, intermediate, experts, top-k) of a bw or cache-copy model"},
@@ -94,7 +94,7 @@ static const struct ftflag rows[] = {
 };
 
 const struct ftflag_cmd ftcli_flags_cpu_moe = {
-	"cpu-moe", rows, FTF_COUNT(rows),
+	"cpu-moe", flag_rows, FTF_COUNT(flag_rows),
 	.about = "  GB/s of expert weights the CPU MoE executor processes, per ISA tier, over synthetic banks\n"
 		 "  whose working set rotates over 4x the last-level cache, beside the CPU read ceiling",
 	.notes = "  GB/s is 10^9 bytes per second (sizes: MiB = 2^20, GiB = 2^30 bytes). The table: median,\n"

@@ -9,7 +9,7 @@ struct gpus_opts {
 	enum ftcli_format fmt;
 };
 
-static const struct ftflag rows[] = {
+static const struct ftflag flag_rows[] = {
 	FTF_JSON_ROW(struct gpus_opts, fmt, "the list as JSON on stdout"),
 	FTF_FORMAT_ROW(struct gpus_opts, fmt,
 		       "table, json (as --json), csv or md: one row per GPU (mem_gib in GiB = 2^30 bytes; "
@@ -17,7 +17,7 @@ static const struct ftflag rows[] = {
 };
 
 const struct ftflag_cmd ftcli_flags_gpus = {
-	"gpus", rows, FTF_COUNT(rows),
+	"gpus", flag_rows, FTF_COUNT(flag_rows),
 	.about = "  every CUDA device in PCI bus order: index, uuid, name, PCI bus id, memory (GiB = 2^30\n"
 		 "  bytes), compute capability, PCIe link now/max (gen x width), driver, NUMA node",
 };

@@ -85,7 +85,7 @@ _Static_assert(FTLOAD_DEFAULT_CHUNK == 8u << 20 && FTFTW_DEFAULT_SHARD_LIMIT == 
 	       "FTCLI_LOADER_ROWS' defaults of --chunk-mib and --shard-gib");
 _Static_assert(FTLOAD_AUTO == 0 && FTLOAD_SERIAL == 1 && FTLOAD_PARALLEL == 2, "--expert-load's choices");
 
-static const struct ftflag rows[] = {
+static const struct ftflag flag_rows[] = {
 	{"model", FTF_STR, O(o.model), .meta = "DIR", .help = "the safetensors checkpoint to load (required)"},
 	{"modes", FTF_STR, O(modes), .meta = "LIST", .flags = FTF_SEED_LIST, .def = "baseline,parallel,ftw",
 	 .help = "loaders timed, each once after the page cache of its files is dropped: baseline (serial), "
@@ -111,7 +111,7 @@ static const struct ftflag rows[] = {
 };
 
 const struct ftflag_cmd ftcli_flags_load_weights = {
-	"load-weights", rows, FTF_COUNT(rows),
+	"load-weights", flag_rows, FTF_COUNT(flag_rows),
 	.about = "  baseline (serial loader) always runs as the reference; the FTW copy goes to --ftw-dir\n"
 		 "  (default /var/tmp/ftw_<model name>) when nothing has that name yet, else to a fresh\n"
 		 "  ftw-<model name>.XXXXXX inside it (ftw_<model name>.XXXXXX beside the default); it is\n"

@@ -8,7 +8,6 @@
  * Exit: 0 found; 1 no profile / no data for the format / invalid profile (message names the
  * file); 2 usage (missing format, bad --gpu). */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,28 +16,45 @@
 #include "ftprofile.h"
 #include "moe/formats.h"
 
-static const char usage[] =
-	"usage: ftbench profile path|show|history|recommend FORMAT|fetch-fraction FORMAT|max-batch FORMAT\n"
-	"                       [--gpu G] [--json] [--output-format table|json|csv|md] [--limit N]\n"
-	"  path            the profile file that applies (or where `ftbench bw` would write it)\n"
-	"  show            what the profile says: every figure with its spread (median, min-max,\n"
-	"                  samples), valid, drift, stale (--json: the whole file)\n"
-	"  history         the profiles of the GPU the per-user store kept (oldest first; valid and\n"
-	"                  invalid runs alike): time, read ceiling, per format CPU MoE / gather /\n"
-	"                  verdict, valid, drift (--json: the array of profiles)\n"
-	"  recommend F     offload | hybrid | none for format F (the reader's alias: mxfp4)\n"
-	"  fetch-fraction F  share of a hybrid step's missing experts fetched over PCIe\n"
-	"  max-batch F     the largest batch at which hybrid still wins for F (bw --batch-sweep)\n"
-	"  --gpu G         GPU index, uuid or unique uuid prefix (default: the first GPU; none: host.json)\n"
-	"  --json          machine-readable output (the same as --output-format json)\n"
-	"  --output-format F  table (default), json, csv or md (csv, md: show, one row per format;\n"
-	"                  history, one row per profile and format); --format F is the same\n"
-	"  --limit N       history: the newest N profiles only (default: all kept, at most 20)\n"
-	"GB/s is 10^9 bytes per second everywhere.\n"
-	"  --deployment isolated|concurrent|profile\n"
-	"                  recommend / fetch-fraction for that deployment (default: the one the\n"
-	"                  profile records, by the seed's rules)\n"
-	"env: FREETOKEN_BENCHBW_PATH (the file), XDG_CACHE_HOME\n";
+struct profile_cli {
+	const char *gpu;
+	int json, deployment, limit;
+	enum ftcli_format fmt;
+};
+#define O(m) FTF_FIELD(struct profile_cli, m)
+
+static const struct ftflag flag_rows[] = {
+	{"gpu", FTF_STR, O(gpu), .meta = "G", .short_name = 'g', .def_help = "the first GPU; none: host.json",
+	 .help = "GPU index, uuid or unique uuid prefix"},
+	{"json", FTF_BOOL, O(json), .short_name = 'j',
+	 .help = "machine-readable output (the same as --output-format json; it wins over --output-format)"},
+	{"output-format", FTF_ENUM, O(fmt), .meta = "F", .choices = "table|json|csv|md", .def = "table",
+	 .alias = "format",
+	 .help = "table, json, csv or md (csv, md: show, one row per format; history, one row per profile and "
+		 "format)"},
+	{"limit", FTF_INT, O(limit), .meta = "N", .lo = 1, .hi = 1000, .def_help = "all kept, at most 20",
+	 .help = "history: the newest N profiles only"},
+	{"deployment", FTF_ENUM, O(deployment), .choices = "isolated|concurrent|profile", .def = "profile",
+	 .help = "recommend / fetch-fraction for that deployment (profile: the one the profile records, by the "
+		 "seed's rules)"},
+};
+
+const struct ftflag_cmd ftcli_flags_profile = {
+	"profile", flag_rows, FTF_COUNT(flag_rows),
+	.args = "path|show|history|recommend FORMAT|fetch-fraction FORMAT|max-batch FORMAT",
+	.min_args = 1, .max_args = 2,
+	.about = "  path            the profile file that applies (or where `ftbench bw` would write it)\n"
+		 "  show            what the profile says: every figure with its spread (median, min-max,\n"
+		 "                  samples), valid, drift, stale (--json: the whole file)\n"
+		 "  history         the profiles of the GPU the per-user store kept (oldest first; valid and\n"
+		 "                  invalid runs alike): time, read ceiling, per format CPU MoE / gather /\n"
+		 "                  verdict, valid, drift (--json: the array of profiles)\n"
+		 "  recommend F     offload | hybrid | none for format F (the reader's alias: mxfp4)\n"
+		 "  fetch-fraction F  share of a hybrid step's missing experts fetched over PCIe\n"
+		 "  max-batch F     the largest batch at which hybrid still wins for F (bw --batch-sweep)",
+	.notes = "GB/s is 10^9 bytes per second everywhere.\n"
+		 "env: FREETOKEN_BENCHBW_PATH (the file), XDG_CACHE_HOME\n",
+};
 
 /* A full uuid in nvidia-smi form: GPU- and 36 characters of hex and dashes. */
 static int literal_uuid(const char *s)
@@ -365,57 +381,32 @@ static const char *alias_hint(const struct ftprof *p, const char *format, int re
 
 int ftcli_cmd_profile(int argc, char **argv)
 {
-	static const struct option opts[] = {{"gpu", required_argument, NULL, 'g'},
-					     {"json", no_argument, NULL, 'j'},
-					     {"deployment", required_argument, NULL, 'd'},
-					     {"limit", required_argument, NULL, 'l'},
-					     {"format", required_argument, NULL, 'F'},
-					     {"output-format", required_argument, NULL, 'F'},
-					     {"help", no_argument, NULL, 'h'},
-					     {0}};
-	const char *gpu_spec = NULL, *action, *format = NULL;
-	int json = 0, c, r, rc = FTCLI_EXIT_FAIL, li = 0;
+	struct profile_cli po = {0};
+	struct ftflag_state fs;
+	const char *gpu_spec, *action, *format = NULL;
+	int json, r, rc = FTCLI_EXIT_FAIL;
 	struct ftgpu_info gi;
 	const char *uuid = NULL, *name = NULL;
 	char why[256] = "", err[2048] = "", path[4096];
 	struct ftprof *p = NULL;
-	enum ftprof_deployment dep = FTPROF_DEPLOY_PROFILE;
-	int dep_given = 0, limit = 0, fmt_given = 0;
-	enum ftcli_format fmt = FTCLI_FMT_TABLE;
-	char *end;
+	enum ftprof_deployment dep;
+	int dep_given, limit, fmt_given;
+	enum ftcli_format fmt;
 
-	while ((c = getopt_long(argc, argv, "g:jh", opts, &li)) != -1) {
-		switch (c) {
-		case 'd':
-			if (ftprof_deployment_parse(optarg, &dep) < 0) {
-				ftcli_error("--deployment: '%s' is none of isolated, concurrent, profile", optarg);
-				return FTCLI_EXIT_USAGE;
-			}
-			dep_given = 1;
-			break;
-		case 'l':
-			errno = 0;
-			limit = (int)strtol(optarg, &end, 10);
-			if (errno || end == optarg || *end || limit < 1 || limit > 1000) {
-				ftcli_error("--limit: '%s' is not a count from 1 to 1000", optarg);
-				return FTCLI_EXIT_USAGE;
-			}
-			break;
-		case 'F':
-			if (ftcli_parse_format(strcmp(opts[li].name, "format") ? "--output-format" : "--format", optarg, &fmt) < 0)
-				return FTCLI_EXIT_USAGE;
-			fmt_given = 1;
-			break;
-		case 'g': gpu_spec = optarg; break;
-		case 'j': json = 1; break;
-		case 'h': fputs(usage, stdout); return 0;
-		default: fputs(usage, stderr); return FTCLI_EXIT_USAGE;
-		}
-	}
-	if (optind >= argc) {
-		fputs(usage, stderr);
-		return FTCLI_EXIT_USAGE;
-	}
+	r = ftflags_parse(&ftcli_flags_profile, argc, argv, &po, &fs);
+	if (r)
+		return r > 0 ? 0 : FTCLI_EXIT_USAGE;
+	argc = fs.argc;
+	argv = fs.argv;
+	int optind = fs.pos;
+	gpu_spec = po.gpu;
+	json = po.json;
+	limit = po.limit;
+	fmt = po.fmt;
+	fmt_given = ftflags_given(&ftcli_flags_profile, &fs, "output-format");
+	dep_given = ftflags_given(&ftcli_flags_profile, &fs, "deployment");
+	ftflags_release(&fs); /* no joined lists: argv stays the caller's */
+	ftprof_deployment_parse(po.deployment == 0 ? "isolated" : po.deployment == 1 ? "concurrent" : "profile", &dep);
 	action = argv[optind++];
 	if (!strcmp(action, "recommend") || !strcmp(action, "fetch-fraction") || !strcmp(action, "max-batch")) {
 		if (optind >= argc) {
@@ -434,7 +425,7 @@ int ftcli_cmd_profile(int argc, char **argv)
 				   ftfmt_all_names());
 	} else if (strcmp(action, "path") && strcmp(action, "show") && strcmp(action, "history")) {
 		ftcli_error("unknown action '%s'", action);
-		fputs(usage, stderr);
+		ftflags_help(&ftcli_flags_profile, stderr);
 		return FTCLI_EXIT_USAGE;
 	}
 	if (optind < argc) {
