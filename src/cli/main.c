@@ -17,10 +17,10 @@ static const struct ftcli_cmd commands[] = {
 	{"make-checkpoint", "write a synthetic MoE checkpoint (safetensors) in a real layout", ftcli_cmd_make_checkpoint,
 	 &ftcli_flags_make_checkpoint},
 	{"ftw", "ftw convert MODEL OUT: repack a checkpoint into the FTW format", ftcli_cmd_ftw, &ftcli_flags_ftw},
-	{"submit", "submit a job to ftbenchd (--wait to follow it)", ftcli_cmd_submit},
-	{"jobs", "list ftbenchd jobs", ftcli_cmd_jobs},
-	{"wait", "follow an ftbenchd job until it ends", ftcli_cmd_wait},
-	{"cancel", "cancel an ftbenchd job", ftcli_cmd_cancel},
+	{"submit", "submit a job to ftbenchd (--wait to follow it)", ftcli_cmd_submit, &ftcli_flags_submit},
+	{"jobs", "list ftbenchd jobs", ftcli_cmd_jobs, &ftcli_flags_jobs},
+	{"wait", "follow an ftbenchd job until it ends", ftcli_cmd_wait, &ftcli_flags_wait},
+	{"cancel", "cancel an ftbenchd job", ftcli_cmd_cancel, &ftcli_flags_cancel},
 	{"flags", NULL, ftcli_cmd_flags},
 };
 #define NCMDS (sizeof commands / sizeof commands[0])
