@@ -78,6 +78,7 @@ struct lw_cli {
 	struct ftlw_opts o;
 	const char *modes, *worker;
 	int keep_ftw, no_drop, chunk_mib;
+	struct ftflag_gpu gpu;
 	enum ftcli_format fmt;
 };
 #define O(m) FTF_FIELD(struct lw_cli, m)
@@ -100,6 +101,9 @@ static const struct ftflag flag_rows[] = {
 	{"repeat", FTF_INT, O(o.repeat), .meta = "N", .lo = 1, .hi = FTLW_MAX_REPEAT, .def = "1",
 	 .help = "runs of each mode, each after the page cache is dropped; load_s and read GB/s are the "
 		 "median, with the min and max"},
+	FTF_GPU_ROWS(struct lw_cli, gpu, "UUID|INDEX", "none",
+		     "the GPU the banks are loaded for (ftbenchd's jobs hold one): checked and recorded in the "
+		     "result as \"gpu\"; the load itself is host memory"),
 	FTF_JSON_ROW(struct lw_cli, fmt, "the result as JSON on stdout (the same as --output-format json)"),
 	{"output-format", FTF_ENUM, O(fmt), .meta = "F", .choices = "table|json|csv|md", .def = "table",
 	 .alias = "format",
@@ -157,6 +161,19 @@ static int run(struct lw_cli *c)
 			    "directory)", o.model, errno ? strerror(errno) : "not a directory");
 		return FTCLI_EXIT_USAGE;
 	}
+	char gpu_uuid[sizeof ((struct ftgpu_info *)0)->uuid] = "";
+	if (c->gpu.spec) {
+		struct ftgpu_info g;
+		char why[256] = "";
+		int gr = ftcli_select_gpu(c->gpu.spec, &g, why, sizeof why);
+		if (gr < 0)
+			return FTCLI_EXIT_USAGE; /* logged by the resolver */
+		if (gr > 0) {
+			ftcli_error("--gpu %s: %s", c->gpu.spec, why);
+			return FTCLI_EXIT_USAGE;
+		}
+		snprintf(gpu_uuid, sizeof gpu_uuid, "%s", g.uuid);
+	}
 	struct ftreport rep = ftcli_reporter();
 	o.rep = &rep;
 	char err[1024];
@@ -186,6 +203,8 @@ static int run(struct lw_cli *c)
 		ftcli_error("%s", err);
 		return r == -EINVAL ? FTCLI_EXIT_USAGE : FTCLI_EXIT_FAIL;
 	}
+	if (gpu_uuid[0])
+		json_object_set_new(res, "gpu", json_string(gpu_uuid));
 	ftcli_result(res);
 	if (fmt == FTCLI_FMT_JSON)
 		ftcli_print_json(res);
