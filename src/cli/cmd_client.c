@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/table.h"
 #include "util/http_client.h"
 #include "util/jobargs.h"
 #include "util/sse.h"
@@ -594,9 +595,20 @@ static void short_time(const char *iso, char *out, size_t n)
 		snprintf(out, n, "%s", iso ? iso : "-");
 }
 
-static void print_job_row(const json_t *j, enum ftcli_format fmt)
+/* A job's row: the table, csv and md columns. */
+static const struct ftcol job_cols[] = {
+	{"id", "ID", NULL, -16},
+	{"kind", "KIND", NULL, -12},
+	{"state", "STATE", NULL, -11},
+	{"gpu", "GPU", NULL, -8},
+	{"created", "CREATED", NULL, -14},
+	{"run_s", "RUN", "s", 8, "%.1fs", "%.1f"},
+	{"note", "NOTE", NULL, 0},
+};
+
+static void print_job_row(const struct fttable *t, const json_t *j)
 {
-	char created[32], gpu[24], dur[24], note[160] = "";
+	char created[32], gpu[24], note[160] = "";
 	const char *state = jstr(j, "state") ? jstr(j, "state") : "?";
 	short_time(jstr(j, "created_at"), created, sizeof created);
 	json_t *g = json_object_get(j, "gpu");
@@ -606,11 +618,6 @@ static void print_job_row(const json_t *j, enum ftcli_format fmt)
 			 host ? "+host" : "");
 	else
 		snprintf(gpu, sizeof gpu, "%s", host ? "host" : "-");
-	json_t *d = json_object_get(j, "duration_s");
-	if (json_is_number(d))
-		snprintf(dur, sizeof dur, "%.1fs", json_number_value(d));
-	else
-		snprintf(dur, sizeof dur, "-");
 	json_t *p = json_object_get(j, "progress"), *qp = json_object_get(j, "queue_position");
 	if (!strcmp(state, "queued") && json_is_integer(qp))
 		snprintf(note, sizeof note, "queue position %lld", (long long)json_integer_value(qp));
@@ -624,16 +631,10 @@ static void print_job_row(const json_t *j, enum ftcli_format fmt)
 		snprintf(note, sizeof note, "%.70s", jstr(j, "error"));
 	else if (jstr(j, "profile_path"))
 		snprintf(note, sizeof note, "%s", jstr(j, "profile_path"));
-	if (fmt == FTCLI_FMT_CSV || fmt == FTCLI_FMT_MD) {
-		char secs[24] = "";
-		if (json_is_number(d))
-			snprintf(secs, sizeof secs, "%.1f", json_number_value(d));
-		const char *row[] = {jstr(j, "id"), jstr(j, "kind"), state, gpu, jstr(j, "created_at"), secs, note};
-		ftcli_print_row(fmt, row, 7, 0);
-		return;
-	}
-	printf("%-16s  %-12s  %-11s  %-8s  %-14s  %8s  %s\n", jstr(j, "id") ? jstr(j, "id") : "?",
-	       jstr(j, "kind") ? jstr(j, "kind") : "?", state, gpu, created, dur, note);
+	const char *id = jstr(j, "id"), *kind = jstr(j, "kind");
+	fttable_row(t, (struct ftcell[]){FTCELL_SH(id, id ? id : "?"), FTCELL_SH(kind, kind ? kind : "?"), FTCELL_S(state),
+					  FTCELL_S(gpu), FTCELL_SH(jstr(j, "created_at"), created),
+					  ftcell_json(json_object_get(j, "duration_s")), FTCELL_S(note)});
 }
 
 int ftcli_cmd_jobs(int argc, char **argv)
@@ -682,23 +683,16 @@ int ftcli_cmd_jobs(int argc, char **argv)
 	}
 	if (o.json) {
 		ftcli_print_json(r.json);
-	} else if (fmt == FTCLI_FMT_CSV || fmt == FTCLI_FMT_MD) {
-		static const char *const head[] = {"id", "kind", "state", "gpu", "created", "run_s", "note"};
-		size_t i;
-		json_t *j;
-		ftcli_print_row(fmt, head, 7, 1);
-		json_array_foreach(jobs, i, j)
-			print_job_row(j, fmt);
-	} else if (json_array_size(jobs) == 0) {
+	} else if (json_array_size(jobs) == 0 && fmt == FTCLI_FMT_TABLE) {
 		if (isatty(STDOUT_FILENO))
 			printf("no jobs\n");
 	} else {
-		printf("%-16s  %-12s  %-11s  %-8s  %-14s  %8s  %s\n", "ID", "KIND", "STATE", "GPU",
-		       "CREATED", "RUN", "NOTE");
+		struct fttable t = {job_cols, FTCOL_COUNT(job_cols), fmt, .sep = "  "};
 		size_t i;
 		json_t *j;
+		fttable_head(&t);
 		json_array_foreach(jobs, i, j)
-			print_job_row(j, fmt);
+			print_job_row(&t, j);
 	}
 	rc = FTCLI_EXIT_OK;
 out:
