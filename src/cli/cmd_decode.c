@@ -12,6 +12,7 @@
 
 #include "bench/decode.h"
 #include "cli/cli.h"
+#include "cli/table.h"
 #include "decode/prompts.h"
 #include "util/fsutil.h"
 #include "util/strutil.h"
@@ -70,6 +71,36 @@ static int valid_backend(const char *b)
 	return 1;
 }
 
+
+/* A backend's row: the summary table, csv and md. */
+static const struct ftcol row_cols[] = {
+	{"backend", "backend", NULL, -10},
+	{"decode_tok_s", "tok/s", "tok/s", 9, "%.2f"},
+	{"ms_per_token", "ms/tok", "ms", 8, "%.2f"},
+	{"event_ms_p50", "p50 ms", "ms", 8, "%.2f"},
+	{"event_ms_p99", "p99 ms", "ms", 8, "%.2f"},
+	{"ttft_ms", "ttft ms", "ms", 9, "%.1f", "%.2f"},
+	{"ttft_cold_ms", "cold ms", "ms", 9, "%.1f", "%.2f"},
+	{"prompt_tokens", "prompt", NULL, 7, "%.0f"},
+	{"completion_tokens", "tokens", NULL, 7, "%.0f"},
+	{"tokens_from", "from", NULL, 7},
+	{"server_tok_s", "srv tok/s", "tok/s", 9, "%.2f"},
+	{"vram_gib", "vram GiB", "GiB", 9, "%.2f"},
+	{"output_sha1", "sha1", NULL, 0, .gap = 1},
+	{"ok"},
+	{"error"},
+};
+
+static void row_of(const struct fttable *t, const json_t *r)
+{
+	struct ftcell c[FTCOL_COUNT(row_cols)];
+	for (int k = 0; k < FTCOL_COUNT(row_cols) - 2; k++)
+		c[k] = ftcell_json(json_object_get(r, row_cols[k].name));
+	c[FTCOL_COUNT(row_cols) - 2] = FTCELL_S(json_is_true(json_object_get(r, "ok")) ? "yes" : "no");
+	c[FTCOL_COUNT(row_cols) - 1] = ftcell_json(json_object_get(r, "error"));
+	fttable_row(t, c);
+}
+
 /* An error's first lines, the later ones indented under the first. */
 static void print_error_lines(const char *e)
 {
@@ -82,45 +113,37 @@ static void print_error_lines(const char *e)
 	}
 }
 
-static void print_summary(const struct ftdecode_cfg *c, const struct ftdecode_result *res, int n)
+/* The summary: the run's settings, a row per backend that measured, FAILED: and its error under a
+ * backend that failed. */
+static void print_summary(const struct ftdecode_cfg *c, const struct ftdecode_result *res, int n, const json_t *rows)
 {
+	struct fttable t = {row_cols, FTCOL_COUNT(row_cols), FTCLI_FMT_TABLE};
 	printf("\ndecode: model %s, D=%ld, %s, sampling temperature %g top_p %g top_k %ld (%s)\n",
 	       res[0].model_id[0] ? res[0].model_id : (c->model ? c->model : "?"), c->serve.max_tokens,
 	       c->prompt_source, c->sampling.temperature, c->sampling.top_p, c->sampling.top_k, c->sampling.source);
-	printf("%-10s %9s %8s %8s %8s %9s %9s %7s %7s %7s %9s %9s  %s\n", "backend", "tok/s", "ms/tok", "p50 ms", "p99 ms",
-	       "ttft ms", "cold ms", "prompt", "tokens", "from", "srv tok/s", "vram GiB", "sha1");
-	for (int i = 0; i < n; i++) {
-		const struct ftdecode_result *r = &res[i];
-		if (!r->has_metrics) {
-			printf("%-10s FAILED: ", r->backend);
-			print_error_lines(r->error);
-			continue;
-		}
-		char prompt[24] = "-", vram[24] = "-", srv[24] = "-", cold[24] = "-";
-		if (r->m.prompt_tokens >= 0)
-			snprintf(prompt, sizeof prompt, "%ld", r->m.prompt_tokens);
-		if (r->vram_bytes >= 0)
-			snprintf(vram, sizeof vram, "%.2f", (double)r->vram_bytes / 1073741824.0);
-		if (r->timings.have && r->timings.predicted_per_second > 0)
-			snprintf(srv, sizeof srv, "%.2f", r->timings.predicted_per_second);
-		if (r->ttft_cold_ms >= 0)
-			snprintf(cold, sizeof cold, "%.1f", r->ttft_cold_ms);
-		printf("%-10s %9.2f %8.2f %8.2f %8.2f %9.1f %9s %7s %7ld %7s %9s %9s  %s\n", r->backend, r->m.decode_tok_s,
-		       r->m.ms_per_token, r->m.event_ms_p50, r->m.event_ms_p99, r->m.ttft_ms, cold, prompt,
-		       r->m.completion_tokens, r->m.tokens_from, srv, vram, r->output_sha1);
-		if (!r->ok) {
-			printf("%-10s FAILED: ", "");
-			print_error_lines(r->error);
+	fttable_head(&t);
+	size_t i;
+	const json_t *r;
+	for (int k = 0; k < n; k++) {
+		/* a backend not run (cancelled) has no row */
+		r = (size_t)k < json_array_size(rows) ? json_array_get(rows, (size_t)k) : NULL;
+		int measured = json_is_number(json_object_get(r, "decode_tok_s"));
+		if (measured)
+			row_of(&t, r);
+		if (!res[k].ok) {
+			printf("%-10s FAILED: ", measured ? "" : res[k].backend);
+			print_error_lines(res[k].error);
 		}
 	}
 	const char *first = NULL;
 	int differ = 0;
-	for (int i = 0; i < n; i++)
-		if (res[i].ok) {
-			if (first && strcmp(first, res[i].output_sha1))
+	json_array_foreach(rows, i, r)
+		if (json_is_true(json_object_get(r, "ok"))) {
+			const char *sha = json_string_value(json_object_get(r, "output_sha1"));
+			if (first && sha && strcmp(first, sha))
 				differ = 1;
 			if (!first)
-				first = res[i].output_sha1;
+				first = sha;
 		}
 	if (differ)
 		printf("note: output_sha1 differs across backends (expected equal for the same model and requests)\n");
@@ -130,27 +153,12 @@ static void print_summary(const struct ftdecode_cfg *c, const struct ftdecode_re
 /* --output-format csv|md: the summary's columns, one row per backend, from the JSON rows. */
 static void print_rows(enum ftcli_format fmt, const json_t *rows)
 {
-	static const char *const head[] = {"backend", "decode_tok_s", "ms_per_token", "event_ms_p50", "event_ms_p99",
-					   "ttft_ms", "ttft_cold_ms", "prompt_tokens", "completion_tokens",
-					   "tokens_from", "server_tok_s", "vram_gib", "output_sha1", "ok", "error"};
-	static const char *const num[] = {"decode_tok_s", "ms_per_token", "event_ms_p50", "event_ms_p99", "ttft_ms",
-					  "ttft_cold_ms", "prompt_tokens", "completion_tokens"};
+	struct fttable t = {row_cols, FTCOL_COUNT(row_cols), fmt};
 	size_t i;
 	const json_t *r;
-	ftcli_print_row(fmt, head, 15, 1);
-	json_array_foreach(rows, i, r) {
-		char c[10][32];
-		for (int k = 0; k < 8; k++)
-			ftcli_cell(c[k], sizeof c[k], json_object_get(r, num[k]), k < 6 ? "%.2f" : "%.0f");
-		ftcli_cell(c[8], sizeof c[8], json_object_get(r, "server_tok_s"), "%.2f");
-		ftcli_cell(c[9], sizeof c[9], json_object_get(r, "vram_gib"), "%.2f");
-		const char *row[] = {json_string_value(json_object_get(r, "backend")), c[0], c[1], c[2], c[3], c[4],
-				     c[5], c[6], c[7], json_string_value(json_object_get(r, "tokens_from")), c[8], c[9],
-				     json_string_value(json_object_get(r, "output_sha1")),
-				     json_is_true(json_object_get(r, "ok")) ? "yes" : "no",
-				     json_string_value(json_object_get(r, "error"))};
-		ftcli_print_row(fmt, row, 15, 0);
-	}
+	fttable_head(&t);
+	json_array_foreach(rows, i, r)
+		row_of(&t, r);
 }
 
 struct decode_cli {
@@ -375,7 +383,7 @@ int ftcli_cmd_decode(int argc, char **argv)
 			nfail++;
 		}
 	if (fmt == FTCLI_FMT_TABLE)
-		print_summary(&c, res, ran);
+		print_summary(&c, res, ran, rows);
 	else if (fmt != FTCLI_FMT_JSON)
 		print_rows(fmt, rows);
 	if (nfail && fmt != FTCLI_FMT_TABLE) {

@@ -39,7 +39,7 @@ static void human_line(const struct fttable *t, const char *const *texts)
 		if (!in_human(c))
 			continue;
 		if (!first)
-			fputs(t->sep ? t->sep : " ", stdout);
+			printf("%s%*s", t->sep ? t->sep : " ", c->gap, "");
 		first = 0;
 		int w = c->width < 0 ? -c->width : c->width;
 		if (c->prec > 0)

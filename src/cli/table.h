@@ -28,6 +28,7 @@ struct ftcol {
 	const char *csv_fmt; /* CSV/Markdown's format when it differs from the table's, or NULL */
 	int prec;            /* the human table: text cut to prec bytes (0: whole) */
 	int csv_only;        /* not in the human table even with a head */
+	int gap;             /* the human table: this many more spaces before the column */
 };
 
 struct ftcell {
