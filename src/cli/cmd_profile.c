@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/table.h"
 #include "ftprofile.h"
 #include "moe/formats.h"
 
@@ -76,11 +77,48 @@ static void print_num(const json_t *v, const char *fmt, int width)
 		printf("%*s", width, "-");
 }
 
+/* A format's row of show: the table, csv and md. */
+static const struct ftcol format_cols[] = {
+	{"format", "format", NULL, -14},
+	{"rec", "rec", NULL, -8},
+	{"cpu_moe_gbs", "cpu GB/s", "GB/s", 10, "%.1f", "%.2f"},
+	{"pcie_gather_gbs", "pcie GB/s", "GB/s", 10, "%.1f", "%.2f"},
+	{"ratio", "ratio", NULL, 10, "%.2f", "%.3f"},
+	{"fetch_fraction", "fetch", NULL, 8, "%.3f"},
+	{"cpu_moe_isa", "isa", NULL, 6},
+	{"note", "note", NULL, 0, .gap = 1},
+};
+
+/* One row per format named in dtypes or dtype_kernels (dtypes order first). */
+static void format_rows(const struct ftprof *p, enum ftcli_format fmt)
+{
+	struct fttable t = {format_cols, FTCOL_COUNT(format_cols), fmt};
+	const json_t *root = ftprof_json(p), *dtypes = json_object_get(root, "dtypes");
+	const json_t *dk = json_object_get(root, "dtype_kernels"), *v;
+	const char *k;
+	fttable_head(&t);
+	for (int pass = 0; pass < 2; pass++)
+		json_object_foreach((json_t *)(pass ? dk : dtypes), k, v) {
+			if (pass && json_object_get(dtypes, k))
+				continue;
+			const json_t *e = json_object_get(dk, k);
+			const char *note = json_string_value(json_object_get(e, "note"));
+			double f;
+			int have_f = !ftprof_fetch_fraction(p, k, &f);
+			fttable_row(&t, (struct ftcell[]){FTCELL_S(k), FTCELL_S(ftprof_rec_name(ftprof_recommend(p, k))),
+							  ftcell_json(json_object_get(e, "cpu_moe_gbs")),
+							  ftcell_json(json_object_get(e, "pcie_gather_gbs")),
+							  ftcell_json(json_object_get(e, "ratio")),
+							  have_f ? FTCELL_N(f) : FTCELL_NONE,
+							  ftcell_json(json_object_get(e, "cpu_moe_isa")),
+							  FTCELL_SH(note, note ? note : "")});
+		}
+}
+
 static void show_human(const struct ftprof *p)
 {
 	const json_t *root = ftprof_json(p), *gpu = json_object_get(root, "gpu");
 	const json_t *tool = json_object_get(root, "tool"), *ceil = json_object_get(root, "ceilings");
-	const json_t *dtypes = json_object_get(root, "dtypes");
 	const json_t *dk = json_object_get(root, "dtype_kernels");
 	const json_t *wl = json_object_get(root, "workloads"), *v;
 	const char *k;
@@ -135,30 +173,8 @@ static void show_human(const struct ftprof *p)
 		}
 		printf("\n");
 	}
-	printf("\n%-14s %-8s %10s %10s %10s %8s %6s  %s\n", "format", "rec", "cpu GB/s", "pcie GB/s",
-	       "ratio", "fetch", "isa", "note");
-	/* One row per format named in dtypes or dtype_kernels (dtypes order first). */
-	for (int pass = 0; pass < 2; pass++) {
-		const json_t *src = pass ? dk : dtypes;
-		json_object_foreach((json_t *)src, k, v) {
-			if (pass && json_object_get(dtypes, k))
-				continue;
-			const json_t *e = json_object_get(dk, k);
-			double f;
-			printf("%-14s %-8s ", k, ftprof_rec_name(ftprof_recommend(p, k)));
-			print_num(json_object_get(e, "cpu_moe_gbs"), "%*.1f", 10);
-			printf(" ");
-			print_num(json_object_get(e, "pcie_gather_gbs"), "%*.1f", 10);
-			printf(" ");
-			print_num(json_object_get(e, "ratio"), "%*.2f", 10);
-			if (!ftprof_fetch_fraction(p, k, &f))
-				printf(" %8.3f", f);
-			else
-				printf(" %8s", "-");
-			printf(" %6s  %s\n", json_string_value(json_object_get(e, "cpu_moe_isa")) ?: "-",
-			       json_string_value(json_object_get(e, "note")) ?: "");
-		}
-	}
+	printf("\n");
+	format_rows(p, FTCLI_FMT_TABLE);
 	json_object_foreach((json_t *)wl, k, v) {
 		const json_t *rmb = json_object_get(v, "recommended_moe_backend"), *r;
 		const char *f;
@@ -179,29 +195,7 @@ static void show_human(const struct ftprof *p)
 /* show --output-format csv|md: the table of show_human, one row per format (GB/s). */
 static void show_rows(const struct ftprof *p, enum ftcli_format fmt)
 {
-	static const char *const head[] = {"format", "rec", "cpu_moe_gbs", "pcie_gather_gbs", "ratio",
-					   "fetch_fraction", "cpu_moe_isa", "note"};
-	const json_t *root = ftprof_json(p), *dtypes = json_object_get(root, "dtypes");
-	const json_t *dk = json_object_get(root, "dtype_kernels"), *v;
-	const char *k;
-	ftcli_print_row(fmt, head, 8, 1);
-	for (int pass = 0; pass < 2; pass++) /* as show_human: dtypes order first */
-		json_object_foreach((json_t *)(pass ? dk : dtypes), k, v) {
-			if (pass && json_object_get(dtypes, k))
-				continue;
-			const json_t *e = json_object_get(dk, k);
-			char cpu[32], pcie[32], ratio[32], fetch[32] = "";
-			double f;
-			ftcli_cell(cpu, sizeof cpu, json_object_get(e, "cpu_moe_gbs"), "%.2f");
-			ftcli_cell(pcie, sizeof pcie, json_object_get(e, "pcie_gather_gbs"), "%.2f");
-			ftcli_cell(ratio, sizeof ratio, json_object_get(e, "ratio"), "%.3f");
-			if (!ftprof_fetch_fraction(p, k, &f))
-				snprintf(fetch, sizeof fetch, "%.3f", f);
-			const char *row[] = {k, ftprof_rec_name(ftprof_recommend(p, k)), cpu, pcie, ratio, fetch,
-					     json_string_value(json_object_get(e, "cpu_moe_isa")),
-					     json_string_value(json_object_get(e, "note"))};
-			ftcli_print_row(fmt, row, 8, 0);
-		}
+	format_rows(p, fmt);
 }
 
 /* "99.5 GB/s (99.0-100.0, 2 samples)" for figure key of o (its key_spread when recorded). */
