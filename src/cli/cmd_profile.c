@@ -1,4 +1,4 @@
-/* ftbench profile path|show|history|recommend FORMAT|fetch-fraction FORMAT|max-batch FORMAT [--gpu G] [--json]
+/* ftbench profile path|show|history|recommend FORMAT|fetch-fraction FORMAT|max-batch FORMAT|validate [--gpu G] [--json]
  *
  * Reads the bandwidth profile that applies to a GPU through libftprofile, exactly as an engine
  * would (search order, GPU check, aliases, rules of reference §5). --gpu takes an index, a uuid or
@@ -12,15 +12,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <math.h>
+#include <sys/stat.h>
+
+#include "bench/validation.h"
 #include "cli/cli.h"
 #include "cli/table.h"
 #include "ftprofile.h"
 #include "moe/formats.h"
+#include "util/fsutil.h"
+#include "util/strutil.h"
 
 struct profile_cli {
-	const char *gpu;
+	const char *gpu, *from, *vdtype;
 	int json, deployment, limit;
 	enum ftcli_format fmt;
+	struct ftval_opts vo;
 };
 #define O(m) FTF_FIELD(struct profile_cli, m)
 
@@ -38,11 +45,22 @@ static const struct ftflag flag_rows[] = {
 	{"deployment", FTF_ENUM, O(deployment), .choices = "isolated|concurrent|profile", .def = "profile",
 	 .help = "recommend / fetch-fraction for that deployment (profile: the one the profile records, by the "
 		 "seed's rules)"},
+	{"from", FTF_STR, O(from), .meta = "FILE", .help = "validate: the engine run to record (below)"},
+	{"dtype", FTF_STR, O(vdtype), .meta = "F",
+	 .def_help = "every format of the harness run the profile has", .help = "validate: the format"},
+	{"workload", FTF_STR, O(vo.workload), .meta = "W", .def_help = "uniform",
+	 .help = "validate: the harness run's point of that workload"},
+	{"cache-fraction", FTF_DOUBLE, O(vo.cache_fraction), .meta = "X", .lo = 0, .hi = 1, .def_help = "the first",
+	 .help = "validate: the harness run's point of that cache fraction"},
+	{"engine-version", FTF_STR, O(vo.engine_version), .meta = "V",
+	 .help = "validate: the engine's version (decode --compare records none)"},
+	{"measured-epoch", FTF_DOUBLE, O(vo.measured_epoch), .meta = "T", .lo = 1, .hi = 1e11, .unit = "s",
+	 .def_help = "the file's \"epoch\", else its mtime", .help = "validate: when the run was measured"},
 };
 
 const struct ftflag_cmd ftcli_flags_profile = {
 	"profile", flag_rows, FTF_COUNT(flag_rows),
-	.args = "path|show|history|recommend FORMAT|fetch-fraction FORMAT|max-batch FORMAT",
+	.args = "path|show|history|recommend FORMAT|fetch-fraction FORMAT|max-batch FORMAT|validate",
 	.min_args = 1, .max_args = 2,
 	.about = "  path            the profile file that applies (or where `ftbench bw` would write it)\n"
 		 "  show            what the profile says: every figure with its spread (median, min-max,\n"
@@ -52,7 +70,14 @@ const struct ftflag_cmd ftcli_flags_profile = {
 		 "                  verdict, valid, drift (--json: the array of profiles)\n"
 		 "  recommend F     offload | hybrid | none for format F (the reader's alias: mxfp4)\n"
 		 "  fetch-fraction F  share of a hybrid step's missing experts fetched over PCIe\n"
-		 "  max-batch F     the largest batch at which hybrid still wins for F (bw --batch-sweep)",
+		 "  max-batch F     the largest batch at which hybrid still wins for F (bw --batch-sweep)\n"
+		 "  validate --from FILE  record what an engine run measured as the profile's validation.<fmt>:\n"
+		 "                  the seed engine harness (bench/engines/freetoken_moe.py: one point, by\n"
+		 "                  --workload W, default uniform, and --cache-fraction X, default the first),\n"
+		 "                  a decode --compare summary (arms of moe-backend; needs --dtype), or a\n"
+		 "                  validation record as it is (e.g. from replay). Per format: the winner, the\n"
+		 "                  best fetch fraction, agrees with the profile's verdict (a tie agrees), when;\n"
+		 "                  rewrites the profile file in place (atomically)",
 	.notes = "GB/s is 10^9 bytes per second everywhere.\n"
 		 "env: FREETOKEN_BENCHBW_PATH (the file), XDG_CACHE_HOME\n",
 };
@@ -373,6 +398,167 @@ static const char *alias_hint(const struct ftprof *p, const char *format, int re
 	return hint;
 }
 
+/* show: each format's validation record, and whether it is still to be trusted. */
+static void show_validation(const struct ftprof *p)
+{
+	const json_t *all = json_object_get(ftprof_json(p), "validation");
+	const char *f;
+	const json_t *e;
+	if (!json_object_size(all)) {
+		printf("validated no (no engine run recorded: ftbench profile validate --from FILE)\n");
+		return;
+	}
+	json_object_foreach((json_t *)all, f, e) {
+		struct ftprof_validation v;
+		if (ftprof_validation(p, f, NULL, &v) < 0) {
+			printf("validated %s: unreadable record\n", f);
+			continue;
+		}
+		printf("validated %s by %s %s %s: winner %s", f, v.source ?: "?", v.engine_name ?: "?",
+		       v.engine_version ?: "?", v.winner);
+		if (isfinite(v.best_fetch_fraction))
+			printf(", best fetch fraction %.3f", v.best_fetch_fraction);
+		printf("; %s the profile's verdict (%s)",
+		       v.agrees == 1 ? "agrees with" : v.agrees == 0 ? "DISAGREES with" : "not compared with",
+		       json_string_value(json_object_get(e, "verdict")) ?: "none");
+		if (v.state == FTPROF_VALIDATION_CURRENT)
+			printf(", current\n");
+		else
+			printf(", STALE (%s: %s)\n", ftprof_validation_state_name(v.state),
+			       v.state == FTPROF_VALIDATION_STALE_PROFILE ? "older than the profile, re-validate"
+									  : "another engine version");
+	}
+}
+
+/* Read FILE: one JSON document, or JSON lines (decode --json): the last line that is a decode
+ * --compare summary or a harness run. A new reference or NULL with err. */
+static json_t *load_run(const char *path, char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (doc)
+		return doc;
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	char *line = NULL;
+	size_t cap = 0;
+	json_t *pick = NULL;
+	while (getline(&line, &cap, f) > 0) {
+		json_t *j = json_loads(line, 0, NULL);
+		const char *kind = json_string_value(json_object_get(j, "kind"));
+		if (j && ((kind && !strcmp(kind, "decode_compare")) || json_object_get(j, "points"))) {
+			json_decref(pick);
+			pick = j;
+		} else {
+			json_decref(j);
+		}
+	}
+	free(line);
+	fclose(f);
+	if (!pick)
+		snprintf(err, errlen, "%s: not JSON (%s at line %d), nor JSON lines with a decode --compare summary",
+			 path, je.text, je.line);
+	return pick;
+}
+
+static int validate(const struct ftprof *p, const char *from, const char *dtype, struct ftval_opts *vo, int json)
+{
+	char err[512];
+	json_t *doc = load_run(from, err, sizeof err), *root = NULL, *all, *done = json_object();
+	int rc = FTCLI_EXIT_FAIL;
+	const char *names[FTFMT_COUNT + 8];
+	int n = 0;
+	if (!doc) {
+		ftcli_error("%s", err);
+		goto out;
+	}
+	struct stat st;
+	if (!isfinite(vo->measured_epoch) && !json_is_number(json_object_get(doc, "epoch")) &&
+	    !json_is_number(json_object_get(json_object_get(doc, "compare"), "epoch")) && stat(from, &st) == 0)
+		vo->measured_epoch = (double)st.st_mtim.tv_sec + st.st_mtim.tv_nsec / 1e9;
+	if (dtype) {
+		names[n++] = dtype;
+	} else {
+		n = ftval_formats(doc, names, (int)(sizeof names / sizeof *names));
+		if (n == 0) {
+			ftcli_error("%s: give --dtype (the run does not say which expert format it measured)", from);
+			rc = FTCLI_EXIT_USAGE;
+			goto out;
+		}
+	}
+	root = json_deep_copy(ftprof_json(p));
+	all = json_object_get(root, "validation");
+	if (!json_is_object(all)) {
+		all = json_object();
+		json_object_set_new(root, "validation", all);
+	}
+	double epoch = json_number_value(json_object_get(root, "epoch"));
+	int added = 0;
+	for (int i = 0; i < n; i++) {
+		enum ftprof_rec rec = ftprof_recommend(p, names[i]);
+		if (!dtype && !json_object_get(json_object_get(root, "dtypes"), names[i])) {
+			ftcli_note("%s: not in the profile, skipped", names[i]);
+			continue;
+		}
+		json_t *v;
+		if (ftval_build(doc, names[i], vo, rec == FTPROF_REC_NONE ? NULL : ftprof_rec_name(rec), epoch, &v, err,
+				sizeof err) < 0) {
+			ftcli_error("%s: %s: %s", from, names[i], err);
+			goto out;
+		}
+		json_object_set_new(all, names[i], v);
+		json_object_set(done, names[i], v);
+		added++;
+		if (!json) {
+			const json_t *ag = json_object_get(v, "agrees");
+			printf("%s: %s %s (%s%s%s): winner %s", names[i],
+			       json_string_value(json_object_get(json_object_get(v, "engine"), "name")) ?: "?",
+			       json_string_value(json_object_get(json_object_get(v, "engine"), "version")) ?: "?",
+			       json_string_value(json_object_get(v, "level")) ?: json_string_value(json_object_get(v, "source")) ?: "?",
+			       json_is_string(json_object_get(v, "workload")) ? ", " : "",
+			       json_string_value(json_object_get(v, "workload")) ?: "",
+			       json_string_value(json_object_get(v, "winner")));
+			if (json_is_number(json_object_get(v, "best_fetch_fraction")))
+				printf(", best fetch fraction %.3f", json_number_value(json_object_get(v, "best_fetch_fraction")));
+			printf("; the profile says %s: %s\n", ftprof_rec_name(rec),
+			       json_is_true(ag) ? "agrees" : json_is_false(ag) ? "DISAGREES" : "not compared");
+		}
+	}
+	if (!added) {
+		ftcli_error("%s: nothing to record (none of its formats is in %s)", from, ftprof_source(p));
+		goto out;
+	}
+	char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	if (!text) {
+		ftcli_error("out of memory");
+		goto out;
+	}
+	size_t len = strlen(text);
+	text[len] = '\n';
+	int r = ftfs_write_atomic(ftprof_source(p), text, len + 1, 0644);
+	free(text);
+	if (r < 0) {
+		ftcli_error("writing %s: %s", ftprof_source(p), strerror(-r));
+		goto out;
+	}
+	if (json) {
+		json_t *o = json_pack("{s:s,s:O}", "profile", ftprof_source(p), "validation", done);
+		ftcli_print_json(o);
+		json_decref(o);
+	} else {
+		printf("written: %s\n", ftprof_source(p));
+	}
+	rc = 0;
+out:
+	json_decref(doc);
+	json_decref(root);
+	json_decref(done);
+	return rc;
+}
+
 int ftcli_cmd_profile(int argc, char **argv)
 {
 	struct profile_cli po = {0};
@@ -386,7 +572,10 @@ int ftcli_cmd_profile(int argc, char **argv)
 	enum ftprof_deployment dep;
 	int dep_given, limit, fmt_given;
 	enum ftcli_format fmt;
+	const char *from, *vdtype;
+	struct ftval_opts vo;
 
+	ftval_opts_default(&po.vo);
 	r = ftflags_parse(&ftcli_flags_profile, argc, argv, &po, &fs);
 	if (r)
 		return r > 0 ? 0 : FTCLI_EXIT_USAGE;
@@ -394,6 +583,9 @@ int ftcli_cmd_profile(int argc, char **argv)
 	argv = fs.argv;
 	int optind = fs.pos;
 	gpu_spec = po.gpu;
+	from = po.from;
+	vdtype = po.vdtype;
+	vo = po.vo;
 	json = po.json;
 	limit = po.limit;
 	fmt = po.fmt;
@@ -417,6 +609,11 @@ int ftcli_cmd_profile(int argc, char **argv)
 		if (!ftfmt_lookup(format))
 			ftcli_note("'%s' is not a format ftbench knows (%s); the profile is asked as it is", format,
 				   ftfmt_all_names());
+	} else if (!strcmp(action, "validate")) {
+		if (!from) {
+			ftcli_error("validate needs --from FILE (a harness run, a decode --compare summary or a record)");
+			return FTCLI_EXIT_USAGE;
+		}
 	} else if (strcmp(action, "path") && strcmp(action, "show") && strcmp(action, "history")) {
 		ftcli_error("unknown action '%s'", action);
 		ftflags_help(&ftcli_flags_profile, stderr);
@@ -504,6 +701,10 @@ int ftcli_cmd_profile(int argc, char **argv)
 		}
 		goto out;
 	}
+	if (!strcmp(action, "validate")) {
+		rc = validate(p, from, vdtype, &vo, json);
+		goto out;
+	}
 	if (!strcmp(action, "show")) {
 		if (json)
 			ftcli_print_json((json_t *)ftprof_json(p));
@@ -512,6 +713,7 @@ int ftcli_cmd_profile(int argc, char **argv)
 		else {
 			show_human(p);
 			show_checks(p);
+			show_validation(p);
 		}
 		rc = 0;
 	} else if (!strcmp(action, "recommend")) {
