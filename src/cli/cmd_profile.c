@@ -559,6 +559,47 @@ out:
 	return rc;
 }
 
+/* The action of argv[pos] (and its FORMAT) into *action, *format: 0, or the exit status after
+ * saying what is wrong. */
+static int profile_action(int argc, char **argv, int optind, const char *from, const char **actionp,
+			  const char **formatp)
+{
+	const char *action, *format = NULL;
+	action = argv[optind++];
+	if (!strcmp(action, "recommend") || !strcmp(action, "fetch-fraction") || !strcmp(action, "max-batch")) {
+		if (optind >= argc) {
+			ftcli_error("%s needs a FORMAT (one of %s)", action, ftfmt_all_names());
+			return FTCLI_EXIT_USAGE;
+		}
+		format = argv[optind++];
+		if (!*format) {
+			ftcli_error("%s: empty FORMAT (one of %s)", action, ftfmt_all_names());
+			return FTCLI_EXIT_USAGE;
+		}
+		/* Asked the way an engine asks: the name goes to the reader as it is (a profile may hold
+		 * formats ftbench does not know; the reader's only alias is mxfp4). */
+		if (!ftfmt_lookup(format))
+			ftcli_note("'%s' is not a format ftbench knows (%s); the profile is asked as it is", format,
+				   ftfmt_all_names());
+	} else if (!strcmp(action, "validate")) {
+		if (!from) {
+			ftcli_error("validate needs --from FILE (a harness run, a decode --compare summary or a record)");
+			return FTCLI_EXIT_USAGE;
+		}
+	} else if (strcmp(action, "path") && strcmp(action, "show") && strcmp(action, "history")) {
+		ftcli_error("unknown action '%s'", action);
+		ftflags_help(&ftcli_flags_profile, stderr);
+		return FTCLI_EXIT_USAGE;
+	}
+	if (optind < argc) {
+		ftcli_error("unexpected argument '%s'", argv[optind]);
+		return FTCLI_EXIT_USAGE;
+	}
+	*actionp = action;
+	*formatp = format;
+	return 0;
+}
+
 int ftcli_cmd_profile(int argc, char **argv)
 {
 	struct profile_cli po = {0};
@@ -593,36 +634,8 @@ int ftcli_cmd_profile(int argc, char **argv)
 	dep_given = ftflags_given(&ftcli_flags_profile, &fs, "deployment");
 	ftflags_release(&fs); /* no joined lists: argv stays the caller's */
 	ftprof_deployment_parse(po.deployment == 0 ? "isolated" : po.deployment == 1 ? "concurrent" : "profile", &dep);
-	action = argv[optind++];
-	if (!strcmp(action, "recommend") || !strcmp(action, "fetch-fraction") || !strcmp(action, "max-batch")) {
-		if (optind >= argc) {
-			ftcli_error("%s needs a FORMAT (one of %s)", action, ftfmt_all_names());
-			return FTCLI_EXIT_USAGE;
-		}
-		format = argv[optind++];
-		if (!*format) {
-			ftcli_error("%s: empty FORMAT (one of %s)", action, ftfmt_all_names());
-			return FTCLI_EXIT_USAGE;
-		}
-		/* Asked the way an engine asks: the name goes to the reader as it is (a profile may hold
-		 * formats ftbench does not know; the reader's only alias is mxfp4). */
-		if (!ftfmt_lookup(format))
-			ftcli_note("'%s' is not a format ftbench knows (%s); the profile is asked as it is", format,
-				   ftfmt_all_names());
-	} else if (!strcmp(action, "validate")) {
-		if (!from) {
-			ftcli_error("validate needs --from FILE (a harness run, a decode --compare summary or a record)");
-			return FTCLI_EXIT_USAGE;
-		}
-	} else if (strcmp(action, "path") && strcmp(action, "show") && strcmp(action, "history")) {
-		ftcli_error("unknown action '%s'", action);
-		ftflags_help(&ftcli_flags_profile, stderr);
-		return FTCLI_EXIT_USAGE;
-	}
-	if (optind < argc) {
-		ftcli_error("unexpected argument '%s'", argv[optind]);
-		return FTCLI_EXIT_USAGE;
-	}
+	if ((r = profile_action(argc, argv, optind, from, &action, &format)))
+		return r;
 	if (json)
 		fmt = FTCLI_FMT_JSON;
 	else if (fmt == FTCLI_FMT_JSON)
