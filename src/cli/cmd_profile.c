@@ -561,17 +561,17 @@ out:
 
 /* The action of argv[pos] (and its FORMAT) into *action, *format: 0, or the exit status after
  * saying what is wrong. */
-static int profile_action(int argc, char **argv, int optind, const char *from, const char **actionp,
+static int profile_action(int argc, char **argv, int pos, const char *from, const char **actionp,
 			  const char **formatp)
 {
 	const char *action, *format = NULL;
-	action = argv[optind++];
+	action = argv[pos++];
 	if (!strcmp(action, "recommend") || !strcmp(action, "fetch-fraction") || !strcmp(action, "max-batch")) {
-		if (optind >= argc) {
+		if (pos >= argc) {
 			ftcli_error("%s needs a FORMAT (one of %s)", action, ftfmt_all_names());
 			return FTCLI_EXIT_USAGE;
 		}
-		format = argv[optind++];
+		format = argv[pos++];
 		if (!*format) {
 			ftcli_error("%s: empty FORMAT (one of %s)", action, ftfmt_all_names());
 			return FTCLI_EXIT_USAGE;
@@ -591,8 +591,8 @@ static int profile_action(int argc, char **argv, int optind, const char *from, c
 		ftflags_help(&ftcli_flags_profile, stderr);
 		return FTCLI_EXIT_USAGE;
 	}
-	if (optind < argc) {
-		ftcli_error("unexpected argument '%s'", argv[optind]);
+	if (pos < argc) {
+		ftcli_error("unexpected argument '%s'", argv[pos]);
 		return FTCLI_EXIT_USAGE;
 	}
 	*actionp = action;
