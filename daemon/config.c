@@ -268,6 +268,7 @@ static void usage(FILE *f)
 		   "  -c, --config FILE   config file (default /etc/ftbenchd.conf when it exists)\n"
 		   "  -n, --check         check the configuration and exit (0 ok, 2 bad)\n"
 		   "      --dump-config   print a config file with every option and its default\n"
+		   "      --dump-job-args print the job kinds' argument tables as JSON (alone)\n"
 		   "  -h, --help          this help;  --version  the version\n\n"
 		   "Options (also `key = value` in the config file):\n");
 	for (size_t i = 0; i < N_OPTS; i++) {

@@ -668,3 +668,51 @@ int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ft
 	struct ftd_kind_ctx c = {.cfg = cfg, .worker = worker, .gpus = gpus, .ngpus = ngpus};
 	return ftd_kind_argv(k, args, &c, gpu_pos, argv_out, err);
 }
+
+static const char *spec_type_name(enum ftargs_spec_type t)
+{
+	static const char *const names[] = {
+		[FTARGS_T_NAMES] = "names", [FTARGS_T_INT] = "int",         [FTARGS_T_NUM] = "number",
+		[FTARGS_T_BOOL] = "bool",   [FTARGS_T_INTLIST] = "int_list", [FTARGS_T_NUMLIST] = "number_list",
+		[FTARGS_T_ENUM] = "enum",   [FTARGS_T_ENUMLIST] = "enum_list", [FTARGS_T_PATH] = "path",
+		[FTARGS_T_GPU] = "gpu",     [FTARGS_T_SERVER] = "server",   [FTARGS_T_URL] = "url",
+	};
+	return t < sizeof names / sizeof names[0] && names[t] ? names[t] : "?";
+}
+
+json_t *ftd_kinds_args_json(void)
+{
+	json_t *list = json_array(), *out = json_pack("{s:o}", "kinds", list);
+	if (!out)
+		return NULL;
+	for (int i = 0; i < N_KINDS; i++) {
+		json_t *args = json_array();
+		if (!args || json_array_append_new(list, json_pack("{s:s,s:o}", "kind", kinds[i].name, "args", args)) < 0)
+			goto fail;
+		for (const struct ftargs_spec *a = kind_args(&kinds[i]); a->name; a++) {
+			int num = a->type == FTARGS_T_INT || a->type == FTARGS_T_NUM || a->type == FTARGS_T_INTLIST ||
+				  a->type == FTARGS_T_NUMLIST;
+			int is_list = a->type == FTARGS_T_INTLIST || a->type == FTARGS_T_NUMLIST || a->type == FTARGS_T_ENUMLIST;
+			int max_items = a->max_items > 0 ? a->max_items : a->type == FTARGS_T_ENUMLIST && a->hi > 0 ? (int)a->hi : 64;
+			json_t *choices = json_array();
+			for (const char *p = a->choices; p && *p;) {
+				const char *e = strchr(p, '|');
+				json_array_append_new(choices, json_stringn(p, e ? (size_t)(e - p) : strlen(p)));
+				if (!e)
+					break;
+				p = e + 1;
+			}
+			json_t *r = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:b}", "name", a->name, "type",
+					      spec_type_name(a->type), "flag", a->flag, "minimum",
+					      num ? json_real(a->lo) : json_null(), "maximum", num ? json_real(a->hi) : json_null(),
+					      "choices", choices, "max_items", is_list ? json_integer(max_items) : json_null(),
+					      "required", a->required != 0);
+			if (!r || json_array_append_new(args, r) < 0)
+				goto fail;
+		}
+	}
+	return out;
+fail:
+	json_decref(out);
+	return NULL;
+}

@@ -109,4 +109,8 @@ int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ft
 
 void ftd_kind_err_set(struct ftd_err *e, int status, const char *code, const char *field, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
+/* Every kind's argument table as JSON (new reference; NULL on ENOMEM): {"kinds": [{"kind",
+ * "args": [{"name", "type", "flag", "minimum", "maximum", "choices", "max_items", "required"}]}]}.
+ * `ftbenchd --dump-job-args` prints it; tests hold it against `ftbench flags` and the spec. */
+json_t *ftd_kinds_args_json(void);
 #endif

@@ -30,7 +30,9 @@ struct ftcli_cmd {
 
 /* The option tables of the commands (each in its cmd_<name>.c). */
 extern const struct ftflag_cmd ftcli_flags_gpus, ftcli_flags_cpu_moe, ftcli_flags_bw,
-	ftcli_flags_cache_copy, ftcli_flags_load_weights, ftcli_flags_make_checkpoint, ftcli_flags_ftw;
+	ftcli_flags_cache_copy, ftcli_flags_load_weights, ftcli_flags_make_checkpoint, ftcli_flags_ftw,
+	ftcli_flags_decode, ftcli_flags_cpu, ftcli_flags_profile, ftcli_flags_submit, ftcli_flags_jobs,
+	ftcli_flags_wait, ftcli_flags_cancel;
 
 /* Commands (one file each: src/cli/cmd_<name>.c). */
 int ftcli_cmd_gpus(int argc, char **argv);

@@ -575,7 +575,7 @@ struct bw_opts {
 };
 #define O(m) FTF_FIELD(struct bw_opts, m)
 
-static const struct ftflag rows[] = {
+static const struct ftflag flag_rows[] = {
 	{"dtype", FTF_STR, O(dtype), .meta = "all|LIST", .flags = FTF_SEED_LIST, .def_help = "all, unless --model",
 	 .help = "formats on their bw workloads: bf16,nvfp4,fp8_block,mxfp4_triton,ds_fp4 (aliases mxfp4, fp8)"},
 	{"model", FTF_STR, O(model), .meta = "all|LIST", .flags = FTF_SEED_LIST,
@@ -653,7 +653,7 @@ static const struct ftflag rows[] = {
 };
 
 const struct ftflag_cmd ftcli_flags_bw = {
-	"bw", rows, FTF_COUNT(rows),
+	"bw", flag_rows, FTF_COUNT(flag_rows),
 	.about = "Measure this host's CPU and PCIe bandwidth on the real kernels and decide, per expert\n"
 		 "format, offload (fetch misses over PCIe) or hybrid (compute misses on the CPU).\n",
 	.notes = "Lists take commas or spaces (--dtype bf16,nvfp4 or --dtype bf16 nvfp4).\n"

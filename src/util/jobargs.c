@@ -204,7 +204,7 @@ static const struct ftargs_spec load_weights_args[] = {
 	{"chunk_mib", FTARGS_T_INT, "--chunk-mib", 1, 1024},
 	{"shard_gib", FTARGS_T_NUM, "--shard-gib", 0.001, 1024},
 	{"shard_mib", FTARGS_T_INT, "--shard-mib", 1, 1048576},
-	{"expert_load", FTARGS_T_ENUM, "--expert-load", 0, 0, "serial|parallel"},
+	{"expert_load", FTARGS_T_ENUM, "--expert-load", 0, 0, "auto|serial|parallel"},
 	{"ftw_dir", FTARGS_T_PATH, "--ftw-dir"},
 	{"no_drop_cache", FTARGS_T_BOOL, "--no-drop-cache"},
 	{"keep_ftw", FTARGS_T_BOOL, "--keep-ftw"},

@@ -131,7 +131,7 @@ expect "history --format md: a table" 0 "^\\| --- \\| --- \\|" -- history --gpu 
 n=$((n + 1)); if grep -Eq '^\| 20[0-9T:Z-]+ \| 99\.5 \| no \|  \| bf16 \| 30\.0 \| 24\.9 \| offload \|$' "$T/out"; then echo "ok $n - md rows"; else echo "not ok $n - md rows"; sed 's/^/#   /' "$T/out"; fi
 expect "history --format json is --json" 0 "^\\[" -- history --gpu "$G0" --format json --limit 1
 expect "--format xml: exit 2" 2 "" -- history --gpu "$G0" --format xml
-stderr_has "'xml' is none of table, json, csv, md"
+stderr_has "bad value 'xml' for --format: expected one of table|json|csv|md"
 expect "--format csv on recommend: exit 2 (show and history only)" 2 "" -- recommend bf16 --gpu "$G0" --format csv
 expect "show --format json is the file" 0 "\"uuid\": \"$G0\"" -- show --gpu "$G0" --format json
 echo "1..$n"
