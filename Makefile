@@ -75,7 +75,7 @@ ISA_avx512vnni := $(ISA_avx512) -mavx512vnni
 ISA_amx        := $(ISA_avx512) -mavx512bf16 -mamx-tile -mamx-bf16 -mamx-int8
 
 # ---------------------------------------------------------------- sources
-LIB_SRCS     := $(sort $(wildcard src/util/*.c src/hw/*.c src/moe/*.c src/moe/*/*.c \
+LIB_SRCS     := $(sort $(wildcard src/util/*.c src/hw/*.c src/moe/*.c src/moe/*/*.c src/replay/*.c \
                   src/bench/*.c src/decode/*.c src/profile/*.c))
 PROFILE_SRCS := $(sort $(wildcard src/profile/*.c)) src/util/fsutil.c src/hw/pci.c
 CLI_SRCS     := $(sort $(wildcard src/cli/*.c))
