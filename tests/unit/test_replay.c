@@ -12,7 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../schema.h"
+#include "moe/models.h"
 #include "replay/policy.h"
+#include "replay/replay.h"
 #include "replay/workload.h"
 #include "tmpdir.h"
 
@@ -381,6 +384,195 @@ static void test_trace(void **st)
 	assert_int_equal(tmpdir_remove(dir), 0);
 }
 
+/* ---------------------------------------------------------------- ftrp_run on fake ops */
+
+/* A cost model of the engine's step, per layer: 0.1 ms, plus fetched x 1 ms (PCIe), the CPU's
+ * misses x 0.5 ms overlapped with it (a CPU twice as fast as the link: the rule of thumb says
+ * hybrid), 0.1 ms of handshake per hybrid layer, and a deterministic jitter of +-2 %. The decisions come from the CPU reference, as the
+ * GPU's must. miscount: report one fetch too many (the check must catch it). */
+struct fake {
+	int opened, closed, runs, miscount;
+	long slots_max;
+};
+
+static int f_open(void *ctx, const struct ftrp_config *c, long slots_max, char *err, size_t n)
+{
+	struct fake *f = ctx;
+	f->opened++;
+	f->slots_max = slots_max;
+	return 0;
+}
+
+static int f_run(void *ctx, const struct ftsc *warm, const struct ftrp_workload *w, int untimed,
+		 const struct ftrp_policy *p, double *step_s, struct ftrp_counts *cnt, char *err, size_t n)
+{
+	struct fake *f = ctx;
+	struct ftsc sc;
+	int32_t src[2048], dst[2048], slots[512], cpu[512];
+	struct ftsc_plan plan = {src, dst, 2048, 0, 0};
+	assert_int_equal(ftsc_init(&sc, warm->layers, warm->experts, warm->slots), 0);
+	assert_int_equal(ftsc_copy(&sc, warm), 0);
+	memset(cnt, 0, sizeof *cnt);
+	uint32_t jit = 12345u + (uint32_t)f->runs++;
+	for (int s = 0; s < w->steps; s++) {
+		double t = 0;
+		for (int l = 0; l < w->layers; l++) {
+			struct ftrp_counts one = {0};
+			assert_int_equal(ftrp_ref_layer(&sc, p, l, w->batch, w->topk, ftrp_ids(w, s, l), slots, cpu, &plan, &one), 0);
+			double gpu = one.fetched * 1e-3, cpuw = one.cpu * 0.5e-3;
+			t += 1e-4 + (gpu > cpuw ? gpu : cpuw) + (ftrp_policy_hybrid_at(p, w->batch) ? 1e-4 : 0);
+			if (s >= untimed)
+				ftrp_counts_add(cnt, &one);
+		}
+		jit = jit * 1103515245u + 12345u;
+		if (s >= untimed)
+			step_s[s - untimed] = t * (0.98 + 0.04 * (double)(jit >> 16 & 0xffff) / 65535.0);
+	}
+	cnt->fetched += f->miscount;
+	ftsc_release(&sc);
+	return 0;
+}
+
+static void f_describe(void *ctx, json_t *block)
+{
+	json_object_set_new(block, "host_alloc", json_string("register"));
+}
+
+static void f_close(void *ctx)
+{
+	((struct fake *)ctx)->closed++;
+}
+
+static void small_config(struct ftrp_config *c)
+{
+	ftrp_config_default(c, FTRP_FULL);
+	c->fmt = ftfmt_lookup("bf16");
+	c->model = ftmodel_bw_dtype(FTFMT_BF16);
+	c->layers = 4;
+	c->nwork = 3;
+	c->work[0] = (struct ftrp_work){0, 0, 0};
+	c->work[1] = (struct ftrp_work){0.6, 0, 0};
+	c->work[2] = (struct ftrp_work){0.97, 0, 0};
+	c->profile_fraction = 0.3;
+	c->bandwidth_verdict = "hybrid";
+}
+
+static json_t *load_full_profile(void)
+{
+	json_error_t je;
+	json_t *p = json_load_file("tests/fixtures/profiles/full.json", 0, &je);
+	assert_non_null(p);
+	return p;
+}
+
+static void test_run_map(void **st)
+{
+	struct fake f = {0};
+	struct ftrp_ops ops = {f_open, f_run, f_describe, f_close, &f};
+	struct ftrp_config c;
+	json_t *block = NULL;
+	char err[300] = "";
+	small_config(&c);
+	int r = ftrp_run(&c, &ops, NULL, &block, err, sizeof err);
+	if (r)
+		fail_msg("ftrp_run: %d %s", r, err);
+	assert_int_equal(f.opened, 1);
+	assert_int_equal(f.closed, 1);
+	assert_int_equal(f.slots_max, (long)ceil(0.7 * 4 * 128));
+	json_t *pts = json_object_get(block, "points");
+	assert_int_equal(json_array_size(pts), 6);
+	/* every mode: offload, the profile's f, 7 sweep values, cap 1 */
+	assert_int_equal(json_array_size(json_object_get(json_array_get(pts, 0), "modes")), 10);
+	/* uniform, cache 0.4: misses everywhere, the CPU halves them: hybrid */
+	json_t *p0 = json_array_get(pts, 0);
+	assert_string_equal(json_string_value(json_object_get(p0, "winner")), "hybrid");
+	assert_true(json_real_value(json_object_get(p0, "speedup")) > 1.2);
+	double bf = json_real_value(json_object_get(p0, "best_fetch_fraction"));
+	assert_true(bf > 0.2 && bf < 0.6);
+	assert_true(json_is_true(json_object_get(p0, "agrees")));
+	/* reuse 0.97, cache 0.7: offload's cache holds the layer's experts; hybrid's stays colder */
+	json_t *p5 = json_array_get(pts, 5);
+	assert_true(json_real_value(json_object_get(p5, "reuse")) > 0.9);
+	assert_string_equal(json_string_value(json_object_get(p5, "winner")), "offload");
+	assert_true(json_is_false(json_object_get(p5, "agrees")));
+	json_t *off = json_array_get(json_object_get(p5, "modes"), 0);
+	assert_string_equal(json_string_value(json_object_get(off, "mode")), "offload");
+	assert_true(json_real_value(json_object_get(off, "miss_rate")) < 0.1);
+	/* the map: hybrid stops between reuse 0 and 0.97 at both cache sizes */
+	json_t *stops = json_object_get(block, "hybrid_stops_at_reuse");
+	assert_int_equal(json_object_size(stops), 2);
+	double s4 = json_number_value(json_object_get(stops, "0.4")), s7 = json_number_value(json_object_get(stops, "0.7"));
+	assert_true(s4 > 0 && s4 <= 0.97);
+	assert_true(s7 > 0 && s7 <= 0.97);
+
+	/* the profile with the block: schema-valid; the seed-read verdict follows the default point */
+	json_t *prof = load_full_profile();
+	json_object_set_new(prof, "replay", json_pack("{s:O}", "bf16", block));
+	const json_t *dp = ftrp_nearest_point(block, 0.4, 0.6);
+	assert_non_null(dp);
+	assert_true(json_number_value(json_object_get(dp, "reuse")) == 0.6);
+	const char *win = json_string_value(json_object_get(dp, "winner"));
+	int changed = ftrp_apply_verdicts(prof);
+	json_t *e = json_object_get(json_object_get(prof, "dtype_kernels"), "bf16");
+	assert_string_equal(json_string_value(json_object_get(e, "recommended_bandwidth")), "hybrid");
+	if (!strcmp(win, "tie")) {
+		assert_string_equal(json_string_value(json_object_get(e, "recommended_by")), "bandwidth");
+		assert_int_equal(changed, 0);
+	} else {
+		assert_string_equal(json_string_value(json_object_get(e, "recommended")), win);
+		assert_string_equal(json_string_value(json_object_get(json_object_get(prof, "dtypes"), "bf16")), win);
+		assert_int_equal(changed, strcmp(win, "hybrid") != 0);
+	}
+	r = ftt_schema_validate("api/schemas/profile.schema.json", prof, err, sizeof err);
+	if (r)
+		fail_msg("schema: %s", err);
+	/* a broken block is caught by the schema */
+	json_object_set_new(json_array_get(json_object_get(block, "points"), 0), "winner", json_string("maybe"));
+	assert_int_equal(ftt_schema_validate("api/schemas/profile.schema.json", prof, err, sizeof err), -EINVAL);
+	json_decref(prof);
+	json_decref(block);
+}
+
+static void test_run_errors(void **st)
+{
+	struct fake f = {.miscount = 1};
+	struct ftrp_ops ops = {f_open, f_run, NULL, f_close, &f};
+	struct ftrp_config c;
+	json_t *block = NULL;
+	char err[300] = "";
+	small_config(&c);
+	c.nwork = 1;
+	c.ncache = 1;
+	assert_int_equal(ftrp_run(&c, &ops, NULL, &block, err, sizeof err), -EPROTO);
+	assert_null(block);
+	assert_non_null(strstr(err, "differ from the CPU reference"));
+	assert_int_equal(f.closed, 1);
+	/* fp8_block has no CPU path */
+	small_config(&c);
+	c.fmt = ftfmt_lookup("fp8_block");
+	assert_int_equal(ftrp_run(&c, &ops, NULL, &block, err, sizeof err), -EINVAL);
+	assert_non_null(strstr(err, "no CPU MoE path"));
+	small_config(&c);
+	c.work[0].trace = 1;
+	assert_int_equal(ftrp_run(&c, &ops, NULL, &block, err, sizeof err), -EINVAL);
+	assert_non_null(strstr(err, "--trace"));
+	/* workload names */
+	struct ftrp_work w;
+	assert_int_equal(ftrp_work_parse("zipf:1.2+reuse:0.6", &w), 0);
+	assert_true(w.skew == 1.2 && w.reuse == 0.6);
+	char b[64];
+	assert_string_equal(ftrp_work_name(&w, b, sizeof b), "zipf 1.2 reuse 0.6");
+	assert_int_equal(ftrp_work_parse("reuse:1.5", &w), -EINVAL);
+	assert_int_equal(ftrp_work_parse("reuse:0.5+", &w), -EINVAL);
+	assert_int_equal(ftrp_work_parse("zipf", &w), -EINVAL);
+	assert_int_equal(ftrp_work_parse("uniform", &w), 0);
+	/* winner: paired ratios */
+	double off[] = {10, 10, 10, 10, 10}, hyb[] = {8, 8.5, 9, 8, 9.5}, mix[] = {8, 12, 9, 11, 10};
+	assert_string_equal(ftrp_winner(off, hyb, 5), "hybrid");
+	assert_string_equal(ftrp_winner(hyb, off, 5), "offload");
+	assert_string_equal(ftrp_winner(off, mix, 5), "tie");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -391,6 +583,8 @@ int main(void)
 		cmocka_unit_test(test_batch),
 		cmocka_unit_test(test_generate),
 		cmocka_unit_test(test_trace),
+		cmocka_unit_test(test_run_map),
+		cmocka_unit_test(test_run_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
