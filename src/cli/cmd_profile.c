@@ -8,6 +8,7 @@
  * Exit: 0 found; 1 no profile / no data for the format / invalid profile (message names the
  * file); 2 usage (missing format, bad --gpu). */
 #include <errno.h>
+#include <math.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 
 static const char usage[] =
 	"usage: ftbench profile path|show|history|recommend FORMAT|fetch-fraction FORMAT|max-batch FORMAT\n"
+	"       ftbench profile recommend FORMAT --cache-fraction C --reuse R\n"
 	"                       [--gpu G] [--json] [--output-format table|json|csv|md] [--limit N]\n"
 	"  path            the profile file that applies (or where `ftbench bw` would write it)\n"
 	"  show            what the profile says: every figure with its spread (median, min-max,\n"
@@ -27,6 +29,11 @@ static const char usage[] =
 	"                  invalid runs alike): time, read ceiling, per format CPU MoE / gather /\n"
 	"                  verdict, valid, drift (--json: the array of profiles)\n"
 	"  recommend F     offload | hybrid | none for format F (the reader's alias: mxfp4)\n"
+	"    --cache-fraction C --reuse R\n"
+	"                  the answer for that workload from the profile's replay map (ftbench\n"
+	"                  replay): the nearest point's winner (a tie: offload) and its best fetch\n"
+	"                  fraction; C = GPU slot cache / (layers x experts), R = share of a layer's\n"
+	"                  experts kept from one token to the next\n"
 	"  fetch-fraction F  share of a hybrid step's missing experts fetched over PCIe\n"
 	"  max-batch F     the largest batch at which hybrid still wins for F (bw --batch-sweep)\n"
 	"  --gpu G         GPU index, uuid or unique uuid prefix (default: the first GPU; none: host.json)\n"
@@ -371,8 +378,11 @@ int ftcli_cmd_profile(int argc, char **argv)
 					     {"limit", required_argument, NULL, 'l'},
 					     {"format", required_argument, NULL, 'F'},
 					     {"output-format", required_argument, NULL, 'F'},
+					     {"cache-fraction", required_argument, NULL, 'C'},
+					     {"reuse", required_argument, NULL, 'R'},
 					     {"help", no_argument, NULL, 'h'},
 					     {0}};
+	double wl_cache = NAN, wl_reuse = NAN;
 	const char *gpu_spec = NULL, *action, *format = NULL;
 	int json = 0, c, r, rc = FTCLI_EXIT_FAIL, li = 0;
 	struct ftgpu_info gi;
@@ -406,6 +416,17 @@ int ftcli_cmd_profile(int argc, char **argv)
 				return FTCLI_EXIT_USAGE;
 			fmt_given = 1;
 			break;
+		case 'C':
+		case 'R': {
+			double v = strtod(optarg, &end);
+			if (end == optarg || *end || !(v >= 0 && v <= 1) || (c == 'C' && v == 0)) {
+				ftcli_error("--%s: '%s' is not a number in %s", c == 'C' ? "cache-fraction" : "reuse", optarg,
+					    c == 'C' ? "(0, 1]" : "[0, 1]");
+				return FTCLI_EXIT_USAGE;
+			}
+			*(c == 'C' ? &wl_cache : &wl_reuse) = v;
+			break;
+		}
 		case 'g': gpu_spec = optarg; break;
 		case 'j': json = 1; break;
 		case 'h': fputs(usage, stdout); return 0;
@@ -449,6 +470,14 @@ int ftcli_cmd_profile(int argc, char **argv)
 	    strcmp(action, "show")) {
 		ftcli_error("--output-format %s is for show and history only (the others: table or json)",
 			    fmt == FTCLI_FMT_CSV ? "csv" : "md");
+		return FTCLI_EXIT_USAGE;
+	}
+	if (isnan(wl_cache) != isnan(wl_reuse) || (!isnan(wl_cache) && strcmp(action, "recommend"))) {
+		ftcli_error("--cache-fraction and --reuse go together, with recommend only");
+		return FTCLI_EXIT_USAGE;
+	}
+	if (!isnan(wl_cache) && dep_given) {
+		ftcli_error("--cache-fraction/--reuse (the replay's answer) and --deployment do not mix");
 		return FTCLI_EXIT_USAGE;
 	}
 	if (json)
@@ -529,6 +558,31 @@ int ftcli_cmd_profile(int argc, char **argv)
 			show_checks(p);
 		}
 		rc = 0;
+	} else if (!strcmp(action, "recommend") && !isnan(wl_cache)) {
+		double f = NAN, pc = NAN, pu = NAN, sp = NAN;
+		enum ftprof_rec rec = ftprof_recommend_workload(p, format, wl_cache, wl_reuse, &f);
+		ftprof_workload_point(p, format, wl_cache, wl_reuse, &pc, &pu, &sp);
+		if (json) {
+			json_t *o = json_pack("{s:s,s:s,s:f,s:f,s:o,s:s}", "format", format, "recommendation", ftprof_rec_name(rec),
+					      "cache_fraction", wl_cache, "reuse", wl_reuse, "fetch_fraction",
+					      isnan(f) ? json_null() : json_real(f), "profile", ftprof_source(p));
+			if (rec != FTPROF_REC_NONE)
+				json_object_set_new(o, "point", json_pack("{s:f,s:f,s:o}", "cache_fraction", pc, "reuse", pu,
+									  "speedup", isnan(sp) ? json_null() : json_real(sp)));
+			ftcli_print_json(o);
+			json_decref(o);
+		} else if (rec != FTPROF_REC_NONE) {
+			printf("%s", ftprof_rec_name(rec));
+			if (!isnan(f))
+				printf(" fetch_fraction=%.4g", f);
+			printf(" (replay point: cache %.3g, reuse %.3g, hybrid/offload %.3gx)\n", pc, pu, sp);
+		} else {
+			printf("none\n");
+		}
+		if (rec == FTPROF_REC_NONE)
+			ftcli_note("%s: no replay map for %s (run ftbench replay, or bw with a GPU); the bandwidth rule says %s",
+				   ftprof_source(p), format, ftprof_rec_name(ftprof_recommend(p, format)));
+		rc = rec == FTPROF_REC_NONE ? FTCLI_EXIT_FAIL : 0;
 	} else if (!strcmp(action, "recommend")) {
 		enum ftprof_rec rec = dep_given ? ftprof_recommend_deployment(p, format, dep) : ftprof_recommend(p, format);
 		enum ftprof_deployment used = dep == FTPROF_DEPLOY_PROFILE ? ftprof_deployment(p) : dep;
