@@ -35,6 +35,7 @@ int ftcli_cmd_load_weights(int argc, char **argv);
 int ftcli_cmd_make_checkpoint(int argc, char **argv);
 int ftcli_cmd_ftw(int argc, char **argv);
 int ftcli_cmd_decode(int argc, char **argv);
+int ftcli_cmd_replay(int argc, char **argv);
 int ftcli_cmd_submit(int argc, char **argv);
 int ftcli_cmd_jobs(int argc, char **argv);
 int ftcli_cmd_wait(int argc, char **argv);

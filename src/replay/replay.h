@@ -144,4 +144,11 @@ struct ftrp_gpu_opts {
 };
 int ftrp_gpu_ops(const struct ftrp_gpu_opts *o, struct ftrp_ops *ops);
 void ftrp_gpu_ops_free(struct ftrp_ops *ops);
+
+/* A cost model in place of the device (fake.c: tests, FTBENCH_TEST_FAKE_GPUS): per layer-step
+ * 0.1 ms + max(fetched x 1 ms, CPU misses x 0.5 ms) + 0.1 ms on hybrid layers, +-2 % jitter; the
+ * decisions are the CPU reference's. miscount: add that many fetches to the counts it reports
+ * (a device that decided otherwise). Free with ftrp_fake_ops_free. */
+int ftrp_fake_ops(int miscount, struct ftrp_ops *ops);
+void ftrp_fake_ops_free(struct ftrp_ops *ops);
 #endif

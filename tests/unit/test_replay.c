@@ -386,63 +386,6 @@ static void test_trace(void **st)
 
 /* ---------------------------------------------------------------- ftrp_run on fake ops */
 
-/* A cost model of the engine's step, per layer: 0.1 ms, plus fetched x 1 ms (PCIe), the CPU's
- * misses x 0.5 ms overlapped with it (a CPU twice as fast as the link: the rule of thumb says
- * hybrid), 0.1 ms of handshake per hybrid layer, and a deterministic jitter of +-2 %. The decisions come from the CPU reference, as the
- * GPU's must. miscount: report one fetch too many (the check must catch it). */
-struct fake {
-	int opened, closed, runs, miscount;
-	long slots_max;
-};
-
-static int f_open(void *ctx, const struct ftrp_config *c, long slots_max, char *err, size_t n)
-{
-	struct fake *f = ctx;
-	f->opened++;
-	f->slots_max = slots_max;
-	return 0;
-}
-
-static int f_run(void *ctx, const struct ftsc *warm, const struct ftrp_workload *w, int untimed,
-		 const struct ftrp_policy *p, double *step_s, struct ftrp_counts *cnt, char *err, size_t n)
-{
-	struct fake *f = ctx;
-	struct ftsc sc;
-	int32_t src[2048], dst[2048], slots[512], cpu[512];
-	struct ftsc_plan plan = {src, dst, 2048, 0, 0};
-	assert_int_equal(ftsc_init(&sc, warm->layers, warm->experts, warm->slots), 0);
-	assert_int_equal(ftsc_copy(&sc, warm), 0);
-	memset(cnt, 0, sizeof *cnt);
-	uint32_t jit = 12345u + (uint32_t)f->runs++;
-	for (int s = 0; s < w->steps; s++) {
-		double t = 0;
-		for (int l = 0; l < w->layers; l++) {
-			struct ftrp_counts one = {0};
-			assert_int_equal(ftrp_ref_layer(&sc, p, l, w->batch, w->topk, ftrp_ids(w, s, l), slots, cpu, &plan, &one), 0);
-			double gpu = one.fetched * 1e-3, cpuw = one.cpu * 0.5e-3;
-			t += 1e-4 + (gpu > cpuw ? gpu : cpuw) + (ftrp_policy_hybrid_at(p, w->batch) ? 1e-4 : 0);
-			if (s >= untimed)
-				ftrp_counts_add(cnt, &one);
-		}
-		jit = jit * 1103515245u + 12345u;
-		if (s >= untimed)
-			step_s[s - untimed] = t * (0.98 + 0.04 * (double)(jit >> 16 & 0xffff) / 65535.0);
-	}
-	cnt->fetched += f->miscount;
-	ftsc_release(&sc);
-	return 0;
-}
-
-static void f_describe(void *ctx, json_t *block)
-{
-	json_object_set_new(block, "host_alloc", json_string("register"));
-}
-
-static void f_close(void *ctx)
-{
-	((struct fake *)ctx)->closed++;
-}
-
 static void small_config(struct ftrp_config *c)
 {
 	ftrp_config_default(c, FTRP_FULL);
@@ -467,18 +410,16 @@ static json_t *load_full_profile(void)
 
 static void test_run_map(void **st)
 {
-	struct fake f = {0};
-	struct ftrp_ops ops = {f_open, f_run, f_describe, f_close, &f};
+	struct ftrp_ops ops;
 	struct ftrp_config c;
+	assert_int_equal(ftrp_fake_ops(0, &ops), 0);
 	json_t *block = NULL;
 	char err[300] = "";
 	small_config(&c);
 	int r = ftrp_run(&c, &ops, NULL, &block, err, sizeof err);
 	if (r)
 		fail_msg("ftrp_run: %d %s", r, err);
-	assert_int_equal(f.opened, 1);
-	assert_int_equal(f.closed, 1);
-	assert_int_equal(f.slots_max, (long)ceil(0.7 * 4 * 128));
+	assert_int_equal(ftrp_config_slots(&c, 1, 9437184), (long)ceil(0.7 * 4 * 128));
 	json_t *pts = json_object_get(block, "points");
 	assert_int_equal(json_array_size(pts), 6);
 	/* every mode: offload, the profile's f, 7 sweep values, cap 1 */
@@ -531,13 +472,14 @@ static void test_run_map(void **st)
 	assert_int_equal(ftt_schema_validate("api/schemas/profile.schema.json", prof, err, sizeof err), -EINVAL);
 	json_decref(prof);
 	json_decref(block);
+	ftrp_fake_ops_free(&ops);
 }
 
 static void test_run_errors(void **st)
 {
-	struct fake f = {.miscount = 1};
-	struct ftrp_ops ops = {f_open, f_run, NULL, f_close, &f};
+	struct ftrp_ops ops;
 	struct ftrp_config c;
+	assert_int_equal(ftrp_fake_ops(1, &ops), 0);
 	json_t *block = NULL;
 	char err[300] = "";
 	small_config(&c);
@@ -546,7 +488,6 @@ static void test_run_errors(void **st)
 	assert_int_equal(ftrp_run(&c, &ops, NULL, &block, err, sizeof err), -EPROTO);
 	assert_null(block);
 	assert_non_null(strstr(err, "differ from the CPU reference"));
-	assert_int_equal(f.closed, 1);
 	/* fp8_block has no CPU path */
 	small_config(&c);
 	c.fmt = ftfmt_lookup("fp8_block");
@@ -571,6 +512,7 @@ static void test_run_errors(void **st)
 	assert_string_equal(ftrp_winner(off, hyb, 5), "hybrid");
 	assert_string_equal(ftrp_winner(hyb, off, 5), "offload");
 	assert_string_equal(ftrp_winner(off, mix, 5), "tie");
+	ftrp_fake_ops_free(&ops);
 }
 
 int main(void)
