@@ -62,6 +62,10 @@ NVFLAGS   := -std=c++17 -O3 -lineinfo -Xcompiler -fPIC,-Wall -Isrc -Ikernels \
              $(foreach s,$(SMS),-gencode arch=compute_$(s),code=sm_$(s)) \
              -gencode arch=compute_$(lastword $(SMS)),code=compute_$(lastword $(SMS))
 CU_SRCS   := $(wildcard kernels/*.cu)
+# the GPU expert GEMV (kernels/expert_gemv.cu): the replay's step runner uses it when it is there
+ifneq ($(wildcard kernels/expert_gemv.cu),)
+CPPFLAGS  += -DFT_HAVE_GEMV=1
+endif
 else
 CUDA_LIBS :=
 CU_SRCS   :=

@@ -22,11 +22,9 @@
 #include "replay_step.h"
 #include "slot_cache.h"
 #include "util/timeutil.h"
-#if defined(__has_include)
-#if __has_include("expert_gemv.h")
+#ifdef FT_HAVE_GEMV /* the Makefile defines it when kernels/expert_gemv.cu exists */
 #include "expert_gemv.h"
 #define FTRP_HAVE_GEMV 1
-#endif
 #endif
 
 #define HOST_ALIGN 4096
@@ -69,6 +67,9 @@ struct runner {
 	struct ftcpumoe *moe;
 	char isa[24];
 	int threads;
+#ifdef FTRP_HAVE_GEMV
+	struct ftgemv_experts ge; /* over the pools of slots_max slots (a run's cache uses the first ones) */
+#endif
 };
 
 static const char *cerr(cudaError_t e)
@@ -347,7 +348,16 @@ static int r_open(void *ctx, const struct ftrp_config *c, long slots_max, char *
 		return -ENOMEM;
 	}
 #ifdef FTRP_HAVE_GEMV
-	size_t scratch = ftgemv_scratch_bytes(r->B, r->K, r->H, r->I);
+	r->ge = (struct ftgemv_experts){.fmt = r->fmt->id, .H = r->H, .I = r->I, .slots = (int)slots_max, .act = r->act,
+					.swiglu_limit = r->limit};
+	for (int b = 0; b < r->nb; b++)
+		r->ge.pool[b] = r->pool[b];
+	if ((ce = ftgemv_init(&r->ge))) {
+		snprintf(err, errlen, "the GPU expert GEMV has no kernel for %s (H %ld, I %ld, %s): %s", r->fmt->name, r->H,
+			 r->I, ftfmt_act_name(r->act), cerr(ce));
+		return -ENOTSUP;
+	}
+	size_t scratch = ftgemv_scratch_bytes(&r->ge, r->B, r->K);
 	if (scratch && (ce = cudaMalloc(&r->d_scratch, scratch))) {
 		snprintf(err, errlen, "GEMV scratch: %s", cerr(ce));
 		return -ENOMEM;
@@ -474,10 +484,6 @@ static int r_run(void *ctx, const struct ftsc *warm, const struct ftrp_workload 
 	const int max_fetch = p->mode == FTRP_MODE_CAP ? p->cap : -1;
 	const int q16 = p->mode == FTRP_MODE_FRACTION ? ftsc_q16(p->fraction) : 0;
 	const size_t hb = (size_t)r->B * (size_t)r->H * sizeof(float);
-	struct ftgemv_experts ge = {.fmt = r->fmt->id, .H = r->H, .I = r->I, .slots = warm->slots, .act = r->act,
-				    .swiglu_limit = r->limit};
-	for (int b = 0; b < r->nb; b++)
-		ge.pool[b] = r->pool[b];
 	atomic_store(&r->cpu_err, 0);
 	ce = cudaMemsetAsync(r->d_acc, 0, FTRS_ACC_N * sizeof(long long), r->st);
 	for (int s = 0; s < w->steps && !ce; s++) {
@@ -516,7 +522,7 @@ static int r_run(void *ctx, const struct ftsc *warm, const struct ftrp_workload 
 			if (!ce)
 				ce = ftmissing_copy(r->cm, l, d.src_indices, d.evict_slots, d.counts, r->E, r->st);
 			if (!ce)
-				ce = ftgemv_moe(&ge, r->B, r->K, r->d_slots, hyb ? r->d_gpu_w : wl, r->d_x, r->d_y, r->d_scratch,
+				ce = ftgemv_moe(&r->ge, r->B, r->K, r->d_slots, hyb ? r->d_gpu_w : wl, r->d_x, r->d_y, r->d_scratch,
 						r->st);
 			if (hyb && !ce) {
 				if (p->overlap) {
@@ -590,7 +596,8 @@ static void r_describe(void *ctx, json_t *block)
 	json_object_set_new(block, "runner",
 			    json_pack("{s:s,s:s,s:s,s:s,s:i,s:s}", "copy", r->fused ? "fused" : "per_bank", "gemv",
 #ifdef FTRP_HAVE_GEMV
-				      ftgemv_name(r->fmt->id),
+				      r->ge.pdl ? "expert_gemv (mma.sync, PDL), every route (CPU routes at slot 0, weight 0)"
+						: "expert_gemv (mma.sync), every route (CPU routes at slot 0, weight 0)",
 #else
 				      "none",
 #endif
