@@ -3,6 +3,7 @@
  * worker mode (--result-fd N) sends progress and the whole profile as the result. */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "ftprofile.h"
 #include "hw/cpu.h"
 #include "moe/cpu/cpumoe.h"
+#include "replay/replay.h"
 #include "util/fsutil.h"
 #include "util/strutil.h"
 #include "util/timeutil.h"
@@ -56,6 +58,11 @@ static void usage(FILE *f)
 		"                          with tokens routed among the model's experts and the gather of as\n"
 		"                          many experts, interleaved; gives each entry batch_sweep and\n"
 		"                          hybrid_max_batch (off by default)\n"
+		"  --replay none|short|full  also replay the engine's MoE decode step per format (ftbench\n"
+		"                          replay): short (default with a GPU): the default workload (cache\n"
+		"                          0.4 of L x E, reuse 0.6), offload against the profile's f and f\n"
+		"                          0.25/0.5/1; full: the map; the verdict fields then follow the\n"
+		"                          measured decode (recommended_bandwidth keeps the rule's)\n"
 		"  --max-spread X          the profile is not valid when a figure's spread (max - min) is\n"
 		"                          over X of its median (0.75; 0: spreads not checked)\n"
 		"  --no-checks             no validity checks at all (short test runs; the profile then has\n"
@@ -83,8 +90,74 @@ enum {
 	OPT_DTYPE = 256, OPT_MODEL, OPT_FORMATS, OPT_ISA, OPT_THRESHOLD, OPT_GPU, OPT_CPU_THREADS,
 	OPT_CPU_ITERS, OPT_PCIE_MIB, OPT_PCIE_ITERS, OPT_KCPU_ITERS, OPT_KPCIE_ITERS, OPT_OVERLAP,
 	OPT_JSON, OPT_RESULT_FD, OPT_ENGINES, OPT_ENGINE_THREADS, OPT_DEPLOYMENT, OPT_DEVICE, OPT_NO_LEGACY,
-	OPT_MAX_SPREAD, OPT_NO_CHECKS, OPT_GATHER, OPT_BATCH_SWEEP, OPT_REPEAT, OPT_TUNE,
+	OPT_MAX_SPREAD, OPT_NO_CHECKS, OPT_GATHER, OPT_BATCH_SWEEP, OPT_REPEAT, OPT_TUNE, OPT_REPLAY,
 };
+
+/* bw's replay (issue 30): per format of the dtype workloads, the engine's decode step replayed
+ * (src/replay) with the profile's own figures (its fetch fraction, its rule-of-thumb verdict);
+ * the blocks go to prof.replay and the seed-read verdicts follow them (ftrp_apply_verdicts).
+ * A format the replay cannot run (no CPU path, no GPU GEMV kernel) keeps the rule, with a note;
+ * a replay that fails adds a warning and keeps the rule: the bandwidth profile stands. */
+static void bw_replay(json_t *prof, enum ftrp_size size, const struct ftgpu_info *gpu, const struct ftcpu_info *ci,
+		      const int *cpus, int ncpus, const struct ftcpumoe_tune *tune, const struct ftreport *rep)
+{
+	json_t *dk = json_object_get(prof, "dtype_kernels"), *e, *blocks = json_object();
+	const char *name;
+	int fake = ftcli_fake_gpus() >= 0;
+	json_object_foreach(dk, name, e) {
+		const struct ftfmt *f = ftfmt_lookup(name);
+		const struct ftmodel *m = f ? ftmodel_bw_dtype(f->id) : NULL;
+		if (!f || !m || !f->cpu_path)
+			continue;
+		struct ftrp_config c;
+		ftrp_config_default(&c, size);
+		c.fmt = f;
+		c.model = m;
+		c.layers_model = 0;
+		for (int i = 0; i < ftmodel_cache_profiles_count && !c.layers_model; i++) {
+			const struct ftmodel *p = &ftmodel_cache_profiles[i];
+			if (p->hidden == m->hidden && p->inter == m->inter && p->experts == m->experts && p->topk == m->topk)
+				c.layers_model = p->layers;
+		}
+#define NUM(k) (json_is_number(json_object_get(e, k)) ? json_number_value(json_object_get(e, k)) : NAN)
+		c.profile_fraction = ftbw_fetch_fraction(NUM("cpu_moe_gbs"), NUM("pcie_gather_gbs"), NUM("cpu_moe_overlap_gbs"),
+							 NUM("pcie_gather_overlap_gbs"));
+#undef NUM
+		c.profile_fraction_from = "bw";
+		c.bandwidth_verdict = json_string_value(json_object_get(e, "recommended"));
+		struct ftrp_ops ops;
+		struct ftrp_gpu_opts go = {.device = gpu->index, .cpu = ci, .cpus = cpus, .ncpus = ncpus,
+					   .host_alloc = "register", .host_gib = 2, .tune = tune};
+		if (fake ? ftrp_fake_ops(0, &ops) : ftrp_gpu_ops(&go, &ops))
+			continue;
+		json_t *blk = NULL;
+		char err[1024];
+		int r = ftrp_run(&c, &ops, rep, &blk, err, sizeof err);
+		if (fake)
+			ftrp_fake_ops_free(&ops);
+		else
+			ftrp_gpu_ops_free(&ops);
+		if (r == -ENOTSUP) {
+			ftcli_note("replay: %s; its verdict stays the bandwidth rule's", err);
+		} else if (r) {
+			char w[1200];
+			snprintf(w, sizeof w, "replay of %s failed (its verdict stays the bandwidth rule's): %s", name, err);
+			ftcli_note("%s", w);
+			json_array_append_new(json_object_get(prof, "warnings"), json_string(w));
+		} else {
+			json_object_set_new(blocks, name, blk);
+		}
+	}
+	if (json_object_size(blocks)) {
+		json_object_set_new(prof, "replay", blocks);
+		int changed = ftrp_apply_verdicts(prof);
+		if (changed)
+			ftcli_note("replay: the measured decode changed the verdict of %d format(s) (recommended_bandwidth keeps the rule's)",
+				   changed);
+	} else {
+		json_decref(blocks);
+	}
+}
 
 /* --batch-sweep LIST: 1..FTCPUMOE_MAX_BATCH each, at most FTBW_MAX_BATCHES, kept ascending and
  * without repeats. 0, or -1 after saying what is wrong. */
@@ -573,6 +646,7 @@ int ftcli_cmd_bw(int argc, char **argv)
 		{"no-checks", no_argument, NULL, OPT_NO_CHECKS},
 		{"repeat", required_argument, NULL, OPT_REPEAT},
 		{"tune", required_argument, NULL, OPT_TUNE},
+		{"replay", required_argument, NULL, OPT_REPLAY},
 		{"help", no_argument, NULL, 'h'},
 		{0}};
 	static const int lists[] = {OPT_DTYPE, OPT_MODEL, OPT_FORMATS, OPT_ISA, 0};
@@ -592,7 +666,8 @@ static int bw_cmd(int argc, char **argv, const struct option *opts)
 	struct ftbw_config cfg;
 	const char *gpu_spec = NULL, *output = NULL;
 	char device[16];
-	int json = 0, c, dtype_given = 0, model_given = 0, threads = 0, legacy = 1;
+	int json = 0, c, dtype_given = 0, model_given = 0, threads = 0, legacy = 1, replay_given = 0;
+	enum ftrp_size replay = FTRP_SHORT;
 	int repeat = 0, iters_given[4] = {0}; /* cpu, pcie, kernel cpu, kernel pcie */
 	struct ftcli_tune tunes = {0};
 	ftbw_config_default(&cfg);
@@ -649,6 +724,13 @@ static int bw_cmd(int argc, char **argv, const struct option *opts)
 			}
 			break;
 		case OPT_BATCH_SWEEP: bad = parse_batches(optarg, &cfg); break;
+		case OPT_REPLAY:
+			if (ftrp_size_parse(optarg, &replay)) {
+				ftcli_error("--replay: '%s' is none of none, short, full", optarg);
+				bad = 1;
+			}
+			replay_given = 1;
+			break;
 		case OPT_JSON: json = 1; break;
 		case OPT_OUTPUT_FORMAT:
 			bad = ftcli_parse_format("--output-format", optarg, &out_fmt) < 0;
@@ -698,8 +780,14 @@ static int bw_cmd(int argc, char **argv, const struct option *opts)
 	}
 	if (json)
 		ftcli_set_quiet(1);
-	if (gpu_spec && !strcmp(gpu_spec, "all"))
+	if (gpu_spec && !strcmp(gpu_spec, "all")) {
+		if (replay_given && replay != FTRP_NONE)
+			ftcli_note("--replay: bw --gpu all measures no replay (run ftbench replay --gpu G per GPU)");
 		return bw_all(&cfg, threads, output, json, legacy);
+	}
+	/* the fake GPUs of the tests replay only when asked to (their figures stay those of bw) */
+	if (!replay_given && ftcli_fake_gpus() >= 0)
+		replay = FTRP_NONE;
 	if (cfg.engines > 1 || cfg.engine_threads)
 		ftcli_note("--engines and --engine-threads apply to --gpu all only; ignored");
 	if (cfg.deployment == FTBW_DEPLOY_CONCURRENT)
@@ -754,6 +842,8 @@ static int bw_cmd(int argc, char **argv, const struct option *opts)
 		ftcli_error("%s", err[0] ? err : strerror(-r));
 		goto out;
 	}
+	if (have_gpu && replay != FTRP_NONE)
+		bw_replay(prof, replay, &gpu, &ci, cpus, ncpus, &cfg.tune, &rep);
 	r = write_profile(prof, output, have_gpu ? gpu.uuid : NULL, path, sizeof path);
 	if (r < 0) {
 		ftcli_error("writing the profile%s%s: %s", output ? " to " : "", output ? output : "",

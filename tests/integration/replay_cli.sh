@@ -64,6 +64,17 @@ check "--json: no store" [ "$(jget "$T/a.json" 'd.get("stored", "absent")')" = a
 check "csv: header then one row per mode (offload, profile, 3 fractions)" [ "$(wc -l <"$T/out")" -eq 6 ]
 check "csv: header names the columns" grep -q "^format,cache_fraction,workload,reuse,skew,mode," "$T/out"
 
+# bw's replay: none by default on the fake GPUs, short when asked; the profile carries the block
+"$FT" bw --dtype bf16,nvfp4 --no-checks --repeat 3 --overlap-seconds 0 -o "$T/bw0.json" >"$T/out" 2>"$T/err"
+check "bw on the fake GPUs: no replay unless asked" [ "$(jget "$T/bw0.json" '"replay" in d')" = False ]
+FREETOKEN_BENCH_PROGRESS=1 "$FT" bw --dtype bf16,nvfp4 --no-checks --repeat 3 --overlap-seconds 0 --replay short -o "$T/bw1.json" >"$T/out" 2>"$T/err"; rc=$?
+check "bw --replay short: exit 0" [ "$rc" -eq 0 ]
+check "bw --replay short: one point per format" [ "$(jget "$T/bw1.json" 'sorted((k, len(v["points"])) for k, v in d["replay"].items())')" = "[('bf16', 1), ('nvfp4', 1)]" ]
+check "bw --replay short: schema-valid" python3 "$SC" "$SCHEMA" "$T/bw1.json"
+check "bw --replay short: the summary's replay lines" grep -q "^  bf16 .*cache 0.4, reuse 0.6: " "$T/out"
+check "bw --replay short: progress lines name the replay" grep -q "^FTBENCH [0-9]* [0-9]* replay:bf16" "$T/out"
+check "bw --replay short: the verdict says where it came from" [ "$(jget "$T/bw1.json" 'd["dtype_kernels"]["bf16"]["recommended_by"]')" != "" ]
+
 # errors
 printf '{"format":"ftbench-routing-trace","version":1,"layers":4,"experts":128,"top_k":8,"batch":1,"steps":[[[1,2,3,4,5,6,7,8]]]}' >"$T/bad.json"
 "$FT" replay $SMALL --trace "$T/bad.json" --no-store >"$T/out" 2>"$T/err"; rc=$?
