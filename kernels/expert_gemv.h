@@ -26,7 +26,8 @@
  * Launches: two kernels on stream s, gate_up+activation then down; with e->pdl (sm_90+, set by
  * ftgemv_init) both are programmatic dependent launches: each waits for the stream's previous
  * kernel before its first dependent read, and the down kernel's blocks start while the gate_up
- * kernel ends and prefetch their expert rows into L2 meanwhile. No host synchronisation, no
+ * kernel ends and prefetch their expert rows into L2 meanwhile (gate_up blocks prefetch their
+ * first rows while they stage x). No host synchronisation, no
  * allocation: a call can be captured in a CUDA graph. Scratch: ftgemv_scratch_bytes (h, fp32).
  * Launchers return the launch's cudaError_t (cudaErrorInvalidValue for bad arguments). */
 #ifndef FT_KERNELS_EXPERT_GEMV_H
@@ -35,11 +36,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "moe/formats.h"
-
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+#include "moe/formats.h" /* C declarations, no guards of their own */
 
 #define FTGEMV_MAX_TOPK 16 /* = FTCPUMOE_MAX_TOPK */
 
@@ -51,10 +52,12 @@ struct ftgemv_experts {
 	enum ftfmt_act act;
 	float swiglu_limit;           /* FTFMT_ACT_SWIGLU_OAI clamp (gpt-oss: 7) */
 	void *pool[FTFMT_MAX_BANKS];  /* device slot pools [C, expert bytes of the bank], schema order */
+	int no_prefetch;              /* 1: the kernels ask for no expert rows in L2 ahead (A/B) */
 	/* set by ftgemv_init */
 	int nbanks;
 	size_t bank_bytes[FTFMT_MAX_BANKS]; /* bytes of one expert in each bank */
 	int pdl;                      /* 1: programmatic dependent launches (sm_90+); may be cleared */
+	size_t dn_smem_max;           /* the down kernel's shared memory limit (topk * I bounded by it) */
 };
 
 /* Check the geometry and pools of e and fill its ftgemv_init fields; sets the kernels' shared
