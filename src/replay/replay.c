@@ -323,18 +323,43 @@ static double pct(const double *v, int n, double p)
 	return ftstat_percentile(v, n, p);
 }
 
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static const char *winner_ci(const double *off, const double *hyb, int n, double ci[3]);
+
 const char *ftrp_winner(const double *off, const double *hyb, int n)
 {
+	double ci[3];
+	return winner_ci(off, hyb, n, ci);
+}
+
+/* ci: the interval's low end, the median, the high end of the paired ratios. */
+static const char *winner_ci(const double *off, const double *hyb, int n, double ci[3])
+{
 	double *r = malloc((size_t)(n > 0 ? n : 1) * sizeof *r);
+	ci[0] = ci[1] = ci[2] = NAN;
 	if (!r || n < 1) {
 		free(r);
 		return "tie";
 	}
 	for (int i = 0; i < n; i++)
 		r[i] = hyb[i] / off[i];
-	double lo = pct(r, n, 10), hi = pct(r, n, 90);
+	qsort(r, (size_t)n, sizeof *r, cmp_dbl);
+	/* the median's 95 % interval by order statistics: ranks n/2 -+ 0.98 sqrt(n) */
+	double h = 0.98 * sqrt((double)n);
+	int lo = (int)floor(n / 2.0 - h), hi = (int)ceil(n / 2.0 + h) - 1;
+	lo = lo < 0 ? 0 : lo;
+	hi = hi > n - 1 ? n - 1 : hi;
+	const char *w = r[hi] < 1 ? "hybrid" : r[lo] > 1 ? "offload" : "tie";
+	ci[0] = r[lo];
+	ci[1] = n % 2 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
+	ci[2] = r[hi];
 	free(r);
-	return hi < 1 ? "hybrid" : lo > 1 ? "offload" : "tie";
+	return w;
 }
 
 static json_t *ms_json(const double *s, int n)
@@ -345,7 +370,10 @@ static json_t *ms_json(const double *s, int n)
 	for (int i = 0; i < n; i++)
 		ms[i] = s[i] * 1e3;
 	json_t *j = json_pack("{s:f,s:f,s:f,s:i}", "median", pct(ms, n, 50), "p10", pct(ms, n, 10), "p90", pct(ms, n, 90),
-			      "samples", n);
+			      "samples", n), *a = json_array();
+	for (int i = 0; i < n; i++)
+		json_array_append_new(a, json_real(round(ms[i] * 1e4) / 1e4));
+	json_object_set_new(j, "steps_ms", a);
 	free(ms);
 	return j;
 }
@@ -479,8 +507,11 @@ int ftrp_run(const struct ftrp_config *c, const struct ftrp_ops *ops, const stru
 				ndone++;
 			}
 			double off_med = pct(step_s, nt, 50), hyb_med = pct(step_s + (size_t)best * (size_t)c->steps, nt, 50);
-			const char *win = ftrp_winner(step_s, step_s + (size_t)best * (size_t)c->steps, nt);
+			double rci[3];
+			const char *win = winner_ci(step_s, step_s + (size_t)best * (size_t)c->steps, nt, rci);
 			json_object_set_new(pt, "winner", json_string(win));
+			json_object_set_new(pt, "ratio", json_pack("{s:f,s:f,s:f}", "median", round_to(rci[1], 1e-4), "ci_low",
+								  round_to(rci[0], 1e-4), "ci_high", round_to(rci[2], 1e-4)));
 			json_t *bm = json_pack("{s:s}", "mode", modes[best].name);
 			if (modes[best].p.mode == FTRP_MODE_FRACTION)
 				json_object_set_new(bm, "fetch_fraction", json_real(round_to(modes[best].p.fraction, 1e-6)));

@@ -104,8 +104,11 @@ struct ftrp_ops {
 int ftrp_run(const struct ftrp_config *c, const struct ftrp_ops *ops, const struct ftreport *rep, json_t **out,
 	     char *err, size_t errlen);
 
-/* The winner of a point from paired step times (same routing): r_i = hyb[i] / off[i]; "hybrid"
- * when p90(r) < 1, "offload" when p10(r) > 1, else "tie" (static string). */
+/* The winner of a point from paired step times (the same routing, step by step): r_i = hyb[i] /
+ * off[i], the median of r and its 95 % confidence interval by order statistics (the sorted r at
+ * ranks n/2 -+ 0.98 sqrt(n), clamped to the samples): "hybrid" when the interval lies below 1,
+ * "offload" when above, else "tie" (static string). A few slow steps (a CPU worker woken late)
+ * widen a mode's p10-p90 but not the interval of its median. */
 const char *ftrp_winner(const double *off, const double *hyb, int n);
 
 /* Per cache fraction, the reuse at which hybrid stops winning, over the block's points of

@@ -123,8 +123,13 @@ static int fill_banks(struct runner *r)
 static void *coord_main(void *arg)
 {
 	struct runner *r = arg;
-	int rc = r->o.cpus && r->o.ncpus > 0 ? ftpool_create_on(r->o.cpus, r->o.ncpus, &r->cpool)
-					     : ftpool_create(r->o.cpu, 0, -1, &r->cpool);
+	/* One core is left to the thread that launches the GPU work (the seed's engine likewise gives
+	 * its pool N - 1 cores and one to its coordinator): the pool's worker 0 is our coordinator. */
+	int n = r->o.cpus && r->o.ncpus > 0 ? r->o.ncpus : r->o.cpu->physical_cores;
+	if (n > 2)
+		n--;
+	int rc = r->o.cpus && r->o.ncpus > 0 ? ftpool_create_on(r->o.cpus, n, &r->cpool)
+					     : ftpool_create(r->o.cpu, n, -1, &r->cpool);
 	if (!rc)
 		rc = ftpool_pin_caller(r->cpool);
 	if (!rc) {
