@@ -844,6 +844,8 @@ static int bw_cmd(int argc, char **argv, const struct option *opts)
 	}
 	if (have_gpu && replay != FTRP_NONE)
 		bw_replay(prof, replay, &gpu, &ci, cpus, ncpus, &cfg.tune, &rep);
+	else if (!have_gpu && replay_given && replay != FTRP_NONE)
+		ftcli_note("--replay: replay needs a GPU (%s); none run", why);
 	r = write_profile(prof, output, have_gpu ? gpu.uuid : NULL, path, sizeof path);
 	if (r < 0) {
 		ftcli_error("writing the profile%s%s: %s", output ? " to " : "", output ? output : "",
