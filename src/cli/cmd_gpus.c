@@ -1,37 +1,36 @@
 /* ftbench gpus [--json] [--output-format F]: every CUDA device in PCI bus order. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "cli/cli.h"
 #include "hw/gpu.h"
 
-enum { O_FMT = 256 };
+struct gpus_opts {
+	enum ftcli_format fmt;
+};
+
+static const struct ftflag rows[] = {
+	FTF_JSON_ROW(struct gpus_opts, fmt, "the list as JSON on stdout"),
+	FTF_FORMAT_ROW(struct gpus_opts, fmt,
+		       "table, json (as --json), csv or md: one row per GPU (mem_gib in GiB = 2^30 bytes; "
+		       "no GPU: the header row alone)"),
+};
+
+const struct ftflag_cmd ftcli_flags_gpus = {
+	"gpus", rows, FTF_COUNT(rows),
+	.about = "  every CUDA device in PCI bus order: index, uuid, name, PCI bus id, memory (GiB = 2^30\n"
+		 "  bytes), compute capability, PCIe link now/max (gen x width), driver, NUMA node",
+};
 
 int ftcli_cmd_gpus(int argc, char **argv)
 {
-	static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
-					     {"output-format", required_argument, NULL, O_FMT},
-					     {"help", no_argument, NULL, 'h'}, {0}};
-	enum ftcli_format fmt = FTCLI_FMT_TABLE;
-	int c;
-	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
-		if (c == 'j') {
-			fmt = FTCLI_FMT_JSON;
-		} else if (c == O_FMT) {
-			if (ftcli_parse_format("--output-format", optarg, &fmt) < 0)
-				return FTCLI_EXIT_USAGE;
-		} else {
-			fprintf(c == 'h' ? stdout : stderr,
-				"usage: ftbench gpus [--json] [--output-format table|json|csv|md]\n"
-				"  every CUDA device in PCI bus order: index, uuid, name, PCI bus id, memory (GiB = 2^30\n"
-				"  bytes), compute capability, PCIe link now/max (gen x width), driver, NUMA node\n"
-				"  --json  the list as a JSON array on stdout\n"
-				"  --output-format F  table (default), json (as --json), csv or md: one row per GPU\n"
-				"          (mem_gib in GiB = 2^30 bytes; no GPU: the header row alone)\n");
-			return c == 'h' ? 0 : FTCLI_EXIT_USAGE;
-		}
-	}
+	struct gpus_opts opt = {0};
+	struct ftflag_state st;
+	int r = ftflags_parse(&ftcli_flags_gpus, argc, argv, &opt, &st);
+	if (r)
+		return r > 0 ? 0 : FTCLI_EXIT_USAGE;
+	ftflags_release(&st);
+	enum ftcli_format fmt = opt.fmt;
 	struct ftgpu_info *g;
 	int n;
 	char why[256] = "";

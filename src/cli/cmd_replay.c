@@ -3,77 +3,97 @@
  * the winner and best fetch fraction, the map over cache size x workload; stores the replay
  * blocks in the GPU's profile when one exists. */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "ftprofile.h"
 #include "hw/cpu.h"
 #include "moe/models.h"
 #include "replay/replay.h"
 #include "util/strutil.h"
 
-static const char usage[] =
-	"usage: ftbench replay [--format LIST] [--model NAME] [--workloads LIST] [--cache LIST]\n"
-	"                      [--trace FILE] [--save-trace FILE] [--size short|full] [options]\n"
-	"Runs the MoE part of an engine's decode step (slot cache, gather, GPU expert GEMV, the CPU\n"
-	"executor, the engine's placement policy) for real on this GPU and host, per cache size and\n"
-	"routing workload, in each mode: offload (fetch every miss), hybrid with the profile's fetch\n"
-	"fraction, a sweep of fractions, a cap of K misses. Needs a GPU. docs/REPLAY.md.\n"
-	"  --format LIST        expert formats (default bf16,nvfp4; each needs a CPU MoE path)\n"
-	"  --model NAME         geometry of a bw --model workload (default: the format's bw workload)\n"
-	"  --layers N           MoE layers run (16); --layers-model N: the model's, for tok/s\n"
-	"                       (default: the model's, else a cache-copy profile of the same shape, else 48)\n"
-	"  --batch B            tokens per decode step, 1..32 (1)\n"
-	"  --workloads LIST     uniform, reuse:R, zipf:S, zipf:S+reuse:R (default uniform,reuse:0.6,\n"
-	"                       reuse:0.85); R = share of a token's experts kept from the step before,\n"
-	"                       S = Zipf exponent of expert popularity\n"
-	"  --cache LIST         slot cache sizes as fractions of layers x experts (0.4,0.7)\n"
-	"  --cache-slots N | --cache-gib X   one cache size in slots or GiB instead\n"
-	"  --fractions LIST     the hybrid fetch fractions swept (0,0.125,0.25,0.375,0.5,0.75,1)\n"
-	"  --caps LIST          hybrid caps K (misses fetched per layer-step; default 1; none)\n"
-	"  --profile-fraction F the profile's f (default: read from this GPU's profile, as engines do)\n"
-	"  --fetch-order recency|lowest_id   which misses hybrid fetches (the seed: recency)\n"
-	"  --no-overlap         the CPU routes before the GPU work (FREETOKEN_HYBRID_OVERLAP=0)\n"
-	"  --offload-from-batch N  steps of >= N tokens run as offload (llama.cpp: 32; default 0: never)\n"
-	"  --steps N --warmup N timed steps per mode (32), CPU-reference warm-up steps (64)\n"
-	"  --size short|full    short: the default point only (cache 0.4, reuse 0.6), f 0.25/0.5/1\n"
-	"  --trace FILE         replay recorded routing (format: docs/REPLAY.md) instead of generating\n"
-	"  --save-trace FILE    write the generated routing (FILE, or FILE-<workload>.json for several)\n"
-	"  --seed N             workload generator seed (1)\n"
-	"  --host-alloc register|hostalloc  host banks: mmap + cudaHostRegister as the engine (default)\n"
-	"                       or cudaHostAlloc; --host-gib X: distinct host bytes per format (4)\n"
-	"  --gpu G              GPU index or uuid (default: the first); --cpu-threads N (all cores)\n"
-	"  --no-store           do not add the replay blocks to the GPU's stored profile\n"
-	"  --json, --output-format table|json|csv|md (csv/md: one row per point and mode)\n"
-	"  --result-fd N        worker protocol (ftbenchd)\n";
+struct rp_opts {
+	const char *format, *model, *workloads, *caps, *trace, *save;
+	struct ftflag_list cache, fractions;
+	double pfrac, cgib, hgib;
+	long layers, lmodel, batch, steps, warm, seed, ofb, cslots, threads;
+	int no_overlap, nostore, size, halloc, order, ofmt;
+	struct ftflag_gpu gpu;
+	struct ftcli_tune tune;
+};
+#define O(m) FTF_FIELD(struct rp_opts, m)
 
-enum {
-	O_FORMAT = 256, O_MODEL, O_LAYERS, O_LAYERS_MODEL, O_BATCH, O_WORK, O_CACHE, O_CSLOTS, O_CGIB, O_FRACS, O_CAPS,
-	O_PFRAC, O_ORDER, O_NOOV, O_OFB, O_STEPS, O_WARM, O_SIZE, O_TRACE, O_SAVE, O_SEED, O_HALLOC, O_HGIB, O_GPU,
-	O_THREADS, O_NOSTORE, O_JSON, O_OFMT, O_RFD, O_TUNE, O_HELP
+static const struct ftflag rows[] = {
+	{"format", FTF_STR, O(format), .meta = "LIST", .alias = "dtype", .def = "bf16,nvfp4",
+	 .help = "expert formats (each needs a CPU MoE path; the GPU GEMV has bf16, nvfp4, ds_fp4)"},
+	{"model", FTF_STR, O(model), .meta = "NAME", .def_help = "the format's bw workload",
+	 .help = "geometry of a bw --model workload"},
+	{"layers", FTF_INT, O(layers), .meta = "N", .lo = 1, .hi = 4096, .def = FTF_XSTR(FTRP_DEFAULT_LAYERS),
+	 .help = "MoE layers run"},
+	{"layers-model", FTF_INT, O(lmodel), .meta = "N", .lo = 1, .hi = 4096,
+	 .def_help = "the model's, else a cache-copy profile of the same shape, else 48",
+	 .help = "the model's MoE layers, for tok/s"},
+	{"batch", FTF_INT, O(batch), .meta = "B", .lo = 1, .hi = 32, .def = "1", .help = "tokens per decode step"},
+	{"workloads", FTF_STR, O(workloads), .meta = "LIST", .def_help = "uniform,reuse:0.6,reuse:0.85",
+	 .help = "routing: uniform, reuse:R, zipf:S, zipf:S+reuse:R; R = share of a token's experts kept from "
+		 "the step before, S = Zipf exponent of expert popularity"},
+	{"cache", FTF_DOUBLES, O(cache), .meta = "LIST", .lo = 1e-6, .hi = 1, .max_items = FTRP_MAX_AXIS,
+	 .def_help = "0.4,0.7", .help = "slot cache sizes as fractions of layers x experts"},
+	{"cache-slots", FTF_INT, O(cslots), .meta = "N", .lo = 1, .hi = 16777215,
+	 .help = "one cache size in slots instead of --cache"},
+	{"cache-gib", FTF_DOUBLE, O(cgib), .meta = "X", .lo = 1e-6, .hi = 1e6, .unit = "GiB",
+	 .help = "one cache size in GiB of expert slots instead of --cache"},
+	{"fractions", FTF_DOUBLES, O(fractions), .meta = "LIST", .lo = 0, .hi = 1, .max_items = FTRP_MAX_SWEEP,
+	 .def_help = "0,0.125,0.25,0.375,0.5,0.75,1 (short: 0.25,0.5,1)", .help = "the hybrid fetch fractions swept"},
+	{"caps", FTF_STR, O(caps), .meta = "LIST|none", .def_help = "1 (short: none)",
+	 .help = "hybrid caps K (misses fetched per layer-step), up to 4 of 0..2048"},
+	{"profile-fraction", FTF_DOUBLE, O(pfrac), .meta = "F", .lo = 0, .hi = 1,
+	 .def_help = "read from this GPU's profile, as engines read it", .help = "the profile's fetch fraction"},
+	{"fetch-order", FTF_ENUM, O(order), .choices = "recency|lowest_id", .def = "recency",
+	 .help = "which misses hybrid fetches (the seed's FREETOKEN_HYBRID_FETCH)"},
+	{"no-overlap", FTF_BOOL, O(no_overlap),
+	 .help = "the CPU routes before the GPU work (the seed's FREETOKEN_HYBRID_OVERLAP=0)"},
+	{"offload-from-batch", FTF_INT, O(ofb), .meta = "N", .lo = 0, .hi = 32, .def = "0",
+	 .help = "steps of at least N tokens run as offload (llama.cpp: 32; 0: never)"},
+	{"steps", FTF_INT, O(steps), .meta = "N", .lo = 4, .hi = 100000, .def_help = "32 (short: 16)",
+	 .help = "timed steps per mode"},
+	{"warmup", FTF_INT, O(warm), .meta = "N", .lo = 0, .hi = 100000, .def_help = "64 (short: 48)",
+	 .help = "steps that warm the slot cache on the CPU reference before the timed ones"},
+	{"size", FTF_ENUM, O(size), .choices = "short|full", .def = "full",
+	 .help = "short: the default point only (cache 0.4, reuse 0.6), f 0.25/0.5/1; full: the map"},
+	{"trace", FTF_STR, O(trace), .meta = "FILE",
+	 .help = "replay recorded routing (format: docs/REPLAY.md) instead of generating it"},
+	{"save-trace", FTF_STR, O(save), .meta = "FILE",
+	 .help = "write the generated routing (FILE, or FILE-<workload>.json for several workloads)"},
+	{"seed", FTF_INT, O(seed), .meta = "N", .lo = 0, .hi = 1e15, .def = "1", .help = "workload generator seed"},
+	{"host-alloc", FTF_ENUM, O(halloc), .choices = "register|hostalloc", .def = "register",
+	 .help = "host banks: mmap + cudaHostRegister as the engine, or cudaHostAlloc"},
+	{"host-gib", FTF_DOUBLE, O(hgib), .meta = "X", .lo = 0.01, .hi = 1e6, .unit = "GiB", .def = "4",
+	 .help = "distinct host bank bytes per format (layer l reads host layer l mod n)"},
+	FTF_GPU_ROWS(struct rp_opts, gpu, "INDEX|UUID", "the first", "the GPU"),
+	{"cpu-threads", FTF_INT, O(threads), .meta = "N", .lo = 0, .hi = 4096, .def = "0",
+	 .help = "cores of the CPU executor near the GPU, one is left to the launching thread (0: all)"},
+	{"no-store", FTF_BOOL, O(nostore), .help = "do not add the replay blocks to the GPU's stored profile"},
+	FTF_JSON_ROW(struct rp_opts, ofmt, "the result as JSON on stdout"),
+	FTF_FORMAT_ROW(struct rp_opts, ofmt, "table (default), json, csv or md (csv, md: one row per point and mode)"),
+	FTF_RESULT_FD_ROW,
+	FTF_TUNE_ROW(struct rp_opts, tune),
 };
 
-static const struct option opts[] = {
-	{"format", required_argument, NULL, O_FORMAT}, {"dtype", required_argument, NULL, O_FORMAT},
-	{"model", required_argument, NULL, O_MODEL}, {"layers", required_argument, NULL, O_LAYERS},
-	{"layers-model", required_argument, NULL, O_LAYERS_MODEL}, {"batch", required_argument, NULL, O_BATCH},
-	{"workloads", required_argument, NULL, O_WORK}, {"cache", required_argument, NULL, O_CACHE},
-	{"cache-slots", required_argument, NULL, O_CSLOTS}, {"cache-gib", required_argument, NULL, O_CGIB},
-	{"fractions", required_argument, NULL, O_FRACS}, {"caps", required_argument, NULL, O_CAPS},
-	{"profile-fraction", required_argument, NULL, O_PFRAC}, {"fetch-order", required_argument, NULL, O_ORDER},
-	{"no-overlap", no_argument, NULL, O_NOOV}, {"offload-from-batch", required_argument, NULL, O_OFB},
-	{"steps", required_argument, NULL, O_STEPS}, {"warmup", required_argument, NULL, O_WARM},
-	{"size", required_argument, NULL, O_SIZE}, {"trace", required_argument, NULL, O_TRACE},
-	{"save-trace", required_argument, NULL, O_SAVE}, {"seed", required_argument, NULL, O_SEED},
-	{"host-alloc", required_argument, NULL, O_HALLOC}, {"host-gib", required_argument, NULL, O_HGIB},
-	{"gpu", required_argument, NULL, O_GPU}, {"cpu-threads", required_argument, NULL, O_THREADS},
-	{"no-store", no_argument, NULL, O_NOSTORE}, {"json", no_argument, NULL, O_JSON},
-	{"output-format", required_argument, NULL, O_OFMT}, {"result-fd", required_argument, NULL, O_RFD},
-	{"tune", required_argument, NULL, O_TUNE}, {"help", no_argument, NULL, O_HELP}, {0}};
+const struct ftflag_cmd ftcli_flags_replay = {
+	"replay", rows, FTF_COUNT(rows),
+	.about = "Runs the MoE part of an engine's decode step (slot cache, gather, GPU expert GEMV, the CPU\n"
+		 "executor, the engine's placement policy) for real on this GPU and host, per cache size and\n"
+		 "routing workload, in each mode: offload (fetch every miss), hybrid with the profile's fetch\n"
+		 "fraction, a sweep of fractions, a cap of K misses. Needs a GPU. docs/REPLAY.md.\n",
+	.notes = "Exit status: 0 done; 1 failed; 2 bad usage or no GPU.\n",
+};
+
+static int replay_cmd(struct rp_opts *op);
 
 /* The model's MoE layers for tok/s: its own, else a cache-copy profile of the same shape, else 48. */
 static int layers_model_of(const struct ftmodel *m)
@@ -278,106 +298,36 @@ static void store(const char *uuid, const char *gname, json_t *replay, json_t *r
 
 int ftcli_cmd_replay(int argc, char **argv)
 {
-	struct ftrp_config base;
-	enum ftrp_size size = FTRP_FULL;
-	enum ftcli_format ofmt = FTCLI_FMT_TABLE;
-	const char *formats = "bf16,nvfp4", *model = NULL, *work = NULL, *cache = NULL, *fracs = NULL, *caps = NULL,
-		   *trace = NULL, *save = NULL, *gpu_spec = NULL, *halloc = "register", *order = "recency";
-	double pfrac = NAN, cgib = 0, hgib = 4;
-	long layers = FTRP_DEFAULT_LAYERS, lmodel = 0, batch = 1, steps = -1, warm = -1, seed = 1, ofb = 0, cslots = 0,
-	     threads = 0;
-	int overlap = 1, nostore = 0, json = 0, c, r, rc = FTCLI_EXIT_FAIL;
-	struct ftcli_tune tune_o = {0};
-	char err[1024] = "", why[256] = "";
-
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		double d;
-		long v;
-		switch (c) {
-		case O_FORMAT: formats = optarg; break;
-		case O_MODEL: model = optarg; break;
-		case O_WORK: work = optarg; break;
-		case O_CACHE: cache = optarg; break;
-		case O_FRACS: fracs = optarg; break;
-		case O_CAPS: caps = optarg; break;
-		case O_TRACE: trace = optarg; break;
-		case O_SAVE: save = optarg; break;
-		case O_GPU: gpu_spec = optarg; break;
-		case O_HALLOC:
-			if (strcmp(optarg, "register") && strcmp(optarg, "hostalloc")) {
-				ftcli_error("--host-alloc: '%s' is neither register nor hostalloc", optarg);
-				return FTCLI_EXIT_USAGE;
-			}
-			halloc = optarg;
-			break;
-		case O_ORDER:
-			if (strcmp(optarg, "recency") && strcmp(optarg, "lowest_id")) {
-				ftcli_error("--fetch-order: '%s' is neither recency nor lowest_id", optarg);
-				return FTCLI_EXIT_USAGE;
-			}
-			order = optarg;
-			break;
-		case O_NOOV: overlap = 0; break;
-		case O_NOSTORE: nostore = 1; break;
-		case O_JSON: json = 1; break;
-		case O_SIZE:
-			if (ftrp_size_parse(optarg, &size) || size == FTRP_NONE) {
-				ftcli_error("--size: '%s' is neither short nor full", optarg);
-				return FTCLI_EXIT_USAGE;
-			}
-			break;
-		case O_OFMT:
-			if (ftcli_parse_format("--output-format", optarg, &ofmt) < 0)
-				return FTCLI_EXIT_USAGE;
-			break;
-		case O_RFD:
-			if (ftcli_opt_result_fd(optarg) < 0)
-				return FTCLI_EXIT_USAGE;
-			break;
-		case O_TUNE:
-			r = ftcli_opt_tune(&tune_o, optarg);
-			if (r)
-				return r > 0 ? 0 : FTCLI_EXIT_USAGE;
-			break;
-		case O_PFRAC:
-		case O_CGIB:
-		case O_HGIB:
-			if (ftstr_parse_double(optarg, c == O_PFRAC ? 0 : 1e-6, c == O_PFRAC ? 1 : 1e6, &d)) {
-				ftcli_error("--%s: '%s' is not a number in range", c == O_PFRAC ? "profile-fraction"
-										 : c == O_CGIB ? "cache-gib" : "host-gib", optarg);
-				return FTCLI_EXIT_USAGE;
-			}
-			*(c == O_PFRAC ? &pfrac : c == O_CGIB ? &cgib : &hgib) = d;
-			break;
-		case O_LAYERS: case O_LAYERS_MODEL: case O_BATCH: case O_STEPS: case O_WARM: case O_SEED: case O_OFB:
-		case O_CSLOTS: case O_THREADS: {
-			static const struct { int o; const char *name; long lo, hi; } lim[] = {
-				{O_LAYERS, "layers", 1, 4096}, {O_LAYERS_MODEL, "layers-model", 1, 4096},
-				{O_BATCH, "batch", 1, 32}, {O_STEPS, "steps", 4, 100000}, {O_WARM, "warmup", 0, 100000},
-				{O_SEED, "seed", 0, 1L << 62}, {O_OFB, "offload-from-batch", 0, 32},
-				{O_CSLOTS, "cache-slots", 1, 1 << 24}, {O_THREADS, "cpu-threads", 0, 4096}};
-			int k = 0;
-			while (lim[k].o != c)
-				k++;
-			if (ftstr_parse_long(optarg, lim[k].lo, lim[k].hi, &v)) {
-				ftcli_error("--%s: '%s' is not an integer from %ld to %ld", lim[k].name, optarg, lim[k].lo,
-					    lim[k].hi);
-				return FTCLI_EXIT_USAGE;
-			}
-			*(c == O_LAYERS ? &layers : c == O_LAYERS_MODEL ? &lmodel : c == O_BATCH ? &batch : c == O_STEPS ? &steps
-			  : c == O_WARM ? &warm : c == O_SEED ? &seed : c == O_OFB ? &ofb : c == O_CSLOTS ? &cslots : &threads) = v;
-			break;
-		}
-		case O_HELP: case 'h': fputs(usage, stdout); return 0;
-		default: fputs(usage, stderr); return FTCLI_EXIT_USAGE;
-		}
-	}
-	if (optind < argc) {
-		ftcli_error("unexpected argument '%s'", argv[optind]);
+	struct rp_opts o = {.pfrac = NAN, .steps = -1, .warm = -1};
+	struct ftflag_state fs;
+	int r = ftflags_parse(&ftcli_flags_replay, argc, argv, &o, &fs);
+	if (r)
+		return r > 0 ? 0 : FTCLI_EXIT_USAGE;
+	if (fs.pos < fs.argc) {
+		ftcli_error("unexpected argument '%s'", fs.argv[fs.pos]);
+		ftflags_release(&fs);
 		return FTCLI_EXIT_USAGE;
 	}
-	if (json)
-		ofmt = FTCLI_FMT_JSON;
+	r = replay_cmd(&o);
+	ftflags_release(&fs);
+	return r;
+}
+
+static int replay_cmd(struct rp_opts *op)
+{
+	struct ftrp_config base;
+	enum ftrp_size size = op->size ? FTRP_FULL : FTRP_SHORT;
+	enum ftcli_format ofmt = (enum ftcli_format)op->ofmt;
+	const char *formats = op->format, *model = op->model, *work = op->workloads, *caps = op->caps,
+		   *trace = op->trace, *save = op->save, *gpu_spec = op->gpu.spec,
+		   *halloc = op->halloc ? "hostalloc" : "register";
+	double pfrac = op->pfrac, cgib = op->cgib, hgib = op->hgib;
+	long layers = op->layers, lmodel = op->lmodel, batch = op->batch, steps = op->steps, warm = op->warm,
+	     seed = op->seed, ofb = op->ofb, cslots = op->cslots, threads = op->threads;
+	int overlap = !op->no_overlap, nostore = op->nostore, c, r, rc = FTCLI_EXIT_FAIL;
+	struct ftcli_tune tune_o = op->tune;
+	char err[1024] = "", why[256] = "";
+	(void)c;
 	if (ofmt == FTCLI_FMT_JSON)
 		ftcli_set_quiet(1);
 
@@ -388,36 +338,28 @@ int ftcli_cmd_replay(int argc, char **argv)
 	base.seed = (uint64_t)seed;
 	base.cache_slots = cslots;
 	base.cache_bytes = cgib * 1073741824.0;
-	base.base.order = strcmp(order, "lowest_id") ? FTSC_ORDER_RECENCY : FTSC_ORDER_LOWEST_ID;
+	base.base.order = op->order ? FTSC_ORDER_LOWEST_ID : FTSC_ORDER_RECENCY;
 	base.base.overlap = overlap;
 	base.base.offload_from_batch = (int)ofb;
 	if (steps > 0)
 		base.steps = (int)steps;
 	if (warm >= 0)
 		base.warmup_steps = (int)warm;
-	if (cache) {
-		long n = ftstr_parse_double_list(cache, 1e-9, 1, base.cache, FTRP_MAX_AXIS);
-		if (n < 1) {
-			ftcli_error("--cache: '%s' is not a list of 1..%d fractions in (0, 1]", cache, FTRP_MAX_AXIS);
-			return FTCLI_EXIT_USAGE;
-		}
-		base.ncache = (int)n;
+	if (op->cache.n) {
+		base.ncache = op->cache.n;
+		memcpy(base.cache, op->cache.v, (size_t)op->cache.n * sizeof *base.cache);
 	}
 	if (cslots > 0 || cgib > 0) {
-		if (cache || (cslots > 0 && cgib > 0)) {
+		if (op->cache.n || (cslots > 0 && cgib > 0)) {
 			ftcli_error("--cache, --cache-slots and --cache-gib are three ways to say one thing: give one");
 			return FTCLI_EXIT_USAGE;
 		}
 		base.ncache = 1;
 		base.cache[0] = 1; /* replaced by the override (its actual share is reported) */
 	}
-	if (fracs) {
-		long n = ftstr_parse_double_list(fracs, 0, 1, base.fractions, FTRP_MAX_SWEEP);
-		if (n < 1) {
-			ftcli_error("--fractions: '%s' is not a list of 1..%d numbers in [0, 1]", fracs, FTRP_MAX_SWEEP);
-			return FTCLI_EXIT_USAGE;
-		}
-		base.nfrac = (int)n;
+	if (op->fractions.n) {
+		base.nfrac = op->fractions.n;
+		memcpy(base.fractions, op->fractions.v, (size_t)op->fractions.n * sizeof *base.fractions);
 	}
 	if (caps) {
 		long k[FTRP_MAX_CAPS];
@@ -496,6 +438,7 @@ int ftcli_cmd_replay(int argc, char **argv)
 		}
 	}
 	struct ftcli_tune *to = &tune_o;
+	(void)lmodel;
 	struct ftcpumoe_tune tune;
 	if (ftcli_tune_build(to, &tune) < 0) {
 		ftrp_workload_release(&tw);
