@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ftprofile.h"
 #include "replay/replay.h"
 #include "util/strutil.h"
 
@@ -122,11 +121,10 @@ static int replay_argv(const struct ftd_kind_ctx *c, const json_t *args, struct 
  * follow the replay's default point: ftrp_apply_verdicts); no stored profile, nothing to do. */
 static int replay_success(struct ftd_kind_done *d)
 {
-	char file[4096];
 	const json_t *rp = json_object_get(d->result, "replay");
-	if (!json_is_object(rp) || !d->gpu_uuid || ftprof_store_file(d->store_dir, d->gpu_uuid, file, sizeof file))
+	if (!json_is_object(rp) || !d->gpu_uuid || !d->load)
 		return 0;
-	json_t *prof = json_load_file(file, 0, NULL);
+	json_t *prof = d->load(d->gpu_uuid, d->ctx);
 	if (!json_is_object(prof) || !json_object_get(prof, "tool")) {
 		json_decref(prof);
 		return 0;

@@ -52,6 +52,8 @@ struct ftd_kind_done {
 	/* the profile store (new path in *path_out) and its history only; 0 or -errno */
 	int (*store)(const json_t *profile, const char *uuid, char **path_out, void *ctx);
 	int (*keep)(const json_t *profile, const char *uuid, void *ctx);
+	/* the stored profile of uuid (a new reference), or NULL when there is none or it is not JSON */
+	json_t *(*load)(const char *uuid, void *ctx);
 	void *ctx;
 	const char *store_dir;         /* where store writes (for messages) */
 	char *profile_path;            /* out: new string or NULL */

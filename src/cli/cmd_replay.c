@@ -17,8 +17,9 @@
 #include "util/strutil.h"
 
 struct rp_opts {
-	const char *format, *model, *workloads, *caps, *trace, *save;
-	struct ftflag_list cache, fractions;
+	const char *format, *model, *workloads, *trace, *save;
+	struct ftflag_list cache, fractions, caps;
+	int no_caps;
 	double pfrac, cgib, hgib;
 	long layers, lmodel, batch, steps, warm, seed, ofb, cslots, threads;
 	int no_overlap, nostore, size, halloc, order, ofmt;
@@ -49,8 +50,9 @@ static const struct ftflag rows[] = {
 	 .help = "one cache size in GiB of expert slots instead of --cache"},
 	{"fractions", FTF_DOUBLES, O(fractions), .meta = "LIST", .lo = 0, .hi = 1, .max_items = FTRP_MAX_SWEEP,
 	 .def_help = "0,0.125,0.25,0.375,0.5,0.75,1 (short: 0.25,0.5,1)", .help = "the hybrid fetch fractions swept"},
-	{"caps", FTF_STR, O(caps), .meta = "LIST|none", .def_help = "1 (short: none)",
-	 .help = "hybrid caps K (misses fetched per layer-step), up to 4 of 0..2048"},
+	{"caps", FTF_INTS, O(caps), .meta = "LIST", .lo = 0, .hi = 2048, .max_items = FTRP_MAX_CAPS,
+	 .def_help = "1 (short: none)", .help = "hybrid caps K (misses fetched per layer-step)"},
+	{"no-caps", FTF_BOOL, O(no_caps), .help = "no hybrid cap mode"},
 	{"profile-fraction", FTF_DOUBLE, O(pfrac), .meta = "F", .lo = 0, .hi = 1,
 	 .def_help = "read from this GPU's profile, as engines read it", .help = "the profile's fetch fraction"},
 	{"fetch-order", FTF_ENUM, O(order), .choices = "recency|lowest_id", .def = "recency",
@@ -318,7 +320,7 @@ static int replay_cmd(struct rp_opts *op)
 	struct ftrp_config base;
 	enum ftrp_size size = op->size ? FTRP_FULL : FTRP_SHORT;
 	enum ftcli_format ofmt = (enum ftcli_format)op->ofmt;
-	const char *formats = op->format, *model = op->model, *work = op->workloads, *caps = op->caps,
+	const char *formats = op->format, *model = op->model, *work = op->workloads,
 		   *trace = op->trace, *save = op->save, *gpu_spec = op->gpu.spec,
 		   *halloc = op->halloc ? "hostalloc" : "register";
 	double pfrac = op->pfrac, cgib = op->cgib, hgib = op->hgib;
@@ -361,16 +363,14 @@ static int replay_cmd(struct rp_opts *op)
 		base.nfrac = op->fractions.n;
 		memcpy(base.fractions, op->fractions.v, (size_t)op->fractions.n * sizeof *base.fractions);
 	}
-	if (caps) {
-		long k[FTRP_MAX_CAPS];
-		long n = strcmp(caps, "none") ? ftstr_parse_long_list(caps, 0, 2048, k, FTRP_MAX_CAPS) : 0;
-		if (n < 0) {
-			ftcli_error("--caps: '%s' is not a list of 1..%d integers >= 0 (or none)", caps, FTRP_MAX_CAPS);
-			return FTCLI_EXIT_USAGE;
-		}
-		base.ncaps = (int)n;
-		for (int i = 0; i < n; i++)
-			base.caps[i] = (int)k[i];
+	if (op->caps.n && op->no_caps) {
+		ftcli_error("--caps and --no-caps: give one");
+		return FTCLI_EXIT_USAGE;
+	}
+	if (op->caps.n || op->no_caps) {
+		base.ncaps = op->caps.n;
+		for (int i = 0; i < op->caps.n; i++)
+			base.caps[i] = (int)op->caps.v[i];
 	}
 	if (work && trace) {
 		ftcli_error("--workloads and --trace: the trace is the workload");

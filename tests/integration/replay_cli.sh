@@ -39,7 +39,7 @@ import json, sys
 d = json.load(open(sys.argv[1])); d["gpu"]["uuid"] = sys.argv[3]; d["gpu"]["name"] = "Fake GPU"
 json.dump(d, open(sys.argv[2], "w"))
 PY
-SMALL="--format bf16 --layers 4 --steps 8 --warmup 16 --fractions 0,0.5,1 --caps none"
+SMALL="--format bf16 --layers 4 --steps 8 --warmup 16 --fractions 0,0.5,1 --no-caps"
 "$FT" replay $SMALL --workloads uniform,reuse:0.95 --cache 0.4 --save-trace "$T/tr.json" >"$T/out" 2>"$T/err"; rc=$?
 check "fake: exit 0" [ "$rc" -eq 0 ]
 check "fake: table names the winner" grep -q "winner hybrid" "$T/out"

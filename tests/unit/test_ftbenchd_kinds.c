@@ -274,6 +274,14 @@ static int rstore_cb(const json_t *profile, const char *uuid, char **path_out, v
 	return 0;
 }
 
+static json_t *rload_cb(const char *uuid, void *ctx)
+{
+	(void)ctx;
+	char file[400];
+	snprintf(file, sizeof file, "%s/store/%s.json", root, uuid);
+	return json_load_file(file, 0, NULL);
+}
+
 static void test_replay(void **st)
 {
 	char **argv = NULL;
@@ -301,7 +309,7 @@ static void test_replay(void **st)
 	json_t *result = json_pack("{s:{s:O}}", "replay", "bf16", json_object_get(json_object_get(rp, "replay"), "bf16"));
 	struct rstore rs = {0};
 	struct ftd_kind_done d = {.job_id = "00ff00ff00ff00ff", .result = result, .gpu_uuid = uuid, .store = rstore_cb,
-				  .ctx = &rs, .store_dir = dir};
+				  .load = rload_cb, .ctx = &rs, .store_dir = dir};
 	const struct ftd_kind *k = ftd_kind_find("replay");
 	assert_int_equal(k->on_success(&d), 0); /* nothing stored yet: nothing to add to */
 	assert_int_equal(rs.calls, 0);
