@@ -9,39 +9,52 @@
  * once per block in shared memory as hi + lo 16-bit halves) is stored in that same order.
  *
  *  - bf16: A = the stored bf16 pairs; B column 0 = x hi, column 1 = x lo (bf16).
- *  - nvfp4, ds_fp4: A = e2m1 codes as f16 (value * 2^-6, exact; e4m3 bytes built from the
- *    nibbles and converted by cvt.rn.f16x2.e4m3x2 on sm_89+). Every step mixes the 4 chunks of
+ *  - nvfp4, ds_fp4: A = e2m1 codes as f16 bits (sign to bit 15, the 3 magnitude bits to 9-11:
+ *    exactly value * 2^-14, 0.5 a subnormal), two logic operations a code: no conversion
+ *    instruction (cvt.rn.f16x2.e4m3x2, tried first, capped the 4-bit formats at about 0.55 of
+ *    the HBM rate on the conversion pipe: bench/RESULTS.md). Every step mixes the 4 chunks of
  *    a row, i.e. 4 (ds_fp4) or 8 (nvfp4) scale blocks, so B column n holds x only at the
  *    positions of chunk n % 4 (hi for n < 4, lo for n >= 4): D[row][n] is the sum over one chunk,
  *    and each block's sum is scaled in FP32 (nvfp4: a second accumulator for the chunk's second
- *    block). The 4-bit formats' B is f16, so each vector is first scaled by a power of two that
- *    puts its largest magnitude in [2^14, 2^15) (undone on the row sums).
+ *    block). The 4-bit formats' B is f16, as block floating point: each chunk (32 elements) scaled
+ *    by the power of two that puts its largest magnitude in [2^14, 2^15), undone with the
+ *    weight scale on that column's sums (no maximum over a whole vector is needed).
  * A row's sum is the sum over all 8 columns: two quad shuffles.
  *
- * gate_up kernel: block = (8 intermediate rows j, route r, token b): tile rows 0-7 are gate rows
- * j, rows 8-15 the up rows I + j, so lane g holds gate and up of row j0 + g and applies the
- * activation itself after the block's warps (which split K) are summed. Writes h fp32.
- * down kernel: block = (16 output rows, token b): its warps take (route, K part) items, each
- * item's rows scaled by the route weight; warps summed in a fixed order (deterministic), y
- * written whole. Before waiting for the gate_up kernel (programmatic launch) the block asks
- * for its expert rows in L2 (cp.async.bulk.prefetch.L2), so HBM stays busy across the switch. */
+ * gate_up kernel: tile rows 0-7 are gate rows j, rows 8-15 the up rows I + j, so lane g holds
+ * gate and up of row j + g and applies the activation itself. bf16: block = one tile (8 rows j)
+ * of route r of token b, its warps split K and are summed; 4-bit: block = FTGEMV_GU_WARPS tiles,
+ * a warp each, K whole (x staged once for all). Writes h as the down kernel stages it (hi / lo;
+ * 4-bit: each 32 rows with their block factor).
+ * down kernel: block = (FTGEMV_DN_WARPS tiles of 16 output rows, route r, token b), a warp a
+ * tile, K whole; writes w[b, r] * its rows to the scratch; the last block of the row group to
+ * finish (a counter) adds the live routes up in route order into y (deterministic).
+ * Both kernels double-buffer their loads in registers (FTGEMV_UNROLL iterations per buffer) and
+ * issue their first loads before they stage their vector (the down kernel: before it waits for
+ * the gate_up kernel, whose end it overlaps as a programmatic dependent launch), so that the
+ * memory system is busy from a block's start. */
 #include "expert_gemv.h"
+#include "expert_gemv_decode.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
 
 #ifndef FTGEMV_GU_WARPS
-#define FTGEMV_GU_WARPS 4   /* warps of a gate_up block (split K) */
+#define FTGEMV_GU_WARPS 4   /* warps of a gate_up block (bf16: split K; 4-bit: a tile each) */
 #endif
 #ifndef FTGEMV_DN_WARPS
-#define FTGEMV_DN_WARPS 8   /* warps of a down block (split routes x K parts) */
+#define FTGEMV_DN_WARPS 4   /* warps of a down block: one 16-row tile each, K whole */
+#endif
+#ifndef FTGEMV_GU_MINB
+#define FTGEMV_GU_MINB (16 / FTGEMV_GU_WARPS) /* gate_up blocks an SM must hold (register budget) */
+#endif
+#ifndef FTGEMV_DN_MINB
+#define FTGEMV_DN_MINB (16 / FTGEMV_DN_WARPS) /* down blocks an SM must hold (register budget) */
 #endif
 #ifndef FTGEMV_UNROLL
-#define FTGEMV_UNROLL 4     /* K iterations whose loads a warp issues before it uses them */
+#define FTGEMV_UNROLL 2     /* K iterations per load buffer (two buffers in flight) */
 #endif
-#define FTGEMV_GU_ROWS 8    /* intermediate rows of a gate_up block (8 gate + 8 up = one tile) */
-#define FTGEMV_DN_ROWS 16   /* output rows of a down block (one tile) */
 #define FTGEMV_PAD 8        /* u16 elements between staged vectors (spreads shared-memory banks) */
 #define FULL_MASK 0xffffffffu
 
@@ -53,7 +66,7 @@ template <int F> struct kiter { static constexpr int v = F == KF_BF16 ? 32 : 128
 struct gv_params {
 	const uint8_t *gu_w, *gu_s, *gu_g, *dn_w, *dn_s, *dn_g; /* pool bases (NULL: no such bank) */
 	size_t gu_wb, gu_sb, gu_gb, dn_wb, dn_sb, dn_gb;        /* bytes of one expert in each */
-	int H, I, C, topk, act, prefetch;
+	int H, I, C, topk, act, B;
 	float lim;
 	const int32_t *slots;
 	const float *w, *x;
@@ -73,16 +86,6 @@ __device__ static inline void grid_release(void)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 	asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-
-/* Ask for bytes at p in L2 (sm_90's bulk prefetch; a hint: skipped where p or bytes is not a
- * multiple of 16, and below sm_90). */
-__device__ static inline void prefetch_l2(const void *p, size_t bytes)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-	if ((((uintptr_t)p | bytes) & 15) == 0 && bytes && bytes < (1u << 31))
-		asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"((uint32_t)bytes) : "memory");
 #endif
 }
 
@@ -127,15 +130,6 @@ __device__ static inline void mma_f16(float d[4], uint32_t a0, uint32_t a1, uint
 }
 
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 890
-__constant__ float c_e2m1[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
-				 -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
-
-__device__ static inline uint32_t pack_h2(float lo, float hi)
-{
-	__half2 h = __floats2half2_rn(lo, hi);
-	return *reinterpret_cast<uint32_t *>(&h);
-}
-
 __device__ static inline float e4m3_f(uint32_t b)
 {
 	int s = (b >> 7) & 1, e = (b >> 3) & 15, m = b & 7;
@@ -144,30 +138,10 @@ __device__ static inline float e4m3_f(uint32_t b)
 }
 #endif
 
-/* Eight e2m1 codes (code i in bits 4i..4i+3) as four f16 pairs of value * 2^-6:
- * P[0] = (c0, c2), P[1] = (c4, c6), P[2] = (c1, c3), P[3] = (c5, c7) (low half first). */
+/* The 4-bit decode (ftgemv_fp4x8, ftgemv_fp4_pos, ftgemv_e8m0_dec): expert_gemv_decode.h. */
 __device__ static inline void fp4x8(uint32_t q, uint32_t P[4])
 {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-	/* e4m3 byte s 0 0 e1 e0 m 0 0 is exactly e2m1 * 2^-6 (subnormal for e = 0, as e2m1) */
-	const uint32_t ev = ((q << 2) & 0x1C1C1C1Cu) | ((q << 4) & 0x80808080u); /* codes 0,2,4,6 */
-	const uint32_t od = ((q >> 2) & 0x1C1C1C1Cu) | (q & 0x80808080u);        /* codes 1,3,5,7 */
-	asm("{\n\t.reg .b16 l, h;\n\t"
-	    "mov.b32 {l, h}, %4;\n\t"
-	    "cvt.rn.f16x2.e4m3x2 %0, l;\n\t"
-	    "cvt.rn.f16x2.e4m3x2 %1, h;\n\t"
-	    "mov.b32 {l, h}, %5;\n\t"
-	    "cvt.rn.f16x2.e4m3x2 %2, l;\n\t"
-	    "cvt.rn.f16x2.e4m3x2 %3, h;\n\t}\n"
-	    : "=r"(P[0]), "=r"(P[1]), "=r"(P[2]), "=r"(P[3])
-	    : "r"(ev), "r"(od));
-#else
-	const float k = 1.0f / 64;
-	P[0] = pack_h2(c_e2m1[q & 15] * k, c_e2m1[(q >> 8) & 15] * k);
-	P[1] = pack_h2(c_e2m1[(q >> 16) & 15] * k, c_e2m1[(q >> 24) & 15] * k);
-	P[2] = pack_h2(c_e2m1[(q >> 4) & 15] * k, c_e2m1[(q >> 12) & 15] * k);
-	P[3] = pack_h2(c_e2m1[(q >> 20) & 15] * k, c_e2m1[(q >> 28) & 15] * k);
-#endif
+	ftgemv_fp4x8(q, P);
 }
 
 /* Four e4m3 bytes as floats (f[i] = byte i). */
@@ -193,11 +167,8 @@ __device__ static inline void e4m3x4(uint32_t v, float f[4])
 #endif
 }
 
-/* e8m0 byte e as 2^(e - 127) * 2^6 (the decode's 2^-6 undone); bytes >= 249 give inf. */
-__device__ static inline float e8m0_x64(uint32_t e)
-{
-	return __uint_as_float(min(e + 6u, 255u) << 23);
-}
+#define e8m0_dec ftgemv_e8m0_dec
+#define FP4_POST FTGEMV_FP4_POST
 
 __device__ static inline float fp16_f(const uint8_t *p)
 {
@@ -222,45 +193,59 @@ __device__ static inline float act_f(int a, float g, float u, float lim)
 
 /* ------------------------------------------------------------------ staging of x / h */
 
-/* Staged vector: hi[K + PAD], lo[K + PAD] u16 (bf16 or f16 per format); a zero region of the
- * same length serves the B lanes whose column is empty. Element k of a group of 4 is stored at
- * 4 (k / 4) + perm(k % 4): identity for bf16 (pairs (0,1), (2,3)), (0, 2, 1, 3) for the 4-bit
- * formats (pairs (0,2), (1,3), as fp4x8 yields them). */
-template <int F> __device__ static inline void stage_group(float4 v, float sc, uint16_t *hi, uint16_t *lo, int k)
+/* Staged vector: hi[K + PAD], lo[K + PAD] u16 (bf16 for bf16 weights, f16 for the 4-bit
+ * formats); a zero region of the same length serves the B lanes whose column is empty. In the
+ * order of the A pairs: bf16 natural (pairs (0,1), (2,3)); 4-bit formats, per group of 8
+ * elements, (0,4), (1,5), (2,6), (3,7) as fp4x8 yields them: element e of a group at 2 (e % 4)
+ * + e / 4. The 4-bit formats' vectors are block floating point: each 32 elements (a chunk of a
+ * K iteration, one B column's share) scaled by the power of two that puts their largest
+ * magnitude in [2^14, 2^15), undone (post[k / 32]) on that column's FP32 sums. */
+__device__ static inline uint32_t bf16_bits(float v)
 {
-	uint32_t h0, h1, l0, l1;
-	if (F == KF_BF16) {
-		const __nv_bfloat16 a = __float2bfloat16_rn(v.x), b = __float2bfloat16_rn(v.y),
-				    c = __float2bfloat16_rn(v.z), d = __float2bfloat16_rn(v.w);
-		const __nv_bfloat16 la = __float2bfloat16_rn(v.x - __bfloat162float(a)),
-				    lb = __float2bfloat16_rn(v.y - __bfloat162float(b)),
-				    lc = __float2bfloat16_rn(v.z - __bfloat162float(c)),
-				    ld = __float2bfloat16_rn(v.w - __bfloat162float(d));
-		h0 = __bfloat16_as_ushort(a) | (uint32_t)__bfloat16_as_ushort(b) << 16;
-		h1 = __bfloat16_as_ushort(c) | (uint32_t)__bfloat16_as_ushort(d) << 16;
-		l0 = __bfloat16_as_ushort(la) | (uint32_t)__bfloat16_as_ushort(lb) << 16;
-		l1 = __bfloat16_as_ushort(lc) | (uint32_t)__bfloat16_as_ushort(ld) << 16;
-	} else {
-		v.x *= sc;
-		v.y *= sc;
-		v.z *= sc;
-		v.w *= sc;
-		const __half a = __float2half_rn(v.x), b = __float2half_rn(v.y), c = __float2half_rn(v.z),
-			     d = __float2half_rn(v.w);
-		const __half la = __float2half_rn(v.x - __half2float(a)), lb = __float2half_rn(v.y - __half2float(b)),
-			     lc = __float2half_rn(v.z - __half2float(c)), ld = __float2half_rn(v.w - __half2float(d));
-		h0 = __half_as_ushort(a) | (uint32_t)__half_as_ushort(c) << 16;
-		h1 = __half_as_ushort(b) | (uint32_t)__half_as_ushort(d) << 16;
-		l0 = __half_as_ushort(la) | (uint32_t)__half_as_ushort(lc) << 16;
-		l1 = __half_as_ushort(lb) | (uint32_t)__half_as_ushort(ld) << 16;
-	}
-	*reinterpret_cast<uint2 *>(hi + k) = make_uint2(h0, h1);
-	*reinterpret_cast<uint2 *>(lo + k) = make_uint2(l0, l1);
+	return __bfloat16_as_ushort(__float2bfloat16_rn(v));
 }
 
-/* The power-of-two scaling of a 4-bit format's vector with largest magnitude m: sc = 2^-p
- * puts m in [2^14, 2^15); *post = 2^p undoes it on the sums. */
-__device__ static inline float vec_scale(float m, float *post)
+__device__ static inline void split_bf16(float v, uint32_t *h, uint32_t *l)
+{
+	const __nv_bfloat16 a = __float2bfloat16_rn(v);
+	*h = __bfloat16_as_ushort(a);
+	*l = bf16_bits(v - __bfloat162float(a));
+}
+
+__device__ static inline void split_f16(float v, uint32_t *h, uint32_t *l)
+{
+	const __half a = __float2half_rn(v);
+	*h = __half_as_ushort(a);
+	*l = __half_as_ushort(__float2half_rn(v - __half2float(a)));
+}
+
+/* Stage e[0..7], elements k .. k + 7 (k a multiple of 8), scaled by sc (4-bit formats). */
+template <int F>
+__device__ static inline void stage8(const float e[8], long k, float sc, uint16_t *hi, uint16_t *lo)
+{
+	uint32_t h[8], l[8];
+	if (F == KF_BF16) {
+#pragma unroll
+		for (int i = 0; i < 8; i++)
+			split_bf16(e[i], &h[i], &l[i]);
+		*reinterpret_cast<uint4 *>(hi + k) =
+			make_uint4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16);
+		*reinterpret_cast<uint4 *>(lo + k) =
+			make_uint4(l[0] | l[1] << 16, l[2] | l[3] << 16, l[4] | l[5] << 16, l[6] | l[7] << 16);
+	} else {
+#pragma unroll
+		for (int i = 0; i < 8; i++)
+			split_f16(e[i] * sc, &h[i], &l[i]);
+		*reinterpret_cast<uint4 *>(hi + k) =
+			make_uint4(h[0] | h[4] << 16, h[1] | h[5] << 16, h[2] | h[6] << 16, h[3] | h[7] << 16);
+		*reinterpret_cast<uint4 *>(lo + k) =
+			make_uint4(l[0] | l[4] << 16, l[1] | l[5] << 16, l[2] | l[6] << 16, l[3] | l[7] << 16);
+	}
+}
+
+/* The power-of-two scaling of a 4-bit format's block with largest magnitude m: sc = 2^-p puts
+ * m in [2^14, 2^15); *post = 2^p undoes it on the sums. */
+__device__ static inline float blk_scale(float m, float *post)
 {
 	int e = 0;
 	frexpf(m, &e); /* m < 2^e */
@@ -272,37 +257,78 @@ __device__ static inline float vec_scale(float m, float *post)
 
 /* ------------------------------------------------------------------ the tile loop */
 
+/* One K iteration of one lane: 16 bytes of row g and of row g + 8, their scale bytes. */
+struct frag {
+	uint4 a, b;
+	uint32_t sa, sb;
+};
+
 /* One lane's view of a 16-row tile over K: rows g and g + 8 (w: row g's bytes at this lane's
  * chunk, w8: distance to row g + 8; s, s8 the same for its scale bytes), xb: this lane's B
- * column in shared memory at its chunk. Adds iterations [i0, i1) into acc (FP32, the lane's
- * D fragment: rows g, g + 8 x columns 2c, 2c + 1). */
-template <int F>
-__device__ static inline void tile_run(const uint8_t *__restrict__ w, size_t w8, const uint8_t *__restrict__ s,
-				       size_t s8, const uint16_t *xb, int i0, int i1, float acc[4])
-{
-	constexpr int KI = kiter<F>::v;
-	constexpr int WSTEP = 64;                             /* bytes of a row per iteration */
-	constexpr int SSTEP = F == KF_NVFP4 ? 8 : 4;          /* scale bytes of a row per iteration */
-	for (int it = i0; it < i1; it += FTGEMV_UNROLL) {
-		uint4 ra[FTGEMV_UNROLL], rb[FTGEMV_UNROLL];
-		uint32_t sa[FTGEMV_UNROLL], sb[FTGEMV_UNROLL];
+ * column in shared memory at its chunk; post: the staged vector's block factors (4-bit). */
+template <int F> struct tile {
+	const uint8_t *w, *s;
+	size_t w8, s8;
+	const uint16_t *xb;
+	const float *post;
+	int ch; /* 4-bit: the chunk of this lane's column 2c (column 2c + 1: ch + 1) */
+
+	/* This lane's pointers for rows r0 + g, r0 + g + d8 of a row-major [N, K] bank set at
+	 * expert bases wbase (codes or bf16) and sbase (scales), and its B column base in the
+	 * staged vector (hi, lo, zero). */
+	__device__ tile(const uint8_t *wbase, const uint8_t *sbase, long K, long r0, long d8, int lane,
+			const uint16_t *hi, const uint16_t *lo, const uint16_t *zero, const float *vpost)
+	{
+		const int g = lane >> 2, c = lane & 3, n = lane >> 2;
+		const size_t rowb = F == KF_BF16 ? (size_t)K * 2 : (size_t)K / 2;
+		w = wbase + (size_t)(r0 + g) * rowb + 16 * c;
+		w8 = (size_t)d8 * rowb;
+		post = vpost;
+		ch = 2 * (c & 1);
+		if (F == KF_NVFP4) {
+			s = sbase + (size_t)(r0 + g) * (K / 16) + 4 * (c & 1);
+			s8 = (size_t)d8 * (K / 16);
+		} else if (F == KF_DSFP4) {
+			s = sbase + (size_t)(r0 + g) * (K / 32) + 2 * (c & 1);
+			s8 = (size_t)d8 * (K / 32);
+		} else {
+			s = NULL;
+			s8 = 0;
+		}
+		if (F == KF_BF16)
+			xb = (n == 0 ? hi : n == 1 ? lo : zero) + 8 * c;
+		else
+			xb = ((n & 3) == c ? (n < 4 ? hi : lo) : zero) + 32 * c;
+	}
+
+	/* Issue the loads of iterations it .. it + FTGEMV_UNROLL - 1 (those below i1). */
+	__device__ inline void load(frag f[FTGEMV_UNROLL], int it, int i1) const
+	{
+		constexpr int SSTEP = F == KF_NVFP4 ? 8 : 4; /* scale bytes of a row per iteration */
 #pragma unroll
 		for (int u = 0; u < FTGEMV_UNROLL; u++) {
 			if (it + u < i1) {
-				const uint8_t *p = w + (size_t)(it + u) * WSTEP;
-				ra[u] = ld_stream16(p);
-				rb[u] = ld_stream16(p + w8);
+				const uint8_t *p = w + (size_t)(it + u) * 64;
+				f[u].a = ld_stream16(p);
+				f[u].b = ld_stream16(p + w8);
 				if (F == KF_NVFP4) {
 					const uint8_t *q = s + (size_t)(it + u) * SSTEP;
-					sa[u] = ld_nc32(q);
-					sb[u] = ld_nc32(q + s8);
+					f[u].sa = ld_nc32(q);
+					f[u].sb = ld_nc32(q + s8);
 				} else if (F == KF_DSFP4) {
 					const uint8_t *q = s + (size_t)(it + u) * SSTEP;
-					sa[u] = ld_nc16(q);
-					sb[u] = ld_nc16(q + s8);
+					f[u].sa = ld_nc16(q);
+					f[u].sb = ld_nc16(q + s8);
 				}
 			}
 		}
+	}
+
+	/* Add iterations it .. (loaded in f) into acc, the lane's FP32 D fragment (rows g, g + 8
+	 * x columns 2c, 2c + 1). */
+	__device__ inline void compute(const frag f[FTGEMV_UNROLL], int it, int i1, float acc[4]) const
+	{
+		constexpr int KI = kiter<F>::v;
 #pragma unroll
 		for (int u = 0; u < FTGEMV_UNROLL; u++) {
 			if (it + u >= i1)
@@ -311,12 +337,12 @@ __device__ static inline void tile_run(const uint8_t *__restrict__ w, size_t w8,
 			if (F == KF_BF16) {
 				const uint2 b0 = *reinterpret_cast<const uint2 *>(xk);
 				const uint2 b1 = *reinterpret_cast<const uint2 *>(xk + 4);
-				mma_bf16(acc, ra[u].x, rb[u].x, ra[u].y, rb[u].y, b0);
-				mma_bf16(acc, ra[u].z, rb[u].z, ra[u].w, rb[u].w, b1);
+				mma_bf16(acc, f[u].a.x, f[u].b.x, f[u].a.y, f[u].b.y, b0);
+				mma_bf16(acc, f[u].a.z, f[u].b.z, f[u].a.w, f[u].b.w, b1);
 			} else {
 				float d0[4] = {0, 0, 0, 0}, d1[4] = {0, 0, 0, 0};
-				const uint32_t wa[4] = {ra[u].x, ra[u].y, ra[u].z, ra[u].w};
-				const uint32_t wb[4] = {rb[u].x, rb[u].y, rb[u].z, rb[u].w};
+				const uint32_t wa[4] = {f[u].a.x, f[u].a.y, f[u].a.z, f[u].a.w};
+				const uint32_t wb[4] = {f[u].b.x, f[u].b.y, f[u].b.z, f[u].b.w};
 #pragma unroll
 				for (int j = 0; j < 4; j++) {
 					uint32_t P[4], Q[4];
@@ -325,56 +351,42 @@ __device__ static inline void tile_run(const uint8_t *__restrict__ w, size_t w8,
 					const uint2 b0 = *reinterpret_cast<const uint2 *>(xk + 8 * j);
 					const uint2 b1 = *reinterpret_cast<const uint2 *>(xk + 8 * j + 4);
 					float *d = (F == KF_NVFP4 && j >= 2) ? d1 : d0;
-					mma_f16(d, P[0], Q[0], P[2], Q[2], b0);
-					mma_f16(d, P[1], Q[1], P[3], Q[3], b1);
+					mma_f16(d, P[0], Q[0], P[1], Q[1], b0);
+					mma_f16(d, P[2], Q[2], P[3], Q[3], b1);
 				}
+				const float x0 = post[(it + u) * 4 + ch], x1 = post[(it + u) * 4 + ch + 1];
 				if (F == KF_NVFP4) {
 					/* bytes: column 2c's chunk blocks 0, 1, column 2c+1's blocks 0, 1 */
 					float fa[4], fb[4];
-					e4m3x4(sa[u], fa);
-					e4m3x4(sb[u], fb);
-					acc[0] += d0[0] * fa[0] + d1[0] * fa[1];
-					acc[1] += d0[1] * fa[2] + d1[1] * fa[3];
-					acc[2] += d0[2] * fb[0] + d1[2] * fb[1];
-					acc[3] += d0[3] * fb[2] + d1[3] * fb[3];
+					e4m3x4(f[u].sa, fa);
+					e4m3x4(f[u].sb, fb);
+					acc[0] += x0 * (d0[0] * fa[0] + d1[0] * fa[1]);
+					acc[1] += x1 * (d0[1] * fa[2] + d1[1] * fa[3]);
+					acc[2] += x0 * (d0[2] * fb[0] + d1[2] * fb[1]);
+					acc[3] += x1 * (d0[3] * fb[2] + d1[3] * fb[3]);
 				} else {
-					acc[0] += d0[0] * e8m0_x64(sa[u] & 255);
-					acc[1] += d0[1] * e8m0_x64(sa[u] >> 8);
-					acc[2] += d0[2] * e8m0_x64(sb[u] & 255);
-					acc[3] += d0[3] * e8m0_x64(sb[u] >> 8);
+					acc[0] += d0[0] * (x0 * e8m0_dec(f[u].sa & 255));
+					acc[1] += d0[1] * (x1 * e8m0_dec(f[u].sa >> 8));
+					acc[2] += d0[2] * (x0 * e8m0_dec(f[u].sb & 255));
+					acc[3] += d0[3] * (x1 * e8m0_dec(f[u].sb >> 8));
 				}
 			}
 		}
 	}
-}
 
-/* This lane's pointers for rows r0 + g, r0 + g + 8 of a row-major [N, K] bank set at expert
- * bases wbase (codes or bf16) and sbase (scales), and its B column base in the staged vector
- * (hi, lo, zero). */
-template <int F>
-__device__ static inline void lane_view(const uint8_t *wbase, const uint8_t *sbase, long K, long r0, int lane,
-					const uint16_t *hi, const uint16_t *lo, const uint16_t *zero,
-					const uint8_t **w, size_t *w8, const uint8_t **s, size_t *s8, const uint16_t **xb)
-{
-	const int g = lane >> 2, c = lane & 3, n = lane >> 2;
-	const size_t rowb = F == KF_BF16 ? (size_t)K * 2 : (size_t)K / 2;
-	*w = wbase + (size_t)(r0 + g) * rowb + 16 * c;
-	*w8 = 8 * rowb;
-	if (F == KF_NVFP4) {
-		*s = sbase + (size_t)(r0 + g) * (K / 16) + 4 * (c & 1);
-		*s8 = 8 * (size_t)(K / 16);
-	} else if (F == KF_DSFP4) {
-		*s = sbase + (size_t)(r0 + g) * (K / 32) + 2 * (c & 1);
-		*s8 = 8 * (size_t)(K / 32);
-	} else {
-		*s = NULL;
-		*s8 = 0;
+	/* Iterations [i0, i1) into acc, the first FTGEMV_UNROLL already loaded in A: two buffers,
+	 * one loading while the other is used. */
+	__device__ inline void run(frag A[FTGEMV_UNROLL], int i0, int i1, float acc[4]) const
+	{
+		frag B[FTGEMV_UNROLL];
+		for (int it = i0; it < i1; it += 2 * FTGEMV_UNROLL) {
+			load(B, it + FTGEMV_UNROLL, i1);
+			compute(A, it, i1, acc);
+			load(A, it + 2 * FTGEMV_UNROLL, i1);
+			compute(B, it + FTGEMV_UNROLL, i1, acc);
+		}
 	}
-	if (F == KF_BF16)
-		*xb = (n == 0 ? hi : n == 1 ? lo : zero) + 8 * c;
-	else
-		*xb = ((n & 3) == c ? (n < 4 ? hi : lo) : zero) + 32 * c;
-}
+};
 
 /* Row sums of a tile from the lanes' fragments: t0 = row g, t1 = row g + 8 (all 4 lanes of
  * the quad get them). */
@@ -396,207 +408,272 @@ __device__ static inline size_t vec_elems(long K)
 
 /* ------------------------------------------------------------------ kernels */
 
-/* gate_up + activation. Grid (I / 8, topk, B), block FTGEMV_GU_WARPS warps; dynamic shared
- * memory 3 staged vectors of H. h[(b * topk + r) * I + j] = act(gate_j . x_b, up_j . x_b). */
+/* Intermediate rows of a gate_up block: bf16 one tile (8 gate + 8 up rows) whose K the warps
+ * split; 4-bit formats one tile per warp, K whole (x is staged once for all of them, and the
+ * block's 32 rows are one 32-element block of h). */
+template <int F> struct gu_rows { static constexpr int v = F == KF_BF16 ? 8 : 8 * FTGEMV_GU_WARPS; };
+static_assert(FTGEMV_GU_WARPS % 4 == 0, "a 4-bit gate_up block writes h in blocks of 32 rows");
+
+/* Scratch: h of every (token, route) as staged (hi [I], lo [I] u16), then the 4-bit formats'
+ * block factors (post [I / 32] float). */
+__host__ __device__ static inline size_t h16_bytes(size_t B, size_t topk, size_t I)
+{
+	return B * topk * I * 4;
+}
+
+/* The down kernel's row groups: FTGEMV_DN_WARPS tiles of 16 rows (the last one may be short). */
+#define FTGEMV_DN_GROUP (16 * FTGEMV_DN_WARPS)
+__host__ __device__ static inline int dn_groups(long H)
+{
+	return (int)((H + FTGEMV_DN_GROUP - 1) / FTGEMV_DN_GROUP);
+}
+
+/* Scratch after h: the 4-bit formats' block factors of h [B, topk, I / 32] f32, each route's
+ * down output [B, topk, H] f32, the row groups' counters [B, dn_groups] u32. */
+__device__ static inline float *h_post(const gv_params &p)
+{
+	return reinterpret_cast<float *>(reinterpret_cast<char *>(p.h) + h16_bytes(p.B, p.topk, p.I));
+}
+__device__ static inline float *dn_part(const gv_params &p)
+{
+	return h_post(p) + (size_t)p.B * p.topk * (p.I / 32);
+}
+__device__ static inline unsigned *dn_counters(const gv_params &p)
+{
+	return reinterpret_cast<unsigned *>(dn_part(p) + (size_t)p.B * p.topk * p.H);
+}
+static inline size_t scratch_bytes(size_t B, size_t topk, long H, long I)
+{
+	return h16_bytes(B, topk, (size_t)I) + B * topk * (size_t)(I / 32) * 4 + B * topk * (size_t)H * 4 +
+	       B * (size_t)dn_groups(H) * 4;
+}
+
+/* gate_up + activation. Grid (I / gu_rows, topk, B), block FTGEMV_GU_WARPS warps; dynamic
+ * shared memory 3 staged vectors of H and their block factors. h of (b, r), rows j: act(gate_j
+ * . x_b, up_j . x_b), written to the scratch ready to stage (and its block factor). */
 template <int F>
-__global__ void __launch_bounds__(FTGEMV_GU_WARPS * 32) gu_kernel(const gv_params p)
+__global__ void __launch_bounds__(FTGEMV_GU_WARPS * 32, FTGEMV_GU_MINB) gu_kernel(const gv_params p)
 {
 	extern __shared__ __align__(16) uint16_t sm_gu[];
 	__shared__ float red[FTGEMV_GU_WARPS][16];
-	__shared__ float smax[FTGEMV_GU_WARPS];
+	__shared__ float hv[gu_rows<F>::v];
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-	const int j0 = blockIdx.x * FTGEMV_GU_ROWS, r = blockIdx.y, b = blockIdx.z;
+	constexpr int NT = FTGEMV_GU_WARPS * 32;
+	const int j0 = blockIdx.x * gu_rows<F>::v, r = blockIdx.y, b = blockIdx.z;
 	const long H = p.H, I = p.I;
 	grid_wait();
 	grid_release();
+	if (blockIdx.x == 0 && r == 0) {
+		/* this call's down counters of token b start at 0; a token without a live route gets
+		 * zeros (no down block writes it) */
+		unsigned *cnt = dn_counters(p) + (size_t)b * dn_groups(H);
+		for (int i = tid; i < dn_groups(H); i += NT)
+			cnt[i] = 0;
+		int live = 0;
+		for (int i = 0; i < p.topk; i++)
+			live += p.slots[b * p.topk + i] >= 0 && p.slots[b * p.topk + i] < p.C;
+		if (!live)
+			for (long i = tid; i < H; i += NT)
+				p.y[(size_t)b * H + i] = 0.0f;
+	}
 	const int slot = p.slots[b * p.topk + r];
 	if (slot < 0 || slot >= p.C)
 		return;
 	const size_t ve = vec_elems(H);
 	uint16_t *hi = sm_gu, *lo = sm_gu + ve, *zero = sm_gu + 2 * ve;
+	float *xpost = reinterpret_cast<float *>(sm_gu + 3 * ve);
 	const float *x = p.x + (size_t)b * H;
-	const uint8_t *wbase = p.gu_w + (size_t)slot * p.gu_wb;
-	const uint8_t *sbase = p.gu_s ? p.gu_s + (size_t)slot * p.gu_sb : NULL;
-	/* this warp's share of K; its first FTGEMV_UNROLL iterations of each of its 16 rows asked
-	 * for in L2 (lanes 0-15) before the staging, so HBM works while x is staged */
+	/* tile rows 0-7: gate rows jt + g, rows 8-15: up rows I + jt + g (I rows further on) */
 	const int NI = (int)(H / kiter<F>::v);
-	const int i0 = NI * warp / FTGEMV_GU_WARPS, i1 = NI * (warp + 1) / FTGEMV_GU_WARPS;
-	if (p.prefetch && lane < 16) {
-		const size_t rowb = F == KF_BF16 ? (size_t)H * 2 : (size_t)H / 2;
-		const long row = (lane < 8 ? 0 : I - 8) + j0 + lane;
-		const int n = i1 - i0 < FTGEMV_UNROLL ? i1 - i0 : FTGEMV_UNROLL;
-		prefetch_l2(wbase + (size_t)row * rowb + (size_t)i0 * 64, (size_t)n * 64);
-	}
+	const int jt = F == KF_BF16 ? j0 : j0 + 8 * warp;
+	const int i0 = F == KF_BF16 ? NI * warp / FTGEMV_GU_WARPS : 0;
+	const int i1 = F == KF_BF16 ? NI * (warp + 1) / FTGEMV_GU_WARPS : NI;
+	const tile<F> t(p.gu_w + (size_t)slot * p.gu_wb, p.gu_s ? p.gu_s + (size_t)slot * p.gu_sb : NULL, H, jt, I,
+			lane, hi, lo, zero, xpost);
+	/* the first loads go out before x is staged */
+	frag A[FTGEMV_UNROLL];
+	t.load(A, i0, i1);
 
-	/* stage x: its largest magnitude first (4-bit formats), then hi / lo */
-	float post = 1.0f, sc = 1.0f;
-	if (F != KF_BF16) {
-		float m = 0;
-		for (long k = 4 * tid; k < H; k += 4 * FTGEMV_GU_WARPS * 32) {
-			const float4 v = *reinterpret_cast<const float4 *>(x + k);
-			m = fmaxf(m, fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
+	/* stage x: thread tid takes elements 8 tid .. 8 tid + 7 of each round; the 4 threads of a
+	 * 32-element block agree on its scale (4-bit formats) */
+	for (long k0 = 0; k0 < H; k0 += 8 * NT) {
+		const long k = k0 + 8 * tid;
+		float e[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+		if (k < H) {
+			const float4 u0 = *reinterpret_cast<const float4 *>(x + k), u1 = *reinterpret_cast<const float4 *>(x + k + 4);
+			e[0] = u0.x, e[1] = u0.y, e[2] = u0.z, e[3] = u0.w, e[4] = u1.x, e[5] = u1.y, e[6] = u1.z, e[7] = u1.w;
 		}
-		for (int o = 16; o; o >>= 1)
-			m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, o));
-		if (lane == 0)
-			smax[warp] = m;
-		__syncthreads();
-		m = smax[0];
-		for (int i = 1; i < FTGEMV_GU_WARPS; i++)
-			m = fmaxf(m, smax[i]);
-		sc = vec_scale(m, &post);
-	}
-	for (long k = 4 * tid; k < H; k += 4 * FTGEMV_GU_WARPS * 32) {
-		stage_group<F>(*reinterpret_cast<const float4 *>(x + k), sc, hi, lo, (int)k);
-		*reinterpret_cast<uint2 *>(zero + k) = make_uint2(0, 0);
+		float sc = 1.0f, post = 1.0f;
+		if (F != KF_BF16) {
+			float m = 0;
+#pragma unroll
+			for (int i = 0; i < 8; i++)
+				m = fmaxf(m, fabsf(e[i]));
+			m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, 1));
+			m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, 2));
+			sc = blk_scale(m, &post);
+		}
+		if (k < H) {
+			stage8<F>(e, k, sc, hi, lo);
+			*reinterpret_cast<uint4 *>(zero + k) = make_uint4(0, 0, 0, 0);
+			if (F != KF_BF16 && (tid & 3) == 0)
+				xpost[k / 32] = post;
+		}
 	}
 	__syncthreads();
 
-	const uint8_t *w, *s;
-	size_t w8, s8;
-	const uint16_t *xb;
-	/* tile rows 0-7: gate rows j0 + g, rows 8-15: up rows I + j0 + g, I rows further on */
-	lane_view<F>(wbase, sbase, H, j0, lane, hi, lo, zero, &w, &w8, &s, &s8, &xb);
-	w8 = w8 / 8 * (size_t)I;
-	s8 = s8 / 8 * (size_t)I;
 	float acc[4] = {0, 0, 0, 0};
-	tile_run<F>(w, w8, s, s8, xb, i0, i1, acc);
+	t.run(A, i0, i1, acc);
 	float gt, up;
 	tile_rows(acc, &gt, &up);
-	if ((lane & 3) == 0) {
-		red[warp][lane >> 2] = gt;
-		red[warp][8 + (lane >> 2)] = up;
-	}
-	__syncthreads();
-	if (tid < FTGEMV_GU_ROWS) {
-		float g = 0, u = 0;
-		for (int i = 0; i < FTGEMV_GU_WARPS; i++) {
-			g += red[i][tid];
-			u += red[i][8 + tid];
+	uint16_t *h16 = reinterpret_cast<uint16_t *>(p.h) + ((size_t)b * p.topk + r) * 2 * I;
+	if (F == KF_BF16) {
+		if ((lane & 3) == 0) {
+			red[warp][lane >> 2] = gt;
+			red[warp][8 + (lane >> 2)] = up;
 		}
-		g *= post;
-		u *= post;
-		if (F == KF_NVFP4) {
-			const uint8_t *gl = p.gu_g + (size_t)slot * p.gu_gb;
-			g *= 64.0f * fp16_f(gl + 2 * (size_t)(j0 + tid));
-			u *= 64.0f * fp16_f(gl + 2 * (size_t)(I + j0 + tid));
+		__syncthreads();
+		if (tid < 8) {
+			float g = 0, u = 0;
+			for (int i = 0; i < FTGEMV_GU_WARPS; i++) {
+				g += red[i][tid];
+				u += red[i][8 + tid];
+			}
+			uint32_t vh, vl;
+			split_bf16(act_f(p.act, g, u, p.lim), &vh, &vl);
+			h16[j0 + tid] = (uint16_t)vh;
+			h16[I + j0 + tid] = (uint16_t)vl;
 		}
-		p.h[((size_t)b * p.topk + r) * I + j0 + tid] = act_f(p.act, g, u, p.lim);
+	} else {
+		if ((lane & 3) == 0) {
+			float g = gt, u = up;
+			if (F == KF_NVFP4) {
+				const uint8_t *gl = p.gu_g + (size_t)slot * p.gu_gb;
+				g *= FP4_POST * fp16_f(gl + 2 * (size_t)(jt + (lane >> 2)));
+				u *= FP4_POST * fp16_f(gl + 2 * (size_t)(I + jt + (lane >> 2)));
+			}
+			hv[8 * warp + (lane >> 2)] = act_f(p.act, g, u, p.lim);
+		}
+		__syncthreads();
+		/* each 32 rows of h are one block of the staged h: warp w < rows / 32 scales and
+		 * writes block w */
+		if (warp < gu_rows<F>::v / 32) {
+			const int j = 32 * warp + lane;
+			const float v = hv[j];
+			float m = fabsf(v), post;
+			for (int o = 16; o; o >>= 1)
+				m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, o));
+			uint32_t vh, vl;
+			split_f16(v * blk_scale(m, &post), &vh, &vl);
+			const int pos = j0 + (j & ~7) + ftgemv_fp4_pos(j & 7);
+			h16[pos] = (uint16_t)vh;
+			h16[I + pos] = (uint16_t)vl;
+			if (lane == 0)
+				h_post(p)[((size_t)b * p.topk + r) * (I / 32) + (j0 + 32 * warp) / 32] = post;
+		}
 	}
 }
 
-/* Bytes of a down block's dynamic shared memory: the zero region and hi / lo of topk routes. */
-static size_t dn_smem(long I, int topk)
+/* Bytes of a down block's dynamic shared memory: the zero region, hi / lo of its route's h,
+ * their block factors. */
+static size_t dn_smem(long I)
 {
-	return (size_t)(1 + 2 * topk) * ((size_t)I + FTGEMV_PAD) * 2;
+	return 3 * ((size_t)I + FTGEMV_PAD) * 2 + (size_t)(I / 32) * 4;
 }
 
-/* down. Grid (H / 16, B), block FTGEMV_DN_WARPS warps; dynamic shared memory dn_smem(I, topk).
- * y[b, n0 .. n0 + 15] = sum over live routes r of w[b, r] * (down_r . h[b, r]). */
+/* down. Grid (dn_groups(H), topk, B), block FTGEMV_DN_WARPS warps, warp w the 16 rows n0 +
+ * 16 w of its group; dynamic shared memory dn_smem(I). Each block writes w[b, r] * (down_r .
+ * h[b, r]) for its rows to the scratch; the last block of a row group to finish (a counter per
+ * group, zeroed by the gate_up kernel) adds the routes up in route order (deterministic) into
+ * y[b]. */
 template <int F>
-__global__ void __launch_bounds__(FTGEMV_DN_WARPS * 32) dn_kernel(const gv_params p)
+__global__ void __launch_bounds__(FTGEMV_DN_WARPS * 32, FTGEMV_DN_MINB) dn_kernel(const gv_params p)
 {
 	extern __shared__ __align__(16) uint16_t sm_dn[];
-	__shared__ float red[FTGEMV_DN_WARPS][16];
 	__shared__ int s_slot[FTGEMV_MAX_TOPK];
-	__shared__ float s_w[FTGEMV_MAX_TOPK], s_post[FTGEMV_MAX_TOPK];
+	__shared__ int s_last;
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-	const int n0 = blockIdx.x * FTGEMV_DN_ROWS, b = blockIdx.y, topk = p.topk;
+	constexpr int NT = FTGEMV_DN_WARPS * 32;
+	const int grp = blockIdx.x, r = blockIdx.y, b = blockIdx.z, topk = p.topk;
 	const long H = p.H, I = p.I;
+	const long n0 = (long)grp * FTGEMV_DN_GROUP + 16 * warp; /* this warp's rows */
 	const size_t ve = vec_elems(I);
-	uint16_t *zero = sm_dn;
+	uint16_t *zero = sm_dn, *hi = sm_dn + ve, *lo = sm_dn + 2 * ve;
+	float *spost = reinterpret_cast<float *>(sm_dn + 3 * ve);
 
-	/* slots and weights were written before the gate_up kernel started (it waited for them) */
+	/* slots, weights and the pools were written before the gate_up kernel started (it waited
+	 * for them): read before waiting for the gate_up kernel, which only h depends on */
 	if (tid < topk) {
-		int sl = p.slots[b * topk + tid];
+		const int sl = p.slots[b * topk + tid];
 		s_slot[tid] = sl < 0 || sl >= p.C ? -1 : sl;
-		s_w[tid] = p.w[b * topk + tid];
 	}
 	__syncthreads();
-	if (p.prefetch && tid < topk && s_slot[tid] >= 0) {
-		const int sl = s_slot[tid];
-		const size_t rowb = F == KF_BF16 ? (size_t)I * 2 : (size_t)I / 2;
-		prefetch_l2(p.dn_w + (size_t)sl * p.dn_wb + (size_t)n0 * rowb, FTGEMV_DN_ROWS * rowb);
-		if (F != KF_BF16) {
-			const size_t srow = F == KF_NVFP4 ? (size_t)I / 16 : (size_t)I / 32;
-			prefetch_l2(p.dn_s + (size_t)sl * p.dn_sb + (size_t)n0 * srow, FTGEMV_DN_ROWS * srow);
-		}
-	}
+	const int slot = s_slot[r];
+	if (slot < 0)
+		return;
+	const int NI = (int)(I / kiter<F>::v);
+	const bool rows = n0 < H;
+	const tile<F> t(p.dn_w + (size_t)slot * p.dn_wb, p.dn_s ? p.dn_s + (size_t)slot * p.dn_sb : NULL, I,
+			rows ? n0 : 0, 8, lane, hi, lo, zero, spost);
+	/* the first loads go out now */
+	frag A[FTGEMV_UNROLL];
+	if (rows)
+		t.load(A, 0, NI);
 	grid_wait(); /* h of the gate_up kernel */
 	grid_release();
 
-	/* stage h of every live route: warp ww takes routes ww, ww + W, ... */
-	for (long k = 4 * tid; k < I; k += 4 * FTGEMV_DN_WARPS * 32)
-		*reinterpret_cast<uint2 *>(zero + k) = make_uint2(0, 0);
-	for (int r = warp; r < topk; r += FTGEMV_DN_WARPS) {
-		if (s_slot[r] < 0)
-			continue;
-		const float *hv = p.h + ((size_t)b * topk + r) * I;
-		uint16_t *hi = sm_dn + (1 + 2 * r) * ve, *lo = hi + ve;
-		float post = 1.0f, sc = 1.0f;
-		if (F != KF_BF16) {
-			float m = 0;
-			for (long k = 4 * lane; k < I; k += 128) {
-				const float4 v = *reinterpret_cast<const float4 *>(hv + k);
-				m = fmaxf(m, fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
-			}
-			for (int o = 16; o; o >>= 1)
-				m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, o));
-			sc = vec_scale(m, &post);
-		}
-		for (long k = 4 * lane; k < I; k += 128)
-			stage_group<F>(*reinterpret_cast<const float4 *>(hv + k), sc, hi, lo, (int)k);
-		if (lane == 0)
-			s_post[r] = post * s_w[r] * (F == KF_NVFP4 ? 64.0f : 1.0f);
+	/* stage this route's h: a copy of what the gate_up kernel wrote */
+	const uint16_t *src = reinterpret_cast<const uint16_t *>(p.h) + ((size_t)b * topk + r) * 2 * I;
+	for (long k = 8 * tid; k < 2 * I; k += 8 * NT)
+		*reinterpret_cast<uint4 *>(sm_dn + ve + k + (k >= I ? FTGEMV_PAD : 0)) =
+			*reinterpret_cast<const uint4 *>(src + k);
+	for (long k = 8 * tid; k < I; k += 8 * NT)
+		*reinterpret_cast<uint4 *>(zero + k) = make_uint4(0, 0, 0, 0);
+	if (F != KF_BF16) {
+		const float *hp = h_post(p) + ((size_t)b * topk + r) * (I / 32);
+		for (long k = tid; k < I / 32; k += NT)
+			spost[k] = hp[k];
 	}
 	__syncthreads();
 
-	/* items (route, K part): KS parts per route, so that every warp has one and, where a
-	 * split of at most FTGEMV_DN_WARPS parts allows it, every warp as many (topk 6: 4 parts,
-	 * 3 items a warp); at least one K iteration a part */
-	const int NI = (int)(I / kiter<F>::v);
-	int KS = (FTGEMV_DN_WARPS + topk - 1) / topk;
-	for (int k = KS; k <= FTGEMV_DN_WARPS; k++)
-		if (topk * k % FTGEMV_DN_WARPS == 0) {
-			KS = k;
-			break;
-		}
-	KS = KS < NI ? KS : NI;
-	float o0 = 0, o1 = 0; /* rows n0 + g, n0 + g + 8 */
-	for (int item = warp; item < topk * KS; item += FTGEMV_DN_WARPS) {
-		const int r = item / KS, part = item % KS, sl = s_slot[r];
-		if (sl < 0)
-			continue;
-		const uint16_t *hi = sm_dn + (1 + 2 * r) * ve, *lo = hi + ve;
-		const uint8_t *wbase = p.dn_w + (size_t)sl * p.dn_wb;
-		const uint8_t *sbase = p.dn_s ? p.dn_s + (size_t)sl * p.dn_sb : NULL;
-		const uint8_t *w, *s;
-		size_t w8, s8;
-		const uint16_t *xb;
-		lane_view<F>(wbase, sbase, I, n0, lane, hi, lo, zero, &w, &w8, &s, &s8, &xb);
+	float *part = dn_part(p) + ((size_t)b * topk + r) * H;
+	if (rows) {
 		float acc[4] = {0, 0, 0, 0};
-		tile_run<F>(w, w8, s, s8, xb, NI * part / KS, NI * (part + 1) / KS, acc);
+		t.run(A, 0, NI, acc);
 		float t0, t1;
 		tile_rows(acc, &t0, &t1);
-		float f0 = s_post[r], f1 = f0;
-		if (F == KF_NVFP4) {
-			const uint8_t *gl = p.dn_g + (size_t)sl * p.dn_gb;
-			f0 *= fp16_f(gl + 2 * (size_t)(n0 + (lane >> 2)));
-			f1 *= fp16_f(gl + 2 * (size_t)(n0 + (lane >> 2) + 8));
+		if ((lane & 3) == 0) {
+			const long ra = n0 + (lane >> 2), rb = ra + 8;
+			float f0 = p.w[b * topk + r] * (F == KF_NVFP4 ? FP4_POST : 1.0f), f1 = f0;
+			if (F == KF_NVFP4) {
+				const uint8_t *gl = p.dn_g + (size_t)slot * p.dn_gb;
+				f0 *= fp16_f(gl + 2 * (size_t)ra);
+				f1 *= fp16_f(gl + 2 * (size_t)rb);
+			}
+			part[ra] = t0 * f0;
+			part[rb] = t1 * f1;
 		}
-		o0 += t0 * f0;
-		o1 += t1 * f1;
 	}
-	if ((lane & 3) == 0) {
-		red[warp][lane >> 2] = o0;
-		red[warp][8 + (lane >> 2)] = o1;
+	/* the last block of the row group adds the live routes up, in route order */
+	__threadfence();
+	__syncthreads();
+	if (tid == 0) {
+		int live = 0;
+		for (int i = 0; i < topk; i++)
+			live += s_slot[i] >= 0;
+		s_last = atomicAdd(dn_counters(p) + (size_t)b * dn_groups(H) + grp, 1u) == (unsigned)live - 1;
 	}
 	__syncthreads();
-	if (tid < FTGEMV_DN_ROWS) {
+	if (!s_last)
+		return;
+	__threadfence();
+	for (long row = (long)grp * FTGEMV_DN_GROUP + tid; row < H && row < (long)(grp + 1) * FTGEMV_DN_GROUP;
+	     row += NT) {
 		float v = 0;
-		for (int i = 0; i < FTGEMV_DN_WARPS; i++)
-			v += red[i][tid];
-		p.y[(size_t)b * H + n0 + tid] = v;
+		for (int i = 0; i < topk; i++)
+			if (s_slot[i] >= 0)
+				v += __ldcg(dn_part(p) + ((size_t)b * topk + i) * H + row);
+		p.y[(size_t)b * H + row] = v;
 	}
 }
 
@@ -609,7 +686,7 @@ static int kfmt_of(enum ftfmt_id f)
 
 static size_t gu_smem(long H)
 {
-	return 3 * ((size_t)H + FTGEMV_PAD) * 2;
+	return 3 * ((size_t)H + FTGEMV_PAD) * 2 + (size_t)(H / 32) * 4;
 }
 
 template <int F> static cudaError_t set_attrs(size_t gu, size_t dn)
@@ -644,12 +721,15 @@ extern "C" cudaError_t ftgemv_init(struct ftgemv_experts *e)
 	if ((err = cudaGetDevice(&dev)) || (err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev)) ||
 	    (err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)))
 		return err;
-	const size_t gu = gu_smem(e->H), dn = dn_smem(e->I, FTGEMV_MAX_TOPK);
-	const size_t lim = (size_t)optin - FTGEMV_DN_WARPS * 16 * 4 - 3 * FTGEMV_MAX_TOPK * 4;
-	if (gu > lim || dn_smem(e->I, 1) > lim)
+	const size_t gu = gu_smem(e->H), dn = dn_smem(e->I);
+	const size_t lim = (size_t)optin - 1024; /* the kernels' static shared memory */
+	if (gu > lim || dn > lim)
 		return cudaErrorInvalidValue;
-	e->dn_smem_max = dn < lim ? dn : lim;
-	e->pdl = major >= 9;
+	e->dn_smem_max = dn;
+	/* programmatic launches: for bf16 (27.2 against 28.1 us a step at batch 1 on the H200); the
+	 * 4-bit formats' batch-1 steps were 11-17 % faster without them (equal from batch 4):
+	 * bench/RESULTS.md, "GPU expert GEMV" */
+	e->pdl = major >= 9 && F == KF_BF16;
 	switch (F) {
 	case KF_BF16: return set_attrs<KF_BF16>(gu, e->dn_smem_max);
 	case KF_NVFP4: return set_attrs<KF_NVFP4>(gu, e->dn_smem_max);
@@ -661,7 +741,7 @@ extern "C" size_t ftgemv_scratch_bytes(const struct ftgemv_experts *e, int B, in
 {
 	if (!e || B < 1 || topk < 1)
 		return 0;
-	return ((size_t)B * (size_t)topk * (size_t)e->I * 4 + 15) & ~(size_t)15;
+	return (scratch_bytes((size_t)B, (size_t)topk, e->H, e->I) + 15) & ~(size_t)15;
 }
 
 template <int F>
@@ -676,15 +756,15 @@ static cudaError_t launch(const struct ftgemv_experts *e, const gv_params &p, in
 		cfg.attrs = &at;
 		cfg.numAttrs = 1;
 	}
-	cfg.gridDim = dim3((unsigned)(e->I / FTGEMV_GU_ROWS), (unsigned)p.topk, (unsigned)B);
+	cfg.gridDim = dim3((unsigned)(e->I / gu_rows<F>::v), (unsigned)p.topk, (unsigned)B);
 	cfg.blockDim = dim3(FTGEMV_GU_WARPS * 32);
 	cfg.dynamicSmemBytes = gu_smem(e->H);
 	cudaError_t err = cudaLaunchKernelEx(&cfg, gu_kernel<F>, p);
 	if (err)
 		return err;
-	cfg.gridDim = dim3((unsigned)(e->H / FTGEMV_DN_ROWS), (unsigned)B);
+	cfg.gridDim = dim3((unsigned)dn_groups(e->H), (unsigned)p.topk, (unsigned)B);
 	cfg.blockDim = dim3(FTGEMV_DN_WARPS * 32);
-	cfg.dynamicSmemBytes = dn_smem(e->I, p.topk);
+	cfg.dynamicSmemBytes = dn_smem(e->I);
 	err = cudaLaunchKernelEx(&cfg, dn_kernel<F>, p);
 	return err ? err : cudaGetLastError();
 }
@@ -694,7 +774,7 @@ extern "C" cudaError_t ftgemv_moe(const struct ftgemv_experts *e, int B, int top
 {
 	const int F = e ? kfmt_of(e->fmt) : -1;
 	if (F < 0 || e->nbanks <= 0 || B < 1 || B > 65535 || topk < 1 || topk > FTGEMV_MAX_TOPK || !d_slots ||
-	    !d_w || !d_x || !d_y || !d_scratch || dn_smem(e->I, topk) > e->dn_smem_max)
+	    !d_w || !d_x || !d_y || !d_scratch)
 		return cudaErrorInvalidValue;
 	gv_params p = {};
 	const uint8_t *const *pl = (const uint8_t *const *)e->pool;
@@ -724,9 +804,9 @@ extern "C" cudaError_t ftgemv_moe(const struct ftgemv_experts *e, int B, int top
 	p.I = (int)e->I;
 	p.C = e->slots;
 	p.topk = topk;
+	p.B = B;
 	p.act = (int)e->act;
 	p.lim = e->swiglu_limit;
-	p.prefetch = !e->no_prefetch;
 	p.slots = d_slots;
 	p.w = d_w;
 	p.x = d_x;

@@ -18,17 +18,18 @@
  * Numerics: FP32 accumulation on the tensor cores (mma.sync m16n8k16). The weights enter the
  * products exactly (bf16 as stored; 4-bit codes as f16 e2m1 values, their block scales applied
  * to the FP32 block sums, nvfp4's per-row global to the row sum). x and h enter as two 16-bit
- * halves, hi + lo (bf16 for bf16 weights; f16 for the 4-bit formats, after a power-of-two
- * scaling of each vector by its largest magnitude), about 16 significant bits: the results match
+ * halves, hi + lo (bf16 for bf16 weights; f16 for the 4-bit formats, each 32 elements scaled by
+ * a power of two from their largest magnitude: block floating point), about 16 significant bits: the results match
  * an FP32 executor to ~1e-4 of a row's magnitude (tests/gpu/test_expert_gemv.c states the bound).
- * e8m0 scales of 2^122 and above (byte >= 249) become inf; byte 255 (NaN) too.
+ * e8m0 scales of 2^114 and above (byte >= 241) become inf; byte 255 (NaN) too.
  *
- * Launches: two kernels on stream s, gate_up+activation then down; with e->pdl (sm_90+, set by
- * ftgemv_init) both are programmatic dependent launches: each waits for the stream's previous
- * kernel before its first dependent read, and the down kernel's blocks start while the gate_up
- * kernel ends and prefetch their expert rows into L2 meanwhile (gate_up blocks prefetch their
- * first rows while they stage x). No host synchronisation, no
- * allocation: a call can be captured in a CUDA graph. Scratch: ftgemv_scratch_bytes (h, fp32).
+ * Launches: two kernels on stream s, gate_up+activation then down; with e->pdl (set by
+ * ftgemv_init for bf16 on sm_90+, where it measured faster) both are programmatic dependent
+ * launches: each waits for the stream's previous kernel before its first dependent read, and
+ * the down kernel's blocks start while the gate_up kernel ends, their first expert rows loading
+ * meanwhile. The down kernel writes each route's rows to the scratch; the last block of a row
+ * group adds the routes up in route order: the sums are deterministic (bit-identical calls). No host synchronisation, no
+ * allocation: a call can be captured in a CUDA graph. Scratch: ftgemv_scratch_bytes (h as staged).
  * Launchers return the launch's cudaError_t (cudaErrorInvalidValue for bad arguments). */
 #ifndef FT_KERNELS_EXPERT_GEMV_H
 #define FT_KERNELS_EXPERT_GEMV_H
@@ -52,12 +53,11 @@ struct ftgemv_experts {
 	enum ftfmt_act act;
 	float swiglu_limit;           /* FTFMT_ACT_SWIGLU_OAI clamp (gpt-oss: 7) */
 	void *pool[FTFMT_MAX_BANKS];  /* device slot pools [C, expert bytes of the bank], schema order */
-	int no_prefetch;              /* 1: the kernels ask for no expert rows in L2 ahead (A/B) */
 	/* set by ftgemv_init */
 	int nbanks;
 	size_t bank_bytes[FTFMT_MAX_BANKS]; /* bytes of one expert in each bank */
-	int pdl;                      /* 1: programmatic dependent launches (sm_90+); may be cleared */
-	size_t dn_smem_max;           /* the down kernel's shared memory limit (topk * I bounded by it) */
+	int pdl;                      /* 1: programmatic dependent launches (sm_90+); may be changed */
+	size_t dn_smem_max;           /* dynamic shared memory of a down block */
 };
 
 /* Check the geometry and pools of e and fill its ftgemv_init fields; sets the kernels' shared
@@ -71,7 +71,9 @@ size_t ftgemv_scratch_bytes(const struct ftgemv_experts *e, int B, int topk);
 
 /* y[B, H] = the GPU routes' expert outputs (see above). 1 <= B <= 65535, 1 <= topk <=
  * FTGEMV_MAX_TOPK; slots must be -1 or < e->slots (others are skipped as -1: no check on the
- * device). */
+ * device). d_scratch: ftgemv_scratch_bytes(e, B, topk) bytes, 16-byte aligned, contents
+ * irrelevant (each call sets what it reads); calls that may overlap (other streams) need their
+ * own scratch. */
 cudaError_t ftgemv_moe(const struct ftgemv_experts *e, int B, int topk, const int32_t *d_slots, const float *d_w,
 		       const float *d_x, float *d_y, void *d_scratch, cudaStream_t s);
 
