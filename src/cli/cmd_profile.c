@@ -37,7 +37,8 @@ static const char usage[] =
 	"  recommend F     offload | hybrid | none for format F (the reader's alias: mxfp4)\n"
 	"  --cache-fraction C  with recommend and --reuse: the answer for that workload from the\n"
 	"                  profile's replay map (ftbench replay): the nearest point's winner (a tie:\n"
-	"                  offload) and its best fetch fraction; C = GPU slot cache / (layers x experts)\n"
+	"                  offload) and its best fetch fraction; C = GPU slot cache / (layers x experts);\n"
+	"                  with validate: the point of the engine run to record\n"
 	"  --reuse R       the workload's share of a layer's experts kept from one token to the next\n"
 	"  fetch-fraction F  share of a hybrid step's missing experts fetched over PCIe\n"
 	"  max-batch F     the largest batch at which hybrid still wins for F (bw --batch-sweep)\n"
@@ -560,7 +561,6 @@ int ftcli_cmd_profile(int argc, char **argv)
 					     {"from", required_argument, NULL, 'f'},
 					     {"dtype", required_argument, NULL, 't'},
 					     {"workload", required_argument, NULL, 'w'},
-					     {"cache-fraction", required_argument, NULL, 'c'},
 					     {"engine-version", required_argument, NULL, 'e'},
 					     {"measured-epoch", required_argument, NULL, 'm'},
 					     {0}};
@@ -618,12 +618,9 @@ int ftcli_cmd_profile(int argc, char **argv)
 		case 't': vdtype = optarg; break;
 		case 'w': vo.workload = optarg; break;
 		case 'e': vo.engine_version = optarg; break;
-		case 'c':
 		case 'm':
-			if (ftstr_parse_double(optarg, c == 'c' ? 0 : 1, c == 'c' ? 1 : 1e11,
-					       c == 'c' ? &vo.cache_fraction : &vo.measured_epoch) < 0) {
-				ftcli_error("--%s: '%s' is not a %s", c == 'c' ? "cache-fraction" : "measured-epoch", optarg,
-					    c == 'c' ? "fraction in [0, 1]" : "time in seconds since 1970");
+			if (ftstr_parse_double(optarg, 1, 1e11, &vo.measured_epoch) < 0) {
+				ftcli_error("--measured-epoch: '%s' is not a time in seconds since 1970", optarg);
 				return FTCLI_EXIT_USAGE;
 			}
 			break;
@@ -675,8 +672,14 @@ int ftcli_cmd_profile(int argc, char **argv)
 			    fmt == FTCLI_FMT_CSV ? "csv" : "md");
 		return FTCLI_EXIT_USAGE;
 	}
-	if (isnan(wl_cache) != isnan(wl_reuse) || (!isnan(wl_cache) && strcmp(action, "recommend"))) {
-		ftcli_error("--cache-fraction and --reuse go together, with recommend only");
+	/* --cache-fraction: with recommend (and --reuse) the replay map's answer; with validate the
+	 * point of the engine's run to record */
+	if (!strcmp(action, "validate") && isnan(wl_reuse)) {
+		if (!isnan(wl_cache))
+			vo.cache_fraction = wl_cache;
+		wl_cache = NAN;
+	} else if (isnan(wl_cache) != isnan(wl_reuse) || (!isnan(wl_cache) && strcmp(action, "recommend"))) {
+		ftcli_error("--cache-fraction and --reuse go together, with recommend only (validate takes --cache-fraction)");
 		return FTCLI_EXIT_USAGE;
 	}
 	if (!isnan(wl_cache) && dep_given) {
