@@ -101,7 +101,7 @@ static const struct opt opts[] = {
 	    "/etc/kubernetes/node-feature-discovery/features.d/ftbenchd) at start and after every "
 	    "stored profile: ftbenchd/<format>=hybrid|offload|mixed|unmeasured lines. Empty: not written."),
 	LIST("model-roots", model_roots,
-	    "Comma-separated directories model paths must resolve under (load-weights, decode). Empty: "
+	    "Comma-separated directories model paths must resolve under (load-weights, decode, a replay trace). Empty: "
 	    "model paths are refused."),
 	LIST("decode-server", decode_servers,
 	    "NAME=COMMAND TEMPLATE a decode job may start (repeat the option for several); NAME is 1 to 64 "

@@ -12,6 +12,7 @@
 #include "ftprofile.h"
 #include "moe/formats.h"
 #include "moe/models.h"
+#include "replay/replay.h"
 #include "util/strutil.h"
 #include "util/workermsg.h"
 
@@ -232,6 +233,47 @@ static int decode_argv(const struct ftd_kind_ctx *c, const json_t *args, struct 
 	return 0;
 }
 
+/* replay: the worker does not store (it would write the worker's per-user store); the daemon
+ * merges the result's replay blocks into the GPU's profile in its own store (replay_success). */
+static int replay_argv(const struct ftd_kind_ctx *c, const json_t *args, struct ftd_argv *b, struct ftd_err *err)
+{
+	(void)c, (void)args, (void)err;
+	ftd_kind_argv_push(b, strdup("--no-store"));
+	return 0;
+}
+
+/* replay succeeded: its blocks go into the stored profile of its GPU (the seed-read verdicts then
+ * follow the replay's default point: ftrp_apply_verdicts); no stored profile, nothing to do. */
+static int replay_success(struct ftd_kind_done *d)
+{
+	const json_t *rp = json_object_get(d->result, "replay");
+	if (!json_is_object(rp) || !d->gpu_uuid || !d->load)
+		return 0;
+	json_t *prof = d->load(d->gpu_uuid, d->ctx);
+	if (!json_is_object(prof) || !json_object_get(prof, "tool")) {
+		json_decref(prof);
+		return 0;
+	}
+	json_t *mine = json_object_get(prof, "replay");
+	if (!json_is_object(mine)) {
+		mine = json_object();
+		json_object_set_new(prof, "replay", mine);
+	}
+	json_object_update(mine, (json_t *)rp);
+	ftrp_apply_verdicts(prof);
+	char *path = NULL;
+	int r = d->store(prof, d->gpu_uuid, &path, d->ctx);
+	json_decref(prof);
+	if (r < 0) {
+		free(path);
+		snprintf(d->msg, sizeof d->msg, "the replay could not be added to the profile in %s: %s",
+			 d->store_dir ? d->store_dir : "the store", strerror(-r));
+		return -1;
+	}
+	d->profile_path = path;
+	return 0;
+}
+
 /* One row per kind; its argument table is src/util/jobargs.c's (shared with `ftbench submit`). */
 static const struct ftd_kind kinds[] = {
 	{.name = "bw", .host_exclusive = 1, .gpu_all = 1, .argv = bw_argv, .on_success = bw_success,
@@ -239,6 +281,7 @@ static const struct ftd_kind kinds[] = {
 	{.name = "cache-copy", .needs_gpu = 1},
 	{.name = "load-weights", .host_exclusive = 1, .argv = lw_argv},
 	{.name = "decode", .argv = decode_argv},
+	{.name = "replay", .host_exclusive = 1, .argv = replay_argv, .on_success = replay_success},
 };
 
 static const struct ftargs_spec *kind_args(const struct ftd_kind *k)

@@ -58,6 +58,8 @@ struct ftd_kind_done {
 	/* the legacy single file next to a profile just stored at stored (ftprof_legacy_settle, as
 	 * the configuration allows): 0 (msg may say why it was not written), -errno (msg says it) */
 	int (*legacy)(const json_t *profile, const char *stored, char *msg, size_t n, void *ctx);
+	/* the stored profile of uuid (a new reference), or NULL when there is none or it is not JSON */
+	json_t *(*load)(const char *uuid, void *ctx);
 	void *ctx;
 	const char *store_dir;         /* where store writes (for messages) */
 	char *profile_path;            /* out: new string or NULL */

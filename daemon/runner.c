@@ -23,6 +23,18 @@
 
 static void on_line(void *ctx, struct ftd_worker *w, char *line, size_t len);
 static void on_protocol_error(void *ctx, struct ftd_worker *w, const char *what);
+static json_t *load_cb(const char *uuid, void *ctx)
+{
+	(void)ctx;
+	char *text = NULL;
+	size_t len = 0;
+	if (ftd_profiles_read(uuid, &text, &len) < 0)
+		return NULL;
+	json_t *p = json_loadb(text, len, 0, NULL);
+	free(text);
+	return p;
+}
+
 static void on_exited(void *ctx, struct ftd_worker *w);
 static const struct ftd_worker_cb worker_cb = {on_line, on_protocol_error, on_exited};
 
@@ -325,6 +337,7 @@ static void on_exited(void *ctx, struct ftd_worker *w)
 		.exit_status = w->exit_status,
 		.store = store_cb,
 		.legacy = legacy_cb,
+		.load = load_cb,
 		.ctx = j,
 		.store_dir = ftd.profile_dir,
 	};

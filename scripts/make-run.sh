@@ -7,7 +7,8 @@
 #   3. print the profile summary (`ftbench profile show`) and where the profile is, or, when the
 #      job failed, every reason it gives;
 #   4. stop the daemon (SIGTERM, wait) and remove the temporary folder.
-# Works without a GPU: bw then measures the CPU side only and writes host.json.
+# Works without a GPU: bw then measures the CPU side only and writes host.json (one line says
+# that replay needs a GPU). With a GPU, bw runs its short replay (docs/REPLAY.md).
 #
 # Environment: BUILD (default build); FT_RUN_BW_ARGS (the bw job's arguments, default
 # "--dtype bf16,nvfp4 --cpu-iters 4 --kernel-cpu-iters 16"); FT_RUN_TIMEOUT (job timeout in
@@ -154,6 +155,7 @@ URL=http://127.0.0.1:$port
 echo "ftbenchd $(sed -n 's/.*"version": *"\([^"]*\)".*/\1/p' "$TMP/health.json") (pid $DPID) at $URL"
 gpus=$(curl -fsS -m 5 "$URL/gpus" 2>/dev/null | sed -n 's/.*"reason": *"\([^"]*\)".*/\1/p')
 [ -z "$gpus" ] || echo "no GPU: $gpus (bw measures the CPU side and writes host.json)"
+[ -z "$gpus" ] || echo "replay needs a GPU: bw's replay of the engine's decode step (ftbench replay) does not run here"
 
 say "submitting a bw job over HTTP: ftbench submit bw $BW_ARGS --wait"
 # Progress goes to stderr (a bar on a terminal); the outcome lines (stdout) are kept to find

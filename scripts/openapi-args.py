@@ -24,7 +24,7 @@ import yaml
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 SPEC = os.path.join(ROOT, "api", "openapi.yaml")
 SCHEMA = {"bw": "BwArgs", "cache-copy": "CacheCopyArgs", "load-weights": "LoadWeightsArgs",
-          "decode": "DecodeArgs"}
+          "decode": "DecodeArgs", "replay": "ReplayArgs"}
 OWN_DESCRIPTION = {"server"}  # daemon types whose value is not the flag's
 
 

@@ -1098,6 +1098,40 @@ void ftbw_summary(FILE *f, const json_t *p)
 	json_object_foreach((json_t *)json_object_get(p, "workloads"), wk, w)
 		json_object_foreach(json_object_get(w, "kernels"), k, v)
 			summary_row(f, wk, k, v);
+	const json_t *rp = json_object_get(p, "replay");
+	if (json_object_size(rp)) {
+		fprintf(f, "\nreplay: the engine's decode step measured (ftbench replay; per format its default point)\n");
+		json_object_foreach((json_t *)rp, k, v) {
+			const json_t *dp = json_object_get(v, "default_point"), *pts = json_object_get(v, "points"), *pt, *best = NULL;
+			size_t i;
+			double cf = json_number_value(json_object_get(dp, "cache_fraction")), ru = json_number_value(json_object_get(dp, "reuse"));
+			double bd = INFINITY;
+			json_array_foreach(pts, i, pt) {
+				double a = json_number_value(json_object_get(pt, "cache_fraction")) - cf,
+				       b = json_number_value(json_object_get(pt, "reuse")) - ru;
+				if (json_number_value(json_object_get(pt, "skew")) == 0 && a * a + b * b < bd) {
+					bd = a * a + b * b;
+					best = pt;
+				}
+			}
+			if (!best)
+				continue;
+			const json_t *e = json_object_get(json_object_get(p, "dtype_kernels"), k);
+			const json_t *bf = json_object_get(best, "best_fetch_fraction");
+			fprintf(f, "  %-13s cache %.2g, reuse %.2g: %s (hybrid/offload %.2fx, best f %s%.3g)", k,
+				json_number_value(json_object_get(best, "cache_fraction")),
+				json_number_value(json_object_get(best, "reuse")),
+				json_string_value(json_object_get(best, "winner")) ?: "?",
+				json_number_value(json_object_get(best, "speedup")), json_is_number(bf) ? "" : "-",
+				json_is_number(bf) ? json_number_value(bf) : 0.0);
+			const char *rb = json_string_value(json_object_get(e, "recommended_bandwidth"));
+			const char *by = json_string_value(json_object_get(e, "recommended_by"));
+			if (rb)
+				fprintf(f, "; the rule says %s, the verdict is %s (%s)", rb,
+					json_string_value(json_object_get(e, "recommended")) ?: "-", by ? by : "?");
+			fputc('\n', f);
+		}
+	}
 	json_t *warn = json_object_get(p, "warnings");
 	if (json_array_size(warn)) {
 		fprintf(f, "\nwarnings\n");

@@ -32,7 +32,7 @@ struct ftcli_cmd {
 extern const struct ftflag_cmd ftcli_flags_gpus, ftcli_flags_cpu_moe, ftcli_flags_bw,
 	ftcli_flags_cache_copy, ftcli_flags_load_weights, ftcli_flags_make_checkpoint, ftcli_flags_ftw,
 	ftcli_flags_decode, ftcli_flags_cpu, ftcli_flags_profile, ftcli_flags_submit, ftcli_flags_jobs,
-	ftcli_flags_wait, ftcli_flags_cancel;
+	ftcli_flags_wait, ftcli_flags_cancel, ftcli_flags_replay;
 
 /* Commands (one file each: src/cli/cmd_<name>.c). */
 int ftcli_cmd_gpus(int argc, char **argv);
@@ -45,6 +45,7 @@ int ftcli_cmd_load_weights(int argc, char **argv);
 int ftcli_cmd_make_checkpoint(int argc, char **argv);
 int ftcli_cmd_ftw(int argc, char **argv);
 int ftcli_cmd_decode(int argc, char **argv);
+int ftcli_cmd_replay(int argc, char **argv);
 int ftcli_cmd_submit(int argc, char **argv);
 int ftcli_cmd_jobs(int argc, char **argv);
 int ftcli_cmd_wait(int argc, char **argv);

@@ -16,6 +16,7 @@
 #include "ftprofile.h"
 #include "hw/cpu.h"
 #include "moe/cpu/cpumoe.h"
+#include "replay/replay.h"
 #include "util/fsutil.h"
 #include "util/strutil.h"
 #include "util/timeutil.h"
@@ -454,6 +455,72 @@ out:
 	return rc;
 }
 
+/* bw's replay (issue 30): per format of the dtype workloads, the engine's decode step replayed
+ * (src/replay) with the profile's own figures (its fetch fraction, its rule-of-thumb verdict);
+ * the blocks go to prof.replay and the seed-read verdicts follow them (ftrp_apply_verdicts).
+ * A format the replay cannot run (no CPU path, no GPU GEMV kernel) keeps the rule, with a note;
+ * a replay that fails adds a warning and keeps the rule: the bandwidth profile stands. */
+static void bw_replay(json_t *prof, enum ftrp_size size, const struct ftgpu_info *gpu, const struct ftcpu_info *ci,
+		      const int *cpus, int ncpus, const struct ftcpumoe_tune *tune, const struct ftreport *rep)
+{
+	json_t *dk = json_object_get(prof, "dtype_kernels"), *e, *blocks = json_object();
+	const char *name;
+	int fake = ftcli_fake_gpus() >= 0;
+	json_object_foreach(dk, name, e) {
+		const struct ftfmt *f = ftfmt_lookup(name);
+		const struct ftmodel *m = f ? ftmodel_bw_dtype(f->id) : NULL;
+		if (!f || !m || !f->cpu_path)
+			continue;
+		struct ftrp_config c;
+		ftrp_config_default(&c, size);
+		c.fmt = f;
+		c.model = m;
+		c.layers_model = 0;
+		for (int i = 0; i < ftmodel_cache_profiles_count && !c.layers_model; i++) {
+			const struct ftmodel *p = &ftmodel_cache_profiles[i];
+			if (p->hidden == m->hidden && p->inter == m->inter && p->experts == m->experts && p->topk == m->topk)
+				c.layers_model = p->layers;
+		}
+#define NUM(k) (json_is_number(json_object_get(e, k)) ? json_number_value(json_object_get(e, k)) : NAN)
+		c.profile_fraction = ftbw_fetch_fraction(NUM("cpu_moe_gbs"), NUM("pcie_gather_gbs"), NUM("cpu_moe_overlap_gbs"),
+							 NUM("pcie_gather_overlap_gbs"));
+#undef NUM
+		c.profile_fraction_from = "bw";
+		c.bandwidth_verdict = json_string_value(json_object_get(e, "recommended"));
+		struct ftrp_ops ops;
+		struct ftrp_gpu_opts go = {.device = gpu->index, .cpu = ci, .cpus = cpus, .ncpus = ncpus,
+					   .host_alloc = "register", .host_gib = 2, .tune = tune};
+		if (fake ? ftrp_fake_ops(0, &ops) : ftrp_gpu_ops(&go, &ops))
+			continue;
+		json_t *blk = NULL;
+		char err[1024];
+		int r = ftrp_run(&c, &ops, rep, &blk, err, sizeof err);
+		if (fake)
+			ftrp_fake_ops_free(&ops);
+		else
+			ftrp_gpu_ops_free(&ops);
+		if (r == -ENOTSUP) {
+			ftcli_note("replay: %s; its verdict stays the bandwidth rule's", err);
+		} else if (r) {
+			char w[1200];
+			snprintf(w, sizeof w, "replay of %s failed (its verdict stays the bandwidth rule's): %s", name, err);
+			ftcli_note("%s", w);
+			json_array_append_new(json_object_get(prof, "warnings"), json_string(w));
+		} else {
+			json_object_set_new(blocks, name, blk);
+		}
+	}
+	if (json_object_size(blocks)) {
+		json_object_set_new(prof, "replay", blocks);
+		int changed = ftrp_apply_verdicts(prof);
+		if (changed)
+			ftcli_note("replay: the measured decode changed the verdict of %d format(s) (recommended_bandwidth keeps the rule's)",
+				   changed);
+	} else {
+		json_decref(blocks);
+	}
+}
+
 /* ---- --cpu-kernel: the engine's own CPU MoE executor through the probe protocol */
 
 struct probe_done {
@@ -567,6 +634,7 @@ struct bw_opts {
 	struct ftflag_gpu gpu;
 	int deployment; /* -1: not given; else the index of isolated|concurrent */
 	int no_legacy, repeat;
+	int replay; /* -1: not given; else the index of none|short|full (enum ftrp_size) */
 	struct ftflag_list batch_sweep;
 	enum ftcli_format ofmt;
 	struct ftcli_tune tune;
@@ -621,6 +689,12 @@ static const struct ftflag flag_rows[] = {
 	 .max_items = FTBW_MAX_BATCHES, .def_help = "off",
 	 .help = "also per batch (e.g. 1,2,4,8,16,32): the CPU MoE with tokens routed among the model's experts "
 		 "and the gather of as many experts, interleaved; gives each entry batch_sweep and hybrid_max_batch"},
+	{"replay", FTF_ENUM, O(replay), .choices = "none|short|full",
+	 .def_help = "short with a GPU (none on the tests' fake GPUs)",
+	 .help = "also replay the engine's MoE decode step per format (ftbench replay): short, the default "
+		 "workload (cache 0.4 of L x E, reuse 0.6), offload against the profile's f and f 0.25/0.5/1; "
+		 "full, the map; the verdict fields then follow the measured decode (recommended_bandwidth "
+		 "keeps the rule's; docs/REPLAY.md)"},
 	{"max-spread", FTF_DOUBLE, O(cfg.max_spread), .meta = "X", .lo = 0, .hi = 100,
 	 .def = FTF_XSTR(FTBW_VALID_SPREAD),
 	 .help = "the profile is not valid when a figure's spread (max - min) is over X of its median (0: "
@@ -669,7 +743,7 @@ static int bw_cmd(struct bw_opts *o, const struct ftflag_state *fs);
 
 int ftcli_cmd_bw(int argc, char **argv)
 {
-	struct bw_opts o = {.deployment = -1};
+	struct bw_opts o = {.deployment = -1, .replay = -1};
 	struct ftflag_state fs;
 	ftbw_config_default(&o.cfg);
 	int r = ftflags_parse(&ftcli_flags_bw, argc, argv, &o, &fs);
@@ -744,8 +818,16 @@ static int bw_cmd(struct bw_opts *o, const struct ftflag_state *fs)
 			return FTCLI_EXIT_USAGE;
 		}
 	}
-	if (gpu_spec && !strcmp(gpu_spec, "all"))
+	int replay_given = o->replay >= 0;
+	enum ftrp_size replay = replay_given ? (enum ftrp_size)o->replay : FTRP_SHORT;
+	if (gpu_spec && !strcmp(gpu_spec, "all")) {
+		if (replay_given && replay != FTRP_NONE)
+			ftcli_note("--replay: bw --gpu all measures no replay (run ftbench replay --gpu G per GPU)");
 		return bw_all(&cfg, threads, output, json, legacy);
+	}
+	/* the fake GPUs of the tests replay only when asked to (their figures stay those of bw) */
+	if (!replay_given && ftcli_fake_gpus() >= 0)
+		replay = FTRP_NONE;
 	if (cfg.engines > 1 || cfg.engine_threads)
 		ftcli_note("--engines and --engine-threads apply to --gpu all only; ignored");
 	if (cfg.deployment == FTBW_DEPLOY_CONCURRENT)
@@ -812,6 +894,10 @@ static int bw_cmd(struct bw_opts *o, const struct ftflag_state *fs)
 		ftcli_error("applying the engine's CPU kernel figures: %s; no profile written", strerror(-r));
 		goto out;
 	}
+	if (have_gpu && replay != FTRP_NONE)
+		bw_replay(prof, replay, &gpu, &ci, cpus, ncpus, &cfg.tune, &rep);
+	else if (!have_gpu && replay_given && replay != FTRP_NONE)
+		ftcli_note("--replay: replay needs a GPU (%s); none run", why);
 	r = write_profile(prof, output, have_gpu ? gpu.uuid : NULL, path, sizeof path);
 	if (r < 0) {
 		ftcli_error("writing the profile%s%s: %s", output ? " to " : "", output ? output : "",

@@ -26,6 +26,7 @@
 struct profile_cli {
 	const char *gpu, *from, *vdtype;
 	int json, deployment, limit;
+	double reuse;
 	enum ftcli_format fmt;
 	struct ftval_opts vo;
 };
@@ -50,8 +51,13 @@ static const struct ftflag flag_rows[] = {
 	 .def_help = "every format of the harness run the profile has", .help = "validate: the format"},
 	{"workload", FTF_STR, O(vo.workload), .meta = "W", .def_help = "uniform",
 	 .help = "validate: the harness run's point of that workload"},
-	{"cache-fraction", FTF_DOUBLE, O(vo.cache_fraction), .meta = "X", .lo = 0, .hi = 1, .def_help = "the first",
-	 .help = "validate: the harness run's point of that cache fraction"},
+	{"cache-fraction", FTF_DOUBLE, O(vo.cache_fraction), .meta = "X", .lo = 1e-6, .hi = 1, .def_help = "the first",
+	 .help = "recommend (with --reuse): the answer for that workload from the profile's replay map "
+		 "(ftbench replay): the nearest point's winner (a tie: offload) and its best fetch fraction; X = GPU "
+		 "slot cache / (layers x experts). validate: the harness run's point of that cache fraction"},
+	{"reuse", FTF_DOUBLE, O(reuse), .meta = "R", .lo = 0, .hi = 1,
+	 .help = "recommend (with --cache-fraction): the workload's share of a layer's experts kept from one "
+		 "token to the next"},
 	{"engine-version", FTF_STR, O(vo.engine_version), .meta = "V",
 	 .help = "validate: the engine's version (decode --compare records none)"},
 	{"measured-epoch", FTF_DOUBLE, O(vo.measured_epoch), .meta = "T", .lo = 1, .hi = 1e11, .unit = "s",
@@ -60,7 +66,8 @@ static const struct ftflag flag_rows[] = {
 
 const struct ftflag_cmd ftcli_flags_profile = {
 	"profile", flag_rows, FTF_COUNT(flag_rows),
-	.args = "path|show|history|recommend FORMAT|fetch-fraction FORMAT|max-batch FORMAT|validate",
+	.args = "path|show|history|recommend FORMAT [--cache-fraction C --reuse R]|fetch-fraction FORMAT|max-batch "
+		"FORMAT|validate",
 	.min_args = 1, .max_args = 2,
 	.about = "  path            the profile file that applies (or where `ftbench bw` would write it)\n"
 		 "  show            what the profile says: every figure with its spread (median, min-max,\n"
@@ -631,6 +638,8 @@ int ftcli_cmd_profile(int argc, char **argv)
 	limit = po.limit;
 	fmt = po.fmt;
 	fmt_given = ftflags_given(&ftcli_flags_profile, &fs, "output-format");
+	double wl_cache = ftflags_given(&ftcli_flags_profile, &fs, "cache-fraction") ? po.vo.cache_fraction : NAN;
+	double wl_reuse = ftflags_given(&ftcli_flags_profile, &fs, "reuse") ? po.reuse : NAN;
 	dep_given = ftflags_given(&ftcli_flags_profile, &fs, "deployment");
 	ftflags_release(&fs); /* no joined lists: argv stays the caller's */
 	ftprof_deployment_parse(po.deployment == 0 ? "isolated" : po.deployment == 1 ? "concurrent" : "profile", &dep);
@@ -644,6 +653,20 @@ int ftcli_cmd_profile(int argc, char **argv)
 	    strcmp(action, "show")) {
 		ftcli_error("--output-format %s is for show and history only (the others: table or json)",
 			    fmt == FTCLI_FMT_CSV ? "csv" : "md");
+		return FTCLI_EXIT_USAGE;
+	}
+	/* --cache-fraction: with recommend (and --reuse) the replay map's answer; with validate the
+	 * point of the engine's run to record */
+	if (!strcmp(action, "validate") && isnan(wl_reuse)) {
+		if (!isnan(wl_cache))
+			vo.cache_fraction = wl_cache;
+		wl_cache = NAN;
+	} else if (isnan(wl_cache) != isnan(wl_reuse) || (!isnan(wl_cache) && strcmp(action, "recommend"))) {
+		ftcli_error("--cache-fraction and --reuse go together, with recommend only (validate takes --cache-fraction)");
+		return FTCLI_EXIT_USAGE;
+	}
+	if (!isnan(wl_cache) && dep_given) {
+		ftcli_error("--cache-fraction/--reuse (the replay's answer) and --deployment do not mix");
 		return FTCLI_EXIT_USAGE;
 	}
 	if (json)
@@ -729,6 +752,31 @@ int ftcli_cmd_profile(int argc, char **argv)
 			show_validation(p);
 		}
 		rc = 0;
+	} else if (!strcmp(action, "recommend") && !isnan(wl_cache)) {
+		double f = NAN, pc = NAN, pu = NAN, sp = NAN;
+		enum ftprof_rec rec = ftprof_recommend_workload(p, format, wl_cache, wl_reuse, &f);
+		ftprof_workload_point(p, format, wl_cache, wl_reuse, &pc, &pu, &sp);
+		if (json) {
+			json_t *o = json_pack("{s:s,s:s,s:f,s:f,s:o,s:s}", "format", format, "recommendation", ftprof_rec_name(rec),
+					      "cache_fraction", wl_cache, "reuse", wl_reuse, "fetch_fraction",
+					      isnan(f) ? json_null() : json_real(f), "profile", ftprof_source(p));
+			if (rec != FTPROF_REC_NONE)
+				json_object_set_new(o, "point", json_pack("{s:f,s:f,s:o}", "cache_fraction", pc, "reuse", pu,
+									  "speedup", isnan(sp) ? json_null() : json_real(sp)));
+			ftcli_print_json(o);
+			json_decref(o);
+		} else if (rec != FTPROF_REC_NONE) {
+			printf("%s", ftprof_rec_name(rec));
+			if (!isnan(f))
+				printf(" fetch_fraction=%.4g", f);
+			printf(" (replay point: cache %.3g, reuse %.3g, hybrid/offload %.3gx)\n", pc, pu, sp);
+		} else {
+			printf("none\n");
+		}
+		if (rec == FTPROF_REC_NONE)
+			ftcli_note("%s: no replay map for %s (run ftbench replay, or bw with a GPU); the bandwidth rule says %s",
+				   ftprof_source(p), format, ftprof_rec_name(ftprof_recommend(p, format)));
+		rc = rec == FTPROF_REC_NONE ? FTCLI_EXIT_FAIL : 0;
 	} else if (!strcmp(action, "recommend")) {
 		enum ftprof_rec rec = dep_given ? ftprof_recommend_deployment(p, format, dep) : ftprof_recommend(p, format);
 		enum ftprof_deployment used = dep == FTPROF_DEPLOY_PROFILE ? ftprof_deployment(p) : dep;

@@ -10,6 +10,8 @@ static const struct ftcli_cmd commands[] = {
 	 &ftcli_flags_cache_copy},
 	{"cpu-moe", "CPU MoE executor throughput per format and ISA", ftcli_cmd_cpu_moe, &ftcli_flags_cpu_moe},
 	{"load-weights", "expert-bank loading: serial vs parallel O_DIRECT vs FTW", ftcli_cmd_load_weights, &ftcli_flags_load_weights},
+	{"replay", "the engine's MoE decode step replayed per cache size x routing: offload vs hybrid, best f", ftcli_cmd_replay,
+	 &ftcli_flags_replay},
 	{"decode", "client-side decode tok/s, TTFT, event gaps against an OpenAI server", ftcli_cmd_decode, &ftcli_flags_decode},
 	{"gpus", "list CUDA devices (PCI bus order, UUID, PCIe link)", ftcli_cmd_gpus, &ftcli_flags_gpus},
 	{"cpu", "describe the host CPU (cores, NUMA, ISA)", ftcli_cmd_cpu, &ftcli_flags_cpu},

@@ -192,6 +192,33 @@ int ftprof_hybrid_max_batch(const struct ftprof *p, const char *format, int *bat
  * not a positive number, -EINVAL for NULL arguments or batch < 1. */
 int ftprof_batch_ratio(const struct ftprof *p, const char *format, int batch, double *ratio);
 
+/* ---------------------------------------------------------------- the answer by workload
+ *
+ * `ftbench replay` (and bw's short replay) runs an engine's MoE decode step on the host under a
+ * routing workload and a GPU cache size, in every placement mode, and stores the map in the
+ * profile's "replay" block (docs/REPLAY.md): per format, points of (cache_fraction: the slot
+ * cache as a share of layers x experts, reuse: the share of a layer's experts kept from one token
+ * to the next) with the measured winner and the best fetch fraction. The bandwidth rule cannot
+ * see reuse: a hybrid engine's CPU-computed misses never enter the GPU cache, so hybrid loses once
+ * routing reuses experts enough.
+ *
+ * ftprof_recommend_workload answers for the caller's workload: among replay.<fmt>.points of skew 0
+ * (fmt after ftprof_canonical_format: bf16, nvfp4, mxfp4_triton, ...), the point NEAREST to
+ * (cache_fraction, reuse) (Euclidean distance over both coordinates, as given, no interpolation;
+ * ties: the first in the file). Its winner "hybrid" gives FTPROF_REC_HYBRID; "offload" and "tie"
+ * (no measurable difference: the simpler path) give FTPROF_REC_OFFLOAD. fetch_fraction (may be
+ * NULL) gets the point's best_fetch_fraction (the fastest measured f; NAN when it has none),
+ * whatever the winner. FTPROF_REC_NONE when the profile has no replay points for the format, the
+ * arguments are NULL or not numbers (the caller falls back to ftprof_recommend). */
+enum ftprof_rec ftprof_recommend_workload(const struct ftprof *p, const char *format, double cache_fraction,
+					  double reuse, double *fetch_fraction);
+
+/* The same point's description for a caller that shows where the answer came from: its
+ * cache_fraction, reuse and speedup (median offload step / median best hybrid step) into the
+ * non-NULL pointers. 0, or -ENODATA as FTPROF_REC_NONE above, -EINVAL for NULL p or format. */
+int ftprof_workload_point(const struct ftprof *p, const char *format, double cache_fraction, double reuse,
+			  double *point_cache, double *point_reuse, double *speedup);
+
 /* ---------------------------------------------------------------- validation
  *
  * A profile's verdict checked against the engine that reads it (issue 31): per format,
