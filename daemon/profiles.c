@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "profiles.h"
 
@@ -169,70 +170,303 @@ json_t *ftd_profiles_list(void)
 	return json_pack("{s:s,s:o}", "dir", ftd.profile_dir, "profiles", arr);
 }
 
-/* Prometheus' text format wants each family's samples right after its HELP and TYPE lines, so
- * the profiles are read once and each family walks them all. */
-static void collect_one(const char *uuid, json_t *p, const char *path, void *ctx)
+/* ---------------------------------------------------------------- /metrics */
+
+/* Append s as a Prometheus label value (backslash, quote and newline escaped). */
+static void label_value(struct ftd_mbuf *m, const char *s)
 {
-	json_object_set(ctx, uuid, p);
+	for (const char *p = s; *p; p++) {
+		if (*p == '\\' || *p == '"')
+			ftd_mbuf_cat(m, "\\%c", *p);
+		else if (*p == '\n')
+			ftd_mbuf_cat(m, "\\n");
+		else
+			ftd_mbuf_cat(m, "%c", *p);
+	}
 }
 
-static const struct {
-	const char *name, *help, *ceiling; /* ceiling: the key under "ceilings", NULL for the others */
-} profile_families[] = {
-	{"ftbenchd_profile_cpu_stream_read_gbs", "CPU read ceiling of the last profile, GB/s.", "cpu_stream_read_gbs"},
-	{"ftbenchd_profile_pcie_h2d_gbs", "Linear pinned host-to-device ceiling of the last profile, GB/s.",
-	 "pcie_linear_h2d_gbs"},
-	{"ftbenchd_profile_pcie_d2h_gbs", "Linear pinned device-to-host ceiling of the last profile, GB/s.",
-	 "pcie_linear_d2h_gbs"},
-	{"ftbenchd_profile_timestamp_seconds", "When the last profile was measured.", NULL},
-	{"ftbenchd_profile_hybrid", "1 when the last profile recommends hybrid for the dtype, 0 offload.", NULL},
-	{"ftbenchd_profile_drift_ratio",
-	 "A figure of the last profile that left the previous profile's spread: its value over the previous one.", NULL},
+/* One stored profile as /metrics sees it: p NULL when the file does not parse as an object. */
+struct met_prof {
+	char uuid[128];
+	json_t *p;
+	struct ftprof *fp; /* the same file as libftprofile reads it (NULL when it does not) */
+	char *id; /* the identity labels: gpu="<uuid>|host",model_name="…",hostname="…",cpu_model="…" */
 };
 
-static void family_samples(struct ftd_mbuf *m, int f, const char *uuid, json_t *p)
+/* The node name the samples carry (hostname; Hostname in ftbenchd_gpu_info), as dcgm-exporter does: NODE_NAME (Kubernetes'
+ * downward API) when set, else the host name. */
+static void node_name(char *b, size_t n)
 {
-	const char *name = profile_families[f].name;
-	if (profile_families[f].ceiling) {
-		json_t *v = json_object_get(json_object_get(p, "ceilings"), profile_families[f].ceiling);
-		if (json_is_number(v))
-			ftd_mbuf_cat(m, "%s{gpu=\"%s\"} %.6g\n", name, uuid, json_number_value(v));
-	} else if (!strcmp(name, "ftbenchd_profile_timestamp_seconds")) {
-		json_t *ep = json_object_get(p, "epoch");
-		if (json_is_number(ep))
-			ftd_mbuf_cat(m, "%s{gpu=\"%s\"} %.3f\n", name, uuid, json_number_value(ep));
-	} else if (!strcmp(name, "ftbenchd_profile_drift_ratio")) {
-		size_t i;
-		json_t *d;
-		json_array_foreach(json_object_get(p, "drift"), i, d) {
-			const char *fig = json_string_value(json_object_get(d, "figure"));
-			json_t *r = json_object_get(d, "ratio");
-			if (fig && label_ok(fig) && json_is_number(r))
-				ftd_mbuf_cat(m, "%s{gpu=\"%s\",figure=\"%s\"} %.6g\n", name, uuid, fig, json_number_value(r));
-		}
-	} else {
-		const char *k;
-		json_t *v;
-		json_object_foreach(json_object_get(p, "dtypes"), k, v) {
-			if (json_is_string(v) && label_ok(k))
-				ftd_mbuf_cat(m, "%s{gpu=\"%s\",dtype=\"%s\"} %d\n", name, uuid, k,
-					 !strcmp(json_string_value(v), "hybrid"));
-		}
+	const char *e = getenv("NODE_NAME");
+	if (e && *e)
+		snprintf(b, n, "%s", e);
+	else if (gethostname(b, n) < 0)
+		snprintf(b, n, "unknown");
+	b[n - 1] = '\0';
+}
+
+static char *id_labels(const char *uuid, const json_t *p, const char *host)
+{
+	struct ftd_mbuf m = {.cap = 256};
+	if (!(m.buf = malloc(m.cap)))
+		return NULL;
+	m.buf[0] = '\0';
+	const char *model = json_string_value(json_object_get(json_object_get(p, "gpu"), "name"));
+	const char *cpu = json_string_value(json_object_get(json_object_get(p, "cpu"), "model"));
+	ftd_mbuf_cat(&m, "gpu=\"");
+	label_value(&m, uuid);
+	if (model) {
+		ftd_mbuf_cat(&m, "\",model_name=\"");
+		label_value(&m, model);
 	}
+	ftd_mbuf_cat(&m, "\",hostname=\"");
+	label_value(&m, host);
+	if (cpu) {
+		ftd_mbuf_cat(&m, "\",cpu_model=\"");
+		label_value(&m, cpu);
+	}
+	ftd_mbuf_cat(&m, "\"");
+	return m.buf;
+}
+
+/* The profile's verdict for dtype k: "hybrid", "offload", or NULL (unmeasured, or anything else). */
+static const char *verdict_of(json_t *v)
+{
+	const char *s = json_string_value(v);
+	return s && (!strcmp(s, "hybrid") || !strcmp(s, "offload")) ? s : NULL;
+}
+
+/* Is validation record val (validation.<fmt>) of profile p stale: marked so, or measured before
+ * the profile was? */
+static int validation_stale(json_t *p, json_t *val)
+{
+	if (json_is_true(json_object_get(val, "stale")))
+		return 1;
+	json_t *at = json_object_get(val, "measured_epoch"), *ep = json_object_get(p, "epoch");
+	return json_is_number(at) && json_is_number(ep) && json_number_value(at) < json_number_value(ep);
+}
+
+/* Families whose samples are a per-GPU figure (ceilings) or a per-format figure (dtype_kernels). */
+static const struct {
+	const char *name, *help, *key;
+	int per_format; /* 1: dtype_kernels.<fmt>.<key> with a dtype label; 0: ceilings.<key> */
+} figure_families[] = {
+	{"ftbenchd_profile_cpu_stream_read_gbs", "CPU read ceiling of the last profile, GB/s.", "cpu_stream_read_gbs", 0},
+	{"ftbenchd_profile_pcie_h2d_gbs", "Linear pinned host-to-device ceiling of the last profile, GB/s.",
+	 "pcie_linear_h2d_gbs", 0},
+	{"ftbenchd_profile_pcie_d2h_gbs", "Linear pinned device-to-host ceiling of the last profile, GB/s.",
+	 "pcie_linear_d2h_gbs", 0},
+	{"ftbenchd_profile_cpu_moe_gbs", "CPU MoE executor throughput of the format in the last profile, GB/s.",
+	 "cpu_moe_gbs", 1},
+	{"ftbenchd_profile_gather_gbs", "PCIe gather of the format's experts in the last profile, GB/s.",
+	 "pcie_gather_gbs", 1},
+	{"ftbenchd_profile_ratio", "CPU MoE over PCIe gather for the format in the last profile.", "ratio", 1},
+	{"ftbenchd_profile_fetch_fraction",
+	 "Share of the misses the hybrid split fetches over PCIe for the format (the rest on the CPU), as "
+	 "libftprofile answers engines.",
+	 NULL, 1},
+};
+
+static void figure_samples(struct ftd_mbuf *m, size_t f, const struct met_prof *e)
+{
+	const char *name = figure_families[f].name, *key = figure_families[f].key;
+	if (!figure_families[f].per_format) {
+		json_t *v = json_object_get(json_object_get(e->p, "ceilings"), key);
+		if (json_is_number(v))
+			ftd_mbuf_cat(m, "%s{%s} %.6g\n", name, e->id, json_number_value(v));
+		return;
+	}
+	const char *k;
+	json_t *dk;
+	json_object_foreach(json_object_get(e->p, "dtype_kernels"), k, dk) {
+		json_t *v = json_object_get(dk, key ? key : "");
+		double x;
+		if (!label_ok(k))
+			continue;
+		if (key && json_is_number(v))
+			x = json_number_value(v);
+		else if (!key && verdict_of(json_object_get(json_object_get(e->p, "dtypes"), k)) && e->fp &&
+			 ftprof_fetch_fraction(e->fp, k, &x) == 0)
+			;
+		else
+			continue;
+		ftd_mbuf_cat(m, "%s{%s,dtype=\"%s\"} %.6g\n", name, e->id, k, x);
+	}
+}
+
+static void family_head(struct ftd_mbuf *m, const char *name, const char *help)
+{
+	ftd_mbuf_cat(m, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
+}
+
+/* The stored profiles as met_prof entries (*n of them; a new array, free with met_free). */
+static struct met_prof *met_load(int *n, const char *host)
+{
+	struct ftprof_entry *e;
+	char check[4096];
+	int ne;
+	*n = 0;
+	if (ftprof_store_list(ftd.profile_dir, &e, &ne) < 0)
+		return NULL;
+	struct met_prof *out = calloc(ne > 0 ? (size_t)ne : 1, sizeof *out);
+	for (int i = 0; out && i < ne; i++) {
+		if (ftprof_store_file(ftd.profile_dir, e[i].name, check, sizeof check) < 0 || !label_ok(e[i].name))
+			continue;
+		struct met_prof *x = &out[*n];
+		snprintf(x->uuid, sizeof x->uuid, "%s", e[i].name);
+		x->p = json_load_file(e[i].path, 0, NULL);
+		if (!json_is_object(x->p)) {
+			json_decref(x->p);
+			x->p = NULL;
+		} else if (ftprof_load_file(e[i].path, &x->fp, NULL, 0) < 0) {
+			x->fp = NULL;
+		}
+		if (!(x->id = id_labels(x->uuid, x->p, host))) {
+			json_decref(x->p);
+			ftprof_free(x->fp);
+			continue;
+		}
+		(*n)++;
+	}
+	free(e);
+	return out;
+}
+
+static void met_free(struct met_prof *v, int n)
+{
+	for (int i = 0; v && i < n; i++) {
+		json_decref(v[i].p);
+		ftprof_free(v[i].fp);
+		free(v[i].id);
+	}
+	free(v);
 }
 
 void ftd_profiles_metrics(struct ftd_mbuf *m)
 {
-	json_t *all = json_object();
-	ftd_profiles_each(collect_one, all);
-	for (size_t f = 0; f < sizeof profile_families / sizeof *profile_families; f++) {
-		ftd_mbuf_cat(m, "# HELP %s %s\n# TYPE %s gauge\n", profile_families[f].name, profile_families[f].help,
-			 profile_families[f].name);
-		const char *uuid;
-		json_t *p;
-		json_object_foreach(all, uuid, p)
-			if (label_ok(uuid))
-				family_samples(m, (int)f, uuid, p);
+	char host[256];
+	node_name(host, sizeof host);
+	int n;
+	struct met_prof *all = met_load(&n, host);
+	const char *k;
+	json_t *v;
+
+	family_head(m, "ftbenchd_build_info", "The daemon's version (always 1).");
+	ftd_mbuf_cat(m, "ftbenchd_build_info{version=\"%s\",hostname=\"", FT_VERSION);
+	label_value(m, host);
+	ftd_mbuf_cat(m, "\"} 1\n");
+
+	/* the inventory, profiled or not: the join to dcgm-exporter's series, whose label names
+	 * (UUID, modelName, Hostname: camelCase, which promtool's lint names) it repeats beside our
+	 * gpu; the figures below carry snake_case model_name/hostname and join through it on gpu.
+	 * Also what "no profile" alerts compare the profiles with. */
+	family_head(m, "ftbenchd_gpu_info", "A GPU of the daemon's inventory (always 1): labels as dcgm-exporter's.");
+	pthread_mutex_lock(&ftd.lock);
+	for (int i = 0; i < ftd.ngpus; i++) {
+		const struct ftgpu_info *g = &ftd.gpus[i];
+		ftd_mbuf_cat(m, "ftbenchd_gpu_info{gpu=\"");
+		label_value(m, g->uuid);
+		ftd_mbuf_cat(m, "\",UUID=\"");
+		label_value(m, g->uuid);
+		ftd_mbuf_cat(m, "\",modelName=\"");
+		label_value(m, g->name);
+		ftd_mbuf_cat(m, "\",Hostname=\"");
+		label_value(m, host);
+		ftd_mbuf_cat(m, "\",pci_bus_id=\"");
+		label_value(m, g->pci_bus_id);
+		ftd_mbuf_cat(m, "\",index=\"%d\"} 1\n", g->index);
 	}
-	json_decref(all);
+	pthread_mutex_unlock(&ftd.lock);
+
+	family_head(m, "ftbenchd_profile_valid",
+		    "1 when the stored profile parses and passed its own checks, 0 when it is corrupt or not valid.");
+	for (int i = 0; i < n; i++)
+		ftd_mbuf_cat(m, "ftbenchd_profile_valid{%s} %d\n", all[i].id,
+			 all[i].p && !json_is_false(json_object_get(all[i].p, "valid")));
+
+	family_head(m, "ftbenchd_profile_stale",
+		    "1 when this machine no longer matches the profile's fingerprint (driver, PCIe link, CPU "
+		    "microcode, memory, kernel, tool version), 0 when it does; no sample when unknown.");
+	for (int i = 0; i < n; i++) {
+		if (!all[i].p)
+			continue;
+		const char *bus = json_string_value(json_object_get(json_object_get(all[i].p, "gpu"), "pci_bus_id"));
+		json_t *now = ftprof_fingerprint_at(NULL, bus);
+		int st = now ? ftprof_fingerprint_compare(json_object_get(all[i].p, "fingerprint"), now, NULL, 0) : -1;
+		json_decref(now);
+		if (st >= 0)
+			ftd_mbuf_cat(m, "ftbenchd_profile_stale{%s} %d\n", all[i].id, st);
+	}
+
+	family_head(m, "ftbenchd_profile_timestamp_seconds", "When the last profile was measured.");
+	for (int i = 0; i < n; i++) {
+		json_t *ep = json_object_get(all[i].p, "epoch");
+		if (json_is_number(ep))
+			ftd_mbuf_cat(m, "ftbenchd_profile_timestamp_seconds{%s} %.3f\n", all[i].id, json_number_value(ep));
+	}
+
+	for (size_t f = 0; f < sizeof figure_families / sizeof *figure_families; f++) {
+		family_head(m, figure_families[f].name, figure_families[f].help);
+		for (int i = 0; i < n; i++)
+			if (all[i].p)
+				figure_samples(m, f, &all[i]);
+	}
+
+	/* a verdict only where there is one: an unmeasured format has no sample here (0 would read
+	 * as offload) and says so in ftbenchd_profile_verdict's label */
+	family_head(m, "ftbenchd_profile_hybrid",
+		    "1 when the last profile recommends hybrid for the dtype, 0 offload; no sample for an unmeasured dtype.");
+	for (int i = 0; i < n; i++)
+		json_object_foreach(json_object_get(all[i].p, "dtypes"), k, v) {
+			const char *vd = verdict_of(v);
+			if (vd && label_ok(k))
+				ftd_mbuf_cat(m, "ftbenchd_profile_hybrid{%s,dtype=\"%s\"} %d\n", all[i].id, k,
+					 !strcmp(vd, "hybrid"));
+		}
+	family_head(m, "ftbenchd_profile_verdict",
+		    "The last profile's verdict for the dtype as a label (hybrid, offload or unmeasured); always 1.");
+	for (int i = 0; i < n; i++)
+		json_object_foreach(json_object_get(all[i].p, "dtypes"), k, v) {
+			const char *vd = verdict_of(v);
+			if (label_ok(k))
+				ftd_mbuf_cat(m, "ftbenchd_profile_verdict{%s,dtype=\"%s\",verdict=\"%s\"} 1\n", all[i].id, k,
+					 vd ? vd : "unmeasured");
+		}
+
+	/* validation.<fmt> (issue 31): a stale record is not trusted, so it has no agrees sample */
+	family_head(m, "ftbenchd_verdict_agrees",
+		    "1 when the format's validation (engine run both ways, or replay) picked the profile's verdict, "
+		    "0 when it disagrees; no sample without a current validation.");
+	for (int i = 0; i < n; i++)
+		json_object_foreach(json_object_get(all[i].p, "validation"), k, v) {
+			const char *src = json_string_value(json_object_get(v, "source"));
+			json_t *ag = json_object_get(v, "agrees");
+			if (src && label_ok(src) && label_ok(k) && json_is_boolean(ag) && !validation_stale(all[i].p, v))
+				ftd_mbuf_cat(m, "ftbenchd_verdict_agrees{%s,dtype=\"%s\",source=\"%s\"} %d\n", all[i].id, k,
+					 src, json_is_true(ag));
+		}
+	family_head(m, "ftbenchd_validation_stale",
+		    "1 when the format's validation is older than the profile or marked stale (not trusted), 0 when current.");
+	for (int i = 0; i < n; i++)
+		json_object_foreach(json_object_get(all[i].p, "validation"), k, v) {
+			const char *src = json_string_value(json_object_get(v, "source"));
+			if (src && label_ok(src) && label_ok(k))
+				ftd_mbuf_cat(m, "ftbenchd_validation_stale{%s,dtype=\"%s\",source=\"%s\"} %d\n", all[i].id, k,
+					 src, validation_stale(all[i].p, v));
+		}
+
+	family_head(m, "ftbenchd_profile_drift_ratio",
+		    "A figure of the last profile that left the previous profile's spread: its value over the previous one.");
+	for (int i = 0; i < n; i++) {
+		size_t j;
+		json_t *d;
+		json_array_foreach(json_object_get(all[i].p, "drift"), j, d) {
+			const char *fig = json_string_value(json_object_get(d, "figure"));
+			json_t *r = json_object_get(d, "ratio");
+			if (fig && label_ok(fig) && json_is_number(r))
+				ftd_mbuf_cat(m, "ftbenchd_profile_drift_ratio{%s,figure=\"%s\"} %.6g\n", all[i].id, fig,
+					 json_number_value(r));
+		}
+	}
+	met_free(all, n);
 }
