@@ -401,7 +401,7 @@ int main(int argc, char **argv)
 	ftd_procs_recover();
 	pthread_mutex_unlock(&ftd.lock);
 	ftd_runner_inventory();
-	if ((r = ftd_profiles_nfd_write()) < 0)
+	if ((r = ftd_profiles_nfd_start()) < 0)
 		ftd_log(FTD_LOG_WARNING, "nfd-features-file %s: %s", ftd.cfg.nfd_file, strerror(-r));
 	pthread_mutex_lock(&ftd.lock);
 	r = ftd_runner_load();

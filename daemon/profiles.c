@@ -1,5 +1,7 @@
 /* profiles: the profile store; see profiles.h. */
 #include <errno.h>
+#include <math.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,11 +46,32 @@ int ftd_profiles_keep(const json_t *profile, const char *uuid)
 	return ftprof_history_add(ftd.profile_dir, profile, uuid, ftd.cfg.history > 0 ? (int)ftd.cfg.history : 1);
 }
 
-/* ---------------------------------------------------------------- node-feature-discovery */
+static const char *verdict_of(json_t *v);
 
-/* A label value NFD accepts: [A-Za-z0-9._-], at most 63 characters, starting and ending with an
- * alphanumeric. */
-static int nfd_value_ok(const char *s)
+/* ---------------------------------------------------------------- node-feature-discovery
+ *
+ * The local feature file nfd-worker reads (its "local" source, as node-feature-discovery's
+ * customization guide describes it): `<namespace>/<name>=<value>` lines, `#` comments, the
+ * `# +expiry-time=<RFC 3339>` directive that applies to the lines after it (a later line of the
+ * same name wins), dot files skipped, 64 kB at most. All labels are under NFD_NS:
+ *   ftbenchd/profiles=N                       stored profiles on this host
+ *   ftbenchd/<fmt>.verdict=V                  hybrid|offload over the host's GPUs; mixed when
+ *                                             they differ; unmeasured (never offload) when none
+ *                                             measured it
+ *   ftbenchd/<fmt>.cpu-moe-mbps, .gather-mbps the format's figures in MB/s (integers, so a
+ *                                             NodeFeatureRule can match Gt/Lt), the host's worst
+ *   ftbenchd/<fmt>.fetch-us, .cpu-us          one expert over PCIe / on the CPU, microseconds
+ *   ftbenchd/pcie-h2d-mbps, pcie-d2h-mbps, cpu-read-mbps   ceilings, the worst GPU's
+ *   ftbenchd/profile-age=lt-1d|lt-7d|lt-<max>d|expired|none   by the oldest profile
+ * Everything but profile-age=expired sits after `# +expiry-time=<oldest + profile-max-age>`, so
+ * a node whose daemon stopped loses its verdicts when they are too old; profile-age's buckets
+ * are later lines with earlier expiries, so the bucket advances without a rewrite. */
+#define NFD_NS "ftbenchd"
+#define NFD_MAX_BYTES 65536
+
+/* A label name part NFD (Kubernetes) accepts: [A-Za-z0-9._-], at most 63 characters, starting
+ * and ending with an alphanumeric. */
+static int nfd_name_ok(const char *s)
 {
 	size_t l = strlen(s);
 	if (l == 0 || l > 63)
@@ -62,52 +85,166 @@ static int nfd_value_ok(const char *s)
 	return 1;
 }
 
+/* min of acc[key] and x (x a finite positive number), kept as a JSON real */
+static void keep_min(json_t *acc, const char *key, double x)
+{
+	if (!(x > 0) || x > 1e15)
+		return;
+	json_t *had = json_object_get(acc, key);
+	if (!json_is_number(had) || x < json_number_value(had))
+		json_object_set_new(acc, key, json_real(x));
+}
+
+struct nfd_acc {
+	json_t *verdicts; /* fmt -> hybrid|offload|mixed|unmeasured */
+	json_t *mins;     /* label name -> the host's lowest figure (MB/s, or us for the -us ones: highest) */
+	int n;
+	double oldest;    /* epoch of the oldest profile, 0 none */
+};
+
 static void nfd_one(const char *uuid, json_t *p, const char *path, void *ctx)
 {
-	json_t *acc = json_object_get(ctx, "formats");
+	(void)uuid;
+	(void)path;
+	struct nfd_acc *a = ctx;
 	const char *k;
 	json_t *v;
-	json_integer_set(json_object_get(ctx, "n"), json_integer_value(json_object_get(ctx, "n")) + 1);
+	a->n++;
+	json_t *ep = json_object_get(p, "epoch");
+	if (json_is_number(ep) && (a->oldest == 0 || json_number_value(ep) < a->oldest))
+		a->oldest = json_number_value(ep);
 	json_object_foreach(json_object_get(p, "dtypes"), k, v) {
-		const char *verdict = json_is_string(v) ? json_string_value(v) : "unmeasured";
-		if (strcmp(verdict, "hybrid") && strcmp(verdict, "offload"))
+		const char *verdict = verdict_of(v);
+		if (!verdict)
 			verdict = "unmeasured";
-		const char *had = json_string_value(json_object_get(acc, k));
-		json_object_set_new(acc, k, json_string(had && strcmp(had, verdict) ? "mixed" : verdict));
+		const char *had = json_string_value(json_object_get(a->verdicts, k));
+		json_object_set_new(a->verdicts, k, json_string(had && strcmp(had, verdict) ? "mixed" : verdict));
 	}
+	char name[256];
+	json_object_foreach(json_object_get(p, "dtype_kernels"), k, v) {
+		double cpu = json_number_value(json_object_get(v, "cpu_moe_gbs"));
+		double gat = json_number_value(json_object_get(v, "pcie_gather_gbs"));
+		double eb = json_number_value(json_object_get(v, "expert_bytes"));
+		snprintf(name, sizeof name, "%s.cpu-moe-mbps", k);
+		keep_min(a->mins, name, cpu * 1000);
+		snprintf(name, sizeof name, "%s.gather-mbps", k);
+		keep_min(a->mins, name, gat * 1000);
+		/* microseconds per expert: the worst is the largest, so what is kept (as the
+		 * minimum) is its inverse, GB/s per byte, turned into us when written */
+		snprintf(name, sizeof name, "%s.fetch-us", k);
+		if (eb > 0 && gat > 0)
+			keep_min(a->mins, name, gat / eb);
+		snprintf(name, sizeof name, "%s.cpu-us", k);
+		if (eb > 0 && cpu > 0)
+			keep_min(a->mins, name, cpu / eb);
+	}
+	static const char *const ceil[][2] = {{"pcie_linear_h2d_gbs", "pcie-h2d-mbps"},
+					      {"pcie_linear_d2h_gbs", "pcie-d2h-mbps"},
+					      {"cpu_stream_read_gbs", "cpu-read-mbps"}};
+	for (size_t i = 0; i < sizeof ceil / sizeof *ceil; i++)
+		keep_min(a->mins, ceil[i][1], json_number_value(json_object_get(json_object_get(p, "ceilings"), ceil[i][0])) * 1000);
+}
+
+/* RFC 3339 UTC of epoch t into b. */
+static void rfc3339(double t, char *b, size_t n)
+{
+	time_t s = (time_t)t;
+	struct tm tm;
+	gmtime_r(&s, &tm);
+	strftime(b, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+int ftd_profiles_nfd_text(struct ftd_mbuf *m)
+{
+	long max_age = ftd_config_max_age_s(ftd.cfg.profile_max_age);
+	if (max_age <= 0)
+		return -EINVAL;
+	struct nfd_acc a = {.verdicts = json_object(), .mins = json_object()};
+	if (!a.verdicts || !a.mins) {
+		json_decref(a.verdicts);
+		json_decref(a.mins);
+		return -ENOMEM;
+	}
+	ftd_profiles_each(nfd_one, &a);
+	char t[64];
+	ftd_mbuf_cat(m, "# Written by ftbenchd from the profiles in %s (node-feature-discovery local source).\n"
+		     "# Do not edit: rewritten at start and after every profile. MB/s and us figures are\n"
+		     "# the host's worst GPU; <format>.verdict is mixed when its GPUs differ, unmeasured (never\n"
+		     "# offload) when none measured the format. Labels expire with the oldest profile.\n",
+		 ftd.profile_dir);
+	if (a.n == 0 || a.oldest <= 0) {
+		ftd_mbuf_cat(m, NFD_NS "/profiles=%d\n" NFD_NS "/profile-age=none\n", a.n);
+		goto out;
+	}
+	/* before any directive: never expires, and is overridden below until the limit */
+	ftd_mbuf_cat(m, NFD_NS "/profile-age=expired\n");
+	rfc3339(a.oldest + (double)max_age, t, sizeof t);
+	ftd_mbuf_cat(m, "# +expiry-time=%s\n", t);
+	ftd_mbuf_cat(m, NFD_NS "/profiles=%d\n", a.n);
+	const char *k;
+	json_t *v;
+	json_object_foreach(a.verdicts, k, v) {
+		char name[128];
+		snprintf(name, sizeof name, "%s.verdict", k);
+		if (nfd_name_ok(name))
+			ftd_mbuf_cat(m, NFD_NS "/%s=%s\n", name, json_string_value(v));
+	}
+	json_object_foreach(a.mins, k, v) {
+		double x = json_number_value(v);
+		size_t l = strlen(k);
+		if (l > 3 && !strcmp(k + l - 3, "-us"))
+			x = 1e-3 / x; /* x in GB/s per byte: bytes / (x_gbs * 1e9) s = 1e-3 / x us */
+		long long iv = llround(x);
+		if (nfd_name_ok(k) && iv > 0)
+			ftd_mbuf_cat(m, NFD_NS "/%s=%lld\n", k, iv);
+	}
+	/* the age buckets: later lines win while they have not expired */
+	char lim[32];
+	snprintf(lim, sizeof lim, "lt-%ldd", (max_age + 86399) / 86400);
+	ftd_mbuf_cat(m, NFD_NS "/profile-age=%s\n", lim);
+	static const long bucket[] = {7 * 86400, 86400};
+	static const char *const bname[] = {"lt-7d", "lt-1d"};
+	for (int i = 0; i < 2; i++) {
+		if (bucket[i] >= max_age)
+			continue;
+		rfc3339(a.oldest + (double)bucket[i], t, sizeof t);
+		ftd_mbuf_cat(m, "# +expiry-time=%s\n" NFD_NS "/profile-age=%s\n", t, bname[i]);
+	}
+out:
+	json_decref(a.verdicts);
+	json_decref(a.mins);
+	return m->len > NFD_MAX_BYTES ? -EFBIG : 0;
 }
 
 int ftd_profiles_nfd_write(void)
 {
 	if (!ftd.cfg.nfd_file || !*ftd.cfg.nfd_file)
 		return 0;
-	json_t *ctx = json_pack("{s:o,s:i}", "formats", json_object(), "n", 0);
-	if (!ctx)
-		return -ENOMEM;
-	ftd_profiles_each(nfd_one, ctx);
 	struct ftd_mbuf m = {.cap = 1024};
-	if (!(m.buf = malloc(m.cap))) {
-		json_decref(ctx);
+	if (!(m.buf = malloc(m.cap)))
 		return -ENOMEM;
-	}
 	m.buf[0] = '\0';
-	ftd_mbuf_cat(&m, "# written by ftbenchd from the profiles in %s: the verdict per format over this host's\n"
-		     "# GPUs (mixed: they differ). Do not edit: rewritten after every profile.\n",
-		 ftd.profile_dir);
-	ftd_mbuf_cat(&m, "ftbenchd/profiles=%lld\n", (long long)json_integer_value(json_object_get(ctx, "n")));
-	const char *k;
-	json_t *v;
-	json_object_foreach(json_object_get(ctx, "formats"), k, v)
-		if (nfd_value_ok(k))
-			ftd_mbuf_cat(&m, "ftbenchd/%s=%s\n", k, json_string_value(v));
-	json_decref(ctx);
+	int r = ftd_profiles_nfd_text(&m);
 	char dir[4096];
 	ftfs_dirname(ftd.cfg.nfd_file, dir, sizeof dir);
-	int r = ftfs_mkdir_p(dir, 0755);
 	if (r == 0)
-		r = ftfs_write_atomic(ftd.cfg.nfd_file, m.buf, m.len, 0644);
+		r = ftfs_mkdir_p(dir, 0755);
+	/* hidden temporary (.NAME.tmp.XXXXXX): nfd-worker skips dot files, so it never reads a half
+	 * written file nor a temporary a crash left */
+	if (r == 0)
+		r = ftfs_write_atomic_hidden(ftd.cfg.nfd_file, m.buf, m.len, 0644);
 	free(m.buf);
 	return r;
+}
+
+int ftd_profiles_nfd_start(void)
+{
+	if (!ftd.cfg.nfd_file || !*ftd.cfg.nfd_file)
+		return 0;
+	int k = ftfs_sweep_temps_of(ftd.cfg.nfd_file);
+	if (k > 0)
+		ftd_log(FTD_LOG_NOTICE, "removed %d stale temporary file(s) of %s", k, ftd.cfg.nfd_file);
+	return ftd_profiles_nfd_write();
 }
 
 int ftd_profiles_read(const char *uuid, char **text, size_t *len)
