@@ -39,6 +39,7 @@ int ftcli_cmd_submit(int argc, char **argv);
 int ftcli_cmd_jobs(int argc, char **argv);
 int ftcli_cmd_wait(int argc, char **argv);
 int ftcli_cmd_cancel(int argc, char **argv);
+int ftcli_cmd_health(int argc, char **argv);
 
 /* The subcommand being run ("bw"), for messages. */
 extern const char *ftcli_prog;

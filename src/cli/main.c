@@ -19,6 +19,7 @@ static const struct ftcli_cmd commands[] = {
 	{"jobs", "list ftbenchd jobs", ftcli_cmd_jobs},
 	{"wait", "follow an ftbenchd job until it ends", ftcli_cmd_wait},
 	{"cancel", "cancel an ftbenchd job", ftcli_cmd_cancel},
+	{"health", "is the node's profile fit to use (Slurm/NHC, node-problem-detector exit codes)", ftcli_cmd_health},
 };
 
 static void usage(FILE *f)
