@@ -97,6 +97,8 @@ start_daemon() {
 	listen = 127.0.0.1:$PORT
 	state-dir = $TMP/state/ftbenchd
 	worker = $FTBENCH
+	# the one bw job is the one submitted below (no first-boot measurement of its own)
+	rebench = never
 	EOF
 	"$FTBENCHD" --config "$TMP/ftbenchd.conf" >>"$TMP/ftbenchd.log" 2>&1 &
 	DPID=$!

@@ -6,29 +6,34 @@
 #include "cli/cli.h"
 #include "hw/gpu.h"
 
-enum { O_FMT = 256 };
+enum { O_FMT = 256, O_PROCS };
 
 int ftcli_cmd_gpus(int argc, char **argv)
 {
 	static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
 					     {"output-format", required_argument, NULL, O_FMT},
+					     {"processes", no_argument, NULL, O_PROCS},
 					     {"help", no_argument, NULL, 'h'}, {0}};
 	enum ftcli_format fmt = FTCLI_FMT_TABLE;
-	int c;
+	int c, procs = 0;
 	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
 		if (c == 'j') {
 			fmt = FTCLI_FMT_JSON;
+		} else if (c == O_PROCS) {
+			procs = 1;
 		} else if (c == O_FMT) {
 			if (ftcli_parse_format("--output-format", optarg, &fmt) < 0)
 				return FTCLI_EXIT_USAGE;
 		} else {
 			fprintf(c == 'h' ? stdout : stderr,
-				"usage: ftbench gpus [--json] [--output-format table|json|csv|md]\n"
+				"usage: ftbench gpus [--json] [--output-format table|json|csv|md] [--processes]\n"
 				"  every CUDA device in PCI bus order: index, uuid, name, PCI bus id, memory (GiB = 2^30\n"
 				"  bytes), compute capability, PCIe link now/max (gen x width), driver, NUMA node\n"
 				"  --json  the list as a JSON array on stdout\n"
 				"  --output-format F  table (default), json (as --json), csv or md: one row per GPU\n"
-				"          (mem_gib in GiB = 2^30 bytes; no GPU: the header row alone)\n");
+				"          (mem_gib in GiB = 2^30 bytes; no GPU: the header row alone)\n"
+				"  --processes  with --json: each GPU also gets \"processes\", how many processes hold it\n"
+				"          (the driver's NVML; null and \"processes_reason\" when it cannot tell)\n");
 			return c == 'h' ? 0 : FTCLI_EXIT_USAGE;
 		}
 	}
@@ -41,8 +46,18 @@ int ftcli_cmd_gpus(int argc, char **argv)
 	}
 	if (fmt == FTCLI_FMT_JSON) {
 		json_t *arr = json_array();
-		for (int i = 0; i < n; i++)
-			json_array_append_new(arr, ftgpu_json(&g[i]));
+		for (int i = 0; i < n; i++) {
+			json_t *o = ftgpu_json(&g[i]);
+			int np = 0;
+			char pwhy[256] = "";
+			if (procs && ftgpu_processes(g[i].pci_bus_id, &np, pwhy, sizeof pwhy) == 0) {
+				json_object_set_new(o, "processes", json_integer(np));
+			} else if (procs) {
+				json_object_set_new(o, "processes", json_null());
+				json_object_set_new(o, "processes_reason", json_string(pwhy));
+			}
+			json_array_append_new(arr, o);
+		}
 		json_t *o = json_pack("{s:o}", "gpus", arr);
 		if (n == 0)
 			json_object_set_new(o, "reason", json_string(why));

@@ -203,8 +203,12 @@ class Daemon:
         self._args()
 
     def _args(self):
+        # rebench never unless the test says otherwise: the default (on-change) measures a GPU
+        # without a profile once at first boot, a bw job the tests did not submit
+        rebench = [] if "--rebench" in self.extra else ["--rebench", "never"]
         self.args = [FTBENCHD, "--listen", f"127.0.0.1:{self.port}", "--state-dir", self.state,
-                     "--profile-dir", self.prof, "--worker", self.worker, "--kill-grace", "1", *self.extra]
+                     "--profile-dir", self.prof, "--worker", self.worker, "--kill-grace", "1", *rebench,
+                     *self.extra]
 
     def start(self, wait=True, **env):
         """Start it (env: variables for this start only); with wait, until /health answers 200."""

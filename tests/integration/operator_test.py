@@ -250,7 +250,10 @@ def test_rebench_stale(t):
     p["gpu"]["uuid"] = GPU0
     p["fingerprint"] = {"kernel": "0.0.0-another-machine", "tool_version": "0.1.0"}
     for mode, want in (("never", 0), ("on-change", 1)):
-        d = Daemon(t.tmp, "rebench-" + mode, "--rebench", mode, env={"FAKE_STEP_MS": "2000"})
+        # GPU1 has no profile: held by a process (FAKE_BUSY_FILE), its first-boot job waits
+        busy = os.path.join(t.tmp, "busy-" + mode)
+        open(busy, "w").close()
+        d = Daemon(t.tmp, "rebench-" + mode, "--rebench", mode, env={"FAKE_STEP_MS": "2000", "FAKE_BUSY_FILE": busy})
         os.makedirs(d.prof, exist_ok=True)
         with open(os.path.join(d.prof, GPU0 + ".json"), "w") as f:
             json.dump(p, f)
