@@ -22,13 +22,13 @@ void ftbw_config_default(struct ftbw_config *c)
 {
 	memset(c, 0, sizeof *c);
 	c->threshold = FTBW_DEFAULT_THRESHOLD;
-	c->cpu_iters = 8;
-	c->pcie_mib = 256;
-	c->pcie_iters = 30;
-	c->kernel_cpu_warmup = 8;
-	c->kernel_cpu_iters = 512;
-	c->kernel_pcie_iters = 32;
-	c->overlap_s = 2.0;
+	c->cpu_iters = FTBW_DEF_CPU_ITERS;
+	c->pcie_mib = FTBW_DEF_PCIE_MIB;
+	c->pcie_iters = FTBW_DEF_PCIE_ITERS;
+	c->kernel_cpu_warmup = FTBW_DEF_KERNEL_CPU_WARMUP;
+	c->kernel_cpu_iters = FTBW_DEF_KERNEL_CPU_ITERS;
+	c->kernel_pcie_iters = FTBW_DEF_KERNEL_PCIE_ITERS;
+	c->overlap_s = FTBW_DEF_OVERLAP_S;
 	c->max_spread = FTBW_VALID_SPREAD;
 	strcpy(c->isa, "auto");
 	c->deployment = -1;

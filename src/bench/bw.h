@@ -27,20 +27,29 @@
 #define FTBW_MAX_ISAS 8
 #define FTBW_MAX_BATCHES 8   /* --batch-sweep entries */
 #define FTBW_DEFAULT_THRESHOLD 2.0
+/* The defaults of struct ftbw_config (ftbw_config_default; `ftbench bw`'s rows print them). */
+#define FTBW_DEF_CPU_ITERS 8
+#define FTBW_DEF_PCIE_MIB 256
+#define FTBW_DEF_PCIE_ITERS 30
+#define FTBW_DEF_KERNEL_CPU_WARMUP 8
+#define FTBW_DEF_KERNEL_CPU_ITERS 512
+#define FTBW_DEF_KERNEL_PCIE_ITERS 32
+#define FTBW_DEF_OVERLAP_S 2.0
 #define FTBW_SYNTH_BYTES (2ull << 30) /* E_synth = min(E, max(1, 2 GiB / expert_bytes)) */
 
-/* Everything the CLI flags decide. ftbw_config_default fills the reference defaults. */
+/* Everything the CLI flags decide. ftbw_config_default fills the reference defaults (FTBW_DEF_*). */
 struct ftbw_config {
-	double threshold;        /* hybrid if cpu_moe_gbs > threshold * pcie_gather_gbs (2.0) */
+	double threshold;        /* hybrid if cpu_moe_gbs > threshold * pcie_gather_gbs */
 	int cpu_threads;         /* 0: one per physical core */
-	int cpu_iters;           /* CPU read-ceiling passes (8) */
-	int pcie_mib;            /* linear copy size (256) */
-	int pcie_iters;          /* linear copy iterations (30) */
-	int kernel_cpu_warmup;   /* CPU MoE warm-up steps (8) */
-	int kernel_cpu_iters;    /* CPU MoE timed steps (512) */
-	int kernel_pcie_iters;   /* gather timed passes (32) */
-	double overlap_s;        /* overlapped run length (2.0); 0 skips the overlap */
-	double max_spread;       /* validity: a spread above this share of its median (0.5); 0 = no check */
+	int cpu_iters;           /* CPU read-ceiling passes */
+	int pcie_mib;            /* linear copy size */
+	int pcie_iters;          /* linear copy iterations */
+	int kernel_cpu_warmup;   /* CPU MoE warm-up steps */
+	int kernel_cpu_iters;    /* CPU MoE timed steps */
+	int kernel_pcie_iters;   /* gather timed passes */
+	double overlap_s;        /* overlapped run length; 0 skips the overlap */
+	double max_spread;       /* validity: a spread above this share of its median
+				  * (FTBW_VALID_SPREAD); 0 = no check */
 	bool no_checks;          /* no validity checks at all (short test runs): no "valid" in the profile */
 	bool gather_sm;          /* time the SM gather (fused) instead of the default copy-engine proxy */
 	int nbatch;              /* --batch-sweep: batches (ascending) of the sweep; 0: no sweep */

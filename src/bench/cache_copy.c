@@ -1,6 +1,7 @@
 #include "bench/cache_copy.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,18 +11,15 @@
 #include "bench/pcie.h"
 #include "moe/slot_cache.h"
 #include "util/stats.h"
+#include "util/strutil.h"
 
 void ftcc_defaults(struct ftcc_opts *o)
 {
 	memset(o, 0, sizeof *o);
 	for (int i = 0; i < ftmodel_cache_profiles_count && i < FTCC_MAX_LIST; i++)
 		o->models[o->nmodels++] = &ftmodel_cache_profiles[i];
-	static const long bs[] = {1, 4, 16, 32};
-	static const double mr[] = {0, 0.25, 0.5, 1};
-	for (int i = 0; i < 4; i++) {
-		o->batch[o->nbatch++] = bs[i];
-		o->miss[o->nmiss++] = mr[i];
-	}
+	o->nbatch = ftstr_parse_long_list(FTCC_DEFAULT_BATCH_SIZES, 1, LONG_MAX, o->batch, FTCC_MAX_LIST);
+	o->nmiss = ftstr_parse_double_list(FTCC_DEFAULT_MISS_RATES, 0, 1, o->miss, FTCC_MAX_LIST);
 	o->repeat = FTCC_DEFAULT_REPEAT;
 	o->copy = FTCC_COPY_PROXY;
 }

@@ -21,6 +21,8 @@
 
 #define FTCC_MAX_LIST 32
 #define FTCC_DEFAULT_REPEAT 25
+#define FTCC_DEFAULT_BATCH_SIZES "1,4,16,32" /* `ftbench cache-copy` prints these as the defaults */
+#define FTCC_DEFAULT_MISS_RATES "0,0.25,0.5,1"
 
 enum ftcc_copy {
 	FTCC_COPY_FUSED = 0, /* ftmissing_copy: fused gather (per-bank when misaligned or forced) */

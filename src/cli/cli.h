@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "cli/flags.h"
 #include "hw/gpu.h"
 #include "moe/cpu/cpumoe.h"
 #include "util/report.h"
@@ -20,9 +21,15 @@
 
 struct ftcli_cmd {
 	const char *name;
-	const char *summary;
+	const char *summary; /* NULL: not listed by --help (ftbench flags) */
 	int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
+	const struct ftflag_cmd *flags;    /* its option table (src/cli/flags.h) */
 };
+
+/* The option tables of the commands (each in its cmd_<name>.c). */
+extern const struct ftflag_cmd ftcli_flags_gpus, ftcli_flags_cpu_moe, ftcli_flags_bw,
+	ftcli_flags_cache_copy, ftcli_flags_load_weights, ftcli_flags_make_checkpoint, ftcli_flags_ftw,
+	ftcli_flags_health;
 
 /* Commands (one file each: src/cli/cmd_<name>.c). */
 int ftcli_cmd_gpus(int argc, char **argv);
@@ -40,6 +47,8 @@ int ftcli_cmd_jobs(int argc, char **argv);
 int ftcli_cmd_wait(int argc, char **argv);
 int ftcli_cmd_cancel(int argc, char **argv);
 int ftcli_cmd_health(int argc, char **argv);
+/* ftbench flags [--json] [COMMAND...]: the option tables as JSON (tests, docs). */
+int ftcli_cmd_flags(int argc, char **argv);
 
 /* The subcommand being run ("bw"), for messages. */
 extern const char *ftcli_prog;
@@ -123,9 +132,23 @@ void ftcli_args_release(struct ftcli_args *a);
  * Returns 0, or logs and returns -1. */
 int ftcli_opt_device(const char *arg, char *spec, size_t n, const char **gpu_spec);
 
-/* --shard-gib X (a number of GiB, as the seed takes it: 0.5) or --shard-mib N (opt names which)
- * into bytes, in whole MiB (at least 1). Returns 0, or logs naming opt and returns -1. */
-int ftcli_opt_shard(const char *opt, const char *arg, uint64_t *bytes);
+/* The loader rows that load-weights and ftw convert share. --shard-gib X (a number of GiB, as the
+ * seed takes it: 0.5) or --shard-mib N into a uint64_t of bytes, in whole MiB (at least 1), within
+ * the row's bounds (ftcli_set_shard, an FTF_CALL); --expert-load into an enum ftload_mode. */
+int ftcli_set_shard(const struct ftflag *f, const char *arg, void *opts);
+#define FTCLI_LOADER_ROWS(T, workers, chunk_mib, shard, expert_load)                                  \
+	{"workers", FTF_INT, FTF_FIELD(T, workers), .meta = "N", .lo = 1, .hi = 256,                  \
+	 .def = FTF_XSTR(FTLOAD_DEFAULT_WORKERS), .help = "reader threads"},                          \
+	{"chunk-mib", FTF_INT, FTF_FIELD(T, chunk_mib), .meta = "N", .lo = 1, .hi = 1024, .unit = "MiB", \
+	 .def = "8", .help = "bytes each reader asks for at once"},                                   \
+	{"shard-gib", FTF_CALL, FTF_FIELD(T, shard), .meta = "X", .lo = 0.001, .hi = 1024, .unit = "GiB", \
+	 .def = "8", .set = ftcli_set_shard,                                                          \
+	 .help = "FTW shard limit, a number as in the seed (0.5 is fine; whole MiB)"},                        \
+	{"shard-mib", FTF_CALL, FTF_FIELD(T, shard), .meta = "N", .lo = 1, .hi = 1048576, .unit = "MiB", \
+	 .set = ftcli_set_shard, .help = "the FTW shard limit in MiB"},                              \
+	{"expert-load", FTF_ENUM, FTF_FIELD(T, expert_load), .choices = "auto|serial|parallel",       \
+	 .def = "auto", .help = "the loader of the FTW conversion (and of load-weights' auto mode): "  \
+				 "auto is parallel when the experts are scattered"}
 
 /* FREETOKEN_BENCH_PROGRESS=1 (also true/yes/on): every progress step is also printed on stdout
  * as the seed's line "FTBENCH <done> <total> <label>" (what the seed's daemon and desktop app

@@ -18,93 +18,17 @@
 #include "util/strutil.h"
 #include "util/timeutil.h"
 
-static void usage(FILE *f)
+/* --batch-sweep LIST (1..FTCPUMOE_MAX_BATCH each, at most FTBW_MAX_BATCHES: the row's bounds)
+ * into c, ascending and without repeats. */
+static void set_batches(const struct ftflag_list *l, struct ftbw_config *c)
 {
-	fprintf(f,
-		"usage: ftbench bw [options]\n"
-		"Measure this host's CPU and PCIe bandwidth on the real kernels and decide, per expert\n"
-		"format, offload (fetch misses over PCIe) or hybrid (compute misses on the CPU).\n\n"
-		"  --dtype all|LIST        formats on their bw workloads (default: all, unless --model)\n"
-		"                          formats: bf16,nvfp4,fp8_block,mxfp4_triton,ds_fp4 (aliases mxfp4, fp8)\n"
-		"  --model all|LIST        model geometries (qwen3.6-moe, qwen3-30b, gemma4-26b, gpt-oss-120b,\n"
-		"                          gpt-oss-20b, dsv4, glm4.7-nvfp4, minimax-m2.5)\n"
-		"  --formats LIST          formats for the --model workloads (default: each model's own)\n"
-		"  --isa auto|all|LIST     CPU MoE ISA: the executor's best (auto), a sweep of all, or LIST\n"
-		"  --threshold X           hybrid when cpu_moe > X * gather (default 2.0)\n"
-		"  --gpu INDEX|UUID|all    the GPU (index, UUID or unique UUID prefix; default: the first);\n"
-		"                          all: every GPU alone, then N engines at once (concurrent phase),\n"
-		"                          one profile per GPU\n"
-		"  --engines N             engines the host runs at once (--gpu all; default: one per GPU)\n"
-		"  --engine-threads N      cores per engine (default: the physical cores split evenly)\n"
-		"  --deployment isolated|concurrent\n"
-		"                          which verdict the seed's fields carry (default: concurrent when\n"
-		"                          the run has more than one engine; FTBENCH_DEPLOYMENT sets it too)\n"
-		"    --device N            the seed's released spelling of --gpu N\n"
-		"  --cpu-threads N         CPU threads, one per physical core near the GPU (0 or default: all cores)\n"
-		"  --repeat N              samples of every timed measurement (1..1000): sets --cpu-iters,\n"
-		"                          --pcie-iters, --kernel-cpu-iters and --kernel-pcie-iters at once\n"
-		"                          (each of those given too wins for its own measurement)\n"
-		"  --cpu-iters N           CPU read-ceiling passes (8)\n"
-		"  --pcie-mib N            linear copy size in MiB (256)\n"
-		"  --pcie-iters N          linear copy iterations per direction (30)\n"
-		"  --kernel-cpu-iters N    CPU MoE timed steps after 8 warm-up steps (64)\n"
-		"  --kernel-pcie-iters N   gather timed passes (20)\n"
-		"  --overlap-seconds X     length of the overlapped run (2.0; 0 skips it)\n"
-		"  --gather proxy|sm       gather path timed: copy engines driven from the device plan\n"
-		"                          (proxy, default) or the fused SM gather (sm)\n"
-		"  --batch-sweep LIST      also per batch (e.g. 1,2,4,8,16,32; up to 8 of 1..32): the CPU MoE\n"
-		"                          with tokens routed among the model's experts and the gather of as\n"
-		"                          many experts, interleaved; gives each entry batch_sweep and\n"
-		"                          hybrid_max_batch (off by default)\n"
-		"  --max-spread X          the profile is not valid when a figure's spread (max - min) is\n"
-		"                          over X of its median (0.75; 0: spreads not checked)\n"
-		"  --no-checks             no validity checks at all (short test runs; the profile then has\n"
-		"                          no \"valid\" field and says so in its warnings)\n"
-		"  -o, --output FILE       write the profile here instead of the per-GPU store path (--gpu all:\n"
-		"                          {\"profiles\": [...]} here, and each profile to the store)\n"
-		"    --out FILE            the seed's spelling of --output\n"
-		"  --no-legacy-copy        on a host with one GPU, do not also write the seed's single file\n"
-		"                          $XDG_CACHE_HOME/freetoken/benchbw.json (released engines read only it)\n"
-		"  --json                  print the profile on stdout instead of the summary\n"
-		"  --output-format F       table (the summary, default), json (as --json), csv or md: one\n"
-		"                          row per GPU, workload and format (GB/s; expert_mib in MiB = 2^20\n"
-		"                          bytes); saved: PATH then goes to stderr\n"
-		"  --result-fd N           worker mode: JSON lines (progress, result, error) on fd N\n"
-		"Lists take commas or spaces (--dtype bf16,nvfp4 or --dtype bf16 nvfp4).\n"
-		"Environment: FREETOKEN_BENCH_PROGRESS=1 prints the seed's progress lines on stdout\n"
-		"(FTBENCH <done> <total> <label>); FREETOKEN_BENCHBW_PATH replaces the store path.\n"
-		"Exit status: 0 profile written; 1 failed; 2 bad usage; 3 measured but not valid (its own\n"
-		"checks failed: CPU MoE above the read ceiling, a spread over --max-spread of its median,\n"
-		"PCIe under half the trained link): written to -o, or kept in the store's history, the\n"
-		"stored profile unchanged; \"valid\": false and \"invalid_reasons\" say why.\n");
-}
-
-enum {
-	OPT_DTYPE = 256, OPT_MODEL, OPT_FORMATS, OPT_ISA, OPT_THRESHOLD, OPT_GPU, OPT_CPU_THREADS,
-	OPT_CPU_ITERS, OPT_PCIE_MIB, OPT_PCIE_ITERS, OPT_KCPU_ITERS, OPT_KPCIE_ITERS, OPT_OVERLAP,
-	OPT_JSON, OPT_RESULT_FD, OPT_ENGINES, OPT_ENGINE_THREADS, OPT_DEPLOYMENT, OPT_DEVICE, OPT_NO_LEGACY,
-	OPT_MAX_SPREAD, OPT_NO_CHECKS, OPT_GATHER, OPT_BATCH_SWEEP, OPT_REPEAT, OPT_TUNE,
-};
-
-/* --batch-sweep LIST: 1..FTCPUMOE_MAX_BATCH each, at most FTBW_MAX_BATCHES, kept ascending and
- * without repeats. 0, or -1 after saying what is wrong. */
-static int parse_batches(const char *arg, struct ftbw_config *c)
-{
-	long v[FTBW_MAX_BATCHES + 1];
-	int n = ftstr_parse_long_list(arg, 1, FTCPUMOE_MAX_BATCH, v, FTBW_MAX_BATCHES + 1);
-	if (n <= 0 || n > FTBW_MAX_BATCHES) {
-		ftcli_error("--batch-sweep: expected up to %d batches of 1..%d, got '%s'", FTBW_MAX_BATCHES,
-			    FTCPUMOE_MAX_BATCH, arg);
-		return -1;
-	}
 	c->nbatch = 0;
-	for (long want = 1; want <= FTCPUMOE_MAX_BATCH; want++)
-		for (int i = 0; i < n; i++)
-			if (v[i] == want) {
-				c->batches[c->nbatch++] = (int)want;
+	for (int want = 1; want <= FTCPUMOE_MAX_BATCH; want++)
+		for (int i = 0; i < l->n; i++)
+			if ((int)l->v[i] == want) {
+				c->batches[c->nbatch++] = want;
 				break;
 			}
-	return 0;
 }
 
 static int parse_formats(const char *opt, const char *arg, enum ftfmt_id *out, int *n, bool need_workload)
@@ -199,26 +123,6 @@ static int parse_isa(const char *arg, struct ftbw_config *c)
 		}
 	ftstr_free_list(items, k);
 	return r;
-}
-
-static int opt_long(const char *opt, const char *arg, long lo, long hi, int *out)
-{
-	long v;
-	if (ftstr_parse_long(arg, lo, hi, &v) < 0) {
-		ftcli_error("%s: '%s' is not an integer in [%ld, %ld]", opt, arg, lo, hi);
-		return -1;
-	}
-	*out = (int)v;
-	return 0;
-}
-
-static int opt_double(const char *opt, const char *arg, double lo, double hi, double *out)
-{
-	if (ftstr_parse_double(arg, lo, hi, out) < 0) {
-		ftcli_error("%s: '%s' is not a number in [%g, %g]", opt, arg, lo, hi);
-		return -1;
-	}
-	return 0;
 }
 
 /* Write prof where it goes. 0 written; 1: not valid (its own checks failed), so it went to the
@@ -539,157 +443,157 @@ out:
 	return rc;
 }
 
-static int bw_cmd(int argc, char **argv, const struct option *opts);
+struct bw_opts {
+	struct ftbw_config cfg;
+	const char *dtype, *model, *formats, *isa, *output;
+	struct ftflag_gpu gpu;
+	int deployment; /* -1: not given; else the index of isolated|concurrent */
+	int no_legacy, repeat;
+	struct ftflag_list batch_sweep;
+	enum ftcli_format ofmt;
+	struct ftcli_tune tune;
+};
+#define O(m) FTF_FIELD(struct bw_opts, m)
+
+static const struct ftflag rows[] = {
+	{"dtype", FTF_STR, O(dtype), .meta = "all|LIST", .flags = FTF_SEED_LIST, .def_help = "all, unless --model",
+	 .help = "formats on their bw workloads: bf16,nvfp4,fp8_block,mxfp4_triton,ds_fp4 (aliases mxfp4, fp8)"},
+	{"model", FTF_STR, O(model), .meta = "all|LIST", .flags = FTF_SEED_LIST,
+	 .help = "model geometries (qwen3.6-moe, qwen3-30b, gemma4-26b, gpt-oss-120b, gpt-oss-20b, dsv4, "
+		 "glm4.7-nvfp4, minimax-m2.5)"},
+	{"formats", FTF_STR, O(formats), .meta = "LIST", .flags = FTF_SEED_LIST, .def_help = "each model's own",
+	 .help = "formats for the --model workloads"},
+	{"isa", FTF_STR, O(isa), .meta = "auto|all|LIST", .flags = FTF_SEED_LIST, .def = "auto",
+	 .help = "CPU MoE ISA: the executor's best (auto), a sweep of all, or LIST"},
+	{"threshold", FTF_DOUBLE, O(cfg.threshold), .meta = "X", .lo = 1e-6, .hi = 1000,
+	 .def = FTF_XSTR(FTBW_DEFAULT_THRESHOLD), .help = "hybrid when cpu_moe > X * gather"},
+	FTF_GPU_ROWS(struct bw_opts, gpu, "INDEX|UUID|all", "the first",
+		     "the GPU (index, UUID or unique UUID prefix); all: every GPU alone, then N engines at once "
+		     "(concurrent phase), one profile per GPU"),
+	{"engines", FTF_INT, O(cfg.engines), .meta = "N", .lo = 1, .hi = FTBW_MAX_ENGINES, .def_help = "one per GPU",
+	 .help = "engines the host runs at once (--gpu all)"},
+	{"engine-threads", FTF_INT, O(cfg.engine_threads), .meta = "N", .lo = 1, .hi = 4096,
+	 .def_help = "the physical cores split evenly", .help = "cores per engine (--gpu all)"},
+	{"deployment", FTF_ENUM, O(deployment), .choices = "isolated|concurrent",
+	 .def_help = "concurrent when the run has more than one engine; FTBENCH_DEPLOYMENT sets it too",
+	 .help = "which verdict the seed's fields carry"},
+	{"cpu-threads", FTF_INT, O(cfg.cpu_threads), .meta = "N", .lo = 0, .hi = 4096, .def = "0",
+	 .help = "CPU threads, one per physical core near the GPU (0: all cores)"},
+	{"repeat", FTF_INT, O(repeat), .meta = "N", .lo = 1, .hi = 1000,
+	 .help = "samples of every timed measurement: sets --cpu-iters, --pcie-iters, --kernel-cpu-iters and "
+		 "--kernel-pcie-iters at once (each of those given too wins for its own measurement)"},
+	{"cpu-iters", FTF_INT, O(cfg.cpu_iters), .meta = "N", .lo = 1, .hi = 1000, .def = FTF_XSTR(FTBW_DEF_CPU_ITERS),
+	 .help = "CPU read-ceiling passes"},
+	{"pcie-mib", FTF_INT, O(cfg.pcie_mib), .meta = "N", .lo = 1, .hi = 65536, .unit = "MiB",
+	 .def = FTF_XSTR(FTBW_DEF_PCIE_MIB), .help = "linear copy size"},
+	{"pcie-iters", FTF_INT, O(cfg.pcie_iters), .meta = "N", .lo = 1, .hi = 10000,
+	 .def = FTF_XSTR(FTBW_DEF_PCIE_ITERS), .help = "linear copy iterations per direction"},
+	{"kernel-cpu-iters", FTF_INT, O(cfg.kernel_cpu_iters), .meta = "N", .lo = 1, .hi = 100000,
+	 .def = FTF_XSTR(FTBW_DEF_KERNEL_CPU_ITERS),
+	 .help = "CPU MoE timed steps after " FTF_XSTR(FTBW_DEF_KERNEL_CPU_WARMUP) " warm-up steps"},
+	{"kernel-pcie-iters", FTF_INT, O(cfg.kernel_pcie_iters), .meta = "N", .lo = 1, .hi = 100000,
+	 .def = FTF_XSTR(FTBW_DEF_KERNEL_PCIE_ITERS), .help = "gather timed passes"},
+	{"overlap-seconds", FTF_DOUBLE, O(cfg.overlap_s), .meta = "X", .lo = 0, .hi = 600, .unit = "s",
+	 .def = FTF_XSTR(FTBW_DEF_OVERLAP_S), .help = "length of the overlapped run (0 skips it)"},
+	{"gather", FTF_ENUM, O(cfg.gather_sm), .choices = "proxy|sm", .def = "proxy",
+	 .help = "gather path timed: copy engines driven from the device plan (proxy) or the fused SM gather (sm)"},
+	{"batch-sweep", FTF_INTS, O(batch_sweep), .meta = "LIST", .lo = 1, .hi = FTCPUMOE_MAX_BATCH,
+	 .max_items = FTBW_MAX_BATCHES, .def_help = "off",
+	 .help = "also per batch (e.g. 1,2,4,8,16,32): the CPU MoE with tokens routed among the model's experts "
+		 "and the gather of as many experts, interleaved; gives each entry batch_sweep and hybrid_max_batch"},
+	{"max-spread", FTF_DOUBLE, O(cfg.max_spread), .meta = "X", .lo = 0, .hi = 100,
+	 .def = FTF_XSTR(FTBW_VALID_SPREAD),
+	 .help = "the profile is not valid when a figure's spread (max - min) is over X of its median (0: "
+		 "spreads not checked)"},
+	{"no-checks", FTF_BOOL, O(cfg.no_checks),
+	 .help = "no validity checks at all (short test runs; the profile then has no \"valid\" field and says so "
+		 "in its warnings)"},
+	{"output", FTF_STR, O(output), .meta = "FILE", .short_name = 'o', .alias = "out",
+	 .help = "write the profile here instead of the per-GPU store path (--gpu all: {\"profiles\": [...]} "
+		 "here, and each profile to the store)"},
+	{"no-legacy-copy", FTF_BOOL, O(no_legacy),
+	 .help = "on a host with one GPU, do not also write the seed's single file "
+		 "$XDG_CACHE_HOME/freetoken/benchbw.json (released engines read only it)"},
+	FTF_JSON_ROW(struct bw_opts, ofmt, "print the profile on stdout instead of the summary"),
+	FTF_FORMAT_ROW(struct bw_opts, ofmt,
+		       "table (the summary), json (as --json), csv or md: one row per GPU, workload and format "
+		       "(GB/s; expert_mib in MiB = 2^20 bytes); saved: PATH then goes to stderr"),
+	FTF_RESULT_FD_ROW,
+	FTF_TUNE_ROW(struct bw_opts, tune),
+};
+
+const struct ftflag_cmd ftcli_flags_bw = {
+	"bw", rows, FTF_COUNT(rows),
+	.about = "Measure this host's CPU and PCIe bandwidth on the real kernels and decide, per expert\n"
+		 "format, offload (fetch misses over PCIe) or hybrid (compute misses on the CPU).\n",
+	.notes = "Lists take commas or spaces (--dtype bf16,nvfp4 or --dtype bf16 nvfp4).\n"
+		 "Environment: FREETOKEN_BENCH_PROGRESS=1 prints the seed's progress lines on stdout\n"
+		 "(FTBENCH <done> <total> <label>); FREETOKEN_BENCHBW_PATH replaces the store path.\n"
+		 "Exit status: 0 profile written; 1 failed; 2 bad usage; 3 measured but not valid (its own\n"
+		 "checks failed: CPU MoE above the read ceiling, a spread over --max-spread of its median,\n"
+		 "PCIe under half the trained link): written to -o, or kept in the store's history, the\n"
+		 "stored profile unchanged; \"valid\": false and \"invalid_reasons\" say why.\n",
+};
+
+static int bw_cmd(struct bw_opts *o, const struct ftflag_state *fs);
 
 int ftcli_cmd_bw(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"dtype", required_argument, NULL, OPT_DTYPE},
-		{"model", required_argument, NULL, OPT_MODEL},
-		{"formats", required_argument, NULL, OPT_FORMATS},
-		{"isa", required_argument, NULL, OPT_ISA},
-		{"output", required_argument, NULL, 'o'},
-		{"threshold", required_argument, NULL, OPT_THRESHOLD},
-		{"gpu", required_argument, NULL, OPT_GPU},
-		{"cpu-threads", required_argument, NULL, OPT_CPU_THREADS},
-		{"cpu-iters", required_argument, NULL, OPT_CPU_ITERS},
-		{"pcie-mib", required_argument, NULL, OPT_PCIE_MIB},
-		{"pcie-iters", required_argument, NULL, OPT_PCIE_ITERS},
-		{"kernel-cpu-iters", required_argument, NULL, OPT_KCPU_ITERS},
-		{"kernel-pcie-iters", required_argument, NULL, OPT_KPCIE_ITERS},
-		{"overlap-seconds", required_argument, NULL, OPT_OVERLAP},
-		{"gather", required_argument, NULL, OPT_GATHER},
-		{"batch-sweep", required_argument, NULL, OPT_BATCH_SWEEP},
-		{"json", no_argument, NULL, OPT_JSON},
-		{"output-format", required_argument, NULL, OPT_OUTPUT_FORMAT},
-		{"result-fd", required_argument, NULL, OPT_RESULT_FD},
-		{"engines", required_argument, NULL, OPT_ENGINES},
-		{"engine-threads", required_argument, NULL, OPT_ENGINE_THREADS},
-		{"deployment", required_argument, NULL, OPT_DEPLOYMENT},
-		{"out", required_argument, NULL, 'o'},
-		{"device", required_argument, NULL, OPT_DEVICE},
-		{"no-legacy-copy", no_argument, NULL, OPT_NO_LEGACY},
-		{"max-spread", required_argument, NULL, OPT_MAX_SPREAD},
-		{"no-checks", no_argument, NULL, OPT_NO_CHECKS},
-		{"repeat", required_argument, NULL, OPT_REPEAT},
-		{"tune", required_argument, NULL, OPT_TUNE},
-		{"help", no_argument, NULL, 'h'},
-		{0}};
-	static const int lists[] = {OPT_DTYPE, OPT_MODEL, OPT_FORMATS, OPT_ISA, 0};
-	struct ftcli_args args;
-	if (ftcli_args_join_lists(&args, argc, argv, opts, lists) < 0) {
-		ftcli_error("out of memory");
-		return FTCLI_EXIT_FAIL;
-	}
-	int rc = bw_cmd(args.argc, args.argv, opts);
-	ftcli_args_release(&args);
-	return rc;
+	struct bw_opts o = {.deployment = -1};
+	struct ftflag_state fs;
+	ftbw_config_default(&o.cfg);
+	int r = ftflags_parse(&ftcli_flags_bw, argc, argv, &o, &fs);
+	if (r)
+		return r > 0 ? 0 : FTCLI_EXIT_USAGE;
+	r = bw_cmd(&o, &fs);
+	ftflags_release(&fs);
+	return r;
+}
+
+/* The values of the list rows into cfg; 0, or -1 after saying what is wrong. */
+static int bw_lists(struct bw_opts *o)
+{
+	struct ftbw_config *cfg = &o->cfg;
+	if (o->dtype && parse_formats("--dtype", o->dtype, cfg->dtypes, &cfg->ndtypes, true))
+		return -1;
+	if (o->model && parse_models(o->model, cfg))
+		return -1;
+	if (o->formats && parse_formats("--formats", o->formats, cfg->formats, &cfg->nformats, false))
+		return -1;
+	if (parse_isa(o->isa, cfg))
+		return -1;
+	if (o->batch_sweep.n)
+		set_batches(&o->batch_sweep, cfg);
+	if (o->deployment >= 0)
+		cfg->deployment = o->deployment ? FTBW_DEPLOY_CONCURRENT : FTBW_DEPLOY_ISOLATED;
+	return 0;
 }
 
 /* The seed's spellings arrive here joined (--dtype a b -> --dtype a,b). */
-static int bw_cmd(int argc, char **argv, const struct option *opts)
+static int bw_cmd(struct bw_opts *o, const struct ftflag_state *fs)
 {
 	struct ftbw_config cfg;
-	const char *gpu_spec = NULL, *output = NULL;
-	char device[16];
-	int json = 0, c, dtype_given = 0, model_given = 0, threads = 0, legacy = 1;
-	int repeat = 0, iters_given[4] = {0}; /* cpu, pcie, kernel cpu, kernel pcie */
-	struct ftcli_tune tunes = {0};
-	ftbw_config_default(&cfg);
-
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-		int bad = 0;
-		switch (c) {
-		case OPT_DTYPE:
-			dtype_given = 1;
-			bad = parse_formats("--dtype", optarg, cfg.dtypes, &cfg.ndtypes, true);
-			break;
-		case OPT_MODEL:
-			model_given = 1;
-			bad = parse_models(optarg, &cfg);
-			break;
-		case OPT_FORMATS:
-			bad = parse_formats("--formats", optarg, cfg.formats, &cfg.nformats, false);
-			break;
-		case OPT_ISA: bad = parse_isa(optarg, &cfg); break;
-		case 'o': output = optarg; break;
-		case OPT_THRESHOLD: bad = opt_double("--threshold", optarg, 1e-6, 1000, &cfg.threshold); break;
-		case OPT_MAX_SPREAD: bad = opt_double("--max-spread", optarg, 0, 100, &cfg.max_spread); break;
-		case OPT_NO_CHECKS: cfg.no_checks = true; break;
-		case OPT_GPU:
-			if (gpu_spec == device && strcmp(device, optarg)) {
-				ftcli_error("--gpu %s and --device %s name different GPUs", optarg, device);
-				bad = 1;
-			}
-			gpu_spec = optarg;
-			break;
-		case OPT_DEVICE: bad = ftcli_opt_device(optarg, device, sizeof device, &gpu_spec); break;
-		case OPT_NO_LEGACY: legacy = 0; break;
-		case OPT_CPU_THREADS: bad = opt_long("--cpu-threads", optarg, 0, 4096, &threads); break;
-		case OPT_REPEAT: bad = opt_long("--repeat", optarg, 1, 1000, &repeat); break;
-		case OPT_CPU_ITERS: iters_given[0] = 1; bad = opt_long("--cpu-iters", optarg, 1, 1000, &cfg.cpu_iters); break;
-		case OPT_PCIE_MIB: bad = opt_long("--pcie-mib", optarg, 1, 1 << 16, &cfg.pcie_mib); break;
-		case OPT_PCIE_ITERS: iters_given[1] = 1; bad = opt_long("--pcie-iters", optarg, 1, 10000, &cfg.pcie_iters); break;
-		case OPT_KCPU_ITERS:
-			iters_given[2] = 1;
-			bad = opt_long("--kernel-cpu-iters", optarg, 1, 100000, &cfg.kernel_cpu_iters);
-			break;
-		case OPT_KPCIE_ITERS:
-			iters_given[3] = 1;
-			bad = opt_long("--kernel-pcie-iters", optarg, 1, 100000, &cfg.kernel_pcie_iters);
-			break;
-		case OPT_OVERLAP: bad = opt_double("--overlap-seconds", optarg, 0, 600, &cfg.overlap_s); break;
-		case OPT_GATHER:
-			if (!strcmp(optarg, "proxy") || !strcmp(optarg, "sm")) {
-				cfg.gather_sm = !strcmp(optarg, "sm");
-			} else {
-				ftcli_error("--gather: expected proxy or sm, got '%s'", optarg);
-				bad = 1;
-			}
-			break;
-		case OPT_BATCH_SWEEP: bad = parse_batches(optarg, &cfg); break;
-		case OPT_JSON: json = 1; break;
-		case OPT_OUTPUT_FORMAT:
-			bad = ftcli_parse_format("--output-format", optarg, &out_fmt) < 0;
-			json = out_fmt == FTCLI_FMT_JSON;
-			break;
-		case OPT_RESULT_FD: bad = ftcli_opt_result_fd(optarg); break;
-		case OPT_ENGINES: bad = opt_long("--engines", optarg, 1, FTBW_MAX_ENGINES, &cfg.engines); break;
-		case OPT_ENGINE_THREADS:
-			bad = opt_long("--engine-threads", optarg, 1, 4096, &cfg.engine_threads);
-			break;
-		case OPT_DEPLOYMENT:
-			if (ftbw_deployment_parse(optarg, &cfg.deployment) < 0) {
-				ftcli_error("--deployment: '%s' is neither isolated nor concurrent", optarg);
-				bad = 1;
-			}
-			break;
-		case OPT_TUNE:
-			if ((bad = ftcli_opt_tune(&tunes, optarg)) > 0)
-				return 0;
-			break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return FTCLI_EXIT_USAGE;
-		}
-		if (bad)
-			return FTCLI_EXIT_USAGE;
-	}
-	if (optind < argc) {
-		ftcli_error("unexpected argument '%s'", argv[optind]);
+	const char *gpu_spec = o->gpu.spec, *output = o->output;
+	int dtype_given = o->dtype != NULL, model_given = o->model != NULL, threads = o->cfg.cpu_threads;
+	int legacy = !o->no_legacy, repeat = o->repeat;
+	if (bw_lists(o) < 0)
 		return FTCLI_EXIT_USAGE;
-	}
+	cfg = o->cfg;
+	cfg.cpu_threads = 0;
+	out_fmt = o->ofmt;
+	int json = out_fmt == FTCLI_FMT_JSON;
+	static const char *const iter_rows[4] = {"cpu-iters", "pcie-iters", "kernel-cpu-iters", "kernel-pcie-iters"};
 	if (repeat) {
 		int *iters[4] = {&cfg.cpu_iters, &cfg.pcie_iters, &cfg.kernel_cpu_iters, &cfg.kernel_pcie_iters};
 		for (int i = 0; i < 4; i++)
-			if (!iters_given[i])
+			if (!ftflags_given(&ftcli_flags_bw, fs, iter_rows[i]))
 				*iters[i] = repeat;
 	}
 	if (!dtype_given && !model_given)
 		parse_formats("--dtype", "all", cfg.dtypes, &cfg.ndtypes, true);
 	if (cfg.nformats && !model_given)
 		ftcli_note("--formats applies to --model workloads only; ignored");
-	if (ftcli_tune_build(&tunes, &cfg.tune) < 0)
+	if (ftcli_tune_build(&o->tune, &cfg.tune) < 0)
 		return FTCLI_EXIT_USAGE;
 	if (cfg.deployment < 0 && getenv("FTBENCH_DEPLOYMENT") && *getenv("FTBENCH_DEPLOYMENT") &&
 	    ftbw_deployment_parse(getenv("FTBENCH_DEPLOYMENT"), &cfg.deployment) < 0) {

@@ -1,7 +1,6 @@
 /* ftbench cache-copy: slot-cache LRU + gather cost per decode layer (reference §4); with
  * --from-json FILE, the table of a saved result (its --json output, or a daemon job's). */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,49 +9,13 @@
 #include "bench/cache_copy.h"
 #include "cli/cli.h"
 #include "moe/formats.h"
+#include "moe/slot_cache.h"
 #include "util/fsutil.h"
 #include "util/strutil.h"
 
 #ifdef FT_HAVE_CUDA
 #include <cuda_runtime_api.h>
 #endif
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: ftbench cache-copy [--models LIST] [--cache-slots LIST] [--batch-sizes LIST]\n"
-		"                          [--miss-rates LIST] [--repeat N] [--copy fused|proxy]\n"
-		"                          [--gpu UUID|INDEX] [--json] [--output-format table|json|csv|md]\n"
-		"                          [--list] [--result-fd N]\n"
-		"       ftbench cache-copy --from-json FILE [--output-format table|json|csv|md]\n"
-		"Lists take commas or spaces, as the seed's argparse does (--batch-sizes 1 4 16 32).\n"
-		"  --models LIST       cache-copy profiles (default: all; --list shows them)\n"
-		"  --cache-slots LIST  slot counts for every model (default: E and int(0.4*L*E))\n"
-		"  --batch-sizes LIST  default 1,4,16,32\n"
-		"  --miss-rates LIST   in [0,1], default 0,0.25,0.5,1\n"
-		"  --repeat N          timed repeats per row, median reported (default %d)\n"
-		"  --copy PATH         copy path of time_ms/bw_GBps: proxy (default: copy engines driven\n"
-		"                      from the device plan, its thread asleep between plans) or fused (SM\n"
-		"                      gather); the other paths (linear, per-expert memcpy, per-bank,\n"
-		"                      fused/proxy) are columns\n"
-		"  --gpu UUID|INDEX    the GPU (default: the first)\n"
-		"    --device N        the seed's spelling of --gpu N (a CUDA device index)\n"
-		"  --json              the whole result as JSON on stdout\n"
-		"  --output-format F   table (default), json (as --json), csv or md: one row per model,\n"
-		"                      cache size, batch size and miss rate, the table's columns under\n"
-		"                      their JSON names (times in ms, ensure_us in us, GB/s, %%)\n"
-		"  --from-json FILE    measure nothing: print the result saved in FILE (- = stdin) in the\n"
-		"                      --output-format: cache-copy --json output, or a cache-copy job of\n"
-		"                      ftbenchd (GET /benchmark/jobs/ID; no GPU needed)\n"
-		"  --list              the cache-copy profiles (models) and their shapes (MiB = 2^20 bytes)\n"
-		"  --result-fd N       worker protocol: progress/result/error JSON lines on fd N (ftbenchd)\n"
-		"Columns: ens_us = ensure_experts per call, 8 back-to-back calls each on a fresh state,\n"
-		"the second of two such rounds (the first, right after the copies: ensure_first_round_us);\n"
-		"lin/fus/pyt/pxy = GB/s of the linear copy, fused gather, per-expert memcpy loop, proxy\n"
-		"(copy only); %%lin = linear over time_ms; pxy%% = proxy over linear.\n"
-		"Environment: FREETOKEN_FUSED_COPY=0 forces the per-bank copy path.\n",
-		FTCC_DEFAULT_REPEAT);
-}
 
 static void list_models(enum ftcli_format fmt)
 {
@@ -260,11 +223,6 @@ out:
 	return rc;
 }
 
-enum { O_MODELS = 256, O_SLOTS, O_BATCH, O_MISS, O_REPEAT, O_COPY, O_GPU, O_JSON, O_LIST, O_FD, O_DEVICE, O_FMT,
-       O_FROM };
-
-static int run(int argc, char **argv, const struct option *opts);
-
 #ifdef FT_HAVE_CUDA
 /* The row a failed run stopped at (the last row with an error: a run ends at the row that failed),
  * as "MODEL batch B, miss rate M: ERROR", so that the failure is named by what failed and not
@@ -290,27 +248,6 @@ static int row_error(json_t *res, char *buf, size_t n)
 }
 #endif
 
-int ftcli_cmd_cache_copy(int argc, char **argv)
-{
-	static const int lists[] = {O_MODELS, O_SLOTS, O_BATCH, O_MISS, 0};
-	static const struct option opts[] = {
-		{"models", required_argument, NULL, O_MODELS}, {"cache-slots", required_argument, NULL, O_SLOTS},
-		{"batch-sizes", required_argument, NULL, O_BATCH}, {"miss-rates", required_argument, NULL, O_MISS},
-		{"repeat", required_argument, NULL, O_REPEAT}, {"copy", required_argument, NULL, O_COPY},
-		{"gpu", required_argument, NULL, O_GPU}, {"device", required_argument, NULL, O_DEVICE},
-		{"json", no_argument, NULL, O_JSON}, {"list", no_argument, NULL, O_LIST},
-		{"result-fd", required_argument, NULL, O_FD}, {"output-format", required_argument, NULL, O_FMT},
-		{"from-json", required_argument, NULL, O_FROM}, {"help", no_argument, NULL, 'h'}, {0}};
-	struct ftcli_args args;
-	if (ftcli_args_join_lists(&args, argc, argv, opts, lists) < 0) {
-		ftcli_error("out of memory");
-		return FTCLI_EXIT_FAIL;
-	}
-	int rc = run(args.argc, args.argv, opts);
-	ftcli_args_release(&args);
-	return rc;
-}
-
 /* What a run would measure (FTBENCH_TEST_FAKE_GPUS: the options as parsed, nothing measured). */
 static json_t *opts_json(const struct ftcc_opts *o, const char *gpu)
 {
@@ -328,120 +265,108 @@ static json_t *opts_json(const struct ftcc_opts *o, const char *gpu)
 	return j;
 }
 
-static int run(int argc, char **argv, const struct option *opts)
+struct cc_cli {
+	const char *models, *from;
+	struct ftflag_list slots, batch, miss;
+	int repeat, copy, list; /* copy: 0 fused, 1 proxy */
+	struct ftflag_gpu gpu;
+	enum ftcli_format fmt;
+};
+#define O(m) FTF_FIELD(struct cc_cli, m)
+
+static const struct ftflag rows[] = {
+	{"models", FTF_STR, O(models), .meta = "LIST", .flags = FTF_SEED_LIST, .def = "all",
+	 .help = "cache-copy profiles (--list shows them)"},
+	{"cache-slots", FTF_INTS, O(slots), .meta = "LIST", .lo = 1, .hi = FTSC_MAX_SLOTS, .max_items = FTCC_MAX_LIST,
+	 .flags = FTF_SEED_LIST, .def_help = "E and int(0.4*L*E)", .help = "slot counts for every model"},
+	{"batch-sizes", FTF_INTS, O(batch), .meta = "LIST", .lo = 1, .hi = 4096, .max_items = FTCC_MAX_LIST,
+	 .flags = FTF_SEED_LIST, .def = FTCC_DEFAULT_BATCH_SIZES, .help = "tokens per decode step, one row each"},
+	{"miss-rates", FTF_DOUBLES, O(miss), .meta = "LIST", .lo = 0, .hi = 1, .max_items = FTCC_MAX_LIST,
+	 .flags = FTF_SEED_LIST, .def = FTCC_DEFAULT_MISS_RATES, .help = "shares of a step's experts not cached"},
+	{"repeat", FTF_INT, O(repeat), .meta = "N", .lo = 1, .hi = 100000, .def = FTF_XSTR(FTCC_DEFAULT_REPEAT),
+	 .help = "timed repeats per row, median reported"},
+	{"copy", FTF_ENUM, O(copy), .choices = "fused|proxy", .def = "proxy",
+	 .help = "copy path of time_ms/bw_GBps: proxy (copy engines driven from the device plan, its thread "
+		 "asleep between plans) or fused (SM gather); the other paths (linear, per-expert memcpy, "
+		 "per-bank, fused/proxy) are columns"},
+	FTF_GPU_ROWS(struct cc_cli, gpu, "UUID|INDEX", "the first", "the GPU"),
+	FTF_JSON_ROW(struct cc_cli, fmt, "the whole result as JSON on stdout"),
+	FTF_FORMAT_ROW(struct cc_cli, fmt,
+		       "table, json (as --json), csv or md: one row per model, cache size, batch size and miss "
+		       "rate, the table's columns under their JSON names (times in ms, ensure_us in us, GB/s, %)"),
+	{"from-json", FTF_STR, O(from), .meta = "FILE",
+	 .help = "measure nothing: print the result saved in FILE (- = stdin) in the --output-format: "
+		 "cache-copy --json output, or a cache-copy job of ftbenchd (GET /benchmark/jobs/ID; no GPU "
+		 "needed)"},
+	{"list", FTF_BOOL, O(list), .help = "the cache-copy profiles (models) and their shapes (MiB = 2^20 bytes)"},
+	FTF_RESULT_FD_ROW,
+};
+
+const struct ftflag_cmd ftcli_flags_cache_copy = {
+	"cache-copy", rows, FTF_COUNT(rows),
+	.about = "       ftbench cache-copy --from-json FILE [--output-format F]\n"
+		 "Lists take commas or spaces, as the seed's argparse does (--batch-sizes 1 4 16 32).",
+	.notes = "Columns: ens_us = ensure_experts per call, 8 back-to-back calls each on a fresh state,\n"
+		 "the second of two such rounds (the first, right after the copies: ensure_first_round_us);\n"
+		 "lin/fus/pyt/pxy = GB/s of the linear copy, fused gather, per-expert memcpy loop, proxy\n"
+		 "(copy only); %lin = linear over time_ms; pxy% = proxy over linear.\n"
+		 "Environment: FREETOKEN_FUSED_COPY=0 forces the per-bank copy path.\n",
+};
+
+/* The rows' values into o; 0, or -1 after saying what is wrong. */
+static int cc_opts(const struct cc_cli *c, struct ftcc_opts *o)
 {
-	struct ftcc_opts o;
-	ftcc_defaults(&o);
-	const char *gpu = NULL, *from = NULL;
-	char device[16];
-	enum ftcli_format fmt = FTCLI_FMT_TABLE;
-	int c, n, list = 0;
-	long v;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case O_MODELS: {
-			char **items;
-			n = ftstr_split(optarg, &items, FTCC_MAX_LIST);
-			if (n <= 0) {
-				ftcli_error("--models: expected a list of names");
-				return FTCLI_EXIT_USAGE;
-			}
-			o.nmodels = 0;
-			for (int i = 0; i < n; i++) {
-				const struct ftmodel *m = !strcmp(items[i], "all") ? NULL : find_model(items[i]);
-				if (!strcmp(items[i], "all")) {
-					ftcc_defaults(&o);
-					continue;
-				}
-				if (!m) {
-					ftcli_error("--models: unknown model '%s' (see --list)", items[i]);
-					ftstr_free_list(items, n);
-					return FTCLI_EXIT_USAGE;
-				}
-				o.models[o.nmodels++] = m;
-			}
+	char **items;
+	int n = ftstr_split(c->models, &items, FTCC_MAX_LIST);
+	if (n <= 0) {
+		ftcli_error("--models: expected a list of names");
+		return -1;
+	}
+	o->nmodels = 0;
+	for (int i = 0; i < n; i++) {
+		const struct ftmodel *m = !strcmp(items[i], "all") ? NULL : find_model(items[i]);
+		if (!strcmp(items[i], "all")) {
+			ftcc_defaults(o);
+			continue;
+		}
+		if (!m) {
+			ftcli_error("--models: unknown model '%s' (see --list)", items[i]);
 			ftstr_free_list(items, n);
-			break;
+			return -1;
 		}
-		case O_SLOTS:
-			if ((n = ftstr_parse_long_list(optarg, 1, (1 << 24) - 1, o.slots, FTCC_MAX_LIST)) <= 0) {
-				ftcli_error("--cache-slots: expected positive integers, got '%s'", optarg);
-				return FTCLI_EXIT_USAGE;
-			}
-			o.nslots = n;
-			break;
-		case O_BATCH:
-			if ((n = ftstr_parse_long_list(optarg, 1, 4096, o.batch, FTCC_MAX_LIST)) <= 0) {
-				ftcli_error("--batch-sizes: expected integers in [1, 4096], got '%s'", optarg);
-				return FTCLI_EXIT_USAGE;
-			}
-			o.nbatch = n;
-			break;
-		case O_MISS:
-			if ((n = ftstr_parse_double_list(optarg, 0, 1, o.miss, FTCC_MAX_LIST)) <= 0) {
-				ftcli_error("--miss-rates: expected numbers in [0, 1], got '%s'", optarg);
-				return FTCLI_EXIT_USAGE;
-			}
-			o.nmiss = n;
-			break;
-		case O_REPEAT:
-			if (ftstr_parse_long(optarg, 1, 100000, &v)) {
-				ftcli_error("--repeat: expected an integer in [1, 100000], got '%s'", optarg);
-				return FTCLI_EXIT_USAGE;
-			}
-			o.repeat = (int)v;
-			break;
-		case O_COPY:
-			if (!strcasecmp(optarg, "fused"))
-				o.copy = FTCC_COPY_FUSED;
-			else if (!strcasecmp(optarg, "proxy"))
-				o.copy = FTCC_COPY_PROXY;
-			else {
-				ftcli_error("--copy: expected fused or proxy, got '%s'", optarg);
-				return FTCLI_EXIT_USAGE;
-			}
-			break;
-		case O_GPU:
-			if (gpu == device && strcmp(device, optarg)) {
-				ftcli_error("--gpu %s and --device %s name different GPUs", optarg, device);
-				return FTCLI_EXIT_USAGE;
-			}
-			gpu = optarg;
-			break;
-		case O_DEVICE:
-			if (ftcli_opt_device(optarg, device, sizeof device, &gpu) < 0)
-				return FTCLI_EXIT_USAGE;
-			break;
-		case O_JSON:
-			fmt = FTCLI_FMT_JSON;
-			break;
-		case O_FMT:
-			if (ftcli_parse_format("--output-format", optarg, &fmt) < 0)
-				return FTCLI_EXIT_USAGE;
-			break;
-		case O_FROM:
-			from = optarg;
-			break;
-		case O_LIST:
-			list = 1;
-			break;
-		case O_FD:
-			if (ftcli_opt_result_fd(optarg))
-				return FTCLI_EXIT_USAGE;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return FTCLI_EXIT_USAGE;
-		}
+		o->models[o->nmodels++] = m;
 	}
-	if (optind < argc) {
-		ftcli_error("unexpected argument '%s'", argv[optind]);
+	ftstr_free_list(items, n);
+	o->nslots = c->slots.n;
+	for (int i = 0; i < c->slots.n; i++)
+		o->slots[i] = (long)c->slots.v[i];
+	o->nbatch = c->batch.n;
+	for (int i = 0; i < c->batch.n; i++)
+		o->batch[i] = (long)c->batch.v[i];
+	o->nmiss = c->miss.n;
+	for (int i = 0; i < c->miss.n; i++)
+		o->miss[i] = c->miss.v[i];
+	o->repeat = c->repeat;
+	o->copy = c->copy ? FTCC_COPY_PROXY : FTCC_COPY_FUSED;
+	return 0;
+}
+
+int ftcli_cmd_cache_copy(int argc, char **argv)
+{
+	struct cc_cli c = {0};
+	struct ftflag_state fs;
+	struct ftcc_opts o;
+	int pr = ftflags_parse(&ftcli_flags_cache_copy, argc, argv, &c, &fs);
+	if (pr)
+		return pr > 0 ? 0 : FTCLI_EXIT_USAGE;
+	ftcc_defaults(&o);
+	pr = cc_opts(&c, &o);
+	ftflags_release(&fs); /* the joined lists are used above only */
+	if (pr < 0)
 		return FTCLI_EXIT_USAGE;
-	}
+	const char *gpu = c.gpu.spec, *from = c.from;
+	enum ftcli_format fmt = c.fmt;
+	int list = c.list;
 	if (list) {
 		list_models(fmt);
 		return 0;

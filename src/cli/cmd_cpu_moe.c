@@ -2,7 +2,6 @@
  * synthetic banks whose working set rotates over >= 4x the last-level cache, with the CPU read
  * ceiling measured in the same run beside it (median, min, max of the timed steps/passes). */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,42 +14,6 @@
 #include "moe/models.h"
 #include "util/stats.h"
 #include "util/strutil.h"
-
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: ftbench cpu-moe [--format F] [--model M] [--batch LIST] [--routing model|distinct]\n"
-		   "                       [--isa auto|all|LIST] [--threads N] [--repeat N] [--warmup N]\n"
-		   "                       [--read-passes N] [--numa NODE] [--working-set-mib N] [--json]\n"
-		   "                       [--output-format table|json|csv|md] [--result-fd N]\n"
-		   "  --format F       expert weight format (default bf16, or the model's)\n"
-		   "  --model M        expert shapes (hidden, intermediate, experts, top-k) of a bw or cache-copy\n"
-		   "                   model (default: the format's bw workload)\n"
-		   "  --batch LIST     tokens per step, one run each (e.g. 1,2,4,8,16,32; default 1)\n"
-		   "  --routing R      model (default): each token picks top-k of the model's E experts, so\n"
-		   "                   tokens share experts as a real batch does; distinct: every route its\n"
-		   "                   own expert (the same at batch 1)\n"
-		   "  --isa auto|all|LIST  ISA tiers timed: auto (the one the executor picks), all (every tier\n"
-		   "                   this CPU has), or a comma list of tiers (default auto)\n"
-		   "  --threads N      worker threads (0 or default: one per physical core)\n"
-		   "  --repeat N       timed steps per tier, 1..100000 (default 64; --iters is the old name)\n"
-		   "  --warmup N       untimed steps before them, 0..100000 (default 8)\n"
-		   "  --read-passes N  passes of the CPU read ceiling, interleaved with the steps, 0..1000\n"
-		   "                   (default 8; 0: not measured)\n"
-		   "  --numa NODE      run threads and memory on this NUMA node (-1 or default: not bound)\n"
-		   "  --working-set-mib N  MiB the synthetic experts rotate over, at least (default: 4x the\n"
-		   "                   last-level cache)\n"
-		   "  --json           the result as JSON on stdout (no progress bar)\n"
-		   "  --output-format F  table (default), json (as --json), csv or md: one row per batch and\n"
-		   "                   tier (GB/s; step_ms in milliseconds; read_pct: %% of the read ceiling)\n"
-		   "  --result-fd N    the worker protocol's JSON lines to fd N (ftbenchd)\n"
-		   "  GB/s is 10^9 bytes per second (sizes: MiB = 2^20, GiB = 2^30 bytes). The table: median,\n"
-		   "  min, max GB/s of the timed steps; the read ceiling beside them; the step time; and the\n"
-		   "  max rel err vs scalar, the largest relative difference of the tier's output from the\n"
-		   "  scalar reference on the same inputs (a check, not a speed-up)\n"
-		   "  formats with a CPU path: bf16, nvfp4, mxfp4_triton (mxfp4), ds_fp4, q4_0\n"
-		   "  ISA tiers: scalar, avx2, avx512, avx512vnni, avx512bf16, amx (FREETOKEN_CPU_MOE_ISA\n"
-		   "  forces the tier 'auto' picks)\n");
-}
 
 /* q4_0 has no bw workload: measured on qwen3-30b shapes. */
 static const struct ftmodel q4_default = {"qwen3-30b", 0, 128, 8, 2048, 768, FTFMT_Q4_0, FTFMT_ACT_SILU, 0, 1, {FTFMT_Q4_0}};
@@ -89,83 +52,78 @@ static void print_rows(enum ftcli_format f, const json_t *res)
 	}
 }
 
+struct cpu_moe_opts {
+	const char *format, *model, *isa;
+	struct ftflag_list batch;
+	int routing; /* 0 model, 1 distinct */
+	long threads, iters, warmup, passes, numa, ws_mib;
+	enum ftcli_format ofmt;
+	struct ftcli_tune tune;
+};
+#define O(m) FTF_FIELD(struct cpu_moe_opts, m)
+
+static const struct ftflag rows[] = {
+	{"format", FTF_STR, O(format), .meta = "F", .def_help = "bf16, or the model's", .help = "expert weight format"},
+	{"model", FTF_STR, O(model), .meta = "M", .def_help = "the format's bw workload",
+	 .help = "expert shapes (hidden, intermediate, experts, top-k) of a bw or cache-copy model"},
+	{"batch", FTF_INTS, O(batch), .meta = "LIST", .lo = 1, .hi = FTCPUMOE_MAX_BATCH, .max_items = FTCPUMOE_MAX_BATCH,
+	 .def = "1", .help = "tokens per step, one run each (e.g. 1,2,4,8,16,32)"},
+	{"routing", FTF_ENUM, O(routing), .choices = "model|distinct", .def = "model",
+	 .help = "model: each token picks top-k of the model's E experts, so tokens share experts as a real "
+		 "batch does; distinct: every route its own expert (the same at batch 1)"},
+	{"isa", FTF_STR, O(isa), .meta = "auto|all|LIST", .def = "auto",
+	 .help = "ISA tiers timed: auto (the one the executor picks), all (every tier this CPU has), or a comma "
+		 "list of tiers"},
+	{"threads", FTF_INT, O(threads), .meta = "N", .lo = 0, .hi = 4096, .def = "0",
+	 .help = "worker threads (0: one per physical core)"},
+	{"repeat", FTF_INT, O(iters), .meta = "N", .lo = 1, .hi = 100000, .def = "64", .alias = "iters",
+	 .help = "timed steps per tier"},
+	{"warmup", FTF_INT, O(warmup), .meta = "N", .lo = 0, .hi = 100000, .def = "8", .help = "untimed steps before them"},
+	{"read-passes", FTF_INT, O(passes), .meta = "N", .lo = 0, .hi = 1000, .def = "8",
+	 .help = "passes of the CPU read ceiling, interleaved with the steps (0: not measured)"},
+	{"numa", FTF_INT, O(numa), .meta = "NODE", .lo = -1, .hi = 4096, .def = "-1",
+	 .help = "run threads and memory on this NUMA node (-1: not bound)"},
+	{"working-set-mib", FTF_INT, O(ws_mib), .meta = "N", .lo = 1, .hi = 1L << 24, .unit = "MiB",
+	 .def_help = "4x the last-level cache", .help = "MiB the synthetic experts rotate over, at least"},
+	FTF_JSON_ROW(struct cpu_moe_opts, ofmt, "the result as JSON on stdout (no progress bar)"),
+	FTF_FORMAT_ROW(struct cpu_moe_opts, ofmt,
+		       "table, json (as --json), csv or md: one row per batch and tier (GB/s; step_ms in "
+		       "milliseconds; read_pct: % of the read ceiling)"),
+	FTF_RESULT_FD_ROW,
+	FTF_TUNE_ROW(struct cpu_moe_opts, tune),
+};
+
+const struct ftflag_cmd ftcli_flags_cpu_moe = {
+	"cpu-moe", rows, FTF_COUNT(rows),
+	.about = "  GB/s of expert weights the CPU MoE executor processes, per ISA tier, over synthetic banks\n"
+		 "  whose working set rotates over 4x the last-level cache, beside the CPU read ceiling",
+	.notes = "  GB/s is 10^9 bytes per second (sizes: MiB = 2^20, GiB = 2^30 bytes). The table: median,\n"
+		 "  min, max GB/s of the timed steps; the read ceiling beside them; the step time; and the\n"
+		 "  max rel err vs scalar, the largest relative difference of the tier's output from the\n"
+		 "  scalar reference on the same inputs (a check, not a speed-up)\n"
+		 "  formats with a CPU path: bf16, nvfp4, mxfp4_triton (mxfp4), ds_fp4, q4_0\n"
+		 "  ISA tiers: scalar, avx2, avx512, avx512vnni, avx512bf16, amx (FREETOKEN_CPU_MOE_ISA\n"
+		 "  forces the tier 'auto' picks)\n",
+};
+
 int ftcli_cmd_cpu_moe(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"format", required_argument, NULL, 'f'}, {"model", required_argument, NULL, 'm'},
-		{"batch", required_argument, NULL, 'b'},  {"isa", required_argument, NULL, 'i'},
-		{"routing", required_argument, NULL, 'o'},
-		{"threads", required_argument, NULL, 't'}, {"repeat", required_argument, NULL, 'n'},
-		{"iters", required_argument, NULL, 'n'},
-		{"warmup", required_argument, NULL, 'w'}, {"read-passes", required_argument, NULL, 'r'},
-		{"numa", required_argument, NULL, 'N'},   {"working-set-mib", required_argument, NULL, 'W'},
-		{"json", no_argument, NULL, 'j'},         {"result-fd", required_argument, NULL, 'R'},
-		{"output-format", required_argument, NULL, 'O'},
-		{"help", no_argument, NULL, 'h'},         {"tune", required_argument, NULL, 'T'},
-		{0}};
-	const char *fmt_name = NULL, *model_name = NULL, *isa_spec = "auto";
-	long batches[FTCPUMOE_MAX_BATCH] = {1}, threads = 0, iters = 64, warmup = 8, passes = 8, numa = -1, ws_mib = 0;
-	int json = 0, c, nbatch = 1, routing = FTMOEBENCH_ROUTE_MODEL;
-	enum ftcli_format ofmt = FTCLI_FMT_TABLE;
-	struct ftcli_tune tunes = {0};
+	struct cpu_moe_opts o = {0};
+	struct ftflag_state fs;
+	int c = ftflags_parse(&ftcli_flags_cpu_moe, argc, argv, &o, &fs);
+	if (c)
+		return c > 0 ? 0 : FTCLI_EXIT_USAGE;
+	ftflags_release(&fs);
+	const char *fmt_name = o.format, *model_name = o.model, *isa_spec = o.isa;
+	long batches[FTCPUMOE_MAX_BATCH], threads = o.threads, iters = o.iters, warmup = o.warmup, passes = o.passes;
+	long numa = o.numa, ws_mib = o.ws_mib;
+	int nbatch = o.batch.n, routing = o.routing ? FTMOEBENCH_ROUTE_DISTINCT : FTMOEBENCH_ROUTE_MODEL;
+	for (int i = 0; i < nbatch; i++)
+		batches[i] = (long)o.batch.v[i];
+	enum ftcli_format ofmt = o.ofmt;
+	int json = ofmt != FTCLI_FMT_TABLE; /* no live table: the rows (or JSON) at the end */
+	ftcli_set_quiet(ofmt == FTCLI_FMT_JSON);
 	struct ftcpumoe_tune tune;
-	while ((c = getopt_long(argc, argv, "f:m:b:o:i:t:n:w:r:N:W:jR:hT:", opts, NULL)) != -1) {
-		int bad = 0;
-		switch (c) {
-		case 'f': fmt_name = optarg; break;
-		case 'm': model_name = optarg; break;
-		case 'i': isa_spec = optarg; break;
-		case 'b':
-			nbatch = ftstr_parse_long_list(optarg, 1, FTCPUMOE_MAX_BATCH, batches, FTCPUMOE_MAX_BATCH);
-			bad = nbatch <= 0;
-			break;
-		case 'o':
-			if (!strcmp(optarg, "model") || !strcmp(optarg, "distinct"))
-				routing = !strcmp(optarg, "model") ? FTMOEBENCH_ROUTE_MODEL : FTMOEBENCH_ROUTE_DISTINCT;
-			else
-				bad = 1;
-			break;
-		case 't': bad = ftstr_parse_long(optarg, 0, 4096, &threads); break;
-		case 'n': bad = ftstr_parse_long(optarg, 1, 100000, &iters); break;
-		case 'w': bad = ftstr_parse_long(optarg, 0, 100000, &warmup); break;
-		case 'r': bad = ftstr_parse_long(optarg, 0, 1000, &passes); break;
-		case 'N': bad = ftstr_parse_long(optarg, -1, 4096, &numa); break;
-		case 'W': bad = ftstr_parse_long(optarg, 1, 1L << 24, &ws_mib); break;
-		case 'j': json = 1; ftcli_set_quiet(1); ofmt = FTCLI_FMT_JSON; break;
-		case 'O':
-			if (ftcli_parse_format("--output-format", optarg, &ofmt) < 0)
-				return FTCLI_EXIT_USAGE;
-			json = ofmt != FTCLI_FMT_TABLE; /* no live table: the rows (or JSON) at the end */
-			ftcli_set_quiet(ofmt == FTCLI_FMT_JSON);
-			break;
-		case 'R':
-			if (ftcli_opt_result_fd(optarg) < 0)
-				return FTCLI_EXIT_USAGE;
-			break;
-		case 'h': usage(stdout); return 0;
-		case 'T': {
-			int t = ftcli_opt_tune(&tunes, optarg);
-			if (t)
-				return t > 0 ? 0 : FTCLI_EXIT_USAGE;
-			break;
-		}
-		default: usage(stderr); return FTCLI_EXIT_USAGE;
-		}
-		if (bad) {
-			const char *name = "?";
-			for (const struct option *o = opts; o->name; o++)
-				if (o->val == c) {
-					name = o->name;
-					break;
-				}
-			ftcli_error("bad value '%s' for --%s (see ftbench cpu-moe --help for its range)", optarg, name);
-			return FTCLI_EXIT_USAGE;
-		}
-	}
-	if (optind < argc) {
-		usage(stderr);
-		return FTCLI_EXIT_USAGE;
-	}
 	const struct ftmodel *model = NULL;
 	if (model_name) {
 		model = ftmodel_find(ftmodel_bw_models, ftmodel_bw_models_count, model_name);
@@ -189,7 +147,7 @@ int ftcli_cmd_cpu_moe(int argc, char **argv)
 		model = ftmodel_bw_dtype(f->id);
 	if (!model)
 		model = &q4_default;
-	if (ftcli_tune_build(&tunes, &tune) < 0)
+	if (ftcli_tune_build(&o.tune, &tune) < 0)
 		return FTCLI_EXIT_USAGE;
 
 	struct ftcpu_info ci;

@@ -1,65 +1,47 @@
 /* ftbench ftw convert MODEL OUT [--shard-gib N] [--workers N] [--chunk-mib N]
  * [--expert-load auto|serial|parallel] [--json]: repack a checkpoint into the FTW format. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "moe/ftw.h"
+#include "moe/loader.h"
 #include "util/strutil.h"
 
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: ftbench ftw convert MODEL OUT [--shard-gib X] [--workers N] [--chunk-mib N]\n"
-		   "                            [--expert-load auto|serial|parallel] [--json]\n"
-		   "  --shard-gib X   shard limit in GiB, a number as in the seed (0.5; whole MiB); --shard-mib N\n");
-}
+struct ftw_cli {
+	struct ftftw_convert_opts co;
+	int chunk_mib;
+	enum ftcli_format fmt;
+};
+_Static_assert(FTLOAD_DEFAULT_CHUNK == 8u << 20 && FTFTW_DEFAULT_SHARD_LIMIT == 8ULL << 30,
+	       "FTCLI_LOADER_ROWS' defaults of --chunk-mib and --shard-gib");
+_Static_assert(FTLOAD_AUTO == 0 && FTLOAD_SERIAL == 1 && FTLOAD_PARALLEL == 2, "--expert-load's choices");
+
+static const struct ftflag rows[] = {
+	FTCLI_LOADER_ROWS(struct ftw_cli, co.load.workers, chunk_mib, co.shard_limit, co.load.mode),
+	FTF_JSON_ROW(struct ftw_cli, fmt, "the result as JSON on stdout"),
+};
+
+const struct ftflag_cmd ftcli_flags_ftw = {"ftw", rows, FTF_COUNT(rows), .args = "convert MODEL OUT",
+					   .min_args = 3, .max_args = 3,
+					   .about = "  repack the checkpoint MODEL into the FTW format in OUT"};
 
 int ftcli_cmd_ftw(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"shard-gib", required_argument, NULL, 'g'}, {"shard-mib", required_argument, NULL, 'G'},
-		{"workers", required_argument, NULL, 'w'},   {"chunk-mib", required_argument, NULL, 'c'},
-		{"expert-load", required_argument, NULL, 'e'}, {"json", no_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},            {0}};
-	struct ftftw_convert_opts co = {0};
-	int json = 0, c;
-	long v;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'g':
-		case 'G':
-			if (ftcli_opt_shard(c == 'g' ? "--shard-gib" : "--shard-mib", optarg, &co.shard_limit) < 0)
-				return FTCLI_EXIT_USAGE;
-			break;
-		case 'w':
-			if (ftstr_parse_long(optarg, 1, 256, &v) < 0) {
-				ftcli_error("--workers: '%s' is not a number in 1..256", optarg);
-				return FTCLI_EXIT_USAGE;
-			}
-			co.load.workers = (int)v;
-			break;
-		case 'c':
-			if (ftstr_parse_long(optarg, 1, 1024, &v) < 0) {
-				ftcli_error("--chunk-mib: '%s' is not a number in 1..1024", optarg);
-				return FTCLI_EXIT_USAGE;
-			}
-			co.load.chunk_bytes = (size_t)v << 20;
-			break;
-		case 'e':
-			if (ftload_parse_mode(optarg, &co.load.mode) < 0) {
-				ftcli_error("--expert-load: '%s' is not auto, serial or parallel", optarg);
-				return FTCLI_EXIT_USAGE;
-			}
-			break;
-		case 'j': json = 1; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return FTCLI_EXIT_USAGE;
-		}
-	}
-	if (argc - optind != 3 || strcmp(argv[optind], "convert")) {
-		usage(stderr);
+	struct ftw_cli c = {0};
+	struct ftflag_state fs;
+	int r = ftflags_parse(&ftcli_flags_ftw, argc, argv, &c, &fs);
+	if (r)
+		return r > 0 ? 0 : FTCLI_EXIT_USAGE;
+	struct ftftw_convert_opts co = c.co;
+	int json = c.fmt == FTCLI_FMT_JSON;
+	co.load.chunk_bytes = (size_t)c.chunk_mib << 20;
+	argv = fs.argv;
+	int optind = fs.pos;
+	ftflags_release(&fs); /* argv: no joined lists here, the strings are the caller's */
+	if (strcmp(argv[optind], "convert")) {
+		ftcli_error("unknown subcommand '%s' (ftw convert MODEL OUT)", argv[optind]);
 		return FTCLI_EXIT_USAGE;
 	}
 	const char *model = argv[optind + 1], *out = argv[optind + 2];
@@ -69,7 +51,7 @@ int ftcli_cmd_ftw(int argc, char **argv)
 		ftcli_set_quiet(1);
 	struct ftftw_convert_stats st;
 	char err[1024];
-	int r = ftftw_convert(model, out, &co, &st, err, sizeof err);
+	r = ftftw_convert(model, out, &co, &st, err, sizeof err);
 	if (r < 0) {
 		ftcli_error("%s", err);
 		return r == -ENOTSUP || r == -EINVAL ? FTCLI_EXIT_FAIL : FTCLI_EXIT_FAIL;

@@ -1,42 +1,40 @@
 /* ftbench gpus [--json] [--output-format F]: every CUDA device in PCI bus order. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "cli/cli.h"
 #include "hw/gpu.h"
 
-enum { O_FMT = 256, O_PROCS };
+struct gpus_opts {
+	enum ftcli_format fmt;
+	int procs;
+};
+
+static const struct ftflag rows[] = {
+	FTF_JSON_ROW(struct gpus_opts, fmt, "the list as JSON on stdout"),
+	FTF_FORMAT_ROW(struct gpus_opts, fmt,
+		       "table, json (as --json), csv or md: one row per GPU (mem_gib in GiB = 2^30 bytes; "
+		       "no GPU: the header row alone)"),
+	{"processes", FTF_BOOL, FTF_FIELD(struct gpus_opts, procs),
+	 .help = "with --json: each GPU also gets \"processes\", how many processes hold it (the driver's NVML; "
+		 "null and \"processes_reason\" when it cannot tell)"},
+};
+
+const struct ftflag_cmd ftcli_flags_gpus = {
+	"gpus", rows, FTF_COUNT(rows),
+	.about = "  every CUDA device in PCI bus order: index, uuid, name, PCI bus id, memory (GiB = 2^30\n"
+		 "  bytes), compute capability, PCIe link now/max (gen x width), driver, NUMA node",
+};
 
 int ftcli_cmd_gpus(int argc, char **argv)
 {
-	static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
-					     {"output-format", required_argument, NULL, O_FMT},
-					     {"processes", no_argument, NULL, O_PROCS},
-					     {"help", no_argument, NULL, 'h'}, {0}};
-	enum ftcli_format fmt = FTCLI_FMT_TABLE;
-	int c, procs = 0;
-	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
-		if (c == 'j') {
-			fmt = FTCLI_FMT_JSON;
-		} else if (c == O_PROCS) {
-			procs = 1;
-		} else if (c == O_FMT) {
-			if (ftcli_parse_format("--output-format", optarg, &fmt) < 0)
-				return FTCLI_EXIT_USAGE;
-		} else {
-			fprintf(c == 'h' ? stdout : stderr,
-				"usage: ftbench gpus [--json] [--output-format table|json|csv|md] [--processes]\n"
-				"  every CUDA device in PCI bus order: index, uuid, name, PCI bus id, memory (GiB = 2^30\n"
-				"  bytes), compute capability, PCIe link now/max (gen x width), driver, NUMA node\n"
-				"  --json  the list as a JSON array on stdout\n"
-				"  --output-format F  table (default), json (as --json), csv or md: one row per GPU\n"
-				"          (mem_gib in GiB = 2^30 bytes; no GPU: the header row alone)\n"
-				"  --processes  with --json: each GPU also gets \"processes\", how many processes hold it\n"
-				"          (the driver's NVML; null and \"processes_reason\" when it cannot tell)\n");
-			return c == 'h' ? 0 : FTCLI_EXIT_USAGE;
-		}
-	}
+	struct gpus_opts opt = {0};
+	struct ftflag_state st;
+	int r = ftflags_parse(&ftcli_flags_gpus, argc, argv, &opt, &st);
+	if (r)
+		return r > 0 ? 0 : FTCLI_EXIT_USAGE;
+	ftflags_release(&st);
+	enum ftcli_format fmt = opt.fmt;
 	struct ftgpu_info *g;
 	int n;
 	char why[256] = "";
@@ -50,9 +48,9 @@ int ftcli_cmd_gpus(int argc, char **argv)
 			json_t *o = ftgpu_json(&g[i]);
 			int np = 0;
 			char pwhy[256] = "";
-			if (procs && ftgpu_processes(g[i].pci_bus_id, &np, pwhy, sizeof pwhy) == 0) {
+			if (opt.procs && ftgpu_processes(g[i].pci_bus_id, &np, pwhy, sizeof pwhy) == 0) {
 				json_object_set_new(o, "processes", json_integer(np));
-			} else if (procs) {
+			} else if (opt.procs) {
 				json_object_set_new(o, "processes", json_null());
 				json_object_set_new(o, "processes_reason", json_string(pwhy));
 			}

@@ -13,7 +13,6 @@
  * The first problem found is the one reported: missing, then not valid, then stale, then the
  * daemon. */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,11 +21,10 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "ftprofile.h"
 #include "util/http_client.h"
 #include "util/timeutil.h"
-
-enum { O_MODE = 256, O_PROFILE_DIR, O_MAX_AGE, O_DAEMON, O_TOKEN_FILE, O_NO_DAEMON, O_TIMEOUT_MS };
 
 /* Severity of a finding, in the order the first one reported is picked. */
 enum finding { H_OK = 0, H_DAEMON, H_STALE, H_INVALID, H_MISSING };
@@ -111,26 +109,52 @@ static void check_profile(struct health *h, const char *dir, const char *uuid, c
 	json_decref(p);
 }
 
-static int usage(FILE *f, int rc)
+struct health_opts {
+	int mode; /* 0 nhc, 1 npd */
+	const char *profile_dir, *daemon, *token_file;
+	double max_age;
+	int no_daemon;
+	long timeout_ms;
+};
+
+static int set_max_age(const struct ftflag *f, const char *arg, void *opts)
 {
-	fprintf(f,
-		"usage: ftbench health [--mode nhc|npd] [--profile-dir DIR] [--max-age AGE] [--daemon URL]\n"
-		"                      [--token-file F] [--no-daemon] [--timeout-ms MS]\n"
-		"  Is this node's bandwidth profile fit to use? Answers from the daemon's state and the cached\n"
-		"  profiles, never measures; one line on stdout says why.\n"
-		"  --mode nhc     (default) Slurm HealthCheckProgram / NHC: 0 ok, 1 a profile missing, not\n"
-		"                 valid or stale, 3 ftbenchd does not answer, 2 bad usage\n"
-		"  --mode npd     node-problem-detector custom plugin: 0 OK, 1 NonOK (missing, not valid,\n"
-		"                 stale), 2 Unknown (ftbenchd does not answer, store unreadable, bad usage)\n"
-		"  --profile-dir DIR  the store (default: the daemon's, else $XDG_CACHE_HOME/freetoken/benchbw)\n"
-		"  --max-age AGE  a profile older than this is stale (default 30d; 12h, 3600s, ...)\n"
-		"  --daemon URL   ftbenchd (env FTBENCHD_URL; default " FTHTTPC_DEFAULT_URL "); its GPU list says\n"
-		"                 which profiles must exist (without it: the profiles in the store)\n"
-		"  --token-file F bearer token file (env FTBENCHD_TOKEN_FILE)\n"
-		"  --no-daemon    do not ask the daemon: judge the store's profiles alone\n"
-		"  --timeout-ms MS  the whole daemon exchange (default 800)\n");
-	return rc;
+	(void)f;
+	double v = parse_age(arg);
+	if (v < 0) {
+		fprintf(stderr, "ftbench health: --max-age '%s': give an interval such as 30d, 12h, 3600s\n", arg);
+		return -1;
+	}
+	((struct health_opts *)opts)->max_age = v;
+	return 0;
 }
+
+static const struct ftflag rows[] = {
+	{"mode", FTF_ENUM, FTF_FIELD(struct health_opts, mode), .meta = "M", .choices = "nhc|npd", .def = "nhc",
+	 .help = "exit codes: nhc (Slurm HealthCheckProgram / NHC) 0 ok, 1 a profile missing, not valid or stale, "
+		 "3 ftbenchd does not answer, 2 bad usage; npd (node-problem-detector custom plugin) 0 OK, 1 NonOK "
+		 "(missing, not valid, stale), 2 Unknown (ftbenchd does not answer, store unreadable, bad usage)"},
+	{"profile-dir", FTF_STR, FTF_FIELD(struct health_opts, profile_dir), .meta = "DIR",
+	 .def_help = "the daemon's (GET /profiles), else $XDG_CACHE_HOME/freetoken/benchbw",
+	 .help = "the profile store"},
+	{"max-age", FTF_CALL, .meta = "AGE", .set = set_max_age, .def = "30d",
+	 .help = "a profile older than this is stale (30d, 12h, 3600s, ...); the daemon's profile-max-age"},
+	{"daemon", FTF_STR, FTF_FIELD(struct health_opts, daemon), .meta = "URL",
+	 .def_help = "env FTBENCHD_URL, else " FTHTTPC_DEFAULT_URL,
+	 .help = "ftbenchd: its state, its GPU list (which profiles must exist) and its store"},
+	{"token-file", FTF_STR, FTF_FIELD(struct health_opts, token_file), .meta = "FILE",
+	 .def_help = "env FTBENCHD_TOKEN_FILE", .help = "bearer token file"},
+	{"no-daemon", FTF_BOOL, FTF_FIELD(struct health_opts, no_daemon),
+	 .help = "do not ask the daemon: judge the store's profiles alone"},
+	{"timeout-ms", FTF_INT, FTF_FIELD(struct health_opts, timeout_ms), .meta = "MS", .lo = 50, .hi = 60000,
+	 .def = "800", .unit = "ms", .help = "the whole daemon exchange"},
+};
+
+const struct ftflag_cmd ftcli_flags_health = {
+	"health", rows, FTF_COUNT(rows),
+	.about = "  Is this node's bandwidth profile fit to use? Answers from the daemon's state and the cached\n"
+		 "  profiles, never measures, never touches CUDA; one line on stdout says why.",
+};
 
 /* GET path into *out (a new reference): 0, or -errno / -EPROTO (non-2xx or not JSON). */
 static int get_json(struct fthttpc *c, const char *path, json_t **out)
@@ -148,61 +172,18 @@ static int get_json(struct fthttpc *c, const char *path, json_t **out)
 
 int ftcli_cmd_health(int argc, char **argv)
 {
-	static const struct option opts[] = {{"mode", required_argument, NULL, O_MODE},
-					     {"profile-dir", required_argument, NULL, O_PROFILE_DIR},
-					     {"max-age", required_argument, NULL, O_MAX_AGE},
-					     {"daemon", required_argument, NULL, O_DAEMON},
-					     {"token-file", required_argument, NULL, O_TOKEN_FILE},
-					     {"no-daemon", no_argument, NULL, O_NO_DAEMON},
-					     {"timeout-ms", required_argument, NULL, O_TIMEOUT_MS},
-					     {"help", no_argument, NULL, 'h'}, {0}};
-	int npd = 0, no_daemon = 0, c;
-	const char *dir_opt = NULL, *url = getenv("FTBENCHD_URL"), *tf = getenv("FTBENCHD_TOKEN_FILE");
-	double max_age = 30 * 86400.0;
-	long timeout_ms = 800;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		char *end;
-		switch (c) {
-		case O_MODE:
-			if (strcmp(optarg, "nhc") && strcmp(optarg, "npd")) {
-				printf("--mode '%s': give nhc or npd\n", optarg);
-				return FTCLI_EXIT_USAGE;
-			}
-			npd = !strcmp(optarg, "npd");
-			break;
-		case O_PROFILE_DIR:
-			dir_opt = optarg;
-			break;
-		case O_MAX_AGE:
-			if ((max_age = parse_age(optarg)) < 0) {
-				printf("--max-age '%s': give an interval such as 30d, 12h, 3600s\n", optarg);
-				return FTCLI_EXIT_USAGE;
-			}
-			break;
-		case O_DAEMON:
-			url = optarg;
-			break;
-		case O_TOKEN_FILE:
-			tf = optarg;
-			break;
-		case O_NO_DAEMON:
-			no_daemon = 1;
-			break;
-		case O_TIMEOUT_MS:
-			timeout_ms = strtol(optarg, &end, 10);
-			if (*end || end == optarg || timeout_ms < 50 || timeout_ms > 60000) {
-				printf("--timeout-ms '%s': give milliseconds in [50, 60000]\n", optarg);
-				return FTCLI_EXIT_USAGE;
-			}
-			break;
-		default:
-			return usage(c == 'h' ? stdout : stderr, c == 'h' ? 0 : FTCLI_EXIT_USAGE);
-		}
-	}
-	if (optind < argc) {
-		printf("unexpected argument '%s'\n", argv[optind]);
-		return FTCLI_EXIT_USAGE;
-	}
+	struct health_opts opt = {0};
+	struct ftflag_state fst;
+	int pr = ftflags_parse(&ftcli_flags_health, argc, argv, &opt, &fst);
+	if (pr)
+		return pr > 0 ? 0 : FTCLI_EXIT_USAGE;
+	ftflags_release(&fst);
+	int npd = opt.mode == 1, no_daemon = opt.no_daemon;
+	const char *dir_opt = opt.profile_dir;
+	const char *url = opt.daemon ? opt.daemon : getenv("FTBENCHD_URL");
+	const char *tf = opt.token_file ? opt.token_file : getenv("FTBENCHD_TOKEN_FILE");
+	double max_age = opt.max_age;
+	long timeout_ms = opt.timeout_ms;
 
 	struct health h = {.worst = H_OK, .newest_age = -1};
 	char daemon_note[2560] = "", dir[4096] = "";

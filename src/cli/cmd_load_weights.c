@@ -2,53 +2,16 @@
  * (reference §7). Each mode runs in a child (`--worker MODE --result-fd N`, hidden) that
  * reports in the worker protocol on fd N. Exit 1 when a mode fails or a checksum differs (BAD). */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "bench/load_weights.h"
+#include "moe/ftw.h"
+#include "moe/loader.h"
 #include "cli/cli.h"
 #include "util/strutil.h"
-
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: ftbench load-weights --model DIR [--modes baseline,parallel,ftw[,auto]]\n"
-		   "         [--workers N] [--chunk-mib N] [--shard-gib X] [--ftw-dir DIR] [--keep-ftw]\n"
-		   "         [--no-drop-cache] [--expert-load auto|serial|parallel] [--repeat N]\n"
-		   "         [--json] [--output-format table|json|csv|md] [--result-fd N]\n"
-		   "  baseline (serial loader) always runs as the reference; the FTW copy goes to --ftw-dir\n"
-		   "  (default /var/tmp/ftw_<model name>) when nothing has that name yet, else to a fresh\n"
-		   "  ftw-<model name>.XXXXXX inside it (ftw_<model name>.XXXXXX beside the default); it is\n"
-		   "  removed with what was written in it unless --keep-ftw (a kept one is reused).\n"
-		   "  --model DIR     the safetensors checkpoint to load (required)\n"
-		   "  --modes LIST    loaders timed, each once after the page cache of its files is dropped:\n"
-		   "                  baseline (serial), parallel, ftw (the FTW copy), auto (default\n"
-		   "                  baseline,parallel,ftw). Commas or spaces; an unknown mode is skipped\n"
-		   "                  with a note (as the seed does), a list without a known mode is an error.\n"
-		   "  --workers N     reader threads of parallel and ftw, 1..256 (default 8)\n"
-		   "  --chunk-mib N   bytes each reader asks for at once, in MiB, 1..1024 (default 8)\n"
-		   "  --shard-gib X   FTW shard limit in GiB, a number as in the seed, 0.001..1024 (0.5; whole\n"
-		   "                  MiB; default 8)\n"
-		   "  --shard-mib N   the same in MiB, 1..1048576\n"
-		   "  --ftw-dir DIR   where the FTW copy goes (above)\n"
-		   "  --keep-ftw      keep the FTW copy (a kept one is reused by the next run)\n"
-		   "  --no-drop-cache do not evict the page cache before each mode (warm-cache figures)\n"
-		   "  --expert-load auto|serial|parallel  the loader of the FTW conversion and of the auto\n"
-		   "                  mode (auto: parallel when the experts are scattered; default auto)\n"
-		   "  --repeat N      runs of each mode, 1..%d (default 1), each after the page cache is\n"
-		   "                  dropped; load_s and read GB/s are the median, with the min and max\n"
-		   "  --json          the result as JSON on stdout (the same as --output-format json)\n"
-		   "  --output-format F  table (default), json, csv or md (csv, md: one line per mode under\n"
-		   "                  the JSON names, figures unrounded: seconds, 10^9 B/s, bytes); --format F\n"
-		   "                  is the same flag\n"
-		   "  --result-fd N   the worker protocol's JSON lines to fd N (ftbenchd)\n"
-		   "  read GB/s (JSON read_gbs) is 10^9 bytes per second (read_gibs: the same in 2^30 B/s);\n"
-		   "  sizes in MiB/GiB (2^20/2^30 bytes).\n"
-		   "  The seed's bench_load_weight_generic.py flags are all accepted with the same names.\n",
-		FTLW_MAX_REPEAT);
-}
 
 /* --modes as the seed takes it: known entries kept, an unknown one skipped with a note. */
 static int parse_modes(const char *arg, unsigned *modes)
@@ -111,104 +74,80 @@ static void print_rows(const json_t *res, enum ftcli_format fmt)
 	}
 }
 
-static int run(int argc, char **argv, const struct option *opts);
+struct lw_cli {
+	struct ftlw_opts o;
+	const char *modes, *worker;
+	int keep_ftw, no_drop, chunk_mib;
+	enum ftcli_format fmt;
+};
+#define O(m) FTF_FIELD(struct lw_cli, m)
+_Static_assert(FTLOAD_DEFAULT_CHUNK == 8u << 20 && FTFTW_DEFAULT_SHARD_LIMIT == 8ULL << 30,
+	       "FTCLI_LOADER_ROWS' defaults of --chunk-mib and --shard-gib");
+_Static_assert(FTLOAD_AUTO == 0 && FTLOAD_SERIAL == 1 && FTLOAD_PARALLEL == 2, "--expert-load's choices");
+
+static const struct ftflag rows[] = {
+	{"model", FTF_STR, O(o.model), .meta = "DIR", .help = "the safetensors checkpoint to load (required)"},
+	{"modes", FTF_STR, O(modes), .meta = "LIST", .flags = FTF_SEED_LIST, .def = "baseline,parallel,ftw",
+	 .help = "loaders timed, each once after the page cache of its files is dropped: baseline (serial), "
+		 "parallel, ftw (the FTW copy), auto. Commas or spaces; an unknown mode is skipped with a note "
+		 "(as the seed does), a list without a known mode is an error."},
+	FTCLI_LOADER_ROWS(struct lw_cli, o.workers, chunk_mib, o.shard_bytes, o.expert_load),
+	{"ftw-dir", FTF_STR, O(o.ftw_dir), .meta = "DIR", .def_help = "/var/tmp/ftw_<model name>",
+	 .help = "where the FTW copy goes (above)"},
+	{"keep-ftw", FTF_BOOL, O(keep_ftw), .help = "keep the FTW copy (a kept one is reused by the next run)"},
+	{"no-drop-cache", FTF_BOOL, O(no_drop),
+	 .help = "do not evict the page cache before each mode (warm-cache figures)"},
+	{"repeat", FTF_INT, O(o.repeat), .meta = "N", .lo = 1, .hi = FTLW_MAX_REPEAT, .def = "1",
+	 .help = "runs of each mode, each after the page cache is dropped; load_s and read GB/s are the "
+		 "median, with the min and max"},
+	FTF_JSON_ROW(struct lw_cli, fmt, "the result as JSON on stdout (the same as --output-format json)"),
+	{"output-format", FTF_ENUM, O(fmt), .meta = "F", .choices = "table|json|csv|md", .def = "table",
+	 .alias = "format",
+	 .help = "table, json, csv or md (csv, md: one line per mode under the JSON names, figures "
+		 "unrounded: seconds, 10^9 B/s, bytes)"},
+	FTF_RESULT_FD_ROW,
+	{"worker", FTF_STR, O(worker), .meta = "MODE", .flags = FTF_HIDDEN,
+	 .help = "run one mode and report it on --result-fd (the parent's child)"},
+};
+
+const struct ftflag_cmd ftcli_flags_load_weights = {
+	"load-weights", rows, FTF_COUNT(rows),
+	.about = "  baseline (serial loader) always runs as the reference; the FTW copy goes to --ftw-dir\n"
+		 "  (default /var/tmp/ftw_<model name>) when nothing has that name yet, else to a fresh\n"
+		 "  ftw-<model name>.XXXXXX inside it (ftw_<model name>.XXXXXX beside the default); it is\n"
+		 "  removed with what was written in it unless --keep-ftw (a kept one is reused).",
+	.notes = "  read GB/s (JSON read_gbs) is 10^9 bytes per second (read_gibs: the same in 2^30 B/s);\n"
+		 "  sizes in MiB/GiB (2^20/2^30 bytes).\n"
+		 "  The seed's bench_load_weight_generic.py flags are all accepted with the same names.\n",
+};
+
+static int run(struct lw_cli *c);
 
 int ftcli_cmd_load_weights(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"model", required_argument, NULL, 'm'},     {"modes", required_argument, NULL, 'M'},
-		{"workers", required_argument, NULL, 'w'},   {"chunk-mib", required_argument, NULL, 'c'},
-		{"shard-gib", required_argument, NULL, 'g'}, {"shard-mib", required_argument, NULL, 'G'},
-		{"ftw-dir", required_argument, NULL, 'f'},   {"keep-ftw", no_argument, NULL, 'k'},
-		{"no-drop-cache", no_argument, NULL, 'n'},   {"expert-load", required_argument, NULL, 'e'},
-		{"json", no_argument, NULL, 'j'},            {"result-fd", required_argument, NULL, 'r'},
-		{"worker", required_argument, NULL, 'W'},    {"help", no_argument, NULL, 'h'},
-		{"repeat", required_argument, NULL, 'R'},    {"format", required_argument, NULL, 'F'},
-		{"output-format", required_argument, NULL, 'F'},
-		{0}};
-	static const int lists[] = {'M', 0};
-	struct ftcli_args args;
-	if (ftcli_args_join_lists(&args, argc, argv, opts, lists) < 0) {
-		ftcli_error("out of memory");
-		return FTCLI_EXIT_FAIL;
-	}
-	int rc = run(args.argc, args.argv, opts);
-	ftcli_args_release(&args);
-	return rc;
+	struct lw_cli c = {.o = {.drop_cache = 1}};
+	struct ftflag_state fs;
+	int r = ftflags_parse(&ftcli_flags_load_weights, argc, argv, &c, &fs);
+	if (r)
+		return r > 0 ? 0 : FTCLI_EXIT_USAGE;
+	r = run(&c);
+	ftflags_release(&fs);
+	return r;
 }
 
-static int run(int argc, char **argv, const struct option *opts)
+static int run(struct lw_cli *c)
 {
-	struct ftlw_opts o = {.modes = FTLW_BASELINE | FTLW_PARALLEL | FTLW_FTW, .drop_cache = 1,
-			      .expert_load = FTLOAD_AUTO};
-	const char *worker = NULL;
-	enum ftcli_format fmt = FTCLI_FMT_TABLE;
-	int c, li = 0;
-	long v;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, &li)) != -1) {
-		switch (c) {
-		case 'm': o.model = optarg; break;
-		case 'M':
-			if (parse_modes(optarg, &o.modes) < 0)
-				return FTCLI_EXIT_USAGE;
-			break;
-		case 'w':
-			if (ftstr_parse_long(optarg, 1, 256, &v) < 0) {
-				ftcli_error("--workers: '%s' is not a number in 1..256", optarg);
-				return FTCLI_EXIT_USAGE;
-			}
-			o.workers = (int)v;
-			break;
-		case 'c':
-			if (ftstr_parse_long(optarg, 1, 1024, &v) < 0) {
-				ftcli_error("--chunk-mib: '%s' is not a number in 1..1024", optarg);
-				return FTCLI_EXIT_USAGE;
-			}
-			o.chunk_bytes = (size_t)v << 20;
-			break;
-		case 'g':
-		case 'G':
-			if (ftcli_opt_shard(c == 'g' ? "--shard-gib" : "--shard-mib", optarg, &o.shard_bytes) < 0)
-				return FTCLI_EXIT_USAGE;
-			break;
-		case 'f': o.ftw_dir = optarg; break;
-		case 'k': o.keep_ftw = 1; break;
-		case 'n': o.drop_cache = 0; break;
-		case 'e':
-			if (ftload_parse_mode(optarg, &o.expert_load) < 0) {
-				ftcli_error("--expert-load: '%s' is not auto, serial or parallel", optarg);
-				return FTCLI_EXIT_USAGE;
-			}
-			break;
-		case 'j': fmt = FTCLI_FMT_JSON; break;
-		case 'F':
-			if (ftcli_parse_format(strcmp(opts[li].name, "format") ? "--output-format" : "--format", optarg,
-					       &fmt) < 0)
-				return FTCLI_EXIT_USAGE;
-			break;
-		case 'R':
-			if (ftstr_parse_long(optarg, 1, FTLW_MAX_REPEAT, &v) < 0) {
-				ftcli_error("--repeat: '%s' is not a number in 1..%d", optarg, FTLW_MAX_REPEAT);
-				return FTCLI_EXIT_USAGE;
-			}
-			o.repeat = (int)v;
-			break;
-		case 'r':
-			if (ftcli_opt_result_fd(optarg) < 0)
-				return FTCLI_EXIT_USAGE;
-			break;
-		case 'W': worker = optarg; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return FTCLI_EXIT_USAGE;
-		}
-	}
-	if (optind < argc || !o.model) {
-		if (optind < argc)
-			ftcli_error("unexpected argument '%s'", argv[optind]);
-		else
-			ftcli_error("--model DIR is required");
-		usage(stderr);
+	struct ftlw_opts o = c->o;
+	const char *worker = c->worker;
+	enum ftcli_format fmt = c->fmt;
+	if (parse_modes(c->modes, &o.modes) < 0)
+		return FTCLI_EXIT_USAGE;
+	o.chunk_bytes = (size_t)c->chunk_mib << 20;
+	o.keep_ftw = c->keep_ftw;
+	o.drop_cache = !c->no_drop;
+	if (!o.model) {
+		ftcli_error("--model DIR is required");
+		ftflags_help(&ftcli_flags_load_weights, stderr);
 		return FTCLI_EXIT_USAGE;
 	}
 	struct stat st;

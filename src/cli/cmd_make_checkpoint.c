@@ -1,7 +1,6 @@
 /* ftbench make-checkpoint --arch A --out DIR [--layers N --experts N --hidden N --inter N
  * --shard-mib N --threads N --seed N --json]: a synthetic MoE checkpoint in a real layout. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -9,71 +8,50 @@
 #include "moe/ckptgen.h"
 #include "util/strutil.h"
 
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: ftbench make-checkpoint --arch %s --out DIR\n"
-		   "         [--layers N] [--experts N] [--hidden N] [--inter N] [--shard-mib N]\n"
-		   "         [--threads N] [--seed N] [--json]\n", ftckpt_archs());
-}
+struct mk_cli {
+	struct ftckpt_opts o;
+	long shard_mib;
+	enum ftcli_format fmt;
+};
+#define O(m) FTF_FIELD(struct mk_cli, m)
+_Static_assert(FTCKPT_DEFAULT_SHARD == 4096ULL << 20, "the --shard-mib row's default");
+
+static const struct ftflag rows[] = {
+	{"arch", FTF_STR, O(o.arch), .meta = "ARCH", .help = "the layout: one of " FTCKPT_ARCHS " (required)"},
+	{"out", FTF_STR, O(o.out), .meta = "DIR", .help = "the checkpoint directory, created (required)"},
+	{"layers", FTF_INT, O(o.layers), .meta = "N", .lo = 1, .hi = 4096, .def_help = "the arch's small one",
+	 .help = "MoE layers"},
+	{"experts", FTF_INT, O(o.experts), .meta = "N", .lo = 1, .hi = 65536, .def_help = "the arch's small one",
+	 .help = "experts per layer"},
+	{"hidden", FTF_INT, O(o.hidden), .meta = "N", .lo = 1, .hi = 65536, .def_help = "the arch's small one",
+	 .help = "hidden size"},
+	{"inter", FTF_INT, O(o.inter), .meta = "N", .lo = 1, .hi = 65536, .def_help = "the arch's small one",
+	 .help = "expert intermediate size"},
+	{"shard-mib", FTF_INT, O(shard_mib), .meta = "N", .lo = 1, .hi = 1 << 24, .unit = "MiB", .def = "4096",
+	 .help = "a shard closes once it would pass this"},
+	{"threads", FTF_INT, O(o.threads), .meta = "N", .lo = 1, .hi = 32, .def_help = "the online CPUs, at most 32",
+	 .help = "writer threads"},
+	{"seed", FTF_INT, O(o.seed), .meta = "N", .lo = 0, .hi = (double)__LONG_MAX__, .def = "0",
+	 .help = "seed of the synthetic weights"},
+	FTF_JSON_ROW(struct mk_cli, fmt, "the result as JSON on stdout"),
+};
+
+const struct ftflag_cmd ftcli_flags_make_checkpoint = {"make-checkpoint", rows, FTF_COUNT(rows)};
 
 int ftcli_cmd_make_checkpoint(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"arch", required_argument, NULL, 'a'},    {"out", required_argument, NULL, 'o'},
-		{"layers", required_argument, NULL, 'L'},  {"experts", required_argument, NULL, 'E'},
-		{"hidden", required_argument, NULL, 'H'},  {"inter", required_argument, NULL, 'I'},
-		{"shard-mib", required_argument, NULL, 's'}, {"threads", required_argument, NULL, 't'},
-		{"seed", required_argument, NULL, 'S'},    {"json", no_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},          {0}};
-	struct ftckpt_opts o = {0};
-	long v;
-	int json = 0, c;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		const char *name = NULL;
-		long lo = 1, hi = 65536, *dst = NULL;
-		switch (c) {
-		case 'a': o.arch = optarg; continue;
-		case 'o': o.out = optarg; continue;
-		case 'j': json = 1; continue;
-		case 'h': usage(stdout); return 0;
-		case 'L': name = "--layers", dst = &o.layers, hi = 4096; break;
-		case 'E': name = "--experts", dst = &o.experts; break;
-		case 'H': name = "--hidden", dst = &o.hidden; break;
-		case 'I': name = "--inter", dst = &o.inter; break;
-		case 's':
-			if (ftstr_parse_long(optarg, 1, 1 << 24, &v) < 0) {
-				ftcli_error("--shard-mib: '%s' is not a number in 1..16777216", optarg);
-				return FTCLI_EXIT_USAGE;
-			}
-			o.shard_bytes = (uint64_t)v << 20;
-			continue;
-		case 't':
-			if (ftstr_parse_long(optarg, 1, 32, &v) < 0) {
-				ftcli_error("--threads: '%s' is not a number in 1..32", optarg);
-				return FTCLI_EXIT_USAGE;
-			}
-			o.threads = (int)v;
-			continue;
-		case 'S':
-			if (ftstr_parse_long(optarg, 0, __LONG_MAX__, &v) < 0) {
-				ftcli_error("--seed: '%s' is not a non-negative number", optarg);
-				return FTCLI_EXIT_USAGE;
-			}
-			o.seed = (uint64_t)v;
-			continue;
-		default: usage(stderr); return FTCLI_EXIT_USAGE;
-		}
-		if (ftstr_parse_long(optarg, lo, hi, dst) < 0) {
-			ftcli_error("%s: '%s' is not a number in %ld..%ld", name, optarg, lo, hi);
-			return FTCLI_EXIT_USAGE;
-		}
-	}
-	if (optind < argc || !o.arch || !o.out) {
-		if (optind < argc)
-			ftcli_error("unexpected argument '%s'", argv[optind]);
-		else
-			ftcli_error("--arch and --out are required");
-		usage(stderr);
+	struct mk_cli c = {0};
+	struct ftflag_state fs;
+	int r = ftflags_parse(&ftcli_flags_make_checkpoint, argc, argv, &c, &fs);
+	if (r)
+		return r > 0 ? 0 : FTCLI_EXIT_USAGE;
+	ftflags_release(&fs);
+	struct ftckpt_opts o = c.o;
+	int json = c.fmt == FTCLI_FMT_JSON;
+	o.shard_bytes = (uint64_t)c.shard_mib << 20;
+	if (!o.arch || !o.out) {
+		ftcli_error("--arch and --out are required");
+		ftflags_help(&ftcli_flags_make_checkpoint, stderr);
 		return FTCLI_EXIT_USAGE;
 	}
 	struct ftreport rep = ftcli_reporter();
@@ -82,7 +60,7 @@ int ftcli_cmd_make_checkpoint(int argc, char **argv)
 		ftcli_set_quiet(1);
 	struct ftckpt_stats st;
 	char err[1024];
-	int r = ftckpt_write(&o, &st, err, sizeof err);
+	r = ftckpt_write(&o, &st, err, sizeof err);
 	if (r < 0) {
 		ftcli_error("%s", err);
 		return r == -EINVAL || r == -EEXIST ? FTCLI_EXIT_USAGE : FTCLI_EXIT_FAIL;

@@ -357,24 +357,24 @@ void ftcli_print_json(json_t *j)
 }
 
 /* A shard size: --shard-gib X (a number, as in the seed) or --shard-mib N, in whole MiB. */
-int ftcli_opt_shard(const char *opt, const char *arg, uint64_t *bytes)
+int ftcli_set_shard(const struct ftflag *f, const char *arg, void *opts)
 {
-	int gib = !strcmp(opt, "--shard-gib");
+	int gib = !strcmp(f->name, "shard-gib");
 	double v;
-	/* the daemon's limits (daemon/kinds.c, api/openapi.yaml): 0.001..1024 GiB, 1..1048576 MiB */
-	if (ftstr_parse_double(arg, gib ? 0.001 : 1, gib ? 1024 : 1 << 20, &v) < 0) {
-		ftcli_error("%s: '%s' is not a number%s", opt, arg, gib ? " of GiB in 0.001..1024 (0.5 is fine)" : " of MiB in 1..1048576");
+	if (ftstr_parse_double(arg, f->lo, f->hi, &v) < 0) {
+		ftcli_error("--%s: '%s' is not a number of %s in %g..%g%s", f->name, arg, f->unit, f->lo, f->hi,
+			    gib ? " (0.5 is fine)" : "");
 		return -1;
 	}
 	double mib = gib ? v * 1024.0 : v;
 	if (!gib && mib != (double)(uint64_t)mib) {
-		ftcli_error("%s: '%s' is not a whole number of MiB", opt, arg);
+		ftcli_error("--%s: '%s' is not a whole number of MiB", f->name, arg);
 		return -1;
 	}
 	if (mib < 1.0) {
-		ftcli_error("%s: '%s' is less than 1 MiB", opt, arg);
+		ftcli_error("--%s: '%s' is less than 1 MiB", f->name, arg);
 		return -1;
 	}
-	*bytes = (uint64_t)llround(mib) << 20;
+	*(uint64_t *)((char *)opts + f->off) = (uint64_t)llround(mib) << 20;
 	return 0;
 }

@@ -23,7 +23,7 @@
 
 const char *ftckpt_archs(void)
 {
-	return "qwen3-moe,mixtral,deepseek-v3,gpt-oss,gpt-oss-bf16";
+	return FTCKPT_ARCHS;
 }
 
 enum fill { FILL_BF16, FILL_F32, FILL_U8, FILL_E8M0 };
@@ -367,7 +367,7 @@ int ftckpt_write(const struct ftckpt_opts *o, struct ftckpt_stats *st, char *err
 	if (L > 4096 || E > 65536 || H > 65536 || I > 65536)
 		return fterr_set(err, errlen, -EINVAL, "geometry too large");
 	long first_dense = a == A_DSV3 && L > 1 ? 1 : 0;
-	uint64_t limit = o->shard_bytes ? o->shard_bytes : (4ULL << 30);
+	uint64_t limit = o->shard_bytes ? o->shard_bytes : FTCKPT_DEFAULT_SHARD;
 	struct tlist tl = {0};
 	struct shard *sh = NULL;
 	struct job j = {0};

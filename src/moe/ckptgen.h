@@ -23,11 +23,13 @@
 
 #include "util/report.h"
 
+#define FTCKPT_DEFAULT_SHARD (4ULL << 30)
+
 struct ftckpt_opts {
 	const char *arch;      /* see above */
 	const char *out;       /* created; must be empty or absent */
 	long layers, experts, hidden, inter; /* 0: the arch's small default */
-	uint64_t shard_bytes;  /* 0: 4 GiB; a shard closes once it would pass this */
+	uint64_t shard_bytes;  /* 0: FTCKPT_DEFAULT_SHARD; a shard closes once it would pass this */
 	int threads;           /* <= 0: online CPUs, at most 32 */
 	uint64_t seed;
 	const struct ftreport *rep;
@@ -41,6 +43,7 @@ struct ftckpt_stats {
 };
 
 int ftckpt_write(const struct ftckpt_opts *o, struct ftckpt_stats *st, char *err, size_t errlen);
-/* "qwen3-moe,mixtral,deepseek-v3,gpt-oss,gpt-oss-bf16" (static). */
+/* FTCKPT_ARCHS (static). */
+#define FTCKPT_ARCHS "qwen3-moe,mixtral,deepseek-v3,gpt-oss,gpt-oss-bf16"
 const char *ftckpt_archs(void);
 #endif

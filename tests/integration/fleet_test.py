@@ -172,10 +172,11 @@ def test_nfd(t):
 
 # ---------------------------------------------------------------- ftbench health
 
-def health(*args, timeout=5):
+def health(*args, timeout=5, stderr=False):
+    """ftbench health ARGS: (exit status, stdout, seconds); stderr too when asked (usage errors)."""
     t0 = time.time()
     r = subprocess.run([FTBENCH, "health", *args], capture_output=True, text=True, timeout=timeout)
-    return r.returncode, r.stdout.strip(), time.time() - t0
+    return r.returncode, (r.stdout + (r.stderr if stderr else "")).strip(), time.time() - t0
 
 
 def test_health(t):
@@ -230,9 +231,9 @@ def test_health(t):
     os.makedirs(empty)
     rc, out, _ = health("--mode", "npd", "--daemon", f"http://127.0.0.1:{d.port}", "--profile-dir", empty)
     ensure(rc == 1 and "no profile in" in out, f"empty store, daemon down: {rc} {out!r}")
-    rc, out, _ = health("--mode", "sometimes")
+    rc, out, _ = health("--mode", "sometimes", stderr=True)
     ensure(rc == 2 and "--mode" in out, f"bad mode: {rc} {out!r}")
-    rc, out, _ = health("--max-age", "soon")
+    rc, out, _ = health("--max-age", "soon", stderr=True)
     ensure(rc == 2 and "--max-age" in out, f"bad max-age: {rc} {out!r}")
     t.health_store = d.prof
 

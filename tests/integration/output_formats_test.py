@@ -150,7 +150,9 @@ def json_agrees(name, args, out, env=None, same=None):
 def bad_format(name, args, env=None):
     rc, o, e = ft(*args, "--output-format", "xml", env=env)
     check(f"{name} --output-format xml: exit 2 naming the flag and the choices",
-          rc == 2 and "--output-format: 'xml' is none of table, json, csv, md" in e, f"exit {rc}: {e}")
+          rc == 2 and ("--output-format: 'xml' is none of table, json, csv, md" in e
+                       or "bad value 'xml' for --output-format: expected one of table|json|csv|md" in e),
+          f"exit {rc}: {e}")
 
 
 try:
