@@ -133,6 +133,21 @@ MUTANTS = [
      '\t\tesac\n',
      "the runner as it was: each test under timeout in a background process group of the terminal (#17 defect 13)", False,
      ["tests/integration/runner.sh"], {}),
+    ("metrics-unmeasured-offload", "daemon/profiles.c",
+     "\t\t\tif (vd && label_ok(k))\n\t\t\t\tftd_mbuf_cat(m, \"ftbenchd_profile_hybrid",
+     "\t\t\tif (label_ok(k) && (vd = vd ? vd : \"offload\"))\n\t\t\t\tftd_mbuf_cat(m, \"ftbenchd_profile_hybrid",
+     "/metrics says offload (0) for an unmeasured format again (issue 32)", False,
+     ["tests/integration/fleet.sh"], {}),
+    ("nfd-no-sweep", "daemon/profiles.c", "int k = ftfs_sweep_temps_of(ftd.cfg.nfd_file);", "int k = 0;",
+     "a planted NFD temporary survives a restart (issue 35)", False, ["tests/integration/fleet.sh"], {}),
+    ("health-npd-unknown", "src/cli/cmd_health.c", "return npd ? 2 : 3;", "return npd ? 1 : 3;",
+     "ftbench health --mode npd says NonOK when it cannot tell (daemon down)", False,
+     ["tests/integration/fleet.sh"], {}),
+    ("firstboot-ignores-busy", "daemon/api.c", "if (json_is_integer(np) && json_integer_value(np) > 0) {",
+     "if (0) {", "the first-boot bw job starts on a GPU another process holds", False,
+     ["tests/integration/fleet.sh"], {}),
+    ("page-no-outlier", "daemon/page.c", "if (count >= 3 && med > 0 && v < FTD_PAGE_OUTLIER * med)",
+     "if (0)", "the comparison view does not mark a degraded GPU", False, ["tests/integration/page.sh"], {}),
 ]
 
 
