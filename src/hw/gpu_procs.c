@@ -4,12 +4,19 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hw/gpu.h"
 
 /* The few NVML declarations used (nvml.h: stable ABI of the _v2/_v3 entry points). */
 typedef int nvml_ret;
 typedef void *nvml_device;
+struct nvml_proc { /* nvmlProcessInfo_t of the _v3 calls */
+	unsigned int pid;
+	unsigned long long used_gpu_memory;
+	unsigned int gpu_instance_id, compute_instance_id;
+};
+#define MAX_PROCS 256
 #define NVML_OK 0
 #define NVML_INSUFFICIENT_SIZE 7
 
@@ -53,22 +60,25 @@ int ftgpu_processes(const char *pci_bus_id, int *n, char *why, size_t whylen)
 	for (size_t i = 0; r == 0 && i < sizeof lists / sizeof *lists; i++) {
 		nvml_ret (*list)(nvml_device, unsigned *, void *) =
 			(nvml_ret(*)(nvml_device, unsigned *, void *))dlsym(lib, lists[i]);
-		unsigned count = 0;
+		unsigned count = MAX_PROCS;
+		struct nvml_proc procs[MAX_PROCS];
 		if (!list) {
 			if (why)
 				snprintf(why, whylen, "NVML lacks %s", lists[i]);
 			r = -ENOSYS;
 			break;
 		}
-		/* no buffer: NVML answers the count (INSUFFICIENT_SIZE when there are some) */
-		e = list(dev, &count, NULL);
+		/* this process is not a holder (it has no context, but be sure): the others count;
+		 * more than the buffer holds (INSUFFICIENT_SIZE) counts them all */
+		e = list(dev, &count, procs);
 		if (e != NVML_OK && e != NVML_INSUFFICIENT_SIZE) {
 			if (why)
 				snprintf(why, whylen, "%s failed (NVML error %d)", lists[i], e);
 			r = -EIO;
 			break;
 		}
-		*n += e == NVML_OK ? 0 : (int)count;
+		for (unsigned k = 0; k < count; k++)
+			*n += e != NVML_OK || k >= MAX_PROCS || procs[k].pid != (unsigned)getpid();
 	}
 	shutdown();
 out:
