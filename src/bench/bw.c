@@ -1,5 +1,6 @@
 /* bw: orchestration, decision and profile assembly (measurements: bw_ops.c). */
 #include "bench/bw.h"
+#include "bench/cpu_probe.h"
 
 #include <errno.h>
 #include <math.h>
@@ -336,6 +337,8 @@ json_t *ftbw_entry_json(const struct ftbw_item *it, const struct ftbw_meas *mc, 
 	json_object_set_new(e, "synth_experts", have_gpu ? json_integer(it->synth_experts) : json_null());
 	set_figure(e, "cpu_moe_gbs", &m.cpu);
 	json_object_set_new(e, "cpu_moe_isa", m.cpu.rc == 0 && m.cpu_isa[0] ? json_string(m.cpu_isa) : json_null());
+	/* which kernel made the CPU figures: ours (bw --cpu-kernel puts an engine's here) */
+	json_object_set_new(e, "cpu_moe_kernel", ftprobe_ours_json(m.cpu.rc == 0 ? m.cpu_isa : NULL));
 	if (m.nsweep > 0) {
 		json_t *sw = json_object();
 		for (int i = 0; i < m.nsweep; i++)

@@ -3,6 +3,7 @@
  * worker mode (--result-fd N) sends progress and the whole profile as the result. */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 
 #include "bench/bw.h"
 #include "bench/bw_ops.h"
+#include "bench/cpu_probe.h"
 #include "cli/cli.h"
 #include "ftprofile.h"
 #include "hw/cpu.h"
@@ -443,6 +445,113 @@ out:
 	return rc;
 }
 
+/* ---- --cpu-kernel: the engine's own CPU MoE executor through the probe protocol */
+
+struct probe_done {
+	const struct ftbw_item *item; /* into the items array below */
+	struct ftbw_item it;
+	struct ftprobe_result res;
+};
+
+static void probes_free(struct probe_done *p, int n)
+{
+	for (int i = 0; p && i < n; i++)
+		ftprobe_result_release(&p[i].res);
+	free(p);
+}
+
+/* Every planned item with a CPU path, measured by the probe (before ours: a failing probe costs
+ * no measurement, and the host is as quiet as it gets). */
+static int probe_all(const struct ftbw_config *c, char **argv, double timeout, const struct ftreport *rep,
+		     struct probe_done **out, int *nout, char *err, size_t errlen)
+{
+	struct ftbw_item *items = calloc(FTBW_MAX_ITEMS, sizeof *items);
+	struct probe_done *d = calloc(FTBW_MAX_ITEMS, sizeof *d);
+	char skipped[512];
+	int n = 0, r = 0;
+	*out = NULL;
+	*nout = 0;
+	if (!items || !d) {
+		free(items);
+		free(d);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	int k = ftbw_plan(c, items, FTBW_MAX_ITEMS, skipped, sizeof skipped);
+	for (int i = 0; i < k && r == 0; i++) {
+		const struct ftbw_item *it = &items[i];
+		if (!it->fmt->cpu_path)
+			continue;
+		struct ftprobe_request q = {
+			.format = it->fmt->name, .hidden = it->model->hidden, .inter = it->model->inter,
+			.experts = it->model->experts, .top_k = it->model->topk, .synth_experts = it->synth_experts,
+			.expert_bytes = (long long)it->expert_bytes, .activation = ftfmt_act_name(it->model->act),
+			.swiglu_limit = it->model->swiglu_limit > 0 ? it->model->swiglu_limit : NAN, .threads = 0,
+			.warmup = c->kernel_cpu_warmup, .steps = c->kernel_cpu_iters};
+		char label[128];
+		snprintf(label, sizeof label, "cpu-kernel %s", it->label);
+		ftreport_note(rep, label);
+		d[n].it = *it;
+		r = ftprobe_run(argv, &q, timeout, &d[n].res, err, errlen);
+		if (r == 0)
+			n++;
+	}
+	free(items);
+	if (r < 0) {
+		probes_free(d, n);
+		return r;
+	}
+	*out = d;
+	*nout = n;
+	return 0;
+}
+
+/* The engine's figures into the profile's entries (ftprobe_apply), the seed-read verdict maps
+ * after them, the validity checks again (the CPU figure changed), and "cpu_kernel": what ran. */
+static int probe_apply_all(json_t *prof, const struct ftbw_config *c, char **argv, struct probe_done *d, int n)
+{
+	json_t *engines = json_array(), *cmd = json_array();
+	if (!engines || !cmd) {
+		json_decref(engines);
+		json_decref(cmd);
+		return -ENOMEM;
+	}
+	for (char **a = argv; *a; a++)
+		json_array_append_new(cmd, json_string(*a));
+	for (int i = 0; i < n; i++) {
+		const struct ftbw_item *it = &d[i].it;
+		json_t *e, *verdicts;
+		if (it->is_dtype) {
+			e = json_object_get(json_object_get(prof, "dtype_kernels"), it->fmt->name);
+			verdicts = json_object_get(prof, "dtypes");
+		} else {
+			json_t *w = json_object_get(json_object_get(prof, "workloads"), it->model->name);
+			e = json_object_get(json_object_get(w, "kernels"), it->fmt->name);
+			verdicts = json_object_get(w, "recommended_moe_backend");
+		}
+		if (!e)
+			continue;
+		int r = ftprobe_apply(e, &d[i].res, c->threshold);
+		if (r < 0) {
+			json_decref(engines);
+			json_decref(cmd);
+			return r;
+		}
+		json_t *rec = json_object_get(e, "recommended");
+		if (json_is_object(verdicts))
+			json_object_set_new(verdicts, it->fmt->name,
+					    json_is_string(rec) ? json_incref(rec) : json_string("unmeasured"));
+		json_array_append_new(engines, json_pack("{s:s,s:s,s:s,s:b}", "format", it->fmt->name, "name",
+							 d[i].res.engine_name, "version", d[i].res.engine_version,
+							 "supported", d[i].res.supported));
+	}
+	json_object_set_new(prof, "cpu_kernel", json_pack("{s:o,s:o,s:s}", "command", cmd, "measured", engines,
+							  "seed_fields", "engine"));
+	if (json_object_get(prof, "valid"))
+		ftbw_check_valid(prof, c->max_spread);
+	return 0;
+}
+
 struct bw_opts {
 	struct ftbw_config cfg;
 	const char *dtype, *model, *formats, *isa, *output;
@@ -452,6 +561,8 @@ struct bw_opts {
 	struct ftflag_list batch_sweep;
 	enum ftcli_format ofmt;
 	struct ftcli_tune tune;
+	const char *cpu_kernel;    /* --cpu-kernel CMD */
+	double cpu_kernel_timeout;
 };
 #define O(m) FTF_FIELD(struct bw_opts, m)
 
@@ -514,6 +625,15 @@ static const struct ftflag rows[] = {
 	{"no-legacy-copy", FTF_BOOL, O(no_legacy),
 	 .help = "on a host with one GPU, do not also write the seed's single file "
 		 "$XDG_CACHE_HOME/freetoken/benchbw.json (released engines read only it)"},
+	{"cpu-kernel", FTF_STR, O(cpu_kernel), .meta = "CMD",
+	 .help = "measure the engine's own CPU MoE executor too: CMD (split into argv without a shell: blanks "
+		 "separate words, '...' is literal, \"...\" and bare words take \\c as c) runs once per format with a CPU "
+		 "path, before anything else, reading one request line on stdin and printing one result line "
+		 "(docs/CPU_KERNEL_PROBE.md). Its figure goes into the seed-read fields (cpu_moe_gbs, the overlap pair "
+		 "by our contention, ratio, recommended); ours stay beside them (cpu_moe_gbs_ftbench, ...). Any probe "
+		 "error: no profile written. bench/engines/freetoken_cpu_moe.py is the seed engine's driver"},
+	{"cpu-kernel-timeout", FTF_DOUBLE, O(cpu_kernel_timeout), .meta = "S", .lo = 0.1, .hi = 86400, .unit = "s",
+	 .def = "300", .help = "--cpu-kernel: the limit per format (then SIGTERM, SIGKILL to its group)"},
 	FTF_JSON_ROW(struct bw_opts, ofmt, "print the profile on stdout instead of the summary"),
 	FTF_FORMAT_ROW(struct bw_opts, ofmt,
 		       "table (the summary), json (as --json), csv or md: one row per GPU, workload and format "
@@ -602,6 +722,18 @@ static int bw_cmd(struct bw_opts *o, const struct ftflag_state *fs)
 	}
 	if (json)
 		ftcli_set_quiet(1);
+	char **probe_argv = NULL;
+	if (o->cpu_kernel) {
+		char perr[512];
+		if (gpu_spec && !strcmp(gpu_spec, "all")) {
+			ftcli_error("--cpu-kernel: measures one GPU's engine; not with --gpu all");
+			return FTCLI_EXIT_USAGE;
+		}
+		if (ftprobe_split(o->cpu_kernel, &probe_argv, perr, sizeof perr) < 0) {
+			ftcli_error("%s", perr);
+			return FTCLI_EXIT_USAGE;
+		}
+	}
 	if (gpu_spec && !strcmp(gpu_spec, "all"))
 		return bw_all(&cfg, threads, output, json, legacy);
 	if (cfg.engines > 1 || cfg.engine_threads)
@@ -613,11 +745,14 @@ static int bw_cmd(struct bw_opts *o, const struct ftflag_state *fs)
 	struct ftgpu_info gpu;
 	struct ftbw_real *real = NULL;
 	json_t *prof = NULL;
+	struct probe_done *probes = NULL;
+	int nprobes = 0;
 	int *cpus = NULL, rc = FTCLI_EXIT_FAIL;
 	char why[256] = "", err[1024] = "", path[4096] = "", legacy_path[4096] = "";
 	int r = ftcpu_probe(&ci);
 	if (r < 0) {
 		ftcli_error("cannot describe the CPU: %s", strerror(-r));
+		ftprobe_free_argv(probe_argv);
 		return FTCLI_EXIT_FAIL;
 	}
 	r = ftcli_select_gpu(gpu_spec, &gpu, why, sizeof why);
@@ -651,11 +786,20 @@ static int bw_cmd(struct bw_opts *o, const struct ftflag_state *fs)
 		}
 		ops = ftbw_real_ops(real);
 	}
+	if (probe_argv && (r = probe_all(&cfg, probe_argv, o->cpu_kernel_timeout, &rep, &probes, &nprobes, err,
+					 sizeof err)) < 0) {
+		ftcli_error("%s; no profile written", err);
+		goto out;
+	}
 	r = ftbw_run(&cfg, &env, &ops, &rep, &prof, err, sizeof err);
 	ftbw_real_free(real);
 	real = NULL;
 	if (r < 0) {
 		ftcli_error("%s", err[0] ? err : strerror(-r));
+		goto out;
+	}
+	if (probe_argv && (r = probe_apply_all(prof, &cfg, probe_argv, probes, nprobes)) < 0) {
+		ftcli_error("applying the engine's CPU kernel figures: %s; no profile written", strerror(-r));
 		goto out;
 	}
 	r = write_profile(prof, output, have_gpu ? gpu.uuid : NULL, path, sizeof path);
@@ -690,5 +834,7 @@ out:
 	json_decref(prof);
 	free(cpus);
 	ftcpu_release(&ci);
+	probes_free(probes, nprobes);
+	ftprobe_free_argv(probe_argv);
 	return rc;
 }

@@ -1,4 +1,4 @@
-/* ftbench profile path|show|history|recommend FORMAT|fetch-fraction FORMAT|max-batch FORMAT [--gpu G] [--json]
+/* ftbench profile path|show|history|recommend FORMAT|fetch-fraction FORMAT|max-batch FORMAT|validate [--gpu G] [--json]
  *
  * Reads the bandwidth profile that applies to a GPU through libftprofile, exactly as an engine
  * would (search order, GPU check, aliases, rules of reference §5). --gpu takes an index, a uuid or
@@ -13,9 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <math.h>
+#include <sys/stat.h>
+
+#include "bench/validation.h"
 #include "cli/cli.h"
 #include "ftprofile.h"
 #include "moe/formats.h"
+#include "util/fsutil.h"
+#include "util/strutil.h"
 
 static const char usage[] =
 	"usage: ftbench profile path|show|history|recommend FORMAT|fetch-fraction FORMAT|max-batch FORMAT\n"
@@ -29,6 +35,16 @@ static const char usage[] =
 	"  recommend F     offload | hybrid | none for format F (the reader's alias: mxfp4)\n"
 	"  fetch-fraction F  share of a hybrid step's missing experts fetched over PCIe\n"
 	"  max-batch F     the largest batch at which hybrid still wins for F (bw --batch-sweep)\n"
+	"  validate --from FILE  record what an engine run measured as the profile's validation.<fmt>:\n"
+	"                  the seed engine harness (bench/engines/freetoken_moe.py: one point, by\n"
+	"                  --workload W, default uniform, and --cache-fraction X, default the first),\n"
+	"                  a decode --compare summary (arms of moe-backend; needs --dtype), or a\n"
+	"                  validation record as it is (e.g. from replay). Per format: the winner, the\n"
+	"                  best fetch fraction, agrees with the profile's verdict (a tie agrees), when;\n"
+	"                  rewrites the profile file in place (atomically)\n"
+	"    --dtype F       the format (default: every format of the harness run the profile has)\n"
+	"    --engine-version V  the engine's version (decode --compare records none)\n"
+	"    --measured-epoch T  when the run was measured (default: the file's \"epoch\", else its mtime)\n"
 	"  --gpu G         GPU index, uuid or unique uuid prefix (default: the first GPU; none: host.json)\n"
 	"  --json          machine-readable output (the same as --output-format json)\n"
 	"  --output-format F  table (default), json, csv or md (csv, md: show, one row per format;\n"
@@ -363,6 +379,167 @@ static const char *alias_hint(const struct ftprof *p, const char *format, int re
 	return hint;
 }
 
+/* show: each format's validation record, and whether it is still to be trusted. */
+static void show_validation(const struct ftprof *p)
+{
+	const json_t *all = json_object_get(ftprof_json(p), "validation");
+	const char *f;
+	const json_t *e;
+	if (!json_object_size(all)) {
+		printf("validated no (no engine run recorded: ftbench profile validate --from FILE)\n");
+		return;
+	}
+	json_object_foreach((json_t *)all, f, e) {
+		struct ftprof_validation v;
+		if (ftprof_validation(p, f, NULL, &v) < 0) {
+			printf("validated %s: unreadable record\n", f);
+			continue;
+		}
+		printf("validated %s by %s %s %s: winner %s", f, v.source ?: "?", v.engine_name ?: "?",
+		       v.engine_version ?: "?", v.winner);
+		if (isfinite(v.best_fetch_fraction))
+			printf(", best fetch fraction %.3f", v.best_fetch_fraction);
+		printf("; %s the profile's verdict (%s)",
+		       v.agrees == 1 ? "agrees with" : v.agrees == 0 ? "DISAGREES with" : "not compared with",
+		       json_string_value(json_object_get(e, "verdict")) ?: "none");
+		if (v.state == FTPROF_VALIDATION_CURRENT)
+			printf(", current\n");
+		else
+			printf(", STALE (%s: %s)\n", ftprof_validation_state_name(v.state),
+			       v.state == FTPROF_VALIDATION_STALE_PROFILE ? "older than the profile, re-validate"
+									  : "another engine version");
+	}
+}
+
+/* Read FILE: one JSON document, or JSON lines (decode --json): the last line that is a decode
+ * --compare summary or a harness run. A new reference or NULL with err. */
+static json_t *load_run(const char *path, char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (doc)
+		return doc;
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	char *line = NULL;
+	size_t cap = 0;
+	json_t *pick = NULL;
+	while (getline(&line, &cap, f) > 0) {
+		json_t *j = json_loads(line, 0, NULL);
+		const char *kind = json_string_value(json_object_get(j, "kind"));
+		if (j && ((kind && !strcmp(kind, "decode_compare")) || json_object_get(j, "points"))) {
+			json_decref(pick);
+			pick = j;
+		} else {
+			json_decref(j);
+		}
+	}
+	free(line);
+	fclose(f);
+	if (!pick)
+		snprintf(err, errlen, "%s: not JSON (%s at line %d), nor JSON lines with a decode --compare summary",
+			 path, je.text, je.line);
+	return pick;
+}
+
+static int validate(const struct ftprof *p, const char *from, const char *dtype, struct ftval_opts *vo, int json)
+{
+	char err[512];
+	json_t *doc = load_run(from, err, sizeof err), *root = NULL, *all, *done = json_object();
+	int rc = FTCLI_EXIT_FAIL;
+	const char *names[FTFMT_COUNT + 8];
+	int n = 0;
+	if (!doc) {
+		ftcli_error("%s", err);
+		goto out;
+	}
+	struct stat st;
+	if (!isfinite(vo->measured_epoch) && !json_is_number(json_object_get(doc, "epoch")) &&
+	    !json_is_number(json_object_get(json_object_get(doc, "compare"), "epoch")) && stat(from, &st) == 0)
+		vo->measured_epoch = (double)st.st_mtim.tv_sec + st.st_mtim.tv_nsec / 1e9;
+	if (dtype) {
+		names[n++] = dtype;
+	} else {
+		n = ftval_formats(doc, names, (int)(sizeof names / sizeof *names));
+		if (n == 0) {
+			ftcli_error("%s: give --dtype (the run does not say which expert format it measured)", from);
+			rc = FTCLI_EXIT_USAGE;
+			goto out;
+		}
+	}
+	root = json_deep_copy(ftprof_json(p));
+	all = json_object_get(root, "validation");
+	if (!json_is_object(all)) {
+		all = json_object();
+		json_object_set_new(root, "validation", all);
+	}
+	double epoch = json_number_value(json_object_get(root, "epoch"));
+	int added = 0;
+	for (int i = 0; i < n; i++) {
+		enum ftprof_rec rec = ftprof_recommend(p, names[i]);
+		if (!dtype && !json_object_get(json_object_get(root, "dtypes"), names[i])) {
+			ftcli_note("%s: not in the profile, skipped", names[i]);
+			continue;
+		}
+		json_t *v;
+		if (ftval_build(doc, names[i], vo, rec == FTPROF_REC_NONE ? NULL : ftprof_rec_name(rec), epoch, &v, err,
+				sizeof err) < 0) {
+			ftcli_error("%s: %s: %s", from, names[i], err);
+			goto out;
+		}
+		json_object_set_new(all, names[i], v);
+		json_object_set(done, names[i], v);
+		added++;
+		if (!json) {
+			const json_t *ag = json_object_get(v, "agrees");
+			printf("%s: %s %s (%s%s%s): winner %s", names[i],
+			       json_string_value(json_object_get(json_object_get(v, "engine"), "name")) ?: "?",
+			       json_string_value(json_object_get(json_object_get(v, "engine"), "version")) ?: "?",
+			       json_string_value(json_object_get(v, "level")) ?: json_string_value(json_object_get(v, "source")) ?: "?",
+			       json_is_string(json_object_get(v, "workload")) ? ", " : "",
+			       json_string_value(json_object_get(v, "workload")) ?: "",
+			       json_string_value(json_object_get(v, "winner")));
+			if (json_is_number(json_object_get(v, "best_fetch_fraction")))
+				printf(", best fetch fraction %.3f", json_number_value(json_object_get(v, "best_fetch_fraction")));
+			printf("; the profile says %s: %s\n", ftprof_rec_name(rec),
+			       json_is_true(ag) ? "agrees" : json_is_false(ag) ? "DISAGREES" : "not compared");
+		}
+	}
+	if (!added) {
+		ftcli_error("%s: nothing to record (none of its formats is in %s)", from, ftprof_source(p));
+		goto out;
+	}
+	char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	if (!text) {
+		ftcli_error("out of memory");
+		goto out;
+	}
+	size_t len = strlen(text);
+	text[len] = '\n';
+	int r = ftfs_write_atomic(ftprof_source(p), text, len + 1, 0644);
+	free(text);
+	if (r < 0) {
+		ftcli_error("writing %s: %s", ftprof_source(p), strerror(-r));
+		goto out;
+	}
+	if (json) {
+		json_t *o = json_pack("{s:s,s:O}", "profile", ftprof_source(p), "validation", done);
+		ftcli_print_json(o);
+		json_decref(o);
+	} else {
+		printf("written: %s\n", ftprof_source(p));
+	}
+	rc = 0;
+out:
+	json_decref(doc);
+	json_decref(root);
+	json_decref(done);
+	return rc;
+}
+
 int ftcli_cmd_profile(int argc, char **argv)
 {
 	static const struct option opts[] = {{"gpu", required_argument, NULL, 'g'},
@@ -372,6 +549,12 @@ int ftcli_cmd_profile(int argc, char **argv)
 					     {"format", required_argument, NULL, 'F'},
 					     {"output-format", required_argument, NULL, 'F'},
 					     {"help", no_argument, NULL, 'h'},
+					     {"from", required_argument, NULL, 'f'},
+					     {"dtype", required_argument, NULL, 't'},
+					     {"workload", required_argument, NULL, 'w'},
+					     {"cache-fraction", required_argument, NULL, 'c'},
+					     {"engine-version", required_argument, NULL, 'e'},
+					     {"measured-epoch", required_argument, NULL, 'm'},
 					     {0}};
 	const char *gpu_spec = NULL, *action, *format = NULL;
 	int json = 0, c, r, rc = FTCLI_EXIT_FAIL, li = 0;
@@ -383,6 +566,9 @@ int ftcli_cmd_profile(int argc, char **argv)
 	int dep_given = 0, limit = 0, fmt_given = 0;
 	enum ftcli_format fmt = FTCLI_FMT_TABLE;
 	char *end;
+	const char *from = NULL, *vdtype = NULL;
+	struct ftval_opts vo;
+	ftval_opts_default(&vo);
 
 	while ((c = getopt_long(argc, argv, "g:jh", opts, &li)) != -1) {
 		switch (c) {
@@ -408,6 +594,19 @@ int ftcli_cmd_profile(int argc, char **argv)
 			break;
 		case 'g': gpu_spec = optarg; break;
 		case 'j': json = 1; break;
+		case 'f': from = optarg; break;
+		case 't': vdtype = optarg; break;
+		case 'w': vo.workload = optarg; break;
+		case 'e': vo.engine_version = optarg; break;
+		case 'c':
+		case 'm':
+			if (ftstr_parse_double(optarg, c == 'c' ? 0 : 1, c == 'c' ? 1 : 1e11,
+					       c == 'c' ? &vo.cache_fraction : &vo.measured_epoch) < 0) {
+				ftcli_error("--%s: '%s' is not a %s", c == 'c' ? "cache-fraction" : "measured-epoch", optarg,
+					    c == 'c' ? "fraction in [0, 1]" : "time in seconds since 1970");
+				return FTCLI_EXIT_USAGE;
+			}
+			break;
 		case 'h': fputs(usage, stdout); return 0;
 		default: fputs(usage, stderr); return FTCLI_EXIT_USAGE;
 		}
@@ -432,6 +631,11 @@ int ftcli_cmd_profile(int argc, char **argv)
 		if (!ftfmt_lookup(format))
 			ftcli_note("'%s' is not a format ftbench knows (%s); the profile is asked as it is", format,
 				   ftfmt_all_names());
+	} else if (!strcmp(action, "validate")) {
+		if (!from) {
+			ftcli_error("validate needs --from FILE (a harness run, a decode --compare summary or a record)");
+			return FTCLI_EXIT_USAGE;
+		}
 	} else if (strcmp(action, "path") && strcmp(action, "show") && strcmp(action, "history")) {
 		ftcli_error("unknown action '%s'", action);
 		fputs(usage, stderr);
@@ -519,6 +723,10 @@ int ftcli_cmd_profile(int argc, char **argv)
 		}
 		goto out;
 	}
+	if (!strcmp(action, "validate")) {
+		rc = validate(p, from, vdtype, &vo, json);
+		goto out;
+	}
 	if (!strcmp(action, "show")) {
 		if (json)
 			ftcli_print_json((json_t *)ftprof_json(p));
@@ -527,6 +735,7 @@ int ftcli_cmd_profile(int argc, char **argv)
 		else {
 			show_human(p);
 			show_checks(p);
+			show_validation(p);
 		}
 		rc = 0;
 	} else if (!strcmp(action, "recommend")) {

@@ -157,6 +157,12 @@ int ftclient_health(const char *base, double timeout_s, char *state, size_t n)
 		body_message(body, strlen(body), msg, sizeof msg);
 		snprintf(state, n, "GET /health says status \"error\" (HTTP %ld): %s", st, msg);
 		r = -EREMOTEIO;
+	} else if (status && !strcmp(status, "loading")) {
+		/* the seed engine 0.1.2 answers 200 {"status":"loading","phase":...} without
+		 * "maintenance" until its model is loaded (chat completions get 503 meanwhile) */
+		const char *phase = json_string_value(json_object_get(j, "phase"));
+		snprintf(state, n, "status=loading%s%s (HTTP %ld)", phase ? " phase=" : "", phase ? phase : "", st);
+		r = 0;
 	} else if (json_is_string(m)) {
 		r = st == 200 && !strcmp(json_string_value(m), "serving");
 		snprintf(state, n, "maintenance=%s (HTTP %ld)", json_string_value(m), st);

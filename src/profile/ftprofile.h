@@ -192,6 +192,49 @@ int ftprof_hybrid_max_batch(const struct ftprof *p, const char *format, int *bat
  * not a positive number, -EINVAL for NULL arguments or batch < 1. */
 int ftprof_batch_ratio(const struct ftprof *p, const char *format, int batch, double *ratio);
 
+/* ---------------------------------------------------------------- validation
+ *
+ * A profile's verdict checked against the engine that reads it (issue 31): per format,
+ * validation.<fmt> (api/schemas/profile.schema.json) records who checked it ("engine": the
+ * engine's own decode, with its name, version and arms; or "replay"), the winner of that run
+ * ("hybrid", "offload" or "tie": no gap past the spread), the best fetch fraction it found,
+ * whether that agrees with the profile's verdict (a tie agrees: neither path lost measurably),
+ * and when (measured_epoch: the run; profile_epoch: the profile it was compared with). Written by
+ * `ftbench profile validate --from FILE`. A record is trusted only while it is current: */
+enum ftprof_validation_state {
+	FTPROF_VALIDATION_CURRENT = 0,       /* made against this profile, by the caller's engine version */
+	FTPROF_VALIDATION_STALE_PROFILE = 1, /* older than the profile: run before it was measured, or
+					      * compared with another profile (profile_epoch != epoch) */
+	FTPROF_VALIDATION_STALE_ENGINE = 2,  /* by another version of the engine than the caller's */
+};
+
+/* "current", "stale_profile", "stale_engine" (static string). */
+const char *ftprof_validation_state_name(enum ftprof_validation_state s);
+
+/* What validation.<fmt> says. Strings are borrowed from the profile (valid until ftprof_free);
+ * NULL where the record has none. */
+struct ftprof_validation {
+	const char *source;          /* "engine" or "replay" */
+	const char *engine_name;     /* engine.name */
+	const char *engine_version;  /* engine.version */
+	const char *winner;          /* "hybrid", "offload" or "tie" */
+	double best_fetch_fraction;  /* NAN when none was found */
+	int agrees;                  /* 1, 0; -1 when the record does not say (no verdict to compare) */
+	double measured_epoch;       /* seconds since 1970; NAN when missing */
+	double profile_epoch;
+	enum ftprof_validation_state state;
+};
+
+/* The validation of format (looked up as it is, then by ftprof_canonical_format) in p.
+ * engine_version: the caller's engine version, or NULL to skip that check. State: STALE_PROFILE
+ * when measured_epoch or profile_epoch is missing, measured_epoch is before the profile's epoch,
+ * or profile_epoch differs from it; else STALE_ENGINE when engine_version is given and differs
+ * from the record's (a record without a version is stale to any caller that names one); else
+ * CURRENT. Returns 0 and *v, -ENODATA when the profile has no validation for format (or one
+ * without a winner), -EINVAL for NULL arguments. */
+int ftprof_validation(const struct ftprof *p, const char *format, const char *engine_version,
+		      struct ftprof_validation *v);
+
 /* Free a profile; NULL is fine. */
 void ftprof_free(struct ftprof *p);
 

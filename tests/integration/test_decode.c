@@ -309,6 +309,13 @@ static void test_slow_health(void **st)
 			       "did not say serving"));
 	assert_true(wall < 10);
 	json_decref(rows);
+	/* the seed engine 0.1.2: /health 200 {"status":"loading"} (no "maintenance") while it
+	 * loads; ready only once it says ok (a warm-up sent earlier gets 503) */
+	rc = run_decode(&rows, &wall, "--model", "/models/m", "--tokens", "16", "--server-cmd",
+			srv(0, "--rate 500 --seed-loading --health-delay 1.2"), NULL);
+	assert_int_equal(rc, 0);
+	assert_true(wall >= 1.2);
+	json_decref(rows);
 }
 
 static int pid_gone(pid_t p)
