@@ -684,7 +684,7 @@ static void figure_cell(struct ftd_mbuf *m, double v, double med, int count)
 
 /* Per format, each GPU's verdict, CPU MoE and gather side by side; a GPU below the others'
  * median is marked, so is a verdict that differs from most GPUs', and the validation's word. */
-static void render_compare(struct ftd_mbuf *m, json_t *all)
+static void render_compare(struct ftd_mbuf *m, json_t *all, json_t *paths)
 {
 	json_t *fmts = json_object(); /* the formats of any profile, first seen first */
 	const char *u, *f;
@@ -724,8 +724,14 @@ static void render_compare(struct ftd_mbuf *m, json_t *all)
 			const json_t *val = json_object_get(json_object_get(p, "validation"), f);
 			json_t *ag = json_object_get(val, "agrees");
 			if (json_is_boolean(ag)) {
-				double at = num(val, "measured_epoch"), ep = num(p, "epoch");
-				int stale = json_is_true(json_object_get(val, "stale")) || (at > 0 && ep > 0 && at < ep);
+				/* libftprofile says whether it is current (no engine version to check here) */
+				struct ftprof *fp = NULL;
+				struct ftprof_validation vv;
+				const char *path = str(paths, u);
+				int stale = json_is_true(json_object_get(val, "stale")) || !path ||
+					    ftprof_load_file(path, &fp, NULL, 0) < 0 || ftprof_validation(fp, f, NULL, &vv) < 0 ||
+					    vv.state != FTPROF_VALIDATION_CURRENT;
+				ftprof_free(fp);
 				ftd_mbuf_cat(m, " <span class=\"val%s\" title=\"", stale ? " muted" : json_is_true(ag) ? "" : " warn");
 				esc(m, str(val, "source") ? str(val, "source") : "validation");
 				ftd_mbuf_cat(m, ": %s%s\">%s</span>", json_is_true(ag) ? "agrees" : "disagrees",
@@ -742,11 +748,14 @@ static void render_compare(struct ftd_mbuf *m, json_t *all)
 	json_decref(fmts);
 }
 
+/* ctx: {"profiles": {uuid: profile}, "paths": {uuid: file}} */
 static void collect(const char *uuid, json_t *p, const char *path, void *ctx)
 {
-	(void)path;
-	if (json_object_size(ctx) < FTD_PAGE_MAX_PROFILES)
-		json_object_set(ctx, uuid, p);
+	json_t *all = json_object_get(ctx, "profiles");
+	if (json_object_size(all) < FTD_PAGE_MAX_PROFILES) {
+		json_object_set(all, uuid, p);
+		json_object_set_new(json_object_get(ctx, "paths"), uuid, json_string(path));
+	}
 }
 
 /* The sweep of the newest finished cache-copy job: GB/s over miss rate, one line per batch size,
@@ -850,10 +859,11 @@ void ftd_page_render(struct ftd_mbuf *m)
 	render_jobs(m);
 	render_cache_copy(m);
 	pthread_mutex_unlock(&ftd.lock);
-	json_t *all = json_object();
-	ftd_profiles_each(collect, all);
+	json_t *ctx = json_pack("{s:o,s:o}", "profiles", json_object(), "paths", json_object());
+	ftd_profiles_each(collect, ctx);
+	json_t *all = json_object_get(ctx, "profiles");
 	if (json_object_size(all) > 1)
-		render_compare(m, all);
+		render_compare(m, all, json_object_get(ctx, "paths"));
 	ftd_mbuf_cat(m, "<h2>Profiles</h2>");
 	if (!json_object_size(all))
 		ftd_mbuf_cat(m, "<p id=\"no-profiles\" class=\"muted\">No profile yet: run a <code>bw</code> job.</p>");
@@ -864,7 +874,7 @@ void ftd_page_render(struct ftd_mbuf *m)
 	json_t *p;
 	json_object_foreach(all, u, p)
 		render_profile(m, u, p, json_object_size(all) == 1);
-	json_decref(all);
+	json_decref(ctx);
 	ftd_mbuf_cat(m, "<script>%s</script></body></html>\n", script);
 }
 

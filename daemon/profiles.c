@@ -373,14 +373,15 @@ static const char *verdict_of(json_t *v)
 	return s && (!strcmp(s, "hybrid") || !strcmp(s, "offload")) ? s : NULL;
 }
 
-/* Is validation record val (validation.<fmt>) of profile p stale: marked so, or measured before
- * the profile was? */
-static int validation_stale(json_t *p, json_t *val)
+/* Is the validation of format fmt in profile e stale (not trusted)? libftprofile's rule
+ * (ftprof_validation: run before the profile, or compared with another one; no engine version
+ * to hold it against here), or a record that says "stale": true. */
+static int validation_stale(const struct met_prof *e, const char *fmt, json_t *val)
 {
-	if (json_is_true(json_object_get(val, "stale")))
+	struct ftprof_validation v;
+	if (json_is_true(json_object_get(val, "stale")) || !e->fp || ftprof_validation(e->fp, fmt, NULL, &v) < 0)
 		return 1;
-	json_t *at = json_object_get(val, "measured_epoch"), *ep = json_object_get(p, "epoch");
-	return json_is_number(at) && json_is_number(ep) && json_number_value(at) < json_number_value(ep);
+	return v.state != FTPROF_VALIDATION_CURRENT;
 }
 
 /* Families whose samples are a per-GPU figure (ceilings) or a per-format figure (dtype_kernels). */
@@ -578,7 +579,7 @@ void ftd_profiles_metrics(struct ftd_mbuf *m)
 		json_object_foreach(json_object_get(all[i].p, "validation"), k, v) {
 			const char *src = json_string_value(json_object_get(v, "source"));
 			json_t *ag = json_object_get(v, "agrees");
-			if (src && label_ok(src) && label_ok(k) && json_is_boolean(ag) && !validation_stale(all[i].p, v))
+			if (src && label_ok(src) && label_ok(k) && json_is_boolean(ag) && !validation_stale(&all[i], k, v))
 				ftd_mbuf_cat(m, "ftbenchd_verdict_agrees{%s,dtype=\"%s\",source=\"%s\"} %d\n", all[i].id, k,
 					 src, json_is_true(ag));
 		}
@@ -589,7 +590,7 @@ void ftd_profiles_metrics(struct ftd_mbuf *m)
 			const char *src = json_string_value(json_object_get(v, "source"));
 			if (src && label_ok(src) && label_ok(k))
 				ftd_mbuf_cat(m, "ftbenchd_validation_stale{%s,dtype=\"%s\",source=\"%s\"} %d\n", all[i].id, k,
-					 src, validation_stale(all[i].p, v));
+					 src, validation_stale(&all[i], k, v));
 		}
 
 	family_head(m, "ftbenchd_profile_drift_ratio",

@@ -43,8 +43,10 @@ def as_gpu(p, uuid, epoch=None):
     if epoch is not None:
         p["epoch"] = epoch
     for v in (p.get("validation") or {}).values():
-        if epoch is not None and "measured_epoch" in v:
-            v["measured_epoch"] += epoch - 1795949710.5
+        if epoch is not None:  # the records move with the profile: current ones stay current
+            for k in ("measured_epoch", "profile_epoch"):
+                if k in v:
+                    v[k] += epoch - 1795949710.5
     return p
 
 
