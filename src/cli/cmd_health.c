@@ -23,6 +23,7 @@
 #include "cli/cli.h"
 #include "cli/flags.h"
 #include "ftprofile.h"
+#include "util/fsutil.h"
 #include "util/http_client.h"
 #include "util/timeutil.h"
 
@@ -71,14 +72,20 @@ static void check_profile(struct health *h, const char *dir, const char *uuid, c
 		return;
 	}
 	json_error_t je;
-	json_t *p = json_load_file(path, 0, &je);
-	if (!p && access(path, F_OK) < 0) {
+	char *text = NULL;
+	size_t len;
+	/* a regular file only, opened without blocking: a FIFO planted there must not hang us */
+	r = ftfs_read_regular(path, FTPROF_MAX_FILE_BYTES, &text, &len);
+	if (r == -ENOENT) {
 		found(h, H_MISSING, "no profile for %s in %s (run a bw job: ftbench submit bw --gpu %s)", uuid, dir,
 		      uuid);
 		return;
 	}
+	json_t *p = r == 0 ? json_loadb(text, len, 0, &je) : NULL;
+	free(text);
 	if (!json_is_object(p)) {
-		found(h, H_INVALID, "the profile of %s is corrupt: %s", uuid, p ? "not a JSON object" : je.text);
+		found(h, H_INVALID, "the profile of %s is corrupt: %s", uuid,
+		      r < 0 ? strerror(-r) : p ? "not a JSON object" : je.text);
 		json_decref(p);
 		return;
 	}
