@@ -164,6 +164,12 @@ static void render_jobs(struct ftd_mbuf *m)
 			ftd_mbuf_cat(m, "%.1f s", ftd_job_duration(j));
 		ftd_mbuf_cat(m, "</td><td class=\"warn\">");
 		esc(m, j->error);
+		if (j->error_detail) {
+			/* every reason, one a line */
+			ftd_mbuf_cat(m, "<details class=\"reasons\"><summary>all reasons</summary><pre>");
+			esc(m, j->error_detail);
+			ftd_mbuf_cat(m, "</pre></details>");
+		}
 		ftd_mbuf_cat(m, "</td></tr>");
 	}
 	ftd_mbuf_cat(m, "</table>");
@@ -467,9 +473,26 @@ static void render_history(struct ftd_mbuf *m, const char *uuid, const json_t *p
 	json_decref(hist);
 }
 
-/* replay.<fmt>.points[] (cache_fraction, reuse, winner, best_fetch_fraction): the winner over
- * cache size x reuse as a grid of cells, the best fetch fraction written in each. Other fields
- * are ignored; a point without the two coordinates is skipped. */
+/* Two replay coordinates the same: src/replay/ writes cache fractions as computed (0.4 may come
+ * as 0.39999999999999997), so equal to a part in a billion. */
+static int same(double a, double b)
+{
+	return fabs(a - b) <= 1e-9;
+}
+
+/* A replay point's skew (the schema's replay_point.skew; absent: 0, no popularity skew). */
+static double point_skew(const json_t *q)
+{
+	double k = num(q, "skew");
+	return isfinite(k) ? k : 0;
+}
+
+/* replay.<fmt> (api/schemas/profile.schema.json replay_block, written by src/replay/): its
+ * points[] (cache_fraction, reuse, skew, winner, best_fetch_fraction) as one grid per skew, the
+ * winner over cache size x reuse in cells, the best fetch fraction written in each, the block's
+ * default_point outlined. Points of another skew at the same cache size and reuse are another
+ * workload, so each skew gets its own map (skew 0 first, titled without it). Other fields are
+ * ignored; a point without the two coordinates is skipped. */
 static void render_replay(struct ftd_mbuf *m, const json_t *p)
 {
 	const json_t *rp = json_object_get(p, "replay");
@@ -478,97 +501,129 @@ static void render_replay(struct ftd_mbuf *m, const json_t *p)
 	int any = 0;
 	json_object_foreach((json_t *)rp, fmt, r) {
 		const json_t *pts = json_object_get(r, "points");
-		double xs[32], ys[32];
-		int nx = 0, ny = 0;
+		const json_t *dp = json_object_get(r, "default_point");
+		double dx = num(dp, "cache_fraction"), dy = num(dp, "reuse");
+		double skews[16];
+		int nsk = 0;
 		size_t i;
 		json_t *q;
 		json_array_foreach(pts, i, q) {
-			double x = num(q, "cache_fraction"), y = num(q, "reuse");
-			if (!isfinite(x) || !isfinite(y))
-				continue;
-			int sx = 0, sy = 0;
-			for (int k = 0; k < nx; k++)
-				sx |= xs[k] == x;
-			for (int k = 0; k < ny; k++)
-				sy |= ys[k] == y;
-			if (!sx && nx < 32)
-				xs[nx++] = x;
-			if (!sy && ny < 32)
-				ys[ny++] = y;
+			double k = point_skew(q);
+			int seen = 0;
+			for (int a = 0; a < nsk; a++)
+				seen |= same(skews[a], k);
+			if (!seen && nsk < 16)
+				skews[nsk++] = k;
 		}
-		if (!nx || !ny)
-			continue;
-		for (int a = 0; a < nx; a++) /* sort ascending */
-			for (int b = a + 1; b < nx; b++)
-				if (xs[b] < xs[a]) {
-					double t = xs[a];
-					xs[a] = xs[b];
-					xs[b] = t;
+		for (int a = 0; a < nsk; a++) /* sort ascending: skew 0 first */
+			for (int b = a + 1; b < nsk; b++)
+				if (skews[b] < skews[a]) {
+					double t = skews[a];
+					skews[a] = skews[b];
+					skews[b] = t;
 				}
-		for (int a = 0; a < ny; a++)
-			for (int b = a + 1; b < ny; b++)
-				if (ys[b] < ys[a]) {
-					double t = ys[a];
-					ys[a] = ys[b];
-					ys[b] = t;
-				}
-		if (!any++)
-			ftd_mbuf_cat(m, "<div class=\"replays\">");
-		enum { CW = 46, CH = 24, L = 56, T = 44 };
-		/* the legend right of the grid; the title's width (about 7 px a character) at least */
-		int w = L + nx * CW + 80, h = T + ny * CH + 36, tw = 7 * (int)(strlen(fmt) + 36);
-		ftd_mbuf_cat(m, "<svg class=\"replay-map\" data-format=\"");
-		esc(m, fmt);
-		ftd_mbuf_cat(m, "\" width=\"%d\" height=\"%d\" role=\"img\"><title>replay ", w < tw ? tw : w, h);
-		esc(m, fmt);
-		ftd_mbuf_cat(m, ": winner by cache fraction and reuse</title><text class=\"ptitle\" x=\"0\" y=\"12\" "
-			    "font-weight=\"bold\">replay ");
-		esc(m, fmt);
-		ftd_mbuf_cat(m, ": winner, best fetch fraction</text>"
-			    "<text class=\"yunit\" x=\"0\" y=\"%d\">reuse</text>", T - 6);
-		json_array_foreach(pts, i, q) {
-			double x = num(q, "cache_fraction"), y = num(q, "reuse"), f = num(q, "best_fetch_fraction");
-			int cx = -1, cy = -1;
-			for (int k = 0; k < nx; k++)
-				if (xs[k] == x)
-					cx = k;
-			for (int k = 0; k < ny; k++)
-				if (ys[k] == y)
-					cy = k;
-			if (cx < 0 || cy < 0)
+		for (int s = 0; s < nsk; s++) {
+			double skew = skews[s];
+			double xs[32], ys[32];
+			int nx = 0, ny = 0;
+			json_array_foreach(pts, i, q) {
+				double x = num(q, "cache_fraction"), y = num(q, "reuse");
+				if (!isfinite(x) || !isfinite(y) || !same(point_skew(q), skew))
+					continue;
+				int sx = 0, sy = 0;
+				for (int k = 0; k < nx; k++)
+					sx |= same(xs[k], x);
+				for (int k = 0; k < ny; k++)
+					sy |= same(ys[k], y);
+				if (!sx && nx < 32)
+					xs[nx++] = x;
+				if (!sy && ny < 32)
+					ys[ny++] = y;
+			}
+			if (!nx || !ny)
 				continue;
-			const char *wn = str(q, "winner") ? str(q, "winner") : "?";
-			const char *col = !strcmp(wn, "hybrid") ? "#9db7d5" : !strcmp(wn, "offload") ? "#f7c08a" : "#ddd";
-			int px = L + cx * CW, py = T + (ny - 1 - cy) * CH; /* reuse grows upwards */
-			ftd_mbuf_cat(m, "<rect class=\"cell\" data-winner=\"");
-			esc(m, wn);
-			ftd_mbuf_cat(m, "\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\" stroke=\"#fff\"><title>cache %g, "
-				    "reuse %g: ", px, py, CW, CH, col, x, y);
-			esc(m, wn);
-			if (isfinite(f))
-				ftd_mbuf_cat(m, ", best fetch fraction %.2f", f);
-			ftd_mbuf_cat(m, "</title></rect>");
-			if (isfinite(f))
-				ftd_mbuf_cat(m, "<text class=\"cellv\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">%.2f</text>",
-					 px + CW / 2, py + CH / 2 + 4, f);
+			for (int a = 0; a < nx; a++) /* sort ascending */
+				for (int b = a + 1; b < nx; b++)
+					if (xs[b] < xs[a]) {
+						double t = xs[a];
+						xs[a] = xs[b];
+						xs[b] = t;
+					}
+			for (int a = 0; a < ny; a++)
+				for (int b = a + 1; b < ny; b++)
+					if (ys[b] < ys[a]) {
+						double t = ys[a];
+						ys[a] = ys[b];
+						ys[b] = t;
+					}
+			if (!any++)
+				ftd_mbuf_cat(m, "<div class=\"replays\">");
+			enum { CW = 46, CH = 24, L = 56, T = 44 };
+			/* the legend right of the grid; the title's width (about 7 px a character) at least */
+			char sk[40] = "";
+			if (skew != 0)
+				snprintf(sk, sizeof sk, ", skew %g", skew);
+			int w = L + nx * CW + 80, h = T + ny * CH + 36, tw = 7 * (int)(strlen(fmt) + strlen(sk) + 36);
+			ftd_mbuf_cat(m, "<svg class=\"replay-map\" data-format=\"");
+			esc(m, fmt);
+			ftd_mbuf_cat(m, "\" data-skew=\"%g\" width=\"%d\" height=\"%d\" role=\"img\"><title>replay ", skew,
+				     w < tw ? tw : w, h);
+			esc(m, fmt);
+			ftd_mbuf_cat(m, "%s: winner by cache fraction and reuse</title><text class=\"ptitle\" x=\"0\" y=\"12\" "
+				    "font-weight=\"bold\">replay ", sk);
+			esc(m, fmt);
+			ftd_mbuf_cat(m, "%s: winner, best fetch fraction</text>", sk);
+			ftd_mbuf_cat(m, ""
+				    "<text class=\"yunit\" x=\"0\" y=\"%d\">reuse</text>", T - 6);
+			json_array_foreach(pts, i, q) {
+				double x = num(q, "cache_fraction"), y = num(q, "reuse"), f = num(q, "best_fetch_fraction");
+				int cx = -1, cy = -1;
+				if (!same(point_skew(q), skew))
+					continue;
+				for (int k = 0; k < nx; k++)
+					if (same(xs[k], x))
+						cx = k;
+				for (int k = 0; k < ny; k++)
+					if (same(ys[k], y))
+						cy = k;
+				if (cx < 0 || cy < 0)
+					continue;
+				const char *wn = str(q, "winner") ? str(q, "winner") : "?";
+				const char *col = !strcmp(wn, "hybrid") ? "#9db7d5" : !strcmp(wn, "offload") ? "#f7c08a" : "#ddd";
+				int px = L + cx * CW, py = T + (ny - 1 - cy) * CH; /* reuse grows upwards */
+				int dflt = same(x, dx) && same(y, dy) && skew == 0; /* the default workload: outlined */
+				ftd_mbuf_cat(m, "<rect class=\"cell%s\" data-winner=\"", dflt ? " default" : "");
+				esc(m, wn);
+				ftd_mbuf_cat(m, "\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\" stroke=\"%s\"><title>cache %g, "
+					    "reuse %g: ", px, py, CW, CH, col, dflt ? "#000" : "#fff", x, y);
+				esc(m, wn);
+				if (isfinite(f))
+					ftd_mbuf_cat(m, ", best fetch fraction %.2f", f);
+				if (dflt)
+					ftd_mbuf_cat(m, ", the default workload");
+				ftd_mbuf_cat(m, "</title></rect>");
+				if (isfinite(f))
+					ftd_mbuf_cat(m, "<text class=\"cellv\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">%.2f</text>",
+						 px + CW / 2, py + CH / 2 + 4, f);
+			}
+			for (int k = 0; k < ny; k++)
+				ftd_mbuf_cat(m, "<text class=\"ytick\" x=\"%d\" y=\"%d\" text-anchor=\"end\">%g</text>", L - 4,
+					 T + (ny - 1 - k) * CH + CH / 2 + 4, ys[k]);
+			for (int k = 0; k < nx; k++)
+				ftd_mbuf_cat(m, "<text class=\"xtick\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">%g</text>",
+					 L + k * CW + CW / 2, T + ny * CH + 14, xs[k]);
+			int lg = L + nx * CW + 8;
+			ftd_mbuf_cat(m, "<text class=\"xunit\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">cache fraction</text>"
+				    "<rect x=\"%d\" y=\"%d\" width=\"9\" height=\"9\" fill=\"#9db7d5\"/>"
+				    "<text class=\"legend\" x=\"%d\" y=\"%d\">hybrid</text>"
+				    "<rect x=\"%d\" y=\"%d\" width=\"9\" height=\"9\" fill=\"#f7c08a\"/>"
+				    "<text class=\"legend\" x=\"%d\" y=\"%d\">offload</text>"
+				    "<rect x=\"%d\" y=\"%d\" width=\"9\" height=\"9\" fill=\"#ddd\"/>"
+				    "<text class=\"legend\" x=\"%d\" y=\"%d\">tie</text>",
+				 L + nx * CW / 2, T + ny * CH + 30, lg, T + 2, lg + 13, T + 10, lg, T + 18, lg + 13, T + 26, lg,
+				 T + 34, lg + 13, T + 42);
+			ftd_mbuf_cat(m, "</svg>");
 		}
-		for (int k = 0; k < ny; k++)
-			ftd_mbuf_cat(m, "<text class=\"ytick\" x=\"%d\" y=\"%d\" text-anchor=\"end\">%g</text>", L - 4,
-				 T + (ny - 1 - k) * CH + CH / 2 + 4, ys[k]);
-		for (int k = 0; k < nx; k++)
-			ftd_mbuf_cat(m, "<text class=\"xtick\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">%g</text>",
-				 L + k * CW + CW / 2, T + ny * CH + 14, xs[k]);
-		int lg = L + nx * CW + 8;
-		ftd_mbuf_cat(m, "<text class=\"xunit\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">cache fraction</text>"
-			    "<rect x=\"%d\" y=\"%d\" width=\"9\" height=\"9\" fill=\"#9db7d5\"/>"
-			    "<text class=\"legend\" x=\"%d\" y=\"%d\">hybrid</text>"
-			    "<rect x=\"%d\" y=\"%d\" width=\"9\" height=\"9\" fill=\"#f7c08a\"/>"
-			    "<text class=\"legend\" x=\"%d\" y=\"%d\">offload</text>"
-			    "<rect x=\"%d\" y=\"%d\" width=\"9\" height=\"9\" fill=\"#ddd\"/>"
-			    "<text class=\"legend\" x=\"%d\" y=\"%d\">tie</text>",
-			 L + nx * CW / 2, T + ny * CH + 30, lg, T + 2, lg + 13, T + 10, lg, T + 18, lg + 13, T + 26, lg,
-			 T + 34, lg + 13, T + 42);
-		ftd_mbuf_cat(m, "</svg>");
 	}
 	if (any)
 		ftd_mbuf_cat(m, "</div>");

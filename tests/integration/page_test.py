@@ -1,12 +1,13 @@
 """The status page with many GPUs (issue 35), laid out by headless Chromium: 8 fake GPUs' profiles
-(one with a lost memory channel, one whose nvfp4 verdict differs, validation and replay blocks,
-five profiles of history each) in the store of a real ftbenchd; GET / is saved with a small
-measuring script appended and loaded in Chromium (--dump-dom), which reports the page's height
-with every GPU's detail folded, and, with all of them unfolded, every pair of SVG text labels
-whose boxes overlap and every label outside its SVG. Checks: one comparison table per format with
-all 8 GPUs side by side, the degraded GPU's figures marked, the odd verdict marked, the
-validation shown; details folded; history plots with a zero-based axis, unit and dates; the
-replay map; no overlapping label; the folded page's height bounded. Screenshots in
+(one with a lost memory channel, one whose nvfp4 verdict differs, validation blocks, an H200's
+replay blocks and a sweep with skewed points, five profiles of history each) in the store of a
+real ftbenchd; GET / is saved with a small measuring script appended and loaded in Chromium
+(--dump-dom), which reports the page's height with every GPU's detail folded, and, with all of
+them unfolded, every pair of SVG text labels whose boxes overlap and every label outside its SVG.
+Checks: one comparison table per format with all 8 GPUs side by side, the degraded GPU's figures
+marked, the odd verdict marked, the validation shown; details folded; history plots with a
+zero-based axis, unit and dates; the replay maps (one per format and skew, the default workload
+outlined); no overlapping label; the folded page's height bounded. Screenshots in
 $BUILD/test-artifacts/ (status-page-8gpu.png, status-page-8gpu-open.png).
 Run through tests/integration/page.sh."""
 import copy
@@ -63,16 +64,26 @@ def uuid(i):
     return f"GPU-{i:08d}-aaaa-bbbb-cccc-{i:012d}"
 
 
+def fixture(name):
+    with open(os.path.join(ROOT, "tests", "fixtures", "profiles", name)) as f:
+        return json.load(f)
+
+
 def profiles():
-    with open(os.path.join(ROOT, "tests", "fixtures", "profiles", "validated.json")) as f:
-        base = json.load(f)
+    base = fixture("validated.json")
+    # replay blocks as src/replay/ writes them: an H200's (ftbench bw --replay, bf16 and nvfp4,
+    # one point each, cache fraction 0.39999999999999997) and a sweep with skewed points at the
+    # cache sizes and reuse of skew-0 ones (tests/fixtures/profiles/replay.json)
+    real = {0: fixture("h200_replay.json")["replay"], 1: fixture("replay.json")["replay"]}
     out = {}
     for i in range(N):
         p = copy.deepcopy(base)
         p["gpu"]["uuid"] = uuid(i)
         p["gpu"]["index"] = i
         p["gpu"]["pci_bus_id"] = f"00000000:{0x18 + 0x11 * i:02x}:00.0"
-        if i != 0:
+        if i in real:
+            p["replay"] = real[i]
+        else:
             p.pop("replay", None)  # the replay map where a profile has one
         if i == DEGRADED:
             for k in p["dtype_kernels"].values():
@@ -156,7 +167,16 @@ def test_page_8_gpus(t):
     hp = re.search(r'<svg class="history-plot".*?</svg>', page, re.S).group(0)
     ensure(", GB/s from 0</text>" in hp and re.search(r'class="ytick"[^>]*>0</text>', hp), "zero-based axis, its unit")
     ensure(len(re.findall(r'class="xtick"[^>]*>\d{4}-\d\d-\d\d</text>', hp)) == 2, "first and last dates")
-    ensure(page.count('class="replay-map"') == 2 and page.count('class="cell"') == 17, "the replay maps of GPU 0")
+    # the replay maps: GPU 0's two formats; GPU 1's bf16 once per skew, each point in its own map
+    maps = re.findall(r'<svg class="replay-map" data-format="([^"]+)" data-skew="([^"]+)".*?</svg>', page, re.S)
+    ensure(len(maps) == 4, f"the replay maps of GPUs 0 and 1: {maps}")
+    ensure(page.count('<rect class="cell') == 10, "one cell per replay point")
+    ensure(page.count('<rect class="cell default"') == 3, "the default workload outlined, 0.39999999999999997 = 0.4")
+    sk = re.findall(r'<svg class="replay-map" data-format="bf16" data-skew="([^"]+)".*?</svg>', page, re.S)
+    ensure(sorted(sk) == ["0", "0", "1.2"], f"bf16's maps by skew: {sk}")
+    skewed = re.search(r'<svg class="replay-map" data-format="bf16" data-skew="1.2".*?</svg>', page, re.S).group(0)
+    ensure(", skew 1.2: winner" in skewed and skewed.count('<rect class="cell') == 2
+           and 'data-winner="offload"' in skewed, "the skewed points in their own map")
     # layout in Chromium
     tmp = os.path.join(t.tmp, "page")
     html = os.path.join(tmp, "page.html")
