@@ -237,6 +237,14 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIBFTBENCH)
 # the bw tests' shared fake measurements (tests/unit/bw_fake.[ch])
 $(BUILD)/tests/unit/test_bw $(BUILD)/tests/unit/test_bw_host: $(BUILD)/obj/tests/unit/bw_fake.o
 
+# test_gpu_procs loads a stand-in for the driver's NVML (tests/fixtures/nvml/fake_nvml.c).
+FAKE_NVML := $(BUILD)/tests/fixtures/nvml/libnvidia-ml.so.1
+$(FAKE_NVML): tests/fixtures/nvml/fake_nvml.c
+	$(call say,CC,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -fPIC -shared $(LDFLAGS) -o $@ $<
+$(BUILD)/tests/unit/test_gpu_procs: $(FAKE_NVML)
+
 # The daemon's unit tests link its modules from libftbenchd.a.
 $(BUILD)/tests/unit/test_ftbenchd_%: $(BUILD)/obj/tests/unit/test_ftbenchd_%.o $(LIBFTBENCHD) $(LIBFTBENCH)
 	$(call say,LD,$@)

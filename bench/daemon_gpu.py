@@ -33,7 +33,7 @@ for k in ("NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "FREETOKEN_BENCHBW_PATH")
 log = open(os.path.join(out, "ftbenchd.log"), "w")
 d = subprocess.Popen([os.path.join(bindir, "ftbenchd"), "--listen", "127.0.0.1:%d" % port,
                       "--state-dir", os.path.join(out, "state", "ftbenchd"),
-                      "--worker", os.path.join(bindir, "ftbench")], stdout=log, stderr=log, env=env)
+                      "--worker", os.path.join(bindir, "ftbench"), "--rebench", "never"], stdout=log, stderr=log, env=env)
 
 
 def http(method, path, body=None):

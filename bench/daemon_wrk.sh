@@ -14,7 +14,7 @@ command -v wrk >/dev/null || { echo "daemon_wrk: wrk is not installed (apt-get i
 tmp=$(mktemp -d)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 FAKE_STEP_MS=200 "$B/bin/ftbenchd" --listen "127.0.0.1:$port" --state-dir "$tmp/state" --profile-dir "$tmp/prof" \
-	--worker "$PWD/$B/tests/fixtures/fakeworker" --log-level 4 >"$tmp/daemon.log" 2>&1 &
+	--worker "$PWD/$B/tests/fixtures/fakeworker" --rebench never --log-level 4 >"$tmp/daemon.log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$tmp"' EXIT
 url=http://127.0.0.1:$port

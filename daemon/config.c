@@ -96,10 +96,16 @@ static const struct opt opts[] = {
 	    "At start, queue a bw job for each GPU whose profile is stale: on-change (the machine no longer "
 	    "matches the profile's fingerprint: driver, PCIe link, CPU microcode, memory, kernel, ftbench "
 	    "version), an interval (e.g. 7d, 12h, 3600s: also when the profile is older), or never."),
+	STR("profile-max-age", "30d", profile_max_age,
+	    "A profile older than this is too old to trust: the node-feature-discovery labels expire then "
+	    "(# +expiry-time), and ftbench health --max-age has the same default. An interval: 30d, 12h, "
+	    "3600s."),
 	STR("nfd-features-file", "", nfd_file,
-	    "Write the profiles' verdicts as a node-feature-discovery local feature file here (e.g. "
-	    "/etc/kubernetes/node-feature-discovery/features.d/ftbenchd) at start and after every "
-	    "stored profile: ftbenchd/<format>=hybrid|offload|mixed|unmeasured lines. Empty: not written."),
+	    "Write the profiles' verdicts and figures as a node-feature-discovery local feature file here "
+	    "(e.g. /etc/kubernetes/node-feature-discovery/features.d/ftbenchd) at start and after every "
+	    "stored profile: ftbenchd/<format>.verdict=hybrid|offload|mixed|unmeasured, "
+	    "integer MB/s and microsecond figures, ftbenchd/profile-age (README, node-feature-discovery). "
+	    "Empty: not written."),
 	LIST("model-roots", model_roots,
 	    "Comma-separated directories model paths must resolve under (load-weights, decode, a replay trace). Empty: "
 	    "model paths are refused."),
@@ -374,12 +380,9 @@ static int is_loopback_listen(const char *listen)
 	return !strncmp(listen, "127.", 4) || !strncmp(listen, "[::1]:", 6) || !strncmp(listen, "localhost:", 10);
 }
 
-long ftd_config_rebench_s(const char *v)
+/* An interval (N, Ns, Nm, Nh, Nd; at most 10 years) in seconds, or -2. */
+static long interval_s(const char *v)
 {
-	if (!v || !strcmp(v, "never"))
-		return -1;
-	if (!strcmp(v, "on-change"))
-		return 0;
 	char *end;
 	errno = 0;
 	long n = strtol(v, &end, 10);
@@ -392,11 +395,30 @@ long ftd_config_rebench_s(const char *v)
 	return n * mul;
 }
 
+long ftd_config_rebench_s(const char *v)
+{
+	if (!v || !strcmp(v, "never"))
+		return -1;
+	if (!strcmp(v, "on-change"))
+		return 0;
+	return interval_s(v);
+}
+
+long ftd_config_max_age_s(const char *v)
+{
+	return v ? interval_s(v) : -2;
+}
+
 int ftd_config_check(struct ftd_config *cfg)
 {
 	if (cfg->deployment && *cfg->deployment && strcmp(cfg->deployment, "isolated") &&
 	    strcmp(cfg->deployment, "concurrent")) {
 		fprintf(stderr, "ftbenchd: deployment '%s': give isolated or concurrent (or nothing)\n", cfg->deployment);
+		return -EINVAL;
+	}
+	if (ftd_config_max_age_s(cfg->profile_max_age) < 0) {
+		fprintf(stderr, "ftbenchd: profile-max-age '%s': expected an interval such as 30d, 12h, 3600s\n",
+			cfg->profile_max_age ? cfg->profile_max_age : "");
 		return -EINVAL;
 	}
 	if (ftd_config_rebench_s(cfg->rebench) == -2) {

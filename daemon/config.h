@@ -20,6 +20,7 @@ struct ftd_config {
 	long history, drift_pct; /* profiles kept per GPU; drift share in percent */
 	char *nfd_file;          /* node-feature-discovery feature file, "" = none */
 	char *rebench;           /* "on-change", "never" or an interval */
+	char *profile_max_age;   /* an interval: NFD labels expire, health's default */
 	char **model_roots;      /* realpath'd by ftd_config_check */
 	int n_model_roots;
 	char **decode_servers;   /* "name=command template" */
@@ -44,6 +45,8 @@ int ftd_config_check(struct ftd_config *cfg);
 
 /* Config rebench in seconds: -1 never, 0 on-change, > 0 the interval; -2 not valid. */
 long ftd_config_rebench_s(const char *v);
+/* Config profile-max-age in seconds (> 0), or -2 when not an interval. */
+long ftd_config_max_age_s(const char *v);
 
 #define FTD_CONFIG_SERVER_NAME_MAX 64
 #define FTD_CONFIG_URL_MAX 2048

@@ -431,7 +431,7 @@ int main(int argc, char **argv)
 	ftd_procs_recover();
 	pthread_mutex_unlock(&ftd.lock);
 	ftd_runner_inventory();
-	if ((r = ftd_profiles_nfd_write()) < 0)
+	if ((r = ftd_profiles_nfd_start()) < 0)
 		ftd_log(FTD_LOG_WARNING, "nfd-features-file %s: %s", ftd.cfg.nfd_file, strerror(-r));
 	pthread_mutex_lock(&ftd.lock);
 	r = ftd_runner_load();
@@ -462,6 +462,8 @@ int main(int argc, char **argv)
 	struct ftd_job **owner = NULL;
 	int pcap = 0;
 	for (;;) {
+		if (!ftd.stopping && ftd_api_firstboot_waiting())
+			ftd_api_firstboot_poll(); /* takes ftd.lock itself: runs a worker first */
 		pthread_mutex_lock(&ftd.lock);
 		ftd_runner_reap();
 		ftd_procs_track();
@@ -513,6 +515,8 @@ int main(int argc, char **argv)
 		}
 		if (tmo < 0 || tmo > 60000)
 			tmo = 60000;
+		if (ftd_api_firstboot_waiting() && tmo > 1000)
+			tmo = 1000; /* the first-boot poll runs at its own pace (FIRSTBOOT_POLL_S) */
 		int pr = poll(pfd, (nfds_t)n, tmo);
 		if (pr < 0 && errno != EINTR) {
 			ftd_log(FTD_LOG_ERR, "poll: %s", strerror(errno));

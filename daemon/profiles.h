@@ -27,8 +27,15 @@ int ftd_profiles_corrupt(const char *text, size_t len, char *why, size_t n);
 /* Raw file of profile uuid (new buffer) or -ENOENT / -EINVAL (not a regular file) / -EFBIG (over
  * FTPROF_MAX_FILE_BYTES). */
 int ftd_profiles_read(const char *uuid, char **text, size_t *len);
-/* Rewrite config nfd-features-file from the stored profiles (nothing when it is unset). 0/-errno. */
+/* Rewrite config nfd-features-file from the stored profiles (nothing when it is unset), through
+ * a hidden temporary file and a rename. 0/-errno. */
 int ftd_profiles_nfd_write(void);
+/* At start: remove the temporaries of nfd-features-file an interrupted write left (only its
+ * own), then write it. 0/-errno. */
+int ftd_profiles_nfd_start(void);
+/* The feature file's text (appended to m) for the stored profiles. 0, -EINVAL
+ * when profile-max-age is not an interval, -EFBIG past NFD's 64 kB. */
+int ftd_profiles_nfd_text(struct ftd_mbuf *m);
 /* Call fn for each stored profile (uuid or "host", parsed JSON, path); other files are skipped. */
 void ftd_profiles_each(void (*fn)(const char *uuid, json_t *p, const char *path, void *ctx), void *ctx);
 /* The kept profiles of uuid ("host": the GPU-less host's), oldest first, the newest limit of them

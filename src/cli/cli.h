@@ -32,7 +32,8 @@ struct ftcli_cmd {
 extern const struct ftflag_cmd ftcli_flags_gpus, ftcli_flags_cpu_moe, ftcli_flags_bw,
 	ftcli_flags_cache_copy, ftcli_flags_load_weights, ftcli_flags_make_checkpoint, ftcli_flags_ftw,
 	ftcli_flags_decode, ftcli_flags_cpu, ftcli_flags_profile, ftcli_flags_submit, ftcli_flags_jobs,
-	ftcli_flags_wait, ftcli_flags_cancel, ftcli_flags_replay;
+	ftcli_flags_wait, ftcli_flags_cancel, ftcli_flags_replay,
+	ftcli_flags_health;
 
 /* Commands (one file each: src/cli/cmd_<name>.c). */
 int ftcli_cmd_gpus(int argc, char **argv);
@@ -50,6 +51,7 @@ int ftcli_cmd_submit(int argc, char **argv);
 int ftcli_cmd_jobs(int argc, char **argv);
 int ftcli_cmd_wait(int argc, char **argv);
 int ftcli_cmd_cancel(int argc, char **argv);
+int ftcli_cmd_health(int argc, char **argv);
 /* ftbench flags [--json] [COMMAND...]: the option tables as JSON (tests, docs). */
 int ftcli_cmd_flags(int argc, char **argv);
 

@@ -8,6 +8,7 @@
 
 struct gpus_opts {
 	enum ftcli_format fmt;
+	int procs;
 };
 
 static const struct ftflag flag_rows[] = {
@@ -15,6 +16,9 @@ static const struct ftflag flag_rows[] = {
 	FTF_FORMAT_ROW(struct gpus_opts, fmt,
 		       "table, json (as --json), csv or md: one row per GPU (mem_gib in GiB = 2^30 bytes; "
 		       "no GPU: the header row alone)"),
+	{"processes", FTF_BOOL, FTF_FIELD(struct gpus_opts, procs),
+	 .help = "with --json: each GPU also gets \"processes\", how many processes hold it (the driver's NVML; "
+		 "null and \"processes_reason\" when it cannot tell)"},
 };
 
 const struct ftflag_cmd ftcli_flags_gpus = {
@@ -55,8 +59,18 @@ int ftcli_cmd_gpus(int argc, char **argv)
 	}
 	if (fmt == FTCLI_FMT_JSON) {
 		json_t *arr = json_array();
-		for (int i = 0; i < n; i++)
-			json_array_append_new(arr, ftgpu_json(&g[i]));
+		for (int i = 0; i < n; i++) {
+			json_t *o = ftgpu_json(&g[i]);
+			int np = 0;
+			char pwhy[256] = "";
+			if (opt.procs && ftgpu_processes(g[i].pci_bus_id, &np, pwhy, sizeof pwhy) == 0) {
+				json_object_set_new(o, "processes", json_integer(np));
+			} else if (opt.procs) {
+				json_object_set_new(o, "processes", json_null());
+				json_object_set_new(o, "processes_reason", json_string(pwhy));
+			}
+			json_array_append_new(arr, o);
+		}
 		json_t *o = json_pack("{s:o}", "gpus", arr);
 		if (n == 0)
 			json_object_set_new(o, "reason", json_string(why));

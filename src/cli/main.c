@@ -23,6 +23,8 @@ static const struct ftcli_cmd commands[] = {
 	{"jobs", "list ftbenchd jobs", ftcli_cmd_jobs, &ftcli_flags_jobs},
 	{"wait", "follow an ftbenchd job until it ends", ftcli_cmd_wait, &ftcli_flags_wait},
 	{"cancel", "cancel an ftbenchd job", ftcli_cmd_cancel, &ftcli_flags_cancel},
+	{"health", "is the node's profile fit to use (Slurm/NHC, node-problem-detector exit codes)", ftcli_cmd_health,
+	 &ftcli_flags_health},
 	{"flags", NULL, ftcli_cmd_flags},
 };
 #define NCMDS (sizeof commands / sizeof commands[0])

@@ -25,6 +25,12 @@ struct ftgpu_info {
  * without CUDA is not an error: *n = 0 and why says why in one line. Returns 0 or -errno. */
 int ftgpu_list(struct ftgpu_info **out, int *n, char *why, size_t whylen);
 
+/* How many processes (compute and graphics) hold the GPU at pci_bus_id ("00000000:18:00.0"),
+ * from the driver's NVML, loaded at run time (no CUDA context is made). Returns 0 and *n,
+ * -ENOENT when NVML is not installed (no driver), -ENODEV when no GPU has that bus id, -ENOSYS
+ * for an NVML without the calls, -EIO when NVML fails; why (may be NULL) says which. */
+int ftgpu_processes(const char *pci_bus_id, int *n, char *why, size_t whylen);
+
 /* Resolve spec (an index, a full UUID, or a unique UUID prefix with or without "GPU-") to a
  * position in gpus. On failure returns -ENODEV (or -EINVAL for an ambiguous prefix) and err
  * names the GPUs that exist. */

@@ -326,7 +326,8 @@ int ftprof_store_list(const char *dir, struct ftprof_entry **out, int *n)
 		}
 		v[cnt++] = e;
 	}
-	qsort(v, (size_t)cnt, sizeof *v, entry_cmp);
+	if (cnt) /* qsort(NULL, 0) is undefined (UBSan): an empty store has no array */
+		qsort(v, (size_t)cnt, sizeof *v, entry_cmp);
 out:
 	closedir(d);
 	if (r) {

@@ -70,16 +70,13 @@ static int fsync_dir(const char *dir)
 	return r;
 }
 
-int ftfs_write_atomic(const char *path, const void *data, size_t len, mode_t mode)
+/* Write data to tmp (a mkostemp template in path's directory), then rename it over path. */
+static int write_via(const char *path, char *tmp, const void *data, size_t len, mode_t mode)
 {
-	char dir[PATH_MAX], tmp[PATH_MAX];
+	char dir[PATH_MAX];
 	int r, fd;
 
-	if (!path || !*path)
-		return -EINVAL;
 	ftfs_dirname(path, dir, sizeof dir);
-	if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp)
-		return -ENAMETOOLONG;
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -99,6 +96,89 @@ int ftfs_write_atomic(const char *path, const void *data, size_t len, mode_t mod
 		return r;
 	}
 	return fsync_dir(dir);
+}
+
+int ftfs_write_atomic(const char *path, const void *data, size_t len, mode_t mode)
+{
+	char tmp[PATH_MAX];
+	if (!path || !*path)
+		return -EINVAL;
+	if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp)
+		return -ENAMETOOLONG;
+	return write_via(path, tmp, data, len, mode);
+}
+
+/* The base name of path (after its last slash); "" for a path ending in '/'. */
+static const char *base_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
+int ftfs_write_atomic_hidden(const char *path, const void *data, size_t len, mode_t mode)
+{
+	char dir[PATH_MAX], tmp[PATH_MAX];
+	if (!path || !*path || !*base_of(path))
+		return -EINVAL;
+	ftfs_dirname(path, dir, sizeof dir);
+	if (snprintf(tmp, sizeof tmp, "%s/.%s.tmp.XXXXXX", dir, base_of(path)) >= (int)sizeof tmp)
+		return -ENAMETOOLONG;
+	return write_via(path, tmp, data, len, mode);
+}
+
+/* Is name "PREFIX.tmp.XXXXXX" (6 characters after ".tmp.") for PREFIX pre? */
+static int temp_of(const char *name, const char *pre)
+{
+	size_t l = strlen(pre);
+	return !strncmp(name, pre, l) && !strncmp(name + l, ".tmp.", 5) && strlen(name + l + 5) == 6;
+}
+
+/* Remove the entries of dir that keep(name, ctx) accepts: regular files not locked by a writer. */
+static int sweep(const char *dir, int (*keep)(const char *name, const void *ctx), const void *ctx)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return -errno;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (!keep(e->d_name, ctx))
+			continue;
+		int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		struct stat st;
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+		    unlinkat(dirfd(d), e->d_name, 0) == 0)
+			n++;
+		close(fd);
+	}
+	closedir(d);
+	return n;
+}
+
+static int any_temp(const char *name, const void *ctx)
+{
+	(void)ctx;
+	const char *t = strstr(name, ".tmp.");
+	return t && t != name && strlen(t) == 11;
+}
+
+static int temp_of_base(const char *name, const void *ctx)
+{
+	const char *base = ctx;
+	char hidden[NAME_MAX + 2];
+	snprintf(hidden, sizeof hidden, ".%s", base);
+	return temp_of(name, base) || temp_of(name, hidden);
+}
+
+int ftfs_sweep_temps_of(const char *path)
+{
+	char dir[PATH_MAX];
+	if (!path || !*path || !*base_of(path) || strlen(base_of(path)) > NAME_MAX - 12)
+		return -EINVAL;
+	ftfs_dirname(path, dir, sizeof dir);
+	return sweep(dir, temp_of_base, base_of(path));
 }
 
 int ftfs_mkdir_p(const char *path, mode_t mode)
@@ -216,26 +296,7 @@ static int read_fd(int fd, size_t max, char **out, size_t *len)
 
 int ftfs_sweep_temps(const char *dir)
 {
-	DIR *d = opendir(dir);
-	if (!d)
-		return -errno;
-	int n = 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		const char *t = strstr(e->d_name, ".tmp.");
-		if (!t || t == e->d_name || strlen(t) != 11)
-			continue;
-		int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		struct stat st;
-		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
-		    unlinkat(dirfd(d), e->d_name, 0) == 0)
-			n++;
-		close(fd);
-	}
-	closedir(d);
-	return n;
+	return sweep(dir, any_temp, NULL);
 }
 
 int ftfs_read_line(const char *path, char *buf, size_t n)

@@ -10,6 +10,16 @@
  * file is removed and path is untouched. */
 int ftfs_write_atomic(const char *path, const void *data, size_t len, mode_t mode);
 
+/* ftfs_write_atomic with a hidden temp file: DIR/.BASE.tmp.XXXXXX, for directories whose readers
+ * skip dot files but read every other name (node-feature-discovery's features.d). */
+int ftfs_write_atomic_hidden(const char *path, const void *data, size_t len, mode_t mode);
+
+/* Remove the temp files an interrupted write of path left beside it, and only those:
+ * DIR/.BASE.tmp.XXXXXX and DIR/BASE.tmp.XXXXXX (regular, not locked by a writer still at work;
+ * links not followed). For directories shared with other programs. The number removed or -errno
+ * (-EINVAL for a path without a base name). */
+int ftfs_sweep_temps_of(const char *path);
+
 /* Remove the temp files an interrupted ftfs_write_atomic left in dir ("NAME.tmp.XXXXXX", regular,
  * not locked by a writer that is still at work; links are not followed). Returns the number
  * removed or -errno. */

@@ -1,8 +1,8 @@
 #!/bin/sh
 # The CLI's own words (issue 22): every long flag in the usage lines of cpu-moe, load-weights,
-# gpus, cpu, cache-copy, decode, profile and jobs has a --help line saying what it does; one name
-# for repetitions (--repeat, old names kept); cpu-moe clears its progress bar before each table
-# line on a terminal and names its error column.
+# gpus, cpu, cache-copy, decode, profile, jobs, replay and health has a --help line saying what it
+# does; one name for repetitions (--repeat, old names kept); cpu-moe clears its progress bar
+# before each table line on a terminal and names its error column.
 set -u
 B=${BUILD:-build}
 FT="$(pwd)/$B/bin/ftbench"
@@ -15,7 +15,7 @@ check() { desc=$1; shift; n=$((n + 1)); if "$@"; then echo "ok $n - $desc"; else
 jget() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 
 # every --flag named in the usage lines has a line of its own that starts with it
-for cmd in cpu-moe load-weights gpus cpu cache-copy decode profile jobs replay; do
+for cmd in cpu-moe load-weights gpus cpu cache-copy decode profile jobs replay health; do
 	"$FT" $cmd --help >"$T/help" 2>&1
 	for f in $(sed -n '/^usage:/,/^  [^ ]/p' "$T/help" | grep -o -- '--[a-z][a-z-]*' | sort -u); do
 		check "$cmd --help explains $f" grep -Eq -- "^  $f( |\$)" "$T/help"

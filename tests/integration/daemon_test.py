@@ -103,7 +103,8 @@ def lifecycle_bw(t):
     st, _, m = d.req("GET", "/metrics")
     m = m.decode()
     ensure('ftbenchd_jobs_finished_total{kind="bw",state="succeeded"}' in m)
-    ensure(f'ftbenchd_profile_cpu_stream_read_gbs{{gpu="{GPU0}"}} 100.5' in m, lambda: m)
+    # the profile's figures carry gpu first, then the GPU/CPU model and host name labels
+    ensure(re.search(r'^ftbenchd_profile_cpu_stream_read_gbs\{gpu="%s",[^}]*\} 100\.5$' % GPU0, m, re.M), lambda: m)
     ensure("ftbenchd_queue_depth 0" in m)
     st, _, lj = d.json("GET", "/benchmark/jobs?state=succeeded&limit=5")
     ensure(st == 200 and any(x["id"] == job["id"] for x in lj["jobs"]) and "result" not in lj["jobs"][0])

@@ -185,8 +185,12 @@ class Daemon:
         self._args()
 
     def _args(self):
+        # rebench never unless the test says otherwise: the default (on-change) measures a GPU
+        # without a profile once at first boot, a bw job the tests did not submit
+        rebench = [] if "--rebench" in self.extra else ["--rebench", "never"]
         self.args = [FTBENCHD, "--listen", f"127.0.0.1:{self.port}", "--state-dir", self.state,
-                     "--profile-dir", self.prof, "--worker", self.worker, "--kill-grace", "1", *self.extra]
+                     "--profile-dir", self.prof, "--worker", self.worker, "--kill-grace", "1", *rebench,
+                     *self.extra]
 
     def start(self, wait=True, **env):
         """Start it (env: variables for this start only); with wait, until /health answers 200."""
@@ -403,3 +407,47 @@ class Tap:
     def done(self):
         print(f"1..{self.n}")
         return 1 if self.bad else 0
+
+
+NFD_LABEL_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$")
+NFD_NAMESPACE = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
+
+
+def nfd_labels(path, now=None):
+    """The node labels node-feature-discovery's local source makes of the feature file at path at
+    time now (epoch seconds; default: the clock), by its documented rules (customization guide,
+    "Local feature source"): a file whose name starts with a dot is not read; more than 64 kB and
+    the file is ignored; `#` lines are comments except the `# +expiry-time=<RFC 3339>` directive,
+    which applies to the lines after it (lines of an expired section are skipped); `<key>[=<value>]`
+    (value "true" when absent), a later line of the same key wins. Raises CheckFailed for what NFD
+    would refuse: an unparsable directive, a key without a namespace, a name or value Kubernetes
+    does not accept."""
+    import datetime
+    ensure(not os.path.basename(path).startswith("."), f"{path}: NFD skips dot files")
+    size = os.path.getsize(path)
+    ensure(size <= 65536, f"{path}: {size} bytes, over NFD's 64 kB")
+    now = time.time() if now is None else now
+    expiry = None
+    labels = {}
+    with open(path) as f:
+        for raw in f.read().split("\n"):
+            line = raw.strip()
+            if not line:
+                continue
+            if line.startswith("#"):
+                if line.startswith("# +"):
+                    key, _, value = line[3:].partition("=")
+                    ensure(key == "expiry-time" and value, f"{path}: unknown or bad directive {line!r}")
+                    stamp = datetime.datetime.strptime(value.strip(), "%Y-%m-%dT%H:%M:%SZ")
+                    expiry = stamp.replace(tzinfo=datetime.timezone.utc).timestamp()
+                continue
+            if expiry is not None and expiry < now:
+                continue
+            key, eq, value = line.partition("=")
+            ns, slash, name = key.partition("/")
+            ensure(slash and NFD_NAMESPACE.match(ns), f"{path}: {key!r} has no valid namespace")
+            ensure(NFD_LABEL_NAME.match(name), f"{path}: label name {name!r} is not valid")
+            value = value if eq else "true"
+            ensure(value == "" or NFD_LABEL_NAME.match(value), f"{path}: label value {value!r} is not valid")
+            labels[key] = value
+    return labels

@@ -15,7 +15,8 @@ import time
 from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ftd_harness import BUILD, FTBENCHD, GPU0, ROOT, CheckFailed, Scratch, finish, openapi_contract, plan, run_tests  # noqa: E402,E501
+from ftd_harness import BUILD, FTBENCHD, GPU0, ROOT, CheckFailed, Scratch, finish, nfd_labels, openapi_contract, plan  # noqa: E402,E501
+from ftd_harness import run_tests  # noqa: E402
 from ftd_harness import Daemon as _Daemon  # noqa: E402
 from ftd_harness import ensure as check  # noqa: E402
 
@@ -148,9 +149,11 @@ def test_history_and_drift(t):
         check(d.req("GET", "/profiles/GPU-99999999-aaaa-bbbb-cccc-000000000000/history")[0] == 404, "unknown: 404")
         check(d.req("GET", f"/profiles/{GPU0}/history?limit=0")[0] == 400, "limit=0: 400")
         check(d.req("GET", f"/profiles/{GPU0}/nothing")[0] == 404, "other sub-path: 404")
-        with open(nfd) as f:
-            lines = [x for x in f.read().splitlines() if not x.startswith("#")]
-        check(lines == ["ftbenchd/profiles=1", "ftbenchd/bf16=offload"], f"NFD feature file: {lines}")
+        # read as nfd-worker would an hour after the fake profile was measured (epoch 1795000000.5)
+        labels = nfd_labels(nfd, 1795000000.5 + 3600)
+        read = labels.pop("ftbenchd/cpu-read-mbps", "")
+        check(labels == {"ftbenchd/profiles": "1", "ftbenchd/bf16.verdict": "offload", "ftbenchd/profile-age": "lt-1d"}
+              and read.isdigit(), f"NFD feature file: {labels}, cpu-read-mbps {read!r}")
         t.hist = d  # kept running for the page test
     except Exception:
         d.stop()
@@ -183,11 +186,11 @@ def test_page_in_browser(t):
     d.env["FAKE_STEP_MS"] = "700"
     d.stop()
     d.start()
-    with open(d.nfd) as f:  # rewritten at start: the fixture's GPU and the fake one disagree on bf16
-        lines = sorted(x for x in f.read().splitlines() if not x.startswith("#"))
-    check(lines == ["ftbenchd/bf16=mixed", "ftbenchd/ds_fp4=offload", "ftbenchd/fp8_block=offload",
-                    "ftbenchd/mxfp4_triton=hybrid", "ftbenchd/nvfp4=offload", "ftbenchd/profiles=2"],
-          f"NFD feature file after start: {lines}")
+    # rewritten at start: the fixture's GPU and the fake one disagree on bf16
+    labels = {k: v for k, v in nfd_labels(d.nfd, 1795000000.5 + 3600).items() if k.endswith(".verdict")}
+    check(labels == {"ftbenchd/bf16.verdict": "mixed", "ftbenchd/ds_fp4.verdict": "offload",
+                     "ftbenchd/fp8_block.verdict": "offload", "ftbenchd/mxfp4_triton.verdict": "hybrid",
+                     "ftbenchd/nvfp4.verdict": "offload"}, f"NFD feature file after start: {labels}")
     jid = d.submit("cache-copy", {"repeat": 30, "gpu": 1})["id"]
     deadline = time.time() + 10
     while d.get(f"/benchmark/jobs/{jid}")["state"] != "running" and time.time() < deadline:
@@ -242,7 +245,10 @@ def test_rebench_stale(t):
     p["gpu"]["uuid"] = GPU0
     p["fingerprint"] = {"kernel": "0.0.0-another-machine", "tool_version": "0.1.0"}
     for mode, want in (("never", 0), ("on-change", 1)):
-        d = Daemon(t.tmp, "rebench-" + mode, "--rebench", mode, env={"FAKE_STEP_MS": "2000"})
+        # GPU1 has no profile: held by a process (FAKE_BUSY_FILE), its first-boot job waits
+        busy = os.path.join(t.tmp, "busy-" + mode)
+        open(busy, "w").close()
+        d = Daemon(t.tmp, "rebench-" + mode, "--rebench", mode, env={"FAKE_STEP_MS": "2000", "FAKE_BUSY_FILE": busy})
         os.makedirs(d.prof, exist_ok=True)
         with open(os.path.join(d.prof, GPU0 + ".json"), "w") as f:
             json.dump(p, f)

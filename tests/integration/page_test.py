@@ -1,0 +1,224 @@
+"""The status page with many GPUs (issue 35), laid out by headless Chromium: 8 fake GPUs' profiles
+(one with a lost memory channel, one whose nvfp4 verdict differs, validation blocks, an H200's
+replay blocks and a sweep with skewed points, five profiles of history each) in the store of a
+real ftbenchd; GET / is saved with a small measuring script appended and loaded in Chromium
+(--dump-dom), which reports the page's height with every GPU's detail folded, and, with all of
+them unfolded, every pair of SVG text labels whose boxes overlap and every label outside its SVG.
+Checks: one comparison table per format with all 8 GPUs side by side, the degraded GPU's figures
+marked, the odd verdict marked, the validation shown; details folded; history plots with a
+zero-based axis, unit and dates; the replay maps (one per format and skew, the default workload
+outlined); no overlapping label; the folded page's height bounded. Screenshots in
+$BUILD/test-artifacts/ (status-page-8gpu.png, status-page-8gpu-open.png).
+Run through tests/integration/page.sh."""
+import copy
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ftd_harness import BUILD, ROOT, Daemon, Scratch, ensure, finish, plan, run_tests  # noqa: E402
+
+ARTIFACTS = os.path.join(BUILD, "test-artifacts")
+N = 8
+DEGRADED, ODD = 5, 3
+MAX_FOLDED_HEIGHT = 2600  # px at 1280 px wide: the comparison, the jobs, 8 folded details
+
+MEASURE = """<script>
+window.addEventListener('load', function () {
+  var res = {folded: document.documentElement.scrollHeight};
+  document.querySelectorAll('details').forEach(function (d) { d.open = true; });
+  res.unfolded = document.documentElement.scrollHeight;
+  res.overlaps = []; res.outside = []; res.svgs = 0; res.labels = 0;
+  document.querySelectorAll('svg').forEach(function (svg) {
+    res.svgs++;
+    var sb = svg.getBoundingClientRect();
+    var ts = [].slice.call(svg.querySelectorAll('text')).map(function (t) {
+      return {t: t.textContent, r: t.getBoundingClientRect()};
+    }).filter(function (x) { return x.r.width > 0; });
+    res.labels += ts.length;
+    var name = svg.getAttribute('class') + ' ' + (svg.querySelector('title') || {}).textContent;
+    ts.forEach(function (a, i) {
+      if (a.r.left < sb.left - 1 || a.r.right > sb.right + 1 || a.r.top < sb.top - 1 || a.r.bottom > sb.bottom + 1)
+        res.outside.push([name, a.t]);
+      for (var j = i + 1; j < ts.length; j++) {
+        var b = ts[j];
+        var w = Math.min(a.r.right, b.r.right) - Math.max(a.r.left, b.r.left);
+        var h = Math.min(a.r.bottom, b.r.bottom) - Math.max(a.r.top, b.r.top);
+        if (w > 1 && h > 1) res.overlaps.push([name, a.t, b.t]);
+      }
+    });
+  });
+  var pre = document.createElement('pre');
+  pre.id = 'layout';
+  pre.textContent = JSON.stringify(res);
+  document.body.appendChild(pre);
+});
+</script>"""
+
+
+def uuid(i):
+    return f"GPU-{i:08d}-aaaa-bbbb-cccc-{i:012d}"
+
+
+def fixture(name):
+    with open(os.path.join(ROOT, "tests", "fixtures", "profiles", name)) as f:
+        return json.load(f)
+
+
+def profiles():
+    base = fixture("validated.json")
+    # replay blocks as src/replay/ writes them: an H200's (ftbench bw --replay, bf16 and nvfp4,
+    # one point each, cache fraction 0.39999999999999997) and a sweep with skewed points at the
+    # cache sizes and reuse of skew-0 ones (tests/fixtures/profiles/replay.json)
+    real = {0: fixture("h200_replay.json")["replay"], 1: fixture("replay.json")["replay"]}
+    out = {}
+    for i in range(N):
+        p = copy.deepcopy(base)
+        p["gpu"]["uuid"] = uuid(i)
+        p["gpu"]["index"] = i
+        p["gpu"]["pci_bus_id"] = f"00000000:{0x18 + 0x11 * i:02x}:00.0"
+        if i in real:
+            p["replay"] = real[i]
+        else:
+            p.pop("replay", None)  # the replay map where a profile has one
+        if i == DEGRADED:
+            for k in p["dtype_kernels"].values():
+                if k.get("cpu_moe_gbs"):
+                    k["cpu_moe_gbs"] *= 0.66
+                    k["cpu_moe_gbs_spread"] = None
+            p["ceilings"]["cpu_stream_read_gbs"] *= 0.66
+        if i == ODD:
+            p["dtypes"]["nvfp4"] = "hybrid"
+        out[uuid(i)] = p
+    return out
+
+
+def history(p, k):
+    """The k-th of 5 kept profiles: 30 days apart in all, the figures moving a little."""
+    q = copy.deepcopy(p)
+    q["epoch"] = p["epoch"] - (4 - k) * 7.5 * 86400
+    f = 1 + 0.03 * ((k * 7) % 5 - 2) / 2
+    for e in q["dtype_kernels"].values():
+        for key in ("cpu_moe_gbs", "pcie_gather_gbs"):
+            if e.get(key):
+                e[key] *= f
+    q["ceilings"]["cpu_stream_read_gbs"] *= f
+    return q
+
+
+def chromium():
+    for c in ("chromium", "chromium-browser"):
+        p = shutil.which(c)
+        if p:
+            return p
+    raise RuntimeError("chromium is not installed (scripts/deps.sh installs Debian's chromium)")
+
+
+def browse(url, *flags):
+    udd = tempfile.mkdtemp(prefix="ftb-chromium-")
+    try:
+        r = subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                            f"--user-data-dir={udd}", "--window-size=1280,1000", *flags, url],
+                           capture_output=True, timeout=120)
+        return r.stdout.decode(errors="replace")
+    finally:
+        shutil.rmtree(udd, ignore_errors=True)
+
+
+def test_page_8_gpus(t):
+    d = Daemon(t.tmp, "page")
+    for u, p in profiles().items():
+        hd = os.path.join(d.prof, "history", u)
+        os.makedirs(hd)
+        for k in range(5):
+            q = history(p, k)
+            with open(os.path.join(hd, "%013d.json" % round(q["epoch"] * 1000)), "w") as f:
+                json.dump(q, f)
+        with open(os.path.join(d.prof, u + ".json"), "w") as f:
+            json.dump(p, f)
+    d.start()
+    try:
+        st, _, raw = d.req("GET", "/")
+        ensure(st == 200, f"GET /: {st}")
+    finally:
+        d.stop()
+    page = raw.decode()
+    # the comparison: one table per format, each with the 8 GPUs
+    tables = re.findall(r'<table class="cmp" data-format="([^"]+)">(.*?)</table>', page, re.S)
+    ensure(len(tables) == 5, f"one comparison table per format: {[f for f, _ in tables]}")
+    for fmt, body in tables:
+        ensure(body.count("<tr data-uuid=") == N, f"{fmt}: all {N} GPUs side by side")
+    bf16 = dict(tables)["bf16"]
+    rows = dict(re.findall(r'<tr data-uuid="([^"]+)">(.*?)</tr>', bf16, re.S))
+    ensure('class="num outlier"' in rows[uuid(DEGRADED)], "the degraded GPU's CPU MoE is marked")
+    ensure(sum('class="num outlier"' in r for r in rows.values()) == 1, "only that one")
+    nv = dict(re.findall(r'<tr data-uuid="([^"]+)">(.*?)</tr>', dict(tables)["nvfp4"], re.S))
+    ensure('class="verdict odd"' in nv[uuid(ODD)] and sum('odd' in r for r in nv.values()) == 1,
+           "the one differing nvfp4 verdict is marked")
+    ensure("&#10003;" in rows[uuid(0)] and 'class="val warn"' in nv[uuid(0)], "validation agrees/disagrees shown")
+    # details folded, each with its plots
+    ensure(page.count('<details class="profile"') == N and "<details class=\"profile\" data-uuid" in page
+           and " open>" not in page, "each GPU's detail folded")
+    ensure(page.count('class="history-plot"') == N * 6, "history: ceilings + 5 formats per GPU")
+    hp = re.search(r'<svg class="history-plot".*?</svg>', page, re.S).group(0)
+    ensure(", GB/s from 0</text>" in hp and re.search(r'class="ytick"[^>]*>0</text>', hp), "zero-based axis, its unit")
+    ensure(len(re.findall(r'class="xtick"[^>]*>\d{4}-\d\d-\d\d</text>', hp)) == 2, "first and last dates")
+    # the replay maps: GPU 0's two formats; GPU 1's bf16 once per skew, each point in its own map
+    maps = re.findall(r'<svg class="replay-map" data-format="([^"]+)" data-skew="([^"]+)".*?</svg>', page, re.S)
+    ensure(len(maps) == 4, f"the replay maps of GPUs 0 and 1: {maps}")
+    ensure(page.count('<rect class="cell') == 10, "one cell per replay point")
+    ensure(page.count('<rect class="cell default"') == 3, "the default workload outlined, 0.39999999999999997 = 0.4")
+    sk = re.findall(r'<svg class="replay-map" data-format="bf16" data-skew="([^"]+)".*?</svg>', page, re.S)
+    ensure(sorted(sk) == ["0", "0", "1.2"], f"bf16's maps by skew: {sk}")
+    skewed = re.search(r'<svg class="replay-map" data-format="bf16" data-skew="1.2".*?</svg>', page, re.S).group(0)
+    ensure(", skew 1.2: winner" in skewed and skewed.count('<rect class="cell') == 2
+           and 'data-winner="offload"' in skewed, "the skewed points in their own map")
+    # layout in Chromium
+    tmp = os.path.join(t.tmp, "page")
+    html = os.path.join(tmp, "page.html")
+    with open(html, "w") as f:
+        f.write(page.replace("</body>", MEASURE + "</body>"))
+    dom = browse("file://" + html, "--virtual-time-budget=3000", "--dump-dom")
+    m = re.search(r'<pre id="layout">(.*?)</pre>', dom, re.S)
+    ensure(m, f"no layout report from Chromium: {dom[:300]}")
+    lay = json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">"))
+    ensure(lay["svgs"] >= N * 7 and lay["labels"] > 500, f"plots drawn: {lay['svgs']} svgs, {lay['labels']} labels")
+    ensure(lay["overlaps"] == [], f"overlapping labels: {lay['overlaps'][:10]}")
+    ensure(lay["outside"] == [], f"labels outside their plot: {lay['outside'][:10]}")
+    ensure(lay["folded"] <= MAX_FOLDED_HEIGHT, f"page height with details folded: {lay['folded']} px")
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    shot = os.path.join(ARTIFACTS, "status-page-8gpu.png")
+    with open(os.path.join(tmp, "plain.html"), "w") as f:  # as served: details folded
+        f.write(page)
+    browse("file://" + os.path.join(tmp, "plain.html"), "--virtual-time-budget=2000", "--hide-scrollbars",
+           f"--window-size=1280,{lay['folded']}", f"--screenshot={shot}")
+    with open(os.path.join(tmp, "open.html"), "w") as f:
+        f.write(page.replace('<details class="profile"', '<details open class="profile"', 1))
+    shot2 = os.path.join(ARTIFACTS, "status-page-8gpu-open.png")
+    browse("file://" + os.path.join(tmp, "open.html"), "--virtual-time-budget=2000", "--hide-scrollbars",
+           "--window-size=1280,3200", f"--screenshot={shot2}")
+    ensure(os.path.getsize(shot) > 20000, "screenshot")
+    return f"folded {lay['folded']} px, unfolded {lay['unfolded']} px, {lay['labels']} labels; {shot}"
+
+
+TESTS = [test_page_8_gpus]
+
+
+def main():
+    plan(len(TESTS))
+    t = Scratch("ftbenchd-page-")
+    os.makedirs(os.path.join(t.tmp, "page"))
+    failed = 0
+    try:
+        failed += run_tests(TESTS, t)
+    finally:
+        failed = finish(t.tmp, failed)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
