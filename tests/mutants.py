@@ -78,7 +78,7 @@ MUTANTS = [
      "AMX int8 row kernel (the tiles and their C emulation): a block scaled by its neighbour's token scales",
      True, [], {"cpu": "avx512_vnni"}),
     ("cpu-moe-amx-min-nb", "src/moe/cpu/executor.c",
-     "ftkern_amx_i8_min_nb = (int)t->amx_min_nb;", "ftkern_amx_i8_min_nb = FTKERN_AMX_I8_MIN_NB;",
+     "kn->amx_i8_min_nb = (int)t->amx_min_nb;", "kn->amx_i8_min_nb = FTKERN_AMX_I8_MIN_NB;",
      "amx tier dispatch: the executor never hands tune.amx_min_nb to the int8 tiles (the default threshold always)",
      True, [], {"cpu": "avx512_vnni avx512_bf16"}),
     ("cpu-moe-mx-vbmi", "src/moe/cpu/kern_mx_body.h",

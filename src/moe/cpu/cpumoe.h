@@ -155,8 +155,8 @@ struct ftcpumoe_cfg {
 	enum ftcpumoe_isa isa;    /* FTCPUMOE_ISA_AUTO or a tier */
 	struct ftpool *pool;    /* borrowed; its driver thread calls ftcpumoe_forward */
 	const struct ftcpu_info *cpu; /* borrowed during create only */
-	/* copied at create; NULL: ftcpumoe_tune_defaults. The kernel knobs (pf_dist, pf_far,
-	 * mx_pf_dist, pf_scales) are process-wide: the last create sets them. */
+	/* copied at create; NULL: ftcpumoe_tune_defaults. Each executor keeps its own (two
+	 * executors of one process may run with different kernel knobs). */
 	const struct ftcpumoe_tune *tune;
 };
 
