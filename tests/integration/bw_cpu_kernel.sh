@@ -7,7 +7,7 @@
 set -u
 echo "1..22"
 B=${BUILD:-build}
-FT="$(pwd)/$B/bin/ftbench"
+FT="$(pwd)/$B/tests/integration/ftbench_hooks" # the test build: fake GPUs and figures (cli.h)
 FIX="$(pwd)/$B/tests/fixtures/cpu_probe"
 T=$(mktemp -d /tmp/ft-bw-probe-XXXXXX)
 trap 'rm -rf "$T"' EXIT INT TERM

@@ -6,7 +6,7 @@
 set -u
 echo "1..9"
 B=${BUILD:-build}
-FT="$(pwd)/$B/bin/ftbench"
+FT="$(pwd)/$B/tests/integration/ftbench_hooks" # the test build: fake GPUs and figures (cli.h)
 T=$(mktemp -d /tmp/ft-bw-valid-XXXXXX)
 trap 'rm -rf "$T"' EXIT INT TERM
 export XDG_CACHE_HOME="$T/cache" FREETOKEN_BENCHBW_SYSDIR="$T/sys" CUDA_VISIBLE_DEVICES= FTBENCH_TEST_FAKE_GPUS=1

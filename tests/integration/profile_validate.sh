@@ -7,7 +7,7 @@
 set -u
 echo "1..13"
 B=${BUILD:-build}
-FT="$(pwd)/$B/bin/ftbench"
+FT="$(pwd)/$B/tests/integration/ftbench_hooks" # the test build: fake GPUs and figures (cli.h)
 H="$(pwd)/tests/fixtures/engine/harness_bf16.json"
 T=$(mktemp -d /tmp/ft-validate-XXXXXX)
 trap 'rm -rf "$T"' EXIT INT TERM

@@ -7,7 +7,7 @@
 # Prints "ok ..." / "not ok ..." lines. (The decode lines belong to the decode issue.)
 set -u
 B=${BUILD:-build}
-FT="$(pwd)/$B/bin/ftbench"
+FT="$(pwd)/$B/tests/integration/ftbench_hooks" # the test build: fake GPUs and figures (cli.h)
 T=$(mktemp -d /tmp/ft-seed-cli-XXXXXX)
 M="$T/seedmodel$$"          # load-weights' default FTW dir is /var/tmp/ftw_<model name>
 trap 'rm -rf "$T" "/var/tmp/ftw_seedmodel$$"' EXIT INT TERM
