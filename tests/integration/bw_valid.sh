@@ -1,5 +1,5 @@
 #!/bin/sh
-# Honest numbers (issue 22): a bw run whose own checks fail exits 3, says why, carries
+# Honest numbers: a bw run whose own checks fail exits 3, says why, carries
 # "valid": false with the reasons, and does not replace the profile engines read (it goes to the
 # store's history only); -o still gets it. A run that passes is valid and stored. Fake
 # measurements (FTBENCH_TEST_FAKE_GPUS: fixed figures whose samples spread by 2 %).

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The CLI's own words (issue 22): every long flag in the usage lines of cpu-moe, load-weights,
+# The CLI's own words: every long flag in the usage lines of cpu-moe, load-weights,
 # gpus, cpu, cache-copy, decode, profile and jobs has a --help line saying what it does; one name
 # for repetitions (--repeat, old names kept); cpu-moe clears its progress bar before each table
 # line on a terminal and names its error column.

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Issue 17, the job/process half: what a client, a worker or a crowded host must never be able
+"""Jobs and processes: what a client, a worker or a crowded host must never be able
 to do to ftbenchd. The real daemon on loopback with fake workers (tests/fixtures/fakeworker.c).
 
   server_name_exact      decode `server` is an exact name (defect 3)

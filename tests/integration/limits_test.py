@@ -1,4 +1,4 @@
-"""The same limits everywhere (issue 22): every integer or number argument of a job kind has
+"""The same limits everywhere: every integer or number argument of a job kind has
 the same [minimum, maximum] in the daemon's table (src/util/jobargs.c), the OpenAPI spec
 (api/openapi.yaml) and the CLI the worker runs (`ftbench KIND --flag V --help`: 0 when V is
 accepted, 2 when refused; --help comes after the flag, so nothing is measured)."""

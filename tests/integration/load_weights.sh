@@ -73,7 +73,7 @@ $ft load-weights --model "$m" --modes parallel --result-fd 3 3>"$tmp/fd3" >/dev/
 grep -q '"type": *"progress"' "$tmp/fd3" && grep -q '"type": *"result"' "$tmp/fd3" &&
 	ok "--result-fd carries progress and result" || nok "--result-fd: $(head -c 300 "$tmp/fd3")"
 
-# issue 17 defects 1 and 2: the conversion writes only into a fresh directory it makes and
+# the conversion writes only into a fresh directory it makes and
 # removes only that; an existing --ftw-dir (even the model itself) keeps every file it had, and
 # links planted where fixed names used to be are never followed
 sums() { (cd "$1" && find . -type f -exec sha1sum {} + | sort; find . | sort) 2>&1; }

@@ -1,4 +1,4 @@
-"""--output-format table|json|csv|md on every table-printing command (issue 22), on CPU-only
+"""--output-format table|json|csv|md on every table-printing command, on CPU-only
 paths: gpus (fake GPUs), cpu, cpu-moe (a short real run), bw (fake measurements), cache-copy
 (--from-json: a real H200 result, tests/fixtures/cache_copy/qwen3-30B_h200.json, as
 `cache-copy --json` wrote it and wrapped as ftbenchd's job), decode (the sse_server fixture) and

@@ -85,7 +85,7 @@ static void touch(const char *name, const char *text)
 	fclose(f);
 }
 
-/* issue 17 defect 10: what an interrupted ftfs_write_atomic left is removed; a temp file a writer
+/* what an interrupted ftfs_write_atomic left is removed; a temp file a writer
  * still holds (locked), other names and links are left alone */
 static void test_sweep_temps(void **s)
 {

@@ -27,7 +27,7 @@
  * tokens as tile A instead, C tokens x 16 rows, so that tile work, C stores and scaling scale
  * with the tokens, was as fast or slower on the H200 box at 1-32 tokens: the transpose of every
  * panel's codes into tile B costs what it saves; so was a step of four blocks, four C tiles
- * stored together, against this one of two; bench/RESULTS.md, issue 23 round 3.)
+ * stored together, against this one of two; bench/RESULTS.md, "CPU MoE executor".)
  *
  * mxfp4_triton (split along K): the tokens are tile A (16 tokens x one scale block, 32 k), the
  * weights tile B: a pair of bank rows holds the 4 k of a column's quad, so the VNNI kernel's

@@ -325,8 +325,8 @@ AI __m128 hsum4(__m512 a0, __m512 a1, __m512 a2, __m512 a3)
  * reduction and setup were a large part of its work). Each row prefetches its own stream pd
  * (near) and pf (far) bytes ahead, whole blocks of four rows (vnni_rows), and its scale stream
  * (nvfp4, ds_fp4: pd / 8 and pf / 16 there are the same whole blocks of the scale rows), as
- * vnni_row does. Sums bit-identical to vnni_row's. nvfp4 and ds_fp4 on the H200 (issue 23 round
- * 4): +4.5 and +5.3 points of the read ceiling against a row at a time. */
+ * vnni_row does. Sums bit-identical to vnni_row's. nvfp4 and ds_fp4 on the H200 box
+ * (bench/RESULTS.md, "CPU MoE executor"): +4.5 and +5.3 points of the read ceiling against a row at a time. */
 AI void vnni_row4(const struct ftkern_mat *m, long r, long pd, long pf, const uint8_t *x, float *y, const int F,
 		  const int V)
 {
