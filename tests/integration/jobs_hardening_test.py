@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # ftd_harness
 from ftd_harness import (BUILD, FTBENCHD, SLOW, Daemon, Scratch, ensure, expect_error, finish,  # noqa: E402
                          job_env_has, pid_alive, plan, run_tests)
 NCPU = os.cpu_count() or 1

@@ -7,9 +7,8 @@ ft=$BUILD/bin/ftbench
 fth=$BUILD/tests/integration/ftbench_hooks # the same ftbench with the test fault hooks
 tmp=$(mktemp -d /tmp/ftlw_it_XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-n=0
-ok() { n=$((n + 1)); echo "ok $n $*"; }
-nok() { n=$((n + 1)); echo "not ok $n $*"; }
+. "$(dirname "$0")/../lib/tap.sh"
+TAP_SHOW=
 
 for arch in qwen3-moe mixtral deepseek-v3 gpt-oss; do
 	m=$tmp/$arch

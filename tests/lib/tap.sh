@@ -1,11 +1,12 @@
-# tests/lib/tap.sh: what the shell tests share. Source it from a test run in the repository root:
-#   . tests/lib/tap.sh
+# tests/lib/tap.sh: what the shell tests share. Source it from a test run in the repository root
+# (as scripts/run-tests.sh runs them):
+#   . "$(dirname "$0")/../lib/tap.sh"
 #   tap_tmpdir NAME       T = a fresh directory /tmp/ft-NAME-XXXXXX, removed when the test exits
 #   ok DESC / nok DESC    one TAP line each (n counts them, failed counts the nok)
 #   check DESC CMD...     ok when CMD succeeds, else nok
-#   tap_done              the plan line "1..n" (for tests that count as they go); exit 1 if any failed
-# After a nok the first TAP_LINES (20) lines of each file named in TAP_SHOW (default "$T/err"),
-# as TAP comments, say why.
+#   tap_done              the plan line "1..n" (for tests that count as they go); false if any failed
+# After a nok, the first TAP_LINES (20) lines of each file named in TAP_SHOW (default: "$T/err"
+# when T is set; TAP_SHOW= shows none), or the last ones with TAP_CUT=tail, say why as comments.
 n=0
 failed=0
 B=${BUILD:-build}
@@ -19,9 +20,10 @@ tap_tmpdir() {
 	trap 'exit 1' INT TERM
 }
 tap_show() {
-	for f in ${TAP_SHOW:-"$T/err"}; do
-		[ -f "$f" ] && sed 's/^/#   /' "$f"
-	done | head -n "${TAP_LINES:-20}"
+	for _f in ${TAP_SHOW-${T:+$T/err}}; do
+		[ -s "$_f" ] && sed 's/^/#   /' "$_f"
+	done | "${TAP_CUT:-head}" -n "${TAP_LINES:-20}"
+	return 0
 }
 ok() { n=$((n + 1)); echo "ok $n - $*"; }
 nok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; tap_show; }
