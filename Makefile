@@ -134,7 +134,7 @@ ALL := $(FTBENCH) $(FTBENCHD) $(PROF_SO) $(PROF_A) $(PROF_H) $(PROF_PC)
 # the ones that need CUDA (BENCH_CUDA_SRCS, linked with bench/*.cu) only when CUDA=1.
 # bench/ensure_prof.cu is a whole CUDA program (it includes kernels/slot_cache.cu): two tools,
 # ensure_prof (per-phase SM cycles, FTSC_PROF) and ensure_time (the same timings uninstrumented).
-BENCH_CUDA_SRCS := bench/gather_variants.c
+BENCH_CUDA_SRCS := bench/gather_variants.c bench/expert_gemv.c
 BENCH_CU_MAIN := bench/ensure_prof.cu bench/lazy_load_probe.cu
 BENCH_SRCS   := $(filter-out $(BENCH_CUDA_SRCS),$(sort $(wildcard bench/*.c)))
 ifeq ($(CUDA),1)

@@ -1,0 +1,221 @@
+/* expert_gemv: the GPU expert GEMV (kernels/expert_gemv.h) at the `bw` per-format geometries
+ * (reference §2): GB/s of expert bytes read per MoE step against the device's HBM read rate,
+ * measured in the same run (bench/hbm_read.cu over HBM_BYTES, median of TRIALS; cudaMemcpy
+ * device-to-device / 2 beside it). Built by `make bench-tools` (CUDA=1).
+ *
+ * usage: expert_gemv [BATCH[,BATCH..]]   (default 1,4,8)
+ *
+ * Every step reads B * topk distinct experts of a pool of SLOTS (step s, token b, route r:
+ * slot (s B topk + b topk + r) mod SLOTS), so consecutive steps share none and a step's bytes
+ * (53-80 MB at B = 1) exceed the 50 MB L2: the reads come from HBM. STEPS steps with their own
+ * slot arrays are captured in one CUDA graph (as an engine replays its decode step); the time
+ * of REPS graph launches between events, median of TRIALS, gives us per step, both kernels
+ * and the gap between them included. Variants: the default (programmatic launches) and nopdl
+ * (plain launches). Pools hold a constant byte pattern (speed does not depend on the values; the
+ * results are checked by tests/gpu/test_expert_gemv.c). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "expert_gemv.h"
+#include "hbm_read.h"
+#include "moe/formats.h"
+#include "util/stats.h"
+
+#define SLOTS 128
+#define STEPS 16
+#define REPS 10
+#define TRIALS 7
+#define HBM_BYTES (4ull << 30)
+#define MAXB 16
+
+#define CK(x)                                                                                      \
+	do {                                                                                       \
+		cudaError_t e_ = (x);                                                              \
+		if (e_ != cudaSuccess) {                                                           \
+			fprintf(stderr, "expert_gemv: %s: %s\n", #x, cudaGetErrorString(e_));      \
+			exit(1);                                                                   \
+		}                                                                                  \
+	} while (0)
+
+struct geom {
+	enum ftfmt_id f;
+	long H, I;
+	int topk;
+	enum ftfmt_act act;
+};
+
+/* bw's per-format workloads (reference §2) */
+static const struct geom geoms[] = {
+	{FTFMT_BF16, 2048, 768, 8, FTFMT_ACT_SILU},
+	{FTFMT_NVFP4, 3072, 1536, 8, FTFMT_ACT_SILU},
+	{FTFMT_DS_FP4, 4096, 2048, 6, FTFMT_ACT_SILU},
+};
+
+static double hbm_read_gbs(cudaStream_t s, int sms, double *d2d)
+{
+	void *buf, *dst;
+	unsigned *sink;
+	cudaEvent_t a, b;
+	CK(cudaMalloc(&buf, HBM_BYTES));
+	CK(cudaMalloc(&dst, HBM_BYTES / 2));
+	CK(cudaMalloc((void **)&sink, (size_t)fthbm_blocks(sms) * 4));
+	CK(cudaMemset(buf, 0x5a, HBM_BYTES));
+	CK(cudaEventCreate(&a));
+	CK(cudaEventCreate(&b));
+	double t[TRIALS], u[TRIALS];
+	CK(fthbm_read(buf, HBM_BYTES, sink, sms, s)); /* warm-up */
+	for (int i = 0; i < TRIALS; i++) {
+		float ms;
+		CK(cudaEventRecord(a, s));
+		CK(fthbm_read(buf, HBM_BYTES, sink, sms, s));
+		CK(cudaEventRecord(b, s));
+		CK(cudaEventSynchronize(b));
+		CK(cudaEventElapsedTime(&ms, a, b));
+		t[i] = HBM_BYTES / (ms * 1e6);
+		CK(cudaEventRecord(a, s));
+		CK(cudaMemcpyAsync(dst, buf, HBM_BYTES / 2, cudaMemcpyDeviceToDevice, s));
+		CK(cudaEventRecord(b, s));
+		CK(cudaEventSynchronize(b));
+		CK(cudaEventElapsedTime(&ms, a, b));
+		u[i] = (HBM_BYTES / 2) / (ms * 1e6); /* bytes copied per second: each is read and written */
+	}
+	cudaEventDestroy(a);
+	cudaEventDestroy(b);
+	cudaFree(buf);
+	cudaFree(dst);
+	cudaFree(sink);
+	*d2d = ftstat_of(u, TRIALS).median;
+	return ftstat_of(t, TRIALS).median;
+}
+
+/* us per step of one variant (0 default, 1 nopdl); spread in *lo, *hi */
+static double time_steps(struct ftgemv_experts *e0, int variant, int B, int topk, const int32_t *d_slots,
+			 const float *d_w, const float *d_x, float *d_y, void *d_scr, cudaStream_t s, double *lo,
+			 double *hi)
+{
+	struct ftgemv_experts e = *e0;
+	if (variant == 1)
+		e.pdl = 0;
+	cudaGraph_t g;
+	cudaGraphExec_t ge;
+	CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+	for (int st = 0; st < STEPS; st++)
+		CK(ftgemv_moe(&e, B, topk, d_slots + (size_t)st * B * topk, d_w, d_x, d_y, d_scr, s));
+	CK(cudaStreamEndCapture(s, &g));
+	CK(cudaGraphInstantiate(&ge, g, 0));
+	CK(cudaGraphLaunch(ge, s)); /* warm-up */
+	cudaEvent_t a, b;
+	CK(cudaEventCreate(&a));
+	CK(cudaEventCreate(&b));
+	double t[TRIALS];
+	for (int i = 0; i < TRIALS; i++) {
+		float ms;
+		CK(cudaEventRecord(a, s));
+		for (int r = 0; r < REPS; r++)
+			CK(cudaGraphLaunch(ge, s));
+		CK(cudaEventRecord(b, s));
+		CK(cudaEventSynchronize(b));
+		CK(cudaEventElapsedTime(&ms, a, b));
+		t[i] = ms * 1e3 / (REPS * STEPS);
+	}
+	cudaEventDestroy(a);
+	cudaEventDestroy(b);
+	cudaGraphExecDestroy(ge);
+	cudaGraphDestroy(g);
+	struct ftstat st = ftstat_of(t, TRIALS);
+	*lo = st.min;
+	*hi = st.max;
+	return st.median;
+}
+
+int main(int argc, char **argv)
+{
+	int batches[8] = {1, 4, 8}, nb = 3;
+	if (argc > 1) {
+		nb = 0;
+		for (char *p = argv[1]; *p && nb < 8;) {
+			char *end;
+			long v = strtol(p, &end, 10);
+			if (end == p || v < 1 || v > MAXB) {
+				fprintf(stderr, "expert_gemv: '%s': expected batches 1..%d separated by commas\n", argv[1], MAXB);
+				return 2;
+			}
+			batches[nb++] = (int)v;
+			p = *end == ',' ? end + 1 : end;
+		}
+	}
+	int dev, sms;
+	struct cudaDeviceProp prop;
+	CK(cudaGetDevice(&dev));
+	CK(cudaGetDeviceProperties(&prop, dev));
+	sms = prop.multiProcessorCount;
+	cudaStream_t s;
+	CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	double d2d, hbm = hbm_read_gbs(s, sms, &d2d);
+	printf("device: %s, %d SMs, L2 %d MB\n", prop.name, sms, prop.l2CacheSize >> 20);
+	printf("HBM read rate: %.0f GB/s (read kernel, %llu GiB, median of %d); cudaMemcpy D2D: %.0f GB/s copied "
+	       "(%.0f GB/s of traffic)\n",
+	       hbm, HBM_BYTES >> 30, TRIALS, d2d, 2 * d2d);
+	printf("%-7s %5s %5s %4s %2s %-10s %9s %10s %16s %8s %8s\n", "format", "H", "I", "topk", "B", "variant",
+	       "MB/step", "us/step", "(min-max)", "GB/s", "of HBM");
+	for (size_t gi = 0; gi < sizeof geoms / sizeof geoms[0]; gi++) {
+		const struct geom *gm = &geoms[gi];
+		struct ftgemv_experts e = {.fmt = gm->f, .H = gm->H, .I = gm->I, .slots = SLOTS, .act = gm->act};
+		struct ftfmt_bank_shape sh[FTFMT_MAX_BANKS];
+		int n = ftfmt_banks(ftfmt_get(gm->f), gm->H, gm->I, sh);
+		size_t eb = ftfmt_expert_bytes(ftfmt_get(gm->f), gm->H, gm->I);
+		for (int i = 0; i < n; i++) {
+			CK(cudaMalloc(&e.pool[i], sh[i].expert_bytes * SLOTS));
+			CK(cudaMemset(e.pool[i], 0x3c, sh[i].expert_bytes * SLOTS));
+		}
+		CK(ftgemv_init(&e));
+		int32_t *d_slots, *hs = malloc(sizeof(int32_t) * STEPS * MAXB * FTGEMV_MAX_TOPK);
+		float *d_w, *d_x, *d_y, *hx = malloc(sizeof(float) * MAXB * gm->H), hw[MAXB * FTGEMV_MAX_TOPK];
+		void *d_scr;
+		if (!hs || !hx) {
+			fprintf(stderr, "expert_gemv: out of memory\n");
+			return 1;
+		}
+		CK(cudaMalloc((void **)&d_slots, sizeof(int32_t) * STEPS * MAXB * FTGEMV_MAX_TOPK));
+		CK(cudaMalloc((void **)&d_w, sizeof hw));
+		CK(cudaMalloc((void **)&d_x, sizeof(float) * MAXB * gm->H));
+		CK(cudaMalloc((void **)&d_y, sizeof(float) * MAXB * gm->H));
+		CK(cudaMalloc(&d_scr, ftgemv_scratch_bytes(&e, MAXB, FTGEMV_MAX_TOPK)));
+		for (long i = 0; i < MAXB * gm->H; i++)
+			hx[i] = (float)((i * 7919) % 2001 - 1000) / 1000.0f;
+		for (int i = 0; i < MAXB * FTGEMV_MAX_TOPK; i++)
+			hw[i] = 1.0f / gm->topk;
+		CK(cudaMemcpy(d_x, hx, sizeof(float) * MAXB * gm->H, cudaMemcpyHostToDevice));
+		CK(cudaMemcpy(d_w, hw, sizeof hw, cudaMemcpyHostToDevice));
+		for (int bi = 0; bi < nb; bi++) {
+			int B = batches[bi], rt = B * gm->topk;
+			for (int st = 0; st < STEPS; st++)
+				for (int i = 0; i < rt; i++)
+					hs[st * rt + i] = (st * rt + i) % SLOTS;
+			CK(cudaMemcpy(d_slots, hs, sizeof(int32_t) * STEPS * rt, cudaMemcpyHostToDevice));
+			double mb = (double)rt * eb / 1e6;
+			for (int v = 0; v < 2; v++) {
+				static const char *vn[] = {"default", "nopdl"};
+				double lo, hi, us = time_steps(&e, v, B, gm->topk, d_slots, d_w, d_x, d_y, d_scr, s, &lo, &hi);
+				double gbs = mb * 1e6 / (us * 1e3);
+				printf("%-7s %5ld %5ld %4d %2d %-10s %9.1f %10.2f %7.2f-%-8.2f %8.0f %8.2f\n",
+				       ftfmt_get(gm->f)->name, gm->H, gm->I, gm->topk, B, vn[v], mb, us, lo, hi, gbs,
+				       gbs / hbm);
+			}
+		}
+		for (int i = 0; i < n; i++)
+			cudaFree(e.pool[i]);
+		cudaFree(d_slots);
+		cudaFree(d_w);
+		cudaFree(d_x);
+		cudaFree(d_y);
+		cudaFree(d_scr);
+		free(hs);
+		free(hx);
+	}
+	cudaStreamDestroy(s);
+	return 0;
+}

@@ -1,0 +1,820 @@
+/* expert_gemv (GPU): see expert_gemv.h.
+ *
+ * Both kernels are GEMVs of 16-row tiles on the tensor cores (mma.sync m16n8k16, FP32
+ * accumulators): lane L of a warp holds rows g = L/4 and g + 8 of the tile and, per K
+ * iteration, 16 contiguous bytes of each (its "chunk" c = L%4: the 4 lanes of a row read 64
+ * contiguous bytes), which become the A fragments of 2 (bf16) or 8 (4-bit) mma steps. The
+ * products are invariant under a permutation of k, so the A fragment positions are simply the
+ * chunk's elements in the order the decode yields them, and the activation vector (B, staged
+ * once per block in shared memory as hi + lo 16-bit halves) is stored in that same order.
+ *
+ *  - bf16: A = the stored bf16 pairs; B column 0 = x hi, column 1 = x lo (bf16).
+ *  - nvfp4, ds_fp4: A = e2m1 codes as f16 bits (sign to bit 15, the 3 magnitude bits to 9-11:
+ *    exactly value * 2^-14, 0.5 a subnormal), two logic operations a code: no conversion
+ *    instruction (cvt.rn.f16x2.e4m3x2, tried first, capped the 4-bit formats at about 0.55 of
+ *    the HBM rate on the conversion pipe: bench/RESULTS.md). Every step mixes the 4 chunks of
+ *    a row, i.e. 4 (ds_fp4) or 8 (nvfp4) scale blocks, so B column n holds x only at the
+ *    positions of chunk n % 4 (hi for n < 4, lo for n >= 4): D[row][n] is the sum over one chunk,
+ *    and each block's sum is scaled in FP32 (nvfp4: a second accumulator for the chunk's second
+ *    block). The 4-bit formats' B is f16, as block floating point: each chunk (32 elements) scaled
+ *    by the power of two that puts its largest magnitude in [2^14, 2^15), undone with the
+ *    weight scale on that column's sums (no maximum over a whole vector is needed).
+ * A row's sum is the sum over all 8 columns: two quad shuffles.
+ *
+ * gate_up kernel: tile rows 0-7 are gate rows j, rows 8-15 the up rows I + j, so lane g holds
+ * gate and up of row j + g and applies the activation itself. bf16: block = one tile (8 rows j)
+ * of route r of token b, its warps split K and are summed; 4-bit: block = FTGEMV_GU_WARPS tiles,
+ * a warp each, K whole (x staged once for all). Writes h as the down kernel stages it (hi / lo;
+ * 4-bit: each 32 rows with their block factor).
+ * down kernel: block = (FTGEMV_DN_WARPS tiles of 16 output rows, route r, token b), a warp a
+ * tile, K whole; writes w[b, r] * its rows to the scratch; the last block of the row group to
+ * finish (a counter) adds the live routes up in route order into y (deterministic).
+ * Both kernels double-buffer their loads in registers (FTGEMV_UNROLL iterations per buffer) and
+ * issue their first loads before they stage their vector (the down kernel: before it waits for
+ * the gate_up kernel, whose end it overlaps as a programmatic dependent launch), so that the
+ * memory system is busy from a block's start. */
+#include "expert_gemv.h"
+#include "expert_gemv_decode.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#ifndef FTGEMV_GU_WARPS
+#define FTGEMV_GU_WARPS 4   /* warps of a gate_up block (bf16: split K; 4-bit: a tile each) */
+#endif
+#ifndef FTGEMV_DN_WARPS
+#define FTGEMV_DN_WARPS 4   /* warps of a down block: one 16-row tile each, K whole */
+#endif
+#ifndef FTGEMV_GU_MINB
+#define FTGEMV_GU_MINB (16 / FTGEMV_GU_WARPS) /* gate_up blocks an SM must hold (register budget) */
+#endif
+#ifndef FTGEMV_DN_MINB
+#define FTGEMV_DN_MINB (16 / FTGEMV_DN_WARPS) /* down blocks an SM must hold (register budget) */
+#endif
+#ifndef FTGEMV_UNROLL
+#define FTGEMV_UNROLL 2     /* K iterations per load buffer (two buffers in flight) */
+#endif
+#define FTGEMV_PAD 8        /* u16 elements between staged vectors (spreads shared-memory banks) */
+#define FULL_MASK 0xffffffffu
+
+enum { KF_BF16 = 0, KF_NVFP4 = 1, KF_DSFP4 = 2 };
+
+/* k elements per K iteration of one row (4 lanes x 16 bytes) */
+template <int F> struct kiter { static constexpr int v = F == KF_BF16 ? 32 : 128; };
+
+struct gv_params {
+	const uint8_t *gu_w, *gu_s, *gu_g, *dn_w, *dn_s, *dn_g; /* pool bases (NULL: no such bank) */
+	size_t gu_wb, gu_sb, gu_gb, dn_wb, dn_sb, dn_gb;        /* bytes of one expert in each */
+	int H, I, C, topk, act, B;
+	float lim;
+	const int32_t *slots;
+	const float *w, *x;
+	float *h, *y;
+};
+
+/* ------------------------------------------------------------------ device helpers */
+
+__device__ static inline void grid_wait(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+__device__ static inline void grid_release(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+/* Streamed weights: read once, not kept in L1; L2 fetches 256-byte runs. */
+__device__ static inline uint4 ld_stream16(const uint8_t *p)
+{
+	uint4 v;
+	asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+	    : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+	    : "l"(p));
+	return v;
+}
+
+__device__ static inline uint32_t ld_nc32(const uint8_t *p)
+{
+	uint32_t v;
+	asm volatile("ld.global.nc.L1::no_allocate.u32 %0, [%1];\n" : "=r"(v) : "l"(p));
+	return v;
+}
+
+__device__ static inline uint32_t ld_nc16(const uint8_t *p)
+{
+	unsigned short v;
+	asm volatile("ld.global.nc.L1::no_allocate.u16 %0, [%1];\n" : "=h"(v) : "l"(p));
+	return v;
+}
+
+__device__ static inline void mma_bf16(float d[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint2 b)
+{
+	asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+	    "{%0, %1, %2, %3};\n"
+	    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+	    : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b.x), "r"(b.y));
+}
+
+__device__ static inline void mma_f16(float d[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint2 b)
+{
+	asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+	    "{%0, %1, %2, %3};\n"
+	    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+	    : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b.x), "r"(b.y));
+}
+
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 890
+__device__ static inline float e4m3_f(uint32_t b)
+{
+	int s = (b >> 7) & 1, e = (b >> 3) & 15, m = b & 7;
+	float v = e == 15 && m == 7 ? __int_as_float(0x7fc00000) : e ? ldexpf((float)(m | 8), e - 10) : ldexpf((float)m, -9);
+	return s ? -v : v;
+}
+#endif
+
+/* The 4-bit decode (ftgemv_fp4x8, ftgemv_fp4_pos, ftgemv_e8m0_dec): expert_gemv_decode.h. */
+__device__ static inline void fp4x8(uint32_t q, uint32_t P[4])
+{
+	ftgemv_fp4x8(q, P);
+}
+
+/* Four e4m3 bytes as floats (f[i] = byte i). */
+__device__ static inline void e4m3x4(uint32_t v, float f[4])
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+	uint32_t a, b;
+	asm("{\n\t.reg .b16 l, h;\n\t"
+	    "mov.b32 {l, h}, %2;\n\t"
+	    "cvt.rn.f16x2.e4m3x2 %0, l;\n\t"
+	    "cvt.rn.f16x2.e4m3x2 %1, h;\n\t}\n"
+	    : "=r"(a), "=r"(b)
+	    : "r"(v));
+	const float2 fa = __half22float2(*reinterpret_cast<__half2 *>(&a));
+	const float2 fb = __half22float2(*reinterpret_cast<__half2 *>(&b));
+	f[0] = fa.x;
+	f[1] = fa.y;
+	f[2] = fb.x;
+	f[3] = fb.y;
+#else
+	for (int i = 0; i < 4; i++)
+		f[i] = e4m3_f((v >> (8 * i)) & 255);
+#endif
+}
+
+#define e8m0_dec ftgemv_e8m0_dec
+#define FP4_POST FTGEMV_FP4_POST
+
+__device__ static inline float fp16_f(const uint8_t *p)
+{
+	return __half2float(__ushort_as_half((unsigned short)ld_nc16(p)));
+}
+
+__device__ static inline float act_f(int a, float g, float u, float lim)
+{
+	switch (a) {
+	case FTFMT_ACT_SILU:
+		return g / (1.0f + expf(-g)) * u;
+	case FTFMT_ACT_GELU:
+		return 0.5f * g * (1.0f + erff(g * 0.70710678118654752f)) * u;
+	case FTFMT_ACT_GELU_TANH:
+		return 0.5f * g * (1.0f + tanhf(0.79788456080286536f * (g + 0.044715f * g * g * g))) * u;
+	default: /* FTFMT_ACT_SWIGLU_OAI */
+		g = fminf(g, lim);
+		u = fminf(fmaxf(u, -lim), lim);
+		return g / (1.0f + expf(-1.702f * g)) * (u + 1.0f);
+	}
+}
+
+/* ------------------------------------------------------------------ staging of x / h */
+
+/* Staged vector: hi[K + PAD], lo[K + PAD] u16 (bf16 for bf16 weights, f16 for the 4-bit
+ * formats); a zero region of the same length serves the B lanes whose column is empty. In the
+ * order of the A pairs: bf16 natural (pairs (0,1), (2,3)); 4-bit formats, per group of 8
+ * elements, (0,4), (1,5), (2,6), (3,7) as fp4x8 yields them: element e of a group at 2 (e % 4)
+ * + e / 4. The 4-bit formats' vectors are block floating point: each 32 elements (a chunk of a
+ * K iteration, one B column's share) scaled by the power of two that puts their largest
+ * magnitude in [2^14, 2^15), undone (post[k / 32]) on that column's FP32 sums. */
+__device__ static inline uint32_t bf16_bits(float v)
+{
+	return __bfloat16_as_ushort(__float2bfloat16_rn(v));
+}
+
+__device__ static inline void split_bf16(float v, uint32_t *h, uint32_t *l)
+{
+	const __nv_bfloat16 a = __float2bfloat16_rn(v);
+	*h = __bfloat16_as_ushort(a);
+	*l = bf16_bits(v - __bfloat162float(a));
+}
+
+__device__ static inline void split_f16(float v, uint32_t *h, uint32_t *l)
+{
+	const __half a = __float2half_rn(v);
+	*h = __half_as_ushort(a);
+	*l = __half_as_ushort(__float2half_rn(v - __half2float(a)));
+}
+
+/* Stage e[0..7], elements k .. k + 7 (k a multiple of 8), scaled by sc (4-bit formats). */
+template <int F>
+__device__ static inline void stage8(const float e[8], long k, float sc, uint16_t *hi, uint16_t *lo)
+{
+	uint32_t h[8], l[8];
+	if (F == KF_BF16) {
+#pragma unroll
+		for (int i = 0; i < 8; i++)
+			split_bf16(e[i], &h[i], &l[i]);
+		*reinterpret_cast<uint4 *>(hi + k) =
+			make_uint4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16);
+		*reinterpret_cast<uint4 *>(lo + k) =
+			make_uint4(l[0] | l[1] << 16, l[2] | l[3] << 16, l[4] | l[5] << 16, l[6] | l[7] << 16);
+	} else {
+#pragma unroll
+		for (int i = 0; i < 8; i++)
+			split_f16(e[i] * sc, &h[i], &l[i]);
+		*reinterpret_cast<uint4 *>(hi + k) =
+			make_uint4(h[0] | h[4] << 16, h[1] | h[5] << 16, h[2] | h[6] << 16, h[3] | h[7] << 16);
+		*reinterpret_cast<uint4 *>(lo + k) =
+			make_uint4(l[0] | l[4] << 16, l[1] | l[5] << 16, l[2] | l[6] << 16, l[3] | l[7] << 16);
+	}
+}
+
+/* The power-of-two scaling of a 4-bit format's block with largest magnitude m: sc = 2^-p puts
+ * m in [2^14, 2^15); *post = 2^p undoes it on the sums. */
+__device__ static inline float blk_scale(float m, float *post)
+{
+	int e = 0;
+	frexpf(m, &e); /* m < 2^e */
+	int p = e - 15;
+	p = p < -110 ? -110 : p > 110 ? 110 : p;
+	*post = ldexpf(1.0f, p);
+	return ldexpf(1.0f, -p);
+}
+
+/* ------------------------------------------------------------------ the tile loop */
+
+/* One K iteration of one lane: 16 bytes of row g and of row g + 8, their scale bytes. */
+struct frag {
+	uint4 a, b;
+	uint32_t sa, sb;
+};
+
+/* One lane's view of a 16-row tile over K: rows g and g + 8 (w: row g's bytes at this lane's
+ * chunk, w8: distance to row g + 8; s, s8 the same for its scale bytes), xb: this lane's B
+ * column in shared memory at its chunk; post: the staged vector's block factors (4-bit). */
+template <int F> struct tile {
+	const uint8_t *w, *s;
+	size_t w8, s8;
+	const uint16_t *xb;
+	const float *post;
+	int ch; /* 4-bit: the chunk of this lane's column 2c (column 2c + 1: ch + 1) */
+
+	/* This lane's pointers for rows r0 + g, r0 + g + d8 of a row-major [N, K] bank set at
+	 * expert bases wbase (codes or bf16) and sbase (scales), and its B column base in the
+	 * staged vector (hi, lo, zero). */
+	__device__ tile(const uint8_t *wbase, const uint8_t *sbase, long K, long r0, long d8, int lane,
+			const uint16_t *hi, const uint16_t *lo, const uint16_t *zero, const float *vpost)
+	{
+		const int g = lane >> 2, c = lane & 3, n = lane >> 2;
+		const size_t rowb = F == KF_BF16 ? (size_t)K * 2 : (size_t)K / 2;
+		w = wbase + (size_t)(r0 + g) * rowb + 16 * c;
+		w8 = (size_t)d8 * rowb;
+		post = vpost;
+		ch = 2 * (c & 1);
+		if (F == KF_NVFP4) {
+			s = sbase + (size_t)(r0 + g) * (K / 16) + 4 * (c & 1);
+			s8 = (size_t)d8 * (K / 16);
+		} else if (F == KF_DSFP4) {
+			s = sbase + (size_t)(r0 + g) * (K / 32) + 2 * (c & 1);
+			s8 = (size_t)d8 * (K / 32);
+		} else {
+			s = NULL;
+			s8 = 0;
+		}
+		if (F == KF_BF16)
+			xb = (n == 0 ? hi : n == 1 ? lo : zero) + 8 * c;
+		else
+			xb = ((n & 3) == c ? (n < 4 ? hi : lo) : zero) + 32 * c;
+	}
+
+	/* Issue the loads of iterations it .. it + FTGEMV_UNROLL - 1 (those below i1). */
+	__device__ inline void load(frag f[FTGEMV_UNROLL], int it, int i1) const
+	{
+		constexpr int SSTEP = F == KF_NVFP4 ? 8 : 4; /* scale bytes of a row per iteration */
+#pragma unroll
+		for (int u = 0; u < FTGEMV_UNROLL; u++) {
+			if (it + u < i1) {
+				const uint8_t *p = w + (size_t)(it + u) * 64;
+				f[u].a = ld_stream16(p);
+				f[u].b = ld_stream16(p + w8);
+				if (F == KF_NVFP4) {
+					const uint8_t *q = s + (size_t)(it + u) * SSTEP;
+					f[u].sa = ld_nc32(q);
+					f[u].sb = ld_nc32(q + s8);
+				} else if (F == KF_DSFP4) {
+					const uint8_t *q = s + (size_t)(it + u) * SSTEP;
+					f[u].sa = ld_nc16(q);
+					f[u].sb = ld_nc16(q + s8);
+				}
+			}
+		}
+	}
+
+	/* Add iterations it .. (loaded in f) into acc, the lane's FP32 D fragment (rows g, g + 8
+	 * x columns 2c, 2c + 1). */
+	__device__ inline void compute(const frag f[FTGEMV_UNROLL], int it, int i1, float acc[4]) const
+	{
+		constexpr int KI = kiter<F>::v;
+#pragma unroll
+		for (int u = 0; u < FTGEMV_UNROLL; u++) {
+			if (it + u >= i1)
+				break;
+			const uint16_t *xk = xb + (size_t)(it + u) * KI;
+			if (F == KF_BF16) {
+				const uint2 b0 = *reinterpret_cast<const uint2 *>(xk);
+				const uint2 b1 = *reinterpret_cast<const uint2 *>(xk + 4);
+				mma_bf16(acc, f[u].a.x, f[u].b.x, f[u].a.y, f[u].b.y, b0);
+				mma_bf16(acc, f[u].a.z, f[u].b.z, f[u].a.w, f[u].b.w, b1);
+			} else {
+				float d0[4] = {0, 0, 0, 0}, d1[4] = {0, 0, 0, 0};
+				const uint32_t wa[4] = {f[u].a.x, f[u].a.y, f[u].a.z, f[u].a.w};
+				const uint32_t wb[4] = {f[u].b.x, f[u].b.y, f[u].b.z, f[u].b.w};
+#pragma unroll
+				for (int j = 0; j < 4; j++) {
+					uint32_t P[4], Q[4];
+					fp4x8(wa[j], P);
+					fp4x8(wb[j], Q);
+					const uint2 b0 = *reinterpret_cast<const uint2 *>(xk + 8 * j);
+					const uint2 b1 = *reinterpret_cast<const uint2 *>(xk + 8 * j + 4);
+					float *d = (F == KF_NVFP4 && j >= 2) ? d1 : d0;
+					mma_f16(d, P[0], Q[0], P[1], Q[1], b0);
+					mma_f16(d, P[2], Q[2], P[3], Q[3], b1);
+				}
+				const float x0 = post[(it + u) * 4 + ch], x1 = post[(it + u) * 4 + ch + 1];
+				if (F == KF_NVFP4) {
+					/* bytes: column 2c's chunk blocks 0, 1, column 2c+1's blocks 0, 1 */
+					float fa[4], fb[4];
+					e4m3x4(f[u].sa, fa);
+					e4m3x4(f[u].sb, fb);
+					acc[0] += x0 * (d0[0] * fa[0] + d1[0] * fa[1]);
+					acc[1] += x1 * (d0[1] * fa[2] + d1[1] * fa[3]);
+					acc[2] += x0 * (d0[2] * fb[0] + d1[2] * fb[1]);
+					acc[3] += x1 * (d0[3] * fb[2] + d1[3] * fb[3]);
+				} else {
+					acc[0] += d0[0] * (x0 * e8m0_dec(f[u].sa & 255));
+					acc[1] += d0[1] * (x1 * e8m0_dec(f[u].sa >> 8));
+					acc[2] += d0[2] * (x0 * e8m0_dec(f[u].sb & 255));
+					acc[3] += d0[3] * (x1 * e8m0_dec(f[u].sb >> 8));
+				}
+			}
+		}
+	}
+
+	/* Iterations [i0, i1) into acc, the first FTGEMV_UNROLL already loaded in A: two buffers,
+	 * one loading while the other is used. */
+	__device__ inline void run(frag A[FTGEMV_UNROLL], int i0, int i1, float acc[4]) const
+	{
+		frag B[FTGEMV_UNROLL];
+		for (int it = i0; it < i1; it += 2 * FTGEMV_UNROLL) {
+			load(B, it + FTGEMV_UNROLL, i1);
+			compute(A, it, i1, acc);
+			load(A, it + 2 * FTGEMV_UNROLL, i1);
+			compute(B, it + FTGEMV_UNROLL, i1, acc);
+		}
+	}
+};
+
+/* Row sums of a tile from the lanes' fragments: t0 = row g, t1 = row g + 8 (all 4 lanes of
+ * the quad get them). */
+__device__ static inline void tile_rows(const float acc[4], float *t0, float *t1)
+{
+	float a = acc[0] + acc[1], b = acc[2] + acc[3];
+	a += __shfl_xor_sync(FULL_MASK, a, 1);
+	b += __shfl_xor_sync(FULL_MASK, b, 1);
+	a += __shfl_xor_sync(FULL_MASK, a, 2);
+	b += __shfl_xor_sync(FULL_MASK, b, 2);
+	*t0 = a;
+	*t1 = b;
+}
+
+__device__ static inline size_t vec_elems(long K)
+{
+	return (size_t)K + FTGEMV_PAD;
+}
+
+/* ------------------------------------------------------------------ kernels */
+
+/* Intermediate rows of a gate_up block: bf16 one tile (8 gate + 8 up rows) whose K the warps
+ * split; 4-bit formats one tile per warp, K whole (x is staged once for all of them, and the
+ * block's 32 rows are one 32-element block of h). */
+template <int F> struct gu_rows { static constexpr int v = F == KF_BF16 ? 8 : 8 * FTGEMV_GU_WARPS; };
+static_assert(FTGEMV_GU_WARPS % 4 == 0, "a 4-bit gate_up block writes h in blocks of 32 rows");
+
+/* Scratch: h of every (token, route) as staged (hi [I], lo [I] u16), then the 4-bit formats'
+ * block factors (post [I / 32] float). */
+__host__ __device__ static inline size_t h16_bytes(size_t B, size_t topk, size_t I)
+{
+	return B * topk * I * 4;
+}
+
+/* The down kernel's row groups: FTGEMV_DN_WARPS tiles of 16 rows (the last one may be short). */
+#define FTGEMV_DN_GROUP (16 * FTGEMV_DN_WARPS)
+__host__ __device__ static inline int dn_groups(long H)
+{
+	return (int)((H + FTGEMV_DN_GROUP - 1) / FTGEMV_DN_GROUP);
+}
+
+/* Scratch after h: the 4-bit formats' block factors of h [B, topk, I / 32] f32, each route's
+ * down output [B, topk, H] f32, the row groups' counters [B, dn_groups] u32. */
+__device__ static inline float *h_post(const gv_params &p)
+{
+	return reinterpret_cast<float *>(reinterpret_cast<char *>(p.h) + h16_bytes(p.B, p.topk, p.I));
+}
+__device__ static inline float *dn_part(const gv_params &p)
+{
+	return h_post(p) + (size_t)p.B * p.topk * (p.I / 32);
+}
+__device__ static inline unsigned *dn_counters(const gv_params &p)
+{
+	return reinterpret_cast<unsigned *>(dn_part(p) + (size_t)p.B * p.topk * p.H);
+}
+static inline size_t scratch_bytes(size_t B, size_t topk, long H, long I)
+{
+	return h16_bytes(B, topk, (size_t)I) + B * topk * (size_t)(I / 32) * 4 + B * topk * (size_t)H * 4 +
+	       B * (size_t)dn_groups(H) * 4;
+}
+
+/* gate_up + activation. Grid (I / gu_rows, topk, B), block FTGEMV_GU_WARPS warps; dynamic
+ * shared memory 3 staged vectors of H and their block factors. h of (b, r), rows j: act(gate_j
+ * . x_b, up_j . x_b), written to the scratch ready to stage (and its block factor). */
+template <int F>
+__global__ void __launch_bounds__(FTGEMV_GU_WARPS * 32, FTGEMV_GU_MINB) gu_kernel(const gv_params p)
+{
+	extern __shared__ __align__(16) uint16_t sm_gu[];
+	__shared__ float red[FTGEMV_GU_WARPS][16];
+	__shared__ float hv[gu_rows<F>::v];
+	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	constexpr int NT = FTGEMV_GU_WARPS * 32;
+	const int j0 = blockIdx.x * gu_rows<F>::v, r = blockIdx.y, b = blockIdx.z;
+	const long H = p.H, I = p.I;
+	grid_wait();
+	grid_release();
+	if (blockIdx.x == 0 && r == 0) {
+		/* this call's down counters of token b start at 0; a token without a live route gets
+		 * zeros (no down block writes it) */
+		unsigned *cnt = dn_counters(p) + (size_t)b * dn_groups(H);
+		for (int i = tid; i < dn_groups(H); i += NT)
+			cnt[i] = 0;
+		int live = 0;
+		for (int i = 0; i < p.topk; i++)
+			live += p.slots[b * p.topk + i] >= 0 && p.slots[b * p.topk + i] < p.C;
+		if (!live)
+			for (long i = tid; i < H; i += NT)
+				p.y[(size_t)b * H + i] = 0.0f;
+	}
+	const int slot = p.slots[b * p.topk + r];
+	if (slot < 0 || slot >= p.C)
+		return;
+	const size_t ve = vec_elems(H);
+	uint16_t *hi = sm_gu, *lo = sm_gu + ve, *zero = sm_gu + 2 * ve;
+	float *xpost = reinterpret_cast<float *>(sm_gu + 3 * ve);
+	const float *x = p.x + (size_t)b * H;
+	/* tile rows 0-7: gate rows jt + g, rows 8-15: up rows I + jt + g (I rows further on) */
+	const int NI = (int)(H / kiter<F>::v);
+	const int jt = F == KF_BF16 ? j0 : j0 + 8 * warp;
+	const int i0 = F == KF_BF16 ? NI * warp / FTGEMV_GU_WARPS : 0;
+	const int i1 = F == KF_BF16 ? NI * (warp + 1) / FTGEMV_GU_WARPS : NI;
+	const tile<F> t(p.gu_w + (size_t)slot * p.gu_wb, p.gu_s ? p.gu_s + (size_t)slot * p.gu_sb : NULL, H, jt, I,
+			lane, hi, lo, zero, xpost);
+	/* the first loads go out before x is staged */
+	frag A[FTGEMV_UNROLL];
+	t.load(A, i0, i1);
+
+	/* stage x: thread tid takes elements 8 tid .. 8 tid + 7 of each round; the 4 threads of a
+	 * 32-element block agree on its scale (4-bit formats) */
+	for (long k0 = 0; k0 < H; k0 += 8 * NT) {
+		const long k = k0 + 8 * tid;
+		float e[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+		if (k < H) {
+			const float4 u0 = *reinterpret_cast<const float4 *>(x + k), u1 = *reinterpret_cast<const float4 *>(x + k + 4);
+			e[0] = u0.x, e[1] = u0.y, e[2] = u0.z, e[3] = u0.w, e[4] = u1.x, e[5] = u1.y, e[6] = u1.z, e[7] = u1.w;
+		}
+		float sc = 1.0f, post = 1.0f;
+		if (F != KF_BF16) {
+			float m = 0;
+#pragma unroll
+			for (int i = 0; i < 8; i++)
+				m = fmaxf(m, fabsf(e[i]));
+			m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, 1));
+			m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, 2));
+			sc = blk_scale(m, &post);
+		}
+		if (k < H) {
+			stage8<F>(e, k, sc, hi, lo);
+			*reinterpret_cast<uint4 *>(zero + k) = make_uint4(0, 0, 0, 0);
+			if (F != KF_BF16 && (tid & 3) == 0)
+				xpost[k / 32] = post;
+		}
+	}
+	__syncthreads();
+
+	float acc[4] = {0, 0, 0, 0};
+	t.run(A, i0, i1, acc);
+	float gt, up;
+	tile_rows(acc, &gt, &up);
+	uint16_t *h16 = reinterpret_cast<uint16_t *>(p.h) + ((size_t)b * p.topk + r) * 2 * I;
+	if (F == KF_BF16) {
+		if ((lane & 3) == 0) {
+			red[warp][lane >> 2] = gt;
+			red[warp][8 + (lane >> 2)] = up;
+		}
+		__syncthreads();
+		if (tid < 8) {
+			float g = 0, u = 0;
+			for (int i = 0; i < FTGEMV_GU_WARPS; i++) {
+				g += red[i][tid];
+				u += red[i][8 + tid];
+			}
+			uint32_t vh, vl;
+			split_bf16(act_f(p.act, g, u, p.lim), &vh, &vl);
+			h16[j0 + tid] = (uint16_t)vh;
+			h16[I + j0 + tid] = (uint16_t)vl;
+		}
+	} else {
+		if ((lane & 3) == 0) {
+			float g = gt, u = up;
+			if (F == KF_NVFP4) {
+				const uint8_t *gl = p.gu_g + (size_t)slot * p.gu_gb;
+				g *= FP4_POST * fp16_f(gl + 2 * (size_t)(jt + (lane >> 2)));
+				u *= FP4_POST * fp16_f(gl + 2 * (size_t)(I + jt + (lane >> 2)));
+			}
+			hv[8 * warp + (lane >> 2)] = act_f(p.act, g, u, p.lim);
+		}
+		__syncthreads();
+		/* each 32 rows of h are one block of the staged h: warp w < rows / 32 scales and
+		 * writes block w */
+		if (warp < gu_rows<F>::v / 32) {
+			const int j = 32 * warp + lane;
+			const float v = hv[j];
+			float m = fabsf(v), post;
+			for (int o = 16; o; o >>= 1)
+				m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, o));
+			uint32_t vh, vl;
+			split_f16(v * blk_scale(m, &post), &vh, &vl);
+			const int pos = j0 + (j & ~7) + ftgemv_fp4_pos(j & 7);
+			h16[pos] = (uint16_t)vh;
+			h16[I + pos] = (uint16_t)vl;
+			if (lane == 0)
+				h_post(p)[((size_t)b * p.topk + r) * (I / 32) + (j0 + 32 * warp) / 32] = post;
+		}
+	}
+}
+
+/* Bytes of a down block's dynamic shared memory: the zero region, hi / lo of its route's h,
+ * their block factors. */
+static size_t dn_smem(long I)
+{
+	return 3 * ((size_t)I + FTGEMV_PAD) * 2 + (size_t)(I / 32) * 4;
+}
+
+/* down. Grid (dn_groups(H), topk, B), block FTGEMV_DN_WARPS warps, warp w the 16 rows n0 +
+ * 16 w of its group; dynamic shared memory dn_smem(I). Each block writes w[b, r] * (down_r .
+ * h[b, r]) for its rows to the scratch; the last block of a row group to finish (a counter per
+ * group, zeroed by the gate_up kernel) adds the routes up in route order (deterministic) into
+ * y[b]. */
+template <int F>
+__global__ void __launch_bounds__(FTGEMV_DN_WARPS * 32, FTGEMV_DN_MINB) dn_kernel(const gv_params p)
+{
+	extern __shared__ __align__(16) uint16_t sm_dn[];
+	__shared__ int s_slot[FTGEMV_MAX_TOPK];
+	__shared__ int s_last;
+	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	constexpr int NT = FTGEMV_DN_WARPS * 32;
+	const int grp = blockIdx.x, r = blockIdx.y, b = blockIdx.z, topk = p.topk;
+	const long H = p.H, I = p.I;
+	const long n0 = (long)grp * FTGEMV_DN_GROUP + 16 * warp; /* this warp's rows */
+	const size_t ve = vec_elems(I);
+	uint16_t *zero = sm_dn, *hi = sm_dn + ve, *lo = sm_dn + 2 * ve;
+	float *spost = reinterpret_cast<float *>(sm_dn + 3 * ve);
+
+	/* slots, weights and the pools were written before the gate_up kernel started (it waited
+	 * for them): read before waiting for the gate_up kernel, which only h depends on */
+	if (tid < topk) {
+		const int sl = p.slots[b * topk + tid];
+		s_slot[tid] = sl < 0 || sl >= p.C ? -1 : sl;
+	}
+	__syncthreads();
+	const int slot = s_slot[r];
+	if (slot < 0)
+		return;
+	const int NI = (int)(I / kiter<F>::v);
+	const bool rows = n0 < H;
+	const tile<F> t(p.dn_w + (size_t)slot * p.dn_wb, p.dn_s ? p.dn_s + (size_t)slot * p.dn_sb : NULL, I,
+			rows ? n0 : 0, 8, lane, hi, lo, zero, spost);
+	/* the first loads go out now */
+	frag A[FTGEMV_UNROLL];
+	if (rows)
+		t.load(A, 0, NI);
+	grid_wait(); /* h of the gate_up kernel */
+	grid_release();
+
+	/* stage this route's h: a copy of what the gate_up kernel wrote */
+	const uint16_t *src = reinterpret_cast<const uint16_t *>(p.h) + ((size_t)b * topk + r) * 2 * I;
+	for (long k = 8 * tid; k < 2 * I; k += 8 * NT)
+		*reinterpret_cast<uint4 *>(sm_dn + ve + k + (k >= I ? FTGEMV_PAD : 0)) =
+			*reinterpret_cast<const uint4 *>(src + k);
+	for (long k = 8 * tid; k < I; k += 8 * NT)
+		*reinterpret_cast<uint4 *>(zero + k) = make_uint4(0, 0, 0, 0);
+	if (F != KF_BF16) {
+		const float *hp = h_post(p) + ((size_t)b * topk + r) * (I / 32);
+		for (long k = tid; k < I / 32; k += NT)
+			spost[k] = hp[k];
+	}
+	__syncthreads();
+
+	float *part = dn_part(p) + ((size_t)b * topk + r) * H;
+	if (rows) {
+		float acc[4] = {0, 0, 0, 0};
+		t.run(A, 0, NI, acc);
+		float t0, t1;
+		tile_rows(acc, &t0, &t1);
+		if ((lane & 3) == 0) {
+			const long ra = n0 + (lane >> 2), rb = ra + 8;
+			float f0 = p.w[b * topk + r] * (F == KF_NVFP4 ? FP4_POST : 1.0f), f1 = f0;
+			if (F == KF_NVFP4) {
+				const uint8_t *gl = p.dn_g + (size_t)slot * p.dn_gb;
+				f0 *= fp16_f(gl + 2 * (size_t)ra);
+				f1 *= fp16_f(gl + 2 * (size_t)rb);
+			}
+			part[ra] = t0 * f0;
+			part[rb] = t1 * f1;
+		}
+	}
+	/* the last block of the row group adds the live routes up, in route order */
+	__threadfence();
+	__syncthreads();
+	if (tid == 0) {
+		int live = 0;
+		for (int i = 0; i < topk; i++)
+			live += s_slot[i] >= 0;
+		s_last = atomicAdd(dn_counters(p) + (size_t)b * dn_groups(H) + grp, 1u) == (unsigned)live - 1;
+	}
+	__syncthreads();
+	if (!s_last)
+		return;
+	__threadfence();
+	for (long row = (long)grp * FTGEMV_DN_GROUP + tid; row < H && row < (long)(grp + 1) * FTGEMV_DN_GROUP;
+	     row += NT) {
+		float v = 0;
+		for (int i = 0; i < topk; i++)
+			if (s_slot[i] >= 0)
+				v += __ldcg(dn_part(p) + ((size_t)b * topk + i) * H + row);
+		p.y[(size_t)b * H + row] = v;
+	}
+}
+
+/* ------------------------------------------------------------------ host side */
+
+static int kfmt_of(enum ftfmt_id f)
+{
+	return f == FTFMT_BF16 ? KF_BF16 : f == FTFMT_NVFP4 ? KF_NVFP4 : f == FTFMT_DS_FP4 ? KF_DSFP4 : -1;
+}
+
+static size_t gu_smem(long H)
+{
+	return 3 * ((size_t)H + FTGEMV_PAD) * 2 + (size_t)(H / 32) * 4;
+}
+
+template <int F> static cudaError_t set_attrs(size_t gu, size_t dn)
+{
+	cudaError_t e = cudaFuncSetAttribute(gu_kernel<F>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)gu);
+	if (!e)
+		e = cudaFuncSetAttribute(dn_kernel<F>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dn);
+	return e;
+}
+
+extern "C" cudaError_t ftgemv_init(struct ftgemv_experts *e)
+{
+	if (!e)
+		return cudaErrorInvalidValue;
+	const int F = kfmt_of(e->fmt);
+	const long mult = F == KF_BF16 ? 32 : 128;
+	if (F < 0 || e->H <= 0 || e->I <= 0 || e->H % mult || e->I % mult || e->H > (1L << 20) ||
+	    e->I > (1L << 20) || e->slots < 1 || (unsigned)e->act > FTFMT_ACT_SWIGLU_OAI)
+		return cudaErrorInvalidValue;
+	struct ftfmt_bank_shape sh[FTFMT_MAX_BANKS];
+	const int n = ftfmt_banks(ftfmt_get(e->fmt), e->H, e->I, sh);
+	if (n <= 0)
+		return cudaErrorInvalidValue;
+	for (int i = 0; i < FTFMT_MAX_BANKS; i++) {
+		if (i < n && !e->pool[i])
+			return cudaErrorInvalidValue;
+		e->bank_bytes[i] = i < n ? sh[i].expert_bytes : 0;
+	}
+	e->nbanks = n;
+	int dev, major, optin;
+	cudaError_t err;
+	if ((err = cudaGetDevice(&dev)) || (err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev)) ||
+	    (err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)))
+		return err;
+	const size_t gu = gu_smem(e->H), dn = dn_smem(e->I);
+	const size_t lim = (size_t)optin - 1024; /* the kernels' static shared memory */
+	if (gu > lim || dn > lim)
+		return cudaErrorInvalidValue;
+	e->dn_smem_max = dn;
+	/* programmatic launches: for bf16 (27.2 against 28.1 us a step at batch 1 on the H200); the
+	 * 4-bit formats' batch-1 steps were 11-17 % faster without them (equal from batch 4):
+	 * bench/RESULTS.md, "GPU expert GEMV" */
+	e->pdl = major >= 9 && F == KF_BF16;
+	switch (F) {
+	case KF_BF16: return set_attrs<KF_BF16>(gu, e->dn_smem_max);
+	case KF_NVFP4: return set_attrs<KF_NVFP4>(gu, e->dn_smem_max);
+	default: return set_attrs<KF_DSFP4>(gu, e->dn_smem_max);
+	}
+}
+
+extern "C" size_t ftgemv_scratch_bytes(const struct ftgemv_experts *e, int B, int topk)
+{
+	if (!e || B < 1 || topk < 1)
+		return 0;
+	return (scratch_bytes((size_t)B, (size_t)topk, e->H, e->I) + 15) & ~(size_t)15;
+}
+
+template <int F>
+static cudaError_t launch(const struct ftgemv_experts *e, const gv_params &p, int B, cudaStream_t s)
+{
+	cudaLaunchAttribute at;
+	cudaLaunchConfig_t cfg = {};
+	at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+	at.val.programmaticStreamSerializationAllowed = 1;
+	cfg.stream = s;
+	if (e->pdl) {
+		cfg.attrs = &at;
+		cfg.numAttrs = 1;
+	}
+	cfg.gridDim = dim3((unsigned)(e->I / gu_rows<F>::v), (unsigned)p.topk, (unsigned)B);
+	cfg.blockDim = dim3(FTGEMV_GU_WARPS * 32);
+	cfg.dynamicSmemBytes = gu_smem(e->H);
+	cudaError_t err = cudaLaunchKernelEx(&cfg, gu_kernel<F>, p);
+	if (err)
+		return err;
+	cfg.gridDim = dim3((unsigned)dn_groups(e->H), (unsigned)p.topk, (unsigned)B);
+	cfg.blockDim = dim3(FTGEMV_DN_WARPS * 32);
+	cfg.dynamicSmemBytes = dn_smem(e->I);
+	err = cudaLaunchKernelEx(&cfg, dn_kernel<F>, p);
+	return err ? err : cudaGetLastError();
+}
+
+extern "C" cudaError_t ftgemv_moe(const struct ftgemv_experts *e, int B, int topk, const int32_t *d_slots,
+				  const float *d_w, const float *d_x, float *d_y, void *d_scratch, cudaStream_t s)
+{
+	const int F = e ? kfmt_of(e->fmt) : -1;
+	if (F < 0 || e->nbanks <= 0 || B < 1 || B > 65535 || topk < 1 || topk > FTGEMV_MAX_TOPK || !d_slots ||
+	    !d_w || !d_x || !d_y || !d_scratch)
+		return cudaErrorInvalidValue;
+	gv_params p = {};
+	const uint8_t *const *pl = (const uint8_t *const *)e->pool;
+	switch (F) {
+	case KF_BF16:
+		p.gu_w = pl[0];
+		p.dn_w = pl[1];
+		break;
+	case KF_NVFP4:
+		p.gu_w = pl[0], p.gu_s = pl[1], p.gu_g = pl[2];
+		p.dn_w = pl[3], p.dn_s = pl[4], p.dn_g = pl[5];
+		break;
+	default:
+		p.gu_w = pl[0], p.gu_s = pl[1];
+		p.dn_w = pl[2], p.dn_s = pl[3];
+		break;
+	}
+	const size_t *bb = e->bank_bytes;
+	if (F == KF_BF16) {
+		p.gu_wb = bb[0], p.dn_wb = bb[1];
+	} else if (F == KF_NVFP4) {
+		p.gu_wb = bb[0], p.gu_sb = bb[1], p.gu_gb = bb[2], p.dn_wb = bb[3], p.dn_sb = bb[4], p.dn_gb = bb[5];
+	} else {
+		p.gu_wb = bb[0], p.gu_sb = bb[1], p.dn_wb = bb[2], p.dn_sb = bb[3];
+	}
+	p.H = (int)e->H;
+	p.I = (int)e->I;
+	p.C = e->slots;
+	p.topk = topk;
+	p.B = B;
+	p.act = (int)e->act;
+	p.lim = e->swiglu_limit;
+	p.slots = d_slots;
+	p.w = d_w;
+	p.x = d_x;
+	p.h = (float *)d_scratch;
+	p.y = d_y;
+	switch (F) {
+	case KF_BF16: return launch<KF_BF16>(e, p, B, s);
+	case KF_NVFP4: return launch<KF_NVFP4>(e, p, B, s);
+	default: return launch<KF_DSFP4>(e, p, B, s);
+	}
+}
