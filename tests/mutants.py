@@ -48,7 +48,7 @@ MUTANTS = [
      "\t\t\tbreak;\n\t\t}\n\t\tmeas_normalize(&m);",
      "a failed measurement ends the run with the partial profile, written to the store", False,
      ["build/tests/integration/test_bw"], {}),
-    ("bw-fetch-fraction", "src/bench/bw.c",
+    ("bw-fetch-fraction", "src/bench/bw_decide.c",
      "f = pcie_ov / (pcie_ov + cpu_ov);", "f = pcie_ov / cpu_ov;",
      "ftbench's hybrid fetch fraction from the overlap pair", True, [], {}),
     ("profile-fetch-fraction", "src/profile/profile.c",
