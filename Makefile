@@ -9,7 +9,8 @@
 #   make bench-tools  the C tools of bench/ under build/bench/ (make test builds them too)
 #   make test-san   the same tests built with ASan+UBSan (CUDA=0)
 #   make test-mutants  deliberate breaks, one at a time on a copy of the tree: each must fail its tests
-#   make test-soak  the daemon's reliability suite with 50 kill -9 cycles (by hand; figures in bench/RESULTS.md)
+#   make test-soak  the daemon's reliability suite with 50 kill -9 cycles, then 10 minutes of mixed load on
+#                   the connection front (by hand; figures in bench/RESULTS.md)
 #   make test-peers ftbench decode against a real llama-server (built from the llama-cpp-python sdist
 #                   under build/peers, cached; not in CI: the first build takes long on 2 cores)
 #
@@ -254,6 +255,9 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(BENCH_CU_OBJS) $(LIBFTBENCH)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(BENCH_CU_OBJS) $(LIBFTBENCH) $(LIBS) $(CUDA_LIBS)
 
+# bench/mhd_limit_repro.c: the libmicrohttpd 0.9.75 limit deadlock that daemon/front.h works around.
+$(BUILD)/bench/mhd_limit_repro: LIBS += -lmicrohttpd -lpthread
+
 # bench/lazy_load_probe.cu: a whole CUDA program too (issue 23: a first launch beside a spinning kernel).
 $(BUILD)/bench/lazy_load_probe: bench/lazy_load_probe.cu
 	$(call say,NVCC,$@)
@@ -318,9 +322,12 @@ test-mutants: deps
 	@$(MAKE) --no-print-directory all
 	@python3 tests/mutants.py
 
-# The reliability suite of issue 17 with 50 kill -9 cycles instead of the 10 of `make test`.
+# The reliability suite of issue 17 with 50 kill -9 cycles instead of the 10 of `make test`, then
+# tests/integration/front_soak.py: 10 minutes (FT_SOAK_S) of bursts, followers, submit floods,
+# slow clients and kill -9 (issue 34).
 test-soak: all
 	@BUILD=$(BUILD) FT_KILL9_CYCLES=50 FT_TEST_TIMEOUT=1800 scripts/run-tests.sh tests/integration/jobs_hardening.sh
+	@BUILD=$(BUILD) sh tests/integration/run-python front_soak.py yaml jsonschema
 
 # ftbench decode against llama.cpp's llama-server and a tiny GGUF model (bench/peers/run.sh).
 test-peers: all

@@ -193,11 +193,12 @@ int ftd_api_cancel_job(struct ftd_job *j, struct ftd_err *err)
 	if (j->state == FTD_JOB_QUEUED) {
 		j->cancel_requested = 1;
 		j->finished = fttime_wall_epoch();
-		ftd_daemon_set_state(j, FTD_JOB_CANCELLED);
-		ftd_metrics_job_finished(j);
-		ftd_log(FTD_LOG_INFO, "job %s: cancelled while queued", j->id);
+		int r = ftd_daemon_set_state(j, FTD_JOB_CANCELLED);
+		if (r == 0)
+			ftd_metrics_job_finished(j);
+		ftd_log(FTD_LOG_INFO, "job %s: cancelled while queued%s", j->id, r < 0 ? " (journal pending)" : "");
 		ftd_daemon_wake();
-		return 200;
+		return r < 0 ? 202 : 200; /* 202: cancelled once the journal can say so */
 	}
 	if (!j->cancel_requested) {
 		j->cancel_requested = 1;
@@ -215,14 +216,24 @@ static json_t *job_json(const struct ftd_job *j, int with_result)
 
 void ftd_api_health(const struct ftd_api_req *rq, struct ftd_api_reply *rp)
 {
-	(void)rq;
-	pthread_mutex_lock(&ftd.lock);
-	json_t *o = json_pack("{s:s,s:s,s:f,s:i,s:i,s:i}", "status", ftd.stopping ? "stopping" : "ok", "version",
-			      FT_VERSION, "uptime_s", fttime_wall_epoch() - ftd.start_wall, "queued",
-			      ftd_jobs_count(&ftd.jobs, FTD_JOB_QUEUED), "running",
-			      ftd_jobs_count(&ftd.jobs, FTD_JOB_RUNNING), "gpus", ftd.ngpus);
-	pthread_mutex_unlock(&ftd.lock);
-	reply_json(rp, 200, o);
+	const char *status = "ok";
+	if (__atomic_load_n(&ftd.stopping, __ATOMIC_ACQUIRE))
+		status = "stopping";
+	else if (!__atomic_load_n(&ftd.ready, __ATOMIC_ACQUIRE))
+		status = "starting";
+	else if (rq->api_full_s >= FTD_API_SATURATED_S)
+		status = "saturated";
+	double up = (double)(fttime_now_ns() - ftd.start_ns) / 1e9;
+	json_t *o = json_pack("{s:s,s:s,s:f,s:i,s:i,s:i}", "status", status, "version", FT_VERSION, "uptime_s", up,
+			      "queued", __atomic_load_n(&ftd.n_queued, __ATOMIC_RELAXED), "running",
+			      __atomic_load_n(&ftd.n_running, __ATOMIC_RELAXED), "gpus",
+			      strcmp(status, "starting") ? ftd.ngpus : 0);
+	unsigned code = strcmp(status, "ok") ? 503 : 200;
+	if (code == 503) {
+		rp->hname = "Retry-After";
+		snprintf(rp->hval, sizeof rp->hval, "5");
+	}
+	reply_json(rp, code, o);
 }
 
 void ftd_api_gpus(const struct ftd_api_req *rq, struct ftd_api_reply *rp)
@@ -592,7 +603,7 @@ static void rebench_one(const char *uuid, const char *bus, long interval)
 	char path[4096], why[512] = "";
 	if (ftprof_store_file(ftd.profile_dir, uuid, path, sizeof path) < 0)
 		return;
-	json_t *p = json_load_file(path, 0, NULL);
+	json_t *p = ftd_profiles_load(path);
 	if (!json_is_object(p)) {
 		json_decref(p);
 		return; /* no profile yet: nothing went stale */

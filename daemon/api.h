@@ -18,6 +18,7 @@ struct ftd_api_req {
 	const char *(*query)(void *hctx, const char *name);
 	void *hctx;
 	int fd; /* the client's socket, -1 unknown: an event stream ends when the client goes */
+	double api_full_s; /* seconds every API connection has been taken without one coming back */
 };
 
 struct ftd_api_stream;
@@ -43,6 +44,10 @@ void ftd_api_err(struct ftd_api_reply *rp, const struct ftd_err *e);
 /* Release what rp holds (NULL fields ok). */
 void ftd_api_reply_release(struct ftd_api_reply *rp);
 
+/* GET /health, from counters only (never ftd.lock, which a journal fsync may hold): 200 and
+ * status "ok" while the API can serve; 503 (with Retry-After) and status "starting" (the journal
+ * is not loaded yet), "stopping", or "saturated" (every API connection taken for SATURATED_S). */
+#define FTD_API_SATURATED_S 5.0
 /* Handlers: id is a 16-hex-digit job id, uuid a profile name (n bytes). */
 void ftd_api_health(const struct ftd_api_req *rq, struct ftd_api_reply *rp);
 void ftd_api_gpus(const struct ftd_api_req *rq, struct ftd_api_reply *rp);

@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stddef.h>
@@ -51,11 +52,14 @@ static const struct opt opts[] = {
 	    "Queued jobs at most; more is 429."),
 	INT("max-connections", 1, 10000, "256", max_connections,
 	    "Concurrent HTTP connections at most (event streams included). Beyond it a request is answered 503 "
-	    "with Retry-After; /health and /metrics are answered apart, whatever the load."),
+	    "with Retry-After; /health and /metrics are answered apart, whatever the load (/health says 503 "
+	    "saturated once every place has been taken for 5 s)."),
 	INT("max-event-streams", 1, 10000, "128", max_event_streams,
 	    "Concurrent event streams (GET /benchmark/jobs/{id}/events) at most; more is 503 with Retry-After."),
 	INT("header-timeout", 1, 300, "10", header_timeout,
-	    "Seconds a new connection has to send its whole request head; then it is answered 408 and closed."),
+	    "Seconds a connection has to send its whole request head (every request: each answer closes its "
+	    "connection); then it is answered 408 and closed. A body silent this long, or slower than 4 KiB/s "
+	    "after it, is cut with 408 too."),
 	INT("max-body", 256, 16777216, "65536", max_body,
 	    "Request body size limit in bytes; more is 413."),
 	INT("job-timeout", 1, 604800, "3600", job_timeout,
@@ -67,9 +71,9 @@ static const struct opt opts[] = {
 	INT("log-max", 4096, 1073741824, "1048576", log_max,
 	    "Bytes of worker stdout+stderr kept per job."),
 	INT("retain-jobs", 1, 1000000, "1000", retain_jobs,
-	    "Finished jobs kept in the journal at most."),
+	    "Finished jobs kept in the journal at most (enforced as soon as one more finishes)."),
 	INT("retain-age", 1, 315360000, "2592000", retain_age,
-	    "Seconds a finished job is kept."),
+	    "Seconds a finished job is kept (aged on the monotonic clock: a wall-clock jump removes nothing)."),
 	INT("max-result-line", 1024, 268435456, "8388608", max_result_line,
 	    "Largest JSON line a worker may send on its result fd; more is a protocol error."),
 	INT("gpus-timeout", 1, 3600, "60", gpus_timeout,
@@ -540,15 +544,125 @@ int ftd_config_url_check(const char *url, char *why, size_t n)
 	return 0;
 }
 
+static int hexdig(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* RFC 3986 5.2.4: the dot segments of path [p, p + len) removed, into out (a path starting with
+ * '/', as long at most). A ".." above the root is dropped, as the RFC does. */
+static size_t remove_dots(const char *p, size_t len, char *out)
+{
+	size_t o = 0, i = 0;
+	while (i < len) {
+		const char *s = p + i;
+		size_t rest = len - i, seg = 1;
+		while (seg < rest && s[seg] != '/')
+			seg++;
+		/* s[0] is '/', the segment is s[1, seg) */
+		if (seg == 2 && s[1] == '.') {
+			i += 2;
+			if (i == len)
+				out[o++] = '/';
+			continue;
+		}
+		if (seg == 3 && s[1] == '.' && s[2] == '.') {
+			while (o > 0 && out[--o] != '/')
+				;
+			i += 3;
+			if (i == len)
+				out[o++] = '/';
+			continue;
+		}
+		memcpy(out + o, s, seg);
+		o += seg;
+		i += seg;
+	}
+	if (o == 0)
+		out[o++] = '/';
+	return o;
+}
+
+int ftd_config_url_normalize(const char *url, char *out, size_t n, char *why, size_t wn)
+{
+	if (ftd_config_url_check(url, why, wn) < 0)
+		return -EINVAL;
+	size_t len = strlen(url);
+	char *tmp = malloc(len + 2), *path = malloc(len + 2);
+	if (!tmp || !path) {
+		free(tmp);
+		free(path);
+		snprintf(why, wn, "out of memory");
+		return -ENOMEM;
+	}
+	const char *host = strstr(url, "://") + 3;
+	size_t hl = strcspn(host, "/?");
+	size_t t = 0;
+	memcpy(tmp, url, (size_t)(host - url));
+	t = (size_t)(host - url);
+	for (size_t i = 0; i < hl; i++)
+		tmp[t++] = (char)tolower((unsigned char)host[i]);
+	/* the path: unreserved characters percent-decoded, other escapes upper-cased; an encoded
+	 * '/', '\' or NUL is refused (a server that decodes it would see other segments) */
+	const char *p = host + hl, *q = p + strcspn(p, "?");
+	size_t pl = 0;
+	int r = 0;
+	for (const char *c = p; c < q; c++) {
+		int hi, lo;
+		if (*c != '%') {
+			path[pl++] = *c;
+			continue;
+		}
+		if ((hi = hexdig(c[1])) < 0 || (lo = hexdig(c[2])) < 0) {
+			snprintf(why, wn, "a '%%' that is not followed by two hex digits");
+			r = -EINVAL;
+			goto out;
+		}
+		int ch = hi * 16 + lo;
+		if (ch == '/' || ch == '\\' || ch == 0) {
+			snprintf(why, wn, "an encoded '/', '\\' or NUL in the path");
+			r = -EINVAL;
+			goto out;
+		}
+		if (isalnum(ch) || strchr("-._~", ch)) {
+			path[pl++] = (char)ch;
+		} else {
+			path[pl++] = '%';
+			path[pl++] = (char)toupper((unsigned char)c[1]);
+			path[pl++] = (char)toupper((unsigned char)c[2]);
+		}
+		c += 2;
+	}
+	if (pl)
+		t += remove_dots(path, pl, tmp + t);
+	size_t ql = strlen(q);
+	memcpy(tmp + t, q, ql + 1);
+	t += ql;
+	if (t + 1 > n) {
+		snprintf(why, wn, "longer than %zu bytes", n - 1);
+		r = -EINVAL;
+		goto out;
+	}
+	memcpy(out, tmp, t + 1);
+out:
+	free(tmp);
+	free(path);
+	return r;
+}
+
 int ftd_config_url_allowed(const struct ftd_config *cfg, const char *url)
 {
-	size_t ul = strlen(url);
+	char u[FTD_CONFIG_URL_MAX + 1], e[FTD_CONFIG_URL_MAX + 1], why[160];
+	if (ftd_config_url_normalize(url, u, sizeof u, why, sizeof why) < 0)
+		return 0;
+	size_t ul = strlen(u);
 	for (int i = 0; i < cfg->n_decode_urls; i++) {
-		const char *e = cfg->decode_urls[i];
-		size_t l = strlen(e);
-		if (ul < l || strncmp(url, e, l))
+		if (ftd_config_url_normalize(cfg->decode_urls[i], e, sizeof e, why, sizeof why) < 0)
 			continue;
-		if (ul == l || e[l - 1] == '/' || url[l] == '/')
+		size_t l = strlen(e);
+		if (ul < l || strncmp(u, e, l))
+			continue;
+		if (ul == l || e[l - 1] == '/' || u[l] == '/' || u[l] == '?')
 			return 1;
 	}
 	return 0;

@@ -61,7 +61,12 @@ const char *ftd_config_decode_server(const struct ftd_config *cfg, const char *n
  * at most FTD_CONFIG_URL_MAX bytes); else -EINVAL with the reason in why. */
 int ftd_config_url_check(const char *url, char *why, size_t n);
 
-/* 1 when url equals a decode-urls entry or extends one after a '/', else 0. */
+/* url (well-formed, see ftd_config_url_check) in its normal form into out (n bytes): host in
+ * lower case, the path's unreserved characters percent-decoded and its dot segments removed
+ * (RFC 3986 6.2.2); an encoded '/', '\\' or NUL is refused. 0, or -EINVAL / -ENOMEM with why. */
+int ftd_config_url_normalize(const char *url, char *out, size_t n, char *why, size_t wn);
+/* 1 when url, normalised, equals a normalised decode-urls entry or extends one after a '/' (or
+ * with a query), else 0: "http://h/v1/../admin" is not under "http://h/v1". */
 int ftd_config_url_allowed(const struct ftd_config *cfg, const char *url);
 
 /* Write the commented config file (every option with its default) to f. */

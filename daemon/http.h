@@ -3,14 +3,15 @@
  * responses (send_reply / respond_error are the only ways out); per-request state is freed in
  * the completion callback; libmicrohttpd's own messages go to the daemon's logger.
  *
- * Connections come in through one acceptor thread (the front) that keeps each new socket until its
- * request head has arrived, peeking at it without reading it (header-timeout, then 408): so idle
- * sockets and slow senders never hold a thread. Then /health and /metrics go to the reserve daemon
- * (one event-driven thread that answers only those two and closes after each), anything else to the
- * main daemon (one thread per connection, so an SSE stream may block waiting for the next event) while
- * it has room (max-connections), else to the reserve, which answers 503 with Retry-After; when even
- * that is full the front writes the 503 itself. Liveness probes are answered under any load and a
- * full daemon never just closes. Event streams are capped (max-event-streams, then 503). */
+ * Connections come in through the front (front.h: the acceptor, the head checks, the admission
+ * count). /health and /metrics go to the reserve daemon (its own places, a thread each, answers
+ * only those two), anything else to the main daemon (one thread per connection, so an SSE stream may
+ * block waiting for the next event) while it has room (max-connections), else to the reserve,
+ * which answers 503 with Retry-After; when even that is full the front writes the 503 itself.
+ * Every answer closes its connection. A body is cut (408) when it goes silent for header-timeout
+ * or falls below BODY_MIN_RATE after it. Event streams are capped (max-event-streams, then 503).
+ * The reserve does not use epoll: with 0.9.75's epoll mode, 256 sockets added at once were left
+ * unread until their connection timeout (seen under the burst test). */
 #ifndef FTD_HTTP_H
 #define FTD_HTTP_H
 

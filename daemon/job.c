@@ -43,6 +43,7 @@ struct ftd_job *ftd_job_new(void)
 	j->gpu_index = -1;
 	j->exit_status = -1;
 	j->sig = -1;
+	j->dur_s = -1;
 	j->kind_idx = -1;
 	return j;
 }
@@ -213,6 +214,18 @@ static json_t *str_or_null(const char *s)
 	return o;
 }
 
+double ftd_job_duration(const struct ftd_job *j)
+{
+	if (j->dur_s >= 0)
+		return j->dur_s;
+	if (j->started_ns)
+		return (double)((j->finished_ns ? j->finished_ns : fttime_now_ns()) - j->started_ns) / 1e9;
+	if (j->started <= 0)
+		return -1;
+	double d = (j->finished > 0 ? j->finished : fttime_wall_epoch()) - j->started;
+	return d > 0 ? d : 0;
+}
+
 json_t *ftd_job_json(const struct ftd_job *j, int with_result, int queue_pos)
 {
 	char link[64];
@@ -233,8 +246,8 @@ json_t *ftd_job_json(const struct ftd_job *j, int with_result, int queue_pos)
 	json_object_set_new(o, "created_at", time_or_null(j->created));
 	json_object_set_new(o, "started_at", time_or_null(j->started));
 	json_object_set_new(o, "finished_at", time_or_null(j->finished));
-	double end = j->finished > 0 ? j->finished : fttime_wall_epoch();
-	json_object_set_new(o, "duration_s", j->started > 0 ? json_real(end - j->started) : json_null());
+	double dur = ftd_job_duration(j);
+	json_object_set_new(o, "duration_s", dur >= 0 ? json_real(dur) : json_null());
 	json_object_set_new(o, "queue_position", queue_pos >= 0 ? json_integer(queue_pos) : json_null());
 	json_object_set_new(o, "progress", j->has_progress ? json_pack("{s:i,s:i,s:s}", "done", j->prog_done, "total",
 								       j->prog_total, "label",

@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 enum ftd_job_state {
@@ -49,7 +50,11 @@ struct ftd_job {
 	int all_gpus;           /* holds every GPU (a bw job with gpu "all") */
 	int host_excl;
 	long timeout_s;
-	double created, started, finished; /* wall clock, 0 = not yet */
+	double created, started, finished; /* wall clock, 0 = not yet: for display and retention by date */
+	uint64_t started_ns, finished_ns;  /* CLOCK_MONOTONIC, 0 = not in this run of the daemon */
+	double dur_s;                      /* the run's duration once final (monotonic), -1 unknown */
+	int settling;                      /* 1 + the final state still waiting for its journal write */
+	uint64_t settle_next_ns;           /* when that write is tried again */
 	int has_progress, prog_done, prog_total;
 	char *prog_label;
 	int cancel_requested;
@@ -109,6 +114,10 @@ struct ftd_job_end {
 };
 /* The final state of a run that ended as e, and the daemon's reason into msg ("" none). */
 enum ftd_job_state ftd_job_outcome(const struct ftd_job_end *e, long timeout_s, char *msg, size_t n);
+
+/* How long j ran (ran so far): from the monotonic clock while the daemon saw it, else from its
+ * wall-clock times (never below 0); -1 when it never started. */
+double ftd_job_duration(const struct ftd_job *j);
 
 /* The job as its API object (new reference). with_result: include "result". queue_pos: its
  * queue position (-1 none). */

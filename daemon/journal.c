@@ -72,6 +72,9 @@ struct ftd_job *ftd_journal_from_record(const json_t *rec)
 	j->created = json_number_value(json_object_get(rec, "created"));
 	j->started = json_number_value(json_object_get(rec, "started"));
 	j->finished = json_number_value(json_object_get(rec, "finished"));
+	json_t *dur = json_object_get(rec, "duration_s");
+	if (json_is_number(dur) && ftd_job_final(j->state))
+		j->dur_s = json_number_value(dur); /* as measured on the monotonic clock when it ended */
 	json_t *p = json_object_get(rec, "progress");
 	if (json_is_object(p)) {
 		j->has_progress = 1;
@@ -117,6 +120,8 @@ void ftd_journal_remove(const char *dir, const char *logs_dir, const struct ftd_
 	unlink(path);
 	snprintf(path, sizeof path, "%s/%s.profile.json", logs_dir, j->id);
 	unlink(path);
+	snprintf(path, sizeof path, "%s/%s.decode", logs_dir, j->id);
+	ftfs_remove_tree(path); /* a decode job's server logs */
 }
 
 static int cmp_seq(const void *a, const void *b)
@@ -142,8 +147,12 @@ int ftd_journal_load(const char *dir, void (*on_running)(struct ftd_job *j, void
 			continue; /* temp files of an interrupted atomic write are skipped */
 		char path[4096];
 		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-		json_error_t jerr;
-		json_t *rec = json_load_file(path, 0, &jerr);
+		char *text = NULL;
+		size_t tl = 0;
+		/* a regular file of sane size only: a FIFO planted here must not hold the start */
+		json_t *rec = ftfs_read_regular(path, FTD_JOURNAL_RECORD_MAX, &text, &tl) == 0
+				      ? json_loadb(text, tl, 0, NULL) : NULL;
+		free(text);
 		struct ftd_job *j = rec ? ftd_journal_from_record(rec) : NULL;
 		json_decref(rec);
 		if (!j) {

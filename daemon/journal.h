@@ -9,6 +9,8 @@
 
 #include "job.h"
 
+#define FTD_JOURNAL_RECORD_MAX (64u << 20) /* a record file larger than this is not loaded */
+
 /* The record of j (new reference, NULL when out of memory). */
 json_t *ftd_journal_record(const struct ftd_job *j);
 /* The job of a record (new job, refs 1), NULL when rec is not a job record. */
@@ -16,7 +18,7 @@ struct ftd_job *ftd_journal_from_record(const json_t *rec);
 
 /* Write j's record to dir atomically. 0 or -errno. */
 int ftd_journal_save(const char *dir, const struct ftd_job *j);
-/* Remove j's record from dir and its log and profile copy from logs_dir. */
+/* Remove j's record from dir and its log, profile copy and decode server logs from logs_dir. */
 void ftd_journal_remove(const char *dir, const char *logs_dir, const struct ftd_job *j);
 
 /* Load every record of dir, oldest first (by seq). A job that was running is handed to

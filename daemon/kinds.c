@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,31 @@ static int bw_argv(const struct ftd_kind_ctx *c, const json_t *args, struct ftd_
 		char *s;
 		ftd_kind_argv_push(b, asprintf(&s, "--output=%s/%s.profile.json", c->out_dir, c->job_id) < 0 ? NULL : s);
 	}
+	return 0;
+}
+
+/* load-weights with keep_ftw: the kept conversion lives in the daemon's ftw directory, one per
+ * checkpoint (<ftw-dir>/<hash of the model's real path>), so the next run of the same checkpoint
+ * reuses it; an ftw_dir of the client's beside it would leave one kept copy per directory. */
+static int lw_argv(const struct ftd_kind_ctx *c, const json_t *args, struct ftd_argv *b, struct ftd_err *err)
+{
+	if (!json_is_true(json_object_get(args, "keep_ftw")) || !c->ftw_dir)
+		return 0;
+	if (json_object_get(args, "ftw_dir")) {
+		ftd_kind_err_set(err, 400, "invalid_argument", "args.ftw_dir",
+			    "args.ftw_dir cannot be combined with keep_ftw: the daemon keeps one conversion per checkpoint");
+		return -1;
+	}
+	const char *model = json_string_value(json_object_get(args, "model"));
+	char real[PATH_MAX], *s;
+	if (!model)
+		return 0;
+	if (!realpath(model, real))
+		snprintf(real, sizeof real, "%s", model);
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	for (const char *p = real; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	ftd_kind_argv_push(b, asprintf(&s, "--ftw-dir=%s/%016llx", c->ftw_dir, (unsigned long long)h) < 0 ? NULL : s);
 	return 0;
 }
 
@@ -92,8 +118,11 @@ static void bw_failure(struct ftd_kind_done *d)
 /* decode: exactly one of server and url; a server template needs the model. */
 static int decode_argv(const struct ftd_kind_ctx *c, const json_t *args, struct ftd_argv *b, struct ftd_err *err)
 {
-	(void)c;
-	(void)b;
+	if (c->out_dir && c->job_id) {
+		/* the servers' logs under the daemon's state, swept with the job (ftd_journal_remove) */
+		char *s;
+		ftd_kind_argv_push(b, asprintf(&s, "--log-dir=%s/%s.decode", c->out_dir, c->job_id) < 0 ? NULL : s);
+	}
 	int have_server = json_object_get(args, "server") != NULL, have_url = json_object_get(args, "url") != NULL;
 	if (have_server && !json_object_get(args, "model")) {
 		ftd_kind_err_set(err, 400, "missing_field", "args.model", "decode with args.server needs args.model");
@@ -112,7 +141,7 @@ static const struct ftd_kind kinds[] = {
 	{.name = "bw", .host_exclusive = 1, .gpu_all = 1, .argv = bw_argv, .on_success = bw_success,
 	 .on_failure = bw_failure},
 	{.name = "cache-copy"},
-	{.name = "load-weights", .host_exclusive = 1},
+	{.name = "load-weights", .host_exclusive = 1, .argv = lw_argv},
 	{.name = "decode", .argv = decode_argv},
 };
 
@@ -490,12 +519,18 @@ int ftd_kind_argv(const struct ftd_kind *k, const json_t *args, const struct ftd
 					    u ? why : "expected an http(s) URL");
 				goto fail;
 			}
-			if (!ftd_config_url_allowed(cfg, u)) {
+			char norm[FTD_CONFIG_URL_MAX + 1];
+			if (ftd_config_url_normalize(u, norm, sizeof norm, why, sizeof why) < 0) {
+				ftd_kind_err_set(err, 400, "invalid_argument", field, "%s: %s", field, why);
+				goto fail;
+			}
+			if (!ftd_config_url_allowed(cfg, norm)) {
 				ftd_kind_err_set(err, 403, "forbidden", field, "%s: not in decode-urls of the config%s", field,
 					    cfg->n_decode_urls ? "" : " (none configured)");
 				goto fail;
 			}
-			ftd_kind_argv_push(&b, ftd_kind_argv_flag(a->flag, u));
+			/* the worker gets the URL as it was checked, not one a client could read otherwise */
+			ftd_kind_argv_push(&b, ftd_kind_argv_flag(a->flag, norm));
 			break;
 		}
 		}

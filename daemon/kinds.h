@@ -41,6 +41,7 @@ struct ftd_kind_ctx {
 	int ngpus;
 	const char *job_id;            /* NULL: not known */
 	const char *out_dir;           /* where a job may leave files (<state>/logs), NULL: none */
+	const char *ftw_dir;           /* where kept FTW conversions live (<state>/ftw), NULL: none */
 };
 
 /* What a kind's end hooks see and set. */

@@ -38,6 +38,8 @@ static void notify_status(void)
 {
 	static int last_q = -1, last_r = -1;
 	int q = ftd_jobs_count(&ftd.jobs, FTD_JOB_QUEUED), r = ftd_jobs_count(&ftd.jobs, FTD_JOB_RUNNING);
+	__atomic_store_n(&ftd.n_queued, q, __ATOMIC_RELAXED);
+	__atomic_store_n(&ftd.n_running, r, __ATOMIC_RELAXED);
 	if (q == last_q && r == last_r)
 		return;
 	last_q = q;
@@ -100,7 +102,8 @@ static int resolve_dirs(void)
 	}
 	if (!ftd.state_dir || !ftd.profile_dir || !ftd.worker)
 		return -ENOMEM;
-	if (asprintf(&ftd.jobs_dir, "%s/jobs", ftd.state_dir) < 0 || asprintf(&ftd.logs_dir, "%s/logs", ftd.state_dir) < 0)
+	if (asprintf(&ftd.jobs_dir, "%s/jobs", ftd.state_dir) < 0 || asprintf(&ftd.logs_dir, "%s/logs", ftd.state_dir) < 0 ||
+	    asprintf(&ftd.ftw_dir, "%s/ftw", ftd.state_dir) < 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -315,6 +318,7 @@ static void release_all(void)
 	free(ftd.state_dir);
 	free(ftd.jobs_dir);
 	free(ftd.logs_dir);
+	free(ftd.ftw_dir);
 	free(ftd.profile_dir);
 	free(ftd.worker);
 	ftd_config_release(&ftd.cfg);
@@ -346,6 +350,7 @@ int main(int argc, char **argv)
 	raise_nofile();
 	ftd.main_pid = getpid();
 	ftd.start_wall = fttime_wall_epoch();
+	ftd.start_ns = fttime_now_ns();
 	pthread_mutex_init(&ftd.lock, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
@@ -354,7 +359,8 @@ int main(int argc, char **argv)
 	ftd.jobs.cond = &ftd.cond;
 
 	int e;
-	if ((e = ftfs_mkdir_p(ftd.jobs_dir, 0750)) < 0 || (e = ftfs_mkdir_p(ftd.logs_dir, 0750)) < 0) {
+	if ((e = ftfs_mkdir_p(ftd.jobs_dir, 0750)) < 0 || (e = ftfs_mkdir_p(ftd.logs_dir, 0750)) < 0 ||
+	    (e = ftfs_mkdir_p(ftd.ftw_dir, 0750)) < 0) {
 		ftd_log(FTD_LOG_ERR, "state directory %s: %s", ftd.state_dir, strerror(-e));
 		release_all();
 		return 1;
@@ -371,6 +377,7 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	signal(SIGXFSZ, SIG_IGN); /* a file-size limit is a write error (EFBIG), as a full disk is */
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	ftd.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (sfd < 0 || ftd.wake_fd < 0) {
@@ -381,6 +388,20 @@ int main(int argc, char **argv)
 
 	if ((e = ftd_procs_init()) < 0) {
 		ftd_log(FTD_LOG_ERR, "cannot become the subreaper of the jobs: %s", strerror(-e));
+		release_all();
+		return 1;
+	}
+	/* listening first: until the journal is loaded, /health answers 503 "starting" and the API
+	 * 503 (ftd.ready), instead of connections waiting in the backlog */
+	int lfd = -1, activated = 0;
+	if (open_listen(&lfd, &activated) < 0) {
+		release_all();
+		return 1;
+	}
+	struct ftd_http *http = ftd_http_start(lfd);
+	if (!http) {
+		ftd_log(FTD_LOG_ERR, "cannot start the HTTP server");
+		close(lfd);
 		release_all();
 		return 1;
 	}
@@ -410,22 +431,16 @@ int main(int argc, char **argv)
 	pthread_mutex_unlock(&ftd.lock);
 	if (r < 0) {
 		ftd_log(FTD_LOG_ERR, "journal %s: %s", ftd.jobs_dir, strerror(-r));
-		release_all();
-		return 1;
-	}
-
-	int lfd = -1, activated = 0;
-	if (open_listen(&lfd, &activated) < 0) {
-		release_all();
-		return 1;
-	}
-	struct ftd_http *http = ftd_http_start(lfd);
-	if (!http) {
-		ftd_log(FTD_LOG_ERR, "cannot start the HTTP server");
+		ftd_http_stop(http);
 		close(lfd);
 		release_all();
 		return 1;
 	}
+	pthread_mutex_lock(&ftd.lock);
+	notify_status();
+	pthread_mutex_unlock(&ftd.lock);
+	__atomic_store_n(&ftd.ready, 1, __ATOMIC_RELEASE);
+
 	uint64_t wd_usec = 0;
 	int wd = sd_watchdog_enabled(0, &wd_usec) > 0 && wd_usec > 0;
 	uint64_t wd_next = 0;
@@ -441,10 +456,11 @@ int main(int argc, char **argv)
 		pthread_mutex_lock(&ftd.lock);
 		ftd_runner_reap();
 		ftd_procs_track();
-		int tmo = ftd_runner_timers();
+		ftd_runner_timers();
 		ftd_runner_finish_ready();
+		int settle_ms = ftd_runner_settle();
 		uint64_t now = fttime_now_ns();
-		if (now >= retention_next) {
+		if (now >= retention_next || ftd_runner_over_count()) {
 			ftd_runner_retention();
 			retention_next = now + 60ull * 1000000000ull;
 		}
@@ -471,7 +487,9 @@ int main(int argc, char **argv)
 		pfd[0] = (struct pollfd){.fd = sfd, .events = POLLIN};
 		pfd[1] = (struct pollfd){.fd = ftd.wake_fd, .events = POLLIN};
 		int n = 2 + ftd_runner_pollfds(pfd + 2, owner + 2, pcap - 2);
-		tmo = ftd_runner_timers(); /* the scheduler may have started jobs */
+		int tmo = ftd_runner_timers(); /* the scheduler may have started jobs */
+		if (settle_ms >= 0 && (tmo < 0 || settle_ms < tmo))
+			tmo = settle_ms;
 		pthread_mutex_unlock(&ftd.lock);
 		if (done)
 			break;
@@ -498,7 +516,7 @@ int main(int argc, char **argv)
 			while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
 				if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
 					pthread_mutex_lock(&ftd.lock);
-					ftd.stopping = 1;
+					__atomic_store_n(&ftd.stopping, 1, __ATOMIC_RELEASE);
 					pthread_cond_broadcast(&ftd.cond);
 					pthread_mutex_unlock(&ftd.lock);
 					if (!stop_logged) {

@@ -11,8 +11,8 @@ void ftd_metrics_job_finished(const struct ftd_job *j)
 	if (j->kind_idx < 0 || j->kind_idx >= FTD_KIND_MAX)
 		return;
 	ftd.finished_total[j->kind_idx][j->state]++;
-	if (j->started > 0 && j->finished >= j->started) {
-		double d = j->finished - j->started;
+	double d = ftd_job_duration(j);
+	if (d >= 0) {
 		int b = 0;
 		while (b < 11 && d > ftd_metrics_dur_bounds[b])
 			b++;

@@ -154,8 +154,8 @@ static void render_jobs(struct ftd_mbuf *m)
 		ftd_mbuf_cat(m, "</span></td><td>");
 		when(m, j->created);
 		ftd_mbuf_cat(m, "</td><td>");
-		if (j->started > 0)
-			ftd_mbuf_cat(m, "%.1f s", (j->finished > 0 ? j->finished : fttime_wall_epoch()) - j->started);
+		if (ftd_job_duration(j) >= 0)
+			ftd_mbuf_cat(m, "%.1f s", ftd_job_duration(j));
 		ftd_mbuf_cat(m, "</td><td class=\"warn\">");
 		esc(m, j->error);
 		ftd_mbuf_cat(m, "</td></tr>");
@@ -534,7 +534,7 @@ void ftd_page_render(struct ftd_mbuf *m)
 	pthread_mutex_lock(&ftd.lock);
 	ftd_mbuf_cat(m, "<h1>ftbenchd</h1><p class=\"muted\">version %s &middot; up %.0f s &middot; "
 		    "<a href=\"/openapi.json\">API</a> &middot; <a href=\"/metrics\">metrics</a></p>",
-		 FT_VERSION, fttime_wall_epoch() - ftd.start_wall);
+		 FT_VERSION, (double)(fttime_now_ns() - ftd.start_ns) / 1e9);
 	render_gpus(m);
 	render_jobs(m);
 	render_cache_copy(m);

@@ -109,6 +109,17 @@ int ftd_profiles_nfd_write(void)
 	return r;
 }
 
+json_t *ftd_profiles_load(const char *path)
+{
+	char *text;
+	size_t len;
+	if (ftfs_read_regular(path, FTPROF_MAX_FILE_BYTES, &text, &len) < 0)
+		return NULL;
+	json_t *j = json_loadb(text, len, 0, NULL);
+	free(text);
+	return j;
+}
+
 int ftd_profiles_read(const char *uuid, char **text, size_t *len)
 {
 	char path[4096];
@@ -117,7 +128,7 @@ int ftd_profiles_read(const char *uuid, char **text, size_t *len)
 	int r = ftprof_store_file(ftd.profile_dir, uuid, path, sizeof path);
 	if (r < 0)
 		return r;
-	return ftfs_read_file(path, 64 << 20, text, len);
+	return ftfs_read_regular(path, FTPROF_MAX_FILE_BYTES, text, len);
 }
 
 json_t *ftd_profiles_history(const char *uuid, int limit)
@@ -140,7 +151,7 @@ void ftd_profiles_each(void (*fn)(const char *uuid, json_t *p, const char *path,
 	for (int i = 0; i < n; i++) {
 		if (ftprof_store_file(ftd.profile_dir, e[i].name, check, sizeof check) < 0)
 			continue;
-		json_t *p = json_load_file(e[i].path, 0, NULL);
+		json_t *p = ftd_profiles_load(e[i].path);
 		if (json_is_object(p))
 			fn(e[i].name, p, e[i].path, ctx);
 		json_decref(p);

@@ -14,7 +14,11 @@ int ftd_profiles_store(const json_t *profile, const char *uuid, char **path_out)
 /* Keep a profile in the history only (the stored one, which engines read, stays). 0 or -errno. */
 int ftd_profiles_keep(const json_t *profile, const char *uuid);
 json_t *ftd_profiles_list(void);
-/* Raw file of profile uuid (new buffer) or -ENOENT / -EINVAL. */
+/* The JSON document of a file of the store (new reference), NULL when it is not a regular file of
+ * at most FTPROF_MAX_FILE_BYTES (a FIFO or a huge file is never read) or does not parse. */
+json_t *ftd_profiles_load(const char *path);
+/* Raw file of profile uuid (new buffer) or -ENOENT / -EINVAL (not a regular file) / -EFBIG (over
+ * FTPROF_MAX_FILE_BYTES). */
 int ftd_profiles_read(const char *uuid, char **text, size_t *len);
 /* Rewrite config nfd-features-file from the stored profiles (nothing when it is unset). 0/-errno. */
 int ftd_profiles_nfd_write(void);

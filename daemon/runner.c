@@ -30,8 +30,8 @@ static void fail_job(struct ftd_job *j, const char *why)
 	j->finished = fttime_wall_epoch();
 	ftd_job_set_error(j, why);
 	ftd_job_event(j, FTD_EV_ERROR, json_pack("{s:s}", "message", why));
-	ftd_daemon_set_state(j, FTD_JOB_FAILED);
-	ftd_metrics_job_finished(j);
+	if (ftd_daemon_set_state(j, FTD_JOB_FAILED) == 0)
+		ftd_metrics_job_finished(j);
 	ftd_log(FTD_LOG_ERR, "job %s: %s", j->id, why);
 }
 
@@ -119,7 +119,8 @@ void ftd_runner_sched(void)
 		int k = 0;
 		for (struct ftd_job *j = ftd.jobs.head; j && k < n; j = j->next, k++) {
 			jv[k] = j;
-			v[k].state = j->state == FTD_JOB_QUEUED	   ? FTD_SCHED_QUEUED
+			v[k].state = j->settling		   ? FTD_SCHED_OTHER
+				     : j->state == FTD_JOB_QUEUED  ? FTD_SCHED_QUEUED
 				     : j->state == FTD_JOB_RUNNING ? FTD_SCHED_RUNNING
 								   : FTD_SCHED_OTHER;
 			v[k].gpu = j->gpu_index;
@@ -130,6 +131,7 @@ void ftd_runner_sched(void)
 			struct ftd_job *j = jv[start[i]];
 			char why[768] = "";
 			j->started = fttime_wall_epoch();
+			j->started_ns = fttime_now_ns();
 			if (start_job(j, why, sizeof why) < 0) {
 				fail_job(j, why);
 				again = 1; /* what it would have held is free: ask again */
@@ -274,9 +276,8 @@ static void on_exited(void *ctx, struct ftd_worker *w)
 	j->finished = fttime_wall_epoch();
 	j->worker = NULL;
 	ftd_worker_free(w);
-	ftd_daemon_set_state(j, s);
-	ftd_metrics_job_finished(j);
-	ftd_job_compact_events(j);
+	if (ftd_daemon_set_state(j, s) == 0)
+		ftd_metrics_job_finished(j);
 	ftd_log(FTD_LOG_INFO, "job %s: %s (exit status %d)%s%s", j->id, ftd_job_state_name(s), j->exit_status,
 		j->error ? ": " : "", j->error ? j->error : "");
 }
@@ -382,12 +383,52 @@ void ftd_runner_finish_ready(void)
 
 int ftd_runner_busy(void)
 {
-	return ftd_jobs_count(&ftd.jobs, FTD_JOB_RUNNING);
+	int n = 0;
+	for (struct ftd_job *j = ftd.jobs.head; j; j = j->next)
+		n += running(j);
+	return n;
+}
+
+int ftd_runner_settle(void)
+{
+	int next = -1;
+	uint64_t now = fttime_now_ns();
+	for (struct ftd_job *j = ftd.jobs.head; j; j = j->next) {
+		if (!j->settling)
+			continue;
+		if (ftd_daemon_settle(j)) {
+			ftd_metrics_job_finished(j);
+			continue;
+		}
+		int ms = j->settle_next_ns > now ? (int)((j->settle_next_ns - now) / 1000000) + 1 : 0;
+		if (next < 0 || ms < next)
+			next = ms;
+	}
+	return next;
+}
+
+int ftd_runner_over_count(void)
+{
+	long finished = 0;
+	for (struct ftd_job *j = ftd.jobs.head; j; j = j->next)
+		finished += ftd_job_final(j->state);
+	return finished > ftd.cfg.retain_jobs;
+}
+
+/* How long ago j finished: on the monotonic clock when this run saw it finish; else by its wall
+ * time against the wall clock as of the daemon's start plus the monotonic time since (a jump of
+ * the wall clock while the daemon runs moves no job's age). */
+static double age_s(const struct ftd_job *j, uint64_t now_ns)
+{
+	if (j->finished_ns)
+		return (double)(now_ns - j->finished_ns) / 1e9;
+	double now = ftd.start_wall + (double)(now_ns - ftd.start_ns) / 1e9;
+	return j->finished > 0 ? now - j->finished : 0;
 }
 
 void ftd_runner_retention(void)
 {
-	double now = fttime_wall_epoch();
+	uint64_t now = fttime_now_ns();
 	long finished = 0;
 	for (struct ftd_job *j = ftd.jobs.head; j; j = j->next)
 		finished += ftd_job_final(j->state);
@@ -395,7 +436,7 @@ void ftd_runner_retention(void)
 	while (j) {
 		struct ftd_job *next = j->next;
 		if (ftd_job_final(j->state) &&
-		    (finished > ftd.cfg.retain_jobs || (j->finished > 0 && now - j->finished > ftd.cfg.retain_age))) {
+		    (finished > ftd.cfg.retain_jobs || age_s(j, now) > (double)ftd.cfg.retain_age)) {
 			finished--;
 			ftd_journal_remove(ftd.jobs_dir, ftd.logs_dir, j);
 			ftd_jobs_unlink(&ftd.jobs, prev, j);

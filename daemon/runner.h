@@ -22,9 +22,15 @@ void ftd_runner_reap(void);
 int ftd_runner_timers(void);
 /* End the jobs whose worker's exit is complete. */
 void ftd_runner_finish_ready(void);
-/* Jobs running now. */
+/* Jobs whose worker is still running (a job whose final state waits for the journal is not). */
 int ftd_runner_busy(void);
-/* Drop finished jobs beyond retain-jobs or older than retain-age (and their files). */
+/* Try again the journal writes of final states that failed (ftd_daemon_settle); ms until the
+ * next try (-1 none). */
+int ftd_runner_settle(void);
+/* 1 when more finished jobs are kept than retain-jobs. */
+int ftd_runner_over_count(void);
+/* Drop finished jobs beyond retain-jobs or older than retain-age (and their files); ages from the
+ * monotonic clock, a wall-clock jump since the start moves none. */
 void ftd_runner_retention(void);
 /* Load the journal at start; running jobs become interrupted. 0 or -errno. */
 int ftd_runner_load(void);

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -349,6 +350,10 @@ int ftdecode_run(const struct ftdecode_cfg *c, const char *backend, struct ftdec
 		char log[512], dir[400];
 		snprintf(dir, sizeof dir, "%s/ftbench-decode-%s.XXXXXX", c->log_dir ? c->log_dir : "/tmp", backend);
 		int lfd = -1;
+		/* the directory may be new (the daemon names one per job, <state>/logs/<id>.decode);
+		 * when it cannot be made, mkdtemp's error says why */
+		if (c->log_dir)
+			mkdir(c->log_dir, 0750);
 		if (!mkdtemp(dir) || (snprintf(log, sizeof log, "%s/server.log", dir),
 				      lfd = open(log, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640)) < 0) {
 			err = -errno;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ftprofile.h"
+#include "profile_internal.h"
 #include "util/fsutil.h"
 
 /* dir/history/<name of the store file without .json> */
@@ -141,7 +142,7 @@ int ftprof_history_load(const char *sdir, const char *gpu_uuid, int limit, json_
 	json_t *arr = json_array();
 	for (int i = limit > 0 && n > limit ? n - limit : 0; arr && i < n; i++) {
 		snprintf(path, sizeof path, "%s/%s", hd, names[i]);
-		json_t *p = json_load_file(path, 0, NULL);
+		json_t *p = ftprofint_load_json(path);
 		if (json_is_object(p))
 			json_array_append(arr, p);
 		json_decref(p);
@@ -225,7 +226,7 @@ int ftprof_store_commit(const char *sdir, const json_t *profile, const char *gpu
 									 : NULL;
 	json_t *prev = NULL;
 	if (ftprof_store_file(sdir, uuid, cur, sizeof cur) == 0)
-		prev = json_load_file(cur, 0, NULL);
+		prev = ftprofint_load_json(cur);
 	if (share > 0 && json_is_object(prev)) {
 		json_t *d = ftprof_drift(prev, p, share);
 		if (json_array_size(d)) {

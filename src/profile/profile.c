@@ -86,7 +86,7 @@ int ftprof_load_file(const char *path, struct ftprof **out, char *err, size_t er
 	if (!path || !*path || !out)
 		return -EINVAL;
 	*out = NULL;
-	r = ftfs_read_file(path, FTPROF_MAX_FILE_BYTES, &buf, &len);
+	r = ftfs_read_regular(path, FTPROF_MAX_FILE_BYTES, &buf, &len);
 	if (r == -EFBIG) {
 		seterr(err, errlen, "%s: larger than %u bytes, not a profile", path, FTPROF_MAX_FILE_BYTES);
 		return r;

@@ -1,7 +1,12 @@
 /* Shared by the files of libftprofile; not installed, not exported (the .so exports ftprof_*). */
 #ifndef FT_PROFILE_INTERNAL_H
 #define FT_PROFILE_INTERNAL_H
+#include <jansson.h>
 #include <stddef.h>
+
+/* The JSON document of path (new reference), NULL when it is not a regular file of at most
+ * FTPROF_MAX_FILE_BYTES or does not parse: a FIFO or a huge file in a store is skipped. */
+json_t *ftprofint_load_json(const char *path);
 
 /* $XDG_CACHE_HOME, or ~/.cache; 0 or -errno. */
 int ftprofint_cache_home(char *buf, size_t n);

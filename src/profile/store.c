@@ -41,6 +41,17 @@ int ftprofint_cache_home(char *buf, size_t n)
 	return copy_out(buf, n, "%s%s", home, "/.cache");
 }
 
+json_t *ftprofint_load_json(const char *path)
+{
+	char *text;
+	size_t len;
+	if (ftfs_read_regular(path, FTPROF_MAX_FILE_BYTES, &text, &len) < 0)
+		return NULL;
+	json_t *j = json_loadb(text, len, 0, NULL);
+	free(text);
+	return j;
+}
+
 int ftprof_store_dir(char *buf, size_t n)
 {
 	char cache[PATH_MAX];
@@ -204,7 +215,7 @@ int ftprof_legacy_copy(const char *src, char *path_out, size_t n)
 		return r;
 	if (path_out && (r = copy_out(path_out, n, "%s%s", path, "")))
 		return r;
-	if ((r = ftfs_read_file(src, FTPROF_MAX_FILE_BYTES, &text, &len)))
+	if ((r = ftfs_read_regular(src, FTPROF_MAX_FILE_BYTES, &text, &len)))
 		return r;
 	j = json_loadb(text, len, 0, NULL);
 	r = json_is_object(j) ? 0 : -EINVAL; /* a profile, not anything */

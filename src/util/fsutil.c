@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,11 +125,49 @@ int ftfs_mkdir_p(const char *path, mode_t mode)
 	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 }
 
+static int read_fd(int fd, size_t max, char **out, size_t *len);
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st;
+	(void)f;
+	return (flag == FTW_DP ? rmdir(p) : unlink(p)) < 0 ? -errno : 0;
+}
+
+int ftfs_remove_tree(const char *path)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	int r = nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	return r < 0 ? -errno : r;
+}
+
 int ftfs_read_file(const char *path, size_t max, char **out, size_t *len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	return read_fd(fd, max, out, len);
+}
+
+int ftfs_read_regular(const char *path, size_t max, char **out, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	int r = fstat(fd, &st) < 0 ? -errno : !S_ISREG(st.st_mode) ? -EINVAL : (size_t)st.st_size > max ? -EFBIG : 0;
+	if (r) {
+		close(fd);
+		return r;
+	}
+	return read_fd(fd, max, out, len);
+}
+
+/* Read fd (closed here) to its end. */
+static int read_fd(int fd, size_t max, char **out, size_t *len)
+{
 	size_t cap = 4096, n = 0;
 	char *buf = malloc(cap + 1);
 	int r = 0;

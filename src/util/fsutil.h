@@ -26,6 +26,16 @@ int ftfs_read_line(const char *path, char *buf, size_t n);
  * -EFBIG when the file is larger than max bytes. */
 int ftfs_read_file(const char *path, size_t max, char **out, size_t *len);
 
+/* ftfs_read_file for files a daemon finds in a directory others may write: opened without
+ * blocking (a FIFO would wait for a writer for ever) and refused unless a regular file
+ * (-EINVAL), of at most max bytes (-EFBIG, from its size before anything is read). */
+int ftfs_read_regular(const char *path, size_t max, char **out, size_t *len);
+
+/* Remove path and, when it is a directory, everything below it (symbolic links are removed, never
+ * followed; other file systems are not entered). 0 (also when path does not exist) or -errno of
+ * the first failure. */
+int ftfs_remove_tree(const char *path);
+
 /* Write all of buf to fd, retrying on EINTR and short writes. */
 int ftfs_write_all(int fd, const void *buf, size_t len);
 

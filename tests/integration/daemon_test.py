@@ -555,7 +555,11 @@ def graceful_sigterm(t):
     ensure(len(pids) == 2)
     d.proc.send_signal(signal.SIGTERM)  # the hanging worker keeps the daemon in its 3 s grace period
     deadline = time.time() + 2
-    while d.json("GET", "/health")[2]["status"] != "stopping":
+    while True:  # readiness probes read the code: 503 while stopping
+        st, hdrs, h = d.json("GET", "/health")
+        if h["status"] == "stopping":
+            ensure(st == 503 and "retry-after" in hdrs, lambda: (st, hdrs))
+            break
         ensure(time.time() < deadline)
         time.sleep(0.02)
     expect_error(d, "POST", "/benchmark/start", 503, "shutting_down", body={"kind": "cache-copy"})

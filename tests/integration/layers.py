@@ -26,6 +26,7 @@ LAYERS = [
     ["metrics"],
     ["runner"],
     ["api", "page"],
+    ["front"],
     ["http"],
     ["main"],
 ]

@@ -126,11 +126,35 @@ static void test_dirname(void **s)
 	assert_string_equal(d, "/");
 }
 
+/* issue 34: what a daemon reads from a shared directory: a FIFO is refused at once (no blocking
+ * open), a file over the limit by its size, a directory too; a regular file reads as usual. */
+static void test_read_regular(void **s)
+{
+	(void)s;
+	char path[128], *buf = NULL;
+	size_t len = 0;
+	snprintf(path, sizeof path, "%s/fifo", dir);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(ftfs_read_regular(path, 1 << 20, &buf, &len), -EINVAL);
+	assert_int_equal(ftfs_read_regular(dir, 1 << 20, &buf, &len), -EINVAL);
+	snprintf(path, sizeof path, "%s/big", dir);
+	int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)1 << 30), 0); /* 1 GiB, sparse: refused by its size */
+	close(fd);
+	assert_int_equal(ftfs_read_regular(path, 8 << 20, &buf, &len), -EFBIG);
+	assert_int_equal(ftfs_write_atomic(path, "{}", 2, 0600), 0);
+	assert_int_equal(ftfs_read_regular(path, 8 << 20, &buf, &len), 0);
+	assert_int_equal(len, 2);
+	assert_string_equal(buf, "{}");
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_atomic_roundtrip), cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_dirname), cmocka_unit_test(test_sweep_temps),
+		cmocka_unit_test(test_dirname), cmocka_unit_test(test_sweep_temps), cmocka_unit_test(test_read_regular),
 	};
 	return cmocka_run_group_tests_name("fsutil", tests, setup, teardown);
 }

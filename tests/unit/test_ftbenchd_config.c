@@ -165,6 +165,43 @@ static void test_dump_documents_everything(void **s)
 	free(buf);
 }
 
+/* issue 34: the allowlist compares normal forms (RFC 3986 6.2.2): dot segments and percent-encoded
+ * unreserved characters cannot step outside an entry; encoded separators are refused. */
+static void test_url_normalize(void **s)
+{
+	(void)s;
+	char out[FTD_CONFIG_URL_MAX + 1], why[160];
+	static const char *const cases[][2] = {
+		{"http://127.0.0.1:9/v1/../internal/admin", "http://127.0.0.1:9/internal/admin"},
+		{"http://127.0.0.1:9/v1/%2e%2E/internal", "http://127.0.0.1:9/internal"},
+		{"http://127.0.0.1:9/v1/./a/../chat?x=/../y", "http://127.0.0.1:9/v1/chat?x=/../y"},
+		{"http://LocalHost:9/v1/%7Euser/%41", "http://localhost:9/v1/~user/A"},
+		{"http://h/a/b/..", "http://h/a/"},
+		{"http://h/../../x", "http://h/x"},
+		{"http://h", "http://h"},
+		{"http://h/v1/%c3%a9", "http://h/v1/%C3%A9"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		assert_int_equal(ftd_config_url_normalize(cases[i][0], out, sizeof out, why, sizeof why), 0);
+		assert_string_equal(out, cases[i][1]);
+	}
+	assert_int_equal(ftd_config_url_normalize("http://h/v1/..%2Fadmin", out, sizeof out, why, sizeof why), -EINVAL);
+	assert_int_equal(ftd_config_url_normalize("http://h/v1/%5C..", out, sizeof out, why, sizeof why), -EINVAL);
+	assert_int_equal(ftd_config_url_normalize("http://h/v1/%zz", out, sizeof out, why, sizeof why), -EINVAL);
+	struct ftd_config c;
+	const char *a[] = {"ftbenchd", "-c", "", "--decode-urls", "http://127.0.0.1:9/v1"};
+	assert_int_equal(load(&c, 5, a), 0);
+	assert_true(ftd_config_url_allowed(&c, "http://127.0.0.1:9/v1/chat"));
+	assert_true(ftd_config_url_allowed(&c, "http://127.0.0.1:9/v1/x/../chat"));
+	assert_true(ftd_config_url_allowed(&c, "http://127.0.0.1:9/v1"));
+	assert_false(ftd_config_url_allowed(&c, "http://127.0.0.1:9/v1/../internal/admin"));
+	assert_false(ftd_config_url_allowed(&c, "http://127.0.0.1:9/v1/%2e%2e/internal"));
+	assert_false(ftd_config_url_allowed(&c, "http://127.0.0.1:9/v1/a/../../x"));
+	assert_false(ftd_config_url_allowed(&c, "http://127.0.0.1:9/v1/..%2Fx"));
+	assert_false(ftd_config_url_allowed(&c, "http://127.0.0.1:9/v10"));
+	ftd_config_release(&c);
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmpdir))
@@ -172,6 +209,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults), cmocka_unit_test(test_file_and_flags), cmocka_unit_test(test_bad),
 		cmocka_unit_test(test_check), cmocka_unit_test(test_dump_documents_everything),
+		cmocka_unit_test(test_url_normalize),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);
 	char cmd[300];

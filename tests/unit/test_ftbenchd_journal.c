@@ -16,6 +16,7 @@
 
 #include "../../daemon/journal.h"
 #include "../../daemon/log.h"
+#include "util/fsutil.h"
 #include "tmpdir.h"
 
 static char dir[] = "/tmp/ftd-journal-XXXXXX";
@@ -117,10 +118,17 @@ static void test_round_trip(void **s)
 	json_decref(after);
 	free_all(v, n);
 
-	/* remove takes the record (and the log and profile copy) away */
+	/* remove takes the record (and the log, profile copy and decode server logs) away */
+	char dl[600];
+	snprintf(dl, sizeof dl, "%s/%s.decode/ftbench-decode-x.abc", dir, j->id);
+	assert_int_equal(ftfs_mkdir_p(dl, 0750), 0);
+	strcat(dl, "/server.log");
+	assert_int_equal(ftfs_write_atomic(dl, "x", 1, 0640), 0);
 	ftd_journal_remove(dir, dir, j);
 	load(&v, &n, NULL, NULL);
 	assert_int_equal(n, 0);
+	snprintf(dl, sizeof dl, "%s/%s.decode", dir, j->id);
+	assert_int_equal(access(dl, F_OK), -1);
 	free(v);
 	ftd_job_unref(j);
 }
@@ -167,6 +175,34 @@ static void count_running(struct ftd_job *j, void *ctx)
 	(*(int *)ctx)++;
 }
 
+/* issue 34: a duration comes from the monotonic clock while the daemon saw the run (a wall clock
+ * set back 2 days in the middle gives no negative figure), is journaled with the final state and
+ * read back; a job with wall times only never gets a negative duration. */
+static void test_duration_clock(void **s)
+{
+	(void)s;
+	clear_dir();
+	struct ftd_job *j = mkjob("00000000000000d1", 9, FTD_JOB_SUCCEEDED);
+	j->started = 1700000000.0;
+	j->finished = j->started - 2 * 86400 + 5; /* the wall clock went back 2 days meanwhile */
+	j->started_ns = 1000000000ull;
+	j->finished_ns = j->started_ns + 5000000000ull;
+	assert_true(ftd_job_duration(j) > 4.99 && ftd_job_duration(j) < 5.01);
+	j->dur_s = ftd_job_duration(j);
+	save(j);
+	struct ftd_job **v;
+	size_t n;
+	load(&v, &n, NULL, NULL);
+	assert_int_equal(n, 1);
+	assert_true(v[0]->started_ns == 0 && v[0]->dur_s > 4.99 && v[0]->dur_s < 5.01);
+	assert_true(ftd_job_duration(v[0]) > 4.99 && ftd_job_duration(v[0]) < 5.01);
+	v[0]->dur_s = -1; /* an old record without it: wall times, never below 0 */
+	assert_true(ftd_job_duration(v[0]) == 0);
+	free_all(v, n);
+	ftd_job_unref(j);
+	clear_dir();
+}
+
 static void test_restart_interrupts(void **s)
 {
 	(void)s;
@@ -210,6 +246,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_torn_files),
 		cmocka_unit_test(test_restart_interrupts),
+		cmocka_unit_test(test_duration_clock),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);
 	if (tmpdir_remove(dir) != 0)

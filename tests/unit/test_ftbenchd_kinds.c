@@ -212,6 +212,66 @@ static void test_paths_and_decode(void **s)
 	expect_err("decode", args, 400, "invalid_argument", "args.server");
 }
 
+static const char *with_prefix(char **argv, const char *prefix)
+{
+	for (; *argv; argv++)
+		if (!strncmp(*argv, prefix, strlen(prefix)))
+			return *argv;
+	return NULL;
+}
+
+/* issue 34: a kept FTW conversion lives in the daemon's ftw directory, one per checkpoint (the
+ * same path twice, spelt differently, gets the same place; a client's ftw_dir beside keep_ftw is
+ * refused); a decode job's server logs go to the job's own directory under the state. */
+static void test_job_dirs(void **s)
+{
+	(void)s;
+	char path[300], other[300], want[400], **argv;
+	int gpu;
+	struct ftd_err e;
+	snprintf(path, sizeof path, "%s/ckpt", root);
+	snprintf(other, sizeof other, "%s/ckpt2", root);
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_equal(mkdir(other, 0700), 0);
+	struct ftd_kind_ctx c = {.cfg = &cfg, .worker = "/w/ftbench", .gpus = gpus, .ngpus = 2,
+				 .job_id = "0123456789abcdef", .out_dir = "/s/logs", .ftw_dir = "/s/ftw"};
+	const struct ftd_kind *lw = ftd_kind_find("load-weights");
+	char first[400] = "";
+	const char *models[] = {path, "%s/./ckpt", other};
+	for (int i = 0; i < 3; i++) {
+		char m[320];
+		snprintf(m, sizeof m, models[i], root);
+		json_t *a = json_pack("{s:s,s:b}", "model", m, "keep_ftw", 1);
+		assert_int_equal(ftd_kind_argv(lw, a, &c, &gpu, &argv, &e), 0);
+		json_decref(a);
+		const char *f = with_prefix(argv, "--ftw-dir=/s/ftw/");
+		assert_non_null(f);
+		if (i == 0)
+			snprintf(first, sizeof first, "%s", f);
+		else if (i == 1)
+			assert_string_equal(f, first);
+		else
+			assert_string_not_equal(f, first);
+		ftd_kind_argv_free(argv);
+	}
+	json_t *a = json_pack("{s:s,s:b,s:s}", "model", path, "keep_ftw", 1, "ftw_dir", root);
+	assert_int_equal(ftd_kind_argv(lw, a, &c, &gpu, &argv, &e), -1);
+	assert_int_equal(e.status, 400);
+	assert_string_equal(e.field, "args.ftw_dir");
+	json_decref(a);
+	a = json_pack("{s:s}", "model", path); /* not kept: the worker's own temporary place */
+	assert_int_equal(ftd_kind_argv(lw, a, &c, &gpu, &argv, &e), 0);
+	assert_null(with_prefix(argv, "--ftw-dir="));
+	ftd_kind_argv_free(argv);
+	json_decref(a);
+	a = json_pack("{s:s}", "url", "http://127.0.0.1:8080");
+	assert_int_equal(ftd_kind_argv(ftd_kind_find("decode"), a, &c, &gpu, &argv, &e), 0);
+	snprintf(want, sizeof want, "--log-dir=/s/logs/0123456789abcdef.decode");
+	assert_true(has(argv, want));
+	ftd_kind_argv_free(argv);
+	json_decref(a);
+}
+
 /* bw with gpu "all": every GPU (FTD_KIND_GPU_ALL, --gpu=all, no uuid); engines and deployment; the
  * config's deployment when the job names none. */
 static void test_bw_all_gpus(void **s)
@@ -275,6 +335,7 @@ int main(void)
 		cmocka_unit_test(test_bw_argv), cmocka_unit_test(test_bw_all_gpus),
 		cmocka_unit_test(test_cache_copy_and_flags),
 		cmocka_unit_test(test_rejections), cmocka_unit_test(test_paths_and_decode),
+		cmocka_unit_test(test_job_dirs),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);
 	ftd_config_release(&cfg);
