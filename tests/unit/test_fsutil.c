@@ -126,7 +126,7 @@ static void test_dirname(void **s)
 	assert_string_equal(d, "/");
 }
 
-/* issue 34: what a daemon reads from a shared directory: a FIFO is refused at once (no blocking
+/* what a daemon reads from a shared directory: a FIFO is refused at once (no blocking
  * open), a file over the limit by its size, a directory too; a regular file reads as usual. */
 static void test_read_regular(void **s)
 {

@@ -165,7 +165,7 @@ static void test_dump_documents_everything(void **s)
 	free(buf);
 }
 
-/* issue 34: the allowlist compares normal forms (RFC 3986 6.2.2): dot segments and percent-encoded
+/* the allowlist compares normal forms (RFC 3986 6.2.2): dot segments and percent-encoded
  * unreserved characters cannot step outside an entry; encoded separators are refused. */
 static void test_url_normalize(void **s)
 {

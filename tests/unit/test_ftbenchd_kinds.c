@@ -220,7 +220,7 @@ static const char *with_prefix(char **argv, const char *prefix)
 	return NULL;
 }
 
-/* issue 34: a kept FTW conversion lives in the daemon's ftw directory, one per checkpoint (the
+/* a kept FTW conversion lives in the daemon's ftw directory, one per checkpoint (the
  * same path twice, spelt differently, gets the same place; a client's ftw_dir beside keep_ftw is
  * refused); a decode job's server logs go to the job's own directory under the state. */
 static void test_job_dirs(void **s)
