@@ -63,6 +63,10 @@ NVFLAGS   := -std=c++17 -O3 -lineinfo -Xcompiler -fPIC,-Wall -Isrc -Ikernels \
              $(foreach s,$(SMS),-gencode arch=compute_$(s),code=sm_$(s)) \
              -gencode arch=compute_$(lastword $(SMS)),code=compute_$(lastword $(SMS))
 CU_SRCS   := $(wildcard kernels/*.cu)
+# the GPU expert GEMV (kernels/expert_gemv.cu): the replay's step runner uses it when it is there
+ifneq ($(wildcard kernels/expert_gemv.cu),)
+CPPFLAGS  += -DFT_HAVE_GEMV=1
+endif
 else
 CUDA_LIBS :=
 CU_SRCS   :=
@@ -76,7 +80,7 @@ ISA_avx512vnni := $(ISA_avx512) -mavx512vnni
 ISA_amx        := $(ISA_avx512) -mavx512bf16 -mamx-tile -mamx-bf16 -mamx-int8
 
 # ---------------------------------------------------------------- sources
-LIB_SRCS     := $(sort $(wildcard src/util/*.c src/hw/*.c src/moe/*.c src/moe/*/*.c \
+LIB_SRCS     := $(sort $(wildcard src/util/*.c src/hw/*.c src/moe/*.c src/moe/*/*.c src/replay/*.c \
                   src/bench/*.c src/decode/*.c src/profile/*.c))
 PROFILE_SRCS := $(sort $(wildcard src/profile/*.c)) src/util/fsutil.c src/hw/pci.c
 CLI_SRCS     := $(sort $(wildcard src/cli/*.c))
@@ -122,8 +126,8 @@ BWFAULT      := $(BUILD)/tests/integration/ftbench_bwfault
 # test programs, with the doubles of tests/lib/ (TEST_LIB_HOOK_SRCS): ftbench_hooks (the real
 # ftbench with them) and test_loader. The product never has them (no_test_doubles.sh checks).
 HOOK_SRCS    := src/moe/directio.c src/bench/load_weights.c src/cli/output.c src/cli/cmd_bw.c \
-		src/cli/cmd_cache_copy.c
-TEST_LIB_HOOK_SRCS := tests/lib/fake_gpus.c
+		src/cli/cmd_cache_copy.c src/cli/cmd_replay.c
+TEST_LIB_HOOK_SRCS := tests/lib/fake_gpus.c tests/lib/fake_replay.c
 HOOK_OBJS    := $(patsubst %,$(BUILD)/obj-hooks/%.o,$(basename $(HOOK_SRCS) $(TEST_LIB_HOOK_SRCS)))
 # ftbench_hooks: the CLI objects with the hook variants in place of their product ones
 HOOK_CLI_OBJS := $(filter-out $(call obj,$(filter src/cli/%,$(HOOK_SRCS))),$(CLI_OBJS))
@@ -237,6 +241,10 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIBFTBENCH)
 
 # the bw tests' shared fake measurements (tests/unit/bw_fake.[ch])
 $(BUILD)/tests/unit/test_bw $(BUILD)/tests/unit/test_bw_host: $(BUILD)/obj/tests/unit/bw_fake.o
+
+# the replay's cost model (tests/lib/fake_replay.c), a test double: test_replay is built with the hooks
+$(BUILD)/obj/tests/unit/test_replay.o: CFLAGS += -DFT_TEST_HOOKS=1
+$(BUILD)/tests/unit/test_replay: $(BUILD)/obj-hooks/tests/lib/fake_replay.o
 
 # The daemon's unit tests link its modules from libftbenchd.a.
 $(BUILD)/tests/unit/test_ftbenchd_%: $(BUILD)/obj/tests/unit/test_ftbenchd_%.o $(LIBFTBENCHD) $(LIBFTBENCH)
@@ -380,9 +388,10 @@ install: $(ALL) man
 # `make fuzz-request FT_FUZZ_SECONDS=60` runs it on the seed bodies of tests/fuzz/request/.
 FUZZ_CC      ?= clang
 FUZZ_FLAGS   := -std=gnu17 -D_GNU_SOURCE -DFT_VERSION='"$(VERSION)"' -g -O1 -fsanitize=fuzzer,address,undefined \
-                -Isrc -Idaemon
+                -Isrc -Isrc/profile -Idaemon
 FUZZ_REQUEST := tests/fuzz/fuzz_request.c daemon/request.c daemon/kinds.c daemon/config.c src/hw/gpu.c \
-                src/util/strutil.c src/util/fsutil.c src/util/jobargs.c src/hw/pci.c
+                src/util/strutil.c src/util/fsutil.c src/util/jobargs.c src/hw/pci.c \
+                src/moe/formats.c src/moe/models.c
 $(BUILD)/fuzz/fuzz_request: $(FUZZ_REQUEST) $(wildcard daemon/*.h src/util/*.h src/hw/*.h)
 	$(call say,FUZZ,$@)
 	@mkdir -p $(@D)

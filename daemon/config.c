@@ -31,7 +31,8 @@ struct opt {
 static const struct opt opts[] = {
 	STR("listen", "127.0.0.1:8377", listen,
 	    "Address to listen on: IPV4:PORT or [IPV6]:PORT. A non-loopback address needs token-file. "
-	    "Ignored under socket activation (ftbenchd.socket)."),
+	    "Ignored under socket activation (ftbenchd.socket). The seed daemon's desktop app expects "
+	    "its port: listen = 127.0.0.1:1900 (POST /bench/run, GET /bench/profile, X-FT-Token; README)."),
 	STR("state-dir", "", state_dir,
 	    "Job journal and logs. Empty: $STATE_DIRECTORY, else $XDG_STATE_HOME/ftbenchd, else "
 	    "~/.local/state/ftbenchd."),
@@ -83,7 +84,7 @@ static const struct opt opts[] = {
 	INT("bw-legacy-copy", 0, 1, "1", bw_legacy_copy,
 	    "1: a bw job on a host with one GPU also writes the seed system's single file "
 	    "$XDG_CACHE_HOME/freetoken/benchbw.json, the only one released engines read (never on a host with "
-	    "several GPUs); 0: it does not (the worker gets --no-legacy-copy)."),
+	    "several GPUs); 0: it does not."),
 	INT("history", 0, 10000, "20", history,
 	    "Profiles kept per GPU in <profile-dir>/history (GET /profiles/{uuid}/history, the status "
 	    "page's plots); 0 keeps none."),
@@ -100,7 +101,7 @@ static const struct opt opts[] = {
 	    "/etc/kubernetes/node-feature-discovery/features.d/ftbenchd) at start and after every "
 	    "stored profile: ftbenchd/<format>=hybrid|offload|mixed|unmeasured lines. Empty: not written."),
 	LIST("model-roots", model_roots,
-	    "Comma-separated directories model paths must resolve under (load-weights, decode). Empty: "
+	    "Comma-separated directories model paths must resolve under (load-weights, decode, a replay trace). Empty: "
 	    "model paths are refused."),
 	LIST("decode-server", decode_servers,
 	    "NAME=COMMAND TEMPLATE a decode job may start (repeat the option for several); NAME is 1 to 64 "
@@ -267,6 +268,7 @@ static void usage(FILE *f)
 		   "  -c, --config FILE   config file (default /etc/ftbenchd.conf when it exists)\n"
 		   "  -n, --check         check the configuration and exit (0 ok, 2 bad)\n"
 		   "      --dump-config   print a config file with every option and its default\n"
+		   "      --dump-job-args print the job kinds' argument tables as JSON (alone)\n"
 		   "  -h, --help          this help;  --version  the version\n\n"
 		   "Options (also `key = value` in the config file):\n");
 	for (size_t i = 0; i < N_OPTS; i++) {

@@ -326,6 +326,15 @@ static void release_all(void)
 
 int main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "--dump-job-args")) {
+		json_t *j = ftd_kinds_args_json();
+		if (!j || json_dumpf(j, stdout, JSON_INDENT(2)) < 0 || puts("") == EOF) {
+			json_decref(j);
+			return 1;
+		}
+		json_decref(j);
+		return 0;
+	}
 	int r = ftd_config_load(&ftd.cfg, argc, argv);
 	if (r == 1) {
 		ftd_config_release(&ftd.cfg);

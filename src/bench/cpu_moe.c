@@ -45,7 +45,7 @@ struct fill_job {
 	int bank;
 };
 
-static void fill_bytes(enum ftfmt_id f, const struct ftfmt_bank_shape *sh, uint8_t *p, size_t n, uint64_t s)
+void ftmoebench_fill(enum ftfmt_id f, const struct ftfmt_bank_shape *sh, uint8_t *p, size_t n, uint64_t s)
 {
 	switch (sh->dtype) {
 	case FTFMT_DT_BF16: { /* |w| in [2^-8, 2^-4), random sign: bf16 weights and biases */
@@ -105,7 +105,7 @@ static void fill_work(void *arg, int tid, int n)
 		e = total;
 	if (a >= e)
 		return;
-	fill_bytes(b->cfg.format, &b->sh[j->bank], b->bank[j->bank] + a, e - a,
+	ftmoebench_fill(b->cfg.format, &b->sh[j->bank], b->bank[j->bank] + a, e - a,
 		   b->seed * 1000003u + (uint64_t)j->bank * 7919u + a);
 }
 

@@ -81,6 +81,11 @@ int ftmoebench_time(struct ftmoebench *b, enum ftcpumoe_isa isa, int warmup, int
 int ftmoebench_run_until(struct ftmoebench *b, enum ftcpumoe_isa isa, const atomic_int *stop, double max_s,
 		    double *bytes, double *secs);
 
+/* Fill n bytes of bank sh of format f at p as the banks above are filled (random codes,
+ * realistic never-zero scales, no NaN/Inf), from seed s; p starts on an expert row (q4_0: on a
+ * block). The replay's host banks use it too. */
+void ftmoebench_fill(enum ftfmt_id f, const struct ftfmt_bank_shape *sh, uint8_t *p, size_t n, uint64_t s);
+
 /* Check one step of tier isa against the scalar tier on the same banks and input; returns 0
  * and the relative L2 error in *rel, or -errno. */
 int ftmoebench_verify(struct ftmoebench *b, enum ftcpumoe_isa isa, double *rel);

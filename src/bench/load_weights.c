@@ -623,50 +623,6 @@ int ftlw_run(const struct ftlw_opts *o, json_t **result, char *err, size_t errle
 	return 0;
 }
 
-void ftlw_print_table(const json_t *r, void *file)
-{
-	FILE *f = file;
-	json_t *rows = json_object_get(r, "rows");
-	fprintf(f, "model %s: %s, %lld MoE layers x %lld experts, banks %.2f GiB\n",
-		json_string_value(json_object_get(r, "model")), json_string_value(json_object_get(r, "format")),
-		json_integer_value(json_object_get(r, "layers")), json_integer_value(json_object_get(r, "experts")),
-		json_integer_value(json_object_get(r, "bank_bytes")) / 1073741824.0);
-	json_t *ftw = json_object_get(r, "ftw");
-	if (json_is_object(ftw)) {
-		if (json_is_real(json_object_get(ftw, "convert_s")))
-			fprintf(f, "ftw: converted into %s in %.2f s (%d shard(s), %.2f GiB written)%s\n",
-				json_string_value(json_object_get(ftw, "dir")), json_real_value(json_object_get(ftw, "convert_s")),
-				(int)json_integer_value(json_object_get(ftw, "shards")),
-				json_integer_value(json_object_get(ftw, "bytes_written")) / 1073741824.0,
-				json_is_true(json_object_get(ftw, "kept")) ? ", kept" : ", removed");
-		else
-			fprintf(f, "ftw: reused %s\n", json_string_value(json_object_get(ftw, "dir")));
-	}
-	int many = json_integer_value(json_object_get(r, "repeat")) > 1;
-	if (many)
-		fprintf(f, "each mode run %lld times: load_s and read GB/s are the median, [min max] the range\n",
-			json_integer_value(json_object_get(r, "repeat")));
-	fprintf(f, "%-9s %-9s %8s%s %11s%s %10s %8s %14s  %s\n", "mode", "loader", "load_s", many ? "   [min     max]" : "",
-		"read GB/s", many ? "  [min     max]" : "", "peakRSS", "speedup", "bytes", "checksum");
-	size_t i;
-	json_t *row;
-	json_array_foreach(rows, i, row) {
-		char ts[40] = "", gs[40] = "";
-		if (many) {
-			snprintf(ts, sizeof ts, " [%6.3f %7.3f]", json_real_value(json_object_get(row, "load_s_min")),
-				 json_real_value(json_object_get(row, "load_s_max")));
-			snprintf(gs, sizeof gs, " [%6.2f %7.2f]", json_real_value(json_object_get(row, "read_gbs_min")),
-				 json_real_value(json_object_get(row, "read_gbs_max")));
-		}
-		fprintf(f, "%-9s %-9s %8.3f%s %11.2f%s %8.2fGi %7.2fx %14lld  %s\n",
-			json_string_value(json_object_get(row, "mode")), json_string_value(json_object_get(row, "loader")),
-			json_real_value(json_object_get(row, "load_s")), ts, json_real_value(json_object_get(row, "read_gbs")),
-			gs, json_integer_value(json_object_get(row, "peak_rss_bytes")) / 1073741824.0,
-			json_real_value(json_object_get(row, "speedup")), json_integer_value(json_object_get(row, "bytes")),
-			ftlw_checksum_word(row, (int)i));
-	}
-}
-
 const char *ftlw_checksum_word(const json_t *row, int index)
 {
 	return json_is_true(json_object_get(row, "checksum_ok")) ? (index ? "ok" : "reference") : "BAD";

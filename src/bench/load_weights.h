@@ -71,8 +71,6 @@ int ftlw_worker(const char *mode, const struct ftlw_opts *o, json_t **row, char 
 /* Evict the page cache of every regular file directly in dir. Returns files evicted or -errno. */
 int ftlw_evict_dir(const char *dir);
 
-/* The table of a result, as text lines into f (with each mode's [min max] when repeat > 1). */
-void ftlw_print_table(const json_t *result, void *file /* FILE * */);
 /* A row's checksum verdict: "reference" (the first row, when its runs agree), "ok" or "BAD". */
 const char *ftlw_checksum_word(const json_t *row, int index);
 

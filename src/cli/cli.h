@@ -14,11 +14,13 @@
 #include "hw/gpu.h"
 #include "moe/cpu/cpumoe.h"
 #include "util/report.h"
+#include "util/workermsg.h"
 
-#define FTCLI_EXIT_OK 0
-#define FTCLI_EXIT_FAIL 1
-#define FTCLI_EXIT_USAGE 2
-#define FTCLI_EXIT_INVALID 3 /* bw: measured, but the profile's own checks failed (valid: false) */
+/* the worker protocol's exit statuses (util/workermsg.h), which ftbenchd reads */
+#define FTCLI_EXIT_OK FTWMSG_EXIT_OK
+#define FTCLI_EXIT_FAIL FTWMSG_EXIT_FAIL
+#define FTCLI_EXIT_USAGE FTWMSG_EXIT_USAGE
+#define FTCLI_EXIT_INVALID FTWMSG_EXIT_INVALID /* bw: measured, but the profile's own checks failed */
 
 struct ftcli_cmd {
 	const char *name;
@@ -29,7 +31,9 @@ struct ftcli_cmd {
 
 /* The option tables of the commands (each in its cmd_<name>.c). */
 extern const struct ftflag_cmd ftcli_flags_gpus, ftcli_flags_cpu_moe, ftcli_flags_bw,
-	ftcli_flags_cache_copy, ftcli_flags_load_weights, ftcli_flags_make_checkpoint, ftcli_flags_ftw;
+	ftcli_flags_cache_copy, ftcli_flags_load_weights, ftcli_flags_make_checkpoint, ftcli_flags_ftw,
+	ftcli_flags_decode, ftcli_flags_cpu, ftcli_flags_profile, ftcli_flags_submit, ftcli_flags_jobs,
+	ftcli_flags_wait, ftcli_flags_cancel, ftcli_flags_replay;
 
 /* Commands (one file each: src/cli/cmd_<name>.c). */
 int ftcli_cmd_gpus(int argc, char **argv);
@@ -42,6 +46,7 @@ int ftcli_cmd_load_weights(int argc, char **argv);
 int ftcli_cmd_make_checkpoint(int argc, char **argv);
 int ftcli_cmd_ftw(int argc, char **argv);
 int ftcli_cmd_decode(int argc, char **argv);
+int ftcli_cmd_replay(int argc, char **argv);
 int ftcli_cmd_submit(int argc, char **argv);
 int ftcli_cmd_jobs(int argc, char **argv);
 int ftcli_cmd_wait(int argc, char **argv);

@@ -16,6 +16,7 @@
 #include "ftprofile.h"
 #include "hw/cpu.h"
 #include "moe/cpu/cpumoe.h"
+#include "replay/replay.h"
 #include "util/fsutil.h"
 #include "util/strutil.h"
 #include "util/timeutil.h"
@@ -127,20 +128,16 @@ static int parse_isa(const char *arg, struct ftbw_config *c)
 	return r;
 }
 
-/* Write prof where it goes. 0 written; 1: not valid (its own checks failed), so it went to the
- * store's history only and the profile engines read is unchanged; -errno. */
+/* Write prof where it goes: -o FILE (that file only), FREETOKEN_BENCHBW_PATH (that file, no store,
+ * no history), else the store's rule (ftprof_store_settle). 0 written; FTPROF_KEPT_INVALID: not
+ * valid (its own checks failed), so it went to the store's history only and the profile engines
+ * read is unchanged; -errno. */
 static int write_profile(const json_t *prof, const char *output, const char *uuid, char *path, size_t n)
 {
 	if (!output && getenv("FREETOKEN_BENCHBW_PATH") && *getenv("FREETOKEN_BENCHBW_PATH"))
 		return ftprof_store_write(prof, uuid, path, n); /* that file: no store, no history */
-	if (!output && json_is_false(json_object_get(prof, "valid"))) {
-		int r = ftprof_history_add(NULL, prof, uuid, FTPROF_HISTORY_KEEP);
-		if (r == 0 && (r = ftprof_store_file(NULL, uuid, path, n)) == 0)
-			r = 1;
-		return r;
-	}
 	if (!output)
-		return ftprof_store_commit(NULL, prof, uuid, FTPROF_HISTORY_KEEP, FTPROF_DRIFT_SHARE, path, n);
+		return ftprof_store_settle(NULL, prof, uuid, FTPROF_HISTORY_KEEP, FTPROF_DRIFT_SHARE, path, n);
 	char *text = json_dumps(prof, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	if (!text)
 		return -ENOMEM;
@@ -157,46 +154,59 @@ static int write_profile(const json_t *prof, const char *output, const char *uui
 	return r;
 }
 
-/* A profile whose own checks failed: its reasons on stderr and FTCLI_EXIT_INVALID (the profile
- * was written to -o, or kept in the history beside store_path); else FTCLI_EXIT_OK. */
+/* A profile whose own checks failed: one error (on stderr and, in worker mode, the result fd)
+ * with every reason on its own line, and FTCLI_EXIT_INVALID (the profile was written to -o, or
+ * kept in the history beside store_path); else FTCLI_EXIT_OK. */
 static int invalid_exit(const json_t *prof, const char *store_path)
 {
 	const json_t *why = json_object_get(prof, "invalid_reasons");
 	if (!json_is_false(json_object_get(prof, "valid")))
 		return FTCLI_EXIT_OK;
-	size_t i;
+	size_t i, len = 0;
 	json_t *w;
-	ftcli_error("the profile is not valid (its own checks failed):");
+	char *text = NULL;
+	FILE *f = open_memstream(&text, &len);
+	if (!f) {
+		ftcli_error("the profile is not valid (its own checks failed)");
+		return FTCLI_EXIT_INVALID;
+	}
+	fputs("the profile is not valid (its own checks failed):", f);
 	json_array_foreach(why, i, w)
-		fprintf(stderr, "  - %s\n", json_string_value(w));
+		fprintf(f, "\n  - %s", json_string_value(w));
+	if (!json_array_size(why))
+		fputs("\n  - (no reason recorded)", f);
+	const json_t *rm = json_object_get(prof, "remeasured");
+	json_array_foreach(rm, i, w)
+		fprintf(f, "%s%s (%lld tries)", i ? ", " : "\n  measured again first: ",
+			json_string_value(json_object_get(w, "phase")) ? json_string_value(json_object_get(w, "phase")) : "?",
+			(long long)json_integer_value(json_object_get(w, "tries")));
 	if (store_path)
-		fprintf(stderr, "  it is kept in the history beside %s; that profile, which engines read, is unchanged\n",
+		fprintf(f, "\n  it is kept in the history beside %s; that profile, which engines read, is unchanged",
 			store_path);
+	fclose(f);
+	ftcli_error("%s", text ? text : "the profile is not valid (its own checks failed)");
+	free(text);
 	return FTCLI_EXIT_INVALID;
 }
 
-/* The seed's single file (the only one released engines read) beside the per-GPU one, on a host
- * with exactly one GPU; elsewhere say why not. */
-static void legacy_copy(const json_t *prof, const char *output, bool have_gpu, const char *saved, char *done,
-			size_t n)
+/* The seed's single file (the only one released engines read) beside the stored profile, by the
+ * store's rule (ftprof_legacy_settle): on a host with exactly one GPU; elsewhere say why not. */
+static void legacy_copy(const json_t *prof, const char *saved, char *done, size_t n)
 {
 	char lp[4096];
-	int r, host;
-	if (output || !have_gpu || ftprof_legacy_path(lp, sizeof lp) < 0)
-		return; /* -o names the one file to write; a GPU-less profile is for no GPU's engine */
-	if ((host = ftcli_host_gpu_count()) > 1) {
+	enum ftprof_legacy what;
+	int host = ftcli_host_gpu_count();
+	int r = ftprof_legacy_settle(prof, saved, host, &what, lp, sizeof lp);
+	done[0] = '\0';
+	if (r < 0 && what == FTPROF_LEGACY_WRITTEN)
+		ftcli_note("warning: the legacy copy %s could not be written: %s", lp, strerror(-r));
+	else if (r == 0 && what == FTPROF_LEGACY_WRITTEN)
+		ftstr_copy(done, n, lp);
+	else if (r == 0 && what == FTPROF_LEGACY_MANY_GPUS)
 		ftcli_note("this host has %d GPUs: the legacy single file %s is not written (engines on every GPU "
 			   "would read this one's figures); engines that read benchbw/<gpu-uuid>.json or "
 			   "FREETOKEN_BENCHBW_PATH get the right file%s",
 			   host, lp, access(lp, F_OK) == 0 ? "; an older copy is still there, remove it" : "");
-		return;
-	}
-	if (!strcmp(lp, saved))
-		return; /* FREETOKEN_BENCHBW_PATH names it: already written */
-	if ((r = ftprof_legacy_copy(saved, done, n)) < 0) {
-		done[0] = '\0';
-		ftcli_note("warning: the legacy copy %s could not be written: %s", lp, strerror(-r));
-	}
 }
 
 /* --gpu all: every GPU alone, then the engines at once (ftbw_run_host); one profile per GPU. */
@@ -340,7 +350,7 @@ static int bw_all(struct ftbw_config *cfg, int threads, const char *output, int 
 			goto out;
 		}
 		json_array_append(json_object_get(all, "profiles"), profs[g]);
-		if (r == 1 && invalid_exit(profs[g], path) != FTCLI_EXIT_OK)
+		if (r == FTPROF_KEPT_INVALID && invalid_exit(profs[g], path) != FTCLI_EXIT_OK)
 			invalid = 1;
 		else if (!json && out_fmt != FTCLI_FMT_TABLE)
 			ftcli_note("GPU %d: profile written to %s", gpus[g].index, path);
@@ -349,7 +359,7 @@ static int bw_all(struct ftbw_config *cfg, int threads, const char *output, int 
 	}
 	char legacy_path[4096] = "";
 	if (legacy && !invalid) /* one GPU: its file; several: says why not */
-		legacy_copy(profs[ng - 1], NULL, true, path, legacy_path, sizeof legacy_path);
+		legacy_copy(profs[ng - 1], path, legacy_path, sizeof legacy_path);
 	if (output && (r = write_profile(all, output, NULL, path, sizeof path)) < 0) {
 		ftcli_error("writing %s: %s", output, strerror(-r));
 		goto out;
@@ -382,6 +392,72 @@ out:
 	free(gpus);
 	ftcpu_release(&ci);
 	return rc;
+}
+
+/* bw's replay: per format of the dtype workloads, the engine's decode step replayed
+ * (src/replay) with the profile's own figures (its fetch fraction, its rule-of-thumb verdict);
+ * the blocks go to prof.replay and the seed-read verdicts follow them (ftrp_apply_verdicts).
+ * A format the replay cannot run (no CPU path, no GPU GEMV kernel) keeps the rule, with a note;
+ * a replay that fails adds a warning and keeps the rule: the bandwidth profile stands. */
+static void bw_replay(json_t *prof, enum ftrp_size size, const struct ftgpu_info *gpu, const struct ftcpu_info *ci,
+		      const int *cpus, int ncpus, const struct ftcpumoe_tune *tune, const struct ftreport *rep)
+{
+	json_t *dk = json_object_get(prof, "dtype_kernels"), *e, *blocks = json_object();
+	const char *name;
+	int fake = ftcli_fake_gpus() >= 0;
+	json_object_foreach(dk, name, e) {
+		const struct ftfmt *f = ftfmt_lookup(name);
+		const struct ftmodel *m = f ? ftmodel_bw_dtype(f->id) : NULL;
+		if (!f || !m || !f->cpu_path)
+			continue;
+		struct ftrp_config c;
+		ftrp_config_default(&c, size);
+		c.fmt = f;
+		c.model = m;
+		c.layers_model = 0;
+		for (int i = 0; i < ftmodel_cache_profiles_count && !c.layers_model; i++) {
+			const struct ftmodel *p = &ftmodel_cache_profiles[i];
+			if (p->hidden == m->hidden && p->inter == m->inter && p->experts == m->experts && p->topk == m->topk)
+				c.layers_model = p->layers;
+		}
+#define NUM(k) (json_is_number(json_object_get(e, k)) ? json_number_value(json_object_get(e, k)) : NAN)
+		c.profile_fraction = ftbw_fetch_fraction(NUM("cpu_moe_gbs"), NUM("pcie_gather_gbs"), NUM("cpu_moe_overlap_gbs"),
+							 NUM("pcie_gather_overlap_gbs"));
+#undef NUM
+		c.profile_fraction_from = "bw";
+		c.bandwidth_verdict = json_string_value(json_object_get(e, "recommended"));
+		struct ftrp_ops ops;
+		struct ftrp_gpu_opts go = {.device = gpu->index, .cpu = ci, .cpus = cpus, .ncpus = ncpus,
+					   .host_alloc = "register", .host_gib = 2, .tune = tune};
+		if (fake ? ftrp_fake_ops(0, &ops) : ftrp_gpu_ops(&go, &ops))
+			continue;
+		json_t *blk = NULL;
+		char err[1024];
+		int r = ftrp_run(&c, &ops, rep, &blk, err, sizeof err);
+		if (fake)
+			ftrp_fake_ops_free(&ops);
+		else
+			ftrp_gpu_ops_free(&ops);
+		if (r == -ENOTSUP) {
+			ftcli_note("replay: %s; its verdict stays the bandwidth rule's", err);
+		} else if (r) {
+			char w[1200];
+			snprintf(w, sizeof w, "replay of %s failed (its verdict stays the bandwidth rule's): %s", name, err);
+			ftcli_note("%s", w);
+			json_array_append_new(json_object_get(prof, "warnings"), json_string(w));
+		} else {
+			json_object_set_new(blocks, name, blk);
+		}
+	}
+	if (json_object_size(blocks)) {
+		json_object_set_new(prof, "replay", blocks);
+		int changed = ftrp_apply_verdicts(prof);
+		if (changed)
+			ftcli_note("replay: the measured decode changed the verdict of %d format(s) (recommended_bandwidth keeps the rule's)",
+				   changed);
+	} else {
+		json_decref(blocks);
+	}
 }
 
 /* ---- --cpu-kernel: the engine's own CPU MoE executor through the probe protocol */
@@ -497,6 +573,7 @@ struct bw_opts {
 	struct ftflag_gpu gpu;
 	int deployment; /* -1: not given; else the index of isolated|concurrent */
 	int no_legacy, repeat;
+	int replay; /* -1: not given; else the index of none|short|full (enum ftrp_size) */
 	struct ftflag_list batch_sweep;
 	enum ftcli_format ofmt;
 	struct ftcli_tune tune;
@@ -505,7 +582,7 @@ struct bw_opts {
 };
 #define O(m) FTF_FIELD(struct bw_opts, m)
 
-static const struct ftflag rows[] = {
+static const struct ftflag flag_rows[] = {
 	{"dtype", FTF_STR, O(dtype), .meta = "all|LIST", .flags = FTF_SEED_LIST, .def_help = "all, unless --model",
 	 .help = "formats on their bw workloads: bf16,nvfp4,fp8_block,mxfp4_triton,ds_fp4 (aliases mxfp4, fp8)"},
 	{"model", FTF_STR, O(model), .meta = "all|LIST", .flags = FTF_SEED_LIST,
@@ -551,10 +628,17 @@ static const struct ftflag rows[] = {
 	 .max_items = FTBW_MAX_BATCHES, .def_help = "off",
 	 .help = "also per batch (e.g. 1,2,4,8,16,32): the CPU MoE with tokens routed among the model's experts "
 		 "and the gather of as many experts, interleaved; gives each entry batch_sweep and hybrid_max_batch"},
+	{"replay", FTF_ENUM, O(replay), .choices = "none|short|full",
+	 .def_help = "short with a GPU (none on the tests' fake GPUs)",
+	 .help = "also replay the engine's MoE decode step per format (ftbench replay): short, the default "
+		 "workload (cache 0.4 of L x E, reuse 0.6), offload against the profile's f and f 0.25/0.5/1; "
+		 "full, the map; the verdict fields then follow the measured decode (recommended_bandwidth "
+		 "keeps the rule's; docs/REPLAY.md)"},
 	{"max-spread", FTF_DOUBLE, O(cfg.max_spread), .meta = "X", .lo = 0, .hi = 100,
 	 .def = FTF_XSTR(FTBW_VALID_SPREAD),
 	 .help = "the profile is not valid when a figure's spread (max - min) is over X of its median (0: "
-		 "spreads not checked)"},
+		 "spreads not checked); a phase over it is measured again first, up to 2 more times (said in "
+		 "the warnings, listed in the profile's \"remeasured\")"},
 	{"no-checks", FTF_BOOL, O(cfg.no_checks),
 	 .help = "no validity checks at all (short test runs; the profile then has no \"valid\" field and says so "
 		 "in its warnings)"},
@@ -582,7 +666,7 @@ static const struct ftflag rows[] = {
 };
 
 const struct ftflag_cmd ftcli_flags_bw = {
-	"bw", rows, FTF_COUNT(rows),
+	"bw", flag_rows, FTF_COUNT(flag_rows),
 	.about = "Measure this host's CPU and PCIe bandwidth on the real kernels and decide, per expert\n"
 		 "format, offload (fetch misses over PCIe) or hybrid (compute misses on the CPU).\n",
 	.notes = "Lists take commas or spaces (--dtype bf16,nvfp4 or --dtype bf16 nvfp4).\n"
@@ -598,7 +682,7 @@ static int bw_cmd(struct bw_opts *o, const struct ftflag_state *fs);
 
 int ftcli_cmd_bw(int argc, char **argv)
 {
-	struct bw_opts o = {.deployment = -1};
+	struct bw_opts o = {.deployment = -1, .replay = -1};
 	struct ftflag_state fs;
 	ftbw_config_default(&o.cfg);
 	int r = ftflags_parse(&ftcli_flags_bw, argc, argv, &o, &fs);
@@ -673,8 +757,16 @@ static int bw_cmd(struct bw_opts *o, const struct ftflag_state *fs)
 			return FTCLI_EXIT_USAGE;
 		}
 	}
-	if (gpu_spec && !strcmp(gpu_spec, "all"))
+	int replay_given = o->replay >= 0;
+	enum ftrp_size replay = replay_given ? (enum ftrp_size)o->replay : FTRP_SHORT;
+	if (gpu_spec && !strcmp(gpu_spec, "all")) {
+		if (replay_given && replay != FTRP_NONE)
+			ftcli_note("--replay: bw --gpu all measures no replay (run ftbench replay --gpu G per GPU)");
 		return bw_all(&cfg, threads, output, json, legacy);
+	}
+	/* the fake GPUs of the tests replay only when asked to (their figures stay those of bw) */
+	if (!replay_given && ftcli_fake_gpus() >= 0)
+		replay = FTRP_NONE;
 	if (cfg.engines > 1 || cfg.engine_threads)
 		ftcli_note("--engines and --engine-threads apply to --gpu all only; ignored");
 	if (cfg.deployment == FTBW_DEPLOY_CONCURRENT)
@@ -741,15 +833,19 @@ static int bw_cmd(struct bw_opts *o, const struct ftflag_state *fs)
 		ftcli_error("applying the engine's CPU kernel figures: %s; no profile written", strerror(-r));
 		goto out;
 	}
+	if (have_gpu && replay != FTRP_NONE)
+		bw_replay(prof, replay, &gpu, &ci, cpus, ncpus, &cfg.tune, &rep);
+	else if (!have_gpu && replay_given && replay != FTRP_NONE)
+		ftcli_note("--replay: replay needs a GPU (%s); none run", why);
 	r = write_profile(prof, output, have_gpu ? gpu.uuid : NULL, path, sizeof path);
 	if (r < 0) {
 		ftcli_error("writing the profile%s%s: %s", output ? " to " : "", output ? output : "",
 			    strerror(-r));
 		goto out;
 	}
-	int kept_aside = r == 1;
-	if (legacy && !kept_aside)
-		legacy_copy(prof, output, have_gpu, path, legacy_path, sizeof legacy_path);
+	int kept_aside = r == FTPROF_KEPT_INVALID;
+	if (legacy && !kept_aside && !output) /* -o names the one file to write */
+		legacy_copy(prof, path, legacy_path, sizeof legacy_path);
 	ftcli_result(prof);
 	if (json) {
 		ftcli_print_json(prof);

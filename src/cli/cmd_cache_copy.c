@@ -8,6 +8,7 @@
 
 #include "bench/cache_copy.h"
 #include "cli/cli.h"
+#include "cli/table.h"
 #include "moe/formats.h"
 #include "moe/slot_cache.h"
 #include "util/fsutil.h"
@@ -78,8 +79,54 @@ static double jnum(const json_t *o, const char *k)
 	return json_number_value(json_object_get(o, k));
 }
 
+/* A row of a result (model, cache size) and batch size and miss rate: table, csv and md. */
+static const struct ftcol row_cols[] = {
+	{"model"}, {"format"}, {"cache_slots", .fmt = "%.0f"}, {"path"}, {"copy"},
+	{"bs", "bs", NULL, 4, "%.0f"},
+	{"active", "active", NULL, 6, "%.0f"},
+	{"miss_rate", "miss", NULL, 5, "%.2f"},
+	{"misses", "misses", NULL, 6, "%.0f"},
+	{"time_ms", "time_ms", "ms", 9, "%.4f"},
+	{"time_ms_min", "min", "ms", 9, "%.4f"},
+	{"time_ms_max", "max", "ms", 9, "%.4f"},
+	{"copy_MiB", "copy_MiB", "MiB", 9, "%.2f"},
+	{"bw_GBps", "bw_GBps", "GB/s", 8, "%.2f"},
+	{"tok_ms", "tok_ms", "ms", 8, "%.2f"},
+	{"ensure_us", "ens_us", "us", 7, "%.2f"},
+	{"linear_GBps", "lin_GBps", "GB/s", 8, "%.2f"},
+	{"fused_GBps", "fus_GBps", "GB/s", 8, "%.2f"},
+	{"memcpy_GBps", "pyt_GBps", "GB/s", 8, "%.2f"},
+	{"proxy_GBps", "pxy_GBps", "GB/s", 8, "%.2f"},
+	{"pct_of_linear", "%lin", "%", 6, "%.1f"},
+	{"proxy_pct_of_linear", "pxy%", "%", 6, "%.1f"},
+	{"fused_over_per_bank", "f/pb", NULL, 5, "%.2f", "%.3f"},
+	{"verified", "ok", NULL, 5},
+	{"error"},
+};
+enum { NCOLS = FTCOL_COUNT(row_cols), COL_BS = 5, COL_LINEAR = 16 };
+
+/* The cells of row of result r: an error row has bs, active, miss_rate, misses and its error;
+ * a row without misses shows no copy-path figures in the table. */
+static void row_cells(const json_t *r, const json_t *row, struct ftcell *c)
+{
+	const char *err = json_string_value(json_object_get(row, "error"));
+	const json_t *sp = json_object_get(row, "time_ms_spread");
+	for (int k = 0; k < NCOLS; k++) {
+		const json_t *o = k < COL_BS ? r : !strcmp(row_cols[k].name, "time_ms_min") ||
+							     !strcmp(row_cols[k].name, "time_ms_max") ? sp : row;
+		const char *key = o == sp ? row_cols[k].name + 8 : row_cols[k].name;
+		c[k] = err && k >= COL_BS + 4 ? FTCELL_NONE : ftcell_json(json_object_get(o, key));
+		if (k >= COL_LINEAR && k < NCOLS - 2 && !jnum(row, "misses"))
+			c[k].h = "-";
+	}
+	int ok = json_is_true(json_object_get(row, "verified"));
+	c[NCOLS - 2] = err ? FTCELL_S("") : FTCELL_SH(ok ? "yes" : "no", ok ? "yes" : "NO");
+	c[NCOLS - 1] = FTCELL_S(err ? err : "");
+}
+
 static void print_table(const json_t *res)
 {
+	struct fttable t = {row_cols, NCOLS, FTCLI_FMT_TABLE};
 	size_t i, j;
 	json_t *r, *row;
 	json_array_foreach(json_object_get(res, "results"), i, r) {
@@ -90,30 +137,17 @@ static void print_table(const json_t *res)
 		       jnum(r, "expert_bytes") / 1048576.0, (int)jnum(r, "cache_slots"),
 		       json_string_value(json_object_get(r, "path")), json_string_value(json_object_get(r, "copy")),
 		       (int)(jnum(r, "proxy_split_bytes") / 1024), json_string_value(json_object_get(r, "proxy_signal")));
-		printf("%4s %6s %5s %6s %9s %9s %9s %9s %8s %8s %7s %8s %8s %8s %8s %6s %6s %5s %5s\n", "bs", "active",
-		       "miss", "misses", "time_ms", "min", "max", "copy_MiB", "bw_GBps", "tok_ms", "ens_us",
-		       "lin_GBps", "fus_GBps", "pyt_GBps", "pxy_GBps", "%lin", "pxy%", "f/pb", "ok");
+		fttable_head(&t);
 		json_array_foreach(json_object_get(r, "rows"), j, row) {
 			const char *err = json_string_value(json_object_get(row, "error"));
-			if (err) {
+			if (err) { /* a row that could not run: what it was and why */
 				printf("%4d %6d %5.2f %6d  %s\n", (int)jnum(row, "bs"), (int)jnum(row, "active"),
 				       jnum(row, "miss_rate"), (int)jnum(row, "misses"), err);
 				continue;
 			}
-			json_t *sp = json_object_get(row, "time_ms_spread");
-			int miss = (int)jnum(row, "misses");
-			printf("%4d %6d %5.2f %6d %9.4f %9.4f %9.4f %9.2f %8.2f %8.2f %7.2f", (int)jnum(row, "bs"),
-			       (int)jnum(row, "active"), jnum(row, "miss_rate"), miss, jnum(row, "time_ms"),
-			       jnum(sp, "min"), jnum(sp, "max"), jnum(row, "copy_MiB"), jnum(row, "bw_GBps"),
-			       jnum(row, "tok_ms"), jnum(row, "ensure_us"));
-			if (miss)
-				printf(" %8.2f %8.2f %8.2f %8.2f %6.1f %6.1f %5.2f", jnum(row, "linear_GBps"),
-				       jnum(row, "fused_GBps"), jnum(row, "memcpy_GBps"), jnum(row, "proxy_GBps"),
-				       jnum(row, "pct_of_linear"), jnum(row, "proxy_pct_of_linear"),
-				       jnum(row, "fused_over_per_bank"));
-			else
-				printf(" %8s %8s %8s %8s %6s %6s %5s", "-", "-", "-", "-", "-", "-", "-");
-			printf(" %5s\n", json_is_true(json_object_get(row, "verified")) ? "yes" : "NO");
+			struct ftcell c[NCOLS];
+			row_cells(r, row, c);
+			fttable_row(&t, c);
 		}
 	}
 }
@@ -121,48 +155,16 @@ static void print_table(const json_t *res)
 /* csv|md: one row per result (model, cache size) and row (batch size, miss rate). */
 static void print_rows(enum ftcli_format fmt, const json_t *res)
 {
-	static const char *const head[] = {"model", "format", "cache_slots", "path", "copy", "bs", "active",
-					   "miss_rate", "misses", "time_ms", "time_ms_min", "time_ms_max",
-					   "copy_MiB", "bw_GBps", "tok_ms", "ensure_us", "linear_GBps",
-					   "fused_GBps", "memcpy_GBps", "proxy_GBps", "pct_of_linear",
-					   "proxy_pct_of_linear", "fused_over_per_bank", "verified", "error"};
-	enum { N = sizeof head / sizeof head[0] };
-	/* the numeric columns from "bs" on, with their JSON key and printf format */
-	static const struct {
-		const char *key, *fmt;
-	} num[] = {{"bs", "%.0f"}, {"active", "%.0f"}, {"miss_rate", "%.2f"}, {"misses", "%.0f"},
-		   {"time_ms", "%.4f"}, {"min", "%.4f"}, {"max", "%.4f"}, {"copy_MiB", "%.2f"},
-		   {"bw_GBps", "%.2f"}, {"tok_ms", "%.2f"}, {"ensure_us", "%.2f"}, {"linear_GBps", "%.2f"},
-		   {"fused_GBps", "%.2f"}, {"memcpy_GBps", "%.2f"}, {"proxy_GBps", "%.2f"},
-		   {"pct_of_linear", "%.1f"}, {"proxy_pct_of_linear", "%.1f"}, {"fused_over_per_bank", "%.3f"}};
-	enum { NN = sizeof num / sizeof num[0] };
+	struct fttable t = {row_cols, NCOLS, fmt};
 	size_t i, j;
 	json_t *r, *row;
-	ftcli_print_row(fmt, head, N, 1);
-	json_array_foreach(json_object_get(res, "results"), i, r) {
-		char slots[32], cells[NN][32];
-		ftcli_cell(slots, sizeof slots, json_object_get(r, "cache_slots"), "%.0f");
+	fttable_head(&t);
+	json_array_foreach(json_object_get(res, "results"), i, r)
 		json_array_foreach(json_object_get(r, "rows"), j, row) {
-			const char *err = json_string_value(json_object_get(row, "error"));
-			const json_t *sp = json_object_get(row, "time_ms_spread");
-			const char *cell[N] = {json_string_value(json_object_get(r, "model")),
-					       json_string_value(json_object_get(r, "format")), slots,
-					       json_string_value(json_object_get(r, "path")),
-					       json_string_value(json_object_get(r, "copy"))};
-			for (int k = 0; k < NN; k++) {
-				const json_t *o = k == 5 || k == 6 ? sp : row;
-				/* an error row has only bs, active, miss_rate and misses */
-				if (err && k >= 4)
-					cells[k][0] = '\0';
-				else
-					ftcli_cell(cells[k], sizeof cells[k], json_object_get(o, num[k].key), num[k].fmt);
-				cell[5 + k] = cells[k];
-			}
-			cell[N - 2] = err ? "" : json_is_true(json_object_get(row, "verified")) ? "yes" : "no";
-			cell[N - 1] = err ? err : "";
-			ftcli_print_row(fmt, cell, N, 0);
+			struct ftcell c[NCOLS];
+			row_cells(r, row, c);
+			fttable_row(&t, c);
 		}
-	}
 }
 
 /* A result in the asked format (table: the live table's layout). */
@@ -276,7 +278,7 @@ struct cc_cli {
 };
 #define O(m) FTF_FIELD(struct cc_cli, m)
 
-static const struct ftflag rows[] = {
+static const struct ftflag flag_rows[] = {
 	{"models", FTF_STR, O(models), .meta = "LIST", .flags = FTF_SEED_LIST, .def = "all",
 	 .help = "cache-copy profiles (--list shows them)"},
 	{"cache-slots", FTF_INTS, O(slots), .meta = "LIST", .lo = 1, .hi = FTSC_MAX_SLOTS, .max_items = FTCC_MAX_LIST,
@@ -305,7 +307,7 @@ static const struct ftflag rows[] = {
 };
 
 const struct ftflag_cmd ftcli_flags_cache_copy = {
-	"cache-copy", rows, FTF_COUNT(rows),
+	"cache-copy", flag_rows, FTF_COUNT(flag_rows),
 	.about = "       ftbench cache-copy --from-json FILE [--output-format F]\n"
 		 "Lists take commas or spaces, as the seed's argparse does (--batch-sizes 1 4 16 32).",
 	.notes = "Columns: ens_us = ensure_experts per call, 8 back-to-back calls each on a fresh state,\n"

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/table.h"
 #include "util/http_client.h"
 #include "util/jobargs.h"
 #include "util/sse.h"
@@ -26,17 +27,21 @@
 struct copts {
 	const char *daemon;
 	const char *token_file;
-	const char *timeout; /* submit only */
+	long timeout;        /* submit only (0: the daemon's default) */
 	const char *idem;    /* submit only */
 	const char *raw;     /* submit only: --args JSON */
 	int json;
 	int wait;
 };
 
-static const char common_help[] =
-	"  --daemon URL       ftbenchd to talk to (env FTBENCHD_URL; default " FTHTTPC_DEFAULT_URL ")\n"
-	"  --token-file F     bearer token file (env FTBENCHD_TOKEN_FILE)\n"
-	"  --json             machine output on stdout (no progress bar)\n";
+#define O(m) FTF_FIELD(struct copts, m)
+/* The options every client command takes. */
+#define COMMON_ROWS                                                                                  \
+	{"daemon", FTF_STR, O(daemon), .meta = "URL", .def_help = "env FTBENCHD_URL, else " FTHTTPC_DEFAULT_URL, \
+	 .help = "ftbenchd to talk to"},                                                              \
+	{"token-file", FTF_STR, O(token_file), .meta = "F", .def_help = "env FTBENCHD_TOKEN_FILE",    \
+	 .help = "bearer token file"},                                                                \
+	{"json", FTF_BOOL, O(json), .help = "machine output on stdout (no progress bar)"}
 
 /* ------------------------------------------------------------------ shared */
 
@@ -314,6 +319,16 @@ static void print_final(const json_t *job)
 	putchar('\n');
 	if (err && *err)
 		printf("  error: %s\n", err);
+	const char *detail = jstr(job, "error_detail");
+	if (detail && *detail && strcmp(detail, err ? err : "")) {
+		/* every reason, one a line (the error above is the first) */
+		printf("  reasons:\n");
+		for (const char *p = detail; *p;) {
+			size_t l = strcspn(p, "\n");
+			printf("    %.*s\n", (int)l, p);
+			p += l + (p[l] == '\n');
+		}
+	}
 	if (jstr(job, "profile_path"))
 		printf("  profile: %s\n", jstr(job, "profile_path"));
 	fflush(stdout);
@@ -332,90 +347,56 @@ static int finish_wait(json_t *job, int json)
 
 /* ------------------------------------------------------------------ option parsing */
 
-enum { O_DAEMON = 0x100, O_TOKEN, O_JSON, O_WAIT, O_STATE, O_LIMIT, O_FORMAT };
-
-/* submit's own options (--opt VALUE or --opt=VALUE), taken wherever they appear; everything
- * else after KIND is a job argument. Sets *used to the words consumed (0: not ours). Returns 0,
- * or an exit status after logging. */
+/* submit's own options (--opt VALUE or --opt=VALUE, exact names), taken wherever they appear;
+ * everything else after KIND is a job argument. Sets *used to the words consumed (0: not ours).
+ * Returns 0, or an exit status after logging. */
 static int take_client_opt(const char *a, const char *next, int *used, struct copts *o)
 {
+	const struct ftflag_cmd *t = &ftcli_flags_submit;
 	*used = 0;
-	const char *names[] = {"--daemon", "--token-file", "--timeout", "--idempotency-key", "--args"};
-	const char **dst[] = {&o->daemon, &o->token_file, &o->timeout, &o->idem, &o->raw};
-	for (int k = 0; k < 5; k++) {
-		size_t l = strlen(names[k]);
-		if (!strncmp(a, names[k], l) && (a[l] == '=' || !a[l])) {
-			if (a[l] == '=') {
-				*dst[k] = a + l + 1;
-				*used = 1;
-			} else if (next) {
-				*dst[k] = next;
-				*used = 2;
-			} else {
-				ftcli_error("%s needs a value", names[k]);
-				return FTCLI_EXIT_USAGE;
-			}
+	for (int k = 0; k < t->nrows; k++) {
+		const struct ftflag *f = &t->rows[k];
+		size_t l = strlen(f->name);
+		if (strncmp(a, "--", 2) || strncmp(a + 2, f->name, l) || (a[l + 2] != '=' && a[l + 2]))
+			continue;
+		const char *v = a[l + 2] == '=' ? a + l + 3 : next;
+		char why[160];
+		if (f->type == FTF_BOOL) {
+			if (a[l + 2] == '=')
+				continue; /* --wait=x: a job argument */
+			*used = 1;
+			ftflags_set(f, NULL, o, why, sizeof why);
 			return 0;
 		}
-	}
-	if (!strcmp(a, "--json")) {
-		o->json = 1;
-		*used = 1;
-	} else if (!strcmp(a, "--wait")) {
-		o->wait = 1;
-		*used = 1;
+		if (!v) {
+			ftcli_error("--%s needs a value", f->name);
+			return FTCLI_EXIT_USAGE;
+		}
+		*used = a[l + 2] == '=' ? 1 : 2;
+		if (ftflags_set(f, v, o, why, sizeof why) < 0) {
+			ftcli_error("bad value '%s' for --%s: %s", v, f->name, why);
+			return FTCLI_EXIT_USAGE;
+		}
+		return 0;
 	}
 	return 0;
 }
 
-/* getopt_long for jobs/wait/cancel: 0 when ch is a common option (applied to o), -1 when the
- * caller must handle it. */
-static int common_opt(int ch, struct copts *o)
-{
-	switch (ch) {
-	case O_DAEMON:
-		o->daemon = optarg;
-		return 0;
-	case O_TOKEN:
-		o->token_file = optarg;
-		return 0;
-	case O_JSON:
-		o->json = 1;
-		return 0;
-	case O_WAIT:
-		o->wait = 1;
-		return 0;
-	default:
-		return -1;
-	}
-}
-
-#define COMMON_LONGOPTS                                          \
-	{"daemon", required_argument, NULL, O_DAEMON},           \
-	{"token-file", required_argument, NULL, O_TOKEN},        \
-	{"json", no_argument, NULL, O_JSON},                     \
-	{"help", no_argument, NULL, 'h'}
-
 /* The start of wait and cancel: options lo (-h prints usage), exactly one job ID, the client
  * opened on c and the ID (or a unique prefix) resolved into id. *go = 1 when the command goes on
  * (returns 0); else returns the exit status (0 after --help). c always needs fthttpc_release. */
-static int one_job_start(int argc, char **argv, const struct option *lo, const char *cmd,
-			 void (*usage)(FILE *), struct copts *o, struct fthttpc *c, char id[JOB_ID_LEN + 1],
-			 int *go)
+static int one_job_start(int argc, char **argv, const struct ftflag_cmd *t, const char *cmd, struct copts *o,
+			 struct fthttpc *c, char id[JOB_ID_LEN + 1], int *go)
 {
-	int ch, rc;
+	struct ftflag_state fs;
+	int rc;
 	*go = 0;
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		if (common_opt(ch, o) == 0)
-			continue;
-		if (ch == 'h') {
-			usage(stdout);
-			return 0;
-		}
-		usage(stderr);
-		return FTCLI_EXIT_USAGE;
-	}
+	if ((rc = ftflags_parse(t, argc, argv, o, &fs)))
+		return rc > 0 ? 0 : FTCLI_EXIT_USAGE;
+	int optind = fs.pos;
+	argc = fs.argc;
+	argv = fs.argv;
+	ftflags_release(&fs); /* no joined lists: argv stays the caller's */
 	if (optind >= argc) {
 		ftcli_error("which job? (ftbench %s ID)", cmd);
 		return FTCLI_EXIT_USAGE;
@@ -434,25 +415,26 @@ static int one_job_start(int argc, char **argv, const struct option *lo, const c
 
 /* ------------------------------------------------------------------ submit */
 
-static void submit_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: ftbench submit KIND [--key value ...] [--wait] [--json] [--timeout S]\n"
-		"                      [--idempotency-key K] [--args JSON] [--daemon URL] [--token-file F]\n\n"
-		"Submit a job to ftbenchd. KIND: bw, cache-copy, load-weights, decode. Job arguments are\n"
-		"--key value pairs (or --key=value; a bare --flag is true) and become the typed JSON args\n"
-		"object: dashes become underscores, numbers and true/false are typed, lists stay\n"
-		"comma-separated (e.g. --dtype bf16,nvfp4 --cpu-iters 8 -> {\"dtype\":\"bf16,nvfp4\",\n"
-		"\"cpu_iters\":8}). The daemon validates them; its message and field are shown as given.\n\n"
-		"  --wait             follow the job until it ends (progress bar on a terminal); the exit\n"
-		"                     status is then the job's: 0 succeeded, 1 failed/timed_out/cancelled/\n"
-		"                     interrupted\n"
-		"  --timeout S        per-job timeout in seconds (the daemon's default otherwise)\n"
-		"  --idempotency-key K  the same key and body return the same job\n"
-		"  --args JSON        a JSON object of arguments, merged with the --key value pairs\n"
-		"%s",
-		common_help);
-}
+static const struct ftflag submit_rows[] = {
+	{"wait", FTF_BOOL, O(wait),
+	 .help = "follow the job until it ends (progress bar on a terminal); the exit status is then the job's: "
+		 "0 succeeded, 1 failed/timed_out/cancelled/interrupted"},
+	{"timeout", FTF_INT, O(timeout), .meta = "S", .lo = 1, .hi = (double)(1L << 40), .unit = "s",
+	 .def_help = "the daemon's", .help = "per-job timeout"},
+	{"idempotency-key", FTF_STR, O(idem), .meta = "K", .help = "the same key and body return the same job"},
+	{"args", FTF_STR, O(raw), .meta = "JSON", .help = "a JSON object of arguments, merged with the --key value pairs"},
+	COMMON_ROWS,
+};
+
+const struct ftflag_cmd ftcli_flags_submit = {
+	"submit", submit_rows, FTF_COUNT(submit_rows), .args = "KIND [--key value ...]", .max_args = -1,
+	.about = "\nSubmit a job to ftbenchd. KIND: bw, cache-copy, load-weights, decode. Job arguments are\n"
+		 "--key value pairs (or --key=value; a bare --flag is true) and become the typed JSON args\n"
+		 "object: dashes become underscores, numbers and true/false are typed, lists stay\n"
+		 "comma-separated (e.g. --dtype bf16,nvfp4 --cpu-iters 8 -> {\"dtype\":\"bf16,nvfp4\",\n"
+		 "\"cpu_iters\":8}). The daemon validates them; its message and field are shown as given.\n"
+		 "Its options (below) are taken wherever they are, by their whole names.\n",
+};
 
 /* Client options are taken wherever they are (getopt cannot: job options are open-ended);
  * the rest after KIND become the args object. */
@@ -473,7 +455,7 @@ int ftcli_cmd_submit(int argc, char **argv)
 		const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
 		int used;
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			submit_usage(stdout);
+			ftflags_help(&ftcli_flags_submit, stdout);
 			rc = 0;
 			goto out;
 		}
@@ -496,7 +478,7 @@ int ftcli_cmd_submit(int argc, char **argv)
 	}
 	if (!kind) {
 		ftcli_error("which kind? (bw, cache-copy, load-weights, decode)");
-		submit_usage(stderr);
+		ftflags_help(&ftcli_flags_submit, stderr);
 		goto out;
 	}
 	args = o.raw ? json_loads(o.raw, 0, NULL) : json_object();
@@ -521,14 +503,8 @@ int ftcli_cmd_submit(int argc, char **argv)
 		rc = FTCLI_EXIT_FAIL;
 		goto out;
 	}
-	if (o.timeout) {
-		long t;
-		if (ftstr_parse_long(o.timeout, 1, 1L << 40, &t) < 0) {
-			ftcli_error("--timeout '%s': expected whole seconds >= 1", o.timeout);
-			goto out;
-		}
-		json_object_set_new(req, "timeout_s", json_integer(t));
-	}
+	if (o.timeout)
+		json_object_set_new(req, "timeout_s", json_integer(o.timeout));
 	if ((e = client_open(&c, &o)) < 0)
 		goto out;
 
@@ -595,20 +571,30 @@ out:
 
 /* ------------------------------------------------------------------ jobs */
 
-static void jobs_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: ftbench jobs [--state STATE] [--limit N] [--json] [--output-format table|json|csv|md]\n"
-		"                    [--daemon URL] [--token-file F]\n\n"
-		"List ftbenchd's jobs, newest first. STATE: queued, running, succeeded, failed, cancelled,\n"
-		"timed_out, interrupted.\n\n"
-		"  --state STATE      only jobs in that state\n"
-		"  --limit N          at most N jobs (daemon default 100)\n"
-		"  --output-format F  table (default), json (the daemon's answer, as --json), csv or md\n"
-		"                     (the table's columns; run in seconds); --format F is the same\n"
-		"%s",
-		common_help);
-}
+struct jobs_cli {
+	struct copts o;
+	const char *state;
+	long limit;
+	enum ftcli_format fmt;
+};
+
+_Static_assert(offsetof(struct jobs_cli, o) == 0, "COMMON_ROWS are offsets into struct copts");
+
+static const struct ftflag jobs_rows[] = {
+	{"state", FTF_STR, FTF_FIELD(struct jobs_cli, state), .meta = "STATE", .help = "only jobs in that state"},
+	{"limit", FTF_INT, FTF_FIELD(struct jobs_cli, limit), .meta = "N", .lo = 1, .hi = 10000,
+	 .def_help = "the daemon's, 100", .help = "at most N jobs"},
+	{"output-format", FTF_ENUM, FTF_FIELD(struct jobs_cli, fmt), .meta = "F", .choices = "table|json|csv|md",
+	 .def = "table", .alias = "format",
+	 .help = "table, json (the daemon's answer, as --json), csv or md (the table's columns; run in seconds)"},
+	COMMON_ROWS,
+};
+
+const struct ftflag_cmd ftcli_flags_jobs = {
+	"jobs", jobs_rows, FTF_COUNT(jobs_rows),
+	.about = "\nList ftbenchd's jobs, newest first. STATE: queued, running, succeeded, failed, cancelled,\n"
+		 "timed_out, interrupted.\n",
+};
 
 /* "2026-11-29T10:55:10Z" -> "11-29 10:55:10" */
 static void short_time(const char *iso, char *out, size_t n)
@@ -619,9 +605,20 @@ static void short_time(const char *iso, char *out, size_t n)
 		snprintf(out, n, "%s", iso ? iso : "-");
 }
 
-static void print_job_row(const json_t *j, enum ftcli_format fmt)
+/* A job's row: the table, csv and md columns. */
+static const struct ftcol job_cols[] = {
+	{"id", "ID", NULL, -16},
+	{"kind", "KIND", NULL, -12},
+	{"state", "STATE", NULL, -11},
+	{"gpu", "GPU", NULL, -8},
+	{"created", "CREATED", NULL, -14},
+	{"run_s", "RUN", "s", 8, "%.1fs", "%.1f"},
+	{"note", "NOTE", NULL, 0},
+};
+
+static void print_job_row(const struct fttable *t, const json_t *j)
 {
-	char created[32], gpu[24], dur[24], note[160] = "";
+	char created[32], gpu[24], note[160] = "";
 	const char *state = jstr(j, "state") ? jstr(j, "state") : "?";
 	short_time(jstr(j, "created_at"), created, sizeof created);
 	json_t *g = json_object_get(j, "gpu");
@@ -631,11 +628,6 @@ static void print_job_row(const json_t *j, enum ftcli_format fmt)
 			 host ? "+host" : "");
 	else
 		snprintf(gpu, sizeof gpu, "%s", host ? "host" : "-");
-	json_t *d = json_object_get(j, "duration_s");
-	if (json_is_number(d))
-		snprintf(dur, sizeof dur, "%.1fs", json_number_value(d));
-	else
-		snprintf(dur, sizeof dur, "-");
 	json_t *p = json_object_get(j, "progress"), *qp = json_object_get(j, "queue_position");
 	if (!strcmp(state, "queued") && json_is_integer(qp))
 		snprintf(note, sizeof note, "queue position %lld", (long long)json_integer_value(qp));
@@ -649,65 +641,26 @@ static void print_job_row(const json_t *j, enum ftcli_format fmt)
 		snprintf(note, sizeof note, "%.70s", jstr(j, "error"));
 	else if (jstr(j, "profile_path"))
 		snprintf(note, sizeof note, "%s", jstr(j, "profile_path"));
-	if (fmt == FTCLI_FMT_CSV || fmt == FTCLI_FMT_MD) {
-		char secs[24] = "";
-		if (json_is_number(d))
-			snprintf(secs, sizeof secs, "%.1f", json_number_value(d));
-		const char *row[] = {jstr(j, "id"), jstr(j, "kind"), state, gpu, jstr(j, "created_at"), secs, note};
-		ftcli_print_row(fmt, row, 7, 0);
-		return;
-	}
-	printf("%-16s  %-12s  %-11s  %-8s  %-14s  %8s  %s\n", jstr(j, "id") ? jstr(j, "id") : "?",
-	       jstr(j, "kind") ? jstr(j, "kind") : "?", state, gpu, created, dur, note);
+	const char *id = jstr(j, "id"), *kind = jstr(j, "kind");
+	fttable_row(t, (struct ftcell[]){FTCELL_SH(id, id ? id : "?"), FTCELL_SH(kind, kind ? kind : "?"), FTCELL_S(state),
+					  FTCELL_S(gpu), FTCELL_SH(jstr(j, "created_at"), created),
+					  ftcell_json(json_object_get(j, "duration_s")), FTCELL_S(note)});
 }
 
 int ftcli_cmd_jobs(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		COMMON_LONGOPTS,
-		{"state", required_argument, NULL, O_STATE},
-		{"limit", required_argument, NULL, O_LIMIT},
-		{"format", required_argument, NULL, O_FORMAT},
-		{"output-format", required_argument, NULL, O_FORMAT},
-		{NULL, 0, NULL, 0},
-	};
-	struct copts o = {0};
-	enum ftcli_format fmt = FTCLI_FMT_TABLE;
-	const char *state = NULL;
-	long limit = 0;
-	int ch, li = 0;
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "h", lo, &li)) != -1) {
-		if (common_opt(ch, &o) == 0)
-			continue;
-		switch (ch) {
-		case 'h':
-			jobs_usage(stdout);
-			return 0;
-		case O_STATE:
-			state = optarg;
-			break;
-		case O_FORMAT:
-			if (ftcli_parse_format(strcmp(lo[li].name, "format") ? "--output-format" : "--format", optarg, &fmt) < 0)
-				return FTCLI_EXIT_USAGE;
-			if (fmt == FTCLI_FMT_JSON)
-				o.json = 1;
-			break;
-		case O_LIMIT:
-			if (ftstr_parse_long(optarg, 1, 10000, &limit) < 0) {
-				ftcli_error("--limit '%s': expected 1..10000", optarg);
-				return FTCLI_EXIT_USAGE;
-			}
-			break;
-		default:
-			jobs_usage(stderr);
-			return FTCLI_EXIT_USAGE;
-		}
-	}
-	if (optind < argc) {
-		ftcli_error("unexpected '%s'", argv[optind]);
-		return FTCLI_EXIT_USAGE;
-	}
+	struct jobs_cli jc = {0};
+	struct ftflag_state fs;
+	int pr = ftflags_parse(&ftcli_flags_jobs, argc, argv, &jc, &fs);
+	if (pr)
+		return pr > 0 ? 0 : FTCLI_EXIT_USAGE;
+	ftflags_release(&fs);
+	struct copts o = jc.o;
+	enum ftcli_format fmt = jc.fmt;
+	const char *state = jc.state;
+	long limit = jc.limit;
+	if (fmt == FTCLI_FMT_JSON)
+		o.json = 1;
 	struct fthttpc c = {0};
 	struct fthttpc_resp r = {0};
 	int rc = FTCLI_EXIT_USAGE;
@@ -740,23 +693,16 @@ int ftcli_cmd_jobs(int argc, char **argv)
 	}
 	if (o.json) {
 		ftcli_print_json(r.json);
-	} else if (fmt == FTCLI_FMT_CSV || fmt == FTCLI_FMT_MD) {
-		static const char *const head[] = {"id", "kind", "state", "gpu", "created", "run_s", "note"};
-		size_t i;
-		json_t *j;
-		ftcli_print_row(fmt, head, 7, 1);
-		json_array_foreach(jobs, i, j)
-			print_job_row(j, fmt);
-	} else if (json_array_size(jobs) == 0) {
+	} else if (json_array_size(jobs) == 0 && fmt == FTCLI_FMT_TABLE) {
 		if (isatty(STDOUT_FILENO))
 			printf("no jobs\n");
 	} else {
-		printf("%-16s  %-12s  %-11s  %-8s  %-14s  %8s  %s\n", "ID", "KIND", "STATE", "GPU",
-		       "CREATED", "RUN", "NOTE");
+		struct fttable t = {job_cols, FTCOL_COUNT(job_cols), fmt, .sep = "  "};
 		size_t i;
 		json_t *j;
+		fttable_head(&t);
 		json_array_foreach(jobs, i, j)
-			print_job_row(j, fmt);
+			print_job_row(&t, j);
 	}
 	rc = FTCLI_EXIT_OK;
 out:
@@ -767,26 +713,23 @@ out:
 
 /* ------------------------------------------------------------------ wait */
 
-static void wait_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: ftbench wait ID [--json] [--daemon URL] [--token-file F]\n\n"
-		"Follow a job until it ends: a progress bar on a terminal, quiet when piped. ID is the job\n"
-		"id or a unique prefix of it (4+ hex digits). Prints the outcome (--json: the final job\n"
-		"record, with its result). Exit status: 0 succeeded; 1 failed, timed_out, cancelled or\n"
-		"interrupted; 2 unknown job or no daemon. Interrupting wait leaves the job running.\n\n"
-		"%s",
-		common_help);
-}
+static const struct ftflag wait_rows[] = {COMMON_ROWS};
+
+const struct ftflag_cmd ftcli_flags_wait = {
+	"wait", wait_rows, FTF_COUNT(wait_rows), .args = "ID", .max_args = -1,
+	.about = "\nFollow a job until it ends: a progress bar on a terminal, quiet when piped. ID is the job\n"
+		 "id or a unique prefix of it (4+ hex digits). Prints the outcome (--json: the final job\n"
+		 "record, with its result). Exit status: 0 succeeded; 1 failed, timed_out, cancelled or\n"
+		 "interrupted; 2 unknown job or no daemon. Interrupting wait leaves the job running.\n",
+};
 
 int ftcli_cmd_wait(int argc, char **argv)
 {
-	static const struct option lo[] = {COMMON_LONGOPTS, {NULL, 0, NULL, 0}};
 	struct copts o = {0};
 	struct fthttpc c = {0};
 	char id[JOB_ID_LEN + 1];
 	json_t *job = NULL;
-	int go = 0, rc = one_job_start(argc, argv, lo, "wait", wait_usage, &o, &c, id, &go);
+	int go = 0, rc = one_job_start(argc, argv, &ftcli_flags_wait, "wait", &o, &c, id, &go);
 	if (!go)
 		goto out;
 	rc = follow_job(&c, id, !o.json && isatty(STDERR_FILENO), &job);
@@ -799,27 +742,25 @@ out:
 
 /* ------------------------------------------------------------------ cancel */
 
-static void cancel_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: ftbench cancel ID [--wait] [--json] [--daemon URL] [--token-file F]\n\n"
-		"Cancel a job: a queued one at once; a running one gets SIGTERM, then SIGKILL after the\n"
-		"daemon's grace period. A job that already ended is an error (exit 1).\n\n"
-		"  --wait             wait until the job has really ended\n"
-		"%s",
-		common_help);
-}
+static const struct ftflag cancel_rows[] = {
+	{"wait", FTF_BOOL, O(wait), .help = "wait until the job has really ended"},
+	COMMON_ROWS,
+};
+
+const struct ftflag_cmd ftcli_flags_cancel = {
+	"cancel", cancel_rows, FTF_COUNT(cancel_rows), .args = "ID", .max_args = -1,
+	.about = "\nCancel a job: a queued one at once; a running one gets SIGTERM, then SIGKILL after the\n"
+		 "daemon's grace period. A job that already ended is an error (exit 1).\n",
+};
 
 int ftcli_cmd_cancel(int argc, char **argv)
 {
-	static const struct option lo[] = {COMMON_LONGOPTS, {"wait", no_argument, NULL, O_WAIT},
-					   {NULL, 0, NULL, 0}};
 	struct copts o = {0};
 	struct fthttpc c = {0};
 	struct fthttpc_resp r = {0};
 	char id[JOB_ID_LEN + 1], path[128];
 	json_t *job = NULL;
-	int go = 0, rc = one_job_start(argc, argv, lo, "cancel", cancel_usage, &o, &c, id, &go);
+	int go = 0, rc = one_job_start(argc, argv, &ftcli_flags_cancel, "cancel", &o, &c, id, &go);
 	if (!go)
 		goto out;
 	snprintf(path, sizeof path, "/benchmark/jobs/%s/cancel", id);

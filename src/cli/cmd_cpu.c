@@ -1,33 +1,34 @@
 /* ftbench cpu [--json] [--output-format F]: the host CPU as the benchmarks see it. */
-#include <getopt.h>
 #include <stdio.h>
 
 #include "cli/cli.h"
 #include "hw/cpu.h"
 
+struct cpu_cli {
+	enum ftcli_format fmt;
+};
+
+static const struct ftflag flag_rows[] = {
+	FTF_JSON_ROW(struct cpu_cli, fmt, "the same as a JSON object on stdout"),
+	FTF_FORMAT_ROW(struct cpu_cli, fmt,
+		       "table, json (as --json), csv or md: rows of field, value (llc_mib in MiB = 2^20 bytes, "
+		       "memory_gib in GiB = 2^30 bytes)"),
+};
+
+const struct ftflag_cmd ftcli_flags_cpu = {
+	"cpu", flag_rows, FTF_COUNT(flag_rows),
+	.about = "  the host CPU as the benchmarks see it: model, cores, NUMA nodes, caches, ISA tiers",
+};
+
 int ftcli_cmd_cpu(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"json", no_argument, NULL, 'j'}, {"output-format", required_argument, NULL, 'F'},
-		{"help", no_argument, NULL, 'h'}, {0}};
-	enum ftcli_format fmt = FTCLI_FMT_TABLE;
-	int c;
-	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
-		if (c == 'j') {
-			fmt = FTCLI_FMT_JSON;
-		} else if (c == 'F') {
-			if (ftcli_parse_format("--output-format", optarg, &fmt) < 0)
-				return FTCLI_EXIT_USAGE;
-		} else {
-			fprintf(c == 'h' ? stdout : stderr,
-				"usage: ftbench cpu [--json] [--output-format table|json|csv|md]\n"
-				"  the host CPU as the benchmarks see it: model, cores, NUMA nodes, caches, ISA tiers\n"
-				"  --json  the same as a JSON object on stdout\n"
-				"  --output-format F  table (default), json (as --json), csv or md: rows of field, value\n"
-				"          (llc_mib in MiB = 2^20 bytes, memory_gib in GiB = 2^30 bytes)\n");
-			return c == 'h' ? 0 : FTCLI_EXIT_USAGE;
-		}
-	}
+	struct cpu_cli o = {0};
+	struct ftflag_state fs;
+	int pr = ftflags_parse(&ftcli_flags_cpu, argc, argv, &o, &fs);
+	if (pr)
+		return pr > 0 ? 0 : FTCLI_EXIT_USAGE;
+	ftflags_release(&fs);
+	enum ftcli_format fmt = o.fmt;
 	struct ftcpu_info ci;
 	int r = ftcpu_probe(&ci);
 	if (r < 0) {

@@ -2,7 +2,6 @@
  * OpenAI-compatible server (reference §8). See src/bench/decode.h for the measurement. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +12,7 @@
 
 #include "bench/decode.h"
 #include "cli/cli.h"
+#include "cli/table.h"
 #include "decode/prompts.h"
 #include "util/fsutil.h"
 #include "util/strutil.h"
@@ -25,74 +25,6 @@ static void on_signal(int sig)
 {
 	cancel_flag = sig;
 }
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: ftbench decode --model PATH [options]\n"
-		"       ftbench decode --url http://127.0.0.1:30000 [--server-kind K] [--backend LABEL] [options]\n"
-		"\n"
-		"Per backend: start the server (own process group), wait until it is ready, read the model id\n"
-		"from /v1/models, stream warm-up request(s), then the measured one; VRAM from /v1/stats; stop\n"
-		"the server (SIGTERM to the group, grace, SIGKILL, grace, driver wait). The seed's flags\n"
-		"(bench_decode_moe.py) are taken as they are: --decode, --server-timeout, --num-token-override,\n"
-		"--gpu, --aime (default $FREETOKEN_AIME25_JSONL).\n"
-		"\n"
-		"  --model PATH          checkpoint ({model} in the server command; its generation_config.json)\n"
-		"  --backend LIST        MoE backends, e.g. offload,cpu,hybrid (default offload); a failing one\n"
-		"                        does not stop the others; the exit status is 1 when any failed. With\n"
-		"                        --url: the row's label (default: the server kind)\n"
-		"  --decode D            decode tokens per request, ignore_eos (default %d; aliases --tokens,\n"
-		"                        --max-tokens)\n"
-		"  --allow-short         a run that ends before D tokens is recorded as ok (default: it fails;\n"
-		"                        finish_reason \"length\" = full context, other = ignore_eos ignored)\n"
-		"  --url URL             use a server that is already running (one backend; nothing is started)\n"
-		"  --server-kind K       " FTSRV_KIND_NAMES ": readiness (/health with\n"
-		"                        maintenance, /health, /v1/models), the flags {flags} stands for, how\n"
-		"                        top_k \"off\" is sent. Default: freetoken when ftbench starts the\n"
-		"                        server, detected from what the server answers with --url\n"
-		"  --server-cmd TMPL     server command template, split into argv without a shell; placeholders\n"
-		"                        {model} {port} {backend} {host} and {flags} (the kind's mapped flags).\n"
-		"                        Default: the kind's launcher; freetoken: \"%s\"\n"
-		"                        (python3 where there is no python)\n"
-		"  --append-flags        append the mapped flags to a --server-cmd without {flags} (default: none)\n"
-		"  --port N              server port (default: a free loopback port per backend)\n"
-		"  --gpu UUID|INDEX      --gpu for the FreeToken server (recorded in the row)\n"
-		"  --num-token-override N  --num-token-override for the FreeToken server\n"
-		"  --mem-ratio R         --memory-ratio (default 0.9)\n"
-		"  --cache N             --moe-cache-size N      \\  one of them; default\n"
-		"  --cache-rate X        --moe-cache-rate X      /  --moe-cache-auto\n"
-		"  --hybrid-fetch N      --moe-hybrid-max-fetch (default -1: from the bw profile)\n"
-		"  --no-graph            --cuda-graph-max-bs 0 (default 1)\n"
-		"  --aime FILE           jsonl with \"problem\" or \"prompt\" (default $FREETOKEN_AIME25_JSONL, else\n"
-		"                        the embedded problems)\n"
-		"  --problem N           problem index, 0-based (default 0)\n"
-		"  --greedy              temperature 0, top_p 1, top_k -1 (default: generation_config.json,\n"
-		"                        fallbacks temperature 1.0, top_p 0.95, top_k 64)\n"
-		"  --no-thinking         do not ask for thinking (default on)\n"
-		"  --warmup N            warm-up requests before the measured one (default 1)\n"
-		"  --output-format F     table (the summary, default), json (on stdout: {kind, rows, failed},\n"
-		"                        rows as --json FILE writes them), csv or md: one row per backend\n"
-		"                        (tok/s, ms, GiB)\n"
-		"  --json FILE           append one JSON line per backend (failed ones too): the seed's row\n"
-		"                        (decode_steps, decode_tok_s, event_ms_p50/p99 by rank, ttft_ms, ...)\n"
-		"                        and ours (ttft_cold_ms, tokens_from usage|chunks, finish_reason, short,\n"
-		"                        server_kind, server_tok_s and server_timings from llama.cpp, ...)\n"
-		"  --server-timeout S    deadline for the server to be ready (default 1800; alias --health-timeout)\n"
-		"  --request-timeout S   per request (default 1800)\n"
-		"  --term-grace S        after SIGTERM (default 90)\n"
-		"  --kill-grace S        after SIGKILL (default 30)\n"
-		"  --driver-wait S       then, for the driver to release VRAM (default 3)\n"
-		"  --log-dir DIR         server logs (default $TMPDIR or /tmp)\n"
-		"  --result-fd N         worker protocol: progress/result/error JSON lines on fd N\n",
-		FTDECODE_DEFAULT_TOKENS, FTSRV_DEFAULT_TEMPLATE);
-}
-
-enum {
-	O_MODEL = 256, O_BACKEND, O_TOKENS, O_URL, O_SERVER_CMD, O_PORT, O_MEM, O_CACHE, O_CACHE_RATE, O_FETCH,
-	O_NO_GRAPH, O_AIME, O_PROBLEM, O_GREEDY, O_NO_THINK, O_WARMUP, O_JSON, O_HEALTH_TO, O_REQ_TO, O_TERM,
-	O_KILL, O_DRIVER, O_LOGDIR, O_RESULT_FD, O_HELP, O_KIND, O_APPEND_FLAGS, O_SHORT, O_GPU, O_NTO, O_FMT
-};
 
 struct progress_ctx {
 	int index, n;
@@ -139,6 +71,36 @@ static int valid_backend(const char *b)
 	return 1;
 }
 
+
+/* A backend's row: the summary table, csv and md. */
+static const struct ftcol row_cols[] = {
+	{"backend", "backend", NULL, -10},
+	{"decode_tok_s", "tok/s", "tok/s", 9, "%.2f"},
+	{"ms_per_token", "ms/tok", "ms", 8, "%.2f"},
+	{"event_ms_p50", "p50 ms", "ms", 8, "%.2f"},
+	{"event_ms_p99", "p99 ms", "ms", 8, "%.2f"},
+	{"ttft_ms", "ttft ms", "ms", 9, "%.1f", "%.2f"},
+	{"ttft_cold_ms", "cold ms", "ms", 9, "%.1f", "%.2f"},
+	{"prompt_tokens", "prompt", NULL, 7, "%.0f"},
+	{"completion_tokens", "tokens", NULL, 7, "%.0f"},
+	{"tokens_from", "from", NULL, 7},
+	{"server_tok_s", "srv tok/s", "tok/s", 9, "%.2f"},
+	{"vram_gib", "vram GiB", "GiB", 9, "%.2f"},
+	{"output_sha1", "sha1", NULL, 0, .gap = 1},
+	{"ok"},
+	{"error"},
+};
+
+static void row_of(const struct fttable *t, const json_t *r)
+{
+	struct ftcell c[FTCOL_COUNT(row_cols)];
+	for (int k = 0; k < FTCOL_COUNT(row_cols) - 2; k++)
+		c[k] = ftcell_json(json_object_get(r, row_cols[k].name));
+	c[FTCOL_COUNT(row_cols) - 2] = FTCELL_S(json_is_true(json_object_get(r, "ok")) ? "yes" : "no");
+	c[FTCOL_COUNT(row_cols) - 1] = ftcell_json(json_object_get(r, "error"));
+	fttable_row(t, c);
+}
+
 /* An error's first lines, the later ones indented under the first. */
 static void print_error_lines(const char *e)
 {
@@ -151,45 +113,37 @@ static void print_error_lines(const char *e)
 	}
 }
 
-static void print_summary(const struct ftdecode_cfg *c, const struct ftdecode_result *res, int n)
+/* The summary: the run's settings, a row per backend that measured, FAILED: and its error under a
+ * backend that failed. */
+static void print_summary(const struct ftdecode_cfg *c, const struct ftdecode_result *res, int n, const json_t *rows)
 {
+	struct fttable t = {row_cols, FTCOL_COUNT(row_cols), FTCLI_FMT_TABLE};
 	printf("\ndecode: model %s, D=%ld, %s, sampling temperature %g top_p %g top_k %ld (%s)\n",
 	       res[0].model_id[0] ? res[0].model_id : (c->model ? c->model : "?"), c->serve.max_tokens,
 	       c->prompt_source, c->sampling.temperature, c->sampling.top_p, c->sampling.top_k, c->sampling.source);
-	printf("%-10s %9s %8s %8s %8s %9s %9s %7s %7s %7s %9s %9s  %s\n", "backend", "tok/s", "ms/tok", "p50 ms", "p99 ms",
-	       "ttft ms", "cold ms", "prompt", "tokens", "from", "srv tok/s", "vram GiB", "sha1");
-	for (int i = 0; i < n; i++) {
-		const struct ftdecode_result *r = &res[i];
-		if (!r->has_metrics) {
-			printf("%-10s FAILED: ", r->backend);
-			print_error_lines(r->error);
-			continue;
-		}
-		char prompt[24] = "-", vram[24] = "-", srv[24] = "-", cold[24] = "-";
-		if (r->m.prompt_tokens >= 0)
-			snprintf(prompt, sizeof prompt, "%ld", r->m.prompt_tokens);
-		if (r->vram_bytes >= 0)
-			snprintf(vram, sizeof vram, "%.2f", (double)r->vram_bytes / 1073741824.0);
-		if (r->timings.have && r->timings.predicted_per_second > 0)
-			snprintf(srv, sizeof srv, "%.2f", r->timings.predicted_per_second);
-		if (r->ttft_cold_ms >= 0)
-			snprintf(cold, sizeof cold, "%.1f", r->ttft_cold_ms);
-		printf("%-10s %9.2f %8.2f %8.2f %8.2f %9.1f %9s %7s %7ld %7s %9s %9s  %s\n", r->backend, r->m.decode_tok_s,
-		       r->m.ms_per_token, r->m.event_ms_p50, r->m.event_ms_p99, r->m.ttft_ms, cold, prompt,
-		       r->m.completion_tokens, r->m.tokens_from, srv, vram, r->output_sha1);
-		if (!r->ok) {
-			printf("%-10s FAILED: ", "");
-			print_error_lines(r->error);
+	fttable_head(&t);
+	size_t i;
+	const json_t *r;
+	for (int k = 0; k < n; k++) {
+		/* a backend not run (cancelled) has no row */
+		r = (size_t)k < json_array_size(rows) ? json_array_get(rows, (size_t)k) : NULL;
+		int measured = json_is_number(json_object_get(r, "decode_tok_s"));
+		if (measured)
+			row_of(&t, r);
+		if (!res[k].ok) {
+			printf("%-10s FAILED: ", measured ? "" : res[k].backend);
+			print_error_lines(res[k].error);
 		}
 	}
 	const char *first = NULL;
 	int differ = 0;
-	for (int i = 0; i < n; i++)
-		if (res[i].ok) {
-			if (first && strcmp(first, res[i].output_sha1))
+	json_array_foreach(rows, i, r)
+		if (json_is_true(json_object_get(r, "ok"))) {
+			const char *sha = json_string_value(json_object_get(r, "output_sha1"));
+			if (first && sha && strcmp(first, sha))
 				differ = 1;
 			if (!first)
-				first = res[i].output_sha1;
+				first = sha;
 		}
 	if (differ)
 		printf("note: output_sha1 differs across backends (expected equal for the same model and requests)\n");
@@ -199,164 +153,143 @@ static void print_summary(const struct ftdecode_cfg *c, const struct ftdecode_re
 /* --output-format csv|md: the summary's columns, one row per backend, from the JSON rows. */
 static void print_rows(enum ftcli_format fmt, const json_t *rows)
 {
-	static const char *const head[] = {"backend", "decode_tok_s", "ms_per_token", "event_ms_p50", "event_ms_p99",
-					   "ttft_ms", "ttft_cold_ms", "prompt_tokens", "completion_tokens",
-					   "tokens_from", "server_tok_s", "vram_gib", "output_sha1", "ok", "error"};
-	static const char *const num[] = {"decode_tok_s", "ms_per_token", "event_ms_p50", "event_ms_p99", "ttft_ms",
-					  "ttft_cold_ms", "prompt_tokens", "completion_tokens"};
+	struct fttable t = {row_cols, FTCOL_COUNT(row_cols), fmt};
 	size_t i;
 	const json_t *r;
-	ftcli_print_row(fmt, head, 15, 1);
-	json_array_foreach(rows, i, r) {
-		char c[10][32];
-		for (int k = 0; k < 8; k++)
-			ftcli_cell(c[k], sizeof c[k], json_object_get(r, num[k]), k < 6 ? "%.2f" : "%.0f");
-		ftcli_cell(c[8], sizeof c[8], json_object_get(r, "server_tok_s"), "%.2f");
-		ftcli_cell(c[9], sizeof c[9], json_object_get(r, "vram_gib"), "%.2f");
-		const char *row[] = {json_string_value(json_object_get(r, "backend")), c[0], c[1], c[2], c[3], c[4],
-				     c[5], c[6], c[7], json_string_value(json_object_get(r, "tokens_from")), c[8], c[9],
-				     json_string_value(json_object_get(r, "output_sha1")),
-				     json_is_true(json_object_get(r, "ok")) ? "yes" : "no",
-				     json_string_value(json_object_get(r, "error"))};
-		ftcli_print_row(fmt, row, 15, 0);
-	}
+	fttable_head(&t);
+	json_array_foreach(rows, i, r)
+		row_of(&t, r);
 }
+
+struct decode_cli {
+	struct ftdecode_cfg c;
+	const char *backends, *aime, *json_path;
+	int greedy, no_thinking;
+	enum ftcli_format fmt;
+};
+#define O(m) FTF_FIELD(struct decode_cli, m)
+
+static int set_kind(const struct ftflag *f, const char *arg, void *opts)
+{
+	int *kind = (int *)((char *)opts + f->off);
+	if ((*kind = ftsrv_kind_parse(arg)) < 0) {
+		ftcli_error("--server-kind: '%s' is not one of " FTSRV_KIND_NAMES, arg);
+		return -1;
+	}
+	return 0;
+}
+
+static int set_gpu(const struct ftflag *f, const char *arg, void *opts)
+{
+	if (!*arg || strlen(arg) > 80 || strpbrk(arg, " \t\n'\"\\")) {
+		ftcli_error("--gpu: '%s' is not a GPU index or UUID", arg);
+		return -1;
+	}
+	*(const char **)((char *)opts + f->off) = arg;
+	return 0;
+}
+
+static const struct ftflag decode_rows[] = {
+	{"model", FTF_STR, O(c.model), .meta = "PATH",
+	 .help = "checkpoint ({model} in the server command; its generation_config.json)"},
+	{"backend", FTF_STR, O(backends), .meta = "LIST", .alias = "backends", .def_help = "offload",
+	 .help = "MoE backends, e.g. offload,cpu,hybrid; a failing one does not stop the others; the exit "
+		 "status is 1 when any failed. With --url: the row's label (default: the server kind)"},
+	{"decode", FTF_INT, O(c.serve.max_tokens), .meta = "D", .lo = 2, .hi = 1 << 20,
+	 .def = FTF_XSTR(FTDECODE_DEFAULT_TOKENS), .alias = "tokens|max-tokens",
+	 .help = "decode tokens per request, ignore_eos"},
+	{"allow-short", FTF_BOOL, O(c.allow_short),
+	 .help = "a run that ends before D tokens is recorded as ok (default: it fails; finish_reason \"length\" "
+		 "= full context, other = ignore_eos ignored)"},
+	{"url", FTF_STR, O(c.url), .meta = "URL",
+	 .help = "use a server that is already running (one backend; nothing is started)"},
+	{"server-kind", FTF_CALL, O(c.kind), .meta = "K", .choices = FTSRV_KIND_NAMES, .set = set_kind,
+	 .def_help = "freetoken when ftbench starts the server, detected from what the server answers with --url",
+	 .help = "readiness (/health with maintenance, /health, /v1/models), the flags {flags} stands for, how "
+		 "top_k \"off\" is sent"},
+	{"server-cmd", FTF_STR, O(c.server_cmd), .meta = "TMPL",
+	 .def_help = "the kind's launcher; freetoken: \"" FTSRV_DEFAULT_TEMPLATE "\" (python3 where there is no python)",
+	 .help = "server command template, split into argv without a shell; placeholders {model} {port} "
+		 "{backend} {host} and {flags} (the kind's mapped flags)"},
+	{"append-flags", FTF_BOOL, O(c.append_flags),
+	 .help = "append the mapped flags to a --server-cmd without {flags} (default: none)"},
+	{"port", FTF_INT, O(c.port), .meta = "N", .lo = 1, .hi = 65535, .def_help = "a free loopback port per backend",
+	 .help = "server port"},
+	{"gpu", FTF_CALL, O(c.serve.gpu), .meta = "UUID|INDEX", .set = set_gpu,
+	 .help = "--gpu for the FreeToken server (recorded in the row)"},
+	{"num-token-override", FTF_INT, O(c.serve.num_token_override), .meta = "N", .lo = 1, .hi = 1L << 30,
+	 .help = "--num-token-override for the FreeToken server"},
+	{"mem-ratio", FTF_DOUBLE, O(c.serve.mem_ratio), .meta = "R", .lo = 0.01, .hi = 1, .def = "0.9",
+	 .help = "--memory-ratio"},
+	{"cache", FTF_INT, O(c.serve.cache_size), .meta = "N", .lo = 0, .hi = 1000000, .def = "0",
+	 .help = "--moe-cache-size N (0, and no --cache-rate: --moe-cache-auto); not with --cache-rate"},
+	{"cache-rate", FTF_DOUBLE, O(c.serve.cache_rate), .meta = "X", .lo = 0, .hi = 1,
+	 .help = "--moe-cache-rate X; not with --cache"},
+	{"hybrid-fetch", FTF_INT, O(c.serve.hybrid_fetch), .meta = "N", .lo = -1, .hi = 1 << 20, .def = "-1",
+	 .help = "--moe-hybrid-max-fetch (-1: from the bw profile)"},
+	{"no-graph", FTF_BOOL, O(c.serve.no_graph), .help = "--cuda-graph-max-bs 0 (default 1)"},
+	{"aime", FTF_STR, O(aime), .meta = "FILE",
+	 .def_help = "$FREETOKEN_AIME25_JSONL, else the embedded problems",
+	 .help = "jsonl with \"problem\" or \"prompt\""},
+	{"problem", FTF_INT, O(c.problem), .meta = "N", .lo = 0, .hi = 100000, .def = "0",
+	 .help = "problem index, 0-based"},
+	{"greedy", FTF_BOOL, O(greedy),
+	 .help = "temperature 0, top_p 1, top_k -1 (default: generation_config.json, fallbacks temperature "
+		 "1.0, top_p 0.95, top_k 64)"},
+	{"no-thinking", FTF_BOOL, O(no_thinking), .help = "do not ask for thinking (default on)"},
+	{"warmup", FTF_INT, O(c.warmup), .meta = "N", .lo = 0, .hi = 100, .def = "1",
+	 .help = "warm-up requests before the measured one"},
+	FTF_FORMAT_ROW(struct decode_cli, fmt,
+		       "table (the summary), json (on stdout: {kind, rows, failed}, rows as --json FILE writes "
+		       "them), csv or md: one row per backend (tok/s, ms, GiB)"),
+	{"json", FTF_STR, O(json_path), .meta = "FILE",
+	 .help = "append one JSON line per backend (failed ones too): the seed's row (decode_steps, "
+		 "decode_tok_s, event_ms_p50/p99 by rank, ttft_ms, ...) and ours (ttft_cold_ms, tokens_from "
+		 "usage|chunks, finish_reason, short, server_kind, server_tok_s and server_timings from "
+		 "llama.cpp, ...)"},
+	{"server-timeout", FTF_DOUBLE, O(c.health_timeout_s), .meta = "S", .lo = 0, .hi = 864000, .unit = "s",
+	 .def = "1800", .alias = "health-timeout", .help = "deadline for the server to be ready"},
+	{"request-timeout", FTF_DOUBLE, O(c.request_timeout_s), .meta = "S", .lo = 0, .hi = 864000, .unit = "s",
+	 .def = "1800", .help = "per request"},
+	{"term-grace", FTF_DOUBLE, O(c.grace.term_s), .meta = "S", .lo = 0, .hi = 864000, .unit = "s",
+	 .def = FTF_XSTR(FTSRV_DEF_TERM_S), .help = "after SIGTERM"},
+	{"kill-grace", FTF_DOUBLE, O(c.grace.kill_s), .meta = "S", .lo = 0, .hi = 864000, .unit = "s",
+	 .def = FTF_XSTR(FTSRV_DEF_KILL_S), .help = "after SIGKILL"},
+	{"driver-wait", FTF_DOUBLE, O(c.grace.driver_s), .meta = "S", .lo = 0, .hi = 864000, .unit = "s",
+	 .def = FTF_XSTR(FTSRV_DEF_DRIVER_S), .help = "then, for the driver to release VRAM"},
+	{"log-dir", FTF_STR, O(c.log_dir), .meta = "DIR", .def_help = "$TMPDIR or /tmp", .help = "server logs"},
+	FTF_RESULT_FD_ROW,
+};
+
+const struct ftflag_cmd ftcli_flags_decode = {
+	"decode", decode_rows, FTF_COUNT(decode_rows),
+	.about = "       ftbench decode --url http://127.0.0.1:30000 [--server-kind K] [--backend LABEL] [options]\n"
+		 "\n"
+		 "Per backend: start the server (own process group), wait until it is ready, read the model id\n"
+		 "from /v1/models, stream warm-up request(s), then the measured one; VRAM from /v1/stats; stop\n"
+		 "the server (SIGTERM to the group, grace, SIGKILL, grace, driver wait). The seed's flags\n"
+		 "(bench_decode_moe.py) are taken as they are: --decode, --server-timeout, --num-token-override,\n"
+		 "--gpu, --aime (default $FREETOKEN_AIME25_JSONL).\n",
+};
 
 int ftcli_cmd_decode(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"model", required_argument, NULL, O_MODEL}, {"backend", required_argument, NULL, O_BACKEND},
-		{"backends", required_argument, NULL, O_BACKEND}, {"tokens", required_argument, NULL, O_TOKENS},
-		{"max-tokens", required_argument, NULL, O_TOKENS}, {"url", required_argument, NULL, O_URL},
-		{"server-cmd", required_argument, NULL, O_SERVER_CMD}, {"port", required_argument, NULL, O_PORT},
-		{"mem-ratio", required_argument, NULL, O_MEM}, {"cache", required_argument, NULL, O_CACHE},
-		{"cache-rate", required_argument, NULL, O_CACHE_RATE}, {"hybrid-fetch", required_argument, NULL, O_FETCH},
-		{"no-graph", no_argument, NULL, O_NO_GRAPH}, {"aime", required_argument, NULL, O_AIME},
-		{"problem", required_argument, NULL, O_PROBLEM}, {"greedy", no_argument, NULL, O_GREEDY},
-		{"no-thinking", no_argument, NULL, O_NO_THINK}, {"warmup", required_argument, NULL, O_WARMUP},
-		{"json", required_argument, NULL, O_JSON}, {"health-timeout", required_argument, NULL, O_HEALTH_TO},
-		{"request-timeout", required_argument, NULL, O_REQ_TO}, {"term-grace", required_argument, NULL, O_TERM},
-		{"kill-grace", required_argument, NULL, O_KILL}, {"driver-wait", required_argument, NULL, O_DRIVER},
-		{"log-dir", required_argument, NULL, O_LOGDIR}, {"result-fd", required_argument, NULL, O_RESULT_FD},
-		{"help", no_argument, NULL, O_HELP}, {"decode", required_argument, NULL, O_TOKENS},
-		{"server-timeout", required_argument, NULL, O_HEALTH_TO}, {"server-kind", required_argument, NULL, O_KIND},
-		{"append-flags", no_argument, NULL, O_APPEND_FLAGS}, {"allow-short", no_argument, NULL, O_SHORT},
-		{"gpu", required_argument, NULL, O_GPU}, {"num-token-override", required_argument, NULL, O_NTO},
-		{"output-format", required_argument, NULL, O_FMT}, {0}};
-	struct ftdecode_cfg c = {
-		.serve = {.max_tokens = FTDECODE_DEFAULT_TOKENS, .mem_ratio = 0.9, .hybrid_fetch = -1, .cache_size = 0,
-			  .cache_rate = -1},
-		.grace = FTSRV_GRACE_DEFAULT,
-		.warmup = 1,
-		.health_timeout_s = 1800,
-		.health_interval_s = 0.5,
-		.request_timeout_s = 1800,
-		.thinking = 1,
-		.kind = -1,
+	struct decode_cli dc = {
+		.c = {.serve = {.cache_rate = -1}, .health_interval_s = 0.5, .kind = -1},
 	};
-	const char *backends = NULL, *aime = NULL, *json_path = NULL;
-	enum ftcli_format fmt = FTCLI_FMT_TABLE;
-	int greedy = 0, ch, li = 0;
-	long lv;
-	double dv;
-	opterr = 0;
-	optind = 1;
+	struct ftflag_state fs;
+	int pr = ftflags_parse(&ftcli_flags_decode, argc, argv, &dc, &fs);
+	if (pr)
+		return pr > 0 ? 0 : FTCLI_EXIT_USAGE;
+	ftflags_release(&fs);
+	struct ftdecode_cfg c = dc.c;
+	const char *backends = dc.backends, *aime = dc.aime, *json_path = dc.json_path;
+	enum ftcli_format fmt = dc.fmt;
+	int greedy = dc.greedy;
+	c.thinking = !dc.no_thinking;
+	if (c.request_timeout_s < 0.001)
+		c.request_timeout_s = 0.001;
 #define BAD(...) do { ftcli_error(__VA_ARGS__); return FTCLI_EXIT_USAGE; } while (0)
-	while ((ch = getopt_long(argc, argv, "h", opts, &li)) != -1) {
-		switch (ch) {
-		case O_MODEL: c.model = optarg; break;
-		case O_BACKEND: backends = optarg; break;
-		case O_TOKENS:
-			if (ftstr_parse_long(optarg, 2, 1 << 20, &lv) < 0)
-				BAD("--%s: '%s' is not an integer in [2, 1048576]", opts[li].name, optarg);
-			c.serve.max_tokens = lv;
-			break;
-		case O_URL: c.url = optarg; break;
-		case O_SERVER_CMD: c.server_cmd = optarg; break;
-		case O_PORT:
-			if (ftstr_parse_long(optarg, 1, 65535, &lv) < 0)
-				BAD("--port: '%s' is not a port", optarg);
-			c.port = (int)lv;
-			break;
-		case O_MEM:
-			if (ftstr_parse_double(optarg, 0.01, 1.0, &c.serve.mem_ratio) < 0)
-				BAD("--mem-ratio: '%s' is not in (0, 1]", optarg);
-			break;
-		case O_CACHE:
-			if (ftstr_parse_long(optarg, 0, 1000000, &c.serve.cache_size) < 0)
-				BAD("--cache: '%s' is not an integer in 0..1000000", optarg);
-			break;
-		case O_CACHE_RATE:
-			if (ftstr_parse_double(optarg, 0.0, 1.0, &c.serve.cache_rate) < 0)
-				BAD("--cache-rate: '%s' is not in [0, 1]", optarg);
-			break;
-		case O_FETCH:
-			if (ftstr_parse_long(optarg, -1, 1 << 20, &c.serve.hybrid_fetch) < 0)
-				BAD("--hybrid-fetch: '%s' is not an integer >= -1", optarg);
-			break;
-		case O_NO_GRAPH: c.serve.no_graph = 1; break;
-		case O_AIME: aime = optarg; break;
-		case O_PROBLEM:
-			if (ftstr_parse_long(optarg, 0, 100000, &lv) < 0)
-				BAD("--problem: '%s' is not an index in 0..100000", optarg);
-			c.problem = (int)lv;
-			break;
-		case O_GREEDY: greedy = 1; break;
-		case O_NO_THINK: c.thinking = 0; break;
-		case O_WARMUP:
-			if (ftstr_parse_long(optarg, 0, 100, &lv) < 0)
-				BAD("--warmup: '%s' is not in [0, 100]", optarg);
-			c.warmup = (int)lv;
-			break;
-		case O_JSON: json_path = optarg; break;
-		case O_FMT:
-			if (ftcli_parse_format("--output-format", optarg, &fmt) < 0)
-				return FTCLI_EXIT_USAGE;
-			break;
-		case O_HEALTH_TO:
-		case O_REQ_TO:
-		case O_TERM:
-		case O_KILL:
-		case O_DRIVER:
-			if (ftstr_parse_double(optarg, 0.0, 864000, &dv) < 0)
-				BAD("--%s: '%s' is not a number of seconds",
-				    ch == O_HEALTH_TO ? opts[li].name : ch == O_REQ_TO ? "request-timeout" :
-				    ch == O_TERM ? "term-grace" : ch == O_KILL ? "kill-grace" : "driver-wait", optarg);
-			if (ch == O_HEALTH_TO) c.health_timeout_s = dv;
-			else if (ch == O_REQ_TO) c.request_timeout_s = dv > 0.001 ? dv : 0.001;
-			else if (ch == O_TERM) c.grace.term_s = dv;
-			else if (ch == O_KILL) c.grace.kill_s = dv;
-			else c.grace.driver_s = dv;
-			break;
-		case O_LOGDIR: c.log_dir = optarg; break;
-		case O_KIND:
-			if ((c.kind = ftsrv_kind_parse(optarg)) < 0)
-				BAD("--server-kind: '%s' is not one of " FTSRV_KIND_NAMES, optarg);
-			break;
-		case O_APPEND_FLAGS: c.append_flags = 1; break;
-		case O_SHORT: c.allow_short = 1; break;
-		case O_GPU:
-			if (!*optarg || strlen(optarg) > 80 || strpbrk(optarg, " \t\n'\"\\"))
-				BAD("--gpu: '%s' is not a GPU index or UUID", optarg);
-			c.serve.gpu = optarg;
-			break;
-		case O_NTO:
-			if (ftstr_parse_long(optarg, 1, 1L << 30, &c.serve.num_token_override) < 0)
-				BAD("--num-token-override: '%s' is not a positive integer", optarg);
-			break;
-		case O_RESULT_FD:
-			if (ftcli_opt_result_fd(optarg) < 0)
-				return FTCLI_EXIT_USAGE;
-			break;
-		case O_HELP:
-		case 'h': usage(stdout); return 0;
-		default:
-			ftcli_error("unknown or incomplete option '%s' (see ftbench decode --help)", argv[optind - 1]);
-			return FTCLI_EXIT_USAGE;
-		}
-	}
-	if (optind < argc)
-		BAD("unexpected argument '%s'", argv[optind]);
 	if (!c.url && !c.model)
 		BAD("--model PATH is required (or --url for a server that is already running)");
 	if (c.url && c.server_cmd)
@@ -450,7 +383,7 @@ int ftcli_cmd_decode(int argc, char **argv)
 			nfail++;
 		}
 	if (fmt == FTCLI_FMT_TABLE)
-		print_summary(&c, res, ran);
+		print_summary(&c, res, ran, rows);
 	else if (fmt != FTCLI_FMT_JSON)
 		print_rows(fmt, rows);
 	if (nfail && fmt != FTCLI_FMT_TABLE) {

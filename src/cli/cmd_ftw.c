@@ -18,12 +18,12 @@ _Static_assert(FTLOAD_DEFAULT_CHUNK == 8u << 20 && FTFTW_DEFAULT_SHARD_LIMIT == 
 	       "FTCLI_LOADER_ROWS' defaults of --chunk-mib and --shard-gib");
 _Static_assert(FTLOAD_AUTO == 0 && FTLOAD_SERIAL == 1 && FTLOAD_PARALLEL == 2, "--expert-load's choices");
 
-static const struct ftflag rows[] = {
+static const struct ftflag flag_rows[] = {
 	FTCLI_LOADER_ROWS(struct ftw_cli, co.load.workers, chunk_mib, co.shard_limit, co.load.mode),
 	FTF_JSON_ROW(struct ftw_cli, fmt, "the result as JSON on stdout"),
 };
 
-const struct ftflag_cmd ftcli_flags_ftw = {"ftw", rows, FTF_COUNT(rows), .args = "convert MODEL OUT",
+const struct ftflag_cmd ftcli_flags_ftw = {"ftw", flag_rows, FTF_COUNT(flag_rows), .args = "convert MODEL OUT",
 					   .min_args = 3, .max_args = 3,
 					   .about = "  repack the checkpoint MODEL into the FTW format in OUT"};
 

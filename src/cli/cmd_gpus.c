@@ -3,13 +3,14 @@
 #include <stdlib.h>
 
 #include "cli/cli.h"
+#include "cli/table.h"
 #include "hw/gpu.h"
 
 struct gpus_opts {
 	enum ftcli_format fmt;
 };
 
-static const struct ftflag rows[] = {
+static const struct ftflag flag_rows[] = {
 	FTF_JSON_ROW(struct gpus_opts, fmt, "the list as JSON on stdout"),
 	FTF_FORMAT_ROW(struct gpus_opts, fmt,
 		       "table, json (as --json), csv or md: one row per GPU (mem_gib in GiB = 2^30 bytes; "
@@ -17,9 +18,23 @@ static const struct ftflag rows[] = {
 };
 
 const struct ftflag_cmd ftcli_flags_gpus = {
-	"gpus", rows, FTF_COUNT(rows),
+	"gpus", flag_rows, FTF_COUNT(flag_rows),
 	.about = "  every CUDA device in PCI bus order: index, uuid, name, PCI bus id, memory (GiB = 2^30\n"
 		 "  bytes), compute capability, PCIe link now/max (gen x width), driver, NUMA node",
+};
+
+/* A GPU's row: the table, csv and md columns. */
+static const struct ftcol cols[] = {
+	{"index", "idx", NULL, -3, "%.0f"},
+	{"uuid", "uuid", NULL, -42},
+	{"name", "name", NULL, -24, .prec = 24},
+	{"pci_bus_id", "bus id", NULL, -17},
+	{"mem_gib", "mem GiB", "GiB", 8, "%.1f"},
+	{"cc", "cc", NULL, -4},
+	{"pcie_now", "pcie now", NULL, -8},
+	{"pcie_max", "pcie max", NULL, -8},
+	{"driver", "driver", NULL, -10},
+	{"numa_node", "numa", NULL, 0, "%.0f"},
 };
 
 int ftcli_cmd_gpus(int argc, char **argv)
@@ -47,37 +62,23 @@ int ftcli_cmd_gpus(int argc, char **argv)
 			json_object_set_new(o, "reason", json_string(why));
 		ftcli_print_json(o);
 		json_decref(o);
-	} else if (fmt == FTCLI_FMT_CSV || fmt == FTCLI_FMT_MD) {
-		static const char *const head[] = {"index", "uuid", "name", "pci_bus_id", "mem_gib", "cc",
-						   "pcie_now", "pcie_max", "driver", "numa_node"};
-		ftcli_print_row(fmt, head, 10, 1);
+	} else if (n == 0 && fmt == FTCLI_FMT_TABLE) {
+		printf("no GPUs: %s\n", why);
+	} else {
+		struct fttable t = {cols, FTCOL_COUNT(cols), fmt};
+		fttable_head(&t);
 		for (int i = 0; i < n; i++) {
-			char idx[16], mem[32], cc[16], now[16], max[16], numa[16];
-			snprintf(idx, sizeof idx, "%d", g[i].index);
-			snprintf(mem, sizeof mem, "%.1f", g[i].mem_total / 1073741824.0);
+			char cc[16], now[16], max[16];
 			snprintf(cc, sizeof cc, "%d.%d", g[i].cc_major, g[i].cc_minor);
 			snprintf(now, sizeof now, "g%dx%d", g[i].link_gen_cur, g[i].link_width_cur);
 			snprintf(max, sizeof max, "g%dx%d", g[i].link_gen_max, g[i].link_width_max);
-			snprintf(numa, sizeof numa, "%d", g[i].numa_node);
-			const char *row[] = {idx, g[i].uuid, g[i].name, g[i].pci_bus_id, mem, cc, now, max,
-					     g[i].driver_version, numa};
-			ftcli_print_row(fmt, row, 10, 0);
+			fttable_row(&t, (struct ftcell[]){FTCELL_N(g[i].index), FTCELL_S(g[i].uuid), FTCELL_S(g[i].name),
+							  FTCELL_S(g[i].pci_bus_id), FTCELL_N(g[i].mem_total / 1073741824.0),
+							  FTCELL_S(cc), FTCELL_S(now), FTCELL_S(max),
+							  FTCELL_S(g[i].driver_version), FTCELL_N(g[i].numa_node)});
 		}
 		if (n == 0)
 			ftcli_note("no GPUs: %s", why);
-	} else if (n == 0) {
-		printf("no GPUs: %s\n", why);
-	} else {
-		printf("%-3s %-42s %-24s %-17s %8s %4s %-14s %-10s %s\n", "idx", "uuid", "name", "bus id",
-		       "mem GiB", "cc", "pcie now/max", "driver", "numa");
-		for (int i = 0; i < n; i++) {
-			char link[32];
-			snprintf(link, sizeof link, "g%dx%d/g%dx%d", g[i].link_gen_cur, g[i].link_width_cur,
-				 g[i].link_gen_max, g[i].link_width_max);
-			printf("%-3d %-42s %-24.24s %-17s %8.1f %d.%d  %-14s %-10s %d\n", g[i].index, g[i].uuid,
-			       g[i].name, g[i].pci_bus_id, g[i].mem_total / 1073741824.0, g[i].cc_major,
-			       g[i].cc_minor, link, g[i].driver_version, g[i].numa_node);
-		}
 	}
 	free(g);
 	return 0;

@@ -16,7 +16,7 @@ struct mk_cli {
 #define O(m) FTF_FIELD(struct mk_cli, m)
 _Static_assert(FTCKPT_DEFAULT_SHARD == 4096ULL << 20, "the --shard-mib row's default");
 
-static const struct ftflag rows[] = {
+static const struct ftflag flag_rows[] = {
 	{"arch", FTF_STR, O(o.arch), .meta = "ARCH", .help = "the layout: one of " FTCKPT_ARCHS " (required)"},
 	{"out", FTF_STR, O(o.out), .meta = "DIR", .help = "the checkpoint directory, created (required)"},
 	{"layers", FTF_INT, O(o.layers), .meta = "N", .lo = 1, .hi = 4096, .def_help = "the arch's small one",
@@ -36,7 +36,7 @@ static const struct ftflag rows[] = {
 	FTF_JSON_ROW(struct mk_cli, fmt, "the result as JSON on stdout"),
 };
 
-const struct ftflag_cmd ftcli_flags_make_checkpoint = {"make-checkpoint", rows, FTF_COUNT(rows)};
+const struct ftflag_cmd ftcli_flags_make_checkpoint = {"make-checkpoint", flag_rows, FTF_COUNT(flag_rows)};
 
 int ftcli_cmd_make_checkpoint(int argc, char **argv)
 {

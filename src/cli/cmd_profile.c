@@ -8,7 +8,6 @@
  * Exit: 0 found; 1 no profile / no data for the format / invalid profile (message names the
  * file); 2 usage (missing format, bad --gpu). */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,43 +17,77 @@
 
 #include "bench/validation.h"
 #include "cli/cli.h"
+#include "cli/table.h"
 #include "ftprofile.h"
 #include "moe/formats.h"
 #include "util/fsutil.h"
 #include "util/strutil.h"
 
-static const char usage[] =
-	"usage: ftbench profile path|show|history|recommend FORMAT|fetch-fraction FORMAT|max-batch FORMAT\n"
-	"                       [--gpu G] [--json] [--output-format table|json|csv|md] [--limit N]\n"
-	"  path            the profile file that applies (or where `ftbench bw` would write it)\n"
-	"  show            what the profile says: every figure with its spread (median, min-max,\n"
-	"                  samples), valid, drift, stale (--json: the whole file)\n"
-	"  history         the profiles of the GPU the per-user store kept (oldest first; valid and\n"
-	"                  invalid runs alike): time, read ceiling, per format CPU MoE / gather /\n"
-	"                  verdict, valid, drift (--json: the array of profiles)\n"
-	"  recommend F     offload | hybrid | none for format F (the reader's alias: mxfp4)\n"
-	"  fetch-fraction F  share of a hybrid step's missing experts fetched over PCIe\n"
-	"  max-batch F     the largest batch at which hybrid still wins for F (bw --batch-sweep)\n"
-	"  validate --from FILE  record what an engine run measured as the profile's validation.<fmt>:\n"
-	"                  the seed engine harness (bench/engines/freetoken_moe.py: one point, by\n"
-	"                  --workload W, default uniform, and --cache-fraction X, default the first),\n"
-	"                  a decode --compare summary (arms of moe-backend; needs --dtype), or a\n"
-	"                  validation record as it is (e.g. from replay). Per format: the winner, the\n"
-	"                  best fetch fraction, agrees with the profile's verdict (a tie agrees), when;\n"
-	"                  rewrites the profile file in place (atomically)\n"
-	"    --dtype F       the format (default: every format of the harness run the profile has)\n"
-	"    --engine-version V  the engine's version (decode --compare records none)\n"
-	"    --measured-epoch T  when the run was measured (default: the file's \"epoch\", else its mtime)\n"
-	"  --gpu G         GPU index, uuid or unique uuid prefix (default: the first GPU; none: host.json)\n"
-	"  --json          machine-readable output (the same as --output-format json)\n"
-	"  --output-format F  table (default), json, csv or md (csv, md: show, one row per format;\n"
-	"                  history, one row per profile and format); --format F is the same\n"
-	"  --limit N       history: the newest N profiles only (default: all kept, at most 20)\n"
-	"GB/s is 10^9 bytes per second everywhere.\n"
-	"  --deployment isolated|concurrent|profile\n"
-	"                  recommend / fetch-fraction for that deployment (default: the one the\n"
-	"                  profile records, by the seed's rules)\n"
-	"env: FREETOKEN_BENCHBW_PATH (the file), XDG_CACHE_HOME\n";
+struct profile_cli {
+	const char *gpu, *from, *vdtype;
+	int json, deployment, limit;
+	double reuse;
+	enum ftcli_format fmt;
+	struct ftval_opts vo;
+};
+#define O(m) FTF_FIELD(struct profile_cli, m)
+
+static const struct ftflag flag_rows[] = {
+	{"gpu", FTF_STR, O(gpu), .meta = "G", .short_name = 'g', .def_help = "the first GPU; none: host.json",
+	 .help = "GPU index, uuid or unique uuid prefix"},
+	{"json", FTF_BOOL, O(json), .short_name = 'j',
+	 .help = "machine-readable output (the same as --output-format json; it wins over --output-format)"},
+	{"output-format", FTF_ENUM, O(fmt), .meta = "F", .choices = "table|json|csv|md", .def = "table",
+	 .alias = "format",
+	 .help = "table, json, csv or md (csv, md: show, one row per format; history, one row per profile and "
+		 "format)"},
+	{"limit", FTF_INT, O(limit), .meta = "N", .lo = 1, .hi = 1000, .def_help = "all kept, at most 20",
+	 .help = "history: the newest N profiles only"},
+	{"deployment", FTF_ENUM, O(deployment), .choices = "isolated|concurrent|profile", .def = "profile",
+	 .help = "recommend / fetch-fraction for that deployment (profile: the one the profile records, by the "
+		 "seed's rules)"},
+	{"from", FTF_STR, O(from), .meta = "FILE", .help = "validate: the engine run to record (below)"},
+	{"dtype", FTF_STR, O(vdtype), .meta = "F",
+	 .def_help = "every format of the harness run the profile has", .help = "validate: the format"},
+	{"workload", FTF_STR, O(vo.workload), .meta = "W", .def_help = "uniform",
+	 .help = "validate: the harness run's point of that workload"},
+	{"cache-fraction", FTF_DOUBLE, O(vo.cache_fraction), .meta = "X", .lo = 1e-6, .hi = 1, .def_help = "the first",
+	 .help = "recommend (with --reuse): the answer for that workload from the profile's replay map "
+		 "(ftbench replay): the nearest point's winner (a tie: offload) and its best fetch fraction; X = GPU "
+		 "slot cache / (layers x experts). validate: the harness run's point of that cache fraction"},
+	{"reuse", FTF_DOUBLE, O(reuse), .meta = "R", .lo = 0, .hi = 1,
+	 .help = "recommend (with --cache-fraction): the workload's share of a layer's experts kept from one "
+		 "token to the next"},
+	{"engine-version", FTF_STR, O(vo.engine_version), .meta = "V",
+	 .help = "validate: the engine's version (decode --compare records none)"},
+	{"measured-epoch", FTF_DOUBLE, O(vo.measured_epoch), .meta = "T", .lo = 1, .hi = 1e11, .unit = "s",
+	 .def_help = "the file's \"epoch\", else its mtime", .help = "validate: when the run was measured"},
+};
+
+const struct ftflag_cmd ftcli_flags_profile = {
+	"profile", flag_rows, FTF_COUNT(flag_rows),
+	.args = "path|show|history|recommend FORMAT [--cache-fraction C --reuse R]|fetch-fraction FORMAT|max-batch "
+		"FORMAT|validate",
+	.min_args = 1, .max_args = 2,
+	.about = "  path            the profile file that applies (or where `ftbench bw` would write it)\n"
+		 "  show            what the profile says: every figure with its spread (median, min-max,\n"
+		 "                  samples), valid, drift, stale (--json: the whole file)\n"
+		 "  history         the profiles of the GPU the per-user store kept (oldest first; valid and\n"
+		 "                  invalid runs alike): time, read ceiling, per format CPU MoE / gather /\n"
+		 "                  verdict, valid, drift (--json: the array of profiles)\n"
+		 "  recommend F     offload | hybrid | none for format F (the reader's alias: mxfp4)\n"
+		 "  fetch-fraction F  share of a hybrid step's missing experts fetched over PCIe\n"
+		 "  max-batch F     the largest batch at which hybrid still wins for F (bw --batch-sweep)\n"
+		 "  validate --from FILE  record what an engine run measured as the profile's validation.<fmt>:\n"
+		 "                  the seed engine harness (bench/engines/freetoken_moe.py: one point, by\n"
+		 "                  --workload W, default uniform, and --cache-fraction X, default the first),\n"
+		 "                  a decode --compare summary (arms of moe-backend; needs --dtype), or a\n"
+		 "                  validation record as it is (e.g. from replay). Per format: the winner, the\n"
+		 "                  best fetch fraction, agrees with the profile's verdict (a tie agrees), when;\n"
+		 "                  rewrites the profile file in place (atomically)",
+	.notes = "GB/s is 10^9 bytes per second everywhere.\n"
+		 "env: FREETOKEN_BENCHBW_PATH (the file), XDG_CACHE_HOME\n",
+};
 
 /* A full uuid in nvidia-smi form: GPU- and 36 characters of hex and dashes. */
 static int literal_uuid(const char *s)
@@ -76,11 +109,48 @@ static void print_num(const json_t *v, const char *fmt, int width)
 		printf("%*s", width, "-");
 }
 
+/* A format's row of show: the table, csv and md. */
+static const struct ftcol format_cols[] = {
+	{"format", "format", NULL, -14},
+	{"rec", "rec", NULL, -8},
+	{"cpu_moe_gbs", "cpu GB/s", "GB/s", 10, "%.1f", "%.2f"},
+	{"pcie_gather_gbs", "pcie GB/s", "GB/s", 10, "%.1f", "%.2f"},
+	{"ratio", "ratio", NULL, 10, "%.2f", "%.3f"},
+	{"fetch_fraction", "fetch", NULL, 8, "%.3f"},
+	{"cpu_moe_isa", "isa", NULL, 6},
+	{"note", "note", NULL, 0, .gap = 1},
+};
+
+/* One row per format named in dtypes or dtype_kernels (dtypes order first). */
+static void format_rows(const struct ftprof *p, enum ftcli_format fmt)
+{
+	struct fttable t = {format_cols, FTCOL_COUNT(format_cols), fmt};
+	const json_t *root = ftprof_json(p), *dtypes = json_object_get(root, "dtypes");
+	const json_t *dk = json_object_get(root, "dtype_kernels"), *v;
+	const char *k;
+	fttable_head(&t);
+	for (int pass = 0; pass < 2; pass++)
+		json_object_foreach((json_t *)(pass ? dk : dtypes), k, v) {
+			if (pass && json_object_get(dtypes, k))
+				continue;
+			const json_t *e = json_object_get(dk, k);
+			const char *note = json_string_value(json_object_get(e, "note"));
+			double f;
+			int have_f = !ftprof_fetch_fraction(p, k, &f);
+			fttable_row(&t, (struct ftcell[]){FTCELL_S(k), FTCELL_S(ftprof_rec_name(ftprof_recommend(p, k))),
+							  ftcell_json(json_object_get(e, "cpu_moe_gbs")),
+							  ftcell_json(json_object_get(e, "pcie_gather_gbs")),
+							  ftcell_json(json_object_get(e, "ratio")),
+							  have_f ? FTCELL_N(f) : FTCELL_NONE,
+							  ftcell_json(json_object_get(e, "cpu_moe_isa")),
+							  FTCELL_SH(note, note ? note : "")});
+		}
+}
+
 static void show_human(const struct ftprof *p)
 {
 	const json_t *root = ftprof_json(p), *gpu = json_object_get(root, "gpu");
 	const json_t *tool = json_object_get(root, "tool"), *ceil = json_object_get(root, "ceilings");
-	const json_t *dtypes = json_object_get(root, "dtypes");
 	const json_t *dk = json_object_get(root, "dtype_kernels");
 	const json_t *wl = json_object_get(root, "workloads"), *v;
 	const char *k;
@@ -135,30 +205,8 @@ static void show_human(const struct ftprof *p)
 		}
 		printf("\n");
 	}
-	printf("\n%-14s %-8s %10s %10s %10s %8s %6s  %s\n", "format", "rec", "cpu GB/s", "pcie GB/s",
-	       "ratio", "fetch", "isa", "note");
-	/* One row per format named in dtypes or dtype_kernels (dtypes order first). */
-	for (int pass = 0; pass < 2; pass++) {
-		const json_t *src = pass ? dk : dtypes;
-		json_object_foreach((json_t *)src, k, v) {
-			if (pass && json_object_get(dtypes, k))
-				continue;
-			const json_t *e = json_object_get(dk, k);
-			double f;
-			printf("%-14s %-8s ", k, ftprof_rec_name(ftprof_recommend(p, k)));
-			print_num(json_object_get(e, "cpu_moe_gbs"), "%*.1f", 10);
-			printf(" ");
-			print_num(json_object_get(e, "pcie_gather_gbs"), "%*.1f", 10);
-			printf(" ");
-			print_num(json_object_get(e, "ratio"), "%*.2f", 10);
-			if (!ftprof_fetch_fraction(p, k, &f))
-				printf(" %8.3f", f);
-			else
-				printf(" %8s", "-");
-			printf(" %6s  %s\n", json_string_value(json_object_get(e, "cpu_moe_isa")) ?: "-",
-			       json_string_value(json_object_get(e, "note")) ?: "");
-		}
-	}
+	printf("\n");
+	format_rows(p, FTCLI_FMT_TABLE);
 	json_object_foreach((json_t *)wl, k, v) {
 		const json_t *rmb = json_object_get(v, "recommended_moe_backend"), *r;
 		const char *f;
@@ -179,29 +227,7 @@ static void show_human(const struct ftprof *p)
 /* show --output-format csv|md: the table of show_human, one row per format (GB/s). */
 static void show_rows(const struct ftprof *p, enum ftcli_format fmt)
 {
-	static const char *const head[] = {"format", "rec", "cpu_moe_gbs", "pcie_gather_gbs", "ratio",
-					   "fetch_fraction", "cpu_moe_isa", "note"};
-	const json_t *root = ftprof_json(p), *dtypes = json_object_get(root, "dtypes");
-	const json_t *dk = json_object_get(root, "dtype_kernels"), *v;
-	const char *k;
-	ftcli_print_row(fmt, head, 8, 1);
-	for (int pass = 0; pass < 2; pass++) /* as show_human: dtypes order first */
-		json_object_foreach((json_t *)(pass ? dk : dtypes), k, v) {
-			if (pass && json_object_get(dtypes, k))
-				continue;
-			const json_t *e = json_object_get(dk, k);
-			char cpu[32], pcie[32], ratio[32], fetch[32] = "";
-			double f;
-			ftcli_cell(cpu, sizeof cpu, json_object_get(e, "cpu_moe_gbs"), "%.2f");
-			ftcli_cell(pcie, sizeof pcie, json_object_get(e, "pcie_gather_gbs"), "%.2f");
-			ftcli_cell(ratio, sizeof ratio, json_object_get(e, "ratio"), "%.3f");
-			if (!ftprof_fetch_fraction(p, k, &f))
-				snprintf(fetch, sizeof fetch, "%.3f", f);
-			const char *row[] = {k, ftprof_rec_name(ftprof_recommend(p, k)), cpu, pcie, ratio, fetch,
-					     json_string_value(json_object_get(e, "cpu_moe_isa")),
-					     json_string_value(json_object_get(e, "note"))};
-			ftcli_print_row(fmt, row, 8, 0);
-		}
+	format_rows(p, fmt);
 }
 
 /* "99.5 GB/s (99.0-100.0, 2 samples)" for figure key of o (its key_spread when recorded). */
@@ -540,88 +566,19 @@ out:
 	return rc;
 }
 
-int ftcli_cmd_profile(int argc, char **argv)
+/* The action of argv[pos] (and its FORMAT) into *action, *format: 0, or the exit status after
+ * saying what is wrong. */
+static int profile_action(int argc, char **argv, int pos, const char *from, const char **actionp,
+			  const char **formatp)
 {
-	static const struct option opts[] = {{"gpu", required_argument, NULL, 'g'},
-					     {"json", no_argument, NULL, 'j'},
-					     {"deployment", required_argument, NULL, 'd'},
-					     {"limit", required_argument, NULL, 'l'},
-					     {"format", required_argument, NULL, 'F'},
-					     {"output-format", required_argument, NULL, 'F'},
-					     {"help", no_argument, NULL, 'h'},
-					     {"from", required_argument, NULL, 'f'},
-					     {"dtype", required_argument, NULL, 't'},
-					     {"workload", required_argument, NULL, 'w'},
-					     {"cache-fraction", required_argument, NULL, 'c'},
-					     {"engine-version", required_argument, NULL, 'e'},
-					     {"measured-epoch", required_argument, NULL, 'm'},
-					     {0}};
-	const char *gpu_spec = NULL, *action, *format = NULL;
-	int json = 0, c, r, rc = FTCLI_EXIT_FAIL, li = 0;
-	struct ftgpu_info gi;
-	const char *uuid = NULL, *name = NULL;
-	char why[256] = "", err[2048] = "", path[4096];
-	struct ftprof *p = NULL;
-	enum ftprof_deployment dep = FTPROF_DEPLOY_PROFILE;
-	int dep_given = 0, limit = 0, fmt_given = 0;
-	enum ftcli_format fmt = FTCLI_FMT_TABLE;
-	char *end;
-	const char *from = NULL, *vdtype = NULL;
-	struct ftval_opts vo;
-	ftval_opts_default(&vo);
-
-	while ((c = getopt_long(argc, argv, "g:jh", opts, &li)) != -1) {
-		switch (c) {
-		case 'd':
-			if (ftprof_deployment_parse(optarg, &dep) < 0) {
-				ftcli_error("--deployment: '%s' is none of isolated, concurrent, profile", optarg);
-				return FTCLI_EXIT_USAGE;
-			}
-			dep_given = 1;
-			break;
-		case 'l':
-			errno = 0;
-			limit = (int)strtol(optarg, &end, 10);
-			if (errno || end == optarg || *end || limit < 1 || limit > 1000) {
-				ftcli_error("--limit: '%s' is not a count from 1 to 1000", optarg);
-				return FTCLI_EXIT_USAGE;
-			}
-			break;
-		case 'F':
-			if (ftcli_parse_format(strcmp(opts[li].name, "format") ? "--output-format" : "--format", optarg, &fmt) < 0)
-				return FTCLI_EXIT_USAGE;
-			fmt_given = 1;
-			break;
-		case 'g': gpu_spec = optarg; break;
-		case 'j': json = 1; break;
-		case 'f': from = optarg; break;
-		case 't': vdtype = optarg; break;
-		case 'w': vo.workload = optarg; break;
-		case 'e': vo.engine_version = optarg; break;
-		case 'c':
-		case 'm':
-			if (ftstr_parse_double(optarg, c == 'c' ? 0 : 1, c == 'c' ? 1 : 1e11,
-					       c == 'c' ? &vo.cache_fraction : &vo.measured_epoch) < 0) {
-				ftcli_error("--%s: '%s' is not a %s", c == 'c' ? "cache-fraction" : "measured-epoch", optarg,
-					    c == 'c' ? "fraction in [0, 1]" : "time in seconds since 1970");
-				return FTCLI_EXIT_USAGE;
-			}
-			break;
-		case 'h': fputs(usage, stdout); return 0;
-		default: fputs(usage, stderr); return FTCLI_EXIT_USAGE;
-		}
-	}
-	if (optind >= argc) {
-		fputs(usage, stderr);
-		return FTCLI_EXIT_USAGE;
-	}
-	action = argv[optind++];
+	const char *action, *format = NULL;
+	action = argv[pos++];
 	if (!strcmp(action, "recommend") || !strcmp(action, "fetch-fraction") || !strcmp(action, "max-batch")) {
-		if (optind >= argc) {
+		if (pos >= argc) {
 			ftcli_error("%s needs a FORMAT (one of %s)", action, ftfmt_all_names());
 			return FTCLI_EXIT_USAGE;
 		}
-		format = argv[optind++];
+		format = argv[pos++];
 		if (!*format) {
 			ftcli_error("%s: empty FORMAT (one of %s)", action, ftfmt_all_names());
 			return FTCLI_EXIT_USAGE;
@@ -638,13 +595,56 @@ int ftcli_cmd_profile(int argc, char **argv)
 		}
 	} else if (strcmp(action, "path") && strcmp(action, "show") && strcmp(action, "history")) {
 		ftcli_error("unknown action '%s'", action);
-		fputs(usage, stderr);
+		ftflags_help(&ftcli_flags_profile, stderr);
 		return FTCLI_EXIT_USAGE;
 	}
-	if (optind < argc) {
-		ftcli_error("unexpected argument '%s'", argv[optind]);
+	if (pos < argc) {
+		ftcli_error("unexpected argument '%s'", argv[pos]);
 		return FTCLI_EXIT_USAGE;
 	}
+	*actionp = action;
+	*formatp = format;
+	return 0;
+}
+
+int ftcli_cmd_profile(int argc, char **argv)
+{
+	struct profile_cli po = {0};
+	struct ftflag_state fs;
+	const char *gpu_spec, *action, *format = NULL;
+	int json, r, rc = FTCLI_EXIT_FAIL;
+	struct ftgpu_info gi;
+	const char *uuid = NULL, *name = NULL;
+	char why[256] = "", err[2048] = "", path[4096];
+	struct ftprof *p = NULL;
+	enum ftprof_deployment dep;
+	int dep_given, limit, fmt_given;
+	enum ftcli_format fmt;
+	const char *from, *vdtype;
+	struct ftval_opts vo;
+
+	ftval_opts_default(&po.vo);
+	r = ftflags_parse(&ftcli_flags_profile, argc, argv, &po, &fs);
+	if (r)
+		return r > 0 ? 0 : FTCLI_EXIT_USAGE;
+	argc = fs.argc;
+	argv = fs.argv;
+	int optind = fs.pos;
+	gpu_spec = po.gpu;
+	from = po.from;
+	vdtype = po.vdtype;
+	vo = po.vo;
+	json = po.json;
+	limit = po.limit;
+	fmt = po.fmt;
+	fmt_given = ftflags_given(&ftcli_flags_profile, &fs, "output-format");
+	double wl_cache = ftflags_given(&ftcli_flags_profile, &fs, "cache-fraction") ? po.vo.cache_fraction : NAN;
+	double wl_reuse = ftflags_given(&ftcli_flags_profile, &fs, "reuse") ? po.reuse : NAN;
+	dep_given = ftflags_given(&ftcli_flags_profile, &fs, "deployment");
+	ftflags_release(&fs); /* no joined lists: argv stays the caller's */
+	ftprof_deployment_parse(po.deployment == 0 ? "isolated" : po.deployment == 1 ? "concurrent" : "profile", &dep);
+	if ((r = profile_action(argc, argv, optind, from, &action, &format)))
+		return r;
 	if (json)
 		fmt = FTCLI_FMT_JSON;
 	else if (fmt == FTCLI_FMT_JSON)
@@ -653,6 +653,20 @@ int ftcli_cmd_profile(int argc, char **argv)
 	    strcmp(action, "show")) {
 		ftcli_error("--output-format %s is for show and history only (the others: table or json)",
 			    fmt == FTCLI_FMT_CSV ? "csv" : "md");
+		return FTCLI_EXIT_USAGE;
+	}
+	/* --cache-fraction: with recommend (and --reuse) the replay map's answer; with validate the
+	 * point of the engine's run to record */
+	if (!strcmp(action, "validate") && isnan(wl_reuse)) {
+		if (!isnan(wl_cache))
+			vo.cache_fraction = wl_cache;
+		wl_cache = NAN;
+	} else if (isnan(wl_cache) != isnan(wl_reuse) || (!isnan(wl_cache) && strcmp(action, "recommend"))) {
+		ftcli_error("--cache-fraction and --reuse go together, with recommend only (validate takes --cache-fraction)");
+		return FTCLI_EXIT_USAGE;
+	}
+	if (!isnan(wl_cache) && dep_given) {
+		ftcli_error("--cache-fraction/--reuse (the replay's answer) and --deployment do not mix");
 		return FTCLI_EXIT_USAGE;
 	}
 	if (json)
@@ -738,6 +752,31 @@ int ftcli_cmd_profile(int argc, char **argv)
 			show_validation(p);
 		}
 		rc = 0;
+	} else if (!strcmp(action, "recommend") && !isnan(wl_cache)) {
+		double f = NAN, pc = NAN, pu = NAN, sp = NAN;
+		enum ftprof_rec rec = ftprof_recommend_workload(p, format, wl_cache, wl_reuse, &f);
+		ftprof_workload_point(p, format, wl_cache, wl_reuse, &pc, &pu, &sp);
+		if (json) {
+			json_t *o = json_pack("{s:s,s:s,s:f,s:f,s:o,s:s}", "format", format, "recommendation", ftprof_rec_name(rec),
+					      "cache_fraction", wl_cache, "reuse", wl_reuse, "fetch_fraction",
+					      isnan(f) ? json_null() : json_real(f), "profile", ftprof_source(p));
+			if (rec != FTPROF_REC_NONE)
+				json_object_set_new(o, "point", json_pack("{s:f,s:f,s:o}", "cache_fraction", pc, "reuse", pu,
+									  "speedup", isnan(sp) ? json_null() : json_real(sp)));
+			ftcli_print_json(o);
+			json_decref(o);
+		} else if (rec != FTPROF_REC_NONE) {
+			printf("%s", ftprof_rec_name(rec));
+			if (!isnan(f))
+				printf(" fetch_fraction=%.4g", f);
+			printf(" (replay point: cache %.3g, reuse %.3g, hybrid/offload %.3gx)\n", pc, pu, sp);
+		} else {
+			printf("none\n");
+		}
+		if (rec == FTPROF_REC_NONE)
+			ftcli_note("%s: no replay map for %s (run ftbench replay, or bw with a GPU); the bandwidth rule says %s",
+				   ftprof_source(p), format, ftprof_rec_name(ftprof_recommend(p, format)));
+		rc = rec == FTPROF_REC_NONE ? FTCLI_EXIT_FAIL : 0;
 	} else if (!strcmp(action, "recommend")) {
 		enum ftprof_rec rec = dep_given ? ftprof_recommend_deployment(p, format, dep) : ftprof_recommend(p, format);
 		enum ftprof_deployment used = dep == FTPROF_DEPLOY_PROFILE ? ftprof_deployment(p) : dep;

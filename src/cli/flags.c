@@ -279,7 +279,7 @@ int ftflags_parse(const struct ftflag_cmd *c, int argc, char **argv, void *opts,
 		st->argc = a->argc;
 		st->argv = a->argv;
 	}
-	optind = 1;
+	optind = 0; /* GNU getopt: a full restart (a command may parse twice in one process) */
 	opterr = 1;
 	int ch, li = -1;
 	while ((ch = getopt_long(st->argc, st->argv, shorts, o, &li)) != -1) {

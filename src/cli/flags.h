@@ -1,28 +1,31 @@
 /* flags: a command's options as table rows. One row per flag {name, type, field, bounds, default,
  * unit, help, aliases}; from the table come option parsing (getopt_long built from the rows, so
  * GNU prefixes, "--name=value" and permutation behave as before), --help, the man pages and the
- * bash completion (both read --help), and `ftbench flags --json`, the dump that
- * tests/integration/flags_equal.py holds against the daemon's job arguments and api/openapi.yaml.
+ * bash completion (both read --help), and `ftbench flags`, the JSON dump that
+ * tests/integration/flags_equal.sh holds against the daemon's job arguments and api/openapi.yaml.
  * A new flag is one row; its help cannot disagree with its default or bounds, which --help prints
  * from the row.
  *
  * A command declares its rows over a struct of its options and parses into it:
  *
- *	struct o { long repeat; int ofmt; const char *model; };
- *	static const struct ftflag rows[] = {
- *		{"repeat", FTF_INT, FTF_FIELD(struct o, repeat), .meta = "N", .lo = 1, .hi = 1000,
- *		 .def = "64", .alias = "iters", .help = "timed steps"},
- *		{"model", FTF_STR, FTF_FIELD(struct o, model), .meta = "M", .help = "expert shapes"},
- *		FTF_OUTPUT_ROWS(struct o, ofmt, "one row per step"),
+ *	struct x_opts { long repeat; const char *model; enum ftcli_format fmt; };
+ *	#define O(m) FTF_FIELD(struct x_opts, m)
+ *	static const struct ftflag flag_rows[] = {
+ *		{"repeat", FTF_INT, O(repeat), .meta = "N", .lo = 1, .hi = 1000, .def = "64",
+ *		 .alias = "iters", .help = "timed steps"},
+ *		{"model", FTF_STR, O(model), .meta = "M", .help = "expert shapes"},
+ *		FTF_JSON_ROW(struct x_opts, fmt, "the result as JSON"),
+ *		FTF_FORMAT_ROW(struct x_opts, fmt, "table, json, csv or md: one row per step"),
+ *		FTF_RESULT_FD_ROW,
  *	};
- *	const struct ftflag_cmd ftcli_flags_x = {"x", rows, FTF_COUNT(rows), .about = "..."};
+ *	const struct ftflag_cmd ftcli_flags_x = {"x", flag_rows, FTF_COUNT(flag_rows), .about = "..."};
  *	int ftcli_cmd_x(int argc, char **argv) {
- *		struct o o = {0}; struct ftflag_state st;
- *		int r = ftflags_parse(&ftcli_flags_x, argc, argv, &o, &st);
+ *		struct x_opts o = {0}; struct ftflag_state fs;
+ *		int r = ftflags_parse(&ftcli_flags_x, argc, argv, &o, &fs);
  *		if (r) return r > 0 ? 0 : FTCLI_EXIT_USAGE;   (r > 0: --help printed)
- *		... o.repeat, ftflags_given(&st, "repeat"), st.argv[st.pos..st.argc) ...
- *		ftflags_release(&st); }
- * and is listed in src/cli/main.c's command table with its ftflag_cmd. */
+ *		... o.repeat, ftflags_given(&ftcli_flags_x, &fs, "repeat"), fs.argv[fs.pos..fs.argc) ...
+ *		ftflags_release(&fs); }
+ * It is listed in src/cli/main.c's command table with &ftcli_flags_x (and declared in cli.h). */
 #ifndef FT_CLI_FLAGS_H
 #define FT_CLI_FLAGS_H
 #include <jansson.h>

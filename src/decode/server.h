@@ -72,11 +72,14 @@ void ftsrv_argv_string(char *const *argv, char *buf, size_t n);
 int ftsrv_free_port(int *port);
 
 struct ftsrv_grace {
-	double term_s;   /* after SIGTERM to the group (90) */
-	double kill_s;   /* after SIGKILL to the group (30) */
-	double driver_s; /* then, for the GPU driver to release memory (3) */
+	double term_s;   /* after SIGTERM to the group (FTSRV_DEF_TERM_S) */
+	double kill_s;   /* after SIGKILL to the group (FTSRV_DEF_KILL_S) */
+	double driver_s; /* then, for the GPU driver to release memory (FTSRV_DEF_DRIVER_S) */
 };
-#define FTSRV_GRACE_DEFAULT ((struct ftsrv_grace){90.0, 30.0, 3.0})
+#define FTSRV_DEF_TERM_S 90.0
+#define FTSRV_DEF_KILL_S 30.0
+#define FTSRV_DEF_DRIVER_S 3.0
+#define FTSRV_GRACE_DEFAULT ((struct ftsrv_grace){FTSRV_DEF_TERM_S, FTSRV_DEF_KILL_S, FTSRV_DEF_DRIVER_S})
 
 struct ftsrv {
 	struct ftproc proc; /* pid: leader = process group id, 0 when none (and after ftsrv_stop);

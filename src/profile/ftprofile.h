@@ -192,6 +192,33 @@ int ftprof_hybrid_max_batch(const struct ftprof *p, const char *format, int *bat
  * not a positive number, -EINVAL for NULL arguments or batch < 1. */
 int ftprof_batch_ratio(const struct ftprof *p, const char *format, int batch, double *ratio);
 
+/* ---------------------------------------------------------------- the answer by workload
+ *
+ * `ftbench replay` (and bw's short replay) runs an engine's MoE decode step on the host under a
+ * routing workload and a GPU cache size, in every placement mode, and stores the map in the
+ * profile's "replay" block (docs/REPLAY.md): per format, points of (cache_fraction: the slot
+ * cache as a share of layers x experts, reuse: the share of a layer's experts kept from one token
+ * to the next) with the measured winner and the best fetch fraction. The bandwidth rule cannot
+ * see reuse: a hybrid engine's CPU-computed misses never enter the GPU cache, so hybrid loses once
+ * routing reuses experts enough.
+ *
+ * ftprof_recommend_workload answers for the caller's workload: among replay.<fmt>.points of skew 0
+ * (fmt after ftprof_canonical_format: bf16, nvfp4, mxfp4_triton, ...), the point NEAREST to
+ * (cache_fraction, reuse) (Euclidean distance over both coordinates, as given, no interpolation;
+ * ties: the first in the file). Its winner "hybrid" gives FTPROF_REC_HYBRID; "offload" and "tie"
+ * (no measurable difference: the simpler path) give FTPROF_REC_OFFLOAD. fetch_fraction (may be
+ * NULL) gets the point's best_fetch_fraction (the fastest measured f; NAN when it has none),
+ * whatever the winner. FTPROF_REC_NONE when the profile has no replay points for the format, the
+ * arguments are NULL or not numbers (the caller falls back to ftprof_recommend). */
+enum ftprof_rec ftprof_recommend_workload(const struct ftprof *p, const char *format, double cache_fraction,
+					  double reuse, double *fetch_fraction);
+
+/* The same point's description for a caller that shows where the answer came from: its
+ * cache_fraction, reuse and speedup (median offload step / median best hybrid step) into the
+ * non-NULL pointers. 0, or -ENODATA as FTPROF_REC_NONE above, -EINVAL for NULL p or format. */
+int ftprof_workload_point(const struct ftprof *p, const char *format, double cache_fraction, double reuse,
+			  double *point_cache, double *point_reuse, double *speedup);
+
 /* ---------------------------------------------------------------- validation
  *
  * A profile's verdict checked against the engine that reads it: per format,
@@ -311,6 +338,33 @@ json_t *ftprof_drift(const json_t *prev, const json_t *cur, double share);
  * written). Returns 0 or -errno. */
 int ftprof_store_commit(const char *dir, const json_t *profile, const char *gpu_uuid, int keep, double share,
 			char *path_out, size_t n);
+
+/* ---- a measured profile's fate: the one rule of `ftbench bw` and of ftbenchd's bw jobs */
+
+/* Settle a measured profile in store directory dir (NULL: the per-user store). One whose own
+ * checks passed (no "valid": false) is committed (ftprof_store_commit: drift, store file,
+ * history); one whose checks failed ("valid": false) is only kept in the history
+ * (ftprof_history_add, at least one kept), so the stored profile, which engines read, stays as
+ * it was. path_out (may be NULL): the GPU's store file either way. profile is borrowed.
+ * Returns 0 (stored), FTPROF_KEPT_INVALID (kept in the history only), or -errno. */
+#define FTPROF_KEPT_INVALID 1
+int ftprof_store_settle(const char *dir, const json_t *profile, const char *gpu_uuid, int keep, double share,
+			char *path_out, size_t n);
+
+/* The legacy copy rule: after a profile was stored at stored (ftprof_store_settle returned 0),
+ * the seed's single file (ftprof_legacy_path, the only one released engines read) gets a copy
+ * byte for byte when the profile is of a GPU and the host has exactly host_gpus == 1 GPU. What
+ * happened goes to *what; path_out (may be NULL) gets the legacy path in every case (for
+ * messages). Returns 0, or -errno when the copy was due and failed. */
+enum ftprof_legacy {
+	FTPROF_LEGACY_WRITTEN,   /* the copy was written */
+	FTPROF_LEGACY_NO_GPU,    /* a GPU-less profile is for no GPU's engine */
+	FTPROF_LEGACY_MANY_GPUS, /* several GPUs: engines on every GPU would read this one's figures */
+	FTPROF_LEGACY_NOT_VALID, /* the profile is not valid (not stored): the file keeps what it had */
+	FTPROF_LEGACY_SAME_FILE, /* stored is the legacy file itself (FREETOKEN_BENCHBW_PATH names it) */
+};
+int ftprof_legacy_settle(const json_t *profile, const char *stored, int host_gpus, enum ftprof_legacy *what,
+			 char *path_out, size_t n);
 
 /* ---- staleness: the machine a profile was measured on */
 

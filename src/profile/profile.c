@@ -460,3 +460,67 @@ int ftprof_fetch_fraction(const struct ftprof *p, const char *format, double *fr
 	}
 	return -ENODATA;
 }
+
+/* ---------------------------------------------------------------- the answer by workload */
+
+static const json_t *workload_point(const struct ftprof *p, const char *format, double cf, double reuse)
+{
+	const json_t *rp, *block, *pts, *pt, *best = NULL;
+	double bd = INFINITY;
+	size_t i;
+	const char *fmt = ftprof_canonical_format(format);
+	if (!p || !fmt || !isfinite(cf) || !isfinite(reuse))
+		return NULL;
+	rp = json_object_get(p->root, "replay");
+	block = json_is_object(rp) ? json_object_get(rp, fmt) : NULL;
+	pts = json_is_object(block) ? json_object_get(block, "points") : NULL;
+	if (!json_is_array(pts))
+		return NULL;
+	json_array_foreach(pts, i, pt) {
+		const json_t *c = json_object_get(pt, "cache_fraction"), *r = json_object_get(pt, "reuse");
+		const json_t *sk = json_object_get(pt, "skew");
+		if (!json_is_number(c) || !json_is_number(r) || (json_is_number(sk) && json_number_value(sk) != 0) ||
+		    !json_is_string(json_object_get(pt, "winner")))
+			continue;
+		double a = json_number_value(c) - cf, b = json_number_value(r) - reuse, d = a * a + b * b;
+		if (d < bd) {
+			bd = d;
+			best = pt;
+		}
+	}
+	return best;
+}
+
+enum ftprof_rec ftprof_recommend_workload(const struct ftprof *p, const char *format, double cache_fraction,
+					  double reuse, double *fetch_fraction)
+{
+	const json_t *pt = workload_point(p, format, cache_fraction, reuse);
+	if (fetch_fraction)
+		*fetch_fraction = NAN;
+	if (!pt)
+		return FTPROF_REC_NONE;
+	const json_t *f = json_object_get(pt, "best_fetch_fraction");
+	if (fetch_fraction && json_is_number(f))
+		*fetch_fraction = json_number_value(f);
+	return strcmp(json_string_value(json_object_get(pt, "winner")), "hybrid") ? FTPROF_REC_OFFLOAD
+										   : FTPROF_REC_HYBRID;
+}
+
+int ftprof_workload_point(const struct ftprof *p, const char *format, double cache_fraction, double reuse,
+			  double *point_cache, double *point_reuse, double *speedup)
+{
+	if (!p || !format)
+		return -EINVAL;
+	const json_t *pt = workload_point(p, format, cache_fraction, reuse);
+	if (!pt)
+		return -ENODATA;
+	if (point_cache)
+		*point_cache = json_number_value(json_object_get(pt, "cache_fraction"));
+	if (point_reuse)
+		*point_reuse = json_number_value(json_object_get(pt, "reuse"));
+	if (speedup) {
+		const json_t *s = json_object_get(pt, "speedup");
+		*speedup = json_is_number(s) ? json_number_value(s) : NAN;
+	}
+	return 0;
+}

@@ -204,7 +204,7 @@ static const struct ftargs_spec load_weights_args[] = {
 	{"chunk_mib", FTARGS_T_INT, "--chunk-mib", 1, 1024},
 	{"shard_gib", FTARGS_T_NUM, "--shard-gib", 0.001, 1024},
 	{"shard_mib", FTARGS_T_INT, "--shard-mib", 1, 1048576},
-	{"expert_load", FTARGS_T_ENUM, "--expert-load", 0, 0, "serial|parallel"},
+	{"expert_load", FTARGS_T_ENUM, "--expert-load", 0, 0, "auto|serial|parallel"},
 	{"ftw_dir", FTARGS_T_PATH, "--ftw-dir"},
 	{"no_drop_cache", FTARGS_T_BOOL, "--no-drop-cache"},
 	{"keep_ftw", FTARGS_T_BOOL, "--keep-ftw"},
@@ -234,8 +234,34 @@ static const struct ftargs_spec decode_args[] = {
 	{"gpu", FTARGS_T_GPU, "--gpu"},
 	{NULL}};
 
-const char *const ftargs_kind_names[] = {"bw", "cache-copy", "load-weights", "decode", NULL};
-static const struct ftargs_spec *const kind_specs[] = {bw_args, cache_copy_args, load_weights_args, decode_args};
+/* ftbench replay (docs/REPLAY.md); the daemon adds --no-store and merges the result into the GPU's
+ * stored profile itself (daemon/kinds.c). */
+static const struct ftargs_spec replay_args[] = {
+	{"format", FTARGS_T_NAMES, "--format"},
+	{"model", FTARGS_T_NAMES, "--model"},
+	{"layers", FTARGS_T_INT, "--layers", 1, 4096},
+	{"batch", FTARGS_T_INT, "--batch", 1, 32},
+	{"workloads", FTARGS_T_NAMES, "--workloads"},
+	{"cache", FTARGS_T_NUMLIST, "--cache", 0.000001, 1, NULL, 0, 8},
+	{"cache_slots", FTARGS_T_INT, "--cache-slots", 1, 16777215},
+	{"fractions", FTARGS_T_NUMLIST, "--fractions", 0, 1, NULL, 0, 16},
+	{"caps", FTARGS_T_INTLIST, "--caps", 0, 2048, NULL, 0, 4},
+	{"steps", FTARGS_T_INT, "--steps", 4, 100000},
+	{"warmup", FTARGS_T_INT, "--warmup", 0, 100000},
+	{"size", FTARGS_T_ENUM, "--size", 0, 0, "short|full"},
+	{"fetch_order", FTARGS_T_ENUM, "--fetch-order", 0, 0, "recency|lowest_id"},
+	{"no_overlap", FTARGS_T_BOOL, "--no-overlap"},
+	{"offload_from_batch", FTARGS_T_INT, "--offload-from-batch", 0, 32},
+	{"seed", FTARGS_T_INT, "--seed", 0, 1e15},
+	{"host_alloc", FTARGS_T_ENUM, "--host-alloc", 0, 0, "register|hostalloc"},
+	{"trace", FTARGS_T_PATH, "--trace"},
+	{"cpu_threads", FTARGS_T_INT, "--cpu-threads", 0, 4096},
+	{"gpu", FTARGS_T_GPU, "--gpu"},
+	{NULL}};
+
+const char *const ftargs_kind_names[] = {"bw", "cache-copy", "load-weights", "decode", "replay", NULL};
+static const struct ftargs_spec *const kind_specs[] = {bw_args, cache_copy_args, load_weights_args, decode_args,
+						       replay_args};
 
 const struct ftargs_spec *ftargs_kind_spec(const char *kind)
 {

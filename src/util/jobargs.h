@@ -35,8 +35,10 @@ struct ftargs_hint {
 
 /* The job kinds' argument tables: one row per argument {name, type, worker flag, bounds,
  * choices}, one table per kind. The daemon validates a job's args and builds the worker's argv
- * from them (daemon/kinds.c); `ftbench submit` types its --key value pairs from them;
- * tests/integration/jobargs_spec.py checks them against api/openapi.yaml. */
+ * from them (daemon/kinds.c); `ftbench submit` types its --key value pairs from them. Each row's
+ * flag is a row of the worker command's option table (src/cli/flags.h): tests/integration/
+ * flags_equal.sh (scripts/openapi-args.py) holds the bounds, choices, defaults and help of the
+ * three (`ftbenchd --dump-job-args`, `ftbench flags`, api/openapi.yaml) equal. */
 enum ftargs_spec_type {
 	FTARGS_T_NAMES,   /* a name list: "a,b" or ["a","b"] -> --flag=a,b */
 	FTARGS_T_INT,     /* integer in [lo, hi] */

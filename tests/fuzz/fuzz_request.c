@@ -9,6 +9,7 @@
  *   build/fuzz/fuzz_request -max_total_time=60 -max_len=4096 -dict=tests/fuzz/request.dict
  * tests/integration/fuzz.sh runs it in `make test` (seeds tests/fuzz/request/, the same dict):
  * fuzz-srcs: daemon/request.c daemon/kinds.c daemon/config.c src/hw/gpu.c src/util/strutil.c src/util/fsutil.c src/util/jobargs.c src/hw/pci.c
+ * fuzz-srcs: src/moe/formats.c src/moe/models.c src/replay/verdict.c
  * fuzz-libs: -ljansson -lm
  */
 #include <stdint.h>

@@ -15,7 +15,7 @@ check() { desc=$1; shift; n=$((n + 1)); if "$@"; then echo "ok $n - $desc"; else
 jget() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 
 # every --flag named in the usage lines has a line of its own that starts with it
-for cmd in cpu-moe load-weights gpus cpu cache-copy decode profile jobs; do
+for cmd in cpu-moe load-weights gpus cpu cache-copy decode profile jobs replay; do
 	"$FT" $cmd --help >"$T/help" 2>&1
 	for f in $(sed -n '/^usage:/,/^  [^ ]/p' "$T/help" | grep -o -- '--[a-z][a-z-]*' | sort -u); do
 		check "$cmd --help explains $f" grep -Eq -- "^  $f( |\$)" "$T/help"

@@ -182,7 +182,7 @@ check "jobs --format xml: exit 2" run 2 "$FB" jobs --format xml
 check "jobs --output-format csv is --format csv (one flag name on every table command)" \
 	sh -c "'$FB' jobs --format csv >'$T/a' && '$FB' jobs --output-format csv >'$T/b' && [ -s '$T/b' ] && python3 -c 'import csv,sys; t=[list(csv.reader(open(f))) for f in sys.argv[1:]]; r=[[row[:5] for row in x[1:]] for x in t]; sys.exit(t[0][0]!=t[1][0] or r[0]!=r[1] or len(r[0])<2 or t[0][0][6]!=\"note\")' '$T/a' '$T/b'"
 check "jobs --output-format xml: exit 2 naming --output-format" \
-	sh -c "'$FB' jobs --output-format xml 2>&1 | grep -q -- \"--output-format: 'xml' is none of\""
+	sh -c "'$FB' jobs --output-format xml 2>&1 | grep -q -- \"bad value 'xml' for --output-format: expected one of table|json|csv|md\""
 check "cancel a queued job: exit 0" run 0 "$FB" cancel "$B"
 check "it is cancelled at once" has 'cancelled' "$T/out"
 check "wait on the cancelled job: exit 1" run 1 "$FB" wait "$B"

@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from ftd_harness import FTBENCH as FT, ROOT, Tap  # noqa: E402
 
 SCHEMA = {"bw": "BwArgs", "cache-copy": "CacheCopyArgs", "load-weights": "LoadWeightsArgs",
-          "decode": "DecodeArgs"}
+          "decode": "DecodeArgs", "replay": "ReplayArgs"}
 
 src = open(os.path.join(ROOT, "src/util/jobargs.c")).read()
 spec = yaml.safe_load(open(os.path.join(ROOT, "api/openapi.yaml")))["components"]["schemas"]

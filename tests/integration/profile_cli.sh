@@ -48,6 +48,15 @@ expect "GPU uuid: --json recommend" 0 "\"recommendation\": \"hybrid\"" -- --json
 expect "GPU uuid: --json fetch-fraction" 0 "\"fetch_fraction\": 0\\.2" -- fetch-fraction bf16 --json --gpu "$A"
 expect "GPU uuid: show --json is the file" 0 "\"uuid\": \"$A\"" -- show --json --gpu "$A"
 expect "GPU uuid: show table" 0 "^bf16 +hybrid" -- show --gpu "$A"
+expect "no replay map: recommend by workload says none, exit 1" 1 "^none\$" -- recommend bf16 --cache-fraction 0.4 --reuse 0.6 --gpu "$A"
+stderr_has "no replay map for bf16"
+expect "--reuse without --cache-fraction: usage" 2 "" -- recommend bf16 --reuse 0.6 --gpu "$A"
+expect "--cache-fraction 0: usage" 2 "" -- recommend bf16 --cache-fraction 0 --reuse 0.6 --gpu "$A"
+cp "$FIX/replay.json" "$S/$A.json"
+expect "replay map: low reuse hybrid with its best f" 0 "^hybrid fetch_fraction=0\.35 \(replay point: cache 0\.4, reuse 0," -- recommend bf16 --cache-fraction 0.4 --reuse 0.1 --gpu "$A"
+expect "replay map: reuse 0.8 is nearest 0.85, offload" 0 "^offload fetch_fraction=0\.5 " -- recommend bf16 --cache-fraction 0.35 --reuse 0.8 --gpu "$A"
+expect "replay map: --json" 0 "\"recommendation\": \"offload\"" -- recommend bf16 --cache-fraction 0.7 --reuse 0.6 --json --gpu "$A"
+cp "$FIX/full.json" "$S/$A.json"
 expect "no batch sweep: max-batch exits 1" 1 "" -- max-batch bf16 --gpu "$A"
 stderr_has "no batch sweep for bf16"
 printf '{"version": 4, "dtype_kernels": {"nvfp4": {"hybrid_max_batch": 16}}}' >"$T/sweep.json"
@@ -132,7 +141,7 @@ expect "history --format md: a table" 0 "^\\| --- \\| --- \\|" -- history --gpu 
 n=$((n + 1)); if grep -Eq '^\| 20[0-9T:Z-]+ \| 99\.5 \| no \|  \| bf16 \| 30\.0 \| 24\.9 \| offload \|$' "$T/out"; then echo "ok $n - md rows"; else echo "not ok $n - md rows"; sed 's/^/#   /' "$T/out"; fi
 expect "history --format json is --json" 0 "^\\[" -- history --gpu "$G0" --format json --limit 1
 expect "--format xml: exit 2" 2 "" -- history --gpu "$G0" --format xml
-stderr_has "'xml' is none of table, json, csv, md"
+stderr_has "bad value 'xml' for --format: expected one of table|json|csv|md"
 expect "--format csv on recommend: exit 2 (show and history only)" 2 "" -- recommend bf16 --gpu "$G0" --format csv
 expect "show --format json is the file" 0 "\"uuid\": \"$G0\"" -- show --gpu "$G0" --format json
 echo "1..$n"

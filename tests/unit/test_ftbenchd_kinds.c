@@ -79,18 +79,16 @@ static void test_bw_argv(void **s)
 	assert_int_equal(gpu, -1);
 	for (char **p = argv; *p; p++)
 		assert_null(strstr(*p, "--gpu"));
-	assert_false(has(argv, "--no-legacy-copy")); /* bw-legacy-copy = 1 by default */
+	assert_false(has(argv, "--no-legacy-copy")); /* the daemon settles the legacy copy itself */
 	ftd_kind_argv_free(argv);
 	/* cpu_threads 0 = all cores (the seed's meaning) */
 	assert_int_equal(build("bw", "{\"cpu_threads\":0}", 2, &argv, &gpu, &e), 0);
 	assert_true(has(argv, "--cpu-threads=0"));
 	ftd_kind_argv_free(argv);
-	/* bw-legacy-copy = 0: the worker is told */
+	/* bw-legacy-copy = 0: the worker is not told (it writes -o only; the daemon settles the
+	 * profile and the legacy copy) */
 	cfg.bw_legacy_copy = 0;
 	assert_int_equal(build("bw", "{}", 2, &argv, &gpu, &e), 0);
-	assert_true(has(argv, "--no-legacy-copy"));
-	ftd_kind_argv_free(argv);
-	assert_int_equal(build("cache-copy", "{}", 2, &argv, &gpu, &e), 0);
 	assert_false(has(argv, "--no-legacy-copy"));
 	ftd_kind_argv_free(argv);
 	cfg.bw_legacy_copy = 1;
@@ -317,6 +315,84 @@ static void test_bw_all_gpus(void **s)
 	assert_int_equal(ftd_config_check(&bad), -EINVAL);
 }
 
+/* replay: --no-store on the worker; on success the blocks go into the GPU's stored profile, whose
+ * seed-read verdict then follows the replay's default point; no stored profile, no store. */
+struct rstore {
+	int calls;
+	json_t *got;
+};
+
+static int rstore_cb(const json_t *profile, const char *uuid, char **path_out, void *ctx)
+{
+	struct rstore *st = ctx;
+	st->calls++;
+	json_decref(st->got);
+	st->got = json_deep_copy(profile);
+	*path_out = strdup("/store/x.json");
+	return 0;
+}
+
+static json_t *rload_cb(const char *uuid, void *ctx)
+{
+	(void)ctx;
+	char file[400];
+	snprintf(file, sizeof file, "%s/store/%s.json", root, uuid);
+	return json_load_file(file, 0, NULL);
+}
+
+static void test_replay(void **st)
+{
+	char **argv = NULL;
+	int gpu = -1;
+	struct ftd_err e;
+	assert_int_equal(build("replay", "{\"format\":\"bf16,nvfp4\",\"cache\":[0.4,0.7],\"workloads\":\"uniform,reuse:0.6\"}",
+			       2, &argv, &gpu, &e), 0);
+	assert_true(has(argv, "--no-store"));
+	assert_true(has(argv, "--format=bf16,nvfp4"));
+	assert_true(has(argv, "--cache=0.4,0.7"));
+	assert_true(has(argv, "--workloads=uniform,reuse:0.6"));
+	assert_true(ftd_kind_find("replay")->host_exclusive);
+	ftd_kind_argv_free(argv);
+	expect_err("replay", "{\"cache\":[2]}", 400, "invalid_argument", "args.cache");
+	expect_err("replay", "{\"size\":\"huge\"}", 400, "invalid_argument", "args.size");
+
+	char dir[300], file[400];
+	snprintf(dir, sizeof dir, "%s/store", root);
+	mkdir(dir, 0755);
+	const char *uuid = "GPU-11111111-0000";
+	json_t *full = json_load_file("tests/fixtures/profiles/full.json", 0, NULL);
+	json_t *rp = json_load_file("tests/fixtures/profiles/replay.json", 0, NULL);
+	assert_non_null(full);
+	assert_non_null(rp);
+	json_t *result = json_pack("{s:{s:O}}", "replay", "bf16", json_object_get(json_object_get(rp, "replay"), "bf16"));
+	struct rstore rs = {0};
+	struct ftd_kind_done d = {.job_id = "00ff00ff00ff00ff", .result = result, .gpu_uuid = uuid, .store = rstore_cb,
+				  .load = rload_cb, .ctx = &rs, .store_dir = dir};
+	const struct ftd_kind *k = ftd_kind_find("replay");
+	assert_int_equal(k->on_success(&d), 0); /* nothing stored yet: nothing to add to */
+	assert_int_equal(rs.calls, 0);
+	assert_null(d.profile_path);
+	/* full.json says bf16 hybrid; the fixture's replay default point (0.4, 0.6) is hybrid too; make
+	 * the rule say offload so the verdict visibly follows the replay */
+	json_object_set_new(json_object_get(full, "dtypes"), "bf16", json_string("offload"));
+	json_object_set_new(json_object_get(json_object_get(full, "dtype_kernels"), "bf16"), "recommended", json_string("offload"));
+	snprintf(file, sizeof file, "%s/%s.json", dir, uuid);
+	assert_int_equal(json_dump_file(full, file, 0), 0);
+	assert_int_equal(k->on_success(&d), 0);
+	assert_int_equal(rs.calls, 1);
+	assert_string_equal(d.profile_path, "/store/x.json");
+	free(d.profile_path);
+	assert_non_null(json_object_get(json_object_get(rs.got, "replay"), "bf16"));
+	assert_string_equal(json_string_value(json_object_get(json_object_get(rs.got, "dtypes"), "bf16")), "hybrid");
+	json_t *ent = json_object_get(json_object_get(rs.got, "dtype_kernels"), "bf16");
+	assert_string_equal(json_string_value(json_object_get(ent, "recommended_bandwidth")), "offload");
+	assert_string_equal(json_string_value(json_object_get(ent, "recommended_by")), "replay");
+	json_decref(rs.got);
+	json_decref(result);
+	json_decref(full);
+	json_decref(rp);
+}
+
 int main(void)
 {
 	if (!mkdtemp(root))
@@ -335,6 +411,7 @@ int main(void)
 		cmocka_unit_test(test_bw_argv), cmocka_unit_test(test_bw_all_gpus),
 		cmocka_unit_test(test_cache_copy_and_flags),
 		cmocka_unit_test(test_rejections), cmocka_unit_test(test_paths_and_decode),
+		cmocka_unit_test(test_replay),
 		cmocka_unit_test(test_job_dirs),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);

@@ -209,6 +209,48 @@ static void test_full_profile(void **st)
 	ftprof_free(NULL);
 }
 
+/* The answer by workload: the nearest replay point of skew 0 (fixture replay.json: bf16, cache
+ * 0.4 and 0.7 x reuse 0, 0.6, 0.85, and two Zipf points that must not be chosen). */
+static void test_recommend_workload(void **st)
+{
+	char p[PATH_MAX];
+	struct ftprof *pr = NULL;
+	double f, pc, pu, sp;
+	fixture_path("replay.json", p, sizeof p);
+	assert_int_equal(ftprof_load_file(p, &pr, err, sizeof err), 0);
+	assert_int_equal(ftprof_recommend_workload(pr, "bf16", 0.4, 0, &f), FTPROF_REC_HYBRID);
+	assert_float_equal(f, 0.35, 1e-12);
+	assert_int_equal(ftprof_recommend_workload(pr, "bf16", 0.45, 0.55, &f), FTPROF_REC_HYBRID);
+	assert_float_equal(f, 0.5, 1e-12);
+	/* reuse 0.8 is nearest 0.85: offload, with the best f still given */
+	assert_int_equal(ftprof_recommend_workload(pr, "bf16", 0.4, 0.8, &f), FTPROF_REC_OFFLOAD);
+	assert_float_equal(f, 0.5, 1e-12);
+	/* a tie is offload (the simpler path at equal speed) */
+	assert_int_equal(ftprof_recommend_workload(pr, "bf16", 0.7, 0.6, NULL), FTPROF_REC_OFFLOAD);
+	/* the Zipf points (0.7, 0: offload) are not candidates: (0.7, 0) is the uniform point, hybrid */
+	assert_int_equal(ftprof_recommend_workload(pr, "bf16", 0.7, 0, &f), FTPROF_REC_HYBRID);
+	assert_int_equal(ftprof_workload_point(pr, "bf16", 0.9, 0.7, &pc, &pu, &sp), 0);
+	assert_float_equal(pc, 0.7, 1e-12);
+	assert_float_equal(pu, 0.6, 1e-12);
+	assert_float_equal(sp, 1.02, 1e-12);
+	/* no replay block for the format, bad arguments */
+	assert_int_equal(ftprof_recommend_workload(pr, "nvfp4", 0.4, 0.6, &f), FTPROF_REC_NONE);
+	assert_true(isnan(f));
+	assert_int_equal(ftprof_recommend_workload(pr, "bf16", NAN, 0.6, &f), FTPROF_REC_NONE);
+	assert_int_equal(ftprof_recommend_workload(NULL, "bf16", 0.4, 0.6, &f), FTPROF_REC_NONE);
+	assert_int_equal(ftprof_recommend_workload(pr, NULL, 0.4, 0.6, &f), FTPROF_REC_NONE);
+	assert_int_equal(ftprof_workload_point(pr, "nvfp4", 0.4, 0.6, &pc, NULL, NULL), -ENODATA);
+	assert_int_equal(ftprof_workload_point(pr, NULL, 0.4, 0.6, &pc, NULL, NULL), -EINVAL);
+	/* the seed's rules are unchanged by the block */
+	assert_int_equal(ftprof_recommend(pr, "bf16"), FTPROF_REC_HYBRID);
+	ftprof_free(pr);
+	/* a profile without a replay block */
+	fixture_path("full.json", p, sizeof p);
+	assert_int_equal(ftprof_load_file(p, &pr, err, sizeof err), 0);
+	assert_int_equal(ftprof_recommend_workload(pr, "bf16", 0.4, 0.6, &f), FTPROF_REC_NONE);
+	ftprof_free(pr);
+}
+
 static void test_host_json(void **st)
 {
 	char p[PATH_MAX];
@@ -897,6 +939,9 @@ static void test_schema(void **st)
 
 	assert_int_equal(ftt_schema_validate(SCHEMA, full, err, sizeof err), 0);
 	assert_int_equal(ftt_schema_validate(SCHEMA, host, err, sizeof err), 0);
+	d = load_fixture("replay.json");
+	assert_int_equal(ftt_schema_validate(SCHEMA, d, err, sizeof err), 0);
+	json_decref(d);
 
 	/* broken copies fail, naming where */
 	d = json_deep_copy(full);
@@ -984,6 +1029,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_store_list, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_atomic_concurrent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_schema, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_recommend_workload, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
