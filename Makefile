@@ -121,11 +121,16 @@ FIXTURE_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(FIXTURE_SRCS))
 # ftbench with a fault injected through the bw operations (tests/integration/bw_fault_ops.c)
 BWFAULT      := $(BUILD)/tests/integration/ftbench_bwfault
 
-# Test fault hooks (FTLOAD_TEST_EINVAL, FTBENCH_LW_FAULT) exist only in objects compiled from the
-# same sources with -DFT_TEST_HOOKS, linked ahead of the library into test programs: ftbench_hooks
-# (the real ftbench with them) and test_loader. The product never has them.
-HOOK_SRCS    := src/moe/directio.c src/bench/load_weights.c
-HOOK_OBJS    := $(patsubst %,$(BUILD)/obj-hooks/%.o,$(basename $(HOOK_SRCS)))
+# Test hooks and doubles (FTLOAD_TEST_EINVAL, FTBENCH_LW_FAULT, FTBENCH_TEST_FAKE_GPUS) exist only
+# in objects compiled from the same sources with -DFT_TEST_HOOKS, linked ahead of the library into
+# test programs, with the doubles of tests/lib/ (TEST_LIB_HOOK_SRCS): ftbench_hooks (the real
+# ftbench with them) and test_loader. The product never has them (no_test_doubles.sh checks).
+HOOK_SRCS    := src/moe/directio.c src/bench/load_weights.c src/cli/output.c src/cli/cmd_bw.c \
+		src/cli/cmd_cache_copy.c src/cli/cmd_replay.c
+TEST_LIB_HOOK_SRCS := tests/lib/fake_gpus.c tests/lib/fake_replay.c
+HOOK_OBJS    := $(patsubst %,$(BUILD)/obj-hooks/%.o,$(basename $(HOOK_SRCS) $(TEST_LIB_HOOK_SRCS)))
+# ftbench_hooks: the CLI objects with the hook variants in place of their product ones
+HOOK_CLI_OBJS := $(filter-out $(call obj,$(filter src/cli/%,$(HOOK_SRCS))),$(CLI_OBJS))
 FTHOOKS      := $(BUILD)/tests/integration/ftbench_hooks
 
 ALL := $(FTBENCH) $(FTBENCHD) $(PROF_SO) $(PROF_A) $(PROF_H) $(PROF_PC)
@@ -244,6 +249,9 @@ $(FAKE_NVML): tests/fixtures/nvml/fake_nvml.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -fPIC -shared $(LDFLAGS) -o $@ $<
 $(BUILD)/tests/unit/test_gpu_procs: $(FAKE_NVML)
+# the replay's cost model (tests/lib/fake_replay.c), a test double: test_replay is built with the hooks
+$(BUILD)/obj/tests/unit/test_replay.o: CFLAGS += -DFT_TEST_HOOKS=1
+$(BUILD)/tests/unit/test_replay: $(BUILD)/obj-hooks/tests/lib/fake_replay.o
 
 # The daemon's unit tests link its modules from libftbenchd.a.
 $(BUILD)/tests/unit/test_ftbenchd_%: $(BUILD)/obj/tests/unit/test_ftbenchd_%.o $(LIBFTBENCHD) $(LIBFTBENCH)
@@ -277,10 +285,10 @@ $(BUILD)/bench/ensure_prof $(BUILD)/bench/ensure_time: bench/ensure_prof.cu kern
 	$(Q)$(NVCC) -std=c++17 -O3 -lineinfo $(foreach s,$(SMS),-gencode arch=compute_$(s),code=sm_$(s)) \
 		$(if $(filter %/ensure_prof,$@),-DFTSC_PROF) -Ikernels -Isrc $< -o $@
 
-$(FTHOOKS): $(CLI_OBJS) $(HOOK_OBJS) $(LIBFTBENCH)
+$(FTHOOKS): $(HOOK_CLI_OBJS) $(HOOK_OBJS) $(LIBFTBENCH)
 	$(call say,LD,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(HOOK_OBJS) $(LIBFTBENCH) $(LIBS) $(CUDA_LIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(HOOK_CLI_OBJS) $(HOOK_OBJS) $(LIBFTBENCH) $(LIBS) $(CUDA_LIBS)
 
 # test_cpu_moe_amx runs the executor's amx tier on tiles emulated in C where the CPU has none:
 # its own functions stand in for the tier's kernel lookups (a link seam, as ftbench_bwfault's);

@@ -54,7 +54,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cpu_moe_kernels: cannot probe the CPU\n");
 		return 1;
 	}
-	ftkern_amx_i8_min_nb = 1;
+	struct ftkern_knobs kn = ftkern_knobs_default; /* the knobs of every kernel call below */
+	kn.amx_i8_min_nb = 1;
 	for (size_t i = 0; i < sizeof w; i++)
 		w[i] = (uint8_t)((i & 1) ? 0x3c + (rand() & 3) : rand());
 	for (size_t i = 0; i < sizeof sc; i++)
@@ -79,7 +80,7 @@ int main(int argc, char **argv)
 			const struct ftkern_ops *o = ftkern_select(isa, f->id, ci.isa);
 			if (!o || !o->rows)
 				continue;
-			struct ftkern_mat m = {w, sc, gl, K, N};
+			struct ftkern_mat m = {w, sc, gl, K, N, &kn};
 			size_t bytes = f->id == FTFMT_BF16   ? (size_t)(N * K * 2)
 				       : f->id == FTFMT_Q4_0 ? (size_t)(N * K / 32 * 18)
 							     : (size_t)(N * K / 2 + N * K / 16);
@@ -111,13 +112,13 @@ int main(int argc, char **argv)
 			continue;
 		float *ps[MAX_NB];
 		const void *xs[MAX_NB];
-		struct ftkern_mat m = {w, sc, NULL, 2880, 5760};
+		struct ftkern_mat m = {w, sc, NULL, 2880, 5760, &kn};
 		prep_inputs(o, 2880, nb, xs);
 		for (int b = 0; b < nb; b++)
 			ps[b] = part[b];
 		int reps = 100;
-		for (int v = 0; v < 2; v++) { /* the two decodes of the W4A8 K split (ftkern_mx_vbmi) */
-			ftkern_mx_vbmi = v;
+		for (int v = 0; v < 2; v++) { /* the two decodes of the W4A8 K split (the mx_vbmi knob) */
+			kn.mx_vbmi = v;
 			o->rows_t(&m, 0, 64, nb, xs, ps, tmp);
 			double t = now();
 			for (int r = 0; r < reps; r++)
@@ -126,7 +127,7 @@ int main(int argc, char **argv)
 			printf("%-13s %-11s %-15s nb=%d  %.1f GB/s (in cache, split along K, mx_vbmi=%d: the VBMI decode at nb=1 only)\n", "mxfp4_triton",
 			       ftcpumoe_isa_name((enum ftcpumoe_isa)isa), o->name, nb, 64.0 * 5760 * reps / t / 1e9, v);
 		}
-		ftkern_mx_vbmi = FTKERN_MX_VBMI;
+		kn.mx_vbmi = FTKERN_MX_VBMI;
 	}
 	return 0;
 }

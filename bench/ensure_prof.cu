@@ -25,6 +25,40 @@
  *   nvcc -O3 -std=c++17 -arch=sm_90 [-DFTSC_PROF] [-DFTSC_BLOCK=512] [-DKFILE='"path.cu"']
  *        -I. -Ikernels -Isrc bench/ensure_prof.cu -o ensure_prof
  * usage: [FTSC_NO_PDL=1] ensure_prof [REPEATS]   (default 15; prints one block per profile) */
+/* FTSC_PROF: thread 0 adds the SM cycles of each phase to a shared
+ * array (a shared-memory add, about 30 cycles a point, where a global one stalled warp 0 for a
+ * global round trip at every point) and, at the end of the call, the array to ftsc_prof[] (a
+ * kernel of the stream completes before the next one's flush, so no atomics); ftsc_prof[20]
+ * counts the calls that ordered the chosen slots without a sort. Indices 16-19 split phases. */
+#ifdef FTSC_PROF
+__device__ long long ftsc_prof[32];
+#define PROF_START                                                                                 \
+	__shared__ long long prof_sm[32];                                                          \
+	long long prof_t0 = clock64();                                                             \
+	if (threadIdx.x == 0)                                                                      \
+		for (int prof_i = 0; prof_i < 32; prof_i++)                                        \
+			prof_sm[prof_i] = 0
+#define PROF(i)                                                                                    \
+	do {                                                                                       \
+		if (threadIdx.x == 0) {                                                            \
+			long long prof_t = clock64();                                               \
+			prof_sm[i] += prof_t - prof_t0;                                            \
+			prof_t0 = prof_t;                                                          \
+		}                                                                                  \
+	} while (0)
+#define PROF_COUNT(i, v)                                                                           \
+	do {                                                                                       \
+		if (threadIdx.x == 0)                                                              \
+			prof_sm[i] += (v);                                                         \
+	} while (0)
+#define PROF_FLUSH                                                                                 \
+	do {                                                                                       \
+		if (threadIdx.x == 0)                                                              \
+			for (int prof_i = 0; prof_i < 32; prof_i++)                                \
+				ftsc_prof[prof_i] += prof_sm[prof_i];                              \
+	} while (0)
+#endif
+
 #ifndef KFILE
 #define KFILE "slot_cache.cu"
 #endif

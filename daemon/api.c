@@ -525,7 +525,7 @@ void ftd_api_stream_free(struct ftd_api_stream *s)
 	__atomic_sub_fetch(&n_streams, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&ftd.lock);
 	if (s->seed && s->j && !ftd_job_final(s->j->state) && !ftd.stopping && !s->j->removed) {
-		/* the seed's stream is the job's life line (its PR #221): the client went away */
+		/* the seed's stream is the job's life line (as in the seed daemon): the client went away */
 		struct ftd_err err;
 		ftd_log(FTD_LOG_INFO, "job %s: the /bench/run client went away: cancelling it", s->j->id);
 		ftd_api_cancel_job(s->j, &err);

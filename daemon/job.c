@@ -119,12 +119,6 @@ void ftd_job_event(struct ftd_job *j, enum ftd_job_ev type, json_t *data)
 	wake(j);
 }
 
-void ftd_job_set_state(struct ftd_job *j, enum ftd_job_state s)
-{
-	j->state = s;
-	ftd_job_event(j, FTD_EV_STATE, json_pack("{s:s}", "state", ftd_job_state_name(s)));
-}
-
 void ftd_job_set_error(struct ftd_job *j, const char *msg)
 {
 	free(j->error);

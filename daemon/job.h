@@ -94,8 +94,6 @@ void ftd_job_unref(struct ftd_job *j);
 /* Record an event (data: new reference, consumed; NULL ignored) and wake SSE readers. Progress
  * events beyond FTD_JOB_MAX_EVENTS are dropped. */
 void ftd_job_event(struct ftd_job *j, enum ftd_job_ev type, json_t *data);
-/* Change state and emit the state event (the caller journals it). */
-void ftd_job_set_state(struct ftd_job *j, enum ftd_job_state s);
 /* Set j->error to a copy of msg (NULL clears it; so does it error_detail). */
 void ftd_job_set_error(struct ftd_job *j, const char *msg);
 /* Set j->error_detail to a copy of detail (NULL clears it). */

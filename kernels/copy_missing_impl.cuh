@@ -170,4 +170,17 @@ __global__ void __launch_bounds__(FTMISSING_BLOCK)
 	gather_units<uint4, UNROLL, HINT>((unsigned)n * e16, ftmissing_banks_at{&t, e16, src, dst});
 }
 
+/* The gather's launchers for the copy-engine proxy (copy_proxy.cu), defined in copy_missing.cu so
+ * that every gather kernel lives in that one module (the proxy preloads them there).
+ * ftmissing_copy_banks: the banks in mask on the SMs, the path forced (ftmissing_copy_path).
+ * ftmissing_launch_fused_rest: the fused kernel over sm_mask plus the heads of the ce_mask banks
+ * (head_seq: the proxy's sequence word that says how far the heads go); c->d_tabs must be set.
+ * ftmissing_preload_gather_kernels: load the fused and per-bank kernels now (lazy loading). */
+cudaError_t ftmissing_copy_banks(const struct ftmissing *c, int fused, int blocks, int layer, unsigned mask,
+				 const int32_t *src, const int32_t *dst, const int32_t *num, int max_n, cudaStream_t s);
+cudaError_t ftmissing_launch_fused_rest(const struct ftmissing *c, int layer, unsigned sm_mask, unsigned ce_mask,
+					const unsigned long long *head_seq, const int32_t *src, const int32_t *dst,
+					const int32_t *num, int max_n, cudaStream_t s);
+cudaError_t ftmissing_preload_gather_kernels(void);
+
 #endif

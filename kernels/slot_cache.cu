@@ -54,39 +54,9 @@
 /* dynamic shared memory for C slots: usage (int64, rounded up to 16 bytes) and id_of_slot */
 #define FTSC_DYN_BYTES(C) ((size_t)(((C) + 1) & ~1) * 8 + (size_t)(C) * 4)
 
-/* FTSC_PROF (bench/ensure_prof.cu only): thread 0 adds the SM cycles of each phase to a shared
- * array (a shared-memory add, about 30 cycles a point, where a global one stalled warp 0 for a
- * global round trip at every point) and, at the end of the call, the array to ftsc_prof[] (a
- * kernel of the stream completes before the next one's flush, so no atomics); ftsc_prof[20]
- * counts the calls that ordered the chosen slots without a sort. Indices 16-19 split phases. */
-#ifdef FTSC_PROF
-__device__ long long ftsc_prof[32];
-#define PROF_START                                                                                 \
-	__shared__ long long prof_sm[32];                                                          \
-	long long prof_t0 = clock64();                                                             \
-	if (threadIdx.x == 0)                                                                      \
-		for (int prof_i = 0; prof_i < 32; prof_i++)                                        \
-			prof_sm[prof_i] = 0
-#define PROF(i)                                                                                    \
-	do {                                                                                       \
-		if (threadIdx.x == 0) {                                                            \
-			long long prof_t = clock64();                                               \
-			prof_sm[i] += prof_t - prof_t0;                                            \
-			prof_t0 = prof_t;                                                          \
-		}                                                                                  \
-	} while (0)
-#define PROF_COUNT(i, v)                                                                           \
-	do {                                                                                       \
-		if (threadIdx.x == 0)                                                              \
-			prof_sm[i] += (v);                                                         \
-	} while (0)
-#define PROF_FLUSH                                                                                 \
-	do {                                                                                       \
-		if (threadIdx.x == 0)                                                              \
-			for (int prof_i = 0; prof_i < 32; prof_i++)                                \
-				ftsc_prof[prof_i] += prof_sm[prof_i];                              \
-	} while (0)
-#else
+/* Phase markers of ensure_kernel: no code in the product. bench/ensure_prof.cu defines them before
+ * it includes this file (its FTSC_PROF build) to add up the SM cycles of each phase. */
+#ifndef PROF
 #define PROF_START
 #define PROF(i) ((void)0)
 #define PROF_COUNT(i, v) ((void)0)

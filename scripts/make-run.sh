@@ -23,7 +23,7 @@ case $BUILD in
 /*) BIN=$BUILD/bin ;;
 *) BIN=$(cd "$(dirname "$0")/.." && pwd)/$BUILD/bin ;;
 esac
-FTBENCH=$BIN/ftbench
+FTBENCH=${FT_RUN_FTBENCH:-$BIN/ftbench} # the tests run the test build (fake GPUs) here
 FTBENCHD=$BIN/ftbenchd
 BW_ARGS=${FT_RUN_BW_ARGS:---dtype bf16,nvfp4 --cpu-iters 4 --kernel-cpu-iters 16}
 JOB_TIMEOUT=${FT_RUN_TIMEOUT:-1800}

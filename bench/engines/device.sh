@@ -121,7 +121,7 @@ PYEOF
 		$PY "$E/freetoken_model.py" "$M" --layers "${SERVER_LAYERS:-16}" || exit 1
 		log "server: ftbench decode (offload, hybrid)"
 		# shellcheck disable=SC2086
-		if [ -n "${SERVER_COMPARE:-}" ]; then # decode --compare (issue 31 part 1), e.g. moe-backend=offload,hybrid
+		if [ -n "${SERVER_COMPARE:-}" ]; then # decode --compare, e.g. moe-backend=offload,hybrid
 			ARMS="--compare $SERVER_COMPARE --cycles ${SERVER_CYCLES:-3}"
 		else
 			ARMS="--backend ${SERVER_BACKENDS:-offload,hybrid}"

@@ -2,7 +2,7 @@
 from a trace file. Pure Python (no torch), so the format and the generators are tested
 on a machine without a GPU (tests/integration/engine_harness.sh).
 
-Trace file (the format `ftbench replay --trace` reads and writes, issue 30):
+Trace file (the format `ftbench replay --trace` reads and writes):
 
     {"format": "ftbench-routing-trace", "version": 1,
      "layers": L, "experts": E, "top_k": K, "batch": B,

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "bench/bw_decide.h"
 #include "hw/cpu.h"
 #include "hw/gpu.h"
 #include "moe/cpu/cpumoe.h"
@@ -230,18 +231,6 @@ struct ftbw_ops {
 	void (*engine_close)(void *h);
 };
 
-/* The decision of reference §5 for one entry. cpu_gbs / pcie_gbs <= 0 or NaN: not measured.
- * measured false: no verdict at all ("unmeasured": no GPU, or a half failed), never a default
- * offload; a format with no CPU path is a measured offload when the gather ran. note gets why
- * when the answer is not from the numbers. */
-struct ftbw_decision {
-	bool measured;
-	bool hybrid;
-	double ratio;                  /* cpu / pcie; NaN when either is missing */
-	char note[256];
-};
-void ftbw_decide(bool cpu_path, bool have_gpu, double cpu_gbs, const char *cpu_err, double pcie_gbs,
-		 const char *pcie_err, double threshold, struct ftbw_decision *d);
 
 /* The profile's own checks, set as "valid" and "invalid_reasons" (an array, empty when valid):
  * a CPU MoE figure above the CPU read ceiling by more than FTBW_VALID_ABOVE_READ (the ceiling was
@@ -269,9 +258,6 @@ int ftbw_check_valid(json_t *prof, double max_spread);
 int ftbw_hybrid_max_batch(int n, const int *batch, const double *cpu_gbs, const double *pcie_gbs,
 			  double threshold);
 
-/* Hybrid fetch fraction: with the overlap pair pcie_ov / (pcie_ov + cpu_ov), else pcie / cpu,
- * clamped to [0, 1]. NaN when neither pair is measured. */
-double ftbw_fetch_fraction(double cpu_gbs, double pcie_gbs, double cpu_ov_gbs, double pcie_ov_gbs);
 
 /* The CPU read ceiling of a run from all its read passes, in phases: v[0..n) holds the passes
  * in run order, phase p the next len[p] of them (phase 0: the initial passes, then one phase per

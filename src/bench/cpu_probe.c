@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/bw.h"
+#include "bench/bw_decide.h"
 #include "util/proc.h"
 #include "util/stats.h"
 #include "util/strutil.h"

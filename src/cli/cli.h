@@ -5,6 +5,7 @@
  * or a missing prerequisite (no GPU where one is required). */
 #ifndef FT_CLI_CLI_H
 #define FT_CLI_CLI_H
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdint.h>
@@ -98,12 +99,35 @@ struct ftreport ftcli_reporter(void);
  * no GPU (why says why), or -errno after logging the resolver's error. */
 int ftcli_select_gpu(const char *spec, struct ftgpu_info *out, char *why, size_t whylen);
 
-/* Tests: FTBENCH_TEST_FAKE_GPUS=N (0..16) makes this host look like one with N fake GPUs
- * ("Fake GPU", uuids GPU-fa4e0000-...-0000000000NN) and `bw` measure with fake, fixed figures
- * (no CUDA, no CPU load); `cache-copy` prints what it would run and stops. Never set otherwise. */
-#define FTCLI_ENV_FAKE_GPUS "FTBENCH_TEST_FAKE_GPUS"
-/* N when FTBENCH_TEST_FAKE_GPUS is set (a valid count), else -1. */
+/* Test doubles, in test builds only (objects compiled with FT_TEST_HOOKS and linked into the
+ * Makefile's ftbench_hooks with tests/lib/fake_gpus.c; the product has none): an environment
+ * variable (tests/lib/fake_gpus.c names it) makes the host look like one with N fake GPUs
+ * ("Fake GPU") and `bw` measure with fixed figures (no CUDA, no CPU load); `cache-copy` prints
+ * what it would run and stops. In the product each seam below says "no fake". */
+struct ftbw_ops;
+#ifdef FT_TEST_HOOKS
+/* N fake GPUs (0..16) when the test build is asked for them, else -1. */
 int ftcli_fake_gpus(void);
+/* The list of n fake GPUs (why says why when n is 0). */
+int ftcli_fake_gpu_list(int n, struct ftgpu_info **out, int *count, char *why, size_t whylen);
+/* 0 and the fixed-figure bw operations in *ops when fake GPUs are asked for, else -1. */
+int ftcli_fake_bw_ops(struct ftbw_ops *ops);
+#else
+static inline int ftcli_fake_gpus(void)
+{
+	return -1;
+}
+static inline int ftcli_fake_gpu_list(int n, struct ftgpu_info **out, int *count, char *why, size_t whylen)
+{
+	(void)n, (void)out, (void)count, (void)why, (void)whylen;
+	return -ENODEV;
+}
+static inline int ftcli_fake_bw_ops(struct ftbw_ops *ops)
+{
+	(void)ops;
+	return -1;
+}
+#endif
 /* ftgpu_list, or the fake list. */
 int ftcli_gpu_list(struct ftgpu_info **out, int *n, char *why, size_t whylen);
 /* GPUs of this host whatever CUDA_VISIBLE_DEVICES says: the larger of what CUDA lists and what

@@ -189,67 +189,6 @@ static int invalid_exit(const json_t *prof, const char *store_path)
 	return FTCLI_EXIT_INVALID;
 }
 
-/* Fixed figures instead of measurements (FTBENCH_TEST_FAKE_GPUS): the whole command runs in
- * milliseconds, without CUDA, with the real planning, decision and profile. */
-static double *fake_samples(double v, int n)
-{
-	double *a = malloc((size_t)(n > 0 ? n : 1) * sizeof *a);
-	for (int i = 0; a && i < n; i++)
-		a[i] = v * (0.99 + 0.01 * (i % 3));
-	return a;
-}
-
-static int fake_cpu_read(void *ctx, const struct ftbw_env *env, int passes, double *gbs, char *err, size_t n)
-{
-	for (int i = 0; i < passes; i++)
-		gbs[i] = 100.0 * (0.99 + 0.01 * (i % 3));
-	return 0;
-}
-
-static int fake_pcie(void *ctx, const struct ftbw_env *env, bool h2d, size_t bytes, int iters, double *gbs,
-		     char *err, size_t n)
-{
-	for (int i = 0; i < iters; i++)
-		gbs[i] = h2d ? 55.0 : 53.0;
-	return 0;
-}
-
-static int fake_part(struct ftbw_part *p, double v, int n)
-{
-	if (!(p->gbs = fake_samples(v, n)))
-		return -ENOMEM;
-	p->rc = 0;
-	p->n = n;
-	return 0;
-}
-
-static int fake_measure(void *ctx, const struct ftbw_env *env, const struct ftbw_config *c,
-			const struct ftbw_item *it, struct ftbw_meas *m, char *err, size_t n)
-{
-	/* CPU MoE 30..70 GB/s by format, gather 25 GB/s: some formats hybrid, some offload */
-	double cpu = 30.0 + 10.0 * (it->fmt->id % 5), gather = 25.0;
-	int r = 0;
-	if (it->fmt->cpu_path) {
-		r = fake_part(&m->cpu, cpu, c->kernel_cpu_iters);
-		snprintf(m->cpu_isa, sizeof m->cpu_isa, "scalar");
-	}
-	if (r == 0 && env->gpu)
-		r = fake_part(&m->gather, gather, c->kernel_pcie_iters);
-	if (r == 0 && env->gpu && it->fmt->cpu_path && c->overlap_s > 0) {
-		r = fake_part(&m->ov_cpu, 0.8 * cpu, 3);
-		if (r == 0)
-			r = fake_part(&m->ov_gather, 0.8 * gather, 3);
-	}
-	if (r < 0)
-		snprintf(err, n, "out of memory");
-	return r;
-}
-
-static struct ftbw_ops fake_ops(void)
-{
-	return (struct ftbw_ops){.cpu_read = fake_cpu_read, .pcie_linear = fake_pcie, .measure = fake_measure};
-}
-
 /* The seed's single file (the only one released engines read) beside the stored profile, by the
  * store's rule (ftprof_legacy_settle): on a host with exactly one GPU; elsewhere say why not. */
 static void legacy_copy(const json_t *prof, const char *saved, char *done, size_t n)
@@ -379,8 +318,8 @@ static int bw_all(struct ftbw_config *cfg, int threads, const char *output, int 
 	cfg->cpu_threads = envs[0].ncpus;
 	struct ftbw_host host = {.cpu = &ci, .gpus = gpus, .ngpus = ng, .envs = envs};
 	struct ftreport rep = ftcli_reporter();
-	struct ftbw_ops ops = fake_ops();
-	if (ftcli_fake_gpus() < 0) {
+	struct ftbw_ops ops;
+	if (ftcli_fake_bw_ops(&ops) < 0) {
 		r = ftbw_real_create(&real, &envs[0], &rep, err, sizeof err);
 		if (r < 0) {
 			ftcli_error("%s", err);
@@ -455,7 +394,7 @@ out:
 	return rc;
 }
 
-/* bw's replay (issue 30): per format of the dtype workloads, the engine's decode step replayed
+/* bw's replay: per format of the dtype workloads, the engine's decode step replayed
  * (src/replay) with the profile's own figures (its fetch fraction, its rule-of-thumb verdict);
  * the blocks go to prof.replay and the seed-read verdicts follow them (ftrp_apply_verdicts).
  * A format the replay cannot run (no CPU path, no GPU GEMV kernel) keeps the rule, with a note;
@@ -868,8 +807,8 @@ static int bw_cmd(struct bw_opts *o, const struct ftflag_state *fs)
 	struct ftbw_env env = {
 		.cpu = &ci, .gpu = have_gpu ? &gpu : NULL, .no_gpu_why = why, .cpus = cpus, .ncpus = ncpus};
 	struct ftreport rep = ftcli_reporter();
-	struct ftbw_ops ops = fake_ops();
-	if (ftcli_fake_gpus() < 0) {
+	struct ftbw_ops ops;
+	if (ftcli_fake_bw_ops(&ops) < 0) {
 		r = ftbw_real_create(&real, &env, &rep, err, sizeof err);
 		if (r < 0) {
 			ftcli_error("%s", err);

@@ -250,7 +250,8 @@ static int row_error(json_t *res, char *buf, size_t n)
 }
 #endif
 
-/* What a run would measure (FTBENCH_TEST_FAKE_GPUS: the options as parsed, nothing measured). */
+#ifdef FT_TEST_HOOKS
+/* What a run would measure (test builds with fake GPUs, cli.h: the options as parsed, nothing measured). */
 static json_t *opts_json(const struct ftcc_opts *o, const char *gpu)
 {
 	json_t *j = json_pack("{s:b,s:[],s:[],s:[],s:[],s:i,s:s,s:s?}", "fake", 1, "models", "cache_slots",
@@ -266,6 +267,7 @@ static json_t *opts_json(const struct ftcc_opts *o, const char *gpu)
 		json_array_append_new(json_object_get(j, "miss_rates"), json_real(o->miss[i]));
 	return j;
 }
+#endif
 
 struct cc_cli {
 	const char *models, *from;
@@ -377,6 +379,7 @@ int ftcli_cmd_cache_copy(int argc, char **argv)
 		return from_json(from, fmt);
 	if (fmt == FTCLI_FMT_JSON)
 		ftcli_set_quiet(1);
+#ifdef FT_TEST_HOOKS
 	if (ftcli_fake_gpus() >= 0) {
 		struct ftgpu_info fg;
 		char why[256] = "";
@@ -388,6 +391,7 @@ int ftcli_cmd_cache_copy(int argc, char **argv)
 		json_decref(j);
 		return 0;
 	}
+#endif
 #ifndef FT_HAVE_CUDA
 	(void)gpu;
 	ftcli_error("built without CUDA: cache-copy needs a GPU");

@@ -271,40 +271,12 @@ int ftcli_opt_device(const char *arg, char *spec, size_t n, const char **gpu_spe
 	return 0;
 }
 
-int ftcli_fake_gpus(void)
-{
-	const char *e = getenv(FTCLI_ENV_FAKE_GPUS);
-	long v;
-	if (!e || !*e)
-		return -1;
-	return ftstr_parse_long(e, 0, 16, &v) < 0 ? -1 : (int)v;
-}
-
 int ftcli_gpu_list(struct ftgpu_info **out, int *n, char *why, size_t whylen)
 {
 	int fake = ftcli_fake_gpus();
 	if (fake < 0)
 		return ftgpu_list(out, n, why, whylen);
-	*n = fake;
-	*out = NULL;
-	if (!fake) {
-		snprintf(why, whylen, "no CUDA device (%s=0)", FTCLI_ENV_FAKE_GPUS);
-		return 0;
-	}
-	struct ftgpu_info *v = calloc((size_t)fake, sizeof *v);
-	if (!v)
-		return -ENOMEM;
-	for (int i = 0; i < fake; i++) {
-		v[i].index = i;
-		snprintf(v[i].uuid, sizeof v[i].uuid, "GPU-fa4e0000-0000-4000-8000-0000000000%02d", i);
-		snprintf(v[i].name, sizeof v[i].name, "Fake GPU");
-		snprintf(v[i].pci_bus_id, sizeof v[i].pci_bus_id, "0000DEAD:%02X:00.0", i);
-		v[i].mem_total = 1ull << 34;
-		v[i].cc_major = 9;
-		v[i].numa_node = -1;
-	}
-	*out = v;
-	return 0;
+	return ftcli_fake_gpu_list(fake, out, n, why, whylen);
 }
 
 int ftcli_host_gpu_count(void)

@@ -11,7 +11,6 @@
 
 #include "hw/cpu.h"
 #include "moe/directio.h"
-#include "moe/ftw.h"
 #include "moe/loader.h"
 #include "util/errmsg.h"
 #include "util/fsutil.h"
@@ -360,25 +359,4 @@ int ftload_plan(const struct ftbanks_plan *p, const struct ftload_opts *o, struc
 	}
 	*out = b;
 	return 0;
-}
-
-int ftload_model(const char *dir, const struct ftload_opts *o, struct ftbanks **out, struct ftload_stats *st,
-		 char *err, size_t errlen)
-{
-	*out = NULL;
-	if (ftftw_is_dir(dir))
-		return ftftw_load(dir, o, out, st, err, errlen);
-	struct ftbanks_geom g;
-	struct ftst_model *m = NULL;
-	struct ftbanks_plan *p = NULL;
-	int rc = ftbanks_read_config(dir, &g, err, errlen);
-	if (rc < 0)
-		return rc;
-	if ((rc = ftst_model_open(dir, &m, err, errlen)) < 0)
-		return rc;
-	if ((rc = ftbanks_discover(m, &g, &p, err, errlen)) == 0)
-		rc = ftload_plan(p, o, out, st, err, errlen);
-	ftbanks_plan_free(p);
-	ftst_model_free(m);
-	return rc;
 }

@@ -12,7 +12,8 @@
  *             sum(shards) + largest shard; else serial.
  * (Test builds only, moe/directio.h: FTLOAD_TEST_EINVAL=1 makes every O_DIRECT read of the
  * parallel and FTW readers take the EINVAL fallback path.)
- * ftload_model also takes an FTW directory (moe/ftw.h) and reads it with the FTW reader.
+ * ftload_model (moe/model_load.c, above both readers) also takes an FTW directory (moe/ftw.h)
+ * and reads it with the FTW reader.
  * All functions return 0 or -errno with a reason in err; none logs. */
 #ifndef FT_MOE_LOADER_H
 #define FT_MOE_LOADER_H

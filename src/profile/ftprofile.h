@@ -221,7 +221,7 @@ int ftprof_workload_point(const struct ftprof *p, const char *format, double cac
 
 /* ---------------------------------------------------------------- validation
  *
- * A profile's verdict checked against the engine that reads it (issue 31): per format,
+ * A profile's verdict checked against the engine that reads it: per format,
  * validation.<fmt> (api/schemas/profile.schema.json) records who checked it ("engine": the
  * engine's own decode, with its name, version and arms; or "replay"), the winner of that run
  * ("hybrid", "offload" or "tie": no gap past the spread), the best fetch fraction it found,

@@ -1,4 +1,4 @@
-/* libftprofile: the validation record of a profile (issue 31). See ftprofile.h. */
+/* libftprofile: the validation record of a profile. See ftprofile.h. */
 #include <errno.h>
 #include <math.h>
 #include <string.h>

@@ -13,6 +13,7 @@
  * struct ftreport. */
 #ifndef FT_REPLAY_REPLAY_H
 #define FT_REPLAY_REPLAY_H
+#include <errno.h>
 #include <jansson.h>
 #include <stddef.h>
 
@@ -148,10 +149,23 @@ struct ftrp_gpu_opts {
 int ftrp_gpu_ops(const struct ftrp_gpu_opts *o, struct ftrp_ops *ops);
 void ftrp_gpu_ops_free(struct ftrp_ops *ops);
 
-/* A cost model in place of the device (fake.c: tests, FTBENCH_TEST_FAKE_GPUS): per layer-step
+/* A cost model in place of the device (tests/lib/fake_replay.c, test builds only: FT_TEST_HOOKS;
+ * the product's ftrp_fake_ops says -ENOSYS): per layer-step
  * 0.1 ms + max(fetched x 1 ms, CPU misses x 0.5 ms) + 0.1 ms on hybrid layers, +-2 % jitter; the
  * decisions are the CPU reference's. miscount: add that many fetches to the counts it reports
  * (a device that decided otherwise). Free with ftrp_fake_ops_free. */
+#ifdef FT_TEST_HOOKS
 int ftrp_fake_ops(int miscount, struct ftrp_ops *ops);
 void ftrp_fake_ops_free(struct ftrp_ops *ops);
+#else
+static inline int ftrp_fake_ops(int miscount, struct ftrp_ops *ops)
+{
+	(void)miscount, (void)ops;
+	return -ENOSYS;
+}
+static inline void ftrp_fake_ops_free(struct ftrp_ops *ops)
+{
+	(void)ops;
+}
+#endif
 #endif

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Contract test: schemathesis (a pinned PyPI test dependency, scripts/deps.sh) drives the live
-ftbenchd (fake workers, tests/integration/ftd_harness.py) from api/openapi.yaml with every check
+ftbenchd (fake workers, tests/lib/ftd_harness.py) from api/openapi.yaml with every check
 (status codes and bodies as documented, schema-valid requests accepted, schema-invalid ones
 refused, SSE events, headers, stateful links), a fixed seed and a bounded number of examples.
 0 failures wanted. Prints TAP-like lines.
@@ -16,7 +16,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
 from ftd_harness import Daemon  # noqa: E402
 
 VENV = os.environ.get("FT_TEST_VENV", "/opt/ftbenchd-test-venv")

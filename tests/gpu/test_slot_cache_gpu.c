@@ -600,7 +600,7 @@ static void test_odd_rows(void **st)
 }
 
 /* Many zero-miss and tiny plans from a caller that sleeps between them for times around the idle
- * policy's edges, sometimes several plans back to back (issue 23: a daemon job's first proxy copy,
+ * policy's edges, sometimes several plans back to back (once, a daemon job's first proxy copy,
  * a zero-miss plan, timed out once on a fresh H200). Every plan must be signalled within
  * STRESS_PLAN_S (a plan takes well under a millisecond; a doorbell the thread missed costs up to
  * its 1 s idle check, a lost plan or signal the wait kernel's 10 s); a non-empty plan every 32

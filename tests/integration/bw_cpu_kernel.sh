@@ -1,5 +1,5 @@
 #!/bin/sh
-# bw --cpu-kernel CMD (issue 31): the CPU kernel probe protocol (docs/CPU_KERNEL_PROBE.md) with
+# bw --cpu-kernel CMD: the CPU kernel probe protocol (docs/CPU_KERNEL_PROBE.md) with
 # the fixture probe (tests/fixtures/cpu_probe.c) and fake measurements (FTBENCH_TEST_FAKE_GPUS):
 # the engine's figure goes into the seed-read fields, ours stay beside; the request carries the
 # workload; every probe error (bad JSON, missing field, another format, non-zero exit, no result
@@ -7,7 +7,7 @@
 set -u
 echo "1..22"
 B=${BUILD:-build}
-FT="$(pwd)/$B/bin/ftbench"
+FT="$(pwd)/$B/tests/integration/ftbench_hooks" # the test build: fake GPUs and figures (cli.h)
 FIX="$(pwd)/$B/tests/fixtures/cpu_probe"
 T=$(mktemp -d /tmp/ft-bw-probe-XXXXXX)
 trap 'rm -rf "$T"' EXIT INT TERM

@@ -1,12 +1,12 @@
 #!/bin/sh
-# Honest numbers (issue 22): a bw run whose own checks fail exits 3, says why, carries
+# Honest numbers: a bw run whose own checks fail exits 3, says why, carries
 # "valid": false with the reasons, and does not replace the profile engines read (it goes to the
 # store's history only); -o still gets it. A run that passes is valid and stored. Fake
 # measurements (FTBENCH_TEST_FAKE_GPUS: fixed figures whose samples spread by 2 %).
 set -u
 echo "1..9"
 B=${BUILD:-build}
-FT="$(pwd)/$B/bin/ftbench"
+FT="$(pwd)/$B/tests/integration/ftbench_hooks" # the test build: fake GPUs and figures (cli.h)
 T=$(mktemp -d /tmp/ft-bw-valid-XXXXXX)
 trap 'rm -rf "$T"' EXIT INT TERM
 export XDG_CACHE_HOME="$T/cache" FREETOKEN_BENCHBW_SYSDIR="$T/sys" CUDA_VISIBLE_DEVICES= FTBENCH_TEST_FAKE_GPUS=1

@@ -1,8 +1,8 @@
 #!/bin/sh
-# The CLI's own words (issue 22): every long flag in the usage lines of cpu-moe, load-weights,
-# gpus, cpu, cache-copy, decode, profile, jobs, replay and health has a --help line saying what it
-# does; one name for repetitions (--repeat, old names kept); cpu-moe clears its progress bar
-# before each table line on a terminal and names its error column.
+# The CLI's own words: every long flag in the usage lines of cpu-moe, load-weights, gpus, cpu,
+# cache-copy, decode, profile, jobs, replay and health has a --help line saying what it does; one
+# name for repetitions (--repeat, old names kept); cpu-moe clears its progress bar before each
+# table line on a terminal and names its error column.
 set -u
 B=${BUILD:-build}
 FT="$(pwd)/$B/bin/ftbench"
@@ -57,6 +57,7 @@ fi
 
 # bw --repeat: every timed measurement, the per-measurement flags win (fake measurements)
 export FTBENCH_TEST_FAKE_GPUS=1
+FT="$(pwd)/$B/tests/integration/ftbench_hooks" # the test build from here on: fake measurements
 "$FT" bw --dtype bf16 --repeat 3 --kernel-pcie-iters 2 --no-legacy-copy --no-checks -o "$T/p.json" >"$T/out" 2>"$T/err"
 check "bw --repeat 3 --kernel-pcie-iters 2: 3 samples everywhere but the gather's 2" \
 	[ "$(jget "$T/p.json" 'd["ceilings"]["cpu_stream_read_gbs_spread"]["samples"], d["ceilings"]["pcie_linear_h2d_gbs_spread"]["samples"], d["dtype_kernels"]["bf16"]["cpu_moe_gbs_spread"]["samples"], d["dtype_kernels"]["bf16"]["pcie_gather_gbs_spread"]["samples"]')" = "(3, 3, 3, 2)" ]

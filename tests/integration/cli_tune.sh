@@ -1,5 +1,5 @@
 #!/bin/sh
-# --tune key=value (issue 18): the CPU MoE executor's knobs reach it from ftbench cpu-moe and bw;
+# --tune key=value: the CPU MoE executor's knobs reach it from ftbench cpu-moe and bw;
 # --tune help lists the table; a bad key or value is named with what it accepts (exit 2);
 # FREETOKEN_CPU_MOE_ISA (the seed's) still forces the tier, --tune isa wins over it; the other
 # FREETOKEN_CPU_MOE_* variables are refused.

@@ -36,15 +36,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-nok() {
-	n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"
-	for f in "$T/out" "$T/err"; do [ -s "$f" ] && sed 's/^/#   /' "$f"; done
-	return 0
-}
-# check DESCRIPTION COMMAND...: pass when the command succeeds
-check() { d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
+. "$(dirname "$0")/../lib/tap.sh"
+TAP_SHOW="$T/out $T/err" TAP_LINES=100000
 # run WANT_RC CMD...: run CMD with stdout in $T/out, stderr in $T/err; true when rc == WANT_RC
 run() {
 	want=$1; shift

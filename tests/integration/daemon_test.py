@@ -7,7 +7,7 @@ anything failed. Checks are ensure() calls, never bare `assert` (python -O / PYT
 remove them: a bare assert in any tests/integration/*.py is itself reported as a failure). Every
 daemon started is stopped (SIGKILL as a last resort) however the run ends: a failed check, an
 exception, SIGTERM from the test runner's timeout, SIGINT or SIGHUP. The daemon, the contract
-and the runner are tests/integration/ftd_harness.py's, shared with the other Python tests.
+and the runner are tests/lib/ftd_harness.py's, shared with the other Python tests.
 
 Environment: BUILD (default build), FT_DAEMON_WRAP (e.g. "valgrind --leak-check=full ...")."""
 import http.client
@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # ftd_harness
 from ftd_harness import (BUILD, FAKE, FTBENCHD, GPU0, GPU1, LIVE, ROOT, SLOW, WRAP, Daemon,  # noqa: E402
                          Scratch, bare_asserts, ensure, expect_error, finish, on_signals, openapi_contract,
                          job_env_has, pid_alive, plan, run_tests, stop_all_daemons)

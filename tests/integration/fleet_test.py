@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # ftd_harness
 from ftd_harness import (FTBENCH, GPU0, GPU1, ROOT, Daemon, Scratch, ensure, finish, nfd_labels, plan,  # noqa: E402
                          run_tests)
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The daemon's mixed-load soak (issue 34; `make test-soak`, FT_SOAK_S seconds, default 600): one
+"""The daemon's mixed-load soak (`make test-soak`, FT_SOAK_S seconds, default 600): one
 ftbenchd with fake workers under, all at once,
 - a /health prober in its own process (one new connection every 50 ms, as a readiness probe);
 - submit floods (50 jobs as fast as possible every 10 s, each with its own Idempotency-Key);
@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # ftd_harness
 from ftd_harness import Daemon, Scratch, ensure, finish, on_signals  # noqa: E402
 from front_test import RESERVE, burst, parse_answer  # noqa: E402
 from hostile_test import req  # noqa: E402

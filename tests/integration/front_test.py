@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The connection front of ftbenchd (issue 34), against the real daemon with fake workers:
+"""The connection front of ftbenchd, against the real daemon with fake workers:
 - a burst of sockets (twice the main and reserve places together) that connect and send at once,
   then event-stream followers above max-event-streams that leave abruptly; after each round
   /health and the API answer within 1 s; three rounds in one daemon, then SIGTERM ends it
@@ -22,7 +22,7 @@ import socket
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # ftd_harness
 from ftd_harness import SLOW, Daemon, Scratch, ensure, expect_error, finish, on_signals, plan, run_tests  # noqa: E402
 from hostile_test import raw_req, req  # noqa: E402
 

@@ -17,9 +17,8 @@ fth=$BUILD/tests/integration/ftbench_hooks # the same ftbench with the test faul
 py="python3 $(dirname "$0")/ftw_seed.py"
 tmp=$(mktemp -d /tmp/ftw_compat_XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-n=0
-ok() { n=$((n + 1)); echo "ok $n $*"; }
-nok() { n=$((n + 1)); echo "not ok $n $*"; }
+. "$(dirname "$0")/../lib/tap.sh"
+TAP_SHOW=
 # checksums of one load-weights worker as one JSON line, from its result message on --result-fd
 # (its error message, and its stderr, into $tmp/cks_err): [ft=BINARY] cks MODE MODEL [FTW_DIR]
 cks() {

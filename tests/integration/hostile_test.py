@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # ftd_harness
 from ftd_harness import FTBENCHD, SLOW, Daemon, Scratch, ensure, finish, plan, run_tests  # noqa: E402
 
 SHOW = os.environ.get("FT_HOSTILE_SHOW") == "1"

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Issue 17, the job/process half: what a client, a worker or a crowded host must never be able
+"""Jobs and processes: what a client, a worker or a crowded host must never be able
 to do to ftbenchd. The real daemon on loopback with fake workers (tests/fixtures/fakeworker.c).
 
   server_name_exact      decode `server` is an exact name (defect 3)
@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # ftd_harness
 from ftd_harness import (BUILD, FTBENCHD, SLOW, Daemon, Scratch, ensure, expect_error, finish,  # noqa: E402
                          job_env_has, pid_alive, plan, run_tests)
 NCPU = os.cpu_count() or 1

@@ -6,9 +6,8 @@ set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 T=$(mktemp -d "${TMPDIR:-/tmp}/ftlayers.XXXXXX")
 trap 'rm -rf "$T"' EXIT
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-nok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; sed 's/^/#   /' "$T/log"; }
+. "$(dirname "$0")/../lib/tap.sh"
+TAP_SHOW="$T/log" TAP_LINES=100000
 check() { python3 "$ROOT/tests/integration/layers.py" "$1" >"$T/log" 2>&1; }
 
 echo "1..5"

@@ -1,4 +1,4 @@
-"""The same limits everywhere (issue 22): every integer or number argument of a job kind has
+"""The same limits everywhere: every integer or number argument of a job kind has
 the same [minimum, maximum] in the daemon's table (src/util/jobargs.c), the OpenAPI spec
 (api/openapi.yaml) and the CLI the worker runs (`ftbench KIND --flag V --help`: 0 when V is
 accepted, 2 when refused; --help comes after the flag, so nothing is measured)."""
@@ -9,7 +9,7 @@ import sys
 
 import yaml
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # ftd_harness
 from ftd_harness import FTBENCH as FT, ROOT, Tap  # noqa: E402
 
 SCHEMA = {"bw": "BwArgs", "cache-copy": "CacheCopyArgs", "load-weights": "LoadWeightsArgs",

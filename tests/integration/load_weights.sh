@@ -7,9 +7,8 @@ ft=$BUILD/bin/ftbench
 fth=$BUILD/tests/integration/ftbench_hooks # the same ftbench with the test fault hooks
 tmp=$(mktemp -d /tmp/ftlw_it_XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-n=0
-ok() { n=$((n + 1)); echo "ok $n $*"; }
-nok() { n=$((n + 1)); echo "not ok $n $*"; }
+. "$(dirname "$0")/../lib/tap.sh"
+TAP_SHOW=
 
 for arch in qwen3-moe mixtral deepseek-v3 gpt-oss; do
 	m=$tmp/$arch
@@ -73,7 +72,7 @@ $ft load-weights --model "$m" --modes parallel --result-fd 3 3>"$tmp/fd3" >/dev/
 grep -q '"type": *"progress"' "$tmp/fd3" && grep -q '"type": *"result"' "$tmp/fd3" &&
 	ok "--result-fd carries progress and result" || nok "--result-fd: $(head -c 300 "$tmp/fd3")"
 
-# issue 17 defects 1 and 2: the conversion writes only into a fresh directory it makes and
+# the conversion writes only into a fresh directory it makes and
 # removes only that; an existing --ftw-dir (even the model itself) keeps every file it had, and
 # links planted where fixed names used to be are never followed
 sums() { (cd "$1" && find . -type f -exec sha1sum {} + | sort; find . | sort) 2>&1; }

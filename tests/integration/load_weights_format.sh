@@ -10,9 +10,8 @@ ft=$BUILD/bin/ftbench
 fth=$BUILD/tests/integration/ftbench_hooks
 tmp=$(mktemp -d /tmp/ftlw_fmt_XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-n=0
-ok() { n=$((n + 1)); echo "ok $n $*"; }
-nok() { n=$((n + 1)); echo "not ok $n $*"; }
+. "$(dirname "$0")/../lib/tap.sh"
+TAP_SHOW=
 check() { # check NAME COMMAND...: ok when COMMAND succeeds
 	name=$1
 	shift

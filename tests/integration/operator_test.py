@@ -14,9 +14,8 @@ import time
 
 from prometheus_client.parser import text_string_to_metric_families
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ftd_harness import BUILD, FTBENCHD, GPU0, ROOT, CheckFailed, Scratch, finish, nfd_labels, openapi_contract, plan  # noqa: E402,E501
-from ftd_harness import run_tests  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # ftd_harness
+from ftd_harness import BUILD, FTBENCHD, GPU0, ROOT, CheckFailed, Scratch, finish, nfd_labels, openapi_contract, plan, run_tests  # noqa: E402,E501
 from ftd_harness import Daemon as _Daemon  # noqa: E402
 from ftd_harness import ensure as check  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""--output-format table|json|csv|md on every table-printing command (issue 22), on CPU-only
+"""--output-format table|json|csv|md on every table-printing command, on CPU-only
 paths: gpus (fake GPUs), cpu, cpu-moe (a short real run), bw (fake measurements), cache-copy
 (--from-json: a real H200 result, tests/fixtures/cache_copy/qwen3-30B_h200.json, as
 `cache-copy --json` wrote it and wrapped as ftbenchd's job), decode (the sse_server fixture) and
@@ -21,6 +21,7 @@ import jsonschema
 ROOT = os.getcwd()
 BUILD = os.path.join(ROOT, os.environ.get("BUILD", "build"))
 FT = os.path.join(BUILD, "bin", "ftbench")
+FTH = os.path.join(BUILD, "tests", "integration", "ftbench_hooks")  # test build: fake GPUs (cli.h)
 SSE = os.path.join(BUILD, "tests", "fixtures", "sse_server")
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "cache_copy", "qwen3-30B_h200.json")
 FORMATS = ("table", "json", "csv", "md")
@@ -49,7 +50,8 @@ ENV.update(XDG_CACHE_HOME=os.path.join(T, "cache"), FREETOKEN_BENCHBW_SYSDIR=os.
 def ft(*args, env=None, stdin=None):
     e = dict(ENV)
     e.update(env or {})
-    r = subprocess.run([FT, *args], env=e, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    exe = FTH if "FTBENCH_TEST_FAKE_GPUS" in e else FT
+    r = subprocess.run([exe, *args], env=e, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True, timeout=300)
     return r.returncode, r.stdout, r.stderr
 

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # ftd_harness
 from ftd_harness import BUILD, ROOT, Daemon, Scratch, ensure, finish, plan, run_tests  # noqa: E402
 
 ARTIFACTS = os.path.join(BUILD, "test-artifacts")

@@ -9,10 +9,9 @@ B=${BUILD:-build}
 SRC=$(pwd)
 T=$(mktemp -d /tmp/ftprof-pc-XXXXXX)
 trap 'rm -rf "$T"' EXIT INT TERM
-n=0
-ok()    { n=$((n + 1)); echo "ok $n - $*"; }
-notok() { n=$((n + 1)); echo "not ok $n - $*"; }
-check() { desc=$1; shift; if "$@" >"$T/out" 2>&1; then ok "$desc"; else notok "$desc"; sed 's/^/#   /' "$T/out" | tail -n 15; fi; }
+. "$(dirname "$0")/../lib/tap.sh"
+TAP_SHOW="$T/out" TAP_CUT=tail TAP_LINES=15
+check() { desc=$1; shift; if "$@" >"$T/out" 2>&1; then ok "$desc"; else nok "$desc"; fi; }
 
 for f in "$B/lib/libftprofile.so" "$B/lib/libftprofile.a" "$B/include/ftprofile.h" "$B/lib/pkgconfig/ftprofile.pc"; do
 	check "$f exists" test -s "$f"
@@ -53,16 +52,16 @@ flags=$(PKG_CONFIG_PATH="$B/lib/pkgconfig" pkg-config --cflags --libs ftprofile 
 if [ $? -eq 0 ] && echo "$flags" | grep -q -- '-lftprofile'; then
 	ok "pkg-config --cflags --libs ftprofile: $flags"
 else
-	notok "pkg-config --cflags --libs ftprofile"; sed 's/^/#   /' "$T/pcerr"
+	nok "pkg-config --cflags --libs ftprofile"; sed 's/^/#   /' "$T/pcerr"
 fi
 # shellcheck disable=SC2086
 check "compile an engine against the shared library" cc $san -std=c17 -Wall -Werror -o "$T/engine" "$T/engine.c" $flags
 got=$(LD_LIBRARY_PATH="$B/lib" "$T/engine" "$FIX" 2>&1)
-if [ "$got" = "$want" ]; then ok "engine reads the fixture through libftprofile.so ($got)"; else notok "engine output '$got', want '$want'"; fi
+if [ "$got" = "$want" ]; then ok "engine reads the fixture through libftprofile.so ($got)"; else nok "engine output '$got', want '$want'"; fi
 if LD_LIBRARY_PATH="$B/lib" ldd "$T/engine" 2>/dev/null | grep -q "libftprofile.so.0 => $B/lib/\|libftprofile.so.0 => .*/$B/lib/"; then
 	ok "the engine loads libftprofile.so.0 from $B/lib"
 else
-	notok "the engine does not load libftprofile.so.0 from $B/lib"; LD_LIBRARY_PATH="$B/lib" ldd "$T/engine" | sed 's/^/#   /'
+	nok "the engine does not load libftprofile.so.0 from $B/lib"; LD_LIBRARY_PATH="$B/lib" ldd "$T/engine" | sed 's/^/#   /'
 fi
 
 # static: the archive alone plus its dependencies
@@ -70,12 +69,12 @@ fi
 check "link an engine statically against libftprofile.a" cc $san -std=c17 -o "$T/engine-static" "$T/engine.c" \
 	$(PKG_CONFIG_PATH="$B/lib/pkgconfig" pkg-config --cflags ftprofile) "$B/lib/libftprofile.a" -ljansson -lm
 got=$("$T/engine-static" "$FIX" 2>&1)
-if [ "$got" = "$want" ]; then ok "static engine output matches"; else notok "static engine output '$got'"; fi
+if [ "$got" = "$want" ]; then ok "static engine output matches"; else nok "static engine output '$got'"; fi
 
 # the .so exports only the public API
 leak=$(nm -D --defined-only "$B/lib/libftprofile.so" | awk '$2 ~ /^[TDBR]$/ {print $3}' | grep -v '^ftprof_' | sed 's/@.*//')
-if [ -z "$leak" ]; then ok "libftprofile.so exports only ftprof_*"; else notok "libftprofile.so also exports: $(echo $leak)"; fi
-if nm -D --undefined-only "$B/lib/libftprofile.so" | grep -qi 'cuda'; then notok "libftprofile.so needs CUDA"; else ok "libftprofile.so is CUDA-free"; fi
+if [ -z "$leak" ]; then ok "libftprofile.so exports only ftprof_*"; else nok "libftprofile.so also exports: $(echo $leak)"; fi
+if nm -D --undefined-only "$B/lib/libftprofile.so" | grep -qi 'cuda'; then nok "libftprofile.so needs CUDA"; else ok "libftprofile.so is CUDA-free"; fi
 
 # make install DESTDIR=... PREFIX=/usr
 D="$T/root"
@@ -86,7 +85,7 @@ if nm "$B/lib/libftbench.a" 2>/dev/null | grep -q ' U cuda'; then cuda="CUDA=1";
 if env -u MAKEFLAGS -u MFLAGS make -s --no-print-directory install BUILD="$B" $cuda DESTDIR="$D" PREFIX=/usr >"$T/inst" 2>&1; then
 	ok "make install DESTDIR=\$tmp PREFIX=/usr"
 else
-	notok "make install DESTDIR=\$tmp PREFIX=/usr"; sed 's/^/#   /' "$T/inst" | tail -n 20
+	nok "make install DESTDIR=\$tmp PREFIX=/usr"; sed 's/^/#   /' "$T/inst" | tail -n 20
 fi
 for f in usr/bin/ftbench usr/bin/ftbenchd; do check "installed $f (executable)" test -x "$D/$f"; done
 for f in usr/lib/libftprofile.so.0 usr/lib/libftprofile.a usr/include/ftprofile.h usr/lib/pkgconfig/ftprofile.pc etc/ftbenchd.conf; do
@@ -128,5 +127,5 @@ iflags=$(PKG_CONFIG_SYSROOT_DIR="$D" PKG_CONFIG_PATH="$D/usr/lib/pkgconfig" pkg-
 # shellcheck disable=SC2086
 check "compile an engine against the installed tree ($iflags)" cc $san -std=c17 -o "$T/engine-inst" "$T/engine.c" $iflags
 got=$(LD_LIBRARY_PATH="$D/usr/lib" "$T/engine-inst" "$FIX" 2>&1)
-if [ "$got" = "$want" ]; then ok "engine runs against the installed library"; else notok "installed engine output '$got'"; fi
+if [ "$got" = "$want" ]; then ok "engine runs against the installed library"; else nok "installed engine output '$got'"; fi
 echo "1..$n"

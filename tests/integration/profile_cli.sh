@@ -5,6 +5,7 @@
 set -u
 B=${BUILD:-build}
 FT="$(pwd)/$B/bin/ftbench"
+FTH="$(pwd)/$B/tests/integration/ftbench_hooks" # the test build: fake GPUs and figures (cli.h)
 FIX="$(pwd)/tests/fixtures/profiles"
 T=$(mktemp -d /tmp/ftprof-cli-XXXXXX)
 trap 'rm -rf "$T"' EXIT INT TERM
@@ -99,9 +100,9 @@ G0=GPU-fa4e0000-0000-4000-8000-000000000000
 SMALL="--dtype bf16,nvfp4 --cpu-iters 2 --kernel-cpu-iters 3 --kernel-pcie-iters 2 --pcie-iters 2 --no-legacy-copy"
 expect "history of a GPU with none kept: exit 1" 1 "" -- history --gpu "$G0"
 stderr_has "no kept profiles for $G0"
-FTBENCH_TEST_FAKE_GPUS=1 "$FT" bw $SMALL >/dev/null 2>&1
-FTBENCH_TEST_FAKE_GPUS=1 "$FT" bw $SMALL --max-spread 0.001 >/dev/null 2>&1
-FTBENCH_TEST_FAKE_GPUS=1 "$FT" bw $SMALL >/dev/null 2>&1
+FTBENCH_TEST_FAKE_GPUS=1 "$FTH" bw $SMALL >/dev/null 2>&1
+FTBENCH_TEST_FAKE_GPUS=1 "$FTH" bw $SMALL --max-spread 0.001 >/dev/null 2>&1
+FTBENCH_TEST_FAKE_GPUS=1 "$FTH" bw $SMALL >/dev/null 2>&1
 expect "history: a header and three rows" 0 "^timestamp +read GB/s +valid +drifted" -- history --gpu "$G0"
 n=$((n + 1)); rows=$(grep -c '^20[0-9-]*T' "$T/out")
 if [ "$rows" -eq 3 ] && sed -n 2p "$T/out" | grep -Eq ' 99\.5 yes +- +bf16 30\.0/24\.9 offload nvfp4 60\.0/24\.9 hybrid$' &&
@@ -118,7 +119,7 @@ expect "show: the read ceiling's spread" 0 "^  cpu_stream_read_gbs +99\\.50 GB/s
 expect "show: valid" 0 "^valid +yes" -- show --gpu "$G0"
 expect "show: drift compared, none" 0 "^drift +none" -- show --gpu "$G0"
 expect "show: not stale on the machine it was measured on" 0 "^stale +no" -- show --gpu "$G0"
-FTBENCH_TEST_FAKE_GPUS=1 "$FT" bw $SMALL --max-spread 0.001 -o "$T/bad.json" >/dev/null 2>&1
+FTBENCH_TEST_FAKE_GPUS=1 "$FTH" bw $SMALL --max-spread 0.001 -o "$T/bad.json" >/dev/null 2>&1
 python3 - "$T/bad.json" "$T/drift.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))

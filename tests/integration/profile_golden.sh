@@ -6,7 +6,7 @@
 # lines through libftprofile. Prints "ok ..." / "not ok ..." lines.
 set -u
 B=${BUILD:-build}
-FT="$(pwd)/$B/bin/ftbench"
+FT="$(pwd)/$B/tests/integration/ftbench_hooks" # the test build: fake GPUs (cli.h)
 G="$(pwd)/tests/fixtures/profiles/golden"
 T=$(mktemp -d /tmp/ftprof-golden-XXXXXX)
 trap 'rm -rf "$T"' EXIT INT TERM

@@ -1,5 +1,5 @@
 #!/bin/sh
-# ftbench profile validate --from FILE (issue 31): a seed engine harness run (the bf16 points of a
+# ftbench profile validate --from FILE: a seed engine harness run (the bf16 points of a
 # real one, tests/fixtures/engine/harness_bf16.json) or a decode --compare summary becomes the
 # profile's validation.<fmt>; profile show says whether it agrees and whether it is current or
 # stale; the result passes the schema; bad input leaves the profile untouched. Fake measurements
@@ -7,7 +7,7 @@
 set -u
 echo "1..13"
 B=${BUILD:-build}
-FT="$(pwd)/$B/bin/ftbench"
+FT="$(pwd)/$B/tests/integration/ftbench_hooks" # the test build: fake GPUs and figures (cli.h)
 H="$(pwd)/tests/fixtures/engine/harness_bf16.json"
 T=$(mktemp -d /tmp/ft-validate-XXXXXX)
 trap 'rm -rf "$T"' EXIT INT TERM

@@ -5,16 +5,16 @@ submit --wait`, the status page and `make run`; a worker that dies of a usage er
 result fd is open (its output's last line is the reason); bad format and model names, a GPU kind
 on a GPU-less host; a corrupt or unmeasured profile in GET /profiles; the legacy single file a
 daemon bw job writes on a one-GPU host and not on a two-GPU one. The fake worker
-(tests/fixtures/fakeworker.c) and the real ftbench with FTBENCH_TEST_FAKE_GPUS (fixed figures,
-no CUDA). Every response is checked against the OpenAPI document the daemon serves. TAP."""
+(tests/fixtures/fakeworker.c) and the test build ftbench_hooks with FTBENCH_TEST_FAKE_GPUS (fixed
+figures, no CUDA). Every response is checked against the OpenAPI document the daemon serves. TAP."""
 import json
 import os
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ftd_harness import (FTBENCH, GPU0, ROOT, SLOW, Daemon, Scratch, ensure, expect_error, finish,  # noqa: E402
-                         on_signals, plan, run_tests)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # ftd_harness
+from ftd_harness import (FTBENCH, FTBENCH_HOOKS, GPU0, ROOT, SLOW, Daemon, Scratch, ensure,  # noqa: E402
+                         expect_error, finish, on_signals, plan, run_tests)
 
 results = []
 
@@ -47,7 +47,7 @@ def real_daemon(t, name, gpus, *extra):
     os.makedirs(cache, exist_ok=True)
     env = {"FTBENCH_TEST_FAKE_GPUS": str(gpus), "XDG_CACHE_HOME": cache}
     env.pop("FREETOKEN_BENCHBW_PATH", None)
-    d = Daemon(t.tmp, name, *extra, env=env, worker=FTBENCH, wait_s=60)
+    d = Daemon(t.tmp, name, *extra, env=env, worker=FTBENCH_HOOKS, wait_s=60)
     d.env.pop("FREETOKEN_BENCHBW_PATH", None)
     d.cache = cache
     return d.start()
@@ -185,7 +185,7 @@ def corrupt_and_unmeasured_profiles(t):
 @test
 def make_run_prints_reasons_and_keeps_the_profile(t):
     cache = os.path.join(t.tmp, "mr-cache")
-    env = dict(os.environ, FTBENCH_TEST_FAKE_GPUS="1", XDG_CACHE_HOME=cache, BUILD=os.environ.get("BUILD", "build"),
+    env = dict(os.environ, FTBENCH_TEST_FAKE_GPUS="1", FT_RUN_FTBENCH=FTBENCH_HOOKS, XDG_CACHE_HOME=cache, BUILD=os.environ.get("BUILD", "build"),
                FT_RUN_BW_ARGS="--dtype bf16,nvfp4 --cpu-iters 2 --kernel-cpu-iters 4 --max-spread 0.001")
     env.pop("FREETOKEN_BENCHBW_PATH", None)
     r = subprocess.run(["sh", os.path.join(ROOT, "scripts", "make-run.sh")], capture_output=True, text=True,
@@ -202,7 +202,7 @@ def make_run_prints_reasons_and_keeps_the_profile(t):
     ensure(r.returncode == 0 and kept, out)
     path = kept[0].split(": ", 1)[1]
     ensure(path.startswith(store) and os.path.exists(path), f"{path} not in {store}")
-    show = subprocess.run([FTBENCH, "profile", "show"], capture_output=True, text=True,
+    show = subprocess.run([FTBENCH_HOOKS, "profile", "show"], capture_output=True, text=True,
                           env=dict(env, XDG_CACHE_HOME=cache), timeout=60)
     ensure(show.returncode == 0 and "valid" in show.stdout, show.stdout + show.stderr)
 

@@ -1,11 +1,12 @@
 #!/bin/sh
-# `ftbench replay` without a GPU: the one line a CPU-only host gets (issue 30), and the whole
-# command on the cost-model fake (FTBENCH_TEST_FAKE_GPUS=1): tables, csv, json valid against the
-# schema once stored in the GPU's profile, the verdict fields following the replay, --save-trace
-# and --trace giving the same routing back, trace errors. Prints TAP.
+# `ftbench replay` without a GPU: the one line a CPU-only host gets, and the whole command on
+# the cost-model fake (the test build ftbench_hooks, FTBENCH_TEST_FAKE_GPUS=1): tables, csv, json
+# valid against the schema once stored in the GPU's profile, the verdict fields following the
+# replay, --save-trace and --trace giving the same routing back, trace errors. Prints TAP.
 set -u
 B=${BUILD:-build}
 FT="$(pwd)/$B/bin/ftbench"
+FTH="$(pwd)/$B/tests/integration/ftbench_hooks" # the test build: fake GPUs and figures (cli.h)
 SC="$(pwd)/tests/schema_check.py"
 SCHEMA="$(pwd)/api/schemas/profile.schema.json"
 FIX="$(pwd)/tests/fixtures/profiles"
@@ -40,7 +41,7 @@ d = json.load(open(sys.argv[1])); d["gpu"]["uuid"] = sys.argv[3]; d["gpu"]["name
 json.dump(d, open(sys.argv[2], "w"))
 PY
 SMALL="--format bf16 --layers 4 --steps 8 --warmup 16 --fractions 0,0.5,1 --no-caps"
-"$FT" replay $SMALL --workloads uniform,reuse:0.95 --cache 0.4 --save-trace "$T/tr.json" >"$T/out" 2>"$T/err"; rc=$?
+"$FTH" replay $SMALL --workloads uniform,reuse:0.95 --cache 0.4 --save-trace "$T/tr.json" >"$T/out" 2>"$T/err"; rc=$?
 check "fake: exit 0" [ "$rc" -eq 0 ]
 check "fake: table names the winner" grep -q "winner hybrid" "$T/out"
 check "fake: the map line" grep -q "cache 0.4 .*uniform: hybrid" "$T/out"
@@ -51,23 +52,23 @@ check "stored profile is schema-valid" python3 "$SC" "$SCHEMA" "$S/$U.json"
 check "stored: replay.bf16 has two points" [ "$(jget "$S/$U.json" 'len(d["replay"]["bf16"]["points"])')" = 2 ]
 check "stored: recommended_bandwidth keeps the rule" [ "$(jget "$S/$U.json" 'd["dtype_kernels"]["bf16"]["recommended_bandwidth"]')" = hybrid ]
 check "stored: recommended_by says where the verdict came from" [ "$(jget "$S/$U.json" 'd["dtype_kernels"]["bf16"]["recommended_by"] in ("replay","bandwidth")')" = True ]
-"$FT" profile recommend bf16 --cache-fraction 0.4 --reuse 0 --gpu "$U" >"$T/out" 2>"$T/err"
+"$FTH" profile recommend bf16 --cache-fraction 0.4 --reuse 0 --gpu "$U" >"$T/out" 2>"$T/err"
 check "profile recommend by workload reads the stored map" grep -q "^hybrid fetch_fraction=" "$T/out"
 
 # the trace back: same routing, same figures (the fake is deterministic)
-"$FT" replay $SMALL --workloads uniform --cache 0.4 --no-store --json >"$T/a.json" 2>"$T/err"
-"$FT" replay $SMALL --trace "$T/tr-uniform.json" --cache 0.4 --no-store --json >"$T/b.json" 2>"$T/err"; rc=$?
+"$FTH" replay $SMALL --workloads uniform --cache 0.4 --no-store --json >"$T/a.json" 2>"$T/err"
+"$FTH" replay $SMALL --trace "$T/tr-uniform.json" --cache 0.4 --no-store --json >"$T/b.json" 2>"$T/err"; rc=$?
 check "--trace: exit 0" [ "$rc" -eq 0 ]
 check "--trace: the same step times as the generated routing" [ "$(jget "$T/a.json" 'd["replay"]["bf16"]["points"][0]["modes"]')" = "$(jget "$T/b.json" 'd["replay"]["bf16"]["points"][0]["modes"]')" ]
 check "--json: no store" [ "$(jget "$T/a.json" 'd.get("stored", "absent")')" = absent ]
-"$FT" replay $SMALL --workloads uniform --cache 0.4 --no-store --output-format csv >"$T/out" 2>"$T/err"
+"$FTH" replay $SMALL --workloads uniform --cache 0.4 --no-store --output-format csv >"$T/out" 2>"$T/err"
 check "csv: header then one row per mode (offload, profile, 3 fractions)" [ "$(wc -l <"$T/out")" -eq 6 ]
 check "csv: header names the columns" grep -q "^format,cache_fraction,workload,reuse,skew,mode," "$T/out"
 
 # bw's replay: none by default on the fake GPUs, short when asked; the profile carries the block
-"$FT" bw --dtype bf16,nvfp4 --no-checks --repeat 3 --overlap-seconds 0 -o "$T/bw0.json" >"$T/out" 2>"$T/err"
+"$FTH" bw --dtype bf16,nvfp4 --no-checks --repeat 3 --overlap-seconds 0 -o "$T/bw0.json" >"$T/out" 2>"$T/err"
 check "bw on the fake GPUs: no replay unless asked" [ "$(jget "$T/bw0.json" '"replay" in d')" = False ]
-FREETOKEN_BENCH_PROGRESS=1 "$FT" bw --dtype bf16,nvfp4 --no-checks --repeat 3 --overlap-seconds 0 --replay short -o "$T/bw1.json" >"$T/out" 2>"$T/err"; rc=$?
+FREETOKEN_BENCH_PROGRESS=1 "$FTH" bw --dtype bf16,nvfp4 --no-checks --repeat 3 --overlap-seconds 0 --replay short -o "$T/bw1.json" >"$T/out" 2>"$T/err"; rc=$?
 check "bw --replay short: exit 0" [ "$rc" -eq 0 ]
 check "bw --replay short: one point per format" [ "$(jget "$T/bw1.json" 'sorted((k, len(v["points"])) for k, v in d["replay"].items())')" = "[('bf16', 1), ('nvfp4', 1)]" ]
 check "bw --replay short: schema-valid" python3 "$SC" "$SCHEMA" "$T/bw1.json"
@@ -77,13 +78,13 @@ check "bw --replay short: the verdict says where it came from" [ "$(jget "$T/bw1
 
 # errors
 printf '{"format":"ftbench-routing-trace","version":1,"layers":4,"experts":128,"top_k":8,"batch":1,"steps":[[[1,2,3,4,5,6,7,8]]]}' >"$T/bad.json"
-"$FT" replay $SMALL --trace "$T/bad.json" --no-store >"$T/out" 2>"$T/err"; rc=$?
+"$FTH" replay $SMALL --trace "$T/bad.json" --no-store >"$T/out" 2>"$T/err"; rc=$?
 check "ragged trace: exit 2" [ "$rc" -eq 2 ]
 check "ragged trace: the error names step and layers" grep -q "step 0 has 1 layers, expected 4" "$T/err"
-"$FT" replay --format fp8_block >"$T/out" 2>"$T/err"; rc=$?
+"$FTH" replay --format fp8_block >"$T/out" 2>"$T/err"; rc=$?
 check "fp8_block: usage error naming the CPU path" grep -q "without a CPU MoE path" "$T/err"
-"$FT" replay --workloads reuse:2 >"$T/out" 2>"$T/err"; rc=$?
+"$FTH" replay --workloads reuse:2 >"$T/out" 2>"$T/err"; rc=$?
 check "bad workload: exit 2" [ "$rc" -eq 2 ]
-"$FT" replay --cache 0.4 --cache-slots 100 >"$T/out" 2>"$T/err"; rc=$?
+"$FTH" replay --cache 0.4 --cache-slots 100 >"$T/out" 2>"$T/err"; rc=$?
 check "two cache sizes: exit 2" [ "$rc" -eq 2 ]
 echo "1..$n"

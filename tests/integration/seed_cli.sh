@@ -7,7 +7,7 @@
 # Prints "ok ..." / "not ok ..." lines. (The decode lines belong to the decode issue.)
 set -u
 B=${BUILD:-build}
-FT="$(pwd)/$B/bin/ftbench"
+FT="$(pwd)/$B/tests/integration/ftbench_hooks" # the test build: fake GPUs and figures (cli.h)
 T=$(mktemp -d /tmp/ft-seed-cli-XXXXXX)
 M="$T/seedmodel$$"          # load-weights' default FTW dir is /var/tmp/ftw_<model name>
 trap 'rm -rf "$T" "/var/tmp/ftw_seedmodel$$"' EXIT INT TERM
@@ -18,9 +18,8 @@ L="$T/cache/freetoken/benchbw.json"
 G0=GPU-fa4e0000-0000-4000-8000-000000000000
 G1=GPU-fa4e0000-0000-4000-8000-000000000001
 SMALL="--cpu-iters 2 --kernel-cpu-iters 3 --kernel-pcie-iters 2 --pcie-iters 2"
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-nok() { n=$((n + 1)); echo "not ok $n - $*"; sed 's/^/#   /' "$T/out" "$T/err" | head -n 20; }
+. "$(dirname "$0")/../lib/tap.sh"
+TAP_SHOW="$T/out $T/err"
 
 # seed LINE: run "ftbench ARGS" for the seed line; exit 0 and no option complaint
 seed() {
@@ -33,7 +32,6 @@ seed() {
 	fi
 }
 # check DESC COMMAND...: a shell condition
-check() { desc=$1; shift; if "$@"; then ok "$desc"; else nok "$desc"; fi; }
 jget() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 
 "$FT" make-checkpoint --arch qwen3-moe --out "$M" --layers 2 --experts 4 --hidden 256 --inter 128 \

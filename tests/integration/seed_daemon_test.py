@@ -4,7 +4,7 @@
 flags]}` with `X-FT-Token`, read as the seed's desktop app reads it (`event:`/`data:` blocks:
 `progress {done,total,label}`, then `result` with the whole profile or `error {message}`);
 `GET /bench/profile`; 401 `{"detail":"invalid or missing X-FT-Token"}`; `/health`'s seed fields;
-and the job cancelled when the stream's client goes away (the seed's PR #221). The real daemon
+and the job cancelled when the stream's client goes away (as the seed's daemon does). The real daemon
 on loopback with the fake worker; every response checked against the served OpenAPI. TAP."""
 import http.client
 import json
@@ -13,7 +13,7 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # ftd_harness
 from ftd_harness import (GPU0, GPU1, SLOW, Daemon, Scratch, ensure, finish, on_signals,  # noqa: E402
                          openapi_contract, plan, run_tests)
 

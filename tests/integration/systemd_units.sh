@@ -7,9 +7,8 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 case $BUILD in /*) BIN=$BUILD/bin ;; *) BIN=$ROOT/$BUILD/bin ;; esac
 T=$(mktemp -d "${TMPDIR:-/tmp}/ftunits.XXXXXX")
 trap 'rm -rf "$T"' EXIT
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-nok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; sed 's/^/#   /' "$T/log"; }
+. "$(dirname "$0")/../lib/tap.sh"
+TAP_SHOW="$T/log" TAP_LINES=100000
 
 for f in ftbenchd.service ftbenchd.socket ftbenchd.sysusers ftbenchd.tmpfiles; do
 	if [ -s "$ROOT/systemd/$f" ]; then ok "systemd/$f exists"; else : >"$T/log"; nok "systemd/$f exists"; fi

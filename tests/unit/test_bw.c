@@ -45,7 +45,7 @@ static void test_decide_reasons(void **s)
 	assert_true(d.measured);
 	assert_false(d.hybrid);
 	assert_non_null(strstr(d.note, "no CPU MoE path"));
-	/* no GPU: no verdict, not a default offload (issue 22), with or without a CPU path */
+	/* no GPU: no verdict, not a default offload, with or without a CPU path */
 	ftbw_decide(true, false, 100.0, NULL, NAN, NULL, 2.0, &d);
 	assert_false(d.measured);
 	assert_true(isnan(d.ratio));

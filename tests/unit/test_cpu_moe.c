@@ -22,6 +22,7 @@
 
 #include "hw/cpu.h"
 #include "moe/cpu/cpumoe.h"
+#include "moe/cpu/exec.h"
 #include "moe/cpu/kern.h"
 #include "moe/cpu/pool.h"
 #include "moe/formats.h"
@@ -416,7 +417,7 @@ static void test_ksplit_ranges(void **s)
 	free_banks(&b);
 }
 
-/* The mxfp4 K split's two W4A8 decodes (VBMI byte permutes, AVX-512 BW shuffles; ftkern_mx_vbmi)
+/* The mxfp4 K split's two W4A8 decodes (VBMI byte permutes, AVX-512 BW shuffles; the mx_vbmi knob)
  * give the same partials bit for bit: whole and odd ranges of bank rows, adding into partials
  * already non-zero; 1 token (the VBMI decode's) and up to 6 (a tile of 4 and a partial one:
  * the shuffles either way). Where the CPU has no VBMI both
@@ -444,17 +445,17 @@ static void test_mx_decodes(void **s)
 		ps0[t] = p0[t];
 		ps1[t] = p1[t];
 	}
-	struct ftkern_mat m = {b.mem[0], b.mem[1], NULL, H, 2 * I};
+	struct ftkern_knobs kn = ftkern_knobs_default;
+	struct ftkern_mat m = {b.mem[0], b.mem[1], NULL, H, 2 * I, &kn};
 	static const long cut[][2] = {{0, H / 2}, {0, 16}, {7, 53}, {16, 17}, {33, 80}, {107, H / 2}};
-	int keep = ftkern_mx_vbmi;
 	for (size_t c = 0; c < sizeof cut / sizeof cut[0]; c++)
 		for (int nb = 1; nb <= NT; nb++) {
 			for (int t = 0; t < nb; t++)
 				for (int n = 0; n < 2 * I; n++)
 					p0[t][n] = p1[t][n] = (float)n;
-			ftkern_mx_vbmi = 0;
+			kn.mx_vbmi = 0;
 			o->rows_t(&m, cut[c][0], cut[c][1], nb, xs, ps0, tmp);
-			ftkern_mx_vbmi = 1;
+			kn.mx_vbmi = 1;
 			o->rows_t(&m, cut[c][0], cut[c][1], nb, xs, ps1, tmp);
 			for (int t = 0; t < nb; t++)
 				if (memcmp(p0[t], p1[t], sizeof p0[t]))
@@ -463,7 +464,6 @@ static void test_mx_decodes(void **s)
 							fail_msg("rows [%ld, %ld) nb %d token %d column %d: shuffles %.9g, vbmi %.9g",
 								 cut[c][0], cut[c][1], nb, t, n, p0[t][n], p1[t][n]);
 		}
-	ftkern_mx_vbmi = keep;
 	free_banks(&b);
 }
 
@@ -566,6 +566,62 @@ static void test_no_routes(void **s)
 	}
 }
 
+/* The kernel knobs belong to an executor: two executors of one process created with different
+ * tunes each hand their own knobs to every kernel call (the matrix the kernels read them from),
+ * after the other was created and ran, and compute the same outputs within 1e-5 (the knobs
+ * change prefetching, decode paths and the AMX threshold, not what is computed). */
+static void test_knobs_per_executor(void **s)
+{
+	struct banks b;
+	make_banks(&b, FTFMT_NVFP4);
+	struct ftcpumoe_tune t[2];
+	ftcpumoe_tune_defaults(&t[0]);
+	t[1] = t[0];
+	t[0].pf_dist = 0, t[0].pf_far = 0, t[0].mx_pf_dist = 512 + 32, t[0].pf_scales = 0, t[0].mx_vbmi = 0;
+	t[0].amx_min_nb = 16;
+	t[1].pf_dist = 8192, t[1].pf_far = 16384, t[1].mx_pf_dist = 1024, t[1].pf_scales = 1, t[1].mx_vbmi = 1;
+	t[1].amx_min_nb = 2;
+	struct ftcpumoe_cfg cfg = {.format = FTFMT_NVFP4, .hidden = H, .inter = I, .experts = E, .layers = L,
+				 .banks = b.ptr, .act = FTFMT_ACT_SILU, .max_batch = 2, .max_topk = TOPK,
+				 .isa = FTCPUMOE_ISA_AUTO, .pool = pool, .cpu = &ci};
+	struct ftcpumoe *x[2] = {NULL, NULL};
+	float out[2][2 * H];
+	for (int i = 0; i < 2; i++) {
+		cfg.tune = &t[i];
+		assert_int_equal(ftcpumoe_create(&cfg, &x[i]), 0);
+	}
+	float xin[2 * H], w[2 * TOPK];
+	int32_t ids[2 * TOPK];
+	for (int i = 0; i < 2 * H; i++)
+		xin[i] = (float)gauss();
+	routes(2, ids, w);
+	for (int i = 1; i >= 0; i--) /* the later one first: the earlier one still has its own */
+		assert_int_equal(ftcpumoe_forward(x[i], 1, 2, TOPK, xin, ids, w, out[i]), 0);
+	for (int i = 0; i < 2; i++) {
+		struct ftkern_mat m;
+		const uint16_t *bias;
+		for (int down = 0; down < 2; down++) {
+			ftcpumoe_expert_mat(x[i], 1, 0, down, &m, &bias);
+			assert_non_null(m.kn);
+			assert_int_equal(m.kn->pf_dist, t[i].pf_dist);
+			assert_int_equal(m.kn->pf_far, t[i].pf_far);
+			assert_int_equal(m.kn->mx_pf_dist, t[i].mx_pf_dist / 64 * 64);
+			assert_int_equal(m.kn->pf_scales, t[i].pf_scales);
+			assert_int_equal(m.kn->mx_vbmi, t[i].mx_vbmi);
+			assert_int_equal(m.kn->amx_i8_min_nb, t[i].amx_min_nb);
+		}
+	}
+	double d[2 * H];
+	for (int i = 0; i < 2 * H; i++)
+		d[i] = out[0][i];
+	double e = rel_err(out[1], d, 2 * H);
+	if (!(e <= 1e-5))
+		fail_msg("the two executors' outputs differ: rel err %.3g", e);
+	ftcpumoe_free(x[0]);
+	ftcpumoe_free(x[1]);
+	free_banks(&b);
+}
+
 /* The dynamic schedule (default for the row-major formats) with small work items (many per
  * group, so workers claim interleaved items and pass 2 waits on pass 1 of its group; mxfp4's
  * pass-2 items each compute one of two slices of h) computes
@@ -644,7 +700,7 @@ static void test_schedules(void **s)
 
 /* The row kernels' multi-row walks against a row at a time: bf16dp's two interleaved streams
  * (every batch) and the W4A8 kernels' four-row blocks (batch 1), with and without the
- * scale-stream prefetch (ftkern_pf_scales), sum each row bit-identically to a call of that one
+ * scale-stream prefetch (the pf_scales knob), sum each row bit-identically to a call of that one
  * row, and the W4A8 kernels' vpermb nibble split (ftkern_vbmi, where the CPU has VBMI) to the
  * vpshufb one, on odd and even ranges, every tier with a vector row kernel but amx (its tiles take blocks
  * of 16 rows and a single row the fallback, so the fp32 sums differ in the last bits;
@@ -658,7 +714,8 @@ static void test_streams(void **s)
 			continue;
 		struct banks b;
 		make_banks(&b, fs[fi]);
-		struct ftkern_mat m = {b.mem[0], NULL, NULL, H, 2 * I};
+		struct ftkern_knobs kn = ftkern_knobs_default;
+		struct ftkern_mat m = {b.mem[0], NULL, NULL, H, 2 * I, &kn};
 		if (fs[fi] == FTFMT_NVFP4) {
 			m.s = b.mem[1];
 			m.g = b.mem[2];
@@ -694,7 +751,7 @@ static void test_streams(void **s)
 			for (int psc = 0; psc < 2; psc++)
 			for (size_t ri = 0; ri < sizeof rg / sizeof rg[0]; ri++)
 				for (size_t ni = 0; ni < sizeof nbs / sizeof nbs[0]; ni++) {
-					ftkern_pf_scales = psc;
+					kn.pf_scales = psc;
 					ftkern_vbmi = vb;
 					memset(y1, 0, sizeof y1);
 					memset(y2, 0, sizeof y2);
@@ -713,7 +770,6 @@ static void test_streams(void **s)
 								y3[psc][ri][ni][bb][r] = y2[bb][r];
 						}
 				}
-			ftkern_pf_scales = FTKERN_PF_SCALES;
 			ftkern_vbmi = vb0;
 			tested++;
 		}
@@ -1180,6 +1236,7 @@ int main(void)
 		cmocka_unit_test(test_ksplit_ranges), cmocka_unit_test(test_mx_decodes), cmocka_unit_test(test_streams),
 		cmocka_unit_test(test_schedules), cmocka_unit_test(test_no_routes), cmocka_unit_test(test_tune_values), cmocka_unit_test(test_trace),
 		cmocka_unit_test(test_amx_bf16), cmocka_unit_test(test_tune_isa),
+		cmocka_unit_test(test_knobs_per_executor),
 	};
 	return cmocka_run_group_tests_name("cpu_moe", tests, setup, teardown);
 }

@@ -172,7 +172,8 @@ static void check_rows(enum ftfmt_id f, int *real_checked)
 			ys[b] = y + b * (NR - R0);
 			yvs[b] = yv + b * (NR - R0);
 		}
-		struct ftkern_mat m = {a.w, f == FTFMT_Q4_0 ? NULL : a.s, f == FTFMT_NVFP4 ? a.g : NULL, K, NR};
+		struct ftkern_knobs kn = ftkern_knobs_default;
+		struct ftkern_mat m = {a.w, f == FTFMT_Q4_0 ? NULL : a.s, f == FTFMT_NVFP4 ? a.g : NULL, K, NR, &kn};
 		for (int real = 0; real < 2; real++) {
 			const struct ftkern_ops *o = tile_ops(real, f);
 			if (!o)
@@ -186,9 +187,9 @@ static void check_rows(enum ftfmt_id f, int *real_checked)
 				for (long i = 0; i < NB * NR; i++)
 					y[i] = yv[i] = NAN; /* every output must be written */
 				v->rows(&m, R0, NR, nb, xs, yvs);
-				ftkern_amx_i8_min_nb = 1;
+				kn.amx_i8_min_nb = 1;
 				o->rows(&m, R0, NR, nb, xs, ys);
-				ftkern_amx_i8_min_nb = FTKERN_AMX_I8_MIN_NB;
+				kn.amx_i8_min_nb = FTKERN_AMX_I8_MIN_NB;
 				size_t n = (size_t)nb * (NR - R0);
 				double ev = rel_l2(y, yv, NULL, n), er = rel_l2(y, NULL, ref, n);
 				if (getenv("FT_TEST_VERBOSE"))
@@ -223,7 +224,8 @@ static void check_mx(int *real_checked)
 			xf[i] = (float)gauss();
 		const void *xs[NB];
 		prep_all(v, K, xs);
-		struct ftkern_mat m = {a.w, a.s, NULL, K, NC};
+		struct ftkern_knobs kn = ftkern_knobs_default;
+		struct ftkern_mat m = {a.w, a.s, NULL, K, NC, &kn};
 		/* bank-row ranges: all, whole blocks inside, not whole blocks (the VNNI kernel's) */
 		long rg[3][2] = {{0, R}, {16, R > 32 ? R - 16 : R}, {3, R > 35 ? 35 : R - 1}};
 		for (int ri = 0; ri < 3; ri++) {
@@ -254,9 +256,9 @@ static void check_mx(int *real_checked)
 					memset(p, 0, sizeof p);
 					memset(pv, 0, sizeof pv);
 					v->rows_t(&m, kk0, kk1, nb, xs, pvs, tmp);
-					ftkern_amx_i8_min_nb = 1;
+					kn.amx_i8_min_nb = 1;
 					o->rows_t(&m, kk0, kk1, nb, xs, ps, tmp);
-					ftkern_amx_i8_min_nb = FTKERN_AMX_I8_MIN_NB;
+					kn.amx_i8_min_nb = FTKERN_AMX_I8_MIN_NB;
 					size_t n = (size_t)nb * NC;
 					double ev = rel_l2(p, pv, NULL, n), er = rel_l2(p, NULL, ref, n);
 					if (getenv("FT_TEST_VERBOSE"))

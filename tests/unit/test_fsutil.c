@@ -85,7 +85,7 @@ static void touch(const char *name, const char *text)
 	fclose(f);
 }
 
-/* issue 17 defect 10: what an interrupted ftfs_write_atomic left is removed; a temp file a writer
+/* what an interrupted ftfs_write_atomic left is removed; a temp file a writer
  * still holds (locked), other names and links are left alone */
 static void test_sweep_temps(void **s)
 {
@@ -126,7 +126,7 @@ static void test_dirname(void **s)
 	assert_string_equal(d, "/");
 }
 
-/* issue 34: what a daemon reads from a shared directory: a FIFO is refused at once (no blocking
+/* what a daemon reads from a shared directory: a FIFO is refused at once (no blocking
  * open), a file over the limit by its size, a directory too; a regular file reads as usual. */
 static void test_read_regular(void **s)
 {

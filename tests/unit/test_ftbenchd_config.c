@@ -66,7 +66,7 @@ static void test_file_and_flags(void **s)
 	assert_string_equal(ftd_config_decode_server(&c, "ft"), "ft serve {model} --port {port}");
 	assert_string_equal(ftd_config_decode_server(&c, "other"), "x {model}");
 	assert_null(ftd_config_decode_server(&c, "f"));
-	assert_null(ftd_config_decode_server(&c, "ft=ft serve")); /* no prefix match (issue 17 defect 3) */
+	assert_null(ftd_config_decode_server(&c, "ft=ft serve")); /* no prefix match */
 	assert_null(ftd_config_decode_server(&c, "ft=ft"));
 	assert_null(ftd_config_decode_server(&c, ""));
 	assert_null(ftd_config_decode_server(&c, "rogue"));
@@ -101,7 +101,7 @@ static void test_bad(void **s)
 	const char *a7[] = {"ftbenchd", "-c", "", "--decode-server", "noequals"};
 	assert_int_equal(load(&c, 5, a7), -EINVAL);
 	ftd_config_release(&c);
-	/* issue 17: server names are [A-Za-z0-9_.-]{1,64}; decode-urls well-formed; decode-hosts gone */
+	/* server names are [A-Za-z0-9_.-]{1,64}; decode-urls well-formed; decode-hosts gone */
 	const char *a8[] = {"ftbenchd", "-c", "", "--decode-server", "my server=x {port}"};
 	assert_int_equal(load(&c, 5, a8), -EINVAL);
 	ftd_config_release(&c);
@@ -165,7 +165,7 @@ static void test_dump_documents_everything(void **s)
 	free(buf);
 }
 
-/* issue 34: the allowlist compares normal forms (RFC 3986 6.2.2): dot segments and percent-encoded
+/* the allowlist compares normal forms (RFC 3986 6.2.2): dot segments and percent-encoded
  * unreserved characters cannot step outside an entry; encoded separators are refused. */
 static void test_url_normalize(void **s)
 {

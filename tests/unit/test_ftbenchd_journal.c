@@ -175,7 +175,7 @@ static void count_running(struct ftd_job *j, void *ctx)
 	(*(int *)ctx)++;
 }
 
-/* issue 34: a duration comes from the monotonic clock while the daemon saw the run (a wall clock
+/* a duration comes from the monotonic clock while the daemon saw the run (a wall clock
  * set back 2 days in the middle gives no negative figure), is journaled with the final state and
  * read back; a job with wall times only never gets a negative duration. */
 static void test_duration_clock(void **s)

@@ -140,7 +140,7 @@ static void test_rejections(void **s)
 	expect_err("decode", "{\"url\":\"http://user@127.0.0.1:1/\"}", 400, "invalid_argument", "args.url");
 	expect_err("decode", "{\"url\":\"ftp://127.0.0.1/\"}", 400, "invalid_argument", "args.url");
 	expect_err("decode", "{\"url\":\"http://127.0.0.1.evil.com/\"}", 403, "forbidden", "args.url");
-	/* issue 17 defect 5: only decode-urls, loopback is not implied; a URL is well-formed */
+	/* only decode-urls, loopback is not implied; a URL is well-formed */
 	expect_err("decode", "{\"url\":\"http://127.0.0.1:30000/v1\"}", 403, "forbidden", "args.url");
 	expect_err("decode", "{\"url\":\"http://127.0.0.1:10/\"}", 403, "forbidden", "args.url"); /* not :1 */
 	expect_err("decode", "{\"url\":\"http://LOCALHOST:30000/v1 x\"}", 400, "invalid_argument", "args.url");
@@ -148,7 +148,7 @@ static void test_rejections(void **s)
 	expect_err("decode", "{\"url\":\"http://LOCALHOST:30000/\\u0001\"}", 400, "invalid_argument", "args.url");
 	expect_err("decode", "{\"url\":\"http://LOCALHOST:99999/\"}", 400, "invalid_argument", "args.url");
 	expect_err("decode", "{\"url\":\"http://LOCALHOST:30000/#x\"}", 400, "invalid_argument", "args.url");
-	/* issue 17 defect 3: the server name is matched exactly and must be [A-Za-z0-9_.-]{1,64} */
+	/* the server name is matched exactly and must be [A-Za-z0-9_.-]{1,64} */
 	expect_err("decode", "{\"server\":\"ft=ft serve {model}\"}", 400, "invalid_argument", "args.server");
 	expect_err("decode", "{\"server\":\"f\"}", 403, "forbidden", "args.server");
 	expect_err("decode", "{\"server\":\"\"}", 400, "invalid_argument", "args.server");
@@ -244,7 +244,7 @@ static const char *with_prefix(char **argv, const char *prefix)
 	return NULL;
 }
 
-/* issue 34: a kept FTW conversion lives in the daemon's ftw directory, one per checkpoint (the
+/* a kept FTW conversion lives in the daemon's ftw directory, one per checkpoint (the
  * same path twice, spelt differently, gets the same place; a client's ftw_dir beside keep_ftw is
  * refused); a decode job's server logs go to the job's own directory under the state. */
 static void test_job_dirs(void **s)

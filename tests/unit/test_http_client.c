@@ -122,7 +122,7 @@ static void test_api_error(void **st)
 	r.body = "<html>\nBad gateway\n</html>\n";
 	fthttpc_describe_error(&r, d, sizeof d);
 	assert_string_equal(d, "HTTP 502: <html> Bad gateway </html>");
-	/* issue 17 defect 5: an untrusted body is cut to a short printable excerpt */
+	/* an untrusted body is cut to a short printable excerpt */
 	char big[1000];
 	memset(big, 's', sizeof big - 1);
 	big[sizeof big - 1] = '\0';

@@ -132,7 +132,7 @@ static void test_free_port(void **st)
 	assert_true(p > 0 && p < 65536);
 }
 
-/* issue 17 defect 2: a link planted at the log path is never followed */
+/* a link planted at the log path is never followed */
 static void test_log_link_refused(void **st)
 {
 	char dir[] = "/tmp/ftsrv-link-XXXXXX", victim[64], link[64], err[256];

@@ -59,7 +59,7 @@ static void test_copy(void **s)
 	assert_string_equal(b, "abc");
 }
 
-/* issue 17 defect 5: an untrusted body as a short printable excerpt */
+/* an untrusted body as a short printable excerpt */
 static void test_excerpt(void **s)
 {
 	char b[32];

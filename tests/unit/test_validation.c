@@ -1,4 +1,4 @@
-/* The validation record (issue 31): ftval_build from the seed engine harness, a decode --compare
+/* The validation record: ftval_build from the seed engine harness, a decode --compare
  * summary and a record as it is; libftprofile's ftprof_validation (current / stale); and the CPU
  * kernel probe's pure parts (ftprobe_split, ftprobe_parse). */
 #include <setjmp.h>

@@ -30,8 +30,8 @@
  * `auto` (ftcpumoe_isa_best) picks avx512bf16 for bf16 and avx512vnni (W4A8) for nvfp4, ds_fp4,
  * q4_0 and mxfp4_triton, each falling back to the next tier the CPU has (the order measured
  * fastest: bench/RESULTS.md §4, "CPU MoE executor"); never amx (its int8 tiles win only from
- * 8-12 tokens of an expert, and batches up to 32 give 1-4: a tie at every batch measured, issue
- * 23 round 3). The executor's tune.isa says what FTCPUMOE_ISA_AUTO means for it.
+ * 8-12 tokens of an expert, and batches up to 32 give 1-4: a tie at every batch measured on the
+ * H200 box). The executor's tune.isa says what FTCPUMOE_ISA_AUTO means for it.
  *
  * Work splits (schedules), one per call, chosen from the format, the kernel and tune.sched:
  *  - dynamic (row-major formats; default from 8 pool workers): a step is a list of work items
@@ -155,8 +155,8 @@ struct ftcpumoe_cfg {
 	enum ftcpumoe_isa isa;    /* FTCPUMOE_ISA_AUTO or a tier */
 	struct ftpool *pool;    /* borrowed; its driver thread calls ftcpumoe_forward */
 	const struct ftcpu_info *cpu; /* borrowed during create only */
-	/* copied at create; NULL: ftcpumoe_tune_defaults. The kernel knobs (pf_dist, pf_far,
-	 * mx_pf_dist, pf_scales) are process-wide: the last create sets them. */
+	/* copied at create; NULL: ftcpumoe_tune_defaults. Each executor keeps its own (two
+	 * executors of one process may run with different kernel knobs). */
 	const struct ftcpumoe_tune *tune;
 };
 

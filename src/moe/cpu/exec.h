@@ -47,6 +47,7 @@ enum { FTCPUMOE_TR_STEP, FTCPUMOE_TR_LAST, FTCPUMOE_TR_START, FTCPUMOE_TR_PREP, 
 struct ftcpumoe {
 	struct ftcpumoe_cfg cfg;
 	struct ftcpumoe_tune tune;
+	struct ftkern_knobs knobs;    /* from tune; every ftkern_mat of this executor points here */
 	const void **banks;           /* [layers * nbanks] */
 	struct ftfmt_bank_shape shape[FTFMT_MAX_BANKS];
 	int nbanks;

@@ -56,15 +56,15 @@ static int choose_ops(struct ftcpumoe *x, enum ftcpumoe_isa want)
 	return 0;
 }
 
-/* The kernels' knobs are process-wide (kern.h). */
-static void set_kernel_knobs(const struct ftcpumoe_tune *t)
+/* This executor's kernel knobs from its tune (every kernel call reads them through its matrix). */
+static void set_kernel_knobs(struct ftkern_knobs *kn, const struct ftcpumoe_tune *t)
 {
-	ftkern_pf_dist = (int)t->pf_dist;
-	ftkern_pf_far = (int)t->pf_far;
-	ftkern_mx_pf_dist = (int)(t->mx_pf_dist / 64 * 64);
-	ftkern_pf_scales = (int)t->pf_scales;
-	ftkern_mx_vbmi = (int)t->mx_vbmi;
-	ftkern_amx_i8_min_nb = (int)t->amx_min_nb;
+	kn->pf_dist = (int)t->pf_dist;
+	kn->pf_far = (int)t->pf_far;
+	kn->mx_pf_dist = (int)(t->mx_pf_dist / 64 * 64);
+	kn->pf_scales = (int)t->pf_scales;
+	kn->mx_vbmi = (int)t->mx_vbmi;
+	kn->amx_i8_min_nb = (int)t->amx_min_nb;
 }
 
 /* The work items of the dynamic schedules (row-major formats: rows per item of pass 1, pass 2
@@ -118,13 +118,13 @@ int ftcpumoe_create(const struct ftcpumoe_cfg *cfg, struct ftcpumoe **out)
 		ftcpumoe_tune_defaults(&tune);
 	if (!f || !f->cpu_path || ftcpumoe_tune_check(&tune, NULL, 0) < 0)
 		return -EINVAL;
-	set_kernel_knobs(&tune);
 	struct ftcpumoe *x = alloc_aligned(sizeof *x); /* 64-byte aligned members */
 	if (!x)
 		return -ENOMEM;
 	int r = -ENOMEM;
 	x->cfg = *cfg;
 	x->tune = tune;
+	set_kernel_knobs(&x->knobs, &tune);
 	x->cfg.tune = NULL;
 	x->nbanks = ftfmt_banks(f, cfg->hidden, cfg->inter, x->shape);
 	if (x->nbanks < 0) {

@@ -34,13 +34,34 @@
 /* Most tokens one kernel call takes (FTCPUMOE_MAX_BATCH). */
 #define FTKERN_MAX_NB 32
 
+/* The kernels' tuning knobs, one set per executor (its tune, cpumoe.h), read once per kernel call
+ * from the matrix it is given (ftkern_knobs_of). Defaults (FTKERN_*) and what each was measured to
+ * do: below, and bench/RESULTS.md, "CPU MoE executor". */
+struct ftkern_knobs {
+	int pf_dist;       /* FTKERN_PF_DIST */
+	int pf_far;        /* FTKERN_PF_FAR */
+	int mx_pf_dist;    /* FTKERN_MX_PF_DIST, a multiple of 64 */
+	int mx_vbmi;       /* FTKERN_MX_VBMI */
+	int pf_scales;     /* FTKERN_PF_SCALES */
+	int amx_i8_min_nb; /* FTKERN_AMX_I8_MIN_NB */
+};
+/* every knob at its default: the knobs of a matrix that names none */
+extern const struct ftkern_knobs ftkern_knobs_default;
+
 struct ftkern_mat {
 	const uint8_t *w;   /* values / packed codes of this expert's matrix */
 	const uint8_t *s;   /* block scales (NULL for bf16, q4_0) */
 	const uint8_t *g;   /* nvfp4: fp16 global per row; else NULL */
 	long K;             /* inner (reduction) dimension */
 	long N;             /* rows (outputs); the byte stride of a transposed row */
+	const struct ftkern_knobs *kn; /* the calling executor's knobs; NULL: ftkern_knobs_default */
 };
+
+/* The knobs a kernel call runs with (read once per call, into locals, never in its loops). */
+static inline const struct ftkern_knobs *ftkern_knobs_of(const struct ftkern_mat *m)
+{
+	return m->kn ? m->kn : &ftkern_knobs_default;
+}
 
 struct ftkern_ops {
 	const char *name;                                 /* "w4a8-vnni", ... */
@@ -75,13 +96,12 @@ int ftkern_amx_ready(void);
  * ftkern_amx_ready, ftkern_amx and ftkern_amx_int8 (Makefile, AMX_EMU_WRAP; rename them there too). */
 const struct ftkern_ops *ftkern_amx_emu(enum ftfmt_id f);
 /* AMX int8 (kern_amx_int8.c): the 4-bit formats as W4A8 on the tiles (TDPBSSD) for an expert's
- * group of ftkern_amx_i8_min_nb tokens or more, the W4A8 VNNI kernels below that (the same
+ * group of amx_i8_min_nb (the knob) tokens or more, the W4A8 VNNI kernels below that (the same
  * prepared activations); needs AMX-INT8 and AVX512-VNNI. _emu: on tiles emulated in C
  * (kern_amx_int8_emu.c; needs AVX512-VNNI), for tests. The default threshold: in cache, one
  * thread, the tiles tie the VNNI kernels at 8 tokens and win from 12 (1.5-3.8x at 16-32; H200
- * box, bench/RESULTS.md issue 23 round 3). */
+ * box, bench/RESULTS.md, "CPU MoE executor"). The executor's knob: ftkern_knobs.amx_i8_min_nb. */
 #define FTKERN_AMX_I8_MIN_NB 8
-extern int ftkern_amx_i8_min_nb;
 const struct ftkern_ops *ftkern_amx_int8(enum ftfmt_id f);
 const struct ftkern_ops *ftkern_amx_int8_emu(enum ftfmt_id f);
 
@@ -95,36 +115,30 @@ ftkern_act_fn ftkern_act_avx512;
 /* The kernel tier isa runs for f on a CPU with cpu_isa bits (falls back down the tiers). */
 const struct ftkern_ops *ftkern_select(int isa, enum ftfmt_id f, unsigned cpu_isa);
 
-/* The kernels' tuning knobs: process-wide, set by ftcpumoe_create from its tune (cpumoe.h; the
- * last create wins), read by the kernels on every call. Defaults below; what each was measured
- * to do: bench/RESULTS.md §4, "CPU MoE executor".
+/* The defaults of the kernels' tuning knobs (struct ftkern_knobs; each executor sets its own from
+ * its tune at create); what each was measured to do: bench/RESULTS.md, "CPU MoE executor".
  *
- * ftkern_pf_dist: bytes ahead in a weight stream of the row-major kernels' software prefetch
+ * pf_dist: bytes ahead in a weight stream of the row-major kernels' software prefetch
  * (0: none, the hardware prefetchers alone). */
 #define FTKERN_PF_DIST 4096
-extern int ftkern_pf_dist;
-/* ftkern_pf_far: bytes ahead of a second prefetch, into L2 (prefetcht1), of the bf16dp and W4A8
+/* pf_far: bytes ahead of a second prefetch, into L2 (prefetcht1), of the bf16dp and W4A8
  * row kernels (0: none). The mxfp4 K split has none. */
 #define FTKERN_PF_FAR 8192
-extern int ftkern_pf_far;
-/* ftkern_mx_pf_dist: bytes ahead of its strip that each row of a scale block is prefetched in the
+/* mx_pf_dist: bytes ahead of its strip that each row of a scale block is prefetched in the
  * mxfp4_triton W4A8 K split (a multiple of 64). */
 #define FTKERN_MX_PF_DIST 256
-extern int ftkern_mx_pf_dist;
-/* ftkern_mx_vbmi: 1, the mxfp4_triton W4A8 K split decodes one token's weights with VBMI byte
+/* mx_vbmi: 1, the mxfp4_triton W4A8 K split decodes one token's weights with VBMI byte
  * permutes where the CPU has them (the same sums bit for bit); 0: with the AVX-512 BW shuffles
  * always (and always from 2 tokens). */
 #define FTKERN_MX_VBMI 1
-extern int ftkern_mx_vbmi;
-/* ftkern_pf_scales: 1, the W4A8 kernels prefetch their scale streams: nvfp4 / ds_fp4 near (L1)
+/* pf_scales: 1, the W4A8 kernels prefetch their scale streams: nvfp4 / ds_fp4 near (L1)
  * and far (L2) once per 64-byte line at the weights' distances scaled to the stream's rate,
  * nvfp4's per-row fp16 globals a line ahead, the mxfp4 K split's block scales with its rows; 0:
  * nvfp4's near prefetch every group alone, none of the others (the earlier kernels). */
 #define FTKERN_PF_SCALES 1
-extern int ftkern_pf_scales;
 
 /* ftkern_vbmi: whether the VNNI tier may use AVX512_VBMI: 1, the W4A8 row kernels (nvfp4,
- * ds_fp4) split their nibbles with vpermb and the mxfp4 K split (with ftkern_mx_vbmi) decodes
+ * ds_fp4) split their nibbles with vpermb and the mxfp4 K split (with the mx_vbmi knob) decodes
  * by vpmultishiftqb + vpermb; 0: vpshufb and the BW shuffles; -1 (the start): the first
  * ftkern_avx512vnni sets it from the CPU. Bit-identical sums either way (tests set 0 and 1 to
  * compare). */

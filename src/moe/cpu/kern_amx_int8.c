@@ -1,13 +1,11 @@
 /* AMX int8 kernels (4-bit weights x int8 activations, TDPBSSD, int32 sums per scale block): the
- * kernels of kern_amx_int8_body.h on the AMX tiles, from ftkern_amx_i8_min_nb tokens of an expert
+ * kernels of kern_amx_int8_body.h on the AMX tiles, from amx_i8_min_nb (the knob) tokens of an expert
  * up; fewer tokens, and the rows past the last block of 16, run the W4A8 VNNI kernels (the
  * activations are prepared the same way). The tile state is asked for by ftkern_amx_ready
  * (kern_amx.c); ftkern_select hands these kernels out only once it is granted. */
 #include <immintrin.h>
 
 #include "moe/cpu/kern.h"
-
-int ftkern_amx_i8_min_nb = FTKERN_AMX_I8_MIN_NB;
 
 #define TI_CFG(c) _tile_loadconfig(c)
 #define TI_ZERO(t) _tile_zero(t)

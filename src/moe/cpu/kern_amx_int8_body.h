@@ -10,7 +10,7 @@
  *
  * The activations are the W4A8 VNNI tier's (kern_avx512vnni.c: int8, symmetric, one scale per
  * 16 elements, q4_0 and mxfp4_triton per 32), prepared by its prep functions, and fewer than
- * ftkern_amx_i8_min_nb tokens run its kernels unchanged. A scale block's products are summed
+ * amx_i8_min_nb (the knob) tokens run its kernels unchanged. A scale block's products are summed
  * exactly in int32 by the tiles, then scaled in fp32: the sums equal the VNNI kernels' but for
  * the order of the fp32 additions.
  *
@@ -27,7 +27,7 @@
  * tokens as tile A instead, C tokens x 16 rows, so that tile work, C stores and scaling scale
  * with the tokens, was as fast or slower on the H200 box at 1-32 tokens: the transpose of every
  * panel's codes into tile B costs what it saves; so was a step of four blocks, four C tiles
- * stored together, against this one of two; bench/RESULTS.md, issue 23 round 3.)
+ * stored together, against this one of two; bench/RESULTS.md, "CPU MoE executor".)
  *
  * mxfp4_triton (split along K): the tokens are tile A (16 tokens x one scale block, 32 k), the
  * weights tile B: a pair of bank rows holds the 4 k of a column's quad, so the VNNI kernel's
@@ -199,7 +199,7 @@ AI void i8_rows(const struct ftkern_mat *m, long r0, long r1, int nb, const void
 		const int F)
 {
 	const enum ftfmt_id fid = F == I8_NV ? FTFMT_NVFP4 : F == I8_DS ? FTFMT_DS_FP4 : FTFMT_Q4_0;
-	if (nb < ftkern_amx_i8_min_nb || r1 - r0 < 16) {
+	if (nb < ftkern_knobs_of(m)->amx_i8_min_nb || r1 - r0 < 16) {
 		i8_fallback(m, r0, r1, nb, xs, ys, fid);
 		return;
 	}
@@ -328,7 +328,7 @@ static void TI_ROWS_MX(const struct ftkern_mat *m, long kk0, long kk1, int nb, c
 		       float *const *ps, float *tmp)
 {
 	const long N = m->N, K = m->K;
-	if (nb < ftkern_amx_i8_min_nb || kk0 % 16 || kk1 % 16 || N % 64) {
+	if (nb < ftkern_knobs_of(m)->amx_i8_min_nb || kk0 % 16 || kk1 % 16 || N % 64) {
 		ftkern_avx512vnni(FTFMT_MXFP4_TRITON)->rows_t(m, kk0, kk1, nb, xs, ps, tmp);
 		return;
 	}
@@ -355,7 +355,7 @@ static void TI_ROWS_MX(const struct ftkern_mat *m, long kk0, long kk1, int nb, c
 	for (int i = 4; i < 8; i++)
 		cfg.rows[i] = trow, cfg.colsb[i] = 64;
 	TI_CFG(&cfg);
-	const long pd = ftkern_mx_pf_dist, rows_total = K / 2;
+	const long pd = ftkern_knobs_of(m)->mx_pf_dist, rows_total = K / 2;
 	for (long kb = kk0 / 16; kb < kk1 / 16; kb++) {
 		mx_tok(x, nb < 16 ? nb : 16, K, kb, at[0], sx[0]);
 		TI_LOAD(0, at[0], 32);

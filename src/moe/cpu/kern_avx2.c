@@ -59,7 +59,7 @@ static void rows_bf16(const struct ftkern_mat *m, long r0, long r1, int nb, cons
 enum { F_NV, F_DS, F_Q4 };
 
 /* 32 elements (k .. k+31) as 4 x 8 fp32, each times its block scale. */
-AI void decode32(const struct ftkern_mat *m, long r, long k, __m256 w[4], const int F)
+AI void decode32(const struct ftkern_mat *m, long r, long k, __m256 w[4], long pd, const int F)
 {
 	__m128i lo, hi, q0, q1;
 	const __m128i m15 = _mm_set1_epi8(15);

@@ -18,7 +18,8 @@ AI __m512 bf16x16(const uint16_t *p)
 	return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
 }
 
-AI void bf16_row(const uint16_t *row, long K, const float *const *x, float *const *y, long i, const int NB)
+AI void bf16_row(const uint16_t *row, long K, const float *const *x, float *const *y, long i, long pd,
+		 const int NB)
 {
 	__m512 acc[FTKERN_TILE][4];
 	FTKERN_UNROLL
@@ -28,9 +29,9 @@ AI void bf16_row(const uint16_t *row, long K, const float *const *x, float *cons
 			acc[b][j] = _mm512_setzero_ps();
 	long k = 0;
 	for (; k + 64 <= K; k += 64) {
-		if (ftkern_pf_dist) {
-			_mm_prefetch((const char *)(row + k) + ftkern_pf_dist, _MM_HINT_T0);
-			_mm_prefetch((const char *)(row + k) + ftkern_pf_dist + 64, _MM_HINT_T0);
+		if (pd) {
+			_mm_prefetch((const char *)(row + k) + pd, _MM_HINT_T0);
+			_mm_prefetch((const char *)(row + k) + pd + 64, _MM_HINT_T0);
 		}
 		__m512 w0 = bf16x16(row + k), w1 = bf16x16(row + k + 16);
 		__m512 w2 = bf16x16(row + k + 32), w3 = bf16x16(row + k + 48);
@@ -56,9 +57,10 @@ static void rows_bf16(const struct ftkern_mat *m, long r0, long r1, int nb, cons
 		      float *const *ys)
 {
 	const float *const *x = (const float *const *)xs;
+	const long pd = ftkern_knobs_of(m)->pf_dist;
 	for (long r = r0; r < r1; r++) {
 		const uint16_t *row = (const uint16_t *)m->w + r * m->K;
-		FTKERN_FOR_TILES(nb, b0, bf16_row(row, m->K, x + b0, ys + b0, r - r0, FTKERN_NB));
+		FTKERN_FOR_TILES(nb, b0, bf16_row(row, m->K, x + b0, ys + b0, r - r0, pd, FTKERN_NB));
 	}
 }
 
@@ -87,7 +89,7 @@ AI float q4_d(const uint8_t *blk)
 	return _cvtsh_ss(ftkern_ld16(blk));
 }
 
-AI void decode64(const struct ftkern_mat *m, long r, long k, __m512 w[4], const int F)
+AI void decode64(const struct ftkern_mat *m, long r, long k, __m512 w[4], long pd, const int F)
 {
 	__m512i c, q;
 	float s[4];
@@ -98,8 +100,8 @@ AI void decode64(const struct ftkern_mat *m, long r, long k, __m512 w[4], const 
 		s[0] = s[1] = q4_d(blk);
 		s[2] = s[3] = q4_d(blk + 18);
 	} else {
-		if (ftkern_pf_dist)
-			_mm_prefetch((const char *)(m->w + r * (m->K / 2) + k / 2) + ftkern_pf_dist, _MM_HINT_T0);
+		if (pd)
+			_mm_prefetch((const char *)(m->w + r * (m->K / 2) + k / 2) + pd, _MM_HINT_T0);
 		c = codes64_pairs(m->w + r * (m->K / 2) + k / 2);
 		q = _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_setr_epi8(LUT_E2M1X2)), c);
 		if (F == F_NV) {
@@ -196,7 +198,7 @@ AI void mxt_pair(const struct ftkern_mat *m, long kk, int two, const void *const
 	const __m512 lut = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f,
 					  -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f);
 	const __m512i m15 = _mm512_set1_epi32(15);
-	long N = m->N;
+	long N = m->N, pd = ftkern_knobs_of(m)->pf_dist;
 	const uint8_t *p0 = m->w + kk * N, *p1 = p0 + N;
 	__m512 xv[FTKERN_TILE][4];
 	FTKERN_UNROLL
@@ -206,8 +208,8 @@ AI void mxt_pair(const struct ftkern_mat *m, long kk, int two, const void *const
 			xv[b][j] = _mm512_set1_ps(j < 2 || two ? x[b][2 * kk + j] : 0.0f);
 	for (long c = 0; c < N; c += 16) {
 		__mmask16 mk = N - c >= 16 ? 0xFFFF : (__mmask16)((1u << (N - c)) - 1);
-		if ((c & 63) == 0 && ftkern_pf_dist)
-			_mm_prefetch((const char *)(two ? p1 : p0) + c + ftkern_pf_dist, _MM_HINT_T0);
+		if ((c & 63) == 0 && pd)
+			_mm_prefetch((const char *)(two ? p1 : p0) + c + pd, _MM_HINT_T0);
 		__m512i v0 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mk, p0 + c));
 		__m512 lo0 = _mm512_permutexvar_ps(_mm512_and_si512(v0, m15), lut);
 		__m512 hi0 = _mm512_permutexvar_ps(_mm512_srli_epi32(v0, 4), lut);

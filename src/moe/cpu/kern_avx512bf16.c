@@ -23,7 +23,7 @@ static void prep(const float *x, long K, void *dst)
 /* R rows (1 or 2: two independent streams) times NB tokens; row j of the R at rows[j], its sums
  * into y[b][ij[j]]. */
 AI void row_dp(const uint16_t *const *rows, long K, const uint16_t *const *x, float *const *y,
-	       const long *ij, const int NB, const int R)
+	       const long *ij, long pd, long pf, const int NB, const int R)
 {
 	__m512 acc[2][FTKERN_TILE][2];
 	FTKERN_UNROLL
@@ -35,13 +35,13 @@ AI void row_dp(const uint16_t *const *rows, long K, const uint16_t *const *x, fl
 		__m512bh w[2][2];
 		FTKERN_UNROLL
 		for (int j = 0; j < R; j++) {
-			if (ftkern_pf_dist) {
-				_mm_prefetch((const char *)(rows[j] + k) + ftkern_pf_dist, _MM_HINT_T0);
-				_mm_prefetch((const char *)(rows[j] + k) + ftkern_pf_dist + 64, _MM_HINT_T0);
+			if (pd) {
+				_mm_prefetch((const char *)(rows[j] + k) + pd, _MM_HINT_T0);
+				_mm_prefetch((const char *)(rows[j] + k) + pd + 64, _MM_HINT_T0);
 			}
-			if (ftkern_pf_far) {
-				_mm_prefetch((const char *)(rows[j] + k) + ftkern_pf_far, _MM_HINT_T1);
-				_mm_prefetch((const char *)(rows[j] + k) + ftkern_pf_far + 64, _MM_HINT_T1);
+			if (pf) {
+				_mm_prefetch((const char *)(rows[j] + k) + pf, _MM_HINT_T1);
+				_mm_prefetch((const char *)(rows[j] + k) + pf + 64, _MM_HINT_T1);
 			}
 			w[j][0] = (__m512bh)_mm512_loadu_si512(rows[j] + k);
 			w[j][1] = (__m512bh)_mm512_loadu_si512(rows[j] + k + 32);
@@ -65,9 +65,9 @@ AI void row_dp(const uint16_t *const *rows, long K, const uint16_t *const *x, fl
 }
 
 AI void rows_dp(const uint16_t *const *rows, long K, const uint16_t *const *x, float *const *y,
-		const long *ij, int nb, const int R)
+		const long *ij, long pd, long pf, int nb, const int R)
 {
-	FTKERN_FOR_TILES(nb, b0, row_dp(rows, K, x + b0, y + b0, ij, FTKERN_NB, R));
+	FTKERN_FOR_TILES(nb, b0, row_dp(rows, K, x + b0, y + b0, ij, pd, pf, FTKERN_NB, R));
 }
 
 /* Two streams: rows r0 + i and r0 + h + i (h = half the range, rounded up) together, so two
@@ -78,13 +78,14 @@ static void rows_bf16(const struct ftkern_mat *m, long r0, long r1, int nb, cons
 	const uint16_t *const *x = (const uint16_t *const *)xs;
 	const uint16_t *w = (const uint16_t *)m->w;
 	long n = r1 - r0, h = n >= 2 ? (n + 1) / 2 : n;
+	const long pd = ftkern_knobs_of(m)->pf_dist, pf = ftkern_knobs_of(m)->pf_far;
 	for (long i = 0; i < h; i++) {
 		const uint16_t *rows[2] = {w + (r0 + i) * m->K, w + (r0 + h + i) * m->K};
 		long ij[2] = {i, h + i};
 		if (h + i < n)
-			rows_dp(rows, m->K, x, ys, ij, nb, 2);
+			rows_dp(rows, m->K, x, ys, ij, pd, pf, nb, 2);
 		else
-			rows_dp(rows, m->K, x, ys, ij, nb, 1);
+			rows_dp(rows, m->K, x, ys, ij, pd, pf, nb, 1);
 	}
 }
 
@@ -102,7 +103,7 @@ AI void mxt_pair(const struct ftkern_mat *m, long kk, int two, const void *const
 					      (int)0xbf008000, (int)0xbfc0bf80, (int)0xc040c000, (int)0xc0c0c080,
 					      0, 0, 0, 0, 0, 0, 0, 0);
 	const __m512i nib = _mm512_set1_epi32(0x000F000F);
-	long N = m->N;
+	long N = m->N, pd = ftkern_knobs_of(m)->pf_dist;
 	const uint8_t *p0 = m->w + kk * N, *p1 = p0 + N;
 	__m512i xv[FTKERN_TILE][2];
 	FTKERN_UNROLL
@@ -112,8 +113,8 @@ AI void mxt_pair(const struct ftkern_mat *m, long kk, int two, const void *const
 	}
 	for (long c = 0; c < N; c += 16) {
 		__mmask16 mk = N - c >= 16 ? 0xFFFF : (__mmask16)((1u << (N - c)) - 1);
-		if ((c & 63) == 0 && ftkern_pf_dist)
-			_mm_prefetch((const char *)(two ? p1 : p0) + c + ftkern_pf_dist, _MM_HINT_T0);
+		if ((c & 63) == 0 && pd)
+			_mm_prefetch((const char *)(two ? p1 : p0) + c + pd, _MM_HINT_T0);
 		__m512i v0 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mk, p0 + c));
 		__m512bh w0 = (__m512bh)_mm512_permutexvar_epi16(_mm512_ternarylogic_epi32(v0, _mm512_slli_epi32(v0, 12), nib, 0xA8), lut);
 		__m512bh w1 = w0;

@@ -267,8 +267,9 @@ AI void vnni_row(const struct ftkern_mat *m, const long *rr, const uint8_t *cons
 		FTKERN_UNROLL
 		for (int b = 0; b < NB; b++)
 			acc[j][b] = _mm512_setzero_ps();
-	long K = m->K, pd = ftkern_pf_dist, pf = ftkern_pf_far, k = 0, gi = 0;
-	int psc = ftkern_pf_scales;
+	const struct ftkern_knobs *kn = ftkern_knobs_of(m);
+	long K = m->K, pd = kn->pf_dist, pf = kn->pf_far, k = 0, gi = 0;
+	int psc = kn->pf_scales;
 	const uint8_t *row[2], *sc[2] = {NULL, NULL};
 	FTKERN_UNROLL
 	for (int j = 0; j < R; j++) {
@@ -324,14 +325,14 @@ AI __m128 hsum4(__m512 a0, __m512 a1, __m512 a2, __m512 a3)
  * reduction and setup were a large part of its work). Each row prefetches its own stream pd
  * (near) and pf (far) bytes ahead, whole blocks of four rows (vnni_rows), and its scale stream
  * (nvfp4, ds_fp4: pd / 8 and pf / 16 there are the same whole blocks of the scale rows), as
- * vnni_row does. Sums bit-identical to vnni_row's. nvfp4 and ds_fp4 on the H200 (issue 23 round
- * 4): +4.5 and +5.3 points of the read ceiling against a row at a time. */
+ * vnni_row does. Sums bit-identical to vnni_row's. nvfp4 and ds_fp4 on the H200 box
+ * (bench/RESULTS.md, "CPU MoE executor"): +4.5 and +5.3 points of the read ceiling against a row at a time. */
 AI void vnni_row4(const struct ftkern_mat *m, long r, long pd, long pf, const uint8_t *x, float *y, const int F,
 		  const int V)
 {
 	long K = m->K, k = 0, gi = 0;
 	long rb = F == F_Q4 ? (K / 32) * 18 : K / 2, sb = F == F_Q4 ? 0 : K / (F == F_NV ? 16 : 32);
-	int psc = F == F_Q4 ? 0 : ftkern_pf_scales;
+	int psc = F == F_Q4 ? 0 : ftkern_knobs_of(m)->pf_scales;
 	const uint8_t *row[4], *sc[4] = {NULL, NULL, NULL, NULL};
 	for (int j = 0; j < 4; j++) {
 		row[j] = m->w + (r + j) * rb;
@@ -370,10 +371,11 @@ AI void vnni_rows(const struct ftkern_mat *m, long r0, long r1, int nb, const vo
 	float *y1[1];
 	if (nb == 1) {
 		long blk = 4 * (F == F_Q4 ? (m->K / 32) * 18 : m->K / 2);
-		long nd = (ftkern_pf_dist + blk / 2) / blk, nf = (ftkern_pf_far + blk / 2) / blk;
+		const struct ftkern_knobs *kn = ftkern_knobs_of(m);
+		long nd = (kn->pf_dist + blk / 2) / blk, nf = (kn->pf_far + blk / 2) / blk;
 		nd = nd < 1 ? 1 : nd;
 		nf = nf <= nd ? nd + 1 : nf;
-		long pd = ftkern_pf_dist ? nd * blk : 0, pf = ftkern_pf_far ? nf * blk : 0, i = 0;
+		long pd = kn->pf_dist ? nd * blk : 0, pf = kn->pf_far ? nf * blk : 0, i = 0;
 		for (; i + 4 <= r1 - r0; i += 4)
 			vnni_row4(m, r0 + i, pd, pf, x[0], ys[0] + i, F, V);
 		r0 += i;
@@ -414,17 +416,15 @@ static void ftkern_rows_q4_0(const struct ftkern_mat *m, long r0, long r1, int n
  * 2*e2m1 + 12, and one vpdpbusd per token adds 4 products per column into int32 accumulators
  * held in registers for the whole block. Per 128 weight bytes: 2 loads, 10 shuffles, 6 logic
  * ops, 4 vpdpbusd per token (the earlier form widened 16 columns per vpmovzxbd and kept its
- * int32 sums in memory); on CPUs with VBMI (ftkern_mx_vbmi) a decode of 8 shuffles and 4 logic
+ * int32 sums in memory); on CPUs with VBMI (and the mx_vbmi knob) a decode of 8 shuffles and 4 logic
  * ops instead (vpmultishiftqb and vpermb; kern_mx_body.h), the same sums. At the end of a block
  * each lane gets (e8m0 scale) * (activation scale) into fp32 partials in tmp; the decodes leave
  * columns in a fixed order within a strip, undone once per call when tmp is added into ps.
- * Prefetch: every row of the block ftkern_mx_pf_dist bytes ahead of its strip, wrapping to the
+ * Prefetch: every row of the block mx_pf_dist (the knob) bytes ahead of its strip, wrapping to the
  * next block's rows.
  * Activations: int8 per 32-element block (mxfp4's scale block). Prepared layout: int8 q[K] |
  * int16 pair sums (q[2kk] + q[2kk+1]) [K/2] | float block scale / 2 [K/32]. */
 #define MX_STRIP 64
-int ftkern_mx_pf_dist = FTKERN_MX_PF_DIST;
-int ftkern_mx_vbmi = FTKERN_MX_VBMI;
 
 static size_t mx_xbytes(long K)
 {
@@ -481,14 +481,14 @@ static void mx_prep(const float *x, long K, void *dst)
 #pragma GCC pop_options
 #endif
 
-/* The VBMI decode for one token where the CPU has it and ftkern_mx_vbmi asks for it (the
+/* The VBMI decode for one token where the CPU has it and the mx_vbmi knob asks for it (the
  * outputs are the same bit for bit). From 2 tokens the vpdpbusd of every token share its port
  * with the VBMI decode's shifts: in cache on the Zen 4 dev box one token ran 31.8 -> 37.0 GB/s,
  * 2 to 8 tokens 4-6 % slower. */
 static void mx_rows_t(const struct ftkern_mat *m, long kk0, long kk1, int nb, const void *const *xs,
 		      float *const *ps, float *tmp)
 {
-	if (nb == 1 && ftkern_mx_vbmi && ftkern_vbmi > 0)
+	if (nb == 1 && ftkern_knobs_of(m)->mx_vbmi && ftkern_vbmi > 0)
 		mx_rows_t_vbmi(m, kk0, kk1, nb, xs, ps, tmp);
 	else
 		mx_rows_t_shuf(m, kk0, kk1, nb, xs, ps, tmp);

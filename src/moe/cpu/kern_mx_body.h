@@ -66,13 +66,14 @@ AI void MX_PAIR(const uint8_t *q0, long N, const int8_t *const *x, long kp, __m5
 AI void MX_BLOCK(const struct ftkern_mat *m, long ra, long rb, long kb, long kk1, const int8_t *const *x, const int *corr, const float *xsc, float *const *t, const int NB)
 {
 	const __m512i emask = _mm512_set1_epi32(0x7F800000);
-	long N = m->N, rows_total = m->K / 2, pd = ftkern_mx_pf_dist;
-	int psc = ftkern_pf_scales;
+	const struct ftkern_knobs *kn = ftkern_knobs_of(m);
+	long N = m->N, rows_total = m->K / 2, pd = kn->mx_pf_dist;
+	int psc = kn->pf_scales;
 	const uint8_t *w = m->w, *sc = m->s + kb * N;
 	long p0 = ra & ~1L;
 	for (long c = 0; c < N; c += MX_STRIP) {
 		{
-			/* every row of the block ftkern_mx_pf_dist bytes ahead (wrapping to the next
+			/* every row of the block mx_pf_dist (the knob) bytes ahead (wrapping to the next
 			 * block's rows, those inside the range and the matrix) */
 			long off = c + pd, r0 = p0, r1 = rb;
 			if (off >= N) {

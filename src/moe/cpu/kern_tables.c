@@ -134,6 +134,11 @@ const float ftkern_e8m0_lut[256] = {
 	4.253529587e+37f, 8.507059173e+37f, 1.701411835e+38f, NAN,
 };
 
-int ftkern_pf_dist = FTKERN_PF_DIST;
-int ftkern_pf_far = FTKERN_PF_FAR;
-int ftkern_pf_scales = FTKERN_PF_SCALES;
+const struct ftkern_knobs ftkern_knobs_default = {
+	.pf_dist = FTKERN_PF_DIST,
+	.pf_far = FTKERN_PF_FAR,
+	.mx_pf_dist = FTKERN_MX_PF_DIST,
+	.mx_vbmi = FTKERN_MX_VBMI,
+	.pf_scales = FTKERN_PF_SCALES,
+	.amx_i8_min_nb = FTKERN_AMX_I8_MIN_NB,
+};

@@ -2,8 +2,9 @@
  * (internal). Include it after the file's
  *   W4_VEC, W4_STEP      the fp32 vector type; elements per decode (4 vectors)
  *   W4_ZERO(), W4_FMA(a, b, c) = a * b + c, W4_LOAD(p) (unaligned fp32), W4_ADD(a, b), W4_SUM(v)
- *   AI void w4_decode(const struct ftkern_mat *m, long r, long k, W4_VEC w[4], const int F)
+ *   AI void w4_decode(const struct ftkern_mat *m, long r, long k, W4_VEC w[4], long pd, const int F)
  *                        elements k .. k + W4_STEP - 1 of row r, each times its block scale
+ *                        (pd: the pf_dist knob of this call, read once per row here)
  * and enum { F_NV, F_DS, F_Q4 }. Rows one at a time, tokens in tiles of up to FTKERN_TILE (the row
  * stays in L1 across tiles), four independent accumulators per token; nvfp4's per-row global
  * (and the 2 of the LUTs' 2 * e2m1) applied once per row. Compiled with the including file's
@@ -20,9 +21,10 @@ AI void ftkern_w4_row(const struct ftkern_mat *m, long r, const float *const *x,
 		FTKERN_UNROLL
 		for (int j = 0; j < 4; j++)
 			acc[b][j] = W4_ZERO();
+	const long pd = ftkern_knobs_of(m)->pf_dist;
 	for (long k = 0; k < m->K; k += W4_STEP) {
 		W4_VEC w[4];
-		w4_decode(m, r, k, w, F);
+		w4_decode(m, r, k, w, pd, F);
 		FTKERN_UNROLL
 		for (int b = 0; b < NB; b++)
 			FTKERN_UNROLL

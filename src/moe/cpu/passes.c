@@ -13,6 +13,7 @@ void ftcpumoe_expert_mat(const struct ftcpumoe *x, int layer, int e, int down, s
 #define BANK(i) ((const uint8_t *)bk[i] + (size_t)e * x->shape[i].expert_bytes)
 	long H = x->cfg.hidden, I = x->cfg.inter;
 	memset(m, 0, sizeof *m);
+	m->kn = &x->knobs;
 	*bias = NULL;
 	m->K = down ? I : H;
 	m->N = down ? H : 2 * I;

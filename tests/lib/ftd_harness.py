@@ -24,6 +24,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.path.join(ROOT, os.environ.get("BUILD", "build"))
 FTBENCHD = os.path.join(BUILD, "bin", "ftbenchd")
 FTBENCH = os.path.join(BUILD, "bin", "ftbench")
+# the test build of ftbench: fake GPUs and fixed bw figures (src/cli/cli.h, tests/lib/fake_gpus.c)
+FTBENCH_HOOKS = os.path.join(BUILD, "tests", "integration", "ftbench_hooks")
 FAKE = os.path.join(BUILD, "tests", "fixtures", "fakeworker")
 WRAP = os.environ.get("FT_DAEMON_WRAP", "").split()
 SLOW = 1 if not WRAP else 8  # valgrind is slow

@@ -1,8 +1,12 @@
-/* fake: the replay's measurement as a cost model, for tests and FTBENCH_TEST_FAKE_GPUS (replay.h,
- * ftrp_fake_ops). Per layer-step: 0.1 ms, plus max(fetched x 1 ms, CPU misses x 0.5 ms) (the
+/* The replay's measurement as a cost model (replay.h, ftrp_fake_ops), for test builds only
+ * (FT_TEST_HOOKS: the unit test test_replay and ftbench_hooks with FTBENCH_TEST_FAKE_GPUS; the
+ * product has none of it). Per layer-step: 0.1 ms, plus max(fetched x 1 ms, CPU misses x 0.5 ms) (the
  * copy and the CPU overlap; a CPU twice as fast as the link, so the bandwidth rule says hybrid),
  * plus 0.1 ms of handshake on hybrid layers; a deterministic jitter of +-2 % per step. The
  * decisions are the CPU reference's, as the GPU's must be. */
+#ifndef FT_TEST_HOOKS
+#error "tests/lib/fake_replay.c belongs to test builds (FT_TEST_HOOKS) only"
+#endif
 #include "replay/replay.h"
 
 #include <errno.h>
