@@ -874,6 +874,23 @@ static void test_short_runs(void **st)
 	assert_non_null(strstr(str(r, "error"), "the context is full"));
 	assert_int_equal((int)num(r, "completion_tokens") + (int)num(r, "prompt_tokens"), 60);
 	json_decref(rows);
+	/* FreeToken's server stops one token before max_tokens with "length": ok, with a warning
+	 * (its own bench only warns); the same from another kind of server is a full context */
+	rc = run_decode(&rows, NULL, "--model", "/models/m", "--decode", "64", "--server-cmd",
+			srv(0, "--rate 500 --one-short"), NULL);
+	assert_int_equal(rc, 0);
+	r = json_array_get(rows, 0);
+	assert_true(json_is_true(json_object_get(r, "ok")));
+	assert_int_equal((int)num(r, "completion_tokens"), 63);
+	assert_non_null(strstr(json_string_value(json_array_get(json_object_get(r, "warnings"), 0)),
+			       "one token before max_tokens"));
+	json_decref(rows);
+	rc = run_decode(&rows, NULL, "--model", "/models/m", "--decode", "64", "--server-kind", "llama.cpp",
+			"--server-cmd", srv(0, "--rate 500 --one-short --imitate llama.cpp"), NULL);
+	assert_int_equal(rc, 1);
+	r = json_array_get(rows, 0);
+	assert_string_equal(str(r, "short"), "context_full");
+	json_decref(rows);
 	/* a prompt longer than the context */
 	rc = run_decode(&rows, NULL, "--model", "/models/m", "--decode", "64", "--server-cmd",
 			srv(0, "--rate 500 --ctx 20 --imitate llama-cpp-python"), NULL);
