@@ -377,8 +377,9 @@ FUZZ_CC      ?= clang
 FUZZ_FLAGS   := -std=gnu17 -D_GNU_SOURCE -DFT_VERSION='"$(VERSION)"' -g -O1 -fsanitize=fuzzer,address,undefined \
                 -Isrc -Idaemon
 FUZZ_REQUEST := tests/fuzz/fuzz_request.c daemon/request.c daemon/kinds.c daemon/config.c src/hw/gpu.c \
-                src/util/strutil.c src/util/fsutil.c src/util/jobargs.c src/hw/pci.c
-$(BUILD)/fuzz/fuzz_request: $(FUZZ_REQUEST) $(wildcard daemon/*.h src/util/*.h src/hw/*.h)
+                src/util/strutil.c src/util/fsutil.c src/util/jobargs.c src/hw/pci.c src/decode/compare.c \
+                src/decode/server.c src/util/proc.c src/util/timeutil.c
+$(BUILD)/fuzz/fuzz_request: $(FUZZ_REQUEST) $(wildcard daemon/*.h src/util/*.h src/hw/*.h src/decode/*.h)
 	$(call say,FUZZ,$@)
 	@mkdir -p $(@D)
 	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_REQUEST) -ljansson -lm -o $@

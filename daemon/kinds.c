@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode/compare.h"
 #include "util/strutil.h"
 
 /* ---- the kinds' own parts of the argv and their end hooks */
@@ -115,7 +116,8 @@ static void bw_failure(struct ftd_kind_done *d)
 	json_decref(one);
 }
 
-/* decode: exactly one of server and url; a server template needs the model. */
+/* decode: exactly one of server and url; a server template needs the model; compare needs a
+ * server to start. */
 static int decode_argv(const struct ftd_kind_ctx *c, const json_t *args, struct ftd_argv *b, struct ftd_err *err)
 {
 	if (c->out_dir && c->job_id) {
@@ -131,6 +133,11 @@ static int decode_argv(const struct ftd_kind_ctx *c, const json_t *args, struct 
 	if (have_server + have_url != 1) {
 		ftd_kind_err_set(err, 400, have_server + have_url ? "invalid_argument" : "missing_field", "args.server",
 			    "decode needs exactly one of args.server and args.url");
+		return -1;
+	}
+	if (have_url && json_object_get(args, "compare")) {
+		ftd_kind_err_set(err, 400, "invalid_argument", "args.compare",
+			    "decode with args.compare starts a fresh server per arm: it needs args.server, not args.url");
 		return -1;
 	}
 	return 0;
@@ -509,6 +516,38 @@ int ftd_kind_argv(const struct ftd_kind *k, const json_t *args, const struct ftd
 				goto fail;
 			}
 			ftd_kind_argv_push(&b, ftd_kind_argv_flag(a->flag, tmpl));
+			break;
+		}
+		case FTARGS_T_COMPARE: {
+			/* each checked as the worker will parse it, restricted: the named keys only (no
+			 * server-arg: or env:, the configured template and the worker's environment stay
+			 * what the operator set), values without spaces */
+			size_t max_items = a->max_items > 0 ? (size_t)a->max_items : 64;
+			json_t *one = json_is_string(v) ? json_pack("[O]", v) : json_incref(v);
+			struct ftcmp_plan plan = {0};
+			char why[512];
+			size_t i;
+			json_t *it;
+			if (!json_is_array(one) || json_array_size(one) == 0 || json_array_size(one) > max_items) {
+				json_decref(one);
+				ftd_kind_err_set(err, 400, "invalid_argument", field,
+					    "%s: expected \"KEY=V1,V2\" or a list of 1 to %zu of them", field, max_items);
+				goto fail;
+			}
+			json_array_foreach(one, i, it) {
+				if (!json_is_string(it) || strlen(json_string_value(it)) > 1024 ||
+				    ftcmp_add(&plan, json_string_value(it), 1, why, sizeof why) < 0) {
+					ftcmp_release(&plan);
+					json_decref(one);
+					ftd_kind_err_set(err, 400, "invalid_argument", field, "%s[%zu]: %s", field, i,
+						    json_is_string(it) ? why : "expected a string KEY=V1,V2");
+					goto fail;
+				}
+			}
+			json_array_foreach(one, i, it)
+				ftd_kind_argv_push(&b, ftd_kind_argv_flag(a->flag, json_string_value(it)));
+			ftcmp_release(&plan);
+			json_decref(one);
 			break;
 		}
 		case FTARGS_T_URL: {

@@ -9,7 +9,10 @@
 #   1. ftbench starts llama-server (--server-kind llama.cpp): readiness, flags, D tokens counted
 #      from usage, the server's timings in the row;
 #   2. --url against the running server: the kind is detected, the row labelled llama.cpp;
-#   3. a context too small for D: finish_reason "length" before D is "the context is full", exit 1.
+#   3. a context too small for D: finish_reason "length" before D is "the context is full", exit 1;
+#   C. --compare n-cpu-moe=0,8 on a tiny MoE llama (8 experts, 2 used): one fresh llama-server per
+#      arm and cycle, 3 cycles, each arm's flag on its command line, both arms measured every
+#      cycle, a summary row with a verdict (rows: $BUILD/peers/compare.jsonl).
 # With PEERS_LCP=1 also llama-cpp-python's own server (its package from the same sdist, its C
 # library built shared from the same source; a second build of ggml, ~10 min):
 #   4. --url: detected as a plain OpenAI server (no /health: ready from /v1/models), no usage:
@@ -61,6 +64,9 @@ if ! "$PY" -c 'import gguf' 2>/dev/null; then
 fi
 MODEL=$P/tiny-llama.gguf
 [ -s "$MODEL" ] || "$PY" bench/peers/tiny_llama_gguf.py "$MODEL" || fail "writing $MODEL"
+MOE=$P/tiny-moe.gguf
+[ -s "$MOE" ] || "$PY" bench/peers/tiny_llama_gguf.py "$MOE" --embd 256 --ff 256 --experts 8 --experts-used 2 ||
+	fail "writing $MOE"
 
 FT=$B/bin/ftbench
 [ -x "$FT" ] || fail "$FT is not built (make)"
@@ -169,6 +175,35 @@ PYEOF
 	[ "$rc" -ne 0 ] || fail "run 6 exited 0"
 	case "$(field 5 error)" in *"the server sent no tokens"*"still running"*) ;; *) fail "run 6: $(field 5 error)" ;; esac
 fi
+
+# run C: --compare against llama-server's own MoE placement flag (a CPU build: every expert is on
+# the CPU whatever n-cpu-moe says, so the arms should tie; what is checked is the mechanism)
+CROWS=$P/compare.jsonl
+rm -f "$CROWS"
+say "run C: --compare n-cpu-moe=0,8 on $MOE, 3 cycles, D=$D"
+"$FT" decode --server-kind llama.cpp --server-cmd "$CMD" --model "$MOE" --decode "$D" --server-timeout 300 \
+	--driver-wait 0 --log-dir "$LOGDIR" --compare n-cpu-moe=0,8 --cycles 3 --json "$CROWS" || fail "run C exited $?"
+python3 - "$CROWS" <<'EOF' || fail "run C: the rows are not what --compare must write"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+runs, s = rows[:-1], rows[-1]
+assert len(runs) == 6 and s["kind"] == "decode_compare", "6 arm-cycle rows and a summary: %d rows" % len(rows)
+for r in runs:
+    v = r["compare"]["settings"]["n-cpu-moe"]
+    assert r["ok"] and r["server_kind"] == "llama.cpp", r.get("error")
+    assert ("--n-cpu-moe %s" % v) in r["server_cmd"], r["server_cmd"]
+# rotated: cycle 2 starts at the second arm
+assert [r["compare"]["settings"]["n-cpu-moe"] for r in runs] == ["0", "8", "8", "0", "0", "8"]
+assert s["decision"] in ("winner", "tie") and not s["failed"], s
+for a in s["arms"]:
+    assert a["ok"] and a["cycles_ok"] == 3, a
+    t = a["decode_tok_s"]
+    print("test-peers: run C: %-12s tok/s %.2f [%.2f-%.2f], ttft %.1f ms [%.1f-%.1f], cold %.1f ms" % (
+        a["arm"], t["median"], t["min"], t["max"], a["ttft_ms"]["median"], a["ttft_ms"]["min"], a["ttft_ms"]["max"],
+        a["ttft_cold_ms"]["median"]), file=sys.stderr)
+print("test-peers: run C: %s%s: %s" % (s["decision"], " " + s["winner"] if s["winner"] else "", s["reason"]),
+      file=sys.stderr)
+EOF
 
 python3 - "$ROWS" <<'EOF'
 import json, sys

@@ -8,7 +8,12 @@ The weights are random (seeded, so the file is the same on every run): the text 
 every decode step runs the real kernels over the whole model, which is what a decode benchmark
 times. Sizes are chosen for a few ms per token on one CPU thread.
 
+With --experts N (and --experts-used K, default 2) every layer's FFN is a mixture of N experts
+of --ff each with a router (llama.cpp's llama architecture with experts, as Mixtral is): its
+ffn_{gate,up,down}_exps tensors are what llama-server's --n-cpu-moe and --override-tensor place.
+
 usage: tiny_llama_gguf.py OUT.gguf [--embd 512] [--layers 8] [--ff 1536] [--ctx 16384]
+                          [--experts N --experts-used K]
 """
 import argparse
 import sys
@@ -71,12 +76,16 @@ def main():
     ap.add_argument("--vocab", type=int, default=512)
     ap.add_argument("--ctx", type=int, default=16384)
     ap.add_argument("--seed", type=int, default=20)
+    ap.add_argument("--experts", type=int, default=0)
+    ap.add_argument("--experts-used", type=int, default=2)
     a = ap.parse_args()
     if a.embd % a.heads:
         sys.exit("tiny_llama_gguf.py: --embd must be a multiple of --heads")
+    if a.experts and not 0 < a.experts_used <= a.experts:
+        sys.exit("tiny_llama_gguf.py: --experts-used must be in [1, --experts]")
     rng = np.random.default_rng(a.seed)
     w = gguf.GGUFWriter(a.out, "llama")
-    w.add_name("ftbench-tiny-llama")
+    w.add_name("ftbench-tiny-llama" + ("-moe" if a.experts else ""))
     w.add_context_length(a.ctx)
     w.add_embedding_length(a.embd)
     w.add_block_count(a.layers)
@@ -86,6 +95,9 @@ def main():
     w.add_rope_dimension_count(a.embd // a.heads)
     w.add_rope_freq_base(10000.0)
     w.add_layer_norm_rms_eps(1e-5)
+    if a.experts:
+        w.add_expert_count(a.experts)
+        w.add_expert_used_count(a.experts_used)
     w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
     toks, scores, types = vocab(a.vocab)
     w.add_tokenizer_model("llama")
@@ -115,9 +127,16 @@ def main():
         w.add_tensor(p + "attn_v.weight", mat(e, e))
         w.add_tensor(p + "attn_output.weight", mat(e, e))
         w.add_tensor(p + "ffn_norm.weight", ones(e))
-        w.add_tensor(p + "ffn_gate.weight", mat(f, e))
-        w.add_tensor(p + "ffn_up.weight", mat(f, e))
-        w.add_tensor(p + "ffn_down.weight", mat(e, f))
+        if a.experts:
+            # numpy shapes are ggml's dims reversed: gate_inp {e, n}, gate/up {e, f, n}, down {f, e, n}
+            w.add_tensor(p + "ffn_gate_inp.weight", rng.standard_normal((a.experts, e), dtype=np.float32))
+            w.add_tensor(p + "ffn_gate_exps.weight", np.stack([mat(f, e) for _ in range(a.experts)]))
+            w.add_tensor(p + "ffn_up_exps.weight", np.stack([mat(f, e) for _ in range(a.experts)]))
+            w.add_tensor(p + "ffn_down_exps.weight", np.stack([mat(e, f) for _ in range(a.experts)]))
+        else:
+            w.add_tensor(p + "ffn_gate.weight", mat(f, e))
+            w.add_tensor(p + "ffn_up.weight", mat(f, e))
+            w.add_tensor(p + "ffn_down.weight", mat(e, f))
     w.add_tensor("output_norm.weight", ones(e))
     w.add_tensor("output.weight", mat(a.vocab, e, 1.0))
     w.write_header_to_file()

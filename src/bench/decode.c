@@ -288,6 +288,27 @@ static int on_path(const char *name)
 	return 0;
 }
 
+/* Append the words of extra (may be NULL) to the NULL-terminated list *v of n words. */
+static int add_words(char ***v, int n, char *const *extra)
+{
+	int m = 0;
+	while (extra && extra[m])
+		m++;
+	if (!m)
+		return 0;
+	char **q = realloc(*v, (size_t)(n + m + 1) * sizeof *q);
+	if (!q)
+		return -ENOMEM;
+	*v = q;
+	for (int i = 0; i < m; i++) {
+		q[n + i] = strdup(extra[i]);
+		q[n + i + 1] = NULL;
+		if (!q[n + i])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 int ftdecode_run(const struct ftdecode_cfg *c, const char *backend, struct ftdecode_result *r)
 {
 	memset(r, 0, sizeof *r);
@@ -299,7 +320,7 @@ int ftdecode_run(const struct ftdecode_cfg *c, const char *backend, struct ftdec
 	struct ftchat_stream s = {0};
 	json_t *req = NULL;
 	char base[256], why[1024], label[128];
-	char **flags = NULL, **argv = NULL;
+	char **flags = NULL, **argv = NULL, **env = NULL;
 	int nflags, err = 0;
 	int kind = c->kind;
 	if (kind < 0 && !c->url)
@@ -323,8 +344,16 @@ int ftdecode_run(const struct ftdecode_cfg *c, const char *backend, struct ftdec
 			snprintf(r->error, sizeof r->error, "no free loopback port: %s", strerror(-err));
 			goto out;
 		}
-		if ((err = ftsrv_serve_flags(&c->serve, (enum ftsrv_kind)kind, backend, &flags, &nflags)) < 0 ||
-		    (err = ftsrv_expand(tmpl, c->model, port, backend, flags, c->append_flags, &argv, why, sizeof why)) < 0) {
+		if ((err = ftsrv_serve_flags(&c->serve, (enum ftsrv_kind)kind, backend, &flags, &nflags)) < 0) {
+			snprintf(r->error, sizeof r->error, "out of memory");
+			goto out;
+		}
+		/* a --compare arm's words go with the mapped flags, or alone at the end of a template
+		 * that takes none: without them the arms would not differ */
+		int with_flags = ftsrv_template_has_flags(tmpl) || c->append_flags;
+		if ((err = with_flags ? add_words(&flags, nflags, c->extra_args) : 0) < 0 ||
+		    (err = ftsrv_expand(tmpl, c->model, port, backend, with_flags ? flags : c->extra_args,
+					with_flags ? c->append_flags : 1, &argv, why, sizeof why)) < 0) {
 			snprintf(r->error, sizeof r->error, "%s", err == -ENOMEM ? "out of memory" : why);
 			goto out;
 		}
@@ -361,7 +390,12 @@ int ftdecode_run(const struct ftdecode_cfg *c, const char *backend, struct ftdec
 			goto out;
 		}
 		close(lfd);
-		if ((err = ftsrv_start(&srv, argv, log, why, sizeof why)) < 0) {
+		if ((c->env_set || c->env_unset) &&
+		    (err = ftproc_env_new(&env, NULL, (const char *const *)c->env_unset, (const char *const *)c->env_set)) < 0) {
+			snprintf(r->error, sizeof r->error, "the server's environment: %s", strerror(-err));
+			goto out;
+		}
+		if ((err = ftsrv_start_env(&srv, argv, env, log, why, sizeof why)) < 0) {
 			snprintf(r->error, sizeof r->error, "%s", why);
 			goto out;
 		}
@@ -470,6 +504,7 @@ out:
 	json_decref(req);
 	ftsrv_free_argv(flags);
 	ftsrv_free_argv(argv);
+	ftproc_env_free(env);
 	r->wall_s = fttime_now_s() - t0;
 	return r->ok ? 0 : err;
 }

@@ -42,6 +42,10 @@ struct ftdecode_cfg {
 	int port;                   /* 0: a free loopback port per backend */
 	struct ftsrv_serve_cfg serve;
 	struct ftsrv_grace grace;
+	char *const *extra_args;    /* words passed after the mapped flags, also to a template without
+				     * {flags} (a --compare arm's); NULL-terminated, NULL: none */
+	char *const *env_set;       /* "NAME=V" set in the server's environment; NULL: none */
+	char *const *env_unset;     /* "NAME=" removed from it; NULL: none */
 	const char *log_dir;        /* server logs go to a fresh <log_dir>/ftbench-decode-<backend>.XXXXXX/server.log */
 	int warmup;                 /* warm-up requests before the measured one */
 	double health_timeout_s;    /* deadline for /health to say serving */

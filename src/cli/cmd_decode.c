@@ -12,7 +12,9 @@
 #include <curl/curl.h>
 
 #include "bench/decode.h"
+#include "bench/decode_compare.h"
 #include "cli/cli.h"
+#include "decode/compare.h"
 #include "decode/prompts.h"
 #include "util/fsutil.h"
 #include "util/strutil.h"
@@ -31,6 +33,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: ftbench decode --model PATH [options]\n"
 		"       ftbench decode --url http://127.0.0.1:30000 [--server-kind K] [--backend LABEL] [options]\n"
+		"       ftbench decode --model PATH --compare KEY=V1,V2 [--compare ...] [--cycles N] [options]\n"
 		"\n"
 		"Per backend: start the server (own process group), wait until it is ready, read the model id\n"
 		"from /v1/models, stream warm-up request(s), then the measured one; VRAM from /v1/stats; stop\n"
@@ -71,13 +74,30 @@ static void usage(FILE *f)
 		"                        fallbacks temperature 1.0, top_p 0.95, top_k 64)\n"
 		"  --no-thinking         do not ask for thinking (default on)\n"
 		"  --warmup N            warm-up requests before the measured one (default 1)\n"
+		"  --compare KEY=V1,V2   compare arms: one fresh server per arm and cycle, the same prompt,\n"
+		"                        warm-up per server; per arm tok/s, TTFT and cold TTFT as median\n"
+		"                        [min-max] over the cycles; the winner named only where the gap\n"
+		"                        exceeds the spread (the ranges do not overlap and the medians differ\n"
+		"                        by --min-gap), else \"tie\". Repeatable: several keys give the cross\n"
+		"                        product of their values (at most %d arms). Keys: moe-backend,\n"
+		"                        moe-hybrid-max-fetch, moe-cache-size (N or auto) for freetoken;\n"
+		"                        n-cpu-moe, override-tensor, GGML_OP_OFFLOAD_MIN_BATCH (environment) for\n"
+		"                        llama.cpp; server-arg:--FLAG (passes --FLAG V) and env:NAME (sets\n"
+		"                        NAME=V) for any server. \"\\,\" is a comma inside a value; an empty\n"
+		"                        value is the arm without the key (flag not passed, variable unset).\n"
+		"                        A failing arm is reported and not run again; the others go on; exit 1\n"
+		"  --cycles N            --compare: rounds over the arms, each starting at the next arm (default 3)\n"
+		"  --min-gap PCT         --compare: the least difference of medians a winner needs (default 2)\n"
 		"  --output-format F     table (the summary, default), json (on stdout: {kind, rows, failed},\n"
 		"                        rows as --json FILE writes them), csv or md: one row per backend\n"
-		"                        (tok/s, ms, GiB)\n"
+		"                        (tok/s, ms, GiB); with --compare json adds \"compare\" (the summary)\n"
+		"                        and csv/md give one row per arm (median, min, max per figure)\n"
 		"  --json FILE           append one JSON line per backend (failed ones too): the seed's row\n"
 		"                        (decode_steps, decode_tok_s, event_ms_p50/p99 by rank, ttft_ms, ...)\n"
 		"                        and ours (ttft_cold_ms, tokens_from usage|chunks, finish_reason, short,\n"
-		"                        server_kind, server_tok_s and server_timings from llama.cpp, ...)\n"
+		"                        server_kind, server_tok_s and server_timings from llama.cpp, ...);\n"
+		"                        with --compare each row has \"compare\" {arm, settings, cycle, cycles}\n"
+		"                        and one \"decode_compare\" row (the summary) follows them\n"
 		"  --server-timeout S    deadline for the server to be ready (default 1800; alias --health-timeout)\n"
 		"  --request-timeout S   per request (default 1800)\n"
 		"  --term-grace S        after SIGTERM (default 90)\n"
@@ -85,13 +105,14 @@ static void usage(FILE *f)
 		"  --driver-wait S       then, for the driver to release VRAM (default 3)\n"
 		"  --log-dir DIR         server logs (default $TMPDIR or /tmp)\n"
 		"  --result-fd N         worker protocol: progress/result/error JSON lines on fd N\n",
-		FTDECODE_DEFAULT_TOKENS, FTSRV_DEFAULT_TEMPLATE);
+		FTDECODE_DEFAULT_TOKENS, FTSRV_DEFAULT_TEMPLATE, FTCMP_MAX_ARMS);
 }
 
 enum {
 	O_MODEL = 256, O_BACKEND, O_TOKENS, O_URL, O_SERVER_CMD, O_PORT, O_MEM, O_CACHE, O_CACHE_RATE, O_FETCH,
 	O_NO_GRAPH, O_AIME, O_PROBLEM, O_GREEDY, O_NO_THINK, O_WARMUP, O_JSON, O_HEALTH_TO, O_REQ_TO, O_TERM,
-	O_KILL, O_DRIVER, O_LOGDIR, O_RESULT_FD, O_HELP, O_KIND, O_APPEND_FLAGS, O_SHORT, O_GPU, O_NTO, O_FMT
+	O_KILL, O_DRIVER, O_LOGDIR, O_RESULT_FD, O_HELP, O_KIND, O_APPEND_FLAGS, O_SHORT, O_GPU, O_NTO, O_FMT,
+	O_COMPARE, O_CYCLES, O_MIN_GAP
 };
 
 struct progress_ctx {
@@ -222,6 +243,210 @@ static void print_rows(enum ftcli_format fmt, const json_t *rows)
 	}
 }
 
+/* ---------------------------------------------------------------- --compare */
+static void fig_cell(char *buf, size_t n, const json_t *f, const char *fmt)
+{
+	if (!json_is_object(f)) {
+		snprintf(buf, n, "-");
+		return;
+	}
+	char a[32], b[32], c[32];
+	snprintf(a, sizeof a, fmt, json_number_value(json_object_get(f, "median")));
+	snprintf(b, sizeof b, fmt, json_number_value(json_object_get(f, "min")));
+	snprintf(c, sizeof c, fmt, json_number_value(json_object_get(f, "max")));
+	snprintf(buf, n, "%s [%s-%s]", a, b, c);
+}
+
+static void print_compare(const struct ftdecode_cfg *c, const json_t *sum)
+{
+	const json_t *arms = json_object_get(sum, "arms");
+	printf("\ndecode --compare: model %s, server %s, D=%ld, %s, %lld cycle(s), arms in rotated order, warm-up %d\n",
+	       c->model ? c->model : "?", json_string_value(json_object_get(sum, "server_kind")) ?
+	       json_string_value(json_object_get(sum, "server_kind")) : "?", c->serve.max_tokens, c->prompt_source,
+	       (long long)json_integer_value(json_object_get(sum, "cycles")), c->warmup);
+	int w = 24;
+	size_t i;
+	const json_t *a;
+	json_array_foreach(arms, i, a) {
+		int l = (int)strlen(json_string_value(json_object_get(a, "arm")));
+		if (l > w)
+			w = l < 60 ? l : 60;
+	}
+	printf("%-*s %6s  %-26s %-26s %-26s\n", w, "arm", "cycles", "tok/s median [min-max]", "ttft ms median [min-max]",
+	       "cold ttft ms");
+	json_array_foreach(arms, i, a) {
+		char tok[128], ttft[128], cold[128], cyc[32];
+		fig_cell(tok, sizeof tok, json_object_get(a, "decode_tok_s"), "%.2f");
+		fig_cell(ttft, sizeof ttft, json_object_get(a, "ttft_ms"), "%.1f");
+		fig_cell(cold, sizeof cold, json_object_get(a, "ttft_cold_ms"), "%.1f");
+		snprintf(cyc, sizeof cyc, "%lld/%lld", (long long)json_integer_value(json_object_get(a, "cycles_ok")),
+			 (long long)json_integer_value(json_object_get(sum, "cycles")));
+		printf("%-*s %6s  %-26s %-26s %-26s\n", w, json_string_value(json_object_get(a, "arm")), cyc, tok, ttft, cold);
+		if (json_is_string(json_object_get(a, "error"))) {
+			printf("%-*s FAILED in cycle %lld: ", w, "",
+			       (long long)json_integer_value(json_object_get(a, "failed_cycle")));
+			print_error_lines(json_string_value(json_object_get(a, "error")));
+		}
+	}
+	const char *d = json_string_value(json_object_get(sum, "decision"));
+	const char *td = json_string_value(json_object_get(sum, "ttft_decision"));
+	if (!strcmp(d, "winner"))
+		printf("winner (tok/s): %s: %s\n", json_string_value(json_object_get(sum, "winner")),
+		       json_string_value(json_object_get(sum, "reason")));
+	else
+		printf("tok/s: %s: %s\n", !strcmp(d, "tie") ? "tie" : "no decision",
+		       json_string_value(json_object_get(sum, "reason")));
+	if (!strcmp(td, "winner"))
+		printf("winner (ttft): %s: %s\n", json_string_value(json_object_get(sum, "ttft_winner")),
+		       json_string_value(json_object_get(sum, "ttft_reason")));
+	else
+		printf("ttft: %s: %s\n", !strcmp(td, "tie") ? "tie" : "no decision",
+		       json_string_value(json_object_get(sum, "ttft_reason")));
+	fflush(stdout);
+}
+
+/* --output-format csv|md with --compare: one row per arm. */
+static void print_compare_rows(enum ftcli_format fmt, const json_t *sum)
+{
+	static const char *const head[] = {"arm", "cycles_ok", "cycles", "decode_tok_s", "decode_tok_s_min",
+					   "decode_tok_s_max", "ttft_ms", "ttft_ms_min", "ttft_ms_max", "ttft_cold_ms",
+					   "rank", "result", "error"};
+	static const char *const figs[] = {"decode_tok_s", "ttft_ms"};
+	ftcli_print_row(fmt, head, 13, 1);
+	size_t i;
+	const json_t *a;
+	const char *winner = json_string_value(json_object_get(sum, "winner"));
+	json_array_foreach(json_object_get(sum, "arms"), i, a) {
+		char cell[10][32];
+		for (int f = 0; f < 2; f++) {
+			const json_t *o = json_object_get(a, figs[f]);
+			ftcli_cell(cell[3 * f], sizeof cell[0], json_object_get(o, "median"), "%.2f");
+			ftcli_cell(cell[3 * f + 1], sizeof cell[0], json_object_get(o, "min"), "%.2f");
+			ftcli_cell(cell[3 * f + 2], sizeof cell[0], json_object_get(o, "max"), "%.2f");
+		}
+		ftcli_cell(cell[6], sizeof cell[6], json_object_get(json_object_get(a, "ttft_cold_ms"), "median"), "%.2f");
+		ftcli_cell(cell[7], sizeof cell[7], json_object_get(a, "cycles_ok"), "%.0f");
+		ftcli_cell(cell[8], sizeof cell[8], json_object_get(sum, "cycles"), "%.0f");
+		ftcli_cell(cell[9], sizeof cell[9], json_object_get(a, "rank"), "%.0f");
+		const char *label = json_string_value(json_object_get(a, "arm"));
+		const char *result = json_is_string(json_object_get(a, "error")) ? "failed" :
+				     winner && !strcmp(winner, label) ? "winner" :
+				     !strcmp(json_string_value(json_object_get(sum, "decision")), "tie") ? "tie" : "-";
+		const char *row[] = {label, cell[7], cell[8], cell[0], cell[1], cell[2], cell[3], cell[4], cell[5], cell[6],
+				     cell[9], result, json_string_value(json_object_get(a, "error"))};
+		ftcli_print_row(fmt, row, 13, 0);
+	}
+}
+
+/* The arms of plan, interleaved over cycles (cycle k starts at arm k mod n), each a fresh server
+ * through ftdecode_run; a failing arm is not run again. */
+static int run_compare(const struct ftdecode_cfg *base, const struct ftcmp_plan *plan, const char *backend, int cycles,
+		       double min_gap, enum ftcli_format fmt, const char *json_path)
+{
+	int narms = ftcmp_arms(plan), r, rc = FTCLI_EXIT_OK;
+	struct ftdcmp_arm *arms = calloc((size_t)narms, sizeof *arms);
+	struct ftdecode_result *res = malloc(sizeof *res);
+	json_t *rows = json_array();
+	char server_kind[16] = "";
+	if (!arms || !res || !rows) {
+		ftcli_error("out of memory");
+		free(arms);
+		free(res);
+		json_decref(rows);
+		return FTCLI_EXIT_FAIL;
+	}
+	for (int a = 0; a < narms; a++)
+		ftcmp_arm(plan, a, &arms[a].arm);
+	for (int cy = 0; cy < cycles; cy++) {
+		for (int k = 0; k < narms; k++) {
+			int a = (cy + k) % narms;
+			struct ftdcmp_arm *arm = &arms[a];
+			if (arm->failed_cycle)
+				continue;
+			if (cancel_flag) {
+				arm->failed_cycle = cy + 1;
+				snprintf(arm->error, sizeof arm->error, "not run: cancelled by signal %d", (int)cancel_flag);
+				continue;
+			}
+			struct ftdecode_cfg c = *base;
+			const char *be = backend;
+			char **args = NULL, **set = NULL, **unset = NULL;
+			if (ftcmp_apply(plan, &arm->arm, &c.serve, &be, &args, &set, &unset) < 0) {
+				ftcli_error("out of memory");
+				rc = FTCLI_EXIT_FAIL;
+				goto out;
+			}
+			c.extra_args = args;
+			c.env_set = set;
+			c.env_unset = unset;
+			char label[600];
+			snprintf(label, sizeof label, "cycle %d/%d, %s", cy + 1, cycles, arm->arm.label);
+			struct progress_ctx pc = {cy * narms + k, cycles * narms, label};
+			struct ftreport rep = {rep_progress, rep_note, &pc};
+			c.rep = &rep;
+			ftdecode_run(&c, be, res);
+			ftsrv_free_argv(args);
+			ftsrv_free_argv(set);
+			ftsrv_free_argv(unset);
+			ftdcmp_record(arm, cy, res);
+			if (res->server_kind[0] && !server_kind[0])
+				snprintf(server_kind, sizeof server_kind, "%s", res->server_kind);
+			if (!res->ok)
+				ftcli_error("%s: arm %s failed: %s", label, arm->arm.label, res->error);
+			for (int w = 0; w < res->nwarnings; w++)
+				ftcli_note("%s: %s", label, res->warnings[w]);
+			json_t *row = ftdecode_row(&c, res);
+			json_object_set_new(row, "compare", json_pack("{s:s,s:o,s:i,s:i,s:i}", "arm", arm->arm.label,
+								      "settings", ftcmp_arm_settings(plan, &arm->arm),
+								      "cycle", cy + 1, "cycles", cycles, "position", k + 1));
+			json_array_append(rows, row);
+			if (json_path && (r = append_line(json_path, row)) < 0)
+				ftcli_error("--json %s: %s", json_path, strerror(-r));
+			json_decref(row);
+		}
+	}
+	json_t *sum = ftdcmp_summary(base, plan, arms, narms, cycles, min_gap,
+				     server_kind[0] ? server_kind : ftsrv_kind_name((enum ftsrv_kind)(base->kind < 0 ?
+												 FTSRV_FREETOKEN : base->kind)));
+	if (!sum) {
+		ftcli_error("out of memory");
+		rc = FTCLI_EXIT_FAIL;
+		goto out;
+	}
+	if (json_path && (r = append_line(json_path, sum)) < 0)
+		ftcli_error("--json %s: %s", json_path, strerror(-r));
+	if (fmt == FTCLI_FMT_TABLE)
+		print_compare(base, sum);
+	else if (fmt != FTCLI_FMT_JSON)
+		print_compare_rows(fmt, sum);
+	json_t *failed = json_object_get(sum, "failed");
+	if (json_array_size(failed)) {
+		char names[1024] = "";
+		size_t l = 0, i;
+		json_t *f;
+		json_array_foreach(failed, i, f)
+			if (l < sizeof names)
+				l += (size_t)snprintf(names + l, sizeof names - l, "%s%s", l ? "; " : "", json_string_value(f));
+		if (fmt == FTCLI_FMT_TABLE) {
+			printf("failed: %s\n", names);
+			fflush(stdout);
+		}
+		ftcli_error("%zu of %d arm(s) failed: %s", json_array_size(failed), narms, names);
+		rc = FTCLI_EXIT_FAIL;
+	}
+	json_t *result = json_pack("{s:s,s:O,s:O,s:O}", "kind", "decode", "rows", rows, "failed", failed, "compare", sum);
+	ftcli_result(result);
+	if (fmt == FTCLI_FMT_JSON)
+		ftcli_print_json(result);
+	json_decref(result);
+	json_decref(sum);
+out:
+	json_decref(rows);
+	free(arms);
+	free(res);
+	return rc;
+}
+
 int ftcli_cmd_decode(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -242,7 +467,8 @@ int ftcli_cmd_decode(int argc, char **argv)
 		{"server-timeout", required_argument, NULL, O_HEALTH_TO}, {"server-kind", required_argument, NULL, O_KIND},
 		{"append-flags", no_argument, NULL, O_APPEND_FLAGS}, {"allow-short", no_argument, NULL, O_SHORT},
 		{"gpu", required_argument, NULL, O_GPU}, {"num-token-override", required_argument, NULL, O_NTO},
-		{"output-format", required_argument, NULL, O_FMT}, {0}};
+		{"output-format", required_argument, NULL, O_FMT}, {"compare", required_argument, NULL, O_COMPARE},
+		{"cycles", required_argument, NULL, O_CYCLES}, {"min-gap", required_argument, NULL, O_MIN_GAP}, {0}};
 	struct ftdecode_cfg c = {
 		.serve = {.max_tokens = FTDECODE_DEFAULT_TOKENS, .mem_ratio = 0.9, .hybrid_fetch = -1, .cache_size = 0,
 			  .cache_rate = -1},
@@ -256,12 +482,15 @@ int ftcli_cmd_decode(int argc, char **argv)
 	};
 	const char *backends = NULL, *aime = NULL, *json_path = NULL;
 	enum ftcli_format fmt = FTCLI_FMT_TABLE;
-	int greedy = 0, ch, li = 0;
+	int greedy = 0, ch, li = 0, cycles = 3, cmp_opt = 0;
+	double min_gap = FTCMP_DEFAULT_MIN_GAP;
+	struct ftcmp_plan plan = {0};
+	char cerr[512];
 	long lv;
 	double dv;
 	opterr = 0;
 	optind = 1;
-#define BAD(...) do { ftcli_error(__VA_ARGS__); return FTCLI_EXIT_USAGE; } while (0)
+#define BAD(...) do { ftcli_error(__VA_ARGS__); ftcmp_release(&plan); return FTCLI_EXIT_USAGE; } while (0)
 	while ((ch = getopt_long(argc, argv, "h", opts, &li)) != -1) {
 		switch (ch) {
 		case O_MODEL: c.model = optarg; break;
@@ -309,6 +538,22 @@ int ftcli_cmd_decode(int argc, char **argv)
 			c.warmup = (int)lv;
 			break;
 		case O_JSON: json_path = optarg; break;
+		case O_COMPARE:
+			if (ftcmp_add(&plan, optarg, 0, cerr, sizeof cerr) < 0)
+				BAD("%s", cerr);
+			break;
+		case O_CYCLES:
+			if (ftstr_parse_long(optarg, 1, FTDCMP_MAX_CYCLES, &lv) < 0)
+				BAD("--cycles: '%s' is not an integer in [1, %d]", optarg, FTDCMP_MAX_CYCLES);
+			cycles = (int)lv;
+			cmp_opt = 1;
+			break;
+		case O_MIN_GAP:
+			if (ftstr_parse_double(optarg, 0, 1000, &dv) < 0)
+				BAD("--min-gap: '%s' is not a percentage in [0, 1000]", optarg);
+			min_gap = dv / 100;
+			cmp_opt = 1;
+			break;
 		case O_FMT:
 			if (ftcli_parse_format("--output-format", optarg, &fmt) < 0)
 				return FTCLI_EXIT_USAGE;
@@ -385,6 +630,31 @@ int ftcli_cmd_decode(int argc, char **argv)
 		ftstr_free_list(bl, nb);
 		BAD("--url names one running server: give at most one --backend (its label)");
 	}
+	if (plan.nkeys) {
+		int kind = c.kind < 0 ? FTSRV_FREETOKEN : c.kind;
+		if (c.url) {
+			ftstr_free_list(bl, nb);
+			BAD("--compare starts a fresh server per arm: give --model (and --server-cmd), not --url");
+		}
+		if (nb > 1) {
+			ftstr_free_list(bl, nb);
+			BAD("--compare and a --backend list exclude each other: compare backends with --compare "
+			    "moe-backend=%s", backends);
+		}
+		for (int k = 0; k < plan.nkeys; k++)
+			if (plan.keys[k].type == FTCMP_MOE_BACKEND && c.label) {
+				ftstr_free_list(bl, nb);
+				BAD("--backend %s and --compare moe-backend=... exclude each other: the arms name the "
+				    "backends", c.label);
+			}
+		if (ftcmp_check(&plan, (enum ftsrv_kind)kind, cerr, sizeof cerr) < 0) {
+			ftstr_free_list(bl, nb);
+			BAD("%s", cerr);
+		}
+	} else if (cmp_opt) {
+		ftstr_free_list(bl, nb);
+		BAD("--cycles and --min-gap go with --compare");
+	}
 	if (!c.log_dir)
 		c.log_dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 #undef BAD
@@ -418,6 +688,13 @@ int ftcli_cmd_decode(int argc, char **argv)
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
 	c.cancel = &cancel_flag;
+	if (plan.nkeys) {
+		rc = run_compare(&c, &plan, bl[0], cycles, min_gap, fmt, json_path);
+		sigaction(SIGINT, &old_int, NULL);
+		sigaction(SIGTERM, &old_term, NULL);
+		curl_global_cleanup();
+		goto out;
+	}
 	int ran = 0;
 	for (int i = 0; i < nb; i++) {
 		if (cancel_flag) {
@@ -479,5 +756,6 @@ out:
 	free(res);
 	free(prompt);
 	ftstr_free_list(bl, nb);
+	ftcmp_release(&plan);
 	return rc;
 }

@@ -344,6 +344,12 @@ int ftsrv_free_port(int *port)
 /* ---------------------------------------------------------------- process */
 int ftsrv_start(struct ftsrv *s, char *const *argv, const char *log_path, char *err, size_t errlen)
 {
+	return ftsrv_start_env(s, argv, NULL, log_path, err, errlen);
+}
+
+int ftsrv_start_env(struct ftsrv *s, char *const *argv, char *const *envp, const char *log_path, char *err,
+		    size_t errlen)
+{
 	memset(s, 0, sizeof *s);
 	snprintf(s->log_path, sizeof s->log_path, "%s", log_path ? log_path : "/dev/null");
 	int logfd = open(s->log_path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0640);
@@ -355,7 +361,8 @@ int ftsrv_start(struct ftsrv *s, char *const *argv, const char *log_path, char *
 	struct ftproc_fd fds[] = {{.child = 0, .kind = FTPROC_FD_NULL},
 				  {.child = 1, .kind = FTPROC_FD_DUP, .fd = logfd},
 				  {.child = 2, .kind = FTPROC_FD_DUP, .fd = logfd}};
-	struct ftproc_opts o = {.path = argv[0], .argv = argv, .fds = fds, .nfds = 3, .pdeathsig = SIGTERM};
+	struct ftproc_opts o = {.path = argv[0], .argv = argv, .envp = envp, .fds = fds, .nfds = 3,
+				.pdeathsig = SIGTERM};
 	enum ftproc_stage stage;
 	int r = ftproc_spawn(&s->proc, &o, &stage);
 	close(logfd);

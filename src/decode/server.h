@@ -90,6 +90,9 @@ struct ftsrv {
  * its parent-death signal. -ENOENT/-EACCES... when it cannot be executed ("not found" is an error
  * here, not an exit status later). */
 int ftsrv_start(struct ftsrv *s, char *const *argv, const char *log_path, char *err, size_t errlen);
+/* The same with the child's whole environment envp (NULL: the caller's; borrowed, not kept). */
+int ftsrv_start_env(struct ftsrv *s, char *const *argv, char *const *envp, const char *log_path, char *err,
+		    size_t errlen);
 
 /* 1 while the leader runs, 0 once it has exited (s->status set). */
 int ftsrv_alive(struct ftsrv *s);

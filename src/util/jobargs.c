@@ -231,6 +231,9 @@ static const struct ftargs_spec decode_args[] = {
 	{"append_flags", FTARGS_T_BOOL, "--append-flags"},
 	{"allow_short", FTARGS_T_BOOL, "--allow-short"},
 	{"num_token_override", FTARGS_T_INT, "--num-token-override", 1, 1073741824},
+	{"compare", FTARGS_T_COMPARE, "--compare", 0, 0, NULL, 0, 4}, /* FTCMP_MAX_KEYS */
+	{"cycles", FTARGS_T_INT, "--cycles", 1, 100},                  /* FTDCMP_MAX_CYCLES */
+	{"min_gap", FTARGS_T_NUM, "--min-gap", 0, 1000},
 	{"gpu", FTARGS_T_GPU, "--gpu"},
 	{NULL}};
 
@@ -259,7 +262,8 @@ enum ftargs_type ftargs_spec_cli_type(enum ftargs_spec_type t)
 	case FTARGS_T_ENUM:
 	case FTARGS_T_PATH:
 	case FTARGS_T_SERVER:
-	case FTARGS_T_URL: return FTARGS_STRING;
+	case FTARGS_T_URL:
+	case FTARGS_T_COMPARE: return FTARGS_STRING; /* one comparison; its commas are its values' */
 	}
 	return FTARGS_AUTO;
 }

@@ -50,6 +50,8 @@ enum ftargs_spec_type {
 	FTARGS_T_GPU,     /* index or uuid, resolved against the inventory */
 	FTARGS_T_SERVER,  /* a decode-server name from the config -> --server-cmd=<template> */
 	FTARGS_T_URL,     /* a well-formed http(s) URL allowed by decode-urls */
+	FTARGS_T_COMPARE, /* decode comparisons: "KEY=V1,V2" or a list of them (1..max_items) ->
+			   * one --flag=KEY=V1,V2 each; the named keys only (src/decode/compare.h) */
 };
 
 struct ftargs_spec {

@@ -513,6 +513,19 @@ def _valid_item(sch):
     return "a"
 
 
+def _compare_of_length(n):
+    """A valid decode comparison (CompareList) of exactly n bytes: override-tensor with 16 distinct
+    values of printable ASCII (the most a key takes), n >= 16 + 16 * 2 + 15."""
+    prefix = "override-tensor="
+    r = n - len(prefix) - 15
+    base, extra = divmod(r, 16)
+    return prefix + ",".join("%02d" % i + "x" * (base + (i < extra) - 2) for i in range(16))
+
+
+# A comparison is structured (KEY=V1,V2, the named keys, values that fit them): its valid items.
+_COMPARE_ITEMS = ["moe-backend=offload,hybrid", "moe-hybrid-max-fetch=2,4", "moe-cache-size=auto,64", "n-cpu-moe=0,8"]
+
+
 def _limit_cases(name, sch):
     """(what, value, must_refuse) for every limit the schema states on one property."""
     out = []
@@ -535,6 +548,10 @@ def _limit_cases(name, sch):
                 if "pattern" in alt and alt["pattern"].startswith("^https?://"):
                     out += [(f"{name} at maxLength", "http://127.0.0.1/" + "u" * (n - 17), False),
                             (f"{name} over maxLength", "http://127.0.0.1/" + "u" * (n - 16), True)]
+                elif name == "compare":
+                    out += [(f"{name} at maxLength", _compare_of_length(n), False),
+                            (f"{name} over maxLength", _compare_of_length(n + 1), True),
+                            (f"{name} at maxLength in 2-byte characters", "é" * n, True)]
                 else:
                     out += [(f"{name} at maxLength", fill * n, False), (f"{name} over maxLength", fill * (n + 1), True),
                             (f"{name} at maxLength in 2-byte characters", "é" * n,
@@ -546,7 +563,11 @@ def _limit_cases(name, sch):
                 out.append((f"{name} outside pattern", bad, True))
         elif t == "array":
             item = _valid_item(_resolve(SPEC, alt.get("items", {})))
-            if "maxItems" in alt:
+            if "maxItems" in alt and name == "compare":
+                n = alt["maxItems"]
+                out += [(f"{name} with maxItems", _COMPARE_ITEMS[:n], False),
+                        (f"{name} over maxItems", _COMPARE_ITEMS[:n] + ["override-tensor=a,b"], True)]
+            elif "maxItems" in alt:
                 n = alt["maxItems"]
                 out += [(f"{name} with maxItems", [item] * n, False), (f"{name} over maxItems", [item] * (n + 1), True)]
             if alt.get("minItems", 0) >= 1:
@@ -592,6 +613,8 @@ def spec_limits(t):
                 body["args"] = {"model": t.models + "/m"}
             if kind == "decode" and prop == "url":
                 body["args"] = {}
+            if kind == "decode" and prop == "compare":  # arms are fresh servers: not with a url
+                body["args"] = {"server": "ft", "model": t.models + "/m"}
             body["args"][prop] = value
         st, _, doc = d.json("POST", P, body, check=False)
         field = prop if prop == "timeout_s" else "args." + prop

@@ -4,7 +4,9 @@
  * are what reference §8 says; the seed's command line and launcher; other servers' ways
  * (llama.cpp, llama-cpp-python, vLLM, SGLang as the fixture imitates them): kind detection,
  * readiness without /health, counting without usage, empty and role chunks, pings, top_k
- * validation, runs that stop short, a prompt too long for the context. */
+ * validation, runs that stop short, a prompt too long for the context; --compare arms against the
+ * fixture's per-arm speed (winner, tie, a failing arm, a server that dies mid-cycle, the
+ * environment and llama.cpp's keys, usage errors). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -923,6 +925,236 @@ static void test_aime_env(void **st)
 	json_decref(q);
 }
 
+/* --compare: the last row of the --json file is the summary; the others are per arm and cycle. */
+static json_t *compare_summary(json_t *rows)
+{
+	json_t *sum = json_array_get(rows, json_array_size(rows) - 1);
+	assert_non_null(sum);
+	assert_string_equal(str(sum, "kind"), "decode_compare");
+	return sum;
+}
+
+/* The summary's arm labelled label (borrowed). */
+static json_t *compare_arm(json_t *sum, const char *label)
+{
+	size_t i;
+	json_t *a;
+	json_array_foreach(json_object_get(sum, "arms"), i, a)
+		if (!strcmp(str(a, "arm"), label))
+			return a;
+	fail_msg("no arm %s", label);
+	return NULL;
+}
+
+static double fig(json_t *arm, const char *figure, const char *which)
+{
+	json_t *v = json_object_get(json_object_get(arm, figure), which);
+	if (!json_is_number(v))
+		fail_msg("%s has no %s.%s", str(arm, "arm"), figure, which);
+	return json_number_value(v);
+}
+
+static void test_compare_winner_and_failing_arm(void **st)
+{
+	char args[PATH_MAX + 32], extra[3 * PATH_MAX];
+	snprintf(args, sizeof args, "%s/compare-args.txt", tmpdir);
+	unlink(args);
+	/* hybrid streams twice as fast; cpu's server fails at start; every server is cold at first */
+	snprintf(extra, sizeof extra, "--rate 200 --rate-when moe-backend=hybrid:400 --cold-ttft-ms 150 "
+		 "--fault-backend cpu --exit-at-start --args-out %s", args);
+	json_t *rows;
+	int rc = run_decode(&rows, NULL, "--model", "/models/m", "--tokens", "48", "--compare",
+			    "moe-backend=offload,hybrid,cpu", "--server-cmd", srv(0, extra), NULL);
+	assert_int_equal(rc, 1);
+	/* rotated: cycle 1 offload hybrid cpu, cycle 2 hybrid (cpu not again) offload, cycle 3 offload hybrid */
+	const char *order[] = {"offload", "hybrid", "cpu", "hybrid", "offload", "offload", "hybrid"};
+	assert_int_equal(json_array_size(rows), 8);
+	for (int i = 0; i < 7; i++) {
+		json_t *r = json_array_get(rows, (size_t)i), *c = json_object_get(r, "compare");
+		assert_string_equal(str(r, "kind"), "decode");
+		assert_string_equal(str(r, "backend"), order[i]);
+		char label[64];
+		snprintf(label, sizeof label, "moe-backend=%s", order[i]);
+		assert_string_equal(str(c, "arm"), label);
+		assert_string_equal(json_string_value(json_object_get(json_object_get(c, "settings"), "moe-backend")),
+				    order[i]);
+		assert_int_equal(json_integer_value(json_object_get(c, "cycle")), i < 3 ? 1 : i < 5 ? 2 : 3);
+		assert_int_equal(json_integer_value(json_object_get(c, "cycles")), 3);
+		assert_int_equal(json_is_true(json_object_get(r, "ok")), i != 2);
+	}
+	json_t *sum = compare_summary(rows);
+	assert_string_equal(str(sum, "decision"), "winner");
+	assert_string_equal(str(sum, "winner"), "moe-backend=hybrid");
+	assert_string_equal(str(sum, "runner_up"), "moe-backend=offload");
+	assert_int_equal(json_integer_value(json_object_get(sum, "cycles")), 3);
+	json_t *off = compare_arm(sum, "moe-backend=offload"), *hyb = compare_arm(sum, "moe-backend=hybrid");
+	json_t *cpu = compare_arm(sum, "moe-backend=cpu");
+	assert_int_equal(json_integer_value(json_object_get(hyb, "cycles_ok")), 3);
+	assert_near(fig(off, "decode_tok_s", "median"), 200, 0.05);
+	assert_near(fig(hyb, "decode_tok_s", "median"), 400, 0.05);
+	assert_true(fig(hyb, "decode_tok_s", "min") > fig(off, "decode_tok_s", "max"));
+	assert_int_equal(json_integer_value(json_object_get(hyb, "rank")), 1);
+	/* cold: the warm-up, the server's first request; warm: the measured one */
+	assert_true(fig(off, "ttft_cold_ms", "min") >= 149);
+	assert_true(fig(off, "ttft_ms", "max") < 140);
+	/* the failing arm: its error, once; the others still reported */
+	assert_true(json_is_false(json_object_get(cpu, "ok")));
+	assert_int_equal(json_integer_value(json_object_get(cpu, "failed_cycle")), 1);
+	assert_int_equal(json_integer_value(json_object_get(cpu, "cycles_run")), 1);
+	assert_true(json_is_null(json_object_get(cpu, "decode_tok_s")));
+	assert_non_null(strstr(str(cpu, "error"), "exited before it was serving"));
+	assert_non_null(strstr(str(cpu, "error"), "failing at start"));
+	assert_string_equal(json_string_value(json_array_get(json_object_get(sum, "failed"), 0)), "moe-backend=cpu");
+	const char *out = last_output();
+	assert_non_null(strstr(out, "winner (tok/s): moe-backend=hybrid"));
+	assert_non_null(strstr(out, "FAILED in cycle 1: the server exited before it was serving"));
+	assert_non_null(strstr(out, "1 of 3 arm(s) failed: moe-backend=cpu"));
+	json_decref(rows);
+	/* each arm's flag reached its server, after the mapped flags */
+	FILE *f = fopen(args, "r");
+	assert_non_null(f);
+	char line[4096];
+	int hybrid = 0, n = 0;
+	while (fgets(line, sizeof line, f)) {
+		n++;
+		hybrid += strstr(line, "--moe-backend hybrid --max-running-requests 1") != NULL;
+	}
+	fclose(f);
+	assert_int_equal(n, 7);
+	assert_int_equal(hybrid, 3);
+}
+
+static void test_compare_tie_env_and_formats(void **st)
+{
+	json_t *rows;
+	/* the same speed on both arms: a tie, exit 0 */
+	int rc = run_decode(&rows, NULL, "--model", "/models/m", "--tokens", "48", "--compare",
+			    "server-arg:--vram-bytes=1024,2048", "--server-cmd", srv(0, "--rate 300"), NULL);
+	assert_int_equal(rc, 0);
+	json_t *sum = compare_summary(rows);
+	assert_string_equal(str(sum, "decision"), "tie");
+	assert_true(json_is_null(json_object_get(sum, "winner")));
+	assert_int_equal(json_array_size(json_object_get(sum, "arms")), 2);
+	assert_near(fig(compare_arm(sum, "server-arg:--vram-bytes=2048"), "decode_tok_s", "median"), 300, 0.05);
+	/* the arm's flag reached the server: its /v1/stats says so */
+	assert_near(num(json_array_get(rows, 1), "vram_gib"), 2048 / 1073741824.0, 1e-9);
+	assert_non_null(strstr(last_output(), "tok/s: tie: "));
+	json_decref(rows);
+
+	/* env: an empty value removes the variable, which ftbench's own environment has */
+	setenv("FIXTURE_SPEED", "fast", 1);
+	rc = run_decode(&rows, NULL, "--model", "/models/m", "--tokens", "48", "--cycles", "2", "--compare",
+			"env:FIXTURE_SPEED=,fast", "--output-format", "csv", "--server-cmd",
+			srv(0, "--rate 150 --rate-when $FIXTURE_SPEED=fast:300"), NULL);
+	unsetenv("FIXTURE_SPEED");
+	assert_int_equal(rc, 0);
+	sum = compare_summary(rows);
+	assert_string_equal(str(sum, "decision"), "winner");
+	assert_string_equal(str(sum, "winner"), "env:FIXTURE_SPEED=fast");
+	json_t *plain = compare_arm(sum, "env:FIXTURE_SPEED=(default)");
+	assert_true(json_is_null(json_object_get(json_object_get(plain, "settings"), "env:FIXTURE_SPEED")));
+	assert_near(fig(plain, "decode_tok_s", "median"), 150, 0.05);
+	assert_int_equal(json_integer_value(json_object_get(sum, "cycles")), 2);
+	const char *out = last_output();
+	assert_non_null(strstr(out, "arm,cycles_ok,cycles,decode_tok_s,decode_tok_s_min,decode_tok_s_max,ttft_ms,"));
+	assert_non_null(strstr(out, "env:FIXTURE_SPEED=fast,2,2,"));
+	assert_non_null(strstr(out, ",winner,"));
+	json_decref(rows);
+}
+
+static void test_compare_dies_mid_cycle(void **st)
+{
+	char extra[2 * PATH_MAX];
+	/* hybrid's second server dies after 5 events of its measured request */
+	snprintf(extra, sizeof extra, "--rate 300 --fault-backend hybrid --count-file %s/starts --fault-start 2 "
+		 "--disconnect-after 5", tmpdir);
+	json_t *rows;
+	int rc = run_decode(&rows, NULL, "--model", "/models/m", "--tokens", "32", "--compare",
+			    "moe-backend=offload,hybrid", "--output-format", "json", "--server-cmd", srv(0, extra), NULL);
+	assert_int_equal(rc, 1);
+	json_t *sum = compare_summary(rows);
+	json_t *hyb = compare_arm(sum, "moe-backend=hybrid"), *off = compare_arm(sum, "moe-backend=offload");
+	assert_int_equal(json_integer_value(json_object_get(hyb, "failed_cycle")), 2);
+	assert_int_equal(json_integer_value(json_object_get(hyb, "cycles_ok")), 1);
+	assert_int_equal(json_integer_value(json_object_get(hyb, "cycles_run")), 2);
+	assert_non_null(strstr(str(hyb, "error"), "exited with status 3"));
+	/* its first cycle stays; the other arm ran every cycle */
+	assert_near(fig(hyb, "decode_tok_s", "median"), 300, 0.05);
+	assert_true(json_is_true(json_object_get(off, "ok")));
+	assert_int_equal(json_integer_value(json_object_get(off, "cycles_ok")), 3);
+	assert_string_equal(str(sum, "decision"), "no_data");
+	assert_true(json_is_null(json_object_get(sum, "winner")));
+	/* json on stdout carries the summary */
+	assert_non_null(strstr(last_output(), "\"decision\": \"no_data\""));
+	json_decref(rows);
+}
+
+static void test_compare_llamacpp_keys(void **st)
+{
+	char args[PATH_MAX + 32], extra[3 * PATH_MAX];
+	snprintf(args, sizeof args, "%s/compare-llama-args.txt", tmpdir);
+	unlink(args);
+	snprintf(extra, sizeof extra, "--imitate llama.cpp --rate 200 --rate-when $GGML_OP_OFFLOAD_MIN_BATCH=64:400 "
+		 "--args-out %s", args);
+	json_t *rows;
+	int rc = run_decode(&rows, NULL, "--model", "/models/m.gguf", "--tokens", "32", "--server-kind", "llama.cpp",
+			    "--cycles", "1", "--compare", "n-cpu-moe=0,2", "--compare", "GGML_OP_OFFLOAD_MIN_BATCH=,64",
+			    "--server-cmd", srv(0, extra), NULL);
+	assert_int_equal(rc, 0);
+	json_t *sum = compare_summary(rows);
+	assert_int_equal(json_array_size(json_object_get(sum, "arms")), 4);
+	assert_string_equal(str(sum, "server_kind"), "llama.cpp");
+	/* one cycle: no spread, no winner */
+	assert_string_equal(str(sum, "decision"), "tie");
+	assert_non_null(strstr(str(sum, "reason"), "one cycle"));
+	/* the best is one of the two arms at 400 tok/s (which one, the noise decides) */
+	const char *best = str(sum, "best");
+	assert_non_null(strstr(best, " GGML_OP_OFFLOAD_MIN_BATCH=64"));
+	assert_true(!strncmp(best, "n-cpu-moe=", 10));
+	assert_near(fig(compare_arm(sum, "n-cpu-moe=2 GGML_OP_OFFLOAD_MIN_BATCH=64"), "decode_tok_s", "median"), 400, 0.05);
+	assert_near(fig(compare_arm(sum, "n-cpu-moe=2 GGML_OP_OFFLOAD_MIN_BATCH=(default)"), "decode_tok_s", "median"), 200,
+		    0.05);
+	json_decref(rows);
+	FILE *f = fopen(args, "r");
+	assert_non_null(f);
+	char line[4096];
+	int n = 0, two = 0;
+	while (fgets(line, sizeof line, f)) {
+		n++;
+		assert_non_null(strstr(line, "--parallel 1 --n-cpu-moe "));
+		two += strstr(line, "--n-cpu-moe 2") != NULL;
+	}
+	fclose(f);
+	assert_int_equal(n, 4);
+	assert_int_equal(two, 2);
+}
+
+static void test_compare_usage_errors(void **st)
+{
+	json_t *rows;
+	const char *cases[][8] = {
+		{"--url", "http://127.0.0.1:1", "--compare", "moe-backend=a,b", NULL},
+		{"--model", "m", "--backend", "a,b", "--compare", "moe-hybrid-max-fetch=1,2", NULL},
+		{"--model", "m", "--compare", "n-cpu-moe=1,2", NULL}, /* freetoken by default */
+		{"--model", "m", "--server-kind", "llama.cpp", "--compare", "moe-backend=a,b", NULL},
+		{"--model", "m", "--compare", "moe-backend=a", NULL},
+		{"--model", "m", "--compare", "colour=red,blue", NULL},
+		{"--model", "m", "--cycles", "2", NULL},
+		{"--model", "m", "--compare", "moe-backend=a,b", "--cycles", "0", NULL},
+		{"--model", "m", "--backend", "cpu", "--compare", "moe-backend=a,b", NULL},
+	};
+	const char *says[] = {"not --url", "exclude each other", "llama.cpp's server", "FreeToken's server",
+			      "at least two", "unknown key 'colour'", "go with --compare", "--cycles",
+			      "--backend cpu and --compare moe-backend"};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		assert_int_equal(run_decode_v(&rows, NULL, cases[i]), 2);
+		if (!strstr(last_output(), says[i]))
+			fail_msg("case %zu: '%s' does not say '%s'", i, last_output(), says[i]);
+		assert_int_equal(json_array_size(rows), 0);
+		json_decref(rows);
+	}
+}
+
 static void test_usage_errors(void **st)
 {
 	json_t *rows;
@@ -983,6 +1215,11 @@ int main(void)
 		cmocka_unit_test(test_error_body_lines),
 		cmocka_unit_test(test_short_runs),
 		cmocka_unit_test(test_aime_env),
+		cmocka_unit_test(test_compare_winner_and_failing_arm),
+		cmocka_unit_test(test_compare_tie_env_and_formats),
+		cmocka_unit_test(test_compare_dies_mid_cycle),
+		cmocka_unit_test(test_compare_llamacpp_keys),
+		cmocka_unit_test(test_compare_usage_errors),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

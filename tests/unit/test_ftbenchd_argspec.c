@@ -140,6 +140,15 @@ static void check_field(const struct ftd_kind *k, const struct ftargs_spec *a, j
 		if (strcmp(ref_name(prop), "StrList"))
 			fail_msg("%s: the table's name list is not the spec's StrList", what);
 		break;
+	case FTARGS_T_COMPARE: {
+		if (strcmp(ref_name(prop), "CompareList"))
+			fail_msg("%s: the table's comparisons are not the spec's CompareList", what);
+		json_t *arr = json_array_get(json_object_get(s, "oneOf"), 1);
+		if (num(arr, "maxItems") != (double)max_items)
+			fail_msg("%s: the spec's CompareList has %g items at most, the table %zu", what,
+				 num(arr, "maxItems"), max_items);
+		break;
+	}
 	case FTARGS_T_PATH:
 		expect_type(s, "string", what);
 		assert_true(num(s, "maxLength") == 4096);
@@ -230,6 +239,7 @@ static void test_submit_types_are_the_daemons(void **st)
 			case FTARGS_T_ENUMLIST: snprintf(value, sizeof value, "%.*s", (int)strcspn(a->choices, "|"), a->choices); break;
 			case FTARGS_T_NAMES: snprintf(value, sizeof value, "007,bf16"); break; /* all digits stays a name */
 			case FTARGS_T_GPU: snprintf(value, sizeof value, "0"); break;
+			case FTARGS_T_COMPARE: snprintf(value, sizeof value, "moe-backend=offload,hybrid"); break;
 			default: continue; /* paths, servers, URLs need a configuration: tests/unit/test_ftbenchd_kinds.c */
 			}
 			char opt[80];

@@ -210,6 +210,32 @@ static void test_paths_and_decode(void **s)
 	ftd_kind_argv_free(argv);
 	snprintf(args, sizeof args, "{\"server\":\"ft\",\"url\":\"http://127.0.0.1:1\",\"model\":\"%s\"}", path);
 	expect_err("decode", args, 400, "invalid_argument", "args.server");
+	/* compare: one --compare per comparison (a string is one), with cycles and min_gap */
+	snprintf(args, sizeof args, "{\"server\":\"ft\",\"model\":\"%s\",\"compare\":[\"moe-backend=offload,hybrid\","
+		 "\"moe-hybrid-max-fetch=,4\"],\"cycles\":5,\"min_gap\":1.5}", path);
+	assert_int_equal(build("decode", args, 2, &argv, &gpu, &e), 0);
+	assert_true(has(argv, "--compare=moe-backend=offload,hybrid"));
+	assert_true(has(argv, "--compare=moe-hybrid-max-fetch=,4"));
+	assert_true(has(argv, "--cycles=5"));
+	assert_true(has(argv, "--min-gap=1.5"));
+	ftd_kind_argv_free(argv);
+	snprintf(args, sizeof args, "{\"server\":\"ft\",\"model\":\"%s\",\"compare\":\"override-tensor=exps=CPU\\\\,x=CPU,\"}",
+		 path);
+	assert_int_equal(build("decode", args, 2, &argv, &gpu, &e), 0);
+	assert_true(has(argv, "--compare=override-tensor=exps=CPU\\,x=CPU,"));
+	ftd_kind_argv_free(argv);
+	/* never another flag or the environment through a job; values as the worker checks them */
+	const char *bad[] = {"\"server-arg:--model=/etc/shadow,x\"", "\"env:LD_PRELOAD=/tmp/x.so,\"",
+			     "\"override-tensor=a b,c\"", "[\"n-cpu-moe=1,2\",\"n-cpu-moe=3,4\"]", "\"moe-backend\"", "[]",
+			     "[\"a=1\",\"b=2\",\"c=3\",\"d=4\",\"e=5\"]", "7", "[7]", "\"moe-cache-size=0,1\""};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		snprintf(args, sizeof args, "{\"server\":\"ft\",\"model\":\"%s\",\"compare\":%s}", path, bad[i]);
+		expect_err("decode", args, 400, "invalid_argument", "args.compare");
+	}
+	/* arms are fresh servers: not with a running one */
+	expect_err("decode", "{\"url\":\"http://127.0.0.1:8080\",\"compare\":\"moe-backend=a,b\"}", 400, "invalid_argument",
+		   "args.compare");
+	expect_err("decode", "{\"url\":\"http://127.0.0.1:8080\",\"cycles\":0}", 400, "invalid_argument", "args.cycles");
 }
 
 static const char *with_prefix(char **argv, const char *prefix)
