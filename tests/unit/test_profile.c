@@ -961,12 +961,77 @@ static void test_schema(void **st)
 	json_decref(host);
 }
 
+/* The fetch fraction walked field by field: each of the four figures it reads (the overlap pair,
+ * then the alone pair) absent, null, 0 or a string, one at a time, with the overlap pair there
+ * and without it; the expected value from the seed's rule (overlap pair when both are truthy,
+ * else pcie / cpu when both are, capped at 1; a string cannot be divided: no value). */
+static void test_fetch_fraction_walk(void **st)
+{
+	(void)st;
+	static const char *keys[] = {"pcie_gather_overlap_gbs", "cpu_moe_overlap_gbs", "pcie_gather_gbs", "cpu_moe_gbs"};
+	static const double val[] = {24.0, 96.0, 50.0, 120.0};
+	enum { ABSENT, NUL, ZERO, STR, KINDS };
+	char path[PATH_MAX];
+	SNP(path, sizeof path, "%s/walk.json", root);
+	int walked = 0;
+	for (int with_ov = 1; with_ov >= 0; with_ov--)
+		for (int k = 0; k < 4; k++)
+			for (int kind = ABSENT; kind < KINDS; kind++) {
+				if (!with_ov && k < 2)
+					continue; /* the overlap pair is absent already */
+				json_t *e = json_object();
+				int have[4];
+				for (int i = 0; i < 4; i++) {
+					have[i] = with_ov || i >= 2;
+					if (have[i] && i != k)
+						json_object_set_new(e, keys[i], json_real(val[i]));
+				}
+				int truthy_k = 0, str_k = 0;
+				if (have[k]) {
+					if (kind == NUL)
+						json_object_set_new(e, keys[k], json_null());
+					else if (kind == ZERO)
+						json_object_set_new(e, keys[k], json_real(0.0));
+					else if (kind == STR) {
+						json_object_set_new(e, keys[k], json_string("fast"));
+						truthy_k = str_k = 1;
+					}
+				}
+				/* the oracle */
+				int t[4];
+				for (int i = 0; i < 4; i++)
+					t[i] = have[i] && (i != k || truthy_k);
+				double want = NAN;
+				if (t[0] && t[1])
+					want = (k < 2 && str_k) ? NAN : val[0] / (val[0] + val[1]);
+				else if (t[2] && t[3])
+					want = (k >= 2 && str_k) ? NAN : val[2] / val[3];
+				json_t *doc = json_pack("{s:i,s:{s:s},s:{s:o},s:{s:s}}", "version", 4, "gpu", "uuid", UUID_A,
+							"dtype_kernels", "bf16", e, "dtypes", "bf16", "hybrid");
+				assert_int_equal(json_dump_file(doc, path, 0), 0);
+				json_decref(doc);
+				struct ftprof *pr = NULL;
+				if (ftprof_load_file(path, &pr, err, sizeof err) < 0)
+					fail_msg("load: %s", err);
+				double f = -1;
+				int r = ftprof_fetch_fraction(pr, "bf16", &f);
+				if (isnan(want) ? r != -ENODATA : (r != 0 || fabs(f - want) > 1e-12))
+					fail_msg("%s %s%s: fetch fraction %d %.6f, want %s %.6f", keys[k],
+						 (const char *[]){"absent", "null", "0", "a string"}[kind],
+						 with_ov ? "" : " (no overlap pair)", r, f, isnan(want) ? "none" : "", want);
+				ftprof_free(pr);
+				walked++;
+			}
+	assert_int_equal(walked, 24);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_aliases, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_paths, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_profile, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fetch_fraction_walk, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_host_json, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_workloads_unanimous, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dtypes_first, setup, teardown),
