@@ -1025,6 +1025,30 @@ static void test_fetch_fraction_walk(void **st)
 	assert_int_equal(walked, 24);
 }
 
+/* ftprof_store_write_in walked over the gpu block a profile may bring: each malformed uuid is
+ * refused with -EINVAL and leaves no file (a generated mutant that dropped the string check
+ * read a NULL uuid). */
+static void test_store_write_gpu_walk(void **st)
+{
+	(void)st;
+	char d[PATH_MAX], out[PATH_MAX];
+	SNP(d, sizeof d, "%s/walkstore", root);
+	static const char *gpus[] = {"{\"uuid\":5}", "{\"uuid\":null}", "{\"uuid\":\"\"}", "{}", "[1]", "7",
+				     "{\"uuid\":[\"" UUID_A "\"]}"};
+	for (size_t i = 0; i < sizeof gpus / sizeof *gpus; i++) {
+		char text[512];
+		SNP(text, sizeof text, "{\"version\":4,\"gpu\":%s}", gpus[i]);
+		json_t *doc = json_loads(text, 0, NULL);
+		assert_non_null(doc);
+		int r = ftprof_store_write_in(d, doc, NULL, out, sizeof out);
+		if (r != -EINVAL)
+			fail_msg("gpu %s: %d, want -EINVAL", gpus[i], r);
+		json_decref(doc);
+	}
+	struct stat sb;
+	assert_true(stat(d, &sb) < 0 || sb.st_nlink == 2); /* nothing written */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1032,6 +1056,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_paths, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_profile, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fetch_fraction_walk, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_store_write_gpu_walk, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_host_json, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_workloads_unanimous, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dtypes_first, setup, teardown),
