@@ -10,8 +10,8 @@
  * (53-80 MB at B = 1) exceed the 50 MB L2: the reads come from HBM. STEPS steps with their own
  * slot arrays are captured in one CUDA graph (as an engine replays its decode step); the time
  * of REPS graph launches between events, median of TRIALS, gives us per step, both kernels
- * and the gap between them included. Variants: the default (programmatic launches) and nopdl
- * (plain launches). Pools hold a constant byte pattern (speed does not depend on the values; the
+ * and the gap between them included. Variants: the default (ftgemv_init's choice), nopdl
+ * (plain launches) and pdl (programmatic launches). Pools hold a constant byte pattern (speed does not depend on the values; the
  * results are checked by tests/gpu/test_expert_gemv.c). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,7 +91,7 @@ static double hbm_read_gbs(cudaStream_t s, int sms, double *d2d)
 	return ftstat_of(t, TRIALS).median;
 }
 
-/* us per step of one variant (0 default, 1 nopdl); spread in *lo, *hi */
+/* us per step of one variant (0 default, 1 nopdl, 2 pdl); spread in *lo, *hi */
 static double time_steps(struct ftgemv_experts *e0, int variant, int B, int topk, const int32_t *d_slots,
 			 const float *d_w, const float *d_x, float *d_y, void *d_scr, cudaStream_t s, double *lo,
 			 double *hi)
@@ -99,6 +99,8 @@ static double time_steps(struct ftgemv_experts *e0, int variant, int B, int topk
 	struct ftgemv_experts e = *e0;
 	if (variant == 1)
 		e.pdl = 0;
+	else if (variant == 2)
+		e.pdl = 1;
 	cudaGraph_t g;
 	cudaGraphExec_t ge;
 	CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
@@ -197,8 +199,8 @@ int main(int argc, char **argv)
 					hs[st * rt + i] = (st * rt + i) % SLOTS;
 			CK(cudaMemcpy(d_slots, hs, sizeof(int32_t) * STEPS * rt, cudaMemcpyHostToDevice));
 			double mb = (double)rt * eb / 1e6;
-			for (int v = 0; v < 2; v++) {
-				static const char *vn[] = {"default", "nopdl"};
+			for (int v = 0; v < 3; v++) {
+				static const char *vn[] = {"default", "nopdl", "pdl"};
 				double lo, hi, us = time_steps(&e, v, B, gm->topk, d_slots, d_w, d_x, d_y, d_scr, s, &lo, &hi);
 				double gbs = mb * 1e6 / (us * 1e3);
 				printf("%-7s %5ld %5ld %4d %2d %-10s %9.1f %10.2f %7.2f-%-8.2f %8.0f %8.2f\n",

@@ -27,9 +27,13 @@
  * a warp each, K whole (x staged once for all). Writes h as the down kernel stages it (hi / lo;
  * 4-bit: each 32 rows with their block factor).
  * down kernel: block = (FTGEMV_DN_WARPS tiles of 16 output rows, route r, token b), a warp a
- * tile, K whole; writes w[b, r] * its rows to the scratch; the last block of the row group to
- * finish (a counter) adds the live routes up in route order into y (deterministic).
- * Both kernels double-buffer their loads in registers (FTGEMV_UNROLL iterations per buffer) and
+ * tile, K whole (bf16: two warps a tile, each half of K, summed in a fixed order); writes w[b, r]
+ * * its rows to the scratch; the last block of the row group to finish (a counter) adds the live
+ * routes up in route order into y (deterministic). A tile's K parts (blk_cfg) and the warps an SM
+ * holds are set per format: for bf16 at batch 1, two K parts in the down kernel, 24 warps an SM
+ * and one iteration per load buffer gave 25.7 against 27.6 us a step on the H200 (more warps,
+ * shorter per-warp chains of loads); every such change measured slower for the 4-bit formats.
+ * Both kernels double-buffer their loads in registers (unroll<F> iterations per buffer) and
  * issue their first loads before they stage their vector (the down kernel: before it waits for
  * the gate_up kernel, whose end it overlaps as a programmatic dependent launch), so that the
  * memory system is busy from a block's start. */
@@ -46,14 +50,35 @@
 #ifndef FTGEMV_DN_WARPS
 #define FTGEMV_DN_WARPS 4   /* warps of a down block: one 16-row tile each, K whole */
 #endif
-#ifndef FTGEMV_GU_MINB
-#define FTGEMV_GU_MINB (16 / FTGEMV_GU_WARPS) /* gate_up blocks an SM must hold (register budget) */
+/* Per format (bf16: _BF16; the 4-bit formats: no suffix), chosen on the H200 (bench/RESULTS.md,
+ * "GPU expert GEMV"): K parts of a tile (warps that split its K), warps an SM must hold (the
+ * register budget), K iterations per load buffer (two buffers in flight). */
+#ifndef FTGEMV_GU_KS
+#define FTGEMV_GU_KS 1      /* 4-bit gate_up K parts (bf16: FTGEMV_GU_WARPS) */
 #endif
-#ifndef FTGEMV_DN_MINB
-#define FTGEMV_DN_MINB (16 / FTGEMV_DN_WARPS) /* down blocks an SM must hold (register budget) */
+#ifndef FTGEMV_DN_KS
+#define FTGEMV_DN_KS 1
+#endif
+#ifndef FTGEMV_DN_KS_BF16
+#define FTGEMV_DN_KS_BF16 2
+#endif
+#ifndef FTGEMV_GU_WPSM
+#define FTGEMV_GU_WPSM 16
+#endif
+#ifndef FTGEMV_GU_WPSM_BF16
+#define FTGEMV_GU_WPSM_BF16 24
+#endif
+#ifndef FTGEMV_DN_WPSM
+#define FTGEMV_DN_WPSM 16
+#endif
+#ifndef FTGEMV_DN_WPSM_BF16
+#define FTGEMV_DN_WPSM_BF16 24
 #endif
 #ifndef FTGEMV_UNROLL
-#define FTGEMV_UNROLL 2     /* K iterations per load buffer (two buffers in flight) */
+#define FTGEMV_UNROLL 2
+#endif
+#ifndef FTGEMV_UNROLL_BF16
+#define FTGEMV_UNROLL_BF16 1
 #endif
 #define FTGEMV_PAD 8        /* u16 elements between staged vectors (spreads shared-memory banks) */
 #define FULL_MASK 0xffffffffu
@@ -62,6 +87,8 @@ enum { KF_BF16 = 0, KF_NVFP4 = 1, KF_DSFP4 = 2 };
 
 /* k elements per K iteration of one row (4 lanes x 16 bytes) */
 template <int F> struct kiter { static constexpr int v = F == KF_BF16 ? 32 : 128; };
+/* K iterations per load buffer */
+template <int F> struct unroll { static constexpr int v = F == KF_BF16 ? FTGEMV_UNROLL_BF16 : FTGEMV_UNROLL; };
 
 struct gv_params {
 	const uint8_t *gu_w, *gu_s, *gu_g, *dn_w, *dn_s, *dn_g; /* pool bases (NULL: no such bank) */
@@ -301,12 +328,14 @@ template <int F> struct tile {
 			xb = ((n & 3) == c ? (n < 4 ? hi : lo) : zero) + 32 * c;
 	}
 
-	/* Issue the loads of iterations it .. it + FTGEMV_UNROLL - 1 (those below i1). */
-	__device__ inline void load(frag f[FTGEMV_UNROLL], int it, int i1) const
+	static constexpr int U = unroll<F>::v;
+
+	/* Issue the loads of iterations it .. it + U - 1 (those below i1). */
+	__device__ inline void load(frag f[U], int it, int i1) const
 	{
 		constexpr int SSTEP = F == KF_NVFP4 ? 8 : 4; /* scale bytes of a row per iteration */
 #pragma unroll
-		for (int u = 0; u < FTGEMV_UNROLL; u++) {
+		for (int u = 0; u < U; u++) {
 			if (it + u < i1) {
 				const uint8_t *p = w + (size_t)(it + u) * 64;
 				f[u].a = ld_stream16(p);
@@ -326,11 +355,11 @@ template <int F> struct tile {
 
 	/* Add iterations it .. (loaded in f) into acc, the lane's FP32 D fragment (rows g, g + 8
 	 * x columns 2c, 2c + 1). */
-	__device__ inline void compute(const frag f[FTGEMV_UNROLL], int it, int i1, float acc[4]) const
+	__device__ inline void compute(const frag f[U], int it, int i1, float acc[4]) const
 	{
 		constexpr int KI = kiter<F>::v;
 #pragma unroll
-		for (int u = 0; u < FTGEMV_UNROLL; u++) {
+		for (int u = 0; u < U; u++) {
 			if (it + u >= i1)
 				break;
 			const uint16_t *xk = xb + (size_t)(it + u) * KI;
@@ -340,6 +369,9 @@ template <int F> struct tile {
 				mma_bf16(acc, f[u].a.x, f[u].b.x, f[u].a.y, f[u].b.y, b0);
 				mma_bf16(acc, f[u].a.z, f[u].b.z, f[u].a.w, f[u].b.w, b1);
 			} else {
+				/* two accumulator chains of 4 mma steps (nvfp4: the chunk's two scale
+				 * blocks; ds_fp4: added up before the scale, which made its steps 3-8 %
+				 * faster than one chain of 8) */
 				float d0[4] = {0, 0, 0, 0}, d1[4] = {0, 0, 0, 0};
 				const uint32_t wa[4] = {f[u].a.x, f[u].a.y, f[u].a.z, f[u].a.w};
 				const uint32_t wb[4] = {f[u].b.x, f[u].b.y, f[u].b.z, f[u].b.w};
@@ -350,9 +382,14 @@ template <int F> struct tile {
 					fp4x8(wb[j], Q);
 					const uint2 b0 = *reinterpret_cast<const uint2 *>(xk + 8 * j);
 					const uint2 b1 = *reinterpret_cast<const uint2 *>(xk + 8 * j + 4);
-					float *d = (F == KF_NVFP4 && j >= 2) ? d1 : d0;
+					float *d = j >= 2 ? d1 : d0;
 					mma_f16(d, P[0], Q[0], P[1], Q[1], b0);
 					mma_f16(d, P[2], Q[2], P[3], Q[3], b1);
+				}
+				if (F == KF_DSFP4) {
+#pragma unroll
+					for (int i = 0; i < 4; i++)
+						d0[i] += d1[i];
 				}
 				const float x0 = post[(it + u) * 4 + ch], x1 = post[(it + u) * 4 + ch + 1];
 				if (F == KF_NVFP4) {
@@ -374,16 +411,16 @@ template <int F> struct tile {
 		}
 	}
 
-	/* Iterations [i0, i1) into acc, the first FTGEMV_UNROLL already loaded in A: two buffers,
+	/* Iterations [i0, i1) into acc, the first U already loaded in A: two buffers,
 	 * one loading while the other is used. */
-	__device__ inline void run(frag A[FTGEMV_UNROLL], int i0, int i1, float acc[4]) const
+	__device__ inline void run(frag A[U], int i0, int i1, float acc[4]) const
 	{
-		frag B[FTGEMV_UNROLL];
-		for (int it = i0; it < i1; it += 2 * FTGEMV_UNROLL) {
-			load(B, it + FTGEMV_UNROLL, i1);
+		frag B[U];
+		for (int it = i0; it < i1; it += 2 * U) {
+			load(B, it + U, i1);
 			compute(A, it, i1, acc);
-			load(A, it + 2 * FTGEMV_UNROLL, i1);
-			compute(B, it + FTGEMV_UNROLL, i1, acc);
+			load(A, it + 2 * U, i1);
+			compute(B, it + U, i1, acc);
 		}
 	}
 };
@@ -413,6 +450,23 @@ __device__ static inline size_t vec_elems(long K)
  * block's 32 rows are one 32-element block of h). */
 template <int F> struct gu_rows { static constexpr int v = F == KF_BF16 ? 8 : 8 * FTGEMV_GU_WARPS; };
 static_assert(FTGEMV_GU_WARPS % 4 == 0, "a 4-bit gate_up block writes h in blocks of 32 rows");
+
+/* A kernel's block: tiles x ks warps (warp w: tile w % tiles, K part w / tiles of ks); minb
+ * blocks an SM must hold (the register budget __launch_bounds__ gives). gate_up bf16: one tile,
+ * FTGEMV_GU_WARPS K parts; 4-bit: FTGEMV_GU_WARPS tiles, FTGEMV_GU_KS parts; down:
+ * FTGEMV_DN_WARPS tiles, FTGEMV_DN_KS(_BF16) parts. */
+template <int TL, int KS, int WPSM> struct blk_cfg {
+	static constexpr int tiles = TL, ks = KS, warps = TL * KS;
+	static constexpr int minb = WPSM / warps > 0 ? WPSM / warps : 1;
+};
+template <int F>
+struct gu_cfg : blk_cfg<F == KF_BF16 ? 1 : FTGEMV_GU_WARPS, F == KF_BF16 ? FTGEMV_GU_WARPS : FTGEMV_GU_KS,
+			F == KF_BF16 ? FTGEMV_GU_WPSM_BF16 : FTGEMV_GU_WPSM> {
+};
+template <int F>
+struct dn_cfg : blk_cfg<FTGEMV_DN_WARPS, F == KF_BF16 ? FTGEMV_DN_KS_BF16 : FTGEMV_DN_KS,
+			F == KF_BF16 ? FTGEMV_DN_WPSM_BF16 : FTGEMV_DN_WPSM> {
+};
 
 /* Scratch: h of every (token, route) as staged (hi [I], lo [I] u16), then the 4-bit formats'
  * block factors (post [I / 32] float). */
@@ -452,13 +506,15 @@ static inline size_t scratch_bytes(size_t B, size_t topk, long H, long I)
  * shared memory 3 staged vectors of H and their block factors. h of (b, r), rows j: act(gate_j
  * . x_b, up_j . x_b), written to the scratch ready to stage (and its block factor). */
 template <int F>
-__global__ void __launch_bounds__(FTGEMV_GU_WARPS * 32, FTGEMV_GU_MINB) gu_kernel(const gv_params p)
+__global__ void __launch_bounds__(gu_cfg<F>::warps * 32, gu_cfg<F>::minb) gu_kernel(const gv_params p)
 {
+	constexpr int TL = gu_cfg<F>::tiles, KS = gu_cfg<F>::ks;
 	extern __shared__ __align__(16) uint16_t sm_gu[];
-	__shared__ float red[FTGEMV_GU_WARPS][16];
+	__shared__ float red[KS][TL][16];
 	__shared__ float hv[gu_rows<F>::v];
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-	constexpr int NT = FTGEMV_GU_WARPS * 32;
+	const int tw = KS == 1 ? warp : warp % TL, ks = KS == 1 ? 0 : warp / TL;
+	constexpr int NT = gu_cfg<F>::warps * 32;
 	const int j0 = blockIdx.x * gu_rows<F>::v, r = blockIdx.y, b = blockIdx.z;
 	const long H = p.H, I = p.I;
 	grid_wait();
@@ -485,13 +541,12 @@ __global__ void __launch_bounds__(FTGEMV_GU_WARPS * 32, FTGEMV_GU_MINB) gu_kerne
 	const float *x = p.x + (size_t)b * H;
 	/* tile rows 0-7: gate rows jt + g, rows 8-15: up rows I + jt + g (I rows further on) */
 	const int NI = (int)(H / kiter<F>::v);
-	const int jt = F == KF_BF16 ? j0 : j0 + 8 * warp;
-	const int i0 = F == KF_BF16 ? NI * warp / FTGEMV_GU_WARPS : 0;
-	const int i1 = F == KF_BF16 ? NI * (warp + 1) / FTGEMV_GU_WARPS : NI;
+	const int jt = j0 + 8 * tw;
+	const int i0 = NI * ks / KS, i1 = NI * (ks + 1) / KS;
 	const tile<F> t(p.gu_w + (size_t)slot * p.gu_wb, p.gu_s ? p.gu_s + (size_t)slot * p.gu_sb : NULL, H, jt, I,
 			lane, hi, lo, zero, xpost);
 	/* the first loads go out before x is staged */
-	frag A[FTGEMV_UNROLL];
+	frag A[unroll<F>::v];
 	t.load(A, i0, i1);
 
 	/* stage x: thread tid takes elements 8 tid .. 8 tid + 7 of each round; the 4 threads of a
@@ -526,33 +581,38 @@ __global__ void __launch_bounds__(FTGEMV_GU_WARPS * 32, FTGEMV_GU_MINB) gu_kerne
 	t.run(A, i0, i1, acc);
 	float gt, up;
 	tile_rows(acc, &gt, &up);
-	uint16_t *h16 = reinterpret_cast<uint16_t *>(p.h) + ((size_t)b * p.topk + r) * 2 * I;
-	if (F == KF_BF16) {
+	if (KS > 1) {
+		/* the K parts of each tile added up in part order (deterministic) */
 		if ((lane & 3) == 0) {
-			red[warp][lane >> 2] = gt;
-			red[warp][8 + (lane >> 2)] = up;
+			red[ks][tw][lane >> 2] = gt;
+			red[ks][tw][8 + (lane >> 2)] = up;
 		}
 		__syncthreads();
-		if (tid < 8) {
-			float g = 0, u = 0;
-			for (int i = 0; i < FTGEMV_GU_WARPS; i++) {
-				g += red[i][tid];
-				u += red[i][8 + tid];
-			}
+		gt = 0;
+		up = 0;
+		for (int i = 0; i < KS; i++) {
+			gt += red[i][tw][lane >> 2];
+			up += red[i][tw][8 + (lane >> 2)];
+		}
+	}
+	uint16_t *h16 = reinterpret_cast<uint16_t *>(p.h) + ((size_t)b * p.topk + r) * 2 * I;
+	if (F == KF_BF16) {
+		if (warp == 0 && (lane & 3) == 0) {
+			const int j = j0 + (lane >> 2);
 			uint32_t vh, vl;
-			split_bf16(act_f(p.act, g, u, p.lim), &vh, &vl);
-			h16[j0 + tid] = (uint16_t)vh;
-			h16[I + j0 + tid] = (uint16_t)vl;
+			split_bf16(act_f(p.act, gt, up, p.lim), &vh, &vl);
+			h16[j] = (uint16_t)vh;
+			h16[I + j] = (uint16_t)vl;
 		}
 	} else {
-		if ((lane & 3) == 0) {
+		if (ks == 0 && (lane & 3) == 0) {
 			float g = gt, u = up;
 			if (F == KF_NVFP4) {
 				const uint8_t *gl = p.gu_g + (size_t)slot * p.gu_gb;
 				g *= FP4_POST * fp16_f(gl + 2 * (size_t)(jt + (lane >> 2)));
 				u *= FP4_POST * fp16_f(gl + 2 * (size_t)(I + jt + (lane >> 2)));
 			}
-			hv[8 * warp + (lane >> 2)] = act_f(p.act, g, u, p.lim);
+			hv[8 * tw + (lane >> 2)] = act_f(p.act, g, u, p.lim);
 		}
 		__syncthreads();
 		/* each 32 rows of h are one block of the staged h: warp w < rows / 32 scales and
@@ -587,16 +647,19 @@ static size_t dn_smem(long I)
  * group, zeroed by the gate_up kernel) adds the routes up in route order (deterministic) into
  * y[b]. */
 template <int F>
-__global__ void __launch_bounds__(FTGEMV_DN_WARPS * 32, FTGEMV_DN_MINB) dn_kernel(const gv_params p)
+__global__ void __launch_bounds__(dn_cfg<F>::warps * 32, dn_cfg<F>::minb) dn_kernel(const gv_params p)
 {
+	constexpr int TL = dn_cfg<F>::tiles, KS = dn_cfg<F>::ks;
 	extern __shared__ __align__(16) uint16_t sm_dn[];
 	__shared__ int s_slot[FTGEMV_MAX_TOPK];
 	__shared__ int s_last;
+	__shared__ float red[KS][TL][16];
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-	constexpr int NT = FTGEMV_DN_WARPS * 32;
+	const int tw = KS == 1 ? warp : warp % TL, ks = KS == 1 ? 0 : warp / TL;
+	constexpr int NT = dn_cfg<F>::warps * 32;
 	const int grp = blockIdx.x, r = blockIdx.y, b = blockIdx.z, topk = p.topk;
 	const long H = p.H, I = p.I;
-	const long n0 = (long)grp * FTGEMV_DN_GROUP + 16 * warp; /* this warp's rows */
+	const long n0 = (long)grp * FTGEMV_DN_GROUP + 16 * tw; /* this warp's rows */
 	const size_t ve = vec_elems(I);
 	uint16_t *zero = sm_dn, *hi = sm_dn + ve, *lo = sm_dn + 2 * ve;
 	float *spost = reinterpret_cast<float *>(sm_dn + 3 * ve);
@@ -611,14 +674,14 @@ __global__ void __launch_bounds__(FTGEMV_DN_WARPS * 32, FTGEMV_DN_MINB) dn_kerne
 	const int slot = s_slot[r];
 	if (slot < 0)
 		return;
-	const int NI = (int)(I / kiter<F>::v);
+	const int NI = (int)(I / kiter<F>::v), i0 = NI * ks / KS, i1 = NI * (ks + 1) / KS;
 	const bool rows = n0 < H;
 	const tile<F> t(p.dn_w + (size_t)slot * p.dn_wb, p.dn_s ? p.dn_s + (size_t)slot * p.dn_sb : NULL, I,
 			rows ? n0 : 0, 8, lane, hi, lo, zero, spost);
 	/* the first loads go out now */
-	frag A[FTGEMV_UNROLL];
+	frag A[unroll<F>::v];
 	if (rows)
-		t.load(A, 0, NI);
+		t.load(A, i0, i1);
 	grid_wait(); /* h of the gate_up kernel */
 	grid_release();
 
@@ -637,22 +700,48 @@ __global__ void __launch_bounds__(FTGEMV_DN_WARPS * 32, FTGEMV_DN_MINB) dn_kerne
 	__syncthreads();
 
 	float *part = dn_part(p) + ((size_t)b * topk + r) * H;
-	if (rows) {
-		float acc[4] = {0, 0, 0, 0};
-		t.run(A, 0, NI, acc);
-		float t0, t1;
-		tile_rows(acc, &t0, &t1);
-		if ((lane & 3) == 0) {
-			const long ra = n0 + (lane >> 2), rb = ra + 8;
-			float f0 = p.w[b * topk + r] * (F == KF_NVFP4 ? FP4_POST : 1.0f), f1 = f0;
-			if (F == KF_NVFP4) {
-				const uint8_t *gl = p.dn_g + (size_t)slot * p.dn_gb;
-				f0 *= fp16_f(gl + 2 * (size_t)ra);
-				f1 *= fp16_f(gl + 2 * (size_t)rb);
-			}
-			part[ra] = t0 * f0;
-			part[rb] = t1 * f1;
+	/* rows n0 + g and n0 + g + 8 (sums t0, t1) of this route into the scratch */
+	auto put = [&](float t0, float t1) {
+		const long ra = n0 + (lane >> 2), rb = ra + 8;
+		float f0 = p.w[b * topk + r] * (F == KF_NVFP4 ? FP4_POST : 1.0f), f1 = f0;
+		if (F == KF_NVFP4) {
+			const uint8_t *gl = p.dn_g + (size_t)slot * p.dn_gb;
+			f0 *= fp16_f(gl + 2 * (size_t)ra);
+			f1 *= fp16_f(gl + 2 * (size_t)rb);
 		}
+		part[ra] = t0 * f0;
+		part[rb] = t1 * f1;
+	};
+	if (KS == 1) {
+		if (rows) {
+			float acc[4] = {0, 0, 0, 0};
+			t.run(A, i0, i1, acc);
+			float t0, t1;
+			tile_rows(acc, &t0, &t1);
+			if ((lane & 3) == 0)
+				put(t0, t1);
+		}
+	} else {
+		float t0 = 0, t1 = 0;
+		if (rows) {
+			float acc[4] = {0, 0, 0, 0};
+			t.run(A, i0, i1, acc);
+			tile_rows(acc, &t0, &t1);
+		}
+		/* the K parts of each tile added up in part order (deterministic) */
+		if ((lane & 3) == 0) {
+			red[ks][tw][lane >> 2] = t0;
+			red[ks][tw][8 + (lane >> 2)] = t1;
+		}
+		__syncthreads();
+		t0 = 0;
+		t1 = 0;
+		for (int i = 0; i < KS; i++) {
+			t0 += red[i][tw][lane >> 2];
+			t1 += red[i][tw][8 + (lane >> 2)];
+		}
+		if (rows && ks == 0 && (lane & 3) == 0)
+			put(t0, t1);
 	}
 	/* the last block of the row group adds the live routes up, in route order */
 	__threadfence();
@@ -757,13 +846,13 @@ static cudaError_t launch(const struct ftgemv_experts *e, const gv_params &p, in
 		cfg.numAttrs = 1;
 	}
 	cfg.gridDim = dim3((unsigned)(e->I / gu_rows<F>::v), (unsigned)p.topk, (unsigned)B);
-	cfg.blockDim = dim3(FTGEMV_GU_WARPS * 32);
+	cfg.blockDim = dim3(gu_cfg<F>::warps * 32);
 	cfg.dynamicSmemBytes = gu_smem(e->H);
 	cudaError_t err = cudaLaunchKernelEx(&cfg, gu_kernel<F>, p);
 	if (err)
 		return err;
 	cfg.gridDim = dim3((unsigned)dn_groups(e->H), (unsigned)p.topk, (unsigned)B);
-	cfg.blockDim = dim3(FTGEMV_DN_WARPS * 32);
+	cfg.blockDim = dim3(dn_cfg<F>::warps * 32);
 	cfg.dynamicSmemBytes = dn_smem(e->I);
 	err = cudaLaunchKernelEx(&cfg, dn_kernel<F>, p);
 	return err ? err : cudaGetLastError();
