@@ -386,10 +386,10 @@ install: $(ALL) man
 # `make fuzz-request FT_FUZZ_SECONDS=60` runs it on the seed bodies of tests/fuzz/request/.
 FUZZ_CC      ?= clang
 FUZZ_FLAGS   := -std=gnu17 -D_GNU_SOURCE -DFT_VERSION='"$(VERSION)"' -g -O1 -fsanitize=fuzzer,address,undefined \
-                -Isrc -Idaemon
+                -Isrc -Isrc/profile -Idaemon
 FUZZ_REQUEST := tests/fuzz/fuzz_request.c daemon/request.c daemon/kinds.c daemon/config.c src/hw/gpu.c \
                 src/util/strutil.c src/util/fsutil.c src/util/jobargs.c src/hw/pci.c src/decode/compare.c \
-                src/decode/server.c src/util/proc.c src/util/timeutil.c
+                src/decode/server.c src/util/proc.c src/util/timeutil.c src/moe/formats.c src/moe/models.c
 $(BUILD)/fuzz/fuzz_request: $(FUZZ_REQUEST) $(wildcard daemon/*.h src/util/*.h src/hw/*.h src/decode/*.h)
 	$(call say,FUZZ,$@)
 	@mkdir -p $(@D)

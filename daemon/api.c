@@ -224,10 +224,12 @@ void ftd_api_health(const struct ftd_api_req *rq, struct ftd_api_reply *rp)
 	else if (rq->api_full_s >= FTD_API_SATURATED_S)
 		status = "saturated";
 	double up = (double)(fttime_now_ns() - ftd.start_ns) / 1e9;
-	json_t *o = json_pack("{s:s,s:s,s:f,s:i,s:i,s:i}", "status", status, "version", FT_VERSION, "uptime_s", up,
+	/* uptimeS and engineRunning: the seed daemon's fields (its desktop app reads them) */
+	json_t *o = json_pack("{s:s,s:s,s:f,s:i,s:i,s:i,s:I,s:b}", "status", status, "version", FT_VERSION, "uptime_s", up,
 			      "queued", __atomic_load_n(&ftd.n_queued, __ATOMIC_RELAXED), "running",
 			      __atomic_load_n(&ftd.n_running, __ATOMIC_RELAXED), "gpus",
-			      strcmp(status, "starting") ? ftd.ngpus : 0);
+			      strcmp(status, "starting") ? ftd.ngpus : 0, "uptimeS",
+			      (json_int_t)(up > 0 ? up : 0), "engineRunning", 0);
 	unsigned code = strcmp(status, "ok") ? 503 : 200;
 	if (code == 503) {
 		rp->hname = "Retry-After";
@@ -396,7 +398,10 @@ void ftd_api_log(const struct ftd_api_req *rq, const char *id, struct ftd_api_re
 enum { STREAM_SLICE_MS = 200, STREAM_KEEPALIVE_MS = 15000 };
 
 struct ftd_api_stream {
-	struct ftd_job *j;
+	struct ftd_job *j;      /* NULL: a seed stream that only says seed_error */
+	int seed;               /* the seed daemon's form (ftd_api_stream_seed) */
+	char *seed_error;       /* a seed stream's error before any job */
+	int seed_done;          /* its last event was sent */
 	int fd; /* the client's socket: a client that went away ends the stream */
 	size_t next;
 	char *pend;
@@ -404,17 +409,55 @@ struct ftd_api_stream {
 	int idle_slices; /* quiet slices since the last keep-alive */
 };
 
+/* A seed stream's last event (ftd.lock held): the profile when the job succeeded, else every
+ * reason it failed (its error, then its detail), as the seed's `error {message}`. A new string. */
+static char *seed_last(const struct ftd_api_stream *s)
+{
+	char *out = NULL, *data = NULL;
+	const struct ftd_job *j = s->j;
+	if (j && j->state == FTD_JOB_SUCCEEDED && j->result) {
+		data = json_dumps(j->result, JSON_COMPACT);
+		if (data && asprintf(&out, "event: result\ndata: %s\n\n", data) < 0)
+			out = NULL;
+		free(data);
+		return out;
+	}
+	char *msg = NULL;
+	const char *e = !j ? s->seed_error : j->error ? j->error : ftd_job_state_name(j->state);
+	if (asprintf(&msg, "%s%s%s", e, j && j->error_detail ? "\n" : "", j && j->error_detail ? j->error_detail : "") < 0)
+		return NULL;
+	json_t *o = json_pack("{s:s}", "message", msg);
+	free(msg);
+	data = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	if (data && asprintf(&out, "event: error\ndata: %s\n\n", data) < 0)
+		out = NULL;
+	free(data);
+	return out;
+}
+
 ssize_t ftd_api_stream_read(struct ftd_api_stream *s, char *buf, size_t max)
 {
 	size_t n = 0;
 	pthread_mutex_lock(&ftd.lock);
 	for (;;) {
-		if (!s->pend && s->next < s->j->nev) {
+		if (s->seed && !s->pend && !s->seed_done && (!s->j || (ftd_job_final(s->j->state) && s->next >= s->j->nev))) {
+			s->seed_done = 1;
+			s->pend = seed_last(s);
+			s->pend_len = s->pend ? strlen(s->pend) : 0;
+			s->pend_off = 0;
+		}
+		if (s->seed && !s->pend && s->j && s->next < s->j->nev && s->j->ev[s->next].type != FTD_EV_PROGRESS) {
+			s->next++; /* the seed's stream: progress, then one result or error at the end */
+			continue;
+		}
+		if (!s->pend && s->j && s->next < s->j->nev) {
 			const struct ftd_event *e = &s->j->ev[s->next++];
 			/* id: the event's position in the job's list (1 = first); a client that
 			 * reconnects with Last-Event-ID: N is sent the events after the N-th */
-			int w = asprintf(&s->pend, "id: %zu\nevent: %s\ndata: %s\n\n", s->next, ftd_job_ev_name(e->type),
-					 e->data);
+			int w = s->seed ? asprintf(&s->pend, "event: %s\ndata: %s\n\n", ftd_job_ev_name(e->type), e->data)
+					: asprintf(&s->pend, "id: %zu\nevent: %s\ndata: %s\n\n", s->next,
+						   ftd_job_ev_name(e->type), e->data);
 			if (w < 0) {
 				s->pend = NULL;
 				break;
@@ -439,7 +482,7 @@ ssize_t ftd_api_stream_read(struct ftd_api_stream *s, char *buf, size_t max)
 		}
 		if (n > 0)
 			break;
-		if (ftd_job_final(s->j->state) || ftd.stopping) {
+		if (s->seed ? s->seed_done : ftd_job_final(s->j->state) || ftd.stopping) {
 			pthread_mutex_unlock(&ftd.lock);
 			return FTD_API_STREAM_END;
 		}
@@ -455,7 +498,7 @@ ssize_t ftd_api_stream_read(struct ftd_api_stream *s, char *buf, size_t max)
 			ts.tv_nsec -= 1000000000L;
 		}
 		int rc = pthread_cond_timedwait(&ftd.cond, &ftd.lock, &ts);
-		if (s->next >= s->j->nev && !ftd_job_final(s->j->state) && !ftd.stopping) {
+		if (s->j && s->next >= s->j->nev && !ftd_job_final(s->j->state) && !ftd.stopping) {
 			struct pollfd p = {.fd = s->fd, .events = POLLRDHUP};
 			if (s->fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
 				pthread_mutex_unlock(&ftd.lock);
@@ -480,10 +523,44 @@ void ftd_api_stream_free(struct ftd_api_stream *s)
 {
 	__atomic_sub_fetch(&n_streams, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&ftd.lock);
-	ftd_job_unref(s->j);
+	if (s->seed && s->j && !ftd_job_final(s->j->state) && !ftd.stopping && !s->j->removed) {
+		/* the seed's stream is the job's life line (its PR #221): the client went away */
+		struct ftd_err err;
+		ftd_log(FTD_LOG_INFO, "job %s: the /bench/run client went away: cancelling it", s->j->id);
+		ftd_api_cancel_job(s->j, &err);
+	}
+	if (s->j)
+		ftd_job_unref(s->j);
 	pthread_mutex_unlock(&ftd.lock);
 	free(s->pend);
+	free(s->seed_error);
 	free(s);
+}
+
+int ftd_api_stream_room(void)
+{
+	return __atomic_load_n(&n_streams, __ATOMIC_RELAXED) < ftd.cfg.max_event_streams;
+}
+
+int ftd_api_stream_seed(struct ftd_job *j, const char *error, int fd, struct ftd_api_reply *rp)
+{
+	struct ftd_api_stream *s = calloc(1, sizeof *s);
+	if (!s || (!j && !(s->seed_error = strdup(error ? error : "the job could not be queued")))) {
+		free(s);
+		return -ENOMEM;
+	}
+	s->seed = 1;
+	s->fd = fd;
+	if (j) {
+		pthread_mutex_lock(&ftd.lock);
+		j->refs++;
+		s->j = j;
+		pthread_mutex_unlock(&ftd.lock);
+	}
+	__atomic_add_fetch(&n_streams, 1, __ATOMIC_RELAXED);
+	rp->status = 200;
+	rp->stream = s;
+	return 0;
 }
 
 void ftd_api_events(const struct ftd_api_req *rq, const char *id, struct ftd_api_reply *rp)
@@ -569,12 +646,17 @@ void ftd_api_profile(const struct ftd_api_req *rq, const char *uuid, size_t n, s
 {
 	(void)rq;
 	(void)n;
-	char *text;
+	char *text, why[200];
 	size_t len;
-	if (ftd_profiles_read(uuid, &text, &len) < 0)
+	if (ftd_profiles_read(uuid, &text, &len) < 0) {
 		ftd_api_error(rp, 404, "not_found", NULL, "no profile for %.*s", ftstr_utf8_cut(uuid, 80), uuid);
-	else
+	} else if (ftd_profiles_corrupt(text, len, why, sizeof why)) {
+		free(text);
+		ftd_api_error(rp, 500, "corrupt_profile", NULL, "the stored profile of %.*s is not a profile: %s",
+			      ftstr_utf8_cut(uuid, 80), uuid, why);
+	} else {
 		reply_raw(rp, 200, text, len, "application/json");
+	}
 }
 
 extern const char ftd_openapi_json[];

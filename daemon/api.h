@@ -69,6 +69,14 @@ void ftd_api_openapi(const struct ftd_api_req *rq, struct ftd_api_reply *rp);
 #define FTD_API_STREAM_ERROR (-2)
 ssize_t ftd_api_stream_read(struct ftd_api_stream *s, char *buf, size_t max);
 void ftd_api_stream_free(struct ftd_api_stream *s);
+/* The seed daemon's event stream of job j (a reference is taken; call without ftd.lock), or,
+ * with j NULL, one that only says error: `progress` events without ids, then `result` (data: the
+ * job's result) when it succeeded or `error` {"message": its error and detail, one reason a
+ * line}. fd: the client's socket. When the stream ends before the job (its client went away)
+ * the job is cancelled. 0 with rp's stream set, or -ENOMEM. */
+int ftd_api_stream_seed(struct ftd_job *j, const char *error, int fd, struct ftd_api_reply *rp);
+/* 1 while fewer than max-event-streams event streams are open. */
+int ftd_api_stream_room(void);
 
 /* Submit a job as POST /benchmark/start does (with ftd.lock held): validate and journal it, or
  * return the job of a replayed idempotency key. 0 with *out (borrowed) and *replayed, or -1

@@ -31,7 +31,8 @@ struct opt {
 static const struct opt opts[] = {
 	STR("listen", "127.0.0.1:8377", listen,
 	    "Address to listen on: IPV4:PORT or [IPV6]:PORT. A non-loopback address needs token-file. "
-	    "Ignored under socket activation (ftbenchd.socket)."),
+	    "Ignored under socket activation (ftbenchd.socket). The seed daemon's desktop app expects "
+	    "its port: listen = 127.0.0.1:1900 (POST /bench/run, GET /bench/profile, X-FT-Token; README)."),
 	STR("state-dir", "", state_dir,
 	    "Job journal and logs. Empty: $STATE_DIRECTORY, else $XDG_STATE_HOME/ftbenchd, else "
 	    "~/.local/state/ftbenchd."),
@@ -83,7 +84,7 @@ static const struct opt opts[] = {
 	INT("bw-legacy-copy", 0, 1, "1", bw_legacy_copy,
 	    "1: a bw job on a host with one GPU also writes the seed system's single file "
 	    "$XDG_CACHE_HOME/freetoken/benchbw.json, the only one released engines read (never on a host with "
-	    "several GPUs); 0: it does not (the worker gets --no-legacy-copy)."),
+	    "several GPUs); 0: it does not."),
 	INT("history", 0, 10000, "20", history,
 	    "Profiles kept per GPU in <profile-dir>/history (GET /profiles/{uuid}/history, the status "
 	    "page's plots); 0 keeps none."),

@@ -16,7 +16,7 @@ struct ftd_config {
 	long max_queue, max_connections, max_body, job_timeout, max_job_timeout, kill_grace;
 	long log_max, retain_jobs, retain_age, max_result_line, gpus_timeout, log_level;
 	long max_event_streams, header_timeout;
-	long bw_legacy_copy;     /* 0: bw workers get --no-legacy-copy */
+	long bw_legacy_copy;     /* 0: a bw job never writes the legacy single file */
 	long history, drift_pct; /* profiles kept per GPU; drift share in percent */
 	char *nfd_file;          /* node-feature-discovery feature file, "" = none */
 	char *rebench;           /* "on-change", "never" or an interval */

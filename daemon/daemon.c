@@ -30,7 +30,8 @@ int ftd_daemon_save(const struct ftd_job *j)
 struct ftd_kind_ctx ftd_daemon_kind_ctx(const char *job_id)
 {
 	struct ftd_kind_ctx c = {.cfg = &ftd.cfg, .worker = ftd.worker, .gpus = ftd.gpus, .ngpus = ftd.ngpus,
-				 .job_id = job_id, .out_dir = ftd.logs_dir, .ftw_dir = ftd.ftw_dir};
+				 .gpus_known = ftd.gpus_known, .gpus_reason = ftd.gpus_reason, .job_id = job_id, .out_dir = ftd.logs_dir,
+				 .ftw_dir = ftd.ftw_dir};
 	return c;
 }
 

@@ -21,6 +21,7 @@ struct ftd_daemon {
 	struct ftd_jobs jobs;
 	struct ftgpu_info *gpus;
 	int ngpus;
+	int gpus_known;          /* the worker listed the GPUs (ngpus 0 then: the host has none) */
 	char gpus_reason[256];
 	char *state_dir, *jobs_dir, *logs_dir, *ftw_dir, *profile_dir, *worker;
 	int wake_fd;

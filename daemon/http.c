@@ -19,6 +19,7 @@
 #include "metrics.h"
 #include "page.h"
 #include "request.h"
+#include "seed.h"
 #include "util/fsutil.h"
 #include "util/strutil.h"
 #include "util/timeutil.h"
@@ -141,8 +142,12 @@ static int token_ok(const char *got)
 	return got && diff == 0;
 }
 
+/* Authorization: Bearer <token>, or the seed daemon's X-FT-Token: <token>. */
 static int authorized(struct MHD_Connection *c)
 {
+	const char *x = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-FT-Token");
+	if (x && token_ok(x))
+		return 1;
 	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
 	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
 		return 0;
@@ -299,6 +304,8 @@ static const struct route {
 	{"/benchmark/jobs/*/events", "GET", R_JOB, NULL, ftd_api_events},
 	{"/benchmark/jobs/*/log", "GET", R_JOB, NULL, ftd_api_log},
 	{"/benchmark/jobs/*/cancel", "POST", R_JOB, NULL, ftd_api_cancel},
+	{"/bench/run", "POST", R_NONE, ftd_seed_run},   /* the seed daemon's (seed.h) */
+	{"/bench/profile", "GET", R_NONE, ftd_seed_profile},
 	{NULL},
 };
 
@@ -410,6 +417,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			rq->answered = 1;
 			if (!strcmp(url, "/") && is_get(method)) /* a browser: the page that asks for the token */
 				return respond_html(c, 401, ftd_page_login);
+			if (!strncmp(url, "/bench/", 7)) /* the seed daemon's routes: its body */
+				return respond_json_h(c, 401, ftd_seed_detail("invalid or missing X-FT-Token"), NULL, NULL);
 			return respond_error(c, 401, "unauthorized", NULL, "missing or wrong bearer token");
 		}
 		return MHD_YES;

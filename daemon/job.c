@@ -67,6 +67,7 @@ static void job_free(struct ftd_job *j)
 	free(j->argv);
 	free(j->prog_label);
 	free(j->error);
+	free(j->error_detail);
 	json_decref(j->result);
 	free(j->profile_path);
 	free(j->idem_key);
@@ -128,6 +129,23 @@ void ftd_job_set_error(struct ftd_job *j, const char *msg)
 {
 	free(j->error);
 	j->error = msg ? strdup(msg) : NULL;
+	if (!msg)
+		ftd_job_set_detail(j, NULL);
+}
+
+void ftd_job_set_detail(struct ftd_job *j, const char *detail)
+{
+	free(j->error_detail);
+	j->error_detail = detail ? strdup(detail) : NULL;
+}
+
+static json_t *str_or_null(const char *s);
+
+void ftd_job_error_event(struct ftd_job *j)
+{
+	if (j->error)
+		ftd_job_event(j, FTD_EV_ERROR, json_pack("{s:o,s:o}", "message", str_or_null(j->error), "detail",
+							 str_or_null(j->error_detail)));
 }
 
 void ftd_job_replay(struct ftd_job *j)
@@ -138,8 +156,7 @@ void ftd_job_replay(struct ftd_job *j)
 		return;
 	if (j->result)
 		ftd_job_event(j, FTD_EV_RESULT, json_pack("{s:O}", "result", j->result));
-	if (j->error)
-		ftd_job_event(j, FTD_EV_ERROR, json_pack("{s:s}", "message", j->error));
+	ftd_job_error_event(j);
 	ftd_job_event(j, FTD_EV_STATE, json_pack("{s:s}", "state", ftd_job_state_name(j->state)));
 }
 
@@ -263,6 +280,7 @@ json_t *ftd_job_json(const struct ftd_job *j, int with_result, int queue_pos)
 	json_object_set_new(o, "exit_status", j->exit_status >= 0 ? json_integer(j->exit_status) : json_null());
 	json_object_set_new(o, "signal", j->sig > 0 ? json_integer(j->sig) : json_null());
 	json_object_set_new(o, "error", str_or_null(j->error));
+	json_object_set_new(o, "error_detail", str_or_null(j->error_detail));
 	if (with_result)
 		json_object_set_new(o, "result", j->result ? json_incref(j->result) : json_null());
 	json_object_set_new(o, "profile_path", str_or_null(j->profile_path));

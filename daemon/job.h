@@ -59,7 +59,8 @@ struct ftd_job {
 	char *prog_label;
 	int cancel_requested;
 	int exit_status, sig;   /* -1 = none */
-	char *error;
+	char *error;            /* why it did not succeed, one line (the first reason) */
+	char *error_detail;     /* every reason, one a line (NULL: error says it all) */
 	json_t *result;
 	char *profile_path;
 	char *idem_key, *req_canon;
@@ -95,8 +96,13 @@ void ftd_job_unref(struct ftd_job *j);
 void ftd_job_event(struct ftd_job *j, enum ftd_job_ev type, json_t *data);
 /* Change state and emit the state event (the caller journals it). */
 void ftd_job_set_state(struct ftd_job *j, enum ftd_job_state s);
-/* Set j->error to a copy of msg (NULL clears it). */
+/* Set j->error to a copy of msg (NULL clears it; so does it error_detail). */
 void ftd_job_set_error(struct ftd_job *j, const char *msg);
+/* Set j->error_detail to a copy of detail (NULL clears it). */
+void ftd_job_set_detail(struct ftd_job *j, const char *detail);
+/* The job's error event: {"message": error, "detail": error_detail or null}; nothing without an
+ * error. Sent once, when the job ends (and when a finished job is replayed). */
+void ftd_job_error_event(struct ftd_job *j);
 /* The events a job loaded from the journal replays: a queued job its state, a finished one
  * its result, error and state. */
 void ftd_job_replay(struct ftd_job *j);

@@ -88,6 +88,7 @@ struct ftd_job *ftd_journal_from_record(const json_t *rec)
 	json_t *sg = json_object_get(rec, "signal");
 	j->sig = json_is_integer(sg) ? (int)json_integer_value(sg) : -1;
 	j->error = dup_or_null(rec, "error");
+	j->error_detail = dup_or_null(rec, "error_detail");
 	json_t *res = json_object_get(rec, "result");
 	j->result = json_is_object(res) ? json_incref(res) : NULL;
 	j->profile_path = dup_or_null(rec, "profile_path");

@@ -10,19 +10,71 @@
 #include <string.h>
 
 #include "decode/compare.h"
+#include "ftprofile.h"
+#include "moe/formats.h"
+#include "moe/models.h"
 #include "util/strutil.h"
+#include "util/workermsg.h"
 
 /* ---- the kinds' own parts of the argv and their end hooks */
 
-/* bw: the configured deployment unless args say one, --no-legacy-copy unless the config keeps
- * the legacy copy, and a copy of the profile in the job's output directory. */
+/* The names of arg (a string "a,b" or a list, already checked by the table) each in the worker's
+ * table: formats (ftfmt_lookup; with_workload: only those with a bw workload) or the bw models,
+ * "all" too. 0, or -1 with err naming the first unknown one and the choices. */
+static int names_known(const json_t *args, const char *arg, int models, int with_workload, struct ftd_err *err)
+{
+	const json_t *v = json_object_get(args, arg);
+	char **items = NULL, choices[512] = "all", field[64];
+	int n = 0, r = 0;
+	if (!v)
+		return 0;
+	if (json_is_string(v)) {
+		n = ftstr_split(json_string_value(v), &items, 64);
+	} else {
+		n = (int)json_array_size(v);
+		items = calloc((size_t)n + 1, sizeof *items);
+		for (int i = 0; items && i < n; i++)
+			items[i] = strdup(json_string_value(json_array_get(v, (size_t)i)));
+	}
+	if (n < 0 || !items)
+		return 0; /* the table's check said what is wrong with it already */
+	for (int i = 0; i < n && r == 0; i++) {
+		const char *x = items[i];
+		if (!x || (!strcmp(x, "all") && (models || with_workload)))
+			continue; /* --formats has no "all" */
+		const struct ftfmt *f = models ? NULL : ftfmt_lookup(x);
+		if (models ? !!ftmodel_find(ftmodel_bw_models, ftmodel_bw_models_count, x)
+			   : f && (!with_workload || ftmodel_bw_dtype(f->id)))
+			continue;
+		if (!models && !with_workload)
+			snprintf(choices, sizeof choices, "%s", ftfmt_all_names());
+		else if (models)
+			for (int j = 0; j < ftmodel_bw_models_count; j++)
+				snprintf(choices + strlen(choices), sizeof choices - strlen(choices), ", %s",
+					 ftmodel_bw_models[j].name);
+		else
+			for (int j = 0; j < ftmodel_bw_dtypes_count; j++)
+				snprintf(choices + strlen(choices), sizeof choices - strlen(choices), ", %s",
+					 ftfmt_get(ftmodel_bw_dtypes[j].format)->name);
+		snprintf(field, sizeof field, "args.%s", arg);
+		ftd_kind_err_set(err, 400, "invalid_argument", field, "%s: unknown %s '%.*s' (choose from %s)", field,
+				 models ? "model" : "format", ftstr_utf8_cut(x, 64), x, choices);
+		r = -1;
+	}
+	ftstr_free_list(items, n);
+	return r;
+}
+
+/* bw: format and model names from the worker's own tables (src/moe/formats.c, models.c), the
+ * configured deployment unless args say one, and the profile written to the job's output
+ * directory (the daemon then settles it: the store, its history, the legacy copy). */
 static int bw_argv(const struct ftd_kind_ctx *c, const json_t *args, struct ftd_argv *b, struct ftd_err *err)
 {
-	(void)err;
+	if (names_known(args, "dtype", 0, 1, err) < 0 || names_known(args, "formats", 0, 0, err) < 0 ||
+	    names_known(args, "model", 1, 0, err) < 0)
+		return -1;
 	if (!json_object_get(args, "deployment") && c->cfg && c->cfg->deployment && *c->cfg->deployment)
 		ftd_kind_argv_push(b, ftd_kind_argv_flag("--deployment", c->cfg->deployment));
-	if (c->cfg && !c->cfg->bw_legacy_copy)
-		ftd_kind_argv_push(b, strdup("--no-legacy-copy"));
 	if (c->out_dir && c->job_id) {
 		char *s;
 		ftd_kind_argv_push(b, asprintf(&s, "--output=%s/%s.profile.json", c->out_dir, c->job_id) < 0 ? NULL : s);
@@ -55,27 +107,41 @@ static int lw_argv(const struct ftd_kind_ctx *c, const json_t *args, struct ftd_
 	return 0;
 }
 
-/* bw succeeded: its profile (one per GPU for gpu "all") goes to the profile store. */
+/* The profiles of a bw result: {"profiles": [...]} for gpu "all", else the one. A new array. */
+static json_t *bw_profiles(const json_t *result)
+{
+	json_t *many = json_object_get(result, "profiles"), *v = json_array();
+	if (json_is_array(many))
+		json_array_extend(v, many);
+	else
+		json_array_append(v, (json_t *)result);
+	return v;
+}
+
+/* bw succeeded: its profile (one per GPU for gpu "all") goes to the store, by the store's rule,
+ * and, on a host with one GPU, to the legacy single file. */
 static int bw_success(struct ftd_kind_done *d)
 {
 	char *path = NULL;
-	int r;
-	json_t *many = json_object_get(d->result, "profiles");
-	if (json_is_array(many)) {
-		/* bw with gpu "all": one profile per GPU, each stored under its own uuid */
-		size_t i;
-		json_t *p;
-		r = json_array_size(many) ? 0 : -EINVAL;
-		json_array_foreach(many, i, p) {
-			const char *u = json_string_value(json_object_get(json_object_get(p, "gpu"), "uuid"));
-			free(path);
-			path = NULL;
-			if (r == 0)
-				r = u ? d->store(p, u, &path, d->ctx) : -EINVAL;
-		}
-	} else {
-		r = d->store(d->result, d->gpu_uuid, &path, d->ctx);
+	int r = 0;
+	json_t *all = bw_profiles(d->result), *p;
+	size_t i, n = json_array_size(all);
+	if (!n)
+		r = -EINVAL;
+	json_array_foreach(all, i, p) {
+		const char *u = json_string_value(json_object_get(json_object_get(p, "gpu"), "uuid"));
+		if (n == 1 && d->gpu_uuid)
+			u = d->gpu_uuid;
+		free(path);
+		path = NULL;
+		if (r == 0)
+			r = n > 1 && !u ? -EINVAL : d->store(p, u, &path, d->ctx);
+		if (r == FTPROF_KEPT_INVALID)
+			r = -EINVAL; /* exit 0 with a profile that is not valid: the worker broke the rule */
 	}
+	if (r == 0 && n == 1 && d->legacy && d->legacy(json_array_get(all, 0), path, d->note, sizeof d->note, d->ctx) < 0)
+		r = 0; /* said in d->note; the profile is stored */
+	json_decref(all);
 	if (r < 0) {
 		free(path);
 		snprintf(d->msg, sizeof d->msg, "the profile could not be stored in %s: %s", d->store_dir ? d->store_dir : "the store",
@@ -86,34 +152,64 @@ static int bw_success(struct ftd_kind_done *d)
 	return 0;
 }
 
-/* A bw worker's exit 3: it measured, but its profile's own checks failed. The profile (each of
- * a gpu "all" run's that is not valid) goes to the history only, so the stored one, which
- * engines read, stays; the job fails with the first reason. */
+/* A bw worker's exit FTWMSG_EXIT_INVALID: it measured, but its profile's own checks failed. The
+ * store's rule keeps such a profile (each of a gpu "all" run's that is not valid) in the history
+ * only, so the stored one, which engines read, stays; the job fails with the first reason, and
+ * its detail lists every reason (of each GPU, named, when there are several). */
 static void bw_failure(struct ftd_kind_done *d)
 {
-	if (d->exit_status != 3)
+	if (d->exit_status != FTWMSG_EXIT_INVALID)
 		return;
-	json_t *many = json_object_get(d->result, "profiles"), *one = json_array();
-	if (json_is_array(many))
-		json_array_extend(one, many);
-	else
-		json_array_append(one, (json_t *)d->result);
-	size_t i, bad = 0;
-	json_t *p, *first = NULL;
-	json_array_foreach(one, i, p) {
+	json_t *all = bw_profiles(d->result), *p, *w;
+	size_t i, k, bad = 0, reasons = 0, nall = json_array_size(all);
+	const char *first = NULL;
+	char *detail = NULL;
+	size_t dlen = 0;
+	FILE *f = open_memstream(&detail, &dlen);
+	json_array_foreach(all, i, p) {
 		if (!json_is_false(json_object_get(p, "valid")))
 			continue;
-		d->keep(p, json_string_value(json_object_get(json_object_get(p, "gpu"), "uuid")), d->ctx);
-		if (!first)
-			first = json_array_get(json_object_get(p, "invalid_reasons"), 0);
+		const char *u = json_string_value(json_object_get(json_object_get(p, "gpu"), "uuid"));
+		char *kept = NULL;
+		int r = d->store(p, nall == 1 && d->gpu_uuid ? d->gpu_uuid : u, &kept, d->ctx);
+		free(kept);
+		json_t *why = json_object_get(p, "invalid_reasons");
+		if (f && nall > 1)
+			fprintf(f, "%s%s:", ftell(f) ? "\n" : "", u ? u : "a GPU");
+		json_array_foreach(why, k, w) {
+			if (!json_is_string(w))
+				continue;
+			if (!first)
+				first = json_string_value(w);
+			reasons++;
+			if (f)
+				fprintf(f, "%s%s%s", ftell(f) ? "\n" : "", nall > 1 ? "  " : "", json_string_value(w));
+		}
+		if (f && r < 0)
+			fprintf(f, "%s(it could not be kept in the history: %s)", ftell(f) ? "\n" : "", strerror(-r));
+		json_t *rm;
+		size_t nrm = 0;
+		json_array_foreach(json_object_get(p, "remeasured"), k, rm) {
+			if (f)
+				fprintf(f, "%s%s%s (%lld tries)", nrm ? ", " : ftell(f) ? "\n" : "",
+					nrm ? "" : nall > 1 ? "  measured again first: " : "measured again first: ",
+					json_string_value(json_object_get(rm, "phase")) ? json_string_value(json_object_get(rm, "phase")) : "?",
+					(long long)json_integer_value(json_object_get(rm, "tries")));
+			nrm++;
+		}
 		bad++;
 	}
+	if (f)
+		fclose(f);
 	if (bad)
 		snprintf(d->msg, sizeof d->msg,
 			 "the profile is not valid (kept in the history; the stored profile is unchanged): %s%s",
-			 json_is_string(first) ? json_string_value(first) : "its own checks failed",
-			 bad > 1 ? " (and others)" : "");
-	json_decref(one);
+			 first ? first : "its own checks failed", reasons > 1 ? " (and others: see error_detail)" : "");
+	if (bad && detail && *detail)
+		d->detail = detail;
+	else
+		free(detail);
+	json_decref(all);
 }
 
 /* decode: exactly one of server and url; a server template needs the model; compare needs a
@@ -147,7 +243,7 @@ static int decode_argv(const struct ftd_kind_ctx *c, const json_t *args, struct 
 static const struct ftd_kind kinds[] = {
 	{.name = "bw", .host_exclusive = 1, .gpu_all = 1, .argv = bw_argv, .on_success = bw_success,
 	 .on_failure = bw_failure},
-	{.name = "cache-copy"},
+	{.name = "cache-copy", .needs_gpu = 1},
 	{.name = "load-weights", .host_exclusive = 1, .argv = lw_argv},
 	{.name = "decode", .argv = decode_argv},
 };
@@ -580,6 +676,11 @@ int ftd_kind_argv(const struct ftd_kind *k, const json_t *args, const struct ftd
 			ftd_kind_err_set(err, 400, "missing_field", field, "%s needs %s", k->name, field);
 			goto fail;
 		}
+	}
+	if (k->needs_gpu && c->gpus_known && ngpus <= 0) {
+		ftd_kind_err_set(err, 409, "no_gpu", NULL, "%s needs a GPU and this host has none%s%s", k->name,
+				 c->gpus_reason && *c->gpus_reason ? ": " : "", c->gpus_reason ? c->gpus_reason : "");
+		goto fail;
 	}
 	if (k->argv && k->argv(c, args, &b, err) < 0)
 		goto fail;

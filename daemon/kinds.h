@@ -39,6 +39,8 @@ struct ftd_kind_ctx {
 	const char *worker;
 	const struct ftgpu_info *gpus; /* the inventory */
 	int ngpus;
+	int gpus_known;                /* the inventory was taken (ngpus 0 then: the host has none) */
+	const char *gpus_reason;       /* why the inventory has no GPU (NULL: not known) */
 	const char *job_id;            /* NULL: not known */
 	const char *out_dir;           /* where a job may leave files (<state>/logs), NULL: none */
 	const char *ftw_dir;           /* where kept FTW conversions live (<state>/ftw), NULL: none */
@@ -50,26 +52,33 @@ struct ftd_kind_done {
 	const json_t *result;          /* the worker's result object */
 	const char *gpu_uuid;          /* NULL: none */
 	int exit_status;
-	/* the profile store (new path in *path_out) and its history only; 0 or -errno */
+	/* the profile store: its fate by libftprofile's rule (ftprof_store_settle): 0 stored (new
+	 * path in *path_out), FTPROF_KEPT_INVALID (history only; *path_out the stored file), -errno */
 	int (*store)(const json_t *profile, const char *uuid, char **path_out, void *ctx);
-	int (*keep)(const json_t *profile, const char *uuid, void *ctx);
+	/* the legacy single file next to a profile just stored at stored (ftprof_legacy_settle, as
+	 * the configuration allows): 0 (msg may say why it was not written), -errno (msg says it) */
+	int (*legacy)(const json_t *profile, const char *stored, char *msg, size_t n, void *ctx);
 	void *ctx;
 	const char *store_dir;         /* where store writes (for messages) */
 	char *profile_path;            /* out: new string or NULL */
-	char msg[256];                 /* out: why the job fails ("" none) */
+	char msg[512];                 /* out: why the job fails, one line ("" none) */
+	char *detail;                  /* out: every reason, one a line (new string or NULL) */
+	char note[512];                /* out: what the daemon logs beside ("" none) */
 };
 
 struct ftd_kind {
 	const char *name;
 	int host_exclusive;      /* measures DRAM/PCIe/disk: nothing may run beside it */
 	int gpu_all;             /* args.gpu may be "all": every GPU (and, host-exclusive, the host) */
+	int needs_gpu;           /* cannot run without one: refused (409 no_gpu) on a host without */
 	const struct ftargs_spec *args;
 	/* After the table's flags (before --gpu and --result-fd): check what the table cannot and
 	 * add the kind's own flags. 0, or -1 with err filled. NULL: nothing. */
 	int (*argv)(const struct ftd_kind_ctx *c, const json_t *args, struct ftd_argv *b, struct ftd_err *err);
 	/* The job succeeded: 0, or -1 with d->msg (the job fails then). NULL: nothing. */
 	int (*on_success)(struct ftd_kind_done *d);
-	/* The worker exited with status != 0 but sent a result: may fill d->msg. NULL: nothing. */
+	/* The worker exited with status != 0 but sent a result: may fill d->msg and d->detail.
+	 * NULL: nothing. */
 	void (*on_failure)(struct ftd_kind_done *d);
 };
 

@@ -158,6 +158,12 @@ static void render_jobs(struct ftd_mbuf *m)
 			ftd_mbuf_cat(m, "%.1f s", ftd_job_duration(j));
 		ftd_mbuf_cat(m, "</td><td class=\"warn\">");
 		esc(m, j->error);
+		if (j->error_detail) {
+			/* every reason, one a line */
+			ftd_mbuf_cat(m, "<details class=\"reasons\"><summary>all reasons</summary><pre>");
+			esc(m, j->error_detail);
+			ftd_mbuf_cat(m, "</pre></details>");
+		}
 		ftd_mbuf_cat(m, "</td></tr>");
 	}
 	ftd_mbuf_cat(m, "</table>");

@@ -28,19 +28,32 @@ static int label_ok(const char *s)
 int ftd_profiles_store(const json_t *profile, const char *uuid, char **path_out)
 {
 	char path[4096];
-	int r = ftprof_store_commit(ftd.profile_dir, profile, uuid, (int)ftd.cfg.history, ftd.cfg.drift_pct / 100.0,
+	int r = ftprof_store_settle(ftd.profile_dir, profile, uuid, (int)ftd.cfg.history, ftd.cfg.drift_pct / 100.0,
 				    path, sizeof path);
 	if (r < 0)
 		return r;
-	if ((r = ftd_profiles_nfd_write()) < 0)
-		ftd_log(FTD_LOG_WARNING, "nfd-features-file %s: %s", ftd.cfg.nfd_file, strerror(-r));
+	int w;
+	if (r == 0 && (w = ftd_profiles_nfd_write()) < 0)
+		ftd_log(FTD_LOG_WARNING, "nfd-features-file %s: %s", ftd.cfg.nfd_file, strerror(-w));
 	*path_out = strdup(path);
-	return *path_out ? 0 : -ENOMEM;
+	return *path_out ? r : -ENOMEM;
 }
 
-int ftd_profiles_keep(const json_t *profile, const char *uuid)
+int ftd_profiles_legacy(const json_t *profile, const char *stored, char *msg, size_t n)
 {
-	return ftprof_history_add(ftd.profile_dir, profile, uuid, ftd.cfg.history > 0 ? (int)ftd.cfg.history : 1);
+	char lp[4096];
+	enum ftprof_legacy what;
+	msg[0] = '\0';
+	if (!ftd.cfg.bw_legacy_copy)
+		return 0;
+	int r = ftprof_legacy_settle(profile, stored, ftd.ngpus, &what, lp, sizeof lp);
+	if (r < 0)
+		snprintf(msg, n, "the legacy copy %s could not be written: %s", lp, strerror(-r));
+	else if (what == FTPROF_LEGACY_WRITTEN)
+		snprintf(msg, n, "legacy copy: %s", lp);
+	else if (what == FTPROF_LEGACY_MANY_GPUS)
+		snprintf(msg, n, "this host has %d GPUs: the legacy single file %s is not written", ftd.ngpus, lp);
+	return r;
 }
 
 /* ---------------------------------------------------------------- node-feature-discovery */
@@ -139,24 +152,56 @@ json_t *ftd_profiles_history(const char *uuid, int limit)
 	return arr;
 }
 
-/* Call fn for each stored profile (uuid or "host", parsed JSON, path); files whose name is not a
- * GPU uuid or whose content is not a JSON object are skipped. */
-void ftd_profiles_each(void (*fn)(const char *uuid, json_t *p, const char *path, void *ctx), void *ctx)
+int ftd_profiles_corrupt(const char *text, size_t len, char *why, size_t n)
+{
+	json_error_t je;
+	json_t *p = json_loadb(text, len, 0, &je);
+	int bad = !json_is_object(p);
+	if (!p)
+		snprintf(why, n, "not JSON (line %d: %s)", je.line, je.text);
+	else if (bad)
+		snprintf(why, n, "JSON, but not an object");
+	json_decref(p);
+	return bad;
+}
+
+/* Each stored file: fn for a profile (uuid or "host", parsed JSON, path), bad (may be NULL) for a
+ * file that is not one (why); files whose name is not a GPU uuid are skipped. */
+static void each_file(void (*fn)(const char *uuid, json_t *p, const char *path, void *ctx),
+		      void (*bad)(const char *uuid, const char *path, const char *why, void *ctx), void *ctx)
 {
 	struct ftprof_entry *e;
-	char check[4096];
+	char check[4096], why[200];
 	int n;
 	if (ftprof_store_list(ftd.profile_dir, &e, &n) < 0)
 		return;
 	for (int i = 0; i < n; i++) {
 		if (ftprof_store_file(ftd.profile_dir, e[i].name, check, sizeof check) < 0)
 			continue;
-		json_t *p = ftd_profiles_load(e[i].path);
+		char *text = NULL;
+		size_t len = 0;
+		int r = ftfs_read_regular(e[i].path, FTPROF_MAX_FILE_BYTES, &text, &len);
+		if (r == -EINVAL || r == -EFBIG) { /* a FIFO, a directory, a huge file: never read */
+			if (bad)
+				bad(e[i].name, e[i].path, r == -EFBIG ? "larger than a profile can be" : "not a regular file", ctx);
+			continue;
+		}
+		if (r < 0)
+			continue; /* gone since the listing */
+		json_t *p = json_loadb(text, len, 0, NULL);
 		if (json_is_object(p))
 			fn(e[i].name, p, e[i].path, ctx);
+		else if (bad && ftd_profiles_corrupt(text, len, why, sizeof why))
+			bad(e[i].name, e[i].path, why, ctx);
 		json_decref(p);
+		free(text);
 	}
 	free(e);
+}
+
+void ftd_profiles_each(void (*fn)(const char *uuid, json_t *p, const char *path, void *ctx), void *ctx)
+{
+	each_file(fn, NULL, ctx);
 }
 
 static void list_one(const char *uuid, json_t *p, const char *path, void *ctx)
@@ -173,10 +218,17 @@ static void list_one(const char *uuid, json_t *p, const char *path, void *ctx)
 					     "dtypes", json_is_object(dt) ? dt : json_null()));
 }
 
+/* A stored file that is not a profile is listed as such (never left out in silence). */
+static void list_corrupt(const char *uuid, const char *path, const char *why, void *ctx)
+{
+	json_array_append_new(ctx, json_pack("{s:s,s:s,s:n,s:n,s:n,s:s}", "uuid", uuid, "path", path, "timestamp",
+					     "gpu_name", "dtypes", "corrupt", why));
+}
+
 json_t *ftd_profiles_list(void)
 {
 	json_t *arr = json_array();
-	ftd_profiles_each(list_one, arr);
+	each_file(list_one, list_corrupt, arr);
 	return json_pack("{s:s,s:o}", "dir", ftd.profile_dir, "profiles", arr);
 }
 

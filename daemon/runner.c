@@ -15,8 +15,10 @@
 #include "procs.h"
 #include "profiles.h"
 #include "sched.h"
+#include "util/fsutil.h"
 #include "util/proc.h"
 #include "util/timeutil.h"
+#include "util/workermsg.h"
 #include "worker.h"
 
 static void on_line(void *ctx, struct ftd_worker *w, char *line, size_t len);
@@ -29,7 +31,7 @@ static void fail_job(struct ftd_job *j, const char *why)
 {
 	j->finished = fttime_wall_epoch();
 	ftd_job_set_error(j, why);
-	ftd_job_event(j, FTD_EV_ERROR, json_pack("{s:s}", "message", why));
+	ftd_job_error_event(j);
 	if (ftd_daemon_set_state(j, FTD_JOB_FAILED) == 0)
 		ftd_metrics_job_finished(j);
 	ftd_log(FTD_LOG_ERR, "job %s: %s", j->id, why);
@@ -146,6 +148,18 @@ out:
 
 /* ---------------------------------------------------------------- a worker's messages */
 
+/* Append text to *acc (a new string, lines joined by '\n'); out of memory keeps what was there. */
+static void append_line(char **acc, const char *text)
+{
+	char *s;
+	if (!*text)
+		return;
+	if (asprintf(&s, "%s%s%s", *acc ? *acc : "", *acc ? "\n" : "", text) < 0)
+		return;
+	free(*acc);
+	*acc = s;
+}
+
 static void on_protocol_error(void *ctx, struct ftd_worker *w, const char *what)
 {
 	struct ftd_job *j = ctx;
@@ -156,58 +170,124 @@ static void on_protocol_error(void *ctx, struct ftd_worker *w, const char *what)
 	ftd_log(FTD_LOG_WARNING, "job %s: %s", j->id, msg);
 }
 
+/* One line of the worker protocol, read by src/util/workermsg.c. A worker's error messages are
+ * gathered (the first line of the first is the job's error, all of them its detail) and sent
+ * as the one error event when the job ends. */
 static void on_line(void *ctx, struct ftd_worker *w, char *line, size_t len)
 {
 	struct ftd_job *j = ctx;
-	json_error_t jerr;
-	json_t *m = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
-	const char *type = json_string_value(json_object_get(m, "type"));
-	long grace = ftd.cfg.kill_grace;
-	if (!m || !json_is_object(m) || !type) {
-		ftd_worker_protocol_error(w, grace, m ? "a message without a type" : "a line that is not JSON");
-		json_decref(m);
+	struct ftwmsg m;
+	char why[128];
+	int r = ftwmsg_parse(line, len, &m, why, sizeof why);
+	if (r < 0) {
+		ftd_worker_protocol_error(w, ftd.cfg.kill_grace, r == -ENOMEM ? "out of memory" : why);
 		return;
 	}
-	if (!strcmp(type, "progress")) {
-		json_t *d = json_object_get(m, "done"), *t = json_object_get(m, "total"), *l = json_object_get(m, "label");
-		if (!json_is_integer(d) || !json_is_integer(t) || (l && !json_is_string(l))) {
-			ftd_worker_protocol_error(w, grace, "a malformed progress message");
-		} else {
-			j->has_progress = 1;
-			j->prog_done = (int)json_integer_value(d);
-			j->prog_total = (int)json_integer_value(t);
-			free(j->prog_label);
-			j->prog_label = strdup(l ? json_string_value(l) : "");
-			ftd_job_event(j, FTD_EV_PROGRESS,
-				      json_pack("{s:i,s:i,s:s}", "done", j->prog_done, "total", j->prog_total, "label",
-						j->prog_label ? j->prog_label : ""));
+	switch (m.type) {
+	case FTWMSG_PROGRESS:
+		j->has_progress = 1;
+		j->prog_done = (int)m.done;
+		j->prog_total = (int)m.total;
+		free(j->prog_label);
+		j->prog_label = strdup(m.label);
+		ftd_job_event(j, FTD_EV_PROGRESS,
+			      json_pack("{s:i,s:i,s:s}", "done", j->prog_done, "total", j->prog_total, "label",
+					j->prog_label ? j->prog_label : ""));
+		break;
+	case FTWMSG_RESULT:
+		json_decref(j->result);
+		j->result = json_incref(m.result);
+		ftd_job_event(j, FTD_EV_RESULT, json_pack("{s:O}", "result", m.result));
+		break;
+	case FTWMSG_ERROR: {
+		char *detail = j->error_detail ? strdup(j->error_detail) : NULL;
+		append_line(&detail, m.message);
+		if (!j->error) {
+			size_t l = strcspn(m.message, "\n");
+			char *first = strndup(m.message, l);
+			ftd_job_set_error(j, first ? first : m.message);
+			free(first);
 		}
-	} else if (!strcmp(type, "result")) {
-		json_t *r = json_object_get(m, "result");
-		if (!json_is_object(r)) {
-			ftd_worker_protocol_error(w, grace, "a result that is not an object");
-		} else {
-			json_decref(j->result);
-			j->result = json_incref(r);
-			ftd_job_event(j, FTD_EV_RESULT, json_pack("{s:O}", "result", r));
-		}
-	} else if (!strcmp(type, "error")) {
-		const char *msg = json_string_value(json_object_get(m, "message"));
-		if (!msg) {
-			ftd_worker_protocol_error(w, grace, "an error without a message");
-		} else {
-			ftd_job_set_error(j, msg);
-			ftd_job_event(j, FTD_EV_ERROR, json_pack("{s:s}", "message", msg));
-		}
-	} else {
-		char what[128];
-		snprintf(what, sizeof what, "unknown message type '%.64s'", type);
-		ftd_worker_protocol_error(w, grace, what);
+		ftd_job_set_detail(j, detail);
+		free(detail);
+		break;
 	}
-	json_decref(m);
+	}
+	ftwmsg_release(&m);
 }
 
 /* ---------------------------------------------------------------- the end of a run */
+
+/* The last (at most FTD_RUNNER_TAIL_LINES) lines of the job's log that say something: not
+ * empty, not a progress line or a progress bar's redraw, not the daemon's own note. A new
+ * string, or NULL when there is none. */
+#define FTD_RUNNER_TAIL_LINES 8
+static char *log_tail(const char *job_id)
+{
+	char path[4096], *text = NULL;
+	size_t len = 0;
+	snprintf(path, sizeof path, "%s/%s.log", ftd.logs_dir, job_id);
+	if (ftfs_read_file(path, (size_t)ftd.cfg.log_max + 4096, &text, &len) < 0)
+		return NULL;
+	const char *keep[FTD_RUNNER_TAIL_LINES];
+	size_t klen[FTD_RUNNER_TAIL_LINES], n = 0;
+	for (char *p = text, *e; p < text + len; p = e + 1) {
+		e = memchr(p, '\n', (size_t)(text + len - p));
+		if (!e)
+			e = text + len;
+		char *cr = memrchr(p, '\r', (size_t)(e - p)); /* a redrawn line: what was drawn last */
+		const char *b = cr ? cr + 1 : p;
+		size_t l = (size_t)(e - b);
+		while (l && (b[l - 1] == ' ' || b[l - 1] == '\t'))
+			l--;
+		if (!l || !strncmp(b, "FTBENCH ", 8) || !strncmp(b, "[ftbenchd:", 10) || !strncmp(b, "\033[K", 3))
+			continue;
+		if (n == FTD_RUNNER_TAIL_LINES) {
+			memmove(keep, keep + 1, sizeof keep[0] * (n - 1));
+			memmove(klen, klen + 1, sizeof klen[0] * (n - 1));
+			n--;
+		}
+		keep[n] = b;
+		klen[n++] = l;
+	}
+	char *out = NULL;
+	for (size_t i = 0; i < n; i++) {
+		char *line = strndup(keep[i], klen[i]);
+		if (line)
+			append_line(&out, line);
+		free(line);
+	}
+	free(text);
+	return out;
+}
+
+/* Why a run that did not succeed ended so. msg is the daemon's reason ("the worker exited with
+ * status 2", "cancelled"). A plain failure that the worker explained keeps the worker's error
+ * (its detail: every message, then msg). Otherwise the error is msg (daemon_wins: the daemon
+ * stopped the run, or a signal ended it) or msg and the last line of the worker's output (as
+ * the seed's daemon gives the reason), and the detail what the worker said and its last lines. */
+static void explain_failure(struct ftd_job *j, const char *msg, int daemon_wins)
+{
+	char *detail = j->error_detail ? strdup(j->error_detail) : j->error ? strdup(j->error) : NULL;
+	if (j->error && !daemon_wins) {
+		append_line(&detail, msg);
+		ftd_job_set_detail(j, detail);
+		free(detail);
+		return;
+	}
+	char *tail = log_tail(j->id), *one = NULL;
+	const char *last = tail ? strrchr(tail, '\n') : NULL;
+	last = last ? last + 1 : tail;
+	if (last && !daemon_wins && asprintf(&one, "%s: %s", msg, last) < 0)
+		one = NULL;
+	ftd_job_set_error(j, one ? one : msg);
+	if (tail)
+		append_line(&detail, tail);
+	ftd_job_set_detail(j, detail);
+	free(detail);
+	free(tail);
+	free(one);
+}
 
 static int store_cb(const json_t *profile, const char *uuid, char **path_out, void *ctx)
 {
@@ -215,13 +295,10 @@ static int store_cb(const json_t *profile, const char *uuid, char **path_out, vo
 	return ftd_profiles_store(profile, uuid, path_out);
 }
 
-static int keep_cb(const json_t *profile, const char *uuid, void *ctx)
+static int legacy_cb(const json_t *profile, const char *stored, char *msg, size_t n, void *ctx)
 {
-	const struct ftd_job *j = ctx;
-	int r = ftd_profiles_keep(profile, uuid);
-	if (r < 0)
-		ftd_log(FTD_LOG_WARNING, "job %s: keeping the profile in the history: %s", j->id, strerror(-r));
-	return r;
+	(void)ctx;
+	return ftd_profiles_legacy(profile, stored, msg, n);
 }
 
 static void on_exited(void *ctx, struct ftd_worker *w)
@@ -247,32 +324,44 @@ static void on_exited(void *ctx, struct ftd_worker *w)
 		.gpu_uuid = j->gpu_index >= 0 ? j->gpu_uuid : NULL,
 		.exit_status = w->exit_status,
 		.store = store_cb,
-		.keep = keep_cb,
+		.legacy = legacy_cb,
 		.ctx = j,
 		.store_dir = ftd.profile_dir,
 	};
+	int explained = 0;
 	if (s == FTD_JOB_FAILED && j->exit_status != 0 && j->result && !w->proto_err && k && k->on_failure) {
 		k->on_failure(&d);
-		if (*d.msg)
-			snprintf(msg, sizeof msg, "%s", d.msg);
+		if (*d.msg) {
+			ftd_job_set_error(j, d.msg);
+			ftd_job_set_detail(j, d.detail);
+			explained = 1;
+		}
 	}
 	if (s == FTD_JOB_SUCCEEDED && k && k->on_success) {
 		if (k->on_success(&d) < 0) {
 			s = FTD_JOB_FAILED;
-			snprintf(msg, sizeof msg, "%s", d.msg);
+			ftd_job_set_error(j, d.msg);
+			explained = 1;
 		} else if (d.profile_path) {
 			free(j->profile_path);
 			j->profile_path = d.profile_path;
+			d.profile_path = NULL;
 			ftd_log(FTD_LOG_INFO, "job %s: profile written to %s", j->id, j->profile_path);
 		}
+		if (*d.note)
+			ftd_log(FTD_LOG_NOTICE, "job %s: %s", j->id, d.note);
 	}
-	/* the daemon's reason wins, except that a worker's own error explains a plain failure */
-	if (*msg && (s != FTD_JOB_FAILED || !j->error || j->sig > 0))
-		ftd_job_set_error(j, msg);
-	if (s != FTD_JOB_SUCCEEDED && j->error)
-		ftd_job_event(j, FTD_EV_ERROR, json_pack("{s:s}", "message", j->error));
+	free(d.profile_path);
+	free(d.detail);
 	if (s == FTD_JOB_SUCCEEDED)
 		ftd_job_set_error(j, NULL);
+	else if (!explained && !w->proto_err)
+		/* the daemon's reason wins when it stopped the run; a worker's own error explains a
+		 * plain failure */
+		explain_failure(j, msg, s != FTD_JOB_FAILED || j->sig > 0);
+	else if (!j->error)
+		ftd_job_set_error(j, msg);
+	ftd_job_error_event(j);
 	j->finished = fttime_wall_epoch();
 	j->worker = NULL;
 	ftd_worker_free(w);
@@ -479,6 +568,7 @@ void ftd_runner_inventory(void)
 	size_t len;
 	int st = 0, timed_out = 0;
 	ftd.ngpus = 0;
+	ftd.gpus_known = 0;
 	snprintf(ftd.gpus_reason, sizeof ftd.gpus_reason, "unknown");
 	if (ftd_worker_capture(argv, ftd.cfg.gpus_timeout, 1 << 20, &out, &len, &st, &timed_out, why, sizeof why) < 0) {
 		snprintf(ftd.gpus_reason, sizeof ftd.gpus_reason, "%s", why);
@@ -500,6 +590,7 @@ void ftd_runner_inventory(void)
 	for (size_t i = 0; ftd.gpus && i < n && i < 256; i++)
 		if (ftgpu_from_json(json_array_get(arr, i), &ftd.gpus[ftd.ngpus]) == 0)
 			ftd.ngpus++;
+	ftd.gpus_known = 1;
 	const char *reason = json_string_value(json_object_get(o, "reason"));
 	snprintf(ftd.gpus_reason, sizeof ftd.gpus_reason, "%s", ftd.ngpus ? "" : reason ? reason : "no GPU");
 	json_decref(o);

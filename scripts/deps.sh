@@ -17,9 +17,10 @@ esac
 pkgs="build-essential pkg-config libjansson-dev libcurl4-openssl-dev libmicrohttpd-dev
 libsystemd-dev libcmocka-dev curl ca-certificates python3 python3-yaml python3-jsonschema
 python3-prometheus-client chromium cmake python3-venv python3-pip clang libclang-rt-dev"
-# The contract test (tests/contract/run.py) runs schemathesis, a PyPI test tool, from its own venv.
+# The contract tests run PyPI test tools from their own venv: schemathesis (tests/contract/run.py)
+# and openapi-spec-validator (tests/integration/openapi_valid.sh: /openapi.json is OpenAPI 3.0.3).
 venv=${FT_TEST_VENV:-/opt/ftbenchd-test-venv}
-schemathesis=schemathesis==4.32.5
+pins="schemathesis==4.32.5 openapi-spec-validator==0.9.0"
 if [ "${1-}" = --list ]; then
 	printf '%s\n' $pkgs
 	exit 0
@@ -33,7 +34,11 @@ run() {
 	fi
 }
 pip_missing() {
-	[ "$("$venv/bin/python3" -m pip show schemathesis 2>/dev/null | sed -n 's/^Version: //p')" != "${schemathesis#*==}" ]
+	for pin in $pins; do
+		[ "$("$venv/bin/python3" -m pip show "${pin%%==*}" 2>/dev/null | sed -n 's/^Version: //p')" = "${pin#*==}" ] ||
+			return 0
+	done
+	return 1
 }
 missing=
 for p in $pkgs; do
@@ -53,11 +58,12 @@ if [ -n "$missing" ]; then
 fi
 pip_missing || exit 0
 if [ -n "$dry" ] || [ -w "$(dirname "$venv")" ] || [ -w "$venv" ]; then
-	echo "deps: installing $schemathesis into $venv" >&2
-	run /usr/bin/python3 -m venv "$venv"
-	run "$venv/bin/python3" -m pip install -q --disable-pip-version-check "$schemathesis"
+	echo "deps: installing $pins into $venv" >&2
+	[ -x "$venv/bin/python3" ] || run /usr/bin/python3 -m venv "$venv"
+	# shellcheck disable=SC2086 # one word per pin
+	run "$venv/bin/python3" -m pip install -q --disable-pip-version-check $pins
 	exit 0
 fi
-echo "deps: $schemathesis is missing from $venv" >&2
-echo "deps: run as root:  /usr/bin/python3 -m venv $venv && $venv/bin/python3 -m pip install $schemathesis" >&2
+echo "deps: $pins: some are missing from $venv" >&2
+echo "deps: run as root:  /usr/bin/python3 -m venv $venv && $venv/bin/python3 -m pip install $pins" >&2
 exit 1

@@ -1,15 +1,18 @@
 #!/bin/sh
 # make run: the main job through the daemon, end to end, on this machine.
-#   1. start $BUILD/bin/ftbenchd on 127.0.0.1 (a free port) with a temporary state and cache
-#      folder (XDG_CACHE_HOME points there, so the profile lands there, not in ~/.cache);
+#   1. start $BUILD/bin/ftbenchd on 127.0.0.1 (a free port) with a temporary state folder; its
+#      profile store is yours, the one `ftbench profile show` reads ($XDG_CACHE_HOME/freetoken/
+#      benchbw, ~/.cache/... when unset), so the profile stays after the run;
 #   2. submit a `bw` job over HTTP (`ftbench submit bw ... --wait`) and follow its progress;
-#   3. print the profile summary (`ftbench profile show` against that cache) and its path;
+#   3. print the profile summary (`ftbench profile show`) and where the profile is, or, when the
+#      job failed, every reason it gives;
 #   4. stop the daemon (SIGTERM, wait) and remove the temporary folder.
 # Works without a GPU: bw then measures the CPU side only and writes host.json.
 #
 # Environment: BUILD (default build); FT_RUN_BW_ARGS (the bw job's arguments, default
 # "--dtype bf16,nvfp4 --cpu-iters 4 --kernel-cpu-iters 16"); FT_RUN_TIMEOUT (job timeout in
-# seconds, default 1800); FT_RUN_KEEP=1 keeps the temporary folder (profile, journal, logs).
+# seconds, default 1800); FT_RUN_PROFILE_DIR (the profile store instead of yours);
+# FT_RUN_KEEP=1 keeps the temporary folder (journal, logs).
 # Exit status: the job's (0 succeeded, 1 failed); 1 also when the daemon does not come up or
 # does not stop cleanly; 2 when the binaries are missing.
 set -u
@@ -70,6 +73,15 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 mkdir -p "$TMP/cache" "$TMP/state" "$TMP/config" || die "cannot populate $TMP"
+# The caller's profile store (what `ftbench profile show` reads), before XDG_CACHE_HOME moves.
+if [ -n "${FT_RUN_PROFILE_DIR:-}" ]; then
+	STORE=$FT_RUN_PROFILE_DIR
+elif [ -n "${XDG_CACHE_HOME:-}" ]; then
+	STORE=$XDG_CACHE_HOME/freetoken/benchbw
+else
+	STORE=${HOME:?HOME is not set}/.cache/freetoken/benchbw
+fi
+USER_CACHE=${XDG_CACHE_HOME:-}
 
 # The daemon and every command below see only the temporary folders: no systemd hand-over
 # (socket, notify, directories) leaks in from the caller's environment.
@@ -89,13 +101,15 @@ pick_port() {
 }
 
 # A config of our own (never /etc/ftbenchd.conf): loopback, the temporary state folder, this
-# build's worker. The profile store is left to its default, $XDG_CACHE_HOME/freetoken/benchbw.
+# build's worker, the caller's profile store (its legacy single file stays in the temporary
+# cache: make run does not change what released engines read).
 start_daemon() {
 	PORT=$1
 	cat >"$TMP/ftbenchd.conf" <<-EOF
 	# written by scripts/make-run.sh
 	listen = 127.0.0.1:$PORT
 	state-dir = $TMP/state/ftbenchd
+	profile-dir = $STORE
 	worker = $FTBENCH
 	EOF
 	"$FTBENCHD" --config "$TMP/ftbenchd.conf" >>"$TMP/ftbenchd.log" 2>&1 &
@@ -150,31 +164,39 @@ job_rc=$?
 cat "$TMP/outcome.txt"
 job_id=$(sed -n 's/^job \([0-9a-f]\{16\}\) .*/\1/p' "$TMP/outcome.txt" | head -n 1)
 
+# `ftbench profile ...` as the caller sees it (their cache, not the temporary one)
+# (FT_RUN_PROFILE_DIR: a store of its own, read through FREETOKEN_BENCHBW_PATH)
+profile_cmd() {
+	if [ -n "${FT_RUN_PROFILE_DIR:-}" ] && [ -n "${profile:-}" ]; then
+		FREETOKEN_BENCHBW_PATH=$profile "$FTBENCH" profile "$@"
+	elif [ -n "$USER_CACHE" ]; then XDG_CACHE_HOME=$USER_CACHE "$FTBENCH" profile "$@"
+	else env -u XDG_CACHE_HOME "$FTBENCH" profile "$@"; fi
+}
+
 if [ "$job_rc" -ne 0 ] && grep -q "the profile is not valid" "$TMP/outcome.txt"; then
 	# measured, but the profile's own checks failed (a busy or noisy host): honest, not broken
-	echo "make run: the bw job measured, but its profile did not pass its own checks on this host"
-	echo "  (the reason is above; the profile is in the store's history, not where engines read)."
-	echo "  Run it again on a quiet host, or see: ftbench bw --help (exit status 3, --max-spread)."
+	echo "make run: the bw job measured, but its profile did not pass its own checks on this host;"
+	echo "  every reason is listed above (reasons:). The profile is kept in the store's history"
+	echo "  ($STORE/history/), not where engines read. Run it again on a quiet host, or see:"
+	echo "  ftbench bw --help (exit status 3, --max-spread)."
 	job_rc=0
 elif [ "$job_rc" -ne 0 ]; then
-	echo "make run: the bw job did not succeed (exit $job_rc)" >&2
+	echo "make run: the bw job did not succeed (exit $job_rc); its reasons are above" >&2
 	if [ -n "$job_id" ]; then
 		echo "make run: the worker's log (GET /benchmark/jobs/$job_id/log), last lines:" >&2
 		curl -sS -m 5 "$URL/benchmark/jobs/$job_id/log" 2>/dev/null | tail -n 20 | sed 's/^/    /' >&2
 	fi
 else
 	profile=$(sed -n 's/^  profile: //p' "$TMP/outcome.txt" | head -n 1)
-	say "profile summary (ftbench profile show, XDG_CACHE_HOME=$XDG_CACHE_HOME)"
-	if ! "$FTBENCH" profile show; then
+	say "profile summary (ftbench profile show)"
+	if ! profile_cmd show; then
 		echo "make run: 'ftbench profile show' could not read the profile" >&2
 		job_rc=1
 	fi
-	[ -n "$profile" ] || profile=$("$FTBENCH" profile path 2>/dev/null)
-	echo "profile written to: ${profile:-?}"
-	if [ "${FT_RUN_KEEP:-0}" != 1 ]; then
-		echo "(a temporary folder, removed now; FT_RUN_KEEP=1 keeps it. An installed daemon writes"
-		echo " /var/cache/freetoken/benchbw/, where engines read it.)"
-	fi
+	[ -n "$profile" ] || profile=$(profile_cmd path 2>/dev/null)
+	echo "profile kept at: ${profile:-?}"
+	echo "  (your profile store $STORE: 'ftbench profile show' reads it; an installed daemon"
+	echo "   writes /var/cache/freetoken/benchbw/, where engines read it)"
 fi
 
 say "stopping ftbenchd (SIGTERM)"

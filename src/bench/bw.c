@@ -603,11 +603,81 @@ static void warnf(json_t *warnings, const struct ftreport *rep, const char *fmt,
 	ftreport_note(rep, msg);
 }
 
+/* The spread rule of ftbw_check_valid on one phase's samples: 1 when (max - min) / median is
+ * over max (max <= 0: never), with what says how much. */
+static int samples_too_wide(const char *name, const double *v, int n, double max, char *what, size_t wn)
+{
+	if (!(max > 0) || n < 2)
+		return 0;
+	struct ftstat st = ftstat_of(v, n);
+	if (!(st.median > 0) || (st.max - st.min) / st.median <= max)
+		return 0;
+	snprintf(what, wn, "%s spread %.1f-%.1f GB/s is %.0f%% of its median %.1f (over %.0f%%)", name, st.min,
+		 st.max, (st.max - st.min) / st.median * 100, st.median, max * 100);
+	return 1;
+}
+
+/* After try t (0 = the first) of phase name: 1 to measure it again (too wide a spread, tries
+ * left; said in the warnings and progress notes), else 0, recording in remeasured a phase that
+ * was measured more than once. */
+static int measure_again(const struct ftbw_config *c, json_t *warnings, json_t *remeasured,
+			 const struct ftreport *rep, const char *name, int t, int too_wide, const char *what)
+{
+	if (too_wide && t < FTBW_REMEASURE && !c->no_checks) {
+		warnf(warnings, rep, "%s: measuring it again (try %d of %d)", what, t + 2, FTBW_REMEASURE + 1);
+		return 1;
+	}
+	if (t > 0)
+		json_array_append_new(remeasured, json_pack("{s:s,s:i,s:b}", "phase", name, "tries", t + 1, "passed",
+							    !too_wide));
+	return 0;
+}
+
+/* The spread checks of one workload's entry alone (ftbw_check_valid's, without the ceiling); what:
+ * the first reason, without its advice to measure again. */
+static int entry_too_wide(const json_t *e, const char *name, double max, char *what, size_t wn)
+{
+	static const char advice[] = ": the host was not quiet, measure again";
+	json_t *why = json_array();
+	check_entry(why, e, name, 0, max);
+	int bad = json_array_size(why) > 0;
+	if (bad) {
+		const char *r = json_string_value(json_array_get(why, 0));
+		size_t l = strlen(r), al = sizeof advice - 1;
+		snprintf(what, wn, "%.*s", (int)(l > al && !strcmp(r + l - al, advice) ? l - al : l), r);
+	}
+	json_decref(why);
+	return bad;
+}
+
 static json_t *model_json(const struct ftmodel *m)
 {
 	return json_pack("{s:s,s:I,s:I,s:i,s:i,s:s}", "name", m->name, "hidden", (json_int_t)m->hidden,
 			 "inter", (json_int_t)m->inter, "experts", m->experts, "top_k", m->topk,
 			 "activation", ftfmt_act_name(m->act));
+}
+
+/* Measure item it, again while its spread fails the checks (measure_again): 0 with m filled
+ * (the last try) and *e its entry (NULL without memory), or the measurement's -errno (m to
+ * release). */
+static int measure_item(const struct ftbw_config *c, struct ftbw_env *env, const struct ftbw_ops *ops,
+			const struct ftreport *rep, const struct ftbw_item *it, json_t *warnings, json_t *remeasured,
+			struct ftbw_meas *m, json_t **e, char *err, size_t errlen)
+{
+	char what[512];
+	for (int t = 0;; t++) {
+		ftbw_meas_init(m);
+		int r = ops->measure(ops->ctx, env, c, it, m, err, errlen);
+		if (r < 0)
+			return r;
+		meas_normalize(m);
+		*e = ftbw_entry_json(it, m, env->gpu != NULL, c->threshold);
+		if (!*e || !measure_again(c, warnings, remeasured, rep, it->label, t,
+					  entry_too_wide(*e, it->label, c->max_spread, what, sizeof what), what))
+			return 0;
+		json_decref(*e);
+		ftbw_meas_release(m);
+	}
 }
 
 int ftbw_run(const struct ftbw_config *c, struct ftbw_env *env, const struct ftbw_ops *ops,
@@ -616,15 +686,15 @@ int ftbw_run(const struct ftbw_config *c, struct ftbw_env *env, const struct ftb
 	struct ftbw_item *items = NULL;
 	double *cpu_read = NULL, *h2d = NULL, *d2h = NULL;
 	struct read_log rl = {0};
-	json_t *prof = NULL, *warnings = json_array(), *entries = json_array();
+	json_t *prof = NULL, *warnings = json_array(), *entries = json_array(), *remeasured = json_array();
 	int r, nitems;
-	char skipped[512];
+	char skipped[512], what[512];
 	bool have_gpu = env->gpu != NULL;
 
 	*out = NULL;
 	err[0] = '\0';
 	items = calloc(FTBW_MAX_ITEMS, sizeof *items);
-	if (!items || !warnings || !entries) {
+	if (!items || !warnings || !entries || !remeasured) {
 		r = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
 		goto out;
@@ -656,9 +726,16 @@ int ftbw_run(const struct ftbw_config *c, struct ftbw_env *env, const struct ftb
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
-	r = ops->cpu_read(ops->ctx, env, c->cpu_iters, cpu_read, err, errlen);
-	if (r == 0)
-		r = check_samples(cpu_read, c->cpu_iters, "CPU read ceiling", err, errlen);
+	for (int t = 0;; t++) {
+		r = ops->cpu_read(ops->ctx, env, c->cpu_iters, cpu_read, err, errlen);
+		if (r == 0)
+			r = check_samples(cpu_read, c->cpu_iters, "CPU read ceiling", err, errlen);
+		if (r < 0 || !measure_again(c, warnings, remeasured, rep, "CPU read ceiling", t,
+					    samples_too_wide("CPU read ceiling", cpu_read, c->cpu_iters, c->max_spread, what,
+							     sizeof what),
+					    what))
+			break;
+	}
 	if (r == 0)
 		r = read_log_add(&rl, &(struct ftbw_part){.gbs = cpu_read, .n = c->cpu_iters}, NULL);
 	if (r < 0)
@@ -674,13 +751,21 @@ int ftbw_run(const struct ftbw_config *c, struct ftbw_env *env, const struct ftb
 		struct link_watch w = {.g = *env->gpu};
 		bool watching = env->gpu->pci_bus_id[0] && pthread_create(&w.th, NULL, link_watch_main, &w) == 0;
 		size_t bytes = (size_t)c->pcie_mib << 20;
-		r = ops->pcie_linear(ops->ctx, env, true, bytes, c->pcie_iters, h2d, err, errlen);
-		if (r == 0)
-			r = check_samples(h2d, c->pcie_iters, "PCIe H2D ceiling", err, errlen);
-		if (r == 0)
-			r = ops->pcie_linear(ops->ctx, env, false, bytes, c->pcie_iters, d2h, err, errlen);
-		if (r == 0)
-			r = check_samples(d2h, c->pcie_iters, "PCIe D2H ceiling", err, errlen);
+		for (int dir = 0; dir < 2 && r == 0; dir++) {
+			double *v = dir ? d2h : h2d;
+			const char *name = dir ? "PCIe device-to-host" : "PCIe host-to-device";
+			for (int t = 0;; t++) {
+				r = ops->pcie_linear(ops->ctx, env, !dir, bytes, c->pcie_iters, v, err, errlen);
+				if (r == 0)
+					r = check_samples(v, c->pcie_iters, dir ? "PCIe D2H ceiling" : "PCIe H2D ceiling", err,
+							  errlen);
+				if (r < 0 || !measure_again(c, warnings, remeasured, rep, name, t,
+							    samples_too_wide(name, v, c->pcie_iters, c->max_spread,
+									     what, sizeof what),
+							    what))
+					break;
+			}
+		}
 		if (watching) {
 			w.stop = 1;
 			pthread_join(w.th, NULL);
@@ -697,14 +782,12 @@ int ftbw_run(const struct ftbw_config *c, struct ftbw_env *env, const struct ftb
 	for (int i = 0; i < nitems; i++) {
 		ftreport_progress(rep, i + 1, total, items[i].label);
 		struct ftbw_meas m;
-		ftbw_meas_init(&m);
-		r = ops->measure(ops->ctx, env, c, &items[i], &m, err, errlen);
+		json_t *e = NULL;
+		r = measure_item(c, env, ops, rep, &items[i], warnings, remeasured, &m, &e, err, errlen);
 		if (r < 0) {
 			ftbw_meas_release(&m);
 			goto out;
 		}
-		meas_normalize(&m);
-		json_t *e = ftbw_entry_json(&items[i], &m, have_gpu, c->threshold);
 		if (m.gather.rc < 0)
 			warnf(warnings, rep, "%s: PCIe gather failed: %s", items[i].label, m.gather.err);
 		if (m.cpu.rc < 0)
@@ -834,6 +917,7 @@ int ftbw_run(const struct ftbw_config *c, struct ftbw_env *env, const struct ftb
 	json_object_set_new(prof, "dtype_kernels", dk);
 	json_object_set_new(prof, "workloads", wl);
 	json_object_set(prof, "warnings", warnings);
+	json_object_set(prof, "remeasured", remeasured);
 	/* what the figures depend on, so a reader can tell when the machine changed under them */
 	json_t *fp = ftprof_fingerprint_at(NULL, have_gpu ? env->gpu->pci_bus_id : NULL);
 	if (fp && have_gpu) {
@@ -854,6 +938,7 @@ int ftbw_run(const struct ftbw_config *c, struct ftbw_env *env, const struct ftb
 out:
 	json_decref(prof);
 	json_decref(warnings);
+	json_decref(remeasured);
 	json_decref(entries);
 	free(items);
 	free(cpu_read);

@@ -252,6 +252,11 @@ void ftbw_decide(bool cpu_path, bool have_gpu, double cpu_gbs, const char *cpu_e
  * FTBW_VALID_LINK_SHARE of what the link as trained carries. Returns the number of reasons. */
 #define FTBW_VALID_ABOVE_READ 1.10
 #define FTBW_VALID_SPREAD 0.75
+/* A measured phase (the CPU read ceiling, each linear PCIe direction, each workload's kernels)
+ * whose spread fails the checks above is measured again, at most this many more times, before
+ * the profile is declared not valid (a busy host's burst passes); the last try is kept, and the
+ * profile's "remeasured" lists each phase measured again ({phase, tries, passed}). */
+#define FTBW_REMEASURE 2
 /* The figure is the steps' median: a share s of slow steps moves it at most to the fast steps'
  * (50 + 50 s)th percentile; at 0.20, their 60th. The H200 VM's quiet runs had 0-9 % (2026-12-01,
  * bench/RESULTS.md), so 0.05 refused 2 of 5 runs whose medians agreed with the rest. */

@@ -13,11 +13,13 @@
 #include "hw/gpu.h"
 #include "moe/cpu/cpumoe.h"
 #include "util/report.h"
+#include "util/workermsg.h"
 
-#define FTCLI_EXIT_OK 0
-#define FTCLI_EXIT_FAIL 1
-#define FTCLI_EXIT_USAGE 2
-#define FTCLI_EXIT_INVALID 3 /* bw: measured, but the profile's own checks failed (valid: false) */
+/* the worker protocol's exit statuses (util/workermsg.h), which ftbenchd reads */
+#define FTCLI_EXIT_OK FTWMSG_EXIT_OK
+#define FTCLI_EXIT_FAIL FTWMSG_EXIT_FAIL
+#define FTCLI_EXIT_USAGE FTWMSG_EXIT_USAGE
+#define FTCLI_EXIT_INVALID FTWMSG_EXIT_INVALID /* bw: measured, but the profile's own checks failed */
 
 struct ftcli_cmd {
 	const char *name;

@@ -127,20 +127,16 @@ static int parse_isa(const char *arg, struct ftbw_config *c)
 	return r;
 }
 
-/* Write prof where it goes. 0 written; 1: not valid (its own checks failed), so it went to the
- * store's history only and the profile engines read is unchanged; -errno. */
+/* Write prof where it goes: -o FILE (that file only), FREETOKEN_BENCHBW_PATH (that file, no store,
+ * no history), else the store's rule (ftprof_store_settle). 0 written; FTPROF_KEPT_INVALID: not
+ * valid (its own checks failed), so it went to the store's history only and the profile engines
+ * read is unchanged; -errno. */
 static int write_profile(const json_t *prof, const char *output, const char *uuid, char *path, size_t n)
 {
 	if (!output && getenv("FREETOKEN_BENCHBW_PATH") && *getenv("FREETOKEN_BENCHBW_PATH"))
 		return ftprof_store_write(prof, uuid, path, n); /* that file: no store, no history */
-	if (!output && json_is_false(json_object_get(prof, "valid"))) {
-		int r = ftprof_history_add(NULL, prof, uuid, FTPROF_HISTORY_KEEP);
-		if (r == 0 && (r = ftprof_store_file(NULL, uuid, path, n)) == 0)
-			r = 1;
-		return r;
-	}
 	if (!output)
-		return ftprof_store_commit(NULL, prof, uuid, FTPROF_HISTORY_KEEP, FTPROF_DRIFT_SHARE, path, n);
+		return ftprof_store_settle(NULL, prof, uuid, FTPROF_HISTORY_KEEP, FTPROF_DRIFT_SHARE, path, n);
 	char *text = json_dumps(prof, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	if (!text)
 		return -ENOMEM;
@@ -157,21 +153,38 @@ static int write_profile(const json_t *prof, const char *output, const char *uui
 	return r;
 }
 
-/* A profile whose own checks failed: its reasons on stderr and FTCLI_EXIT_INVALID (the profile
- * was written to -o, or kept in the history beside store_path); else FTCLI_EXIT_OK. */
+/* A profile whose own checks failed: one error (on stderr and, in worker mode, the result fd)
+ * with every reason on its own line, and FTCLI_EXIT_INVALID (the profile was written to -o, or
+ * kept in the history beside store_path); else FTCLI_EXIT_OK. */
 static int invalid_exit(const json_t *prof, const char *store_path)
 {
 	const json_t *why = json_object_get(prof, "invalid_reasons");
 	if (!json_is_false(json_object_get(prof, "valid")))
 		return FTCLI_EXIT_OK;
-	size_t i;
+	size_t i, len = 0;
 	json_t *w;
-	ftcli_error("the profile is not valid (its own checks failed):");
+	char *text = NULL;
+	FILE *f = open_memstream(&text, &len);
+	if (!f) {
+		ftcli_error("the profile is not valid (its own checks failed)");
+		return FTCLI_EXIT_INVALID;
+	}
+	fputs("the profile is not valid (its own checks failed):", f);
 	json_array_foreach(why, i, w)
-		fprintf(stderr, "  - %s\n", json_string_value(w));
+		fprintf(f, "\n  - %s", json_string_value(w));
+	if (!json_array_size(why))
+		fputs("\n  - (no reason recorded)", f);
+	const json_t *rm = json_object_get(prof, "remeasured");
+	json_array_foreach(rm, i, w)
+		fprintf(f, "%s%s (%lld tries)", i ? ", " : "\n  measured again first: ",
+			json_string_value(json_object_get(w, "phase")) ? json_string_value(json_object_get(w, "phase")) : "?",
+			(long long)json_integer_value(json_object_get(w, "tries")));
 	if (store_path)
-		fprintf(stderr, "  it is kept in the history beside %s; that profile, which engines read, is unchanged\n",
+		fprintf(f, "\n  it is kept in the history beside %s; that profile, which engines read, is unchanged",
 			store_path);
+	fclose(f);
+	ftcli_error("%s", text ? text : "the profile is not valid (its own checks failed)");
+	free(text);
 	return FTCLI_EXIT_INVALID;
 }
 
@@ -236,28 +249,24 @@ static struct ftbw_ops fake_ops(void)
 	return (struct ftbw_ops){.cpu_read = fake_cpu_read, .pcie_linear = fake_pcie, .measure = fake_measure};
 }
 
-/* The seed's single file (the only one released engines read) beside the per-GPU one, on a host
- * with exactly one GPU; elsewhere say why not. */
-static void legacy_copy(const json_t *prof, const char *output, bool have_gpu, const char *saved, char *done,
-			size_t n)
+/* The seed's single file (the only one released engines read) beside the stored profile, by the
+ * store's rule (ftprof_legacy_settle): on a host with exactly one GPU; elsewhere say why not. */
+static void legacy_copy(const json_t *prof, const char *saved, char *done, size_t n)
 {
 	char lp[4096];
-	int r, host;
-	if (output || !have_gpu || ftprof_legacy_path(lp, sizeof lp) < 0)
-		return; /* -o names the one file to write; a GPU-less profile is for no GPU's engine */
-	if ((host = ftcli_host_gpu_count()) > 1) {
+	enum ftprof_legacy what;
+	int host = ftcli_host_gpu_count();
+	int r = ftprof_legacy_settle(prof, saved, host, &what, lp, sizeof lp);
+	done[0] = '\0';
+	if (r < 0 && what == FTPROF_LEGACY_WRITTEN)
+		ftcli_note("warning: the legacy copy %s could not be written: %s", lp, strerror(-r));
+	else if (r == 0 && what == FTPROF_LEGACY_WRITTEN)
+		ftstr_copy(done, n, lp);
+	else if (r == 0 && what == FTPROF_LEGACY_MANY_GPUS)
 		ftcli_note("this host has %d GPUs: the legacy single file %s is not written (engines on every GPU "
 			   "would read this one's figures); engines that read benchbw/<gpu-uuid>.json or "
 			   "FREETOKEN_BENCHBW_PATH get the right file%s",
 			   host, lp, access(lp, F_OK) == 0 ? "; an older copy is still there, remove it" : "");
-		return;
-	}
-	if (!strcmp(lp, saved))
-		return; /* FREETOKEN_BENCHBW_PATH names it: already written */
-	if ((r = ftprof_legacy_copy(saved, done, n)) < 0) {
-		done[0] = '\0';
-		ftcli_note("warning: the legacy copy %s could not be written: %s", lp, strerror(-r));
-	}
 }
 
 /* --gpu all: every GPU alone, then the engines at once (ftbw_run_host); one profile per GPU. */
@@ -401,7 +410,7 @@ static int bw_all(struct ftbw_config *cfg, int threads, const char *output, int 
 			goto out;
 		}
 		json_array_append(json_object_get(all, "profiles"), profs[g]);
-		if (r == 1 && invalid_exit(profs[g], path) != FTCLI_EXIT_OK)
+		if (r == FTPROF_KEPT_INVALID && invalid_exit(profs[g], path) != FTCLI_EXIT_OK)
 			invalid = 1;
 		else if (!json && out_fmt != FTCLI_FMT_TABLE)
 			ftcli_note("GPU %d: profile written to %s", gpus[g].index, path);
@@ -410,7 +419,7 @@ static int bw_all(struct ftbw_config *cfg, int threads, const char *output, int 
 	}
 	char legacy_path[4096] = "";
 	if (legacy && !invalid) /* one GPU: its file; several: says why not */
-		legacy_copy(profs[ng - 1], NULL, true, path, legacy_path, sizeof legacy_path);
+		legacy_copy(profs[ng - 1], path, legacy_path, sizeof legacy_path);
 	if (output && (r = write_profile(all, output, NULL, path, sizeof path)) < 0) {
 		ftcli_error("writing %s: %s", output, strerror(-r));
 		goto out;
@@ -615,7 +624,8 @@ static const struct ftflag rows[] = {
 	{"max-spread", FTF_DOUBLE, O(cfg.max_spread), .meta = "X", .lo = 0, .hi = 100,
 	 .def = FTF_XSTR(FTBW_VALID_SPREAD),
 	 .help = "the profile is not valid when a figure's spread (max - min) is over X of its median (0: "
-		 "spreads not checked)"},
+		 "spreads not checked); a phase over it is measured again first, up to 2 more times (said in "
+		 "the warnings, listed in the profile's \"remeasured\")"},
 	{"no-checks", FTF_BOOL, O(cfg.no_checks),
 	 .help = "no validity checks at all (short test runs; the profile then has no \"valid\" field and says so "
 		 "in its warnings)"},
@@ -808,9 +818,9 @@ static int bw_cmd(struct bw_opts *o, const struct ftflag_state *fs)
 			    strerror(-r));
 		goto out;
 	}
-	int kept_aside = r == 1;
-	if (legacy && !kept_aside)
-		legacy_copy(prof, output, have_gpu, path, legacy_path, sizeof legacy_path);
+	int kept_aside = r == FTPROF_KEPT_INVALID;
+	if (legacy && !kept_aside && !output) /* -o names the one file to write */
+		legacy_copy(prof, path, legacy_path, sizeof legacy_path);
 	ftcli_result(prof);
 	if (json) {
 		ftcli_print_json(prof);

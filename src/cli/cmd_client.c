@@ -314,6 +314,16 @@ static void print_final(const json_t *job)
 	putchar('\n');
 	if (err && *err)
 		printf("  error: %s\n", err);
+	const char *detail = jstr(job, "error_detail");
+	if (detail && *detail && strcmp(detail, err ? err : "")) {
+		/* every reason, one a line (the error above is the first) */
+		printf("  reasons:\n");
+		for (const char *p = detail; *p;) {
+			size_t l = strcspn(p, "\n");
+			printf("    %.*s\n", (int)l, p);
+			p += l + (p[l] == '\n');
+		}
+	}
 	if (jstr(job, "profile_path"))
 		printf("  profile: %s\n", jstr(job, "profile_path"));
 	fflush(stdout);

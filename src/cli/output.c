@@ -211,7 +211,7 @@ void ftcli_result_error(const char *message)
 static void say(int is_error, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 static void say(int is_error, const char *fmt, va_list ap)
 {
-	char msg[2048];
+	char msg[8192]; /* an invalid profile's error holds every reason */
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	clear_bar();
 	fprintf(stderr, "ftbench %s: %s%s\n", ftcli_prog, is_error ? "" : "note: ", msg);

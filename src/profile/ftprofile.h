@@ -312,6 +312,33 @@ json_t *ftprof_drift(const json_t *prev, const json_t *cur, double share);
 int ftprof_store_commit(const char *dir, const json_t *profile, const char *gpu_uuid, int keep, double share,
 			char *path_out, size_t n);
 
+/* ---- a measured profile's fate: the one rule of `ftbench bw` and of ftbenchd's bw jobs */
+
+/* Settle a measured profile in store directory dir (NULL: the per-user store). One whose own
+ * checks passed (no "valid": false) is committed (ftprof_store_commit: drift, store file,
+ * history); one whose checks failed ("valid": false) is only kept in the history
+ * (ftprof_history_add, at least one kept), so the stored profile, which engines read, stays as
+ * it was. path_out (may be NULL): the GPU's store file either way. profile is borrowed.
+ * Returns 0 (stored), FTPROF_KEPT_INVALID (kept in the history only), or -errno. */
+#define FTPROF_KEPT_INVALID 1
+int ftprof_store_settle(const char *dir, const json_t *profile, const char *gpu_uuid, int keep, double share,
+			char *path_out, size_t n);
+
+/* The legacy copy rule: after a profile was stored at stored (ftprof_store_settle returned 0),
+ * the seed's single file (ftprof_legacy_path, the only one released engines read) gets a copy
+ * byte for byte when the profile is of a GPU and the host has exactly host_gpus == 1 GPU. What
+ * happened goes to *what; path_out (may be NULL) gets the legacy path in every case (for
+ * messages). Returns 0, or -errno when the copy was due and failed. */
+enum ftprof_legacy {
+	FTPROF_LEGACY_WRITTEN,   /* the copy was written */
+	FTPROF_LEGACY_NO_GPU,    /* a GPU-less profile is for no GPU's engine */
+	FTPROF_LEGACY_MANY_GPUS, /* several GPUs: engines on every GPU would read this one's figures */
+	FTPROF_LEGACY_NOT_VALID, /* the profile is not valid (not stored): the file keeps what it had */
+	FTPROF_LEGACY_SAME_FILE, /* stored is the legacy file itself (FREETOKEN_BENCHBW_PATH names it) */
+};
+int ftprof_legacy_settle(const json_t *profile, const char *stored, int host_gpus, enum ftprof_legacy *what,
+			 char *path_out, size_t n);
+
 /* ---- staleness: the machine a profile was measured on */
 
 /* The machine's fingerprint now, from sysfs and procfs (no CUDA): {driver_version (the NVIDIA

@@ -229,6 +229,50 @@ int ftprof_legacy_copy(const char *src, char *path_out, size_t n)
 	return r;
 }
 
+int ftprof_store_settle(const char *dir, const json_t *profile, const char *gpu_uuid, int keep, double share,
+			char *path_out, size_t n)
+{
+	char path[PATH_MAX];
+	int r;
+	if (!json_is_object(profile))
+		return -EINVAL;
+	if (!json_is_false(json_object_get(profile, "valid")))
+		return ftprof_store_commit(dir, profile, gpu_uuid, keep, share, path_out, n);
+	const json_t *gpu = json_object_get(profile, "gpu");
+	const char *uuid = gpu_uuid && *gpu_uuid ? gpu_uuid : json_string_value(json_object_get(gpu, "uuid"));
+	if ((r = ftprof_store_file(dir, uuid, path, sizeof path)))
+		return r;
+	if (path_out && (r = copy_out(path_out, n, "%s%s", path, "")))
+		return r;
+	r = ftprof_history_add(dir, profile, uuid, keep > 0 ? keep : 1);
+	return r < 0 ? r : FTPROF_KEPT_INVALID;
+}
+
+int ftprof_legacy_settle(const json_t *profile, const char *stored, int host_gpus, enum ftprof_legacy *what,
+			 char *path_out, size_t n)
+{
+	char lp[PATH_MAX];
+	*what = FTPROF_LEGACY_WRITTEN; /* a failure below is the copy's */
+	int r = ftprof_legacy_path(lp, sizeof lp);
+	if (r)
+		return r;
+	if (path_out && (r = copy_out(path_out, n, "%s%s", lp, "")))
+		return r;
+	if (json_is_false(json_object_get(profile, "valid")))
+		*what = FTPROF_LEGACY_NOT_VALID;
+	else if (!json_is_object(json_object_get(profile, "gpu")))
+		*what = FTPROF_LEGACY_NO_GPU;
+	else if (host_gpus > 1)
+		*what = FTPROF_LEGACY_MANY_GPUS;
+	else if (stored && !strcmp(stored, lp))
+		*what = FTPROF_LEGACY_SAME_FILE;
+	else {
+		*what = FTPROF_LEGACY_WRITTEN;
+		return ftprof_legacy_copy(stored, NULL, 0);
+	}
+	return 0;
+}
+
 static int entry_cmp(const void *a, const void *b)
 {
 	return strcmp(((const struct ftprof_entry *)a)->name, ((const struct ftprof_entry *)b)->name);

@@ -11,6 +11,14 @@
 #include <jansson.h>
 #include <stddef.h>
 
+/* A worker's exit status, named once: the CLI's FTCLI_EXIT_* are these, ftbenchd reads them. */
+enum ftwmsg_exit {
+	FTWMSG_EXIT_OK = 0,      /* done (a result was sent) */
+	FTWMSG_EXIT_FAIL = 1,    /* the work failed (a measurement, a checksum, a server) */
+	FTWMSG_EXIT_USAGE = 2,   /* bad usage, or a missing prerequisite (no GPU where one is required) */
+	FTWMSG_EXIT_INVALID = 3, /* bw: measured, but the profile's own checks failed (valid: false) */
+};
+
 enum ftwmsg_type { FTWMSG_PROGRESS, FTWMSG_RESULT, FTWMSG_ERROR };
 
 struct ftwmsg {

@@ -11,6 +11,7 @@
  * tests/integration/fuzz.sh runs it in `make test` (seeds tests/fuzz/request/, the same dict):
  * fuzz-srcs: daemon/request.c daemon/kinds.c daemon/config.c src/hw/gpu.c src/util/strutil.c src/util/fsutil.c src/util/jobargs.c src/hw/pci.c
  * fuzz-srcs: src/decode/compare.c src/decode/server.c src/util/proc.c src/util/timeutil.c
+ * fuzz-srcs: src/moe/formats.c src/moe/models.c
  * fuzz-libs: -ljansson -lm
  */
 #include <stdint.h>

@@ -152,7 +152,7 @@ def shared_gpu_and_host_fifo(t):
 def bw_all_gpus(t):
     """bw with gpu "all": holds both GPUs and the host, its worker sees both, one profile per GPU"""
     d = t.main
-    a = d.submit("bw", {"model": "fake-sleep", "gpu": "all", "engines": 2, "deployment": "isolated"})
+    a = d.submit("bw", {"isa": "fake-sleep", "gpu": "all", "engines": 2, "deployment": "isolated"})
     ensure(a["host_exclusive"] is True)
     d.wait(a["id"], ("running",))
     st, _, g = d.json("GET", "/gpus")

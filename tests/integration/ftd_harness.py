@@ -95,43 +95,25 @@ def _nullable(node):
 
 
 class Contract:
-    """api/openapi.yaml (with api/schemas/*.json inlined) as a checker of responses: the status
-    documented for the path and method, the body valid against its schema; seen collects the
-    (method, path, status) combinations checked."""
+    """The OpenAPI document ftbenchd serves at /openapi.json (api/openapi.yaml with api/schemas/*.json
+    inlined in OpenAPI 3.0 form by scripts/gen-openapi-json.py) as a checker of responses: the
+    status documented for the path and method, the body valid against its schema (3.0's
+    `nullable` read as JSON Schema's null); seen collects the (method, path, status) combinations
+    checked."""
 
     def __init__(self):
         import jsonschema
-        import yaml
         self.jsonschema = jsonschema
-        api = os.path.join(ROOT, "api")
-        with open(os.path.join(api, "openapi.yaml")) as f:
-            self.spec = _nullable(yaml.safe_load(f))
-        self.files = {}
-        for name in os.listdir(os.path.join(api, "schemas")):
-            if name.endswith(".json"):
-                with open(os.path.join(api, "schemas", name)) as f:
-                    doc = json.load(f)
-                doc.pop("$id", None)
-                doc.pop("$schema", None)
-                self.files["schemas/" + name] = doc
-        self.spec = self._inline(self.spec)
+        out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "gen-openapi-json.py"), "--json",
+                              os.path.join(ROOT, "api", "openapi.yaml")], capture_output=True, text=True, check=True)
+        self.served = json.loads(out.stdout)
+        self.spec = _nullable(self.served)
         self.resolver = jsonschema.RefResolver("", self.spec)
         self.templates = []
         for path in self.spec["paths"]:
             rx = "^" + re.sub(r"\{[^}]+\}", "[^/]+", path) + "$"
             self.templates.append((re.compile(rx), path))
         self.seen = set()
-
-    def _inline(self, node):
-        """External $refs (schemas/*.json) replaced by the files' contents."""
-        if isinstance(node, dict):
-            ref = node.get("$ref")
-            if isinstance(ref, str) and ref in self.files:
-                return self._inline(self.files[ref])
-            return {k: self._inline(v) for k, v in node.items()}
-        if isinstance(node, list):
-            return [self._inline(v) for v in node]
-        return node
 
     def check(self, method, url, status, headers, body):
         path = url.split("?")[0]
@@ -161,7 +143,7 @@ class Contract:
 
     def _error_body(self, body):
         doc = json.loads(body)
-        self.jsonschema.validate(doc, self.files["schemas/error.schema.json"])
+        self.jsonschema.validate(doc, self.spec["components"]["schemas"]["Error"])
 
 
 _CONTRACT = []

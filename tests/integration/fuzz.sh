@@ -32,7 +32,7 @@ for src in $targets; do
 	bin=$out/$name
 	# shellcheck disable=SC2086
 	if ! clang -std=gnu17 -D_GNU_SOURCE -DFT_VERSION='"fuzz"' -g -O1 -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=undefined -Isrc -Idaemon "$src" $srcs $libs -o "$bin" >"$out/$name.build.log" 2>&1; then
+		-fno-sanitize-recover=undefined -Isrc -Isrc/profile -Idaemon "$src" $srcs $libs -o "$bin" >"$out/$name.build.log" 2>&1; then
 		echo "not ok $n - $name: does not build"
 		sed 's/^/#   /' "$out/$name.build.log" | tail -n 20
 		failed=$((failed + 1)); continue

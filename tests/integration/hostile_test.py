@@ -552,6 +552,10 @@ def _limit_cases(name, sch):
                     out += [(f"{name} at maxLength", _compare_of_length(n), False),
                             (f"{name} over maxLength", _compare_of_length(n + 1), True),
                             (f"{name} at maxLength in 2-byte characters", "é" * n, True)]
+                elif "pattern" in alt and not re_fullmatch(alt["pattern"], fill) and _names_of(sch):
+                    # a comma list of known names (bw's dtype, formats, model): names up to n characters
+                    at = _names_of_length(_names_of(sch), n)
+                    out += [(f"{name} at maxLength", at, False), (f"{name} over maxLength", at + ",x", True)]
                 else:
                     out += [(f"{name} at maxLength", fill * n, False), (f"{name} over maxLength", fill * (n + 1), True),
                             (f"{name} at maxLength in 2-byte characters", "é" * n,
@@ -573,6 +577,33 @@ def _limit_cases(name, sch):
             if alt.get("minItems", 0) >= 1:
                 out.append((f"{name} under minItems", [], True))
     return out
+
+
+def _names_of(sch):
+    """The names a oneOf [comma string, array of enum] allows (its array branch's enum), or []."""
+    for alt in sch.get("oneOf", []):
+        if alt.get("type") == "array":
+            return [x for x in _resolve(SPEC, alt.get("items", {})).get("enum", []) if x != "all"]
+    return []
+
+
+def _names_of_length(names, n):
+    """Names (repeats allowed) joined by commas into exactly n characters (else as close below)."""
+    prev = {}  # length -> (previous length, name)
+    for nm in names:
+        prev.setdefault(len(nm), (0, nm))
+    for length in range(1, n + 1):
+        if length in prev:
+            for nm in names:
+                nxt = length + 1 + len(nm)
+                if nxt <= n and nxt not in prev:
+                    prev[nxt] = (length, nm)
+    length = max(k for k in prev if k <= n)
+    parts = []
+    while length:
+        length, nm = prev[length]
+        parts.append(nm)
+    return ",".join(reversed(parts))
 
 
 def re_fullmatch(rx, v):

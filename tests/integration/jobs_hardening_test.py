@@ -34,6 +34,24 @@ NCPU = os.cpu_count() or 1
 results = []
 
 
+
+# On a GPU-less daemon cache-copy is refused (409 no_gpu): the jobs that need no GPU and run side
+# by side there are decode jobs against an allowed url, the fake mode named by the model
+# directory (tests/fixtures/fakeworker.c). GPULESS: the daemon flags that allow them.
+DECODE_URL = "http://127.0.0.1:9"
+
+
+def gpuless_flags(t):
+    for mode in ("ok", "sleep", "double", "crash", "hang", "spawn", "garbage", "unknown", "huge", "fail",
+                 "noresult", "chatty", "escape", "hidden", "holdfd", "nonewline", "bigline", "invalid", "usage"):
+        os.makedirs(os.path.join(t.models, "fake-" + mode), exist_ok=True)
+    return ("--model-roots", t.models, "--decode-urls", DECODE_URL)
+
+
+def gpuless(t, mode):
+    """A GPU-less job's args: decode with fake mode `mode`."""
+    return {"model": os.path.join(t.models, "fake-" + mode), "url": DECODE_URL}
+
 def test(fn):
     results.append(fn)
     return fn
@@ -182,9 +200,9 @@ def config_at_start(t):
 def max_running(t):
     """jobs that need no GPU were not capped (400 ran at once); max-running caps them, default
     the number of cores"""
-    d = Daemon(t.tmp, "maxrun", "--max-running", "2", env={"FAKE_GPUS": "0"}).start()
+    d = Daemon(t.tmp, "maxrun", "--max-running", "2", *gpuless_flags(t), env={"FAKE_GPUS": "0"}).start()
     try:
-        ids = [d.submit("cache-copy", {"models": "fake-sleep"})["id"] for _ in range(5)]
+        ids = [d.submit("decode", gpuless(t, "sleep"))["id"] for _ in range(5)]
         time.sleep(0.5 * SLOW)
         states = [d.job(i)["state"] for i in ids]
         ensure(states == ["running"] * 2 + ["queued"] * 3, lambda: states)
@@ -196,9 +214,9 @@ def max_running(t):
         wait_all(d, ids)
     finally:
         d.stop()
-    d = Daemon(t.tmp, "maxrun-default", env={"FAKE_GPUS": "0"}).start()
+    d = Daemon(t.tmp, "maxrun-default", *gpuless_flags(t), env={"FAKE_GPUS": "0"}).start()
     try:
-        ids = [d.submit("cache-copy", {"models": "fake-sleep"})["id"] for _ in range(NCPU + 1)]
+        ids = [d.submit("decode", gpuless(t, "sleep"))["id"] for _ in range(NCPU + 1)]
         time.sleep(0.5 * SLOW)
         states = [d.job(i)["state"] for i in ids]
         ensure(states.count("running") == NCPU and states[-1] == "queued", lambda: states)
@@ -251,9 +269,10 @@ def many_jobs_polled(t):
     n = 520
     if "san" in os.path.basename(BUILD):
         return "SKIP 520 sanitizer-built workers at once would take several GiB"
-    d = Daemon(t.tmp, "many", "--max-running", "1000", "--max-queue", "1000", env={"FAKE_GPUS": "0"}).start()
+    d = Daemon(t.tmp, "many", "--max-running", "1000", "--max-queue", "1000", *gpuless_flags(t),
+               env={"FAKE_GPUS": "0"}).start()
     try:
-        ids = [d.submit("cache-copy", {"models": "fake-sleep"})["id"] for _ in range(n)]
+        ids = [d.submit("decode", gpuless(t, "sleep"))["id"] for _ in range(n)]
         deadline = time.time() + 300 * SLOW  # 520 process starts on a busy 2-core machine
         while True:
             st, _, lst = d.json("GET", "/benchmark/jobs?limit=1000")
@@ -279,9 +298,9 @@ def orphan_tree_killed(t):
     """a worker whose grandchild leaves by a double fork, a new session and an empty environment
     (nothing of the job's group or FTBENCHD_JOB_ID): the daemon is its subreaper and ends it with
     the job"""
-    d = Daemon(t.tmp, "orphan", env={"FAKE_GPUS": "0"}).start()
+    d = Daemon(t.tmp, "orphan", *gpuless_flags(t), env={"FAKE_GPUS": "0"}).start()
     try:
-        j = d.wait(d.submit("cache-copy", {"models": "fake-double"})["id"])
+        j = d.wait(d.submit("decode", gpuless(t, "double"))["id"])
         ensure(j["state"] == "succeeded", lambda: j)
         pids = escaped_pids(d, j["id"])
         ensure(len(pids) == 1)
@@ -315,9 +334,10 @@ def fault_suite(t):
     """at least 100 jobs of faulty workers (crash, hang ignoring SIGTERM, garbage and oversized
     lines, no newline, grandchildren holding fd 3, escaping grandchildren): every job in its
     right state, then 0 zombies, 0 leftover processes and no fd growth in the daemon"""
-    d = Daemon(t.tmp, "faults", "--max-running", "6", "--max-queue", "1000", env={"FAKE_GPUS": "0"}).start()
+    d = Daemon(t.tmp, "faults", "--max-running", "6", "--max-queue", "1000", *gpuless_flags(t),
+               env={"FAKE_GPUS": "0"}).start()
     try:
-        warm = d.wait(d.submit("cache-copy", {"repeat": 1})["id"])
+        warm = d.wait(d.submit("decode", gpuless(t, "ok"))["id"])
         ensure(warm["state"] == "succeeded")
         time.sleep(0.3)
         fd0 = nfds(d.proc.pid)
@@ -327,7 +347,7 @@ def fault_suite(t):
         random.Random(17).shuffle(modes)
         for mode in modes:
             state, err, extra = FAULTS[mode]
-            body = {"kind": "cache-copy", "args": {"models": f"fake-{mode}", "repeat": 1}, **extra}
+            body = {"kind": "decode", "args": gpuless(t, mode), **extra}
             st, _, doc = d.json("POST", "/benchmark/start", body)
             ensure(st == 202, lambda: doc)
             jobs.append((doc["id"], mode))
@@ -391,7 +411,7 @@ def kill9_cycles(t):
     earlier instance's jobs left (those in their group or environment, or in a recorded group)"""
     cycles = int(os.environ.get("FT_KILL9_CYCLES", "10"))
     rnd = random.Random(int(os.environ.get("FT_KILL9_SEED", "1717")))
-    d = Daemon(t.tmp, "kill9c", "--max-queue", "1000", env={"FAKE_GPUS": "0"})
+    d = Daemon(t.tmp, "kill9c", "--max-queue", "1000", *gpuless_flags(t), env={"FAKE_GPUS": "0"})
     d.start()
     stats = {"jobs": 0, "tracked": 0, "untracked_alive": 0, "leftover": 0, "tmp_before": 0}
     problems = []
@@ -400,13 +420,9 @@ def kill9_cycles(t):
         for c in range(cycles):
             ids = []
             for _ in range(rnd.randint(3, 8)):
-                kind = "bw" if rnd.random() < 0.3 else "cache-copy"
+                kind = "bw" if rnd.random() < 0.3 else "decode"
                 mode = rnd.choice(KILL9_MODES)
-                args = {"model" if kind == "bw" else "models": f"fake-{mode}", "repeat": 1, "cpu_iters": 2}
-                if kind == "bw":
-                    args.pop("repeat")
-                else:
-                    args.pop("cpu_iters")
+                args = {"isa": f"fake-{mode}", "cpu_iters": 2} if kind == "bw" else gpuless(t, mode)
                 st, _, doc = d.json("POST", "/benchmark/start", {"kind": kind, "args": args})
                 if st == 202:
                     ids.append(doc["id"])

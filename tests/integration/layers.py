@@ -26,6 +26,7 @@ LAYERS = [
     ["metrics"],
     ["runner"],
     ["api", "page"],
+    ["seed"],
     ["front"],
     ["http"],
     ["main"],

@@ -305,7 +305,8 @@ try:
            "created_at": "2026-11-30T19:54:00Z", "started_at": "2026-11-30T19:54:01Z",
            "finished_at": "2026-11-30T19:54:30Z", "duration_s": 29.0, "queue_position": None,
            "progress": {"done": 2, "total": 2, "label": "done"}, "cancel_requested": False, "exit_status": 0,
-           "signal": None, "error": None, "result": fixture, "profile_path": None, "idempotency_key": None,
+           "signal": None, "error": None, "error_detail": None, "result": fixture, "profile_path": None,
+           "idempotency_key": None,
            "links": {"self": "/benchmark/jobs/0123456789abcdef", "events": "/benchmark/jobs/0123456789abcdef/events",
                      "log": "/benchmark/jobs/0123456789abcdef/log", "cancel": "/benchmark/jobs/0123456789abcdef/cancel"}}
     schema = json.load(open(os.path.join(ROOT, "api", "schemas", "job.schema.json")))

@@ -184,6 +184,8 @@ struct fake {
 	double read_gbs[FTFMT_COUNT];  /* per format: read passes taken during the item (0: none) */
 	int read_cpu_n[FTFMT_COUNT], read_other_n[FTFMT_COUNT];
 	int fail_read, fail_measure, zero_sample, zero_read;
+	int noisy_read, noisy_pcie, noisy_measure; /* the next calls of each give a wide spread */
+	int read_calls;
 	double sweep_decay;            /* --batch-sweep: cpu GB/s at batch b = cpu_gbs * sweep_decay^log2(b) */
 	int measured_items, pcie_calls;
 	char labels[FTBW_MAX_ITEMS][96];
@@ -196,8 +198,13 @@ static int fake_read(void *ctx, const struct ftbw_env *env, int passes, double *
 		snprintf(err, n, "CPU read ceiling: cannot allocate");
 		return -ENOMEM;
 	}
+	f->read_calls++;
 	for (int i = 0; i < passes; i++)
 		gbs[i] = 100.0 + i;
+	if (f->noisy_read > 0 && passes > 1) {
+		f->noisy_read--;
+		gbs[0] = 20.0; /* a burst of other work */
+	}
 	return 0;
 }
 
@@ -208,6 +215,10 @@ static int fake_pcie(void *ctx, const struct ftbw_env *env, bool h2d, size_t byt
 	f->pcie_calls++;
 	for (int i = 0; i < iters; i++)
 		gbs[i] = h2d ? 55.0 : 54.0;
+	if (f->noisy_pcie > 0 && iters > 1) {
+		f->noisy_pcie--;
+		gbs[0] = 5.0;
+	}
 	return 0;
 }
 
@@ -228,6 +239,10 @@ static int fake_measure(void *ctx, const struct ftbw_env *env, const struct ftbw
 			m->cpu.gbs = samples(v, m->cpu.n);
 			if (f->zero_sample)
 				m->cpu.gbs[1] = 0.0;
+			if (f->noisy_measure > 0) {
+				f->noisy_measure--;
+				m->cpu.gbs[0] = v * 3; /* over the median by 200 % */
+			}
 			strcpy(m->cpu_isa, "avx512");
 		} else {
 			m->cpu.rc = -ENOMEM;
@@ -861,6 +876,55 @@ static void test_entry_oracle(void **s)
 			checked++;
 		}
 	assert_int_equal(checked, 20);
+/* A phase whose spread fails the checks is measured again (at most FTBW_REMEASURE more times),
+ * said in the warnings and recorded in "remeasured"; the last try is kept. */
+static void test_remeasure(void **s)
+{
+	struct fake f = {.gather_gbs = 50.0, .noisy_read = 1, .noisy_pcie = 1, .noisy_measure = 1};
+	f.cpu_gbs[FTFMT_BF16] = 60.0;
+	struct ftbw_config c;
+	config_small_base(&c);
+	c.dtypes[c.ndtypes++] = FTFMT_BF16;
+	struct ftgpu_info g = fake_gpu(5, 16);
+	json_t *p;
+	char err[256];
+	assert_int_equal(run_fake(&f, &c, &g, &p, err), 0);
+	assert_int_equal(f.read_calls, 2);
+	assert_int_equal(f.pcie_calls, 3); /* H2D twice, D2H once */
+	assert_int_equal(f.measured_items, 2);
+	assert_true(json_is_true(json_object_get(p, "valid")));
+	json_t *rm = json_object_get(p, "remeasured");
+	assert_int_equal(json_array_size(rm), 3);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(rm, 0), "phase")), "CPU read ceiling");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(rm, 1), "phase")), "PCIe host-to-device");
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(rm, 2), "tries")), 2);
+	assert_true(json_is_true(json_object_get(json_array_get(rm, 2), "passed")));
+	assert_true(has_warning(p, "CPU read ceiling spread 20.0-102.0 GB/s is 81% of its median 101.0 (over 75%): measuring"));
+	assert_true(has_warning(p, "measuring it again (try 2 of 3)"));
+	assert_schema(p);
+	json_decref(p);
+
+	/* busy for good: the item is measured 1 + FTBW_REMEASURE times, then the profile is not valid */
+	struct fake busy = {.gather_gbs = 50.0, .noisy_measure = 100};
+	busy.cpu_gbs[FTFMT_BF16] = 60.0;
+	assert_int_equal(run_fake(&busy, &c, &g, &p, err), 0);
+	assert_int_equal(busy.measured_items, 1 + FTBW_REMEASURE);
+	assert_true(json_is_false(json_object_get(p, "valid")));
+	rm = json_object_get(p, "remeasured");
+	assert_int_equal(json_array_size(rm), 1);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(rm, 0), "tries")), 1 + FTBW_REMEASURE);
+	assert_true(json_is_false(json_object_get(json_array_get(rm, 0), "passed")));
+	assert_true(has_warning(p, "(try 3 of 3)"));
+	json_decref(p);
+
+	/* --no-checks: never measured again */
+	struct fake quiet = {.gather_gbs = 50.0, .noisy_measure = 100};
+	quiet.cpu_gbs[FTFMT_BF16] = 60.0;
+	c.no_checks = true;
+	assert_int_equal(run_fake(&quiet, &c, &g, &p, err), 0);
+	assert_int_equal(quiet.measured_items, 1);
+	assert_int_equal(json_array_size(json_object_get(p, "remeasured")), 0);
+	json_decref(p);
 }
 
 int main(void)
@@ -875,6 +939,7 @@ int main(void)
 		cmocka_unit_test(test_schema),           cmocka_unit_test(test_summary),
 		cmocka_unit_test(test_batch_sweep),      cmocka_unit_test(test_entry_oracle),
 		cmocka_unit_test(test_read_ceiling),     cmocka_unit_test(test_run_read_phases),
+		cmocka_unit_test(test_remeasure),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

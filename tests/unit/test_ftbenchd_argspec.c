@@ -15,6 +15,8 @@
 
 #include "../../daemon/config.h"
 #include "../../daemon/kinds.h"
+#include "moe/formats.h"
+#include "moe/models.h"
 
 extern const char ftd_openapi_json[];
 static json_t *spec;
@@ -97,6 +99,38 @@ static void expect_enum(json_t *s, const char *choices, const char *what)
 		fail_msg("%s: the spec's choices %s, the table's %s", what, joined, choices);
 }
 
+/* A bw name list's enum (items of BwDtypeList, BwFormatList, BwModelList) against the worker's
+ * tables (src/moe/formats.c, models.c), which the daemon checks at submission: every name the
+ * spec allows is one the worker takes, and every name of the table is in the spec. */
+static void check_bw_names(json_t *items, const char *which, const char *what)
+{
+	json_t *en = json_object_get(items, "enum");
+	int models = !strcmp(which, "BwModelList"), dtypes = !strcmp(which, "BwDtypeList");
+	size_t i;
+	json_t *v;
+	if (!json_is_array(en) || !json_array_size(en))
+		fail_msg("%s: %s has no enum of names", what, which);
+	json_array_foreach(en, i, v) {
+		const char *n = json_string_value(v);
+		const struct ftfmt *f = models ? NULL : ftfmt_lookup(n);
+		int ok = !strcmp(n, "all") ? !!(models || dtypes)
+			 : models ? !!ftmodel_find(ftmodel_bw_models, ftmodel_bw_models_count, n)
+				  : f && (!dtypes || ftmodel_bw_dtype(f->id));
+		if (!ok)
+			fail_msg("%s: the spec allows '%s', the worker refuses it", what, n);
+	}
+	int n = models ? ftmodel_bw_models_count : dtypes ? ftmodel_bw_dtypes_count : FTFMT_COUNT;
+	for (int j = 0; j < n; j++) {
+		const char *name = models ? ftmodel_bw_models[j].name
+				   : dtypes ? ftfmt_get(ftmodel_bw_dtypes[j].format)->name : ftfmt_get((enum ftfmt_id)j)->name;
+		int found = 0;
+		json_array_foreach(en, i, v)
+			found |= !strcmp(json_string_value(v), name);
+		if (!found)
+			fail_msg("%s: the worker's '%s' is not in the spec's %s", what, name, which);
+	}
+}
+
 static void check_field(const struct ftd_kind *k, const struct ftargs_spec *a, json_t *prop, int required)
 {
 	char what[96];
@@ -137,8 +171,12 @@ static void check_field(const struct ftd_kind *k, const struct ftargs_spec *a, j
 		expect_enum(s, a->choices, what);
 		break;
 	case FTARGS_T_NAMES:
-		if (strcmp(ref_name(prop), "StrList"))
-			fail_msg("%s: the table's name list is not the spec's StrList", what);
+		if (!strcmp(ref_name(prop), "StrList"))
+			break;
+		if (strcmp(k->name, "bw") || (strcmp(ref_name(prop), "BwDtypeList") && strcmp(ref_name(prop), "BwFormatList") &&
+					      strcmp(ref_name(prop), "BwModelList")))
+			fail_msg("%s: the table's name list is neither the spec's StrList nor a bw name list", what);
+		check_bw_names(json_object_get(json_array_get(json_object_get(s, "oneOf"), 1), "items"), ref_name(prop), what);
 		break;
 	case FTARGS_T_COMPARE: {
 		if (strcmp(ref_name(prop), "CompareList"))
@@ -237,7 +275,12 @@ static void test_submit_types_are_the_daemons(void **st)
 			case FTARGS_T_NUMLIST: snprintf(value, sizeof value, "%g,%g", a->lo, a->hi); break;
 			case FTARGS_T_ENUM:
 			case FTARGS_T_ENUMLIST: snprintf(value, sizeof value, "%.*s", (int)strcspn(a->choices, "|"), a->choices); break;
-			case FTARGS_T_NAMES: snprintf(value, sizeof value, "007,bf16"); break; /* all digits stays a name */
+			case FTARGS_T_NAMES:
+				/* all digits stays a name; bw's names are checked against the worker's tables */
+				snprintf(value, sizeof value, "%s",
+					 strcmp(*name, "bw") ? "007,bf16" : !strcmp(a->name, "model") ? "qwen3-30b,gpt-oss-20b"
+					 : !strcmp(a->name, "isa") ? "007,avx2" : "bf16,nvfp4");
+				break;
 			case FTARGS_T_GPU: snprintf(value, sizeof value, "0"); break;
 			case FTARGS_T_COMPARE: snprintf(value, sizeof value, "moe-backend=offload,hybrid"); break;
 			default: continue; /* paths, servers, URLs need a configuration: tests/unit/test_ftbenchd_kinds.c */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ftprofile.h"
 #include "tmpdir.h"
@@ -265,6 +266,52 @@ static void fingerprint_walks_every_field(void **s)
 	}
 	assert_int_equal(walked, 8); /* driver, gen, width, cpu, microcode, memory, kernel, tool */
 	json_decref(was);
+/* A measured profile's fate, the one rule of ftbench bw and ftbenchd: valid -> the store (and
+ * the history), invalid -> the history only, the stored one unchanged; the legacy single file on a
+ * one-GPU host only, never for an invalid or GPU-less profile. */
+static void settle_valid_invalid_and_legacy(void **s)
+{
+	char path[4096], lp[4096], cache[128];
+	enum ftprof_legacy what;
+	snprintf(cache, sizeof cache, "%s/cache", dir);
+	setenv("XDG_CACHE_HOME", cache, 1);
+	json_t *good = prof(1000, 100, 0, 50, 25), *bad = prof(2000, 80, 0, 50, 25);
+	json_object_set_new(bad, "valid", json_false());
+	assert_int_equal(ftprof_store_settle(dir, good, UUID, 5, 0, path, sizeof path), 0);
+	char want[4096];
+	snprintf(want, sizeof want, "%s/%s.json", dir, UUID);
+	assert_string_equal(path, want);
+	assert_int_equal(ftprof_store_settle(dir, bad, UUID, 5, 0, path, sizeof path), FTPROF_KEPT_INVALID);
+	assert_string_equal(path, want);
+	json_t *stored = json_load_file(want, 0, NULL), *h = NULL;
+	assert_true(json_number_value(json_object_get(json_object_get(stored, "ceilings"), "cpu_stream_read_gbs")) == 100);
+	json_decref(stored);
+	assert_int_equal(ftprof_history_load(dir, UUID, 0, &h), 0);
+	assert_int_equal(json_array_size(h), 2);
+	assert_true(json_is_false(json_object_get(json_array_get(h, 1), "valid")));
+	json_decref(h);
+
+	/* the legacy rule */
+	char expect[4096];
+	snprintf(expect, sizeof expect, "%s/freetoken/benchbw.json", cache);
+	assert_int_equal(ftprof_legacy_settle(good, want, 2, &what, lp, sizeof lp), 0);
+	assert_int_equal(what, FTPROF_LEGACY_MANY_GPUS);
+	assert_string_equal(lp, expect);
+	assert_int_equal(ftprof_legacy_settle(bad, want, 1, &what, lp, sizeof lp), 0);
+	assert_int_equal(what, FTPROF_LEGACY_NOT_VALID);
+	json_t *host = json_pack("{s:i,s:n}", "version", 4, "gpu");
+	assert_int_equal(ftprof_legacy_settle(host, want, 1, &what, lp, sizeof lp), 0);
+	assert_int_equal(what, FTPROF_LEGACY_NO_GPU);
+	assert_int_equal(access(expect, F_OK), -1);
+	assert_int_equal(ftprof_legacy_settle(good, expect, 1, &what, lp, sizeof lp), 0);
+	assert_int_equal(what, FTPROF_LEGACY_SAME_FILE);
+	assert_int_equal(ftprof_legacy_settle(good, want, 1, &what, lp, sizeof lp), 0);
+	assert_int_equal(what, FTPROF_LEGACY_WRITTEN);
+	assert_int_equal(access(expect, F_OK), 0);
+	unsetenv("XDG_CACHE_HOME");
+	json_decref(host);
+	json_decref(good);
+	json_decref(bad);
 }
 
 int main(void)
@@ -275,6 +322,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(commit_marks_drift_and_keeps_history, setup, teardown),
 		cmocka_unit_test_setup_teardown(fingerprint_tells_a_changed_machine, setup, teardown),
 		cmocka_unit_test_setup_teardown(fingerprint_walks_every_field, setup, teardown),
+		cmocka_unit_test_setup_teardown(settle_valid_invalid_and_legacy, setup, teardown),
 	};
 	return cmocka_run_group_tests(t, NULL, NULL);
 }
