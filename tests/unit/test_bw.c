@@ -876,6 +876,8 @@ static void test_entry_oracle(void **s)
 			checked++;
 		}
 	assert_int_equal(checked, 20);
+}
+
 /* A phase whose spread fails the checks is measured again (at most FTBW_REMEASURE more times),
  * said in the warnings and recorded in "remeasured"; the last try is kept. */
 static void test_remeasure(void **s)

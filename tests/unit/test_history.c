@@ -266,6 +266,8 @@ static void fingerprint_walks_every_field(void **s)
 	}
 	assert_int_equal(walked, 8); /* driver, gen, width, cpu, microcode, memory, kernel, tool */
 	json_decref(was);
+}
+
 /* A measured profile's fate, the one rule of ftbench bw and ftbenchd: valid -> the store (and
  * the history), invalid -> the history only, the stored one unchanged; the legacy single file on a
  * one-GPU host only, never for an invalid or GPU-less profile. */
