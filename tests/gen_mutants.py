@@ -55,7 +55,7 @@ def generate(mutate, src, outdir):
     """Every mutant of src: [(line, text)], line the first changed line."""
     os.makedirs(outdir, exist_ok=True)
     subprocess.run([mutate, src, "--noCheck", "--mutantDir", outdir], stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, check=True)
+                   stderr=subprocess.DEVNULL, check=True, cwd=outdir)  # its scratch file lands there
     orig = open(src).read().splitlines(keepends=True)
     base = os.path.splitext(os.path.basename(src))[0]
     out = []
