@@ -1049,6 +1049,47 @@ static void test_store_write_gpu_walk(void **st)
 	assert_true(stat(d, &sb) < 0 || sb.st_nlink == 2); /* nothing written */
 }
 
+/* hybrid_max_batch: the dtype entry's when it has one, else the smallest of the workloads' (an
+ * engine must not batch past any model's limit), walked over the order of the workloads and an
+ * entry without one. */
+static void test_hybrid_max_batch_walk(void **st)
+{
+	(void)st;
+	static const char *cases[][2] = {
+		/* workloads' values in file order, the answer */
+		{"8,4,16", "4"}, {"4,8,16", "4"}, {"16,8,4", "4"}, {"-,8,2", "2"}, {"8,-,-", "8"}, {"-,-,-", "none"},
+	};
+	char path[PATH_MAX];
+	SNP(path, sizeof path, "%s/hmb.json", root);
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		json_t *wl = json_object();
+		char v[32];
+		snprintf(v, sizeof v, "%s", cases[c][0]);
+		int i = 0;
+		for (char *save, *t = strtok_r(v, ",", &save); t; t = strtok_r(NULL, ",", &save), i++) {
+			json_t *e = json_object();
+			if (*t != '-')
+				json_object_set_new(e, "hybrid_max_batch", json_integer(atoi(t)));
+			char name[16];
+			snprintf(name, sizeof name, "model%d", i);
+			json_object_set_new(wl, name, json_pack("{s:{s:o}}", "kernels", "bf16", e));
+		}
+		json_t *doc = json_pack("{s:i,s:{s:s},s:{s:{}},s:o}", "version", 4, "gpu", "uuid", UUID_A,
+					"dtype_kernels", "bf16", "workloads", wl);
+		assert_int_equal(json_dump_file(doc, path, JSON_PRESERVE_ORDER), 0);
+		json_decref(doc);
+		struct ftprof *pr = NULL;
+		if (ftprof_load_file(path, &pr, err, sizeof err) < 0)
+			fail_msg("load: %s", err);
+		int b = -1, r = ftprof_hybrid_max_batch(pr, "bf16", &b);
+		char got[16];
+		snprintf(got, sizeof got, "%d", b);
+		if (strcmp(cases[c][1], "none") ? r != 0 || strcmp(got, cases[c][1]) : r != -ENODATA)
+			fail_msg("workloads %s: %d (%d), want %s", cases[c][0], r, b, cases[c][1]);
+		ftprof_free(pr);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1057,6 +1098,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_full_profile, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fetch_fraction_walk, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_write_gpu_walk, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hybrid_max_batch_walk, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_host_json, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_workloads_unanimous, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dtypes_first, setup, teardown),
