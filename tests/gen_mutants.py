@@ -3,7 +3,9 @@
 (PyPI; installed into build/mutvenv on first use) writes every mutant of each product source of the
 chosen directories; a fixed-seed sample of them is applied one at a time to a copy of the tree,
 which is rebuilt (only the fast tests of that directory) and tested. A mutant that does not
-build is not counted; one that builds and passes every test of its directory SURVIVES. Prints
+build is not counted, nor one whose object the selection's targets never recompile (code the
+build leaves out: another CUDA/CPU variant, a disabled branch); one that builds and passes every
+test of its directory SURVIVES. Prints
 per mutant "dir file:line killed|SURVIVED|no-build" and the score per directory; the sample is
 cut into time slices (--slice K/N: the K-th of N equal parts) so that a run fits its time.
 
@@ -30,9 +32,13 @@ FAST = {
     "daemon": ["test_ftbenchd_argspec", "test_ftbenchd_config", "test_ftbenchd_journal", "test_ftbenchd_kinds",
                "test_ftbenchd_request", "test_ftbenchd_sched", "test_ftbenchd_toykind", "test_ftbenchd_worker"],
     "src/bench": ["test_bw", "test_bw_host", "test_decode", "test_cpu_bench", "test_validation"],
-    "src/cli": ["test_cli_args", "test_flags", "test_jobargs"],
+    "src/cli": ["test_cli_args", "test_flags", "test_jobargs"],  # + the ftbench binary and EXTRA
     "src/decode": ["test_decode", "test_prompts", "test_sampling", "test_server", "test_sse"],
 }
+# per directory: more to build and run (the CLI is linked into ftbench alone: its effects show in
+# the binary's integration tests)
+EXTRA = {"src/cli": (["build/bin/ftbench"], ["tests/integration/cli_help.sh", "tests/integration/flags_effect.sh",
+                                            "tests/integration/output_formats.sh"])}
 # sources that are not product code of their directory (entry points the fast tests never link)
 SKIP = {"daemon/main.c"}
 
@@ -147,13 +153,18 @@ def main():
         try:
             with open(path, "w") as f:
                 f.write(text)
-            b = subprocess.run(["make", "-j2", *tests], cwd=copy, env=env, stdout=subprocess.DEVNULL,
+            bins, integ = EXTRA.get(d, ([], []))
+            obj = os.path.join(copy, "build", "obj", os.path.splitext(src)[0] + ".o")
+            before = os.path.getmtime(obj) if os.path.exists(obj) else 0
+            b = subprocess.run(["make", "-j2", *tests, *bins], cwd=copy, env=env, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
             if b.returncode != 0:
                 verdict = "no-build"
+            elif not os.path.exists(obj) or os.path.getmtime(obj) <= before:
+                verdict = "not-built"  # no target of the selection compiles this file: nothing judged it
             else:
-                r = subprocess.run(["sh", "scripts/run-tests.sh", *tests], cwd=copy, env=env, capture_output=True,
-                                   text=True, timeout=600)
+                r = subprocess.run(["sh", "scripts/run-tests.sh", *tests, *integ], cwd=copy, env=env,
+                                   capture_output=True, text=True, timeout=900)
                 verdict = "killed" if r.returncode != 0 else "SURVIVED"
         except subprocess.TimeoutExpired:
             verdict = "killed"  # a hang is caught (by the runner's timeout)
@@ -164,13 +175,14 @@ def main():
         nw = text.splitlines()
         diff = f"{o[line - 1].strip() if line <= len(o) else ''}  ->  {nw[line - 1].strip() if line <= len(nw) else '(deleted)'}"
         rows.append((d, src, line, i, verdict, diff))
-        s = score.setdefault(d, [0, 0, 0])
-        s[0 if verdict == "killed" else 1 if verdict == "SURVIVED" else 2] += 1
+        s = score.setdefault(d, [0, 0, 0, 0])
+        s[["killed", "SURVIVED", "no-build", "not-built"].index(verdict)] += 1
         log(f"{d} {src}:{line}:{i} {verdict} ({time.time() - t1:.0f} s)  {diff}")
     # restore the copy's build of the last file
-    log("\n| directory | killed | survived | did not build | score |\n|---|---|---|---|---|")
-    for d, (kk, ss, nb) in score.items():
-        log(f"| {d} | {kk} | {ss} | {nb} | {100.0 * kk / (kk + ss) if kk + ss else 0:.0f} % |")
+    log("\n| directory | killed | survived | did not build | not built by the selection | score |\n"
+        "|---|---|---|---|---|---|")
+    for d, (kk, ss, nb, nt) in score.items():
+        log(f"| {d} | {kk} | {ss} | {nb} | {nt} | {100.0 * kk / (kk + ss) if kk + ss else 0:.0f} % |")
     log(f"\n{len(rows)} mutants in {time.time() - t0:.0f} s (seed {a.seed}, {a.per_dir} per directory, slice {a.slice})")
     shutil.rmtree(tmp, ignore_errors=True)
     return 0
