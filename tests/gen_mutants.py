@@ -136,7 +136,8 @@ def main():
     if os.path.isdir(os.path.join(ROOT, "build")):
         shutil.copytree(os.path.join(ROOT, "build"), os.path.join(copy, "build"), symlinks=True,
                         ignore=shutil.ignore_patterns("mutvenv"))
-    env = dict(os.environ, BUILD="build")
+    # a mutant that loops is caught by the runner's timeout: 120 s, not the default 600
+    env = dict(os.environ, BUILD="build", FT_TEST_TIMEOUT=os.environ.get("FT_TEST_TIMEOUT", "120"))
     env.pop("MAKEFLAGS", None)
     env.pop("MAKELEVEL", None)
     t0 = time.time()
