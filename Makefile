@@ -9,6 +9,7 @@
 #   make bench-tools  the C tools of bench/ under build/bench/ (make test builds them too)
 #   make test-san   the same tests built with ASan+UBSan (CUDA=0)
 #   make test-mutants  deliberate breaks, one at a time on a copy of the tree: each must fail its tests
+#   make test-mutants-gen  generated mutants (universalmutator), a fixed-seed sample, GEN_SLICE=K/N
 #   make test-soak  the daemon's reliability suite with 50 kill -9 cycles, then 10 minutes of mixed load on
 #                   the connection front (by hand; figures in bench/RESULTS.md)
 #   make test-peers ftbench decode against a real llama-server (built from the llama-cpp-python sdist
@@ -152,7 +153,7 @@ BENCH_TOOLS  += $(BUILD)/bench/ensure_prof $(BUILD)/bench/ensure_time $(BUILD)/b
 endif
 
 .SECONDARY:
-.PHONY: bench-tools man test-peers test-soak test-san test-mutants all test test-unit test-integration test-gpu run install uninstall clean deps bench tests
+.PHONY: bench-tools man test-peers test-soak test-san test-mutants test-mutants-gen all test test-unit test-integration test-gpu run install uninstall clean deps bench tests
 all: $(ALL) tests
 tests: $(UNIT_BINS) $(INTEG_BINS) $(GPU_BINS) $(FIXTURE_BINS) $(BWFAULT) $(FTHOOKS)
 
@@ -336,6 +337,16 @@ test-san:
 test-mutants: deps
 	@$(MAKE) --no-print-directory all
 	@python3 tests/mutants.py
+
+# Generated mutants (tests/gen_mutants.py: universalmutator, installed into build/mutvenv): a
+# fixed-seed sample over src/profile, daemon, src/bench, src/cli and src/decode, each judged by
+# its directory's fast tests. In time slices: GEN_SLICE=K/N runs the K-th of N parts of the
+# sample, GEN_BUDGET=S stops starting mutants after S seconds (scores in bench/RESULTS.md §9).
+GEN_SLICE ?= 1/1
+GEN_BUDGET ?= 0
+GEN_PER_DIR ?= 60
+test-mutants-gen: all
+	@python3 tests/gen_mutants.py --per-dir $(GEN_PER_DIR) --slice $(GEN_SLICE) --budget $(GEN_BUDGET)
 
 # The reliability suite of issue 17 with 50 kill -9 cycles instead of the 10 of `make test`, then
 # tests/integration/front_soak.py: 10 minutes (FT_SOAK_S) of bursts, followers, submit floods,

@@ -349,6 +349,45 @@ try:
     check("cache-copy --from-json of a missing file: exit 2 naming it", rc == 2 and "none.json" in e, e)
     bad_format("cache-copy", ["cache-copy", "--from-json", FIXTURE])
 
+    # hostile cells (a model path, a format, an error as a user may have them): quotes, commas,
+    # CR/LF, pipes, backslashes, UTF-8; every cell read back by csv, the Markdown parser and json
+    hostile = ['a "q" b, c\nd|e\\f \u00fcn\u00ef \u5b57 "" ,', '"', '""', ',', 'x|y', '|', '\\|', 'tab\there',
+               'cr\r\nlf', ' lead and trail ', '\u2603 snow"man', 'end"']
+    hdoc = copy.deepcopy(fixture)
+    res0 = hdoc["results"][0]
+    hrows = []
+    for i, h in enumerate(hostile):
+        res = copy.deepcopy(res0)
+        res["model"], res["format"], res["path"] = h, hostile[(i + 1) % len(hostile)], hostile[(i + 2) % len(hostile)]
+        res["rows"] = [dict(res0["rows"][0], error=hostile[(i + 3) % len(hostile)])]
+        hrows.append(res)
+    hdoc["results"] = hrows
+    hout = {}
+    for f in FORMATS:
+        # bytes, not text mode: universal newlines would turn a cell's CR LF into LF
+        r = subprocess.run([FT, "cache-copy", "--from-json", "-", "--output-format", f], env=ENV,
+                           input=json.dumps(hdoc).encode(), capture_output=True, timeout=300)
+        rc, o, e = r.returncode, r.stdout.decode("utf-8"), r.stderr.decode("utf-8", "replace")
+        check(f"cache-copy hostile cells --output-format {f}: exit 0", rc == 0, f"{rc} {e}")
+        hout[f] = o
+    want = [[r["model"], r["format"], r["path"], r["rows"][0]["error"]] for r in hrows]
+    head, rows = parse_csv(hout["csv"])
+    got = [[x[head.index(k)] for k in ("model", "format", "path", "error")] for x in rows] if head else []
+    check("cache-copy hostile cells: python's csv reads back every cell as it was (RFC 4180 quoting)",
+          got == want and all(len(x) == len(head) for x in rows), f"{got}\n{want}\n{hout['csv'][:1500]}")
+    try:
+        mh, mr = parse_md(hout["md"])
+        mgot = [[x[mh.index(k)] for k in ("model", "format", "path", "error")] for x in mr]
+    except (ValueError, IndexError) as x:
+        mgot = [str(x)]
+    check("cache-copy hostile cells: the Markdown rows hold every cell (pipes and backslashes escaped, "
+          "line breaks as spaces)", mgot == [[flat(c) for c in r] for r in want], f"{mgot}\n{hout['md'][:1500]}")
+    try:
+        jgot = json.loads(hout["json"])
+    except ValueError as x:
+        jgot = str(x)
+    check("cache-copy hostile cells: json is the document", jgot == hdoc, str(jgot)[:800])
+
     # cache-copy --list
     cl = formats_of("cache-copy --list", ["cache-copy", "--list"])
     same_cells("cache-copy --list", cl)

@@ -1210,10 +1210,34 @@ static int teardown(void **st)
 	return tmpdir_remove(tmpdir);
 }
 
+/* The cold TTFT is the server's first request, whatever the count of warm-ups: the fixture
+ * answers its first request after 300 ms and every later one after 20 ms. With 0 warm-ups the
+ * measured request is the first (cold = measured, both slow); with 1 and 3 the first warm-up is
+ * (cold slow, the measured request warm). */
+static void test_cold_ttft_first_request(void **st)
+{
+	static const char *warmups[] = {"0", "1", "3"};
+	for (size_t i = 0; i < sizeof warmups / sizeof *warmups; i++) {
+		json_t *rows = NULL;
+		int rc = run_decode(&rows, NULL, "--model", "/models/fixture-a", "--tokens", "8", "--warmup", warmups[i],
+				    "--server-cmd", srv(0, "--rate 1000 --ttft-ms 20 --cold-ttft-ms 300"), NULL);
+		assert_int_equal(rc, 0);
+		json_t *r = json_array_get(rows, 0);
+		double cold = num(r, "ttft_cold_ms"), warm = num(r, "ttft_ms");
+		if (cold < 295)
+			fail_msg("--warmup %s: ttft_cold_ms %.1f, the server's first request took 300 ms", warmups[i], cold);
+		if (i == 0 ? warm < 295 : warm >= 295)
+			fail_msg("--warmup %s: ttft_ms %.1f (the measured request is %s)", warmups[i], warm,
+				 i == 0 ? "the first: cold" : "a later one: warm");
+		json_decref(rows);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pacing),
+		cmocka_unit_test(test_cold_ttft_first_request),
 		cmocka_unit_test(test_multi_token_events),
 		cmocka_unit_test(test_no_usage_chunk),
 		cmocka_unit_test(test_dying_backend_does_not_stop_the_next),

@@ -757,6 +757,127 @@ static void test_run_read_phases(void **s)
 	json_decref(p);
 }
 
+/* ---------------------------------------------------------------- an oracle on raw samples */
+
+/* Skewed samples (one fast outlier, the rest spread unevenly), so that the median, the mean,
+ * the max and the min of a part each give a different ratio: every figure of the entry is
+ * recomputed here from the raw samples and compared. */
+static double *skewed(double v, int n, unsigned seed)
+{
+	double *a = malloc((size_t)n * sizeof *a);
+	unsigned x = seed * 2654435761u + 12345u;
+	for (int i = 0; i < n; i++) {
+		x = x * 1103515245u + 12345u;
+		a[i] = v * (0.9 + 0.2 * (double)((x >> 8) % 1000) / 1000.0);
+	}
+	a[n / 2] = v * 1.9; /* one outlier far above */
+	return a;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double oracle_median(const double *v, int n)
+{
+	double *c = malloc((size_t)n * sizeof *c);
+	memcpy(c, v, (size_t)n * sizeof *c);
+	qsort(c, (size_t)n, sizeof *c, cmp_dbl);
+	double m = n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2.0;
+	free(c);
+	return m;
+}
+
+static void check_figure(json_t *o, const char *key, const struct ftbw_part *p)
+{
+	char sk[96];
+	snprintf(sk, sizeof sk, "%s_spread", key);
+	double lo = p->gbs[0], hi = p->gbs[0];
+	for (int i = 1; i < p->n; i++) {
+		lo = p->gbs[i] < lo ? p->gbs[i] : lo;
+		hi = p->gbs[i] > hi ? p->gbs[i] : hi;
+	}
+	double med = oracle_median(p->gbs, p->n);
+	if (fabs(json_number_value(json_object_get(o, key)) - med) > 1e-9)
+		fail_msg("%s: %.6f, the median of its %d samples is %.6f", key,
+			 json_number_value(json_object_get(o, key)), p->n, med);
+	json_t *sp = json_object_get(o, sk);
+	assert_true(fabs(json_number_value(json_object_get(sp, "median")) - med) < 1e-9);
+	assert_true(fabs(json_number_value(json_object_get(sp, "min")) - lo) < 1e-9);
+	assert_true(fabs(json_number_value(json_object_get(sp, "max")) - hi) < 1e-9);
+	assert_int_equal(json_integer_value(json_object_get(sp, "samples")), p->n);
+}
+
+static void test_entry_oracle(void **s)
+{
+	(void)s;
+	const double thr = 2.0;
+	/* sample counts odd and even, CPU/gather levels around the threshold */
+	static const int counts[] = {3, 4, 5, 8, 9};
+	static const double cpu_lv[] = {95.0, 99.0, 101.0, 105.0};
+	int checked = 0;
+	for (size_t ci = 0; ci < sizeof counts / sizeof *counts; ci++)
+		for (size_t li = 0; li < sizeof cpu_lv / sizeof *cpu_lv; li++) {
+			int n = counts[ci];
+			struct ftbw_item it;
+			memset(&it, 0, sizeof it);
+			it.fmt = ftfmt_get(FTFMT_BF16);
+			it.is_dtype = true;
+			it.expert_bytes = 9u << 20;
+			it.synth_experts = 16;
+			snprintf(it.label, sizeof it.label, "dtype:bf16");
+			struct ftbw_meas m;
+			memset(&m, 0, sizeof m);
+			m.cpu = (struct ftbw_part){.rc = 0, .n = n, .gbs = skewed(cpu_lv[li], n, (unsigned)(ci * 7 + li))};
+			m.gather = (struct ftbw_part){.rc = 0, .n = n + 1, .gbs = skewed(50.0, n + 1, (unsigned)(ci + 100))};
+			m.ov_cpu = (struct ftbw_part){.rc = 0, .n = n, .gbs = skewed(cpu_lv[li] * 0.8, n, 3u + (unsigned)li)};
+			m.ov_gather = (struct ftbw_part){.rc = 0, .n = n, .gbs = skewed(45.0, n, 5u + (unsigned)ci)};
+			m.read_cpu.rc = m.read_other.rc = FTBW_NOT_RUN;
+			strcpy(m.cpu_isa, "avx2");
+			m.nbatch = 3;
+			for (int b = 0; b < 3; b++) {
+				m.bsw[b].batch = 1 << (2 * b);
+				m.bsw[b].experts = 8.0 * m.bsw[b].batch;
+				m.bsw[b].cpu = (struct ftbw_part){.rc = 0, .n = n, .gbs = skewed(cpu_lv[li] / (1 + b), n, 40u + (unsigned)b)};
+				m.bsw[b].gather = (struct ftbw_part){.rc = 0, .n = n, .gbs = skewed(50.0, n, 50u + (unsigned)b)};
+			}
+			json_t *e = ftbw_entry_json(&it, &m, true, thr);
+			assert_non_null(e);
+			check_figure(e, "cpu_moe_gbs", &m.cpu);
+			check_figure(e, "pcie_gather_gbs", &m.gather);
+			check_figure(e, "cpu_moe_overlap_gbs", &m.ov_cpu);
+			check_figure(e, "pcie_gather_overlap_gbs", &m.ov_gather);
+			double ratio = oracle_median(m.cpu.gbs, m.cpu.n) / oracle_median(m.gather.gbs, m.gather.n);
+			if (fabs(json_number_value(json_object_get(e, "ratio")) - ratio) > 1e-9)
+				fail_msg("n=%d cpu~%.0f: ratio %.6f, the medians' ratio is %.6f", n, cpu_lv[li],
+					 json_number_value(json_object_get(e, "ratio")), ratio);
+			const char *want = ratio > thr ? "hybrid" : "offload";
+			assert_string_equal(json_string_value(json_object_get(e, "recommended")), want);
+			int slow = 0;
+			double cmed = oracle_median(m.cpu.gbs, m.cpu.n);
+			for (int i = 0; i < n; i++)
+				slow += m.cpu.gbs[i] < 0.8 * cmed;
+			assert_true(fabs(json_number_value(json_object_get(e, "cpu_moe_slow_steps")) - (double)slow / n) < 1e-12);
+			json_t *rows = json_object_get(e, "batch_sweep");
+			assert_int_equal(json_array_size(rows), 3);
+			for (int b = 0; b < 3; b++) {
+				json_t *r = json_array_get(rows, (size_t)b);
+				check_figure(r, "cpu_moe_gbs", &m.bsw[b].cpu);
+				check_figure(r, "pcie_gather_gbs", &m.bsw[b].gather);
+				double rr = oracle_median(m.bsw[b].cpu.gbs, n) / oracle_median(m.bsw[b].gather.gbs, n);
+				assert_true(fabs(json_number_value(json_object_get(r, "ratio")) - rr) < 1e-9);
+				assert_string_equal(json_string_value(json_object_get(r, "recommended")),
+						    rr > thr ? "hybrid" : "offload");
+			}
+			json_decref(e);
+			ftbw_meas_release(&m);
+			checked++;
+		}
+	assert_int_equal(checked, 20);
+}
+
 /* A phase whose spread fails the checks is measured again (at most FTBW_REMEASURE more times),
  * said in the warnings and recorded in "remeasured"; the last try is kept. */
 static void test_remeasure(void **s)
@@ -818,7 +939,7 @@ int main(void)
 		cmocka_unit_test(test_run_gpu),          cmocka_unit_test(test_run_models),
 		cmocka_unit_test(test_run_no_gpu),       cmocka_unit_test(test_run_failures),
 		cmocka_unit_test(test_schema),           cmocka_unit_test(test_summary),
-		cmocka_unit_test(test_batch_sweep),
+		cmocka_unit_test(test_batch_sweep),      cmocka_unit_test(test_entry_oracle),
 		cmocka_unit_test(test_read_ceiling),     cmocka_unit_test(test_run_read_phases),
 		cmocka_unit_test(test_remeasure),
 	};

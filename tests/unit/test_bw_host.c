@@ -603,11 +603,73 @@ static void test_mem_prefer(void **s)
 	assert_int_equal(ftcpu_mem_prefer(100000), -EINVAL);
 }
 
+/* ftbw_apply_deployment walks every entry that carries a verdict: the dtype entries (their map
+ * "dtypes") and each model's workload entries (their map "recommended_moe_backend"), each with
+ * an isolated and a concurrent verdict that differ, and one entry without concurrent figures
+ * per scope (it keeps its verdict and is counted missing). */
+static void test_apply_deployment_walk(void **s)
+{
+	(void)s;
+	static const char *fmts[] = {"bf16", "nvfp4", "mxfp4_triton"};
+	static const char *models[] = {NULL, "qwen3-30b", "gpt-oss-120b"};
+	const int nf = 3, nm = 3;
+	json_t *p = json_object(), *wl = json_object(), *dk = json_object(), *dt = json_object();
+	json_object_set_new(p, "dtype_kernels", dk);
+	json_object_set_new(p, "dtypes", dt);
+	json_object_set_new(p, "workloads", wl);
+	for (int m = 0; m < nm; m++) {
+		json_t *kern = dk, *map = dt;
+		if (models[m]) {
+			json_t *w = json_object();
+			kern = json_object();
+			map = json_object();
+			json_object_set_new(w, "kernels", kern);
+			json_object_set_new(w, "recommended_moe_backend", map);
+			json_object_set_new(wl, models[m], w);
+		}
+		for (int f = 0; f < nf; f++) {
+			/* isolated hybrid, concurrent offload on even (m + f), the reverse on odd */
+			const char *iso = (m + f) % 2 ? "offload" : "hybrid", *con = (m + f) % 2 ? "hybrid" : "offload";
+			json_t *e = json_object();
+			json_object_set_new(e, "recommended", json_string(iso));
+			if (f != nf - 1) { /* the last format of each scope: no concurrent figures */
+				json_t *c = json_object();
+				json_object_set_new(c, "recommended", json_string(con));
+				json_object_set_new(e, "concurrent", c);
+			}
+			json_object_set_new(kern, fmts[f], e);
+			json_object_set_new(map, fmts[f], json_string(iso));
+		}
+	}
+	for (int round = 0; round < 3; round++) {
+		int d = round == 1 ? FTBW_DEPLOY_ISOLATED : FTBW_DEPLOY_CONCURRENT, missing = -1;
+		assert_int_equal(ftbw_apply_deployment(p, d, &missing), 0);
+		/* concurrent: one entry per scope lacks its figures; isolated: every entry has them */
+		assert_int_equal(missing, d == FTBW_DEPLOY_CONCURRENT ? nm : 0);
+		assert_string_equal(str(p, "deployment"), ftbw_deployment_name(d));
+		for (int m = 0; m < nm; m++)
+			for (int f = 0; f < nf; f++) {
+				const char *iso = (m + f) % 2 ? "offload" : "hybrid", *con = (m + f) % 2 ? "hybrid" : "offload";
+				const char *want = d == FTBW_DEPLOY_CONCURRENT && f != nf - 1 ? con : iso;
+				json_t *scope = models[m] ? json_object_get(json_object_get(p, "workloads"), models[m]) : p;
+				json_t *e = json_object_get(json_object_get(scope, models[m] ? "kernels" : "dtype_kernels"), fmts[f]);
+				json_t *map = json_object_get(scope, models[m] ? "recommended_moe_backend" : "dtypes");
+				const char *got = str(e, "recommended"), *gm = str(map, fmts[f]);
+				if (strcmp(got, want) || strcmp(gm, want))
+					fail_msg("deployment %s, %s %s: entry %s, map %s; want %s", ftbw_deployment_name(d),
+						 models[m] ? models[m] : "dtype", fmts[f], got, gm, want);
+				assert_string_equal(str(e, "recommended_isolated"), iso);
+			}
+	}
+	json_decref(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fake_tree_probe),  cmocka_unit_test(test_fake_tree_relations),
 		cmocka_unit_test(test_engine_plan),      cmocka_unit_test(test_hold),
+		cmocka_unit_test(test_apply_deployment_walk),
 		cmocka_unit_test(test_run_host_two_gpus), cmocka_unit_test(test_run_host_engines),
 		cmocka_unit_test(test_run_host_one_gpu), cmocka_unit_test(test_mem_prefer),
 	};

@@ -206,6 +206,68 @@ static void fingerprint_tells_a_changed_machine(void **s)
 	json_decref(was);
 }
 
+/* Every fact of the fingerprint, changed alone, marks the profile stale and names itself: one
+ * row per fact read from the fake machine, then every key the fingerprint holds (a key added
+ * later is walked too), each changed alone in a copy. */
+static void fingerprint_walks_every_field(void **s)
+{
+	static const struct {
+		const char *file, *text, *why;
+	} rows[] = {
+		{"/sys/module/nvidia/version", "580.159.03\n", "GPU driver 580.95.05 -> 580.159.03"},
+		{"/sys/bus/pci/devices/0000:18:00.0/max_link_speed", "16.0 GT/s PCIe\n",
+		 "PCIe link (top speed, width) Gen5 x16 -> Gen4 x16"},
+		{"/sys/bus/pci/devices/0000:18:00.0/current_link_width", "8\n",
+		 "PCIe link (top speed, width) Gen5 x16 -> Gen5 x8"},
+		{"/proc/cpuinfo", "processor\t: 0\nmodel name\t: Test CPU 9001\nmicrocode\t: 0x2b000603\n",
+		 "CPU Test CPU 9000 -> Test CPU 9001"},
+		{"/proc/cpuinfo", "processor\t: 0\nmodel name\t: Test CPU 9000\nmicrocode\t: 0x2b000639\n",
+		 "CPU microcode 0x2b000603 -> 0x2b000639"},
+		{"/proc/meminfo", "MemTotal:       131587106 kB\n", "memory 251.0 -> 125.5 GiB"},
+		{"/proc/sys/kernel/osrelease", "6.8.0-test\n", "kernel 6.1.0-test -> 6.8.0-test"},
+	};
+	char why[512];
+	machine("580.95.05\n", "16\n", "263174212");
+	json_t *was = ftprof_fingerprint_at(dir, "00000000:18:00.0");
+	for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+		machine("580.95.05\n", "16\n", "263174212");
+		put(dir, rows[i].file, rows[i].text);
+		json_t *now = ftprof_fingerprint_at(dir, "00000000:18:00.0");
+		int r = ftprof_fingerprint_compare(was, now, why, sizeof why);
+		if (r != 1 || strcmp(why, rows[i].why))
+			fail_msg("%s changed: stale %d (%s), want 1 (%s)", rows[i].file, r, why, rows[i].why);
+		json_decref(now);
+	}
+	/* every key of the fingerprint, changed alone */
+	const char *key;
+	json_t *v;
+	int walked = 0;
+	json_object_foreach(was, key, v) {
+		json_t *now = json_deep_copy(was);
+		if (json_is_string(v)) {
+			char b[300];
+			snprintf(b, sizeof b, "%s.1", json_string_value(v));
+			json_object_set_new(now, key, json_string(b));
+		} else if (json_is_integer(v)) {
+			json_object_set_new(now, key, json_integer(json_integer_value(v) / 2));
+		} else if (json_is_real(v)) {
+			json_object_set_new(now, key, json_real(json_real_value(v) * 1.5));
+		} else {
+			fail_msg("fingerprint key %s: not a string or number", key);
+		}
+		int r = ftprof_fingerprint_compare(was, now, why, sizeof why);
+		if (r != 1 || !why[0])
+			fail_msg("fingerprint key %s changed alone: stale %d, why \"%s\"", key, r, why);
+		/* and unchanged, the copy is the same machine */
+		json_object_set(now, key, v);
+		assert_int_equal(ftprof_fingerprint_compare(was, now, why, sizeof why), 0);
+		json_decref(now);
+		walked++;
+	}
+	assert_int_equal(walked, 8); /* driver, gen, width, cpu, microcode, memory, kernel, tool */
+	json_decref(was);
+}
+
 /* A measured profile's fate, the one rule of ftbench bw and ftbenchd: valid -> the store (and
  * the history), invalid -> the history only, the stored one unchanged; the legacy single file on a
  * one-GPU host only, never for an invalid or GPU-less profile. */
@@ -261,6 +323,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(history_keeps_newest_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(commit_marks_drift_and_keeps_history, setup, teardown),
 		cmocka_unit_test_setup_teardown(fingerprint_tells_a_changed_machine, setup, teardown),
+		cmocka_unit_test_setup_teardown(fingerprint_walks_every_field, setup, teardown),
 		cmocka_unit_test_setup_teardown(settle_valid_invalid_and_legacy, setup, teardown),
 	};
 	return cmocka_run_group_tests(t, NULL, NULL);

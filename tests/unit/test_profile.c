@@ -1006,12 +1006,144 @@ static void test_schema(void **st)
 	json_decref(host);
 }
 
+/* The fetch fraction walked field by field: each of the four figures it reads (the overlap pair,
+ * then the alone pair) absent, null, 0 or a string, one at a time, with the overlap pair there
+ * and without it; the expected value from the seed's rule (overlap pair when both are truthy,
+ * else pcie / cpu when both are, capped at 1; a string cannot be divided: no value). */
+static void test_fetch_fraction_walk(void **st)
+{
+	(void)st;
+	static const char *keys[] = {"pcie_gather_overlap_gbs", "cpu_moe_overlap_gbs", "pcie_gather_gbs", "cpu_moe_gbs"};
+	static const double val[] = {24.0, 96.0, 50.0, 120.0};
+	enum { ABSENT, NUL, ZERO, STR, KINDS };
+	char path[PATH_MAX];
+	SNP(path, sizeof path, "%s/walk.json", root);
+	int walked = 0;
+	for (int with_ov = 1; with_ov >= 0; with_ov--)
+		for (int k = 0; k < 4; k++)
+			for (int kind = ABSENT; kind < KINDS; kind++) {
+				if (!with_ov && k < 2)
+					continue; /* the overlap pair is absent already */
+				json_t *e = json_object();
+				int have[4];
+				for (int i = 0; i < 4; i++) {
+					have[i] = with_ov || i >= 2;
+					if (have[i] && i != k)
+						json_object_set_new(e, keys[i], json_real(val[i]));
+				}
+				int truthy_k = 0, str_k = 0;
+				if (have[k]) {
+					if (kind == NUL)
+						json_object_set_new(e, keys[k], json_null());
+					else if (kind == ZERO)
+						json_object_set_new(e, keys[k], json_real(0.0));
+					else if (kind == STR) {
+						json_object_set_new(e, keys[k], json_string("fast"));
+						truthy_k = str_k = 1;
+					}
+				}
+				/* the oracle */
+				int t[4];
+				for (int i = 0; i < 4; i++)
+					t[i] = have[i] && (i != k || truthy_k);
+				double want = NAN;
+				if (t[0] && t[1])
+					want = (k < 2 && str_k) ? NAN : val[0] / (val[0] + val[1]);
+				else if (t[2] && t[3])
+					want = (k >= 2 && str_k) ? NAN : val[2] / val[3];
+				json_t *doc = json_pack("{s:i,s:{s:s},s:{s:o},s:{s:s}}", "version", 4, "gpu", "uuid", UUID_A,
+							"dtype_kernels", "bf16", e, "dtypes", "bf16", "hybrid");
+				assert_int_equal(json_dump_file(doc, path, 0), 0);
+				json_decref(doc);
+				struct ftprof *pr = NULL;
+				if (ftprof_load_file(path, &pr, err, sizeof err) < 0)
+					fail_msg("load: %s", err);
+				double f = -1;
+				int r = ftprof_fetch_fraction(pr, "bf16", &f);
+				if (isnan(want) ? r != -ENODATA : (r != 0 || fabs(f - want) > 1e-12))
+					fail_msg("%s %s%s: fetch fraction %d %.6f, want %s %.6f", keys[k],
+						 (const char *[]){"absent", "null", "0", "a string"}[kind],
+						 with_ov ? "" : " (no overlap pair)", r, f, isnan(want) ? "none" : "", want);
+				ftprof_free(pr);
+				walked++;
+			}
+	assert_int_equal(walked, 24);
+}
+
+/* ftprof_store_write_in walked over the gpu block a profile may bring: each malformed uuid is
+ * refused with -EINVAL and leaves no file (a generated mutant that dropped the string check
+ * read a NULL uuid). */
+static void test_store_write_gpu_walk(void **st)
+{
+	(void)st;
+	char d[PATH_MAX], out[PATH_MAX];
+	SNP(d, sizeof d, "%s/walkstore", root);
+	static const char *gpus[] = {"{\"uuid\":5}", "{\"uuid\":null}", "{\"uuid\":\"\"}", "{}", "[1]", "7",
+				     "{\"uuid\":[\"" UUID_A "\"]}"};
+	for (size_t i = 0; i < sizeof gpus / sizeof *gpus; i++) {
+		char text[512];
+		SNP(text, sizeof text, "{\"version\":4,\"gpu\":%s}", gpus[i]);
+		json_t *doc = json_loads(text, 0, NULL);
+		assert_non_null(doc);
+		int r = ftprof_store_write_in(d, doc, NULL, out, sizeof out);
+		if (r != -EINVAL)
+			fail_msg("gpu %s: %d, want -EINVAL", gpus[i], r);
+		json_decref(doc);
+	}
+	struct stat sb;
+	assert_true(stat(d, &sb) < 0 || sb.st_nlink == 2); /* nothing written */
+}
+
+/* hybrid_max_batch: the dtype entry's when it has one, else the smallest of the workloads' (an
+ * engine must not batch past any model's limit), walked over the order of the workloads and an
+ * entry without one. */
+static void test_hybrid_max_batch_walk(void **st)
+{
+	(void)st;
+	static const char *cases[][2] = {
+		/* workloads' values in file order, the answer */
+		{"8,4,16", "4"}, {"4,8,16", "4"}, {"16,8,4", "4"}, {"-,8,2", "2"}, {"8,-,-", "8"}, {"-,-,-", "none"},
+	};
+	char path[PATH_MAX];
+	SNP(path, sizeof path, "%s/hmb.json", root);
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		json_t *wl = json_object();
+		char v[32];
+		snprintf(v, sizeof v, "%s", cases[c][0]);
+		int i = 0;
+		for (char *save, *t = strtok_r(v, ",", &save); t; t = strtok_r(NULL, ",", &save), i++) {
+			json_t *e = json_object();
+			if (*t != '-')
+				json_object_set_new(e, "hybrid_max_batch", json_integer(atoi(t)));
+			char name[16];
+			snprintf(name, sizeof name, "model%d", i);
+			json_object_set_new(wl, name, json_pack("{s:{s:o}}", "kernels", "bf16", e));
+		}
+		json_t *doc = json_pack("{s:i,s:{s:s},s:{s:{}},s:o}", "version", 4, "gpu", "uuid", UUID_A,
+					"dtype_kernels", "bf16", "workloads", wl);
+		assert_int_equal(json_dump_file(doc, path, JSON_PRESERVE_ORDER), 0);
+		json_decref(doc);
+		struct ftprof *pr = NULL;
+		if (ftprof_load_file(path, &pr, err, sizeof err) < 0)
+			fail_msg("load: %s", err);
+		int b = -1, r = ftprof_hybrid_max_batch(pr, "bf16", &b);
+		char got[16];
+		snprintf(got, sizeof got, "%d", b);
+		if (strcmp(cases[c][1], "none") ? r != 0 || strcmp(got, cases[c][1]) : r != -ENODATA)
+			fail_msg("workloads %s: %d (%d), want %s", cases[c][0], r, b, cases[c][1]);
+		ftprof_free(pr);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_aliases, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_paths, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_profile, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fetch_fraction_walk, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_store_write_gpu_walk, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hybrid_max_batch_walk, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_host_json, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_workloads_unanimous, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dtypes_first, setup, teardown),

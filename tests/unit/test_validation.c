@@ -189,6 +189,11 @@ static void test_stale(void **s)
 	assert_string_equal(v.winner, "tie");
 	assert_int_equal(v.agrees, 1);
 	assert_true(fabs(v.best_fetch_fraction - 0.5) < 1e-12);
+	/* every field the record carries, as written (a generated mutant read "source" from another key) */
+	assert_string_equal(v.source, "engine");
+	assert_string_equal(v.engine_name, "freetoken");
+	assert_string_equal(v.engine_version, "0.1.2");
+	assert_true(fabs(v.measured_epoch - 1001) < 1e-9 && fabs(v.profile_epoch - 1000) < 1e-9);
 	assert_int_equal(ftprof_validation(p, "bf16", "0.1.2", &v), 0);
 	assert_int_equal(v.state, FTPROF_VALIDATION_CURRENT);
 	assert_int_equal(ftprof_validation(p, "bf16", "0.1.3", &v), 0);
@@ -197,6 +202,8 @@ static void test_stale(void **s)
 	/* the reader's alias; agrees unknown; a record without a version is stale to a versioned caller */
 	assert_int_equal(ftprof_validation(p, "mxfp4", NULL, &v), 0);
 	assert_int_equal(v.agrees, -1);
+	assert_string_equal(v.source, "replay");
+	assert_null(v.engine_name);
 	assert_true(isnan(v.best_fetch_fraction));
 	assert_int_equal(ftprof_validation(p, "mxfp4", "1", &v), 0);
 	assert_int_equal(v.state, FTPROF_VALIDATION_STALE_ENGINE);
