@@ -17,6 +17,10 @@ import shutil
 import subprocess
 import sys
 
+# One cycle per strongly connected component: the layer test's (tests/integration/layers.py)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
+from layers import cycles as scc_cycles  # noqa: E402
+
 PRODUCT_DIRS = ["src", "daemon", "kernels"]
 FILE_LIMIT = 800
 FUNC_LIMIT = 200
@@ -105,37 +109,10 @@ def cycles(root, paths):
             q = resolve(root, mm.group(1), p)
             if q and module(q) != m and q.split("/")[0] in ("src", "daemon"):
                 graph[m].add(module(q))
-    # Tarjan's strongly connected components
-    index, low, stack, on, sccs = {}, {}, [], set(), []
-    counter = [0]
-    sys.setrecursionlimit(10000)
-
-    def strong(v):
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        for w in sorted(graph.get(v, ())):
-            if w not in index:
-                strong(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                sccs.append(sorted(comp))
-
-    for v in sorted(graph):
-        if v not in index:
-            strong(v)
-    return sccs
+    for targets in list(graph.values()):
+        for t in targets:
+            graph.setdefault(t, set())
+    return scc_cycles(graph)
 
 
 def excuse(path, fn=None, cuda_kernel=False):
