@@ -23,7 +23,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # ftd_harness
-from ftd_harness import SLOW, Daemon, Scratch, ensure, expect_error, finish, on_signals, plan, run_tests  # noqa: E402
+from ftd_harness import kill_all, stop_checked, SLOW, Daemon, Scratch, ensure, expect_error, finish, on_signals, plan, run_tests  # noqa: E402
 from hostile_test import raw_req, req  # noqa: E402
 
 RESERVE = 256  # the reserve daemon's places (daemon/http.c RESERVE_MAX)
@@ -475,16 +475,9 @@ def main():
         for d in (t.burst, t.rules, t.small, t.disk):
             d.start()
         failed += run_tests(tests, t)
-        for d in (t.rules, t.small, t.disk):
-            rc = d.stop()
-            if rc != 0:
-                failed += 1
-                print(f"not ok - {os.path.basename(d.dir)} daemon exit status {rc}")
+        failed += stop_checked((t.rules, t.small, t.disk))
     finally:
-        for d in (t.burst, t.rules, t.small, t.disk, t.store):
-            if d.proc:
-                d.proc.kill()
-                d.proc.wait()
+        kill_all((t.burst, t.rules, t.small, t.disk, t.store))
         failed = finish(t.tmp, failed)
     return 1 if failed else 0
 

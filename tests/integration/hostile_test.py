@@ -16,7 +16,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # ftd_harness
-from ftd_harness import FTBENCHD, SLOW, Daemon, Scratch, ensure, finish, plan, run_tests  # noqa: E402
+from ftd_harness import kill_all, stop_checked, FTBENCHD, SLOW, Daemon, Scratch, ensure, finish, plan, run_tests  # noqa: E402
 
 SHOW = os.environ.get("FT_HOSTILE_SHOW") == "1"
 A63E = "a" * 63 + "é"  # 64 characters, 65 bytes: a 64-byte cut splits the é (defect 8)
@@ -678,16 +678,9 @@ def main():
         for d in (t.main, t.slow, t.small):
             d.start()
         failed += run_tests(tests, t)
-        for d in (t.main, t.slow, t.small):
-            rc = d.stop()
-            if rc != 0:
-                failed += 1
-                print(f"not ok - {os.path.basename(d.dir)} daemon exit status {rc}")
+        failed += stop_checked((t.main, t.slow, t.small))
     finally:
-        for d in (t.main, t.slow, t.small):
-            if d.proc:
-                d.proc.kill()
-                d.proc.wait()
+        kill_all((t.main, t.slow, t.small))
         failed = finish(t.tmp, failed)
     return 1 if failed else 0
 

@@ -364,6 +364,26 @@ def plan(n):
     sys.stdout.flush()
 
 
+def stop_checked(daemons):
+    """Stop each daemon (SIGTERM, its own grace); an exit status other than 0 is an unnumbered
+    "not ok" line. Returns how many did not exit 0."""
+    failed = 0
+    for d in daemons:
+        rc = d.stop()
+        if rc != 0:
+            failed += 1
+            print(f"not ok - {os.path.basename(d.dir)} daemon exit status {rc}")
+    return failed
+
+
+def kill_all(daemons):
+    """For a finally: SIGKILL and reap every daemon of daemons still running."""
+    for d in daemons:
+        if d.proc:
+            d.proc.kill()
+            d.proc.wait()
+
+
 def finish(tmp, failed, tail=30):
     """After the tests: stop whatever a failed test left running, scan every tmp/*/daemon.log for
     sanitizer, valgrind error and leak reports ("not ok - ..." each, counted into failed), print
