@@ -454,10 +454,10 @@ ssize_t ftd_api_stream_read(struct ftd_api_stream *s, char *buf, size_t max)
 		}
 		if (!s->pend && s->j && s->next < s->j->nev) {
 			const struct ftd_event *e = &s->j->ev[s->next++];
-			/* id: the event's position in the job's list (1 = first); a client that
-			 * reconnects with Last-Event-ID: N is sent the events after the N-th */
+			/* id: the event's own (daemon-wide, strictly increasing, kept over restarts); a
+			 * client that reconnects with Last-Event-ID: N is sent the events with larger ids */
 			int w = s->seed ? asprintf(&s->pend, "event: %s\ndata: %s\n\n", ftd_job_ev_name(e->type), e->data)
-					: asprintf(&s->pend, "id: %zu\nevent: %s\ndata: %s\n\n", s->next,
+					: asprintf(&s->pend, "id: %llu\nevent: %s\ndata: %s\n\n", e->id,
 						   ftd_job_ev_name(e->type), e->data);
 			if (w < 0) {
 				s->pend = NULL;
@@ -591,14 +591,16 @@ void ftd_api_events(const struct ftd_api_req *rq, const char *id, struct ftd_api
 	}
 	const char *last = rq->header(rq->hctx, "Last-Event-ID");
 	long resume = 0;
-	if (last && ftstr_parse_long(last, 0, FTD_JOB_MAX_EVENTS * 4L, &resume) < 0) {
+	if (last && ftstr_parse_long(last, 0, FTD_API_EVENT_ID_MAX, &resume) < 0) {
 		ftd_api_stream_free(s);
 		ftd_api_error(rp, 400, "invalid_argument", "Last-Event-ID",
-			      "Last-Event-ID must be an event id this stream sent (an integer >= 0)");
+			      "Last-Event-ID must be an event id this stream sent (an integer in [0, 2^53 - 1])");
 		return;
 	}
 	pthread_mutex_lock(&ftd.lock);
-	s->next = (size_t)resume < j->nev ? (size_t)resume : j->nev;
+	s->next = 0; /* the first event with a larger id (a job's ids grow along its list) */
+	while (s->next < j->nev && j->ev[s->next].id <= (unsigned long long)resume)
+		s->next++;
 	pthread_mutex_unlock(&ftd.lock);
 	s->fd = rq->fd;
 	rp->status = 200;

@@ -62,6 +62,9 @@ void ftd_api_profile(const struct ftd_api_req *rq, const char *uuid, size_t n, s
 void ftd_api_history(const struct ftd_api_req *rq, const char *uuid, size_t n, struct ftd_api_reply *rp);
 void ftd_api_openapi(const struct ftd_api_req *rq, struct ftd_api_reply *rp);
 
+/* The largest Last-Event-ID taken (2^53 - 1: an integer every JSON reader holds exactly). */
+#define FTD_API_EVENT_ID_MAX 9007199254740991L
+
 /* An event stream: replays the job's events, then follows them live; it ends after the final
  * state. read returns the bytes written to buf, or FTD_API_STREAM_END / _ERROR (the client
  * left). free gives the stream's place back. */

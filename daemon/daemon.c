@@ -38,7 +38,7 @@ struct ftd_kind_ctx ftd_daemon_kind_ctx(const char *job_id)
 /* A final state that reached the journal: told to the readers, events compacted. */
 static void announce_final(struct ftd_job *j)
 {
-	ftd_job_event(j, FTD_EV_STATE, json_pack("{s:s}", "state", ftd_job_state_name(j->state)));
+	ftd_job_event_as(j, FTD_EV_STATE, json_pack("{s:s}", "state", ftd_job_state_name(j->state)), j->final_ev_id);
 	ftd_job_compact_events(j);
 }
 
@@ -57,6 +57,8 @@ int ftd_daemon_set_state(struct ftd_job *j, enum ftd_job_state s)
 	}
 	enum ftd_job_state was = j->state;
 	j->state = s;
+	if (!j->final_ev_id) /* the record holds the state event's id: a restart replays it as it was */
+		j->final_ev_id = ftd_jobs_event_id(j);
 	int r = ftd_daemon_save(j);
 	if (r < 0) {
 		/* not journaled, not announced: the job keeps showing its last journaled state, and

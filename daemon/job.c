@@ -90,7 +90,19 @@ static void wake(struct ftd_job *j)
 		pthread_cond_broadcast(j->list->cond);
 }
 
-void ftd_job_event(struct ftd_job *j, enum ftd_job_ev type, json_t *data)
+unsigned long long ftd_jobs_event_id(struct ftd_job *j)
+{
+	struct ftd_jobs *l = j->list;
+	if (!l)
+		return j->nev ? j->ev[j->nev - 1].id + 1 : 1;
+	if (l->next_ev == 0)
+		l->next_ev = 1;
+	if (l->next_ev >= l->ev_limit && l->ev_reserve)
+		l->ev_reserve(l);
+	return l->next_ev++;
+}
+
+void ftd_job_event_as(struct ftd_job *j, enum ftd_job_ev type, json_t *data, unsigned long long id)
 {
 	if (!data)
 		return;
@@ -114,9 +126,15 @@ void ftd_job_event(struct ftd_job *j, enum ftd_job_ev type, json_t *data)
 	if (!s)
 		return;
 	j->ev[j->nev].type = type;
+	j->ev[j->nev].id = id ? id : ftd_jobs_event_id(j);
 	j->ev[j->nev].data = s;
 	j->nev++;
 	wake(j);
+}
+
+void ftd_job_event(struct ftd_job *j, enum ftd_job_ev type, json_t *data)
+{
+	ftd_job_event_as(j, type, data, 0);
 }
 
 void ftd_job_set_error(struct ftd_job *j, const char *msg)
@@ -142,16 +160,25 @@ void ftd_job_error_event(struct ftd_job *j)
 							 str_or_null(j->error_detail)));
 }
 
-void ftd_job_replay(struct ftd_job *j)
+int ftd_job_replay(struct ftd_job *j)
 {
 	if (j->state == FTD_JOB_QUEUED)
 		ftd_job_event(j, FTD_EV_STATE, json_pack("{s:s}", "state", "queued"));
 	if (!ftd_job_final(j->state))
-		return;
+		return 0;
+	/* the recorded ids, when the record has one for each event replayed, in order */
+	const unsigned long long *r = j->rec_ev;
+	int keep = r[2] && (!j->result) == !r[0] && (!j->error) == !r[1] && (!r[0] || r[0] < (r[1] ? r[1] : r[2])) &&
+		   (!r[1] || r[1] < r[2]);
 	if (j->result)
-		ftd_job_event(j, FTD_EV_RESULT, json_pack("{s:O}", "result", j->result));
-	ftd_job_error_event(j);
-	ftd_job_event(j, FTD_EV_STATE, json_pack("{s:s}", "state", ftd_job_state_name(j->state)));
+		ftd_job_event_as(j, FTD_EV_RESULT, json_pack("{s:O}", "result", j->result), keep ? r[0] : 0);
+	if (j->error)
+		ftd_job_event_as(j, FTD_EV_ERROR,
+				 json_pack("{s:o,s:o}", "message", str_or_null(j->error), "detail", str_or_null(j->error_detail)),
+				 keep ? r[1] : 0);
+	j->final_ev_id = keep ? r[2] : ftd_jobs_event_id(j);
+	ftd_job_event_as(j, FTD_EV_STATE, json_pack("{s:s}", "state", ftd_job_state_name(j->state)), j->final_ev_id);
+	return !keep;
 }
 
 void ftd_job_compact_events(struct ftd_job *j)

@@ -27,7 +27,8 @@ enum ftd_job_ev { FTD_EV_STATE, FTD_EV_PROGRESS, FTD_EV_RESULT, FTD_EV_ERROR };
 
 struct ftd_event {
 	enum ftd_job_ev type;
-	char *data; /* one JSON object, compact */
+	unsigned long long id; /* its SSE id: daemon-wide, strictly increasing, also over restarts */
+	char *data;            /* one JSON object, compact */
 };
 
 struct ftd_jobs;
@@ -68,15 +69,24 @@ struct ftd_job {
 	int stop_by_daemon;     /* its run was ended because the daemon stops */
 	struct ftd_event *ev;
 	size_t nev, evcap;
+	unsigned long long final_ev_id; /* the final state event's id, taken before its journal write */
+	unsigned long long rec_ev[3];   /* from the journal: the ids its result, error and final state
+					   events had (0 none), which ftd_job_replay gives them again */
 	struct ftd_worker *worker; /* while running (runner.c owns it) */
 };
 
-/* The job list, oldest first. cond (may be NULL) is broadcast on every event. */
+/* The job list, oldest first. cond (may be NULL) is broadcast on every event.
+ * Event ids: every event of every job on the list takes the next id (next_ev), so ids only grow.
+ * Ids below ev_limit are reserved on disk: when next_ev reaches it, ev_reserve (may be NULL) is
+ * called to reserve more (raise ev_limit) before the id is handed out; a restart starts at the
+ * reserved limit, so no id handed out before a crash is handed out again. */
 struct ftd_jobs {
 	struct ftd_job *head, *tail;
 	int n;
 	unsigned long long next_seq;
 	pthread_cond_t *cond;
+	unsigned long long next_ev, ev_limit;
+	void (*ev_reserve)(struct ftd_jobs *l);
 };
 
 const char *ftd_job_state_name(enum ftd_job_state s);
@@ -92,8 +102,13 @@ void ftd_job_new_id(char id[FTD_JOB_ID_LEN + 1]);
 void ftd_job_unref(struct ftd_job *j);
 
 /* Record an event (data: new reference, consumed; NULL ignored) and wake SSE readers. Progress
- * events beyond FTD_JOB_MAX_EVENTS are dropped. */
+ * events beyond FTD_JOB_MAX_EVENTS are dropped. Its id is the list's next (ftd_jobs_event_id). */
 void ftd_job_event(struct ftd_job *j, enum ftd_job_ev type, json_t *data);
+/* The same with the id given (0: the list's next); id must be above the job's last event's. */
+void ftd_job_event_as(struct ftd_job *j, enum ftd_job_ev type, json_t *data, unsigned long long id);
+/* The next event id of j's list (reserving more first when due); a job on no list: its last
+ * event's id + 1. */
+unsigned long long ftd_jobs_event_id(struct ftd_job *j);
 /* Set j->error to a copy of msg (NULL clears it; so does it error_detail). */
 void ftd_job_set_error(struct ftd_job *j, const char *msg);
 /* Set j->error_detail to a copy of detail (NULL clears it). */
@@ -102,8 +117,9 @@ void ftd_job_set_detail(struct ftd_job *j, const char *detail);
  * error. Sent once, when the job ends (and when a finished job is replayed). */
 void ftd_job_error_event(struct ftd_job *j);
 /* The events a job loaded from the journal replays: a queued job its state, a finished one
- * its result, error and state. */
-void ftd_job_replay(struct ftd_job *j);
+ * its result, error and state, with the ids of rec_ev when the journal had them all (else new
+ * ones). 1 when a finished job's events took new ids (its record should be saved again). */
+int ftd_job_replay(struct ftd_job *j);
 /* A finished job keeps its state, result and error events but only its last progress event,
  * unless an SSE reader holds it. */
 void ftd_job_compact_events(struct ftd_job *j);

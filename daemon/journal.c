@@ -26,7 +26,21 @@ json_t *ftd_journal_record(const struct ftd_job *j)
 	json_object_set_new(o, "finished", json_real(j->finished));
 	json_object_set_new(o, "pid", json_integer(j->pid));
 	json_object_set_new(o, "request", j->req_canon ? json_string(j->req_canon) : json_null());
+	if (ftd_job_final(j->state) && j->final_ev_id) {
+		/* the ids its replayed events keep over a restart: the last result and error, the state */
+		json_t *ids = json_pack("{s:I}", "state", (json_int_t)j->final_ev_id);
+		for (size_t i = 0; ids && i < j->nev; i++)
+			if (j->ev[i].type == FTD_EV_RESULT || j->ev[i].type == FTD_EV_ERROR)
+				json_object_set_new(ids, ftd_job_ev_name(j->ev[i].type), json_integer((json_int_t)j->ev[i].id));
+		json_object_set_new(o, "event_ids", ids);
+	}
 	return o;
+}
+
+static unsigned long long rec_id(const json_t *ids, const char *k)
+{
+	json_t *v = json_object_get(ids, k);
+	return json_is_integer(v) && json_integer_value(v) > 0 ? (unsigned long long)json_integer_value(v) : 0;
 }
 
 static char *dup_or_null(const json_t *o, const char *k)
@@ -95,7 +109,35 @@ struct ftd_job *ftd_journal_from_record(const json_t *rec)
 	j->idem_key = dup_or_null(rec, "idempotency_key");
 	j->req_canon = dup_or_null(rec, "request");
 	j->pid = (pid_t)json_integer_value(json_object_get(rec, "pid"));
+	json_t *ids = json_object_get(rec, "event_ids");
+	j->rec_ev[0] = rec_id(ids, "result");
+	j->rec_ev[1] = rec_id(ids, "error");
+	j->rec_ev[2] = rec_id(ids, "state");
 	return j;
+}
+
+int ftd_journal_event_ids_load(const char *path, unsigned long long *limit)
+{
+	char line[64], *end;
+	*limit = 0;
+	int r = ftfs_read_line(path, line, sizeof line);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	errno = 0;
+	unsigned long long v = strtoull(line, &end, 10);
+	if (errno || end == line || *end || line[0] == '-')
+		return -EINVAL;
+	*limit = v;
+	return 0;
+}
+
+int ftd_journal_event_ids_save(const char *path, unsigned long long limit)
+{
+	char line[32];
+	int n = snprintf(line, sizeof line, "%llu\n", limit);
+	return ftfs_write_atomic(path, line, (size_t)n, 0640);
 }
 
 int ftd_journal_save(const char *dir, const struct ftd_job *j)

@@ -1,6 +1,6 @@
 /* journal: one file per job, <jobs-dir>/<id>.json, holding the job's record (its own
  * serializer: the API object minus links and queue position, plus seq, raw times, pid and the
- * canonical request). Saved atomically (temp file, fsync, rename, fsync of the directory) on
+ * canonical request; a finished job's event ids). Saved atomically (temp file, fsync, rename, fsync of the directory) on
  * every transition before it is acknowledged; loaded at start, where a job that was running
  * becomes interrupted. */
 #ifndef FTD_JOURNAL_H
@@ -28,4 +28,10 @@ void ftd_journal_remove(const char *dir, const char *logs_dir, const struct ftd_
  * -errno when dir cannot be read. */
 int ftd_journal_load(const char *dir, void (*on_running)(struct ftd_job *j, void *ctx), void *ctx,
 		     struct ftd_job ***out, size_t *n);
+
+/* The event id reservation (<state-dir>/event-ids, one decimal line): every id handed out is
+ * below the limit saved there. Load: 0 with *limit (0 when the file is missing), -EINVAL when
+ * it holds no number, or -errno. Save: atomically, 0 or -errno. */
+int ftd_journal_event_ids_load(const char *path, unsigned long long *limit);
+int ftd_journal_event_ids_save(const char *path, unsigned long long limit);
 #endif

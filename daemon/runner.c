@@ -555,19 +555,58 @@ static void kill_orphans(struct ftd_job *j, void *ctx)
 	ftd_procs_kill_orphan(j->id);
 }
 
+/* <state-dir>/event-ids: ids are reserved on disk this many at a time (one write each) */
+#define EV_RESERVE 4096ull
+#define EV_RETRY 64ull /* after a failed write, the next try this many ids later */
+
+static void event_ids_path(char *path, size_t n)
+{
+	snprintf(path, n, "%s/event-ids", ftd.state_dir);
+}
+
+static void reserve_event_ids(struct ftd_jobs *l)
+{
+	char path[4096];
+	event_ids_path(path, sizeof path);
+	int r = ftd_journal_event_ids_save(path, l->next_ev + EV_RESERVE);
+	if (r < 0) {
+		/* ids go on growing in this run; only a crash before a write succeeds could hand the
+		 * ones above the last saved limit out again */
+		ftd_log(FTD_LOG_ERR, "%s: %s; event ids above %llu are not reserved", path, strerror(-r), l->next_ev);
+		l->ev_limit = l->next_ev + EV_RETRY;
+		return;
+	}
+	l->ev_limit = l->next_ev + EV_RESERVE;
+}
+
 int ftd_runner_load(void)
 {
 	struct ftd_job **v;
 	size_t n;
-	int r = ftd_journal_load(ftd.jobs_dir, kill_orphans, NULL, &v, &n);
+	char path[4096];
+	unsigned long long next_ev = 0;
+	event_ids_path(path, sizeof path);
+	int r = ftd_journal_event_ids_load(path, &next_ev);
+	if (r < 0)
+		ftd_log(FTD_LOG_WARNING, "%s: %s; event ids go on after the journal's", path, strerror(-r));
+	r = ftd_journal_load(ftd.jobs_dir, kill_orphans, NULL, &v, &n);
 	if (r < 0)
 		return r;
+	/* every id handed out before is below the reserved limit or recorded in a finished job's record */
+	for (size_t i = 0; i < n; i++)
+		for (int k = 0; k < 3; k++)
+			if (v[i]->rec_ev[k] >= next_ev)
+				next_ev = v[i]->rec_ev[k] + 1;
+	ftd.jobs.next_ev = next_ev ? next_ev : 1;
+	ftd.jobs.ev_limit = 0; /* the first id taken reserves */
+	ftd.jobs.ev_reserve = reserve_event_ids;
 	for (size_t i = 0; i < n; i++) {
 		struct ftd_job *j = v[i];
 		ftd_jobs_append(&ftd.jobs, j);
 		if (j->seq >= ftd.jobs.next_seq)
 			ftd.jobs.next_seq = j->seq + 1;
-		ftd_job_replay(j);
+		if (ftd_job_replay(j))
+			ftd_daemon_save(j); /* its events' new ids, kept from now on */
 	}
 	free(v);
 	ftd_log(FTD_LOG_INFO, "journal: %zu jobs loaded from %s", n, ftd.jobs_dir);

@@ -493,6 +493,26 @@ def retention(t):
         ensure(sorted(os.listdir(os.path.join(d.state, "jobs"))) == sorted(i + ".json" for i in ids[2:]))
     finally:
         d.stop()
+    # several finished jobs pruned in a row (at the start after --retain-jobs went down): the
+    # newest stay, in order, and the list goes on working (a job after it, its file)
+    d = Daemon(t.tmp, "retain-row").start()
+    try:
+        ids = [d.wait(d.submit("cache-copy", {"repeat": 1})["id"])["id"] for _ in range(5)]
+        d.stop()
+        d.extra = ("--retain-jobs", "2")
+        d._args()
+        d.start()
+        have = [j["id"] for j in d.get("/benchmark/jobs")["jobs"]]
+        ensure(have == ids[:2:-1], lambda: (have, ids))
+        new = d.wait(d.submit("cache-copy", {"repeat": 1})["id"])["id"]
+        time.sleep(0.2)
+        have = [j["id"] for j in d.get("/benchmark/jobs")["jobs"]]
+        ensure(have == [new, ids[-1]], lambda: (have, new, ids))
+        ensure(sorted(os.listdir(os.path.join(d.state, "jobs"))) == sorted([new + ".json", ids[-1] + ".json"]))
+        for gone in ids[:-1]:
+            expect_error(d, "GET", f"/benchmark/jobs/{gone}", 404, "not_found")
+    finally:
+        d.stop()
     d = Daemon(t.tmp, "retain-age", "--retain-age", "1").start()
     try:
         old = d.wait(d.submit("cache-copy", {"repeat": 1})["id"])["id"]
@@ -558,14 +578,39 @@ def events_with_ids(d, jid, last=None):
     return out
 
 
+def live_events(d, jid, n, timeout=20):
+    """The first n events of a job's live stream (the connection then dropped): [(id, event, data)]."""
+    c = http.client.HTTPConnection("127.0.0.1", d.port, timeout=timeout * SLOW)
+    h = {"Authorization": "Bearer " + d.token} if d.token else {}
+    c.request("GET", f"/benchmark/jobs/{jid}/events", headers=h)
+    r = c.getresponse()
+    ensure(r.status == 200, lambda: f"events of {jid}: {r.status}")
+    out, f = [], {}
+    while len(out) < n:
+        line = r.readline().decode()
+        ensure(line != "", lambda: f"the stream of {jid} ended after {out}")
+        line = line.rstrip("\n")
+        if not line:
+            if "data" in f:
+                out.append((f.get("id"), f.get("event"), json.loads(f["data"])))
+            f = {}
+        elif not line.startswith(":") and ":" in line:
+            k, v = line.split(":", 1)
+            f[k] = v[1:] if v.startswith(" ") else v
+    c.close()
+    return out
+
+
 @test
 def identity_across_restarts(t):
     """Restarts (kill -9, SIGTERM, kill -9 while a job runs): job ids never reused, the list in
-    submission order (newest first) after each journal reload, every job's event ids 1..N
-    strictly increasing, a finished job's result and final state as they were before, and
-    Last-Event-ID k resuming at event k + 1"""
+    submission order (newest first) after each journal reload; event ids daemon-wide (no id in
+    two streams) and strictly increasing, within every stream and across restarts: no id handed
+    out before a restart (the running job's progress included) is handed out again; a finished
+    job's result, error and final state keep their ids and data over every restart; Last-Event-ID
+    resumes after the id given, also with an id from before the restart (the rest, once)"""
     d = Daemon(t.tmp, "identity").start()
-    order, seen = [], {}
+    order, seen, handed = [], {}, set()
     try:
         for rnd, sig in enumerate((signal.SIGKILL, signal.SIGTERM, signal.SIGKILL)):
             for _ in range(2):
@@ -574,30 +619,53 @@ def identity_across_restarts(t):
                 ensure(d.wait(jid)["state"] == "succeeded")
             long = d.submit("cache-copy", {"models": "fake-sleep", "gpu": 0})["id"]
             order.append(long)
-            d.wait(long, ("running",))
+            live = live_events(d, long, 3)  # queued, running, its progress: a client that then drops
+            ensure([e for _, e, _ in live] == ["state", "state", "progress"], lambda: live)
             for jid in order:
                 if jid != long and jid not in seen:
                     seen[jid] = events_with_ids(d, jid)
+            for evs in list(seen.values()) + [live]:
+                handed |= {int(i) for i, _, _ in evs}
+            top = max(handed)
             d.stop(sig)
             d.start()
             ensure(d.wait(long)["state"] in ("interrupted", "succeeded"), lambda: d.job(long))
-            seen[long] = events_with_ids(d, long)
+            ev = events_with_ids(d, long)
+            # what the restart ended: new events, above every id handed out before
+            ensure(ev and all(int(i) > top for i, _, _ in ev), lambda: f"round {rnd}: ids up to {top} before, {ev} after")
+            ensure(events_with_ids(d, long, last=int(live[-1][0])) == ev,
+                   lambda: f"round {rnd}: resuming {long} after {live[-1][0]} (from before the restart)")
+            seen[long] = ev
             lst = d.get("/benchmark/jobs?limit=10000")["jobs"]
             ids = [j["id"] for j in lst]
             ensure(len(set(ids)) == len(ids), lambda: f"round {rnd}: a job id twice: {ids}")
             ensure(ids[::-1] == order, lambda: f"round {rnd}: list {ids[::-1]}, submitted {order}")
+            every = []
             for jid in order:
                 ev = events_with_ids(d, jid)
-                ensure([e[0] for e in ev] == [str(i) for i in range(1, len(ev) + 1)] and ev,
-                       lambda: f"round {rnd}: {jid}'s event ids {[e[0] for e in ev]}")
-                # the ids restart with the daemon (api/openapi.yaml): the list after a reload is
-                # the job's result/error and final state as they were
-                was = [(e, x) for _, e, x in seen[jid]]
-                want = [(e, x) for e, x in was if e in ("result", "error")] + [was[-1]]
-                ensure([(e, x) for _, e, x in ev] == want and was[-1][0] == "state",
-                       lambda: f"round {rnd}: {jid}'s events changed over a restart:\n{seen[jid]}\n{ev}")
+                n = [int(e[0]) for e in ev]
+                every += n
+                ensure(ev and n == sorted(set(n)), lambda: f"round {rnd}: {jid}'s event ids {n}")
+                # a finished job's list after a reload: its result/error and final state, with the
+                # ids and data they had before
+                was = seen[jid]
+                want = [x for x in was if x[1] in ("result", "error")] + [was[-1]]
+                ensure(ev == want and was[-1][1] == "state",
+                       lambda: f"round {rnd}: {jid}'s events changed over a restart:\n{was}\n{ev}")
                 k = len(ev) // 2
-                ensure(events_with_ids(d, jid, last=k) == ev[k:], lambda: f"round {rnd}: {jid} from Last-Event-ID {k}")
+                ensure(events_with_ids(d, jid, last=n[k - 1] if k else 0) == ev[k:],
+                       lambda: f"round {rnd}: {jid} from Last-Event-ID {n[k - 1] if k else 0}")
+                first = int(was[0][0])  # a client that saw only the first event before the restart
+                ensure(events_with_ids(d, jid, last=first) == [x for x in ev if int(x[0]) > first],
+                       lambda: f"round {rnd}: {jid} from Last-Event-ID {first}")
+                ensure(events_with_ids(d, jid, last=n[-1]) == [], lambda: f"round {rnd}: {jid} after its last id")
+            ensure(len(every) == len(set(every)), lambda: f"round {rnd}: an event id in two streams: {sorted(every)}")
+        # a job after the last restart: every id above all handed out before
+        jid = d.submit("cache-copy", {"repeat": 1})["id"]
+        d.wait(jid)
+        ev = events_with_ids(d, jid)
+        handed |= {int(i) for evs in seen.values() for i, _, _ in evs}
+        ensure(ev and min(int(i) for i, _, _ in ev) > max(handed), lambda: f"new job's ids {ev}, before up to {max(handed)}")
     finally:
         d.stop()
 

@@ -237,6 +237,124 @@ static void test_restart_interrupts(void **s)
 	ftd_job_unref(q);
 }
 
+static int reserves;
+
+static void reserve3(struct ftd_jobs *l)
+{
+	reserves++;
+	l->ev_limit = l->next_ev + 3;
+}
+
+/* Event ids: one counter for the whole list, so ids only grow and no two events share one;
+ * more are reserved (the callback) before the first id and each time the reserved ones run out;
+ * compaction keeps the ids of what it keeps. A finished job's record holds the ids of its
+ * result, error and final state, and the job loaded from it replays them with those ids; a record
+ * without them (or with them out of order) replays with new ids, and says so. The reservation
+ * file reads back what was saved; a missing one reads 0, anything but a number -EINVAL. */
+static void test_event_ids(void **s)
+{
+	(void)s;
+	clear_dir();
+	struct ftd_jobs l = {.ev_reserve = reserve3};
+	struct ftd_job *a = mkjob("00000000000000e1", 1, FTD_JOB_RUNNING), *b = mkjob("00000000000000e2", 2, FTD_JOB_RUNNING);
+	ftd_jobs_append(&l, a);
+	ftd_jobs_append(&l, b);
+	reserves = 0;
+	for (int i = 0; i < 4; i++) {
+		ftd_job_event(a, FTD_EV_PROGRESS, json_pack("{s:i}", "done", i));
+		ftd_job_event(b, FTD_EV_PROGRESS, json_pack("{s:i}", "done", i));
+	}
+	for (size_t i = 0; i < 4; i++) {
+		assert_int_equal(a->ev[i].id, 2 * i + 1);
+		assert_int_equal(b->ev[i].id, 2 * i + 2);
+	}
+	assert_int_equal(reserves, 3); /* before ids 1, 4 and 7 */
+	assert_int_equal(l.next_ev, 9);
+	/* a finished job: its result and error, its final state's id taken before the record */
+	a->result = json_pack("{s:f}", "gbs", 1.5);
+	ftd_job_event(a, FTD_EV_RESULT, json_pack("{s:O}", "result", a->result));
+	ftd_job_set_error(a, "worker said no");
+	ftd_job_error_event(a);
+	a->state = FTD_JOB_FAILED;
+	a->final_ev_id = ftd_jobs_event_id(a);
+	ftd_job_event(b, FTD_EV_PROGRESS, json_pack("{s:i}", "done", 9)); /* another job's, in between */
+	ftd_job_event_as(a, FTD_EV_STATE, json_pack("{s:s}", "state", "failed"), a->final_ev_id);
+	assert_int_equal(a->final_ev_id, 11);
+	assert_int_equal(b->ev[b->nev - 1].id, 12);
+	ftd_job_compact_events(a);
+	assert_int_equal(a->nev, 4); /* the last progress, result, error, state: their ids as they were */
+	assert_int_equal(a->ev[0].id, 7);
+	assert_int_equal(a->ev[1].id, 9);
+	assert_int_equal(a->ev[2].id, 10);
+	assert_int_equal(a->ev[3].id, 11);
+	save(a);
+	struct ftd_job **v;
+	size_t n;
+	load(&v, &n, NULL, NULL);
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0]->rec_ev[0], 9);
+	assert_int_equal(v[0]->rec_ev[1], 10);
+	assert_int_equal(v[0]->rec_ev[2], 11);
+	struct ftd_jobs l2 = {.next_ev = 100, .ev_reserve = reserve3};
+	ftd_jobs_append(&l2, v[0]);
+	assert_int_equal(ftd_job_replay(v[0]), 0);
+	assert_int_equal(v[0]->nev, 3);
+	assert_int_equal(v[0]->ev[0].type, FTD_EV_RESULT);
+	assert_int_equal(v[0]->ev[0].id, 9);
+	assert_int_equal(v[0]->ev[1].type, FTD_EV_ERROR);
+	assert_int_equal(v[0]->ev[1].id, 10);
+	assert_int_equal(v[0]->ev[2].id, 11);
+	assert_string_equal(v[0]->ev[2].data, "{\"state\":\"failed\"}");
+	assert_int_equal(l2.next_ev, 100); /* none taken */
+	/* the record of the replayed job holds the same ids again */
+	json_t *rec = ftd_journal_record(v[0]);
+	json_t *ids = json_object_get(rec, "event_ids");
+	assert_int_equal(json_integer_value(json_object_get(ids, "result")), 9);
+	assert_int_equal(json_integer_value(json_object_get(ids, "error")), 10);
+	assert_int_equal(json_integer_value(json_object_get(ids, "state")), 11);
+	json_decref(rec);
+	ftd_jobs_unlink(&l2, NULL, v[0]);
+	free(v);
+	/* each recorded id missing or out of order in turn: every event replayed with a new id */
+	static const unsigned long long bad[][3] = {{0, 10, 11}, {9, 0, 11}, {9, 10, 0}, {10, 9, 11}, {9, 11, 10}, {12, 10, 11}};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		load(&v, &n, NULL, NULL);
+		memcpy(v[0]->rec_ev, bad[i], sizeof bad[i]);
+		struct ftd_jobs l3 = {.next_ev = 100};
+		ftd_jobs_append(&l3, v[0]);
+		assert_int_equal(ftd_job_replay(v[0]), 1);
+		assert_int_equal(v[0]->nev, 3);
+		for (size_t k = 0; k < 3; k++)
+			assert_int_equal(v[0]->ev[k].id, 100 + k);
+		assert_int_equal(v[0]->final_ev_id, 102);
+		ftd_jobs_unlink(&l3, NULL, v[0]);
+		free(v);
+	}
+	/* a running job has no event ids in its record */
+	rec = ftd_journal_record(b);
+	assert_null(json_object_get(rec, "event_ids"));
+	json_decref(rec);
+	ftd_jobs_unlink(&l, NULL, a);
+	ftd_jobs_unlink(&l, NULL, b);
+
+	/* the reservation file */
+	char path[600];
+	unsigned long long lim = 7;
+	snprintf(path, sizeof path, "%s/event-ids", dir);
+	assert_int_equal(ftd_journal_event_ids_load(path, &lim), 0);
+	assert_int_equal(lim, 0);
+	assert_int_equal(ftd_journal_event_ids_save(path, 123456789012ull), 0);
+	assert_int_equal(ftd_journal_event_ids_load(path, &lim), 0);
+	assert_int_equal(lim, 123456789012ull);
+	static const char *const junk[] = {"x\n", "-5\n", "12abc\n", "99999999999999999999999\n", " \n"};
+	for (size_t i = 0; i < sizeof junk / sizeof junk[0]; i++) {
+		write_file("event-ids", junk[i]);
+		lim = 7;
+		assert_int_equal(ftd_journal_event_ids_load(path, &lim), -EINVAL);
+	}
+	unlink(path);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -247,6 +365,7 @@ int main(void)
 		cmocka_unit_test(test_torn_files),
 		cmocka_unit_test(test_restart_interrupts),
 		cmocka_unit_test(test_duration_clock),
+		cmocka_unit_test(test_event_ids),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);
 	if (tmpdir_remove(dir) != 0)
