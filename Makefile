@@ -9,7 +9,7 @@
 #   make bench-tools  the C tools of bench/ under build/bench/ (make test builds them too)
 #   make test-san   the same tests built with ASan+UBSan (CUDA=0)
 #   make test-mutants  deliberate breaks, one at a time on a copy of the tree: each must fail its tests
-#   make test-mutants-gen  generated mutants (universalmutator), a fixed-seed sample, GEN_SLICE=K/N
+#   make test-mutants-gen  generated mutants (universalmutator), a fixed-seed sample, GEN_BUDGET=S slices
 #   make test-soak  the daemon's reliability suite with 50 kill -9 cycles, then 10 minutes of mixed load on
 #                   the connection front (by hand; figures in bench/RESULTS.md)
 #   make test-peers ftbench decode against a real llama-server (built from the llama-cpp-python sdist
@@ -338,15 +338,17 @@ test-mutants: deps
 	@$(MAKE) --no-print-directory all
 	@python3 tests/mutants.py
 
-# Generated mutants (tests/gen_mutants.py: universalmutator, installed into build/mutvenv): a
-# fixed-seed sample over src/profile, daemon, src/bench, src/cli and src/decode, each judged by
-# its directory's fast tests. In time slices: GEN_SLICE=K/N runs the K-th of N parts of the
-# sample, GEN_BUDGET=S stops starting mutants after S seconds (scores in bench/RESULTS.md §9).
-GEN_SLICE ?= 1/1
+# Generated mutants (tests/gen_mutants.py: universalmutator, installed into build/mutvenv): each of
+# src/profile, daemon, src/bench, src/cli and src/decode walked in a fixed-seed order until its quota
+# of mutants is judged (built and run: a syntax-only compile first, then the unit tests that link
+# the file, then the file's integration tests). Results accumulate in build/mutants-gen/results.jsonl:
+# a run resumes where the last one stopped, so GEN_BUDGET=S (seconds; no new mutant after that)
+# cuts it into slices. GEN_ARGS=--report prints the table, --rerun-survivors judges the survivors
+# again (scores in bench/RESULTS.md §9; equivalent mutants in tests/gen_mutants_equivalent.txt).
 GEN_BUDGET ?= 0
-GEN_PER_DIR ?= 60
+GEN_ARGS ?=
 test-mutants-gen: all
-	@python3 tests/gen_mutants.py --per-dir $(GEN_PER_DIR) --slice $(GEN_SLICE) --budget $(GEN_BUDGET)
+	@python3 tests/gen_mutants.py --budget $(GEN_BUDGET) $(GEN_ARGS)
 
 # The reliability suite of issue 17 with 50 kill -9 cycles instead of the 10 of `make test`, then
 # tests/integration/front_soak.py: 10 minutes (FT_SOAK_S) of bursts, followers, submit floods,
