@@ -102,7 +102,7 @@ I_BINS = ["build/bin/ftbench", "build/bin/ftbenchd", "build/tests/integration/ft
           "build/tests/fixtures/fakeworker", "build/tests/fixtures/sse_server", "build/tests/fixtures/cpu_probe",
           "build/lib/libftprofile.so"]
 UNIT_TIMEOUT, INTEG_TIMEOUT = 60, 180
-VERDICTS = ["killed", "SURVIVED", "no-compile", "no-build", "not-built"]
+VERDICTS = ["killed", "SURVIVED", "no-compile", "no-build", "not-built", "stale"]
 
 
 def log(msg):
@@ -315,7 +315,14 @@ def run_one(tree, src, d, old, new, line):
     st = os.stat(path)
     orig = open(path).read()
     lines = orig.splitlines(keepends=True)
-    text = "".join(lines[:line - 1] + new + lines[line - 1 + len(old):])
+    at = line - 1
+    if old and lines[at:at + len(old)] != old:
+        # the source changed since the pool was made (a survivor judged again): the same lines nearby
+        near = [i for i in range(max(0, at - 300), min(len(lines), at + 300)) if lines[i:i + len(old)] == old]
+        if not near:
+            return "stale", None
+        at = min(near, key=lambda i: abs(i - at))
+    text = "".join(lines[:at] + new + lines[at + len(old):])
     saved = {}
     for o in tree.objs(src):
         if os.path.exists(o):

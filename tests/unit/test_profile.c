@@ -1007,7 +1007,7 @@ static void test_schema(void **st)
 }
 
 /* The fetch fraction walked field by field: each of the four figures it reads (the overlap pair,
- * then the alone pair) absent, null, 0 or a string, one at a time, with the overlap pair there
+ * then the alone pair) absent, null, 0, a string or a small rate (0.5 GB/s: truthy), one at a time, with the overlap pair there
  * and without it; the expected value from the seed's rule (overlap pair when both are truthy,
  * else pcie / cpu when both are, capped at 1; a string cannot be divided: no value). */
 static void test_fetch_fraction_walk(void **st)
@@ -1015,7 +1015,7 @@ static void test_fetch_fraction_walk(void **st)
 	(void)st;
 	static const char *keys[] = {"pcie_gather_overlap_gbs", "cpu_moe_overlap_gbs", "pcie_gather_gbs", "cpu_moe_gbs"};
 	static const double val[] = {24.0, 96.0, 50.0, 120.0};
-	enum { ABSENT, NUL, ZERO, STR, KINDS };
+	enum { ABSENT, NUL, ZERO, STR, SMALL, KINDS };
 	char path[PATH_MAX];
 	SNP(path, sizeof path, "%s/walk.json", root);
 	int walked = 0;
@@ -1040,17 +1040,23 @@ static void test_fetch_fraction_walk(void **st)
 					else if (kind == STR) {
 						json_object_set_new(e, keys[k], json_string("fast"));
 						truthy_k = str_k = 1;
+					} else if (kind == SMALL) {
+						json_object_set_new(e, keys[k], json_real(0.5));
+						truthy_k = 1;
 					}
 				}
+				double v[4];
+				for (int i = 0; i < 4; i++)
+					v[i] = i == k && kind == SMALL ? 0.5 : val[i];
 				/* the oracle */
 				int t[4];
 				for (int i = 0; i < 4; i++)
 					t[i] = have[i] && (i != k || truthy_k);
 				double want = NAN;
 				if (t[0] && t[1])
-					want = (k < 2 && str_k) ? NAN : val[0] / (val[0] + val[1]);
+					want = (k < 2 && str_k) ? NAN : v[0] / (v[0] + v[1]);
 				else if (t[2] && t[3])
-					want = (k >= 2 && str_k) ? NAN : val[2] / val[3];
+					want = (k >= 2 && str_k) ? NAN : v[2] / v[3] > 1 ? 1 : v[2] / v[3];
 				json_t *doc = json_pack("{s:i,s:{s:s},s:{s:o},s:{s:s}}", "version", 4, "gpu", "uuid", UUID_A,
 							"dtype_kernels", "bf16", e, "dtypes", "bf16", "hybrid");
 				assert_int_equal(json_dump_file(doc, path, 0), 0);
@@ -1062,12 +1068,12 @@ static void test_fetch_fraction_walk(void **st)
 				int r = ftprof_fetch_fraction(pr, "bf16", &f);
 				if (isnan(want) ? r != -ENODATA : (r != 0 || fabs(f - want) > 1e-12))
 					fail_msg("%s %s%s: fetch fraction %d %.6f, want %s %.6f", keys[k],
-						 (const char *[]){"absent", "null", "0", "a string"}[kind],
+						 (const char *[]){"absent", "null", "0", "a string", "0.5"}[kind],
 						 with_ov ? "" : " (no overlap pair)", r, f, isnan(want) ? "none" : "", want);
 				ftprof_free(pr);
 				walked++;
 			}
-	assert_int_equal(walked, 24);
+	assert_int_equal(walked, 30);
 }
 
 /* ftprof_store_write_in walked over the gpu block a profile may bring: each malformed uuid is

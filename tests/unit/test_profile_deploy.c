@@ -129,11 +129,97 @@ static void test_names(void **s)
 	assert_string_equal(ftbw_deployment_name(FTBW_DEPLOY_ISOLATED), ftprof_deployment_name(FTPROF_DEPLOY_ISOLATED));
 }
 
+/* The concurrent fetch fraction walked field by field: each of the five figures a concurrent block
+ * may carry (its own fetch_fraction, the overlap pair, the alone pair) absent, null, 0, a string,
+ * 0.5, negative or large, one at a time, with the figures ranked below it there (and with every
+ * one there); the oracle is the documented rule: fetch_fraction when above 0, else the overlap
+ * pair's pcie / (pcie + cpu) when both are above 0, else pcie / cpu when both are, capped at 1;
+ * nothing above 0: no value. Then the order of the blocks: dtype_kernels' first, then the
+ * workloads' in file order, the first that yields. */
+static void test_concurrent_fraction_walk(void **s)
+{
+	(void)s;
+	static const char *keys[] = {"fetch_fraction", "pcie_gather_overlap_gbs", "cpu_moe_overlap_gbs", "pcie_gather_gbs",
+				     "cpu_moe_gbs"};
+	static const double val[] = {0.3, 24.0, 96.0, 50.0, 120.0};
+	static const int rank[] = {0, 1, 1, 3, 3}; /* the first key of the figure's group */
+	enum { ABSENT, NUL, ZERO, STR, SMALL, NEG, BIG, KINDS };
+	static const char *kname[] = {"absent", "null", "0", "a string", "0.5", "-2", "500"};
+	static const double kval[] = {NAN, NAN, 0.0, NAN, 0.5, -2.0, 500.0};
+	char path[] = "/tmp/ftprof_deploy_walk.XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	int walked = 0;
+	for (int all = 0; all < 2; all++)
+		for (int k = 0; k < 5; k++)
+			for (int kind = ABSENT; kind < KINDS; kind++) {
+				double v[5];
+				int have[5];
+				for (int i = 0; i < 5; i++) {
+					have[i] = all || i >= rank[k];
+					v[i] = have[i] ? val[i] : NAN;
+				}
+				v[k] = kval[kind];
+				json_t *b = json_object();
+				for (int i = 0; i < 5; i++) {
+					if (!have[i] || (i == k && kind == ABSENT))
+						continue;
+					if (i == k && kind == NUL)
+						json_object_set_new(b, keys[i], json_null());
+					else if (i == k && kind == STR)
+						json_object_set_new(b, keys[i], json_string("0.9"));
+					else
+						json_object_set_new(b, keys[i], json_real(v[i]));
+				}
+				/* the oracle (NAN: not a number above 0) */
+				double want = v[0] > 0 ? v[0]
+					      : v[1] > 0 && v[2] > 0 ? v[1] / (v[1] + v[2])
+					      : v[3] > 0 && v[4] > 0 ? v[3] / v[4]
+								 : NAN;
+				if (want > 1)
+					want = 1;
+				json_t *d = json_pack("{s:i,s:s,s:{s:s},s:{s:{s:o}}}", "version", 4, "deployment", "concurrent",
+						      "gpu", "uuid", "GPU-1", "dtype_kernels", "bf16", "concurrent", b);
+				assert_int_equal(json_dump_file(d, path, 0), 0);
+				json_decref(d);
+				struct ftprof *p = NULL;
+				char err[256];
+				assert_int_equal(ftprof_load_file(path, &p, err, sizeof err), 0);
+				double f = -1;
+				int r = ftprof_fetch_fraction_deployment(p, "bf16", FTPROF_DEPLOY_CONCURRENT, &f);
+				if (isnan(want) ? r != -ENODATA : (r != 0 || fabs(f - want) > 1e-12))
+					fail_msg("%s %s%s: concurrent fraction %d %.6f, want %s%.6f", keys[k], kname[kind],
+						 all ? " (every figure there)" : "", r, f, isnan(want) ? "none " : "", want);
+				ftprof_free(p);
+				walked++;
+			}
+	assert_int_equal(walked, 70);
+	/* the blocks' order: dtype_kernels' yields nothing, the first workload has no block, the
+	 * second's yields, the third's is not read */
+	json_t *d = json_pack("{s:i,s:s,s:{s:s},s:{s:{s:{s:n}}},s:{s:{},s:{s:{s:{s:{s:f}}}},s:{s:{s:{s:{s:f}}}}}}",
+			      "version", 4, "deployment", "concurrent", "gpu", "uuid", "GPU-1", "dtype_kernels", "bf16",
+			      "concurrent", "fetch_fraction", "workloads", "w1", "w2", "kernels", "bf16", "concurrent", "fetch_fraction",
+			      0.25, "w3", "kernels", "bf16", "concurrent", "fetch_fraction", 0.75);
+	assert_non_null(d);
+	assert_int_equal(json_dump_file(d, path, JSON_PRESERVE_ORDER), 0);
+	json_decref(d);
+	struct ftprof *p = NULL;
+	char err[256];
+	assert_int_equal(ftprof_load_file(path, &p, err, sizeof err), 0);
+	double f = -1;
+	assert_int_equal(ftprof_fetch_fraction_deployment(p, "bf16", FTPROF_DEPLOY_CONCURRENT, &f), 0);
+	assert_float_equal(f, 0.25, 1e-12);
+	ftprof_free(p);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_concurrent_profile), cmocka_unit_test(test_isolated_profile),
 		cmocka_unit_test(test_legacy_profile),     cmocka_unit_test(test_names),
+		cmocka_unit_test(test_concurrent_fraction_walk),
 	};
 	return cmocka_run_group_tests_name("profile_deploy", tests, NULL, NULL);
 }
