@@ -96,7 +96,8 @@ int ftprof_path(const char *gpu_uuid, char *buf, size_t n);
 int ftprof_load(const char *gpu_uuid, const char *gpu_name, struct ftprof **out, char *err,
 		size_t errlen);
 
-/* Load one file, without the GPU check. Same errors as ftprof_load (-ENOENT: no such file).
+/* Load one file, without the GPU check. Same errors as ftprof_load (-ENOENT: no such file;
+ * -EINVAL: path or out NULL, or path empty).
  * Like the seed's reader, any JSON object is a profile (no "version" needed; a key given twice
  * keeps its last value); entries with types the rules below do not expect count as absent. */
 int ftprof_load_file(const char *path, struct ftprof **out, char *err, size_t errlen);

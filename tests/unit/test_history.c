@@ -223,6 +223,9 @@ static void fingerprint_walks_every_field(void **s)
 		 "CPU Test CPU 9000 -> Test CPU 9001"},
 		{"/proc/cpuinfo", "processor\t: 0\nmodel name\t: Test CPU 9000\nmicrocode\t: 0x2b000639\n",
 		 "CPU microcode 0x2b000603 -> 0x2b000639"},
+		/* a value is text, never a format: "%%" stays two characters */
+		{"/proc/cpuinfo", "processor\t: 0\nmodel name\t: Test CPU 100%% %%s\nmicrocode\t: 0x2b000603\n",
+		 "CPU Test CPU 9000 -> Test CPU 100%% %%s"},
 		{"/proc/meminfo", "MemTotal:       131587106 kB\n", "memory 251.0 -> 125.5 GiB"},
 		{"/proc/sys/kernel/osrelease", "6.8.0-test\n", "kernel 6.1.0-test -> 6.8.0-test"},
 	};

@@ -241,6 +241,16 @@ static void test_recommend_workload(void **st)
 	assert_int_equal(ftprof_recommend_workload(pr, NULL, 0.4, 0.6, &f), FTPROF_REC_NONE);
 	assert_int_equal(ftprof_workload_point(pr, "nvfp4", 0.4, 0.6, &pc, NULL, NULL), -ENODATA);
 	assert_int_equal(ftprof_workload_point(pr, NULL, 0.4, 0.6, &pc, NULL, NULL), -EINVAL);
+	/* each output pointer NULL in turn: the others still filled (only the non-NULL are written) */
+	for (int skip = 0; skip < 4; skip++) {
+		pc = pu = sp = -1;
+		assert_int_equal(ftprof_workload_point(pr, "bf16", 0.9, 0.7, skip == 0 || skip == 3 ? NULL : &pc,
+						       skip == 1 || skip == 3 ? NULL : &pu, skip == 2 || skip == 3 ? NULL : &sp),
+				 0);
+		assert_true(skip == 0 || skip == 3 ? pc == -1 : pc == 0.7);
+		assert_true(skip == 1 || skip == 3 ? pu == -1 : pu == 0.6);
+		assert_true(skip == 2 || skip == 3 ? sp == -1 : sp == 1.02);
+	}
 	/* the seed's rules are unchanged by the block */
 	assert_int_equal(ftprof_recommend(pr, "bf16"), FTPROF_REC_HYBRID);
 	ftprof_free(pr);
@@ -517,6 +527,8 @@ static void test_corrupt_files(void **st)
 	SNP(p, sizeof p, "%s/bad/none.json", root);
 	assert_int_equal(ftprof_load_file(p, &pr, err, sizeof err), -ENOENT);
 	assert_int_equal(ftprof_load_file(NULL, &pr, err, sizeof err), -EINVAL);
+	assert_int_equal(ftprof_load_file("", &pr, err, sizeof err), -EINVAL); /* no path, not a missing file */
+	assert_int_equal(ftprof_load_file(p, NULL, err, sizeof err), -EINVAL);
 	/* the NULL err buffer is fine */
 	assert_int_equal(ftprof_load_file(p, &pr, NULL, 0), -ENOENT);
 }
