@@ -112,6 +112,18 @@ static void history_keeps_newest_in_order(void **s)
 	assert_int_equal(json_array_size(h), 0);
 	json_decref(h);
 	assert_true(ftprof_history_load(dir, "../etc", 0, &h) < 0);
+	/* an oldest entry that cannot be removed (a directory in its place) is an error, not ignored;
+	 * the new profile is kept all the same */
+	char hd[4096];
+	snprintf(hd, sizeof hd, "%s/history/%s/0000000000500.json/x", dir, UUID);
+	assert_int_equal(tmpdir_put(hd, "{}", 2), 0);
+	p = prof(5000, 77, 0, 1, 1);
+	assert_int_equal(ftprof_history_add(dir, p, UUID, 3), -EISDIR);
+	json_decref(p);
+	assert_int_equal(ftprof_history_load(dir, UUID, 1, &h), 0);
+	assert_true(json_number_value(json_object_get(json_object_get(json_array_get(h, 0), "ceilings"),
+						      "cpu_stream_read_gbs")) == 77);
+	json_decref(h);
 }
 
 static void commit_marks_drift_and_keeps_history(void **s)
