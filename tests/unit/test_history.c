@@ -238,6 +238,10 @@ static void fingerprint_walks_every_field(void **s)
 		/* a value is text, never a format: "%%" stays two characters */
 		{"/proc/cpuinfo", "processor\t: 0\nmodel name\t: Test CPU 100%% %%s\nmicrocode\t: 0x2b000603\n",
 		 "CPU Test CPU 9000 -> Test CPU 100%% %%s"},
+		/* a key is matched whole: a longer one that starts with it is another fact */
+		{"/proc/cpuinfo", "processor\t: 0\nmodel name2\t: Decoy\nmodel name(s)\t: Decoy\nmodel name\t: Test CPU 9001\n"
+				  "microcode\t: 0x2b000603\n",
+		 "CPU Test CPU 9000 -> Test CPU 9001"},
 		{"/proc/meminfo", "MemTotal:       131587106 kB\n", "memory 251.0 -> 125.5 GiB"},
 		{"/proc/sys/kernel/osrelease", "6.8.0-test\n", "kernel 6.1.0-test -> 6.8.0-test"},
 	};
@@ -331,6 +335,38 @@ static void settle_valid_invalid_and_legacy(void **s)
 	json_decref(bad);
 }
 
+/* Every fact changed at once, the reason written into a buffer of every size from 1 to its whole
+ * length + 1: each time a prefix of the whole reason, NUL-terminated inside the buffer, nothing
+ * written past it. */
+static void fingerprint_reason_truncated_anywhere(void **s)
+{
+	(void)s;
+	machine("580.95.05\n", "16\n", "263174212");
+	json_t *was = ftprof_fingerprint_at(dir, "00000000:18:00.0");
+	machine("580.159.03\n", "8\n", "131587106");
+	put(dir, "/proc/cpuinfo", "processor\t: 0\nmodel name\t: Test CPU 9001\nmicrocode\t: 0x2b000639\n");
+	put(dir, "/proc/sys/kernel/osrelease", "6.8.0-test\n");
+	json_t *now = ftprof_fingerprint_at(dir, "00000000:18:00.0");
+	char full[1024], buf[1100];
+	assert_int_equal(ftprof_fingerprint_compare(was, now, full, sizeof full), 1);
+	assert_string_equal(full, "GPU driver 580.95.05 -> 580.159.03; PCIe link (top speed, width) Gen5 x16 -> Gen5 x8; "
+				  "CPU Test CPU 9000 -> Test CPU 9001; CPU microcode 0x2b000603 -> 0x2b000639; "
+				  "kernel 6.1.0-test -> 6.8.0-test; memory 251.0 -> 125.5 GiB");
+	size_t len = strlen(full);
+	for (size_t n = 1; n <= len + 1; n++) {
+		memset(buf, 'Z', sizeof buf);
+		assert_int_equal(ftprof_fingerprint_compare(was, now, buf, n), 1);
+		size_t l = strnlen(buf, n);
+		if (l >= n || strncmp(buf, full, l))
+			fail_msg("buffer of %zu: \"%.*s\" is no prefix of the reason ending inside it", n, (int)n, buf);
+		for (size_t i = n; i < sizeof buf; i++)
+			if (buf[i] != 'Z')
+				fail_msg("buffer of %zu: byte %zu written past its end", n, i);
+	}
+	json_decref(was);
+	json_decref(now);
+}
+
 int main(void)
 {
 	const struct CMUnitTest t[] = {
@@ -340,6 +376,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(fingerprint_tells_a_changed_machine, setup, teardown),
 		cmocka_unit_test_setup_teardown(fingerprint_walks_every_field, setup, teardown),
 		cmocka_unit_test_setup_teardown(settle_valid_invalid_and_legacy, setup, teardown),
+		cmocka_unit_test_setup_teardown(fingerprint_reason_truncated_anywhere, setup, teardown),
 	};
 	return cmocka_run_group_tests(t, NULL, NULL);
 }

@@ -154,6 +154,25 @@ static void test_paths(void **st)
 	setenv("XDG_CACHE_HOME", "", 1);
 	assert_int_equal(ftprof_store_dir(p, sizeof p), 0);
 	assert_string_equal(p, want);
+	/* no XDG_CACHE_HOME and no HOME: the passwd entry's home; a user without one (a container's
+	 * uid, nothing in /etc/passwd) has no store: -ENOENT, in a child that takes such a uid */
+	if (geteuid() == 0) {
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			unsetenv("XDG_CACHE_HOME");
+			unsetenv("HOME");
+			if (setresgid(3999991, 3999991, 3999991) || setresuid(3999991, 3999991, 3999991))
+				_exit(3);
+			char b[PATH_MAX];
+			_exit(ftprof_store_dir(b, sizeof b) == -ENOENT ? 0 : 1);
+		}
+		int wst = 0;
+		assert_int_equal(waitpid(pid, &wst, 0), pid);
+		if (!WIFEXITED(wst) || WEXITSTATUS(wst))
+			fail_msg("a uid without a passwd entry: store dir %s %d (want -ENOENT)",
+				 WIFSIGNALED(wst) ? "killed by signal" : "exit", WIFSIGNALED(wst) ? WTERMSIG(wst) : WEXITSTATUS(wst));
+	}
 	setenv("XDG_CACHE_HOME", cache, 1);
 	/* the env override is the file, for every GPU */
 	setenv(FTPROF_ENV_PATH, "/some/where/p.json", 1);
@@ -384,6 +403,14 @@ static void test_wrong_types(void **st)
 	/* -1 is truthy to the seed and the clamp is only above: 50 / -1 */
 	assert_int_equal(ftprof_fetch_fraction(pr, "ds_fp4", &f), 0);
 	assert_float_equal(f, -50.0, 0);
+	ftprof_free(pr);
+	/* a quotient too large for a double is no value (not capped to 1) */
+	static const char huge[] = "{\"version\":4,\"dtype_kernels\":{\"bf16\":{\"pcie_gather_gbs\":1e300,"
+				   "\"cpu_moe_gbs\":1e-300}}}";
+	in_store("huge.json", p, sizeof p);
+	put_text(p, huge, sizeof huge - 1);
+	assert_int_equal(ftprof_load_file(p, &pr, err, sizeof err), 0);
+	assert_int_equal(ftprof_fetch_fraction(pr, "bf16", &f), -ENODATA);
 	ftprof_free(pr);
 }
 
