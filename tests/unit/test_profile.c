@@ -918,6 +918,22 @@ static void test_store_list(void **st)
 	assert_int_equal(n, 2);
 	free(e);
 	assert_int_equal(ftprof_store_list(store, NULL, &n), -EINVAL);
+	/* a store of many GPUs (the array grows past its first size), listed whole, in name order */
+	char many[PATH_MAX];
+	SNP(many, sizeof many, "%s/many", root);
+	for (int i = 39; i >= 0; i--) {
+		SNP(p, sizeof p, "%s/GPU-%04d.json", many, i);
+		assert_int_equal(tmpdir_put(p, "{}", 2), 0);
+	}
+	assert_int_equal(ftprof_store_list(many, &e, &n), 0);
+	assert_int_equal(n, 40);
+	for (int i = 0; i < 40; i++) {
+		char want[32];
+		snprintf(want, sizeof want, "GPU-%04d", i);
+		assert_string_equal(e[i].name, want);
+		assert_int_equal(e[i].size, 2);
+	}
+	free(e);
 	json_decref(full);
 	json_decref(host);
 }

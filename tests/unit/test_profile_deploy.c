@@ -214,12 +214,70 @@ static void test_concurrent_fraction_walk(void **s)
 	unlink(path);
 }
 
+/* The other deployment's verdict from the workloads (dtype_kernels has none for the format): hybrid
+ * only when every workload that has a verdict says hybrid, offload when one says offload, none
+ * when none has one; walked over lists of workload verdicts, for both directions (an isolated
+ * profile asked for concurrent, a concurrent one asked for isolated). */
+static void test_workload_verdicts_walk(void **s)
+{
+	(void)s;
+	static const struct {
+		const char *v[4]; /* "h", "o", "-" (no verdict, or an unknown word), NULL ends */
+		enum ftprof_rec want;
+	} rows[] = {
+		{{"h", NULL}, FTPROF_REC_HYBRID},
+		{{"h", "h", "h", NULL}, FTPROF_REC_HYBRID},
+		{{"h", "o", NULL}, FTPROF_REC_OFFLOAD},
+		{{"o", "h", NULL}, FTPROF_REC_OFFLOAD},
+		{{"o", NULL}, FTPROF_REC_OFFLOAD},
+		{{"-", "h", NULL}, FTPROF_REC_HYBRID},
+		{{"h", "-", "-", NULL}, FTPROF_REC_HYBRID},
+		{{"-", "o", "-", NULL}, FTPROF_REC_OFFLOAD},
+		{{"-", "-", NULL}, FTPROF_REC_NONE},
+		{{NULL}, FTPROF_REC_NONE},
+	};
+	char path[] = "/tmp/ftprof_deploy_verdicts.XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	for (int conc = 0; conc < 2; conc++)
+		for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+			json_t *wl = json_object();
+			for (int k = 0; rows[i].v[k]; k++) {
+				const char *word = rows[i].v[k][0] == 'h' ? "hybrid" : rows[i].v[k][0] == 'o' ? "offload" : "fast";
+				/* the verdict for the deployment the profile was not measured in */
+				json_t *e = conc ? json_pack("{s:s}", "recommended_isolated", word)
+						 : json_pack("{s:{s:s}}", "concurrent", "recommended", word);
+				char name[16];
+				snprintf(name, sizeof name, "w%d", k);
+				json_object_set_new(wl, name, json_pack("{s:{s:o}}", "kernels", "bf16", e));
+			}
+			json_t *d = json_pack("{s:i,s:s,s:{s:s},s:{s:s},s:{s:{}},s:o}", "version", 4, "deployment",
+					      conc ? "concurrent" : "isolated", "gpu", "uuid", "GPU-1", "dtypes", "bf16", "offload",
+					      "dtype_kernels", "bf16", "workloads", wl);
+			assert_int_equal(json_dump_file(d, path, 0), 0);
+			json_decref(d);
+			struct ftprof *p = NULL;
+			char err[256];
+			assert_int_equal(ftprof_load_file(path, &p, err, sizeof err), 0);
+			enum ftprof_rec got = ftprof_recommend_deployment(
+				p, "bf16", conc ? FTPROF_DEPLOY_ISOLATED : FTPROF_DEPLOY_CONCURRENT);
+			if (got != rows[i].want)
+				fail_msg("%s profile, workload verdicts %s %s %s: %s, want %s", conc ? "concurrent" : "isolated",
+					 rows[i].v[0] ? rows[i].v[0] : "", rows[i].v[0] && rows[i].v[1] ? rows[i].v[1] : "",
+					 rows[i].v[0] && rows[i].v[1] && rows[i].v[2] ? rows[i].v[2] : "", ftprof_rec_name(got),
+					 ftprof_rec_name(rows[i].want));
+			ftprof_free(p);
+		}
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_concurrent_profile), cmocka_unit_test(test_isolated_profile),
 		cmocka_unit_test(test_legacy_profile),     cmocka_unit_test(test_names),
-		cmocka_unit_test(test_concurrent_fraction_walk),
+		cmocka_unit_test(test_concurrent_fraction_walk), cmocka_unit_test(test_workload_verdicts_walk),
 	};
 	return cmocka_run_group_tests_name("profile_deploy", tests, NULL, NULL);
 }
