@@ -16,6 +16,20 @@
 #include "ftprofile.h"
 #include "tmpdir.h"
 
+/* An allocation fault seam: this program's strdup (it takes the place of libc's for the library
+ * code linked in) fails, as out of memory, at the n-th call after strdup_fail_in = n (-1: never). */
+static int strdup_fail_in = -1;
+char *strdup(const char *s)
+{
+	if (strdup_fail_in >= 0 && strdup_fail_in-- == 0) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	size_t n = strlen(s) + 1;
+	char *d = malloc(n);
+	return d ? memcpy(d, s, n) : NULL;
+}
+
 #define UUID "GPU-11111111-aaaa-bbbb-cccc-000000000000"
 
 static char dir[64];
@@ -367,6 +381,33 @@ static void fingerprint_reason_truncated_anywhere(void **s)
 	json_decref(now);
 }
 
+/* Out of memory while the history's names are read, at every one of them: -ENOMEM from load and
+ * add, nothing kept half (the names read so far are freed: make test-san sees a leak), and the
+ * history reads whole again afterwards. */
+static void history_out_of_memory(void **s)
+{
+	(void)s;
+	for (int i = 0; i < 6; i++) {
+		json_t *p = prof(1000.0 + i, 10 + i, 0, 1, 1);
+		assert_int_equal(ftprof_history_add(dir, p, UUID, 10), 0);
+		json_decref(p);
+	}
+	json_t *h = NULL;
+	for (int k = 0; k < 6; k++) {
+		strdup_fail_in = k;
+		assert_int_equal(ftprof_history_load(dir, UUID, 0, &h), -ENOMEM);
+		assert_null(h);
+		strdup_fail_in = k;
+		json_t *p = prof(5000.0, 99, 0, 1, 1);
+		assert_int_equal(ftprof_history_add(dir, p, UUID, 10), -ENOMEM);
+		json_decref(p);
+	}
+	strdup_fail_in = -1;
+	assert_int_equal(ftprof_history_load(dir, UUID, 0, &h), 0);
+	assert_int_equal(json_array_size(h), 6);
+	json_decref(h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest t[] = {
@@ -377,6 +418,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(fingerprint_walks_every_field, setup, teardown),
 		cmocka_unit_test_setup_teardown(settle_valid_invalid_and_legacy, setup, teardown),
 		cmocka_unit_test_setup_teardown(fingerprint_reason_truncated_anywhere, setup, teardown),
+		cmocka_unit_test_setup_teardown(history_out_of_memory, setup, teardown),
 	};
 	return cmocka_run_group_tests(t, NULL, NULL);
 }
