@@ -16,7 +16,7 @@
  * Conventions: functions returning int return 0 or a negative errno and never log, exit or abort;
  * a corrupt, truncated, non-object or oversized file is an error (-EINVAL, -EFBIG), never a
  * crash. Where a function takes (err, errlen), err (may be NULL) receives one line naming the file
- * and what is wrong. Strings passed in are only borrowed. Thread-safety: a loaded struct ftprof
+ * and what is wrong (the empty string on success). Strings passed in are only borrowed. Thread-safety: a loaded struct ftprof
  * is read-only and may be shared by threads; the functions reading the environment are not safe
  * against a concurrent setenv().
  *
@@ -259,7 +259,7 @@ struct ftprof_validation {
  * or profile_epoch differs from it; else STALE_ENGINE when engine_version is given and differs
  * from the record's (a record without a version is stale to any caller that names one); else
  * CURRENT. Returns 0 and *v, -ENODATA when the profile has no validation for format (or one
- * without a winner), -EINVAL for NULL arguments. */
+ * without a winner; *v is then cleared: NULL strings, state 0), -EINVAL for NULL arguments. */
 int ftprof_validation(const struct ftprof *p, const char *format, const char *engine_version,
 		      struct ftprof_validation *v);
 

@@ -318,6 +318,10 @@ static void settle_valid_invalid_and_legacy(void **s)
 	assert_string_equal(path, want);
 	assert_int_equal(ftprof_store_settle(dir, bad, UUID, 5, 0, path, sizeof path), FTPROF_KEPT_INVALID);
 	assert_string_equal(path, want);
+	json_t *arr = json_array();
+	assert_int_equal(ftprof_store_settle(dir, arr, UUID, 5, 0, path, sizeof path), -EINVAL); /* not a profile */
+	assert_int_equal(ftprof_store_settle(dir, NULL, UUID, 5, 0, path, sizeof path), -EINVAL);
+	json_decref(arr);
 	json_t *stored = json_load_file(want, 0, NULL), *h = NULL;
 	assert_true(json_number_value(json_object_get(json_object_get(stored, "ceilings"), "cpu_stream_read_gbs")) == 100);
 	json_decref(stored);

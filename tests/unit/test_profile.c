@@ -192,7 +192,9 @@ static void test_full_profile(void **st)
 	double f;
 	in_store(UUID_A ".json", p, sizeof p);
 	put_fixture("full.json", p);
+	snprintf(err, sizeof err, "a reason left from before");
 	assert_int_equal(ftprof_load(UUID_A, "NVIDIA H200", &pr, err, sizeof err), 0);
+	assert_string_equal(err, ""); /* found: no reason */
 	assert_non_null(pr);
 	assert_string_equal(ftprof_source(pr), p);
 	assert_string_equal(ftprof_gpu_uuid(pr), UUID_A);
@@ -403,6 +405,15 @@ static void test_wrong_types(void **st)
 	/* -1 is truthy to the seed and the clamp is only above: 50 / -1 */
 	assert_int_equal(ftprof_fetch_fraction(pr, "ds_fp4", &f), 0);
 	assert_float_equal(f, -50.0, 0);
+	ftprof_free(pr);
+	/* a one-element array is truthy to the seed (so the overlap pair is chosen) but cannot be
+	 * divided: no value, not the alone pair's */
+	static const char arr[] = "{\"version\":4,\"dtype_kernels\":{\"bf16\":{\"pcie_gather_overlap_gbs\":[40],"
+				  "\"cpu_moe_overlap_gbs\":60,\"pcie_gather_gbs\":50,\"cpu_moe_gbs\":100}}}";
+	in_store("arr.json", p, sizeof p);
+	put_text(p, arr, sizeof arr - 1);
+	assert_int_equal(ftprof_load_file(p, &pr, err, sizeof err), 0);
+	assert_int_equal(ftprof_fetch_fraction(pr, "bf16", &f), -ENODATA);
 	ftprof_free(pr);
 	/* a quotient too large for a double is no value (not capped to 1) */
 	static const char huge[] = "{\"version\":4,\"dtype_kernels\":{\"bf16\":{\"pcie_gather_gbs\":1e300,"

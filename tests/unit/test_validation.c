@@ -208,6 +208,8 @@ static void test_stale(void **s)
 	assert_int_equal(ftprof_validation(p, "mxfp4", "1", &v), 0);
 	assert_int_equal(v.state, FTPROF_VALIDATION_STALE_ENGINE);
 	assert_int_equal(ftprof_validation(p, "nvfp4", NULL, &v), -ENODATA);
+	/* no record: *v cleared (an engine that reads it anyway finds NULL strings, not the last ones) */
+	assert_true(!v.source && !v.engine_name && !v.engine_version && !v.winner && v.agrees == 0 && v.state == 0);
 	assert_int_equal(ftprof_validation(NULL, "bf16", NULL, &v), -EINVAL);
 	ftprof_free(p);
 	/* run before the profile was measured; compared with another profile; no epoch */
