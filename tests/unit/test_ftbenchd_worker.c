@@ -177,6 +177,26 @@ static void test_cannot_start(void **st)
 	assert_non_null(strstr(why, "cannot open the job log"));
 }
 
+/* A daemon started with stdin closed (fd 0 free): the job log is opened as fd 0, which is a log
+ * like any other: the worker starts, runs and its output is logged. */
+static void test_log_on_fd_0(void **st)
+{
+	(void)st;
+	struct seen s;
+	int saved = dup(0);
+	assert_true(saved > 0);
+	close(0);
+	run("echo on-fd-0; printf '{\"z\":1}\\n' >&3", 64, 4096, 60, &s);
+	assert_int_equal(dup2(saved, 0), 0);
+	close(saved);
+	assert_int_equal(s.exited, 1);
+	assert_int_equal(s.exit_status, 0);
+	assert_int_equal(s.nlines, 1);
+	char *log = read_log();
+	assert_non_null(strstr(log, "on-fd-0\n"));
+	free(log);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -186,6 +206,7 @@ int main(void)
 		cmocka_unit_test(test_size_checks),
 		cmocka_unit_test(test_timeout_term_then_kill),
 		cmocka_unit_test(test_cannot_start),
+		cmocka_unit_test(test_log_on_fd_0),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);
 	if (tmpdir_remove(dir) != 0)
