@@ -177,6 +177,20 @@ def test_page_8_gpus(t):
     skewed = re.search(r'<svg class="replay-map" data-format="bf16" data-skew="1.2".*?</svg>', page, re.S).group(0)
     ensure(", skew 1.2: winner" in skewed and skewed.count('<rect class="cell') == 2
            and 'data-winner="offload"' in skewed, "the skewed points in their own map")
+    # each cell's tooltip names its point as the profile has it: cache fraction, reuse, winner
+    # and the best fetch fraction (the oracle: the replay points fed to GPUs 0 and 1)
+    want = sorted((round(q["cache_fraction"], 6), round(q["reuse"], 6), q["winner"],
+                   round(q["best_fetch_fraction"], 2) if isinstance(q.get("best_fetch_fraction"), (int, float)) else None)
+                  for i in (0, 1) for blk in profiles()[uuid(i)]["replay"].values() for q in blk["points"]
+                  if isinstance(q.get("winner"), str))
+    got = []
+    for win, title in re.findall(r'<rect class="cell[^"]*" data-winner="([^"]*)"[^>]*><title>(.*?)</title>', page):
+        m = re.fullmatch(r"cache ([-+.e0-9]+), reuse ([-+.e0-9]+): (\w+)(?:, best fetch fraction ([.0-9]+))?"
+                         r"(?:, the default workload)?", title)
+        ensure(m and m.group(3) == win, f"a cell's tooltip {title!r} (winner {win})")
+        got.append((round(float(m.group(1)), 6), round(float(m.group(2)), 6), m.group(3),
+                    float(m.group(4)) if m.group(4) else None))
+    ensure(sorted(got) == want, f"the cells' tooltips {sorted(got)}, the profiles' points {want}")
     # layout in Chromium
     tmp = os.path.join(t.tmp, "page")
     html = os.path.join(tmp, "page.html")
