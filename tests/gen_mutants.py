@@ -56,17 +56,17 @@ SLOW_UNITS = {"test_cpu_moe", "test_cpu_moe_amx", "test_cpu_tiers", "test_loader
 # Integration tests per file (src path) or directory, run after the unit tests; their binaries
 # are built first (I_BINS). Names under tests/integration/ (scripts) or build/tests/integration/.
 INTEG = {
-    "daemon": ["daemon.sh"],
+    "daemon": ["reasons.sh", "daemon.sh"],
     "daemon/front.c": ["front.sh", "daemon.sh"],
-    "daemon/http.c": ["front.sh", "daemon.sh"],
-    "daemon/mbuf.c": ["front.sh", "daemon.sh"],
+    "daemon/http.c": ["page.sh", "front.sh", "daemon.sh"],
+    "daemon/mbuf.c": ["page.sh", "front.sh", "daemon.sh"],
     "daemon/page.c": ["page.sh", "operator.sh"],
     "daemon/metrics.c": ["operator.sh", "fleet.sh"],
-    "daemon/profiles.c": ["daemon.sh", "operator.sh"],
+    "daemon/profiles.c": ["reasons.sh", "daemon.sh", "operator.sh"],
     "daemon/seed.c": ["seed_daemon.sh"],
-    "daemon/kinds.c": ["daemon.sh", "reasons.sh", "limits.sh"],
+    "daemon/kinds.c": ["reasons.sh", "limits.sh", "daemon.sh"],
     "daemon/request.c": ["daemon.sh", "hostile.sh"],
-    "daemon/api.c": ["daemon.sh", "hostile.sh"],
+    "daemon/api.c": ["reasons.sh", "daemon.sh", "hostile.sh"],
     "src/profile": ["profile_cli.sh", "profile_golden.sh"],
     "src/profile/validation.c": ["profile_validate.sh", "profile_cli.sh"],
     "src/profile/deploy.c": ["profile_cli.sh", "profile_golden.sh"],

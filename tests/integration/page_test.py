@@ -69,6 +69,76 @@ def fixture(name):
         return json.load(f)
 
 
+VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+COLOR = re.compile(r"#[0-9a-fA-F]{3}|#[0-9a-fA-F]{6}|none|currentColor|[a-z]+")
+
+
+def well_formed(page):
+    """Every element closed, in order (void ones excepted): the reasons it is not, [] when it is."""
+    from html.parser import HTMLParser
+
+    class P(HTMLParser):
+        def __init__(self):
+            super().__init__(convert_charrefs=True)
+            self.stack, self.bad = [], []
+
+        def handle_starttag(self, tag, attrs):
+            if tag not in VOID:
+                self.stack.append(tag)
+
+        def handle_endtag(self, tag):
+            if not self.stack or self.stack[-1] != tag:
+                self.bad.append(f"</{tag}> closes {self.stack[-1] if self.stack else 'nothing'} at {self.getpos()}")
+                if tag in self.stack:
+                    while self.stack.pop() != tag:
+                        pass
+            else:
+                self.stack.pop()
+
+    p = P()
+    p.feed(page)
+    p.close()
+    return p.bad + ([f"never closed: {p.stack}"] if p.stack else [])
+
+
+def svg_geometry(page):
+    """What is wrong with the drawings' geometry: colours that are none, numbers that are not,
+    positions outside their svg, legend swatches on each other, date labels off the bottom."""
+    bad = []
+    for m in re.finditer(r'<svg ([^>]*)>(.*?)</svg>', page, re.S):
+        head, body = m.group(1), m.group(2)
+        w, h = (re.search(rf'{k}="([0-9.]+)"', head) for k in ("width", "height"))
+        if not w or not h:
+            continue
+        W, H = float(w.group(1)), float(h.group(1))
+        cls = (re.search(r'class="([^"]*)"', head) or re.search(r'id="([^"]*)"', head)).group(1)
+        for el in re.finditer(r"<(\w+)((?:\s+[\w-]+=\"[^\"]*\")*)\s*/?>", body):
+            attrs = dict(re.findall(r'([\w-]+)="([^"]*)"', el.group(2)))
+            for k in ("fill", "stroke"):
+                if k in attrs and not COLOR.fullmatch(attrs[k]):
+                    bad.append(f"{cls}: <{el.group(1)} {k}=\"{attrs[k]}\">")
+            for k in ("x", "y", "x1", "x2", "y1", "y2", "cx", "cy", "r", "width", "height"):
+                if k in attrs:
+                    try:
+                        v = float(attrs[k])
+                    except ValueError:
+                        bad.append(f"{cls}: <{el.group(1)} {k}=\"{attrs[k]}\"> is no number")
+                        continue
+                    lim = W if k[0] in "xcw" and k != "cy" else H
+                    if k in ("x", "y", "x1", "x2", "y1", "y2", "cx", "cy") and not -0.5 <= v <= lim + 0.5:
+                        bad.append(f"{cls} ({W:g} x {H:g}): <{el.group(1)} {k}=\"{v:g}\"> outside")
+        swatches = [(float(a), float(b)) for a, b in re.findall(r'<rect x="([0-9.]+)" y="([0-9.]+)" width="9" height="9"', body)]
+        for i, (x0, y0) in enumerate(swatches):
+            for x1, y1 in swatches[i + 1:]:
+                if abs(x0 - x1) < 9 and abs(y0 - y1) < 9:
+                    bad.append(f"{cls}: legend swatches at ({x0:g}, {y0:g}) and ({x1:g}, {y1:g}) overlap")
+        if "history-plot" in cls:
+            for y in re.findall(r'<text class="xtick" x="[0-9.]+" y="([-0-9.]+)"', body):
+                if float(y) < H - 12:
+                    bad.append(f"{cls}: a date label at y {y}, not at the bottom ({H:g})")
+    return bad
+
+
 def profiles():
     base = fixture("validated.json")
     # replay blocks as src/replay/ writes them: an H200's (ftbench bw --replay, bf16 and nvfp4,
@@ -177,6 +247,11 @@ def test_page_8_gpus(t):
     skewed = re.search(r'<svg class="replay-map" data-format="bf16" data-skew="1.2".*?</svg>', page, re.S).group(0)
     ensure(", skew 1.2: winner" in skewed and skewed.count('<rect class="cell') == 2
            and 'data-winner="offload"' in skewed, "the skewed points in their own map")
+    # the page is well formed, its drawings' attributes are colours and numbers inside their svg
+    wf = well_formed(page)
+    ensure(not wf, f"the page is not well formed: {wf[:5]}")
+    geo = svg_geometry(page)
+    ensure(not geo, f"the drawings: {geo[:8]}")
     # each cell's tooltip names its point as the profile has it: cache fraction, reuse, winner
     # and the best fetch fraction (the oracle: the replay points fed to GPUs 0 and 1)
     want = sorted((round(q["cache_fraction"], 6), round(q["reuse"], 6), q["winner"],
