@@ -11,11 +11,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "../../daemon/daemon.h"
 #include "../../daemon/journal.h"
 #include "../../daemon/log.h"
+#include "../../daemon/metrics.h"
 #include "../../daemon/runner.h"
 #include "util/fsutil.h"
 #include "util/timeutil.h"
@@ -164,11 +166,65 @@ static void test_retention_shapes(void **s)
 		check_shape(&cases[i]);
 }
 
+/* The job duration histogram: a duration equal to a bound counts in that bound's bucket (le),
+ * just above it in the next, beyond the last bound in +Inf; nothing lands in another kind's row. */
+static void test_duration_buckets(void **s)
+{
+	(void)s;
+	static const double bounds[] = {1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 14400};
+	for (int b = 0; b <= 11; b++)
+		for (int above = 0; above < 3; above++) {
+			memset(ftd.dur_buckets, 0, sizeof ftd.dur_buckets);
+			memset(ftd.dur_count, 0, sizeof ftd.dur_count);
+			struct ftd_job *j = ftd_job_new();
+			j->kind_idx = 1;
+			j->state = FTD_JOB_SUCCEEDED;
+			/* at the bound, a little above the one before, far beyond the last */
+			j->dur_s = b < 11 ? (above == 0 ? bounds[b] : above == 1 ? (b ? bounds[b - 1] + 1e-3 : 0.0) : bounds[b] * 0.999)
+					  : (above == 0 ? 14400.001 : above == 1 ? 1e7 : 1e300);
+			ftd_metrics_job_finished(j);
+			for (int k = 0; k < FTD_KIND_MAX; k++)
+				for (int i = 0; i < FTD_DAEMON_DUR_BUCKETS; i++)
+					if (ftd.dur_buckets[k][i] != (k == 1 && i == b))
+						fail_msg("a job of %g s: bucket [%d][%d] holds %llu (want it in [1][%d])", j->dur_s, k, i,
+							 ftd.dur_buckets[k][i], b);
+			assert_int_equal(ftd.dur_count[1], 1);
+			ftd_job_unref(j);
+		}
+}
+
+/* A logged message loses its trailing newlines, all of them, even when it is nothing else: one
+ * line each. */
+static void test_log_lines(void **s)
+{
+	(void)s;
+	char path[600];
+	snprintf(path, sizeof path, "%s/stderr.txt", dir);
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600), saved = dup(2);
+	assert_true(fd >= 0 && saved >= 0);
+	fflush(stderr);
+	dup2(fd, 2);
+	ftd_log(FTD_LOG_ERR, "%s", "\n");
+	ftd_log(FTD_LOG_ERR, "%s", "two\n\n");
+	ftd_log(FTD_LOG_ERR, "%s", "");
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	char buf[256] = "";
+	ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+	close(fd);
+	assert_true(n >= 0);
+	buf[n] = '\0';
+	assert_string_equal(buf, "<3>ftbenchd: \n<3>ftbenchd: two\n<3>ftbenchd: \n");
+}
+
 int main(void)
 {
 	ftd_log_set_level(FTD_LOG_ERR);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_retention_shapes),
+		cmocka_unit_test(test_duration_buckets),
+		cmocka_unit_test(test_log_lines),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

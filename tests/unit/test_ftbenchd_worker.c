@@ -197,6 +197,44 @@ static void test_log_on_fd_0(void **st)
 	free(log);
 }
 
+/* The next wake-up a running worker asks for is its timeout, not now: a daemon with a job running
+ * sleeps until something happens (no busy loop while the child has not been reaped). */
+static void test_timers_while_running(void **st)
+{
+	(void)st;
+	char log[256], why[512];
+	struct seen s = {0};
+	snprintf(log, sizeof log, "%s/job.log", dir);
+	char *argv[] = {"/bin/sh", "-c", "sleep 30", NULL};
+	struct ftd_worker_spec spec = {.argv = argv, .job_id = "00bb00bb00bb00bb", .gpus = "", .log_path = log,
+				       .max_line = 64, .log_max = 4096, .timeout_s = 60, .cb = &cb, .ctx = &s};
+	struct ftd_worker *w = ftd_worker_start(&spec, why, sizeof why);
+	if (!w)
+		fail_msg("start: %s", why);
+	uint64_t now = fttime_now_ns(), next = UINT64_MAX;
+	assert_int_equal(ftd_worker_timers(w, now, 1, &next), 0);
+	if (next < now + 50ull * 1000000000ull)
+		fail_msg("a worker with 60 s to run asks to be woken in %.3f s", ((double)next - (double)now) / 1e9);
+	ftd_worker_terminate(w, 1);
+	uint64_t give_up = fttime_now_ns() + 30ull * 1000000000ull;
+	while (!s.exited) {
+		assert_true(fttime_now_ns() < give_up);
+		struct pollfd pfd[2];
+		int n = ftd_worker_pollfds(w, pfd);
+		next = UINT64_MAX;
+		ftd_worker_timers(w, fttime_now_ns(), 1, &next);
+		poll(pfd, (nfds_t)n, 20);
+		for (int i = 0; i < n; i++)
+			if (pfd[i].revents)
+				ftd_worker_io(w, pfd[i].fd, 1);
+		int wst;
+		if (!w->reaped && waitpid(w->pid, &wst, WNOHANG) == w->pid)
+			ftd_worker_reaped(w, wst, fttime_now_ns());
+		ftd_worker_check_done(w, fttime_now_ns(), 1);
+	}
+	assert_int_equal(s.sig, SIGTERM);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -207,6 +245,7 @@ int main(void)
 		cmocka_unit_test(test_timeout_term_then_kill),
 		cmocka_unit_test(test_cannot_start),
 		cmocka_unit_test(test_log_on_fd_0),
+		cmocka_unit_test(test_timers_while_running),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);
 	if (tmpdir_remove(dir) != 0)
