@@ -123,7 +123,8 @@ def names_refused_at_submit(t):
     _, doc = expect_error(d, "POST", P, 400, "invalid_argument", "args.model",
                              body={"kind": "bw", "args": {"model": ["qwen3-30b", "gpt-5"]}})
     ensure("'gpt-5'" in doc["error"]["message"] and "qwen3-30b" in doc["error"]["message"], lambda: doc)
-    for ok in ({"dtype": "all"}, {"dtype": ["mxfp4", "fp8"]}, {"model": "qwen3-30b", "formats": "bf16"}):
+    for ok in ({"dtype": "all"}, {"dtype": ["mxfp4", "fp8"]}, {"model": "qwen3-30b", "formats": "bf16"},
+               {"model": "all"}, {"model": ["qwen3-30b", "all"]}):
         jid = d.submit("bw", dict(ok, cpu_iters=1, kernel_cpu_iters=2))["id"]
         ensure(d.wait(jid)["state"] == "succeeded", f"{ok} refused")
 
