@@ -54,6 +54,7 @@ def sse_events(d, jid, last=None):
 def test_metrics_real_parser(t):
     """Prometheus' own parser: every family typed (none 'unknown', which is what samples away
     from their TYPE line become), no family twice, the profile gauges there."""
+    t.d.wait(t.d.submit("cache-copy", {"repeat": 1})["id"])  # a job in the duration histogram
     st, h, raw = t.d.req("GET", "/metrics")
     check(st == 200 and h["content-type"].startswith("text/plain"), f"/metrics {st} {h.get('content-type')}")
     fams = list(text_string_to_metric_families(raw.decode()))
@@ -62,6 +63,19 @@ def test_metrics_real_parser(t):
     untyped = [f.name for f in fams if f.type == "unknown"]
     check(not untyped, f"families read as untyped: {untyped}")
     byname = {f.name: f for f in fams}
+    # the duration histogram, per kind: buckets cumulative in rising le, the last le +Inf and
+    # equal to _count (the jobs the tests ran are in it)
+    dur = byname.get("ftbenchd_job_duration_seconds")
+    check(dur is not None and dur.type == "histogram", "ftbenchd_job_duration_seconds missing or not a histogram")
+    kinds = {s.labels["kind"] for s in dur.samples}
+    for kind in kinds:
+        bk = [(float(s.labels["le"]), s.value) for s in dur.samples
+              if s.name.endswith("_bucket") and s.labels["kind"] == kind]
+        count = [s.value for s in dur.samples if s.name.endswith("_count") and s.labels["kind"] == kind]
+        check(bk and bk[-1][0] == float("inf") and [b[0] for b in bk] == sorted(b[0] for b in bk)
+              and all(a[1] <= b[1] for a, b in zip(bk, bk[1:])) and count == [bk[-1][1]],
+              f"{kind}'s duration buckets {bk}, count {count}")
+    check(sum(s.value for s in dur.samples if s.name.endswith("_count")) > 0, "no job in the duration histogram")
     hyb = byname.get("ftbenchd_profile_hybrid")
     check(hyb is not None and hyb.type == "gauge", "ftbenchd_profile_hybrid missing or not a gauge")
     got = {(s.labels["gpu"], s.labels["dtype"]): s.value for s in hyb.samples}
