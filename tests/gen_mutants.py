@@ -57,7 +57,8 @@ SLOW_UNITS = {"test_cpu_moe", "test_cpu_moe_amx", "test_cpu_tiers", "test_loader
 # are built first (I_BINS). Names under tests/integration/ (scripts) or build/tests/integration/.
 INTEG = {
     "daemon": ["reasons.sh", "daemon.sh"],
-    "daemon/front.c": ["front.sh", "daemon.sh"],
+    "daemon/front.c": ["front.sh", "hostile.sh", "daemon.sh"],
+    "daemon/runner.c": ["reasons.sh", "daemon.sh", "jobs_hardening.sh"],
     "daemon/http.c": ["page.sh", "front.sh", "daemon.sh"],
     "daemon/mbuf.c": ["page.sh", "front.sh", "daemon.sh"],
     "daemon/page.c": ["page.sh", "operator.sh"],

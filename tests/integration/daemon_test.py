@@ -263,6 +263,18 @@ def pipes_held_by_a_stranger(t):
 
 
 @test
+def json_bodies_end_in_newline(t):
+    """Every JSON body is one line ending in a newline (a shell prompt after `curl` starts on its own
+    line; line-reading clients get the whole object): a document, a list, an error"""
+    d = t.main
+    for path, want in (("/health", 200), ("/benchmark/jobs", 200), ("/benchmark/jobs/0123456789abcdef", 404),
+                       ("/profiles", 200)):
+        st, h, raw = d.req("GET", path)
+        ensure(st == want and h["content-type"].startswith("application/json"), lambda: (path, st, h))
+        ensure(raw.endswith(b"\n") and raw.count(b"\n") == 1 and json.loads(raw), lambda: (path, raw[-80:]))
+
+
+@test
 def idempotency(t):
     d = t.main
     body = {"kind": "cache-copy", "args": {"repeat": 1}}
