@@ -479,6 +479,25 @@ def config_check(t):
     ensure(r.returncode == 0, lambda: r.stderr)
     r = run("-n", "--listen", f"127.0.0.1:{t.main.port}")  # in use by the running daemon: a warning
     ensure(r.returncode == 0 and "in use" in r.stderr, lambda: r.stderr)
+    # each refused value: exit 2 and one line naming the option, the value and what it takes
+    short_tok = os.path.join(t.tmp, "short-token.txt")
+    with open(short_tok, "w") as f:
+        f.write("short\n")
+    for args, said in ((("--rebench", "weekly"), "ftbenchd: rebench 'weekly': expected on-change, never, or an interval "
+                        "such as 7d, 12h, 30m, 3600s\n"),
+                       (("--profile-max-age", "soon"), "ftbenchd: profile-max-age 'soon': expected an interval such as "
+                        "30d, 12h, 3600s\n"),
+                       (("--deployment", "both"), "ftbenchd: deployment 'both': give isolated or concurrent (or nothing)\n"),
+                       (("--job-timeout", "700", "--max-job-timeout", "600"), "ftbenchd: job-timeout 700 is above "
+                        "max-job-timeout 600\n"),
+                       (("--token-file", short_tok), f"ftbenchd: token-file {short_tok}: the token must have at least "
+                        "16 characters\n"),
+                       (("--max-queue", "lots"), "ftbenchd: --max-queue: max-queue: 'lots' is not an integer in [1, 100000]\n"),
+                       (("--state-dir",), "ftbenchd: --state-dir needs a value\n"),
+                       (("extra",), "ftbenchd: unexpected argument 'extra' (see --help)\n"),
+                       (("--no-such",), "ftbenchd: unknown option '--no-such' (see --help)\n")):
+        r = run("-n", *args)
+        ensure(r.returncode == 2 and said in r.stderr, lambda: (args, r.returncode, r.stderr))
     r = run("--help")
     ensure(r.returncode == 0 and "--state-dir" in r.stdout and "--token-file" in r.stdout)
     dump = run("--dump-config").stdout
