@@ -24,7 +24,7 @@ from ftd_harness import BUILD, ROOT, Daemon, Scratch, ensure, finish, plan, run_
 
 ARTIFACTS = os.path.join(BUILD, "test-artifacts")
 N = 8
-DEGRADED, ODD = 5, 3
+DEGRADED, ODD, SLOW_GATHER = 5, 3, 6
 MAX_FOLDED_HEIGHT = 2600  # px at 1280 px wide: the comparison, the jobs, 8 folded details
 
 MEASURE = """<script>
@@ -161,6 +161,9 @@ def profiles():
                     k["cpu_moe_gbs"] *= 0.66
                     k["cpu_moe_gbs_spread"] = None
             p["ceilings"]["cpu_stream_read_gbs"] *= 0.66
+        if i == SLOW_GATHER:  # its bf16 gather only, half the others'
+            p["dtype_kernels"]["bf16"]["pcie_gather_gbs"] *= 0.5
+            p["dtype_kernels"]["bf16"]["pcie_gather_gbs_spread"] = None
         if i == ODD:
             p["dtypes"]["nvfp4"] = "hybrid"
         out[uuid(i)] = p
@@ -224,8 +227,11 @@ def test_page_8_gpus(t):
         ensure(body.count("<tr data-uuid=") == N, f"{fmt}: all {N} GPUs side by side")
     bf16 = dict(tables)["bf16"]
     rows = dict(re.findall(r'<tr data-uuid="([^"]+)">(.*?)</tr>', bf16, re.S))
-    ensure('class="num outlier"' in rows[uuid(DEGRADED)], "the degraded GPU's CPU MoE is marked")
-    ensure(sum('class="num outlier"' in r for r in rows.values()) == 1, "only that one")
+    cells = {u: re.findall(r'<td class="([^"]*)"', r) for u, r in rows.items()}
+    marked = sorted((u, i) for u, c in cells.items() for i, k in enumerate(c) if k == "num outlier")
+    want = sorted([(uuid(DEGRADED), 1), (uuid(SLOW_GATHER), 2)])  # cells: verdict, CPU MoE, gather
+    ensure(marked == want,
+           f"the degraded GPU's CPU MoE and the slow gather marked, only they: {marked}, cells {cells[uuid(0)]}")
     nv = dict(re.findall(r'<tr data-uuid="([^"]+)">(.*?)</tr>', dict(tables)["nvfp4"], re.S))
     ensure('class="verdict odd"' in nv[uuid(ODD)] and sum('odd' in r for r in nv.values()) == 1,
            "the one differing nvfp4 verdict is marked")
