@@ -220,6 +220,11 @@ def test_page_8_gpus(t):
     finally:
         d.stop()
     page = raw.decode()
+    # the GPUs' links as the inventory has them (the fake worker's: the second trained at Gen4 of 5)
+    gl = dict(re.findall(r'<tr class="gpu" data-uuid="([^"]+)">(.*?)</tr>', page, re.S))
+    ensure(len(gl) == 2 and "Gen5 x16 / Gen5 x16</td>" in gl["GPU-11111111-aaaa-bbbb-cccc-000000000000"]
+           and 'Gen4 x16 / Gen5 x16 <span class="warn">(below max)</span>' in gl["GPU-22222222-aaaa-bbbb-cccc-000000000000"],
+           f"the GPUs' links: {gl}")
     # the comparison: one table per format, each with the 8 GPUs
     tables = re.findall(r'<table class="cmp" data-format="([^"]+)">(.*?)</table>', page, re.S)
     ensure(len(tables) == 5, f"one comparison table per format: {[f for f, _ in tables]}")
