@@ -12,6 +12,7 @@ $BUILD/test-artifacts/ (status-page-8gpu.png, status-page-8gpu-open.png).
 Run through tests/integration/page.sh."""
 import copy
 import json
+import math
 import os
 import re
 import shutil
@@ -24,7 +25,8 @@ from ftd_harness import BUILD, ROOT, Daemon, Scratch, ensure, finish, plan, run_
 
 ARTIFACTS = os.path.join(BUILD, "test-artifacts")
 N = 8
-DEGRADED, ODD, SLOW_GATHER = 5, 3, 6
+DEGRADED, ODD, SLOW_GATHER, HOSTILE = 5, 3, 6, 7
+HOSTILE_NAME = "H200 <SXM> & 'x' \"y\" </details><script>"
 MAX_FOLDED_HEIGHT = 2600  # px at 1280 px wide: the comparison, the jobs, 8 folded details
 
 MEASURE = """<script>
@@ -164,6 +166,8 @@ def profiles():
         if i == SLOW_GATHER:  # its bf16 gather only, half the others'
             p["dtype_kernels"]["bf16"]["pcie_gather_gbs"] *= 0.5
             p["dtype_kernels"]["bf16"]["pcie_gather_gbs_spread"] = None
+        if i == HOSTILE:  # a name with every character HTML gives a meaning
+            p["gpu"]["name"] = HOSTILE_NAME
         if i == ODD:
             p["dtypes"]["nvfp4"] = "hybrid"
         out[uuid(i)] = p
@@ -220,6 +224,12 @@ def test_page_8_gpus(t):
     finally:
         d.stop()
     page = raw.decode()
+    # a name is text: every special character escaped, as it was read back by an HTML parser
+    summ = re.search(r'<details class="profile" data-uuid="%s"><summary><b>(.*?)</b>' % re.escape(uuid(HOSTILE)), page, re.S)
+    ensure(summ and summ.group(1) == "H200 &lt;SXM&gt; &amp; &#39;x&#39; &quot;y&quot; &lt;/details&gt;&lt;script&gt;",
+           f"the hostile name on the page: {summ and summ.group(1)}")
+    import html as _html
+    ensure(_html.unescape(summ.group(1)) == HOSTILE_NAME, "the name read back")
     # the GPUs' links as the inventory has them (the fake worker's: the second trained at Gen4 of 5)
     gl = dict(re.findall(r'<tr class="gpu" data-uuid="([^"]+)">(.*?)</tr>', page, re.S))
     ensure(len(gl) == 2 and "Gen5 x16 / Gen5 x16</td>" in gl["GPU-11111111-aaaa-bbbb-cccc-000000000000"]
@@ -248,6 +258,12 @@ def test_page_8_gpus(t):
     hp = re.search(r'<svg class="history-plot".*?</svg>', page, re.S).group(0)
     ensure(", GB/s from 0</text>" in hp and re.search(r'class="ytick"[^>]*>0</text>', hp), "zero-based axis, its unit")
     ensure(len(re.findall(r'class="xtick"[^>]*>\d{4}-\d\d-\d\d</text>', hp)) == 2, "first and last dates")
+    # each history plot's axis reaches its largest point, at a round number not far above it
+    for body in re.findall(r'<svg class="history-plot".*?</svg>', page, re.S):
+        top = max(float(v) for v in re.findall(r'class="ytick"[^>]*>([-.e0-9]+)</text>', body))
+        pts = [float(v) for v in re.findall(r': ([.0-9]+) GB/s</title>', body)]
+        ensure(pts and max(pts) <= top < 5 * max(pts) and top / 10 ** math.floor(math.log10(top)) in (1, 2, 5),
+               f"a history plot's axis top {top} for points up to {max(pts) if pts else None}")
     # the replay maps: GPU 0's two formats; GPU 1's bf16 once per skew, each point in its own map
     maps = re.findall(r'<svg class="replay-map" data-format="([^"]+)" data-skew="([^"]+)".*?</svg>', page, re.S)
     ensure(len(maps) == 4, f"the replay maps of GPUs 0 and 1: {maps}")
