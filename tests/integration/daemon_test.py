@@ -341,6 +341,10 @@ def bad_inputs(t):
     expect_error(d, "POST", P, 400, "missing_field", "args.model", body={"kind": "decode", "args": {"server": "ft"}})
     expect_error(d, "POST", P, 400, "invalid_argument", "args.server",
                  body={"kind": "decode", "args": {"model": t.models + "/m", "server": "ft", "url": "http://127.0.0.1:9/"}})
+    _, doc = expect_error(d, "POST", P, 400, "invalid_argument", "args.compare",
+                          body={"kind": "decode", "args": {"model": t.models + "/m", "url": "http://localhost:30000",
+                                                           "compare": "moe-backend=offload,hybrid"}})
+    ensure("needs args.server, not args.url" in doc["error"]["message"], lambda: doc)
     expect_error(d, "GET", P, 405, "method_not_allowed")
     expect_error(d, "DELETE", "/benchmark/jobs", 405, "method_not_allowed")
     expect_error(d, "GET", "/nope", 404, "not_found")

@@ -305,6 +305,7 @@ def check_answer(name, st, hdrs, body, want):
         doc = json.loads(body.decode("utf-8"))  # strict: invalid UTF-8 raises
         if st >= 400:
             ensure(set(doc["error"]) == {"code", "message", "field"}, lambda: doc)
+            ensure(len((doc["error"]["message"] or "").strip()) >= 8, lambda: f"{name}: no reason given: {doc}")
     if st in (429, 503):
         ensure("retry-after" in hdrs, lambda: f"{name}: {st} without Retry-After")
 

@@ -292,6 +292,8 @@ def expect_error(d, method, path, status, code, field=None, body=None, **kw):
     ensure(doc["error"]["code"] == code, lambda: f"{method} {path}: code {doc['error']['code']}, wanted {code}")
     if field is not None:
         ensure(doc["error"]["field"] == field, lambda: f"field {doc['error']['field']}, wanted {field}")
+    # a refusal says why: a sentence, not nothing
+    ensure(len((doc["error"]["message"] or "").strip()) >= 8, lambda: f"{method} {path}: no reason given: {doc}")
     return h, doc
 
 
