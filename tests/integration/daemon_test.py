@@ -760,6 +760,10 @@ def no_gpu_host(t):
         ensure(j["result"]["fake"]["cuda_visible_devices"] == "")
         expect_error(d, "POST", "/benchmark/start", 400, "unknown_gpu", "args.gpu", body={"kind": "bw", "args": {"gpu": 0}})
         ensure(d.json("GET", "/profiles/host")[0] == 200)
+        # the status page says there is no GPU and why, in its own paragraph
+        st, _, page = d.req("GET", "/")
+        ensure(st == 200 and '<p id="no-gpus" class="muted">No GPU: no CUDA device (fake)</p>' in page.decode(),
+               lambda: page.decode()[:2000])
     finally:
         d.stop()
 
