@@ -504,6 +504,8 @@ def config_check(t):
         ensure(r.returncode == 2 and said in r.stderr, lambda: (args, r.returncode, r.stderr))
     r = run("--help")
     ensure(r.returncode == 0 and "--state-dir" in r.stdout and "--token-file" in r.stdout)
+    r = run("--version")  # says it and ends: no daemon starts
+    ensure(r.returncode == 0 and re.fullmatch(r"ftbenchd \d+\.\d+\.\d+\n", r.stdout) and not r.stderr, lambda: r)
     dump = run("--dump-config").stdout
     with open(os.path.join(ROOT, "etc", "ftbenchd.conf")) as f:
         ensure(f.read() == dump, "etc/ftbenchd.conf differs from `ftbenchd --dump-config`")
