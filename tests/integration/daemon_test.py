@@ -762,8 +762,12 @@ def no_gpu_host(t):
         ensure(j["result"]["fake"]["cuda_visible_devices"] == "")
         expect_error(d, "POST", "/benchmark/start", 400, "unknown_gpu", "args.gpu", body={"kind": "bw", "args": {"gpu": 0}})
         ensure(d.json("GET", "/profiles/host")[0] == 200)
-        # the status page says there is no GPU and why, in its own paragraph
+        # the status page says there is no GPU and why, in its own paragraph; the one profile is
+        # shown unfolded
         st, _, page = d.req("GET", "/")
+        ensure(len(re.findall(r'<details class="profile" data-uuid="[^"]*"( open)?>', page.decode())) == 1
+               and re.search(r'<details class="profile" data-uuid="[^"]*" open>', page.decode()),
+               lambda: re.findall(r'<details class="profile"[^>]*>', page.decode()))
         ensure(st == 200 and '<p id="no-gpus" class="muted">No GPU: no CUDA device (fake)</p>' in page.decode(),
                lambda: page.decode()[:2000])
     finally:

@@ -95,6 +95,11 @@ static void test_queue_limit(void **s)
 	assert_int_equal(ftd_sched_admit(v, 4, 2), -EAGAIN); /* running and finished jobs do not count */
 	assert_int_equal(ftd_sched_admit(v, 0, 1), 0);
 	assert_int_equal(ftd_sched_admit(v, 4, 0), -EAGAIN);
+	/* exactly the n jobs given are counted: queued ones on either side of the slice are not */
+	struct ftd_sched_job w[] = {{Q, 0, 0}, {Q, 0, 0}, {R, 1, 0}, {Q, 1, 0}, {Q, 0, 0}};
+	assert_int_equal(ftd_sched_admit(w + 1, 3, 3), 0);
+	assert_int_equal(ftd_sched_admit(w + 1, 3, 2), -EAGAIN);
+	assert_int_equal(ftd_sched_admit(w + 2, 1, 1), 0);
 }
 
 static void test_cancel_and_timeout(void **s)
