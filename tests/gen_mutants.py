@@ -63,7 +63,7 @@ INTEG = {
     "daemon/mbuf.c": ["page.sh", "front.sh", "daemon.sh"],
     "daemon/page.c": ["page.sh", "operator.sh", "daemon.sh"],
     "daemon/metrics.c": ["operator.sh", "fleet.sh"],
-    "daemon/profiles.c": ["reasons.sh", "daemon.sh", "operator.sh"],
+    "daemon/profiles.c": ["reasons.sh", "fleet.sh", "daemon.sh", "operator.sh"],
     "daemon/seed.c": ["seed_daemon.sh"],
     "daemon/kinds.c": ["reasons.sh", "limits.sh", "daemon.sh"],
     "daemon/request.c": ["daemon.sh", "hostile.sh"],

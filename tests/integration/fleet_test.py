@@ -9,6 +9,7 @@ Run through tests/integration/fleet.sh."""
 import copy
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -121,6 +122,27 @@ def test_metrics(t):
 
 
 # ---------------------------------------------------------------- node-feature-discovery
+
+def test_nfd_label_names(t):
+    """format names a label cannot carry (Kubernetes: [A-Za-z0-9._-], alphanumeric at both ends,
+    63 characters) are left out of the features file, the rest written"""
+    nfd = os.path.join(t.tmp, "names.d", "ftbenchd")
+    os.makedirs(os.path.dirname(nfd))
+    d = Daemon(t.tmp, "nfd-names", "--nfd-features-file", nfd)
+    p = as_gpu(fixture("full.json"), GPU0, epoch=time.time() - 60)
+    bad_names = ["bad format", "-lead", "x" * 60, "semi;colon", "sp\u00e4t"]
+    for b in bad_names:
+        p["dtypes"][b] = "hybrid"
+    put(d, GPU0, p)
+    d.start()
+    try:
+        labels = nfd_labels(nfd)  # which refuses a label name NFD would refuse
+        ensure(labels.get("ftbenchd/bf16.verdict") == "hybrid" and labels.get("ftbenchd/profiles") == "1", labels)
+        ensure(all(re.fullmatch(r"ftbenchd/[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?", k) for k in labels)
+               and not any(b in k for b in bad_names for k in labels), f"label names Kubernetes refuses: {labels}")
+    finally:
+        d.stop()
+
 
 def test_nfd(t):
     nfd_dir = os.path.join(t.tmp, "features.d")
@@ -317,7 +339,7 @@ def test_first_boot(t):
         e.stop()
 
 
-TESTS = [test_metrics, test_nfd, test_health, test_nhc_and_npd_examples, test_first_boot]
+TESTS = [test_metrics, test_nfd, test_nfd_label_names, test_health, test_nhc_and_npd_examples, test_first_boot]
 
 
 def main():
