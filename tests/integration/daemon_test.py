@@ -703,6 +703,16 @@ def identity_across_restarts(t):
         ev = events_with_ids(d, jid)
         handed |= {int(i) for evs in seen.values() for i, _, _ in evs}
         ensure(ev and min(int(i) for i, _, _ in ev) > max(handed), lambda: f"new job's ids {ev}, before up to {max(handed)}")
+        # the reservation file lost (every job finished): the journal's recorded ids still floor them
+        handed |= {int(i) for i, _, _ in ev}
+        d.stop()
+        os.unlink(os.path.join(d.state, "event-ids"))
+        d.start()
+        jid = d.submit("cache-copy", {"repeat": 1})["id"]
+        d.wait(jid)
+        ev = events_with_ids(d, jid)
+        ensure(ev and min(int(i) for i, _, _ in ev) > max(handed), lambda: f"ids {ev} after the reservation was lost, "
+               f"before up to {max(handed)}")
     finally:
         d.stop()
 
