@@ -443,7 +443,11 @@ def tokens(t):
                         ("GET", "/benchmark/jobs/0123456789abcdef/log"), ("POST", "/benchmark/jobs/0123456789abcdef/cancel"),
                         ("GET", "/profiles"), ("GET", f"/profiles/{GPU0}"), ("GET", "/gpus"), ("GET", "/metrics")):
             expect_error(d, m, path, 401, "unauthorized")
+        # refused requests with a body ran nothing: no job queued by any of them
+        for body in ({"kind": "cache-copy", "args": {"repeat": 1}}, {"kind": "bw", "args": {"cpu_iters": 1}}):
+            expect_error(d, "POST", "/benchmark/start", 401, "unauthorized", body=body)
         d.token = "s3cret-token-0123456789"
+        ensure(d.get("/benchmark/jobs")["jobs"] == [], lambda: d.get("/benchmark/jobs"))
         ensure(d.req("GET", "/benchmark/jobs")[0] == 200)
         ensure(d.req("GET", "/metrics")[0] == 200)
     finally:
