@@ -389,7 +389,7 @@ def main():
     ap.add_argument("--results", default=os.path.join(WORK, "results.jsonl"))
     ap.add_argument("--equivalent", default=os.path.join(ROOT, "tests", "gen_mutants_equivalent.txt"))
     ap.add_argument("--only", default="", help="ID,... (src:line:index): run these again, whatever the quota")
-    ap.add_argument("--rerun-survivors", action="store_true", help="judge every recorded survivor again")
+    ap.add_argument("--rerun-survivors", action="store_true", help="judge every recorded survivor again (not the listed equivalents)")
     ap.add_argument("--list", type=int, default=0, help="print the first N of each directory's order, run nothing")
     ap.add_argument("--report", action="store_true", help="print the table of the results file, run nothing")
     a = ap.parse_args()
@@ -415,7 +415,7 @@ def main():
         return 0
     only = set(filter(None, a.only.split(",")))
     if a.rerun_survivors:
-        only |= {r["id"] for r in rows.values() if r["verdict"] == "SURVIVED" and r["dir"] in dirs}
+        only |= {r["id"] for r in rows.values() if r["verdict"] == "SURVIVED" and r["dir"] in dirs and r["id"] not in eq}
     tmp = tempfile.mkdtemp(prefix="ftgenmut-")
     os.makedirs(os.path.dirname(a.results), exist_ok=True)
     try:
