@@ -573,6 +573,26 @@ static void test_batch_sweep(void **s)
 	assert_true(fabs(json_number_value(json_object_get(e, "cpu_moe_gbs")) - 120.0) < 1e-9); /* batch 1, unchanged */
 	assert_int_equal(json_integer_value(json_object_get(entry_of(p, "nvfp4"), "hybrid_max_batch")), 0);
 	assert_true(json_is_array(json_object_get(json_object_get(json_object_get(p, "tool"), "params"), "batch_sweep")));
+	/* the text summary: each batch's figures and ratio, and the largest batch hybrid still wins */
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	ftbw_summary(m, p);
+	fclose(m);
+	char want[512] = "batch: cpu/gather GB/s (ratio)";
+	size_t wl = strlen(want);
+	for (size_t i = 0; i < json_array_size(sw); i++) {
+		const json_t *r = json_array_get(sw, i);
+		wl += (size_t)snprintf(want + wl, sizeof want - wl, "  %d: %.1f/%.1f (%.2f)",
+				       (int)json_integer_value(json_object_get(r, "batch")),
+				       json_number_value(json_object_get(r, "cpu_moe_gbs")),
+				       json_number_value(json_object_get(r, "pcie_gather_gbs")),
+				       json_number_value(json_object_get(r, "ratio")));
+	}
+	snprintf(want + wl, sizeof want - wl, "; hybrid up to batch 1\n");
+	if (!strstr(buf, want))
+		fail_msg("the batch sweep in the summary, want\n%s\nin\n%s", want, buf);
+	free(buf);
 	json_decref(p);
 	/* no sweep: null, and the schema still holds */
 	c.nbatch = 0;
