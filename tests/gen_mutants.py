@@ -103,6 +103,8 @@ I_BINS = ["build/bin/ftbench", "build/bin/ftbenchd", "build/tests/integration/ft
           "build/tests/fixtures/fakeworker", "build/tests/fixtures/sse_server", "build/tests/fixtures/cpu_probe",
           "build/lib/libftprofile.so"]
 UNIT_TIMEOUT, INTEG_TIMEOUT = 60, 180
+# integration tests of a minute or more: --skip-slow leaves them out of every selection
+SLOW_INTEG = {"test_decode", "flags_effect.sh", "jobs_hardening.sh"}
 VERDICTS = ["killed", "SURVIVED", "no-compile", "no-build", "not-built", "stale"]
 
 
@@ -302,8 +304,11 @@ class Tree:
         return [t for t, s in self.syms.items() if mine & s]
 
 
+SKIP_SLOW = False
+
+
 def integ_for(src, d):
-    return INTEG.get(src, INTEG.get(d, []))
+    return [t for t in INTEG.get(src, INTEG.get(d, [])) if not (SKIP_SLOW and t in SLOW_INTEG)]
 
 
 def integ_path(name):
@@ -392,8 +397,11 @@ def main():
     ap.add_argument("--rerun-survivors", action="store_true", help="judge every recorded survivor again (not the listed equivalents)")
     ap.add_argument("--list", type=int, default=0, help="print the first N of each directory's order, run nothing")
     ap.add_argument("--report", action="store_true", help="print the table of the results file, run nothing")
+    ap.add_argument("--skip-slow", action="store_true", help="leave the integration tests of SLOW_INTEG out")
     a = ap.parse_args()
     dirs = a.dirs.split(",")
+    global SKIP_SLOW
+    SKIP_SLOW = a.skip_slow
     quota = dict(QUOTA)
     for kv in filter(None, a.quota.split(",")):
         k, v = kv.split("=")
@@ -440,6 +448,7 @@ def main():
                 t1 = time.time()
                 verdict, by = run_one(tree, src, d, old, new, line)
                 row = {"id": mid, "dir": d, "src": src, "line": line, "verdict": verdict, "by": by,
+                       "skip_slow": a.skip_slow,
                        "diff": show(old, new), "s": round(time.time() - t1, 1), "seed": a.seed,
                        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
                 rows[mid] = row
