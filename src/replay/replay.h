@@ -127,9 +127,11 @@ const json_t *ftrp_nearest_point(const json_t *block, double cache_fraction, dou
  * a winner other than "tie", the verdict follows the measured decode: dtypes[fmt] and
  * dtype_kernels[fmt].recommended become the winner; the rule of thumb's verdict stays in
  * dtype_kernels[fmt].recommended_bandwidth, and recommended_by says "replay" or "bandwidth". The
- * per-model workloads' entries (geometries not replayed) and the overlap pair (measured figures,
- * from which the seed's reader takes its fetch fraction) are never rewritten. Returns how many
- * formats' dtypes verdict changed. */
+ * per-model workloads' entries (geometries not replayed) are never rewritten. The fetch fraction
+ * the seed's reader derives from the overlap pair follows the default point's best f (when the
+ * pair was measured): cpu_moe_overlap_gbs becomes pcie_ov x (1 - f) / f (f in [0.01, 0.99]), the
+ * measured figure kept as cpu_moe_overlap_gbs_measured (+_spread), fetch_fraction_by "replay",
+ * fetch_fraction_replay the point's best f. Returns how many formats' dtypes verdict changed. */
 int ftrp_apply_verdicts(json_t *profile);
 
 /* The GPU step runner's ops (runner.c); without CUDA, open fails with -ENODEV. cpus / ncpus: the
@@ -153,8 +155,9 @@ struct ftrp_gpu_opts {
 	const double *cpu_pad_us;
 	int cpu_pad_n;
 	/* ... and what the engine's hybrid path adds to a layer-step that fetches m experts beyond
-	 * the fetch (fetch_pad_us[m], its hybrid slot-cache bookkeeping, measured against its offload
-	 * step): held on the stream after the hybrid ensure, before the split and the doorbell. */
+	 * the fetch (fetch_pad_us[m], measured as its hybrid step that fetches m experts and sends none
+	 * to the CPU against its offload step): held on the stream after the doorbell, on the GPU's
+	 * side of the overlap (the CPU works meanwhile). */
 	const double *fetch_pad_us;
 	int fetch_pad_n;
 };
@@ -169,8 +172,8 @@ void ftrp_gpu_ops_free(struct ftrp_ops *ops);
 #ifdef FT_TEST_HOOKS
 int ftrp_fake_ops(int miscount, struct ftrp_ops *ops);
 /* The same with the engine's CPU path (ftrp_gpu_opts.cpu_pad_*, fetch_pad_*): a layer-step's CPU
- * side is at least pad_us[its CPU routes], and a hybrid layer-step takes fetch_us[its fetches]
- * longer (fetch_us: npad entries too, or NULL). */
+ * side is at least pad_us[its CPU routes], and a hybrid layer-step's GPU side takes
+ * fetch_us[its fetches] longer (fetch_us: npad entries too, or NULL). */
 int ftrp_fake_ops_paced(int miscount, const double *pad_us, int npad, const double *fetch_us, struct ftrp_ops *ops);
 void ftrp_fake_ops_free(struct ftrp_ops *ops);
 #else

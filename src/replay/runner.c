@@ -551,8 +551,6 @@ static int r_run(void *ctx, const struct ftsc *warm, const struct ftrp_workload 
 			if (!ce)
 				ce = hyb ? ftsc_dev_ensure_hybrid(&d, l, r->d_slots, n, max_fetch, q16, (int)p->order, r->st)
 					 : ftsc_dev_ensure(&d, l, r->d_slots, n, r->st);
-			if (hyb && !ce && r->d_fetch_pad)
-				ce = ftrs_delay(d.counts, r->d_fetch_pad, r->o.fetch_pad_n < 256 ? r->o.fetch_pad_n : 256, r->st);
 			if (!ce)
 				ce = ftrs_count(d.counts, r->d_acc, r->st);
 			if (hyb && !ce) {
@@ -567,6 +565,11 @@ static int r_run(void *ctx, const struct ftsc *warm, const struct ftrp_workload 
 					ce = cudaMemcpyAsync(r->h_w, wl, (size_t)n * sizeof(float), cudaMemcpyDeviceToHost, r->st);
 				if (!ce)
 					ce = ftrs_ring(r->h_ready, r->h_done, l, r->st);
+				/* the engine's hybrid bookkeeping beside a fetch: on the GPU's side of the
+				 * overlap, while the CPU works */
+				if (!ce && r->d_fetch_pad)
+					ce = ftrs_delay(d.counts, r->d_fetch_pad, r->o.fetch_pad_n < 256 ? r->o.fetch_pad_n : 256,
+							r->st);
 				if (!ce && !p->overlap) { /* FREETOKEN_HYBRID_OVERLAP=0: the CPU result first */
 					ce = ftrs_wait(r->h_done, l, r->d_acc, r->st);
 					if (!ce)

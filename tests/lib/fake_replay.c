@@ -71,7 +71,8 @@ static int f_run(void *ctx, const struct ftsc *warm, const struct ftrp_workload 
 				f->paced_s += cw;
 				f->paced_layers++;
 			}
-			t += 1e-4 + extra + (gpu > cw ? gpu : cw) + (hyb ? 1e-4 : 0);
+			gpu += extra;
+			t += 1e-4 + (gpu > cw ? gpu : cw) + (hyb ? 1e-4 : 0);
 			if (s >= untimed)
 				ftrp_counts_add(cnt, &one);
 		}
