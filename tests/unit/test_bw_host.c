@@ -229,6 +229,7 @@ struct fake {
 	double cpu_gbs[FTFMT_COUNT];
 	double conc_cpu_scale;
 	int fail_engine_cpu;           /* engine index + 1 whose CPU phase fails */
+	int fail_gpu_read;             /* GPU index + 1 whose own run's CPU read fails */
 	int no_engines;                /* ops without engine calls */
 	pthread_mutex_t mu;
 	int opened, closed, phases;
@@ -239,6 +240,11 @@ struct fake {
 
 static int fake_read(void *ctx, const struct ftbw_env *env, int passes, double *gbs, char *err, size_t n)
 {
+	const struct fake *f = ctx;
+	if (f && f->fail_gpu_read && env->gpu && env->gpu->index + 1 == f->fail_gpu_read) {
+		snprintf(err, n, "the read buffer could not be pinned");
+		return -ENOMEM;
+	}
 	for (int i = 0; i < passes; i++)
 		gbs[i] = 200.0;
 	return 0;
@@ -532,6 +538,14 @@ static void test_run_host_engines(void **s)
 	assert_schema(p[0]);
 	json_decref(p[0]);
 	json_decref(p[1]);
+
+	/* one GPU's own run fails: the host run fails, naming the GPU and what failed */
+	f.fail_gpu_read = 2;
+	char ferr[256] = "";
+	assert_true(run_host(&f, &c, &x, p, ferr) < 0);
+	if (!strstr(ferr, "GPU 1: ") || !strstr(ferr, "the read buffer could not be pinned"))
+		fail_msg("a GPU's failed run said: '%s'", ferr);
+	f.fail_gpu_read = 0;
 
 	/* one engine's CPU phase fails: its GPU's concurrent block has no verdict, and the reason */
 	memset(&f.most_inside, 0, sizeof f.most_inside);
