@@ -5,6 +5,7 @@ machine has it), and the product files over 800 lines and functions over 200 lin
 reason it is allowed (EXCUSED below) or "no reason" (a thing to split).
 
   scripts/structure.py [--top N] [--repo DIR]     exit 0 always; prints the report
+  scripts/structure.py --cycles [--repo DIR]      only the include cycles; exit 1 when there is one
 
 A function is counted from its opening line (the signature before a "{" in column 0) to the
 matching "}" in column 0, the project's style (docs/STYLE). A module is a path without .c/.h/.cu;
@@ -129,9 +130,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--top", type=int, default=15)
     ap.add_argument("--repo", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    ap.add_argument("--cycles", action="store_true", help="only the include cycles (exit 1 on one)")
     a = ap.parse_args()
     root = os.path.abspath(a.repo)
     prod = files_under(root, PRODUCT_DIRS)
+    if a.cycles:
+        cyc = cycles(root, [p for p in prod if p.split("/")[0] in ("src", "daemon")])
+        for c in cyc:
+            print("cycle: " + " <-> ".join(c))
+        return 1 if cyc else 0
     allsrc = files_under(root, PRODUCT_DIRS + ["tests", "bench"])
     sizes = []
     funcs = []

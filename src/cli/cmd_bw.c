@@ -13,6 +13,7 @@
 #include "bench/bw_ops.h"
 #include "bench/cpu_probe.h"
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "ftprofile.h"
 #include "hw/cpu.h"
 #include "moe/cpu/cpumoe.h"

@@ -8,6 +8,7 @@
 
 #include "bench/cache_copy.h"
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "cli/table.h"
 #include "moe/formats.h"
 #include "moe/slot_cache.h"

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "cli/table.h"
 #include "util/http_client.h"
 #include "util/jobargs.h"

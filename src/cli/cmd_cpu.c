@@ -2,6 +2,7 @@
 #include <stdio.h>
 
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "hw/cpu.h"
 
 struct cpu_cli {

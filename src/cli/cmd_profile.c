@@ -17,6 +17,7 @@
 
 #include "bench/validation.h"
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "cli/table.h"
 #include "ftprofile.h"
 #include "moe/formats.h"

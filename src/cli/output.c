@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "moe/cpu/cpumoe.h"
 #include "util/fsutil.h"
 #include "util/strutil.h"
