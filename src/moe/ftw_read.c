@@ -76,29 +76,16 @@ static int preadv_full(int fd, struct iovec *iov, int n, uint64_t off)
 	return 0;
 }
 
-/* Read the window of a bounce chunk into buf: at least need bytes (a short read only at EOF). */
-static int pread_window(int fd, uint8_t *buf, uint64_t len, uint64_t off, uint64_t need)
-{
-	uint64_t n = 0;
-	while (n < len) {
-		ssize_t r = pread(fd, buf + n, len - n, (off_t)(off + n));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0 || (n += (uint64_t)r) % A)
-			break;
-	}
-	return n >= need ? 0 : -EIO;
-}
-
 static int rd_chunk(struct rd *s, const struct fchunk *c, int fd, uint8_t **bounce_buf)
 {
 	if (!c->bounce)
 		return preadv_full(fd, &s->iov[c->iov0], c->niov, c->off);
 	if (!*bounce_buf && !(*bounce_buf = aligned_alloc(A, s->chunk_bytes)))
 		return -ENOMEM;
-	int rc = pread_window(fd, *bounce_buf, c->len, c->off, c->skip + c->copy);
+	uint64_t got = 0; /* the window: at least skip + copy bytes (short only at EOF) */
+	int rc = ftdirectio_pread(fd, *bounce_buf, c->len, c->off, &got);
+	if (rc == 0 && got < c->skip + c->copy)
+		rc = -EIO;
 	if (rc == 0)
 		memcpy(c->bounce, *bounce_buf + c->skip, c->copy);
 	return rc;
