@@ -240,8 +240,10 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIBFTBENCH)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter-out $(TEST_OBJS),$(filter %.o,$^)) $(TEST_LIBS) \
 		$(if $(findstring integration,$@),-lmicrohttpd -lsystemd)
 
-# the bw tests' shared fake measurements (tests/unit/bw_fake.[ch])
-$(BUILD)/tests/unit/test_bw $(BUILD)/tests/unit/test_bw_host: $(BUILD)/obj/tests/unit/bw_fake.o
+# the bw tests' shared fake measurements (tests/unit/bw_fake.[ch]), and bw's summary (src/cli is
+# outside libftbench: its printer, the table and the output it writes through)
+$(BUILD)/tests/unit/test_bw $(BUILD)/tests/unit/test_bw_host: $(BUILD)/obj/tests/unit/bw_fake.o \
+	$(call obj,src/cli/bw_print.c src/cli/table.c src/cli/output.c)
 
 # test_gpu_procs loads a stand-in for the driver's NVML (tests/fixtures/nvml/fake_nvml.c).
 FAKE_NVML := $(BUILD)/tests/fixtures/nvml/libnvidia-ml.so.1

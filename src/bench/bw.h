@@ -310,6 +310,5 @@ int ftbw_apply_deployment(json_t *p, int d, int *missing);
 json_t *ftbw_entry_json(const struct ftbw_item *it, const struct ftbw_meas *m, bool have_gpu,
 			double threshold);
 
-/* A readable summary of a profile (any version-4 profile this tool wrote) on f. */
-void ftbw_summary(FILE *f, const json_t *profile);
+/* The readable summary and the csv/md rows of a profile: src/cli/bw_print.h. */
 #endif

@@ -13,6 +13,7 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "hw/gpu.h"
 #include "moe/cpu/cpumoe.h"
@@ -86,6 +87,8 @@ const char *ftcli_cell(char *buf, size_t n, const json_t *v, const char *fmt);
 /* One row of n cells on stdout as CSV (RFC 4180 quoting) or Markdown (| escaped); header: a
  * Markdown header also gets its |---| line. Other formats print nothing. */
 void ftcli_print_row(enum ftcli_format f, const char *const *cells, int n, int header);
+/* The same on o. */
+void ftcli_fprint_row(FILE *o, enum ftcli_format f, const char *const *cells, int n, int header);
 
 /* Take the progress bar off the terminal (before a line on stdout; the next progress redraws it). */
 void ftcli_progress_clear(void);

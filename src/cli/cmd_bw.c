@@ -12,6 +12,7 @@
 #include "bench/bw.h"
 #include "bench/bw_ops.h"
 #include "bench/cpu_probe.h"
+#include "cli/bw_print.h"
 #include "cli/cli.h"
 #include "cli/flags.h"
 #include "ftprofile.h"
@@ -215,61 +216,6 @@ static void legacy_copy(const json_t *prof, const char *saved, char *done, size_
 enum { OPT_OUTPUT_FORMAT = 512 };
 static enum ftcli_format out_fmt = FTCLI_FMT_TABLE;
 
-/* csv|md: one row per profile (GPU) and entry, the summary's figures under their JSON names. */
-static void print_rows(json_t *const *profs, int n)
-{
-	static const char *const head[] = {"gpu", "workload", "format", "expert_mib", "cpu_moe_gbs", "cpu_moe_isa",
-					   "pcie_gather_gbs", "cpu_moe_overlap_gbs", "pcie_gather_overlap_gbs",
-					   "ratio", "decision", "fetch_fraction", "concurrent_decision",
-					   "concurrent_fetch_fraction", "hybrid_max_batch", "note"};
-	static const char *const keys[] = {"cpu_moe_gbs", "pcie_gather_gbs", "cpu_moe_overlap_gbs",
-					   "pcie_gather_overlap_gbs", "ratio"};
-	ftcli_print_row(out_fmt, head, 16, 1);
-	for (int g = 0; g < n; g++) {
-		const char *uuid = json_string_value(json_object_get(json_object_get(profs[g], "gpu"), "uuid"));
-		json_t *wl = json_object_get(profs[g], "workloads"), *w = json_object_get(profs[g], "dtype_kernels");
-		const char *wk = "(dtype)", *k;
-		json_t *e;
-		void *it = json_object_iter(wl);
-		for (;;) { /* dtype_kernels, then each workload's kernels */
-			json_object_foreach(w, k, e) {
-				char c[9][32];
-				const json_t *cb = json_object_get(e, "concurrent");
-				const json_t *eb = json_object_get(e, "expert_bytes");
-				const char *rec = json_string_value(json_object_get(e, "recommended_isolated"));
-				const char *crec = json_string_value(json_object_get(cb, "recommended"));
-				if (!rec)
-					rec = json_string_value(json_object_get(e, "recommended"));
-				if (json_is_number(eb))
-					snprintf(c[0], sizeof c[0], "%.2f", json_number_value(eb) / 1048576.0);
-				else
-					c[0][0] = '\0';
-				for (int i = 0; i < 5; i++)
-					ftcli_cell(c[1 + i], sizeof c[1 + i], json_object_get(e, keys[i]), i == 4 ? "%.3f" : "%.2f");
-				c[6][0] = c[7][0] = '\0';
-				if (rec && !strcmp(rec, "hybrid"))
-					snprintf(c[6], sizeof c[6], "%.3f",
-						 ftbw_fetch_fraction(json_number_value(json_object_get(e, "cpu_moe_gbs")),
-								     json_number_value(json_object_get(e, "pcie_gather_gbs")),
-								     json_number_value(json_object_get(e, "cpu_moe_overlap_gbs")),
-								     json_number_value(json_object_get(e, "pcie_gather_overlap_gbs"))));
-				if (crec && !strcmp(crec, "hybrid"))
-					ftcli_cell(c[7], sizeof c[7], json_object_get(cb, "fetch_fraction"), "%.3f");
-				ftcli_cell(c[8], sizeof c[8], json_object_get(e, "hybrid_max_batch"), "%.0f");
-				const char *row[] = {uuid, wk, k, c[0], c[1], json_string_value(json_object_get(e, "cpu_moe_isa")),
-						     c[2], c[3], c[4], c[5], rec, c[6], crec, c[7], c[8],
-						     json_string_value(json_object_get(e, "note"))};
-				ftcli_print_row(out_fmt, row, 16, 0);
-			}
-			if (!it)
-				break;
-			wk = json_object_iter_key(it);
-			w = json_object_get(json_object_iter_value(it), "kernels");
-			it = json_object_iter_next(wl, it);
-		}
-	}
-}
-
 static int bw_all(struct ftbw_config *cfg, int threads, const char *output, int json, int legacy)
 {
 	struct ftcpu_info ci;
@@ -369,13 +315,13 @@ static int bw_all(struct ftbw_config *cfg, int threads, const char *output, int 
 	if (json) {
 		ftcli_print_json(all);
 	} else if (out_fmt != FTCLI_FMT_TABLE) {
-		print_rows(profs, ng);
+		ftcli_bw_rows(out_fmt, profs, ng);
 		if (legacy_path[0])
 			ftcli_note("legacy copy: %s", legacy_path);
 	} else {
 		for (int g = 0; g < ng; g++) {
 			printf("\n==== GPU %d ====\n", gpus[g].index);
-			ftbw_summary(stdout, profs[g]);
+			ftcli_bw_summary(stdout, profs[g]);
 		}
 		printf("\nhost run: %d GPUs, %.1f s\n", ng, wall);
 		if (legacy_path[0])
@@ -851,13 +797,13 @@ static int bw_cmd(struct bw_opts *o, const struct ftflag_state *fs)
 	if (json) {
 		ftcli_print_json(prof);
 	} else if (out_fmt != FTCLI_FMT_TABLE) {
-		print_rows(&prof, 1);
+		ftcli_bw_rows(out_fmt, &prof, 1);
 		if (legacy_path[0])
 			ftcli_note("legacy copy: %s", legacy_path);
 		if (!kept_aside)
 			ftcli_note("saved: %s", path);
 	} else {
-		ftbw_summary(stdout, prof);
+		ftcli_bw_summary(stdout, prof);
 		printf("\n");
 		if (legacy_path[0])
 			printf("legacy copy: %s\n", legacy_path);

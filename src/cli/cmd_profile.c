@@ -313,80 +313,67 @@ static void show_checks(const struct ftprof *p)
 		printf("stale     unknown (the profile recorded no fingerprint)\n");
 }
 
-/* One cell: %.1f or "-". */
-static void cell(char *buf, size_t n, const json_t *v)
+/* history: one row per kept profile and format (GB/s = 10^9 B/s). A profile's own cells (timestamp,
+ * read ceiling, valid, drift count) are on each of its rows in csv and md, on its first only in the
+ * table; a profile without kernels has one row with no format. */
+static const struct ftcol history_cols[] = {
+	{"timestamp", "timestamp", NULL, -20},
+	{"read_gbs", "read GB/s", "GB/s", 9, "%.1f"},
+	{"valid", "valid", NULL, -5},
+	{"drifted", "drifted", NULL, -7, "%.0f"},
+	{"format", "format", NULL, -13, .gap = 1},
+	{"cpu_moe_gbs", "cpu GB/s", "GB/s", 9, "%.1f"},
+	{"gather_gbs", "gather GB/s", "GB/s", 11, "%.1f"},
+	{"verdict", "verdict", NULL, 0},
+};
+
+static void history_rows(const json_t *pr, const struct fttable *t)
 {
-	if (json_is_number(v))
-		snprintf(buf, n, "%.1f", json_number_value(v));
-	else
-		snprintf(buf, n, "-");
+	const json_t *valid = json_object_get(pr, "valid"), *drift = json_object_get(pr, "drift");
+	const json_t *dk = json_object_get(pr, "dtype_kernels"), *e;
+	const char *ts = json_string_value(json_object_get(pr, "timestamp")), *k;
+	struct ftcell c[8] = {
+		FTCELL_SH(ts, ts ? ts : "?"),
+		ftcell_json(json_object_get(json_object_get(pr, "ceilings"), "cpu_stream_read_gbs")),
+		json_is_true(valid) ? FTCELL_S("yes") : json_is_false(valid) ? FTCELL_SH("no", "NO") : FTCELL_NONE,
+		json_is_array(drift) ? FTCELL_N((double)json_array_size(drift)) : FTCELL_NONE,
+		FTCELL_NONE, FTCELL_NONE, FTCELL_NONE, FTCELL_NONE,
+	};
+	if (!json_object_size(dk))
+		fttable_row(t, c);
+	json_object_foreach((json_t *)dk, k, e) {
+		c[4] = FTCELL_S(k);
+		c[5] = ftcell_json(json_object_get(e, "cpu_moe_gbs"));
+		c[6] = ftcell_json(json_object_get(e, "pcie_gather_gbs"));
+		c[7] = ftcell_json(json_object_get(e, "recommended"));
+		fttable_row(t, c);
+		for (int i = 0; i < 4; i++) /* the table shows the profile's cells once */
+			c[i].h = "";
+	}
 }
 
 static int history(const char *uuid, int limit, enum ftcli_format fmt)
 {
-	int json = fmt == FTCLI_FMT_JSON;
-	json_t *arr = NULL, *pr, *e;
+	json_t *arr = NULL, *pr;
 	size_t i;
-	const char *k;
-	char a[32], b[32];
 	int r = ftprof_history_load(NULL, uuid, limit, &arr);
 
 	if (r < 0) {
 		ftcli_error("history of %s: %s", uuid && *uuid ? uuid : "host", strerror(-r));
 		return FTCLI_EXIT_FAIL;
 	}
-	if (json) {
+	if (fmt == FTCLI_FMT_JSON) {
 		ftcli_print_json(arr);
-	} else if (json_array_size(arr) && (fmt == FTCLI_FMT_CSV || fmt == FTCLI_FMT_MD)) {
-		/* one row per profile and format (GB/s = 10^9 B/s) */
-		static const char *const head[] = {"timestamp", "read_gbs", "valid", "drifted", "format",
-						   "cpu_moe_gbs", "gather_gbs", "verdict"};
-		ftcli_print_row(fmt, head, 8, 1);
-		json_array_foreach(arr, i, pr) {
-			const json_t *valid = json_object_get(pr, "valid"), *drift = json_object_get(pr, "drift");
-			const json_t *dk = json_object_get(pr, "dtype_kernels");
-			char rd[32], dr[32];
-			cell(rd, sizeof rd, json_object_get(json_object_get(pr, "ceilings"), "cpu_stream_read_gbs"));
-			snprintf(dr, sizeof dr, json_is_array(drift) ? "%zu" : "", json_array_size(drift));
-			const char *row[8] = {json_string_value(json_object_get(pr, "timestamp")), rd,
-					      json_is_true(valid) ? "yes" : json_is_false(valid) ? "no" : "", dr};
-			if (!json_object_size(dk))
-				ftcli_print_row(fmt, row, 8, 0);
-			json_object_foreach((json_t *)dk, k, e) {
-				cell(a, sizeof a, json_object_get(e, "cpu_moe_gbs"));
-				cell(b, sizeof b, json_object_get(e, "pcie_gather_gbs"));
-				row[4] = k;
-				row[5] = a;
-				row[6] = b;
-				row[7] = json_string_value(json_object_get(e, "recommended"));
-				ftcli_print_row(fmt, row, 8, 0);
-			}
-		}
 	} else if (!json_array_size(arr)) {
 		ftcli_note("no kept profiles for %s (ftbench bw keeps the last %d)", uuid && *uuid ? uuid : "host",
 			   FTPROF_HISTORY_KEEP);
 	} else {
-		printf("%-20s %9s %-5s %-7s  %s\n", "timestamp", "read GB/s", "valid", "drifted",
-		       "format cpu-moe/gather GB/s verdict ...");
-		json_array_foreach(arr, i, pr) {
-			const json_t *valid = json_object_get(pr, "valid"), *drift = json_object_get(pr, "drift");
-			cell(a, sizeof a, json_object_get(json_object_get(pr, "ceilings"), "cpu_stream_read_gbs"));
-			printf("%-20s %9s %-5s ", json_string_value(json_object_get(pr, "timestamp")) ?: "?", a,
-			       json_is_true(valid) ? "yes" : json_is_false(valid) ? "NO" : "-");
-			if (json_is_array(drift))
-				printf("%-7zu ", json_array_size(drift));
-			else
-				printf("%-7s ", "-");
-			json_object_foreach(json_object_get(pr, "dtype_kernels"), k, e) {
-				cell(a, sizeof a, json_object_get(e, "cpu_moe_gbs"));
-				cell(b, sizeof b, json_object_get(e, "pcie_gather_gbs"));
-				printf(" %s %s/%s %s", k, a, b,
-				       json_string_value(json_object_get(e, "recommended")) ?: "-");
-			}
-			printf("\n");
-		}
+		struct fttable t = {history_cols, FTCOL_COUNT(history_cols), fmt};
+		fttable_head(&t);
+		json_array_foreach(arr, i, pr)
+			history_rows(pr, &t);
 	}
-	r = json_array_size(arr) || json ? 0 : FTCLI_EXIT_FAIL;
+	r = json_array_size(arr) || fmt == FTCLI_FMT_JSON ? 0 : FTCLI_EXIT_FAIL;
 	json_decref(arr);
 	return r;
 }
