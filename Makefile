@@ -104,6 +104,10 @@ DAEMON_OBJS  := $(call obj,$(filter-out daemon/main.c,$(DAEMON_SRCS)))
 # GET /openapi.json: api/openapi.yaml as JSON, compiled into the daemon.
 OPENAPI_C    := $(BUILD)/gen/openapi_json.c
 DAEMON_OBJS  += $(call obj,$(OPENAPI_C))
+# The job arguments' bounds, choices and most items: the worker's flag rows (`ftbench flags`),
+# compiled into the daemon (daemon/jobflags.h).
+JOBFLAGS_C   := $(BUILD)/gen/job_flags.c
+DAEMON_OBJS  += $(call obj,$(JOBFLAGS_C))
 
 LIBFTBENCH   := $(BUILD)/lib/libftbench.a
 LIBFTBENCHD  := $(BUILD)/lib/libftbenchd.a
@@ -177,6 +181,11 @@ $(OPENAPI_C): api/openapi.yaml $(wildcard api/schemas/*.json) scripts/gen-openap
 	$(call say,GEN,$@)
 	@mkdir -p $(@D)
 	$(Q)python3 scripts/gen-openapi-json.py api/openapi.yaml >$@.tmp && mv $@.tmp $@
+
+$(JOBFLAGS_C): $(FTBENCH) scripts/gen-job-flags.py
+	$(call say,GEN,$@)
+	@mkdir -p $(@D)
+	$(Q)python3 scripts/gen-job-flags.py $(FTBENCH) >$@.tmp && mv $@.tmp $@
 
 $(BUILD)/obj/%_avx2.o:       XFLAGS = $(ISA_avx2)
 $(BUILD)/obj/%_avx512.o:     XFLAGS = $(ISA_avx512)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "decode/compare.h"
+#include "jobflags.h"
 #include "ftprofile.h"
 #include "moe/formats.h"
 #include "moe/models.h"
@@ -281,7 +282,8 @@ static int replay_success(struct ftd_kind_done *d)
 	return 0;
 }
 
-/* One row per kind; its argument table is src/util/jobargs.c's (shared with `ftbench submit`). */
+/* One row per kind; its argument table is src/util/jobargs.c's (shared with `ftbench submit`), with
+ * the bounds of the worker's flag rows (daemon/jobflags.h). */
 static const struct ftd_kind kinds[] = {
 	{.name = "bw", .host_exclusive = 1, .gpu_all = 1, .argv = bw_argv, .on_success = bw_success,
 	 .on_failure = bw_failure},
@@ -293,7 +295,7 @@ static const struct ftd_kind kinds[] = {
 
 static const struct ftargs_spec *kind_args(const struct ftd_kind *k)
 {
-	return k->args ? k->args : ftargs_kind_spec(k->name);
+	return k->args ? k->args : ftd_job_args(k->name);
 }
 
 #define N_KINDS ((int)(sizeof kinds / sizeof kinds[0]))

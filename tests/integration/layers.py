@@ -13,7 +13,7 @@ import sys
 # Bottom first. http -> api -> job <- journal; main -> runner -> sched, worker (-> util/proc).
 LAYERS = [
     ["log", "mbuf"],
-    ["config"],
+    ["config", "jobflags"],
     ["kinds"],
     ["request"],
     ["job"],
