@@ -238,9 +238,10 @@ $(PROF_PC): src/profile/ftprofile.pc.in Makefile
 		-e 's|@INCLUDEDIR@|$${prefix}/include|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 
 # Tests: one binary per file, linked against everything (cmocka for assertions).
-# TEST_OBJS: helpers every test program links through TEST_LIBS (tests/unit/tmpdir.[ch]: the scratch
-# directory), so a test's own link rule needs nothing more than TEST_LIBS.
-TEST_OBJS = $(BUILD)/obj/tests/unit/tmpdir.o
+# TEST_OBJS: helpers every test program links through TEST_LIBS (tests/lib/tmpdir.[ch]: the scratch
+# directory; tests/lib/child.[ch]: child processes), so a test's own link rule needs nothing more
+# than TEST_LIBS.
+TEST_OBJS = $(BUILD)/obj/tests/lib/tmpdir.o $(BUILD)/obj/tests/lib/child.o
 TEST_LIBS = $(TEST_OBJS) $(LIBFTBENCH) $(LIBS) $(CUDA_LIBS) -lcmocka
 $(UNIT_BINS) $(INTEG_BINS) $(GPU_BINS) $(FIXTURE_BINS): $(TEST_OBJS)
 $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIBFTBENCH)

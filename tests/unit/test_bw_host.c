@@ -19,7 +19,7 @@
 #include "bench/bw.h"
 #include "cli/bw_print.h"
 #include "bw_fake.h"
-#include "tmpdir.h"
+#include "../lib/tmpdir.h"
 #include "hw/topo.h"
 #include "util/fsutil.h"
 #include "../schema.h"

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "ftprofile.h"
-#include "tmpdir.h"
+#include "../lib/tmpdir.h"
 
 #define UUID "GPU-11111111-aaaa-bbbb-cccc-000000000000"
 
