@@ -6,7 +6,8 @@
 #include <sched.h>
 #include <stdint.h>
 
-#include "bench/bw_ops.h"
+#include "bench/bw.h"
+#include "util/report.h"
 
 #define GATHER_WARMUP 3
 #define OVERLAP_WINDOW_S 0.5 /* one overlap sample per window, each side its own bytes/time */
