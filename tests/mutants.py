@@ -42,10 +42,10 @@ MUTANTS = [
     ("safetensors-abort", "src/moe/safetensors.c",
      "\tmemset(out, 0, sizeof *out);\n\tif (len < 2)", "\tmemset(out, 0, sizeof *out);\n\tabort();\n\tif (len < 2)",
      "the safetensors header parser aborts on every header", False, ["tests/integration/fuzz.sh"], {}),
-    ("bw-partial-profile", "src/bench/bw.c",
-     "\t\tif (r < 0) {\n\t\t\tftbw_meas_release(&m);\n\t\t\tgoto out;\n\t\t}\n\t\tif (m.gather.rc < 0)",
-     "\t\tif (r < 0) {\n\t\t\tftbw_meas_release(&m);\n\t\t\tnitems = i;\n\t\t\tr = 0;\n\t\t\terr[0] = '\\0';\n"
-     "\t\t\tbreak;\n\t\t}\n\t\tif (m.gather.rc < 0)",
+    ("bw-partial-profile", "src/bench/bw_run.c",
+     "\t\tif (r < 0) {\n\t\t\tftbw_meas_release(&m);\n\t\t\treturn r;\n\t\t}\n\t\tif (m.gather.rc < 0)",
+     "\t\tif (r < 0) {\n\t\t\tftbw_meas_release(&m);\n\t\t\tu->nitems = i;\n\t\t\tu->err[0] = '\\0';\n"
+     "\t\t\treturn 0;\n\t\t}\n\t\tif (m.gather.rc < 0)",
      "a failed measurement ends the run with the partial profile, written to the store", False,
      ["build/tests/integration/test_bw"], {}),
     ("bw-fetch-fraction", "src/bench/bw_decide.c",
