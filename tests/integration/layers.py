@@ -26,6 +26,7 @@ LAYERS = [
     ["procs"],
     ["metrics"],
     ["runner"],
+    ["page_profile"],
     ["api", "page"],
     ["seed"],
     ["front"],
