@@ -189,7 +189,7 @@ MUTANTS = [
      ["tests/integration/fleet.sh"], {}),
     ("page-no-outlier", "daemon/page.c", "if (count >= 3 && med > 0 && v < FTD_PAGE_OUTLIER * med)",
      "if (0)", "the comparison view does not mark a degraded GPU", False, ["tests/integration/page.sh"], {}),
-    ("page-replay-skews-merged", "daemon/page.c", "return isfinite(k) ? k : 0;", "return 0 * k;",
+    ("page-replay-skews-merged", "daemon/page_profile.c", "return isfinite(k) ? k : 0;", "return 0 * k;",
      "the replay map draws skewed points over the skew-0 ones at the same cache size and reuse", False,
      ["tests/integration/page.sh"], {}),
 ]
