@@ -29,6 +29,7 @@
 #include "log.h"
 #include "procs.h"
 #include "profiles.h"
+#include "rebench.h"
 #include "runner.h"
 #include "util/fsutil.h"
 #include "util/timeutil.h"
@@ -436,7 +437,7 @@ int main(int argc, char **argv)
 	pthread_mutex_lock(&ftd.lock);
 	r = ftd_runner_load();
 	if (r == 0)
-		ftd_api_rebench();
+		ftd_rebench();
 	pthread_mutex_unlock(&ftd.lock);
 	if (r < 0) {
 		ftd_log(FTD_LOG_ERR, "journal %s: %s", ftd.jobs_dir, strerror(-r));
@@ -462,8 +463,8 @@ int main(int argc, char **argv)
 	struct ftd_job **owner = NULL;
 	int pcap = 0;
 	for (;;) {
-		if (!ftd.stopping && ftd_api_firstboot_waiting())
-			ftd_api_firstboot_poll(); /* takes ftd.lock itself: runs a worker first */
+		if (!ftd.stopping && ftd_rebench_firstboot_waiting())
+			ftd_rebench_firstboot_poll(); /* takes ftd.lock itself: runs a worker first */
 		pthread_mutex_lock(&ftd.lock);
 		ftd_runner_reap();
 		ftd_procs_track();
@@ -515,7 +516,7 @@ int main(int argc, char **argv)
 		}
 		if (tmo < 0 || tmo > 60000)
 			tmo = 60000;
-		if (ftd_api_firstboot_waiting() && tmo > 1000)
+		if (ftd_rebench_firstboot_waiting() && tmo > 1000)
 			tmo = 1000; /* the first-boot poll runs at its own pace (FIRSTBOOT_POLL_S) */
 		int pr = poll(pfd, (nfds_t)n, tmo);
 		if (pr < 0 && errno != EINTR) {

@@ -184,7 +184,7 @@ MUTANTS = [
     ("health-npd-unknown", "src/cli/cmd_health.c", "return npd ? 2 : 3;", "return npd ? 1 : 3;",
      "ftbench health --mode npd says NonOK when it cannot tell (daemon down)", False,
      ["tests/integration/fleet.sh"], {}),
-    ("firstboot-ignores-busy", "daemon/api.c", "if (json_is_integer(np) && json_integer_value(np) > 0) {",
+    ("firstboot-ignores-busy", "daemon/rebench.c", "if (json_is_integer(np) && json_integer_value(np) > 0) {",
      "if (0) {", "the first-boot bw job starts on a GPU another process holds", False,
      ["tests/integration/fleet.sh"], {}),
     ("page-no-outlier", "daemon/page.c", "if (count >= 3 && med > 0 && v < FTD_PAGE_OUTLIER * med)",

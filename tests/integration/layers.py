@@ -28,7 +28,7 @@ LAYERS = [
     ["runner"],
     ["page_profile"],
     ["api", "page"],
-    ["seed"],
+    ["seed", "rebench"],
     ["front"],
     ["http"],
     ["main"],
