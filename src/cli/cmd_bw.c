@@ -11,6 +11,7 @@
 
 #include "bench/bw.h"
 #include "bench/bw_ops.h"
+#include "bench/bw_probe.h"
 #include "bench/cpu_probe.h"
 #include "cli/bw_print.h"
 #include "cli/cli.h"
@@ -407,113 +408,6 @@ static void bw_replay(json_t *prof, enum ftrp_size size, const struct ftgpu_info
 	}
 }
 
-/* ---- --cpu-kernel: the engine's own CPU MoE executor through the probe protocol */
-
-struct probe_done {
-	const struct ftbw_item *item; /* into the items array below */
-	struct ftbw_item it;
-	struct ftprobe_result res;
-};
-
-static void probes_free(struct probe_done *p, int n)
-{
-	for (int i = 0; p && i < n; i++)
-		ftprobe_result_release(&p[i].res);
-	free(p);
-}
-
-/* Every planned item with a CPU path, measured by the probe (before ours: a failing probe costs
- * no measurement, and the host is as quiet as it gets). */
-static int probe_all(const struct ftbw_config *c, char **argv, double timeout, const struct ftreport *rep,
-		     struct probe_done **out, int *nout, char *err, size_t errlen)
-{
-	struct ftbw_item *items = calloc(FTBW_MAX_ITEMS, sizeof *items);
-	struct probe_done *d = calloc(FTBW_MAX_ITEMS, sizeof *d);
-	char skipped[512];
-	int n = 0, r = 0;
-	*out = NULL;
-	*nout = 0;
-	if (!items || !d) {
-		free(items);
-		free(d);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	int k = ftbw_plan(c, items, FTBW_MAX_ITEMS, skipped, sizeof skipped);
-	for (int i = 0; i < k && r == 0; i++) {
-		const struct ftbw_item *it = &items[i];
-		if (!it->fmt->cpu_path)
-			continue;
-		struct ftprobe_request q = {
-			.format = it->fmt->name, .hidden = it->model->hidden, .inter = it->model->inter,
-			.experts = it->model->experts, .top_k = it->model->topk, .synth_experts = it->synth_experts,
-			.expert_bytes = (long long)it->expert_bytes, .activation = ftfmt_act_name(it->model->act),
-			.swiglu_limit = it->model->swiglu_limit > 0 ? it->model->swiglu_limit : NAN, .threads = 0,
-			.warmup = c->kernel_cpu_warmup, .steps = c->kernel_cpu_iters};
-		char label[128];
-		snprintf(label, sizeof label, "cpu-kernel %s", it->label);
-		ftreport_note(rep, label);
-		d[n].it = *it;
-		r = ftprobe_run(argv, &q, timeout, &d[n].res, err, errlen);
-		if (r == 0)
-			n++;
-	}
-	free(items);
-	if (r < 0) {
-		probes_free(d, n);
-		return r;
-	}
-	*out = d;
-	*nout = n;
-	return 0;
-}
-
-/* The engine's figures into the profile's entries (ftprobe_apply), the seed-read verdict maps
- * after them, the validity checks again (the CPU figure changed), and "cpu_kernel": what ran. */
-static int probe_apply_all(json_t *prof, const struct ftbw_config *c, char **argv, struct probe_done *d, int n)
-{
-	json_t *engines = json_array(), *cmd = json_array();
-	if (!engines || !cmd) {
-		json_decref(engines);
-		json_decref(cmd);
-		return -ENOMEM;
-	}
-	for (char **a = argv; *a; a++)
-		json_array_append_new(cmd, json_string(*a));
-	for (int i = 0; i < n; i++) {
-		const struct ftbw_item *it = &d[i].it;
-		json_t *e, *verdicts;
-		if (it->is_dtype) {
-			e = json_object_get(json_object_get(prof, "dtype_kernels"), it->fmt->name);
-			verdicts = json_object_get(prof, "dtypes");
-		} else {
-			json_t *w = json_object_get(json_object_get(prof, "workloads"), it->model->name);
-			e = json_object_get(json_object_get(w, "kernels"), it->fmt->name);
-			verdicts = json_object_get(w, "recommended_moe_backend");
-		}
-		if (!e)
-			continue;
-		int r = ftprobe_apply(e, &d[i].res, c->threshold);
-		if (r < 0) {
-			json_decref(engines);
-			json_decref(cmd);
-			return r;
-		}
-		json_t *rec = json_object_get(e, "recommended");
-		if (json_is_object(verdicts))
-			json_object_set_new(verdicts, it->fmt->name,
-					    json_is_string(rec) ? json_incref(rec) : json_string("unmeasured"));
-		json_array_append_new(engines, json_pack("{s:s,s:s,s:s,s:b}", "format", it->fmt->name, "name",
-							 d[i].res.engine_name, "version", d[i].res.engine_version,
-							 "supported", d[i].res.supported));
-	}
-	json_object_set_new(prof, "cpu_kernel", json_pack("{s:o,s:o,s:s}", "command", cmd, "measured", engines,
-							  "seed_fields", "engine"));
-	if (json_object_get(prof, "valid"))
-		ftbw_check_valid(prof, c->max_spread);
-	return 0;
-}
-
 struct bw_opts {
 	struct ftbw_config cfg;
 	const char *dtype, *model, *formats, *isa, *output;
@@ -723,7 +617,7 @@ static int bw_cmd(struct bw_opts *o, const struct ftflag_state *fs)
 	struct ftgpu_info gpu;
 	struct ftbw_real *real = NULL;
 	json_t *prof = NULL;
-	struct probe_done *probes = NULL;
+	struct ftbw_probe_done *probes = NULL;
 	int nprobes = 0;
 	int *cpus = NULL, rc = FTCLI_EXIT_FAIL;
 	char why[256] = "", err[1024] = "", path[4096] = "", legacy_path[4096] = "";
@@ -764,7 +658,7 @@ static int bw_cmd(struct bw_opts *o, const struct ftflag_state *fs)
 		}
 		ops = ftbw_real_ops(real);
 	}
-	if (probe_argv && (r = probe_all(&cfg, probe_argv, o->cpu_kernel_timeout, &rep, &probes, &nprobes, err,
+	if (probe_argv && (r = ftbw_probe_all(&cfg, probe_argv, o->cpu_kernel_timeout, &rep, &probes, &nprobes, err,
 					 sizeof err)) < 0) {
 		ftcli_error("%s; no profile written", err);
 		goto out;
@@ -776,7 +670,7 @@ static int bw_cmd(struct bw_opts *o, const struct ftflag_state *fs)
 		ftcli_error("%s", err[0] ? err : strerror(-r));
 		goto out;
 	}
-	if (probe_argv && (r = probe_apply_all(prof, &cfg, probe_argv, probes, nprobes)) < 0) {
+	if (probe_argv && (r = ftbw_probe_apply_all(prof, &cfg, probe_argv, probes, nprobes)) < 0) {
 		ftcli_error("applying the engine's CPU kernel figures: %s; no profile written", strerror(-r));
 		goto out;
 	}
@@ -816,7 +710,7 @@ out:
 	json_decref(prof);
 	free(cpus);
 	ftcpu_release(&ci);
-	probes_free(probes, nprobes);
+	ftbw_probes_free(probes, nprobes);
 	ftprobe_free_argv(probe_argv);
 	return rc;
 }
