@@ -57,6 +57,31 @@ def read_lines(root, path):
         return f.read().split("\n")
 
 
+def code_of(line, in_comment):
+    """The line without comments and string or character literals (their braces do not count),
+    and whether a block comment is still open after it."""
+    out, i, n = [], 0, len(line)
+    while i < n:
+        if in_comment:
+            end = line.find("*/", i)
+            if end < 0:
+                return "".join(out), True
+            i, in_comment = end + 2, False
+        elif line.startswith("//", i):
+            break
+        elif line.startswith("/*", i):
+            in_comment, i = True, i + 2
+        elif line[i] in "\"'":
+            q, i = line[i], i + 1
+            while i < n and line[i] != q:
+                i += 2 if line[i] == "\\" else 1
+            i += 1
+        else:
+            out.append(line[i])
+            i += 1
+    return "".join(out), in_comment
+
+
 def functions(lines):
     """(name, first line, length, is_cuda_kernel) of each function defined in column 0."""
     out = []
@@ -72,8 +97,10 @@ def functions(lines):
             m = SIG_RE.match(sig) if j >= 0 else None
             depth = 0
             k = i
+            in_comment = False
             while k < n:
-                depth += lines[k].count("{") - lines[k].count("}")
+                code, in_comment = code_of(lines[k], in_comment)
+                depth += code.count("{") - code.count("}")
                 if lines[k].startswith("}") and depth <= 0:
                     break
                 k += 1
