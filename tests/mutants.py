@@ -119,7 +119,7 @@ MUTANTS = [
      "ttft_cold_ms taken from every warm-up instead of the first", False,
      ["build/tests/integration/test_decode"], {}),
     ("csv-quote-doubling", "src/cli/output.c",
-     "\t\t\t\t\tif (*c == '\"')\n\t\t\t\t\t\tputchar('\"');\n", "",
+     "\t\t\t\t\tif (*c == '\"')\n\t\t\t\t\t\tfputc('\"', o);\n", "",
      "the csv printer no longer doubles a cell's quotes (RFC 4180)", False,
      ["tests/integration/output_formats.sh"], {}),
     ("journal-seq", "daemon/runner.c",
