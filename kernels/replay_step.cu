@@ -55,6 +55,21 @@ __global__ void wait_kernel(volatile long long *done, int slot, long long *acc)
 	__threadfence_system();
 }
 
+/* Grid: one thread. */
+__global__ void delay_kernel(const int32_t *counts, const float *us, int n)
+{
+	int m = counts[0];
+	float d = m < n ? us[m] : us[n - 1] + (n > 1 ? us[n - 1] - us[n - 2] : 0.0f) * (float)(m - (n - 1));
+	if (!(d > 0))
+		return;
+	unsigned long long t0, t, ns = (unsigned long long)(d * 1000.0f);
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+	do {
+		__nanosleep(256);
+		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	} while (t - t0 < ns);
+}
+
 /* Grid: ceil(n / FTRS_ADD_BLOCK) blocks. */
 __global__ void __launch_bounds__(FTRS_ADD_BLOCK) add_kernel(float *__restrict__ y, const float *__restrict__ x, int n)
 {
@@ -104,13 +119,21 @@ extern "C" cudaError_t ftrs_add(float *y, const float *x, int n, cudaStream_t s)
 	return cudaGetLastError();
 }
 
+extern "C" cudaError_t ftrs_delay(const int32_t *counts, const float *us, int n, cudaStream_t s)
+{
+	if (!counts || !us || n < 1)
+		return cudaErrorInvalidValue;
+	delay_kernel<<<1, 1, 0, s>>>(counts, us, n);
+	return cudaGetLastError();
+}
+
 extern "C" cudaError_t ftrs_preload(void)
 {
 	cudaFuncAttributes a;
 	cudaError_t e;
 	if ((e = cudaFuncGetAttributes(&a, split_kernel)) || (e = cudaFuncGetAttributes(&a, count_kernel)) ||
 	    (e = cudaFuncGetAttributes(&a, ring_kernel)) || (e = cudaFuncGetAttributes(&a, wait_kernel)) ||
-	    (e = cudaFuncGetAttributes(&a, add_kernel)))
+	    (e = cudaFuncGetAttributes(&a, add_kernel)) || (e = cudaFuncGetAttributes(&a, delay_kernel)))
 		return e;
 	return cudaSuccess;
 }

@@ -33,6 +33,10 @@ cudaError_t ftrs_ring(volatile long long *ready, volatile long long *done, int s
 /* Wait until done[slot] >= 1 (the host's answer); after FTRS_WAIT_TIMEOUT_NS give up and add 1
  * to acc[FTRS_ACC_TIMEOUTS]. One thread. */
 cudaError_t ftrs_wait(volatile long long *done, int slot, long long *acc, cudaStream_t s);
+/* The engine's hybrid bookkeeping (replay --cpu-kernel, docs/REPLAY.md §2): hold the stream for
+ * us[m] microseconds, m = counts[0] (the experts this layer-step fetches), past the table's n
+ * entries with the slope of its last two. One thread; us on the device; n >= 1. */
+cudaError_t ftrs_delay(const int32_t *counts, const float *us, int n, cudaStream_t s);
 /* y[i] += x[i], i < n. */
 cudaError_t ftrs_add(float *y, const float *x, int n, cudaStream_t s);
 /* Load every kernel of this file now (lazy loading would load one at its first launch, which may

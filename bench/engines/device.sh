@@ -9,6 +9,10 @@
 # Everything is written under /tmp/work (names below); at the end (and on an error exit)
 # OUT gets two files: results.tar.gz (/tmp/work) and, with the stage keep, cache.tar.gz.
 #   moe      bench/engines/freetoken_moe.py $MOE_ARGS -> OUT/moe.json (its log: moe.log)
+#   replay   ftbench replay --cpu-kernel (the engine's layer steps) $REPLAY_ARGS, its routing
+#            saved, then the harness on those traces ($MOE_ARGS) and compare_replay.py's table
+#            -> OUT/replay.json, moe.json (lsprobe.txt: the layer-step probe alone, bf16; LSPROBE=0
+#            skips it); MOE_JSON=FILE compares with an earlier call's harness run instead
 #   probe    the seed CPU kernel driver alone, bf16 and nvfp4 -> OUT/probe.jsonl
 #   bw       ftbench bw --dtype bf16,nvfp4 $BW_ARGS -> OUT/bw_ours.json, then the seed's own
 #            ft bench bw (benchbw.py) -> OUT/bw_seed.json, in the same call
@@ -58,6 +62,37 @@ for stage in "$@"; do
 			>"$OUT/moe.log" 2>&1
 		echo "moe rc=$?"; grep -v '^\[' "$OUT/moe.log" | tail -15
 		$PY "$E/summarize.py" "$OUT/moe.json" 2>&1 | tail -60
+		;;
+	replay)
+		# ftbench replay with the engine's CPU path (--cpu-kernel: the probe's layer steps), its
+		# routing saved, then the seed engine's own MoE decode on those traces, side by side
+		# (compare_replay.py). REPLAY_ARGS go to ftbench replay, MOE_ARGS to the harness: give
+		# both the same fractions, and the harness --warmup = replay's warmup + 4.
+		if [ "${LSPROBE:-1}" != 0 ]; then
+			log "layer-step probe alone (bf16; diagnostics)"
+			echo '{"protocol":"ftbench-cpu-kernel","version":1,"measure":"layer_step","format":"bf16","hidden":2048,"inter":768,"experts":128,"top_k":8,"threads":0,"warmup":4,"steps":8,"layers":16,"batch":1,"routes":[0,4,8],"fetches":[2,8]}' |
+				timeout 120 $PY "$E/freetoken_cpu_moe.py" >"$OUT/lsprobe.txt" 2>&1
+			echo "layer-step probe rc=$?"; grep -v INFO "$OUT/lsprobe.txt" | tail -c 1500
+		fi
+		log "ftbench replay --cpu-kernel ${REPLAY_ARGS:-}"
+		mkdir -p "$OUT/tr"
+		# shellcheck disable=SC2086
+		timeout "${REPLAY_TIMEOUT:-300}" "${FTB[@]}" replay ${REPLAY_ARGS:-} --save-trace "$OUT/tr/t.json" \
+			--cpu-kernel "env -u LD_LIBRARY_PATH $PY $E/freetoken_cpu_moe.py" --no-store --json \
+			>"$OUT/replay.json" 2>"$OUT/replay.err"
+		echo "replay rc=$?"; grep -v INFO "$OUT/replay.err" | tail -8
+		if [ -n "${MOE_JSON:-}" ]; then # the engine's decode of the same traces from an earlier call
+			cp "$MOE_JSON" "$OUT/moe.json"
+		else
+			T=""
+			for f in "$OUT"/tr/*.json; do T="$T --trace $f"; done
+			log "the engine on the replay's traces ${MOE_ARGS:-}"
+			# shellcheck disable=SC2086
+			timeout "${MOE_TIMEOUT:-400}" $PY "$E/freetoken_moe.py" ${MOE_ARGS:-} $T --out "$OUT/moe.json" \
+				>"$OUT/moe.log" 2>&1
+			echo "moe rc=$?"; grep -v '^\[' "$OUT/moe.log" | grep -v INFO | tail -5
+		fi
+		$PY "$E/compare_replay.py" "$OUT/replay.json" "$OUT/moe.json" 2>&1 | tail -20
 		;;
 	probe)
 		for fmt in bf16 nvfp4; do

@@ -2,6 +2,9 @@
 """The seed engine's CPU MoE executor measured through ftbench's CPU kernel probe
 protocol (docs/CPU_KERNEL_PROBE.md): `ftbench bw --cpu-kernel "python3 THIS"`.
 
+Two measures (the request's "measure"): "kernel" (the default) and "layer_step" (the
+engine's CPU path inside its decode step, freetoken_moe.layer_steps: for replay --cpu-kernel).
+
 Reads one request line (JSON) on stdin, builds FreeToken's own CpuMoeExecutor
 (freetoken.moe.cpu_executor, its C++ _cpu_moe extension) over pinned host banks of the
 request's geometry, as its engine builds it: num_threads 0 = one worker per physical
@@ -90,6 +93,8 @@ def main(argv: list[str]) -> int:
         return 2
     if src:
         sys.path.insert(0, os.path.join(src, "python"))
+    if req.get("measure", "kernel") == "layer_step":
+        return layer_step_main(req, fmt, H, I, E, K, threads, warmup, steps)
     import torch
     import freetoken
     from freetoken.kernel.pinned import alloc_pinned_tensor
@@ -139,6 +144,53 @@ def main(argv: list[str]) -> int:
                threads=ex.num_threads, isa=ex.isa, expert_bytes=eb, synth_experts=E_syn,
                cores=ex.core_ids, torch_threads=torch.get_num_threads(),
                window=[round(t_first, 6), round(t_last, 6)]))
+    return 0
+
+
+def layer_step_main(req: dict, fmt: str, H: int, I: int, E: int, K: int, threads: int, warmup: int,
+                    steps: int) -> int:
+    """The "layer_step" measure: the engine's CPU path inside its own decode step (its
+    OffloadMoELayer, slot cache, CpuMoeExecutor and flag handshake in a CUDA graph), through
+    freetoken_moe.layer_steps beside this file."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import freetoken
+    import freetoken_moe
+
+    engine = {"name": "freetoken", "version": freetoken.__version__}
+    if os.environ.get("FREETOKEN_COMMIT"):
+        engine["commit"] = os.environ["FREETOKEN_COMMIT"]
+    base = {"protocol": PROTOCOL, "version": VERSION, "engine": engine, "format": fmt,
+            "measure": "layer_step"}
+    if fmt not in freetoken_moe.GEOMETRY:
+        reply(dict(base, supported=False,
+                   error=f"the harness builds {', '.join(freetoken_moe.GEOMETRY)} layers only"))
+        return 0
+    try:
+        layers, batch = int(req["layers"]), int(req.get("batch", 1))
+        routes = [int(x) for x in req["routes"]]
+        fetches = [int(x) for x in req.get("fetches") or []]
+    except (KeyError, ValueError, TypeError) as e:
+        print(f"freetoken_cpu_moe: bad layer_step request: {e}", file=sys.stderr)
+        return 2
+    if batch != 1 or not routes or min(routes) < 0 or max(routes + fetches) > K or min(fetches + [1]) < 1:
+        print(f"freetoken_cpu_moe: layer steps at batch 1 with 0..{K} routes (asked batch {batch}, "
+              f"routes {routes})", file=sys.stderr)
+        return 2
+
+    def log(msg):
+        print(msg, file=sys.stderr, flush=True)
+
+    eng = freetoken_moe.Engine(fmt, layers, {"hidden": H, "inter": I, "experts": E, "top_k": K}, 1, log,
+                               distinct=min(layers, 4))
+    eb = eng.expert_bytes()
+    if req.get("expert_bytes") and int(req["expert_bytes"]) != eb:
+        print(f"freetoken_cpu_moe: expert bytes {eb} differ from the request's {req['expert_bytes']}",
+              file=sys.stderr)
+        return 3
+    res = freetoken_moe.layer_steps(eng, routes, warmup, steps, threads, fetches=fetches)
+    ex = eng.executor
+    reply(dict(base, layer_step=res, threads=ex.num_threads, isa=ex.isa, expert_bytes=eb,
+               cores=ex.core_ids, bank_s=round(eng.bank_s, 2)))
     return 0
 
 

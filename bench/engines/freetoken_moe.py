@@ -91,7 +91,7 @@ def decide(offload: dict | None, hybrids: list[dict]) -> tuple[str, float | None
 class Engine:
     """The seed's modules for one format: banks, layers, one CPU executor, caches."""
 
-    def __init__(self, fmt: str, layers: int, geo: dict, batch: int, log):
+    def __init__(self, fmt: str, layers: int, geo: dict, batch: int, log, distinct: int = 0):
         import torch
         from freetoken.distributed import set_tp_info, try_get_tp_info
         from freetoken.layers.moe import OffloadMoELayer
@@ -104,6 +104,8 @@ class Engine:
         self.E, self.K = geo["experts"], geo["top_k"]
         self.dev = torch.device("cuda")
         self.log = log
+        # distinct host bank layers (layer l reads l mod distinct): 0 = one per layer
+        self.distinct = distinct if 0 < distinct < layers else layers
         t0 = time.perf_counter()
         self.banks = self._banks()
         self.bank_s = time.perf_counter() - t0
@@ -120,11 +122,11 @@ class Engine:
 
         def bank(*shape, dtype, fill):
             out = []
-            for _ in range(L):
+            for _ in range(self.distinct):
                 t = alloc_pinned_tensor(*shape, dtype=dtype)
                 t.fill_(fill)
                 out.append(t)
-            return out
+            return [out[i % self.distinct] for i in range(L)]
 
         # Constant weights, as the seed's own bw bench uses (values do not change the
         # work; no denormals). nvfp4 as its dummy loader: unit e4m3 scales, small globals.
@@ -169,7 +171,7 @@ class Engine:
         return c
 
     def run(self, slots: int, arm: dict, trace: dict, warmup: int, steps: int,
-            use_graph: bool, threads: int) -> dict:
+            use_graph: bool, threads: int, keep_cache: bool = False) -> dict:
         torch = self.torch
         c = self.cache(slots, threads)
         for layer in self.layers:
@@ -185,7 +187,8 @@ class Engine:
                 c.hybrid_max_fetch, c.hybrid_fetch_fraction = (0, 0.0) if f <= 0 else (self.E, f)
             else:
                 c.hybrid_max_fetch, c.hybrid_fetch_fraction = int(arm["cap"]), 0.0
-        c.reset()
+        if not keep_cache:
+            c.reset()
         c.reset_stats()
         L, B, K = self.L, self.B, self.K
         total = len(trace["steps"])
@@ -269,6 +272,66 @@ class Engine:
         out["cpu_per_layer_step"] = round(0.0 if mode == "offload" else st["cpu_per_layer"], 3)
         del graph
         return out
+
+
+def layer_steps(eng: "Engine", routes: list[int], warmup: int, steps: int, threads: int,
+                use_graph: bool = True, fetches: list[int] | None = None) -> dict:
+    """The engine's CPU path inside its decode step, per layer (the probe's "layer_step"
+    measure, docs/CPU_KERNEL_PROBE.md): batch 1; every layer routes top_k - n experts that are
+    resident in the slot cache and n that are not, rotating over the others so the CPU reads
+    other experts each step; hybrid with nothing fetched (the engine's max-fetch 0) puts the n on
+    its CPU path, the rest on the GPU. The step (one CUDA-graph replay of the layers, timed by
+    CUDA events, as the engine decodes) divided by the layers, for each n; base: the same step in
+    offload with every route resident. What the CPU path adds to a layer-step with n routes is
+    us(n) - base.
+
+    With fetches: per m, the engine's hybrid step with m misses per layer all fetched (f = 1, no
+    CPU routes) beside its offload step with the same misses (K - m resident experts, m missing
+    ones rotating over the rest, a cache of L x K slots so that the fetched evict each other):
+    what the engine's hybrid path adds to a layer-step that fetches m experts beyond the fetch
+    itself (its hybrid slot-cache bookkeeping and handshake beside the copy)."""
+    L, E, K = eng.L, eng.E, eng.K
+    if eng.B != 1:
+        raise ValueError("layer steps are measured at batch 1")
+    slots = min(L * E, max(E, 2 * L * K))
+    cold = E - K
+
+    def trace_for(n: int, count: int) -> dict:
+        out = []
+        for s in range(count):
+            step = []
+            for layer in range(L):
+                ids = list(range(K - n))
+                ids += [K + (s * L * n + layer * n + j) % cold for j in range(n)]
+                step.append(ids)
+            out.append(step)
+        return {"steps": out}
+
+    need = warmup + steps
+    base = eng.run(slots, {"mode": "offload"}, trace_for(0, need), warmup, steps, use_graph, threads)
+    res = {"base_us": base["ms_per_step"]["median"] * 1000.0 / L,
+           "base_samples": [round(x * 1000.0 / L, 3) for x in base["ms_per_step"]["values"]],
+           "steps": steps, "routes": []}
+    for n in routes:
+        # the resident set stays: nothing is fetched (max-fetch 0), nothing evicted
+        r = eng.run(slots, {"mode": "hybrid", "fetch_fraction": 0.0}, trace_for(n, need), warmup, steps,
+                    use_graph, threads, keep_cache=True)
+        ms = r["ms_per_step"]
+        res["routes"].append({"routes": n, "us": round(ms["median"] * 1000.0 / L, 3),
+                              "p10": round(ms["p10"] * 1000.0 / L, 3), "p90": round(ms["p90"] * 1000.0 / L, 3),
+                              "cpu_per_layer_step": r["cpu_per_layer_step"]})
+    res["fetch"] = []
+    for m in fetches or []:
+        fs = L * K
+        tr = trace_for(m, need)
+        off = eng.run(fs, {"mode": "offload"}, tr, warmup, steps, use_graph, threads)
+        hyb = eng.run(fs, {"mode": "hybrid", "fetch_fraction": 1.0}, tr, warmup, steps, use_graph, threads)
+        res["fetch"].append({"fetched": m, "us": round(hyb["ms_per_step"]["median"] * 1000.0 / L, 3),
+                             "offload_us": round(off["ms_per_step"]["median"] * 1000.0 / L, 3),
+                             "fetched_per_layer_step": [off["fetched_per_layer_step"],
+                                                        hyb["fetched_per_layer_step"]],
+                             "cpu_per_layer_step": hyb["cpu_per_layer_step"]})
+    return res
 
 
 # ------------------------------------------------------------------------ main ----

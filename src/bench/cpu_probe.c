@@ -120,15 +120,28 @@ int ftprobe_split(const char *cmd, char ***argv, char *err, size_t errlen)
 
 char *ftprobe_request_line(const struct ftprobe_request *q)
 {
-	json_t *j = json_pack("{s:s,s:i,s:s,s:I,s:I,s:i,s:i,s:i,s:I,s:s,s:o,s:i,s:i,s:i}", "protocol",
-			      FTPROBE_PROTOCOL, "version", FTPROBE_VERSION, "format", q->format, "hidden",
-			      (json_int_t)q->hidden, "inter", (json_int_t)q->inter, "experts", q->experts, "top_k",
-			      q->top_k, "synth_experts", q->synth_experts, "expert_bytes",
+	json_t *j = json_pack("{s:s,s:i,s:s,s:s,s:I,s:I,s:i,s:i,s:i,s:I,s:s,s:o,s:i,s:i,s:i}", "protocol",
+			      FTPROBE_PROTOCOL, "version", FTPROBE_VERSION, "measure", q->layer_step ? "layer_step" : "kernel",
+			      "format", q->format, "hidden", (json_int_t)q->hidden, "inter", (json_int_t)q->inter, "experts",
+			      q->experts, "top_k", q->top_k, "synth_experts", q->synth_experts, "expert_bytes",
 			      (json_int_t)q->expert_bytes, "activation", q->activation ? q->activation : "silu",
 			      "swiglu_limit", isfinite(q->swiglu_limit) ? json_real(q->swiglu_limit) : json_null(),
 			      "threads", q->threads, "warmup", q->warmup, "steps", q->steps);
 	if (!j)
 		return NULL;
+	if (q->layer_step) {
+		json_t *rt = json_array(), *ft = json_array();
+		for (int i = 0; rt && i < q->nroutes; i++)
+			json_array_append_new(rt, json_integer(q->routes[i]));
+		for (int i = 0; ft && i < q->nfetches; i++)
+			json_array_append_new(ft, json_integer(q->fetches[i]));
+		if (!rt || !ft || json_object_set_new(j, "layers", json_integer(q->layers)) ||
+		    json_object_set_new(j, "batch", json_integer(q->batch)) || json_object_set_new(j, "routes", rt) ||
+		    json_object_set_new(j, "fetches", ft)) {
+			json_decref(j);
+			return NULL;
+		}
+	}
 	char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(j);
 	return s;
@@ -141,6 +154,98 @@ char *ftprobe_request_line(const struct ftprobe_request *q)
 static int positive_number(const json_t *v)
 {
 	return json_is_number(v) && isfinite(json_number_value(v)) && json_number_value(v) > 0;
+}
+
+/* "measure": "layer_step", "layer_step": {"base_us": > 0, "steps": N, "routes": [{"routes": n,
+ * "us": > 0}, ...]} with every requested route count once. */
+static int parse_layer_steps(const json_t *j, const struct ftprobe_request *q, struct ftprobe_result *res, char *err,
+			     size_t errlen)
+{
+	int r = 0;
+	const char *m = json_string_value(json_object_get(j, "measure"));
+	if (!m || strcmp(m, "layer_step"))
+		BAD("its result's \"measure\" is not \"layer_step\" (asked for layer steps; an older probe?)");
+	json_t *ls = json_object_get(j, "layer_step");
+	if (!json_is_object(ls))
+		BAD("its result lacks \"layer_step\" (an object)");
+	if (!positive_number(json_object_get(ls, "base_us")))
+		BAD("its result lacks \"layer_step\".\"base_us\" (a number > 0)");
+	res->base_us = json_number_value(json_object_get(ls, "base_us"));
+	json_t *st = json_object_get(ls, "steps");
+	if (!json_is_integer(st) || json_integer_value(st) < 1 || json_integer_value(st) > FTPROBE_MAX_SAMPLES)
+		BAD("its result lacks \"layer_step\".\"steps\" (the timed steps, an integer >= 1)");
+	res->steps_timed = (int)json_integer_value(st);
+	json_t *rt = json_object_get(ls, "routes");
+	if (!json_is_array(rt) || json_array_size(rt) != (size_t)q->nroutes)
+		BAD("its result's \"layer_step\".\"routes\" is not an array of %d entries (one per route count asked)",
+		    q->nroutes);
+	for (int i = 0; i < q->nroutes; i++) {
+		json_t *x = json_array_get(rt, (size_t)i), *n = json_object_get(x, "routes");
+		if (!json_is_integer(n) || json_integer_value(n) != q->routes[i])
+			BAD("its result's \"layer_step\".\"routes\"[%d] is not for %d routes", i, q->routes[i]);
+		if (!positive_number(json_object_get(x, "us")))
+			BAD("its result's \"layer_step\".\"routes\"[%d].\"us\" is not a number > 0", i);
+		res->routes[i] = q->routes[i];
+		res->route_us[i] = json_number_value(json_object_get(x, "us"));
+	}
+	res->nroutes = q->nroutes;
+	json_t *ft = json_object_get(ls, "fetch");
+	if (q->nfetches && (!json_is_array(ft) || json_array_size(ft) != (size_t)q->nfetches))
+		BAD("its result's \"layer_step\".\"fetch\" is not an array of %d entries (one per fetch count asked)",
+		    q->nfetches);
+	for (int i = 0; i < q->nfetches; i++) {
+		json_t *x = json_array_get(ft, (size_t)i), *fm = json_object_get(x, "fetched");
+		if (!json_is_integer(fm) || json_integer_value(fm) != q->fetches[i])
+			BAD("its result's \"layer_step\".\"fetch\"[%d] is not for %d fetched", i, q->fetches[i]);
+		if (!positive_number(json_object_get(x, "us")) || !positive_number(json_object_get(x, "offload_us")))
+			BAD("its result's \"layer_step\".\"fetch\"[%d] lacks \"us\" or \"offload_us\" (numbers > 0)", i);
+		res->fetched[i] = q->fetches[i];
+		res->fetch_hyb_us[i] = json_number_value(json_object_get(x, "us"));
+		res->fetch_off_us[i] = json_number_value(json_object_get(x, "offload_us"));
+	}
+	res->nfetch = q->nfetches;
+out:
+	return r;
+}
+
+int ftprobe_fetch_pad(const struct ftprobe_result *res, int maxm, double *fetch_us)
+{
+	int k = res->nfetch;
+	if (k < 1 || maxm < 0)
+		return -EINVAL;
+	/* the curve through (0, 0) and the measured points */
+	double x[FTPROBE_MAX_ROUTES + 1], y[FTPROBE_MAX_ROUTES + 1];
+	x[0] = 0, y[0] = 0;
+	for (int i = 0; i < k; i++) {
+		x[i + 1] = res->fetched[i];
+		double d = res->fetch_hyb_us[i] - res->fetch_off_us[i];
+		y[i + 1] = d > 0 ? d : 0;
+	}
+	for (int m = 0; m <= maxm; m++) {
+		int i = 1;
+		while (i < k && x[i] < m)
+			i++;
+		double v = y[i - 1] + (y[i] - y[i - 1]) * ((double)m - x[i - 1]) / (x[i] - x[i - 1]);
+		fetch_us[m] = m == 0 ? 0 : v > 0 ? v : 0;
+	}
+	return 0;
+}
+
+int ftprobe_layer_pad(const struct ftprobe_result *res, int maxn, double *pad_us)
+{
+	int k = res->nroutes;
+	if (k < 2 || maxn < 0)
+		return -EINVAL;
+	for (int n = 0; n <= maxn; n++) {
+		int i = 1;
+		while (i < k - 1 && res->routes[i] < n)
+			i++;
+		double x0 = res->routes[i - 1], x1 = res->routes[i], y0 = res->route_us[i - 1], y1 = res->route_us[i];
+		double us = n <= x0 ? y0 : y0 + (y1 - y0) * ((double)n - x0) / (x1 - x0);
+		us -= res->base_us;
+		pad_us[n] = us > 0 ? us : 0;
+	}
+	return 0;
 }
 
 int ftprobe_parse(const char *out, size_t len, const struct ftprobe_request *q, struct ftprobe_result *res,
@@ -202,6 +307,11 @@ int ftprobe_parse(const char *out, size_t len, const struct ftprobe_request *q, 
 		goto out;
 	}
 	res->supported = 1;
+	if (q->layer_step) {
+		if ((r = parse_layer_steps(j, q, res, err, errlen)))
+			goto out;
+		goto common;
+	}
 	if (!positive_number(json_object_get(j, "gbs")))
 		BAD("its result lacks \"gbs\" (a number > 0)");
 	res->gbs = json_number_value(json_object_get(j, "gbs"));
@@ -220,6 +330,7 @@ int ftprobe_parse(const char *out, size_t len, const struct ftprobe_request *q, 
 		res->samples[i] = json_number_value(json_array_get(s, i));
 	}
 	res->n = (int)n;
+common:;
 	json_t *th = json_object_get(j, "threads");
 	if (!json_is_integer(th) || json_integer_value(th) < 1 || json_integer_value(th) > 1 << 20)
 		BAD("its result lacks \"threads\" (an integer >= 1)");
@@ -435,6 +546,81 @@ int ftprobe_run(char *const *argv, const struct ftprobe_request *q, double timeo
 	free(req);
 	free(out.p);
 	free(errb.p);
+	return r;
+}
+
+/* ---------------------------------------------------------------- the engine's CPU path */
+
+int ftprobe_engine_path(char *const *argv, const struct ftprobe_request *q, double timeout_s, json_t **path,
+			double *pad_us, double *fetch_us, char *err, size_t errlen)
+{
+	*path = NULL;
+	if (q->batch != 1 || q->top_k < 1 || q->top_k >= FTPROBE_MAX_ROUTES) {
+		snprintf(err, errlen, "layer steps are measured at batch 1 with top-k 1..%d (asked: batch %d, top-%d)",
+			 FTPROBE_MAX_ROUTES - 1, q->batch, q->top_k);
+		return -EINVAL;
+	}
+	struct ftprobe_request lq = *q;
+	int routes[FTPROBE_MAX_ROUTES], nr = 0;
+	if (!lq.routes) {
+		for (int n = 0; n < q->top_k; n = q->top_k <= 8 || n < 2 ? n + 1 : n * 2)
+			routes[nr++] = n;
+		routes[nr++] = q->top_k;
+		lq.routes = routes;
+		lq.nroutes = nr;
+	}
+	int fetches[FTPROBE_MAX_ROUTES], nf = 0;
+	if (!lq.fetches) {
+		for (int m = 1; m < q->top_k; m *= 2)
+			fetches[nf++] = m;
+		fetches[nf++] = q->top_k;
+		lq.fetches = fetches;
+		lq.nfetches = nf;
+	}
+	lq.layer_step = 1;
+	struct ftprobe_result res;
+	int r = ftprobe_run(argv, &lq, timeout_s, &res, err, errlen);
+	if (r)
+		return r;
+	json_t *cmd = json_array();
+	for (int i = 0; cmd && argv[i]; i++)
+		json_array_append_new(cmd, json_string(argv[i]));
+	if (!res.supported) {
+		char note[400];
+		snprintf(note, sizeof note, "%s %s has no CPU path for %s (%s): ftbench's executor ran at its own speed",
+			 res.engine_name, res.engine_version, q->format, res.note);
+		*path = json_pack("{s:s,s:s,s:o*}", "source", "ftbench", "note", note, "command", cmd);
+		ftprobe_result_release(&res);
+		return *path ? 1 : -ENOMEM;
+	}
+	int maxn = q->batch * q->top_k;
+	json_t *steps = json_array(), *added = json_array(), *fsteps = json_array(), *fadded = json_array();
+	r = ftprobe_layer_pad(&res, maxn, pad_us);
+	for (int m = 0; m <= maxn; m++)
+		fetch_us[m] = 0;
+	if (!r && res.nfetch)
+		r = ftprobe_fetch_pad(&res, maxn, fetch_us);
+	for (int i = 0; !r && steps && i < res.nroutes; i++)
+		json_array_append_new(steps, json_pack("{s:i,s:f}", "routes", res.routes[i], "us", res.route_us[i]));
+	for (int i = 0; !r && fsteps && i < res.nfetch; i++)
+		json_array_append_new(fsteps, json_pack("{s:i,s:f,s:f}", "fetched", res.fetched[i], "us", res.fetch_hyb_us[i],
+							"offload_us", res.fetch_off_us[i]));
+	for (int n = 0; !r && added && fadded && n <= maxn; n++) {
+		json_array_append_new(added, json_real(pad_us[n]));
+		json_array_append_new(fadded, json_real(fetch_us[n]));
+	}
+	if (!r)
+		*path = json_pack("{s:s,s:s,s:s,s:s,s:i,s:o*,s:f,s:o*,s:o*,s:o*,s:o*,s:i}", "source", "engine", "name",
+				  res.engine_name, "version", res.engine_version, "isa", res.isa, "threads", res.threads,
+				  "command", cmd, "base_us", res.base_us, "layer_step_us", steps, "added_us", added,
+				  "fetch_steps", fsteps, "fetch_added_us", fadded, "steps", res.steps_timed);
+	else
+		json_decref(cmd), json_decref(steps), json_decref(added), json_decref(fsteps), json_decref(fadded);
+	ftprobe_result_release(&res);
+	if (!r && !*path)
+		r = -ENOMEM;
+	if (r)
+		snprintf(err, errlen, "%s", r == -ENOMEM ? "out of memory" : "the probe's layer steps are unusable");
 	return r;
 }
 

@@ -31,8 +31,18 @@ struct ftprobe_request {
 	const char *activation;  /* "silu", "gelu_tanh", "gpt_oss_swiglu", ... */
 	double swiglu_limit;     /* NAN: none */
 	int threads;             /* 0: the engine's own default (what it runs when serving) */
-	int warmup, steps;       /* untimed, then timed batch-1 decode steps */
+	int warmup, steps;       /* untimed, then timed batch-1 decode steps (layer_step: decode steps of
+				  * `layers` layers) */
+	/* measure "layer_step" instead of "kernel": the engine's own CPU path inside its decode step
+	 * (docs/CPU_KERNEL_PROBE.md §Layer steps), for `ftbench replay --cpu-kernel`. */
+	int layer_step;
+	int layers, batch;       /* MoE layers of the step, tokens per step */
+	const int *routes;       /* CPU routes per layer-step to measure, ascending, routes[0] == 0 */
+	int nroutes;             /* 2..FTPROBE_MAX_ROUTES */
+	const int *fetches;      /* experts fetched per layer-step to measure the engine's hybrid fetch at */
+	int nfetches;            /* 0..FTPROBE_MAX_ROUTES (0: none asked) */
 };
+#define FTPROBE_MAX_ROUTES 64
 
 /* What it answered. samples: malloc'ed GB/s per timed step (ftprobe_result_release). */
 struct ftprobe_result {
@@ -44,6 +54,20 @@ struct ftprobe_result {
 	double *samples;
 	int n;
 	char note[200];
+	/* layer_step: per requested route count, the engine's decode step divided by its layers (us,
+	 * median over the timed steps) with that many routes per layer on its CPU path and the rest
+	 * resident on the GPU; base_us the same step with every route resident and no CPU path
+	 * (offload). steps_timed: the timed steps behind each figure. */
+	int nroutes;
+	int routes[FTPROBE_MAX_ROUTES];
+	double route_us[FTPROBE_MAX_ROUTES];
+	double base_us;
+	int steps_timed;
+	/* per requested fetch count m: the engine's hybrid step (f = 1, no CPU route) and its offload
+	 * step, each per layer (us), with m misses per layer-step, every one fetched */
+	int nfetch;
+	int fetched[FTPROBE_MAX_ROUTES];
+	double fetch_hyb_us[FTPROBE_MAX_ROUTES], fetch_off_us[FTPROBE_MAX_ROUTES];
 };
 void ftprobe_result_release(struct ftprobe_result *r);
 
@@ -75,6 +99,29 @@ int ftprobe_parse(const char *out, size_t len, const struct ftprobe_request *q, 
  * much output (-EFBIG), or what ftprobe_parse says. */
 int ftprobe_run(char *const *argv, const struct ftprobe_request *q, double timeout_s, struct ftprobe_result *res,
 		char *err, size_t errlen);
+
+/* A layer_step result as what the engine's CPU path adds to one layer-step with n routes on it,
+ * for n = 0..maxn: pad_us[n] = max(0, route_us(n) - base_us), route_us linear between the
+ * measured route counts and extended past the last one with the slope of the last two. 0, or
+ * -EINVAL when res holds no layer steps. */
+int ftprobe_layer_pad(const struct ftprobe_result *res, int maxn, double *pad_us);
+/* What the engine's hybrid path adds to a layer-step that fetches m experts, beyond its offload
+ * step's fetch, for m = 0..maxm: fetch_us[0] = 0, fetch_us[m] = max(0, hyb - off) linear between
+ * the measured counts (from 0 at m = 0) and extended with the last two's slope. 0, or -EINVAL
+ * when res holds no fetch steps. */
+int ftprobe_fetch_pad(const struct ftprobe_result *res, int maxm, double *fetch_us);
+
+/* The engine's CPU path for a replay (ftbench replay --cpu-kernel, bw --cpu-kernel's replay):
+ * run argv with q (layer_step is set here; q->routes NULL: 0..top_k, all of them up to 8, else
+ * 0, 1, 2, 4, ... top_k) and describe what it answered: *path (new reference) is the replay
+ * block's "cpu_path" ({"source": "engine", name, version, isa, threads, command, base_us,
+ * layer_step_us, added_us, fetch_steps, fetch_added_us, steps}), pad_us[0..q->batch * q->top_k]
+ * what the engine's path adds to a layer-step (ftprobe_layer_pad) and fetch_us[0..q->batch *
+ * q->top_k] what its hybrid fetch adds (ftprobe_fetch_pad; q->fetches NULL: 1, 2, 4, ... top_k). Returns 0; 1 when the engine has no CPU path for the
+ * format (*path: {"source": "ftbench", "note": why}, pad_us untouched); or -errno with err (then
+ * *path is NULL). Only batch 1 (-EINVAL otherwise). */
+int ftprobe_engine_path(char *const *argv, const struct ftprobe_request *q, double timeout_s, json_t **path,
+			double *pad_us, double *fetch_us, char *err, size_t errlen);
 
 /* Put a measured engine kernel into a profile ENTRY (borrowed, modified in place):
  *  - ours move beside: cpu_moe_gbs_ftbench (+_spread), cpu_moe_isa_ftbench,

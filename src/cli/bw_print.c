@@ -129,10 +129,17 @@ static void kernel_rows(const struct fttable *t, const json_t *p)
 				[C_HMAX] = ftcell_json(json_object_get(e, "hybrid_max_batch")),
 				[C_NOTE] = FTCELL_S(json_string_value(json_object_get(e, "note"))),
 			};
-			char cpu[48]; /* the table: the CPU figure with the ISA that made it */
+			char cpu[48], cov[32]; /* the table: the CPU figure with the ISA that made it */
 			if (c[C_CPU].is_num && isa) {
 				snprintf(cpu, sizeof cpu, "%.1f (%s)", c[C_CPU].v, isa);
 				c[C_CPU].h = cpu;
+			}
+			/* the table: the measured overlap figure; with fetch_fraction_by replay the seed-read
+			 * one (csv, md) is rescaled (replay.h) */
+			const json_t *covm = json_object_get(e, "cpu_moe_overlap_gbs_measured");
+			if (json_is_number(covm)) {
+				snprintf(cov, sizeof cov, "%.1f", json_number_value(covm));
+				c[C_CPU_OV].h = cov;
 			}
 			fttable_row(t, c);
 			if (t->fmt == FTCLI_FMT_TABLE)
@@ -253,6 +260,8 @@ void ftcli_bw_summary(FILE *f, const json_t *p)
 			if (rb)
 				fprintf(f, "; the rule says %s, the verdict is %s (%s)", rb,
 					json_string_value(json_object_get(e, "recommended")) ?: "-", by ? by : "?");
+			if (json_object_get(e, "fetch_fraction_by"))
+				fprintf(f, "; the seed-read fetch fraction is the best f");
 			fputc('\n', f);
 		}
 	}

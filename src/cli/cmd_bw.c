@@ -348,7 +348,8 @@ out:
  * A format the replay cannot run (no CPU path, no GPU GEMV kernel) keeps the rule, with a note;
  * a replay that fails adds a warning and keeps the rule: the bandwidth profile stands. */
 static void bw_replay(json_t *prof, enum ftrp_size size, const struct ftgpu_info *gpu, const struct ftcpu_info *ci,
-		      const int *cpus, int ncpus, const struct ftcpumoe_tune *tune, const struct ftreport *rep)
+		      const int *cpus, int ncpus, const struct ftcpumoe_tune *tune, char *const *probe_argv,
+		      double probe_timeout, const struct ftreport *rep)
 {
 	json_t *dk = json_object_get(prof, "dtype_kernels"), *e, *blocks = json_object();
 	const char *name;
@@ -374,14 +375,49 @@ static void bw_replay(json_t *prof, enum ftrp_size size, const struct ftgpu_info
 #undef NUM
 		c.profile_fraction_from = "bw";
 		c.bandwidth_verdict = json_string_value(json_object_get(e, "recommended"));
+		/* --cpu-kernel: the replay's CPU half at the engine's own layer-step time, as the engine
+		 * that reads this profile would decode; a probe that fails here skips the format's replay */
+		double pad[FTPROBE_MAX_ROUTES + 1], fpad[FTPROBE_MAX_ROUTES + 1];
+		int npad = 0;
+		json_t *path = NULL;
+		char err[1024];
+		if (probe_argv) {
+			struct ftprobe_request q = {
+				.format = name, .hidden = m->hidden, .inter = m->inter, .experts = m->experts,
+				.top_k = m->topk, .synth_experts = m->experts,
+				.expert_bytes = (long long)ftfmt_expert_bytes(f, m->hidden, m->inter),
+				.activation = ftfmt_act_name(m->act),
+				.swiglu_limit = m->swiglu_limit > 0 ? m->swiglu_limit : NAN, .threads = 0, .warmup = 8,
+				.steps = 32, .layers = c.layers, .batch = c.batch};
+			char label[160];
+			snprintf(label, sizeof label, "cpu-kernel %s: the engine's layer steps", name);
+			ftreport_note(rep, label);
+			int pr = ftprobe_engine_path(probe_argv, &q, probe_timeout, &path, pad, fpad, err, sizeof err);
+			if (pr < 0) {
+				char w[1300];
+				snprintf(w, sizeof w, "replay of %s not run (its verdict stays the bandwidth rule's): "
+					 "--cpu-kernel layer steps: %s", name, err);
+				ftcli_note("%s", w);
+				json_array_append_new(json_object_get(prof, "warnings"), json_string(w));
+				continue;
+			}
+			npad = pr == 0 ? c.batch * m->topk + 1 : 0;
+		}
 		struct ftrp_ops ops;
 		struct ftrp_gpu_opts go = {.device = gpu->index, .cpu = ci, .cpus = cpus, .ncpus = ncpus,
-					   .host_alloc = "register", .host_gib = 2, .tune = tune};
-		if (fake ? ftrp_fake_ops(0, &ops) : ftrp_gpu_ops(&go, &ops))
+					   .host_alloc = "register", .host_gib = 2, .tune = tune,
+					   .cpu_pad_us = npad ? pad : NULL, .cpu_pad_n = npad,
+					   .fetch_pad_us = npad ? fpad : NULL, .fetch_pad_n = npad};
+		if (fake ? ftrp_fake_ops_paced(0, go.cpu_pad_us, npad, go.fetch_pad_us, &ops) : ftrp_gpu_ops(&go, &ops)) {
+			json_decref(path);
 			continue;
+		}
 		json_t *blk = NULL;
-		char err[1024];
 		int r = ftrp_run(&c, &ops, rep, &blk, err, sizeof err);
+		if (blk)
+			json_object_set_new(blk, "cpu_path", path ? path : json_pack("{s:s}", "source", "ftbench"));
+		else
+			json_decref(path);
 		if (fake)
 			ftrp_fake_ops_free(&ops);
 		else
@@ -675,7 +711,7 @@ static int bw_cmd(struct bw_opts *o, const struct ftflag_state *fs)
 		goto out;
 	}
 	if (have_gpu && replay != FTRP_NONE)
-		bw_replay(prof, replay, &gpu, &ci, cpus, ncpus, &cfg.tune, &rep);
+		bw_replay(prof, replay, &gpu, &ci, cpus, ncpus, &cfg.tune, probe_argv, o->cpu_kernel_timeout, &rep);
 	else if (!have_gpu && replay_given && replay != FTRP_NONE)
 		ftcli_note("--replay: replay needs a GPU (%s); none run", why);
 	r = write_profile(prof, output, have_gpu ? gpu.uuid : NULL, path, sizeof path);

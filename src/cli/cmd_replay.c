@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/cpu_probe.h"
 #include "cli/cli.h"
 #include "cli/flags.h"
 #include "ftprofile.h"
@@ -17,7 +18,8 @@
 #include "util/strutil.h"
 
 struct rp_opts {
-	const char *format, *model, *workloads, *trace, *save;
+	const char *format, *model, *workloads, *trace, *save, *cpu_kernel;
+	double cpu_kernel_timeout;
 	struct ftflag_list cache, fractions, caps;
 	int no_caps;
 	double pfrac, cgib, hgib;
@@ -79,6 +81,14 @@ static const struct ftflag rows[] = {
 	FTF_GPU_ROWS(struct rp_opts, gpu, "INDEX|UUID", "the first", "the GPU"),
 	{"cpu-threads", FTF_INT, O(threads), .meta = "N", .lo = 0, .hi = 4096, .def = "0",
 	 .help = "cores of the CPU executor near the GPU, one is left to the launching thread (0: all)"},
+	{"cpu-kernel", FTF_STR, O(cpu_kernel), .meta = "CMD",
+	 .help = "the engine's own CPU path: CMD (a CPU kernel probe, split into argv without a shell as bw's "
+		 "--cpu-kernel) measures the engine's decode step per layer with 0..top-k routes on its CPU path "
+		 "(measure \"layer_step\", docs/CPU_KERNEL_PROBE.md); the hybrid modes then hold each layer-step's CPU "
+		 "result until the engine's time for its routes (our executor still does the work). Batch 1. Any probe "
+		 "error fails the run. bench/engines/freetoken_cpu_moe.py is the seed engine's driver"},
+	{"cpu-kernel-timeout", FTF_DOUBLE, O(cpu_kernel_timeout), .meta = "S", .lo = 0.1, .hi = 86400, .unit = "s",
+	 .def = "300", .help = "--cpu-kernel: the limit per format (then SIGTERM, SIGKILL to its group)"},
 	{"no-store", FTF_BOOL, O(nostore), .help = "do not add the replay blocks to the GPU's stored profile"},
 	FTF_JSON_ROW(struct rp_opts, ofmt, "the result as JSON on stdout"),
 	FTF_FORMAT_ROW(struct rp_opts, ofmt, "table (default), json, csv or md (csv, md: one row per point and mode)"),
@@ -96,6 +106,42 @@ const struct ftflag_cmd ftcli_flags_replay = {
 };
 
 static int replay_cmd(struct rp_opts *op);
+
+/* --cpu-kernel CMD: the engine's CPU path for cfg's format (ftprobe_engine_path): *path for the
+ * block's cpu_path, pad[0..top-k] the engine's added time per layer-step, fpad[0..top-k] its
+ * hybrid path's added time per fetch count, *npad their length (0:
+ * the engine has no CPU path for the format, ours runs at its own speed, with a note). 0, or the
+ * exit status of a failed run (the error said). */
+static int engine_path(const char *cmd, double timeout, const struct ftrp_config *cfg, json_t **path, double *pad,
+		       double *fpad, int *npad)
+{
+	char **argv = NULL, err[1024];
+	const struct ftmodel *m = cfg->model;
+	*path = NULL;
+	*npad = 0;
+	if (ftprobe_split(cmd, &argv, err, sizeof err) < 0) {
+		ftcli_error("--cpu-kernel: %s", err);
+		return FTCLI_EXIT_USAGE;
+	}
+	long long eb = (long long)ftfmt_expert_bytes(cfg->fmt, m->hidden, m->inter);
+	struct ftprobe_request q = {.format = cfg->fmt->name, .hidden = m->hidden, .inter = m->inter,
+				    .experts = m->experts, .top_k = m->topk, .synth_experts = m->experts,
+				    .expert_bytes = eb, .activation = ftfmt_act_name(m->act),
+				    .swiglu_limit = m->swiglu_limit > 0 ? m->swiglu_limit : NAN, .threads = 0,
+				    .warmup = 8, .steps = 32, .layers = cfg->layers, .batch = cfg->batch};
+	ftcli_note("cpu-kernel %s: the engine's layer steps (%s)", cfg->fmt->name, argv[0]);
+	int r = ftprobe_engine_path(argv, &q, timeout, path, pad, fpad, err, sizeof err);
+	ftprobe_free_argv(argv);
+	if (r < 0) {
+		ftcli_error("--cpu-kernel %s: %s", cfg->fmt->name, err);
+		return r == -EINVAL ? FTCLI_EXIT_USAGE : FTCLI_EXIT_FAIL;
+	}
+	if (r == 1)
+		ftcli_note("%s", json_string_value(json_object_get(*path, "note")));
+	else
+		*npad = cfg->batch * m->topk + 1;
+	return 0;
+}
 
 /* The model's MoE layers for tok/s: its own, else a cache-copy profile of the same shape, else 48. */
 static int layers_model_of(const struct ftmodel *m)
@@ -552,17 +598,30 @@ static int replay_cmd(struct rp_opts *op)
 					   m->name, m->experts, m->topk, path);
 			}
 		}
+		double pad[FTPROBE_MAX_ROUTES + 1], fpad[FTPROBE_MAX_ROUTES + 1];
+		int npad = 0;
+		json_t *path = NULL;
+		if (op->cpu_kernel && (rc = engine_path(op->cpu_kernel, op->cpu_kernel_timeout, &cfg, &path, pad, fpad, &npad)))
+			goto out;
+		rc = FTCLI_EXIT_FAIL;
 		struct ftrp_ops ops;
 		struct ftrp_gpu_opts go = {.device = gpu.index, .cpu = &ci, .cpus = cpus, .ncpus = ncpus,
-					   .host_alloc = halloc, .host_gib = hgib, .tune = &tune};
+					   .host_alloc = halloc, .host_gib = hgib, .tune = &tune,
+					   .cpu_pad_us = npad ? pad : NULL, .cpu_pad_n = npad,
+					   .fetch_pad_us = npad ? fpad : NULL, .fetch_pad_n = npad};
 		int fake = ftcli_fake_gpus() >= 0;
-		r = fake ? ftrp_fake_ops(0, &ops) : ftrp_gpu_ops(&go, &ops);
+		r = fake ? ftrp_fake_ops_paced(0, go.cpu_pad_us, npad, go.fetch_pad_us, &ops) : ftrp_gpu_ops(&go, &ops);
 		if (r) {
+			json_decref(path);
 			ftcli_error("out of memory");
 			goto out;
 		}
 		json_t *blk = NULL;
 		r = ftrp_run(&cfg, &ops, &rep, &blk, err, sizeof err);
+		if (blk)
+			json_object_set_new(blk, "cpu_path", path ? path : json_pack("{s:s}", "source", "ftbench"));
+		else
+			json_decref(path);
 		if (fake)
 			ftrp_fake_ops_free(&ops);
 		else

@@ -127,9 +127,11 @@ const json_t *ftrp_nearest_point(const json_t *block, double cache_fraction, dou
  * a winner other than "tie", the verdict follows the measured decode: dtypes[fmt] and
  * dtype_kernels[fmt].recommended become the winner; the rule of thumb's verdict stays in
  * dtype_kernels[fmt].recommended_bandwidth, and recommended_by says "replay" or "bandwidth". The
- * per-model workloads' entries (geometries not replayed) and the overlap pair (measured figures,
- * from which the seed's reader takes its fetch fraction) are never rewritten. Returns how many
- * formats' dtypes verdict changed. */
+ * per-model workloads' entries (geometries not replayed) are never rewritten. The fetch fraction
+ * the seed's reader derives from the overlap pair follows the default point's best f (when the
+ * pair was measured): cpu_moe_overlap_gbs becomes pcie_ov x (1 - f) / f (f in [0.01, 0.99]), the
+ * measured figure kept as cpu_moe_overlap_gbs_measured (+_spread), fetch_fraction_by "replay",
+ * fetch_fraction_replay the point's best f. Returns how many formats' dtypes verdict changed. */
 int ftrp_apply_verdicts(json_t *profile);
 
 /* The GPU step runner's ops (runner.c); without CUDA, open fails with -ENODEV. cpus / ncpus: the
@@ -145,6 +147,19 @@ struct ftrp_gpu_opts {
 	const char *host_alloc;
 	double host_gib;              /* distinct host bank bytes to aim for (4) */
 	const struct ftcpumoe_tune *tune;
+	/* The engine's CPU path (replay --cpu-kernel, docs/REPLAY.md §2): when cpu_pad_n > 0, the
+	 * coordinator holds a layer's CPU result until cpu_pad_us[n] microseconds after its doorbell,
+	 * n = the layer-step's CPU routes (the last entry's slope past the table): the CPU half then
+	 * takes the engine's time, our executor still doing the work (its memory traffic beside the
+	 * gather). Borrowed; the table lives until ftrp_gpu_ops_free. */
+	const double *cpu_pad_us;
+	int cpu_pad_n;
+	/* ... and what the engine's hybrid path adds to a layer-step that fetches m experts beyond
+	 * the fetch (fetch_pad_us[m], measured as its hybrid step that fetches m experts and sends none
+	 * to the CPU against its offload step): held on the stream after the doorbell, on the GPU's
+	 * side of the overlap (the CPU works meanwhile). */
+	const double *fetch_pad_us;
+	int fetch_pad_n;
 };
 int ftrp_gpu_ops(const struct ftrp_gpu_opts *o, struct ftrp_ops *ops);
 void ftrp_gpu_ops_free(struct ftrp_ops *ops);
@@ -156,11 +171,21 @@ void ftrp_gpu_ops_free(struct ftrp_ops *ops);
  * (a device that decided otherwise). Free with ftrp_fake_ops_free. */
 #ifdef FT_TEST_HOOKS
 int ftrp_fake_ops(int miscount, struct ftrp_ops *ops);
+/* The same with the engine's CPU path (ftrp_gpu_opts.cpu_pad_*, fetch_pad_*): a layer-step's CPU
+ * side is at least pad_us[its CPU routes], and a hybrid layer-step's GPU side takes
+ * fetch_us[its fetches] longer (fetch_us: npad entries too, or NULL). */
+int ftrp_fake_ops_paced(int miscount, const double *pad_us, int npad, const double *fetch_us, struct ftrp_ops *ops);
 void ftrp_fake_ops_free(struct ftrp_ops *ops);
 #else
 static inline int ftrp_fake_ops(int miscount, struct ftrp_ops *ops)
 {
 	(void)miscount, (void)ops;
+	return -ENOSYS;
+}
+static inline int ftrp_fake_ops_paced(int miscount, const double *pad_us, int npad, const double *fetch_us,
+				      struct ftrp_ops *ops)
+{
+	(void)miscount, (void)pad_us, (void)npad, (void)fetch_us, (void)ops;
 	return -ENOSYS;
 }
 static inline void ftrp_fake_ops_free(struct ftrp_ops *ops)

@@ -50,7 +50,7 @@ struct runner {
 	cudaStream_t st;
 	cudaEvent_t *ev;
 	int nev;
-	float *d_x, *d_y, *d_cpu_out, *d_gpu_w, *d_w_all;
+	float *d_x, *d_y, *d_cpu_out, *d_gpu_w, *d_w_all, *d_fetch_pad;
 	int32_t *d_slots, *d_cpu_ids, *d_ids_all;
 	size_t ids_cap;
 	long long *d_acc;
@@ -67,6 +67,9 @@ struct runner {
 	struct ftcpumoe *moe;
 	char isa[24];
 	int threads;
+	/* the engine's CPU path (ftrp_gpu_opts.cpu_pad_*): what the coordinator spent and held */
+	double svc_ours_s, svc_paced_s;
+	long svc_layers;
 #ifdef FTRP_HAVE_GEMV
 	struct ftgemv_experts ge; /* over the pools of slots_max slots (a run's cache uses the first ones) */
 #endif
@@ -120,6 +123,36 @@ static int fill_banks(struct runner *r)
 
 /* ---- the coordinator */
 
+/* The engine's time for a layer-step with n CPU routes (seconds): the table, past its end the
+ * last entry's slope. */
+static double pad_s(const struct runner *r, int n)
+{
+	const double *t = r->o.cpu_pad_us;
+	int k = r->o.cpu_pad_n;
+	if (n < k)
+		return t[n] * 1e-6;
+	double slope = k > 1 ? t[k - 1] - t[k - 2] : 0;
+	return (t[k - 1] + slope * (n - (k - 1))) * 1e-6;
+}
+
+/* Hold the layer's result until the engine's CPU path would have answered (t0: the doorbell). */
+static void pace(struct runner *r, double t0)
+{
+	int n = 0;
+	for (int i = 0; i < r->B * r->K; i++)
+		n += r->h_ids[i] >= 0;
+	double want = pad_s(r, n), now = fttime_now_s();
+	r->svc_ours_s += now - t0;
+	while (now - t0 < want) {
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#endif
+		now = fttime_now_s();
+	}
+	r->svc_paced_s += now - t0;
+	r->svc_layers++;
+}
+
 static void *coord_main(void *arg)
 {
 	struct runner *r = arg;
@@ -153,9 +186,12 @@ static void *coord_main(void *arg)
 			if (!__atomic_load_n(&r->h_ready[l], __ATOMIC_ACQUIRE))
 				continue;
 			__atomic_store_n(&r->h_ready[l], 0, __ATOMIC_RELAXED);
+			double t0 = r->o.cpu_pad_n > 0 ? fttime_now_s() : 0;
 			int e = ftcpumoe_forward(r->moe, l, r->B, r->K, r->h_x, r->h_ids, r->h_w, r->h_y);
 			if (e)
 				atomic_store(&r->cpu_err, e);
+			if (r->o.cpu_pad_n > 0)
+				pace(r, t0);
 			__atomic_store_n(&r->h_done[l], 1, __ATOMIC_RELEASE);
 			any = 1;
 		}
@@ -195,13 +231,13 @@ static void r_close(void *ctx)
 		r->pool[b] = NULL;
 	}
 	void *dev[] = {r->d_x, r->d_y, r->d_cpu_out, r->d_gpu_w, r->d_w_all, r->d_slots, r->d_cpu_ids, r->d_ids_all,
-		       r->d_acc, r->d_scratch};
+		       r->d_acc, r->d_scratch, r->d_fetch_pad};
 	for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
 		cudaFree(dev[i]);
 	void *hp[] = {r->h_x, r->h_y, r->h_w, r->h_ids, r->h_ready, r->h_done};
 	for (size_t i = 0; i < sizeof hp / sizeof *hp; i++)
 		cudaFreeHost(hp[i]);
-	r->d_x = r->d_y = r->d_cpu_out = r->d_gpu_w = r->d_w_all = NULL;
+	r->d_x = r->d_y = r->d_cpu_out = r->d_gpu_w = r->d_w_all = r->d_fetch_pad = NULL;
 	r->d_slots = r->d_cpu_ids = r->d_ids_all = NULL;
 	r->d_acc = NULL;
 	r->d_scratch = NULL;
@@ -368,6 +404,17 @@ static int r_open(void *ctx, const struct ftrp_config *c, long slots_max, char *
 		return -ENOMEM;
 	}
 #endif
+	if (r->o.fetch_pad_n > 0) { /* the engine's hybrid bookkeeping per fetch count, us */
+		float t[256];
+		int nt = r->o.fetch_pad_n < 256 ? r->o.fetch_pad_n : 256;
+		for (int i = 0; i < nt; i++)
+			t[i] = (float)r->o.fetch_pad_us[i];
+		if ((ce = cudaMalloc((void **)&r->d_fetch_pad, (size_t)nt * sizeof(float))) ||
+		    (ce = cudaMemcpy(r->d_fetch_pad, t, (size_t)nt * sizeof(float), cudaMemcpyHostToDevice))) {
+			snprintf(err, errlen, "the engine's fetch table: %s", cerr(ce));
+			return -ENOMEM;
+		}
+	}
 	memset(r->h_ready, 0, (size_t)r->L * sizeof(long long));
 	memset(r->h_done, 0, (size_t)r->L * sizeof(long long));
 	/* x: a fixed activation, |x| < 1 */
@@ -518,6 +565,11 @@ static int r_run(void *ctx, const struct ftsc *warm, const struct ftrp_workload 
 					ce = cudaMemcpyAsync(r->h_w, wl, (size_t)n * sizeof(float), cudaMemcpyDeviceToHost, r->st);
 				if (!ce)
 					ce = ftrs_ring(r->h_ready, r->h_done, l, r->st);
+				/* the engine's hybrid bookkeeping beside a fetch: on the GPU's side of the
+				 * overlap, while the CPU works */
+				if (!ce && r->d_fetch_pad)
+					ce = ftrs_delay(d.counts, r->d_fetch_pad, r->o.fetch_pad_n < 256 ? r->o.fetch_pad_n : 256,
+							r->st);
 				if (!ce && !p->overlap) { /* FREETOKEN_HYBRID_OVERLAP=0: the CPU result first */
 					ce = ftrs_wait(r->h_done, l, r->d_acc, r->st);
 					if (!ce)
@@ -608,6 +660,11 @@ static void r_describe(void *ctx, json_t *block)
 #endif
 				      "order", "stream", "handshake", "mapped flags, kernel ring and wait; the CPU pool's worker 0 polls",
 				      "cpu_threads", r->threads, "cpu_isa", r->isa));
+	if (r->o.cpu_pad_n > 0 && r->svc_layers > 0) /* read after the runs' stream syncs */
+		json_object_set_new(block, "cpu_service_us",
+				    json_pack("{s:f,s:f,s:I}", "ours", r->svc_ours_s * 1e6 / (double)r->svc_layers, "paced",
+					      r->svc_paced_s * 1e6 / (double)r->svc_layers, "layer_steps",
+					      (json_int_t)r->svc_layers));
 }
 
 int ftrp_gpu_ops(const struct ftrp_gpu_opts *o, struct ftrp_ops *ops)

@@ -76,6 +76,38 @@ check "bw --replay short: the summary's replay lines" grep -q "^  bf16 .*cache 0
 check "bw --replay short: progress lines name the replay" grep -q "^FTBENCH [0-9]* [0-9]* replay:bf16" "$T/out"
 check "bw --replay short: the verdict says where it came from" [ "$(jget "$T/bw1.json" 'd["dtype_kernels"]["bf16"]["recommended_by"]')" != "" ]
 
+# --cpu-kernel: the engine's CPU path from the probe's layer steps (tests/fixtures/cpu_probe.c)
+PROBE="$(pwd)/$B/tests/fixtures/cpu_probe"
+"$FTH" replay $SMALL --workloads uniform --cache 0.4 --no-store --json >"$T/own.json" 2>"$T/err"
+"$FTH" replay $SMALL --workloads uniform --cache 0.4 --no-store --json \
+	--cpu-kernel "$PROBE --layer-us 100,50,200 --fetch-us 30 --request-out $T/lsreq" >"$T/ck.json" 2>"$T/err"; rc=$?
+check "--cpu-kernel: exit 0" [ "$rc" -eq 0 ]
+check "--cpu-kernel: the request asks for layer steps of the run's shape" [ "$(python3 -c "import json; r=json.loads(open('$T/lsreq').readline()); print(r['measure'], r['format'], r['layers'], r['batch'], r['routes'], r['fetches'])")" = "layer_step bf16 4 1 [0, 1, 2, 3, 4, 5, 6, 7, 8] [1, 2, 4, 8]" ]
+check "--cpu-kernel: cpu_path names the engine and its curves" [ "$(jget "$T/ck.json" '(lambda c: (c["source"], c["name"], c["added_us"][:3], c["fetch_added_us"][:3], c["fetch_added_us"][8]))(d["replay"]["bf16"]["cpu_path"])')" = "('engine', 'fixture-engine', [50.0, 250.0, 450.0], [0.0, 30.0, 60.0], 240.0)" ]
+check "--cpu-kernel: without it the block says ftbench's own path" [ "$(jget "$T/own.json" 'd["replay"]["bf16"]["cpu_path"]["source"]')" = ftbench ]
+check "--cpu-kernel: the paced CPU time beside ours" [ "$(jget "$T/ck.json" '(lambda c: c["paced"] >= c["ours"] > 0)(d["replay"]["bf16"]["cpu_service_us"])')" = True ]
+"$FTH" replay $SMALL --workloads uniform --cache 0.4 --no-store --json \
+	--cpu-kernel "$PROBE --layer-us 100,3000,3000" >"$T/slow.json" 2>"$T/err"
+check "--cpu-kernel: an engine whose CPU path is slow turns the winner (own: hybrid, engine's: offload)" [ "$(jget "$T/own.json" 'd["replay"]["bf16"]["points"][0]["winner"]'),$(jget "$T/slow.json" 'd["replay"]["bf16"]["points"][0]["winner"]')" = "hybrid,offload" ]
+check "--cpu-kernel: the same decisions either way (counts equal)" [ "$(jget "$T/own.json" '[m["cpu_per_layer"] for m in d["replay"]["bf16"]["points"][0]["modes"]]')" = "$(jget "$T/slow.json" '[m["cpu_per_layer"] for m in d["replay"]["bf16"]["points"][0]["modes"]]')" ]
+"$FTH" replay $SMALL --workloads uniform --cache 0.4 --cpu-kernel "$PROBE --layer-us 100,50,200 --fetch-us 30" >"$T/out" 2>"$T/err"
+check "--cpu-kernel: the stored profile with the engine's path is schema-valid" python3 "$SC" "$SCHEMA" "$S/$U.json"
+"$FTH" replay $SMALL --batch 2 --workloads uniform --cache 0.4 --no-store --cpu-kernel "$PROBE" >"$T/out" 2>"$T/err"; rc=$?
+check "--cpu-kernel at batch 2: usage error naming batch 1" sh -c "[ $rc -eq 2 ] && grep -q 'batch 1' '$T/err'"
+for m in "oldprobe:measure" "badroutes:routes"; do
+	"$FTH" replay $SMALL --workloads uniform --cache 0.4 --cpu-kernel "$PROBE --mode ${m%%:*}" >"$T/out" 2>"$T/err"; rc=$?
+	check "--cpu-kernel, probe ${m%%:*}: exit 1 naming ${m#*:}, nothing stored" sh -c "[ $rc -eq 1 ] && grep -q '${m#*:}' '$T/err' && ! grep -q 'replay stored' '$T/err'"
+done
+BWK="--dtype bf16 --cpu-iters 2 --kernel-cpu-iters 3 --kernel-pcie-iters 2 --pcie-iters 2 --no-legacy-copy --replay short"
+"$FTH" bw $BWK -o "$T/bwk.json" \
+	--cpu-kernel "$PROBE --gbs 80 --layer-us 100,50,200" >"$T/out" 2>"$T/err"; rc=$?
+check "bw --cpu-kernel --replay short: exit 0, the replay ran the engine's path" [ "$rc,$(jget "$T/bwk.json" 'd["replay"]["bf16"]["cpu_path"]["source"]')" = "0,engine" ]
+check "bw: the seed reader's fetch fraction is the replay's best f, the measured pair kept" [ "$(jget "$T/bwk.json" '(lambda e, p: (e["fetch_fraction_by"], round(e["pcie_gather_overlap_gbs"] / (e["pcie_gather_overlap_gbs"] + e["cpu_moe_overlap_gbs"]), 6) == round(min(0.99, max(0.01, p["best_fetch_fraction"])), 6), e["cpu_moe_overlap_gbs_measured"] > 0))(d["dtype_kernels"]["bf16"], d["replay"]["bf16"]["points"][0])')" = "('replay', True, True)" ]
+check "bw --cpu-kernel: schema-valid" python3 "$SC" "$SCHEMA" "$T/bwk.json"
+"$FTH" bw $BWK -o "$T/bwo.json" \
+	--cpu-kernel "$PROBE --gbs 80 --mode badroutes" >"$T/out" 2>"$T/err"; rc=$?
+check "bw: layer steps that fail skip the replay with a warning, the profile stands" [ "$rc,$(jget "$T/bwo.json" '"replay" in d, any("layer steps" in w for w in d["warnings"])')" = "0,(False, True)" ]
+
 # errors
 printf '{"format":"ftbench-routing-trace","version":1,"layers":4,"experts":128,"top_k":8,"batch":1,"steps":[[[1,2,3,4,5,6,7,8]]]}' >"$T/bad.json"
 "$FTH" replay $SMALL --trace "$T/bad.json" --no-store >"$T/out" 2>"$T/err"; rc=$?

@@ -16,7 +16,20 @@
 struct fake {
 	int miscount;
 	unsigned runs;
+	const double *pad_us, *fetch_us;
+	int npad;
+	double cpu_s, paced_s; /* our cost model's CPU side and the paced one, over every layer-step */
+	long paced_layers;
 };
+
+/* table t of f->npad entries at n (seconds): past its end the last entry's slope */
+static double pad_of(const struct fake *f, const double *t, int n)
+{
+	if (n < f->npad)
+		return t[n] * 1e-6;
+	double last = t[f->npad - 1], slope = f->npad > 1 ? last - t[f->npad - 2] : 0;
+	return (last + slope * (n - (f->npad - 1))) * 1e-6;
+}
 
 static int f_open(void *ctx, const struct ftrp_config *c, long slots_max, char *err, size_t errlen)
 {
@@ -49,7 +62,17 @@ static int f_run(void *ctx, const struct ftsc *warm, const struct ftrp_workload 
 			struct ftrp_counts one = {0};
 			r = ftrp_ref_layer(&sc, p, l, w->batch, w->topk, ftrp_ids(w, s, l), slots, cpu, &plan, &one);
 			double gpu = (double)one.fetched * 1e-3, cw = (double)one.cpu * 0.5e-3;
-			t += 1e-4 + (gpu > cw ? gpu : cw) + (ftrp_policy_hybrid_at(p, w->batch) ? 1e-4 : 0);
+			int hyb = ftrp_policy_hybrid_at(p, w->batch);
+			double extra = hyb && f->npad > 0 && f->fetch_us ? pad_of(f, f->fetch_us, (int)one.fetched) : 0;
+			if (hyb && f->npad > 0 && s >= untimed) {
+				double pw = pad_of(f, f->pad_us, (int)one.cpu_routes);
+				f->cpu_s += cw;
+				cw = pw > cw ? pw : cw;
+				f->paced_s += cw;
+				f->paced_layers++;
+			}
+			gpu += extra;
+			t += 1e-4 + (gpu > cw ? gpu : cw) + (hyb ? 1e-4 : 0);
 			if (s >= untimed)
 				ftrp_counts_add(cnt, &one);
 		}
@@ -68,17 +91,30 @@ static int f_run(void *ctx, const struct ftsc *warm, const struct ftrp_workload 
 
 static void f_describe(void *ctx, json_t *block)
 {
-	(void)ctx;
+	struct fake *f = ctx;
 	json_object_set_new(block, "host_alloc", json_string("register"));
 	json_object_set_new(block, "runner", json_pack("{s:s}", "fake", "cost model (FTBENCH_TEST_FAKE_GPUS)"));
+	if (f->npad > 0 && f->paced_layers > 0)
+		json_object_set_new(block, "cpu_service_us",
+				    json_pack("{s:f,s:f,s:I}", "ours", f->cpu_s * 1e6 / (double)f->paced_layers, "paced",
+					      f->paced_s * 1e6 / (double)f->paced_layers, "layer_steps",
+					      (json_int_t)f->paced_layers));
 }
 
 int ftrp_fake_ops(int miscount, struct ftrp_ops *ops)
+{
+	return ftrp_fake_ops_paced(miscount, NULL, 0, NULL, ops);
+}
+
+int ftrp_fake_ops_paced(int miscount, const double *pad_us, int npad, const double *fetch_us, struct ftrp_ops *ops)
 {
 	struct fake *f = calloc(1, sizeof *f);
 	if (!f)
 		return -ENOMEM;
 	f->miscount = miscount;
+	f->pad_us = pad_us;
+	f->npad = pad_us ? npad : 0;
+	f->fetch_us = fetch_us;
 	*ops = (struct ftrp_ops){.open = f_open, .run = f_run, .describe = f_describe, .ctx = f};
 	return 0;
 }

@@ -453,8 +453,25 @@ static void test_run_map(void **st)
 	assert_non_null(dp);
 	assert_true(json_number_value(json_object_get(dp, "reuse")) == 0.6);
 	const char *win = json_string_value(json_object_get(dp, "winner"));
-	int changed = ftrp_apply_verdicts(prof);
 	json_t *e = json_object_get(json_object_get(prof, "dtype_kernels"), "bf16");
+	double cov0 = json_number_value(json_object_get(e, "cpu_moe_overlap_gbs"));
+	double pov0 = json_number_value(json_object_get(e, "pcie_gather_overlap_gbs"));
+	assert_true(cov0 > 0 && pov0 > 0);
+	int changed = ftrp_apply_verdicts(prof);
+	/* the seed reader's fraction (pcie_ov / (pcie_ov + cpu_ov)) is now the default point's best f;
+	 * the measured figure is kept; a second application starts from it (same result) */
+	double want = json_number_value(json_object_get(dp, "best_fetch_fraction"));
+	want = want < 0.01 ? 0.01 : want > 0.99 ? 0.99 : want;
+	for (int pass = 0; pass < 2; pass++) {
+		double cov = json_number_value(json_object_get(e, "cpu_moe_overlap_gbs"));
+		double pov = json_number_value(json_object_get(e, "pcie_gather_overlap_gbs"));
+		assert_true(fabs(pov / (pov + cov) - want) < 1e-9);
+		assert_true(pov == pov0);
+		assert_true(json_number_value(json_object_get(e, "cpu_moe_overlap_gbs_measured")) == cov0);
+		assert_string_equal(json_string_value(json_object_get(e, "fetch_fraction_by")), "replay");
+		if (!pass)
+			ftrp_apply_verdicts(prof);
+	}
 	assert_string_equal(json_string_value(json_object_get(e, "recommended_bandwidth")), "hybrid");
 	if (!strcmp(win, "tie")) {
 		assert_string_equal(json_string_value(json_object_get(e, "recommended_by")), "bandwidth");

@@ -302,11 +302,80 @@ static void test_probe_parse(void **s)
 	free(line);
 }
 
+/* layer steps (replay --cpu-kernel): the result's checks, and the curves the replay holds to */
+static void test_probe_layer_steps(void **s)
+{
+	static const int routes[] = {0, 1, 2, 4, 8}, fetches[] = {1, 2, 8};
+	struct ftprobe_request q = {.format = "bf16", .layer_step = 1, .layers = 16, .batch = 1, .top_k = 8,
+				    .routes = routes, .nroutes = 5, .fetches = fetches, .nfetches = 3};
+	struct ftprobe_result r;
+	char err[300];
+	const char *good =
+		"{\"protocol\":\"ftbench-cpu-kernel\",\"version\":1,\"engine\":{\"name\":\"e\",\"version\":\"1\"},"
+		"\"format\":\"bf16\",\"measure\":\"layer_step\",\"layer_step\":{\"base_us\":40,\"steps\":32,\"routes\":["
+		"{\"routes\":0,\"us\":100},{\"routes\":1,\"us\":500},{\"routes\":2,\"us\":600},{\"routes\":4,\"us\":1000},"
+		"{\"routes\":8,\"us\":1800}],\"fetch\":[{\"fetched\":1,\"us\":400,\"offload_us\":200},"
+		"{\"fetched\":2,\"us\":500,\"offload_us\":400},{\"fetched\":8,\"us\":1500,\"offload_us\":1600}]},"
+		"\"threads\":15,\"isa\":\"avx512bf16\"}\n";
+	assert_int_equal(ftprobe_parse(good, strlen(good), &q, &r, err, sizeof err), 0);
+	assert_int_equal(r.nroutes, 5);
+	assert_int_equal(r.nfetch, 3);
+	assert_true(r.base_us == 40);
+	assert_int_equal(r.steps_timed, 32);
+	/* added time: us(n) - base, linear between measured counts, past the last with its slope */
+	double pad[13], fp[13];
+	assert_int_equal(ftprobe_layer_pad(&r, 12, pad), 0);
+	static const double want[] = {60, 460, 560, 760, 960, 1160, 1360, 1560, 1760, 1960, 2160, 2360, 2560};
+	for (int n = 0; n <= 12; n++)
+		assert_true(fabs(pad[n] - want[n]) < 1e-9);
+	/* fetch overhead: hybrid - offload through (0, 0), each point at least 0 (m = 8 measured -100) */
+	assert_int_equal(ftprobe_fetch_pad(&r, 9, fp), 0);
+	static const double fwant[] = {0, 200, 100, 500.0 / 6, 400.0 / 6, 50, 200.0 / 6, 100.0 / 6, 0, 0};
+	for (int m = 0; m <= 9; m++)
+		if (fabs(fp[m] - fwant[m]) > 1e-9)
+			fail_msg("fetch pad %d: %g, want %g", m, fp[m], fwant[m]);
+	ftprobe_result_release(&r);
+	static const struct {
+		const char *subst, *with, *want;
+	} bad[] = {
+		{"\"measure\":\"layer_step\",", "", "\"measure\" is not \"layer_step\""},
+		{"\"base_us\":40", "\"base_us\":0", "\"base_us\""},
+		{"{\"routes\":1,\"us\":500},", "", "an array of 5 entries"},
+		{"{\"routes\":2,", "{\"routes\":3,", "[2] is not for 2 routes"},
+		{"{\"routes\":4,\"us\":1000}", "{\"routes\":4,\"us\":\"x\"}", "[3].\"us\""},
+		{"{\"fetched\":2,\"us\":500,\"offload_us\":400},", "", "an array of 3 entries"},
+		{"\"offload_us\":200", "\"offload_us\":-1", "\"offload_us\""},
+		{"\"steps\":32", "\"steps\":0", "\"steps\""},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		char doc[1400];
+		const char *at = strstr(good, bad[i].subst);
+		assert_non_null(at);
+		snprintf(doc, sizeof doc, "%.*s%s%s", (int)(at - good), good, bad[i].with, at + strlen(bad[i].subst));
+		assert_int_equal(ftprobe_parse(doc, strlen(doc), &q, &r, err, sizeof err), -EPROTO);
+		if (!strstr(err, bad[i].want))
+			fail_msg("case %zu: the message was: %s", i, err);
+	}
+	/* the request line says what to measure */
+	char *line = ftprobe_request_line(&q);
+	assert_non_null(line);
+	assert_non_null(strstr(line, "\"measure\":\"layer_step\""));
+	assert_non_null(strstr(line, "\"routes\":[0,1,2,4,8]"));
+	assert_non_null(strstr(line, "\"fetches\":[1,2,8]"));
+	free(line);
+	struct ftprobe_request k = {.format = "bf16"};
+	line = ftprobe_request_line(&k);
+	assert_non_null(strstr(line, "\"measure\":\"kernel\""));
+	assert_null(strstr(line, "\"routes\""));
+	free(line);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_harness_point_choice), cmocka_unit_test(test_compare_summary),
 		cmocka_unit_test(test_stale), cmocka_unit_test(test_probe_split), cmocka_unit_test(test_probe_parse),
+		cmocka_unit_test(test_probe_layer_steps),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""ftbench replay beside the seed engine's own MoE decode of the same routing traces: one row
+per (format, workload, cache size) with both offload steps, both all-CPU (f = 0) steps, both
+winners, whether they agree (where the engine names one), and the engine's step at the
+replay's best fetch fraction as a share of its best hybrid step (what issue 30 asks to be
+>= 0.95). Markdown on stdout, a summary line last.
+
+usage: compare_replay.py REPLAY_JSON MOE_JSON
+  REPLAY_JSON  `ftbench replay --json` (with --save-trace: the routing the harness replays)
+  MOE_JSON     bench/engines/freetoken_moe.py --trace ... --out (same fractions swept)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+
+def key(name: str) -> str:
+    """'reuse 0.6' (replay) and 't-reuse-0.6.json' (a saved trace's file name) -> 'reuse0.6'."""
+    n = re.sub(r"\.json$", "", name.rsplit("/", 1)[-1])
+    n = re.sub(r"^.*?-(?=uniform|reuse|zipf)", "", n)
+    return re.sub(r"[^a-z0-9.]", "", n.lower())
+
+
+def arm_ms(arm: dict) -> float | None:
+    m = arm.get("ms_per_step")
+    return m["median"] if m else None
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print(__doc__.strip().split("\n\n")[-1], file=sys.stderr)
+        return 2
+    rep = json.load(open(argv[0]))
+    moe = json.load(open(argv[1]))
+    eng = {}
+    for p in moe["points"]:
+        eng[(p["format"], key(p["workload"]), round(p["cache_fraction"], 2))] = p
+    print("| format | workload | cache | replay offload ms | engine offload ms | replay f=0 ms | engine f=0 ms "
+          "| replay winner (hyb/off, best f) | engine winner (hyb/off, best f) | agree "
+          "| engine at replay's best f / engine's best hybrid |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    named = agree = 0
+    shares = []
+    for fmt, blk in rep["replay"].items():
+        for p in blk["points"]:
+            k = (fmt, key(p["workload"]), round(p["cache_fraction"], 2))
+            e = eng.get(k)
+            if e is None:
+                print(f"| {fmt} | {p['workload']} | {k[2]} | no engine point |  |  |  |  |  |  |  |")
+                continue
+            modes = p["modes"]
+            r_off = next((m["ms_step"]["median"] for m in modes if m["mode"] == "offload"), None)
+            r_f0 = next((m["ms_step"]["median"] for m in modes
+                         if m["mode"] == "hybrid_fraction" and m.get("fetch_fraction") == 0), None)
+            arms = [a for a in e["arms"] if "ms_per_step" in a and "profile" not in a]
+            e_off = next((arm_ms(a) for a in arms if a["mode"] == "offload"), None)
+            hyb = [a for a in arms if a["mode"] == "hybrid" and a.get("fetch_fraction") is not None]
+            e_f0 = next((arm_ms(a) for a in hyb if a["fetch_fraction"] == 0), None)
+            best = min(hyb, key=arm_ms) if hyb else None
+            rf = p.get("best_fetch_fraction")
+            at = min(hyb, key=lambda a: abs(a["fetch_fraction"] - rf)) if hyb and rf is not None else None
+            share = arm_ms(best) / arm_ms(at) if best and at else None
+            if share is not None:
+                shares.append(share)
+            ew = e["winner"]
+            if ew != "tie":
+                named += 1
+                agree += p["winner"] == ew
+            ag = "n/a (tie)" if ew == "tie" else ("yes" if p["winner"] == ew else "NO")
+
+            def f(x):
+                return "-" if x is None else f"{x:.2f}"
+
+            print(f"| {fmt} | {p['workload']} | {k[2]} | {f(r_off)} | {f(e_off)} | {f(r_f0)} | {f(e_f0)} "
+                  f"| {p['winner']} ({p.get('speedup', 0):.2f}x, {rf}) "
+                  f"| {ew} ({e.get('hybrid_over_offload', 0):.2f}x, {e.get('best_fetch_fraction')}) | {ag} "
+                  f"| {f(share)} |")
+    lo = min(shares) if shares else float("nan")
+    print(f"\nwinner agrees at {agree} of {named} points where the engine names one; the engine at the "
+          f"replay's best f reaches {lo:.2f}..{max(shares) if shares else float('nan'):.2f} of its best hybrid "
+          f"({sum(s >= 0.95 for s in shares)} of {len(shares)} points >= 0.95)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
