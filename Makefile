@@ -422,7 +422,7 @@ FUZZ_FLAGS   := -std=gnu17 -D_GNU_SOURCE -DFT_VERSION='"$(VERSION)"' -g -O1 -fsa
 FUZZ_REQUEST := tests/fuzz/fuzz_request.c daemon/request.c daemon/kinds.c daemon/config.c src/hw/gpu.c \
                 src/util/strutil.c src/util/fsutil.c src/util/jobargs.c src/hw/pci.c src/decode/compare.c \
                 src/decode/server.c src/util/proc.c src/util/timeutil.c src/moe/formats.c src/moe/models.c \
-                src/replay/verdict.c
+                src/replay/verdict.c daemon/kindarg.c daemon/jobflags.c $(JOBFLAGS_C)
 $(BUILD)/fuzz/fuzz_request: $(FUZZ_REQUEST) $(wildcard daemon/*.h src/util/*.h src/hw/*.h src/decode/*.h)
 	$(call say,FUZZ,$@)
 	@mkdir -p $(@D)

@@ -1,14 +1,14 @@
 /* jobflags: see jobflags.h. */
 #include "jobflags.h"
 
-#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MAX_KINDS 16
 
-static struct ftargs_spec *merged[MAX_KINDS];
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+/* each kind's table, made on first use; a thread that loses the race to store its copy frees it */
+static struct ftargs_spec *_Atomic merged[MAX_KINDS];
 
 const struct ftd_job_flag *ftd_job_flag_find(const char *command, const char *flag)
 {
@@ -46,17 +46,21 @@ static struct ftargs_spec *merge(const char *kind)
 	return m;
 }
 
-static void build(void)
-{
-	for (size_t i = 0; ftargs_kind_names[i] && i < MAX_KINDS; i++)
-		merged[i] = merge(ftargs_kind_names[i]);
-}
-
 const struct ftargs_spec *ftd_job_args(const char *kind)
 {
-	pthread_once(&once, build);
-	for (size_t i = 0; kind && ftargs_kind_names[i] && i < MAX_KINDS; i++)
-		if (!strcmp(ftargs_kind_names[i], kind))
-			return merged[i];
+	for (size_t i = 0; kind && ftargs_kind_names[i] && i < MAX_KINDS; i++) {
+		if (strcmp(ftargs_kind_names[i], kind))
+			continue;
+		struct ftargs_spec *m = atomic_load(&merged[i]), *none = NULL;
+		if (m)
+			return m;
+		if (!(m = merge(kind)))
+			return NULL;
+		if (!atomic_compare_exchange_strong(&merged[i], &none, m)) {
+			free(m);
+			return none;
+		}
+		return m;
+	}
 	return NULL;
 }

@@ -24,7 +24,7 @@ extern const struct ftd_job_flag ftd_job_flags[];
 /* The flag row of command for flag ("--pcie-iters"), or NULL. */
 const struct ftd_job_flag *ftd_job_flag_find(const char *command, const char *flag);
 /* kind's argument table (ftargs_kind_spec) with each row's bounds, choices and most items taken
- * from its flag's row; built once, then shared and never freed (thread-safe). NULL for a kind
- * without a table, or when the copy cannot be allocated. */
+ * from its flag's row; made on first use, then shared and never freed (thread-safe, lock-free).
+ * NULL for a kind without a table, or when the copy cannot be allocated. */
 const struct ftargs_spec *ftd_job_args(const char *kind);
 #endif

@@ -12,6 +12,7 @@
  * fuzz-srcs: daemon/request.c daemon/kinds.c daemon/config.c src/hw/gpu.c src/util/strutil.c src/util/fsutil.c src/util/jobargs.c src/hw/pci.c
  * fuzz-srcs: src/decode/compare.c src/decode/server.c src/util/proc.c src/util/timeutil.c
  * fuzz-srcs: src/moe/formats.c src/moe/models.c src/replay/verdict.c
+ * fuzz-srcs: daemon/kindarg.c daemon/jobflags.c @BUILD@/gen/job_flags.c
  * fuzz-libs: -ljansson -lm
  */
 #include <stdint.h>
