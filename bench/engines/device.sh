@@ -19,7 +19,9 @@
 #   bwk      ftbench bw --cpu-kernel "python3 XFER/engines/freetoken_cpu_moe.py" -> bw_engine.json
 #   server   the seed's server on a config-only model with its dummy weights, driven by
 #            ftbench decode (offload, hybrid; SERVER_COMPARE=moe-backend=offload,hybrid:
-#            decode --compare over SERVER_CYCLES) -> OUT/decode.jsonl (logs: server.log)
+#            decode --compare over SERVER_CYCLES) -> OUT/decode.jsonl (logs: server.log);
+#            SERVER_EXTRA: more words for the server's command line (end it with a blank), e.g.
+#            "--disable-moe-prefill-overlap " for a cache under 2 x E slots (the seed asserts it)
 #   keep     the built extensions and JIT caches -> OUT/cache.tar.gz (carry it next time)
 set -u
 X=$(cd "${1:?usage: device.sh XFER OUT STAGE...}" && pwd)
@@ -153,7 +155,7 @@ PYEOF
 	server)
 		log "server: model dir"
 		M=/tmp/ftmodel
-		$PY "$E/freetoken_model.py" "$M" --layers "${SERVER_LAYERS:-16}" || exit 1
+		$PY "$E/freetoken_model.py" "$M" --layers "${SERVER_LAYERS:-16}" --experts "${SERVER_EXPERTS:-128}" || exit 1
 		log "server: ftbench decode (offload, hybrid)"
 		# shellcheck disable=SC2086
 		if [ -n "${SERVER_COMPARE:-}" ]; then # decode --compare, e.g. moe-backend=offload,hybrid
@@ -163,7 +165,7 @@ PYEOF
 		fi
 		# shellcheck disable=SC2086
 		timeout "${SERVER_TIMEOUT:-300}" "${FTB[@]}" decode --model "$M" $ARMS \
-			--server-cmd "env -u LD_LIBRARY_PATH $PY -m freetoken.cli serve --model {model} --host {host} --port {port} --dummy-weight {flags}" \
+			--server-cmd "env -u LD_LIBRARY_PATH $PY -m freetoken.cli serve --model {model} --host {host} --port {port} --dummy-weight ${SERVER_EXTRA:-}{flags}" \
 			--cache "${SERVER_CACHE:-819}" --decode "${SERVER_DECODE:-128}" --server-timeout 240 \
 			--term-grace 10 --kill-grace 5 --log-dir "$OUT" --json "$OUT/decode.jsonl" ${SERVER_ARGS:-} \
 			>"$OUT/decode.txt" 2>&1

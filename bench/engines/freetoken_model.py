@@ -5,7 +5,7 @@
 generation_config.json, and a word-level tokenizer built here with the `tokenizers`
 package (no hub access: the device machine reaches nothing), with a chat template.
 
-usage: freetoken_model.py DIR [--layers 16] [--vocab 32000]
+usage: freetoken_model.py DIR [--layers 16] [--vocab 32000] [--experts 128] [--top-k 8]
 """
 
 from __future__ import annotations
@@ -20,13 +20,15 @@ def main(argv=None) -> int:
     p.add_argument("dir")
     p.add_argument("--layers", type=int, default=16)
     p.add_argument("--vocab", type=int, default=32000)
+    p.add_argument("--experts", type=int, default=128, help="routed experts per layer (Qwen3-30B-A3B: 128)")
+    p.add_argument("--top-k", type=int, default=8, help="experts per token (8)")
     a = p.parse_args(argv)
     os.makedirs(a.dir, exist_ok=True)
     specials = ["<unk>", "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]
     cfg = {
         "architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe",
         "hidden_size": 2048, "intermediate_size": 6144, "moe_intermediate_size": 768,
-        "num_experts": 128, "num_experts_per_tok": 8, "norm_topk_prob": True,
+        "num_experts": a.experts, "num_experts_per_tok": a.top_k, "norm_topk_prob": True,
         "num_hidden_layers": a.layers, "num_attention_heads": 32, "num_key_value_heads": 4,
         "head_dim": 128, "hidden_act": "silu", "max_position_embeddings": 40960,
         "max_window_layers": a.layers, "rms_norm_eps": 1e-6, "rope_scaling": None,

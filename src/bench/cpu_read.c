@@ -123,7 +123,8 @@ int ftcread_open(const struct ftcpu_info *ci, struct ftpool *pool, size_t bytes,
 	}
 	madvise(j->buf, bytes, MADV_HUGEPAGE);
 	const char *name;
-	int avx512 = (ci->isa & (FTCPU_AVX512F | FTCPU_AVX512BW)) == (FTCPU_AVX512F | FTCPU_AVX512BW);
+	const unsigned need512 = FTCPU_AVX512F | FTCPU_AVX512BW | FTCPU_AVX512VL | FTCPU_AVX512DQ; /* ISA_avx512 */
+	int avx512 = (ci->isa & need512) == need512;
 	if (avx512) {
 		j->loop = NULL;
 		name = ftcread_avx512_names[0];

@@ -68,21 +68,24 @@ static json_t *label_or_null(const struct ftdcmp_arm *arms, int i)
 json_t *ftdcmp_summary(const struct ftdecode_cfg *c, const struct ftcmp_plan *p, const struct ftdcmp_arm *arms,
 		       int narms, int cycles, double min_gap, const char *server_kind)
 {
-	struct ftcmp_fig tok[FTCMP_MAX_ARMS], ttft[FTCMP_MAX_ARMS];
-	int eligible[FTCMP_MAX_ARMS];
-	const char *labels[FTCMP_MAX_ARMS];
+	struct ftcmp_fig tok[FTCMP_MAX_ARMS] = {0}, ttft[FTCMP_MAX_ARMS] = {0};
+	int eligible[FTCMP_MAX_ARMS] = {0};
+	const char *labels[FTCMP_MAX_ARMS] = {0};
+	int stopped = 0;
 	if (narms > FTCMP_MAX_ARMS)
 		narms = FTCMP_MAX_ARMS;
 	for (int i = 0; i < narms; i++) {
 		tok[i] = fig_of(&arms[i], cycles, 0);
 		ttft[i] = fig_of(&arms[i], cycles, 1);
-		eligible[i] = !arms[i].failed_cycle && arms[i].cycles_ok > 0;
+		eligible[i] = (!arms[i].failed_cycle || arms[i].stopped) && arms[i].cycles_ok > 0;
+		stopped |= arms[i].stopped;
 		labels[i] = arms[i].arm.label;
 	}
 	int w, ru, tw, tru;
 	char why[600], twhy[600];
 	enum ftcmp_decision d = ftcmp_decide(tok, eligible, labels, narms, 1, min_gap, &w, &ru, why, sizeof why);
 	enum ftcmp_decision td = ftcmp_decide(ttft, eligible, labels, narms, 0, min_gap, &tw, &tru, twhy, sizeof twhy);
+	const char *pre = stopped ? "stopped before the last cycle, over the cycles measured: " : "";
 
 	char ts[32], host[256] = "";
 	fttime_wall_iso8601(ts, sizeof ts);
@@ -125,8 +128,9 @@ json_t *ftdcmp_summary(const struct ftdecode_cfg *c, const struct ftcmp_plan *p,
 		json_object_set_new(row, "ttft_cold_ms", fig_json(a, cycles, 2));
 		json_object_set_new(row, "failed_cycle", a->failed_cycle ? json_integer(a->failed_cycle) : json_null());
 		json_object_set_new(row, "error", a->failed_cycle ? json_string(a->error) : json_null());
+		json_object_set_new(row, "stopped", json_boolean(a->stopped));
 		json_array_append_new(ja, row);
-		if (a->failed_cycle)
+		if (a->failed_cycle && !a->stopped)
 			json_array_append_new(failed, json_string(a->arm.label));
 	}
 	json_object_set_new(j, "kind", json_string("decode_compare"));
@@ -148,10 +152,14 @@ json_t *ftdcmp_summary(const struct ftdecode_cfg *c, const struct ftcmp_plan *p,
 	json_object_set_new(j, "decision", json_string(ftcmp_decision_name(d)));
 	json_object_set_new(j, "best", label_or_null(arms, w));
 	json_object_set_new(j, "runner_up", label_or_null(arms, ru));
-	json_object_set_new(j, "reason", json_string(why));
+	char reason[700];
+	snprintf(reason, sizeof reason, "%s%s", pre, why);
+	json_object_set_new(j, "reason", json_string(reason));
 	json_object_set_new(j, "ttft_winner", td == FTCMP_WINNER ? label_or_null(arms, tw) : json_null());
 	json_object_set_new(j, "ttft_decision", json_string(ftcmp_decision_name(td)));
-	json_object_set_new(j, "ttft_reason", json_string(twhy));
+	snprintf(reason, sizeof reason, "%s%s", pre, twhy);
+	json_object_set_new(j, "ttft_reason", json_string(reason));
 	json_object_set_new(j, "failed", failed);
+	json_object_set_new(j, "stopped", json_boolean(stopped));
 	return j;
 }

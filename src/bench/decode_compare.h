@@ -5,7 +5,8 @@
  * request, stop: ftdecode_run); cycle c runs the arms in turn starting at arm c mod n, so that no
  * arm always goes first or last. An arm that fails in a cycle (its server does not start, dies, a
  * request fails) is not run in later cycles: its error is the arm's, its earlier cycles' figures
- * stay, and it is not a candidate for winner. Per arm: decode tok/s, warm TTFT (the measured
+ * stay, and it is not a candidate for winner, unless the run was stopped (a signal: `stopped`):
+ * then every arm is judged over the cycles it measured before the stop. Per arm: decode tok/s, warm TTFT (the measured
  * request's) and cold TTFT (the first request's) as median, min and max over its measured cycles;
  * the winner on tok/s (higher) and on TTFT (lower) by ftcmp_decide. */
 #ifndef FT_BENCH_DECODE_COMPARE_H
@@ -24,6 +25,8 @@ struct ftdcmp_arm {
 	double tok_s[FTDCMP_MAX_CYCLES], ttft_ms[FTDCMP_MAX_CYCLES], ttft_cold_ms[FTDCMP_MAX_CYCLES];
 	int ok[FTDCMP_MAX_CYCLES]; /* per cycle: 1 measured, 0 failed or not run */
 	int failed_cycle;   /* 1-based; 0 when no cycle failed */
+	int stopped;        /* it failed only because the run was stopped (a signal): its measured
+			     * cycles still count for the decision */
 	char error[1600];   /* that cycle's error */
 };
 

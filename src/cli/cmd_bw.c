@@ -532,8 +532,7 @@ static const struct ftflag flag_rows[] = {
 		 "(docs/CPU_KERNEL_PROBE.md). Its figure goes into the seed-read fields (cpu_moe_gbs, the overlap pair "
 		 "by our contention, ratio, recommended); ours stay beside them (cpu_moe_gbs_ftbench, ...). Any probe "
 		 "error: no profile written. bench/engines/freetoken_cpu_moe.py is the seed engine's driver"},
-	{"cpu-kernel-timeout", FTF_DOUBLE, O(cpu_kernel_timeout), .meta = "S", .lo = 0.1, .hi = 86400, .unit = "s",
-	 .def = "300", .help = "--cpu-kernel: the limit per format (then SIGTERM, SIGKILL to its group)"},
+	FTF_CPU_KERNEL_TIMEOUT_ROW(struct bw_opts, cpu_kernel_timeout),
 	FTF_JSON_ROW(struct bw_opts, ofmt, "print the profile on stdout instead of the summary"),
 	FTF_FORMAT_ROW(struct bw_opts, ofmt,
 		       "table (the summary), json (as --json), csv or md: one row per GPU, workload and format "

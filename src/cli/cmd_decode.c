@@ -303,6 +303,7 @@ static int run_compare(const struct ftdecode_cfg *base, const struct ftcmp_plan 
 				continue;
 			if (cancel_flag) {
 				arm->failed_cycle = cy + 1;
+				arm->stopped = 1;
 				snprintf(arm->error, sizeof arm->error, "not run: cancelled by signal %d", (int)cancel_flag);
 				continue;
 			}
@@ -327,6 +328,8 @@ static int run_compare(const struct ftdecode_cfg *base, const struct ftcmp_plan 
 			ftsrv_free_argv(set);
 			ftsrv_free_argv(unset);
 			ftdcmp_record(arm, cy, res);
+			if (!res->ok && cancel_flag) /* its failure is the stop's */
+				arm->stopped = 1;
 			if (res->server_kind[0] && !server_kind[0])
 				snprintf(server_kind, sizeof server_kind, "%s", res->server_kind);
 			if (!res->ok)
@@ -358,6 +361,11 @@ static int run_compare(const struct ftdecode_cfg *base, const struct ftcmp_plan 
 	else if (fmt != FTCLI_FMT_JSON)
 		print_compare_rows(fmt, sum);
 	json_t *failed = json_object_get(sum, "failed");
+	if (cancel_flag) {
+		ftcli_error("stopped by signal %d before the last cycle: the decision is over the cycles measured",
+			    (int)cancel_flag);
+		rc = FTCLI_EXIT_FAIL;
+	}
 	if (json_array_size(failed)) {
 		char names[1024] = "";
 		size_t l = 0, i;

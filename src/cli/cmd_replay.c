@@ -87,8 +87,7 @@ static const struct ftflag rows[] = {
 		 "(measure \"layer_step\", docs/CPU_KERNEL_PROBE.md); the hybrid modes then hold each layer-step's CPU "
 		 "result until the engine's time for its routes (our executor still does the work). Batch 1. Any probe "
 		 "error fails the run. bench/engines/freetoken_cpu_moe.py is the seed engine's driver"},
-	{"cpu-kernel-timeout", FTF_DOUBLE, O(cpu_kernel_timeout), .meta = "S", .lo = 0.1, .hi = 86400, .unit = "s",
-	 .def = "300", .help = "--cpu-kernel: the limit per format (then SIGTERM, SIGKILL to its group)"},
+	FTF_CPU_KERNEL_TIMEOUT_ROW(struct rp_opts, cpu_kernel_timeout),
 	{"no-store", FTF_BOOL, O(nostore), .help = "do not add the replay blocks to the GPU's stored profile"},
 	FTF_JSON_ROW(struct rp_opts, ofmt, "the result as JSON on stdout"),
 	FTF_FORMAT_ROW(struct rp_opts, ofmt, "table (default), json, csv or md (csv, md: one row per point and mode)"),

@@ -126,6 +126,10 @@ int ftflags_tune(const struct ftflag *f, const char *arg, void *opts);
 #define FTF_FORMAT_ROW(T, m, h)                                                                      \
 	{"output-format", FTF_ENUM, FTF_FIELD(T, m), .meta = "F", .choices = "table|json|csv|md",    \
 	 .def = "table", .help = h}
+/* --cpu-kernel-timeout of the commands that run an engine's probe (docs/CPU_KERNEL_PROBE.md) */
+#define FTF_CPU_KERNEL_TIMEOUT_ROW(T, m)                                                             \
+	{"cpu-kernel-timeout", FTF_DOUBLE, FTF_FIELD(T, m), .meta = "S", .lo = 0.1, .hi = 86400, .unit = "s", \
+	 .def = "300", .help = "--cpu-kernel: the limit per format (then SIGTERM, SIGKILL to its group)"}
 #define FTF_RESULT_FD_ROW                                                                            \
 	{"result-fd", FTF_CALL, .meta = "N", .set = ftflags_result_fd,                               \
 	 .help = "worker mode: the protocol's JSON lines (progress, result, error) on fd N (ftbenchd)"}

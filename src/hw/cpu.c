@@ -15,7 +15,7 @@ static const struct { unsigned bit; const char *name; } isa_names[] = {
 	{FTCPU_AVX512F, "avx512f"}, {FTCPU_AVX512BW, "avx512bw"}, {FTCPU_AVX512VL, "avx512vl"},
 	{FTCPU_AVX512_BF16, "avx512_bf16"}, {FTCPU_AVX512_VNNI, "avx512_vnni"},
 	{FTCPU_AVX_VNNI, "avx_vnni"}, {FTCPU_AMX_TILE, "amx_tile"}, {FTCPU_AMX_BF16, "amx_bf16"},
-	{FTCPU_AMX_INT8, "amx_int8"},
+	{FTCPU_AMX_INT8, "amx_int8"}, {FTCPU_AVX512DQ, "avx512dq"},
 };
 
 static unsigned long long xgetbv0(void)
@@ -45,6 +45,8 @@ static unsigned probe_isa(void)
 		isa |= FTCPU_AVX2;
 	if (zmm && (b >> 16) & 1)
 		isa |= FTCPU_AVX512F;
+	if (zmm && (b >> 17) & 1)
+		isa |= FTCPU_AVX512DQ;
 	if (zmm && (b >> 30) & 1)
 		isa |= FTCPU_AVX512BW;
 	if (zmm && (b >> 31) & 1)

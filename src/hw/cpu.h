@@ -19,6 +19,7 @@ enum {
 	FTCPU_AMX_TILE    = 1u << 9,
 	FTCPU_AMX_BF16    = 1u << 10,
 	FTCPU_AMX_INT8    = 1u << 11,
+	FTCPU_AVX512DQ    = 1u << 12, /* the avx512 objects are built with -mavx512dq */
 };
 
 struct ftcpu_info {

@@ -41,9 +41,8 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Run ftbench decode with args (NULL-terminated) plus --json FILE; return the exit status and
- * the rows (new array). stdout+stderr go to tmpdir/out.txt. */
-static int run_decode_v(json_t **rows, double *wall, const char *const *args)
+/* Start `ftbench decode --json TMP/rows.jsonl ... ARGS` with its output in TMP/out.txt. */
+static pid_t start_decode(const char *const *args)
 {
 	char json[PATH_MAX + 16], out[PATH_MAX + 16];
 	snprintf(json, sizeof json, "%s/rows.jsonl", tmpdir);
@@ -54,21 +53,39 @@ static int run_decode_v(json_t **rows, double *wall, const char *const *args)
 	for (const char *const *a = args; *a && n < 62; a++)
 		argv[n++] = *a;
 	argv[n] = NULL;
-	double t0 = now();
-	int rc = child_run(argv, &(struct child_io){.out = out, .err = CHILD_SAME_AS_OUT});
-	if (wall)
-		*wall = now() - t0;
-	*rows = json_array();
+	return child_start(argv, &(struct child_io){.out = out, .err = CHILD_SAME_AS_OUT});
+}
+
+/* The rows of TMP/rows.jsonl so far (a new array). */
+static json_t *decode_rows(void)
+{
+	char json[PATH_MAX + 16];
+	snprintf(json, sizeof json, "%s/rows.jsonl", tmpdir);
+	json_t *rows = json_array();
 	FILE *f = fopen(json, "r");
 	char line[1 << 16];
 	while (f && fgets(line, sizeof line, f)) {
 		json_error_t je;
 		json_t *j = json_loads(line, 0, &je);
 		assert_non_null(j);
-		json_array_append_new(*rows, j);
+		json_array_append_new(rows, j);
 	}
 	if (f)
 		fclose(f);
+	return rows;
+}
+
+/* Run ftbench decode with args (NULL-terminated) plus --json FILE; return the exit status and
+ * the rows (new array). stdout+stderr go to tmpdir/out.txt. */
+static int run_decode_v(json_t **rows, double *wall, const char *const *args)
+{
+	double t0 = now();
+	pid_t pid = start_decode(args);
+	assert_true(pid > 0);
+	int rc = child_wait(pid);
+	if (wall)
+		*wall = now() - t0;
+	*rows = decode_rows();
 	return rc;
 }
 
@@ -1078,6 +1095,46 @@ static void test_compare_dies_mid_cycle(void **st)
 	json_decref(rows);
 }
 
+/* Stopped by a signal after two cycles (the run's wall clock was up): each arm is judged over the
+ * cycles it measured; the arms are "stopped", not failed; exit 1 with the reason. */
+static void test_compare_stopped_by_signal(void **st)
+{
+	char extra[2 * PATH_MAX];
+	/* offload streams twice as fast; the first server of cycle 3 loads for 30 s */
+	snprintf(extra, sizeof extra, "--rate 400 --rate-when moe-backend=hybrid:200 --count-file %s/starts3 "
+		 "--fault-start 5 --slow-start 30", tmpdir);
+	const char *args[] = {"--model", "/models/m", "--tokens", "32", "--compare", "moe-backend=offload,hybrid",
+			      "--server-cmd", srv(0, extra), NULL};
+	double t0 = now();
+	pid_t pid = start_decode(args);
+	/* four rows (two cycles of two arms), then SIGTERM while cycle 3's first server loads */
+	for (;;) {
+		json_t *r = decode_rows();
+		size_t n = json_array_size(r);
+		json_decref(r);
+		if (n >= 4 || now() - t0 > 60)
+			break;
+		usleep(50000);
+	}
+	usleep(300000);
+	assert_int_equal(child_stop(pid), 1); /* SIGTERM: it decides over what it measured, exit 1 */
+	assert_true(now() - t0 < 40);
+	json_t *rows = decode_rows();
+	json_t *sum = compare_summary(rows);
+	json_t *hyb = compare_arm(sum, "moe-backend=hybrid"), *off = compare_arm(sum, "moe-backend=offload");
+	assert_int_equal(json_integer_value(json_object_get(off, "cycles_ok")), 2);
+	assert_int_equal(json_integer_value(json_object_get(hyb, "cycles_ok")), 2);
+	assert_true(json_is_true(json_object_get(off, "stopped")) && json_is_true(json_object_get(hyb, "stopped")));
+	assert_true(json_is_true(json_object_get(sum, "stopped")));
+	assert_int_equal(json_array_size(json_object_get(sum, "failed")), 0);
+	/* decided over two cycles each: offload, ranges apart */
+	assert_string_equal(str(sum, "decision"), "winner");
+	assert_string_equal(str(sum, "winner"), "moe-backend=offload");
+	assert_non_null(strstr(str(sum, "reason"), "stopped before the last cycle"));
+	assert_non_null(strstr(last_output(), "stopped by signal 15"));
+	json_decref(rows);
+}
+
 static void test_compare_llamacpp_keys(void **st)
 {
 	char args[PATH_MAX + 32], extra[3 * PATH_MAX];
@@ -1231,6 +1288,7 @@ int main(void)
 		cmocka_unit_test(test_compare_winner_and_failing_arm),
 		cmocka_unit_test(test_compare_tie_env_and_formats),
 		cmocka_unit_test(test_compare_dies_mid_cycle),
+		cmocka_unit_test(test_compare_stopped_by_signal),
 		cmocka_unit_test(test_compare_llamacpp_keys),
 		cmocka_unit_test(test_compare_usage_errors),
 	};

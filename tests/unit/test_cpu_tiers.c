@@ -20,10 +20,9 @@
 #include "moe/cpu/kern.h"
 #include "moe/formats.h"
 
-#define NBITS 12
+#define NBITS 13
 
-/* gcc -m flags -> FTCPU bits. avx512dq: no FTCPU bit (every CPU with AVX512BW and VL has it,
- * Skylake-SP onward); mapped to AVX512F so the flag is known, see bench/RESULTS.md. */
+/* gcc -m flags -> FTCPU bits (each flag an object is built with must be a bit its tier needs). */
 static const struct {
 	const char *flag;
 	unsigned bit;
@@ -31,7 +30,7 @@ static const struct {
 	{"avx2", FTCPU_AVX2},           {"fma", FTCPU_FMA},
 	{"f16c", FTCPU_F16C},           {"avx512f", FTCPU_AVX512F},
 	{"avx512bw", FTCPU_AVX512BW},   {"avx512vl", FTCPU_AVX512VL},
-	{"avx512dq", FTCPU_AVX512F},    {"avx512bf16", FTCPU_AVX512_BF16},
+	{"avx512dq", FTCPU_AVX512DQ},    {"avx512bf16", FTCPU_AVX512_BF16},
 	{"avx512vnni", FTCPU_AVX512_VNNI}, {"amx-tile", FTCPU_AMX_TILE},
 	{"amx-bf16", FTCPU_AMX_BF16},   {"amx-int8", FTCPU_AMX_INT8},
 };
