@@ -1,0 +1,81 @@
+#!/bin/sh
+# The engine harness's GPU-free parts (bench/engines), against ftbench itself: a routing trace
+# written by `ftbench replay --save-trace` passes routing.py's checks and one written by
+# routing.py replays in `ftbench replay --trace` (the test build's cost model) with its reuse;
+# routing.py's errors; compare_replay.py's table and counts on a replay and an engine run made
+# to disagree at known points. Prints TAP.
+set -u
+B=${BUILD:-build}
+FTH="$(pwd)/$B/tests/integration/ftbench_hooks" # the test build: fake GPUs (cli.h)
+E="$(pwd)/bench/engines"
+T=$(mktemp -d /tmp/ft-engines-XXXXXX)
+trap 'rm -rf "$T"' EXIT INT TERM
+export XDG_CACHE_HOME="$T/cache" FREETOKEN_BENCHBW_SYSDIR="$T/sys" CUDA_VISIBLE_DEVICES= FTBENCH_TEST_FAKE_GPUS=1
+unset FREETOKEN_BENCHBW_PATH FREETOKEN_BENCH_PROGRESS
+n=0
+check() { desc=$1; shift; n=$((n + 1)); if "$@" >"$T/out" 2>&1; then echo "ok $n - $desc"; else echo "not ok $n - $desc"; sed 's/^/#   /' "$T/out" | head -n 20; fi; }
+jget() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
+
+SMALL="--format bf16 --layers 4 --steps 8 --warmup 16 --fractions 0,0.5,1 --no-caps --no-store"
+"$FTH" replay $SMALL --workloads uniform,reuse:0.85 --cache 0.4,0.7 --save-trace "$T/t.json" --json \
+	>"$T/replay.json" 2>"$T/err"
+check "ftbench's saved traces pass routing.py --check" sh -c \
+	"python3 '$E/routing.py' --check '$T/t-uniform.json' && python3 '$E/routing.py' --check '$T/t-reuse-0.85.json'"
+python3 "$E/routing.py" --check "$T/t-reuse-0.85.json" >"$T/shape" 2>&1
+check "routing.py reads ftbench's shape and reuse (4 layers, top-8, reuse near 0.85)" \
+	python3 -c "import json; d=json.load(open('$T/shape')); assert (d['layers'], d['top_k'], d['batch']) == (4, 8, 1) and abs(d['reuse'] - 0.85) < 0.05, d"
+python3 "$E/routing.py" --workload reuse:0.6 --layers 4 --steps 40 --seed 3 >"$T/r.json"
+"$FTH" replay $SMALL --trace "$T/r.json" --cache 0.4 --json >"$T/tr.json" 2>"$T/err"; rc=$?
+check "a routing.py trace replays in ftbench (exit 0)" [ "$rc" -eq 0 ]
+check "ftbench measures the reuse routing.py generated" \
+	python3 -c "import json; p=json.load(open('$T/tr.json'))['replay']['bf16']['points'][0]; assert abs(p['reuse_measured'] - 0.6) < 0.08, p['reuse_measured']"
+python3 "$E/routing.py" --workload zipf:1.2 --layers 2 --steps 5 --seed 9 >"$T/z9a"
+python3 "$E/routing.py" --workload zipf:1.2 --layers 2 --steps 5 --seed 9 >"$T/z9b"
+python3 "$E/routing.py" --workload zipf:1.2 --layers 2 --steps 5 --seed 10 >"$T/z10"
+check "routing.py is deterministic per seed (and the seed matters)" sh -c "cmp -s '$T/z9a' '$T/z9b' && ! cmp -s '$T/z9a' '$T/z10'"
+printf '{"format":"ftbench-routing-trace","version":1,"layers":2,"experts":8,"top_k":2,"batch":1,"steps":[[[1,9],[0,1]]]}' >"$T/bad.json"
+check "routing.py --check: an id out of range is named, exit 2" sh -c \
+	"python3 '$E/routing.py' --check '$T/bad.json' 2>'$T/e'; [ \$? -eq 2 ] && grep -q 'id 9 is not in \[0, 8)' '$T/e'"
+
+# compare_replay.py: an engine run made from the replay's own points, winners turned at two
+python3 - "$T/replay.json" "$T/moe.json" <<'PY'
+import json, sys
+rep = json.load(open(sys.argv[1]))
+pts = []
+for fmt, blk in rep["replay"].items():
+    for i, p in enumerate(blk["points"]):
+        arms = []
+        for m in p["modes"]:
+            ms = m["ms_step"]["median"]
+            if m["mode"] == "offload":
+                arms.append({"mode": "offload", "ms_per_step": {"median": ms}})
+            elif m["mode"] == "hybrid_fraction":
+                # the engine's hybrid twice as slow at f 0.5: its best f is another one
+                k = 2.0 if m["fetch_fraction"] == 0.5 else 1.0
+                arms.append({"mode": "hybrid", "fetch_fraction": m["fetch_fraction"], "ms_per_step": {"median": ms * k}})
+        winner = p["winner"] if i % 2 == 0 else {"hybrid": "offload", "offload": "hybrid", "tie": "tie"}[p["winner"]]
+        name = "t-" + p["workload"].replace(" ", "-") + ".json"
+        pts.append({"format": fmt, "workload": name, "cache_fraction": p["cache_fraction"], "arms": arms,
+                    "winner": winner, "best_fetch_fraction": None, "hybrid_over_offload": 1.0})
+json.dump({"format": "ftbench-engine-moe", "version": 1, "points": pts}, open(sys.argv[2], "w"))
+PY
+python3 "$E/compare_replay.py" "$T/replay.json" "$T/moe.json" >"$T/cmp.md" 2>"$T/err"; rc=$?
+check "compare_replay.py: exit 0, a row per point" sh -c "[ $rc -eq 0 ] && [ \$(grep -c '^| bf16 |' '$T/cmp.md') -eq 4 ]"
+named=$(jget "$T/moe.json" 'sum(p["winner"] != "tie" for p in d["points"])')
+agree=$(python3 -c "
+import json
+r = json.load(open('$T/replay.json'))['replay']['bf16']['points']; e = json.load(open('$T/moe.json'))['points']
+print(sum(a['winner'] == b['winner'] for a, b in zip(r, e) if b['winner'] != 'tie'))")
+check "compare_replay.py counts the agreeing points ($agree of $named)" grep -q "winner agrees at $agree of $named points" "$T/cmp.md"
+check "compare_replay.py: the engine at the replay's best f, as a share of its best hybrid" \
+	python3 - "$T/cmp.md" "$T/replay.json" "$T/moe.json" <<'PY'
+import json, sys
+rows = [l.split("|")[1:-1] for l in open(sys.argv[1]) if l.startswith("| bf16 |")]
+rep = json.load(open(sys.argv[2]))["replay"]["bf16"]["points"]
+eng = json.load(open(sys.argv[3]))["points"]
+for row, p, e in zip(rows, rep, eng):
+    hyb = {a["fetch_fraction"]: a["ms_per_step"]["median"] for a in e["arms"] if a["mode"] == "hybrid"}
+    want = min(hyb.values()) / hyb[min(hyb, key=lambda f: abs(f - p["best_fetch_fraction"]))]
+    assert abs(float(row[-1]) - want) < 0.006, (row[-1], want)
+PY
+echo "1..$n"
