@@ -37,7 +37,6 @@ EXCUSED = {
     # device code to another unit changes what nvcc inlines, so a split waits for an H200 A/B.
     "kernels/slot_cache.cu": "one nvcc unit (ensure kernels, their helpers, launchers); a split needs an H200 A/B (bench/ab.py)",
     "kernels/expert_gemv.cu": "one nvcc unit (GEMV kernels per format, their launchers); a split needs an H200 A/B (bench/ab.py)",
-    "src/cli/cmd_replay.c:replay_cmd": "changing with src/replay now; split along the steps it keeps after that",
 }
 
 SRC_EXT = (".c", ".h", ".cu", ".cuh")
