@@ -11,6 +11,7 @@
 #include "bench/cpu_probe.h"
 #include "cli/cli.h"
 #include "cli/flags.h"
+#include "cli/table.h"
 #include "ftprofile.h"
 #include "hw/cpu.h"
 #include "moe/models.h"
@@ -155,44 +156,80 @@ static int layers_model_of(const struct ftmodel *m)
 	return 48;
 }
 
-static const char *cell(char *b, size_t n, const json_t *v, const char *f)
+/* A mode of a point, described once: the human table's mode lines and the csv/md rows (one per
+ * point and mode, the point's fields repeated) print from these columns. */
+static const struct ftcol mode_cols[] = {
+	{"format", NULL},
+	{"cache_fraction", NULL, .fmt = "%g"},
+	{"workload", NULL},
+	{"reuse", NULL, .fmt = "%g"},
+	{"skew", NULL, .fmt = "%g"},
+	{"mode", "mode", .width = -16},
+	{"fetch_fraction", "f/cap", .width = 6, .fmt = "%.3g", .csv_fmt = "%g"},
+	{"cap", NULL, .fmt = "%g"},
+	{"ms_median", "ms/step", "ms", 9, "%.2f", "%.3f"},
+	{"ms_p10", "p10-p90", "ms", 17, "%.2f", "%.3f"},
+	{"ms_p90", NULL, "ms", .fmt = "%.3f"},
+	{"tok_s", "tok/s", NULL, 9, "%.1f", "%.2f"},
+	{"miss_rate", "miss", NULL, 6, "%.3f", "%.4f"},
+	{"fetched_per_layer", "fetch/l", NULL, 7, "%.2f", "%.3f"},
+	{"cpu_per_layer", "cpu/l", NULL, 6, "%.2f", "%.3f"},
+	{"winner", NULL},
+	{"speedup", NULL, .fmt = "%.3f"},
+	{"best_fetch_fraction", NULL, .fmt = "%g"},
+};
+
+/* The cells of mode m of point pt of format fmt; fc and pr hold the human table's f/cap and
+ * p10-p90 texts. */
+static void mode_cells(const char *fmt, const json_t *pt, const json_t *m, struct ftcell *c, char *fc, size_t fcn,
+		       char *pr, size_t prn)
 {
-	return ftcli_cell(b, n, v, f);
+	const json_t *ms = json_object_get(m, "ms_step"), *f = json_object_get(m, "fetch_fraction"),
+		     *k = json_object_get(m, "cap");
+	snprintf(fc, fcn, "-");
+	if (json_is_number(f))
+		snprintf(fc, fcn, "%.3g", json_number_value(f));
+	else if (json_is_integer(k))
+		snprintf(fc, fcn, "K=%lld", json_integer_value(k));
+	snprintf(pr, prn, "%.2f-%.2f", json_number_value(json_object_get(ms, "p10")),
+		 json_number_value(json_object_get(ms, "p90")));
+	struct ftcell ff = ftcell_json(f), p10 = ftcell_json(json_object_get(ms, "p10"));
+	ff.h = fc;
+	p10.h = pr;
+	struct ftcell v[] = {FTCELL_S(fmt), ftcell_json(json_object_get(pt, "cache_fraction")),
+			     ftcell_json(json_object_get(pt, "workload")), ftcell_json(json_object_get(pt, "reuse")),
+			     ftcell_json(json_object_get(pt, "skew")), ftcell_json(json_object_get(m, "mode")), ff,
+			     ftcell_json(k), ftcell_json(json_object_get(ms, "median")), p10,
+			     ftcell_json(json_object_get(ms, "p90")), ftcell_json(json_object_get(m, "tok_s")),
+			     ftcell_json(json_object_get(m, "miss_rate")), ftcell_json(json_object_get(m, "fetched_per_layer")),
+			     ftcell_json(json_object_get(m, "cpu_per_layer")), ftcell_json(json_object_get(pt, "winner")),
+			     ftcell_json(json_object_get(pt, "speedup")), ftcell_json(json_object_get(pt, "best_fetch_fraction"))};
+	memcpy(c, v, sizeof v);
+}
+
+/* The modes of point pt as rows of t. */
+static void mode_rows(const struct fttable *t, const char *fmt, const json_t *pt)
+{
+	size_t j;
+	const json_t *m;
+	json_array_foreach(json_object_get(pt, "modes"), j, m) {
+		struct ftcell c[FTCOL_COUNT(mode_cols)];
+		char fc[16], pr[48];
+		mode_cells(fmt, pt, m, c, fc, sizeof fc, pr, sizeof pr);
+		fttable_row(t, c);
+	}
 }
 
 static void print_rows(enum ftcli_format f, const json_t *replay)
 {
-	static const char *const head[] = {"format", "cache_fraction", "workload", "reuse", "skew", "mode", "fetch_fraction",
-					   "cap", "ms_median", "ms_p10", "ms_p90", "tok_s", "miss_rate",
-					   "fetched_per_layer", "cpu_per_layer", "winner", "speedup", "best_fetch_fraction"};
-	const int nh = (int)(sizeof head / sizeof *head);
-	ftcli_print_row(f, head, nh, 1);
+	struct fttable t = {mode_cols, FTCOL_COUNT(mode_cols), f};
+	fttable_head(&t);
 	const char *fmt;
-	const json_t *blk;
-	json_object_foreach((json_t *)replay, fmt, blk) {
-		size_t i, j;
-		const json_t *pt, *m;
-		json_array_foreach(json_object_get(blk, "points"), i, pt) {
-			json_array_foreach(json_object_get(pt, "modes"), j, m) {
-				char b[18][40];
-				const json_t *ms = json_object_get(m, "ms_step");
-				const char *row[] = {
-					fmt, cell(b[1], 40, json_object_get(pt, "cache_fraction"), "%g"),
-					json_string_value(json_object_get(pt, "workload")) ?: "",
-					cell(b[3], 40, json_object_get(pt, "reuse"), "%g"), cell(b[4], 40, json_object_get(pt, "skew"), "%g"),
-					json_string_value(json_object_get(m, "mode")),
-					cell(b[6], 40, json_object_get(m, "fetch_fraction"), "%g"), cell(b[7], 40, json_object_get(m, "cap"), "%g"),
-					cell(b[8], 40, json_object_get(ms, "median"), "%.3f"), cell(b[9], 40, json_object_get(ms, "p10"), "%.3f"),
-					cell(b[10], 40, json_object_get(ms, "p90"), "%.3f"), cell(b[11], 40, json_object_get(m, "tok_s"), "%.2f"),
-					cell(b[12], 40, json_object_get(m, "miss_rate"), "%.4f"),
-					cell(b[13], 40, json_object_get(m, "fetched_per_layer"), "%.3f"),
-					cell(b[14], 40, json_object_get(m, "cpu_per_layer"), "%.3f"),
-					json_string_value(json_object_get(pt, "winner")), cell(b[16], 40, json_object_get(pt, "speedup"), "%.3f"),
-					cell(b[17], 40, json_object_get(pt, "best_fetch_fraction"), "%g")};
-				ftcli_print_row(f, row, nh, 0);
-			}
-		}
-	}
+	const json_t *blk, *pt;
+	size_t i;
+	json_object_foreach((json_t *)replay, fmt, blk)
+		json_array_foreach(json_object_get(blk, "points"), i, pt)
+			mode_rows(&t, fmt, pt);
 }
 
 static void print_table(const json_t *replay)
@@ -219,26 +256,9 @@ static void print_table(const json_t *replay)
 			       json_integer_value(json_object_get(pt, "slots")), json_number_value(json_object_get(pt, "cache_gib")),
 			       json_string_value(json_object_get(pt, "workload")),
 			       json_number_value(json_object_get(pt, "reuse_measured")));
-			printf("    %-16s %6s %9s %17s %9s %6s %7s %6s\n", "mode", "f/cap", "ms/step", "p10-p90", "tok/s", "miss",
-			       "fetch/l", "cpu/l");
-			json_array_foreach(json_object_get(pt, "modes"), j, md) {
-				const json_t *ms = json_object_get(md, "ms_step"), *f = json_object_get(md, "fetch_fraction"),
-					     *k = json_object_get(md, "cap");
-				char fc[16] = "-";
-				if (json_is_number(f))
-					snprintf(fc, sizeof fc, "%.3g", json_number_value(f));
-				else if (json_is_integer(k))
-					snprintf(fc, sizeof fc, "K=%lld", json_integer_value(k));
-				char pr[32];
-				snprintf(pr, sizeof pr, "%.2f-%.2f", json_number_value(json_object_get(ms, "p10")),
-					 json_number_value(json_object_get(ms, "p90")));
-				printf("    %-16s %6s %9.2f %17s %9.1f %6.3f %7.2f %6.2f\n", json_string_value(json_object_get(md, "mode")), fc,
-				       json_number_value(json_object_get(ms, "median")), pr,
-				       json_number_value(json_object_get(md, "tok_s")),
-				       json_number_value(json_object_get(md, "miss_rate")),
-				       json_number_value(json_object_get(md, "fetched_per_layer")),
-				       json_number_value(json_object_get(md, "cpu_per_layer")));
-			}
+			struct fttable t = {mode_cols, FTCOL_COUNT(mode_cols), FTCLI_FMT_TABLE, .indent = "    "};
+			fttable_head(&t);
+			mode_rows(&t, fmt, pt);
 			const json_t *bf = json_object_get(pt, "best_fetch_fraction"), *ag = json_object_get(pt, "agrees");
 			printf("    winner %s (hybrid/offload %.2fx), best f %s", json_string_value(json_object_get(pt, "winner")),
 			       json_number_value(json_object_get(pt, "speedup")), json_is_number(bf) ? "" : "-");
