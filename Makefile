@@ -104,6 +104,10 @@ DAEMON_OBJS  := $(call obj,$(filter-out daemon/main.c,$(DAEMON_SRCS)))
 # GET /openapi.json: api/openapi.yaml as JSON, compiled into the daemon.
 OPENAPI_C    := $(BUILD)/gen/openapi_json.c
 DAEMON_OBJS  += $(call obj,$(OPENAPI_C))
+# The job arguments' bounds, choices and most items: the worker's flag rows (`ftbench flags`),
+# compiled into the daemon (daemon/jobflags.h).
+JOBFLAGS_C   := $(BUILD)/gen/job_flags.c
+DAEMON_OBJS  += $(call obj,$(JOBFLAGS_C))
 
 LIBFTBENCH   := $(BUILD)/lib/libftbench.a
 LIBFTBENCHD  := $(BUILD)/lib/libftbenchd.a
@@ -178,6 +182,11 @@ $(OPENAPI_C): api/openapi.yaml $(wildcard api/schemas/*.json) scripts/gen-openap
 	@mkdir -p $(@D)
 	$(Q)python3 scripts/gen-openapi-json.py api/openapi.yaml >$@.tmp && mv $@.tmp $@
 
+$(JOBFLAGS_C): $(FTBENCH) scripts/gen-job-flags.py
+	$(call say,GEN,$@)
+	@mkdir -p $(@D)
+	$(Q)python3 scripts/gen-job-flags.py $(FTBENCH) >$@.tmp && mv $@.tmp $@
+
 $(BUILD)/obj/%_avx2.o:       XFLAGS = $(ISA_avx2)
 $(BUILD)/obj/%_avx512.o:     XFLAGS = $(ISA_avx512)
 $(BUILD)/obj/%_avx512bf16.o: XFLAGS = $(ISA_avx512bf16)
@@ -229,9 +238,10 @@ $(PROF_PC): src/profile/ftprofile.pc.in Makefile
 		-e 's|@INCLUDEDIR@|$${prefix}/include|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 
 # Tests: one binary per file, linked against everything (cmocka for assertions).
-# TEST_OBJS: helpers every test program links through TEST_LIBS (tests/unit/tmpdir.[ch]: the scratch
-# directory), so a test's own link rule needs nothing more than TEST_LIBS.
-TEST_OBJS = $(BUILD)/obj/tests/unit/tmpdir.o
+# TEST_OBJS: helpers every test program links through TEST_LIBS (tests/lib/tmpdir.[ch]: the scratch
+# directory; tests/lib/child.[ch]: child processes), so a test's own link rule needs nothing more
+# than TEST_LIBS.
+TEST_OBJS = $(BUILD)/obj/tests/lib/tmpdir.o $(BUILD)/obj/tests/lib/child.o
 TEST_LIBS = $(TEST_OBJS) $(LIBFTBENCH) $(LIBS) $(CUDA_LIBS) -lcmocka
 $(UNIT_BINS) $(INTEG_BINS) $(GPU_BINS) $(FIXTURE_BINS): $(TEST_OBJS)
 $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIBFTBENCH)
@@ -240,8 +250,10 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIBFTBENCH)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter-out $(TEST_OBJS),$(filter %.o,$^)) $(TEST_LIBS) \
 		$(if $(findstring integration,$@),-lmicrohttpd -lsystemd)
 
-# the bw tests' shared fake measurements (tests/unit/bw_fake.[ch])
-$(BUILD)/tests/unit/test_bw $(BUILD)/tests/unit/test_bw_host: $(BUILD)/obj/tests/unit/bw_fake.o
+# the bw tests' shared fake measurements (tests/unit/bw_fake.[ch]), and bw's summary (src/cli is
+# outside libftbench: its printer, the table and the output it writes through)
+$(BUILD)/tests/unit/test_bw $(BUILD)/tests/unit/test_bw_host: $(BUILD)/obj/tests/unit/bw_fake.o \
+	$(call obj,src/cli/bw_print.c src/cli/table.c src/cli/output.c)
 
 # test_gpu_procs loads a stand-in for the driver's NVML (tests/fixtures/nvml/fake_nvml.c).
 FAKE_NVML := $(BUILD)/tests/fixtures/nvml/libnvidia-ml.so.1
@@ -412,7 +424,7 @@ FUZZ_FLAGS   := -std=gnu17 -D_GNU_SOURCE -DFT_VERSION='"$(VERSION)"' -g -O1 -fsa
 FUZZ_REQUEST := tests/fuzz/fuzz_request.c daemon/request.c daemon/kinds.c daemon/config.c src/hw/gpu.c \
                 src/util/strutil.c src/util/fsutil.c src/util/jobargs.c src/hw/pci.c src/decode/compare.c \
                 src/decode/server.c src/util/proc.c src/util/timeutil.c src/moe/formats.c src/moe/models.c \
-                src/replay/verdict.c
+                src/replay/verdict.c daemon/kindarg.c daemon/jobflags.c $(JOBFLAGS_C)
 $(BUILD)/fuzz/fuzz_request: $(FUZZ_REQUEST) $(wildcard daemon/*.h src/util/*.h src/hw/*.h src/decode/*.h)
 	$(call say,FUZZ,$@)
 	@mkdir -p $(@D)

@@ -89,15 +89,4 @@ int ftd_api_submit(const char *kind, json_t *args, long timeout_s, const char *i
 /* Cancel (ftd.lock held): 200 cancelled now, 202 termination started, 409 already finished (err
  * filled). */
 int ftd_api_cancel_job(struct ftd_job *j, struct ftd_err *err);
-/* Config rebench: queue a bw job for each GPU (the host without GPUs) whose stored profile is
- * stale (fingerprint) or, with an interval, older than it. A GPU with no valid profile (first
- * boot) is measured once: it waits until no process holds it (ftd_api_firstboot_poll), and
- * <state>/firstboot/<uuid> then records that it was queued, so a failed measurement is not
- * repeated at every start. With ftd.lock held, after the journal. */
-void ftd_api_rebench(void);
-/* GPUs whose first-boot measurement waits for them to be idle. */
-int ftd_api_firstboot_waiting(void);
-/* From the main loop, without ftd.lock, at most every few seconds: ask the worker who holds the
- * waiting GPUs (gpus --processes) and queue the bw job of each one nobody holds. */
-void ftd_api_firstboot_poll(void);
 #endif

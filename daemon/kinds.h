@@ -9,42 +9,8 @@
 
 #include "config.h"
 #include "hw/gpu.h"
+#include "kindarg.h"
 #include "util/jobargs.h"
-
-#define FTD_KIND_GPU_ALL (-2)
-
-/* An HTTP error: status, code ("invalid_argument"), field ("args.cpu_iters" or ""), message. */
-struct ftd_err {
-	int status;
-	char code[32];
-	char field[64];
-	char message[512];
-};
-
-/* A growing NULL-terminated argv. */
-struct ftd_argv {
-	char **v;
-	int n, cap;
-	int oom;
-};
-/* Append s (taken; NULL marks out of memory). */
-void ftd_kind_argv_push(struct ftd_argv *b, char *s);
-/* "flag=val" (new string), NULL when out of memory. */
-char *ftd_kind_argv_flag(const char *flag, const char *val);
-void ftd_kind_argv_free(char **argv);
-
-/* What an argv builder sees. */
-struct ftd_kind_ctx {
-	const struct ftd_config *cfg;
-	const char *worker;
-	const struct ftgpu_info *gpus; /* the inventory */
-	int ngpus;
-	int gpus_known;                /* the inventory was taken (ngpus 0 then: the host has none) */
-	const char *gpus_reason;       /* why the inventory has no GPU (NULL: not known) */
-	const char *job_id;            /* NULL: not known */
-	const char *out_dir;           /* where a job may leave files (<state>/logs), NULL: none */
-	const char *ftw_dir;           /* where kept FTW conversions live (<state>/ftw), NULL: none */
-};
 
 /* What a kind's end hooks see and set. */
 struct ftd_kind_done {
@@ -109,8 +75,6 @@ int ftd_kind_build(const struct ftd_kind *k, const json_t *args, const struct ft
 		   const char *worker, const struct ftgpu_info *gpus, int ngpus, int *gpu_pos,
 		   char ***argv_out, struct ftd_err *err);
 
-void ftd_kind_err_set(struct ftd_err *e, int status, const char *code, const char *field, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
 /* Every kind's argument table as JSON (new reference; NULL on ENOMEM): {"kinds": [{"kind",
  * "args": [{"name", "type", "flag", "minimum", "maximum", "choices", "max_items", "required"}]}]}.
  * `ftbenchd --dump-job-args` prints it; tests hold it against `ftbench flags` and the spec. */

@@ -29,6 +29,7 @@
 #include "log.h"
 #include "procs.h"
 #include "profiles.h"
+#include "rebench.h"
 #include "runner.h"
 #include "util/fsutil.h"
 #include "util/timeutil.h"
@@ -324,17 +325,221 @@ static void release_all(void)
 	ftd_config_release(&ftd.cfg);
 }
 
+/* ftbenchd --dump-job-args: every kind's argument table as JSON on stdout (tests read it). */
+static int dump_job_args(void)
+{
+	json_t *j = ftd_kinds_args_json();
+	int ok = j && json_dumpf(j, stdout, JSON_INDENT(2)) == 0 && puts("") != EOF;
+	json_decref(j);
+	return ok ? 0 : 1;
+}
+
+/* The shared state's clocks, lock and condition, and the state directories: 0, or -1 logged. */
+static int init_state(void)
+{
+	raise_nofile();
+	ftd.main_pid = getpid();
+	ftd.start_wall = fttime_wall_epoch();
+	ftd.start_ns = fttime_now_ns();
+	pthread_mutex_init(&ftd.lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* the streams' waits (api.c) */
+	pthread_cond_init(&ftd.cond, &ca);
+	ftd.jobs.cond = &ftd.cond;
+	int e;
+	if ((e = ftfs_mkdir_p(ftd.jobs_dir, 0750)) < 0 || (e = ftfs_mkdir_p(ftd.logs_dir, 0750)) < 0 ||
+	    (e = ftfs_mkdir_p(ftd.ftw_dir, 0750)) < 0) {
+		ftd_log(FTD_LOG_ERR, "state directory %s: %s", ftd.state_dir, strerror(-e));
+		return -1;
+	}
+	if (access(ftd.worker, X_OK) < 0)
+		ftd_log(FTD_LOG_WARNING, "worker %s: %s (jobs will fail until it exists)", ftd.worker, strerror(errno));
+	return 0;
+}
+
+/* Signals blocked here (so every thread inherits the mask) and read from a signalfd (*sfd); the
+ * wake eventfd: 0, or -1 logged. */
+static int init_signals(int *sfd)
+{
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGXFSZ, SIG_IGN); /* a file-size limit is a write error (EFBIG), as a full disk is */
+	*sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	ftd.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (*sfd < 0 || ftd.wake_fd < 0) {
+		ftd_log(FTD_LOG_ERR, "signalfd/eventfd: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* What a previous run left: temp files of atomic writes a kill -9 interrupted (journal, profiles,
+ * records), the processes of its jobs, the journal (its jobs; rebench after it); the inventory
+ * and the NFD file. 0, or -1 logged (the journal cannot be read). */
+static int load_state(void)
+{
+	const char *swept[] = {ftd.jobs_dir, ftd.logs_dir, ftd.profile_dir, NULL};
+	for (const char **dir = swept; *dir; dir++) {
+		int k = ftfs_sweep_temps(*dir);
+		if (k > 0)
+			ftd_log(FTD_LOG_NOTICE, "removed %d stale temp file(s) from %s", k, *dir);
+	}
+	char *rundir;
+	if (asprintf(&rundir, "%s/run", ftd.state_dir) >= 0) {
+		ftfs_sweep_temps(rundir);
+		free(rundir);
+	}
+	sweep_history();
+	pthread_mutex_lock(&ftd.lock);
+	ftd_procs_recover();
+	pthread_mutex_unlock(&ftd.lock);
+	ftd_runner_inventory();
+	int r = ftd_profiles_nfd_start();
+	if (r < 0)
+		ftd_log(FTD_LOG_WARNING, "nfd-features-file %s: %s", ftd.cfg.nfd_file, strerror(-r));
+	pthread_mutex_lock(&ftd.lock);
+	r = ftd_runner_load();
+	if (r == 0)
+		ftd_rebench();
+	pthread_mutex_unlock(&ftd.lock);
+	if (r < 0) {
+		ftd_log(FTD_LOG_ERR, "journal %s: %s", ftd.jobs_dir, strerror(-r));
+		return -1;
+	}
+	return 0;
+}
+
+/* The main loop's own state: the poll set (grown with the running jobs) and the timers. */
+struct loop {
+	int sfd;
+	struct pollfd *pfd;
+	struct ftd_job **owner;
+	int pcap, npfd;
+	int stop_logged;
+	int wd;                          /* the systemd watchdog is on */
+	uint64_t wd_usec, wd_next, retention_next;
+};
+
+/* One turn's work under ftd.lock: reap, track, time, finish, retain, schedule; then the poll set
+ * and its timeout (ms, -1: none) for this turn. 1 when the daemon is done (stopping and idle),
+ * -1 out of memory (logged), else 0. */
+static int loop_turn(struct loop *l, uint64_t now, int *tmo)
+{
+	ftd_runner_reap();
+	ftd_procs_track();
+	ftd_runner_timers();
+	ftd_runner_finish_ready();
+	int settle_ms = ftd_runner_settle();
+	if (now >= l->retention_next || ftd_runner_over_count()) {
+		ftd_runner_retention();
+		l->retention_next = now + 60ull * 1000000000ull;
+	}
+	ftd_runner_sched();
+	notify_status();
+	int done = ftd.stopping && ftd_runner_busy() == 0;
+	int need = 2 + ftd_runner_npollfds();
+	if (need > l->pcap) {
+		/* no fixed limit: the arrays grow with the running jobs (max-running caps them) */
+		struct pollfd *np = realloc(l->pfd, sizeof *l->pfd * (size_t)need * 2);
+		struct ftd_job **no = np ? realloc(l->owner, sizeof *l->owner * (size_t)need * 2) : NULL;
+		if (np)
+			l->pfd = np;
+		if (no) {
+			l->owner = no;
+			l->pcap = need * 2;
+		}
+	}
+	if (!l->pfd || !l->owner) {
+		ftd_log(FTD_LOG_ERR, "out of memory for the poll set");
+		return -1;
+	}
+	l->pfd[0] = (struct pollfd){.fd = l->sfd, .events = POLLIN};
+	l->pfd[1] = (struct pollfd){.fd = ftd.wake_fd, .events = POLLIN};
+	l->npfd = 2 + ftd_runner_pollfds(l->pfd + 2, l->owner + 2, l->pcap - 2);
+	*tmo = ftd_runner_timers(); /* the scheduler may have started jobs */
+	if (settle_ms >= 0 && (*tmo < 0 || settle_ms < *tmo))
+		*tmo = settle_ms;
+	return done;
+}
+
+/* SIGTERM or SIGINT: stop (running jobs are terminated, the loop ends when they are gone). */
+static void on_signals(struct loop *l)
+{
+	struct signalfd_siginfo si;
+	while (read(l->sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+		if (si.ssi_signo != SIGTERM && si.ssi_signo != SIGINT)
+			continue;
+		pthread_mutex_lock(&ftd.lock);
+		__atomic_store_n(&ftd.stopping, 1, __ATOMIC_RELEASE);
+		pthread_cond_broadcast(&ftd.cond);
+		pthread_mutex_unlock(&ftd.lock);
+		if (!l->stop_logged) {
+			sd_notify(0, "STOPPING=1\nSTATUS=stopping: terminating running jobs");
+			ftd_log(FTD_LOG_NOTICE, "stopping (signal %u)", si.ssi_signo);
+			l->stop_logged = 1;
+		}
+	}
+}
+
+/* Until stopped and idle: the jobs' life, the signals, the wake-ups, the watchdog. */
+static void run_loop(struct loop *l)
+{
+	for (;;) {
+		if (!ftd.stopping && ftd_rebench_firstboot_waiting())
+			ftd_rebench_firstboot_poll(); /* takes ftd.lock itself: runs a worker first */
+		uint64_t now = fttime_now_ns();
+		int tmo;
+		pthread_mutex_lock(&ftd.lock);
+		int done = loop_turn(l, now, &tmo);
+		pthread_mutex_unlock(&ftd.lock);
+		if (done)
+			break;
+		if (l->wd) {
+			if (now >= l->wd_next) {
+				sd_notify(0, "WATCHDOG=1");
+				l->wd_next = now + l->wd_usec * 1000 / 2;
+			}
+			int wms = (int)((l->wd_next - now) / 1000000) + 1;
+			if (tmo < 0 || wms < tmo)
+				tmo = wms;
+		}
+		if (tmo < 0 || tmo > 60000)
+			tmo = 60000;
+		if (ftd_rebench_firstboot_waiting() && tmo > 1000)
+			tmo = 1000; /* the first-boot poll runs at its own pace (FIRSTBOOT_POLL_S) */
+		int pr = poll(l->pfd, (nfds_t)l->npfd, tmo);
+		if (pr < 0 && errno != EINTR) {
+			ftd_log(FTD_LOG_ERR, "poll: %s", strerror(errno));
+			break;
+		}
+		if (pr <= 0)
+			continue;
+		if (l->pfd[0].revents)
+			on_signals(l);
+		if (l->pfd[1].revents) {
+			uint64_t v;
+			while (read(ftd.wake_fd, &v, sizeof v) == (ssize_t)sizeof v)
+				;
+		}
+		pthread_mutex_lock(&ftd.lock);
+		for (int i = 2; i < l->npfd; i++)
+			if (l->pfd[i].revents)
+				ftd_runner_io(l->owner[i], l->pfd[i].fd, l->pfd[i].revents);
+		pthread_mutex_unlock(&ftd.lock);
+	}
+}
+
 int main(int argc, char **argv)
 {
-	if (argc == 2 && !strcmp(argv[1], "--dump-job-args")) {
-		json_t *j = ftd_kinds_args_json();
-		if (!j || json_dumpf(j, stdout, JSON_INDENT(2)) < 0 || puts("") == EOF) {
-			json_decref(j);
-			return 1;
-		}
-		json_decref(j);
-		return 0;
-	}
+	if (argc == 2 && !strcmp(argv[1], "--dump-job-args"))
+		return dump_job_args();
 	int r = ftd_config_load(&ftd.cfg, argc, argv);
 	if (r == 1) {
 		ftd_config_release(&ftd.cfg);
@@ -356,45 +561,12 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	ftd.wake_fd = -1;
-	raise_nofile();
-	ftd.main_pid = getpid();
-	ftd.start_wall = fttime_wall_epoch();
-	ftd.start_ns = fttime_now_ns();
-	pthread_mutex_init(&ftd.lock, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* the streams' waits (api.c) */
-	pthread_cond_init(&ftd.cond, &ca);
-	ftd.jobs.cond = &ftd.cond;
-
+	struct loop l = {.sfd = -1};
 	int e;
-	if ((e = ftfs_mkdir_p(ftd.jobs_dir, 0750)) < 0 || (e = ftfs_mkdir_p(ftd.logs_dir, 0750)) < 0 ||
-	    (e = ftfs_mkdir_p(ftd.ftw_dir, 0750)) < 0) {
-		ftd_log(FTD_LOG_ERR, "state directory %s: %s", ftd.state_dir, strerror(-e));
+	if (init_state() < 0 || init_signals(&l.sfd) < 0) {
 		release_all();
 		return 1;
 	}
-	if (access(ftd.worker, X_OK) < 0)
-		ftd_log(FTD_LOG_WARNING, "worker %s: %s (jobs will fail until it exists)", ftd.worker, strerror(errno));
-
-	/* Signals: blocked here (so every thread inherits the mask) and read from a signalfd. */
-	sigset_t mask;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGCHLD);
-	sigaddset(&mask, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &mask, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	signal(SIGXFSZ, SIG_IGN); /* a file-size limit is a write error (EFBIG), as a full disk is */
-	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	ftd.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (sfd < 0 || ftd.wake_fd < 0) {
-		ftd_log(FTD_LOG_ERR, "signalfd/eventfd: %s", strerror(errno));
-		release_all();
-		return 1;
-	}
-
 	if ((e = ftd_procs_init()) < 0) {
 		ftd_log(FTD_LOG_ERR, "cannot become the subreaper of the jobs: %s", strerror(-e));
 		release_all();
@@ -414,32 +586,7 @@ int main(int argc, char **argv)
 		release_all();
 		return 1;
 	}
-	/* temp files of atomic writes a kill -9 interrupted (journal, profiles, records) */
-	const char *swept[] = {ftd.jobs_dir, ftd.logs_dir, ftd.profile_dir, NULL};
-	for (const char **dir = swept; *dir; dir++) {
-		int k = ftfs_sweep_temps(*dir);
-		if (k > 0)
-			ftd_log(FTD_LOG_NOTICE, "removed %d stale temp file(s) from %s", k, *dir);
-	}
-	char *rundir;
-	if (asprintf(&rundir, "%s/run", ftd.state_dir) >= 0) {
-		ftfs_sweep_temps(rundir);
-		free(rundir);
-	}
-	sweep_history();
-	pthread_mutex_lock(&ftd.lock);
-	ftd_procs_recover();
-	pthread_mutex_unlock(&ftd.lock);
-	ftd_runner_inventory();
-	if ((r = ftd_profiles_nfd_start()) < 0)
-		ftd_log(FTD_LOG_WARNING, "nfd-features-file %s: %s", ftd.cfg.nfd_file, strerror(-r));
-	pthread_mutex_lock(&ftd.lock);
-	r = ftd_runner_load();
-	if (r == 0)
-		ftd_api_rebench();
-	pthread_mutex_unlock(&ftd.lock);
-	if (r < 0) {
-		ftd_log(FTD_LOG_ERR, "journal %s: %s", ftd.jobs_dir, strerror(-r));
+	if (load_state() < 0) {
 		ftd_http_stop(http);
 		close(lfd);
 		release_all();
@@ -450,115 +597,18 @@ int main(int argc, char **argv)
 	pthread_mutex_unlock(&ftd.lock);
 	__atomic_store_n(&ftd.ready, 1, __ATOMIC_RELEASE);
 
-	uint64_t wd_usec = 0;
-	int wd = sd_watchdog_enabled(0, &wd_usec) > 0 && wd_usec > 0;
-	uint64_t wd_next = 0;
+	l.wd = sd_watchdog_enabled(0, &l.wd_usec) > 0 && l.wd_usec > 0;
 	sd_notifyf(0, "READY=1\nMAINPID=%d", (int)getpid());
 	notify_status();
+	run_loop(&l);
 
-	int stop_logged = 0;
-	uint64_t retention_next = 0;
-	struct pollfd *pfd = NULL;
-	struct ftd_job **owner = NULL;
-	int pcap = 0;
-	for (;;) {
-		if (!ftd.stopping && ftd_api_firstboot_waiting())
-			ftd_api_firstboot_poll(); /* takes ftd.lock itself: runs a worker first */
-		pthread_mutex_lock(&ftd.lock);
-		ftd_runner_reap();
-		ftd_procs_track();
-		ftd_runner_timers();
-		ftd_runner_finish_ready();
-		int settle_ms = ftd_runner_settle();
-		uint64_t now = fttime_now_ns();
-		if (now >= retention_next || ftd_runner_over_count()) {
-			ftd_runner_retention();
-			retention_next = now + 60ull * 1000000000ull;
-		}
-		ftd_runner_sched();
-		notify_status();
-		int done = ftd.stopping && ftd_runner_busy() == 0;
-		int need = 2 + ftd_runner_npollfds();
-		if (need > pcap) {
-			/* no fixed limit: the arrays grow with the running jobs (max-running caps them) */
-			struct pollfd *np = realloc(pfd, sizeof *pfd * (size_t)need * 2);
-			struct ftd_job **no = np ? realloc(owner, sizeof *owner * (size_t)need * 2) : NULL;
-			if (np)
-				pfd = np;
-			if (no) {
-				owner = no;
-				pcap = need * 2;
-			}
-		}
-		if (!pfd || !owner) {
-			pthread_mutex_unlock(&ftd.lock);
-			ftd_log(FTD_LOG_ERR, "out of memory for the poll set");
-			break;
-		}
-		pfd[0] = (struct pollfd){.fd = sfd, .events = POLLIN};
-		pfd[1] = (struct pollfd){.fd = ftd.wake_fd, .events = POLLIN};
-		int n = 2 + ftd_runner_pollfds(pfd + 2, owner + 2, pcap - 2);
-		int tmo = ftd_runner_timers(); /* the scheduler may have started jobs */
-		if (settle_ms >= 0 && (tmo < 0 || settle_ms < tmo))
-			tmo = settle_ms;
-		pthread_mutex_unlock(&ftd.lock);
-		if (done)
-			break;
-		if (wd) {
-			if (now >= wd_next) {
-				sd_notify(0, "WATCHDOG=1");
-				wd_next = now + wd_usec * 1000 / 2;
-			}
-			int wms = (int)((wd_next - now) / 1000000) + 1;
-			if (tmo < 0 || wms < tmo)
-				tmo = wms;
-		}
-		if (tmo < 0 || tmo > 60000)
-			tmo = 60000;
-		if (ftd_api_firstboot_waiting() && tmo > 1000)
-			tmo = 1000; /* the first-boot poll runs at its own pace (FIRSTBOOT_POLL_S) */
-		int pr = poll(pfd, (nfds_t)n, tmo);
-		if (pr < 0 && errno != EINTR) {
-			ftd_log(FTD_LOG_ERR, "poll: %s", strerror(errno));
-			break;
-		}
-		if (pr <= 0)
-			continue;
-		if (pfd[0].revents) {
-			struct signalfd_siginfo si;
-			while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-				if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
-					pthread_mutex_lock(&ftd.lock);
-					__atomic_store_n(&ftd.stopping, 1, __ATOMIC_RELEASE);
-					pthread_cond_broadcast(&ftd.cond);
-					pthread_mutex_unlock(&ftd.lock);
-					if (!stop_logged) {
-						sd_notify(0, "STOPPING=1\nSTATUS=stopping: terminating running jobs");
-						ftd_log(FTD_LOG_NOTICE, "stopping (signal %u)", si.ssi_signo);
-						stop_logged = 1;
-					}
-				}
-			}
-		}
-		if (pfd[1].revents) {
-			uint64_t v;
-			while (read(ftd.wake_fd, &v, sizeof v) == (ssize_t)sizeof v)
-				;
-		}
-		pthread_mutex_lock(&ftd.lock);
-		for (int i = 2; i < n; i++)
-			if (pfd[i].revents)
-				ftd_runner_io(owner[i], pfd[i].fd, pfd[i].revents);
-		pthread_mutex_unlock(&ftd.lock);
-	}
-
-	free(pfd);
-	free(owner);
-	if (!stop_logged)
+	free(l.pfd);
+	free(l.owner);
+	if (!l.stop_logged)
 		sd_notify(0, "STOPPING=1");
 	ftd_http_stop(http);
 	close(lfd);
-	close(sfd);
+	close(l.sfd);
 	close(ftd.wake_fd);
 	ftd_log(FTD_LOG_NOTICE, "stopped");
 	release_all();

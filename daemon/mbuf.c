@@ -26,3 +26,17 @@ void ftd_mbuf_cat(struct ftd_mbuf *m, const char *fmt, ...)
 		m->cap = nc;
 	}
 }
+
+void ftd_mbuf_html(struct ftd_mbuf *m, const char *s)
+{
+	for (; s && *s; s++) {
+		switch (*s) {
+		case '&': ftd_mbuf_cat(m, "&amp;"); break;
+		case '<': ftd_mbuf_cat(m, "&lt;"); break;
+		case '>': ftd_mbuf_cat(m, "&gt;"); break;
+		case '"': ftd_mbuf_cat(m, "&quot;"); break;
+		case '\'': ftd_mbuf_cat(m, "&#39;"); break;
+		default: ftd_mbuf_cat(m, "%c", *s);
+		}
+	}
+}

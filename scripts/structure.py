@@ -5,6 +5,7 @@ machine has it), and the product files over 800 lines and functions over 200 lin
 reason it is allowed (EXCUSED below) or "no reason" (a thing to split).
 
   scripts/structure.py [--top N] [--repo DIR]     exit 0 always; prints the report
+  scripts/structure.py --cycles [--repo DIR]      only the include cycles; exit 1 when there is one
 
 A function is counted from its opening line (the signature before a "{" in column 0) to the
 matching "}" in column 0, the project's style (docs/STYLE). A module is a path without .c/.h/.cu;
@@ -32,6 +33,10 @@ EXCUSED = {
     "kernels/*:__global__": "a CUDA kernel: one launch, its register budget is measured as a whole",
     # generated at build time from api/openapi.yaml, not edited by hand
     "build/*": "generated",
+    # A .cu is one nvcc translation unit: its kernels, their device helpers and launchers. Moving
+    # device code to another unit changes what nvcc inlines, so a split waits for an H200 A/B.
+    "kernels/slot_cache.cu": "one nvcc unit (ensure kernels, their helpers, launchers); a split needs an H200 A/B (bench/ab.py)",
+    "kernels/expert_gemv.cu": "one nvcc unit (GEMV kernels per format, their launchers); a split needs an H200 A/B (bench/ab.py)",
 }
 
 SRC_EXT = (".c", ".h", ".cu", ".cuh")
@@ -56,6 +61,31 @@ def read_lines(root, path):
         return f.read().split("\n")
 
 
+def code_of(line, in_comment):
+    """The line without comments and string or character literals (their braces do not count),
+    and whether a block comment is still open after it."""
+    out, i, n = [], 0, len(line)
+    while i < n:
+        if in_comment:
+            end = line.find("*/", i)
+            if end < 0:
+                return "".join(out), True
+            i, in_comment = end + 2, False
+        elif line.startswith("//", i):
+            break
+        elif line.startswith("/*", i):
+            in_comment, i = True, i + 2
+        elif line[i] in "\"'":
+            q, i = line[i], i + 1
+            while i < n and line[i] != q:
+                i += 2 if line[i] == "\\" else 1
+            i += 1
+        else:
+            out.append(line[i])
+            i += 1
+    return "".join(out), in_comment
+
+
 def functions(lines):
     """(name, first line, length, is_cuda_kernel) of each function defined in column 0."""
     out = []
@@ -71,8 +101,10 @@ def functions(lines):
             m = SIG_RE.match(sig) if j >= 0 else None
             depth = 0
             k = i
+            in_comment = False
             while k < n:
-                depth += lines[k].count("{") - lines[k].count("}")
+                code, in_comment = code_of(lines[k], in_comment)
+                depth += code.count("{") - code.count("}")
                 if lines[k].startswith("}") and depth <= 0:
                     break
                 k += 1
@@ -129,9 +161,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--top", type=int, default=15)
     ap.add_argument("--repo", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    ap.add_argument("--cycles", action="store_true", help="only the include cycles (exit 1 on one)")
     a = ap.parse_args()
     root = os.path.abspath(a.repo)
     prod = files_under(root, PRODUCT_DIRS)
+    if a.cycles:
+        cyc = cycles(root, [p for p in prod if p.split("/")[0] in ("src", "daemon")])
+        for c in cyc:
+            print("cycle: " + " <-> ".join(c))
+        return 1 if cyc else 0
     allsrc = files_under(root, PRODUCT_DIRS + ["tests", "bench"])
     sizes = []
     funcs = []

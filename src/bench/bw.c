@@ -1,4 +1,5 @@
-/* bw: orchestration, decision and profile assembly (measurements: bw_ops.c). */
+/* bw: the plan, the measurements' bookkeeping, a profile entry and the profile's own checks (the
+ * run: bw_run.c; the real measurements: bw_ops.c, bw_engines.c). */
 #include "bench/bw.h"
 #include "bench/cpu_probe.h"
 
@@ -159,11 +160,6 @@ int ftbw_hybrid_max_batch(int n, const int *batch, const double *cpu_gbs, const 
 	return best;
 }
 
-static bool measured(double x)
-{
-	return isfinite(x) && x > 0;
-}
-
 /* A part is usable when it ran, has samples and every sample is a positive finite rate
  * (never zeros as data): otherwise it counts as failed, with a reason. */
 static bool part_ok(struct ftbw_part *p)
@@ -176,7 +172,7 @@ static bool part_ok(struct ftbw_part *p)
 		return false;
 	}
 	for (int i = 0; i < p->n; i++)
-		if (!measured(p->gbs[i])) {
+		if (!ftbw_measured(p->gbs[i])) {
 			p->rc = -EIO;
 			snprintf(p->err, sizeof p->err, "sample %d is not a positive rate (%g)", i, p->gbs[i]);
 			return false;
@@ -241,10 +237,10 @@ static void set_batch_sweep(json_t *e, const struct ftbw_meas *m, double thresho
 		bs[i] = b->batch;
 		cg[i] = part_median(&c);
 		pg[i] = part_median(&g);
-		double ratio = measured(cg[i]) && measured(pg[i]) ? cg[i] / pg[i] : NAN;
+		double ratio = ftbw_measured(cg[i]) && ftbw_measured(pg[i]) ? cg[i] / pg[i] : NAN;
 		json_t *row = json_object();
 		json_object_set_new(row, "batch", json_integer(b->batch));
-		json_object_set_new(row, "experts_per_step", measured(b->experts) ? json_real(b->experts) : json_null());
+		json_object_set_new(row, "experts_per_step", ftbw_measured(b->experts) ? json_real(b->experts) : json_null());
 		set_figure(row, "cpu_moe_gbs", &c);
 		set_figure(row, "pcie_gather_gbs", &g);
 		json_object_set_new(row, "ratio", num_or_null(ratio));
@@ -270,7 +266,7 @@ static double slow_share(const struct ftbw_part *p)
 }
 
 /* Downgrade unusable parts to failed; the overlap pair counts only as a pair. Idempotent. */
-static void meas_normalize(struct ftbw_meas *m)
+void ftbw_meas_normalize(struct ftbw_meas *m)
 {
 	part_ok(&m->gather);
 	part_ok(&m->cpu);
@@ -286,7 +282,7 @@ json_t *ftbw_entry_json(const struct ftbw_item *it, const struct ftbw_meas *mc, 
 			double threshold)
 {
 	struct ftbw_meas m = *mc; /* a shallow copy: the sample arrays stay the caller's */
-	meas_normalize(&m);
+	ftbw_meas_normalize(&m);
 
 	double cpu = part_median(&m.cpu), pcie = part_median(&m.gather);
 	struct ftbw_decision d;
@@ -302,7 +298,7 @@ json_t *ftbw_entry_json(const struct ftbw_item *it, const struct ftbw_meas *mc, 
 	if (m.nsweep > 0) {
 		json_t *sw = json_object();
 		for (int i = 0; i < m.nsweep; i++)
-			json_object_set_new(sw, m.sweep_isa[i], num_or_null(measured(m.sweep_gbs[i]) ? m.sweep_gbs[i] : NAN));
+			json_object_set_new(sw, m.sweep_isa[i], num_or_null(ftbw_measured(m.sweep_gbs[i]) ? m.sweep_gbs[i] : NAN));
 		json_object_set_new(e, "isa_sweep", sw);
 	} else {
 		json_object_set_new(e, "isa_sweep", json_null());
@@ -385,7 +381,7 @@ static void check_spread(json_t *why, const json_t *o, const char *key, const ch
 			what, lo, hi, (hi - lo) / med * 100, med, max * 100);
 }
 
-static void check_entry(json_t *why, const json_t *e, const char *name, double read, double max)
+void ftbw_entry_reasons(json_t *why, const json_t *e, const char *name, double read, double max)
 {
 	char what[160];
 	double cpu = jnum(e, "cpu_moe_gbs");
@@ -432,675 +428,16 @@ int ftbw_check_valid(json_t *prof, double max_spread)
 	const char *fmt, *model;
 	json_t *e, *w;
 	json_object_foreach(json_object_get(prof, "dtype_kernels"), fmt, e)
-		check_entry(why, e, fmt, read, max_spread);
+		ftbw_entry_reasons(why, e, fmt, read, max_spread);
 	json_object_foreach(json_object_get(prof, "workloads"), model, w) {
 		json_object_foreach(json_object_get(w, "kernels"), fmt, e) {
 			char name[192];
 			snprintf(name, sizeof name, "%s %s", model, fmt);
-			check_entry(why, e, name, read, max_spread);
+			ftbw_entry_reasons(why, e, name, read, max_spread);
 		}
 	}
 	int n = (int)json_array_size(why);
 	json_object_set_new(prof, "valid", json_boolean(n == 0));
 	json_object_set_new(prof, "invalid_reasons", why);
 	return n;
-}
-
-/* ---------------------------------------------------------------- link watch */
-
-/* Idle GPUs train their link down to save power, so the link is sampled while the linear
- * copies run and the best state seen is the one the profile records. */
-struct link_watch {
-	pthread_t th;
-	struct ftgpu_info g;
-	int best_gen, best_width, samples;
-	volatile int stop;
-};
-
-static void *link_watch_main(void *arg)
-{
-	struct link_watch *w = arg;
-	while (!w->stop) {
-		struct ftgpu_info g = w->g;
-		ftgpu_read_link(&g);
-		if (g.link_gen_cur > w->best_gen)
-			w->best_gen = g.link_gen_cur;
-		if (g.link_width_cur > w->best_width)
-			w->best_width = g.link_width_cur;
-		w->samples++;
-		struct timespec ts = {0, 2 * 1000 * 1000};
-		nanosleep(&ts, NULL);
-	}
-	return NULL;
-}
-
-/* ---------------------------------------------------------------- run */
-
-double ftbw_read_ceiling(const double *v, const int *len, int nphases, struct ftstat *all, int *counted)
-{
-	int n = 0, k = 0;
-	double best = NAN;
-	for (int p = 0; p < nphases; p++) {
-		if (len[p] > 0 && (p == 0 || len[p] >= FTBW_READ_PHASE_MIN)) {
-			double med = ftstat_of(v + n, len[p]).median;
-			k++;
-			if (!(med <= best)) /* also replaces NaN */
-				best = med;
-		}
-		n += len[p];
-	}
-	if (all)
-		*all = ftstat_of(v, n);
-	if (counted)
-		*counted = k;
-	return n > 0 ? best : NAN;
-}
-
-/* The read passes of a run, in phases (ftbw_read_ceiling). */
-struct read_log {
-	double *v;
-	int n, cap;
-	int *len;
-	int nphases;
-};
-
-static int read_log_add(struct read_log *l, const struct ftbw_part *a, const struct ftbw_part *b)
-{
-	int add = (a && a->rc == 0 ? a->n : 0) + (b && b->rc == 0 ? b->n : 0);
-	if (l->n + add > l->cap) {
-		int cap = 2 * (l->n + add) + 16;
-		double *v = realloc(l->v, (size_t)cap * sizeof *v);
-		if (!v)
-			return -ENOMEM;
-		l->v = v;
-		l->cap = cap;
-	}
-	if (a && a->rc == 0)
-		for (int i = 0; i < a->n; i++)
-			l->v[l->n++] = a->gbs[i];
-	if (b && b->rc == 0)
-		for (int i = 0; i < b->n; i++)
-			l->v[l->n++] = b->gbs[i];
-	l->len[l->nphases++] = add;
-	return 0;
-}
-
-static json_t *ceiling_figure(json_t *ceil, const char *key, const double *v, int n)
-{
-	char sk[96];
-	snprintf(sk, sizeof sk, "%s_spread", key);
-	if (v && n > 0) {
-		struct ftstat s = ftstat_of(v, n);
-		json_object_set_new(ceil, key, json_real(s.median));
-		json_object_set_new(ceil, sk, ftstat_json(&s));
-	} else {
-		json_object_set_new(ceil, key, json_null());
-		json_object_set_new(ceil, sk, json_null());
-	}
-	return ceil;
-}
-
-static int check_samples(const double *v, int n, const char *what, char *err, size_t errlen)
-{
-	for (int i = 0; i < n; i++)
-		if (!measured(v[i])) {
-			snprintf(err, errlen, "%s: sample %d is not a positive rate (%g)", what, i, v[i]);
-			return -EIO;
-		}
-	return 0;
-}
-
-static void warnf(json_t *warnings, const struct ftreport *rep, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void warnf(json_t *warnings, const struct ftreport *rep, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	json_array_append_new(warnings, json_string(msg));
-	ftreport_note(rep, msg);
-}
-
-/* The spread rule of ftbw_check_valid on one phase's samples: 1 when (max - min) / median is
- * over max (max <= 0: never), with what says how much. */
-static int samples_too_wide(const char *name, const double *v, int n, double max, char *what, size_t wn)
-{
-	if (!(max > 0) || n < 2)
-		return 0;
-	struct ftstat st = ftstat_of(v, n);
-	if (!(st.median > 0) || (st.max - st.min) / st.median <= max)
-		return 0;
-	snprintf(what, wn, "%s spread %.1f-%.1f GB/s is %.0f%% of its median %.1f (over %.0f%%)", name, st.min,
-		 st.max, (st.max - st.min) / st.median * 100, st.median, max * 100);
-	return 1;
-}
-
-/* After try t (0 = the first) of phase name: 1 to measure it again (too wide a spread, tries
- * left; said in the warnings and progress notes), else 0, recording in remeasured a phase that
- * was measured more than once. */
-static int measure_again(const struct ftbw_config *c, json_t *warnings, json_t *remeasured,
-			 const struct ftreport *rep, const char *name, int t, int too_wide, const char *what)
-{
-	if (too_wide && t < FTBW_REMEASURE && !c->no_checks) {
-		warnf(warnings, rep, "%s: measuring it again (try %d of %d)", what, t + 2, FTBW_REMEASURE + 1);
-		return 1;
-	}
-	if (t > 0)
-		json_array_append_new(remeasured, json_pack("{s:s,s:i,s:b}", "phase", name, "tries", t + 1, "passed",
-							    !too_wide));
-	return 0;
-}
-
-/* The spread checks of one workload's entry alone (ftbw_check_valid's, without the ceiling); what:
- * the first reason, without its advice to measure again. */
-static int entry_too_wide(const json_t *e, const char *name, double max, char *what, size_t wn)
-{
-	static const char advice[] = ": the host was not quiet, measure again";
-	json_t *why = json_array();
-	check_entry(why, e, name, 0, max);
-	int bad = json_array_size(why) > 0;
-	if (bad) {
-		const char *r = json_string_value(json_array_get(why, 0));
-		size_t l = strlen(r), al = sizeof advice - 1;
-		snprintf(what, wn, "%.*s", (int)(l > al && !strcmp(r + l - al, advice) ? l - al : l), r);
-	}
-	json_decref(why);
-	return bad;
-}
-
-static json_t *model_json(const struct ftmodel *m)
-{
-	return json_pack("{s:s,s:I,s:I,s:i,s:i,s:s}", "name", m->name, "hidden", (json_int_t)m->hidden,
-			 "inter", (json_int_t)m->inter, "experts", m->experts, "top_k", m->topk,
-			 "activation", ftfmt_act_name(m->act));
-}
-
-/* Measure item it, again while its spread fails the checks (measure_again): 0 with m filled
- * (the last try) and *e its entry (NULL without memory), or the measurement's -errno (m to
- * release). */
-static int measure_item(const struct ftbw_config *c, struct ftbw_env *env, const struct ftbw_ops *ops,
-			const struct ftreport *rep, const struct ftbw_item *it, json_t *warnings, json_t *remeasured,
-			struct ftbw_meas *m, json_t **e, char *err, size_t errlen)
-{
-	char what[512];
-	for (int t = 0;; t++) {
-		ftbw_meas_init(m);
-		int r = ops->measure(ops->ctx, env, c, it, m, err, errlen);
-		if (r < 0)
-			return r;
-		meas_normalize(m);
-		*e = ftbw_entry_json(it, m, env->gpu != NULL, c->threshold);
-		if (!*e || !measure_again(c, warnings, remeasured, rep, it->label, t,
-					  entry_too_wide(*e, it->label, c->max_spread, what, sizeof what), what))
-			return 0;
-		json_decref(*e);
-		ftbw_meas_release(m);
-	}
-}
-
-int ftbw_run(const struct ftbw_config *c, struct ftbw_env *env, const struct ftbw_ops *ops,
-	     const struct ftreport *rep, json_t **out, char *err, size_t errlen)
-{
-	struct ftbw_item *items = NULL;
-	double *cpu_read = NULL, *h2d = NULL, *d2h = NULL;
-	struct read_log rl = {0};
-	json_t *prof = NULL, *warnings = json_array(), *entries = json_array(), *remeasured = json_array();
-	int r, nitems;
-	char skipped[512], what[512];
-	bool have_gpu = env->gpu != NULL;
-
-	*out = NULL;
-	err[0] = '\0';
-	items = calloc(FTBW_MAX_ITEMS, sizeof *items);
-	if (!items || !warnings || !entries || !remeasured) {
-		r = -ENOMEM;
-		snprintf(err, errlen, "out of memory");
-		goto out;
-	}
-	nitems = ftbw_plan(c, items, FTBW_MAX_ITEMS, skipped, sizeof skipped);
-	if (nitems < 0) {
-		r = nitems;
-		snprintf(err, errlen, "too many workloads (at most %d)", FTBW_MAX_ITEMS);
-		goto out;
-	}
-	if (skipped[0])
-		warnf(warnings, rep, "skipped (geometry does not fit the format's blocks): %s", skipped);
-	if (!have_gpu)
-		warnf(warnings, rep, "no GPU (%s): CPU half only, no format has a verdict (unmeasured)",
-		      env->no_gpu_why && *env->no_gpu_why ? env->no_gpu_why : "none found");
-	int total = nitems + 1;
-	rl.len = calloc((size_t)nitems + 1, sizeof *rl.len);
-	if (!rl.len) {
-		r = -ENOMEM;
-		snprintf(err, errlen, "out of memory");
-		goto out;
-	}
-
-	/* Ceilings. */
-	ftreport_progress(rep, 0, total, "ceilings");
-	cpu_read = calloc((size_t)c->cpu_iters, sizeof *cpu_read);
-	if (!cpu_read) {
-		r = -ENOMEM;
-		snprintf(err, errlen, "out of memory");
-		goto out;
-	}
-	for (int t = 0;; t++) {
-		r = ops->cpu_read(ops->ctx, env, c->cpu_iters, cpu_read, err, errlen);
-		if (r == 0)
-			r = check_samples(cpu_read, c->cpu_iters, "CPU read ceiling", err, errlen);
-		if (r < 0 || !measure_again(c, warnings, remeasured, rep, "CPU read ceiling", t,
-					    samples_too_wide("CPU read ceiling", cpu_read, c->cpu_iters, c->max_spread, what,
-							     sizeof what),
-					    what))
-			break;
-	}
-	if (r == 0)
-		r = read_log_add(&rl, &(struct ftbw_part){.gbs = cpu_read, .n = c->cpu_iters}, NULL);
-	if (r < 0)
-		goto out;
-	if (have_gpu) {
-		h2d = calloc((size_t)c->pcie_iters, sizeof *h2d);
-		d2h = calloc((size_t)c->pcie_iters, sizeof *d2h);
-		if (!h2d || !d2h) {
-			r = -ENOMEM;
-			snprintf(err, errlen, "out of memory");
-			goto out;
-		}
-		struct link_watch w = {.g = *env->gpu};
-		bool watching = env->gpu->pci_bus_id[0] && pthread_create(&w.th, NULL, link_watch_main, &w) == 0;
-		size_t bytes = (size_t)c->pcie_mib << 20;
-		for (int dir = 0; dir < 2 && r == 0; dir++) {
-			double *v = dir ? d2h : h2d;
-			const char *name = dir ? "PCIe device-to-host" : "PCIe host-to-device";
-			for (int t = 0;; t++) {
-				r = ops->pcie_linear(ops->ctx, env, !dir, bytes, c->pcie_iters, v, err, errlen);
-				if (r == 0)
-					r = check_samples(v, c->pcie_iters, dir ? "PCIe D2H ceiling" : "PCIe H2D ceiling", err,
-							  errlen);
-				if (r < 0 || !measure_again(c, warnings, remeasured, rep, name, t,
-							    samples_too_wide(name, v, c->pcie_iters, c->max_spread,
-									     what, sizeof what),
-							    what))
-					break;
-			}
-		}
-		if (watching) {
-			w.stop = 1;
-			pthread_join(w.th, NULL);
-			if (w.best_gen > 0)
-				env->gpu->link_gen_cur = w.best_gen;
-			if (w.best_width > 0)
-				env->gpu->link_width_cur = w.best_width;
-		}
-		if (r < 0)
-			goto out;
-	}
-
-	/* Real kernels per item. */
-	for (int i = 0; i < nitems; i++) {
-		ftreport_progress(rep, i + 1, total, items[i].label);
-		struct ftbw_meas m;
-		json_t *e = NULL;
-		r = measure_item(c, env, ops, rep, &items[i], warnings, remeasured, &m, &e, err, errlen);
-		if (r < 0) {
-			ftbw_meas_release(&m);
-			goto out;
-		}
-		if (m.gather.rc < 0)
-			warnf(warnings, rep, "%s: PCIe gather failed: %s", items[i].label, m.gather.err);
-		if (m.cpu.rc < 0)
-			warnf(warnings, rep, "%s: CPU MoE failed: %s", items[i].label, m.cpu.err);
-		if ((m.ov_cpu.rc < 0 || m.ov_gather.rc < 0) && m.gather.rc == 0 && m.cpu.rc == 0)
-			warnf(warnings, rep, "%s: overlap failed: %s", items[i].label,
-			      m.ov_cpu.rc < 0 ? m.ov_cpu.err : m.ov_gather.err);
-		if (m.read_cpu.rc < 0 || m.read_other.rc < 0)
-			warnf(warnings, rep, "%s: CPU read passes left out: %s", items[i].label,
-			      m.read_cpu.rc < 0 ? m.read_cpu.err : m.read_other.err);
-		int lr = read_log_add(&rl, &m.read_cpu, &m.read_other);
-		ftbw_meas_release(&m);
-		if (!e || lr < 0) {
-			json_decref(e);
-			r = -ENOMEM;
-			snprintf(err, errlen, "out of memory");
-			goto out;
-		}
-		json_array_append_new(entries, e);
-	}
-
-	/* Trust checks: no kernel reads faster than memory, no gather beats the linear copy. */
-	struct ftstat read_all;
-	int read_phases = 0;
-	double ceil_cpu = ftbw_read_ceiling(rl.v, rl.len, rl.nphases, &read_all, &read_phases);
-	double ceil_h2d = have_gpu ? ftstat_of(h2d, c->pcie_iters).median : NAN;
-	for (int i = 0; i < nitems; i++) {
-		json_t *e = json_array_get(entries, (size_t)i);
-		double cpu = json_number_value(json_object_get(e, "cpu_moe_gbs"));
-		double g = json_number_value(json_object_get(e, "pcie_gather_gbs"));
-		if (measured(cpu) && cpu > 1.05 * ceil_cpu)
-			warnf(warnings, rep, "%s: CPU MoE %.1f GB/s is above the CPU read ceiling %.1f GB/s",
-			      items[i].label, cpu, ceil_cpu);
-		double adj = json_number_value(json_object_get(e, "cpu_read_adjacent_gbs"));
-		if (measured(cpu) && measured(adj) && cpu > 1.05 * adj)
-			warnf(warnings, rep,
-			      "%s: CPU MoE %.1f GB/s is above the CPU read rate measured next to it %.1f GB/s",
-			      items[i].label, cpu, adj);
-		if (measured(g) && isfinite(ceil_h2d) && g > 1.05 * ceil_h2d)
-			warnf(warnings, rep, "%s: gather %.1f GB/s is above the linear H2D ceiling %.1f GB/s",
-			      items[i].label, g, ceil_h2d);
-	}
-	if (have_gpu) {
-		struct ftgpu_info *g = env->gpu;
-		if (ftbw_link_degraded(g))
-			warnf(warnings, rep,
-			      "PCIe link trained at Gen%d x%d, below the card's Gen%d x%d (%.1f of %.1f GB/s theoretical)",
-			      g->link_gen_cur, g->link_width_cur, g->link_gen_max, g->link_width_max,
-			      ftgpu_link_gbs(g->link_gen_cur, g->link_width_cur),
-			      ftgpu_link_gbs(g->link_gen_max, g->link_width_max));
-		else if (g->link_gen_cur <= 0 || g->link_width_cur <= 0)
-			warnf(warnings, rep, "PCIe link state unknown (sysfs not readable for %s)", g->pci_bus_id);
-	}
-
-	/* Assemble. */
-	char ts[32], host[256];
-	fttime_wall_iso8601(ts, sizeof ts);
-	if (gethostname(host, sizeof host) < 0)
-		strcpy(host, "unknown");
-	host[sizeof host - 1] = '\0';
-	prof = json_object();
-	json_object_set_new(prof, "version", json_integer(4));
-	json_object_set_new(prof, "timestamp", json_string(ts));
-	json_object_set_new(prof, "epoch", json_real(fttime_wall_epoch()));
-	json_object_set_new(prof, "host", json_string(host));
-	json_object_set_new(prof, "deployment", json_string("isolated"));
-	/* tool: what measured it and with which settings (the repeat counts behind the spreads). */
-	json_object_set_new(prof, "tool",
-			    json_pack("{s:s,s:s,s:{s:i,s:i,s:i,s:i,s:i,s:i,s:f,s:s,s:s}}", "name", "ftbench",
-				      "version", FT_VERSION, "params", "cpu_iters", c->cpu_iters, "pcie_mib",
-				      c->pcie_mib, "pcie_iters", c->pcie_iters, "kernel_cpu_warmup",
-				      c->kernel_cpu_warmup, "kernel_cpu_iters", c->kernel_cpu_iters,
-				      "kernel_pcie_iters", c->kernel_pcie_iters, "overlap_seconds", c->overlap_s,
-				      "isa", c->isa, "gather", c->gather_sm ? "sm" : "proxy"));
-	json_t *sweep = c->nbatch > 0 ? json_array() : json_null();
-	for (int i = 0; i < c->nbatch; i++)
-		json_array_append_new(sweep, json_integer(c->batches[i]));
-	json_object_set_new(json_object_get(json_object_get(prof, "tool"), "params"), "batch_sweep", sweep);
-	if (have_gpu) {
-		json_t *gj = ftgpu_json(env->gpu);
-		json_object_set_new(gj, "link_degraded", json_boolean(ftbw_link_degraded(env->gpu)));
-		json_object_set_new(prof, "gpu", gj);
-	} else {
-		json_object_set_new(prof, "gpu", json_null());
-	}
-	json_t *cj = ftcpu_json(env->cpu);
-	json_object_set_new(cj, "threads_used", json_integer(env->ncpus));
-	json_t *ids = json_array();
-	for (int i = 0; i < env->ncpus; i++)
-		json_array_append_new(ids, json_integer(env->cpus[i]));
-	json_object_set_new(cj, "cpu_ids", ids);
-	json_object_set_new(prof, "cpu", cj);
-	json_object_set_new(prof, "threshold", json_real(c->threshold));
-	json_t *ceil = json_object();
-	/* The figure: the highest phase median; the spread: every pass of the run. */
-	json_object_set_new(ceil, "cpu_stream_read_gbs", json_real(ceil_cpu));
-	json_object_set_new(ceil, "cpu_stream_read_gbs_spread", ftstat_json(&read_all));
-	json_object_set_new(ceil, "cpu_stream_read_phases", json_integer(read_phases));
-	ceiling_figure(ceil, "pcie_linear_h2d_gbs", h2d, have_gpu ? c->pcie_iters : 0);
-	ceiling_figure(ceil, "pcie_linear_d2h_gbs", d2h, have_gpu ? c->pcie_iters : 0);
-	json_object_set_new(prof, "ceilings", ceil);
-
-	json_t *dtypes = json_object(), *dk = json_object(), *wl = json_object();
-	for (int i = 0; i < nitems; i++) {
-		const struct ftbw_item *it = &items[i];
-		json_t *e = json_array_get(entries, (size_t)i);
-		json_t *rec = json_object_get(e, "recommended");
-		if (it->is_dtype) {
-			json_object_set(dk, it->fmt->name, e);
-			/* not a verdict: the seed's reader falls through to the workloads, whose
-			 * null entries it skips, and answers none */
-			json_object_set_new(dtypes, it->fmt->name, json_is_string(rec) ? json_incref(rec)
-										  : json_string("unmeasured"));
-			continue;
-		}
-		json_t *w = json_object_get(wl, it->model->name);
-		if (!w) {
-			w = json_pack("{s:o,s:o,s:o}", "model", model_json(it->model), "kernels", json_object(),
-				      "recommended_moe_backend", json_object());
-			json_object_set_new(wl, it->model->name, w);
-		}
-		json_object_set(json_object_get(w, "kernels"), it->fmt->name, e);
-		json_object_set_new(json_object_get(w, "recommended_moe_backend"), it->fmt->name,
-				    json_is_string(rec) ? json_incref(rec) : json_string("unmeasured"));
-	}
-	json_object_set_new(prof, "dtypes", dtypes);
-	json_object_set_new(prof, "dtype_kernels", dk);
-	json_object_set_new(prof, "workloads", wl);
-	json_object_set(prof, "warnings", warnings);
-	json_object_set(prof, "remeasured", remeasured);
-	/* what the figures depend on, so a reader can tell when the machine changed under them */
-	json_t *fp = ftprof_fingerprint_at(NULL, have_gpu ? env->gpu->pci_bus_id : NULL);
-	if (fp && have_gpu) {
-		json_object_set_new(fp, "gpu_uuid", json_string(env->gpu->uuid));
-		json_object_set_new(fp, "cuda_driver_version", json_integer(env->gpu->cuda_driver_version));
-		json_object_set_new(fp, "cuda_runtime_version", json_integer(env->gpu->cuda_runtime_version));
-	}
-	if (fp)
-		json_object_set_new(prof, "fingerprint", fp);
-	if (c->no_checks)
-		warnf(warnings, rep, "validity not checked (--no-checks): these figures were not meant to be trusted");
-	else
-		ftbw_check_valid(prof, c->max_spread);
-	ftreport_progress(rep, total, total, "done");
-	*out = prof;
-	prof = NULL;
-	r = 0;
-out:
-	json_decref(prof);
-	json_decref(warnings);
-	json_decref(remeasured);
-	json_decref(entries);
-	free(items);
-	free(cpu_read);
-	free(rl.v);
-	free(rl.len);
-	free(h2d);
-	free(d2h);
-	return r;
-}
-
-/* ---------------------------------------------------------------- summary */
-
-static void fmt_num(char *b, size_t n, const json_t *v, const char *f)
-{
-	if (json_is_number(v))
-		snprintf(b, n, f, json_number_value(v));
-	else
-		snprintf(b, n, "-");
-}
-
-static void summary_row(FILE *f, const char *workload, const char *fmt, const json_t *e)
-{
-	char eb[16], cpu[32], g[16], cov[16], gov[16], ratio[16], frac[16];
-	json_t *ebj = json_object_get(e, "expert_bytes");
-	snprintf(eb, sizeof eb, "%.2f", json_is_integer(ebj) ? (double)json_integer_value(ebj) / (1 << 20) : 0.0);
-	fmt_num(cpu, sizeof cpu, json_object_get(e, "cpu_moe_gbs"), "%.1f");
-	const char *isa = json_string_value(json_object_get(e, "cpu_moe_isa"));
-	if (isa && strlen(cpu) + strlen(isa) + 4 < sizeof cpu) {
-		strcat(cpu, " (");
-		strcat(cpu, isa);
-		strcat(cpu, ")");
-	}
-	fmt_num(g, sizeof g, json_object_get(e, "pcie_gather_gbs"), "%.1f");
-	/* the measured figure; with fetch_fraction_by replay the seed-read one is rescaled (replay.h) */
-	const json_t *covm = json_object_get(e, "cpu_moe_overlap_gbs_measured");
-	fmt_num(cov, sizeof cov, covm ? covm : json_object_get(e, "cpu_moe_overlap_gbs"), "%.1f");
-	fmt_num(gov, sizeof gov, json_object_get(e, "pcie_gather_overlap_gbs"), "%.1f");
-	fmt_num(ratio, sizeof ratio, json_object_get(e, "ratio"), "%.2f");
-	double fr = ftbw_fetch_fraction(json_number_value(json_object_get(e, "cpu_moe_gbs")),
-					json_number_value(json_object_get(e, "pcie_gather_gbs")),
-					json_number_value(json_object_get(e, "cpu_moe_overlap_gbs")),
-					json_number_value(json_object_get(e, "pcie_gather_overlap_gbs")));
-	/* the row shows the figures measured alone, so their verdict (the deployment's is below) */
-	const char *rec = json_string_value(json_object_get(e, "recommended_isolated"));
-	if (!rec)
-		rec = json_string_value(json_object_get(e, "recommended"));
-	if (rec && !strcmp(rec, "hybrid") && isfinite(fr))
-		snprintf(frac, sizeof frac, "%.3f", fr);
-	else
-		snprintf(frac, sizeof frac, "-");
-	fprintf(f, "%-14s %-13s %8s %-20s %9s %8s %8s %6s %-8s %6s\n", workload, fmt, eb, cpu, g, cov, gov,
-		ratio, rec ? rec : "?", frac);
-	const char *note = json_string_value(json_object_get(e, "note"));
-	if (note)
-		fprintf(f, "%-14s   note: %s\n", "", note);
-	const json_t *cb = json_object_get(e, "concurrent");
-	if (json_is_object(cb)) {
-		char lab[32];
-		snprintf(lab, sizeof lab, "  concurrent x%d", (int)json_integer_value(json_object_get(cb, "engines")));
-		fmt_num(cpu, sizeof cpu, json_object_get(cb, "cpu_moe_gbs"), "%.1f");
-		fmt_num(g, sizeof g, json_object_get(cb, "pcie_gather_gbs"), "%.1f");
-		fmt_num(cov, sizeof cov, json_object_get(cb, "cpu_moe_overlap_gbs"), "%.1f");
-		fmt_num(gov, sizeof gov, json_object_get(cb, "pcie_gather_overlap_gbs"), "%.1f");
-		fmt_num(ratio, sizeof ratio, json_object_get(cb, "ratio"), "%.2f");
-		const char *crec = json_string_value(json_object_get(cb, "recommended"));
-		if (crec && !strcmp(crec, "hybrid"))
-			fmt_num(frac, sizeof frac, json_object_get(cb, "fetch_fraction"), "%.3f");
-		else
-			snprintf(frac, sizeof frac, "-");
-		fprintf(f, "%-14s %-13s %8s %-20s %9s %8s %8s %6s %-8s %6s\n", lab, "", "", cpu, g, cov, gov, ratio,
-			crec ? crec : "?", frac);
-	}
-	json_t *sw = json_object_get(e, "batch_sweep"), *row;
-	size_t i;
-	if (json_array_size(sw)) {
-		char hm[16];
-		fmt_num(hm, sizeof hm, json_object_get(e, "hybrid_max_batch"), "%.0f");
-		fprintf(f, "%-14s   batch: cpu/gather GB/s (ratio)", "");
-		json_array_foreach(sw, i, row) {
-			char c[16], gg[16], rr[16];
-			fmt_num(c, sizeof c, json_object_get(row, "cpu_moe_gbs"), "%.1f");
-			fmt_num(gg, sizeof gg, json_object_get(row, "pcie_gather_gbs"), "%.1f");
-			fmt_num(rr, sizeof rr, json_object_get(row, "ratio"), "%.2f");
-			fprintf(f, "  %d: %s/%s (%s)", (int)json_integer_value(json_object_get(row, "batch")), c, gg, rr);
-		}
-		fprintf(f, "; hybrid up to batch %s\n", hm);
-	}
-}
-
-static void summary_gbs(FILE *f, const char *what, const json_t *ceil, const char *key)
-{
-	char sk[96];
-	snprintf(sk, sizeof sk, "%s_spread", key);
-	json_t *v = json_object_get(ceil, key), *s = json_object_get(ceil, sk);
-	if (!json_is_number(v)) {
-		fprintf(f, "  %-22s -\n", what);
-		return;
-	}
-	fprintf(f, "  %-22s %7.1f GB/s", what, json_number_value(v));
-	if (json_is_object(s))
-		fprintf(f, "  (min %.1f, max %.1f, %d samples)", json_number_value(json_object_get(s, "min")),
-			json_number_value(json_object_get(s, "max")),
-			(int)json_integer_value(json_object_get(s, "samples")));
-	fputc('\n', f);
-}
-
-void ftbw_summary(FILE *f, const json_t *p)
-{
-	const json_t *gpu = json_object_get(p, "gpu"), *cpu = json_object_get(p, "cpu");
-	const json_t *ceil = json_object_get(p, "ceilings");
-	fprintf(f, "host %s, %s\n", json_string_value(json_object_get(p, "host")) ?: "?",
-		json_string_value(json_object_get(p, "timestamp")) ?: "?");
-	fprintf(f, "cpu  %s, %d threads on %d physical cores\n",
-		json_string_value(json_object_get(cpu, "model")) ?: "?",
-		(int)json_integer_value(json_object_get(cpu, "threads_used")),
-		(int)json_integer_value(json_object_get(cpu, "physical_cores")));
-	if (json_is_object(gpu)) {
-		const json_t *l = json_object_get(gpu, "pcie_link");
-		fprintf(f, "gpu  %d %s %s (%s)\n", (int)json_integer_value(json_object_get(gpu, "index")),
-			json_string_value(json_object_get(gpu, "name")) ?: "?",
-			json_string_value(json_object_get(gpu, "uuid")) ?: "?",
-			json_string_value(json_object_get(gpu, "pci_bus_id")) ?: "?");
-		fprintf(f, "pcie Gen%d x%d trained (card max Gen%d x%d): %.1f GB/s theoretical per direction%s\n",
-			(int)json_integer_value(json_object_get(l, "gen_current")),
-			(int)json_integer_value(json_object_get(l, "width_current")),
-			(int)json_integer_value(json_object_get(l, "gen_max")),
-			(int)json_integer_value(json_object_get(l, "width_max")),
-			json_number_value(json_object_get(l, "theoretical_gbs")),
-			json_is_true(json_object_get(gpu, "link_degraded")) ? "  ** DEGRADED **" : "");
-	} else {
-		fprintf(f, "gpu  none: CPU half only\n");
-	}
-	fprintf(f, "ceilings\n");
-	summary_gbs(f, "CPU read", ceil, "cpu_stream_read_gbs");
-	json_t *ph = json_object_get(ceil, "cpu_stream_read_phases");
-	if (json_is_integer(ph))
-		fprintf(f, "  %-22s best phase median of %d phases; median of all passes %.1f GB/s\n", "",
-			(int)json_integer_value(ph),
-			json_number_value(json_object_get(json_object_get(ceil, "cpu_stream_read_gbs_spread"), "median")));
-	summary_gbs(f, "PCIe linear H2D", ceil, "pcie_linear_h2d_gbs");
-	summary_gbs(f, "PCIe linear D2H", ceil, "pcie_linear_d2h_gbs");
-	fprintf(f, "\nthreshold %.2f: hybrid when CPU MoE > threshold x gather (GB/s; ov = overlapped)\n",
-		json_number_value(json_object_get(p, "threshold")));
-	const json_t *conc = json_object_get(p, "concurrent");
-	const char *dep = json_string_value(json_object_get(p, "deployment"));
-	if (json_is_object(conc))
-		fprintf(f, "deployment %s (the verdict engines read); rows: this GPU alone, then \"concurrent xN\": "
-			   "its engine while all %d engines run at once (%d cores each)\n",
-			dep ? dep : "isolated", (int)json_integer_value(json_object_get(conc, "engines")),
-			(int)json_integer_value(json_object_get(conc, "cores_per_engine")));
-	fprintf(f, "%-14s %-13s %8s %-20s %9s %8s %8s %6s %-8s %6s\n", "workload", "format", "exp MiB",
-		"cpu_moe", "gather", "cpu_ov", "gath_ov", "ratio", "decision", "fetch");
-	const char *k;
-	json_t *v;
-	json_object_foreach((json_t *)json_object_get(p, "dtype_kernels"), k, v)
-		summary_row(f, "(dtype)", k, v);
-	const char *wk;
-	json_t *w;
-	json_object_foreach((json_t *)json_object_get(p, "workloads"), wk, w)
-		json_object_foreach(json_object_get(w, "kernels"), k, v)
-			summary_row(f, wk, k, v);
-	const json_t *rp = json_object_get(p, "replay");
-	if (json_object_size(rp)) {
-		fprintf(f, "\nreplay: the engine's decode step measured (ftbench replay; per format its default point)\n");
-		json_object_foreach((json_t *)rp, k, v) {
-			const json_t *dp = json_object_get(v, "default_point"), *pts = json_object_get(v, "points"), *pt, *best = NULL;
-			size_t i;
-			double cf = json_number_value(json_object_get(dp, "cache_fraction")), ru = json_number_value(json_object_get(dp, "reuse"));
-			double bd = INFINITY;
-			json_array_foreach(pts, i, pt) {
-				double a = json_number_value(json_object_get(pt, "cache_fraction")) - cf,
-				       b = json_number_value(json_object_get(pt, "reuse")) - ru;
-				if (json_number_value(json_object_get(pt, "skew")) == 0 && a * a + b * b < bd) {
-					bd = a * a + b * b;
-					best = pt;
-				}
-			}
-			if (!best)
-				continue;
-			const json_t *e = json_object_get(json_object_get(p, "dtype_kernels"), k);
-			const json_t *bf = json_object_get(best, "best_fetch_fraction");
-			fprintf(f, "  %-13s cache %.2g, reuse %.2g: %s (hybrid/offload %.2fx, best f %s%.3g)", k,
-				json_number_value(json_object_get(best, "cache_fraction")),
-				json_number_value(json_object_get(best, "reuse")),
-				json_string_value(json_object_get(best, "winner")) ?: "?",
-				json_number_value(json_object_get(best, "speedup")), json_is_number(bf) ? "" : "-",
-				json_is_number(bf) ? json_number_value(bf) : 0.0);
-			const char *rb = json_string_value(json_object_get(e, "recommended_bandwidth"));
-			const char *by = json_string_value(json_object_get(e, "recommended_by"));
-			if (rb)
-				fprintf(f, "; the rule says %s, the verdict is %s (%s)", rb,
-					json_string_value(json_object_get(e, "recommended")) ?: "-", by ? by : "?");
-			if (json_object_get(e, "fetch_fraction_by"))
-				fprintf(f, "; the seed-read fetch fraction is the best f");
-			fputc('\n', f);
-		}
-	}
-	json_t *warn = json_object_get(p, "warnings");
-	if (json_array_size(warn)) {
-		fprintf(f, "\nwarnings\n");
-		size_t i;
-		json_array_foreach(warn, i, v)
-			fprintf(f, "  - %s\n", json_string_value(v));
-	}
 }

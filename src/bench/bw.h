@@ -252,6 +252,12 @@ struct ftbw_ops {
 #define FTBW_VALID_SLOW_STEPS 0.20
 #define FTBW_VALID_LINK_SHARE 0.50
 int ftbw_check_valid(json_t *prof, double max_spread);
+/* Why entry e (named name in the reasons) is not to be trusted, appended to why as strings: a
+ * figure above the read ceiling read (0: not checked), a spread over max. */
+void ftbw_entry_reasons(json_t *why, const json_t *e, const char *name, double read, double max);
+/* Downgrade the unusable parts of m (not run, no samples, a sample not a positive finite rate) to
+ * failed; the overlap pair counts only as a pair. Idempotent. */
+void ftbw_meas_normalize(struct ftbw_meas *m);
 
 /* The largest batch of the sweep up to which every batch's cpu_gbs[i] > threshold * pcie_gbs[i]
  * (batches ascending): 0 when the first fails, -1 when a figure is missing (not measured). */
@@ -310,6 +316,5 @@ int ftbw_apply_deployment(json_t *p, int d, int *missing);
 json_t *ftbw_entry_json(const struct ftbw_item *it, const struct ftbw_meas *m, bool have_gpu,
 			double threshold);
 
-/* A readable summary of a profile (any version-4 profile this tool wrote) on f. */
-void ftbw_summary(FILE *f, const json_t *profile);
+/* The readable summary and the csv/md rows of a profile: src/cli/bw_print.h. */
 #endif

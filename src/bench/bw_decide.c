@@ -5,16 +5,11 @@
 
 #include "bench/bw_decide.h"
 
-static bool measured(double x)
-{
-	return isfinite(x) && x > 0;
-}
-
 void ftbw_decide(bool cpu_path, bool have_gpu, double cpu_gbs, const char *cpu_err, double pcie_gbs,
 		 const char *pcie_err, double threshold, struct ftbw_decision *d)
 {
 	memset(d, 0, sizeof *d);
-	d->ratio = measured(cpu_gbs) && measured(pcie_gbs) ? cpu_gbs / pcie_gbs : NAN;
+	d->ratio = ftbw_measured(cpu_gbs) && ftbw_measured(pcie_gbs) ? cpu_gbs / pcie_gbs : NAN;
 	if (!have_gpu) {
 		snprintf(d->note, sizeof d->note, "no GPU on this host: PCIe gather not measured, no verdict");
 		return;
@@ -24,12 +19,12 @@ void ftbw_decide(bool cpu_path, bool have_gpu, double cpu_gbs, const char *cpu_e
 		d->measured = true;
 		return;
 	}
-	if (!measured(cpu_gbs)) {
+	if (!ftbw_measured(cpu_gbs)) {
 		snprintf(d->note, sizeof d->note, "CPU MoE measurement failed%s%s: no verdict",
 			 cpu_err && *cpu_err ? ": " : "", cpu_err ? cpu_err : "");
 		return;
 	}
-	if (!measured(pcie_gbs)) {
+	if (!ftbw_measured(pcie_gbs)) {
 		snprintf(d->note, sizeof d->note, "PCIe gather measurement failed%s%s: no verdict",
 			 pcie_err && *pcie_err ? ": " : "", pcie_err ? pcie_err : "");
 		return;
@@ -41,9 +36,9 @@ void ftbw_decide(bool cpu_path, bool have_gpu, double cpu_gbs, const char *cpu_e
 double ftbw_fetch_fraction(double cpu, double pcie, double cpu_ov, double pcie_ov)
 {
 	double f;
-	if (measured(cpu_ov) && measured(pcie_ov))
+	if (ftbw_measured(cpu_ov) && ftbw_measured(pcie_ov))
 		f = pcie_ov / (pcie_ov + cpu_ov);
-	else if (measured(cpu) && measured(pcie))
+	else if (ftbw_measured(cpu) && ftbw_measured(pcie))
 		f = pcie / cpu;
 	else
 		return NAN;

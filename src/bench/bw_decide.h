@@ -3,7 +3,14 @@
  * (bench/cpu_probe.c), which both include it without depending on each other. */
 #ifndef FT_BENCH_BW_DECIDE_H
 #define FT_BENCH_BW_DECIDE_H
+#include <math.h>
 #include <stdbool.h>
+
+/* A figure that was measured: a positive finite rate (<= 0 or NaN: not measured). */
+static inline bool ftbw_measured(double x)
+{
+	return isfinite(x) && x > 0;
+}
 
 /* The decision of reference §5 for one entry. cpu_gbs / pcie_gbs <= 0 or NaN: not measured.
  * measured false: no verdict at all ("unmeasured": no GPU, or a half failed), never a default

@@ -1,5 +1,6 @@
 /* bw_ops: the real measurements of `ftbench bw` (see bw_ops.h). */
 #include "bench/bw_ops.h"
+#include "bench/bw_real.h"
 
 #include <errno.h>
 #include <math.h>
@@ -23,8 +24,6 @@
 #include <cuda_runtime_api.h>
 #endif
 
-#define GATHER_WARMUP 3
-#define OVERLAP_WINDOW_S 0.5 /* one overlap sample per window, each side its own bytes/time */
 /* The CPU MoE steps of each tier run in READ_ROUNDS rounds, each right after one pass of the
  * read ceiling (as `ftbench cpu-moe` does), so the kernel and its ceiling see the same machine
  * state: this host's read rate drifts by tens of percent within a run. */
@@ -35,17 +34,8 @@
  * with the other's spinning workers. */
 #define READ_SETTLE_NS 3000000L
 
-struct ftbw_real {
-	const struct ftbw_env *env;
-	const struct ftreport *rep;
-	cpu_set_t wide;  /* the process's affinity at start: for threads that must not sit on a worker's core */
-	/* The run's CPU read session (opened by the first cpu_read, closed by ftbw_real_free): its
-	 * own pool on the same cores as the executor's; idle workers sleep on a futex. */
-	struct ftpool *rpool;
-	struct ftcread *rsess;
-};
 
-static const char *errstr(int r)
+const char *ftbw_errstr(int r)
 {
 	return strerror(r < 0 ? -r : r);
 }
@@ -64,7 +54,7 @@ int ftbw_isa_known(const char *isa, char *names, size_t n)
 
 /* Make gpu current on the calling thread, its context created with blocking-sync waits (see
  * ftbw_real_create); 0, -EIO (CUDA error, err says which) or -ENODEV (no CUDA in the build). */
-static int select_gpu(const struct ftgpu_info *gpu, char *err, size_t errlen)
+int ftbw_select_gpu(const struct ftgpu_info *gpu, char *err, size_t errlen)
 {
 #ifdef FT_HAVE_CUDA
 	cudaError_t ce = cudaSetDevice(gpu->index);
@@ -117,7 +107,7 @@ int ftbw_real_create(struct ftbw_real **out, const struct ftbw_env *env, const s
 		 * CPU MoE bf16 90 -> 21 GB/s overlapped, and the compute-bound mxfp4 kernel 24 -> 9,
 		 * more than DRAM sharing explains (bench/RESULTS.md). Timings use CUDA events, which
 		 * this does not change. Best effort: a context made earlier keeps its flags. */
-		int rc = select_gpu(env->gpu, err, errlen);
+		int rc = ftbw_select_gpu(env->gpu, err, errlen);
 		if (rc < 0) {
 			free(r);
 			return rc;
@@ -146,7 +136,7 @@ static int op_cpu_read(void *ctx, const struct ftbw_env *env, int passes, double
 		rc = ftpool_create(env->cpu, env->ncpus, env_node(env), &r->rpool);
 		if (rc < 0) {
 			snprintf(err, errlen, "CPU read ceiling: worker pool of %d threads: %s", env->ncpus,
-				 errstr(rc));
+				 ftbw_errstr(rc));
 			r->rpool = NULL;
 			return rc;
 		}
@@ -162,7 +152,7 @@ static int op_cpu_read(void *ctx, const struct ftbw_env *env, int passes, double
 		gbs[i] = ftcread_pass(r->rsess);
 	sched_setaffinity(0, sizeof r->wide, &r->wide);
 	if (rc < 0)
-		snprintf(err, errlen, "CPU read ceiling: %s", errstr(rc));
+		snprintf(err, errlen, "CPU read ceiling: %s", ftbw_errstr(rc));
 	return rc;
 }
 
@@ -227,13 +217,13 @@ static void read_move(struct ftbw_part *dst, struct ftbw_part *src)
 static int op_pcie(void *ctx, const struct ftbw_env *env, bool h2d, size_t bytes, int iters, double *gbs,
 		   char *err, size_t errlen)
 {
-	int rc = select_gpu(env->gpu, err, errlen);
+	int rc = ftbw_select_gpu(env->gpu, err, errlen);
 	if (rc < 0)
 		return rc;
 	rc = ftpcie_linear(h2d ? FTPCIE_H2D : FTPCIE_D2H, bytes, iters, gbs);
 	if (rc < 0) {
 		snprintf(err, errlen, "PCIe linear %s ceiling (%zu MiB): %s", h2d ? "H2D" : "D2H", bytes >> 20,
-			 errstr(rc));
+			 ftbw_errstr(rc));
 		return rc;
 	}
 	for (int i = 0; i < iters; i++) /* seconds per pass -> GB/s */
@@ -243,7 +233,7 @@ static int op_pcie(void *ctx, const struct ftbw_env *env, bool h2d, size_t bytes
 
 /* ---------------------------------------------------------------- one item */
 
-static uint64_t rng_next(uint64_t *s)
+uint64_t ftbw_rng_next(uint64_t *s)
 {
 	uint64_t x = *s; /* xorshift64* */
 	x ^= x >> 12;
@@ -253,7 +243,7 @@ static uint64_t rng_next(uint64_t *s)
 	return x * 0x2545F4914F6CDD1DULL;
 }
 
-static double *new_samples(int n)
+double *ftbw_new_samples(int n)
 {
 	return calloc((size_t)(n > 0 ? n : 1), sizeof(double));
 }
@@ -265,7 +255,7 @@ static int gather_alone(struct ftbw_real *r, const struct ftbw_config *c, const 
 {
 	int n = it->synth_experts, rc;
 	int32_t *src = malloc((size_t)n * sizeof *src), *dst = malloc((size_t)n * sizeof *dst);
-	double *secs = new_samples(c->kernel_pcie_iters);
+	double *secs = ftbw_new_samples(c->kernel_pcie_iters);
 	struct ftgather *g = NULL;
 	struct ftgather_geom geom = {.format = it->fmt, .hidden = it->model->hidden, .inter = it->model->inter,
 				     .experts = n, .layers = 1, .slots = n, .max_plan = n};
@@ -278,7 +268,7 @@ static int gather_alone(struct ftbw_real *r, const struct ftbw_config *c, const 
 	for (int i = 0; i < n; i++)
 		src[i] = i, dst[i] = i;
 	for (int i = n - 1; i > 0; i--) {
-		int j = (int)(rng_next(&seed) % (uint64_t)(i + 1));
+		int j = (int)(ftbw_rng_next(&seed) % (uint64_t)(i + 1));
 		int32_t t = src[i];
 		src[i] = src[j];
 		src[j] = t;
@@ -292,7 +282,7 @@ static int gather_alone(struct ftbw_real *r, const struct ftbw_config *c, const 
 		ftcpu_mem_prefer(-1);
 	if (rc < 0) {
 		snprintf(p->err, sizeof p->err, "gather setup (%d experts of %zu bytes): %s", n, it->expert_bytes,
-			 errstr(rc));
+			 ftbw_errstr(rc));
 		goto out;
 	}
 	rc = ftgather_set_plan(g, 0, src, dst, n);
@@ -306,13 +296,13 @@ static int gather_alone(struct ftbw_real *r, const struct ftbw_config *c, const 
 		rc = ftgather_time(g, FTGATHER_AUTO, GATHER_WARMUP - 1, 1, secs);
 	if (rc < 0) {
 		snprintf(p->err, sizeof p->err, "gather (%s path): %s",
-			 ftgather_path_name(ftgather_default_path(g)), errstr(rc));
+			 ftgather_path_name(ftgather_default_path(g)), ftbw_errstr(rc));
 		goto out;
 	}
 	rc = ftgather_verify(g);
 	if (rc < 0) {
 		snprintf(p->err, sizeof p->err, "gather copied wrong bytes (%s path): %s",
-			 ftgather_path_name(ftgather_default_path(g)), errstr(rc));
+			 ftgather_path_name(ftgather_default_path(g)), ftbw_errstr(rc));
 		goto out;
 	}
 	double bytes = (double)n * (double)ftgather_expert_bytes(g);
@@ -345,7 +335,7 @@ static int gather_more(struct ftgather *g, const struct ftbw_config *c, int expe
 	if (rc < 0) {
 		p->rc = rc;
 		snprintf(p->err, sizeof p->err, "gather (%s path, interleaved): %s",
-			 ftgather_path_name(ftgather_default_path(g)), errstr(rc));
+			 ftgather_path_name(ftgather_default_path(g)), ftbw_errstr(rc));
 		return rc;
 	}
 	double bytes = (double)experts * (double)ftgather_expert_bytes(g);
@@ -399,7 +389,7 @@ static int cpu_alone(struct ftbw_real *r, const struct ftbw_env *env, const stru
 	struct ftmoebench *b = NULL;
 	enum ftcpumoe_isa tiers[FTBW_MAX_ISAS];
 	int iters = c->kernel_cpu_iters, rc;
-	double *secs = new_samples(iters), *bytes = new_samples(iters), *best = NULL;
+	double *secs = ftbw_new_samples(iters), *bytes = ftbw_new_samples(iters), *best = NULL;
 	double best_med = -1;
 	char why[160] = "";
 	if (!secs || !bytes) {
@@ -410,7 +400,7 @@ static int cpu_alone(struct ftbw_real *r, const struct ftbw_env *env, const stru
 	int nt = ftmoebench_isa_list(c->isa, &c->tune, it->fmt->id, env->cpu->isa, tiers, FTBW_MAX_ISAS, why, sizeof why);
 	if (nt <= 0) {
 		rc = nt < 0 ? nt : -ENOTSUP;
-		snprintf(p->err, sizeof p->err, "--isa %s: %s", c->isa, why[0] ? why : errstr(rc));
+		snprintf(p->err, sizeof p->err, "--isa %s: %s", c->isa, why[0] ? why : ftbw_errstr(rc));
 		goto out;
 	}
 	struct ftmoebench_cfg cfg = {.format = it->fmt->id, .hidden = it->model->hidden, .inter = it->model->inter,
@@ -419,7 +409,7 @@ static int cpu_alone(struct ftbw_real *r, const struct ftbw_env *env, const stru
 				.numa_node = env_node(env), .tune = &c->tune};
 	rc = ftmoebench_create(&cfg, env->cpu, &b);
 	if (rc < 0) {
-		snprintf(p->err, sizeof p->err, "CPU MoE setup: %s", errstr(rc));
+		snprintf(p->err, sizeof p->err, "CPU MoE setup: %s", ftbw_errstr(rc));
 		goto out;
 	}
 	bool sweep = strcmp(c->isa, "auto") != 0;
@@ -473,7 +463,7 @@ static int cpu_alone(struct ftbw_real *r, const struct ftbw_env *env, const stru
 				}
 				free(best);
 				best = secs;
-				secs = new_samples(iters);
+				secs = ftbw_new_samples(iters);
 				*used = u;
 				snprintf(m->cpu_isa, sizeof m->cpu_isa, "%s", ftcpumoe_isa_name(u));
 				if (!secs) {
@@ -483,7 +473,7 @@ static int cpu_alone(struct ftbw_real *r, const struct ftbw_env *env, const stru
 				}
 			}
 		} else {
-			snprintf(why, sizeof why, "%s: %s", ftcpumoe_isa_name(tiers[t]), errstr(tr));
+			snprintf(why, sizeof why, "%s: %s", ftcpumoe_isa_name(tiers[t]), ftbw_errstr(tr));
 			rc = tr;
 		}
 		read_move(&m->read_other, &rd);
@@ -515,15 +505,15 @@ out:
 
 /* The overlapped run's windows (overlap_s in OVERLAP_WINDOW_S pieces, at least one) and their
  * sample arrays in m: 0, or -ENOMEM with the error in m->ov_cpu.err. */
-static int overlap_windows(const struct ftbw_config *c, struct ftbw_meas *m, int *windows, double *win)
+int ftbw_overlap_windows(const struct ftbw_config *c, struct ftbw_meas *m, int *windows, double *win)
 {
 	int n = (int)lround(c->overlap_s / OVERLAP_WINDOW_S);
 	if (n < 1)
 		n = 1;
 	*windows = n;
 	*win = c->overlap_s / n;
-	m->ov_cpu.gbs = new_samples(n);
-	m->ov_gather.gbs = new_samples(n);
+	m->ov_cpu.gbs = ftbw_new_samples(n);
+	m->ov_gather.gbs = ftbw_new_samples(n);
 	if (!m->ov_cpu.gbs || !m->ov_gather.gbs) {
 		snprintf(m->ov_cpu.err, sizeof m->ov_cpu.err, "out of memory");
 		return -ENOMEM;
@@ -538,7 +528,7 @@ static int overlap(struct ftbw_real *r, const struct ftbw_config *c, struct ftga
 {
 	int windows, rc;
 	double win;
-	if ((rc = overlap_windows(c, m, &windows, &win)) < 0)
+	if ((rc = ftbw_overlap_windows(c, m, &windows, &win)) < 0)
 		goto out;
 	for (int w = 0; w < windows; w++) {
 		atomic_int stop = 0;
@@ -549,18 +539,18 @@ static int overlap(struct ftbw_real *r, const struct ftbw_config *c, struct ftga
 		rc = ftgather_overlap_start(g);
 		ftpool_pin_caller(ftmoebench_pool(b));
 		if (rc < 0) {
-			snprintf(m->ov_gather.err, sizeof m->ov_gather.err, "gather loop: %s", errstr(rc));
+			snprintf(m->ov_gather.err, sizeof m->ov_gather.err, "gather loop: %s", ftbw_errstr(rc));
 			goto out;
 		}
 		int rc_cpu = ftmoebench_run_until(b, isa, &stop, win, &cb, &cs);
 		rc = ftgather_overlap_stop(g, &gb, &gs);
 		if (rc < 0) {
-			snprintf(m->ov_gather.err, sizeof m->ov_gather.err, "gather loop: %s", errstr(rc));
+			snprintf(m->ov_gather.err, sizeof m->ov_gather.err, "gather loop: %s", ftbw_errstr(rc));
 			goto out;
 		}
 		if (rc_cpu < 0) {
 			rc = rc_cpu;
-			snprintf(m->ov_cpu.err, sizeof m->ov_cpu.err, "CPU MoE steps: %s", errstr(rc));
+			snprintf(m->ov_cpu.err, sizeof m->ov_cpu.err, "CPU MoE steps: %s", ftbw_errstr(rc));
 			goto out;
 		}
 		m->ov_cpu.gbs[w] = cs > 0 ? cb / cs / 1e9 : 0.0;
@@ -589,8 +579,8 @@ static void batch_sweep(struct ftbw_real *r, const struct ftbw_config *c, const 
 		maxb = c->batches[i] > maxb ? c->batches[i] : maxb;
 		m->bsw[i].batch = c->batches[i];
 		m->bsw[i].cpu.rc = m->bsw[i].gather.rc = FTBW_NOT_RUN;
-		m->bsw[i].cpu.gbs = new_samples(SWEEP_ROUNDS * SWEEP_CPU_STEPS);
-		m->bsw[i].gather.gbs = new_samples(SWEEP_ROUNDS * SWEEP_GATHER_PASSES);
+		m->bsw[i].cpu.gbs = ftbw_new_samples(SWEEP_ROUNDS * SWEEP_CPU_STEPS);
+		m->bsw[i].gather.gbs = ftbw_new_samples(SWEEP_ROUNDS * SWEEP_GATHER_PASSES);
 	}
 	m->nbatch = nb;
 	struct ftmoebench *b = NULL;
@@ -635,10 +625,10 @@ static void batch_sweep(struct ftbw_real *r, const struct ftbw_config *c, const 
 			for (int x = 0; x < n; x++)
 				src[x] = x, dst[x] = x;
 			for (int x = 0; x < ne; x++) { /* partial Fisher-Yates: ne distinct rows and slots */
-				int j = x + (int)(rng_next(&seed) % (uint64_t)(n - x)), t = src[x];
+				int j = x + (int)(ftbw_rng_next(&seed) % (uint64_t)(n - x)), t = src[x];
 				src[x] = src[j];
 				src[j] = t;
-				j = x + (int)(rng_next(&seed) % (uint64_t)(n - x));
+				j = x + (int)(ftbw_rng_next(&seed) % (uint64_t)(n - x));
 				t = dst[x];
 				dst[x] = dst[j];
 				dst[j] = t;
@@ -656,8 +646,8 @@ out:
 	if (rc < 0)
 		for (int i = 0; i < nb; i++) {
 			m->bsw[i].cpu.rc = m->bsw[i].gather.rc = rc;
-			snprintf(m->bsw[i].cpu.err, sizeof m->bsw[i].cpu.err, "batch sweep: %s: %s", what, errstr(rc));
-			snprintf(m->bsw[i].gather.err, sizeof m->bsw[i].gather.err, "batch sweep: %s: %s", what, errstr(rc));
+			snprintf(m->bsw[i].cpu.err, sizeof m->bsw[i].cpu.err, "batch sweep: %s: %s", what, ftbw_errstr(rc));
+			snprintf(m->bsw[i].gather.err, sizeof m->bsw[i].gather.err, "batch sweep: %s: %s", what, ftbw_errstr(rc));
 		}
 	ftmoebench_free(b);
 	free(src);
@@ -673,7 +663,7 @@ static int op_measure(void *ctx, const struct ftbw_env *env, const struct ftbw_c
 	enum ftcpumoe_isa used = FTCPUMOE_ISA_AUTO;
 	int rc = 0;
 
-	if (env->gpu && (rc = select_gpu(env->gpu, err, errlen)) < 0)
+	if (env->gpu && (rc = ftbw_select_gpu(env->gpu, err, errlen)) < 0)
 		return rc;
 	/* With both halves, the gather is set up, warmed up and checked here and timed in pairs with
 	 * the CPU MoE steps (cpu_alone); the GPU-only and CPU-only cases run as before. */
@@ -710,281 +700,9 @@ out:
 	return rc;
 }
 
-/* ---------------------------------------------------------------- engines (concurrent phase) */
-
-/* One engine's objects for one item, made and used on the engine's own thread. */
-struct engine {
-	struct ftbw_real *r;
-	const struct ftbw_engine *e;
-	const struct ftbw_item *it;
-	struct ftgather *g;
-	struct ftmoebench *b;
-	enum ftcpumoe_isa isa;           /* the tier the CPU phase ran (AUTO before) */
-	struct ftbw_part gsetup, csetup; /* setup failures, reported by their phase */
-};
-
-static int op_engine_open(void *ctx, const struct ftbw_engine *e, const struct ftbw_config *c,
-			  const struct ftbw_item *it, void **hout, char *err, size_t errlen)
-{
-	struct ftbw_real *r = ctx;
-	struct engine *h = calloc(1, sizeof *h);
-	*hout = NULL;
-	if (!h) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	h->r = r;
-	h->e = e;
-	h->it = it;
-	h->isa = FTCPUMOE_ISA_AUTO;
-	h->gsetup.rc = h->csetup.rc = FTBW_NOT_RUN;
-	*hout = h;
-	if (e->gpu_info) {
-		int rc = select_gpu(e->gpu_info, err, errlen);
-		if (rc < 0)
-			return rc;
-	}
-	if (e->gpu_info && it->synth_experts > 0) {
-		int n = it->synth_experts;
-		int32_t *src = malloc((size_t)n * sizeof *src), *dst = malloc((size_t)n * sizeof *dst);
-		struct ftgather_geom geom = {.format = it->fmt, .hidden = it->model->hidden, .inter = it->model->inter,
-					     .experts = n, .layers = 1, .slots = n, .max_plan = n};
-		uint64_t seed = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)it->fmt->id << 32) ^ (uint64_t)(e->index + 1);
-		int rc = src && dst ? 0 : -ENOMEM;
-		for (int i = 0; rc == 0 && i < n; i++)
-			src[i] = i, dst[i] = i;
-		for (int i = n - 1; rc == 0 && i > 0; i--) {
-			int j = (int)(rng_next(&seed) % (uint64_t)(i + 1));
-			int32_t t = src[i];
-			src[i] = src[j];
-			src[j] = t;
-		}
-		if (rc == 0) {
-			if (e->mem_node >= 0)
-				ftcpu_mem_prefer(e->mem_node);
-			rc = ftgather_create(&h->g, &geom, r->rep);
-			if (e->mem_node >= 0)
-				ftcpu_mem_prefer(-1);
-		}
-		if (rc == 0)
-			rc = ftgather_set_plan(h->g, 0, src, dst, n);
-		free(src);
-		free(dst);
-		if (rc < 0) {
-			h->gsetup.rc = rc;
-			snprintf(h->gsetup.err, sizeof h->gsetup.err, "gather setup on GPU %d: %s", e->gpu_info->index,
-				 errstr(rc));
-			ftgather_free(h->g);
-			h->g = NULL;
-			if (rc == -EIO) { /* a sticky CUDA error */
-				snprintf(err, errlen, "%s", h->gsetup.err);
-				return rc;
-			}
-		}
-	}
-	if (it->fmt->cpu_path) {
-		struct ftmoebench_cfg cfg = {.format = it->fmt->id, .hidden = it->model->hidden, .inter = it->model->inter,
-					.experts = it->model->experts, .topk = it->model->topk, .act = it->model->act,
-					.swiglu_limit = it->model->swiglu_limit, .batch = 1, .threads = e->ncpus,
-					.numa_node = e->node, .cpus = e->cpus, .ncpus = e->ncpus,
-					.seed = 0x51ED2701u + (uint64_t)e->index, .tune = &c->tune};
-		int rc = ftmoebench_create(&cfg, e->cpu, &h->b); /* pins this thread to the set's first core */
-		if (rc < 0) {
-			h->b = NULL;
-			h->csetup.rc = rc;
-			snprintf(h->csetup.err, sizeof h->csetup.err, "CPU MoE setup on %d cores: %s", e->ncpus,
-				 errstr(rc));
-		}
-	}
-	return 0;
-}
-
-/* Block until every engine has its samples (the hold is released). */
-static void hold_wait(struct ftbw_hold *hold)
-{
-	struct timespec ts = {0, 200000};
-	while (!atomic_load(ftbw_hold_flag(hold)))
-		nanosleep(&ts, NULL);
-}
-
-static int phase_gather(struct engine *h, const struct ftbw_config *c, struct ftbw_part *p, struct ftbw_hold *hold)
-{
-	int iters = c->kernel_pcie_iters, rc;
-	double *secs = new_samples(iters);
-	if (!secs) {
-		p->rc = -ENOMEM;
-		snprintf(p->err, sizeof p->err, "out of memory");
-		ftbw_hold_arrive(hold, h->e->index);
-		return 0;
-	}
-	rc = ftgather_poison(h->g);
-	if (rc == 0)
-		rc = ftgather_time(h->g, FTGATHER_AUTO, GATHER_WARMUP, iters, secs);
-	if (rc == 0) {
-		double bytes = (double)h->it->synth_experts * (double)ftgather_expert_bytes(h->g);
-		for (int i = 0; i < iters; i++)
-			secs[i] = secs[i] > 0 ? bytes / secs[i] / 1e9 : 0.0;
-	}
-	/* keep this GPU's gather going while the others take their samples */
-	ftbw_hold_arrive(hold, h->e->index);
-	if (rc == 0 && !atomic_load(ftbw_hold_flag(hold))) {
-		sched_setaffinity(0, sizeof h->r->wide, &h->r->wide); /* the loop thread inherits this */
-		int lr = ftgather_overlap_start(h->g);
-		hold_wait(hold);
-		if (lr == 0) {
-			uint64_t b;
-			double s;
-			lr = ftgather_overlap_stop(h->g, &b, &s);
-		}
-		if (lr < 0)
-			rc = lr;
-	}
-	if (rc == 0 && (rc = ftgather_verify(h->g)) < 0) {
-		p->rc = rc;
-		snprintf(p->err, sizeof p->err, "gather copied wrong bytes on GPU %d: %s", h->e->gpu_info->index,
-			 errstr(rc));
-		free(secs);
-		return 0;
-	}
-	if (rc < 0) {
-		p->rc = rc;
-		snprintf(p->err, sizeof p->err, "gather on GPU %d: %s", h->e->gpu_info->index, errstr(rc));
-		free(secs);
-		return rc == -EIO ? rc : 0;
-	}
-	p->rc = 0;
-	p->gbs = secs;
-	p->n = iters;
-	return 0;
-}
-
-static int phase_cpu(struct engine *h, const struct ftbw_config *c, struct ftbw_meas *m, struct ftbw_hold *hold)
-{
-	struct ftbw_part *p = &m->cpu;
-	int iters = c->kernel_cpu_iters;
-	double *secs = new_samples(iters), *bytes = new_samples(iters);
-	int rc = secs && bytes ? 0 : -ENOMEM;
-	ftpool_pin_caller(ftmoebench_pool(h->b));
-	if (rc == 0)
-		rc = ftmoebench_time(h->b, FTCPUMOE_ISA_AUTO, c->kernel_cpu_warmup, iters, secs, bytes, &h->isa);
-	ftbw_hold_arrive(hold, h->e->index);
-	if (!atomic_load(ftbw_hold_flag(hold))) {
-		double b, s;
-		ftmoebench_run_until(h->b, rc == 0 ? h->isa : FTCPUMOE_ISA_AUTO, ftbw_hold_flag(hold), 0, &b, &s);
-	}
-	if (rc < 0) {
-		p->rc = rc;
-		snprintf(p->err, sizeof p->err, "CPU MoE on %d cores: %s", h->e->ncpus, errstr(rc));
-	} else {
-		for (int i = 0; i < iters; i++)
-			secs[i] = secs[i] > 0 ? bytes[i] / secs[i] / 1e9 : 0.0;
-		p->rc = 0;
-		p->gbs = secs;
-		p->n = iters;
-		secs = NULL;
-		snprintf(m->cpu_isa, sizeof m->cpu_isa, "%s", ftcpumoe_isa_name(h->isa));
-	}
-	free(secs);
-	free(bytes);
-	return 0;
-}
-
-static int phase_overlap(struct engine *h, const struct ftbw_config *c, struct ftbw_meas *m, struct ftbw_hold *hold)
-{
-	int windows;
-	double win;
-	int rc = overlap_windows(c, m, &windows, &win);
-	/* the windows, then the same load until every engine has its windows */
-	for (int w = 0; rc == 0 && w <= windows; w++) {
-		atomic_int never = 0;
-		double cb = 0, cs = 0, gs = 0;
-		uint64_t gb = 0;
-		if (w == windows) {
-			ftbw_hold_arrive(hold, h->e->index);
-			if (atomic_load(ftbw_hold_flag(hold)))
-				break;
-		}
-		sched_setaffinity(0, sizeof h->r->wide, &h->r->wide); /* the gather thread inherits this */
-		rc = ftgather_overlap_start(h->g);
-		ftpool_pin_caller(ftmoebench_pool(h->b));
-		if (rc < 0) {
-			snprintf(m->ov_gather.err, sizeof m->ov_gather.err, "gather loop: %s", errstr(rc));
-			break;
-		}
-		int rc_cpu = w < windows ? ftmoebench_run_until(h->b, h->isa, &never, win, &cb, &cs)
-					 : ftmoebench_run_until(h->b, h->isa, ftbw_hold_flag(hold), 0, &cb, &cs);
-		rc = ftgather_overlap_stop(h->g, &gb, &gs);
-		if (rc < 0) {
-			snprintf(m->ov_gather.err, sizeof m->ov_gather.err, "gather loop: %s", errstr(rc));
-			break;
-		}
-		if (rc_cpu < 0) {
-			rc = rc_cpu;
-			snprintf(m->ov_cpu.err, sizeof m->ov_cpu.err, "CPU MoE steps: %s", errstr(rc));
-			break;
-		}
-		if (w < windows) {
-			m->ov_cpu.gbs[w] = cs > 0 ? cb / cs / 1e9 : 0.0;
-			m->ov_gather.gbs[w] = gs > 0 ? (double)gb / gs / 1e9 : 0.0;
-		}
-	}
-	ftbw_hold_arrive(hold, h->e->index);
-	if (rc == 0)
-		m->ov_cpu.n = m->ov_gather.n = windows;
-	m->ov_cpu.rc = m->ov_gather.rc = rc;
-	return rc == -EIO && m->ov_gather.err[0] ? rc : 0;
-}
-
-static int op_engine_phase(void *hv, enum ftbw_phase ph, const struct ftbw_config *c, struct ftbw_meas *m,
-			   struct ftbw_hold *hold, char *err, size_t errlen)
-{
-	struct engine *h = hv;
-	int rc = 0;
-	switch (ph) {
-	case FTBW_PHASE_GATHER:
-		if (!h->g) {
-			m->gather = h->gsetup;
-			break;
-		}
-		rc = phase_gather(h, c, &m->gather, hold);
-		if (rc < 0)
-			snprintf(err, errlen, "%s", m->gather.err);
-		break;
-	case FTBW_PHASE_CPU:
-		if (!h->b) {
-			m->cpu = h->csetup;
-			break;
-		}
-		rc = phase_cpu(h, c, m, hold);
-		break;
-	case FTBW_PHASE_OVERLAP:
-		if (!h->g || !h->b || m->gather.rc != 0 || m->cpu.rc != 0)
-			break; /* FTBW_NOT_RUN: the overlap needs both halves */
-		rc = phase_overlap(h, c, m, hold);
-		if (rc < 0)
-			snprintf(err, errlen, "overlap: %s", m->ov_gather.err);
-		break;
-	default:
-		break;
-	}
-	ftbw_hold_arrive(hold, h->e->index);
-	return rc;
-}
-
-static void op_engine_close(void *hv)
-{
-	struct engine *h = hv;
-	if (!h)
-		return;
-	ftmoebench_free(h->b);
-	ftgather_free(h->g);
-	sched_setaffinity(0, sizeof h->r->wide, &h->r->wide);
-	free(h);
-}
-
 struct ftbw_ops ftbw_real_ops(struct ftbw_real *r)
 {
 	return (struct ftbw_ops){.cpu_read = op_cpu_read, .pcie_linear = op_pcie, .measure = op_measure, .ctx = r,
-				 .engine_open = op_engine_open, .engine_phase = op_engine_phase,
-				 .engine_close = op_engine_close};
+				 .engine_open = ftbw_real_engine_open, .engine_phase = ftbw_real_engine_phase,
+				 .engine_close = ftbw_real_engine_close};
 }

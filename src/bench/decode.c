@@ -309,6 +309,86 @@ static int add_words(char ***v, int n, char *const *extra)
 	return 0;
 }
 
+/* Start the server of backend from the template (--server-cmd, else the kind's launcher) on a
+ * loopback port, its log in a fresh private directory under c->log_dir: 0 and its URL in base, or
+ * -errno with r->error. flags, argv and env get what the caller frees. */
+static int start_server(const struct ftdecode_cfg *c, const char *backend, int kind, struct ftsrv *srv,
+			struct ftdecode_result *r, char ***flags, char ***argv, char ***env, char *base, size_t basen)
+{
+	char why[1024];
+	int nflags, err;
+	int port = c->port;
+	const char *tmpl = c->server_cmd ? c->server_cmd : ftsrv_default_template((enum ftsrv_kind)kind);
+	if (!tmpl) {
+		snprintf(r->error, sizeof r->error, "--server-kind %s has no standard launcher: give --server-cmd "
+			 "TEMPLATE or --url", ftsrv_kind_name((enum ftsrv_kind)kind));
+		return -EINVAL;
+	}
+	if (!port && (err = ftsrv_free_port(&port)) < 0) {
+		snprintf(r->error, sizeof r->error, "no free loopback port: %s", strerror(-err));
+		return err;
+	}
+	if ((err = ftsrv_serve_flags(&c->serve, (enum ftsrv_kind)kind, backend, flags, &nflags)) < 0) {
+		snprintf(r->error, sizeof r->error, "out of memory");
+		return err;
+	}
+	/* a --compare arm's words go with the mapped flags, or alone at the end of a template
+	 * that takes none: without them the arms would not differ */
+	int with_flags = ftsrv_template_has_flags(tmpl) || c->append_flags;
+	if ((err = with_flags ? add_words(flags, nflags, c->extra_args) : 0) < 0 ||
+	    (err = ftsrv_expand(tmpl, c->model, port, backend, with_flags ? *flags : c->extra_args,
+				with_flags ? c->append_flags : 1, argv, why, sizeof why)) < 0) {
+		snprintf(r->error, sizeof r->error, "%s", err == -ENOMEM ? "out of memory" : why);
+		return err;
+	}
+	/* the seed runs its launcher with its own interpreter: where there is no "python",
+	 * Debian's "python3" is the one */
+	if (!c->server_cmd && !strcmp((*argv)[0], "python") && !on_path("python") && on_path("python3")) {
+		char *p3 = strdup("python3");
+		if (p3) {
+			free((*argv)[0]);
+			(*argv)[0] = p3;
+		}
+	}
+	if (c->server_cmd && nflags && !ftsrv_template_has_flags(tmpl) && !c->append_flags)
+		warn(r, "--server-cmd has no {flags}: the %s flags (%d words) are not passed (--append-flags "
+		     "passes them)", ftsrv_kind_name((enum ftsrv_kind)kind), nflags);
+	const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+	if (kind != FTSRV_FREETOKEN && c->serve.gpu && !(cvd && *cvd))
+		warn(r, "--gpu %s is passed only to a FreeToken server; a %s server uses the GPUs of "
+		     "CUDA_VISIBLE_DEVICES (unset here)", c->serve.gpu, ftsrv_kind_name((enum ftsrv_kind)kind));
+	ftsrv_argv_string(*argv, r->server_cmd, sizeof r->server_cmd);
+	/* a fresh private directory per server (no fixed name in a shared /tmp), the log made
+	 * new in it: nothing planted there can be followed */
+	char log[512], dir[400];
+	snprintf(dir, sizeof dir, "%s/ftbench-decode-%s.XXXXXX", c->log_dir ? c->log_dir : "/tmp", backend);
+	int lfd = -1;
+	/* the directory may be new (the daemon names one per job, <state>/logs/<id>.decode);
+	 * when it cannot be made, mkdtemp's error says why */
+	if (c->log_dir)
+		mkdir(c->log_dir, 0750);
+	if (!mkdtemp(dir) || (snprintf(log, sizeof log, "%s/server.log", dir),
+			      lfd = open(log, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640)) < 0) {
+		err = -errno;
+		snprintf(r->error, sizeof r->error, "server log in %s: %s", dir, strerror(-err));
+		return err;
+	}
+	close(lfd);
+	if ((c->env_set || c->env_unset) &&
+	    (err = ftproc_env_new(env, NULL, (const char *const *)c->env_unset, (const char *const *)c->env_set)) < 0) {
+		snprintf(r->error, sizeof r->error, "the server's environment: %s", strerror(-err));
+		return err;
+	}
+	if ((err = ftsrv_start_env(srv, *argv, *env, log, why, sizeof why)) < 0) {
+		snprintf(r->error, sizeof r->error, "%s", why);
+		return err;
+	}
+	r->started = 1;
+	snprintf(r->server_log, sizeof r->server_log, "%s", log);
+	snprintf(base, basen, "http://%s:%d", FTSRV_HOST, port);
+	return 0;
+}
+
 int ftdecode_run(const struct ftdecode_cfg *c, const char *backend, struct ftdecode_result *r)
 {
 	memset(r, 0, sizeof *r);
@@ -321,7 +401,7 @@ int ftdecode_run(const struct ftdecode_cfg *c, const char *backend, struct ftdec
 	json_t *req = NULL;
 	char base[256], why[1024], label[128];
 	char **flags = NULL, **argv = NULL, **env = NULL;
-	int nflags, err = 0;
+	int err = 0;
 	int kind = c->kind;
 	if (kind < 0 && !c->url)
 		kind = FTSRV_FREETOKEN;
@@ -331,77 +411,8 @@ int ftdecode_run(const struct ftdecode_cfg *c, const char *backend, struct ftdec
 	ftreport_progress(c->rep, 0, FTDECODE_PHASES, "starting server");
 	if (c->url) {
 		snprintf(base, sizeof base, "%s", c->url);
-	} else {
-		int port = c->port;
-		const char *tmpl = c->server_cmd ? c->server_cmd : ftsrv_default_template((enum ftsrv_kind)kind);
-		if (!tmpl) {
-			snprintf(r->error, sizeof r->error, "--server-kind %s has no standard launcher: give --server-cmd "
-				 "TEMPLATE or --url", ftsrv_kind_name((enum ftsrv_kind)kind));
-			err = -EINVAL;
-			goto out;
-		}
-		if (!port && (err = ftsrv_free_port(&port)) < 0) {
-			snprintf(r->error, sizeof r->error, "no free loopback port: %s", strerror(-err));
-			goto out;
-		}
-		if ((err = ftsrv_serve_flags(&c->serve, (enum ftsrv_kind)kind, backend, &flags, &nflags)) < 0) {
-			snprintf(r->error, sizeof r->error, "out of memory");
-			goto out;
-		}
-		/* a --compare arm's words go with the mapped flags, or alone at the end of a template
-		 * that takes none: without them the arms would not differ */
-		int with_flags = ftsrv_template_has_flags(tmpl) || c->append_flags;
-		if ((err = with_flags ? add_words(&flags, nflags, c->extra_args) : 0) < 0 ||
-		    (err = ftsrv_expand(tmpl, c->model, port, backend, with_flags ? flags : c->extra_args,
-					with_flags ? c->append_flags : 1, &argv, why, sizeof why)) < 0) {
-			snprintf(r->error, sizeof r->error, "%s", err == -ENOMEM ? "out of memory" : why);
-			goto out;
-		}
-		/* the seed runs its launcher with its own interpreter: where there is no "python",
-		 * Debian's "python3" is the one */
-		if (!c->server_cmd && !strcmp(argv[0], "python") && !on_path("python") && on_path("python3")) {
-			char *p3 = strdup("python3");
-			if (p3) {
-				free(argv[0]);
-				argv[0] = p3;
-			}
-		}
-		if (c->server_cmd && nflags && !ftsrv_template_has_flags(tmpl) && !c->append_flags)
-			warn(r, "--server-cmd has no {flags}: the %s flags (%d words) are not passed (--append-flags "
-			     "passes them)", ftsrv_kind_name((enum ftsrv_kind)kind), nflags);
-		const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
-		if (kind != FTSRV_FREETOKEN && c->serve.gpu && !(cvd && *cvd))
-			warn(r, "--gpu %s is passed only to a FreeToken server; a %s server uses the GPUs of "
-			     "CUDA_VISIBLE_DEVICES (unset here)", c->serve.gpu, ftsrv_kind_name((enum ftsrv_kind)kind));
-		ftsrv_argv_string(argv, r->server_cmd, sizeof r->server_cmd);
-		/* a fresh private directory per server (no fixed name in a shared /tmp), the log made
-		 * new in it: nothing planted there can be followed */
-		char log[512], dir[400];
-		snprintf(dir, sizeof dir, "%s/ftbench-decode-%s.XXXXXX", c->log_dir ? c->log_dir : "/tmp", backend);
-		int lfd = -1;
-		/* the directory may be new (the daemon names one per job, <state>/logs/<id>.decode);
-		 * when it cannot be made, mkdtemp's error says why */
-		if (c->log_dir)
-			mkdir(c->log_dir, 0750);
-		if (!mkdtemp(dir) || (snprintf(log, sizeof log, "%s/server.log", dir),
-				      lfd = open(log, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640)) < 0) {
-			err = -errno;
-			snprintf(r->error, sizeof r->error, "server log in %s: %s", dir, strerror(-err));
-			goto out;
-		}
-		close(lfd);
-		if ((c->env_set || c->env_unset) &&
-		    (err = ftproc_env_new(&env, NULL, (const char *const *)c->env_unset, (const char *const *)c->env_set)) < 0) {
-			snprintf(r->error, sizeof r->error, "the server's environment: %s", strerror(-err));
-			goto out;
-		}
-		if ((err = ftsrv_start_env(&srv, argv, env, log, why, sizeof why)) < 0) {
-			snprintf(r->error, sizeof r->error, "%s", why);
-			goto out;
-		}
-		r->started = 1;
-		snprintf(r->server_log, sizeof r->server_log, "%s", log);
-		snprintf(base, sizeof base, "http://%s:%d", FTSRV_HOST, port);
+	} else if ((err = start_server(c, backend, kind, &srv, r, &flags, &argv, &env, base, sizeof base)) < 0) {
+		goto out;
 	}
 	snprintf(r->url, sizeof r->url, "%s", base);
 

@@ -2,15 +2,19 @@
  * --result-fd, progress on a terminal, errors logged once, GPU selection.
  *
  * Exit status: 0 success; 1 the work failed (a measurement, a checksum, a server); 2 bad usage
- * or a missing prerequisite (no GPU where one is required). */
+ * or a missing prerequisite (no GPU where one is required).
+ *
+ * The bottom of src/cli: the option tables (cli/flags.h) report through ftcli_error and the
+ * result fd declared here, so this header names their types only; a file that declares or
+ * expands rows (FTCLI_LOADER_ROWS) includes cli/flags.h itself. */
 #ifndef FT_CLI_CLI_H
 #define FT_CLI_CLI_H
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdint.h>
+#include <stdio.h>
 
-#include "cli/flags.h"
 #include "hw/gpu.h"
 #include "moe/cpu/cpumoe.h"
 #include "util/report.h"
@@ -21,6 +25,9 @@
 #define FTCLI_EXIT_FAIL FTWMSG_EXIT_FAIL
 #define FTCLI_EXIT_USAGE FTWMSG_EXIT_USAGE
 #define FTCLI_EXIT_INVALID FTWMSG_EXIT_INVALID /* bw: measured, but the profile's own checks failed */
+
+struct ftflag;
+struct ftflag_cmd;
 
 struct ftcli_cmd {
 	const char *name;
@@ -80,6 +87,8 @@ const char *ftcli_cell(char *buf, size_t n, const json_t *v, const char *fmt);
 /* One row of n cells on stdout as CSV (RFC 4180 quoting) or Markdown (| escaped); header: a
  * Markdown header also gets its |---| line. Other formats print nothing. */
 void ftcli_print_row(enum ftcli_format f, const char *const *cells, int n, int header);
+/* The same on o. */
+void ftcli_fprint_row(FILE *o, enum ftcli_format f, const char *const *cells, int n, int header);
 
 /* Take the progress bar off the terminal (before a line on stdout; the next progress redraws it). */
 void ftcli_progress_clear(void);

@@ -11,8 +11,11 @@
 
 #include "bench/bw.h"
 #include "bench/bw_ops.h"
+#include "bench/bw_probe.h"
 #include "bench/cpu_probe.h"
+#include "cli/bw_print.h"
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "ftprofile.h"
 #include "hw/cpu.h"
 #include "moe/cpu/cpumoe.h"
@@ -214,61 +217,6 @@ static void legacy_copy(const json_t *prof, const char *saved, char *done, size_
 enum { OPT_OUTPUT_FORMAT = 512 };
 static enum ftcli_format out_fmt = FTCLI_FMT_TABLE;
 
-/* csv|md: one row per profile (GPU) and entry, the summary's figures under their JSON names. */
-static void print_rows(json_t *const *profs, int n)
-{
-	static const char *const head[] = {"gpu", "workload", "format", "expert_mib", "cpu_moe_gbs", "cpu_moe_isa",
-					   "pcie_gather_gbs", "cpu_moe_overlap_gbs", "pcie_gather_overlap_gbs",
-					   "ratio", "decision", "fetch_fraction", "concurrent_decision",
-					   "concurrent_fetch_fraction", "hybrid_max_batch", "note"};
-	static const char *const keys[] = {"cpu_moe_gbs", "pcie_gather_gbs", "cpu_moe_overlap_gbs",
-					   "pcie_gather_overlap_gbs", "ratio"};
-	ftcli_print_row(out_fmt, head, 16, 1);
-	for (int g = 0; g < n; g++) {
-		const char *uuid = json_string_value(json_object_get(json_object_get(profs[g], "gpu"), "uuid"));
-		json_t *wl = json_object_get(profs[g], "workloads"), *w = json_object_get(profs[g], "dtype_kernels");
-		const char *wk = "(dtype)", *k;
-		json_t *e;
-		void *it = json_object_iter(wl);
-		for (;;) { /* dtype_kernels, then each workload's kernels */
-			json_object_foreach(w, k, e) {
-				char c[9][32];
-				const json_t *cb = json_object_get(e, "concurrent");
-				const json_t *eb = json_object_get(e, "expert_bytes");
-				const char *rec = json_string_value(json_object_get(e, "recommended_isolated"));
-				const char *crec = json_string_value(json_object_get(cb, "recommended"));
-				if (!rec)
-					rec = json_string_value(json_object_get(e, "recommended"));
-				if (json_is_number(eb))
-					snprintf(c[0], sizeof c[0], "%.2f", json_number_value(eb) / 1048576.0);
-				else
-					c[0][0] = '\0';
-				for (int i = 0; i < 5; i++)
-					ftcli_cell(c[1 + i], sizeof c[1 + i], json_object_get(e, keys[i]), i == 4 ? "%.3f" : "%.2f");
-				c[6][0] = c[7][0] = '\0';
-				if (rec && !strcmp(rec, "hybrid"))
-					snprintf(c[6], sizeof c[6], "%.3f",
-						 ftbw_fetch_fraction(json_number_value(json_object_get(e, "cpu_moe_gbs")),
-								     json_number_value(json_object_get(e, "pcie_gather_gbs")),
-								     json_number_value(json_object_get(e, "cpu_moe_overlap_gbs")),
-								     json_number_value(json_object_get(e, "pcie_gather_overlap_gbs"))));
-				if (crec && !strcmp(crec, "hybrid"))
-					ftcli_cell(c[7], sizeof c[7], json_object_get(cb, "fetch_fraction"), "%.3f");
-				ftcli_cell(c[8], sizeof c[8], json_object_get(e, "hybrid_max_batch"), "%.0f");
-				const char *row[] = {uuid, wk, k, c[0], c[1], json_string_value(json_object_get(e, "cpu_moe_isa")),
-						     c[2], c[3], c[4], c[5], rec, c[6], crec, c[7], c[8],
-						     json_string_value(json_object_get(e, "note"))};
-				ftcli_print_row(out_fmt, row, 16, 0);
-			}
-			if (!it)
-				break;
-			wk = json_object_iter_key(it);
-			w = json_object_get(json_object_iter_value(it), "kernels");
-			it = json_object_iter_next(wl, it);
-		}
-	}
-}
-
 static int bw_all(struct ftbw_config *cfg, int threads, const char *output, int json, int legacy)
 {
 	struct ftcpu_info ci;
@@ -368,13 +316,13 @@ static int bw_all(struct ftbw_config *cfg, int threads, const char *output, int 
 	if (json) {
 		ftcli_print_json(all);
 	} else if (out_fmt != FTCLI_FMT_TABLE) {
-		print_rows(profs, ng);
+		ftcli_bw_rows(out_fmt, profs, ng);
 		if (legacy_path[0])
 			ftcli_note("legacy copy: %s", legacy_path);
 	} else {
 		for (int g = 0; g < ng; g++) {
 			printf("\n==== GPU %d ====\n", gpus[g].index);
-			ftbw_summary(stdout, profs[g]);
+			ftcli_bw_summary(stdout, profs[g]);
 		}
 		printf("\nhost run: %d GPUs, %.1f s\n", ng, wall);
 		if (legacy_path[0])
@@ -494,113 +442,6 @@ static void bw_replay(json_t *prof, enum ftrp_size size, const struct ftgpu_info
 	} else {
 		json_decref(blocks);
 	}
-}
-
-/* ---- --cpu-kernel: the engine's own CPU MoE executor through the probe protocol */
-
-struct probe_done {
-	const struct ftbw_item *item; /* into the items array below */
-	struct ftbw_item it;
-	struct ftprobe_result res;
-};
-
-static void probes_free(struct probe_done *p, int n)
-{
-	for (int i = 0; p && i < n; i++)
-		ftprobe_result_release(&p[i].res);
-	free(p);
-}
-
-/* Every planned item with a CPU path, measured by the probe (before ours: a failing probe costs
- * no measurement, and the host is as quiet as it gets). */
-static int probe_all(const struct ftbw_config *c, char **argv, double timeout, const struct ftreport *rep,
-		     struct probe_done **out, int *nout, char *err, size_t errlen)
-{
-	struct ftbw_item *items = calloc(FTBW_MAX_ITEMS, sizeof *items);
-	struct probe_done *d = calloc(FTBW_MAX_ITEMS, sizeof *d);
-	char skipped[512];
-	int n = 0, r = 0;
-	*out = NULL;
-	*nout = 0;
-	if (!items || !d) {
-		free(items);
-		free(d);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	int k = ftbw_plan(c, items, FTBW_MAX_ITEMS, skipped, sizeof skipped);
-	for (int i = 0; i < k && r == 0; i++) {
-		const struct ftbw_item *it = &items[i];
-		if (!it->fmt->cpu_path)
-			continue;
-		struct ftprobe_request q = {
-			.format = it->fmt->name, .hidden = it->model->hidden, .inter = it->model->inter,
-			.experts = it->model->experts, .top_k = it->model->topk, .synth_experts = it->synth_experts,
-			.expert_bytes = (long long)it->expert_bytes, .activation = ftfmt_act_name(it->model->act),
-			.swiglu_limit = it->model->swiglu_limit > 0 ? it->model->swiglu_limit : NAN, .threads = 0,
-			.warmup = c->kernel_cpu_warmup, .steps = c->kernel_cpu_iters};
-		char label[128];
-		snprintf(label, sizeof label, "cpu-kernel %s", it->label);
-		ftreport_note(rep, label);
-		d[n].it = *it;
-		r = ftprobe_run(argv, &q, timeout, &d[n].res, err, errlen);
-		if (r == 0)
-			n++;
-	}
-	free(items);
-	if (r < 0) {
-		probes_free(d, n);
-		return r;
-	}
-	*out = d;
-	*nout = n;
-	return 0;
-}
-
-/* The engine's figures into the profile's entries (ftprobe_apply), the seed-read verdict maps
- * after them, the validity checks again (the CPU figure changed), and "cpu_kernel": what ran. */
-static int probe_apply_all(json_t *prof, const struct ftbw_config *c, char **argv, struct probe_done *d, int n)
-{
-	json_t *engines = json_array(), *cmd = json_array();
-	if (!engines || !cmd) {
-		json_decref(engines);
-		json_decref(cmd);
-		return -ENOMEM;
-	}
-	for (char **a = argv; *a; a++)
-		json_array_append_new(cmd, json_string(*a));
-	for (int i = 0; i < n; i++) {
-		const struct ftbw_item *it = &d[i].it;
-		json_t *e, *verdicts;
-		if (it->is_dtype) {
-			e = json_object_get(json_object_get(prof, "dtype_kernels"), it->fmt->name);
-			verdicts = json_object_get(prof, "dtypes");
-		} else {
-			json_t *w = json_object_get(json_object_get(prof, "workloads"), it->model->name);
-			e = json_object_get(json_object_get(w, "kernels"), it->fmt->name);
-			verdicts = json_object_get(w, "recommended_moe_backend");
-		}
-		if (!e)
-			continue;
-		int r = ftprobe_apply(e, &d[i].res, c->threshold);
-		if (r < 0) {
-			json_decref(engines);
-			json_decref(cmd);
-			return r;
-		}
-		json_t *rec = json_object_get(e, "recommended");
-		if (json_is_object(verdicts))
-			json_object_set_new(verdicts, it->fmt->name,
-					    json_is_string(rec) ? json_incref(rec) : json_string("unmeasured"));
-		json_array_append_new(engines, json_pack("{s:s,s:s,s:s,s:b}", "format", it->fmt->name, "name",
-							 d[i].res.engine_name, "version", d[i].res.engine_version,
-							 "supported", d[i].res.supported));
-	}
-	json_object_set_new(prof, "cpu_kernel", json_pack("{s:o,s:o,s:s}", "command", cmd, "measured", engines,
-							  "seed_fields", "engine"));
-	if (json_object_get(prof, "valid"))
-		ftbw_check_valid(prof, c->max_spread);
-	return 0;
 }
 
 struct bw_opts {
@@ -811,7 +652,7 @@ static int bw_cmd(struct bw_opts *o, const struct ftflag_state *fs)
 	struct ftgpu_info gpu;
 	struct ftbw_real *real = NULL;
 	json_t *prof = NULL;
-	struct probe_done *probes = NULL;
+	struct ftbw_probe_done *probes = NULL;
 	int nprobes = 0;
 	int *cpus = NULL, rc = FTCLI_EXIT_FAIL;
 	char why[256] = "", err[1024] = "", path[4096] = "", legacy_path[4096] = "";
@@ -852,7 +693,7 @@ static int bw_cmd(struct bw_opts *o, const struct ftflag_state *fs)
 		}
 		ops = ftbw_real_ops(real);
 	}
-	if (probe_argv && (r = probe_all(&cfg, probe_argv, o->cpu_kernel_timeout, &rep, &probes, &nprobes, err,
+	if (probe_argv && (r = ftbw_probe_all(&cfg, probe_argv, o->cpu_kernel_timeout, &rep, &probes, &nprobes, err,
 					 sizeof err)) < 0) {
 		ftcli_error("%s; no profile written", err);
 		goto out;
@@ -864,7 +705,7 @@ static int bw_cmd(struct bw_opts *o, const struct ftflag_state *fs)
 		ftcli_error("%s", err[0] ? err : strerror(-r));
 		goto out;
 	}
-	if (probe_argv && (r = probe_apply_all(prof, &cfg, probe_argv, probes, nprobes)) < 0) {
+	if (probe_argv && (r = ftbw_probe_apply_all(prof, &cfg, probe_argv, probes, nprobes)) < 0) {
 		ftcli_error("applying the engine's CPU kernel figures: %s; no profile written", strerror(-r));
 		goto out;
 	}
@@ -885,13 +726,13 @@ static int bw_cmd(struct bw_opts *o, const struct ftflag_state *fs)
 	if (json) {
 		ftcli_print_json(prof);
 	} else if (out_fmt != FTCLI_FMT_TABLE) {
-		print_rows(&prof, 1);
+		ftcli_bw_rows(out_fmt, &prof, 1);
 		if (legacy_path[0])
 			ftcli_note("legacy copy: %s", legacy_path);
 		if (!kept_aside)
 			ftcli_note("saved: %s", path);
 	} else {
-		ftbw_summary(stdout, prof);
+		ftcli_bw_summary(stdout, prof);
 		printf("\n");
 		if (legacy_path[0])
 			printf("legacy copy: %s\n", legacy_path);
@@ -904,7 +745,7 @@ out:
 	json_decref(prof);
 	free(cpus);
 	ftcpu_release(&ci);
-	probes_free(probes, nprobes);
+	ftbw_probes_free(probes, nprobes);
 	ftprobe_free_argv(probe_argv);
 	return rc;
 }

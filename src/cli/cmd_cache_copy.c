@@ -8,6 +8,7 @@
 
 #include "bench/cache_copy.h"
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "cli/table.h"
 #include "moe/formats.h"
 #include "moe/slot_cache.h"
@@ -18,51 +19,41 @@
 #include <cuda_runtime_api.h>
 #endif
 
+/* --list: one row per model of the cache tables (the JSON document: {"models": [rows]}). */
+static const struct ftcol model_cols[] = {
+	{"model", "model", NULL, -22},
+	{"layers", "layers", NULL, 6, "%.0f"},
+	{"experts", "E", NULL, 6, "%.0f"},
+	{"topk", "topk", NULL, 5, "%.0f"},
+	{"format", "format", NULL, -14},
+	{"hidden", "H", NULL, 6, "%.0f"},
+	{"inter", "I", NULL, 6, "%.0f"},
+	{"expert_mib", "expert_MiB", "MiB", 12, "%.3f"},
+};
+
 static void list_models(enum ftcli_format fmt)
 {
-	if (fmt == FTCLI_FMT_JSON || fmt == FTCLI_FMT_CSV || fmt == FTCLI_FMT_MD) {
-		static const char *const head[] = {"model", "layers", "experts", "topk", "format", "hidden",
-						   "inter", "expert_mib"};
-		json_t *arr = json_array();
-		if (fmt != FTCLI_FMT_JSON)
-			ftcli_print_row(fmt, head, 8, 1);
-		for (int i = 0; i < ftmodel_cache_profiles_count; i++) {
-			const struct ftmodel *m = &ftmodel_cache_profiles[i];
-			const struct ftfmt *f = ftfmt_get(m->format);
-			double mib = ftfmt_expert_bytes(f, m->hidden, m->inter) / 1048576.0;
-			char v[5][32];
-			snprintf(v[0], sizeof v[0], "%d", m->layers);
-			snprintf(v[1], sizeof v[1], "%d", m->experts);
-			snprintf(v[2], sizeof v[2], "%d", m->topk);
-			snprintf(v[3], sizeof v[3], "%ld", m->hidden);
-			snprintf(v[4], sizeof v[4], "%ld", m->inter);
-			char mb[32];
-			snprintf(mb, sizeof mb, "%.3f", mib);
-			const char *row[] = {m->name, v[0], v[1], v[2], f->name, v[3], v[4], mb};
-			if (fmt != FTCLI_FMT_JSON)
-				ftcli_print_row(fmt, row, 8, 0);
-			json_array_append_new(arr, json_pack("{s:s,s:i,s:i,s:i,s:s,s:I,s:I,s:f}", "model", m->name,
-							     "layers", m->layers, "experts", m->experts, "topk",
-							     m->topk, "format", f->name, "hidden",
-							     (json_int_t)m->hidden, "inter", (json_int_t)m->inter,
-							     "expert_mib", mib));
-		}
-		if (fmt == FTCLI_FMT_JSON) {
-			json_t *o = json_pack("{s:o}", "models", arr);
-			ftcli_print_json(o);
-			json_decref(o);
-		} else {
-			json_decref(arr);
-		}
-		return;
-	}
-	printf("%-22s %6s %6s %5s %-14s %6s %6s %12s\n", "model", "layers", "E", "topk", "format", "H", "I",
-	       "expert_MiB");
+	struct fttable t = {model_cols, FTCOL_COUNT(model_cols), fmt};
+	json_t *arr = json_array();
+	fttable_head(&t);
 	for (int i = 0; i < ftmodel_cache_profiles_count; i++) {
 		const struct ftmodel *m = &ftmodel_cache_profiles[i];
 		const struct ftfmt *f = ftfmt_get(m->format);
-		printf("%-22s %6d %6d %5d %-14s %6ld %6ld %12.3f\n", m->name, m->layers, m->experts, m->topk,
-		       f->name, m->hidden, m->inter, ftfmt_expert_bytes(f, m->hidden, m->inter) / 1048576.0);
+		double mib = ftfmt_expert_bytes(f, m->hidden, m->inter) / 1048576.0;
+		fttable_row(&t, (struct ftcell[]){FTCELL_S(m->name), FTCELL_N(m->layers), FTCELL_N(m->experts),
+						  FTCELL_N(m->topk), FTCELL_S(f->name), FTCELL_N((double)m->hidden),
+						  FTCELL_N((double)m->inter), FTCELL_N(mib)});
+		json_array_append_new(arr, json_pack("{s:s,s:i,s:i,s:i,s:s,s:I,s:I,s:f}", "model", m->name, "layers",
+						     m->layers, "experts", m->experts, "topk", m->topk, "format", f->name,
+						     "hidden", (json_int_t)m->hidden, "inter", (json_int_t)m->inter,
+						     "expert_mib", mib));
+	}
+	if (fmt == FTCLI_FMT_JSON) {
+		json_t *o = json_pack("{s:o}", "models", arr);
+		ftcli_print_json(o);
+		json_decref(o);
+	} else {
+		json_decref(arr);
 	}
 }
 

@@ -12,17 +12,14 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/client.h"
+#include "cli/flags.h"
 #include "cli/table.h"
 #include "util/http_client.h"
 #include "util/jobargs.h"
 #include "util/sse.h"
 #include "util/strutil.h"
 #include "util/timeutil.h"
-
-#define JOB_ID_LEN 16
-#define IDLE_S 60           /* the daemon sends a keep-alive every 15 s; reconnect after 60 s */
-#define RECONNECT_GIVE_UP_S 60
-#define SSE_MAX (1u << 20)  /* an event line or event of the job stream over 1 MiB is refused */
 
 struct copts {
 	const char *daemon;
@@ -42,308 +39,6 @@ struct copts {
 	{"token-file", FTF_STR, O(token_file), .meta = "F", .def_help = "env FTBENCHD_TOKEN_FILE",    \
 	 .help = "bearer token file"},                                                                \
 	{"json", FTF_BOOL, O(json), .help = "machine output on stdout (no progress bar)"}
-
-/* ------------------------------------------------------------------ shared */
-
-static int client_open(struct fthttpc *c, const struct copts *o)
-{
-	const char *url = o->daemon ? o->daemon : getenv("FTBENCHD_URL");
-	const char *tf = o->token_file ? o->token_file : getenv("FTBENCHD_TOKEN_FILE");
-	if (!url || !*url)
-		url = FTHTTPC_DEFAULT_URL;
-	int r = fthttpc_init(c, url);
-	if (r < 0) {
-		ftcli_error("--daemon: %s", c->err);
-		return r;
-	}
-	if (tf && *tf && (r = fthttpc_set_token_file(c, tf)) < 0) {
-		ftcli_error("--token-file %s: %s", tf,
-			    r == -EINVAL ? "no token in the file" : strerror(-r));
-		return r;
-	}
-	return 0;
-}
-
-/* Exit status for a transport failure (the daemon is a missing prerequisite). */
-static int transport_failed(struct fthttpc *c, int r)
-{
-	if (r == -ECONNREFUSED)
-		ftcli_error("cannot reach ftbenchd: %s (start it, or pass --daemon URL)", c->err);
-	else
-		ftcli_error("%s", c->err);
-	return FTCLI_EXIT_USAGE;
-}
-
-/* Report a non-2xx response: the daemon's message and field verbatim. With json, the error
- * body is also printed on stdout. Returns the exit status. */
-static int api_failed(const struct fthttpc_resp *r, int json, const char *what)
-{
-	char msg[1024];
-	const char *code = NULL;
-	fthttpc_api_error(r, &code, NULL, NULL);
-	fthttpc_describe_error(r, msg, sizeof msg);
-	if (code)
-		ftcli_error("%s: %s [HTTP %ld %s]", what, msg, r->status, code);
-	else
-		ftcli_error("%s: %s", what, msg);
-	if (json && r->json)
-		ftcli_print_json(r->json);
-	if (r->status == 429 || r->status >= 500)
-		return FTCLI_EXIT_FAIL;
-	return FTCLI_EXIT_USAGE;
-}
-
-static const char *jstr(const json_t *o, const char *k)
-{
-	return json_string_value(json_object_get(o, k));
-}
-
-static int is_terminal_state(const char *s)
-{
-	return s && (!strcmp(s, "succeeded") || !strcmp(s, "failed") || !strcmp(s, "cancelled") ||
-		     !strcmp(s, "timed_out") || !strcmp(s, "interrupted"));
-}
-
-static int is_job_id(const char *s)
-{
-	if (strlen(s) != JOB_ID_LEN)
-		return 0;
-	return strspn(s, "0123456789abcdef") == JOB_ID_LEN;
-}
-
-/* Turn a job id or a unique prefix of one (at least 4 hex digits) into the full id. */
-static int resolve_id(struct fthttpc *c, const char *arg, char id[JOB_ID_LEN + 1])
-{
-	if (is_job_id(arg)) {
-		memcpy(id, arg, JOB_ID_LEN + 1);
-		return 0;
-	}
-	size_t l = strlen(arg);
-	if (l < 4 || l > JOB_ID_LEN || strspn(arg, "0123456789abcdef") != l) {
-		ftcli_error("'%s' is not a job id (16 hex digits, or a unique prefix of at least 4)", arg);
-		return FTCLI_EXIT_USAGE;
-	}
-	struct fthttpc_resp r;
-	int rc = fthttpc_request(c, "GET", "/benchmark/jobs?limit=10000", NULL, NULL, &r);
-	if (rc < 0)
-		return transport_failed(c, rc);
-	if (r.status != 200) {
-		rc = api_failed(&r, 0, "listing jobs");
-		fthttpc_resp_release(&r);
-		return rc;
-	}
-	int found = 0;
-	size_t i;
-	json_t *j;
-	json_array_foreach(json_object_get(r.json, "jobs"), i, j) {
-		const char *jid = jstr(j, "id");
-		if (jid && !strncmp(jid, arg, l) && strlen(jid) == JOB_ID_LEN) {
-			if (found++ == 0)
-				memcpy(id, jid, JOB_ID_LEN + 1);
-		}
-	}
-	fthttpc_resp_release(&r);
-	if (found == 1)
-		return 0;
-	ftcli_error("%s: %s", arg, found ? "matches more than one job; give more digits" : "no such job");
-	return FTCLI_EXIT_USAGE;
-}
-
-/* GET /benchmark/jobs/{id} into *job (new reference). Returns 0 or an exit status. */
-static int get_job(struct fthttpc *c, const char *id, json_t **job)
-{
-	char path[128];
-	struct fthttpc_resp r;
-	snprintf(path, sizeof path, "/benchmark/jobs/%s", id);
-	int rc = fthttpc_request(c, "GET", path, NULL, NULL, &r);
-	if (rc < 0)
-		return transport_failed(c, rc);
-	if (r.status != 200 || !json_is_object(r.json)) {
-		rc = api_failed(&r, 0, id);
-		fthttpc_resp_release(&r);
-		return rc ? rc : FTCLI_EXIT_FAIL;
-	}
-	*job = json_incref(r.json);
-	fthttpc_resp_release(&r);
-	return 0;
-}
-
-/* ------------------------------------------------------------------ following a job */
-
-struct follow {
-	int bar;             /* draw a status line on stderr */
-	int shown;           /* a status line is on screen */
-	char state[24];
-	int done, total;
-	char label[96];
-	double t0;
-	int final;           /* the final state event arrived */
-	char last_id[24];    /* the last event's id: a reconnect resumes after it (Last-Event-ID) */
-};
-
-static void bar_clear(struct follow *f)
-{
-	if (f->shown) {
-		fputs("\r\033[K", stderr);
-		fflush(stderr);
-		f->shown = 0;
-	}
-}
-
-static void bar_draw(struct follow *f)
-{
-	if (!f->bar)
-		return;
-	enum { W = 30 };
-	char bar[W + 1];
-	int fill = f->total > 0 ? (int)((long)f->done * W / f->total) : 0;
-	if (fill > W)
-		fill = W;
-	for (int i = 0; i < W; i++)
-		bar[i] = i < fill ? '#' : '.';
-	bar[W] = '\0';
-	if (f->total > 0)
-		fprintf(stderr, "\r\033[K%-9s [%s] %d/%d %s  %.0fs", f->state, bar, f->done, f->total,
-			f->label, fttime_now_s() - f->t0);
-	else
-		fprintf(stderr, "\r\033[K%-9s [%s] %s  %.0fs", f->state, bar, f->label,
-			fttime_now_s() - f->t0);
-	fflush(stderr);
-	f->shown = 1;
-}
-
-static int on_event(void *ctx, const struct ftsse_event *ev)
-{
-	struct follow *f = ctx;
-	const char *event = ev->type;
-	if (ev->id && *ev->id)
-		ftstr_copy(f->last_id, sizeof f->last_id, ev->id);
-	json_t *d = json_loadb(ev->data, ev->data_len, 0, NULL);
-	if (!strcmp(event, "state")) {
-		const char *s = jstr(d, "state");
-		if (s) {
-			ftstr_copy(f->state, sizeof f->state, s);
-			if (is_terminal_state(s))
-				f->final = 1;
-		}
-	} else if (!strcmp(event, "progress")) {
-		json_t *dn = json_object_get(d, "done"), *tt = json_object_get(d, "total");
-		if (json_is_integer(dn) && json_is_integer(tt)) {
-			f->done = (int)json_integer_value(dn);
-			f->total = (int)json_integer_value(tt);
-		}
-		ftstr_copy(f->label, sizeof f->label, jstr(d, "label") ? jstr(d, "label") : "");
-	}
-	/* result and error events: the final job record (fetched at the end) carries both. */
-	json_decref(d);
-	bar_draw(f);
-	return 0;
-}
-
-/* Follow job id until it ends: the event stream on a terminal and when piped alike (it is
- * cheaper than polling); reconnects when the stream drops, polling the job record in between.
- * Returns 0 with *job set to the final record (new reference), or an exit status. */
-static int follow_job(struct fthttpc *c, const char *id, int bar, json_t **job)
-{
-	char path[128];
-	struct follow f = {.bar = bar, .t0 = fttime_now_s()};
-	double fail_since = 0;
-	strcpy(f.state, "...");
-	snprintf(path, sizeof path, "/benchmark/jobs/%s/events", id);
-	for (;;) {
-		struct fthttpc_resp r;
-		struct ftsse_parser *p = ftsse_new(SSE_MAX, SSE_MAX, on_event, &f);
-		if (!p) {
-			bar_clear(&f);
-			ftcli_error("out of memory");
-			return FTCLI_EXIT_FAIL;
-		}
-		int rc = fthttpc_stream(c, path, f.last_id, IDLE_S, p, &r);
-		ftsse_free(p);
-		if (rc == 0 && r.status && r.status != 200) {
-			bar_clear(&f);
-			rc = api_failed(&r, 0, id);
-			fthttpc_resp_release(&r);
-			return rc;
-		}
-		fthttpc_resp_release(&r);
-		if (rc < 0 && rc != -ETIMEDOUT) {
-			/* The daemon went away (restart, network): keep trying for a while. */
-			if (!fail_since)
-				fail_since = fttime_now_s();
-			if (fttime_now_s() - fail_since > RECONNECT_GIVE_UP_S) {
-				bar_clear(&f);
-				return transport_failed(c, rc);
-			}
-			sleep(1);
-			continue;
-		}
-		fail_since = 0;
-		json_t *j = NULL;
-		int e = get_job(c, id, &j);
-		if (e) {
-			bar_clear(&f);
-			return e;
-		}
-		if (is_terminal_state(jstr(j, "state"))) {
-			bar_clear(&f);
-			*job = j;
-			return 0;
-		}
-		json_decref(j);
-		if (!f.final)
-			sleep(1); /* the stream ended early: the daemon is stopping, or a proxy cut it */
-	}
-}
-
-static int state_exit(const json_t *job)
-{
-	const char *s = jstr(job, "state");
-	return s && !strcmp(s, "succeeded") ? FTCLI_EXIT_OK : FTCLI_EXIT_FAIL;
-}
-
-/* The human summary of a finished job on stdout. */
-static void print_final(const json_t *job)
-{
-	const char *state = jstr(job, "state"), *err = jstr(job, "error");
-	json_t *dur = json_object_get(job, "duration_s");
-	printf("job %s %s %s", jstr(job, "id") ? jstr(job, "id") : "?",
-	       jstr(job, "kind") ? jstr(job, "kind") : "?", state ? state : "?");
-	if (json_is_number(dur))
-		printf(" in %.1f s", json_number_value(dur));
-	json_t *es = json_object_get(job, "exit_status"), *sig = json_object_get(job, "signal");
-	if (json_is_integer(sig))
-		printf(" (signal %lld)", (long long)json_integer_value(sig));
-	else if (json_is_integer(es) && json_integer_value(es) != 0)
-		printf(" (exit %lld)", (long long)json_integer_value(es));
-	putchar('\n');
-	if (err && *err)
-		printf("  error: %s\n", err);
-	const char *detail = jstr(job, "error_detail");
-	if (detail && *detail && strcmp(detail, err ? err : "")) {
-		/* every reason, one a line (the error above is the first) */
-		printf("  reasons:\n");
-		for (const char *p = detail; *p;) {
-			size_t l = strcspn(p, "\n");
-			printf("    %.*s\n", (int)l, p);
-			p += l + (p[l] == '\n');
-		}
-	}
-	if (jstr(job, "profile_path"))
-		printf("  profile: %s\n", jstr(job, "profile_path"));
-	fflush(stdout);
-}
-
-static int finish_wait(json_t *job, int json)
-{
-	if (json)
-		ftcli_print_json(job);
-	else
-		print_final(job);
-	int rc = state_exit(job);
-	json_decref(job);
-	return rc;
-}
 
 /* ------------------------------------------------------------------ option parsing */
 
@@ -386,7 +81,7 @@ static int take_client_opt(const char *a, const char *next, int *used, struct co
  * opened on c and the ID (or a unique prefix) resolved into id. *go = 1 when the command goes on
  * (returns 0); else returns the exit status (0 after --help). c always needs fthttpc_release. */
 static int one_job_start(int argc, char **argv, const struct ftflag_cmd *t, const char *cmd, struct copts *o,
-			 struct fthttpc *c, char id[JOB_ID_LEN + 1], int *go)
+			 struct fthttpc *c, char id[FTCLIENT_JOB_ID_LEN + 1], int *go)
 {
 	struct ftflag_state fs;
 	int rc;
@@ -405,9 +100,9 @@ static int one_job_start(int argc, char **argv, const struct ftflag_cmd *t, cons
 		ftcli_error("one job id at a time");
 		return FTCLI_EXIT_USAGE;
 	}
-	if (client_open(c, o) < 0)
+	if (ftclient_open(c, o->daemon, o->token_file) < 0)
 		return FTCLI_EXIT_USAGE;
-	if ((rc = resolve_id(c, argv[optind], id)))
+	if ((rc = ftclient_resolve_id(c, argv[optind], id)))
 		return rc;
 	*go = 1;
 	return 0;
@@ -505,7 +200,7 @@ int ftcli_cmd_submit(int argc, char **argv)
 	}
 	if (o.timeout)
 		json_object_set_new(req, "timeout_s", json_integer(o.timeout));
-	if ((e = client_open(&c, &o)) < 0)
+	if ((e = ftclient_open(&c, o.daemon, o.token_file)) < 0)
 		goto out;
 
 	char ih[200];
@@ -524,15 +219,15 @@ int ftcli_cmd_submit(int argc, char **argv)
 	}
 	e = fthttpc_request(&c, "POST", "/benchmark/start", req, hdrs, &r);
 	if (e < 0) {
-		rc = transport_failed(&c, e);
+		rc = ftclient_transport_failed(&c, e);
 		goto out;
 	}
 	if (r.status != 202 && r.status != 200) {
-		rc = api_failed(&r, o.json, "the daemon refused the job");
+		rc = ftclient_api_failed(&r, o.json, "the daemon refused the job");
 		goto out;
 	}
-	const char *id = jstr(r.json, "id");
-	if (!id || !is_job_id(id)) {
+	const char *id = ftclient_jstr(r.json, "id");
+	if (!id || !ftclient_is_job_id(id)) {
 		ftcli_error("the daemon answered %ld without a job id", r.status);
 		rc = FTCLI_EXIT_FAIL;
 		goto out;
@@ -544,7 +239,7 @@ int ftcli_cmd_submit(int argc, char **argv)
 			json_t *qp = json_object_get(r.json, "queue_position");
 			printf("%s\n", id);
 			if (isatty(STDOUT_FILENO) || isatty(STDERR_FILENO)) {
-				fprintf(stderr, "job %s: %s", id, jstr(r.json, "state") ? jstr(r.json, "state") : "?");
+				fprintf(stderr, "job %s: %s", id, ftclient_jstr(r.json, "state") ? ftclient_jstr(r.json, "state") : "?");
 				if (json_is_integer(qp))
 					fprintf(stderr, " (queue position %lld)", (long long)json_integer_value(qp));
 				fprintf(stderr, "; follow it with: ftbench wait %s\n", id);
@@ -555,11 +250,11 @@ int ftcli_cmd_submit(int argc, char **argv)
 	}
 	if (!o.json)
 		fprintf(stderr, "job %s submitted\n", id);
-	char idc[JOB_ID_LEN + 1];
+	char idc[FTCLIENT_JOB_ID_LEN + 1];
 	memcpy(idc, id, sizeof idc);
-	rc = follow_job(&c, idc, !o.json && isatty(STDERR_FILENO), &job);
+	rc = ftclient_follow(&c, idc, !o.json && isatty(STDERR_FILENO), &job);
 	if (rc == 0)
-		rc = finish_wait(job, o.json);
+		rc = ftclient_finish(job, o.json);
 out:
 	fthttpc_resp_release(&r);
 	fthttpc_release(&c);
@@ -619,8 +314,8 @@ static const struct ftcol job_cols[] = {
 static void print_job_row(const struct fttable *t, const json_t *j)
 {
 	char created[32], gpu[24], note[160] = "";
-	const char *state = jstr(j, "state") ? jstr(j, "state") : "?";
-	short_time(jstr(j, "created_at"), created, sizeof created);
+	const char *state = ftclient_jstr(j, "state") ? ftclient_jstr(j, "state") : "?";
+	short_time(ftclient_jstr(j, "created_at"), created, sizeof created);
 	json_t *g = json_object_get(j, "gpu");
 	int host = json_is_true(json_object_get(j, "host_exclusive"));
 	if (json_is_object(g))
@@ -635,15 +330,15 @@ static void print_job_row(const struct fttable *t, const json_t *j)
 		snprintf(note, sizeof note, "%lld/%lld %s%s",
 			 (long long)json_integer_value(json_object_get(p, "done")),
 			 (long long)json_integer_value(json_object_get(p, "total")),
-			 jstr(p, "label") ? jstr(p, "label") : "",
+			 ftclient_jstr(p, "label") ? ftclient_jstr(p, "label") : "",
 			 json_is_true(json_object_get(j, "cancel_requested")) ? " (cancelling)" : "");
-	else if (jstr(j, "error"))
-		snprintf(note, sizeof note, "%.70s", jstr(j, "error"));
-	else if (jstr(j, "profile_path"))
-		snprintf(note, sizeof note, "%s", jstr(j, "profile_path"));
-	const char *id = jstr(j, "id"), *kind = jstr(j, "kind");
+	else if (ftclient_jstr(j, "error"))
+		snprintf(note, sizeof note, "%.70s", ftclient_jstr(j, "error"));
+	else if (ftclient_jstr(j, "profile_path"))
+		snprintf(note, sizeof note, "%s", ftclient_jstr(j, "profile_path"));
+	const char *id = ftclient_jstr(j, "id"), *kind = ftclient_jstr(j, "kind");
 	fttable_row(t, (struct ftcell[]){FTCELL_SH(id, id ? id : "?"), FTCELL_SH(kind, kind ? kind : "?"), FTCELL_S(state),
-					  FTCELL_S(gpu), FTCELL_SH(jstr(j, "created_at"), created),
+					  FTCELL_S(gpu), FTCELL_SH(ftclient_jstr(j, "created_at"), created),
 					  ftcell_json(json_object_get(j, "duration_s")), FTCELL_S(note)});
 }
 
@@ -665,7 +360,7 @@ int ftcli_cmd_jobs(int argc, char **argv)
 	struct fthttpc_resp r = {0};
 	int rc = FTCLI_EXIT_USAGE;
 	char path[256] = "/benchmark/jobs", esc[96];
-	if (client_open(&c, &o) < 0)
+	if (ftclient_open(&c, o.daemon, o.token_file) < 0)
 		goto out;
 	if (state) {
 		if (fthttpc_escape_segment(state, esc, sizeof esc) < 0) {
@@ -678,11 +373,11 @@ int ftcli_cmd_jobs(int argc, char **argv)
 		snprintf(path + strlen(path), sizeof path - strlen(path), "%slimit=%ld", state ? "&" : "?", limit);
 	int e = fthttpc_request(&c, "GET", path, NULL, NULL, &r);
 	if (e < 0) {
-		rc = transport_failed(&c, e);
+		rc = ftclient_transport_failed(&c, e);
 		goto out;
 	}
 	if (r.status != 200) {
-		rc = api_failed(&r, o.json, "listing jobs");
+		rc = ftclient_api_failed(&r, o.json, "listing jobs");
 		goto out;
 	}
 	json_t *jobs = json_object_get(r.json, "jobs");
@@ -727,14 +422,14 @@ int ftcli_cmd_wait(int argc, char **argv)
 {
 	struct copts o = {0};
 	struct fthttpc c = {0};
-	char id[JOB_ID_LEN + 1];
+	char id[FTCLIENT_JOB_ID_LEN + 1];
 	json_t *job = NULL;
 	int go = 0, rc = one_job_start(argc, argv, &ftcli_flags_wait, "wait", &o, &c, id, &go);
 	if (!go)
 		goto out;
-	rc = follow_job(&c, id, !o.json && isatty(STDERR_FILENO), &job);
+	rc = ftclient_follow(&c, id, !o.json && isatty(STDERR_FILENO), &job);
 	if (rc == 0)
-		rc = finish_wait(job, o.json);
+		rc = ftclient_finish(job, o.json);
 out:
 	fthttpc_release(&c);
 	return rc;
@@ -758,7 +453,7 @@ int ftcli_cmd_cancel(int argc, char **argv)
 	struct copts o = {0};
 	struct fthttpc c = {0};
 	struct fthttpc_resp r = {0};
-	char id[JOB_ID_LEN + 1], path[128];
+	char id[FTCLIENT_JOB_ID_LEN + 1], path[128];
 	json_t *job = NULL;
 	int go = 0, rc = one_job_start(argc, argv, &ftcli_flags_cancel, "cancel", &o, &c, id, &go);
 	if (!go)
@@ -766,27 +461,27 @@ int ftcli_cmd_cancel(int argc, char **argv)
 	snprintf(path, sizeof path, "/benchmark/jobs/%s/cancel", id);
 	int e = fthttpc_request(&c, "POST", path, NULL, NULL, &r);
 	if (e < 0) {
-		rc = transport_failed(&c, e);
+		rc = ftclient_transport_failed(&c, e);
 		goto out;
 	}
 	if (r.status == 409) {
 		/* already finished: say how it ended */
-		api_failed(&r, o.json, id);
+		ftclient_api_failed(&r, o.json, id);
 		rc = FTCLI_EXIT_FAIL;
 		goto out;
 	}
 	if (r.status != 200 && r.status != 202) {
-		rc = api_failed(&r, o.json, id);
+		rc = ftclient_api_failed(&r, o.json, id);
 		goto out;
 	}
 	if (o.wait && r.status == 202) {
-		rc = follow_job(&c, id, !o.json && isatty(STDERR_FILENO), &job);
+		rc = ftclient_follow(&c, id, !o.json && isatty(STDERR_FILENO), &job);
 		if (rc)
 			goto out;
 		if (o.json)
 			ftcli_print_json(job);
 		else
-			print_final(job);
+			ftclient_print_final(job);
 		json_decref(job);
 		rc = FTCLI_EXIT_OK;
 		goto out;

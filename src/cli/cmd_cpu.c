@@ -2,6 +2,8 @@
 #include <stdio.h>
 
 #include "cli/cli.h"
+#include "cli/flags.h"
+#include "cli/table.h"
 #include "hw/cpu.h"
 
 struct cpu_cli {
@@ -19,6 +21,42 @@ const struct ftflag_cmd ftcli_flags_cpu = {
 	"cpu", flag_rows, FTF_COUNT(flag_rows),
 	.about = "  the host CPU as the benchmarks see it: model, cores, NUMA nodes, caches, ISA tiers",
 };
+
+/* One row per field: {field, value}, the field's JSON name and its value (llc_mib, memory_gib as
+ * plain numbers) in csv and md; the human table shows the label and the value with its unit. */
+static const struct ftcol field_cols[] = {
+	{"field", "", NULL, -16},
+	{"value", "", NULL, 0},
+};
+
+static void print_fields(const struct ftcpu_info *ci, const char *isa, enum ftcli_format fmt)
+{
+	static const struct {
+		const char *name, *label, *fmt, *unit;
+	} rows[] = {{"model", "model"},
+		    {"physical_cores", "physical cores", "%.0f"},
+		    {"logical_cpus", "logical cpus", "%.0f"},
+		    {"numa_nodes", "numa nodes", "%.0f"},
+		    {"isa", "isa"},
+		    {"llc_mib", "llc", "%.1f", "MiB"},
+		    {"memory_gib", "memory", "%.1f", "GiB"},
+		    {"memory_available_gib", "memory available", "%.1f", "GiB"}};
+	const double v[] = {0, ci->physical_cores, ci->logical_cpus, ci->numa_nodes, 0,
+			    ci->llc_bytes / 1048576.0, ci->mem_total / 1073741824.0, ci->mem_available / 1073741824.0};
+	struct fttable t = {field_cols, FTCOL_COUNT(field_cols), fmt};
+	if (fmt != FTCLI_FMT_TABLE) /* the human table has no head: its labels say what each line is */
+		fttable_head(&t);
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		char num[64], human[96];
+		struct ftcell val = FTCELL_S(i == 0 ? ci->model : isa);
+		if (rows[i].fmt) {
+			snprintf(num, sizeof num, rows[i].fmt, v[i]);
+			snprintf(human, sizeof human, "%s%s%s", num, rows[i].unit ? " " : "", rows[i].unit ? rows[i].unit : "");
+			val = FTCELL_SH(num, human);
+		}
+		fttable_row(&t, (struct ftcell[]){FTCELL_SH(rows[i].name, rows[i].label), val});
+	}
+}
 
 int ftcli_cmd_cpu(int argc, char **argv)
 {
@@ -41,24 +79,8 @@ int ftcli_cmd_cpu(int argc, char **argv)
 		json_t *j = ftcpu_json(&ci);
 		ftcli_print_json(j);
 		json_decref(j);
-	} else if (fmt == FTCLI_FMT_CSV || fmt == FTCLI_FMT_MD) {
-		char v[6][64];
-		snprintf(v[0], sizeof v[0], "%d", ci.physical_cores);
-		snprintf(v[1], sizeof v[1], "%d", ci.logical_cpus);
-		snprintf(v[2], sizeof v[2], "%d", ci.numa_nodes);
-		snprintf(v[3], sizeof v[3], "%.1f", ci.llc_bytes / 1048576.0);
-		snprintf(v[4], sizeof v[4], "%.1f", ci.mem_total / 1073741824.0);
-		snprintf(v[5], sizeof v[5], "%.1f", ci.mem_available / 1073741824.0);
-		const char *const rows[][2] = {{"field", "value"}, {"model", ci.model}, {"physical_cores", v[0]},
-					       {"logical_cpus", v[1]}, {"numa_nodes", v[2]}, {"isa", isa},
-					       {"llc_mib", v[3]}, {"memory_gib", v[4]}, {"memory_available_gib", v[5]}};
-		for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-			ftcli_print_row(fmt, rows[i], 2, i == 0);
 	} else {
-		printf("model           %s\nphysical cores  %d (logical %d)\nnuma nodes      %d\n"
-		       "isa             %s\nllc             %.1f MiB\nmemory          %.1f GiB (available %.1f)\n",
-		       ci.model, ci.physical_cores, ci.logical_cpus, ci.numa_nodes, isa,
-		       ci.llc_bytes / 1048576.0, ci.mem_total / 1073741824.0, ci.mem_available / 1073741824.0);
+		print_fields(&ci, isa, fmt);
 	}
 	ftcpu_release(&ci);
 	return 0;

@@ -9,6 +9,7 @@
 #include "bench/cpu_moe.h"
 #include "bench/cpu_read.h"
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "cli/table.h"
 #include "hw/cpu.h"
 #include "moe/cpu/cpumoe.h"

@@ -13,6 +13,7 @@
 #include "bench/decode.h"
 #include "bench/decode_compare.h"
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "decode/compare.h"
 #include "cli/table.h"
 #include "decode/prompts.h"

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "moe/ftw.h"
 #include "moe/loader.h"
 #include "util/strutil.h"

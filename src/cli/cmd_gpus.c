@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "cli/table.h"
 #include "hw/gpu.h"
 

@@ -11,6 +11,7 @@
 #include "moe/ftw.h"
 #include "moe/loader.h"
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "cli/table.h"
 #include "util/strutil.h"
 

@@ -17,7 +17,8 @@
 
 #include "bench/validation.h"
 #include "cli/cli.h"
-#include "cli/table.h"
+#include "cli/flags.h"
+#include "cli/profile_print.h"
 #include "ftprofile.h"
 #include "moe/formats.h"
 #include "util/fsutil.h"
@@ -101,295 +102,6 @@ static int literal_uuid(const char *s)
 	return 1;
 }
 
-static void print_num(const json_t *v, const char *fmt, int width)
-{
-	if (json_is_number(v))
-		printf(fmt, width, json_number_value(v));
-	else
-		printf("%*s", width, "-");
-}
-
-/* A format's row of show: the table, csv and md. */
-static const struct ftcol format_cols[] = {
-	{"format", "format", NULL, -14},
-	{"rec", "rec", NULL, -8},
-	{"cpu_moe_gbs", "cpu GB/s", "GB/s", 10, "%.1f", "%.2f"},
-	{"pcie_gather_gbs", "pcie GB/s", "GB/s", 10, "%.1f", "%.2f"},
-	{"ratio", "ratio", NULL, 10, "%.2f", "%.3f"},
-	{"fetch_fraction", "fetch", NULL, 8, "%.3f"},
-	{"cpu_moe_isa", "isa", NULL, 6},
-	{"note", "note", NULL, 0, .gap = 1},
-};
-
-/* One row per format named in dtypes or dtype_kernels (dtypes order first). */
-static void format_rows(const struct ftprof *p, enum ftcli_format fmt)
-{
-	struct fttable t = {format_cols, FTCOL_COUNT(format_cols), fmt};
-	const json_t *root = ftprof_json(p), *dtypes = json_object_get(root, "dtypes");
-	const json_t *dk = json_object_get(root, "dtype_kernels"), *v;
-	const char *k;
-	fttable_head(&t);
-	for (int pass = 0; pass < 2; pass++)
-		json_object_foreach((json_t *)(pass ? dk : dtypes), k, v) {
-			if (pass && json_object_get(dtypes, k))
-				continue;
-			const json_t *e = json_object_get(dk, k);
-			const char *note = json_string_value(json_object_get(e, "note"));
-			double f;
-			int have_f = !ftprof_fetch_fraction(p, k, &f);
-			fttable_row(&t, (struct ftcell[]){FTCELL_S(k), FTCELL_S(ftprof_rec_name(ftprof_recommend(p, k))),
-							  ftcell_json(json_object_get(e, "cpu_moe_gbs")),
-							  ftcell_json(json_object_get(e, "pcie_gather_gbs")),
-							  ftcell_json(json_object_get(e, "ratio")),
-							  have_f ? FTCELL_N(f) : FTCELL_NONE,
-							  ftcell_json(json_object_get(e, "cpu_moe_isa")),
-							  FTCELL_SH(note, note ? note : "")});
-		}
-}
-
-static void show_human(const struct ftprof *p)
-{
-	const json_t *root = ftprof_json(p), *gpu = json_object_get(root, "gpu");
-	const json_t *tool = json_object_get(root, "tool"), *ceil = json_object_get(root, "ceilings");
-	const json_t *dk = json_object_get(root, "dtype_kernels");
-	const json_t *wl = json_object_get(root, "workloads"), *v;
-	const char *k;
-
-	printf("profile   %s (version %lld)\n", ftprof_source(p),
-	       (long long)json_integer_value(json_object_get(root, "version")));
-	if (json_is_object(gpu)) {
-		const json_t *link = json_object_get(gpu, "pcie_link");
-		printf("gpu       %s %s", ftprof_gpu_name(p) ? ftprof_gpu_name(p) : "?",
-		       ftprof_gpu_uuid(p) ? ftprof_gpu_uuid(p) : "(no uuid: legacy profile)");
-		if (json_is_string(json_object_get(gpu, "pci_bus_id")))
-			printf(" at %s", json_string_value(json_object_get(gpu, "pci_bus_id")));
-		if (json_is_object(link))
-			printf(", PCIe Gen%lld x%lld (max Gen%lld x%lld)",
-			       (long long)json_integer_value(json_object_get(link, "gen_current")),
-			       (long long)json_integer_value(json_object_get(link, "width_current")),
-			       (long long)json_integer_value(json_object_get(link, "gen_max")),
-			       (long long)json_integer_value(json_object_get(link, "width_max")));
-		printf("\n");
-	} else if (json_is_null(gpu)) {
-		printf("gpu       none (CPU-only profile)\n");
-	} else {
-		printf("gpu       not recorded (an older profile: read by every GPU's engine)\n");
-	}
-	printf("measured  %s on %s", json_string_value(json_object_get(root, "timestamp")) ?: "?",
-	       json_string_value(json_object_get(root, "host")) ?: "?");
-	if (json_is_object(tool))
-		printf(" by %s %s", json_string_value(json_object_get(tool, "name")) ?: "?",
-		       json_string_value(json_object_get(tool, "version")) ?: "?");
-	printf(", threshold ");
-	print_num(json_object_get(root, "threshold"), "%.*g", 3);
-	printf("\n");
-	if (json_is_object(ceil)) {
-		printf("ceilings  cpu read ");
-		print_num(json_object_get(ceil, "cpu_stream_read_gbs"), "%.*f", 1);
-		printf(" GB/s, pcie h2d ");
-		print_num(json_object_get(ceil, "pcie_linear_h2d_gbs"), "%.*f", 1);
-		printf(" GB/s, d2h ");
-		print_num(json_object_get(ceil, "pcie_linear_d2h_gbs"), "%.*f", 1);
-		printf(" GB/s\n");
-	}
-	if (json_object_get(root, "deployment"))
-		printf("deployment %s (the rec column)\n", ftprof_deployment_name(ftprof_deployment(p)));
-	if (json_is_object(json_object_get(root, "concurrent"))) {
-		printf("concurrent (%lld engines at once):",
-		       (long long)json_integer_value(json_object_get(json_object_get(root, "concurrent"), "engines")));
-		json_object_foreach((json_t *)dk, k, v) {
-			double cf;
-			printf(" %s=%s", k, ftprof_rec_name(ftprof_recommend_deployment(p, k, FTPROF_DEPLOY_CONCURRENT)));
-			if (!ftprof_fetch_fraction_deployment(p, k, FTPROF_DEPLOY_CONCURRENT, &cf))
-				printf("(%.3f)", cf);
-		}
-		printf("\n");
-	}
-	printf("\n");
-	format_rows(p, FTCLI_FMT_TABLE);
-	json_object_foreach((json_t *)wl, k, v) {
-		const json_t *rmb = json_object_get(v, "recommended_moe_backend"), *r;
-		const char *f;
-		printf("workload  %s:", k);
-		json_object_foreach((json_t *)rmb, f, r)
-			printf(" %s=%s", f, json_string_value(r) ?: "?");
-		printf("\n");
-	}
-	v = json_object_get(root, "warnings");
-	if (json_array_size(v)) {
-		size_t i;
-		const json_t *w;
-		json_array_foreach(v, i, w)
-			printf("warning   %s\n", json_string_value(w) ?: "?");
-	}
-}
-
-/* show --output-format csv|md: the table of show_human, one row per format (GB/s). */
-static void show_rows(const struct ftprof *p, enum ftcli_format fmt)
-{
-	format_rows(p, fmt);
-}
-
-/* "99.5 GB/s (99.0-100.0, 2 samples)" for figure key of o (its key_spread when recorded). */
-static void print_figure(const char *label, const json_t *o, const char *key)
-{
-	char sk[128];
-	const json_t *v = json_object_get(o, key), *sp;
-	snprintf(sk, sizeof sk, "%s_spread", key);
-	sp = json_object_get(o, sk);
-	printf("  %-34s ", label);
-	if (!json_is_number(v)) {
-		printf("%10s\n", "-");
-		return;
-	}
-	printf("%10.2f GB/s", json_number_value(v));
-	if (json_is_object(sp) && json_is_number(json_object_get(sp, "min")) &&
-	    json_is_number(json_object_get(sp, "max")))
-		printf("  %.2f-%.2f, %lld samples\n", json_number_value(json_object_get(sp, "min")),
-		       json_number_value(json_object_get(sp, "max")),
-		       (long long)json_integer_value(json_object_get(sp, "samples")));
-	else
-		printf("  (no spread recorded)\n");
-}
-
-static int ends_with(const char *s, const char *suf)
-{
-	size_t a = strlen(s), b = strlen(suf);
-	return a >= b && !strcmp(s + a - b, suf);
-}
-
-/* Every figure with its spread, then valid, drift and stale. */
-static void show_checks(const struct ftprof *p)
-{
-	const json_t *root = ftprof_json(p), *ceil = json_object_get(root, "ceilings");
-	const json_t *dk = json_object_get(root, "dtype_kernels"), *v, *e, *valid, *drift;
-	const char *k, *f;
-	char label[160], why[1024] = "";
-	size_t i;
-	int st;
-
-	printf("\nfigures (median; min-max over the samples; GB/s = 10^9 bytes/s)\n");
-	json_object_foreach((json_t *)ceil, k, v)
-		if (ends_with(k, "_gbs") && json_is_number(v))
-			print_figure(k, ceil, k);
-	json_object_foreach((json_t *)dk, f, e)
-		json_object_foreach((json_t *)e, k, v)
-			if (ends_with(k, "_gbs") && json_is_number(v)) {
-				snprintf(label, sizeof label, "%s %s", f, k);
-				print_figure(label, e, k);
-			}
-	valid = json_object_get(root, "valid");
-	if (json_is_true(valid)) {
-		printf("valid     yes (the run passed its own checks)\n");
-	} else if (json_is_false(valid)) {
-		printf("valid     NO:");
-		json_array_foreach(json_object_get(root, "invalid_reasons"), i, v)
-			printf("%s %s", i ? ";" : "", json_string_value(v) ?: "?");
-		printf("\n");
-	} else {
-		printf("valid     not checked (no \"valid\" field: an older profile or bw --no-checks)\n");
-	}
-	drift = json_object_get(root, "drift");
-	if (!json_is_array(drift))
-		printf("drift     not compared (no previous profile of this GPU, or an older tool)\n");
-	else if (!json_array_size(drift))
-		printf("drift     none (every figure within the previous profile's spread)\n");
-	else
-		json_array_foreach(drift, i, v)
-			printf("drift     %s: %.2f -> %.2f GB/s (%+.0f %%; previous spread %.2f-%.2f)\n",
-			       json_string_value(json_object_get(v, "figure")) ?: "?",
-			       json_number_value(json_object_get(v, "previous")),
-			       json_number_value(json_object_get(v, "current")),
-			       (json_number_value(json_object_get(v, "ratio")) - 1) * 100,
-			       json_number_value(json_object_get(v, "previous_min")),
-			       json_number_value(json_object_get(v, "previous_max")));
-	st = ftprof_stale(p, why, sizeof why);
-	if (st == 1)
-		printf("stale     YES: %s (re-run ftbench bw)\n", why);
-	else if (st == 0)
-		printf("stale     no (measured on this machine as it is now)\n");
-	else
-		printf("stale     unknown (the profile recorded no fingerprint)\n");
-}
-
-/* One cell: %.1f or "-". */
-static void cell(char *buf, size_t n, const json_t *v)
-{
-	if (json_is_number(v))
-		snprintf(buf, n, "%.1f", json_number_value(v));
-	else
-		snprintf(buf, n, "-");
-}
-
-static int history(const char *uuid, int limit, enum ftcli_format fmt)
-{
-	int json = fmt == FTCLI_FMT_JSON;
-	json_t *arr = NULL, *pr, *e;
-	size_t i;
-	const char *k;
-	char a[32], b[32];
-	int r = ftprof_history_load(NULL, uuid, limit, &arr);
-
-	if (r < 0) {
-		ftcli_error("history of %s: %s", uuid && *uuid ? uuid : "host", strerror(-r));
-		return FTCLI_EXIT_FAIL;
-	}
-	if (json) {
-		ftcli_print_json(arr);
-	} else if (json_array_size(arr) && (fmt == FTCLI_FMT_CSV || fmt == FTCLI_FMT_MD)) {
-		/* one row per profile and format (GB/s = 10^9 B/s) */
-		static const char *const head[] = {"timestamp", "read_gbs", "valid", "drifted", "format",
-						   "cpu_moe_gbs", "gather_gbs", "verdict"};
-		ftcli_print_row(fmt, head, 8, 1);
-		json_array_foreach(arr, i, pr) {
-			const json_t *valid = json_object_get(pr, "valid"), *drift = json_object_get(pr, "drift");
-			const json_t *dk = json_object_get(pr, "dtype_kernels");
-			char rd[32], dr[32];
-			cell(rd, sizeof rd, json_object_get(json_object_get(pr, "ceilings"), "cpu_stream_read_gbs"));
-			snprintf(dr, sizeof dr, json_is_array(drift) ? "%zu" : "", json_array_size(drift));
-			const char *row[8] = {json_string_value(json_object_get(pr, "timestamp")), rd,
-					      json_is_true(valid) ? "yes" : json_is_false(valid) ? "no" : "", dr};
-			if (!json_object_size(dk))
-				ftcli_print_row(fmt, row, 8, 0);
-			json_object_foreach((json_t *)dk, k, e) {
-				cell(a, sizeof a, json_object_get(e, "cpu_moe_gbs"));
-				cell(b, sizeof b, json_object_get(e, "pcie_gather_gbs"));
-				row[4] = k;
-				row[5] = a;
-				row[6] = b;
-				row[7] = json_string_value(json_object_get(e, "recommended"));
-				ftcli_print_row(fmt, row, 8, 0);
-			}
-		}
-	} else if (!json_array_size(arr)) {
-		ftcli_note("no kept profiles for %s (ftbench bw keeps the last %d)", uuid && *uuid ? uuid : "host",
-			   FTPROF_HISTORY_KEEP);
-	} else {
-		printf("%-20s %9s %-5s %-7s  %s\n", "timestamp", "read GB/s", "valid", "drifted",
-		       "format cpu-moe/gather GB/s verdict ...");
-		json_array_foreach(arr, i, pr) {
-			const json_t *valid = json_object_get(pr, "valid"), *drift = json_object_get(pr, "drift");
-			cell(a, sizeof a, json_object_get(json_object_get(pr, "ceilings"), "cpu_stream_read_gbs"));
-			printf("%-20s %9s %-5s ", json_string_value(json_object_get(pr, "timestamp")) ?: "?", a,
-			       json_is_true(valid) ? "yes" : json_is_false(valid) ? "NO" : "-");
-			if (json_is_array(drift))
-				printf("%-7zu ", json_array_size(drift));
-			else
-				printf("%-7s ", "-");
-			json_object_foreach(json_object_get(pr, "dtype_kernels"), k, e) {
-				cell(a, sizeof a, json_object_get(e, "cpu_moe_gbs"));
-				cell(b, sizeof b, json_object_get(e, "pcie_gather_gbs"));
-				printf(" %s %s/%s %s", k, a, b,
-				       json_string_value(json_object_get(e, "recommended")) ?: "-");
-			}
-			printf("\n");
-		}
-	}
-	r = json_array_size(arr) || json ? 0 : FTCLI_EXIT_FAIL;
-	json_decref(arr);
-	return r;
-}
-
 /* When a name the reader does not alias (fp8) finds nothing but its canonical name would. */
 static const char *alias_hint(const struct ftprof *p, const char *format, int rec)
 {
@@ -403,38 +115,6 @@ static const char *alias_hint(const struct ftprof *p, const char *format, int re
 	snprintf(hint, sizeof hint, "; the reader (as the seed's) does not alias '%s': engines ask for '%s', "
 		 "which has data", format, canon);
 	return hint;
-}
-
-/* show: each format's validation record, and whether it is still to be trusted. */
-static void show_validation(const struct ftprof *p)
-{
-	const json_t *all = json_object_get(ftprof_json(p), "validation");
-	const char *f;
-	const json_t *e;
-	if (!json_object_size(all)) {
-		printf("validated no (no engine run recorded: ftbench profile validate --from FILE)\n");
-		return;
-	}
-	json_object_foreach((json_t *)all, f, e) {
-		struct ftprof_validation v;
-		if (ftprof_validation(p, f, NULL, &v) < 0) {
-			printf("validated %s: unreadable record\n", f);
-			continue;
-		}
-		printf("validated %s by %s %s %s: winner %s", f, v.source ?: "?", v.engine_name ?: "?",
-		       v.engine_version ?: "?", v.winner);
-		if (isfinite(v.best_fetch_fraction))
-			printf(", best fetch fraction %.3f", v.best_fetch_fraction);
-		printf("; %s the profile's verdict (%s)",
-		       v.agrees == 1 ? "agrees with" : v.agrees == 0 ? "DISAGREES with" : "not compared with",
-		       json_string_value(json_object_get(e, "verdict")) ?: "none");
-		if (v.state == FTPROF_VALIDATION_CURRENT)
-			printf(", current\n");
-		else
-			printf(", STALE (%s: %s)\n", ftprof_validation_state_name(v.state),
-			       v.state == FTPROF_VALIDATION_STALE_PROFILE ? "older than the profile, re-validate"
-									  : "another engine version");
-	}
 }
 
 /* Read FILE: one JSON document, or JSON lines (decode --json): the last line that is a decode
@@ -607,227 +287,250 @@ static int profile_action(int argc, char **argv, int pos, const char *from, cons
 	return 0;
 }
 
+/* One question to the profile: what was asked, of which GPU, how to answer. */
+struct profile_req {
+	const char *action, *format; /* format: recommend, fetch-fraction, max-batch */
+	const char *uuid, *name;     /* the GPU (NULL: the host) */
+	int json;
+	enum ftcli_format fmt;
+	enum ftprof_deployment dep;
+	int dep_given;
+	double wl_cache, wl_reuse;   /* recommend --cache-fraction --reuse (NaN: not given) */
+};
+
+/* path: where the profile that applies is (or would be written); r, err: what loading it said. */
+static int act_path(const struct profile_req *q, const struct ftprof *p, int r, const char *err)
+{
+	char path[4096];
+	const char *found = r ? NULL : ftprof_source(p);
+	int pr = ftprof_path(q->uuid, path, sizeof path);
+	if (q->json) {
+		json_t *o = json_pack("{s:s?,s:s?,s:s?,s:b}", "gpu_uuid", q->uuid, "path", found, "write_path",
+				      pr ? NULL : path, "exists", found != NULL);
+		if (r && err[0])
+			json_object_set_new(o, "error", json_string(err));
+		ftcli_print_json(o);
+		json_decref(o);
+	} else if (found) {
+		printf("%s\n", found);
+	} else if (!pr) {
+		printf("%s\n", path);
+	}
+	if (r == -ENOENT)
+		ftcli_note("%s", err);
+	else if (r)
+		ftcli_error("%s", err);
+	return r ? FTCLI_EXIT_FAIL : 0;
+}
+
+/* No profile, or one the seed's reader cannot read either: its answer is none. */
+static int no_profile(const struct profile_req *q, int r, const char *err)
+{
+	const char *msg = err[0] ? err : strerror(-r);
+	if (r == -ENOENT)
+		ftcli_note("%s", msg);
+	else
+		ftcli_error("%s", msg);
+	if (q->json) {
+		json_t *o = json_pack("{s:s?,s:s}", "gpu_uuid", q->uuid, "error", msg);
+		if (q->format && !strcmp(q->action, "recommend"))
+			json_object_set_new(o, "recommendation", json_string("none"));
+		else if (q->format)
+			json_object_set_new(o, "fetch_fraction", json_null());
+		if (q->format)
+			json_object_set_new(o, "format", json_string(q->format));
+		ftcli_print_json(o);
+		json_decref(o);
+	} else if (q->format && !strcmp(q->action, "recommend")) {
+		printf("none\n");
+	}
+	return FTCLI_EXIT_FAIL;
+}
+
+/* recommend --cache-fraction --reuse: the replay map's answer for that workload. */
+static int act_recommend_workload(const struct profile_req *q, const struct ftprof *p)
+{
+	double f = NAN, pc = NAN, pu = NAN, sp = NAN;
+	enum ftprof_rec rec = ftprof_recommend_workload(p, q->format, q->wl_cache, q->wl_reuse, &f);
+	ftprof_workload_point(p, q->format, q->wl_cache, q->wl_reuse, &pc, &pu, &sp);
+	if (q->json) {
+		json_t *o = json_pack("{s:s,s:s,s:f,s:f,s:o,s:s}", "format", q->format, "recommendation",
+				      ftprof_rec_name(rec), "cache_fraction", q->wl_cache, "reuse", q->wl_reuse,
+				      "fetch_fraction", isnan(f) ? json_null() : json_real(f), "profile", ftprof_source(p));
+		if (rec != FTPROF_REC_NONE)
+			json_object_set_new(o, "point", json_pack("{s:f,s:f,s:o}", "cache_fraction", pc, "reuse", pu,
+								  "speedup", isnan(sp) ? json_null() : json_real(sp)));
+		ftcli_print_json(o);
+		json_decref(o);
+	} else if (rec != FTPROF_REC_NONE) {
+		printf("%s", ftprof_rec_name(rec));
+		if (!isnan(f))
+			printf(" fetch_fraction=%.4g", f);
+		printf(" (replay point: cache %.3g, reuse %.3g, hybrid/offload %.3gx)\n", pc, pu, sp);
+	} else {
+		printf("none\n");
+	}
+	if (rec == FTPROF_REC_NONE)
+		ftcli_note("%s: no replay map for %s (run ftbench replay, or bw with a GPU); the bandwidth rule says %s",
+			   ftprof_source(p), q->format, ftprof_rec_name(ftprof_recommend(p, q->format)));
+	return rec == FTPROF_REC_NONE ? FTCLI_EXIT_FAIL : 0;
+}
+
+/* recommend: the bandwidth rule's verdict, under --deployment when given. */
+static int act_recommend(const struct profile_req *q, const struct ftprof *p)
+{
+	enum ftprof_rec rec = q->dep_given ? ftprof_recommend_deployment(p, q->format, q->dep)
+					   : ftprof_recommend(p, q->format);
+	enum ftprof_deployment used = q->dep == FTPROF_DEPLOY_PROFILE ? ftprof_deployment(p) : q->dep;
+	if (q->json) {
+		json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "format", q->format, "recommendation", ftprof_rec_name(rec),
+				      "deployment", ftprof_deployment_name(used), "profile", ftprof_source(p));
+		ftcli_print_json(o);
+		json_decref(o);
+	} else {
+		printf("%s\n", ftprof_rec_name(rec));
+	}
+	if (rec == FTPROF_REC_NONE)
+		ftcli_note("%s: no %s data for %s (engines keep offload)%s", ftprof_source(p),
+			   ftprof_deployment_name(used), q->format, alias_hint(p, q->format, 1));
+	return rec == FTPROF_REC_NONE ? FTCLI_EXIT_FAIL : 0;
+}
+
+/* max-batch: the largest batch the sweep found hybrid for. */
+static int act_max_batch(const struct profile_req *q, const struct ftprof *p)
+{
+	int mb = 0;
+	int r = ftprof_hybrid_max_batch(p, q->format, &mb);
+	if (q->json) {
+		json_t *o = json_pack("{s:s,s:o,s:s}", "format", q->format, "hybrid_max_batch",
+				      r ? json_null() : json_integer(mb), "profile", ftprof_source(p));
+		ftcli_print_json(o);
+		json_decref(o);
+	} else if (!r) {
+		printf("%d\n", mb);
+	}
+	if (r)
+		ftcli_error("%s: no batch sweep for %s (run ftbench bw --batch-sweep 1,2,4,8,16,32)", ftprof_source(p),
+			    q->format);
+	return r ? FTCLI_EXIT_FAIL : 0;
+}
+
+/* fetch-fraction: the hybrid fetch fraction, under --deployment when given. */
+static int act_fetch_fraction(const struct profile_req *q, const struct ftprof *p)
+{
+	double f = 0;
+	int r = q->dep_given ? ftprof_fetch_fraction_deployment(p, q->format, q->dep, &f)
+			     : ftprof_fetch_fraction(p, q->format, &f);
+	enum ftprof_deployment used = !q->dep_given ? FTPROF_DEPLOY_ISOLATED
+				      : q->dep == FTPROF_DEPLOY_PROFILE ? ftprof_deployment(p) : q->dep;
+	if (q->json) {
+		json_t *o = json_pack("{s:s,s:o,s:s,s:s}", "format", q->format, "fetch_fraction",
+				      r ? json_null() : json_real(f), "deployment", ftprof_deployment_name(used),
+				      "profile", ftprof_source(p));
+		ftcli_print_json(o);
+		json_decref(o);
+	} else if (!r) {
+		printf("%.4f\n", f);
+	}
+	if (r)
+		ftcli_error("%s: no bandwidth pair for %s (engines use a fixed cap of 1)%s", ftprof_source(p), q->format,
+			    alias_hint(p, q->format, 0));
+	return r ? FTCLI_EXIT_FAIL : 0;
+}
+
 int ftcli_cmd_profile(int argc, char **argv)
 {
 	struct profile_cli po = {0};
 	struct ftflag_state fs;
-	const char *gpu_spec, *action, *format = NULL;
-	int json, r, rc = FTCLI_EXIT_FAIL;
+	struct profile_req q = {0};
 	struct ftgpu_info gi;
-	const char *uuid = NULL, *name = NULL;
-	char why[256] = "", err[2048] = "", path[4096];
+	char why[256] = "", err[2048] = "";
 	struct ftprof *p = NULL;
-	enum ftprof_deployment dep;
-	int dep_given, limit, fmt_given;
-	enum ftcli_format fmt;
-	const char *from, *vdtype;
-	struct ftval_opts vo;
 
 	ftval_opts_default(&po.vo);
-	r = ftflags_parse(&ftcli_flags_profile, argc, argv, &po, &fs);
+	int r = ftflags_parse(&ftcli_flags_profile, argc, argv, &po, &fs);
 	if (r)
 		return r > 0 ? 0 : FTCLI_EXIT_USAGE;
 	argc = fs.argc;
 	argv = fs.argv;
 	int optind = fs.pos;
-	gpu_spec = po.gpu;
-	from = po.from;
-	vdtype = po.vdtype;
-	vo = po.vo;
-	json = po.json;
-	limit = po.limit;
-	fmt = po.fmt;
-	fmt_given = ftflags_given(&ftcli_flags_profile, &fs, "output-format");
-	double wl_cache = ftflags_given(&ftcli_flags_profile, &fs, "cache-fraction") ? po.vo.cache_fraction : NAN;
-	double wl_reuse = ftflags_given(&ftcli_flags_profile, &fs, "reuse") ? po.reuse : NAN;
-	dep_given = ftflags_given(&ftcli_flags_profile, &fs, "deployment");
+	struct ftval_opts vo = po.vo;
+	q.json = po.json;
+	q.fmt = po.fmt;
+	int fmt_given = ftflags_given(&ftcli_flags_profile, &fs, "output-format");
+	q.wl_cache = ftflags_given(&ftcli_flags_profile, &fs, "cache-fraction") ? po.vo.cache_fraction : NAN;
+	q.wl_reuse = ftflags_given(&ftcli_flags_profile, &fs, "reuse") ? po.reuse : NAN;
+	q.dep_given = ftflags_given(&ftcli_flags_profile, &fs, "deployment");
 	ftflags_release(&fs); /* no joined lists: argv stays the caller's */
-	ftprof_deployment_parse(po.deployment == 0 ? "isolated" : po.deployment == 1 ? "concurrent" : "profile", &dep);
-	if ((r = profile_action(argc, argv, optind, from, &action, &format)))
+	ftprof_deployment_parse(po.deployment == 0 ? "isolated" : po.deployment == 1 ? "concurrent" : "profile", &q.dep);
+	if ((r = profile_action(argc, argv, optind, po.from, &q.action, &q.format)))
 		return r;
-	if (json)
-		fmt = FTCLI_FMT_JSON;
-	else if (fmt == FTCLI_FMT_JSON)
-		json = 1;
-	if (fmt_given && (fmt == FTCLI_FMT_CSV || fmt == FTCLI_FMT_MD) && strcmp(action, "history") &&
-	    strcmp(action, "show")) {
+	if (q.json)
+		q.fmt = FTCLI_FMT_JSON;
+	else if (q.fmt == FTCLI_FMT_JSON)
+		q.json = 1;
+	if (fmt_given && (q.fmt == FTCLI_FMT_CSV || q.fmt == FTCLI_FMT_MD) && strcmp(q.action, "history") &&
+	    strcmp(q.action, "show")) {
 		ftcli_error("--output-format %s is for show and history only (the others: table or json)",
-			    fmt == FTCLI_FMT_CSV ? "csv" : "md");
+			    q.fmt == FTCLI_FMT_CSV ? "csv" : "md");
 		return FTCLI_EXIT_USAGE;
 	}
 	/* --cache-fraction: with recommend (and --reuse) the replay map's answer; with validate the
 	 * point of the engine's run to record */
-	if (!strcmp(action, "validate") && isnan(wl_reuse)) {
-		if (!isnan(wl_cache))
-			vo.cache_fraction = wl_cache;
-		wl_cache = NAN;
-	} else if (isnan(wl_cache) != isnan(wl_reuse) || (!isnan(wl_cache) && strcmp(action, "recommend"))) {
+	if (!strcmp(q.action, "validate") && isnan(q.wl_reuse)) {
+		if (!isnan(q.wl_cache))
+			vo.cache_fraction = q.wl_cache;
+		q.wl_cache = NAN;
+	} else if (isnan(q.wl_cache) != isnan(q.wl_reuse) || (!isnan(q.wl_cache) && strcmp(q.action, "recommend"))) {
 		ftcli_error("--cache-fraction and --reuse go together, with recommend only (validate takes --cache-fraction)");
 		return FTCLI_EXIT_USAGE;
 	}
-	if (!isnan(wl_cache) && dep_given) {
+	if (!isnan(q.wl_cache) && q.dep_given) {
 		ftcli_error("--cache-fraction/--reuse (the replay's answer) and --deployment do not mix");
 		return FTCLI_EXIT_USAGE;
 	}
-	if (json)
+	if (q.json)
 		ftcli_set_quiet(1);
 
 	/* Which GPU: a literal uuid needs no CUDA; otherwise the shared resolver. */
-	if (gpu_spec && literal_uuid(gpu_spec)) {
-		uuid = gpu_spec;
+	if (po.gpu && literal_uuid(po.gpu)) {
+		q.uuid = po.gpu;
 	} else {
-		r = ftcli_select_gpu(gpu_spec, &gi, why, sizeof why);
+		r = ftcli_select_gpu(po.gpu, &gi, why, sizeof why);
 		if (r < 0)
 			return FTCLI_EXIT_USAGE; /* logged by the resolver */
 		if (r == 0) {
-			uuid = gi.uuid;
-			name = gi.name;
+			q.uuid = gi.uuid;
+			q.name = gi.name;
 		}
 	}
 
-	if (!strcmp(action, "history"))
-		return history(uuid, limit, fmt);
-	if (limit) {
+	if (!strcmp(q.action, "history"))
+		return ftcli_profile_history(q.uuid, po.limit, q.fmt);
+	if (po.limit) {
 		ftcli_error("--limit is for history only");
 		return FTCLI_EXIT_USAGE;
 	}
-	r = ftprof_load(uuid, name, &p, err, sizeof err);
-	if (!strcmp(action, "path")) {
-		const char *found = r ? NULL : ftprof_source(p);
-		int pr = ftprof_path(uuid, path, sizeof path);
-		if (json) {
-			json_t *o = json_pack("{s:s?,s:s?,s:s?,s:b}", "gpu_uuid", uuid, "path", found,
-					      "write_path", pr ? NULL : path, "exists", found != NULL);
-			if (r && err[0])
-				json_object_set_new(o, "error", json_string(err));
-			ftcli_print_json(o);
-			json_decref(o);
-		} else if (found) {
-			printf("%s\n", found);
-		} else {
-			if (!pr)
-				printf("%s\n", path);
-		}
-		if (r == -ENOENT)
-			ftcli_note("%s", err);
-		else if (r)
-			ftcli_error("%s", err);
-		rc = r ? FTCLI_EXIT_FAIL : 0;
-		goto out;
-	}
-	if (r) {
-		/* no profile, or one the seed's reader cannot read either: its answer is none */
-		const char *msg = err[0] ? err : strerror(-r);
-		if (r == -ENOENT)
-			ftcli_note("%s", msg);
-		else
-			ftcli_error("%s", msg);
-		if (json) {
-			json_t *o = json_pack("{s:s?,s:s}", "gpu_uuid", uuid, "error", msg);
-			if (format && !strcmp(action, "recommend"))
-				json_object_set_new(o, "recommendation", json_string("none"));
-			else if (format)
-				json_object_set_new(o, "fetch_fraction", json_null());
-			if (format)
-				json_object_set_new(o, "format", json_string(format));
-			ftcli_print_json(o);
-			json_decref(o);
-		} else if (format && !strcmp(action, "recommend")) {
-			printf("none\n");
-		}
-		goto out;
-	}
-	if (!strcmp(action, "validate")) {
-		rc = validate(p, from, vdtype, &vo, json);
-		goto out;
-	}
-	if (!strcmp(action, "show")) {
-		if (json)
+	r = ftprof_load(q.uuid, q.name, &p, err, sizeof err);
+	int rc;
+	if (!strcmp(q.action, "path"))
+		rc = act_path(&q, p, r, err);
+	else if (r)
+		rc = no_profile(&q, r, err);
+	else if (!strcmp(q.action, "validate"))
+		rc = validate(p, po.from, po.vdtype, &vo, q.json);
+	else if (!strcmp(q.action, "show")) {
+		if (q.json)
 			ftcli_print_json((json_t *)ftprof_json(p));
-		else if (fmt == FTCLI_FMT_CSV || fmt == FTCLI_FMT_MD)
-			show_rows(p, fmt);
-		else {
-			show_human(p);
-			show_checks(p);
-			show_validation(p);
-		}
+		else
+			ftcli_profile_show(p, q.fmt);
 		rc = 0;
-	} else if (!strcmp(action, "recommend") && !isnan(wl_cache)) {
-		double f = NAN, pc = NAN, pu = NAN, sp = NAN;
-		enum ftprof_rec rec = ftprof_recommend_workload(p, format, wl_cache, wl_reuse, &f);
-		ftprof_workload_point(p, format, wl_cache, wl_reuse, &pc, &pu, &sp);
-		if (json) {
-			json_t *o = json_pack("{s:s,s:s,s:f,s:f,s:o,s:s}", "format", format, "recommendation", ftprof_rec_name(rec),
-					      "cache_fraction", wl_cache, "reuse", wl_reuse, "fetch_fraction",
-					      isnan(f) ? json_null() : json_real(f), "profile", ftprof_source(p));
-			if (rec != FTPROF_REC_NONE)
-				json_object_set_new(o, "point", json_pack("{s:f,s:f,s:o}", "cache_fraction", pc, "reuse", pu,
-									  "speedup", isnan(sp) ? json_null() : json_real(sp)));
-			ftcli_print_json(o);
-			json_decref(o);
-		} else if (rec != FTPROF_REC_NONE) {
-			printf("%s", ftprof_rec_name(rec));
-			if (!isnan(f))
-				printf(" fetch_fraction=%.4g", f);
-			printf(" (replay point: cache %.3g, reuse %.3g, hybrid/offload %.3gx)\n", pc, pu, sp);
-		} else {
-			printf("none\n");
-		}
-		if (rec == FTPROF_REC_NONE)
-			ftcli_note("%s: no replay map for %s (run ftbench replay, or bw with a GPU); the bandwidth rule says %s",
-				   ftprof_source(p), format, ftprof_rec_name(ftprof_recommend(p, format)));
-		rc = rec == FTPROF_REC_NONE ? FTCLI_EXIT_FAIL : 0;
-	} else if (!strcmp(action, "recommend")) {
-		enum ftprof_rec rec = dep_given ? ftprof_recommend_deployment(p, format, dep) : ftprof_recommend(p, format);
-		enum ftprof_deployment used = dep == FTPROF_DEPLOY_PROFILE ? ftprof_deployment(p) : dep;
-		if (json) {
-			json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "format", format, "recommendation",
-					      ftprof_rec_name(rec), "deployment", ftprof_deployment_name(used),
-					      "profile", ftprof_source(p));
-			ftcli_print_json(o);
-			json_decref(o);
-		} else {
-			printf("%s\n", ftprof_rec_name(rec));
-		}
-		if (rec == FTPROF_REC_NONE)
-			ftcli_note("%s: no %s data for %s (engines keep offload)%s", ftprof_source(p),
-				   ftprof_deployment_name(used), format, alias_hint(p, format, 1));
-		rc = rec == FTPROF_REC_NONE ? FTCLI_EXIT_FAIL : 0;
-	} else if (!strcmp(action, "max-batch")) {
-		int mb = 0;
-		r = ftprof_hybrid_max_batch(p, format, &mb);
-		if (json) {
-			json_t *o = json_pack("{s:s,s:o,s:s}", "format", format, "hybrid_max_batch",
-					      r ? json_null() : json_integer(mb), "profile", ftprof_source(p));
-			ftcli_print_json(o);
-			json_decref(o);
-		} else if (!r) {
-			printf("%d\n", mb);
-		}
-		if (r)
-			ftcli_error("%s: no batch sweep for %s (run ftbench bw --batch-sweep 1,2,4,8,16,32)",
-				    ftprof_source(p), format);
-		rc = r ? FTCLI_EXIT_FAIL : 0;
-	} else {
-		double f = 0;
-		r = dep_given ? ftprof_fetch_fraction_deployment(p, format, dep, &f) : ftprof_fetch_fraction(p, format, &f);
-		enum ftprof_deployment used = !dep_given ? FTPROF_DEPLOY_ISOLATED
-				      : dep == FTPROF_DEPLOY_PROFILE ? ftprof_deployment(p) : dep;
-		if (json) {
-			json_t *o = json_pack("{s:s,s:o,s:s,s:s}", "format", format, "fetch_fraction",
-					      r ? json_null() : json_real(f), "deployment", ftprof_deployment_name(used),
-					      "profile", ftprof_source(p));
-			ftcli_print_json(o);
-			json_decref(o);
-		} else if (!r) {
-			printf("%.4f\n", f);
-		}
-		if (r)
-			ftcli_error("%s: no bandwidth pair for %s (engines use a fixed cap of 1)%s",
-				    ftprof_source(p), format, alias_hint(p, format, 0));
-		rc = r ? FTCLI_EXIT_FAIL : 0;
-	}
-out:
+	} else if (!strcmp(q.action, "recommend"))
+		rc = isnan(q.wl_cache) ? act_recommend(&q, p) : act_recommend_workload(&q, p);
+	else if (!strcmp(q.action, "max-batch"))
+		rc = act_max_batch(&q, p);
+	else
+		rc = act_fetch_fraction(&q, p);
 	ftprof_free(p);
 	return rc;
 }

@@ -11,6 +11,7 @@
 #include "bench/cpu_probe.h"
 #include "cli/cli.h"
 #include "cli/flags.h"
+#include "cli/table.h"
 #include "ftprofile.h"
 #include "hw/cpu.h"
 #include "moe/models.h"
@@ -155,44 +156,80 @@ static int layers_model_of(const struct ftmodel *m)
 	return 48;
 }
 
-static const char *cell(char *b, size_t n, const json_t *v, const char *f)
+/* A mode of a point, described once: the human table's mode lines and the csv/md rows (one per
+ * point and mode, the point's fields repeated) print from these columns. */
+static const struct ftcol mode_cols[] = {
+	{"format", NULL},
+	{"cache_fraction", NULL, .fmt = "%g"},
+	{"workload", NULL},
+	{"reuse", NULL, .fmt = "%g"},
+	{"skew", NULL, .fmt = "%g"},
+	{"mode", "mode", .width = -16},
+	{"fetch_fraction", "f/cap", .width = 6, .fmt = "%.3g", .csv_fmt = "%g"},
+	{"cap", NULL, .fmt = "%g"},
+	{"ms_median", "ms/step", "ms", 9, "%.2f", "%.3f"},
+	{"ms_p10", "p10-p90", "ms", 17, "%.2f", "%.3f"},
+	{"ms_p90", NULL, "ms", .fmt = "%.3f"},
+	{"tok_s", "tok/s", NULL, 9, "%.1f", "%.2f"},
+	{"miss_rate", "miss", NULL, 6, "%.3f", "%.4f"},
+	{"fetched_per_layer", "fetch/l", NULL, 7, "%.2f", "%.3f"},
+	{"cpu_per_layer", "cpu/l", NULL, 6, "%.2f", "%.3f"},
+	{"winner", NULL},
+	{"speedup", NULL, .fmt = "%.3f"},
+	{"best_fetch_fraction", NULL, .fmt = "%g"},
+};
+
+/* The cells of mode m of point pt of format fmt; fc and pr hold the human table's f/cap and
+ * p10-p90 texts. */
+static void mode_cells(const char *fmt, const json_t *pt, const json_t *m, struct ftcell *c, char *fc, size_t fcn,
+		       char *pr, size_t prn)
 {
-	return ftcli_cell(b, n, v, f);
+	const json_t *ms = json_object_get(m, "ms_step"), *f = json_object_get(m, "fetch_fraction"),
+		     *k = json_object_get(m, "cap");
+	snprintf(fc, fcn, "-");
+	if (json_is_number(f))
+		snprintf(fc, fcn, "%.3g", json_number_value(f));
+	else if (json_is_integer(k))
+		snprintf(fc, fcn, "K=%lld", json_integer_value(k));
+	snprintf(pr, prn, "%.2f-%.2f", json_number_value(json_object_get(ms, "p10")),
+		 json_number_value(json_object_get(ms, "p90")));
+	struct ftcell ff = ftcell_json(f), p10 = ftcell_json(json_object_get(ms, "p10"));
+	ff.h = fc;
+	p10.h = pr;
+	struct ftcell v[] = {FTCELL_S(fmt), ftcell_json(json_object_get(pt, "cache_fraction")),
+			     ftcell_json(json_object_get(pt, "workload")), ftcell_json(json_object_get(pt, "reuse")),
+			     ftcell_json(json_object_get(pt, "skew")), ftcell_json(json_object_get(m, "mode")), ff,
+			     ftcell_json(k), ftcell_json(json_object_get(ms, "median")), p10,
+			     ftcell_json(json_object_get(ms, "p90")), ftcell_json(json_object_get(m, "tok_s")),
+			     ftcell_json(json_object_get(m, "miss_rate")), ftcell_json(json_object_get(m, "fetched_per_layer")),
+			     ftcell_json(json_object_get(m, "cpu_per_layer")), ftcell_json(json_object_get(pt, "winner")),
+			     ftcell_json(json_object_get(pt, "speedup")), ftcell_json(json_object_get(pt, "best_fetch_fraction"))};
+	memcpy(c, v, sizeof v);
+}
+
+/* The modes of point pt as rows of t. */
+static void mode_rows(const struct fttable *t, const char *fmt, const json_t *pt)
+{
+	size_t j;
+	const json_t *m;
+	json_array_foreach(json_object_get(pt, "modes"), j, m) {
+		struct ftcell c[FTCOL_COUNT(mode_cols)];
+		char fc[16], pr[48];
+		mode_cells(fmt, pt, m, c, fc, sizeof fc, pr, sizeof pr);
+		fttable_row(t, c);
+	}
 }
 
 static void print_rows(enum ftcli_format f, const json_t *replay)
 {
-	static const char *const head[] = {"format", "cache_fraction", "workload", "reuse", "skew", "mode", "fetch_fraction",
-					   "cap", "ms_median", "ms_p10", "ms_p90", "tok_s", "miss_rate",
-					   "fetched_per_layer", "cpu_per_layer", "winner", "speedup", "best_fetch_fraction"};
-	const int nh = (int)(sizeof head / sizeof *head);
-	ftcli_print_row(f, head, nh, 1);
+	struct fttable t = {mode_cols, FTCOL_COUNT(mode_cols), f};
+	fttable_head(&t);
 	const char *fmt;
-	const json_t *blk;
-	json_object_foreach((json_t *)replay, fmt, blk) {
-		size_t i, j;
-		const json_t *pt, *m;
-		json_array_foreach(json_object_get(blk, "points"), i, pt) {
-			json_array_foreach(json_object_get(pt, "modes"), j, m) {
-				char b[18][40];
-				const json_t *ms = json_object_get(m, "ms_step");
-				const char *row[] = {
-					fmt, cell(b[1], 40, json_object_get(pt, "cache_fraction"), "%g"),
-					json_string_value(json_object_get(pt, "workload")) ?: "",
-					cell(b[3], 40, json_object_get(pt, "reuse"), "%g"), cell(b[4], 40, json_object_get(pt, "skew"), "%g"),
-					json_string_value(json_object_get(m, "mode")),
-					cell(b[6], 40, json_object_get(m, "fetch_fraction"), "%g"), cell(b[7], 40, json_object_get(m, "cap"), "%g"),
-					cell(b[8], 40, json_object_get(ms, "median"), "%.3f"), cell(b[9], 40, json_object_get(ms, "p10"), "%.3f"),
-					cell(b[10], 40, json_object_get(ms, "p90"), "%.3f"), cell(b[11], 40, json_object_get(m, "tok_s"), "%.2f"),
-					cell(b[12], 40, json_object_get(m, "miss_rate"), "%.4f"),
-					cell(b[13], 40, json_object_get(m, "fetched_per_layer"), "%.3f"),
-					cell(b[14], 40, json_object_get(m, "cpu_per_layer"), "%.3f"),
-					json_string_value(json_object_get(pt, "winner")), cell(b[16], 40, json_object_get(pt, "speedup"), "%.3f"),
-					cell(b[17], 40, json_object_get(pt, "best_fetch_fraction"), "%g")};
-				ftcli_print_row(f, row, nh, 0);
-			}
-		}
-	}
+	const json_t *blk, *pt;
+	size_t i;
+	json_object_foreach((json_t *)replay, fmt, blk)
+		json_array_foreach(json_object_get(blk, "points"), i, pt)
+			mode_rows(&t, fmt, pt);
 }
 
 static void print_table(const json_t *replay)
@@ -219,26 +256,9 @@ static void print_table(const json_t *replay)
 			       json_integer_value(json_object_get(pt, "slots")), json_number_value(json_object_get(pt, "cache_gib")),
 			       json_string_value(json_object_get(pt, "workload")),
 			       json_number_value(json_object_get(pt, "reuse_measured")));
-			printf("    %-16s %6s %9s %17s %9s %6s %7s %6s\n", "mode", "f/cap", "ms/step", "p10-p90", "tok/s", "miss",
-			       "fetch/l", "cpu/l");
-			json_array_foreach(json_object_get(pt, "modes"), j, md) {
-				const json_t *ms = json_object_get(md, "ms_step"), *f = json_object_get(md, "fetch_fraction"),
-					     *k = json_object_get(md, "cap");
-				char fc[16] = "-";
-				if (json_is_number(f))
-					snprintf(fc, sizeof fc, "%.3g", json_number_value(f));
-				else if (json_is_integer(k))
-					snprintf(fc, sizeof fc, "K=%lld", json_integer_value(k));
-				char pr[32];
-				snprintf(pr, sizeof pr, "%.2f-%.2f", json_number_value(json_object_get(ms, "p10")),
-					 json_number_value(json_object_get(ms, "p90")));
-				printf("    %-16s %6s %9.2f %17s %9.1f %6.3f %7.2f %6.2f\n", json_string_value(json_object_get(md, "mode")), fc,
-				       json_number_value(json_object_get(ms, "median")), pr,
-				       json_number_value(json_object_get(md, "tok_s")),
-				       json_number_value(json_object_get(md, "miss_rate")),
-				       json_number_value(json_object_get(md, "fetched_per_layer")),
-				       json_number_value(json_object_get(md, "cpu_per_layer")));
-			}
+			struct fttable t = {mode_cols, FTCOL_COUNT(mode_cols), FTCLI_FMT_TABLE, .indent = "    "};
+			fttable_head(&t);
+			mode_rows(&t, fmt, pt);
 			const json_t *bf = json_object_get(pt, "best_fetch_fraction"), *ag = json_object_get(pt, "agrees");
 			printf("    winner %s (hybrid/offload %.2fx), best f %s", json_string_value(json_object_get(pt, "winner")),
 			       json_number_value(json_object_get(pt, "speedup")), json_is_number(bf) ? "" : "-");
@@ -360,279 +380,287 @@ int ftcli_cmd_replay(int argc, char **argv)
 	return r;
 }
 
-static int replay_cmd(struct rp_opts *op)
+/* The configuration every format shares, from the options; tw gets --trace's routing (the caller
+ * releases it). 0 or an exit status (the error said). */
+static int base_config(const struct rp_opts *op, struct ftrp_config *base, struct ftrp_workload *tw)
 {
-	struct ftrp_config base;
-	enum ftrp_size size = op->size ? FTRP_FULL : FTRP_SHORT;
-	enum ftcli_format ofmt = (enum ftcli_format)op->ofmt;
-	const char *formats = op->format, *model = op->model, *work = op->workloads,
-		   *trace = op->trace, *save = op->save, *gpu_spec = op->gpu.spec,
-		   *halloc = op->halloc ? "hostalloc" : "register";
-	double pfrac = op->pfrac, cgib = op->cgib, hgib = op->hgib;
-	long layers = op->layers, lmodel = op->lmodel, batch = op->batch, steps = op->steps, warm = op->warm,
-	     seed = op->seed, ofb = op->ofb, cslots = op->cslots, threads = op->threads;
-	int overlap = !op->no_overlap, nostore = op->nostore, c, r, rc = FTCLI_EXIT_FAIL;
-	struct ftcli_tune tune_o = op->tune;
-	char err[1024] = "", why[256] = "";
-	(void)c;
-	if (ofmt == FTCLI_FMT_JSON)
-		ftcli_set_quiet(1);
-
-	/* the configuration shared by every format */
-	ftrp_config_default(&base, size);
-	base.layers = (int)layers;
-	base.batch = (int)batch;
-	base.seed = (uint64_t)seed;
-	base.cache_slots = cslots;
-	base.cache_bytes = cgib * 1073741824.0;
-	base.base.order = op->order ? FTSC_ORDER_LOWEST_ID : FTSC_ORDER_RECENCY;
-	base.base.overlap = overlap;
-	base.base.offload_from_batch = (int)ofb;
-	if (steps > 0)
-		base.steps = (int)steps;
-	if (warm >= 0)
-		base.warmup_steps = (int)warm;
+	char err[1024];
+	ftrp_config_default(base, op->size ? FTRP_FULL : FTRP_SHORT);
+	base->layers = (int)op->layers;
+	base->batch = (int)op->batch;
+	base->seed = (uint64_t)op->seed;
+	base->cache_slots = op->cslots;
+	base->cache_bytes = op->cgib * 1073741824.0;
+	base->base.order = op->order ? FTSC_ORDER_LOWEST_ID : FTSC_ORDER_RECENCY;
+	base->base.overlap = !op->no_overlap;
+	base->base.offload_from_batch = (int)op->ofb;
+	if (op->steps > 0)
+		base->steps = (int)op->steps;
+	if (op->warm >= 0)
+		base->warmup_steps = (int)op->warm;
 	if (op->cache.n) {
-		base.ncache = op->cache.n;
-		memcpy(base.cache, op->cache.v, (size_t)op->cache.n * sizeof *base.cache);
+		base->ncache = op->cache.n;
+		memcpy(base->cache, op->cache.v, (size_t)op->cache.n * sizeof *base->cache);
 	}
-	if (cslots > 0 || cgib > 0) {
-		if (op->cache.n || (cslots > 0 && cgib > 0)) {
+	if (op->cslots > 0 || op->cgib > 0) {
+		if (op->cache.n || (op->cslots > 0 && op->cgib > 0)) {
 			ftcli_error("--cache, --cache-slots and --cache-gib are three ways to say one thing: give one");
 			return FTCLI_EXIT_USAGE;
 		}
-		base.ncache = 1;
-		base.cache[0] = 1; /* replaced by the override (its actual share is reported) */
+		base->ncache = 1;
+		base->cache[0] = 1; /* replaced by the override (its actual share is reported) */
 	}
 	if (op->fractions.n) {
-		base.nfrac = op->fractions.n;
-		memcpy(base.fractions, op->fractions.v, (size_t)op->fractions.n * sizeof *base.fractions);
+		base->nfrac = op->fractions.n;
+		memcpy(base->fractions, op->fractions.v, (size_t)op->fractions.n * sizeof *base->fractions);
 	}
 	if (op->caps.n && op->no_caps) {
 		ftcli_error("--caps and --no-caps: give one");
 		return FTCLI_EXIT_USAGE;
 	}
 	if (op->caps.n || op->no_caps) {
-		base.ncaps = op->caps.n;
+		base->ncaps = op->caps.n;
 		for (int i = 0; i < op->caps.n; i++)
-			base.caps[i] = (int)op->caps.v[i];
+			base->caps[i] = (int)op->caps.v[i];
 	}
-	if (work && trace) {
+	if (op->workloads && op->trace) {
 		ftcli_error("--workloads and --trace: the trace is the workload");
 		return FTCLI_EXIT_USAGE;
 	}
-	if (work) {
+	if (op->workloads) {
 		char **items = NULL;
-		int n = ftstr_split(work, &items, FTRP_MAX_AXIS + 1);
+		int n = ftstr_split(op->workloads, &items, FTRP_MAX_AXIS + 1);
 		if (n < 1 || n > FTRP_MAX_AXIS) {
 			ftcli_error("--workloads: expected 1..%d workloads", FTRP_MAX_AXIS);
 			ftstr_free_list(items, n > 0 ? n : 0);
 			return FTCLI_EXIT_USAGE;
 		}
 		for (int i = 0; i < n; i++)
-			if (ftrp_work_parse(items[i], &base.work[i]) || base.work[i].trace) {
+			if (ftrp_work_parse(items[i], &base->work[i]) || base->work[i].trace) {
 				ftcli_error("--workloads: '%s' is none of uniform, reuse:R (0..1), zipf:S (0..16), zipf:S+reuse:R",
 					    items[i]);
 				ftstr_free_list(items, n);
 				return FTCLI_EXIT_USAGE;
 			}
-		base.nwork = n;
+		base->nwork = n;
 		ftstr_free_list(items, n);
 	}
-	struct ftrp_workload tw = {0};
-	if (trace) {
-		r = ftrp_trace_read(trace, &tw, err, sizeof err);
-		if (r) {
+	if (op->save && op->trace) {
+		ftcli_error("--save-trace writes generated routing; this run replays %s", op->trace);
+		return FTCLI_EXIT_USAGE;
+	}
+	if (op->trace) {
+		if (ftrp_trace_read(op->trace, tw, err, sizeof err)) {
 			ftcli_error("--trace: %s", err);
 			return FTCLI_EXIT_USAGE;
 		}
-		base.trace = &tw;
-		base.nwork = 1;
-		base.work[0] = (struct ftrp_work){0, 0, 1};
-		base.layers = tw.layers;
-		base.batch = tw.batch;
+		base->trace = tw;
+		base->nwork = 1;
+		base->work[0] = (struct ftrp_work){0, 0, 1};
+		base->layers = tw->layers;
+		base->batch = tw->batch;
 	}
-	if (save && trace) {
-		ftcli_error("--save-trace writes generated routing; this run replays %s", trace);
-		ftrp_workload_release(&tw);
+	return 0;
+}
+
+/* --format into fmts (FTFMT_COUNT entries): how many, or -1 (the error said). */
+static int parse_formats(const char *formats, const struct ftfmt **fmts)
+{
+	char **items = NULL;
+	int nf = 0, n = ftstr_split(formats, &items, FTFMT_COUNT + 1);
+	for (int i = 0; i < n && nf >= 0; i++) {
+		const struct ftfmt *f = ftfmt_lookup(items[i]);
+		if (!f || !f->cpu_path || nf >= FTFMT_COUNT) {
+			ftcli_error("--format: '%s' is %s (formats with a CPU MoE path: bf16, nvfp4, mxfp4_triton, ds_fp4, q4_0)",
+				    items[i], f ? "a format without a CPU MoE path (its verdict is offload)" : "no format");
+			nf = -1;
+		} else {
+			fmts[nf++] = f;
+		}
+	}
+	ftstr_free_list(items, n > 0 ? n : 0);
+	if (nf == 0)
+		ftcli_error("--format: no format given");
+	return nf > 0 ? nf : -1;
+}
+
+/* Format fmt's configuration from base: its geometry, the profile's f (from[fn] says whence) and
+ * its rule-of-thumb verdict. 0 or an exit status. */
+static int format_config(const struct rp_opts *op, const struct ftrp_config *base, const struct ftfmt *fmt,
+			 const struct ftprof *prof, struct ftrp_config *cfg, char *from, size_t fn)
+{
+	char err[1024];
+	const struct ftmodel *m = ftmodel_bw_dtype(fmt->id);
+	if (op->model && !(m = ftmodel_find(ftmodel_bw_models, ftmodel_bw_models_count, op->model))) {
+		ftcli_error("--model: '%s' is not a bw --model workload", op->model);
 		return FTCLI_EXIT_USAGE;
 	}
+	if (!m) {
+		ftcli_error("%s has no bw workload geometry; give --model", fmt->name);
+		return FTCLI_EXIT_USAGE;
+	}
+	*cfg = *base;
+	cfg->fmt = fmt;
+	cfg->model = m;
+	cfg->layers_model = op->lmodel > 0 ? (int)op->lmodel : layers_model_of(m);
+	double f = op->pfrac;
+	from[0] = '\0';
+	if (isnan(f) && prof && !ftprof_fetch_fraction(prof, fmt->name, &f))
+		snprintf(from, fn, "profile %s", ftprof_source(prof));
+	else if (!isnan(f))
+		snprintf(from, fn, "--profile-fraction");
+	cfg->profile_fraction = f;
+	cfg->profile_fraction_from = from[0] ? from : NULL;
+	cfg->bandwidth_verdict = NULL;
+	if (prof) {
+		const json_t *e = json_object_get(json_object_get(ftprof_json(prof), "dtype_kernels"), fmt->name);
+		cfg->bandwidth_verdict = json_string_value(json_object_get(e, "recommended_bandwidth"));
+		if (!cfg->bandwidth_verdict) {
+			enum ftprof_rec rr = ftprof_recommend(prof, fmt->name);
+			cfg->bandwidth_verdict = rr == FTPROF_REC_NONE ? NULL : ftprof_rec_name(rr);
+		}
+	}
+	if (ftrp_config_check(cfg, err, sizeof err)) {
+		ftcli_error("%s", err);
+		return FTCLI_EXIT_USAGE;
+	}
+	return 0;
+}
 
-	/* formats */
+/* --save-trace: cfg's generated routing, once per shape (E, top-k) whatever format runs it
+ * (fmts[fi] is cfg's format; shape names the files when the formats' shapes differ). 0 or
+ * FTCLI_EXIT_FAIL. */
+static int save_traces(const struct rp_opts *op, const struct ftrp_config *cfg, const struct ftfmt **fmts, int nf,
+		       int fi)
+{
+	const struct ftmodel *m = cfg->model;
+	int shapes = 0, earlier = 0;
+	for (int k = 0; k < nf; k++) {
+		const struct ftmodel *mk = op->model ? m : ftmodel_bw_dtype(fmts[k]->id);
+		shapes |= mk && (mk->experts != m->experts || mk->topk != m->topk);
+		earlier |= k < fi && mk && mk->experts == m->experts && mk->topk == m->topk;
+	}
+	if (earlier)
+		return 0;
+	char shape[32], err[1024], why[256];
+	snprintf(shape, sizeof shape, "e%dk%d", m->experts, m->topk);
+	for (int wi = 0; wi < cfg->nwork; wi++) {
+		struct ftrp_workload gw;
+		struct ftrp_gen g = {.skew = cfg->work[wi].skew, .reuse = cfg->work[wi].reuse, .seed = cfg->seed};
+		char path[4096];
+		trace_name(path, sizeof path, op->save, &cfg->work[wi], cfg->nwork > 1, shapes ? shape : NULL);
+		int r = ftrp_generate(&g, cfg->layers, m->experts, m->topk, cfg->batch,
+				      cfg->warmup_steps + cfg->gpu_warmup + cfg->steps, &gw, err, sizeof err);
+		if (!r) {
+			r = ftrp_trace_write(path, &gw, err, sizeof err);
+			ftrp_workload_release(&gw);
+		}
+		if (r) {
+			ftcli_error("--save-trace: %s", err);
+			return FTCLI_EXIT_FAIL;
+		}
+		ftcli_note("routing of %s (%s, E %d, top-%d) saved: %s", ftrp_work_name(&cfg->work[wi], why, sizeof why),
+			   m->name, m->experts, m->topk, path);
+	}
+	return 0;
+}
+
+/* One format measured (go: the runner's options but the engine's path): with --cpu-kernel the
+ * engine's layer steps first; *blk the format's replay block. 0 or an exit status. */
+static int run_format(const struct rp_opts *op, const struct ftrp_config *cfg, struct ftrp_gpu_opts go,
+		      const struct ftreport *rep, json_t **blk)
+{
+	double pad[FTPROBE_MAX_ROUTES + 1], fpad[FTPROBE_MAX_ROUTES + 1];
+	int npad = 0, rc;
+	json_t *path = NULL;
+	char err[1024];
+	*blk = NULL;
+	if (op->cpu_kernel && (rc = engine_path(op->cpu_kernel, op->cpu_kernel_timeout, cfg, &path, pad, fpad, &npad)))
+		return rc;
+	go.cpu_pad_us = npad ? pad : NULL;
+	go.cpu_pad_n = npad;
+	go.fetch_pad_us = npad ? fpad : NULL;
+	go.fetch_pad_n = npad;
+	struct ftrp_ops ops;
+	int fake = ftcli_fake_gpus() >= 0;
+	if (fake ? ftrp_fake_ops_paced(0, go.cpu_pad_us, npad, go.fetch_pad_us, &ops) : ftrp_gpu_ops(&go, &ops)) {
+		json_decref(path);
+		ftcli_error("out of memory");
+		return FTCLI_EXIT_FAIL;
+	}
+	int r = ftrp_run(cfg, &ops, rep, blk, err, sizeof err);
+	if (*blk)
+		json_object_set_new(*blk, "cpu_path", path ? path : json_pack("{s:s}", "source", "ftbench"));
+	else
+		json_decref(path);
+	if (fake)
+		ftrp_fake_ops_free(&ops);
+	else
+		ftrp_gpu_ops_free(&ops);
+	if (r) {
+		ftcli_error("%s", err);
+		return r == -ENODEV || r == -ENOTSUP ? FTCLI_EXIT_USAGE : FTCLI_EXIT_FAIL;
+	}
+	return 0;
+}
+
+static int replay_cmd(struct rp_opts *op)
+{
+	enum ftcli_format ofmt = (enum ftcli_format)op->ofmt;
+	struct ftrp_config base;
+	struct ftrp_workload tw = {0};
 	const struct ftfmt *fmts[FTFMT_COUNT];
-	int nf = 0;
-	{
-		char **items = NULL;
-		int n = ftstr_split(formats, &items, FTFMT_COUNT + 1);
-		for (int i = 0; i < n && nf >= 0; i++) {
-			const struct ftfmt *f = ftfmt_lookup(items[i]);
-			if (!f || !f->cpu_path || nf >= FTFMT_COUNT) {
-				ftcli_error("--format: '%s' is %s (formats with a CPU MoE path: bf16, nvfp4, mxfp4_triton, ds_fp4, q4_0)",
-					    items[i], f ? "a format without a CPU MoE path (its verdict is offload)" : "no format");
-				nf = -1;
-			} else {
-				fmts[nf++] = f;
-			}
-		}
-		ftstr_free_list(items, n > 0 ? n : 0);
-		if (nf <= 0) {
-			if (nf == 0)
-				ftcli_error("--format: no format given");
-			ftrp_workload_release(&tw);
-			return FTCLI_EXIT_USAGE;
-		}
-	}
-	struct ftcli_tune *to = &tune_o;
-	(void)lmodel;
 	struct ftcpumoe_tune tune;
-	if (ftcli_tune_build(to, &tune) < 0) {
-		ftrp_workload_release(&tw);
-		return FTCLI_EXIT_USAGE;
-	}
-
-	/* the GPU: replay needs one */
 	struct ftgpu_info gpu;
-	struct ftcpu_info ci;
-	int *cpus = NULL;
-	json_t *result = NULL, *replay = NULL;
+	struct ftcpu_info ci = {0};
 	struct ftprof *prof = NULL;
-	r = ftcli_select_gpu(gpu_spec, &gpu, why, sizeof why);
-	if (r < 0) {
-		ftrp_workload_release(&tw);
-		return FTCLI_EXIT_USAGE;
-	}
+	json_t *result = NULL;
+	int *cpus = NULL, nf, r, rc;
+	char why[256] = "", perr[1024];
+	if (ofmt == FTCLI_FMT_JSON)
+		ftcli_set_quiet(1);
+	if ((rc = base_config(op, &base, &tw)))
+		goto done;
+	rc = FTCLI_EXIT_USAGE;
+	if ((nf = parse_formats(op->format, fmts)) < 0 || ftcli_tune_build(&op->tune, &tune) < 0)
+		goto done;
+	/* the GPU: replay needs one */
+	if ((r = ftcli_select_gpu(op->gpu.spec, &gpu, why, sizeof why)) < 0)
+		goto done;
 	if (r > 0) {
 		ftcli_error("replay needs a GPU: %s", why);
-		ftrp_workload_release(&tw);
-		return FTCLI_EXIT_USAGE;
+		goto done;
 	}
 	if ((r = ftcpu_probe(&ci)) < 0) {
 		ftcli_error("cannot describe the CPU: %s", strerror(-r));
-		ftrp_workload_release(&tw);
-		return FTCLI_EXIT_FAIL;
+		rc = FTCLI_EXIT_FAIL;
+		goto done;
 	}
-	if (threads > ci.physical_cores) {
-		ftcli_error("--cpu-threads %ld: this host has %d physical cores", threads, ci.physical_cores);
-		rc = FTCLI_EXIT_USAGE;
+	if (op->threads > ci.physical_cores) {
+		ftcli_error("--cpu-threads %ld: this host has %d physical cores", op->threads, ci.physical_cores);
 		goto out;
 	}
-	cpus = calloc((size_t)ci.physical_cores, sizeof *cpus);
-	if (!cpus)
+	rc = FTCLI_EXIT_FAIL;
+	if (!(cpus = calloc((size_t)ci.physical_cores, sizeof *cpus)))
 		goto out;
-	int ncpus = ftcpu_cores_near(&ci, gpu.numa_node, cpus, threads ? (int)threads : ci.physical_cores);
-	char perr[1024];
+	int ncpus = ftcpu_cores_near(&ci, gpu.numa_node, cpus, op->threads ? (int)op->threads : ci.physical_cores);
 	if (ftprof_load(gpu.uuid, gpu.name, &prof, perr, sizeof perr))
 		prof = NULL;
 	result = json_pack("{s:{s:s,s:s,s:i},s:{}}", "gpu", "uuid", gpu.uuid, "name", gpu.name, "index", gpu.index, "replay");
-	replay = json_object_get(result, "replay");
+	json_t *replay = json_object_get(result, "replay");
 	struct ftreport rep = ftcli_reporter();
+	struct ftrp_gpu_opts go = {.device = gpu.index, .cpu = &ci, .cpus = cpus, .ncpus = ncpus,
+				   .host_alloc = op->halloc ? "hostalloc" : "register", .host_gib = op->hgib, .tune = &tune};
 	for (int fi = 0; fi < nf; fi++) {
-		struct ftrp_config cfg = base;
-		const struct ftmodel *m = ftmodel_bw_dtype(fmts[fi]->id);
-		if (model) {
-			m = ftmodel_find(ftmodel_bw_models, ftmodel_bw_models_count, model);
-			if (!m) {
-				ftcli_error("--model: '%s' is not a bw --model workload", model);
-				rc = FTCLI_EXIT_USAGE;
-				goto out;
-			}
-		}
-		if (!m) {
-			ftcli_error("%s has no bw workload geometry; give --model", fmts[fi]->name);
-			rc = FTCLI_EXIT_USAGE;
+		struct ftrp_config cfg;
+		char from[600];
+		json_t *blk;
+		if ((rc = format_config(op, &base, fmts[fi], prof, &cfg, from, sizeof from)) ||
+		    (op->save && (rc = save_traces(op, &cfg, fmts, nf, fi))) || (rc = run_format(op, &cfg, go, &rep, &blk)))
 			goto out;
-		}
-		cfg.fmt = fmts[fi];
-		cfg.model = m;
-		cfg.layers_model = lmodel > 0 ? (int)lmodel : layers_model_of(m);
-		double f = pfrac;
-		char from[600] = "";
-		if (isnan(f) && prof && !ftprof_fetch_fraction(prof, fmts[fi]->name, &f))
-			snprintf(from, sizeof from, "profile %s", ftprof_source(prof));
-		else if (!isnan(f))
-			snprintf(from, sizeof from, "--profile-fraction");
-		cfg.profile_fraction = f;
-		cfg.profile_fraction_from = from[0] ? from : NULL;
-		const char *bv = NULL;
-		if (prof) {
-			const json_t *e = json_object_get(json_object_get(ftprof_json(prof), "dtype_kernels"), fmts[fi]->name);
-			bv = json_string_value(json_object_get(e, "recommended_bandwidth"));
-			if (!bv) {
-				enum ftprof_rec rr = ftprof_recommend(prof, fmts[fi]->name);
-				bv = rr == FTPROF_REC_NONE ? NULL : ftprof_rec_name(rr);
-			}
-		}
-		cfg.bandwidth_verdict = bv;
-		if (ftrp_config_check(&cfg, err, sizeof err)) {
-			ftcli_error("%s", err);
-			rc = FTCLI_EXIT_USAGE;
-			goto out;
-		}
-		/* the routing of a shape (E, top-k) once, whatever format it runs with */
-		int shapes = 0, earlier = 0;
-		for (int k = 0; k < nf; k++) {
-			const struct ftmodel *mk = model ? m : ftmodel_bw_dtype(fmts[k]->id);
-			shapes |= mk && (mk->experts != m->experts || mk->topk != m->topk);
-			earlier |= k < fi && mk && mk->experts == m->experts && mk->topk == m->topk;
-		}
-		char shape[32];
-		snprintf(shape, sizeof shape, "e%dk%d", m->experts, m->topk);
-		if (save && !earlier) {
-			for (int wi = 0; wi < cfg.nwork; wi++) {
-				struct ftrp_workload gw;
-				struct ftrp_gen g = {.skew = cfg.work[wi].skew, .reuse = cfg.work[wi].reuse, .seed = cfg.seed};
-				char path[4096];
-				trace_name(path, sizeof path, save, &cfg.work[wi], cfg.nwork > 1, shapes ? shape : NULL);
-				r = ftrp_generate(&g, cfg.layers, m->experts, m->topk, cfg.batch,
-						  cfg.warmup_steps + cfg.gpu_warmup + cfg.steps, &gw, err, sizeof err);
-				if (!r) {
-					r = ftrp_trace_write(path, &gw, err, sizeof err);
-					ftrp_workload_release(&gw);
-				}
-				if (r) {
-					ftcli_error("--save-trace: %s", err);
-					goto out;
-				}
-				ftcli_note("routing of %s (%s, E %d, top-%d) saved: %s", ftrp_work_name(&cfg.work[wi], why, sizeof why),
-					   m->name, m->experts, m->topk, path);
-			}
-		}
-		double pad[FTPROBE_MAX_ROUTES + 1], fpad[FTPROBE_MAX_ROUTES + 1];
-		int npad = 0;
-		json_t *path = NULL;
-		if (op->cpu_kernel && (rc = engine_path(op->cpu_kernel, op->cpu_kernel_timeout, &cfg, &path, pad, fpad, &npad)))
-			goto out;
-		rc = FTCLI_EXIT_FAIL;
-		struct ftrp_ops ops;
-		struct ftrp_gpu_opts go = {.device = gpu.index, .cpu = &ci, .cpus = cpus, .ncpus = ncpus,
-					   .host_alloc = halloc, .host_gib = hgib, .tune = &tune,
-					   .cpu_pad_us = npad ? pad : NULL, .cpu_pad_n = npad,
-					   .fetch_pad_us = npad ? fpad : NULL, .fetch_pad_n = npad};
-		int fake = ftcli_fake_gpus() >= 0;
-		r = fake ? ftrp_fake_ops_paced(0, go.cpu_pad_us, npad, go.fetch_pad_us, &ops) : ftrp_gpu_ops(&go, &ops);
-		if (r) {
-			json_decref(path);
-			ftcli_error("out of memory");
-			goto out;
-		}
-		json_t *blk = NULL;
-		r = ftrp_run(&cfg, &ops, &rep, &blk, err, sizeof err);
-		if (blk)
-			json_object_set_new(blk, "cpu_path", path ? path : json_pack("{s:s}", "source", "ftbench"));
-		else
-			json_decref(path);
-		if (fake)
-			ftrp_fake_ops_free(&ops);
-		else
-			ftrp_gpu_ops_free(&ops);
-		if (r) {
-			ftcli_error("%s", err);
-			rc = r == -ENODEV || r == -ENOTSUP ? FTCLI_EXIT_USAGE : FTCLI_EXIT_FAIL;
-			goto out;
-		}
 		json_object_set_new(replay, fmts[fi]->name, blk);
 	}
-	if (!nostore)
+	if (!op->nostore)
 		store(gpu.uuid, gpu.name, replay, result);
 	ftcli_result(result);
 	if (ofmt == FTCLI_FMT_JSON)
@@ -647,6 +675,7 @@ out:
 	json_decref(result);
 	free(cpus);
 	ftcpu_release(&ci);
+done:
 	ftrp_workload_release(&tw);
 	return rc;
 }

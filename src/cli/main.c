@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/flags.h"
 
 static const struct ftcli_cmd commands[] = {
 	{"bw", "host bandwidth profile: CPU/PCIe ceilings, gather vs CPU MoE, offload/hybrid", ftcli_cmd_bw, &ftcli_flags_bw},

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "moe/cpu/cpumoe.h"
 #include "util/fsutil.h"
 #include "util/strutil.h"
@@ -95,7 +96,7 @@ const char *ftcli_cell(char *buf, size_t n, const json_t *v, const char *fmt)
 	return buf;
 }
 
-void ftcli_print_row(enum ftcli_format f, const char *const *cells, int n, int header)
+void ftcli_fprint_row(FILE *o, enum ftcli_format f, const char *const *cells, int n, int header)
 {
 	if (f != FTCLI_FMT_CSV && f != FTCLI_FMT_MD)
 		return;
@@ -103,35 +104,40 @@ void ftcli_print_row(enum ftcli_format f, const char *const *cells, int n, int h
 		const char *c = cells[i] ? cells[i] : "";
 		if (f == FTCLI_FMT_CSV) {
 			if (i)
-				putchar(',');
+				fputc(',', o);
 			if (strpbrk(c, ",\"\r\n")) {
-				putchar('"');
+				fputc('"', o);
 				for (; *c; c++) {
 					if (*c == '"')
-						putchar('"');
-					putchar(*c);
+						fputc('"', o);
+					fputc(*c, o);
 				}
-				putchar('"');
+				fputc('"', o);
 			} else {
-				fputs(c, stdout);
+				fputs(c, o);
 			}
 		} else {
-			fputs(i ? " " : "| ", stdout);
+			fputs(i ? " " : "| ", o);
 			for (; *c; c++) {
 				if (*c == '|' || *c == '\\')
-					putchar('\\');
-				putchar(*c == '\n' || *c == '\r' ? ' ' : *c);
+					fputc('\\', o);
+				fputc(*c == '\n' || *c == '\r' ? ' ' : *c, o);
 			}
-			fputs(" |", stdout);
+			fputs(" |", o);
 		}
 	}
-	putchar('\n');
+	fputc('\n', o);
 	if (f == FTCLI_FMT_MD && header) {
-		putchar('|');
+		fputc('|', o);
 		for (int i = 0; i < n; i++)
-			fputs(" --- |", stdout);
-		putchar('\n');
+			fputs(" --- |", o);
+		fputc('\n', o);
 	}
+}
+
+void ftcli_print_row(enum ftcli_format f, const char *const *cells, int n, int header)
+{
+	ftcli_fprint_row(stdout, f, cells, n, header);
 }
 
 void ftcli_progress_clear(void)

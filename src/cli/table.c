@@ -30,24 +30,30 @@ static int in_human(const struct ftcol *c)
 }
 
 /* One line of the human table: texts[i] for the columns in it. */
+static FILE *out(const struct fttable *t)
+{
+	return t->out ? t->out : stdout;
+}
+
 static void human_line(const struct fttable *t, const char *const *texts)
 {
+	FILE *o = out(t);
 	int first = 1;
-	fputs(t->indent ? t->indent : "", stdout);
+	fputs(t->indent ? t->indent : "", o);
 	for (int i = 0; i < t->n; i++) {
 		const struct ftcol *c = &t->cols[i];
 		if (!in_human(c))
 			continue;
 		if (!first)
-			printf("%s%*s", t->sep ? t->sep : " ", c->gap, "");
+			fprintf(o, "%s%*s", t->sep ? t->sep : " ", c->gap, "");
 		first = 0;
 		int w = c->width < 0 ? -c->width : c->width;
 		if (c->prec > 0)
-			printf(c->width < 0 ? "%-*.*s" : "%*.*s", w, c->prec, texts[i]);
+			fprintf(o, c->width < 0 ? "%-*.*s" : "%*.*s", w, c->prec, texts[i]);
 		else
-			printf(c->width < 0 ? "%-*s" : "%*s", w, texts[i]);
+			fprintf(o, c->width < 0 ? "%-*s" : "%*s", w, texts[i]);
 	}
-	putchar('\n');
+	fputc('\n', o);
 }
 
 void fttable_head(const struct fttable *t)
@@ -61,7 +67,7 @@ void fttable_head(const struct fttable *t)
 		h.n = n;
 		human_line(&h, texts);
 	} else {
-		ftcli_print_row(t->fmt, texts, n, 1);
+		ftcli_fprint_row(out(t), t->fmt, texts, n, 1);
 	}
 }
 
@@ -77,7 +83,7 @@ void fttable_row(const struct fttable *t, const struct ftcell *cells)
 		h.n = n;
 		human_line(&h, texts);
 	} else {
-		ftcli_print_row(t->fmt, texts, n, 0);
+		ftcli_fprint_row(out(t), t->fmt, texts, n, 0);
 	}
 }
 

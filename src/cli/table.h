@@ -49,6 +49,7 @@ struct fttable {
 	enum ftcli_format fmt;
 	const char *indent; /* the human table's lines start with it, or NULL */
 	const char *sep;    /* between the human table's columns (NULL: one space) */
+	FILE *out;          /* where it goes (NULL: stdout) */
 };
 
 /* The header: the human table's header line, or the CSV header, or the Markdown header and its

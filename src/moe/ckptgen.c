@@ -341,6 +341,109 @@ static int cmp_gt_name(const void *a, const void *b)
 	return strcmp((*x)->w.name, (*y)->w.name);
 }
 
+/* The architecture called name: 0, or -EINVAL for one ftckpt does not write. */
+static int arch_of(const char *name, enum arch *a)
+{
+	static const struct {
+		const char *name;
+		enum arch a;
+	} names[] = {{"qwen3-moe", A_QWEN3}, {"mixtral", A_MIXTRAL}, {"deepseek-v3", A_DSV3}, {"gpt-oss", A_GPTOSS},
+		     {"gpt-oss-mxfp4", A_GPTOSS}, {"gpt-oss-bf16", A_GPTOSS_BF16}};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (!strcmp(name, names[i].name)) {
+			*a = names[i].a;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+/* Shard s of nsh (its tensors: those of tl with shard s): the safetensors header built (tensors
+ * in name order), the file made at its final size with the header written (the data blocks are
+ * filled later), its tensors' file into the weight map wm. 0, or -errno (err says which file). */
+static int shard_open(struct shard *S, int s, int nsh, const char *out, const struct tlist *tl, json_t *wm,
+		      char *err, size_t errlen)
+{
+	for (size_t i = 0; i < tl->n; i++)
+		S->nt += tl->v[i].shard == s;
+	S->t = malloc(sizeof *S->t * (S->nt ? S->nt : 1));
+	struct ftst_wtensor *w = malloc(sizeof *w * (S->nt ? S->nt : 1));
+	uint64_t *off = malloc(sizeof *off * (S->nt ? S->nt : 1));
+	if (!S->t || !w || !off) {
+		free(w);
+		free(off);
+		return -ENOMEM;
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < tl->n; i++)
+		if (tl->v[i].shard == s)
+			S->t[k++] = &tl->v[i];
+	qsort(S->t, S->nt, sizeof *S->t, cmp_gt_name);
+	for (size_t i = 0; i < S->nt; i++)
+		w[i] = S->t[i]->w;
+	char *hdr;
+	size_t hl;
+	uint64_t fsz;
+	int rc = ftst_build_header(w, S->nt, "{\"format\":\"pt\"}", &hdr, &hl, off, &fsz);
+	free(w);
+	if (rc < 0) {
+		free(off);
+		return rc;
+	}
+	for (size_t i = 0; i < S->nt; i++)
+		S->t[i]->off = off[i];
+	free(off);
+	S->data_start = hl;
+	S->size = fsz;
+	if (nsh == 1)
+		snprintf(S->path, sizeof S->path, "%s/model.safetensors", out);
+	else
+		snprintf(S->path, sizeof S->path, "%s/model-%05d-of-%05d.safetensors", out, s + 1, nsh);
+	const char *base = strrchr(S->path, '/') + 1;
+	for (size_t i = 0; i < S->nt; i++)
+		json_object_set_new(wm, S->t[i]->w.name, json_string(base));
+	S->fd = open(S->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (S->fd < 0) {
+		rc = fterr_set(err, errlen, -errno, "%s: %s", S->path, strerror(errno));
+		free(hdr);
+		return rc;
+	}
+	if ((rc = ftfs_write_all(S->fd, hdr, hl)) < 0 || ftruncate(S->fd, (off_t)fsz) < 0) {
+		rc = fterr_set(err, errlen, rc < 0 ? rc : -errno, "%s: write failed", S->path);
+		free(hdr);
+		return rc;
+	}
+	free(hdr);
+	return 0;
+}
+
+/* The shards' data blocks filled by threads (o->threads, else one per CPU; 1..32) with progress on
+ * rep: 0, or the first -errno. */
+static int fill_shards(struct job *j, int nthreads, const struct ftreport *rep)
+{
+	int threads = nthreads > 0 ? nthreads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	if (threads < 1)
+		threads = 1;
+	if (threads > 32)
+		threads = 32;
+	pthread_t th[32];
+	int started = 0;
+	for (; started < threads; started++)
+		if (pthread_create(&th[started], NULL, gen_worker, j))
+			break;
+	if (!started) {
+		atomic_store(&j->rc, -EAGAIN);
+	} else if (rep) {
+		while (atomic_load(&j->done) < j->nblocks && !atomic_load(&j->rc)) {
+			ftreport_progress(rep, (int)(atomic_load(&j->done) * 1000 / (j->nblocks ? j->nblocks : 1)), 1000,
+					  "writing");
+			usleep(100000);
+		}
+	}
+	for (int t = 0; t < started; t++)
+		pthread_join(th[t], NULL);
+	return atomic_load(&j->rc);
+}
+
 int ftckpt_write(const struct ftckpt_opts *o, struct ftckpt_stats *st, char *err, size_t errlen)
 {
 	memset(st, 0, sizeof *st);
@@ -348,17 +451,7 @@ int ftckpt_write(const struct ftckpt_opts *o, struct ftckpt_stats *st, char *err
 	enum arch a;
 	if (!o->arch)
 		return fterr_set(err, errlen, -EINVAL, "no architecture given");
-	if (!strcmp(o->arch, "qwen3-moe"))
-		a = A_QWEN3;
-	else if (!strcmp(o->arch, "mixtral"))
-		a = A_MIXTRAL;
-	else if (!strcmp(o->arch, "deepseek-v3"))
-		a = A_DSV3;
-	else if (!strcmp(o->arch, "gpt-oss") || !strcmp(o->arch, "gpt-oss-mxfp4"))
-		a = A_GPTOSS;
-	else if (!strcmp(o->arch, "gpt-oss-bf16"))
-		a = A_GPTOSS_BF16;
-	else
+	if (arch_of(o->arch, &a) < 0)
 		return fterr_set(err, errlen, -EINVAL, "unknown architecture '%s' (one of %s)", o->arch, ftckpt_archs());
 	long L = o->layers > 0 ? o->layers : 4, E = o->experts > 0 ? o->experts : 8;
 	long H = o->hidden > 0 ? o->hidden : 512, I = o->inter > 0 ? o->inter : 256;
@@ -411,59 +504,10 @@ int ftckpt_write(const struct ftckpt_opts *o, struct ftckpt_stats *st, char *err
 	json_t *wm = json_object();
 	for (int s = 0; s < nsh && rc == 0; s++) {
 		struct shard *S = &sh[s];
-		for (size_t i = 0; i < tl.n; i++)
-			S->nt += tl.v[i].shard == s;
-		S->t = malloc(sizeof *S->t * (S->nt ? S->nt : 1));
-		struct ftst_wtensor *w = malloc(sizeof *w * (S->nt ? S->nt : 1));
-		uint64_t *off = malloc(sizeof *off * (S->nt ? S->nt : 1));
-		if (!S->t || !w || !off) {
-			free(w);
-			free(off);
-			rc = -ENOMEM;
+		if ((rc = shard_open(S, s, nsh, o->out, &tl, wm, err, errlen)) < 0)
 			break;
-		}
-		size_t k = 0;
-		for (size_t i = 0; i < tl.n; i++)
-			if (tl.v[i].shard == s)
-				S->t[k++] = &tl.v[i];
-		qsort(S->t, S->nt, sizeof *S->t, cmp_gt_name);
-		for (size_t i = 0; i < S->nt; i++)
-			w[i] = S->t[i]->w;
-		char *hdr;
-		size_t hl;
-		uint64_t fsz;
-		rc = ftst_build_header(w, S->nt, "{\"format\":\"pt\"}", &hdr, &hl, off, &fsz);
-		free(w);
-		if (rc < 0) {
-			free(off);
-			break;
-		}
-		for (size_t i = 0; i < S->nt; i++)
-			S->t[i]->off = off[i];
-		free(off);
-		S->data_start = hl;
-		S->size = fsz;
-		if (nsh == 1)
-			snprintf(S->path, sizeof S->path, "%s/model.safetensors", o->out);
-		else
-			snprintf(S->path, sizeof S->path, "%s/model-%05d-of-%05d.safetensors", o->out, s + 1, nsh);
-		const char *base = strrchr(S->path, '/') + 1;
-		for (size_t i = 0; i < S->nt; i++)
-			json_object_set_new(wm, S->t[i]->w.name, json_string(base));
-		S->fd = open(S->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (S->fd < 0) {
-			rc = fterr_set(err, errlen, -errno, "%s: %s", S->path, strerror(errno));
-			free(hdr);
-			break;
-		}
-		if ((rc = ftfs_write_all(S->fd, hdr, hl)) < 0 || ftruncate(S->fd, (off_t)fsz) < 0) {
-			rc = fterr_set(err, errlen, rc < 0 ? rc : -errno, "%s: write failed", S->path);
-			free(hdr);
-			break;
-		}
-		free(hdr);
-		j.block_base[s + 1] = j.block_base[s] + (fsz - hl + BLOCK - 1) / BLOCK;
-		st->file_bytes += fsz;
+		j.block_base[s + 1] = j.block_base[s] + (S->size - S->data_start + BLOCK - 1) / BLOCK;
+		st->file_bytes += S->size;
 		st->ntensors += S->nt;
 	}
 	if (rc < 0) {
@@ -471,28 +515,7 @@ int ftckpt_write(const struct ftckpt_opts *o, struct ftckpt_stats *st, char *err
 		goto out;
 	}
 	j.sh = sh, j.nsh = nsh, j.nblocks = j.block_base[nsh], j.seed = o->seed ? o->seed : 0x5EEDF00DULL;
-	int threads = o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-	if (threads < 1)
-		threads = 1;
-	if (threads > 32)
-		threads = 32;
-	pthread_t th[32];
-	int started = 0;
-	for (; started < threads; started++)
-		if (pthread_create(&th[started], NULL, gen_worker, &j))
-			break;
-	if (!started) {
-		atomic_store(&j.rc, -EAGAIN);
-	} else if (o->rep) {
-		while (atomic_load(&j.done) < j.nblocks && !atomic_load(&j.rc)) {
-			ftreport_progress(o->rep, (int)(atomic_load(&j.done) * 1000 / (j.nblocks ? j.nblocks : 1)), 1000,
-					  "writing");
-			usleep(100000);
-		}
-	}
-	for (int t = 0; t < started; t++)
-		pthread_join(th[t], NULL);
-	if ((rc = atomic_load(&j.rc)) < 0) {
+	if ((rc = fill_shards(&j, o->threads, o->rep)) < 0) {
 		json_decref(wm);
 		fterr_set(err, errlen, rc, "writing shards: %s", strerror(-rc));
 		goto out;

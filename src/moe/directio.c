@@ -7,6 +7,26 @@
 #include <string.h>
 #include <unistd.h>
 
+int ftdirectio_pread(int fd, uint8_t *buf, uint64_t len, uint64_t off, uint64_t *got)
+{
+	uint64_t n = 0;
+	*got = 0;
+	while (n < len) {
+		ssize_t r = pread(fd, buf + n, len - n, (off_t)(off + n));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			break;
+		n += (uint64_t)r;
+		if (n % FTDIRECTIO_ALIGN) /* a short O_DIRECT read: only at EOF */
+			break;
+	}
+	*got = n;
+	return 0;
+}
+
 int ftdirectio_init(struct ftdirectio_files *f, size_t n)
 {
 	*f = (struct ftdirectio_files){.n = n};

@@ -9,6 +9,10 @@
 #define FT_MOE_DIRECTIO_H
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
+
+/* What O_DIRECT reads are aligned to (offsets, lengths, buffers). */
+#define FTDIRECTIO_ALIGN 4096u
 
 struct ftdirectio_files {
 	size_t n;
@@ -28,6 +32,10 @@ int ftdirectio_fd(struct ftdirectio_files *f, size_t i);
 int ftdirectio_retry(struct ftdirectio_files *f, size_t i, int fd, int rc);
 /* 1 when every file opened was read with O_DIRECT only. */
 int ftdirectio_all_direct(const struct ftdirectio_files *f);
+/* Read up to len bytes at off into buf through fd (either of a file's two), retrying EINTR;
+ * *got gets how many. Short only at EOF: a read that ends off FTDIRECTIO_ALIGN (O_DIRECT stops
+ * there only at the end of the file) or returns 0 ends it. 0, or -errno of the failed read. */
+int ftdirectio_pread(int fd, uint8_t *buf, uint64_t len, uint64_t off, uint64_t *got);
 /* Close what is open and free; a zeroed or half-built set is fine. */
 void ftdirectio_release(struct ftdirectio_files *f);
 #endif

@@ -187,182 +187,190 @@ static int copy_metadata(const char *src_root, const char *rel, const char *dst_
 	return rc;
 }
 
-int ftftw_convert(const char *model_dir, const char *out_dir, const struct ftftw_convert_opts *o,
-		  struct ftftw_convert_stats *st, char *err, size_t errlen)
+/* One conversion: the source, its banks, and the FTW layout being written. */
+struct conv {
+	const char *model_dir, *out_dir;
+	struct ftst_model *m;
+	struct ftbanks_plan *p;
+	struct ftbanks *b;
+	struct entry *ents;   /* banks (bank-major, then layer), then the other tensors in file order */
+	size_t n, nb, nd;     /* entries; of them bank layers and other tensors */
+	uint64_t limit;       /* shard size limit */
+	uint64_t total;       /* bytes of all shards */
+	int nshards;
+	json_t *shards, *tensors;
+	char *err;
+	size_t errlen;
+};
+
+/* The layout: every entry's place (4096-aligned, in order) and its shard (a new one when the
+ * next entry would take the current one past the limit); the shards into c->shards. */
+static int plan_layout(struct conv *c)
 {
-	memset(st, 0, sizeof *st);
-	double t0 = fttime_now_s();
-	uint64_t limit = o->shard_limit ? ROUND_UP(o->shard_limit) : FTFTW_DEFAULT_SHARD_LIMIT;
-	struct ftbanks_geom g;
-	struct ftst_model *m = NULL;
-	struct ftbanks_plan *p = NULL;
-	struct ftbanks *b = NULL;
-	struct entry *ents = NULL;
-	json_t *idx = NULL;
-	uint8_t *buf = NULL;
-	int fd = -1, rc;
-	char path[4096];
-	if (ftftw_is_dir(model_dir))
-		return fterr_set(err, errlen, -EINVAL, "%s is already an FTW directory", model_dir);
-	if ((rc = ftbanks_read_config(model_dir, &g, err, errlen)) < 0 ||
-	    (rc = ftst_model_open(model_dir, &m, err, errlen)) < 0 ||
-	    (rc = ftbanks_discover(m, &g, &p, err, errlen)) < 0)
-		goto out;
-	if ((rc = ftfs_mkdir_p(out_dir, 0755)) < 0) {
-		fterr_set(err, errlen, rc, "%s: %s", out_dir, strerror(-rc));
-		goto out;
-	}
-	snprintf(path, sizeof path, "%s/%s", out_dir, FTFTW_INDEX);
-	if (unlink(path) < 0 && errno != ENOENT) {
-		rc = fterr_set(err, errlen, -errno, "%s: %s", path, strerror(errno));
-		goto out;
-	}
-	if ((rc = ftload_plan(p, &o->load, &b, &st->load, err, errlen)) < 0)
-		goto out;
-	st->load_s = st->load.seconds;
-	double tw = fttime_now_s();
-	/* Layout: banks (bank-major, then layer), then the other tensors in file order. */
-	size_t nb = (size_t)b->nbanks * (size_t)b->L, nd = 0, n = 0;
-	ents = calloc(nb + m->ntensors, sizeof *ents);
-	if (!ents) {
-		rc = -ENOMEM;
-		goto out;
-	}
+	struct ftbanks *b = c->b;
+	c->nb = (size_t)b->nbanks * (size_t)b->L;
+	c->ents = calloc(c->nb + c->m->ntensors, sizeof *c->ents);
+	c->shards = json_array();
+	c->tensors = json_array();
+	if (!c->ents || !c->shards || !c->tensors)
+		return -ENOMEM;
 	for (int k = 0; k < b->nbanks; k++)
 		for (long l = 0; l < b->L; l++) {
-			struct entry *e = &ents[n++];
+			struct entry *e = &c->ents[c->n++];
 			e->bank = k, e->layer = (int)l;
 			/* MoE layers are numbered 0..L-1 (the seed's reader asserts exactly range(L)) */
 			snprintf(e->bank_name, sizeof e->bank_name, "%s#L%05d", b->shape[k].name, (int)l);
 			e->name = e->bank_name;
 			e->nbytes = b->layer_bytes[k];
 		}
-	for (size_t f = 0; f < m->nfiles; f++)
-		for (size_t i = 0; i < m->files[f].ntensors; i++) {
-			const struct ftst_tensor *t = &m->files[f].tensors[i];
-			if (ftbanks_plan_uses(p, t))
+	for (size_t f = 0; f < c->m->nfiles; f++)
+		for (size_t i = 0; i < c->m->files[f].ntensors; i++) {
+			const struct ftst_tensor *t = &c->m->files[f].tensors[i];
+			if (ftbanks_plan_uses(c->p, t))
 				continue;
-			struct entry *e = &ents[n++];
+			struct entry *e = &c->ents[c->n++];
 			e->bank = -1, e->t = t, e->name = t->name, e->nbytes = t->nbytes;
-			nd++;
+			c->nd++;
 		}
 	uint64_t g_off = 0, shard_start = 0;
 	int shard = 0;
-	json_t *shards = json_array(), *tensors = json_array();
-	for (size_t i = 0; i < n; i++) {
-		uint64_t sz = ROUND_UP(ents[i].nbytes);
-		if (g_off > shard_start && g_off + sz - shard_start > limit) {
+	for (size_t i = 0; i <= c->n; i++) {
+		uint64_t sz = i < c->n ? ROUND_UP(c->ents[i].nbytes) : 0;
+		if (i == c->n || (g_off > shard_start && g_off + sz - shard_start > c->limit)) {
 			char fn[64];
 			snprintf(fn, sizeof fn, "freetoken-%05d.ftw", shard);
-			json_array_append_new(shards, json_pack("{s:s,s:I,s:I}", "file", fn, "global_off",
-								(json_int_t)shard_start, "nbytes",
-								(json_int_t)(g_off - shard_start)));
+			json_array_append_new(c->shards, json_pack("{s:s,s:I,s:I}", "file", fn, "global_off",
+								   (json_int_t)shard_start, "nbytes",
+								   (json_int_t)(g_off - shard_start)));
+			if (i == c->n)
+				break;
 			shard++;
 			shard_start = g_off;
 		}
-		ents[i].global_off = g_off;
-		ents[i].shard = shard;
+		c->ents[i].global_off = g_off;
+		c->ents[i].shard = shard;
 		g_off += sz;
 	}
-	{
-		char fn[64];
-		snprintf(fn, sizeof fn, "freetoken-%05d.ftw", shard);
-		json_array_append_new(shards, json_pack("{s:s,s:I,s:I}", "file", fn, "global_off",
-							(json_int_t)shard_start, "nbytes", (json_int_t)(g_off - shard_start)));
+	c->total = g_off;
+	c->nshards = shard + 1;
+	return 0;
+}
+
+/* Entry e's index record into c->tensors. */
+static void index_entry(struct conv *c, const struct entry *e)
+{
+	json_t *shape = json_array();
+	const char *kind, *dtype;
+	if (e->bank >= 0) {
+		json_array_append_new(shape, json_integer(c->b->E));
+		for (int d = 0; d < c->b->shape[e->bank].ndim; d++)
+			json_array_append_new(shape, json_integer(c->b->shape[e->bank].dims[d]));
+		kind = "experts_bank";
+		dtype = ftfmt_dtype_torch_name(c->b->shape[e->bank].dtype);
+	} else {
+		for (int d = 0; d < e->t->ndim; d++)
+			json_array_append_new(shape, json_integer(e->t->shape[d]));
+		kind = "weight";
+		dtype = ftst_dtype_torch_name(e->t->dtype);
 	}
-	st->nshards = shard + 1;
-	buf = aligned_alloc(A, FTLOAD_DEFAULT_CHUNK);
-	if (!buf) {
-		rc = -ENOMEM;
-		json_decref(shards);
-		json_decref(tensors);
-		goto out;
+	json_array_append_new(c->tensors, json_pack("{s:s,s:s,s:s,s:o,s:I,s:I}", "name", e->name, "kind", kind, "dtype",
+						    dtype, "shape", shape, "global_off", (json_int_t)e->global_off,
+						    "nbytes", (json_int_t)e->nbytes));
+}
+
+/* A tensor that is not a bank copied from its source file (*src_fd, *src_file: the one open)
+ * through buf into fd at off, zero-padded to sz. */
+static int copy_tensor(struct conv *c, const struct entry *e, int fd, uint64_t off, uint64_t sz, uint8_t *buf,
+		       int *src_fd, int *src_file)
+{
+	int rc = 0;
+	if (e->t->file != *src_file) {
+		if (*src_fd >= 0)
+			close(*src_fd);
+		*src_file = e->t->file;
+		*src_fd = open(c->m->files[*src_file].path, O_RDONLY | O_CLOEXEC);
+		if (*src_fd < 0)
+			return fterr_set(c->err, c->errlen, -errno, "%s: %s", c->m->files[*src_file].path, strerror(errno));
 	}
-	int cur = -1, src_fd = -1, src_file = -1;
+	for (uint64_t done = 0; done < sz && rc == 0;) {
+		uint64_t k = sz - done < FTLOAD_DEFAULT_CHUNK ? sz - done : FTLOAD_DEFAULT_CHUNK;
+		uint64_t data = done < e->nbytes ? (e->nbytes - done < k ? e->nbytes - done : k) : 0;
+		memset(buf + data, 0, k - data);
+		if (data && (rc = ftfs_pread_full(*src_fd, buf, data, (off_t)(e->t->offset + done))) < 0) {
+			fterr_set(c->err, c->errlen, rc, "reading '%s': %s", e->name, strerror(-rc));
+			break;
+		}
+		if ((rc = write_at(fd, buf, k, off + done)) < 0)
+			fterr_set(c->err, c->errlen, rc, "writing '%s': %s", e->name, strerror(-rc));
+		done += k;
+	}
+	return rc;
+}
+
+/* Every entry written into its shard (each shard a new file, synced), its record into the
+ * index; *written gets the bytes. */
+static int write_shards(struct conv *c, uint64_t *written)
+{
+	char path[4096];
+	uint8_t *buf = aligned_alloc(A, FTLOAD_DEFAULT_CHUNK);
+	int fd = -1, rc = 0, cur = -1, src_fd = -1, src_file = -1;
 	uint64_t cur_base = 0;
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		struct entry *e = &ents[i];
+	if (!buf)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->n && rc == 0; i++) {
+		struct entry *e = &c->ents[i];
 		if (e->shard != cur) {
-			if (fd >= 0 && (fdatasync(fd) < 0 || close(fd) < 0)) {
-				rc = fterr_set(err, errlen, -errno, "writing FTW shard %d: %s", cur, strerror(errno));
-				fd = -1;
-				break;
+			if (fd >= 0) {
+				int ec = fdatasync(fd) < 0 ? errno : 0;
+				if (close(fd) < 0 && !ec)
+					ec = errno;
+				fd = -1; /* closed either way: never closed again below */
+				if (ec) {
+					rc = fterr_set(c->err, c->errlen, -ec, "writing FTW shard %d: %s", cur, strerror(ec));
+					break;
+				}
 			}
 			cur = e->shard;
 			cur_base = e->global_off;
-			snprintf(path, sizeof path, "%s/freetoken-%05d.ftw", out_dir, cur);
+			snprintf(path, sizeof path, "%s/freetoken-%05d.ftw", c->out_dir, cur);
 			/* a new file: an old shard of that name (or a link planted there) is replaced,
 			 * never written through */
 			if (unlink(path) < 0 && errno != ENOENT) {
-				rc = fterr_set(err, errlen, -errno, "%s: %s", path, strerror(errno));
+				rc = fterr_set(c->err, c->errlen, -errno, "%s: %s", path, strerror(errno));
 				break;
 			}
 			fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 			if (fd < 0) {
-				rc = fterr_set(err, errlen, -errno, "%s: %s", path, strerror(errno));
+				rc = fterr_set(c->err, c->errlen, -errno, "%s: %s", path, strerror(errno));
 				break;
 			}
 		}
 		uint64_t off = e->global_off - cur_base, sz = ROUND_UP(e->nbytes);
-		json_t *shape = json_array();
+		index_entry(c, e);
 		if (e->bank >= 0) {
-			json_array_append_new(shape, json_integer(b->E));
-			for (int d = 0; d < b->shape[e->bank].ndim; d++)
-				json_array_append_new(shape, json_integer(b->shape[e->bank].dims[d]));
-			json_array_append_new(tensors, json_pack("{s:s,s:s,s:s,s:o,s:I,s:I}", "name", e->name, "kind",
-								 "experts_bank", "dtype", ftfmt_dtype_torch_name(b->shape[e->bank].dtype),
-								 "shape", shape, "global_off", (json_int_t)e->global_off,
-								 "nbytes", (json_int_t)e->nbytes));
 			/* the layer stride is >= sz and its slack is zero: write the padding with it */
-			rc = write_at(fd, ftbanks_layer(b, e->bank, e->layer), sz, off);
+			rc = write_at(fd, ftbanks_layer(c->b, e->bank, e->layer), sz, off);
 			if (rc < 0)
-				fterr_set(err, errlen, rc, "writing %s: %s", e->name, strerror(-rc));
+				fterr_set(c->err, c->errlen, rc, "writing %s: %s", e->name, strerror(-rc));
 		} else {
-			for (int d = 0; d < e->t->ndim; d++)
-				json_array_append_new(shape, json_integer(e->t->shape[d]));
-			json_array_append_new(tensors, json_pack("{s:s,s:s,s:s,s:o,s:I,s:I}", "name", e->name, "kind",
-								 "weight", "dtype", ftst_dtype_torch_name(e->t->dtype), "shape",
-								 shape, "global_off", (json_int_t)e->global_off, "nbytes",
-								 (json_int_t)e->nbytes));
-			if (e->t->file != src_file) {
-				if (src_fd >= 0)
-					close(src_fd);
-				src_file = e->t->file;
-				src_fd = open(m->files[src_file].path, O_RDONLY | O_CLOEXEC);
-				if (src_fd < 0) {
-					rc = fterr_set(err, errlen, -errno, "%s: %s", m->files[src_file].path, strerror(errno));
-					break;
-				}
-			}
-			for (uint64_t done = 0; done < sz && rc == 0;) {
-				uint64_t k = sz - done < FTLOAD_DEFAULT_CHUNK ? sz - done : FTLOAD_DEFAULT_CHUNK;
-				uint64_t data = done < e->nbytes ? (e->nbytes - done < k ? e->nbytes - done : k) : 0;
-				memset(buf + data, 0, k - data);
-				if (data && (rc = ftfs_pread_full(src_fd, buf, data, (off_t)(e->t->offset + done))) < 0) {
-					fterr_set(err, errlen, rc, "reading '%s': %s", e->name, strerror(-rc));
-					break;
-				}
-				if ((rc = write_at(fd, buf, k, off + done)) < 0)
-					fterr_set(err, errlen, rc, "writing '%s': %s", e->name, strerror(-rc));
-				done += k;
-			}
+			rc = copy_tensor(c, e, fd, off, sz, buf, &src_fd, &src_file);
 		}
-		st->bytes_written += sz;
+		*written += sz;
 	}
 	if (src_fd >= 0)
 		close(src_fd);
 	if (fd >= 0) {
 		if (rc == 0 && fdatasync(fd) < 0)
-			rc = fterr_set(err, errlen, -errno, "writing FTW shard %d: %s", cur, strerror(errno));
+			rc = fterr_set(c->err, c->errlen, -errno, "writing FTW shard %d: %s", cur, strerror(errno));
 		close(fd);
-		fd = -1;
 	}
-	if (rc < 0) {
-		json_decref(shards);
-		json_decref(tensors);
-		goto out;
-	}
-	/* fingerprint: shard names, sizes, mtimes and header lengths of the source */
+	free(buf);
+	return rc;
+}
+
+/* The source's fingerprint: its shard names, sizes, mtimes and header lengths, as 16 hex digits. */
+static void source_fingerprint(const struct ftst_model *m, char fp[32])
+{
 	uint64_t h = 1469598103934665603ULL;
 	for (size_t f = 0; f < m->nfiles; f++) {
 		struct stat sst;
@@ -375,51 +383,90 @@ int ftftw_convert(const char *model_dir, const char *out_dir, const struct ftftw
 		h = fnv(h, base, strlen(base));
 		h = fnv(h, &m->files[f].data_start, sizeof m->files[f].data_start);
 	}
-	char fp[32], absdir[PATH_MAX];
-	snprintf(fp, sizeof fp, "%016llx", (unsigned long long)h);
-	if (!realpath(model_dir, absdir))
-		snprintf(absdir, sizeof absdir, "%s", model_dir);
+	snprintf(fp, 32, "%016llx", (unsigned long long)h);
+}
+
+/* The source's metadata files copied beside the shards, and the index written (atomically, last:
+ * a directory without it is not an FTW). */
+static int write_index(struct conv *c)
+{
+	char fp[32], absdir[PATH_MAX], out_real[PATH_MAX], path[4096];
+	source_fingerprint(c->m, fp);
+	if (!realpath(c->model_dir, absdir))
+		snprintf(absdir, sizeof absdir, "%s", c->model_dir);
 	json_t *copied = json_array();
-	char out_real[PATH_MAX];
-	if ((rc = copy_metadata(model_dir, "", out_dir, realpath(out_dir, out_real) ? out_real : NULL, copied, 0)) < 0) {
-		fterr_set(err, errlen, rc, "copying metadata files: %s", strerror(-rc));
+	int rc = copy_metadata(c->model_dir, "", c->out_dir, realpath(c->out_dir, out_real) ? out_real : NULL, copied, 0);
+	if (rc < 0) {
 		json_decref(copied);
-		json_decref(shards);
-		json_decref(tensors);
-		goto out;
+		return fterr_set(c->err, c->errlen, rc, "copying metadata files: %s", strerror(-rc));
 	}
 	json_t *lids = json_array();
-	for (long l = 0; l < b->L; l++)
-		json_array_append_new(lids, json_integer(b->layer_ids[l]));
-	idx = json_pack("{s:s,s:i,s:i,s:I,s:I,s:o,s:o,s:s,s:s,s:s,s:I,s:{s:I,s:I},s:o,s:s,s:o}", "format",
-			"freetoken_weight", "version", 1, "align", A, "shard_limit", (json_int_t)limit, "total_bytes",
-			(json_int_t)g_off, "tensors", tensors, "shards", shards, "source_model_path", absdir,
-			"fingerprint", fp, "quant_format", b->fmt->name, "expert_bank_num_layers", (json_int_t)b->L,
-			"counts", "weight", (json_int_t)nd, "experts_bank", (json_int_t)nb, "copied_metadata", copied,
-			"weight_names", FTFTW_WEIGHT_NAMES_CHECKPOINT, "expert_bank_layer_ids", lids);
+	for (long l = 0; l < c->b->L; l++)
+		json_array_append_new(lids, json_integer(c->b->layer_ids[l]));
+	/* the index takes the shards and tensors lists ("o"): c no longer holds them */
+	json_t *idx = json_pack("{s:s,s:i,s:i,s:I,s:I,s:o,s:o,s:s,s:s,s:s,s:I,s:{s:I,s:I},s:o,s:s,s:o}", "format",
+				"freetoken_weight", "version", 1, "align", A, "shard_limit", (json_int_t)c->limit,
+				"total_bytes", (json_int_t)c->total, "tensors", c->tensors, "shards", c->shards,
+				"source_model_path", absdir, "fingerprint", fp, "quant_format", c->b->fmt->name,
+				"expert_bank_num_layers", (json_int_t)c->b->L, "counts", "weight", (json_int_t)c->nd,
+				"experts_bank", (json_int_t)c->nb, "copied_metadata", copied, "weight_names",
+				FTFTW_WEIGHT_NAMES_CHECKPOINT, "expert_bank_layer_ids", lids);
+	c->tensors = c->shards = NULL;
 	char *text = idx ? json_dumps(idx, JSON_COMPACT) : NULL;
-	if (!text) {
-		rc = -ENOMEM;
+	json_decref(idx);
+	if (!text)
+		return -ENOMEM;
+	snprintf(path, sizeof path, "%s/%s", c->out_dir, FTFTW_INDEX);
+	rc = ftfs_write_atomic(path, text, strlen(text), 0644);
+	free(text);
+	if (rc < 0)
+		fterr_set(c->err, c->errlen, rc, "%s: %s", path, strerror(-rc));
+	return rc;
+}
+
+int ftftw_convert(const char *model_dir, const char *out_dir, const struct ftftw_convert_opts *o,
+		  struct ftftw_convert_stats *st, char *err, size_t errlen)
+{
+	memset(st, 0, sizeof *st);
+	double t0 = fttime_now_s();
+	struct ftbanks_geom g;
+	struct conv c = {.model_dir = model_dir, .out_dir = out_dir, .err = err, .errlen = errlen,
+			 .limit = o->shard_limit ? ROUND_UP(o->shard_limit) : FTFTW_DEFAULT_SHARD_LIMIT};
+	int rc;
+	char path[4096];
+	if (ftftw_is_dir(model_dir))
+		return fterr_set(err, errlen, -EINVAL, "%s is already an FTW directory", model_dir);
+	if ((rc = ftbanks_read_config(model_dir, &g, err, errlen)) < 0 ||
+	    (rc = ftst_model_open(model_dir, &c.m, err, errlen)) < 0 ||
+	    (rc = ftbanks_discover(c.m, &g, &c.p, err, errlen)) < 0)
+		goto out;
+	if ((rc = ftfs_mkdir_p(out_dir, 0755)) < 0) {
+		fterr_set(err, errlen, rc, "%s: %s", out_dir, strerror(-rc));
 		goto out;
 	}
 	snprintf(path, sizeof path, "%s/%s", out_dir, FTFTW_INDEX);
-	rc = ftfs_write_atomic(path, text, strlen(text), 0644);
-	free(text);
-	if (rc < 0) {
-		fterr_set(err, errlen, rc, "%s: %s", path, strerror(-rc));
+	if (unlink(path) < 0 && errno != ENOENT) {
+		rc = fterr_set(err, errlen, -errno, "%s: %s", path, strerror(errno));
 		goto out;
 	}
+	if ((rc = ftload_plan(c.p, &o->load, &c.b, &st->load, err, errlen)) < 0)
+		goto out;
+	st->load_s = st->load.seconds;
+	double tw = fttime_now_s();
+	if ((rc = plan_layout(&c)) < 0)
+		goto out;
+	st->nshards = c.nshards;
+	if ((rc = write_shards(&c, &st->bytes_written)) < 0 || (rc = write_index(&c)) < 0)
+		goto out;
 	st->write_s = fttime_now_s() - tw;
 	st->total_s = fttime_now_s() - t0;
 out:
-	if (fd >= 0)
-		close(fd);
-	free(buf);
-	free(ents);
-	json_decref(idx);
-	ftbanks_free(b);
-	ftbanks_plan_free(p);
-	ftst_model_free(m);
+	json_decref(c.shards);
+	json_decref(c.tensors);
+	free(c.ents);
+	ftbanks_free(c.b);
+	ftbanks_plan_free(c.p);
+	ftst_model_free(c.m);
 	return rc;
 }
 

@@ -76,29 +76,16 @@ static int preadv_full(int fd, struct iovec *iov, int n, uint64_t off)
 	return 0;
 }
 
-/* Read the window of a bounce chunk into buf: at least need bytes (a short read only at EOF). */
-static int pread_window(int fd, uint8_t *buf, uint64_t len, uint64_t off, uint64_t need)
-{
-	uint64_t n = 0;
-	while (n < len) {
-		ssize_t r = pread(fd, buf + n, len - n, (off_t)(off + n));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0 || (n += (uint64_t)r) % A)
-			break;
-	}
-	return n >= need ? 0 : -EIO;
-}
-
 static int rd_chunk(struct rd *s, const struct fchunk *c, int fd, uint8_t **bounce_buf)
 {
 	if (!c->bounce)
 		return preadv_full(fd, &s->iov[c->iov0], c->niov, c->off);
 	if (!*bounce_buf && !(*bounce_buf = aligned_alloc(A, s->chunk_bytes)))
 		return -ENOMEM;
-	int rc = pread_window(fd, *bounce_buf, c->len, c->off, c->skip + c->copy);
+	uint64_t got = 0; /* the window: at least skip + copy bytes (short only at EOF) */
+	int rc = ftdirectio_pread(fd, *bounce_buf, c->len, c->off, &got);
+	if (rc == 0 && got < c->skip + c->copy)
+		rc = -EIO;
 	if (rc == 0)
 		memcpy(c->bounce, *bounce_buf + c->skip, c->copy);
 	return rc;
@@ -247,47 +234,38 @@ static int is_alpha(const char *name)
 	return !strcmp(name, "gate_up_alpha") || !strcmp(name, "down_alpha");
 }
 
-int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **out, struct ftload_stats *st,
-	       char *err, size_t errlen)
+/* What the index says, checked: the shards, the bank entries and the banks' geometry. */
+struct layout {
+	const struct ftfmt *fmt;
+	size_t nsh;
+	uint64_t *sh_off;     /* nsh + 1: each shard's first global offset, then the total */
+	struct bent *be;      /* the experts_bank entries (nbe) */
+	size_t nbe;
+	int *lids, nlids;     /* the per-layer entries' layer numbers; after layer_count: distinct, sorted */
+	int flat[FTFMT_MAX_BANKS], perl[FTFMT_MAX_BANKS]; /* entries per bank: flat, per layer */
+	struct ftfmt_bank_shape shp[FTFMT_MAX_BANKS];
+	int nbanks, L;
+	long E, H, I;
+	int *layer_ids;       /* L model layer numbers */
+};
+
+static void layout_release(struct layout *y)
 {
-	*out = NULL;
-	memset(st, 0, sizeof *st);
-	snprintf(st->loader, sizeof st->loader, "ftw");
-	int rc;
-	json_t *idx = ftftw_load_index(dir, err, errlen, &rc);
-	if (!idx)
-		return rc;
-	rc = 0;
-	struct ftbanks *b = NULL;
-	struct bent *be = NULL;
-	struct seg *segs = NULL;
-	int *lids = NULL, *layer_ids = NULL;
-	uint64_t *sh_off = NULL;
-	struct rd s = {0};
-	json_t *shards = json_object_get(idx, "shards"), *tensors = json_object_get(idx, "tensors");
-	const char *qf = json_string_value(json_object_get(idx, "quant_format"));
-	size_t nsh = json_array_size(shards);
-	pthread_mutex_init(&s.lock, NULL);
-	if (json_integer_value(json_object_get(idx, "version")) != 1 ||
-	    json_integer_value(json_object_get(idx, "align")) != A || !json_is_array(shards) || nsh == 0 ||
-	    nsh > 100000 || !json_is_array(tensors) || !qf) {
-		rc = fterr_set(err, errlen, -EINVAL, "%s/%s: not a version-1 FTW index with align 4096, shards, tensors and "
-			  "quant_format", dir, FTFTW_INDEX);
-		goto out;
-	}
-	const struct ftfmt *fmt = ftfmt_lookup(qf);
-	if (!fmt) {
-		rc = fterr_set(err, errlen, -ENOTSUP, "FTW quant_format '%s' is unknown", qf);
-		goto out;
-	}
-	/* Shards: contiguous from 0, 4096-aligned, plain file names. */
-	int dio = ftdirectio_init(&s.files, nsh);
-	s.paths = malloc(sizeof *s.paths * nsh);
-	sh_off = malloc(sizeof(uint64_t) * (nsh + 1));
-	if (dio < 0 || !s.paths || !sh_off) {
-		rc = -ENOMEM;
-		goto out;
-	}
+	free(y->sh_off);
+	free(y->be);
+	free(y->lids);
+	free(y->layer_ids);
+}
+
+/* Shards: contiguous from 0, 4096-aligned, plain file names (their paths into s). */
+static int read_shards(const char *dir, const json_t *shards, struct layout *y, struct rd *s, char *err, size_t errlen)
+{
+	size_t nsh = y->nsh;
+	int dio = ftdirectio_init(&s->files, nsh);
+	s->paths = malloc(sizeof *s->paths * nsh);
+	y->sh_off = malloc(sizeof(uint64_t) * (nsh + 1));
+	if (dio < 0 || !s->paths || !y->sh_off)
+		return -ENOMEM;
 	uint64_t g = 0;
 	for (size_t i = 0; i < nsh; i++) {
 		json_t *sj = json_array_get(shards, i);
@@ -295,30 +273,26 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 		json_int_t go = json_integer_value(json_object_get(sj, "global_off")),
 			   nbj = json_integer_value(json_object_get(sj, "nbytes"));
 		if (!fn || !*fn || strchr(fn, '/') || !strcmp(fn, "..") || !strcmp(fn, ".") || (uint64_t)go != g ||
-		    nbj < 0 || go % A || (i + 1 < nsh && nbj % A)) {
-			rc = fterr_set(err, errlen, -EINVAL, "FTW index: shard %zu is malformed (file, global_off, nbytes)", i);
-			goto out;
-		}
-		sh_off[i] = g;
+		    nbj < 0 || go % A || (i + 1 < nsh && nbj % A))
+			return fterr_set(err, errlen, -EINVAL, "FTW index: shard %zu is malformed (file, global_off, nbytes)", i);
+		y->sh_off[i] = g;
 		g += (uint64_t)nbj;
-		snprintf(s.paths[i], sizeof s.paths[i], "%s/%s", dir, fn);
+		snprintf(s->paths[i], sizeof s->paths[i], "%s/%s", dir, fn);
 	}
-	sh_off[nsh] = g;
-	if ((uint64_t)json_integer_value(json_object_get(idx, "total_bytes")) != g) {
-		rc = fterr_set(err, errlen, -EINVAL, "FTW index: total_bytes does not match the shards");
-		goto out;
-	}
-	/* Bank entries: per-layer "<bank>#L<5 digits>" or flat "<bank>" [L*E, ...]; alphas flat. */
-	struct ftfmt_bank_shape shp[FTFMT_MAX_BANKS];
-	int nbanks = ftfmt_banks(fmt, 4096, 4096, shp); /* names only */
-	size_t nt = json_array_size(tensors), nbe = 0;
-	be = calloc(nt ? nt : 1, sizeof *be);
-	lids = calloc(nt ? nt : 1, sizeof *lids);
-	if (!be || !lids) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	int flat[FTFMT_MAX_BANKS] = {0}, perl[FTFMT_MAX_BANKS] = {0}, nlids = 0;
+	y->sh_off[nsh] = g;
+	return 0;
+}
+
+/* Bank entries: per-layer "<bank>#L<5 digits>" or flat "<bank>" [L*E, ...]; alphas flat. */
+static int read_entries(const json_t *tensors, struct layout *y, char *err, size_t errlen)
+{
+	uint64_t g = y->sh_off[y->nsh];
+	y->nbanks = ftfmt_banks(y->fmt, 4096, 4096, y->shp); /* names only */
+	size_t nt = json_array_size(tensors);
+	y->be = calloc(nt ? nt : 1, sizeof *y->be);
+	y->lids = calloc(nt ? nt : 1, sizeof *y->lids);
+	if (!y->be || !y->lids)
+		return -ENOMEM;
 	for (size_t i = 0; i < nt; i++) {
 		json_t *t = json_array_get(tensors, i);
 		const char *kind = json_string_value(json_object_get(t, "kind")),
@@ -327,10 +301,8 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 		json_int_t go = json_integer_value(json_object_get(t, "global_off")),
 			   nbj = json_integer_value(json_object_get(t, "nbytes"));
 		if (!kind || !name || !json_is_integer(json_object_get(t, "global_off")) || go < 0 || nbj < 0 || go % A ||
-		    (uint64_t)go + (uint64_t)nbj > g || !json_is_array(shape)) {
-			rc = fterr_set(err, errlen, -EINVAL, "FTW index: tensor %zu is malformed or past the end", i);
-			goto out;
-		}
+		    (uint64_t)go + (uint64_t)nbj > g || !json_is_array(shape))
+			return fterr_set(err, errlen, -EINVAL, "FTW index: tensor %zu is malformed or past the end", i);
 		if (strcmp(kind, "experts_bank"))
 			continue;
 		struct bent e = {-1, -1, (uint64_t)go, (uint64_t)nbj, shape, name,
@@ -343,92 +315,85 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 		if (e.layer < 0 && is_alpha(name)) {
 			e.bank = -2;
 		} else {
-			for (int k = 0; k < nbanks; k++)
-				if (base == strlen(shp[k].name) && !strncmp(name, shp[k].name, base))
+			for (int k = 0; k < y->nbanks; k++)
+				if (base == strlen(y->shp[k].name) && !strncmp(name, y->shp[k].name, base))
 					e.bank = k;
-			if (e.bank < 0) {
-				rc = fterr_set(err, errlen, -EINVAL, "FTW index: experts_bank entry '%.100s' is neither <bank>#L<5 digits> "
-					  "nor a flat <bank> of %s", name, fmt->name);
-				goto out;
-			}
+			if (e.bank < 0)
+				return fterr_set(err, errlen, -EINVAL, "FTW index: experts_bank entry '%.100s' is neither "
+						 "<bank>#L<5 digits> nor a flat <bank> of %s", name, y->fmt->name);
 			if (e.layer < 0)
-				flat[e.bank]++;
+				y->flat[e.bank]++;
 			else
-				perl[e.bank]++, lids[nlids++] = e.layer;
-			if (flat[e.bank] && perl[e.bank]) {
-				rc = fterr_set(err, errlen, -EINVAL, "FTW index: bank %s mixes flat and per-layer entries",
-					  shp[e.bank].name);
-				goto out;
-			}
+				y->perl[e.bank]++, y->lids[y->nlids++] = e.layer;
+			if (y->flat[e.bank] && y->perl[e.bank])
+				return fterr_set(err, errlen, -EINVAL, "FTW index: bank %s mixes flat and per-layer entries",
+						 y->shp[e.bank].name);
 		}
-		be[nbe++] = e;
+		y->be[y->nbe++] = e;
 	}
-	if (!nbe) {
-		rc = fterr_set(err, errlen, -EINVAL, "FTW index: no experts_bank entries");
-		goto out;
-	}
-	/* L: the per-layer entries' distinct numbers, or expert_bank_num_layers, or config.json. */
-	qsort(lids, (size_t)nlids, sizeof *lids, cmp_int);
+	if (!y->nbe)
+		return fterr_set(err, errlen, -EINVAL, "FTW index: no experts_bank entries");
+	return 0;
+}
+
+/* L: the per-layer entries' distinct numbers, or expert_bank_num_layers, or config.json (cfg
+ * when have_cfg); every bank has one flat entry or one per layer. */
+static int layer_count(const json_t *idx, const struct ftbanks_geom *cfg, int have_cfg, struct layout *y, char *err,
+		       size_t errlen)
+{
+	qsort(y->lids, (size_t)y->nlids, sizeof *y->lids, cmp_int);
 	int L = 0;
-	for (int i = 0; i < nlids; i++)
-		if (!L || lids[L - 1] != lids[i])
-			lids[L++] = lids[i];
+	for (int i = 0; i < y->nlids; i++)
+		if (!L || y->lids[L - 1] != y->lids[i])
+			y->lids[L++] = y->lids[i];
 	json_t *jn = json_object_get(idx, "expert_bank_num_layers");
-	struct ftbanks_geom cfg;
-	char cerr[256];
-	int have_cfg = ftbanks_read_config(dir, &cfg, cerr, sizeof cerr) == 0;
-	int any_flat = 0;
-	for (int k = 0; k < nbanks; k++)
-		any_flat |= flat[k];
 	if (jn && !json_is_null(jn) && (!json_is_integer(jn) || json_integer_value(jn) <= 0 ||
-					json_integer_value(jn) > FTBANKS_MAX_LAYERS)) {
-		rc = fterr_set(err, errlen, -EINVAL, "FTW index: expert_bank_num_layers is not a layer count");
-		goto out;
-	}
-	if (L && json_is_integer(jn) && json_integer_value(jn) != L) {
-		rc = fterr_set(err, errlen, -EINVAL, "FTW index: per-layer bank entries for %d layers but "
-			  "expert_bank_num_layers is %lld", L, (long long)json_integer_value(jn));
-		goto out;
-	}
+					json_integer_value(jn) > FTBANKS_MAX_LAYERS))
+		return fterr_set(err, errlen, -EINVAL, "FTW index: expert_bank_num_layers is not a layer count");
+	if (L && json_is_integer(jn) && json_integer_value(jn) != L)
+		return fterr_set(err, errlen, -EINVAL, "FTW index: per-layer bank entries for %d layers but "
+				 "expert_bank_num_layers is %lld", L, (long long)json_integer_value(jn));
 	if (!L && json_is_integer(jn))
 		L = (int)json_integer_value(jn);
-	if (!L && have_cfg && cfg.layers > cfg.first_dense)
-		L = (int)(cfg.layers - cfg.first_dense);
-	if (L <= 0 || L > FTBANKS_MAX_LAYERS) {
-		rc = fterr_set(err, errlen, -EINVAL, "FTW index: flat bank entries but no layer count "
-			  "(expert_bank_num_layers, or num_hidden_layers in config.json)");
-		goto out;
-	}
-	for (int k = 0; k < nbanks; k++)
-		if ((flat[k] && flat[k] != 1) || (perl[k] && perl[k] != L) || (!flat[k] && !perl[k])) {
-			rc = fterr_set(err, errlen, -EINVAL, "FTW index: bank %s has %d entries for %d layers (%s)",
-				  shp[k].name, flat[k] + perl[k], L, flat[k] ? "flat" : "per-layer");
-			goto out;
-		}
-	/* E, then H and I: config.json when its geometry fits the entries, else from a shape. */
+	if (!L && have_cfg && cfg->layers > cfg->first_dense)
+		L = (int)(cfg->layers - cfg->first_dense);
+	if (L <= 0 || L > FTBANKS_MAX_LAYERS)
+		return fterr_set(err, errlen, -EINVAL, "FTW index: flat bank entries but no layer count "
+				 "(expert_bank_num_layers, or num_hidden_layers in config.json)");
+	for (int k = 0; k < y->nbanks; k++)
+		if ((y->flat[k] && y->flat[k] != 1) || (y->perl[k] && y->perl[k] != L) || (!y->flat[k] && !y->perl[k]))
+			return fterr_set(err, errlen, -EINVAL, "FTW index: bank %s has %d entries for %d layers (%s)",
+					 y->shp[k].name, y->flat[k] + y->perl[k], L, y->flat[k] ? "flat" : "per-layer");
+	y->L = L;
+	return 0;
+}
+
+/* E, then H and I (config.json when its geometry fits the entries, else from a shape); then every
+ * entry's shape, dtype and size against them. */
+static int check_geometry(const struct ftbanks_geom *cfg, int have_cfg, struct layout *y, char *err, size_t errlen)
+{
+	const struct ftfmt *fmt = y->fmt;
+	int L = y->L;
 	long E = 0, H = 0, I = 0;
-	for (size_t i = 0; i < nbe && !E; i++)
-		if (be[i].bank >= 0) {
-			json_int_t d0 = json_integer_value(json_array_get(be[i].shape, 0));
-			E = be[i].layer < 0 ? (d0 % L ? -1 : (long)(d0 / L)) : (long)d0;
-			if (E <= 0) {
-				rc = fterr_set(err, errlen, -EINVAL, "FTW index: '%.100s' has no whole number of experts "
-					  "per layer (%d layers)", be[i].name, L);
-				goto out;
-			}
-			if (have_cfg && ftfmt_banks(fmt, cfg.hidden, cfg.inter, shp) > 0)
-				H = cfg.hidden, I = cfg.inter;
-			else if (derive_geometry(fmt, shp[be[i].bank].name, be[i].shape, &H, &I) < 0 ||
-				 ftfmt_banks(fmt, H, I, shp) <= 0) {
-				rc = fterr_set(err, errlen, -ENOTSUP, "FTW index: no config.json and cannot tell the %s "
-					  "geometry from '%s'", fmt->name, be[i].name);
-				goto out;
-			}
+	for (size_t i = 0; i < y->nbe && !E; i++)
+		if (y->be[i].bank >= 0) {
+			const struct bent *e = &y->be[i];
+			json_int_t d0 = json_integer_value(json_array_get(e->shape, 0));
+			E = e->layer < 0 ? (d0 % L ? -1 : (long)(d0 / L)) : (long)d0;
+			if (E <= 0)
+				return fterr_set(err, errlen, -EINVAL, "FTW index: '%.100s' has no whole number of experts "
+						 "per layer (%d layers)", e->name, L);
+			if (have_cfg && ftfmt_banks(fmt, cfg->hidden, cfg->inter, y->shp) > 0)
+				H = cfg->hidden, I = cfg->inter;
+			else if (derive_geometry(fmt, y->shp[e->bank].name, e->shape, &H, &I) < 0 ||
+				 ftfmt_banks(fmt, H, I, y->shp) <= 0)
+				return fterr_set(err, errlen, -ENOTSUP, "FTW index: no config.json and cannot tell the %s "
+						 "geometry from '%s'", fmt->name, e->name);
 		}
-	nbanks = ftfmt_banks(fmt, H, I, shp);
-	/* every entry: its shape, dtype and size */
-	for (size_t i = 0; i < nbe; i++) {
-		struct bent *e = &be[i];
+	y->nbanks = ftfmt_banks(fmt, H, I, y->shp);
+	y->E = E, y->H = H, y->I = I;
+	for (size_t i = 0; i < y->nbe; i++) {
+		const struct bent *e = &y->be[i];
 		size_t nd = json_array_size(e->shape);
 		uint64_t elems = 1;
 		for (size_t d = 0; d < nd; d++) {
@@ -436,13 +401,11 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 			elems = v > 0 && elems < (1ULL << 48) ? elems * (uint64_t)v : 0;
 		}
 		if (e->bank == -2) {
-			if (nd != 1 || elems != (uint64_t)L * (uint64_t)E || !e->dtype) {
-				rc = fterr_set(err, errlen, -EINVAL, "FTW index: alpha '%s' is not flat [%d*%ld]", e->name, L, E);
-				goto out;
-			}
+			if (nd != 1 || elems != (uint64_t)L * (uint64_t)E || !e->dtype)
+				return fterr_set(err, errlen, -EINVAL, "FTW index: alpha '%s' is not flat [%d*%ld]", e->name, L, E);
 			continue;
 		}
-		const struct ftfmt_bank_shape *k = &shp[e->bank];
+		const struct ftfmt_bank_shape *k = &y->shp[e->bank];
 		uint64_t want_n = k->expert_bytes * (uint64_t)E * (e->layer < 0 ? (uint64_t)L : 1);
 		int ok = e->nbytes == want_n && ftfmt_dtype_accepts(k->dtype, e->dtype) &&
 			 json_integer_value(json_array_get(e->shape, 0)) == E * (e->layer < 0 ? L : 1);
@@ -454,129 +417,192 @@ int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **ou
 			for (int d = 0; ok && d < k->ndim; d++)
 				ok = json_integer_value(json_array_get(e->shape, (size_t)d + 1)) == k->dims[d];
 		}
-		if (!ok) {
-			rc = fterr_set(err, errlen, -EINVAL, "FTW index: bank entry '%.100s' (%s) does not fit %s with H %ld, "
-				  "I %ld, E %ld, %d layers", e->name, e->dtype ? e->dtype : "no dtype", fmt->name, H, I, E, L);
-			goto out;
-		}
+		if (!ok)
+			return fterr_set(err, errlen, -EINVAL, "FTW index: bank entry '%.100s' (%s) does not fit %s with H "
+					 "%ld, I %ld, E %ld, %d layers", e->name, e->dtype ? e->dtype : "no dtype", fmt->name,
+					 H, I, E, L);
 	}
-	/* Model layer numbers: the index's expert_bank_layer_ids (ftbench), else what the entries
-	 * are numbered (older ftbench files used the model's layers), else 0..L-1. */
-	layer_ids = malloc(sizeof(int) * (size_t)L);
-	if (!layer_ids) {
-		rc = -ENOMEM;
-		goto out;
-	}
+	return 0;
+}
+
+/* Model layer numbers: the index's expert_bank_layer_ids (ftbench), else what the entries are
+ * numbered (older ftbench files used the model's layers), else 0..L-1. */
+static int layer_numbers(const json_t *idx, struct layout *y)
+{
+	int L = y->L;
+	y->layer_ids = malloc(sizeof(int) * (size_t)L);
+	if (!y->layer_ids)
+		return -ENOMEM;
 	json_t *jl = json_object_get(idx, "expert_bank_layer_ids");
 	int use_jl = json_is_array(jl) && json_array_size(jl) == (size_t)L;
 	for (int l = 0; l < L; l++) {
 		json_t *v = json_array_get(jl, (size_t)l);
 		use_jl = use_jl && json_is_integer(v) && json_integer_value(v) >= 0 &&
-			 json_integer_value(v) < FTBANKS_MAX_LAYERS && (!l || json_integer_value(v) > layer_ids[l - 1]);
+			 json_integer_value(v) < FTBANKS_MAX_LAYERS && (!l || json_integer_value(v) > y->layer_ids[l - 1]);
 		if (use_jl)
-			layer_ids[l] = (int)json_integer_value(v);
+			y->layer_ids[l] = (int)json_integer_value(v);
 	}
 	for (int l = 0; !use_jl && l < L; l++)
-		layer_ids[l] = nlids ? lids[l] : l;
-	double t0 = fttime_now_s();
-	if ((rc = ftbanks_alloc(fmt, H, I, E, L, layer_ids, &b)) < 0) {
-		fterr_set(err, errlen, rc, "allocating banks: %s", strerror(-rc));
-		goto out;
-	}
-	/* segments: one per bank layer */
-	segs = calloc((size_t)nbanks * (size_t)L, sizeof *segs);
-	if (!segs) {
+		y->layer_ids[l] = y->nlids ? y->lids[l] : l;
+	return 0;
+}
+
+/* The index of dir, checked, into y (s gets the shard paths and descriptors). */
+static int read_layout(const char *dir, const json_t *idx, struct layout *y, struct rd *s, char *err, size_t errlen)
+{
+	const json_t *shards = json_object_get(idx, "shards"), *tensors = json_object_get(idx, "tensors");
+	const char *qf = json_string_value(json_object_get(idx, "quant_format"));
+	y->nsh = json_array_size(shards);
+	if (json_integer_value(json_object_get(idx, "version")) != 1 ||
+	    json_integer_value(json_object_get(idx, "align")) != A || !json_is_array(shards) || y->nsh == 0 ||
+	    y->nsh > 100000 || !json_is_array(tensors) || !qf)
+		return fterr_set(err, errlen, -EINVAL, "%s/%s: not a version-1 FTW index with align 4096, shards, "
+				 "tensors and quant_format", dir, FTFTW_INDEX);
+	if (!(y->fmt = ftfmt_lookup(qf)))
+		return fterr_set(err, errlen, -ENOTSUP, "FTW quant_format '%s' is unknown", qf);
+	int rc = read_shards(dir, shards, y, s, err, errlen);
+	if (rc < 0)
+		return rc;
+	if ((uint64_t)json_integer_value(json_object_get(idx, "total_bytes")) != y->sh_off[y->nsh])
+		return fterr_set(err, errlen, -EINVAL, "FTW index: total_bytes does not match the shards");
+	if ((rc = read_entries(tensors, y, err, errlen)) < 0)
+		return rc;
+	struct ftbanks_geom cfg;
+	char cerr[256];
+	int have_cfg = ftbanks_read_config(dir, &cfg, cerr, sizeof cerr) == 0;
+	if ((rc = layer_count(idx, &cfg, have_cfg, y, err, errlen)) < 0 ||
+	    (rc = check_geometry(&cfg, have_cfg, y, err, errlen)) < 0)
+		return rc;
+	return layer_numbers(idx, y);
+}
+
+/* The reads of every bank layer of b: one segment per bank layer, in file order, split at shard
+ * ends into s's chunks. */
+static int plan_reads(const struct layout *y, struct ftbanks *b, struct rd *s, char *err, size_t errlen)
+{
+	int L = y->L, rc = 0;
+	size_t nseg = 0, sh = 0;
+	struct seg *segs = calloc((size_t)y->nbanks * (size_t)L, sizeof *segs);
+	unsigned char *seen = calloc((size_t)y->nbanks * (size_t)L, 1);
+	if (!segs || !seen) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	unsigned char *seen = calloc((size_t)nbanks * (size_t)L, 1);
-	if (!seen) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	size_t nseg = 0;
-	for (size_t i = 0; i < nbe; i++) {
-		struct bent *e = &be[i];
+	for (size_t i = 0; i < y->nbe; i++) {
+		const struct bent *e = &y->be[i];
 		if (e->bank < 0)
 			continue;
 		size_t lb = b->layer_bytes[e->bank];
 		if (e->layer >= 0) {
-			int *li = bsearch(&e->layer, lids, (size_t)L, sizeof *lids, cmp_int);
-			if (seen[(size_t)e->bank * (size_t)L + (size_t)(li - lids)]++) {
-				free(seen);
+			int *li = bsearch(&e->layer, y->lids, (size_t)L, sizeof *y->lids, cmp_int);
+			if (seen[(size_t)e->bank * (size_t)L + (size_t)(li - y->lids)]++) {
 				rc = fterr_set(err, errlen, -EINVAL, "FTW index: %s appears twice", e->name);
 				goto out;
 			}
-			segs[nseg++] = (struct seg){e->global_off, lb, ftbanks_layer(b, e->bank, li - lids), 1};
+			segs[nseg++] = (struct seg){e->global_off, lb, ftbanks_layer(b, e->bank, li - y->lids), 1};
 			continue;
 		}
 		for (int l = 0; l < L; l++)
 			segs[nseg++] = (struct seg){e->global_off + (uint64_t)l * lb, lb, ftbanks_layer(b, e->bank, l), l == L - 1};
 	}
-	free(seen);
 	qsort(segs, nseg, sizeof *segs, cmp_seg);
-	s.chunk_bytes = o->chunk_bytes ? ROUND_UP(o->chunk_bytes) : FTLOAD_DEFAULT_CHUNK;
-	size_t sh = 0;
+	const uint64_t *sh_off = y->sh_off;
 	for (size_t i = 0; i < nseg; i++) {
 		struct seg *q = &segs[i];
 		if (i && q->global_off < segs[i - 1].global_off + segs[i - 1].len) {
 			rc = fterr_set(err, errlen, -EINVAL, "FTW index: bank entries overlap at %llu",
-				  (unsigned long long)q->global_off);
+				       (unsigned long long)q->global_off);
 			goto out;
 		}
 		/* split at shard ends: a tensor larger than a shard spans several */
 		for (uint64_t a = q->global_off, end = q->global_off + q->len; a < end;) {
-			while (sh + 1 < nsh && a >= sh_off[sh + 1])
+			while (sh + 1 < y->nsh && a >= sh_off[sh + 1])
 				sh++;
 			uint64_t pe = end < sh_off[sh + 1] ? end : sh_off[sh + 1];
 			if (pe <= a) {
 				rc = fterr_set(err, errlen, -EINVAL, "FTW index: a bank entry lies past the shards");
 				goto out;
 			}
-			if ((rc = plan_piece(&s, (int)sh, a - sh_off[sh], pe - a, q->dst + (a - q->global_off),
+			if ((rc = plan_piece(s, (int)sh, a - sh_off[sh], pe - a, q->dst + (a - q->global_off),
 					     q->tail_pad && pe == end, sh_off[sh + 1] - sh_off[sh])) < 0)
 				goto out;
 			a = pe;
 		}
 	}
-	for (size_t i = 0; i < nsh; i++) {
-		int r = ftdirectio_open(&s.files, i, s.paths[i]);
-		if (r < 0) {
-			rc = fterr_set(err, errlen, r, "%s: %s", s.paths[i], strerror(-r));
-			goto out;
-		}
-	}
+out:
+	free(segs);
+	free(seen);
+	return rc;
+}
+
+/* Read s's chunks with o->workers threads (progress on o->rep): 0, or the first error (in s->err). */
+static int run_readers(struct rd *s, const struct ftload_opts *o)
+{
 	int workers = o->workers > 0 ? o->workers : FTLOAD_DEFAULT_WORKERS;
-	if ((size_t)workers > s.nchunks)
-		workers = s.nchunks ? (int)s.nchunks : 1;
+	if ((size_t)workers > s->nchunks)
+		workers = s->nchunks ? (int)s->nchunks : 1;
 	if (workers > 256)
 		workers = 256;
 	pthread_t th[256];
 	int started = 0;
 	for (; started < workers; started++)
-		if (pthread_create(&th[started], NULL, rd_worker, &s))
+		if (pthread_create(&th[started], NULL, rd_worker, s))
 			break;
 	if (started < workers) {
-		pthread_mutex_lock(&s.lock);
-		if (!atomic_load(&s.err_rc)) {
-			atomic_store(&s.err_rc, -EAGAIN);
-			snprintf(s.err, sizeof s.err, "cannot start reader threads");
+		pthread_mutex_lock(&s->lock);
+		if (!atomic_load(&s->err_rc)) {
+			atomic_store(&s->err_rc, -EAGAIN);
+			snprintf(s->err, sizeof s->err, "cannot start reader threads");
 		}
-		pthread_mutex_unlock(&s.lock);
+		pthread_mutex_unlock(&s->lock);
 	}
 	if (o->rep) {
 		size_t last = (size_t)-1;
-		while (atomic_load(&s.done) < s.nchunks && !atomic_load(&s.err_rc)) {
-			size_t d = atomic_load(&s.done);
+		while (atomic_load(&s->done) < s->nchunks && !atomic_load(&s->err_rc)) {
+			size_t d = atomic_load(&s->done);
 			if (d != last)
-				ftreport_progress(o->rep, (int)(d * 1000 / s.nchunks), 1000, "ftw");
+				ftreport_progress(o->rep, (int)(d * 1000 / s->nchunks), 1000, "ftw");
 			last = d;
 			usleep(5000);
 		}
 	}
 	for (int t = 0; t < started; t++)
 		pthread_join(th[t], NULL);
-	if ((rc = atomic_load(&s.err_rc)) < 0) {
+	return atomic_load(&s->err_rc);
+}
+
+int ftftw_load(const char *dir, const struct ftload_opts *o, struct ftbanks **out, struct ftload_stats *st,
+	       char *err, size_t errlen)
+{
+	*out = NULL;
+	memset(st, 0, sizeof *st);
+	snprintf(st->loader, sizeof st->loader, "ftw");
+	int rc;
+	json_t *idx = ftftw_load_index(dir, err, errlen, &rc);
+	if (!idx)
+		return rc;
+	struct ftbanks *b = NULL;
+	struct layout y = {0};
+	struct rd s = {0};
+	pthread_mutex_init(&s.lock, NULL);
+	if ((rc = read_layout(dir, idx, &y, &s, err, errlen)) < 0)
+		goto out;
+	double t0 = fttime_now_s();
+	if ((rc = ftbanks_alloc(y.fmt, y.H, y.I, y.E, y.L, y.layer_ids, &b)) < 0) {
+		fterr_set(err, errlen, rc, "allocating banks: %s", strerror(-rc));
+		goto out;
+	}
+	s.chunk_bytes = o->chunk_bytes ? ROUND_UP(o->chunk_bytes) : FTLOAD_DEFAULT_CHUNK;
+	if ((rc = plan_reads(&y, b, &s, err, errlen)) < 0)
+		goto out;
+	for (size_t i = 0; i < y.nsh; i++) {
+		int r = ftdirectio_open(&s.files, i, s.paths[i]);
+		if (r < 0) {
+			rc = fterr_set(err, errlen, r, "%s: %s", s.paths[i], strerror(-r));
+			goto out;
+		}
+	}
+	if ((rc = run_readers(&s, o)) < 0) {
 		fterr_set(err, errlen, rc, "%s", s.err);
 		goto out;
 	}
@@ -592,11 +618,7 @@ out:
 	free(s.paths);
 	free(s.chunks);
 	free(s.iov);
-	free(sh_off);
-	free(segs);
-	free(be);
-	free(lids);
-	free(layer_ids);
+	layout_release(&y);
 	pthread_mutex_destroy(&s.lock);
 	ftbanks_free(b);
 	json_decref(idx);

@@ -16,7 +16,7 @@
 #include "util/fsutil.h"
 #include "util/timeutil.h"
 
-#define ALIGN 4096u
+#define ALIGN FTDIRECTIO_ALIGN
 
 int ftload_parse_mode(const char *s, enum ftload_mode *out)
 {
@@ -166,26 +166,6 @@ static void par_fail(struct par *s, int rc, const char *fmt, ...)
 	pthread_mutex_unlock(&s->err_lock);
 }
 
-/* Read up to len bytes at off; *got gets how many (short only at EOF). */
-static int read_chunk(int fd, uint8_t *buf, uint64_t len, uint64_t off, uint64_t *got)
-{
-	uint64_t n = 0;
-	while (n < len) {
-		ssize_t r = pread(fd, buf + n, len - n, (off_t)(off + n));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			break;
-		n += (uint64_t)r;
-		if (n % ALIGN) /* O_DIRECT short read: only at EOF */
-			break;
-	}
-	*got = n;
-	return 0;
-}
-
 static void *par_worker(void *arg)
 {
 	struct par *s = arg;
@@ -205,9 +185,9 @@ static void *par_worker(void *arg)
 		const struct chunk *c = &s->chunks[i];
 		uint64_t got = 0;
 		int fd = ftdirectio_fd(&s->files, c->file);
-		int rc = read_chunk(fd, buf, c->len, c->off, &got);
+		int rc = ftdirectio_pread(fd, buf, c->len, c->off, &got);
 		if (ftdirectio_retry(&s->files, c->file, fd, rc))
-			rc = read_chunk(ftdirectio_fd(&s->files, c->file), buf, c->len, c->off, &got);
+			rc = ftdirectio_pread(ftdirectio_fd(&s->files, c->file), buf, c->len, c->off, &got);
 		if (rc < 0) {
 			par_fail(s, rc, "%s: read at %llu: %s", m->files[c->file].path, (unsigned long long)c->off,
 				 strerror(-rc));

@@ -162,49 +162,53 @@ enum ftargs_type ftargs_hint_type(const struct ftargs_hint *hints, const char *k
 	return FTARGS_AUTO;
 }
 
+/* The job kinds' argument tables. A row names the argument, its type to the daemon and the worker
+ * flag it becomes; its bounds, choices and most items are the flag's own (its row in the worker's
+ * option table: the daemon reads them from there, daemon/jobflags.h). choices or max_items are set
+ * here only where the flag takes a free list that the daemon holds to the names it knows. */
 static const struct ftargs_spec bw_args[] = {
 	{"dtype", FTARGS_T_NAMES, "--dtype"},
 	{"model", FTARGS_T_NAMES, "--model"},
 	{"formats", FTARGS_T_NAMES, "--formats"},
 	{"isa", FTARGS_T_NAMES, "--isa"},
-	{"threshold", FTARGS_T_NUM, "--threshold", 1e-6, 1000},
-	{"cpu_threads", FTARGS_T_INT, "--cpu-threads", 0, 4096}, /* 0: all cores, as in the seed */
-	{"repeat", FTARGS_T_INT, "--repeat", 1, 1000}, /* sets the four below; each given wins */
-	{"cpu_iters", FTARGS_T_INT, "--cpu-iters", 1, 1000},
-	{"pcie_mib", FTARGS_T_INT, "--pcie-mib", 1, 65536},
-	{"pcie_iters", FTARGS_T_INT, "--pcie-iters", 1, 10000},
-	{"kernel_cpu_iters", FTARGS_T_INT, "--kernel-cpu-iters", 1, 100000},
-	{"kernel_pcie_iters", FTARGS_T_INT, "--kernel-pcie-iters", 1, 100000},
-	{"overlap_seconds", FTARGS_T_NUM, "--overlap-seconds", 0, 600},
-	{"max_spread", FTARGS_T_NUM, "--max-spread", 0, 100},
+	{"threshold", FTARGS_T_NUM, "--threshold"},
+	{"cpu_threads", FTARGS_T_INT, "--cpu-threads"}, /* 0: all cores, as in the seed */
+	{"repeat", FTARGS_T_INT, "--repeat"}, /* sets the four below; each given wins */
+	{"cpu_iters", FTARGS_T_INT, "--cpu-iters"},
+	{"pcie_mib", FTARGS_T_INT, "--pcie-mib"},
+	{"pcie_iters", FTARGS_T_INT, "--pcie-iters"},
+	{"kernel_cpu_iters", FTARGS_T_INT, "--kernel-cpu-iters"},
+	{"kernel_pcie_iters", FTARGS_T_INT, "--kernel-pcie-iters"},
+	{"overlap_seconds", FTARGS_T_NUM, "--overlap-seconds"},
+	{"max_spread", FTARGS_T_NUM, "--max-spread"},
 	{"no_checks", FTARGS_T_BOOL, "--no-checks"},
-	{"engines", FTARGS_T_INT, "--engines", 1, 64},
-	{"engine_threads", FTARGS_T_INT, "--engine-threads", 1, 4096},
-	{"deployment", FTARGS_T_ENUM, "--deployment", 0, 0, "isolated|concurrent"},
-	{"gather", FTARGS_T_ENUM, "--gather", 0, 0, "proxy|sm"},
-	{"batch_sweep", FTARGS_T_INTLIST, "--batch-sweep", 1, 32, NULL, 0, 8},
+	{"engines", FTARGS_T_INT, "--engines"},
+	{"engine_threads", FTARGS_T_INT, "--engine-threads"},
+	{"deployment", FTARGS_T_ENUM, "--deployment"},
+	{"gather", FTARGS_T_ENUM, "--gather"},
+	{"batch_sweep", FTARGS_T_INTLIST, "--batch-sweep"},
 	{"gpu", FTARGS_T_GPU, "--gpu"},
 	{NULL}};
 
 static const struct ftargs_spec cache_copy_args[] = {
 	{"models", FTARGS_T_NAMES, "--models"},
-	{"cache_slots", FTARGS_T_INTLIST, "--cache-slots", 1, 16777215, NULL, 0, 32}, /* FTSC_MAX_SLOTS */
-	{"batch_sizes", FTARGS_T_INTLIST, "--batch-sizes", 1, 4096, NULL, 0, 32},
-	{"miss_rates", FTARGS_T_NUMLIST, "--miss-rates", 0, 1, NULL, 0, 32}, /* lists: FTCC_MAX_LIST */
-	{"repeat", FTARGS_T_INT, "--repeat", 1, 100000},
-	{"copy", FTARGS_T_ENUM, "--copy", 0, 0, "fused|proxy"},
+	{"cache_slots", FTARGS_T_INTLIST, "--cache-slots"},
+	{"batch_sizes", FTARGS_T_INTLIST, "--batch-sizes"},
+	{"miss_rates", FTARGS_T_NUMLIST, "--miss-rates"},
+	{"repeat", FTARGS_T_INT, "--repeat"},
+	{"copy", FTARGS_T_ENUM, "--copy"},
 	{"gpu", FTARGS_T_GPU, "--gpu"},
 	{NULL}};
 
 static const struct ftargs_spec load_weights_args[] = {
-	{"model", FTARGS_T_PATH, "--model", 0, 0, NULL, 1},
-	{"modes", FTARGS_T_ENUMLIST, "--modes", 1, 3, "baseline|parallel|ftw"}, /* lo, hi: items */
-	{"workers", FTARGS_T_INT, "--workers", 1, 256},
-	{"repeat", FTARGS_T_INT, "--repeat", 1, 20},
-	{"chunk_mib", FTARGS_T_INT, "--chunk-mib", 1, 1024},
-	{"shard_gib", FTARGS_T_NUM, "--shard-gib", 0.001, 1024},
-	{"shard_mib", FTARGS_T_INT, "--shard-mib", 1, 1048576},
-	{"expert_load", FTARGS_T_ENUM, "--expert-load", 0, 0, "auto|serial|parallel"},
+	{"model", FTARGS_T_PATH, "--model", .required = 1},
+	{"modes", FTARGS_T_ENUMLIST, "--modes", .choices = "baseline|parallel|ftw", .max_items = 3},
+	{"workers", FTARGS_T_INT, "--workers"},
+	{"repeat", FTARGS_T_INT, "--repeat"},
+	{"chunk_mib", FTARGS_T_INT, "--chunk-mib"},
+	{"shard_gib", FTARGS_T_NUM, "--shard-gib"},
+	{"shard_mib", FTARGS_T_INT, "--shard-mib"},
+	{"expert_load", FTARGS_T_ENUM, "--expert-load"},
 	{"ftw_dir", FTARGS_T_PATH, "--ftw-dir"},
 	{"no_drop_cache", FTARGS_T_BOOL, "--no-drop-cache"},
 	{"keep_ftw", FTARGS_T_BOOL, "--keep-ftw"},
@@ -216,24 +220,24 @@ static const struct ftargs_spec decode_args[] = {
 	{"model", FTARGS_T_PATH, "--model"},
 	{"server", FTARGS_T_SERVER, "--server-cmd"},
 	{"url", FTARGS_T_URL, "--url"},
-	{"backends", FTARGS_T_ENUMLIST, "--backend", 0, 0, "offload|cpu|hybrid"},
-	{"max_tokens", FTARGS_T_INT, "--tokens", 2, 1048576},
-	{"memory_ratio", FTARGS_T_NUM, "--mem-ratio", 0.01, 1},
+	{"backends", FTARGS_T_ENUMLIST, "--backend", .choices = "offload|cpu|hybrid"},
+	{"max_tokens", FTARGS_T_INT, "--tokens"},
+	{"memory_ratio", FTARGS_T_NUM, "--mem-ratio"},
 	{"no_graph", FTARGS_T_BOOL, "--no-graph"},
-	{"moe_hybrid_max_fetch", FTARGS_T_INT, "--hybrid-fetch", -1, 1048576},
-	{"moe_cache_size", FTARGS_T_INT, "--cache", 0, 1000000},
-	{"moe_cache_rate", FTARGS_T_NUM, "--cache-rate", 0, 1},
-	{"problem", FTARGS_T_INT, "--problem", 0, 100000},
+	{"moe_hybrid_max_fetch", FTARGS_T_INT, "--hybrid-fetch"},
+	{"moe_cache_size", FTARGS_T_INT, "--cache"},
+	{"moe_cache_rate", FTARGS_T_NUM, "--cache-rate"},
+	{"problem", FTARGS_T_INT, "--problem"},
 	{"greedy", FTARGS_T_BOOL, "--greedy"},
 	{"no_thinking", FTARGS_T_BOOL, "--no-thinking"},
-	{"warmup", FTARGS_T_INT, "--warmup", 0, 100},
-	{"server_kind", FTARGS_T_ENUM, "--server-kind", 0, 0, "freetoken|llama.cpp|vllm|sglang|openai"},
+	{"warmup", FTARGS_T_INT, "--warmup"},
+	{"server_kind", FTARGS_T_ENUM, "--server-kind"},
 	{"append_flags", FTARGS_T_BOOL, "--append-flags"},
 	{"allow_short", FTARGS_T_BOOL, "--allow-short"},
-	{"num_token_override", FTARGS_T_INT, "--num-token-override", 1, 1073741824},
-	{"compare", FTARGS_T_COMPARE, "--compare", 0, 0, NULL, 0, 4}, /* FTCMP_MAX_KEYS */
-	{"cycles", FTARGS_T_INT, "--cycles", 1, 100},                  /* FTDCMP_MAX_CYCLES */
-	{"min_gap", FTARGS_T_NUM, "--min-gap", 0, 1000},
+	{"num_token_override", FTARGS_T_INT, "--num-token-override"},
+	{"compare", FTARGS_T_COMPARE, "--compare", .max_items = 4}, /* FTCMP_MAX_KEYS: the flag is repeated, one key each */
+	{"cycles", FTARGS_T_INT, "--cycles"},
+	{"min_gap", FTARGS_T_NUM, "--min-gap"},
 	{"gpu", FTARGS_T_GPU, "--gpu"},
 	{NULL}};
 
@@ -242,23 +246,23 @@ static const struct ftargs_spec decode_args[] = {
 static const struct ftargs_spec replay_args[] = {
 	{"format", FTARGS_T_NAMES, "--format"},
 	{"model", FTARGS_T_NAMES, "--model"},
-	{"layers", FTARGS_T_INT, "--layers", 1, 4096},
-	{"batch", FTARGS_T_INT, "--batch", 1, 32},
+	{"layers", FTARGS_T_INT, "--layers"},
+	{"batch", FTARGS_T_INT, "--batch"},
 	{"workloads", FTARGS_T_NAMES, "--workloads"},
-	{"cache", FTARGS_T_NUMLIST, "--cache", 0.000001, 1, NULL, 0, 8},
-	{"cache_slots", FTARGS_T_INT, "--cache-slots", 1, 16777215},
-	{"fractions", FTARGS_T_NUMLIST, "--fractions", 0, 1, NULL, 0, 16},
-	{"caps", FTARGS_T_INTLIST, "--caps", 0, 2048, NULL, 0, 4},
-	{"steps", FTARGS_T_INT, "--steps", 4, 100000},
-	{"warmup", FTARGS_T_INT, "--warmup", 0, 100000},
-	{"size", FTARGS_T_ENUM, "--size", 0, 0, "short|full"},
-	{"fetch_order", FTARGS_T_ENUM, "--fetch-order", 0, 0, "recency|lowest_id"},
+	{"cache", FTARGS_T_NUMLIST, "--cache"},
+	{"cache_slots", FTARGS_T_INT, "--cache-slots"},
+	{"fractions", FTARGS_T_NUMLIST, "--fractions"},
+	{"caps", FTARGS_T_INTLIST, "--caps"},
+	{"steps", FTARGS_T_INT, "--steps"},
+	{"warmup", FTARGS_T_INT, "--warmup"},
+	{"size", FTARGS_T_ENUM, "--size"},
+	{"fetch_order", FTARGS_T_ENUM, "--fetch-order"},
 	{"no_overlap", FTARGS_T_BOOL, "--no-overlap"},
-	{"offload_from_batch", FTARGS_T_INT, "--offload-from-batch", 0, 32},
-	{"seed", FTARGS_T_INT, "--seed", 0, 1e15},
-	{"host_alloc", FTARGS_T_ENUM, "--host-alloc", 0, 0, "register|hostalloc"},
+	{"offload_from_batch", FTARGS_T_INT, "--offload-from-batch"},
+	{"seed", FTARGS_T_INT, "--seed"},
+	{"host_alloc", FTARGS_T_ENUM, "--host-alloc"},
 	{"trace", FTARGS_T_PATH, "--trace"},
-	{"cpu_threads", FTARGS_T_INT, "--cpu-threads", 0, 4096},
+	{"cpu_threads", FTARGS_T_INT, "--cpu-threads"},
 	{"gpu", FTARGS_T_GPU, "--gpu"},
 	{NULL}};
 

@@ -33,12 +33,12 @@ struct ftargs_hint {
 	enum ftargs_type type;
 };
 
-/* The job kinds' argument tables: one row per argument {name, type, worker flag, bounds,
- * choices}, one table per kind. The daemon validates a job's args and builds the worker's argv
- * from them (daemon/kinds.c); `ftbench submit` types its --key value pairs from them. Each row's
- * flag is a row of the worker command's option table (src/cli/flags.h): tests/integration/
- * flags_equal.sh (scripts/openapi-args.py) holds the bounds, choices, defaults and help of the
- * three (`ftbenchd --dump-job-args`, `ftbench flags`, api/openapi.yaml) equal. */
+/* The job kinds' argument tables: one row per argument {name, type, worker flag, required}, one
+ * table per kind. `ftbench submit` types its --key value pairs from them; the daemon validates a
+ * job's args and builds the worker's argv from them (daemon/kinds.c) with the bounds, choices and
+ * most items of each row's flag, read from the worker's option table (src/cli/flags.h) at build
+ * time (daemon/jobflags.h): a bound is written once, in the flag's row. api/openapi.yaml is held
+ * equal to both by tests/integration/flags_equal.sh (scripts/openapi-args.py). */
 enum ftargs_spec_type {
 	FTARGS_T_NAMES,   /* a name list: "a,b" or ["a","b"] -> --flag=a,b */
 	FTARGS_T_INT,     /* integer in [lo, hi] */
@@ -60,10 +60,10 @@ struct ftargs_spec {
 	const char *name;
 	enum ftargs_spec_type type;
 	const char *flag;
-	double lo, hi;
-	const char *choices; /* "a|b|c" */
+	double lo, hi;       /* numbers and list items: from the flag's row (daemon/jobflags.h) */
+	const char *choices; /* "a|b|c": from the flag's row, or here where it has none */
 	int required;
-	int max_items;       /* lists: most items (0: 64, or hi for FTARGS_T_ENUMLIST) */
+	int max_items;       /* lists: most items (0: the flag's, else 64, or hi for FTARGS_T_ENUMLIST) */
 };
 
 /* The argument table of kind (ends with {NULL}), or NULL for an unknown kind. */

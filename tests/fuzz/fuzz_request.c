@@ -2,16 +2,13 @@
  * (ftd_request_start_parse), the kind's argument table (ftd_kind_build: types, bounds, names, lists,
  * paths, GPUs, decode servers and URLs, decode comparisons) and the bodies sent back. Every body produced, an error
  * (ftd_request_error_json) or the accepted argv and args, must be built (no NULL from jansson) and be
- * well-formed UTF-8 that parses back. Input: the body bytes. Build and run (`make fuzz-request`):
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Isrc -Idaemon \
- *       tests/fuzz/fuzz_request.c daemon/request.c daemon/kinds.c daemon/config.c src/hw/gpu.c \
- *       src/util/strutil.c src/util/fsutil.c src/util/jobargs.c src/hw/pci.c src/decode/compare.c \
- *       src/decode/server.c src/util/proc.c src/util/timeutil.c -ljansson -lm -o build/fuzz/fuzz_request
- *   build/fuzz/fuzz_request -max_total_time=60 -max_len=4096 -dict=tests/fuzz/request.dict
+ * well-formed UTF-8 that parses back. Input: the body bytes. Build and run: `make fuzz-request`
+ * (clang over the sources below, the Makefile's FUZZ_REQUEST; FT_FUZZ_SECONDS=60).
  * tests/integration/fuzz.sh runs it in `make test` (seeds tests/fuzz/request/, the same dict):
  * fuzz-srcs: daemon/request.c daemon/kinds.c daemon/config.c src/hw/gpu.c src/util/strutil.c src/util/fsutil.c src/util/jobargs.c src/hw/pci.c
  * fuzz-srcs: src/decode/compare.c src/decode/server.c src/util/proc.c src/util/timeutil.c
  * fuzz-srcs: src/moe/formats.c src/moe/models.c src/replay/verdict.c
+ * fuzz-srcs: daemon/kindarg.c daemon/jobflags.c @BUILD@/gen/job_flags.c
  * fuzz-libs: -ljansson -lm
  */
 #include <stdint.h>

@@ -4,7 +4,8 @@
 # tests/fuzz/seeds/<target>/ or tests/fuzz/<target without fuzz_>/ when that exists, with the
 # dictionary tests/fuzz/<target without fuzz_>.dict when that exists. A target names what it
 # links in its header comment (include paths: src/ and daemon/):
-#   fuzz-srcs: src/....c ...      (compiled with the target, so they are instrumented too)
+#   fuzz-srcs: src/....c ...      (compiled with the target, so they are instrumented too; @BUILD@
+#                                  is the build directory, for a file the build generates)
 #   fuzz-libs: -ljansson ...
 # One TAP line per target. A target that cannot be built, a missing clang, a crash, a leak, a
 # timeout or an abort is a failure (never a skip): `scripts/deps.sh` installs clang.
@@ -23,7 +24,7 @@ for src in $targets; do
 		echo "not ok $n - $name: clang is not installed (run scripts/deps.sh as root)"
 		failed=$((failed + 1)); continue
 	fi
-	srcs=$(sed -n 's/^.*fuzz-srcs:\([^*]*\).*$/\1/p' "$src" | tr '\n' ' ')
+	srcs=$(sed -n 's/^.*fuzz-srcs:\([^*]*\).*$/\1/p' "$src" | tr '\n' ' ' | sed "s|@BUILD@|$BUILD|g")
 	libs=$(sed -n 's/^.*fuzz-libs:\([^*]*\).*$/\1/p' "$src" | tr '\n' ' ')
 	if [ -z "$srcs" ]; then
 		echo "not ok $n - $name: names no fuzz-srcs: line"

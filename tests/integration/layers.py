@@ -10,10 +10,11 @@ import os
 import re
 import sys
 
-# Bottom first. http -> api -> job <- journal; main -> runner -> sched, worker (-> util/proc).
+# Bottom first. http -> api -> job <- journal; kinds -> kindarg -> config; main -> runner -> sched, worker (-> util/proc).
 LAYERS = [
     ["log", "mbuf"],
-    ["config"],
+    ["config", "jobflags"],
+    ["kindarg"],
     ["kinds"],
     ["request"],
     ["job"],
@@ -25,8 +26,9 @@ LAYERS = [
     ["procs"],
     ["metrics"],
     ["runner"],
+    ["page_profile"],
     ["api", "page"],
-    ["seed"],
+    ["seed", "rebench"],
     ["front"],
     ["http"],
     ["main"],

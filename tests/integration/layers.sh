@@ -1,7 +1,8 @@
 #!/bin/sh
 # The daemon's layers: its #include graph has no cycle and no arrow against the order of
 # tests/integration/layers.py (docs/ARCHITECTURE.md); the checker itself fails on a planted
-# back-arrow and a planted cycle; main.c is the only caller of sd_notify.
+# back-arrow and a planted cycle; main.c is the only caller of sd_notify; src/ and daemon/ have
+# no include cycle among their modules (scripts/structure.py --cycles, which finds a planted one).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 T=$(mktemp -d "${TMPDIR:-/tmp}/ftlayers.XXXXXX")
@@ -10,7 +11,7 @@ trap 'rm -rf "$T"' EXIT
 TAP_SHOW="$T/log" TAP_LINES=100000
 check() { python3 "$ROOT/tests/integration/layers.py" "$1" >"$T/log" 2>&1; }
 
-echo "1..5"
+echo "1..7"
 if check "$ROOT/daemon"; then ok "daemon/: every include points down, no cycle"; else nok "daemon/: every include points down, no cycle"; fi
 
 cp -r "$ROOT/daemon" "$T/up"
@@ -34,4 +35,11 @@ else nok "a module without a layer is refused"; fi
 
 grep -ln 'sd_notify' "$ROOT"/daemon/*.c | grep -v '/main\.c$' >"$T/log"
 if [ -s "$T/log" ]; then nok "only main.c calls sd_notify"; else ok "only main.c calls sd_notify"; fi
+cyc() { python3 "$ROOT/scripts/structure.py" --cycles --repo "$1" >"$T/log" 2>&1; }
+if cyc "$ROOT"; then ok "src/ and daemon/: no include cycle"; else nok "src/ and daemon/: no include cycle"; fi
+mkdir "$T/repo" && cp -r "$ROOT/src" "$ROOT/daemon" "$T/repo/"
+sed -i 's|^#include "hw/gpu.h"|#include "cli/flags.h"\n#include "hw/gpu.h"|' "$T/repo/src/cli/cli.h"
+if cyc "$T/repo"; then : >"$T/log"; nok "a planted cycle cli.h <-> flags.c is found"
+elif grep -q 'cycle: src/cli/cli <-> src/cli/flags' "$T/log"; then ok "a planted cycle cli.h <-> flags.c is found"
+else nok "a planted cycle cli.h <-> flags.c is found"; fi
 [ "$failed" -eq 0 ]

@@ -1,25 +1,22 @@
 """The same limits everywhere: every integer or number argument of a job kind has
-the same [minimum, maximum] in the daemon's table (src/util/jobargs.c), the OpenAPI spec
+the same [minimum, maximum] in the daemon's table (`ftbenchd --dump-job-args`), the OpenAPI spec
 (api/openapi.yaml) and the CLI the worker runs (`ftbench KIND --flag V --help`: 0 when V is
 accepted, 2 when refused; --help comes after the flag, so nothing is measured)."""
+import json
 import os
-import re
 import subprocess
 import sys
 
 import yaml
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # ftd_harness
-from ftd_harness import FTBENCH as FT, ROOT, Tap  # noqa: E402
+from ftd_harness import FTBENCH as FT, FTBENCHD, ROOT, Tap  # noqa: E402
 
 SCHEMA = {"bw": "BwArgs", "cache-copy": "CacheCopyArgs", "load-weights": "LoadWeightsArgs",
           "decode": "DecodeArgs", "replay": "ReplayArgs"}
 
-src = open(os.path.join(ROOT, "src/util/jobargs.c")).read()
 spec = yaml.safe_load(open(os.path.join(ROOT, "api/openapi.yaml")))["components"]["schemas"]
-tables = dict(re.findall(r"static const struct ftargs_spec (\w+)_args\[\] = \{(.*?)\{NULL\}\};", src, re.S))
-kinds = list(zip(re.findall(r'"([a-z-]+)"', re.search(r"ftargs_kind_names\[\] = \{(.*?)\};", src, re.S).group(1)),
-                 re.findall(r"(\w+)_args", re.search(r"kind_specs\[\] = \{(.*?)\};", src, re.S).group(1))))
+dump = json.loads(subprocess.run([FTBENCHD, "--dump-job-args"], check=True, capture_output=True, text=True).stdout)
 tap = Tap()
 check = tap.check
 
@@ -34,12 +31,14 @@ def fmt(v, integer):
     return str(int(v)) if integer else repr(float(v))
 
 
-for kind, table in kinds:
+for k in dump["kinds"]:
+    kind = k["kind"]
     props = spec[SCHEMA[kind]]["properties"]
-    for name, typ, flag, lo, hi in re.findall(
-            r'\{"(\w+)", (FTARGS_T_INT|FTARGS_T_NUM), "(--[a-z-]+)", ([-0-9.e]+), ([-0-9.e]+)', tables[table]):
-        integer = typ == "FTARGS_T_INT"
-        lo, hi = float(lo), float(hi)
+    for a in k["args"]:
+        if a["type"] not in ("int", "number"):
+            continue
+        name, flag, integer = a["name"], a["flag"], a["type"] == "int"
+        lo, hi = float(a["minimum"]), float(a["maximum"])
         p = props.get(name, {})
         check(f"{kind} {name}: the spec's limits are the daemon's [{lo:g}, {hi:g}]",
               p.get("minimum") is not None and float(p["minimum"]) == lo and float(p["maximum"]) == hi,
@@ -50,13 +49,11 @@ for kind, table in kinds:
             check(f"{kind} {flag}={fmt(v, integer)}: the CLI {'accepts' if want == 0 else 'refuses'} it",
                   rc == want, f"exit {rc}: {err[-200:]}")
     # Lists: each item's [minimum, maximum] and the most items, the same three ways.
-    for name, typ, flag, lo, hi, rest in re.findall(
-            r'\{"(\w+)", (FTARGS_T_INTLIST|FTARGS_T_NUMLIST), "(--[a-z-]+)", ([-0-9.e]+), ([-0-9.e]+)([^}]*)\}',
-            tables[table]):
-        integer = typ == "FTARGS_T_INTLIST"
-        lo, hi = float(lo), float(hi)
-        extra = [x.strip() for x in rest.split(",") if x.strip()]
-        most = int(extra[2]) if len(extra) >= 3 and int(extra[2]) > 0 else 64
+    for a in k["args"]:
+        if a["type"] not in ("int_list", "number_list"):
+            continue
+        name, flag, integer = a["name"], a["flag"], a["type"] == "int_list"
+        lo, hi, most = float(a["minimum"]), float(a["maximum"]), a["max_items"]
         p = props.get(name, {})
         items = p.get("items", {})
         check(f"{kind} {name}: the spec's items are the daemon's [{lo:g}, {hi:g}], at most {most}",

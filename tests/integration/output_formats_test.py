@@ -1,8 +1,8 @@
 """--output-format table|json|csv|md on every table-printing command, on CPU-only
 paths: gpus (fake GPUs), cpu, cpu-moe (a short real run), bw (fake measurements), cache-copy
 (--from-json: a real H200 result, tests/fixtures/cache_copy/qwen3-30B_h200.json, as
-`cache-copy --json` wrote it and wrapped as ftbenchd's job), decode (the sse_server fixture) and
-profile show. For each: CSV parses with the csv module, JSON with json, Markdown has its header
+`cache-copy --json` wrote it and wrapped as ftbenchd's job), decode (the sse_server fixture),
+profile show and profile history (bw's kept profiles). For each: CSV parses with the csv module, JSON with json, Markdown has its header
 separator row and the same cells as the CSV, the rows are the table's rows (their key columns,
 in order), and --json and --output-format json agree. (jobs: tests/integration/client.sh.)"""
 import copy
@@ -178,12 +178,15 @@ try:
     c = formats_of("cpu", ["cpu"])
     same_cells("cpu", c, ["field"])
     kv = dict(c["csv_rows"])
-    tab = {ln[:16].strip(): ln[16:] for ln in c["table"].splitlines()}
-    check("cpu: the rows are the table's (model, cores, numa, isa, llc)",
-          tab.get("model") == kv.get("model") and tab.get("isa") == kv.get("isa") and
-          tab.get("physical cores", "").startswith(kv.get("physical_cores", "?") + " (logical " + kv.get("logical_cpus", "?")) and
-          tab.get("numa nodes") == kv.get("numa_nodes") and tab.get("llc") == kv.get("llc_mib", "?") + " MiB",
-          f"{tab}\n{kv}")
+    # the human table: one line per csv row, in order, its label in 17 columns, the value with its unit
+    tab = [(ln[:17].strip(), ln[17:]) for ln in c["table"].splitlines()]
+    label = {"model": ("model", ""), "physical_cores": ("physical cores", ""), "logical_cpus": ("logical cpus", ""),
+             "numa_nodes": ("numa nodes", ""), "isa": ("isa", ""), "llc_mib": ("llc", " MiB"),
+             "memory_gib": ("memory", " GiB"), "memory_available_gib": ("memory available", " GiB")}
+    check("cpu: the table's lines are the csv rows, in order (label, value and unit)",
+          len(tab) == len(c["csv_rows"]) == len(label) and
+          all(f in label and lab == label[f][0] and val == v + label[f][1] for (lab, val), (f, v) in zip(tab, c["csv_rows"])),
+          f"{tab}\n{c['csv_rows']}")
     j = c["json"] or {}
     check("cpu: csv agrees with the JSON", kv.get("model") == j.get("model") and
           kv.get("physical_cores") == str(j.get("physical_cores")) and kv.get("isa") == " ".join(j.get("isa", [])),
@@ -238,6 +241,17 @@ try:
     check("bw: saved: goes to stderr in csv and md, stdout is the rows alone",
           "saved:" not in b["csv"] and "saved:" not in b["md"] and b["table"].rstrip().endswith("bw.json"), b["csv"])
     # the csv run's own profile (-o) holds the csv's figures
+    def num(v, f):
+        return f % v if isinstance(v, (int, float)) else ""
+
+    def fetch(e):
+        """The fetch fraction of a hybrid verdict (README: the gather's share of the overlapped pair,
+        else gather / CPU), in [0, 1]."""
+        if e.get("recommended") != "hybrid":
+            return ""
+        co, go = e.get("cpu_moe_overlap_gbs"), e.get("pcie_gather_overlap_gbs")
+        f = go / (go + co) if co and go else e["pcie_gather_gbs"] / e["cpu_moe_gbs"]
+        return f"{min(1.0, max(0.0, f)):.3f}"
     _, rows = parse_csv(ft(*bwargs, "--output-format", "csv", env=fake1)[1])
     prof = json.load(open(os.path.join(T, "bw.json")))
     want = []
@@ -245,8 +259,15 @@ try:
         for f, e in ks.items():
             want.append([prof["gpu"]["uuid"], wk, f, f"{e['expert_bytes'] / 2**20:.2f}", f"{e['cpu_moe_gbs']:.2f}",
                          e["cpu_moe_isa"], f"{e['pcie_gather_gbs']:.2f}", f"{e['cpu_moe_overlap_gbs']:.2f}",
-                         f"{e['pcie_gather_overlap_gbs']:.2f}", f"{e['ratio']:.3f}", e["recommended"]])
-    check("bw: csv figures are the profile's", [r[:11] for r in rows] == want, f"{rows}\n{want}")
+                         f"{e['pcie_gather_overlap_gbs']:.2f}", f"{e['ratio']:.3f}", e["recommended"],
+                         fetch(e), "", "", num(e.get("hybrid_max_batch"), "%.0f"), e.get("note") or ""])
+    check("bw: csv figures are the profile's (every column)", rows == want, f"{rows}\n{want}")
+    # the table's figure columns are the csv's, in the table's precision (its own column list: one)
+    table = [r.split() for r in b["table"].split("workload ", 1)[-1].split("\n\n")[0].splitlines()[1:]]
+    want = [[r[1], r[2], f"{float(r[3]):.2f}", f"{float(r[4]):.1f}", f"({r[5]})", f"{float(r[6]):.1f}",
+             f"{float(r[7]):.1f}", f"{float(r[8]):.1f}", f"{float(r[9]):.2f}", r[10], r[11] or "-"] for r in rows]
+    check("bw: the table's rows are the csv's figures (exp MiB, GB/s, ratio, decision, fetch)", table == want,
+          f"{table}\n{want}")
 
     def same_profile(a, b):
         return all(a[k] == b[k] for k in ("dtypes", "ceilings", "threshold", "gpu")) and \
@@ -266,6 +287,34 @@ try:
     json_agrees("profile show", ["profile", "show"], p, env=penv)
     rc, o, e = ft("profile", "show", "--format", "md", env=penv)
     check("profile --format md is --output-format md", rc == 0 and o == p["md"], f"{rc} {e}")
+
+    # ---------------------------------------------------------------- profile history (two kept bw runs)
+    hargs = [a for a in bwargs if a not in ("-o", os.path.join(T, "bw.json"))]
+    for extra in ([], ["--max-spread", "0.001"]):  # kept without -o: one valid, one checked and not
+        ft(*[a for a in hargs if a != "--no-checks"], *extra, env=fake1)
+    uuid = prof["gpu"]["uuid"]
+    h = formats_of("profile history", ["profile", "history", "--gpu", uuid], env=fake1)
+    same_cells("profile history", h)
+    hist = h["json"] or []
+    want = []
+    for pr in hist:
+        v = {True: "yes", False: "no"}.get(pr.get("valid"), "")
+        d = str(len(pr["drift"])) if isinstance(pr.get("drift"), list) else ""
+        for f, e in pr["dtype_kernels"].items():
+            want.append([pr["timestamp"], num(pr["ceilings"].get("cpu_stream_read_gbs"), "%.1f"), v, d, f,
+                         num(e.get("cpu_moe_gbs"), "%.1f"), num(e.get("pcie_gather_gbs"), "%.1f"), e["recommended"]])
+    check("profile history: csv is a row per kept profile and format, from the JSON",
+          len(hist) == 2 and h["csv_rows"] == want and {r[2] for r in want} == {"yes", "no"}, f"{h['csv']}\n{want}")
+    table, cur = [], None
+    for ln in h["table"].splitlines()[1:]:
+        x = ln.split()
+        cur = x[:4] if not ln.startswith(" ") else cur  # the profile's cells: on its first row only
+        table.append(cur + x[-4:])
+    shown = [[r[0], r[1], {"no": "NO", "": "-"}.get(r[2], r[2]), r[3] or "-"] + r[4:] for r in want]
+    check("profile history: the table's rows are the csv's", table == shown and
+          sum(not ln.startswith(" ") for ln in h["table"].splitlines()) == 3, f"{table}\n{shown}")
+    json_agrees("profile history", ["profile", "history", "--gpu", uuid], h, env=fake1)
+    bad_format("profile history", ["profile", "history", "--gpu", uuid], env=fake1)
 
     # ---------------------------------------------------------------- cache-copy --from-json
     fixture = json.load(open(FIXTURE))

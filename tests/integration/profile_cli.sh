@@ -105,8 +105,11 @@ FTBENCH_TEST_FAKE_GPUS=1 "$FTH" bw $SMALL --max-spread 0.001 >/dev/null 2>&1
 FTBENCH_TEST_FAKE_GPUS=1 "$FTH" bw $SMALL >/dev/null 2>&1
 expect "history: a header and three rows" 0 "^timestamp +read GB/s +valid +drifted" -- history --gpu "$G0"
 n=$((n + 1)); rows=$(grep -c '^20[0-9-]*T' "$T/out")
-if [ "$rows" -eq 3 ] && sed -n 2p "$T/out" | grep -Eq ' 99\.5 yes +- +bf16 30\.0/24\.9 offload nvfp4 60\.0/24\.9 hybrid$' &&
-	sed -n 3p "$T/out" | grep -Eq ' NO ' && sed -n 4p "$T/out" | grep -Eq ' yes +0 '; then
+# a row per profile and format, the profile's cells on its first row only
+grep '^20' "$T/out" >"$T/first"
+if [ "$rows" -eq 3 ] && sed -n 2p "$T/out" | grep -Eq ' 99\.5 yes +- +bf16 +30\.0 +24\.9 offload$' &&
+	sed -n 3p "$T/out" | grep -Eq '^ +nvfp4 +60\.0 +24\.9 hybrid$' && [ "$(wc -l <"$T/out")" -eq 7 ] &&
+	sed -n 2p "$T/first" | grep -Eq ' NO ' && sed -n 3p "$T/first" | grep -Eq ' yes +0 '; then
 	echo "ok $n - history rows: figures, verdicts, valid, drift"
 else echo "not ok $n - history rows"; sed 's/^/#   /' "$T/out"; fi
 expect "history --limit 1: the newest only" 0 "" -- history --gpu "$G0" --limit 1

@@ -20,7 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../unit/tmpdir.h"
+#include "../lib/child.h"
+#include "../lib/tmpdir.h"
 #include "util/fsutil.h"
 #include "../schema.h"
 
@@ -35,32 +36,17 @@ static const char *exe = ftbench; /* what run() starts */
  * not NULL). Returns the exit status (or 128+signal). */
 static int run(const char *out_path, const char *fd3_path, const char *const *args)
 {
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		char cache[512];
-		snprintf(cache, sizeof cache, "%s/cache", tmp);
-		setenv("XDG_CACHE_HOME", cache, 1);
-		unsetenv("FREETOKEN_BENCHBW_PATH");
-		int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		if (o < 0 || dup2(o, 1) < 0)
-			_exit(120);
-		if (fd3_path) {
-			int f = open(fd3_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-			if (f < 0 || dup2(f, 3) < 0)
-				_exit(121);
-		}
-		const char *argv[64] = {exe};
-		int n = 1;
-		for (; args[n - 1] && n < 63; n++)
-			argv[n] = args[n - 1];
-		argv[n] = NULL;
-		execv(exe, (char *const *)argv);
-		_exit(122);
-	}
-	int st;
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	char cache[512];
+	snprintf(cache, sizeof cache, "XDG_CACHE_HOME=%s/cache", tmp);
+	const char *env[] = {cache, "FREETOKEN_BENCHBW_PATH", NULL};
+	const char *argv[64] = {exe};
+	int n = 1;
+	for (; args[n - 1] && n < 63; n++)
+		argv[n] = args[n - 1];
+	argv[n] = NULL;
+	int rc = child_run(argv, &(struct child_io){.out = out_path, .fd3 = fd3_path, .env = env});
+	assert_true(rc >= 0);
+	return rc;
 }
 
 static json_t *load(const char *path)

@@ -29,7 +29,8 @@
 
 #include "decode/server.h"
 #include "util/sha1.h"
-#include "../unit/tmpdir.h"
+#include "../lib/child.h"
+#include "../lib/tmpdir.h"
 
 static char ftbench[PATH_MAX], fixture[PATH_MAX], tmpdir[PATH_MAX];
 
@@ -40,8 +41,6 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Run ftbench decode with args (NULL-terminated) plus --json FILE; return the exit status and
- * the rows (new array). stdout+stderr go to tmpdir/out.txt. */
 /* Start `ftbench decode --json TMP/rows.jsonl ... ARGS` with its output in TMP/out.txt. */
 static pid_t start_decode(const char *const *args)
 {
@@ -49,22 +48,12 @@ static pid_t start_decode(const char *const *args)
 	snprintf(json, sizeof json, "%s/rows.jsonl", tmpdir);
 	snprintf(out, sizeof out, "%s/out.txt", tmpdir);
 	unlink(json);
-	static char jsonarg[PATH_MAX + 16];
-	snprintf(jsonarg, sizeof jsonarg, "%s", json);
-	const char *argv[64] = {ftbench, "decode", "--json", jsonarg, "--driver-wait", "0", "--log-dir", tmpdir};
+	const char *argv[64] = {ftbench, "decode", "--json", json, "--driver-wait", "0", "--log-dir", tmpdir};
 	int n = 8;
 	for (const char *const *a = args; *a && n < 62; a++)
 		argv[n++] = *a;
 	argv[n] = NULL;
-	pid_t pid = fork();
-	if (pid == 0) {
-		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execv(ftbench, (char **)argv);
-		_exit(127);
-	}
-	return pid;
+	return child_start(argv, &(struct child_io){.out = out, .err = CHILD_SAME_AS_OUT});
 }
 
 /* The rows of TMP/rows.jsonl so far (a new array). */
@@ -86,16 +75,18 @@ static json_t *decode_rows(void)
 	return rows;
 }
 
+/* Run ftbench decode with args (NULL-terminated) plus --json FILE; return the exit status and
+ * the rows (new array). stdout+stderr go to tmpdir/out.txt. */
 static int run_decode_v(json_t **rows, double *wall, const char *const *args)
 {
 	double t0 = now();
 	pid_t pid = start_decode(args);
-	int st;
-	waitpid(pid, &st, 0);
+	assert_true(pid > 0);
+	int rc = child_wait(pid);
 	if (wall)
 		*wall = now() - t0;
 	*rows = decode_rows();
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return rc;
 }
 
 static int run_decode(json_t **rows, double *wall, ...)
@@ -471,15 +462,12 @@ static void test_url_mode(void **st)
 	char ps[16], url[64];
 	snprintf(ps, sizeof ps, "%d", port);
 	snprintf(url, sizeof url, "http://127.0.0.1:%d/v1", port);
-	pid_t pid = fork();
-	if (pid == 0) {
-		execl(fixture, fixture, "--port", ps, "--rate", "100", "--model", "running-model", "--lifetime", "30", (char *)NULL);
-		_exit(127);
-	}
+	const char *fx[] = {fixture, "--port", ps, "--rate", "100", "--model", "running-model", "--lifetime", "30", NULL};
+	pid_t pid = child_start(fx, NULL);
+	assert_true(pid > 0);
 	json_t *rows;
 	int rc = run_decode(&rows, NULL, "--url", url, "--backend", "hybrid", "--tokens", "80", NULL);
-	kill(pid, SIGTERM);
-	waitpid(pid, NULL, 0);
+	child_stop(pid);
 	assert_int_equal(rc, 0);
 	json_t *r = json_array_get(rows, 0);
 	assert_true(json_is_false(json_object_get(r, "server_started")));
@@ -496,21 +484,10 @@ static void test_result_fd(void **st)
 	snprintf(res, sizeof res, "%s/result.jsonl", tmpdir);
 	snprintf(fds, sizeof fds, "%s/fds.txt", tmpdir);
 	snprintf(extra, sizeof extra, "--rate 500 --fault-backend cpu --exit-at-start --fds-out %s", fds);
-	pid_t pid = fork();
-	if (pid == 0) {
-		int fd = open(res, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		dup2(fd, 3);
-		int nul = open("/dev/null", O_WRONLY);
-		dup2(nul, 1);
-		dup2(nul, 2);
-		execl(ftbench, ftbench, "decode", "--model", "/models/m", "--tokens", "16", "--backend", "offload,cpu",
-		      "--driver-wait", "0", "--log-dir", tmpdir, "--result-fd", "3", "--server-cmd",
-		      srv(2, extra), (char *)NULL);
-		_exit(127);
-	}
-	int ws;
-	waitpid(pid, &ws, 0);
-	assert_int_equal(WEXITSTATUS(ws), 1);
+	const char *argv[] = {ftbench, "decode", "--model", "/models/m", "--tokens", "16", "--backend", "offload,cpu",
+			      "--driver-wait", "0", "--log-dir", tmpdir, "--result-fd", "3", "--server-cmd",
+			      srv(2, extra), NULL};
+	assert_int_equal(child_run(argv, &(struct child_io){.out = "/dev/null", .err = "/dev/null", .fd3 = res}), 1);
 	FILE *f = fopen(res, "r");
 	assert_non_null(f);
 	char line[1 << 16];
@@ -582,20 +559,14 @@ static pid_t start_fixture(char *url, size_t n, const char *const *extra)
 	for (const char *const *a = extra; *a && k < 46; a++)
 		argv[k++] = *a;
 	argv[k] = NULL;
-	pid_t pid = fork();
-	if (pid == 0) {
-		int nul = open("/dev/null", O_WRONLY);
-		dup2(nul, 2);
-		execv(fixture, (char **)argv);
-		_exit(127);
-	}
+	pid_t pid = child_start(argv, &(struct child_io){.err = "/dev/null"});
+	assert_true(pid > 0);
 	return pid;
 }
 
 static void stop_fixture(pid_t pid)
 {
-	kill(pid, SIGTERM);
-	waitpid(pid, NULL, 0);
+	child_stop(pid);
 }
 
 /* The seed's own command line: --decode N --server-timeout S (and --gpu, --num-token-override,
@@ -1146,11 +1117,7 @@ static void test_compare_stopped_by_signal(void **st)
 		usleep(50000);
 	}
 	usleep(300000);
-	kill(pid, SIGTERM);
-	int stt;
-	waitpid(pid, &stt, 0);
-	assert_true(WIFEXITED(stt));
-	assert_int_equal(WEXITSTATUS(stt), 1);
+	assert_int_equal(child_stop(pid), 1); /* SIGTERM: it decides over what it measured, exit 1 */
 	assert_true(now() - t0 < 40);
 	json_t *rows = decode_rows();
 	json_t *sum = compare_summary(rows);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "bench/bw.h"
+#include "cli/bw_print.h"
 #include "bw_fake.h"
 #include "ftprofile.h"
 #include "../schema.h"
@@ -665,7 +666,7 @@ static void test_summary(void **s)
 	size_t len = 0;
 	assert_int_equal(run_fake(&f, &c, &g, &p, err), 0);
 	FILE *m = open_memstream(&buf, &len);
-	ftbw_summary(m, p);
+	ftcli_bw_summary(m, p);
 	fclose(m);
 	assert_non_null(strstr(buf, "Gen4 x8 trained (card max Gen5 x16)"));
 	assert_non_null(strstr(buf, "DEGRADED"));
@@ -757,7 +758,7 @@ static void test_run_read_phases(void **s)
 	char *buf = NULL;
 	size_t blen = 0;
 	FILE *m = open_memstream(&buf, &blen);
-	ftbw_summary(m, p);
+	ftcli_bw_summary(m, p);
 	fclose(m);
 	assert_non_null(strstr(buf, "best phase median of 3 phases"));
 	free(buf);

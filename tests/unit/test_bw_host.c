@@ -17,8 +17,9 @@
 #include <unistd.h>
 
 #include "bench/bw.h"
+#include "cli/bw_print.h"
 #include "bw_fake.h"
-#include "tmpdir.h"
+#include "../lib/tmpdir.h"
 #include "hw/topo.h"
 #include "util/fsutil.h"
 #include "../schema.h"
@@ -484,7 +485,7 @@ static void test_run_host_two_gpus(void **s)
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *m = open_memstream(&buf, &len);
-	ftbw_summary(m, p[0]);
+	ftcli_bw_summary(m, p[0]);
 	fclose(m);
 	assert_non_null(strstr(buf, "deployment concurrent"));
 	assert_non_null(strstr(buf, "concurrent x2"));

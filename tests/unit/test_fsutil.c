@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "util/fsutil.h"
-#include "tmpdir.h"
+#include "../lib/tmpdir.h"
 
 static char dir[64];
 

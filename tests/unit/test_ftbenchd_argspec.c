@@ -1,5 +1,5 @@
-/* The job kinds' argument tables (src/util/jobargs.c, shared by the daemon and `ftbench submit`)
- * against api/openapi.yaml (compiled into the daemon as ftd_openapi_json): for every kind the
+/* The job kinds' argument tables (src/util/jobargs.c, shared by the daemon and `ftbench submit`;
+ * the daemon's with its flags' bounds, daemon/jobflags.h) against api/openapi.yaml (compiled into the daemon as ftd_openapi_json): for every kind the
  * same field names, and for every field the spec's type and limits (minimum, maximum, items,
  * enum, required). Then each field typed by `ftbench submit` from the table is accepted by the
  * daemon's validation of the same table. */
@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "../../daemon/config.h"
+#include "../../daemon/jobflags.h"
 #include "../../daemon/kinds.h"
 #include "moe/formats.h"
 #include "moe/models.h"
@@ -229,7 +230,7 @@ static void test_tables_match_spec(void **st)
 		json_t *as = args_schema(*name), *props = json_object_get(as, "properties");
 		assert_true(json_is_false(json_object_get(as, "additionalProperties")));
 		size_t rows = 0;
-		for (const struct ftargs_spec *a = ftargs_kind_spec(*name); a->name; a++, rows++) {
+		for (const struct ftargs_spec *a = ftd_job_args(*name); a->name; a++, rows++) {
 			json_t *p = json_object_get(props, a->name);
 			if (!p)
 				fail_msg("%s args.%s is in the table, not in api/openapi.yaml", *name, a->name);
@@ -257,6 +258,37 @@ static void test_tables_match_spec(void **st)
 	assert_int_equal(json_array_size(json_object_get(schema("StartRequest"), "oneOf")), (size_t)nk);
 }
 
+/* Every argument's flag is a row of its kind's command (the generated ftd_job_flags), and the
+ * daemon's table has that row's bounds, choices and most items; only a flag without choices or
+ * items of its own leaves the row's (a free list the daemon holds to known names). */
+static void test_bounds_are_the_flags(void **st)
+{
+	(void)st;
+	for (const char *const *name = ftargs_kind_names; *name; name++) {
+		const struct ftargs_spec *raw = ftargs_kind_spec(*name), *a = ftd_job_args(*name);
+		assert_non_null(a);
+		assert_ptr_equal(a, ftd_job_args(*name)); /* built once */
+		for (; raw->name; raw++, a++) {
+			const struct ftd_job_flag *f = ftd_job_flag_find(*name, raw->flag);
+			if (!f)
+				fail_msg("%s args.%s: %s is not a flag of `ftbench %s`", *name, raw->name, raw->flag, *name);
+			assert_string_equal(a->name, raw->name);
+			if (raw->lo != 0 || raw->hi != 0)
+				fail_msg("%s args.%s: a bound written in jobargs.c (the flag's row holds it)", *name, raw->name);
+			if (f->bounded && (a->lo != f->lo || a->hi != f->hi))
+				fail_msg("%s args.%s: [%g, %g], the flag's [%g, %g]", *name, a->name, a->lo, a->hi, f->lo, f->hi);
+			if (f->choices && (raw->choices || strcmp(a->choices, f->choices)))
+				fail_msg("%s args.%s: choices %s, the flag's %s", *name, a->name, a->choices, f->choices);
+			if (f->max_items && (raw->max_items || a->max_items != f->max_items))
+				fail_msg("%s args.%s: %d items, the flag's %d", *name, a->name, a->max_items, f->max_items);
+		}
+		assert_null(a->name);
+	}
+	assert_null(ftd_job_args("nope"));
+	assert_null(ftd_job_flag_find("bw", "pcie-iters")); /* a flag is spelled with its dashes */
+	assert_non_null(ftd_job_flag_find("bw", "--pcie-iters"));
+}
+
 /* What `ftbench submit KIND --name value` sends is what the daemon takes. */
 static void test_submit_types_are_the_daemons(void **st)
 {
@@ -265,7 +297,7 @@ static void test_submit_types_are_the_daemons(void **st)
 	struct ftgpu_info gpus[1] = {{.index = 0}};
 	snprintf(gpus[0].uuid, sizeof gpus[0].uuid, "GPU-0000");
 	for (const char *const *name = ftargs_kind_names; *name; name++) {
-		for (const struct ftargs_spec *a = ftargs_kind_spec(*name); a->name; a++) {
+		for (const struct ftargs_spec *a = ftd_job_args(*name); a->name; a++) {
 			char value[64];
 			switch (a->type) {
 			case FTARGS_T_INT: snprintf(value, sizeof value, "%.0f", a->hi); break;
@@ -314,6 +346,7 @@ int main(void)
 		return 1;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_tables_match_spec),
+		cmocka_unit_test(test_bounds_are_the_flags),
 		cmocka_unit_test(test_submit_types_are_the_daemons),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);

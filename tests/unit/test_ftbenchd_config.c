@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../../daemon/config.c"
+#include "../lib/tmpdir.h"
 
 static char tmpdir[] = "/tmp/ftd-config-XXXXXX";
 
@@ -212,9 +213,7 @@ int main(void)
 		cmocka_unit_test(test_url_normalize),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-	if (system(cmd) != 0)
+	if (tmpdir_remove(tmpdir) != 0)
 		r = r ? r : 1;
 	return r;
 }

@@ -17,7 +17,7 @@
 #include "../../daemon/journal.h"
 #include "../../daemon/log.h"
 #include "util/fsutil.h"
-#include "tmpdir.h"
+#include "../lib/tmpdir.h"
 
 static char dir[] = "/tmp/ftd-journal-XXXXXX";
 
@@ -62,9 +62,7 @@ static void write_file(const char *name, const char *text)
 
 static void clear_dir(void)
 {
-	char cmd[600];
-	snprintf(cmd, sizeof cmd, "rm -f %s/*.json %s/*.tmp.* %s/*.txt", dir, dir, dir);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(tmpdir_clear(dir), 0);
 }
 
 static void load(struct ftd_job ***v, size_t *n, void (*cb)(struct ftd_job *, void *), void *ctx)

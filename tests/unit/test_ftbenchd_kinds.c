@@ -14,6 +14,7 @@
 
 #include "../../daemon/config.h"
 #include "../../daemon/kinds.h"
+#include "../lib/tmpdir.h"
 
 static struct ftd_config cfg;
 static struct ftgpu_info gpus[2];
@@ -442,9 +443,7 @@ int main(void)
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);
 	ftd_config_release(&cfg);
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", root);
-	if (system(cmd) != 0)
+	if (tmpdir_remove(root) != 0)
 		r = r ? r : 1;
 	return r;
 }

@@ -19,7 +19,7 @@
 #include "../../daemon/worker.h"
 #include "util/fsutil.h"
 #include "util/timeutil.h"
-#include "tmpdir.h"
+#include "../lib/tmpdir.h"
 
 static char dir[] = "/tmp/ftd-worker-XXXXXX";
 

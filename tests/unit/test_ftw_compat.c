@@ -22,7 +22,7 @@
 #include "moe/ftw.h"
 #include "moe/loader.h"
 #include "util/fsutil.h"
-#include "tmpdir.h"
+#include "../lib/tmpdir.h"
 
 static char tmpdir[256];
 

@@ -15,7 +15,7 @@
 
 #include "hw/gpu.h"
 #include "hw/pci.h"
-#include "tmpdir.h"
+#include "../lib/tmpdir.h"
 
 static struct ftgpu_info gpus[3];
 

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "ftprofile.h"
-#include "tmpdir.h"
+#include "../lib/tmpdir.h"
 
 /* An allocation fault seam: this program's strdup (it takes the place of libc's for the library
  * code linked in) fails, as out of memory, at the n-th call after strdup_fail_in = n (-1: never). */

@@ -13,7 +13,7 @@
 
 #include "bench/load_weights.h"
 #include "moe/ckptgen.h"
-#include "tmpdir.h"
+#include "../lib/tmpdir.h"
 
 static char tmpdir[256];
 

@@ -19,10 +19,11 @@
 #include "moe/banks.h"
 #include "moe/checksum.h"
 #include "moe/ckptgen.h"
+#include "moe/directio.h"
 #include "moe/ftw.h"
 #include "moe/loader.h"
 #include "util/fsutil.h"
-#include "tmpdir.h"
+#include "../lib/tmpdir.h"
 
 static char tmpdir[256];
 
@@ -651,6 +652,31 @@ static void test_odirect_fallback(void **s)
 	ftbanks_free(b);
 }
 
+static void test_directio_pread(void **s)
+{
+	/* the one read both loaders use: whole aligned windows, short only at EOF, 0 bytes past it */
+	char p[600];
+	snprintf(p, sizeof p, "%s/pread", tmpdir);
+	uint8_t data[3 * FTDIRECTIO_ALIGN + 100], buf[4 * FTDIRECTIO_ALIGN];
+	for (size_t i = 0; i < sizeof data; i++)
+		data[i] = (uint8_t)(i * 7 + 1);
+	assert_int_equal(ftfs_write_atomic(p, data, sizeof data, 0644), 0);
+	int fd = open(p, O_RDONLY);
+	assert_true(fd >= 0);
+	uint64_t got = 1;
+	assert_int_equal(ftdirectio_pread(fd, buf, 2 * FTDIRECTIO_ALIGN, FTDIRECTIO_ALIGN, &got), 0);
+	assert_int_equal(got, 2 * FTDIRECTIO_ALIGN);
+	assert_memory_equal(buf, data + FTDIRECTIO_ALIGN, got);
+	assert_int_equal(ftdirectio_pread(fd, buf, sizeof buf, 2 * FTDIRECTIO_ALIGN, &got), 0);
+	assert_int_equal(got, FTDIRECTIO_ALIGN + 100);
+	assert_memory_equal(buf, data + 2 * FTDIRECTIO_ALIGN, got);
+	assert_int_equal(ftdirectio_pread(fd, buf, sizeof buf, sizeof data + FTDIRECTIO_ALIGN, &got), 0);
+	assert_int_equal(got, 0);
+	close(fd);
+	assert_int_equal(ftdirectio_pread(fd, buf, 16, 0, &got), -EBADF);
+	assert_int_equal(got, 0);
+}
+
 static void test_ftw_hostile_index(void **s)
 {
 	char dir[600], ftw[600], err[1024], p[700];
@@ -717,6 +743,7 @@ int main(void)
 		cmocka_unit_test(test_gptoss_bf16),
 		cmocka_unit_test(test_refusals),         cmocka_unit_test(test_packed_3d),
 		cmocka_unit_test(test_auto_choice),      cmocka_unit_test(test_odirect_fallback),
+		cmocka_unit_test(test_directio_pread),
 		cmocka_unit_test(test_ftw_hostile_index),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

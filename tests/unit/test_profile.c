@@ -3,7 +3,6 @@
  * Fixtures: tests/fixtures/profiles/ (FT_SRCDIR names the source tree when not run from it). */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <math.h>
 #include <setjmp.h>
@@ -20,7 +19,7 @@
 #include <unistd.h>
 
 #include "ftprofile.h"
-#include "tmpdir.h"
+#include "../lib/tmpdir.h"
 #include "moe/formats.h"
 #include "util/fsutil.h"
 #include "../schema.h"
@@ -78,15 +77,9 @@ static void in_store(const char *file, char *out, size_t n)
 	SNP(out, n, "%s/%s", store, file);
 }
 
-static int rm_cb(const char *p, const struct stat *s, int flag, struct FTW *f)
-{
-	return remove(p);
-}
-
 static int setup(void **st)
 {
-	SNP(root, sizeof root, "/tmp/ftprof-test-XXXXXX");
-	if (!mkdtemp(root))
+	if (tmpdir_make(root, sizeof root, "ftprof-test") < 0)
 		return -1;
 	SNP(cache, sizeof cache, "%s/cache", root);
 	SNP(store, sizeof store, "%s/freetoken/benchbw", cache);
@@ -100,8 +93,7 @@ static int setup(void **st)
 
 static int teardown(void **st)
 {
-	nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-	return 0;
+	return tmpdir_remove(root);
 }
 
 /* ---------------------------------------------------------------- names and paths */

@@ -17,7 +17,7 @@
 #include "replay/policy.h"
 #include "replay/replay.h"
 #include "replay/workload.h"
-#include "tmpdir.h"
+#include "../lib/tmpdir.h"
 
 static int32_t src_buf[64], dst_buf[64];
 

@@ -15,7 +15,7 @@
 #include "moe/safetensors.h"
 #include "util/fsutil.h"
 #include "util/timeutil.h"
-#include "tmpdir.h"
+#include "../lib/tmpdir.h"
 
 static char tmpdir[256];
 

@@ -28,6 +28,18 @@ int tmpdir_remove(const char *dir)
 	return nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -1;
 }
 
+static int remove_below(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+	if (f->level == 0)
+		return 0;
+	return remove(path) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+int tmpdir_clear(const char *dir)
+{
+	return nftw(dir, remove_below, 16, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -1;
+}
+
 int tmpdir_put(const char *path, const void *data, size_t len)
 {
 	char dir[4096];
