@@ -578,7 +578,7 @@ static void test_batch_sweep(void **s)
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *m = open_memstream(&buf, &len);
-	ftbw_summary(m, p);
+	ftcli_bw_summary(m, p);
 	fclose(m);
 	char want[512] = "batch: cpu/gather GB/s (ratio)";
 	size_t wl = strlen(want);

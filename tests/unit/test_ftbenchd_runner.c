@@ -21,7 +21,7 @@
 #include "../../daemon/runner.h"
 #include "util/fsutil.h"
 #include "util/timeutil.h"
-#include "tmpdir.h"
+#include "../lib/tmpdir.h"
 
 static char dir[256];
 static char jobs_dir[300], logs_dir[300];
