@@ -127,7 +127,7 @@ MUTANTS = [
      "after a journal reload new jobs take sequence numbers of old ones (the list out of submission order)",
      False, ["tests/integration/daemon.sh"], {}),
     ("isa-need-vnni", "src/moe/cpu/isa.c",
-     "FTCPU_AVX512VL |\n\t\tFTCPU_AVX512_VNNI,", "FTCPU_AVX512VL,",
+     "FTCPU_AVX512DQ |\n\t\tFTCPU_AVX512_VNNI,", "FTCPU_AVX512DQ,",
      "the avx512vnni tier taken on a CPU without AVX512_VNNI", True, [], {}),
     ("daemon-retry-after", "daemon/api.c",
      "} else if (status == 429 || status == 503) {", "} else if (status == 503) {",
