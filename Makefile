@@ -131,7 +131,7 @@ BWFAULT      := $(BUILD)/tests/integration/ftbench_bwfault
 # test programs, with the doubles of tests/lib/ (TEST_LIB_HOOK_SRCS): ftbench_hooks (the real
 # ftbench with them) and test_loader. The product never has them (no_test_doubles.sh checks).
 HOOK_SRCS    := src/moe/directio.c src/bench/load_weights.c src/cli/output.c src/cli/cmd_bw.c \
-		src/cli/cmd_cache_copy.c src/cli/cmd_replay.c
+		src/cli/cmd_cache_copy.c src/cli/replay_run.c
 TEST_LIB_HOOK_SRCS := tests/lib/fake_gpus.c tests/lib/fake_replay.c
 HOOK_OBJS    := $(patsubst %,$(BUILD)/obj-hooks/%.o,$(basename $(HOOK_SRCS) $(TEST_LIB_HOOK_SRCS)))
 # ftbench_hooks: the CLI objects with the hook variants in place of their product ones

@@ -16,6 +16,7 @@
 #include "cli/bw_print.h"
 #include "cli/cli.h"
 #include "cli/flags.h"
+#include "cli/replay_run.h"
 #include "ftprofile.h"
 #include "hw/cpu.h"
 #include "moe/cpu/cpumoe.h"
@@ -353,7 +354,6 @@ static void bw_replay(json_t *prof, enum ftrp_size size, const struct ftgpu_info
 {
 	json_t *dk = json_object_get(prof, "dtype_kernels"), *e, *blocks = json_object();
 	const char *name;
-	int fake = ftcli_fake_gpus() >= 0;
 	json_object_foreach(dk, name, e) {
 		const struct ftfmt *f = ftfmt_lookup(name);
 		const struct ftmodel *m = f ? ftmodel_bw_dtype(f->id) : NULL;
@@ -377,51 +377,20 @@ static void bw_replay(json_t *prof, enum ftrp_size size, const struct ftgpu_info
 		c.bandwidth_verdict = json_string_value(json_object_get(e, "recommended"));
 		/* --cpu-kernel: the replay's CPU half at the engine's own layer-step time, as the engine
 		 * that reads this profile would decode; a probe that fails here skips the format's replay */
-		double pad[FTPROBE_MAX_ROUTES + 1], fpad[FTPROBE_MAX_ROUTES + 1];
-		int npad = 0;
-		json_t *path = NULL;
-		char err[1024];
-		if (probe_argv) {
-			struct ftprobe_request q = {
-				.format = name, .hidden = m->hidden, .inter = m->inter, .experts = m->experts,
-				.top_k = m->topk, .synth_experts = m->experts,
-				.expert_bytes = (long long)ftfmt_expert_bytes(f, m->hidden, m->inter),
-				.activation = ftfmt_act_name(m->act),
-				.swiglu_limit = m->swiglu_limit > 0 ? m->swiglu_limit : NAN, .threads = 0, .warmup = 8,
-				.steps = 32, .layers = c.layers, .batch = c.batch};
-			char label[160];
-			snprintf(label, sizeof label, "cpu-kernel %s: the engine's layer steps", name);
-			ftreport_note(rep, label);
-			int pr = ftprobe_engine_path(probe_argv, &q, probe_timeout, &path, pad, fpad, err, sizeof err);
-			if (pr < 0) {
-				char w[1300];
-				snprintf(w, sizeof w, "replay of %s not run (its verdict stays the bandwidth rule's): "
-					 "--cpu-kernel layer steps: %s", name, err);
-				ftcli_note("%s", w);
-				json_array_append_new(json_object_get(prof, "warnings"), json_string(w));
-				continue;
-			}
-			npad = pr == 0 ? c.batch * m->topk + 1 : 0;
-		}
-		struct ftrp_ops ops;
 		struct ftrp_gpu_opts go = {.device = gpu->index, .cpu = ci, .cpus = cpus, .ncpus = ncpus,
-					   .host_alloc = "register", .host_gib = 2, .tune = tune,
-					   .cpu_pad_us = npad ? pad : NULL, .cpu_pad_n = npad,
-					   .fetch_pad_us = npad ? fpad : NULL, .fetch_pad_n = npad};
-		if (fake ? ftrp_fake_ops_paced(0, go.cpu_pad_us, npad, go.fetch_pad_us, &ops) : ftrp_gpu_ops(&go, &ops)) {
-			json_decref(path);
+					   .host_alloc = "register", .host_gib = 2, .tune = tune};
+		json_t *blk = NULL;
+		char err[1024];
+		int probe_failed;
+		int r = ftcli_replay_format(&c, go, probe_argv, probe_timeout, rep, &blk, &probe_failed, err, sizeof err);
+		if (r && probe_failed) {
+			char w[1300];
+			snprintf(w, sizeof w, "replay of %s not run (its verdict stays the bandwidth rule's): "
+				 "--cpu-kernel layer steps: %s", name, err);
+			ftcli_note("%s", w);
+			json_array_append_new(json_object_get(prof, "warnings"), json_string(w));
 			continue;
 		}
-		json_t *blk = NULL;
-		int r = ftrp_run(&c, &ops, rep, &blk, err, sizeof err);
-		if (blk)
-			json_object_set_new(blk, "cpu_path", path ? path : json_pack("{s:s}", "source", "ftbench"));
-		else
-			json_decref(path);
-		if (fake)
-			ftrp_fake_ops_free(&ops);
-		else
-			ftrp_gpu_ops_free(&ops);
 		if (r == -ENOTSUP) {
 			ftcli_note("replay: %s; its verdict stays the bandwidth rule's", err);
 		} else if (r) {

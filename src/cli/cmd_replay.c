@@ -11,6 +11,7 @@
 #include "bench/cpu_probe.h"
 #include "cli/cli.h"
 #include "cli/flags.h"
+#include "cli/replay_run.h"
 #include "cli/table.h"
 #include "ftprofile.h"
 #include "hw/cpu.h"
@@ -107,41 +108,6 @@ const struct ftflag_cmd ftcli_flags_replay = {
 
 static int replay_cmd(struct rp_opts *op);
 
-/* --cpu-kernel CMD: the engine's CPU path for cfg's format (ftprobe_engine_path): *path for the
- * block's cpu_path, pad[0..top-k] the engine's added time per layer-step, fpad[0..top-k] its
- * hybrid path's added time per fetch count, *npad their length (0:
- * the engine has no CPU path for the format, ours runs at its own speed, with a note). 0, or the
- * exit status of a failed run (the error said). */
-static int engine_path(const char *cmd, double timeout, const struct ftrp_config *cfg, json_t **path, double *pad,
-		       double *fpad, int *npad)
-{
-	char **argv = NULL, err[1024];
-	const struct ftmodel *m = cfg->model;
-	*path = NULL;
-	*npad = 0;
-	if (ftprobe_split(cmd, &argv, err, sizeof err) < 0) {
-		ftcli_error("--cpu-kernel: %s", err);
-		return FTCLI_EXIT_USAGE;
-	}
-	long long eb = (long long)ftfmt_expert_bytes(cfg->fmt, m->hidden, m->inter);
-	struct ftprobe_request q = {.format = cfg->fmt->name, .hidden = m->hidden, .inter = m->inter,
-				    .experts = m->experts, .top_k = m->topk, .synth_experts = m->experts,
-				    .expert_bytes = eb, .activation = ftfmt_act_name(m->act),
-				    .swiglu_limit = m->swiglu_limit > 0 ? m->swiglu_limit : NAN, .threads = 0,
-				    .warmup = 8, .steps = 32, .layers = cfg->layers, .batch = cfg->batch};
-	ftcli_note("cpu-kernel %s: the engine's layer steps (%s)", cfg->fmt->name, argv[0]);
-	int r = ftprobe_engine_path(argv, &q, timeout, path, pad, fpad, err, sizeof err);
-	ftprobe_free_argv(argv);
-	if (r < 0) {
-		ftcli_error("--cpu-kernel %s: %s", cfg->fmt->name, err);
-		return r == -EINVAL ? FTCLI_EXIT_USAGE : FTCLI_EXIT_FAIL;
-	}
-	if (r == 1)
-		ftcli_note("%s", json_string_value(json_object_get(*path, "note")));
-	else
-		*npad = cfg->batch * m->topk + 1;
-	return 0;
-}
 
 /* The model's MoE layers for tok/s: its own, else a cache-copy profile of the same shape, else 48. */
 static int layers_model_of(const struct ftmodel *m)
@@ -565,43 +531,21 @@ static int save_traces(const struct rp_opts *op, const struct ftrp_config *cfg, 
 	return 0;
 }
 
-/* One format measured (go: the runner's options but the engine's path): with --cpu-kernel the
- * engine's layer steps first; *blk the format's replay block. 0 or an exit status. */
-static int run_format(const struct rp_opts *op, const struct ftrp_config *cfg, struct ftrp_gpu_opts go,
-		      const struct ftreport *rep, json_t **blk)
+/* One format measured (ftcli_replay_format); *blk its replay block. 0 or an exit status. */
+static int run_format(const struct rp_opts *op, const struct ftrp_config *cfg, const struct ftrp_gpu_opts *go,
+		      char *const *probe_argv, const struct ftreport *rep, json_t **blk)
 {
-	double pad[FTPROBE_MAX_ROUTES + 1], fpad[FTPROBE_MAX_ROUTES + 1];
-	int npad = 0, rc;
-	json_t *path = NULL;
 	char err[1024];
-	*blk = NULL;
-	if (op->cpu_kernel && (rc = engine_path(op->cpu_kernel, op->cpu_kernel_timeout, cfg, &path, pad, fpad, &npad)))
-		return rc;
-	go.cpu_pad_us = npad ? pad : NULL;
-	go.cpu_pad_n = npad;
-	go.fetch_pad_us = npad ? fpad : NULL;
-	go.fetch_pad_n = npad;
-	struct ftrp_ops ops;
-	int fake = ftcli_fake_gpus() >= 0;
-	if (fake ? ftrp_fake_ops_paced(0, go.cpu_pad_us, npad, go.fetch_pad_us, &ops) : ftrp_gpu_ops(&go, &ops)) {
-		json_decref(path);
-		ftcli_error("out of memory");
-		return FTCLI_EXIT_FAIL;
+	int probe_failed;
+	int r = ftcli_replay_format(cfg, *go, probe_argv, op->cpu_kernel_timeout, rep, blk, &probe_failed, err, sizeof err);
+	if (!r)
+		return 0;
+	if (probe_failed) {
+		ftcli_error("--cpu-kernel %s: %s", cfg->fmt->name, err);
+		return r == -EINVAL ? FTCLI_EXIT_USAGE : FTCLI_EXIT_FAIL;
 	}
-	int r = ftrp_run(cfg, &ops, rep, blk, err, sizeof err);
-	if (*blk)
-		json_object_set_new(*blk, "cpu_path", path ? path : json_pack("{s:s}", "source", "ftbench"));
-	else
-		json_decref(path);
-	if (fake)
-		ftrp_fake_ops_free(&ops);
-	else
-		ftrp_gpu_ops_free(&ops);
-	if (r) {
-		ftcli_error("%s", err);
-		return r == -ENODEV || r == -ENOTSUP ? FTCLI_EXIT_USAGE : FTCLI_EXIT_FAIL;
-	}
-	return 0;
+	ftcli_error("%s", err);
+	return r == -ENODEV || r == -ENOTSUP ? FTCLI_EXIT_USAGE : FTCLI_EXIT_FAIL;
 }
 
 static int replay_cmd(struct rp_opts *op)
@@ -616,11 +560,16 @@ static int replay_cmd(struct rp_opts *op)
 	struct ftprof *prof = NULL;
 	json_t *result = NULL;
 	int *cpus = NULL, nf, r, rc;
-	char why[256] = "", perr[1024];
+	char why[256] = "", perr[1024], **probe_argv = NULL;
 	if (ofmt == FTCLI_FMT_JSON)
 		ftcli_set_quiet(1);
 	if ((rc = base_config(op, &base, &tw)))
 		goto done;
+	if (op->cpu_kernel && ftprobe_split(op->cpu_kernel, &probe_argv, perr, sizeof perr) < 0) {
+		ftcli_error("--cpu-kernel: %s", perr);
+		rc = FTCLI_EXIT_USAGE;
+		goto done;
+	}
 	rc = FTCLI_EXIT_USAGE;
 	if ((nf = parse_formats(op->format, fmts)) < 0 || ftcli_tune_build(&op->tune, &tune) < 0)
 		goto done;
@@ -656,7 +605,7 @@ static int replay_cmd(struct rp_opts *op)
 		char from[600];
 		json_t *blk;
 		if ((rc = format_config(op, &base, fmts[fi], prof, &cfg, from, sizeof from)) ||
-		    (op->save && (rc = save_traces(op, &cfg, fmts, nf, fi))) || (rc = run_format(op, &cfg, go, &rep, &blk)))
+		    (op->save && (rc = save_traces(op, &cfg, fmts, nf, fi))) || (rc = run_format(op, &cfg, &go, probe_argv, &rep, &blk)))
 			goto out;
 		json_object_set_new(replay, fmts[fi]->name, blk);
 	}
@@ -676,6 +625,7 @@ out:
 	free(cpus);
 	ftcpu_release(&ci);
 done:
+	ftprobe_free_argv(probe_argv);
 	ftrp_workload_release(&tw);
 	return rc;
 }
