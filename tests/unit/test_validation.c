@@ -244,6 +244,27 @@ static void test_probe_split(void **s)
 	assert_non_null(strstr(err, "unbalanced"));
 }
 
+/* Each case of bad[] (subst in good replaced by with) fails ftprobe_parse with want in its
+ * message and leaves no samples. */
+struct bad_case {
+	const char *subst, *with, *want;
+};
+static void expect_parse_errors(const char *good, const struct ftprobe_request *q, const struct bad_case *bad, size_t n)
+{
+	struct ftprobe_result r;
+	char err[300];
+	for (size_t i = 0; i < n; i++) {
+		char doc[1400];
+		const char *at = strstr(good, bad[i].subst);
+		assert_non_null(at);
+		snprintf(doc, sizeof doc, "%.*s%s%s", (int)(at - good), good, bad[i].with, at + strlen(bad[i].subst));
+		assert_int_equal(ftprobe_parse(doc, strlen(doc), q, &r, err, sizeof err), -EPROTO);
+		if (!strstr(err, bad[i].want))
+			fail_msg("case %zu: the message was: %s", i, err);
+		assert_null(r.samples);
+	}
+}
+
 static void test_probe_parse(void **s)
 {
 	struct ftprobe_request q = {.format = "bf16", .expert_bytes = 100};
@@ -260,9 +281,7 @@ static void test_probe_parse(void **s)
 	assert_int_equal(r.threads, 2);
 	ftprobe_result_release(&r);
 	/* each defect named */
-	static const struct {
-		const char *subst, *with, *want;
-	} bad[] = {
+	static const struct bad_case bad[] = {
 		{"\"expert_bytes\":100", "\"expert_bytes\":99", "experts of 99 bytes"},
 		{"\"samples\":[9,10,11]", "\"samples\":[9,-1]", "\"samples\"[1]"},
 		{"\"samples\":[9,10,11]", "\"samples\":[]", "lacks \"samples\""},
@@ -273,18 +292,7 @@ static void test_probe_parse(void **s)
 		{"\"gbs\":10", "\"gbs\":10,\"gbs\":11", "not JSON"},
 		{"\"format\":\"bf16\"", "\"format\":\"nvfp4\"", "answered for format \"nvfp4\""},
 	};
-	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-		char doc[1024];
-		const char *at = strstr(good, bad[i].subst);
-		assert_non_null(at);
-		snprintf(doc, sizeof doc, "%.*s%s%s", (int)(at - good), good, bad[i].with, at + strlen(bad[i].subst));
-		assert_int_equal(ftprobe_parse(doc, strlen(doc), &q, &r, err, sizeof err), -EPROTO);
-		const char *want = bad[i].want;
-		if (!strstr(err, want))
-			print_error("case %zu: the message was: %s\n", i, err);
-		assert_non_null(strstr(err, want));
-		assert_null(r.samples);
-	}
+	expect_parse_errors(good, &q, bad, sizeof bad / sizeof *bad);
 	const char *none = "only logs\n";
 	assert_int_equal(ftprobe_parse(none, strlen(none), &q, &r, err, sizeof err), -EPROTO);
 	const char *unsup = "{\"protocol\":\"ftbench-cpu-kernel\",\"version\":1,\"engine\":{\"name\":\"e\",\"version\":\"1\"},"
@@ -337,9 +345,7 @@ static void test_probe_layer_steps(void **s)
 		if (fabs(fp[m] - fwant[m]) > 1e-9)
 			fail_msg("fetch pad %d: %g, want %g", m, fp[m], fwant[m]);
 	ftprobe_result_release(&r);
-	static const struct {
-		const char *subst, *with, *want;
-	} bad[] = {
+	static const struct bad_case bad[] = {
 		{"\"measure\":\"layer_step\",", "", "\"measure\" is not \"layer_step\""},
 		{"\"base_us\":40", "\"base_us\":0", "\"base_us\""},
 		{"{\"routes\":1,\"us\":500},", "", "an array of 5 entries"},
@@ -349,15 +355,7 @@ static void test_probe_layer_steps(void **s)
 		{"\"offload_us\":200", "\"offload_us\":-1", "\"offload_us\""},
 		{"\"steps\":32", "\"steps\":0", "\"steps\""},
 	};
-	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-		char doc[1400];
-		const char *at = strstr(good, bad[i].subst);
-		assert_non_null(at);
-		snprintf(doc, sizeof doc, "%.*s%s%s", (int)(at - good), good, bad[i].with, at + strlen(bad[i].subst));
-		assert_int_equal(ftprobe_parse(doc, strlen(doc), &q, &r, err, sizeof err), -EPROTO);
-		if (!strstr(err, bad[i].want))
-			fail_msg("case %zu: the message was: %s", i, err);
-	}
+	expect_parse_errors(good, &q, bad, sizeof bad / sizeof *bad);
 	/* the request line says what to measure */
 	char *line = ftprobe_request_line(&q);
 	assert_non_null(line);
