@@ -3,7 +3,8 @@
 per (format, workload, cache size) with both offload steps, both all-CPU (f = 0) steps, both
 winners, whether they agree (where the engine names one), and the engine's step at the
 replay's best fetch fraction as a share of its best hybrid step (what issue 30 asks to be
->= 0.95). Markdown on stdout, a summary line last.
+>= 0.95), and the mean |log(replay / engine)| of the hybrid steps both ran (how well the
+replay models the engine's hybrid path). Markdown on stdout, a summary line last.
 
 usage: compare_replay.py REPLAY_JSON MOE_JSON
   REPLAY_JSON  `ftbench replay --json` (with --save-trace: the routing the harness replays)
@@ -13,6 +14,7 @@ usage: compare_replay.py REPLAY_JSON MOE_JSON
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 
@@ -44,6 +46,7 @@ def main(argv: list[str]) -> int:
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     named = agree = 0
     shares = []
+    logerr = []  # |log(replay / engine)| of every hybrid fraction both ran
     for fmt, blk in rep["replay"].items():
         for p in blk["points"]:
             k = (fmt, key(p["workload"]), round(p["cache_fraction"], 2))
@@ -60,6 +63,10 @@ def main(argv: list[str]) -> int:
             hyb = [a for a in arms if a["mode"] == "hybrid" and a.get("fetch_fraction") is not None]
             e_f0 = next((arm_ms(a) for a in hyb if a["fetch_fraction"] == 0), None)
             best = min(hyb, key=arm_ms) if hyb else None
+            by_f = {a["fetch_fraction"]: arm_ms(a) for a in hyb}
+            for m in modes:
+                if m["mode"] == "hybrid_fraction" and by_f.get(m.get("fetch_fraction")):
+                    logerr.append(abs(math.log(m["ms_step"]["median"] / by_f[m["fetch_fraction"]])))
             rf = p.get("best_fetch_fraction")
             at = min(hyb, key=lambda a: abs(a["fetch_fraction"] - rf)) if hyb and rf is not None else None
             share = arm_ms(best) / arm_ms(at) if best and at else None
@@ -81,7 +88,8 @@ def main(argv: list[str]) -> int:
     lo = min(shares) if shares else float("nan")
     print(f"\nwinner agrees at {agree} of {named} points where the engine names one; the engine at the "
           f"replay's best f reaches {lo:.2f}..{max(shares) if shares else float('nan'):.2f} of its best hybrid "
-          f"({sum(s >= 0.95 for s in shares)} of {len(shares)} points >= 0.95)")
+          f"({sum(s >= 0.95 for s in shares)} of {len(shares)} points >= 0.95); mean |log(replay / engine)| "
+          f"of the hybrid steps {sum(logerr) / len(logerr) if logerr else float('nan'):.3f} ({len(logerr)} steps)")
     return 0
 
 
