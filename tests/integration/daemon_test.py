@@ -23,7 +23,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # ftd_harness
 from ftd_harness import (BUILD, FAKE, FTBENCHD, GPU0, GPU1, LIVE, ROOT, SLOW, WRAP, Daemon,  # noqa: E402
                          Scratch, bare_asserts, ensure, expect_error, finish, on_signals, openapi_contract,
-                         job_env_has, pid_alive, plan, run_tests, stop_all_daemons)
+                         job_env_has, parse_sse, pid_alive, plan, run_tests, stop_all_daemons)
 
 CONTRACT = openapi_contract()
 
@@ -46,19 +46,8 @@ def sse(d, jid, timeout=20):
     ensure(r.getheader("Content-Type").startswith("text/event-stream"))
     raw = r.read()
     CONTRACT.check("GET", f"/benchmark/jobs/{jid}/events", r.status, {k.lower(): v for k, v in r.getheaders()}, raw)
-    text = raw.decode()
     c.close()
-    events = []
-    for block in text.split("\n\n"):
-        ev = data = None
-        for line in block.split("\n"):
-            if line.startswith("event: "):
-                ev = line[7:]
-            elif line.startswith("data: "):
-                data = json.loads(line[6:])
-        if ev:
-            events.append((ev, data))
-    return events
+    return [(ev, data) for _, ev, data in parse_sse(raw) if ev]
 
 
 def escaped_child_ends(d, j):
@@ -606,17 +595,7 @@ def events_with_ids(d, jid, last=None):
     h = {"Last-Event-ID": str(last)} if last is not None else {}
     st, _, raw = d.req("GET", f"/benchmark/jobs/{jid}/events", headers=h)
     ensure(st == 200, lambda: f"events of {jid}: {st}")
-    out = []
-    for block in raw.decode().split("\n\n"):
-        f = {}
-        for line in block.split("\n"):
-            if line.startswith(":") or ":" not in line:
-                continue
-            k, v = line.split(":", 1)
-            f[k] = v[1:] if v.startswith(" ") else v
-        if "data" in f:
-            out.append((f.get("id"), f.get("event"), json.loads(f["data"])))
-    return out
+    return parse_sse(raw)
 
 
 def live_events(d, jid, n, timeout=20):

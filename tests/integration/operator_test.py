@@ -15,7 +15,7 @@ import time
 from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # ftd_harness
-from ftd_harness import BUILD, FTBENCHD, GPU0, ROOT, CheckFailed, Scratch, finish, nfd_labels, openapi_contract, plan, run_tests  # noqa: E402,E501
+from ftd_harness import BUILD, FTBENCHD, GPU0, ROOT, CheckFailed, Scratch, finish, nfd_labels, openapi_contract, parse_sse, plan, run_tests  # noqa: E402,E501
 from ftd_harness import Daemon as _Daemon  # noqa: E402
 from ftd_harness import ensure as check  # noqa: E402
 
@@ -36,17 +36,7 @@ def sse_events(d, jid, last=None):
     h = {"Last-Event-ID": str(last)} if last is not None else {}
     st, _, raw = d.req("GET", f"/benchmark/jobs/{jid}/events", headers=h)
     check(st == 200, f"events: {st}")
-    out = []
-    for block in raw.decode().split("\n\n"):
-        f = {}
-        for line in block.splitlines():
-            if line.startswith(":") or ":" not in line:
-                continue
-            k, v = line.split(":", 1)
-            f[k] = v[1:] if v.startswith(" ") else v
-        if "data" in f:
-            out.append((f.get("id"), f.get("event"), json.loads(f["data"])))
-    return out
+    return parse_sse(raw)
 
 
 # ---------------------------------------------------------------- tests

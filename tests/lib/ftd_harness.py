@@ -54,6 +54,23 @@ def bare_asserts(path):
     return sorted(n.lineno for n in ast.walk(tree) if isinstance(n, ast.Assert))
 
 
+def parse_sse(raw):
+    """An event stream (bytes) as [(id, event, data)]: each block's fields ("name: value", the one
+    space after the colon dropped), comments left out, data parsed as JSON; blocks without data
+    are skipped."""
+    out = []
+    for block in raw.decode().split("\n\n"):
+        f = {}
+        for line in block.splitlines():
+            if line.startswith(":") or ":" not in line:
+                continue
+            k, v = line.split(":", 1)
+            f[k] = v[1:] if v.startswith(" ") else v
+        if "data" in f:
+            out.append((f.get("id"), f.get("event"), json.loads(f["data"])))
+    return out
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
