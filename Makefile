@@ -292,7 +292,7 @@ $(BUILD)/bench/lazy_load_probe: bench/lazy_load_probe.cu
 	@mkdir -p $(@D)
 	$(Q)$(NVCC) -O2 $(foreach s,$(SMS),-gencode arch=compute_$(s),code=sm_$(s)) $< -o $@ -lpthread
 
-$(BUILD)/bench/ensure_prof $(BUILD)/bench/ensure_time: bench/ensure_prof.cu kernels/slot_cache.cu kernels/slot_cache.h
+$(BUILD)/bench/ensure_prof $(BUILD)/bench/ensure_time: bench/ensure_prof.cu kernels/slot_cache.cu kernels/slot_cache_impl.cuh kernels/slot_cache.h
 	$(call say,NVCC,$@)
 	@mkdir -p $(@D)
 	$(Q)$(NVCC) -std=c++17 -O3 -lineinfo $(foreach s,$(SMS),-gencode arch=compute_$(s),code=sm_$(s)) \
