@@ -174,10 +174,9 @@ template <int F> struct tile {
 				break;
 			const uint16_t *xk = xb + (size_t)(it + u) * KI;
 			if (F == KF_BF16) {
-				const uint2 b0 = *reinterpret_cast<const uint2 *>(xk);
-				const uint2 b1 = *reinterpret_cast<const uint2 *>(xk + 4);
-				mma_bf16(acc, f[u].a.x, f[u].b.x, f[u].a.y, f[u].b.y, b0);
-				mma_bf16(acc, f[u].a.z, f[u].b.z, f[u].a.w, f[u].b.w, b1);
+				const uint4 bb = *reinterpret_cast<const uint4 *>(xk);
+				mma_bf16(acc, f[u].a.x, f[u].b.x, f[u].a.y, f[u].b.y, make_uint2(bb.x, bb.y));
+				mma_bf16(acc, f[u].a.z, f[u].b.z, f[u].a.w, f[u].b.w, make_uint2(bb.z, bb.w));
 			} else {
 				/* two accumulator chains of 4 mma steps (nvfp4: the chunk's two scale
 				 * blocks; ds_fp4: added up before the scale, which made its steps 3-8 %
@@ -190,11 +189,10 @@ template <int F> struct tile {
 					uint32_t P[4], Q[4];
 					fp4x8(wa[j], P);
 					fp4x8(wb[j], Q);
-					const uint2 b0 = *reinterpret_cast<const uint2 *>(xk + 8 * j);
-					const uint2 b1 = *reinterpret_cast<const uint2 *>(xk + 8 * j + 4);
+					const uint4 bb = *reinterpret_cast<const uint4 *>(xk + 8 * j);
 					float *d = j >= 2 ? d1 : d0;
-					mma_f16(d, P[0], Q[0], P[1], Q[1], b0);
-					mma_f16(d, P[2], Q[2], P[3], Q[3], b1);
+					mma_f16(d, P[0], Q[0], P[1], Q[1], make_uint2(bb.x, bb.y));
+					mma_f16(d, P[2], Q[2], P[3], Q[3], make_uint2(bb.z, bb.w));
 				}
 				if (F == KF_DSFP4) {
 #pragma unroll
