@@ -39,6 +39,8 @@
  * memory system is busy from a block's start. */
 #include "expert_gemv_dev.cuh"
 
+#include <cooperative_groups.h>
+
 #ifndef FTGEMV_GU_WARPS
 #define FTGEMV_GU_WARPS 4   /* warps of a gate_up block (bf16: split K; 4-bit: a tile each) */
 #endif
@@ -74,6 +76,15 @@
 #endif
 #ifndef FTGEMV_UNROLL_BF16
 #define FTGEMV_UNROLL_BF16 1
+#endif
+#ifndef FTGEMV_FZ_WPSM_BF16
+#define FTGEMV_FZ_WPSM_BF16 FTGEMV_GU_WPSM_BF16 /* the fused kernel's warps an SM */
+#endif
+#ifndef FTGEMV_FZ_WPSM
+#define FTGEMV_FZ_WPSM FTGEMV_GU_WPSM
+#endif
+#ifndef FTGEMV_FUSED_DEFAULT
+#define FTGEMV_FUSED_DEFAULT 0 /* ftgemv_init's choice of the fused kernel (where the device can) */
 #endif
 #define FTGEMV_PAD 8        /* u16 elements between staged vectors (spreads shared-memory banks) */
 
@@ -310,24 +321,23 @@ static inline size_t scratch_bytes(size_t B, size_t topk, long H, long I)
 	       B * (size_t)dn_groups(H) * 4;
 }
 
-/* gate_up + activation. Grid (I / gu_rows, topk, B), block FTGEMV_GU_WARPS warps; dynamic
- * shared memory 3 staged vectors of H and their block factors. h of (b, r), rows j: act(gate_j
- * . x_b, up_j . x_b), written to the scratch ready to stage (and its block factor). */
+/* gate_up + activation of one block: rows j of block jb of (token b, route r), gu_cfg's warps;
+ * dynamic shared memory sm_gu: 3 staged vectors of H and their block factors. h of (b, r),
+ * rows j: act(gate_j . x_b, up_j . x_b), written to the scratch ready to stage (and its block
+ * factor). Block 0 of route 0 also zeroes token b's down counters (and y[b] if it has no live
+ * route). */
 template <int F>
-__global__ void __launch_bounds__(gu_cfg<F>::warps * 32, gu_cfg<F>::minb) gu_kernel(const gv_params p)
+__device__ __forceinline__ void gu_block(const gv_params &p, int jb, int r, int b, uint16_t *sm_gu)
 {
 	constexpr int TL = gu_cfg<F>::tiles, KS = gu_cfg<F>::ks;
-	extern __shared__ __align__(16) uint16_t sm_gu[];
 	__shared__ float red[KS][TL][16];
 	__shared__ float hv[gu_rows<F>::v];
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 	const int tw = KS == 1 ? warp : warp % TL, ks = KS == 1 ? 0 : warp / TL;
 	constexpr int NT = gu_cfg<F>::warps * 32;
-	const int j0 = blockIdx.x * gu_rows<F>::v, r = blockIdx.y, b = blockIdx.z;
+	const int j0 = jb * gu_rows<F>::v;
 	const long H = p.H, I = p.I;
-	grid_wait();
-	grid_release();
-	if (blockIdx.x == 0 && r == 0) {
+	if (jb == 0 && r == 0) {
 		/* this call's down counters of token b start at 0; a token without a live route gets
 		 * zeros (no down block writes it) */
 		unsigned *cnt = dn_counters(p) + (size_t)b * dn_groups(H);
@@ -442,6 +452,15 @@ __global__ void __launch_bounds__(gu_cfg<F>::warps * 32, gu_cfg<F>::minb) gu_ker
 	}
 }
 
+template <int F>
+__global__ void __launch_bounds__(gu_cfg<F>::warps * 32, gu_cfg<F>::minb) gu_kernel(const gv_params p)
+{
+	extern __shared__ __align__(16) uint16_t sm_gu[];
+	grid_wait();
+	grid_release();
+	gu_block<F>(p, blockIdx.x, blockIdx.y, blockIdx.z, sm_gu);
+}
+
 /* Bytes of a down block's dynamic shared memory: the zero region, hi / lo of its route's h,
  * their block factors. */
 static size_t dn_smem(long I)
@@ -449,25 +468,33 @@ static size_t dn_smem(long I)
 	return 3 * ((size_t)I + FTGEMV_PAD) * 2 + (size_t)(I / 32) * 4;
 }
 
-/* down. Grid (dn_groups(H), topk, B), block FTGEMV_DN_WARPS warps, warp w the 16 rows n0 +
- * 16 w of its group; dynamic shared memory dn_smem(I). Each block writes w[b, r] * (down_r .
- * h[b, r]) for its rows to the scratch; the last block of a row group to finish (a counter per
- * group, zeroed by the gate_up kernel) adds the routes up in route order (deterministic) into
- * y[b]. */
-template <int F>
-__global__ void __launch_bounds__(dn_cfg<F>::warps * 32, dn_cfg<F>::minb) dn_kernel(const gv_params p)
+/* How a down block waits for the gate_up results (h) it stages: DN_NONE (the caller did),
+ * DN_GRID_DEP (programmatic dependent launch), DN_GRID_SYNC (the fused kernel's grid barrier;
+ * every block calls it once, also one whose route is not live). */
+enum { DN_NONE = 0, DN_GRID_DEP = 1, DN_GRID_SYNC = 2 };
+
+__device__ static inline void grid_sync(void)
 {
-	constexpr int TL = dn_cfg<F>::tiles, KS = dn_cfg<F>::ks;
-	extern __shared__ __align__(16) uint16_t sm_dn[];
+	cooperative_groups::this_grid().sync();
+}
+
+/* down of one block: row group grp of (token b, route r), dn_cfg's tiles x K parts as tasks of
+ * NW warps (warp w: tasks w, w + NW, ..., task t tile t % tiles, K part t / tiles); dynamic
+ * shared memory dn_smem(I). Writes w[b, r] * (down_r . h[b, r]) for its rows to the scratch;
+ * the last block of a row group to finish (a counter per group, zeroed by gate_up block 0 of
+ * route 0) adds the routes up in route order (deterministic) into y[b] and leaves the counter. */
+template <int F, int NW, int WAIT>
+__device__ __forceinline__ void dn_block(const gv_params &p, int grp, int r, int b, uint16_t *sm_dn)
+{
+	constexpr int TL = dn_cfg<F>::tiles, KS = dn_cfg<F>::ks, PER = TL * KS / NW;
+	static_assert(PER * NW == TL * KS, "a down block's tasks in equal shares of its warps");
 	__shared__ int s_slot[FTGEMV_MAX_TOPK];
 	__shared__ int s_last;
 	__shared__ float red[KS][TL][16];
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-	const int tw = KS == 1 ? warp : warp % TL, ks = KS == 1 ? 0 : warp / TL;
-	constexpr int NT = dn_cfg<F>::warps * 32;
-	const int grp = blockIdx.x, r = blockIdx.y, b = blockIdx.z, topk = p.topk;
+	constexpr int NT = NW * 32;
+	const int topk = p.topk;
 	const long H = p.H, I = p.I;
-	const long n0 = (long)grp * FTGEMV_DN_GROUP + 16 * tw; /* this warp's rows */
 	const size_t ve = vec_elems(I);
 	uint16_t *zero = sm_dn, *hi = sm_dn + ve, *lo = sm_dn + 2 * ve;
 	float *spost = reinterpret_cast<float *>(sm_dn + 3 * ve);
@@ -480,18 +507,29 @@ __global__ void __launch_bounds__(dn_cfg<F>::warps * 32, dn_cfg<F>::minb) dn_ker
 	}
 	__syncthreads();
 	const int slot = s_slot[r];
-	if (slot < 0)
+	if (slot < 0) {
+		if (WAIT == DN_GRID_SYNC)
+			grid_sync();
 		return;
-	const int NI = (int)(I / kiter<F>::v), i0 = NI * ks / KS, i1 = NI * (ks + 1) / KS;
+	}
+	const int NI = (int)(I / kiter<F>::v);
+	/* task k of this warp: tile (warp + k NW) % TL (rows n0 .. n0 + 15), K part (warp + k NW) / TL */
+	const int tw = KS == 1 ? warp : warp % TL, ks = KS == 1 ? 0 : warp / TL;
+	const int i0 = NI * ks / KS, i1 = NI * (ks + 1) / KS;
+	const long n0 = (long)grp * FTGEMV_DN_GROUP + 16 * tw;
 	const bool rows = n0 < H;
-	const tile<F> t(p.dn_w + (size_t)slot * p.dn_wb, p.dn_s ? p.dn_s + (size_t)slot * p.dn_sb : NULL, I,
-			rows ? n0 : 0, 8, lane, hi, lo, zero, spost);
+	const uint8_t *wbase = p.dn_w + (size_t)slot * p.dn_wb, *sbase = p.dn_s ? p.dn_s + (size_t)slot * p.dn_sb : NULL;
+	const tile<F> t(wbase, sbase, I, rows ? n0 : 0, 8, lane, hi, lo, zero, spost);
 	/* the first loads go out now */
 	frag A[unroll<F>::v];
 	if (rows)
 		t.load(A, i0, i1);
-	grid_wait(); /* h of the gate_up kernel */
-	grid_release();
+	if (WAIT == DN_GRID_DEP) {
+		grid_wait(); /* h of the gate_up kernel */
+		grid_release();
+	} else if (WAIT == DN_GRID_SYNC) {
+		grid_sync();
+	}
 
 	/* stage this route's h: a copy of what the gate_up kernel wrote */
 	const uint16_t *src = reinterpret_cast<const uint16_t *>(p.h) + ((size_t)b * topk + r) * 2 * I;
@@ -508,9 +546,9 @@ __global__ void __launch_bounds__(dn_cfg<F>::warps * 32, dn_cfg<F>::minb) dn_ker
 	__syncthreads();
 
 	float *part = dn_part(p) + ((size_t)b * topk + r) * H;
-	/* rows n0 + g and n0 + g + 8 (sums t0, t1) of this route into the scratch */
-	auto put = [&](float t0, float t1) {
-		const long ra = n0 + (lane >> 2), rb = ra + 8;
+	/* rows m + g and m + g + 8 (sums t0, t1) of this route into the scratch */
+	auto put = [&](long m, float t0, float t1) {
+		const long ra = m + (lane >> 2), rb = ra + 8;
 		float f0 = p.w[b * topk + r] * (F == KF_NVFP4 ? FP4_POST : 1.0f), f1 = f0;
 		if (F == KF_NVFP4) {
 			const uint8_t *gl = p.dn_g + (size_t)slot * p.dn_gb;
@@ -527,7 +565,7 @@ __global__ void __launch_bounds__(dn_cfg<F>::warps * 32, dn_cfg<F>::minb) dn_ker
 			float t0, t1;
 			tile_rows(acc, &t0, &t1);
 			if ((lane & 3) == 0)
-				put(t0, t1);
+				put(n0, t0, t1);
 		}
 	} else {
 		float t0 = 0, t1 = 0;
@@ -536,20 +574,46 @@ __global__ void __launch_bounds__(dn_cfg<F>::warps * 32, dn_cfg<F>::minb) dn_ker
 			t.run(A, i0, i1, acc);
 			tile_rows(acc, &t0, &t1);
 		}
-		/* the K parts of each tile added up in part order (deterministic) */
 		if ((lane & 3) == 0) {
 			red[ks][tw][lane >> 2] = t0;
 			red[ks][tw][8 + (lane >> 2)] = t1;
 		}
-		__syncthreads();
-		t0 = 0;
-		t1 = 0;
-		for (int i = 0; i < KS; i++) {
-			t0 += red[i][tw][lane >> 2];
-			t1 += red[i][tw][8 + (lane >> 2)];
+		/* this warp's further tasks (a block of fewer warps than tasks) */
+#pragma unroll
+		for (int k = 1; k < PER; k++) {
+			const int tk = warp + k * NW, twk = tk % TL, ksk = tk / TL;
+			const long nk = (long)grp * FTGEMV_DN_GROUP + 16 * twk;
+			t0 = 0, t1 = 0;
+			if (nk < H) {
+				const tile<F> u(wbase, sbase, I, nk, 8, lane, hi, lo, zero, spost);
+				const int j0 = NI * ksk / KS, j1 = NI * (ksk + 1) / KS;
+				frag Ak[unroll<F>::v];
+				u.load(Ak, j0, j1);
+				float acc[4] = {0, 0, 0, 0};
+				u.run(Ak, j0, j1, acc);
+				tile_rows(acc, &t0, &t1);
+			}
+			if ((lane & 3) == 0) {
+				red[ksk][twk][lane >> 2] = t0;
+				red[ksk][twk][8 + (lane >> 2)] = t1;
+			}
 		}
-		if (rows && ks == 0 && (lane & 3) == 0)
-			put(t0, t1);
+		/* the K parts of each tile added up in part order (deterministic); the task of K
+		 * part 0 writes it */
+		__syncthreads();
+#pragma unroll
+		for (int k = 0; k < PER; k++) {
+			const int tk = warp + k * NW, twk = tk % TL;
+			const long nk = (long)grp * FTGEMV_DN_GROUP + 16 * twk;
+			t0 = 0;
+			t1 = 0;
+			for (int i = 0; i < KS; i++) {
+				t0 += red[i][twk][lane >> 2];
+				t1 += red[i][twk][8 + (lane >> 2)];
+			}
+			if (nk < H && tk / TL == 0 && (lane & 3) == 0)
+				put(nk, t0, t1);
+		}
 	}
 	/* the last block of the row group adds the live routes up, in route order */
 	__threadfence();
@@ -574,6 +638,45 @@ __global__ void __launch_bounds__(dn_cfg<F>::warps * 32, dn_cfg<F>::minb) dn_ker
 	}
 }
 
+template <int F>
+__global__ void __launch_bounds__(dn_cfg<F>::warps * 32, dn_cfg<F>::minb) dn_kernel(const gv_params p)
+{
+	extern __shared__ __align__(16) uint16_t sm_dn[];
+	dn_block<F, dn_cfg<F>::warps, DN_GRID_DEP>(p, blockIdx.x, blockIdx.y, blockIdx.z, sm_dn);
+}
+
+/* Both phases in one cooperative launch: each block takes gate_up blocks i = blockIdx.x,
+ * blockIdx.x + gridDim.x, ... (i = (jb, r, b) in that order), then down blocks the same way;
+ * the first down block of each waits at the grid barrier, its first loads already issued (no
+ * kernel boundary, no second launch). A gate_up block's warps (4) run the down tasks; the same
+ * arithmetic as the two kernels: bit-identical results. Dynamic shared memory: the larger of
+ * the two. */
+template <int F> struct fz_cfg {
+	static constexpr int warps = gu_cfg<F>::warps;
+	static constexpr int minb = (F == KF_BF16 ? FTGEMV_FZ_WPSM_BF16 : FTGEMV_FZ_WPSM) / warps;
+};
+template <int F>
+__global__ void __launch_bounds__(fz_cfg<F>::warps * 32, fz_cfg<F>::minb) fz_kernel(const gv_params p)
+{
+	extern __shared__ __align__(16) uint16_t sm_fz[];
+	const int nj = p.I / gu_rows<F>::v, ng = dn_groups(p.H), topk = p.topk;
+	const int ngu = nj * topk * p.B, ndn = ng * topk * p.B;
+	for (int i = blockIdx.x; i < ngu; i += gridDim.x) {
+		gu_block<F>(p, i % nj, (i / nj) % topk, i / (nj * topk), sm_fz);
+		__syncthreads();
+	}
+	int i = blockIdx.x;
+	if (i >= ndn) {
+		grid_sync();
+		return;
+	}
+	dn_block<F, fz_cfg<F>::warps, DN_GRID_SYNC>(p, i % ng, (i / ng) % topk, i / (ng * topk), sm_fz);
+	for (i += gridDim.x; i < ndn; i += gridDim.x) {
+		__syncthreads();
+		dn_block<F, fz_cfg<F>::warps, DN_NONE>(p, i % ng, (i / ng) % topk, i / (ng * topk), sm_fz);
+	}
+}
+
 /* ------------------------------------------------------------------ host side */
 
 static int kfmt_of(enum ftfmt_id f)
@@ -586,11 +689,17 @@ static size_t gu_smem(long H)
 	return 3 * ((size_t)H + FTGEMV_PAD) * 2 + (size_t)(H / 32) * 4;
 }
 
-template <int F> static cudaError_t set_attrs(size_t gu, size_t dn)
+/* The kernels' shared memory limits; *fz: blocks of the fused kernel an SM holds. */
+template <int F> static cudaError_t set_attrs(size_t gu, size_t dn, int *fz)
 {
+	const size_t m = gu > dn ? gu : dn;
 	cudaError_t e = cudaFuncSetAttribute(gu_kernel<F>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)gu);
 	if (!e)
 		e = cudaFuncSetAttribute(dn_kernel<F>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dn);
+	if (!e)
+		e = cudaFuncSetAttribute(fz_kernel<F>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)m);
+	if (!e)
+		e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(fz, fz_kernel<F>, fz_cfg<F>::warps * 32, m);
 	return e;
 }
 
@@ -613,10 +722,12 @@ extern "C" cudaError_t ftgemv_init(struct ftgemv_experts *e)
 		e->bank_bytes[i] = i < n ? sh[i].expert_bytes : 0;
 	}
 	e->nbanks = n;
-	int dev, major, optin;
+	int dev, major, optin, sms, coop, fz = 0;
 	cudaError_t err;
 	if ((err = cudaGetDevice(&dev)) || (err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev)) ||
-	    (err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)))
+	    (err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) ||
+	    (err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) ||
+	    (err = cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev)))
 		return err;
 	const size_t gu = gu_smem(e->H), dn = dn_smem(e->I);
 	const size_t lim = (size_t)optin - 1024; /* the kernels' static shared memory */
@@ -628,10 +739,13 @@ extern "C" cudaError_t ftgemv_init(struct ftgemv_experts *e)
 	 * bench/RESULTS.md, "GPU expert GEMV" */
 	e->pdl = major >= 9 && F == KF_BF16;
 	switch (F) {
-	case KF_BF16: return set_attrs<KF_BF16>(gu, e->dn_smem_max);
-	case KF_NVFP4: return set_attrs<KF_NVFP4>(gu, e->dn_smem_max);
-	default: return set_attrs<KF_DSFP4>(gu, e->dn_smem_max);
+	case KF_BF16: err = set_attrs<KF_BF16>(gu, dn, &fz); break;
+	case KF_NVFP4: err = set_attrs<KF_NVFP4>(gu, dn, &fz); break;
+	default: err = set_attrs<KF_DSFP4>(gu, dn, &fz); break;
 	}
+	e->fz_blocks = coop ? fz * sms : 0;
+	e->fused = FTGEMV_FUSED_DEFAULT && e->fz_blocks > 0;
+	return err;
 }
 
 extern "C" size_t ftgemv_scratch_bytes(const struct ftgemv_experts *e, int B, int topk)
@@ -646,9 +760,21 @@ static cudaError_t launch(const struct ftgemv_experts *e, const gv_params &p, in
 {
 	cudaLaunchAttribute at;
 	cudaLaunchConfig_t cfg = {};
+	cfg.stream = s;
+	if (e->fused) {
+		const long items = (long)B * p.topk * (e->I / gu_rows<F>::v > dn_groups(e->H) ? e->I / gu_rows<F>::v : dn_groups(e->H));
+		at.id = cudaLaunchAttributeCooperative;
+		at.val.cooperative = 1;
+		cfg.attrs = &at;
+		cfg.numAttrs = 1;
+		cfg.gridDim = dim3((unsigned)(items < e->fz_blocks ? items : e->fz_blocks));
+		cfg.blockDim = dim3(fz_cfg<F>::warps * 32);
+		cfg.dynamicSmemBytes = gu_smem(e->H) > dn_smem(e->I) ? gu_smem(e->H) : dn_smem(e->I);
+		const cudaError_t err = cudaLaunchKernelEx(&cfg, fz_kernel<F>, p);
+		return err ? err : cudaGetLastError();
+	}
 	at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
 	at.val.programmaticStreamSerializationAllowed = 1;
-	cfg.stream = s;
 	if (e->pdl) {
 		cfg.attrs = &at;
 		cfg.numAttrs = 1;
@@ -671,7 +797,7 @@ extern "C" cudaError_t ftgemv_moe(const struct ftgemv_experts *e, int B, int top
 {
 	const int F = e ? kfmt_of(e->fmt) : -1;
 	if (F < 0 || e->nbanks <= 0 || B < 1 || B > 65535 || topk < 1 || topk > FTGEMV_MAX_TOPK || !d_slots ||
-	    !d_w || !d_x || !d_y || !d_scratch)
+	    !d_w || !d_x || !d_y || !d_scratch || (e->fused && e->fz_blocks < 1))
 		return cudaErrorInvalidValue;
 	gv_params p = {};
 	const uint8_t *const *pl = (const uint8_t *const *)e->pool;
