@@ -11,8 +11,8 @@
  * slot arrays are captured in one CUDA graph (as an engine replays its decode step); the time
  * of REPS graph launches between events, median of TRIALS, gives us per step, both kernels
  * and the gap between them included. Variants: the default (ftgemv_init's choice), nopdl
- * (plain launches), pdl (programmatic launches) and fused (one cooperative kernel for both
- * phases). Pools hold a constant byte pattern (speed does not depend on the values; the
+ * (two kernels, plain launches), pdl (two kernels, programmatic launches) and fused (one
+ * cooperative kernel for both phases). Pools hold a constant byte pattern (speed does not depend on the values; the
  * results are checked by tests/gpu/test_expert_gemv.c). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,11 +99,10 @@ static double time_steps(struct ftgemv_experts *e0, int variant, int B, int topk
 			 double *hi)
 {
 	struct ftgemv_experts e = *e0;
-	e.fused = variant == 3;
-	if (variant == 1 || variant == 3)
-		e.pdl = 0;
-	else if (variant == 2)
-		e.pdl = 1;
+	if (variant) {
+		e.fused_b = variant == 3 ? MAXB : 0;
+		e.pdl = variant == 2;
+	}
 	if (variant == 3 && !e.fz_blocks)
 		return -1; /* no cooperative launches on this device */
 	cudaGraph_t g;
