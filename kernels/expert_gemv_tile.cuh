@@ -91,6 +91,15 @@ template <int F> struct tile {
 			if (it + u >= i1)
 				break;
 			const uint16_t *xk = xb + (size_t)(it + u) * KI;
+#ifdef FTGEMV_LOADONLY
+			/* bench-only build: the loads without the decode and the mma steps (wrong sums;
+			 * the memory side's bound of this loop) */
+			if (F != KF_BF16) {
+				acc[0] += __uint_as_float((f[u].a.x ^ f[u].a.y ^ f[u].a.z ^ f[u].a.w ^ f[u].b.x ^ f[u].b.y ^
+							   f[u].b.z ^ f[u].b.w ^ f[u].sa ^ f[u].sb) & 0x3f7fffffu);
+				continue;
+			}
+#endif
 			if (F == KF_BF16) {
 				/* two 8-byte loads (one 16-byte load: bf16 1 % slower at batch 1) */
 				const uint2 b0 = *reinterpret_cast<const uint2 *>(xk);
