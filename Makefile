@@ -286,13 +286,13 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(BENCH_CU_OBJS) $(LIBFTBENCH)
 # bench/mhd_limit_repro.c: the libmicrohttpd 0.9.75 limit deadlock that daemon/front.h works around.
 $(BUILD)/bench/mhd_limit_repro: LIBS += -lmicrohttpd -lpthread
 
-# bench/lazy_load_probe.cu: a whole CUDA program too (issue 23: a first launch beside a spinning kernel).
+# bench/lazy_load_probe.cu: a whole CUDA program too (a first launch beside a spinning kernel).
 $(BUILD)/bench/lazy_load_probe: bench/lazy_load_probe.cu
 	$(call say,NVCC,$@)
 	@mkdir -p $(@D)
 	$(Q)$(NVCC) -O2 $(foreach s,$(SMS),-gencode arch=compute_$(s),code=sm_$(s)) $< -o $@ -lpthread
 
-$(BUILD)/bench/ensure_prof $(BUILD)/bench/ensure_time: bench/ensure_prof.cu kernels/slot_cache.cu kernels/slot_cache.h
+$(BUILD)/bench/ensure_prof $(BUILD)/bench/ensure_time: bench/ensure_prof.cu kernels/slot_cache.cu kernels/slot_cache_impl.cuh kernels/slot_cache.h
 	$(call say,NVCC,$@)
 	@mkdir -p $(@D)
 	$(Q)$(NVCC) -std=c++17 -O3 -lineinfo $(foreach s,$(SMS),-gencode arch=compute_$(s),code=sm_$(s)) \
@@ -362,9 +362,9 @@ GEN_ARGS ?=
 test-mutants-gen: all
 	@python3 tests/gen_mutants.py --budget $(GEN_BUDGET) $(GEN_ARGS)
 
-# The reliability suite of issue 17 with 50 kill -9 cycles instead of the 10 of `make test`, then
+# The reliability suite (jobs_hardening.sh) with 50 kill -9 cycles instead of the 10 of `make test`, then
 # tests/integration/front_soak.py: 10 minutes (FT_SOAK_S) of bursts, followers, submit floods,
-# slow clients and kill -9 (issue 34).
+# slow clients and kill -9 (figures in bench/RESULTS.md §7).
 test-soak: all
 	@BUILD=$(BUILD) FT_KILL9_CYCLES=50 FT_TEST_TIMEOUT=1800 scripts/run-tests.sh tests/integration/jobs_hardening.sh
 	@BUILD=$(BUILD) sh tests/integration/run-python front_soak.py yaml jsonschema

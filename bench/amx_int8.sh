@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 23 round 3 (h23d): the AMX int8 tier of the 4-bit formats on the H200 box, one call.
+# The AMX int8 tier of the 4-bit formats on the H200 box, one call.
 # 1. test_cpu_moe_amx (the int8 kernels on real tiles against the VNNI kernels and float64, the
 #    executor's amx tier against its scalar tier), a second build of it when present
 #    (test_cpu_moe_amx_q: another tile order on trial), and test_cpu_moe (every tier);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bw_check: the acceptance checks of `ftbench bw` (issue 9) from one run's files.
+"""bw_check: the acceptance checks of `ftbench bw` (bench/RESULTS.md section 1) from one run's files.
 
 usage: bw_check.py PROFILE BASELINE_BEFORE BASELINE_AFTER ELAPSED_S FTBENCH
 Checks: CPU read ceiling >= the independent read loop (same run; both sides the best median of a

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Repeatability of the default `ftbench bw` (issue 23): N back-to-back default runs (the batch sweep
+# Repeatability of the default `ftbench bw` (bench/RESULTS.md section 1): N back-to-back default runs (the batch sweep
 # off), each one's wall time, then per format the CPU MoE / gather ratio of every run, its verdict,
 # the median ratio and each run's deviation from it, and the within-run spread of the ratio over
 # the interleaved rounds (ratio_rounds_spread).

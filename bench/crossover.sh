@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 23's last H200 call: the CPU MoE tests (real AMX tiles there) and the GPU test, the
+# One H200 call: the CPU MoE tests (real AMX tiles there) and the GPU test, the
 # batch crossover (cpu-moe --batch sweeps, bf16 with the avx512bf16 and amx tiers; bw
 # --batch-sweep), then 5 back-to-back default bw runs (repeatability). Prebuilt binaries in
 # BUILD (the device gets them through .xfer).

@@ -6,7 +6,7 @@ Starts BUILD/bin/ftbenchd on loopback with temporary state and cache, submits
   one GPU (default):  A: cache-copy on GPU 0, B: bw (holds GPU 0 and the host), C: cache-copy on GPU 0
   GPUS=2:             A: cache-copy on GPU 0, B: cache-copy on GPU 1, C: bw on GPU 1 (host-exclusive),
                       D: cache-copy on GPU 0
-  GPUS=2 ALL=1:       and E: bw with gpu "all" (issue 21: holds both GPUs and the host, its worker
+  GPUS=2 ALL=1:       and E: bw with gpu "all" (holds both GPUs and the host, its worker
                       sees both GPUs, one profile per GPU with its concurrent blocks in the store)
 samples GET /gpus and each worker's CUDA_VISIBLE_DEVICES (from /proc/PID/environ) while they run,
 waits for all and prints the timeline and what /gpus showed. Exit 1 when a job failed or the

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""By hand (issue #17, defect 6): how /health fares under connection load, for RESULTS.md.
+"""By hand: how /health fares under connection load, for RESULTS.md.
 Starts FTBENCHD (default build/bin/ftbenchd) on loopback with fake workers, then
   1. IDLE idle sockets (connect, send nothing) held open, N GET /health, one at a time;
   2. SSE followers of one running job held open (those the daemon turns away are closed), N GET

@@ -1,8 +1,8 @@
 #!/bin/sh
 # One call on the GPU machine (nvidia-h200-x2) for the issues that need it, in about 6-8 minutes:
 #   1. make test-gpu's binaries (build/tests/gpu/*) on GPU 0;
-#   2. bench/multigpu_conc.sh (issue 21: bw --gpu all, isolated vs concurrent, multigpu.sh);
-#   3. the status page (issue 22) from ftbenchd with the real ftbench as worker, the profiles of
+#   2. bench/multigpu_conc.sh (bw --gpu all, isolated vs concurrent, multigpu.sh);
+#   3. the status page from ftbenchd with the real ftbench as worker, the profiles of
 #      step 2 in its store and a short cache-copy job run through it: $OUT/status.html, taken
 #      as a screenshot on a machine with chromium (bench/status_page.png).
 # usage: [BUILD=build] [LIBDIR=dir] [PAGE_ONLY=bw_all.json] bench/device_call.sh OUT

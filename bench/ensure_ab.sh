@@ -1,5 +1,5 @@
 #!/bin/sh
-# ensure_experts on the GPU machine, one call (issue 23 rounds 3-4, bench/RESULTS.md): the GPU test,
+# ensure_experts on the GPU machine, one call (bench/RESULTS.md section 3): the GPU test,
 # then ensure_time of a baseline build and of this build alternated, then ftbench cache-copy of
 # both builds alternated, every cache-copy profile at batch 32, miss rate 1, C = int(0.4*L*E).
 # Layout of DIR (one folder per build: old/, new/, and for ensure_time alone the folders named in

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The gather on the GPU machine, one call (issue 23 round 4, bench/RESULTS.md section 2): the GPU
+# The gather on the GPU machine, one call (bench/RESULTS.md section 2): the GPU
 # test's gather and proxy tests (test_proxy_stress first, in a fresh process), then
 # gather_variants of a baseline build and of this build alternated (the order flipped each
 # round): every profile of PROFILES at batch 1 and 4 with the variants of VARIANTS, the profiles

@@ -1,5 +1,5 @@
 /* lazy_load_probe: does a kernel's first launch wait for a kernel that spins in another stream
- * (issue 23, the proxy's wait kernel)? A one-thread kernel spins on a flag in device memory (at
+ * (the copy proxy's wait kernel)? A one-thread kernel spins on a flag in device memory (at
  * most 3 s by %globaltimer) on stream A; a second thread then launches, for the first time, the
  * kernel that sets the flag on stream B. Printed: how long that launch call took and whether the
  * spinner gave up (a first launch that waited for it). Then the same with the setter loaded

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 7 on a host with two GPUs: the inventory against nvidia-smi, --gpu INDEX and --gpu UUID
+# A host with two GPUs: the inventory against nvidia-smi, --gpu INDEX and --gpu UUID
 # selecting the same device in every command that takes --gpu, `ftbench bw` per GPU (two
 # profiles under $XDG_CACHE_HOME/freetoken/benchbw/<uuid>.json, each with its GPU's own
 # figures), and ftbenchd's scheduling of jobs on both GPUs (bench/daemon_gpu.py GPUS=2).

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks of bench/multigpu.sh (issue 7): usage multigpu_check.py OUTDIR UUID_OF_GPU_1.
+"""Checks of bench/multigpu.sh: usage multigpu_check.py OUTDIR UUID_OF_GPU_1.
 Prints ok/BAD lines and a small table of each GPU's bw figures; exit 1 on any BAD."""
 import glob
 import json

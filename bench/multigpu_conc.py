@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Table and checks of bench/multigpu_conc.sh (issue 21): usage multigpu_conc.py BW_ALL_JSON [READER_TXT].
+"""Table and checks of bench/multigpu_conc.sh: usage multigpu_conc.py BW_ALL_JSON [READER_TXT].
 BW_ALL_JSON is what `ftbench bw --gpu all -o FILE` writes ({"profiles": [...], "wall_seconds"}).
 Prints, per GPU and format, the figures measured alone and while every engine runs at once, both
 verdicts and fetch fractions, the wall time and the topology; ok/BAD lines for the checks; exit 1

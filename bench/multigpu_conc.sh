@@ -1,11 +1,11 @@
 #!/bin/sh
-# Issue 21 on a host with two GPUs (the nvidia-h200-x2 kind), in one call of about 4-6 minutes:
+# Isolated and concurrent profiles on a host with two GPUs (the nvidia-h200-x2 kind), in one call of about 4-6 minutes:
 #   1. build check: the binaries load (no missing library), are not older than the sources, and
 #      see the GPUs; the tree's commit;
 #   2. `ftbench bw --gpu all` with the defaults (5 formats): every GPU alone, then one engine per
 #      GPU at once (gathers on both GPUs, CPU MoE on disjoint halves of the cores, both
 #      overlapped); the full run's wall time (goal: under 60 s);
-#   3. bench/multigpu.sh (issue 7's checks) with ALL=1: the daemon also runs a bw job with
+#   3. bench/multigpu.sh (its checks) with ALL=1: the daemon also runs a bw job with
 #      gpu "all" (holds both GPUs and the host; one profile per GPU stored);
 #   4. a table: isolated vs concurrent per GPU and format, the verdicts, the wall time, the
 #      topology (bench/multigpu_conc.py, which also checks the profiles).

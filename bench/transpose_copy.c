@@ -1,4 +1,4 @@
-/* The loaders' transposing copy (ftbanks_piece_copy) per core, for bench/RESULTS.md ("issue 19"):
+/* The loaders' transposing copy (ftbanks_piece_copy) per core, for bench/RESULTS.md (section 5):
  * one gpt-oss-120b expert's gate_up_proj as transformers saves it ([H 2880][2I 5760] bf16 ->
  * the bf16 gate_up bank, transposed and de-interleaved) fed in 8 MiB chunks as the parallel
  * reader does, and a released gpt-oss block tensor's shape as u8 ([N 5760][K/2 1440] ->

@@ -634,7 +634,7 @@ void ftd_profiles_metrics(struct ftd_mbuf *m)
 					 vd ? vd : "unmeasured");
 		}
 
-	/* validation.<fmt> (issue 31): a stale record is not trusted, so it has no agrees sample */
+	/* validation.<fmt> (`ftbench profile validate`): a stale record is not trusted, so it has no agrees sample */
 	family_head(m, "ftbenchd_verdict_agrees",
 		    "1 when the format's validation (engine run both ways, or replay) picked the profile's verdict, "
 		    "0 when it disagrees; no sample without a current validation.");

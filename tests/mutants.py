@@ -104,7 +104,7 @@ MUTANTS = [
     ("stats-median", "src/util/stats.c",
      "st.median = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);", "st.median = s[n / 2];",
      "the median of an even count of samples", True, [], {}),
-    # issue 36: five bugs that passed every test before
+    # five bugs that once passed every test
     ("bw-median-max", "src/bench/bw.c",
      "\t\treturn NAN;\n\treturn ftstat_of(p->gbs, p->n).median;", "\t\treturn NAN;\n\treturn ftstat_of(p->gbs, p->n).max;",
      "a measured figure's median replaced by its max (ratios, verdicts, batch sweep)", True, [], {}),
@@ -177,10 +177,10 @@ MUTANTS = [
     ("metrics-unmeasured-offload", "daemon/profiles.c",
      "\t\t\tif (vd && label_ok(k))\n\t\t\t\tftd_mbuf_cat(m, \"ftbenchd_profile_hybrid",
      "\t\t\tif (label_ok(k) && (vd = vd ? vd : \"offload\"))\n\t\t\t\tftd_mbuf_cat(m, \"ftbenchd_profile_hybrid",
-     "/metrics says offload (0) for an unmeasured format again (issue 32)", False,
+     "/metrics says offload (0) for an unmeasured format again", False,
      ["tests/integration/fleet.sh"], {}),
     ("nfd-no-sweep", "daemon/profiles.c", "int k = ftfs_sweep_temps_of(ftd.cfg.nfd_file);", "int k = 0;",
-     "a planted NFD temporary survives a restart (issue 35)", False, ["tests/integration/fleet.sh"], {}),
+     "a planted NFD temporary survives a restart", False, ["tests/integration/fleet.sh"], {}),
     ("health-npd-unknown", "src/cli/cmd_health.c", "return npd ? 2 : 3;", "return npd ? 1 : 3;",
      "ftbench health --mode npd says NonOK when it cannot tell (daemon down)", False,
      ["tests/integration/fleet.sh"], {}),

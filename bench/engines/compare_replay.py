@@ -2,7 +2,7 @@
 """ftbench replay beside the seed engine's own MoE decode of the same routing traces: one row
 per (format, workload, cache size) with both offload steps, both all-CPU (f = 0) steps, both
 winners, whether they agree (where the engine names one), and the engine's step at the
-replay's best fetch fraction as a share of its best hybrid step (what issue 30 asks to be
+replay's best fetch fraction as a share of its best hybrid step (the replay's target:
 >= 0.95), and the mean |log(replay / engine)| of the hybrid steps both ran (how well the
 replay models the engine's hybrid path). Markdown on stdout, a summary line last.
 

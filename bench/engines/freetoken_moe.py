@@ -336,6 +336,27 @@ def layer_steps(eng: "Engine", routes: list[int], warmup: int, steps: int, threa
 
 # ------------------------------------------------------------------------ main ----
 
+def rotated(items, k: int) -> list:
+    """items with the first k mod n moved to the end: round k's order of the arms."""
+    items = list(items)
+    k %= max(1, len(items))
+    return items[k:] + items[:k]
+
+
+def pool_rounds(runs: list[dict]) -> dict:
+    """One arm's rounds as one result: the steps of every round pooled (median, p10-p90,
+    its CI), the counts averaged, each round's median kept (round_medians)."""
+    out = dict(runs[0])
+    ms = [v for r in runs for v in r["ms_per_step"]["values"]]
+    out["ms_per_step"] = spread_of(ms)
+    out["rounds"] = len(runs)
+    out["round_medians"] = [r["ms_per_step"]["median"] for r in runs]
+    for k in ("miss_rate", "active_per_layer_step", "missing_per_layer_step",
+              "fetched_per_layer_step", "cpu_per_layer_step"):
+        out[k] = round(sum(r[k] for r in runs) / len(runs), 4)
+    return out
+
+
 def parse_arms(a) -> list[dict]:
     arms = []
     if "offload" in a.modes:
@@ -385,13 +406,18 @@ def main(argv=None) -> int:
     p.add_argument("--cap", default="", help="hybrid fixed caps K to run")
     p.add_argument("--profile", action="append", default=[], metavar="NAME=FILE",
                    help="a bw profile; adds a hybrid arm at its fetch fraction (repeatable)")
-    p.add_argument("--steps", type=int, default=64, help="timed decode steps per arm")
+    p.add_argument("--steps", type=int, default=64, help="timed decode steps per arm and round")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="rounds: every arm of a point runs once a round, the arms' order "
+                        "rotated by one each round; an arm's figures pool its rounds' steps")
     p.add_argument("--warmup", type=int, default=24, help="untimed steps first (cache warm)")
     p.add_argument("--threads", type=int, default=0, help="CPU executor threads (0 = engine)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--no-graph", action="store_true")
     p.add_argument("--out", help="write the JSON here (default stdout)")
     a = p.parse_args(argv)
+    if a.rounds < 1:
+        p.error("--rounds: at least 1")
     a.modes = [m for m in a.modes.split(",") if m]
     a.fetch = [float(x) for x in a.fetch.split(",") if x != ""]
     a.cap = [int(x) for x in a.cap.split(",") if x != ""]
@@ -424,7 +450,7 @@ def main(argv=None) -> int:
            "host": {"gpu": torch.cuda.get_device_name(0), "cpus": os.cpu_count(),
                     "machine": platform.machine()},
            "layers": a.layers, "model_layers": a.model_layers, "batch": a.batch,
-           "steps": a.steps, "warmup": a.warmup,
+           "steps": a.steps, "warmup": a.warmup, "rounds": a.rounds,
            "winner_rule": "offload vs the fastest hybrid arm; named when the 95% confidence "
                           "intervals of the two medians do not overlap, else tie",
            "points": []}
@@ -457,19 +483,29 @@ def main(argv=None) -> int:
                 point = {"format": fmt, "workload": wname, "cache_fraction": frac,
                          "cache_slots": slots, "expert_bytes": eng.expert_bytes(),
                          "trace_reuse": round(routing.reuse_of(trace), 4), "arms": []}
-                for arm in arms:
-                    if "error" in arm:
-                        point["arms"].append(arm)
-                        continue
-                    try:
-                        r = eng.run(slots, arm, trace, a.warmup, a.steps, not a.no_graph, a.threads)
+                per_round: list[list[dict]] = [[] for _ in arms]
+                failed: dict[int, dict] = {}
+                for rnd in range(a.rounds):
+                    for i in rotated(range(len(arms)), rnd):
+                        arm = arms[i]
+                        if "error" in arm or i in failed:
+                            continue
+                        try:
+                            r = eng.run(slots, arm, trace, a.warmup, a.steps, not a.no_graph,
+                                        a.threads)
+                        except Exception as e:
+                            failed[i] = dict(arm, error=f"{type(e).__name__}: {e}")
+                            continue
+                        per_round[i].append(r)
+                        log(f"[{fmt} {wname} c{frac} round {rnd + 1}/{a.rounds}] "
+                            f"{json.dumps(dict(r, ms_per_step=r['ms_per_step']['median']))}")
+                for i, arm in enumerate(arms):
+                    r = arm if "error" in arm else failed.get(i) or pool_rounds(per_round[i])
+                    if "ms_per_step" in r:
                         r["tok_s_moe"] = round(1000.0 / r["ms_per_step"]["median"], 2)
                         r["tok_s_model"] = round(1000.0 / (r["ms_per_step"]["median"]
                                                            * a.model_layers / a.layers), 2)
-                    except Exception as e:
-                        r = dict(arm, error=f"{type(e).__name__}: {e}")
                     point["arms"].append(r)
-                    log(f"[{fmt} {wname} c{frac}] {json.dumps(r)}")
                 off = next((x for x in point["arms"] if x["mode"] == "offload"
                             and "ms_per_step" in x), None)
                 hyb = [x for x in point["arms"] if x["mode"] == "hybrid" and "ms_per_step" in x
@@ -484,6 +520,13 @@ def main(argv=None) -> int:
                     if "profile" in x and "ms_per_step" in x and best:
                         x["of_best_hybrid"] = round(
                             best["ms_per_step"]["median"] / x["ms_per_step"]["median"], 3)
+                        if len(x.get("round_medians", [])) > 1:
+                            # paired in each round: the best arm's median over this arm's
+                            per = sorted(b / m for b, m in zip(best["round_medians"],
+                                                               x["round_medians"]))
+                            x["of_best_hybrid_rounds"] = [round(per[0], 3),
+                                                          round(percentile(per, 0.5), 3),
+                                                          round(per[-1], 3)]
                 doc["points"].append(point)
         if eng.executor is not None:
             doc.setdefault("cpu_executor", {})[fmt] = {

@@ -28,7 +28,8 @@ def main(paths) -> int:
             return 2
         eng = doc["engine"]
         print(f"engine {eng['name']} {eng['version']} {eng.get('commit', '')[:12]}, "
-              f"{doc['layers']} layers, batch {doc['batch']}, {doc['steps']} timed steps; "
+              f"{doc['layers']} layers, batch {doc['batch']}, {doc['steps']} timed steps"
+              f" x {doc.get('rounds', 1)} round(s); "
               f"{doc['host']['gpu']}")
         for fmt, ex in (doc.get("cpu_executor") or {}).items():
             print(f"  CPU executor {fmt}: {ex['threads']} threads, isa {ex['isa']}")
@@ -42,6 +43,9 @@ def main(paths) -> int:
             best = min(hyb, key=lambda a: a["ms_per_step"]["median"]) if hyb else None
             prof = ", ".join(f"{a['profile']} {a.get('fetch_fraction', '—')}: "
                              f"{a.get('of_best_hybrid', a.get('error', '—'))}"
+                             + (" (rounds %s-%s)" % (a["of_best_hybrid_rounds"][0],
+                                                      a["of_best_hybrid_rounds"][2])
+                                if "of_best_hybrid_rounds" in a else "")
                              for a in p["arms"] if "profile" in a)
             miss = (f"{off.get('miss_rate', '—')}→{best.get('miss_rate', '—')}"
                     if off and best else "—")

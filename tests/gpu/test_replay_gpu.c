@@ -3,8 +3,9 @@
  * batch 4, both host allocations). ftrp_run itself fails (-EPROTO) when the device's decisions
  * (misses, fetched, CPU routes) differ from the CPU reference over the same steps, and the runner
  * fails when the CPU executor leaves a doorbell unanswered: a pass means the GPU slot cache, the
- * split, the handshake and the CPU path ran every step as the reference decided. Skips cleanly
- * without a GPU. */
+ * split, the handshake and the CPU path ran every step as the reference decided. test_paced: the
+ * engine's CPU path as a fixed table (replay --cpu-kernel's pacing) lengthens the step by what the
+ * table says. Skips cleanly without a GPU. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -79,6 +80,106 @@ static void run_one(const char *fmt, int batch, int overlap, const char *alloc)
 	ftcpu_release(&ci);
 }
 
+/* The mode of a point's modes with fetch fraction f (hybrid), or NULL. */
+static json_t *mode_f(json_t *pt, double f)
+{
+	json_t *m = json_object_get(pt, "modes"), *o;
+	size_t i;
+	json_array_foreach (m, i, o) {
+		json_t *jf = json_object_get(o, "fetch_fraction");
+		if (jf && fabs(json_number_value(jf) - f) < 1e-9)
+			return o;
+	}
+	return NULL;
+}
+
+static double ms_of(json_t *mode)
+{
+	return json_number_value(json_object_get(json_object_get(mode, "ms_step"), "median"));
+}
+
+/* One uniform point, hybrid f 0 (every miss on the CPU) and f 1 (every miss fetched), with the
+ * engine's CPU path as a table (pad_us NULL: our executor's time). *f0_ms, *f1_ms; the block. */
+static json_t *run_paced(const double *pad_us, const double *fetch_us, int npad, double *f0_ms, double *f1_ms,
+			 json_t **f0, json_t **f1)
+{
+	struct ftcpu_info ci;
+	assert_int_equal(ftcpu_probe(&ci), 0);
+	struct ftrp_config c;
+	ftrp_config_default(&c, FTRP_FULL);
+	c.fmt = ftfmt_lookup("bf16");
+	c.model = ftmodel_bw_dtype(c.fmt->id);
+	c.layers = 2;
+	c.batch = 1;
+	c.steps = 12;
+	c.warmup_steps = 8;
+	c.gpu_warmup = 2;
+	c.ncache = 1;
+	c.cache[0] = 0.4;
+	c.nwork = 1;
+	c.work[0] = (struct ftrp_work){0, 0, 0};
+	c.nfrac = 2;
+	c.fractions[0] = 0;
+	c.fractions[1] = 1;
+	c.ncaps = 0;
+	struct ftrp_ops ops;
+	struct ftrp_gpu_opts o = {.device = 0, .cpu = &ci, .host_alloc = "register", .host_gib = 0.25};
+	if (pad_us) {
+		o.cpu_pad_us = pad_us, o.cpu_pad_n = npad;
+		o.fetch_pad_us = fetch_us, o.fetch_pad_n = npad;
+	}
+	assert_int_equal(ftrp_gpu_ops(&o, &ops), 0);
+	json_t *blk = NULL;
+	char err[1024] = "";
+	int r = ftrp_run(&c, &ops, NULL, &blk, err, sizeof err);
+	ftrp_gpu_ops_free(&ops);
+	ftcpu_release(&ci);
+	if (r)
+		fail_msg("paced %d: %d %s", pad_us != NULL, r, err);
+	json_t *pt = json_array_get(json_object_get(blk, "points"), 0);
+	*f0 = mode_f(pt, 0), *f1 = mode_f(pt, 1);
+	assert_non_null(*f0);
+	assert_non_null(*f1);
+	*f0_ms = ms_of(*f0), *f1_ms = ms_of(*f1);
+	return blk;
+}
+
+/* The engine's CPU path as a fixed table (what `replay --cpu-kernel` feeds the runner): n CPU
+ * routes hold a layer-step's CPU result 0.5 ms x n after its doorbell, m fetches hold the stream
+ * 0.3 ms x m on the GPU's side. The step must take at least what the tables say for the routes
+ * and fetches the mode made (the coordinator's hold, ftrs_delay's wait), well above the same
+ * modes unpaced, and the block says what our executor spent beside the paced time. */
+static void test_paced(void **st)
+{
+	if (!have_gpu())
+		skip();
+	double pad[9], fetch[9];
+	for (int n = 0; n < 9; n++)
+		pad[n] = 500.0 * n, fetch[n] = 300.0 * n;
+	double u0, u1, p0, p1;
+	json_t *uf0, *uf1, *pf0, *pf1;
+	json_t *ub = run_paced(NULL, NULL, 0, &u0, &u1, &uf0, &uf1);
+	json_t *pb = run_paced(pad, fetch, 9, &p0, &p1, &pf0, &pf1);
+	int L = 2;
+	double cpu = json_number_value(json_object_get(pf0, "cpu_per_layer"));
+	double got = json_number_value(json_object_get(pf1, "fetched_per_layer"));
+	double want0 = L * 0.5 * cpu, want1 = L * 0.3 * got; /* ms a step */
+	printf("# paced: f0 %.3f ms (unpaced %.3f, table %.3f: %.2f CPU routes a layer-step), f1 %.3f ms (unpaced "
+	       "%.3f, table %.3f: %.2f fetches)\n",
+	       p0, u0, want0, cpu, p1, u1, want1, got);
+	assert_true(cpu >= 2 && got >= 2); /* uniform routing at cache 0.4: several misses a layer-step */
+	assert_true(p0 >= 0.8 * want0);
+	assert_true(p0 >= u0 + 0.5 * want0);
+	assert_true(p1 >= 0.8 * want1);
+	assert_true(p1 >= u1 + 0.5 * want1);
+	json_t *svc = json_object_get(pb, "cpu_service_us");
+	assert_non_null(svc);
+	assert_true(json_number_value(json_object_get(svc, "paced")) >= json_number_value(json_object_get(svc, "ours")));
+	assert_null(json_object_get(ub, "cpu_service_us"));
+	json_decref(ub);
+	json_decref(pb);
+}
+
 static void test_bf16(void **st)
 {
 	if (!have_gpu())
@@ -100,6 +201,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bf16),
 		cmocka_unit_test(test_nvfp4),
+		cmocka_unit_test(test_paced),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -78,4 +78,22 @@ for row, p, e in zip(rows, rep, eng):
     want = min(hyb.values()) / hyb[min(hyb, key=lambda f: abs(f - p["best_fetch_fraction"]))]
     assert abs(float(row[-1]) - want) < 0.006, (row[-1], want)
 PY
+# freetoken_moe.py --rounds: the arms' order rotates a round, an arm's rounds pool their steps
+cat >"$T/rounds.py" <<'PYEOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+import freetoken_moe as m
+assert m.rotated([0, 1, 2], 0) == [0, 1, 2] and m.rotated([0, 1, 2], 1) == [1, 2, 0]
+assert m.rotated([0, 1, 2], 4) == [1, 2, 0] and m.rotated([], 3) == []
+def run(vals, miss):
+    return {"mode": "hybrid", "fetch_fraction": 0.5, "ms_per_step": m.spread_of(vals),
+            "miss_rate": miss, "active_per_layer_step": 8, "missing_per_layer_step": 2,
+            "fetched_per_layer_step": 1, "cpu_per_layer_step": 1}
+r = m.pool_rounds([run([1.0, 2.0, 3.0], 0.2), run([10.0, 11.0, 12.0], 0.4)])
+assert r["rounds"] == 2 and r["round_medians"] == [2.0, 11.0], r
+assert r["ms_per_step"]["samples"] == 6 and r["ms_per_step"]["median"] == 6.5, r["ms_per_step"]
+assert abs(r["miss_rate"] - 0.3) < 1e-9 and r["fetch_fraction"] == 0.5, r
+PYEOF
+check "freetoken_moe.py: rounds rotate the arms and pool their steps" python3 "$T/rounds.py" "$E"
+
 echo "1..$n"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Fleet integration (issue 35): /metrics through promtool, the node-feature-discovery file as
+# Fleet integration: /metrics through promtool, the node-feature-discovery file as
 # NFD reads it, ftbench health's exit codes, the NHC/NPD examples, first-boot measurement
 # (see fleet_test.py). promtool: Debian's prometheus package (scripts/deps.sh).
 if ! command -v promtool >/dev/null 2>&1; then

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The fleet files of etc/ (issue 35), checked the way their engines would:
+# The fleet files of etc/, checked the way their engines would:
 #  - every Kubernetes manifest (etc/k8s/*.yaml): kubernetes-validate --strict for core kinds, the
 #    Prometheus Operator kinds against cloudcoil's models, unknown fields refused
 #    (tests/integration/k8s_check.py, from the test venv of scripts/deps.sh);
@@ -10,7 +10,7 @@
 #  - the Grafana dashboard: JSON, and every panel's query parses as PromQL (promtool);
 #  - the DaemonSet's security context: ftbenchd started as the manifest's uid/gid against a token
 #    file as the kubelet mounts the Secret (root-owned, the manifest's defaultMode, group fsGroup
-#    when the pod sets one), and, to show the test can fail, refused as issue 35 saw it without
+#    when the pod sets one), and, to show the test can fail, refused when the pod sets no
 #    fsGroup; no nvidia.com/gpu requested by the daemon;
 #  - the Containerfile: hadolint.
 set -u
@@ -155,7 +155,7 @@ else
 		nok "ftbenchd starts as uid $UID with the token Secret as the manifest mounts it (fsGroup '${FSGROUP}', mode $MODE): $got"
 	fi
 	stop
-	# issue 35's pod: no fsGroup, mode 0400, root:root: the daemon cannot read the token
+	# a pod without fsGroup: mode 0400, root:root: the daemon cannot read the token
 	chown 0:0 "$T/secret/$KEY"
 	chmod 0400 "$T/secret/$KEY"
 	start "$port" "$GID"

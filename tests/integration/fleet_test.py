@@ -1,4 +1,4 @@
-"""Fleet integration (issue 35) against a real ftbenchd on loopback with the fake worker:
+"""Fleet integration against a real ftbenchd on loopback with the fake worker:
 /metrics for Prometheus (promtool check metrics; per-format figures, build and GPU info, no
 verdict sample for an unmeasured format, validation agreement), the node-feature-discovery file
 read the way NFD's local source reads it (hidden temporaries, stale ones swept, expiry, integer

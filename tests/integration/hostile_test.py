@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Hostile inputs against the real ftbenchd on loopback (fake workers, as daemon_test.py): a table
 of raw requests, each with the status it must get, and after each one /health must answer 200.
-Then the connection-level attacks of issue #17 defect 6, bounded and self-stopping: idle sockets,
+Then the connection-level attacks (idle and slow clients holding the daemon's places), bounded and self-stopping: idle sockets,
 a slowloris head, SSE followers beyond the cap, the connection limit; /health keeps answering.
 
 Every answer must be a complete HTTP response whose JSON body (if any) parses as UTF-8 JSON;
@@ -100,7 +100,7 @@ def dec(args, t):
 
 
 def rows(t):
-    """(name, raw request, expected status). Defects of issue #17 are marked [dN]."""
+    """(name, raw request, expected status). [dN]: a defect the daemon once had (N: its number when found)."""
     m = t.models + "/m"
     r = []
     add = lambda name, data, st: r.append((name, data, st))  # noqa: E731

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What an operator sees (issue #22): the status page in a real browser (Debian's headless
+"""What an operator sees: the status page in a real browser (Debian's headless
 chromium), /metrics through Prometheus' own text parser (python3-prometheus-client), SSE ids and
 Last-Event-ID, /openapi.json, profile history and drift. The real daemon on loopback with the fake
 worker (tests/fixtures/fakeworker.c). TAP output with a plan line; checks do not use `assert`, so

@@ -1,4 +1,4 @@
-"""The status page with many GPUs (issue 35), laid out by headless Chromium: 8 fake GPUs' profiles
+"""The status page with many GPUs, laid out by headless Chromium: 8 fake GPUs' profiles
 (one with a lost memory channel, one whose nvfp4 verdict differs, validation blocks, an H200's
 replay blocks and a sweep with skewed points, five profiles of history each) in the store of a
 real ftbenchd; GET / is saved with a small measuring script appended and loaded in Chromium

@@ -1,5 +1,5 @@
 /* ftbenchd request: the start body's checks and the error bodies, which echo input and so must be
- * cut and cleaned to UTF-8 (issue #17 defect 8); plus a bounded deterministic mutation loop over
+ * cut and cleaned to UTF-8; plus a bounded deterministic mutation loop over
  * the same path as tests/fuzz/fuzz_request.c. The modules are compiled in here. */
 #include <errno.h>
 #include <setjmp.h>
