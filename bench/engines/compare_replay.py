@@ -3,7 +3,8 @@
 per (format, workload, cache size) with both offload steps, both all-CPU (f = 0) steps, both
 winners, whether they agree (where the engine names one), and the engine's step at the
 replay's best fetch fraction as a share of its best hybrid step (the replay's target:
->= 0.95), and the mean |log(replay / engine)| of the hybrid steps both ran (how well the
+>= 0.95; with the harness's --rounds, each round's share too, and whether that arm's median is
+within the 95% interval of the best arm's, the engine's own resolution), and the mean |log(replay / engine)| of the hybrid steps both ran (how well the
 replay models the engine's hybrid path). Markdown on stdout, a summary line last.
 
 usage: compare_replay.py REPLAY_JSON MOE_JSON
@@ -46,6 +47,7 @@ def main(argv: list[str]) -> int:
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     named = agree = 0
     shares = []
+    ties = []   # the replay's f within the engine's CI95 of its best hybrid arm
     logerr = []  # |log(replay / engine)| of every hybrid fraction both ran
     for fmt, blk in rep["replay"].items():
         for p in blk["points"]:
@@ -72,6 +74,17 @@ def main(argv: list[str]) -> int:
             share = arm_ms(best) / arm_ms(at) if best and at else None
             if share is not None:
                 shares.append(share)
+                # the engine's own resolution: the replay's f ties its best arm when the two
+                # medians' 95% intervals overlap (the rule the engine's winner is named by)
+                ci_a, ci_b = at["ms_per_step"].get("ci95"), best["ms_per_step"].get("ci95")
+                if ci_a and ci_b:
+                    ties.append(ci_a[0] <= ci_b[1])
+            rounds = ""
+            if at and best and len(at.get("round_medians", [])) > 1:
+                # per round: that round's fastest hybrid arm over the arm at the replay's f
+                per = [min(a["round_medians"][i] for a in hyb if len(a.get("round_medians", [])) > i)
+                       / at["round_medians"][i] for i in range(len(at["round_medians"]))]
+                rounds = f" (rounds {min(per):.2f}-{max(per):.2f})"
             ew = e["winner"]
             if ew != "tie":
                 named += 1
@@ -84,11 +97,12 @@ def main(argv: list[str]) -> int:
             print(f"| {fmt} | {p['workload']} | {k[2]} | {f(r_off)} | {f(e_off)} | {f(r_f0)} | {f(e_f0)} "
                   f"| {p['winner']} ({p.get('speedup', 0):.2f}x, {rf}) "
                   f"| {ew} ({e.get('hybrid_over_offload', 0):.2f}x, {e.get('best_fetch_fraction')}) | {ag} "
-                  f"| {f(share)} |")
+                  f"| {f(share)}{rounds} |")
     lo = min(shares) if shares else float("nan")
     print(f"\nwinner agrees at {agree} of {named} points where the engine names one; the engine at the "
           f"replay's best f reaches {lo:.2f}..{max(shares) if shares else float('nan'):.2f} of its best hybrid "
-          f"({sum(s >= 0.95 for s in shares)} of {len(shares)} points >= 0.95); mean |log(replay / engine)| "
+          f"({sum(s >= 0.95 for s in shares)} of {len(shares)} points >= 0.95; {sum(ties)} of {len(ties)} "
+          f"within the 95% interval of the engine's best arm); mean |log(replay / engine)| "
           f"of the hybrid steps {sum(logerr) / len(logerr) if logerr else float('nan'):.3f} ({len(logerr)} steps)")
     return 0
 

@@ -78,6 +78,32 @@ for row, p, e in zip(rows, rep, eng):
     want = min(hyb.values()) / hyb[min(hyb, key=lambda f: abs(f - p["best_fetch_fraction"]))]
     assert abs(float(row[-1]) - want) < 0.006, (row[-1], want)
 PY
+# compare_replay.py with the harness's rounds: per-round shares and the engine's own resolution
+python3 - "$T/replay.json" "$T/moe2.json" <<'PY'
+import json, sys
+rep = json.load(open(sys.argv[1]))["replay"]["bf16"]["points"][:2]
+pts = []
+for i, p in enumerate(rep):
+    rf = p["best_fetch_fraction"]
+    other = 1.0 if rf != 1.0 else 0.5
+    # point 0: the arm at the replay's f overlaps the best one's interval; point 1: it does not
+    at_ci = [9.0, 12.0] if i == 0 else [11.0, 12.0]
+    arms = [{"mode": "offload", "ms_per_step": {"median": 5.0, "ci95": [4.9, 5.1]}},
+            {"mode": "hybrid", "fetch_fraction": rf, "round_medians": [10.0, 12.0, 11.0],
+             "ms_per_step": {"median": 11.0, "ci95": at_ci}},
+            {"mode": "hybrid", "fetch_fraction": other, "round_medians": [8.0, 12.0, 13.0],
+             "ms_per_step": {"median": 10.0, "ci95": [8.0, 10.5]}}]
+    name = "t-" + p["workload"].replace(" ", "-") + ".json"
+    pts.append({"format": "bf16", "workload": name, "cache_fraction": p["cache_fraction"], "arms": arms,
+                "winner": "offload", "best_fetch_fraction": other, "hybrid_over_offload": 0.5})
+json.dump({"format": "ftbench-engine-moe", "version": 1, "points": pts}, open(sys.argv[2], "w"))
+PY
+python3 "$E/compare_replay.py" "$T/replay.json" "$T/moe2.json" >"$T/cmp2.md" 2>"$T/err"
+# per round: min(8, 10) / 10 = 0.8, min(12, 12) / 12 = 1, min(11, 13) / 11 = 1
+check "compare_replay.py: each round's share (rounds 0.80-1.00)" grep -q "0.91 (rounds 0.80-1.00) |" "$T/cmp2.md"
+check "compare_replay.py: the replay's f within the engine's interval of its best at 1 of 2 points" \
+	grep -q "1 of 2 within the 95% interval of the engine's best arm" "$T/cmp2.md"
+
 # freetoken_moe.py --rounds: the arms' order rotates a round, an arm's rounds pool their steps
 cat >"$T/rounds.py" <<'PYEOF'
 import sys
