@@ -11,7 +11,8 @@
  * slot arrays are captured in one CUDA graph (as an engine replays its decode step); the time
  * of REPS graph launches between events, median of TRIALS, gives us per step, both kernels
  * and the gap between them included. Variants: the default (ftgemv_init's choice), nopdl
- * (plain launches) and pdl (programmatic launches). Pools hold a constant byte pattern (speed does not depend on the values; the
+ * (two kernels, plain launches), pdl (two kernels, programmatic launches) and fused (one
+ * cooperative kernel for both phases). Pools hold a constant byte pattern (speed does not depend on the values; the
  * results are checked by tests/gpu/test_expert_gemv.c). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,22 +92,33 @@ static double hbm_read_gbs(cudaStream_t s, int sms, double *d2d)
 	return ftstat_of(t, TRIALS).median;
 }
 
-/* us per step of one variant (0 default, 1 nopdl, 2 pdl); spread in *lo, *hi */
+/* us per step of one variant (0 default, 1 nopdl, 2 pdl, 3 fused); spread in *lo, *hi; -1: the
+ * device cannot run the variant */
 static double time_steps(struct ftgemv_experts *e0, int variant, int B, int topk, const int32_t *d_slots,
 			 const float *d_w, const float *d_x, float *d_y, void *d_scr, cudaStream_t s, double *lo,
 			 double *hi)
 {
 	struct ftgemv_experts e = *e0;
-	if (variant == 1)
-		e.pdl = 0;
-	else if (variant == 2)
-		e.pdl = 1;
+	if (variant) {
+		e.fused_b = variant == 3 ? MAXB : 0;
+		e.pdl = variant == 2;
+	}
+	if (variant == 3 && !e.fz_blocks)
+		return -1; /* no cooperative launches on this device */
 	cudaGraph_t g;
 	cudaGraphExec_t ge;
 	CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-	for (int st = 0; st < STEPS; st++)
-		CK(ftgemv_moe(&e, B, topk, d_slots + (size_t)st * B * topk, d_w, d_x, d_y, d_scr, s));
-	CK(cudaStreamEndCapture(s, &g));
+	cudaError_t err = cudaSuccess;
+	for (int st = 0; st < STEPS && !err; st++)
+		err = ftgemv_moe(&e, B, topk, d_slots + (size_t)st * B * topk, d_w, d_x, d_y, d_scr, s);
+	cudaError_t end = cudaStreamEndCapture(s, &g);
+	if (err || end) {
+		fprintf(stderr, "expert_gemv: variant %d: %s\n", variant, cudaGetErrorString(err ? err : end));
+		if (!end)
+			cudaGraphDestroy(g);
+		cudaGetLastError();
+		return -1;
+	}
 	CK(cudaGraphInstantiate(&ge, g, 0));
 	CK(cudaGraphLaunch(ge, s)); /* warm-up */
 	cudaEvent_t a, b;
@@ -199,9 +211,11 @@ int main(int argc, char **argv)
 					hs[st * rt + i] = (st * rt + i) % SLOTS;
 			CK(cudaMemcpy(d_slots, hs, sizeof(int32_t) * STEPS * rt, cudaMemcpyHostToDevice));
 			double mb = (double)rt * eb / 1e6;
-			for (int v = 0; v < 3; v++) {
-				static const char *vn[] = {"default", "nopdl", "pdl"};
+			for (int v = 0; v < 4; v++) {
+				static const char *vn[] = {"default", "nopdl", "pdl", "fused"};
 				double lo, hi, us = time_steps(&e, v, B, gm->topk, d_slots, d_w, d_x, d_y, d_scr, s, &lo, &hi);
+				if (us < 0)
+					continue;
 				double gbs = mb * 1e6 / (us * 1e3);
 				printf("%-7s %5ld %5ld %4d %2d %-10s %9.1f %10.2f %7.2f-%-8.2f %8.0f %8.2f\n",
 				       ftfmt_get(gm->f)->name, gm->H, gm->I, gm->topk, B, vn[v], mb, us, lo, hi, gbs,

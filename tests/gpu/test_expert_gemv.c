@@ -8,7 +8,9 @@
  * FP32 tiers). The GPU's products are exact up to the activations' hi + lo halves (about 2^-17
  * of each element), both sides accumulate in FP32 in different orders: ~1e-6 expected.
  * Also: a captured CUDA graph and a second call give the same bits (deterministic sums), with
- * and without programmatic launches; bad arguments are refused. Skips cleanly without a GPU. */
+ * plain, programmatic and fused launches; the fused kernel (also on a 5-block grid) gives the
+ * bits of the two kernels in every case above; bad arguments are refused. Skips cleanly without
+ * a GPU. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -177,9 +179,10 @@ static void run_format(enum ftfmt_id f, long H, long I, int topk)
 	struct fixture fx;
 	fixture_init(&fx, f, H, I);
 	float *x = malloc(sizeof(float) * MAXB * H), *y = malloc(sizeof(float) * MAXB * H),
-	      *ref = malloc(sizeof(float) * MAXB * H), w[MAXB * FTGEMV_MAX_TOPK];
+	      *ref = malloc(sizeof(float) * MAXB * H), *yf = malloc(sizeof(float) * MAXB * H),
+	      w[MAXB * FTGEMV_MAX_TOPK];
 	int32_t slots[MAXB * FTGEMV_MAX_TOPK];
-	assert_true(x && y && ref);
+	assert_true(x && y && ref && yf);
 	for (int a = 0; a < 4; a++) {
 		enum ftfmt_act act = (enum ftfmt_act)a;
 		float lim = act == FTFMT_ACT_SWIGLU_OAI ? 0.75f : 0;
@@ -201,6 +204,19 @@ static void run_format(enum ftfmt_id f, long H, long I, int topk)
 			CK(cudaMemset(fx.d_y, 0xff, (size_t)B * H * 4)); /* NaN: every element must be written */
 			CK(ftgemv_moe(&fx.e, B, topk, fx.d_slots, fx.d_w, fx.d_x, fx.d_y, fx.d_scratch, 0));
 			CK(cudaMemcpy(y, fx.d_y, (size_t)B * H * 4, cudaMemcpyDeviceToHost));
+			if (fx.e.fz_blocks) { /* the fused kernel: the same bits */
+				struct ftgemv_experts ef = fx.e;
+				const int fused = B <= fx.e.fused_b;
+				ef.fused_b = fused ? 0 : B;
+				if (B == 3)
+					ef.fz_blocks = 5; /* a small grid: each block takes many of both phases */
+				CK(cudaMemset(fx.d_y, 0xff, (size_t)B * H * 4));
+				CK(ftgemv_moe(&ef, B, topk, fx.d_slots, fx.d_w, fx.d_x, fx.d_y, fx.d_scratch, 0));
+				CK(cudaMemcpy(yf, fx.d_y, (size_t)B * H * 4, cudaMemcpyDeviceToHost));
+				if (memcmp(y, yf, (size_t)B * H * 4))
+					fail_msg("%s %s B=%d: the fused kernel and the two differ", ftfmt_get(f)->name,
+						 ftfmt_act_name(act), B);
+			}
 			double e = rel_err(y, ref, (size_t)B * H);
 			if (getenv("FT_TEST_VERBOSE"))
 				print_message("%-7s %-10s B=%d topk=%d rel err %.2e (tol %.0e)\n", ftfmt_get(f)->name,
@@ -217,6 +233,7 @@ static void run_format(enum ftfmt_id f, long H, long I, int topk)
 	free(x);
 	free(y);
 	free(ref);
+	free(yf);
 	fixture_free(&fx);
 }
 
@@ -266,9 +283,12 @@ static void test_graph_deterministic(void **st)
 		CK(cudaStreamSynchronize(s));
 		int major = 0;
 		CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
-		for (int v = 0; v < 2; v++) { /* plain launches, then programmatic ones (sm_90+) */
+		for (int v = 0; v < 3; v++) { /* plain launches, programmatic ones (sm_90+), fused */
 			struct ftgemv_experts e = fx.e;
-			e.pdl = v && major >= 9;
+			e.pdl = v == 1 && major >= 9;
+			e.fused_b = v == 2 ? B : 0;
+			if (e.fused_b && !e.fz_blocks)
+				continue; /* no cooperative launches */
 			cudaGraph_t g;
 			cudaGraphExec_t ge;
 			CK(cudaMemsetAsync(fx.d_y, 0xff, sizeof y1, s));
@@ -280,8 +300,8 @@ static void test_graph_deterministic(void **st)
 			CK(cudaMemcpyAsync(y1, fx.d_y, sizeof y1, cudaMemcpyDeviceToHost, s));
 			CK(cudaStreamSynchronize(s));
 			if (memcmp(y0, y1, sizeof y0))
-				fail_msg("%s (pdl %d): graph result differs from the direct call", ftfmt_get(fmts[fi])->name,
-					 e.pdl);
+				fail_msg("%s (pdl %d, fused %d): graph result differs from the direct call",
+					 ftfmt_get(fmts[fi])->name, e.pdl, e.fused_b > 0);
 			CK(ftgemv_moe(&e, B, topk, fx.d_slots, fx.d_w, fx.d_x, fx.d_y, fx.d_scratch, s));
 			CK(cudaMemcpyAsync(y1, fx.d_y, sizeof y1, cudaMemcpyDeviceToHost, s));
 			CK(cudaStreamSynchronize(s));
