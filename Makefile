@@ -145,7 +145,7 @@ ALL := $(FTBENCH) $(FTBENCHD) $(PROF_SO) $(PROF_A) $(PROF_H) $(PROF_PC)
 # bench/ensure_prof.cu is a whole CUDA program (it includes kernels/slot_cache.cu): two tools,
 # ensure_prof (per-phase SM cycles, FTSC_PROF) and ensure_time (the same timings uninstrumented).
 BENCH_CUDA_SRCS := bench/gather_variants.c bench/expert_gemv.c
-BENCH_CU_MAIN := bench/ensure_prof.cu bench/lazy_load_probe.cu
+BENCH_CU_MAIN := bench/ensure_prof.cu bench/lazy_load_probe.cu bench/gemv_loads.cu
 BENCH_SRCS   := $(filter-out $(BENCH_CUDA_SRCS),$(sort $(wildcard bench/*.c)))
 ifeq ($(CUDA),1)
 BENCH_SRCS   += $(BENCH_CUDA_SRCS)
@@ -153,7 +153,8 @@ BENCH_CU_OBJS := $(call obj,$(filter-out $(BENCH_CU_MAIN),$(sort $(wildcard benc
 endif
 BENCH_TOOLS  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 ifeq ($(CUDA),1)
-BENCH_TOOLS  += $(BUILD)/bench/ensure_prof $(BUILD)/bench/ensure_time $(BUILD)/bench/lazy_load_probe
+BENCH_TOOLS  += $(BUILD)/bench/ensure_prof $(BUILD)/bench/ensure_time $(BUILD)/bench/lazy_load_probe \
+                $(BUILD)/bench/gemv_loads
 endif
 
 .SECONDARY:
@@ -291,6 +292,15 @@ $(BUILD)/bench/lazy_load_probe: bench/lazy_load_probe.cu
 	$(call say,NVCC,$@)
 	@mkdir -p $(@D)
 	$(Q)$(NVCC) -O2 $(foreach s,$(SMS),-gencode arch=compute_$(s),code=sm_$(s)) $< -o $@ -lpthread
+
+# bench/gemv_loads.cu: a whole CUDA program too (kernels/expert_gemv.cu built with FTGEMV_LOADONLY
+# beside load-pattern kernels that use sm_90 bulk copies: sm_90 only), linked with libftbench.
+$(BUILD)/bench/gemv_loads: bench/gemv_loads.cu bench/hbm_read.cu $(wildcard kernels/expert_gemv*) $(LIBFTBENCH)
+	$(call say,NVCC,$@)
+	@mkdir -p $(@D) $(BUILD)/obj/bench
+	$(Q)$(NVCC) -std=c++17 -O3 -lineinfo -gencode arch=compute_90,code=sm_90 -DFT_HAVE_CUDA=1 -Isrc -Ikernels -Ibench \
+		-c $< -o $(BUILD)/obj/bench/gemv_loads.o
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(BUILD)/obj/bench/gemv_loads.o $(LIBFTBENCH) $(LIBS) $(CUDA_LIBS)
 
 $(BUILD)/bench/ensure_prof $(BUILD)/bench/ensure_time: bench/ensure_prof.cu kernels/slot_cache.cu kernels/slot_cache_impl.cuh kernels/slot_cache.h
 	$(call say,NVCC,$@)
