@@ -4,6 +4,9 @@
  * device-to-device / 2 beside it). Built by `make bench-tools` (CUDA=1).
  *
  * usage: expert_gemv [BATCH[,BATCH..]]   (default 1,4,8)
+ *        expert_gemv hash                 (a hash of y per format, batch and launch variant over
+ *                                          pools of varied finite values: two builds give the
+ *                                          same bits when their lines are the same)
  *
  * Every step reads B * topk distinct experts of a pool of SLOTS (step s, token b, route r:
  * slot (s B topk + b topk + r) mod SLOTS), so consecutive steps share none and a step's bytes
@@ -14,6 +17,7 @@
  * (two kernels, plain launches), pdl (two kernels, programmatic launches) and fused (one
  * cooperative kernel for both phases). Pools hold a constant byte pattern (speed does not depend on the values; the
  * results are checked by tests/gpu/test_expert_gemv.c). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,9 +149,97 @@ static double time_steps(struct ftgemv_experts *e0, int variant, int B, int topk
 	return st.median;
 }
 
+/* hash mode: pools of HSLOTS experts of pseudo-random finite values; a line per format, batch and
+ * variant (default, nopdl, pdl, fused) with the FNV-1a hash of y; token 1's route 2 has slot -1 */
+#define HSLOTS 24
+static int hash_mode(void)
+{
+	for (size_t gi = 0; gi < sizeof geoms / sizeof geoms[0]; gi++) {
+		const struct geom *gm = &geoms[gi];
+		struct ftgemv_experts e = {.fmt = gm->f, .H = gm->H, .I = gm->I, .slots = HSLOTS, .act = gm->act};
+		struct ftfmt_bank_shape sh[FTFMT_MAX_BANKS];
+		int n = ftfmt_banks(ftfmt_get(gm->f), gm->H, gm->I, sh);
+		uint32_t rng = 12345u + (uint32_t)gi;
+		for (int i = 0; i < n; i++) {
+			size_t nb = sh[i].expert_bytes * HSLOTS;
+			uint8_t *h = malloc(nb);
+			if (!h)
+				return 1;
+			for (size_t k = 0; k < nb; k++) {
+				rng = rng * 1664525u + 1013904223u;
+				uint8_t v = (uint8_t)(rng >> 24);
+				switch (sh[i].dtype) {
+				case FTFMT_DT_BF16: v = k & 1 ? v & 0xbf : v; break;        /* |w| < 2 */
+				case FTFMT_DT_FP16: v = k & 1 ? 0x38 | (v & 3) : v; break;  /* [0.5, 2) */
+				case FTFMT_DT_FP8_E4M3: v = 0x28 + (v & 31); break;         /* finite, positive */
+				case FTFMT_DT_E8M0: v = 118 + (v & 15); break;              /* 2^-9 .. 2^6 */
+				default: break;                                             /* e2m1 codes */
+				}
+				h[k] = v;
+			}
+			CK(cudaMalloc(&e.pool[i], nb));
+			CK(cudaMemcpy(e.pool[i], h, nb, cudaMemcpyHostToDevice));
+			free(h);
+		}
+		CK(ftgemv_init(&e));
+		static const int bs[] = {1, 3, 8};
+		int32_t hs[MAXB * FTGEMV_MAX_TOPK], *d_slots;
+		float *d_w, *d_x, *d_y, *hx = malloc(sizeof(float) * MAXB * gm->H), hw[MAXB * FTGEMV_MAX_TOPK];
+		void *d_scr;
+		if (!hx)
+			return 1;
+		for (long i = 0; i < MAXB * gm->H; i++)
+			hx[i] = (float)((i * 7919) % 2001 - 1000) / 1000.0f;
+		for (int i = 0; i < MAXB * FTGEMV_MAX_TOPK; i++) {
+			hs[i] = (i * 7) % HSLOTS;
+			hw[i] = 0.5f + (float)(i % 5) / 8.0f;
+		}
+		hs[1 * gm->topk + 2] = -1;
+		CK(cudaMalloc((void **)&d_slots, sizeof hs));
+		CK(cudaMalloc((void **)&d_w, sizeof hw));
+		CK(cudaMalloc((void **)&d_x, sizeof(float) * MAXB * gm->H));
+		CK(cudaMalloc((void **)&d_y, sizeof(float) * MAXB * gm->H));
+		CK(cudaMalloc(&d_scr, ftgemv_scratch_bytes(&e, MAXB, FTGEMV_MAX_TOPK)));
+		CK(cudaMemcpy(d_slots, hs, sizeof hs, cudaMemcpyHostToDevice));
+		CK(cudaMemcpy(d_w, hw, sizeof hw, cudaMemcpyHostToDevice));
+		CK(cudaMemcpy(d_x, hx, sizeof(float) * MAXB * gm->H, cudaMemcpyHostToDevice));
+		for (int bi = 0; bi < 3; bi++) {
+			for (int v = 0; v < 4; v++) {
+				struct ftgemv_experts ev = e;
+				if (v) {
+					ev.fused_b = v == 3 ? MAXB : 0;
+					ev.pdl = v == 2;
+				}
+				if (v == 3 && !ev.fz_blocks)
+					continue;
+				CK(cudaMemset(d_y, 0xff, sizeof(float) * MAXB * gm->H));
+				CK(ftgemv_moe(&ev, bs[bi], gm->topk, d_slots, d_w, d_x, d_y, d_scr, 0));
+				CK(cudaMemcpy(hx, d_y, sizeof(float) * bs[bi] * gm->H, cudaMemcpyDeviceToHost));
+				uint32_t hsh = 2166136261u;
+				const uint8_t *yb = (const uint8_t *)hx;
+				for (size_t k = 0; k < sizeof(float) * bs[bi] * gm->H; k++)
+					hsh = (hsh ^ yb[k]) * 16777619u;
+				printf("%-7s B=%d %-7s y[0]=%-14.7g hash %08x\n", ftfmt_get(gm->f)->name, bs[bi],
+				       (const char *[]){"default", "nopdl", "pdl", "fused"}[v], hx[0], hsh);
+			}
+		}
+		for (int i = 0; i < n; i++)
+			cudaFree(e.pool[i]);
+		cudaFree(d_slots);
+		cudaFree(d_w);
+		cudaFree(d_x);
+		cudaFree(d_y);
+		cudaFree(d_scr);
+		free(hx);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int batches[8] = {1, 4, 8}, nb = 3;
+	if (argc > 1 && !strcmp(argv[1], "hash"))
+		return hash_mode();
 	if (argc > 1) {
 		nb = 0;
 		for (char *p = argv[1]; *p && nb < 8;) {
