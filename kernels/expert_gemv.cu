@@ -79,12 +79,6 @@
 #ifndef FTGEMV_UNROLL_BF16
 #define FTGEMV_UNROLL_BF16 1
 #endif
-#ifndef FTGEMV_PRO
-#define FTGEMV_PRO 2        /* load buffers a warp issues before its block stages (1 or 2) */
-#endif
-#ifndef FTGEMV_STAGE_R
-#define FTGEMV_STAGE_R 4    /* rounds of a thread's staging loads issued before the first store */
-#endif
 #ifndef FTGEMV_FZ_WPSM_BF16
 #define FTGEMV_FZ_WPSM_BF16 FTGEMV_GU_WPSM_BF16 /* the fused kernel's warps an SM */
 #endif
@@ -189,8 +183,10 @@ __device__ __forceinline__ void gu_block(const gv_params &p, int jb, int r, int 
 		unsigned *cnt = dn_counters(p) + (size_t)b * dn_groups(H);
 		for (int i = tid; i < dn_groups(H); i += NT)
 			cnt[i] = 0;
-		const int sl = tid < p.topk ? p.slots[b * p.topk + tid] : -1; /* topk <= 16 < NT */
-		if (!__syncthreads_count(sl >= 0 && sl < p.C))
+		int live = 0;
+		for (int i = 0; i < p.topk; i++)
+			live += p.slots[b * p.topk + i] >= 0 && p.slots[b * p.topk + i] < p.C;
+		if (!live)
 			for (long i = tid; i < H; i += NT)
 				p.y[(size_t)b * H + i] = 0.0f;
 	}
@@ -207,58 +203,40 @@ __device__ __forceinline__ void gu_block(const gv_params &p, int jb, int r, int 
 	const int i0 = NI * ks / KS, i1 = NI * (ks + 1) / KS;
 	const tile<F> t(p.gu_w + (size_t)slot * p.gu_wb, p.gu_s ? p.gu_s + (size_t)slot * p.gu_sb : NULL, H, jt, I,
 			lane, hi, lo, zero, xpost);
-	/* the first loads go out before x is staged (and nvfp4's row factors are read) */
-	frag A[unroll<F>::v], Bf[unroll<F>::v];
-	t.first(A, Bf, i0, i1);
-	float gg = 1.0f, ug = 1.0f;
-	if (F == KF_NVFP4) {
-		const uint8_t *gl = p.gu_g + (size_t)slot * p.gu_gb;
-		gg = FP4_POST * fp16_f(gl + 2 * (size_t)(jt + (lane >> 2)));
-		ug = FP4_POST * fp16_f(gl + 2 * (size_t)(I + jt + (lane >> 2)));
-	}
+	/* the first loads go out before x is staged */
+	frag A[unroll<F>::v];
+	t.load(A, i0, i1);
 
-	/* stage x: thread tid takes elements 8 tid .. 8 tid + 7 of each round, the loads of
-	 * FTGEMV_STAGE_R rounds before the first is staged (one wait, not one a round); the 4
-	 * threads of a 32-element block agree on its scale (4-bit formats) */
-	constexpr int XR = FTGEMV_STAGE_R;
-	for (long k1 = 0; k1 < H; k1 += XR * 8 * NT) {
-		float e[XR][8];
-#pragma unroll
-		for (int q = 0; q < XR; q++) {
-			const long k = k1 + (long)q * 8 * NT + 8 * tid;
-			float4 u0 = make_float4(0, 0, 0, 0), u1 = u0;
-			if (k < H)
-				u0 = *reinterpret_cast<const float4 *>(x + k), u1 = *reinterpret_cast<const float4 *>(x + k + 4);
-			e[q][0] = u0.x, e[q][1] = u0.y, e[q][2] = u0.z, e[q][3] = u0.w;
-			e[q][4] = u1.x, e[q][5] = u1.y, e[q][6] = u1.z, e[q][7] = u1.w;
+	/* stage x: thread tid takes elements 8 tid .. 8 tid + 7 of each round; the 4 threads of a
+	 * 32-element block agree on its scale (4-bit formats) */
+	for (long k0 = 0; k0 < H; k0 += 8 * NT) {
+		const long k = k0 + 8 * tid;
+		float e[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+		if (k < H) {
+			const float4 u0 = *reinterpret_cast<const float4 *>(x + k), u1 = *reinterpret_cast<const float4 *>(x + k + 4);
+			e[0] = u0.x, e[1] = u0.y, e[2] = u0.z, e[3] = u0.w, e[4] = u1.x, e[5] = u1.y, e[6] = u1.z, e[7] = u1.w;
 		}
+		float sc = 1.0f, post = 1.0f;
+		if (F != KF_BF16) {
+			float m = 0;
 #pragma unroll
-		for (int q = 0; q < XR; q++) {
-			const long k = k1 + (long)q * 8 * NT + 8 * tid;
-			if (k1 + (long)q * 8 * NT >= H)
-				break; /* the same for the whole block */
-			float sc = 1.0f, post = 1.0f;
-			if (F != KF_BF16) {
-				float m = 0;
-#pragma unroll
-				for (int i = 0; i < 8; i++)
-					m = fmaxf(m, fabsf(e[q][i]));
-				m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, 1));
-				m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, 2));
-				sc = blk_scale(m, &post);
-			}
-			if (k < H) {
-				stage8<F>(e[q], k, sc, hi, lo);
-				*reinterpret_cast<uint4 *>(zero + k) = make_uint4(0, 0, 0, 0);
-				if (F != KF_BF16 && (tid & 3) == 0)
-					xpost[k / 32] = post;
-			}
+			for (int i = 0; i < 8; i++)
+				m = fmaxf(m, fabsf(e[i]));
+			m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, 1));
+			m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, 2));
+			sc = blk_scale(m, &post);
+		}
+		if (k < H) {
+			stage8<F>(e, k, sc, hi, lo);
+			*reinterpret_cast<uint4 *>(zero + k) = make_uint4(0, 0, 0, 0);
+			if (F != KF_BF16 && (tid & 3) == 0)
+				xpost[k / 32] = post;
 		}
 	}
 	__syncthreads();
 
 	float acc[4] = {0, 0, 0, 0};
-	t.run(A, Bf, i0, i1, acc);
+	t.run(A, i0, i1, acc);
 	float gt, up;
 	tile_rows(acc, &gt, &up);
 	if (KS > 1) {
@@ -288,8 +266,9 @@ __device__ __forceinline__ void gu_block(const gv_params &p, int jb, int r, int 
 		if (ks == 0 && (lane & 3) == 0) {
 			float g = gt, u = up;
 			if (F == KF_NVFP4) {
-				g *= gg;
-				u *= ug;
+				const uint8_t *gl = p.gu_g + (size_t)slot * p.gu_gb;
+				g *= FP4_POST * fp16_f(gl + 2 * (size_t)(jt + (lane >> 2)));
+				u *= FP4_POST * fp16_f(gl + 2 * (size_t)(I + jt + (lane >> 2)));
 			}
 			hv[8 * tw + (lane >> 2)] = act_f(p.act, g, u, p.lim);
 		}
@@ -381,20 +360,10 @@ __device__ __forceinline__ void dn_block(const gv_params &p, int grp, int r, int
 	const bool rows = n0 < H;
 	const uint8_t *wbase = p.dn_w + (size_t)slot * p.dn_wb, *sbase = p.dn_s ? p.dn_s + (size_t)slot * p.dn_sb : NULL;
 	const tile<F> t(wbase, sbase, I, rows ? n0 : 0, 8, lane, hi, lo, zero, spost);
-	/* the first loads go out now, then the route's weight and nvfp4's row factors are read */
-	frag A[unroll<F>::v], Bf[unroll<F>::v];
+	/* the first loads go out now */
+	frag A[unroll<F>::v];
 	if (rows)
-		t.first(A, Bf, i0, i1);
-	const float wr = p.w[b * topk + r] * (F == KF_NVFP4 ? FP4_POST : 1.0f);
-	/* nvfp4's global factors of rows m + g, m + g + 8 */
-	auto dgl = [&](long m, float *g0, float *g1) {
-		const uint8_t *gl = p.dn_g + (size_t)slot * p.dn_gb + 2 * (size_t)(m + (lane >> 2));
-		*g0 = fp16_f(gl);
-		*g1 = fp16_f(gl + 16);
-	};
-	float dg0 = 1.0f, dg1 = 1.0f;
-	if (F == KF_NVFP4 && KS == 1 && rows)
-		dgl(n0, &dg0, &dg1);
+		t.load(A, i0, i1);
 	if (WAIT == DN_GRID_DEP) {
 		grid_wait(); /* h of the gate_up kernel */
 		grid_release();
@@ -402,44 +371,29 @@ __device__ __forceinline__ void dn_block(const gv_params &p, int grp, int r, int
 		grid_sync();
 	}
 
-	/* stage this route's h: a copy of what the gate_up kernel wrote, the loads of
-	 * FTGEMV_STAGE_R rounds (and of the first block factors) before the first store */
+	/* stage this route's h: a copy of what the gate_up kernel wrote */
 	const uint16_t *src = reinterpret_cast<const uint16_t *>(p.h) + ((size_t)b * topk + r) * 2 * I;
-	const float *hp = h_post(p) + ((size_t)b * topk + r) * (I / 32);
-	const float pv = F != KF_BF16 && tid < I / 32 ? hp[tid] : 0.0f;
-	constexpr int HR = FTGEMV_STAGE_R;
-	for (long k1 = 8 * tid; k1 < 2 * I; k1 += HR * 8 * NT) {
-		uint4 v[HR];
-#pragma unroll
-		for (int q = 0; q < HR; q++) {
-			const long k = k1 + (long)q * 8 * NT;
-			v[q] = k < 2 * I ? *reinterpret_cast<const uint4 *>(src + k) : make_uint4(0, 0, 0, 0);
-		}
-#pragma unroll
-		for (int q = 0; q < HR; q++) {
-			const long k = k1 + (long)q * 8 * NT;
-			if (k < 2 * I)
-				*reinterpret_cast<uint4 *>(sm_dn + ve + k + (k >= I ? FTGEMV_PAD : 0)) = v[q];
-		}
-	}
+	for (long k = 8 * tid; k < 2 * I; k += 8 * NT)
+		*reinterpret_cast<uint4 *>(sm_dn + ve + k + (k >= I ? FTGEMV_PAD : 0)) =
+			*reinterpret_cast<const uint4 *>(src + k);
 	for (long k = 8 * tid; k < I; k += 8 * NT)
 		*reinterpret_cast<uint4 *>(zero + k) = make_uint4(0, 0, 0, 0);
 	if (F != KF_BF16) {
-		if (tid < I / 32)
-			spost[tid] = pv;
-		for (long k = tid + NT; k < I / 32; k += NT)
+		const float *hp = h_post(p) + ((size_t)b * topk + r) * (I / 32);
+		for (long k = tid; k < I / 32; k += NT)
 			spost[k] = hp[k];
 	}
 	__syncthreads();
 
 	float *part = dn_part(p) + ((size_t)b * topk + r) * H;
 	/* rows m + g and m + g + 8 (sums t0, t1) of this route into the scratch */
-	auto put = [&](long m, float t0, float t1, float g0, float g1) {
+	auto put = [&](long m, float t0, float t1) {
 		const long ra = m + (lane >> 2), rb = ra + 8;
-		float f0 = wr, f1 = f0;
+		float f0 = p.w[b * topk + r] * (F == KF_NVFP4 ? FP4_POST : 1.0f), f1 = f0;
 		if (F == KF_NVFP4) {
-			f0 *= g0;
-			f1 *= g1;
+			const uint8_t *gl = p.dn_g + (size_t)slot * p.dn_gb;
+			f0 *= fp16_f(gl + 2 * (size_t)ra);
+			f1 *= fp16_f(gl + 2 * (size_t)rb);
 		}
 		part[ra] = t0 * f0;
 		part[rb] = t1 * f1;
@@ -447,17 +401,17 @@ __device__ __forceinline__ void dn_block(const gv_params &p, int grp, int r, int
 	if (KS == 1) {
 		if (rows) {
 			float acc[4] = {0, 0, 0, 0};
-			t.run(A, Bf, i0, i1, acc);
+			t.run(A, i0, i1, acc);
 			float t0, t1;
 			tile_rows(acc, &t0, &t1);
 			if ((lane & 3) == 0)
-				put(n0, t0, t1, dg0, dg1);
+				put(n0, t0, t1);
 		}
 	} else {
 		float t0 = 0, t1 = 0;
 		if (rows) {
 			float acc[4] = {0, 0, 0, 0};
-			t.run(A, Bf, i0, i1, acc);
+			t.run(A, i0, i1, acc);
 			tile_rows(acc, &t0, &t1);
 		}
 		if ((lane & 3) == 0) {
@@ -473,10 +427,10 @@ __device__ __forceinline__ void dn_block(const gv_params &p, int grp, int r, int
 			if (nk < H) {
 				const tile<F> u(wbase, sbase, I, nk, 8, lane, hi, lo, zero, spost);
 				const int j0 = NI * ksk / KS, j1 = NI * (ksk + 1) / KS;
-				frag Ak[unroll<F>::v], Bk[unroll<F>::v];
-				u.first(Ak, Bk, j0, j1);
+				frag Ak[unroll<F>::v];
+				u.load(Ak, j0, j1);
 				float acc[4] = {0, 0, 0, 0};
-				u.run(Ak, Bk, j0, j1, acc);
+				u.run(Ak, j0, j1, acc);
 				tile_rows(acc, &t0, &t1);
 			}
 			if ((lane & 3) == 0) {
@@ -497,12 +451,8 @@ __device__ __forceinline__ void dn_block(const gv_params &p, int grp, int r, int
 				t0 += red[i][twk][lane >> 2];
 				t1 += red[i][twk][8 + (lane >> 2)];
 			}
-			if (nk < H && tk / TL == 0 && (lane & 3) == 0) {
-				float g0 = 1.0f, g1 = 1.0f;
-				if (F == KF_NVFP4)
-					dgl(nk, &g0, &g1);
-				put(nk, t0, t1, g0, g1);
-			}
+			if (nk < H && tk / TL == 0 && (lane & 3) == 0)
+				put(nk, t0, t1);
 		}
 	}
 	/* the last block of the row group adds the live routes up, in route order */
@@ -520,20 +470,10 @@ __device__ __forceinline__ void dn_block(const gv_params &p, int grp, int r, int
 	__threadfence();
 	for (long row = (long)grp * FTGEMV_DN_GROUP + tid; row < H && row < (long)(grp + 1) * FTGEMV_DN_GROUP;
 	     row += NT) {
-		/* the loads of 8 routes before their adds */
-		const float *q = dn_part(p) + (size_t)b * topk * H + row;
 		float v = 0;
-#pragma unroll 1
-		for (int i0 = 0; i0 < topk; i0 += 8) {
-			float a[8];
-#pragma unroll
-			for (int i = 0; i < 8; i++)
-				a[i] = i0 + i < topk && s_slot[i0 + i] >= 0 ? __ldcg(q + (size_t)(i0 + i) * H) : 0.0f;
-#pragma unroll
-			for (int i = 0; i < 8; i++)
-				if (i0 + i < topk && s_slot[i0 + i] >= 0)
-					v += a[i];
-		}
+		for (int i = 0; i < topk; i++)
+			if (s_slot[i] >= 0)
+				v += __ldcg(dn_part(p) + ((size_t)b * topk + i) * H + row);
 		p.y[(size_t)b * H + row] = v;
 	}
 }

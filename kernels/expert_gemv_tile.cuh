@@ -1,7 +1,6 @@
 /* expert_gemv's tile loop (kernels/expert_gemv.cu): one warp's 16-row tile over K on the tensor
  * cores, its loads double-buffered in registers, and the row sums of its fragments. Not a public
- * header: expert_gemv.cu includes it after its configuration (FTGEMV_UNROLL*, FTGEMV_PRO,
- * FTGEMV_PAD). */
+ * header: expert_gemv.cu includes it after its configuration (FTGEMV_UNROLL*, FTGEMV_PAD). */
 #ifndef FT_KERNELS_EXPERT_GEMV_TILE_CUH
 #define FT_KERNELS_EXPERT_GEMV_TILE_CUH
 #include "expert_gemv_dev.cuh"
@@ -149,28 +148,16 @@ template <int F> struct tile {
 		}
 	}
 
-	/* The first loads of iterations [i0, i1), issued before the block stages its vector: A
-	 * (i0 ..), with FTGEMV_PRO 2 also B (i0 + U ..). */
-	__device__ inline void first(frag A[U], frag B[U], int i0, int i1) const
+	/* Iterations [i0, i1) into acc, the first U already loaded in A: two buffers,
+	 * one loading while the other is used. */
+	__device__ inline void run(frag A[U], int i0, int i1, float acc[4]) const
 	{
-		load(A, i0, i1);
-		if (FTGEMV_PRO == 2)
-			load(B, i0 + U, i1);
-	}
-
-	/* Iterations [i0, i1) into acc, their first loads issued by first(A, B, i0, i1): two
-	 * buffers, one loading while the other is used (the loads of iteration j go out once
-	 * iteration j - 2U is added, either way). */
-	__device__ inline void run(frag A[U], frag B[U], int i0, int i1, float acc[4]) const
-	{
+		frag B[U];
 		for (int it = i0; it < i1; it += 2 * U) {
-			if (FTGEMV_PRO != 2)
-				load(B, it + U, i1);
+			load(B, it + U, i1);
 			compute(A, it, i1, acc);
 			load(A, it + 2 * U, i1);
 			compute(B, it + U, i1, acc);
-			if (FTGEMV_PRO == 2)
-				load(B, it + 3 * U, i1);
 		}
 	}
 };
