@@ -6,9 +6,11 @@
  *
  * usage: gemv_loads [bulk]   (bulk: only the bulk-copy variants; without: all others)
  *
- * Variants (each a step of two kernels, gate_up rows then down rows, as the product's blocks:
- * gate_up block = 4 warps x (8 gate + 8 up rows), down block = 4 warps x 16 rows, K whole):
- *   prod-fused / prod-2k  the product's loops (FTGEMV_LOADONLY): fused kernel / two kernels
+ * Variants (4-bit formats; bf16: prod and flat only). The tile ones are a step of two kernels,
+ * gate_up rows then down rows, in the product's blocks (gate_up block = 4 warps x (8 gate + 8
+ * up rows), down block = 4 warps x 16 rows, K whole), codes and scale bytes:
+ *   prod-default    the product as ftgemv_init sets it (4-bit: the fused kernel), its 4-bit
+ *                   loops loads only (FTGEMV_LOADONLY; bf16 whole); prod-2k: two plain kernels
  *   regU            lane mapping of the product (lane: rows g, g + 8, 16 bytes at chunk c),
  *                   U iterations a register buffer, two buffers (U = 2: the product's)
  *   regU+pfD        the same, each row's 256-byte segment D segments ahead prefetched into L2
@@ -21,6 +23,9 @@
  *   flat2           ceiling: each expert's banks read contiguously (16-byte loads, 8 in flight
  *                   a thread, 256 threads a block), a kernel per phase
  *   flat1           the same, both phases in one kernel (no phase order)
+ *   reg2+dnpf       reg2, each gate_up block prefetching its share of the routes' down banks
+ *                   into L2 (cp.async.bulk.prefetch.L2) at its start; +dnpfev: the prefetch
+ *                   evict_last, both phases' loads evict_first (dnpfev2: the down loads plain)
  * us per step: STEPS steps captured in a graph, REPS launches, median of TRIALS. */
 #define FTGEMV_LOADONLY 1
 #include "../kernels/expert_gemv.cu"
@@ -469,174 +474,188 @@ static void report(const char *name, double us, double lo, double hi)
 	fflush(stdout);
 }
 
-int main(int argc, char **argv)
-{
-	const int bulk = argc > 1 && !strcmp(argv[1], "bulk");
-	int dev, sms;
-	cudaDeviceProp prop;
-	CK(cudaGetDevice(&dev));
-	CK(cudaGetDeviceProperties(&prop, dev));
-	sms = prop.multiProcessorCount;
-	cudaStream_t s;
-	CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-	g_hbm = hbm_gbs(s, sms);
-	printf("device: %s, %d SMs; HBM read rate %.0f GB/s; batch 1, loads only\n", prop.name, sms, g_hbm);
-	printf("%-7s %-12s %8s %15s %6s %6s\n", "format", "variant", "us/step", "(min-max)", "GB/s", "of HBM");
+/* One format's pools and a step's inputs (slots of STEPS steps, topk routes each). */
+struct fixture {
+	geo gm;
+	int n; /* banks */
+	ftfmt_bank_shape sh[FTFMT_MAX_BANKS];
+	ftgemv_experts e;
+	int32_t *slots;
+	float *w, *x, *y;
+	void *scr;
 	unsigned *sink;
-	CK(cudaMalloc((void **)&sink, 1 << 20));
-	for (const geo &gm : geos) {
-		ftgemv_experts e = {};
-		e.fmt = gm.f, e.H = gm.H, e.I = gm.I, e.slots = SLOTS, e.act = FTFMT_ACT_SILU;
-		ftfmt_bank_shape sh[FTFMT_MAX_BANKS];
-		const int n = ftfmt_banks(ftfmt_get(gm.f), gm.H, gm.I, sh);
-		for (int i = 0; i < n; i++) {
-			CK(cudaMalloc(&e.pool[i], sh[i].expert_bytes * SLOTS));
-			CK(cudaMemset(e.pool[i], 0x3c, sh[i].expert_bytes * SLOTS));
-		}
-		CK(ftgemv_init(&e));
-		g_fmt = ftfmt_get(gm.f)->name;
-		g_mb = (double)gm.topk * ftfmt_expert_bytes(ftfmt_get(gm.f), gm.H, gm.I) / 1e6;
-		const int topk = gm.topk;
-		int32_t *d_slots, hs[STEPS * 16];
-		for (int i = 0; i < STEPS * topk; i++)
-			hs[i] = i % SLOTS;
-		CK(cudaMalloc((void **)&d_slots, sizeof hs));
-		CK(cudaMemcpy(d_slots, hs, sizeof hs, cudaMemcpyHostToDevice));
-		float *d_w, *d_x, *d_y, hw[16], *hx = (float *)malloc(sizeof(float) * gm.H);
-		void *d_scr;
-		for (int i = 0; i < 16; i++)
-			hw[i] = 1.0f / topk;
-		for (long i = 0; i < gm.H; i++)
-			hx[i] = (float)((i * 7919) % 2001 - 1000) / 1000.0f;
-		CK(cudaMalloc((void **)&d_w, sizeof hw));
-		CK(cudaMalloc((void **)&d_x, sizeof(float) * gm.H));
-		CK(cudaMalloc((void **)&d_y, sizeof(float) * gm.H));
-		CK(cudaMalloc(&d_scr, ftgemv_scratch_bytes(&e, 1, topk)));
-		CK(cudaMemcpy(d_w, hw, sizeof hw, cudaMemcpyHostToDevice));
-		CK(cudaMemcpy(d_x, hx, sizeof(float) * gm.H, cudaMemcpyHostToDevice));
-		double lo, hi, us;
-		if (!bulk) {
-		/* the product (its 4-bit loops load-only in this build; bf16 whole) */
-		for (int v = 0; v < 2; v++) {
-			ftgemv_experts ev = e;
-			if (v)
-				ev.fused_b = 0, ev.pdl = 0;
-			static const char *vn[] = {"prod-default", "prod-2k"};
-			us = time_steps([&](int st) { CK(ftgemv_moe(&ev, 1, topk, d_slots + st * topk, d_w, d_x, d_y, d_scr, s)); }, s,
-					&lo, &hi);
-			report(vn[v], us, lo, hi);
-		}
-		/* the ceiling: contiguous reads of each phase's banks */
-		fparams fp[2] = {};
-		const int nbk = n;
-		for (int i = 0; i < nbk; i++) {
-			const int ph = gm.f == FTFMT_BF16 ? i : gm.f == FTFMT_NVFP4 ? i / 3 : i / 2;
-			fparams &f = fp[ph];
-			f.reg[f.nbanks] = (const uint8_t *)e.pool[i];
-			f.eb[f.nbanks] = sh[i].expert_bytes;
-			f.nb[f.nbanks] = (int)((sh[i].expert_bytes + FL_CHUNK - 1) / FL_CHUNK);
-			f.nbanks++;
-		}
-		fparams both = fp[0];
-		for (int k = 0; k < fp[1].nbanks; k++) {
-			both.reg[both.nbanks] = fp[1].reg[k], both.eb[both.nbanks] = fp[1].eb[k], both.nb[both.nbanks] = fp[1].nb[k];
-			both.nbanks++;
-		}
-		auto nblk = [](const fparams &f) {
-			int t = 0;
-			for (int k = 0; k < f.nbanks; k++)
-				t += f.nb[k];
-			return t;
-		};
+	cudaStream_t s;
+};
+
+/* The product (its 4-bit loops loads only in this build; bf16 whole) and the contiguous reads. */
+static void run_ceiling(fixture &fx)
+{
+	double lo, hi, us;
+	const int topk = fx.gm.topk;
+	for (int v = 0; v < 2; v++) {
+		ftgemv_experts ev = fx.e;
+		if (v)
+			ev.fused_b = 0, ev.pdl = 0;
+		us = time_steps(
+			[&](int st) { CK(ftgemv_moe(&ev, 1, topk, fx.slots + st * topk, fx.w, fx.x, fx.y, fx.scr, fx.s)); }, fx.s,
+			&lo, &hi);
+		report(v ? "prod-2k" : "prod-default", us, lo, hi);
+	}
+	/* fp[0] gate_up's banks, fp[1] down's (bf16 0 | 1, nvfp4 0-2 | 3-5, ds_fp4 0-1 | 2-3), fp[2]
+	 * all */
+	fparams fp[3] = {};
+	auto add = [&](fparams &f, int i) {
+		f.reg[f.nbanks] = (const uint8_t *)fx.e.pool[i];
+		f.eb[f.nbanks] = fx.sh[i].expert_bytes;
+		f.nb[f.nbanks] = (int)((fx.sh[i].expert_bytes + FL_CHUNK - 1) / FL_CHUNK);
+		f.nbanks++;
+	};
+	for (int i = 0; i < fx.n; i++) {
+		add(fp[fx.gm.f == FTFMT_BF16 ? i : fx.gm.f == FTFMT_NVFP4 ? i / 3 : i / 2], i);
+		add(fp[2], i);
+	}
+	auto launch = [&](fparams f, int st) {
+		int blocks = 0;
+		for (int k = 0; k < f.nbanks; k++)
+			blocks += f.nb[k];
+		f.slots = fx.slots + st * topk;
+		f.sink = fx.sink;
+		flat_kernel<<<dim3(blocks, topk), FL_T, 0, fx.s>>>(f);
+	};
+	us = time_steps(
+		[&](int st) {
+			launch(fp[0], st);
+			launch(fp[1], st);
+		},
+		fx.s, &lo, &hi);
+	report("flat2", us, lo, hi);
+	us = time_steps([&](int st) { launch(fp[2], st); }, fx.s, &lo, &hi);
+	report("flat1", us, lo, hi);
+}
+
+/* The tile patterns of a 4-bit format: register ones, or (bulk) the bulk-copy ones. */
+static void run_tiles(fixture &fx, int bulk)
+{
+	double lo, hi, us;
+	const geo &gm = fx.gm;
+	const int topk = gm.topk;
+	const int sdiv = gm.f == FTFMT_NVFP4 ? 16 : 32, sstep = gm.f == FTFMT_NVFP4 ? 8 : 4;
+	const int dw = gm.f == FTFMT_NVFP4 ? 3 : 2; /* the first down bank */
+	const uint8_t *const *pl = (const uint8_t *const *)fx.e.pool;
+	const phase P[2] = {
+		{pl[0], pl[1], fx.sh[0].expert_bytes, fx.sh[1].expert_bytes, (int)gm.H, sdiv, sstep, 1, (int)gm.I,
+		 (int)(gm.I / 32)},
+		{pl[dw], pl[dw + 1], fx.sh[dw].expert_bytes, fx.sh[dw + 1].expert_bytes, (int)gm.I, sdiv, sstep, 0,
+		 (int)gm.I, (int)(gm.H / 64)},
+	};
+	/* k for both phases (k2 for the down phase where given); smem: dynamic shared memory */
+	auto run = [&](const char *name, void (*k)(const lparams), void (*k2)(const lparams), size_t smem) {
+		if (smem)
+			CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
 		us = time_steps(
 			[&](int st) {
 				for (int ph = 0; ph < 2; ph++) {
-					fparams f = fp[ph];
-					f.slots = d_slots + st * topk;
-					f.sink = sink;
-					flat_kernel<<<dim3(nblk(f), topk), FL_T, 0, s>>>(f);
+					lparams lp = {P[ph], fx.slots + st * topk, fx.sink, NULL, NULL, 0, 0};
+					if (ph == 0)
+						lp.pw = P[1].w, lp.ps = P[1].s, lp.pwb = P[1].wb, lp.psb = P[1].sb;
+					(ph && k2 ? k2 : k)<<<dim3(P[ph].nbx, topk), 128, smem, fx.s>>>(lp);
 				}
 			},
-			s, &lo, &hi);
-		report("flat2", us, lo, hi);
-		us = time_steps(
-			[&](int st) {
-				fparams f = both;
-				f.slots = d_slots + st * topk;
-				f.sink = sink;
-				flat_kernel<<<dim3(nblk(f), topk), FL_T, 0, s>>>(f);
-			},
-			s, &lo, &hi);
-		report("flat1", us, lo, hi);
+			fx.s, &lo, &hi);
+		report(name, us, lo, hi);
+	};
+	if (!bulk) {
+		run("reg2", reg_kernel<2, 0, 0>, NULL, 0);
+		run("reg4", reg_kernel<4, 0, 0>, NULL, 0);
+		run("reg8", reg_kernel<8, 0, 0>, NULL, 0);
+		run("reg2+pf1", reg_kernel<2, 0, 1>, NULL, 0);
+		run("reg2+pf2", reg_kernel<2, 0, 2>, NULL, 0);
+		run("reg4+pf2", reg_kernel<4, 0, 2>, NULL, 0);
+		run("reg2+pfrow", reg_kernel<2, 0, -1>, NULL, 0);
+		run("mem2", reg_kernel<2, 1, 0>, NULL, 0);
+		run("mem4", reg_kernel<4, 1, 0>, NULL, 0);
+		run("reg2+dnpf", reg_kernel<2, 0, 0, 1>, reg_kernel<2, 0, 0>, 0);
+		run("reg2+dnpfev", reg_kernel<2, 0, 0, 2>, reg_kernel<2, 0, 0, 0, 1>, 0);
+		run("reg2+dnpfev2", reg_kernel<2, 0, 0, 2>, reg_kernel<2, 0, 0>, 0);
+		run("reg4+dnpfev", reg_kernel<4, 0, 0, 2>, reg_kernel<4, 0, 0, 0, 1>, 0);
+	} else {
+		const size_t st = stage_bytes(sstep) * 4; /* a stage of each of the 4 warps */
+		run("bulk2", bulk_kernel<2, 0>, NULL, 2 * st);
+		run("bulk3", bulk_kernel<3, 0>, NULL, 3 * st);
+		run("bulk4", bulk_kernel<4, 0>, NULL, 4 * st);
+		run("bulkc2", bulk_kernel<2, 1>, NULL, 2 * st);
+		run("bulkc4", bulk_kernel<4, 1>, NULL, 4 * st);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const int bulk = argc > 1 && !strcmp(argv[1], "bulk");
+	if (argc > 2 || (argc == 2 && !bulk)) {
+		fprintf(stderr, "usage: gemv_loads [bulk]\n");
+		return 2;
+	}
+	int dev;
+	cudaDeviceProp prop;
+	CK(cudaGetDevice(&dev));
+	CK(cudaGetDeviceProperties(&prop, dev));
+	fixture fx = {};
+	CK(cudaStreamCreateWithFlags(&fx.s, cudaStreamNonBlocking));
+	g_hbm = hbm_gbs(fx.s, prop.multiProcessorCount);
+	printf("device: %s, %d SMs; HBM read rate %.0f GB/s; batch 1, loads only\n", prop.name, prop.multiProcessorCount,
+	       g_hbm);
+	printf("%-7s %-12s %8s %15s %6s %6s\n", "format", "variant", "us/step", "(min-max)", "GB/s", "of HBM");
+	CK(cudaMalloc((void **)&fx.sink, 1 << 20));
+	for (const geo &gm : geos) {
+		if (bulk && gm.f == FTFMT_BF16)
+			continue;
+		fx.gm = gm;
+		fx.e = ftgemv_experts{};
+		fx.e.fmt = gm.f, fx.e.H = gm.H, fx.e.I = gm.I, fx.e.slots = SLOTS, fx.e.act = FTFMT_ACT_SILU;
+		fx.n = ftfmt_banks(ftfmt_get(gm.f), gm.H, gm.I, fx.sh);
+		for (int i = 0; i < fx.n; i++) {
+			CK(cudaMalloc(&fx.e.pool[i], fx.sh[i].expert_bytes * SLOTS));
+			CK(cudaMemset(fx.e.pool[i], 0x3c, fx.sh[i].expert_bytes * SLOTS));
 		}
-		if (gm.f != FTFMT_BF16) {
-			phase P[2];
-			const int sdiv = gm.f == FTFMT_NVFP4 ? 16 : 32, sstep = gm.f == FTFMT_NVFP4 ? 8 : 4;
-			const int dw = gm.f == FTFMT_NVFP4 ? 3 : 2;
-			P[0] = phase{(const uint8_t *)e.pool[0], (const uint8_t *)e.pool[1], sh[0].expert_bytes, sh[1].expert_bytes,
-				     (int)gm.H, sdiv, sstep, 1, (int)gm.I, (int)(gm.I / 32)};
-			P[1] = phase{(const uint8_t *)e.pool[dw], (const uint8_t *)e.pool[dw + 1], sh[dw].expert_bytes,
-				     sh[dw + 1].expert_bytes, (int)gm.I, sdiv, sstep, 0, (int)gm.I, (int)(gm.H / 64)};
-			auto run_reg = [&](const char *name, void (*k)(const lparams), void (*k2)(const lparams) = NULL) {
-				us = time_steps(
-					[&](int st) {
-						for (int ph = 0; ph < 2; ph++) {
-							lparams lp = {P[ph], d_slots + st * topk, sink, NULL, NULL, 0, 0};
-							if (ph == 0)
-								lp.pw = P[1].w, lp.ps = P[1].s, lp.pwb = P[1].wb, lp.psb = P[1].sb;
-							(ph && k2 ? k2 : k)<<<dim3(P[ph].nbx, topk), 128, 0, s>>>(lp);
-						}
-					},
-					s, &lo, &hi);
-				report(name, us, lo, hi);
-			};
-			if (!bulk) {
-			run_reg("reg2", reg_kernel<2, 0, 0>);
-			run_reg("reg4", reg_kernel<4, 0, 0>);
-			run_reg("reg8", reg_kernel<8, 0, 0>);
-			run_reg("reg2+pf1", reg_kernel<2, 0, 1>);
-			run_reg("reg2+pf2", reg_kernel<2, 0, 2>);
-			run_reg("reg4+pf2", reg_kernel<4, 0, 2>);
-			run_reg("reg2+pfrow", reg_kernel<2, 0, -1>);
-			run_reg("mem2", reg_kernel<2, 1, 0>);
-			run_reg("mem4", reg_kernel<4, 1, 0>);
-			run_reg("reg2+dnpf", reg_kernel<2, 0, 0, 1>, reg_kernel<2, 0, 0>);
-			run_reg("reg2+dnpfev", reg_kernel<2, 0, 0, 2>, reg_kernel<2, 0, 0, 0, 1>);
-			run_reg("reg2+dnpfev2", reg_kernel<2, 0, 0, 2>, reg_kernel<2, 0, 0>);
-			run_reg("reg4+dnpfev", reg_kernel<4, 0, 0, 2>, reg_kernel<4, 0, 0, 0, 1>);
-			}
-			auto run_bulk = [&](const char *name, void (*k)(const lparams), int S) {
-				const size_t smem = (size_t)4 * S * stage_bytes(sstep);
-				CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-				us = time_steps(
-					[&](int st) {
-						for (int ph = 0; ph < 2; ph++) {
-							lparams lp = {P[ph], d_slots + st * topk, sink, NULL, NULL, 0, 0};
-							k<<<dim3(P[ph].nbx, topk), 128, smem, s>>>(lp);
-						}
-					},
-					s, &lo, &hi);
-				report(name, us, lo, hi);
-			};
-			if (bulk) {
-			run_bulk("bulk2", bulk_kernel<2, 0>, 2);
-			run_bulk("bulk3", bulk_kernel<3, 0>, 3);
-			run_bulk("bulk4", bulk_kernel<4, 0>, 4);
-			run_bulk("bulkc2", bulk_kernel<2, 1>, 2);
-			run_bulk("bulkc4", bulk_kernel<4, 1>, 4);
-			}
+		CK(ftgemv_init(&fx.e));
+		g_fmt = ftfmt_get(gm.f)->name;
+		g_mb = (double)gm.topk * ftfmt_expert_bytes(ftfmt_get(gm.f), gm.H, gm.I) / 1e6;
+		/* step st, route r: slot st topk + r (mod SLOTS), as bench/expert_gemv.c at batch 1 */
+		int32_t hs[STEPS * FTGEMV_MAX_TOPK];
+		float hw[FTGEMV_MAX_TOPK], *hx = (float *)malloc(sizeof(float) * gm.H);
+		if (!hx) {
+			fprintf(stderr, "gemv_loads: out of memory\n");
+			return 1;
 		}
+		for (int i = 0; i < STEPS * gm.topk; i++)
+			hs[i] = i % SLOTS;
+		for (int i = 0; i < FTGEMV_MAX_TOPK; i++)
+			hw[i] = 1.0f / gm.topk;
+		for (long i = 0; i < gm.H; i++)
+			hx[i] = (float)((i * 7919) % 2001 - 1000) / 1000.0f;
+		CK(cudaMalloc((void **)&fx.slots, sizeof hs));
+		CK(cudaMalloc((void **)&fx.w, sizeof hw));
+		CK(cudaMalloc((void **)&fx.x, sizeof(float) * gm.H));
+		CK(cudaMalloc((void **)&fx.y, sizeof(float) * gm.H));
+		CK(cudaMalloc(&fx.scr, ftgemv_scratch_bytes(&fx.e, 1, gm.topk)));
+		CK(cudaMemcpy(fx.slots, hs, sizeof hs, cudaMemcpyHostToDevice));
+		CK(cudaMemcpy(fx.w, hw, sizeof hw, cudaMemcpyHostToDevice));
+		CK(cudaMemcpy(fx.x, hx, sizeof(float) * gm.H, cudaMemcpyHostToDevice));
+		if (!bulk)
+			run_ceiling(fx);
+		if (gm.f != FTFMT_BF16)
+			run_tiles(fx, bulk);
 		CK(cudaGetLastError());
-		for (int i = 0; i < n; i++)
-			cudaFree(e.pool[i]);
-		cudaFree(d_slots);
-		cudaFree(d_w);
-		cudaFree(d_x);
-		cudaFree(d_y);
-		cudaFree(d_scr);
+		for (int i = 0; i < fx.n; i++)
+			cudaFree(fx.e.pool[i]);
+		cudaFree(fx.slots);
+		cudaFree(fx.w);
+		cudaFree(fx.x);
+		cudaFree(fx.y);
+		cudaFree(fx.scr);
 		free(hx);
 	}
-	cudaFree(sink);
-	cudaStreamDestroy(s);
+	cudaFree(fx.sink);
+	cudaStreamDestroy(fx.s);
 	return 0;
 }
