@@ -53,7 +53,7 @@ static const struct ftflag rows[] = {
 	{"cache-gib", FTF_DOUBLE, O(cgib), .meta = "X", .lo = 1e-6, .hi = 1e6, .unit = "GiB",
 	 .help = "one cache size in GiB of expert slots instead of --cache"},
 	{"fractions", FTF_DOUBLES, O(fractions), .meta = "LIST", .lo = 0, .hi = 1, .max_items = FTRP_MAX_SWEEP,
-	 .def_help = "0,0.125,0.25,0.375,0.5,0.75,1 (short: 0.25,0.375,0.5,0.625,0.75,1)", .help = "the hybrid fetch fractions swept"},
+	 .def_help = "0,0.125,0.25,0.375,0.5,0.75,1 (short: 0.25,0.5,1)", .help = "the hybrid fetch fractions swept"},
 	{"caps", FTF_INTS, O(caps), .meta = "LIST", .lo = 0, .hi = 2048, .max_items = FTRP_MAX_CAPS,
 	 .def_help = "1 (short: none)", .help = "hybrid caps K (misses fetched per layer-step)"},
 	{"no-caps", FTF_BOOL, O(no_caps), .help = "no hybrid cap mode"},

@@ -109,11 +109,10 @@ void ftrp_config_default(struct ftrp_config *c, enum ftrp_size size)
 		c->cache[0] = FTRP_DEFAULT_CACHE;
 		c->nwork = 1;
 		c->work[0].reuse = FTRP_DEFAULT_REUSE;
-		/* steps of 1/8 where engines' best f has been (0.375-0.75), so the seed-read fraction
-		 * that follows the best f is not held to 0.25 / 0.5 / 1 */
-		static const double short_sweep[] = {0.25, 0.375, 0.5, 0.625, 0.75, 1};
-		c->nfrac = (int)(sizeof short_sweep / sizeof *short_sweep);
-		memcpy(c->fractions, short_sweep, sizeof short_sweep);
+		c->nfrac = 3;
+		c->fractions[0] = 0.25;
+		c->fractions[1] = 0.5;
+		c->fractions[2] = 1;
 		c->steps = 16;
 		c->warmup_steps = 48;
 		c->gpu_warmup = 2;

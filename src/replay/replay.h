@@ -40,8 +40,7 @@ int ftrp_work_parse(const char *s, struct ftrp_work *w);
 /* "uniform", "reuse 0.6", "zipf 1.2", "zipf 1.2 reuse 0.6", "trace" into buf; returns buf. */
 const char *ftrp_work_name(const struct ftrp_work *w, char *buf, size_t n);
 
-/* Short (bw's default): the default point only, modes offload, the profile's f, f 0.25, 0.375, 0.5,
- * 0.625, 0.75, 1;
+/* Short (bw's default): the default point only, modes offload, the profile's f, f 0.25 / 0.5 / 1;
  * full: the map. */
 enum ftrp_size { FTRP_NONE = 0, FTRP_SHORT = 1, FTRP_FULL = 2 };
 int ftrp_size_parse(const char *s, enum ftrp_size *out); /* none|short|full: 0 or -EINVAL */
