@@ -61,37 +61,8 @@ static const struct geom geoms[] = {
 
 static double hbm_read_gbs(cudaStream_t s, int sms, double *d2d)
 {
-	void *buf, *dst;
-	unsigned *sink;
-	cudaEvent_t a, b;
-	CK(cudaMalloc(&buf, HBM_BYTES));
-	CK(cudaMalloc(&dst, HBM_BYTES / 2));
-	CK(cudaMalloc((void **)&sink, (size_t)fthbm_blocks(sms) * 4));
-	CK(cudaMemset(buf, 0x5a, HBM_BYTES));
-	CK(cudaEventCreate(&a));
-	CK(cudaEventCreate(&b));
 	double t[TRIALS], u[TRIALS];
-	CK(fthbm_read(buf, HBM_BYTES, sink, sms, s)); /* warm-up */
-	for (int i = 0; i < TRIALS; i++) {
-		float ms;
-		CK(cudaEventRecord(a, s));
-		CK(fthbm_read(buf, HBM_BYTES, sink, sms, s));
-		CK(cudaEventRecord(b, s));
-		CK(cudaEventSynchronize(b));
-		CK(cudaEventElapsedTime(&ms, a, b));
-		t[i] = HBM_BYTES / (ms * 1e6);
-		CK(cudaEventRecord(a, s));
-		CK(cudaMemcpyAsync(dst, buf, HBM_BYTES / 2, cudaMemcpyDeviceToDevice, s));
-		CK(cudaEventRecord(b, s));
-		CK(cudaEventSynchronize(b));
-		CK(cudaEventElapsedTime(&ms, a, b));
-		u[i] = (HBM_BYTES / 2) / (ms * 1e6); /* bytes copied per second: each is read and written */
-	}
-	cudaEventDestroy(a);
-	cudaEventDestroy(b);
-	cudaFree(buf);
-	cudaFree(dst);
-	cudaFree(sink);
+	CK(fthbm_rate(HBM_BYTES, TRIALS, sms, s, t, u));
 	*d2d = ftstat_of(u, TRIALS).median;
 	return ftstat_of(t, TRIALS).median;
 }
@@ -124,23 +95,10 @@ static double time_steps(struct ftgemv_experts *e0, int variant, int B, int topk
 		return -1;
 	}
 	CK(cudaGraphInstantiate(&ge, g, 0));
-	CK(cudaGraphLaunch(ge, s)); /* warm-up */
-	cudaEvent_t a, b;
-	CK(cudaEventCreate(&a));
-	CK(cudaEventCreate(&b));
 	double t[TRIALS];
-	for (int i = 0; i < TRIALS; i++) {
-		float ms;
-		CK(cudaEventRecord(a, s));
-		for (int r = 0; r < REPS; r++)
-			CK(cudaGraphLaunch(ge, s));
-		CK(cudaEventRecord(b, s));
-		CK(cudaEventSynchronize(b));
-		CK(cudaEventElapsedTime(&ms, a, b));
-		t[i] = ms * 1e3 / (REPS * STEPS);
-	}
-	cudaEventDestroy(a);
-	cudaEventDestroy(b);
+	CK(fthbm_time_graph(ge, TRIALS, REPS, s, t));
+	for (int i = 0; i < TRIALS; i++)
+		t[i] /= STEPS;
 	cudaGraphExecDestroy(ge);
 	cudaGraphDestroy(g);
 	struct ftstat st = ftstat_of(t, TRIALS);

@@ -398,24 +398,10 @@ template <class Fn> static double time_steps(Fn enq, cudaStream_t s, double *lo,
 		enq(st);
 	CK(cudaStreamEndCapture(s, &g));
 	CK(cudaGraphInstantiate(&ge, g, 0));
-	CK(cudaGraphLaunch(ge, s));
-	CK(cudaStreamSynchronize(s));
-	cudaEvent_t a, b;
-	CK(cudaEventCreate(&a));
-	CK(cudaEventCreate(&b));
 	double t[TRIALS];
-	for (int i = 0; i < TRIALS; i++) {
-		float ms;
-		CK(cudaEventRecord(a, s));
-		for (int r = 0; r < REPS; r++)
-			CK(cudaGraphLaunch(ge, s));
-		CK(cudaEventRecord(b, s));
-		CK(cudaEventSynchronize(b));
-		CK(cudaEventElapsedTime(&ms, a, b));
-		t[i] = ms * 1e3 / (REPS * STEPS);
-	}
-	cudaEventDestroy(a);
-	cudaEventDestroy(b);
+	CK(fthbm_time_graph(ge, TRIALS, REPS, s, t));
+	for (int i = 0; i < TRIALS; i++)
+		t[i] /= STEPS;
 	cudaGraphExecDestroy(ge);
 	cudaGraphDestroy(g);
 	std::sort(t, t + TRIALS);
@@ -426,29 +412,8 @@ template <class Fn> static double time_steps(Fn enq, cudaStream_t s, double *lo,
 
 static double hbm_gbs(cudaStream_t s, int sms)
 {
-	void *buf;
-	unsigned *sink;
-	cudaEvent_t a, b;
-	CK(cudaMalloc(&buf, HBM_BYTES));
-	CK(cudaMalloc((void **)&sink, (size_t)fthbm_blocks(sms) * 4));
-	CK(cudaMemset(buf, 0x5a, HBM_BYTES));
-	CK(cudaEventCreate(&a));
-	CK(cudaEventCreate(&b));
 	double t[TRIALS];
-	CK(fthbm_read(buf, HBM_BYTES, sink, sms, s));
-	for (int i = 0; i < TRIALS; i++) {
-		float ms;
-		CK(cudaEventRecord(a, s));
-		CK(fthbm_read(buf, HBM_BYTES, sink, sms, s));
-		CK(cudaEventRecord(b, s));
-		CK(cudaEventSynchronize(b));
-		CK(cudaEventElapsedTime(&ms, a, b));
-		t[i] = HBM_BYTES / (ms * 1e6);
-	}
-	cudaEventDestroy(a);
-	cudaEventDestroy(b);
-	cudaFree(buf);
-	cudaFree(sink);
+	CK(fthbm_rate(HBM_BYTES, TRIALS, sms, s, t, NULL));
 	std::sort(t, t + TRIALS);
 	return t[TRIALS / 2];
 }

@@ -53,3 +53,81 @@ extern "C" cudaError_t fthbm_read(const void *p, size_t bytes, unsigned *sink, i
 	hbm_read_kernel<<<fthbm_blocks(sms), FTHBM_THREADS, 0, s>>>((const uint4 *)p, bytes / 16, sink);
 	return cudaGetLastError();
 }
+
+/* work() on s between two events: its milliseconds in *ms. */
+template <class Fn> static cudaError_t timed(cudaEvent_t a, cudaEvent_t b, cudaStream_t s, float *ms, Fn work)
+{
+	cudaError_t e = cudaEventRecord(a, s);
+	if (!e)
+		e = work();
+	if (!e)
+		e = cudaEventRecord(b, s);
+	if (!e)
+		e = cudaEventSynchronize(b);
+	if (!e)
+		e = cudaEventElapsedTime(ms, a, b);
+	return e;
+}
+
+extern "C" cudaError_t fthbm_rate(size_t bytes, int trials, int sms, cudaStream_t s, double *gbs, double *d2d_gbs)
+{
+	void *buf = NULL, *dst = NULL;
+	unsigned *sink = NULL;
+	cudaEvent_t a = NULL, b = NULL;
+	cudaError_t e = cudaMalloc(&buf, bytes);
+	if (!e && d2d_gbs)
+		e = cudaMalloc(&dst, bytes / 2);
+	if (!e)
+		e = cudaMalloc((void **)&sink, (size_t)fthbm_blocks(sms) * sizeof *sink);
+	if (!e)
+		e = cudaMemset(buf, 0x5a, bytes);
+	if (!e)
+		e = cudaEventCreate(&a);
+	if (!e)
+		e = cudaEventCreate(&b);
+	if (!e)
+		e = fthbm_read(buf, bytes, sink, sms, s); /* warm-up */
+	for (int i = 0; i < trials && !e; i++) {
+		float ms = 0;
+		e = timed(a, b, s, &ms, [&] { return fthbm_read(buf, bytes, sink, sms, s); });
+		gbs[i] = (double)bytes / (ms * 1e6);
+		if (!e && d2d_gbs) {
+			e = timed(a, b, s, &ms,
+				  [&] { return cudaMemcpyAsync(dst, buf, bytes / 2, cudaMemcpyDeviceToDevice, s); });
+			d2d_gbs[i] = (double)(bytes / 2) / (ms * 1e6);
+		}
+	}
+	if (a)
+		cudaEventDestroy(a);
+	if (b)
+		cudaEventDestroy(b);
+	cudaFree(buf);
+	cudaFree(dst);
+	cudaFree(sink);
+	return e;
+}
+
+extern "C" cudaError_t fthbm_time_graph(cudaGraphExec_t ge, int trials, int reps, cudaStream_t s, double *us)
+{
+	cudaEvent_t a = NULL, b = NULL;
+	cudaError_t e = cudaGraphLaunch(ge, s); /* warm-up */
+	if (!e)
+		e = cudaEventCreate(&a);
+	if (!e)
+		e = cudaEventCreate(&b);
+	for (int i = 0; i < trials && !e; i++) {
+		float ms = 0;
+		e = timed(a, b, s, &ms, [&] {
+			cudaError_t le = cudaSuccess;
+			for (int r = 0; r < reps && !le; r++)
+				le = cudaGraphLaunch(ge, s);
+			return le;
+		});
+		us[i] = ms * 1e3 / reps;
+	}
+	if (a)
+		cudaEventDestroy(a);
+	if (b)
+		cudaEventDestroy(b);
+	return e;
+}
