@@ -29,23 +29,48 @@ static int have_gpu(void)
 	return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
 
-static void run_one(const char *fmt, int batch, int overlap, const char *alloc)
+/* A small replay: 2 layers of fmt at batch, steps timed steps, one cache size (0.4), uniform
+ * routing first; the modes are the caller's. */
+static void small_config(struct ftrp_config *c, const char *fmt, int batch, int steps)
+{
+	ftrp_config_default(c, FTRP_FULL);
+	c->fmt = ftfmt_lookup(fmt);
+	c->model = ftmodel_bw_dtype(c->fmt->id);
+	c->layers = 2;
+	c->batch = batch;
+	c->steps = steps;
+	c->warmup_steps = 8;
+	c->gpu_warmup = 2;
+	c->ncache = 1;
+	c->cache[0] = 0.4;
+	c->nwork = 1;
+	c->work[0] = (struct ftrp_work){0, 0, 0};
+}
+
+/* Run c on the GPU runner with o (its cpu filled in here); the block, or the test fails with
+ * what (a label) and ftrp_run's error. */
+static json_t *run_block(const struct ftrp_config *c, struct ftrp_gpu_opts *o, const char *what)
 {
 	struct ftcpu_info ci;
 	assert_int_equal(ftcpu_probe(&ci), 0);
+	o->cpu = &ci;
+	struct ftrp_ops ops;
+	assert_int_equal(ftrp_gpu_ops(o, &ops), 0);
+	json_t *blk = NULL;
+	char err[1024] = "";
+	int r = ftrp_run(c, &ops, NULL, &blk, err, sizeof err);
+	ftrp_gpu_ops_free(&ops);
+	ftcpu_release(&ci);
+	if (r)
+		fail_msg("%s: %d %s", what, r, err);
+	return blk;
+}
+
+static void run_one(const char *fmt, int batch, int overlap, const char *alloc)
+{
 	struct ftrp_config c;
-	ftrp_config_default(&c, FTRP_FULL);
-	c.fmt = ftfmt_lookup(fmt);
-	c.model = ftmodel_bw_dtype(c.fmt->id);
-	c.layers = 2;
-	c.batch = batch;
-	c.steps = 6;
-	c.warmup_steps = 8;
-	c.gpu_warmup = 2;
-	c.ncache = 1;
-	c.cache[0] = 0.4;
+	small_config(&c, fmt, batch, 6);
 	c.nwork = 2;
-	c.work[0] = (struct ftrp_work){0, 0, 0};
 	c.work[1] = (struct ftrp_work){0.85, 0, 0};
 	c.nfrac = 2;
 	c.fractions[0] = 0;
@@ -54,15 +79,10 @@ static void run_one(const char *fmt, int batch, int overlap, const char *alloc)
 	c.caps[0] = 1;
 	c.profile_fraction = 0.25;
 	c.base.overlap = overlap;
-	struct ftrp_ops ops;
-	struct ftrp_gpu_opts o = {.device = 0, .cpu = &ci, .host_alloc = alloc, .host_gib = 0.25};
-	assert_int_equal(ftrp_gpu_ops(&o, &ops), 0);
-	json_t *blk = NULL;
-	char err[1024] = "";
-	int r = ftrp_run(&c, &ops, NULL, &blk, err, sizeof err);
-	ftrp_gpu_ops_free(&ops);
-	if (r)
-		fail_msg("%s batch %d overlap %d %s: %d %s", fmt, batch, overlap, alloc, r, err);
+	struct ftrp_gpu_opts o = {.device = 0, .host_alloc = alloc, .host_gib = 0.25};
+	char what[128];
+	snprintf(what, sizeof what, "%s batch %d overlap %d %s", fmt, batch, overlap, alloc);
+	json_t *blk = run_block(&c, &o, what);
 	json_t *pts = json_object_get(blk, "points");
 	assert_int_equal(json_array_size(pts), 2);
 	json_t *m = json_object_get(json_array_get(pts, 0), "modes");
@@ -77,7 +97,6 @@ static void run_one(const char *fmt, int batch, int overlap, const char *alloc)
 	       json_number_value(json_object_get(json_object_get(json_array_get(m, 3), "ms_step"), "median")),
 	       json_string_value(json_object_get(json_array_get(pts, 0), "winner")));
 	json_decref(blk);
-	ftcpu_release(&ci);
 }
 
 /* The mode of a point's modes with fetch fraction f (hybrid), or NULL. */
@@ -103,39 +122,18 @@ static double ms_of(json_t *mode)
 static json_t *run_paced(const double *pad_us, const double *fetch_us, int npad, double *f0_ms, double *f1_ms,
 			 json_t **f0, json_t **f1)
 {
-	struct ftcpu_info ci;
-	assert_int_equal(ftcpu_probe(&ci), 0);
 	struct ftrp_config c;
-	ftrp_config_default(&c, FTRP_FULL);
-	c.fmt = ftfmt_lookup("bf16");
-	c.model = ftmodel_bw_dtype(c.fmt->id);
-	c.layers = 2;
-	c.batch = 1;
-	c.steps = 12;
-	c.warmup_steps = 8;
-	c.gpu_warmup = 2;
-	c.ncache = 1;
-	c.cache[0] = 0.4;
-	c.nwork = 1;
-	c.work[0] = (struct ftrp_work){0, 0, 0};
+	small_config(&c, "bf16", 1, 12);
 	c.nfrac = 2;
 	c.fractions[0] = 0;
 	c.fractions[1] = 1;
 	c.ncaps = 0;
-	struct ftrp_ops ops;
-	struct ftrp_gpu_opts o = {.device = 0, .cpu = &ci, .host_alloc = "register", .host_gib = 0.25};
+	struct ftrp_gpu_opts o = {.device = 0, .host_alloc = "register", .host_gib = 0.25};
 	if (pad_us) {
 		o.cpu_pad_us = pad_us, o.cpu_pad_n = npad;
 		o.fetch_pad_us = fetch_us, o.fetch_pad_n = npad;
 	}
-	assert_int_equal(ftrp_gpu_ops(&o, &ops), 0);
-	json_t *blk = NULL;
-	char err[1024] = "";
-	int r = ftrp_run(&c, &ops, NULL, &blk, err, sizeof err);
-	ftrp_gpu_ops_free(&ops);
-	ftcpu_release(&ci);
-	if (r)
-		fail_msg("paced %d: %d %s", pad_us != NULL, r, err);
+	json_t *blk = run_block(&c, &o, pad_us ? "paced" : "unpaced");
 	json_t *pt = json_array_get(json_object_get(blk, "points"), 0);
 	*f0 = mode_f(pt, 0), *f1 = mode_f(pt, 1);
 	assert_non_null(*f0);
