@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "moe/cpu/cpumoe.h"
+#include "moe/act.h"
 #include "moe/cpu/kern.h"
 #include "util/timeutil.h"
 
@@ -122,24 +123,6 @@ static inline size_t ftcpumoe_wrow_bytes(enum ftfmt_id f, long K)
 	case FTFMT_Q4_0: return (size_t)(K / 32) * 18;
 	default: return (size_t)(K / 2);
 	}
-}
-
-/* The gated activation of one element (scalar). */
-static inline float ftcpumoe_act(enum ftfmt_act a, float g, float u, float lim)
-{
-	switch (a) {
-	case FTFMT_ACT_SILU:
-		return g / (1.0f + expf(-g)) * u;
-	case FTFMT_ACT_GELU:
-		return 0.5f * g * (1.0f + erff(g * 0.70710678118654752f)) * u;
-	case FTFMT_ACT_GELU_TANH:
-		return 0.5f * g * (1.0f + tanhf(0.79788456080286536f * (g + 0.044715f * g * g * g))) * u;
-	case FTFMT_ACT_SWIGLU_OAI:
-		g = fminf(g, lim);
-		u = fminf(fmaxf(u, -lim), lim);
-		return g / (1.0f + expf(-1.702f * g)) * (u + 1.0f);
-	}
-	return 0;
 }
 
 /* Where row r of a row-major matrix (or bank row kk of a transposed one) starts. */

@@ -69,7 +69,7 @@ static void pass_k(struct ftcpumoe *x, int tid, int n, int *buf, int down)
 							gt += p[2 * j];
 							up += p[2 * j + 1];
 						}
-						h[j] = ftcpumoe_act(x->cfg.act, gt, up, x->cfg.swiglu_limit);
+						h[j] = ftmoe_act((int)x->cfg.act, gt, up, x->cfg.swiglu_limit);
 					}
 				} else {
 					float wgt = x->rw[s];
@@ -124,7 +124,7 @@ static void slice(struct ftcpumoe *x, int tid, int g, int n, long kk0, long kk1,
 			}
 		if (!x->vact || x->vact(x->cfg.act, acc, NULL, len, w, x->cfg.swiglu_limit, h))
 			for (long j = 0; j < len; j++)
-				h[j] = w * ftcpumoe_act(x->cfg.act, acc[2 * j], acc[2 * j + 1], x->cfg.swiglu_limit);
+				h[j] = w * ftmoe_act((int)x->cfg.act, acc[2 * j], acc[2 * j + 1], x->cfg.swiglu_limit);
 		if (x->ops->prep) {
 			uint8_t *q = x->hslice + ((size_t)tid * (size_t)x->part_cap + (size_t)i) * x->hq_stride;
 			x->ops->prep(h, len, q);

@@ -106,7 +106,7 @@ void ftcpumoe_gate_up_rows(struct ftcpumoe *x, int tid, int g, long j0, long j1,
 			for (long j = c0; j < c1; j++) {
 				float gt = inter ? yg[i][2 * (j - c0)] + ftkern_bf16(bias[2 * j]) : yg[i][j - c0];
 				float up = inter ? yg[i][2 * (j - c0) + 1] + ftkern_bf16(bias[2 * j + 1]) : yu[i][j - c0];
-				h[j] = ftcpumoe_act(x->cfg.act, gt, up, x->cfg.swiglu_limit);
+				h[j] = ftmoe_act((int)x->cfg.act, gt, up, x->cfg.swiglu_limit);
 			}
 		}
 	}
