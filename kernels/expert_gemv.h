@@ -13,7 +13,7 @@
  *
  * Formats: bf16, nvfp4, ds_fp4 (banks exactly as moe/formats ftfmt_banks, each held in one slot
  * pool [C, bytes of one expert], the pools ftmissing_bank.pool points at). Activations: silu,
- * gelu, gelu_tanh, swiglu_oai (with swiglu_limit), as ftcpumoe_act.
+ * gelu, gelu_tanh, swiglu_oai (with swiglu_limit), as ftmoe_act (src/moe/act.h).
  *
  * Numerics: FP32 accumulation on the tensor cores (mma.sync m16n8k16). The weights enter the
  * products exactly (bf16 as stored; 4-bit codes as f16 e2m1 values, their block scales applied
@@ -65,6 +65,9 @@ struct ftgemv_experts {
 	int fz_blocks;                /* blocks of the fused kernel the device holds at once (0: no
 	                               * cooperative launches); may be lowered (a smaller grid) */
 	size_t dn_smem_max;           /* dynamic shared memory of a down block */
+	int fz_pre;                   /* the fused 4-bit kernel: K iterations (of 128) of each block's
+	                               * first down tile it copies into shared memory while it runs
+	                               * gate_up (sm_90+; 0: none); may be lowered */
 };
 
 /* Check the geometry and pools of e and fill its ftgemv_init fields; sets the kernels' shared
