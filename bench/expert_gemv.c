@@ -15,7 +15,7 @@
  * of REPS graph launches between events, median of TRIALS, gives us per step, both kernels
  * and the gap between them included. Variants: the default (ftgemv_init's choice), nopdl
  * (two kernels, plain launches), pdl (two kernels, programmatic launches) and fused (one
- * cooperative kernel for both phases; fused0 without its down tile copies). Pools hold a constant byte pattern (speed does not depend on the values; the
+ * cooperative kernel for both phases). Pools hold a constant byte pattern (speed does not depend on the values; the
  * results are checked by tests/gpu/test_expert_gemv.c). */
 #include <stdint.h>
 #include <stdio.h>
@@ -67,28 +67,18 @@ static double hbm_read_gbs(cudaStream_t s, int sms, double *d2d)
 	return ftstat_of(t, TRIALS).median;
 }
 
-/* the variants: ftgemv_init's choice; two kernels, plain / programmatic launches; the fused
- * kernel (4-bit: with its down tile copies), without them (fz_pre 0), with half of them */
-#define NVAR 6
-static const char *const vnames[NVAR] = {"default", "nopdl", "pdl", "fused", "fused0", "fusedh"};
-static void set_variant(struct ftgemv_experts *e, int v)
-{
-	if (!v)
-		return;
-	e->fused_b = v >= 3 ? MAXB : 0;
-	e->pdl = v == 2;
-	e->fz_pre = v == 4 ? 0 : v == 5 ? e->fz_pre / 2 : e->fz_pre;
-}
-
-/* us per step of one variant (vnames); spread in *lo, *hi; -1: the device cannot run the
- * variant */
+/* us per step of one variant (0 default, 1 nopdl, 2 pdl, 3 fused); spread in *lo, *hi; -1: the
+ * device cannot run the variant */
 static double time_steps(struct ftgemv_experts *e0, int variant, int B, int topk, const int32_t *d_slots,
 			 const float *d_w, const float *d_x, float *d_y, void *d_scr, cudaStream_t s, double *lo,
 			 double *hi)
 {
 	struct ftgemv_experts e = *e0;
-	set_variant(&e, variant);
-	if (variant >= 3 && !e.fz_blocks)
+	if (variant) {
+		e.fused_b = variant == 3 ? MAXB : 0;
+		e.pdl = variant == 2;
+	}
+	if (variant == 3 && !e.fz_blocks)
 		return -1; /* no cooperative launches on this device */
 	cudaGraph_t g;
 	cudaGraphExec_t ge;
@@ -118,7 +108,7 @@ static double time_steps(struct ftgemv_experts *e0, int variant, int B, int topk
 }
 
 /* hash mode: pools of HSLOTS experts of pseudo-random finite values; a line per format, batch and
- * variant (vnames) with the FNV-1a hash of y; token 1's route 2 has slot -1 */
+ * variant (default, nopdl, pdl, fused) with the FNV-1a hash of y; token 1's route 2 has slot -1 */
 #define HSLOTS 24
 static int hash_mode(void)
 {
@@ -172,10 +162,13 @@ static int hash_mode(void)
 		CK(cudaMemcpy(d_w, hw, sizeof hw, cudaMemcpyHostToDevice));
 		CK(cudaMemcpy(d_x, hx, sizeof(float) * MAXB * gm->H, cudaMemcpyHostToDevice));
 		for (int bi = 0; bi < 3; bi++) {
-			for (int v = 0; v < NVAR; v++) {
+			for (int v = 0; v < 4; v++) {
 				struct ftgemv_experts ev = e;
-				set_variant(&ev, v);
-				if (v >= 3 && !ev.fz_blocks)
+				if (v) {
+					ev.fused_b = v == 3 ? MAXB : 0;
+					ev.pdl = v == 2;
+				}
+				if (v == 3 && !ev.fz_blocks)
 					continue;
 				CK(cudaMemset(d_y, 0xff, sizeof(float) * MAXB * gm->H));
 				CK(ftgemv_moe(&ev, bs[bi], gm->topk, d_slots, d_w, d_x, d_y, d_scr, 0));
@@ -185,7 +178,7 @@ static int hash_mode(void)
 				for (size_t k = 0; k < sizeof(float) * bs[bi] * gm->H; k++)
 					hsh = (hsh ^ yb[k]) * 16777619u;
 				printf("%-7s B=%d %-7s y[0]=%-14.7g hash %08x\n", ftfmt_get(gm->f)->name, bs[bi],
-				       vnames[v], hx[0], hsh);
+				       (const char *[]){"default", "nopdl", "pdl", "fused"}[v], hx[0], hsh);
 			}
 		}
 		for (int i = 0; i < n; i++)
@@ -243,8 +236,6 @@ int main(int argc, char **argv)
 			CK(cudaMemset(e.pool[i], 0x3c, sh[i].expert_bytes * SLOTS));
 		}
 		CK(ftgemv_init(&e));
-		printf("%s: fused kernel %d blocks, copies %d of %ld K iterations of a down tile\n", ftfmt_get(gm->f)->name,
-		       e.fz_blocks, e.fz_pre, gm->I / (gm->f == FTFMT_BF16 ? 32 : 128));
 		int32_t *d_slots, *hs = malloc(sizeof(int32_t) * STEPS * MAXB * FTGEMV_MAX_TOPK);
 		float *d_w, *d_x, *d_y, *hx = malloc(sizeof(float) * MAXB * gm->H), hw[MAXB * FTGEMV_MAX_TOPK];
 		void *d_scr;
@@ -270,13 +261,14 @@ int main(int argc, char **argv)
 					hs[st * rt + i] = (st * rt + i) % SLOTS;
 			CK(cudaMemcpy(d_slots, hs, sizeof(int32_t) * STEPS * rt, cudaMemcpyHostToDevice));
 			double mb = (double)rt * eb / 1e6;
-			for (int v = 0; v < NVAR - 1; v++) {
+			for (int v = 0; v < 4; v++) {
+				static const char *vn[] = {"default", "nopdl", "pdl", "fused"};
 				double lo, hi, us = time_steps(&e, v, B, gm->topk, d_slots, d_w, d_x, d_y, d_scr, s, &lo, &hi);
 				if (us < 0)
 					continue;
 				double gbs = mb * 1e6 / (us * 1e3);
 				printf("%-7s %5ld %5ld %4d %2d %-10s %9.1f %10.2f %7.2f-%-8.2f %8.0f %8.2f\n",
-				       ftfmt_get(gm->f)->name, gm->H, gm->I, gm->topk, B, vnames[v], mb, us, lo, hi, gbs,
+				       ftfmt_get(gm->f)->name, gm->H, gm->I, gm->topk, B, vn[v], mb, us, lo, hi, gbs,
 				       gbs / hbm);
 			}
 		}

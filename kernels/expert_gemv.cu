@@ -88,13 +88,6 @@
 #ifndef FTGEMV_FUSED_B
 #define FTGEMV_FUSED_B 1    /* 4-bit calls of at most this many tokens: the fused kernel */
 #endif
-#ifndef FTGEMV_FZ_PRE
-#define FTGEMV_FZ_PRE 1     /* the fused 4-bit kernel copies its down tiles into shared memory */
-#endif
-#ifndef FTGEMV_FZ_PRE_BPSM
-#define FTGEMV_FZ_PRE_BPSM 3 /* blocks an SM the fused kernel keeps with that copy (its K
-                              * iterations are cut until they fit) */
-#endif
 #define FTGEMV_PAD 8        /* u16 elements between staged vectors (spreads shared-memory banks) */
 
 struct gv_params {
@@ -105,9 +98,6 @@ struct gv_params {
 	const int32_t *slots;
 	const float *w, *x;
 	float *h, *y;
-	int kpre;          /* fused kernel: K iterations of its first down tile copied into shared
-	                    * memory during gate_up (pre_lay; 0: none) */
-	unsigned pre_off;  /* where that copy starts in its dynamic shared memory */
 };
 
 #include "expert_gemv_tile.cuh"
@@ -318,48 +308,6 @@ static size_t dn_smem(long I)
 	return 3 * ((size_t)I + FTGEMV_PAD) * 2 + (size_t)(I / 32) * 4;
 }
 
-/* The fused kernel's copy of a down tile in shared memory: the FTGEMV_DN_GROUP rows of a row
- * group, the first kp K iterations of each row's codes, rows of even index first, those of odd
- * index 64 bytes further on (a warp's 8 rows of one load then fall on all 32 banks); then the
- * group's scale bytes as in the bank (whole rows: one contiguous run). */
-struct pre_lay {
-	unsigned rowl;  /* code bytes a row */
-	unsigned odd_w; /* where the odd rows' codes start */
-	unsigned srow;  /* scale bytes a row */
-	unsigned sbase; /* where the scale bytes start */
-	unsigned bytes; /* the whole copy */
-};
-__host__ __device__ static inline pre_lay pre_layout(int F, long I, int kp)
-{
-	pre_lay L;
-	L.rowl = (unsigned)kp * 64;
-	L.odd_w = FTGEMV_DN_GROUP / 2 * L.rowl + 64;
-	L.srow = (unsigned)(F == KF_NVFP4 ? I / 16 : I / 32);
-	L.sbase = FTGEMV_DN_GROUP * L.rowl + 64;
-	L.bytes = L.sbase + FTGEMV_DN_GROUP * L.srow;
-	return L;
-}
-
-/* One warp (lane) issues the bulk copies of row group grp of expert slot's down banks into pre
- * (pre_layout of p.kpre iterations), completing on bar. Every 4-bit row group is whole (H is a
- * multiple of 128); code rows (I / 2 bytes) and the group's scale run (64 I / 16 or 64 I / 32
- * bytes) start and end on 16 bytes, as bulk copies need. */
-template <int F>
-__device__ static inline void pre_issue(const gv_params &p, int grp, int slot, uint8_t *pre, uint64_t *bar, int lane)
-{
-	const pre_lay L = pre_layout(F, p.I, p.kpre);
-	const size_t n0 = (size_t)grp * FTGEMV_DN_GROUP, wrow = (size_t)p.I / 2;
-	const uint8_t *wb = p.dn_w + (size_t)slot * p.dn_wb + n0 * wrow;
-	if (lane == 0) {
-		mb_init(bar, 1);
-		mb_expect(bar, FTGEMV_DN_GROUP * (L.rowl + L.srow));
-		bulk_g2s(pre + L.sbase, p.dn_s + (size_t)slot * p.dn_sb + n0 * L.srow, FTGEMV_DN_GROUP * L.srow, bar);
-	}
-	__syncwarp();
-	for (int q = lane; q < FTGEMV_DN_GROUP; q += 32)
-		bulk_g2s(pre + (q & 1) * L.odd_w + (q >> 1) * L.rowl, wb + q * wrow, L.rowl, bar);
-}
-
 /* How a down block waits for the gate_up results (h) it stages: DN_NONE (the caller did),
  * DN_GRID_DEP (programmatic dependent launch), DN_GRID_SYNC (the fused kernel's grid barrier;
  * every block calls it once, also one whose route is not live). */
@@ -376,8 +324,7 @@ __device__ static inline void grid_sync(void)
  * the last block of a row group to finish (a counter per group, zeroed by gate_up block 0 of
  * route 0) adds the routes up in route order (deterministic) into y[b] and leaves the counter. */
 template <int F, int NW, int WAIT>
-__device__ __forceinline__ void dn_block(const gv_params &p, int grp, int r, int b, uint16_t *sm_dn,
-					 const uint8_t *pre = NULL, uint64_t *bar = NULL)
+__device__ __forceinline__ void dn_block(const gv_params &p, int grp, int r, int b, uint16_t *sm_dn)
 {
 	constexpr int TL = dn_cfg<F>::tiles, KS = dn_cfg<F>::ks, PER = TL * KS / NW;
 	static_assert(PER * NW == TL * KS, "a down block's tasks in equal shares of its warps");
@@ -413,13 +360,10 @@ __device__ __forceinline__ void dn_block(const gv_params &p, int grp, int r, int
 	const bool rows = n0 < H;
 	const uint8_t *wbase = p.dn_w + (size_t)slot * p.dn_wb, *sbase = p.dn_s ? p.dn_s + (size_t)slot * p.dn_sb : NULL;
 	const tile<F> t(wbase, sbase, I, rows ? n0 : 0, 8, lane, hi, lo, zero, spost);
-	/* a copy of the first kp iterations of the rows in shared memory (the fused 4-bit kernel,
-	 * issued at its start: pre_issue); the first loads of the rest go out now */
-	const bool spre = F != KF_BF16 && KS == 1 && pre;
-	const int kp = spre ? p.kpre : 0;
+	/* the first loads go out now */
 	frag A[unroll<F>::v];
-	if (rows && i0 + kp < i1)
-		t.load(A, i0 + kp, i1);
+	if (rows)
+		t.load(A, i0, i1);
 	if (WAIT == DN_GRID_DEP) {
 		grid_wait(); /* h of the gate_up kernel */
 		grid_release();
@@ -457,16 +401,7 @@ __device__ __forceinline__ void dn_block(const gv_params &p, int grp, int r, int
 	if (KS == 1) {
 		if (rows) {
 			float acc[4] = {0, 0, 0, 0};
-			if (spre) {
-				const pre_lay L = pre_layout(F, I, kp);
-				const int q = 16 * tw + (lane >> 2), c = lane & 3;
-				const uint32_t base = smem_u32(pre);
-				mb_wait(bar, 0);
-				t.run_sm(0, kp, acc, base + (q & 1) * L.odd_w + (q >> 1) * L.rowl + 16 * c, 4 * L.rowl,
-					 base + L.sbase + q * L.srow + (F == KF_NVFP4 ? 4 : 2) * (c & 1), 8 * L.srow);
-			}
-			if (i0 + kp < i1)
-				t.run(A, i0 + kp, i1, acc);
+			t.run(A, i0, i1, acc);
 			float t0, t1;
 			tile_rows(acc, &t0, &t1);
 			if ((lane & 3) == 0)
@@ -563,22 +498,9 @@ template <int F> struct fz_cfg {
 template <int F>
 __global__ void __launch_bounds__(fz_cfg<F>::warps * 32, fz_cfg<F>::minb) fz_kernel(const gv_params p)
 {
-	extern __shared__ __align__(128) uint16_t sm_fz[];
-	__shared__ uint64_t s_bar;
+	extern __shared__ __align__(16) uint16_t sm_fz[];
 	const int nj = p.I / gu_rows<F>::v, ng = dn_groups(p.H), topk = p.topk;
 	const int ngu = nj * topk * p.B, ndn = ng * topk * p.B;
-	/* 4-bit with p.kpre: the first down block's rows start copying into shared memory now, while
-	 * the gate_up blocks run (their loads and these copies share the memory system) */
-	uint8_t *pre = NULL;
-	if (F != KF_BF16 && p.kpre > 0 && (int)blockIdx.x < ndn) {
-		const int i = blockIdx.x, r = (i / ng) % topk, b = i / (ng * topk);
-		const int slot = p.slots[b * topk + r];
-		if (slot >= 0 && slot < p.C) {
-			pre = reinterpret_cast<uint8_t *>(sm_fz) + p.pre_off;
-			if (threadIdx.x < 32)
-				pre_issue<F>(p, i % ng, slot, pre, &s_bar, threadIdx.x);
-		}
-	}
 	for (int i = blockIdx.x; i < ngu; i += gridDim.x) {
 		gu_block<F>(p, i % nj, (i / nj) % topk, i / (nj * topk), sm_fz);
 		__syncthreads();
@@ -588,7 +510,7 @@ __global__ void __launch_bounds__(fz_cfg<F>::warps * 32, fz_cfg<F>::minb) fz_ker
 		grid_sync();
 		return;
 	}
-	dn_block<F, fz_cfg<F>::warps, DN_GRID_SYNC>(p, i % ng, (i / ng) % topk, i / (ng * topk), sm_fz, pre, &s_bar);
+	dn_block<F, fz_cfg<F>::warps, DN_GRID_SYNC>(p, i % ng, (i / ng) % topk, i / (ng * topk), sm_fz);
 	for (i += gridDim.x; i < ndn; i += gridDim.x) {
 		__syncthreads();
 		dn_block<F, fz_cfg<F>::warps, DN_NONE>(p, i % ng, (i / ng) % topk, i / (ng * topk), sm_fz);
@@ -607,49 +529,17 @@ static size_t gu_smem(long H)
 	return 3 * ((size_t)H + FTGEMV_PAD) * 2 + (size_t)(H / 32) * 4;
 }
 
-/* Where the fused kernel's down tile copy starts (after the staging of either phase), and its
- * dynamic shared memory with kp iterations copied. */
-static size_t pre_off(long H, long I)
+/* The kernels' shared memory limits; *fz: blocks of the fused kernel an SM holds. */
+template <int F> static cudaError_t set_attrs(size_t gu, size_t dn, int *fz)
 {
-	const size_t m = gu_smem(H) > dn_smem(I) ? gu_smem(H) : dn_smem(I);
-	return (m + 127) & ~(size_t)127;
-}
-static size_t fz_smem(int F, long H, long I, int kp)
-{
-	if (kp <= 0)
-		return gu_smem(H) > dn_smem(I) ? gu_smem(H) : dn_smem(I);
-	return pre_off(H, I) + pre_layout(F, I, kp).bytes;
-}
-
-/* The kernels' shared memory limits; *fz: blocks of the fused kernel an SM holds; *kp (in: 1
- * where the device can copy down tiles, bulk copies of sm_90+): the K iterations of a down
- * tile the fused kernel copies, the most that keep FTGEMV_FZ_PRE_BPSM blocks an SM (0: none). */
-template <int F> static cudaError_t set_attrs(size_t gu, size_t dn, long H, long I, size_t lim, int *fz, int *kp)
-{
+	const size_t m = gu > dn ? gu : dn;
 	cudaError_t e = cudaFuncSetAttribute(gu_kernel<F>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)gu);
 	if (!e)
 		e = cudaFuncSetAttribute(dn_kernel<F>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dn);
-	int k = F != KF_BF16 && *kp ? (int)(I / kiter<F>::v) : 0;
-	for (; !e && k > 0; k--) {
-		const size_t m = fz_smem(F, H, I, k);
-		if (m > lim)
-			continue;
+	if (!e)
 		e = cudaFuncSetAttribute(fz_kernel<F>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)m);
-		if (!e)
-			e = cudaFuncSetAttribute(fz_kernel<F>, cudaFuncAttributePreferredSharedMemoryCarveout,
-						 cudaSharedmemCarveoutMaxShared);
-		if (!e)
-			e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(fz, fz_kernel<F>, fz_cfg<F>::warps * 32, m);
-		if (!e && *fz >= FTGEMV_FZ_PRE_BPSM)
-			break;
-	}
-	*kp = k > 0 ? k : 0;
-	if (!e && !*kp) {
-		const size_t m = fz_smem(F, H, I, 0);
-		e = cudaFuncSetAttribute(fz_kernel<F>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)m);
-		if (!e)
-			e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(fz, fz_kernel<F>, fz_cfg<F>::warps * 32, m);
-	}
+	if (!e)
+		e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(fz, fz_kernel<F>, fz_cfg<F>::warps * 32, m);
 	return e;
 }
 
@@ -688,17 +578,12 @@ extern "C" cudaError_t ftgemv_init(struct ftgemv_experts *e)
 	 * 4-bit formats' batch-1 steps were 11-17 % faster without them (equal from batch 4):
 	 * bench/RESULTS.md, "GPU expert GEMV" */
 	e->pdl = major >= 9 && F == KF_BF16;
-	/* the fused 4-bit kernel's down tile copies: bulk copies (sm_90+), from 16-byte aligned
-	 * pools */
-	int kp = FTGEMV_FZ_PRE && major >= 9 && F != KF_BF16 &&
-		 !(((uintptr_t)e->pool[F == KF_NVFP4 ? 3 : 2] | (uintptr_t)e->pool[F == KF_NVFP4 ? 4 : 3]) & 15);
 	switch (F) {
-	case KF_BF16: err = set_attrs<KF_BF16>(gu, dn, e->H, e->I, lim, &fz, &kp); break;
-	case KF_NVFP4: err = set_attrs<KF_NVFP4>(gu, dn, e->H, e->I, lim, &fz, &kp); break;
-	default: err = set_attrs<KF_DSFP4>(gu, dn, e->H, e->I, lim, &fz, &kp); break;
+	case KF_BF16: err = set_attrs<KF_BF16>(gu, dn, &fz); break;
+	case KF_NVFP4: err = set_attrs<KF_NVFP4>(gu, dn, &fz); break;
+	default: err = set_attrs<KF_DSFP4>(gu, dn, &fz); break;
 	}
 	e->fz_blocks = coop ? fz * sms : 0;
-	e->fz_pre = kp;
 	/* the fused kernel: 4-bit formats at batch 1 (nvfp4 30.4 against 31.0 us a step, ds_fp4 36.0
 	 * against 36.5 on the H200); 2-10 % slower from batch 4, and bf16 21 % slower at batch 1 */
 	e->fused_b = e->fz_blocks > 0 && F != KF_BF16 ? FTGEMV_FUSED_B : 0;
@@ -726,11 +611,8 @@ static cudaError_t launch(const struct ftgemv_experts *e, const gv_params &p, in
 		cfg.numAttrs = 1;
 		cfg.gridDim = dim3((unsigned)(items < e->fz_blocks ? items : e->fz_blocks));
 		cfg.blockDim = dim3(fz_cfg<F>::warps * 32);
-		cfg.dynamicSmemBytes = fz_smem(F, e->H, e->I, F != KF_BF16 ? e->fz_pre : 0);
-		gv_params q = p;
-		q.kpre = F != KF_BF16 ? e->fz_pre : 0;
-		q.pre_off = (unsigned)pre_off(e->H, e->I);
-		const cudaError_t err = cudaLaunchKernelEx(&cfg, fz_kernel<F>, q);
+		cfg.dynamicSmemBytes = gu_smem(e->H) > dn_smem(e->I) ? gu_smem(e->H) : dn_smem(e->I);
+		const cudaError_t err = cudaLaunchKernelEx(&cfg, fz_kernel<F>, p);
 		return err ? err : cudaGetLastError();
 	}
 	at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -757,8 +639,7 @@ extern "C" cudaError_t ftgemv_moe(const struct ftgemv_experts *e, int B, int top
 {
 	const int F = e ? kfmt_of(e->fmt) : -1;
 	if (F < 0 || e->nbanks <= 0 || B < 1 || B > 65535 || topk < 1 || topk > FTGEMV_MAX_TOPK || !d_slots ||
-	    !d_w || !d_x || !d_y || !d_scratch || (B <= e->fused_b && e->fz_blocks < 1) || e->fz_pre < 0 ||
-	    (F != KF_BF16 && e->fz_pre > e->I / 128))
+	    !d_w || !d_x || !d_y || !d_scratch || (B <= e->fused_b && e->fz_blocks < 1))
 		return cudaErrorInvalidValue;
 	gv_params p = {};
 	const uint8_t *const *pl = (const uint8_t *const *)e->pool;

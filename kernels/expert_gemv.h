@@ -65,9 +65,6 @@ struct ftgemv_experts {
 	int fz_blocks;                /* blocks of the fused kernel the device holds at once (0: no
 	                               * cooperative launches); may be lowered (a smaller grid) */
 	size_t dn_smem_max;           /* dynamic shared memory of a down block */
-	int fz_pre;                   /* the fused 4-bit kernel: K iterations (of 128) of each block's
-	                               * first down tile it copies into shared memory while it runs
-	                               * gate_up (sm_90+; 0: none); may be lowered */
 };
 
 /* Check the geometry and pools of e and fill its ftgemv_init fields; sets the kernels' shared

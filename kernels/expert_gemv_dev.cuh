@@ -1,6 +1,6 @@
 /* expert_gemv's device helpers (kernels/expert_gemv.cu): loads, the mma steps, scale decodes,
- * the staging of x and h as hi + lo 16-bit halves. Not a public header:
- * include it from expert_gemv.cu only. */
+ * the staging of x and h as hi + lo 16-bit halves (the activations: moe/act.h, shared with the
+ * CPU executor). Not a public header: include it from expert_gemv.cu only. */
 #ifndef FT_KERNELS_EXPERT_GEMV_DEV_CUH
 #define FT_KERNELS_EXPERT_GEMV_DEV_CUH
 #include "expert_gemv.h"
@@ -53,76 +53,6 @@ __device__ static inline uint32_t ld_nc16(const uint8_t *p)
 	unsigned short v;
 	asm volatile("ld.global.nc.L1::no_allocate.u16 %0, [%1];\n" : "=h"(v) : "l"(p));
 	return v;
-}
-
-/* Shared memory: 32-bit addresses, loads, and bulk copies from global memory completing on an
- * mbarrier (sm_90+: the fused kernel's down tiles; never reached on older devices, where
- * ftgemv_init sets no prefetch). */
-__device__ static inline uint32_t smem_u32(const void *p)
-{
-	return (uint32_t)__cvta_generic_to_shared(p);
-}
-
-__device__ static inline uint4 ld_sh16(uint32_t a)
-{
-	uint4 v;
-	asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a));
-	return v;
-}
-
-__device__ static inline uint32_t ld_sh32(uint32_t a)
-{
-	uint32_t v;
-	asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(a));
-	return v;
-}
-
-__device__ static inline uint32_t ld_sh16b(uint32_t a)
-{
-	unsigned short v;
-	asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(v) : "r"(a));
-	return v;
-}
-
-__device__ static inline void mb_init(uint64_t *b, unsigned n)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-	asm volatile("mbarrier.init.shared.b64 [%0], %1;\n"
-		     "fence.mbarrier_init.release.cluster;\n" ::"r"(smem_u32(b)), "r"(n)
-		     : "memory");
-#endif
-}
-
-__device__ static inline void mb_expect(uint64_t *b, unsigned bytes)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-	asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;\n" ::"r"(smem_u32(b)), "r"(bytes) : "memory");
-#endif
-}
-
-__device__ static inline void mb_wait(uint64_t *b, unsigned ph)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-	uint32_t done;
-	do {
-		asm volatile("{\n\t.reg .pred p;\n\t"
-			     "mbarrier.try_wait.parity.shared.b64 p, [%1], %2;\n\t"
-			     "selp.u32 %0, 1, 0, p;\n\t}\n"
-			     : "=r"(done)
-			     : "r"(smem_u32(b)), "r"(ph)
-			     : "memory");
-	} while (!done);
-#endif
-}
-
-__device__ static inline void bulk_g2s(void *dst, const void *src, unsigned bytes, uint64_t *b)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-	asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-			     smem_u32(dst)),
-		     "l"(src), "r"(bytes), "r"(smem_u32(b))
-		     : "memory");
-#endif
 }
 
 __device__ static inline void mma_bf16(float d[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint2 b)

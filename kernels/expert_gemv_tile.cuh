@@ -81,31 +81,6 @@ template <int F> struct tile {
 		}
 	}
 
-	/* The same loads from a copy of the rows in shared memory: cw = row g's bytes at this
-	 * lane's chunk of iteration 0, cw + cw8 row g + 8's; cs, cs + cs8 their scale bytes
-	 * (32-bit shared addresses). */
-	__device__ inline void load_sm(frag f[U], int it, int i1, uint32_t cw, uint32_t cw8, uint32_t cs,
-				       uint32_t cs8) const
-	{
-		constexpr int SSTEP = F == KF_NVFP4 ? 8 : 4;
-#pragma unroll
-		for (int u = 0; u < U; u++) {
-			if (it + u < i1) {
-				const uint32_t q = cw + (uint32_t)(it + u) * 64;
-				f[u].a = ld_sh16(q);
-				f[u].b = ld_sh16(q + cw8);
-				const uint32_t r = cs + (uint32_t)(it + u) * SSTEP;
-				if (F == KF_NVFP4) {
-					f[u].sa = ld_sh32(r);
-					f[u].sb = ld_sh32(r + cs8);
-				} else if (F == KF_DSFP4) {
-					f[u].sa = ld_sh16b(r);
-					f[u].sb = ld_sh16b(r + cs8);
-				}
-			}
-		}
-	}
-
 	/* Add iterations it .. (loaded in f) into acc, the lane's FP32 D fragment (rows g, g + 8
 	 * x columns 2c, 2c + 1). */
 	__device__ inline void compute(const frag f[U], int it, int i1, float acc[4]) const
@@ -183,18 +158,6 @@ template <int F> struct tile {
 			compute(A, it, i1, acc);
 			load(A, it + 2 * U, i1);
 			compute(B, it + U, i1, acc);
-		}
-	}
-
-	/* Iterations [i0, i1) into acc from the shared-memory copy (load_sm's addresses): the
-	 * same products in the same order as run. */
-	__device__ inline void run_sm(int i0, int i1, float acc[4], uint32_t cw, uint32_t cw8, uint32_t cs,
-				      uint32_t cs8) const
-	{
-		for (int it = i0; it < i1; it += U) {
-			frag A[U];
-			load_sm(A, it, i1, cw, cw8, cs, cs8);
-			compute(A, it, i1, acc);
 		}
 	}
 };
