@@ -4,8 +4,11 @@ per (format, workload, cache size) with both offload steps, both all-CPU (f = 0)
 winners, whether they agree (where the engine names one), and the engine's step at the
 replay's best fetch fraction as a share of its best hybrid step (the replay's target:
 >= 0.95; with the harness's --rounds, each round's share too, and whether that arm's median is
-within the 95% interval of the best arm's, the engine's own resolution), and the mean |log(replay / engine)| of the hybrid steps both ran (how well the
-replay models the engine's hybrid path). Markdown on stdout, a summary line last.
+within the 95% interval of the best arm's, the engine's own resolution; with the harness's
+--confirm, that share measured again head to head with the sweep's best arm in fresh rounds,
+free of the sweep's selection bias), and the mean |log(replay / engine)| of the hybrid steps
+both ran (how well the replay models the engine's hybrid path). Markdown on stdout, a summary
+line last.
 
 usage: compare_replay.py REPLAY_JSON MOE_JSON
   REPLAY_JSON  `ftbench replay --json` (with --save-trace: the routing the harness replays)
@@ -43,12 +46,13 @@ def main(argv: list[str]) -> int:
         eng[(p["format"], key(p["workload"]), round(p["cache_fraction"], 2))] = p
     print("| format | workload | cache | replay offload ms | engine offload ms | replay f=0 ms | engine f=0 ms "
           "| replay winner (hyb/off, best f) | engine winner (hyb/off, best f) | agree "
-          "| engine at replay's best f / engine's best hybrid |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| engine at replay's best f / engine's best hybrid | the same, head to head (rounds) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     named = agree = 0
     shares = []
     ties = []   # the replay's f within the engine's CI95 of its best hybrid arm
     logerr = []  # |log(replay / engine)| of every hybrid fraction both ran
+    confirmed = []  # the share measured head to head (the harness's --confirm)
     for fmt, blk in rep["replay"].items():
         for p in blk["points"]:
             k = (fmt, key(p["workload"]), round(p["cache_fraction"], 2))
@@ -85,6 +89,14 @@ def main(argv: list[str]) -> int:
                 per = [min(a["round_medians"][i] for a in hyb if len(a.get("round_medians", [])) > i)
                        / at["round_medians"][i] for i in range(len(at["round_medians"]))]
                 rounds = f" (rounds {min(per):.2f}-{max(per):.2f})"
+            conf = "-"
+            c = next((c for c in (e.get("confirm") or {}).get("candidates", [])
+                      if rf is not None and abs(c["fetch_fraction"] - rf) < 5e-5), None)
+            if c:
+                confirmed.append(c["of_best_hybrid"])
+                conf = (f"{c['of_best_hybrid']:.2f} (same f)" if c.get("same_as_best") else
+                        f"{c['of_best_hybrid']:.2f} ({c['of_best_hybrid_rounds'][0]:.2f}-"
+                        f"{c['of_best_hybrid_rounds'][2]:.2f})")
             ew = e["winner"]
             if ew != "tie":
                 named += 1
@@ -97,13 +109,15 @@ def main(argv: list[str]) -> int:
             print(f"| {fmt} | {p['workload']} | {k[2]} | {f(r_off)} | {f(e_off)} | {f(r_f0)} | {f(e_f0)} "
                   f"| {p['winner']} ({p.get('speedup', 0):.2f}x, {rf}) "
                   f"| {ew} ({e.get('hybrid_over_offload', 0):.2f}x, {e.get('best_fetch_fraction')}) | {ag} "
-                  f"| {f(share)}{rounds} |")
+                  f"| {f(share)}{rounds} | {conf} |")
     lo = min(shares) if shares else float("nan")
     print(f"\nwinner agrees at {agree} of {named} points where the engine names one; the engine at the "
           f"replay's best f reaches {lo:.2f}..{max(shares) if shares else float('nan'):.2f} of its best hybrid "
           f"({sum(s >= 0.95 for s in shares)} of {len(shares)} points >= 0.95; {sum(ties)} of {len(ties)} "
           f"within the 95% interval of the engine's best arm); mean |log(replay / engine)| "
-          f"of the hybrid steps {sum(logerr) / len(logerr) if logerr else float('nan'):.3f} ({len(logerr)} steps)")
+          f"of the hybrid steps {sum(logerr) / len(logerr) if logerr else float('nan'):.3f} ({len(logerr)} steps)"
+          + (f"; head to head: {sum(x >= 0.95 for x in confirmed)} of {len(confirmed)} >= 0.95 "
+             f"({min(confirmed):.2f}..{max(confirmed):.2f})" if confirmed else ""))
     return 0
 
 

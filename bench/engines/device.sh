@@ -12,7 +12,8 @@
 #   replay   ftbench replay --cpu-kernel (the engine's layer steps) $REPLAY_ARGS, its routing
 #            saved, then the harness on those traces ($MOE_ARGS) and compare_replay.py's table
 #            -> OUT/replay.json, moe.json (lsprobe.txt: the layer-step probe alone, bf16; LSPROBE=0
-#            skips it); MOE_JSON=FILE compares with an earlier call's harness run instead
+#            skips it); MOE_JSON=FILE compares with an earlier call's harness run instead; the
+#            replay's best f at each point is the harness's --candidates (for its --confirm)
 #   probe    the seed CPU kernel driver alone, bf16 and nvfp4 -> OUT/probe.jsonl
 #   bw       ftbench bw --dtype bf16,nvfp4 $BW_ARGS -> OUT/bw_ours.json, then the seed's own
 #            ft bench bw (benchbw.py) -> OUT/bw_seed.json, in the same call
@@ -90,7 +91,8 @@ for stage in "$@"; do
 			for f in "$OUT"/tr/*.json; do T="$T --trace $f"; done
 			log "the engine on the replay's traces ${MOE_ARGS:-}"
 			# shellcheck disable=SC2086
-			timeout "${MOE_TIMEOUT:-400}" $PY "$E/freetoken_moe.py" ${MOE_ARGS:-} $T --out "$OUT/moe.json" \
+			timeout "${MOE_TIMEOUT:-400}" $PY "$E/freetoken_moe.py" ${MOE_ARGS:-} $T \
+				--candidates "$OUT/replay.json" --out "$OUT/moe.json" \
 				>"$OUT/moe.log" 2>&1
 			echo "moe rc=$?"; grep -v '^\[' "$OUT/moe.log" | grep -v INFO | tail -5
 		fi
@@ -131,7 +133,8 @@ for stage in "$@"; do
 	moeprof)
 		# the harness with an arm at each profile's fetch fraction, read by the seed's own
 		# reader: the engine-kernel profile (bwk), ours (its *_ftbench figures moved back into
-		# the seed-read fields) and the seed's own bw profile (seedbw)
+		# the seed-read fields) and the seed's own bw profile (seedbw); PROFILES="engine ours seed"
+		# names the ones to run (default all that exist)
 		$PY - "$OUT/bw_engine.json" "$OUT/bw_ours_from_engine.json" <<'PYEOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -143,6 +146,7 @@ json.dump(d, open(sys.argv[2], "w"))
 PYEOF
 		P=""
 		for p in engine=bw_engine.json ours=bw_ours_from_engine.json seed=bw_seed.json; do
+			case " ${PROFILES:-engine ours seed} " in *" ${p%%=*} "*) ;; *) continue ;; esac
 			[ -f "$OUT/${p#*=}" ] && P="$P --profile ${p%%=*}=$OUT/${p#*=}"
 		done
 		log "moe with profile arms:$P ${MOEPROF_ARGS:-}"

@@ -357,6 +357,57 @@ def pool_rounds(runs: list[dict]) -> dict:
     return out
 
 
+def confirm(best: dict, cands: list[float], rounds: int, run) -> dict:
+    """The sweep's best hybrid arm head to head with each candidate fraction (a profile's,
+    the replay's) for `rounds` fresh rounds, the order rotated; the candidates' shares come
+    from these rounds alone. The best of several noisy arms is the luckiest one (the winner's
+    curse: the engine's identical arms differ by 1-7 %), so a share against the sweep's own
+    figure is biased low; measured again beside it, it is not. run(arm) is one eng.run. A
+    candidate at the best arm's own fraction is the same arm: share 1, nothing run."""
+    bf = best["fetch_fraction"]
+    want = sorted({round(float(f), 4) for f in cands})
+    fs = [f for f in want if abs(f - bf) > 1e-9]
+    arms = [{"mode": "hybrid", "fetch_fraction": bf}] + \
+        [{"mode": "hybrid", "fetch_fraction": f} for f in fs]
+    per: list[list[dict]] = [[] for _ in arms]
+    for rnd in range(rounds if fs else 0):
+        for i in rotated(range(len(arms)), rnd):
+            per[i].append(run(arms[i]))
+    out = {"rounds": rounds if fs else 0, "best_fetch_fraction": bf, "candidates": []}
+    b = pool_rounds(per[0]) if fs else None
+    if b:
+        out["best"] = {"ms_per_step": b["ms_per_step"], "round_medians": b["round_medians"]}
+    for f in want:
+        if abs(f - bf) <= 1e-9:
+            out["candidates"].append({"fetch_fraction": f, "same_as_best": True,
+                                      "of_best_hybrid": 1.0})
+            continue
+        c = pool_rounds(per[1 + fs.index(f)])
+        per_round = sorted(x / y for x, y in zip(b["round_medians"], c["round_medians"]))
+        out["candidates"].append({
+            "fetch_fraction": f, "ms_per_step": c["ms_per_step"],
+            "round_medians": c["round_medians"],
+            "of_best_hybrid": round(b["ms_per_step"]["median"] / c["ms_per_step"]["median"], 3),
+            "of_best_hybrid_rounds": [round(per_round[0], 3),
+                                      round(percentile(per_round, 0.5), 3),
+                                      round(per_round[-1], 3)],
+            # the engine's own resolution: the two medians' 95% intervals overlap
+            "within_ci": c["ms_per_step"]["ci95"][0] <= b["ms_per_step"]["ci95"][1]})
+    return out
+
+
+def replay_best(path: str) -> dict:
+    """An `ftbench replay --json` document's best fetch fraction per point, keyed as
+    compare_replay.py keys points: (format, workload key, cache fraction)."""
+    from compare_replay import key
+
+    with open(path, encoding="utf-8") as f:
+        rep = json.load(f)
+    return {(fmt, key(p["workload"]), round(p["cache_fraction"], 2)): p["best_fetch_fraction"]
+            for fmt, blk in rep["replay"].items() for p in blk["points"]
+            if p.get("best_fetch_fraction") is not None}
+
+
 def parse_arms(a) -> list[dict]:
     arms = []
     if "offload" in a.modes:
@@ -410,6 +461,13 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=1,
                    help="rounds: every arm of a point runs once a round, the arms' order "
                         "rotated by one each round; an arm's figures pool its rounds' steps")
+    p.add_argument("--confirm", type=int, default=0, metavar="N",
+                   help="after the sweep, N rounds of its best hybrid arm head to head with "
+                        "each candidate (--profile arms, --candidates); their shares come from "
+                        "these rounds alone (the sweep's best is its luckiest arm)")
+    p.add_argument("--candidates", metavar="REPLAY_JSON",
+                   help="ftbench replay --json: its best fetch fraction at each point is a "
+                        "candidate for --confirm")
     p.add_argument("--warmup", type=int, default=24, help="untimed steps first (cache warm)")
     p.add_argument("--threads", type=int, default=0, help="CPU executor threads (0 = engine)")
     p.add_argument("--seed", type=int, default=1)
@@ -418,6 +476,8 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     if a.rounds < 1:
         p.error("--rounds: at least 1")
+    if a.confirm < 0:
+        p.error("--confirm: not negative")
     a.modes = [m for m in a.modes.split(",") if m]
     a.fetch = [float(x) for x in a.fetch.split(",") if x != ""]
     a.cap = [int(x) for x in a.cap.split(",") if x != ""]
@@ -438,6 +498,11 @@ def main(argv=None) -> int:
     except routing.TraceError as e:
         log(f"freetoken_moe: {e}")
         return 2
+    try:
+        rbest = replay_best(a.candidates) if a.candidates else {}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        log(f"freetoken_moe: --candidates {a.candidates}: not a replay document ({e})")
+        return 2
     if a.seed_src:
         sys.path.insert(0, os.path.join(a.seed_src, "python"))
     import torch
@@ -450,7 +515,7 @@ def main(argv=None) -> int:
            "host": {"gpu": torch.cuda.get_device_name(0), "cpus": os.cpu_count(),
                     "machine": platform.machine()},
            "layers": a.layers, "model_layers": a.model_layers, "batch": a.batch,
-           "steps": a.steps, "warmup": a.warmup, "rounds": a.rounds,
+           "steps": a.steps, "warmup": a.warmup, "rounds": a.rounds, "confirm_rounds": a.confirm,
            "winner_rule": "offload vs the fastest hybrid arm; named when the 95% confidence "
                           "intervals of the two medians do not overlap, else tie",
            "points": []}
@@ -527,6 +592,31 @@ def main(argv=None) -> int:
                             x["of_best_hybrid_rounds"] = [round(per[0], 3),
                                                           round(percentile(per, 0.5), 3),
                                                           round(per[-1], 3)]
+                if a.confirm and best and best.get("fetch_fraction") is not None:
+                    from compare_replay import key
+
+                    cands = [x["fetch_fraction"] for x in point["arms"]
+                             if "profile" in x and "ms_per_step" in x]
+                    rf = rbest.get((fmt, key(wname), round(frac, 2)))
+                    if rf is not None:
+                        point["replay_fetch_fraction"] = rf
+                        cands.append(rf)
+
+                    def run(arm):
+                        r = eng.run(slots, arm, trace, a.warmup, a.steps, not a.no_graph, a.threads)
+                        log(f"[{fmt} {wname} c{frac} confirm] f {arm['fetch_fraction']}: "
+                            f"{r['ms_per_step']['median']} ms")
+                        return r
+                    try:
+                        point["confirm"] = confirm(best, cands, a.confirm, run)
+                    except Exception as e:
+                        point["confirm"] = {"error": f"{type(e).__name__}: {e}"}
+                    for x in point["arms"]:
+                        c = next((c for c in point["confirm"].get("candidates", [])
+                                  if "profile" in x and "fetch_fraction" in x
+                                  and abs(c["fetch_fraction"] - x["fetch_fraction"]) < 5e-5), None)
+                        if c:
+                            x["of_best_hybrid_confirm"] = c["of_best_hybrid"]
                 doc["points"].append(point)
         if eng.executor is not None:
             doc.setdefault("cpu_executor", {})[fmt] = {

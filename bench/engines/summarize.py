@@ -46,6 +46,8 @@ def main(paths) -> int:
                              + (" (rounds %s-%s)" % (a["of_best_hybrid_rounds"][0],
                                                       a["of_best_hybrid_rounds"][2])
                                 if "of_best_hybrid_rounds" in a else "")
+                             + (f"; head to head {a['of_best_hybrid_confirm']}"
+                                if "of_best_hybrid_confirm" in a else "")
                              for a in p["arms"] if "profile" in a)
             miss = (f"{off.get('miss_rate', '—')}→{best.get('miss_rate', '—')}"
                     if off and best else "—")
@@ -57,6 +59,20 @@ def main(paths) -> int:
                 if "error" in a]
         for fmt, w, a in errs[:10]:
             print(f"  error {fmt} {w} {a}")
+        for p in doc["points"]:
+            c = p.get("confirm")
+            if not c:
+                continue
+            if "error" in c:
+                print(f"  confirm {p['format']} {p['workload']} c{p['cache_fraction']}: {c['error']}")
+                continue
+            row = ", ".join(
+                f"f {x['fetch_fraction']}: " + ("same as best" if x.get("same_as_best") else
+                                               f"{x['of_best_hybrid']} (rounds {x['of_best_hybrid_rounds'][0]}-"
+                                               f"{x['of_best_hybrid_rounds'][2]}, within CI {x['within_ci']})")
+                for x in c["candidates"])
+            print(f"  head to head ({c['rounds']} rounds) {p['format']} {p['workload']} c{p['cache_fraction']}, "
+                  f"best f {c['best_fetch_fraction']}: {row}")
         print(f"  sweep per point (ms median by f): ")
         for p in doc["points"]:
             row = " ".join(f"{a.get('fetch_fraction', a.get('cap'))}:{a['ms_per_step']['median']:.2f}"

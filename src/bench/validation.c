@@ -134,6 +134,7 @@ static int from_harness(const json_t *doc, const char *format, const struct ftva
 	json_object_set_new(rec, "engine", e);
 	json_object_set(rec, "workload", json_object_get(pick, "workload"));
 	json_object_set_new(rec, "cache_fraction", num_or_null(num(pick, "cache_fraction")));
+	json_object_set_new(rec, "reuse", num_or_null(num(pick, "trace_reuse")));
 	json_object_set_new(rec, "unit", json_string("ms_per_step"));
 	json_object_set_new(rec, "figures", figs);
 	json_object_set_new(rec, "winner", json_string(winner));
@@ -234,12 +235,21 @@ int ftval_build(const json_t *doc, const char *format, const struct ftval_opts *
 		json_decref(rec);
 		return r;
 	}
-	const char *winner = json_string_value(json_object_get(rec, "winner"));
-	bool known = verdict && (!strcmp(verdict, "hybrid") || !strcmp(verdict, "offload"));
-	json_object_set_new(rec, "verdict", known ? json_string(verdict) : json_null());
-	json_object_set_new(rec, "agrees", !known ? json_null()
-					   : json_boolean(!strcmp(winner, "tie") || !strcmp(winner, verdict)));
+	ftval_judge(rec, verdict, NAN, NAN);
 	json_object_set_new(rec, "profile_epoch", num_or_null(profile_epoch));
 	*out = rec;
 	return 0;
+}
+
+void ftval_judge(json_t *rec, const char *verdict, double point_cache, double point_reuse)
+{
+	const char *winner = json_string_value(json_object_get(rec, "winner"));
+	bool known = winner && verdict && (!strcmp(verdict, "hybrid") || !strcmp(verdict, "offload"));
+	json_object_set_new(rec, "verdict", known ? json_string(verdict) : json_null());
+	json_object_set_new(rec, "verdict_point", known && isfinite(point_cache) && isfinite(point_reuse)
+							  ? json_pack("{s:f,s:f}", "cache_fraction", point_cache, "reuse",
+								      point_reuse)
+							  : json_null());
+	json_object_set_new(rec, "agrees", !known ? json_null()
+					   : json_boolean(!strcmp(winner, "tie") || !strcmp(winner, verdict)));
 }

@@ -31,6 +31,13 @@ void ftval_opts_default(struct ftval_opts *o);
 int ftval_build(const json_t *doc, const char *format, const struct ftval_opts *o, const char *verdict,
 		double profile_epoch, json_t **out, char *err, size_t errlen);
 
+/* Compare rec's winner with verdict ("hybrid", "offload", or NULL: agrees null): sets verdict,
+ * agrees (a tie agrees) and verdict_point, the profile's replay point (cache fraction, reuse) the
+ * verdict came from (ftprof_recommend_workload), or null when either is NAN (the profile's
+ * verdict for its default workload). ftval_build calls it with NAN; a caller that knows the
+ * run's workload judges again with the profile's answer for it. */
+void ftval_judge(json_t *rec, const char *verdict, double point_cache, double point_reuse);
+
 /* The formats a harness document has points for, into names (at most max, borrowed from doc);
  * the count (0 for other documents). */
 int ftval_formats(const json_t *doc, const char **names, int max);

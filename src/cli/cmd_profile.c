@@ -196,6 +196,15 @@ static int validate(const struct ftprof *p, const char *from, const char *dtype,
 			ftcli_error("%s: %s: %s", from, names[i], err);
 			goto out;
 		}
+		/* a run that says its workload is judged by the profile's answer for that workload
+		 * (its nearest replay point), when the profile has replay points */
+		double wc = json_number_value(json_object_get(v, "cache_fraction")),
+		       wr = json_number_value(json_object_get(v, "reuse")), pc, pr;
+		if (json_is_number(json_object_get(v, "cache_fraction")) && json_is_number(json_object_get(v, "reuse")) &&
+		    ftprof_workload_point(p, names[i], wc, wr, &pc, &pr, NULL) == 0) {
+			rec = ftprof_recommend_workload(p, names[i], wc, wr, NULL);
+			ftval_judge(v, ftprof_rec_name(rec), pc, pr);
+		}
 		json_object_set_new(all, names[i], v);
 		json_object_set(done, names[i], v);
 		added++;
@@ -210,8 +219,13 @@ static int validate(const struct ftprof *p, const char *from, const char *dtype,
 			       json_string_value(json_object_get(v, "winner")));
 			if (json_is_number(json_object_get(v, "best_fetch_fraction")))
 				printf(", best fetch fraction %.3f", json_number_value(json_object_get(v, "best_fetch_fraction")));
-			printf("; the profile says %s: %s\n", ftprof_rec_name(rec),
-			       json_is_true(ag) ? "agrees" : json_is_false(ag) ? "DISAGREES" : "not compared");
+			const json_t *vp = json_object_get(v, "verdict_point");
+			printf("; the profile says %s", ftprof_rec_name(rec));
+			if (json_is_object(vp))
+				printf(" at cache %.2f, reuse %.2f (its replay point nearest the run's)",
+				       json_number_value(json_object_get(vp, "cache_fraction")),
+				       json_number_value(json_object_get(vp, "reuse")));
+			printf(": %s\n", json_is_true(ag) ? "agrees" : json_is_false(ag) ? "DISAGREES" : "not compared");
 		}
 	}
 	if (!added) {

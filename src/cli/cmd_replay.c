@@ -70,7 +70,7 @@ static const struct ftflag rows[] = {
 	{"warmup", FTF_INT, O(warm), .meta = "N", .lo = 0, .hi = 100000, .def_help = "64 (short: 48)",
 	 .help = "steps that warm the slot cache on the CPU reference before the timed ones"},
 	{"size", FTF_ENUM, O(size), .choices = "short|full", .def = "full",
-	 .help = "short: the default point only (cache 0.4, reuse 0.6), f 0.25/0.5/1; full: the map"},
+	 .help = "short: cache 0.4 at uniform routing and reuse 0.6 (the default point), f 0.25/0.5/1; full: the map"},
 	{"trace", FTF_STR, O(trace), .meta = "FILE",
 	 .help = "replay recorded routing (format: docs/REPLAY.md) instead of generating it"},
 	{"save-trace", FTF_STR, O(save), .meta = "FILE",

@@ -304,9 +304,14 @@ static void show_validation(const struct ftprof *p)
 		       v.engine_version ?: "?", v.winner);
 		if (isfinite(v.best_fetch_fraction))
 			printf(", best fetch fraction %.3f", v.best_fetch_fraction);
-		printf("; %s the profile's verdict (%s)",
+		printf("; %s the profile's verdict (%s",
 		       v.agrees == 1 ? "agrees with" : v.agrees == 0 ? "DISAGREES with" : "not compared with",
 		       json_string_value(json_object_get(e, "verdict")) ?: "none");
+		const json_t *vp = json_object_get(e, "verdict_point");
+		if (json_is_object(vp))
+			printf(" at cache %.2f, reuse %.2f", json_number_value(json_object_get(vp, "cache_fraction")),
+			       json_number_value(json_object_get(vp, "reuse")));
+		printf(")");
 		if (v.state == FTPROF_VALIDATION_CURRENT)
 			printf(", current\n");
 		else

@@ -107,8 +107,10 @@ void ftrp_config_default(struct ftrp_config *c, enum ftrp_size size)
 	if (size == FTRP_SHORT) {
 		c->ncache = 1;
 		c->cache[0] = FTRP_DEFAULT_CACHE;
-		c->nwork = 1;
-		c->work[0].reuse = FTRP_DEFAULT_REUSE;
+		/* uniform beside the default reuse: an engine that knows its routing reuses little
+		 * gets its own answer (ftprof_recommend_workload); the verdict follows the default */
+		c->nwork = 2;
+		c->work[1].reuse = FTRP_DEFAULT_REUSE;
 		c->nfrac = 3;
 		c->fractions[0] = 0.25;
 		c->fractions[1] = 0.5;

@@ -40,8 +40,8 @@ int ftrp_work_parse(const char *s, struct ftrp_work *w);
 /* "uniform", "reuse 0.6", "zipf 1.2", "zipf 1.2 reuse 0.6", "trace" into buf; returns buf. */
 const char *ftrp_work_name(const struct ftrp_work *w, char *buf, size_t n);
 
-/* Short (bw's default): the default point only, modes offload, the profile's f, f 0.25 / 0.5 / 1;
- * full: the map. */
+/* Short (bw's default): at the default cache size, uniform routing and the default reuse (the
+ * point the verdict follows), modes offload, the profile's f, f 0.25 / 0.5 / 1; full: the map. */
 enum ftrp_size { FTRP_NONE = 0, FTRP_SHORT = 1, FTRP_FULL = 2 };
 int ftrp_size_parse(const char *s, enum ftrp_size *out); /* none|short|full: 0 or -EINVAL */
 const char *ftrp_size_name(enum ftrp_size s);
@@ -76,7 +76,7 @@ struct ftrp_config {
 
 /* Defaults: layers 16, batch 1, warm-up 64 + 4, 32 steps, cache 0.4 and 0.7, workloads uniform,
  * reuse 0.6, reuse 0.85, sweep 0 0.125 0.25 0.375 0.5 0.75 1, caps 1, seed 1; the model/format are
- * left NULL. size SHORT: one point (the default), sweep 0.25 0.5 1, no caps, 16 steps. */
+ * left NULL. size SHORT: cache 0.4, uniform and reuse 0.6, sweep 0.25 0.5 1, no caps, 16 steps. */
 void ftrp_config_default(struct ftrp_config *c, enum ftrp_size size);
 /* The slots of cache size i (fraction cache[i], or the override), at least batch * top-k and at
  * most layers * E. */

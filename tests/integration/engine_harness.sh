@@ -76,7 +76,7 @@ eng = json.load(open(sys.argv[3]))["points"]
 for row, p, e in zip(rows, rep, eng):
     hyb = {a["fetch_fraction"]: a["ms_per_step"]["median"] for a in e["arms"] if a["mode"] == "hybrid"}
     want = min(hyb.values()) / hyb[min(hyb, key=lambda f: abs(f - p["best_fetch_fraction"]))]
-    assert abs(float(row[-1]) - want) < 0.006, (row[-1], want)
+    assert abs(float(row[-2]) - want) < 0.006, (row[-2], want)
 PY
 # compare_replay.py with the harness's rounds: per-round shares and the engine's own resolution
 python3 - "$T/replay.json" "$T/moe2.json" <<'PY'
@@ -121,5 +121,53 @@ assert r["ms_per_step"]["samples"] == 6 and r["ms_per_step"]["median"] == 6.5, r
 assert abs(r["miss_rate"] - 0.3) < 1e-9 and r["fetch_fraction"] == 0.5, r
 PYEOF
 check "freetoken_moe.py: rounds rotate the arms and pool their steps" python3 "$T/rounds.py" "$E"
+
+# freetoken_moe.py --confirm: the sweep's best arm head to head with each candidate, in fresh
+# rounds alone; a candidate at the best arm's own f is not run
+cat >"$T/confirm.py" <<'PYEOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+import freetoken_moe as m
+ran = []
+def run(arm):
+    f = arm["fetch_fraction"]
+    ran.append(f)
+    k = sum(1 for x in ran if x == f)  # this arm's k-th round
+    ms = {0.5: [10.0, 10.0, 12.0], 0.375: [10.5, 11.0, 12.0], 0.75: [20.0, 20.0, 20.0]}[f][k - 1]
+    return {"mode": "hybrid", "fetch_fraction": f, "ms_per_step": m.spread_of([ms - 0.1, ms, ms + 0.1]),
+            "miss_rate": 0.1, "active_per_layer_step": 8, "missing_per_layer_step": 2,
+            "fetched_per_layer_step": 1, "cpu_per_layer_step": 1}
+# the sweep said 0.5 at 9 ms (lucky): the candidates 0.375 (twice), 0.5 (the same arm), 0.75
+c = m.confirm({"fetch_fraction": 0.5, "ms_per_step": {"median": 9.0}}, [0.375, 0.5, 0.75, 0.375], 3, run)
+assert c["rounds"] == 3 and c["best_fetch_fraction"] == 0.5, c
+assert ran == [0.5, 0.375, 0.75, 0.375, 0.75, 0.5, 0.75, 0.5, 0.375], ran   # rotated, 3 arms x 3
+got = {x["fetch_fraction"]: x for x in c["candidates"]}
+assert list(got) == [0.375, 0.5, 0.75], got
+assert got[0.5] == {"fetch_fraction": 0.5, "same_as_best": True, "of_best_hybrid": 1.0}, got[0.5]
+# pooled medians of the confirm rounds: best 10.1 (not the sweep's 9), 0.375 11.0; per round
+# 10 / 10.5, 10 / 11, 12 / 12
+assert got[0.375]["of_best_hybrid"] == round(10.1 / 11.0, 3), got[0.375]
+assert got[0.375]["of_best_hybrid_rounds"] == [round(10 / 11, 3), round(10 / 10.5, 3), 1.0], got[0.375]
+assert got[0.375]["within_ci"] is True and got[0.75]["within_ci"] is False, got
+assert got[0.75]["of_best_hybrid"] == 0.505, got[0.75]
+ran.clear()
+c = m.confirm({"fetch_fraction": 0.5}, [0.5], 3, run)
+assert ran == [] and c["rounds"] == 0 and c["candidates"][0]["same_as_best"], (ran, c)
+PYEOF
+check "freetoken_moe.py --confirm: head to head in fresh rounds, the same arm not rerun" python3 "$T/confirm.py" "$E"
+python3 - "$T/moe2.json" "$T/moe3.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+p0, p1 = d["points"]
+rf0 = next(a["fetch_fraction"] for a in p0["arms"] if a["mode"] == "hybrid" and a["round_medians"][0] == 10.0)
+p0["confirm"] = {"rounds": 4, "candidates": [{"fetch_fraction": rf0, "of_best_hybrid": 0.97,
+                  "of_best_hybrid_rounds": [0.9, 0.97, 1.04]}]}
+p1["confirm"] = {"rounds": 4, "candidates": [{"fetch_fraction": 0.0, "of_best_hybrid": 0.5,
+                  "of_best_hybrid_rounds": [0.5, 0.5, 0.5]}]}  # not the replay's f: not counted
+json.dump(d, open(sys.argv[2], "w"))
+PY
+python3 "$E/compare_replay.py" "$T/replay.json" "$T/moe3.json" >"$T/cmp3.md" 2>"$T/err"
+check "compare_replay.py: the head-to-head share at the replay's f, counted" sh -c \
+	"grep -q '| 0.97 (0.90-1.04) |' '$T/cmp3.md' && grep -q 'head to head: 1 of 1 >= 0.95 (0.97..0.97)' '$T/cmp3.md'"
 
 echo "1..$n"

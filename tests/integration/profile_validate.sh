@@ -5,7 +5,7 @@
 # stale; the result passes the schema; bad input leaves the profile untouched. Fake measurements
 # (FTBENCH_TEST_FAKE_GPUS) make the profile.
 set -u
-echo "1..13"
+echo "1..16"
 B=${BUILD:-build}
 FT="$(pwd)/$B/tests/integration/ftbench_hooks" # the test build: fake GPUs and figures (cli.h)
 H="$(pwd)/tests/fixtures/engine/harness_bf16.json"
@@ -61,3 +61,23 @@ check "an unknown document: exit 1, says why, profile untouched" \
 check "a missing file: exit 1, named" sh -c "[ $rc -eq 1 ] && grep -q 'none.json' '$T/err' && cmp -s '$T/p.json' '$T/keep.json'"
 "$FT" profile validate >"$T/out" 2>"$T/err"; rc=$?
 check "no --from: usage error" [ $rc -eq 2 ]
+
+# a profile with replay points judges a run by its answer for the run's workload: the replay
+# point nearest the run's cache fraction and measured reuse (ftprof_recommend_workload)
+export XDG_CACHE_HOME="$T/c2"
+unset FREETOKEN_BENCHBW_PATH
+"$FT" bw --dtype bf16 --cpu-iters 2 --kernel-cpu-iters 3 --kernel-pcie-iters 2 --pcie-iters 2 --no-legacy-copy \
+	>"$T/out" 2>"$T/err"
+"$FT" replay --format bf16 --layers 4 --steps 8 --warmup 16 --fractions 0,0.5,1 --no-caps \
+	--workloads uniform,reuse:0.85 --cache 0.4 >"$T/out" 2>"$T/err"
+S2=$("$FT" profile path)
+for w in uniform:0.00 reuse:0.85:0.85; do
+	want=$(jget "$S2" '{"hybrid": "hybrid"}.get(next(p for p in d["replay"]["bf16"]["points"] if p["reuse"] == '"${w##*:}"')["winner"], "offload")')
+	"$FT" profile validate --from "$H" --workload "${w%:*}" --measured-epoch 4000000000 >"$T/out" 2>"$T/err"; rc=$?
+	got=$(jget "$S2" '(lambda v: (v["verdict"], v["verdict_point"]["reuse"], v["reuse"] > 0))(d["validation"]["bf16"])')
+	check "a ${w%:*} run is judged by the replay point at reuse ${w##*:} ($want)" sh -c \
+		"[ $rc -eq 0 ] && grep -q 'the profile says $want at cache 0.40, reuse ${w##*:} (its replay point nearest the run' '$T/out' && \
+		[ \"$got\" = \"('$want', $(python3 -c "print(float('${w##*:}'))"), True)\" ]"
+done
+check "the profile with a workload-judged validation passes the schema" \
+	sh -c "python3 tests/schema_check.py api/schemas/profile.schema.json '$S2' >'$T/err' 2>&1"

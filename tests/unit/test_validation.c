@@ -109,6 +109,37 @@ static void test_harness_point_choice(void **s)
 	json_decref(doc);
 }
 
+/* ftval_judge: the run's workload judged by a replay point's verdict (verdict_point set), a tie
+ * agrees, no verdict leaves agrees null; the harness record carries the point's measured reuse */
+static void test_judge(void **s)
+{
+	(void)s;
+	json_t *doc = J("{\"format\":\"ftbench-engine-moe\",\"version\":1,\"epoch\":2000,\"engine\":{\"name\":\"freetoken\"},"
+			"\"points\":[{\"format\":\"bf16\",\"workload\":\"uniform\",\"cache_fraction\":0.4,\"trace_reuse\":0.0635,"
+			"\"winner\":\"hybrid\",\"arms\":[{\"mode\":\"offload\",\"ms_per_step\":{\"median\":16}},"
+			"{\"mode\":\"hybrid\",\"fetch_fraction\":0.5,\"ms_per_step\":{\"median\":14}}]}]}"),
+	       *v;
+	char err[256];
+	assert_int_equal(ftval_build(doc, "bf16", NULL, "offload", 1000, &v, err, sizeof err), 0);
+	assert_true(fabs(json_number_value(json_object_get(v, "reuse")) - 0.0635) < 1e-12);
+	assert_true(json_is_false(json_object_get(v, "agrees"))); /* the default verdict: offload */
+	assert_true(json_is_null(json_object_get(v, "verdict_point")));
+	ftval_judge(v, "hybrid", 0.4, 0.0);
+	assert_true(json_is_true(json_object_get(v, "agrees")));
+	assert_string_equal(str(v, "verdict"), "hybrid");
+	const json_t *vp = json_object_get(v, "verdict_point");
+	assert_true(fabs(json_number_value(json_object_get(vp, "cache_fraction")) - 0.4) < 1e-12);
+	assert_true(json_number_value(json_object_get(vp, "reuse")) == 0.0);
+	ftval_judge(v, NULL, 0.4, 0.0);
+	assert_true(json_is_null(json_object_get(v, "agrees")));
+	assert_true(json_is_null(json_object_get(v, "verdict_point")));
+	json_object_set_new(v, "winner", json_string("tie"));
+	ftval_judge(v, "offload", NAN, NAN);
+	assert_true(json_is_true(json_object_get(v, "agrees")));
+	json_decref(v);
+	json_decref(doc);
+}
+
 static void test_compare_summary(void **s)
 {
 	json_t *doc = J("{\"kind\":\"decode_compare\",\"epoch\":5000,\"server_kind\":\"freetoken\","
@@ -373,7 +404,7 @@ static void test_probe_layer_steps(void **s)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_harness_point_choice), cmocka_unit_test(test_compare_summary),
+		cmocka_unit_test(test_harness_point_choice), cmocka_unit_test(test_judge), cmocka_unit_test(test_compare_summary),
 		cmocka_unit_test(test_stale), cmocka_unit_test(test_probe_split), cmocka_unit_test(test_probe_parse),
 		cmocka_unit_test(test_probe_layer_steps),
 	};
