@@ -208,44 +208,24 @@ out:
 	return r;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static double median_of(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof *v, cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 int ftprobe_fetch_pad(const struct ftprobe_result *res, int maxm, double *fetch_us)
 {
 	int k = res->nfetch;
 	if (k < 1 || maxm < 0)
 		return -EINVAL;
-	/* a Theil-Sen line a + b m through the measured points (b: the median of the pairwise
-	 * slopes, at least 0; a: the median of d - b m): one wild point of a 32-step median does
-	 * not bend it, where a curve through every point would */
-	double d[FTPROBE_MAX_ROUTES], sl[FTPROBE_MAX_ROUTES * FTPROBE_MAX_ROUTES / 2 + 1], b = 0;
-	int ns = 0;
+	/* the curve through (0, 0) and the measured points */
+	double x[FTPROBE_MAX_ROUTES + 1], y[FTPROBE_MAX_ROUTES + 1];
+	x[0] = 0, y[0] = 0;
 	for (int i = 0; i < k; i++) {
-		double v = res->fetch_hyb_us[i] - res->fetch_off_us[i];
-		d[i] = v > 0 ? v : 0;
-		for (int j = 0; j < i; j++)
-			if (res->fetched[i] != res->fetched[j])
-				sl[ns++] = (d[i] - d[j]) / (double)(res->fetched[i] - res->fetched[j]);
+		x[i + 1] = res->fetched[i];
+		double d = res->fetch_hyb_us[i] - res->fetch_off_us[i];
+		y[i + 1] = d > 0 ? d : 0;
 	}
-	if (ns > 0)
-		b = median_of(sl, ns);
-	if (b < 0)
-		b = 0;
-	for (int i = 0; i < k; i++)
-		d[i] -= b * res->fetched[i];
-	double a = median_of(d, k);
 	for (int m = 0; m <= maxm; m++) {
-		double v = a + b * m;
+		int i = 1;
+		while (i < k && x[i] < m)
+			i++;
+		double v = y[i - 1] + (y[i] - y[i - 1]) * ((double)m - x[i - 1]) / (x[i] - x[i - 1]);
 		fetch_us[m] = m == 0 ? 0 : v > 0 ? v : 0;
 	}
 	return 0;

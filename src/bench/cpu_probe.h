@@ -106,11 +106,9 @@ int ftprobe_run(char *const *argv, const struct ftprobe_request *q, double timeo
  * -EINVAL when res holds no layer steps. */
 int ftprobe_layer_pad(const struct ftprobe_result *res, int maxn, double *pad_us);
 /* What the engine's hybrid path adds to a layer-step that fetches m experts, beyond its offload
- * step's fetch, for m = 0..maxm: fetch_us[0] = 0, fetch_us[m] = max(0, a + b m), the Theil-Sen
- * line through the measured d = max(0, hyb - off) (b the median of the pairwise slopes, at least
- * 0; a the median of d - b m): robust to one wild point (each is a median of a few dozen engine
- * steps; on the H200 they were not monotone, e.g. +169/193/418/322 us at m = 1/2/4/8). 0, or
- * -EINVAL when res holds no fetch steps. */
+ * step's fetch, for m = 0..maxm: fetch_us[0] = 0, fetch_us[m] = max(0, hyb - off) linear between
+ * the measured counts (from 0 at m = 0) and extended with the last two's slope. 0, or -EINVAL
+ * when res holds no fetch steps. */
 int ftprobe_fetch_pad(const struct ftprobe_result *res, int maxm, double *fetch_us);
 
 /* The engine's CPU path for a replay (ftbench replay --cpu-kernel, bw --cpu-kernel's replay):
