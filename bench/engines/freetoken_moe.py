@@ -275,7 +275,8 @@ class Engine:
 
 
 def layer_steps(eng: "Engine", routes: list[int], warmup: int, steps: int, threads: int,
-                use_graph: bool = True, fetches: list[int] | None = None) -> dict:
+                use_graph: bool = True, fetches: list[int] | None = None,
+                fetch_rounds: int = 3) -> dict:
     """The engine's CPU path inside its decode step, per layer (the probe's "layer_step"
     measure, docs/CPU_KERNEL_PROBE.md): batch 1; every layer routes top_k - n experts that are
     resident in the slot cache and n that are not, rotating over the others so the CPU reads
@@ -289,7 +290,10 @@ def layer_steps(eng: "Engine", routes: list[int], warmup: int, steps: int, threa
     CPU routes) beside its offload step with the same misses (K - m resident experts, m missing
     ones rotating over the rest, a cache of L x K slots so that the fetched evict each other):
     what the engine's hybrid path adds to a layer-step that fetches m experts beyond the fetch
-    itself (its hybrid slot-cache bookkeeping and handshake beside the copy)."""
+    itself (its hybrid slot-cache bookkeeping and handshake beside the copy). That difference is
+    a few percent of either step, so each m runs in fetch_rounds rounds (the pair's order
+    swapped each round) and each side's figure is the median of its round medians (one
+    32-step median each, on the H200, gave +418 us at m = 4 in one call and +72 in the next)."""
     L, E, K = eng.L, eng.E, eng.K
     if eng.B != 1:
         raise ValueError("layer steps are measured at batch 1")
@@ -321,13 +325,21 @@ def layer_steps(eng: "Engine", routes: list[int], warmup: int, steps: int, threa
                               "p10": round(ms["p10"] * 1000.0 / L, 3), "p90": round(ms["p90"] * 1000.0 / L, 3),
                               "cpu_per_layer_step": r["cpu_per_layer_step"]})
     res["fetch"] = []
+    arms = ({"mode": "offload"}, {"mode": "hybrid", "fetch_fraction": 1.0})
     for m in fetches or []:
         fs = L * K
         tr = trace_for(m, need)
-        off = eng.run(fs, {"mode": "offload"}, tr, warmup, steps, use_graph, threads)
-        hyb = eng.run(fs, {"mode": "hybrid", "fetch_fraction": 1.0}, tr, warmup, steps, use_graph, threads)
-        res["fetch"].append({"fetched": m, "us": round(hyb["ms_per_step"]["median"] * 1000.0 / L, 3),
-                             "offload_us": round(off["ms_per_step"]["median"] * 1000.0 / L, 3),
+        got: dict[str, list[dict]] = {"offload": [], "hybrid": []}
+        for rnd in range(max(1, fetch_rounds)):
+            for arm in rotated(arms, rnd):
+                got[arm["mode"]].append(eng.run(fs, arm, tr, warmup, steps, use_graph, threads))
+        us = {k: [r["ms_per_step"]["median"] * 1000.0 / L for r in v] for k, v in got.items()}
+        off, hyb = got["offload"][-1], got["hybrid"][-1]
+        res["fetch"].append({"fetched": m, "us": round(percentile(us["hybrid"], 0.5), 3),
+                             "offload_us": round(percentile(us["offload"], 0.5), 3),
+                             "rounds": len(us["hybrid"]),
+                             "us_rounds": [round(x, 3) for x in us["hybrid"]],
+                             "offload_us_rounds": [round(x, 3) for x in us["offload"]],
                              "fetched_per_layer_step": [off["fetched_per_layer_step"],
                                                         hyb["fetched_per_layer_step"]],
                              "cpu_per_layer_step": hyb["cpu_per_layer_step"]})

@@ -155,6 +155,34 @@ c = m.confirm({"fetch_fraction": 0.5}, [0.5], 3, run)
 assert ran == [] and c["rounds"] == 0 and c["candidates"][0]["same_as_best"], (ran, c)
 PYEOF
 check "freetoken_moe.py --confirm: head to head in fresh rounds, the same arm not rerun" python3 "$T/confirm.py" "$E"
+
+# freetoken_moe.layer_steps (the probe's layer_step measure) on a fake engine: each fetch count's
+# pair in rounds, the order swapped each round, each side the median of its round medians
+cat >"$T/lsteps.py" <<'PYEOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+import freetoken_moe as m
+class Fake:
+    L, E, K, B = 4, 16, 2, 1
+    def __init__(self):
+        self.calls = []
+    def run(self, slots, arm, trace, warmup, steps, use_graph, threads, keep_cache=False):
+        mode = arm["mode"]
+        self.calls.append(mode)
+        n = len(self.calls)
+        # per layer: offload 1 ms + a wild 5 ms once (call 5: round 2's), hybrid 1.2 ms
+        ms = {"offload": 4.0 if n != 5 else 20.0, "hybrid": 4.8}[mode]
+        return {"ms_per_step": m.spread_of([ms] * 3), "fetched_per_layer_step": 1.0,
+                "cpu_per_layer_step": 0.0}
+e = Fake()
+r = m.layer_steps(e, [], 1, 3, 0, fetches=[1], fetch_rounds=3)
+# base first, then rounds: off hyb | hyb off | off hyb
+assert e.calls == ["offload", "offload", "hybrid", "hybrid", "offload", "offload", "hybrid"], e.calls
+f = r["fetch"][0]
+assert f["rounds"] == 3 and f["us"] == 1200.0, f
+assert f["offload_us_rounds"] == [1000.0, 5000.0, 1000.0] and f["offload_us"] == 1000.0, f
+PYEOF
+check "freetoken_moe.layer_steps: each fetch count in rounds, a wild round outvoted" python3 "$T/lsteps.py" "$E"
 python3 - "$T/moe2.json" "$T/moe3.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
