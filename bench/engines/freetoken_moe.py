@@ -15,6 +15,9 @@ decodes), tok/s of the MoE part projected to --model-layers, miss rate, fetched 
 CPU experts per layer-step. The winner (offload vs the best hybrid arm) is named only
 where the 95% confidence intervals of the two medians do not overlap, else "tie" (the
 step-to-step spread p10..p90 is mostly the routing's: how many experts a step misses).
+With --rounds the arms run once a round, rotated; with --confirm N the sweep's best hybrid arm
+then runs head to head with each candidate fraction (the profile arms', --candidates' replay
+best f) for N more rounds, and a candidate's share of the best comes from those alone.
 
 Output: one JSON document (format "ftbench-engine-moe", version 1) on stdout or --out.
 """
