@@ -192,8 +192,8 @@ MUTANTS = [
     ("page-replay-skews-merged", "daemon/page_profile.c", "return isfinite(k) ? k : 0;", "return 0 * k;",
      "the replay map draws skewed points over the skew-0 ones at the same cache size and reuse", False,
      ["tests/integration/page.sh"], {}),
-    ("validate-workload", "src/cli/cmd_profile.c", "ftval_judge(v, ftprof_rec_name(rec), pc, pr);",
-     "ftval_judge(v, ftprof_rec_name(ftprof_recommend(p, names[i])), pc, pr);",
+    ("validate-workload", "src/bench/validation.c", "ftval_judge(rec, ftprof_rec_name(w), pc, pr);",
+     "ftval_judge(rec, ftprof_rec_name(ftprof_recommend(p, format)), pc, pr);",
      "profile validate judges a run by the default verdict while naming its workload's replay point", False,
      ["tests/integration/profile_validate.sh"], {}),
 ]

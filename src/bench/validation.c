@@ -1,5 +1,6 @@
 /* validation: validation.<fmt> records from engine runs. See validation.h. */
 #include "bench/validation.h"
+#include "ftprofile.h"
 
 #include <errno.h>
 #include <math.h>
@@ -252,4 +253,18 @@ void ftval_judge(json_t *rec, const char *verdict, double point_cache, double po
 							  : json_null());
 	json_object_set_new(rec, "agrees", !known ? json_null()
 					   : json_boolean(!strcmp(winner, "tie") || !strcmp(winner, verdict)));
+}
+
+void ftval_judge_profile(json_t *rec, const struct ftprof *p, const char *format)
+{
+	const json_t *c = json_object_get(rec, "cache_fraction"), *r = json_object_get(rec, "reuse");
+	double pc, pr;
+	if (json_is_number(c) && json_is_number(r) &&
+	    ftprof_workload_point(p, format, json_number_value(c), json_number_value(r), &pc, &pr, NULL) == 0) {
+		enum ftprof_rec w = ftprof_recommend_workload(p, format, json_number_value(c), json_number_value(r), NULL);
+		ftval_judge(rec, ftprof_rec_name(w), pc, pr);
+		return;
+	}
+	enum ftprof_rec d = ftprof_recommend(p, format);
+	ftval_judge(rec, d == FTPROF_REC_NONE ? NULL : ftprof_rec_name(d), NAN, NAN);
 }

@@ -38,6 +38,12 @@ int ftval_build(const json_t *doc, const char *format, const struct ftval_opts *
  * run's workload judges again with the profile's answer for it. */
 void ftval_judge(json_t *rec, const char *verdict, double point_cache, double point_reuse);
 
+/* Judge rec against profile p's answer for format: a run that says its workload (rec's
+ * cache_fraction and reuse) by p's replay point nearest it (ftprof_recommend_workload) when p
+ * has replay points for format; else by p's verdict (ftprof_recommend; none: agrees null). */
+struct ftprof;
+void ftval_judge_profile(json_t *rec, const struct ftprof *p, const char *format);
+
 /* The formats a harness document has points for, into names (at most max, borrowed from doc);
  * the count (0 for other documents). */
 int ftval_formats(const json_t *doc, const char **names, int max);

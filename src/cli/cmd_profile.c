@@ -185,26 +185,16 @@ static int validate(const struct ftprof *p, const char *from, const char *dtype,
 	double epoch = json_number_value(json_object_get(root, "epoch"));
 	int added = 0;
 	for (int i = 0; i < n; i++) {
-		enum ftprof_rec rec = ftprof_recommend(p, names[i]);
 		if (!dtype && !json_object_get(json_object_get(root, "dtypes"), names[i])) {
 			ftcli_note("%s: not in the profile, skipped", names[i]);
 			continue;
 		}
 		json_t *v;
-		if (ftval_build(doc, names[i], vo, rec == FTPROF_REC_NONE ? NULL : ftprof_rec_name(rec), epoch, &v, err,
-				sizeof err) < 0) {
+		if (ftval_build(doc, names[i], vo, NULL, epoch, &v, err, sizeof err) < 0) {
 			ftcli_error("%s: %s: %s", from, names[i], err);
 			goto out;
 		}
-		/* a run that says its workload is judged by the profile's answer for that workload
-		 * (its nearest replay point), when the profile has replay points */
-		double wc = json_number_value(json_object_get(v, "cache_fraction")),
-		       wr = json_number_value(json_object_get(v, "reuse")), pc, pr;
-		if (json_is_number(json_object_get(v, "cache_fraction")) && json_is_number(json_object_get(v, "reuse")) &&
-		    ftprof_workload_point(p, names[i], wc, wr, &pc, &pr, NULL) == 0) {
-			rec = ftprof_recommend_workload(p, names[i], wc, wr, NULL);
-			ftval_judge(v, ftprof_rec_name(rec), pc, pr);
-		}
+		ftval_judge_profile(v, p, names[i]);
 		json_object_set_new(all, names[i], v);
 		json_object_set(done, names[i], v);
 		added++;
@@ -220,7 +210,7 @@ static int validate(const struct ftprof *p, const char *from, const char *dtype,
 			if (json_is_number(json_object_get(v, "best_fetch_fraction")))
 				printf(", best fetch fraction %.3f", json_number_value(json_object_get(v, "best_fetch_fraction")));
 			const json_t *vp = json_object_get(v, "verdict_point");
-			printf("; the profile says %s", ftprof_rec_name(rec));
+			printf("; the profile says %s", json_string_value(json_object_get(v, "verdict")) ?: "none");
 			if (json_is_object(vp))
 				printf(" at cache %.2f, reuse %.2f (its replay point nearest the run's)",
 				       json_number_value(json_object_get(vp, "cache_fraction")),
