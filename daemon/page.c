@@ -242,8 +242,17 @@ static void render_compare(struct ftd_mbuf *m, json_t *all, json_t *paths)
 				ftprof_free(fp);
 				ftd_mbuf_cat(m, " <span class=\"val%s\" title=\"", stale ? " muted" : json_is_true(ag) ? "" : " warn");
 				ftd_mbuf_html(m, ftd_page_str(val, "source") ? ftd_page_str(val, "source") : "validation");
-				ftd_mbuf_cat(m, ": %s%s\">%s</span>", json_is_true(ag) ? "agrees" : "disagrees",
-					 stale ? " (stale, not trusted)" : "", json_is_true(ag) ? "&#10003;" : "&#10007;");
+				ftd_mbuf_cat(m, ": %s", json_is_true(ag) ? "agrees" : "disagrees");
+				/* judged by the verdict for the run's workload, which may not be the one shown */
+				const json_t *vp = json_object_get(val, "verdict_point");
+				if (json_is_object(vp) && ftd_page_str(val, "verdict")) {
+					ftd_mbuf_cat(m, " with ");
+					ftd_mbuf_html(m, ftd_page_str(val, "verdict"));
+					ftd_mbuf_cat(m, " at cache %.2f, reuse %.2f", ftd_page_num(vp, "cache_fraction"),
+						     ftd_page_num(vp, "reuse"));
+				}
+				ftd_mbuf_cat(m, "%s\">%s</span>", stale ? " (stale, not trusted)" : "",
+					     json_is_true(ag) ? "&#10003;" : "&#10007;");
 			}
 			ftd_mbuf_cat(m, "</td>");
 			figure_cell(m, ftd_page_num(k, "cpu_moe_gbs"), mc, nc);

@@ -170,6 +170,8 @@ def profiles():
             p["gpu"]["name"] = HOSTILE_NAME
         if i == ODD:
             p["dtypes"]["nvfp4"] = "hybrid"
+        if i == 0:  # judged by the verdict for the run's workload (profile validate's verdict_point)
+            p["validation"]["bf16"].update(verdict="hybrid", verdict_point={"cache_fraction": 0.4, "reuse": 0.0})
         out[uuid(i)] = p
     return out
 
@@ -251,6 +253,8 @@ def test_page_8_gpus(t):
     ensure('class="verdict odd"' in nv[uuid(ODD)] and sum('odd' in r for r in nv.values()) == 1,
            "the one differing nvfp4 verdict is marked")
     ensure("&#10003;" in rows[uuid(0)] and 'class="val warn"' in nv[uuid(0)], "validation agrees/disagrees shown")
+    ensure(re.search(r'title="[^"]*: agrees with hybrid at cache 0\.40, reuse 0\.00"', rows[uuid(0)])
+           and "at cache" not in rows[uuid(1)], "a validation judged by a workload's verdict says which")
     # details folded, each with its plots
     ensure(page.count('<details class="profile"') == N and "<details class=\"profile\" data-uuid" in page
            and " open>" not in page, "each GPU's detail folded")
