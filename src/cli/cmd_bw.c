@@ -476,11 +476,9 @@ static const struct ftflag flag_rows[] = {
 		 "and the gather of as many experts, interleaved; gives each entry batch_sweep and hybrid_max_batch"},
 	{"replay", FTF_ENUM, O(replay), .choices = "none|short|full",
 	 .def_help = "short with a GPU (none on the tests' fake GPUs)",
-	 .help = "also replay the engine's MoE decode step per format (ftbench replay): short, cache 0.4 of "
-		 "L x E at uniform routing and at the default reuse 0.6, offload against the profile's f and "
-		 "f 0.25/0.5/1; "
-		 "full, the map; the verdict fields then follow the measured decode (recommended_bandwidth "
-		 "keeps the rule's; docs/REPLAY.md)"},
+	 .help = "also replay the engine's MoE decode step per format, as `ftbench replay --size short|full` "
+		 "(its help says what each measures), the profile's f among the modes; the verdict fields then "
+		 "follow the measured decode (recommended_bandwidth keeps the rule's; docs/REPLAY.md)"},
 	{"max-spread", FTF_DOUBLE, O(cfg.max_spread), .meta = "X", .lo = 0, .hi = 100,
 	 .def = FTF_XSTR(FTBW_VALID_SPREAD),
 	 .help = "the profile is not valid when a figure's spread (max - min) is over X of its median (0: "
