@@ -33,6 +33,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import routing  # noqa: E402
+from compare_replay import key  # noqa: E402  (how a point is named on both sides)
 
 OUT_FORMAT = "ftbench-engine-moe"
 OUT_VERSION = 1
@@ -414,8 +415,6 @@ def confirm(best: dict, cands: list[float], rounds: int, run) -> dict:
 def replay_best(path: str) -> dict:
     """An `ftbench replay --json` document's best fetch fraction per point, keyed as
     compare_replay.py keys points: (format, workload key, cache fraction)."""
-    from compare_replay import key
-
     with open(path, encoding="utf-8") as f:
         rep = json.load(f)
     return {(fmt, key(p["workload"]), round(p["cache_fraction"], 2)): p["best_fetch_fraction"]
@@ -608,8 +607,6 @@ def main(argv=None) -> int:
                                                           round(percentile(per, 0.5), 3),
                                                           round(per[-1], 3)]
                 if a.confirm and best and best.get("fetch_fraction") is not None:
-                    from compare_replay import key
-
                     cands = [x["fetch_fraction"] for x in point["arms"]
                              if "profile" in x and "ms_per_step" in x]
                     rf = rbest.get((fmt, key(wname), round(frac, 2)))
