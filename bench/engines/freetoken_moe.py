@@ -373,6 +373,12 @@ def pool_rounds(runs: list[dict]) -> dict:
     return out
 
 
+def round_shares(best: list[float], cand: list[float]) -> list[float]:
+    """Paired per round: the best arm's round median over the candidate's; [min, median, max]."""
+    per = sorted(b / c for b, c in zip(best, cand))
+    return [round(per[0], 3), round(percentile(per, 0.5), 3), round(per[-1], 3)]
+
+
 def confirm(best: dict, cands: list[float], rounds: int, run) -> dict:
     """The sweep's best hybrid arm head to head with each candidate fraction (a profile's,
     the replay's) for `rounds` fresh rounds, the order rotated; the candidates' shares come
@@ -399,14 +405,11 @@ def confirm(best: dict, cands: list[float], rounds: int, run) -> dict:
                                       "of_best_hybrid": 1.0})
             continue
         c = pool_rounds(per[1 + fs.index(f)])
-        per_round = sorted(x / y for x, y in zip(b["round_medians"], c["round_medians"]))
         out["candidates"].append({
             "fetch_fraction": f, "ms_per_step": c["ms_per_step"],
             "round_medians": c["round_medians"],
             "of_best_hybrid": round(b["ms_per_step"]["median"] / c["ms_per_step"]["median"], 3),
-            "of_best_hybrid_rounds": [round(per_round[0], 3),
-                                      round(percentile(per_round, 0.5), 3),
-                                      round(per_round[-1], 3)],
+            "of_best_hybrid_rounds": round_shares(b["round_medians"], c["round_medians"]),
             # the engine's own resolution: the two medians' 95% intervals overlap
             "within_ci": c["ms_per_step"]["ci95"][0] <= b["ms_per_step"]["ci95"][1]})
     return out
@@ -600,12 +603,8 @@ def main(argv=None) -> int:
                         x["of_best_hybrid"] = round(
                             best["ms_per_step"]["median"] / x["ms_per_step"]["median"], 3)
                         if len(x.get("round_medians", [])) > 1:
-                            # paired in each round: the best arm's median over this arm's
-                            per = sorted(b / m for b, m in zip(best["round_medians"],
-                                                               x["round_medians"]))
-                            x["of_best_hybrid_rounds"] = [round(per[0], 3),
-                                                          round(percentile(per, 0.5), 3),
-                                                          round(per[-1], 3)]
+                            x["of_best_hybrid_rounds"] = round_shares(best["round_medians"],
+                                                                      x["round_medians"])
                 if a.confirm and best and best.get("fetch_fraction") is not None:
                     cands = [x["fetch_fraction"] for x in point["arms"]
                              if "profile" in x and "ms_per_step" in x]
