@@ -169,6 +169,7 @@ def layer_step_main(req: dict, fmt: str, H: int, I: int, E: int, K: int, threads
         layers, batch = int(req["layers"]), int(req.get("batch", 1))
         routes = [int(x) for x in req["routes"]]
         fetches = [int(x) for x in req.get("fetches") or []]
+        spread, fslots = str(req.get("fetch_spread", "binomial")), int(req.get("fetch_slots", 0))
     except (KeyError, ValueError, TypeError) as e:
         print(f"freetoken_cpu_moe: bad layer_step request: {e}", file=sys.stderr)
         return 2
@@ -187,7 +188,8 @@ def layer_step_main(req: dict, fmt: str, H: int, I: int, E: int, K: int, threads
         print(f"freetoken_cpu_moe: expert bytes {eb} differ from the request's {req['expert_bytes']}",
               file=sys.stderr)
         return 3
-    res = freetoken_moe.layer_steps(eng, routes, warmup, steps, threads, fetches=fetches)
+    res = freetoken_moe.layer_steps(eng, routes, warmup, steps, threads, fetches=fetches,
+                                    fetch_spread=spread, fetch_slots=fslots)
     ex = eng.executor
     reply(dict(base, layer_step=res, threads=ex.num_threads, isa=ex.isa, expert_bytes=eb,
                cores=ex.core_ids, bank_s=round(eng.bank_s, 2)))

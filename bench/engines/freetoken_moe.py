@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import platform
+import random
 import sys
 import time
 
@@ -280,7 +281,7 @@ class Engine:
 
 def layer_steps(eng: "Engine", routes: list[int], warmup: int, steps: int, threads: int,
                 use_graph: bool = True, fetches: list[int] | None = None,
-                fetch_rounds: int = 3) -> dict:
+                fetch_rounds: int = 5, fetch_spread: str = "exact", fetch_slots: int = 0) -> dict:
     """The engine's CPU path inside its decode step, per layer (the probe's "layer_step"
     measure, docs/CPU_KERNEL_PROBE.md): batch 1; every layer routes top_k - n experts that are
     resident in the slot cache and n that are not, rotating over the others so the CPU reads
@@ -296,21 +297,33 @@ def layer_steps(eng: "Engine", routes: list[int], warmup: int, steps: int, threa
     what the engine's hybrid path adds to a layer-step that fetches m experts beyond the fetch
     itself (its hybrid slot-cache bookkeeping and handshake beside the copy). That difference is
     a few percent of either step, so each m runs in fetch_rounds rounds (the pair's order
-    swapped each round) and each side's figure is the median of its round medians (one
-    32-step median each, on the H200, gave +418 us at m = 4 in one call and +72 in the next)."""
+    swapped each round) and each side's figure is the least of its round medians: the hybrid
+    rounds' noise is one-sided (on the H200 one m's three rounds read 333, 345 and 480 us, the
+    offload rounds within 1 %; one 32-step median each gave +418 us at m = 4 in one call and +72
+    in the next), and the engine's hybrid steps in a routing trace add about what the least
+    rounds add (bench/RESULTS.md section 12). fetch_spread "exact" (the default): every
+    layer-step misses exactly m; "binomial": each of the K routes misses with probability m / K
+    (seeded), so the count varies about its mean m as in a routing trace. fetch_slots: the
+    cache's slots for those pairs (0: L x K for exact, 2 L x K for binomial; the rotating misses
+    miss at any size up to L x (E - K))."""
     L, E, K = eng.L, eng.E, eng.K
     if eng.B != 1:
         raise ValueError("layer steps are measured at batch 1")
     slots = min(L * E, max(E, 2 * L * K))
     cold = E - K
 
-    def trace_for(n: int, count: int) -> dict:
+    def trace_for(n: int, count: int, spread: str = "exact") -> dict:
+        """n routes a layer-step on cold experts (exact), or n on average (binomial)."""
+        rng = random.Random(0x5EED + n)
         out = []
+        nxt = [0] * L  # each layer's next cold expert
         for s in range(count):
             step = []
             for layer in range(L):
-                ids = list(range(K - n))
-                ids += [K + (s * L * n + layer * n + j) % cold for j in range(n)]
+                j = n if spread == "exact" else sum(rng.random() < n / K for _ in range(K))
+                ids = list(range(K - j))
+                ids += [K + (nxt[layer] + i) % cold for i in range(j)]
+                nxt[layer] = (nxt[layer] + j) % cold
                 step.append(ids)
             out.append(step)
         return {"steps": out}
@@ -330,17 +343,23 @@ def layer_steps(eng: "Engine", routes: list[int], warmup: int, steps: int, threa
                               "cpu_per_layer_step": r["cpu_per_layer_step"]})
     res["fetch"] = []
     arms = ({"mode": "offload"}, {"mode": "hybrid", "fetch_fraction": 1.0})
+    if fetch_spread not in ("exact", "binomial"):
+        raise ValueError(f"fetch_spread {fetch_spread!r}: exact or binomial")
+    # binomial: 2 K slots a layer, so that the resident K-route set outlives a layer-step
+    # with many misses
+    fs = fetch_slots or (L * K if fetch_spread == "exact" else 2 * L * K)
+    fs = min(L * (E - K), max(L * K, fs))
+    res["fetch_spread"], res["fetch_slots"] = fetch_spread, fs
     for m in fetches or []:
-        fs = L * K
-        tr = trace_for(m, need)
+        tr = trace_for(m, need, fetch_spread)
         got: dict[str, list[dict]] = {"offload": [], "hybrid": []}
         for rnd in range(max(1, fetch_rounds)):
             for arm in rotated(arms, rnd):
                 got[arm["mode"]].append(eng.run(fs, arm, tr, warmup, steps, use_graph, threads))
         us = {k: [r["ms_per_step"]["median"] * 1000.0 / L for r in v] for k, v in got.items()}
         off, hyb = got["offload"][-1], got["hybrid"][-1]
-        res["fetch"].append({"fetched": m, "us": round(percentile(us["hybrid"], 0.5), 3),
-                             "offload_us": round(percentile(us["offload"], 0.5), 3),
+        res["fetch"].append({"fetched": m, "us": round(min(us["hybrid"]), 3),
+                             "offload_us": round(min(us["offload"]), 3),
                              "rounds": len(us["hybrid"]),
                              "us_rounds": [round(x, 3) for x in us["hybrid"]],
                              "offload_us_rounds": [round(x, 3) for x in us["offload"]],

@@ -157,7 +157,7 @@ PYEOF
 check "freetoken_moe.py --confirm: head to head in fresh rounds, the same arm not rerun" python3 "$T/confirm.py" "$E"
 
 # freetoken_moe.layer_steps (the probe's layer_step measure) on a fake engine: each fetch count's
-# pair in rounds, the order swapped each round, each side the median of its round medians
+# pair in rounds, the order swapped each round, each side the least of its round medians
 cat >"$T/lsteps.py" <<'PYEOF'
 import sys
 sys.path.insert(0, sys.argv[1])
@@ -169,9 +169,11 @@ class Fake:
     def run(self, slots, arm, trace, warmup, steps, use_graph, threads, keep_cache=False):
         mode = arm["mode"]
         self.calls.append(mode)
+        self.last = (slots, trace)
         n = len(self.calls)
-        # per layer: offload 1 ms + a wild 5 ms once (call 5: round 2's), hybrid 1.2 ms
-        ms = {"offload": 4.0 if n != 5 else 20.0, "hybrid": 4.8}[mode]
+        # per layer: offload 1 ms + a wild 5 ms once (call 5: round 2's), hybrid 1.2 ms, but
+        # 3.2 ms in round 1 (call 3) and 1.6 ms in round 3 (call 7)
+        ms = {"offload": 4.0 if n != 5 else 20.0, "hybrid": {3: 12.8, 7: 6.4}.get(n, 4.8)}[mode]
         return {"ms_per_step": m.spread_of([ms] * 3), "fetched_per_layer_step": 1.0,
                 "cpu_per_layer_step": 0.0}
 e = Fake()
@@ -179,8 +181,33 @@ r = m.layer_steps(e, [], 1, 3, 0, fetches=[1], fetch_rounds=3)
 # base first, then rounds: off hyb | hyb off | off hyb
 assert e.calls == ["offload", "offload", "hybrid", "hybrid", "offload", "offload", "hybrid"], e.calls
 f = r["fetch"][0]
-assert f["rounds"] == 3 and f["us"] == 1200.0, f
+assert f["rounds"] == 3 and f["us"] == 1200.0 and f["us_rounds"] == [3200.0, 1200.0, 1600.0], f
 assert f["offload_us_rounds"] == [1000.0, 5000.0, 1000.0] and f["offload_us"] == 1000.0, f
+assert r["fetch_spread"] == "exact" and r["fetch_slots"] == 8, r
+# exact: every layer-step K - m resident experts and m cold ones, each layer's in turn
+e = Fake()
+e.L, e.E, e.K = 16, 128, 8
+r = m.layer_steps(e, [], 4, 96, 0, fetches=[3], fetch_rounds=1)
+slots, tr = e.last
+assert slots == 128 and len(tr["steps"]) == 100, (slots, len(tr["steps"]))
+assert all(st[l][:5] == [0, 1, 2, 3, 4] and st[l][5:] == [8 + (3 * s + i) % 120 for i in range(3)]
+           for s, st in enumerate(tr["steps"]) for l in range(16)), tr["steps"][1]
+# binomial: counts about the mean m (seeded), the cold ones still each layer's in turn
+r = m.layer_steps(e, [], 4, 96, 0, fetches=[2], fetch_rounds=1, fetch_spread="binomial")
+slots, tr = e.last
+assert r["fetch_spread"] == "binomial" and slots == 256, (r, slots)
+cnt = [sum(x >= 8 for x in st[l]) for st in tr["steps"] for l in range(16)]
+mean = sum(cnt) / len(cnt)
+assert 1.8 < mean < 2.2 and min(cnt) == 0 and max(cnt) >= 5, (mean, min(cnt), max(cnt))
+assert all(len(ids) == 8 and ids[:8 - sum(x >= 8 for x in ids)] == list(range(8 - sum(x >= 8 for x in ids)))
+           for st in tr["steps"] for ids in st), "resident experts first, then the cold ones"
+r2 = m.layer_steps(e, [], 4, 96, 0, fetches=[2], fetch_rounds=1, fetch_spread="binomial", fetch_slots=819)
+assert e.last[1] == tr and e.last[0] == 819, "seeded: the same counts; slots as asked"
+try:
+    m.layer_steps(e, [], 4, 96, 0, fetches=[2], fetch_spread="poisson")
+    raise SystemExit("a bad spread passed")
+except ValueError as x:
+    assert "exact or binomial" in str(x), x
 PYEOF
 check "freetoken_moe.layer_steps: each fetch count in rounds, a wild round outvoted" python3 "$T/lsteps.py" "$E"
 python3 - "$T/moe2.json" "$T/moe3.json" <<'PY'
