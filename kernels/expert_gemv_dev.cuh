@@ -55,6 +55,78 @@ __device__ static inline uint32_t ld_nc16(const uint8_t *p)
 	return v;
 }
 
+/* Bulk copies from global into shared memory completing on an mbarrier (sm_90+: the bf16 down
+ * kernel's rows, dn_bulk; never reached on older devices, where ftgemv_init allows none). */
+__device__ static inline uint32_t smem_u32(const void *p)
+{
+	return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+__device__ static inline void mb_init(uint64_t *b, unsigned n)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("mbarrier.init.shared.b64 [%0], %1;\n"
+		     "fence.mbarrier_init.release.cluster;\n" ::"r"(smem_u32(b)), "r"(n)
+		     : "memory");
+#endif
+}
+
+/* one arrival that also expects bytes of bulk copies on b */
+__device__ static inline void mb_expect(uint64_t *b, unsigned bytes)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;\n" ::"r"(smem_u32(b)), "r"(bytes) : "memory");
+#endif
+}
+
+__device__ static inline void mb_wait(uint64_t *b, unsigned ph)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	uint32_t done;
+	do {
+		asm volatile("{\n\t.reg .pred p;\n\t"
+			     "mbarrier.try_wait.parity.shared.b64 p, [%1], %2;\n\t"
+			     "selp.u32 %0, 1, 0, p;\n\t}\n"
+			     : "=r"(done)
+			     : "r"(smem_u32(b)), "r"(ph)
+			     : "memory");
+	} while (!done);
+#endif
+}
+
+__device__ static inline void bulk_g2s(void *dst, const void *src, unsigned bytes, uint64_t *b)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+			     smem_u32(dst)),
+		     "l"(src), "r"(bytes), "r"(smem_u32(b))
+		     : "memory");
+#endif
+}
+
+__device__ static inline uint4 ld_sh16(const uint8_t *p)
+{
+	uint4 v;
+	asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+	    : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+	    : "r"(smem_u32(p)));
+	return v;
+}
+
+__device__ static inline uint32_t ld_sh32(const uint8_t *p)
+{
+	uint32_t v;
+	asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(smem_u32(p)));
+	return v;
+}
+
+__device__ static inline uint32_t ld_sh16b(const uint8_t *p)
+{
+	unsigned short v;
+	asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(v) : "r"(smem_u32(p)));
+	return v;
+}
+
 __device__ static inline void mma_bf16(float d[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint2 b)
 {
 	asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
