@@ -14,9 +14,8 @@
  * slot arrays are captured in one CUDA graph (as an engine replays its decode step); the time
  * of REPS graph launches between events, median of TRIALS, gives us per step, both kernels
  * and the gap between them included. Variants: the default (ftgemv_init's choice), nopdl
- * (two kernels, plain launches), pdl (two kernels, programmatic launches), fused (one
- * cooperative kernel for both phases), bulk (pdl with the down rows by bulk copies, dn_bulk) and
- * bulknopdl (the same, plain launches); the last two where ftgemv_init allows dn_bulk. Pools hold a constant byte pattern (speed does not depend on the values; the
+ * (two kernels, plain launches), pdl (two kernels, programmatic launches) and fused (one
+ * cooperative kernel for both phases). Pools hold a constant byte pattern (speed does not depend on the values; the
  * results are checked by tests/gpu/test_expert_gemv.c). */
 #include <stdint.h>
 #include <stdio.h>
@@ -68,30 +67,19 @@ static double hbm_read_gbs(cudaStream_t s, int sms, double *d2d)
 	return ftstat_of(t, TRIALS).median;
 }
 
-#define NVAR 6
-static const char *const vname[NVAR] = {"default", "nopdl", "pdl", "fused", "bulk", "bulknopdl"};
-
-/* e0 as variant v (0 default, 1 nopdl, 2 pdl, 3 fused, 4 bulk, 5 bulknopdl); 0: the device
- * cannot run it */
-static int variant_of(const struct ftgemv_experts *e0, int v, struct ftgemv_experts *e)
-{
-	*e = *e0;
-	if (v) {
-		e->fused_b = v == 3 ? MAXB : 0;
-		e->pdl = v == 2 || v == 4;
-		e->dn_bulk = v >= 4;
-	}
-	return !(v == 3 && !e0->fz_blocks) && !(v >= 4 && !e0->dn_bulk_ok);
-}
-
-/* us per step of one variant (variant_of); spread in *lo, *hi; -1: the device cannot run it */
+/* us per step of one variant (0 default, 1 nopdl, 2 pdl, 3 fused); spread in *lo, *hi; -1: the
+ * device cannot run the variant */
 static double time_steps(struct ftgemv_experts *e0, int variant, int B, int topk, const int32_t *d_slots,
 			 const float *d_w, const float *d_x, float *d_y, void *d_scr, cudaStream_t s, double *lo,
 			 double *hi)
 {
-	struct ftgemv_experts e;
-	if (!variant_of(e0, variant, &e))
-		return -1; /* no cooperative launches or bulk copies on this device */
+	struct ftgemv_experts e = *e0;
+	if (variant) {
+		e.fused_b = variant == 3 ? MAXB : 0;
+		e.pdl = variant == 2;
+	}
+	if (variant == 3 && !e.fz_blocks)
+		return -1; /* no cooperative launches on this device */
 	cudaGraph_t g;
 	cudaGraphExec_t ge;
 	CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
@@ -174,9 +162,13 @@ static int hash_mode(void)
 		CK(cudaMemcpy(d_w, hw, sizeof hw, cudaMemcpyHostToDevice));
 		CK(cudaMemcpy(d_x, hx, sizeof(float) * MAXB * gm->H, cudaMemcpyHostToDevice));
 		for (int bi = 0; bi < 3; bi++) {
-			for (int v = 0; v < NVAR; v++) {
-				struct ftgemv_experts ev;
-				if (!variant_of(&e, v, &ev))
+			for (int v = 0; v < 4; v++) {
+				struct ftgemv_experts ev = e;
+				if (v) {
+					ev.fused_b = v == 3 ? MAXB : 0;
+					ev.pdl = v == 2;
+				}
+				if (v == 3 && !ev.fz_blocks)
 					continue;
 				CK(cudaMemset(d_y, 0xff, sizeof(float) * MAXB * gm->H));
 				CK(ftgemv_moe(&ev, bs[bi], gm->topk, d_slots, d_w, d_x, d_y, d_scr, 0));
@@ -186,7 +178,7 @@ static int hash_mode(void)
 				for (size_t k = 0; k < sizeof(float) * bs[bi] * gm->H; k++)
 					hsh = (hsh ^ yb[k]) * 16777619u;
 				printf("%-7s B=%d %-7s y[0]=%-14.7g hash %08x\n", ftfmt_get(gm->f)->name, bs[bi],
-				       vname[v], hx[0], hsh);
+				       (const char *[]){"default", "nopdl", "pdl", "fused"}[v], hx[0], hsh);
 			}
 		}
 		for (int i = 0; i < n; i++)
@@ -269,13 +261,14 @@ int main(int argc, char **argv)
 					hs[st * rt + i] = (st * rt + i) % SLOTS;
 			CK(cudaMemcpy(d_slots, hs, sizeof(int32_t) * STEPS * rt, cudaMemcpyHostToDevice));
 			double mb = (double)rt * eb / 1e6;
-			for (int v = 0; v < NVAR; v++) {
+			for (int v = 0; v < 4; v++) {
+				static const char *vn[] = {"default", "nopdl", "pdl", "fused"};
 				double lo, hi, us = time_steps(&e, v, B, gm->topk, d_slots, d_w, d_x, d_y, d_scr, s, &lo, &hi);
 				if (us < 0)
 					continue;
 				double gbs = mb * 1e6 / (us * 1e3);
 				printf("%-7s %5ld %5ld %4d %2d %-10s %9.1f %10.2f %7.2f-%-8.2f %8.0f %8.2f\n",
-				       ftfmt_get(gm->f)->name, gm->H, gm->I, gm->topk, B, vname[v], mb, us, lo, hi, gbs,
+				       ftfmt_get(gm->f)->name, gm->H, gm->I, gm->topk, B, vn[v], mb, us, lo, hi, gbs,
 				       gbs / hbm);
 			}
 		}

@@ -250,7 +250,38 @@ __global__ void __launch_bounds__(128) reg_kernel(const lparams p)
 	sink_out(p.sink, x);
 }
 
-/* ---- bulk copies into shared memory, per warp (smem_u32, mb_*, bulk_g2s: expert_gemv_dev.cuh) */
+/* ---- bulk copies into shared memory, per warp */
+__device__ static inline uint32_t smem_u32(const void *p)
+{
+	return (uint32_t)__cvta_generic_to_shared(p);
+}
+__device__ static inline void mb_init(uint64_t *b, unsigned n)
+{
+	asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" ::"r"(smem_u32(b)), "r"(n) : "memory");
+}
+__device__ static inline void mb_expect(uint64_t *b, unsigned bytes)
+{
+	asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;\n" ::"r"(smem_u32(b)), "r"(bytes) : "memory");
+}
+__device__ static inline void mb_wait(uint64_t *b, unsigned ph)
+{
+	uint32_t done;
+	do {
+		asm volatile("{\n\t.reg .pred p;\n\t"
+			     "mbarrier.try_wait.parity.shared.b64 p, [%1], %2;\n\t"
+			     "selp.u32 %0, 1, 0, p;\n\t}\n"
+			     : "=r"(done)
+			     : "r"(smem_u32(b)), "r"(ph)
+			     : "memory");
+	} while (!done);
+}
+__device__ static inline void bulk_g2s(void *dst, const void *src, unsigned bytes, uint64_t *b)
+{
+	asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+			     smem_u32(dst)),
+		     "l"(src), "r"(bytes), "r"(smem_u32(b))
+		     : "memory");
+}
 
 #define SEGI 4 /* iterations a stage */
 

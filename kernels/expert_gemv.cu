@@ -88,9 +88,6 @@
 #ifndef FTGEMV_FUSED_B
 #define FTGEMV_FUSED_B 1    /* 4-bit calls of at most this many tokens: the fused kernel */
 #endif
-#ifndef FTGEMV_DN_BULK
-#define FTGEMV_DN_BULK 1    /* bf16 on sm_90+: the down kernel's rows by bulk copies (ftgemv_init) */
-#endif
 #define FTGEMV_PAD 8        /* u16 elements between staged vectors (spreads shared-memory banks) */
 
 struct gv_params {
@@ -306,34 +303,9 @@ __global__ void __launch_bounds__(gu_cfg<F>::warps * 32, gu_cfg<F>::minb) gu_ker
 
 /* Bytes of a down block's dynamic shared memory: the zero region, hi / lo of its route's h,
  * their block factors. */
-__host__ __device__ static inline size_t dn_smem(long I)
+static size_t dn_smem(long I)
 {
 	return 3 * ((size_t)I + FTGEMV_PAD) * 2 + (size_t)(I / 32) * 4;
-}
-
-/* dn_bulk: the group's rows follow in shared memory from dnb_off, dnb_stride bytes apart (a
- * row's bytes padded to 64 past a multiple of 128: the lanes of a quarter warp, rows g and g + 1,
- * read other banks), then the group's scale bytes as in global memory (4-bit formats). */
-__host__ __device__ static inline size_t dnb_off(long I)
-{
-	return (dn_smem(I) + 127) & ~(size_t)127;
-}
-template <int F> __host__ __device__ static inline size_t dnb_rowb(long I)
-{
-	return F == KF_BF16 ? (size_t)I * 2 : (size_t)I / 2;
-}
-template <int F> __host__ __device__ static inline size_t dnb_stride(long I)
-{
-	const size_t rowb = dnb_rowb<F>(I);
-	return rowb % 128 ? rowb : rowb + 64;
-}
-template <int F> __host__ __device__ static inline size_t dnb_srow(long I)
-{
-	return F == KF_NVFP4 ? (size_t)I / 16 : F == KF_DSFP4 ? (size_t)I / 32 : 0;
-}
-template <int F> static size_t dnb_smem(long I)
-{
-	return dnb_off(I) + FTGEMV_DN_GROUP * (dnb_stride<F>(I) + dnb_srow<F>(I));
 }
 
 /* How a down block waits for the gate_up results (h) it stages: DN_NONE (the caller did),
@@ -348,20 +320,14 @@ __device__ static inline void grid_sync(void)
 
 /* down of one block: row group grp of (token b, route r), dn_cfg's tiles x K parts as tasks of
  * NW warps (warp w: tasks w, w + NW, ..., task t tile t % tiles, K part t / tiles); dynamic
- * shared memory dn_smem(I) (BULK: dnb_smem(I)). Writes w[b, r] * (down_r . h[b, r]) for its rows
- * to the scratch; the last block of a row group to finish (a counter per group, zeroed by gate_up
- * block 0 of route 0) adds the routes up in route order (deterministic) into y[b] and leaves the
- * counter. BULK (sm_90+): the block's first act is to bulk-copy its group's rows into shared
- * memory (a copy a row, an mbarrier a tile; the group's scale bytes in one copy on tile 0's),
- * before it waits for the gate_up kernel, so the whole group is on its way while gate_up ends;
- * each warp waits for its tile's rows (and the scales) only. */
-template <int F, int NW, int WAIT, bool BULK = false>
+ * shared memory dn_smem(I). Writes w[b, r] * (down_r . h[b, r]) for its rows to the scratch;
+ * the last block of a row group to finish (a counter per group, zeroed by gate_up block 0 of
+ * route 0) adds the routes up in route order (deterministic) into y[b] and leaves the counter. */
+template <int F, int NW, int WAIT>
 __device__ __forceinline__ void dn_block(const gv_params &p, int grp, int r, int b, uint16_t *sm_dn)
 {
 	constexpr int TL = dn_cfg<F>::tiles, KS = dn_cfg<F>::ks, PER = TL * KS / NW;
 	static_assert(PER * NW == TL * KS, "a down block's tasks in equal shares of its warps");
-	static_assert(!BULK || PER == 1, "bulk copies: a task a warp");
-	__shared__ uint64_t s_mb[TL];
 	__shared__ int s_slot[FTGEMV_MAX_TOPK];
 	__shared__ int s_last;
 	__shared__ float red[KS][TL][16];
@@ -393,33 +359,10 @@ __device__ __forceinline__ void dn_block(const gv_params &p, int grp, int r, int
 	const long n0 = (long)grp * FTGEMV_DN_GROUP + 16 * tw;
 	const bool rows = n0 < H;
 	const uint8_t *wbase = p.dn_w + (size_t)slot * p.dn_wb, *sbase = p.dn_s ? p.dn_s + (size_t)slot * p.dn_sb : NULL;
-	const size_t rowb = dnb_rowb<F>(I), rst = dnb_stride<F>(I), srow = dnb_srow<F>(I);
-	uint8_t *sw = reinterpret_cast<uint8_t *>(sm_dn) + dnb_off(I), *ss = sw + FTGEMV_DN_GROUP * rst;
-	if (BULK) {
-		/* every row of the group on its way now: tiles 0 and 1 first (lanes' first rows) */
-		const long g0 = (long)grp * FTGEMV_DN_GROUP;
-		const long ng = H - g0 < FTGEMV_DN_GROUP ? H - g0 : FTGEMV_DN_GROUP;
-		if (tid < TL)
-			mb_init(&s_mb[tid], 1);
-		__syncthreads();
-		if (warp == 0) {
-			if (lane < TL) {
-				const long n = H - (g0 + 16 * lane);
-				mb_expect(&s_mb[lane], (unsigned)((n < 0 ? 0 : n > 16 ? 16 : n) * rowb +
-								  (lane == 0 ? ng * srow : 0)));
-			}
-			__syncwarp();
-			if (F != KF_BF16 && lane == 0)
-				bulk_g2s(ss, sbase + (size_t)g0 * srow, (unsigned)(ng * srow), &s_mb[0]);
-			for (int i = lane; i < ng; i += 32)
-				bulk_g2s(sw + (size_t)i * rst, wbase + (size_t)(g0 + i) * rowb, (unsigned)rowb, &s_mb[i / 16]);
-		}
-	}
-	const tile<F, BULK> t(BULK ? sw : wbase, BULK ? ss : sbase, I, rows ? (BULK ? 16 * tw : n0) : 0, 8, lane, hi,
-			      lo, zero, spost, BULK ? rst : 0);
-	/* the first loads go out now (BULK: when the tile's rows are in) */
+	const tile<F> t(wbase, sbase, I, rows ? n0 : 0, 8, lane, hi, lo, zero, spost);
+	/* the first loads go out now */
 	frag A[unroll<F>::v];
-	if (rows && !BULK)
+	if (rows)
 		t.load(A, i0, i1);
 	if (WAIT == DN_GRID_DEP) {
 		grid_wait(); /* h of the gate_up kernel */
@@ -455,12 +398,6 @@ __device__ __forceinline__ void dn_block(const gv_params &p, int grp, int r, int
 		part[ra] = t0 * f0;
 		part[rb] = t1 * f1;
 	};
-	if (BULK && rows) {
-		if (F != KF_BF16 && tw)
-			mb_wait(&s_mb[0], 0); /* the scales */
-		mb_wait(&s_mb[tw], 0);
-		t.load(A, i0, i1);
-	}
 	if (KS == 1) {
 		if (rows) {
 			float acc[4] = {0, 0, 0, 0};
@@ -548,15 +485,6 @@ __global__ void __launch_bounds__(dn_cfg<F>::warps * 32, dn_cfg<F>::minb) dn_ker
 	dn_block<F, dn_cfg<F>::warps, DN_GRID_DEP>(p, blockIdx.x, blockIdx.y, blockIdx.z, sm_dn);
 }
 
-/* The down kernel with its rows bulk-copied (dn_bulk): bf16 2 blocks an SM, 4-bit 3 (their rows
- * fill shared memory). */
-template <int F>
-__global__ void __launch_bounds__(dn_cfg<F>::warps * 32, F == KF_BF16 ? 2 : 3) dnb_kernel(const gv_params p)
-{
-	extern __shared__ __align__(128) uint16_t sm_dnb[];
-	dn_block<F, dn_cfg<F>::warps, DN_GRID_DEP, true>(p, blockIdx.x, blockIdx.y, blockIdx.z, sm_dnb);
-}
-
 /* Both phases in one cooperative launch: each block takes gate_up blocks i = blockIdx.x,
  * blockIdx.x + gridDim.x, ... (i = (jb, r, b) in that order), then down blocks the same way;
  * the first down block of each waits at the grid barrier, its first loads already issued (no
@@ -601,20 +529,10 @@ static size_t gu_smem(long H)
 	return 3 * ((size_t)H + FTGEMV_PAD) * 2 + (size_t)(H / 32) * 4;
 }
 
-/* The kernels' shared memory limits; *fz: blocks of the fused kernel an SM holds; *bulk: 1 where
- * dn_bulk can run (sm_90+, two blocks' rows in an SM's shared memory: per_sm bytes). */
-template <int F>
-static cudaError_t set_attrs(long I, size_t gu, size_t dn, int *fz, int major, size_t per_sm, int *bulk)
+/* The kernels' shared memory limits; *fz: blocks of the fused kernel an SM holds. */
+template <int F> static cudaError_t set_attrs(size_t gu, size_t dn, int *fz)
 {
 	const size_t m = gu > dn ? gu : dn;
-	*bulk = 0;
-	if (major >= 9 && 2 * (dnb_smem<F>(I) + 1024) <= per_sm) {
-		cudaError_t e = cudaFuncSetAttribute(dnb_kernel<F>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-						     (int)dnb_smem<F>(I));
-		if (e)
-			return e;
-		*bulk = 1;
-	}
 	cudaError_t e = cudaFuncSetAttribute(gu_kernel<F>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)gu);
 	if (!e)
 		e = cudaFuncSetAttribute(dn_kernel<F>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dn);
@@ -644,13 +562,12 @@ extern "C" cudaError_t ftgemv_init(struct ftgemv_experts *e)
 		e->bank_bytes[i] = i < n ? sh[i].expert_bytes : 0;
 	}
 	e->nbanks = n;
-	int dev, major, optin, sms, coop, persm, fz = 0, bulk = 0;
+	int dev, major, optin, sms, coop, fz = 0;
 	cudaError_t err;
 	if ((err = cudaGetDevice(&dev)) || (err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev)) ||
 	    (err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) ||
 	    (err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) ||
-	    (err = cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev)) ||
-	    (err = cudaDeviceGetAttribute(&persm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev)))
+	    (err = cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev)))
 		return err;
 	const size_t gu = gu_smem(e->H), dn = dn_smem(e->I);
 	const size_t lim = (size_t)optin - 1024; /* the kernels' static shared memory */
@@ -662,14 +579,10 @@ extern "C" cudaError_t ftgemv_init(struct ftgemv_experts *e)
 	 * bench/RESULTS.md, "GPU expert GEMV" */
 	e->pdl = major >= 9 && F == KF_BF16;
 	switch (F) {
-	case KF_BF16: err = set_attrs<KF_BF16>(e->I, gu, dn, &fz, major, (size_t)persm, &bulk); break;
-	case KF_NVFP4: err = set_attrs<KF_NVFP4>(e->I, gu, dn, &fz, major, (size_t)persm, &bulk); break;
-	default: err = set_attrs<KF_DSFP4>(e->I, gu, dn, &fz, major, (size_t)persm, &bulk); break;
+	case KF_BF16: err = set_attrs<KF_BF16>(gu, dn, &fz); break;
+	case KF_NVFP4: err = set_attrs<KF_NVFP4>(gu, dn, &fz); break;
+	default: err = set_attrs<KF_DSFP4>(gu, dn, &fz); break;
 	}
-	/* the down rows by bulk copies: bf16 (bench/RESULTS.md, "GPU expert GEMV"); the 4-bit
-	 * formats may turn it on (dn_bulk_ok) */
-	e->dn_bulk_ok = bulk;
-	e->dn_bulk = bulk && F == KF_BF16 ? FTGEMV_DN_BULK : 0;
 	e->fz_blocks = coop ? fz * sms : 0;
 	/* the fused kernel: 4-bit formats at batch 1 (nvfp4 30.4 against 31.0 us a step, ds_fp4 36.0
 	 * against 36.5 on the H200); 2-10 % slower from batch 4, and bf16 21 % slower at batch 1 */
@@ -716,13 +629,8 @@ static cudaError_t launch(const struct ftgemv_experts *e, const gv_params &p, in
 		return err;
 	cfg.gridDim = dim3((unsigned)dn_groups(e->H), (unsigned)p.topk, (unsigned)B);
 	cfg.blockDim = dim3(dn_cfg<F>::warps * 32);
-	if (e->dn_bulk) {
-		cfg.dynamicSmemBytes = dnb_smem<F>(e->I);
-		err = cudaLaunchKernelEx(&cfg, dnb_kernel<F>, p);
-	} else {
-		cfg.dynamicSmemBytes = dn_smem(e->I);
-		err = cudaLaunchKernelEx(&cfg, dn_kernel<F>, p);
-	}
+	cfg.dynamicSmemBytes = dn_smem(e->I);
+	err = cudaLaunchKernelEx(&cfg, dn_kernel<F>, p);
 	return err ? err : cudaGetLastError();
 }
 

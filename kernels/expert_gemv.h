@@ -65,11 +65,6 @@ struct ftgemv_experts {
 	int fz_blocks;                /* blocks of the fused kernel the device holds at once (0: no
 	                               * cooperative launches); may be lowered (a smaller grid) */
 	size_t dn_smem_max;           /* dynamic shared memory of a down block */
-	int dn_bulk_ok;               /* 1: the device can run dn_bulk (sm_90+, the rows fit) */
-	int dn_bulk;                  /* 1: the down kernel bulk-copies its blocks' rows into shared
-	                               * memory before it waits for gate_up (the two-kernel calls;
-	                               * ftgemv_init: bf16 where dn_bulk_ok); may be changed where
-	                               * dn_bulk_ok (0: register loads; the same bits) */
 };
 
 /* Check the geometry and pools of e and fill its ftgemv_init fields; sets the kernels' shared

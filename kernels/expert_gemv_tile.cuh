@@ -20,10 +20,8 @@ struct frag {
 
 /* One lane's view of a 16-row tile over K: rows g and g + 8 (w: row g's bytes at this lane's
  * chunk, w8: distance to row g + 8; s, s8 the same for its scale bytes), xb: this lane's B
- * column in shared memory at its chunk; post: the staged vector's block factors (4-bit).
- * SH: the rows are in shared memory, rstride bytes apart, their scale bytes as in global memory
- * (the down kernel's bulk copies, dn_bulk); the same fragments, so the same sums. */
-template <int F, bool SH = false> struct tile {
+ * column in shared memory at its chunk; post: the staged vector's block factors (4-bit). */
+template <int F> struct tile {
 	const uint8_t *w, *s;
 	size_t w8, s8;
 	const uint16_t *xb;
@@ -34,11 +32,10 @@ template <int F, bool SH = false> struct tile {
 	 * expert bases wbase (codes or bf16) and sbase (scales), and its B column base in the
 	 * staged vector (hi, lo, zero). */
 	__device__ tile(const uint8_t *wbase, const uint8_t *sbase, long K, long r0, long d8, int lane,
-			const uint16_t *hi, const uint16_t *lo, const uint16_t *zero, const float *vpost,
-			size_t rstride = 0)
+			const uint16_t *hi, const uint16_t *lo, const uint16_t *zero, const float *vpost)
 	{
 		const int g = lane >> 2, c = lane & 3, n = lane >> 2;
-		const size_t rowb = rstride ? rstride : F == KF_BF16 ? (size_t)K * 2 : (size_t)K / 2;
+		const size_t rowb = F == KF_BF16 ? (size_t)K * 2 : (size_t)K / 2;
 		w = wbase + (size_t)(r0 + g) * rowb + 16 * c;
 		w8 = (size_t)d8 * rowb;
 		post = vpost;
@@ -69,16 +66,16 @@ template <int F, bool SH = false> struct tile {
 		for (int u = 0; u < U; u++) {
 			if (it + u < i1) {
 				const uint8_t *p = w + (size_t)(it + u) * 64;
-				f[u].a = SH ? ld_sh16(p) : ld_stream16(p);
-				f[u].b = SH ? ld_sh16(p + w8) : ld_stream16(p + w8);
+				f[u].a = ld_stream16(p);
+				f[u].b = ld_stream16(p + w8);
 				if (F == KF_NVFP4) {
 					const uint8_t *q = s + (size_t)(it + u) * SSTEP;
-					f[u].sa = SH ? ld_sh32(q) : ld_nc32(q);
-					f[u].sb = SH ? ld_sh32(q + s8) : ld_nc32(q + s8);
+					f[u].sa = ld_nc32(q);
+					f[u].sb = ld_nc32(q + s8);
 				} else if (F == KF_DSFP4) {
 					const uint8_t *q = s + (size_t)(it + u) * SSTEP;
-					f[u].sa = SH ? ld_sh16b(q) : ld_nc16(q);
-					f[u].sb = SH ? ld_sh16b(q + s8) : ld_nc16(q + s8);
+					f[u].sa = ld_nc16(q);
+					f[u].sb = ld_nc16(q + s8);
 				}
 			}
 		}

@@ -9,9 +9,7 @@
  * of each element), both sides accumulate in FP32 in different orders: ~1e-6 expected.
  * Also: a captured CUDA graph and a second call give the same bits (deterministic sums), with
  * plain, programmatic and fused launches; the fused kernel (also on a 5-block grid) gives the
- * bits of the two kernels in every case above, and so does the down kernel with its rows by
- * bulk copies (dn_bulk: bf16's default on sm_90+) and without, each format; bad arguments are
- * refused. Skips cleanly without
+ * bits of the two kernels in every case above; bad arguments are refused. Skips cleanly without
  * a GPU. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -219,17 +217,6 @@ static void run_format(enum ftfmt_id f, long H, long I, int topk)
 					fail_msg("%s %s B=%d: the fused kernel and the two differ", ftfmt_get(f)->name,
 						 ftfmt_act_name(act), B);
 			}
-			if (fx.e.dn_bulk_ok) { /* the down rows by bulk copies or register loads: the same bits */
-				struct ftgemv_experts eb = fx.e;
-				eb.dn_bulk = !fx.e.dn_bulk;
-				eb.fused_b = 0;
-				CK(cudaMemset(fx.d_y, 0xff, (size_t)B * H * 4));
-				CK(ftgemv_moe(&eb, B, topk, fx.d_slots, fx.d_w, fx.d_x, fx.d_y, fx.d_scratch, 0));
-				CK(cudaMemcpy(yf, fx.d_y, (size_t)B * H * 4, cudaMemcpyDeviceToHost));
-				if (memcmp(y, yf, (size_t)B * H * 4))
-					fail_msg("%s %s B=%d: the down kernel with and without bulk copies differ",
-						 ftfmt_get(f)->name, ftfmt_act_name(act), B);
-			}
 			double e = rel_err(y, ref, (size_t)B * H);
 			if (getenv("FT_TEST_VERBOSE"))
 				print_message("%-7s %-10s B=%d topk=%d rel err %.2e (tol %.0e)\n", ftfmt_get(f)->name,
@@ -254,15 +241,6 @@ static void test_bf16(void **st)
 {
 	if (!have_gpu())
 		skip();
-	int major = 0;
-	CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
-	if (major >= 9) { /* the bulk-copy down kernel is what runs there */
-		struct fixture fx;
-		fixture_init(&fx, FTFMT_BF16, 288, 96);
-		assert_int_equal(fx.e.dn_bulk, 1);
-		assert_int_equal(fx.e.dn_bulk_ok, 1);
-		fixture_free(&fx);
-	}
 	run_format(FTFMT_BF16, 288, 96, 8); /* K iterations 9 (gate_up) and 3 (down): uneven splits */
 	run_format(FTFMT_BF16, 256, 64, 3); /* down: 3 routes x 3 K parts over 8 warps */
 }
@@ -305,15 +283,12 @@ static void test_graph_deterministic(void **st)
 		CK(cudaStreamSynchronize(s));
 		int major = 0;
 		CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
-		for (int v = 0; v < 5; v++) { /* plain launches, programmatic ones (sm_90+), fused; bf16's
-					       * down rows by bulk copies or not, with each launch kind */
+		for (int v = 0; v < 3; v++) { /* plain launches, programmatic ones (sm_90+), fused */
 			struct ftgemv_experts e = fx.e;
-			e.pdl = (v == 1 || v == 3) && major >= 9;
+			e.pdl = v == 1 && major >= 9;
 			e.fused_b = v == 2 ? B : 0;
-			if (v >= 3)
-				e.dn_bulk = !fx.e.dn_bulk;
-			if ((e.fused_b && !e.fz_blocks) || (v >= 3 && !fx.e.dn_bulk_ok))
-				continue; /* no cooperative launches; no bulk copies */
+			if (e.fused_b && !e.fz_blocks)
+				continue; /* no cooperative launches */
 			cudaGraph_t g;
 			cudaGraphExec_t ge;
 			CK(cudaMemsetAsync(fx.d_y, 0xff, sizeof y1, s));
@@ -325,8 +300,8 @@ static void test_graph_deterministic(void **st)
 			CK(cudaMemcpyAsync(y1, fx.d_y, sizeof y1, cudaMemcpyDeviceToHost, s));
 			CK(cudaStreamSynchronize(s));
 			if (memcmp(y0, y1, sizeof y0))
-				fail_msg("%s (pdl %d, fused %d, dn_bulk %d): graph result differs from the direct call",
-					 ftfmt_get(fmts[fi])->name, e.pdl, e.fused_b > 0, e.dn_bulk);
+				fail_msg("%s (pdl %d, fused %d): graph result differs from the direct call",
+					 ftfmt_get(fmts[fi])->name, e.pdl, e.fused_b > 0);
 			CK(ftgemv_moe(&e, B, topk, fx.d_slots, fx.d_w, fx.d_x, fx.d_y, fx.d_scratch, s));
 			CK(cudaMemcpyAsync(y1, fx.d_y, sizeof y1, cudaMemcpyDeviceToHost, s));
 			CK(cudaStreamSynchronize(s));
