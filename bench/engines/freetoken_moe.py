@@ -316,14 +316,14 @@ def layer_steps(eng: "Engine", routes: list[int], warmup: int, steps: int, threa
         """n routes a layer-step on cold experts (exact), or n on average (binomial)."""
         rng = random.Random(0x5EED + n)
         out = []
-        nxt = [0] * L  # each layer's next cold expert
-        for s in range(count):
+        nxt = 0  # the next cold expert: layer-steps in turn, so that layers sharing a bank
+        for s in range(count):  # (Engine's distinct) read other experts
             step = []
             for layer in range(L):
                 j = n if spread == "exact" else sum(rng.random() < n / K for _ in range(K))
                 ids = list(range(K - j))
-                ids += [K + (nxt[layer] + i) % cold for i in range(j)]
-                nxt[layer] = (nxt[layer] + j) % cold
+                ids += [K + (nxt + i) % cold for i in range(j)]
+                nxt = (nxt + j) % cold
                 step.append(ids)
             out.append(step)
         return {"steps": out}

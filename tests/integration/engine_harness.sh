@@ -184,15 +184,15 @@ f = r["fetch"][0]
 assert f["rounds"] == 3 and f["us"] == 1200.0 and f["us_rounds"] == [3200.0, 1200.0, 1600.0], f
 assert f["offload_us_rounds"] == [1000.0, 5000.0, 1000.0] and f["offload_us"] == 1000.0, f
 assert r["fetch_spread"] == "exact" and r["fetch_slots"] == 8, r
-# exact: every layer-step K - m resident experts and m cold ones, each layer's in turn
+# exact: every layer-step K - m resident experts and m cold ones, the layer-steps' in turn
 e = Fake()
 e.L, e.E, e.K = 16, 128, 8
 r = m.layer_steps(e, [], 4, 96, 0, fetches=[3], fetch_rounds=1)
 slots, tr = e.last
 assert slots == 128 and len(tr["steps"]) == 100, (slots, len(tr["steps"]))
-assert all(st[l][:5] == [0, 1, 2, 3, 4] and st[l][5:] == [8 + (3 * s + i) % 120 for i in range(3)]
+assert all(st[l][:5] == [0, 1, 2, 3, 4] and st[l][5:] == [8 + (s * 16 * 3 + l * 3 + i) % 120 for i in range(3)]
            for s, st in enumerate(tr["steps"]) for l in range(16)), tr["steps"][1]
-# binomial: counts about the mean m (seeded), the cold ones still each layer's in turn
+# binomial: counts about the mean m (seeded), the cold ones still in turn
 r = m.layer_steps(e, [], 4, 96, 0, fetches=[2], fetch_rounds=1, fetch_spread="binomial")
 slots, tr = e.last
 assert r["fetch_spread"] == "binomial" and slots == 256, (r, slots)
