@@ -173,6 +173,10 @@ def layer_step_main(req: dict, fmt: str, H: int, I: int, E: int, K: int, threads
     except (KeyError, ValueError, TypeError) as e:
         print(f"freetoken_cpu_moe: bad layer_step request: {e}", file=sys.stderr)
         return 2
+    if spread not in ("exact", "binomial") or fslots < 0:
+        print(f"freetoken_cpu_moe: fetch_spread {spread!r} (exact or binomial), fetch_slots {fslots} (>= 0)",
+              file=sys.stderr)
+        return 2
     if batch != 1 or not routes or min(routes) < 0 or max(routes + fetches) > K or min(fetches + [1]) < 1:
         print(f"freetoken_cpu_moe: layer steps at batch 1 with 0..{K} routes (asked batch {batch}, "
               f"routes {routes})", file=sys.stderr)

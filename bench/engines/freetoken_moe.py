@@ -281,7 +281,7 @@ class Engine:
 
 def layer_steps(eng: "Engine", routes: list[int], warmup: int, steps: int, threads: int,
                 use_graph: bool = True, fetches: list[int] | None = None,
-                fetch_rounds: int = 5, fetch_spread: str = "exact", fetch_slots: int = 0) -> dict:
+                fetch_rounds: int = 5, fetch_spread: str = "binomial", fetch_slots: int = 0) -> dict:
     """The engine's CPU path inside its decode step, per layer (the probe's "layer_step"
     measure, docs/CPU_KERNEL_PROBE.md): batch 1; every layer routes top_k - n experts that are
     resident in the slot cache and n that are not, rotating over the others so the CPU reads
@@ -301,9 +301,10 @@ def layer_steps(eng: "Engine", routes: list[int], warmup: int, steps: int, threa
     rounds' noise is one-sided (on the H200 one m's three rounds read 333, 345 and 480 us, the
     offload rounds within 1 %; one 32-step median each gave +418 us at m = 4 in one call and +72
     in the next), and the engine's hybrid steps in a routing trace add about what the least
-    rounds add (bench/RESULTS.md section 12). fetch_spread "exact" (the default): every
-    layer-step misses exactly m; "binomial": each of the K routes misses with probability m / K
-    (seeded), so the count varies about its mean m as in a routing trace. fetch_slots: the
+    rounds add (bench/RESULTS.md section 12). fetch_spread "binomial" (the default, what the
+    H200 calls of section 12 ran): each of the K routes misses with probability m / K (seeded),
+    so the count varies about its mean m as in a routing trace; "exact": every layer-step misses
+    exactly m (the measure before). fetch_slots: the
     cache's slots for those pairs (0: L x K for exact, 2 L x K for binomial; the rotating misses
     miss at any size up to L x (E - K))."""
     L, E, K = eng.L, eng.E, eng.K

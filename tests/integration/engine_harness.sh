@@ -183,11 +183,11 @@ assert e.calls == ["offload", "offload", "hybrid", "hybrid", "offload", "offload
 f = r["fetch"][0]
 assert f["rounds"] == 3 and f["us"] == 1200.0 and f["us_rounds"] == [3200.0, 1200.0, 1600.0], f
 assert f["offload_us_rounds"] == [1000.0, 5000.0, 1000.0] and f["offload_us"] == 1000.0, f
-assert r["fetch_spread"] == "exact" and r["fetch_slots"] == 8, r
+assert r["fetch_spread"] == "binomial" and r["fetch_slots"] == 16, r
 # exact: every layer-step K - m resident experts and m cold ones, the layer-steps' in turn
 e = Fake()
 e.L, e.E, e.K = 16, 128, 8
-r = m.layer_steps(e, [], 4, 96, 0, fetches=[3], fetch_rounds=1)
+r = m.layer_steps(e, [], 4, 96, 0, fetches=[3], fetch_rounds=1, fetch_spread="exact")
 slots, tr = e.last
 assert slots == 128 and len(tr["steps"]) == 100, (slots, len(tr["steps"]))
 assert all(st[l][:5] == [0, 1, 2, 3, 4] and st[l][5:] == [8 + (s * 16 * 3 + l * 3 + i) % 120 for i in range(3)]
