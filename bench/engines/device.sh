@@ -73,12 +73,14 @@ for stage in "$@"; do
 		# both the same fractions, and the harness --warmup = replay's warmup + 4.
 		if [ "${LSPROBE:-1}" != 0 ]; then
 			# LSPROBE_SPREADS: the fetch measure's spreads to compare, each "exact" or
-			# "binomial", optionally :SLOTS (the cache for the fetch pairs)
-			for v in ${LSPROBE_SPREADS:-binomial}; do
-				sp=${v%%:*} sl=0
+			# "binomial", optionally :SLOTS (the cache for the fetch pairs); "default" (the
+			# default): the driver's, as ftbench asks
+			for v in ${LSPROBE_SPREADS:-default}; do
+				sp=${v%%:*} sl=0 extra=""
 				[ "$sp" != "$v" ] && sl=${v#*:}
+				[ "$sp" != default ] && extra=',"fetch_spread":"'"$sp"'","fetch_slots":'"$sl"
 				log "layer-step probe alone (bf16; diagnostics; fetch spread $sp, slots $sl)"
-				echo '{"protocol":"ftbench-cpu-kernel","version":1,"measure":"layer_step","format":"bf16","hidden":2048,"inter":768,"experts":128,"top_k":8,"threads":0,"warmup":8,"steps":32,"layers":16,"batch":1,"routes":[0,1,2],"fetches":[1,2,4,8],"fetch_spread":"'"$sp"'","fetch_slots":'"$sl"'}' |
+				echo '{"protocol":"ftbench-cpu-kernel","version":1,"measure":"layer_step","format":"bf16","hidden":2048,"inter":768,"experts":128,"top_k":8,"threads":0,"warmup":8,"steps":32,"layers":16,"batch":1,"routes":[0,1,2],"fetches":[1,2,4,8]'"$extra"'}' |
 					timeout 200 $PY "$E/freetoken_cpu_moe.py" >>"$OUT/lsprobe.txt" 2>&1
 				echo "layer-step probe rc=$?"; tail -1 "$OUT/lsprobe.txt" | $PY -c 'import json,sys; r=json.loads(sys.stdin.read())["layer_step"]; print("base", r["base_us"], [(x["routes"], x["us"]) for x in r["routes"]]); [print(x) for x in r["fetch"]]' 2>&1 | cut -c1-400
 			done

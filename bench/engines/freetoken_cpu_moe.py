@@ -169,12 +169,16 @@ def layer_step_main(req: dict, fmt: str, H: int, I: int, E: int, K: int, threads
         layers, batch = int(req["layers"]), int(req.get("batch", 1))
         routes = [int(x) for x in req["routes"]]
         fetches = [int(x) for x in req.get("fetches") or []]
-        spread, fslots = str(req.get("fetch_spread", "binomial")), int(req.get("fetch_slots", 0))
+        # optional: layer_steps' defaults where the request names none
+        fkw = {k: (str if k == "fetch_spread" else int)(req[k]) for k in ("fetch_spread", "fetch_slots")
+               if k in req}
     except (KeyError, ValueError, TypeError) as e:
         print(f"freetoken_cpu_moe: bad layer_step request: {e}", file=sys.stderr)
         return 2
-    if spread not in ("exact", "binomial") or fslots < 0:
-        print(f"freetoken_cpu_moe: fetch_spread {spread!r} (exact or binomial), fetch_slots {fslots} (>= 0)",
+    if fkw.get("fetch_spread", freetoken_moe.FETCH_SPREADS[0]) not in freetoken_moe.FETCH_SPREADS or \
+            fkw.get("fetch_slots", 0) < 0:
+        print(f"freetoken_cpu_moe: bad layer_step request: fetch_spread {fkw.get('fetch_spread')!r} "
+              f"({' or '.join(freetoken_moe.FETCH_SPREADS)}), fetch_slots {fkw.get('fetch_slots')} (>= 0)",
               file=sys.stderr)
         return 2
     if batch != 1 or not routes or min(routes) < 0 or max(routes + fetches) > K or min(fetches + [1]) < 1:
@@ -192,8 +196,7 @@ def layer_step_main(req: dict, fmt: str, H: int, I: int, E: int, K: int, threads
         print(f"freetoken_cpu_moe: expert bytes {eb} differ from the request's {req['expert_bytes']}",
               file=sys.stderr)
         return 3
-    res = freetoken_moe.layer_steps(eng, routes, warmup, steps, threads, fetches=fetches,
-                                    fetch_spread=spread, fetch_slots=fslots)
+    res = freetoken_moe.layer_steps(eng, routes, warmup, steps, threads, fetches=fetches, **fkw)
     ex = eng.executor
     reply(dict(base, layer_step=res, threads=ex.num_threads, isa=ex.isa, expert_bytes=eb,
                cores=ex.core_ids, bank_s=round(eng.bank_s, 2)))

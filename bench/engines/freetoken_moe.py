@@ -279,9 +279,12 @@ class Engine:
         return out
 
 
+FETCH_SPREADS = ("binomial", "exact")  # layer_steps' fetch_spread: the first is the default
+
+
 def layer_steps(eng: "Engine", routes: list[int], warmup: int, steps: int, threads: int,
                 use_graph: bool = True, fetches: list[int] | None = None,
-                fetch_rounds: int = 5, fetch_spread: str = "binomial", fetch_slots: int = 0) -> dict:
+                fetch_rounds: int = 5, fetch_spread: str = FETCH_SPREADS[0], fetch_slots: int = 0) -> dict:
     """The engine's CPU path inside its decode step, per layer (the probe's "layer_step"
     measure, docs/CPU_KERNEL_PROBE.md): batch 1; every layer routes top_k - n experts that are
     resident in the slot cache and n that are not, rotating over the others so the CPU reads
@@ -344,8 +347,9 @@ def layer_steps(eng: "Engine", routes: list[int], warmup: int, steps: int, threa
                               "cpu_per_layer_step": r["cpu_per_layer_step"]})
     res["fetch"] = []
     arms = ({"mode": "offload"}, {"mode": "hybrid", "fetch_fraction": 1.0})
-    if fetch_spread not in ("exact", "binomial"):
-        raise ValueError(f"fetch_spread {fetch_spread!r}: exact or binomial")
+    if fetch_spread not in FETCH_SPREADS or fetch_slots < 0:
+        raise ValueError(f"fetch_spread {fetch_spread!r} ({' or '.join(FETCH_SPREADS)}), "
+                         f"fetch_slots {fetch_slots} (>= 0)")
     # binomial: 2 K slots a layer, so that the resident K-route set outlives a layer-step
     # with many misses
     fs = fetch_slots or (L * K if fetch_spread == "exact" else 2 * L * K)

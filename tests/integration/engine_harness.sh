@@ -3,7 +3,7 @@
 # written by `ftbench replay --save-trace` passes routing.py's checks and one written by
 # routing.py replays in `ftbench replay --trace` (the test build's cost model) with its reuse;
 # routing.py's errors; compare_replay.py's table and counts on a replay and an engine run made
-# to disagree at known points. Prints TAP.
+# to disagree at known points; the probe driver's request checks. Prints TAP.
 set -u
 B=${BUILD:-build}
 FTH="$(pwd)/$B/tests/integration/ftbench_hooks" # the test build: fake GPUs (cli.h)
@@ -207,9 +207,24 @@ try:
     m.layer_steps(e, [], 4, 96, 0, fetches=[2], fetch_spread="poisson")
     raise SystemExit("a bad spread passed")
 except ValueError as x:
-    assert "exact or binomial" in str(x), x
+    assert "binomial or exact" in str(x), x
 PYEOF
 check "freetoken_moe.layer_steps: each fetch count in rounds, a wild round outvoted" python3 "$T/lsteps.py" "$E"
+
+# freetoken_cpu_moe.py's layer_step request: a bad fetch_spread or fetch_slots refused (exit 2,
+# the field named) before the engine is built (a stub freetoken: no torch here)
+mkdir -p "$T/stub/freetoken" && echo '__version__ = "0"' >"$T/stub/freetoken/__init__.py"
+cat >"$T/lsreq.py" <<'PYEOF'
+import sys
+sys.path[:0] = [sys.argv[1], sys.argv[2]]
+import freetoken_cpu_moe as c
+base = {"layers": 16, "routes": [0, 1], "fetches": [1]}
+for bad in ({"fetch_spread": "poisson"}, {"fetch_slots": -1}):
+    rc = c.layer_step_main(dict(base, **bad), "bf16", 2048, 768, 128, 8, 0, 1, 1)
+    assert rc == 2, (bad, rc)
+PYEOF
+check "freetoken_cpu_moe.py: a bad fetch_spread or fetch_slots refused, the field named" sh -c \
+	"python3 '$T/lsreq.py' '$E' '$T/stub' 2>'$T/e' && grep -q \"fetch_spread 'poisson' (binomial or exact)\" '$T/e' && grep -q 'fetch_slots -1 (>= 0)' '$T/e'"
 python3 - "$T/moe2.json" "$T/moe3.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
