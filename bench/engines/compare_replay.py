@@ -23,6 +23,11 @@ import re
 import sys
 
 
+def same_fraction(a: float, b: float) -> bool:
+    """Two fetch fractions are the same arm (a profile's f is written to 4-5 digits)."""
+    return abs(a - b) < 5e-5
+
+
 def key(name: str) -> str:
     """'reuse 0.6' (replay) and 't-reuse-0.6.json' (a saved trace's file name) -> 'reuse0.6'."""
     n = re.sub(r"\.json$", "", name.rsplit("/", 1)[-1])
@@ -91,7 +96,7 @@ def main(argv: list[str]) -> int:
                 rounds = f" (rounds {min(per):.2f}-{max(per):.2f})"
             conf = "-"
             c = next((c for c in (e.get("confirm") or {}).get("candidates", [])
-                      if rf is not None and abs(c["fetch_fraction"] - rf) < 5e-5), None)
+                      if rf is not None and same_fraction(c["fetch_fraction"], rf)), None)
             if c:
                 confirmed.append(c["of_best_hybrid"])
                 conf = (f"{c['of_best_hybrid']:.2f} (same f)" if c.get("same_as_best") else

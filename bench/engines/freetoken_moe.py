@@ -34,7 +34,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import routing  # noqa: E402
-from compare_replay import key  # noqa: E402  (how a point is named on both sides)
+from compare_replay import key, same_fraction  # noqa: E402  (how a point and an arm are named on both sides)
 
 OUT_FORMAT = "ftbench-engine-moe"
 OUT_VERSION = 1
@@ -412,7 +412,7 @@ def confirm(best: dict, cands: list[float], rounds: int, run) -> dict:
     candidate at the best arm's own fraction is the same arm: share 1, nothing run."""
     bf = best["fetch_fraction"]
     want = sorted({round(float(f), 4) for f in cands})
-    fs = [f for f in want if abs(f - bf) > 1e-9]
+    fs = [f for f in want if not same_fraction(f, bf)]
     arms = [{"mode": "hybrid", "fetch_fraction": bf}] + \
         [{"mode": "hybrid", "fetch_fraction": f} for f in fs]
     per: list[list[dict]] = [[] for _ in arms]
@@ -424,7 +424,7 @@ def confirm(best: dict, cands: list[float], rounds: int, run) -> dict:
     if b:
         out["best"] = {"ms_per_step": b["ms_per_step"], "round_medians": b["round_medians"]}
     for f in want:
-        if abs(f - bf) <= 1e-9:
+        if same_fraction(f, bf):
             out["candidates"].append({"fetch_fraction": f, "same_as_best": True,
                                       "of_best_hybrid": 1.0})
             continue
@@ -649,7 +649,7 @@ def main(argv=None) -> int:
                     for x in point["arms"]:
                         c = next((c for c in point["confirm"].get("candidates", [])
                                   if "profile" in x and "fetch_fraction" in x
-                                  and abs(c["fetch_fraction"] - x["fetch_fraction"]) < 5e-5), None)
+                                  and same_fraction(c["fetch_fraction"], x["fetch_fraction"])), None)
                         if c:
                             x["of_best_hybrid_confirm"] = c["of_best_hybrid"]
                 doc["points"].append(point)
