@@ -193,8 +193,8 @@ static int from_compare(const json_t *s, const struct ftval_opts *o, json_t *rec
 	return 0;
 }
 
-int ftval_build(const json_t *doc, const char *format, const struct ftval_opts *o, const char *verdict,
-		double profile_epoch, json_t **out, char *err, size_t errlen)
+int ftval_build(const json_t *doc, const char *format, const struct ftval_opts *o, double profile_epoch,
+		json_t **out, char *err, size_t errlen)
 {
 	struct ftval_opts def;
 	if (!o) {
@@ -236,7 +236,7 @@ int ftval_build(const json_t *doc, const char *format, const struct ftval_opts *
 		json_decref(rec);
 		return r;
 	}
-	ftval_judge(rec, verdict, NAN, NAN);
+	ftval_judge(rec, NULL, NAN, NAN);
 	json_object_set_new(rec, "profile_epoch", num_or_null(profile_epoch));
 	*out = rec;
 	return 0;

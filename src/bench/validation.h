@@ -24,18 +24,17 @@ struct ftval_opts {
 };
 void ftval_opts_default(struct ftval_opts *o);
 
-/* Build validation.<format> from doc (borrowed) against a profile whose verdict for format is
- * verdict ("hybrid", "offload", or NULL: none, agrees is then null) and whose epoch is
- * profile_epoch. 0 and a new *out; -EINVAL with err when doc is none of the inputs above, has no
- * point for format (workload, cache size), no usable arms, or no time it was measured; -ENOMEM. */
-int ftval_build(const json_t *doc, const char *format, const struct ftval_opts *o, const char *verdict,
-		double profile_epoch, json_t **out, char *err, size_t errlen);
+/* Build validation.<format> from doc (borrowed) for a profile whose epoch is profile_epoch, not
+ * yet judged (verdict and agrees null: ftval_judge or ftval_judge_profile next). 0 and a new
+ * *out; -EINVAL with err when doc is none of the inputs above, has no point for format
+ * (workload, cache size), no usable arms, or no time it was measured; -ENOMEM. */
+int ftval_build(const json_t *doc, const char *format, const struct ftval_opts *o, double profile_epoch,
+		json_t **out, char *err, size_t errlen);
 
 /* Compare rec's winner with verdict ("hybrid", "offload", or NULL: agrees null): sets verdict,
  * agrees (a tie agrees) and verdict_point, the profile's replay point (cache fraction, reuse) the
  * verdict came from (ftprof_recommend_workload), or null when either is NAN (the profile's
- * verdict for its default workload). ftval_build calls it with NAN; a caller that knows the
- * run's workload judges again with the profile's answer for it. */
+ * verdict for its default workload). */
 void ftval_judge(json_t *rec, const char *verdict, double point_cache, double point_reuse);
 
 /* Judge rec against profile p's answer for format: a run that says its workload (rec's

@@ -190,7 +190,7 @@ static int validate(const struct ftprof *p, const char *from, const char *dtype,
 			continue;
 		}
 		json_t *v;
-		if (ftval_build(doc, names[i], vo, NULL, epoch, &v, err, sizeof err) < 0) {
+		if (ftval_build(doc, names[i], vo, epoch, &v, err, sizeof err) < 0) {
 			ftcli_error("%s: %s: %s", from, names[i], err);
 			goto out;
 		}

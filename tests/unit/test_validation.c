@@ -59,7 +59,8 @@ static void test_harness_point_choice(void **s)
 	char err[256];
 	ftval_opts_default(&o);
 	/* default: the uniform point, whatever comes first in the file */
-	assert_int_equal(ftval_build(doc, "bf16", &o, "offload", 1000, &v, err, sizeof err), 0);
+	assert_int_equal(ftval_build(doc, "bf16", &o, 1000, &v, err, sizeof err), 0);
+	ftval_judge(v, "offload", NAN, NAN);
 	assert_string_equal(str(v, "workload"), "uniform");
 	assert_string_equal(str(v, "winner"), "tie");
 	assert_true(json_is_true(json_object_get(v, "agrees"))); /* a tie agrees */
@@ -77,21 +78,22 @@ static void test_harness_point_choice(void **s)
 	/* a workload and a cache size pick their point; the verdict disagrees */
 	o.workload = "reuse:0.85";
 	o.cache_fraction = 0.7;
-	assert_int_equal(ftval_build(doc, "bf16", &o, "hybrid", 1000, &v, err, sizeof err), 0);
+	assert_int_equal(ftval_build(doc, "bf16", &o, 1000, &v, err, sizeof err), 0);
+	ftval_judge(v, "hybrid", NAN, NAN);
 	assert_true(fabs(json_number_value(json_object_get(v, "cache_fraction")) - 0.7) < 1e-12);
 	assert_string_equal(str(v, "winner"), "offload");
 	assert_true(json_is_false(json_object_get(v, "agrees")));
 	json_decref(v);
 	/* no verdict to compare with: agrees null */
-	assert_int_equal(ftval_build(doc, "nvfp4", NULL, NULL, 1000, &v, err, sizeof err), 0);
+	assert_int_equal(ftval_build(doc, "nvfp4", NULL, 1000, &v, err, sizeof err), 0);
 	assert_true(json_is_null(json_object_get(v, "agrees")));
 	assert_true(json_is_null(json_object_get(v, "verdict")));
 	json_decref(v);
 	/* no such point */
 	o.cache_fraction = 0.9;
-	assert_int_equal(ftval_build(doc, "bf16", &o, "hybrid", 1000, &v, err, sizeof err), -EINVAL);
+	assert_int_equal(ftval_build(doc, "bf16", &o, 1000, &v, err, sizeof err), -EINVAL);
 	assert_non_null(strstr(err, "no point for bf16"));
-	assert_int_equal(ftval_build(doc, "mxfp4_triton", NULL, "hybrid", 1000, &v, err, sizeof err), -EINVAL);
+	assert_int_equal(ftval_build(doc, "mxfp4_triton", NULL, 1000, &v, err, sizeof err), -EINVAL);
 	/* the formats of a run */
 	const char *names[8];
 	assert_int_equal(ftval_formats(doc, names, 8), 2);
@@ -99,11 +101,12 @@ static void test_harness_point_choice(void **s)
 	assert_string_equal(names[1], "nvfp4");
 	/* no time: refused, unless given */
 	json_object_del(doc, "epoch");
-	assert_int_equal(ftval_build(doc, "bf16", NULL, "offload", 1000, &v, err, sizeof err), -EINVAL);
+	assert_int_equal(ftval_build(doc, "bf16", NULL, 1000, &v, err, sizeof err), -EINVAL);
 	assert_non_null(strstr(err, "--measured-epoch"));
 	ftval_opts_default(&o);
 	o.measured_epoch = 3000;
-	assert_int_equal(ftval_build(doc, "bf16", &o, "offload", 1000, &v, err, sizeof err), 0);
+	assert_int_equal(ftval_build(doc, "bf16", &o, 1000, &v, err, sizeof err), 0);
+	ftval_judge(v, "offload", NAN, NAN);
 	assert_true(json_number_value(json_object_get(v, "measured_epoch")) == 3000);
 	json_decref(v);
 	json_decref(doc);
@@ -120,7 +123,8 @@ static void test_judge(void **s)
 			"{\"mode\":\"hybrid\",\"fetch_fraction\":0.5,\"ms_per_step\":{\"median\":14}}]}]}"),
 	       *v;
 	char err[256];
-	assert_int_equal(ftval_build(doc, "bf16", NULL, "offload", 1000, &v, err, sizeof err), 0);
+	assert_int_equal(ftval_build(doc, "bf16", NULL, 1000, &v, err, sizeof err), 0);
+	ftval_judge(v, "offload", NAN, NAN);
 	assert_true(fabs(json_number_value(json_object_get(v, "reuse")) - 0.0635) < 1e-12);
 	assert_true(json_is_false(json_object_get(v, "agrees"))); /* the default verdict: offload */
 	assert_true(json_is_null(json_object_get(v, "verdict_point")));
@@ -154,7 +158,8 @@ static void test_compare_summary(void **s)
 	char err[256];
 	ftval_opts_default(&o);
 	o.engine_version = "0.1.2";
-	assert_int_equal(ftval_build(doc, "bf16", &o, "offload", 1000, &v, err, sizeof err), 0);
+	assert_int_equal(ftval_build(doc, "bf16", &o, 1000, &v, err, sizeof err), 0);
+	ftval_judge(v, "offload", NAN, NAN);
 	assert_string_equal(str(v, "winner"), "hybrid");
 	assert_string_equal(str(v, "level"), "server");
 	assert_string_equal(str(v, "unit"), "tok_s");
@@ -166,25 +171,27 @@ static void test_compare_summary(void **s)
 	json_t *wrap = json_pack("{s:s,s:O}", "kind", "decode", "compare", doc);
 	json_object_set_new(json_object_get(wrap, "compare"), "decision", json_string("tie"));
 	json_object_set_new(json_object_get(wrap, "compare"), "winner", json_null());
-	assert_int_equal(ftval_build(wrap, "bf16", NULL, "hybrid", 1000, &v, err, sizeof err), 0);
+	assert_int_equal(ftval_build(wrap, "bf16", NULL, 1000, &v, err, sizeof err), 0);
+	ftval_judge(v, "hybrid", NAN, NAN);
 	assert_string_equal(str(v, "winner"), "tie");
 	assert_true(json_is_true(json_object_get(v, "agrees")));
 	json_decref(v);
 	/* no data: refused */
 	json_object_set_new(json_object_get(wrap, "compare"), "decision", json_string("no_data"));
-	assert_int_equal(ftval_build(wrap, "bf16", NULL, "hybrid", 1000, &v, err, sizeof err), -EINVAL);
+	assert_int_equal(ftval_build(wrap, "bf16", NULL, 1000, &v, err, sizeof err), -EINVAL);
 	assert_non_null(strstr(err, "no verdict"));
 	json_decref(wrap);
 	json_decref(doc);
 	/* a record as it is (replay) */
 	doc = J("{\"source\":\"replay\",\"winner\":\"offload\",\"best_fetch_fraction\":0.4,\"measured_epoch\":7}");
-	assert_int_equal(ftval_build(doc, "bf16", NULL, "offload", 1000, &v, err, sizeof err), 0);
+	assert_int_equal(ftval_build(doc, "bf16", NULL, 1000, &v, err, sizeof err), 0);
+	ftval_judge(v, "offload", NAN, NAN);
 	assert_string_equal(str(v, "source"), "replay");
 	assert_true(json_is_true(json_object_get(v, "agrees")));
 	json_decref(v);
 	json_decref(doc);
 	doc = J("{\"what\":1}");
-	assert_int_equal(ftval_build(doc, "bf16", NULL, "offload", 1000, &v, err, sizeof err), -EINVAL);
+	assert_int_equal(ftval_build(doc, "bf16", NULL, 1000, &v, err, sizeof err), -EINVAL);
 	assert_non_null(strstr(err, "neither"));
 	json_decref(doc);
 }
