@@ -296,7 +296,7 @@ def layer_steps(eng: "Engine", routes: list[int], warmup: int, steps: int, threa
 
     With fetches: per m, the engine's hybrid step with m misses per layer all fetched (f = 1, no
     CPU routes) beside its offload step with the same misses (K - m resident experts, m missing
-    ones rotating over the rest, a cache of L x K slots so that the fetched evict each other):
+    ones rotating over the rest, a cache small enough that the fetched evict each other):
     what the engine's hybrid path adds to a layer-step that fetches m experts beyond the fetch
     itself (its hybrid slot-cache bookkeeping and handshake beside the copy). That difference is
     a few percent of either step, so each m runs in fetch_rounds rounds (the pair's order
@@ -307,12 +307,15 @@ def layer_steps(eng: "Engine", routes: list[int], warmup: int, steps: int, threa
     rounds add (bench/RESULTS.md section 12). fetch_spread "binomial" (the default, what the
     H200 calls of section 12 ran): each of the K routes misses with probability m / K (seeded),
     so the count varies about its mean m as in a routing trace; "exact": every layer-step misses
-    exactly m (the measure before). fetch_slots: the
-    cache's slots for those pairs (0: L x K for exact, 2 L x K for binomial; the rotating misses
-    miss at any size up to L x (E - K))."""
+    exactly m (the measure before). fetch_slots: the cache's slots for those pairs (0: 2 L x K
+    for binomial, so that the resident K survive a layer-step of many misses, L x K for exact;
+    the rotating misses miss at any size up to L x (E - K))."""
     L, E, K = eng.L, eng.E, eng.K
     if eng.B != 1:
         raise ValueError("layer steps are measured at batch 1")
+    if fetch_spread not in FETCH_SPREADS or fetch_slots < 0:
+        raise ValueError(f"fetch_spread {fetch_spread!r} ({' or '.join(FETCH_SPREADS)}), "
+                         f"fetch_slots {fetch_slots} (>= 0)")
     slots = min(L * E, max(E, 2 * L * K))
     cold = E - K
 
@@ -347,11 +350,6 @@ def layer_steps(eng: "Engine", routes: list[int], warmup: int, steps: int, threa
                               "cpu_per_layer_step": r["cpu_per_layer_step"]})
     res["fetch"] = []
     arms = ({"mode": "offload"}, {"mode": "hybrid", "fetch_fraction": 1.0})
-    if fetch_spread not in FETCH_SPREADS or fetch_slots < 0:
-        raise ValueError(f"fetch_spread {fetch_spread!r} ({' or '.join(FETCH_SPREADS)}), "
-                         f"fetch_slots {fetch_slots} (>= 0)")
-    # binomial: 2 K slots a layer, so that the resident K-route set outlives a layer-step
-    # with many misses
     fs = fetch_slots or (L * K if fetch_spread == "exact" else 2 * L * K)
     fs = min(L * (E - K), max(L * K, fs))
     res["fetch_spread"], res["fetch_slots"] = fetch_spread, fs

@@ -203,11 +203,12 @@ assert all(len(ids) == 8 and ids[:8 - sum(x >= 8 for x in ids)] == list(range(8 
            for st in tr["steps"] for ids in st), "resident experts first, then the cold ones"
 r2 = m.layer_steps(e, [], 4, 96, 0, fetches=[2], fetch_rounds=1, fetch_spread="binomial", fetch_slots=819)
 assert e.last[1] == tr and e.last[0] == 819, "seeded: the same counts; slots as asked"
+ran = len(e.calls)
 try:
-    m.layer_steps(e, [], 4, 96, 0, fetches=[2], fetch_spread="poisson")
+    m.layer_steps(e, [0, 1], 4, 96, 0, fetches=[2], fetch_spread="poisson")
     raise SystemExit("a bad spread passed")
 except ValueError as x:
-    assert "binomial or exact" in str(x), x
+    assert "binomial or exact" in str(x) and len(e.calls) == ran, (x, "refused before any run")
 PYEOF
 check "freetoken_moe.layer_steps: each fetch count in rounds, a wild round outvoted" python3 "$T/lsteps.py" "$E"
 
